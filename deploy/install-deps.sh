@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every Debian package ocsd needs to build and to run its tests.
+# Idempotent: packages already present are skipped, and apt is only asked
+# when something is missing. Run as root (or through sudo).
+set -euo pipefail
+
+build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
+  protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev libevent-dev libssl-dev
+  libyang2-dev libyang2-tools libnetconf2-dev libssh-dev libcmocka-dev
+  libsqlite3-dev libsystemd-dev libyuma-base libglpk-dev glpk-utils)
+test_pkgs=(python3-grpcio python3-grpc-tools python3-ncclient netconfd
+  openssh-server prometheus openssl)
+
+want=("${build_pkgs[@]}")
+if [ "${1:-}" != "--build-only" ]; then
+  want+=("${test_pkgs[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#want[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
