@@ -1,0 +1,694 @@
+/*
+ * leafcentric.c - leaf-centric and pod-centric planning and the whole
+ * planning call (see leafcentric.h for the method and the symbols).
+ *
+ * Internally the demand is a list of pairs (a < b, sorted) and each pair's
+ * `links` units are numbered consecutively; a method writes one spine index
+ * per unit (-1 = not placed yet). A shared pass then enforces spine port
+ * capacity (moving units off full spines to the spine that raises contention
+ * least, or reporting them unplaced) and builds every output list.
+ */
+#include "leafcentric.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "edgecolor.h"
+#include "l2check.h"
+
+/* ---- validation ---- */
+
+struct problems {
+	struct lc_problem *out;
+	int max_out, count;
+};
+
+static void problem(struct problems *p, const char *what, size_t idx, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void problem(struct problems *p, const char *what, size_t idx, const char *fmt, ...)
+{
+	if (p->count < p->max_out) {
+		va_list ap;
+
+		snprintf(p->out[p->count].field, sizeof(p->out[p->count].field), "%s[%zu]", what,
+			 idx);
+		va_start(ap, fmt);
+		vsnprintf(p->out[p->count].reason, sizeof(p->out[p->count].reason), fmt, ap);
+		va_end(ap);
+	}
+	p->count++;
+}
+
+struct pair_ref {
+	int lo, hi;
+	size_t idx;
+};
+
+static int cmp_pair_ref(const void *x, const void *y)
+{
+	const struct pair_ref *a = x, *b = y;
+
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	if (a->hi != b->hi)
+		return a->hi < b->hi ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static void validate_existing(const struct ocs_fabric *f, const struct ocs_xc *existing,
+			      size_t n_existing, struct problems *p)
+{
+	int room = p->max_out > p->count ? p->max_out - p->count : 0;
+	struct l2_violation *v = room ? calloc((size_t)room, sizeof(*v)) : NULL;
+	int n = l2_check(f, existing, n_existing, v, v ? room : 0);
+
+	if (n < 0) {
+		problem(p, "existing", 0, "cannot check: out of memory");
+		free(v);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		size_t idx = 0;
+
+		if (i >= room || !v) {
+			p->count++;
+			continue;
+		}
+		while (idx < n_existing && memcmp(&existing[idx], &v[i].xc, sizeof(v[i].xc)))
+			idx++;
+		problem(p, "existing", idx, "group %d device %d in %d out %d: %s", v[i].xc.group,
+			v[i].xc.device, v[i].xc.in, v[i].xc.out, v[i].reason);
+	}
+	free(v);
+}
+
+int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
+		const struct ocs_xc *existing, size_t n_existing, struct lc_problem *out,
+		int max_out)
+{
+	struct problems p = { out, out ? max_out : 0, 0 };
+	int nl = ocs_fabric_leaves(f);
+	long *used = calloc((size_t)nl, sizeof(*used));
+	struct pair_ref *refs = malloc((n_demand ? n_demand : 1) * sizeof(*refs));
+	size_t n_refs = 0;
+
+	if (!used || !refs) {
+		free(used);
+		free(refs);
+		problem(&p, "demand", 0, "cannot check: out of memory");
+		return p.count;
+	}
+	for (size_t i = 0; i < n_demand; i++) {
+		const struct lc_demand *d = &demand[i];
+		bool ok = true;
+
+		if (d->a < 0 || d->a >= nl) {
+			problem(&p, "demand", i, "leaf a = %d out of range 0..%d", d->a, nl - 1);
+			ok = false;
+		}
+		if (d->b < 0 || d->b >= nl) {
+			problem(&p, "demand", i, "leaf b = %d out of range 0..%d", d->b, nl - 1);
+			ok = false;
+		}
+		if (d->links < 0) {
+			problem(&p, "demand", i, "links = %d is negative", d->links);
+			ok = false;
+		}
+		if (!ok)
+			continue;
+		if (d->a == d->b) {
+			problem(&p, "demand", i, "a and b are the same leaf %d", d->a);
+			continue;
+		}
+		if (ocs_fabric_leaf_pod(f, d->a) == ocs_fabric_leaf_pod(f, d->b)) {
+			problem(&p, "demand", i, "leaves %d and %d are both in pod %d", d->a, d->b,
+				ocs_fabric_leaf_pod(f, d->a));
+			continue;
+		}
+		refs[n_refs++] = (struct pair_ref){ d->a < d->b ? d->a : d->b,
+						    d->a < d->b ? d->b : d->a, i };
+		for (int s = 0; s < 2; s++) {
+			int leaf = s ? d->b : d->a;
+			bool was_ok = used[leaf] <= f->k_leaf;
+
+			used[leaf] += d->links;
+			if (was_ok && used[leaf] > f->k_leaf)
+				problem(&p, "demand", i,
+					"leaf %d needs %ld uplinks, more than its k_leaf = %d", leaf,
+					used[leaf], f->k_leaf);
+		}
+	}
+	qsort(refs, n_refs, sizeof(*refs), cmp_pair_ref);
+	for (size_t i = 1; i < n_refs; i++)
+		if (refs[i].lo == refs[i - 1].lo && refs[i].hi == refs[i - 1].hi)
+			problem(&p, "demand", refs[i].idx,
+				"leaves %d and %d already appear as a pair in demand[%zu]",
+				refs[i].lo, refs[i].hi, refs[i - 1].idx);
+	free(used);
+	free(refs);
+	validate_existing(f, existing, n_existing, &p);
+	return p.count;
+}
+
+/* ---- the unit model ---- */
+
+struct work {
+	const struct ocs_fabric *f;
+	int N, H, P, lpp, tau;
+	size_t n_pairs, n_units;
+	int *a, *b, *links; /* pairs, a < b, sorted */
+	size_t *off;        /* first unit of each pair; off[n_pairs] = n_units */
+	int *cap;           /* free OCS-facing ports of spine (pod, h): [pod * H + h] */
+};
+
+static int pod_of_leaf(const struct work *w, int leaf)
+{
+	return ocs_fabric_leaf_pod(w->f, leaf);
+}
+
+static int cmp_demand(const void *x, const void *y)
+{
+	const struct lc_demand *a = x, *b = y;
+
+	if (a->a != b->a)
+		return a->a < b->a ? -1 : 1;
+	return (a->b > b->b) - (a->b < b->b);
+}
+
+static void work_free(struct work *w)
+{
+	free(w->a);
+	free(w->b);
+	free(w->links);
+	free(w->off);
+	free(w->cap);
+}
+
+static int work_init(struct work *w, const struct ocs_fabric *f, const struct lc_demand *demand,
+		     size_t n_demand, const struct ocs_xc *pinned, size_t n_pinned)
+{
+	struct lc_demand *d = malloc((n_demand ? n_demand : 1) * sizeof(*d));
+	unsigned char *busy;
+	size_t n = 0;
+
+	memset(w, 0, sizeof(*w));
+	w->f = f;
+	w->N = ocs_fabric_leaves(f);
+	w->H = ocs_fabric_spines_per_pod(f);
+	w->P = f->pods;
+	w->lpp = ocs_fabric_leaves_per_pod(f);
+	w->tau = f->tau;
+	if (!d)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_demand; i++) {
+		if (demand[i].links == 0)
+			continue;
+		d[n] = demand[i];
+		if (d[n].a > d[n].b) {
+			d[n].a = demand[i].b;
+			d[n].b = demand[i].a;
+		}
+		n++;
+	}
+	qsort(d, n, sizeof(*d), cmp_demand);
+	w->n_pairs = n;
+	w->a = malloc((n ? n : 1) * sizeof(int));
+	w->b = malloc((n ? n : 1) * sizeof(int));
+	w->links = malloc((n ? n : 1) * sizeof(int));
+	w->off = malloc((n + 1) * sizeof(size_t));
+	w->cap = malloc((size_t)w->P * (size_t)w->H * sizeof(int));
+	busy = calloc((size_t)w->P * (size_t)f->k_spine, 1);
+	if (!w->a || !w->b || !w->links || !w->off || !w->cap || !busy) {
+		free(d);
+		free(busy);
+		work_free(w);
+		return -ENOMEM;
+	}
+	w->off[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		w->a[i] = d[i].a;
+		w->b[i] = d[i].b;
+		w->links[i] = d[i].links;
+		w->off[i + 1] = w->off[i] + (size_t)d[i].links;
+	}
+	w->n_units = w->off[n];
+	free(d);
+	for (int h = 0; h < w->H; h++) {
+		memset(busy, 0, (size_t)w->P * (size_t)f->k_spine);
+		rz_busy_spine_ports(f, h, pinned, n_pinned, busy);
+		for (int p = 0; p < w->P; p++) {
+			int c = f->k_spine;
+
+			for (int k = 0; k < f->k_spine; k++)
+				c -= busy[(size_t)p * f->k_spine + k];
+			w->cap[p * w->H + h] = c;
+		}
+	}
+	free(busy);
+	return 0;
+}
+
+/* ---- spine choice methods: each fills unit_h ---- */
+
+/* Euler orientation L = A + A^T, then an equitable H-colouring of A. */
+static int assign_euler(const struct work *w, int *unit_h)
+{
+	int *fwd = malloc((w->n_pairs ? w->n_pairs : 1) * sizeof(int));
+	struct ec_graph g;
+	int rc;
+
+	if (!fwd)
+		return -ENOMEM;
+	rc = ec_orient_balanced(w->N, w->n_pairs, w->a, w->b, w->links, fwd);
+	if (rc == 0)
+		rc = ec_init(&g, 2 * w->N, w->H, (int)w->n_units);
+	if (rc) {
+		free(fwd);
+		return rc;
+	}
+	/* Sender a is vertex a, receiver b is vertex N + b. */
+	for (size_t p = 0; p < w->n_pairs; p++) {
+		for (int t = 0; t < w->links[p]; t++) {
+			int from = t < fwd[p] ? w->a[p] : w->b[p], to = t < fwd[p] ? w->b[p] : w->a[p];
+			int e = ec_add_edge(&g, from, w->N + to);
+
+			ec_color(&g, e, true, 0);
+		}
+	}
+	/* Edge ids are unit ids; Kempe swaps may have moved earlier colours. */
+	for (size_t u = 0; u < w->n_units; u++)
+		unit_h[u] = g.color[u];
+	ec_release(&g);
+	free(fwd);
+	return 0;
+}
+
+/*
+ * tau = 1: colour the leaf multigraph itself (a spine neither leaf uses yet),
+ * repairing with a bounded number of Kempe chains. Returns how many units
+ * stayed without a spine (-1 on allocation failure).
+ */
+static long assign_greedy(const struct work *w, int *unit_h)
+{
+	struct ec_graph g;
+	long left = 0;
+
+	if (ec_init(&g, w->N, w->H, (int)w->n_units))
+		return -1;
+	for (size_t p = 0; p < w->n_pairs; p++) {
+		for (int t = 0; t < w->links[p]; t++) {
+			int e = ec_add_edge(&g, w->a[p], w->b[p]);
+
+			if (!ec_color(&g, e, true, 2 * w->H))
+				left++;
+		}
+	}
+	/* Edge ids are unit ids; colours may have moved in later repairs. */
+	for (size_t u = 0; u < w->n_units; u++)
+		unit_h[u] = g.color[u];
+	ec_release(&g);
+	return left;
+}
+
+struct pod_pair_ref {
+	int i, j;
+	size_t pair;
+};
+
+static int cmp_pod_pair(const void *x, const void *y)
+{
+	const struct pod_pair_ref *a = x, *b = y;
+
+	if (a->i != b->i)
+		return a->i < b->i ? -1 : 1;
+	if (a->j != b->j)
+		return a->j < b->j ? -1 : 1;
+	return (a->pair > b->pair) - (a->pair < b->pair);
+}
+
+/* Pod-centric: spread each pod pair's total over the spines, blind to leaves. */
+static int assign_podcentric(const struct work *w, int *unit_h)
+{
+	struct pod_pair_ref *r = malloc((w->n_pairs ? w->n_pairs : 1) * sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	for (size_t p = 0; p < w->n_pairs; p++)
+		r[p] = (struct pod_pair_ref){ pod_of_leaf(w, w->a[p]), pod_of_leaf(w, w->b[p]), p };
+	qsort(r, w->n_pairs, sizeof(*r), cmp_pod_pair);
+	for (size_t lo = 0, hi; lo < w->n_pairs; lo = hi) {
+		int next = (r[lo].i + r[lo].j) % w->H;
+
+		for (hi = lo; hi < w->n_pairs && r[hi].i == r[lo].i && r[hi].j == r[lo].j; hi++) {
+			size_t p = r[hi].pair;
+
+			for (int t = 0; t < w->links[p]; t++) {
+				unit_h[w->off[p] + (size_t)t] = next;
+				next = (next + 1) % w->H;
+			}
+		}
+	}
+	free(r);
+	return 0;
+}
+
+/* ---- capacity, contention, outputs ---- */
+
+struct placed {
+	int *unit_h;
+	int *load;       /* [leaf * H + h] */
+	int *spine_used; /* [pod * H + h] */
+	size_t unplaced_units;
+	int max_load;
+};
+
+static void placed_free(struct placed *s)
+{
+	free(s->unit_h);
+	free(s->load);
+	free(s->spine_used);
+}
+
+static int placed_init(struct placed *s, const struct work *w)
+{
+	memset(s, 0, sizeof(*s));
+	s->unit_h = malloc((w->n_units ? w->n_units : 1) * sizeof(int));
+	s->load = calloc((size_t)w->N * (size_t)w->H, sizeof(int));
+	s->spine_used = calloc((size_t)w->P * (size_t)w->H, sizeof(int));
+	if (!s->unit_h || !s->load || !s->spine_used) {
+		placed_free(s);
+		return -ENOMEM;
+	}
+	for (size_t u = 0; u < w->n_units; u++)
+		s->unit_h[u] = -1;
+	return 0;
+}
+
+static void unit_move(const struct work *w, struct placed *s, size_t p, int h, int delta)
+{
+	int pa = pod_of_leaf(w, w->a[p]), pb = pod_of_leaf(w, w->b[p]);
+
+	s->load[(size_t)w->a[p] * w->H + h] += delta;
+	s->load[(size_t)w->b[p] * w->H + h] += delta;
+	s->spine_used[pa * w->H + h] += delta;
+	s->spine_used[pb * w->H + h] += delta;
+}
+
+/*
+ * Keeps every spine within its free ports: units on an overfull spine, and
+ * units without a spine, go to the spine with room at both pods where the
+ * higher of the two leaves' loads is lowest; none left = unplaced (-1).
+ */
+static void enforce_capacity(const struct work *w, struct placed *s)
+{
+	for (size_t p = 0; p < w->n_pairs; p++)
+		for (size_t u = w->off[p]; u < w->off[p + 1]; u++)
+			if (s->unit_h[u] >= 0)
+				unit_move(w, s, p, s->unit_h[u], +1);
+	for (size_t p = 0; p < w->n_pairs; p++) {
+		int pa = pod_of_leaf(w, w->a[p]), pb = pod_of_leaf(w, w->b[p]);
+
+		for (size_t u = w->off[p]; u < w->off[p + 1]; u++) {
+			int h = s->unit_h[u], best = -1, best_score = 0;
+
+			if (h >= 0 && s->spine_used[pa * w->H + h] <= w->cap[pa * w->H + h] &&
+			    s->spine_used[pb * w->H + h] <= w->cap[pb * w->H + h])
+				continue;
+			if (h >= 0)
+				unit_move(w, s, p, h, -1);
+			for (int c = 0; c < w->H; c++) {
+				int la = s->load[(size_t)w->a[p] * w->H + c];
+				int lb = s->load[(size_t)w->b[p] * w->H + c];
+				int score = (la > lb ? la : lb) * 4 * w->tau + la + lb;
+
+				if (s->spine_used[pa * w->H + c] >= w->cap[pa * w->H + c] ||
+				    s->spine_used[pb * w->H + c] >= w->cap[pb * w->H + c])
+					continue;
+				if (best < 0 || score < best_score) {
+					best = c;
+					best_score = score;
+				}
+			}
+			s->unit_h[u] = best;
+			if (best >= 0)
+				unit_move(w, s, p, best, +1);
+			else
+				s->unplaced_units++;
+		}
+	}
+	s->max_load = 0;
+	for (size_t i = 0; i < (size_t)w->N * w->H; i++)
+		if (s->load[i] > s->max_load)
+			s->max_load = s->load[i];
+}
+
+enum method { METHOD_LEAF, METHOD_POD };
+
+/* Runs a method (and for tau = 1 the fallback) and enforces capacity. */
+static int choose_spines(const struct work *w, enum method m, struct placed *s)
+{
+	struct placed alt;
+	long left;
+	int rc = placed_init(s, w);
+
+	if (rc)
+		return rc;
+	if (m == METHOD_POD) {
+		rc = assign_podcentric(w, s->unit_h);
+		if (rc == 0)
+			enforce_capacity(w, s);
+		return rc;
+	}
+	if (w->tau != 1) {
+		rc = assign_euler(w, s->unit_h);
+		if (rc == 0)
+			enforce_capacity(w, s);
+		return rc;
+	}
+	left = assign_greedy(w, s->unit_h);
+	if (left < 0)
+		return -ENOMEM;
+	enforce_capacity(w, s);
+	if (left == 0 && s->unplaced_units == 0 && s->max_load <= w->tau)
+		return 0;
+	rc = placed_init(&alt, w);
+	if (rc)
+		return rc;
+	rc = assign_euler(w, alt.unit_h);
+	if (rc) {
+		placed_free(&alt);
+		return rc;
+	}
+	enforce_capacity(w, &alt);
+	if (alt.unplaced_units < s->unplaced_units ||
+	    (alt.unplaced_units == s->unplaced_units && alt.max_load < s->max_load)) {
+		placed_free(s);
+		*s = alt;
+	} else {
+		placed_free(&alt);
+	}
+	return 0;
+}
+
+static int cmp_circuits_hij(const void *x, const void *y)
+{
+	const struct rz_circuits *a = x, *b = y;
+
+	if (a->h != b->h)
+		return a->h < b->h ? -1 : 1;
+	if (a->i != b->i)
+		return a->i < b->i ? -1 : 1;
+	return (a->j > b->j) - (a->j < b->j);
+}
+
+static int build_outputs(const struct work *w, const struct placed *s, struct lc_plan *r)
+{
+	int *per_h = calloc((size_t)w->H, sizeof(int));
+	size_t n_topo = 0;
+
+	r->assignment = malloc((w->n_units ? w->n_units : 1) * sizeof(*r->assignment));
+	r->topology = malloc((w->n_units ? w->n_units : 1) * sizeof(*r->topology));
+	r->unplaced = malloc((w->n_pairs ? w->n_pairs : 1) * sizeof(*r->unplaced));
+	if (!per_h || !r->assignment || !r->topology || !r->unplaced) {
+		free(per_h);
+		return -ENOMEM;
+	}
+	for (size_t p = 0; p < w->n_pairs; p++) {
+		int pa = pod_of_leaf(w, w->a[p]), pb = pod_of_leaf(w, w->b[p]), none = 0;
+
+		for (size_t u = w->off[p]; u < w->off[p + 1]; u++) {
+			if (s->unit_h[u] >= 0)
+				per_h[s->unit_h[u]]++;
+			else
+				none++;
+		}
+		for (int h = 0; h < w->H; h++) {
+			if (!per_h[h])
+				continue;
+			r->assignment[r->n_assignment++] =
+				(struct lc_spine_links){ w->a[p], w->b[p], h, per_h[h] };
+			r->topology[n_topo++] = (struct rz_circuits){ pa, pb, h, per_h[h] };
+			per_h[h] = 0;
+		}
+		if (none)
+			r->unplaced[r->n_unplaced++] = (struct lc_demand){ w->a[p], w->b[p], none };
+	}
+	free(per_h);
+	qsort(r->topology, n_topo, sizeof(*r->topology), cmp_circuits_hij);
+	for (size_t t = 0; t < n_topo; t++) {
+		if (r->n_topology && cmp_circuits_hij(&r->topology[r->n_topology - 1],
+						      &r->topology[t]) == 0)
+			r->topology[r->n_topology - 1].circuits += r->topology[t].circuits;
+		else
+			r->topology[r->n_topology++] = r->topology[t];
+	}
+	r->max_contention = (double)s->max_load / w->tau;
+	for (int a = 0; a < w->N; a++) {
+		for (int h = 0; h < w->H; h++) {
+			if (s->load[(size_t)a * w->H + h] > w->tau) {
+				r->contended_leaves++;
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+static int cmp_xc(const void *x, const void *y)
+{
+	const struct ocs_xc *a = x, *b = y;
+
+	if (a->group != b->group)
+		return a->group < b->group ? -1 : 1;
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	if (a->in != b->in)
+		return a->in < b->in ? -1 : 1;
+	return (a->out > b->out) - (a->out < b->out);
+}
+
+static int realize_plan(const struct ocs_fabric *f, const struct ocs_xc *existing,
+			size_t n_existing, bool replan, struct lc_plan *r)
+{
+	size_t n_keep = replan ? 0 : n_existing;
+	struct rz_result *z;
+	struct ocs_xc *sorted;
+	int rc = rz_realize(f, r->topology, r->n_topology, replan ? NULL : existing, n_keep,
+			    replan ? existing : NULL, replan ? n_existing : 0, &z);
+
+	if (rc)
+		return rc;
+	r->n_xcs = n_keep + z->n_xcs;
+	r->xcs = malloc((r->n_xcs ? r->n_xcs : 1) * sizeof(*r->xcs));
+	sorted = malloc((r->n_xcs ? r->n_xcs : 1) * sizeof(*sorted));
+	r->moved = malloc((n_existing ? n_existing : 1) * sizeof(*r->moved));
+	if (!r->xcs || !sorted || !r->moved) {
+		free(sorted);
+		rz_result_free(z);
+		return -ENOMEM;
+	}
+	if (n_keep)
+		memcpy(r->xcs, existing, n_keep * sizeof(*existing));
+	if (z->n_xcs)
+		memcpy(r->xcs + n_keep, z->xcs, z->n_xcs * sizeof(*z->xcs));
+	memcpy(sorted, r->xcs, r->n_xcs * sizeof(*sorted));
+	qsort(sorted, r->n_xcs, sizeof(*sorted), cmp_xc);
+	for (size_t i = 0; i < n_existing; i++)
+		if (!bsearch(&existing[i], sorted, r->n_xcs, sizeof(*sorted), cmp_xc))
+			r->moved[r->n_moved++] = existing[i];
+	r->changed_existing = r->n_moved;
+	r->unrealized = z->unrealized;
+	r->n_unrealized = z->n_unrealized;
+	r->unrealized_circuits = z->unrealized_circuits;
+	r->unrealized_before_repair = z->unrealized_before_repair;
+	z->unrealized = NULL;
+	free(sorted);
+	rz_result_free(z);
+	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int plan_with(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
+		     const struct ocs_xc *existing, size_t n_existing,
+		     const struct lc_options *opt, enum method m, struct lc_plan **out)
+{
+	static const struct lc_options defaults;
+	struct lc_plan *r;
+	struct work w;
+	struct placed s;
+	double t0 = now_ms(), t1;
+	int rc;
+
+	*out = NULL;
+	if (!opt)
+		opt = &defaults;
+	if (ocs_fabric_validate(f, NULL, 0) ||
+	    lc_validate(f, demand, n_demand, existing, n_existing, NULL, 0))
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	rc = work_init(&w, f, demand, n_demand, opt->replan ? NULL : existing,
+		       opt->replan ? 0 : n_existing);
+	if (rc) {
+		free(r);
+		return rc;
+	}
+	rc = choose_spines(&w, m, &s);
+	if (rc == 0)
+		rc = build_outputs(&w, &s, r);
+	placed_free(&s);
+	work_free(&w);
+	t1 = now_ms();
+	r->plan_ms = t1 - t0;
+	if (rc == 0 && opt->realize) {
+		rc = realize_plan(f, existing, n_existing, opt->replan, r);
+		r->realize_ms = now_ms() - t1;
+	}
+	if (rc) {
+		lc_plan_free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int lc_plan(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
+	    const struct ocs_xc *existing, size_t n_existing, const struct lc_options *opt,
+	    struct lc_plan **out)
+{
+	return plan_with(f, demand, n_demand, existing, n_existing, opt, METHOD_LEAF, out);
+}
+
+int pc_plan(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
+	    const struct ocs_xc *existing, size_t n_existing, const struct lc_options *opt,
+	    struct lc_plan **out)
+{
+	return plan_with(f, demand, n_demand, existing, n_existing, opt, METHOD_POD, out);
+}
+
+void lc_plan_free(struct lc_plan *p)
+{
+	if (!p)
+		return;
+	free(p->assignment);
+	free(p->topology);
+	free(p->unplaced);
+	free(p->xcs);
+	free(p->unrealized);
+	free(p->moved);
+	free(p);
+}

@@ -1,0 +1,112 @@
+/*
+ * leafcentric.h - the leaf-centric planner of LumosCore (ALGORITHMS.md
+ * section 1), its pod-centric baseline, and the whole planning call the
+ * daemon and ocsplan make: leaf demand (+ pinned cross-connects) -> spine
+ * assignment, logical topology, contention, cross-connects.
+ *
+ * Symbols: L[a][b] = links leaf a needs to leaf b (the demand), H =
+ * k_leaf/tau spines per pod = OCS groups, L[a][b][h] = links of the pair
+ * through spine h, C[i][j][h] = circuits between pods i and j in group h,
+ * contention of leaf a at spine h = sum_b L[a][b][h] / tau.
+ *
+ * Leaf-centric method: orient every demand unit along Euler trails
+ * (L = A + A^T, rows and columns of A balanced), colour the bipartite
+ * multigraph A with H colours so that every leaf sends and receives at most
+ * ceil(.../H) units per colour (for valid demand: at most one, an exact
+ * equitable split for any H, not only powers of two), and L[a][b][h] =
+ * A^h[a][b] + A^h[b][a]. tau = 2: contention <= 1 always. tau = 1: a greedy
+ * colouring of the leaf multigraph with Kempe repair first (contention-free
+ * whenever every leaf uses at most k_leaf/2 uplinks, and often beyond), else
+ * the better of it and the Euler method (contention <= 2), always reported.
+ * No spine ever carries more circuits than it has free OCS-facing ports;
+ * demand that cannot be placed is returned in `unplaced`.
+ *
+ * Pinned cross-connects (running jobs) keep their spine ports; the new
+ * demand is planned on the free ports only and changed_existing is 0. With
+ * options.replan the existing cross-connects are not pinned: the demand is
+ * planned on the whole fabric, the realization reuses existing circuits
+ * where it can and `moved` lists the existing cross-connects it drops.
+ *
+ * All functions are pure (deterministic, no I/O, no globals) and
+ * thread-safe. Results are owned by the caller: free with lc_plan_free().
+ */
+#ifndef OCS_LEAFCENTRIC_H
+#define OCS_LEAFCENTRIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fabric.h"
+#include "realize.h"
+
+/* Sparse leaf demand: leaves a != b of different pods need `links` paths. */
+struct lc_demand {
+	int a, b;
+	int links;
+};
+
+/* L[a][b][h] for a < b: links of the pair routed through spine h. */
+struct lc_spine_links {
+	int a, b, h;
+	int links;
+};
+
+struct lc_options {
+	bool realize; /* also compute cross-connects */
+	bool replan;  /* existing cross-connects are not pinned (global re-plan) */
+};
+
+/* One problem found in a request: the field ("demand[17]") and why. */
+struct lc_problem {
+	char field[48];
+	char reason[160];
+};
+
+struct lc_plan {
+	struct lc_spine_links *assignment; /* sorted by (a, b, h) */
+	size_t n_assignment;
+	struct rz_circuits *topology; /* C[i][j][h] for i < j, sorted by (h, i, j) */
+	size_t n_topology;
+	double max_contention;   /* max over leaf a, spine h of sum_b L[a][b][h] / tau */
+	size_t contended_leaves; /* leaves with contention above 1 at some spine */
+	struct lc_demand *unplaced; /* demand no spine had room for (a < b) */
+	size_t n_unplaced;
+	/* With options.realize: the complete configuration (pinned ones first). */
+	struct ocs_xc *xcs;
+	size_t n_xcs;
+	struct rz_circuits *unrealized;
+	size_t n_unrealized;
+	size_t unrealized_circuits;
+	size_t unrealized_before_repair;
+	size_t changed_existing; /* existing cross-connects not kept */
+	struct ocs_xc *moved;    /* those existing cross-connects */
+	size_t n_moved;
+	double plan_ms, realize_ms;
+};
+
+/*
+ * Checks a request against the fabric (which must be valid): leaves in
+ * range and of different pods, links >= 1, each unordered pair at most once,
+ * no leaf over its k_leaf uplinks; existing cross-connects in range, cabled,
+ * each port used once and forming two-way circuits. Fields are named
+ * "demand[i]" and "existing[i]". Returns how many problems there are,
+ * writing up to max_out (out may be NULL when max_out is 0).
+ */
+int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
+		const struct ocs_xc *existing, size_t n_existing, struct lc_problem *out,
+		int max_out);
+
+/*
+ * Plans the demand leaf-centrically (lc_plan) or pod-centrically (pc_plan,
+ * the baseline). The request must pass lc_validate(). Returns 0 and *out,
+ * -EINVAL for a request that does not validate, or -ENOMEM.
+ */
+int lc_plan(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
+	    const struct ocs_xc *existing, size_t n_existing, const struct lc_options *opt,
+	    struct lc_plan **out);
+int pc_plan(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
+	    const struct ocs_xc *existing, size_t n_existing, const struct lc_options *opt,
+	    struct lc_plan **out);
+void lc_plan_free(struct lc_plan *p);
+
+#endif

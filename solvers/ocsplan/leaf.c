@@ -1,0 +1,313 @@
+/*
+ * leaf.c - the ocsplan subcommands `leaf-centric` and `pod-centric`: read a
+ * fabric, a sparse leaf demand and optionally the existing cross-connects,
+ * plan with lc_plan() / pc_plan() (solvers/leafcentric.h) and write the
+ * plan as JSON. The request and answer formats are in solvers/README.md.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric.h"
+#include "io.h"
+#include "leafcentric.h"
+
+int ocsplan_leaf_main(const char *sub, int argc, char **argv);
+
+struct request {
+	struct ocs_fabric fabric;
+	bool fabric_ok;
+	struct lc_demand *demand;
+	size_t n_demand;
+	struct ocs_xc *existing;
+	size_t n_existing;
+};
+
+static void parse_fabric(const struct json_value *fab, struct request *r,
+			 struct ocsplan_problems *p)
+{
+	static const char *const known[] = { "pods", "k_leaf", "k_spine", "tau", "k_ocs",
+					     "wiring", NULL };
+	struct ocs_fabric_problem fp[16];
+	const char *wiring = NULL;
+	bool ok = true;
+	int n;
+
+	if (json_type(fab) != JSON_OBJECT) {
+		ocsplan_problem(p, "fabric", fab ? "must be an object" : "missing");
+		return;
+	}
+	ocsplan_unknown_fields(fab, "fabric", known, p);
+	ok &= ocsplan_get_int(fab, "fabric", "pods", 0, 1 << 16, &r->fabric.pods, p);
+	ok &= ocsplan_get_int(fab, "fabric", "k_leaf", 0, 1 << 12, &r->fabric.k_leaf, p);
+	ok &= ocsplan_get_int(fab, "fabric", "k_spine", 0, 1 << 12, &r->fabric.k_spine, p);
+	ok &= ocsplan_get_int(fab, "fabric", "tau", 0, 1 << 12, &r->fabric.tau, p);
+	ok &= ocsplan_get_int(fab, "fabric", "k_ocs", 0, 1 << 20, &r->fabric.k_ocs, p);
+	if (ocsplan_get_string(fab, "fabric", "wiring", &wiring, p) &&
+	    ocs_wiring_parse(wiring, &r->fabric.wiring) != 0) {
+		ocsplan_problem(p, "fabric.wiring", "\"%s\" is not straight, dual or cross", wiring);
+		ok = false;
+	}
+	if (!ok || !wiring)
+		return;
+	n = ocs_fabric_validate(&r->fabric, fp, 16);
+	for (int i = 0; i < n && i < 16; i++) {
+		char field[64];
+
+		/* The validator names config fields ("k-leaf"); the request spells them k_leaf. */
+		snprintf(field, sizeof(field), "fabric.%s", fp[i].field);
+		for (char *c = field; *c; c++)
+			if (*c == '-')
+				*c = '_';
+		ocsplan_problem(p, field, "%s", fp[i].reason);
+	}
+	if (n > 16)
+		ocsplan_problem(p, "fabric", "%d more problems", n - 16);
+	r->fabric_ok = n == 0;
+}
+
+static void parse_demand(const struct json_value *arr, struct request *r,
+			 struct ocsplan_problems *p)
+{
+	static const char *const known[] = { "a", "b", "links", NULL };
+
+	r->n_demand = json_len(arr);
+	r->demand = calloc(r->n_demand ? r->n_demand : 1, sizeof(*r->demand));
+	if (!r->demand) {
+		ocsplan_problem(p, "demand", "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < r->n_demand; i++) {
+		const struct json_value *e = json_at(arr, i);
+		struct lc_demand *d = &r->demand[i];
+		char where[48];
+
+		snprintf(where, sizeof(where), "demand[%zu]", i);
+		if (json_type(e) != JSON_OBJECT) {
+			ocsplan_problem(p, where, "must be an object {\"a\", \"b\", \"links\"}");
+			continue;
+		}
+		ocsplan_unknown_fields(e, where, known, p);
+		ocsplan_get_int(e, where, "a", 0, INT_MAX, &d->a, p);
+		ocsplan_get_int(e, where, "b", 0, INT_MAX, &d->b, p);
+		ocsplan_get_int(e, where, "links", 0, INT_MAX, &d->links, p);
+	}
+}
+
+static void parse_existing(const struct json_value *arr, struct request *r,
+			   struct ocsplan_problems *p)
+{
+	static const char *const known[] = { "group", "device", "in", "out", NULL };
+
+	r->n_existing = json_len(arr);
+	r->existing = calloc(r->n_existing ? r->n_existing : 1, sizeof(*r->existing));
+	if (!r->existing) {
+		ocsplan_problem(p, "existing", "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < r->n_existing; i++) {
+		const struct json_value *e = json_at(arr, i);
+		struct ocs_xc *x = &r->existing[i];
+		char where[48];
+
+		snprintf(where, sizeof(where), "existing[%zu]", i);
+		if (json_type(e) != JSON_OBJECT) {
+			ocsplan_problem(p, where,
+					"must be an object {\"group\", \"device\", \"in\", \"out\"}");
+			continue;
+		}
+		ocsplan_unknown_fields(e, where, known, p);
+		ocsplan_get_int(e, where, "group", 0, INT_MAX, &x->group, p);
+		ocsplan_get_int(e, where, "device", 0, INT_MAX, &x->device, p);
+		ocsplan_get_int(e, where, "in", 0, INT_MAX, &x->in, p);
+		ocsplan_get_int(e, where, "out", 0, INT_MAX, &x->out, p);
+	}
+}
+
+static void parse_request(const struct json_value *top, struct request *r,
+			  struct ocsplan_problems *p)
+{
+	static const char *const known[] = { "fabric", "demand", "existing", NULL };
+	const struct json_value *demand, *existing;
+	int before;
+
+	if (json_type(top) != JSON_OBJECT) {
+		ocsplan_problem(p, "input", "must be a JSON object with fabric and demand");
+		return;
+	}
+	ocsplan_unknown_fields(top, "", known, p);
+	parse_fabric(json_get(top, "fabric"), r, p);
+	if (ocsplan_get_array(top, "", "demand", false, &demand, p))
+		parse_demand(demand, r, p);
+	if (ocsplan_get_array(top, "", "existing", true, &existing, p) && existing)
+		parse_existing(existing, r, p);
+	/* Checks against the fabric only make sense once every field has its type. */
+	before = p->count;
+	if (r->fabric_ok && before == 0) {
+		struct lc_problem *lp = calloc(64, sizeof(*lp));
+		int n = lp ? lc_validate(&r->fabric, r->demand, r->n_demand, r->existing,
+					 r->n_existing, lp, 64)
+			   : 0;
+
+		if (!lp)
+			ocsplan_problem(p, "input", "out of memory");
+		for (int i = 0; i < n && i < 64; i++)
+			ocsplan_problem(p, lp[i].field, "%s", lp[i].reason);
+		if (n > 64)
+			ocsplan_problem(p, "input", "%d more problems not shown", n - 64);
+		free(lp);
+	}
+}
+
+static void write_circuits(struct json_writer *w, const char *key, const struct rz_circuits *c,
+			   size_t n)
+{
+	json_w_key(w, key);
+	json_w_array_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		json_w_object_begin(w);
+		json_w_key(w, "i");
+		json_w_int(w, c[i].i);
+		json_w_key(w, "j");
+		json_w_int(w, c[i].j);
+		json_w_key(w, "h");
+		json_w_int(w, c[i].h);
+		json_w_key(w, "circuits");
+		json_w_int(w, c[i].circuits);
+		json_w_object_end(w);
+	}
+	json_w_array_end(w);
+}
+
+static void write_xcs(struct json_writer *w, const char *key, const struct ocs_xc *x, size_t n)
+{
+	json_w_key(w, key);
+	json_w_array_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		json_w_object_begin(w);
+		json_w_key(w, "group");
+		json_w_int(w, x[i].group);
+		json_w_key(w, "device");
+		json_w_int(w, x[i].device);
+		json_w_key(w, "in");
+		json_w_int(w, x[i].in);
+		json_w_key(w, "out");
+		json_w_int(w, x[i].out);
+		json_w_object_end(w);
+	}
+	json_w_array_end(w);
+}
+
+static void write_plan(struct json_writer *w, const struct lc_plan *pl,
+		       const struct lc_options *opt)
+{
+	json_w_object_begin(w);
+	json_w_key(w, "spine_assignment");
+	json_w_array_begin(w);
+	for (size_t i = 0; i < pl->n_assignment; i++) {
+		json_w_object_begin(w);
+		json_w_key(w, "a");
+		json_w_int(w, pl->assignment[i].a);
+		json_w_key(w, "b");
+		json_w_int(w, pl->assignment[i].b);
+		json_w_key(w, "h");
+		json_w_int(w, pl->assignment[i].h);
+		json_w_key(w, "links");
+		json_w_int(w, pl->assignment[i].links);
+		json_w_object_end(w);
+	}
+	json_w_array_end(w);
+	write_circuits(w, "logical_topology", pl->topology, pl->n_topology);
+	json_w_key(w, "max_contention");
+	json_w_double(w, pl->max_contention);
+	json_w_key(w, "contended_leaves");
+	json_w_int(w, (int64_t)pl->contended_leaves);
+	json_w_key(w, "unplaced");
+	json_w_array_begin(w);
+	for (size_t i = 0; i < pl->n_unplaced; i++) {
+		json_w_object_begin(w);
+		json_w_key(w, "a");
+		json_w_int(w, pl->unplaced[i].a);
+		json_w_key(w, "b");
+		json_w_int(w, pl->unplaced[i].b);
+		json_w_key(w, "links");
+		json_w_int(w, pl->unplaced[i].links);
+		json_w_object_end(w);
+	}
+	json_w_array_end(w);
+	if (opt->realize)
+		write_xcs(w, "cross_connects", pl->xcs, pl->n_xcs);
+	write_circuits(w, "unrealized", pl->unrealized, pl->n_unrealized);
+	json_w_key(w, "changed_existing");
+	json_w_int(w, (int64_t)pl->changed_existing);
+	if (opt->replan)
+		write_xcs(w, "moved_existing", pl->moved, pl->n_moved);
+	json_w_key(w, "stats");
+	json_w_object_begin(w);
+	json_w_key(w, "plan_ms");
+	json_w_double(w, pl->plan_ms);
+	json_w_key(w, "realize_ms");
+	json_w_double(w, pl->realize_ms);
+	json_w_key(w, "unrealized_before_repair");
+	json_w_int(w, (int64_t)pl->unrealized_before_repair);
+	json_w_object_end(w);
+	json_w_object_end(w);
+}
+
+int ocsplan_leaf_main(const char *sub, int argc, char **argv)
+{
+	struct ocsplan_io io = { 0 };
+	struct ocsplan_problems p = { 0 };
+	struct lc_options opt = { 0 };
+	struct request r = { 0 };
+	struct json_value *top;
+	struct json_writer *w;
+	struct lc_plan *pl = NULL;
+	int code = OCSPLAN_EXIT_INVALID, rc;
+
+	for (int i = 1; i < argc; i++) {
+		int used = ocsplan_io_option(&io, argc, argv, &i, &p);
+
+		if (used != 0)
+			continue;
+		if (strcmp(argv[i], "--realize") == 0)
+			opt.realize = true;
+		else if (strcmp(argv[i], "--replan") == 0)
+			opt.replan = true;
+		else
+			ocsplan_problem(&p, argv[i], "unknown option for %s", sub);
+	}
+	if (p.count)
+		return OCSPLAN_EXIT_INVALID;
+	top = ocsplan_read_json(&io, &p, &code);
+	if (!top)
+		return code;
+	parse_request(top, &r, &p);
+	json_free(top);
+	if (p.count) {
+		free(r.demand);
+		free(r.existing);
+		return OCSPLAN_EXIT_INVALID;
+	}
+	rc = (strcmp(sub, "pod-centric") == 0 ? pc_plan : lc_plan)(
+		&r.fabric, r.demand, r.n_demand, r.existing, r.n_existing, &opt, &pl);
+	free(r.demand);
+	free(r.existing);
+	if (rc) {
+		fprintf(stderr, "ocsplan: planning failed: %s\n", strerror(-rc));
+		return rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
+	}
+	w = json_writer_new(io.pretty);
+	if (!w) {
+		lc_plan_free(pl);
+		fprintf(stderr, "ocsplan: out of memory\n");
+		return OCSPLAN_EXIT_FAILURE;
+	}
+	write_plan(w, pl, &opt);
+	code = ocsplan_write_json(&io, w);
+	json_writer_free(w);
+	lc_plan_free(pl);
+	return code;
+}
