@@ -1,0 +1,107 @@
+/*
+ * devsim_fault.c - parser of the ocs-devsim fault spec (devsim_fault.h).
+ */
+#include "devsim_fault.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const step_names[DEVSIM_STEP_COUNT] = {
+	"lock", "unlock", "edit", "validate", "commit", "confirm", "cancel", "discard", "get",
+};
+
+const char *devsim_step_name(enum devsim_step s)
+{
+	return (s >= 0 && s < DEVSIM_STEP_COUNT) ? step_names[s] : NULL;
+}
+
+static int parse_step(const char *s, size_t len)
+{
+	for (int i = 0; i < DEVSIM_STEP_COUNT; i++)
+		if (strlen(step_names[i]) == len && !strncmp(s, step_names[i], len))
+			return i;
+	return -1;
+}
+
+static int parse_uint(const char *s, int max, int *out)
+{
+	char *end = NULL;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > max)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size_t err_len)
+{
+	const char *at = strchr(knob, '@');
+	if (!strncmp(knob, "fail-port=", 10)) {
+		int p;
+		if (parse_uint(knob + 10, 4095, &p) || f->n_failed_ports >= DEVSIM_MAX_FAILED_PORTS) {
+			snprintf(err, err_len, "fault '%s': port must be 0..4095 (at most %d ports)",
+				 knob, DEVSIM_MAX_FAILED_PORTS);
+			return -EINVAL;
+		}
+		f->failed_ports[f->n_failed_ports++] = p;
+		return 0;
+	}
+	if (!at) {
+		snprintf(err, err_len,
+			 "fault '%s': expected refuse@STEP, drop@STEP, hang@STEP=MS, "
+			 "noeffect@commit or fail-port=P",
+			 knob);
+		return -EINVAL;
+	}
+	size_t action_len = (size_t)(at - knob);
+	const char *step_s = at + 1;
+	const char *eq = strchr(step_s, '=');
+	size_t step_len = eq ? (size_t)(eq - step_s) : strlen(step_s);
+	int step = parse_step(step_s, step_len);
+	if (step < 0) {
+		snprintf(err, err_len,
+			 "fault '%s': unknown step (lock, unlock, edit, validate, commit, confirm, "
+			 "cancel, discard, get)",
+			 knob);
+		return -EINVAL;
+	}
+	uint32_t bit = 1u << step;
+	if (action_len == 6 && !strncmp(knob, "refuse", 6) && !eq) {
+		f->refuse_mask |= bit;
+	} else if (action_len == 4 && !strncmp(knob, "drop", 4) && !eq) {
+		f->drop_mask |= bit;
+	} else if (action_len == 8 && !strncmp(knob, "noeffect", 8) && !eq &&
+		   step == DEVSIM_STEP_COMMIT) {
+		f->noeffect_mask |= bit;
+	} else if (action_len == 4 && !strncmp(knob, "hang", 4) && eq) {
+		if (parse_uint(eq + 1, 600000, &f->hang_ms[step])) {
+			snprintf(err, err_len, "fault '%s': hang time must be 0..600000 ms", knob);
+			return -EINVAL;
+		}
+	} else {
+		snprintf(err, err_len,
+			 "fault '%s': expected refuse@STEP, drop@STEP, hang@STEP=MS, noeffect@commit",
+			 knob);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int devsim_faults_parse(const char *spec, struct devsim_faults *out, char *err, size_t err_len)
+{
+	memset(out, 0, sizeof(*out));
+	if (!spec || !*spec)
+		return 0;
+	char *copy = strdup(spec);
+	if (!copy)
+		return -ENOMEM;
+	int rc = 0;
+	char *save = NULL;
+	for (char *knob = strtok_r(copy, ",", &save); knob && !rc; knob = strtok_r(NULL, ",", &save))
+		rc = parse_knob(knob, out, err, err_len);
+	free(copy);
+	return rc;
+}

@@ -1,0 +1,57 @@
+/*
+ * devsim_fault.h - the fault knobs of ocs-devsim and their text syntax,
+ * shared by the --fault option and the ocs-devsim:set-faults control RPC.
+ *
+ * A spec is a comma-separated list of knobs:
+ *   refuse@STEP        answer the RPC of STEP with an <rpc-error>
+ *   drop@STEP          close the session when the RPC of STEP arrives
+ *   hang@STEP=MS       sleep MS milliseconds before handling the RPC
+ *   noeffect@commit    answer <ok/> to commit but change nothing (the
+ *                      netconfd defect of TOOLCHAIN.md)
+ *   fail-port=P        port P fails: oper-state failed, its connections
+ *                      report status failed
+ * STEP is one of lock, unlock, edit, validate, commit (a commit that is
+ * not confirming one), confirm (a commit confirming a pending confirmed
+ * commit), cancel (cancel-commit), discard, get (get and get-config).
+ * Knobs stay set until the next set-faults replaces them. The empty spec
+ * clears every knob. Pure parsing, no state: thread-safe.
+ */
+#ifndef OCS_DEVSIM_FAULT_H
+#define OCS_DEVSIM_FAULT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum devsim_step {
+	DEVSIM_STEP_LOCK = 0,
+	DEVSIM_STEP_UNLOCK,
+	DEVSIM_STEP_EDIT,
+	DEVSIM_STEP_VALIDATE,
+	DEVSIM_STEP_COMMIT,
+	DEVSIM_STEP_CONFIRM,
+	DEVSIM_STEP_CANCEL,
+	DEVSIM_STEP_DISCARD,
+	DEVSIM_STEP_GET,
+	DEVSIM_STEP_COUNT,
+};
+
+#define DEVSIM_MAX_FAILED_PORTS 16
+
+struct devsim_faults {
+	uint32_t refuse_mask; /* bit per enum devsim_step */
+	uint32_t drop_mask;
+	uint32_t noeffect_mask;
+	int hang_ms[DEVSIM_STEP_COUNT];
+	int failed_ports[DEVSIM_MAX_FAILED_PORTS];
+	int n_failed_ports;
+};
+
+const char *devsim_step_name(enum devsim_step s);
+
+/*
+ * Parses spec into *out (cleared first). Returns 0, or -EINVAL with the
+ * offending knob and the reason in err.
+ */
+int devsim_faults_parse(const char *spec, struct devsim_faults *out, char *err, size_t err_len);
+
+#endif
