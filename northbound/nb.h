@@ -1,0 +1,280 @@
+/*
+ * nb.h - the northbound of ocsd: the gRPC C-core server that serves the
+ * ocs.v1 API (Fabric, Jobs, Events) and grpc.health.v1.Health, with TLS,
+ * client-certificate roles, request decoding and validation.
+ *
+ * The library owns the gRPC side only. The daemon owns all state on its own
+ * event-loop thread; the library never touches it. The hand-off:
+ *
+ *   client --gRPC--> completion-queue thread (this library)
+ *                      role check, decode, validate against nb_limits
+ *                      invalid -> INVALID_ARGUMENT "field.path: reason"
+ *                      valid   -> handlers.<method>(ctx, call, request)
+ *   daemon handler:  posts (call, request) to its loop and returns at once
+ *   daemon, later, from any thread:
+ *                    nb_call_reply(call, response)   or
+ *                    nb_call_fail(call, code, field, fmt, ...)
+ *   daemon events:   nb_server_publish(server, event) from any thread,
+ *                    fanned out to every Events.Watch stream
+ *
+ * Events.Watch and Health are served by the library itself: the daemon only
+ * publishes events and sets health.
+ *
+ * Thread-safety:
+ * - nb_call_reply(), nb_call_fail(), nb_call_fail_error(), the nb_call_*
+ *   accessors, nb_server_publish(), nb_server_set_health() and
+ *   nb_server_port() are thread-safe and never block on the network.
+ * - nb_server_create(), nb_server_shutdown() and nb_server_destroy() are
+ *   called by the owner (one thread).
+ * - Handlers run on a completion-queue thread and must not block: post and
+ *   return. They may also answer at once from inside the handler.
+ *
+ * Ownership and call lifetime:
+ * - A call handed to a handler must be answered exactly once, with
+ *   nb_call_reply() or nb_call_fail*(). The call and its request are freed
+ *   by that answer (possibly before it returns): do not touch either after
+ *   answering. Answering a call that the client cancelled is fine (the
+ *   answer is dropped); nb_call_cancelled() lets the daemon skip work.
+ * - nb_server_destroy() blocks until every handed-out call was answered.
+ *
+ * Roles (from the client certificate's subject OU, exactly one of):
+ *   viewer     reads: GetFabric, ListDevices, ListCircuits, GetJob, ListJobs,
+ *              Events.Watch
+ *   scheduler  viewer + SubmitJob, PlanJob, ReleaseJob
+ *   operator   scheduler + DrainDevice, UndrainDevice
+ * A certificate with no role OU (or several) gets PERMISSION_DENIED on
+ * everything but Health. Insecure servers (loopback only) give every caller
+ * config.insecure_role.
+ */
+#ifndef OCS_NB_H
+#define OCS_NB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grpc/health/v1/health.pb-c.h"
+#include "ocs/v1/events.pb-c.h"
+#include "ocs/v1/fabric.pb-c.h"
+#include "ocs/v1/jobs.pb-c.h"
+
+/* Every RPC the server knows. */
+enum nb_method {
+	NB_FABRIC_GET_FABRIC,
+	NB_FABRIC_LIST_DEVICES,
+	NB_FABRIC_LIST_CIRCUITS,
+	NB_FABRIC_DRAIN_DEVICE,
+	NB_FABRIC_UNDRAIN_DEVICE,
+	NB_JOBS_SUBMIT_JOB,
+	NB_JOBS_PLAN_JOB,
+	NB_JOBS_RELEASE_JOB,
+	NB_JOBS_GET_JOB,
+	NB_JOBS_LIST_JOBS,
+	NB_EVENTS_WATCH,
+	NB_HEALTH_CHECK,
+	NB_HEALTH_WATCH,
+	NB_METHOD_COUNT
+};
+
+/* Roles, ordered: each one has every right of the ones before it. */
+enum nb_role {
+	NB_ROLE_NONE = 0,
+	NB_ROLE_VIEWER,
+	NB_ROLE_SCHEDULER,
+	NB_ROLE_OPERATOR,
+};
+
+/*
+ * Status codes of the structured errors (the values are gRPC's). They are
+ * turned into a gRPC status in one place, when the call is finished.
+ */
+enum nb_code {
+	NB_OK = 0,
+	NB_CANCELLED = 1,
+	NB_INVALID_ARGUMENT = 3,
+	NB_DEADLINE_EXCEEDED = 4,
+	NB_NOT_FOUND = 5,
+	NB_ALREADY_EXISTS = 6,
+	NB_PERMISSION_DENIED = 7,
+	NB_RESOURCE_EXHAUSTED = 8,
+	NB_FAILED_PRECONDITION = 9,
+	NB_ABORTED = 10,
+	NB_UNIMPLEMENTED = 12,
+	NB_INTERNAL = 13,
+	NB_UNAVAILABLE = 14,
+};
+
+/*
+ * A structured error: code, the request field it concerns (a path such as
+ * "placement.gpus[12].leaf", or "" for the request as a whole) and a
+ * message. The status message a client sees is "field: message".
+ */
+struct nb_error {
+	enum nb_code code;
+	char field[128];
+	char message[256];
+};
+
+/*
+ * Fabric limits the daemon provides; every request field is checked
+ * against them before a handler sees the request. Zero means "default"
+ * where a default is given.
+ */
+struct nb_limits {
+	int pods;           /* > 0 */
+	int leaves_per_pod; /* > 0 */
+	int gpus_per_leaf;  /* > 0 (k_leaf) */
+	int groups;         /* > 0: OCS groups */
+	int leaf_links_max; /* links one leaf may ask for in total; 0: gpus_per_leaf */
+	int max_gpus_per_job; /* 0: every GPU of the fabric */
+	int max_leaf_pairs;   /* 0: 65536 */
+	/* Accepted options.planner names, NULL-terminated; NULL: leaf-centric,
+	 * pod-centric. Must outlive the server. */
+	const char *const *planners;
+};
+
+/* Bounds on strings, shared with ocsctl's help text. */
+#define NB_ID_MAX_LEN 64
+#define NB_IDEMPOTENCY_KEY_MAX_LEN 128
+#define NB_DEVICE_NAME_MAX_LEN 64
+#define NB_HEALTH_SERVICE_MAX_LEN 128
+#define NB_DEFAULT_MAX_MESSAGE_BYTES (4u * 1024u * 1024u)
+#define NB_DEFAULT_MAX_LEAF_PAIRS 65536
+
+struct nb_server;
+struct nb_call;
+
+/*
+ * The daemon's callback table. Each handler gets a decoded, validated
+ * request (owned by the call: valid until the call is answered). A NULL
+ * handler answers UNIMPLEMENTED.
+ */
+struct nb_handlers {
+	void *ctx;
+	void (*get_fabric)(void *ctx, struct nb_call *call, const Ocs__V1__GetFabricRequest *req);
+	void (*list_devices)(void *ctx, struct nb_call *call, const Ocs__V1__ListDevicesRequest *req);
+	void (*list_circuits)(void *ctx, struct nb_call *call,
+			      const Ocs__V1__ListCircuitsRequest *req);
+	void (*drain_device)(void *ctx, struct nb_call *call, const Ocs__V1__DrainDeviceRequest *req);
+	void (*undrain_device)(void *ctx, struct nb_call *call,
+			       const Ocs__V1__UndrainDeviceRequest *req);
+	void (*submit_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
+	void (*plan_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
+	void (*release_job)(void *ctx, struct nb_call *call, const Ocs__V1__ReleaseJobRequest *req);
+	void (*get_job)(void *ctx, struct nb_call *call, const Ocs__V1__GetJobRequest *req);
+	void (*list_jobs)(void *ctx, struct nb_call *call, const Ocs__V1__ListJobsRequest *req);
+	/*
+	 * Optional, for metrics: called once per finished call (every method,
+	 * refused ones included) with its final status and duration, from
+	 * whichever thread finished it. Must not block.
+	 */
+	void (*call_done)(void *ctx, enum nb_method method, enum nb_code code,
+			  uint64_t duration_us);
+};
+
+struct nb_server_config {
+	/* "127.0.0.1:50051", "[::1]:0", "0.0.0.0:50051"; port 0 picks one. */
+	const char *listen_addr;
+	/* Plaintext without client certificates. Refused unless listen_addr is
+	 * a loopback address (127.0.0.0/8, ::1, localhost). */
+	bool insecure;
+	enum nb_role insecure_role; /* role of insecure callers; NONE: operator */
+	/* PEM files for TLS: CA that signs client certificates, server
+	 * certificate and key. Required unless insecure. */
+	const char *tls_ca_file;
+	const char *tls_cert_file;
+	const char *tls_key_file;
+	size_t max_message_bytes; /* both directions; 0: 4 MiB */
+	int threads;              /* completion-queue threads; 0: 2 */
+	int stream_queue_max;     /* events queued per watcher; 0: 1024 */
+	struct nb_limits limits;
+	struct nb_handlers handlers;
+};
+
+/*
+ * Binds, starts the completion-queue threads and serves. Health is SERVING
+ * for "", "ocs.v1.Fabric", "ocs.v1.Jobs" and "ocs.v1.Events" once this
+ * returns. Returns 0 and *out (destroy with nb_server_destroy()), or a
+ * negative errno with err filled in (field names the config entry).
+ */
+int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
+		     struct nb_error *err);
+/* The bound TCP port. */
+int nb_server_port(const struct nb_server *s);
+/*
+ * Stops accepting calls, marks health NOT_SERVING, ends every stream with
+ * UNAVAILABLE and cancels calls in flight (their handlers must still answer).
+ * Idempotent.
+ */
+void nb_server_shutdown(struct nb_server *s);
+/* Shuts down if needed, waits for every call to be answered and freed,
+ * stops the threads and frees everything. Accepts NULL. */
+void nb_server_destroy(struct nb_server *s);
+
+/*
+ * Publishes an event to every Events.Watch stream whose filter wants it.
+ * The event is copied; seq is stamped (+1 per call, from 1) and
+ * time_unix_ms too when 0. A watcher more than stream_queue_max events
+ * behind is ended with RESOURCE_EXHAUSTED. Returns the seq stamped.
+ */
+uint64_t nb_server_publish(struct nb_server *s, const Ocs__V1__Event *event);
+
+/* Sets the health of a service name ("" = the whole server) and tells its
+ * Health.Watch streams. Unknown names are added. */
+void nb_server_set_health(struct nb_server *s, const char *service,
+			  Grpc__Health__V1__HealthCheckResponse__ServingStatus status);
+
+/*
+ * Answers a call with its response message, which must be of the method's
+ * response type (else the call fails with INTERNAL and -EINVAL is
+ * returned). The message is packed before this returns; the caller keeps
+ * ownership of it. A response over max_message_bytes fails the call with
+ * RESOURCE_EXHAUSTED. Returns 0, or -EALREADY if the call was answered.
+ */
+int nb_call_reply(struct nb_call *call, const ProtobufCMessage *response);
+/* Fails a call with a code and a message about one request field
+ * (field may be "" or NULL for the request as a whole). */
+void nb_call_fail(struct nb_call *call, enum nb_code code, const char *field, const char *fmt,
+		  ...) __attribute__((format(printf, 4, 5)));
+void nb_call_fail_error(struct nb_call *call, const struct nb_error *err);
+
+enum nb_method nb_call_method(const struct nb_call *call);
+enum nb_role nb_call_role(const struct nb_call *call);
+/* The client certificate's CN ("" when insecure). Valid until answered. */
+const char *nb_call_peer(const struct nb_call *call);
+/* True once the client cancelled or the server shut down. */
+bool nb_call_cancelled(const struct nb_call *call);
+
+/* Method facts. */
+const char *nb_method_name(enum nb_method m); /* "Jobs/SubmitJob" */
+const char *nb_method_path(enum nb_method m); /* "/ocs.v1.Jobs/SubmitJob" */
+enum nb_role nb_method_min_role(enum nb_method m);
+/* NB_METHOD_COUNT when the path is not served. */
+enum nb_method nb_method_from_path(const char *path, size_t len);
+const char *nb_role_name(enum nb_role r); /* "viewer", ..., "none" */
+const char *nb_code_name(enum nb_code c); /* "INVALID_ARGUMENT" */
+
+/*
+ * The role a PEM client certificate grants: its subject must hold exactly
+ * one OU among "scheduler", "operator", "viewer". Writes the subject CN to
+ * cn (may be NULL). NB_ROLE_NONE when unparsable or no single role OU.
+ */
+enum nb_role nb_role_from_cert_pem(const char *pem, size_t len, char *cn, size_t cn_len);
+
+/*
+ * Decodes a request of method m and validates every field against limits.
+ * Returns 0 and *out (free with protobuf_c_message_free_unpacked(*out,
+ * NULL)), or -EINVAL / -EMSGSIZE with err set: RESOURCE_EXHAUSTED for a
+ * message over max_message_bytes, INVALID_ARGUMENT with the field path for
+ * anything malformed or out of range. Pure; thread-safe.
+ */
+int nb_decode_request(enum nb_method m, const uint8_t *data, size_t len,
+		      const struct nb_limits *limits, size_t max_message_bytes,
+		      ProtobufCMessage **out, struct nb_error *err);
+/* The validation half of nb_decode_request() on an already built message. */
+int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
+			const struct nb_limits *limits, struct nb_error *err);
+/* Checks the limits themselves (the daemon's input); 0 or -EINVAL + err. */
+int nb_limits_check(const struct nb_limits *limits, struct nb_error *err);
+
+#endif

@@ -1,0 +1,446 @@
+/*
+ * nb_validate.c - decoding and validation of every request the northbound
+ * serves, against the fabric limits the daemon provides.
+ *
+ * Runs on the gRPC thread before a handler sees the request, so the daemon
+ * only ever receives requests whose every field is within bounds. Each
+ * refusal names the field by its path in the request message, in the
+ * spelling of the proto and of job files: "placement.gpus[12].leaf: 4100 is
+ * outside 0..4095". Checks run in field order and stop at the first problem,
+ * so the answer is deterministic.
+ *
+ * Pure functions: no globals, no I/O; thread-safe.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nb_internal.h"
+
+static const char *const default_planners[] = {"leaf-centric", "pod-centric", NULL};
+
+struct bounds {
+	int pods;
+	int leaves_per_pod;
+	int leaves;
+	int gpus_per_leaf;
+	long long gpus;
+	int groups;
+	int leaf_links_max;
+	int max_gpus_per_job;
+	int max_leaf_pairs;
+	const char *const *planners;
+};
+
+int nb_limits_check(const struct nb_limits *l, struct nb_error *err)
+{
+	if (!l)
+		return nb_error_set(err, NB_INTERNAL, "limits", "missing");
+	if (l->pods <= 0)
+		return nb_error_set(err, NB_INTERNAL, "limits.pods", "%d must be positive", l->pods);
+	if (l->leaves_per_pod <= 0)
+		return nb_error_set(err, NB_INTERNAL, "limits.leaves_per_pod", "%d must be positive",
+				    l->leaves_per_pod);
+	if (l->gpus_per_leaf <= 0)
+		return nb_error_set(err, NB_INTERNAL, "limits.gpus_per_leaf", "%d must be positive",
+				    l->gpus_per_leaf);
+	if (l->groups <= 0)
+		return nb_error_set(err, NB_INTERNAL, "limits.groups", "%d must be positive",
+				    l->groups);
+	if ((long long)l->pods * l->leaves_per_pod > 1 << 24)
+		return nb_error_set(err, NB_INTERNAL, "limits.leaves_per_pod",
+				    "%lld leaves in all, at most %d",
+				    (long long)l->pods * l->leaves_per_pod, 1 << 24);
+	if (l->leaf_links_max < 0 || l->max_gpus_per_job < 0 || l->max_leaf_pairs < 0)
+		return nb_error_set(err, NB_INTERNAL, "limits", "negative bound");
+	return 0;
+}
+
+static void bounds_from_limits(const struct nb_limits *l, struct bounds *b)
+{
+	b->pods = l->pods;
+	b->leaves_per_pod = l->leaves_per_pod;
+	b->leaves = l->pods * l->leaves_per_pod;
+	b->gpus_per_leaf = l->gpus_per_leaf;
+	b->gpus = (long long)b->leaves * l->gpus_per_leaf;
+	b->groups = l->groups;
+	b->leaf_links_max = l->leaf_links_max ? l->leaf_links_max : l->gpus_per_leaf;
+	b->max_gpus_per_job = l->max_gpus_per_job;
+	if (b->max_gpus_per_job == 0 || b->max_gpus_per_job > b->gpus)
+		b->max_gpus_per_job = b->gpus > 1 << 30 ? 1 << 30 : (int)b->gpus;
+	b->max_leaf_pairs = l->max_leaf_pairs ? l->max_leaf_pairs : NB_DEFAULT_MAX_LEAF_PAIRS;
+	b->planners = l->planners ? l->planners : default_planners;
+}
+
+/* Job ids and device names: [A-Za-z0-9._-] (plus ':' for device names). */
+static int check_name(const char *s, const char *field, int max_len, bool required,
+		      const char *extra, struct nb_error *err)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0)
+		return required ? nb_error_set(err, NB_INVALID_ARGUMENT, field, "required") : 0;
+	if (n > (size_t)max_len)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+				    "%zu characters, at most %d", n, max_len);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '.' || c == '_' || c == '-' || (c && extra && strchr(extra, c)))
+			continue;
+		if (c >= 0x20 && c < 0x7f)
+			return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+					    "character '%c' at offset %zu is not allowed "
+					    "(use A-Z a-z 0-9 . _ -%s)",
+					    c, i, extra ? " :" : "");
+		return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+				    "byte 0x%02x at offset %zu is not allowed (use A-Z a-z 0-9 . _ -%s)",
+				    c, i, extra ? " :" : "");
+	}
+	return 0;
+}
+
+static int check_printable(const char *s, const char *field, size_t max_len, struct nb_error *err)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n > max_len)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, field, "%zu characters, at most %zu",
+				    n, max_len);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
+			return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+					    "byte 0x%02x at offset %zu is not printable ASCII",
+					    (unsigned char)s[i], i);
+	return 0;
+}
+
+static int check_range(long long v, long long lo, long long hi, const char *field,
+		       struct nb_error *err)
+{
+	if (v < lo || v > hi)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, field, "%lld is outside %lld..%lld", v,
+				    lo, hi);
+	return 0;
+}
+
+/* A numeric filter must come with its has_* flag. */
+static int check_filter(bool has, int value, int count, const char *field, const char *flag,
+			struct nb_error *err)
+{
+	if (has)
+		return check_range(value, 0, count - 1, field, err);
+	if (value != 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, field, "%d given but %s is false",
+				    value, flag);
+	return 0;
+}
+
+struct gpu_index {
+	long long gpu;
+	size_t at;
+};
+
+static int cmp_gpu_index(const void *a, const void *b)
+{
+	const struct gpu_index *x = a, *y = b;
+
+	if (x->gpu != y->gpu)
+		return x->gpu < y->gpu ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static int validate_placement(const Ocs__V1__Placement *p, const struct bounds *b,
+			      unsigned char *leaf_used, struct nb_error *err)
+{
+	char field[128];
+	struct gpu_index *order;
+
+	if (!p)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "placement", "required");
+	if (p->n_gpus == 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "placement.gpus",
+				    "empty; a job needs at least one GPU");
+	if (p->n_gpus > (size_t)b->max_gpus_per_job)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "placement.gpus",
+				    "%zu GPUs, at most %d", p->n_gpus, b->max_gpus_per_job);
+	for (size_t i = 0; i < p->n_gpus; i++) {
+		const Ocs__V1__GpuPlacement *g = p->gpus[i];
+		int want_leaf, want_pod;
+
+		if (!g)
+			return nb_error_set(err, NB_INVALID_ARGUMENT, "placement.gpus", "null");
+		snprintf(field, sizeof(field), "placement.gpus[%zu].gpu", i);
+		if (check_range(g->gpu, 0, b->gpus - 1, field, err))
+			return -EINVAL;
+		snprintf(field, sizeof(field), "placement.gpus[%zu].leaf", i);
+		if (check_range(g->leaf, 0, b->leaves - 1, field, err))
+			return -EINVAL;
+		want_leaf = (int)(g->gpu / b->gpus_per_leaf);
+		if (g->leaf != want_leaf)
+			return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+					    "leaf %d does not hold gpu %lld (leaf %d does)", g->leaf,
+					    (long long)g->gpu, want_leaf);
+		snprintf(field, sizeof(field), "placement.gpus[%zu].pod", i);
+		if (check_range(g->pod, 0, b->pods - 1, field, err))
+			return -EINVAL;
+		want_pod = g->leaf / b->leaves_per_pod;
+		if (g->pod != want_pod)
+			return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+					    "pod %d does not hold leaf %d (pod %d does)", g->pod,
+					    g->leaf, want_pod);
+		leaf_used[g->leaf] = 1;
+	}
+	order = malloc(p->n_gpus * sizeof(*order));
+	if (!order)
+		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "placement.gpus", "out of memory");
+	for (size_t i = 0; i < p->n_gpus; i++)
+		order[i] = (struct gpu_index){p->gpus[i]->gpu, i};
+	qsort(order, p->n_gpus, sizeof(*order), cmp_gpu_index);
+	for (size_t i = 1; i < p->n_gpus; i++) {
+		if (order[i].gpu != order[i - 1].gpu)
+			continue;
+		snprintf(field, sizeof(field), "placement.gpus[%zu].gpu", order[i].at);
+		nb_error_set(err, NB_INVALID_ARGUMENT, field, "%lld is listed twice (first at gpus[%zu])",
+			     order[i].gpu, order[i - 1].at);
+		free(order);
+		return -EINVAL;
+	}
+	free(order);
+	return 0;
+}
+
+static int cmp_pair_index(const void *a, const void *b)
+{
+	return cmp_gpu_index(a, b); /* same shape: key = a*leaves+b, position */
+}
+
+static int validate_leaf_demand(const Ocs__V1__LeafDemand *d, const struct bounds *b,
+				const unsigned char *leaf_used, struct nb_error *err)
+{
+	char field[128];
+	int *links_at_leaf;
+	struct gpu_index *order;
+	int rc = 0;
+
+	if (d->n_pairs == 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "leaf_demand.pairs",
+				    "empty; list the leaf pairs that need links");
+	if (d->n_pairs > (size_t)b->max_leaf_pairs)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "leaf_demand.pairs",
+				    "%zu pairs, at most %d", d->n_pairs, b->max_leaf_pairs);
+	for (size_t i = 0; i < d->n_pairs; i++) {
+		const Ocs__V1__LeafPair *p = d->pairs[i];
+
+		if (!p)
+			return nb_error_set(err, NB_INVALID_ARGUMENT, "leaf_demand.pairs", "null");
+		snprintf(field, sizeof(field), "leaf_demand.pairs[%zu].a", i);
+		if (check_range(p->a, 0, b->leaves - 1, field, err))
+			return -EINVAL;
+		if (!leaf_used[p->a])
+			return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+					    "leaf %d holds none of the job's GPUs", p->a);
+		snprintf(field, sizeof(field), "leaf_demand.pairs[%zu].b", i);
+		if (check_range(p->b, 0, b->leaves - 1, field, err))
+			return -EINVAL;
+		if (p->b == p->a)
+			return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+					    "equals a (%d); a pair joins two different leaves", p->a);
+		if (!leaf_used[p->b])
+			return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+					    "leaf %d holds none of the job's GPUs", p->b);
+		snprintf(field, sizeof(field), "leaf_demand.pairs[%zu].links", i);
+		if (check_range(p->links, 1, b->leaf_links_max, field, err))
+			return -EINVAL;
+	}
+	links_at_leaf = calloc((size_t)b->leaves, sizeof(*links_at_leaf));
+	order = malloc(d->n_pairs * sizeof(*order));
+	if (!links_at_leaf || !order) {
+		free(links_at_leaf);
+		free(order);
+		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "leaf_demand.pairs", "out of memory");
+	}
+	for (size_t i = 0; i < d->n_pairs && rc == 0; i++) {
+		const Ocs__V1__LeafPair *p = d->pairs[i];
+		int lo = p->a < p->b ? p->a : p->b, hi = p->a < p->b ? p->b : p->a;
+
+		order[i] = (struct gpu_index){(long long)lo * b->leaves + hi, i};
+		links_at_leaf[p->a] += p->links;
+		links_at_leaf[p->b] += p->links;
+		if (links_at_leaf[p->a] > b->leaf_links_max || links_at_leaf[p->b] > b->leaf_links_max) {
+			int leaf = links_at_leaf[p->a] > b->leaf_links_max ? p->a : p->b;
+
+			snprintf(field, sizeof(field), "leaf_demand.pairs[%zu].links", i);
+			rc = nb_error_set(err, NB_INVALID_ARGUMENT, field,
+					  "leaf %d would need %d links in total, it has %d", leaf,
+					  links_at_leaf[leaf], b->leaf_links_max);
+		}
+	}
+	if (rc == 0) {
+		qsort(order, d->n_pairs, sizeof(*order), cmp_pair_index);
+		for (size_t i = 1; i < d->n_pairs; i++) {
+			if (order[i].gpu != order[i - 1].gpu)
+				continue;
+			snprintf(field, sizeof(field), "leaf_demand.pairs[%zu]", order[i].at);
+			rc = nb_error_set(err, NB_INVALID_ARGUMENT, field,
+					  "leaves %lld and %lld are listed twice (first at pairs[%zu])",
+					  order[i].gpu / b->leaves, order[i].gpu % b->leaves,
+					  order[i - 1].at);
+			break;
+		}
+	}
+	free(links_at_leaf);
+	free(order);
+	return rc;
+}
+
+static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struct nb_error *err)
+{
+	unsigned char *leaf_used;
+	int rc;
+
+	if (check_name(j->id, "id", NB_ID_MAX_LEN, true, NULL, err))
+		return -EINVAL;
+	if (check_printable(j->idempotency_key, "idempotency_key", NB_IDEMPOTENCY_KEY_MAX_LEN, err))
+		return -EINVAL;
+	leaf_used = calloc((size_t)b->leaves, 1);
+	if (!leaf_used)
+		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "placement", "out of memory");
+	rc = validate_placement(j->placement, b, leaf_used, err);
+	if (rc == 0 && j->options) {
+		const char *planner = j->options->planner ? j->options->planner : "";
+		bool known = planner[0] == '\0';
+
+		for (size_t i = 0; !known && b->planners[i]; i++)
+			known = strcmp(planner, b->planners[i]) == 0;
+		if (!known) {
+			char names[160] = "";
+
+			for (size_t i = 0; b->planners[i]; i++) {
+				size_t n = strlen(names);
+
+				snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "",
+					 b->planners[i]);
+			}
+			if (check_printable(planner, "options.planner", 64, err) == 0)
+				rc = nb_error_set(err, NB_INVALID_ARGUMENT, "options.planner",
+						  "\"%s\" is not a known planner (%s)", planner,
+						  names);
+			else
+				rc = -EINVAL;
+		}
+	}
+	if (rc == 0) {
+		switch (j->demand_case) {
+		case OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND:
+			rc = validate_leaf_demand(j->leaf_demand, b, leaf_used, err);
+			break;
+		default:
+			rc = nb_error_set(err, NB_INVALID_ARGUMENT, "demand",
+					  "required: set leaf_demand (parallelism specs and ring "
+					  "requests are not served yet)");
+			break;
+		}
+	}
+	free(leaf_used);
+	return rc;
+}
+
+int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
+			const struct nb_limits *limits, struct nb_error *err)
+{
+	const struct nb_method_info *info = nb_method_info(m);
+	struct bounds b;
+
+	if (!info)
+		return nb_error_set(err, NB_UNIMPLEMENTED, "", "unknown method %d", (int)m);
+	if (!req || req->descriptor != info->request)
+		return nb_error_set(err, NB_INTERNAL, "", "request is not a %s",
+				    info->request->name);
+	if (nb_limits_check(limits, err))
+		return -EINVAL;
+	bounds_from_limits(limits, &b);
+	switch (m) {
+	case NB_FABRIC_GET_FABRIC:
+	case NB_EVENTS_WATCH:
+		return 0;
+	case NB_FABRIC_LIST_DEVICES: {
+		const Ocs__V1__ListDevicesRequest *r = (const void *)req;
+
+		return check_filter(r->has_group, r->group, b.groups, "group", "has_group", err);
+	}
+	case NB_FABRIC_LIST_CIRCUITS: {
+		const Ocs__V1__ListCircuitsRequest *r = (const void *)req;
+
+		if (check_name(r->job_id, "job_id", NB_ID_MAX_LEN, false, NULL, err) ||
+		    check_name(r->device, "device", NB_DEVICE_NAME_MAX_LEN, false, ":", err))
+			return -EINVAL;
+		return check_filter(r->has_pod, r->pod, b.pods, "pod", "has_pod", err);
+	}
+	case NB_FABRIC_DRAIN_DEVICE: {
+		const Ocs__V1__DrainDeviceRequest *r = (const void *)req;
+
+		return check_name(r->device, "device", NB_DEVICE_NAME_MAX_LEN, true, ":", err);
+	}
+	case NB_FABRIC_UNDRAIN_DEVICE: {
+		const Ocs__V1__UndrainDeviceRequest *r = (const void *)req;
+
+		return check_name(r->device, "device", NB_DEVICE_NAME_MAX_LEN, true, ":", err);
+	}
+	case NB_JOBS_SUBMIT_JOB:
+	case NB_JOBS_PLAN_JOB:
+		return validate_job((const Ocs__V1__JobSpec *)req, &b, err);
+	case NB_JOBS_RELEASE_JOB:
+		return check_name(((const Ocs__V1__ReleaseJobRequest *)req)->id, "id", NB_ID_MAX_LEN,
+				  true, NULL, err);
+	case NB_JOBS_GET_JOB:
+		return check_name(((const Ocs__V1__GetJobRequest *)req)->id, "id", NB_ID_MAX_LEN,
+				  true, NULL, err);
+	case NB_JOBS_LIST_JOBS: {
+		int state = (int)((const Ocs__V1__ListJobsRequest *)req)->state;
+
+		if (!protobuf_c_enum_descriptor_get_value(&ocs__v1__job_state__descriptor, state))
+			return nb_error_set(err, NB_INVALID_ARGUMENT, "state",
+					    "%d is not a JobState", state);
+		return 0;
+	}
+	case NB_HEALTH_CHECK:
+	case NB_HEALTH_WATCH:
+		return check_printable(((const Grpc__Health__V1__HealthCheckRequest *)req)->service,
+				       "service", NB_HEALTH_SERVICE_MAX_LEN, err);
+	case NB_METHOD_COUNT:
+		break;
+	}
+	return nb_error_set(err, NB_UNIMPLEMENTED, "", "unknown method %d", (int)m);
+}
+
+int nb_decode_request(enum nb_method m, const uint8_t *data, size_t len,
+		      const struct nb_limits *limits, size_t max_message_bytes,
+		      ProtobufCMessage **out, struct nb_error *err)
+{
+	const struct nb_method_info *info = nb_method_info(m);
+	ProtobufCMessage *msg;
+
+	*out = NULL;
+	if (!info)
+		return nb_error_set(err, NB_UNIMPLEMENTED, "", "unknown method %d", (int)m);
+	if (max_message_bytes == 0)
+		max_message_bytes = NB_DEFAULT_MAX_MESSAGE_BYTES;
+	if (len > max_message_bytes) {
+		nb_error_set(err, NB_RESOURCE_EXHAUSTED, "request",
+			     "%zu bytes exceed the limit of %zu bytes", len, max_message_bytes);
+		return -EMSGSIZE;
+	}
+	msg = protobuf_c_message_unpack(info->request, NULL, len, data);
+	if (!msg)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "request",
+				    "not a valid %s message (%zu bytes)", info->request->name, len);
+	if (nb_validate_request(m, msg, limits, err)) {
+		protobuf_c_message_free_unpacked(msg, NULL);
+		return -EINVAL;
+	}
+	*out = msg;
+	return 0;
+}

@@ -1,0 +1,427 @@
+/*
+ * test_nb_validate.c - table-driven tests of the northbound's request
+ * decoding and validation (nb_decode_request): every malformed or
+ * out-of-range request must be refused with the expected status and the
+ * path of the offending field, and valid requests must pass.
+ *
+ * Each case starts from a valid request, breaks one thing, packs it to wire
+ * bytes and decodes it the way the gRPC thread does.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nb.h"
+
+/* 4 pods x 1024 leaves = 4096 leaves, 8 GPUs per leaf, 4 OCS groups. */
+static const struct nb_limits limits = {
+	.pods = 4,
+	.leaves_per_pod = 1024,
+	.gpus_per_leaf = 8,
+	.groups = 4,
+};
+
+/* A valid job: GPUs 0,1 on leaf 0 and 8,9 on leaf 1 (pod 0), GPU 8192 on
+ * leaf 1024 (pod 1); demand leaf 0 <-> leaf 1 (2 links), 0 <-> 1024 (1). */
+struct fx {
+	Ocs__V1__JobSpec job;
+	Ocs__V1__Placement placement;
+	Ocs__V1__GpuPlacement gpu[70];
+	Ocs__V1__GpuPlacement *gpu_ptr[70];
+	Ocs__V1__LeafDemand demand;
+	Ocs__V1__LeafPair pair[8];
+	Ocs__V1__LeafPair *pair_ptr[8];
+	Ocs__V1__JobOptions options;
+	char text[200];
+	/* other requests */
+	Ocs__V1__ListDevicesRequest list_devices;
+	Ocs__V1__ListCircuitsRequest list_circuits;
+	Ocs__V1__DrainDeviceRequest drain;
+	Ocs__V1__UndrainDeviceRequest undrain;
+	Ocs__V1__ReleaseJobRequest release;
+	Ocs__V1__GetJobRequest get;
+	Ocs__V1__ListJobsRequest list_jobs;
+	Grpc__Health__V1__HealthCheckRequest health;
+};
+
+static void fx_init(struct fx *f)
+{
+	static const int64_t gpus[] = {0, 1, 8, 9, 8192};
+
+	memset(f, 0, sizeof(*f));
+	ocs__v1__job_spec__init(&f->job);
+	ocs__v1__placement__init(&f->placement);
+	ocs__v1__leaf_demand__init(&f->demand);
+	ocs__v1__job_options__init(&f->options);
+	f->job.id = "job-1";
+	f->job.idempotency_key = "retry key 1";
+	f->job.placement = &f->placement;
+	f->placement.gpus = f->gpu_ptr;
+	f->placement.n_gpus = 5;
+	for (size_t i = 0; i < 70; i++) {
+		ocs__v1__gpu_placement__init(&f->gpu[i]);
+		f->gpu_ptr[i] = &f->gpu[i];
+	}
+	for (size_t i = 0; i < 5; i++) {
+		f->gpu[i].gpu = gpus[i];
+		f->gpu[i].leaf = (int32_t)(gpus[i] / 8);
+		f->gpu[i].pod = f->gpu[i].leaf / 1024;
+	}
+	f->job.demand_case = OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND;
+	f->job.leaf_demand = &f->demand;
+	f->demand.pairs = f->pair_ptr;
+	f->demand.n_pairs = 2;
+	for (size_t i = 0; i < 8; i++) {
+		ocs__v1__leaf_pair__init(&f->pair[i]);
+		f->pair_ptr[i] = &f->pair[i];
+	}
+	f->pair[0] = (Ocs__V1__LeafPair){f->pair[0].base, 0, 1, 2};
+	f->pair[1] = (Ocs__V1__LeafPair){f->pair[1].base, 0, 1024, 1};
+	f->job.options = &f->options;
+	f->options.planner = "pod-centric";
+	ocs__v1__list_devices_request__init(&f->list_devices);
+	ocs__v1__list_circuits_request__init(&f->list_circuits);
+	ocs__v1__drain_device_request__init(&f->drain);
+	f->drain.device = "ocs-g0-d1";
+	ocs__v1__undrain_device_request__init(&f->undrain);
+	f->undrain.device = "ocs-g0-d1";
+	ocs__v1__release_job_request__init(&f->release);
+	f->release.id = "job-1";
+	ocs__v1__get_job_request__init(&f->get);
+	f->get.id = "job-1";
+	ocs__v1__list_jobs_request__init(&f->list_jobs);
+	grpc__health__v1__health_check_request__init(&f->health);
+}
+
+static const ProtobufCMessage *fx_request(struct fx *f, enum nb_method m)
+{
+	switch (m) {
+	case NB_FABRIC_LIST_DEVICES:
+		return &f->list_devices.base;
+	case NB_FABRIC_LIST_CIRCUITS:
+		return &f->list_circuits.base;
+	case NB_FABRIC_DRAIN_DEVICE:
+		return &f->drain.base;
+	case NB_FABRIC_UNDRAIN_DEVICE:
+		return &f->undrain.base;
+	case NB_JOBS_RELEASE_JOB:
+		return &f->release.base;
+	case NB_JOBS_GET_JOB:
+		return &f->get.base;
+	case NB_JOBS_LIST_JOBS:
+		return &f->list_jobs.base;
+	case NB_HEALTH_CHECK:
+		return &f->health.base;
+	default:
+		return &f->job.base;
+	}
+}
+
+/* The mutations, one per case. */
+static void m_none(struct fx *f) { (void)f; }
+static void m_id_empty(struct fx *f) { f->job.id = ""; }
+static void m_id_long(struct fx *f) { memset(f->text, 'x', 65); f->job.id = f->text; }
+static void m_id_slash(struct fx *f) { f->job.id = "job/1"; }
+static void m_id_nonascii(struct fx *f) { f->job.id = "j\xc3\xa9"; }
+static void m_key_long(struct fx *f) { memset(f->text, 'k', 129); f->job.idempotency_key = f->text; }
+static void m_key_ctrl(struct fx *f) { f->job.idempotency_key = "a\tb"; }
+static void m_no_placement(struct fx *f) { f->job.placement = NULL; }
+static void m_no_gpus(struct fx *f) { f->placement.n_gpus = 0; }
+static void m_gpu_negative(struct fx *f) { f->gpu[3].gpu = -1; }
+static void m_gpu_high(struct fx *f) { f->gpu[2].gpu = 32768; }
+static void m_leaf_high(struct fx *f)
+{
+	/* 13 GPUs so that the broken one is gpus[12], as in the API docs. */
+	f->placement.n_gpus = 13;
+	for (int i = 5; i < 13; i++) {
+		f->gpu[i].gpu = 16 + i;
+		f->gpu[i].leaf = (16 + i) / 8;
+	}
+	f->gpu[12].leaf = 4100;
+}
+static void m_leaf_negative(struct fx *f) { f->gpu[0].leaf = -5; }
+static void m_leaf_wrong(struct fx *f) { f->gpu[2].leaf = 0; }
+static void m_pod_high(struct fx *f) { f->gpu[4].pod = 4; }
+static void m_pod_wrong(struct fx *f) { f->gpu[4].pod = 0; }
+static void m_gpu_twice(struct fx *f) { f->gpu[3] = f->gpu[1]; }
+static void m_too_many_gpus(struct fx *f)
+{
+	/* Placed by the table's own limits (max_gpus_per_job = 64). */
+	f->placement.n_gpus = 65;
+	for (int i = 0; i < 65; i++) {
+		f->gpu[i].gpu = i;
+		f->gpu[i].leaf = i / 8;
+		f->gpu[i].pod = 0;
+	}
+}
+static void m_no_demand(struct fx *f) { f->job.demand_case = OCS__V1__JOB_SPEC__DEMAND__NOT_SET; }
+static void m_no_pairs(struct fx *f) { f->demand.n_pairs = 0; }
+static void m_pair_a_high(struct fx *f) { f->pair[1].a = 9000; }
+static void m_pair_b_negative(struct fx *f) { f->pair[0].b = -1; }
+static void m_pair_self(struct fx *f) { f->pair[0].b = 0; }
+static void m_pair_links_zero(struct fx *f) { f->pair[0].links = 0; }
+static void m_pair_links_high(struct fx *f) { f->pair[0].links = 9; }
+static void m_pair_foreign_leaf(struct fx *f) { f->pair[1].b = 7; }
+static void m_pair_twice(struct fx *f)
+{
+	f->demand.n_pairs = 3;
+	f->pair[2] = (Ocs__V1__LeafPair){f->pair[2].base, 1, 0, 1};
+}
+static void m_leaf_oversubscribed(struct fx *f)
+{
+	f->pair[0].links = 6;
+	f->pair[1].links = 3; /* leaf 0: 6 + 3 > 8 */
+}
+static void m_planner_unknown(struct fx *f) { f->options.planner = "delta-slow"; }
+static void m_planner_ctrl(struct fx *f) { f->options.planner = "x\n"; }
+static void m_group_no_flag(struct fx *f) { f->list_devices.group = 2; }
+static void m_group_high(struct fx *f) { f->list_devices.has_group = true; f->list_devices.group = 4; }
+static void m_circuits_job(struct fx *f) { f->list_circuits.job_id = "a b"; }
+static void m_circuits_device(struct fx *f) { f->list_circuits.device = "ocs/1"; }
+static void m_circuits_pod(struct fx *f) { f->list_circuits.has_pod = true; f->list_circuits.pod = -1; }
+static void m_circuits_pod_no_flag(struct fx *f) { f->list_circuits.pod = 3; }
+static void m_drain_empty(struct fx *f) { f->drain.device = ""; }
+static void m_drain_long(struct fx *f) { memset(f->text, 'd', 65); f->drain.device = f->text; }
+static void m_undrain_bad(struct fx *f) { f->undrain.device = "ocs g0"; }
+static void m_release_empty(struct fx *f) { f->release.id = ""; }
+static void m_get_bad(struct fx *f) { f->get.id = "../etc"; }
+static void m_list_state(struct fx *f) { f->list_jobs.state = (Ocs__V1__JobState)42; }
+static void m_health_long(struct fx *f) { memset(f->text, 's', 129); f->health.service = f->text; }
+static void m_valid_filters(struct fx *f)
+{
+	f->list_circuits.job_id = "job-1";
+	f->list_circuits.device = "ocs-g1-d2:a";
+	f->list_circuits.has_pod = true;
+	f->list_circuits.pod = 3;
+}
+
+struct vcase {
+	const char *name;
+	enum nb_method method;
+	void (*mutate)(struct fx *f);
+	enum nb_code code;
+	const char *field;
+	const char *message; /* substring of the message */
+};
+
+static const struct vcase cases[] = {
+	{"valid job", NB_JOBS_SUBMIT_JOB, m_none, NB_OK, "", ""},
+	{"valid plan", NB_JOBS_PLAN_JOB, m_none, NB_OK, "", ""},
+	{"valid filters", NB_FABRIC_LIST_CIRCUITS, m_valid_filters, NB_OK, "", ""},
+	{"id empty", NB_JOBS_SUBMIT_JOB, m_id_empty, NB_INVALID_ARGUMENT, "id", "required"},
+	{"id too long", NB_JOBS_SUBMIT_JOB, m_id_long, NB_INVALID_ARGUMENT, "id",
+	 "65 characters, at most 64"},
+	{"id slash", NB_JOBS_PLAN_JOB, m_id_slash, NB_INVALID_ARGUMENT, "id",
+	 "character '/' at offset 3"},
+	{"id non-ascii", NB_JOBS_SUBMIT_JOB, m_id_nonascii, NB_INVALID_ARGUMENT, "id",
+	 "byte 0xc3 at offset 1"},
+	{"key too long", NB_JOBS_SUBMIT_JOB, m_key_long, NB_INVALID_ARGUMENT, "idempotency_key",
+	 "129 characters, at most 128"},
+	{"key control char", NB_JOBS_SUBMIT_JOB, m_key_ctrl, NB_INVALID_ARGUMENT,
+	 "idempotency_key", "byte 0x09 at offset 1"},
+	{"no placement", NB_JOBS_SUBMIT_JOB, m_no_placement, NB_INVALID_ARGUMENT, "placement",
+	 "required"},
+	{"no gpus", NB_JOBS_SUBMIT_JOB, m_no_gpus, NB_INVALID_ARGUMENT, "placement.gpus", "empty"},
+	{"gpu negative", NB_JOBS_SUBMIT_JOB, m_gpu_negative, NB_INVALID_ARGUMENT,
+	 "placement.gpus[3].gpu", "-1 is outside 0..32767"},
+	{"gpu too high", NB_JOBS_PLAN_JOB, m_gpu_high, NB_INVALID_ARGUMENT, "placement.gpus[2].gpu",
+	 "32768 is outside 0..32767"},
+	{"leaf too high", NB_JOBS_SUBMIT_JOB, m_leaf_high, NB_INVALID_ARGUMENT,
+	 "placement.gpus[12].leaf", "4100 is outside 0..4095"},
+	{"leaf negative", NB_JOBS_SUBMIT_JOB, m_leaf_negative, NB_INVALID_ARGUMENT,
+	 "placement.gpus[0].leaf", "-5 is outside 0..4095"},
+	{"leaf does not hold gpu", NB_JOBS_SUBMIT_JOB, m_leaf_wrong, NB_INVALID_ARGUMENT,
+	 "placement.gpus[2].leaf", "leaf 0 does not hold gpu 8 (leaf 1 does)"},
+	{"pod too high", NB_JOBS_SUBMIT_JOB, m_pod_high, NB_INVALID_ARGUMENT,
+	 "placement.gpus[4].pod", "4 is outside 0..3"},
+	{"pod does not hold leaf", NB_JOBS_SUBMIT_JOB, m_pod_wrong, NB_INVALID_ARGUMENT,
+	 "placement.gpus[4].pod", "pod 0 does not hold leaf 1024 (pod 1 does)"},
+	{"gpu twice", NB_JOBS_SUBMIT_JOB, m_gpu_twice, NB_INVALID_ARGUMENT, "placement.gpus[3].gpu",
+	 "1 is listed twice (first at gpus[1])"},
+	{"too many gpus", NB_JOBS_SUBMIT_JOB, m_too_many_gpus, NB_INVALID_ARGUMENT,
+	 "placement.gpus", "65 GPUs, at most 64"},
+	{"no demand", NB_JOBS_SUBMIT_JOB, m_no_demand, NB_INVALID_ARGUMENT, "demand",
+	 "set leaf_demand"},
+	{"no pairs", NB_JOBS_SUBMIT_JOB, m_no_pairs, NB_INVALID_ARGUMENT, "leaf_demand.pairs",
+	 "empty"},
+	{"pair a too high", NB_JOBS_SUBMIT_JOB, m_pair_a_high, NB_INVALID_ARGUMENT,
+	 "leaf_demand.pairs[1].a", "9000 is outside 0..4095"},
+	{"pair b negative", NB_JOBS_PLAN_JOB, m_pair_b_negative, NB_INVALID_ARGUMENT,
+	 "leaf_demand.pairs[0].b", "-1 is outside 0..4095"},
+	{"pair to itself", NB_JOBS_SUBMIT_JOB, m_pair_self, NB_INVALID_ARGUMENT,
+	 "leaf_demand.pairs[0].b", "equals a (0)"},
+	{"pair zero links", NB_JOBS_SUBMIT_JOB, m_pair_links_zero, NB_INVALID_ARGUMENT,
+	 "leaf_demand.pairs[0].links", "0 is outside 1..8"},
+	{"pair too many links", NB_JOBS_SUBMIT_JOB, m_pair_links_high, NB_INVALID_ARGUMENT,
+	 "leaf_demand.pairs[0].links", "9 is outside 1..8"},
+	{"pair leaf without gpus", NB_JOBS_SUBMIT_JOB, m_pair_foreign_leaf, NB_INVALID_ARGUMENT,
+	 "leaf_demand.pairs[1].b", "leaf 7 holds none of the job's GPUs"},
+	{"pair listed twice", NB_JOBS_SUBMIT_JOB, m_pair_twice, NB_INVALID_ARGUMENT,
+	 "leaf_demand.pairs[2]", "leaves 0 and 1 are listed twice (first at pairs[0])"},
+	{"leaf oversubscribed", NB_JOBS_SUBMIT_JOB, m_leaf_oversubscribed, NB_INVALID_ARGUMENT,
+	 "leaf_demand.pairs[1].links", "leaf 0 would need 9 links in total, it has 8"},
+	{"planner unknown", NB_JOBS_PLAN_JOB, m_planner_unknown, NB_INVALID_ARGUMENT,
+	 "options.planner", "\"delta-slow\" is not a known planner (leaf-centric, pod-centric)"},
+	{"planner control char", NB_JOBS_PLAN_JOB, m_planner_ctrl, NB_INVALID_ARGUMENT,
+	 "options.planner", "byte 0x0a at offset 1"},
+	{"group without flag", NB_FABRIC_LIST_DEVICES, m_group_no_flag, NB_INVALID_ARGUMENT,
+	 "group", "2 given but has_group is false"},
+	{"group too high", NB_FABRIC_LIST_DEVICES, m_group_high, NB_INVALID_ARGUMENT, "group",
+	 "4 is outside 0..3"},
+	{"circuits job id", NB_FABRIC_LIST_CIRCUITS, m_circuits_job, NB_INVALID_ARGUMENT, "job_id",
+	 "character ' ' at offset 1"},
+	{"circuits device", NB_FABRIC_LIST_CIRCUITS, m_circuits_device, NB_INVALID_ARGUMENT,
+	 "device", "character '/' at offset 3"},
+	{"circuits pod negative", NB_FABRIC_LIST_CIRCUITS, m_circuits_pod, NB_INVALID_ARGUMENT,
+	 "pod", "-1 is outside 0..3"},
+	{"circuits pod without flag", NB_FABRIC_LIST_CIRCUITS, m_circuits_pod_no_flag,
+	 NB_INVALID_ARGUMENT, "pod", "3 given but has_pod is false"},
+	{"drain no device", NB_FABRIC_DRAIN_DEVICE, m_drain_empty, NB_INVALID_ARGUMENT, "device",
+	 "required"},
+	{"drain long device", NB_FABRIC_DRAIN_DEVICE, m_drain_long, NB_INVALID_ARGUMENT, "device",
+	 "65 characters, at most 64"},
+	{"undrain bad device", NB_FABRIC_UNDRAIN_DEVICE, m_undrain_bad, NB_INVALID_ARGUMENT,
+	 "device", "character ' ' at offset 3"},
+	{"release no id", NB_JOBS_RELEASE_JOB, m_release_empty, NB_INVALID_ARGUMENT, "id",
+	 "required"},
+	{"get bad id", NB_JOBS_GET_JOB, m_get_bad, NB_INVALID_ARGUMENT, "id",
+	 "character '/' at offset 2"},
+	{"list bad state", NB_JOBS_LIST_JOBS, m_list_state, NB_INVALID_ARGUMENT, "state",
+	 "42 is not a JobState"},
+	{"health long service", NB_HEALTH_CHECK, m_health_long, NB_INVALID_ARGUMENT, "service",
+	 "129 characters, at most 128"},
+};
+
+static void test_table(void **state)
+{
+	struct nb_limits lim = limits;
+	int refused = 0;
+
+	(void)state;
+	lim.max_gpus_per_job = 64;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct vcase *c = &cases[i];
+		struct fx *f = malloc(sizeof(*f));
+		const ProtobufCMessage *req;
+		uint8_t *wire;
+		size_t len;
+		ProtobufCMessage *out = NULL;
+		struct nb_error err = {0};
+		int rc;
+
+		assert_non_null(f);
+		fx_init(f);
+		c->mutate(f);
+		req = fx_request(f, c->method);
+		len = protobuf_c_message_get_packed_size(req);
+		wire = malloc(len + 1);
+		assert_non_null(wire);
+		protobuf_c_message_pack(req, wire);
+		rc = nb_decode_request(c->method, wire, len, &lim, 0, &out, &err);
+		if (c->code == NB_OK) {
+			if (rc != 0)
+				fail_msg("case '%s': refused: %s: %s", c->name, err.field, err.message);
+			assert_non_null(out);
+			protobuf_c_message_free_unpacked(out, NULL);
+		} else {
+			if (rc == 0)
+				fail_msg("case '%s': accepted", c->name);
+			assert_null(out);
+			if (err.code != c->code || strcmp(err.field, c->field) != 0 ||
+			    !strstr(err.message, c->message))
+				fail_msg("case '%s': got %s '%s: %s', want %s '%s: ...%s...'", c->name,
+					 nb_code_name(err.code), err.field, err.message,
+					 nb_code_name(c->code), c->field, c->message);
+			refused++;
+		}
+		free(wire);
+		free(f);
+	}
+	assert_true(refused >= 30);
+}
+
+/* Bytes that are not a protobuf message at all. */
+static void test_malformed_bytes(void **state)
+{
+	static const uint8_t truncated_varint[] = {0x08, 0xff, 0xff};
+	static const uint8_t bad_length[] = {0x0a, 0x7f, 'a'};
+	static const uint8_t wrong_wire_type[] = {0x0d, 0, 0, 0, 0}; /* id as fixed32 */
+	const uint8_t *inputs[] = {truncated_varint, bad_length, wrong_wire_type};
+	size_t lens[] = {sizeof(truncated_varint), sizeof(bad_length), sizeof(wrong_wire_type)};
+	ProtobufCMessage *out;
+	struct nb_error err;
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		memset(&err, 0, sizeof(err));
+		assert_int_not_equal(nb_decode_request(NB_JOBS_SUBMIT_JOB, inputs[i], lens[i], &limits,
+						       0, &out, &err),
+				     0);
+		assert_int_equal(err.code, NB_INVALID_ARGUMENT);
+		assert_string_equal(err.field, "request");
+		assert_non_null(strstr(err.message, "not a valid ocs.v1.JobSpec"));
+	}
+}
+
+/* A 64 MB message is refused before it is parsed. */
+static void test_64mb_refused(void **state)
+{
+	size_t len = (size_t)64 << 20;
+	uint8_t *big = calloc(len, 1);
+	ProtobufCMessage *out;
+	struct nb_error err = {0};
+
+	(void)state;
+	assert_non_null(big);
+	assert_int_not_equal(nb_decode_request(NB_JOBS_SUBMIT_JOB, big, len, &limits, 0, &out, &err),
+			     0);
+	assert_int_equal(err.code, NB_RESOURCE_EXHAUSTED);
+	assert_string_equal(err.field, "request");
+	assert_string_equal(err.message, "67108864 bytes exceed the limit of 4194304 bytes");
+	free(big);
+}
+
+/* Validation needs sane limits from the daemon, and names what is wrong. */
+static void test_limits(void **state)
+{
+	struct nb_limits lim = limits;
+	struct nb_error err = {0};
+
+	(void)state;
+	assert_int_equal(nb_limits_check(&lim, &err), 0);
+	lim.gpus_per_leaf = 0;
+	assert_int_not_equal(nb_limits_check(&lim, &err), 0);
+	assert_string_equal(err.field, "limits.gpus_per_leaf");
+}
+
+static void test_method_table(void **state)
+{
+	(void)state;
+	assert_int_equal(nb_method_from_path("/ocs.v1.Jobs/SubmitJob", 22), NB_JOBS_SUBMIT_JOB);
+	assert_int_equal(nb_method_from_path("/ocs.v1.Jobs/Nope", 17), NB_METHOD_COUNT);
+	assert_string_equal(nb_method_name(NB_FABRIC_DRAIN_DEVICE), "Fabric/DrainDevice");
+	assert_int_equal(nb_method_min_role(NB_FABRIC_DRAIN_DEVICE), NB_ROLE_OPERATOR);
+	assert_int_equal(nb_method_min_role(NB_JOBS_SUBMIT_JOB), NB_ROLE_SCHEDULER);
+	assert_int_equal(nb_method_min_role(NB_JOBS_LIST_JOBS), NB_ROLE_VIEWER);
+	assert_int_equal(nb_method_min_role(NB_HEALTH_CHECK), NB_ROLE_NONE);
+	assert_true(NB_ROLE_OPERATOR > NB_ROLE_SCHEDULER && NB_ROLE_SCHEDULER > NB_ROLE_VIEWER);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_malformed_bytes),
+		cmocka_unit_test(test_64mb_refused),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_method_table),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
