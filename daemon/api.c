@@ -1,0 +1,774 @@
+/*
+ * api.c - implementation of api.h: request hand-off to the loop, protobuf
+ * <-> job manager conversions, replies built in a per-request arena.
+ */
+#include "api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "config.h"
+#include "fabric_state.h"
+#include "jobs.h"
+#include "loop.h"
+#include "metrics.h"
+
+struct api {
+	struct api_deps d;
+	struct jm *jm;
+	struct nb_server *server;
+	bool stopping;
+	struct mx_family *m_rpcs, *m_rpc_seconds, *m_plan_seconds, *m_txns;
+};
+
+/* Who a job manager answer goes to (freed by the answer). */
+struct api_call {
+	struct api *api;
+	struct nb_call *call;
+};
+
+static struct api_call *new_call(struct api *api, struct nb_call *call)
+{
+	struct api_call *ac = malloc(sizeof(*ac));
+
+	if (ac)
+		*ac = (struct api_call){ api, call };
+	else
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
+	return ac;
+}
+
+/* A request travelling from a gRPC thread to the loop. */
+struct api_req {
+	struct api *api;
+	struct nb_call *call;
+	const void *msg;
+	void (*serve)(struct api *api, struct nb_call *call, const void *msg);
+};
+
+struct api *api_new(const struct api_deps *deps)
+{
+	struct api *api = calloc(1, sizeof(*api));
+	const char *const rpc_labels[] = { "method", "code", NULL };
+	const char *const planner_label[] = { "planner", NULL };
+	const char *const outcome_label[] = { "outcome", NULL };
+
+	if (!api)
+		return NULL;
+	api->d = *deps;
+	api->m_rpcs = mx_counter(deps->reg, "ocsd_rpc_requests_total",
+				 "gRPC requests by method and status code.", rpc_labels);
+	api->m_rpc_seconds = mx_histogram(deps->reg, "ocsd_rpc_duration_seconds",
+					  "gRPC request latency by method and status code.",
+					  rpc_labels, mx_latency_buckets_s, mx_latency_buckets_n);
+	api->m_plan_seconds = mx_histogram(deps->reg, "ocsd_plan_duration_seconds",
+					   "Planning and realization time by planner.",
+					   planner_label, mx_latency_buckets_s, mx_latency_buckets_n);
+	api->m_txns = mx_counter(deps->reg, "ocsd_transactions_total",
+				 "Device transactions by outcome.", outcome_label);
+	if (!api->m_rpcs || !api->m_rpc_seconds || !api->m_plan_seconds || !api->m_txns) {
+		free(api);
+		return NULL;
+	}
+	return api;
+}
+
+void api_free(struct api *api)
+{
+	free(api);
+}
+
+void api_attach(struct api *api, struct jm *jm, struct nb_server *server)
+{
+	api->jm = jm;
+	api->server = server;
+}
+
+void api_stopping(struct api *api)
+{
+	api->stopping = true;
+}
+
+static enum nb_code map_status(enum jm_status s)
+{
+	switch (s) {
+	case JM_OK:
+		return NB_OK;
+	case JM_INVALID:
+		return NB_INVALID_ARGUMENT;
+	case JM_NOT_FOUND:
+		return NB_NOT_FOUND;
+	case JM_EXISTS:
+		return NB_ALREADY_EXISTS;
+	case JM_EXHAUSTED:
+		return NB_RESOURCE_EXHAUSTED;
+	case JM_PRECONDITION:
+		return NB_FAILED_PRECONDITION;
+	case JM_UNAVAILABLE:
+		return NB_UNAVAILABLE;
+	case JM_INTERNAL:
+		break;
+	}
+	return NB_INTERNAL;
+}
+
+static void fail_jm(struct nb_call *call, const struct jm_error *err)
+{
+	nb_call_fail(call, map_status(err->status), err->field, "%s", err->message);
+}
+
+/* ---- building replies ---- */
+
+static const char *device_name(const struct api *api, const struct ocs_xc *xc)
+{
+	int id = ocs_fabric_device_id(&api->d.cfg->fabric, xc->group, xc->device);
+
+	return id >= 0 && id < api->d.cfg->n_devices ? api->d.cfg->devices[id].name : "?";
+}
+
+static Ocs__V1__CrossConnect *build_xc(struct api *api, struct arena *ar, const struct ocs_xc *xc)
+{
+	Ocs__V1__CrossConnect *m = ar_alloc(ar, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	ocs__v1__cross_connect__init(m);
+	m->device = (char *)device_name(api, xc);
+	m->in_port = xc->in;
+	m->out_port = xc->out;
+	return m;
+}
+
+static Ocs__V1__Circuit **build_circuits(struct api *api, struct arena *ar,
+					 const struct fs_circuit *cs, size_t n)
+{
+	Ocs__V1__Circuit **out = ar_alloc(ar, (n ? n : 1) * sizeof(*out));
+
+	for (size_t i = 0; out && i < n; i++) {
+		Ocs__V1__Circuit *c = ar_alloc(ar, sizeof(*c));
+		Ocs__V1__CrossConnect **xcs = ar_alloc(ar, 2 * sizeof(*xcs));
+
+		if (!c || !xcs)
+			return NULL;
+		ocs__v1__circuit__init(c);
+		c->job_id = ar_strdup(ar, cs[i].job_id ? cs[i].job_id : "");
+		c->group = cs[i].a.h;
+		c->pod_a = cs[i].a.pod;
+		c->port_a = cs[i].a.k;
+		c->pod_b = cs[i].b.pod;
+		c->port_b = cs[i].b.k;
+		xcs[0] = build_xc(api, ar, &cs[i].xc_ab);
+		c->n_cross_connects = 1;
+		if (cs[i].complete) {
+			xcs[1] = build_xc(api, ar, &cs[i].xc_ba);
+			c->n_cross_connects = 2;
+		}
+		c->cross_connects = xcs;
+		out[i] = c;
+	}
+	return out;
+}
+
+static Ocs__V1__PlanFigures *build_figures(struct arena *ar, const struct jm_figures *fig)
+{
+	Ocs__V1__PlanFigures *m = ar_alloc(ar, sizeof(*m));
+	Ocs__V1__LeafPair **un = ar_alloc(ar, (fig->n_unplaced ? fig->n_unplaced : 1) * sizeof(*un));
+
+	if (!m || !un)
+		return NULL;
+	ocs__v1__plan_figures__init(m);
+	m->planner = ar_strdup(ar, fig->planner);
+	m->links_requested = fig->links_requested;
+	m->links_placed = fig->links_placed;
+	m->circuits_new = fig->circuits_new;
+	m->circuits_moved = fig->circuits_moved;
+	m->max_contention = fig->max_contention;
+	m->plan_duration_us = fig->plan_us;
+	for (size_t i = 0; i < fig->n_unplaced; i++) {
+		un[i] = ar_alloc(ar, sizeof(**un));
+		if (!un[i])
+			return NULL;
+		ocs__v1__leaf_pair__init(un[i]);
+		un[i]->a = fig->unplaced[i].a;
+		un[i]->b = fig->unplaced[i].b;
+		un[i]->links = fig->unplaced[i].links;
+	}
+	m->unplaced = un;
+	m->n_unplaced = fig->n_unplaced;
+	return m;
+}
+
+/*
+ * A Job message. The spec is decoded from the stored request; *spec_out
+ * must be freed with ocs__v1__job_spec__free_unpacked() after the reply.
+ */
+static Ocs__V1__Job *build_job(struct api *api, struct arena *ar, const struct jm_job *job,
+			       Ocs__V1__JobSpec **spec_out)
+{
+	Ocs__V1__Job *m = ar_alloc(ar, sizeof(*m));
+	struct fs_circuit *cs;
+	size_t n = 0;
+
+	*spec_out = NULL;
+	if (!m)
+		return NULL;
+	ocs__v1__job__init(m);
+	*spec_out = ocs__v1__job_spec__unpack(NULL, job->raw_len, job->raw);
+	m->spec = *spec_out;
+	m->state = (Ocs__V1__JobState)job->state;
+	m->reason = ar_strdup(ar, job->reason);
+	m->figures = build_figures(ar, &job->figures);
+	m->created_unix_ms = job->created_ms;
+	m->updated_unix_ms = job->updated_ms;
+	cs = fs_circuits(api->d.fs, job->id, -1, -1, &n);
+	if (cs) {
+		m->circuits = build_circuits(api, ar, cs, n);
+		m->n_circuits = m->circuits ? n : 0;
+		free(cs);
+	}
+	return ar->failed ? NULL : m;
+}
+
+/* ---- Jobs ---- */
+
+/* Converts a JobSpec; demand points into a malloc'd array (caller frees). */
+static int spec_from_pb(const Ocs__V1__JobSpec *pb, struct jm_spec *spec, struct nb_error *err)
+{
+	struct lc_demand *demand;
+	size_t n = pb->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && pb->leaf_demand
+			   ? pb->leaf_demand->n_pairs
+			   : 0;
+	size_t len = protobuf_c_message_get_packed_size(&pb->base);
+	uint8_t *raw;
+
+	if (pb->demand_case != OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND) {
+		err->code = NB_INVALID_ARGUMENT;
+		snprintf(err->field, sizeof(err->field), "leaf_demand");
+		snprintf(err->message, sizeof(err->message), "a leaf demand is required");
+		return -EINVAL;
+	}
+	demand = malloc((n ? n : 1) * sizeof(*demand));
+	raw = malloc(len ? len : 1);
+	if (!demand || !raw) {
+		free(demand);
+		free(raw);
+		err->code = NB_INTERNAL;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		demand[i] = (struct lc_demand){ pb->leaf_demand->pairs[i]->a,
+						pb->leaf_demand->pairs[i]->b,
+						pb->leaf_demand->pairs[i]->links };
+	protobuf_c_message_pack(&pb->base, raw);
+	*spec = (struct jm_spec){ pb->id,
+				  pb->idempotency_key,
+				  pb->options ? pb->options->planner : NULL,
+				  pb->options && pb->options->allow_moving_other_jobs,
+				  demand,
+				  n,
+				  raw,
+				  len };
+	return 0;
+}
+
+static void free_spec(struct jm_spec *spec)
+{
+	free((void *)spec->demand);
+	free((void *)spec->raw);
+}
+
+static void answer_job(struct api *api, struct nb_call *call, const struct jm_error *err,
+		       const struct jm_job *job, bool created, bool submit)
+{
+	struct arena ar = { 0 };
+	Ocs__V1__JobSpec *spec = NULL;
+	Ocs__V1__Job *m;
+
+	if (err) {
+		fail_jm(call, err);
+		return;
+	}
+	m = build_job(api, &ar, job, &spec);
+	if (!m) {
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+	} else if (submit) {
+		Ocs__V1__SubmitJobResponse r = OCS__V1__SUBMIT_JOB_RESPONSE__INIT;
+
+		r.job = m;
+		r.created = created;
+		nb_call_reply(call, &r.base);
+	} else if (nb_call_method(call) == NB_JOBS_RELEASE_JOB) {
+		Ocs__V1__ReleaseJobResponse r = OCS__V1__RELEASE_JOB_RESPONSE__INIT;
+
+		r.job = m;
+		nb_call_reply(call, &r.base);
+	} else {
+		Ocs__V1__GetJobResponse r = OCS__V1__GET_JOB_RESPONSE__INIT;
+
+		r.job = m;
+		nb_call_reply(call, &r.base);
+	}
+	if (spec)
+		ocs__v1__job_spec__free_unpacked(spec, NULL);
+	ar_free_all(&ar);
+}
+
+static void answer_submit(void *ctx, const struct jm_error *err, const struct jm_job *job,
+			  bool created, const struct ocs_xc *xcs, size_t n)
+{
+	struct api_call *ac = ctx;
+
+	answer_job(ac->api, ac->call, err, job, created, true);
+	free(ac);
+}
+
+static void answer_other(void *ctx, const struct jm_error *err, const struct jm_job *job,
+			 bool created, const struct ocs_xc *xcs, size_t n)
+{
+	struct api_call *ac = ctx;
+
+	answer_job(ac->api, ac->call, err, job, created, false);
+	free(ac);
+}
+
+static void serve_submit(struct api *api, struct nb_call *call, const void *msg)
+{
+	struct jm_spec spec;
+	struct nb_error err = { 0 };
+	struct api_call *ac;
+
+	if (spec_from_pb(msg, &spec, &err) != 0) {
+		nb_call_fail_error(call, &err);
+		return;
+	}
+	ac = new_call(api, call);
+	if (ac)
+		jm_submit(api->jm, &spec, answer_submit, ac);
+	free_spec(&spec);
+}
+
+static void answer_plan(void *ctx, const struct jm_error *err, const struct jm_job *job,
+			bool created, const struct ocs_xc *xcs, size_t n_xcs)
+{
+	struct api_call *ac = ctx;
+	struct nb_call *call = ac->call;
+	struct api *api = ac->api;
+	Ocs__V1__PlanJobResponse r = OCS__V1__PLAN_JOB_RESPONSE__INIT;
+	struct fs_state *tmp = NULL;
+	struct fs_circuit *cs = NULL;
+	struct st_circuit *adds = NULL;
+	struct arena ar = { 0 };
+	size_t n = 0;
+
+	free(ac);
+	if (err) {
+		fail_jm(call, err);
+		return;
+	}
+	/* Pair the plan's cross-connects into circuits, as for running jobs. */
+	tmp = fs_new(&api->d.cfg->fabric);
+	adds = calloc(n_xcs ? n_xcs : 1, sizeof(*adds));
+	if (tmp && adds) {
+		for (size_t i = 0; i < n_xcs; i++)
+			adds[i].xc = xcs[i];
+		if (fs_apply(tmp, NULL, 0, adds, n_xcs) == 0)
+			cs = fs_circuits(tmp, NULL, -1, -1, &n);
+	}
+	if (api->m_plan_seconds)
+		mx_observe(api->m_plan_seconds, (const char *[]){ job->figures.planner },
+			   (double)job->figures.plan_us / 1e6);
+	r.figures = build_figures(&ar, &job->figures);
+	if (cs) {
+		r.circuits = build_circuits(api, &ar, cs, n);
+		r.n_circuits = r.circuits ? n : 0;
+	}
+	if (!cs || ar.failed)
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+	else
+		nb_call_reply(call, &r.base);
+	free(cs);
+	free(adds);
+	fs_free(tmp);
+	ar_free_all(&ar);
+}
+
+static void serve_plan(struct api *api, struct nb_call *call, const void *msg)
+{
+	struct jm_spec spec;
+	struct nb_error err = { 0 };
+	struct api_call *ac;
+
+	if (spec_from_pb(msg, &spec, &err) != 0) {
+		nb_call_fail_error(call, &err);
+		return;
+	}
+	ac = new_call(api, call);
+	if (ac)
+		jm_plan(api->jm, &spec, answer_plan, ac);
+	free_spec(&spec);
+}
+
+static void serve_release(struct api *api, struct nb_call *call, const void *msg)
+{
+	const Ocs__V1__ReleaseJobRequest *req = msg;
+	struct api_call *ac = new_call(api, call);
+
+	if (ac)
+		jm_release(api->jm, req->id, answer_other, ac);
+}
+
+static void serve_get_job(struct api *api, struct nb_call *call, const void *msg)
+{
+	const Ocs__V1__GetJobRequest *req = msg;
+	const struct jm_job *job = jm_find(api->jm, req->id);
+	struct jm_error err = { JM_NOT_FOUND, "id", "" };
+
+	if (!job) {
+		snprintf(err.message, sizeof(err.message), "no job %s", req->id);
+		fail_jm(call, &err);
+		return;
+	}
+	answer_job(api, call, NULL, job, false, false);
+}
+
+static void serve_list_jobs(struct api *api, struct nb_call *call, const void *msg)
+{
+	const Ocs__V1__ListJobsRequest *req = msg;
+	Ocs__V1__ListJobsResponse r = OCS__V1__LIST_JOBS_RESPONSE__INIT;
+	size_t n = jm_count(api->jm);
+	Ocs__V1__JobSpec **specs = calloc(n ? n : 1, sizeof(*specs));
+	struct arena ar = { 0 };
+
+	r.jobs = ar_alloc(&ar, (n ? n : 1) * sizeof(*r.jobs));
+	for (size_t i = 0; specs && r.jobs && i < n; i++) {
+		const struct jm_job *job = jm_at(api->jm, i);
+
+		if (req->state != OCS__V1__JOB_STATE__JOB_STATE_UNSPECIFIED &&
+		    (int)req->state != (int)job->state)
+			continue;
+		r.jobs[r.n_jobs] = build_job(api, &ar, job, &specs[i]);
+		if (r.jobs[r.n_jobs])
+			r.n_jobs++;
+	}
+	if (!specs || ar.failed)
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+	else
+		nb_call_reply(call, &r.base);
+	for (size_t i = 0; specs && i < n; i++)
+		if (specs[i])
+			ocs__v1__job_spec__free_unpacked(specs[i], NULL);
+	free(specs);
+	ar_free_all(&ar);
+}
+
+/* ---- Fabric ---- */
+
+static void serve_get_fabric(struct api *api, struct nb_call *call, const void *msg)
+{
+	const struct ocs_fabric *f = &api->d.cfg->fabric;
+	Ocs__V1__FabricSummary r = OCS__V1__FABRIC_SUMMARY__INIT;
+	int64_t cabled = (int64_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
+	int active = 0;
+
+	for (size_t i = 0; i < jm_count(api->jm); i++)
+		active += jm_at(api->jm, i)->state == JM_ACTIVE;
+	r.wiring = (char *)ocs_wiring_name(f->wiring);
+	r.pods = f->pods;
+	r.k_leaf = f->k_leaf;
+	r.k_spine = f->k_spine;
+	r.tau = f->tau;
+	r.k_ocs = f->k_ocs;
+	r.groups = ocs_fabric_groups(f);
+	r.leaves = ocs_fabric_leaves(f);
+	r.gpus = ocs_fabric_gpus(f);
+	r.devices = api->d.cfg->n_devices;
+	r.circuits_active = (int32_t)(fs_count(api->d.fs) / 2);
+	r.jobs_active = active;
+	r.ocs_ports_used = (int64_t)fs_count(api->d.fs);
+	r.ocs_ports_free = cabled - r.ocs_ports_used;
+	r.version = (char *)api->d.version;
+	nb_call_reply(call, &r.base);
+}
+
+static int find_device(const struct api *api, const char *name)
+{
+	for (int i = 0; i < api->d.cfg->n_devices; i++)
+		if (strcmp(api->d.cfg->devices[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static Ocs__V1__Device *build_device(struct api *api, struct arena *ar, int id)
+{
+	const struct ocs_fabric *f = &api->d.cfg->fabric;
+	const struct cfg_device *cd = &api->d.cfg->devices[id];
+	Ocs__V1__Device *m = ar_alloc(ar, sizeof(*m));
+	char addr[300];
+	size_t used = fs_device_xcs(api->d.fs, id);
+
+	if (!m)
+		return NULL;
+	ocs__v1__device__init(m);
+	snprintf(addr, sizeof(addr), "%s:%u", cd->address, cd->port);
+	m->name = (char *)cd->name;
+	m->group = ocs_fabric_device_group(f, id);
+	m->index = ocs_fabric_device_in_group(f, id);
+	m->address = ar_strdup(ar, addr);
+	/* Sessions are opened per transaction; between them none is held. */
+	m->session = OCS__V1__SESSION_STATE__SESSION_STATE_UNSPECIFIED;
+	m->health = OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNSPECIFIED;
+	m->ports_total = f->k_ocs;
+	m->ports_used = (int32_t)used;
+	m->circuits = (int32_t)used;
+	return m;
+}
+
+static void serve_list_devices(struct api *api, struct nb_call *call, const void *msg)
+{
+	const Ocs__V1__ListDevicesRequest *req = msg;
+	Ocs__V1__ListDevicesResponse r = OCS__V1__LIST_DEVICES_RESPONSE__INIT;
+	struct arena ar = { 0 };
+	int n = api->d.cfg->n_devices;
+
+	r.devices = ar_alloc(&ar, (size_t)(n ? n : 1) * sizeof(*r.devices));
+	for (int i = 0; r.devices && i < n; i++) {
+		if (req->has_group &&
+		    ocs_fabric_device_group(&api->d.cfg->fabric, i) != req->group)
+			continue;
+		r.devices[r.n_devices] = build_device(api, &ar, i);
+		if (r.devices[r.n_devices])
+			r.n_devices++;
+	}
+	if (ar.failed)
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+	else
+		nb_call_reply(call, &r.base);
+	ar_free_all(&ar);
+}
+
+static void serve_list_circuits(struct api *api, struct nb_call *call, const void *msg)
+{
+	const Ocs__V1__ListCircuitsRequest *req = msg;
+	Ocs__V1__ListCircuitsResponse r = OCS__V1__LIST_CIRCUITS_RESPONSE__INIT;
+	int device = -1;
+	struct fs_circuit *cs;
+	struct arena ar = { 0 };
+	size_t n = 0;
+
+	if (req->device && *req->device) {
+		device = find_device(api, req->device);
+		if (device < 0) {
+			nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", req->device);
+			return;
+		}
+	}
+	cs = fs_circuits(api->d.fs, req->job_id && *req->job_id ? req->job_id : NULL, device,
+			 req->has_pod ? req->pod : -1, &n);
+	if (cs) {
+		r.circuits = build_circuits(api, &ar, cs, n);
+		r.n_circuits = r.circuits ? n : 0;
+	}
+	if (!cs || ar.failed)
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+	else
+		nb_call_reply(call, &r.base);
+	free(cs);
+	ar_free_all(&ar);
+}
+
+/* ---- hand-off from gRPC threads ---- */
+
+static void dispatch(void *arg)
+{
+	struct api_req *r = arg;
+
+	if (r->api->stopping || !r->api->jm)
+		nb_call_fail(r->call, NB_UNAVAILABLE, "", "ocsd is shutting down");
+	else
+		r->serve(r->api, r->call, r->msg);
+	free(r);
+}
+
+static void post(struct api *api, struct nb_call *call, const void *msg,
+		 void (*serve)(struct api *, struct nb_call *, const void *))
+{
+	struct api_req *r = malloc(sizeof(*r));
+
+	if (!r) {
+		nb_call_fail(call, NB_UNAVAILABLE, "", "out of memory");
+		return;
+	}
+	*r = (struct api_req){ api, call, msg, serve };
+	if (loop_post(api->d.loop, dispatch, r) != 0) {
+		free(r);
+		nb_call_fail(call, NB_UNAVAILABLE, "", "ocsd is shutting down");
+	}
+}
+
+#define HANDLER(name, type, serve_fn)                                                      \
+	static void name(void *ctx, struct nb_call *call, const type *req)                 \
+	{                                                                                   \
+		post(ctx, call, req, serve_fn);                                             \
+	}
+
+HANDLER(h_get_fabric, Ocs__V1__GetFabricRequest, serve_get_fabric)
+HANDLER(h_list_devices, Ocs__V1__ListDevicesRequest, serve_list_devices)
+HANDLER(h_list_circuits, Ocs__V1__ListCircuitsRequest, serve_list_circuits)
+HANDLER(h_submit_job, Ocs__V1__JobSpec, serve_submit)
+HANDLER(h_plan_job, Ocs__V1__JobSpec, serve_plan)
+HANDLER(h_release_job, Ocs__V1__ReleaseJobRequest, serve_release)
+HANDLER(h_get_job, Ocs__V1__GetJobRequest, serve_get_job)
+HANDLER(h_list_jobs, Ocs__V1__ListJobsRequest, serve_list_jobs)
+
+struct rpc_done {
+	struct api *api;
+	enum nb_method method;
+	enum nb_code code;
+	uint64_t duration_us;
+};
+
+static const char *code_name(enum nb_code c)
+{
+	switch (c) {
+	case NB_OK: return "OK";
+	case NB_CANCELLED: return "CANCELLED";
+	case NB_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+	case NB_DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+	case NB_NOT_FOUND: return "NOT_FOUND";
+	case NB_ALREADY_EXISTS: return "ALREADY_EXISTS";
+	case NB_PERMISSION_DENIED: return "PERMISSION_DENIED";
+	case NB_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+	case NB_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+	case NB_ABORTED: return "ABORTED";
+	case NB_UNIMPLEMENTED: return "UNIMPLEMENTED";
+	case NB_INTERNAL: return "INTERNAL";
+	case NB_UNAVAILABLE: return "UNAVAILABLE";
+	}
+	return "UNKNOWN";
+}
+
+static void record_rpc(void *arg)
+{
+	struct rpc_done *d = arg;
+	const char *labels[] = { nb_method_name(d->method), code_name(d->code) };
+
+	mx_add(d->api->m_rpcs, labels, 1);
+	mx_observe(d->api->m_rpc_seconds, labels, (double)d->duration_us / 1e6);
+	free(d);
+}
+
+static void h_call_done(void *ctx, enum nb_method method, enum nb_code code,
+			uint64_t duration_us)
+{
+	struct rpc_done *d = malloc(sizeof(*d));
+
+	if (!d)
+		return;
+	*d = (struct rpc_done){ ctx, method, code, duration_us };
+	if (loop_post(((struct api *)ctx)->d.loop, record_rpc, d) != 0)
+		free(d);
+}
+
+struct nb_handlers api_handlers(struct api *api)
+{
+	return (struct nb_handlers){
+		.ctx = api,
+		.get_fabric = h_get_fabric,
+		.list_devices = h_list_devices,
+		.list_circuits = h_list_circuits,
+		.submit_job = h_submit_job,
+		.plan_job = h_plan_job,
+		.release_job = h_release_job,
+		.get_job = h_get_job,
+		.list_jobs = h_list_jobs,
+		.call_done = h_call_done,
+	};
+}
+
+struct nb_limits api_limits(const struct ocsd_config *cfg)
+{
+	const struct ocs_fabric *f = &cfg->fabric;
+
+	return (struct nb_limits){
+		.pods = f->pods,
+		.leaves_per_pod = ocs_fabric_leaves_per_pod(f),
+		.gpus_per_leaf = f->k_leaf,
+		.groups = ocs_fabric_groups(f),
+	};
+}
+
+/* ---- events ---- */
+
+static void ev_job(void *ctx, const struct jm_job *job)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__JobEvent je = OCS__V1__JOB_EVENT__INIT;
+
+	if (!api->server)
+		return;
+	je.job_id = (char *)job->id;
+	je.state = (Ocs__V1__JobState)job->state;
+	je.reason = (char *)job->reason;
+	ev.kind_case = OCS__V1__EVENT__KIND_JOB;
+	ev.job = &je;
+	nb_server_publish(api->server, &ev);
+}
+
+static void ev_txn(void *ctx, uint64_t txn_id, const char *job_id, int outcome,
+		   const char *const *devices, size_t n_devices, const char *reason)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__TransactionEvent te = OCS__V1__TRANSACTION_EVENT__INIT;
+	static const char *const names[] = { "committed", "refused", "rolled_back", "failed" };
+	const char *label = outcome >= 0 && outcome < 4 ? names[outcome] : "failed";
+
+	mx_add(api->m_txns, &label, 1);
+	if (!api->server)
+		return;
+	te.transaction_id = txn_id;
+	te.job_id = (char *)job_id;
+	te.outcome = outcome == 0   ? OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_COMMITTED
+		     : outcome == 3 ? OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLBACK_FAILED
+				    : OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLED_BACK;
+	te.devices = (char **)devices;
+	te.n_devices = n_devices;
+	te.reason = (char *)(reason ? reason : "");
+	ev.kind_case = OCS__V1__EVENT__KIND_TRANSACTION;
+	ev.transaction = &te;
+	nb_server_publish(api->server, &ev);
+}
+
+struct jm_events api_job_events(struct api *api)
+{
+	return (struct jm_events){ api, ev_job, ev_txn };
+}
+
+int api_restore_jobs(struct api *api)
+{
+	for (size_t i = 0; i < jm_count(api->jm); i++) {
+		const struct jm_job *job = jm_at(api->jm, i);
+		Ocs__V1__JobSpec *pb = ocs__v1__job_spec__unpack(NULL, job->raw_len, job->raw);
+		struct jm_spec spec;
+		struct nb_error err;
+		int rc;
+
+		if (!pb)
+			continue; /* jm_recover fails jobs without a demand */
+		rc = spec_from_pb(pb, &spec, &err);
+		if (rc == 0) {
+			rc = jm_set_demand(api->jm, job->id, spec.planner,
+					   spec.allow_moving_other_jobs, spec.demand, spec.n_demand);
+			free_spec(&spec);
+		}
+		ocs__v1__job_spec__free_unpacked(pb, NULL);
+		if (rc == -ENOMEM)
+			return rc;
+	}
+	return 0;
+}

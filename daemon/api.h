@@ -1,0 +1,49 @@
+/*
+ * api.h - the daemon's side of the ocs.v1 gRPC API: the northbound
+ * handlers (called on gRPC threads) post every request to the event loop,
+ * where it is served from the job manager and the fabric state; answers
+ * and events go back through the northbound library. Structured errors of
+ * the job manager are mapped to gRPC status codes here, once.
+ *
+ * Threading: api_handlers() callbacks run on gRPC threads and only post;
+ * everything else runs on the loop thread.
+ */
+#ifndef OCSD_API_H
+#define OCSD_API_H
+
+#include <stdbool.h>
+
+#include "nb.h"
+
+struct api;
+struct fs_state;
+struct jm;
+struct loop;
+struct mx_registry;
+struct ocsd_config;
+
+struct api_deps {
+	const struct ocsd_config *cfg;
+	struct loop *loop;
+	struct fs_state *fs;
+	struct mx_registry *reg; /* RPC and plan metrics are registered here */
+	const char *version;
+};
+
+/* Caller frees with api_free() (accepts NULL). */
+struct api *api_new(const struct api_deps *deps);
+void api_free(struct api *api);
+/* The job manager and the server, once they exist (set before serving). */
+void api_attach(struct api *api, struct jm *jm, struct nb_server *server);
+/* The handler table for nb_server_config. */
+struct nb_handlers api_handlers(struct api *api);
+/* Fabric limits for request validation. */
+struct nb_limits api_limits(const struct ocsd_config *cfg);
+/* Job manager events -> Events.Watch (pass as jm_deps.events). */
+struct jm_events api_job_events(struct api *api);
+/* Decodes the stored request of every loaded job into the job manager. */
+int api_restore_jobs(struct api *api);
+/* Marks the API as stopping: new requests get UNAVAILABLE. */
+void api_stopping(struct api *api);
+
+#endif

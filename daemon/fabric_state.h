@@ -1,0 +1,68 @@
+/*
+ * fabric_state.h - what the devices of a leaf-spine-OCS fabric should hold:
+ * every configured cross-connect with the job that owns it, mirrored from
+ * the state store's circuit table, plus the device-level views the job
+ * manager needs (per-device target configurations, bidirectional circuits
+ * for the API, port usage).
+ *
+ * Indexing (group, device, ports) comes from solvers/fabric.h only.
+ *
+ * Threading: owned by the event-loop thread; not thread-safe. Workers get
+ * copies (fs_snapshot()).
+ */
+#ifndef OCSD_FABRIC_STATE_H
+#define OCSD_FABRIC_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fabric.h"
+#include "store.h"
+
+struct fs_state;
+
+/* A bidirectional circuit: spine port a <-> spine port b and its two cross-connects. */
+struct fs_circuit {
+	struct ocs_spine_port a, b;
+	struct ocs_xc xc_ab; /* light from a to b */
+	struct ocs_xc xc_ba; /* light from b to a */
+	bool complete;       /* both cross-connects present */
+	const char *job_id;  /* owner (valid while the state is unchanged) */
+};
+
+/* Caller frees with fs_free() (accepts NULL). f must outlive the state. */
+struct fs_state *fs_new(const struct ocs_fabric *f);
+void fs_free(struct fs_state *fs);
+/* Replaces the contents with the store's circuit table. 0 or -errno. */
+int fs_load(struct fs_state *fs, struct st_store *st);
+
+size_t fs_count(const struct fs_state *fs);
+/* The i-th cross-connect and its owner. */
+const struct st_circuit *fs_at(const struct fs_state *fs, size_t i);
+/* Monotonic counter bumped by every change: a plan made at an older value is stale. */
+unsigned long fs_generation(const struct fs_state *fs);
+
+/* Every cross-connect, as a malloc'd array the caller frees (for planners). */
+struct ocs_xc *fs_snapshot(const struct fs_state *fs, size_t *n);
+
+/*
+ * Applies a confirmed change: removes `removals` (matched by group, device,
+ * input), then adds `additions`. 0, or -ENOMEM (state unchanged).
+ */
+int fs_apply(struct fs_state *fs, const struct ocs_xc *removals, size_t n_removals,
+	     const struct st_circuit *additions, size_t n_additions);
+
+/* Cross-connects owned by job_id (malloc'd; caller frees). */
+struct ocs_xc *fs_job_xcs(const struct fs_state *fs, const char *job_id, size_t *n);
+/* Number of cross-connects configured on the device (global device id). */
+size_t fs_device_xcs(const struct fs_state *fs, int device_id);
+
+/*
+ * Pairs cross-connects into bidirectional circuits (malloc'd; caller frees;
+ * job_id pointers borrow from the state). Filters: job_id NULL = all,
+ * device_id < 0 = all, pod < 0 = all (either end).
+ */
+struct fs_circuit *fs_circuits(const struct fs_state *fs, const char *job_id, int device_id,
+			       int pod, size_t *n);
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * jobs.h - the job manager: every training job's lifecycle, from a
+ * validated request to circuits on the devices and back.
+ *
+ *   PENDING -> PLANNING -> PROGRAMMING -> ACTIVE -> RELEASING -> RELEASED
+ *      \           \            \                      \
+ *       `-----------`------------`---> FAILED <---------'
+ *
+ * Planning runs on the solver pool against a snapshot of the circuits;
+ * a plan made on a snapshot older than the fabric state is re-planned, not
+ * applied. Programming is one device transaction at a time (southbound
+ * sb_engine), its intent stored before any device is touched and its
+ * outcome stored with the circuit change (store.h). The L2 checker runs on
+ * every plan and on every read-back.
+ *
+ * This module knows nothing of gRPC: requests come in as plain structs,
+ * answers go out through a callback with a structured status that the API
+ * layer (api.c) maps to gRPC exactly once.
+ *
+ * Threading: every function here runs on the event-loop thread.
+ */
+#ifndef OCSD_JOBS_H
+#define OCSD_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "leafcentric.h"
+
+struct fs_state;
+struct loop;
+struct ocsd_config;
+struct pool;
+struct sb_device;
+struct sb_engine;
+struct st_store;
+
+/* Values match ocs.v1.JobState. */
+enum jm_state {
+	JM_PENDING = 1,
+	JM_PLANNING = 2,
+	JM_PROGRAMMING = 3,
+	JM_ACTIVE = 4,
+	JM_RELEASING = 5,
+	JM_RELEASED = 6,
+	JM_FAILED = 7,
+};
+
+const char *jm_state_name(enum jm_state s);
+
+enum jm_status {
+	JM_OK = 0,
+	JM_INVALID,      /* the request names a bad field */
+	JM_NOT_FOUND,
+	JM_EXISTS,       /* same id, different request */
+	JM_EXHAUSTED,    /* no capacity: says what is missing */
+	JM_PRECONDITION, /* e.g. releasing a job that is being programmed */
+	JM_UNAVAILABLE,  /* devices unreachable or store failing: nothing changed */
+	JM_INTERNAL,
+};
+
+struct jm_error {
+	enum jm_status status;
+	char field[128];
+	char message[512];
+};
+
+/* What a plan achieved (also kept for the plan a job runs on). */
+struct jm_figures {
+	char planner[32];
+	int links_requested;
+	int links_placed;
+	int circuits_new;   /* cross-connects added */
+	int circuits_moved; /* existing cross-connects of other jobs moved */
+	double max_contention;
+	int64_t plan_us;
+	struct lc_demand *unplaced; /* owned */
+	size_t n_unplaced;
+};
+
+/* A submission, converted from the API by the caller (which owns it). */
+struct jm_spec {
+	const char *id;
+	const char *idempotency_key; /* NULL or "" when absent */
+	const char *planner;         /* "leaf-centric" or "pod-centric" */
+	bool allow_moving_other_jobs;
+	const struct lc_demand *demand;
+	size_t n_demand;
+	/* The request as received (packed protobuf): stored, compared for
+	 * idempotency and handed back by GetJob. */
+	const void *raw;
+	size_t raw_len;
+};
+
+struct jm_job {
+	char id[72];
+	char key[136];
+	enum jm_state state;
+	char reason[512];
+	void *raw; /* packed request */
+	size_t raw_len;
+	char planner[32];
+	bool allow_move;
+	struct lc_demand *demand;
+	size_t n_demand;
+	struct jm_figures figures;
+	int64_t created_ms;
+	int64_t updated_ms;
+};
+
+/*
+ * The answer to a request. job is the job as it stands (NULL when the
+ * request was refused before a job existed); plan (dry runs only) the
+ * cross-connects the job would get. Called once per request, on the loop.
+ */
+typedef void (*jm_answer_fn)(void *ctx, const struct jm_error *err, const struct jm_job *job,
+			     bool created, const struct ocs_xc *plan_xcs, size_t n_plan_xcs);
+
+struct jm_events {
+	void *ctx;
+	void (*job_changed)(void *ctx, const struct jm_job *job);
+	void (*transaction_done)(void *ctx, uint64_t txn_id, const char *job_id, int outcome,
+				 const char *const *devices, size_t n_devices, const char *reason);
+};
+
+struct jm_deps {
+	const struct ocsd_config *cfg;
+	struct st_store *store;
+	struct loop *loop;
+	struct pool *pool;
+	struct fs_state *fs;
+	struct sb_engine *engine;
+	struct sb_device **devices; /* cfg->n_devices, by device id */
+	struct jm_events events;
+	int confirm_timeout_s;
+	int connect_timeout_ms;
+};
+
+struct jm;
+
+/* Loads the jobs from the store. Caller frees with jm_free() (accepts NULL). */
+int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_len);
+void jm_free(struct jm *jm);
+
+/*
+ * Resolves transactions a previous run left open (reading the devices
+ * back), then resumes jobs that were being planned, programmed or released.
+ */
+int jm_recover(struct jm *jm);
+
+/* Submits a job; answered when it is ACTIVE or FAILED (or at once if refused). */
+void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx);
+/* Dry run: plans against the current circuits, touches nothing. */
+void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx);
+/* Releases a job; answered when RELEASED (or FAILED). */
+void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx);
+
+/*
+ * Gives a job loaded from the store its demand (the API layer decodes it
+ * from the stored request). Call before jm_recover(). 0 or -ENOENT/-ENOMEM.
+ */
+int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow_move,
+		  const struct lc_demand *demand, size_t n);
+
+const struct jm_job *jm_find(const struct jm *jm, const char *id);
+size_t jm_count(const struct jm *jm);
+const struct jm_job *jm_at(const struct jm *jm, size_t i);
+/* True while a transaction is running or waiting. */
+bool jm_busy(const struct jm *jm);
+
+#endif
