@@ -17,11 +17,15 @@
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
+#include "api.h"
 #include "config.h"
+#include "fabric_state.h"
+#include "jobs.h"
 #include "loop.h"
 #include "metrics.h"
 #include "metrics_http.h"
 #include "pool.h"
+#include "sb_txn.h"
 #include "store.h"
 
 #define OD_EXIT_OK 0
@@ -38,7 +42,14 @@ struct od {
 	struct pool *pool;
 	struct mx_registry *reg;
 	struct mh_server *http;
-	struct event *sig_term, *sig_int, *sig_hup, *watchdog;
+	struct event *sig_term, *sig_int, *sig_hup, *watchdog, *drain;
+	struct sb_driver *driver;
+	struct sb_device **devices;
+	struct sb_engine *engine;
+	struct fs_state *fs;
+	struct api *api;
+	struct jm *jm;
+	struct nb_server *server;
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads;
 };
 
@@ -151,13 +162,34 @@ static int register_metrics(struct od *od)
 
 /* ---- signals and systemd ---- */
 
-static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
+/* Stops the loop once no transaction is running (checked every 50 ms). */
+static void on_drain_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct od *od = arg;
 
-	od_log(SD_NOTICE, "signal %d: stopping", (int)sig);
-	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+	if (od->jm && jm_busy(od->jm))
+		return;
 	loop_stop(od->loop);
+}
+
+static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct od *od = arg;
+	struct timeval tick = { 0, 50000 };
+
+	if (od->drain)
+		return;
+	od_log(SD_NOTICE, "signal %d: stopping after the running transaction", (int)sig);
+	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+	if (od->api)
+		api_stopping(od->api);
+	if (od->jm)
+		jm_stop(od->jm);
+	if (od->server)
+		nb_server_shutdown(od->server);
+	od->drain = event_new(loop_base(od->loop), -1, EV_PERSIST, on_drain_tick, od);
+	if (!od->drain || event_add(od->drain, &tick) != 0)
+		loop_stop(od->loop);
 }
 
 /* The parts of a fabric that live circuits and device sessions depend on. */
@@ -235,8 +267,30 @@ static int add_signal(struct od *od, struct event **ev, int sig,
 
 static void od_teardown(struct od *od)
 {
+	if (od->jm)
+		jm_stop(od->jm);
+	if (od->server)
+		nb_server_shutdown(od->server);
 	/* Drain the pool first: completions still arrive on the loop. */
 	pool_free(od->pool);
+	if (od->loop)
+		loop_run_posted(od->loop);
+	/* Answers every caller still waiting, then the server can finish. */
+	jm_free(od->jm);
+	if (od->loop)
+		loop_run_posted(od->loop);
+	nb_server_destroy(od->server);
+	if (od->loop)
+		loop_run_posted(od->loop);
+	sb_engine_free(od->engine);
+	for (int i = 0; od->devices && i < od->cfg->n_devices; i++)
+		sb_device_free(od->devices[i]);
+	free(od->devices);
+	sb_driver_free(od->driver);
+	fs_free(od->fs);
+	api_free(od->api);
+	if (od->drain)
+		event_free(od->drain);
 	mh_stop(od->http);
 	if (od->sig_term)
 		event_free(od->sig_term);
@@ -250,6 +304,143 @@ static void od_teardown(struct od *od)
 	mx_registry_free(od->reg);
 	st_close(od->store);
 	cfg_free(od->cfg);
+}
+
+/* Reads the first line of a secret file (password). 0 or -errno. */
+static int read_secret(const char *path, char *out, size_t size)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	if (!fgets(out, (int)size, f)) {
+		fclose(f);
+		return -EINVAL;
+	}
+	fclose(f);
+	n = strcspn(out, "\r\n");
+	out[n] = '\0';
+	return n ? 0 : -EINVAL;
+}
+
+/* One southbound handle per configured device (no I/O yet). */
+static int open_devices(struct od *od)
+{
+	const struct cfg_access *a = &od->cfg->access;
+	char password[128] = "";
+	int rc;
+
+	if (a->password_file && (rc = read_secret(a->password_file, password,
+						   sizeof(password))) != 0) {
+		od_log(SD_ERR, "devices: cannot read password-file %s: %s", a->password_file,
+		       strerror(-rc));
+		return rc;
+	}
+	rc = sb_driver_new(NULL, &od->driver);
+	if (rc) {
+		od_log(SD_ERR, "devices: cannot set up the NETCONF driver: %s", strerror(-rc));
+		return rc;
+	}
+	od->devices = calloc((size_t)od->cfg->n_devices, sizeof(*od->devices));
+	if (!od->devices)
+		return -ENOMEM;
+	for (int i = 0; i < od->cfg->n_devices; i++) {
+		const struct cfg_device *d = &od->cfg->devices[i];
+		struct sb_device_config dc = { 0 };
+
+		snprintf(dc.name, sizeof(dc.name), "%s", d->name);
+		snprintf(dc.host, sizeof(dc.host), "%s", d->address);
+		dc.port = d->port;
+		dc.transport = a->transport == CFG_TRANSPORT_TLS ? SB_TRANSPORT_TLS : SB_TRANSPORT_SSH;
+		snprintf(dc.username, sizeof(dc.username), "%s", a->username);
+		snprintf(dc.password, sizeof(dc.password), "%s", password);
+		if (a->private_key_file && dc.transport == SB_TRANSPORT_SSH) {
+			snprintf(dc.privkey_path, sizeof(dc.privkey_path), "%s", a->private_key_file);
+			snprintf(dc.pubkey_path, sizeof(dc.pubkey_path), "%s.pub",
+				 a->private_key_file);
+		}
+		dc.hostkey_policy = a->accept_any_host_key ? SB_HOSTKEY_ACCEPT_ANY : SB_HOSTKEY_PINNED;
+		snprintf(dc.hostkey_sha256, sizeof(dc.hostkey_sha256), "%s", d->host_key_sha256);
+		if (dc.transport == SB_TRANSPORT_TLS) {
+			snprintf(dc.tls_cert, sizeof(dc.tls_cert), "%s",
+				 a->certificate_file ? a->certificate_file : "");
+			snprintf(dc.tls_key, sizeof(dc.tls_key), "%s",
+				 a->private_key_file ? a->private_key_file : "");
+			snprintf(dc.tls_ca, sizeof(dc.tls_ca), "%s", a->ca_file ? a->ca_file : "");
+		}
+		dc.rpc_timeout_ms = (int)a->rpc_timeout_ms;
+		rc = sb_device_new(od->driver, &dc, &od->devices[i]);
+		if (rc) {
+			od_log(SD_ERR, "device %s: %s", d->name, strerror(-rc));
+			return rc;
+		}
+	}
+	memset(password, 0, sizeof(password));
+	rc = sb_engine_new(od->cfg->n_devices < 64 ? od->cfg->n_devices : 64, &od->engine);
+	if (rc)
+		od_log(SD_ERR, "cannot start the transaction engine: %s", strerror(-rc));
+	return rc;
+}
+
+/* Job manager, API and gRPC server (leaf-spine-OCS fabrics). */
+static int start_jobs(struct od *od)
+{
+	const struct od_options *o = od->opts;
+	struct api_deps ad = { od->cfg, od->loop, NULL, od->reg, OCSD_VERSION };
+	struct nb_server_config sc = { 0 };
+	struct nb_error nerr = { 0 };
+	struct jm_deps jd = { 0 };
+	char err[256];
+	int rc;
+
+	od->fs = fs_new(&od->cfg->fabric);
+	if (!od->fs || fs_load(od->fs, od->store) != 0) {
+		od_log(SD_ERR, "cannot load the circuits from the state store");
+		return -EIO;
+	}
+	ad.fs = od->fs;
+	od->api = api_new(&ad);
+	if (!od->api)
+		return -ENOMEM;
+	rc = open_devices(od);
+	if (rc)
+		return rc;
+	jd = (struct jm_deps){ od->cfg,
+			       od->store,
+			       od->loop,
+			       od->pool,
+			       od->fs,
+			       od->engine,
+			       od->devices,
+			       api_job_events(od->api),
+			       (int)od->cfg->access.confirm_timeout_s,
+			       (int)od->cfg->access.rpc_timeout_ms };
+	rc = jm_new(&jd, &od->jm, err, sizeof(err));
+	if (rc) {
+		od_log(SD_ERR, "jobs: %s", err);
+		return rc;
+	}
+	api_attach(od->api, od->jm, NULL);
+	if ((rc = api_restore_jobs(od->api)) != 0 || (rc = jm_recover(od->jm)) != 0) {
+		od_log(SD_ERR, "recovery failed: %s", strerror(-rc));
+		return rc;
+	}
+	sc.listen_addr = o->listen;
+	sc.insecure = o->insecure;
+	sc.tls_ca_file = o->tls_ca;
+	sc.tls_cert_file = o->tls_cert;
+	sc.tls_key_file = o->tls_key;
+	sc.limits = api_limits(od->cfg);
+	sc.handlers = api_handlers(od->api);
+	rc = nb_server_create(&sc, &od->server, &nerr);
+	if (rc) {
+		od_log(SD_ERR, "gRPC server: %s%s%s", nerr.field, nerr.field[0] ? ": " : "",
+		       nerr.message);
+		return rc;
+	}
+	api_attach(od->api, od->jm, od->server);
+	return 0;
 }
 
 int od_run(const struct od_options *opts)
@@ -280,6 +471,13 @@ int od_run(const struct od_options *opts)
 		od_log(SD_ERR, "cannot start the solver pool");
 		goto out;
 	}
+	if (od.cfg->kind == CFG_LEAF_SPINE_OCS) {
+		if (start_jobs(&od) != 0)
+			goto out;
+	} else {
+		od_log(SD_WARNING, "%s fabrics take no jobs in this version: serving metrics only",
+		       cfg_kind_name(od.cfg->kind));
+	}
 	od.http = mh_start(loop_base(od.loop), opts->metrics_listen, od.reg, refresh_metrics, &od,
 			   err, sizeof(err));
 	if (!od.http) {
@@ -293,9 +491,11 @@ int od_run(const struct od_options *opts)
 		goto out;
 	}
 	od_log(SD_NOTICE, "ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s (port %d), "
-			  "%u solver threads",
+			  "gRPC on %s (port %d%s), %u solver threads",
 	       OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind), od.cfg->n_devices, path,
-	       opts->metrics_listen, mh_port(od.http), pool_workers(od.pool));
+	       opts->metrics_listen, mh_port(od.http), opts->listen,
+	       od.server ? nb_server_port(od.server) : 0, opts->insecure ? ", insecure" : "",
+	       pool_workers(od.pool));
 	sd_notifyf(0, "READY=1\nSTATUS=running fabric %s", od.cfg->name);
 	rc = loop_run(od.loop) == 0 ? OD_EXIT_OK : OD_EXIT_FAILURE;
 out:

@@ -10,17 +10,27 @@
  *
  * Lifecycle (all on the loop thread):
  *
- *   od_run:  load config -> open store -> start pool, metrics -> READY=1
- *              -> loop ... SIGTERM -> STOPPING=1 -> pool drained -> exit
+ *   od_run:  load config -> open store -> pool, devices, transaction engine
+ *            -> job manager (resolve open transactions, resume jobs)
+ *            -> gRPC server, metrics -> READY=1 -> loop ...
+ *   SIGTERM: STOPPING=1 -> refuse new requests -> wait for the running
+ *            transaction -> pool drained -> waiting callers answered -> exit
  */
 #ifndef OCSD_DAEMON_H
 #define OCSD_DAEMON_H
+
+#include <stdbool.h>
 
 struct od_options {
 	const char *config_path;
 	const char *state_dir;      /* holds ocsd.db */
 	const char *metrics_listen; /* HOST:PORT */
 	unsigned solver_threads;    /* 0 = one per core */
+	const char *listen;         /* gRPC HOST:PORT */
+	bool insecure;              /* plaintext gRPC, loopback only */
+	const char *tls_ca;         /* CA of client certificates */
+	const char *tls_cert;
+	const char *tls_key;
 };
 
 /* Runs the daemon until SIGTERM/SIGINT. Returns the process exit code. */

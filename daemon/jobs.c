@@ -76,6 +76,7 @@ struct jm {
 	struct job_rt **queue; /* waiting for a transaction, FIFO */
 	size_t n_queue, cap_queue;
 	struct txn *txn; /* the running transaction */
+	bool stopping;   /* no new transaction starts */
 };
 
 static const char *const state_names[] = {
@@ -163,7 +164,12 @@ const struct jm_job *jm_at(const struct jm *jm, size_t i)
 
 bool jm_busy(const struct jm *jm)
 {
-	return jm->txn || jm->n_queue > 0;
+	return jm->txn != NULL;
+}
+
+void jm_stop(struct jm *jm)
+{
+	jm->stopping = true;
 }
 
 static int push_ptr(void ***arr, size_t *n, size_t *cap, void *p)
@@ -822,7 +828,7 @@ static void txn_done(void *arg)
 /* Starts the next queued transaction when none is running. */
 static void pump(struct jm *jm)
 {
-	while (!jm->txn && jm->n_queue > 0) {
+	while (!jm->stopping && !jm->txn && jm->n_queue > 0) {
 		struct job_rt *j = jm->queue[0];
 
 		memmove(jm->queue, jm->queue + 1, (jm->n_queue - 1) * sizeof(*jm->queue));

@@ -166,7 +166,12 @@ int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow
 const struct jm_job *jm_find(const struct jm *jm, const char *id);
 size_t jm_count(const struct jm *jm);
 const struct jm_job *jm_at(const struct jm *jm, size_t i);
-/* True while a transaction is running or waiting. */
+/* True while a transaction is running. */
 bool jm_busy(const struct jm *jm);
+/*
+ * Starts no further transaction (shutdown). Jobs still queued keep their
+ * stored state and resume at the next start (jm_recover).
+ */
+void jm_stop(struct jm *jm);
 
 #endif

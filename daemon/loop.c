@@ -41,7 +41,7 @@ static void enable_threads(void)
 }
 
 /* Takes the whole queue under the lock, then runs it in order without it. */
-static void run_posted(struct loop *loop)
+void loop_run_posted(struct loop *loop)
 {
 	struct task *t;
 
@@ -64,7 +64,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 
 	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		return;
-	run_posted(arg);
+	loop_run_posted(arg);
 }
 
 struct loop *loop_new(void)
@@ -95,7 +95,7 @@ void loop_free(struct loop *loop)
 	pthread_mutex_lock(&loop->mu);
 	loop->closed = true;
 	pthread_mutex_unlock(&loop->mu);
-	run_posted(loop);
+	loop_run_posted(loop);
 	if (loop->wake_ev)
 		event_free(loop->wake_ev);
 	if (loop->base)

@@ -31,6 +31,9 @@ struct event_base *loop_base(struct loop *loop);
  */
 int loop_post(struct loop *loop, void (*fn)(void *arg), void *arg);
 
+/* Runs the tasks posted so far, now, on the calling (loop) thread. */
+void loop_run_posted(struct loop *loop);
+
 /* Runs until loop_stop(); returns 0, or -EIO if libevent failed. */
 int loop_run(struct loop *loop);
 void loop_stop(struct loop *loop);

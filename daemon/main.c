@@ -5,6 +5,7 @@
  * Exit codes: 0 success, 1 runtime failure, 2 invalid configuration or usage.
  */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,13 @@ static void usage(FILE *out)
 		"  --state-dir DIR          where ocsd.db lives (default $STATE_DIRECTORY, else\n"
 		"                           /var/lib/ocsd)\n"
 		"  --metrics-listen ADDR    Prometheus endpoint (default 127.0.0.1:9464)\n"
-		"  --solver-threads N       planner threads (default: one per core)\n");
+		"  --solver-threads N       planner threads (default: one per core)\n"
+		"  --listen ADDR            gRPC API (default 127.0.0.1:50051)\n"
+		"  --tls-ca FILE            CA that signs client certificates (mTLS)\n"
+		"  --tls-cert FILE          server certificate\n"
+		"  --tls-key FILE           server key\n"
+		"  --insecure               plaintext gRPC without client certificates;\n"
+		"                           refused unless --listen is a loopback address\n");
 }
 
 static int check_config(const char *path)
@@ -56,18 +63,23 @@ int main(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "metrics-listen", required_argument, NULL, 'm' },
 		{ "solver-threads", required_argument, NULL, 't' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "tls-ca", required_argument, NULL, 'A' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'K' },
+		{ "insecure", no_argument, NULL, 'I' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct od_options run = { .metrics_listen = "127.0.0.1:9464" };
+	struct od_options run = { .metrics_listen = "127.0.0.1:9464", .listen = "127.0.0.1:50051" };
 	const char *check = NULL;
 	char *end;
 	long n;
 	int opt;
 
 	run.state_dir = getenv("STATE_DIRECTORY") ? getenv("STATE_DIRECTORY") : "/var/lib/ocsd";
-	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:Vh", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IVh", options, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			check = optarg;
@@ -89,6 +101,21 @@ int main(int argc, char **argv)
 				return OCSD_EXIT_USAGE;
 			}
 			run.solver_threads = (unsigned)n;
+			break;
+		case 'l':
+			run.listen = optarg;
+			break;
+		case 'A':
+			run.tls_ca = optarg;
+			break;
+		case 'C':
+			run.tls_cert = optarg;
+			break;
+		case 'K':
+			run.tls_key = optarg;
+			break;
+		case 'I':
+			run.insecure = true;
 			break;
 		case 'V':
 			printf("ocsd %s\n", OCSD_VERSION);
