@@ -15,6 +15,7 @@
 #include "jobs.h"
 #include "loop.h"
 #include "metrics.h"
+#include "store.h"
 
 struct api {
 	struct api_deps d;
@@ -521,6 +522,7 @@ static Ocs__V1__Device *build_device(struct api *api, struct arena *ar, int id)
 	/* Sessions are opened per transaction; between them none is held. */
 	m->session = OCS__V1__SESSION_STATE__SESSION_STATE_UNSPECIFIED;
 	m->health = OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNSPECIFIED;
+	m->drained = jm_drained(api->jm, id);
 	m->ports_total = f->k_ocs;
 	m->ports_used = (int32_t)used;
 	m->circuits = (int32_t)used;
@@ -580,6 +582,113 @@ static void serve_list_circuits(struct api *api, struct nb_call *call, const voi
 	ar_free_all(&ar);
 }
 
+static void publish_device(struct api *api, Ocs__V1__Device *d)
+{
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__DeviceEvent de = OCS__V1__DEVICE_EVENT__INIT;
+
+	if (!api->server || !d)
+		return;
+	de.device = d->name;
+	de.session = d->session;
+	de.health = d->health;
+	de.drained = d->drained;
+	ev.kind_case = OCS__V1__EVENT__KIND_DEVICE;
+	ev.device = &de;
+	nb_server_publish(api->server, &ev);
+}
+
+/* Jobs holding circuits on device id (arena strings). */
+static char **jobs_on_device(struct api *api, struct arena *ar, int id, size_t *n)
+{
+	size_t nc = 0;
+	struct fs_circuit *cs = fs_circuits(api->d.fs, NULL, id, -1, &nc);
+	char **names = ar_alloc(ar, (nc ? nc : 1) * sizeof(*names));
+
+	*n = 0;
+	for (size_t i = 0; cs && names && i < nc; i++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < *n && !seen; k++)
+			seen = strcmp(names[k], cs[i].job_id) == 0;
+		if (!seen)
+			names[(*n)++] = ar_strdup(ar, cs[i].job_id);
+	}
+	free(cs);
+	return names;
+}
+
+static void serve_drain(struct api *api, struct nb_call *call, const void *msg, bool drain)
+{
+	const char *name = drain ? ((const Ocs__V1__DrainDeviceRequest *)msg)->device
+				 : ((const Ocs__V1__UndrainDeviceRequest *)msg)->device;
+	bool force = drain && ((const Ocs__V1__DrainDeviceRequest *)msg)->force;
+	int id = find_device(api, name);
+	struct arena ar = { 0 };
+	char **jobs;
+	size_t n_jobs = 0;
+	int rc;
+
+	if (id < 0) {
+		nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", name);
+		return;
+	}
+	jobs = jobs_on_device(api, &ar, id, &n_jobs);
+	if (drain && n_jobs && !force) {
+		nb_call_fail(call, NB_FAILED_PRECONDITION, "force",
+			     "%s holds circuits of %zu running job(s) (first: %s); they stay in "
+			     "place, set force to drain anyway",
+			     name, n_jobs, jobs[0]);
+		ar_free_all(&ar);
+		return;
+	}
+	rc = st_drain_set(api->d.store, name, drain);
+	if (rc) {
+		nb_call_fail(call, NB_UNAVAILABLE, "", "cannot store the drain state (%s); nothing "
+						       "changed",
+			     strerror(-rc));
+		ar_free_all(&ar);
+		return;
+	}
+	jm_set_drained(api->jm, id, drain);
+	if (drain) {
+		Ocs__V1__DrainDeviceResponse r = OCS__V1__DRAIN_DEVICE_RESPONSE__INIT;
+
+		r.device = build_device(api, &ar, id);
+		r.affected_jobs = jobs;
+		r.n_affected_jobs = n_jobs;
+		publish_device(api, r.device);
+		nb_call_reply(call, &r.base);
+	} else {
+		Ocs__V1__UndrainDeviceResponse r = OCS__V1__UNDRAIN_DEVICE_RESPONSE__INIT;
+
+		r.device = build_device(api, &ar, id);
+		publish_device(api, r.device);
+		nb_call_reply(call, &r.base);
+	}
+	ar_free_all(&ar);
+}
+
+static void serve_drain_device(struct api *api, struct nb_call *call, const void *msg)
+{
+	serve_drain(api, call, msg, true);
+}
+
+static void serve_undrain_device(struct api *api, struct nb_call *call, const void *msg)
+{
+	serve_drain(api, call, msg, false);
+}
+
+static int restore_drain(void *ctx, const char *device)
+{
+	struct api *api = ctx;
+	int id = find_device(api, device);
+
+	if (id >= 0)
+		jm_set_drained(api->jm, id, true);
+	return 0;
+}
+
 /* ---- hand-off from gRPC threads ---- */
 
 static void dispatch(void *arg)
@@ -618,6 +727,8 @@ static void post(struct api *api, struct nb_call *call, const void *msg,
 HANDLER(h_get_fabric, Ocs__V1__GetFabricRequest, serve_get_fabric)
 HANDLER(h_list_devices, Ocs__V1__ListDevicesRequest, serve_list_devices)
 HANDLER(h_list_circuits, Ocs__V1__ListCircuitsRequest, serve_list_circuits)
+HANDLER(h_drain_device, Ocs__V1__DrainDeviceRequest, serve_drain_device)
+HANDLER(h_undrain_device, Ocs__V1__UndrainDeviceRequest, serve_undrain_device)
 HANDLER(h_submit_job, Ocs__V1__JobSpec, serve_submit)
 HANDLER(h_plan_job, Ocs__V1__JobSpec, serve_plan)
 HANDLER(h_release_job, Ocs__V1__ReleaseJobRequest, serve_release)
@@ -680,6 +791,8 @@ struct nb_handlers api_handlers(struct api *api)
 		.get_fabric = h_get_fabric,
 		.list_devices = h_list_devices,
 		.list_circuits = h_list_circuits,
+		.drain_device = h_drain_device,
+		.undrain_device = h_undrain_device,
 		.submit_job = h_submit_job,
 		.plan_job = h_plan_job,
 		.release_job = h_release_job,
@@ -751,6 +864,10 @@ struct jm_events api_job_events(struct api *api)
 
 int api_restore_jobs(struct api *api)
 {
+	int rc = st_drain_list(api->d.store, restore_drain, api);
+
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < jm_count(api->jm); i++) {
 		const struct jm_job *job = jm_at(api->jm, i);
 		Ocs__V1__JobSpec *pb = ocs__v1__job_spec__unpack(NULL, job->raw_len, job->raw);

@@ -21,9 +21,11 @@ struct jm;
 struct loop;
 struct mx_registry;
 struct ocsd_config;
+struct st_store;
 
 struct api_deps {
 	const struct ocsd_config *cfg;
+	struct st_store *store; /* drain state */
 	struct loop *loop;
 	struct fs_state *fs;
 	struct mx_registry *reg; /* RPC and plan metrics are registered here */
@@ -41,7 +43,7 @@ struct nb_handlers api_handlers(struct api *api);
 struct nb_limits api_limits(const struct ocsd_config *cfg);
 /* Job manager events -> Events.Watch (pass as jm_deps.events). */
 struct jm_events api_job_events(struct api *api);
-/* Decodes the stored request of every loaded job into the job manager. */
+/* Restores drained devices and decodes the stored request of every job. */
 int api_restore_jobs(struct api *api);
 /* Marks the API as stopping: new requests get UNAVAILABLE. */
 void api_stopping(struct api *api);

@@ -387,7 +387,7 @@ static int open_devices(struct od *od)
 static int start_jobs(struct od *od)
 {
 	const struct od_options *o = od->opts;
-	struct api_deps ad = { od->cfg, od->loop, NULL, od->reg, OCSD_VERSION };
+	struct api_deps ad = { od->cfg, od->store, od->loop, NULL, od->reg, OCSD_VERSION };
 	struct nb_server_config sc = { 0 };
 	struct nb_error nerr = { 0 };
 	struct jm_deps jd = { 0 };

@@ -155,6 +155,13 @@ int fs_apply(struct fs_state *fs, const struct ocs_xc *removals, size_t n_remova
 	return 0;
 }
 
+bool fs_contains(const struct fs_state *fs, const struct ocs_xc *xc)
+{
+	size_t at = lower_bound(fs, xc);
+
+	return at < fs->n && xc_cmp(&fs->items[at].xc, xc) == 0 && fs->items[at].xc.out == xc->out;
+}
+
 struct ocs_xc *fs_job_xcs(const struct fs_state *fs, const char *job_id, size_t *n)
 {
 	struct ocs_xc *out = malloc((fs->n ? fs->n : 1) * sizeof(*out));
@@ -238,4 +245,108 @@ struct fs_circuit *fs_circuits(const struct fs_state *fs, const char *job_id, in
 		out[(*n)++] = fc;
 	}
 	return out;
+}
+
+struct port_use {
+	const struct ocs_fabric *f;
+	int ports; /* cabled ports per device */
+	unsigned char *in_used, *out_used; /* [device id * ports + port] */
+};
+
+static bool port_free(const struct port_use *u, int h, struct ocs_device_port dp, bool input)
+{
+	int id = ocs_fabric_device_id(u->f, h, dp.device);
+	const unsigned char *used = input ? u->in_used : u->out_used;
+
+	return dp.port < u->ports && !used[(size_t)id * u->ports + dp.port];
+}
+
+static void use_port(struct port_use *u, int h, struct ocs_device_port dp, bool input)
+{
+	int id = ocs_fabric_device_id(u->f, h, dp.device);
+
+	(input ? u->in_used : u->out_used)[(size_t)id * u->ports + dp.port] = 1;
+}
+
+struct ocs_xc *fs_drain_blockers(const struct fs_state *fs, const bool *drained, size_t *n)
+{
+	const struct ocs_fabric *f = fs->f;
+	size_t cells = (size_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
+	struct port_use u = { f, ocs_fabric_device_ports_used(f), calloc(cells, 1),
+			      calloc(cells, 1) };
+	size_t n_ports = (size_t)f->pods * f->k_spine, cap = 16;
+	struct ocs_spine_port *cand = malloc(n_ports * sizeof(*cand));
+	struct ocs_xc *out = malloc(cap * sizeof(*out));
+
+	*n = 0;
+	if (!u.in_used || !u.out_used || !cand || !out)
+		goto oom;
+	for (size_t i = 0; i < fs->n; i++) {
+		const struct ocs_xc *xc = &fs->items[i].xc;
+
+		if (xc->in < u.ports)
+			use_port(&u, xc->group, (struct ocs_device_port){ xc->device, xc->in }, true);
+		if (xc->out < u.ports)
+			use_port(&u, xc->group, (struct ocs_device_port){ xc->device, xc->out },
+				 false);
+	}
+	for (int h = 0; h < ocs_fabric_groups(f); h++) {
+		size_t nc = 0;
+
+		/* Free spine ports whose light passes a drained device. */
+		for (int p = 0; p < f->pods; p++) {
+			for (int k = 0; k < f->k_spine; k++) {
+				struct ocs_spine_port sp = { p, h, k };
+				struct ocs_device_port tx = ocs_fabric_tx_port(f, sp);
+				struct ocs_device_port rx = ocs_fabric_rx_port(f, sp);
+
+				if ((drained[ocs_fabric_device_id(f, h, tx.device)] ||
+				     drained[ocs_fabric_device_id(f, h, rx.device)]) &&
+				    port_free(&u, h, tx, true) && port_free(&u, h, rx, false))
+					cand[nc++] = sp;
+			}
+		}
+		/* Pair them into two-way circuits between different pods. */
+		for (size_t a = 0; a < nc; a++) {
+			struct ocs_device_port ta = ocs_fabric_tx_port(f, cand[a]);
+			struct ocs_device_port ra = ocs_fabric_rx_port(f, cand[a]);
+
+			if (!port_free(&u, h, ta, true) || !port_free(&u, h, ra, false))
+				continue;
+			for (size_t b = a + 1; b < nc; b++) {
+				struct ocs_device_port tb = ocs_fabric_tx_port(f, cand[b]);
+				struct ocs_device_port rb = ocs_fabric_rx_port(f, cand[b]);
+
+				if (cand[b].pod == cand[a].pod || tb.device != ra.device ||
+				    ta.device != rb.device || !port_free(&u, h, tb, true) ||
+				    !port_free(&u, h, rb, false))
+					continue;
+				if (*n + 2 > cap) {
+					struct ocs_xc *p2 = realloc(out, (cap *= 2) * sizeof(*out));
+
+					if (!p2)
+						goto oom;
+					out = p2;
+				}
+				out[(*n)++] = (struct ocs_xc){ h, ta.device, ta.port, rb.port };
+				out[(*n)++] = (struct ocs_xc){ h, tb.device, tb.port, ra.port };
+				use_port(&u, h, ta, true);
+				use_port(&u, h, rb, false);
+				use_port(&u, h, tb, true);
+				use_port(&u, h, ra, false);
+				break;
+			}
+		}
+	}
+	free(cand);
+	free(u.in_used);
+	free(u.out_used);
+	return out;
+oom:
+	free(cand);
+	free(u.in_used);
+	free(u.out_used);
+	free(out);
+	*n = 0;
+	return NULL;
 }

@@ -52,6 +52,9 @@ struct ocs_xc *fs_snapshot(const struct fs_state *fs, size_t *n);
 int fs_apply(struct fs_state *fs, const struct ocs_xc *removals, size_t n_removals,
 	     const struct st_circuit *additions, size_t n_additions);
 
+/* True when exactly this cross-connect (group, device, in, out) is configured. */
+bool fs_contains(const struct fs_state *fs, const struct ocs_xc *xc);
+
 /* Cross-connects owned by job_id (malloc'd; caller frees). */
 struct ocs_xc *fs_job_xcs(const struct fs_state *fs, const char *job_id, size_t *n);
 /* Number of cross-connects configured on the device (global device id). */
@@ -64,5 +67,15 @@ size_t fs_device_xcs(const struct fs_state *fs, int device_id);
  */
 struct fs_circuit *fs_circuits(const struct fs_state *fs, const char *job_id, int device_id,
 			       int pod, size_t *n);
+
+/*
+ * Blockers for drained devices: cross-connects that occupy every free port
+ * pair of the drained devices (drained[device id]), in two-way pairs so a
+ * planner treats them like pinned circuits and puts nothing new there. They
+ * are never stored or pushed. A port left without a partner (an odd count
+ * of free ports) stays unblocked: no circuit can use it alone. Returns a
+ * malloc'd array (caller frees), NULL on allocation failure.
+ */
+struct ocs_xc *fs_drain_blockers(const struct fs_state *fs, const bool *drained, size_t *n);
 
 #endif

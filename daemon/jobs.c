@@ -77,6 +77,8 @@ struct jm {
 	size_t n_queue, cap_queue;
 	struct txn *txn; /* the running transaction */
 	bool stopping;   /* no new transaction starts */
+	bool *drained;   /* by device id: no new circuits there */
+	int n_drained;
 };
 
 static const char *const state_names[] = {
@@ -165,6 +167,19 @@ const struct jm_job *jm_at(const struct jm *jm, size_t i)
 bool jm_busy(const struct jm *jm)
 {
 	return jm->txn != NULL;
+}
+
+void jm_set_drained(struct jm *jm, int device_id, bool drained)
+{
+	if (device_id < 0 || device_id >= jm->d.cfg->n_devices || jm->drained[device_id] == drained)
+		return;
+	jm->drained[device_id] = drained;
+	jm->n_drained += drained ? 1 : -1;
+}
+
+bool jm_drained(const struct jm *jm, int device_id)
+{
+	return device_id >= 0 && device_id < jm->d.cfg->n_devices && jm->drained[device_id];
 }
 
 void jm_stop(struct jm *jm)
@@ -448,13 +463,13 @@ static void plan_done(void *arg)
 	j->additions = added;
 	j->n_additions = n_new;
 	j->removals = NULL;
-	j->n_removals = t->plan->n_moved;
+	j->n_removals = 0;
 	if (t->plan->n_moved) {
+		/* Only what is configured is removed (drain blockers never were). */
 		j->removals = malloc(t->plan->n_moved * sizeof(*j->removals));
-		if (j->removals)
-			memcpy(j->removals, t->plan->moved, t->plan->n_moved * sizeof(*j->removals));
-		else
-			j->n_removals = 0;
+		for (size_t i = 0; j->removals && i < t->plan->n_moved; i++)
+			if (fs_contains(jm->d.fs, &t->plan->moved[i]))
+				j->removals[j->n_removals++] = t->plan->moved[i];
 	}
 	j->plan_gen = t->gen;
 	free_task(t);
@@ -482,6 +497,24 @@ static struct plan_task *new_task(struct jm *jm, const char *planner, bool repla
 	t->demand = malloc((n_demand ? n_demand : 1) * sizeof(*demand));
 	t->existing = fs_snapshot(jm->d.fs, &t->n_existing);
 	t->gen = fs_generation(jm->d.fs);
+	if (t->existing && jm->n_drained > 0) {
+		/* Drained devices: blockers the planner must treat as pinned. */
+		size_t n_blk = 0;
+		struct ocs_xc *blk = fs_drain_blockers(jm->d.fs, jm->drained, &n_blk);
+		struct ocs_xc *all = blk ? realloc(t->existing,
+						   (t->n_existing + n_blk + 1) * sizeof(*all))
+					 : NULL;
+
+		if (!all) {
+			free(blk);
+			free_task(t);
+			return NULL;
+		}
+		memcpy(all + t->n_existing, blk, n_blk * sizeof(*blk));
+		t->existing = all;
+		t->n_existing += n_blk;
+		free(blk);
+	}
 	if (!t->demand || !t->existing) {
 		free_task(t);
 		return NULL;
@@ -1096,6 +1129,11 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 		return -ENOMEM;
 	jm->d = *deps;
 	jm->f = &deps->cfg->fabric;
+	jm->drained = calloc((size_t)deps->cfg->n_devices + 1, sizeof(*jm->drained));
+	if (!jm->drained) {
+		free(jm);
+		return -ENOMEM;
+	}
 	rc = st_job_list(deps->store, load_job, &lc);
 	if (rc) {
 		snprintf(err, err_len, "cannot load jobs from the store: %s", strerror(-rc));
@@ -1119,6 +1157,7 @@ void jm_free(struct jm *jm)
 	}
 	free(jm->jobs);
 	free(jm->queue);
+	free(jm->drained);
 	free(jm);
 }
 

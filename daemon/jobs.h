@@ -166,6 +166,14 @@ int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow
 const struct jm_job *jm_find(const struct jm *jm, const char *id);
 size_t jm_count(const struct jm *jm);
 const struct jm_job *jm_at(const struct jm *jm, size_t i);
+/*
+ * Drained devices get no new circuits (existing ones stay). In this version
+ * a plan allowed to move other jobs' circuits (allow_moving_other_jobs)
+ * does not honour drains.
+ */
+void jm_set_drained(struct jm *jm, int device_id, bool drained);
+bool jm_drained(const struct jm *jm, int device_id);
+
 /* True while a transaction is running. */
 bool jm_busy(const struct jm *jm);
 /*

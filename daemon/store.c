@@ -8,6 +8,7 @@
  *           finished_ms)
  *   intent_xcs(txn_id, op 'del'|'add', grp, device, in_port, out_port, job_id)
  *   circuits(grp, device, in_port PK together, out_port, job_id)
+ *   drained(device PK)                     devices taking no new circuits
  *
  * Every write is one SQLite transaction; synchronous=FULL with WAL makes a
  * committed write survive power loss, which is what lets ocsd acknowledge a
@@ -46,7 +47,8 @@ static const char *const schema_sql =
 	" grp INTEGER NOT NULL, device INTEGER NOT NULL, in_port INTEGER NOT NULL,"
 	" out_port INTEGER NOT NULL, job_id TEXT NOT NULL,"
 	" PRIMARY KEY(grp, device, in_port));"
-	"CREATE INDEX IF NOT EXISTS circuits_job ON circuits(job_id);";
+	"CREATE INDEX IF NOT EXISTS circuits_job ON circuits(job_id);"
+	"CREATE TABLE IF NOT EXISTS drained(device TEXT PRIMARY KEY);";
 
 static const char *const intent_names[] = {
 	[ST_INTENT_OPEN] = "open",
@@ -555,6 +557,40 @@ int st_circuit_list(struct st_store *st, const char *job_id,
 
 		snprintf(c.job_id, sizeof(c.job_id), "%s", sqlite3_column_text(s, 4));
 		r = fn(ctx, &c);
+		if (r) {
+			sqlite3_finalize(s);
+			return r;
+		}
+	}
+	sqlite3_finalize(s);
+	return sql_rc(rc);
+}
+
+int st_drain_set(struct st_store *st, const char *device, bool drained)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, drained ? "INSERT OR IGNORE INTO drained(device) VALUES(?1)"
+				     : "DELETE FROM drained WHERE device = ?1",
+			 &s);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_text(s, 1, device, -1, SQLITE_TRANSIENT);
+	rc = sql_rc(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int st_drain_list(struct st_store *st, int (*fn)(void *ctx, const char *device), void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT device FROM drained ORDER BY device", &s);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int r = fn(ctx, (const char *)sqlite3_column_text(s, 0));
+
 		if (r) {
 			sqlite3_finalize(s);
 			return r;

@@ -19,6 +19,7 @@
 #ifndef OCSD_STORE_H
 #define OCSD_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -117,5 +118,9 @@ int st_intent_list_open(struct st_store *st,
  */
 int st_circuit_list(struct st_store *st, const char *job_id,
 		    int (*fn)(void *ctx, const struct st_circuit *c), void *ctx);
+
+/* Drained devices (by name): they get no new circuits, across restarts. */
+int st_drain_set(struct st_store *st, const char *device, bool drained);
+int st_drain_list(struct st_store *st, int (*fn)(void *ctx, const char *device), void *ctx);
 
 #endif

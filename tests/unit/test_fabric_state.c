@@ -14,6 +14,8 @@
 #include <cmocka.h>
 
 #include "fabric_state.h"
+#include "l2check.h"
+#include "leafcentric.h"
 
 static struct ocs_fabric lab(enum ocs_wiring w)
 {
@@ -104,10 +106,67 @@ static void test_apply_and_views(void **state)
 	fs_free(NULL);
 }
 
+/*
+ * Draining a device: the blockers are two-way (the independent checker
+ * passes), block every free port of the device but at most one per group,
+ * and a saturating plan on top of them puts nothing on the drained device.
+ */
+static void test_drain_blockers(void **state)
+{
+	for (int w = 0; w < 3; w++) {
+		struct ocs_fabric f = { 5, 8, 8, 2, 10, (enum ocs_wiring)w };
+		struct fs_state *fs = fs_new(&f);
+		int n_dev = ocs_fabric_devices(&f), drained_id = ocs_fabric_device_id(&f, 2, 1);
+		bool *drained = calloc((size_t)n_dev, sizeof(bool));
+		struct lc_demand demand[64];
+		struct lc_options opt = { .realize = true };
+		struct lc_plan *plan = NULL;
+		struct ocs_xc *blk;
+		size_t n_blk, n_demand = 0, free_left = 0;
+
+		drained[drained_id] = true;
+		blk = fs_drain_blockers(fs, drained, &n_blk);
+		assert_non_null(blk);
+		assert_true(n_blk > 0);
+		assert_int_equal(l2_check(&f, blk, n_blk, NULL, 0), 0);
+		for (size_t i = 0; i < n_blk; i++)
+			assert_int_equal(blk[i].group, 2);
+		/* Inputs of the drained device left free: at most one (odd pod count). */
+		for (int port = 0; port < ocs_fabric_device_ports_used(&f); port++) {
+			bool used = false;
+
+			for (size_t i = 0; i < n_blk; i++)
+				used |= blk[i].device == 1 && blk[i].in == port;
+			free_left += !used;
+		}
+		assert_true(free_left <= (f.wiring == OCS_WIRING_DUAL ? 2 : 1));
+		/* Every leaf of pod p wants links to every leaf of the next pods. */
+		for (int a = 0; a < ocs_fabric_leaves(&f); a++)
+			for (int b = a + 1; b < ocs_fabric_leaves(&f); b++)
+				if (ocs_fabric_leaf_pod(&f, a) != ocs_fabric_leaf_pod(&f, b) &&
+				    n_demand < 64 && (b - a) % 3 == 0)
+					demand[n_demand++] = (struct lc_demand){ a, b, 1 };
+		assert_int_equal(lc_plan(&f, demand, n_demand, blk, n_blk, &opt, &plan), 0);
+		for (size_t i = 0; i < plan->n_xcs; i++) {
+			bool blocker = false;
+
+			for (size_t k = 0; k < n_blk; k++)
+				blocker |= memcmp(&plan->xcs[i], &blk[k], sizeof(blk[k])) == 0;
+			if (!blocker)
+				assert_false(plan->xcs[i].group == 2 && plan->xcs[i].device == 1);
+		}
+		lc_plan_free(plan);
+		free(blk);
+		free(drained);
+		fs_free(fs);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_and_views),
+		cmocka_unit_test(test_drain_blockers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -234,6 +234,33 @@ static void test_survives_kill(void **state)
 	st_close(st);
 }
 
+static int collect_drained(void *ctx, const char *device)
+{
+	strcat(ctx, device);
+	strcat(ctx, ",");
+	return 0;
+}
+
+static void test_drained_devices(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	char names[64] = "";
+
+	assert_int_equal(st_drain_set(st, "ocs-g1-d2", true), 0);
+	assert_int_equal(st_drain_set(st, "ocs-g0-d0", true), 0);
+	assert_int_equal(st_drain_set(st, "ocs-g0-d0", true), 0); /* idempotent */
+	st_close(st);
+	st = open_store(f->path);
+	assert_int_equal(st_drain_list(st, collect_drained, names), 0);
+	assert_string_equal(names, "ocs-g0-d0,ocs-g1-d2,");
+	assert_int_equal(st_drain_set(st, "ocs-g1-d2", false), 0);
+	names[0] = '\0';
+	assert_int_equal(st_drain_list(st, collect_drained, names), 0);
+	assert_string_equal(names, "ocs-g0-d0,");
+	st_close(st);
+}
+
 static void test_unknown_schema_refused(void **state)
 {
 	struct fixture *f = *state;
@@ -260,6 +287,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_jobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intents_and_circuits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_survives_kill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drained_devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_schema_refused, setup, teardown),
 	};
 
