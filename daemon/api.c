@@ -873,7 +873,6 @@ int api_restore_jobs(struct api *api)
 		Ocs__V1__JobSpec *pb = ocs__v1__job_spec__unpack(NULL, job->raw_len, job->raw);
 		struct jm_spec spec;
 		struct nb_error err;
-		int rc;
 
 		if (!pb)
 			continue; /* jm_recover fails jobs without a demand */
