@@ -65,7 +65,7 @@ struct lc_problem {
 struct lc_plan {
 	struct lc_spine_links *assignment; /* sorted by (a, b, h) */
 	size_t n_assignment;
-	struct rz_circuits *topology; /* C[i][j][h] for i < j, sorted by (h, i, j) */
+	struct rz_circuits *topology; /* C[i][j][h] for i < j, sorted by (i, j, h) */
 	size_t n_topology;
 	double max_contention;   /* max over leaf a, spine h of sum_b L[a][b][h] / tau */
 	size_t contended_leaves; /* leaves with contention above 1 at some spine */

@@ -384,6 +384,42 @@ static int cmp_circuits(const void *x, const void *y)
 	return 0;
 }
 
+/*
+ * Sorts by (h, i, j): a stable counting sort on h, so input already ordered
+ * by (i, j) (as planners emit it) needs nothing more; any group that is not
+ * ordered yet is sorted on its own.
+ */
+static int sort_by_group(struct rz_circuits *v, size_t n, int H)
+{
+	size_t *start = calloc((size_t)H + 1, sizeof(*start));
+	struct rz_circuits *tmp = malloc((n ? n : 1) * sizeof(*tmp));
+
+	if (!start || !tmp) {
+		free(start);
+		free(tmp);
+		return -ENOMEM;
+	}
+	for (size_t t = 0; t < n; t++)
+		start[v[t].h + 1]++;
+	for (int h = 0; h < H; h++)
+		start[h + 1] += start[h];
+	for (size_t t = 0; t < n; t++)
+		tmp[start[v[t].h]++] = v[t];
+	memcpy(v, tmp, n * sizeof(*v));
+	for (size_t lo = 0, h = 0; h < (size_t)H; h++) {
+		for (size_t t = lo + 1; t < start[h]; t++) {
+			if (cmp_circuits(&v[t - 1], &v[t]) > 0) {
+				qsort(v + lo, start[h] - lo, sizeof(*v), cmp_circuits);
+				break;
+			}
+		}
+		lo = start[h];
+	}
+	free(start);
+	free(tmp);
+	return 0;
+}
+
 void rz_result_free(struct rz_result *r)
 {
 	if (!r)
@@ -427,7 +463,9 @@ int rz_realize(const struct ocs_fabric *f, const struct rz_circuits *topo, size_
 		if (c.circuits)
 			sorted[n_sorted++] = c;
 	}
-	qsort(sorted, n_sorted, sizeof(*sorted), cmp_circuits);
+	rc = sort_by_group(sorted, n_sorted, H);
+	if (rc)
+		goto fail;
 	for (size_t lo = 0, hi; lo < n_sorted; lo = hi) {
 		struct group_job j = { .f = f, .h = sorted[lo].h, .pods = P,
 				       .straight = f->wiring == OCS_WIRING_STRAIGHT };
