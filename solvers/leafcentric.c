@@ -21,6 +21,9 @@
 #include "edgecolor.h"
 #include "l2check.h"
 
+/* tau = 1: defect moves allowed per unit first fit and Kempe chains left over. */
+#define LC_WALK_STEPS 200
+
 /* ---- validation ---- */
 
 struct problems {
@@ -333,24 +336,25 @@ static int assign_euler(const struct work *w, int *unit_h)
 
 /*
  * tau = 1: colour the leaf multigraph itself (a spine neither leaf uses yet),
- * repairing with a bounded number of Kempe chains. Returns how many units
- * stayed without a spine (-1 on allocation failure).
+ * repairing with Kempe chains and then bounded random walks over the
+ * colouring (ec_color_walk). Returns how many units stayed without a spine
+ * (-1 on allocation failure).
  */
 static long assign_greedy(const struct work *w, int *unit_h)
 {
 	struct ec_graph g;
+	uint64_t rng = 0x6c63u; /* fixed seed: plans are reproducible */
 	long left = 0;
 
 	if (ec_init(&g, w->N, w->H, (int)w->n_units))
 		return -1;
-	for (size_t p = 0; p < w->n_pairs; p++) {
-		for (int t = 0; t < w->links[p]; t++) {
-			int e = ec_add_edge(&g, w->a[p], w->b[p]);
-
-			if (!ec_color(&g, e, true, 2 * w->H))
-				left++;
-		}
-	}
+	for (size_t p = 0; p < w->n_pairs; p++)
+		for (int t = 0; t < w->links[p]; t++)
+			ec_color(&g, ec_add_edge(&g, w->a[p], w->b[p]), true, 2 * w->H);
+	/* What first fit and Kempe chains left: random walks over the colouring. */
+	for (int e = 0; e < g.ne; e++)
+		if (g.color[e] < 0 && !ec_color_walk(&g, e, LC_WALK_STEPS, &rng))
+			left++;
 	/* Edge ids are unit ids; colours may have moved in later repairs. */
 	for (size_t u = 0; u < w->n_units; u++)
 		unit_h[u] = g.color[u];

@@ -17,7 +17,8 @@
  * A^h[a][b] + A^h[b][a]. tau = 2: contention <= 1 always. tau = 1: a greedy
  * colouring of the leaf multigraph with Kempe repair first (contention-free
  * whenever every leaf uses at most k_leaf/2 uplinks, and often beyond), else
- * the better of it and the Euler method (contention <= 2), always reported.
+ * the better of it and the Euler method (contention <= 2 unless a full
+ * spine forces a unit elsewhere), always reported.
  * No spine ever carries more circuits than it has free OCS-facing ports;
  * demand that cannot be placed is returned in `unplaced`.
  *

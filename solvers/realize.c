@@ -20,6 +20,9 @@
 
 #include "edgecolor.h"
 
+/* Defect moves allowed per circuit that Kempe chains alone could not place. */
+#define RZ_WALK_STEPS 400
+
 struct xc_list {
 	struct ocs_xc *v;
 	size_t n, cap;
@@ -231,6 +234,7 @@ static int color_group(struct group_job *j, const unsigned char *busy, bool reus
 		       const struct ocs_xc *prefer, size_t n_prefer, size_t *before_repair)
 {
 	int P = j->pods, K = j->f->k_spine, total = 0, rc;
+	uint64_t rng = 0x6f637364u + (uint64_t)j->h; /* fixed seed: plans are reproducible */
 	bool any_busy = false, simple;
 	size_t pre;
 
@@ -280,6 +284,9 @@ static int color_group(struct group_job *j, const unsigned char *busy, bool reus
 	for (int e = (int)pre; e < j->g.ne; e++)
 		if (j->g.color[e] < 0)
 			ec_color(&j->g, e, true, 0);
+	for (int e = 0; e < j->g.ne; e++)
+		if (j->g.color[e] < 0)
+			ec_color_walk(&j->g, e, RZ_WALK_STEPS, &rng);
 	/* Cross and dual: a circuit the chosen direction cannot take may fit reversed. */
 	for (int e = (int)pre; e < j->g.ne && !j->straight; e++) {
 		if (j->g.color[e] < 0) {
@@ -507,7 +514,8 @@ int rz_realize(const struct ocs_fabric *f, const struct rz_circuits *topo, size_
 		if (rc)
 			goto fail;
 	}
-	qsort(unreal.v, unreal.n, sizeof(*unreal.v), cmp_circuits);
+	if (unreal.n)
+		qsort(unreal.v, unreal.n, sizeof(*unreal.v), cmp_circuits);
 	/* Merge equal neighbours left by the per-edge pushes. */
 	{
 		size_t w = 0;
