@@ -149,6 +149,84 @@ bool ec_color(struct ec_graph *g, int e, bool kempe, int max_pairs)
 	return false;
 }
 
+static uint64_t walk_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/*
+ * Recolours the alternating chain at vertex a that starts with a's gamma
+ * edge and continues with alpha (a colour free at a): afterwards a misses
+ * gamma instead of alpha. Chains never create or remove uncoloured edges.
+ */
+static bool third_colour_swap(struct ec_graph *g, int a, uint64_t r)
+{
+	int alpha = -1, start = (int)(r % (uint64_t)g->nc);
+
+	for (int k = 0; k < g->nc && alpha < 0; k++)
+		if (*slot_at(g, a, (start + k) % g->nc) == EC_FREE)
+			alpha = (start + k) % g->nc;
+	if (alpha < 0)
+		return false;
+	start = (int)((r >> 16) % (uint64_t)g->nc);
+	for (int k = 0; k < g->nc; k++) {
+		int gamma = (start + k) % g->nc;
+
+		if (gamma != alpha && *slot_at(g, a, gamma) >= 0 &&
+		    kempe_swap(g, -1, a, gamma, alpha))
+			return true;
+	}
+	return false;
+}
+
+bool ec_color_walk(struct ec_graph *g, int e, int max_steps, uint64_t *rng)
+{
+	int cur = e, last = -1;
+
+	for (int step = 0;; step++) {
+		uint64_t r;
+		bool moved = false;
+
+		if (ec_color(g, cur, true, 8))
+			return true;
+		if (step == max_steps || g->nc == 0)
+			return false;
+		r = walk_next(rng);
+		/*
+		 * Half the steps bring a third colour in at one end; the other
+		 * half move the defect along: cur takes a colour free at one end
+		 * and the edge holding it at the other end becomes the defect.
+		 */
+		if ((r >> 40) & 1) {
+			if (third_colour_swap(g, (r >> 41) & 1 ? g->ev[cur] : g->eu[cur], r))
+				continue;
+		}
+		for (int t = 0; t < 2 && !moved; t++) {
+			int side = (int)((r + (uint64_t)t) & 1);
+			int a = side ? g->ev[cur] : g->eu[cur], b = side ? g->eu[cur] : g->ev[cur];
+			int start = (int)((r >> 8) % (uint64_t)g->nc);
+
+			for (int k = 0; k < g->nc && !moved; k++) {
+				int c = (start + k) % g->nc, f = *slot_at(g, b, c);
+
+				if (*slot_at(g, a, c) != EC_FREE || f < 0 || f == last)
+					continue;
+				ec_unset(g, f);
+				ec_set(g, cur, c);
+				last = cur;
+				cur = f;
+				moved = true;
+			}
+		}
+		if (!moved)
+			return false;
+	}
+}
+
 int ec_orient_balanced(int nv, size_t n, const int *u, const int *v, const int *cnt, int *fwd)
 {
 	/* Odd leftovers: at most one simple edge per pair, plus one dummy edge per odd vertex. */

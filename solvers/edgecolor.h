@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define EC_FREE (-1)
 #define EC_BLOCKED (-2)
@@ -50,6 +51,17 @@ void ec_unset(struct ec_graph *g, int e);
  * whether the edge got a colour.
  */
 bool ec_color(struct ec_graph *g, int e, bool kempe, int max_pairs);
+
+/*
+ * Colours edge e like ec_color(), and when that fails moves the defect
+ * instead of giving up: e takes a colour free at one end, the edge holding
+ * that colour at the other end loses it and becomes the one to colour, up
+ * to max_steps times (a random walk driven by *rng, deterministic for a
+ * seed). Returns true when the walk ends with every edge it touched
+ * coloured; false leaves exactly one of them uncoloured (maybe not e), so
+ * the number of uncoloured edges never grows.
+ */
+bool ec_color_walk(struct ec_graph *g, int e, int max_steps, uint64_t *rng);
 
 /*
  * Balanced orientation of an undirected multigraph on nv vertices given as

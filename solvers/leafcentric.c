@@ -21,6 +21,9 @@
 #include "edgecolor.h"
 #include "l2check.h"
 
+/* tau = 1: defect moves allowed per unit first fit and Kempe chains left over. */
+#define LC_WALK_STEPS 200
+
 /* ---- validation ---- */
 
 struct problems {
@@ -43,22 +46,6 @@ static void problem(struct problems *p, const char *what, size_t idx, const char
 		va_end(ap);
 	}
 	p->count++;
-}
-
-struct pair_ref {
-	int lo, hi;
-	size_t idx;
-};
-
-static int cmp_pair_ref(const void *x, const void *y)
-{
-	const struct pair_ref *a = x, *b = y;
-
-	if (a->lo != b->lo)
-		return a->lo < b->lo ? -1 : 1;
-	if (a->hi != b->hi)
-		return a->hi < b->hi ? -1 : 1;
-	return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
 static void validate_existing(const struct ocs_fabric *f, const struct ocs_xc *existing,
@@ -95,12 +82,20 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
 	struct problems p = { out, out ? max_out : 0, 0 };
 	int nl = ocs_fabric_leaves(f);
 	long *used = calloc((size_t)nl, sizeof(*used));
-	struct pair_ref *refs = malloc((n_demand ? n_demand : 1) * sizeof(*refs));
-	size_t n_refs = 0;
+	/* Pairs (lo, hi) bucketed by lo: start[lo].. in bucket order; mark[hi] = lo + 1. */
+	size_t *start = calloc((size_t)nl + 1, sizeof(*start));
+	size_t *order = malloc((n_demand ? n_demand : 1) * sizeof(*order));
+	bool *pair_ok = calloc(n_demand ? n_demand : 1, sizeof(*pair_ok));
+	int *mark = calloc((size_t)nl, sizeof(*mark));
+	size_t *first = malloc((size_t)(nl ? nl : 1) * sizeof(*first));
 
-	if (!used || !refs) {
+	if (!used || !start || !order || !pair_ok || !mark || !first) {
 		free(used);
-		free(refs);
+		free(start);
+		free(order);
+		free(pair_ok);
+		free(mark);
+		free(first);
 		problem(&p, "demand", 0, "cannot check: out of memory");
 		return p.count;
 	}
@@ -131,8 +126,8 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
 				ocs_fabric_leaf_pod(f, d->a));
 			continue;
 		}
-		refs[n_refs++] = (struct pair_ref){ d->a < d->b ? d->a : d->b,
-						    d->a < d->b ? d->b : d->a, i };
+		pair_ok[i] = true;
+		start[(d->a < d->b ? d->a : d->b) + 1]++;
 		for (int s = 0; s < 2; s++) {
 			int leaf = s ? d->b : d->a;
 			bool was_ok = used[leaf] <= f->k_leaf;
@@ -144,14 +139,33 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
 					used[leaf], f->k_leaf);
 		}
 	}
-	qsort(refs, n_refs, sizeof(*refs), cmp_pair_ref);
-	for (size_t i = 1; i < n_refs; i++)
-		if (refs[i].lo == refs[i - 1].lo && refs[i].hi == refs[i - 1].hi)
-			problem(&p, "demand", refs[i].idx,
-				"leaves %d and %d already appear as a pair in demand[%zu]",
-				refs[i].lo, refs[i].hi, refs[i - 1].idx);
+	for (int l = 0; l < nl; l++)
+		start[l + 1] += start[l];
+	for (size_t i = 0; i < n_demand; i++)
+		if (pair_ok[i])
+			order[start[demand[i].a < demand[i].b ? demand[i].a : demand[i].b]++] = i;
+	for (int lo = 0, at = 0; lo < nl; lo++) {
+		/* start[lo] is now the end of bucket lo; entries keep index order. */
+		for (; (size_t)at < start[lo]; at++) {
+			const struct lc_demand *d = &demand[order[at]];
+			int hi = d->a < d->b ? d->b : d->a;
+
+			if (mark[hi] == lo + 1) {
+				problem(&p, "demand", order[at],
+					"leaves %d and %d already appear as a pair in demand[%zu]", lo,
+					hi, first[hi]);
+				continue;
+			}
+			mark[hi] = lo + 1;
+			first[hi] = order[at];
+		}
+	}
 	free(used);
-	free(refs);
+	free(start);
+	free(order);
+	free(pair_ok);
+	free(mark);
+	free(first);
 	validate_existing(f, existing, n_existing, &p);
 	return p.count;
 }
@@ -172,13 +186,40 @@ static int pod_of_leaf(const struct work *w, int leaf)
 	return ocs_fabric_leaf_pod(w->f, leaf);
 }
 
-static int cmp_demand(const void *x, const void *y)
+/*
+ * Sorts pairs (a < b, leaves 0..nl-1) by (a, b) in linear time: a counting
+ * sort on a, then insertion sort of each (short) bucket on b. Returns the
+ * sorted copy (caller frees) or NULL.
+ */
+static struct lc_demand *sort_pairs(const struct lc_demand *d, size_t n, int nl)
 {
-	const struct lc_demand *a = x, *b = y;
+	size_t *start = calloc((size_t)nl + 1, sizeof(*start));
+	struct lc_demand *out = malloc((n ? n : 1) * sizeof(*out));
 
-	if (a->a != b->a)
-		return a->a < b->a ? -1 : 1;
-	return (a->b > b->b) - (a->b < b->b);
+	if (!start || !out) {
+		free(start);
+		free(out);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		start[d[i].a + 1]++;
+	for (int l = 0; l < nl; l++)
+		start[l + 1] += start[l];
+	for (size_t i = 0; i < n; i++)
+		out[start[d[i].a]++] = d[i];
+	for (size_t lo = 0, l = 0; l < (size_t)nl; l++) {
+		for (size_t i = lo + 1; i < start[l]; i++) {
+			struct lc_demand x = out[i];
+			size_t j = i;
+
+			for (; j > lo && out[j - 1].b > x.b; j--)
+				out[j] = out[j - 1];
+			out[j] = x;
+		}
+		lo = start[l];
+	}
+	free(start);
+	return out;
 }
 
 static void work_free(struct work *w)
@@ -193,7 +234,7 @@ static void work_free(struct work *w)
 static int work_init(struct work *w, const struct ocs_fabric *f, const struct lc_demand *demand,
 		     size_t n_demand, const struct ocs_xc *pinned, size_t n_pinned)
 {
-	struct lc_demand *d = malloc((n_demand ? n_demand : 1) * sizeof(*d));
+	struct lc_demand *d = malloc((n_demand ? n_demand : 1) * sizeof(*d)), *sorted;
 	unsigned char *busy;
 	size_t n = 0;
 
@@ -216,7 +257,11 @@ static int work_init(struct work *w, const struct ocs_fabric *f, const struct lc
 		}
 		n++;
 	}
-	qsort(d, n, sizeof(*d), cmp_demand);
+	sorted = sort_pairs(d, n, w->N);
+	free(d);
+	if (!sorted)
+		return -ENOMEM;
+	d = sorted;
 	w->n_pairs = n;
 	w->a = malloc((n ? n : 1) * sizeof(int));
 	w->b = malloc((n ? n : 1) * sizeof(int));
@@ -291,24 +336,25 @@ static int assign_euler(const struct work *w, int *unit_h)
 
 /*
  * tau = 1: colour the leaf multigraph itself (a spine neither leaf uses yet),
- * repairing with a bounded number of Kempe chains. Returns how many units
- * stayed without a spine (-1 on allocation failure).
+ * repairing with Kempe chains and then bounded random walks over the
+ * colouring (ec_color_walk). Returns how many units stayed without a spine
+ * (-1 on allocation failure).
  */
 static long assign_greedy(const struct work *w, int *unit_h)
 {
 	struct ec_graph g;
+	uint64_t rng = 0x6c63u; /* fixed seed: plans are reproducible */
 	long left = 0;
 
 	if (ec_init(&g, w->N, w->H, (int)w->n_units))
 		return -1;
-	for (size_t p = 0; p < w->n_pairs; p++) {
-		for (int t = 0; t < w->links[p]; t++) {
-			int e = ec_add_edge(&g, w->a[p], w->b[p]);
-
-			if (!ec_color(&g, e, true, 2 * w->H))
-				left++;
-		}
-	}
+	for (size_t p = 0; p < w->n_pairs; p++)
+		for (int t = 0; t < w->links[p]; t++)
+			ec_color(&g, ec_add_edge(&g, w->a[p], w->b[p]), true, 2 * w->H);
+	/* What first fit and Kempe chains left: random walks over the colouring. */
+	for (int e = 0; e < g.ne; e++)
+		if (g.color[e] < 0 && !ec_color_walk(&g, e, LC_WALK_STEPS, &rng))
+			left++;
 	/* Edge ids are unit ids; colours may have moved in later repairs. */
 	for (size_t u = 0; u < w->n_units; u++)
 		unit_h[u] = g.color[u];
@@ -496,32 +542,64 @@ static int choose_spines(const struct work *w, enum method m, struct placed *s)
 	return 0;
 }
 
-static int cmp_circuits_hij(const void *x, const void *y)
+static int cmp_int(const void *x, const void *y)
 {
-	const struct rz_circuits *a = x, *b = y;
+	int a = *(const int *)x, b = *(const int *)y;
 
-	if (a->h != b->h)
-		return a->h < b->h ? -1 : 1;
-	if (a->i != b->i)
-		return a->i < b->i ? -1 : 1;
-	return (a->j > b->j) - (a->j < b->j);
+	return (a > b) - (a < b);
 }
 
+/*
+ * Fills assignment (pair by pair, pairs sorted by (a, b)), unplaced, and the
+ * topology sorted by (i, j, h): pairs come in order of pod i = pod(a), so
+ * each pod's circuits are summed in a dense [pod j][h] table and emitted
+ * before the next pod starts.
+ */
 static int build_outputs(const struct work *w, const struct placed *s, struct lc_plan *r)
 {
 	int *per_h = calloc((size_t)w->H, sizeof(int));
-	size_t n_topo = 0;
+	int *dense = calloc((size_t)w->P * (size_t)w->H, sizeof(int));
+	int *touched = malloc((size_t)w->P * sizeof(int));
+	bool *is_touched = calloc((size_t)w->P, sizeof(bool));
+	int n_touched = 0;
 
 	r->assignment = malloc((w->n_units ? w->n_units : 1) * sizeof(*r->assignment));
 	r->topology = malloc((w->n_units ? w->n_units : 1) * sizeof(*r->topology));
 	r->unplaced = malloc((w->n_pairs ? w->n_pairs : 1) * sizeof(*r->unplaced));
-	if (!per_h || !r->assignment || !r->topology || !r->unplaced) {
+	if (!per_h || !dense || !touched || !is_touched || !r->assignment || !r->topology ||
+	    !r->unplaced) {
 		free(per_h);
+		free(dense);
+		free(touched);
+		free(is_touched);
 		return -ENOMEM;
 	}
-	for (size_t p = 0; p < w->n_pairs; p++) {
-		int pa = pod_of_leaf(w, w->a[p]), pb = pod_of_leaf(w, w->b[p]), none = 0;
+	for (size_t p = 0; p <= w->n_pairs; p++) {
+		int pa = p < w->n_pairs ? pod_of_leaf(w, w->a[p]) : -1, pb, none = 0;
 
+		if (p > 0 && pa != pod_of_leaf(w, w->a[p - 1])) {
+			/* Pod i = pod(a[p - 1]) is complete: emit its row of the topology. */
+			int i = pod_of_leaf(w, w->a[p - 1]);
+
+			qsort(touched, (size_t)n_touched, sizeof(int), cmp_int);
+			for (int t = 0; t < n_touched; t++) {
+				int j = touched[t];
+
+				for (int h = 0; h < w->H; h++) {
+					int *c = &dense[(size_t)j * w->H + h];
+
+					if (*c)
+						r->topology[r->n_topology++] =
+							(struct rz_circuits){ i, j, h, *c };
+					*c = 0;
+				}
+				is_touched[j] = false;
+			}
+			n_touched = 0;
+		}
+		if (p == w->n_pairs)
+			break;
+		pb = pod_of_leaf(w, w->b[p]);
 		for (size_t u = w->off[p]; u < w->off[p + 1]; u++) {
 			if (s->unit_h[u] >= 0)
 				per_h[s->unit_h[u]]++;
@@ -533,21 +611,20 @@ static int build_outputs(const struct work *w, const struct placed *s, struct lc
 				continue;
 			r->assignment[r->n_assignment++] =
 				(struct lc_spine_links){ w->a[p], w->b[p], h, per_h[h] };
-			r->topology[n_topo++] = (struct rz_circuits){ pa, pb, h, per_h[h] };
+			dense[(size_t)pb * w->H + h] += per_h[h];
 			per_h[h] = 0;
+		}
+		if (!is_touched[pb]) {
+			is_touched[pb] = true;
+			touched[n_touched++] = pb;
 		}
 		if (none)
 			r->unplaced[r->n_unplaced++] = (struct lc_demand){ w->a[p], w->b[p], none };
 	}
 	free(per_h);
-	qsort(r->topology, n_topo, sizeof(*r->topology), cmp_circuits_hij);
-	for (size_t t = 0; t < n_topo; t++) {
-		if (r->n_topology && cmp_circuits_hij(&r->topology[r->n_topology - 1],
-						      &r->topology[t]) == 0)
-			r->topology[r->n_topology - 1].circuits += r->topology[t].circuits;
-		else
-			r->topology[r->n_topology++] = r->topology[t];
-	}
+	free(dense);
+	free(touched);
+	free(is_touched);
 	r->max_contention = (double)s->max_load / w->tau;
 	for (int a = 0; a < w->N; a++) {
 		for (int h = 0; h < w->H; h++) {
@@ -586,9 +663,9 @@ static int realize_plan(const struct ocs_fabric *f, const struct ocs_xc *existin
 		return rc;
 	r->n_xcs = n_keep + z->n_xcs;
 	r->xcs = malloc((r->n_xcs ? r->n_xcs : 1) * sizeof(*r->xcs));
-	sorted = malloc((r->n_xcs ? r->n_xcs : 1) * sizeof(*sorted));
+	sorted = n_existing ? malloc((r->n_xcs ? r->n_xcs : 1) * sizeof(*sorted)) : NULL;
 	r->moved = malloc((n_existing ? n_existing : 1) * sizeof(*r->moved));
-	if (!r->xcs || !sorted || !r->moved) {
+	if (!r->xcs || (n_existing && !sorted) || !r->moved) {
 		free(sorted);
 		rz_result_free(z);
 		return -ENOMEM;
@@ -597,8 +674,10 @@ static int realize_plan(const struct ocs_fabric *f, const struct ocs_xc *existin
 		memcpy(r->xcs, existing, n_keep * sizeof(*existing));
 	if (z->n_xcs)
 		memcpy(r->xcs + n_keep, z->xcs, z->n_xcs * sizeof(*z->xcs));
-	memcpy(sorted, r->xcs, r->n_xcs * sizeof(*sorted));
-	qsort(sorted, r->n_xcs, sizeof(*sorted), cmp_xc);
+	if (n_existing) {
+		memcpy(sorted, r->xcs, r->n_xcs * sizeof(*sorted));
+		qsort(sorted, r->n_xcs, sizeof(*sorted), cmp_xc);
+	}
 	for (size_t i = 0; i < n_existing; i++)
 		if (!bsearch(&existing[i], sorted, r->n_xcs, sizeof(*sorted), cmp_xc))
 			r->moved[r->n_moved++] = existing[i];

@@ -17,7 +17,8 @@
  * A^h[a][b] + A^h[b][a]. tau = 2: contention <= 1 always. tau = 1: a greedy
  * colouring of the leaf multigraph with Kempe repair first (contention-free
  * whenever every leaf uses at most k_leaf/2 uplinks, and often beyond), else
- * the better of it and the Euler method (contention <= 2), always reported.
+ * the better of it and the Euler method (contention <= 2 unless a full
+ * spine forces a unit elsewhere), always reported.
  * No spine ever carries more circuits than it has free OCS-facing ports;
  * demand that cannot be placed is returned in `unplaced`.
  *
@@ -65,7 +66,7 @@ struct lc_problem {
 struct lc_plan {
 	struct lc_spine_links *assignment; /* sorted by (a, b, h) */
 	size_t n_assignment;
-	struct rz_circuits *topology; /* C[i][j][h] for i < j, sorted by (h, i, j) */
+	struct rz_circuits *topology; /* C[i][j][h] for i < j, sorted by (i, j, h) */
 	size_t n_topology;
 	double max_contention;   /* max over leaf a, spine h of sum_b L[a][b][h] / tau */
 	size_t contended_leaves; /* leaves with contention above 1 at some spine */

@@ -20,6 +20,9 @@
 
 #include "edgecolor.h"
 
+/* Defect moves allowed per circuit that Kempe chains alone could not place. */
+#define RZ_WALK_STEPS 400
+
 struct xc_list {
 	struct ocs_xc *v;
 	size_t n, cap;
@@ -231,6 +234,7 @@ static int color_group(struct group_job *j, const unsigned char *busy, bool reus
 		       const struct ocs_xc *prefer, size_t n_prefer, size_t *before_repair)
 {
 	int P = j->pods, K = j->f->k_spine, total = 0, rc;
+	uint64_t rng = 0x6f637364u + (uint64_t)j->h; /* fixed seed: plans are reproducible */
 	bool any_busy = false, simple;
 	size_t pre;
 
@@ -280,6 +284,9 @@ static int color_group(struct group_job *j, const unsigned char *busy, bool reus
 	for (int e = (int)pre; e < j->g.ne; e++)
 		if (j->g.color[e] < 0)
 			ec_color(&j->g, e, true, 0);
+	for (int e = 0; e < j->g.ne; e++)
+		if (j->g.color[e] < 0)
+			ec_color_walk(&j->g, e, RZ_WALK_STEPS, &rng);
 	/* Cross and dual: a circuit the chosen direction cannot take may fit reversed. */
 	for (int e = (int)pre; e < j->g.ne && !j->straight; e++) {
 		if (j->g.color[e] < 0) {
@@ -384,6 +391,42 @@ static int cmp_circuits(const void *x, const void *y)
 	return 0;
 }
 
+/*
+ * Sorts by (h, i, j): a stable counting sort on h, so input already ordered
+ * by (i, j) (as planners emit it) needs nothing more; any group that is not
+ * ordered yet is sorted on its own.
+ */
+static int sort_by_group(struct rz_circuits *v, size_t n, int H)
+{
+	size_t *start = calloc((size_t)H + 1, sizeof(*start));
+	struct rz_circuits *tmp = malloc((n ? n : 1) * sizeof(*tmp));
+
+	if (!start || !tmp) {
+		free(start);
+		free(tmp);
+		return -ENOMEM;
+	}
+	for (size_t t = 0; t < n; t++)
+		start[v[t].h + 1]++;
+	for (int h = 0; h < H; h++)
+		start[h + 1] += start[h];
+	for (size_t t = 0; t < n; t++)
+		tmp[start[v[t].h]++] = v[t];
+	memcpy(v, tmp, n * sizeof(*v));
+	for (size_t lo = 0, h = 0; h < (size_t)H; h++) {
+		for (size_t t = lo + 1; t < start[h]; t++) {
+			if (cmp_circuits(&v[t - 1], &v[t]) > 0) {
+				qsort(v + lo, start[h] - lo, sizeof(*v), cmp_circuits);
+				break;
+			}
+		}
+		lo = start[h];
+	}
+	free(start);
+	free(tmp);
+	return 0;
+}
+
 void rz_result_free(struct rz_result *r)
 {
 	if (!r)
@@ -427,7 +470,9 @@ int rz_realize(const struct ocs_fabric *f, const struct rz_circuits *topo, size_
 		if (c.circuits)
 			sorted[n_sorted++] = c;
 	}
-	qsort(sorted, n_sorted, sizeof(*sorted), cmp_circuits);
+	rc = sort_by_group(sorted, n_sorted, H);
+	if (rc)
+		goto fail;
 	for (size_t lo = 0, hi; lo < n_sorted; lo = hi) {
 		struct group_job j = { .f = f, .h = sorted[lo].h, .pods = P,
 				       .straight = f->wiring == OCS_WIRING_STRAIGHT };
@@ -469,7 +514,8 @@ int rz_realize(const struct ocs_fabric *f, const struct rz_circuits *topo, size_
 		if (rc)
 			goto fail;
 	}
-	qsort(unreal.v, unreal.n, sizeof(*unreal.v), cmp_circuits);
+	if (unreal.n)
+		qsort(unreal.v, unreal.n, sizeof(*unreal.v), cmp_circuits);
 	/* Merge equal neighbours left by the per-edge pushes. */
 	{
 		size_t w = 0;

@@ -158,7 +158,8 @@ struct lc_demand *lc_gen_demand(const struct ocs_fabric *f, enum lc_gen_shape sh
 	}
 	if (rc)
 		goto fail;
-	qsort(u.v, u.n, sizeof(*u.v), cmp_demand);
+	if (u.n)
+		qsort(u.v, u.n, sizeof(*u.v), cmp_demand);
 	for (size_t i = 0; i < u.n; i++) {
 		if (w && u.v[w - 1].a == u.v[i].a && u.v[w - 1].b == u.v[i].b)
 			u.v[w - 1].links += u.v[i].links;

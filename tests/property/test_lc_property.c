@@ -119,7 +119,7 @@ static void check_plan(const struct ocs_fabric *f, const struct lc_demand *d, si
 	int *total = calloc((size_t)N, sizeof(int));
 	int max_load = 0;
 	size_t contended = 0, unplaced = 0;
-	bool half = true;
+	bool half = true, any_full = false;
 
 	/* (1): placed + unplaced = demand, pair by pair. */
 	for (size_t i = 0; i < p->n_assignment; i++) {
@@ -171,8 +171,6 @@ static void check_plan(const struct ocs_fabric *f, const struct lc_demand *d, si
 	}
 	if (leaf_centric && f->tau == 1 && half && n_pinned == 0)
 		CHECK(p->max_contention <= 1.0, "half-loaded tau 1 contention %g", p->max_contention);
-	if (leaf_centric && f->tau == 1 && n_pinned == 0 && unplaced == 0)
-		CHECK(p->max_contention <= 2.0, "tau 1 contention %g above 2", p->max_contention);
 	if (f->tau == 1 && max_load > 1)
 		st->tau1_contended_plans += leaf_centric;
 	if (!leaf_centric)
@@ -189,9 +187,13 @@ static void check_plan(const struct ocs_fabric *f, const struct lc_demand *d, si
 				free_ports -= busy[(size_t)q * f->k_spine + k];
 			CHECK(spine[q * H + h] <= free_ports, "spine %d/%d carries %ld > %ld", q, h,
 			      spine[q * H + h], free_ports);
+			any_full |= spine[q * H + h] == free_ports;
 		}
 		free(busy);
 	}
+	/* tau = 1 falls back to the Euler method (<= 2); only full spines may force more. */
+	if (leaf_centric && f->tau == 1 && n_pinned == 0 && unplaced == 0 && !any_full)
+		CHECK(p->max_contention <= 2.0, "tau 1 contention %g above 2", p->max_contention);
 	/* The topology is the sum of the assignment (pods i < j, as leaves a < b). */
 	for (size_t t = 0; t < p->n_topology; t++) {
 		const struct rz_circuits *c = &p->topology[t];
@@ -356,7 +358,7 @@ int main(int argc, char **argv)
 	static const enum ocs_wiring wirings[] = { OCS_WIRING_CROSS, OCS_WIRING_DUAL,
 						   OCS_WIRING_STRAIGHT };
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261122;
-	int per = argc > 2 ? atoi(argv[2]) : 12;
+	int per = argc > 2 ? atoi(argv[2]) : 30;
 	struct stats st = { 0 };
 
 	for (size_t hi = 0; hi < sizeof(Hs) / sizeof(Hs[0]); hi++)

@@ -1,0 +1,446 @@
+/*
+ * bench_planner.c - benchmarks of the leaf-centric planner and the
+ * realization (label bench, not run by default):
+ *
+ *   1. median plan and realize time on saturated instances at 2,048 /
+ *      8,192 / 16,384 / 65,536 / 131,072 GPUs, per wiring (targets: 16,384
+ *      GPUs <= 5 ms and 131,072 GPUs <= 60 ms, realization included);
+ *   2. the paper's ILP (constraints (1), (2), (4)) solved by GLPK side by
+ *      side with the leaf-centric planner on instances up to ~1,000 GPUs:
+ *      time ratio, and both solutions checked against the constraints;
+ *   3. pod-centric baseline vs leaf-centric: maximum contention and share of
+ *      leaves with contention above 1 on the same instances;
+ *   4. straight wiring: share of unrealized circuits on saturated random
+ *      instances before and after Kempe repair (target <= 0.5% after).
+ *
+ * Usage: bench_planner [repetitions]   (default 9)
+ * Exits 1 when a plan breaks a guarantee or the ILP answer is infeasible;
+ * timings are printed, not asserted (targets are shown next to them).
+ */
+#include <glpk.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "l2check.h"
+#include "lc_gen.h"
+#include "leafcentric.h"
+
+static int failures;
+
+/* GLPK time limit per instance; an instance that hits it is shown as a timeout. */
+#define ILP_LIMIT_MS 20000
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return (a > b) - (a < b);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static struct ocs_fabric fabric_for(int64_t gpus, enum ocs_wiring w)
+{
+	/* The deploy/fabrics shapes: k_leaf = k_spine = 16 up to 16k GPUs, 32 beyond. */
+	int k = gpus > 16384 ? 32 : 16;
+	struct ocs_fabric f = { .k_leaf = k, .k_spine = k, .tau = 2, .wiring = w };
+
+	f.pods = (int)(gpus / ((int64_t)k * (k / 2)));
+	f.k_ocs = f.pods * (w == OCS_WIRING_DUAL ? 2 : 1);
+	return f;
+}
+
+static void bench_sizes(int reps)
+{
+	static const int64_t sizes[] = { 2048, 8192, 16384, 65536, 131072 };
+	static const enum ocs_wiring wirings[] = { OCS_WIRING_CROSS, OCS_WIRING_DUAL,
+						   OCS_WIRING_STRAIGHT };
+
+	printf("== 1. plan + realize on saturated instances (median of %d, one core)\n", reps);
+	printf("%8s %-9s %5s %6s %8s %10s %10s %10s %8s\n", "gpus", "wiring", "pods", "leaves",
+	       "links", "plan_ms", "realize_ms", "total_ms", "target");
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		for (size_t wi = 0; wi < 3; wi++) {
+			struct ocs_fabric f = fabric_for(sizes[si], wirings[wi]);
+			double *plan = calloc((size_t)reps, sizeof(double));
+			double *real = calloc((size_t)reps, sizeof(double));
+			double *tot = calloc((size_t)reps, sizeof(double));
+			uint64_t seed = 1000 + si * 10 + wi;
+			long links = 0;
+
+			for (int r = 0; r < reps; r++) {
+				size_t n;
+				struct lc_demand *d =
+					lc_gen_demand(&f, LC_GEN_SATURATED, NULL, 0, &seed, &n);
+				struct lc_options opt = { .realize = true };
+				struct lc_plan *p = NULL;
+				double t0 = now_ms();
+
+				if (lc_plan(&f, d, n, NULL, 0, &opt, &p) != 0) {
+					failures++;
+					free(d);
+					continue;
+				}
+				tot[r] = now_ms() - t0;
+				plan[r] = p->plan_ms;
+				real[r] = p->realize_ms;
+				links = 0;
+				for (size_t i = 0; i < n; i++)
+					links += d[i].links;
+				if (p->max_contention > 1.0 || p->n_unplaced ||
+				    (f.wiring != OCS_WIRING_STRAIGHT && p->n_unrealized) ||
+				    l2_check(&f, p->xcs, p->n_xcs, NULL, 0) != 0) {
+					fprintf(stderr, "guarantee broken at %lld GPUs %s\n",
+						(long long)sizes[si], ocs_wiring_name(f.wiring));
+					failures++;
+				}
+				lc_plan_free(p);
+				free(d);
+			}
+			printf("%8lld %-9s %5d %6d %8ld %10.3f %10.3f %10.3f %8s\n",
+			       (long long)sizes[si], ocs_wiring_name(f.wiring), f.pods,
+			       ocs_fabric_leaves(&f), links, median(plan, reps), median(real, reps),
+			       median(tot, reps),
+			       sizes[si] == 16384 ? "<= 5" : sizes[si] == 131072 ? "<= 60" : "");
+			free(plan);
+			free(real);
+			free(tot);
+		}
+	}
+}
+
+/*
+ * The paper's model: integer L[a][b][h] for every ordered pair with demand,
+ * (1) sum_h L[a][b][h] = L[a][b], (2) sum_b L[a][b][h] <= tau and
+ * sum_a L[a][b][h] <= tau, (4) C[i][j][h] = C[j][i][h]. Feasibility only.
+ * Writes the solution per ordered pair and spine into sol (n_pairs*2*H).
+ * Returns the GLPK status or -1.
+ */
+static int solve_ilp(const struct ocs_fabric *f, const struct lc_demand *d, size_t n, int *sol)
+{
+	int H = ocs_fabric_groups(f), N = ocs_fabric_leaves(f), P = f->pods;
+	int n_vars = (int)n * 2 * H, row = 0;
+	glp_prob *lp = glp_create_prob();
+	glp_iocp parm;
+	int *ia, *ja, ne = 0, rc;
+	double *ar;
+	/* rows: (1) 2n, (2) 2*N*H, (4) P*P*H/2 */
+	int max_ne = n_vars * 3 + n_vars * 2 + 8;
+
+	ia = malloc((size_t)(max_ne + 1) * sizeof(int));
+	ja = malloc((size_t)(max_ne + 1) * sizeof(int));
+	ar = malloc((size_t)(max_ne + 1) * sizeof(double));
+	glp_set_obj_dir(lp, GLP_MIN);
+	glp_add_cols(lp, n_vars);
+	for (int c = 1; c <= n_vars; c++) {
+		glp_set_col_kind(lp, c, GLP_IV);
+		glp_set_col_bnds(lp, c, GLP_LO, 0.0, 0.0);
+	}
+	/* column of (pair k, direction dir, spine h) */
+#define COL(k, dir, h) ((int)(((k) * 2 + (dir)) * H + (h)) + 1)
+	for (size_t k = 0; k < n; k++) {
+		for (int dir = 0; dir < 2; dir++) {
+			row = glp_add_rows(lp, 1);
+			glp_set_row_bnds(lp, row, GLP_FX, d[k].links, d[k].links);
+			for (int h = 0; h < H; h++) {
+				ne++;
+				ia[ne] = row;
+				ja[ne] = COL(k, dir, h);
+				ar[ne] = 1.0;
+			}
+		}
+	}
+	/* (2): out of leaf x through h (dir 0 from a, dir 1 from b), and into it. */
+	{
+		int base_out = glp_add_rows(lp, N * H), base_in = glp_add_rows(lp, N * H);
+
+		for (int r = 0; r < 2 * N * H; r++)
+			glp_set_row_bnds(lp, base_out + r, GLP_UP, 0.0, f->tau);
+		for (size_t k = 0; k < n; k++) {
+			for (int h = 0; h < H; h++) {
+				int from[2] = { d[k].a, d[k].b };
+
+				for (int dir = 0; dir < 2; dir++) {
+					ne++;
+					ia[ne] = base_out + from[dir] * H + h;
+					ja[ne] = COL(k, dir, h);
+					ar[ne] = 1.0;
+					ne++;
+					ia[ne] = base_in + from[1 - dir] * H + h;
+					ja[ne] = COL(k, dir, h);
+					ar[ne] = 1.0;
+				}
+			}
+		}
+	}
+	/* (4): for pods i < j and each h, C[i][j][h] - C[j][i][h] = 0. */
+	{
+		int base = glp_add_rows(lp, P * P * H);
+
+		for (int r = 0; r < P * P * H; r++)
+			glp_set_row_bnds(lp, base + r, GLP_FX, 0.0, 0.0);
+		for (size_t k = 0; k < n; k++) {
+			int pa = ocs_fabric_leaf_pod(f, d[k].a), pb = ocs_fabric_leaf_pod(f, d[k].b);
+			int i = pa < pb ? pa : pb, j = pa < pb ? pb : pa;
+
+			for (int h = 0; h < H; h++) {
+				for (int dir = 0; dir < 2; dir++) {
+					int src = dir == 0 ? pa : pb;
+
+					ne++;
+					ia[ne] = base + (i * P + j) * H + h;
+					ja[ne] = COL(k, dir, h);
+					ar[ne] = src == i ? 1.0 : -1.0;
+				}
+			}
+		}
+	}
+	glp_load_matrix(lp, ne, ia, ja, ar);
+	glp_init_iocp(&parm);
+	parm.presolve = GLP_ON;
+	parm.msg_lev = GLP_MSG_OFF;
+	parm.fp_heur = GLP_ON; /* feasibility pump: the model has no objective */
+	parm.tm_lim = ILP_LIMIT_MS;
+	rc = glp_intopt(lp, &parm);
+	if (rc == 0 && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
+		for (size_t k = 0; k < n; k++)
+			for (int dir = 0; dir < 2; dir++)
+				for (int h = 0; h < H; h++)
+					sol[(k * 2 + (size_t)dir) * (size_t)H + (size_t)h] =
+						(int)(glp_mip_col_val(lp, COL(k, dir, h)) + 0.5);
+		rc = 0;
+	} else {
+		rc = rc ? rc : -1;
+	}
+#undef COL
+	glp_delete_prob(lp);
+	free(ia);
+	free(ja);
+	free(ar);
+	return rc;
+}
+
+/* Checks (1), (2), (4) on a per-ordered-pair solution; returns whether all hold. */
+static bool constraints_hold(const struct ocs_fabric *f, const struct lc_demand *d, size_t n,
+			     const int *sol)
+{
+	int H = ocs_fabric_groups(f), N = ocs_fabric_leaves(f), P = f->pods;
+	int *out = calloc((size_t)N * H, sizeof(int)), *in = calloc((size_t)N * H, sizeof(int));
+	long *C = calloc((size_t)P * P * H, sizeof(long));
+	bool ok = true;
+
+	for (size_t k = 0; k < n; k++) {
+		for (int dir = 0; dir < 2; dir++) {
+			int from = dir ? d[k].b : d[k].a, to = dir ? d[k].a : d[k].b, sum = 0;
+
+			for (int h = 0; h < H; h++) {
+				int x = sol[(k * 2 + (size_t)dir) * (size_t)H + (size_t)h];
+
+				sum += x;
+				out[from * H + h] += x;
+				in[to * H + h] += x;
+				C[((size_t)ocs_fabric_leaf_pod(f, from) * P +
+				   ocs_fabric_leaf_pod(f, to)) * H + h] += x;
+			}
+			ok &= sum == d[k].links; /* (1) */
+		}
+	}
+	for (int x = 0; x < N * H; x++)
+		ok &= out[x] <= f->tau && in[x] <= f->tau; /* (2) */
+	for (int i = 0; i < P; i++)
+		for (int j = 0; j < P; j++)
+			for (int h = 0; h < H; h++) /* (4) */
+				ok &= C[((size_t)i * P + j) * H + h] == C[((size_t)j * P + i) * H + h];
+	free(out);
+	free(in);
+	free(C);
+	return ok;
+}
+
+static void bench_ilp(int reps)
+{
+	static const int shapes[][3] = { /* pods, k_leaf, k_spine (tau 2) */
+					 { 4, 4, 8 },  { 8, 8, 8 },   { 8, 8, 16 },
+					 { 16, 8, 16 }, { 8, 16, 16 } };
+
+	printf("\n== 2. leaf-centric vs the paper's ILP in GLPK (saturated, median of %d)\n",
+	       reps);
+	printf("%6s %5s %6s %7s %6s %10s %10s %9s %8s %8s\n", "gpus", "pods", "k_leaf", "k_spine",
+	       "vars", "lc_ms", "ilp_ms", "ratio", "lc_ok", "ilp_ok");
+	printf("(ilp_ok = solved within %d s and checked; ilp_ms counts timeouts at the limit)\n",
+	       ILP_LIMIT_MS / 1000);
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		struct ocs_fabric f = { .pods = shapes[s][0], .k_leaf = shapes[s][1],
+					.k_spine = shapes[s][2], .tau = 2,
+					.k_ocs = shapes[s][0], .wiring = OCS_WIRING_CROSS };
+		double *lc_t = calloc((size_t)reps, sizeof(double));
+		double *ilp_t = calloc((size_t)reps, sizeof(double));
+		uint64_t seed = 77 + s;
+		int lc_ok = 0, ilp_ok = 0, ilp_solved = 0, vars = 0;
+
+		for (int r = 0; r < reps; r++) {
+			size_t n;
+			struct lc_demand *d = lc_gen_demand(&f, LC_GEN_SATURATED, NULL, 0, &seed, &n);
+			int H = ocs_fabric_groups(&f);
+			int *sol = calloc(n * 2 * (size_t)H + 1, sizeof(int));
+			struct lc_plan *p = NULL;
+			double t0 = now_ms();
+
+			lc_plan(&f, d, n, NULL, 0, NULL, &p);
+			lc_t[r] = now_ms() - t0;
+			if (p) {
+				/* The plan as the paper's variables: the same spine both ways. */
+				int *lsol = calloc(n * 2 * (size_t)H + 1, sizeof(int));
+
+				for (size_t i = 0; i < p->n_assignment; i++)
+					for (size_t k = 0; k < n; k++)
+						if ((d[k].a < d[k].b ? d[k].a : d[k].b) ==
+							    p->assignment[i].a &&
+						    (d[k].a < d[k].b ? d[k].b : d[k].a) ==
+							    p->assignment[i].b)
+							for (int dir = 0; dir < 2; dir++)
+								lsol[(k * 2 + (size_t)dir) * (size_t)H +
+								     (size_t)p->assignment[i].h] =
+									p->assignment[i].links;
+				lc_ok += constraints_hold(&f, d, n, lsol);
+				free(lsol);
+			}
+			t0 = now_ms();
+			if (solve_ilp(&f, d, n, sol) == 0) {
+				ilp_solved++;
+				ilp_ok += constraints_hold(&f, d, n, sol);
+			}
+			ilp_t[r] = now_ms() - t0;
+			vars = (int)n * 2 * H;
+			lc_plan_free(p);
+			free(sol);
+			free(d);
+		}
+		{
+			struct ocs_fabric g = f;
+			double lm = median(lc_t, reps), im = median(ilp_t, reps);
+
+			printf("%6lld %5d %6d %7d %6d %10.3f %10.1f %8.0fx %5d/%d %5d/%d\n",
+			       (long long)ocs_fabric_gpus(&g), g.pods, g.k_leaf, g.k_spine, vars, lm,
+			       im, lm > 0 ? im / lm : 0, lc_ok, reps, ilp_ok, reps);
+		}
+		failures += lc_ok != reps;
+		failures += ilp_ok != ilp_solved; /* a solved ILP must satisfy its own model */
+		free(lc_t);
+		free(ilp_t);
+	}
+}
+
+static void bench_polarization(void)
+{
+	static const int64_t sizes[] = { 2048, 16384 };
+	static const int taus[] = { 2, 1 };
+
+	printf("\n== 3. pod-centric baseline vs leaf-centric (same instances, 5 each)\n");
+	printf("%8s %4s %-10s %16s %18s %16s %18s\n", "gpus", "tau", "shape", "pod max_cont",
+	       "pod leaves>1 (%)", "leaf max_cont", "leaf leaves>1 (%)");
+	for (size_t si = 0; si < 2; si++) {
+		for (size_t ti = 0; ti < 2; ti++) {
+			for (int shape = 0; shape < LC_GEN_SHAPES; shape++) {
+				struct ocs_fabric f = fabric_for(sizes[si], OCS_WIRING_CROSS);
+				double pmax = 0, lmax = 0;
+				long pc = 0, lcl = 0, leaves = 0;
+				uint64_t seed = 500 + si + 10 * ti;
+
+				f.tau = taus[ti];
+				f.k_spine = f.k_spine / 2 * f.tau; /* keep leaves per pod */
+				for (int r = 0; r < 5; r++) {
+					size_t n;
+					struct lc_demand *d = lc_gen_demand(
+						&f, (enum lc_gen_shape)shape, NULL, 0, &seed, &n);
+					struct lc_plan *p = NULL, *q = NULL;
+
+					pc_plan(&f, d, n, NULL, 0, NULL, &p);
+					lc_plan(&f, d, n, NULL, 0, NULL, &q);
+					if (p && q) {
+						pmax = p->max_contention > pmax ? p->max_contention
+										: pmax;
+						lmax = q->max_contention > lmax ? q->max_contention
+										: lmax;
+						pc += (long)p->contended_leaves;
+						lcl += (long)q->contended_leaves;
+						leaves += ocs_fabric_leaves(&f);
+					} else {
+						failures++;
+					}
+					lc_plan_free(p);
+					lc_plan_free(q);
+					free(d);
+				}
+				printf("%8lld %4d %-10s %16.2f %18.2f %16.2f %18.2f\n",
+				       (long long)sizes[si], f.tau,
+				       lc_gen_shape_name((enum lc_gen_shape)shape), pmax,
+				       100.0 * pc / leaves, lmax, 100.0 * lcl / leaves);
+			}
+		}
+	}
+}
+
+static void bench_straight(void)
+{
+	static const int64_t sizes[] = { 2048, 8192, 16384, 65536, 131072 };
+
+	printf("\n== 4. straight wiring: unrealized circuits, saturated random (5 each)\n");
+	printf("%8s %10s %16s %16s %8s\n", "gpus", "circuits", "before Kempe %", "after Kempe %",
+	       "target");
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		struct ocs_fabric f = fabric_for(sizes[si], OCS_WIRING_STRAIGHT);
+		long circuits = 0, before = 0, after = 0;
+		uint64_t seed = 900 + si;
+
+		for (int r = 0; r < 5; r++) {
+			size_t n;
+			struct lc_demand *d = lc_gen_demand(&f, LC_GEN_SATURATED, NULL, 0, &seed, &n);
+			struct lc_options opt = { .realize = true };
+			struct lc_plan *p = NULL;
+
+			if (lc_plan(&f, d, n, NULL, 0, &opt, &p) == 0) {
+				for (size_t t = 0; t < p->n_topology; t++)
+					circuits += p->topology[t].circuits;
+				before += (long)p->unrealized_before_repair;
+				after += (long)p->unrealized_circuits;
+				failures += l2_check(&f, p->xcs, p->n_xcs, NULL, 0) != 0;
+			} else {
+				failures++;
+			}
+			lc_plan_free(p);
+			free(d);
+		}
+		printf("%8lld %10ld %16.3f %16.3f %8s\n", (long long)sizes[si], circuits,
+		       100.0 * before / circuits, 100.0 * after / circuits, "<= 0.5");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int reps = argc > 1 ? atoi(argv[1]) : 9;
+
+	if (reps < 1)
+		reps = 1;
+	bench_sizes(reps);
+	bench_ilp(reps < 3 ? reps : 3);
+	bench_polarization();
+	bench_straight();
+	if (failures)
+		fprintf(stderr, "%d guarantee failures\n", failures);
+	return failures ? 1 : 0;
+}
