@@ -187,6 +187,9 @@ struct nb_server_config {
 	size_t max_message_bytes; /* both directions; 0: 4 MiB */
 	int threads;              /* completion-queue threads; 0: 2 */
 	int stream_queue_max;     /* events queued per watcher; 0: 1024 */
+	/* nb_server_destroy(): how long calls may take to end by themselves
+	 * before the rest are cancelled; 0: 2000 ms. */
+	int shutdown_grace_ms;
 	struct nb_limits limits;
 	struct nb_handlers handlers;
 };
@@ -202,12 +205,13 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 /* The bound TCP port. */
 int nb_server_port(const struct nb_server *s);
 /*
- * Stops accepting calls, marks health NOT_SERVING, ends every stream with
- * UNAVAILABLE and cancels calls in flight (their handlers must still answer).
- * Idempotent.
+ * Stops accepting calls, marks health NOT_SERVING (sent to Health.Watch
+ * streams) and ends every stream with UNAVAILABLE. Calls in flight keep
+ * going: handlers must still answer them. Idempotent.
  */
 void nb_server_shutdown(struct nb_server *s);
-/* Shuts down if needed, waits for every call to be answered and freed,
+/* Shuts down if needed, waits for every call to end (cancelling those
+ * still open after shutdown_grace_ms) and to be answered by the daemon,
  * stops the threads and frees everything. Accepts NULL. */
 void nb_server_destroy(struct nb_server *s);
 

@@ -53,6 +53,7 @@
 #define NB_DEFAULT_THREADS 2
 #define NB_DEFAULT_STREAM_QUEUE 1024
 #define NB_MAX_THREADS 16
+#define NB_DEFAULT_SHUTDOWN_GRACE_MS 2000
 
 enum call_state { ST_REQUESTED, ST_RECEIVING, ST_DISPATCHED, ST_STREAMING, ST_FINISHING };
 enum op_kind { OP_NEW_CALL, OP_RECV, OP_CLOSE, OP_WRITE, OP_FINISH, OP_SERVER_SHUTDOWN };
@@ -110,6 +111,7 @@ struct nb_server {
 	int port;
 	size_t max_message_bytes;
 	int stream_queue_max;
+	int shutdown_grace_ms;
 	enum nb_role insecure_role;
 	bool insecure;
 	struct nb_limits limits;
@@ -955,6 +957,8 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 	if (threads < 1 || threads > NB_MAX_THREADS)
 		return nb_error_set(err, NB_INVALID_ARGUMENT, "threads", "%d is outside 1..%d",
 				    cfg->threads, NB_MAX_THREADS);
+	if (cfg->shutdown_grace_ms < 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "shutdown_grace_ms", "negative");
 	if (cfg->stream_queue_max < 0)
 		return nb_error_set(err, NB_INVALID_ARGUMENT, "stream_queue_max", "negative");
 
@@ -965,6 +969,8 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 						      : NB_DEFAULT_MAX_MESSAGE_BYTES;
 	s->stream_queue_max = cfg->stream_queue_max ? cfg->stream_queue_max
 						    : NB_DEFAULT_STREAM_QUEUE;
+	s->shutdown_grace_ms = cfg->shutdown_grace_ms ? cfg->shutdown_grace_ms
+						      : NB_DEFAULT_SHUTDOWN_GRACE_MS;
 	s->insecure = cfg->insecure;
 	s->insecure_role = cfg->insecure_role ? cfg->insecure_role : NB_ROLE_OPERATOR;
 	s->limits = cfg->limits;
@@ -1048,7 +1054,6 @@ void nb_server_shutdown(struct nb_server *s)
 		finish_stream(s->watchers, NB_UNAVAILABLE, "server: shutting down");
 	pthread_mutex_unlock(&s->mu);
 	grpc_server_shutdown_and_notify(s->server, s->cq, &s->tag_shutdown);
-	grpc_server_cancel_all_calls(s->server);
 }
 
 void nb_server_destroy(struct nb_server *s)
@@ -1066,9 +1071,32 @@ void nb_server_destroy(struct nb_server *s)
 				handle_event(s, ev.tag, ev.success != 0);
 		}
 	}
+	/* Grace period: streams end with their status and the daemon answers;
+	 * then whatever is left (a client that stopped reading) is cancelled. */
 	pthread_mutex_lock(&s->mu);
-	while (!s->shutdown_done || s->live_calls > 0)
-		pthread_cond_wait(&s->cv, &s->mu);
+	{
+		struct timespec deadline;
+		bool cancelled = false;
+
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_sec += s->shutdown_grace_ms / 1000;
+		deadline.tv_nsec += (long)(s->shutdown_grace_ms % 1000) * 1000000L;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+		while (!s->shutdown_done || s->live_calls > 0) {
+			if (!cancelled &&
+			    pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == ETIMEDOUT) {
+				cancelled = true;
+				pthread_mutex_unlock(&s->mu);
+				grpc_server_cancel_all_calls(s->server);
+				pthread_mutex_lock(&s->mu);
+			} else if (cancelled) {
+				pthread_cond_wait(&s->cv, &s->mu);
+			}
+		}
+	}
 	pthread_mutex_unlock(&s->mu);
 	grpc_completion_queue_shutdown(s->cq);
 	for (int i = 0; i < s->n_threads; i++)
