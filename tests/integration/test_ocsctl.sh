@@ -227,5 +227,16 @@ else
   echo "ok: watch saw the job and device events"
 fi
 
+# --- the server shuts down cleanly (exit 0; under ASan also leak-free) ---
+kill -TERM "$server_pid"
+server_rc=0
+wait "$server_pid" || server_rc=$?
+server_pid=""
+if [ "$server_rc" != 0 ]; then
+  echo "FAIL: server exited $server_rc"; cat "$work/server.err"; failures=$((failures + 1))
+else
+  echo "ok: server stopped cleanly"
+fi
+
 echo "$failures failure(s)"
 [ "$failures" = 0 ]
