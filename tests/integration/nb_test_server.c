@@ -15,7 +15,8 @@
  *                       [--max-message-bytes N] [--queue N]
  * Prints "port N" on stdout once serving; SIGTERM/SIGINT shut it down.
  * Magic job ids: "unavailable-*" fail with UNAVAILABLE, "full-*" with
- * RESOURCE_EXHAUSTED (to test how clients report refusals).
+ * RESOURCE_EXHAUSTED (to test how clients report refusals); PlanJob of
+ * "flood-N" first publishes N job events (to test slow watchers).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -275,7 +276,16 @@ static void do_submit(struct fake *f, struct nb_call *call, const Ocs__V1__JobSp
 	free(fc);
 }
 
-static void do_plan(struct nb_call *call, const Ocs__V1__JobSpec *spec)
+/* "flood-N": publishes N job events before planning (slow-watcher tests). */
+static void flood(struct fake *f, const char *id)
+{
+	long n = strncmp(id, "flood-", 6) == 0 ? strtol(id + 6, NULL, 10) : 0;
+
+	for (long i = 0; i < n && i < 10000000; i++)
+		publish_job(f, id, OCS__V1__JOB_STATE__JOB_STATE_PLANNING);
+}
+
+static void do_plan(struct fake *f, struct nb_call *call, const Ocs__V1__JobSpec *spec)
 {
 	Ocs__V1__PlanJobResponse resp = OCS__V1__PLAN_JOB_RESPONSE__INIT;
 	Ocs__V1__PlanFigures fig = OCS__V1__PLAN_FIGURES__INIT;
@@ -287,6 +297,7 @@ static void do_plan(struct nb_call *call, const Ocs__V1__JobSpec *spec)
 		free(fc);
 		return;
 	}
+	flood(f, spec->id);
 	make_circuits(spec, fc);
 	fill_figures(spec, &fig, fc);
 	resp.figures = &fig;
@@ -509,7 +520,7 @@ static void serve(struct fake *f, struct work *w)
 		do_submit(f, call, w->req);
 		break;
 	case NB_JOBS_PLAN_JOB:
-		do_plan(call, w->req);
+		do_plan(f, call, w->req);
 		break;
 	case NB_JOBS_RELEASE_JOB: {
 		const char *id = ((const Ocs__V1__ReleaseJobRequest *)w->req)->id;

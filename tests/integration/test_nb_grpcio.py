@@ -354,6 +354,34 @@ class ShutdownTest(unittest.TestCase):
                                 "health": (grpc.StatusCode.UNAVAILABLE, "server: shutting down")})
         ch.close()
 
+    def test_slow_watcher_is_ended(self):
+        server = Server("--insecure", "--queue", "16")
+        ch = grpc.insecure_channel(server.target)
+        slow = events_pb2_grpc.EventsStub(ch).Watch(events_pb2.WatchRequest())
+        ch2 = grpc.insecure_channel(server.target)  # its own connection and windows
+        fast = events_pb2_grpc.EventsStub(ch2).Watch(events_pb2.WatchRequest(devices=True))
+        time.sleep(0.3)
+        # 200000 events (~6 MB) cannot all sit in the transport's windows
+        # while nobody reads: the server's queue of 16 overflows.
+        jobs_pb2_grpc.JobsStub(ch).PlanJob(job("flood-200000"), timeout=60)
+        got = 0
+        with self.assertRaises(grpc.RpcError) as cm:
+            for e in slow:
+                self.assertEqual(e.job.job_id, "flood-200000")
+                got += 1
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertEqual(cm.exception.details(),
+                         "stream: the client fell more than 16 messages behind; watch again")
+        self.assertLess(got, 200000)
+        # A watcher that filtered job events out is unaffected.
+        fabric_pb2_grpc.FabricStub(ch).DrainDevice(
+            fabric_pb2.DrainDeviceRequest(device="ocs-g0-d1"), timeout=TIMEOUT_S)
+        self.assertEqual(next(fast).device.device, "ocs-g0-d1")
+        fast.cancel()
+        ch.close()
+        ch2.close()
+        server.stop()
+
     def test_insecure_only_on_loopback(self):
         proc = subprocess.run([SERVER, "--insecure", "--listen", "0.0.0.0:0"],
                               capture_output=True, timeout=TIMEOUT_S)
