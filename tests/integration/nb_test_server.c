@@ -249,13 +249,19 @@ static void do_submit(struct fake *f, struct nb_call *call, const Ocs__V1__JobSp
 			return;
 		}
 	} else {
-		if (f->n_jobs == MAX_JOBS) {
+		r = f->n_jobs < MAX_JOBS ? &f->jobs[f->n_jobs++] : NULL;
+		for (int i = 0; !r && i < MAX_JOBS; i++) /* forget a released job */
+			if (f->jobs[i].state == OCS__V1__JOB_STATE__JOB_STATE_RELEASED) {
+				r = &f->jobs[i];
+				ocs__v1__job_spec__free_unpacked(r->spec, NULL);
+				free(r->wire);
+			}
+		if (!r) {
 			free(wire);
 			nb_call_fail(call, NB_RESOURCE_EXHAUSTED, "", "test server holds %d jobs",
 				     MAX_JOBS);
 			return;
 		}
-		r = &f->jobs[f->n_jobs++];
 		r->spec = ocs__v1__job_spec__unpack(NULL, len, wire);
 		r->wire = wire;
 		r->wire_len = len;
