@@ -121,11 +121,11 @@ struct nb_error {
  * where a default is given.
  */
 struct nb_limits {
-	int pods;           /* > 0 */
-	int leaves_per_pod; /* > 0 */
-	int gpus_per_leaf;  /* > 0 (k_leaf) */
-	int groups;         /* > 0: OCS groups */
-	int leaf_links_max; /* links one leaf may ask for in total; 0: gpus_per_leaf */
+	int pods;	      /* > 0 */
+	int leaves_per_pod;   /* > 0 */
+	int gpus_per_leaf;    /* > 0 (k_leaf) */
+	int groups;	      /* > 0: OCS groups */
+	int leaf_links_max;   /* links one leaf may ask for in total; 0: gpus_per_leaf */
 	int max_gpus_per_job; /* 0: every GPU of the fabric */
 	int max_leaf_pairs;   /* 0: 65536 */
 	/* Accepted options.planner names, NULL-terminated; NULL: leaf-centric,
@@ -134,12 +134,12 @@ struct nb_limits {
 };
 
 /* Bounds on strings, shared with ocsctl's help text. */
-#define NB_ID_MAX_LEN 64
-#define NB_IDEMPOTENCY_KEY_MAX_LEN 128
-#define NB_DEVICE_NAME_MAX_LEN 64
-#define NB_HEALTH_SERVICE_MAX_LEN 128
+#define NB_ID_MAX_LEN		     64
+#define NB_IDEMPOTENCY_KEY_MAX_LEN   128
+#define NB_DEVICE_NAME_MAX_LEN	     64
+#define NB_HEALTH_SERVICE_MAX_LEN    128
 #define NB_DEFAULT_MAX_MESSAGE_BYTES (4u * 1024u * 1024u)
-#define NB_DEFAULT_MAX_LEAF_PAIRS 65536
+#define NB_DEFAULT_MAX_LEAF_PAIRS    65536
 
 struct nb_server;
 struct nb_call;
@@ -152,10 +152,12 @@ struct nb_call;
 struct nb_handlers {
 	void *ctx;
 	void (*get_fabric)(void *ctx, struct nb_call *call, const Ocs__V1__GetFabricRequest *req);
-	void (*list_devices)(void *ctx, struct nb_call *call, const Ocs__V1__ListDevicesRequest *req);
+	void (*list_devices)(void *ctx, struct nb_call *call,
+			     const Ocs__V1__ListDevicesRequest *req);
 	void (*list_circuits)(void *ctx, struct nb_call *call,
 			      const Ocs__V1__ListCircuitsRequest *req);
-	void (*drain_device)(void *ctx, struct nb_call *call, const Ocs__V1__DrainDeviceRequest *req);
+	void (*drain_device)(void *ctx, struct nb_call *call,
+			     const Ocs__V1__DrainDeviceRequest *req);
 	void (*undrain_device)(void *ctx, struct nb_call *call,
 			       const Ocs__V1__UndrainDeviceRequest *req);
 	void (*submit_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
@@ -185,8 +187,8 @@ struct nb_server_config {
 	const char *tls_cert_file;
 	const char *tls_key_file;
 	size_t max_message_bytes; /* both directions; 0: 4 MiB */
-	int threads;              /* completion-queue threads; 0: 2 */
-	int stream_queue_max;     /* events queued per watcher; 0: 1024 */
+	int threads;		  /* completion-queue threads; 0: 2 */
+	int stream_queue_max;	  /* events queued per watcher; 0: 1024 */
 	/* nb_server_destroy(): how long calls may take to end by themselves
 	 * before the rest are cancelled; 0: 2000 ms. */
 	int shutdown_grace_ms;
@@ -238,8 +240,8 @@ void nb_server_set_health(struct nb_server *s, const char *service,
 int nb_call_reply(struct nb_call *call, const ProtobufCMessage *response);
 /* Fails a call with a code and a message about one request field
  * (field may be "" or NULL for the request as a whole). */
-void nb_call_fail(struct nb_call *call, enum nb_code code, const char *field, const char *fmt,
-		  ...) __attribute__((format(printf, 4, 5)));
+void nb_call_fail(struct nb_call *call, enum nb_code code, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 void nb_call_fail_error(struct nb_call *call, const struct nb_error *err);
 
 enum nb_method nb_call_method(const struct nb_call *call);

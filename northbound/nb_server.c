@@ -49,10 +49,10 @@
 
 #include "nb_internal.h"
 
-#define NB_REQUEST_SLOTS 16 /* new-call requests kept outstanding */
-#define NB_DEFAULT_THREADS 2
-#define NB_DEFAULT_STREAM_QUEUE 1024
-#define NB_MAX_THREADS 16
+#define NB_REQUEST_SLOTS	     16 /* new-call requests kept outstanding */
+#define NB_DEFAULT_THREADS	     2
+#define NB_DEFAULT_STREAM_QUEUE	     1024
+#define NB_MAX_THREADS		     16
 #define NB_DEFAULT_SHUTDOWN_GRACE_MS 2000
 
 enum call_state { ST_REQUESTED, ST_RECEIVING, ST_DISPATCHED, ST_STREAMING, ST_FINISHING };
@@ -101,7 +101,7 @@ struct nb_call {
 	enum nb_code pending_code;
 	char pending_msg[256];
 	Ocs__V1__WatchRequest *watch; /* Events.Watch filter */
-	char *health_service;         /* Health.Watch service */
+	char *health_service;	      /* Health.Watch service */
 	struct nb_call *next_watcher, *prev_watcher;
 };
 
@@ -579,7 +579,8 @@ static bool serve_request(struct nb_call *c)
 
 			c->health_service = strdup(r->service);
 			if (!c->health_service) {
-				start_finish(c, NB_RESOURCE_EXHAUSTED, "stream: out of memory", NULL);
+				start_finish(c, NB_RESOURCE_EXHAUSTED, "stream: out of memory",
+					     NULL);
 				return false;
 			}
 			h = health_find(s, r->service);
@@ -604,12 +605,12 @@ static void dispatch(struct nb_call *c)
 	const void *r = c->request;
 
 	switch (c->method) {
-#define NB_DISPATCH(method, fn, type)                                                  \
-	case method:                                                                   \
-		if (h->fn) {                                                           \
-			h->fn(h->ctx, c, (const type *)r);                             \
-			return;                                                        \
-		}                                                                      \
+#define NB_DISPATCH(method, fn, type)                                                              \
+	case method:                                                                               \
+		if (h->fn) {                                                                       \
+			h->fn(h->ctx, c, (const type *)r);                                         \
+			return;                                                                    \
+		}                                                                                  \
 		break;
 		NB_DISPATCH(NB_FABRIC_GET_FABRIC, get_fabric, Ocs__V1__GetFabricRequest)
 		NB_DISPATCH(NB_FABRIC_LIST_DEVICES, list_devices, Ocs__V1__ListDevicesRequest)
@@ -740,8 +741,8 @@ static void *cq_thread(void *arg)
 	struct nb_server *s = arg;
 
 	for (;;) {
-		grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC),
-							   NULL);
+		grpc_event ev = grpc_completion_queue_next(
+			s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
 
 		if (ev.type == GRPC_QUEUE_SHUTDOWN)
 			break;
@@ -794,8 +795,8 @@ int nb_call_reply(struct nb_call *c, const ProtobufCMessage *response)
 	n = protobuf_c_message_get_packed_size(response);
 	if (n > c->srv->max_message_bytes) {
 		snprintf(msg, sizeof(msg),
-			 "response: %zu bytes exceed the limit of %zu bytes; narrow the request",
-			 n, c->srv->max_message_bytes);
+			 "response: %zu bytes exceed the limit of %zu bytes; narrow the request", n,
+			 c->srv->max_message_bytes);
 		return answer(c, NB_RESOURCE_EXHAUSTED, msg, NULL);
 	}
 	packed = pack_slice(response);
@@ -901,8 +902,9 @@ static grpc_server_credentials *make_credentials(const struct nb_server_config *
 		return grpc_insecure_server_credentials_create();
 	if (!cfg->tls_ca_file || !cfg->tls_cert_file || !cfg->tls_key_file) {
 		nb_error_set(err, NB_INVALID_ARGUMENT,
-			     !cfg->tls_ca_file ? "tls_ca_file"
-			     : !cfg->tls_cert_file ? "tls_cert_file" : "tls_key_file",
+			     !cfg->tls_ca_file	   ? "tls_ca_file"
+			     : !cfg->tls_cert_file ? "tls_cert_file"
+						   : "tls_key_file",
 			     "required unless insecure is set");
 		return NULL;
 	}
@@ -915,7 +917,8 @@ static grpc_server_credentials *make_credentials(const struct nb_server_config *
 		pair.private_key = key;
 		pair.cert_chain = cert;
 		creds = grpc_ssl_server_credentials_create_ex(
-			ca, &pair, 1, GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY, NULL);
+			ca, &pair, 1, GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY,
+			NULL);
 		if (!creds)
 			nb_error_set(err, NB_INVALID_ARGUMENT, "tls_cert_file",
 				     "gRPC refused the TLS credentials");
@@ -926,8 +929,7 @@ static grpc_server_credentials *make_credentials(const struct nb_server_config *
 	return creds;
 }
 
-static const char *const served_services[] = {"", "ocs.v1.Fabric", "ocs.v1.Jobs",
-					      "ocs.v1.Events"};
+static const char *const served_services[] = {"", "ocs.v1.Fabric", "ocs.v1.Jobs", "ocs.v1.Events"};
 
 int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 		     struct nb_error *err)
@@ -965,12 +967,12 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "", "out of memory");
-	s->max_message_bytes = cfg->max_message_bytes ? cfg->max_message_bytes
-						      : NB_DEFAULT_MAX_MESSAGE_BYTES;
-	s->stream_queue_max = cfg->stream_queue_max ? cfg->stream_queue_max
-						    : NB_DEFAULT_STREAM_QUEUE;
-	s->shutdown_grace_ms = cfg->shutdown_grace_ms ? cfg->shutdown_grace_ms
-						      : NB_DEFAULT_SHUTDOWN_GRACE_MS;
+	s->max_message_bytes =
+		cfg->max_message_bytes ? cfg->max_message_bytes : NB_DEFAULT_MAX_MESSAGE_BYTES;
+	s->stream_queue_max =
+		cfg->stream_queue_max ? cfg->stream_queue_max : NB_DEFAULT_STREAM_QUEUE;
+	s->shutdown_grace_ms =
+		cfg->shutdown_grace_ms ? cfg->shutdown_grace_ms : NB_DEFAULT_SHUTDOWN_GRACE_MS;
 	s->insecure = cfg->insecure;
 	s->insecure_role = cfg->insecure_role ? cfg->insecure_role : NB_ROLE_OPERATOR;
 	s->limits = cfg->limits;
@@ -1048,8 +1050,9 @@ void nb_server_shutdown(struct nb_server *s)
 	}
 	s->shutting_down = true;
 	for (struct health_entry *h = s->health; h; h = h->next)
-		set_health_locked(s, h->service,
-				  GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+		set_health_locked(
+			s, h->service,
+			GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
 	while (s->watchers)
 		finish_stream(s->watchers, NB_UNAVAILABLE, "server: shutting down");
 	pthread_mutex_unlock(&s->mu);

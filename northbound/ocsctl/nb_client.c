@@ -179,8 +179,9 @@ static void set_status(struct nb_client *c, struct nb_client_status *st, grpc_st
 	memcpy(st->message, GRPC_SLICE_START_PTR(details), n);
 	st->message[n] = '\0';
 	/* Lost on the way (connection dropped): not the server's answer. */
-	st->unreachable = code == GRPC_STATUS_UNAVAILABLE &&
-			  grpc_channel_check_connectivity_state(c->channel, 0) != GRPC_CHANNEL_READY;
+	st->unreachable =
+		code == GRPC_STATUS_UNAVAILABLE &&
+		grpc_channel_check_connectivity_state(c->channel, 0) != GRPC_CHANNEL_READY;
 }
 
 static grpc_byte_buffer *pack(const ProtobufCMessage *m)

@@ -21,7 +21,7 @@ struct nb_client_opts {
 	const char *ca_file;   /* PEM CA that signed the server's certificate */
 	const char *cert_file; /* PEM client certificate (optional) */
 	const char *key_file;  /* its key */
-	int timeout_ms;        /* connect and per-call deadline */
+	int timeout_ms;	       /* connect and per-call deadline */
 	size_t max_message_bytes;
 };
 

@@ -26,7 +26,7 @@
 
 enum exit_code { EXIT_OK = 0, EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
 
-#define DEFAULT_SERVER "127.0.0.1:50051"
+#define DEFAULT_SERVER	   "127.0.0.1:50051"
 #define DEFAULT_TIMEOUT_MS 5000
 
 struct opts {
@@ -336,9 +336,9 @@ static void circuits_table(Ocs__V1__Circuit **cs, size_t n)
 		char *row[5];
 
 		for (size_t k = 0; k < c->n_cross_connects; k++) {
-			char *next = fmt("%s%s%s %d->%d", xcs, k ? ", " : "",
-					 c->cross_connects[k]->device, c->cross_connects[k]->in_port,
-					 c->cross_connects[k]->out_port);
+			char *next = fmt(
+				"%s%s%s %d->%d", xcs, k ? ", " : "", c->cross_connects[k]->device,
+				c->cross_connects[k]->in_port, c->cross_connects[k]->out_port);
 
 			free(xcs);
 			xcs = next;
@@ -445,8 +445,9 @@ static int cmd_status(struct ctx *x)
 		row[1] = fmt("%s", x->o.server);
 		table_add(&t, row);
 		row[0] = fmt("health");
-		row[1] = enum_short(&grpc__health__v1__health_check_response__serving_status__descriptor,
-				    health->status);
+		row[1] = enum_short(
+			&grpc__health__v1__health_check_response__serving_status__descriptor,
+			health->status);
 		table_add(&t, row);
 		row[0] = fmt("version");
 		row[1] = fmt("%s", f->version);
@@ -497,9 +498,9 @@ static int cmd_devices(struct ctx *x)
 	Ocs__V1__ListDevicesRequest req = OCS__V1__LIST_DEVICES_REQUEST__INIT;
 	Ocs__V1__ListDevicesResponse *r;
 	struct table t = {.cols = 9};
-	char *head[9] = {fmt("NAME"),   fmt("GROUP"),   fmt("INDEX"),
+	char *head[9] = {fmt("NAME"),	 fmt("GROUP"),	 fmt("INDEX"),
 			 fmt("ADDRESS"), fmt("SESSION"), fmt("HEALTH"),
-			 fmt("DRAINED"), fmt("PORTS"),   fmt("CIRCUITS")};
+			 fmt("DRAINED"), fmt("PORTS"),	 fmt("CIRCUITS")};
 	int rc;
 
 	if (x->o.group >= 0) {
@@ -704,7 +705,8 @@ static int cmd_drain(struct ctx *x, const char *device, bool drain)
 		} else {
 			printf("device %s: drained\n", device);
 			for (size_t i = 0; i < r->n_affected_jobs; i++)
-				printf("running job with circuits on it: %s\n", r->affected_jobs[i]);
+				printf("running job with circuits on it: %s\n",
+				       r->affected_jobs[i]);
 		}
 		free_msg(r);
 	} else {
@@ -742,8 +744,7 @@ static void print_event(const Ocs__V1__Event *e)
 		       e->device->drained ? "yes" : "no");
 		break;
 	case OCS__V1__EVENT__KIND_TRANSACTION:
-		a = enum_short(&ocs__v1__transaction_outcome__descriptor,
-			       e->transaction->outcome);
+		a = enum_short(&ocs__v1__transaction_outcome__descriptor, e->transaction->outcome);
 		printf("transaction %llu job %s %s (%zu devices)%s%s\n",
 		       (unsigned long long)e->transaction->transaction_id, e->transaction->job_id,
 		       a, e->transaction->n_devices, e->transaction->reason[0] ? ": " : "",
@@ -876,8 +877,8 @@ int main(int argc, char **argv)
 			break;
 		case OPT_TIMEOUT:
 			if (!parse_int(optarg, 1, 3600000, &v))
-				return usage_error("--timeout-ms: '%s' is not a number in 1..3600000",
-						   optarg);
+				return usage_error(
+					"--timeout-ms: '%s' is not a number in 1..3600000", optarg);
 			x.o.timeout_ms = (int)v;
 			break;
 		case OPT_JOB:
@@ -906,7 +907,8 @@ int main(int argc, char **argv)
 			break;
 		case OPT_COUNT:
 			if (!parse_int(optarg, 1, 1L << 40, &v))
-				return usage_error("--count: '%s' is not a positive number", optarg);
+				return usage_error("--count: '%s' is not a positive number",
+						   optarg);
 			x.o.count = v;
 			used_count = true;
 			break;
@@ -945,8 +947,9 @@ int main(int argc, char **argv)
 			if (!sub)
 				return usage_error("%s needs a DEVICE", cmd);
 			want_args = 2;
-		} else if (strcmp(cmd, "status") && strcmp(cmd, "fabric") && strcmp(cmd, "devices") &&
-			   strcmp(cmd, "circuits") && strcmp(cmd, "jobs") && strcmp(cmd, "watch")) {
+		} else if (strcmp(cmd, "status") && strcmp(cmd, "fabric") &&
+			   strcmp(cmd, "devices") && strcmp(cmd, "circuits") &&
+			   strcmp(cmd, "jobs") && strcmp(cmd, "watch")) {
 			return usage_error("unknown command '%s'", cmd);
 		}
 		if (nargs > want_args)

@@ -31,7 +31,7 @@ static void write_value(struct json_writer *w, const ProtobufCFieldDescriptor *f
 		break;
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64:
-		json_w_int(w, (int64_t)*(const uint64_t *)p);
+		json_w_int(w, (int64_t) * (const uint64_t *)p);
 		break;
 	case PROTOBUF_C_TYPE_FLOAT:
 		json_w_double(w, *(const float *)p);
@@ -109,8 +109,8 @@ void pbjson_write(struct json_writer *w, const ProtobufCMessage *m)
 		if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
 			if (MEMBER(uint32_t, m, f->quantifier_offset) != f->id)
 				continue;
-		} else if (f->type == PROTOBUF_C_TYPE_MESSAGE && f->label != PROTOBUF_C_LABEL_REPEATED &&
-			   !MEMBER(void *, m, f->offset)) {
+		} else if (f->type == PROTOBUF_C_TYPE_MESSAGE &&
+			   f->label != PROTOBUF_C_LABEL_REPEATED && !MEMBER(void *, m, f->offset)) {
 			continue;
 		}
 		json_w_key(w, f->name);
@@ -154,7 +154,8 @@ static bool read_int(struct reader *r, const struct json_value *v, int64_t lo, i
 
 	if (!json_integer(v, out))
 		return fail(r, "expected an integer, got %s",
-			    json_type(v) == JSON_NUMBER ? "a fraction" : json_type_name(json_type(v)));
+			    json_type(v) == JSON_NUMBER ? "a fraction"
+							: json_type_name(json_type(v)));
 	if (*out < lo || *out > hi) {
 		snprintf(range, sizeof(range), "%lld..%lld", (long long)lo, (long long)hi);
 		return fail(r, "out of range %s", range);
@@ -245,8 +246,7 @@ static bool read_field(struct reader *r, ProtobufCMessage *m, const ProtobufCFie
 	if (f->label != PROTOBUF_C_LABEL_REPEATED) {
 		void *p = (char *)m + f->offset;
 
-		if (f->type == PROTOBUF_C_TYPE_STRING &&
-		    *(char **)p != (char *)f->default_value) {
+		if (f->type == PROTOBUF_C_TYPE_STRING && *(char **)p != (char *)f->default_value) {
 			/* a duplicate key: replace the earlier value */
 			free(*(char **)p);
 			*(char **)p = (char *)f->default_value;
@@ -293,7 +293,8 @@ static ProtobufCMessage *read_message(struct reader *r, const struct json_value 
 	d->message_init(m);
 	for (size_t i = 0; i < json_len(v); i++) {
 		const char *key = json_key_at(v, i);
-		const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(d, key);
+		const ProtobufCFieldDescriptor *f =
+			protobuf_c_message_descriptor_get_field_by_name(d, key);
 
 		snprintf(r->path + base, sizeof(r->path) - base, "%s%s", base ? "." : "", key);
 		if (!f) {
@@ -312,7 +313,8 @@ static ProtobufCMessage *read_message(struct reader *r, const struct json_value 
 				goto error;
 			}
 			*which = f->id;
-		} else if ((f->label == PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_MESSAGE) &&
+		} else if ((f->label == PROTOBUF_C_LABEL_REPEATED ||
+			    f->type == PROTOBUF_C_TYPE_MESSAGE) &&
 			   MEMBER(void *, m, f->offset)) {
 			fail(r, "%s", "given twice");
 			goto error;

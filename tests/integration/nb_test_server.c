@@ -27,12 +27,12 @@
 
 #include "nb.h"
 
-#define PODS 4
-#define LEAVES_PER_POD 4
-#define GPUS_PER_LEAF 8
-#define GROUPS 2
+#define PODS		  4
+#define LEAVES_PER_POD	  4
+#define GPUS_PER_LEAF	  8
+#define GROUPS		  2
 #define DEVICES_PER_GROUP 2
-#define MAX_JOBS 256
+#define MAX_JOBS	  256
 
 struct work {
 	struct nb_call *call;
@@ -42,7 +42,7 @@ struct work {
 
 struct job_row {
 	Ocs__V1__JobSpec *spec; /* deep copy (unpacked) */
-	uint8_t *wire;          /* packed spec, to compare resubmissions */
+	uint8_t *wire;		/* packed spec, to compare resubmissions */
 	size_t wire_len;
 	Ocs__V1__JobState state;
 	int64_t created_ms, updated_ms;
@@ -181,7 +181,7 @@ static void fill_figures(const Ocs__V1__JobSpec *spec, Ocs__V1__PlanFigures *fig
 	for (size_t i = 0; d && i < d->n_pairs; i++)
 		links += d->pairs[i]->links;
 	fig->planner = spec->options && spec->options->planner[0] ? spec->options->planner
-								     : "leaf-centric";
+								  : "leaf-centric";
 	fig->links_requested = links;
 	fig->links_placed = links;
 	fig->circuits_new = (int32_t)fc->n;
@@ -210,7 +210,8 @@ static void fill_job(struct job_row *r, Ocs__V1__Job *job, Ocs__V1__PlanFigures 
 static bool magic_refusal(struct nb_call *call, const char *id)
 {
 	if (strncmp(id, "unavailable-", 12) == 0) {
-		nb_call_fail(call, NB_UNAVAILABLE, "", "device ocs-g0-d1 is unreachable; nothing changed");
+		nb_call_fail(call, NB_UNAVAILABLE, "",
+			     "device ocs-g0-d1 is unreachable; nothing changed");
 		return true;
 	}
 	if (strncmp(id, "full-", 5) == 0) {
@@ -609,10 +610,10 @@ static void h_get_fabric(void *ctx, struct nb_call *call, const Ocs__V1__GetFabr
 	nb_call_reply(call, &s.base);
 }
 
-#define QUEUE_HANDLER(fn, type)                                                          \
-	static void fn(void *ctx, struct nb_call *call, const type *req)                  \
-	{                                                                                 \
-		enqueue(ctx, call, req);                                                  \
+#define QUEUE_HANDLER(fn, type)                                                                    \
+	static void fn(void *ctx, struct nb_call *call, const type *req)                           \
+	{                                                                                          \
+		enqueue(ctx, call, req);                                                           \
 	}
 QUEUE_HANDLER(h_list_devices, Ocs__V1__ListDevicesRequest)
 QUEUE_HANDLER(h_list_circuits, Ocs__V1__ListCircuitsRequest)

@@ -124,17 +124,52 @@ static const ProtobufCMessage *fx_request(struct fx *f, enum nb_method m)
 }
 
 /* The mutations, one per case. */
-static void m_none(struct fx *f) { (void)f; }
-static void m_id_empty(struct fx *f) { f->job.id = ""; }
-static void m_id_long(struct fx *f) { memset(f->text, 'x', 65); f->job.id = f->text; }
-static void m_id_slash(struct fx *f) { f->job.id = "job/1"; }
-static void m_id_nonascii(struct fx *f) { f->job.id = "j\xc3\xa9"; }
-static void m_key_long(struct fx *f) { memset(f->text, 'k', 129); f->job.idempotency_key = f->text; }
-static void m_key_ctrl(struct fx *f) { f->job.idempotency_key = "a\tb"; }
-static void m_no_placement(struct fx *f) { f->job.placement = NULL; }
-static void m_no_gpus(struct fx *f) { f->placement.n_gpus = 0; }
-static void m_gpu_negative(struct fx *f) { f->gpu[3].gpu = -1; }
-static void m_gpu_high(struct fx *f) { f->gpu[2].gpu = 32768; }
+static void m_none(struct fx *f)
+{
+	(void)f;
+}
+static void m_id_empty(struct fx *f)
+{
+	f->job.id = "";
+}
+static void m_id_long(struct fx *f)
+{
+	memset(f->text, 'x', 65);
+	f->job.id = f->text;
+}
+static void m_id_slash(struct fx *f)
+{
+	f->job.id = "job/1";
+}
+static void m_id_nonascii(struct fx *f)
+{
+	f->job.id = "j\xc3\xa9";
+}
+static void m_key_long(struct fx *f)
+{
+	memset(f->text, 'k', 129);
+	f->job.idempotency_key = f->text;
+}
+static void m_key_ctrl(struct fx *f)
+{
+	f->job.idempotency_key = "a\tb";
+}
+static void m_no_placement(struct fx *f)
+{
+	f->job.placement = NULL;
+}
+static void m_no_gpus(struct fx *f)
+{
+	f->placement.n_gpus = 0;
+}
+static void m_gpu_negative(struct fx *f)
+{
+	f->gpu[3].gpu = -1;
+}
+static void m_gpu_high(struct fx *f)
+{
+	f->gpu[2].gpu = 32768;
+}
 static void m_leaf_high(struct fx *f)
 {
 	/* 13 GPUs so that the broken one is gpus[12], as in the API docs. */
@@ -145,11 +180,26 @@ static void m_leaf_high(struct fx *f)
 	}
 	f->gpu[12].leaf = 4100;
 }
-static void m_leaf_negative(struct fx *f) { f->gpu[0].leaf = -5; }
-static void m_leaf_wrong(struct fx *f) { f->gpu[2].leaf = 0; }
-static void m_pod_high(struct fx *f) { f->gpu[4].pod = 4; }
-static void m_pod_wrong(struct fx *f) { f->gpu[4].pod = 0; }
-static void m_gpu_twice(struct fx *f) { f->gpu[3] = f->gpu[1]; }
+static void m_leaf_negative(struct fx *f)
+{
+	f->gpu[0].leaf = -5;
+}
+static void m_leaf_wrong(struct fx *f)
+{
+	f->gpu[2].leaf = 0;
+}
+static void m_pod_high(struct fx *f)
+{
+	f->gpu[4].pod = 4;
+}
+static void m_pod_wrong(struct fx *f)
+{
+	f->gpu[4].pod = 0;
+}
+static void m_gpu_twice(struct fx *f)
+{
+	f->gpu[3] = f->gpu[1];
+}
 static void m_too_many_gpus(struct fx *f)
 {
 	/* Placed by the table's own limits (max_gpus_per_job = 64). */
@@ -160,14 +210,38 @@ static void m_too_many_gpus(struct fx *f)
 		f->gpu[i].pod = 0;
 	}
 }
-static void m_no_demand(struct fx *f) { f->job.demand_case = OCS__V1__JOB_SPEC__DEMAND__NOT_SET; }
-static void m_no_pairs(struct fx *f) { f->demand.n_pairs = 0; }
-static void m_pair_a_high(struct fx *f) { f->pair[1].a = 9000; }
-static void m_pair_b_negative(struct fx *f) { f->pair[0].b = -1; }
-static void m_pair_self(struct fx *f) { f->pair[0].b = 0; }
-static void m_pair_links_zero(struct fx *f) { f->pair[0].links = 0; }
-static void m_pair_links_high(struct fx *f) { f->pair[0].links = 9; }
-static void m_pair_foreign_leaf(struct fx *f) { f->pair[1].b = 7; }
+static void m_no_demand(struct fx *f)
+{
+	f->job.demand_case = OCS__V1__JOB_SPEC__DEMAND__NOT_SET;
+}
+static void m_no_pairs(struct fx *f)
+{
+	f->demand.n_pairs = 0;
+}
+static void m_pair_a_high(struct fx *f)
+{
+	f->pair[1].a = 9000;
+}
+static void m_pair_b_negative(struct fx *f)
+{
+	f->pair[0].b = -1;
+}
+static void m_pair_self(struct fx *f)
+{
+	f->pair[0].b = 0;
+}
+static void m_pair_links_zero(struct fx *f)
+{
+	f->pair[0].links = 0;
+}
+static void m_pair_links_high(struct fx *f)
+{
+	f->pair[0].links = 9;
+}
+static void m_pair_foreign_leaf(struct fx *f)
+{
+	f->pair[1].b = 7;
+}
 static void m_pair_twice(struct fx *f)
 {
 	f->demand.n_pairs = 3;
@@ -178,21 +252,70 @@ static void m_leaf_oversubscribed(struct fx *f)
 	f->pair[0].links = 6;
 	f->pair[1].links = 3; /* leaf 0: 6 + 3 > 8 */
 }
-static void m_planner_unknown(struct fx *f) { f->options.planner = "delta-slow"; }
-static void m_planner_ctrl(struct fx *f) { f->options.planner = "x\n"; }
-static void m_group_no_flag(struct fx *f) { f->list_devices.group = 2; }
-static void m_group_high(struct fx *f) { f->list_devices.has_group = true; f->list_devices.group = 4; }
-static void m_circuits_job(struct fx *f) { f->list_circuits.job_id = "a b"; }
-static void m_circuits_device(struct fx *f) { f->list_circuits.device = "ocs/1"; }
-static void m_circuits_pod(struct fx *f) { f->list_circuits.has_pod = true; f->list_circuits.pod = -1; }
-static void m_circuits_pod_no_flag(struct fx *f) { f->list_circuits.pod = 3; }
-static void m_drain_empty(struct fx *f) { f->drain.device = ""; }
-static void m_drain_long(struct fx *f) { memset(f->text, 'd', 65); f->drain.device = f->text; }
-static void m_undrain_bad(struct fx *f) { f->undrain.device = "ocs g0"; }
-static void m_release_empty(struct fx *f) { f->release.id = ""; }
-static void m_get_bad(struct fx *f) { f->get.id = "../etc"; }
-static void m_list_state(struct fx *f) { f->list_jobs.state = (Ocs__V1__JobState)42; }
-static void m_health_long(struct fx *f) { memset(f->text, 's', 129); f->health.service = f->text; }
+static void m_planner_unknown(struct fx *f)
+{
+	f->options.planner = "delta-slow";
+}
+static void m_planner_ctrl(struct fx *f)
+{
+	f->options.planner = "x\n";
+}
+static void m_group_no_flag(struct fx *f)
+{
+	f->list_devices.group = 2;
+}
+static void m_group_high(struct fx *f)
+{
+	f->list_devices.has_group = true;
+	f->list_devices.group = 4;
+}
+static void m_circuits_job(struct fx *f)
+{
+	f->list_circuits.job_id = "a b";
+}
+static void m_circuits_device(struct fx *f)
+{
+	f->list_circuits.device = "ocs/1";
+}
+static void m_circuits_pod(struct fx *f)
+{
+	f->list_circuits.has_pod = true;
+	f->list_circuits.pod = -1;
+}
+static void m_circuits_pod_no_flag(struct fx *f)
+{
+	f->list_circuits.pod = 3;
+}
+static void m_drain_empty(struct fx *f)
+{
+	f->drain.device = "";
+}
+static void m_drain_long(struct fx *f)
+{
+	memset(f->text, 'd', 65);
+	f->drain.device = f->text;
+}
+static void m_undrain_bad(struct fx *f)
+{
+	f->undrain.device = "ocs g0";
+}
+static void m_release_empty(struct fx *f)
+{
+	f->release.id = "";
+}
+static void m_get_bad(struct fx *f)
+{
+	f->get.id = "../etc";
+}
+static void m_list_state(struct fx *f)
+{
+	f->list_jobs.state = (Ocs__V1__JobState)42;
+}
+static void m_health_long(struct fx *f)
+{
+	memset(f->text, 's', 129);
+	f->health.service = f->text;
+}
 static void m_valid_filters(struct fx *f)
 {
 	f->list_circuits.job_id = "job-1";
@@ -223,8 +346,8 @@ static const struct vcase cases[] = {
 	 "byte 0xc3 at offset 1"},
 	{"key too long", NB_JOBS_SUBMIT_JOB, m_key_long, NB_INVALID_ARGUMENT, "idempotency_key",
 	 "129 characters, at most 128"},
-	{"key control char", NB_JOBS_SUBMIT_JOB, m_key_ctrl, NB_INVALID_ARGUMENT,
-	 "idempotency_key", "byte 0x09 at offset 1"},
+	{"key control char", NB_JOBS_SUBMIT_JOB, m_key_ctrl, NB_INVALID_ARGUMENT, "idempotency_key",
+	 "byte 0x09 at offset 1"},
 	{"no placement", NB_JOBS_SUBMIT_JOB, m_no_placement, NB_INVALID_ARGUMENT, "placement",
 	 "required"},
 	{"no gpus", NB_JOBS_SUBMIT_JOB, m_no_gpus, NB_INVALID_ARGUMENT, "placement.gpus", "empty"},
@@ -326,7 +449,8 @@ static void test_table(void **state)
 		rc = nb_decode_request(c->method, wire, len, &lim, 0, &out, &err);
 		if (c->code == NB_OK) {
 			if (rc != 0)
-				fail_msg("case '%s': refused: %s: %s", c->name, err.field, err.message);
+				fail_msg("case '%s': refused: %s: %s", c->name, err.field,
+					 err.message);
 			assert_non_null(out);
 			protobuf_c_message_free_unpacked(out, NULL);
 		} else {
@@ -335,8 +459,8 @@ static void test_table(void **state)
 			assert_null(out);
 			if (err.code != c->code || strcmp(err.field, c->field) != 0 ||
 			    !strstr(err.message, c->message))
-				fail_msg("case '%s': got %s '%s: %s', want %s '%s: ...%s...'", c->name,
-					 nb_code_name(err.code), err.field, err.message,
+				fail_msg("case '%s': got %s '%s: %s', want %s '%s: ...%s...'",
+					 c->name, nb_code_name(err.code), err.field, err.message,
 					 nb_code_name(c->code), c->field, c->message);
 			refused++;
 		}
@@ -360,8 +484,8 @@ static void test_malformed_bytes(void **state)
 	(void)state;
 	for (size_t i = 0; i < 3; i++) {
 		memset(&err, 0, sizeof(err));
-		assert_int_not_equal(nb_decode_request(NB_JOBS_SUBMIT_JOB, inputs[i], lens[i], &limits,
-						       0, &out, &err),
+		assert_int_not_equal(nb_decode_request(NB_JOBS_SUBMIT_JOB, inputs[i], lens[i],
+						       &limits, 0, &out, &err),
 				     0);
 		assert_int_equal(err.code, NB_INVALID_ARGUMENT);
 		assert_string_equal(err.field, "request");
@@ -379,8 +503,8 @@ static void test_64mb_refused(void **state)
 
 	(void)state;
 	assert_non_null(big);
-	assert_int_not_equal(nb_decode_request(NB_JOBS_SUBMIT_JOB, big, len, &limits, 0, &out, &err),
-			     0);
+	assert_int_not_equal(
+		nb_decode_request(NB_JOBS_SUBMIT_JOB, big, len, &limits, 0, &out, &err), 0);
 	assert_int_equal(err.code, NB_RESOURCE_EXHAUSTED);
 	assert_string_equal(err.field, "request");
 	assert_string_equal(err.message, "67108864 bytes exceed the limit of 4194304 bytes");
@@ -416,10 +540,8 @@ static void test_method_table(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_malformed_bytes),
-		cmocka_unit_test(test_64mb_refused),
-		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_table),	     cmocka_unit_test(test_malformed_bytes),
+		cmocka_unit_test(test_64mb_refused), cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_method_table),
 	};
 
