@@ -5,6 +5,7 @@
 #   server.pem/.key   the server, valid for 127.0.0.1, ::1 and localhost
 #   scheduler, operator, viewer .pem/.key   clients whose subject OU is the role
 #   norole.pem/.key   a client of the right CA whose OU names no role
+#   tworoles.pem/.key a client with two role OUs (ambiguous: no role)
 #   rogue.pem/.key    an operator client signed by a CA the server does not trust
 set -euo pipefail
 dir=$1
@@ -36,4 +37,5 @@ leaf scheduler "/O=ocsd-test/OU=scheduler/CN=slurm" ca "$client_ext"
 leaf operator "/O=ocsd-test/OU=operator/CN=alice" ca "$client_ext"
 leaf viewer "/O=ocsd-test/OU=viewer/CN=grafana" ca "$client_ext"
 leaf norole "/O=ocsd-test/OU=ops-team/CN=bob" ca "$client_ext"
+leaf tworoles "/O=ocsd-test/OU=viewer/OU=operator/CN=eve" ca "$client_ext"
 leaf rogue "/O=elsewhere/OU=operator/CN=mallory" rogue-ca "$client_ext"

@@ -112,7 +112,7 @@ class NorthboundTest(unittest.TestCase):
                             "--cert", os.path.join(CERTS, "server.pem"),
                             "--key", os.path.join(CERTS, "server.key"))
         cls.channels = {r: tls_channel(cls.server.target, r)
-                        for r in ("viewer", "scheduler", "operator", "norole")}
+                        for r in ("viewer", "scheduler", "operator", "norole", "tworoles")}
 
     @classmethod
     def tearDownClass(cls):
@@ -160,8 +160,11 @@ class NorthboundTest(unittest.TestCase):
         self.refused(self.jobs("viewer").SubmitJob, spec, grpc.StatusCode.PERMISSION_DENIED,
                      "role viewer may not call Jobs/SubmitJob (needs scheduler)")
         self.refused(self.jobs("viewer").PlanJob, spec, grpc.StatusCode.PERMISSION_DENIED)
-        self.refused(self.jobs("norole").ListJobs, jobs_pb2.ListJobsRequest(),
-                     grpc.StatusCode.PERMISSION_DENIED)
+        for role in ("norole", "tworoles"):
+            self.refused(self.jobs(role).ListJobs, jobs_pb2.ListJobsRequest(),
+                         grpc.StatusCode.PERMISSION_DENIED,
+                         "client certificate has no role (its subject needs exactly one OU "
+                         "of scheduler, operator, viewer)")
         # viewer reads
         self.jobs("viewer").ListJobs(jobs_pb2.ListJobsRequest(), timeout=TIMEOUT_S)
         self.fabric("viewer").ListDevices(fabric_pb2.ListDevicesRequest(), timeout=TIMEOUT_S)
