@@ -232,10 +232,12 @@ void nb_server_set_health(struct nb_server *s, const char *service,
 
 /*
  * Answers a call with its response message, which must be of the method's
- * response type (else the call fails with INTERNAL and -EINVAL is
- * returned). The message is packed before this returns; the caller keeps
- * ownership of it. A response over max_message_bytes fails the call with
- * RESOURCE_EXHAUSTED. Returns 0, or -EALREADY if the call was answered.
+ * response type (else the call is failed with INTERNAL and -EINVAL is
+ * returned: it is answered all the same). The message is packed before
+ * this returns; the caller keeps ownership of it. A response over
+ * max_message_bytes fails the call with RESOURCE_EXHAUSTED (returns 0).
+ * After any nb_call_reply()/nb_call_fail*() the call may already be freed:
+ * answering twice is a bug (not detected reliably).
  */
 int nb_call_reply(struct nb_call *call, const ProtobufCMessage *response);
 /* Fails a call with a code and a message about one request field
