@@ -189,6 +189,10 @@ struct nb_server_config {
 	size_t max_message_bytes; /* both directions; 0: 4 MiB */
 	int threads;		  /* completion-queue threads; 0: 2 */
 	int stream_queue_max;	  /* events queued per watcher; 0: 1024 */
+	/* Calls handed to the daemon and not answered yet; beyond this, new
+	 * calls get RESOURCE_EXHAUSTED "server: N calls in flight, ..." at once
+	 * (so a stuck loop cannot pile up work). 0: 4096. */
+	int max_calls_in_flight;
 	/* nb_server_destroy(): how long calls may take to end by themselves
 	 * before the rest are cancelled; 0: 2000 ms. */
 	int shutdown_grace_ms;

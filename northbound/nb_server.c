@@ -49,11 +49,12 @@
 
 #include "nb_internal.h"
 
-#define NB_REQUEST_SLOTS	     16 /* new-call requests kept outstanding */
-#define NB_DEFAULT_THREADS	     2
-#define NB_DEFAULT_STREAM_QUEUE	     1024
-#define NB_MAX_THREADS		     16
-#define NB_DEFAULT_SHUTDOWN_GRACE_MS 2000
+#define NB_REQUEST_SLOTS	       16 /* new-call requests kept outstanding */
+#define NB_DEFAULT_THREADS	       2
+#define NB_DEFAULT_STREAM_QUEUE	       1024
+#define NB_MAX_THREADS		       16
+#define NB_DEFAULT_SHUTDOWN_GRACE_MS   2000
+#define NB_DEFAULT_MAX_CALLS_IN_FLIGHT 4096
 
 enum call_state { ST_REQUESTED, ST_RECEIVING, ST_DISPATCHED, ST_STREAMING, ST_FINISHING };
 enum op_kind { OP_NEW_CALL, OP_RECV, OP_CLOSE, OP_WRITE, OP_FINISH, OP_SERVER_SHUTDOWN };
@@ -112,6 +113,7 @@ struct nb_server {
 	size_t max_message_bytes;
 	int stream_queue_max;
 	int shutdown_grace_ms;
+	int max_calls_in_flight;
 	enum nb_role insecure_role;
 	bool insecure;
 	struct nb_limits limits;
@@ -122,6 +124,7 @@ struct nb_server {
 	pthread_mutex_t mu; /* guards everything below and every call's state */
 	pthread_cond_t cv;  /* signalled when live_calls drops or shutdown completes */
 	int live_calls;
+	int calls_held; /* handed to the daemon, not answered yet */
 	bool shutting_down;
 	bool shutdown_done;
 	struct nb_tag tag_shutdown;
@@ -592,8 +595,18 @@ static bool serve_request(struct nb_call *c)
 		}
 		return false;
 	default:
+		if (s->calls_held >= s->max_calls_in_flight) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg),
+				 "server: %d calls in flight, at most %d; retry later",
+				 s->calls_held, s->max_calls_in_flight);
+			start_finish(c, NB_RESOURCE_EXHAUSTED, msg, NULL);
+			return false;
+		}
 		c->state = ST_DISPATCHED;
 		c->held = true;
+		s->calls_held++;
 		return true;
 	}
 }
@@ -770,6 +783,7 @@ static int answer(struct nb_call *c, enum nb_code code, const char *message,
 	}
 	start_finish(c, code, message, response);
 	c->held = false;
+	s->calls_held--;
 	free_it = call_done_locked(c);
 	pthread_mutex_unlock(&s->mu);
 	if (free_it)
@@ -959,6 +973,8 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 	if (threads < 1 || threads > NB_MAX_THREADS)
 		return nb_error_set(err, NB_INVALID_ARGUMENT, "threads", "%d is outside 1..%d",
 				    cfg->threads, NB_MAX_THREADS);
+	if (cfg->max_calls_in_flight < 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "max_calls_in_flight", "negative");
 	if (cfg->shutdown_grace_ms < 0)
 		return nb_error_set(err, NB_INVALID_ARGUMENT, "shutdown_grace_ms", "negative");
 	if (cfg->stream_queue_max < 0)
@@ -973,6 +989,8 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 		cfg->stream_queue_max ? cfg->stream_queue_max : NB_DEFAULT_STREAM_QUEUE;
 	s->shutdown_grace_ms =
 		cfg->shutdown_grace_ms ? cfg->shutdown_grace_ms : NB_DEFAULT_SHUTDOWN_GRACE_MS;
+	s->max_calls_in_flight = cfg->max_calls_in_flight ? cfg->max_calls_in_flight
+							  : NB_DEFAULT_MAX_CALLS_IN_FLIGHT;
 	s->insecure = cfg->insecure;
 	s->insecure_role = cfg->insecure_role ? cfg->insecure_role : NB_ROLE_OPERATOR;
 	s->limits = cfg->limits;

@@ -66,6 +66,7 @@ struct nb_client *nb_client_new(const struct nb_client_opts *o, char *err, size_
 	grpc_channel_args channel_args = {2, args};
 	char recv_key[] = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
 	char send_key[] = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+	int max_bytes = o->max_message_bytes ? (int)o->max_message_bytes : 4 << 20;
 
 	grpc_init();
 	if (o->insecure) {
@@ -109,10 +110,10 @@ struct nb_client *nb_client_new(const struct nb_client_opts *o, char *err, size_
 	}
 	args[0].type = GRPC_ARG_INTEGER;
 	args[0].key = recv_key;
-	args[0].value.integer = (int)o->max_message_bytes;
+	args[0].value.integer = max_bytes;
 	args[1].type = GRPC_ARG_INTEGER;
 	args[1].key = send_key;
-	args[1].value.integer = (int)o->max_message_bytes;
+	args[1].value.integer = max_bytes;
 	c->channel = grpc_channel_create(o->target, creds, &channel_args);
 	grpc_channel_credentials_release(creds);
 	c->cq = grpc_completion_queue_create_for_pluck(NULL);

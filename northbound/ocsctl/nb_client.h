@@ -18,11 +18,11 @@ struct nb_client;
 struct nb_client_opts {
 	const char *target; /* "host:port" */
 	bool insecure;
-	const char *ca_file;   /* PEM CA that signed the server's certificate */
-	const char *cert_file; /* PEM client certificate (optional) */
-	const char *key_file;  /* its key */
-	int timeout_ms;	       /* connect and per-call deadline */
-	size_t max_message_bytes;
+	const char *ca_file;	  /* PEM CA that signed the server's certificate */
+	const char *cert_file;	  /* PEM client certificate (optional) */
+	const char *key_file;	  /* its key */
+	int timeout_ms;		  /* connect and per-call deadline */
+	size_t max_message_bytes; /* both directions; 0: 4 MiB */
 };
 
 /* The outcome of a call: gRPC status code and message (owned by the

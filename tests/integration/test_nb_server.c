@@ -382,6 +382,96 @@ static void test_call_done(void **state)
 	pthread_mutex_unlock(&fx.mu);
 }
 
+/*
+ * A second server that lets one call be in flight: the first UndrainDevice
+ * is held until the test answers it, and a second call meanwhile is
+ * refused; later calls are answered at once.
+ */
+static struct nb_call *held_call;
+
+static void h_hold(void *ctx, struct nb_call *call, const Ocs__V1__UndrainDeviceRequest *req)
+{
+	Ocs__V1__UndrainDeviceResponse resp = OCS__V1__UNDRAIN_DEVICE_RESPONSE__INIT;
+	bool first;
+
+	pthread_mutex_lock(&fx.mu);
+	first = held_call == NULL;
+	if (first)
+		held_call = call; /* only the first call is held */
+	pthread_mutex_unlock(&fx.mu);
+	if (!first)
+		nb_call_reply(call, &resp.base);
+}
+
+struct bg_call {
+	struct nb_client *client;
+	struct nb_client_status st;
+};
+
+static void *call_in_background(void *arg)
+{
+	struct bg_call *b = arg;
+	Ocs__V1__UndrainDeviceRequest req = OCS__V1__UNDRAIN_DEVICE_REQUEST__INIT;
+	ProtobufCMessage *resp = NULL;
+
+	req.device = "ocs-g0-d0";
+	nb_client_unary(b->client, nb_method_path(NB_FABRIC_UNDRAIN_DEVICE), &req.base,
+			&ocs__v1__undrain_device_response__descriptor, &resp, &b->st);
+	protobuf_c_message_free_unpacked(resp, NULL);
+	return NULL;
+}
+
+static void test_calls_in_flight_bounded(void **state)
+{
+	struct nb_server_config cfg = {0};
+	struct nb_client_opts co = {0};
+	struct nb_server *server;
+	struct nb_error err;
+	struct bg_call first = {0}, second = {0};
+	Ocs__V1__UndrainDeviceResponse resp = OCS__V1__UNDRAIN_DEVICE_RESPONSE__INIT;
+	pthread_t t;
+	char target[64], msg[128];
+	struct nb_call *call = NULL;
+
+	cfg.listen_addr = "127.0.0.1:0";
+	cfg.insecure = true;
+	cfg.max_calls_in_flight = 1;
+	cfg.limits =
+		(struct nb_limits){.pods = 2, .leaves_per_pod = 2, .gpus_per_leaf = 4, .groups = 2};
+	cfg.handlers.undrain_device = h_hold;
+	assert_int_equal(nb_server_create(&cfg, &server, &err), 0);
+	snprintf(target, sizeof(target), "127.0.0.1:%d", nb_server_port(server));
+	co.target = target;
+	co.insecure = true;
+	co.timeout_ms = 5000;
+	first.client = nb_client_new(&co, msg, sizeof(msg));
+	second.client = nb_client_new(&co, msg, sizeof(msg));
+	assert_non_null(first.client);
+	assert_non_null(second.client);
+	assert_int_equal(pthread_create(&t, NULL, call_in_background, &first), 0);
+	for (int i = 0; i < 500 && !call; i++) { /* bounded: 5 s */
+		usleep(10 * 1000);
+		pthread_mutex_lock(&fx.mu);
+		call = held_call;
+		pthread_mutex_unlock(&fx.mu);
+	}
+	if (!call) {
+		pthread_join(t, NULL);
+		fail_msg("first call: %d %s", first.st.code, first.st.message);
+	}
+	call_in_background(&second);
+	assert_int_equal(second.st.code, NB_RESOURCE_EXHAUSTED);
+	assert_string_equal(second.st.message, "server: 1 calls in flight, at most 1; retry later");
+	assert_int_equal(nb_call_reply(call, &resp.base), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(first.st.code, NB_OK);
+	call_in_background(&second); /* room again */
+	assert_int_equal(second.st.code, NB_OK);
+	nb_client_free(first.client);
+	nb_client_free(second.client);
+	nb_server_destroy(server);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -392,6 +482,7 @@ int main(void)
 		cmocka_unit_test(test_failures_and_missing_handlers),
 		cmocka_unit_test(test_health_and_events),
 		cmocka_unit_test(test_call_done),
+		cmocka_unit_test(test_calls_in_flight_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
