@@ -178,7 +178,7 @@ struct nb_server_config {
 	/* "127.0.0.1:50051", "[::1]:0", "0.0.0.0:50051"; port 0 picks one. */
 	const char *listen_addr;
 	/* Plaintext without client certificates. Refused unless listen_addr is
-	 * a loopback address (127.0.0.0/8, ::1, localhost). */
+	 * a loopback address (127.0.0.0/8, ::1, localhost) or a unix: socket. */
 	bool insecure;
 	enum nb_role insecure_role; /* role of insecure callers; NONE: operator */
 	/* PEM files for TLS: CA that signs client certificates, server

@@ -871,7 +871,7 @@ static bool is_loopback(const char *addr)
 {
 	if (strncmp(addr, "127.", 4) == 0 || strncmp(addr, "localhost:", 10) == 0 ||
 	    strncmp(addr, "[::1]:", 6) == 0 || strncmp(addr, "ipv4:127.", 9) == 0 ||
-	    strncmp(addr, "ipv6:[::1]:", 11) == 0)
+	    strncmp(addr, "ipv6:[::1]:", 11) == 0 || strncmp(addr, "unix:", 5) == 0)
 		return true;
 	return false;
 }
