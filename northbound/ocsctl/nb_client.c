@@ -273,7 +273,6 @@ int nb_client_stream_open(struct nb_client *c, const char *path, const ProtobufC
 	grpc_op ops[4];
 	grpc_byte_buffer *out = pack(req);
 	int tag;
-	grpc_event ev;
 
 	memset(st, 0, sizeof(*st));
 	c->stream = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, c->cq,
@@ -295,7 +294,7 @@ int nb_client_stream_open(struct nb_client *c, const char *path, const ProtobufC
 		snprintf(st->message, sizeof(st->message), "could not start the stream");
 		return -1;
 	}
-	ev = grpc_completion_queue_pluck(c->cq, &tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+	grpc_completion_queue_pluck(c->cq, &tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
 	grpc_byte_buffer_destroy(out);
 	/* The status arrives whenever the stream ends. */
 	memset(ops, 0, sizeof(ops));
@@ -305,7 +304,6 @@ int nb_client_stream_open(struct nb_client *c, const char *path, const ProtobufC
 	ops[0].data.recv_status_on_client.status_details = &c->stream_details;
 	if (grpc_call_start_batch(c->stream, ops, 1, &c->stream_status, NULL) == GRPC_CALL_OK)
 		c->stream_status_started = true;
-	(void)ev;
 	return 0;
 }
 
