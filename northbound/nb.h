@@ -208,7 +208,7 @@ struct nb_server_config {
  */
 int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 		     struct nb_error *err);
-/* The bound TCP port. */
+/* The bound TCP port (gRPC reports 1 for a unix: socket). */
 int nb_server_port(const struct nb_server *s);
 /*
  * Stops accepting calls, marks health NOT_SERVING (sent to Health.Watch

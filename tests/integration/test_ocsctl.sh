@@ -209,6 +209,18 @@ has err "PERMISSION_DENIED: client certificate has no role" "no role message"
 expect 3 "nothing listening (--server wins over OCSD_SERVER)" -- $(as viewer) --timeout-ms 2000 --server 127.0.0.1:1 jobs
 expect 3 "plaintext against TLS" -- --insecure --timeout-ms 2000 jobs
 
+# --- plaintext is fine on a unix socket (a second, insecure server) ---
+"$server_bin" --insecure --listen "unix:$work/ocsd.sock" >"$work/unix.out" 2>"$work/unix.err" &
+unix_pid=$!
+for _ in $(seq 100); do
+  grep -q '^port ' "$work/unix.out" 2>/dev/null && break
+  sleep 0.05
+done
+expect 0 "insecure over a unix socket" -- --insecure --server "unix:$work/ocsd.sock" --json fabric
+has out '"wiring": "straight"' "fabric over the unix socket"
+kill -TERM "$unix_pid"
+wait "$unix_pid" || { echo "FAIL: unix-socket server exit"; failures=$((failures + 1)); }
+
 # --- the watch saw PENDING, ACTIVE (submit), and the drain/undrain events ---
 for _ in $(seq 100); do
   kill -0 "$watch_pid" 2>/dev/null || break
