@@ -112,7 +112,7 @@ enum nb_code {
 struct nb_error {
 	enum nb_code code;
 	char field[128];
-	char message[256];
+	char message[512];
 };
 
 /*

@@ -651,7 +651,7 @@ static bool on_recv(struct nb_call *c, bool ok)
 	grpc_byte_buffer_reader reader;
 	grpc_slice bytes;
 	struct nb_error err;
-	char msg[400];
+	char msg[sizeof(err.field) + sizeof(err.message) + 2];
 	int rc;
 
 	if (!ok || !c->recv_buf) {
@@ -821,7 +821,7 @@ int nb_call_reply(struct nb_call *c, const ProtobufCMessage *response)
 
 void nb_call_fail_error(struct nb_call *c, const struct nb_error *err)
 {
-	char msg[400];
+	char msg[sizeof(err->field) + sizeof(err->message) + 2];
 
 	format_error(msg, sizeof(msg), err);
 	answer(c, err->code == NB_OK ? NB_INTERNAL : err->code, msg, NULL);
