@@ -68,8 +68,9 @@ static const char usage_text[] =
 	"options:\n"
 	"  --server HOST:PORT   server address (default $OCSD_SERVER, else " DEFAULT_SERVER ")\n"
 	"  --ca FILE            CA certificate (PEM) that signed the server certificate\n"
-	"  --cert FILE          client certificate (PEM); its OU is the role\n"
-	"  --key FILE           client key (PEM)\n"
+	"                       (default $OCSCTL_CA)\n"
+	"  --cert FILE          client certificate (PEM); its OU is the role ($OCSCTL_CERT)\n"
+	"  --key FILE           client key (PEM) ($OCSCTL_KEY)\n"
 	"  --insecure           plaintext, for a server started insecure on loopback\n"
 	"  --json               print JSON instead of tables\n"
 	"  --timeout-ms N       connect and call deadline (default 5000)\n"
@@ -808,6 +809,13 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
 	return true;
 }
 
+static const char *env_or_null(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && v[0] ? v : NULL;
+}
+
 enum opt_id {
 	OPT_SERVER = 256,
 	OPT_CA,
@@ -966,6 +974,14 @@ int main(int argc, char **argv)
 
 	if (!x.o.server)
 		x.o.server = getenv("OCSD_SERVER");
+	if (!x.o.insecure) { /* TLS files from the environment unless given */
+		if (!x.o.ca)
+			x.o.ca = env_or_null("OCSCTL_CA");
+		if (!x.o.cert && !x.o.key) {
+			x.o.cert = env_or_null("OCSCTL_CERT");
+			x.o.key = env_or_null("OCSCTL_KEY");
+		}
+	}
 	if (!x.o.server || !x.o.server[0])
 		x.o.server = DEFAULT_SERVER;
 	if (x.o.insecure && (x.o.ca || x.o.cert || x.o.key))

@@ -209,6 +209,13 @@ has err "PERMISSION_DENIED: client certificate has no role" "no role message"
 expect 3 "nothing listening (--server wins over OCSD_SERVER)" -- $(as viewer) --timeout-ms 2000 --server 127.0.0.1:1 jobs
 expect 3 "plaintext against TLS" -- --insecure --timeout-ms 2000 jobs
 
+# --- TLS files from the environment ---
+OCSCTL_CA=$c/ca.pem OCSCTL_CERT=$c/operator.pem OCSCTL_KEY=$c/operator.key \
+  expect 0 "TLS files from OCSCTL_CA/CERT/KEY" -- drain ocs-g1-d1
+OCSCTL_CA=$c/ca.pem OCSCTL_CERT=$c/operator.pem OCSCTL_KEY=$c/operator.key \
+  expect 1 "flags win over the environment" -- --cert "$c/viewer.pem" --key "$c/viewer.key" undrain ocs-g1-d1
+has err "role viewer may not call Fabric/UndrainDevice" "flags chose the viewer"
+
 # --- plaintext is fine on a unix socket (a second, insecure server) ---
 "$server_bin" --insecure --listen "unix:$work/ocsd.sock" >"$work/unix.out" 2>"$work/unix.err" &
 unix_pid=$!
