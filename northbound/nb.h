@@ -112,7 +112,7 @@ enum nb_code {
 struct nb_error {
 	enum nb_code code;
 	char field[128];
-	char message[256];
+	char message[512];
 };
 
 /*
@@ -121,11 +121,11 @@ struct nb_error {
  * where a default is given.
  */
 struct nb_limits {
-	int pods;           /* > 0 */
-	int leaves_per_pod; /* > 0 */
-	int gpus_per_leaf;  /* > 0 (k_leaf) */
-	int groups;         /* > 0: OCS groups */
-	int leaf_links_max; /* links one leaf may ask for in total; 0: gpus_per_leaf */
+	int pods;	      /* > 0 */
+	int leaves_per_pod;   /* > 0 */
+	int gpus_per_leaf;    /* > 0 (k_leaf) */
+	int groups;	      /* > 0: OCS groups */
+	int leaf_links_max;   /* links one leaf may ask for in total; 0: gpus_per_leaf */
 	int max_gpus_per_job; /* 0: every GPU of the fabric */
 	int max_leaf_pairs;   /* 0: 65536 */
 	/* Accepted options.planner names, NULL-terminated; NULL: leaf-centric,
@@ -134,12 +134,12 @@ struct nb_limits {
 };
 
 /* Bounds on strings, shared with ocsctl's help text. */
-#define NB_ID_MAX_LEN 64
-#define NB_IDEMPOTENCY_KEY_MAX_LEN 128
-#define NB_DEVICE_NAME_MAX_LEN 64
-#define NB_HEALTH_SERVICE_MAX_LEN 128
+#define NB_ID_MAX_LEN		     64
+#define NB_IDEMPOTENCY_KEY_MAX_LEN   128
+#define NB_DEVICE_NAME_MAX_LEN	     64
+#define NB_HEALTH_SERVICE_MAX_LEN    128
 #define NB_DEFAULT_MAX_MESSAGE_BYTES (4u * 1024u * 1024u)
-#define NB_DEFAULT_MAX_LEAF_PAIRS 65536
+#define NB_DEFAULT_MAX_LEAF_PAIRS    65536
 
 struct nb_server;
 struct nb_call;
@@ -152,10 +152,12 @@ struct nb_call;
 struct nb_handlers {
 	void *ctx;
 	void (*get_fabric)(void *ctx, struct nb_call *call, const Ocs__V1__GetFabricRequest *req);
-	void (*list_devices)(void *ctx, struct nb_call *call, const Ocs__V1__ListDevicesRequest *req);
+	void (*list_devices)(void *ctx, struct nb_call *call,
+			     const Ocs__V1__ListDevicesRequest *req);
 	void (*list_circuits)(void *ctx, struct nb_call *call,
 			      const Ocs__V1__ListCircuitsRequest *req);
-	void (*drain_device)(void *ctx, struct nb_call *call, const Ocs__V1__DrainDeviceRequest *req);
+	void (*drain_device)(void *ctx, struct nb_call *call,
+			     const Ocs__V1__DrainDeviceRequest *req);
 	void (*undrain_device)(void *ctx, struct nb_call *call,
 			       const Ocs__V1__UndrainDeviceRequest *req);
 	void (*submit_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
@@ -176,7 +178,7 @@ struct nb_server_config {
 	/* "127.0.0.1:50051", "[::1]:0", "0.0.0.0:50051"; port 0 picks one. */
 	const char *listen_addr;
 	/* Plaintext without client certificates. Refused unless listen_addr is
-	 * a loopback address (127.0.0.0/8, ::1, localhost). */
+	 * a loopback address (127.0.0.0/8, ::1, localhost) or a unix: socket. */
 	bool insecure;
 	enum nb_role insecure_role; /* role of insecure callers; NONE: operator */
 	/* PEM files for TLS: CA that signs client certificates, server
@@ -185,8 +187,15 @@ struct nb_server_config {
 	const char *tls_cert_file;
 	const char *tls_key_file;
 	size_t max_message_bytes; /* both directions; 0: 4 MiB */
-	int threads;              /* completion-queue threads; 0: 2 */
-	int stream_queue_max;     /* events queued per watcher; 0: 1024 */
+	int threads;		  /* completion-queue threads; 0: 2 */
+	int stream_queue_max;	  /* events queued per watcher; 0: 1024 */
+	/* Calls handed to the daemon and not answered yet; beyond this, new
+	 * calls get RESOURCE_EXHAUSTED "server: N calls in flight, ..." at once
+	 * (so a stuck loop cannot pile up work). 0: 4096. */
+	int max_calls_in_flight;
+	/* nb_server_destroy(): how long calls may take to end by themselves
+	 * before the rest are cancelled; 0: 2000 ms. */
+	int shutdown_grace_ms;
 	struct nb_limits limits;
 	struct nb_handlers handlers;
 };
@@ -199,15 +208,16 @@ struct nb_server_config {
  */
 int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 		     struct nb_error *err);
-/* The bound TCP port. */
+/* The bound TCP port (gRPC reports 1 for a unix: socket). */
 int nb_server_port(const struct nb_server *s);
 /*
- * Stops accepting calls, marks health NOT_SERVING, ends every stream with
- * UNAVAILABLE and cancels calls in flight (their handlers must still answer).
- * Idempotent.
+ * Stops accepting calls, marks health NOT_SERVING (sent to Health.Watch
+ * streams) and ends every stream with UNAVAILABLE. Calls in flight keep
+ * going: handlers must still answer them. Idempotent.
  */
 void nb_server_shutdown(struct nb_server *s);
-/* Shuts down if needed, waits for every call to be answered and freed,
+/* Shuts down if needed, waits for every call to end (cancelling those
+ * still open after shutdown_grace_ms) and to be answered by the daemon,
  * stops the threads and frees everything. Accepts NULL. */
 void nb_server_destroy(struct nb_server *s);
 
@@ -226,16 +236,18 @@ void nb_server_set_health(struct nb_server *s, const char *service,
 
 /*
  * Answers a call with its response message, which must be of the method's
- * response type (else the call fails with INTERNAL and -EINVAL is
- * returned). The message is packed before this returns; the caller keeps
- * ownership of it. A response over max_message_bytes fails the call with
- * RESOURCE_EXHAUSTED. Returns 0, or -EALREADY if the call was answered.
+ * response type (else the call is failed with INTERNAL and -EINVAL is
+ * returned: it is answered all the same). The message is packed before
+ * this returns; the caller keeps ownership of it. A response over
+ * max_message_bytes fails the call with RESOURCE_EXHAUSTED (returns 0).
+ * After any nb_call_reply()/nb_call_fail*() the call may already be freed:
+ * answering twice is a bug (not detected reliably).
  */
 int nb_call_reply(struct nb_call *call, const ProtobufCMessage *response);
 /* Fails a call with a code and a message about one request field
  * (field may be "" or NULL for the request as a whole). */
-void nb_call_fail(struct nb_call *call, enum nb_code code, const char *field, const char *fmt,
-		  ...) __attribute__((format(printf, 4, 5)));
+void nb_call_fail(struct nb_call *call, enum nb_code code, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 void nb_call_fail_error(struct nb_call *call, const struct nb_error *err);
 
 enum nb_method nb_call_method(const struct nb_call *call);

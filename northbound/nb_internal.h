@@ -20,7 +20,7 @@ struct nb_method_info {
 
 const struct nb_method_info *nb_method_info(enum nb_method m);
 /* Fills err (code, field, printf-style message); returns -EINVAL. */
-int nb_error_set(struct nb_error *err, enum nb_code code, const char *field, const char *fmt,
-		 ...) __attribute__((format(printf, 4, 5)));
+int nb_error_set(struct nb_error *err, enum nb_code code, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

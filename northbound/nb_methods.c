@@ -16,8 +16,10 @@
 #include "nb_internal.h"
 
 static const struct nb_method_info methods[NB_METHOD_COUNT] = {
-	[NB_FABRIC_GET_FABRIC] = {"/ocs.v1.Fabric/GetFabric", &ocs__v1__get_fabric_request__descriptor,
-				  &ocs__v1__fabric_summary__descriptor, NB_ROLE_VIEWER, false, false},
+	[NB_FABRIC_GET_FABRIC] = {"/ocs.v1.Fabric/GetFabric",
+				  &ocs__v1__get_fabric_request__descriptor,
+				  &ocs__v1__fabric_summary__descriptor, NB_ROLE_VIEWER, false,
+				  false},
 	[NB_FABRIC_LIST_DEVICES] = {"/ocs.v1.Fabric/ListDevices",
 				    &ocs__v1__list_devices_request__descriptor,
 				    &ocs__v1__list_devices_response__descriptor, NB_ROLE_VIEWER,
@@ -40,7 +42,8 @@ static const struct nb_method_info methods[NB_METHOD_COUNT] = {
 	[NB_JOBS_PLAN_JOB] = {"/ocs.v1.Jobs/PlanJob", &ocs__v1__job_spec__descriptor,
 			      &ocs__v1__plan_job_response__descriptor, NB_ROLE_SCHEDULER, false,
 			      false},
-	[NB_JOBS_RELEASE_JOB] = {"/ocs.v1.Jobs/ReleaseJob", &ocs__v1__release_job_request__descriptor,
+	[NB_JOBS_RELEASE_JOB] = {"/ocs.v1.Jobs/ReleaseJob",
+				 &ocs__v1__release_job_request__descriptor,
 				 &ocs__v1__release_job_response__descriptor, NB_ROLE_SCHEDULER,
 				 false, false},
 	[NB_JOBS_GET_JOB] = {"/ocs.v1.Jobs/GetJob", &ocs__v1__get_job_request__descriptor,

@@ -49,10 +49,12 @@
 
 #include "nb_internal.h"
 
-#define NB_REQUEST_SLOTS 16 /* new-call requests kept outstanding */
-#define NB_DEFAULT_THREADS 2
-#define NB_DEFAULT_STREAM_QUEUE 1024
-#define NB_MAX_THREADS 16
+#define NB_REQUEST_SLOTS	       16 /* new-call requests kept outstanding */
+#define NB_DEFAULT_THREADS	       2
+#define NB_DEFAULT_STREAM_QUEUE	       1024
+#define NB_MAX_THREADS		       16
+#define NB_DEFAULT_SHUTDOWN_GRACE_MS   2000
+#define NB_DEFAULT_MAX_CALLS_IN_FLIGHT 4096
 
 enum call_state { ST_REQUESTED, ST_RECEIVING, ST_DISPATCHED, ST_STREAMING, ST_FINISHING };
 enum op_kind { OP_NEW_CALL, OP_RECV, OP_CLOSE, OP_WRITE, OP_FINISH, OP_SERVER_SHUTDOWN };
@@ -100,7 +102,7 @@ struct nb_call {
 	enum nb_code pending_code;
 	char pending_msg[256];
 	Ocs__V1__WatchRequest *watch; /* Events.Watch filter */
-	char *health_service;         /* Health.Watch service */
+	char *health_service;	      /* Health.Watch service */
 	struct nb_call *next_watcher, *prev_watcher;
 };
 
@@ -110,6 +112,8 @@ struct nb_server {
 	int port;
 	size_t max_message_bytes;
 	int stream_queue_max;
+	int shutdown_grace_ms;
+	int max_calls_in_flight;
 	enum nb_role insecure_role;
 	bool insecure;
 	struct nb_limits limits;
@@ -120,6 +124,7 @@ struct nb_server {
 	pthread_mutex_t mu; /* guards everything below and every call's state */
 	pthread_cond_t cv;  /* signalled when live_calls drops or shutdown completes */
 	int live_calls;
+	int calls_held; /* handed to the daemon, not answered yet */
 	bool shutting_down;
 	bool shutdown_done;
 	struct nb_tag tag_shutdown;
@@ -577,7 +582,8 @@ static bool serve_request(struct nb_call *c)
 
 			c->health_service = strdup(r->service);
 			if (!c->health_service) {
-				start_finish(c, NB_RESOURCE_EXHAUSTED, "stream: out of memory", NULL);
+				start_finish(c, NB_RESOURCE_EXHAUSTED, "stream: out of memory",
+					     NULL);
 				return false;
 			}
 			h = health_find(s, r->service);
@@ -589,8 +595,18 @@ static bool serve_request(struct nb_call *c)
 		}
 		return false;
 	default:
+		if (s->calls_held >= s->max_calls_in_flight) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg),
+				 "server: %d calls in flight, at most %d; retry later",
+				 s->calls_held, s->max_calls_in_flight);
+			start_finish(c, NB_RESOURCE_EXHAUSTED, msg, NULL);
+			return false;
+		}
 		c->state = ST_DISPATCHED;
 		c->held = true;
+		s->calls_held++;
 		return true;
 	}
 }
@@ -602,12 +618,12 @@ static void dispatch(struct nb_call *c)
 	const void *r = c->request;
 
 	switch (c->method) {
-#define NB_DISPATCH(method, fn, type)                                                  \
-	case method:                                                                   \
-		if (h->fn) {                                                           \
-			h->fn(h->ctx, c, (const type *)r);                             \
-			return;                                                        \
-		}                                                                      \
+#define NB_DISPATCH(method, fn, type)                                                              \
+	case method:                                                                               \
+		if (h->fn) {                                                                       \
+			h->fn(h->ctx, c, (const type *)r);                                         \
+			return;                                                                    \
+		}                                                                                  \
 		break;
 		NB_DISPATCH(NB_FABRIC_GET_FABRIC, get_fabric, Ocs__V1__GetFabricRequest)
 		NB_DISPATCH(NB_FABRIC_LIST_DEVICES, list_devices, Ocs__V1__ListDevicesRequest)
@@ -635,7 +651,7 @@ static bool on_recv(struct nb_call *c, bool ok)
 	grpc_byte_buffer_reader reader;
 	grpc_slice bytes;
 	struct nb_error err;
-	char msg[400];
+	char msg[sizeof(err.field) + sizeof(err.message) + 2];
 	int rc;
 
 	if (!ok || !c->recv_buf) {
@@ -738,8 +754,8 @@ static void *cq_thread(void *arg)
 	struct nb_server *s = arg;
 
 	for (;;) {
-		grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC),
-							   NULL);
+		grpc_event ev = grpc_completion_queue_next(
+			s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
 
 		if (ev.type == GRPC_QUEUE_SHUTDOWN)
 			break;
@@ -767,6 +783,7 @@ static int answer(struct nb_call *c, enum nb_code code, const char *message,
 	}
 	start_finish(c, code, message, response);
 	c->held = false;
+	s->calls_held--;
 	free_it = call_done_locked(c);
 	pthread_mutex_unlock(&s->mu);
 	if (free_it)
@@ -792,8 +809,8 @@ int nb_call_reply(struct nb_call *c, const ProtobufCMessage *response)
 	n = protobuf_c_message_get_packed_size(response);
 	if (n > c->srv->max_message_bytes) {
 		snprintf(msg, sizeof(msg),
-			 "response: %zu bytes exceed the limit of %zu bytes; narrow the request",
-			 n, c->srv->max_message_bytes);
+			 "response: %zu bytes exceed the limit of %zu bytes; narrow the request", n,
+			 c->srv->max_message_bytes);
 		return answer(c, NB_RESOURCE_EXHAUSTED, msg, NULL);
 	}
 	packed = pack_slice(response);
@@ -804,7 +821,7 @@ int nb_call_reply(struct nb_call *c, const ProtobufCMessage *response)
 
 void nb_call_fail_error(struct nb_call *c, const struct nb_error *err)
 {
-	char msg[400];
+	char msg[sizeof(err->field) + sizeof(err->message) + 2];
 
 	format_error(msg, sizeof(msg), err);
 	answer(c, err->code == NB_OK ? NB_INTERNAL : err->code, msg, NULL);
@@ -854,7 +871,7 @@ static bool is_loopback(const char *addr)
 {
 	if (strncmp(addr, "127.", 4) == 0 || strncmp(addr, "localhost:", 10) == 0 ||
 	    strncmp(addr, "[::1]:", 6) == 0 || strncmp(addr, "ipv4:127.", 9) == 0 ||
-	    strncmp(addr, "ipv6:[::1]:", 11) == 0)
+	    strncmp(addr, "ipv6:[::1]:", 11) == 0 || strncmp(addr, "unix:", 5) == 0)
 		return true;
 	return false;
 }
@@ -899,8 +916,9 @@ static grpc_server_credentials *make_credentials(const struct nb_server_config *
 		return grpc_insecure_server_credentials_create();
 	if (!cfg->tls_ca_file || !cfg->tls_cert_file || !cfg->tls_key_file) {
 		nb_error_set(err, NB_INVALID_ARGUMENT,
-			     !cfg->tls_ca_file ? "tls_ca_file"
-			     : !cfg->tls_cert_file ? "tls_cert_file" : "tls_key_file",
+			     !cfg->tls_ca_file	   ? "tls_ca_file"
+			     : !cfg->tls_cert_file ? "tls_cert_file"
+						   : "tls_key_file",
 			     "required unless insecure is set");
 		return NULL;
 	}
@@ -913,7 +931,8 @@ static grpc_server_credentials *make_credentials(const struct nb_server_config *
 		pair.private_key = key;
 		pair.cert_chain = cert;
 		creds = grpc_ssl_server_credentials_create_ex(
-			ca, &pair, 1, GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY, NULL);
+			ca, &pair, 1, GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY,
+			NULL);
 		if (!creds)
 			nb_error_set(err, NB_INVALID_ARGUMENT, "tls_cert_file",
 				     "gRPC refused the TLS credentials");
@@ -924,8 +943,7 @@ static grpc_server_credentials *make_credentials(const struct nb_server_config *
 	return creds;
 }
 
-static const char *const served_services[] = {"", "ocs.v1.Fabric", "ocs.v1.Jobs",
-					      "ocs.v1.Events"};
+static const char *const served_services[] = {"", "ocs.v1.Fabric", "ocs.v1.Jobs", "ocs.v1.Events"};
 
 int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 		     struct nb_error *err)
@@ -955,16 +973,24 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 	if (threads < 1 || threads > NB_MAX_THREADS)
 		return nb_error_set(err, NB_INVALID_ARGUMENT, "threads", "%d is outside 1..%d",
 				    cfg->threads, NB_MAX_THREADS);
+	if (cfg->max_calls_in_flight < 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "max_calls_in_flight", "negative");
+	if (cfg->shutdown_grace_ms < 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "shutdown_grace_ms", "negative");
 	if (cfg->stream_queue_max < 0)
 		return nb_error_set(err, NB_INVALID_ARGUMENT, "stream_queue_max", "negative");
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "", "out of memory");
-	s->max_message_bytes = cfg->max_message_bytes ? cfg->max_message_bytes
-						      : NB_DEFAULT_MAX_MESSAGE_BYTES;
-	s->stream_queue_max = cfg->stream_queue_max ? cfg->stream_queue_max
-						    : NB_DEFAULT_STREAM_QUEUE;
+	s->max_message_bytes =
+		cfg->max_message_bytes ? cfg->max_message_bytes : NB_DEFAULT_MAX_MESSAGE_BYTES;
+	s->stream_queue_max =
+		cfg->stream_queue_max ? cfg->stream_queue_max : NB_DEFAULT_STREAM_QUEUE;
+	s->shutdown_grace_ms =
+		cfg->shutdown_grace_ms ? cfg->shutdown_grace_ms : NB_DEFAULT_SHUTDOWN_GRACE_MS;
+	s->max_calls_in_flight = cfg->max_calls_in_flight ? cfg->max_calls_in_flight
+							  : NB_DEFAULT_MAX_CALLS_IN_FLIGHT;
 	s->insecure = cfg->insecure;
 	s->insecure_role = cfg->insecure_role ? cfg->insecure_role : NB_ROLE_OPERATOR;
 	s->limits = cfg->limits;
@@ -1042,13 +1068,13 @@ void nb_server_shutdown(struct nb_server *s)
 	}
 	s->shutting_down = true;
 	for (struct health_entry *h = s->health; h; h = h->next)
-		set_health_locked(s, h->service,
-				  GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+		set_health_locked(
+			s, h->service,
+			GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
 	while (s->watchers)
 		finish_stream(s->watchers, NB_UNAVAILABLE, "server: shutting down");
 	pthread_mutex_unlock(&s->mu);
 	grpc_server_shutdown_and_notify(s->server, s->cq, &s->tag_shutdown);
-	grpc_server_cancel_all_calls(s->server);
 }
 
 void nb_server_destroy(struct nb_server *s)
@@ -1066,9 +1092,32 @@ void nb_server_destroy(struct nb_server *s)
 				handle_event(s, ev.tag, ev.success != 0);
 		}
 	}
+	/* Grace period: streams end with their status and the daemon answers;
+	 * then whatever is left (a client that stopped reading) is cancelled. */
 	pthread_mutex_lock(&s->mu);
-	while (!s->shutdown_done || s->live_calls > 0)
-		pthread_cond_wait(&s->cv, &s->mu);
+	{
+		struct timespec deadline;
+		bool cancelled = false;
+
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_sec += s->shutdown_grace_ms / 1000;
+		deadline.tv_nsec += (long)(s->shutdown_grace_ms % 1000) * 1000000L;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+		while (!s->shutdown_done || s->live_calls > 0) {
+			if (!cancelled &&
+			    pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == ETIMEDOUT) {
+				cancelled = true;
+				pthread_mutex_unlock(&s->mu);
+				grpc_server_cancel_all_calls(s->server);
+				pthread_mutex_lock(&s->mu);
+			} else if (cancelled) {
+				pthread_cond_wait(&s->cv, &s->mu);
+			}
+		}
+	}
 	pthread_mutex_unlock(&s->mu);
 	grpc_completion_queue_shutdown(s->cq);
 	for (int i = 0; i < s->n_threads; i++)

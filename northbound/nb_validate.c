@@ -38,10 +38,11 @@ int nb_limits_check(const struct nb_limits *l, struct nb_error *err)
 	if (!l)
 		return nb_error_set(err, NB_INTERNAL, "limits", "missing");
 	if (l->pods <= 0)
-		return nb_error_set(err, NB_INTERNAL, "limits.pods", "%d must be positive", l->pods);
+		return nb_error_set(err, NB_INTERNAL, "limits.pods", "%d must be positive",
+				    l->pods);
 	if (l->leaves_per_pod <= 0)
-		return nb_error_set(err, NB_INTERNAL, "limits.leaves_per_pod", "%d must be positive",
-				    l->leaves_per_pod);
+		return nb_error_set(err, NB_INTERNAL, "limits.leaves_per_pod",
+				    "%d must be positive", l->leaves_per_pod);
 	if (l->gpus_per_leaf <= 0)
 		return nb_error_set(err, NB_INTERNAL, "limits.gpus_per_leaf", "%d must be positive",
 				    l->gpus_per_leaf);
@@ -82,8 +83,8 @@ static int check_name(const char *s, const char *field, int max_len, bool requir
 	if (n == 0)
 		return required ? nb_error_set(err, NB_INVALID_ARGUMENT, field, "required") : 0;
 	if (n > (size_t)max_len)
-		return nb_error_set(err, NB_INVALID_ARGUMENT, field,
-				    "%zu characters, at most %d", n, max_len);
+		return nb_error_set(err, NB_INVALID_ARGUMENT, field, "%zu characters, at most %d",
+				    n, max_len);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 
@@ -95,9 +96,10 @@ static int check_name(const char *s, const char *field, int max_len, bool requir
 					    "character '%c' at offset %zu is not allowed "
 					    "(use A-Z a-z 0-9 . _ -%s)",
 					    c, i, extra ? " :" : "");
-		return nb_error_set(err, NB_INVALID_ARGUMENT, field,
-				    "byte 0x%02x at offset %zu is not allowed (use A-Z a-z 0-9 . _ -%s)",
-				    c, i, extra ? " :" : "");
+		return nb_error_set(
+			err, NB_INVALID_ARGUMENT, field,
+			"byte 0x%02x at offset %zu is not allowed (use A-Z a-z 0-9 . _ -%s)", c, i,
+			extra ? " :" : "");
 	}
 	return 0;
 }
@@ -121,8 +123,8 @@ static int check_range(long long v, long long lo, long long hi, const char *fiel
 		       struct nb_error *err)
 {
 	if (v < lo || v > hi)
-		return nb_error_set(err, NB_INVALID_ARGUMENT, field, "%lld is outside %lld..%lld", v,
-				    lo, hi);
+		return nb_error_set(err, NB_INVALID_ARGUMENT, field, "%lld is outside %lld..%lld",
+				    v, lo, hi);
 	return 0;
 }
 
@@ -181,8 +183,8 @@ static int validate_placement(const Ocs__V1__Placement *p, const struct bounds *
 		want_leaf = (int)(g->gpu / b->gpus_per_leaf);
 		if (g->leaf != want_leaf)
 			return nb_error_set(err, NB_INVALID_ARGUMENT, field,
-					    "leaf %d does not hold gpu %lld (leaf %d does)", g->leaf,
-					    (long long)g->gpu, want_leaf);
+					    "leaf %d does not hold gpu %lld (leaf %d does)",
+					    g->leaf, (long long)g->gpu, want_leaf);
 		snprintf(field, sizeof(field), "placement.gpus[%zu].pod", i);
 		if (check_range(g->pod, 0, b->pods - 1, field, err))
 			return -EINVAL;
@@ -203,8 +205,9 @@ static int validate_placement(const Ocs__V1__Placement *p, const struct bounds *
 		if (order[i].gpu != order[i - 1].gpu)
 			continue;
 		snprintf(field, sizeof(field), "placement.gpus[%zu].gpu", order[i].at);
-		nb_error_set(err, NB_INVALID_ARGUMENT, field, "%lld is listed twice (first at gpus[%zu])",
-			     order[i].gpu, order[i - 1].at);
+		nb_error_set(err, NB_INVALID_ARGUMENT, field,
+			     "%lld is listed twice (first at gpus[%zu])", order[i].gpu,
+			     order[i - 1].at);
 		free(order);
 		return -EINVAL;
 	}
@@ -247,7 +250,8 @@ static int validate_leaf_demand(const Ocs__V1__LeafDemand *d, const struct bound
 			return -EINVAL;
 		if (p->b == p->a)
 			return nb_error_set(err, NB_INVALID_ARGUMENT, field,
-					    "equals a (%d); a pair joins two different leaves", p->a);
+					    "equals a (%d); a pair joins two different leaves",
+					    p->a);
 		if (!leaf_used[p->b])
 			return nb_error_set(err, NB_INVALID_ARGUMENT, field,
 					    "leaf %d holds none of the job's GPUs", p->b);
@@ -260,7 +264,8 @@ static int validate_leaf_demand(const Ocs__V1__LeafDemand *d, const struct bound
 	if (!links_at_leaf || !order) {
 		free(links_at_leaf);
 		free(order);
-		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "leaf_demand.pairs", "out of memory");
+		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "leaf_demand.pairs",
+				    "out of memory");
 	}
 	for (size_t i = 0; i < d->n_pairs && rc == 0; i++) {
 		const Ocs__V1__LeafPair *p = d->pairs[i];
@@ -269,7 +274,8 @@ static int validate_leaf_demand(const Ocs__V1__LeafDemand *d, const struct bound
 		order[i] = (struct gpu_index){(long long)lo * b->leaves + hi, i};
 		links_at_leaf[p->a] += p->links;
 		links_at_leaf[p->b] += p->links;
-		if (links_at_leaf[p->a] > b->leaf_links_max || links_at_leaf[p->b] > b->leaf_links_max) {
+		if (links_at_leaf[p->a] > b->leaf_links_max ||
+		    links_at_leaf[p->b] > b->leaf_links_max) {
 			int leaf = links_at_leaf[p->a] > b->leaf_links_max ? p->a : p->b;
 
 			snprintf(field, sizeof(field), "leaf_demand.pairs[%zu].links", i);
@@ -284,10 +290,11 @@ static int validate_leaf_demand(const Ocs__V1__LeafDemand *d, const struct bound
 			if (order[i].gpu != order[i - 1].gpu)
 				continue;
 			snprintf(field, sizeof(field), "leaf_demand.pairs[%zu]", order[i].at);
-			rc = nb_error_set(err, NB_INVALID_ARGUMENT, field,
-					  "leaves %lld and %lld are listed twice (first at pairs[%zu])",
-					  order[i].gpu / b->leaves, order[i].gpu % b->leaves,
-					  order[i - 1].at);
+			rc = nb_error_set(
+				err, NB_INVALID_ARGUMENT, field,
+				"leaves %lld and %lld are listed twice (first at pairs[%zu])",
+				order[i].gpu / b->leaves, order[i].gpu % b->leaves,
+				order[i - 1].at);
 			break;
 		}
 	}
@@ -393,8 +400,8 @@ int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 	case NB_JOBS_PLAN_JOB:
 		return validate_job((const Ocs__V1__JobSpec *)req, &b, err);
 	case NB_JOBS_RELEASE_JOB:
-		return check_name(((const Ocs__V1__ReleaseJobRequest *)req)->id, "id", NB_ID_MAX_LEN,
-				  true, NULL, err);
+		return check_name(((const Ocs__V1__ReleaseJobRequest *)req)->id, "id",
+				  NB_ID_MAX_LEN, true, NULL, err);
 	case NB_JOBS_GET_JOB:
 		return check_name(((const Ocs__V1__GetJobRequest *)req)->id, "id", NB_ID_MAX_LEN,
 				  true, NULL, err);

@@ -15,7 +15,8 @@
  *                       [--max-message-bytes N] [--queue N]
  * Prints "port N" on stdout once serving; SIGTERM/SIGINT shut it down.
  * Magic job ids: "unavailable-*" fail with UNAVAILABLE, "full-*" with
- * RESOURCE_EXHAUSTED (to test how clients report refusals).
+ * RESOURCE_EXHAUSTED (to test how clients report refusals); PlanJob of
+ * "flood-N" first publishes N job events (to test slow watchers).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -26,12 +27,12 @@
 
 #include "nb.h"
 
-#define PODS 4
-#define LEAVES_PER_POD 4
-#define GPUS_PER_LEAF 8
-#define GROUPS 2
+#define PODS		  4
+#define LEAVES_PER_POD	  4
+#define GPUS_PER_LEAF	  8
+#define GROUPS		  2
 #define DEVICES_PER_GROUP 2
-#define MAX_JOBS 256
+#define MAX_JOBS	  256
 
 struct work {
 	struct nb_call *call;
@@ -41,7 +42,7 @@ struct work {
 
 struct job_row {
 	Ocs__V1__JobSpec *spec; /* deep copy (unpacked) */
-	uint8_t *wire;          /* packed spec, to compare resubmissions */
+	uint8_t *wire;		/* packed spec, to compare resubmissions */
 	size_t wire_len;
 	Ocs__V1__JobState state;
 	int64_t created_ms, updated_ms;
@@ -180,7 +181,7 @@ static void fill_figures(const Ocs__V1__JobSpec *spec, Ocs__V1__PlanFigures *fig
 	for (size_t i = 0; d && i < d->n_pairs; i++)
 		links += d->pairs[i]->links;
 	fig->planner = spec->options && spec->options->planner[0] ? spec->options->planner
-								     : "leaf-centric";
+								  : "leaf-centric";
 	fig->links_requested = links;
 	fig->links_placed = links;
 	fig->circuits_new = (int32_t)fc->n;
@@ -209,7 +210,8 @@ static void fill_job(struct job_row *r, Ocs__V1__Job *job, Ocs__V1__PlanFigures 
 static bool magic_refusal(struct nb_call *call, const char *id)
 {
 	if (strncmp(id, "unavailable-", 12) == 0) {
-		nb_call_fail(call, NB_UNAVAILABLE, "", "device ocs-g0-d1 is unreachable; nothing changed");
+		nb_call_fail(call, NB_UNAVAILABLE, "",
+			     "device ocs-g0-d1 is unreachable; nothing changed");
 		return true;
 	}
 	if (strncmp(id, "full-", 5) == 0) {
@@ -248,13 +250,19 @@ static void do_submit(struct fake *f, struct nb_call *call, const Ocs__V1__JobSp
 			return;
 		}
 	} else {
-		if (f->n_jobs == MAX_JOBS) {
+		r = f->n_jobs < MAX_JOBS ? &f->jobs[f->n_jobs++] : NULL;
+		for (int i = 0; !r && i < MAX_JOBS; i++) /* forget a released job */
+			if (f->jobs[i].state == OCS__V1__JOB_STATE__JOB_STATE_RELEASED) {
+				r = &f->jobs[i];
+				ocs__v1__job_spec__free_unpacked(r->spec, NULL);
+				free(r->wire);
+			}
+		if (!r) {
 			free(wire);
 			nb_call_fail(call, NB_RESOURCE_EXHAUSTED, "", "test server holds %d jobs",
 				     MAX_JOBS);
 			return;
 		}
-		r = &f->jobs[f->n_jobs++];
 		r->spec = ocs__v1__job_spec__unpack(NULL, len, wire);
 		r->wire = wire;
 		r->wire_len = len;
@@ -275,7 +283,16 @@ static void do_submit(struct fake *f, struct nb_call *call, const Ocs__V1__JobSp
 	free(fc);
 }
 
-static void do_plan(struct nb_call *call, const Ocs__V1__JobSpec *spec)
+/* "flood-N": publishes N job events before planning (slow-watcher tests). */
+static void flood(struct fake *f, const char *id)
+{
+	long n = strncmp(id, "flood-", 6) == 0 ? strtol(id + 6, NULL, 10) : 0;
+
+	for (long i = 0; i < n && i < 10000000; i++)
+		publish_job(f, id, OCS__V1__JOB_STATE__JOB_STATE_PLANNING);
+}
+
+static void do_plan(struct fake *f, struct nb_call *call, const Ocs__V1__JobSpec *spec)
 {
 	Ocs__V1__PlanJobResponse resp = OCS__V1__PLAN_JOB_RESPONSE__INIT;
 	Ocs__V1__PlanFigures fig = OCS__V1__PLAN_FIGURES__INIT;
@@ -287,6 +304,7 @@ static void do_plan(struct nb_call *call, const Ocs__V1__JobSpec *spec)
 		free(fc);
 		return;
 	}
+	flood(f, spec->id);
 	make_circuits(spec, fc);
 	fill_figures(spec, &fig, fc);
 	resp.figures = &fig;
@@ -509,7 +527,7 @@ static void serve(struct fake *f, struct work *w)
 		do_submit(f, call, w->req);
 		break;
 	case NB_JOBS_PLAN_JOB:
-		do_plan(call, w->req);
+		do_plan(f, call, w->req);
 		break;
 	case NB_JOBS_RELEASE_JOB: {
 		const char *id = ((const Ocs__V1__ReleaseJobRequest *)w->req)->id;
@@ -592,10 +610,10 @@ static void h_get_fabric(void *ctx, struct nb_call *call, const Ocs__V1__GetFabr
 	nb_call_reply(call, &s.base);
 }
 
-#define QUEUE_HANDLER(fn, type)                                                          \
-	static void fn(void *ctx, struct nb_call *call, const type *req)                  \
-	{                                                                                 \
-		enqueue(ctx, call, req);                                                  \
+#define QUEUE_HANDLER(fn, type)                                                                    \
+	static void fn(void *ctx, struct nb_call *call, const type *req)                           \
+	{                                                                                          \
+		enqueue(ctx, call, req);                                                           \
 	}
 QUEUE_HANDLER(h_list_devices, Ocs__V1__ListDevicesRequest)
 QUEUE_HANDLER(h_list_circuits, Ocs__V1__ListCircuitsRequest)

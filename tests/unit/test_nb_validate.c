@@ -124,17 +124,52 @@ static const ProtobufCMessage *fx_request(struct fx *f, enum nb_method m)
 }
 
 /* The mutations, one per case. */
-static void m_none(struct fx *f) { (void)f; }
-static void m_id_empty(struct fx *f) { f->job.id = ""; }
-static void m_id_long(struct fx *f) { memset(f->text, 'x', 65); f->job.id = f->text; }
-static void m_id_slash(struct fx *f) { f->job.id = "job/1"; }
-static void m_id_nonascii(struct fx *f) { f->job.id = "j\xc3\xa9"; }
-static void m_key_long(struct fx *f) { memset(f->text, 'k', 129); f->job.idempotency_key = f->text; }
-static void m_key_ctrl(struct fx *f) { f->job.idempotency_key = "a\tb"; }
-static void m_no_placement(struct fx *f) { f->job.placement = NULL; }
-static void m_no_gpus(struct fx *f) { f->placement.n_gpus = 0; }
-static void m_gpu_negative(struct fx *f) { f->gpu[3].gpu = -1; }
-static void m_gpu_high(struct fx *f) { f->gpu[2].gpu = 32768; }
+static void m_none(struct fx *f)
+{
+	(void)f;
+}
+static void m_id_empty(struct fx *f)
+{
+	f->job.id = "";
+}
+static void m_id_long(struct fx *f)
+{
+	memset(f->text, 'x', 65);
+	f->job.id = f->text;
+}
+static void m_id_slash(struct fx *f)
+{
+	f->job.id = "job/1";
+}
+static void m_id_nonascii(struct fx *f)
+{
+	f->job.id = "j\xc3\xa9";
+}
+static void m_key_long(struct fx *f)
+{
+	memset(f->text, 'k', 129);
+	f->job.idempotency_key = f->text;
+}
+static void m_key_ctrl(struct fx *f)
+{
+	f->job.idempotency_key = "a\tb";
+}
+static void m_no_placement(struct fx *f)
+{
+	f->job.placement = NULL;
+}
+static void m_no_gpus(struct fx *f)
+{
+	f->placement.n_gpus = 0;
+}
+static void m_gpu_negative(struct fx *f)
+{
+	f->gpu[3].gpu = -1;
+}
+static void m_gpu_high(struct fx *f)
+{
+	f->gpu[2].gpu = 32768;
+}
 static void m_leaf_high(struct fx *f)
 {
 	/* 13 GPUs so that the broken one is gpus[12], as in the API docs. */
@@ -145,11 +180,26 @@ static void m_leaf_high(struct fx *f)
 	}
 	f->gpu[12].leaf = 4100;
 }
-static void m_leaf_negative(struct fx *f) { f->gpu[0].leaf = -5; }
-static void m_leaf_wrong(struct fx *f) { f->gpu[2].leaf = 0; }
-static void m_pod_high(struct fx *f) { f->gpu[4].pod = 4; }
-static void m_pod_wrong(struct fx *f) { f->gpu[4].pod = 0; }
-static void m_gpu_twice(struct fx *f) { f->gpu[3] = f->gpu[1]; }
+static void m_leaf_negative(struct fx *f)
+{
+	f->gpu[0].leaf = -5;
+}
+static void m_leaf_wrong(struct fx *f)
+{
+	f->gpu[2].leaf = 0;
+}
+static void m_pod_high(struct fx *f)
+{
+	f->gpu[4].pod = 4;
+}
+static void m_pod_wrong(struct fx *f)
+{
+	f->gpu[4].pod = 0;
+}
+static void m_gpu_twice(struct fx *f)
+{
+	f->gpu[3] = f->gpu[1];
+}
 static void m_too_many_gpus(struct fx *f)
 {
 	/* Placed by the table's own limits (max_gpus_per_job = 64). */
@@ -160,14 +210,38 @@ static void m_too_many_gpus(struct fx *f)
 		f->gpu[i].pod = 0;
 	}
 }
-static void m_no_demand(struct fx *f) { f->job.demand_case = OCS__V1__JOB_SPEC__DEMAND__NOT_SET; }
-static void m_no_pairs(struct fx *f) { f->demand.n_pairs = 0; }
-static void m_pair_a_high(struct fx *f) { f->pair[1].a = 9000; }
-static void m_pair_b_negative(struct fx *f) { f->pair[0].b = -1; }
-static void m_pair_self(struct fx *f) { f->pair[0].b = 0; }
-static void m_pair_links_zero(struct fx *f) { f->pair[0].links = 0; }
-static void m_pair_links_high(struct fx *f) { f->pair[0].links = 9; }
-static void m_pair_foreign_leaf(struct fx *f) { f->pair[1].b = 7; }
+static void m_no_demand(struct fx *f)
+{
+	f->job.demand_case = OCS__V1__JOB_SPEC__DEMAND__NOT_SET;
+}
+static void m_no_pairs(struct fx *f)
+{
+	f->demand.n_pairs = 0;
+}
+static void m_pair_a_high(struct fx *f)
+{
+	f->pair[1].a = 9000;
+}
+static void m_pair_b_negative(struct fx *f)
+{
+	f->pair[0].b = -1;
+}
+static void m_pair_self(struct fx *f)
+{
+	f->pair[0].b = 0;
+}
+static void m_pair_links_zero(struct fx *f)
+{
+	f->pair[0].links = 0;
+}
+static void m_pair_links_high(struct fx *f)
+{
+	f->pair[0].links = 9;
+}
+static void m_pair_foreign_leaf(struct fx *f)
+{
+	f->pair[1].b = 7;
+}
 static void m_pair_twice(struct fx *f)
 {
 	f->demand.n_pairs = 3;
@@ -178,21 +252,70 @@ static void m_leaf_oversubscribed(struct fx *f)
 	f->pair[0].links = 6;
 	f->pair[1].links = 3; /* leaf 0: 6 + 3 > 8 */
 }
-static void m_planner_unknown(struct fx *f) { f->options.planner = "delta-slow"; }
-static void m_planner_ctrl(struct fx *f) { f->options.planner = "x\n"; }
-static void m_group_no_flag(struct fx *f) { f->list_devices.group = 2; }
-static void m_group_high(struct fx *f) { f->list_devices.has_group = true; f->list_devices.group = 4; }
-static void m_circuits_job(struct fx *f) { f->list_circuits.job_id = "a b"; }
-static void m_circuits_device(struct fx *f) { f->list_circuits.device = "ocs/1"; }
-static void m_circuits_pod(struct fx *f) { f->list_circuits.has_pod = true; f->list_circuits.pod = -1; }
-static void m_circuits_pod_no_flag(struct fx *f) { f->list_circuits.pod = 3; }
-static void m_drain_empty(struct fx *f) { f->drain.device = ""; }
-static void m_drain_long(struct fx *f) { memset(f->text, 'd', 65); f->drain.device = f->text; }
-static void m_undrain_bad(struct fx *f) { f->undrain.device = "ocs g0"; }
-static void m_release_empty(struct fx *f) { f->release.id = ""; }
-static void m_get_bad(struct fx *f) { f->get.id = "../etc"; }
-static void m_list_state(struct fx *f) { f->list_jobs.state = (Ocs__V1__JobState)42; }
-static void m_health_long(struct fx *f) { memset(f->text, 's', 129); f->health.service = f->text; }
+static void m_planner_unknown(struct fx *f)
+{
+	f->options.planner = "delta-slow";
+}
+static void m_planner_ctrl(struct fx *f)
+{
+	f->options.planner = "x\n";
+}
+static void m_group_no_flag(struct fx *f)
+{
+	f->list_devices.group = 2;
+}
+static void m_group_high(struct fx *f)
+{
+	f->list_devices.has_group = true;
+	f->list_devices.group = 4;
+}
+static void m_circuits_job(struct fx *f)
+{
+	f->list_circuits.job_id = "a b";
+}
+static void m_circuits_device(struct fx *f)
+{
+	f->list_circuits.device = "ocs/1";
+}
+static void m_circuits_pod(struct fx *f)
+{
+	f->list_circuits.has_pod = true;
+	f->list_circuits.pod = -1;
+}
+static void m_circuits_pod_no_flag(struct fx *f)
+{
+	f->list_circuits.pod = 3;
+}
+static void m_drain_empty(struct fx *f)
+{
+	f->drain.device = "";
+}
+static void m_drain_long(struct fx *f)
+{
+	memset(f->text, 'd', 65);
+	f->drain.device = f->text;
+}
+static void m_undrain_bad(struct fx *f)
+{
+	f->undrain.device = "ocs g0";
+}
+static void m_release_empty(struct fx *f)
+{
+	f->release.id = "";
+}
+static void m_get_bad(struct fx *f)
+{
+	f->get.id = "../etc";
+}
+static void m_list_state(struct fx *f)
+{
+	f->list_jobs.state = (Ocs__V1__JobState)42;
+}
+static void m_health_long(struct fx *f)
+{
+	memset(f->text, 's', 129);
+	f->health.service = f->text;
+}
 static void m_valid_filters(struct fx *f)
 {
 	f->list_circuits.job_id = "job-1";
@@ -223,8 +346,8 @@ static const struct vcase cases[] = {
 	 "byte 0xc3 at offset 1"},
 	{"key too long", NB_JOBS_SUBMIT_JOB, m_key_long, NB_INVALID_ARGUMENT, "idempotency_key",
 	 "129 characters, at most 128"},
-	{"key control char", NB_JOBS_SUBMIT_JOB, m_key_ctrl, NB_INVALID_ARGUMENT,
-	 "idempotency_key", "byte 0x09 at offset 1"},
+	{"key control char", NB_JOBS_SUBMIT_JOB, m_key_ctrl, NB_INVALID_ARGUMENT, "idempotency_key",
+	 "byte 0x09 at offset 1"},
 	{"no placement", NB_JOBS_SUBMIT_JOB, m_no_placement, NB_INVALID_ARGUMENT, "placement",
 	 "required"},
 	{"no gpus", NB_JOBS_SUBMIT_JOB, m_no_gpus, NB_INVALID_ARGUMENT, "placement.gpus", "empty"},
@@ -326,7 +449,8 @@ static void test_table(void **state)
 		rc = nb_decode_request(c->method, wire, len, &lim, 0, &out, &err);
 		if (c->code == NB_OK) {
 			if (rc != 0)
-				fail_msg("case '%s': refused: %s: %s", c->name, err.field, err.message);
+				fail_msg("case '%s': refused: %s: %s", c->name, err.field,
+					 err.message);
 			assert_non_null(out);
 			protobuf_c_message_free_unpacked(out, NULL);
 		} else {
@@ -335,8 +459,8 @@ static void test_table(void **state)
 			assert_null(out);
 			if (err.code != c->code || strcmp(err.field, c->field) != 0 ||
 			    !strstr(err.message, c->message))
-				fail_msg("case '%s': got %s '%s: %s', want %s '%s: ...%s...'", c->name,
-					 nb_code_name(err.code), err.field, err.message,
+				fail_msg("case '%s': got %s '%s: %s', want %s '%s: ...%s...'",
+					 c->name, nb_code_name(err.code), err.field, err.message,
 					 nb_code_name(c->code), c->field, c->message);
 			refused++;
 		}
@@ -360,8 +484,8 @@ static void test_malformed_bytes(void **state)
 	(void)state;
 	for (size_t i = 0; i < 3; i++) {
 		memset(&err, 0, sizeof(err));
-		assert_int_not_equal(nb_decode_request(NB_JOBS_SUBMIT_JOB, inputs[i], lens[i], &limits,
-						       0, &out, &err),
+		assert_int_not_equal(nb_decode_request(NB_JOBS_SUBMIT_JOB, inputs[i], lens[i],
+						       &limits, 0, &out, &err),
 				     0);
 		assert_int_equal(err.code, NB_INVALID_ARGUMENT);
 		assert_string_equal(err.field, "request");
@@ -379,8 +503,8 @@ static void test_64mb_refused(void **state)
 
 	(void)state;
 	assert_non_null(big);
-	assert_int_not_equal(nb_decode_request(NB_JOBS_SUBMIT_JOB, big, len, &limits, 0, &out, &err),
-			     0);
+	assert_int_not_equal(
+		nb_decode_request(NB_JOBS_SUBMIT_JOB, big, len, &limits, 0, &out, &err), 0);
 	assert_int_equal(err.code, NB_RESOURCE_EXHAUSTED);
 	assert_string_equal(err.field, "request");
 	assert_string_equal(err.message, "67108864 bytes exceed the limit of 4194304 bytes");
@@ -413,6 +537,249 @@ static void test_method_table(void **state)
 	assert_true(NB_ROLE_OPERATOR > NB_ROLE_SCHEDULER && NB_ROLE_SCHEDULER > NB_ROLE_VIEWER);
 }
 
+/*
+ * Random jobs near every boundary: the validator must accept exactly the
+ * jobs an independent checker (written here from the rules in
+ * northbound/README.md) accepts, and name a field when it refuses.
+ * Small fabric: 2 pods x 2 leaves x 4 GPUs, leaf_links_max 4.
+ */
+struct small_job {
+	Ocs__V1__JobSpec job;
+	Ocs__V1__Placement placement;
+	Ocs__V1__GpuPlacement gpu[8];
+	Ocs__V1__GpuPlacement *gpu_ptr[8];
+	Ocs__V1__LeafDemand demand;
+	Ocs__V1__LeafPair pair[6];
+	Ocs__V1__LeafPair *pair_ptr[6];
+};
+
+static int pick(int lo, int hi) /* inclusive */
+{
+	return lo + (int)(lrand48() % (hi - lo + 1));
+}
+
+/* A valid job, then (half the time) one or two random breakages. */
+static void random_job(struct small_job *j)
+{
+	int leaves[4], n_leaves = 0;
+
+	memset(j, 0, sizeof(*j));
+	ocs__v1__job_spec__init(&j->job);
+	ocs__v1__placement__init(&j->placement);
+	ocs__v1__leaf_demand__init(&j->demand);
+	j->job.id = "r";
+	j->job.placement = &j->placement;
+	j->placement.gpus = j->gpu_ptr;
+	j->placement.n_gpus = (size_t)pick(1, 8);
+	for (size_t i = 0; i < 8; i++) {
+		int gpu = (int)((i * 2 + (size_t)pick(0, 1)) % 16); /* distinct in the first 8 */
+
+		ocs__v1__gpu_placement__init(&j->gpu[i]);
+		j->gpu_ptr[i] = &j->gpu[i];
+		j->gpu[i].gpu = gpu;
+		j->gpu[i].leaf = gpu / 4;
+		j->gpu[i].pod = gpu / 8;
+	}
+	for (size_t i = 0; i < j->placement.n_gpus; i++) {
+		bool seen = false;
+
+		for (int k = 0; k < n_leaves; k++)
+			seen |= leaves[k] == j->gpu[i].leaf;
+		if (!seen)
+			leaves[n_leaves++] = j->gpu[i].leaf;
+	}
+	j->job.demand_case = OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND;
+	j->job.leaf_demand = &j->demand;
+	j->demand.pairs = j->pair_ptr;
+	for (size_t i = 0; i < 6; i++) {
+		ocs__v1__leaf_pair__init(&j->pair[i]);
+		j->pair_ptr[i] = &j->pair[i];
+	}
+	/* every pair of used leaves once, 1 link each (at most 3 per leaf) */
+	for (int x = 0; x < n_leaves; x++)
+		for (int y = x + 1; y < n_leaves; y++) {
+			Ocs__V1__LeafPair *q = &j->pair[j->demand.n_pairs++];
+
+			q->a = lrand48() % 2 ? leaves[x] : leaves[y];
+			q->b = q->a == leaves[x] ? leaves[y] : leaves[x];
+			q->links = 1;
+		}
+	if (j->demand.n_pairs == 0) { /* one leaf only: no pair possible */
+		j->demand.n_pairs = 1;
+		j->pair[0].a = leaves[0];
+		j->pair[0].b = (leaves[0] + 1) % 4;
+		j->pair[0].links = 1;
+		return; /* invalid: the other leaf holds no GPU (unless broken more) */
+	}
+	for (int breakages = lrand48() % 2 ? pick(1, 2) : 0; breakages > 0; breakages--) {
+		size_t g = j->placement.n_gpus ? (size_t)pick(0, (int)j->placement.n_gpus - 1) : 0;
+		size_t q = j->demand.n_pairs ? (size_t)pick(0, (int)j->demand.n_pairs - 1) : 0;
+
+		switch (pick(0, 12)) {
+		case 0:
+			j->gpu[g].gpu = lrand48() % 2 ? -1 : 16;
+			break;
+		case 1:
+			j->gpu[g].leaf = pick(-1, 4);
+			break;
+		case 2:
+			j->gpu[g].pod = pick(-1, 2);
+			break;
+		case 3:
+			if (g > 0)
+				j->gpu[g] = j->gpu[g - 1];
+			break;
+		case 4:
+			j->placement.n_gpus = 0;
+			break;
+		case 5:
+			j->job.demand_case = OCS__V1__JOB_SPEC__DEMAND__NOT_SET;
+			break;
+		case 6:
+			j->demand.n_pairs = 0;
+			break;
+		case 7:
+			j->pair[q].a = pick(-1, 4);
+			break;
+		case 8:
+			j->pair[q].b = j->pair[q].a;
+			break;
+		case 9:
+			j->pair[q].links = pick(-1, 5);
+			break;
+		case 10:
+			if (j->demand.n_pairs < 6) {
+				j->pair[j->demand.n_pairs] = j->pair[q];
+				j->demand.n_pairs++;
+			}
+			break;
+		case 11:
+			j->pair[q].links = pick(2, 4); /* may exceed a leaf's 4 links */
+			break;
+		default:
+			j->placement.n_gpus = (size_t)pick(1, 8); /* leaves may vanish */
+			break;
+		}
+	}
+}
+
+/* The rules, checked naively (quadratic loops, no early structure). */
+static bool independent_ok(const struct small_job *j)
+{
+	const Ocs__V1__Placement *p = &j->placement;
+	bool used[4] = {false};
+	int total[4] = {0};
+
+	if (p->n_gpus < 1 || p->n_gpus > 16)
+		return false;
+	for (size_t i = 0; i < p->n_gpus; i++) {
+		const Ocs__V1__GpuPlacement *g = p->gpus[i];
+
+		if (g->gpu < 0 || g->gpu > 15 || g->leaf != g->gpu / 4 || g->pod != g->leaf / 2)
+			return false;
+		for (size_t k = 0; k < i; k++)
+			if (p->gpus[k]->gpu == g->gpu)
+				return false;
+		used[g->leaf] = true;
+	}
+	if (j->job.demand_case != OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND || j->demand.n_pairs == 0)
+		return false;
+	for (size_t i = 0; i < j->demand.n_pairs; i++) {
+		const Ocs__V1__LeafPair *q = j->demand.pairs[i];
+
+		if (q->a < 0 || q->a > 3 || q->b < 0 || q->b > 3 || q->a == q->b || !used[q->a] ||
+		    !used[q->b] || q->links < 1 || q->links > 4)
+			return false;
+		for (size_t k = 0; k < i; k++) {
+			const Ocs__V1__LeafPair *r = j->demand.pairs[k];
+
+			if ((r->a == q->a && r->b == q->b) || (r->a == q->b && r->b == q->a))
+				return false;
+		}
+		total[q->a] += q->links;
+		total[q->b] += q->links;
+	}
+	for (int l = 0; l < 4; l++)
+		if (total[l] > 4)
+			return false;
+	return true;
+}
+
+static void test_random_jobs_agree_with_checker(void **state)
+{
+	const struct nb_limits small = {
+		.pods = 2, .leaves_per_pod = 2, .gpus_per_leaf = 4, .groups = 2};
+	struct small_job j;
+	int accepted = 0, refused = 0;
+
+	(void)state;
+	srand48(20261122);
+	for (int n = 0; n < 20000; n++) {
+		struct nb_error err = {0};
+		bool want, got;
+
+		random_job(&j);
+		want = independent_ok(&j);
+		got = nb_validate_request(NB_JOBS_SUBMIT_JOB, &j.job.base, &small, &err) == 0;
+		if (want != got)
+			fail_msg("instance %d: checker says %s, validator says %s (%s: %s)", n,
+				 want ? "valid" : "invalid", got ? "valid" : "invalid", err.field,
+				 err.message);
+		if (got) {
+			accepted++;
+		} else {
+			refused++;
+			assert_int_equal(err.code, NB_INVALID_ARGUMENT);
+			assert_true(strncmp(err.field, "placement", 9) == 0 ||
+				    strncmp(err.field, "leaf_demand", 11) == 0 ||
+				    strcmp(err.field, "demand") == 0);
+		}
+	}
+	print_message("random jobs: %d accepted, %d refused\n", accepted, refused);
+	/* both outcomes are well represented */
+	assert_true(accepted > 500 && refused > 500);
+}
+
+/* Random bytes and bit-flipped encodings never crash the decoder, and are
+ * either valid or refused as a whole request or by field. */
+static void test_random_bytes(void **state)
+{
+	struct fx *f = malloc(sizeof(*f));
+	uint8_t wire[512], buf[512];
+	size_t len;
+
+	(void)state;
+	assert_non_null(f);
+	fx_init(f);
+	len = ocs__v1__job_spec__get_packed_size(&f->job);
+	assert_true(len <= sizeof(wire));
+	ocs__v1__job_spec__pack(&f->job, wire);
+	srand48(7);
+	for (int n = 0; n < 20000; n++) {
+		size_t blen = len;
+		ProtobufCMessage *out = NULL;
+		struct nb_error err = {0};
+
+		memcpy(buf, wire, len);
+		if (n % 2) {
+			blen = (size_t)(lrand48() % 64);
+			for (size_t i = 0; i < blen; i++)
+				buf[i] = (uint8_t)lrand48();
+		} else {
+			for (int k = 0; k < 1 + n % 4; k++)
+				buf[lrand48() % len] ^= (uint8_t)(1u << (lrand48() % 8));
+		}
+		if (nb_decode_request(NB_JOBS_SUBMIT_JOB, buf, blen, &limits, 0, &out, &err) == 0) {
+			protobuf_c_message_free_unpacked(out, NULL);
+			continue;
+		}
+		assert_null(out);
+		assert_int_equal(err.code, NB_INVALID_ARGUMENT);
+		assert_true(err.field[0] != '\0');
+	}
+	free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -421,6 +788,8 @@ int main(void)
 		cmocka_unit_test(test_64mb_refused),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_method_table),
+		cmocka_unit_test(test_random_jobs_agree_with_checker),
+		cmocka_unit_test(test_random_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,1043 @@
+/*
+ * ocsctl.c - the command-line client of ocsd: a thin client over the same
+ * ocs.v1 gRPC API that schedulers use (no private control path).
+ *
+ * Every command is one RPC (status: two) whose answer is printed as an
+ * aligned table or key/value block for people, or as JSON with --json
+ * (the response message itself, field names as in the proto). Exit codes:
+ * 0 ok, 1 the server refused (any non-OK status), 2 usage or input error,
+ * 3 the server could not be reached. northbound/README.md documents every
+ * command and flag.
+ */
+#define _GNU_SOURCE /* vasprintf */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "json.h"
+#include "nb_client.h"
+#include "nb_internal.h"
+#include "pbjson.h"
+
+enum exit_code { EXIT_OK = 0, EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
+
+#define DEFAULT_SERVER	   "127.0.0.1:50051"
+#define DEFAULT_TIMEOUT_MS 5000
+
+struct opts {
+	const char *server;
+	bool insecure;
+	const char *ca, *cert, *key;
+	bool json;
+	int timeout_ms;
+	const char *job, *device;
+	int pod, group; /* -1: no filter */
+	bool force;
+	long count; /* watch: stop after this many events; 0 = forever */
+};
+
+struct ctx {
+	struct opts o;
+	struct nb_client *client;
+};
+
+static const char usage_text[] =
+	"usage: ocsctl [options] COMMAND [ARGS]\n"
+	"\n"
+	"commands:\n"
+	"  status                     server health and a fabric summary\n"
+	"  fabric                     the fabric's size, wiring and usage\n"
+	"  devices [--group N]        OCS devices with session and health state\n"
+	"  circuits [--job ID] [--device NAME] [--pod N]\n"
+	"                             circuits in place\n"
+	"  jobs                       every job with its state\n"
+	"  job submit FILE            submit the job in a JSON file (a JobSpec)\n"
+	"  job plan FILE              dry run: the plan and its figures, nothing changes\n"
+	"  job release ID             remove a job's circuits\n"
+	"  job show ID                a job, its plan figures and circuits\n"
+	"  drain DEVICE [--force]     no new circuits on DEVICE (--force: even if running\n"
+	"                             jobs hold circuits on it)\n"
+	"  undrain DEVICE             make a drained device available again\n"
+	"  watch [--count N]          stream events (stop after N with --count)\n"
+	"\n"
+	"options:\n"
+	"  --server HOST:PORT   server address (default $OCSD_SERVER, else " DEFAULT_SERVER ")\n"
+	"  --ca FILE            CA certificate (PEM) that signed the server certificate\n"
+	"                       (default $OCSCTL_CA)\n"
+	"  --cert FILE          client certificate (PEM); its OU is the role ($OCSCTL_CERT)\n"
+	"  --key FILE           client key (PEM) ($OCSCTL_KEY)\n"
+	"  --insecure           plaintext, for a server started insecure on loopback\n"
+	"  --json               print JSON instead of tables\n"
+	"  --timeout-ms N       connect and call deadline (default 5000)\n"
+	"  -h, --help           this text\n"
+	"\n"
+	"exit codes: 0 ok, 1 the server refused, 2 usage or input error, 3 unreachable\n";
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ocsctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\n(ocsctl --help for usage)\n", stderr);
+	return EXIT_USAGE;
+}
+
+/* ---- output helpers ----------------------------------------------------- */
+
+struct table {
+	int cols;
+	char **cells; /* rows * cols, malloc'd strings */
+	size_t rows, cap;
+};
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, f);
+	if (vasprintf(&s, f, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (!s) {
+		fputs("ocsctl: out of memory\n", stderr);
+		exit(EXIT_USAGE);
+	}
+	return s;
+}
+
+/* Adds a row of t->cols strings (takes ownership). */
+static void table_add(struct table *t, char **row)
+{
+	if (t->rows == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 16;
+		t->cells = realloc(t->cells, t->cap * (size_t)t->cols * sizeof(char *));
+		if (!t->cells) {
+			fputs("ocsctl: out of memory\n", stderr);
+			exit(EXIT_USAGE);
+		}
+	}
+	memcpy(&t->cells[t->rows * (size_t)t->cols], row, (size_t)t->cols * sizeof(char *));
+	t->rows++;
+}
+
+static void table_print(struct table *t)
+{
+	size_t width[16] = {0};
+
+	for (size_t r = 0; r < t->rows; r++)
+		for (int c = 0; c < t->cols; c++) {
+			size_t n = strlen(t->cells[r * (size_t)t->cols + (size_t)c]);
+
+			if (n > width[c])
+				width[c] = n;
+		}
+	for (size_t r = 0; r < t->rows; r++) {
+		for (int c = 0; c < t->cols; c++) {
+			const char *s = t->cells[r * (size_t)t->cols + (size_t)c];
+
+			if (c == t->cols - 1)
+				printf("%s\n", s);
+			else
+				printf("%-*s  ", (int)width[c], s);
+		}
+	}
+	for (size_t i = 0; i < t->rows * (size_t)t->cols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	t->cells = NULL;
+	t->rows = t->cap = 0;
+}
+
+/* "JOB_STATE_ACTIVE" -> "active": the enum's prefix is its value 0's name
+ * minus "UNSPECIFIED". */
+static char *enum_short(const ProtobufCEnumDescriptor *d, int value)
+{
+	const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(d, value);
+	const ProtobufCEnumValue *zero = protobuf_c_enum_descriptor_get_value(d, 0);
+	size_t prefix = 0;
+	char *s;
+
+	if (!v)
+		return fmt("%d", value);
+	if (zero && strlen(zero->name) > 11 &&
+	    strcmp(zero->name + strlen(zero->name) - 11, "UNSPECIFIED") == 0 &&
+	    strncmp(v->name, zero->name, strlen(zero->name) - 11) == 0)
+		prefix = strlen(zero->name) - 11;
+	s = fmt("%s", v->name + prefix);
+	for (char *p = s; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	return s;
+}
+
+static char *time_text(int64_t unix_ms)
+{
+	time_t t = (time_t)(unix_ms / 1000);
+	struct tm tm;
+	char buf[32];
+
+	if (unix_ms <= 0)
+		return fmt("-");
+	gmtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	return fmt("%s.%03dZ", buf, (int)(unix_ms % 1000));
+}
+
+static void print_json(const ProtobufCMessage *m, bool pretty)
+{
+	struct json_writer *w = json_writer_new(pretty);
+	const char *text;
+
+	pbjson_write(w, m);
+	text = json_writer_text(w, NULL);
+	if (text)
+		printf("%s\n", text);
+	json_writer_free(w);
+}
+
+/* A key/value block of every scalar field of a message. */
+static void print_kv(const ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	struct table t = {.cols = 2};
+
+	for (unsigned i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		const void *p = (const char *)m + f->offset;
+		char *row[2];
+
+		if (f->label == PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_MESSAGE)
+			continue;
+		row[0] = fmt("%s", f->name);
+		switch (f->type) {
+		case PROTOBUF_C_TYPE_INT32:
+			row[1] = fmt("%d", *(const int32_t *)p);
+			break;
+		case PROTOBUF_C_TYPE_INT64:
+			row[1] = fmt("%lld", (long long)*(const int64_t *)p);
+			break;
+		case PROTOBUF_C_TYPE_UINT64:
+			row[1] = fmt("%llu", (unsigned long long)*(const uint64_t *)p);
+			break;
+		case PROTOBUF_C_TYPE_DOUBLE:
+			row[1] = fmt("%g", *(const double *)p);
+			break;
+		case PROTOBUF_C_TYPE_BOOL:
+			row[1] = fmt("%s", *(const protobuf_c_boolean *)p ? "yes" : "no");
+			break;
+		case PROTOBUF_C_TYPE_ENUM:
+			row[1] = enum_short(f->descriptor, *(const int *)p);
+			break;
+		case PROTOBUF_C_TYPE_STRING:
+			row[1] = fmt("%s", *(char *const *)p);
+			break;
+		default:
+			row[1] = fmt("?");
+			break;
+		}
+		table_add(&t, row);
+	}
+	table_print(&t);
+}
+
+/* ---- calls -------------------------------------------------------------- */
+
+static int report_failure(const struct nb_client_status *st)
+{
+	if (st->unreachable) {
+		fprintf(stderr, "ocsctl: cannot reach the server: %s\n", st->message);
+		return EXIT_UNREACHABLE;
+	}
+	fprintf(stderr, "ocsctl: %s: %s\n", nb_code_name((enum nb_code)st->code), st->message);
+	return EXIT_REFUSED;
+}
+
+/* One RPC; on failure prints why and returns the exit code. */
+static int call(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, void *resp_out)
+{
+	const struct nb_method_info *info = nb_method_info(m);
+	struct nb_client_status st;
+
+	if (nb_client_unary(x->client, info->path, req, info->response,
+			    (ProtobufCMessage **)resp_out, &st))
+		return report_failure(&st);
+	return EXIT_OK;
+}
+
+static void free_msg(void *m)
+{
+	protobuf_c_message_free_unpacked(m, NULL);
+}
+
+static int load_job_file(const char *path, Ocs__V1__JobSpec **out)
+{
+	FILE *f = fopen(path, "rb");
+	char *text = NULL, err[320];
+	size_t len = 0;
+	struct json_value *v;
+
+	*out = NULL;
+	if (!f) {
+		fprintf(stderr, "ocsctl: %s: %s\n", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	if (fseek(f, 0, SEEK_END) == 0) {
+		long n = ftell(f);
+
+		if (n >= 0 && n <= 64 << 20 && fseek(f, 0, SEEK_SET) == 0) {
+			text = malloc((size_t)n + 1);
+			if (text && fread(text, 1, (size_t)n, f) == (size_t)n)
+				len = (size_t)n;
+			else {
+				free(text);
+				text = NULL;
+			}
+		}
+	}
+	fclose(f);
+	if (!text) {
+		fprintf(stderr, "ocsctl: %s: unreadable or over 64 MiB\n", path);
+		return EXIT_USAGE;
+	}
+	v = json_parse(text, len, err, sizeof(err));
+	free(text);
+	if (!v) {
+		fprintf(stderr, "ocsctl: %s: %s\n", path, err);
+		return EXIT_USAGE;
+	}
+	*out = (Ocs__V1__JobSpec *)pbjson_read(v, &ocs__v1__job_spec__descriptor, err, sizeof(err));
+	json_free(v);
+	if (!*out) {
+		fprintf(stderr, "ocsctl: %s: %s\n", path, err);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static void circuits_table(Ocs__V1__Circuit **cs, size_t n)
+{
+	struct table t = {.cols = 5};
+	char *head[5] = {fmt("JOB"), fmt("GROUP"), fmt("A (POD:PORT)"), fmt("B (POD:PORT)"),
+			 fmt("CROSS-CONNECTS")};
+
+	table_add(&t, head);
+	for (size_t i = 0; i < n; i++) {
+		const Ocs__V1__Circuit *c = cs[i];
+		char *xcs = fmt("%s", "");
+		char *row[5];
+
+		for (size_t k = 0; k < c->n_cross_connects; k++) {
+			char *next = fmt(
+				"%s%s%s %d->%d", xcs, k ? ", " : "", c->cross_connects[k]->device,
+				c->cross_connects[k]->in_port, c->cross_connects[k]->out_port);
+
+			free(xcs);
+			xcs = next;
+		}
+		row[0] = fmt("%s", c->job_id);
+		row[1] = fmt("%d", c->group);
+		row[2] = fmt("%d:%d", c->pod_a, c->port_a);
+		row[3] = fmt("%d:%d", c->pod_b, c->port_b);
+		row[4] = xcs;
+		table_add(&t, row);
+	}
+	table_print(&t);
+}
+
+static void print_figures(const Ocs__V1__PlanFigures *fig)
+{
+	if (!fig)
+		return;
+	print_kv(&fig->base);
+	for (size_t i = 0; i < fig->n_unplaced; i++)
+		printf("unplaced               leaves %d-%d: %d links\n", fig->unplaced[i]->a,
+		       fig->unplaced[i]->b, fig->unplaced[i]->links);
+	for (size_t i = 0; i < fig->n_moved_jobs; i++)
+		printf("moved job              %s\n", fig->moved_jobs[i]);
+}
+
+static void print_job(const Ocs__V1__Job *job)
+{
+	const Ocs__V1__JobSpec *s = job->spec;
+	struct table t = {.cols = 2};
+	char *row[2];
+
+	row[0] = fmt("id");
+	row[1] = fmt("%s", s ? s->id : "");
+	table_add(&t, row);
+	row[0] = fmt("state");
+	row[1] = enum_short(&ocs__v1__job_state__descriptor, job->state);
+	table_add(&t, row);
+	if (job->reason[0]) {
+		row[0] = fmt("reason");
+		row[1] = fmt("%s", job->reason);
+		table_add(&t, row);
+	}
+	row[0] = fmt("gpus");
+	row[1] = fmt("%zu", s && s->placement ? s->placement->n_gpus : 0);
+	table_add(&t, row);
+	row[0] = fmt("leaf pairs");
+	row[1] = fmt("%zu", s && s->leaf_demand ? s->leaf_demand->n_pairs : 0);
+	table_add(&t, row);
+	row[0] = fmt("created");
+	row[1] = time_text(job->created_unix_ms);
+	table_add(&t, row);
+	row[0] = fmt("updated");
+	row[1] = time_text(job->updated_unix_ms);
+	table_add(&t, row);
+	table_print(&t);
+	if (job->figures) {
+		printf("\n");
+		print_figures(job->figures);
+	}
+	if (job->n_circuits) {
+		printf("\n");
+		circuits_table(job->circuits, job->n_circuits);
+	}
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+static int cmd_status(struct ctx *x)
+{
+	Grpc__Health__V1__HealthCheckRequest hreq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+	Ocs__V1__GetFabricRequest freq = OCS__V1__GET_FABRIC_REQUEST__INIT;
+	Grpc__Health__V1__HealthCheckResponse *health = NULL;
+	Ocs__V1__FabricSummary *f = NULL;
+	int rc = call(x, NB_HEALTH_CHECK, &hreq.base, &health);
+
+	if (rc == EXIT_OK)
+		rc = call(x, NB_FABRIC_GET_FABRIC, &freq.base, &f);
+	if (rc != EXIT_OK) {
+		free_msg(health);
+		return rc;
+	}
+	if (x->o.json) {
+		struct json_writer *w = json_writer_new(true);
+		const char *text;
+
+		json_w_object_begin(w);
+		json_w_key(w, "server");
+		json_w_string(w, x->o.server);
+		json_w_key(w, "health");
+		pbjson_write(w, &health->base);
+		json_w_key(w, "fabric");
+		pbjson_write(w, &f->base);
+		json_w_object_end(w);
+		text = json_writer_text(w, NULL);
+		if (text)
+			printf("%s\n", text);
+		json_writer_free(w);
+	} else {
+		struct table t = {.cols = 2};
+		char *row[2];
+
+		row[0] = fmt("server");
+		row[1] = fmt("%s", x->o.server);
+		table_add(&t, row);
+		row[0] = fmt("health");
+		row[1] = enum_short(
+			&grpc__health__v1__health_check_response__serving_status__descriptor,
+			health->status);
+		table_add(&t, row);
+		row[0] = fmt("version");
+		row[1] = fmt("%s", f->version);
+		table_add(&t, row);
+		row[0] = fmt("fabric");
+		row[1] = fmt("%d pods, %d leaves, %lld GPUs, %s wiring, %d OCS groups, %d devices",
+			     f->pods, f->leaves, (long long)f->gpus, f->wiring, f->groups,
+			     f->devices);
+		table_add(&t, row);
+		row[0] = fmt("devices");
+		row[1] = fmt("%d connected, %d drained", f->devices_connected, f->devices_drained);
+		table_add(&t, row);
+		row[0] = fmt("jobs");
+		row[1] = fmt("%d active", f->jobs_active);
+		table_add(&t, row);
+		row[0] = fmt("circuits");
+		row[1] = fmt("%d active", f->circuits_active);
+		table_add(&t, row);
+		row[0] = fmt("ocs ports");
+		row[1] = fmt("%lld used, %lld free", (long long)f->ocs_ports_used,
+			     (long long)f->ocs_ports_free);
+		table_add(&t, row);
+		table_print(&t);
+	}
+	free_msg(health);
+	free_msg(f);
+	return EXIT_OK;
+}
+
+static int cmd_fabric(struct ctx *x)
+{
+	Ocs__V1__GetFabricRequest req = OCS__V1__GET_FABRIC_REQUEST__INIT;
+	Ocs__V1__FabricSummary *f;
+	int rc = call(x, NB_FABRIC_GET_FABRIC, &req.base, &f);
+
+	if (rc)
+		return rc;
+	if (x->o.json)
+		print_json(&f->base, true);
+	else
+		print_kv(&f->base);
+	free_msg(f);
+	return EXIT_OK;
+}
+
+static int cmd_devices(struct ctx *x)
+{
+	Ocs__V1__ListDevicesRequest req = OCS__V1__LIST_DEVICES_REQUEST__INIT;
+	Ocs__V1__ListDevicesResponse *r;
+	struct table t = {.cols = 9};
+	char *head[9] = {fmt("NAME"),	 fmt("GROUP"),	 fmt("INDEX"),
+			 fmt("ADDRESS"), fmt("SESSION"), fmt("HEALTH"),
+			 fmt("DRAINED"), fmt("PORTS"),	 fmt("CIRCUITS")};
+	int rc;
+
+	if (x->o.group >= 0) {
+		req.has_group = true;
+		req.group = x->o.group;
+	}
+	rc = call(x, NB_FABRIC_LIST_DEVICES, &req.base, &r);
+	if (rc) {
+		for (int i = 0; i < 9; i++)
+			free(head[i]);
+		return rc;
+	}
+	if (x->o.json) {
+		for (int i = 0; i < 9; i++)
+			free(head[i]);
+		print_json(&r->base, true);
+		free_msg(r);
+		return EXIT_OK;
+	}
+	table_add(&t, head);
+	for (size_t i = 0; i < r->n_devices; i++) {
+		const Ocs__V1__Device *d = r->devices[i];
+		char *row[9] = {fmt("%s", d->name),
+				fmt("%d", d->group),
+				fmt("%d", d->index),
+				fmt("%s", d->address),
+				enum_short(&ocs__v1__session_state__descriptor, d->session),
+				enum_short(&ocs__v1__device_health__descriptor, d->health),
+				fmt("%s", d->drained ? "yes" : "no"),
+				fmt("%d/%d", d->ports_used, d->ports_total),
+				fmt("%d", d->circuits)};
+
+		table_add(&t, row);
+	}
+	table_print(&t);
+	free_msg(r);
+	return EXIT_OK;
+}
+
+static int cmd_circuits(struct ctx *x)
+{
+	Ocs__V1__ListCircuitsRequest req = OCS__V1__LIST_CIRCUITS_REQUEST__INIT;
+	Ocs__V1__ListCircuitsResponse *r;
+	int rc;
+
+	if (x->o.job)
+		req.job_id = (char *)x->o.job;
+	if (x->o.device)
+		req.device = (char *)x->o.device;
+	if (x->o.pod >= 0) {
+		req.has_pod = true;
+		req.pod = x->o.pod;
+	}
+	rc = call(x, NB_FABRIC_LIST_CIRCUITS, &req.base, &r);
+	if (rc)
+		return rc;
+	if (x->o.json)
+		print_json(&r->base, true);
+	else
+		circuits_table(r->circuits, r->n_circuits);
+	free_msg(r);
+	return EXIT_OK;
+}
+
+static int cmd_jobs(struct ctx *x)
+{
+	Ocs__V1__ListJobsRequest req = OCS__V1__LIST_JOBS_REQUEST__INIT;
+	Ocs__V1__ListJobsResponse *r;
+	struct table t = {.cols = 7};
+	int rc = call(x, NB_JOBS_LIST_JOBS, &req.base, &r);
+
+	if (rc)
+		return rc;
+	if (x->o.json) {
+		print_json(&r->base, true);
+		free_msg(r);
+		return EXIT_OK;
+	}
+	{
+		char *head[7] = {fmt("ID"),    fmt("STATE"), fmt("PLANNER"), fmt("GPUS"),
+				 fmt("PAIRS"), fmt("LINKS"), fmt("REASON")};
+
+		table_add(&t, head);
+	}
+	for (size_t i = 0; i < r->n_jobs; i++) {
+		const Ocs__V1__Job *j = r->jobs[i];
+		const Ocs__V1__JobSpec *s = j->spec;
+		char *row[7] = {
+			fmt("%s", s ? s->id : ""),
+			enum_short(&ocs__v1__job_state__descriptor, j->state),
+			fmt("%s", j->figures ? j->figures->planner : ""),
+			fmt("%zu", s && s->placement ? s->placement->n_gpus : 0),
+			fmt("%zu", s && s->leaf_demand ? s->leaf_demand->n_pairs : 0),
+			fmt("%d/%d", j->figures ? j->figures->links_placed : 0,
+			    j->figures ? j->figures->links_requested : 0),
+			fmt("%s", j->reason[0] ? j->reason : "-"),
+		};
+
+		table_add(&t, row);
+	}
+	table_print(&t);
+	free_msg(r);
+	return EXIT_OK;
+}
+
+static int cmd_job_file(struct ctx *x, Ocs__V1__JobSpec *spec, bool submit)
+{
+	int rc;
+
+	if (submit) {
+		Ocs__V1__SubmitJobResponse *r;
+
+		rc = call(x, NB_JOBS_SUBMIT_JOB, &spec->base, &r);
+		if (rc == EXIT_OK) {
+			if (x->o.json) {
+				print_json(&r->base, true);
+			} else {
+				char *state = enum_short(&ocs__v1__job_state__descriptor,
+							 r->job ? r->job->state : 0);
+
+				printf("job %s: %s (%s)\n\n", spec->id, state,
+				       r->created ? "submitted" : "already submitted");
+				free(state);
+				if (r->job)
+					print_job(r->job);
+			}
+			free_msg(r);
+		}
+	} else {
+		Ocs__V1__PlanJobResponse *r;
+
+		rc = call(x, NB_JOBS_PLAN_JOB, &spec->base, &r);
+		if (rc == EXIT_OK) {
+			if (x->o.json) {
+				print_json(&r->base, true);
+			} else {
+				printf("plan for job %s (dry run, nothing changed)\n\n", spec->id);
+				print_figures(r->figures);
+				printf("\n");
+				circuits_table(r->circuits, r->n_circuits);
+			}
+			free_msg(r);
+		}
+	}
+	return rc;
+}
+
+static int cmd_job_id(struct ctx *x, const char *id, bool release)
+{
+	int rc;
+
+	if (release) {
+		Ocs__V1__ReleaseJobRequest req = OCS__V1__RELEASE_JOB_REQUEST__INIT;
+		Ocs__V1__ReleaseJobResponse *r;
+
+		req.id = (char *)id;
+		rc = call(x, NB_JOBS_RELEASE_JOB, &req.base, &r);
+		if (rc)
+			return rc;
+		if (x->o.json) {
+			print_json(&r->base, true);
+		} else {
+			char *state = enum_short(&ocs__v1__job_state__descriptor,
+						 r->job ? r->job->state : 0);
+
+			printf("job %s: %s\n", id, state);
+			free(state);
+		}
+		free_msg(r);
+	} else {
+		Ocs__V1__GetJobRequest req = OCS__V1__GET_JOB_REQUEST__INIT;
+		Ocs__V1__GetJobResponse *r;
+
+		req.id = (char *)id;
+		rc = call(x, NB_JOBS_GET_JOB, &req.base, &r);
+		if (rc)
+			return rc;
+		if (x->o.json)
+			print_json(&r->base, true);
+		else if (r->job)
+			print_job(r->job);
+		free_msg(r);
+	}
+	return EXIT_OK;
+}
+
+static int cmd_drain(struct ctx *x, const char *device, bool drain)
+{
+	int rc;
+
+	if (drain) {
+		Ocs__V1__DrainDeviceRequest req = OCS__V1__DRAIN_DEVICE_REQUEST__INIT;
+		Ocs__V1__DrainDeviceResponse *r;
+
+		req.device = (char *)device;
+		req.force = x->o.force;
+		rc = call(x, NB_FABRIC_DRAIN_DEVICE, &req.base, &r);
+		if (rc)
+			return rc;
+		if (x->o.json) {
+			print_json(&r->base, true);
+		} else {
+			printf("device %s: drained\n", device);
+			for (size_t i = 0; i < r->n_affected_jobs; i++)
+				printf("running job with circuits on it: %s\n",
+				       r->affected_jobs[i]);
+		}
+		free_msg(r);
+	} else {
+		Ocs__V1__UndrainDeviceRequest req = OCS__V1__UNDRAIN_DEVICE_REQUEST__INIT;
+		Ocs__V1__UndrainDeviceResponse *r;
+
+		req.device = (char *)device;
+		rc = call(x, NB_FABRIC_UNDRAIN_DEVICE, &req.base, &r);
+		if (rc)
+			return rc;
+		if (x->o.json)
+			print_json(&r->base, true);
+		else
+			printf("device %s: undrained\n", device);
+		free_msg(r);
+	}
+	return EXIT_OK;
+}
+
+static void print_event(const Ocs__V1__Event *e)
+{
+	char *when = time_text(e->time_unix_ms), *a = NULL, *b = NULL;
+
+	printf("%llu  %s  ", (unsigned long long)e->seq, when);
+	switch (e->kind_case) {
+	case OCS__V1__EVENT__KIND_JOB:
+		a = enum_short(&ocs__v1__job_state__descriptor, e->job->state);
+		printf("job %s %s%s%s\n", e->job->job_id, a, e->job->reason[0] ? ": " : "",
+		       e->job->reason);
+		break;
+	case OCS__V1__EVENT__KIND_DEVICE:
+		a = enum_short(&ocs__v1__session_state__descriptor, e->device->session);
+		b = enum_short(&ocs__v1__device_health__descriptor, e->device->health);
+		printf("device %s session=%s health=%s drained=%s\n", e->device->device, a, b,
+		       e->device->drained ? "yes" : "no");
+		break;
+	case OCS__V1__EVENT__KIND_TRANSACTION:
+		a = enum_short(&ocs__v1__transaction_outcome__descriptor, e->transaction->outcome);
+		printf("transaction %llu job %s %s (%zu devices)%s%s\n",
+		       (unsigned long long)e->transaction->transaction_id, e->transaction->job_id,
+		       a, e->transaction->n_devices, e->transaction->reason[0] ? ": " : "",
+		       e->transaction->reason);
+		break;
+	case OCS__V1__EVENT__KIND_DRIFT:
+		printf("drift %s %d->%d %s\n", e->drift->device, e->drift->in_port,
+		       e->drift->out_port, e->drift->missing ? "missing" : "not owned by any job");
+		break;
+	default:
+		printf("(unknown event)\n");
+		break;
+	}
+	free(when);
+	free(a);
+	free(b);
+}
+
+static int cmd_watch(struct ctx *x)
+{
+	Ocs__V1__WatchRequest req = OCS__V1__WATCH_REQUEST__INIT;
+	struct nb_client_status st;
+	long seen = 0;
+
+	if (nb_client_stream_open(x->client, nb_method_path(NB_EVENTS_WATCH), &req.base, &st))
+		return report_failure(&st);
+	for (;;) {
+		Ocs__V1__Event *e;
+		int rc = nb_client_stream_next(x->client, &ocs__v1__event__descriptor,
+					       (ProtobufCMessage **)&e, &st);
+
+		if (rc != 0) {
+			nb_client_stream_close(x->client);
+			return report_failure(&st);
+		}
+		if (x->o.json)
+			print_json(&e->base, false);
+		else
+			print_event(e);
+		fflush(stdout);
+		free_msg(e);
+		if (x->o.count && ++seen >= x->o.count)
+			break;
+	}
+	nb_client_stream_close(x->client);
+	return EXIT_OK;
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+static bool parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static const char *env_or_null(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && v[0] ? v : NULL;
+}
+
+enum opt_id {
+	OPT_SERVER = 256,
+	OPT_CA,
+	OPT_CERT,
+	OPT_KEY,
+	OPT_INSECURE,
+	OPT_JSON,
+	OPT_TIMEOUT,
+	OPT_JOB,
+	OPT_DEVICE,
+	OPT_POD,
+	OPT_GROUP,
+	OPT_FORCE,
+	OPT_COUNT,
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"server", required_argument, NULL, OPT_SERVER},
+		{"ca", required_argument, NULL, OPT_CA},
+		{"cert", required_argument, NULL, OPT_CERT},
+		{"key", required_argument, NULL, OPT_KEY},
+		{"insecure", no_argument, NULL, OPT_INSECURE},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+		{"job", required_argument, NULL, OPT_JOB},
+		{"device", required_argument, NULL, OPT_DEVICE},
+		{"pod", required_argument, NULL, OPT_POD},
+		{"group", required_argument, NULL, OPT_GROUP},
+		{"force", no_argument, NULL, OPT_FORCE},
+		{"count", required_argument, NULL, OPT_COUNT},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct ctx x = {.o = {.timeout_ms = DEFAULT_TIMEOUT_MS, .pod = -1, .group = -1}};
+	struct nb_client_opts co = {0};
+	struct nb_client_status st;
+	Ocs__V1__JobSpec *spec = NULL;
+	const char *cmd, *sub = NULL, *arg = NULL;
+	bool used_job = false, used_device = false, used_pod = false, used_group = false,
+	     used_force = false, used_count = false;
+	char err[320];
+	long v;
+	int c, rc, nargs;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_SERVER:
+			x.o.server = optarg;
+			break;
+		case OPT_CA:
+			x.o.ca = optarg;
+			break;
+		case OPT_CERT:
+			x.o.cert = optarg;
+			break;
+		case OPT_KEY:
+			x.o.key = optarg;
+			break;
+		case OPT_INSECURE:
+			x.o.insecure = true;
+			break;
+		case OPT_JSON:
+			x.o.json = true;
+			break;
+		case OPT_TIMEOUT:
+			if (!parse_int(optarg, 1, 3600000, &v))
+				return usage_error(
+					"--timeout-ms: '%s' is not a number in 1..3600000", optarg);
+			x.o.timeout_ms = (int)v;
+			break;
+		case OPT_JOB:
+			x.o.job = optarg;
+			used_job = true;
+			break;
+		case OPT_DEVICE:
+			x.o.device = optarg;
+			used_device = true;
+			break;
+		case OPT_POD:
+			if (!parse_int(optarg, 0, 1 << 30, &v))
+				return usage_error("--pod: '%s' is not a pod number", optarg);
+			x.o.pod = (int)v;
+			used_pod = true;
+			break;
+		case OPT_GROUP:
+			if (!parse_int(optarg, 0, 1 << 30, &v))
+				return usage_error("--group: '%s' is not a group number", optarg);
+			x.o.group = (int)v;
+			used_group = true;
+			break;
+		case OPT_FORCE:
+			x.o.force = true;
+			used_force = true;
+			break;
+		case OPT_COUNT:
+			if (!parse_int(optarg, 1, 1L << 40, &v))
+				return usage_error("--count: '%s' is not a positive number",
+						   optarg);
+			x.o.count = v;
+			used_count = true;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	nargs = argc - optind;
+	if (nargs < 1)
+		return usage_error("a command is required");
+	cmd = argv[optind];
+	if (nargs > 1)
+		sub = argv[optind + 1];
+	if (nargs > 2)
+		arg = argv[optind + 2];
+
+	/* Which command, and does it get the arguments and flags it takes? */
+	{
+		int want_args = 1;
+
+		if (strcmp(cmd, "job") == 0) {
+			if (!sub || (strcmp(sub, "submit") && strcmp(sub, "plan") &&
+				     strcmp(sub, "release") && strcmp(sub, "show")))
+				return usage_error("job needs one of: submit FILE, plan FILE, "
+						   "release ID, show ID");
+			if (!arg)
+				return usage_error("job %s needs %s", sub,
+						   strcmp(sub, "submit") && strcmp(sub, "plan")
+							   ? "a job ID"
+							   : "a FILE");
+			want_args = 3;
+		} else if (strcmp(cmd, "drain") == 0 || strcmp(cmd, "undrain") == 0) {
+			if (!sub)
+				return usage_error("%s needs a DEVICE", cmd);
+			want_args = 2;
+		} else if (strcmp(cmd, "status") && strcmp(cmd, "fabric") &&
+			   strcmp(cmd, "devices") && strcmp(cmd, "circuits") &&
+			   strcmp(cmd, "jobs") && strcmp(cmd, "watch")) {
+			return usage_error("unknown command '%s'", cmd);
+		}
+		if (nargs > want_args)
+			return usage_error("unexpected argument '%s'", argv[optind + want_args]);
+		if ((used_job || used_device || used_pod) && strcmp(cmd, "circuits"))
+			return usage_error("--job, --device and --pod go with circuits");
+		if (used_group && strcmp(cmd, "devices"))
+			return usage_error("--group goes with devices");
+		if (used_force && strcmp(cmd, "drain"))
+			return usage_error("--force goes with drain");
+		if (used_count && strcmp(cmd, "watch"))
+			return usage_error("--count goes with watch");
+	}
+
+	if (!x.o.server)
+		x.o.server = getenv("OCSD_SERVER");
+	if (!x.o.insecure) { /* TLS files from the environment unless given */
+		if (!x.o.ca)
+			x.o.ca = env_or_null("OCSCTL_CA");
+		if (!x.o.cert && !x.o.key) {
+			x.o.cert = env_or_null("OCSCTL_CERT");
+			x.o.key = env_or_null("OCSCTL_KEY");
+		}
+	}
+	if (!x.o.server || !x.o.server[0])
+		x.o.server = DEFAULT_SERVER;
+	if (x.o.insecure && (x.o.ca || x.o.cert || x.o.key))
+		return usage_error("--insecure does not go with --ca, --cert or --key");
+	if (!x.o.insecure && !x.o.ca)
+		return usage_error("TLS needs --ca FILE (or --insecure for a plaintext loopback "
+				   "server)");
+	if (!x.o.cert != !x.o.key)
+		return usage_error("--cert and --key go together");
+
+	/* Input errors (exit 2) before any network problem (exit 3). */
+	if (strcmp(cmd, "job") == 0 && (strcmp(sub, "submit") == 0 || strcmp(sub, "plan") == 0)) {
+		rc = load_job_file(arg, &spec);
+		if (rc)
+			return rc;
+	}
+	co.target = x.o.server;
+	co.insecure = x.o.insecure;
+	co.ca_file = x.o.ca;
+	co.cert_file = x.o.cert;
+	co.key_file = x.o.key;
+	co.timeout_ms = x.o.timeout_ms;
+	co.max_message_bytes = 64u << 20;
+	x.client = nb_client_new(&co, err, sizeof(err));
+	if (!x.client) {
+		fprintf(stderr, "ocsctl: %s\n", err);
+		free_msg(spec);
+		return EXIT_USAGE;
+	}
+	if (nb_client_connect(x.client, &st)) {
+		fprintf(stderr, "ocsctl: cannot reach %s: %s\n", x.o.server, st.message);
+		nb_client_free(x.client);
+		free_msg(spec);
+		return EXIT_UNREACHABLE;
+	}
+	if (strcmp(cmd, "status") == 0)
+		rc = cmd_status(&x);
+	else if (strcmp(cmd, "fabric") == 0)
+		rc = cmd_fabric(&x);
+	else if (strcmp(cmd, "devices") == 0)
+		rc = cmd_devices(&x);
+	else if (strcmp(cmd, "circuits") == 0)
+		rc = cmd_circuits(&x);
+	else if (strcmp(cmd, "jobs") == 0)
+		rc = cmd_jobs(&x);
+	else if (strcmp(cmd, "watch") == 0)
+		rc = cmd_watch(&x);
+	else if (strcmp(cmd, "drain") == 0)
+		rc = cmd_drain(&x, sub, true);
+	else if (strcmp(cmd, "undrain") == 0)
+		rc = cmd_drain(&x, sub, false);
+	else if (spec)
+		rc = cmd_job_file(&x, spec, strcmp(sub, "submit") == 0);
+	else
+		rc = cmd_job_id(&x, arg, strcmp(sub, "release") == 0);
+	nb_client_free(x.client);
+	free_msg(spec);
+	return rc;
+}

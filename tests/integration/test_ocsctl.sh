@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# test_ocsctl.sh OCSCTL NB_TEST_SERVER MAKE_CERTS - drives ocsctl against the
+# real northbound server (nb_test_server: test-only table-answering handler)
+# over mTLS with certificates made at test time: every command, --json,
+# roles, exit codes 0/1/2/3, OCSD_SERVER, and the watch stream.
+set -euo pipefail
+ocsctl=$1
+server_bin=$2
+make_certs=$3
+
+work=$(mktemp -d /tmp/test_ocsctl.XXXXXX)
+server_pid=""
+watch_pid=""
+cleanup() {
+  [ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null || true
+  if [ -n "$server_pid" ]; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+bash "$make_certs" "$work/certs"
+c=$work/certs
+
+# Start the server and read its port (bounded wait).
+"$server_bin" --ca "$c/ca.pem" --cert "$c/server.pem" --key "$c/server.key" \
+  >"$work/server.out" 2>"$work/server.err" &
+server_pid=$!
+for _ in $(seq 100); do
+  grep -q '^port ' "$work/server.out" 2>/dev/null && break
+  sleep 0.05
+done
+port=$(awk '/^port /{print $2}' "$work/server.out")
+[ -n "$port" ] || { echo "server did not start"; cat "$work/server.err"; exit 1; }
+export OCSD_SERVER=127.0.0.1:$port
+
+failures=0
+# expect CODE DESCRIPTION -- command...: runs ocsctl, checks the exit code,
+# keeps stdout in $work/out and stderr in $work/err.
+expect() {
+  local want=$1 what=$2
+  shift 3
+  local got=0
+  "$ocsctl" "$@" >"$work/out" 2>"$work/err" || got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: $what: exit $got, want $want"
+    sed 's/^/  stdout: /' "$work/out"
+    sed 's/^/  stderr: /' "$work/err"
+    failures=$((failures + 1))
+  else
+    echo "ok: $what"
+  fi
+}
+# has FILE PATTERN DESCRIPTION: the last output contains a fixed string.
+has() {
+  if ! grep -qF -- "$2" "$work/$1"; then
+    echo "FAIL: $3: '$2' not in $1:"
+    sed 's/^/  /' "$work/$1"
+    failures=$((failures + 1))
+  fi
+}
+
+as() { # role -> TLS flags
+  echo "--ca $c/ca.pem --cert $c/$1.pem --key $c/$1.key"
+}
+
+cat >"$work/job.json" <<'EOF'
+{
+  "id": "train-1",
+  "idempotency_key": "sched-42",
+  "placement": {"gpus": [
+    {"gpu": 0, "leaf": 0, "pod": 0},
+    {"gpu": 40, "leaf": 5, "pod": 1},
+    {"gpu": 100, "leaf": 12, "pod": 3}]},
+  "leaf_demand": {"pairs": [{"a": 0, "b": 5, "links": 2}, {"a": 5, "b": 12, "links": 1}]},
+  "options": {"planner": "pod-centric", "allow_moving_other_jobs": false}
+}
+EOF
+
+# --- watch in the background: it must see the job and device events ---
+# shellcheck disable=SC2046
+"$ocsctl" $(as viewer) watch --count 4 >"$work/watch.out" 2>"$work/watch.err" &
+watch_pid=$!
+sleep 0.5
+
+# --- reads ---
+# shellcheck disable=SC2046
+expect 0 "status" -- $(as viewer) status
+has out "health     serving" "status shows health"
+has out "4 pods, 16 leaves, 128 GPUs, straight wiring, 2 OCS groups, 4 devices" "status summary"
+# shellcheck disable=SC2046
+expect 0 "status --json" -- $(as viewer) --json status
+has out '"status": "SERVING"' "status json health"
+has out '"pods": 4' "status json fabric"
+# shellcheck disable=SC2046
+expect 0 "fabric" -- $(as viewer) fabric
+has out "k_leaf" "fabric lists k_leaf"
+# shellcheck disable=SC2046
+expect 0 "devices" -- $(as viewer) devices
+has out "NAME       GROUP  INDEX  ADDRESS" "devices table header aligned"
+has out "ocs-g1-d1  1      1      127.0.0.1:830  connected  healthy  no" "devices row aligned"
+# shellcheck disable=SC2046
+expect 0 "devices --group" -- $(as viewer) devices --group 1
+if grep -q ocs-g0 "$work/out"; then echo "FAIL: --group 1 lists group 0"; failures=$((failures + 1)); fi
+
+# --- jobs ---
+# shellcheck disable=SC2046
+expect 1 "viewer cannot submit" -- $(as viewer) job submit "$work/job.json"
+has err "PERMISSION_DENIED: role viewer may not call Jobs/SubmitJob (needs scheduler)" "viewer refusal message"
+# shellcheck disable=SC2046
+expect 0 "job plan" -- $(as scheduler) job plan "$work/job.json"
+has out "plan for job train-1 (dry run, nothing changed)" "plan header"
+has out "links_requested   3" "plan figures"
+# shellcheck disable=SC2046
+expect 0 "jobs empty after plan" -- $(as viewer) jobs
+if grep -q train-1 "$work/out"; then echo "FAIL: plan created a job"; failures=$((failures + 1)); fi
+# shellcheck disable=SC2046
+expect 0 "job submit" -- $(as scheduler) job submit "$work/job.json"
+has out "job train-1: active (submitted)" "submit result"
+has out "ocs-g0-d0 0->1, ocs-g0-d0 1->0" "submit lists circuits"
+# shellcheck disable=SC2046
+expect 0 "job submit again is idempotent" -- $(as scheduler) job submit "$work/job.json"
+has out "job train-1: active (already submitted)" "resubmit result"
+# shellcheck disable=SC2046
+expect 0 "jobs" -- $(as viewer) jobs
+has out "ID       STATE   PLANNER      GPUS  PAIRS  LINKS  REASON" "jobs header aligned"
+has out "train-1  active  pod-centric  3     2      3/3    -" "jobs row"
+# shellcheck disable=SC2046
+expect 0 "job show --json" -- $(as viewer) --json job show train-1
+has out '"state": "JOB_STATE_ACTIVE"' "job json state"
+has out '"planner": "pod-centric"' "job json options"
+# shellcheck disable=SC2046
+expect 0 "circuits --job" -- $(as viewer) circuits --job train-1
+has out "train-1  1      1:1           3:1           ocs-g1-d0 1->3, ocs-g1-d0 3->1" "circuit row"
+# shellcheck disable=SC2046
+expect 0 "circuits --device --pod" -- $(as viewer) circuits --device ocs-g1-d0 --pod 3
+if grep -q "ocs-g0-d0" "$work/out"; then echo "FAIL: device filter"; failures=$((failures + 1)); fi
+has out "ocs-g1-d0" "device filter keeps its circuit"
+# shellcheck disable=SC2046
+expect 1 "circuits of an unknown device" -- $(as viewer) circuits --device ocs-g9-d9
+has err "NOT_FOUND: device: no device named ocs-g9-d9" "unknown device message"
+# shellcheck disable=SC2046
+expect 1 "job show unknown" -- $(as viewer) job show nope
+has err "NOT_FOUND: id: no job nope" "not found message"
+
+# --- bad input: refused by the server with the field path, or by ocsctl ---
+sed 's/"leaf": 5, "pod": 1/"leaf": 4100, "pod": 1/' "$work/job.json" >"$work/bad-leaf.json"
+# shellcheck disable=SC2046
+expect 1 "out-of-range leaf" -- $(as scheduler) job submit "$work/bad-leaf.json"
+has err "INVALID_ARGUMENT: placement.gpus[1].leaf: 4100 is outside 0..15" "field path in refusal"
+sed 's/"gpu": 100/"gpu": "100"/' "$work/job.json" >"$work/bad-type.json"
+# shellcheck disable=SC2046
+expect 2 "wrong JSON type" -- $(as scheduler) job submit "$work/bad-type.json"
+has err "placement.gpus[2].gpu: expected an integer, got string" "type error path"
+sed 's/"options"/"optoins"/' "$work/job.json" >"$work/bad-key.json"
+# shellcheck disable=SC2046
+expect 2 "unknown field" -- $(as scheduler) job plan "$work/bad-key.json"
+has err "optoins: unknown field of ocs.v1.JobSpec" "unknown field named"
+printf '{"id": "x",' >"$work/broken.json"
+# shellcheck disable=SC2046
+expect 2 "broken JSON" -- $(as scheduler) job submit "$work/broken.json"
+# shellcheck disable=SC2046
+expect 2 "missing file" -- $(as scheduler) job submit "$work/none.json"
+sed 's/"train-1"/"unavailable-1"/' "$work/job.json" >"$work/unavail.json"
+# shellcheck disable=SC2046
+expect 1 "server-side UNAVAILABLE is a refusal" -- $(as scheduler) job submit "$work/unavail.json"
+has err "UNAVAILABLE: device ocs-g0-d1 is unreachable; nothing changed" "unavailable message"
+
+# --- drain / undrain ---
+# shellcheck disable=SC2046
+expect 1 "scheduler cannot drain" -- $(as scheduler) drain ocs-g1-d1
+# shellcheck disable=SC2046
+expect 1 "drain of a busy device needs --force" -- $(as operator) drain ocs-g0-d0
+has err "FAILED_PRECONDITION: force: ocs-g0-d0 holds circuits of 1 running job(s) (first: train-1)" "force message"
+# shellcheck disable=SC2046
+expect 0 "drain --force" -- $(as operator) drain ocs-g0-d0 --force
+has out "device ocs-g0-d0: drained" "drain result"
+has out "running job with circuits on it: train-1" "drain names affected job"
+# shellcheck disable=SC2046
+expect 0 "undrain" -- $(as operator) undrain ocs-g0-d0
+has out "device ocs-g0-d0: undrained" "undrain result"
+# shellcheck disable=SC2046
+expect 0 "job release" -- $(as scheduler) job release train-1
+has out "job train-1: released" "release result"
+
+# --- usage errors (2) and unreachable (3) ---
+expect 2 "no command" --
+expect 2 "unknown command" -- --insecure frobnicate
+expect 2 "job without subcommand" -- --insecure job
+expect 2 "job show without id" -- --insecure job show
+expect 2 "flag on the wrong command" -- --insecure jobs --force
+expect 2 "extra argument" -- --insecure jobs extra
+expect 2 "TLS without --ca" -- jobs
+expect 2 "--cert without --key" -- --ca "$c/ca.pem" --cert "$c/viewer.pem" jobs
+expect 2 "bad --pod" -- --insecure circuits --pod x
+expect 0 "--help" -- --help
+has out "exit codes: 0 ok, 1 the server refused, 2 usage or input error, 3 unreachable" "help text"
+# shellcheck disable=SC2046
+expect 3 "no client certificate" -- --ca "$c/ca.pem" jobs
+has err "cannot reach 127.0.0.1:$port" "unreachable message"
+# shellcheck disable=SC2046
+expect 3 "untrusted client certificate" -- $(as rogue) jobs
+# shellcheck disable=SC2046
+expect 1 "certificate without a role" -- $(as norole) jobs
+has err "PERMISSION_DENIED: client certificate has no role" "no role message"
+# shellcheck disable=SC2046
+expect 3 "nothing listening (--server wins over OCSD_SERVER)" -- $(as viewer) --timeout-ms 2000 --server 127.0.0.1:1 jobs
+expect 3 "plaintext against TLS" -- --insecure --timeout-ms 2000 jobs
+
+# --- TLS files from the environment ---
+OCSCTL_CA=$c/ca.pem OCSCTL_CERT=$c/operator.pem OCSCTL_KEY=$c/operator.key \
+  expect 0 "TLS files from OCSCTL_CA/CERT/KEY" -- drain ocs-g1-d1
+OCSCTL_CA=$c/ca.pem OCSCTL_CERT=$c/operator.pem OCSCTL_KEY=$c/operator.key \
+  expect 1 "flags win over the environment" -- --cert "$c/viewer.pem" --key "$c/viewer.key" undrain ocs-g1-d1
+has err "role viewer may not call Fabric/UndrainDevice" "flags chose the viewer"
+
+# --- plaintext is fine on a unix socket (a second, insecure server) ---
+"$server_bin" --insecure --listen "unix:$work/ocsd.sock" >"$work/unix.out" 2>"$work/unix.err" &
+unix_pid=$!
+for _ in $(seq 100); do
+  grep -q '^port ' "$work/unix.out" 2>/dev/null && break
+  sleep 0.05
+done
+expect 0 "insecure over a unix socket" -- --insecure --server "unix:$work/ocsd.sock" --json fabric
+has out '"wiring": "straight"' "fabric over the unix socket"
+kill -TERM "$unix_pid"
+wait "$unix_pid" || { echo "FAIL: unix-socket server exit"; failures=$((failures + 1)); }
+
+# --- the watch saw PENDING, ACTIVE (submit), and the drain/undrain events ---
+for _ in $(seq 100); do
+  kill -0 "$watch_pid" 2>/dev/null || break
+  sleep 0.05
+done
+watch_rc=0
+wait "$watch_pid" || watch_rc=$?
+watch_pid=""
+if [ "$watch_rc" != 0 ]; then
+  echo "FAIL: watch exited $watch_rc"; cat "$work/watch.err"; failures=$((failures + 1))
+fi
+if ! grep -q "job train-1 pending" "$work/watch.out" || ! grep -q "job train-1 active" "$work/watch.out" \
+  || ! grep -q "device ocs-g0-d0 session=connected health=healthy drained=yes" "$work/watch.out"; then
+  echo "FAIL: watch output:"; cat "$work/watch.out"; failures=$((failures + 1))
+else
+  echo "ok: watch saw the job and device events"
+fi
+
+# --- the server shuts down cleanly (exit 0; under ASan also leak-free) ---
+kill -TERM "$server_pid"
+server_rc=0
+wait "$server_pid" || server_rc=$?
+server_pid=""
+if [ "$server_rc" != 0 ]; then
+  echo "FAIL: server exited $server_rc"; cat "$work/server.err"; failures=$((failures + 1))
+else
+  echo "ok: server stopped cleanly"
+fi
+
+echo "$failures failure(s)"
+[ "$failures" = 0 ]

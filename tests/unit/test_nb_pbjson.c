@@ -1,0 +1,153 @@
+/*
+ * test_nb_pbjson.c - tests of ocsctl's protobuf-c <-> JSON conversion
+ * (northbound/ocsctl/pbjson.c): job files become the JobSpec they describe,
+ * output reads back to the same message, and every kind of bad input is
+ * refused with the path of the field.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ocs/v1/jobs.pb-c.h"
+#include "ocs/v1/events.pb-c.h"
+#include "json.h"
+#include "pbjson.h"
+
+static ProtobufCMessage *read_text(const char *text, const ProtobufCMessageDescriptor *d, char *err,
+				   size_t err_len)
+{
+	struct json_value *v = json_parse(text, strlen(text), err, err_len);
+	ProtobufCMessage *m;
+
+	assert_non_null(v);
+	m = pbjson_read(v, d, err, err_len);
+	json_free(v);
+	return m;
+}
+
+static const char job_text[] =
+	"{\"id\": \"train-1\", \"idempotency_key\": \"k\","
+	" \"placement\": {\"gpus\": [{\"gpu\": 0, \"leaf\": 0, \"pod\": 0},"
+	"                            {\"gpu\": 8589934592, \"leaf\": 5, \"pod\": 1}]},"
+	" \"leaf_demand\": {\"pairs\": [{\"a\": 0, \"b\": 5, \"links\": 2}]},"
+	" \"options\": {\"planner\": \"pod-centric\", \"allow_moving_other_jobs\": true}}";
+
+static void test_job_file(void **state)
+{
+	char err[256] = "";
+	Ocs__V1__JobSpec *j;
+
+	(void)state;
+	j = (Ocs__V1__JobSpec *)read_text(job_text, &ocs__v1__job_spec__descriptor, err,
+					  sizeof(err));
+	if (!j)
+		fail_msg("%s", err);
+	assert_string_equal(j->id, "train-1");
+	assert_string_equal(j->idempotency_key, "k");
+	assert_int_equal(j->placement->n_gpus, 2);
+	assert_int_equal(j->placement->gpus[1]->gpu, 8589934592LL);
+	assert_int_equal(j->placement->gpus[1]->leaf, 5);
+	assert_int_equal(j->placement->gpus[1]->pod, 1);
+	assert_int_equal(j->demand_case, OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND);
+	assert_int_equal(j->leaf_demand->n_pairs, 1);
+	assert_int_equal(j->leaf_demand->pairs[0]->links, 2);
+	assert_string_equal(j->options->planner, "pod-centric");
+	assert_true(j->options->allow_moving_other_jobs);
+	ocs__v1__job_spec__free_unpacked(j, NULL);
+}
+
+/* write -> read gives the same message (compared on the wire). */
+static void test_round_trip(void **state)
+{
+	char err[256] = "";
+	const ProtobufCMessageDescriptor *descs[] = {&ocs__v1__job_spec__descriptor,
+						     &ocs__v1__event__descriptor};
+	const char *texts[] = {
+		job_text,
+		"{\"seq\": 7, \"time_unix_ms\": 1700000000000,"
+		" \"device\": {\"device\": \"ocs-g0-d1\", \"session\": \"SESSION_STATE_CONNECTED\","
+		" \"health\": 3, \"drained\": true}}",
+	};
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		ProtobufCMessage *a = read_text(texts[i], descs[i], err, sizeof(err)), *b;
+		struct json_writer *w = json_writer_new(false);
+		uint8_t wa[512], wb[512];
+		size_t na, nb;
+
+		if (!a)
+			fail_msg("%s", err);
+		pbjson_write(w, a);
+		b = read_text(json_writer_text(w, NULL), descs[i], err, sizeof(err));
+		if (!b)
+			fail_msg("%s: %s", json_writer_text(w, NULL), err);
+		na = protobuf_c_message_get_packed_size(a);
+		nb = protobuf_c_message_get_packed_size(b);
+		assert_true(na <= sizeof(wa) && nb <= sizeof(wb));
+		protobuf_c_message_pack(a, wa);
+		protobuf_c_message_pack(b, wb);
+		assert_int_equal(na, nb);
+		assert_memory_equal(wa, wb, na);
+		if (i == 1) /* enums are written by name */
+			assert_non_null(strstr(json_writer_text(w, NULL),
+					       "\"health\":\"DEVICE_HEALTH_UNREACHABLE\""));
+		json_writer_free(w);
+		protobuf_c_message_free_unpacked(a, NULL);
+		protobuf_c_message_free_unpacked(b, NULL);
+	}
+}
+
+static void test_refusals(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *err;
+	} cases[] = {
+		{"[]", "(top level): expected an object, got array"},
+		{"{\"idd\": \"x\"}", "idd: unknown field of ocs.v1.JobSpec"},
+		{"{\"id\": 5}", "id: expected a string, got number"},
+		{"{\"placement\": {\"gpus\": {}}}",
+		 "placement.gpus: expected an array, got object"},
+		{"{\"placement\": {\"gpus\": [{\"leaf\": 1.5}]}}",
+		 "placement.gpus[0].leaf: expected an integer, got a fraction"},
+		{"{\"placement\": {\"gpus\": [{}, {\"pod\": 2147483648}]}}",
+		 "placement.gpus[1].pod: out of range -2147483648..2147483647"},
+		{"{\"options\": {\"allow_moving_other_jobs\": 1}}",
+		 "options.allow_moving_other_jobs: expected true or false, got number"},
+		{"{\"options\": {}, \"options\": {}}", "options: given twice"},
+		{"{\"leaf_demand\": {\"pairs\": [null]}}",
+		 "leaf_demand.pairs[0]: expected an object, got null"},
+	};
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = '\0';
+		assert_null(
+			read_text(cases[i].text, &ocs__v1__job_spec__descriptor, err, sizeof(err)));
+		assert_string_equal(err, cases[i].err);
+	}
+	err[0] = '\0';
+	assert_null(read_text("{\"job\": {}, \"device\": {}}", &ocs__v1__event__descriptor, err,
+			      sizeof(err)));
+	assert_string_equal(err, "device: only one member of its oneof may be set");
+	assert_null(read_text("{\"device\": {\"health\": \"GOOD\"}}", &ocs__v1__event__descriptor,
+			      err, sizeof(err)));
+	assert_string_equal(err, "device.health: not a value of ocs.v1.DeviceHealth");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_job_file),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_refusals),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
