@@ -1,0 +1,230 @@
+/*
+ * test_delta_workload.c - the DELTA workload model on a configuration small
+ * enough to work out by hand (4 layers, TP 2, PP 4, DP 2, 2 stages per pod),
+ * the DP-replica symmetry reduction, expansion of a plan to real pod pairs,
+ * and refusal of bad specs with the offending field named.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "delta_dag.h"
+#include "delta_sim.h"
+#include "delta_workload.h"
+
+static void small_spec(struct delta_workload_spec *q)
+{
+	delta_workload_defaults(q);
+	q->layers = 4;
+	q->hidden = 64;
+	q->ffn = 256;
+	q->heads = 4;
+	q->vocab = 100;
+	q->tp = 2;
+	q->pp = 4;
+	q->dp = 2;
+	q->seq_len = 128;
+	q->micro_batches = 4;
+	q->bandwidth_gbps = 400;
+	q->gpus = 16;
+	q->gpus_per_pod_per_replica = 4; /* 2 stages of 2 GPUs per pod */
+}
+
+static int count_prefix(const struct delta_workload *w, const char *prefix)
+{
+	int n = 0;
+	for (int t = 0; t < w->dag.n_tasks; t++)
+		n += strncmp(w->task_names[t], prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+static int find_task(const struct delta_workload *w, const char *name)
+{
+	for (int t = 0; t < w->dag.n_tasks; t++)
+		if (!strcmp(w->task_names[t], name))
+			return t;
+	return -1;
+}
+
+static void test_small_by_hand(void **state)
+{
+	struct delta_workload_spec q;
+	struct delta_workload *w;
+	struct delta_error err;
+	small_spec(&q);
+	assert_int_equal(delta_workload_build(&q, &w, &err), 0);
+	assert_int_equal(w->stage_width, 2);
+	assert_int_equal(w->set_pods, 2); /* stages 0,1 | 2,3 */
+	assert_int_equal(w->pod_sets, 2); /* units = TP*DP/w = 2, one per set */
+	assert_int_equal(w->dag.pods, 4); /* 2 pods + 2 ring peers */
+	/* Only the s1 -> s2 boundary crosses pods: M forward + M backward. */
+	assert_int_equal(count_prefix(w, "fwd "), 4);
+	assert_int_equal(count_prefix(w, "bwd "), 4);
+	assert_int_equal(count_prefix(w, "dp "), 4);
+	int f0 = find_task(w, "fwd mb0 s1>s2");
+	assert_true(f0 >= 0);
+	const struct delta_task *t = &w->dag.tasks[f0];
+	assert_int_equal(t->src_pod, 0);
+	assert_int_equal(t->dst_pod, 1);
+	assert_int_equal(t->flows, 2);                   /* c * w */
+	assert_float_equal(t->volume_bytes, 128.0 * 64 * 2, 1e-6); /* (w/TP) b s h beta */
+	/* Release: forward of stages 0 and 1 plus the intra-pod s0 -> s1 send. */
+	double layer = 2.0 * 128 * 4 * 64 * 64 + 4.0 * 128 * 128 * 64 + 2.0 * 128 * 2 * 64 * 256;
+	double rate = 2 * 989e12 * 0.5 / 1e3, intra = 3600e9 / 8 / 1e3;
+	double act = 128.0 * 64 * 2, tp_ms = 2 * (2.0 * 1 / 2) * act / intra;
+	double fwd = layer / rate + tp_ms;
+	assert_float_equal(w->compute_fwd_ms, fwd, 1e-12);
+	assert_float_equal(t->release_ms, 2 * fwd + act / 2 / intra, 1e-12);
+	/* DP of stage 0: ring of S = 2 sets, 2(S-1)/S = 1 x params x 2 bytes. */
+	int d0 = find_task(w, "dp s0");
+	assert_true(d0 >= 0);
+	double params0 = 4.0 * 64 * 64 + 2.0 * 64 * 256 + 100.0 * 64;
+	assert_float_equal(w->dag.tasks[d0].volume_bytes, params0 * 2, 1e-6);
+	assert_int_equal(w->dag.tasks[d0].src_pod, 0);
+	assert_int_equal(w->dag.tasks[d0].dst_pod, 2); /* ring peer of pod 0 */
+	/* Budgets: the job's GPUs per pod; peers carry none. */
+	assert_int_equal(w->dag.port_budget[0], 4);
+	assert_int_equal(w->dag.port_budget[1], 4);
+	assert_int_equal(w->dag.port_budget[2], 0);
+	/* Links: PP (0,1) and two ring links costing 1 port (S = 2). */
+	assert_int_equal(w->dag.n_links, 3);
+	assert_int_equal(w->dag.links[1].cost_a, 1);
+	assert_int_equal(w->dag.links[1].cost_b, 0);
+
+	struct delta_problem *p = delta_problem_new(&w->dag, &err);
+	assert_non_null(p);
+	/* "bwd mb0 s2>s1" must wait for fwd mb0 (pipeline turn-around). */
+	int b0 = find_task(w, "bwd mb0 s2>s1"), n_in, found = 0;
+	const int *in = delta_problem_in_deps(p, b0, &n_in);
+	for (int k = 0; k < n_in; k++)
+		found |= delta_problem_deps(p)[in[k]].pre == f0;
+	assert_true(found);
+	int x[3] = { 2, 1, 1 };
+	struct delta_sim_result r;
+	assert_int_equal(delta_simulate(p, x, &r, NULL, NULL), 0);
+	assert_true(r.nct >= 1.0 - 1e-12);
+	/* Expansion: PP link in both sets, each ring link once (S = 2). */
+	struct delta_pod_circuits pc[8];
+	assert_true(delta_workload_expand_max(w, p) <= 8);
+	int n = delta_workload_expand(w, p, x, pc);
+	assert_int_equal(n, 4);
+	assert_int_equal(pc[0].i, 0);
+	assert_int_equal(pc[0].j, 1);
+	assert_int_equal(pc[1].i, 2);
+	assert_int_equal(pc[1].j, 3);
+	assert_int_equal(pc[2].i, 0);
+	assert_int_equal(pc[2].j, 2);
+	assert_int_equal(pc[2].circuits, 1);
+	delta_problem_free(p);
+	delta_workload_free(w);
+}
+
+static void test_symmetry_merge(void **state)
+{
+	struct delta_workload_spec q;
+	struct delta_workload *w;
+	struct delta_error err;
+	small_spec(&q);
+	q.replicas_per_pod_set = 2; /* both replicas on the same 2 pods */
+	assert_int_equal(delta_workload_build(&q, &w, &err), 0);
+	assert_int_equal(w->pod_sets, 1);
+	assert_int_equal(w->dag.pods, 2);
+	assert_int_equal(count_prefix(w, "dp "), 0); /* DP stays inside pods */
+	int f0 = find_task(w, "fwd mb0 s1>s2");
+	assert_int_equal(w->dag.tasks[f0].flows, 4);
+	assert_float_equal(w->dag.tasks[f0].volume_bytes, 2 * 128.0 * 64 * 2, 1e-6);
+	assert_int_equal(w->dag.port_budget[0], 8);
+	delta_workload_free(w);
+
+	/* Four sets: ring links cost 2 ports at the real pod. */
+	small_spec(&q);
+	q.dp = 4;
+	q.gpus = 32;
+	assert_int_equal(delta_workload_build(&q, &w, &err), 0);
+	assert_int_equal(w->pod_sets, 4);
+	int d0 = find_task(w, "dp s0");
+	double params0 = 4.0 * 64 * 64 + 2.0 * 64 * 256 + 100.0 * 64;
+	assert_float_equal(w->dag.tasks[d0].volume_bytes, 2.0 * 3 / 4 * params0 * 2, 1e-6);
+	assert_int_equal(w->dag.links[1].cost_a, 2);
+	delta_workload_free(w);
+}
+
+static void test_moe(void **state)
+{
+	struct delta_workload_spec q;
+	struct delta_workload *w;
+	struct delta_error err;
+	small_spec(&q);
+	q.experts = 8;
+	q.top_k = 2;
+	q.ep = 4;
+	q.gpus_per_pod_per_replica = 8; /* w = lcm(2, 4) = 4: 2 stages per pod */
+	assert_int_equal(delta_workload_build(&q, &w, &err), 0);
+	assert_int_equal(w->stage_width, 4);
+	assert_int_equal(w->pod_sets, 1); /* units = TP*DP/w = 1 */
+	assert_int_equal(count_prefix(w, "fwd "), 4);
+	delta_workload_free(w);
+}
+
+static void expect_field(struct delta_workload_spec *q, const char *field)
+{
+	struct delta_workload *w = (struct delta_workload *)1;
+	struct delta_error err;
+	assert_int_not_equal(delta_workload_build(q, &w, &err), 0);
+	assert_null(w);
+	assert_string_equal(err.field, field);
+	assert_true(strlen(err.reason) > 0);
+}
+
+static void test_bad_specs(void **state)
+{
+	struct delta_workload_spec q;
+	small_spec(&q);
+	q.dp = 0;
+	q.gpus = 18; /* TP*PP = 8 does not divide 18 */
+	expect_field(&q, "parallelism.tp");
+	small_spec(&q);
+	q.gpus = 20; /* TP*PP*DP = 16 */
+	expect_field(&q, "placement.gpus");
+	small_spec(&q);
+	q.gpus_per_pod_per_replica = 3; /* splits a TP group */
+	expect_field(&q, "placement.gpus_per_pod_per_replica");
+	small_spec(&q);
+	q.bandwidth_gbps = 0;
+	expect_field(&q, "bandwidth_gbps");
+	small_spec(&q);
+	q.tp = 8;
+	q.dp = 0;
+	q.gpus = 32; /* 8 does not divide 4 heads */
+	expect_field(&q, "parallelism.tp");
+	small_spec(&q);
+	q.pp = 3;
+	expect_field(&q, "parallelism.pp");
+	small_spec(&q);
+	q.fabric_pods = 3; /* needs 4 pods */
+	expect_field(&q, "placement.pods");
+	small_spec(&q);
+	q.replicas_per_pod_set = 3;
+	expect_field(&q, "placement.replicas_per_pod_set");
+	small_spec(&q);
+	q.ep = 2; /* dense model */
+	expect_field(&q, "parallelism.ep");
+	small_spec(&q);
+	q.micro_batches = 2;
+	expect_field(&q, "training.micro_batches");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_small_by_hand),
+		cmocka_unit_test(test_symmetry_merge),
+		cmocka_unit_test(test_moe),
+		cmocka_unit_test(test_bad_specs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
