@@ -79,6 +79,7 @@ void delta_workload_free(struct delta_workload *w)
 	if (!w)
 		return;
 	free(w->task_names);
+	free(w->task_stages);
 	free(w->port_budget);
 	free(w->tasks);
 	free(w->deps);
@@ -295,11 +296,13 @@ static void add_pred(struct builder *b, int node, int pred)
 }
 
 static int new_task(struct builder *b, int node, int src, int dst, double flows, double volume,
-		    const char *name)
+		    const char *name, int stage_src, int stage_dst)
 {
 	struct delta_workload *w = b->w;
 	int t = w->dag.n_tasks++;
 	w->tasks[t] = (struct delta_task){ src, dst, (int)flows, volume, 0 };
+	w->task_stages[t][0] = stage_src;
+	w->task_stages[t][1] = stage_dst;
 	snprintf(w->task_names[t], sizeof(w->task_names[t]), "%s", name);
 	b->nodes[node].task = t;
 	return t;
@@ -380,9 +383,9 @@ static int build_nodes(struct builder *b)
 				int a = b->stage_pod[s], c = b->stage_pod[s + 1];
 				if (a != c) {
 					snprintf(name, sizeof(name), "fwd mb%d s%d>s%d", mb, s, s + 1);
-					new_task(b, act, a, c, b->pp_flows, b->pp_volume, name);
+					new_task(b, act, a, c, b->pp_flows, b->pp_volume, name, s, s + 1);
 					snprintf(name, sizeof(name), "bwd mb%d s%d>s%d", mb, s + 1, s);
-					new_task(b, grad, c, a, b->pp_flows, b->pp_volume, name);
+					new_task(b, grad, c, a, b->pp_flows, b->pp_volume, name, s + 1, s);
 				} else {
 					b->nodes[act].dur_ms = b->pp_local_ms;
 					b->nodes[grad].dur_ms = b->pp_local_ms;
@@ -394,7 +397,7 @@ static int build_nodes(struct builder *b)
 		if (b->w->pod_sets > 1) {
 			snprintf(name, sizeof(name), "dp s%d", s);
 			new_task(b, dp, b->stage_pod[s], G + b->stage_pod[s], dp_flows,
-				 b->dp_volume[s], name);
+				 b->dp_volume[s], name, s, s);
 		}
 	}
 	return 0;
@@ -462,10 +465,15 @@ static int reduce(struct builder *b)
 				if (!nm)
 					goto out;
 				w->task_names = nm;
+				int(*ts)[2] = realloc(w->task_stages, (size_t)cap * sizeof(*ts));
+				if (!ts)
+					goto out;
+				w->task_stages = ts;
 				b->max_tasks = cap;
 			}
 			w->dag.n_tasks++;
 			w->tasks[mk] = (struct delta_task){ b->marker_src, b->marker_dst, 1, 0, 0 };
+			w->task_stages[mk][0] = w->task_stages[mk][1] = -1;
 			snprintf(name, sizeof(name), "sync s%d #%d", b->node_stage[v], v);
 			snprintf(w->task_names[mk], sizeof(w->task_names[mk]), "%s", name);
 			nd->task = mk; /* its own work (dur_ms) follows the marker */
@@ -551,6 +559,8 @@ int delta_workload_build(const struct delta_workload_spec *q, struct delta_workl
 		      q->gpus_per_pod_per_replica;
 	w->pod_sets = (int)((long)q->tp * dp / w->stage_width / q->replicas_per_pod_set);
 	w->first_pod = q->first_pod;
+	w->replicas_per_pod_set = q->replicas_per_pod_set;
+	w->gpus_per_pod_per_replica = q->gpus_per_pod_per_replica;
 	int G = w->set_pods, pods = w->pod_sets > 1 ? 2 * G : G;
 
 	b.n_nodes = 2 * b.M * b.pp + 2 * b.M * (b.pp - 1) + b.pp;
@@ -564,11 +574,12 @@ int delta_workload_build(const struct delta_workload_spec *q, struct delta_workl
 	b.node_stage = calloc((size_t)b.n_nodes, sizeof(int));
 	w->tasks = calloc((size_t)b.max_tasks, sizeof(*w->tasks));
 	w->task_names = calloc((size_t)b.max_tasks, sizeof(*w->task_names));
+	w->task_stages = calloc((size_t)b.max_tasks, sizeof(*w->task_stages));
 	w->deps = malloc((size_t)b.max_deps * sizeof(*w->deps));
 	w->port_budget = calloc((size_t)pods, sizeof(int));
 	rc = -ENOMEM;
 	if (!b.nodes || !b.node_stage || !b.stage_pod || !b.fwd_ms || !b.bwd_ms || !b.dp_volume || !w->tasks ||
-	    !w->task_names || !w->deps || !w->port_budget)
+	    !w->task_names || !w->task_stages || !w->deps || !w->port_budget)
 		goto fail;
 	for (int s = 0; s < b.pp; s++) {
 		b.stage_pod[s] = s * w->stage_width / q->gpus_per_pod_per_replica;

@@ -71,10 +71,13 @@ void delta_workload_defaults(struct delta_workload_spec *spec);
 struct delta_workload {
 	struct delta_dag dag;     /* the reduced DAG (one pod set) */
 	char (*task_names)[48];   /* n_tasks names, e.g. "fwd mb3 s1>s2" */
+	int (*task_stages)[2];    /* src and dst stage per task; DP: s, s; sync: -1, -1 */
 	int pod_sets;             /* S */
 	int set_pods;             /* G */
 	int first_pod;
 	int stage_width;          /* w */
+	int replicas_per_pod_set; /* c */
+	int gpus_per_pod_per_replica; /* g: stage s sits in set pod s * w / g */
 	double compute_fwd_ms;    /* forward time of one stage's micro-batch (first stage) */
 	/* storage behind dag */
 	int *port_budget;

@@ -10,9 +10,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "delta_dag.h"
+#include "delta_leaves.h"
+#include "fabric.h"
 #include "delta_sim.h"
 #include "delta_workload.h"
 
@@ -218,6 +222,58 @@ static void test_bad_specs(void **state)
 	expect_field(&q, "training.micro_batches");
 }
 
+static void test_leaf_demand(void **state)
+{
+	/* 4 pods of 2 leaves with 2 GPUs each (k_leaf 2, k_spine 4, tau 2). The
+	 * small job fills every pod: stage s0 on leaf 0, s1 on leaf 1 of pod 0,
+	 * s2/s3 on the leaves of pod 1; the second DP set on pods 2 and 3. */
+	struct ocs_fabric f = { .pods = 4, .k_leaf = 2, .k_spine = 4, .tau = 2, .k_ocs = 8,
+				.wiring = OCS_WIRING_STRAIGHT };
+	struct delta_workload_spec q;
+	struct delta_workload *w;
+	struct delta_error err;
+	assert_int_equal(ocs_fabric_validate(&f, NULL, 0), 0);
+	small_spec(&q);
+	assert_int_equal(delta_workload_build(&q, &w, &err), 0);
+	struct delta_problem *p = delta_problem_new(&w->dag, &err);
+	assert_non_null(p);
+	int x[3] = { 1, 2, 2 }; /* PP (0,1), ring of pod 0, ring of pod 1 */
+	struct delta_leaf_links *d;
+	size_t n;
+	long unplaced;
+	assert_int_equal(delta_leaf_demand(&f, w, p, x, &d, &n, &unplaced, &err), 0);
+	assert_int_equal(unplaced, 0);
+	/* Expected (sorted): (0,4) DP s0, (1,2) PP s1>s2 set 0, (1,5) DP s1,
+	 * (2,6) DP s2, (3,7) DP s3, (5,6) PP set 1. */
+	int want[][3] = { { 0, 4, 1 }, { 1, 2, 1 }, { 1, 5, 1 },
+			  { 2, 6, 1 }, { 3, 7, 1 }, { 5, 6, 1 } };
+	assert_int_equal(n, 6);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(d[i].a, want[i][0]);
+		assert_int_equal(d[i].b, want[i][1]);
+		assert_int_equal(d[i].links, want[i][2]);
+	}
+	free(d);
+	/* More circuits than uplinks: leaf 1 has 2 uplinks, PP wants 3. */
+	int big[3] = { 3, 2, 2 };
+	assert_int_equal(delta_leaf_demand(&f, w, p, big, &d, &n, &unplaced, &err), 0);
+	assert_true(unplaced > 0);
+	int used[8] = { 0 };
+	for (size_t i = 0; i < n; i++) {
+		used[d[i].a] += d[i].links;
+		used[d[i].b] += d[i].links;
+	}
+	for (int l = 0; l < 8; l++)
+		assert_true(used[l] <= f.k_leaf);
+	free(d);
+	/* A fabric with too few pods is refused. */
+	f.pods = 3;
+	assert_int_equal(delta_leaf_demand(&f, w, p, x, &d, &n, &unplaced, &err), -EINVAL);
+	assert_string_equal(err.field, "placement.pods");
+	delta_problem_free(p);
+	delta_workload_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -225,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_symmetry_merge),
 		cmocka_unit_test(test_moe),
 		cmocka_unit_test(test_bad_specs),
+		cmocka_unit_test(test_leaf_demand),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
