@@ -16,6 +16,7 @@
 
 #include "delta_dag.h"
 #include "delta_leaves.h"
+#include "delta_plan.h"
 #include "fabric.h"
 #include "delta_sim.h"
 #include "delta_workload.h"
@@ -274,6 +275,43 @@ static void test_leaf_demand(void **state)
 	delta_workload_free(w);
 }
 
+static void test_plan_job(void **state)
+{
+	struct ocs_fabric f = { .pods = 4, .k_leaf = 2, .k_spine = 4, .tau = 2, .k_ocs = 8,
+				.wiring = OCS_WIRING_STRAIGHT };
+	struct delta_workload_spec q;
+	struct delta_job_plan *plan;
+	struct delta_error err;
+	enum delta_planner kind;
+	small_spec(&q);
+	assert_int_equal(delta_planner_parse("iter-halve", &kind), 0);
+	assert_int_equal(kind, DELTA_PLANNER_ITER_HALVE);
+	assert_int_equal(delta_planner_parse("leaf-centric", &kind), -EINVAL);
+	/* Iter-Halve fills every port: PP (0,1) and both rings share pods 0/1. */
+	assert_int_equal(delta_plan_job(&q, kind, NULL, NULL, &f, &plan, &err), 0);
+	assert_int_equal(plan->pod_sets, 2);
+	assert_int_equal(plan->ports_available, 16);
+	long ports = 0, links = 0;
+	for (size_t i = 0; i < plan->n_circuits; i++)
+		ports += 2 * plan->circuits[i].circuits;
+	for (size_t i = 0; i < plan->n_leaf_demand; i++)
+		links += plan->leaf_demand[i].links;
+	assert_int_equal(ports, plan->ports_used);
+	assert_true(plan->ports_used <= plan->ports_available);
+	assert_int_equal(links + plan->leaf_unplaced, ports / 2);
+	assert_true(plan->sim.nct >= 1.0);
+	delta_job_plan_free(plan);
+	assert_int_equal(delta_plan_job(&q, DELTA_PLANNER_FAST, NULL, NULL, NULL, &plan, &err), 0);
+	assert_null(plan->leaf_demand);
+	assert_true(plan->ports_used <= plan->ports_available);
+	delta_job_plan_free(plan);
+	q.bandwidth_gbps = 0;
+	assert_int_equal(delta_plan_job(&q, DELTA_PLANNER_FAST, NULL, NULL, NULL, &plan, &err),
+			 -EINVAL);
+	assert_null(plan);
+	assert_string_equal(err.field, "bandwidth_gbps");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_moe),
 		cmocka_unit_test(test_bad_specs),
 		cmocka_unit_test(test_leaf_demand),
+		cmocka_unit_test(test_plan_job),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
