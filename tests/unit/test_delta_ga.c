@@ -17,6 +17,7 @@
 #include "delta_bounds.h"
 #include "delta_dag.h"
 #include "delta_ga.h"
+#include "ocs_pool_pthread.h"
 
 #define MB 1e6
 
@@ -167,6 +168,37 @@ static void test_ga_params_and_budget(void **state)
 	delta_problem_free(p);
 }
 
+static void count_call(void *arg, size_t i)
+{
+	int *hits = arg;
+	__atomic_fetch_add(&hits[i], 1, __ATOMIC_RELAXED);
+}
+
+static void test_pthread_pool(void **state)
+{
+	/* Every index exactly once, for several runs on one pool, including
+	 * empty and single-item runs; threads <= 1 gives a serial pool. */
+	static int hits[1000];
+	for (int threads = 1; threads <= 3; threads++) {
+		struct ocs_pool_pthread *pp = ocs_pool_pthread_new(threads);
+		assert_non_null(pp);
+		const struct ocs_pool *pool = ocs_pool_pthread_pool(pp);
+		size_t sizes[] = { 0, 1, 7, 1000, 3 };
+		for (size_t r = 0; r < sizeof(sizes) / sizeof(sizes[0]); r++) {
+			memset(hits, 0, sizeof(hits));
+			ocs_pool_run(pool, count_call, hits, sizes[r]);
+			for (size_t i = 0; i < 1000; i++)
+				assert_int_equal(hits[i], i < sizes[r] ? 1 : 0);
+		}
+		ocs_pool_pthread_free(pp);
+	}
+	memset(hits, 0, sizeof(hits));
+	ocs_pool_run(NULL, count_call, hits, 5); /* NULL pool: serial */
+	assert_int_equal(hits[4], 1);
+	assert_int_equal(hits[5], 0);
+	ocs_pool_pthread_free(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +207,7 @@ int main(void)
 		cmocka_unit_test(test_bound_time_separated),
 		cmocka_unit_test(test_baselines_star),
 		cmocka_unit_test(test_ga_params_and_budget),
+		cmocka_unit_test(test_pthread_pool),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
