@@ -10,8 +10,10 @@
  *              for Megatron-462B and DeepSeek-671B at 128, 256 and 512
  *              micro-batches on a 2-thread pool (target: <= 2 s at 128).
  *
- * Every figure is the median of `runs` seeds (argv[2], default 3).
- * Usage: bench_delta [table1|converge|all] [runs]
+ * Every figure is the median of `runs` seeds (argv[2], default 3). GPUs are
+ * H100-class (989 dense BF16 TFLOP/s at 50%) unless BENCH_GPU_TFLOPS sets
+ * the peak (e.g. 312 for A100): slower GPUs leave more slack to save ports.
+ * Usage: [BENCH_GPU_TFLOPS=T] bench_delta [table1|converge|all] [runs]
  */
 #include <math.h>
 #include <stdio.h>
@@ -86,6 +88,8 @@ static struct delta_workload *build(const struct workload *wl, int micro_batches
 	q.micro_batches = micro_batches;
 	q.seq_len = 4096;
 	q.bandwidth_gbps = 400;
+	if (getenv("BENCH_GPU_TFLOPS"))
+		q.gpu_tflops = atof(getenv("BENCH_GPU_TFLOPS"));
 	if (delta_workload_build(&q, &w, &err)) {
 		fprintf(stderr, "%s: %s: %s\n", wl->name, err.field, err.reason);
 		exit(1);
