@@ -37,7 +37,8 @@ int delta_time_windows(const struct delta_problem *p, double *est, double *lct, 
 	}
 	for (int t = 0; t < n; t++) {
 		int l = delta_problem_task_link(p, t);
-		dir_volume[2 * l + (tasks[t].src_pod == links[l].a ? 0 : 1)] += tasks[t].volume_bytes;
+		dir_volume[2 * l + (tasks[t].src_pod == links[l].a ? 0 : 1)] +=
+			tasks[t].volume_bytes;
 	}
 	/* Forward: EST with tau, and the latest possible finish with V_dir / B. */
 	double t_up = 0;
@@ -116,7 +117,7 @@ static long window_bound(const struct delta_problem *p, const int *act, int n_ac
 {
 	const struct delta_task *tasks = delta_problem_tasks(p);
 	if (n_act <= EXACT_MWIS_MAX) {
-		struct mwis m = { .n = n_act, .w = scratch, .best = 0 };
+		struct mwis m = {.n = n_act, .w = scratch, .best = 0};
 		for (int i = 0; i < n_act; i++) {
 			scratch[i] = tasks[act[i]].flows;
 			m.adj[i] = 0;

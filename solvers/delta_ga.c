@@ -75,10 +75,10 @@ struct ga {
 	int L, pods;
 	const struct delta_link *links;
 	const int *budget;
-	long *used;  /* pods */
-	int *order;  /* L, scratch for random edge order */
+	long *used;	 /* pods */
+	int *order;	 /* L, scratch for random edge order */
 	long *remaining; /* pods, Alg. 5 lookahead */
-	int *cand;   /* L, Alg. 6 reducible edges */
+	int *cand;	 /* L, Alg. 6 reducible edges */
 };
 
 static long plan_ports(const struct ga *g, const int *x)
@@ -225,7 +225,7 @@ static void cache_put(struct cache *c, const int *x, struct fitness f)
 	if (c->n >= CACHE_MAX)
 		return;
 	if (2 * (c->n + 1) > c->cap) {
-		struct cache big = { .cap = c->cap ? 2 * c->cap : 1024, .L = c->L };
+		struct cache big = {.cap = c->cap ? 2 * c->cap : 1024, .L = c->L};
 		big.keys = malloc(big.cap * (size_t)c->L * sizeof(int));
 		big.vals = malloc(big.cap * sizeof(*big.vals));
 		big.used = calloc(big.cap, 1);
@@ -277,7 +277,7 @@ static long evaluate(const struct delta_problem *p, const struct ocs_pool *pool,
 	for (int k = from; k < N; k++)
 		if (!cache_get(cache, xs + (size_t)k * g->L, &fit[k]))
 			which[n_miss++] = k;
-	struct eval_job job = { .p = p, .xs = xs, .L = g->L, .fit = fit, .g = g, .which = which };
+	struct eval_job job = {.p = p, .xs = xs, .L = g->L, .fit = fit, .g = g, .which = which};
 	ocs_pool_run(pool, eval_one, &job, (size_t)n_miss);
 	for (int i = 0; i < n_miss; i++)
 		cache_put(cache, xs + (size_t)which[i] * g->L, fit[which[i]]);
@@ -289,7 +289,8 @@ static int tournament(uint64_t *rng, const struct fitness *fit, int n, int size)
 	int best = rng_int(rng, 0, n - 1);
 	for (int k = 1; k < size; k++) {
 		int c = rng_int(rng, 0, n - 1);
-		if (fitness_less(fit[c], fit[best]) || (!fitness_less(fit[best], fit[c]) && c < best))
+		if (fitness_less(fit[c], fit[best]) ||
+		    (!fitness_less(fit[best], fit[c]) && c < best))
 			best = c;
 	}
 	return best;
@@ -376,8 +377,11 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 
 	int L = delta_problem_n_links(p), pods = delta_problem_pods(p);
 	int N = params->population;
-	struct ga g = { .p = p, .L = L, .pods = pods, .links = delta_problem_links(p),
-			.budget = delta_problem_port_budget(p) };
+	struct ga g = {.p = p,
+		       .L = L,
+		       .pods = pods,
+		       .links = delta_problem_links(p),
+		       .budget = delta_problem_port_budget(p)};
 	int *xbar = malloc((size_t)L * sizeof(int));
 	int *pop = malloc((size_t)N * L * sizeof(int));
 	int *next = malloc((size_t)N * L * sizeof(int));
@@ -386,12 +390,12 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 	int *idx = malloc((size_t)N * sizeof(int));
 	int *best_x = malloc((size_t)L * sizeof(int));
 	int *which = malloc((size_t)N * sizeof(int));
-	struct cache cache = { .L = L };
+	struct cache cache = {.L = L};
 	g.used = malloc((size_t)pods * sizeof(long));
 	g.remaining = malloc((size_t)pods * sizeof(long));
 	g.order = malloc((size_t)L * sizeof(int));
 	g.cand = malloc((size_t)L * sizeof(int));
-	struct delta_ga_stats st = { 0 };
+	struct delta_ga_stats st = {0};
 	uint64_t rng = params->seed;
 	double t0 = params->clock_ms ? params->clock_ms(params->clock_ctx) : 0;
 	double pm = params->mutation_rate > 0 ? params->mutation_rate : 1.0 / L;

@@ -39,7 +39,7 @@ static int acc_add(struct acc *s, int a, int b, long weight)
 		s->v = v;
 		s->cap = cap;
 	}
-	s->v[s->n++] = (struct pair_weight){ a, b, weight, 0 };
+	s->v[s->n++] = (struct pair_weight){a, b, weight, 0};
 	return 0;
 }
 
@@ -62,15 +62,14 @@ static long gpu_of(const struct ocs_fabric *f, const struct delta_workload *w, i
 }
 
 int delta_leaf_demand(const struct ocs_fabric *f, const struct delta_workload *w,
-		      const struct delta_problem *p, const int *x,
-		      struct delta_leaf_links **out, size_t *n_out, long *unplaced,
-		      struct delta_error *err)
+		      const struct delta_problem *p, const int *x, struct delta_leaf_links **out,
+		      size_t *n_out, long *unplaced, struct delta_error *err)
 {
 	int G = w->set_pods, S = w->pod_sets, c = w->replicas_per_pod_set, sw = w->stage_width;
 	long pod_gpus = (long)ocs_fabric_leaves_per_pod(f) * f->k_leaf;
 	const struct delta_link *links = delta_problem_links(p);
 	int n_links = delta_problem_n_links(p), rc = -ENOMEM;
-	struct acc all = { 0 }, one = { 0 };
+	struct acc all = {0}, one = {0};
 	int *leaf_used = calloc((size_t)ocs_fabric_leaves(f), sizeof(int));
 	unsigned char *seen = NULL;
 
@@ -110,8 +109,8 @@ int delta_leaf_demand(const struct ocs_fabric *f, const struct delta_workload *w
 			/* Distinct stage pairs on this link: fwd/bwd of one boundary
 			 * join the same GPU pairs. */
 			for (int t = 0; t < n_tasks; t++) {
-				if (delta_problem_task_link(p, t) != l || tasks[t].volume_bytes == 0 ||
-				    seen[t])
+				if (delta_problem_task_link(p, t) != l ||
+				    tasks[t].volume_bytes == 0 || seen[t])
 					continue;
 				int s0 = w->task_stages[t][0], s1 = w->task_stages[t][1];
 				if (s0 < 0)
@@ -124,10 +123,12 @@ int delta_leaf_demand(const struct ocs_fabric *f, const struct delta_workload *w
 				int lo = s0 < s1 ? s0 : s1, hi = s0 < s1 ? s1 : s0;
 				for (int u = 0; u < c; u++)
 					for (int r = 0; r < sw; r++) {
-						/* lo's pod is links[l].a unless the boundary runs b -> a */
+						/* lo's pod is links[l].a unless the boundary runs b
+						 * -> a */
 						int pa = pod_a, pb = pod_b;
-						if (!ring && (lo * sw / w->gpus_per_pod_per_replica) !=
-								     links[l].a) {
+						if (!ring &&
+						    (lo * sw / w->gpus_per_pod_per_replica) !=
+							    links[l].a) {
 							pa = pod_b;
 							pb = pod_a;
 						}
@@ -143,11 +144,11 @@ int delta_leaf_demand(const struct ocs_fabric *f, const struct delta_workload *w
 				int best = -1;
 				for (size_t i = 0; i < one.n; i++) {
 					struct pair_weight *q = &one.v[i];
-					if (leaf_used[q->a] >= f->k_leaf || leaf_used[q->b] >= f->k_leaf)
+					if (leaf_used[q->a] >= f->k_leaf ||
+					    leaf_used[q->b] >= f->k_leaf)
 						continue;
-					if (best < 0 ||
-					    q->weight * (one.v[best].links + 1) >
-						    one.v[best].weight * (q->links + 1))
+					if (best < 0 || q->weight * (one.v[best].links + 1) >
+								one.v[best].weight * (q->links + 1))
 						best = (int)i;
 				}
 				if (best < 0) {
@@ -174,7 +175,7 @@ int delta_leaf_demand(const struct ocs_fabric *f, const struct delta_workload *w
 	if (!*out)
 		goto fail;
 	for (size_t i = 0; i < all.n; i++)
-		(*out)[i] = (struct delta_leaf_links){ all.v[i].a, all.v[i].b, all.v[i].links };
+		(*out)[i] = (struct delta_leaf_links){all.v[i].a, all.v[i].b, all.v[i].links};
 	*n_out = all.n;
 	rc = 0;
 fail:

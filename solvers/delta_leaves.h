@@ -42,8 +42,7 @@ struct delta_leaf_links {
  * "placement.*"), or -ENOMEM.
  */
 int delta_leaf_demand(const struct ocs_fabric *f, const struct delta_workload *w,
-		      const struct delta_problem *p, const int *x,
-		      struct delta_leaf_links **out, size_t *n_out, long *unplaced,
-		      struct delta_error *err);
+		      const struct delta_problem *p, const int *x, struct delta_leaf_links **out,
+		      size_t *n_out, long *unplaced, struct delta_error *err);
 
 #endif

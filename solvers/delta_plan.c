@@ -11,8 +11,7 @@
 
 int delta_planner_parse(const char *name, enum delta_planner *out)
 {
-	static const char *const names[] = { "delta-fast", "prop-alloc", "sqrt-alloc",
-					      "iter-halve" };
+	static const char *const names[] = {"delta-fast", "prop-alloc", "sqrt-alloc", "iter-halve"};
 	for (int i = 0; i < 4; i++)
 		if (name && !strcmp(name, names[i])) {
 			*out = (enum delta_planner)i;
@@ -67,10 +66,11 @@ int delta_plan_job(const struct delta_workload_spec *spec, enum delta_planner pl
 		}
 		rc = delta_fast(p, params, NULL, pool, x, &plan->sim, &plan->stats, err);
 	} else {
-		rc = delta_baseline_plan(p, (enum delta_baseline)(planner - DELTA_PLANNER_PROP_ALLOC),
-					 x, err);
+		rc = delta_baseline_plan(
+			p, (enum delta_baseline)(planner - DELTA_PLANNER_PROP_ALLOC), x, err);
 		if (rc == 0 && delta_simulate(p, x, &plan->sim, NULL, NULL))
-			rc = delta_error_set(err, "tasks", "the plan leaves a task without circuits");
+			rc = delta_error_set(err, "tasks",
+					     "the plan leaves a task without circuits");
 	}
 	if (rc)
 		goto fail;

@@ -33,14 +33,14 @@ int delta_planner_parse(const char *name, enum delta_planner *out);
 struct delta_job_plan {
 	struct delta_pod_circuits *circuits; /* every real pod pair, i < j */
 	size_t n_circuits;
-	struct delta_sim_result sim;         /* of one pod set (all are identical) */
-	long ports_used;                     /* job-wide */
-	long ports_available;                /* job-wide: the job's GPUs in its pods */
+	struct delta_sim_result sim; /* of one pod set (all are identical) */
+	long ports_used;	     /* job-wide */
+	long ports_available;	     /* job-wide: the job's GPUs in its pods */
 	int pod_sets;
-	struct delta_ga_stats stats;         /* delta-fast only */
+	struct delta_ga_stats stats;	      /* delta-fast only */
 	struct delta_leaf_links *leaf_demand; /* when a fabric was given */
 	size_t n_leaf_demand;
-	long leaf_unplaced;                  /* circuits no leaf pair could take */
+	long leaf_unplaced; /* circuits no leaf pair could take */
 };
 
 /*

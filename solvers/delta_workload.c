@@ -66,7 +66,7 @@ void delta_workload_defaults(struct delta_workload_spec *spec)
 	spec->ep = 1;
 	spec->etp = 1;
 	spec->micro_batch = 1;
-	spec->gpu_tflops = 989;    /* H100 SXM dense BF16 */
+	spec->gpu_tflops = 989; /* H100 SXM dense BF16 */
 	spec->efficiency = 0.5;
 	spec->intra_pod_gbps = 3600; /* 450 GB/s NVLink per GPU */
 	spec->bytes_per_value = 2;
@@ -108,9 +108,8 @@ static int validate(const struct delta_workload_spec *q, int *dp_out, struct del
 {
 	if (positive(err, "model.layers", q->layers) || positive(err, "model.hidden", q->hidden) ||
 	    positive(err, "model.ffn", q->ffn) || positive(err, "model.heads", q->heads) ||
-	    positive(err, "model.vocab", q->vocab) ||
-	    positive(err, "parallelism.tp", q->tp) || positive(err, "parallelism.pp", q->pp) ||
-	    positive(err, "parallelism.ep", q->ep) ||
+	    positive(err, "model.vocab", q->vocab) || positive(err, "parallelism.tp", q->tp) ||
+	    positive(err, "parallelism.pp", q->pp) || positive(err, "parallelism.ep", q->ep) ||
 	    positive(err, "parallelism.expert_tp", q->etp) ||
 	    positive(err, "training.seq_len", q->seq_len) ||
 	    positive(err, "training.micro_batch", q->micro_batch) ||
@@ -135,7 +134,8 @@ static int validate(const struct delta_workload_spec *q, int *dp_out, struct del
 		return delta_error_set(err, "model.top_k", "must be in 1..%d (experts), got %d",
 				       q->experts, q->top_k);
 	if (q->experts == 0 && (q->ep > 1 || q->etp > 1))
-		return delta_error_set(err, "parallelism.ep", "EP/expert-TP need model.experts > 0");
+		return delta_error_set(err, "parallelism.ep",
+				       "EP/expert-TP need model.experts > 0");
 	if (q->experts > 0 && q->experts % q->ep)
 		return delta_error_set(err, "parallelism.ep", "EP %d does not divide %d experts",
 				       q->ep, q->experts);
@@ -163,8 +163,8 @@ static int validate(const struct delta_workload_spec *q, int *dp_out, struct del
 					       "give DP or placement.gpus to derive it");
 		if (q->gpus % tp_pp)
 			return delta_error_set(err, "parallelism.tp",
-					       "TP*PP = %ld does not divide the job's %d GPUs", tp_pp,
-					       q->gpus);
+					       "TP*PP = %ld does not divide the job's %d GPUs",
+					       tp_pp, q->gpus);
 		dp = (int)(q->gpus / tp_pp);
 	} else if (dp < 0) {
 		return delta_error_set(err, "parallelism.dp", "must be >= 1, got %d", dp);
@@ -192,8 +192,8 @@ static int validate(const struct delta_workload_spec *q, int *dp_out, struct del
 				       q->replicas_per_pod_set, units);
 	if (q->first_pod < 0)
 		return delta_error_set(err, "placement.first_pod", "must be >= 0");
-	long set_pods = ((long)q->pp * w + q->gpus_per_pod_per_replica - 1) /
-			q->gpus_per_pod_per_replica;
+	long set_pods =
+		((long)q->pp * w + q->gpus_per_pod_per_replica - 1) / q->gpus_per_pod_per_replica;
 	long sets = units / q->replicas_per_pod_set;
 	if (set_pods < 2 && sets < 2)
 		return delta_error_set(err, "placement.gpus_per_pod_per_replica",
@@ -243,7 +243,7 @@ static int frontier_add(struct frontier *f, int task, double delay)
 		f->v = v;
 		f->cap = cap;
 	}
-	f->v[f->n++] = (struct frontier_entry){ task, delay };
+	f->v[f->n++] = (struct frontier_entry){task, delay};
 	return 0;
 }
 
@@ -300,7 +300,7 @@ static int new_task(struct builder *b, int node, int src, int dst, double flows,
 {
 	struct delta_workload *w = b->w;
 	int t = w->dag.n_tasks++;
-	w->tasks[t] = (struct delta_task){ src, dst, (int)flows, volume, 0 };
+	w->tasks[t] = (struct delta_task){src, dst, (int)flows, volume, 0};
 	w->task_stages[t][0] = stage_src;
 	w->task_stages[t][1] = stage_dst;
 	snprintf(w->task_names[t], sizeof(w->task_names[t]), "%s", name);
@@ -315,8 +315,9 @@ static void stage_times(struct builder *b)
 	double k = q->experts > 0 ? q->top_k : 1, m = q->ffn_matrices;
 	double beta = q->bytes_per_value;
 	double rate = q->tp * q->gpu_tflops * 1e12 * q->efficiency / 1e3; /* FLOP per ms */
-	double intra = q->intra_pod_gbps * 1e9 / 8 / 1e3;                  /* bytes per ms */
-	double layer_flops = 2 * mb * s * 4 * h * h + 4 * mb * s * s * h + 2 * mb * s * m * h * f * k;
+	double intra = q->intra_pod_gbps * 1e9 / 8 / 1e3;		  /* bytes per ms */
+	double layer_flops =
+		2 * mb * s * 4 * h * h + 4 * mb * s * s * h + 2 * mb * s * m * h * f * k;
 	double act = mb * s * h * beta;
 	double tp_ms = q->tp > 1 ? 2 * (2.0 * (q->tp - 1) / q->tp) * act / intra : 0;
 	double ep_ms = q->ep > 1 ? 2 * ((double)(q->ep - 1) / q->ep) * k * act / q->tp / intra : 0;
@@ -377,15 +378,20 @@ static int build_nodes(struct builder *b)
 				add_pred(b, node_id(b, N_FWD, mb, s), node_id(b, N_ACT, mb, s - 1));
 			if (s < pp - 1) {
 				add_pred(b, node_id(b, N_BWD, mb, s), node_id(b, N_GRAD, mb, s));
-				int act = node_id(b, N_ACT, mb, s), grad = node_id(b, N_GRAD, mb, s);
+				int act = node_id(b, N_ACT, mb, s),
+				    grad = node_id(b, N_GRAD, mb, s);
 				add_pred(b, act, node_id(b, N_FWD, mb, s));
 				add_pred(b, grad, node_id(b, N_BWD, mb, s + 1));
 				int a = b->stage_pod[s], c = b->stage_pod[s + 1];
 				if (a != c) {
-					snprintf(name, sizeof(name), "fwd mb%d s%d>s%d", mb, s, s + 1);
-					new_task(b, act, a, c, b->pp_flows, b->pp_volume, name, s, s + 1);
-					snprintf(name, sizeof(name), "bwd mb%d s%d>s%d", mb, s + 1, s);
-					new_task(b, grad, c, a, b->pp_flows, b->pp_volume, name, s + 1, s);
+					snprintf(name, sizeof(name), "fwd mb%d s%d>s%d", mb, s,
+						 s + 1);
+					new_task(b, act, a, c, b->pp_flows, b->pp_volume, name, s,
+						 s + 1);
+					snprintf(name, sizeof(name), "bwd mb%d s%d>s%d", mb, s + 1,
+						 s);
+					new_task(b, grad, c, a, b->pp_flows, b->pp_volume, name,
+						 s + 1, s);
 				} else {
 					b->nodes[act].dur_ms = b->pp_local_ms;
 					b->nodes[grad].dur_ms = b->pp_local_ms;
@@ -442,7 +448,8 @@ static int reduce(struct builder *b)
 			int u = nd->preds[k];
 			struct node *pu = &b->nodes[u];
 			if (pu->task >= 0) {
-				/* dur_ms is 0 for inter-pod tasks, the op's time for a sync marker */
+				/* dur_ms is 0 for inter-pod tasks, the op's time for a sync marker
+				 */
 				if (frontier_add(&fr[v], pu->task, pu->dur_ms))
 					goto out;
 			} else {
@@ -472,7 +479,7 @@ static int reduce(struct builder *b)
 				b->max_tasks = cap;
 			}
 			w->dag.n_tasks++;
-			w->tasks[mk] = (struct delta_task){ b->marker_src, b->marker_dst, 1, 0, 0 };
+			w->tasks[mk] = (struct delta_task){b->marker_src, b->marker_dst, 1, 0, 0};
 			w->task_stages[mk][0] = w->task_stages[mk][1] = -1;
 			snprintf(name, sizeof(name), "sync s%d #%d", b->node_stage[v], v);
 			snprintf(w->task_names[mk], sizeof(w->task_names[mk]), "%s", name);
@@ -486,14 +493,15 @@ static int reduce(struct builder *b)
 				}
 				if (b->n_deps == b->max_deps) {
 					int cap = 2 * b->max_deps;
-					struct delta_dep *d = realloc(w->deps, (size_t)cap * sizeof(*d));
+					struct delta_dep *d =
+						realloc(w->deps, (size_t)cap * sizeof(*d));
 					if (!d)
 						goto out;
 					w->deps = d;
 					b->max_deps = cap;
 				}
-				w->deps[b->n_deps++] = (struct delta_dep){ fr[v].v[i].task, nd->task,
-									   fr[v].v[i].delay_ms };
+				w->deps[b->n_deps++] = (struct delta_dep){fr[v].v[i].task, nd->task,
+									  fr[v].v[i].delay_ms};
 			}
 		}
 		for (int k = succ_start[v]; k < succ_start[v + 1]; k++)
@@ -531,11 +539,11 @@ static int build_links(struct builder *b)
 		for (int l = 0; l < n; l++)
 			dup |= w->links[l].a == lo && w->links[l].b == hi;
 		if (!dup)
-			w->links[n++] = (struct delta_link){ lo, hi, 1, 1 };
+			w->links[n++] = (struct delta_link){lo, hi, 1, 1};
 	}
 	if (w->pod_sets > 1)
 		for (int i = 0; i < G; i++)
-			w->links[n++] = (struct delta_link){ i, G + i, w->pod_sets > 2 ? 2 : 1, 0 };
+			w->links[n++] = (struct delta_link){i, G + i, w->pod_sets > 2 ? 2 : 1, 0};
 	w->dag.n_links = n;
 	w->dag.links = w->links;
 	return 0;
@@ -550,7 +558,7 @@ int delta_workload_build(const struct delta_workload_spec *q, struct delta_workl
 	if (rc)
 		return rc;
 	struct delta_workload *w = calloc(1, sizeof(*w));
-	struct builder b = { .q = q, .w = w, .pp = q->pp, .M = q->micro_batches };
+	struct builder b = {.q = q, .w = w, .pp = q->pp, .M = q->micro_batches};
 	if (!w)
 		return delta_error_set(err, "memory", "out of memory");
 	long ep_group = (long)q->ep * q->etp;
@@ -578,8 +586,8 @@ int delta_workload_build(const struct delta_workload_spec *q, struct delta_workl
 	w->deps = malloc((size_t)b.max_deps * sizeof(*w->deps));
 	w->port_budget = calloc((size_t)pods, sizeof(int));
 	rc = -ENOMEM;
-	if (!b.nodes || !b.node_stage || !b.stage_pod || !b.fwd_ms || !b.bwd_ms || !b.dp_volume || !w->tasks ||
-	    !w->task_names || !w->task_stages || !w->deps || !w->port_budget)
+	if (!b.nodes || !b.node_stage || !b.stage_pod || !b.fwd_ms || !b.bwd_ms || !b.dp_volume ||
+	    !w->tasks || !w->task_names || !w->task_stages || !w->deps || !w->port_budget)
 		goto fail;
 	for (int s = 0; s < b.pp; s++) {
 		b.stage_pod[s] = s * w->stage_width / q->gpus_per_pod_per_replica;
@@ -642,7 +650,7 @@ int delta_workload_expand(const struct delta_workload *w, const struct delta_pro
 				i = w->first_pod + k * G + links[l].a;
 				j = w->first_pod + k * G + links[l].b;
 			}
-			out[n++] = (struct delta_pod_circuits){ i < j ? i : j, i < j ? j : i, x[l] };
+			out[n++] = (struct delta_pod_circuits){i < j ? i : j, i < j ? j : i, x[l]};
 		}
 	}
 	return n;

@@ -36,16 +36,16 @@
 struct delta_workload_spec {
 	/* model */
 	int layers;
-	int hidden;       /* h */
-	int ffn;          /* f: FFN (per expert) hidden size */
+	int hidden; /* h */
+	int ffn;    /* f: FFN (per expert) hidden size */
 	int heads;
 	int vocab;
-	int experts;      /* 0: dense; else every layer is MoE */
+	int experts; /* 0: dense; else every layer is MoE */
 	int top_k;
 	int ffn_matrices; /* 2 (GELU MLP) or 3 (gated, SwiGLU); default 2 */
 	/* parallelism */
-	int tp, pp, dp;   /* dp 0: derived from gpus */
-	int ep, etp;      /* default 1 */
+	int tp, pp, dp; /* dp 0: derived from gpus */
+	int ep, etp;	/* default 1 */
 	/* training */
 	int seq_len;
 	int micro_batch;   /* sequences per micro-batch */
@@ -56,29 +56,29 @@ struct delta_workload_spec {
 	double bandwidth_gbps; /* B: NIC and OCS port bandwidth */
 	double intra_pod_gbps; /* per-GPU bandwidth inside a pod (NVLink/EPS) */
 	int bytes_per_value;   /* activations, default 2 (bf16) */
-	int grad_bytes;        /* per gradient value in DP sync, default 2 */
+	int grad_bytes;	       /* per gradient value in DP sync, default 2 */
 	/* placement */
-	int gpus;                     /* total GPUs of the job; 0: tp*pp*dp */
+	int gpus;		      /* total GPUs of the job; 0: tp*pp*dp */
 	int gpus_per_pod_per_replica; /* g */
 	int replicas_per_pod_set;     /* c, default 1 */
-	int first_pod;                /* default 0 */
-	int fabric_pods;              /* pods in the fabric; 0: unchecked */
+	int first_pod;		      /* default 0 */
+	int fabric_pods;	      /* pods in the fabric; 0: unchecked */
 };
 
 /* Fills the defaults named above; model and parallelism fields are 0. */
 void delta_workload_defaults(struct delta_workload_spec *spec);
 
 struct delta_workload {
-	struct delta_dag dag;     /* the reduced DAG (one pod set) */
-	char (*task_names)[48];   /* n_tasks names, e.g. "fwd mb3 s1>s2" */
-	int (*task_stages)[2];    /* src and dst stage per task; DP: s, s; sync: -1, -1 */
-	int pod_sets;             /* S */
-	int set_pods;             /* G */
+	struct delta_dag dag;	/* the reduced DAG (one pod set) */
+	char (*task_names)[48]; /* n_tasks names, e.g. "fwd mb3 s1>s2" */
+	int (*task_stages)[2];	/* src and dst stage per task; DP: s, s; sync: -1, -1 */
+	int pod_sets;		/* S */
+	int set_pods;		/* G */
 	int first_pod;
-	int stage_width;          /* w */
-	int replicas_per_pod_set; /* c */
+	int stage_width;	      /* w */
+	int replicas_per_pod_set;     /* c */
 	int gpus_per_pod_per_replica; /* g: stage s sits in set pod s * w / g */
-	double compute_fwd_ms;    /* forward time of one stage's micro-batch (first stage) */
+	double compute_fwd_ms;	      /* forward time of one stage's micro-batch (first stage) */
 	/* storage behind dag */
 	int *port_budget;
 	struct delta_task *tasks;

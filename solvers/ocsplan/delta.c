@@ -134,12 +134,12 @@ static int find_id(const struct request *r, const char *id)
 
 static void parse_dag(const struct json_value *top, struct request *r, struct ocsplan_problems *p)
 {
-	static const char *const known[] = { "pods", "port_budget", "bandwidth_gbps", "tasks",
-					     "deps", "seed", "max_generations",
-					     "time_budget_ms", NULL };
-	static const char *const task_keys[] = { "id", "src_pod", "dst_pod", "flows",
-						 "volume_bytes", "release_ms", NULL };
-	static const char *const dep_keys[] = { "pre", "post", "delay_ms", NULL };
+	static const char *const known[] = {
+		"pods", "port_budget",	   "bandwidth_gbps", "tasks", "deps",
+		"seed", "max_generations", "time_budget_ms", NULL};
+	static const char *const task_keys[] = {"id",		"src_pod",    "dst_pod", "flows",
+						"volume_bytes", "release_ms", NULL};
+	static const char *const dep_keys[] = {"pre", "post", "delay_ms", NULL};
 	const struct json_value *budget, *tasks, *deps;
 	char where[48];
 
@@ -155,7 +155,8 @@ static void parse_dag(const struct json_value *top, struct request *r, struct oc
 			r->budget = calloc((size_t)r->pods, sizeof(int));
 			for (int i = 0; r->budget && i < r->pods; i++) {
 				int64_t v;
-				if (!json_integer(json_at(budget, (size_t)i), &v) || v < 0 || v > INT_MAX) {
+				if (!json_integer(json_at(budget, (size_t)i), &v) || v < 0 ||
+				    v > INT_MAX) {
 					snprintf(where, sizeof(where), "port_budget[%d]", i);
 					ocsplan_problem(p, where, "must be an integer >= 0");
 				} else {
@@ -228,8 +229,8 @@ static void parse_dag(const struct json_value *top, struct request *r, struct oc
 static void parse_fabric(const struct json_value *fab, struct request *r,
 			 struct ocsplan_problems *p)
 {
-	static const char *const known[] = { "pods", "k_leaf", "k_spine", "tau", "k_ocs",
-					     "wiring", NULL };
+	static const char *const known[] = {"pods",  "k_leaf", "k_spine", "tau",
+					    "k_ocs", "wiring", NULL};
 	struct ocs_fabric_problem fp[8];
 	const char *wiring = NULL;
 	bool ok = true;
@@ -246,7 +247,8 @@ static void parse_fabric(const struct json_value *fab, struct request *r,
 	ok &= ocsplan_get_int(fab, "fabric", "k_ocs", 0, 1 << 20, &r->fabric.k_ocs, p);
 	if (ocsplan_get_string(fab, "fabric", "wiring", &wiring, p) &&
 	    ocs_wiring_parse(wiring, &r->fabric.wiring) != 0) {
-		ocsplan_problem(p, "fabric.wiring", "\"%s\" is not straight, dual or cross", wiring);
+		ocsplan_problem(p, "fabric.wiring", "\"%s\" is not straight, dual or cross",
+				wiring);
 		ok = false;
 	}
 	if (!ok || !wiring)
@@ -283,18 +285,19 @@ static bool get_object(const struct json_value *top, const char *key, bool optio
 static void parse_workload(const struct json_value *top, struct request *r,
 			   struct ocsplan_problems *p)
 {
-	static const char *const known[] = { "model", "parallelism", "training", "hardware",
-					     "placement", "bandwidth_gbps", "fabric", "seed",
-					     "max_generations", "time_budget_ms", NULL };
-	static const char *const model_keys[] = { "layers", "hidden", "ffn", "heads", "vocab",
-						  "experts", "top_k", "ffn_matrices", NULL };
-	static const char *const par_keys[] = { "tp", "pp", "dp", "ep", "expert_tp", NULL };
-	static const char *const train_keys[] = { "seq_len", "micro_batch", "micro_batches",
-						  NULL };
-	static const char *const hw_keys[] = { "gpu_tflops", "efficiency", "intra_pod_gbps",
-					       "bytes_per_value", "grad_bytes", NULL };
-	static const char *const place_keys[] = { "gpus", "gpus_per_pod_per_replica",
-						  "replicas_per_pod_set", "first_pod", NULL };
+	static const char *const known[] = {"model",	      "parallelism", "training",
+					    "hardware",	      "placement",   "bandwidth_gbps",
+					    "fabric",	      "seed",	     "max_generations",
+					    "time_budget_ms", NULL};
+	static const char *const model_keys[] = {"layers", "hidden",	   "ffn",
+						 "heads",  "vocab",	   "experts",
+						 "top_k",  "ffn_matrices", NULL};
+	static const char *const par_keys[] = {"tp", "pp", "dp", "ep", "expert_tp", NULL};
+	static const char *const train_keys[] = {"seq_len", "micro_batch", "micro_batches", NULL};
+	static const char *const hw_keys[] = {"gpu_tflops",	 "efficiency", "intra_pod_gbps",
+					      "bytes_per_value", "grad_bytes", NULL};
+	static const char *const place_keys[] = {"gpus", "gpus_per_pod_per_replica",
+						 "replicas_per_pod_set", "first_pod", NULL};
 	struct delta_workload_spec *q = &r->spec;
 	const struct json_value *o;
 
@@ -534,9 +537,13 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 		struct ocsplan_problems *p)
 {
 	struct delta_error err;
-	struct delta_dag dag = { .pods = r->pods, .port_budget = r->budget,
-				 .bandwidth_gbps = r->bandwidth_gbps, .n_tasks = r->n_tasks,
-				 .tasks = r->tasks, .n_deps = r->n_deps, .deps = r->deps };
+	struct delta_dag dag = {.pods = r->pods,
+				.port_budget = r->budget,
+				.bandwidth_gbps = r->bandwidth_gbps,
+				.n_tasks = r->n_tasks,
+				.tasks = r->tasks,
+				.n_deps = r->n_deps,
+				.deps = r->deps};
 	if (r->is_workload) {
 		int rc = delta_workload_build(&r->spec, &run->wl, &err);
 		if (rc) {
@@ -559,8 +566,8 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 		return OCSPLAN_EXIT_FAILURE;
 	}
 	if (!strcmp(sub, "delta-fast")) {
-		struct ocs_pool_pthread *pool = o->threads > 1 ? ocs_pool_pthread_new(o->threads)
-							       : NULL;
+		struct ocs_pool_pthread *pool =
+			o->threads > 1 ? ocs_pool_pthread_new(o->threads) : NULL;
 		struct delta_ga_params gp = r->ga;
 		if (o->seed_set)
 			gp.seed = (uint64_t)o->seed;
@@ -576,7 +583,7 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 				run->x, &run->res, &run->stats, &err);
 		ocs_pool_pthread_free(pool);
 	} else {
-		enum delta_baseline kind = !strcmp(sub, "prop-alloc")   ? DELTA_PROP_ALLOC
+		enum delta_baseline kind = !strcmp(sub, "prop-alloc")	? DELTA_PROP_ALLOC
 					   : !strcmp(sub, "sqrt-alloc") ? DELTA_SQRT_ALLOC
 									: DELTA_ITER_HALVE;
 		rc = delta_baseline_plan(run->prob, kind, run->x, &err);
@@ -674,10 +681,10 @@ out:
 
 int ocsplan_delta_main(const char *sub, int argc, char **argv)
 {
-	struct options o = { 0 };
-	struct ocsplan_problems p = { 0 };
-	struct request r = { 0 };
-	struct run run = { 0 };
+	struct options o = {0};
+	struct ocsplan_problems p = {0};
+	struct request r = {0};
+	struct run run = {0};
 	struct delta_leaf_links *leaves = NULL;
 	size_t n_leaves = 0;
 	long unplaced = 0;
@@ -692,15 +699,17 @@ int ocsplan_delta_main(const char *sub, int argc, char **argv)
 	delta_workload_defaults(&r.spec);
 	delta_ga_defaults(&r.ga);
 	if (json_type(top) != JSON_OBJECT)
-		ocsplan_problem(&p, "input", "must be a JSON object (an explicit DAG or a "
-					     "parallelism spec)");
+		ocsplan_problem(&p, "input",
+				"must be a JSON object (an explicit DAG or a "
+				"parallelism spec)");
 	else if (json_get(top, "tasks"))
 		parse_dag(top, &r, &p);
 	else if (json_get(top, "parallelism"))
 		parse_workload(top, &r, &p);
 	else
-		ocsplan_problem(&p, "input", "needs \"tasks\" (explicit DAG) or \"parallelism\" "
-					     "(parallelism spec)");
+		ocsplan_problem(&p, "input",
+				"needs \"tasks\" (explicit DAG) or \"parallelism\" "
+				"(parallelism spec)");
 	json_free(top);
 	if (o.leaf_centric && p.count == 0 && (!r.is_workload || !r.has_fabric))
 		ocsplan_problem(&p, "--leaf-centric",
@@ -716,9 +725,10 @@ int ocsplan_delta_main(const char *sub, int argc, char **argv)
 			code = rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
 		} else {
 			struct lc_demand *d = calloc(n_leaves + 1, sizeof(*d));
-			struct lc_options lo = { .realize = true };
+			struct lc_options lo = {.realize = true};
 			for (size_t i = 0; d && i < n_leaves; i++)
-				d[i] = (struct lc_demand){ leaves[i].a, leaves[i].b, leaves[i].links };
+				d[i] = (struct lc_demand){leaves[i].a, leaves[i].b,
+							  leaves[i].links};
 			rc = d ? lc_plan(&r.fabric, d, n_leaves, NULL, 0, &lo, &lp) : -ENOMEM;
 			free(d);
 			if (rc) {

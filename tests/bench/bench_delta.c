@@ -59,10 +59,10 @@ struct workload {
  * MLA attention approximated by 4h^2 projections; Megatron-462B as 96
  * layers of h = 19968, 12*L*h^2 ~ 460B). */
 static const struct workload table1[] = {
-	{ "Megatron-177B", 96, 12288, 49152, 96, 51200, 0, 0, 2, 8, 6, 1, 1, 384, 16, 48 },
-	{ "Mixtral-8x22B", 56, 6144, 16384, 48, 32768, 8, 2, 3, 2, 8, 8, 1, 128, 16, 64 },
-	{ "Megatron-462B", 96, 19968, 79872, 128, 51200, 0, 0, 2, 8, 16, 1, 1, 1024, 32, 128 },
-	{ "DeepSeek-671B", 64, 7168, 2048, 128, 129280, 256, 8, 3, 2, 16, 8, 1, 256, 32, 128 },
+	{"Megatron-177B", 96, 12288, 49152, 96, 51200, 0, 0, 2, 8, 6, 1, 1, 384, 16, 48},
+	{"Mixtral-8x22B", 56, 6144, 16384, 48, 32768, 8, 2, 3, 2, 8, 8, 1, 128, 16, 64},
+	{"Megatron-462B", 96, 19968, 79872, 128, 51200, 0, 0, 2, 8, 16, 1, 1, 1024, 32, 128},
+	{"DeepSeek-671B", 64, 7168, 2048, 128, 129280, 256, 8, 3, 2, 16, 8, 1, 256, 32, 128},
 };
 
 static struct delta_workload *build(const struct workload *wl, int micro_batches)
@@ -101,8 +101,8 @@ static void run_table1(int runs, const struct ocs_pool *pool)
 {
 	printf("Table I workloads, 400 Gb/s, seq 4096 (median of %d seeds for DELTA-Fast)\n", runs);
 	printf("%-14s %6s %5s | %9s %9s %9s %9s | %6s %6s %6s %6s %6s | %8s\n", "workload", "tasks",
-	       "links", "delta-nct", "prop-nct", "sqrt-nct", "halve-nct", "avail", "delta",
-	       "prop", "sqrt", "halve", "delta-ms");
+	       "links", "delta-nct", "prop-nct", "sqrt-nct", "halve-nct", "avail", "delta", "prop",
+	       "sqrt", "halve", "delta-ms");
 	for (size_t k = 0; k < sizeof(table1) / sizeof(table1[0]); k++) {
 		struct delta_workload *w = build(&table1[k], table1[k].micro_batches);
 		struct delta_error err;
@@ -127,7 +127,8 @@ static void run_table1(int runs, const struct ocs_pool *pool)
 			gp.seed = (uint64_t)i + 1;
 			double t0 = now_ms(NULL);
 			if (delta_fast(p, &gp, NULL, pool, x, &r, NULL, &err)) {
-				fprintf(stderr, "%s: %s: %s\n", table1[k].name, err.field, err.reason);
+				fprintf(stderr, "%s: %s: %s\n", table1[k].name, err.field,
+					err.reason);
 				exit(1);
 			}
 			ms[i] = now_ms(NULL) - t0;
@@ -136,7 +137,8 @@ static void run_table1(int runs, const struct ocs_pool *pool)
 		}
 		double avail = (double)delta_ports_available(p) * S;
 		double d_nct = median(nct, runs), d_ports = median(ports, runs);
-		printf("%-14s %6d %5d | %9.4f %9.4f %9.4f %9.4f | %6.0f %6.0f %6.0f %6.0f %6.0f | %8.1f\n",
+		printf("%-14s %6d %5d | %9.4f %9.4f %9.4f %9.4f | %6.0f %6.0f %6.0f %6.0f %6.0f | "
+		       "%8.1f\n",
 		       table1[k].name, delta_problem_n_tasks(p), L, d_nct, base_nct[0], base_nct[1],
 		       base_nct[2], avail, d_ports, base_ports[0], base_ports[1], base_ports[2],
 		       median(ms, runs));
@@ -153,9 +155,10 @@ static void run_table1(int runs, const struct ocs_pool *pool)
 
 static void run_converge(int runs, const struct ocs_pool *pool)
 {
-	static const int mbs[] = { 128, 256, 512 };
+	static const int mbs[] = {128, 256, 512};
 	printf("\nDELTA-Fast convergence (no improvement in 200 generations), 2-thread pool, "
-	       "median of %d seeds\n", runs);
+	       "median of %d seeds\n",
+	       runs);
 	printf("%-14s %6s %6s %10s %8s %10s %10s\n", "workload", "mbs", "tasks", "median-ms",
 	       "gens", "evals", "nct");
 	for (int k = 2; k <= 3; k++) {

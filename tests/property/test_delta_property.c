@@ -29,14 +29,14 @@
 static int failures;
 static int checked_ga, checked_opt, checked_bounds;
 
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
-			failures++;                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);    \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fprintf(stderr, "\n");                                  \
-		}                                                               \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			failures++;                                                                \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fprintf(stderr, "\n");                                                     \
+		}                                                                                  \
 	} while (0)
 
 static uint64_t rs;
@@ -67,15 +67,19 @@ static struct delta_problem *gen(struct inst *in, int pods, int nt, int max_flow
 		int a = rnd(0, pods - 1), b = rnd(0, pods - 2);
 		if (b >= a)
 			b++;
-		in->tasks[t] = (struct delta_task){ a, b, rnd(1, max_flows), rnd(1, 8) * 1e6, 0 };
+		in->tasks[t] = (struct delta_task){a, b, rnd(1, max_flows), rnd(1, 8) * 1e6, 0};
 		for (int k = 0; k < 2 && t > 0; k++)
 			if (rnd(0, 2) > 0 && in->nd < 256)
-				in->deps[in->nd++] = (struct delta_dep){ rnd(0, t - 1), t,
-									 rnd(0, 4) * 0.5 };
+				in->deps[in->nd++] =
+					(struct delta_dep){rnd(0, t - 1), t, rnd(0, 4) * 0.5};
 	}
-	dag = (struct delta_dag){ .pods = pods, .port_budget = in->budget, .bandwidth_gbps = 8,
-				  .n_tasks = nt, .tasks = in->tasks, .n_deps = in->nd,
-				  .deps = in->deps };
+	dag = (struct delta_dag){.pods = pods,
+				 .port_budget = in->budget,
+				 .bandwidth_gbps = 8,
+				 .n_tasks = nt,
+				 .tasks = in->tasks,
+				 .n_deps = in->nd,
+				 .deps = in->deps};
 	struct delta_problem *p = delta_problem_new(&dag, &err);
 	if (!p)
 		fprintf(stderr, "generator: %s: %s\n", err.field, err.reason);
@@ -89,8 +93,8 @@ static int cmp_d(const void *a, const void *b)
 }
 
 /* Largest flow sum active at once per link (max over directions). */
-static void observed_concurrency(const struct delta_problem *p, const double *s,
-				 const double *f, int *conc)
+static void observed_concurrency(const struct delta_problem *p, const double *s, const double *f,
+				 int *conc)
 {
 	int n = delta_problem_n_tasks(p), L = delta_problem_n_links(p);
 	const struct delta_task *t = delta_problem_tasks(p);
@@ -112,8 +116,8 @@ static void observed_concurrency(const struct delta_problem *p, const double *s,
 			for (int dir = 0; dir < 2; dir++) {
 				int src = dir ? links[l].b : links[l].a, sum = 0;
 				for (int i = 0; i < n; i++)
-					if (delta_problem_task_link(p, i) == l && t[i].src_pod == src &&
-					    s[i] <= mid && mid < f[i])
+					if (delta_problem_task_link(p, i) == l &&
+					    t[i].src_pod == src && s[i] <= mid && mid < f[i])
 						sum += t[i].flows;
 				if (sum > conc[l])
 					conc[l] = sum;
@@ -138,8 +142,9 @@ static void prop_bounds(int instances)
 			observed_concurrency(p, s, f, conc);
 			checked_bounds++;
 			for (int l = 0; l < L; l++)
-				CHECK(xbar[l] >= conc[l], "instance %d link %d: Xbar %d < observed %d",
-				      k, l, xbar[l], conc[l]);
+				CHECK(xbar[l] >= conc[l],
+				      "instance %d link %d: Xbar %d < observed %d", k, l, xbar[l],
+				      conc[l]);
 		}
 		delta_problem_free(p);
 	}
@@ -176,7 +181,8 @@ static void prop_ga_vs_baselines(int instances)
 		if (rc == 0) {
 			double bb = best_baseline(p);
 			CHECK(r.makespan_ms <= bb * (1 + 1e-9),
-			      "instance %d: DELTA-Fast %.6f > best baseline %.6f", k, r.makespan_ms, bb);
+			      "instance %d: DELTA-Fast %.6f > best baseline %.6f", k, r.makespan_ms,
+			      bb);
 			CHECK(delta_plan_within_budget(p, x), "instance %d over budget", k);
 			checked_ga++;
 		} else {
@@ -271,7 +277,8 @@ static void prop_workloads(int instances)
 		int L = delta_problem_n_links(p), n = delta_problem_n_tasks(p);
 		int *xbar = malloc((size_t)L * sizeof(int)), *x = malloc((size_t)L * sizeof(int));
 		int *conc = malloc((size_t)L * sizeof(int));
-		double *s = malloc((size_t)n * sizeof(double)), *f = malloc((size_t)n * sizeof(double));
+		double *s = malloc((size_t)n * sizeof(double)),
+		       *f = malloc((size_t)n * sizeof(double));
 		struct delta_sim_result r;
 		CHECK(delta_bounds(p, xbar) == 0, "workload %d bounds", k);
 		for (int trial = 0; trial < 4; trial++) {
@@ -282,14 +289,15 @@ static void prop_workloads(int instances)
 			observed_concurrency(p, s, f, conc);
 			checked_bounds++;
 			for (int l = 0; l < L; l++)
-				CHECK(xbar[l] >= conc[l], "workload %d link %d: Xbar %d < observed %d", k,
-				      l, xbar[l], conc[l]);
+				CHECK(xbar[l] >= conc[l],
+				      "workload %d link %d: Xbar %d < observed %d", k, l, xbar[l],
+				      conc[l]);
 		}
 		gp.seed = (uint64_t)k + 1000;
 		if (delta_fast(p, &gp, NULL, NULL, x, &r, NULL, &err) == 0) {
 			double bb = best_baseline(p);
-			CHECK(r.makespan_ms <= bb * (1 + 1e-9), "workload %d: DELTA-Fast %g > %g", k,
-			      r.makespan_ms, bb);
+			CHECK(r.makespan_ms <= bb * (1 + 1e-9), "workload %d: DELTA-Fast %g > %g",
+			      k, r.makespan_ms, bb);
 			CHECK(delta_plan_within_budget(p, x), "workload %d over budget", k);
 			checked_ga++;
 		}
@@ -322,7 +330,8 @@ static void prop_pool_determinism(int instances)
 		if (rc1 == 0) {
 			CHECK(memcmp(x1, x2, sizeof(int) * (size_t)delta_problem_n_links(p)) == 0,
 			      "instance %d: plans differ between serial and pooled runs", k);
-			CHECK(s1.evaluations == s2.evaluations, "instance %d: evaluations differ", k);
+			CHECK(s1.evaluations == s2.evaluations, "instance %d: evaluations differ",
+			      k);
 		}
 		delta_problem_free(p);
 	}

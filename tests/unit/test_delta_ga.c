@@ -21,24 +21,29 @@
 
 #define MB 1e6
 
-static struct delta_problem *make(int pods, const int *budget, const struct delta_task *t,
-				  int nt, const struct delta_dep *d, int nd)
+static struct delta_problem *make(int pods, const int *budget, const struct delta_task *t, int nt,
+				  const struct delta_dep *d, int nd)
 {
-	struct delta_dag dag = { .pods = pods, .port_budget = budget, .bandwidth_gbps = 8,
-				 .n_tasks = nt, .tasks = t, .n_deps = nd, .deps = d };
+	struct delta_dag dag = {.pods = pods,
+				.port_budget = budget,
+				.bandwidth_gbps = 8,
+				.n_tasks = nt,
+				.tasks = t,
+				.n_deps = nd,
+				.deps = d};
 	struct delta_error err;
 	struct delta_problem *p = delta_problem_new(&dag, &err);
 	assert_non_null(p);
 	return p;
 }
 
-static const int budget3[3] = { 16, 16, 16 };
+static const int budget3[3] = {16, 16, 16};
 
 static void test_bound_chain(void **state)
 {
 	/* Dependent tasks never overlap: the bound is the largest F, not the sum. */
-	struct delta_task t[] = { { 0, 1, 2, MB, 0 }, { 0, 1, 3, MB, 0 }, { 0, 1, 1, MB, 0 } };
-	struct delta_dep d[] = { { 0, 1, 0 }, { 1, 2, 0 } };
+	struct delta_task t[] = {{0, 1, 2, MB, 0}, {0, 1, 3, MB, 0}, {0, 1, 1, MB, 0}};
+	struct delta_dep d[] = {{0, 1, 0}, {1, 2, 0}};
 	struct delta_problem *p = make(3, budget3, t, 3, d, 2);
 	int xbar[1];
 	assert_int_equal(delta_bounds(p, xbar), 0);
@@ -50,13 +55,13 @@ static void test_bound_overlap(void **state)
 {
 	/* Independent tasks may overlap: 2 + 3. The reverse direction (F 4) is
 	 * bounded on its own; the link takes the larger. */
-	struct delta_task t[] = { { 0, 1, 2, MB, 0 }, { 0, 1, 3, MB, 0 } };
+	struct delta_task t[] = {{0, 1, 2, MB, 0}, {0, 1, 3, MB, 0}};
 	struct delta_problem *p = make(3, budget3, t, 2, NULL, 0);
 	int xbar[1];
 	assert_int_equal(delta_bounds(p, xbar), 0);
 	assert_int_equal(xbar[0], 5);
 	delta_problem_free(p);
-	struct delta_task u[] = { { 0, 1, 2, MB, 0 }, { 1, 0, 4, MB, 0 } };
+	struct delta_task u[] = {{0, 1, 2, MB, 0}, {1, 0, 4, MB, 0}};
 	p = make(3, budget3, u, 2, NULL, 0);
 	assert_int_equal(delta_bounds(p, xbar), 0);
 	assert_int_equal(xbar[0], 4);
@@ -70,9 +75,9 @@ static void test_bound_time_separated(void **state)
 	 * leave t3 (1->2, 100 MB, 1 flow) its 100 ms: LCT(t0) = 2.125. t1 (0->1,
 	 * F 3) waits 100 ms after t2: EST(t1) = 100.125. Their windows do not
 	 * meet: bound 3, not 5. */
-	struct delta_task t[] = { { 0, 1, 2, MB, 0 }, { 0, 1, 3, MB, 0 }, { 0, 2, 1, MB / 8, 0 },
-				  { 1, 2, 1, 100 * MB, 0 } };
-	struct delta_dep d[] = { { 0, 3, 0 }, { 2, 1, 100 } };
+	struct delta_task t[] = {
+		{0, 1, 2, MB, 0}, {0, 1, 3, MB, 0}, {0, 2, 1, MB / 8, 0}, {1, 2, 1, 100 * MB, 0}};
+	struct delta_dep d[] = {{0, 3, 0}, {2, 1, 100}};
 	struct delta_problem *p = make(3, budget3, t, 4, d, 2);
 	int xbar[3];
 	double est[4], lct[4], t_up;
@@ -89,8 +94,8 @@ static void test_bound_time_separated(void **state)
 static void test_baselines_star(void **state)
 {
 	/* Pod 0 (4 ports) talks to pod 1 (3 MB) and pod 2 (1 MB). */
-	static const int budget[3] = { 4, 4, 4 };
-	struct delta_task t[] = { { 0, 1, 4, 3 * MB, 0 }, { 0, 2, 4, 1 * MB, 0 } };
+	static const int budget[3] = {4, 4, 4};
+	struct delta_task t[] = {{0, 1, 4, 3 * MB, 0}, {0, 2, 4, 1 * MB, 0}};
 	struct delta_problem *p = make(3, budget, t, 2, NULL, 0);
 	int x[2];
 	/* Prop: pod 0 shares 4 * 3/4 = 3 and 4 * 1/4 = 1. */
@@ -119,11 +124,10 @@ static double fake_clock(void *ctx)
 
 static void test_ga_params_and_budget(void **state)
 {
-	static const int budget[3] = { 4, 4, 4 };
-	static const int tight[3] = { 1, 4, 4 };
-	struct delta_task t[] = { { 0, 1, 4, 3 * MB, 0 }, { 0, 2, 4, 1 * MB, 0 },
-				  { 1, 2, 2, 2 * MB, 0 } };
-	struct delta_dep d[] = { { 0, 2, 1 } };
+	static const int budget[3] = {4, 4, 4};
+	static const int tight[3] = {1, 4, 4};
+	struct delta_task t[] = {{0, 1, 4, 3 * MB, 0}, {0, 2, 4, 1 * MB, 0}, {1, 2, 2, 2 * MB, 0}};
+	struct delta_dep d[] = {{0, 2, 1}};
 	struct delta_problem *p = make(3, budget, t, 3, d, 1);
 	struct delta_ga_params gp;
 	struct delta_sim_result r;
@@ -183,7 +187,7 @@ static void test_pthread_pool(void **state)
 		struct ocs_pool_pthread *pp = ocs_pool_pthread_new(threads);
 		assert_non_null(pp);
 		const struct ocs_pool *pool = ocs_pool_pthread_pool(pp);
-		size_t sizes[] = { 0, 1, 7, 1000, 3 };
+		size_t sizes[] = {0, 1, 7, 1000, 3};
 		for (size_t r = 0; r < sizeof(sizes) / sizeof(sizes[0]); r++) {
 			memset(hits, 0, sizeof(hits));
 			ocs_pool_run(pool, count_call, hits, sizes[r]);
@@ -202,12 +206,9 @@ static void test_pthread_pool(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bound_chain),
-		cmocka_unit_test(test_bound_overlap),
-		cmocka_unit_test(test_bound_time_separated),
-		cmocka_unit_test(test_baselines_star),
-		cmocka_unit_test(test_ga_params_and_budget),
-		cmocka_unit_test(test_pthread_pool),
+		cmocka_unit_test(test_bound_chain),	     cmocka_unit_test(test_bound_overlap),
+		cmocka_unit_test(test_bound_time_separated), cmocka_unit_test(test_baselines_star),
+		cmocka_unit_test(test_ga_params_and_budget), cmocka_unit_test(test_pthread_pool),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,7 +75,7 @@ static void test_small_by_hand(void **state)
 	const struct delta_task *t = &w->dag.tasks[f0];
 	assert_int_equal(t->src_pod, 0);
 	assert_int_equal(t->dst_pod, 1);
-	assert_int_equal(t->flows, 2);                   /* c * w */
+	assert_int_equal(t->flows, 2);				   /* c * w */
 	assert_float_equal(t->volume_bytes, 128.0 * 64 * 2, 1e-6); /* (w/TP) b s h beta */
 	/* Release: forward of stages 0 and 1 plus the intra-pod s0 -> s1 send. */
 	double layer = 2.0 * 128 * 4 * 64 * 64 + 4.0 * 128 * 128 * 64 + 2.0 * 128 * 2 * 64 * 256;
@@ -108,7 +108,7 @@ static void test_small_by_hand(void **state)
 	for (int k = 0; k < n_in; k++)
 		found |= delta_problem_deps(p)[in[k]].pre == f0;
 	assert_true(found);
-	int x[3] = { 2, 1, 1 };
+	int x[3] = {2, 1, 1};
 	struct delta_sim_result r;
 	assert_int_equal(delta_simulate(p, x, &r, NULL, NULL), 0);
 	assert_true(r.nct >= 1.0 - 1e-12);
@@ -228,8 +228,12 @@ static void test_leaf_demand(void **state)
 	/* 4 pods of 2 leaves with 2 GPUs each (k_leaf 2, k_spine 4, tau 2). The
 	 * small job fills every pod: stage s0 on leaf 0, s1 on leaf 1 of pod 0,
 	 * s2/s3 on the leaves of pod 1; the second DP set on pods 2 and 3. */
-	struct ocs_fabric f = { .pods = 4, .k_leaf = 2, .k_spine = 4, .tau = 2, .k_ocs = 8,
-				.wiring = OCS_WIRING_STRAIGHT };
+	struct ocs_fabric f = {.pods = 4,
+			       .k_leaf = 2,
+			       .k_spine = 4,
+			       .tau = 2,
+			       .k_ocs = 8,
+			       .wiring = OCS_WIRING_STRAIGHT};
 	struct delta_workload_spec q;
 	struct delta_workload *w;
 	struct delta_error err;
@@ -238,7 +242,7 @@ static void test_leaf_demand(void **state)
 	assert_int_equal(delta_workload_build(&q, &w, &err), 0);
 	struct delta_problem *p = delta_problem_new(&w->dag, &err);
 	assert_non_null(p);
-	int x[3] = { 1, 2, 2 }; /* PP (0,1), ring of pod 0, ring of pod 1 */
+	int x[3] = {1, 2, 2}; /* PP (0,1), ring of pod 0, ring of pod 1 */
 	struct delta_leaf_links *d;
 	size_t n;
 	long unplaced;
@@ -246,8 +250,7 @@ static void test_leaf_demand(void **state)
 	assert_int_equal(unplaced, 0);
 	/* Expected (sorted): (0,4) DP s0, (1,2) PP s1>s2 set 0, (1,5) DP s1,
 	 * (2,6) DP s2, (3,7) DP s3, (5,6) PP set 1. */
-	int want[][3] = { { 0, 4, 1 }, { 1, 2, 1 }, { 1, 5, 1 },
-			  { 2, 6, 1 }, { 3, 7, 1 }, { 5, 6, 1 } };
+	int want[][3] = {{0, 4, 1}, {1, 2, 1}, {1, 5, 1}, {2, 6, 1}, {3, 7, 1}, {5, 6, 1}};
 	assert_int_equal(n, 6);
 	for (size_t i = 0; i < n; i++) {
 		assert_int_equal(d[i].a, want[i][0]);
@@ -256,10 +259,10 @@ static void test_leaf_demand(void **state)
 	}
 	free(d);
 	/* More circuits than uplinks: leaf 1 has 2 uplinks, PP wants 3. */
-	int big[3] = { 3, 2, 2 };
+	int big[3] = {3, 2, 2};
 	assert_int_equal(delta_leaf_demand(&f, w, p, big, &d, &n, &unplaced, &err), 0);
 	assert_true(unplaced > 0);
-	int used[8] = { 0 };
+	int used[8] = {0};
 	for (size_t i = 0; i < n; i++) {
 		used[d[i].a] += d[i].links;
 		used[d[i].b] += d[i].links;
@@ -277,8 +280,12 @@ static void test_leaf_demand(void **state)
 
 static void test_plan_job(void **state)
 {
-	struct ocs_fabric f = { .pods = 4, .k_leaf = 2, .k_spine = 4, .tau = 2, .k_ocs = 8,
-				.wiring = OCS_WIRING_STRAIGHT };
+	struct ocs_fabric f = {.pods = 4,
+			       .k_leaf = 2,
+			       .k_spine = 4,
+			       .tau = 2,
+			       .k_ocs = 8,
+			       .wiring = OCS_WIRING_STRAIGHT};
 	struct delta_workload_spec q;
 	struct delta_job_plan *plan;
 	struct delta_error err;
@@ -315,12 +322,9 @@ static void test_plan_job(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_small_by_hand),
-		cmocka_unit_test(test_symmetry_merge),
-		cmocka_unit_test(test_moe),
-		cmocka_unit_test(test_bad_specs),
-		cmocka_unit_test(test_leaf_demand),
-		cmocka_unit_test(test_plan_job),
+		cmocka_unit_test(test_small_by_hand), cmocka_unit_test(test_symmetry_merge),
+		cmocka_unit_test(test_moe),	      cmocka_unit_test(test_bad_specs),
+		cmocka_unit_test(test_leaf_demand),   cmocka_unit_test(test_plan_job),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
