@@ -378,6 +378,27 @@ static void write_sim(struct json_writer *w, const struct delta_sim_result *res,
 	json_w_int(w, available - used);
 }
 
+static void write_circuits(struct json_writer *w, const char *key, const struct rz_circuits *c,
+			   size_t n)
+{
+	json_w_key(w, key);
+	json_w_array_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		json_w_object_begin(w);
+		json_w_key(w, "i");
+		json_w_int(w, c[i].i);
+		json_w_key(w, "j");
+		json_w_int(w, c[i].j);
+		json_w_key(w, "h");
+		json_w_int(w, c[i].h);
+		json_w_key(w, "circuits");
+		json_w_int(w, c[i].circuits);
+		json_w_object_end(w);
+	}
+	json_w_array_end(w);
+}
+
+/* The leaf-centric answer in the format of `ocsplan leaf-centric --realize`. */
 static void write_leaf_plan(struct json_writer *w, const struct delta_leaf_links *d, size_t n,
 			    long unplaced, const struct lc_plan *pl)
 {
@@ -413,21 +434,7 @@ static void write_leaf_plan(struct json_writer *w, const struct delta_leaf_links
 		json_w_object_end(w);
 	}
 	json_w_array_end(w);
-	json_w_key(w, "logical_topology");
-	json_w_array_begin(w);
-	for (size_t i = 0; i < pl->n_topology; i++) {
-		json_w_object_begin(w);
-		json_w_key(w, "i");
-		json_w_int(w, pl->topology[i].i);
-		json_w_key(w, "j");
-		json_w_int(w, pl->topology[i].j);
-		json_w_key(w, "h");
-		json_w_int(w, pl->topology[i].h);
-		json_w_key(w, "circuits");
-		json_w_int(w, pl->topology[i].circuits);
-		json_w_object_end(w);
-	}
-	json_w_array_end(w);
+	write_circuits(w, "logical_topology", pl->topology, pl->n_topology);
 	json_w_key(w, "max_contention");
 	json_w_double(w, pl->max_contention);
 	json_w_key(w, "contended_leaves");
@@ -460,8 +467,18 @@ static void write_leaf_plan(struct json_writer *w, const struct delta_leaf_links
 		json_w_object_end(w);
 	}
 	json_w_array_end(w);
-	json_w_key(w, "unrealized_circuits");
-	json_w_int(w, (int64_t)pl->unrealized_circuits);
+	write_circuits(w, "unrealized", pl->unrealized, pl->n_unrealized);
+	json_w_key(w, "changed_existing");
+	json_w_int(w, (int64_t)pl->changed_existing);
+	json_w_key(w, "stats");
+	json_w_object_begin(w);
+	json_w_key(w, "plan_ms");
+	json_w_double(w, pl->plan_ms);
+	json_w_key(w, "realize_ms");
+	json_w_double(w, pl->realize_ms);
+	json_w_key(w, "unrealized_before_repair");
+	json_w_int(w, (int64_t)pl->unrealized_before_repair);
+	json_w_object_end(w);
 	json_w_object_end(w);
 }
 
