@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,6 +125,97 @@ static void test_small_by_hand(void **state)
 	assert_int_equal(pc[2].i, 0);
 	assert_int_equal(pc[2].j, 2);
 	assert_int_equal(pc[2].circuits, 1);
+	delta_problem_free(p);
+	delta_workload_free(w);
+}
+
+/*
+ * The reduction against a direct schedule: the full 1F1B schedule of the
+ * small spec (every op, asynchronous sends, ideal network) computed here by
+ * plain relaxation, independently of the builder, must start every
+ * inter-pod task of the reduced DAG exactly when the reduced DAG's ideal
+ * schedule does.
+ */
+static void test_reduction_matches_full_schedule(void **state)
+{
+	enum { PP = 4, M = 16 };
+	struct delta_workload_spec q;
+	struct delta_workload *w;
+	struct delta_error err;
+	small_spec(&q);
+	q.micro_batches = M;
+	assert_int_equal(delta_workload_build(&q, &w, &err), 0);
+	struct delta_problem *p = delta_problem_new(&w->dag, &err);
+	assert_non_null(p);
+	int n = delta_problem_n_tasks(p);
+	double *rs = malloc((size_t)n * sizeof(double)), *rf = malloc((size_t)n * sizeof(double));
+	struct delta_sim_result ideal;
+	assert_int_equal(delta_simulate_ideal(p, &ideal, rs, rf), 0);
+
+	double layer = 2.0 * 128 * 4 * 64 * 64 + 4.0 * 128 * 128 * 64 + 2.0 * 128 * 2 * 64 * 256;
+	double rate = 2 * 989e12 * 0.5 / 1e3, intra = 3600e9 / 8 / 1e3, bpms = 400e9 / 8 / 1e3;
+	double act = 128.0 * 64 * 2, tp_ms = 2 * (2.0 * 1 / 2) * act / intra;
+	double fwd[PP], bwd[PP];
+	for (int s = 0; s < PP; s++) {
+		double fl = layer + (s == PP - 1 ? 2.0 * 128 * 64 * 100 : 0);
+		fwd[s] = fl / rate + tp_ms;
+		bwd[s] = 2 * fl / rate + tp_ms;
+	}
+	/* Sends between stages: s1 -> s2 crosses pods (2 flows of act/2 each). */
+	double local = act / 2 / intra, remote = act / 2 / bpms;
+	double comm[PP - 1] = {local, remote, local};
+	/* Op order per stage (1F1B) and op times by relaxation. */
+	int kind[PP][2 * M], mb[PP][2 * M];
+	for (int s = 0; s < PP; s++) {
+		int warm = PP - s - 1, k = 0, nf = 0, nb = 0;
+		for (int i = 0; i < warm; i++, k++)
+			kind[s][k] = 0, mb[s][k] = nf++;
+		while (nf < M) {
+			kind[s][k] = 0, mb[s][k++] = nf++;
+			kind[s][k] = 1, mb[s][k++] = nb++;
+		}
+		while (nb < M)
+			kind[s][k] = 1, mb[s][k++] = nb++;
+	}
+	double ff[PP][M] = {{0}}, bf[PP][M] = {{0}};
+	for (int pass = 0; pass < 4 * PP * M; pass++)
+		for (int s = 0; s < PP; s++) {
+			double prev = 0;
+			for (int k = 0; k < 2 * M; k++) {
+				int b = mb[s][k];
+				double ready = prev;
+				if (kind[s][k] == 0) {
+					if (s > 0 && ff[s - 1][b] + comm[s - 1] > ready)
+						ready = ff[s - 1][b] + comm[s - 1];
+					ff[s][b] = prev = ready + fwd[s];
+				} else {
+					if (s < PP - 1 && bf[s + 1][b] + comm[s] > ready)
+						ready = bf[s + 1][b] + comm[s];
+					bf[s][b] = prev = ready + bwd[s];
+				}
+			}
+		}
+	/* Long op chains exercise the zero-volume sync tasks as well. */
+	assert_true(count_prefix(w, "sync ") > 0);
+	char name[48];
+	for (int b = 0; b < M; b++) {
+		snprintf(name, sizeof(name), "fwd mb%d s1>s2", b);
+		int t = find_task(w, name);
+		assert_true(t >= 0);
+		assert_float_equal(rs[t], ff[1][b], 1e-12);
+		assert_float_equal(rf[t], ff[1][b] + remote, 1e-12);
+		snprintf(name, sizeof(name), "bwd mb%d s2>s1", b);
+		t = find_task(w, name);
+		assert_true(t >= 0);
+		assert_float_equal(rs[t], bf[2][b], 1e-12);
+	}
+	for (int s = 0; s < PP; s++) {
+		snprintf(name, sizeof(name), "dp s%d", s);
+		int t = find_task(w, name);
+		assert_float_equal(rs[t], bf[s][M - 1], 1e-12);
+	}
+	free(rs);
+	free(rf);
 	delta_problem_free(p);
 	delta_workload_free(w);
 }
@@ -322,9 +414,13 @@ static void test_plan_job(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_small_by_hand), cmocka_unit_test(test_symmetry_merge),
-		cmocka_unit_test(test_moe),	      cmocka_unit_test(test_bad_specs),
-		cmocka_unit_test(test_leaf_demand),   cmocka_unit_test(test_plan_job),
+		cmocka_unit_test(test_small_by_hand),
+		cmocka_unit_test(test_reduction_matches_full_schedule),
+		cmocka_unit_test(test_symmetry_merge),
+		cmocka_unit_test(test_moe),
+		cmocka_unit_test(test_bad_specs),
+		cmocka_unit_test(test_leaf_demand),
+		cmocka_unit_test(test_plan_job),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
