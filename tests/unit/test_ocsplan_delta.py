@@ -210,6 +210,17 @@ def test_determinism():
     check(a[0] == 0 and a[1] == b[1], "seed 11 differs between 1 and 2 threads")
 
 
+def test_time_budget():
+    doc = random_dag(random.Random(9), 4, 14)
+    code, out, err = run("delta-fast", doc, "--time-budget-ms", "50", "--stall-generations",
+                         "100000000", "--max-generations", "100000000")
+    check(code == 0, "time budget: exit %d %s" % (code, err))
+    if code == 0:
+        out = json.loads(out)
+        check(out["stats"]["stopped_by_time"], "time budget did not stop the search")
+        check_answer(doc, out, "delta-fast (time budget)")
+
+
 def expect_invalid(sub, doc, field, *opts):
     code, out, err = run(sub, doc, *opts)
     check(code == 2, "%s: exit %d, want 2" % (field, code))
@@ -284,6 +295,7 @@ def main():
     test_hand_checked()
     test_explicit_dags()
     test_determinism()
+    test_time_budget()
     test_bad_input()
     test_workload_leaf_centric()
     print("%s: %d failures" % ("FAIL" if FAILURES else "PASS", len(FAILURES)))
