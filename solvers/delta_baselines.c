@@ -40,10 +40,11 @@ int delta_check_min_ports(const struct delta_problem *p, struct delta_error *err
 		}
 		if (need > budget[q]) {
 			snprintf(field, sizeof(field), "port_budget[%d]", q);
-			delta_error_set(err, field,
-					"pod %d needs at least %ld ports (one circuit on each of its "
-					"%d pod pairs), budget is %d",
-					q, need, n, budget[q]);
+			delta_error_set(
+				err, field,
+				"pod %d needs at least %ld ports (one circuit on each of its "
+				"%d pod pairs), budget is %d",
+				q, need, n, budget[q]);
 			return -ENOSPC;
 		}
 	}
@@ -71,8 +72,9 @@ static void trim_to_budget(const struct delta_problem *p, int *x, long *used)
 		while (used[q] > budget[q]) {
 			int best = -1;
 			for (int l = 0; l < n_links; l++) {
-				int cost = links[l].a == q ? links[l].cost_a
-					   : links[l].b == q ? links[l].cost_b : 0;
+				int cost = links[l].a == q   ? links[l].cost_a
+					   : links[l].b == q ? links[l].cost_b
+							     : 0;
 				if (cost > 0 && x[l] > 1 && (best < 0 || x[l] > x[best]))
 					best = l;
 			}

@@ -15,6 +15,9 @@
 #include <string.h>
 
 #define EXACT_MWIS_MAX 30
+/* Above this many closure words (128 MiB) a direction falls back to the
+ * plain flow sum per window: still an upper bound, only looser. */
+#define CLOSURE_WORDS_MAX ((size_t)1 << 24)
 
 int delta_time_windows(const struct delta_problem *p, double *est, double *lct, double *t_up_ms)
 {
@@ -34,7 +37,8 @@ int delta_time_windows(const struct delta_problem *p, double *est, double *lct, 
 	}
 	for (int t = 0; t < n; t++) {
 		int l = delta_problem_task_link(p, t);
-		dir_volume[2 * l + (tasks[t].src_pod == links[l].a ? 0 : 1)] += tasks[t].volume_bytes;
+		dir_volume[2 * l + (tasks[t].src_pod == links[l].a ? 0 : 1)] +=
+			tasks[t].volume_bytes;
 	}
 	/* Forward: EST with tau, and the latest possible finish with V_dir / B. */
 	double t_up = 0;
@@ -113,7 +117,7 @@ static long window_bound(const struct delta_problem *p, const int *act, int n_ac
 {
 	const struct delta_task *tasks = delta_problem_tasks(p);
 	if (n_act <= EXACT_MWIS_MAX) {
-		struct mwis m = { .n = n_act, .w = scratch, .best = 0 };
+		struct mwis m = {.n = n_act, .w = scratch, .best = 0};
 		for (int i = 0; i < n_act; i++) {
 			scratch[i] = tasks[act[i]].flows;
 			m.adj[i] = 0;
@@ -163,7 +167,8 @@ static int direction_bound(const struct delta_problem *p, const int *dir_tasks, 
 	const struct delta_dep *deps = delta_problem_deps(p);
 	const int *topo = delta_problem_topo_order(p);
 	size_t words = ((size_t)n_dir + 63) / 64;
-	uint64_t *desc = calloc((size_t)n * words, sizeof(uint64_t));
+	int closure = (size_t)n * words <= CLOSURE_WORDS_MAX;
+	uint64_t *desc = calloc(closure ? (size_t)n * words : 1, sizeof(uint64_t));
 	double *cuts = malloc(2 * (size_t)n_dir * sizeof(double));
 	int *act = malloc((size_t)n_dir * sizeof(int));
 	int *scratch = malloc(2 * ((size_t)n_dir + EXACT_MWIS_MAX) * sizeof(int));
@@ -177,7 +182,7 @@ static int direction_bound(const struct delta_problem *p, const int *dir_tasks, 
 	}
 	for (int i = 0; i < n_dir; i++)
 		pos[dir_tasks[i]] = i;
-	for (int k = n - 1; k >= 0; k--) {
+	for (int k = n - 1; k >= 0 && closure; k--) {
 		int u = topo[k], n_out;
 		const int *out = delta_problem_out_deps(p, u, &n_out);
 		uint64_t *du = desc + (size_t)u * words;
@@ -212,6 +217,10 @@ static int direction_bound(const struct delta_problem *p, const int *dir_tasks, 
 		}
 		if (sum <= *bound)
 			continue;
+		if (!closure) {
+			*bound = sum;
+			continue;
+		}
 		long b = window_bound(p, act, n_act, desc, words, pos, scratch);
 		if (b > *bound)
 			*bound = b;

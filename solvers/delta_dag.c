@@ -163,8 +163,8 @@ static int build_links(struct delta_problem *p, const struct delta_dag *dag,
 			if (k->cost_a < 0 || k->cost_b < 0)
 				return delta_error_set(err, field, "port costs must be >= 0");
 			if (find_link(p->links, p->n_links, k->a, k->b) >= 0)
-				return delta_error_set(err, field, "duplicate pod pair %d-%d",
-						       k->a, k->b);
+				return delta_error_set(err, field, "duplicate pod pair %d-%d", k->a,
+						       k->b);
 			p->links[p->n_links++] = *k;
 		}
 	}
@@ -190,7 +190,7 @@ static int build_links(struct delta_problem *p, const struct delta_dag *dag,
 				p->links = n;
 			}
 			l = p->n_links++;
-			p->links[l] = (struct delta_link){ a, b, 1, 1 };
+			p->links[l] = (struct delta_link){a, b, 1, 1};
 		}
 		p->task_link[t] = l;
 	}
@@ -303,17 +303,50 @@ struct delta_problem *delta_problem_new(const struct delta_dag *dag, struct delt
 	return p;
 }
 
-int delta_problem_pods(const struct delta_problem *p) { return p->pods; }
-int delta_problem_n_tasks(const struct delta_problem *p) { return p->n_tasks; }
-const struct delta_task *delta_problem_tasks(const struct delta_problem *p) { return p->tasks; }
-int delta_problem_n_deps(const struct delta_problem *p) { return p->n_deps; }
-const struct delta_dep *delta_problem_deps(const struct delta_problem *p) { return p->deps; }
-int delta_problem_n_links(const struct delta_problem *p) { return p->n_links; }
-const struct delta_link *delta_problem_links(const struct delta_problem *p) { return p->links; }
-const int *delta_problem_port_budget(const struct delta_problem *p) { return p->port_budget; }
-double delta_problem_bandwidth_gbps(const struct delta_problem *p) { return p->bandwidth_gbps; }
-int delta_problem_task_link(const struct delta_problem *p, int task) { return p->task_link[task]; }
-const int *delta_problem_topo_order(const struct delta_problem *p) { return p->topo; }
+int delta_problem_pods(const struct delta_problem *p)
+{
+	return p->pods;
+}
+int delta_problem_n_tasks(const struct delta_problem *p)
+{
+	return p->n_tasks;
+}
+const struct delta_task *delta_problem_tasks(const struct delta_problem *p)
+{
+	return p->tasks;
+}
+int delta_problem_n_deps(const struct delta_problem *p)
+{
+	return p->n_deps;
+}
+const struct delta_dep *delta_problem_deps(const struct delta_problem *p)
+{
+	return p->deps;
+}
+int delta_problem_n_links(const struct delta_problem *p)
+{
+	return p->n_links;
+}
+const struct delta_link *delta_problem_links(const struct delta_problem *p)
+{
+	return p->links;
+}
+const int *delta_problem_port_budget(const struct delta_problem *p)
+{
+	return p->port_budget;
+}
+double delta_problem_bandwidth_gbps(const struct delta_problem *p)
+{
+	return p->bandwidth_gbps;
+}
+int delta_problem_task_link(const struct delta_problem *p, int task)
+{
+	return p->task_link[task];
+}
+const int *delta_problem_topo_order(const struct delta_problem *p)
+{
+	return p->topo;
+}
 
 const int *delta_problem_out_deps(const struct delta_problem *p, int t, int *n)
 {

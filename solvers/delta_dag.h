@@ -33,7 +33,7 @@
 struct delta_task {
 	int src_pod;
 	int dst_pod;
-	int flows;           /* F >= 1 */
+	int flows;	     /* F >= 1 */
 	double volume_bytes; /* V >= 0; 0 finishes at its start */
 	double release_ms;   /* earliest start (>= 0); explicit DAGs use 0 */
 };
@@ -45,26 +45,26 @@ struct delta_dep {
 };
 
 struct delta_link {
-	int a, b;     /* pods, a < b */
-	int cost_a;   /* ports per circuit at pod a (>= 0) */
-	int cost_b;   /* ports per circuit at pod b (>= 0) */
+	int a, b;   /* pods, a < b */
+	int cost_a; /* ports per circuit at pod a (>= 0) */
+	int cost_b; /* ports per circuit at pod b (>= 0) */
 };
 
 struct delta_dag {
 	int pods;
 	const int *port_budget; /* U[p], `pods` entries, >= 0 */
-	double bandwidth_gbps;  /* B > 0 */
+	double bandwidth_gbps;	/* B > 0 */
 	int n_tasks;
 	const struct delta_task *tasks;
 	int n_deps;
 	const struct delta_dep *deps;
-	int n_links;                   /* 0: one link per pod pair used, cost 1 */
+	int n_links; /* 0: one link per pod pair used, cost 1 */
 	const struct delta_link *links;
 };
 
 /* A problem found while validating an input: which field and why. */
 struct delta_error {
-	char field[64];  /* e.g. "tasks[3].flows", "deps", "parallelism.tp" */
+	char field[64]; /* e.g. "tasks[3].flows", "deps", "parallelism.tp" */
 	char reason[192];
 };
 

@@ -75,10 +75,10 @@ struct ga {
 	int L, pods;
 	const struct delta_link *links;
 	const int *budget;
-	long *used;  /* pods */
-	int *order;  /* L, scratch for random edge order */
+	long *used;	 /* pods */
+	int *order;	 /* L, scratch for random edge order */
 	long *remaining; /* pods, Alg. 5 lookahead */
-	int *cand;   /* L, Alg. 6 reducible edges */
+	int *cand;	 /* L, Alg. 6 reducible edges */
 };
 
 static long plan_ports(const struct ga *g, const int *x)
@@ -167,19 +167,100 @@ static int repair(struct ga *g, uint64_t *rng, int *x)
 	}
 }
 
+/*
+ * Fitness cache: plans seen before (children often repeat a parent) are not
+ * simulated again. Open addressing on an FNV-1a hash of x; it stops growing
+ * at CACHE_MAX entries. Only the main thread touches it, so the pooled and
+ * serial runs see the same hits.
+ */
+#define CACHE_MAX (1u << 20)
+
+struct cache {
+	int *keys;
+	struct fitness *vals;
+	unsigned char *used;
+	size_t cap, n;
+	int L;
+};
+
+static size_t cache_hash(const int *x, int L)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (int l = 0; l < L; l++) {
+		h ^= (uint32_t)x[l];
+		h *= 1099511628211ULL;
+	}
+	return (size_t)h;
+}
+
+static size_t cache_slot(const struct cache *c, const int *x)
+{
+	size_t i = cache_hash(x, c->L) & (c->cap - 1);
+	while (c->used[i] && memcmp(c->keys + i * (size_t)c->L, x, (size_t)c->L * sizeof(int)))
+		i = (i + 1) & (c->cap - 1);
+	return i;
+}
+
+static int cache_get(const struct cache *c, const int *x, struct fitness *out)
+{
+	if (!c->cap)
+		return 0;
+	size_t i = cache_slot(c, x);
+	if (!c->used[i])
+		return 0;
+	*out = c->vals[i];
+	return 1;
+}
+
+static void cache_free(struct cache *c)
+{
+	free(c->keys);
+	free(c->vals);
+	free(c->used);
+}
+
+/* Best effort: on allocation failure the cache just stops growing. */
+static void cache_put(struct cache *c, const int *x, struct fitness f)
+{
+	if (c->n >= CACHE_MAX)
+		return;
+	if (2 * (c->n + 1) > c->cap) {
+		struct cache big = {.cap = c->cap ? 2 * c->cap : 1024, .L = c->L};
+		big.keys = malloc(big.cap * (size_t)c->L * sizeof(int));
+		big.vals = malloc(big.cap * sizeof(*big.vals));
+		big.used = calloc(big.cap, 1);
+		if (!big.keys || !big.vals || !big.used) {
+			cache_free(&big);
+			return;
+		}
+		for (size_t i = 0; i < c->cap; i++)
+			if (c->used[i])
+				cache_put(&big, c->keys + i * (size_t)c->L, c->vals[i]);
+		cache_free(c);
+		*c = big;
+	}
+	size_t i = cache_slot(c, x);
+	if (!c->used[i]) {
+		c->used[i] = 1;
+		memcpy(c->keys + i * (size_t)c->L, x, (size_t)c->L * sizeof(int));
+		c->n++;
+	}
+	c->vals[i] = f;
+}
+
 struct eval_job {
 	const struct delta_problem *p;
 	const int *xs;
 	int L;
 	struct fitness *fit;
 	const struct ga *g;
-	int from; /* evaluate individuals from..n-1 */
+	const int *which; /* individuals to evaluate */
 };
 
 static void eval_one(void *arg, size_t i)
 {
 	struct eval_job *job = arg;
-	size_t k = i + (size_t)job->from;
+	size_t k = (size_t)job->which[i];
 	struct delta_sim_result r;
 	const int *x = job->xs + k * (size_t)job->L;
 	int rc = delta_simulate(job->p, x, &r, NULL, NULL);
@@ -187,12 +268,29 @@ static void eval_one(void *arg, size_t i)
 	job->fit[k].ports = plan_ports(job->g, x);
 }
 
+/* Fills fit[from..N-1]: cached plans directly, the rest on the pool. */
+static long evaluate(const struct delta_problem *p, const struct ocs_pool *pool, struct ga *g,
+		     struct cache *cache, const int *xs, struct fitness *fit, int from, int N,
+		     int *which)
+{
+	int n_miss = 0;
+	for (int k = from; k < N; k++)
+		if (!cache_get(cache, xs + (size_t)k * g->L, &fit[k]))
+			which[n_miss++] = k;
+	struct eval_job job = {.p = p, .xs = xs, .L = g->L, .fit = fit, .g = g, .which = which};
+	ocs_pool_run(pool, eval_one, &job, (size_t)n_miss);
+	for (int i = 0; i < n_miss; i++)
+		cache_put(cache, xs + (size_t)which[i] * g->L, fit[which[i]]);
+	return n_miss;
+}
+
 static int tournament(uint64_t *rng, const struct fitness *fit, int n, int size)
 {
 	int best = rng_int(rng, 0, n - 1);
 	for (int k = 1; k < size; k++) {
 		int c = rng_int(rng, 0, n - 1);
-		if (fitness_less(fit[c], fit[best]) || (!fitness_less(fit[best], fit[c]) && c < best))
+		if (fitness_less(fit[c], fit[best]) ||
+		    (!fitness_less(fit[best], fit[c]) && c < best))
 			best = c;
 	}
 	return best;
@@ -279,8 +377,11 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 
 	int L = delta_problem_n_links(p), pods = delta_problem_pods(p);
 	int N = params->population;
-	struct ga g = { .p = p, .L = L, .pods = pods, .links = delta_problem_links(p),
-			.budget = delta_problem_port_budget(p) };
+	struct ga g = {.p = p,
+		       .L = L,
+		       .pods = pods,
+		       .links = delta_problem_links(p),
+		       .budget = delta_problem_port_budget(p)};
 	int *xbar = malloc((size_t)L * sizeof(int));
 	int *pop = malloc((size_t)N * L * sizeof(int));
 	int *next = malloc((size_t)N * L * sizeof(int));
@@ -288,17 +389,19 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 	struct fitness *next_fit = malloc((size_t)N * sizeof(*fit));
 	int *idx = malloc((size_t)N * sizeof(int));
 	int *best_x = malloc((size_t)L * sizeof(int));
+	int *which = malloc((size_t)N * sizeof(int));
+	struct cache cache = {.L = L};
 	g.used = malloc((size_t)pods * sizeof(long));
 	g.remaining = malloc((size_t)pods * sizeof(long));
 	g.order = malloc((size_t)L * sizeof(int));
 	g.cand = malloc((size_t)L * sizeof(int));
-	struct delta_ga_stats st = { 0 };
+	struct delta_ga_stats st = {0};
 	uint64_t rng = params->seed;
 	double t0 = params->clock_ms ? params->clock_ms(params->clock_ctx) : 0;
 	double pm = params->mutation_rate > 0 ? params->mutation_rate : 1.0 / L;
 
 	rc = -ENOMEM;
-	if (!xbar || !pop || !next || !fit || !next_fit || !idx || !best_x || !g.used ||
+	if (!xbar || !pop || !next || !fit || !next_fit || !idx || !best_x || !which || !g.used ||
 	    !g.remaining || !g.order || !g.cand)
 		goto out;
 	if (xbar_in)
@@ -317,9 +420,7 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 	}
 	for (; n_init < N; n_init++)
 		random_init(&g, &rng, pop + (size_t)n_init * L);
-	struct eval_job job = { .p = p, .xs = pop, .L = L, .fit = fit, .g = &g, .from = 0 };
-	ocs_pool_run(pool, eval_one, &job, (size_t)N);
-	st.evaluations += N;
+	st.evaluations += evaluate(p, pool, &g, &cache, pop, fit, 0, N, which);
 	rank(fit, N, idx);
 	struct fitness best = fit[idx[0]];
 	memcpy(best_x, pop + (size_t)idx[0] * L, (size_t)L * sizeof(int));
@@ -362,11 +463,7 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 		struct fitness *fswap = fit;
 		fit = next_fit;
 		next_fit = fswap;
-		job.xs = pop;
-		job.fit = fit;
-		job.from = params->elites;
-		ocs_pool_run(pool, eval_one, &job, (size_t)(N - params->elites));
-		st.evaluations += N - params->elites;
+		st.evaluations += evaluate(p, pool, &g, &cache, pop, fit, params->elites, N, which);
 		st.generations = gen;
 		rank(fit, N, idx);
 		if (fitness_less(fit[idx[0]], best)) {
@@ -395,6 +492,8 @@ out:
 	free(next_fit);
 	free(idx);
 	free(best_x);
+	free(which);
+	cache_free(&cache);
 	free(g.used);
 	free(g.remaining);
 	free(g.order);

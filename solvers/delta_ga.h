@@ -33,17 +33,17 @@
 
 struct delta_ga_params {
 	uint64_t seed;
-	int population;         /* N_pop, >= 4 */
-	int elites;             /* kept unchanged each generation, < population */
-	int tournament;         /* tournament size, >= 1 */
-	double crossover_rate;  /* 0..1 */
-	double mutation_rate;   /* per link, 0..1; 0 = 1 / links */
-	int max_generations;    /* hard cap, >= 0 */
-	int stall_generations;  /* stop after this many without improvement, >= 1 */
-	double time_budget_ms;  /* 0 = none; needs clock_ms */
+	int population;		       /* N_pop, >= 4 */
+	int elites;		       /* kept unchanged each generation, < population */
+	int tournament;		       /* tournament size, >= 1 */
+	double crossover_rate;	       /* 0..1 */
+	double mutation_rate;	       /* per link, 0..1; 0 = 1 / links */
+	int max_generations;	       /* hard cap, >= 0 */
+	int stall_generations;	       /* stop after this many without improvement, >= 1 */
+	double time_budget_ms;	       /* 0 = none; needs clock_ms */
 	double (*clock_ms)(void *ctx); /* monotonic ms, supplied by the caller */
 	void *clock_ctx;
-	int trim_ports;         /* run the fewest-ports pass (default 1) */
+	int trim_ports; /* run the fewest-ports pass (default 1) */
 };
 
 /* population 32, elites 2, tournament 3, crossover 0.9, mutation auto,
@@ -51,11 +51,11 @@ struct delta_ga_params {
 void delta_ga_defaults(struct delta_ga_params *params);
 
 struct delta_ga_stats {
-	int generations;         /* generations run */
-	int best_generation;     /* last generation that improved the best */
-	long evaluations;        /* simulations, including the trim pass */
-	int stopped_by_time;     /* the time budget ended the search */
-	long ports_before_trim;  /* ports of the best plan before the trim pass */
+	int generations;	/* generations run */
+	int best_generation;	/* last generation that improved the best */
+	long evaluations;	/* simulations, including the trim pass */
+	int stopped_by_time;	/* the time budget ended the search */
+	long ports_before_trim; /* ports of the best plan before the trim pass */
 };
 
 /*
@@ -64,9 +64,8 @@ struct delta_ga_stats {
  * *stats. Returns 0; -EINVAL with err for bad params; -ENOSPC with err when
  * the budgets cannot give each link one circuit; -ENOMEM.
  */
-int delta_fast(const struct delta_problem *p, const struct delta_ga_params *params,
-	       const int *xbar, const struct ocs_pool *pool, int *x,
-	       struct delta_sim_result *result, struct delta_ga_stats *stats,
-	       struct delta_error *err);
+int delta_fast(const struct delta_problem *p, const struct delta_ga_params *params, const int *xbar,
+	       const struct ocs_pool *pool, int *x, struct delta_sim_result *result,
+	       struct delta_ga_stats *stats, struct delta_error *err);
 
 #endif

@@ -44,7 +44,7 @@ static int heap_push(struct heap *h, double key, int task)
 		h->cap = cap;
 	}
 	int i = h->n++;
-	h->v[i] = (struct heap_item){ key, task };
+	h->v[i] = (struct heap_item){key, task};
 	while (i > 0) {
 		int up = (i - 1) / 2;
 		if (!item_less(h->v[i], h->v[up]))
@@ -98,8 +98,8 @@ static void consider_pred(double *ready, int *det, double cand, int pre)
 	}
 }
 
-static void trace_critical(const struct delta_problem *p, const double *start,
-			   const double *finish, const int *det, struct delta_sim_result *out)
+static void trace_critical(const struct delta_problem *p, const double *start, const double *finish,
+			   const int *det, struct delta_sim_result *out)
 {
 	int n = delta_problem_n_tasks(p), last = 0;
 	for (int t = 1; t < n; t++)
@@ -117,10 +117,10 @@ static void trace_critical(const struct delta_problem *p, const double *start,
 struct direction {
 	struct heap thresholds; /* per-flow bytes at which each task finishes */
 	long active_flows;
-	double served;          /* S_d, bytes per flow since the direction got busy */
-	double updated_ms;      /* time S_d was last brought up to date */
-	double rate;            /* bytes per ms per flow */
-	int active_pos;         /* index in the active list, -1 if idle */
+	double served;	   /* S_d, bytes per flow since the direction got busy */
+	double updated_ms; /* time S_d was last brought up to date */
+	double rate;	   /* bytes per ms per flow */
+	int active_pos;	   /* index in the active list, -1 if idle */
 };
 
 struct sim {
@@ -144,9 +144,8 @@ static void dir_advance(struct direction *d, double t)
 
 static void dir_set_rate(struct sim *s, struct direction *d, int x)
 {
-	d->rate = d->active_flows > 0
-			  ? s->bpms * fmin(1.0, (double)x / (double)d->active_flows)
-			  : 0.0;
+	d->rate = d->active_flows > 0 ? s->bpms * fmin(1.0, (double)x / (double)d->active_flows)
+				      : 0.0;
 }
 
 static int finish_task(struct sim *s, int t, double now)
@@ -277,7 +276,7 @@ int delta_simulate(const struct delta_problem *p, const int *x, struct delta_sim
 		   double *start_ms, double *finish_ms)
 {
 	int n = delta_problem_n_tasks(p), n_dirs = 2 * delta_problem_n_links(p);
-	struct sim s = { .p = p, .x = x, .bpms = delta_problem_bytes_per_ms(p) };
+	struct sim s = {.p = p, .x = x, .bpms = delta_problem_bytes_per_ms(p)};
 	int rc = -ENOMEM;
 
 	s.dirs = calloc((size_t)n_dirs, sizeof(*s.dirs));
@@ -334,7 +333,8 @@ int delta_simulate_ideal(const struct delta_problem *p, struct delta_sim_result 
 			det[t] = -1;
 			for (int j = 0; j < n_in; j++) {
 				const struct delta_dep *e = &deps[in[j]];
-				consider_pred(&ready, &det[t], finish[e->pre] + e->delay_ms, e->pre);
+				consider_pred(&ready, &det[t], finish[e->pre] + e->delay_ms,
+					      e->pre);
 			}
 			if (n_in == 0 || (tasks[t].release_ms > ready &&
 					  !near_equal(tasks[t].release_ms, ready))) {

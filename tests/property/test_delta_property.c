@@ -8,7 +8,8 @@
  *     its plan fits the budgets;
  *   - on instances small enough to enumerate every x, DELTA-Fast finds the
  *     optimal makespan;
- *   - the same seed gives the same plan with no pool and a 2-thread pool.
+ *   - the same seed gives the same plan with no pool and a 2-thread pool;
+ *   - the first two also on DAGs built from small random parallelism specs.
  * Instance count and seed come from argv (defaults keep the run short).
  */
 #include <errno.h>
@@ -22,19 +23,20 @@
 #include "delta_dag.h"
 #include "delta_ga.h"
 #include "delta_sim.h"
+#include "delta_workload.h"
 #include "ocs_pool_pthread.h"
 
 static int failures;
 static int checked_ga, checked_opt, checked_bounds;
 
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
-			failures++;                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);    \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fprintf(stderr, "\n");                                  \
-		}                                                               \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			failures++;                                                                \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fprintf(stderr, "\n");                                                     \
+		}                                                                                  \
 	} while (0)
 
 static uint64_t rs;
@@ -65,15 +67,19 @@ static struct delta_problem *gen(struct inst *in, int pods, int nt, int max_flow
 		int a = rnd(0, pods - 1), b = rnd(0, pods - 2);
 		if (b >= a)
 			b++;
-		in->tasks[t] = (struct delta_task){ a, b, rnd(1, max_flows), rnd(1, 8) * 1e6, 0 };
+		in->tasks[t] = (struct delta_task){a, b, rnd(1, max_flows), rnd(1, 8) * 1e6, 0};
 		for (int k = 0; k < 2 && t > 0; k++)
 			if (rnd(0, 2) > 0 && in->nd < 256)
-				in->deps[in->nd++] = (struct delta_dep){ rnd(0, t - 1), t,
-									 rnd(0, 4) * 0.5 };
+				in->deps[in->nd++] =
+					(struct delta_dep){rnd(0, t - 1), t, rnd(0, 4) * 0.5};
 	}
-	dag = (struct delta_dag){ .pods = pods, .port_budget = in->budget, .bandwidth_gbps = 8,
-				  .n_tasks = nt, .tasks = in->tasks, .n_deps = in->nd,
-				  .deps = in->deps };
+	dag = (struct delta_dag){.pods = pods,
+				 .port_budget = in->budget,
+				 .bandwidth_gbps = 8,
+				 .n_tasks = nt,
+				 .tasks = in->tasks,
+				 .n_deps = in->nd,
+				 .deps = in->deps};
 	struct delta_problem *p = delta_problem_new(&dag, &err);
 	if (!p)
 		fprintf(stderr, "generator: %s: %s\n", err.field, err.reason);
@@ -87,13 +93,13 @@ static int cmp_d(const void *a, const void *b)
 }
 
 /* Largest flow sum active at once per link (max over directions). */
-static void observed_concurrency(const struct delta_problem *p, const double *s,
-				 const double *f, int *conc)
+static void observed_concurrency(const struct delta_problem *p, const double *s, const double *f,
+				 int *conc)
 {
 	int n = delta_problem_n_tasks(p), L = delta_problem_n_links(p);
 	const struct delta_task *t = delta_problem_tasks(p);
 	const struct delta_link *links = delta_problem_links(p);
-	double ev[128];
+	double *ev = malloc(2 * (size_t)n * sizeof(double));
 	int ne = 0;
 	for (int i = 0; i < n; i++) {
 		ev[ne++] = s[i];
@@ -110,13 +116,14 @@ static void observed_concurrency(const struct delta_problem *p, const double *s,
 			for (int dir = 0; dir < 2; dir++) {
 				int src = dir ? links[l].b : links[l].a, sum = 0;
 				for (int i = 0; i < n; i++)
-					if (delta_problem_task_link(p, i) == l && t[i].src_pod == src &&
-					    s[i] <= mid && mid < f[i])
+					if (delta_problem_task_link(p, i) == l &&
+					    t[i].src_pod == src && s[i] <= mid && mid < f[i])
 						sum += t[i].flows;
 				if (sum > conc[l])
 					conc[l] = sum;
 			}
 	}
+	free(ev);
 }
 
 static void prop_bounds(int instances)
@@ -135,8 +142,9 @@ static void prop_bounds(int instances)
 			observed_concurrency(p, s, f, conc);
 			checked_bounds++;
 			for (int l = 0; l < L; l++)
-				CHECK(xbar[l] >= conc[l], "instance %d link %d: Xbar %d < observed %d",
-				      k, l, xbar[l], conc[l]);
+				CHECK(xbar[l] >= conc[l],
+				      "instance %d link %d: Xbar %d < observed %d", k, l, xbar[l],
+				      conc[l]);
 		}
 		delta_problem_free(p);
 	}
@@ -173,7 +181,8 @@ static void prop_ga_vs_baselines(int instances)
 		if (rc == 0) {
 			double bb = best_baseline(p);
 			CHECK(r.makespan_ms <= bb * (1 + 1e-9),
-			      "instance %d: DELTA-Fast %.6f > best baseline %.6f", k, r.makespan_ms, bb);
+			      "instance %d: DELTA-Fast %.6f > best baseline %.6f", k, r.makespan_ms,
+			      bb);
 			CHECK(delta_plan_within_budget(p, x), "instance %d over budget", k);
 			checked_ga++;
 		} else {
@@ -223,6 +232,85 @@ static void prop_exhaustive(int instances)
 	}
 }
 
+/* Small random parallelism specs: bounds and DELTA-Fast on model DAGs. */
+static void prop_workloads(int instances)
+{
+	struct delta_ga_params gp;
+	delta_ga_defaults(&gp);
+	gp.stall_generations = 20;
+	gp.population = 12;
+	for (int k = 0; k < instances; k++) {
+		struct delta_workload_spec q;
+		struct delta_workload *w;
+		struct delta_error err;
+		delta_workload_defaults(&q);
+		q.tp = 1 << rnd(0, 1);
+		q.pp = rnd(2, 4);
+		q.dp = rnd(1, 3);
+		q.layers = q.pp * rnd(1, 2);
+		q.hidden = 64 * rnd(1, 4);
+		q.ffn = 4 * q.hidden;
+		q.heads = 4;
+		q.vocab = 1000;
+		q.seq_len = 256 * rnd(1, 8);
+		q.micro_batches = q.pp + rnd(0, 4);
+		q.bandwidth_gbps = 100 * rnd(1, 8);
+		q.gpu_tflops = 50 * rnd(1, 20); /* slow GPUs: compute and comm comparable */
+		q.gpus_per_pod_per_replica = q.tp * rnd(1, q.pp - 1);
+		if (rnd(0, 3) == 0) {
+			q.experts = 4;
+			q.top_k = 2;
+			q.ep = 2;
+			q.gpus_per_pod_per_replica = 2 * rnd(1, q.pp - 1);
+			q.dp = 2 * rnd(1, 2);
+		}
+		if (delta_workload_build(&q, &w, &err)) {
+			CHECK(0, "workload %d refused: %s: %s", k, err.field, err.reason);
+			continue;
+		}
+		struct delta_problem *p = delta_problem_new(&w->dag, &err);
+		CHECK(p != NULL, "workload %d: DAG refused: %s: %s", k, err.field, err.reason);
+		if (!p) {
+			delta_workload_free(w);
+			continue;
+		}
+		int L = delta_problem_n_links(p), n = delta_problem_n_tasks(p);
+		int *xbar = malloc((size_t)L * sizeof(int)), *x = malloc((size_t)L * sizeof(int));
+		int *conc = malloc((size_t)L * sizeof(int));
+		double *s = malloc((size_t)n * sizeof(double)),
+		       *f = malloc((size_t)n * sizeof(double));
+		struct delta_sim_result r;
+		CHECK(delta_bounds(p, xbar) == 0, "workload %d bounds", k);
+		for (int trial = 0; trial < 4; trial++) {
+			for (int l = 0; l < L; l++)
+				x[l] = rnd(1, 2 * xbar[l]);
+			CHECK(delta_simulate(p, x, &r, s, f) == 0, "workload %d simulation", k);
+			CHECK(r.nct >= 1 - 1e-9, "workload %d: NCT %g below 1", k, r.nct);
+			observed_concurrency(p, s, f, conc);
+			checked_bounds++;
+			for (int l = 0; l < L; l++)
+				CHECK(xbar[l] >= conc[l],
+				      "workload %d link %d: Xbar %d < observed %d", k, l, xbar[l],
+				      conc[l]);
+		}
+		gp.seed = (uint64_t)k + 1000;
+		if (delta_fast(p, &gp, NULL, NULL, x, &r, NULL, &err) == 0) {
+			double bb = best_baseline(p);
+			CHECK(r.makespan_ms <= bb * (1 + 1e-9), "workload %d: DELTA-Fast %g > %g",
+			      k, r.makespan_ms, bb);
+			CHECK(delta_plan_within_budget(p, x), "workload %d over budget", k);
+			checked_ga++;
+		}
+		free(xbar);
+		free(x);
+		free(conc);
+		free(s);
+		free(f);
+		delta_problem_free(p);
+		delta_workload_free(w);
+	}
+}
+
 static void prop_pool_determinism(int instances)
 {
 	struct ocs_pool_pthread *pp = ocs_pool_pthread_new(2);
@@ -242,7 +330,8 @@ static void prop_pool_determinism(int instances)
 		if (rc1 == 0) {
 			CHECK(memcmp(x1, x2, sizeof(int) * (size_t)delta_problem_n_links(p)) == 0,
 			      "instance %d: plans differ between serial and pooled runs", k);
-			CHECK(s1.evaluations == s2.evaluations, "instance %d: evaluations differ", k);
+			CHECK(s1.evaluations == s2.evaluations, "instance %d: evaluations differ",
+			      k);
 		}
 		delta_problem_free(p);
 	}
@@ -257,6 +346,7 @@ int main(int argc, char **argv)
 	prop_ga_vs_baselines(60 * scale);
 	prop_exhaustive(40 * scale);
 	prop_pool_determinism(6 * scale);
+	prop_workloads(10 * scale);
 	printf("checked: %d simulated schedules against bounds, %d DELTA-Fast runs against "
 	       "baselines, %d against exhaustive optima\n",
 	       checked_bounds, checked_ga, checked_opt);
