@@ -882,6 +882,52 @@ static bool valid_planner(const char *p)
 	return !p || !*p || strcmp(p, "leaf-centric") == 0 || strcmp(p, "pod-centric") == 0;
 }
 
+static bool holds_leaves(enum jm_state s)
+{
+	return s == JM_PENDING || s == JM_PLANNING || s == JM_PROGRAMMING || s == JM_ACTIVE ||
+	       s == JM_RELEASING;
+}
+
+static bool job_uses_leaf(const struct jm_job *job, int leaf)
+{
+	for (size_t i = 0; i < job->n_demand; i++)
+		if (job->demand[i].a == leaf || job->demand[i].b == leaf)
+			return true;
+	return false;
+}
+
+/*
+ * A job owns the leaves of its demand: their uplinks carry only its
+ * cross-pod links, which is what lets the planner guarantee no routing
+ * polarization. A leaf held by another live job is refused here.
+ */
+static bool leaves_free(const struct jm *jm, const char *self, const struct lc_demand *demand,
+			size_t n, struct jm_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < jm->n_jobs; k++) {
+			const struct jm_job *other = &jm->jobs[k]->pub;
+			int leaf = -1;
+
+			if (strcmp(other->id, self) == 0 || !holds_leaves(other->state))
+				continue;
+			if (job_uses_leaf(other, demand[i].a))
+				leaf = demand[i].a;
+			else if (job_uses_leaf(other, demand[i].b))
+				leaf = demand[i].b;
+			if (leaf < 0)
+				continue;
+			set_error(err, JM_EXHAUSTED, "",
+				  "leaf %d is held by job %s (%s): a job's leaves carry only its own "
+				  "cross-pod links",
+				  leaf, other->id, jm_state_name(other->state));
+			snprintf(err->field, sizeof(err->field), "leaf_demand.pairs[%zu]", i);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* Checks a spec against the fabric; field names follow the API's JobSpec. */
 static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_error *err)
 {
@@ -904,7 +950,7 @@ static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_erro
 		snprintf(err->field, sizeof(err->field), "leaf_demand.pairs%s", idx ? idx : "");
 		return false;
 	}
-	return true;
+	return leaves_free(jm, spec->id ? spec->id : "", spec->demand, spec->n_demand, err);
 }
 
 static void copy_spec(struct job_rt *j, const struct jm_spec *spec)
@@ -947,6 +993,10 @@ void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, v
 		}
 		if (j->pub.state == JM_FAILED || j->pub.state == JM_RELEASED) {
 			/* The same request again: run it again. */
+			if (!leaves_free(jm, j->pub.id, j->pub.demand, j->pub.n_demand, &err)) {
+				answer(ctx, &err, NULL, false, NULL, 0);
+				return;
+			}
 			if (add_waiter(j, answer, ctx, false) != 0)
 				goto oom;
 			j->replans = 0;

@@ -190,7 +190,8 @@ try:
         "leaf_demand": {"pairs": [{"a": 0, "b": 2, "links": 8}]}}
     json.dump(big, open(p, "w"))
     rc, _, err = ocsctl("job", "submit", p)
-    check(rc == 1 and "RESOURCE_EXHAUSTED" in err, f"over capacity: {rc} {err}")
+    check(rc == 1 and "RESOURCE_EXHAUSTED" in err and "leaf 0 is held by job lab-ring" in err,
+          f"leaf held by another job: {rc} {err}")
     check(xcs_of(read_devices()) == held, "a refused job changed the devices")
 
     # Restart: the job and its circuits survive, the devices are untouched.
