@@ -18,7 +18,8 @@
  * bidirectional mode (default for ocs-switch) a validate or commit that
  * would leave a one-way circuit (A->B without B->A) is refused.
  *
- * Threads: the main thread accepts sessions (nc_accept); --workers threads
+ * Threads: ACCEPT_THREADS threads accept sessions (nc_accept does the SSH
+ * handshake, so one slow client must not stall the rest); --workers threads
  * poll the sessions (nc_ps_poll) and run the RPC callback; one timer thread
  * reverts expired confirmed commits. Every device has one mutex that guards
  * all of its state; a thread holds at most one device mutex at a time, so
@@ -55,6 +56,8 @@ extern const char sb_yang_ocs_devsim[];
 enum devsim_model { MODEL_SWITCH, MODEL_TRANSCEIVER };
 
 #define MAX_SUBSCRIBERS 8
+#define ACCEPT_THREADS 4
+#define AUTH_TIMEOUT_S 5
 #define DEFAULT_CONFIRM_TIMEOUT_S 600
 
 struct device {
@@ -723,6 +726,14 @@ static struct nc_server_reply *rpc_clb(struct lyd_node *rpc, struct nc_session *
 	pthread_mutex_lock(&d->mu);
 	int step = step_of(d, rpc);
 	struct devsim_faults f = d->faults;
+	if (step >= 0 && !(f.sticky_mask & (1u << step))) {
+		/* one-shot knobs clear as they fire */
+		uint32_t bit = 1u << step;
+		d->faults.refuse_mask &= ~bit;
+		d->faults.drop_mask &= ~bit;
+		d->faults.noeffect_mask &= ~bit;
+		d->faults.hang_ms[step] = 0;
+	}
 	pthread_mutex_unlock(&d->mu);
 	if (step >= 0 && f.hang_ms[step] > 0)
 		usleep((useconds_t)f.hang_ms[step] * 1000);
@@ -866,6 +877,26 @@ static void *worker_main(void *arg)
 			session_gone(s);
 			nc_session_free(s, free);
 		}
+	}
+	nc_thread_destroy();
+	return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+	while (!sim.stop) {
+		struct nc_session *s = NULL;
+		NC_MSG_TYPE m = nc_accept(200, &s);
+		if (m != NC_MSG_HELLO || !s)
+			continue;
+		struct session_data *sd = calloc(1, sizeof(*sd));
+		if (!sd || bind_session(s, sd)) {
+			free(sd);
+			nc_session_free(s, NULL);
+			continue;
+		}
+		nc_session_set_data(s, sd);
+		nc_ps_add_session(sim.ps, s);
 	}
 	nc_thread_destroy();
 	return NULL;
@@ -1188,6 +1219,7 @@ int main(int argc, char **argv)
 		    nc_server_ssh_endpt_set_auth_methods(
 			    name, (sim.password ? NC_SSH_AUTH_PASSWORD : 0) |
 					  (authkey ? NC_SSH_AUTH_PUBLICKEY : 0)) ||
+		    nc_server_ssh_endpt_set_auth_timeout(name, AUTH_TIMEOUT_S) ||
 		    nc_server_endpt_set_address(name, listen_addr) ||
 		    nc_server_endpt_set_port(name, (uint16_t)(port + i))) {
 			fprintf(stderr, "ocs-devsim: cannot listen on %s:%d (in use?)\n", listen_addr,
@@ -1209,20 +1241,13 @@ int main(int argc, char **argv)
 		       sim.count == 1 ? "" : "s", listen_addr, port, port + sim.count - 1,
 		       model_module(), sim.ports);
 		fflush(stdout);
-		while (!sim.stop) {
-			struct nc_session *s = NULL;
-			NC_MSG_TYPE m = nc_accept(200, &s);
-			if (m != NC_MSG_HELLO || !s)
-				continue;
-			struct session_data *sd = calloc(1, sizeof(*sd));
-			if (bind_session(s, sd)) {
-				free(sd);
-				nc_session_free(s, NULL);
-				continue;
-			}
-			nc_session_set_data(s, sd);
-			nc_ps_add_session(sim.ps, s);
-		}
+		/* several acceptors: a client stuck in the SSH handshake must
+		 * not block the other devices' connects */
+		pthread_t acceptors[ACCEPT_THREADS];
+		for (int i = 0; i < ACCEPT_THREADS; i++)
+			pthread_create(&acceptors[i], NULL, accept_main, NULL);
+		for (int i = 0; i < ACCEPT_THREADS; i++)
+			pthread_join(acceptors[i], NULL);
 		for (int i = 0; i < workers; i++)
 			pthread_join(tids[i], NULL);
 		pthread_join(timer, NULL);

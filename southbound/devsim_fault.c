@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,14 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 	const char *step_s = at + 1;
 	const char *eq = strchr(step_s, '=');
 	size_t step_len = eq ? (size_t)(eq - step_s) : strlen(step_s);
+	size_t knob_len = strlen(knob);
+	bool sticky = knob_len > 0 && knob[knob_len - 1] == '+';
+	if (sticky && !eq)
+		step_len--;
+	char value[16] = "";
+	if (eq)
+		snprintf(value, sizeof(value), "%.*s", (int)(knob + knob_len - eq - 1 - (sticky ? 1 : 0)),
+			 eq + 1);
 	int step = parse_step(step_s, step_len);
 	if (step < 0) {
 		snprintf(err, err_len,
@@ -69,6 +78,8 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 		return -EINVAL;
 	}
 	uint32_t bit = 1u << step;
+	if (sticky)
+		f->sticky_mask |= bit;
 	if (action_len == 6 && !strncmp(knob, "refuse", 6) && !eq) {
 		f->refuse_mask |= bit;
 	} else if (action_len == 4 && !strncmp(knob, "drop", 4) && !eq) {
@@ -77,7 +88,7 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 		   step == DEVSIM_STEP_COMMIT) {
 		f->noeffect_mask |= bit;
 	} else if (action_len == 4 && !strncmp(knob, "hang", 4) && eq) {
-		if (parse_uint(eq + 1, 600000, &f->hang_ms[step])) {
+		if (parse_uint(value, 600000, &f->hang_ms[step])) {
 			snprintf(err, err_len, "fault '%s': hang time must be 0..600000 ms", knob);
 			return -EINVAL;
 		}

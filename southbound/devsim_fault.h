@@ -13,8 +13,10 @@
  * STEP is one of lock, unlock, edit, validate, commit (a commit that is
  * not confirming one), confirm (a commit confirming a pending confirmed
  * commit), cancel (cancel-commit), discard, get (get and get-config).
- * Knobs stay set until the next set-faults replaces them. The empty spec
- * clears every knob. Pure parsing, no state: thread-safe.
+ * A knob fires once (the next matching RPC) and then clears itself; a
+ * trailing '+' (refuse@commit+) makes every knob of that step sticky until
+ * the next set-faults. set-faults replaces all knobs; the empty spec clears
+ * them. Pure parsing, no state: thread-safe.
  */
 #ifndef OCS_DEVSIM_FAULT_H
 #define OCS_DEVSIM_FAULT_H
@@ -41,6 +43,7 @@ struct devsim_faults {
 	uint32_t refuse_mask; /* bit per enum devsim_step */
 	uint32_t drop_mask;
 	uint32_t noeffect_mask;
+	uint32_t sticky_mask; /* steps whose knobs do not clear after firing */
 	int hang_ms[DEVSIM_STEP_COUNT];
 	int failed_ports[DEVSIM_MAX_FAILED_PORTS];
 	int n_failed_ports;

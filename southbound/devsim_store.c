@@ -104,8 +104,10 @@ static enum ds_error edit_siblings(struct lyd_node **first, struct lyd_node *par
 			continue; /* keys were matched with their list entry */
 		struct lyd_node *siblings = parent ? lyd_child(parent) : *first;
 		struct lyd_node *match = NULL;
-		if (siblings)
-			lyd_find_sibling_first(siblings, e, &match);
+		if (siblings && (e->schema->nodetype & (LYS_LIST | LYS_LEAFLIST)))
+			lyd_find_sibling_first(siblings, e, &match); /* by keys / value */
+		else if (siblings)
+			lyd_find_sibling_val(siblings, e->schema, NULL, 0, &match); /* by schema */
 		enum ds_error r = DS_ERR_OK;
 		switch (op) {
 		case DS_OP_CREATE:

@@ -1,0 +1,223 @@
+/*
+ * sb_device.h - the ocsd NETCONF device driver (libnetconf2 client): one
+ * session per OCS device, over SSH (password or key, explicit host-key
+ * policy) or TLS (certificates), with capability detection, a strategy per
+ * device, a deadline on every RPC and reconnection with exponential backoff.
+ *
+ * The driver speaks the ocs-switch model (southbound/yang/ocs-switch.yang):
+ * it reads the cross-connects of a device (configuration and state) and
+ * writes them with ONE edit-config per call (removals before additions),
+ * never one RPC per cross-connect. The transaction engine (sb_txn.h) builds
+ * all-or-nothing changes across many devices on top of these calls.
+ *
+ * Threads and locks:
+ *   - struct sb_driver is shared by every device and thread-safe. It owns
+ *     the libyang context (read-only once built: it is preloaded with every
+ *     module a device is expected to advertise) and a mutex that serializes
+ *     session setup, the only step that may add a module to the context.
+ *   - struct sb_device is NOT thread-safe: one thread at a time may call
+ *     functions on a given device (the transaction engine runs each device
+ *     on one pool thread per step). Different devices may be used from
+ *     different threads at the same time: that is how I/O runs in parallel.
+ *   - libnetconf2 keeps client settings (username, callbacks, keys) per
+ *     thread; sb_device_connect() sets them in the calling thread every
+ *     time, so any thread may (re)connect any device.
+ *   - Counters are atomics, readable from any thread.
+ *
+ * Errors: functions return 0 or a negative errno (-ETIMEDOUT deadline
+ * passed, -ECONNRESET session lost, -EREMOTEIO the device answered with an
+ * <rpc-error>, -EAGAIN still backing off, -EPROTO unexpected reply,
+ * -ENOTSUP the device lacks what the call needs) and fill a struct
+ * sb_error when one is given.
+ */
+#ifndef OCS_SB_DEVICE_H
+#define OCS_SB_DEVICE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum sb_transport {
+	SB_TRANSPORT_SSH = 0,
+	SB_TRANSPORT_TLS,
+};
+
+enum sb_hostkey_policy {
+	SB_HOSTKEY_ACCEPT_ANY = 0, /* explicit opt-in: labs and tests only */
+	SB_HOSTKEY_PINNED,         /* the host key's "SHA256:..." must match */
+};
+
+/* Whether to send <validate> before <commit> (see quirks in sb_device.c). */
+enum sb_validate_policy {
+	SB_VALIDATE_AUTO = 0, /* when offered, except on servers known to mishandle it */
+	SB_VALIDATE_ALWAYS,   /* when offered */
+	SB_VALIDATE_NEVER,
+};
+
+struct sb_device_config {
+	char name[64]; /* for errors and logs */
+	char host[64]; /* loopback in tests: "127.0.0.1" */
+	uint16_t port;
+	enum sb_transport transport;
+	/* SSH */
+	char username[64];
+	char password[128];     /* password authentication when non-empty */
+	char privkey_path[256]; /* public-key authentication when non-empty */
+	char pubkey_path[256];
+	enum sb_hostkey_policy hostkey_policy;
+	char hostkey_sha256[128]; /* "SHA256:<base64>" for SB_HOSTKEY_PINNED */
+	/* TLS */
+	char tls_cert[256];
+	char tls_key[256];
+	char tls_ca[256];
+	/* timing; 0 picks the default in brackets */
+	int rpc_timeout_ms;  /* deadline of every RPC [5000] */
+	int backoff_min_ms;  /* first reconnect delay [50] */
+	int backoff_max_ms;  /* cap of the doubling delay [5000] */
+	enum sb_validate_policy validate;
+};
+
+/* What the device offered in its <hello>. */
+struct sb_capabilities {
+	bool base11;
+	bool candidate;
+	bool confirmed_commit; /* :confirmed-commit:1.1 */
+	bool validate;
+	bool rollback_on_error;
+	bool writable_running;
+	bool ocs_switch;      /* implements the ocs-switch module */
+	bool yuma;            /* netconfd (yuma123): see the quirks */
+};
+
+/*
+ * How the transaction engine programs the device, from its capabilities:
+ *   CONFIRMED  candidate + confirmed-commit: the dead-man switch protects it
+ *   CANDIDATE  candidate without confirmed-commit: plain commit, rollback
+ *              by a compensating edit from the saved pre-image
+ *   RUNNING    writable-running only: edit running at commit time,
+ *              rollback by a compensating edit
+ */
+enum sb_strategy {
+	SB_STRATEGY_NONE = 0, /* not connected yet, or nothing usable */
+	SB_STRATEGY_CONFIRMED,
+	SB_STRATEGY_CANDIDATE,
+	SB_STRATEGY_RUNNING,
+};
+const char *sb_strategy_name(enum sb_strategy s);
+
+/* A structured error: which device, which operation, what the device said. */
+struct sb_error {
+	int code; /* negative errno, 0 = none */
+	char device[64];
+	char operation[24]; /* "connect", "lock", "edit-config", ... */
+	char message[320];
+};
+
+/* One one-way cross-connect of an ocs-switch device. */
+struct sb_xc {
+	uint16_t in;
+	uint16_t out;
+};
+
+enum sb_xc_status {
+	SB_XC_STATUS_UNKNOWN = 0, /* read from configuration only */
+	SB_XC_STATUS_CONNECTED,
+	SB_XC_STATUS_PENDING,
+	SB_XC_STATUS_FAILED,
+	SB_XC_STATUS_INVALID,
+};
+
+struct sb_xc_state {
+	uint16_t in;
+	uint16_t out;
+	enum sb_xc_status status;
+};
+
+struct sb_driver_counters {
+	atomic_uint_least64_t connects;      /* sessions established */
+	atomic_uint_least64_t connect_failures;
+	atomic_uint_least64_t rpcs;
+	atomic_uint_least64_t rpc_errors;    /* <rpc-error> replies */
+	atomic_uint_least64_t rpc_timeouts;  /* deadline passed */
+	atomic_uint_least64_t sessions_lost; /* dropped mid-RPC */
+};
+
+struct sb_driver;
+struct sb_device;
+
+/*
+ * Creates the shared driver state. ietf_dir: where the IETF YANG modules
+ * are (NULL = /usr/share/yuma/modules/ietf). Returns 0 or -errno.
+ * Free with sb_driver_free() after every device is freed.
+ */
+int sb_driver_new(const char *ietf_dir, struct sb_driver **out);
+void sb_driver_free(struct sb_driver *drv);
+const struct sb_driver_counters *sb_driver_counters(const struct sb_driver *drv);
+
+/* Creates a device handle (no I/O). Copies cfg. Free with sb_device_free(). */
+int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg,
+		  struct sb_device **out);
+void sb_device_free(struct sb_device *dev);
+const char *sb_device_name(const struct sb_device *dev);
+
+/*
+ * Connects unless a session is up. Honors the backoff: while backing off
+ * it returns -EAGAIN at once. sb_device_connect_until() retries with the
+ * backoff until deadline_ms (CLOCK_MONOTONIC milliseconds, sb_now_ms()).
+ */
+int sb_device_connect(struct sb_device *dev, struct sb_error *err);
+int sb_device_connect_until(struct sb_device *dev, int64_t deadline_ms, struct sb_error *err);
+/* Closes the session (if any). The backoff is not reset. */
+void sb_device_disconnect(struct sb_device *dev);
+bool sb_device_connected(const struct sb_device *dev);
+/* Valid after a successful connect. */
+const struct sb_capabilities *sb_device_capabilities(const struct sb_device *dev);
+enum sb_strategy sb_device_strategy(const struct sb_device *dev);
+/* Whether <validate> should be sent before <commit> on this device. */
+bool sb_device_should_validate(const struct sb_device *dev);
+
+int64_t sb_now_ms(void);
+
+/* Datastores the calls below accept. */
+enum sb_datastore {
+	SB_DS_RUNNING = 0,
+	SB_DS_CANDIDATE,
+};
+
+int sb_device_lock(struct sb_device *dev, enum sb_datastore ds, struct sb_error *err);
+int sb_device_unlock(struct sb_device *dev, enum sb_datastore ds, struct sb_error *err);
+int sb_device_discard(struct sb_device *dev, struct sb_error *err);
+int sb_device_validate(struct sb_device *dev, struct sb_error *err);
+/*
+ * <commit>. confirm_timeout_s > 0 makes it a confirmed commit with that
+ * timeout; persist (confirmed) / persist_id (confirming) may be NULL.
+ */
+int sb_device_commit(struct sb_device *dev, int confirm_timeout_s, const char *persist,
+		     const char *persist_id, struct sb_error *err);
+int sb_device_cancel_commit(struct sb_device *dev, const char *persist_id, struct sb_error *err);
+
+/*
+ * Makes the cross-connects of datastore ds exactly `target` with one
+ * edit-config: removals (inputs of `current` absent from target) come
+ * before additions and changes. `current` is what the datastore holds now.
+ */
+int sb_device_edit_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *current,
+		       size_t n_current, const struct sb_xc *target, size_t n_target,
+		       struct sb_error *err);
+/* Replaces the whole cross-connects container (compensating edits). */
+int sb_device_replace_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *xcs,
+			  size_t n, struct sb_error *err);
+
+/*
+ * Reads the cross-connects. with_state: <get> (configuration + status);
+ * otherwise <get-config> of ds. *out is malloc'ed, sorted by input; caller
+ * frees.
+ */
+int sb_device_read_xcs(struct sb_device *dev, bool with_state, enum sb_datastore ds,
+		       struct sb_xc_state **out, size_t *n, struct sb_error *err);
+
+/* Sends any RPC given as XML (e.g. ocs-devsim:set-faults); expects <ok/>. */
+int sb_device_rpc_xml(struct sb_device *dev, const char *xml, struct sb_error *err);
+
+#endif

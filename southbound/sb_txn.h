@@ -1,0 +1,184 @@
+/*
+ * sb_txn.h - all-or-nothing transactions across many OCS devices.
+ *
+ * A transaction takes, for every device it touches, the complete set of
+ * cross-connects the device must hold afterwards, and either gets every
+ * device there or leaves every device as it was (proven by reading each
+ * device back). The state machine, its diagram and its invariants are in
+ * sb_txn.c. In short:
+ *   0. plan check: the caller's verify callback (the independent L2
+ *      checker of solvers/) runs on the plan; a refused plan touches no
+ *      device. The persist_intent hook runs next.
+ *   1. prepare all: lock candidate, discard, read the pre-image, one
+ *      edit-config, validate;
+ *   2. commit all: confirmed commit with a timeout and a persist id (the
+ *      dead-man switch);
+ *   3. verify all: read back configuration and connection state until
+ *      every intended connection is `connected`; run the verify callback
+ *      on what was read;
+ *   4. confirm all. Any failure before 4 rolls every device back (cancel
+ *      the confirmed commit, or a compensating edit from the pre-image) and
+ *      reads every device back again. persist_outcome runs last.
+ *
+ * Threads: an engine owns a pool of I/O threads; each step runs one job
+ * per device on the pool, so device I/O is parallel and every RPC has the
+ * device's deadline (sb_device.h). sb_engine_run() blocks the calling
+ * thread until the outcome is known; sb_engine_start() runs the same in a
+ * new thread, calls `done` from that thread, and sb_txn_join() returns the
+ * result. Several transactions may run at once on one engine if they touch
+ * disjoint devices (a device is used by one transaction at a time: the
+ * caller guarantees it). Hooks and the verify callback are called from the
+ * transaction's thread, never from two threads at once for one
+ * transaction. Counters are atomics.
+ */
+#ifndef OCS_SB_TXN_H
+#define OCS_SB_TXN_H
+
+#include "sb_device.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One device of a plan and the complete set it must hold afterwards. */
+struct sb_txn_device {
+	struct sb_device *dev; /* not owned */
+	const struct sb_xc *target; /* not owned; inputs unique */
+	size_t n_target;
+};
+
+struct sb_txn_plan {
+	uint64_t id; /* names the persist id "ocsd-<id>"; unique per run */
+	const struct sb_txn_device *devices; /* not owned */
+	size_t n_devices;
+};
+
+enum sb_verify_phase {
+	SB_VERIFY_PLAN = 0, /* before any device is touched: the targets */
+	SB_VERIFY_READBACK, /* step 3: what the devices report */
+};
+
+/* Cross-connects of plan device `index` as the verify callback sees them. */
+struct sb_device_xcs {
+	size_t index; /* into plan->devices */
+	const struct sb_xc *xcs;
+	size_t n;
+};
+
+/*
+ * Returns 0 when the cross-connects pass (no one-way circuit, ...);
+ * otherwise non-zero with a reason in `why`. Devices outside the plan are
+ * the caller's business (it knows the rest of the fabric).
+ */
+typedef int (*sb_verify_fn)(void *arg, enum sb_verify_phase phase,
+			    const struct sb_device_xcs *devices, size_t n, char *why,
+			    size_t why_len);
+
+enum sb_txn_step {
+	SB_STEP_NONE = 0,
+	SB_STEP_PLAN,
+	SB_STEP_PREPARE,
+	SB_STEP_COMMIT,
+	SB_STEP_VERIFY,
+	SB_STEP_CONFIRM,
+	SB_STEP_ROLLBACK,
+	SB_STEP_COUNT,
+};
+const char *sb_txn_step_name(enum sb_txn_step s);
+
+enum sb_txn_outcome {
+	SB_TXN_COMMITTED = 0, /* every device holds its target, confirmed */
+	SB_TXN_REFUSED,       /* plan check or intent hook refused: no device touched */
+	SB_TXN_ROLLED_BACK,   /* a step failed; every device read back at its pre-image */
+	SB_TXN_FAILED,        /* a rollback could not be proven on some device */
+};
+const char *sb_txn_outcome_name(enum sb_txn_outcome o);
+
+enum sb_dev_outcome {
+	SB_DEV_UNTOUCHED = 0,
+	SB_DEV_CONFIRMED,   /* holds the target */
+	SB_DEV_ROLLED_BACK, /* read back at its pre-image */
+	SB_DEV_ROLLBACK_FAILED,
+};
+
+struct sb_txn_device_result {
+	enum sb_dev_outcome outcome;
+	enum sb_strategy strategy;
+	enum sb_txn_step failed_step; /* SB_STEP_NONE when this device did not fail */
+	struct sb_error error;        /* the failure, when failed_step is set */
+	struct sb_error rollback_error; /* when outcome is SB_DEV_ROLLBACK_FAILED */
+};
+
+struct sb_txn_result {
+	enum sb_txn_outcome outcome;
+	enum sb_txn_step failed_step; /* first step that failed */
+	char message[320];            /* human summary */
+	struct sb_txn_device_result *devices; /* n_devices entries, plan order */
+	size_t n_devices;
+	size_t n_failed_devices;
+	size_t n_rollback_failures;
+	int64_t step_ms[SB_STEP_COUNT];
+	int64_t total_ms;
+};
+
+/* Frees what a result owns (not the struct itself). Accepts NULL. */
+void sb_txn_result_clear(struct sb_txn_result *r);
+
+struct sb_txn_hooks {
+	/* before step 1; non-zero refuses the transaction (nothing touched) */
+	int (*persist_intent)(void *arg, const struct sb_txn_plan *plan);
+	/* after the outcome is known (not called for a refused plan) */
+	void (*persist_outcome)(void *arg, const struct sb_txn_plan *plan,
+				const struct sb_txn_result *result);
+	sb_verify_fn verify; /* NULL skips the L2 checks (tests of the engine only) */
+	void *arg;
+};
+
+struct sb_txn_options {
+	int confirm_timeout_s; /* dead-man switch [30] */
+	int verify_timeout_ms; /* wait for `connected` in step 3 [2000] */
+	int connect_timeout_ms; /* per device, including backoff retries [3000] */
+};
+
+struct sb_txn_counters {
+	atomic_uint_least64_t started;
+	atomic_uint_least64_t committed;
+	atomic_uint_least64_t refused;
+	atomic_uint_least64_t rolled_back;
+	atomic_uint_least64_t failed;
+	atomic_uint_least64_t device_failures;
+	atomic_uint_least64_t rollback_failures;
+};
+
+struct sb_engine;
+struct sb_txn_handle;
+
+/* threads: size of the I/O pool (1..1024). Free with sb_engine_free(). */
+int sb_engine_new(int threads, struct sb_engine **out);
+/* Waits for the pool to stop; no transaction may be running. Accepts NULL. */
+void sb_engine_free(struct sb_engine *e);
+const struct sb_txn_counters *sb_engine_counters(const struct sb_engine *e);
+
+/*
+ * Runs one transaction to its outcome. opts may be NULL (defaults). Fills
+ * *result (caller clears it with sb_txn_result_clear). Returns 0 when the
+ * engine ran (whatever the outcome), -EINVAL for a malformed plan (empty,
+ * duplicate device, duplicate input, port > 4095) with nothing touched.
+ */
+int sb_engine_run(struct sb_engine *e, const struct sb_txn_plan *plan,
+		  const struct sb_txn_hooks *hooks, const struct sb_txn_options *opts,
+		  struct sb_txn_result *result);
+
+/*
+ * Same, in a new thread. plan, its arrays, hooks and opts must stay valid
+ * until done() is called / sb_txn_join() returns. done may be NULL.
+ */
+int sb_engine_start(struct sb_engine *e, const struct sb_txn_plan *plan,
+		    const struct sb_txn_hooks *hooks, const struct sb_txn_options *opts,
+		    void (*done)(void *arg, const struct sb_txn_result *r), void *done_arg,
+		    struct sb_txn_handle **out);
+/* Waits for the transaction; moves its result into *result; frees h. */
+int sb_txn_join(struct sb_txn_handle *h, struct sb_txn_result *result);
+
+#endif

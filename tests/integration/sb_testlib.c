@@ -1,0 +1,277 @@
+/*
+ * sb_testlib.c - helpers of the southbound integration tests (sb_testlib.h).
+ */
+#include "sb_testlib.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int try_start(struct tl_fleet *f, int count, int base, const char *const *extra)
+{
+	int pipefd[2];
+	if (pipe(pipefd))
+		return -1;
+	char listen[64], count_s[16];
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", base);
+	snprintf(count_s, sizeof(count_s), "%d", count);
+	const char *argv[64] = {OCS_DEVSIM_PATH, "--listen", listen, "--count", count_s,
+				"--user",        TL_USER,    "--ports", "16"};
+	int argc = 9;
+	bool key_only = false;
+	for (int i = 0; extra && extra[i]; i++)
+		key_only |= !strcmp(extra[i], "--authorized-key");
+	if (!key_only) {
+		argv[argc++] = "--password";
+		argv[argc++] = TL_PASSWORD;
+	}
+	for (int i = 0; extra && extra[i] && argc < 62; i++)
+		argv[argc++] = extra[i];
+	argv[argc] = NULL;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		dup2(pipefd[1], STDOUT_FILENO);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	FILE *in = fdopen(pipefd[0], "r");
+	char line[256];
+	int rc = -1;
+	f->hostkey[0] = '\0';
+	/* ocs-devsim prints "ready" or exits: a blocking read cannot hang */
+	while (fgets(line, sizeof(line), in)) {
+		if (!strncmp(line, "hostkey ", 8)) {
+			snprintf(f->hostkey, sizeof(f->hostkey), "%s", line + 8);
+			f->hostkey[strcspn(f->hostkey, "\n")] = '\0';
+		} else if (!strncmp(line, "ready ", 6)) {
+			rc = 0;
+			break;
+		}
+	}
+	fclose(in);
+	if (rc) {
+		int status;
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return -1;
+	}
+	f->pid = pid;
+	f->count = count;
+	f->base_port = base;
+	return 0;
+}
+
+int tl_fleet_start(struct tl_fleet *f, int count, const char *const *extra)
+{
+	srand((unsigned)(getpid() ^ time(NULL)));
+	for (int attempt = 0; attempt < 8; attempt++) {
+		int base = 20000 + rand() % (40000 - count);
+		if (!try_start(f, count, base, extra))
+			return 0;
+	}
+	fprintf(stderr, "tl_fleet_start: ocs-devsim did not start (%d devices)\n", count);
+	return -1;
+}
+
+int tl_fleet_stop(struct tl_fleet *f)
+{
+	int status = 0;
+	if (f->pid <= 0)
+		return 0;
+	kill(f->pid, SIGTERM);
+	waitpid(f->pid, &status, 0);
+	f->pid = 0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+struct sb_device_config tl_device_config(const struct tl_fleet *f, int i)
+{
+	struct sb_device_config c = {0};
+	snprintf(c.name, sizeof(c.name), "devsim%d", i);
+	snprintf(c.host, sizeof(c.host), "127.0.0.1");
+	c.port = (uint16_t)(f->base_port + i);
+	snprintf(c.username, sizeof(c.username), TL_USER);
+	snprintf(c.password, sizeof(c.password), TL_PASSWORD);
+	c.hostkey_policy = SB_HOSTKEY_PINNED;
+	snprintf(c.hostkey_sha256, sizeof(c.hostkey_sha256), "%s", f->hostkey);
+	return c;
+}
+
+struct sb_device **tl_devices(struct sb_driver *drv, const struct tl_fleet *f, int first, int n,
+			      int rpc_timeout_ms)
+{
+	struct sb_device **devs = calloc((size_t)n, sizeof(*devs));
+	for (int i = 0; i < n; i++) {
+		struct sb_device_config c = tl_device_config(f, first + i);
+		c.rpc_timeout_ms = rpc_timeout_ms;
+		c.backoff_min_ms = 10;
+		c.backoff_max_ms = 200;
+		if (sb_device_new(drv, &c, &devs[i]))
+			abort();
+	}
+	return devs;
+}
+
+void tl_devices_free(struct sb_device **devs, int n)
+{
+	for (int i = 0; devs && i < n; i++)
+		sb_device_free(devs[i]);
+	free(devs);
+}
+
+/* Symmetric matchings of pods for round r (pods even): pod p <-> partner. */
+static int partner(int pods, int p, int r)
+{
+	/* round-robin tournament schedule: pod pods-1 fixed, others rotate */
+	int m = pods - 1;
+	int k = r % m;
+	if (p == m)
+		return k;
+	if (p == k)
+		return m;
+	int q = (2 * k - p) % m;
+	return q < 0 ? q + m : q;
+}
+
+size_t tl_fabric_device_xcs(const struct ocs_fabric *f, int group, int device, int round,
+			    struct sb_xc *out, size_t cap)
+{
+	size_t n = 0;
+	int pods = f->pods;
+	int r = round + group + device;
+	if (f->wiring == OCS_WIRING_CROSS) {
+		/* device 2m: in p -> out perm(p); device 2m+1 the inverse */
+		int shift = 1 + (round + group + device / 2) % (pods - 1);
+		for (int p = 0; p < pods && n < cap; p++) {
+			int q = (device % 2 == 0) ? (p + shift) % pods : (p - shift + pods) % pods;
+			out[n++] = (struct sb_xc){(uint16_t)p, (uint16_t)q};
+		}
+		return n;
+	}
+	int ppp = ocs_fabric_ports_per_pod(f);
+	for (int p = 0; p < pods; p++) {
+		int q = partner(pods, p, r);
+		for (int j = 0; j < ppp && n < cap; j++)
+			out[n++] = (struct sb_xc){(uint16_t)(p * ppp + j), (uint16_t)(q * ppp + j)};
+	}
+	return n;
+}
+
+static const struct sb_xc *find_in(const struct sb_xc *x, size_t n, int in)
+{
+	for (size_t i = 0; i < n; i++)
+		if (x[i].in == in)
+			return &x[i];
+	return NULL;
+}
+
+int tl_l2_violations(const struct ocs_fabric *f, const int *group, const int *device,
+		     const struct sb_xc *const *xcs, const size_t *n, size_t n_devices, char *why,
+		     size_t why_len)
+{
+	int bad = 0;
+	for (size_t i = 0; i < n_devices; i++) {
+		for (size_t k = 0; k < n[i]; k++) {
+			struct ocs_spine_port a, b;
+			struct ocs_device_port in = {device[i], xcs[i][k].in};
+			struct ocs_device_port out = {device[i], xcs[i][k].out};
+			if (ocs_fabric_input_owner(f, group[i], in, &a) ||
+			    ocs_fabric_output_owner(f, group[i], out, &b))
+				continue; /* uncabled port: not a spine circuit */
+			/* a's egress reaches b's ingress: b's egress must reach a's ingress */
+			struct ocs_device_port btx = ocs_fabric_tx_port(f, b);
+			struct ocs_device_port arx = ocs_fabric_rx_port(f, a);
+			bool ok = false;
+			for (size_t j = 0; j < n_devices; j++) {
+				if (group[j] != group[i] || device[j] != btx.device)
+					continue;
+				const struct sb_xc *r = find_in(xcs[j], n[j], btx.port);
+				ok = r && r->out == arx.port;
+			}
+			if (!ok) {
+				if (!bad && why)
+					snprintf(why, why_len,
+						 "one-way circuit: group %d device %d %u->%u has no "
+						 "reverse on device %d input %d",
+						 group[i], device[i], xcs[i][k].in, xcs[i][k].out,
+						 btx.device, btx.port);
+				bad++;
+			}
+		}
+	}
+	return bad;
+}
+
+int tl_verify(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devs, size_t n,
+	      char *why, size_t why_len)
+{
+	struct tl_verify_ctx *v = arg;
+	if (phase == SB_VERIFY_PLAN)
+		v->plan_calls++;
+	else
+		v->readback_calls++;
+	int *g = malloc(n * sizeof(int)), *d = malloc(n * sizeof(int));
+	const struct sb_xc **x = malloc(n * sizeof(*x));
+	size_t *c = malloc(n * sizeof(size_t));
+	for (size_t i = 0; i < n; i++) {
+		g[i] = v->group[devs[i].index];
+		d[i] = v->device[devs[i].index];
+		x[i] = devs[i].xcs;
+		c[i] = devs[i].n;
+	}
+	int bad = tl_l2_violations(v->fabric, g, d, x, c, n, why, why_len);
+	free(g);
+	free(d);
+	free(x);
+	free(c);
+	return bad;
+}
+
+int tl_read_running(struct sb_device *dev, struct sb_xc **out, size_t *n)
+{
+	struct sb_error err;
+	struct sb_xc_state *s = NULL;
+	int rc = sb_device_connect_until(dev, sb_now_ms() + 3000, &err);
+	if (!rc)
+		rc = sb_device_read_xcs(dev, false, SB_DS_RUNNING, &s, n, &err);
+	if (rc) {
+		fprintf(stderr, "read %s: %s: %s\n", sb_device_name(dev), err.operation, err.message);
+		return rc;
+	}
+	*out = malloc((*n ? *n : 1) * sizeof(**out));
+	for (size_t i = 0; i < *n; i++)
+		(*out)[i] = (struct sb_xc){s[i].in, s[i].out};
+	free(s);
+	return 0;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	const struct sb_xc *x = a, *y = b;
+	return x->in != y->in ? x->in - y->in : x->out - y->out;
+}
+
+bool tl_same(const struct sb_xc *a, size_t na, const struct sb_xc *b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	struct sb_xc *x = malloc((na ? na : 1) * sizeof(*x)), *y = malloc((nb ? nb : 1) * sizeof(*y));
+	memcpy(x, a, na * sizeof(*x));
+	memcpy(y, b, nb * sizeof(*y));
+	qsort(x, na, sizeof(*x), cmp);
+	qsort(y, nb, sizeof(*y), cmp);
+	bool same = !memcmp(x, y, na * sizeof(*x));
+	free(x);
+	free(y);
+	return same;
+}

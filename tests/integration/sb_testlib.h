@@ -1,0 +1,81 @@
+/*
+ * sb_testlib.h - shared helpers of the southbound integration tests: start
+ * and stop ocs-devsim fleets on loopback, open driver sessions to them,
+ * build realistic cross-connect plans from the fabric model
+ * (solvers/fabric.h) and check them for one-way circuits.
+ *
+ * Single-threaded helpers for test programs; not part of any library.
+ */
+#ifndef OCS_SB_TESTLIB_H
+#define OCS_SB_TESTLIB_H
+
+#include "fabric.h"
+#include "sb_device.h"
+#include "sb_txn.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define TL_USER "ocs"
+#define TL_PASSWORD "optical-test"
+
+struct tl_fleet {
+	pid_t pid;
+	int count;
+	int base_port;
+	char hostkey[128]; /* "SHA256:..." printed by ocs-devsim */
+};
+
+/*
+ * Starts `count` devices in one ocs-devsim process on free loopback ports.
+ * extra: more arguments (NULL-terminated list, may be NULL). Returns 0 or
+ * -1 (after printing why).
+ */
+int tl_fleet_start(struct tl_fleet *f, int count, const char *const *extra);
+/* SIGTERM, wait; returns the exit status (0 = clean). */
+int tl_fleet_stop(struct tl_fleet *f);
+
+/* A config for device i of the fleet (password auth, pinned host key). */
+struct sb_device_config tl_device_config(const struct tl_fleet *f, int i);
+
+/* Creates (not connects) devices [first, first+n) of the fleet. */
+struct sb_device **tl_devices(struct sb_driver *drv, const struct tl_fleet *f, int first, int n,
+			      int rpc_timeout_ms);
+void tl_devices_free(struct sb_device **devs, int n);
+
+/*
+ * Cross-connects for one OCS device of a fabric, from a "round" r: in
+ * straight and dual wiring a symmetric matching of the pods (both
+ * directions on the device), in cross wiring the device pair (2m, 2m+1)
+ * holds a permutation and its inverse. Writes into out (cap entries) and
+ * returns the count. Different r give different configurations.
+ */
+size_t tl_fabric_device_xcs(const struct ocs_fabric *f, int group, int device, int round,
+			    struct sb_xc *out, size_t cap);
+
+/*
+ * Independent L2 symmetry check over a set of devices of the fabric:
+ * devices[i] holds xcs[i] (n[i] entries). Returns the number of one-way
+ * circuits found and describes the first in why.
+ */
+int tl_l2_violations(const struct ocs_fabric *f, const int *group, const int *device,
+		     const struct sb_xc *const *xcs, const size_t *n, size_t n_devices, char *why,
+		     size_t why_len);
+
+/* Verify callback for sb_txn_hooks over plan devices mapped to (group, device). */
+struct tl_verify_ctx {
+	const struct ocs_fabric *fabric;
+	const int *group; /* per plan device */
+	const int *device;
+	int plan_calls;
+	int readback_calls;
+};
+int tl_verify(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devs, size_t n,
+	      char *why, size_t why_len);
+
+/* Reads running of every device (connecting as needed); 0 or -errno. */
+int tl_read_running(struct sb_device *dev, struct sb_xc **out, size_t *n);
+bool tl_same(const struct sb_xc *a, size_t na, const struct sb_xc *b, size_t nb);
+
+#endif

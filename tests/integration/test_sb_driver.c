@@ -1,0 +1,323 @@
+/*
+ * test_sb_driver.c - the NETCONF driver (southbound/sb_device.h) against a
+ * real ocs-devsim on loopback: SSH password and key authentication, host
+ * key pinning, capability detection and strategy, one-edit-per-call
+ * programming, state read-back, device refusals as structured errors,
+ * RPC deadlines, dropped sessions, reconnect backoff and the confirmed
+ * commit timeout revert.
+ */
+#include "sb_testlib.h"
+
+#include <errno.h>
+#include <libssh/libssh.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+/* Asserts success and prints the structured error otherwise. */
+#define OK(call)                                                                             \
+	do {                                                                                 \
+		int rc_ = (call);                                                            \
+		if (rc_)                                                                     \
+			fprintf(stderr, "%s:%d: %s %s: %s\n", __FILE__, __LINE__, err.device, \
+				err.operation, err.message);                                 \
+		assert_int_equal(rc_, 0);                                                    \
+	} while (0)
+
+static struct tl_fleet fleet;
+static struct sb_driver *drv;
+
+static int setup(void **state)
+{
+	if (tl_fleet_start(&fleet, 2, NULL))
+		return -1;
+	return sb_driver_new(NULL, &drv);
+}
+
+static int teardown(void **state)
+{
+	sb_driver_free(drv);
+	return tl_fleet_stop(&fleet);
+}
+
+static struct sb_device *open_dev(int i, int rpc_timeout_ms)
+{
+	struct sb_device_config c = tl_device_config(&fleet, i);
+	c.rpc_timeout_ms = rpc_timeout_ms;
+	c.backoff_min_ms = 20;
+	c.backoff_max_ms = 160;
+	struct sb_device *d = NULL;
+	assert_int_equal(sb_device_new(drv, &c, &d), 0);
+	return d;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static void set_faults(struct sb_device *d, const char *spec)
+{
+	char xml[256];
+	struct sb_error err;
+	snprintf(xml, sizeof(xml), "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>",
+		 spec);
+	assert_int_equal(sb_device_connect_until(d, sb_now_ms() + 3000, &err), 0);
+	OK(sb_device_rpc_xml(d, xml, &err));
+}
+
+static void test_capabilities_and_strategy(void **state)
+{
+	struct sb_device *d = open_dev(0, 2000);
+	struct sb_error err = {0};
+	OK(sb_device_connect(d, &err));
+	const struct sb_capabilities *c = sb_device_capabilities(d);
+	assert_true(c->candidate);
+	assert_true(c->confirmed_commit);
+	assert_true(c->validate);
+	assert_true(c->rollback_on_error);
+	assert_false(c->writable_running);
+	assert_false(c->yuma);
+	assert_int_equal(sb_device_strategy(d), SB_STRATEGY_CONFIRMED);
+	assert_true(sb_device_should_validate(d));
+	sb_device_free(d);
+}
+
+static void test_bad_password_and_backoff(void **state)
+{
+	struct sb_device_config c = tl_device_config(&fleet, 0);
+	snprintf(c.password, sizeof(c.password), "wrong");
+	c.backoff_min_ms = 200;
+	struct sb_device *d = NULL;
+	struct sb_error err = {0};
+	assert_int_equal(sb_device_new(drv, &c, &d), 0);
+	assert_int_equal(sb_device_connect(d, &err), -ECONNREFUSED);
+	assert_string_equal(err.operation, "connect");
+	assert_string_equal(err.device, "devsim0");
+	/* immediately again: still backing off, no new attempt */
+	assert_int_equal(sb_device_connect(d, &err), -EAGAIN);
+	/* bounded retries until a deadline end in a timeout, not a hang */
+	int64_t t0 = sb_now_ms();
+	int rc = sb_device_connect_until(d, t0 + 500, &err);
+	assert_true(rc == -ETIMEDOUT || rc == -ECONNREFUSED);
+	assert_true(sb_now_ms() - t0 < 2000);
+	sb_device_free(d);
+}
+
+static void test_pinned_hostkey_mismatch(void **state)
+{
+	struct sb_device_config c = tl_device_config(&fleet, 0);
+	snprintf(c.hostkey_sha256, sizeof(c.hostkey_sha256), "SHA256:not-the-right-key");
+	struct sb_device *d = NULL;
+	struct sb_error err = {0};
+	assert_int_equal(sb_device_new(drv, &c, &d), 0);
+	assert_int_equal(sb_device_connect(d, &err), -ECONNREFUSED);
+	assert_non_null(strstr(err.message, "does not match the pinned"));
+	sb_device_free(d);
+}
+
+static void test_public_key_auth(void **state)
+{
+	char dir[] = "/tmp/sb-keys-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char priv[128], pub[128];
+	snprintf(priv, sizeof(priv), "%s/id_ecdsa", dir);
+	snprintf(pub, sizeof(pub), "%s/id_ecdsa.pub", dir);
+	ssh_key key = NULL;
+	assert_int_equal(ssh_pki_generate(SSH_KEYTYPE_ECDSA_P256, 256, &key), SSH_OK);
+	assert_int_equal(ssh_pki_export_privkey_file(key, NULL, NULL, NULL, priv), SSH_OK);
+	ssh_key pubkey = NULL;
+	assert_int_equal(ssh_pki_export_privkey_to_pubkey(key, &pubkey), SSH_OK);
+	assert_int_equal(ssh_pki_export_pubkey_file(pubkey, pub), SSH_OK);
+	ssh_key_free(pubkey);
+	ssh_key_free(key);
+
+	/* a fleet that only accepts this key (no password) */
+	struct tl_fleet kf;
+	const char *extra[] = {"--authorized-key", pub, NULL};
+	assert_int_equal(tl_fleet_start(&kf, 1, extra), 0);
+	struct sb_device_config c = tl_device_config(&kf, 0);
+	c.password[0] = '\0';
+	snprintf(c.privkey_path, sizeof(c.privkey_path), "%s", priv);
+	snprintf(c.pubkey_path, sizeof(c.pubkey_path), "%s", pub);
+	struct sb_device *d = NULL;
+	struct sb_error err = {0};
+	assert_int_equal(sb_device_new(drv, &c, &d), 0);
+	OK(sb_device_connect(d, &err));
+	sb_device_free(d);
+	/* the same device without the key is refused */
+	c.privkey_path[0] = c.pubkey_path[0] = '\0';
+	snprintf(c.password, sizeof(c.password), TL_PASSWORD);
+	assert_int_equal(sb_device_new(drv, &c, &d), 0);
+	assert_int_equal(sb_device_connect(d, &err), -ECONNREFUSED);
+	sb_device_free(d);
+	assert_int_equal(tl_fleet_stop(&kf), 0);
+	unlink(priv);
+	unlink(pub);
+	rmdir(dir);
+}
+
+static void test_edit_commit_and_state(void **state)
+{
+	struct sb_device *d = open_dev(1, 2000);
+	struct sb_error err = {0};
+	OK(sb_device_connect(d, &err));
+	OK(sb_device_lock(d, SB_DS_CANDIDATE, &err));
+	/* a second lock from another session is denied */
+	struct sb_device *other = open_dev(1, 2000);
+	OK(sb_device_connect(other, &err));
+	assert_int_equal(sb_device_lock(other, SB_DS_CANDIDATE, &err), -EREMOTEIO);
+	assert_non_null(strstr(err.message, "lock-denied"));
+	sb_device_free(other);
+
+	struct sb_xc want[] = {{0, 1}, {1, 0}, {2, 5}, {5, 2}};
+	OK(sb_device_edit_xcs(d, SB_DS_CANDIDATE, NULL, 0, want, 4, &err));
+	OK(sb_device_validate(d, &err));
+	int64_t t_commit = sb_now_ms();
+	OK(sb_device_commit(d, 0, NULL, NULL, &err));
+	struct sb_xc_state *s = NULL;
+	size_t n = 0;
+	OK(sb_device_read_xcs(d, true, SB_DS_RUNNING, &s, &n, &err));
+	assert_int_equal(n, 4);
+	assert_int_equal(s[0].in, 0);
+	assert_int_equal(s[0].out, 1);
+	if (sb_now_ms() - t_commit < 20)
+		assert_int_equal(s[0].status, SB_XC_STATUS_PENDING); /* 25 ms MEMS settle */
+	free(s);
+	sleep_ms(40);
+	OK(sb_device_read_xcs(d, true, SB_DS_RUNNING, &s, &n, &err));
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(s[i].status, SB_XC_STATUS_CONNECTED);
+	free(s);
+
+	/* change: removals before additions in one edit */
+	struct sb_xc next[] = {{0, 2}, {2, 0}, {1, 3}, {3, 1}};
+	int rc = sb_device_edit_xcs(d, SB_DS_CANDIDATE, want, 4, next, 4, &err);
+	if (rc)
+		fprintf(stderr, "edit: %s: %s\n", err.operation, err.message);
+	assert_int_equal(rc, 0);
+	OK(sb_device_commit(d, 0, NULL, NULL, &err));
+	OK(sb_device_read_xcs(d, false, SB_DS_RUNNING, &s, &n, &err));
+	struct sb_xc got[8];
+	for (size_t i = 0; i < n; i++)
+		got[i] = (struct sb_xc){s[i].in, s[i].out};
+	assert_true(tl_same(got, n, next, 4));
+	free(s);
+
+	/* the device refuses a one-way circuit and says why */
+	struct sb_xc oneway[] = {{0, 2}, {2, 0}, {1, 3}, {3, 1}, {6, 7}};
+	rc = sb_device_edit_xcs(d, SB_DS_CANDIDATE, next, 4, oneway, 5, &err);
+	if (rc)
+		fprintf(stderr, "edit: %s: %s\n", err.operation, err.message);
+	assert_int_equal(rc, 0);
+	assert_int_equal(sb_device_validate(d, &err), -EREMOTEIO);
+	assert_non_null(strstr(err.message, "one-way circuit"));
+	assert_string_equal(err.operation, "validate");
+	OK(sb_device_discard(d, &err));
+	/* out-of-range port named with its path */
+	struct sb_xc range[] = {{0, 2}, {2, 0}, {1, 3}, {3, 1}, {20, 21}, {21, 20}};
+	OK(sb_device_edit_xcs(d, SB_DS_CANDIDATE, next, 4, range, 6, &err));
+	assert_int_equal(sb_device_commit(d, 0, NULL, NULL, &err), -EREMOTEIO);
+	assert_non_null(strstr(err.message, "out of range"));
+	OK(sb_device_discard(d, &err));
+	/* back to empty */
+	OK(sb_device_replace_xcs(d, SB_DS_CANDIDATE, NULL, 0, &err));
+	OK(sb_device_commit(d, 0, NULL, NULL, &err));
+	OK(sb_device_read_xcs(d, false, SB_DS_RUNNING, &s, &n, &err));
+	assert_int_equal(n, 0);
+	free(s);
+	OK(sb_device_unlock(d, SB_DS_CANDIDATE, &err));
+	sb_device_free(d);
+}
+
+static void test_deadline_and_drop(void **state)
+{
+	struct sb_device *d = open_dev(0, 200);
+	struct sb_error err = {0};
+	uint64_t timeouts = atomic_load(&sb_driver_counters(drv)->rpc_timeouts);
+	set_faults(d, "hang@get=700");
+	struct sb_xc_state *s = NULL;
+	size_t n = 0;
+	int64_t t0 = sb_now_ms();
+	assert_int_equal(sb_device_read_xcs(d, true, SB_DS_RUNNING, &s, &n, &err), -ETIMEDOUT);
+	int64_t took = sb_now_ms() - t0;
+	assert_true(took >= 190 && took < 600);
+	assert_false(sb_device_connected(d));
+	assert_int_equal(atomic_load(&sb_driver_counters(drv)->rpc_timeouts), timeouts + 1);
+	/* the knob fired once: a new session works */
+	assert_int_equal(sb_device_connect_until(d, sb_now_ms() + 3000, &err), 0);
+	OK(sb_device_read_xcs(d, true, SB_DS_RUNNING, &s, &n, &err));
+	free(s);
+
+	set_faults(d, "drop@lock");
+	assert_int_equal(sb_device_lock(d, SB_DS_CANDIDATE, &err), -ECONNRESET);
+	assert_false(sb_device_connected(d));
+	assert_int_equal(sb_device_connect_until(d, sb_now_ms() + 3000, &err), 0);
+	OK(sb_device_lock(d, SB_DS_CANDIDATE, &err));
+	OK(sb_device_unlock(d, SB_DS_CANDIDATE, &err));
+
+	/* a bad fault spec is refused with the field named */
+	assert_int_equal(sb_device_rpc_xml(d,
+					   "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>"
+					   "explode@now</spec></set-faults>",
+					   &err),
+			 -EREMOTEIO);
+	assert_non_null(strstr(err.message, "explode@now"));
+	sb_device_free(d);
+}
+
+static void test_confirmed_commit_reverts(void **state)
+{
+	struct sb_device *d = open_dev(0, 2000);
+	struct sb_error err = {0};
+	OK(sb_device_connect(d, &err));
+	struct sb_xc want[] = {{4, 5}, {5, 4}};
+	OK(sb_device_lock(d, SB_DS_CANDIDATE, &err));
+	OK(sb_device_edit_xcs(d, SB_DS_CANDIDATE, NULL, 0, want, 2, &err));
+	OK(sb_device_commit(d, 1, "p1", NULL, &err));
+	OK(sb_device_unlock(d, SB_DS_CANDIDATE, &err));
+	sb_device_disconnect(d); /* persist: survives the session */
+	struct sb_xc *x = NULL;
+	size_t n = 0;
+	assert_int_equal(tl_read_running(d, &x, &n), 0);
+	assert_true(tl_same(x, n, want, 2));
+	free(x);
+	/* a wrong persist-id cannot confirm */
+	assert_int_equal(sb_device_commit(d, 0, NULL, "p2", &err), -EREMOTEIO);
+	sleep_ms(1300);
+	assert_int_equal(tl_read_running(d, &x, &n), 0);
+	assert_int_equal(n, 0);
+	free(x);
+	/* cancel-commit reverts at once */
+	OK(sb_device_lock(d, SB_DS_CANDIDATE, &err));
+	OK(sb_device_edit_xcs(d, SB_DS_CANDIDATE, NULL, 0, want, 2, &err));
+	OK(sb_device_commit(d, 60, "p3", NULL, &err));
+	OK(sb_device_cancel_commit(d, "p3", &err));
+	assert_int_equal(tl_read_running(d, &x, &n), 0);
+	assert_int_equal(n, 0);
+	free(x);
+	OK(sb_device_unlock(d, SB_DS_CANDIDATE, &err));
+	sb_device_free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_capabilities_and_strategy),
+		cmocka_unit_test(test_bad_password_and_backoff),
+		cmocka_unit_test(test_pinned_hostkey_mismatch),
+		cmocka_unit_test(test_public_key_auth),
+		cmocka_unit_test(test_edit_commit_and_state),
+		cmocka_unit_test(test_deadline_and_drop),
+		cmocka_unit_test(test_confirmed_commit_reverts),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

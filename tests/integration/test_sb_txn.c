@@ -1,0 +1,372 @@
+/*
+ * test_sb_txn.c - the transaction engine (southbound/sb_txn.h) against
+ * ocs-devsim fleets built from the fabric model: all-or-nothing commits
+ * across 4..16 devices, the L2 checker refusing a one-way plan before any
+ * device is touched, read-back verification catching a commit without
+ * effect, compensating rollback on devices without confirmed-commit,
+ * hooks, counters and the asynchronous form.
+ */
+#include "sb_testlib.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#define MAX_DEV 16
+#define MAX_XC 16
+
+/* The 4-pod lab fabric of the brief, straight wiring: 4 groups x 8 devices. */
+static const struct ocs_fabric lab_straight = {
+	.pods = 4, .k_leaf = 8, .k_spine = 8, .tau = 2, .k_ocs = 16, .wiring = OCS_WIRING_STRAIGHT};
+/* The same with cross wiring: device pairs hold a permutation and its inverse. */
+static const struct ocs_fabric lab_cross = {
+	.pods = 4, .k_leaf = 8, .k_spine = 8, .tau = 2, .k_ocs = 16, .wiring = OCS_WIRING_CROSS};
+
+struct plan_buf {
+	struct sb_txn_device devs[MAX_DEV];
+	struct sb_xc xcs[MAX_DEV][MAX_XC];
+	int group[MAX_DEV];
+	int device[MAX_DEV];
+	struct sb_txn_plan plan;
+	struct tl_verify_ctx verify;
+	struct sb_txn_hooks hooks;
+};
+
+static struct sb_driver *drv;
+static struct sb_engine *eng;
+static uint64_t next_id = 1;
+
+static int setup(void **state)
+{
+	if (sb_driver_new(NULL, &drv) || sb_engine_new(8, &eng))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	sb_engine_free(eng);
+	sb_driver_free(drv);
+	return 0;
+}
+
+/* Plan: fleet device i is fabric (group i / 8, device i % 8), round r. */
+static void build_plan(struct plan_buf *b, const struct ocs_fabric *f, struct sb_device **devs,
+		       int n, int round)
+{
+	memset(b, 0, sizeof(*b));
+	for (int i = 0; i < n; i++) {
+		b->group[i] = i / 8;
+		b->device[i] = i % 8;
+		b->devs[i].dev = devs[i];
+		b->devs[i].target = b->xcs[i];
+		b->devs[i].n_target =
+			tl_fabric_device_xcs(f, b->group[i], b->device[i], round, b->xcs[i], MAX_XC);
+	}
+	b->plan = (struct sb_txn_plan){.id = next_id++, .devices = b->devs, .n_devices = (size_t)n};
+	b->verify = (struct tl_verify_ctx){.fabric = f, .group = b->group, .device = b->device};
+	b->hooks = (struct sb_txn_hooks){.verify = tl_verify, .arg = &b->verify};
+}
+
+/* Every device holds exactly its plan target; the read state has no one-way circuit. */
+static void assert_devices_hold(struct plan_buf *b, const struct ocs_fabric *f, bool target,
+				struct sb_xc **pre, size_t *n_pre)
+{
+	size_t n = b->plan.n_devices;
+	struct sb_xc *got[MAX_DEV];
+	size_t n_got[MAX_DEV];
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(tl_read_running(b->devs[i].dev, &got[i], &n_got[i]), 0);
+		if (target)
+			assert_true(tl_same(got[i], n_got[i], b->devs[i].target, b->devs[i].n_target));
+		else
+			assert_true(tl_same(got[i], n_got[i], pre[i], n_pre[i]));
+	}
+	char why[256] = "";
+	int bad = tl_l2_violations(f, b->group, b->device, (const struct sb_xc *const *)got, n_got, n,
+				   why, sizeof(why));
+	if (bad)
+		fprintf(stderr, "L2: %s\n", why);
+	assert_int_equal(bad, 0);
+	for (size_t i = 0; i < n; i++)
+		free(got[i]);
+}
+
+static void snapshot(struct sb_device **devs, int n, struct sb_xc **pre, size_t *n_pre)
+{
+	for (int i = 0; i < n; i++)
+		assert_int_equal(tl_read_running(devs[i], &pre[i], &n_pre[i]), 0);
+}
+
+static void free_snapshot(struct sb_xc **pre, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(pre[i]);
+}
+
+static void print_result(const struct sb_txn_result *r)
+{
+	if (r->outcome != SB_TXN_COMMITTED)
+		fprintf(stderr, "txn %s: %s\n", sb_txn_outcome_name(r->outcome), r->message);
+}
+
+static void test_commit_16_devices_and_change(void **state)
+{
+	struct tl_fleet fleet;
+	assert_int_equal(tl_fleet_start(&fleet, 16, NULL), 0);
+	struct sb_device **devs = tl_devices(drv, &fleet, 0, 16, 2000);
+	struct plan_buf b;
+	for (int round = 0; round < 3; round++) {
+		build_plan(&b, &lab_straight, devs, 16, round);
+		struct sb_txn_result r;
+		assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+		print_result(&r);
+		assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+		assert_int_equal(r.n_failed_devices, 0);
+		assert_int_equal(b.verify.plan_calls, 1);
+		assert_int_equal(b.verify.readback_calls, 1);
+		for (int i = 0; i < 16; i++) {
+			assert_int_equal(r.devices[i].outcome, SB_DEV_CONFIRMED);
+			assert_int_equal(r.devices[i].strategy, SB_STRATEGY_CONFIRMED);
+		}
+		/* the verify step waited for the 25 ms MEMS settle */
+		assert_true(r.step_ms[SB_STEP_VERIFY] >= 15);
+		assert_devices_hold(&b, &lab_straight, true, NULL, NULL);
+		sb_txn_result_clear(&r);
+	}
+	tl_devices_free(devs, 16);
+	assert_int_equal(tl_fleet_stop(&fleet), 0);
+}
+
+static void test_one_way_plan_refused_untouched(void **state)
+{
+	struct tl_fleet fleet;
+	assert_int_equal(tl_fleet_start(&fleet, 4, NULL), 0);
+	struct sb_device **devs = tl_devices(drv, &fleet, 0, 4, 2000);
+	struct plan_buf b;
+	build_plan(&b, &lab_straight, devs, 4, 0);
+	struct sb_txn_result r;
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+	sb_txn_result_clear(&r);
+
+	/* next round, but device 2 loses one direction of a circuit */
+	build_plan(&b, &lab_straight, devs, 4, 1);
+	b.devs[2].n_target--;
+	uint64_t rpcs = atomic_load(&sb_driver_counters(drv)->rpcs);
+	uint64_t refused = atomic_load(&sb_engine_counters(eng)->refused);
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	assert_int_equal(r.outcome, SB_TXN_REFUSED);
+	assert_int_equal(r.failed_step, SB_STEP_PLAN);
+	assert_non_null(strstr(r.message, "one-way circuit"));
+	assert_int_equal(atomic_load(&sb_driver_counters(drv)->rpcs), rpcs); /* no device touched */
+	assert_int_equal(atomic_load(&sb_engine_counters(eng)->refused), refused + 1);
+	sb_txn_result_clear(&r);
+
+	/* a malformed plan (duplicate input) is rejected outright */
+	build_plan(&b, &lab_straight, devs, 4, 1);
+	b.xcs[0][1].in = b.xcs[0][0].in;
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), -EINVAL);
+	tl_devices_free(devs, 4);
+	assert_int_equal(tl_fleet_stop(&fleet), 0);
+}
+
+static void test_cross_wiring_pairs(void **state)
+{
+	struct tl_fleet fleet;
+	const char *extra[] = {"--unidirectional", NULL};
+	assert_int_equal(tl_fleet_start(&fleet, 8, extra), 0);
+	struct sb_device **devs = tl_devices(drv, &fleet, 0, 8, 2000);
+	struct plan_buf b;
+	build_plan(&b, &lab_cross, devs, 8, 0);
+	struct sb_txn_result r;
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	print_result(&r);
+	assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+	assert_devices_hold(&b, &lab_cross, true, NULL, NULL);
+	sb_txn_result_clear(&r);
+	/* changing device 0 without its partner 1 would leave one-way circuits */
+	struct plan_buf b2;
+	build_plan(&b2, &lab_cross, devs, 8, 1);
+	b2.plan.n_devices = 1;
+	assert_int_equal(sb_engine_run(eng, &b2.plan, &b2.hooks, NULL, &r), 0);
+	assert_int_equal(r.outcome, SB_TXN_REFUSED);
+	sb_txn_result_clear(&r);
+	assert_devices_hold(&b, &lab_cross, true, NULL, NULL);
+	tl_devices_free(devs, 8);
+	assert_int_equal(tl_fleet_stop(&fleet), 0);
+}
+
+static void set_faults(struct sb_device *d, const char *spec)
+{
+	char xml[256];
+	struct sb_error err;
+	snprintf(xml, sizeof(xml),
+		 "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>", spec);
+	assert_int_equal(sb_device_connect_until(d, sb_now_ms() + 3000, &err), 0);
+	assert_int_equal(sb_device_rpc_xml(d, xml, &err), 0);
+}
+
+static void test_readback_catches_commit_without_effect(void **state)
+{
+	struct tl_fleet fleet;
+	assert_int_equal(tl_fleet_start(&fleet, 4, NULL), 0);
+	struct sb_device **devs = tl_devices(drv, &fleet, 0, 4, 2000);
+	struct plan_buf b;
+	build_plan(&b, &lab_straight, devs, 4, 0);
+	struct sb_txn_result r;
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+	sb_txn_result_clear(&r);
+	struct sb_xc *pre[4];
+	size_t n_pre[4];
+	snapshot(devs, 4, pre, n_pre);
+	/* device 3 answers <ok/> to commit but changes nothing (netconfd's defect) */
+	set_faults(devs[3], "noeffect@commit");
+	build_plan(&b, &lab_straight, devs, 4, 1);
+	uint64_t rolled = atomic_load(&sb_engine_counters(eng)->rolled_back);
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	assert_int_equal(r.outcome, SB_TXN_ROLLED_BACK);
+	assert_int_equal(r.failed_step, SB_STEP_VERIFY);
+	assert_int_equal(r.devices[3].failed_step, SB_STEP_VERIFY);
+	assert_non_null(strstr(r.devices[3].error.message, "read-back differs"));
+	assert_string_equal(r.devices[3].error.device, "devsim3");
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(r.devices[i].outcome, SB_DEV_ROLLED_BACK);
+	assert_int_equal(atomic_load(&sb_engine_counters(eng)->rolled_back), rolled + 1);
+	sb_txn_result_clear(&r);
+	assert_devices_hold(&b, &lab_straight, false, pre, n_pre);
+	free_snapshot(pre, 4);
+	tl_devices_free(devs, 4);
+	assert_int_equal(tl_fleet_stop(&fleet), 0);
+}
+
+static void test_compensating_rollback_without_confirmed_commit(void **state)
+{
+	struct tl_fleet fleet;
+	const char *extra[] = {"--no-confirmed-commit", NULL};
+	assert_int_equal(tl_fleet_start(&fleet, 4, extra), 0);
+	struct sb_device **devs = tl_devices(drv, &fleet, 0, 4, 2000);
+	struct plan_buf b;
+	build_plan(&b, &lab_straight, devs, 4, 0);
+	struct sb_txn_result r;
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	print_result(&r);
+	assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+	assert_int_equal(r.devices[0].strategy, SB_STRATEGY_CANDIDATE);
+	sb_txn_result_clear(&r);
+	struct sb_xc *pre[4];
+	size_t n_pre[4];
+	snapshot(devs, 4, pre, n_pre);
+	/* devices 0 and 1 are committed (plain commit) when device 2 fails verify */
+	set_faults(devs[2], "fail-port=1");
+	build_plan(&b, &lab_straight, devs, 4, 1);
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	assert_int_equal(r.outcome, SB_TXN_ROLLED_BACK);
+	assert_int_equal(r.devices[2].failed_step, SB_STEP_VERIFY);
+	sb_txn_result_clear(&r);
+	set_faults(devs[2], "");
+	assert_devices_hold(&b, &lab_straight, false, pre, n_pre);
+	free_snapshot(pre, 4);
+	tl_devices_free(devs, 4);
+	assert_int_equal(tl_fleet_stop(&fleet), 0);
+}
+
+struct hook_log {
+	int intents;
+	int outcomes;
+	enum sb_txn_outcome last;
+	bool refuse_intent;
+	uint64_t rpcs_at_intent;
+};
+
+/* The hooks' arg: the verify context first (tl_verify casts to it), then the log. */
+struct verify_with_log {
+	struct tl_verify_ctx v;
+	struct hook_log log;
+};
+
+static int intent_hook(void *arg, const struct sb_txn_plan *plan)
+{
+	struct hook_log *log = &((struct verify_with_log *)arg)->log;
+	log->intents++;
+	log->rpcs_at_intent = atomic_load(&sb_driver_counters(drv)->rpcs);
+	return log->refuse_intent ? -1 : 0;
+}
+
+static void outcome_hook(void *arg, const struct sb_txn_plan *plan, const struct sb_txn_result *r)
+{
+	struct hook_log *log = &((struct verify_with_log *)arg)->log;
+	log->outcomes++;
+	log->last = r->outcome;
+}
+
+static void done_cb(void *arg, const struct sb_txn_result *r)
+{
+	int *called = arg;
+	*called = (int)r->outcome + 100;
+}
+
+static void test_hooks_async_and_counters(void **state)
+{
+	struct tl_fleet fleet;
+	assert_int_equal(tl_fleet_start(&fleet, 4, NULL), 0);
+	struct sb_device **devs = tl_devices(drv, &fleet, 0, 4, 2000);
+	struct plan_buf b;
+	build_plan(&b, &lab_straight, devs, 4, 2);
+	struct verify_with_log vl = {.v = b.verify};
+	b.hooks = (struct sb_txn_hooks){.persist_intent = intent_hook,
+					.persist_outcome = outcome_hook,
+					.verify = tl_verify,
+					.arg = &vl};
+	uint64_t rpcs = atomic_load(&sb_driver_counters(drv)->rpcs);
+	uint64_t committed = atomic_load(&sb_engine_counters(eng)->committed);
+	struct sb_txn_handle *h = NULL;
+	int called = 0;
+	assert_int_equal(sb_engine_start(eng, &b.plan, &b.hooks, NULL, done_cb, &called, &h), 0);
+	struct sb_txn_result r;
+	assert_int_equal(sb_txn_join(h, &r), 0);
+	assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+	assert_int_equal(called, 100 + SB_TXN_COMMITTED);
+	assert_int_equal(vl.log.intents, 1);
+	assert_int_equal(vl.log.outcomes, 1);
+	assert_int_equal(vl.log.rpcs_at_intent, rpcs); /* intent saved before any RPC */
+	assert_int_equal(atomic_load(&sb_engine_counters(eng)->committed), committed + 1);
+	sb_txn_result_clear(&r);
+	/* an intent that cannot be persisted refuses the transaction untouched */
+	vl.log.refuse_intent = true;
+	build_plan(&b, &lab_straight, devs, 4, 3);
+	vl.v = b.verify;
+	b.hooks = (struct sb_txn_hooks){.persist_intent = intent_hook,
+					.persist_outcome = outcome_hook,
+					.verify = tl_verify,
+					.arg = &vl};
+	rpcs = atomic_load(&sb_driver_counters(drv)->rpcs);
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	assert_int_equal(r.outcome, SB_TXN_REFUSED);
+	assert_int_equal(vl.log.outcomes, 1); /* no outcome for a refused plan */
+	assert_int_equal(atomic_load(&sb_driver_counters(drv)->rpcs), rpcs);
+	sb_txn_result_clear(&r);
+	tl_devices_free(devs, 4);
+	assert_int_equal(tl_fleet_stop(&fleet), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_commit_16_devices_and_change),
+		cmocka_unit_test(test_one_way_plan_refused_untouched),
+		cmocka_unit_test(test_cross_wiring_pairs),
+		cmocka_unit_test(test_readback_catches_commit_without_effect),
+		cmocka_unit_test(test_compensating_rollback_without_confirmed_commit),
+		cmocka_unit_test(test_hooks_async_and_counters),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
