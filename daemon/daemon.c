@@ -324,6 +324,17 @@ static int read_secret(const char *path, char *out, size_t size)
 	return n ? 0 : -EINVAL;
 }
 
+/* Copies src when it fits (with its NUL); false otherwise. */
+static bool copy_fits(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= size)
+		return false;
+	memcpy(dst, src, n + 1);
+	return true;
+}
+
 /* One southbound handle per configured device (no I/O yet). */
 static int open_devices(struct od *od)
 {
@@ -349,12 +360,17 @@ static int open_devices(struct od *od)
 		const struct cfg_device *d = &od->cfg->devices[i];
 		struct sb_device_config dc = { 0 };
 
-		snprintf(dc.name, sizeof(dc.name), "%s", d->name);
-		snprintf(dc.host, sizeof(dc.host), "%s", d->address);
+		/* config.c bounds names, addresses and user names to these sizes. */
+		if (!copy_fits(dc.name, sizeof(dc.name), d->name) ||
+		    !copy_fits(dc.host, sizeof(dc.host), d->address) ||
+		    !copy_fits(dc.username, sizeof(dc.username), a->username) ||
+		    !copy_fits(dc.password, sizeof(dc.password), password)) {
+			od_log(SD_ERR, "device %s: a name, address, user or password is too long",
+			       d->name);
+			return -ENAMETOOLONG;
+		}
 		dc.port = d->port;
 		dc.transport = a->transport == CFG_TRANSPORT_TLS ? SB_TRANSPORT_TLS : SB_TRANSPORT_SSH;
-		snprintf(dc.username, sizeof(dc.username), "%s", a->username);
-		snprintf(dc.password, sizeof(dc.password), "%s", password);
 		if (a->private_key_file && dc.transport == SB_TRANSPORT_SSH) {
 			snprintf(dc.privkey_path, sizeof(dc.privkey_path), "%s", a->private_key_file);
 			snprintf(dc.pubkey_path, sizeof(dc.pubkey_path), "%s.pub",
