@@ -46,16 +46,21 @@ def metric(text, name, labels):
 tmp = tempfile.mkdtemp(prefix="ocsd-life-")
 try:
     cfg = os.path.join(tmp, "fabric.json")
-    shutil.copy(os.path.join(fabrics, "lab.json"), cfg)
+    with open(os.path.join(tmp, "pw"), "w") as f:
+        f.write("lab-" + os.urandom(6).hex() + "\n")
+    with open(os.path.join(fabrics, "lab.json")) as f:
+        lab = f.read().replace("/etc/ocsd/device-password", os.path.join(tmp, "pw"))
+    with open(cfg, "w") as f:
+        f.write(lab)
     sock_path = os.path.join(tmp, "notify")
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(sock_path)
     notify.settimeout(5)
     env = dict(os.environ, NOTIFY_SOCKET=sock_path, WATCHDOG_USEC="200000")
     errlog = open(os.path.join(tmp, "stderr"), "w+")
-    proc = subprocess.Popen([ocsd, "--config", cfg, "--state-dir", tmp,
-                             "--metrics-listen", "127.0.0.1:0"], env=env,
-                            stderr=errlog)
+    proc = subprocess.Popen([ocsd, "--config", cfg, "--state-dir", tmp, "--listen",
+                             "127.0.0.1:0", "--insecure", "--metrics-listen", "127.0.0.1:0"],
+                            env=env, stderr=errlog)
 
     def messages(until, timeout=5.0):
         seen = []
@@ -98,8 +103,6 @@ try:
         f.write('{"ocsd-fabric:fabric": {"name": "lab", "pods": "x"}}')
     check(reload_and_count("invalid") == 1, "invalid reload not counted")
     check(proc.poll() is None, "ocsd died on an invalid reload")
-    with open(os.path.join(fabrics, "lab.json")) as f:
-        lab = f.read()
     with open(cfg, "w") as f:
         f.write(lab.replace('"pods": 4', '"pods": 3'))
     check(reload_and_count("refused") == 1, "shape-changing reload not refused")
@@ -120,15 +123,32 @@ try:
     # An invalid fabric file stops start-up with exit code 2 and the path.
     with open(cfg, "w") as f:
         f.write(lab.replace('"k-leaf": 8', '"k-leaf": 7'))
-    r = subprocess.run([ocsd, "--config", cfg, "--state-dir", tmp,
-                        "--metrics-listen", "127.0.0.1:0"], capture_output=True, timeout=10)
+    r = subprocess.run([ocsd, "--config", cfg, "--state-dir", tmp, "--insecure", "--listen",
+                        "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"],
+                       capture_output=True, timeout=10)
     check(r.returncode == 2 and b"/ocsd-fabric:fabric/k-leaf" in r.stderr,
           f"invalid config at start: {r.returncode} {r.stderr}")
-    r = subprocess.run([ocsd, "--config", os.path.join(fabrics, "lab.json"), "--state-dir",
-                        "/nonexistent/dir", "--metrics-listen", "127.0.0.1:0"],
+    with open(cfg, "w") as f:
+        f.write(lab)
+    r = subprocess.run([ocsd, "--config", cfg, "--state-dir", "/nonexistent/dir", "--insecure",
+                        "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"],
                        capture_output=True, timeout=10)
     check(r.returncode == 1 and b"state store" in r.stderr,
           f"unwritable state dir: {r.returncode} {r.stderr}")
+    # Plaintext gRPC off loopback is refused, naming the setting.
+    r = subprocess.run([ocsd, "--config", cfg, "--state-dir", tmp, "--insecure", "--listen",
+                        "0.0.0.0:0", "--metrics-listen", "127.0.0.1:0"],
+                       capture_output=True, timeout=10)
+    check(r.returncode == 1 and b"gRPC server" in r.stderr and b"loopback" in r.stderr,
+          f"insecure off loopback: {r.returncode} {r.stderr}")
+    # A missing device password file stops start-up with the path.
+    with open(cfg, "w") as f:
+        f.write(lab.replace(os.path.join(tmp, "pw"), os.path.join(tmp, "nope")))
+    r = subprocess.run([ocsd, "--config", cfg, "--state-dir", tmp, "--insecure", "--listen",
+                        "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"],
+                       capture_output=True, timeout=10)
+    check(r.returncode == 1 and b"password-file" in r.stderr,
+          f"missing password file: {r.returncode} {r.stderr}")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
