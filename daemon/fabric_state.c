@@ -83,7 +83,8 @@ int fs_load(struct fs_state *fs, struct st_store *st)
 
 	fs->n = 0;
 	rc = st_circuit_list(st, NULL, load_one, fs);
-	qsort(fs->items, fs->n, sizeof(*fs->items), circuit_cmp);
+	if (fs->n > 1)
+		qsort(fs->items, fs->n, sizeof(*fs->items), circuit_cmp);
 	fs->generation++;
 	return rc;
 }
@@ -150,7 +151,8 @@ int fs_apply(struct fs_state *fs, const struct ocs_xc *removals, size_t n_remova
 	fs->n = w;
 	for (size_t i = 0; i < n_additions; i++)
 		fs->items[fs->n++] = additions[i];
-	qsort(fs->items, fs->n, sizeof(*fs->items), circuit_cmp);
+	if (fs->n > 1)
+		qsort(fs->items, fs->n, sizeof(*fs->items), circuit_cmp);
 	fs->generation++;
 	return 0;
 }

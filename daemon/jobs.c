@@ -732,7 +732,9 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 		tx->adds = malloc((j->n_additions ? j->n_additions : 1) * sizeof(*tx->adds));
 		if (!tx->removals || !tx->adds)
 			goto oom;
-		memcpy(tx->removals, j->removals, j->n_removals * sizeof(*tx->removals));
+		if (j->n_removals)
+			memcpy(tx->removals, j->removals,
+			       j->n_removals * sizeof(*tx->removals));
 		for (size_t i = 0; i < j->n_additions; i++) {
 			tx->adds[i].xc = j->additions[i];
 			snprintf(tx->adds[i].job_id, sizeof(tx->adds[i].job_id), "%s", j->pub.id);
