@@ -22,7 +22,8 @@ struct api {
 	struct jm *jm;
 	struct nb_server *server;
 	bool stopping;
-	struct mx_family *m_rpcs, *m_rpc_seconds, *m_plan_seconds, *m_txns;
+	struct mx_family *m_rpcs, *m_rpc_seconds, *m_plan_seconds, *m_txns, *m_txn_seconds;
+	struct mx_family *m_rollbacks, *m_rollback_failures;
 };
 
 /* Who a job manager answer goes to (freed by the answer). */
@@ -70,10 +71,21 @@ struct api *api_new(const struct api_deps *deps)
 					   planner_label, mx_latency_buckets_s, mx_latency_buckets_n);
 	api->m_txns = mx_counter(deps->reg, "ocsd_transactions_total",
 				 "Device transactions by outcome.", outcome_label);
-	if (!api->m_rpcs || !api->m_rpc_seconds || !api->m_plan_seconds || !api->m_txns) {
+	api->m_txn_seconds = mx_histogram(deps->reg, "ocsd_transaction_duration_seconds",
+					  "Device transaction time, prepare to confirm or rollback.",
+					  outcome_label, mx_latency_buckets_s, mx_latency_buckets_n);
+	api->m_rollbacks = mx_counter(deps->reg, "ocsd_rollbacks_total",
+				      "Transactions rolled back on every device.", NULL);
+	api->m_rollback_failures = mx_counter(deps->reg, "ocsd_rollback_failures_total",
+					      "Devices whose rollback could not be proven.", NULL);
+	if (!api->m_rpcs || !api->m_rpc_seconds || !api->m_plan_seconds || !api->m_txns ||
+	    !api->m_txn_seconds || !api->m_rollbacks || !api->m_rollback_failures) {
 		free(api);
 		return NULL;
 	}
+	/* Counters exist from the start, at 0. */
+	mx_add(api->m_rollbacks, NULL, 0);
+	mx_add(api->m_rollback_failures, NULL, 0);
 	return api;
 }
 
@@ -379,9 +391,6 @@ static void answer_plan(void *ctx, const struct jm_error *err, const struct jm_j
 		if (fs_apply(tmp, NULL, 0, adds, n_xcs) == 0)
 			cs = fs_circuits(tmp, NULL, -1, -1, &n);
 	}
-	if (api->m_plan_seconds)
-		mx_observe(api->m_plan_seconds, (const char *[]){ job->figures.planner },
-			   (double)job->figures.plan_us / 1e6);
 	r.figures = build_figures(&ar, &job->figures);
 	if (cs) {
 		r.circuits = build_circuits(api, &ar, cs, n);
@@ -832,34 +841,46 @@ static void ev_job(void *ctx, const struct jm_job *job)
 	nb_server_publish(api->server, &ev);
 }
 
-static void ev_txn(void *ctx, uint64_t txn_id, const char *job_id, int outcome,
-		   const char *const *devices, size_t n_devices, const char *reason)
+static void ev_txn(void *ctx, const struct jm_txn_summary *sum)
 {
 	struct api *api = ctx;
 	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
 	Ocs__V1__TransactionEvent te = OCS__V1__TRANSACTION_EVENT__INIT;
 	static const char *const names[] = { "committed", "refused", "rolled_back", "failed" };
-	const char *label = outcome >= 0 && outcome < 4 ? names[outcome] : "failed";
+	const char *label = sum->outcome >= 0 && sum->outcome < 4 ? names[sum->outcome] : "failed";
 
 	mx_add(api->m_txns, &label, 1);
+	mx_observe(api->m_txn_seconds, &label, (double)sum->total_ms / 1000.0);
+	if (sum->outcome == 2 || sum->outcome == 3)
+		mx_add(api->m_rollbacks, NULL, 1);
+	mx_add(api->m_rollback_failures, NULL, (double)sum->rollback_failures);
 	if (!api->server)
 		return;
-	te.transaction_id = txn_id;
-	te.job_id = (char *)job_id;
-	te.outcome = outcome == 0   ? OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_COMMITTED
-		     : outcome == 3 ? OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLBACK_FAILED
-				    : OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLED_BACK;
-	te.devices = (char **)devices;
-	te.n_devices = n_devices;
-	te.reason = (char *)(reason ? reason : "");
+	te.transaction_id = sum->txn_id;
+	te.job_id = (char *)sum->job_id;
+	te.outcome = sum->outcome == 0
+			     ? OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_COMMITTED
+		     : sum->outcome == 3
+			     ? OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLBACK_FAILED
+			     : OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLED_BACK;
+	te.devices = (char **)sum->devices;
+	te.n_devices = sum->n_devices;
+	te.reason = (char *)(sum->reason ? sum->reason : "");
 	ev.kind_case = OCS__V1__EVENT__KIND_TRANSACTION;
 	ev.transaction = &te;
 	nb_server_publish(api->server, &ev);
 }
 
+static void ev_plan(void *ctx, const char *planner, double seconds)
+{
+	struct api *api = ctx;
+
+	mx_observe(api->m_plan_seconds, &planner, seconds);
+}
+
 struct jm_events api_job_events(struct api *api)
 {
-	return (struct jm_events){ api, ev_job, ev_txn };
+	return (struct jm_events){ api, ev_job, ev_txn, ev_plan };
 }
 
 int api_restore_jobs(struct api *api)

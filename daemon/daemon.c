@@ -50,7 +50,7 @@ struct od {
 	struct api *api;
 	struct jm *jm;
 	struct nb_server *server;
-	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads;
+	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 };
 
 /* Log lines carry sd-daemon priority prefixes, which journald understands. */
@@ -114,6 +114,23 @@ static void refresh_metrics(void *arg)
 		mx_set(od->m_jobs, &states[i], 0);
 	st_job_list(od->store, count_job_state, od->m_jobs);
 
+	if (od->jm) {
+		int drained = 0;
+		double worst = 0;
+
+		for (int i = 0; i < od->cfg->n_devices; i++)
+			drained += jm_drained(od->jm, i);
+		mx_set(od->m_devices, (const char *[]){ "in_service" },
+		       (double)(od->cfg->n_devices - drained));
+		mx_set(od->m_devices, (const char *[]){ "drained" }, (double)drained);
+		for (size_t i = 0; i < jm_count(od->jm); i++) {
+			const struct jm_job *job = jm_at(od->jm, i);
+
+			if (job->state == JM_ACTIVE && job->figures.max_contention > worst)
+				worst = job->figures.max_contention;
+		}
+		mx_set(od->m_contention, NULL, worst);
+	}
 	if (leaf_spine)
 		pc.used_per_group = calloc((size_t)ocs_fabric_groups(f), sizeof(long));
 	st_circuit_list(od->store, NULL, count_xc, &pc);
@@ -152,7 +169,12 @@ static int register_metrics(struct od *od)
 			       "Cabled OCS input ports per group, used and free.", port_labels);
 	od->m_reloads = mx_counter(od->reg, "ocsd_config_reloads_total",
 				   "Fabric file reloads (SIGHUP) by result.", result_label);
-	if (!info || !start || !od->m_jobs || !od->m_xcs || !od->m_ports || !od->m_reloads)
+	od->m_devices = mx_gauge(od->reg, "ocsd_devices", "Devices by state.", state_label);
+	od->m_contention = mx_gauge(od->reg, "ocsd_active_plan_max_contention",
+				    "Largest leaf-spine contention over the plans of active jobs.",
+				    NULL);
+	if (!info || !start || !od->m_jobs || !od->m_xcs || !od->m_ports || !od->m_reloads ||
+	    !od->m_devices || !od->m_contention)
 		return -ENOMEM;
 	clock_gettime(CLOCK_REALTIME, &now);
 	mx_set(info, (const char *[]){ OCSD_VERSION, od->cfg->name }, 1);

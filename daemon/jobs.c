@@ -77,6 +77,7 @@ struct jm {
 	size_t n_queue, cap_queue;
 	struct txn *txn; /* the running transaction */
 	bool stopping;   /* no new transaction starts */
+	bool held;       /* reconciliation is using the devices */
 	bool *drained;   /* by device id: no new circuits there */
 	int n_drained;
 };
@@ -180,6 +181,20 @@ void jm_set_drained(struct jm *jm, int device_id, bool drained)
 bool jm_drained(const struct jm *jm, int device_id)
 {
 	return device_id >= 0 && device_id < jm->d.cfg->n_devices && jm->drained[device_id];
+}
+
+bool jm_hold(struct jm *jm)
+{
+	if (jm->txn || jm->n_queue > 0 || jm->held)
+		return false;
+	jm->held = true;
+	return true;
+}
+
+void jm_unhold(struct jm *jm)
+{
+	jm->held = false;
+	pump(jm);
 }
 
 void jm_stop(struct jm *jm)
@@ -412,6 +427,9 @@ static void plan_done(void *arg)
 	size_t n_new = 0;
 	struct ocs_xc *added = NULL;
 
+	if (t->rc == 0 && jm->d.events.plan_finished)
+		jm->d.events.plan_finished(jm->d.events.ctx, t->planner,
+					   (t->plan->plan_ms + t->plan->realize_ms) / 1000.0);
 	if (t->rc == 0)
 		qsort(t->existing, t->n_existing, sizeof(*t->existing), xc_cmp);
 	if (t->rc == 0 && !t->l2_violations)
@@ -827,12 +845,16 @@ static void txn_done(void *arg)
 	    fs_apply(jm->d.fs, tx->removals, tx->n_removals, tx->adds, tx->n_adds) != 0)
 		fs_load(jm->d.fs, jm->d.store);
 	if (jm->d.events.transaction_done && tx->txn_id) {
+		struct jm_txn_summary sum = { (uint64_t)tx->txn_id, j->pub.id, (int)r.outcome,
+					      NULL, 0, r.message, r.total_ms,
+					      r.n_rollback_failures };
+
 		names = calloc(tx->n_devs ? tx->n_devs : 1, sizeof(*names));
 		for (size_t i = 0; names && i < tx->n_devs; i++)
 			names[i] = sb_device_name(tx->devs[i].dev);
-		jm->d.events.transaction_done(jm->d.events.ctx, (uint64_t)tx->txn_id, j->pub.id,
-					      (int)r.outcome, names, names ? tx->n_devs : 0,
-					      r.message);
+		sum.devices = names;
+		sum.n_devices = names ? tx->n_devs : 0;
+		jm->d.events.transaction_done(jm->d.events.ctx, &sum);
 		free(names);
 	}
 	jm->txn = NULL;
@@ -863,7 +885,7 @@ static void txn_done(void *arg)
 /* Starts the next queued transaction when none is running. */
 static void pump(struct jm *jm)
 {
-	while (!jm->stopping && !jm->txn && jm->n_queue > 0) {
+	while (!jm->stopping && !jm->held && !jm->txn && jm->n_queue > 0) {
 		struct job_rt *j = jm->queue[0];
 
 		memmove(jm->queue, jm->queue + 1, (jm->n_queue - 1) * sizeof(*jm->queue));

@@ -117,11 +117,23 @@ struct jm_job {
 typedef void (*jm_answer_fn)(void *ctx, const struct jm_error *err, const struct jm_job *job,
 			     bool created, const struct ocs_xc *plan_xcs, size_t n_plan_xcs);
 
+/* What one device transaction did, for events and metrics. */
+struct jm_txn_summary {
+	uint64_t txn_id;
+	const char *job_id;
+	int outcome; /* enum sb_txn_outcome */
+	const char *const *devices;
+	size_t n_devices;
+	const char *reason;
+	int64_t total_ms;
+	size_t rollback_failures;
+};
+
 struct jm_events {
 	void *ctx;
 	void (*job_changed)(void *ctx, const struct jm_job *job);
-	void (*transaction_done)(void *ctx, uint64_t txn_id, const char *job_id, int outcome,
-				 const char *const *devices, size_t n_devices, const char *reason);
+	void (*transaction_done)(void *ctx, const struct jm_txn_summary *s);
+	void (*plan_finished)(void *ctx, const char *planner, double seconds);
 };
 
 struct jm_deps {
@@ -176,6 +188,14 @@ bool jm_drained(const struct jm *jm, int device_id);
 
 /* True while a transaction is running. */
 bool jm_busy(const struct jm *jm);
+/*
+ * Holds transactions back while something else uses the device sessions
+ * (reconciliation). Fails (false) while a transaction runs or waits.
+ */
+bool jm_hold(struct jm *jm);
+/* Ends a hold and starts what queued meanwhile. */
+void jm_unhold(struct jm *jm);
+
 /*
  * Starts no further transaction (shutdown). Jobs still queued keep their
  * stored state and resume at the next start (jm_recover).
