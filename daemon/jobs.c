@@ -82,6 +82,8 @@ struct jm {
 	int n_drained;
 };
 
+static void pump(struct jm *jm);
+
 static const char *const state_names[] = {
 	[JM_PENDING] = "PENDING",   [JM_PLANNING] = "PLANNING", [JM_PROGRAMMING] = "PROGRAMMING",
 	[JM_ACTIVE] = "ACTIVE",     [JM_RELEASING] = "RELEASING", [JM_RELEASED] = "RELEASED",
@@ -416,7 +418,6 @@ static bool plan_refusal(const struct plan_task *t, struct jm_error *err)
 }
 
 static void start_planning(struct jm *jm, struct job_rt *j);
-static void pump(struct jm *jm);
 
 static void plan_done(void *arg)
 {
