@@ -23,7 +23,9 @@ struct api {
 	struct nb_server *server;
 	bool stopping;
 	struct mx_family *m_rpcs, *m_rpc_seconds, *m_plan_seconds, *m_txns, *m_txn_seconds;
-	struct mx_family *m_rollbacks, *m_rollback_failures;
+	struct mx_family *m_rollbacks, *m_rollback_failures, *m_drift, *m_unreachable;
+	struct mx_family *m_recon_seconds;
+	size_t drift_published; /* in the current pass */
 };
 
 /* Who a job manager answer goes to (freed by the answer). */
@@ -80,6 +82,19 @@ struct api *api_new(const struct api_deps *deps)
 					      "Devices whose rollback could not be proven.", NULL);
 	if (!api->m_rpcs || !api->m_rpc_seconds || !api->m_plan_seconds || !api->m_txns ||
 	    !api->m_txn_seconds || !api->m_rollbacks || !api->m_rollback_failures) {
+		free(api);
+		return NULL;
+	}
+	api->m_drift = mx_gauge(deps->reg, "ocsd_drift_cross_connects",
+				"Cross-connects found by the last reconciliation that no job owns "
+				"(unowned) or that a job owns but the device lacks (missing).",
+				(const char *const[]){ "kind", NULL });
+	api->m_unreachable = mx_gauge(deps->reg, "ocsd_devices_unreachable",
+				      "Devices the last reconciliation could not read.", NULL);
+	api->m_recon_seconds = mx_histogram(deps->reg, "ocsd_reconcile_duration_seconds",
+					    "Time to read back every device.", NULL,
+					    mx_latency_buckets_s, mx_latency_buckets_n);
+	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds) {
 		free(api);
 		return NULL;
 	}
@@ -881,6 +896,47 @@ static void ev_plan(void *ctx, const char *planner, double seconds)
 struct jm_events api_job_events(struct api *api)
 {
 	return (struct jm_events){ api, ev_job, ev_txn, ev_plan };
+}
+
+/* At most this many DriftEvents per pass; the metric counts them all. */
+#define API_MAX_DRIFT_EVENTS 256
+
+static void ev_drift(void *ctx, const char *device, int in, int out, bool missing)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__DriftEvent de = OCS__V1__DRIFT_EVENT__INIT;
+
+	if (!api->server || api->drift_published++ >= API_MAX_DRIFT_EVENTS)
+		return;
+	de.device = (char *)device;
+	de.in_port = in;
+	de.out_port = out;
+	de.missing = missing;
+	ev.kind_case = OCS__V1__EVENT__KIND_DRIFT;
+	ev.drift = &de;
+	nb_server_publish(api->server, &ev);
+}
+
+static void ev_recon_done(void *ctx, const struct recon_report *r)
+{
+	struct api *api = ctx;
+
+	api->drift_published = 0;
+	mx_set(api->m_drift, (const char *[]){ "unowned" }, (double)r->unowned);
+	mx_set(api->m_drift, (const char *[]){ "missing" }, (double)r->missing);
+	mx_set(api->m_unreachable, NULL, (double)r->unreachable);
+	mx_observe(api->m_recon_seconds, NULL, r->duration_s);
+	if (r->unowned || r->missing || r->unreachable)
+		fprintf(stderr,
+			"<4>reconciliation: %zu unowned and %zu missing cross-connect(s), %zu "
+			"device(s) unreachable\n",
+			r->unowned, r->missing, r->unreachable);
+}
+
+struct recon_events api_recon_events(struct api *api)
+{
+	return (struct recon_events){ api, ev_drift, ev_recon_done };
 }
 
 int api_restore_jobs(struct api *api)

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "nb.h"
+#include "reconcile.h"
 
 struct api;
 struct fs_state;
@@ -43,6 +44,8 @@ struct nb_handlers api_handlers(struct api *api);
 struct nb_limits api_limits(const struct ocsd_config *cfg);
 /* Job manager events -> Events.Watch (pass as jm_deps.events). */
 struct jm_events api_job_events(struct api *api);
+/* Reconciliation results -> DriftEvents and drift metrics (recon_deps.events). */
+struct recon_events api_recon_events(struct api *api);
 /* Restores drained devices and decodes the stored request of every job. */
 int api_restore_jobs(struct api *api);
 /* Marks the API as stopping: new requests get UNAVAILABLE. */

@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "metrics_http.h"
 #include "pool.h"
+#include "reconcile.h"
 #include "sb_txn.h"
 #include "store.h"
 
@@ -50,6 +51,8 @@ struct od {
 	struct api *api;
 	struct jm *jm;
 	struct nb_server *server;
+	struct recon *recon;
+	struct event *recon_timer;
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 };
 
@@ -258,6 +261,41 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 	sd_notify(0, "READY=1\nSTATUS=running");
 }
 
+static void on_recon_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct od *od = arg;
+	int rc = recon_start(od->recon);
+
+	if (rc && rc != -EBUSY)
+		od_log(SD_WARNING, "reconciliation could not start: %s", strerror(-rc));
+}
+
+static int start_reconciliation(struct od *od)
+{
+	struct recon_deps rd = { od->loop,
+				 &od->cfg->fabric,
+				 od->fs,
+				 od->jm,
+				 od->devices,
+				 od->cfg->n_devices,
+				 (int)od->cfg->access.rpc_timeout_ms,
+				 api_recon_events(od->api) };
+	struct timeval tv = { (time_t)od->opts->reconcile_interval_s, 0 };
+
+	od->recon = recon_new(&rd);
+	if (!od->recon)
+		return -ENOMEM;
+	if (od->opts->reconcile_interval_s) {
+		od->recon_timer = event_new(loop_base(od->loop), -1, EV_PERSIST, on_recon_timer,
+					    od);
+		if (!od->recon_timer || event_add(od->recon_timer, &tv) != 0)
+			return -ENOMEM;
+	}
+	/* Report drift left from before the start at once. */
+	on_recon_timer(-1, 0, od);
+	return 0;
+}
+
 static void on_watchdog(evutil_socket_t fd, short what, void *arg)
 {
 	sd_notify(0, "WATCHDOG=1");
@@ -289,6 +327,9 @@ static int add_signal(struct od *od, struct event **ev, int sig,
 
 static void od_teardown(struct od *od)
 {
+	if (od->recon_timer)
+		event_free(od->recon_timer);
+	recon_free(od->recon);
 	if (od->jm)
 		jm_stop(od->jm);
 	if (od->server)
@@ -478,7 +519,7 @@ static int start_jobs(struct od *od)
 		return rc;
 	}
 	api_attach(od->api, od->jm, od->server);
-	return 0;
+	return start_reconciliation(od);
 }
 
 int od_run(const struct od_options *opts)

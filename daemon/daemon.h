@@ -12,7 +12,8 @@
  *
  *   od_run:  load config -> open store -> pool, devices, transaction engine
  *            -> job manager (resolve open transactions, resume jobs)
- *            -> gRPC server, metrics -> READY=1 -> loop ...
+ *            -> gRPC server, metrics -> READY=1 -> reconciliation pass
+ *            -> loop (a reconciliation pass every reconcile_interval_s) ...
  *   SIGTERM: STOPPING=1 -> refuse new requests -> wait for the running
  *            transaction -> pool drained -> waiting callers answered -> exit
  */
@@ -31,6 +32,7 @@ struct od_options {
 	const char *tls_ca;         /* CA of client certificates */
 	const char *tls_cert;
 	const char *tls_key;
+	unsigned reconcile_interval_s; /* 0 = no periodic reconciliation */
 };
 
 /* Runs the daemon until SIGTERM/SIGINT. Returns the process exit code. */

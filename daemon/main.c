@@ -33,7 +33,9 @@ static void usage(FILE *out)
 		"  --tls-cert FILE          server certificate\n"
 		"  --tls-key FILE           server key\n"
 		"  --insecure               plaintext gRPC without client certificates;\n"
-		"                           refused unless --listen is a loopback address\n");
+		"                           refused unless --listen is a loopback address\n"
+		"  --reconcile-interval-s N compare devices with the store every N s\n"
+		"                           (default 60, 0 = only at start)\n");
 }
 
 static int check_config(const char *path)
@@ -68,18 +70,21 @@ int main(int argc, char **argv)
 		{ "tls-cert", required_argument, NULL, 'C' },
 		{ "tls-key", required_argument, NULL, 'K' },
 		{ "insecure", no_argument, NULL, 'I' },
+		{ "reconcile-interval-s", required_argument, NULL, 'R' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct od_options run = { .metrics_listen = "127.0.0.1:9464", .listen = "127.0.0.1:50051" };
+	struct od_options run = { .metrics_listen = "127.0.0.1:9464",
+				  .listen = "127.0.0.1:50051",
+				  .reconcile_interval_s = 60 };
 	const char *check = NULL;
 	char *end;
 	long n;
 	int opt;
 
 	run.state_dir = getenv("STATE_DIRECTORY") ? getenv("STATE_DIRECTORY") : "/var/lib/ocsd";
-	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IVh", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:Vh", options, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			check = optarg;
@@ -116,6 +121,15 @@ int main(int argc, char **argv)
 			break;
 		case 'I':
 			run.insecure = true;
+			break;
+		case 'R':
+			n = strtol(optarg, &end, 10);
+			if (*end || n < 0 || n > 86400) {
+				fprintf(stderr, "ocsd: --reconcile-interval-s: '%s' is not 0..86400\n",
+					optarg);
+				return OCSD_EXIT_USAGE;
+			}
+			run.reconcile_interval_s = (unsigned)n;
 			break;
 		case 'V':
 			printf("ocsd %s\n", OCSD_VERSION);

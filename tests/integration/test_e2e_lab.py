@@ -31,6 +31,7 @@ OCSD = os.path.join(build, "daemon", "ocsd")
 OCSCTL = os.path.join(build, "northbound", "ocsctl", "ocsctl")
 N_DEV = 16
 passed = failed = 0
+metrics_port = 0
 
 
 def check(cond, what):
@@ -68,13 +69,17 @@ procs = []
 def start_ocsd():
     log = open(os.path.join(work, "ocsd.log"), "a")
     p = subprocess.Popen([OCSD, "--config", cfg, "--state-dir", work, "--listen",
-                          "127.0.0.1:0", "--insecure", "--metrics-listen", "127.0.0.1:0"],
+                          "127.0.0.1:0", "--insecure", "--metrics-listen", "127.0.0.1:0",
+                          "--reconcile-interval-s", "1"],
                          stderr=log, stdout=log)
     procs.append(p)
     for _ in range(200):
         with open(os.path.join(work, "ocsd.log")) as f:
-            m = re.findall(r"gRPC on \S+ \(port (\d+)", f.read())
+                text = f.read()
+        m = re.findall(r"gRPC on \S+ \(port (\d+)", text)
         if len(m) >= starts + 1:
+            global metrics_port
+            metrics_port = int(re.findall(r"metrics on \S+ \(port (\d+)", text)[-1])
             return p, int(m[-1])
         if p.poll() is not None:
             raise RuntimeError("ocsd exited: " + open(os.path.join(work, "ocsd.log")).read())
@@ -166,6 +171,41 @@ try:
     check(all(st == "connected" for rows in devices.values() for (_, _, st) in rows),
           "every connection connected")
     check(l2_ok(devices), "one-way circuit on the devices")
+
+    # Drift: a cross-connect nobody asked for appears on a device, then goes.
+    def drift(kind):
+        import urllib.request
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as r:
+            text = r.read().decode()
+        m = re.search(r'ocsd_drift_cross_connects\{kind="%s"\} (\S+)' % kind, text)
+        return float(m.group(1)) if m else None
+
+    def edit_stray(operation):
+        from ncclient import manager
+        NS = "urn:ocsd:yang:ocs-switch"
+        cfg_xml = (f'<config xmlns="urn:ietf:params:xml:ns:netconf:base:1.0">'
+                   f'<cross-connects xmlns="{NS}"><connection'
+                   f' xmlns:nc="urn:ietf:params:xml:ns:netconf:base:1.0"'
+                   f'{" nc:operation=" + chr(34) + operation + chr(34) if operation else ""}>'
+                   f'<input>5</input><output>6</output></connection></cross-connects></config>')
+        with manager.connect(host="127.0.0.1", port=base + 15, username="ocsd",
+                             password=password, hostkey_verify=False, allow_agent=False,
+                             look_for_keys=False, timeout=10) as m:
+            m.edit_config(target="candidate", config=cfg_xml)
+            m.commit()
+
+    def wait_drift(kind, want):
+        for _ in range(100):
+            if drift(kind) == want:
+                return True
+            time.sleep(0.1)
+        return False
+
+    check(wait_drift("unowned", 0) and drift("missing") == 0, "no drift at rest")
+    edit_stray(None)
+    check(wait_drift("unowned", 1), f"stray cross-connect not reported: {drift('unowned')}")
+    edit_stray("delete")
+    check(wait_drift("unowned", 0), "drift did not clear")
 
     # Idempotent resubmission; conflicting one; bad input; no capacity.
     rc, out, err = ocsctl("job", "submit", job, json_out=True)

@@ -1,0 +1,63 @@
+/*
+ * reconcile.h - periodic drift detection: reads every device's running
+ * cross-connects and compares them with what the state store says the
+ * devices should hold. A cross-connect on a device that no job owns
+ * (`unowned`) or one a job owns that the device lacks (`missing`) is drift:
+ * it is reported (event and metric), never repaired behind the operator's
+ * back (fail static).
+ *
+ * A pass holds the job manager's transactions back (jm_hold) so that the
+ * store and the devices are compared at rest; device reads run on worker
+ * threads, the comparison on the loop.
+ *
+ * Threading: recon_start()/recon_free() on the loop thread only.
+ */
+#ifndef OCSD_RECONCILE_H
+#define OCSD_RECONCILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct fs_state;
+struct jm;
+struct loop;
+struct ocs_fabric;
+struct sb_device;
+
+struct recon_report {
+	size_t unowned;
+	size_t missing;
+	size_t unreachable; /* devices that could not be read */
+	double duration_s;
+};
+
+struct recon_events {
+	void *ctx;
+	/* One drifted cross-connect (called for each, on the loop). */
+	void (*drift)(void *ctx, const char *device, int in, int out, bool missing);
+	void (*done)(void *ctx, const struct recon_report *r);
+};
+
+struct recon_deps {
+	struct loop *loop;
+	const struct ocs_fabric *fabric;
+	struct fs_state *fs;
+	struct jm *jm;
+	struct sb_device **devices;
+	int n_devices;
+	int connect_timeout_ms;
+	struct recon_events events;
+};
+
+struct recon;
+
+/* Caller frees with recon_free() (accepts NULL; waits for a running pass). */
+struct recon *recon_new(const struct recon_deps *deps);
+void recon_free(struct recon *r);
+/*
+ * Starts a pass. 0, -EBUSY while a pass or a transaction is running (try
+ * later), or -ENOMEM.
+ */
+int recon_start(struct recon *r);
+
+#endif
