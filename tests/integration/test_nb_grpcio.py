@@ -13,8 +13,10 @@ and a clean shutdown that ends streams with UNAVAILABLE.
 
 usage: test_nb_grpcio.py NB_TEST_SERVER PROTO_DIR MAKE_CERTS_SCRIPT
 """
+import atexit
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +30,7 @@ SERVER, PROTO_DIR, MAKE_CERTS = sys.argv[1:4]
 del sys.argv[1:4]  # leave unittest's own arguments
 
 WORK = tempfile.mkdtemp(prefix="nb_grpcio_")
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)
 GEN = os.path.join(WORK, "gen")
 CERTS = os.path.join(WORK, "certs")
 os.makedirs(GEN)
