@@ -354,17 +354,22 @@ class ShutdownTest(unittest.TestCase):
                    for n, s in (("events", events), ("health", health))]
         for t in threads:
             t.start()
-        for _ in range(100):
-            if got["health"]:
+        op = tls_channel(server.target, "operator")
+        for _ in range(100):  # both streams are open once they saw something
+            fabric_pb2_grpc.FabricStub(op).UndrainDevice(
+                fabric_pb2.UndrainDeviceRequest(device="ocs-g0-d0"), timeout=TIMEOUT_S)
+            if got["health"] and got["events"]:
                 break
             time.sleep(0.05)
+        op.close()
         server.stop()  # asserts a clean exit with streams open
         for t in threads:
             t.join(TIMEOUT_S)
         self.assertEqual([m.status for m in got["health"]],
                          [health_pb2.HealthCheckResponse.SERVING,
                           health_pb2.HealthCheckResponse.NOT_SERVING])
-        self.assertEqual(got["events"], [])
+        self.assertTrue(got["events"])
+        self.assertTrue(all(e.device.device == "ocs-g0-d0" for e in got["events"]))
         self.assertEqual(ends, {"events": (grpc.StatusCode.UNAVAILABLE, "server: shutting down"),
                                 "health": (grpc.StatusCode.UNAVAILABLE, "server: shutting down")})
         ch.close()
