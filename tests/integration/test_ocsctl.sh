@@ -135,6 +135,13 @@ expect 0 "jobs" -- $(as viewer) jobs
 has out "ID       STATE   PLANNER      GPUS  PAIRS  LINKS  REASON" "jobs header aligned"
 has out "train-1  active  pod-centric  3     2      3/3    -" "jobs row"
 # shellcheck disable=SC2046
+expect 0 "jobs --state released" -- $(as viewer) jobs --state released
+if grep -q train-1 "$work/out"; then echo "FAIL: --state released lists an active job"; failures=$((failures + 1)); fi
+# shellcheck disable=SC2046
+expect 0 "jobs --state active" -- $(as viewer) jobs --state JOB_STATE_ACTIVE
+has out "train-1  active" "--state active lists the job"
+expect 2 "jobs --state bogus" -- --insecure jobs --state bogus
+# shellcheck disable=SC2046
 expect 0 "job show --json" -- $(as viewer) --json job show train-1
 has out '"state": "JOB_STATE_ACTIVE"' "job json state"
 has out '"planner": "pod-centric"' "job json options"
