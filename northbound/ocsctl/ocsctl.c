@@ -886,7 +886,7 @@ int main(int argc, char **argv)
 	int c, rc, nargs;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_SERVER:
 			x.o.server = optarg;
@@ -955,6 +955,8 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_OK;
+		case ':':
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
 			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}

@@ -209,6 +209,10 @@ expect 2 "extra argument" -- --insecure jobs extra
 expect 2 "TLS without --ca" -- jobs
 expect 2 "--cert without --key" -- --ca "$c/ca.pem" --cert "$c/viewer.pem" jobs
 expect 2 "bad --pod" -- --insecure circuits --pod x
+expect 2 "option without its value" -- --insecure jobs --server
+has err "option '--server' needs a value" "missing value named"
+expect 2 "unknown option" -- --insecure jobs --frobnicate
+has err "unknown option '--frobnicate'" "unknown option named"
 expect 0 "--help" -- --help
 has out "exit codes: 0 ok, 1 the server refused, 2 usage or input error, 3 unreachable" "help text"
 # shellcheck disable=SC2046
