@@ -414,6 +414,14 @@ static int resolve_devices(struct ocsd_config *cfg, const struct lyd_node *devic
 			break;
 		}
 	}
+	for (int i = 0; i < cfg->n_devices; i++) {
+		if (strlen(cfg->devices[i].address) > CFG_MAX_ADDRESS_LEN) {
+			snprintf(path, sizeof(path), "%s/device[id='%d']/address", devices_path, i);
+			add_error(errs, path, "address of device %d is longer than %d characters", i,
+				  CFG_MAX_ADDRESS_LEN);
+			break;
+		}
+	}
 	if (errs->count == before) {
 		for (int i = 0; i < cfg->n_devices; i++)
 			sorted[i] = &cfg->devices[i];

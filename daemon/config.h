@@ -21,6 +21,9 @@
 
 #include "fabric.h"
 
+/* Longest device address (host name or IP literal) the NETCONF driver takes. */
+#define CFG_MAX_ADDRESS_LEN 63
+
 /* Files larger than this are refused before anything is parsed. */
 #define CFG_MAX_FILE_BYTES (16u * 1024 * 1024)
 

@@ -109,6 +109,10 @@ lab '/"accept-any-host-key"/d' | \
   expect_refused no-host-keys "$F/devices/device[id='0']/host-key-sha256" 'no SSH host key fingerprint'
 lab 's/"confirm-timeout-s": 60/"confirm-timeout-s": 60, "device": [{"id": 2, "host-key-sha256": "MD5:abc"}]/' | \
   expect_refused bad-fingerprint "$F/devices/device[id='2']/host-key-sha256" 'pattern|match'
+label=$(printf 'h%.0s' $(seq 1 40))
+long_host=$label.$label.example
+lab "s/\"address\": \"127.0.0.1\"/\"address\": \"$long_host\"/" | \
+  expect_refused long-address "$F/devices/device[id='0']/address" 'longer than 63'
 cat <<'EOF2' | expect_refused ring-khops $F/ocstrx-ring/k-hops 'below the number of nodes'
 {"ocsd-fabric:fabric": {"name": "r", "ocstrx-ring": {"tors": 1, "nodes-per-tor": 2,
  "gpus-per-node": 4, "k-hops": 2, "bundles": 2}}}
