@@ -159,6 +159,15 @@ has err "NOT_FOUND: device: no device named ocs-g9-d9" "unknown device message"
 expect 1 "job show unknown" -- $(as viewer) job show nope
 has err "NOT_FOUND: id: no job nope" "not found message"
 
+# --- every --json output is valid JSON (checked by python's parser) ---
+for args in "status" "fabric" "devices" "circuits" "jobs" "job show train-1" "job plan $work/job.json"; do
+  # shellcheck disable=SC2046,SC2086
+  expect 0 "--json $args" -- $(as scheduler) --json $args
+  if ! /usr/bin/python3 -m json.tool "$work/out" >/dev/null; then
+    echo "FAIL: --json $args is not JSON:"; cat "$work/out"; failures=$((failures + 1))
+  fi
+done
+
 # --- bad input: refused by the server with the field path, or by ocsctl ---
 sed 's/"leaf": 5, "pod": 1/"leaf": 4100, "pod": 1/' "$work/job.json" >"$work/bad-leaf.json"
 # shellcheck disable=SC2046
