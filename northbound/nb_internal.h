@@ -1,6 +1,8 @@
 /*
- * nb_internal.h - facts about the served methods shared by the files of
- * the northbound library (not installed for callers).
+ * nb_internal.h - facts about the served methods (path, message types,
+ * least role) shared by the files of the northbound library and by ocsctl,
+ * which calls the same methods. Not meant for the daemon: nb.h is its API.
+ * Pure data and helpers; thread-safe.
  */
 #ifndef OCS_NB_INTERNAL_H
 #define OCS_NB_INTERNAL_H

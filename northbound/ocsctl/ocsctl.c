@@ -39,6 +39,7 @@ struct opts {
 	int pod, group; /* -1: no filter */
 	bool force;
 	long count; /* watch: stop after this many events; 0 = forever */
+	int state;  /* jobs: JobState filter; 0 = every state */
 };
 
 struct ctx {
@@ -55,7 +56,8 @@ static const char usage_text[] =
 	"  devices [--group N]        OCS devices with session and health state\n"
 	"  circuits [--job ID] [--device NAME] [--pod N]\n"
 	"                             circuits in place\n"
-	"  jobs                       every job with its state\n"
+	"  jobs [--state STATE]       jobs with their state (STATE: pending, planning,\n"
+	"                             programming, active, releasing, released, failed)\n"
 	"  job submit FILE            submit the job in a JSON file (a JobSpec)\n"
 	"  job plan FILE              dry run: the plan and its figures, nothing changes\n"
 	"  job release ID             remove a job's circuits\n"
@@ -571,7 +573,10 @@ static int cmd_jobs(struct ctx *x)
 	Ocs__V1__ListJobsRequest req = OCS__V1__LIST_JOBS_REQUEST__INIT;
 	Ocs__V1__ListJobsResponse *r;
 	struct table t = {.cols = 7};
-	int rc = call(x, NB_JOBS_LIST_JOBS, &req.base, &r);
+	int rc;
+
+	req.state = (Ocs__V1__JobState)x->o.state;
+	rc = call(x, NB_JOBS_LIST_JOBS, &req.base, &r);
 
 	if (rc)
 		return rc;
@@ -809,6 +814,22 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
 	return true;
 }
 
+/* "active" or "JOB_STATE_ACTIVE" -> its value; -1 when unknown. */
+static int job_state_from_name(const char *name)
+{
+	const ProtobufCEnumDescriptor *d = &ocs__v1__job_state__descriptor;
+
+	for (unsigned i = 0; i < d->n_values; i++) {
+		char *short_name = enum_short(d, d->values[i].value);
+		bool match = strcmp(name, short_name) == 0 || strcmp(name, d->values[i].name) == 0;
+
+		free(short_name);
+		if (match && d->values[i].value != 0)
+			return d->values[i].value;
+	}
+	return -1;
+}
+
 static const char *env_or_null(const char *name)
 {
 	const char *v = getenv(name);
@@ -830,6 +851,7 @@ enum opt_id {
 	OPT_GROUP,
 	OPT_FORCE,
 	OPT_COUNT,
+	OPT_STATE,
 };
 
 int main(int argc, char **argv)
@@ -848,6 +870,7 @@ int main(int argc, char **argv)
 		{"group", required_argument, NULL, OPT_GROUP},
 		{"force", no_argument, NULL, OPT_FORCE},
 		{"count", required_argument, NULL, OPT_COUNT},
+		{"state", required_argument, NULL, OPT_STATE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -857,13 +880,13 @@ int main(int argc, char **argv)
 	Ocs__V1__JobSpec *spec = NULL;
 	const char *cmd, *sub = NULL, *arg = NULL;
 	bool used_job = false, used_device = false, used_pod = false, used_group = false,
-	     used_force = false, used_count = false;
+	     used_force = false, used_count = false, used_state = false;
 	char err[320];
 	long v;
 	int c, rc, nargs;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_SERVER:
 			x.o.server = optarg;
@@ -920,9 +943,20 @@ int main(int argc, char **argv)
 			x.o.count = v;
 			used_count = true;
 			break;
+		case OPT_STATE:
+			x.o.state = job_state_from_name(optarg);
+			if (x.o.state <= 0)
+				return usage_error(
+					"--state: '%s' is not one of pending, planning, "
+					"programming, active, releasing, released, failed",
+					optarg);
+			used_state = true;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_OK;
+		case ':':
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
 			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
@@ -968,6 +1002,8 @@ int main(int argc, char **argv)
 			return usage_error("--group goes with devices");
 		if (used_force && strcmp(cmd, "drain"))
 			return usage_error("--force goes with drain");
+		if (used_state && strcmp(cmd, "jobs"))
+			return usage_error("--state goes with jobs");
 		if (used_count && strcmp(cmd, "watch"))
 			return usage_error("--count goes with watch");
 	}

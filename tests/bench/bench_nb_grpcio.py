@@ -17,6 +17,7 @@ usage: bench_nb_grpcio.py NB_TEST_SERVER PROTO_DIR MAKE_CERTS [SECONDS_PER_ROUND
 import multiprocessing
 import os
 import select
+import shutil
 import statistics
 import subprocess
 import sys
@@ -142,6 +143,7 @@ def main():
     finally:
         server.terminate()
         server.wait(30)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

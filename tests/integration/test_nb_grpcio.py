@@ -13,8 +13,10 @@ and a clean shutdown that ends streams with UNAVAILABLE.
 
 usage: test_nb_grpcio.py NB_TEST_SERVER PROTO_DIR MAKE_CERTS_SCRIPT
 """
+import atexit
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +30,7 @@ SERVER, PROTO_DIR, MAKE_CERTS = sys.argv[1:4]
 del sys.argv[1:4]  # leave unittest's own arguments
 
 WORK = tempfile.mkdtemp(prefix="nb_grpcio_")
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)
 GEN = os.path.join(WORK, "gen")
 CERTS = os.path.join(WORK, "certs")
 os.makedirs(GEN)
@@ -265,34 +268,43 @@ class NorthboundTest(unittest.TestCase):
         stub = events_pb2_grpc.EventsStub(self.channels["viewer"])
         stream = stub.Watch(events_pb2.WatchRequest(jobs=True))
         got = []
+        lock = threading.Lock()
         done = threading.Event()
 
         def reader():
             try:
                 for e in stream:
-                    got.append(e)
-                    if len(got) == 3:
-                        break
+                    with lock:
+                        got.append(e)
+                        if sum(1 for x in got if x.job.job_id == "ev-1") == 3:
+                            break
             except grpc.RpcError:
                 pass
             done.set()
 
         t = threading.Thread(target=reader)
         t.start()
-        time.sleep(0.3)  # the stream is open before anything is published
+        # Subscribed once a probe event arrives (PlanJob "flood-1" publishes one).
+        for _ in range(100):
+            self.jobs().PlanJob(job("flood-1"), timeout=TIMEOUT_S)
+            with lock:
+                if got:
+                    break
+            time.sleep(0.05)
         self.fabric().DrainDevice(fabric_pb2.DrainDeviceRequest(device="ocs-g1-d0"),
                                   timeout=TIMEOUT_S)  # a device event: filtered out
         self.jobs().SubmitJob(job("ev-1"), timeout=TIMEOUT_S)
         self.jobs().ReleaseJob(jobs_pb2.ReleaseJobRequest(id="ev-1"), timeout=TIMEOUT_S)
-        self.assertTrue(done.wait(TIMEOUT_S), "only %d events arrived" % len(got))
+        self.assertTrue(done.wait(TIMEOUT_S), "events: %r" % got)
         stream.cancel()
         t.join()
-        self.assertEqual([(e.job.job_id, e.job.state) for e in got],
+        self.assertTrue(all(e.WhichOneof("kind") == "job" for e in got))
+        self.assertEqual([(e.job.job_id, e.job.state) for e in got if e.job.job_id == "ev-1"],
                          [("ev-1", jobs_pb2.JOB_STATE_PENDING), ("ev-1", jobs_pb2.JOB_STATE_ACTIVE),
                           ("ev-1", jobs_pb2.JOB_STATE_RELEASED)])
         seqs = [e.seq for e in got]
         self.assertEqual(seqs, sorted(seqs))
-        self.assertTrue(all(e.WhichOneof("kind") == "job" for e in got))
+        self.assertEqual(len(set(seqs)), len(seqs))
         self.assertTrue(all(e.time_unix_ms > 0 for e in got))
 
     def test_concurrent_clients(self):
@@ -342,17 +354,22 @@ class ShutdownTest(unittest.TestCase):
                    for n, s in (("events", events), ("health", health))]
         for t in threads:
             t.start()
-        for _ in range(100):
-            if got["health"]:
+        op = tls_channel(server.target, "operator")
+        for _ in range(100):  # both streams are open once they saw something
+            fabric_pb2_grpc.FabricStub(op).UndrainDevice(
+                fabric_pb2.UndrainDeviceRequest(device="ocs-g0-d0"), timeout=TIMEOUT_S)
+            if got["health"] and got["events"]:
                 break
             time.sleep(0.05)
+        op.close()
         server.stop()  # asserts a clean exit with streams open
         for t in threads:
             t.join(TIMEOUT_S)
         self.assertEqual([m.status for m in got["health"]],
                          [health_pb2.HealthCheckResponse.SERVING,
                           health_pb2.HealthCheckResponse.NOT_SERVING])
-        self.assertEqual(got["events"], [])
+        self.assertTrue(got["events"])
+        self.assertTrue(all(e.device.device == "ocs-g0-d0" for e in got["events"]))
         self.assertEqual(ends, {"events": (grpc.StatusCode.UNAVAILABLE, "server: shutting down"),
                                 "health": (grpc.StatusCode.UNAVAILABLE, "server: shutting down")})
         ch.close()
@@ -363,23 +380,40 @@ class ShutdownTest(unittest.TestCase):
         slow = events_pb2_grpc.EventsStub(ch).Watch(events_pb2.WatchRequest())
         ch2 = grpc.insecure_channel(server.target)  # its own connection and windows
         fast = events_pb2_grpc.EventsStub(ch2).Watch(events_pb2.WatchRequest(devices=True))
-        time.sleep(0.3)
+        # Subscribed once one probe event was read (then nothing more is read).
+        first = []
+        t = threading.Thread(target=lambda: first.append(next(slow)))
+        t.start()
+        for _ in range(100):
+            jobs_pb2_grpc.JobsStub(ch).PlanJob(job("flood-1"), timeout=TIMEOUT_S)
+            t.join(0.05)
+            if first:
+                break
+        self.assertEqual(first[0].job.job_id, "flood-1")
         # 200000 events (~6 MB) cannot all sit in the transport's windows
         # while nobody reads: the server's queue of 16 overflows.
         jobs_pb2_grpc.JobsStub(ch).PlanJob(job("flood-200000"), timeout=60)
         got = 0
         with self.assertRaises(grpc.RpcError) as cm:
             for e in slow:
-                self.assertEqual(e.job.job_id, "flood-200000")
+                self.assertIn(e.job.job_id, ("flood-1", "flood-200000"))
                 got += 1
         self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
         self.assertEqual(cm.exception.details(),
                          "stream: the client fell more than 16 messages behind; watch again")
         self.assertLess(got, 200000)
-        # A watcher that filtered job events out is unaffected.
-        fabric_pb2_grpc.FabricStub(ch).DrainDevice(
-            fabric_pb2.DrainDeviceRequest(device="ocs-g0-d1"), timeout=TIMEOUT_S)
-        self.assertEqual(next(fast).device.device, "ocs-g0-d1")
+        # A watcher that filtered job events out is unaffected (bounded wait:
+        # device events until one arrives).
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(next(fast)))
+        t.start()
+        for _ in range(100):
+            fabric_pb2_grpc.FabricStub(ch).DrainDevice(
+                fabric_pb2.DrainDeviceRequest(device="ocs-g0-d1"), timeout=TIMEOUT_S)
+            t.join(0.05)
+            if seen:
+                break
+        self.assertEqual(seen[0].device.device, "ocs-g0-d1")
         fast.cancel()
         ch.close()
         ch2.close()

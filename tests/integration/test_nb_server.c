@@ -351,6 +351,87 @@ static void test_health_and_events(void **state)
 	assert_int_equal(nb_server_publish(fx.server, &ev), 2);
 }
 
+/*
+ * Events.Watch filters: while a thread keeps publishing a job, a drift and
+ * a transaction event, a stream that asked for transactions only (then
+ * drift only) receives nothing else, in seq order.
+ */
+static bool publishing;
+
+static void *publisher(void *arg)
+{
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__JobEvent je = OCS__V1__JOB_EVENT__INIT;
+	Ocs__V1__DriftEvent de = OCS__V1__DRIFT_EVENT__INIT;
+	Ocs__V1__TransactionEvent te = OCS__V1__TRANSACTION_EVENT__INIT;
+	bool go = true;
+
+	je.job_id = "j";
+	de.device = "ocs-g0-d0";
+	te.job_id = "j";
+	te.outcome = OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_COMMITTED;
+	for (int i = 0; i < 1000 && go; i++) { /* bounded: 10 s */
+		ev.kind_case = OCS__V1__EVENT__KIND_JOB;
+		ev.job = &je;
+		nb_server_publish(fx.server, &ev);
+		ev.kind_case = OCS__V1__EVENT__KIND_DRIFT;
+		ev.drift = &de;
+		nb_server_publish(fx.server, &ev);
+		ev.kind_case = OCS__V1__EVENT__KIND_TRANSACTION;
+		ev.transaction = &te;
+		nb_server_publish(fx.server, &ev);
+		usleep(10 * 1000);
+		pthread_mutex_lock(&fx.mu);
+		go = publishing;
+		pthread_mutex_unlock(&fx.mu);
+	}
+	return NULL;
+}
+
+static void test_event_filters(void **state)
+{
+	const struct {
+		bool transactions, drift;
+		Ocs__V1__Event__KindCase want;
+	} cases[] = {
+		{true, false, OCS__V1__EVENT__KIND_TRANSACTION},
+		{false, true, OCS__V1__EVENT__KIND_DRIFT},
+	};
+	pthread_t t;
+
+	publishing = true;
+	assert_int_equal(pthread_create(&t, NULL, publisher, NULL), 0);
+	for (size_t k = 0; k < 2; k++) {
+		Ocs__V1__WatchRequest req = OCS__V1__WATCH_REQUEST__INIT;
+		struct nb_client_status st;
+		uint64_t last_seq = 0;
+
+		req.transactions = cases[k].transactions;
+		req.drift = cases[k].drift;
+		assert_int_equal(nb_client_stream_open(fx.client, nb_method_path(NB_EVENTS_WATCH),
+						       &req.base, &st),
+				 0);
+		for (int i = 0; i < 5; i++) {
+			Ocs__V1__Event *e;
+
+			assert_int_equal(nb_client_stream_next(fx.client,
+							       &ocs__v1__event__descriptor,
+							       (ProtobufCMessage **)&e, &st),
+					 0);
+			assert_int_equal(e->kind_case, cases[k].want);
+			assert_true(e->seq > last_seq);
+			assert_true(e->time_unix_ms > 0);
+			last_seq = e->seq;
+			protobuf_c_message_free_unpacked(&e->base, NULL);
+		}
+		nb_client_stream_close(fx.client);
+	}
+	pthread_mutex_lock(&fx.mu);
+	publishing = false;
+	pthread_mutex_unlock(&fx.mu);
+	pthread_join(t, NULL);
+}
+
 /* Runs last: every call above was reported once, with its final code. */
 static void test_call_done(void **state)
 {
@@ -481,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_answer_after_client_gave_up),
 		cmocka_unit_test(test_failures_and_missing_handlers),
 		cmocka_unit_test(test_health_and_events),
+		cmocka_unit_test(test_event_filters),
 		cmocka_unit_test(test_call_done),
 		cmocka_unit_test(test_calls_in_flight_bounded),
 	};

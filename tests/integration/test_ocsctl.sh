@@ -79,11 +79,18 @@ cat >"$work/job.json" <<'EOF'
 }
 EOF
 
-# --- watch in the background: it must see the job and device events ---
+# --- watch in the background: it must see the job and device events. It is
+# subscribed once a probe event (undrain of an idle device) shows up. ---
 # shellcheck disable=SC2046
-"$ocsctl" $(as viewer) watch --count 4 >"$work/watch.out" 2>"$work/watch.err" &
+"$ocsctl" $(as viewer) watch >"$work/watch.out" 2>"$work/watch.err" &
 watch_pid=$!
-sleep 0.5
+for _ in $(seq 100); do
+  # shellcheck disable=SC2046
+  "$ocsctl" $(as operator) undrain ocs-g1-d1 >/dev/null
+  grep -q "device ocs-g1-d1" "$work/watch.out" && break
+  sleep 0.05
+done
+grep -q "device ocs-g1-d1" "$work/watch.out" || { echo "FAIL: watch never subscribed"; exit 1; }
 
 # --- reads ---
 # shellcheck disable=SC2046
@@ -128,6 +135,13 @@ expect 0 "jobs" -- $(as viewer) jobs
 has out "ID       STATE   PLANNER      GPUS  PAIRS  LINKS  REASON" "jobs header aligned"
 has out "train-1  active  pod-centric  3     2      3/3    -" "jobs row"
 # shellcheck disable=SC2046
+expect 0 "jobs --state released" -- $(as viewer) jobs --state released
+if grep -q train-1 "$work/out"; then echo "FAIL: --state released lists an active job"; failures=$((failures + 1)); fi
+# shellcheck disable=SC2046
+expect 0 "jobs --state active" -- $(as viewer) jobs --state JOB_STATE_ACTIVE
+has out "train-1  active" "--state active lists the job"
+expect 2 "jobs --state bogus" -- --insecure jobs --state bogus
+# shellcheck disable=SC2046
 expect 0 "job show --json" -- $(as viewer) --json job show train-1
 has out '"state": "JOB_STATE_ACTIVE"' "job json state"
 has out '"planner": "pod-centric"' "job json options"
@@ -144,6 +158,15 @@ has err "NOT_FOUND: device: no device named ocs-g9-d9" "unknown device message"
 # shellcheck disable=SC2046
 expect 1 "job show unknown" -- $(as viewer) job show nope
 has err "NOT_FOUND: id: no job nope" "not found message"
+
+# --- every --json output is valid JSON (checked by python's parser) ---
+for args in "status" "fabric" "devices" "circuits" "jobs" "job show train-1" "job plan $work/job.json"; do
+  # shellcheck disable=SC2046,SC2086
+  expect 0 "--json $args" -- $(as scheduler) --json $args
+  if ! /usr/bin/python3 -m json.tool "$work/out" >/dev/null; then
+    echo "FAIL: --json $args is not JSON:"; cat "$work/out"; failures=$((failures + 1))
+  fi
+done
 
 # --- bad input: refused by the server with the field path, or by ocsctl ---
 sed 's/"leaf": 5, "pod": 1/"leaf": 4100, "pod": 1/' "$work/job.json" >"$work/bad-leaf.json"
@@ -195,6 +218,10 @@ expect 2 "extra argument" -- --insecure jobs extra
 expect 2 "TLS without --ca" -- jobs
 expect 2 "--cert without --key" -- --ca "$c/ca.pem" --cert "$c/viewer.pem" jobs
 expect 2 "bad --pod" -- --insecure circuits --pod x
+expect 2 "option without its value" -- --insecure jobs --server
+has err "option '--server' needs a value" "missing value named"
+expect 2 "unknown option" -- --insecure jobs --frobnicate
+has err "unknown option '--frobnicate'" "unknown option named"
 expect 0 "--help" -- --help
 has out "exit codes: 0 ok, 1 the server refused, 2 usage or input error, 3 unreachable" "help text"
 # shellcheck disable=SC2046
@@ -228,22 +255,45 @@ has out '"wiring": "straight"' "fabric over the unix socket"
 kill -TERM "$unix_pid"
 wait "$unix_pid" || { echo "FAIL: unix-socket server exit"; failures=$((failures + 1)); }
 
-# --- the watch saw PENDING, ACTIVE (submit), and the drain/undrain events ---
+# --- the watch saw PENDING, ACTIVE (submit), and the drain events ---
+watch_ok() {
+  grep -q "job train-1 pending" "$work/watch.out" && grep -q "job train-1 active" "$work/watch.out" \
+    && grep -q "job train-1 released" "$work/watch.out" \
+    && grep -q "device ocs-g0-d0 session=connected health=healthy drained=yes" "$work/watch.out"
+}
 for _ in $(seq 100); do
-  kill -0 "$watch_pid" 2>/dev/null || break
+  watch_ok && break
   sleep 0.05
 done
-watch_rc=0
-wait "$watch_pid" || watch_rc=$?
+kill "$watch_pid" 2>/dev/null || true
+wait "$watch_pid" 2>/dev/null || true
 watch_pid=""
-if [ "$watch_rc" != 0 ]; then
-  echo "FAIL: watch exited $watch_rc"; cat "$work/watch.err"; failures=$((failures + 1))
-fi
-if ! grep -q "job train-1 pending" "$work/watch.out" || ! grep -q "job train-1 active" "$work/watch.out" \
-  || ! grep -q "device ocs-g0-d0 session=connected health=healthy drained=yes" "$work/watch.out"; then
-  echo "FAIL: watch output:"; cat "$work/watch.out"; failures=$((failures + 1))
-else
+if watch_ok; then
   echo "ok: watch saw the job and device events"
+else
+  echo "FAIL: watch output:"; cat "$work/watch.out" "$work/watch.err"; failures=$((failures + 1))
+fi
+
+# --- watch --count N stops by itself ---
+# shellcheck disable=SC2046
+"$ocsctl" $(as viewer) --json watch --count 1 >"$work/count.out" 2>"$work/count.err" &
+count_pid=$!
+for _ in $(seq 100); do
+  # shellcheck disable=SC2046
+  "$ocsctl" $(as operator) undrain ocs-g1-d0 >/dev/null
+  kill -0 "$count_pid" 2>/dev/null || break
+  sleep 0.05
+done
+count_rc=0
+if kill -0 "$count_pid" 2>/dev/null; then
+  kill "$count_pid"; count_rc=timeout
+fi
+wait "$count_pid" || count_rc=$?
+if [ "$count_rc" = 0 ] && grep -q '"device":{"device":"ocs-g1-d0"' "$work/count.out"; then
+  echo "ok: watch --count 1 --json"
+else
+  echo "FAIL: watch --count 1 exit $count_rc:"; cat "$work/count.out" "$work/count.err"
+  failures=$((failures + 1))
 fi
 
 # --- the server shuts down cleanly (exit 0; under ASan also leak-free) ---
