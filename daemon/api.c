@@ -363,7 +363,10 @@ static void answer_other(void *ctx, const struct jm_error *err, const struct jm_
 	free(ac);
 }
 
-static void serve_submit(struct api *api, struct nb_call *call, const void *msg)
+/* Decodes a JobSpec and hands it to jm_submit or jm_plan (same signature). */
+static void serve_spec(struct api *api, struct nb_call *call, const void *msg,
+		       void (*run)(struct jm *, const struct jm_spec *, jm_answer_fn, void *),
+		       jm_answer_fn answer)
 {
 	struct jm_spec spec;
 	struct nb_error err = { 0 };
@@ -375,8 +378,13 @@ static void serve_submit(struct api *api, struct nb_call *call, const void *msg)
 	}
 	ac = new_call(api, call);
 	if (ac)
-		jm_submit(api->jm, &spec, answer_submit, ac);
+		run(api->jm, &spec, answer, ac);
 	free_spec(&spec);
+}
+
+static void serve_submit(struct api *api, struct nb_call *call, const void *msg)
+{
+	serve_spec(api, call, msg, jm_submit, answer_submit);
 }
 
 static void answer_plan(void *ctx, const struct jm_error *err, const struct jm_job *job,
@@ -423,18 +431,7 @@ static void answer_plan(void *ctx, const struct jm_error *err, const struct jm_j
 
 static void serve_plan(struct api *api, struct nb_call *call, const void *msg)
 {
-	struct jm_spec spec;
-	struct nb_error err = { 0 };
-	struct api_call *ac;
-
-	if (spec_from_pb(msg, &spec, &err) != 0) {
-		nb_call_fail_error(call, &err);
-		return;
-	}
-	ac = new_call(api, call);
-	if (ac)
-		jm_plan(api->jm, &spec, answer_plan, ac);
-	free_spec(&spec);
+	serve_spec(api, call, msg, jm_plan, answer_plan);
 }
 
 static void serve_release(struct api *api, struct nb_call *call, const void *msg)
