@@ -263,7 +263,7 @@ static void set_state(struct jm *jm, struct job_rt *j, enum jm_state state, cons
 
 static void fail_job(struct jm *jm, struct job_rt *j, const struct jm_error *err)
 {
-	char reason[640];
+	char reason[sizeof(err->field) + sizeof(err->message) + 4];
 
 	snprintf(reason, sizeof(reason), "%s%s%s", err->field, err->field[0] ? ": " : "",
 		 err->message);
