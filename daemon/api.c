@@ -920,6 +920,8 @@ static void ev_recon_done(void *ctx, const struct recon_report *r)
 	struct api *api = ctx;
 
 	api->drift_published = 0;
+	if (r->discarded)
+		return; /* the fabric changed meanwhile: the next pass will tell */
 	mx_set(api->m_drift, (const char *[]){ "unowned" }, (double)r->unowned);
 	mx_set(api->m_drift, (const char *[]){ "missing" }, (double)r->missing);
 	mx_set(api->m_unreachable, NULL, (double)r->unreachable);

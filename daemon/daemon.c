@@ -45,7 +45,8 @@ struct od {
 	struct mh_server *http;
 	struct event *sig_term, *sig_int, *sig_hup, *watchdog, *drain;
 	struct sb_driver *driver;
-	struct sb_device **devices;
+	struct sb_device **devices;       /* transactions' sessions */
+	struct sb_device **recon_devices; /* reconciliation's own sessions */
 	struct sb_engine *engine;
 	struct fs_state *fs;
 	struct api *api;
@@ -276,7 +277,7 @@ static int start_reconciliation(struct od *od)
 				 &od->cfg->fabric,
 				 od->fs,
 				 od->jm,
-				 od->devices,
+				 od->recon_devices,
 				 od->cfg->n_devices,
 				 (int)od->cfg->access.rpc_timeout_ms,
 				 api_recon_events(od->api) };
@@ -348,7 +349,10 @@ static void od_teardown(struct od *od)
 	sb_engine_free(od->engine);
 	for (int i = 0; od->devices && i < od->cfg->n_devices; i++)
 		sb_device_free(od->devices[i]);
+	for (int i = 0; od->recon_devices && i < od->cfg->n_devices; i++)
+		sb_device_free(od->recon_devices[i]);
 	free(od->devices);
+	free(od->recon_devices);
 	sb_driver_free(od->driver);
 	fs_free(od->fs);
 	api_free(od->api);
@@ -398,8 +402,8 @@ static bool copy_fits(char *dst, size_t size, const char *src)
 	return true;
 }
 
-/* One southbound handle per configured device (no I/O yet). */
-static int open_devices(struct od *od)
+/* One southbound handle per configured device, into *out (no I/O yet). */
+static int open_devices(struct od *od, struct sb_device ***out)
 {
 	const struct cfg_access *a = &od->cfg->access;
 	char password[128] = "";
@@ -411,13 +415,8 @@ static int open_devices(struct od *od)
 		       strerror(-rc));
 		return rc;
 	}
-	rc = sb_driver_new(NULL, &od->driver);
-	if (rc) {
-		od_log(SD_ERR, "devices: cannot set up the NETCONF driver: %s", strerror(-rc));
-		return rc;
-	}
-	od->devices = calloc((size_t)od->cfg->n_devices, sizeof(*od->devices));
-	if (!od->devices)
+	*out = calloc((size_t)od->cfg->n_devices, sizeof(**out));
+	if (!*out)
 		return -ENOMEM;
 	for (int i = 0; i < od->cfg->n_devices; i++) {
 		const struct cfg_device *d = &od->cfg->devices[i];
@@ -449,13 +448,28 @@ static int open_devices(struct od *od)
 			snprintf(dc.tls_ca, sizeof(dc.tls_ca), "%s", a->ca_file ? a->ca_file : "");
 		}
 		dc.rpc_timeout_ms = (int)a->rpc_timeout_ms;
-		rc = sb_device_new(od->driver, &dc, &od->devices[i]);
+		rc = sb_device_new(od->driver, &dc, &(*out)[i]);
 		if (rc) {
 			od_log(SD_ERR, "device %s: %s", d->name, strerror(-rc));
 			return rc;
 		}
 	}
 	memset(password, 0, sizeof(password));
+	return 0;
+}
+
+/* The NETCONF driver, two sets of device handles and the transaction engine. */
+static int start_southbound(struct od *od)
+{
+	int rc = sb_driver_new(NULL, &od->driver);
+
+	if (rc) {
+		od_log(SD_ERR, "devices: cannot set up the NETCONF driver: %s", strerror(-rc));
+		return rc;
+	}
+	if ((rc = open_devices(od, &od->devices)) != 0 ||
+	    (rc = open_devices(od, &od->recon_devices)) != 0)
+		return rc;
 	rc = sb_engine_new(od->cfg->n_devices < 64 ? od->cfg->n_devices : 64, &od->engine);
 	if (rc)
 		od_log(SD_ERR, "cannot start the transaction engine: %s", strerror(-rc));
@@ -482,7 +496,7 @@ static int start_jobs(struct od *od)
 	od->api = api_new(&ad);
 	if (!od->api)
 		return -ENOMEM;
-	rc = open_devices(od);
+	rc = start_southbound(od);
 	if (rc)
 		return rc;
 	jd = (struct jm_deps){ od->cfg,

@@ -77,7 +77,6 @@ struct jm {
 	size_t n_queue, cap_queue;
 	struct txn *txn; /* the running transaction */
 	bool stopping;   /* no new transaction starts */
-	bool held;       /* reconciliation is using the devices */
 	bool *drained;   /* by device id: no new circuits there */
 	int n_drained;
 };
@@ -183,20 +182,6 @@ void jm_set_drained(struct jm *jm, int device_id, bool drained)
 bool jm_drained(const struct jm *jm, int device_id)
 {
 	return device_id >= 0 && device_id < jm->d.cfg->n_devices && jm->drained[device_id];
-}
-
-bool jm_hold(struct jm *jm)
-{
-	if (jm->txn || jm->n_queue > 0 || jm->held)
-		return false;
-	jm->held = true;
-	return true;
-}
-
-void jm_unhold(struct jm *jm)
-{
-	jm->held = false;
-	pump(jm);
 }
 
 void jm_stop(struct jm *jm)
@@ -363,8 +348,9 @@ static void fill_figures(struct jm_figures *fig, const struct plan_task *t, size
 		unplaced += t->plan->unplaced[i].links;
 	fig->links_requested = requested;
 	fig->links_placed = requested - unplaced;
-	fig->circuits_new = (int)n_new;
-	fig->circuits_moved = (int)t->plan->changed_existing;
+	/* A circuit is two one-way cross-connects, whatever the wiring. */
+	fig->circuits_new = (int)(n_new / 2);
+	fig->circuits_moved = (int)(t->plan->changed_existing / 2);
 	fig->max_contention = t->plan->max_contention;
 	fig->plan_us = (int64_t)((t->plan->plan_ms + t->plan->realize_ms) * 1000.0);
 	if (t->plan->n_unplaced) {
@@ -886,7 +872,7 @@ static void txn_done(void *arg)
 /* Starts the next queued transaction when none is running. */
 static void pump(struct jm *jm)
 {
-	while (!jm->stopping && !jm->held && !jm->txn && jm->n_queue > 0) {
+	while (!jm->stopping && !jm->txn && jm->n_queue > 0) {
 		struct job_rt *j = jm->queue[0];
 
 		memmove(jm->queue, jm->queue + 1, (jm->n_queue - 1) * sizeof(*jm->queue));

@@ -71,8 +71,8 @@ struct jm_figures {
 	char planner[32];
 	int links_requested;
 	int links_placed;
-	int circuits_new;   /* cross-connects added */
-	int circuits_moved; /* existing cross-connects of other jobs moved */
+	int circuits_new;   /* bidirectional circuits added */
+	int circuits_moved; /* existing circuits of other jobs moved */
 	double max_contention;
 	int64_t plan_us;
 	struct lc_demand *unplaced; /* owned */
@@ -188,14 +188,6 @@ bool jm_drained(const struct jm *jm, int device_id);
 
 /* True while a transaction is running. */
 bool jm_busy(const struct jm *jm);
-/*
- * Holds transactions back while something else uses the device sessions
- * (reconciliation). Fails (false) while a transaction runs or waits.
- */
-bool jm_hold(struct jm *jm);
-/* Ends a hold and starts what queued meanwhile. */
-void jm_unhold(struct jm *jm);
-
 /*
  * Starts no further transaction (shutdown). Jobs still queued keep their
  * stored state and resume at the next start (jm_recover).

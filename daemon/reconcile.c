@@ -1,11 +1,10 @@
 /*
  * reconcile.c - implementation of reconcile.h.
  *
- * A pass: on the loop, hold transactions and copy what every device should
- * hold; a coordinator thread starts up to RECON_THREADS readers that take
- * devices from a shared counter and read each one's running datastore;
- * the coordinator posts the pass back to the loop, which compares, reports
- * and releases the hold.
+ * A pass: a coordinator thread starts up to RECON_THREADS readers that take
+ * devices from a shared counter and read each one's running datastore; the
+ * coordinator posts the pass back to the loop, which compares the reads
+ * with the fabric state (unless it changed meanwhile) and reports.
  */
 #include "reconcile.h"
 
@@ -37,6 +36,7 @@ struct recon {
 	struct dev_read *reads;
 	atomic_int next;    /* next device to read */
 	struct timespec started;
+	unsigned long generation; /* fs generation when the pass started */
 };
 
 struct recon *recon_new(const struct recon_deps *deps)
@@ -101,7 +101,8 @@ static void pass_done(void *arg)
 	struct timespec now;
 
 	pthread_join(r->thread, NULL);
-	for (int d = 0; d < r->d.n_devices; d++) {
+	rep.discarded = fs_generation(r->d.fs) != r->generation || jm_busy(r->d.jm);
+	for (int d = 0; d < r->d.n_devices && !rep.discarded; d++) {
 		struct dev_read *rd = &r->reads[d];
 		int g = ocs_fabric_device_group(f, d), k = ocs_fabric_device_in_group(f, d);
 		const char *name = sb_device_name(r->d.devices[d]);
@@ -130,36 +131,34 @@ static void pass_done(void *arg)
 					r->d.events.drift(r->d.events.ctx, name, xc.in, xc.out, false);
 			}
 		}
-		free(rd->got);
 	}
+	for (int d = 0; d < r->d.n_devices; d++)
+		free(r->reads[d].got);
 	free(r->reads);
 	r->reads = NULL;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	rep.duration_s = (double)(now.tv_sec - r->started.tv_sec) +
 			 (double)(now.tv_nsec - r->started.tv_nsec) / 1e9;
 	r->running = false;
-	jm_unhold(r->d.jm);
 	if (r->d.events.done)
 		r->d.events.done(r->d.events.ctx, &rep);
 }
 
 int recon_start(struct recon *r)
 {
-	if (r->running || !jm_hold(r->d.jm))
+	if (r->running)
 		return -EBUSY;
 	r->reads = calloc((size_t)r->d.n_devices + 1, sizeof(*r->reads));
-	if (!r->reads) {
-		jm_unhold(r->d.jm);
+	if (!r->reads)
 		return -ENOMEM;
-	}
 	atomic_store(&r->next, 0);
 	clock_gettime(CLOCK_MONOTONIC, &r->started);
+	r->generation = fs_generation(r->d.fs);
 	r->running = true;
 	if (pthread_create(&r->thread, NULL, coordinator, r) != 0) {
 		r->running = false;
 		free(r->reads);
 		r->reads = NULL;
-		jm_unhold(r->d.jm);
 		return -EAGAIN;
 	}
 	return 0;

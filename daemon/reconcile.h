@@ -6,9 +6,11 @@
  * it is reported (event and metric), never repaired behind the operator's
  * back (fail static).
  *
- * A pass holds the job manager's transactions back (jm_hold) so that the
- * store and the devices are compared at rest; device reads run on worker
- * threads, the comparison on the loop.
+ * A pass uses its own device sessions (handles separate from the ones
+ * transactions use, so neither waits for the other); device reads run on
+ * worker threads, the comparison on the loop. A pass during which a
+ * transaction ran, or the circuits changed, is discarded: store and devices
+ * are only compared at rest.
  *
  * Threading: recon_start()/recon_free() on the loop thread only.
  */
@@ -25,6 +27,7 @@ struct ocs_fabric;
 struct sb_device;
 
 struct recon_report {
+	bool discarded; /* the fabric changed during the pass: nothing compared */
 	size_t unowned;
 	size_t missing;
 	size_t unreachable; /* devices that could not be read */
@@ -43,7 +46,7 @@ struct recon_deps {
 	const struct ocs_fabric *fabric;
 	struct fs_state *fs;
 	struct jm *jm;
-	struct sb_device **devices;
+	struct sb_device **devices; /* reconciliation's own handles, by device id */
 	int n_devices;
 	int connect_timeout_ms;
 	struct recon_events events;
@@ -54,10 +57,7 @@ struct recon;
 /* Caller frees with recon_free() (accepts NULL; waits for a running pass). */
 struct recon *recon_new(const struct recon_deps *deps);
 void recon_free(struct recon *r);
-/*
- * Starts a pass. 0, -EBUSY while a pass or a transaction is running (try
- * later), or -ENOMEM.
- */
+/* Starts a pass. 0, -EBUSY while a pass is running, or -ENOMEM / -EAGAIN. */
 int recon_start(struct recon *r);
 
 #endif

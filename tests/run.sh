@@ -31,11 +31,11 @@ run_suite() { # build-dir, cmake args...
 }
 
 mkdir -p build
-run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCSD_WERROR=ON
 if [ "$sanitize" = 1 ]; then
   mkdir -p build-asan
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON
+    run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON -DOCSD_WERROR=ON
 fi
 if [ "$bench" = 1 ]; then
   (cd build && ctest --output-on-failure -L bench)
