@@ -35,6 +35,7 @@ struct recon {
 	pthread_t thread;   /* the coordinator of the running pass */
 	struct dev_read *reads;
 	atomic_int next;    /* next device to read */
+	atomic_bool stop;   /* shutting down: read no further device */
 	struct timespec started;
 	unsigned long generation; /* fs generation when the pass started */
 };
@@ -53,7 +54,7 @@ static void *reader(void *arg)
 	struct recon *r = arg;
 	int i;
 
-	while ((i = atomic_fetch_add(&r->next, 1)) < r->d.n_devices) {
+	while (!atomic_load(&r->stop) && (i = atomic_fetch_add(&r->next, 1)) < r->d.n_devices) {
 		struct sb_device *dev = r->d.devices[i];
 		struct sb_error e = { 0 };
 
@@ -170,6 +171,7 @@ void recon_free(struct recon *r)
 		return;
 	if (r->running) {
 		/* The coordinator posts pass_done to the loop; run it here. */
+		atomic_store(&r->stop, true);
 		struct timespec ms = { 0, 1000000 };
 
 		while (r->running) {
