@@ -1,0 +1,73 @@
+/*
+ * jobs_internal.h - what the two halves of the job manager share: jobs.c
+ * (requests, planning, the job table) and jobs_txn.c (device transactions
+ * and recovery). Not for use outside the job manager; everything here runs
+ * on the event-loop thread.
+ */
+#ifndef OCSD_JOBS_INTERNAL_H
+#define OCSD_JOBS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "fabric_state.h"
+#include "jobs.h"
+#include "loop.h"
+#include "sb_txn.h"
+#include "store.h"
+
+struct txn;
+
+struct waiter {
+	jm_answer_fn fn;
+	void *ctx;
+	bool created;
+	struct waiter *next;
+};
+
+struct job_rt {
+	struct jm_job pub;
+	struct waiter *waiters;
+	bool release_requested;
+	int replans;
+	/* The accepted plan, between plan_done and its transaction. */
+	unsigned long plan_gen;
+	struct ocs_xc *removals;
+	size_t n_removals;
+	struct ocs_xc *additions;
+	size_t n_additions;
+};
+
+
+struct jm {
+	struct jm_deps d;
+	const struct ocs_fabric *f;
+	struct job_rt **jobs;
+	size_t n_jobs, cap_jobs;
+	struct job_rt **queue; /* waiting for a transaction, FIFO */
+	size_t n_queue, cap_queue;
+	struct txn *txn; /* the running transaction */
+	bool stopping;   /* no new transaction starts */
+	bool *drained;   /* by device id: no new circuits there */
+	int n_drained;
+};
+
+int64_t jm_now_ms(void);
+__attribute__((format(printf, 4, 5))) void jm_set_error(struct jm_error *e, enum jm_status status,
+							 const char *field, const char *fmt, ...);
+struct job_rt *jm_find_job(const struct jm *jm, const char *id);
+int jm_push_ptr(void ***arr, size_t *n, size_t *cap, void *p);
+/* Answers every waiter of j (err NULL: success). */
+void jm_settle(struct job_rt *j, const struct jm_error *err);
+/* Moves j to state (persisted) and tells the event stream. */
+void jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const char *reason);
+void jm_fail_job(struct jm *jm, struct job_rt *j, const struct jm_error *err);
+/* Plans j (again) on the pool. */
+void jm_start_planning(struct jm *jm, struct job_rt *j);
+/* Starts the next queued transaction when none is running (jobs_txn.c). */
+void jm_pump(struct jm *jm);
+bool jm_same_device(const struct ocs_xc *a, const struct ocs_xc *b);
+
+#endif
