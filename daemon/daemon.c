@@ -172,7 +172,7 @@ static int register_metrics(struct od *od)
 	od->m_ports = mx_gauge(od->reg, "ocsd_ocs_input_ports",
 			       "Cabled OCS input ports per group, used and free.", port_labels);
 	od->m_reloads = mx_counter(od->reg, "ocsd_config_reloads_total",
-				   "Fabric file reloads (SIGHUP) by result.", result_label);
+				   "Fabric file re-reads (SIGHUP) by result.", result_label);
 	od->m_devices = mx_gauge(od->reg, "ocsd_devices", "Devices by state.", state_label);
 	od->m_contention = mx_gauge(od->reg, "ocsd_active_plan_max_contention",
 				    "Largest leaf-spine contention over the plans of active jobs.",
@@ -218,43 +218,56 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 		loop_stop(od->loop);
 }
 
-/* The parts of a fabric that live circuits and device sessions depend on. */
-static bool same_shape(const struct ocsd_config *a, const struct ocsd_config *b)
+static bool same_str(const char *a, const char *b)
 {
-	if (a->kind != b->kind || a->n_devices != b->n_devices)
-		return false;
-	switch (a->kind) {
-	case CFG_LEAF_SPINE_OCS:
-		return memcmp(&a->fabric, &b->fabric, sizeof(a->fabric)) == 0;
-	case CFG_OCSTRX_RING:
-		return memcmp(&a->ring, &b->ring, sizeof(a->ring)) == 0;
-	case CFG_RAIL_OCS:
-		return memcmp(&a->rail, &b->rail, sizeof(a->rail)) == 0;
-	}
-	return false;
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+/* Whether two valid configurations say exactly the same thing. */
+static bool same_config(const struct ocsd_config *a, const struct ocsd_config *b)
+{
+	const struct cfg_access *x = &a->access, *y = &b->access;
+
+	if (a->kind != b->kind || a->n_devices != b->n_devices || strcmp(a->name, b->name) != 0 ||
+	    memcmp(&a->fabric, &b->fabric, sizeof(a->fabric)) != 0 ||
+	    memcmp(&a->ring, &b->ring, sizeof(a->ring)) != 0 ||
+	    memcmp(&a->rail, &b->rail, sizeof(a->rail)) != 0)
+		return false;
+	if (x->transport != y->transport || strcmp(x->username, y->username) != 0 ||
+	    !same_str(x->password_file, y->password_file) ||
+	    !same_str(x->private_key_file, y->private_key_file) ||
+	    !same_str(x->certificate_file, y->certificate_file) ||
+	    !same_str(x->ca_file, y->ca_file) || x->accept_any_host_key != y->accept_any_host_key ||
+	    x->rpc_timeout_ms != y->rpc_timeout_ms || x->confirm_timeout_s != y->confirm_timeout_s)
+		return false;
+	return memcmp(a->devices, b->devices, (size_t)a->n_devices * sizeof(*a->devices)) == 0;
+}
+
+/*
+ * SIGHUP: re-reads and validates the fabric file and says whether it
+ * differs from the running one. Nothing is reloaded live in this version:
+ * the planners, the device sessions and the stored circuits all depend on
+ * it, so a changed file takes effect at the next restart.
+ */
 static void on_reload(evutil_socket_t sig, short what, void *arg)
 {
 	struct od *od = arg;
 	struct cfg_errors errs = { 0 };
 	struct ocsd_config *next = NULL;
-	const char *result = "applied";
+	const char *result = "unchanged";
 
-	sd_notify(0, "RELOADING=1\nSTATUS=reloading the fabric file");
+	sd_notify(0, "RELOADING=1\nSTATUS=re-reading the fabric file");
 	if (cfg_load_file(od->opts->config_path, &next, &errs) != 0) {
 		log_config_errors(od->opts->config_path, &errs);
-		od_log(SD_WARNING, "reload refused: keeping the running configuration");
+		od_log(SD_WARNING, "%s is invalid: the running configuration stays",
+		       od->opts->config_path);
 		result = "invalid";
-	} else if (!same_shape(od->cfg, next)) {
-		od_log(SD_WARNING, "reload refused: the fabric's shape changed (pods, ports, wiring "
-				   "or device count); restart ocsd to change it");
-		result = "refused";
+	} else if (!same_config(od->cfg, next)) {
+		od_log(SD_WARNING, "%s changed: the change takes effect when ocsd restarts",
+		       od->opts->config_path);
+		result = "restart_needed";
 	} else {
-		cfg_free(od->cfg);
-		od->cfg = next;
-		next = NULL;
-		od_log(SD_NOTICE, "reloaded %s", od->opts->config_path);
+		od_log(SD_NOTICE, "%s is unchanged", od->opts->config_path);
 	}
 	mx_add(od->m_reloads, &result, 1);
 	cfg_free(next);

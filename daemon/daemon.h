@@ -3,10 +3,10 @@
  * (config, state store, solver pool, metrics endpoint), talks to systemd
  * (READY, STATUS, WATCHDOG, RELOADING, STOPPING) and handles signals:
  *   SIGTERM, SIGINT  drain in-flight work, close the store, exit 0
- *   SIGHUP           re-read the fabric file; a file that is invalid, or
- *                    that changes the fabric's shape (devices and ports that
- *                    live circuits depend on), is refused and the running
- *                    config kept; device access settings are applied.
+ *   SIGHUP           re-read and validate the fabric file and report
+ *                    whether it changed (unchanged, invalid, restart_needed);
+ *                    the running configuration always stays: nothing is
+ *                    reloaded live in this version.
  *
  * Lifecycle (all on the loop thread):
  *
