@@ -16,6 +16,9 @@
 
 int ocsplan_leaf_main(const char *sub, int argc, char **argv);
 
+/* 64x the 131,072-GPU fabric of deploy/fabrics (256 pods x 16 spines x 32 ports). */
+#define MAX_SPINE_PORTS (64LL * 256 * 16 * 32)
+
 struct request {
 	struct ocs_fabric fabric;
 	bool fabric_ok;
@@ -65,6 +68,13 @@ static void parse_fabric(const struct json_value *fab, struct request *r,
 	}
 	if (n > 16)
 		ocsplan_problem(p, "fabric", "%d more problems", n - 16);
+	/* Working memory grows with spine ports; refuse fabrics far past any real one. */
+	if (n == 0 && ocs_fabric_spine_ocs_ports_total(&r->fabric) > MAX_SPINE_PORTS) {
+		ocsplan_problem(p, "fabric", "%lld spine ports, more than ocsplan handles (%lld)",
+				(long long)ocs_fabric_spine_ocs_ports_total(&r->fabric),
+				(long long)MAX_SPINE_PORTS);
+		n = 1;
+	}
 	r->fabric_ok = n == 0;
 }
 
