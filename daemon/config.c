@@ -80,7 +80,6 @@ void cfg_free(struct ocsd_config *cfg)
 	free(cfg->access.private_key_file);
 	free(cfg->access.certificate_file);
 	free(cfg->access.ca_file);
-	free(cfg->access.known_hosts_file);
 	free(cfg->devices);
 	free(cfg);
 }
@@ -289,7 +288,8 @@ static void read_access(const struct lyd_node *devices, struct cfg_access *a)
 	a->private_key_file = leaf_dup(devices, "private-key-file");
 	a->certificate_file = leaf_dup(devices, "certificate-file");
 	a->ca_file = leaf_dup(devices, "ca-file");
-	a->known_hosts_file = leaf_dup(devices, "known-hosts-file");
+	a->accept_any_host_key = leaf_value(devices, "accept-any-host-key") &&
+				 strcmp(leaf_value(devices, "accept-any-host-key"), "true") == 0;
 	a->rpc_timeout_ms = (uint32_t)leaf_int(devices, "rpc-timeout-ms", 5000);
 	a->confirm_timeout_s = (uint32_t)leaf_int(devices, "confirm-timeout-s", 60);
 }
@@ -381,6 +381,27 @@ static int resolve_devices(struct ocsd_config *cfg, const struct lyd_node *devic
 			copy_str(cfg->devices[id].address, sizeof(cfg->devices[id].address), v);
 		if ((v = leaf_value(node, "port")))
 			cfg->devices[id].port = (uint16_t)strtol(v, NULL, 10);
+		if ((v = leaf_value(node, "host-key-sha256")))
+			copy_str(cfg->devices[id].host_key_sha256,
+				 sizeof(cfg->devices[id].host_key_sha256), v);
+	}
+	/* SSH host keys are verified unless the file says otherwise. */
+	if (cfg->access.transport == CFG_TRANSPORT_SSH && !cfg->access.accept_any_host_key) {
+		for (int i = 0; i < cfg->n_devices; i++) {
+			if (cfg->devices[i].host_key_sha256[0])
+				continue;
+			snprintf(path, sizeof(path), "%s/device[id='%d']/host-key-sha256",
+				 devices_path, i);
+			add_error(errs, path,
+				  "device %d (%s) has no SSH host key fingerprint; give one, or set "
+				  "accept-any-host-key for a trusted lab",
+				  i, cfg->devices[i].name);
+			if (errs->count - before >= 8) {
+				add_error(errs, devices_path, "(further devices without a host key "
+							      "not listed)");
+				break;
+			}
+		}
 	}
 
 	for (int i = 0; i < cfg->n_devices; i++) {
@@ -390,6 +411,14 @@ static int resolve_devices(struct ocsd_config *cfg, const struct lyd_node *devic
 				  "device %d (%s) would listen on port %d, above 65535: lower port-base "
 				  "or give the device a port",
 				  i, cfg->devices[i].name, port_base + i);
+			break;
+		}
+	}
+	for (int i = 0; i < cfg->n_devices; i++) {
+		if (strlen(cfg->devices[i].address) > CFG_MAX_ADDRESS_LEN) {
+			snprintf(path, sizeof(path), "%s/device[id='%d']/address", devices_path, i);
+			add_error(errs, path, "address of device %d is longer than %d characters", i,
+				  CFG_MAX_ADDRESS_LEN);
 			break;
 		}
 	}
@@ -655,6 +684,10 @@ static void print_devices(const struct ocsd_config *cfg, FILE *out)
 	fprintf(out, "  management      NETCONF over %s as %s, RPC deadline %u ms, confirm %u s\n",
 		cfg->access.transport == CFG_TRANSPORT_TLS ? "TLS" : "SSH", cfg->access.username,
 		cfg->access.rpc_timeout_ms, cfg->access.confirm_timeout_s);
+	if (cfg->access.transport == CFG_TRANSPORT_SSH)
+		fprintf(out, "  host keys       %s\n",
+			cfg->access.accept_any_host_key ? "any accepted (lab only)"
+							: "pinned per device");
 	if (consecutive)
 		fprintf(out, "  addresses       %s:%u..%u\n", first->address, first->port, last->port);
 	else

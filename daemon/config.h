@@ -21,6 +21,9 @@
 
 #include "fabric.h"
 
+/* Longest device address (host name or IP literal) the NETCONF driver takes. */
+#define CFG_MAX_ADDRESS_LEN 63
+
 /* Files larger than this are refused before anything is parsed. */
 #define CFG_MAX_FILE_BYTES (16u * 1024 * 1024)
 
@@ -41,6 +44,7 @@ struct cfg_device {
 	char name[65];
 	char address[256];
 	uint16_t port;
+	char host_key_sha256[64]; /* "" when not given */
 };
 
 /* How ocsd reaches the devices (the `devices` container of the YANG module). */
@@ -51,7 +55,7 @@ struct cfg_access {
 	char *private_key_file;
 	char *certificate_file;
 	char *ca_file;
-	char *known_hosts_file;
+	bool accept_any_host_key;
 	uint32_t rpc_timeout_ms;
 	uint32_t confirm_timeout_s;
 };

@@ -105,6 +105,14 @@ lab 's/"confirm-timeout-s": 60/"confirm-timeout-s": 60, "device": [{"id": 16}]/'
   expect_refused device-id-range "$F/devices/device[id='16']/id" 'devices 0..15'
 lab 's/"confirm-timeout-s": 60/"confirm-timeout-s": 60, "device": [{"id": 1, "name": "ocs-g0-d0"}]/' | \
   expect_refused duplicate-name "$F/devices/device[id='1']/name" 'already used by device 0'
+lab '/"accept-any-host-key"/d' | \
+  expect_refused no-host-keys "$F/devices/device[id='0']/host-key-sha256" 'no SSH host key fingerprint'
+lab 's/"confirm-timeout-s": 60/"confirm-timeout-s": 60, "device": [{"id": 2, "host-key-sha256": "MD5:abc"}]/' | \
+  expect_refused bad-fingerprint "$F/devices/device[id='2']/host-key-sha256" 'pattern|match'
+label=$(printf 'h%.0s' $(seq 1 40))
+long_host=$label.$label.example
+lab "s/\"address\": \"127.0.0.1\"/\"address\": \"$long_host\"/" | \
+  expect_refused long-address "$F/devices/device[id='0']/address" 'longer than 63'
 cat <<'EOF2' | expect_refused ring-khops $F/ocstrx-ring/k-hops 'below the number of nodes'
 {"ocsd-fabric:fabric": {"name": "r", "ocstrx-ring": {"tors": 1, "nodes-per-tor": 2,
  "gpus-per-node": 4, "k-hops": 2, "bundles": 2}}}
