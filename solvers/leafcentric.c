@@ -729,6 +729,7 @@ static int plan_with(const struct ocs_fabric *f, const struct lc_demand *demand,
 	rc = choose_spines(&w, m, &s);
 	if (rc == 0)
 		rc = build_outputs(&w, &s, r);
+	r->contention_free = rc == 0 && r->max_contention <= 1.0 && r->n_unplaced == 0;
 	placed_free(&s);
 	work_free(&w);
 	t1 = now_ms();

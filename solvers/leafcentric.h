@@ -70,6 +70,8 @@ struct lc_plan {
 	size_t n_topology;
 	double max_contention;   /* max over leaf a, spine h of sum_b L[a][b][h] / tau */
 	size_t contended_leaves; /* leaves with contention above 1 at some spine */
+	/* max_contention <= 1 and nothing unplaced: the demand fits as asked. */
+	bool contention_free;
 	struct lc_demand *unplaced; /* demand no spine had room for (a < b) */
 	size_t n_unplaced;
 	/* With options.realize: the complete configuration (pinned ones first). */

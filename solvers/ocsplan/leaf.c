@@ -234,6 +234,8 @@ static void write_plan(struct json_writer *w, const struct lc_plan *pl,
 	json_w_double(w, pl->max_contention);
 	json_w_key(w, "contended_leaves");
 	json_w_int(w, (int64_t)pl->contended_leaves);
+	json_w_key(w, "contention_free");
+	json_w_bool(w, pl->contention_free);
 	json_w_key(w, "unplaced");
 	json_w_array_begin(w);
 	for (size_t i = 0; i < pl->n_unplaced; i++) {

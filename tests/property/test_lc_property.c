@@ -165,6 +165,7 @@ static void check_plan(const struct ocs_fabric *f, const struct lc_demand *d, si
 	      p->max_contention, (double)max_load / f->tau);
 	CHECK(p->contended_leaves == contended, "contended %zu, recount %zu", p->contended_leaves,
 	      contended);
+	CHECK(p->contention_free == (max_load <= f->tau && unplaced == 0), "contention_free");
 	if (leaf_centric && f->tau == 2 && n_pinned == 0) {
 		CHECK(p->max_contention <= 1.0, "tau 2 contention %g", p->max_contention);
 		CHECK(unplaced == 0, "%zu links unplaced", unplaced);

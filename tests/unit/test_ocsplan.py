@@ -62,6 +62,8 @@ def check_plan(req, out, realize):
     worst = max(load.values(), default=0) / f["tau"]
     check(abs(out["max_contention"] - worst) < 1e-9,
           "max_contention %s equals recount %s" % (out["max_contention"], worst))
+    check(out["contention_free"] == (worst <= 1 and not out["unplaced"]),
+          "contention_free says whether the demand fits as asked")
     check(("cross_connects" in out) == realize, "cross_connects only with --realize")
     for key in ("unrealized", "changed_existing", "stats"):
         check(key in out, "answer has " + key)
