@@ -17,7 +17,8 @@
  *   - every configuration passes the independent L2 checker, and mutating
  *     any one cross-connect of it makes the checker fail
  *   - incremental planning keeps every pinned cross-connect; a re-plan
- *     lists exactly the existing cross-connects it drops.
+ *     lists exactly the existing cross-connects it drops, and re-planning
+ *     the same demand over its own complete configuration drops none.
  *
  * Usage: test_lc_property [seed] [instances-per-config]
  */
@@ -317,6 +318,23 @@ static void run_incremental(const struct ocs_fabric *f, uint64_t *seed, struct s
 		CHECK(p2->n_xcs >= p1->n_xcs &&
 			      memcmp(p2->xcs, p1->xcs, p1->n_xcs * sizeof(*p1->xcs)) == 0,
 		      "pinned cross-connects not kept first and unchanged");
+	}
+	/*
+	 * Re-planning the same demand over its own complete configuration
+	 * moves nothing (with circuits left unrealized, a re-plan may move
+	 * existing ones to place them: that is what it is for).
+	 */
+	if (p1->n_unrealized == 0) {
+		struct lc_options again = { .realize = true, .replan = true };
+		struct lc_plan *p4 = NULL;
+
+		CHECK(lc_plan(f, d1, n1, p1->xcs, p1->n_xcs, &again, &p4) == 0, "replan same");
+		if (p4) {
+			CHECK(p4->changed_existing == 0 && p4->n_xcs == p1->n_xcs,
+			      "replanning the same demand moved %zu of %zu cross-connects",
+			      p4->changed_existing, p1->n_xcs);
+			lc_plan_free(p4);
+		}
 	}
 	/* Global re-plan of both jobs: moved = existing cross-connects not kept. */
 	all = malloc((n1 + n2 + 1) * sizeof(*all));
