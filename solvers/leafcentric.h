@@ -68,7 +68,7 @@ struct lc_plan {
 	size_t n_assignment;
 	struct rz_circuits *topology; /* C[i][j][h] for i < j, sorted by (i, j, h) */
 	size_t n_topology;
-	double max_contention;   /* max over leaf a, spine h of sum_b L[a][b][h] / tau */
+	double max_contention;	 /* max over leaf a, spine h of sum_b L[a][b][h] / tau */
 	size_t contended_leaves; /* leaves with contention above 1 at some spine */
 	/* max_contention <= 1 and nothing unplaced: the demand fits as asked. */
 	bool contention_free;
@@ -82,7 +82,7 @@ struct lc_plan {
 	size_t unrealized_circuits;
 	size_t unrealized_before_repair;
 	size_t changed_existing; /* existing cross-connects not kept */
-	struct ocs_xc *moved;    /* those existing cross-connects */
+	struct ocs_xc *moved;	 /* those existing cross-connects */
 	size_t n_moved;
 	double plan_ms, realize_ms;
 };

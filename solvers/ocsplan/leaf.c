@@ -31,8 +31,8 @@ struct request {
 static void parse_fabric(const struct json_value *fab, struct request *r,
 			 struct ocsplan_problems *p)
 {
-	static const char *const known[] = { "pods", "k_leaf", "k_spine", "tau", "k_ocs",
-					     "wiring", NULL };
+	static const char *const known[] = {"pods",  "k_leaf", "k_spine", "tau",
+					    "k_ocs", "wiring", NULL};
 	struct ocs_fabric_problem fp[16];
 	const char *wiring = NULL;
 	bool ok = true;
@@ -50,7 +50,8 @@ static void parse_fabric(const struct json_value *fab, struct request *r,
 	ok &= ocsplan_get_int(fab, "fabric", "k_ocs", 0, 1 << 20, &r->fabric.k_ocs, p);
 	if (ocsplan_get_string(fab, "fabric", "wiring", &wiring, p) &&
 	    ocs_wiring_parse(wiring, &r->fabric.wiring) != 0) {
-		ocsplan_problem(p, "fabric.wiring", "\"%s\" is not straight, dual or cross", wiring);
+		ocsplan_problem(p, "fabric.wiring", "\"%s\" is not straight, dual or cross",
+				wiring);
 		ok = false;
 	}
 	if (!ok || !wiring)
@@ -81,7 +82,7 @@ static void parse_fabric(const struct json_value *fab, struct request *r,
 static void parse_demand(const struct json_value *arr, struct request *r,
 			 struct ocsplan_problems *p)
 {
-	static const char *const known[] = { "a", "b", "links", NULL };
+	static const char *const known[] = {"a", "b", "links", NULL};
 
 	r->n_demand = json_len(arr);
 	r->demand = calloc(r->n_demand ? r->n_demand : 1, sizeof(*r->demand));
@@ -109,7 +110,7 @@ static void parse_demand(const struct json_value *arr, struct request *r,
 static void parse_existing(const struct json_value *arr, struct request *r,
 			   struct ocsplan_problems *p)
 {
-	static const char *const known[] = { "group", "device", "in", "out", NULL };
+	static const char *const known[] = {"group", "device", "in", "out", NULL};
 
 	r->n_existing = json_len(arr);
 	r->existing = calloc(r->n_existing ? r->n_existing : 1, sizeof(*r->existing));
@@ -124,8 +125,9 @@ static void parse_existing(const struct json_value *arr, struct request *r,
 
 		snprintf(where, sizeof(where), "existing[%zu]", i);
 		if (json_type(e) != JSON_OBJECT) {
-			ocsplan_problem(p, where,
-					"must be an object {\"group\", \"device\", \"in\", \"out\"}");
+			ocsplan_problem(
+				p, where,
+				"must be an object {\"group\", \"device\", \"in\", \"out\"}");
 			continue;
 		}
 		ocsplan_unknown_fields(e, where, known, p);
@@ -139,7 +141,7 @@ static void parse_existing(const struct json_value *arr, struct request *r,
 static void parse_request(const struct json_value *top, struct request *r,
 			  struct ocsplan_problems *p)
 {
-	static const char *const known[] = { "fabric", "demand", "existing", NULL };
+	static const char *const known[] = {"fabric", "demand", "existing", NULL};
 	const struct json_value *demand, *existing;
 	int before;
 
@@ -270,10 +272,10 @@ static void write_plan(struct json_writer *w, const struct lc_plan *pl,
 
 int ocsplan_leaf_main(const char *sub, int argc, char **argv)
 {
-	struct ocsplan_io io = { 0 };
-	struct ocsplan_problems p = { 0 };
-	struct lc_options opt = { 0 };
-	struct request r = { 0 };
+	struct ocsplan_io io = {0};
+	struct ocsplan_problems p = {0};
+	struct lc_options opt = {0};
+	struct request r = {0};
 	struct json_value *top;
 	struct json_writer *w;
 	struct lc_plan *pl = NULL;

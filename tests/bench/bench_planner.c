@@ -30,7 +30,7 @@
 static int failures;
 
 /* GLPK time limit per instance; an instance that hits it is shown as a timeout. */
-#define ILP_LIMIT_MS 10000
+#define ILP_LIMIT_MS	 10000
 #define SYM_ILP_LIMIT_MS 20000
 
 static double now_ms(void)
@@ -58,7 +58,7 @@ static struct ocs_fabric fabric_for(int64_t gpus, enum ocs_wiring w)
 {
 	/* The deploy/fabrics shapes: k_leaf = k_spine = 16 up to 16k GPUs, 32 beyond. */
 	int k = gpus > 16384 ? 32 : 16;
-	struct ocs_fabric f = { .k_leaf = k, .k_spine = k, .tau = 2, .wiring = w };
+	struct ocs_fabric f = {.k_leaf = k, .k_spine = k, .tau = 2, .wiring = w};
 
 	f.pods = (int)(gpus / ((int64_t)k * (k / 2)));
 	f.k_ocs = f.pods * (w == OCS_WIRING_DUAL ? 2 : 1);
@@ -67,9 +67,9 @@ static struct ocs_fabric fabric_for(int64_t gpus, enum ocs_wiring w)
 
 static void bench_sizes(int reps)
 {
-	static const int64_t sizes[] = { 2048, 8192, 16384, 65536, 131072 };
-	static const enum ocs_wiring wirings[] = { OCS_WIRING_CROSS, OCS_WIRING_DUAL,
-						   OCS_WIRING_STRAIGHT };
+	static const int64_t sizes[] = {2048, 8192, 16384, 65536, 131072};
+	static const enum ocs_wiring wirings[] = {OCS_WIRING_CROSS, OCS_WIRING_DUAL,
+						  OCS_WIRING_STRAIGHT};
 
 	printf("== 1. plan + realize on saturated instances (median of %d, one core)\n", reps);
 	printf("%8s %-9s %5s %6s %8s %10s %10s %10s %8s\n", "gpus", "wiring", "pods", "leaves",
@@ -87,7 +87,7 @@ static void bench_sizes(int reps)
 				size_t n;
 				struct lc_demand *d =
 					lc_gen_demand(&f, LC_GEN_SATURATED, NULL, 0, &seed, &n);
-				struct lc_options opt = { .realize = true };
+				struct lc_options opt = {.realize = true};
 				struct lc_plan *p = NULL;
 				double t0 = now_ms();
 
@@ -116,7 +116,9 @@ static void bench_sizes(int reps)
 			       (long long)sizes[si], ocs_wiring_name(f.wiring), f.pods,
 			       ocs_fabric_leaves(&f), links, median(plan, reps), median(real, reps),
 			       median(tot, reps),
-			       sizes[si] == 16384 ? "<= 5" : sizes[si] == 131072 ? "<= 60" : "");
+			       sizes[si] == 16384    ? "<= 5"
+			       : sizes[si] == 131072 ? "<= 60"
+						     : "");
 			free(plan);
 			free(real);
 			free(tot);
@@ -152,7 +154,7 @@ static int solve_ilp(const struct ocs_fabric *f, const struct lc_demand *d, size
 		glp_set_col_bnds(lp, c, GLP_LO, 0.0, 0.0);
 	}
 	/* column of (pair k, direction dir, spine h) */
-#define COL(k, dir, h) ((int)(((k) * 2 + (dir)) * H + (h)) + 1)
+#define COL(k, dir, h) ((int)(((k)*2 + (dir)) * H + (h)) + 1)
 	for (size_t k = 0; k < n; k++) {
 		for (int dir = 0; dir < 2; dir++) {
 			row = glp_add_rows(lp, 1);
@@ -173,7 +175,7 @@ static int solve_ilp(const struct ocs_fabric *f, const struct lc_demand *d, size
 			glp_set_row_bnds(lp, base_out + r, GLP_UP, 0.0, f->tau);
 		for (size_t k = 0; k < n; k++) {
 			for (int h = 0; h < H; h++) {
-				int from[2] = { d[k].a, d[k].b };
+				int from[2] = {d[k].a, d[k].b};
 
 				for (int dir = 0; dir < 2; dir++) {
 					ne++;
@@ -195,7 +197,8 @@ static int solve_ilp(const struct ocs_fabric *f, const struct lc_demand *d, size
 		for (int r = 0; r < P * P * H; r++)
 			glp_set_row_bnds(lp, base + r, GLP_FX, 0.0, 0.0);
 		for (size_t k = 0; k < n; k++) {
-			int pa = ocs_fabric_leaf_pod(f, d[k].a), pb = ocs_fabric_leaf_pod(f, d[k].b);
+			int pa = ocs_fabric_leaf_pod(f, d[k].a),
+			    pb = ocs_fabric_leaf_pod(f, d[k].b);
 			int i = pa < pb ? pa : pb, j = pa < pb ? pb : pa;
 
 			for (int h = 0; h < H; h++) {
@@ -291,7 +294,8 @@ static int solve_ilp_symmetric(const struct ocs_fabric *f, const struct lc_deman
 			for (int h = 0; h < H; h++)
 				for (int dir = 0; dir < 2; dir++)
 					sol[(k * 2 + (size_t)dir) * (size_t)H + (size_t)h] =
-						(int)(glp_mip_col_val(lp, (int)k * H + h + 1) + 0.5);
+						(int)(glp_mip_col_val(lp, (int)k * H + h + 1) +
+						      0.5);
 		rc = 0;
 	} else {
 		rc = rc ? rc : -1;
@@ -323,7 +327,9 @@ static bool constraints_hold(const struct ocs_fabric *f, const struct lc_demand 
 				out[from * H + h] += x;
 				in[to * H + h] += x;
 				C[((size_t)ocs_fabric_leaf_pod(f, from) * P +
-				   ocs_fabric_leaf_pod(f, to)) * H + h] += x;
+				   ocs_fabric_leaf_pod(f, to)) *
+					  H +
+				  h] += x;
 			}
 			ok &= sum == d[k].links; /* (1) */
 		}
@@ -333,7 +339,8 @@ static bool constraints_hold(const struct ocs_fabric *f, const struct lc_demand 
 	for (int i = 0; i < P; i++)
 		for (int j = 0; j < P; j++)
 			for (int h = 0; h < H; h++) /* (4) */
-				ok &= C[((size_t)i * P + j) * H + h] == C[((size_t)j * P + i) * H + h];
+				ok &= C[((size_t)i * P + j) * H + h] ==
+				      C[((size_t)j * P + i) * H + h];
 	free(out);
 	free(in);
 	free(C);
@@ -346,9 +353,9 @@ static void bench_ilp(int reps)
 		int pods, k_leaf, k_spine;
 		enum lc_gen_shape shape;
 	} cases[] = {
-		{ 4, 4, 8, LC_GEN_SATURATED },   { 8, 8, 8, LC_GEN_SATURATED },
-		{ 8, 8, 16, LC_GEN_SATURATED },  { 16, 8, 16, LC_GEN_SATURATED },
-		{ 16, 8, 16, LC_GEN_RANDOM },    { 8, 16, 16, LC_GEN_RANDOM },
+		{4, 4, 8, LC_GEN_SATURATED},  {8, 8, 8, LC_GEN_SATURATED},
+		{8, 8, 16, LC_GEN_SATURATED}, {16, 8, 16, LC_GEN_SATURATED},
+		{16, 8, 16, LC_GEN_RANDOM},   {8, 16, 16, LC_GEN_RANDOM},
 	};
 
 	printf("\n== 2. leaf-centric vs the paper's ILP in GLPK (tau 2, median of %d)\n", reps);
@@ -358,12 +365,15 @@ static void bench_ilp(int reps)
 	       "at the limit makes the ratio a lower bound, shown as '>'.\n",
 	       ILP_LIMIT_MS / 1000, SYM_ILP_LIMIT_MS / 1000);
 	printf("%6s %-10s %5s %6s %7s %6s %8s %9s %10s %9s %10s %5s %5s %5s\n", "gpus", "shape",
-	       "pods", "k_leaf", "k_spine", "vars", "lc_ms", "ilp_ms", "ilp/lc", "sym_ms",
-	       "sym/lc", "lc", "ilp", "sym");
+	       "pods", "k_leaf", "k_spine", "vars", "lc_ms", "ilp_ms", "ilp/lc", "sym_ms", "sym/lc",
+	       "lc", "ilp", "sym");
 	for (size_t s = 0; s < sizeof(cases) / sizeof(cases[0]); s++) {
-		struct ocs_fabric f = { .pods = cases[s].pods, .k_leaf = cases[s].k_leaf,
-					.k_spine = cases[s].k_spine, .tau = 2,
-					.k_ocs = cases[s].pods, .wiring = OCS_WIRING_CROSS };
+		struct ocs_fabric f = {.pods = cases[s].pods,
+				       .k_leaf = cases[s].k_leaf,
+				       .k_spine = cases[s].k_spine,
+				       .tau = 2,
+				       .k_ocs = cases[s].pods,
+				       .wiring = OCS_WIRING_CROSS};
 		double *lc_t = calloc((size_t)reps, sizeof(double));
 		double *ilp_t = calloc((size_t)reps, sizeof(double));
 		double *sym_t = calloc((size_t)reps, sizeof(double));
@@ -392,7 +402,8 @@ static void bench_ilp(int reps)
 						    (d[k].a < d[k].b ? d[k].b : d[k].a) ==
 							    p->assignment[i].b)
 							for (int dir = 0; dir < 2; dir++)
-								lsol[(k * 2 + (size_t)dir) * (size_t)H +
+								lsol[(k * 2 + (size_t)dir) *
+									     (size_t)H +
 								     (size_t)p->assignment[i].h] =
 									p->assignment[i].links;
 				lc_ok += constraints_hold(&f, d, n, lsol);
@@ -437,8 +448,8 @@ static void bench_ilp(int reps)
 
 static void bench_polarization(void)
 {
-	static const int64_t sizes[] = { 2048, 16384 };
-	static const int taus[] = { 2, 1 };
+	static const int64_t sizes[] = {2048, 16384};
+	static const int taus[] = {2, 1};
 
 	printf("\n== 3. pod-centric baseline vs leaf-centric (same instances, 5 each)\n");
 	printf("%8s %4s %-10s %16s %18s %16s %18s\n", "gpus", "tau", "shape", "pod max_cont",
@@ -487,7 +498,7 @@ static void bench_polarization(void)
 
 static void bench_straight(void)
 {
-	static const int64_t sizes[] = { 2048, 8192, 16384, 65536, 131072 };
+	static const int64_t sizes[] = {2048, 8192, 16384, 65536, 131072};
 
 	printf("\n== 4. straight wiring: unrealized circuits, saturated random (5 each)\n");
 	printf("%8s %10s %16s %16s %8s\n", "gpus", "circuits", "before Kempe %", "after Kempe %",
@@ -499,8 +510,9 @@ static void bench_straight(void)
 
 		for (int r = 0; r < 5; r++) {
 			size_t n;
-			struct lc_demand *d = lc_gen_demand(&f, LC_GEN_SATURATED, NULL, 0, &seed, &n);
-			struct lc_options opt = { .realize = true };
+			struct lc_demand *d =
+				lc_gen_demand(&f, LC_GEN_SATURATED, NULL, 0, &seed, &n);
+			struct lc_options opt = {.realize = true};
 			struct lc_plan *p = NULL;
 
 			if (lc_plan(&f, d, n, NULL, 0, &opt, &p) == 0) {

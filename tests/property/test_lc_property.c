@@ -33,15 +33,15 @@
 static int failures;
 static char current[256];
 
-#define CHECK(cond, ...)                                                             \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			if (failures++ < 20) {                                       \
-				fprintf(stderr, "FAIL %s: %s: ", current, #cond);    \
-				fprintf(stderr, __VA_ARGS__);                        \
-				fputc('\n', stderr);                                 \
-			}                                                            \
-		}                                                                    \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			if (failures++ < 20) {                                                     \
+				fprintf(stderr, "FAIL %s: %s: ", current, #cond);                  \
+				fprintf(stderr, __VA_ARGS__);                                      \
+				fputc('\n', stderr);                                               \
+			}                                                                          \
+		}                                                                                  \
 	} while (0)
 
 struct stats {
@@ -67,11 +67,11 @@ static long *count_circuits(const struct ocs_fabric *f, const struct ocs_xc *xcs
 	for (size_t i = 0; c && i < n; i++) {
 		struct ocs_spine_port a, b;
 
-		if (ocs_fabric_input_owner(f, xcs[i].group, (struct ocs_device_port){ xcs[i].device,
-										     xcs[i].in },
+		if (ocs_fabric_input_owner(f, xcs[i].group,
+					   (struct ocs_device_port){xcs[i].device, xcs[i].in},
 					   &a) ||
 		    ocs_fabric_output_owner(f, xcs[i].group,
-					    (struct ocs_device_port){ xcs[i].device, xcs[i].out },
+					    (struct ocs_device_port){xcs[i].device, xcs[i].out},
 					    &b))
 			continue;
 		if (a.pod < b.pod) /* each circuit has one cross-connect each way */
@@ -172,7 +172,8 @@ static void check_plan(const struct ocs_fabric *f, const struct lc_demand *d, si
 		CHECK(unplaced == 0, "%zu links unplaced", unplaced);
 	}
 	if (leaf_centric && f->tau == 1 && half && n_pinned == 0)
-		CHECK(p->max_contention <= 1.0, "half-loaded tau 1 contention %g", p->max_contention);
+		CHECK(p->max_contention <= 1.0, "half-loaded tau 1 contention %g",
+		      p->max_contention);
 	if (f->tau == 1 && max_load > 1)
 		st->tau1_contended_plans += leaf_centric;
 	if (!leaf_centric)
@@ -232,8 +233,9 @@ static void check_plan(const struct ocs_fabric *f, const struct lc_demand *d, si
 			free(old);
 		}
 		for (size_t t = 0; t < (size_t)H * P * P; t++)
-			CHECK(real[t] == topo[t], "cross-connects carry %ld circuits, plan %ld at %zu",
-			      real[t], topo[t], t);
+			CHECK(real[t] == topo[t],
+			      "cross-connects carry %ld circuits, plan %ld at %zu", real[t],
+			      topo[t], t);
 		CHECK((long)p->unrealized_circuits == expect_unreal, "unrealized count");
 		if (f->wiring != OCS_WIRING_STRAIGHT && n_pinned == 0)
 			CHECK(p->n_unrealized == 0, "%zu unrealized on %s", p->n_unrealized,
@@ -255,9 +257,11 @@ static void check_plan(const struct ocs_fabric *f, const struct lc_demand *d, si
 
 static struct ocs_fabric make_fabric(int H, int tau, enum ocs_wiring w, uint64_t *seed)
 {
-	struct ocs_fabric f = { .pods = 2 + lc_gen_below(seed, 5), .k_leaf = H * tau,
-				.k_spine = 2 * (1 + lc_gen_below(seed, 3)), .tau = tau,
-				.wiring = w };
+	struct ocs_fabric f = {.pods = 2 + lc_gen_below(seed, 5),
+			       .k_leaf = H * tau,
+			       .k_spine = 2 * (1 + lc_gen_below(seed, 3)),
+			       .tau = tau,
+			       .wiring = w};
 
 	if (tau == 2 && f.k_spine % 4) /* k_spine/tau leaves per pod; keep it even for dual */
 		f.k_spine += 2;
@@ -268,7 +272,7 @@ static struct ocs_fabric make_fabric(int H, int tau, enum ocs_wiring w, uint64_t
 static void run_instance(const struct ocs_fabric *f, enum lc_gen_shape shape, uint64_t *seed,
 			 struct stats *st)
 {
-	struct lc_options opt = { .realize = true };
+	struct lc_options opt = {.realize = true};
 	int half_fill = lc_gen_below(seed, 4) == 0 ? f->k_leaf / 2 : 0;
 	size_t n;
 	struct lc_demand *d = lc_gen_demand(f, shape, NULL, half_fill, seed, &n);
@@ -294,7 +298,7 @@ static void run_incremental(const struct ocs_fabric *f, uint64_t *seed, struct s
 {
 	int N = ocs_fabric_leaves(f);
 	unsigned char *mine = malloc((size_t)N), *theirs = malloc((size_t)N);
-	struct lc_options opt = { .realize = true };
+	struct lc_options opt = {.realize = true};
 	size_t n1, n2;
 	struct lc_demand *d1, *d2, *all;
 	struct lc_plan *p1 = NULL, *p2 = NULL, *p3 = NULL;
@@ -305,8 +309,8 @@ static void run_incremental(const struct ocs_fabric *f, uint64_t *seed, struct s
 	}
 	d1 = lc_gen_demand(f, (enum lc_gen_shape)lc_gen_below(seed, LC_GEN_SHAPES), mine, 0, seed,
 			   &n1);
-	d2 = lc_gen_demand(f, (enum lc_gen_shape)lc_gen_below(seed, LC_GEN_SHAPES), theirs, 0,
-			   seed, &n2);
+	d2 = lc_gen_demand(f, (enum lc_gen_shape)lc_gen_below(seed, LC_GEN_SHAPES), theirs, 0, seed,
+			   &n2);
 	CHECK(lc_plan(f, d1, n1, NULL, 0, &opt, &p1) == 0, "first job");
 	if (!p1)
 		goto out;
@@ -325,7 +329,7 @@ static void run_incremental(const struct ocs_fabric *f, uint64_t *seed, struct s
 	 * existing ones to place them: that is what it is for).
 	 */
 	if (p1->n_unrealized == 0) {
-		struct lc_options again = { .realize = true, .replan = true };
+		struct lc_options again = {.realize = true, .replan = true};
 		struct lc_plan *p4 = NULL;
 
 		CHECK(lc_plan(f, d1, n1, p1->xcs, p1->n_xcs, &again, &p4) == 0, "replan same");
@@ -352,7 +356,8 @@ static void run_incremental(const struct ocs_fabric *f, uint64_t *seed, struct s
 			for (size_t j = 0; j < p3->n_xcs && !in_new; j++)
 				in_new = memcmp(&p3->xcs[j], &p1->xcs[i], sizeof(p1->xcs[i])) == 0;
 			for (size_t j = 0; j < p3->n_moved && !in_moved; j++)
-				in_moved = memcmp(&p3->moved[j], &p1->xcs[i], sizeof(p1->xcs[i])) == 0;
+				in_moved =
+					memcmp(&p3->moved[j], &p1->xcs[i], sizeof(p1->xcs[i])) == 0;
 			CHECK(in_new != in_moved, "existing xc %zu kept=%d moved=%d", i, in_new,
 			      in_moved);
 			kept += in_new;
@@ -373,12 +378,12 @@ out:
 
 int main(int argc, char **argv)
 {
-	static const int Hs[] = { 2, 3, 4, 5, 6, 8, 16 };
-	static const enum ocs_wiring wirings[] = { OCS_WIRING_CROSS, OCS_WIRING_DUAL,
-						   OCS_WIRING_STRAIGHT };
+	static const int Hs[] = {2, 3, 4, 5, 6, 8, 16};
+	static const enum ocs_wiring wirings[] = {OCS_WIRING_CROSS, OCS_WIRING_DUAL,
+						  OCS_WIRING_STRAIGHT};
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261122;
 	int per = argc > 2 ? atoi(argv[2]) : 30;
-	struct stats st = { 0 };
+	struct stats st = {0};
 
 	for (size_t hi = 0; hi < sizeof(Hs) / sizeof(Hs[0]); hi++)
 		for (int tau = 1; tau <= 2; tau++)
@@ -386,15 +391,16 @@ int main(int argc, char **argv)
 				for (int s = 0; s < LC_GEN_SHAPES; s++)
 					for (int k = 0; k < per; k++) {
 						uint64_t at = seed;
-						struct ocs_fabric f =
-							make_fabric(Hs[hi], tau, wirings[wi], &seed);
+						struct ocs_fabric f = make_fabric(
+							Hs[hi], tau, wirings[wi], &seed);
 
 						snprintf(current, sizeof(current),
-							 "seed %llu H %d tau %d %s %s P %d k_spine %d",
+							 "seed %llu H %d tau %d %s %s P %d k_spine "
+							 "%d",
 							 (unsigned long long)at, Hs[hi], tau,
 							 ocs_wiring_name(wirings[wi]),
-							 lc_gen_shape_name((enum lc_gen_shape)s), f.pods,
-							 f.k_spine);
+							 lc_gen_shape_name((enum lc_gen_shape)s),
+							 f.pods, f.k_spine);
 						run_instance(&f, (enum lc_gen_shape)s, &seed, &st);
 						if (k % 4 == 0)
 							run_incremental(&f, &seed, &st);
