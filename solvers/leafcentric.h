@@ -14,8 +14,10 @@
  * multigraph A with H colours so that every leaf sends and receives at most
  * ceil(.../H) units per colour (for valid demand: at most one, an exact
  * equitable split for any H, not only powers of two), and L[a][b][h] =
- * A^h[a][b] + A^h[b][a]. tau = 2: contention <= 1 always. tau = 1: a greedy
- * colouring of the leaf multigraph with Kempe repair first (contention-free
+ * A^h[a][b] + A^h[b][a]. tau = 2: contention <= 1 always (when pinned ports
+ * leave a spine short, units move and contention is reported). tau = 1: a
+ * greedy colouring of the leaf multigraph with Kempe and random-walk repair
+ * first (contention-free
  * whenever every leaf uses at most k_leaf/2 uplinks, and often beyond), else
  * the better of it and the Euler method (contention <= 2 unless a full
  * spine forces a unit elsewhere), always reported.
@@ -28,8 +30,8 @@
  * planned on the whole fabric, the realization reuses existing circuits
  * where it can and `moved` lists the existing cross-connects it drops.
  *
- * All functions are pure (deterministic, no I/O, no globals) and
- * thread-safe. Results are owned by the caller: free with lc_plan_free().
+ * All functions are pure (deterministic apart from the measured plan_ms and
+ * realize_ms, no I/O, no globals) and thread-safe. Results are owned by the caller: free with lc_plan_free().
  */
 #ifndef OCS_LEAFCENTRIC_H
 #define OCS_LEAFCENTRIC_H
