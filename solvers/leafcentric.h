@@ -31,7 +31,8 @@
  * where it can and `moved` lists the existing cross-connects it drops.
  *
  * All functions are pure (deterministic apart from the measured plan_ms and
- * realize_ms, no I/O, no globals) and thread-safe. Results are owned by the caller: free with lc_plan_free().
+ * realize_ms, no I/O, no globals) and thread-safe. Results are owned by
+ * the caller: free with lc_plan_free().
  */
 #ifndef OCS_LEAFCENTRIC_H
 #define OCS_LEAFCENTRIC_H
