@@ -16,7 +16,8 @@
  *     carry exactly the realized circuits
  *   - every configuration passes the independent L2 checker, and mutating
  *     any one cross-connect of it makes the checker fail
- *   - incremental planning keeps every pinned cross-connect; a re-plan
+ *   - incremental planning keeps every pinned cross-connect, whether a
+ *     plan or a random pattern of circuits pinned the ports; a re-plan
  *     lists exactly the existing cross-connects it drops, and re-planning
  *     the same demand over its own complete configuration drops none.
  *
@@ -293,6 +294,68 @@ static void run_instance(const struct ocs_fabric *f, enum lc_gen_shape shape, ui
 	free(d);
 }
 
+/*
+ * Pinned circuits that no planner made: random spine port pairs joined as
+ * the wiring allows (same port for straight, ports 2m and 2m+1 for cross
+ * and dual), built from fabric.h alone, so free ports come in any pattern.
+ */
+static struct ocs_xc *random_pins(const struct ocs_fabric *f, uint64_t *seed, size_t *n)
+{
+	int P = f->pods, H = ocs_fabric_groups(f), K = f->k_spine;
+	unsigned char *used = calloc((size_t)P * H * K, 1);
+	struct ocs_xc *x = malloc((size_t)P * H * K * sizeof(*x) + sizeof(*x));
+	int tries = lc_gen_below(seed, P * H * K / 2 + 1);
+
+	*n = 0;
+	for (int t = 0; t < tries; t++) {
+		int h = lc_gen_below(seed, H), i = lc_gen_below(seed, P), j = lc_gen_below(seed, P);
+		int ka = lc_gen_below(seed, K), kb = ka;
+		struct ocs_spine_port a, b;
+		struct ocs_device_port ta, rb, tb, ra;
+
+		if (f->wiring != OCS_WIRING_STRAIGHT) {
+			ka &= ~1;
+			kb = ka + 1;
+		}
+		if (i == j || used[((size_t)i * H + h) * K + ka] ||
+		    used[((size_t)j * H + h) * K + kb])
+			continue;
+		used[((size_t)i * H + h) * K + ka] = used[((size_t)j * H + h) * K + kb] = 1;
+		a = (struct ocs_spine_port){i, h, ka};
+		b = (struct ocs_spine_port){j, h, kb};
+		ta = ocs_fabric_tx_port(f, a);
+		rb = ocs_fabric_rx_port(f, b);
+		tb = ocs_fabric_tx_port(f, b);
+		ra = ocs_fabric_rx_port(f, a);
+		x[(*n)++] = (struct ocs_xc){h, ta.device, ta.port, rb.port};
+		x[(*n)++] = (struct ocs_xc){h, tb.device, tb.port, ra.port};
+	}
+	free(used);
+	return x;
+}
+
+static void run_random_pins(const struct ocs_fabric *f, uint64_t *seed, struct stats *st)
+{
+	struct lc_options opt = {.realize = true};
+	size_t n, n_pins;
+	struct ocs_xc *pins = random_pins(f, seed, &n_pins);
+	struct lc_demand *d = lc_gen_demand(f, (enum lc_gen_shape)lc_gen_below(seed, LC_GEN_SHAPES),
+					    NULL, 0, seed, &n);
+	struct lc_plan *p = NULL;
+
+	CHECK(l2_check(f, pins, n_pins, NULL, 0) == 0, "random pins are not a valid configuration");
+	CHECK(lc_plan(f, d, n, pins, n_pins, &opt, &p) == 0, "plan around random pins");
+	if (p) {
+		check_plan(f, d, n, pins, n_pins, p, true, st);
+		CHECK(p->changed_existing == 0 && p->n_xcs >= n_pins &&
+			      memcmp(p->xcs, pins, n_pins * sizeof(*pins)) == 0,
+		      "random pins not kept");
+	}
+	lc_plan_free(p);
+	free(pins);
+	free(d);
+}
+
 /* Two jobs on disjoint leaves: the second is planned around the first's pinned ports. */
 static void run_incremental(const struct ocs_fabric *f, uint64_t *seed, struct stats *st)
 {
@@ -404,6 +467,8 @@ int main(int argc, char **argv)
 						run_instance(&f, (enum lc_gen_shape)s, &seed, &st);
 						if (k % 4 == 0)
 							run_incremental(&f, &seed, &st);
+						if (k % 4 == 1)
+							run_random_pins(&f, &seed, &st);
 					}
 	printf("%ld plans checked; straight wiring: %ld circuits, %ld unrealized before Kempe "
 	       "repair, %ld after; tau 1 plans with contention: %ld; pod-centric contended "
