@@ -266,6 +266,8 @@ static struct ocs_fabric make_fabric(int H, int tau, enum ocs_wiring w, uint64_t
 
 	if (tau == 2 && f.k_spine % 4) /* k_spine/tau leaves per pod; keep it even for dual */
 		f.k_spine += 2;
+	if (w == OCS_WIRING_STRAIGHT && tau == 1 && lc_gen_below(seed, 2))
+		f.k_spine--; /* only straight wiring may have an odd number of spine ports */
 	f.k_ocs = f.pods * ocs_fabric_ports_per_pod(&f) + lc_gen_below(seed, 3);
 	return f;
 }
