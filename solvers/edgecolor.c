@@ -111,12 +111,13 @@ static bool kempe_swap(struct ec_graph *g, int u, int v, int alpha, int beta)
 		return false;
 	for (int i = 0; i < len; i++)
 		ec_unset(g, g->path[i]);
-	for (int i = 0; i < len; i++) {
-		/* Edges alternate alpha, beta, ...: the i-th takes the other colour. */
-		bool ok = ec_set(g, g->path[i], i % 2 == 0 ? beta : alpha);
-
-		(void)ok; /* cannot fail: the chain was maximal and its slots were just freed */
-	}
+	/*
+	 * Edges alternate alpha, beta, ...: the i-th takes the other colour.
+	 * ec_set cannot fail here: the chain was maximal and its slots were
+	 * just freed, so its result carries no information.
+	 */
+	for (int i = 0; i < len; i++)
+		ec_set(g, g->path[i], i % 2 == 0 ? beta : alpha);
 	return true;
 }
 

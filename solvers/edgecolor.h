@@ -20,16 +20,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EC_FREE (-1)
+#define EC_FREE	   (-1)
 #define EC_BLOCKED (-2)
 
 struct ec_graph {
 	int nv, nc;
-	int *slot;  /* nv * nc: edge id, EC_FREE or EC_BLOCKED */
+	int *slot;    /* nv * nc: edge id, EC_FREE or EC_BLOCKED */
 	int *eu, *ev; /* endpoints of each edge */
-	int *color; /* colour of each edge, -1 when uncoloured */
+	int *color;   /* colour of each edge, -1 when uncoloured */
 	int ne, cap_edges;
-	int *path;  /* scratch for Kempe chains, cap_edges long */
+	int *path; /* scratch for Kempe chains, cap_edges long */
 };
 
 /* Allocates an empty graph able to hold max_edges edges; 0 or -ENOMEM. */

@@ -73,12 +73,12 @@ static bool xc_cabled(struct l2_ctx *c, const struct ocs_xc *xc, struct ocs_spin
 		       f->k_ocs - 1);
 		return false;
 	}
-	if (ocs_fabric_input_owner(f, xc->group, (struct ocs_device_port){ xc->device, xc->in },
+	if (ocs_fabric_input_owner(f, xc->group, (struct ocs_device_port){xc->device, xc->in},
 				   from) != 0) {
 		report(c, xc, "input port %d is not cabled to any spine", xc->in);
 		return false;
 	}
-	if (ocs_fabric_output_owner(f, xc->group, (struct ocs_device_port){ xc->device, xc->out },
+	if (ocs_fabric_output_owner(f, xc->group, (struct ocs_device_port){xc->device, xc->out},
 				    to) != 0) {
 		report(c, xc, "output port %d is not cabled to any spine", xc->out);
 		return false;
@@ -89,7 +89,7 @@ static bool xc_cabled(struct l2_ctx *c, const struct ocs_xc *xc, struct ocs_spin
 int l2_check(const struct ocs_fabric *f, const struct ocs_xc *xcs, size_t n_xcs,
 	     struct l2_violation *out, int max_out)
 {
-	struct l2_ctx c = { f, out, out ? max_out : 0, 0 };
+	struct l2_ctx c = {f, out, out ? max_out : 0, 0};
 	size_t n_slots = (size_t)ocs_fabric_groups(f) * (size_t)ocs_fabric_devices_per_group(f) *
 			 (size_t)ocs_fabric_device_ports_used(f);
 	/* by_in[slot] / by_out[slot]: index of the cross-connect + 1, 0 when free. */
@@ -121,7 +121,8 @@ int l2_check(const struct ocs_fabric *f, const struct ocs_xc *xcs, size_t n_xcs,
 			by_in[si] = i + 1;
 		}
 		if (by_out[so]) {
-			report(&c, xc, "output port %d of device %d already carries a cross-connect",
+			report(&c, xc,
+			       "output port %d of device %d already carries a cross-connect",
 			       xc->out, xc->device);
 			ok[i] = false;
 		} else {
@@ -136,13 +137,14 @@ int l2_check(const struct ocs_fabric *f, const struct ocs_xc *xcs, size_t n_xcs,
 
 		if (!ok[i])
 			continue;
-		ocs_fabric_input_owner(f, xc->group, (struct ocs_device_port){ xc->device, xc->in },
+		ocs_fabric_input_owner(f, xc->group, (struct ocs_device_port){xc->device, xc->in},
 				       &a);
-		ocs_fabric_output_owner(f, xc->group,
-					(struct ocs_device_port){ xc->device, xc->out }, &b);
+		ocs_fabric_output_owner(f, xc->group, (struct ocs_device_port){xc->device, xc->out},
+					&b);
 		if (same_port(a, b)) {
-			report(&c, xc, "spine port (pod %d, spine %d, port %d) loops back to itself",
-			       a.pod, a.h, a.k);
+			report(&c, xc,
+			       "spine port (pod %d, spine %d, port %d) loops back to itself", a.pod,
+			       a.h, a.k);
 			continue;
 		}
 		b_tx = ocs_fabric_tx_port(f, b);
@@ -155,7 +157,7 @@ int l2_check(const struct ocs_fabric *f, const struct ocs_xc *xcs, size_t n_xcs,
 			continue;
 		}
 		ocs_fabric_output_owner(f, xc->group,
-					(struct ocs_device_port){ xcs[j - 1].device, xcs[j - 1].out },
+					(struct ocs_device_port){xcs[j - 1].device, xcs[j - 1].out},
 					&back);
 		if (!same_port(back, a))
 			report(&c, xc,

@@ -79,7 +79,7 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
 		const struct ocs_xc *existing, size_t n_existing, struct lc_problem *out,
 		int max_out)
 {
-	struct problems p = { out, out ? max_out : 0, 0 };
+	struct problems p = {out, out ? max_out : 0, 0};
 	int nl = ocs_fabric_leaves(f);
 	long *used = calloc((size_t)nl, sizeof(*used));
 	/* Pairs (lo, hi) bucketed by lo: start[lo].. in bucket order; mark[hi] = lo + 1. */
@@ -135,8 +135,8 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
 			used[leaf] += d->links;
 			if (was_ok && used[leaf] > f->k_leaf)
 				problem(&p, "demand", i,
-					"leaf %d needs %ld uplinks, more than its k_leaf = %d", leaf,
-					used[leaf], f->k_leaf);
+					"leaf %d needs %ld uplinks, more than its k_leaf = %d",
+					leaf, used[leaf], f->k_leaf);
 		}
 	}
 	for (int l = 0; l < nl; l++)
@@ -152,8 +152,8 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
 
 			if (mark[hi] == lo + 1) {
 				problem(&p, "demand", order[at],
-					"leaves %d and %d already appear as a pair in demand[%zu]", lo,
-					hi, first[hi]);
+					"leaves %d and %d already appear as a pair in demand[%zu]",
+					lo, hi, first[hi]);
 				continue;
 			}
 			mark[hi] = lo + 1;
@@ -177,8 +177,8 @@ struct work {
 	int N, H, P, lpp, tau;
 	size_t n_pairs, n_units;
 	int *a, *b, *links; /* pairs, a < b, sorted */
-	size_t *off;        /* first unit of each pair; off[n_pairs] = n_units */
-	int *cap;           /* free OCS-facing ports of spine (pod, h): [pod * H + h] */
+	size_t *off;	    /* first unit of each pair; off[n_pairs] = n_units */
+	int *cap;	    /* free OCS-facing ports of spine (pod, h): [pod * H + h] */
 };
 
 static int pod_of_leaf(const struct work *w, int leaf)
@@ -320,7 +320,8 @@ static int assign_euler(const struct work *w, int *unit_h)
 	/* Sender a is vertex a, receiver b is vertex N + b. */
 	for (size_t p = 0; p < w->n_pairs; p++) {
 		for (int t = 0; t < w->links[p]; t++) {
-			int from = t < fwd[p] ? w->a[p] : w->b[p], to = t < fwd[p] ? w->b[p] : w->a[p];
+			int from = t < fwd[p] ? w->a[p] : w->b[p],
+			    to = t < fwd[p] ? w->b[p] : w->a[p];
 			int e = ec_add_edge(&g, from, w->N + to);
 
 			ec_color(&g, e, true, 0);
@@ -386,7 +387,7 @@ static int assign_podcentric(const struct work *w, int *unit_h)
 	if (!r)
 		return -ENOMEM;
 	for (size_t p = 0; p < w->n_pairs; p++)
-		r[p] = (struct pod_pair_ref){ pod_of_leaf(w, w->a[p]), pod_of_leaf(w, w->b[p]), p };
+		r[p] = (struct pod_pair_ref){pod_of_leaf(w, w->a[p]), pod_of_leaf(w, w->b[p]), p};
 	qsort(r, w->n_pairs, sizeof(*r), cmp_pod_pair);
 	for (size_t lo = 0, hi; lo < w->n_pairs; lo = hi) {
 		int next = (r[lo].i + r[lo].j) % w->H;
@@ -408,7 +409,7 @@ static int assign_podcentric(const struct work *w, int *unit_h)
 
 struct placed {
 	int *unit_h;
-	int *load;       /* [leaf * H + h] */
+	int *load;	 /* [leaf * H + h] */
 	int *spine_used; /* [pod * H + h] */
 	size_t unplaced_units;
 	int max_load;
@@ -590,7 +591,7 @@ static int build_outputs(const struct work *w, const struct placed *s, struct lc
 
 					if (*c)
 						r->topology[r->n_topology++] =
-							(struct rz_circuits){ i, j, h, *c };
+							(struct rz_circuits){i, j, h, *c};
 					*c = 0;
 				}
 				is_touched[j] = false;
@@ -610,7 +611,7 @@ static int build_outputs(const struct work *w, const struct placed *s, struct lc
 			if (!per_h[h])
 				continue;
 			r->assignment[r->n_assignment++] =
-				(struct lc_spine_links){ w->a[p], w->b[p], h, per_h[h] };
+				(struct lc_spine_links){w->a[p], w->b[p], h, per_h[h]};
 			dense[(size_t)pb * w->H + h] += per_h[h];
 			per_h[h] = 0;
 		}
@@ -619,7 +620,7 @@ static int build_outputs(const struct work *w, const struct placed *s, struct lc
 			touched[n_touched++] = pb;
 		}
 		if (none)
-			r->unplaced[r->n_unplaced++] = (struct lc_demand){ w->a[p], w->b[p], none };
+			r->unplaced[r->n_unplaced++] = (struct lc_demand){w->a[p], w->b[p], none};
 	}
 	free(per_h);
 	free(dense);
@@ -701,8 +702,8 @@ static double now_ms(void)
 }
 
 static int plan_with(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
-		     const struct ocs_xc *existing, size_t n_existing,
-		     const struct lc_options *opt, enum method m, struct lc_plan **out)
+		     const struct ocs_xc *existing, size_t n_existing, const struct lc_options *opt,
+		     enum method m, struct lc_plan **out)
 {
 	static const struct lc_options defaults;
 	struct lc_plan *r;
@@ -729,6 +730,7 @@ static int plan_with(const struct ocs_fabric *f, const struct lc_demand *demand,
 	rc = choose_spines(&w, m, &s);
 	if (rc == 0)
 		rc = build_outputs(&w, &s, r);
+	r->contention_free = rc == 0 && r->max_contention <= 1.0 && r->n_unplaced == 0;
 	placed_free(&s);
 	work_free(&w);
 	t1 = now_ms();

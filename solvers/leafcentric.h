@@ -14,8 +14,10 @@
  * multigraph A with H colours so that every leaf sends and receives at most
  * ceil(.../H) units per colour (for valid demand: at most one, an exact
  * equitable split for any H, not only powers of two), and L[a][b][h] =
- * A^h[a][b] + A^h[b][a]. tau = 2: contention <= 1 always. tau = 1: a greedy
- * colouring of the leaf multigraph with Kempe repair first (contention-free
+ * A^h[a][b] + A^h[b][a]. tau = 2: contention <= 1 always (when pinned ports
+ * leave a spine short, units move and contention is reported). tau = 1: a
+ * greedy colouring of the leaf multigraph with Kempe and random-walk repair
+ * first (contention-free
  * whenever every leaf uses at most k_leaf/2 uplinks, and often beyond), else
  * the better of it and the Euler method (contention <= 2 unless a full
  * spine forces a unit elsewhere), always reported.
@@ -28,8 +30,9 @@
  * planned on the whole fabric, the realization reuses existing circuits
  * where it can and `moved` lists the existing cross-connects it drops.
  *
- * All functions are pure (deterministic, no I/O, no globals) and
- * thread-safe. Results are owned by the caller: free with lc_plan_free().
+ * All functions are pure (deterministic apart from the measured plan_ms and
+ * realize_ms, no I/O, no globals) and thread-safe. Results are owned by
+ * the caller: free with lc_plan_free().
  */
 #ifndef OCS_LEAFCENTRIC_H
 #define OCS_LEAFCENTRIC_H
@@ -68,8 +71,10 @@ struct lc_plan {
 	size_t n_assignment;
 	struct rz_circuits *topology; /* C[i][j][h] for i < j, sorted by (i, j, h) */
 	size_t n_topology;
-	double max_contention;   /* max over leaf a, spine h of sum_b L[a][b][h] / tau */
+	double max_contention;	 /* max over leaf a, spine h of sum_b L[a][b][h] / tau */
 	size_t contended_leaves; /* leaves with contention above 1 at some spine */
+	/* max_contention <= 1 and nothing unplaced: the demand fits as asked. */
+	bool contention_free;
 	struct lc_demand *unplaced; /* demand no spine had room for (a < b) */
 	size_t n_unplaced;
 	/* With options.realize: the complete configuration (pinned ones first). */
@@ -80,7 +85,7 @@ struct lc_plan {
 	size_t unrealized_circuits;
 	size_t unrealized_before_repair;
 	size_t changed_existing; /* existing cross-connects not kept */
-	struct ocs_xc *moved;    /* those existing cross-connects */
+	struct ocs_xc *moved;	 /* those existing cross-connects */
 	size_t n_moved;
 	double plan_ms, realize_ms;
 };

@@ -75,13 +75,13 @@ void rz_busy_spine_ports(const struct ocs_fabric *f, int h, const struct ocs_xc 
 
 		if (pinned[i].group != h)
 			continue;
-		if (ocs_fabric_input_owner(f, h, (struct ocs_device_port){ pinned[i].device,
-									   pinned[i].in },
+		if (ocs_fabric_input_owner(f, h,
+					   (struct ocs_device_port){pinned[i].device, pinned[i].in},
 					   &sp) == 0)
 			busy[(size_t)sp.pod * (size_t)f->k_spine + (size_t)sp.k] = 1;
-		if (ocs_fabric_output_owner(f, h, (struct ocs_device_port){ pinned[i].device,
-									    pinned[i].out },
-					    &sp) == 0)
+		if (ocs_fabric_output_owner(
+			    f, h, (struct ocs_device_port){pinned[i].device, pinned[i].out}, &sp) ==
+		    0)
 			busy[(size_t)sp.pod * (size_t)f->k_spine + (size_t)sp.k] = 1;
 	}
 }
@@ -93,8 +93,8 @@ struct group_job {
 	bool straight;
 	int *pi, *pj, *cnt, *fwd; /* pairs of pods and remaining circuits */
 	size_t n_pairs;
-	struct ec_graph g;        /* the final colouring (straight or bipartite) */
-	struct ec_graph bip;      /* straight only: the matchings of the oriented graph */
+	struct ec_graph g;   /* the final colouring (straight or bipartite) */
+	struct ec_graph bip; /* straight only: the matchings of the oriented graph */
 };
 
 /* Slot (vertex, colour) of spine port k of pod p. */
@@ -116,11 +116,11 @@ static void edge_ports(const struct group_job *j, int e, struct ocs_spine_port *
 	int u = j->g.eu[e], v = j->g.ev[e], c = j->g.color[e];
 
 	if (j->straight) {
-		*a = (struct ocs_spine_port){ u, j->h, c };
-		*b = (struct ocs_spine_port){ v, j->h, c };
+		*a = (struct ocs_spine_port){u, j->h, c};
+		*b = (struct ocs_spine_port){v, j->h, c};
 	} else {
-		*a = (struct ocs_spine_port){ u, j->h, 2 * c };
-		*b = (struct ocs_spine_port){ v - j->pods, j->h, 2 * c + 1 };
+		*a = (struct ocs_spine_port){u, j->h, 2 * c};
+		*b = (struct ocs_spine_port){v - j->pods, j->h, 2 * c + 1};
 	}
 }
 
@@ -154,13 +154,12 @@ static void reuse_preferred(struct group_job *j, const struct ocs_xc *prefer, si
 		int va, ca, vb, cb, *left, e;
 
 		if (prefer[i].group != j->h ||
-		    ocs_fabric_input_owner(j->f, j->h, (struct ocs_device_port){ prefer[i].device,
-									       prefer[i].in },
+		    ocs_fabric_input_owner(j->f, j->h,
+					   (struct ocs_device_port){prefer[i].device, prefer[i].in},
 					   &a) != 0 ||
-		    ocs_fabric_output_owner(j->f, j->h,
-					    (struct ocs_device_port){ prefer[i].device,
-								      prefer[i].out },
-					    &b) != 0 ||
+		    ocs_fabric_output_owner(
+			    j->f, j->h, (struct ocs_device_port){prefer[i].device, prefer[i].out},
+			    &b) != 0 ||
 		    a.pod == b.pod)
 			continue;
 		/* One representative cross-connect per circuit. */
@@ -206,17 +205,18 @@ static void straight_by_matchings(struct group_job *j)
 				for (;;) {
 					int o = j->bip.slot[(size_t)cur * M + m];
 					int i = j->bip.slot[(size_t)(P + cur) * M + m];
-					int e = o >= 0 && o != prev && !seen[o] ? o
+					int e = o >= 0 && o != prev && !seen[o]	  ? o
 						: i >= 0 && i != prev && !seen[i] ? i
-										    : -1;
+										  : -1;
 
 					if (e < 0)
 						break;
 					seen[e] = true;
 					ec_set(&j->g, e, 2 * m + parity);
 					parity ^= 1;
-					cur = pod_of(j, j->bip.eu[e]) == cur ? pod_of(j, j->bip.ev[e])
-									     : pod_of(j, j->bip.eu[e]);
+					cur = pod_of(j, j->bip.eu[e]) == cur
+						      ? pod_of(j, j->bip.ev[e])
+						      : pod_of(j, j->bip.eu[e]);
 					prev = e;
 				}
 			}
@@ -358,8 +358,8 @@ static int realize_group(struct group_job *j, const struct ocs_xc *pinned, size_
 		int pa = pod_of(j, j->g.eu[e]), pb = pod_of(j, j->g.ev[e]);
 
 		if (j->g.color[e] < 0) {
-			rc = rz_push(unreal, (struct rz_circuits){ pa < pb ? pa : pb,
-								   pa < pb ? pb : pa, j->h, 1 });
+			rc = rz_push(unreal, (struct rz_circuits){pa < pb ? pa : pb,
+								  pa < pb ? pb : pa, j->h, 1});
 			if (rc)
 				return rc;
 			continue;
@@ -369,9 +369,9 @@ static int realize_group(struct group_job *j, const struct ocs_xc *pinned, size_
 		rb = ocs_fabric_rx_port(f, b);
 		tb = ocs_fabric_tx_port(f, b);
 		ra = ocs_fabric_rx_port(f, a);
-		rc = xc_push(xcs, (struct ocs_xc){ j->h, ta.device, ta.port, rb.port });
+		rc = xc_push(xcs, (struct ocs_xc){j->h, ta.device, ta.port, rb.port});
 		if (rc == 0)
-			rc = xc_push(xcs, (struct ocs_xc){ j->h, tb.device, tb.port, ra.port });
+			rc = xc_push(xcs, (struct ocs_xc){j->h, tb.device, tb.port, ra.port});
 		if (rc)
 			return rc;
 	}
@@ -443,8 +443,8 @@ int rz_realize(const struct ocs_fabric *f, const struct rz_circuits *topo, size_
 	int P = f->pods, H = ocs_fabric_groups(f);
 	struct rz_circuits *sorted = malloc((n_topo ? n_topo : 1) * sizeof(*sorted));
 	size_t n_sorted = 0;
-	struct xc_list xcs = { 0 };
-	struct rz_list unreal = { 0 };
+	struct xc_list xcs = {0};
+	struct rz_list unreal = {0};
 	struct rz_result *r = calloc(1, sizeof(*r));
 	int rc = 0;
 
@@ -474,8 +474,10 @@ int rz_realize(const struct ocs_fabric *f, const struct rz_circuits *topo, size_
 	if (rc)
 		goto fail;
 	for (size_t lo = 0, hi; lo < n_sorted; lo = hi) {
-		struct group_job j = { .f = f, .h = sorted[lo].h, .pods = P,
-				       .straight = f->wiring == OCS_WIRING_STRAIGHT };
+		struct group_job j = {.f = f,
+				      .h = sorted[lo].h,
+				      .pods = P,
+				      .straight = f->wiring == OCS_WIRING_STRAIGHT};
 		size_t np = 0;
 		long total = 0;
 
@@ -491,7 +493,8 @@ int rz_realize(const struct ocs_fabric *f, const struct rz_circuits *topo, size_
 		j.fwd = malloc((hi - lo) * sizeof(int));
 		if (j.pi && j.pj && j.cnt && j.fwd) {
 			for (size_t t = lo; t < hi; t++) {
-				if (np && j.pi[np - 1] == sorted[t].i && j.pj[np - 1] == sorted[t].j) {
+				if (np && j.pi[np - 1] == sorted[t].i &&
+				    j.pj[np - 1] == sorted[t].j) {
 					j.cnt[np - 1] += sorted[t].circuits;
 					continue;
 				}

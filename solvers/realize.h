@@ -38,8 +38,8 @@ struct rz_result {
 	size_t n_xcs;
 	struct rz_circuits *unrealized; /* circuits that found no ports */
 	size_t n_unrealized;
-	size_t unrealized_circuits;       /* sum of unrealized[].circuits */
-	size_t unrealized_before_repair;  /* circuits left before Kempe repair */
+	size_t unrealized_circuits;	 /* sum of unrealized[].circuits */
+	size_t unrealized_before_repair; /* circuits left before Kempe repair */
 };
 
 /*

@@ -125,7 +125,8 @@ int ocsplan_write_json(const struct ocsplan_io *io, const struct json_writer *w)
 	ok = fwrite(text, 1, len, fp) == len && fputc('\n', fp) != EOF;
 	ok &= fp == stdout ? fflush(fp) == 0 : fclose(fp) == 0;
 	if (!ok) {
-		fprintf(stderr, "ocsplan: cannot write %s\n", io->out_path ? io->out_path : "stdout");
+		fprintf(stderr, "ocsplan: cannot write %s\n",
+			io->out_path ? io->out_path : "stdout");
 		return OCSPLAN_EXIT_FAILURE;
 	}
 	return OCSPLAN_EXIT_OK;
@@ -152,8 +153,8 @@ static const struct json_value *member(const struct json_value *obj, const char 
 	return v;
 }
 
-bool ocsplan_get_int(const struct json_value *obj, const char *where, const char *key,
-		     int64_t min, int64_t max, int *out, struct ocsplan_problems *p)
+bool ocsplan_get_int(const struct json_value *obj, const char *where, const char *key, int64_t min,
+		     int64_t max, int *out, struct ocsplan_problems *p)
 {
 	const struct json_value *v = member(obj, where, key, false, p);
 	char f[96];
@@ -162,10 +163,9 @@ bool ocsplan_get_int(const struct json_value *obj, const char *where, const char
 	if (!v)
 		return false;
 	if (!json_integer(v, &x)) {
-		ocsplan_problem(p, field_name(f, sizeof(f), where, key),
-				"must be an integer, not %s",
-				json_type(v) == JSON_NUMBER ? "a fraction"
-							    : json_type_name(json_type(v)));
+		ocsplan_problem(
+			p, field_name(f, sizeof(f), where, key), "must be an integer, not %s",
+			json_type(v) == JSON_NUMBER ? "a fraction" : json_type_name(json_type(v)));
 		return false;
 	}
 	if (x < min || x > max) {
@@ -174,8 +174,8 @@ bool ocsplan_get_int(const struct json_value *obj, const char *where, const char
 					(long long)x);
 		else
 			ocsplan_problem(p, field_name(f, sizeof(f), where, key),
-					"%lld out of range %lld..%lld", (long long)x, (long long)min,
-					(long long)max);
+					"%lld out of range %lld..%lld", (long long)x,
+					(long long)min, (long long)max);
 		return false;
 	}
 	*out = (int)x;

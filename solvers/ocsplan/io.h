@@ -69,8 +69,8 @@ int ocsplan_write_json(const struct ocsplan_io *io, const struct json_writer *w)
  * false when the member is missing (unless optional), of the wrong type, or
  * an integer outside min..max.
  */
-bool ocsplan_get_int(const struct json_value *obj, const char *where, const char *key,
-		     int64_t min, int64_t max, int *out, struct ocsplan_problems *p);
+bool ocsplan_get_int(const struct json_value *obj, const char *where, const char *key, int64_t min,
+		     int64_t max, int *out, struct ocsplan_problems *p);
 bool ocsplan_get_string(const struct json_value *obj, const char *where, const char *key,
 			const char **out, struct ocsplan_problems *p);
 /* Array member; optional ones absent give *out = NULL and true. */

@@ -16,6 +16,9 @@
 
 int ocsplan_leaf_main(const char *sub, int argc, char **argv);
 
+/* 64x the 131,072-GPU fabric of deploy/fabrics (256 pods x 16 spines x 32 ports). */
+#define MAX_SPINE_PORTS (64LL * 256 * 16 * 32)
+
 struct request {
 	struct ocs_fabric fabric;
 	bool fabric_ok;
@@ -28,8 +31,8 @@ struct request {
 static void parse_fabric(const struct json_value *fab, struct request *r,
 			 struct ocsplan_problems *p)
 {
-	static const char *const known[] = { "pods", "k_leaf", "k_spine", "tau", "k_ocs",
-					     "wiring", NULL };
+	static const char *const known[] = {"pods",  "k_leaf", "k_spine", "tau",
+					    "k_ocs", "wiring", NULL};
 	struct ocs_fabric_problem fp[16];
 	const char *wiring = NULL;
 	bool ok = true;
@@ -47,7 +50,8 @@ static void parse_fabric(const struct json_value *fab, struct request *r,
 	ok &= ocsplan_get_int(fab, "fabric", "k_ocs", 0, 1 << 20, &r->fabric.k_ocs, p);
 	if (ocsplan_get_string(fab, "fabric", "wiring", &wiring, p) &&
 	    ocs_wiring_parse(wiring, &r->fabric.wiring) != 0) {
-		ocsplan_problem(p, "fabric.wiring", "\"%s\" is not straight, dual or cross", wiring);
+		ocsplan_problem(p, "fabric.wiring", "\"%s\" is not straight, dual or cross",
+				wiring);
 		ok = false;
 	}
 	if (!ok || !wiring)
@@ -65,13 +69,20 @@ static void parse_fabric(const struct json_value *fab, struct request *r,
 	}
 	if (n > 16)
 		ocsplan_problem(p, "fabric", "%d more problems", n - 16);
+	/* Working memory grows with spine ports; refuse fabrics far past any real one. */
+	if (n == 0 && ocs_fabric_spine_ocs_ports_total(&r->fabric) > MAX_SPINE_PORTS) {
+		ocsplan_problem(p, "fabric", "%lld spine ports, more than ocsplan handles (%lld)",
+				(long long)ocs_fabric_spine_ocs_ports_total(&r->fabric),
+				(long long)MAX_SPINE_PORTS);
+		n = 1;
+	}
 	r->fabric_ok = n == 0;
 }
 
 static void parse_demand(const struct json_value *arr, struct request *r,
 			 struct ocsplan_problems *p)
 {
-	static const char *const known[] = { "a", "b", "links", NULL };
+	static const char *const known[] = {"a", "b", "links", NULL};
 
 	r->n_demand = json_len(arr);
 	r->demand = calloc(r->n_demand ? r->n_demand : 1, sizeof(*r->demand));
@@ -99,7 +110,7 @@ static void parse_demand(const struct json_value *arr, struct request *r,
 static void parse_existing(const struct json_value *arr, struct request *r,
 			   struct ocsplan_problems *p)
 {
-	static const char *const known[] = { "group", "device", "in", "out", NULL };
+	static const char *const known[] = {"group", "device", "in", "out", NULL};
 
 	r->n_existing = json_len(arr);
 	r->existing = calloc(r->n_existing ? r->n_existing : 1, sizeof(*r->existing));
@@ -114,8 +125,9 @@ static void parse_existing(const struct json_value *arr, struct request *r,
 
 		snprintf(where, sizeof(where), "existing[%zu]", i);
 		if (json_type(e) != JSON_OBJECT) {
-			ocsplan_problem(p, where,
-					"must be an object {\"group\", \"device\", \"in\", \"out\"}");
+			ocsplan_problem(
+				p, where,
+				"must be an object {\"group\", \"device\", \"in\", \"out\"}");
 			continue;
 		}
 		ocsplan_unknown_fields(e, where, known, p);
@@ -129,7 +141,7 @@ static void parse_existing(const struct json_value *arr, struct request *r,
 static void parse_request(const struct json_value *top, struct request *r,
 			  struct ocsplan_problems *p)
 {
-	static const char *const known[] = { "fabric", "demand", "existing", NULL };
+	static const char *const known[] = {"fabric", "demand", "existing", NULL};
 	const struct json_value *demand, *existing;
 	int before;
 
@@ -224,6 +236,8 @@ static void write_plan(struct json_writer *w, const struct lc_plan *pl,
 	json_w_double(w, pl->max_contention);
 	json_w_key(w, "contended_leaves");
 	json_w_int(w, (int64_t)pl->contended_leaves);
+	json_w_key(w, "contention_free");
+	json_w_bool(w, pl->contention_free);
 	json_w_key(w, "unplaced");
 	json_w_array_begin(w);
 	for (size_t i = 0; i < pl->n_unplaced; i++) {
@@ -258,10 +272,10 @@ static void write_plan(struct json_writer *w, const struct lc_plan *pl,
 
 int ocsplan_leaf_main(const char *sub, int argc, char **argv)
 {
-	struct ocsplan_io io = { 0 };
-	struct ocsplan_problems p = { 0 };
-	struct lc_options opt = { 0 };
-	struct request r = { 0 };
+	struct ocsplan_io io = {0};
+	struct ocsplan_problems p = {0};
+	struct lc_options opt = {0};
+	struct request r = {0};
 	struct json_value *top;
 	struct json_writer *w;
 	struct lc_plan *pl = NULL;

@@ -22,7 +22,7 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
-#define OCSPLAN_SUB(name, fn, help) { name, fn, help },
+#define OCSPLAN_SUB(name, fn, help) {name, fn, help},
 #include "families.def"
 #undef OCSPLAN_SUB
 };

@@ -10,7 +10,7 @@
 
 const char *lc_gen_shape_name(enum lc_gen_shape s)
 {
-	static const char *names[] = { "random", "saturated", "heavy", "skewed" };
+	static const char *names[] = {"random", "saturated", "heavy", "skewed"};
 
 	return s < LC_GEN_SHAPES ? names[s] : "?";
 }
@@ -55,7 +55,7 @@ static int add(struct units *u, int a, int b, int links)
 		u->v = v;
 		u->cap = cap;
 	}
-	u->v[u->n++] = (struct lc_demand){ a < b ? a : b, a < b ? b : a, links };
+	u->v[u->n++] = (struct lc_demand){a < b ? a : b, a < b ? b : a, links};
 	u->left[a] -= links;
 	u->left[b] -= links;
 	return 0;
@@ -85,14 +85,16 @@ static int saturate(const struct ocs_fabric *f, struct units *u, const int *pool
 			for (int tries = 0; tries < 64; tries++) {
 				int j = lc_gen_below(seed, n), t;
 
-				if (ocs_fabric_leaf_pod(f, s[i]) != ocs_fabric_leaf_pod(f, s[i + 1]))
+				if (ocs_fabric_leaf_pod(f, s[i]) !=
+				    ocs_fabric_leaf_pod(f, s[i + 1]))
 					break;
 				t = s[i + 1];
 				s[i + 1] = s[j];
 				s[j] = t;
 			}
 			if (ocs_fabric_leaf_pod(f, s[i]) != ocs_fabric_leaf_pod(f, s[i + 1]) &&
-			    u->left[s[i]] > 0 && u->left[s[i + 1]] > 0 && add(u, s[i], s[i + 1], 1)) {
+			    u->left[s[i]] > 0 && u->left[s[i + 1]] > 0 &&
+			    add(u, s[i], s[i + 1], 1)) {
 				free(s);
 				return -1;
 			}
@@ -106,11 +108,10 @@ struct lc_demand *lc_gen_demand(const struct ocs_fabric *f, enum lc_gen_shape sh
 				const unsigned char *allowed, int max_fill, uint64_t *seed,
 				size_t *n)
 {
-	int nl = ocs_fabric_leaves(f), n_pool = 0, fill = max_fill > 0 && max_fill < f->k_leaf
-								  ? max_fill
-								  : f->k_leaf;
+	int nl = ocs_fabric_leaves(f), n_pool = 0,
+	    fill = max_fill > 0 && max_fill < f->k_leaf ? max_fill : f->k_leaf;
 	int *pool = malloc((size_t)nl * sizeof(*pool));
-	struct units u = { 0 };
+	struct units u = {0};
 	size_t w = 0;
 	int rc = 0;
 
@@ -135,7 +136,8 @@ struct lc_demand *lc_gen_demand(const struct ocs_fabric *f, enum lc_gen_shape sh
 		int tries = n_pool * fill;
 
 		for (int t = 0; t < tries && rc == 0; t++) {
-			int a = pool[lc_gen_below(seed, n_pool)], b = pool[lc_gen_below(seed, n_pool)];
+			int a = pool[lc_gen_below(seed, n_pool)],
+			    b = pool[lc_gen_below(seed, n_pool)];
 			int links = 1;
 
 			if (shape == LC_GEN_SKEWED && lc_gen_below(seed, 2))

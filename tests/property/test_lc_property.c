@@ -16,8 +16,10 @@
  *     carry exactly the realized circuits
  *   - every configuration passes the independent L2 checker, and mutating
  *     any one cross-connect of it makes the checker fail
- *   - incremental planning keeps every pinned cross-connect; a re-plan
- *     lists exactly the existing cross-connects it drops.
+ *   - incremental planning keeps every pinned cross-connect, whether a
+ *     plan or a random pattern of circuits pinned the ports; a re-plan
+ *     lists exactly the existing cross-connects it drops, and re-planning
+ *     the same demand over its own complete configuration drops none.
  *
  * Usage: test_lc_property [seed] [instances-per-config]
  */
@@ -32,15 +34,15 @@
 static int failures;
 static char current[256];
 
-#define CHECK(cond, ...)                                                             \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			if (failures++ < 20) {                                       \
-				fprintf(stderr, "FAIL %s: %s: ", current, #cond);    \
-				fprintf(stderr, __VA_ARGS__);                        \
-				fputc('\n', stderr);                                 \
-			}                                                            \
-		}                                                                    \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			if (failures++ < 20) {                                                     \
+				fprintf(stderr, "FAIL %s: %s: ", current, #cond);                  \
+				fprintf(stderr, __VA_ARGS__);                                      \
+				fputc('\n', stderr);                                               \
+			}                                                                          \
+		}                                                                                  \
 	} while (0)
 
 struct stats {
@@ -66,11 +68,11 @@ static long *count_circuits(const struct ocs_fabric *f, const struct ocs_xc *xcs
 	for (size_t i = 0; c && i < n; i++) {
 		struct ocs_spine_port a, b;
 
-		if (ocs_fabric_input_owner(f, xcs[i].group, (struct ocs_device_port){ xcs[i].device,
-										     xcs[i].in },
+		if (ocs_fabric_input_owner(f, xcs[i].group,
+					   (struct ocs_device_port){xcs[i].device, xcs[i].in},
 					   &a) ||
 		    ocs_fabric_output_owner(f, xcs[i].group,
-					    (struct ocs_device_port){ xcs[i].device, xcs[i].out },
+					    (struct ocs_device_port){xcs[i].device, xcs[i].out},
 					    &b))
 			continue;
 		if (a.pod < b.pod) /* each circuit has one cross-connect each way */
@@ -165,12 +167,14 @@ static void check_plan(const struct ocs_fabric *f, const struct lc_demand *d, si
 	      p->max_contention, (double)max_load / f->tau);
 	CHECK(p->contended_leaves == contended, "contended %zu, recount %zu", p->contended_leaves,
 	      contended);
+	CHECK(p->contention_free == (max_load <= f->tau && unplaced == 0), "contention_free");
 	if (leaf_centric && f->tau == 2 && n_pinned == 0) {
 		CHECK(p->max_contention <= 1.0, "tau 2 contention %g", p->max_contention);
 		CHECK(unplaced == 0, "%zu links unplaced", unplaced);
 	}
 	if (leaf_centric && f->tau == 1 && half && n_pinned == 0)
-		CHECK(p->max_contention <= 1.0, "half-loaded tau 1 contention %g", p->max_contention);
+		CHECK(p->max_contention <= 1.0, "half-loaded tau 1 contention %g",
+		      p->max_contention);
 	if (f->tau == 1 && max_load > 1)
 		st->tau1_contended_plans += leaf_centric;
 	if (!leaf_centric)
@@ -230,8 +234,9 @@ static void check_plan(const struct ocs_fabric *f, const struct lc_demand *d, si
 			free(old);
 		}
 		for (size_t t = 0; t < (size_t)H * P * P; t++)
-			CHECK(real[t] == topo[t], "cross-connects carry %ld circuits, plan %ld at %zu",
-			      real[t], topo[t], t);
+			CHECK(real[t] == topo[t],
+			      "cross-connects carry %ld circuits, plan %ld at %zu", real[t],
+			      topo[t], t);
 		CHECK((long)p->unrealized_circuits == expect_unreal, "unrealized count");
 		if (f->wiring != OCS_WIRING_STRAIGHT && n_pinned == 0)
 			CHECK(p->n_unrealized == 0, "%zu unrealized on %s", p->n_unrealized,
@@ -253,12 +258,16 @@ static void check_plan(const struct ocs_fabric *f, const struct lc_demand *d, si
 
 static struct ocs_fabric make_fabric(int H, int tau, enum ocs_wiring w, uint64_t *seed)
 {
-	struct ocs_fabric f = { .pods = 2 + lc_gen_below(seed, 5), .k_leaf = H * tau,
-				.k_spine = 2 * (1 + lc_gen_below(seed, 3)), .tau = tau,
-				.wiring = w };
+	struct ocs_fabric f = {.pods = 2 + lc_gen_below(seed, 5),
+			       .k_leaf = H * tau,
+			       .k_spine = 2 * (1 + lc_gen_below(seed, 3)),
+			       .tau = tau,
+			       .wiring = w};
 
 	if (tau == 2 && f.k_spine % 4) /* k_spine/tau leaves per pod; keep it even for dual */
 		f.k_spine += 2;
+	if (w == OCS_WIRING_STRAIGHT && tau == 1 && lc_gen_below(seed, 2))
+		f.k_spine--; /* only straight wiring may have an odd number of spine ports */
 	f.k_ocs = f.pods * ocs_fabric_ports_per_pod(&f) + lc_gen_below(seed, 3);
 	return f;
 }
@@ -266,7 +275,7 @@ static struct ocs_fabric make_fabric(int H, int tau, enum ocs_wiring w, uint64_t
 static void run_instance(const struct ocs_fabric *f, enum lc_gen_shape shape, uint64_t *seed,
 			 struct stats *st)
 {
-	struct lc_options opt = { .realize = true };
+	struct lc_options opt = {.realize = true};
 	int half_fill = lc_gen_below(seed, 4) == 0 ? f->k_leaf / 2 : 0;
 	size_t n;
 	struct lc_demand *d = lc_gen_demand(f, shape, NULL, half_fill, seed, &n);
@@ -287,12 +296,74 @@ static void run_instance(const struct ocs_fabric *f, enum lc_gen_shape shape, ui
 	free(d);
 }
 
+/*
+ * Pinned circuits that no planner made: random spine port pairs joined as
+ * the wiring allows (same port for straight, ports 2m and 2m+1 for cross
+ * and dual), built from fabric.h alone, so free ports come in any pattern.
+ */
+static struct ocs_xc *random_pins(const struct ocs_fabric *f, uint64_t *seed, size_t *n)
+{
+	int P = f->pods, H = ocs_fabric_groups(f), K = f->k_spine;
+	unsigned char *used = calloc((size_t)P * H * K, 1);
+	struct ocs_xc *x = malloc((size_t)P * H * K * sizeof(*x) + sizeof(*x));
+	int tries = lc_gen_below(seed, P * H * K / 2 + 1);
+
+	*n = 0;
+	for (int t = 0; t < tries; t++) {
+		int h = lc_gen_below(seed, H), i = lc_gen_below(seed, P), j = lc_gen_below(seed, P);
+		int ka = lc_gen_below(seed, K), kb = ka;
+		struct ocs_spine_port a, b;
+		struct ocs_device_port ta, rb, tb, ra;
+
+		if (f->wiring != OCS_WIRING_STRAIGHT) {
+			ka &= ~1;
+			kb = ka + 1;
+		}
+		if (i == j || used[((size_t)i * H + h) * K + ka] ||
+		    used[((size_t)j * H + h) * K + kb])
+			continue;
+		used[((size_t)i * H + h) * K + ka] = used[((size_t)j * H + h) * K + kb] = 1;
+		a = (struct ocs_spine_port){i, h, ka};
+		b = (struct ocs_spine_port){j, h, kb};
+		ta = ocs_fabric_tx_port(f, a);
+		rb = ocs_fabric_rx_port(f, b);
+		tb = ocs_fabric_tx_port(f, b);
+		ra = ocs_fabric_rx_port(f, a);
+		x[(*n)++] = (struct ocs_xc){h, ta.device, ta.port, rb.port};
+		x[(*n)++] = (struct ocs_xc){h, tb.device, tb.port, ra.port};
+	}
+	free(used);
+	return x;
+}
+
+static void run_random_pins(const struct ocs_fabric *f, uint64_t *seed, struct stats *st)
+{
+	struct lc_options opt = {.realize = true};
+	size_t n, n_pins;
+	struct ocs_xc *pins = random_pins(f, seed, &n_pins);
+	struct lc_demand *d = lc_gen_demand(f, (enum lc_gen_shape)lc_gen_below(seed, LC_GEN_SHAPES),
+					    NULL, 0, seed, &n);
+	struct lc_plan *p = NULL;
+
+	CHECK(l2_check(f, pins, n_pins, NULL, 0) == 0, "random pins are not a valid configuration");
+	CHECK(lc_plan(f, d, n, pins, n_pins, &opt, &p) == 0, "plan around random pins");
+	if (p) {
+		check_plan(f, d, n, pins, n_pins, p, true, st);
+		CHECK(p->changed_existing == 0 && p->n_xcs >= n_pins &&
+			      memcmp(p->xcs, pins, n_pins * sizeof(*pins)) == 0,
+		      "random pins not kept");
+	}
+	lc_plan_free(p);
+	free(pins);
+	free(d);
+}
+
 /* Two jobs on disjoint leaves: the second is planned around the first's pinned ports. */
 static void run_incremental(const struct ocs_fabric *f, uint64_t *seed, struct stats *st)
 {
 	int N = ocs_fabric_leaves(f);
 	unsigned char *mine = malloc((size_t)N), *theirs = malloc((size_t)N);
-	struct lc_options opt = { .realize = true };
+	struct lc_options opt = {.realize = true};
 	size_t n1, n2;
 	struct lc_demand *d1, *d2, *all;
 	struct lc_plan *p1 = NULL, *p2 = NULL, *p3 = NULL;
@@ -303,8 +374,8 @@ static void run_incremental(const struct ocs_fabric *f, uint64_t *seed, struct s
 	}
 	d1 = lc_gen_demand(f, (enum lc_gen_shape)lc_gen_below(seed, LC_GEN_SHAPES), mine, 0, seed,
 			   &n1);
-	d2 = lc_gen_demand(f, (enum lc_gen_shape)lc_gen_below(seed, LC_GEN_SHAPES), theirs, 0,
-			   seed, &n2);
+	d2 = lc_gen_demand(f, (enum lc_gen_shape)lc_gen_below(seed, LC_GEN_SHAPES), theirs, 0, seed,
+			   &n2);
 	CHECK(lc_plan(f, d1, n1, NULL, 0, &opt, &p1) == 0, "first job");
 	if (!p1)
 		goto out;
@@ -316,6 +387,23 @@ static void run_incremental(const struct ocs_fabric *f, uint64_t *seed, struct s
 		CHECK(p2->n_xcs >= p1->n_xcs &&
 			      memcmp(p2->xcs, p1->xcs, p1->n_xcs * sizeof(*p1->xcs)) == 0,
 		      "pinned cross-connects not kept first and unchanged");
+	}
+	/*
+	 * Re-planning the same demand over its own complete configuration
+	 * moves nothing (with circuits left unrealized, a re-plan may move
+	 * existing ones to place them: that is what it is for).
+	 */
+	if (p1->n_unrealized == 0) {
+		struct lc_options again = {.realize = true, .replan = true};
+		struct lc_plan *p4 = NULL;
+
+		CHECK(lc_plan(f, d1, n1, p1->xcs, p1->n_xcs, &again, &p4) == 0, "replan same");
+		if (p4) {
+			CHECK(p4->changed_existing == 0 && p4->n_xcs == p1->n_xcs,
+			      "replanning the same demand moved %zu of %zu cross-connects",
+			      p4->changed_existing, p1->n_xcs);
+			lc_plan_free(p4);
+		}
 	}
 	/* Global re-plan of both jobs: moved = existing cross-connects not kept. */
 	all = malloc((n1 + n2 + 1) * sizeof(*all));
@@ -333,7 +421,8 @@ static void run_incremental(const struct ocs_fabric *f, uint64_t *seed, struct s
 			for (size_t j = 0; j < p3->n_xcs && !in_new; j++)
 				in_new = memcmp(&p3->xcs[j], &p1->xcs[i], sizeof(p1->xcs[i])) == 0;
 			for (size_t j = 0; j < p3->n_moved && !in_moved; j++)
-				in_moved = memcmp(&p3->moved[j], &p1->xcs[i], sizeof(p1->xcs[i])) == 0;
+				in_moved =
+					memcmp(&p3->moved[j], &p1->xcs[i], sizeof(p1->xcs[i])) == 0;
 			CHECK(in_new != in_moved, "existing xc %zu kept=%d moved=%d", i, in_new,
 			      in_moved);
 			kept += in_new;
@@ -354,12 +443,12 @@ out:
 
 int main(int argc, char **argv)
 {
-	static const int Hs[] = { 2, 3, 4, 5, 6, 8, 16 };
-	static const enum ocs_wiring wirings[] = { OCS_WIRING_CROSS, OCS_WIRING_DUAL,
-						   OCS_WIRING_STRAIGHT };
+	static const int Hs[] = {2, 3, 4, 5, 6, 8, 16};
+	static const enum ocs_wiring wirings[] = {OCS_WIRING_CROSS, OCS_WIRING_DUAL,
+						  OCS_WIRING_STRAIGHT};
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261122;
 	int per = argc > 2 ? atoi(argv[2]) : 30;
-	struct stats st = { 0 };
+	struct stats st = {0};
 
 	for (size_t hi = 0; hi < sizeof(Hs) / sizeof(Hs[0]); hi++)
 		for (int tau = 1; tau <= 2; tau++)
@@ -367,18 +456,21 @@ int main(int argc, char **argv)
 				for (int s = 0; s < LC_GEN_SHAPES; s++)
 					for (int k = 0; k < per; k++) {
 						uint64_t at = seed;
-						struct ocs_fabric f =
-							make_fabric(Hs[hi], tau, wirings[wi], &seed);
+						struct ocs_fabric f = make_fabric(
+							Hs[hi], tau, wirings[wi], &seed);
 
 						snprintf(current, sizeof(current),
-							 "seed %llu H %d tau %d %s %s P %d k_spine %d",
+							 "seed %llu H %d tau %d %s %s P %d k_spine "
+							 "%d",
 							 (unsigned long long)at, Hs[hi], tau,
 							 ocs_wiring_name(wirings[wi]),
-							 lc_gen_shape_name((enum lc_gen_shape)s), f.pods,
-							 f.k_spine);
+							 lc_gen_shape_name((enum lc_gen_shape)s),
+							 f.pods, f.k_spine);
 						run_instance(&f, (enum lc_gen_shape)s, &seed, &st);
 						if (k % 4 == 0)
 							run_incremental(&f, &seed, &st);
+						if (k % 4 == 1)
+							run_random_pins(&f, &seed, &st);
 					}
 	printf("%ld plans checked; straight wiring: %ld circuits, %ld unrealized before Kempe "
 	       "repair, %ld after; tau 1 plans with contention: %ld; pod-centric contended "

@@ -22,20 +22,24 @@
 /* 4 pods, k_leaf 8, k_spine 4, tau 2: H = 4, 2 leaves per pod (leaves 0..7). */
 static struct ocs_fabric lab(enum ocs_wiring w)
 {
-	return (struct ocs_fabric){ .pods = 4, .k_leaf = 8, .k_spine = 4, .tau = 2,
-				    .k_ocs = w == OCS_WIRING_DUAL ? 8 : 4, .wiring = w };
+	return (struct ocs_fabric){.pods = 4,
+				   .k_leaf = 8,
+				   .k_spine = 4,
+				   .tau = 2,
+				   .k_ocs = w == OCS_WIRING_DUAL ? 8 : 4,
+				   .wiring = w};
 }
 
 static void test_validate_names_fields(void **state)
 {
 	struct ocs_fabric f = lab(OCS_WIRING_CROSS);
 	const struct lc_demand d[] = {
-		{ 0, 1, 1 },  /* same pod */
-		{ 0, 8, 1 },  /* b out of range */
-		{ 2, 2, 1 },  /* same leaf */
-		{ 0, 2, -4 }, /* negative */
-		{ 0, 2, 5 },  { 4, 0, 4 }, /* leaf 0 over its 8 uplinks */
-		{ 2, 0, 1 },  /* pair 0-2 again */
+		{0, 1, 1},	       /* same pod */
+		{0, 8, 1},	       /* b out of range */
+		{2, 2, 1},	       /* same leaf */
+		{0, 2, -4},	       /* negative */
+		{0, 2, 5},  {4, 0, 4}, /* leaf 0 over its 8 uplinks */
+		{2, 0, 1},	       /* pair 0-2 again */
 	};
 	struct lc_problem p[16];
 	int n = lc_validate(&f, d, 7, NULL, 0, p, 16);
@@ -63,12 +67,16 @@ static void test_validate_names_fields(void **state)
 static void test_non_power_of_two_h(void **state)
 {
 	/* k_leaf 6, tau 2: H = 3. Leaf 0 sends all 6 uplinks to pod 1's leaves. */
-	struct ocs_fabric f = { .pods = 3, .k_leaf = 6, .k_spine = 4, .tau = 2, .k_ocs = 3,
-				.wiring = OCS_WIRING_CROSS };
-	const struct lc_demand d[] = { { 0, 2, 3 }, { 0, 3, 3 }, { 1, 4, 6 }, { 2, 5, 2 } };
-	struct lc_options opt = { .realize = true };
+	struct ocs_fabric f = {.pods = 3,
+			       .k_leaf = 6,
+			       .k_spine = 4,
+			       .tau = 2,
+			       .k_ocs = 3,
+			       .wiring = OCS_WIRING_CROSS};
+	const struct lc_demand d[] = {{0, 2, 3}, {0, 3, 3}, {1, 4, 6}, {2, 5, 2}};
+	struct lc_options opt = {.realize = true};
 	struct lc_plan *p = NULL;
-	int load[6][3] = { { 0 } };
+	int load[6][3] = {{0}};
 
 	assert_int_equal(lc_plan(&f, d, 4, NULL, 0, &opt, &p), 0);
 	for (size_t i = 0; i < p->n_assignment; i++) {
@@ -95,9 +103,13 @@ static void test_pod_centric_polarizes(void **state)
 	 * 0-4 on spine 1 and 0-5 on spine 2, pair (0,2) puts 0-9 on spine 2
 	 * again. Leaf-centric finds three distinct spines for leaf 0.
 	 */
-	struct ocs_fabric f = { .pods = 4, .k_leaf = 4, .k_spine = 4, .tau = 1, .k_ocs = 4,
-				.wiring = OCS_WIRING_CROSS };
-	const struct lc_demand d[] = { { 0, 4, 1 }, { 0, 5, 1 }, { 0, 9, 1 }, { 1, 8, 1 } };
+	struct ocs_fabric f = {.pods = 4,
+			       .k_leaf = 4,
+			       .k_spine = 4,
+			       .tau = 1,
+			       .k_ocs = 4,
+			       .wiring = OCS_WIRING_CROSS};
+	const struct lc_demand d[] = {{0, 4, 1}, {0, 5, 1}, {0, 9, 1}, {1, 8, 1}};
 	struct lc_plan *lc = NULL, *pc = NULL;
 
 	assert_int_equal(lc_plan(&f, d, 4, NULL, 0, NULL, &lc), 0);
@@ -113,11 +125,15 @@ static void test_pod_centric_polarizes(void **state)
 static void test_pinned_ports_exhaust_a_spine(void **state)
 {
 	/* 2 pods, 1 group (k_leaf 2, tau 2), 2 leaves per pod, k_spine 4. */
-	struct ocs_fabric f = { .pods = 2, .k_leaf = 2, .k_spine = 4, .tau = 2, .k_ocs = 2,
-				.wiring = OCS_WIRING_CROSS };
-	const struct lc_demand first[] = { { 0, 2, 2 }, { 1, 3, 1 } };
-	const struct lc_demand second[] = { { 1, 3, 1 } };
-	struct lc_options opt = { .realize = true };
+	struct ocs_fabric f = {.pods = 2,
+			       .k_leaf = 2,
+			       .k_spine = 4,
+			       .tau = 2,
+			       .k_ocs = 2,
+			       .wiring = OCS_WIRING_CROSS};
+	const struct lc_demand first[] = {{0, 2, 2}, {1, 3, 1}};
+	const struct lc_demand second[] = {{1, 3, 1}};
+	struct lc_options opt = {.realize = true};
 	struct lc_plan *p1 = NULL, *p2 = NULL;
 
 	assert_int_equal(lc_plan(&f, first, 2, NULL, 0, &opt, &p1), 0);
@@ -149,16 +165,15 @@ static void test_pinned_ports_exhaust_a_spine(void **state)
 static void test_deterministic(void **state)
 {
 	struct ocs_fabric f = lab(OCS_WIRING_STRAIGHT);
-	const struct lc_demand d[] = { { 0, 2, 3 }, { 1, 4, 4 }, { 3, 6, 4 }, { 5, 7, 8 },
-				       { 0, 6, 2 }, { 2, 5, 0 } };
-	struct lc_options opt = { .realize = true };
+	const struct lc_demand d[] = {{0, 2, 3}, {1, 4, 4}, {3, 6, 4},
+				      {5, 7, 8}, {0, 6, 2}, {2, 5, 0}};
+	struct lc_options opt = {.realize = true};
 	struct lc_plan *a = NULL, *b = NULL;
 
 	assert_int_equal(lc_plan(&f, d, 6, NULL, 0, &opt, &a), 0);
 	assert_int_equal(lc_plan(&f, d, 6, NULL, 0, &opt, &b), 0);
 	assert_int_equal(a->n_assignment, b->n_assignment);
-	assert_memory_equal(a->assignment, b->assignment,
-			    a->n_assignment * sizeof(*a->assignment));
+	assert_memory_equal(a->assignment, b->assignment, a->n_assignment * sizeof(*a->assignment));
 	assert_int_equal(a->n_xcs, b->n_xcs);
 	assert_memory_equal(a->xcs, b->xcs, a->n_xcs * sizeof(*a->xcs));
 	lc_plan_free(a);
@@ -169,10 +184,10 @@ static void test_deterministic(void **state)
 static void test_realize_rejects_bad_topology(void **state)
 {
 	struct ocs_fabric f = lab(OCS_WIRING_DUAL);
-	const struct rz_circuits same_pod[] = { { 1, 1, 0, 1 } };
-	const struct rz_circuits bad_group[] = { { 0, 1, 4, 1 } };
-	const struct rz_circuits too_many[] = { { 0, 1, 0, 3 }, { 0, 2, 0, 3 } };
-	const struct rz_circuits ok[] = { { 1, 0, 2, 4 } }; /* i > j means the same pair */
+	const struct rz_circuits same_pod[] = {{1, 1, 0, 1}};
+	const struct rz_circuits bad_group[] = {{0, 1, 4, 1}};
+	const struct rz_circuits too_many[] = {{0, 1, 0, 3}, {0, 2, 0, 3}};
+	const struct rz_circuits ok[] = {{1, 0, 2, 4}}; /* i > j means the same pair */
 	struct rz_result *r = NULL;
 
 	assert_int_equal(rz_realize(&f, same_pod, 1, NULL, 0, NULL, 0, &r), -EINVAL);

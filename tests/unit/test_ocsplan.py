@@ -3,7 +3,8 @@
 leaf-centric and pod-centric on small requests through --in/--out and
 stdin/stdout, every output field of the issue 3 contract, incremental
 planning with pinned cross-connects, and bad input: exit 2, one stderr line
-per problem naming the field, nothing on stdout.
+per problem naming the field, nothing on stdout (hand-written cases and 150
+randomly damaged requests).
 
 Usage: test_ocsplan.py PATH/TO/ocsplan
 """
@@ -61,6 +62,8 @@ def check_plan(req, out, realize):
     worst = max(load.values(), default=0) / f["tau"]
     check(abs(out["max_contention"] - worst) < 1e-9,
           "max_contention %s equals recount %s" % (out["max_contention"], worst))
+    check(out["contention_free"] == (worst <= 1 and not out["unplaced"]),
+          "contention_free says whether the demand fits as asked")
     check(("cross_connects" in out) == realize, "cross_connects only with --realize")
     for key in ("unrealized", "changed_existing", "stats"):
         check(key in out, "answer has " + key)
@@ -172,6 +175,8 @@ def test_bad_input():
     bad(json.dumps({"fabric": fabric(k_spine=3), "demand": []}),
         ["fabric.k_spine: must be divisible by tau", "fabric.k_spine: must be even"])
     bad(json.dumps({"demand": []}), ["fabric: missing"])
+    bad(json.dumps({"fabric": fabric(pods=65536, k_leaf=32, k_spine=64, k_ocs=65536),
+                    "demand": []}), ["fabric: 67108864 spine ports, more than"])
     bad(json.dumps({"fabric": f}), ["demand: missing"])
     bad(json.dumps({"fabric": f, "demand": [], "existing": [
         {"group": 0, "device": 0, "in": 0, "out": 1}]}),
@@ -192,8 +197,54 @@ def test_bad_input():
     check(rc == 0 and "leaf-centric" in out and "pod-centric" in out, "--help lists subcommands")
 
 
+def mutate(value, rng):
+    """One random damage somewhere in a JSON tree (returns the new tree)."""
+    if isinstance(value, dict) and value:
+        key = rng.choice(sorted(value))
+        choice = rng.random()
+        copy = dict(value)
+        if choice < 0.15:
+            del copy[key]
+        elif choice < 0.25:
+            copy[key + "_x"] = 1
+        else:
+            copy[key] = mutate(value[key], rng)
+        return copy
+    if isinstance(value, list) and value:
+        i = rng.randrange(len(value))
+        copy = list(value)
+        if rng.random() < 0.2:
+            copy.append(copy[i])
+        else:
+            copy[i] = mutate(value[i], rng)
+        return copy
+    return rng.choice([-1, 0, 1, 7, 2 ** 31, 2 ** 40, 1.5, "x", None, True, [], {}])
+
+
+def test_mutated_requests():
+    """Damaged requests: never a crash; exit 0 with JSON, or 2 with field lines only."""
+    import random
+    rng = random.Random(3)
+    base = list(good_requests())
+    for n in range(150):
+        req = rng.choice(base)
+        for _ in range(1 + rng.randrange(3)):
+            req = mutate(req, rng)
+        args = ["leaf-centric", "--realize"] if n % 2 else ["pod-centric"]
+        rc, out, err = run(args, json.dumps(req))
+        check(rc in (0, 2), "mutated request %d exits 0 or 2, got %d: %s" % (n, rc, err))
+        if rc == 0:
+            json.loads(out)
+        elif rc == 2:
+            check(out == "", "mutated request %d: nothing on stdout" % n)
+            for line in err.strip().split("\n"):
+                check(": " in line and not line.startswith("ocsplan"),
+                      "mutated request %d: '%s' names a field" % (n, line))
+
+
 test_good()
 test_files_and_incremental()
 test_bad_input()
+test_mutated_requests()
 print("ocsplan contract: %s" % ("ok" if failures == 0 else "%d failures" % failures))
 sys.exit(1 if failures else 0)

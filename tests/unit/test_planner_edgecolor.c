@@ -2,8 +2,9 @@
  * test_planner_edgecolor.c - unit tests of the planner's combinatorial
  * engine (solvers/edgecolor.c): balanced orientation of random multigraphs,
  * complete bipartite colouring (Konig) with Kempe repair for any number of
- * colours, blocked slots never moved, and the odd cycle a straight device
- * cannot take.
+ * colours, which is the equitable split of A into H parts the leaf-centric
+ * planner needs, blocked slots never moved, the odd cycle a straight device
+ * cannot take, and random-walk repair that never loses an edge.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -91,6 +92,22 @@ static void test_bipartite_colours_completely(void **state)
 			assert_int_equal(g.slot[(size_t)g.eu[e] * nc + c], e);
 			assert_int_equal(g.slot[(size_t)g.ev[e] * nc + c], e);
 		}
+		/*
+		 * Equitable split into nc parts: every vertex's count per colour is
+		 * within floor/ceil of degree/nc (a full vertex has every colour
+		 * once), and m parallel copies of an edge get m distinct colours.
+		 */
+		for (int x = 0; x < 2 * side; x++) {
+			int used = 0;
+
+			for (int c = 0; c < nc; c++)
+				used += g.slot[(size_t)x * nc + c] >= 0;
+			assert_int_equal(used, deg[x]);
+		}
+		for (int e = 0; e < g.ne; e++)
+			for (int f = e + 1; f < g.ne; f++)
+				if (g.eu[e] == g.eu[f] && g.ev[e] == g.ev[f])
+					assert_int_not_equal(g.color[e], g.color[f]);
 		ec_release(&g);
 		free(deg);
 	}
@@ -139,6 +156,81 @@ static void test_odd_cycle_needs_third_colour(void **state)
 	ec_release(&g);
 }
 
+/*
+ * Multigraphs built as the union of nc random matchings (so nc colours are
+ * enough, like a straight device set with a realizable topology), coloured
+ * from scratch in a shuffled order: whatever first fit and Kempe chains
+ * leave, the walks place most of, keeping the colouring proper and blocked
+ * slots untouched, and never losing an edge.
+ */
+static void test_walk_keeps_colouring_proper(void **state)
+{
+	uint64_t seed = 23, rng = 5;
+	long left_before = 0, left_after = 0;
+
+	for (int round = 0; round < 300; round++) {
+		int nv = 2 * (2 + (int)(next(&seed) % 10)), nc = 2 + (int)(next(&seed) % 8);
+		int *perm = malloc((size_t)nv * sizeof(int));
+		int *eu = malloc((size_t)nv * nc * sizeof(int)),
+		    *ev = malloc((size_t)nv * nc * sizeof(int));
+		int n = 0, before = 0, after = 0;
+		struct ec_graph g;
+
+		/* Colour 0 is blocked at vertex 0: matching 0 leaves vertex 0 out. */
+		for (int c = 0; c < nc; c++) {
+			for (int i = 0; i < nv; i++)
+				perm[i] = i;
+			for (int i = nv - 1; i > 0; i--) {
+				int j = (int)(next(&seed) % (uint64_t)(i + 1)), t = perm[i];
+
+				perm[i] = perm[j];
+				perm[j] = t;
+			}
+			for (int i = 0; i + 1 < nv; i += 2) {
+				if (c == 0 && (perm[i] == 0 || perm[i + 1] == 0))
+					continue;
+				eu[n] = perm[i];
+				ev[n++] = perm[i + 1];
+			}
+		}
+		for (int i = n - 1; i > 0; i--) {
+			int j = (int)(next(&seed) % (uint64_t)(i + 1)), t = eu[i];
+
+			eu[i] = eu[j];
+			eu[j] = t;
+			t = ev[i];
+			ev[i] = ev[j];
+			ev[j] = t;
+		}
+		assert_int_equal(ec_init(&g, nv, nc, n), 0);
+		ec_block(&g, 0, 0);
+		for (int e = 0; e < n; e++)
+			before += !ec_color(&g, ec_add_edge(&g, eu[e], ev[e]), true, 0);
+		for (int e = 0; e < g.ne; e++)
+			if (g.color[e] < 0)
+				ec_color_walk(&g, e, 300, &rng);
+		for (int e = 0; e < g.ne; e++) {
+			int c = g.color[e];
+
+			after += c < 0;
+			if (c < 0)
+				continue;
+			assert_int_equal(g.slot[(size_t)g.eu[e] * nc + c], e);
+			assert_int_equal(g.slot[(size_t)g.ev[e] * nc + c], e);
+		}
+		assert_int_equal(g.slot[0], EC_BLOCKED);
+		assert_true(after <= before);
+		left_before += before;
+		left_after += after;
+		ec_release(&g);
+		free(perm);
+		free(eu);
+		free(ev);
+	}
+	assert_true(left_before > 0);
+	assert_true(left_after * 10 < left_before);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +238,7 @@ int main(void)
 		cmocka_unit_test(test_bipartite_colours_completely),
 		cmocka_unit_test(test_blocked_slots_stay),
 		cmocka_unit_test(test_odd_cycle_needs_third_colour),
+		cmocka_unit_test(test_walk_keeps_colouring_proper),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
