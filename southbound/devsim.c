@@ -41,6 +41,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,9 @@ enum devsim_model { MODEL_SWITCH, MODEL_TRANSCEIVER };
 
 #define MAX_SUBSCRIBERS 8
 #define ACCEPT_THREADS 4
+#define MAX_WORKERS 64
+#define THREADS_PER_PS 4
+#define MAX_FDS 65536
 #define AUTH_TIMEOUT_S 5
 #define DEFAULT_CONFIRM_TIMEOUT_S 600
 
@@ -103,7 +107,11 @@ static struct {
 	char *password;
 	char *hostkey_path;
 	bool hostkey_generated;
-	struct nc_pollsession *ps;
+	/* libnetconf2 lets at most a few threads wait on one pollsession, so
+	 * the workers are split over several: worker i polls ps[i % n_ps] */
+	struct nc_pollsession *ps[MAX_WORKERS / THREADS_PER_PS];
+	int n_ps;
+	atomic_uint next_ps; /* round-robin placement of new sessions */
 	volatile sig_atomic_t stop;
 } sim;
 
@@ -762,6 +770,9 @@ static struct nc_server_reply *rpc_clb(struct lyd_node *rpc, struct nc_session *
 		reply = rpc_commit(d, rpc, sid, noeffect);
 	} else if (!strcmp(name, "cancel-commit")) {
 		reply = rpc_cancel(d, rpc, sid);
+	} else if (!strcmp(name, "discard-changes") && d->lock_candidate_sid &&
+		   d->lock_candidate_sid != sid) {
+		reply = reply_err(NC_ERR_IN_USE, "the candidate is locked by another session", NULL);
 	} else if (!strcmp(name, "discard-changes")) {
 		lyd_free_all(d->candidate);
 		d->candidate = dup_tree(d->running);
@@ -802,12 +813,37 @@ static struct nc_server_reply *rpc_clb(struct lyd_node *rpc, struct nc_session *
 
 /* ---- sessions ------------------------------------------------------------ */
 
+static int bind_session_locked(struct nc_session *s, struct session_data *sd);
+
+/* Sockets already bound to a live session (guarded by bind_mu). */
+static pthread_mutex_t bind_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool fd_bound[MAX_FDS];
+
 /*
  * libnetconf2 does not say which endpoint accepted a session. Find the
  * socket whose peer is the session's remote address among our own file
- * descriptors; its local port names the device.
+ * descriptors; its local port names the device. One client port may talk
+ * to several of our ports at once (Linux reuses an ephemeral port for
+ * different destinations), so sockets of live sessions are skipped and the
+ * search runs under bind_mu.
  */
 static int bind_session(struct nc_session *s, struct session_data *sd)
+{
+	pthread_mutex_lock(&bind_mu);
+	int rc = bind_session_locked(s, sd);
+	pthread_mutex_unlock(&bind_mu);
+	return rc;
+}
+
+static void unbind_session(struct session_data *sd)
+{
+	pthread_mutex_lock(&bind_mu);
+	if (sd->fd >= 0 && sd->fd < MAX_FDS)
+		fd_bound[sd->fd] = false;
+	pthread_mutex_unlock(&bind_mu);
+}
+
+static int bind_session_locked(struct nc_session *s, struct session_data *sd)
 {
 	uint16_t peer_port = nc_session_get_port(s);
 	DIR *dir = opendir("/proc/self/fd");
@@ -829,9 +865,11 @@ static int bind_session(struct nc_session *s, struct session_data *sd)
 		uint16_t lp = local.ss_family == AF_INET
 				      ? ntohs(((struct sockaddr_in *)&local)->sin_port)
 				      : ntohs(((struct sockaddr_in6 *)&local)->sin6_port);
-		if (lp >= sim.base_port && lp < sim.base_port + sim.count) {
+		if (lp >= sim.base_port && lp < sim.base_port + sim.count && fd < MAX_FDS &&
+		    !fd_bound[fd]) {
 			sd->dev = &sim.devs[lp - sim.base_port];
 			sd->fd = fd;
+			fd_bound[fd] = true;
 			rc = 0;
 			break;
 		}
@@ -861,19 +899,21 @@ static void session_gone(struct nc_session *s)
 		revert_confirmed_commit(d);
 	drop_subscriber(d, s);
 	pthread_mutex_unlock(&d->mu);
+	unbind_session(sd);
 }
 
 static void *worker_main(void *arg)
 {
+	struct nc_pollsession *ps = arg;
 	while (!sim.stop) {
 		struct nc_session *s = NULL;
-		int r = nc_ps_poll(sim.ps, 100, &s);
+		int r = nc_ps_poll(ps, 100, &s);
 		if (r & NC_PSPOLL_NOSESSIONS) {
 			usleep(10000);
 			continue;
 		}
 		if ((r & (NC_PSPOLL_SESSION_TERM | NC_PSPOLL_SESSION_ERROR)) && s) {
-			nc_ps_del_session(sim.ps, s);
+			nc_ps_del_session(ps, s);
 			session_gone(s);
 			nc_session_free(s, free);
 		}
@@ -896,7 +936,7 @@ static void *accept_main(void *arg)
 			continue;
 		}
 		nc_session_set_data(s, sd);
-		nc_ps_add_session(sim.ps, s);
+		nc_ps_add_session(sim.ps[atomic_fetch_add(&sim.next_ps, 1) % (unsigned)sim.n_ps], s);
 	}
 	nc_thread_destroy();
 	return NULL;
@@ -1118,7 +1158,7 @@ int main(int argc, char **argv)
 			sim.confirmed_commit = false;
 			break;
 		case 'w':
-			if (parse_int_arg("workers", optarg, 1, 64, &workers))
+			if (parse_int_arg("workers", optarg, 1, MAX_WORKERS, &workers))
 				return 2;
 			break;
 		case 'i':
@@ -1231,10 +1271,12 @@ int main(int argc, char **argv)
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		signal(SIGPIPE, SIG_IGN);
-		sim.ps = nc_ps_new();
-		pthread_t tids[64], timer;
+		sim.n_ps = (workers + THREADS_PER_PS - 1) / THREADS_PER_PS;
+		for (int i = 0; i < sim.n_ps; i++)
+			sim.ps[i] = nc_ps_new();
+		pthread_t tids[MAX_WORKERS], timer;
 		for (int i = 0; i < workers; i++)
-			pthread_create(&tids[i], NULL, worker_main, NULL);
+			pthread_create(&tids[i], NULL, worker_main, sim.ps[i % sim.n_ps]);
 		pthread_create(&timer, NULL, timer_main, NULL);
 		print_hostkey_fingerprint();
 		printf("ready %d device%s on %s:%d-%d model %s ports %d\n", sim.count,
@@ -1251,8 +1293,10 @@ int main(int argc, char **argv)
 		for (int i = 0; i < workers; i++)
 			pthread_join(tids[i], NULL);
 		pthread_join(timer, NULL);
-		nc_ps_clear(sim.ps, 1, free);
-		nc_ps_free(sim.ps);
+		for (int i = 0; i < sim.n_ps; i++) {
+			nc_ps_clear(sim.ps[i], 1, free);
+			nc_ps_free(sim.ps[i]);
+		}
 	}
 	nc_server_destroy();
 	for (int i = 0; i < sim.count; i++) {
