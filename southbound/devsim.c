@@ -907,7 +907,9 @@ static void *worker_main(void *arg)
 	struct nc_pollsession *ps = arg;
 	while (!sim.stop) {
 		struct nc_session *s = NULL;
-		int r = nc_ps_poll(ps, 100, &s);
+		/* short timeout: a session added while a worker sits in poll()
+		 * is only seen at the next call */
+		int r = nc_ps_poll(ps, 5, &s);
 		if (r & NC_PSPOLL_NOSESSIONS) {
 			usleep(10000);
 			continue;
