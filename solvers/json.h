@@ -69,7 +69,7 @@ void json_w_array_begin(struct json_writer *w);
 void json_w_array_end(struct json_writer *w);
 void json_w_key(struct json_writer *w, const char *key);
 void json_w_int(struct json_writer *w, int64_t v);
-/* Finite values with up to 6 significant decimals kept; NaN/inf write null. */
+/* Finite values with 6 decimals, trailing zeros trimmed; NaN/inf write null. */
 void json_w_double(struct json_writer *w, double v);
 void json_w_string(struct json_writer *w, const char *s);
 void json_w_bool(struct json_writer *w, bool v);
