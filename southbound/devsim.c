@@ -1054,6 +1054,7 @@ static int load_context(const char *ietf_dir)
 		nc_features[3] = NULL;
 	if (!ly_ctx_load_module(sim.ctx, "ietf-netconf", "2011-06-01", nc_features) ||
 	    !ly_ctx_load_module(sim.ctx, "ietf-netconf-monitoring", NULL, NULL) ||
+	    !ly_ctx_load_module(sim.ctx, "notifications", NULL, NULL) ||
 	    !ly_ctx_load_module(sim.ctx, "nc-notifications", NULL, NULL)) {
 		fprintf(stderr, "ocs-devsim: cannot load the IETF NETCONF modules from %s: %s\n",
 			ietf_dir, ly_errmsg(sim.ctx));
@@ -1240,6 +1241,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	nc_set_global_rpc_clb(rpc_clb);
+	nc_server_set_capability("urn:ietf:params:netconf:capability:notification:1.0");
 	/* libnetconf2's own get-schema reply ends in a NUL byte that strict XML
 	 * parsers (ncclient/lxml) reject; route it to rpc_get_schema instead */
 	const struct lysc_node *gs =

@@ -112,6 +112,7 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 	int rc = 0;
 	if (!ly_ctx_load_module(drv->ctx, "ietf-netconf", "2011-06-01", all) ||
 	    !ly_ctx_load_module(drv->ctx, "ietf-netconf-monitoring", NULL, NULL) ||
+	    !ly_ctx_load_module(drv->ctx, "notifications", NULL, NULL) ||
 	    !ly_ctx_load_module(drv->ctx, "nc-notifications", NULL, NULL) ||
 	    !ly_ctx_load_module(drv->ctx, "ietf-netconf-with-defaults", NULL, NULL) ||
 	    !ly_ctx_load_module(drv->ctx, "ietf-datastores", NULL, NULL) ||
@@ -318,8 +319,6 @@ static void detect_capabilities(struct sb_device *dev)
 			c->rollback_on_error = true;
 		else if (!strncmp(s, "urn:ietf:params:netconf:capability:writable-running:1.0", 55))
 			c->writable_running = true;
-		if (strstr(s, "module=ocs-switch"))
-			c->ocs_switch = true;
 		if (strstr(s, "module=yuma123-") || strstr(s, "module=yuma-app-common") ||
 		    strstr(s, "module=yuma-system"))
 			c->yuma = true;

@@ -86,7 +86,6 @@ struct sb_capabilities {
 	bool validate;
 	bool rollback_on_error;
 	bool writable_running;
-	bool ocs_switch;      /* implements the ocs-switch module */
 	bool yuma;            /* netconfd (yuma123): see the quirks */
 };
 
