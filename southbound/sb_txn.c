@@ -319,8 +319,8 @@ static void job_prepare(void *arg)
 	if (sb_device_lock(d->dev, ds, &err))
 		return fail_dev(d, SB_STEP_PREPARE, &err);
 	d->locked = true;
-	if (uses_candidate(d) && sb_device_discard(d->dev, &err))
-		return fail_dev(d, SB_STEP_PREPARE, &err);
+	/* no discard-changes: a lock on the candidate is only granted when it
+	 * holds no uncommitted changes (RFC 6241 7.5), so it equals running */
 	if (read_running(d, &d->pre, &d->n_pre, &err))
 		return fail_dev(d, SB_STEP_PREPARE, &err);
 	d->have_pre = true;

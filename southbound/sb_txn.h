@@ -9,8 +9,8 @@
  *   0. plan check: the caller's verify callback (the independent L2
  *      checker of solvers/) runs on the plan; a refused plan touches no
  *      device. The persist_intent hook runs next.
- *   1. prepare all: lock candidate, discard, read the pre-image, one
- *      edit-config, validate;
+ *   1. prepare all: lock candidate, read the pre-image, one edit-config,
+ *      validate;
  *   2. commit all: confirmed commit with a timeout, bound to the session
  *      (the dead-man switch: revert when the session or the timeout ends);
  *   3. verify all: read back configuration and connection state until

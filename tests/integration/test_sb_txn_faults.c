@@ -5,9 +5,9 @@
  * commit, confirm, unlock, cancel), plus a commit without effect and a
  * failed port, once on 1 of 4 devices and once on all of 16 devices.
  *
- * The RPCs map onto the transaction steps as: prepare = lock, discard,
+ * The RPCs map onto the transaction steps as: prepare = lock,
  * get (pre-image), edit, validate; commit = commit; verify = get;
- * confirm = confirm (a commit with persist-id), unlock; rollback = cancel,
+ * confirm = confirm (a commit on the committing session), unlock; rollback = cancel,
  * discard, get, edit, commit. One-shot knobs fire at the first RPC of
  * their kind, so `get` faults hit prepare. A hung RPC lands after the
  * driver gave up on it: the rollback must wait for that stale session.
@@ -154,11 +154,12 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 
 static const char *const steps[] = {"lock",    "discard", "get",    "edit",  "validate",
 				    "commit",  "confirm", "unlock", "cancel"};
-/* steps whose failure necessarily breaks the transaction */
+/* steps whose failure necessarily breaks the transaction (discard, unlock
+ * and cancel only run on rollback or after the confirm) */
 static bool breaks(const char *action, const char *step)
 {
 	bool prepare_or_commit = strcmp(step, "confirm") && strcmp(step, "unlock") &&
-				 strcmp(step, "cancel");
+				 strcmp(step, "cancel") && strcmp(step, "discard");
 	if (prepare_or_commit)
 		return true;
 	/* a failed confirm is final: only the committing session may confirm */
