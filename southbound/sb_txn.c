@@ -259,6 +259,14 @@ static bool same_xcs(const struct sb_xc *a, size_t na, const struct sb_xc *b, si
 	return true;
 }
 
+static const struct sb_xc *find_target(const struct dev_ctx *d, uint16_t in)
+{
+	for (size_t i = 0; i < d->n_target; i++)
+		if (d->target[i].in == in)
+			return &d->target[i];
+	return NULL;
+}
+
 static struct sb_xc *states_to_xcs(const struct sb_xc_state *s, size_t n)
 {
 	struct sb_xc *x = malloc((n ? n : 1) * sizeof(*x));
@@ -360,6 +368,35 @@ static void job_commit(void *arg)
 		fail_dev(d, SB_STEP_COMMIT, &err);
 }
 
+/* Names the first intended cross-connect the read-back lacks (or the first extra one). */
+static void describe_difference(const struct dev_ctx *d, char *msg, size_t len)
+{
+	for (size_t i = 0; i < d->n_target; i++) {
+		const struct sb_xc *t = &d->target[i];
+		const struct sb_xc *got = NULL;
+		for (size_t j = 0; j < d->n_readback; j++)
+			if (d->readback[j].in == t->in)
+				got = &d->readback[j];
+		if (!got || got->out != t->out) {
+			char have[32] = "nothing";
+			if (got)
+				snprintf(have, sizeof(have), "%u -> %u", got->in, got->out);
+			snprintf(msg, len,
+				 "read-back differs from the intent: %u -> %u expected, device holds "
+				 "%s (%zu cross-connects read, %zu intended; commit without effect?)",
+				 t->in, t->out, have, d->n_readback, d->n_target);
+			return;
+		}
+	}
+	for (size_t j = 0; j < d->n_readback; j++)
+		if (!find_target(d, d->readback[j].in)) {
+			snprintf(msg, len, "read-back differs from the intent: unexpected %u -> %u",
+				 d->readback[j].in, d->readback[j].out);
+			return;
+		}
+	snprintf(msg, len, "read-back differs from the intent");
+}
+
 static void job_verify(void *arg)
 {
 	struct dev_ctx *d = arg;
@@ -384,11 +421,8 @@ static void job_verify(void *arg)
 		if (!d->readback)
 			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -ENOMEM, "out of memory");
 		if (!same_xcs(d->readback, d->n_readback, d->target, d->n_target)) {
-			char msg[200];
-			snprintf(msg, sizeof(msg),
-				 "read-back differs from the intent: device holds %zu cross-connects, "
-				 "%zu intended (commit without effect?)",
-				 d->n_readback, d->n_target);
+			char msg[240];
+			describe_difference(d, msg, sizeof(msg));
 			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -EPROTO, msg);
 		}
 		if (broken) {
