@@ -58,6 +58,8 @@ X
   fi
   kill "$ncd_pid"; wait "$ncd_pid" 2>/dev/null || true; ncd_pid=; rm -f "$sock"
 done
-[ -f "$tmp/sshd.pid" ] || { echo "could not start sshd"; cat "$tmp/sshd.log"; exit 1; }
+# sshd writes its pid file from the daemonized child: give it a moment
+for i in $(seq 30); do [ -s "$tmp/sshd.pid" ] && break; sleep 0.1; done
+[ -s "$tmp/sshd.pid" ] || { echo "could not start sshd"; cat "$tmp/sshd.log"; exit 1; }
 fp=$(ssh-keygen -lf "$tmp/hostkey.pub" -E sha256 | awk '{print $2}')
 "$client" "$port" "$user" "$tmp/client" "$tmp/client.pub" "$fp"
