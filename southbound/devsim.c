@@ -1,6 +1,6 @@
 /*
  * devsim.c - ocs-devsim, the ocsd device simulator: a real NETCONF server
- * (libnetconf2 server API over SSH, libyang datastores) that behaves like an
+ * (libnetconf2 server API over SSH or TLS, libyang datastores) behaving like an
  * optical circuit switch (model ocs-switch) or a node's OCS transceivers
  * (model ocs-transceiver). With --count N one process serves N independent
  * devices on consecutive TCP ports.
@@ -37,6 +37,9 @@
 #include <libssh/libssh.h>
 #include <libyang/libyang.h>
 #include <nc_server.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -107,6 +110,9 @@ static struct {
 	char *password;
 	char *hostkey_path;
 	bool hostkey_generated;
+	char *tls_cert; /* TLS instead of SSH when set */
+	char *tls_key;
+	char *tls_ca;
 	/* libnetconf2 lets at most a few threads wait on one pollsession, so
 	 * the workers are split over several: worker i polls ps[i % n_ps] */
 	struct nc_pollsession *ps[MAX_WORKERS / THREADS_PER_PS];
@@ -1016,6 +1022,60 @@ static void print_hostkey_fingerprint(void)
 	ssh_key_free(priv);
 }
 
+/* ---- TLS setup ------------------------------------------------------------ */
+
+static int tls_cert_clb(const char *name, void *user_data, char **cert_path, char **cert_data,
+			char **privkey_path, char **privkey_data, NC_SSH_KEY_TYPE *privkey_type)
+{
+	*cert_path = strdup(sim.tls_cert);
+	*privkey_path = strdup(sim.tls_key);
+	return (*cert_path && *privkey_path) ? 0 : -1;
+}
+
+/* The trusted list "clients": the CA of --tls-ca. */
+static int tls_trusted_clb(const char *name, void *user_data, char ***cert_paths,
+			   int *cert_path_count, char ***cert_data, int *cert_data_count)
+{
+	*cert_paths = malloc(sizeof(char *));
+	if (!*cert_paths || !((*cert_paths)[0] = strdup(sim.tls_ca)))
+		return -1;
+	*cert_path_count = 1;
+	*cert_data = NULL;
+	*cert_data_count = 0;
+	return 0;
+}
+
+/*
+ * "04:ab:cd:..." (04 = SHA-256, RFC 7589 tls-fingerprint) of the CA that
+ * signs client certificates: every client it signed maps to --user.
+ */
+static char *ca_fingerprint(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	X509 *cert = PEM_read_X509(f, NULL, NULL, NULL);
+	fclose(f);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	char *out = NULL;
+	if (cert && X509_digest(cert, EVP_sha256(), md, &len) && (out = malloc(3 + 3 * len))) {
+		char *p = out + sprintf(out, "04");
+		for (unsigned int i = 0; i < len; i++)
+			p += sprintf(p, ":%02x", md[i]);
+	}
+	X509_free(cert);
+	return out;
+}
+
+static int add_tls_endpoint(const char *name, const char *fingerprint)
+{
+	return nc_server_add_endpt(name, NC_TI_OPENSSL) ||
+	       nc_server_tls_endpt_set_server_cert(name, "server") ||
+	       nc_server_tls_endpt_add_trusted_cert_list(name, "clients") ||
+	       nc_server_tls_endpt_add_ctn(name, 1, fingerprint, NC_TLS_CTN_SPECIFIED, sim.user);
+}
+
 /* ---- startup ------------------------------------------------------------- */
 
 static void usage(FILE *out)
@@ -1023,7 +1083,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: ocs-devsim --listen ADDR:PORT [--model ocs-switch|ocs-transceiver]\n"
 		"                  [--ports N] [--user U --password P] [--authorized-key FILE]\n"
-		"                  [--hostkey FILE] [--switch-ms MS] [--fault SPEC]... [--count N]\n"
+		"                  [--hostkey FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE]\n"
+		"                  [--switch-ms MS] [--fault SPEC]... [--count N]\n"
 		"                  [--unidirectional] [--no-confirmed-commit] [--workers N]\n"
 		"                  [--ietf-dir DIR]\n");
 }
@@ -1084,6 +1145,9 @@ int main(int argc, char **argv)
 		{"password", required_argument, NULL, 'p'},
 		{"authorized-key", required_argument, NULL, 'k'},
 		{"hostkey", required_argument, NULL, 'H'},
+		{"tls-cert", required_argument, NULL, 'T'},
+		{"tls-key", required_argument, NULL, 'K'},
+		{"tls-ca", required_argument, NULL, 'A'},
 		{"switch-ms", required_argument, NULL, 's'},
 		{"fault", required_argument, NULL, 'f'},
 		{"count", required_argument, NULL, 'c'},
@@ -1142,6 +1206,15 @@ int main(int argc, char **argv)
 		case 'H':
 			sim.hostkey_path = strdup(optarg);
 			break;
+		case 'T':
+			sim.tls_cert = optarg;
+			break;
+		case 'K':
+			sim.tls_key = optarg;
+			break;
+		case 'A':
+			sim.tls_ca = optarg;
+			break;
 		case 's':
 			if (parse_int_arg("switch-ms", optarg, 0, 600000, &sim.switch_ms))
 				return 2;
@@ -1180,7 +1253,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!sim.user || (!sim.password && !authkey)) {
+	bool tls = sim.tls_cert || sim.tls_key || sim.tls_ca;
+	if (tls && !(sim.tls_cert && sim.tls_key && sim.tls_ca && sim.user)) {
+		fprintf(stderr, "ocs-devsim: TLS needs --tls-cert, --tls-key, --tls-ca and --user (the "
+				"name clients signed by the CA are mapped to)\n");
+		return 2;
+	}
+	if (!tls && (!sim.user || (!sim.password && !authkey))) {
 		fprintf(stderr, "ocs-devsim: --user and --password and/or --authorized-key are "
 				"required\n");
 		return 2;
@@ -1216,7 +1295,13 @@ int main(int argc, char **argv)
 	nc_verbosity(NC_VERB_ERROR);
 	if (load_context(ietf_dir))
 		return 1;
-	if (!sim.hostkey_path && generate_hostkey()) {
+	char *ca_fp = tls ? ca_fingerprint(sim.tls_ca) : NULL;
+	if (tls && !ca_fp) {
+		fprintf(stderr, "ocs-devsim: --tls-ca: cannot read a PEM certificate from %s\n",
+			sim.tls_ca);
+		return 1;
+	}
+	if (!tls && !sim.hostkey_path && generate_hostkey()) {
 		fprintf(stderr, "ocs-devsim: cannot generate an SSH host key\n");
 		return 1;
 	}
@@ -1250,6 +1335,8 @@ int main(int argc, char **argv)
 		((struct lysc_node *)gs)->priv = NULL;
 	nc_server_ssh_set_hostkey_clb(hostkey_clb, NULL, NULL);
 	nc_server_ssh_set_passwd_auth_clb(passwd_clb, NULL, NULL);
+	nc_server_tls_set_server_cert_clb(tls_cert_clb, NULL, NULL);
+	nc_server_tls_set_trusted_cert_list_clb(tls_trusted_clb, NULL, NULL);
 	if (authkey && nc_server_ssh_add_authkey_path(authkey, sim.user)) {
 		fprintf(stderr, "ocs-devsim: --authorized-key: cannot read %s\n", authkey);
 		return 1;
@@ -1258,13 +1345,14 @@ int main(int argc, char **argv)
 	for (int i = 0; i < sim.count && !rc; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "dev%d", i);
-		if (nc_server_add_endpt(name, NC_TI_LIBSSH) ||
-		    nc_server_ssh_endpt_add_hostkey(name, "hostkey", -1) ||
-		    nc_server_ssh_endpt_set_auth_methods(
-			    name, (sim.password ? NC_SSH_AUTH_PASSWORD : 0) |
-					  (authkey ? NC_SSH_AUTH_PUBLICKEY : 0)) ||
-		    nc_server_ssh_endpt_set_auth_timeout(name, AUTH_TIMEOUT_S) ||
-		    nc_server_endpt_set_address(name, listen_addr) ||
+		int setup = tls ? add_tls_endpoint(name, ca_fp)
+				: (nc_server_add_endpt(name, NC_TI_LIBSSH) ||
+				   nc_server_ssh_endpt_add_hostkey(name, "hostkey", -1) ||
+				   nc_server_ssh_endpt_set_auth_methods(
+					   name, (sim.password ? NC_SSH_AUTH_PASSWORD : 0) |
+							 (authkey ? NC_SSH_AUTH_PUBLICKEY : 0)) ||
+				   nc_server_ssh_endpt_set_auth_timeout(name, AUTH_TIMEOUT_S));
+		if (setup || nc_server_endpt_set_address(name, listen_addr) ||
 		    nc_server_endpt_set_port(name, (uint16_t)(port + i))) {
 			fprintf(stderr, "ocs-devsim: cannot listen on %s:%d (in use?)\n", listen_addr,
 				port + i);
@@ -1282,7 +1370,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < workers; i++)
 			pthread_create(&tids[i], NULL, worker_main, sim.ps[i % sim.n_ps]);
 		pthread_create(&timer, NULL, timer_main, NULL);
-		print_hostkey_fingerprint();
+		if (!tls)
+			print_hostkey_fingerprint();
 		printf("ready %d device%s on %s:%d-%d model %s ports %d\n", sim.count,
 		       sim.count == 1 ? "" : "s", listen_addr, port, port + sim.count - 1,
 		       model_module(), sim.ports);
@@ -1318,6 +1407,7 @@ int main(int argc, char **argv)
 	if (sim.hostkey_generated)
 		unlink(sim.hostkey_path);
 	free(sim.hostkey_path);
+	free(ca_fp);
 	free(listen_addr);
 	return rc;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +40,8 @@ static int try_start(struct tl_fleet *f, int count, int base, const char *const 
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
+		/* the simulator dies with the test, even when the test is killed */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		dup2(pipefd[1], STDOUT_FILENO);
 		close(pipefd[0]);
 		close(pipefd[1]);
