@@ -323,11 +323,13 @@ static void add_leaf(struct lyd_node *parent, const struct lys_module *mod, cons
 }
 
 /* Builds running + state data of an ocs-switch device. */
-static struct lyd_node *switch_state(struct device *d)
+static struct lyd_node *switch_state(struct device *d, bool with_ports)
 {
 	const struct lys_module *mod = ly_ctx_get_module_implemented(sim.ctx, "ocs-switch");
 	struct lyd_node *tree = dup_tree(d->running), *info = NULL, *ports = NULL, *node;
 	int64_t t = now_ms();
+	if (!with_ports)
+		goto connections; /* the filter does not look at ports: spare the work */
 	lyd_new_inner(NULL, mod, "switch-info", 0, &info);
 	add_leaf(info, mod, "port-count", "%d", sim.ports);
 	add_leaf(info, mod, "bidirectional", "%s", sim.bidirectional ? "true" : "false");
@@ -356,6 +358,7 @@ static struct lyd_node *switch_state(struct device *d)
 		add_leaf(node, mod, "output-power", "%s", lit[p] ? "-3.10" : "-40.00");
 	}
 	free(lit);
+connections:;
 	struct ly_set *set = NULL;
 	if (!lyd_find_xpath(tree, "/ocs-switch:cross-connects/connection", &set)) {
 		for (uint32_t i = 0; i < set->count; i++) {
@@ -611,27 +614,28 @@ static struct nc_server_reply *rpc_cancel(struct device *d, const struct lyd_nod
 
 static struct nc_server_reply *rpc_get(struct device *d, const struct lyd_node *rpc, bool config_only)
 {
-	struct lyd_node *full;
+	struct lyd_node *fnode = NULL, *filter = NULL, *selected = NULL, *full = NULL;
+	char msg[256] = "";
+	bool has_filter = !lyd_find_path(rpc, "filter", 0, &fnode);
+	if (has_filter && ds_parse_any(sim.ctx, fnode, 1, &filter, msg, sizeof(msg)))
+		return reply_err(NC_ERR_INVALID_VALUE, msg, NULL);
+	bool with_ports = !has_filter;
+	for (const struct lyd_node *f = filter; f; f = f->next)
+		with_ports |= strcmp(LYD_NAME(f), "cross-connects") != 0;
 	if (config_only) {
 		NC_DATASTORE ds = datastore_of(rpc, "source");
-		if (ds != NC_DATASTORE_RUNNING && ds != NC_DATASTORE_CANDIDATE)
+		if (ds != NC_DATASTORE_RUNNING && ds != NC_DATASTORE_CANDIDATE) {
+			lyd_free_all(filter);
 			return reply_err(NC_ERR_INVALID_VALUE, "source must be running or candidate",
 					 NULL);
+		}
 		full = dup_tree(ds == NC_DATASTORE_RUNNING ? d->running : d->candidate);
-	} else {
-		full = sim.model == MODEL_SWITCH ? switch_state(d) : transceiver_state(d);
+	} else if (!has_filter || filter) { /* an empty filter selects nothing */
+		full = sim.model == MODEL_SWITCH ? switch_state(d, with_ports) : transceiver_state(d);
 	}
-	struct lyd_node *fnode = NULL, *filter = NULL, *selected = NULL;
-	char msg[256] = "";
-	if (!lyd_find_path(rpc, "filter", 0, &fnode)) {
-		if (ds_parse_any(sim.ctx, fnode, 1, &filter, msg, sizeof(msg))) {
-			lyd_free_all(full);
-			return reply_err(NC_ERR_INVALID_VALUE, msg, NULL);
-		}
-		if (!filter) { /* an empty filter selects nothing */
-			lyd_free_all(full);
-			full = NULL;
-		}
+	if (has_filter && !filter) {
+		lyd_free_all(full);
+		full = NULL;
 	}
 	int rc = ds_subtree_filter(sim.ctx, full, filter, &selected);
 	lyd_free_all(full);
