@@ -7,6 +7,9 @@
  * kills the child with SIGKILL and then reads the devices until every one
  * is back at its pre-image: this must happen within the confirmed-commit
  * timeout (it happens as soon as the dead sessions close).
+ * A second round freezes the child with SIGSTOP instead (a controller that
+ * hangs with its sessions open): the devices must revert when the timeout
+ * expires, not before.
  */
 #include "sb_testlib.h"
 
@@ -70,12 +73,10 @@ static int child_main(struct tl_fleet *fleet, int fd)
 	return 4; /* never reached: the parent kills us in verify */
 }
 
-int main(void)
+/* One round: the child commits and stalls; `sig` ends it; the devices revert. */
+static int run_round(struct tl_fleet *fleet_p, int sig)
 {
-	setvbuf(stdout, NULL, _IONBF, 0);
-	struct tl_fleet fleet;
-	if (tl_fleet_start(&fleet, N, NULL))
-		return 1;
+	struct tl_fleet fleet = *fleet_p;
 	int fds[2];
 	if (pipe(fds))
 		return 1;
@@ -95,6 +96,7 @@ int main(void)
 	int group[N], device[N];
 	build(devs, want, xcs, group, device, 1);
 	char c = 0;
+	int status = 0;
 	if (read(fds[0], &c, 1) != 1 || c != 'C') {
 		fprintf(stderr, "child did not reach verify\n");
 		rc = 1;
@@ -111,12 +113,13 @@ int main(void)
 		}
 		free(got);
 	}
-	kill(pid, SIGKILL);
+	kill(pid, sig);
 	int64_t t_kill = sb_now_ms();
-	int status;
-	waitpid(pid, &status, 0);
-	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
-		rc = 1;
+	if (sig == SIGKILL) {
+		waitpid(pid, &status, 0);
+		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+			rc = 1;
+	}
 	/* every device reverts by itself, within the confirmed-commit timeout */
 	bool reverted = false;
 	int64_t took = 0;
@@ -132,15 +135,30 @@ int main(void)
 		if (!reverted)
 			usleep(50000);
 	}
-	printf("devices reverted %s %lld ms after kill -9 (confirm timeout %d s)\n",
-	       reverted ? "in" : "NOT within", (long long)took, CONFIRM_TIMEOUT_S);
-	if (!reverted || took > CONFIRM_TIMEOUT_S * 1000)
+	printf("devices reverted %s %lld ms after %s (confirm timeout %d s)\n",
+	       reverted ? "in" : "NOT within", (long long)took,
+	       sig == SIGKILL ? "kill -9" : "SIGSTOP", CONFIRM_TIMEOUT_S);
+	if (!reverted || took > CONFIRM_TIMEOUT_S * 1000 + 100)
+		rc = 1;
+	/* a frozen controller keeps its sessions: only the timer can revert */
+	if (sig == SIGSTOP && took < (CONFIRM_TIMEOUT_S - 1) * 1000)
 		rc = 1;
 out:
-	if (rc && pid > 0)
-		kill(pid, SIGKILL);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	close(fds[0]);
 	tl_devices_free(devs, N);
 	sb_driver_free(drv);
+	return rc;
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	struct tl_fleet fleet;
+	if (tl_fleet_start(&fleet, N, NULL))
+		return 1;
+	int rc = run_round(&fleet, SIGKILL) || run_round(&fleet, SIGSTOP);
 	if (tl_fleet_stop(&fleet))
 		rc = 1;
 	return rc;
