@@ -599,6 +599,7 @@ static int edit_rpc(struct sb_device *dev, enum sb_datastore ds, struct strbuf *
 					 b->s, NC_PARAMTYPE_FREE);
 	if (!rpc)
 		free(b->s);
+	atomic_fetch_add(&dev->drv->counters.edits, 1);
 	return do_rpc(dev, rpc, "edit-config", NULL, err);
 }
 

@@ -137,6 +137,7 @@ struct sb_driver_counters {
 	atomic_uint_least64_t connects;      /* sessions established */
 	atomic_uint_least64_t connect_failures;
 	atomic_uint_least64_t rpcs;
+	atomic_uint_least64_t edits;         /* edit-config RPCs (one per device per change) */
 	atomic_uint_least64_t rpc_errors;    /* <rpc-error> replies */
 	atomic_uint_least64_t rpc_timeouts;  /* deadline passed */
 	atomic_uint_least64_t sessions_lost; /* dropped mid-RPC */

@@ -126,7 +126,12 @@ static void test_commit_16_devices_and_change(void **state)
 	for (int round = 0; round < 3; round++) {
 		build_plan(&b, &lab_straight, devs, 16, round);
 		struct sb_txn_result r;
+		uint64_t edits = atomic_load(&sb_driver_counters(drv)->edits);
 		assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+		/* batched: exactly one edit-config per device, not one per cross-connect */
+		assert_int_equal(atomic_load(&sb_driver_counters(drv)->edits) - edits, 16);
+		if (round > 0)
+			assert_true(r.step_ms[SB_STEP_PREPARE] < 2000);
 		print_result(&r);
 		assert_int_equal(r.outcome, SB_TXN_COMMITTED);
 		assert_int_equal(r.n_failed_devices, 0);
