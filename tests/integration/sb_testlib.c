@@ -56,7 +56,7 @@ static int try_start(struct tl_fleet *f, int count, int base, const char *const 
 	/* ocs-devsim prints "ready" or exits: a blocking read cannot hang */
 	while (fgets(line, sizeof(line), in)) {
 		if (!strncmp(line, "hostkey ", 8)) {
-			snprintf(f->hostkey, sizeof(f->hostkey), "%s", line + 8);
+			snprintf(f->hostkey, sizeof(f->hostkey), "%.120s", line + 8);
 			f->hostkey[strcspn(f->hostkey, "\n")] = '\0';
 		} else if (!strncmp(line, "ready ", 6)) {
 			rc = 0;

@@ -80,8 +80,8 @@ static void assert_devices_hold(struct plan_buf *b, const struct ocs_fabric *f, 
 				struct sb_xc **pre, size_t *n_pre)
 {
 	size_t n = b->plan.n_devices;
-	struct sb_xc *got[MAX_DEV];
-	size_t n_got[MAX_DEV];
+	struct sb_xc *got[MAX_DEV] = {0};
+	size_t n_got[MAX_DEV] = {0};
 	for (size_t i = 0; i < n; i++) {
 		assert_int_equal(tl_read_running(b->devs[i].dev, &got[i], &n_got[i]), 0);
 		if (target)

@@ -88,8 +88,8 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 		return;
 	struct sb_device **d = devs + first;
 	struct sb_txn_device pd[16];
-	struct sb_xc xcs[16][16], *pre[16], *got[16];
-	size_t n_pre[16], n_got[16];
+	struct sb_xc xcs[16][16], *pre[16] = {0}, *got[16] = {0};
+	size_t n_pre[16] = {0}, n_got[16] = {0};
 	int group[16], device[16];
 	for (int i = 0; i < n; i++)
 		set_faults(d[i], "");
