@@ -44,7 +44,7 @@ static int run(int switch_ms, int runs)
 {
 	char sw[16];
 	snprintf(sw, sizeof(sw), "%d", switch_ms);
-	const char *extra[] = {"--ports", "64", "--switch-ms", sw, "--workers", "16", NULL};
+	const char *extra[] = {"--ports", "64", "--switch-ms", sw, "--workers", "4", NULL};
 	struct tl_fleet fleet;
 	struct sb_driver *drv;
 	struct sb_engine *eng;
