@@ -4,7 +4,8 @@ ocs-devsim through a full cycle: capabilities, lock, edit-config, validate,
 confirmed commit with persist, state read-back (pending -> connected),
 confirm with persist-id, confirmed commit that times out and reverts,
 cancel-commit, discard-changes, subtree filters, get-schema, the
-bidirectional refusal of a one-way circuit, and a notification.
+bidirectional refusal of a one-way circuit, a notification, and the
+ocs-transceiver model (path selection settling from pending to active).
 
 usage: test_devsim_ncclient.py PATH-TO-ocs-devsim
 """
@@ -27,12 +28,12 @@ NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
 USER, PASSWORD = "ocs", "interop-test"
 
 
-def start_devsim(path):
+def start_devsim(path, *extra):
     for _ in range(8):
         port = random.randint(20000, 60000)
         proc = subprocess.Popen(
             [path, "--listen", "127.0.0.1:%d" % port, "--user", USER, "--password",
-             PASSWORD, "--ports", "8", "--switch-ms", "200"],
+             PASSWORD, "--ports", "8", "--switch-ms", "200"] + list(extra),
             stdout=subprocess.PIPE, text=True)
         for line in proc.stdout:
             if line.startswith("ready "):
@@ -81,7 +82,53 @@ def expect_error(fn, text):
     raise AssertionError("expected an rpc-error containing %r" % text)
 
 
+TRX = "urn:ocsd:yang:ocs-transceiver"
+
+
+def transceiver_cycle(path):
+    """The ocs-transceiver model: select an external path, watch it settle."""
+    proc, port = start_devsim(path, "--model", "ocs-transceiver")
+    try:
+        m = connect(port)
+        cfg = ('<nc:config xmlns:nc="%s"><transceivers xmlns="%s"><node><id>5</id>'
+               '<bundle><id>0</id><path>external</path><external><distance>2</distance>'
+               '<direction>down</direction></external></bundle>'
+               '<bundle><id>1</id><path>loopback</path></bundle></node></transceivers>'
+               '</nc:config>' % (NC, TRX))
+        with m.locked("candidate"):
+            m.edit_config(target="candidate", config=cfg)
+            m.commit()
+        flt = ("subtree", '<transceivers xmlns="%s"/>' % TRX)
+
+        def bundles():
+            r = m.get(filter=flt)
+            out = {}
+            for b in r.data_ele.iter("{%s}bundle" % TRX):
+                st = b.find("{%s}path-status" % TRX)
+                out[int(b.findtext("{%s}id" % TRX))] = (
+                    b.findtext("{%s}peer-node" % TRX), st.findtext("{%s}status" % TRX))
+            return out
+        got = bundles()
+        assert got == {0: ("3", "pending"), 1: (None, "pending")}, got
+        time.sleep(0.3)
+        got = bundles()
+        assert got == {0: ("3", "active"), 1: (None, "active")}, got
+        # an external path without its peer is refused by the model
+        bad = ('<nc:config xmlns:nc="%s"><transceivers xmlns="%s"><node><id>5</id>'
+               '<bundle><id>2</id><path>external</path><external><distance>1</distance>'
+               '</external></bundle></node></transceivers></nc:config>' % (NC, TRX))
+        m.edit_config(target="candidate", config=bad)
+        expect_error(lambda: m.commit(), "direction")
+        m.discard_changes()
+        m.close_session()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert proc.returncode == 0
+
+
 def main():
+    transceiver_cycle(sys.argv[1])
     proc, port = start_devsim(sys.argv[1])
     try:
         m = connect(port)
