@@ -149,7 +149,9 @@ struct sb_device;
 /*
  * Creates the shared driver state. ietf_dir: where the IETF YANG modules
  * are (NULL = /usr/share/yuma/modules/ietf). Returns 0 or -errno.
- * Free with sb_driver_free() after every device is freed.
+ * Free with sb_driver_free() after every device is freed. One driver per
+ * process: it initializes libnetconf2's process-global client state.
+ * SB_NC_DEBUG=1 in the environment turns on libnetconf2's debug log.
  */
 int sb_driver_new(const char *ietf_dir, struct sb_driver **out);
 void sb_driver_free(struct sb_driver *drv);
