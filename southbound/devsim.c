@@ -27,6 +27,7 @@
  * process-global state (one context, one RPC callback), which is why the
  * simulator state lives in the single static `sim` below.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include "devsim_fault.h"
 #include "devsim_store.h"
 
@@ -41,6 +42,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -161,7 +163,12 @@ static struct nc_server_reply *reply_err(NC_ERR tag, const char *msg, const char
 static struct nc_server_reply *reply_lock_denied(uint32_t holder)
 {
 	struct lyd_node *e = nc_err(sim.ctx, NC_ERR_LOCK_DENIED, holder);
-	nc_err_set_msg(e, "the datastore is locked by another session", "en");
+	char msg[96];
+	if (holder)
+		snprintf(msg, sizeof(msg), "the datastore is locked by session %u", holder);
+	else
+		snprintf(msg, sizeof(msg), "the candidate holds uncommitted changes");
+	nc_err_set_msg(e, msg, "en");
 	return nc_server_reply_err(e);
 }
 
@@ -818,6 +825,14 @@ static struct nc_server_reply *rpc_clb(struct lyd_node *rpc, struct nc_session *
 				  NULL);
 	}
 	pthread_mutex_unlock(&d->mu);
+	if (step >= 0 && f.hang_ms[step] > 0) {
+		/* after a hang the client may have given up and closed: like a
+		 * device whose TCP stack notices, end the session so its locks and
+		 * unconfirmed commit do not outlive it */
+		struct pollfd p = {sd->fd, POLLRDHUP, 0};
+		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			shutdown(sd->fd, SHUT_RDWR);
+	}
 	return reply;
 }
 
@@ -896,6 +911,8 @@ static void session_gone(struct nc_session *s)
 		return;
 	struct device *d = sd->dev;
 	uint32_t sid = nc_session_get_id(s);
+	if (getenv("DEVSIM_TRACE"))
+		fprintf(stderr, "devsim: device %d session %u ended\n", d->index, sid);
 	pthread_mutex_lock(&d->mu);
 	if (d->lock_running_sid == sid)
 		d->lock_running_sid = 0;
@@ -924,7 +941,11 @@ static void *worker_main(void *arg)
 			usleep(10000);
 			continue;
 		}
-		if ((r & (NC_PSPOLL_SESSION_TERM | NC_PSPOLL_SESSION_ERROR)) && s) {
+		/* a reply that could not be written (the client gave up on a hung
+		 * RPC) leaves the session invalid without SESSION_TERM: end it too,
+		 * or its locks would outlive it */
+		if (s && ((r & (NC_PSPOLL_SESSION_TERM | NC_PSPOLL_SESSION_ERROR)) ||
+			  nc_session_get_status(s) != NC_STATUS_RUNNING)) {
 			nc_ps_del_session(ps, s);
 			session_gone(s);
 			nc_session_free(s, free);

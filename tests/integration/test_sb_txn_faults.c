@@ -31,8 +31,8 @@
 #include <cmocka.h>
 
 #define FLEET 20
-#define RPC_TIMEOUT_MS 250
-#define HANG_MS 600
+#define RPC_TIMEOUT_MS 500
+#define HANG_MS 1200
 
 static const struct ocs_fabric lab = {
 	.pods = 4, .k_leaf = 8, .k_spine = 8, .tau = 2, .k_ocs = 16, .wiring = OCS_WIRING_STRAIGHT};
@@ -75,6 +75,30 @@ static void set_faults(struct sb_device *d, const char *spec)
 	fail_msg("set-faults on %s: %s", sb_device_name(d), err.message);
 }
 
+/*
+ * After a hang, the RPC the driver gave up on still runs on the device, and
+ * the session it came on ends only then: wait until every device grants
+ * the candidate lock again (bounded), so the next case starts clean.
+ */
+static void wait_stale_sessions(struct sb_device **d, int n)
+{
+	int64_t deadline = sb_now_ms() + HANG_MS + 5000;
+	for (int i = 0; i < n; i++) {
+		struct sb_error err;
+		for (;;) {
+			if (!sb_device_connect_until(d[i], sb_now_ms() + 2000, &err) &&
+			    !sb_device_lock(d[i], SB_DS_CANDIDATE, &err)) {
+				assert_int_equal(sb_device_unlock(d[i], SB_DS_CANDIDATE, &err), 0);
+				break;
+			}
+			if (sb_now_ms() > deadline)
+				fail_msg("%s still locked after a hang: %s", sb_device_name(d[i]),
+					 err.message);
+			nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
+		}
+	}
+}
+
 struct fault_case {
 	const char *spec;
 	bool must_roll_back; /* the knob necessarily breaks the transaction */
@@ -115,7 +139,7 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 	       sb_txn_outcome_name(r.outcome), (long long)r.total_ms,
 	       r.outcome == SB_TXN_COMMITTED ? "" : r.message);
 	if (strstr(fc->spec, "hang@"))
-		nanosleep(&(struct timespec){0, (HANG_MS + 150) * 1000000L}, NULL);
+		wait_stale_sessions(d, n);
 	for (int i = 0; i < n; i++)
 		set_faults(d[i], "");
 	assert_int_not_equal(r.outcome, SB_TXN_FAILED);
