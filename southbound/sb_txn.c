@@ -37,10 +37,12 @@
  *      exactly its target with every connection `connected` and the verify
  *      callback passed on what was read (SB_VERIFY_READBACK).
  *  I5. After any failure every device the transaction touched is rolled
- *      back and read back, retrying until rollback_timeout_ms while a stale
- *      session of ours (a hung RPC) still holds the candidate lock; the outcome is ROLLED_BACK only when every
- *      read-back equals the pre-image, FAILED otherwise, with the device and
- *      the reason in the result. Nothing is only logged.
+ *      back and read back (retrying until rollback_timeout_ms while a stale
+ *      session of ours, stuck in a hung RPC, still holds the candidate
+ *      lock). Devices already confirmed get a compensating edit from their
+ *      pre-image. The outcome is ROLLED_BACK only when every read-back
+ *      equals the pre-image, FAILED otherwise, with the device and the
+ *      reason in the result. Nothing is only logged.
  *  I6. Running is never locked across a confirmed commit; the candidate
  *      lock taken in step 1 is released on every path (or dies with the
  *      session).
