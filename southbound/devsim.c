@@ -1,6 +1,6 @@
 /*
  * devsim.c - ocs-devsim, the ocsd device simulator: a real NETCONF server
- * (libnetconf2 server API over SSH, libyang datastores) that behaves like an
+ * (libnetconf2 server API over SSH or TLS, libyang datastores) behaving like an
  * optical circuit switch (model ocs-switch) or a node's OCS transceivers
  * (model ocs-transceiver). With --count N one process serves N independent
  * devices on consecutive TCP ports.
@@ -27,6 +27,7 @@
  * process-global state (one context, one RPC callback), which is why the
  * simulator state lives in the single static `sim` below.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include "devsim_fault.h"
 #include "devsim_store.h"
 
@@ -37,10 +38,15 @@
 #include <libssh/libssh.h>
 #include <libyang/libyang.h>
 #include <nc_server.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +63,9 @@ enum devsim_model { MODEL_SWITCH, MODEL_TRANSCEIVER };
 
 #define MAX_SUBSCRIBERS 8
 #define ACCEPT_THREADS 4
+#define MAX_WORKERS 64
+#define THREADS_PER_PS 4
+#define MAX_FDS 65536
 #define AUTH_TIMEOUT_S 5
 #define DEFAULT_CONFIRM_TIMEOUT_S 600
 
@@ -103,7 +112,14 @@ static struct {
 	char *password;
 	char *hostkey_path;
 	bool hostkey_generated;
-	struct nc_pollsession *ps;
+	char *tls_cert; /* TLS instead of SSH when set */
+	char *tls_key;
+	char *tls_ca;
+	/* libnetconf2 lets at most a few threads wait on one pollsession, so
+	 * the workers are split over several: worker i polls ps[i % n_ps] */
+	struct nc_pollsession *ps[MAX_WORKERS / THREADS_PER_PS];
+	int n_ps;
+	atomic_uint next_ps; /* round-robin placement of new sessions */
 	volatile sig_atomic_t stop;
 } sim;
 
@@ -147,7 +163,12 @@ static struct nc_server_reply *reply_err(NC_ERR tag, const char *msg, const char
 static struct nc_server_reply *reply_lock_denied(uint32_t holder)
 {
 	struct lyd_node *e = nc_err(sim.ctx, NC_ERR_LOCK_DENIED, holder);
-	nc_err_set_msg(e, "the datastore is locked by another session", "en");
+	char msg[96];
+	if (holder)
+		snprintf(msg, sizeof(msg), "the datastore is locked by session %u", holder);
+	else
+		snprintf(msg, sizeof(msg), "the candidate holds uncommitted changes");
+	nc_err_set_msg(e, msg, "en");
 	return nc_server_reply_err(e);
 }
 
@@ -309,11 +330,13 @@ static void add_leaf(struct lyd_node *parent, const struct lys_module *mod, cons
 }
 
 /* Builds running + state data of an ocs-switch device. */
-static struct lyd_node *switch_state(struct device *d)
+static struct lyd_node *switch_state(struct device *d, bool with_ports)
 {
 	const struct lys_module *mod = ly_ctx_get_module_implemented(sim.ctx, "ocs-switch");
 	struct lyd_node *tree = dup_tree(d->running), *info = NULL, *ports = NULL, *node;
 	int64_t t = now_ms();
+	if (!with_ports)
+		goto connections; /* the filter does not look at ports: spare the work */
 	lyd_new_inner(NULL, mod, "switch-info", 0, &info);
 	add_leaf(info, mod, "port-count", "%d", sim.ports);
 	add_leaf(info, mod, "bidirectional", "%s", sim.bidirectional ? "true" : "false");
@@ -342,6 +365,7 @@ static struct lyd_node *switch_state(struct device *d)
 		add_leaf(node, mod, "output-power", "%s", lit[p] ? "-3.10" : "-40.00");
 	}
 	free(lit);
+connections:;
 	struct ly_set *set = NULL;
 	if (!lyd_find_xpath(tree, "/ocs-switch:cross-connects/connection", &set)) {
 		for (uint32_t i = 0; i < set->count; i++) {
@@ -597,27 +621,28 @@ static struct nc_server_reply *rpc_cancel(struct device *d, const struct lyd_nod
 
 static struct nc_server_reply *rpc_get(struct device *d, const struct lyd_node *rpc, bool config_only)
 {
-	struct lyd_node *full;
+	struct lyd_node *fnode = NULL, *filter = NULL, *selected = NULL, *full = NULL;
+	char msg[256] = "";
+	bool has_filter = !lyd_find_path(rpc, "filter", 0, &fnode);
+	if (has_filter && ds_parse_any(sim.ctx, fnode, 1, &filter, msg, sizeof(msg)))
+		return reply_err(NC_ERR_INVALID_VALUE, msg, NULL);
+	bool with_ports = !has_filter;
+	for (const struct lyd_node *f = filter; f; f = f->next)
+		with_ports |= strcmp(LYD_NAME(f), "cross-connects") != 0;
 	if (config_only) {
 		NC_DATASTORE ds = datastore_of(rpc, "source");
-		if (ds != NC_DATASTORE_RUNNING && ds != NC_DATASTORE_CANDIDATE)
+		if (ds != NC_DATASTORE_RUNNING && ds != NC_DATASTORE_CANDIDATE) {
+			lyd_free_all(filter);
 			return reply_err(NC_ERR_INVALID_VALUE, "source must be running or candidate",
 					 NULL);
+		}
 		full = dup_tree(ds == NC_DATASTORE_RUNNING ? d->running : d->candidate);
-	} else {
-		full = sim.model == MODEL_SWITCH ? switch_state(d) : transceiver_state(d);
+	} else if (!has_filter || filter) { /* an empty filter selects nothing */
+		full = sim.model == MODEL_SWITCH ? switch_state(d, with_ports) : transceiver_state(d);
 	}
-	struct lyd_node *fnode = NULL, *filter = NULL, *selected = NULL;
-	char msg[256] = "";
-	if (!lyd_find_path(rpc, "filter", 0, &fnode)) {
-		if (ds_parse_any(sim.ctx, fnode, 1, &filter, msg, sizeof(msg))) {
-			lyd_free_all(full);
-			return reply_err(NC_ERR_INVALID_VALUE, msg, NULL);
-		}
-		if (!filter) { /* an empty filter selects nothing */
-			lyd_free_all(full);
-			full = NULL;
-		}
+	if (has_filter && !filter) {
+		lyd_free_all(full);
+		full = NULL;
 	}
 	int rc = ds_subtree_filter(sim.ctx, full, filter, &selected);
 	lyd_free_all(full);
@@ -762,6 +787,9 @@ static struct nc_server_reply *rpc_clb(struct lyd_node *rpc, struct nc_session *
 		reply = rpc_commit(d, rpc, sid, noeffect);
 	} else if (!strcmp(name, "cancel-commit")) {
 		reply = rpc_cancel(d, rpc, sid);
+	} else if (!strcmp(name, "discard-changes") && d->lock_candidate_sid &&
+		   d->lock_candidate_sid != sid) {
+		reply = reply_err(NC_ERR_IN_USE, "the candidate is locked by another session", NULL);
 	} else if (!strcmp(name, "discard-changes")) {
 		lyd_free_all(d->candidate);
 		d->candidate = dup_tree(d->running);
@@ -797,17 +825,50 @@ static struct nc_server_reply *rpc_clb(struct lyd_node *rpc, struct nc_session *
 				  NULL);
 	}
 	pthread_mutex_unlock(&d->mu);
+	if (step >= 0 && f.hang_ms[step] > 0) {
+		/* after a hang the client may have given up and closed: like a
+		 * device whose TCP stack notices, end the session so its locks and
+		 * unconfirmed commit do not outlive it */
+		struct pollfd p = {sd->fd, POLLRDHUP, 0};
+		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			shutdown(sd->fd, SHUT_RDWR);
+	}
 	return reply;
 }
 
 /* ---- sessions ------------------------------------------------------------ */
 
+static int bind_session_locked(struct nc_session *s, struct session_data *sd);
+
+/* Sockets already bound to a live session (guarded by bind_mu). */
+static pthread_mutex_t bind_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool fd_bound[MAX_FDS];
+
 /*
  * libnetconf2 does not say which endpoint accepted a session. Find the
  * socket whose peer is the session's remote address among our own file
- * descriptors; its local port names the device.
+ * descriptors; its local port names the device. One client port may talk
+ * to several of our ports at once (Linux reuses an ephemeral port for
+ * different destinations), so sockets of live sessions are skipped and the
+ * search runs under bind_mu.
  */
 static int bind_session(struct nc_session *s, struct session_data *sd)
+{
+	pthread_mutex_lock(&bind_mu);
+	int rc = bind_session_locked(s, sd);
+	pthread_mutex_unlock(&bind_mu);
+	return rc;
+}
+
+static void unbind_session(struct session_data *sd)
+{
+	pthread_mutex_lock(&bind_mu);
+	if (sd->fd >= 0 && sd->fd < MAX_FDS)
+		fd_bound[sd->fd] = false;
+	pthread_mutex_unlock(&bind_mu);
+}
+
+static int bind_session_locked(struct nc_session *s, struct session_data *sd)
 {
 	uint16_t peer_port = nc_session_get_port(s);
 	DIR *dir = opendir("/proc/self/fd");
@@ -829,9 +890,11 @@ static int bind_session(struct nc_session *s, struct session_data *sd)
 		uint16_t lp = local.ss_family == AF_INET
 				      ? ntohs(((struct sockaddr_in *)&local)->sin_port)
 				      : ntohs(((struct sockaddr_in6 *)&local)->sin6_port);
-		if (lp >= sim.base_port && lp < sim.base_port + sim.count) {
+		if (lp >= sim.base_port && lp < sim.base_port + sim.count && fd < MAX_FDS &&
+		    !fd_bound[fd]) {
 			sd->dev = &sim.devs[lp - sim.base_port];
 			sd->fd = fd;
+			fd_bound[fd] = true;
 			rc = 0;
 			break;
 		}
@@ -848,6 +911,8 @@ static void session_gone(struct nc_session *s)
 		return;
 	struct device *d = sd->dev;
 	uint32_t sid = nc_session_get_id(s);
+	if (getenv("DEVSIM_TRACE"))
+		fprintf(stderr, "devsim: device %d session %u ended\n", d->index, sid);
 	pthread_mutex_lock(&d->mu);
 	if (d->lock_running_sid == sid)
 		d->lock_running_sid = 0;
@@ -861,19 +926,27 @@ static void session_gone(struct nc_session *s)
 		revert_confirmed_commit(d);
 	drop_subscriber(d, s);
 	pthread_mutex_unlock(&d->mu);
+	unbind_session(sd);
 }
 
 static void *worker_main(void *arg)
 {
+	struct nc_pollsession *ps = arg;
 	while (!sim.stop) {
 		struct nc_session *s = NULL;
-		int r = nc_ps_poll(sim.ps, 100, &s);
+		/* short timeout: a session added while a worker sits in poll()
+		 * is only seen at the next call */
+		int r = nc_ps_poll(ps, 5, &s);
 		if (r & NC_PSPOLL_NOSESSIONS) {
 			usleep(10000);
 			continue;
 		}
-		if ((r & (NC_PSPOLL_SESSION_TERM | NC_PSPOLL_SESSION_ERROR)) && s) {
-			nc_ps_del_session(sim.ps, s);
+		/* a reply that could not be written (the client gave up on a hung
+		 * RPC) leaves the session invalid without SESSION_TERM: end it too,
+		 * or its locks would outlive it */
+		if (s && ((r & (NC_PSPOLL_SESSION_TERM | NC_PSPOLL_SESSION_ERROR)) ||
+			  nc_session_get_status(s) != NC_STATUS_RUNNING)) {
+			nc_ps_del_session(ps, s);
 			session_gone(s);
 			nc_session_free(s, free);
 		}
@@ -896,7 +969,7 @@ static void *accept_main(void *arg)
 			continue;
 		}
 		nc_session_set_data(s, sd);
-		nc_ps_add_session(sim.ps, s);
+		nc_ps_add_session(sim.ps[atomic_fetch_add(&sim.next_ps, 1) % (unsigned)sim.n_ps], s);
 	}
 	nc_thread_destroy();
 	return NULL;
@@ -974,6 +1047,60 @@ static void print_hostkey_fingerprint(void)
 	ssh_key_free(priv);
 }
 
+/* ---- TLS setup ------------------------------------------------------------ */
+
+static int tls_cert_clb(const char *name, void *user_data, char **cert_path, char **cert_data,
+			char **privkey_path, char **privkey_data, NC_SSH_KEY_TYPE *privkey_type)
+{
+	*cert_path = strdup(sim.tls_cert);
+	*privkey_path = strdup(sim.tls_key);
+	return (*cert_path && *privkey_path) ? 0 : -1;
+}
+
+/* The trusted list "clients": the CA of --tls-ca. */
+static int tls_trusted_clb(const char *name, void *user_data, char ***cert_paths,
+			   int *cert_path_count, char ***cert_data, int *cert_data_count)
+{
+	*cert_paths = malloc(sizeof(char *));
+	if (!*cert_paths || !((*cert_paths)[0] = strdup(sim.tls_ca)))
+		return -1;
+	*cert_path_count = 1;
+	*cert_data = NULL;
+	*cert_data_count = 0;
+	return 0;
+}
+
+/*
+ * "04:ab:cd:..." (04 = SHA-256, RFC 7589 tls-fingerprint) of the CA that
+ * signs client certificates: every client it signed maps to --user.
+ */
+static char *ca_fingerprint(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	X509 *cert = PEM_read_X509(f, NULL, NULL, NULL);
+	fclose(f);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	char *out = NULL;
+	if (cert && X509_digest(cert, EVP_sha256(), md, &len) && (out = malloc(3 + 3 * len))) {
+		char *p = out + sprintf(out, "04");
+		for (unsigned int i = 0; i < len; i++)
+			p += sprintf(p, ":%02x", md[i]);
+	}
+	X509_free(cert);
+	return out;
+}
+
+static int add_tls_endpoint(const char *name, const char *fingerprint)
+{
+	return nc_server_add_endpt(name, NC_TI_OPENSSL) ||
+	       nc_server_tls_endpt_set_server_cert(name, "server") ||
+	       nc_server_tls_endpt_add_trusted_cert_list(name, "clients") ||
+	       nc_server_tls_endpt_add_ctn(name, 1, fingerprint, NC_TLS_CTN_SPECIFIED, sim.user);
+}
+
 /* ---- startup ------------------------------------------------------------- */
 
 static void usage(FILE *out)
@@ -981,7 +1108,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: ocs-devsim --listen ADDR:PORT [--model ocs-switch|ocs-transceiver]\n"
 		"                  [--ports N] [--user U --password P] [--authorized-key FILE]\n"
-		"                  [--hostkey FILE] [--switch-ms MS] [--fault SPEC]... [--count N]\n"
+		"                  [--hostkey FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE]\n"
+		"                  [--switch-ms MS] [--fault SPEC]... [--count N]\n"
 		"                  [--unidirectional] [--no-confirmed-commit] [--workers N]\n"
 		"                  [--ietf-dir DIR]\n");
 }
@@ -1012,6 +1140,7 @@ static int load_context(const char *ietf_dir)
 		nc_features[3] = NULL;
 	if (!ly_ctx_load_module(sim.ctx, "ietf-netconf", "2011-06-01", nc_features) ||
 	    !ly_ctx_load_module(sim.ctx, "ietf-netconf-monitoring", NULL, NULL) ||
+	    !ly_ctx_load_module(sim.ctx, "notifications", NULL, NULL) ||
 	    !ly_ctx_load_module(sim.ctx, "nc-notifications", NULL, NULL)) {
 		fprintf(stderr, "ocs-devsim: cannot load the IETF NETCONF modules from %s: %s\n",
 			ietf_dir, ly_errmsg(sim.ctx));
@@ -1041,6 +1170,9 @@ int main(int argc, char **argv)
 		{"password", required_argument, NULL, 'p'},
 		{"authorized-key", required_argument, NULL, 'k'},
 		{"hostkey", required_argument, NULL, 'H'},
+		{"tls-cert", required_argument, NULL, 'T'},
+		{"tls-key", required_argument, NULL, 'K'},
+		{"tls-ca", required_argument, NULL, 'A'},
 		{"switch-ms", required_argument, NULL, 's'},
 		{"fault", required_argument, NULL, 'f'},
 		{"count", required_argument, NULL, 'c'},
@@ -1099,6 +1231,15 @@ int main(int argc, char **argv)
 		case 'H':
 			sim.hostkey_path = strdup(optarg);
 			break;
+		case 'T':
+			sim.tls_cert = optarg;
+			break;
+		case 'K':
+			sim.tls_key = optarg;
+			break;
+		case 'A':
+			sim.tls_ca = optarg;
+			break;
 		case 's':
 			if (parse_int_arg("switch-ms", optarg, 0, 600000, &sim.switch_ms))
 				return 2;
@@ -1118,7 +1259,7 @@ int main(int argc, char **argv)
 			sim.confirmed_commit = false;
 			break;
 		case 'w':
-			if (parse_int_arg("workers", optarg, 1, 64, &workers))
+			if (parse_int_arg("workers", optarg, 1, MAX_WORKERS, &workers))
 				return 2;
 			break;
 		case 'i':
@@ -1137,7 +1278,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!sim.user || (!sim.password && !authkey)) {
+	bool tls = sim.tls_cert || sim.tls_key || sim.tls_ca;
+	if (tls && !(sim.tls_cert && sim.tls_key && sim.tls_ca && sim.user)) {
+		fprintf(stderr, "ocs-devsim: TLS needs --tls-cert, --tls-key, --tls-ca and --user (the "
+				"name clients signed by the CA are mapped to)\n");
+		return 2;
+	}
+	if (!tls && (!sim.user || (!sim.password && !authkey))) {
 		fprintf(stderr, "ocs-devsim: --user and --password and/or --authorized-key are "
 				"required\n");
 		return 2;
@@ -1173,7 +1320,13 @@ int main(int argc, char **argv)
 	nc_verbosity(NC_VERB_ERROR);
 	if (load_context(ietf_dir))
 		return 1;
-	if (!sim.hostkey_path && generate_hostkey()) {
+	char *ca_fp = tls ? ca_fingerprint(sim.tls_ca) : NULL;
+	if (tls && !ca_fp) {
+		fprintf(stderr, "ocs-devsim: --tls-ca: cannot read a PEM certificate from %s\n",
+			sim.tls_ca);
+		return 1;
+	}
+	if (!tls && !sim.hostkey_path && generate_hostkey()) {
 		fprintf(stderr, "ocs-devsim: cannot generate an SSH host key\n");
 		return 1;
 	}
@@ -1198,6 +1351,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	nc_set_global_rpc_clb(rpc_clb);
+	nc_server_set_capability("urn:ietf:params:netconf:capability:notification:1.0");
 	/* libnetconf2's own get-schema reply ends in a NUL byte that strict XML
 	 * parsers (ncclient/lxml) reject; route it to rpc_get_schema instead */
 	const struct lysc_node *gs =
@@ -1206,6 +1360,8 @@ int main(int argc, char **argv)
 		((struct lysc_node *)gs)->priv = NULL;
 	nc_server_ssh_set_hostkey_clb(hostkey_clb, NULL, NULL);
 	nc_server_ssh_set_passwd_auth_clb(passwd_clb, NULL, NULL);
+	nc_server_tls_set_server_cert_clb(tls_cert_clb, NULL, NULL);
+	nc_server_tls_set_trusted_cert_list_clb(tls_trusted_clb, NULL, NULL);
 	if (authkey && nc_server_ssh_add_authkey_path(authkey, sim.user)) {
 		fprintf(stderr, "ocs-devsim: --authorized-key: cannot read %s\n", authkey);
 		return 1;
@@ -1214,13 +1370,14 @@ int main(int argc, char **argv)
 	for (int i = 0; i < sim.count && !rc; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "dev%d", i);
-		if (nc_server_add_endpt(name, NC_TI_LIBSSH) ||
-		    nc_server_ssh_endpt_add_hostkey(name, "hostkey", -1) ||
-		    nc_server_ssh_endpt_set_auth_methods(
-			    name, (sim.password ? NC_SSH_AUTH_PASSWORD : 0) |
-					  (authkey ? NC_SSH_AUTH_PUBLICKEY : 0)) ||
-		    nc_server_ssh_endpt_set_auth_timeout(name, AUTH_TIMEOUT_S) ||
-		    nc_server_endpt_set_address(name, listen_addr) ||
+		int setup = tls ? add_tls_endpoint(name, ca_fp)
+				: (nc_server_add_endpt(name, NC_TI_LIBSSH) ||
+				   nc_server_ssh_endpt_add_hostkey(name, "hostkey", -1) ||
+				   nc_server_ssh_endpt_set_auth_methods(
+					   name, (sim.password ? NC_SSH_AUTH_PASSWORD : 0) |
+							 (authkey ? NC_SSH_AUTH_PUBLICKEY : 0)) ||
+				   nc_server_ssh_endpt_set_auth_timeout(name, AUTH_TIMEOUT_S));
+		if (setup || nc_server_endpt_set_address(name, listen_addr) ||
 		    nc_server_endpt_set_port(name, (uint16_t)(port + i))) {
 			fprintf(stderr, "ocs-devsim: cannot listen on %s:%d (in use?)\n", listen_addr,
 				port + i);
@@ -1231,12 +1388,15 @@ int main(int argc, char **argv)
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		signal(SIGPIPE, SIG_IGN);
-		sim.ps = nc_ps_new();
-		pthread_t tids[64], timer;
+		sim.n_ps = (workers + THREADS_PER_PS - 1) / THREADS_PER_PS;
+		for (int i = 0; i < sim.n_ps; i++)
+			sim.ps[i] = nc_ps_new();
+		pthread_t tids[MAX_WORKERS], timer;
 		for (int i = 0; i < workers; i++)
-			pthread_create(&tids[i], NULL, worker_main, NULL);
+			pthread_create(&tids[i], NULL, worker_main, sim.ps[i % sim.n_ps]);
 		pthread_create(&timer, NULL, timer_main, NULL);
-		print_hostkey_fingerprint();
+		if (!tls)
+			print_hostkey_fingerprint();
 		printf("ready %d device%s on %s:%d-%d model %s ports %d\n", sim.count,
 		       sim.count == 1 ? "" : "s", listen_addr, port, port + sim.count - 1,
 		       model_module(), sim.ports);
@@ -1251,8 +1411,10 @@ int main(int argc, char **argv)
 		for (int i = 0; i < workers; i++)
 			pthread_join(tids[i], NULL);
 		pthread_join(timer, NULL);
-		nc_ps_clear(sim.ps, 1, free);
-		nc_ps_free(sim.ps);
+		for (int i = 0; i < sim.n_ps; i++) {
+			nc_ps_clear(sim.ps[i], 1, free);
+			nc_ps_free(sim.ps[i]);
+		}
 	}
 	nc_server_destroy();
 	for (int i = 0; i < sim.count; i++) {
@@ -1270,6 +1432,7 @@ int main(int argc, char **argv)
 	if (sim.hostkey_generated)
 		unlink(sim.hostkey_path);
 	free(sim.hostkey_path);
+	free(ca_fp);
 	free(listen_addr);
 	return rc;
 }

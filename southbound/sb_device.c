@@ -112,6 +112,7 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 	int rc = 0;
 	if (!ly_ctx_load_module(drv->ctx, "ietf-netconf", "2011-06-01", all) ||
 	    !ly_ctx_load_module(drv->ctx, "ietf-netconf-monitoring", NULL, NULL) ||
+	    !ly_ctx_load_module(drv->ctx, "notifications", NULL, NULL) ||
 	    !ly_ctx_load_module(drv->ctx, "nc-notifications", NULL, NULL) ||
 	    !ly_ctx_load_module(drv->ctx, "ietf-netconf-with-defaults", NULL, NULL) ||
 	    !ly_ctx_load_module(drv->ctx, "ietf-datastores", NULL, NULL) ||
@@ -222,9 +223,9 @@ void sb_device_disconnect(struct sb_device *dev)
 	}
 }
 
-static int hostkey_check(const char *hostname, ssh_session session, void *priv)
+/* Applies the host-key policy to a connected libssh session. */
+static int hostkey_check(struct sb_device *dev, ssh_session session)
 {
-	struct sb_device *dev = priv;
 	if (dev->cfg.hostkey_policy == SB_HOSTKEY_ACCEPT_ANY)
 		return 0;
 	ssh_key key = NULL;
@@ -247,16 +248,56 @@ static int hostkey_check(const char *hostname, ssh_session session, void *priv)
 	return rc;
 }
 
-static char *password_clb(const char *username, const char *hostname, void *priv)
+/*
+ * Opens and authenticates the SSH transport with libssh directly, then
+ * hands it to libnetconf2 (nc_connect_libssh takes ownership). Doing it
+ * here rather than through nc_connect_ssh() keeps the socket owned by
+ * libssh, which closes it when the session is freed (libnetconf2 2.0 with
+ * libssh 0.10 leaks the socket it opens itself), and bounds the connect by
+ * the device's deadline. Returns the session, or NULL with the reason in
+ * dev->hostkey_error.
+ */
+static struct nc_session *ssh_open(struct sb_device *dev)
 {
-	struct sb_device *dev = priv;
-	return strdup(dev->cfg.password);
-}
-
-/* Keys are unencrypted files the operator provisions: never prompt. */
-static char *passphrase_clb(const char *privkey_path, void *priv)
-{
-	return strdup("");
+	ssh_session s = ssh_new();
+	if (!s)
+		return NULL;
+	unsigned int port = dev->cfg.port;
+	long timeout_s = (dev->cfg.rpc_timeout_ms + 999) / 1000;
+	int yes = 1, no = 0;
+	ssh_options_set(s, SSH_OPTIONS_HOST, dev->cfg.host);
+	ssh_options_set(s, SSH_OPTIONS_PORT, &port);
+	ssh_options_set(s, SSH_OPTIONS_USER, dev->cfg.username);
+	ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout_s);
+	ssh_options_set(s, SSH_OPTIONS_NODELAY, &yes);
+	ssh_options_set(s, SSH_OPTIONS_PROCESS_CONFIG, &no); /* no ~/.ssh/config surprises */
+	const char *why = NULL;
+	if (ssh_connect(s) != SSH_OK) {
+		why = ssh_get_error(s);
+	} else if (hostkey_check(dev, s)) {
+		why = dev->hostkey_error;
+	} else if (dev->cfg.privkey_path[0]) {
+		ssh_key key = NULL;
+		if (ssh_pki_import_privkey_file(dev->cfg.privkey_path, NULL, NULL, NULL, &key) !=
+		    SSH_OK)
+			why = "cannot read the private key";
+		else if (ssh_userauth_publickey(s, NULL, key) != SSH_AUTH_SUCCESS)
+			why = "public-key authentication refused";
+		ssh_key_free(key);
+	} else if (ssh_userauth_password(s, NULL, dev->cfg.password) != SSH_AUTH_SUCCESS) {
+		why = "password authentication refused";
+	}
+	if (why) {
+		if (why != dev->hostkey_error)
+			snprintf(dev->hostkey_error, sizeof(dev->hostkey_error), "%s", why);
+		ssh_disconnect(s);
+		ssh_free(s);
+		return NULL;
+	}
+	struct nc_session *ns = nc_connect_libssh(s, dev->drv->ctx);
+	if (!ns)
+		snprintf(dev->hostkey_error, sizeof(dev->hostkey_error), "NETCONF <hello> failed");
+	return ns;
 }
 
 static void detect_capabilities(struct sb_device *dev)
@@ -278,8 +319,6 @@ static void detect_capabilities(struct sb_device *dev)
 			c->rollback_on_error = true;
 		else if (!strncmp(s, "urn:ietf:params:netconf:capability:writable-running:1.0", 55))
 			c->writable_running = true;
-		if (strstr(s, "module=ocs-switch"))
-			c->ocs_switch = true;
 		if (strstr(s, "module=yuma123-") || strstr(s, "module=yuma-app-common") ||
 		    strstr(s, "module=yuma-system"))
 			c->yuma = true;
@@ -311,20 +350,7 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 		nc_client_tls_set_trusted_ca_paths(dev->cfg.tls_ca, NULL);
 		dev->session = nc_connect_tls(dev->cfg.host, dev->cfg.port, drv->ctx);
 	} else {
-		nc_client_ssh_set_username(dev->cfg.username);
-		nc_client_ssh_set_auth_hostkey_check_clb(hostkey_check, dev);
-		nc_client_ssh_set_auth_password_clb(password_clb, dev);
-		nc_client_ssh_set_auth_privkey_passphrase_clb(passphrase_clb, dev);
-		nc_client_ssh_set_auth_pref(NC_SSH_AUTH_INTERACTIVE, -1);
-		nc_client_ssh_set_auth_pref(NC_SSH_AUTH_PASSWORD, dev->cfg.password[0] ? 1 : -1);
-		nc_client_ssh_set_auth_pref(NC_SSH_AUTH_PUBLICKEY, dev->cfg.privkey_path[0] ? 2 : -1);
-		while (nc_client_ssh_get_keypair_count() > 0)
-			nc_client_ssh_del_keypair(0);
-		if (dev->cfg.privkey_path[0])
-			nc_client_ssh_add_keypair(dev->cfg.pubkey_path, dev->cfg.privkey_path);
-		dev->session = nc_connect_ssh(dev->cfg.host, dev->cfg.port, drv->ctx);
-		while (nc_client_ssh_get_keypair_count() > 0)
-			nc_client_ssh_del_keypair(0);
+		dev->session = ssh_open(dev);
 	}
 	pthread_mutex_unlock(&drv->connect_mu);
 	if (!dev->session) {
@@ -573,6 +599,7 @@ static int edit_rpc(struct sb_device *dev, enum sb_datastore ds, struct strbuf *
 					 b->s, NC_PARAMTYPE_FREE);
 	if (!rpc)
 		free(b->s);
+	atomic_fetch_add(&dev->drv->counters.edits, 1);
 	return do_rpc(dev, rpc, "edit-config", NULL, err);
 }
 

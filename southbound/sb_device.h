@@ -86,7 +86,6 @@ struct sb_capabilities {
 	bool validate;
 	bool rollback_on_error;
 	bool writable_running;
-	bool ocs_switch;      /* implements the ocs-switch module */
 	bool yuma;            /* netconfd (yuma123): see the quirks */
 };
 
@@ -138,6 +137,7 @@ struct sb_driver_counters {
 	atomic_uint_least64_t connects;      /* sessions established */
 	atomic_uint_least64_t connect_failures;
 	atomic_uint_least64_t rpcs;
+	atomic_uint_least64_t edits;         /* edit-config RPCs (one per device per change) */
 	atomic_uint_least64_t rpc_errors;    /* <rpc-error> replies */
 	atomic_uint_least64_t rpc_timeouts;  /* deadline passed */
 	atomic_uint_least64_t sessions_lost; /* dropped mid-RPC */
@@ -149,7 +149,9 @@ struct sb_device;
 /*
  * Creates the shared driver state. ietf_dir: where the IETF YANG modules
  * are (NULL = /usr/share/yuma/modules/ietf). Returns 0 or -errno.
- * Free with sb_driver_free() after every device is freed.
+ * Free with sb_driver_free() after every device is freed. One driver per
+ * process: it initializes libnetconf2's process-global client state.
+ * SB_NC_DEBUG=1 in the environment turns on libnetconf2's debug log.
  */
 int sb_driver_new(const char *ietf_dir, struct sb_driver **out);
 void sb_driver_free(struct sb_driver *drv);

@@ -29,15 +29,20 @@
  *      callback (SB_VERIFY_PLAN) and persist_intent returned 0.
  *  I2. No device commits before every device of the plan prepared.
  *  I3. On a device with :confirmed-commit every commit of step 2 is a
- *      confirmed commit with the timeout and the persist id "ocsd-<id>":
- *      if ocsd dies from step 2 on, the device reverts by itself.
+ *      confirmed commit with the timeout and without persist, so it
+ *      belongs to the session: if ocsd dies (or gives up on a hung RPC and
+ *      closes the session) the device reverts at once, and if the peer
+ *      falls silent it reverts when the timeout expires.
  *  I4. No device is confirmed before every device was read back holding
  *      exactly its target with every connection `connected` and the verify
  *      callback passed on what was read (SB_VERIFY_READBACK).
  *  I5. After any failure every device the transaction touched is rolled
- *      back and read back; the outcome is ROLLED_BACK only when every
- *      read-back equals the pre-image, FAILED otherwise, with the device and
- *      the reason in the result. Nothing is only logged.
+ *      back and read back (retrying until rollback_timeout_ms while a stale
+ *      session of ours, stuck in a hung RPC, still holds the candidate
+ *      lock). Devices already confirmed get a compensating edit from their
+ *      pre-image. The outcome is ROLLED_BACK only when every read-back
+ *      equals the pre-image, FAILED otherwise, with the device and the
+ *      reason in the result. Nothing is only logged.
  *  I6. Running is never locked across a confirmed commit; the candidate
  *      lock taken in step 1 is released on every path (or dies with the
  *      session).
@@ -236,7 +241,6 @@ struct txn {
 	struct sb_engine *e;
 	const struct sb_txn_plan *plan;
 	struct sb_txn_options opts;
-	char persist_id[40];
 	struct dev_ctx *devs;
 };
 
@@ -255,6 +259,14 @@ static bool same_xcs(const struct sb_xc *a, size_t na, const struct sb_xc *b, si
 		if (a[i].in != b[i].in || a[i].out != b[i].out)
 			return false;
 	return true;
+}
+
+static const struct sb_xc *find_target(const struct dev_ctx *d, uint16_t in)
+{
+	for (size_t i = 0; i < d->n_target; i++)
+		if (d->target[i].in == in)
+			return &d->target[i];
+	return NULL;
 }
 
 static struct sb_xc *states_to_xcs(const struct sb_xc_state *s, size_t n)
@@ -317,8 +329,8 @@ static void job_prepare(void *arg)
 	if (sb_device_lock(d->dev, ds, &err))
 		return fail_dev(d, SB_STEP_PREPARE, &err);
 	d->locked = true;
-	if (uses_candidate(d) && sb_device_discard(d->dev, &err))
-		return fail_dev(d, SB_STEP_PREPARE, &err);
+	/* no discard-changes: a lock on the candidate is only granted when it
+	 * holds no uncommitted changes (RFC 6241 7.5), so it equals running */
 	if (read_running(d, &d->pre, &d->n_pre, &err))
 		return fail_dev(d, SB_STEP_PREPARE, &err);
 	d->have_pre = true;
@@ -341,8 +353,10 @@ static void job_commit(void *arg)
 	int rc;
 	switch (sb_device_strategy(d->dev)) {
 	case SB_STRATEGY_CONFIRMED:
-		rc = sb_device_commit(d->dev, d->t->opts.confirm_timeout_s, d->t->persist_id, NULL,
-				      &err);
+		/* no persist: the commit belongs to this session, so a session
+		 * that dies (ocsd killed, or a hung RPC we gave up on) reverts
+		 * the device at once; the timeout covers a silent peer */
+		rc = sb_device_commit(d->dev, d->t->opts.confirm_timeout_s, NULL, NULL, &err);
 		break;
 	case SB_STRATEGY_CANDIDATE:
 		rc = sb_device_commit(d->dev, 0, NULL, NULL, &err);
@@ -354,6 +368,35 @@ static void job_commit(void *arg)
 	}
 	if (rc)
 		fail_dev(d, SB_STEP_COMMIT, &err);
+}
+
+/* Names the first intended cross-connect the read-back lacks (or the first extra one). */
+static void describe_difference(const struct dev_ctx *d, char *msg, size_t len)
+{
+	for (size_t i = 0; i < d->n_target; i++) {
+		const struct sb_xc *t = &d->target[i];
+		const struct sb_xc *got = NULL;
+		for (size_t j = 0; j < d->n_readback; j++)
+			if (d->readback[j].in == t->in)
+				got = &d->readback[j];
+		if (!got || got->out != t->out) {
+			char have[32] = "nothing";
+			if (got)
+				snprintf(have, sizeof(have), "%u -> %u", got->in, got->out);
+			snprintf(msg, len,
+				 "read-back differs from the intent: %u -> %u expected, device holds "
+				 "%s (%zu cross-connects read, %zu intended; commit without effect?)",
+				 t->in, t->out, have, d->n_readback, d->n_target);
+			return;
+		}
+	}
+	for (size_t j = 0; j < d->n_readback; j++)
+		if (!find_target(d, d->readback[j].in)) {
+			snprintf(msg, len, "read-back differs from the intent: unexpected %u -> %u",
+				 d->readback[j].in, d->readback[j].out);
+			return;
+		}
+	snprintf(msg, len, "read-back differs from the intent");
 }
 
 static void job_verify(void *arg)
@@ -380,11 +423,8 @@ static void job_verify(void *arg)
 		if (!d->readback)
 			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -ENOMEM, "out of memory");
 		if (!same_xcs(d->readback, d->n_readback, d->target, d->n_target)) {
-			char msg[200];
-			snprintf(msg, sizeof(msg),
-				 "read-back differs from the intent: device holds %zu cross-connects, "
-				 "%zu intended (commit without effect?)",
-				 d->n_readback, d->n_target);
+			char msg[240];
+			describe_difference(d, msg, sizeof(msg));
 			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -EPROTO, msg);
 		}
 		if (broken) {
@@ -410,35 +450,81 @@ static void job_confirm(void *arg)
 	struct dev_ctx *d = arg;
 	struct sb_error err = {0};
 	d->ok = true;
-	if (sb_device_strategy(d->dev) == SB_STRATEGY_CONFIRMED) {
-		int rc = sb_device_commit(d->dev, 0, NULL, d->t->persist_id, &err);
-		if (rc && rc != -EREMOTEIO) {
-			/* the session died or hung: the persist id lets a new
-			 * session confirm. If that fails too the device is rolled
-			 * back with the others; a confirm that did land late is
-			 * undone there by the compensating edit. */
-			struct sb_error e2 = {0};
-			int64_t deadline = sb_now_ms() + d->t->opts.connect_timeout_ms;
-			if (!sb_device_connect_until(d->dev, deadline, &e2)) {
-				rc = sb_device_commit(d->dev, 0, NULL, d->t->persist_id, &e2);
-				d->locked = false;
-			}
-		}
-		if (rc)
-			return fail_dev(d, SB_STEP_CONFIRM, &err);
-	}
+	/* only the committing session may confirm: if it is gone, the device
+	 * has reverted by itself and the transaction rolls back */
+	if (sb_device_strategy(d->dev) == SB_STRATEGY_CONFIRMED &&
+	    sb_device_commit(d->dev, 0, NULL, NULL, &err))
+		return fail_dev(d, SB_STEP_CONFIRM, &err);
 	d->confirmed = true;
-	if (d->locked && sb_device_connected(d->dev)) {
-		struct sb_error e4 = {0};
-		sb_device_unlock(d->dev, uses_candidate(d) ? SB_DS_CANDIDATE : SB_DS_RUNNING, &e4);
-	}
+	if (d->locked && sb_device_unlock(d->dev, uses_candidate(d) ? SB_DS_CANDIDATE : SB_DS_RUNNING,
+					  &err))
+		sb_device_disconnect(d->dev); /* closing the session releases the lock */
 	d->locked = false;
 }
 
-static void rollback_fail(struct dev_ctx *d, const struct sb_error *err)
+/*
+ * One attempt to bring a device back to its pre-image and prove it.
+ * Returns 0 when proven, or an error that may clear up (a stale session of
+ * ours still holding the candidate lock until its hung RPC ends).
+ */
+static int rollback_once(struct dev_ctx *d, struct sb_error *err)
 {
-	d->res->outcome = SB_DEV_ROLLBACK_FAILED;
-	d->res->rollback_error = *err;
+	if (!sb_device_connected(d->dev))
+		d->locked = false; /* the lock died with the session */
+	int64_t deadline = sb_now_ms() + d->t->opts.connect_timeout_ms;
+	int rc = sb_device_connect_until(d->dev, deadline, err);
+	if (rc)
+		return rc;
+	enum sb_datastore ds = uses_candidate(d) ? SB_DS_CANDIDATE : SB_DS_RUNNING;
+	if (!d->have_pre) {
+		/* failed before reading the pre-image: nothing was edited */
+		if (d->locked && sb_device_unlock(d->dev, ds, err))
+			sb_device_disconnect(d->dev);
+		d->locked = false;
+		return 0;
+	}
+	if (d->maybe_committed && !d->confirmed &&
+	    sb_device_strategy(d->dev) == SB_STRATEGY_CONFIRMED)
+		sb_device_cancel_commit(d->dev, NULL, err); /* may be gone already: read back */
+	if (d->locked && ds == SB_DS_CANDIDATE && (rc = sb_device_discard(d->dev, err)))
+		return rc;
+	struct sb_xc *now = NULL;
+	size_t n = 0;
+	if ((rc = read_running(d, &now, &n, err)))
+		return rc;
+	bool same = same_xcs(now, n, d->pre, d->n_pre);
+	free(now);
+	if (!same) {
+		/* compensating edit from the pre-image */
+		if (!d->locked) {
+			if ((rc = sb_device_lock(d->dev, ds, err)))
+				return rc;
+			d->locked = true;
+		}
+		if (ds == SB_DS_CANDIDATE && (rc = sb_device_discard(d->dev, err)))
+			return rc;
+		if ((rc = sb_device_replace_xcs(d->dev, ds, d->pre, d->n_pre, err)))
+			return rc;
+		if (ds == SB_DS_CANDIDATE && (rc = sb_device_commit(d->dev, 0, NULL, NULL, err)))
+			return rc;
+		if ((rc = read_running(d, &now, &n, err)))
+			return rc;
+		same = same_xcs(now, n, d->pre, d->n_pre);
+		free(now);
+		if (!same) {
+			*err = (struct sb_error){.code = -EPROTO};
+			snprintf(err->device, sizeof(err->device), "%s", sb_device_name(d->dev));
+			snprintf(err->operation, sizeof(err->operation), "get-config");
+			snprintf(err->message, sizeof(err->message),
+				 "running still differs from the pre-image after the compensating "
+				 "edit");
+			return -EPROTO;
+		}
+	}
+	if (d->locked && sb_device_unlock(d->dev, ds, err))
+		sb_device_disconnect(d->dev);
+	d->locked = false;
+	return 0;
 }
 
 static void job_rollback(void *arg)
@@ -447,61 +533,15 @@ static void job_rollback(void *arg)
 	struct sb_error err = {0};
 	if (!d->touched)
 		return;
-	if (!sb_device_connected(d->dev))
-		d->locked = false; /* the lock died with the session */
-	int64_t deadline = sb_now_ms() + d->t->opts.connect_timeout_ms;
-	if (sb_device_connect_until(d->dev, deadline, &err))
-		return rollback_fail(d, &err);
-	if (!d->have_pre) {
-		/* failed before reading the pre-image: nothing was edited */
-		if (d->locked)
-			sb_device_unlock(d->dev, uses_candidate(d) ? SB_DS_CANDIDATE : SB_DS_RUNNING,
-					 &err);
-		d->res->outcome = SB_DEV_ROLLED_BACK;
-		return;
-	}
-	bool candidate = uses_candidate(d);
-	if (d->maybe_committed && !d->confirmed &&
-	    sb_device_strategy(d->dev) == SB_STRATEGY_CONFIRMED)
-		sb_device_cancel_commit(d->dev, d->t->persist_id, &err); /* may be gone: read back */
-	if (candidate && sb_device_discard(d->dev, &err) && err.code != -EREMOTEIO)
-		return rollback_fail(d, &err);
-	struct sb_xc *now = NULL;
-	size_t n = 0;
-	if (read_running(d, &now, &n, &err))
-		return rollback_fail(d, &err);
-	if (!same_xcs(now, n, d->pre, d->n_pre)) {
-		/* compensating edit from the pre-image */
-		free(now);
-		now = NULL;
-		if (!d->locked) {
-			if (sb_device_lock(d->dev, candidate ? SB_DS_CANDIDATE : SB_DS_RUNNING, &err))
-				return rollback_fail(d, &err);
-			d->locked = true;
+	int64_t deadline = sb_now_ms() + d->t->opts.rollback_timeout_ms;
+	while (rollback_once(d, &err)) {
+		if (sb_now_ms() >= deadline) {
+			d->res->outcome = SB_DEV_ROLLBACK_FAILED;
+			d->res->rollback_error = err;
+			return;
 		}
-		int rc = sb_device_replace_xcs(d->dev, candidate ? SB_DS_CANDIDATE : SB_DS_RUNNING,
-					       d->pre, d->n_pre, &err);
-		if (!rc && candidate)
-			rc = sb_device_commit(d->dev, 0, NULL, NULL, &err);
-		if (rc)
-			return rollback_fail(d, &err);
-		if (read_running(d, &now, &n, &err))
-			return rollback_fail(d, &err);
-		if (!same_xcs(now, n, d->pre, d->n_pre)) {
-			free(now);
-			err = (struct sb_error){.code = -EPROTO};
-			snprintf(err.device, sizeof(err.device), "%s", sb_device_name(d->dev));
-			snprintf(err.operation, sizeof(err.operation), "get-config");
-			snprintf(err.message, sizeof(err.message),
-				 "running still differs from the pre-image after the compensating "
-				 "edit");
-			return rollback_fail(d, &err);
-		}
-	}
-	free(now);
-	if (d->locked) {
-		sb_device_unlock(d->dev, candidate ? SB_DS_CANDIDATE : SB_DS_RUNNING, &err);
-		d->locked = false;
+		struct timespec ts = {0, 50 * 1000000L};
+		nanosleep(&ts, NULL);
 	}
 	d->res->outcome = SB_DEV_ROLLED_BACK;
 }
@@ -652,7 +692,8 @@ int sb_engine_run(struct sb_engine *e, const struct sb_txn_plan *plan,
 		t.opts.verify_timeout_ms = 2000;
 	if (t.opts.connect_timeout_ms <= 0)
 		t.opts.connect_timeout_ms = 3000;
-	snprintf(t.persist_id, sizeof(t.persist_id), "ocsd-%llu", (unsigned long long)plan->id);
+	if (t.opts.rollback_timeout_ms <= 0)
+		t.opts.rollback_timeout_ms = 10000;
 	size_t n = plan->n_devices;
 	r->n_devices = n;
 	r->devices = calloc(n, sizeof(*r->devices));

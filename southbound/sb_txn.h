@@ -9,10 +9,10 @@
  *   0. plan check: the caller's verify callback (the independent L2
  *      checker of solvers/) runs on the plan; a refused plan touches no
  *      device. The persist_intent hook runs next.
- *   1. prepare all: lock candidate, discard, read the pre-image, one
- *      edit-config, validate;
- *   2. commit all: confirmed commit with a timeout and a persist id (the
- *      dead-man switch);
+ *   1. prepare all: lock candidate, read the pre-image, one edit-config,
+ *      validate;
+ *   2. commit all: confirmed commit with a timeout, bound to the session
+ *      (the dead-man switch: revert when the session or the timeout ends);
  *   3. verify all: read back configuration and connection state until
  *      every intended connection is `connected`; run the verify callback
  *      on what was read;
@@ -49,7 +49,7 @@ struct sb_txn_device {
 };
 
 struct sb_txn_plan {
-	uint64_t id; /* names the persist id "ocsd-<id>"; unique per run */
+	uint64_t id; /* the caller's transaction id (intent log key) */
 	const struct sb_txn_device *devices; /* not owned */
 	size_t n_devices;
 };
@@ -139,6 +139,7 @@ struct sb_txn_options {
 	int confirm_timeout_s; /* dead-man switch [30] */
 	int verify_timeout_ms; /* wait for `connected` in step 3 [2000] */
 	int connect_timeout_ms; /* per device, including backoff retries [3000] */
+	int rollback_timeout_ms; /* per device, retries included [10000] */
 };
 
 struct sb_txn_counters {

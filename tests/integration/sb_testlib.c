@@ -3,11 +3,14 @@
  */
 #include "sb_testlib.h"
 
+#include "l2check.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +40,8 @@ static int try_start(struct tl_fleet *f, int count, int base, const char *const 
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
+		/* the simulator dies with the test, even when the test is killed */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		dup2(pipefd[1], STDOUT_FILENO);
 		close(pipefd[0]);
 		close(pipefd[1]);
@@ -51,7 +56,7 @@ static int try_start(struct tl_fleet *f, int count, int base, const char *const 
 	/* ocs-devsim prints "ready" or exits: a blocking read cannot hang */
 	while (fgets(line, sizeof(line), in)) {
 		if (!strncmp(line, "hostkey ", 8)) {
-			snprintf(f->hostkey, sizeof(f->hostkey), "%s", line + 8);
+			snprintf(f->hostkey, sizeof(f->hostkey), "%.120s", line + 8);
 			f->hostkey[strcspn(f->hostkey, "\n")] = '\0';
 		} else if (!strncmp(line, "ready ", 6)) {
 			rc = 0;
@@ -167,48 +172,24 @@ size_t tl_fabric_device_xcs(const struct ocs_fabric *f, int group, int device, i
 	return n;
 }
 
-static const struct sb_xc *find_in(const struct sb_xc *x, size_t n, int in)
-{
-	for (size_t i = 0; i < n; i++)
-		if (x[i].in == in)
-			return &x[i];
-	return NULL;
-}
-
 int tl_l2_violations(const struct ocs_fabric *f, const int *group, const int *device,
 		     const struct sb_xc *const *xcs, const size_t *n, size_t n_devices, char *why,
 		     size_t why_len)
 {
-	int bad = 0;
-	for (size_t i = 0; i < n_devices; i++) {
-		for (size_t k = 0; k < n[i]; k++) {
-			struct ocs_spine_port a, b;
-			struct ocs_device_port in = {device[i], xcs[i][k].in};
-			struct ocs_device_port out = {device[i], xcs[i][k].out};
-			if (ocs_fabric_input_owner(f, group[i], in, &a) ||
-			    ocs_fabric_output_owner(f, group[i], out, &b))
-				continue; /* uncabled port: not a spine circuit */
-			/* a's egress reaches b's ingress: b's egress must reach a's ingress */
-			struct ocs_device_port btx = ocs_fabric_tx_port(f, b);
-			struct ocs_device_port arx = ocs_fabric_rx_port(f, a);
-			bool ok = false;
-			for (size_t j = 0; j < n_devices; j++) {
-				if (group[j] != group[i] || device[j] != btx.device)
-					continue;
-				const struct sb_xc *r = find_in(xcs[j], n[j], btx.port);
-				ok = r && r->out == arx.port;
-			}
-			if (!ok) {
-				if (!bad && why)
-					snprintf(why, why_len,
-						 "one-way circuit: group %d device %d %u->%u has no "
-						 "reverse on device %d input %d",
-						 group[i], device[i], xcs[i][k].in, xcs[i][k].out,
-						 btx.device, btx.port);
-				bad++;
-			}
-		}
-	}
+	size_t total = 0;
+	for (size_t i = 0; i < n_devices; i++)
+		total += n[i];
+	struct ocs_xc *all = malloc((total ? total : 1) * sizeof(*all));
+	size_t k = 0;
+	for (size_t i = 0; i < n_devices; i++)
+		for (size_t j = 0; j < n[i]; j++)
+			all[k++] = (struct ocs_xc){group[i], device[i], xcs[i][j].in, xcs[i][j].out};
+	struct l2_violation v[1];
+	int bad = l2_check(f, all, total, v, 1);
+	if (bad > 0 && why)
+		snprintf(why, why_len, "%d violation(s), first: group %d device %d %d->%d: %s", bad,
+			 v[0].xc.group, v[0].xc.device, v[0].xc.in, v[0].xc.out, v[0].reason);
+	free(all);
 	return bad;
 }
 

@@ -2,7 +2,7 @@
  * sb_testlib.h - shared helpers of the southbound integration tests: start
  * and stop ocs-devsim fleets on loopback, open driver sessions to them,
  * build realistic cross-connect plans from the fabric model
- * (solvers/fabric.h) and check them for one-way circuits.
+ * (solvers/fabric.h) and check them with the L2 checker (solvers/l2check.h).
  *
  * Single-threaded helpers for test programs; not part of any library.
  */
@@ -55,9 +55,9 @@ size_t tl_fabric_device_xcs(const struct ocs_fabric *f, int group, int device, i
 			    struct sb_xc *out, size_t cap);
 
 /*
- * Independent L2 symmetry check over a set of devices of the fabric:
- * devices[i] holds xcs[i] (n[i] entries). Returns the number of one-way
- * circuits found and describes the first in why.
+ * The independent L2 checker of solvers/ (l2_check) over a set of devices
+ * of the fabric: device i is (group[i], device[i]) and holds xcs[i] (n[i]
+ * entries). Returns the number of violations and describes the first.
  */
 int tl_l2_violations(const struct ocs_fabric *f, const int *group, const int *device,
 		     const struct sb_xc *const *xcs, const size_t *n, size_t n_devices, char *why,

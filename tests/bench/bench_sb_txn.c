@@ -1,0 +1,140 @@
+/*
+ * bench_sb_txn.c - one transaction that programs 16,384 GPUs' worth of
+ * cross-connects (one per GPU) on 256 ocs-devsim devices, end to end
+ * through the real driver and transaction engine on loopback: prepare,
+ * confirmed commit, read-back verify with the L2 checker, confirm.
+ *
+ * Fabric: 64 pods, k_leaf 32, k_spine 8, tau 1, 64-port devices, straight
+ * wiring = 32 groups x 8 devices = 256 devices, 16,384 GPUs; every device
+ * holds a symmetric matching of the 64 pods (64 cross-connects).
+ * Runs 20 transactions (each one changes every cross-connect) with
+ * --switch-ms 0 and with 25, and prints the median and p99 of the total
+ * and the controller's overhead = total - the slowest device's switch time
+ * (the switch time is a property of the device, so this is what ocsd adds).
+ * Target (issue 4): overhead at most 100 ms at 256 devices.
+ *   usage: bench_sb_txn [runs]
+ */
+#include "sb_testlib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#define DEVICES 256
+#define XCS 64
+
+static const struct ocs_fabric fabric = {
+	.pods = 64, .k_leaf = 32, .k_spine = 8, .tau = 1, .k_ocs = 64, .wiring = OCS_WIRING_STRAIGHT};
+
+static int cmp64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int64_t pct(int64_t *v, int n, int p)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp64);
+	int i = (p * n + 99) / 100 - 1;
+	return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+static int run(int switch_ms, int runs)
+{
+	char sw[16];
+	snprintf(sw, sizeof(sw), "%d", switch_ms);
+	const char *extra[] = {"--ports", "64", "--switch-ms", sw, "--workers", "4", NULL};
+	struct tl_fleet fleet;
+	struct sb_driver *drv;
+	struct sb_engine *eng;
+	if (tl_fleet_start(&fleet, DEVICES, extra) || sb_driver_new(NULL, &drv) ||
+	    sb_engine_new(64, &eng))
+		return 1;
+	struct sb_device **devs = tl_devices(drv, &fleet, 0, DEVICES, 10000);
+	static struct sb_xc xcs[DEVICES][XCS];
+	struct sb_txn_device pd[DEVICES];
+	int group[DEVICES], device[DEVICES];
+	int64_t total[64], overhead[64], step[SB_STEP_COUNT][64];
+	int rc = 0;
+	struct rusage ru0, ru1;
+	for (int r = -1; r < runs && !rc; r++) {
+		if (r == 0)
+			getrusage(RUSAGE_SELF, &ru0); /* r = -1: warm-up, connects all sessions */
+		size_t n_xc = 0;
+		for (int i = 0; i < DEVICES; i++) {
+			group[i] = i / 8;
+			device[i] = i % 8;
+			pd[i] = (struct sb_txn_device){devs[i], xcs[i],
+						       tl_fabric_device_xcs(&fabric, group[i], device[i],
+									    r + 1, xcs[i], XCS)};
+			n_xc += pd[i].n_target;
+		}
+		struct tl_verify_ctx v = {.fabric = &fabric, .group = group, .device = device};
+		struct sb_txn_hooks hooks = {.verify = tl_verify, .arg = &v};
+		struct sb_txn_plan plan = {.id = (uint64_t)(r + 2), .devices = pd, .n_devices = DEVICES};
+		struct sb_txn_options opts = {.confirm_timeout_s = 60, .verify_timeout_ms = 5000,
+					      .connect_timeout_ms = 30000};
+		struct sb_txn_result res;
+		if (sb_engine_run(eng, &plan, &hooks, &opts, &res) || res.outcome != SB_TXN_COMMITTED) {
+			fprintf(stderr, "run %d: %s\n", r, res.message);
+			rc = 1;
+		} else if (r == -1) {
+			printf("switch-ms %d: %d devices, %zu cross-connects per transaction, warm-up "
+			       "(connect + commit) %lld ms\n",
+			       switch_ms, DEVICES, n_xc, (long long)res.total_ms);
+		} else {
+			total[r] = res.total_ms;
+			overhead[r] = res.total_ms - switch_ms;
+			for (int s = 0; s < SB_STEP_COUNT; s++)
+				step[s][r] = res.step_ms[s];
+		}
+		sb_txn_result_clear(&res);
+	}
+	getrusage(RUSAGE_SELF, &ru1);
+	double cpu_ms = (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1e3 +
+			(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e3 +
+			(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3 +
+			(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e3;
+	if (!rc) {
+		printf("switch-ms %2d: controller CPU per transaction %.0f ms (all its threads, "
+		       "the simulator excluded)\n",
+		       switch_ms, cpu_ms / runs);
+		printf("switch-ms %2d: total median %lld ms p99 %lld ms; controller overhead median "
+		       "%lld ms p99 %lld ms (target <= 100 ms)\n",
+		       switch_ms, (long long)pct(total, runs, 50), (long long)pct(total, runs, 99),
+		       (long long)pct(overhead, runs, 50), (long long)pct(overhead, runs, 99));
+		printf("              median per step: prepare %lld, commit %lld, verify %lld, "
+		       "confirm %lld ms\n",
+		       (long long)pct(step[SB_STEP_PREPARE], runs, 50),
+		       (long long)pct(step[SB_STEP_COMMIT], runs, 50),
+		       (long long)pct(step[SB_STEP_VERIFY], runs, 50),
+		       (long long)pct(step[SB_STEP_CONFIRM], runs, 50));
+	}
+	tl_devices_free(devs, DEVICES);
+	sb_engine_free(eng);
+	sb_driver_free(drv);
+	if (tl_fleet_stop(&fleet))
+		rc = 1;
+	/* who spent the CPU on these 2 cores: ocsd's side or the simulator */
+	struct rusage self, children;
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &children);
+	double self_ms = self.ru_utime.tv_sec * 1e3 + self.ru_utime.tv_usec / 1e3 +
+			 self.ru_stime.tv_sec * 1e3 + self.ru_stime.tv_usec / 1e3;
+	double sim_ms = children.ru_utime.tv_sec * 1e3 + children.ru_utime.tv_usec / 1e3 +
+			children.ru_stime.tv_sec * 1e3 + children.ru_stime.tv_usec / 1e3;
+	printf("              CPU so far (cumulative, incl. warm-up): controller %.0f ms, "
+	       "ocs-devsim %.0f ms\n",
+	       self_ms, sim_ms);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	int runs = argc > 1 ? atoi(argv[1]) : 20;
+	if (runs < 1 || runs > 64)
+		return 2;
+	return run(0, runs) || run(25, runs);
+}

@@ -1,0 +1,230 @@
+/*
+ * test_sb_txn_faults.c - the fault matrix of the transaction engine: every
+ * ocs-devsim fault knob (refuse, drop the session, hang past the deadline)
+ * at every RPC the transaction sends (lock, discard, get, edit, validate,
+ * commit, confirm, unlock, cancel), plus a commit without effect and a
+ * failed port, once on 1 of 4 devices and once on all of 16 devices.
+ *
+ * The RPCs map onto the transaction steps as: prepare = lock,
+ * get (pre-image), edit, validate; commit = commit; verify = get;
+ * confirm = confirm (a commit on the committing session), unlock; rollback = cancel,
+ * discard, get, edit, commit. One-shot knobs fire at the first RPC of
+ * their kind, so `get` faults hit prepare. A hung RPC lands after the
+ * driver gave up on it: the rollback must wait for that stale session.
+ *
+ * Every case asserts all-or-nothing: the outcome is COMMITTED with every
+ * device at its target, or ROLLED_BACK with every device at its pre-image,
+ * never FAILED; and reading every device afterwards finds no one-way
+ * circuit (independent L2 check over the fabric model).
+ * SB_FAULT_ONLY="<knob> <knob>..." in the environment runs those knobs only.
+ */
+#include "sb_testlib.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#define FLEET 20
+#define RPC_TIMEOUT_MS 500
+#define HANG_MS 1200
+
+static const struct ocs_fabric lab = {
+	.pods = 4, .k_leaf = 8, .k_spine = 8, .tau = 2, .k_ocs = 16, .wiring = OCS_WIRING_STRAIGHT};
+
+static struct tl_fleet fleet;
+static struct sb_driver *drv;
+static struct sb_engine *eng;
+static struct sb_device **devs;
+static int round_no;
+
+static int setup(void **state)
+{
+	const char *extra[] = {"--workers", "24", NULL};
+	if (tl_fleet_start(&fleet, FLEET, extra) || sb_driver_new(NULL, &drv) ||
+	    sb_engine_new(16, &eng))
+		return -1;
+	devs = tl_devices(drv, &fleet, 0, FLEET, RPC_TIMEOUT_MS);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	tl_devices_free(devs, FLEET);
+	sb_engine_free(eng);
+	sb_driver_free(drv);
+	return tl_fleet_stop(&fleet);
+}
+
+static void set_faults(struct sb_device *d, const char *spec)
+{
+	char xml[256];
+	struct sb_error err;
+	snprintf(xml, sizeof(xml),
+		 "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>", spec);
+	for (int attempt = 0; attempt < 5; attempt++) {
+		if (!sb_device_connect_until(d, sb_now_ms() + 3000, &err) &&
+		    !sb_device_rpc_xml(d, xml, &err))
+			return;
+	}
+	fail_msg("set-faults on %s: %s", sb_device_name(d), err.message);
+}
+
+/*
+ * After a hang, the RPC the driver gave up on still runs on the device, and
+ * the session it came on ends only then: wait until every device grants
+ * the candidate lock again (bounded), so the next case starts clean.
+ */
+static void wait_stale_sessions(struct sb_device **d, int n)
+{
+	int64_t deadline = sb_now_ms() + HANG_MS + 5000;
+	for (int i = 0; i < n; i++) {
+		struct sb_error err;
+		for (;;) {
+			if (!sb_device_connect_until(d[i], sb_now_ms() + 2000, &err) &&
+			    !sb_device_lock(d[i], SB_DS_CANDIDATE, &err)) {
+				assert_int_equal(sb_device_unlock(d[i], SB_DS_CANDIDATE, &err), 0);
+				break;
+			}
+			if (sb_now_ms() > deadline)
+				fail_msg("%s still locked after a hang: %s", sb_device_name(d[i]),
+					 err.message);
+			nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
+		}
+	}
+}
+
+struct fault_case {
+	const char *spec;
+	bool must_roll_back; /* the knob necessarily breaks the transaction */
+};
+
+/* Runs one case on devices [first, first+n), faulting devices [ff, ff+nf). */
+static void run_case(const struct fault_case *fc, int first, int n, int ff, int nf)
+{
+	const char *only = getenv("SB_FAULT_ONLY"); /* debugging: run some knobs */
+	if (only && !strstr(only, fc->spec))
+		return;
+	struct sb_device **d = devs + first;
+	struct sb_txn_device pd[16];
+	struct sb_xc xcs[16][16], *pre[16] = {0}, *got[16] = {0};
+	size_t n_pre[16] = {0}, n_got[16] = {0};
+	int group[16], device[16];
+	for (int i = 0; i < n; i++)
+		set_faults(d[i], "");
+	for (int i = 0; i < n; i++) {
+		group[i] = i / 8;
+		device[i] = i % 8;
+		assert_int_equal(tl_read_running(d[i], &pre[i], &n_pre[i]), 0);
+		pd[i] = (struct sb_txn_device){d[i], xcs[i],
+					       tl_fabric_device_xcs(&lab, group[i], device[i],
+								    round_no, xcs[i], 16)};
+	}
+	round_no++;
+	for (int i = ff; i < ff + nf; i++)
+		set_faults(devs[i], fc->spec);
+	struct tl_verify_ctx v = {.fabric = &lab, .group = group, .device = device};
+	struct sb_txn_hooks hooks = {.verify = tl_verify, .arg = &v};
+	struct sb_txn_plan plan = {.id = (uint64_t)round_no, .devices = pd, .n_devices = (size_t)n};
+	struct sb_txn_options opts = {.confirm_timeout_s = 20, .verify_timeout_ms = 1000,
+				      .connect_timeout_ms = 2000};
+	struct sb_txn_result r;
+	assert_int_equal(sb_engine_run(eng, &plan, &hooks, &opts, &r), 0);
+	printf("  %-22s on %2d/%2d: %-11s %5lld ms %s\n", fc->spec, nf, n,
+	       sb_txn_outcome_name(r.outcome), (long long)r.total_ms,
+	       r.outcome == SB_TXN_COMMITTED ? "" : r.message);
+	if (strstr(fc->spec, "hang@"))
+		wait_stale_sessions(d, n);
+	for (int i = 0; i < n; i++)
+		set_faults(d[i], "");
+	assert_int_not_equal(r.outcome, SB_TXN_FAILED);
+	assert_int_not_equal(r.outcome, SB_TXN_REFUSED);
+	if (fc->must_roll_back)
+		assert_int_equal(r.outcome, SB_TXN_ROLLED_BACK);
+	if (r.outcome == SB_TXN_ROLLED_BACK) {
+		assert_true(r.n_failed_devices >= 1);
+		assert_int_equal(r.n_rollback_failures, 0);
+		/* the failure is reported against a faulted device (or the checker) */
+		bool blamed = false;
+		for (int i = 0; i < n; i++)
+			if (r.devices[i].failed_step != SB_STEP_NONE)
+				blamed |= (first + i >= ff && first + i < ff + nf);
+		assert_true(blamed);
+	}
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(tl_read_running(d[i], &got[i], &n_got[i]), 0);
+		if (r.outcome == SB_TXN_COMMITTED)
+			assert_true(tl_same(got[i], n_got[i], pd[i].target, pd[i].n_target));
+		else
+			assert_true(tl_same(got[i], n_got[i], pre[i], n_pre[i]));
+	}
+	char why[256] = "";
+	int bad = tl_l2_violations(&lab, group, device, (const struct sb_xc *const *)got, n_got,
+				   (size_t)n, why, sizeof(why));
+	if (bad)
+		fprintf(stderr, "%s\n", why);
+	assert_int_equal(bad, 0);
+	for (int i = 0; i < n; i++) {
+		free(pre[i]);
+		free(got[i]);
+	}
+	sb_txn_result_clear(&r);
+}
+
+static const char *const steps[] = {"lock",    "discard", "get",    "edit",  "validate",
+				    "commit",  "confirm", "unlock", "cancel"};
+/* steps whose failure necessarily breaks the transaction (discard, unlock
+ * and cancel only run on rollback or after the confirm) */
+static bool breaks(const char *action, const char *step)
+{
+	bool prepare_or_commit = strcmp(step, "confirm") && strcmp(step, "unlock") &&
+				 strcmp(step, "cancel") && strcmp(step, "discard");
+	if (prepare_or_commit)
+		return true;
+	/* a failed confirm is final: only the committing session may confirm */
+	return !strcmp(step, "confirm");
+}
+
+static void run_matrix(int first, int n, int ff, int nf)
+{
+	static const char *const actions[] = {"refuse", "drop", "hang"};
+	char spec[64];
+	for (size_t a = 0; a < 3; a++) {
+		for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+			if (!strcmp(actions[a], "hang"))
+				snprintf(spec, sizeof(spec), "hang@%s=%d", steps[s], HANG_MS);
+			else
+				snprintf(spec, sizeof(spec), "%s@%s", actions[a], steps[s]);
+			struct fault_case fc = {spec, breaks(actions[a], steps[s])};
+			run_case(&fc, first, n, ff, nf);
+		}
+	}
+	struct fault_case extra[] = {{"noeffect@commit", true}, {"fail-port=0", true}};
+	for (size_t i = 0; i < 2; i++)
+		run_case(&extra[i], first, n, ff, nf);
+}
+
+static void test_one_of_four(void **state)
+{
+	run_matrix(0, 4, 2, 1);
+}
+
+static void test_all_of_sixteen(void **state)
+{
+	run_matrix(4, 16, 4, 16);
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_of_four),
+		cmocka_unit_test(test_all_of_sixteen),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
