@@ -230,7 +230,8 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 	}
 	tx->plan = (struct sb_txn_plan){ (uint64_t)tx->txn_id, tx->devs, tx->n_devs };
 	tx->hooks = (struct sb_txn_hooks){ NULL, NULL, verify_l2, tx };
-	tx->opts = (struct sb_txn_options){ jm->d.confirm_timeout_s, 0, jm->d.connect_timeout_ms };
+	tx->opts = (struct sb_txn_options){ .confirm_timeout_s = jm->d.confirm_timeout_s,
+					    .connect_timeout_ms = jm->d.connect_timeout_ms };
 	jm->txn = tx;
 	rc = sb_engine_start(jm->d.engine, &tx->plan, &tx->hooks, &tx->opts, txn_thread_done, tx,
 			     &tx->handle);
@@ -397,9 +398,9 @@ static bool holds(const struct sb_xc_state *got, size_t n_got, struct sb_xc *wan
 }
 
 /*
- * Resolves one transaction a previous run left open: any confirmed commit
- * still pending on a device is cancelled (the devices go back to the
- * pre-image), then every touched device is read back. All at the target:
+ * Resolves one transaction a previous run left open. Confirmed commits are
+ * tied to the session that made them, so the devices of a run that died
+ * reverted when its sessions closed; every touched device is read back. All at the target:
  * the transaction had been confirmed; all at the pre-image: rolled back;
  * anything else: failed, and the difference is reported as drift.
  */
@@ -411,11 +412,10 @@ static int resolve_intent(void *arg, const struct st_intent *in)
 	char *touched = calloc((size_t)n_dev, 1);
 	bool all_target = true, all_pre = true;
 	enum st_intent_state outcome;
-	char persist[32], detail[512] = "";
+	char detail[512] = "";
 
 	if (!touched)
 		return -ENOMEM;
-	snprintf(persist, sizeof(persist), "ocsd-%lld", (long long)in->txn_id);
 	for (size_t i = 0; i < in->n_removals; i++)
 		touched[ocs_fabric_device_id(f, in->removals[i].group, in->removals[i].device)] = 1;
 	for (size_t i = 0; i < in->n_additions; i++)
@@ -436,7 +436,6 @@ static int resolve_intent(void *arg, const struct st_intent *in)
 				     in->n_additions, &n_target);
 		if (!pre || !target ||
 		    sb_device_connect_until(dev, sb_now_ms() + jm->d.connect_timeout_ms, &e) != 0 ||
-		    (sb_device_cancel_commit(dev, persist, NULL), false) ||
 		    sb_device_read_xcs(dev, false, SB_DS_RUNNING, &got, &n_got, &e) != 0) {
 			all_target = all_pre = false;
 			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
