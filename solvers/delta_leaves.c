@@ -5,6 +5,7 @@
 #include "delta_leaves.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,19 +52,66 @@ static int cmp_pair(const void *x, const void *y)
 	return (p->b > q->b) - (p->b < q->b);
 }
 
-/* Global GPU of (pod, stage, co-located replica u, lane r). */
-static long gpu_of(const struct ocs_fabric *f, const struct delta_workload *w, int pod, int stage,
-		   int u, int r)
+/*
+ * Global GPU of lane r of stage s of co-located replica u in pod set k:
+ * from the caller's list, or the default (the first GPUs of each pod, by
+ * stage, replica, lane).
+ */
+static long gpu_of(const struct ocs_fabric *f, const struct delta_workload *w, const int64_t *gpus,
+		   int k, int s, int u, int r)
 {
+	long rank = (((long)k * w->stages + s) * w->replicas_per_pod_set + u) * w->stage_width + r;
+	if (gpus)
+		return (long)gpus[rank];
 	int g = w->gpus_per_pod_per_replica, sw = w->stage_width;
-	int first_stage = (stage * sw / g) * g / sw;
-	long local = ((long)(stage - first_stage) * w->replicas_per_pod_set + u) * sw + r;
-	return (long)pod * ocs_fabric_leaves_per_pod(f) * f->k_leaf + local;
+	int first_stage = (s * sw / g) * g / sw;
+	long local = ((long)(s - first_stage) * w->replicas_per_pod_set + u) * sw + r;
+	return (long)delta_workload_gpu_pod(w, rank) * ocs_fabric_leaves_per_pod(f) * f->k_leaf +
+	       local;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int delta_check_gpu_ids(const struct ocs_fabric *f, const struct delta_workload *w,
+			const int64_t *gpus, struct delta_error *err)
+{
+	long n = delta_workload_gpus(w);
+	char field[64];
+	for (long i = 0; i < n; i++) {
+		snprintf(field, sizeof(field), "placement.gpu_ids[%ld]", i);
+		if (gpus[i] < 0 || gpus[i] >= ocs_fabric_gpus(f))
+			return delta_error_set(
+				err, field, "GPU %lld is not in the fabric (0..%lld)",
+				(long long)gpus[i], (long long)ocs_fabric_gpus(f) - 1);
+		int pod = ocs_fabric_leaf_pod(f, ocs_fabric_gpu_leaf(f, gpus[i]));
+		if (pod != delta_workload_gpu_pod(w, i))
+			return delta_error_set(
+				err, field,
+				"GPU %lld sits in pod %d, the spec puts rank %ld in pod %d",
+				(long long)gpus[i], pod, i, delta_workload_gpu_pod(w, i));
+	}
+	int64_t *sorted = malloc((size_t)n * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	memcpy(sorted, gpus, (size_t)n * sizeof(*sorted));
+	qsort(sorted, (size_t)n, sizeof(*sorted), cmp_i64);
+	int rc = 0;
+	for (long i = 1; i < n && rc == 0; i++)
+		if (sorted[i] == sorted[i - 1])
+			rc = delta_error_set(err, "placement.gpu_ids", "GPU %lld is listed twice",
+					     (long long)sorted[i]);
+	free(sorted);
+	return rc;
 }
 
 int delta_leaf_demand(const struct ocs_fabric *f, const struct delta_workload *w,
-		      const struct delta_problem *p, const int *x, struct delta_leaf_links **out,
-		      size_t *n_out, long *unplaced, struct delta_error *err)
+		      const struct delta_problem *p, const int *x, const int64_t *gpus,
+		      struct delta_leaf_links **out, size_t *n_out, long *unplaced,
+		      struct delta_error *err)
 {
 	int G = w->set_pods, S = w->pod_sets, c = w->replicas_per_pod_set, sw = w->stage_width;
 	long pod_gpus = (long)ocs_fabric_leaves_per_pod(f) * f->k_leaf;
@@ -90,6 +138,11 @@ int delta_leaf_demand(const struct ocs_fabric *f, const struct delta_workload *w
 	}
 	if (!leaf_used)
 		return -ENOMEM;
+	if (gpus && (rc = delta_check_gpu_ids(f, w, gpus, err)) != 0) {
+		free(leaf_used);
+		return rc;
+	}
+	rc = -ENOMEM;
 	int n_tasks = delta_problem_n_tasks(p);
 	const struct delta_task *tasks = delta_problem_tasks(p);
 	seen = malloc((size_t)n_tasks + 1);
@@ -101,9 +154,6 @@ int delta_leaf_demand(const struct ocs_fabric *f, const struct delta_workload *w
 			if (ring && S == 2 && k == 1)
 				break; /* one real pod pair for both ring directions */
 			int next = (k + 1) % S;
-			int pod_a = w->first_pod + k * G + links[l].a;
-			int pod_b = ring ? w->first_pod + next * G + links[l].a
-					 : w->first_pod + k * G + links[l].b;
 			one.n = 0;
 			memset(seen, 0, (size_t)n_tasks);
 			/* Distinct stage pairs on this link: fwd/bwd of one boundary
@@ -123,17 +173,9 @@ int delta_leaf_demand(const struct ocs_fabric *f, const struct delta_workload *w
 				int lo = s0 < s1 ? s0 : s1, hi = s0 < s1 ? s1 : s0;
 				for (int u = 0; u < c; u++)
 					for (int r = 0; r < sw; r++) {
-						/* lo's pod is links[l].a unless the boundary runs b
-						 * -> a */
-						int pa = pod_a, pb = pod_b;
-						if (!ring &&
-						    (lo * sw / w->gpus_per_pod_per_replica) !=
-							    links[l].a) {
-							pa = pod_b;
-							pb = pod_a;
-						}
-						long ga = gpu_of(f, w, pa, lo, u, r);
-						long gb = gpu_of(f, w, pb, hi, u, r);
+						long ga = gpu_of(f, w, gpus, k, lo, u, r);
+						long gb = gpu_of(f, w, gpus, ring ? next : k, hi, u,
+								 r);
 						if (acc_add(&one, ocs_fabric_gpu_leaf(f, ga),
 							    ocs_fabric_gpu_leaf(f, gb), 1))
 							goto fail;

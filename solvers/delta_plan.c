@@ -31,8 +31,8 @@ void delta_job_plan_free(struct delta_job_plan *plan)
 
 int delta_plan_job(const struct delta_workload_spec *spec, enum delta_planner planner,
 		   const struct delta_ga_params *params, const struct ocs_pool *pool,
-		   const struct ocs_fabric *fabric, struct delta_job_plan **out,
-		   struct delta_error *err)
+		   const struct ocs_fabric *fabric, const int64_t *gpus,
+		   struct delta_job_plan **out, struct delta_error *err)
 {
 	struct delta_workload *w = NULL;
 	struct delta_problem *p = NULL;
@@ -79,8 +79,8 @@ int delta_plan_job(const struct delta_workload_spec *spec, enum delta_planner pl
 	plan->ports_used = delta_ports_used(p, x, used) * w->pod_sets;
 	plan->ports_available = delta_ports_available(p) * w->pod_sets;
 	if (fabric)
-		rc = delta_leaf_demand(fabric, w, p, x, &plan->leaf_demand, &plan->n_leaf_demand,
-				       &plan->leaf_unplaced, err);
+		rc = delta_leaf_demand(fabric, w, p, x, gpus, &plan->leaf_demand,
+				       &plan->n_leaf_demand, &plan->leaf_unplaced, err);
 	if (rc == 0) {
 		*out = plan;
 		plan = NULL;

@@ -45,13 +45,14 @@ struct delta_job_plan {
 
 /*
  * Plans a job. params may be NULL (delta_ga_defaults()); fabric may be NULL
- * (no leaf demand). Returns 0 and *out; -EINVAL or -ENOSPC with err naming
- * the field; -ENOMEM.
+ * (no leaf demand); gpus (the job's GPUs in rank order, see
+ * delta_workload.h) may be NULL for the default positions. Returns 0 and *out; -EINVAL or -ENOSPC
+ * with err naming the field; -ENOMEM.
  */
 int delta_plan_job(const struct delta_workload_spec *spec, enum delta_planner planner,
 		   const struct delta_ga_params *params, const struct ocs_pool *pool,
-		   const struct ocs_fabric *fabric, struct delta_job_plan **out,
-		   struct delta_error *err);
+		   const struct ocs_fabric *fabric, const int64_t *gpus,
+		   struct delta_job_plan **out, struct delta_error *err);
 void delta_job_plan_free(struct delta_job_plan *plan);
 
 #endif

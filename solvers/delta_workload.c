@@ -568,6 +568,7 @@ int delta_workload_build(const struct delta_workload_spec *q, struct delta_workl
 	w->pod_sets = (int)((long)q->tp * dp / w->stage_width / q->replicas_per_pod_set);
 	w->first_pod = q->first_pod;
 	w->replicas_per_pod_set = q->replicas_per_pod_set;
+	w->stages = q->pp;
 	w->gpus_per_pod_per_replica = q->gpus_per_pod_per_replica;
 	int G = w->set_pods, pods = w->pod_sets > 1 ? 2 * G : G;
 
@@ -625,6 +626,19 @@ fail:
 		return delta_error_set(err, "memory", "out of memory");
 	}
 	return 0;
+}
+
+long delta_workload_gpus(const struct delta_workload *w)
+{
+	return (long)w->pod_sets * w->stages * w->replicas_per_pod_set * w->stage_width;
+}
+
+int delta_workload_gpu_pod(const struct delta_workload *w, long rank)
+{
+	long per_set = (long)w->stages * w->replicas_per_pod_set * w->stage_width;
+	int k = (int)(rank / per_set);
+	int s = (int)(rank % per_set / ((long)w->replicas_per_pod_set * w->stage_width));
+	return w->first_pod + k * w->set_pods + s * w->stage_width / w->gpus_per_pod_per_replica;
 }
 
 int delta_workload_expand_max(const struct delta_workload *w, const struct delta_problem *p)

@@ -76,6 +76,7 @@ struct delta_workload {
 	int set_pods;		/* G */
 	int first_pod;
 	int stage_width;	      /* w */
+	int stages;		      /* PP */
 	int replicas_per_pod_set;     /* c */
 	int gpus_per_pod_per_replica; /* g: stage s sits in set pod s * w / g */
 	double compute_fwd_ms;	      /* forward time of one stage's micro-batch (first stage) */
@@ -94,6 +95,15 @@ struct delta_workload {
 int delta_workload_build(const struct delta_workload_spec *spec, struct delta_workload **out,
 			 struct delta_error *err);
 void delta_workload_free(struct delta_workload *w);
+
+/*
+ * GPUs of the job in rank order: index ((k * PP + s) * c + u) * w + r is
+ * lane r of stage s of co-located replica u in pod set k (S * PP * c * w in
+ * all). delta_leaves.h takes an explicit list in this order.
+ */
+long delta_workload_gpus(const struct delta_workload *w);
+/* Real pod that GPU index `rank` (in the order above) must sit in. */
+int delta_workload_gpu_pod(const struct delta_workload *w, long rank);
 
 /* Circuits between two real pods. */
 struct delta_pod_circuits {

@@ -61,6 +61,8 @@ struct request {
 	struct delta_workload_spec spec;
 	struct ocs_fabric fabric;
 	int has_fabric;
+	int64_t *gpu_ids; /* placement.gpu_ids, rank order; NULL: default positions */
+	size_t n_gpu_ids;
 	/* GA settings from the file */
 	struct delta_ga_params ga;
 };
@@ -296,8 +298,9 @@ static void parse_workload(const struct json_value *top, struct request *r,
 	static const char *const train_keys[] = {"seq_len", "micro_batch", "micro_batches", NULL};
 	static const char *const hw_keys[] = {"gpu_tflops",	 "efficiency", "intra_pod_gbps",
 					      "bytes_per_value", "grad_bytes", NULL};
-	static const char *const place_keys[] = {"gpus", "gpus_per_pod_per_replica",
-						 "replicas_per_pod_set", "first_pod", NULL};
+	static const char *const place_keys[] = {
+		"gpus", "gpus_per_pod_per_replica", "replicas_per_pod_set", "first_pod", "gpu_ids",
+		NULL};
 	struct delta_workload_spec *q = &r->spec;
 	const struct json_value *o;
 
@@ -346,6 +349,20 @@ static void parse_workload(const struct json_value *top, struct request *r,
 		get_opt_int(o, "placement", "replicas_per_pod_set", 1, INT_MAX,
 			    &q->replicas_per_pod_set, p);
 		get_opt_int(o, "placement", "first_pod", 0, INT_MAX, &q->first_pod, p);
+		const struct json_value *ids;
+		if (ocsplan_get_array(o, "placement", "gpu_ids", true, &ids, p) && ids) {
+			r->n_gpu_ids = json_len(ids);
+			r->gpu_ids = calloc(r->n_gpu_ids + 1, sizeof(*r->gpu_ids));
+			for (size_t i = 0; r->gpu_ids && i < r->n_gpu_ids; i++)
+				if (!json_integer(json_at(ids, i), &r->gpu_ids[i]) ||
+				    r->gpu_ids[i] < 0) {
+					char field[64];
+					snprintf(field, sizeof(field), "placement.gpu_ids[%zu]", i);
+					ocsplan_problem(p, field, "must be an integer >= 0");
+				}
+			if (!r->gpu_ids)
+				ocsplan_problem(p, "placement.gpu_ids", "out of memory");
+		}
 	}
 	if (get_object(top, "fabric", true, &o, p))
 		parse_fabric(o, r, p);
@@ -357,6 +374,7 @@ static void free_request(struct request *r)
 		free(r->ids[t]);
 	free(r->ids);
 	free(r->budget);
+	free(r->gpu_ids);
 	free(r->tasks);
 	free(r->deps);
 }
@@ -568,6 +586,23 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 			return rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
 		}
 		dag = run->wl->dag;
+		if (r->gpu_ids && (long)r->n_gpu_ids != delta_workload_gpus(run->wl)) {
+			ocsplan_problem(p, "placement.gpu_ids",
+					"needs %ld entries (the job's GPUs in rank order), has %zu",
+					delta_workload_gpus(run->wl), r->n_gpu_ids);
+			return OCSPLAN_EXIT_INVALID;
+		}
+		if (r->gpu_ids && !r->has_fabric) {
+			ocsplan_problem(p, "placement.gpu_ids", "needs a fabric to check against");
+			return OCSPLAN_EXIT_INVALID;
+		}
+		if (r->gpu_ids) {
+			rc = delta_check_gpu_ids(&r->fabric, run->wl, r->gpu_ids, &err);
+			if (rc) {
+				ocsplan_problem(p, err.field, "%s", err.reason);
+				return rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
+			}
+		}
 	}
 	run->prob = delta_problem_new(&dag, &err);
 	if (!run->prob) {
@@ -735,8 +770,8 @@ int ocsplan_delta_main(const char *sub, int argc, char **argv)
 	code = p.count ? OCSPLAN_EXIT_INVALID : plan(sub, &r, &o, &run, &p);
 	if (code == OCSPLAN_EXIT_OK && o.leaf_centric) {
 		struct delta_error err;
-		int rc = delta_leaf_demand(&r.fabric, run.wl, run.prob, run.x, &leaves, &n_leaves,
-					   &unplaced, &err);
+		int rc = delta_leaf_demand(&r.fabric, run.wl, run.prob, run.x, r.gpu_ids, &leaves,
+					   &n_leaves, &unplaced, &err);
 		if (rc) {
 			ocsplan_problem(&p, err.field, "%s", err.reason);
 			code = rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;

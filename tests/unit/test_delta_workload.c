@@ -338,7 +338,7 @@ static void test_leaf_demand(void **state)
 	struct delta_leaf_links *d;
 	size_t n;
 	long unplaced;
-	assert_int_equal(delta_leaf_demand(&f, w, p, x, &d, &n, &unplaced, &err), 0);
+	assert_int_equal(delta_leaf_demand(&f, w, p, x, NULL, &d, &n, &unplaced, &err), 0);
 	assert_int_equal(unplaced, 0);
 	/* Expected (sorted): (0,4) DP s0, (1,2) PP s1>s2 set 0, (1,5) DP s1,
 	 * (2,6) DP s2, (3,7) DP s3, (5,6) PP set 1. */
@@ -352,7 +352,7 @@ static void test_leaf_demand(void **state)
 	free(d);
 	/* More circuits than uplinks: leaf 1 has 2 uplinks, PP wants 3. */
 	int big[3] = {3, 2, 2};
-	assert_int_equal(delta_leaf_demand(&f, w, p, big, &d, &n, &unplaced, &err), 0);
+	assert_int_equal(delta_leaf_demand(&f, w, p, big, NULL, &d, &n, &unplaced, &err), 0);
 	assert_true(unplaced > 0);
 	int used[8] = {0};
 	for (size_t i = 0; i < n; i++) {
@@ -362,9 +362,38 @@ static void test_leaf_demand(void **state)
 	for (int l = 0; l < 8; l++)
 		assert_true(used[l] <= f.k_leaf);
 	free(d);
+	/* An explicit GPU list in rank order: the identity is the default... */
+	int64_t gpus[16];
+	for (int i = 0; i < 16; i++)
+		gpus[i] = i;
+	assert_int_equal(delta_workload_gpus(w), 16);
+	assert_int_equal(delta_leaf_demand(&f, w, p, x, gpus, &d, &n, &unplaced, &err), 0);
+	assert_int_equal(n, 6);
+	assert_int_equal(d[1].a, 1);
+	assert_int_equal(d[1].b, 2);
+	free(d);
+	/* ...swapping stages 0 and 1 of set 0 in pod 0 moves the s1>s2 pair to
+	 * leaf 0 and the DP ring of s0 to leaf 1. */
+	gpus[0] = 2, gpus[1] = 3, gpus[2] = 0, gpus[3] = 1;
+	assert_int_equal(delta_leaf_demand(&f, w, p, x, gpus, &d, &n, &unplaced, &err), 0);
+	int found_pp = 0, found_dp = 0;
+	for (size_t i = 0; i < n; i++) {
+		found_pp |= d[i].a == 0 && d[i].b == 2;
+		found_dp |= d[i].a == 1 && d[i].b == 4;
+	}
+	assert_true(found_pp && found_dp);
+	free(d);
+	/* A GPU in another pod than its rank's, and a GPU listed twice. */
+	gpus[0] = 4;
+	assert_int_equal(delta_leaf_demand(&f, w, p, x, gpus, &d, &n, &unplaced, &err), -EINVAL);
+	assert_string_equal(err.field, "placement.gpu_ids[0]");
+	gpus[0] = 2;
+	gpus[1] = 2;
+	assert_int_equal(delta_leaf_demand(&f, w, p, x, gpus, &d, &n, &unplaced, &err), -EINVAL);
+	assert_string_equal(err.field, "placement.gpu_ids");
 	/* A fabric with too few pods is refused. */
 	f.pods = 3;
-	assert_int_equal(delta_leaf_demand(&f, w, p, x, &d, &n, &unplaced, &err), -EINVAL);
+	assert_int_equal(delta_leaf_demand(&f, w, p, x, NULL, &d, &n, &unplaced, &err), -EINVAL);
 	assert_string_equal(err.field, "placement.pods");
 	delta_problem_free(p);
 	delta_workload_free(w);
@@ -387,7 +416,7 @@ static void test_plan_job(void **state)
 	assert_int_equal(kind, DELTA_PLANNER_ITER_HALVE);
 	assert_int_equal(delta_planner_parse("leaf-centric", &kind), -EINVAL);
 	/* Iter-Halve fills every port: PP (0,1) and both rings share pods 0/1. */
-	assert_int_equal(delta_plan_job(&q, kind, NULL, NULL, &f, &plan, &err), 0);
+	assert_int_equal(delta_plan_job(&q, kind, NULL, NULL, &f, NULL, &plan, &err), 0);
 	assert_int_equal(plan->pod_sets, 2);
 	assert_int_equal(plan->ports_available, 16);
 	long ports = 0, links = 0;
@@ -400,13 +429,15 @@ static void test_plan_job(void **state)
 	assert_int_equal(links + plan->leaf_unplaced, ports / 2);
 	assert_true(plan->sim.nct >= 1.0);
 	delta_job_plan_free(plan);
-	assert_int_equal(delta_plan_job(&q, DELTA_PLANNER_FAST, NULL, NULL, NULL, &plan, &err), 0);
+	assert_int_equal(
+		delta_plan_job(&q, DELTA_PLANNER_FAST, NULL, NULL, NULL, NULL, &plan, &err), 0);
 	assert_null(plan->leaf_demand);
 	assert_true(plan->ports_used <= plan->ports_available);
 	delta_job_plan_free(plan);
 	q.bandwidth_gbps = 0;
-	assert_int_equal(delta_plan_job(&q, DELTA_PLANNER_FAST, NULL, NULL, NULL, &plan, &err),
-			 -EINVAL);
+	assert_int_equal(
+		delta_plan_job(&q, DELTA_PLANNER_FAST, NULL, NULL, NULL, NULL, &plan, &err),
+		-EINVAL);
 	assert_null(plan);
 	assert_string_equal(err.field, "bandwidth_gbps");
 }

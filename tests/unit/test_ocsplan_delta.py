@@ -289,6 +289,16 @@ def test_workload_leaf_centric():
     links = sum(d["links"] for d in out["leaf_demand"])
     check(pods == links, "leaf demand %d links for %d pod circuits" % (links, pods))
     check(len(lc["cross_connects"]) > 0, "no cross-connects")
+    # The same job with its GPUs listed explicitly (rank order: pod set, stage,
+    # lane; 8 GPUs per pod in this fabric) gives the same leaf demand.
+    ids = [p * 8 + n for p in range(4) for n in range(4)]
+    code, out2, err = run("delta-fast", variant(("placement", "gpu_ids"), ids),
+                          "--leaf-centric", "--seed", "3")
+    check(code == 0 and json.loads(out2)["leaf_demand"] == out["leaf_demand"],
+          "explicit gpu_ids: exit %d %s" % (code, err))
+    ids[4] = 5  # rank 4 (stage 2) belongs in pod 1
+    expect_invalid("delta-fast", variant(("placement", "gpu_ids"), ids), "placement.gpu_ids[4]")
+    expect_invalid("delta-fast", variant(("placement", "gpu_ids"), ids[:3]), "placement.gpu_ids")
 
 
 def main():
