@@ -14,9 +14,17 @@
  * realized by the leaf-centric planner (solvers/leafcentric.h). Formats,
  * options and errors are documented in solvers/README.md.
  *
+ * The request/answer plumbing (options --in/--out/--pretty, exit codes,
+ * "field: reason" problems) follows the contract shared by every ocsplan
+ * subcommand but lives in this file, so the family stands on its own; it
+ * needs the planner family only for --leaf-centric (leafcentric.h). Wiring:
+ * four OCSPLAN_SUB lines in families.def and delta.c in CMakeLists.txt.
+ *
  * Single-threaded except for the optional fitness pool (--threads).
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,14 +39,222 @@
 #include "delta_sim.h"
 #include "delta_workload.h"
 #include "fabric.h"
-#include "io.h"
+#include "json.h"
 #include "leafcentric.h"
 #include "ocs_pool_pthread.h"
 
 int ocsplan_delta_main(const char *sub, int argc, char **argv);
 
+/*
+ * Request/answer plumbing, the same contract as every ocsplan subcommand:
+ * --in FILE (default stdin), --out FILE (default stdout), --pretty; the
+ * answer goes to the output with exit 0; invalid input prints one
+ * "field: reason" line per problem on stderr, nothing on stdout, exit 2;
+ * I/O or memory failures exit 1. Kept here so that this family does not
+ * depend on another family's files.
+ */
+enum {
+	DELTA_EXIT_OK = 0,
+	DELTA_EXIT_FAILURE = 1,
+	DELTA_EXIT_INVALID = 2,
+};
+
+struct delta_io {
+	const char *in_path;
+	const char *out_path;
+	bool pretty;
+};
+
+struct delta_problems {
+	int count;
+};
+
+static void dproblem(struct delta_problems *p, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void dproblem(struct delta_problems *p, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", field);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	p->count++;
+}
+
+/* 1: consumed a shared option (and its value), 0: not one, -1: value missing. */
+static int dio_option(struct delta_io *io, int argc, char **argv, int *i, struct delta_problems *p)
+{
+	const char **target;
+
+	if (!strcmp(argv[*i], "--pretty")) {
+		io->pretty = true;
+		return 1;
+	}
+	if (!strcmp(argv[*i], "--in"))
+		target = &io->in_path;
+	else if (!strcmp(argv[*i], "--out"))
+		target = &io->out_path;
+	else
+		return 0;
+	if (*i + 1 >= argc) {
+		dproblem(p, argv[*i], "needs a file name");
+		return -1;
+	}
+	*target = argv[++*i];
+	return 1;
+}
+
+static struct json_value *dio_read_json(const struct delta_io *io, struct delta_problems *p,
+					int *exit_code)
+{
+	FILE *fp = io->in_path ? fopen(io->in_path, "rb") : stdin;
+	const char *name = io->in_path ? io->in_path : "stdin";
+	size_t len = 0, cap = 1 << 16;
+	char *text = fp ? malloc(cap) : NULL, err[160];
+
+	while (text) {
+		len += fread(text + len, 1, cap - len, fp);
+		if (len < cap)
+			break;
+		char *bigger = realloc(text, cap *= 2);
+		if (!bigger)
+			free(text);
+		text = bigger;
+	}
+	if (text && ferror(fp)) {
+		free(text);
+		text = NULL;
+	}
+	if (fp && fp != stdin)
+		fclose(fp);
+	if (!text) {
+		fprintf(stderr, "ocsplan: cannot read %s: %s\n", name, strerror(errno));
+		*exit_code = DELTA_EXIT_FAILURE;
+		return NULL;
+	}
+	struct json_value *v = json_parse(text, len, err, sizeof(err));
+	free(text);
+	if (!v) {
+		dproblem(p, "input", "malformed JSON: %s", err);
+		*exit_code = DELTA_EXIT_INVALID;
+	}
+	return v;
+}
+
+static int dio_write_json(const struct delta_io *io, const struct json_writer *w)
+{
+	size_t len;
+	const char *text = json_writer_text(w, &len);
+	const char *name = io->out_path ? io->out_path : "stdout";
+
+	if (!text) {
+		fprintf(stderr, "ocsplan: out of memory while writing the answer\n");
+		return DELTA_EXIT_FAILURE;
+	}
+	FILE *fp = io->out_path ? fopen(io->out_path, "wb") : stdout;
+	bool ok = fp && fwrite(text, 1, len, fp) == len && fputc('\n', fp) != EOF;
+	if (fp)
+		ok &= (fp == stdout ? fflush(fp) : fclose(fp)) == 0;
+	if (!ok) {
+		fprintf(stderr, "ocsplan: cannot write %s: %s\n", name, strerror(errno));
+		return DELTA_EXIT_FAILURE;
+	}
+	return DELTA_EXIT_OK;
+}
+
+static void field_name(char *out, size_t len, const char *where, const char *key)
+{
+	if (where[0])
+		snprintf(out, len, "%s.%s", where, key);
+	else
+		snprintf(out, len, "%s", key);
+}
+
+/* Integer member in min..max; problems name "where.key". */
+static bool dget_int(const struct json_value *obj, const char *where, const char *key, int64_t min,
+		     int64_t max, int *out, struct delta_problems *p)
+{
+	const struct json_value *v = json_get(obj, key);
+	char field[96];
+	int64_t x;
+
+	field_name(field, sizeof(field), where, key);
+	if (!v) {
+		dproblem(p, field, "missing");
+		return false;
+	}
+	if (!json_integer(v, &x)) {
+		dproblem(p, field, "must be an integer, not %s",
+			 json_type(v) == JSON_NUMBER ? "a fraction" : json_type_name(json_type(v)));
+		return false;
+	}
+	if (x < min || x > max) {
+		dproblem(p, field, "%lld out of range %lld..%lld", (long long)x, (long long)min,
+			 (long long)max);
+		return false;
+	}
+	*out = (int)x;
+	return true;
+}
+
+static bool dget_string(const struct json_value *obj, const char *where, const char *key,
+			const char **out, struct delta_problems *p)
+{
+	const struct json_value *v = json_get(obj, key);
+	char field[96];
+
+	field_name(field, sizeof(field), where, key);
+	if (json_type(v) != JSON_STRING) {
+		dproblem(p, field, v ? "must be a string" : "missing");
+		return false;
+	}
+	*out = json_string(v);
+	return true;
+}
+
+/* Array member; an absent optional one gives *out = NULL and true. */
+static bool dget_array(const struct json_value *obj, const char *where, const char *key,
+		       bool optional, const struct json_value **out, struct delta_problems *p)
+{
+	char field[96];
+
+	*out = json_get(obj, key);
+	field_name(field, sizeof(field), where, key);
+	if (!*out) {
+		if (!optional)
+			dproblem(p, field, "missing");
+		return optional;
+	}
+	if (json_type(*out) != JSON_ARRAY) {
+		dproblem(p, field, "must be an array");
+		*out = NULL;
+		return false;
+	}
+	return true;
+}
+
+static void dunknown_fields(const struct json_value *obj, const char *where,
+			    const char *const *known, struct delta_problems *p)
+{
+	char field[96];
+
+	for (size_t i = 0; i < json_len(obj); i++) {
+		const char *key = json_key_at(obj, i);
+		bool ok = false;
+		for (const char *const *k = known; *k && !ok; k++)
+			ok = !strcmp(*k, key);
+		if (!ok) {
+			field_name(field, sizeof(field), where, key);
+			dproblem(p, field, "unknown field");
+		}
+	}
+}
+
 struct options {
-	struct ocsplan_io io;
+	struct delta_io io;
 	int threads;
 	int leaf_centric;
 	int seed_set, gens_set, stall_set, budget_set;
@@ -75,17 +291,9 @@ static double now_ms(void *ctx)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static void field_name(char *out, size_t len, const char *where, const char *key)
-{
-	if (where[0])
-		snprintf(out, len, "%s.%s", where, key);
-	else
-		snprintf(out, len, "%s", key);
-}
-
 /* A number member; absent and optional leaves *out unchanged. */
 static bool get_number(const struct json_value *obj, const char *where, const char *key,
-		       bool optional, double min, double *out, struct ocsplan_problems *p)
+		       bool optional, double min, double *out, struct delta_problems *p)
 {
 	const struct json_value *v = json_get(obj, key);
 	char field[96];
@@ -93,16 +301,16 @@ static bool get_number(const struct json_value *obj, const char *where, const ch
 	field_name(field, sizeof(field), where, key);
 	if (!v) {
 		if (!optional)
-			ocsplan_problem(p, field, "missing");
+			dproblem(p, field, "missing");
 		return optional;
 	}
 	if (json_type(v) != JSON_NUMBER) {
-		ocsplan_problem(p, field, "must be a number, not %s", json_type_name(json_type(v)));
+		dproblem(p, field, "must be a number, not %s", json_type_name(json_type(v)));
 		return false;
 	}
 	double d = json_number(v);
 	if (!isfinite(d) || d < min) {
-		ocsplan_problem(p, field, "must be a number >= %g, got %g", min, d);
+		dproblem(p, field, "must be a number >= %g, got %g", min, d);
 		return false;
 	}
 	*out = d;
@@ -111,13 +319,13 @@ static bool get_number(const struct json_value *obj, const char *where, const ch
 
 /* An optional integer member: absent leaves *out unchanged. */
 static void get_opt_int(const struct json_value *obj, const char *where, const char *key,
-			int64_t min, int64_t max, int *out, struct ocsplan_problems *p)
+			int64_t min, int64_t max, int *out, struct delta_problems *p)
 {
 	if (json_get(obj, key))
-		ocsplan_get_int(obj, where, key, min, max, out, p);
+		dget_int(obj, where, key, min, max, out, p);
 }
 
-static void parse_ga(const struct json_value *top, struct request *r, struct ocsplan_problems *p)
+static void parse_ga(const struct json_value *top, struct request *r, struct delta_problems *p)
 {
 	int seed = (int)r->ga.seed;
 	get_opt_int(top, "", "seed", 0, INT_MAX, &seed, p);
@@ -134,7 +342,7 @@ static int find_id(const struct request *r, const char *id)
 	return -1;
 }
 
-static void parse_dag(const struct json_value *top, struct request *r, struct ocsplan_problems *p)
+static void parse_dag(const struct json_value *top, struct request *r, struct delta_problems *p)
 {
 	static const char *const known[] = {
 		"pods", "port_budget",	   "bandwidth_gbps", "tasks", "deps",
@@ -145,14 +353,14 @@ static void parse_dag(const struct json_value *top, struct request *r, struct oc
 	const struct json_value *budget, *tasks, *deps;
 	char where[48];
 
-	ocsplan_unknown_fields(top, "", known, p);
-	ocsplan_get_int(top, "", "pods", 2, 1 << 16, &r->pods, p);
+	dunknown_fields(top, "", known, p);
+	dget_int(top, "", "pods", 2, 1 << 16, &r->pods, p);
 	get_number(top, "", "bandwidth_gbps", false, 0, &r->bandwidth_gbps, p);
 	parse_ga(top, r, p);
-	if (ocsplan_get_array(top, "", "port_budget", false, &budget, p)) {
+	if (dget_array(top, "", "port_budget", false, &budget, p)) {
 		if ((int)json_len(budget) != r->pods) {
-			ocsplan_problem(p, "port_budget", "needs %d entries (one per pod), has %zu",
-					r->pods, json_len(budget));
+			dproblem(p, "port_budget", "needs %d entries (one per pod), has %zu",
+				 r->pods, json_len(budget));
 		} else {
 			r->budget = calloc((size_t)r->pods, sizeof(int));
 			for (int i = 0; r->budget && i < r->pods; i++) {
@@ -160,19 +368,19 @@ static void parse_dag(const struct json_value *top, struct request *r, struct oc
 				if (!json_integer(json_at(budget, (size_t)i), &v) || v < 0 ||
 				    v > INT_MAX) {
 					snprintf(where, sizeof(where), "port_budget[%d]", i);
-					ocsplan_problem(p, where, "must be an integer >= 0");
+					dproblem(p, where, "must be an integer >= 0");
 				} else {
 					r->budget[i] = (int)v;
 				}
 			}
 		}
 	}
-	if (ocsplan_get_array(top, "", "tasks", false, &tasks, p)) {
+	if (dget_array(top, "", "tasks", false, &tasks, p)) {
 		r->n_tasks = (int)json_len(tasks);
 		r->tasks = calloc((size_t)r->n_tasks + 1, sizeof(*r->tasks));
 		r->ids = calloc((size_t)r->n_tasks + 1, sizeof(char *));
 		if (!r->tasks || !r->ids) {
-			ocsplan_problem(p, "tasks", "out of memory");
+			dproblem(p, "tasks", "out of memory");
 			return;
 		}
 		for (int t = 0; t < r->n_tasks; t++) {
@@ -181,28 +389,28 @@ static void parse_dag(const struct json_value *top, struct request *r, struct oc
 			const char *id = NULL;
 			snprintf(where, sizeof(where), "tasks[%d]", t);
 			if (json_type(e) != JSON_OBJECT) {
-				ocsplan_problem(p, where, "must be an object");
+				dproblem(p, where, "must be an object");
 				continue;
 			}
-			ocsplan_unknown_fields(e, where, task_keys, p);
-			if (ocsplan_get_string(e, where, "id", &id, p)) {
+			dunknown_fields(e, where, task_keys, p);
+			if (dget_string(e, where, "id", &id, p)) {
 				if (find_id(r, id) >= 0)
-					ocsplan_problem(p, where, "duplicate id \"%s\"", id);
+					dproblem(p, where, "duplicate id \"%s\"", id);
 				r->ids[t] = strdup(id);
 			}
-			ocsplan_get_int(e, where, "src_pod", 0, INT_MAX, &m->src_pod, p);
-			ocsplan_get_int(e, where, "dst_pod", 0, INT_MAX, &m->dst_pod, p);
-			ocsplan_get_int(e, where, "flows", 1, INT_MAX, &m->flows, p);
+			dget_int(e, where, "src_pod", 0, INT_MAX, &m->src_pod, p);
+			dget_int(e, where, "dst_pod", 0, INT_MAX, &m->dst_pod, p);
+			dget_int(e, where, "flows", 1, INT_MAX, &m->flows, p);
 			get_number(e, where, "volume_bytes", false, 0, &m->volume_bytes, p);
 			get_number(e, where, "release_ms", true, 0, &m->release_ms, p);
 		}
 	}
-	if (!ocsplan_get_array(top, "", "deps", true, &deps, p) || !deps || p->count)
+	if (!dget_array(top, "", "deps", true, &deps, p) || !deps || p->count)
 		return;
 	r->n_deps = (int)json_len(deps);
 	r->deps = calloc((size_t)r->n_deps + 1, sizeof(*r->deps));
 	if (!r->deps) {
-		ocsplan_problem(p, "deps", "out of memory");
+		dproblem(p, "deps", "out of memory");
 		return;
 	}
 	for (int d = 0; d < r->n_deps; d++) {
@@ -210,26 +418,25 @@ static void parse_dag(const struct json_value *top, struct request *r, struct oc
 		const char *pre = NULL, *post = NULL;
 		snprintf(where, sizeof(where), "deps[%d]", d);
 		if (json_type(e) != JSON_OBJECT) {
-			ocsplan_problem(p, where, "must be an object");
+			dproblem(p, where, "must be an object");
 			continue;
 		}
-		ocsplan_unknown_fields(e, where, dep_keys, p);
-		if (ocsplan_get_string(e, where, "pre", &pre, p) &&
+		dunknown_fields(e, where, dep_keys, p);
+		if (dget_string(e, where, "pre", &pre, p) &&
 		    (r->deps[d].pre = find_id(r, pre)) < 0) {
 			snprintf(where, sizeof(where), "deps[%d].pre", d);
-			ocsplan_problem(p, where, "unknown task \"%s\"", pre);
+			dproblem(p, where, "unknown task \"%s\"", pre);
 		}
-		if (ocsplan_get_string(e, where, "post", &post, p) &&
+		if (dget_string(e, where, "post", &post, p) &&
 		    (r->deps[d].post = find_id(r, post)) < 0) {
 			snprintf(where, sizeof(where), "deps[%d].post", d);
-			ocsplan_problem(p, where, "unknown task \"%s\"", post);
+			dproblem(p, where, "unknown task \"%s\"", post);
 		}
 		get_number(e, where, "delay_ms", true, 0, &r->deps[d].delay_ms, p);
 	}
 }
 
-static void parse_fabric(const struct json_value *fab, struct request *r,
-			 struct ocsplan_problems *p)
+static void parse_fabric(const struct json_value *fab, struct request *r, struct delta_problems *p)
 {
 	static const char *const known[] = {"pods",  "k_leaf", "k_spine", "tau",
 					    "k_ocs", "wiring", NULL};
@@ -238,19 +445,18 @@ static void parse_fabric(const struct json_value *fab, struct request *r,
 	bool ok = true;
 
 	if (json_type(fab) != JSON_OBJECT) {
-		ocsplan_problem(p, "fabric", "must be an object");
+		dproblem(p, "fabric", "must be an object");
 		return;
 	}
-	ocsplan_unknown_fields(fab, "fabric", known, p);
-	ok &= ocsplan_get_int(fab, "fabric", "pods", 0, 1 << 16, &r->fabric.pods, p);
-	ok &= ocsplan_get_int(fab, "fabric", "k_leaf", 0, 1 << 12, &r->fabric.k_leaf, p);
-	ok &= ocsplan_get_int(fab, "fabric", "k_spine", 0, 1 << 12, &r->fabric.k_spine, p);
-	ok &= ocsplan_get_int(fab, "fabric", "tau", 0, 1 << 12, &r->fabric.tau, p);
-	ok &= ocsplan_get_int(fab, "fabric", "k_ocs", 0, 1 << 20, &r->fabric.k_ocs, p);
-	if (ocsplan_get_string(fab, "fabric", "wiring", &wiring, p) &&
+	dunknown_fields(fab, "fabric", known, p);
+	ok &= dget_int(fab, "fabric", "pods", 0, 1 << 16, &r->fabric.pods, p);
+	ok &= dget_int(fab, "fabric", "k_leaf", 0, 1 << 12, &r->fabric.k_leaf, p);
+	ok &= dget_int(fab, "fabric", "k_spine", 0, 1 << 12, &r->fabric.k_spine, p);
+	ok &= dget_int(fab, "fabric", "tau", 0, 1 << 12, &r->fabric.tau, p);
+	ok &= dget_int(fab, "fabric", "k_ocs", 0, 1 << 20, &r->fabric.k_ocs, p);
+	if (dget_string(fab, "fabric", "wiring", &wiring, p) &&
 	    ocs_wiring_parse(wiring, &r->fabric.wiring) != 0) {
-		ocsplan_problem(p, "fabric.wiring", "\"%s\" is not straight, dual or cross",
-				wiring);
+		dproblem(p, "fabric.wiring", "\"%s\" is not straight, dual or cross", wiring);
 		ok = false;
 	}
 	if (!ok || !wiring)
@@ -262,30 +468,30 @@ static void parse_fabric(const struct json_value *fab, struct request *r,
 		for (char *c = field; *c; c++)
 			if (*c == '-')
 				*c = '_';
-		ocsplan_problem(p, field, "%s", fp[i].reason);
+		dproblem(p, field, "%s", fp[i].reason);
 	}
 	r->has_fabric = n == 0;
 	r->spec.fabric_pods = r->fabric.pods;
 }
 
 static bool get_object(const struct json_value *top, const char *key, bool optional,
-		       const struct json_value **out, struct ocsplan_problems *p)
+		       const struct json_value **out, struct delta_problems *p)
 {
 	*out = json_get(top, key);
 	if (!*out) {
 		if (!optional)
-			ocsplan_problem(p, key, "missing");
+			dproblem(p, key, "missing");
 		return false;
 	}
 	if (json_type(*out) != JSON_OBJECT) {
-		ocsplan_problem(p, key, "must be an object");
+		dproblem(p, key, "must be an object");
 		return false;
 	}
 	return true;
 }
 
 static void parse_workload(const struct json_value *top, struct request *r,
-			   struct ocsplan_problems *p)
+			   struct delta_problems *p)
 {
 	static const char *const known[] = {"model",	      "parallelism", "training",
 					    "hardware",	      "placement",   "bandwidth_gbps",
@@ -305,36 +511,36 @@ static void parse_workload(const struct json_value *top, struct request *r,
 	const struct json_value *o;
 
 	r->is_workload = 1;
-	ocsplan_unknown_fields(top, "", known, p);
+	dunknown_fields(top, "", known, p);
 	get_number(top, "", "bandwidth_gbps", false, 0, &q->bandwidth_gbps, p);
 	parse_ga(top, r, p);
 	if (get_object(top, "model", false, &o, p)) {
-		ocsplan_unknown_fields(o, "model", model_keys, p);
-		ocsplan_get_int(o, "model", "layers", 1, INT_MAX, &q->layers, p);
-		ocsplan_get_int(o, "model", "hidden", 1, INT_MAX, &q->hidden, p);
-		ocsplan_get_int(o, "model", "ffn", 1, INT_MAX, &q->ffn, p);
-		ocsplan_get_int(o, "model", "heads", 1, INT_MAX, &q->heads, p);
-		ocsplan_get_int(o, "model", "vocab", 1, INT_MAX, &q->vocab, p);
+		dunknown_fields(o, "model", model_keys, p);
+		dget_int(o, "model", "layers", 1, INT_MAX, &q->layers, p);
+		dget_int(o, "model", "hidden", 1, INT_MAX, &q->hidden, p);
+		dget_int(o, "model", "ffn", 1, INT_MAX, &q->ffn, p);
+		dget_int(o, "model", "heads", 1, INT_MAX, &q->heads, p);
+		dget_int(o, "model", "vocab", 1, INT_MAX, &q->vocab, p);
 		get_opt_int(o, "model", "experts", 0, INT_MAX, &q->experts, p);
 		get_opt_int(o, "model", "top_k", 0, INT_MAX, &q->top_k, p);
 		get_opt_int(o, "model", "ffn_matrices", 0, INT_MAX, &q->ffn_matrices, p);
 	}
 	if (get_object(top, "parallelism", false, &o, p)) {
-		ocsplan_unknown_fields(o, "parallelism", par_keys, p);
-		ocsplan_get_int(o, "parallelism", "tp", 1, INT_MAX, &q->tp, p);
-		ocsplan_get_int(o, "parallelism", "pp", 1, INT_MAX, &q->pp, p);
+		dunknown_fields(o, "parallelism", par_keys, p);
+		dget_int(o, "parallelism", "tp", 1, INT_MAX, &q->tp, p);
+		dget_int(o, "parallelism", "pp", 1, INT_MAX, &q->pp, p);
 		get_opt_int(o, "parallelism", "dp", 1, INT_MAX, &q->dp, p);
 		get_opt_int(o, "parallelism", "ep", 1, INT_MAX, &q->ep, p);
 		get_opt_int(o, "parallelism", "expert_tp", 1, INT_MAX, &q->etp, p);
 	}
 	if (get_object(top, "training", false, &o, p)) {
-		ocsplan_unknown_fields(o, "training", train_keys, p);
-		ocsplan_get_int(o, "training", "seq_len", 1, INT_MAX, &q->seq_len, p);
+		dunknown_fields(o, "training", train_keys, p);
+		dget_int(o, "training", "seq_len", 1, INT_MAX, &q->seq_len, p);
 		get_opt_int(o, "training", "micro_batch", 1, INT_MAX, &q->micro_batch, p);
-		ocsplan_get_int(o, "training", "micro_batches", 1, 1 << 20, &q->micro_batches, p);
+		dget_int(o, "training", "micro_batches", 1, 1 << 20, &q->micro_batches, p);
 	}
 	if (get_object(top, "hardware", true, &o, p)) {
-		ocsplan_unknown_fields(o, "hardware", hw_keys, p);
+		dunknown_fields(o, "hardware", hw_keys, p);
 		get_number(o, "hardware", "gpu_tflops", true, 0, &q->gpu_tflops, p);
 		get_number(o, "hardware", "efficiency", true, 0, &q->efficiency, p);
 		get_number(o, "hardware", "intra_pod_gbps", true, 0, &q->intra_pod_gbps, p);
@@ -342,15 +548,15 @@ static void parse_workload(const struct json_value *top, struct request *r,
 		get_opt_int(o, "hardware", "grad_bytes", 1, 64, &q->grad_bytes, p);
 	}
 	if (get_object(top, "placement", false, &o, p)) {
-		ocsplan_unknown_fields(o, "placement", place_keys, p);
+		dunknown_fields(o, "placement", place_keys, p);
 		get_opt_int(o, "placement", "gpus", 1, INT_MAX, &q->gpus, p);
-		ocsplan_get_int(o, "placement", "gpus_per_pod_per_replica", 1, INT_MAX,
-				&q->gpus_per_pod_per_replica, p);
+		dget_int(o, "placement", "gpus_per_pod_per_replica", 1, INT_MAX,
+			 &q->gpus_per_pod_per_replica, p);
 		get_opt_int(o, "placement", "replicas_per_pod_set", 1, INT_MAX,
 			    &q->replicas_per_pod_set, p);
 		get_opt_int(o, "placement", "first_pod", 0, INT_MAX, &q->first_pod, p);
 		const struct json_value *ids;
-		if (ocsplan_get_array(o, "placement", "gpu_ids", true, &ids, p) && ids) {
+		if (dget_array(o, "placement", "gpu_ids", true, &ids, p) && ids) {
 			r->n_gpu_ids = json_len(ids);
 			r->gpu_ids = calloc(r->n_gpu_ids + 1, sizeof(*r->gpu_ids));
 			for (size_t i = 0; r->gpu_ids && i < r->n_gpu_ids; i++)
@@ -358,10 +564,10 @@ static void parse_workload(const struct json_value *top, struct request *r,
 				    r->gpu_ids[i] < 0) {
 					char field[64];
 					snprintf(field, sizeof(field), "placement.gpu_ids[%zu]", i);
-					ocsplan_problem(p, field, "must be an integer >= 0");
+					dproblem(p, field, "must be an integer >= 0");
 				}
 			if (!r->gpu_ids)
-				ocsplan_problem(p, "placement.gpu_ids", "out of memory");
+				dproblem(p, "placement.gpu_ids", "out of memory");
 		}
 	}
 	if (get_object(top, "fabric", true, &o, p))
@@ -501,11 +707,11 @@ static void write_leaf_plan(struct json_writer *w, const struct delta_leaf_links
 }
 
 static int parse_options(const char *sub, int argc, char **argv, struct options *o,
-			 struct ocsplan_problems *p)
+			 struct delta_problems *p)
 {
 	o->threads = 1;
 	for (int i = 1; i < argc; i++) {
-		int used = ocsplan_io_option(&o->io, argc, argv, &i, p);
+		int used = dio_option(&o->io, argc, argv, &i, p);
 		if (used)
 			continue;
 		const char *opt = argv[i];
@@ -528,11 +734,11 @@ static int parse_options(const char *sub, int argc, char **argv, struct options 
 		else if (!strcmp(opt, "--time-budget-ms"))
 			dv = &o->time_budget_ms, set = &o->budget_set;
 		else {
-			ocsplan_problem(p, opt, "unknown option for %s", sub);
+			dproblem(p, opt, "unknown option for %s", sub);
 			continue;
 		}
 		if (i + 1 >= argc) {
-			ocsplan_problem(p, opt, "needs a value");
+			dproblem(p, opt, "needs a value");
 			continue;
 		}
 		char *end;
@@ -540,12 +746,12 @@ static int parse_options(const char *sub, int argc, char **argv, struct options 
 		if (dv) {
 			*dv = strtod(val, &end);
 			if (*end || *dv < 0)
-				ocsplan_problem(p, opt, "\"%s\" is not a number >= 0", val);
+				dproblem(p, opt, "\"%s\" is not a number >= 0", val);
 		} else {
 			long v = strtol(val, &end, 10);
 			long min = (iv == &o->threads || iv == &o->stall_generations) ? 1 : 0;
 			if (*end || v < min || v > INT_MAX)
-				ocsplan_problem(p, opt, "\"%s\" is not a valid count", val);
+				dproblem(p, opt, "\"%s\" is not a valid count", val);
 			else if (lv)
 				o->seed = v;
 			else
@@ -555,7 +761,7 @@ static int parse_options(const char *sub, int argc, char **argv, struct options 
 			*set = 1;
 	}
 	if (o->threads > 64)
-		ocsplan_problem(p, "--threads", "at most 64");
+		dproblem(p, "--threads", "at most 64");
 	return p->count ? -1 : 0;
 }
 
@@ -569,7 +775,7 @@ struct run {
 };
 
 static int plan(const char *sub, struct request *r, const struct options *o, struct run *run,
-		struct ocsplan_problems *p)
+		struct delta_problems *p)
 {
 	struct delta_error err;
 	struct delta_dag dag = {.pods = r->pods,
@@ -582,40 +788,40 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 	if (r->is_workload) {
 		int rc = delta_workload_build(&r->spec, &run->wl, &err);
 		if (rc) {
-			ocsplan_problem(p, err.field, "%s", err.reason);
-			return rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
+			dproblem(p, err.field, "%s", err.reason);
+			return rc == -EINVAL ? DELTA_EXIT_INVALID : DELTA_EXIT_FAILURE;
 		}
 		dag = run->wl->dag;
 		if (r->gpu_ids && (long)r->n_gpu_ids != delta_workload_gpus(run->wl)) {
-			ocsplan_problem(p, "placement.gpu_ids",
-					"needs %ld entries (the job's GPUs in rank order), has %zu",
-					delta_workload_gpus(run->wl), r->n_gpu_ids);
-			return OCSPLAN_EXIT_INVALID;
+			dproblem(p, "placement.gpu_ids",
+				 "needs %ld entries (the job's GPUs in rank order), has %zu",
+				 delta_workload_gpus(run->wl), r->n_gpu_ids);
+			return DELTA_EXIT_INVALID;
 		}
 		if (r->gpu_ids && !r->has_fabric) {
-			ocsplan_problem(p, "placement.gpu_ids", "needs a fabric to check against");
-			return OCSPLAN_EXIT_INVALID;
+			dproblem(p, "placement.gpu_ids", "needs a fabric to check against");
+			return DELTA_EXIT_INVALID;
 		}
 		if (r->gpu_ids) {
 			rc = delta_check_gpu_ids(&r->fabric, run->wl, r->gpu_ids, &err);
 			if (rc) {
-				ocsplan_problem(p, err.field, "%s", err.reason);
-				return rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
+				dproblem(p, err.field, "%s", err.reason);
+				return rc == -EINVAL ? DELTA_EXIT_INVALID : DELTA_EXIT_FAILURE;
 			}
 		}
 	}
 	run->prob = delta_problem_new(&dag, &err);
 	if (!run->prob) {
-		ocsplan_problem(p, err.field, "%s", err.reason);
-		return strcmp(err.field, "memory") ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
+		dproblem(p, err.field, "%s", err.reason);
+		return strcmp(err.field, "memory") ? DELTA_EXIT_INVALID : DELTA_EXIT_FAILURE;
 	}
 	int n = delta_problem_n_tasks(run->prob), L = delta_problem_n_links(run->prob), rc;
 	run->x = calloc((size_t)L, sizeof(int));
 	run->start = calloc((size_t)n, sizeof(double));
 	run->finish = calloc((size_t)n, sizeof(double));
 	if (!run->x || !run->start || !run->finish) {
-		ocsplan_problem(p, "input", "out of memory");
-		return OCSPLAN_EXIT_FAILURE;
+		dproblem(p, "input", "out of memory");
+		return DELTA_EXIT_FAILURE;
 	}
 	if (!strcmp(sub, "delta-fast")) {
 		struct ocs_pool_pthread *pool =
@@ -641,15 +847,15 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 		rc = delta_baseline_plan(run->prob, kind, run->x, &err);
 	}
 	if (rc) {
-		ocsplan_problem(p, err.field, "%s", err.reason);
-		return rc == -ENOMEM ? OCSPLAN_EXIT_FAILURE : OCSPLAN_EXIT_INVALID;
+		dproblem(p, err.field, "%s", err.reason);
+		return rc == -ENOMEM ? DELTA_EXIT_FAILURE : DELTA_EXIT_INVALID;
 	}
 	rc = delta_simulate(run->prob, run->x, &run->res, run->start, run->finish);
 	if (rc) {
-		ocsplan_problem(p, "tasks", "the plan leaves a task without circuits");
-		return OCSPLAN_EXIT_INVALID;
+		dproblem(p, "tasks", "the plan leaves a task without circuits");
+		return DELTA_EXIT_INVALID;
 	}
-	return OCSPLAN_EXIT_OK;
+	return DELTA_EXIT_OK;
 }
 
 static int write_answer(const char *sub, const struct request *r, const struct options *o,
@@ -662,7 +868,7 @@ static int write_answer(const char *sub, const struct request *r, const struct o
 	struct delta_pod_circuits *pc = NULL;
 	int n_pc = 0;
 	struct json_writer *w = json_writer_new(o->io.pretty);
-	int code = OCSPLAN_EXIT_FAILURE;
+	int code = DELTA_EXIT_FAILURE;
 
 	if (run->wl) {
 		pc = malloc((size_t)delta_workload_expand_max(run->wl, prob) * sizeof(*pc) + 1);
@@ -721,9 +927,9 @@ static int write_answer(const char *sub, const struct request *r, const struct o
 	if (lp)
 		write_leaf_plan(w, leaves, n_leaves, unplaced, lp);
 	json_w_object_end(w);
-	code = ocsplan_write_json(&o->io, w);
+	code = dio_write_json(&o->io, w);
 out:
-	if (code != OCSPLAN_EXIT_OK && (!used || !w))
+	if (code != DELTA_EXIT_OK && (!used || !w))
 		fprintf(stderr, "ocsplan: out of memory\n");
 	json_writer_free(w);
 	free(used);
@@ -734,7 +940,7 @@ out:
 int ocsplan_delta_main(const char *sub, int argc, char **argv)
 {
 	struct options o = {0};
-	struct ocsplan_problems p = {0};
+	struct delta_problems p = {0};
 	struct request r = {0};
 	struct run run = {0};
 	struct delta_leaf_links *leaves = NULL;
@@ -744,37 +950,37 @@ int ocsplan_delta_main(const char *sub, int argc, char **argv)
 	int code;
 
 	if (parse_options(sub, argc, argv, &o, &p))
-		return OCSPLAN_EXIT_INVALID;
-	struct json_value *top = ocsplan_read_json(&o.io, &p, &code);
+		return DELTA_EXIT_INVALID;
+	struct json_value *top = dio_read_json(&o.io, &p, &code);
 	if (!top)
 		return code;
 	delta_workload_defaults(&r.spec);
 	delta_ga_defaults(&r.ga);
 	if (json_type(top) != JSON_OBJECT)
-		ocsplan_problem(&p, "input",
-				"must be a JSON object (an explicit DAG or a "
-				"parallelism spec)");
+		dproblem(&p, "input",
+			 "must be a JSON object (an explicit DAG or a "
+			 "parallelism spec)");
 	else if (json_get(top, "tasks"))
 		parse_dag(top, &r, &p);
 	else if (json_get(top, "parallelism"))
 		parse_workload(top, &r, &p);
 	else
-		ocsplan_problem(&p, "input",
-				"needs \"tasks\" (explicit DAG) or \"parallelism\" "
-				"(parallelism spec)");
+		dproblem(&p, "input",
+			 "needs \"tasks\" (explicit DAG) or \"parallelism\" "
+			 "(parallelism spec)");
 	json_free(top);
 	if (o.leaf_centric && p.count == 0 && (!r.is_workload || !r.has_fabric))
-		ocsplan_problem(&p, "--leaf-centric",
-				"needs a parallelism spec with a fabric (an explicit DAG has no "
-				"GPU placement)");
-	code = p.count ? OCSPLAN_EXIT_INVALID : plan(sub, &r, &o, &run, &p);
-	if (code == OCSPLAN_EXIT_OK && o.leaf_centric) {
+		dproblem(&p, "--leaf-centric",
+			 "needs a parallelism spec with a fabric (an explicit DAG has no "
+			 "GPU placement)");
+	code = p.count ? DELTA_EXIT_INVALID : plan(sub, &r, &o, &run, &p);
+	if (code == DELTA_EXIT_OK && o.leaf_centric) {
 		struct delta_error err;
 		int rc = delta_leaf_demand(&r.fabric, run.wl, run.prob, run.x, r.gpu_ids, &leaves,
 					   &n_leaves, &unplaced, &err);
 		if (rc) {
-			ocsplan_problem(&p, err.field, "%s", err.reason);
-			code = rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
+			dproblem(&p, err.field, "%s", err.reason);
+			code = rc == -EINVAL ? DELTA_EXIT_INVALID : DELTA_EXIT_FAILURE;
 		} else {
 			struct lc_demand *d = calloc(n_leaves + 1, sizeof(*d));
 			struct lc_options lo = {.realize = true};
@@ -786,11 +992,11 @@ int ocsplan_delta_main(const char *sub, int argc, char **argv)
 			if (rc) {
 				fprintf(stderr, "ocsplan: leaf-centric planning failed: %s\n",
 					strerror(-rc));
-				code = rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
+				code = rc == -EINVAL ? DELTA_EXIT_INVALID : DELTA_EXIT_FAILURE;
 			}
 		}
 	}
-	if (code == OCSPLAN_EXIT_OK)
+	if (code == DELTA_EXIT_OK)
 		code = write_answer(sub, &r, &o, &run, leaves, n_leaves, unplaced, lp);
 	lc_plan_free(lp);
 	free(leaves);
