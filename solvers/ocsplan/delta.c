@@ -41,6 +41,7 @@
 #include "fabric.h"
 #include "json.h"
 #include "leafcentric.h"
+#include "leaf.h"
 #include "ocs_pool_pthread.h"
 
 int ocsplan_delta_main(const char *sub, int argc, char **argv);
@@ -602,26 +603,6 @@ static void write_sim(struct json_writer *w, const struct delta_sim_result *res,
 	json_w_int(w, available - used);
 }
 
-static void write_circuits(struct json_writer *w, const char *key, const struct rz_circuits *c,
-			   size_t n)
-{
-	json_w_key(w, key);
-	json_w_array_begin(w);
-	for (size_t i = 0; i < n; i++) {
-		json_w_object_begin(w);
-		json_w_key(w, "i");
-		json_w_int(w, c[i].i);
-		json_w_key(w, "j");
-		json_w_int(w, c[i].j);
-		json_w_key(w, "h");
-		json_w_int(w, c[i].h);
-		json_w_key(w, "circuits");
-		json_w_int(w, c[i].circuits);
-		json_w_object_end(w);
-	}
-	json_w_array_end(w);
-}
-
 /* The leaf-centric answer in the format of `ocsplan leaf-centric --realize`. */
 static void write_leaf_plan(struct json_writer *w, const struct delta_leaf_links *d, size_t n,
 			    long unplaced, const struct lc_plan *pl)
@@ -642,68 +623,7 @@ static void write_leaf_plan(struct json_writer *w, const struct delta_leaf_links
 	json_w_key(w, "leaf_unplaced_circuits");
 	json_w_int(w, unplaced);
 	json_w_key(w, "leaf_centric");
-	json_w_object_begin(w);
-	json_w_key(w, "spine_assignment");
-	json_w_array_begin(w);
-	for (size_t i = 0; i < pl->n_assignment; i++) {
-		json_w_object_begin(w);
-		json_w_key(w, "a");
-		json_w_int(w, pl->assignment[i].a);
-		json_w_key(w, "b");
-		json_w_int(w, pl->assignment[i].b);
-		json_w_key(w, "h");
-		json_w_int(w, pl->assignment[i].h);
-		json_w_key(w, "links");
-		json_w_int(w, pl->assignment[i].links);
-		json_w_object_end(w);
-	}
-	json_w_array_end(w);
-	write_circuits(w, "logical_topology", pl->topology, pl->n_topology);
-	json_w_key(w, "max_contention");
-	json_w_double(w, pl->max_contention);
-	json_w_key(w, "contended_leaves");
-	json_w_int(w, (int64_t)pl->contended_leaves);
-	json_w_key(w, "unplaced");
-	json_w_array_begin(w);
-	for (size_t i = 0; i < pl->n_unplaced; i++) {
-		json_w_object_begin(w);
-		json_w_key(w, "a");
-		json_w_int(w, pl->unplaced[i].a);
-		json_w_key(w, "b");
-		json_w_int(w, pl->unplaced[i].b);
-		json_w_key(w, "links");
-		json_w_int(w, pl->unplaced[i].links);
-		json_w_object_end(w);
-	}
-	json_w_array_end(w);
-	json_w_key(w, "cross_connects");
-	json_w_array_begin(w);
-	for (size_t i = 0; i < pl->n_xcs; i++) {
-		json_w_object_begin(w);
-		json_w_key(w, "group");
-		json_w_int(w, pl->xcs[i].group);
-		json_w_key(w, "device");
-		json_w_int(w, pl->xcs[i].device);
-		json_w_key(w, "in");
-		json_w_int(w, pl->xcs[i].in);
-		json_w_key(w, "out");
-		json_w_int(w, pl->xcs[i].out);
-		json_w_object_end(w);
-	}
-	json_w_array_end(w);
-	write_circuits(w, "unrealized", pl->unrealized, pl->n_unrealized);
-	json_w_key(w, "changed_existing");
-	json_w_int(w, (int64_t)pl->changed_existing);
-	json_w_key(w, "stats");
-	json_w_object_begin(w);
-	json_w_key(w, "plan_ms");
-	json_w_double(w, pl->plan_ms);
-	json_w_key(w, "realize_ms");
-	json_w_double(w, pl->realize_ms);
-	json_w_key(w, "unrealized_before_repair");
-	json_w_int(w, (int64_t)pl->unrealized_before_repair);
-	json_w_object_end(w);
-	json_w_object_end(w);
+	ocsplan_write_lc_plan(w, pl, &(struct lc_options){ .realize = true });
 }
 
 static int parse_options(const char *sub, int argc, char **argv, struct options *o,

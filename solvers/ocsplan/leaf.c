@@ -12,6 +12,7 @@
 
 #include "fabric.h"
 #include "io.h"
+#include "leaf.h"
 #include "leafcentric.h"
 
 int ocsplan_leaf_main(const char *sub, int argc, char **argv);
@@ -212,8 +213,8 @@ static void write_xcs(struct json_writer *w, const char *key, const struct ocs_x
 	json_w_array_end(w);
 }
 
-static void write_plan(struct json_writer *w, const struct lc_plan *pl,
-		       const struct lc_options *opt)
+void ocsplan_write_lc_plan(struct json_writer *w, const struct lc_plan *pl,
+			   const struct lc_options *opt)
 {
 	json_w_object_begin(w);
 	json_w_key(w, "spine_assignment");
@@ -319,7 +320,7 @@ int ocsplan_leaf_main(const char *sub, int argc, char **argv)
 		fprintf(stderr, "ocsplan: out of memory\n");
 		return OCSPLAN_EXIT_FAILURE;
 	}
-	write_plan(w, pl, &opt);
+	ocsplan_write_lc_plan(w, pl, &opt);
 	code = ocsplan_write_json(&io, w);
 	json_writer_free(w);
 	lc_plan_free(pl);
