@@ -148,6 +148,7 @@ try:
     check(released and list(released.values()) == [1.0], f"RELEASED via the query API: {released}")
     check(list(query(prom_port, 'ocsd_jobs{state="ACTIVE"}').values()) == [0.0],
           "ACTIVE after release")
+    check(fleet.stop_ocsd() == 0, "ocsd exit code on SIGTERM")
 except Exception:
     failed += 1
     raise
