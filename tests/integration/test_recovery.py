@@ -15,7 +15,9 @@ every restart, once no job is PENDING/PLANNING/PROGRAMMING/RELEASING:
   - every job whose SubmitJob was answered OK is present: ACTIVE, or
     RELEASED if its ReleaseJob was answered (either, if the release was in
     flight at the kill);
-  - every job whose submission was in flight is absent, ACTIVE or FAILED;
+  - every job whose submission was in flight is absent, ACTIVE or FAILED,
+    and the same SubmitJob retried (as a scheduler would) ends ACTIVE,
+    created only if the job was absent;
   - every ACTIVE job has as many circuits as links it asked for;
   - every device, read with ncclient, holds exactly the cross-connects that
     `ocsctl circuits` reports, all "connected", and none is one-way.
@@ -26,9 +28,11 @@ the issue's 200 is the opt-in ctest `recovery_200` (label bench).
 
 usage: test_recovery.py BUILD_DIR SOURCE_DIR [SUBMISSIONS] [SEED]
 """
+import collections
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -86,6 +90,7 @@ class Ledger:
         self.release_inflight = set()
         self.submit_inflight = set()
         self.links = {}             # id -> links asked for
+        self.specs = {}             # id -> the JobSpec sent
 
 
 ledger = Ledger()
@@ -140,8 +145,9 @@ class Slot:
                 links = rng.randint(1, 4)
                 ledger.links[job_id] = links
                 ledger.submit_inflight.add(job_id)
+                ledger.specs[job_id] = spec(job_id, *self.leaves, links)
             self.holding = job_id  # it may be ACTIVE even if the answer is lost
-            r = stub.SubmitJob(spec(job_id, *self.leaves, links), timeout=RPC_TIMEOUT_S)
+            r = stub.SubmitJob(ledger.specs[job_id], timeout=RPC_TIMEOUT_S)
             with ledger.lock:
                 ledger.submit_inflight.discard(job_id)
                 if r.job.state == ACTIVE:
@@ -212,6 +218,22 @@ def check_after_restart(stub, slots, round_no):
         j = jobs.get(job_id)
         check(j is None or j.state in (ACTIVE, FAILED),
               f"{where}: in-flight {job_id} is {NAME(j.state) if j else '-'}")
+    # A scheduler whose SubmitJob got no answer retries it unchanged: the
+    # job ends ACTIVE, whether it ran before the kill (answered from the
+    # store, created = false) or not (run now).
+    for job_id in sorted(sub_inflight):
+        before = jobs.get(job_id)
+        r = stub.SubmitJob(ledger.specs[job_id], timeout=RPC_TIMEOUT_S)
+        check(r.job.state == ACTIVE and len(r.job.circuits) == ledger.links[job_id],
+              f"{where}: retried {job_id}: {NAME(r.job.state)} {r.job.reason}")
+        check(r.created == (before is None),
+              f"{where}: retried {job_id} (was {NAME(before.state) if before else 'absent'}): "
+              f"created={r.created}")
+        if r.job.state == ACTIVE:
+            with ledger.lock:
+                ledger.acked[job_id] = ledger.links[job_id]
+            slots[int(job_id.rsplit("-s", 1)[1])].holding = job_id
+            jobs[job_id] = r.job
     # What was in flight is settled now: from here on it is known.
     with ledger.lock:
         ledger.submit_inflight.clear()
@@ -297,7 +319,9 @@ try:
     with ledger.lock:
         print(f"recovery: {round_no} kills, {len(ledger.acked)} acknowledged, "
               f"{len(ledger.released)} released, {len(ledger.acked_failed)} answered FAILED, "
-              f"{fleet.log().count(' left open: ')} transaction(s) found open at a restart, "
+              "transactions found open at a restart: " + ", ".join(
+                  f"{k} {v}" for k, v in sorted(collections.Counter(
+                      re.findall(r" left open: (\w+)", fleet.log())).items())) + ", "
               f"{time.time() - t0:.0f} s", flush=True)
 except Exception:
     failed += 1
