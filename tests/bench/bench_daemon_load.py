@@ -26,7 +26,6 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 PLAN_CLIENTS = 16
 CYCLE_SLOTS = [(0, 2), (1, 3), (4, 6), (5, 7)]
 ROUNDS = 3

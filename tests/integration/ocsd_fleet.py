@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -179,7 +178,8 @@ class Fleet:
         return sorted(rows)
 
     def read_devices(self):
-        """{device name: [(in, out, status)]} for every device, read in parallel."""
+        """{device name: [(in, out, status)]} for every device, read one after
+        another (16 ncclient sessions at once time out against the fleet)."""
         out, errors = {}, []
 
         def one(d):
