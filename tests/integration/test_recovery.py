@@ -10,7 +10,8 @@ leaves in different pods ((0,2), (1,3), (4,6), (5,7): two live jobs never
 share a leaf) and loop: submit a one-pair job (1..4 links, random planner),
 hold it a moment, release it. After a random number of submissions (1..8,
 plus a random 0..40 ms so that the kill lands inside planning, a device
-transaction or a store write) ocsd gets SIGKILL and is restarted. After
+transaction or a store write) ocsd gets SIGKILL and is restarted; after one
+restart in four it is killed again within 0.5 s, while it recovers. After
 every restart, once no job is PENDING/PLANNING/PROGRAMMING/RELEASING:
   - every job whose SubmitJob was answered OK is present: ACTIVE, or
     RELEASED if its ReleaseJob was answered (either, if the release was in
@@ -270,7 +271,7 @@ def check_after_restart(stub, slots, round_no):
 try:
     fleet.start_devices()
     slots = [Slot(i, leaves) for i, leaves in enumerate(SLOTS)]
-    round_no = 0
+    round_no = double_kills = 0
     t0 = time.time()
     fleet.start_ocsd()
     while True:
@@ -306,6 +307,12 @@ try:
             s.thread.join(RPC_TIMEOUT_S)
         ch.close()
         fleet.start_ocsd()
+        # Now and then ocsd dies again while it recovers.
+        if rng.random() < 0.25:
+            time.sleep(rng.uniform(0, 0.5))
+            fleet.kill_ocsd()
+            double_kills += 1
+            fleet.start_ocsd()
     # The end: release what is left; the devices must be empty.
     for s in slots:
         if s.holding:
@@ -317,7 +324,7 @@ try:
     ch.close()
     check(fleet.stop_ocsd() == 0, "ocsd exit code on SIGTERM")
     with ledger.lock:
-        print(f"recovery: {round_no} kills, {len(ledger.acked)} acknowledged, "
+        print(f"recovery: {round_no} kills ({double_kills} again during recovery), {len(ledger.acked)} acknowledged, "
               f"{len(ledger.released)} released, {len(ledger.acked_failed)} answered FAILED, "
               "transactions found open at a restart: " + ", ".join(
                   f"{k} {v}" for k, v in sorted(collections.Counter(
