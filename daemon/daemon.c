@@ -38,6 +38,10 @@
 struct od {
 	const struct od_options *opts;
 	struct ocsd_config *cfg;
+	/* Configurations replaced by SIGHUP: jobs, API, fabric state and
+	 * reconciliation still point into them, so they live until exit. */
+	struct ocsd_config **retired;
+	size_t n_retired;
 	struct st_store *store;
 	struct loop *loop;
 	struct pool *pool;
@@ -250,10 +254,18 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 				   "or device count); restart ocsd to change it");
 		result = "refused";
 	} else {
-		cfg_free(od->cfg);
-		od->cfg = next;
-		next = NULL;
-		od_log(SD_NOTICE, "reloaded %s", od->opts->config_path);
+		struct ocsd_config **r = realloc(od->retired, (od->n_retired + 1) * sizeof(*r));
+
+		if (!r) {
+			od_log(SD_WARNING, "reload refused: out of memory");
+			result = "refused";
+		} else {
+			od->retired = r;
+			od->retired[od->n_retired++] = od->cfg;
+			od->cfg = next;
+			next = NULL;
+			od_log(SD_NOTICE, "reloaded %s", od->opts->config_path);
+		}
 	}
 	mx_add(od->m_reloads, &result, 1);
 	cfg_free(next);
@@ -367,6 +379,9 @@ static void od_teardown(struct od *od)
 	mx_registry_free(od->reg);
 	st_close(od->store);
 	cfg_free(od->cfg);
+	for (size_t i = 0; i < od->n_retired; i++)
+		cfg_free(od->retired[i]);
+	free(od->retired);
 }
 
 /* Reads the first line of a secret file (password). 0 or -errno. */
