@@ -230,6 +230,11 @@ class Fleet:
                     print("".join(f.readlines()[-lines:]))
 
     def remove(self):
+        """Removes the work directory, unless OCSD_TEST_KEEP is set (then it
+        says where it is, with the logs and the state store)."""
+        if os.environ.get("OCSD_TEST_KEEP"):
+            print(f"kept {self.work}")
+            return
         shutil.rmtree(self.work, ignore_errors=True)
 
 

@@ -187,6 +187,22 @@ def converge(stub):
         time.sleep(0.1)
 
 
+def wait_sessions():
+    """Until a reconciliation read every device back (sessions are up), so
+    that the kills land in job work rather than in the first SSH handshakes
+    (a kill there can leave ocs-devsim's accept threads stalled; reported)."""
+    deadline = time.time() + CONVERGE_S
+    while time.time() < deadline:
+        text = fleet.metrics()
+        done = re.search(r"^ocsd_reconcile_duration_seconds_count (\d+)$", text, re.M)
+        down = re.search(r"^ocsd_devices_unreachable (\S+)$", text, re.M)
+        if done and int(done.group(1)) >= 1 and down and float(down.group(1)) == 0:
+            return
+        time.sleep(0.1)
+    check(False, "devices still unreachable after a restart:\n" + "\n".join(
+        x for x in fleet.metrics().splitlines() if "unreachable" in x or "reconcile" in x))
+
+
 def ocsctl_circuits():
     r = subprocess.run([OCSCTL, "--insecure", "--server", fleet.target, "--json", "circuits"],
                        capture_output=True, text=True, timeout=60)
@@ -285,6 +301,7 @@ try:
             target = ledger.submitted + rng.randint(1, 8)
         if done:
             break
+        wait_sessions()
         stop = threading.Event()
         for s in slots:
             s.thread = threading.Thread(target=s.run, args=(stub, stop))
