@@ -508,6 +508,8 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 	r.leaves = ocs_fabric_leaves(f);
 	r.gpus = ocs_fabric_gpus(f);
 	r.devices = api->d.cfg->n_devices;
+	for (int i = 0; i < r.devices; i++)
+		r.devices_drained += jm_drained(api->jm, i);
 	r.circuits_active = (int32_t)(fs_count(api->d.fs) / 2);
 	r.jobs_active = active;
 	r.ocs_ports_used = (int64_t)fs_count(api->d.fs);

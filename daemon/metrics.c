@@ -298,16 +298,33 @@ static void write_escaped(FILE *out, const char *s, bool quote_too)
 	}
 }
 
+/*
+ * The shortest %g form that reads back as v: 0.0025, not
+ * 0.0025000000000000001, so that le="0.0025" in a query matches.
+ */
+static void shortest(char *buf, size_t len, double v)
+{
+	for (int digits = 15; digits <= 17; digits++) {
+		snprintf(buf, len, "%.*g", digits, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
 static void write_number(FILE *out, double v)
 {
+	char buf[64];
+
 	if (isnan(v))
 		fputs("NaN", out);
 	else if (isinf(v))
 		fputs(v > 0 ? "+Inf" : "-Inf", out);
 	else if (v == floor(v) && fabs(v) < 1e15)
 		fprintf(out, "%.0f", v);
-	else
-		fprintf(out, "%.17g", v);
+	else {
+		shortest(buf, sizeof(buf), v);
+		fputs(buf, out);
+	}
 }
 
 /* name{l1="v1",...,extra="x"} with the series' labels and an optional extra pair. */
@@ -353,7 +370,7 @@ static void render_family(FILE *out, const struct mx_family *f)
 		}
 		for (size_t b = 0; b < f->n_bounds; b++) {
 			cumulative += s->buckets[b];
-			snprintf(le, sizeof(le), "%.17g", f->bounds[b]);
+			shortest(le, sizeof(le), f->bounds[b]);
 			fprintf(out, "%s_bucket", f->name);
 			write_labels(out, f, s, "le", le);
 			fprintf(out, " %llu\n", cumulative);

@@ -1,0 +1,253 @@
+"""ocsd_fleet.py - shared by the end-to-end tests that run the real product:
+an ocs-devsim fleet (real NETCONF servers) for a fabric file derived from
+deploy/fabrics/lab.json, the real ocsd started and killed as a process, and
+the devices read back directly with ncclient (a NETCONF client nobody here
+wrote) so that what ocsd claims is checked against what the devices hold.
+
+Not a test itself; imported by test_recovery.py, test_daemon_grpcio.py,
+tests/interop/test_prometheus.py and tests/bench/bench_daemon_load.py.
+Loopback only; every process started here is stopped by Fleet.close().
+"""
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+NS = "urn:ocsd:yang:ocs-switch"
+START_TIMEOUT_S = 30
+
+
+def free_base(count):
+    """A base port with `count` free consecutive ports on loopback."""
+    for _ in range(50):
+        base = random.randrange(20000, 60000 - count)
+        socks = []
+        try:
+            for p in range(base, base + count):
+                s = socket.socket()
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free port range")
+
+
+class Fleet:
+    """A devsim fleet for the lab fabric (4 pods, 16 devices of 8 ports,
+    cross wiring), with `confirm_timeout_s` written into the fabric file,
+    and at most one ocsd on it at a time.
+
+    build, src: the build and source trees. ocsd_args: extra daemon options
+    (e.g. TLS files; without them ocsd runs --insecure on loopback)."""
+
+    N_DEV = 16
+    GROUPS = 4
+    PER_GROUP = 4
+
+    def __init__(self, build, src, confirm_timeout_s=60, prefix="ocsd-fleet-"):
+        self.build, self.src = build, src
+        self.devsim = os.path.join(build, "southbound", "ocs-devsim")
+        self.ocsd_bin = os.path.join(build, "daemon", "ocsd")
+        self.work = tempfile.mkdtemp(prefix=prefix)
+        self.password = "fleet-" + os.urandom(8).hex()
+        self.ocsd = None
+        self.grpc_port = self.metrics_port = 0
+        self.starts = 0
+        self.devsim_proc = None
+        pw = os.path.join(self.work, "pw")
+        with open(pw, "w") as f:
+            f.write(self.password + "\n")
+        self.base = free_base(self.N_DEV)
+        with open(os.path.join(src, "deploy", "fabrics", "lab.json")) as f:
+            fabric = json.load(f)
+        dev = fabric["ocsd-fabric:fabric"]["devices"]
+        dev["password-file"] = pw
+        dev["port-base"] = self.base
+        dev["confirm-timeout-s"] = confirm_timeout_s
+        self.cfg = os.path.join(self.work, "fabric.json")
+        with open(self.cfg, "w") as f:
+            json.dump(fabric, f, indent=2)
+        self.state_dir = os.path.join(self.work, "state")
+        os.makedirs(self.state_dir)
+        self.log_path = os.path.join(self.work, "ocsd.log")
+
+    def start_devices(self, switch_ms=5):
+        log = open(os.path.join(self.work, "devsim.log"), "w")
+        self.devsim_proc = subprocess.Popen(
+            [self.devsim, "--listen", f"127.0.0.1:{self.base}", "--count", str(self.N_DEV),
+             "--ports", "8", "--user", "ocsd", "--password", self.password,
+             "--unidirectional", "--switch-ms", str(switch_ms)],
+            stdout=log, stderr=log)
+        log.close()
+        # Up once every port accepts a TCP connection (bounded wait).
+        deadline = time.time() + START_TIMEOUT_S
+        for d in range(self.N_DEV):
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", self.base + d), timeout=1).close()
+                    break
+                except OSError:
+                    if self.devsim_proc.poll() is not None or time.time() > deadline:
+                        raise RuntimeError("ocs-devsim did not start")
+                    time.sleep(0.05)
+
+    def start_ocsd(self, *extra, insecure=True, reconcile_s=1):
+        """Starts ocsd and waits until it logged its gRPC and metrics ports."""
+        assert self.ocsd is None or self.ocsd.poll() is not None
+        args = [self.ocsd_bin, "--config", self.cfg, "--state-dir", self.state_dir,
+                "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                "--reconcile-interval-s", str(reconcile_s)]
+        if insecure:
+            args.append("--insecure")
+        log = open(self.log_path, "a")
+        log.write(f"=== start {self.starts + 1}\n")
+        log.flush()
+        self.ocsd = subprocess.Popen(args + list(extra), stdout=log, stderr=log)
+        log.close()
+        deadline = time.time() + START_TIMEOUT_S
+        while time.time() < deadline:
+            text = self.log()
+            grpc_ports = re.findall(r"gRPC on \S+ \(port (\d+)", text)
+            if len(grpc_ports) >= self.starts + 1:
+                self.grpc_port = int(grpc_ports[-1])
+                self.metrics_port = int(re.findall(r"metrics on \S+ \(port (\d+)", text)[-1])
+                self.starts += 1
+                return self.ocsd
+            if self.ocsd.poll() is not None:
+                raise RuntimeError("ocsd exited %d:\n%s" % (self.ocsd.returncode, text))
+            time.sleep(0.05)
+        raise RuntimeError("ocsd did not start:\n" + self.log())
+
+    def kill_ocsd(self):
+        """kill -9: no chance to clean up."""
+        self.ocsd.send_signal(signal.SIGKILL)
+        self.ocsd.wait()
+
+    def stop_ocsd(self, timeout_s=30):
+        """SIGTERM; returns the exit code."""
+        self.ocsd.send_signal(signal.SIGTERM)
+        try:
+            return self.ocsd.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.ocsd.kill()
+            self.ocsd.wait()
+            return None
+
+    @property
+    def target(self):
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def metrics(self):
+        import urllib.request
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
+                                    timeout=10) as r:
+            return r.read().decode()
+
+    def device_name(self, d):
+        return f"ocs-g{d // self.PER_GROUP}-d{d % self.PER_GROUP}"
+
+    def read_device(self, d):
+        """[(in, out, status)] of device d, read over NETCONF."""
+        from ncclient import manager
+        import ncclient.transport.ssh
+        ncclient.transport.ssh.TICK = 0.001  # ncclient polls every 0.1 s otherwise
+        with manager.connect(host="127.0.0.1", port=self.base + d, username="ocsd",
+                             password=self.password, hostkey_verify=False,
+                             allow_agent=False, look_for_keys=False, timeout=10) as m:
+            reply = m.get(filter=("subtree", f'<cross-connects xmlns="{NS}"/>'))
+        rows = []
+        for conn in ET.fromstring(reply.data_xml).iter(f"{{{NS}}}connection"):
+            rows.append((int(conn.findtext(f"{{{NS}}}input")),
+                         int(conn.findtext(f"{{{NS}}}output")),
+                         conn.findtext(f"{{{NS}}}status") or ""))
+        return sorted(rows)
+
+    def read_devices(self):
+        """{device name: [(in, out, status)]} for every device, read one after
+        another (16 ncclient sessions at once time out against the fleet)."""
+        out, errors = {}, []
+
+        def one(d):
+            try:
+                out[self.device_name(d)] = self.read_device(d)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(f"{self.device_name(d)}: {e!r}")
+
+        for d in range(self.N_DEV):
+            one(d)
+        if errors:
+            raise RuntimeError("reading devices: " + "; ".join(errors))
+        return out
+
+    def one_way(self, devices):
+        """Cross-connects that break L2 symmetry under cross wiring: device
+        2m carries in p -> out q exactly when device 2m+1 of the same group
+        carries in q -> out p, with p != q. Returns the offending ones
+        (empty when the fabric is symmetric)."""
+        have = {(name, i, o) for name, rows in devices.items() for (i, o, _) in rows}
+        bad = []
+        for (name, i, o) in sorted(have):
+            g, d = (int(x) for x in re.match(r"ocs-g(\d+)-d(\d+)$", name).groups())
+            peer = f"ocs-g{g}-d{d ^ 1}"
+            if i == o or (peer, o, i) not in have:
+                bad.append((name, i, o))
+        return bad
+
+    def close(self):
+        for p in (self.ocsd, self.devsim_proc):
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in (self.ocsd, self.devsim_proc):
+            if p is None:
+                continue
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def dump_logs(self, lines=40):
+        for name in ("ocsd.log", "devsim.log"):
+            path = os.path.join(self.work, name)
+            if os.path.exists(path):
+                print(f"--- {name} (tail)")
+                with open(path, errors="replace") as f:
+                    print("".join(f.readlines()[-lines:]))
+
+    def remove(self):
+        """Removes the work directory, unless OCSD_TEST_KEEP is set (then it
+        says where it is, with the logs and the state store)."""
+        if os.environ.get("OCSD_TEST_KEEP"):
+            print(f"kept {self.work}")
+            return
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def gen_stubs(proto_dir, out_dir):
+    """Generates the python stubs of proto/ into out_dir with grpc_tools and
+    makes them importable (ocs.v1.*, grpc.health.v1.*)."""
+    import sys
+    import grpc
+    os.makedirs(out_dir, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "grpc_tools.protoc", "-I" + proto_dir, "--python_out=" + out_dir,
+         "--grpc_python_out=" + out_dir, "ocs/v1/fabric.proto", "ocs/v1/jobs.proto",
+         "ocs/v1/events.proto", "grpc/health/v1/health.proto"], check=True)
+    sys.path.insert(0, out_dir)
+    # The generated grpc/health/v1 package lives beside grpcio's own "grpc".
+    grpc.__path__.append(os.path.join(out_dir, "grpc"))
