@@ -26,6 +26,8 @@ struct api {
 	struct mx_family *m_rollbacks, *m_rollback_failures, *m_drift, *m_unreachable;
 	struct mx_family *m_recon_seconds;
 	size_t drift_published; /* in the current pass */
+	/* Per device id, from the last reconciliation: 0 not read yet, 1 read, -1 unreadable. */
+	signed char *reachable;
 };
 
 /* Who a job manager answer goes to (freed by the answer). */
@@ -94,8 +96,9 @@ struct api *api_new(const struct api_deps *deps)
 	api->m_recon_seconds = mx_histogram(deps->reg, "ocsd_reconcile_duration_seconds",
 					    "Time to read back every device.", NULL,
 					    mx_latency_buckets_s, mx_latency_buckets_n);
-	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds) {
-		free(api);
+	api->reachable = calloc((size_t)deps->cfg->n_devices + 1, sizeof(*api->reachable));
+	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds || !api->reachable) {
+		api_free(api);
 		return NULL;
 	}
 	/* Counters exist from the start, at 0. */
@@ -106,6 +109,9 @@ struct api *api_new(const struct api_deps *deps)
 
 void api_free(struct api *api)
 {
+	if (!api)
+		return;
+	free(api->reachable);
 	free(api);
 }
 
@@ -508,8 +514,10 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 	r.leaves = ocs_fabric_leaves(f);
 	r.gpus = ocs_fabric_gpus(f);
 	r.devices = api->d.cfg->n_devices;
-	for (int i = 0; i < r.devices; i++)
+	for (int i = 0; i < api->d.cfg->n_devices; i++) {
+		r.devices_connected += api->reachable[i] > 0;
 		r.devices_drained += jm_drained(api->jm, i);
+	}
 	r.circuits_active = (int32_t)(fs_count(api->d.fs) / 2);
 	r.jobs_active = active;
 	r.ocs_ports_used = (int64_t)fs_count(api->d.fs);
@@ -543,8 +551,11 @@ static Ocs__V1__Device *build_device(struct api *api, struct arena *ar, int id)
 	m->index = ocs_fabric_device_in_group(f, id);
 	m->address = ar_strdup(ar, addr);
 	/* Sessions are opened per transaction; between them none is held. */
+	/* Sessions open per transaction; health is what the last read-back found. */
 	m->session = OCS__V1__SESSION_STATE__SESSION_STATE_UNSPECIFIED;
-	m->health = OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNSPECIFIED;
+	m->health = api->reachable[id] > 0   ? OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_HEALTHY
+		    : api->reachable[id] < 0 ? OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNREACHABLE
+					     : OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNSPECIFIED;
 	m->drained = jm_drained(api->jm, id);
 	m->ports_total = f->k_ocs;
 	m->ports_used = (int32_t)used;
@@ -917,6 +928,19 @@ static void ev_drift(void *ctx, const char *device, int in, int out, bool missin
 	nb_server_publish(api->server, &ev);
 }
 
+static void ev_device_read(void *ctx, int id, bool ok)
+{
+	struct api *api = ctx;
+	signed char now = ok ? 1 : -1;
+	struct arena ar = { 0 };
+
+	if (api->reachable[id] == now)
+		return;
+	api->reachable[id] = now;
+	publish_device(api, build_device(api, &ar, id));
+	ar_free_all(&ar);
+}
+
 static void ev_recon_done(void *ctx, const struct recon_report *r)
 {
 	struct api *api = ctx;
@@ -937,7 +961,7 @@ static void ev_recon_done(void *ctx, const struct recon_report *r)
 
 struct recon_events api_recon_events(struct api *api)
 {
-	return (struct recon_events){ api, ev_drift, ev_recon_done };
+	return (struct recon_events){ api, ev_drift, ev_device_read, ev_recon_done };
 }
 
 int api_restore_jobs(struct api *api)

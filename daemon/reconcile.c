@@ -102,6 +102,8 @@ static void pass_done(void *arg)
 	struct timespec now;
 
 	pthread_join(r->thread, NULL);
+	for (int d = 0; d < r->d.n_devices && r->d.events.device_read && !atomic_load(&r->stop); d++)
+		r->d.events.device_read(r->d.events.ctx, d, r->reads[d].ok);
 	rep.discarded = fs_generation(r->d.fs) != r->generation || jm_busy(r->d.jm);
 	for (int d = 0; d < r->d.n_devices && !rep.discarded; d++) {
 		struct dev_read *rd = &r->reads[d];

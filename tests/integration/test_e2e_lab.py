@@ -144,6 +144,19 @@ try:
         time.sleep(0.1)
     job = os.path.join(src, "deploy", "jobs", "lab-ring.json")
 
+    # Health from the start-up read-back: every device reachable.
+    healthy = False
+    for _ in range(100):
+        rc, devs, err = ocsctl("devices", json_out=True)
+        healthy = rc == 0 and len(devs.get("devices", [])) == N_DEV and all(
+            d.get("health") == "DEVICE_HEALTH_HEALTHY" for d in devs["devices"])
+        if healthy:
+            break
+        time.sleep(0.1)
+    check(healthy, f"devices not all healthy: {rc} {err}")
+    rc, fab, err = ocsctl("fabric", json_out=True)
+    check(rc == 0 and fab.get("devices_connected") == N_DEV, f"fabric summary: {fab} {err}")
+
     # Dry run: figures and circuits, and no device touched.
     rc, plan, err = ocsctl("job", "plan", job, json_out=True)
     check(rc == 0, f"job plan: {rc} {err}")
