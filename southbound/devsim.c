@@ -850,7 +850,15 @@ static bool fd_bound[MAX_FDS];
  * descriptors; its local port names the device. One client port may talk
  * to several of our ports at once (Linux reuses an ephemeral port for
  * different destinations), so sockets of live sessions are skipped and the
- * search runs under bind_mu.
+ * search runs under bind_mu. That is not enough: while another connection
+ * from the same client port is still in its handshake (accepted by another
+ * accept thread, not bound yet) its socket matches too, and picking it
+ * would attach this session to the wrong device, so that every edit of the
+ * session lands there (a circuit committed "on" one device missing from it,
+ * found on another). When the unbound sockets of that peer port lead to
+ * more than one device the session is refused (-EAGAIN; the client
+ * reconnects) rather than guessed. Sockets leave fd_bound only once closed
+ * (release_session), so a closing session's socket never matches either.
  */
 static int bind_session(struct nc_session *s, struct session_data *sd)
 {
@@ -860,11 +868,20 @@ static int bind_session(struct nc_session *s, struct session_data *sd)
 	return rc;
 }
 
-static void unbind_session(struct session_data *sd)
+/*
+ * Frees session s (closing its socket) and only then marks the socket
+ * unbound, both under bind_mu: an fd number is free for binding again only
+ * once it no longer names this session's connection. sd (NULL for a session
+ * that was never bound) is freed with s.
+ */
+static void release_session(struct nc_session *s, struct session_data *sd)
 {
 	pthread_mutex_lock(&bind_mu);
-	if (sd->fd >= 0 && sd->fd < MAX_FDS)
-		fd_bound[sd->fd] = false;
+	int fd = sd && sd->dev ? sd->fd : -1;
+	nc_session_free(s, NULL);
+	free(sd);
+	if (fd >= 0 && fd < MAX_FDS)
+		fd_bound[fd] = false;
 	pthread_mutex_unlock(&bind_mu);
 }
 
@@ -890,16 +907,20 @@ static int bind_session_locked(struct nc_session *s, struct session_data *sd)
 		uint16_t lp = local.ss_family == AF_INET
 				      ? ntohs(((struct sockaddr_in *)&local)->sin_port)
 				      : ntohs(((struct sockaddr_in6 *)&local)->sin6_port);
-		if (lp >= sim.base_port && lp < sim.base_port + sim.count && fd < MAX_FDS &&
-		    !fd_bound[fd]) {
-			sd->dev = &sim.devs[lp - sim.base_port];
-			sd->fd = fd;
-			fd_bound[fd] = true;
-			rc = 0;
+		if (lp < sim.base_port || lp >= sim.base_port + sim.count || fd >= MAX_FDS ||
+		    fd_bound[fd])
+			continue;
+		if (rc == 0 && sd->dev != &sim.devs[lp - sim.base_port]) {
+			rc = -EAGAIN; /* two devices: cannot tell which one is ours */
 			break;
 		}
+		sd->dev = &sim.devs[lp - sim.base_port];
+		sd->fd = fd;
+		rc = 0;
 	}
 	closedir(dir);
+	if (rc == 0)
+		fd_bound[sd->fd] = true;
 	return rc;
 }
 
@@ -926,7 +947,6 @@ static void session_gone(struct nc_session *s)
 		revert_confirmed_commit(d);
 	drop_subscriber(d, s);
 	pthread_mutex_unlock(&d->mu);
-	unbind_session(sd);
 }
 
 static void *worker_main(void *arg)
@@ -948,7 +968,7 @@ static void *worker_main(void *arg)
 			  nc_session_get_status(s) != NC_STATUS_RUNNING)) {
 			nc_ps_del_session(ps, s);
 			session_gone(s);
-			nc_session_free(s, free);
+			release_session(s, nc_session_get_data(s));
 		}
 	}
 	nc_thread_destroy();
@@ -964,8 +984,11 @@ static void *accept_main(void *arg)
 			continue;
 		struct session_data *sd = calloc(1, sizeof(*sd));
 		if (!sd || bind_session(s, sd)) {
+			if (getenv("DEVSIM_TRACE"))
+				fprintf(stderr, "devsim: session %u refused: no single device owns its socket\n",
+					nc_session_get_id(s));
+			release_session(s, NULL);
 			free(sd);
-			nc_session_free(s, NULL);
 			continue;
 		}
 		nc_session_set_data(s, sd);
