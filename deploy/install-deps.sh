@@ -9,7 +9,7 @@ build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
   libyang2-dev libyang2-tools libnetconf2-dev libssh-dev libcmocka-dev
   libsqlite3-dev libsystemd-dev libyuma-base libglpk-dev glpk-utils)
 test_pkgs=(python3-grpcio python3-grpc-tools python3-ncclient netconfd
-  openssh-server prometheus openssl)
+  openssh-server prometheus openssl curl)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then
