@@ -6,20 +6,32 @@ would check what ocsd programmed.
 usage: show-device.py HOST PORT USER PASSWORD-FILE [--json]"""
 import json
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 from ncclient import manager
+from ncclient.transport.errors import SessionCloseError, TransportError
 import ncclient.transport.ssh
 
 NS = "urn:ocsd:yang:ocs-switch"
 
 
 def read(host, port, user, password):
+    """The device's connections. ocs-devsim may close a session right after
+    its hello when it cannot tell which device the session's socket belongs
+    to; nothing was read then, so the read is tried again (3 times)."""
     ncclient.transport.ssh.TICK = 0.001  # ncclient polls every 0.1 s otherwise
-    with manager.connect(host=host, port=port, username=user, password=password,
-                         hostkey_verify=False, allow_agent=False, look_for_keys=False,
-                         timeout=10) as m:
-        reply = m.get(filter=("subtree", f'<cross-connects xmlns="{NS}"/>'))
+    for attempt in range(3):
+        try:
+            with manager.connect(host=host, port=port, username=user, password=password,
+                                 hostkey_verify=False, allow_agent=False, look_for_keys=False,
+                                 timeout=10) as m:
+                reply = m.get(filter=("subtree", f'<cross-connects xmlns="{NS}"/>'))
+            break
+        except (TransportError, SessionCloseError):
+            if attempt == 2:
+                raise
+            time.sleep(0.05)
     root = ET.fromstring(reply.data_xml)
     rows = []
     for conn in root.iter(f"{{{NS}}}connection"):

@@ -162,14 +162,27 @@ class Fleet:
         return f"ocs-g{d // self.PER_GROUP}-d{d % self.PER_GROUP}"
 
     def read_device(self, d):
-        """[(in, out, status)] of device d, read over NETCONF."""
+        """[(in, out, status)] of device d, read over NETCONF. ocs-devsim
+        closes a session right after its hello when it cannot tell which
+        device the session's socket belongs to (see southbound/README.md);
+        nothing was read then, so the read is tried again (3 times)."""
         from ncclient import manager
+        from ncclient.transport.errors import TransportError
+        from ncclient.transport.errors import SessionCloseError
         import ncclient.transport.ssh
         ncclient.transport.ssh.TICK = 0.001  # ncclient polls every 0.1 s otherwise
-        with manager.connect(host="127.0.0.1", port=self.base + d, username="ocsd",
-                             password=self.password, hostkey_verify=False,
-                             allow_agent=False, look_for_keys=False, timeout=10) as m:
-            reply = m.get(filter=("subtree", f'<cross-connects xmlns="{NS}"/>'))
+        for attempt in range(3):
+            try:
+                with manager.connect(host="127.0.0.1", port=self.base + d, username="ocsd",
+                                     password=self.password, hostkey_verify=False,
+                                     allow_agent=False, look_for_keys=False,
+                                     timeout=10) as m:
+                    reply = m.get(filter=("subtree", f'<cross-connects xmlns="{NS}"/>'))
+                break
+            except (TransportError, SessionCloseError):
+                if attempt == 2:
+                    raise
+                time.sleep(0.05)
         rows = []
         for conn in ET.fromstring(reply.data_xml).iter(f"{{{NS}}}connection"):
             rows.append((int(conn.findtext(f"{{{NS}}}input")),
