@@ -315,7 +315,11 @@ class NorthboundTest(unittest.TestCase):
             stub = jobs_pb2_grpc.JobsStub(ch)
             try:
                 for i in range(25):
-                    r = stub.PlanJob(job("c-%d-%d" % (n, i)), timeout=TIMEOUT_S)
+                    # 16 TLS handshakes at once: a connect attempt may fail
+                    # transiently; wait_for_ready lets gRPC retry it within
+                    # the deadline, as a real scheduler's client would.
+                    r = stub.PlanJob(job("c-%d-%d" % (n, i)), timeout=TIMEOUT_S,
+                                     wait_for_ready=True)
                     if r.figures.links_placed != 3 or len(r.circuits) != 2:
                         errors.append("bad plan %r" % r)
             except grpc.RpcError as e:
