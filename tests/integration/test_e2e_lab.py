@@ -7,11 +7,9 @@ to check what ocsd claims against what the devices hold.
 usage: test_e2e_lab.py BUILD_DIR SOURCE_DIR"""
 import json
 import os
-import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +24,8 @@ show_device = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(show_device)
 
 build, src = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ocsd_fleet import free_base  # noqa: E402
 DEVSIM = os.path.join(build, "southbound", "ocs-devsim")
 OCSD = os.path.join(build, "daemon", "ocsd")
 OCSCTL = os.path.join(build, "northbound", "ocsctl", "ocsctl")
@@ -41,25 +41,6 @@ def check(cond, what):
     else:
         failed += 1
         print("FAIL:", what, flush=True)
-
-
-def free_base(count):
-    """A base port with `count` free consecutive ports on loopback."""
-    for _ in range(50):
-        base = random.randrange(20000, 60000 - count)
-        socks = []
-        try:
-            for p in range(base, base + count):
-                s = socket.socket()
-                s.bind(("127.0.0.1", p))
-                socks.append(s)
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free port range")
 
 
 work = tempfile.mkdtemp(prefix="ocsd-e2e-")
