@@ -404,6 +404,7 @@ static void job_verify(void *arg)
 	struct dev_ctx *d = arg;
 	struct sb_error err = {0};
 	int64_t deadline = sb_now_ms() + d->t->opts.verify_timeout_ms;
+	long poll_ms = 2; /* doubles up to 8 ms: switching takes 1..25 ms */
 	d->ok = true;
 	for (;;) {
 		struct sb_xc_state *s = NULL;
@@ -440,8 +441,10 @@ static void job_verify(void *arg)
 				 d->t->opts.verify_timeout_ms);
 			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -ETIMEDOUT, msg);
 		}
-		struct timespec ts = {0, 2 * 1000000};
+		struct timespec ts = {0, poll_ms * 1000000};
 		nanosleep(&ts, NULL);
+		if (poll_ms < 8)
+			poll_ms *= 2;
 	}
 }
 

@@ -165,27 +165,9 @@ static void test_public_key_auth(void **state)
 	rmdir(dir);
 }
 
-/* A CA and a certificate it signs (ECDSA P-256, one day), with the openssl CLI. */
 static void make_cert(const char *dir, const char *name, const char *cn, const char *ca)
 {
-	char cmd[1024];
-	if (!ca) {
-		snprintf(cmd, sizeof(cmd),
-			 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
-			 "-keyout %s/%s.key -out %s/%s.pem -subj /CN=%s -days 1 2>/dev/null",
-			 dir, name, dir, name, cn);
-	} else {
-		snprintf(cmd, sizeof(cmd),
-			 "printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' "
-			 "> %s/%s.ext && "
-			 "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
-			 "-keyout %s/%s.key -out %s/%s.csr -subj /CN=%s 2>/dev/null && "
-			 "openssl x509 -req -in %s/%s.csr -CA %s/%s.pem -CAkey %s/%s.key "
-			 "-CAcreateserial -extfile %s/%s.ext -out %s/%s.pem -days 1 2>/dev/null",
-			 dir, name, dir, name, dir, name, cn, dir, name, dir, ca, dir, ca, dir, name,
-			 dir, name);
-	}
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tl_make_cert(dir, name, cn, ca), 0);
 }
 
 static void test_tls_certificates(void **state)
