@@ -321,9 +321,10 @@ static void job_prepare(void *arg)
 	struct sb_error err = {0};
 	int64_t deadline = sb_now_ms() + d->t->opts.connect_timeout_ms;
 	d->ok = true;
-	d->touched = true;
+	/* a device we could not reach got no RPC: nothing to roll back there */
 	if (sb_device_connect_until(d->dev, deadline, &err))
 		return fail_dev(d, SB_STEP_PREPARE, &err);
+	d->touched = true;
 	d->res->strategy = sb_device_strategy(d->dev);
 	enum sb_datastore ds = uses_candidate(d) ? SB_DS_CANDIDATE : SB_DS_RUNNING;
 	if (sb_device_lock(d->dev, ds, &err))
