@@ -83,8 +83,9 @@ int milp_col(struct milp *m, enum milp_kind kind, double lb, double ub, double c
 		return -1;
 	if (m->n_cols == m->cap_cols) {
 		size_t n = next_cap((size_t)m->cap_cols);
-		if (resize(&m->col_lb, n, sizeof(double)) || resize(&m->col_ub, n, sizeof(double)) ||
-		    resize(&m->cost, n, sizeof(double)) || resize(&m->integer, n, 1)) {
+		if (resize(&m->col_lb, n, sizeof(double)) ||
+		    resize(&m->col_ub, n, sizeof(double)) || resize(&m->cost, n, sizeof(double)) ||
+		    resize(&m->integer, n, 1)) {
 			m->broken = 1;
 			return -1;
 		}
@@ -132,7 +133,8 @@ void milp_row(struct milp *m, double lb, double ub)
 		size_t n = next_cap((size_t)m->cap_rows);
 		/* row_start holds one more entry than there are rows */
 		if (resize(&m->row_start, n + 1, sizeof(size_t)) ||
-		    resize(&m->row_lb, n, sizeof(double)) || resize(&m->row_ub, n, sizeof(double))) {
+		    resize(&m->row_lb, n, sizeof(double)) ||
+		    resize(&m->row_ub, n, sizeof(double))) {
 			m->broken = 1;
 			return;
 		}
@@ -300,8 +302,8 @@ int milp_solve_cbc(const struct milp *m, double time_limit_s, struct milp_result
 	char name[32];
 	for (int j = 0; j < m->n_cols; j++) {
 		snprintf(name, sizeof(name), "c%d", j);
-		Cbc_addCol(cbc, name, cbc_bound(m->col_lb[j]), cbc_bound(m->col_ub[j]),
-			   m->cost[j], (char)m->integer[j], 0, NULL, NULL);
+		Cbc_addCol(cbc, name, cbc_bound(m->col_lb[j]), cbc_bound(m->col_ub[j]), m->cost[j],
+			   (char)m->integer[j], 0, NULL, NULL);
 	}
 	/* A row bounded on both sides becomes an equality or two one-sided
 	 * rows; a free row adds nothing. */

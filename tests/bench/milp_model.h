@@ -33,8 +33,8 @@ struct milp_result {
 	int has_solution;   /* an integer-feasible solution was found */
 	int proven_optimal; /* the solver proved it optimal (gap 0) */
 	double objective;   /* of the best solution; meaningful if has_solution */
-	double seconds;     /* wall-clock time of the solve call */
-	double *x;          /* column values, n_cols long, NULL without a
+	double seconds;	    /* wall-clock time of the solve call */
+	double *x;	    /* column values, n_cols long, NULL without a
 			       solution; caller frees with milp_result_clear */
 };
 
