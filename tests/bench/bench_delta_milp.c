@@ -47,6 +47,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "milp_model.h"
 
@@ -287,6 +288,85 @@ static void print_solver(const char *name, const struct milp_result *r)
 		printf(" | %s %11s %-4s %6.2f s", name, "-", status_name(r), r->seconds);
 }
 
+/*
+ * Checks each back end on a hand-solved MILP using every bound type the
+ * builder offers (ranged, equality, upper-only and free rows; integer,
+ * free and fixed columns), so a translation slip shows before the bench
+ * trusts the solvers:
+ *   min 3a + 2b - c + d,  a, b integer in [0, 5], c free, d = 2
+ *   1 <= 2a + 2b <= 3,  c - a - b = 0.25,  c <= 10,  a + b + c free
+ * c = a + b + 0.25 turns the objective into 2a + b + 1.75, and integral
+ * a + b >= 1 makes (0, 1, 1.25, 2) the only optimum: 2.75 (the LP
+ * relaxation reaches 2.25 at b = 0.5). Returns the number of failures.
+ */
+static int check_backends(int with_cbc)
+{
+	static const double want_x[4] = {0, 1, 1.25, 2}, want_obj = 2.75;
+	static const double fractional_x[4] = {0, 0.5, 0.75, 2};
+	int failures = 0;
+	struct milp *mp = milp_new();
+	if (!mp)
+		return 1;
+	int a = milp_col(mp, MILP_INTEGER, 0, 5, 3), b = milp_col(mp, MILP_INTEGER, 0, 5, 2);
+	int c = milp_col(mp, MILP_CONTINUOUS, -INFINITY, INFINITY, -1);
+	milp_col(mp, MILP_CONTINUOUS, 2, 2, 1); /* d, fixed */
+	milp_term(mp, a, 2);
+	milp_term(mp, b, 2);
+	milp_row(mp, 1, 3);
+	milp_term(mp, c, 1);
+	milp_term(mp, a, -1);
+	milp_term(mp, b, -1);
+	milp_row(mp, 0.25, 0.25);
+	milp_term(mp, c, 1);
+	milp_row(mp, -INFINITY, 10);
+	milp_term(mp, a, 1);
+	milp_term(mp, b, 1);
+	milp_term(mp, c, 1);
+	milp_row(mp, -INFINITY, INFINITY);
+	if (milp_max_violation(mp, want_x) > 1e-12 ||
+	    fabs(milp_max_violation(mp, fractional_x) - 0.5) > 1e-12) {
+		printf("self-check: milp_max_violation misjudges the hand-solved points\n");
+		failures++;
+	}
+	for (int k = 0; k < 1 + with_cbc; k++) {
+		struct milp_result r;
+		const char *name = k ? "CBC" : "GLPK";
+		int rc = k ? milp_solve_cbc(mp, 10, &r) : milp_solve_glpk(mp, 10, &r);
+		int ok = rc == 0 && r.proven_optimal && r.x && fabs(r.objective - want_obj) < 1e-9;
+		for (int j = 0; ok && j < 4; j++)
+			ok = fabs(r.x[j] - want_x[j]) < 1e-9;
+		if (!ok) {
+			printf("self-check: %s does not find the hand-solved optimum %.2f "
+			       "(rc %d, %s, objective %g)\n",
+			       name, want_obj, rc, status_name(&r), r.objective);
+			failures++;
+		}
+		milp_result_clear(&r);
+	}
+	milp_free(mp);
+
+	/* A column twice in one row is refused with a message naming it. */
+	mp = milp_new();
+	if (!mp)
+		return failures + 1;
+	a = milp_col(mp, MILP_CONTINUOUS, 0, 1, 1);
+	milp_term(mp, a, 1);
+	milp_term(mp, a, 1);
+	milp_row(mp, 0, 1);
+	struct milp_result r;
+	if (!milp_error(mp) || !strstr(milp_error(mp), "row 0: column 0 appears twice") ||
+	    milp_solve_glpk(mp, 1, &r) != -1) {
+		printf("self-check: a repeated column is not refused (%s)\n",
+		       milp_error(mp) ? milp_error(mp) : "no error");
+		failures++;
+	}
+	milp_free(mp);
+	if (!failures)
+		printf("self-check: %s find the hand-solved optimum; bad points and rows refused\n",
+		       with_cbc ? "GLPK and CBC" : "GLPK");
+	return failures;
+}
+
 int main(int argc, char **argv)
 {
 	int instances = argc > 1 ? atoi(argv[1]) : 20;
@@ -311,6 +391,7 @@ int main(int argc, char **argv)
 		printf("CBC %s\n", cbc_version);
 	else
 		printf("CBC not built in (pkg-config found no cbc): GLPK only\n");
+	failures += check_backends(cbc_version != NULL);
 	for (int i = 0; i < instances; i++) {
 		int pods = rnd(2, 3), nt = rnd(2, 5), nd = 0;
 		int budget[3];
@@ -351,7 +432,9 @@ int main(int argc, char **argv)
 		struct milp_result g = {0}, c = {0};
 		if (!mp || milp_solve_glpk(mp, limit_s, &g) ||
 		    (cbc_version && milp_solve_cbc(mp, limit_s, &c))) {
-			fprintf(stderr, "instance %d: out of memory building the MILP\n", i);
+			fprintf(stderr, "instance %d: MILP not solved: %s\n", i,
+				mp && milp_error(mp) ? milp_error(mp)
+						     : "out of memory or solver failed to start");
 			milp_free(mp);
 			delta_problem_free(p);
 			return 1;

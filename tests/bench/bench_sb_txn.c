@@ -23,10 +23,14 @@
 #include <unistd.h>
 
 #define DEVICES 256
-#define XCS 64
+#define XCS	64
 
-static const struct ocs_fabric fabric = {
-	.pods = 64, .k_leaf = 32, .k_spine = 8, .tau = 1, .k_ocs = 64, .wiring = OCS_WIRING_STRAIGHT};
+static const struct ocs_fabric fabric = {.pods = 64,
+					 .k_leaf = 32,
+					 .k_spine = 8,
+					 .tau = 1,
+					 .k_ocs = 64,
+					 .wiring = OCS_WIRING_STRAIGHT};
 
 static int cmp64(const void *a, const void *b)
 {
@@ -54,8 +58,8 @@ static double proc_cpu_ms(pid_t pid)
 	buf[n] = '\0';
 	const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
 	unsigned long long ut, st;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-			 &st) != 2)
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return -1;
 	return (double)(ut + st) * 1e3 / (double)sysconf(_SC_CLK_TCK);
 }
@@ -69,8 +73,9 @@ static int run(int switch_ms, const char *tls_dir, int runs)
 	snprintf(cert, sizeof(cert), "%s/server.pem", tls_dir ? tls_dir : "");
 	snprintf(key, sizeof(key), "%s/server.key", tls_dir ? tls_dir : "");
 	snprintf(ca, sizeof(ca), "%s/ca.pem", tls_dir ? tls_dir : "");
-	const char *extra[] = {"--ports",    "64", "--switch-ms", sw,	"--workers", "4",
-			       "--tls-cert", cert, "--tls-key",	  key, "--tls-ca",  ca,	  NULL};
+	const char *extra[] = {"--ports",  "64",	 "--switch-ms", sw,	     "--workers",
+			       "4",	   "--tls-cert", cert,		"--tls-key", key,
+			       "--tls-ca", ca,		 NULL};
 	if (!tls_dir)
 		extra[6] = NULL;
 	struct tl_fleet fleet;
@@ -108,21 +113,26 @@ static int run(int switch_ms, const char *tls_dir, int runs)
 			group[i] = i / 8;
 			device[i] = i % 8;
 			pd[i] = (struct sb_txn_device){devs[i], xcs[i],
-						       tl_fabric_device_xcs(&fabric, group[i], device[i],
-									    r + 1, xcs[i], XCS)};
+						       tl_fabric_device_xcs(&fabric, group[i],
+									    device[i], r + 1,
+									    xcs[i], XCS)};
 			n_xc += pd[i].n_target;
 		}
 		struct tl_verify_ctx v = {.fabric = &fabric, .group = group, .device = device};
 		struct sb_txn_hooks hooks = {.verify = tl_verify, .arg = &v};
-		struct sb_txn_plan plan = {.id = (uint64_t)(r + 2), .devices = pd, .n_devices = DEVICES};
-		struct sb_txn_options opts = {.confirm_timeout_s = 60, .verify_timeout_ms = 5000,
+		struct sb_txn_plan plan = {
+			.id = (uint64_t)(r + 2), .devices = pd, .n_devices = DEVICES};
+		struct sb_txn_options opts = {.confirm_timeout_s = 60,
+					      .verify_timeout_ms = 5000,
 					      .connect_timeout_ms = 30000};
 		struct sb_txn_result res;
-		if (sb_engine_run(eng, &plan, &hooks, &opts, &res) || res.outcome != SB_TXN_COMMITTED) {
+		if (sb_engine_run(eng, &plan, &hooks, &opts, &res) ||
+		    res.outcome != SB_TXN_COMMITTED) {
 			fprintf(stderr, "run %d: %s\n", r, res.message);
 			rc = 1;
 		} else if (r == -1) {
-			printf("%s switch-ms %d: %d devices, %zu cross-connects per transaction, warm-up "
+			printf("%s switch-ms %d: %d devices, %zu cross-connects per transaction, "
+			       "warm-up "
 			       "(connect + commit) %lld ms\n",
 			       tr, switch_ms, DEVICES, n_xc, (long long)res.total_ms);
 		} else {
@@ -140,13 +150,16 @@ static int run(int switch_ms, const char *tls_dir, int runs)
 			(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3 +
 			(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e3;
 	if (!rc) {
-		printf("%s switch-ms %2d: CPU per transaction: controller %.0f ms (all its threads), "
+		printf("%s switch-ms %2d: CPU per transaction: controller %.0f ms (all its "
+		       "threads), "
 		       "ocs-devsim %.0f ms (on the same 2 cores)\n",
 		       tr, switch_ms, cpu_ms / runs, sim_txn_ms);
-		printf("%s switch-ms %2d: total median %lld ms p99 %lld ms; controller overhead median "
+		printf("%s switch-ms %2d: total median %lld ms p99 %lld ms; controller overhead "
+		       "median "
 		       "%lld ms p99 %lld ms (target <= 100 ms)\n",
-		       tr, switch_ms, (long long)pct(total, runs, 50), (long long)pct(total, runs, 99),
-		       (long long)pct(overhead, runs, 50), (long long)pct(overhead, runs, 99));
+		       tr, switch_ms, (long long)pct(total, runs, 50),
+		       (long long)pct(total, runs, 99), (long long)pct(overhead, runs, 50),
+		       (long long)pct(overhead, runs, 99));
 		printf("                  median per step: prepare %lld, commit %lld, verify %lld, "
 		       "confirm %lld ms\n",
 		       (long long)pct(step[SB_STEP_PREPARE], runs, 50),

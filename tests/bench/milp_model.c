@@ -10,6 +10,7 @@
 #include <float.h>
 #include <glpk.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 struct milp {
 	int broken;
+	char error[128]; /* why it broke, for milp_error */
 	int n_cols, cap_cols;
 	double *col_lb, *col_ub, *cost;
 	unsigned char *integer;
@@ -41,6 +43,25 @@ static int resize(void *p, size_t n, size_t elem)
 		return -1;
 	*(void **)p = q;
 	return 0;
+}
+
+/* Marks the model broken with the first reason given. */
+static void fail(struct milp *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(struct milp *m, const char *fmt, ...)
+{
+	if (m->broken)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->error, sizeof(m->error), fmt, ap);
+	va_end(ap);
+	m->broken = 1;
+}
+
+/* lb <= ub, neither NaN, and not both on the same infinite side. */
+static int bad_bounds(double lb, double ub)
+{
+	return isnan(lb) || isnan(ub) || lb > ub || lb == INFINITY || ub == -INFINITY;
 }
 
 static size_t next_cap(size_t cap)
@@ -81,12 +102,17 @@ int milp_col(struct milp *m, enum milp_kind kind, double lb, double ub, double c
 {
 	if (m->broken)
 		return -1;
+	if (bad_bounds(lb, ub) || !isfinite(cost)) {
+		fail(m, "milp_col: column %d: bounds [%g, %g] or cost %g invalid", m->n_cols, lb,
+		     ub, cost);
+		return -1;
+	}
 	if (m->n_cols == m->cap_cols) {
 		size_t n = next_cap((size_t)m->cap_cols);
 		if (resize(&m->col_lb, n, sizeof(double)) ||
 		    resize(&m->col_ub, n, sizeof(double)) || resize(&m->cost, n, sizeof(double)) ||
 		    resize(&m->integer, n, 1)) {
-			m->broken = 1;
+			fail(m, "milp_col: out of memory at column %d", m->n_cols);
 			return -1;
 		}
 		m->cap_cols = (int)n;
@@ -103,14 +129,15 @@ void milp_term(struct milp *m, int col, double coef)
 {
 	if (m->broken)
 		return;
-	if (col < 0 || col >= m->n_cols) {
-		m->broken = 1;
+	if (col < 0 || col >= m->n_cols || !isfinite(coef)) {
+		fail(m, "milp_term: row %d: column %d (of %d) or coefficient %g invalid", m->n_rows,
+		     col, m->n_cols, coef);
 		return;
 	}
 	if (m->nnz == m->cap_nnz) {
 		size_t n = next_cap(m->cap_nnz);
 		if (resize(&m->idx, n, sizeof(int)) || resize(&m->val, n, sizeof(double))) {
-			m->broken = 1;
+			fail(m, "milp_term: out of memory at row %d", m->n_rows);
 			return;
 		}
 		m->cap_nnz = n;
@@ -129,13 +156,25 @@ void milp_row(struct milp *m, double lb, double ub)
 {
 	if (m->broken)
 		return;
+	if (bad_bounds(lb, ub)) {
+		fail(m, "milp_row: row %d: bounds [%g, %g] invalid", m->n_rows, lb, ub);
+		return;
+	}
+	/* GLPK refuses a column twice in a row (it aborts the process). */
+	for (size_t e = m->row_start[m->n_rows]; e < m->nnz; e++)
+		for (size_t f = m->row_start[m->n_rows]; f < e; f++)
+			if (m->idx[e] == m->idx[f]) {
+				fail(m, "milp_row: row %d: column %d appears twice", m->n_rows,
+				     m->idx[e]);
+				return;
+			}
 	if (m->n_rows == m->cap_rows) {
 		size_t n = next_cap((size_t)m->cap_rows);
 		/* row_start holds one more entry than there are rows */
 		if (resize(&m->row_start, n + 1, sizeof(size_t)) ||
 		    resize(&m->row_lb, n, sizeof(double)) ||
 		    resize(&m->row_ub, n, sizeof(double))) {
-			m->broken = 1;
+			fail(m, "milp_row: out of memory at row %d", m->n_rows);
 			return;
 		}
 		m->cap_rows = (int)n;
@@ -143,6 +182,11 @@ void milp_row(struct milp *m, double lb, double ub)
 	m->row_lb[m->n_rows] = lb;
 	m->row_ub[m->n_rows] = ub;
 	m->row_start[++m->n_rows] = m->nnz;
+}
+
+const char *milp_error(const struct milp *m)
+{
+	return m->broken ? m->error : NULL;
 }
 
 int milp_n_cols(const struct milp *m)

@@ -10,9 +10,11 @@
  * INFINITY (math.h).
  *
  * Rows are built term by term: milp_term() adds a coefficient to the row
- * under construction, milp_row() closes it with its bounds. Allocation
- * failures are sticky: the model is marked broken, later calls do nothing
- * and every solve returns -1, so builders need not check each call.
+ * under construction, milp_row() closes it with its bounds. Errors (out of
+ * memory, a column index out of range or twice in one row, NaN or crossed
+ * bounds, a non-finite coefficient or cost) are sticky: the model is marked
+ * broken, later calls do nothing, every solve returns -1 and milp_error()
+ * says what went wrong first, so builders need not check each call.
  *
  * Not thread-safe: one model per thread. The solve functions only read the
  * model, so one model may be solved by several back ends in turn.
@@ -51,6 +53,10 @@ void milp_term(struct milp *m, int col, double coef);
 int milp_row_len(const struct milp *m);
 /* Closes the row under construction as lb <= sum <= ub. */
 void milp_row(struct milp *m, double lb, double ub);
+
+/* NULL while the model is sound, else the first error (names the call,
+ * the row or column and the values). Owned by the model. */
+const char *milp_error(const struct milp *m);
 
 int milp_n_cols(const struct milp *m);
 int milp_n_rows(const struct milp *m);
