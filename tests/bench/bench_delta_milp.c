@@ -362,8 +362,8 @@ static int check_backends(int with_cbc)
 	}
 	milp_free(mp);
 	if (!failures)
-		printf("self-check: %s find the hand-solved optimum; bad points and rows refused\n",
-		       with_cbc ? "GLPK and CBC" : "GLPK");
+		printf("self-check: %s the hand-solved optimum; bad points and rows refused\n",
+		       with_cbc ? "GLPK and CBC find" : "GLPK finds");
 	return failures;
 }
 
@@ -532,13 +532,15 @@ int main(int argc, char **argv)
 		       cbc_version ? "CBC" : "GLPK", n_ratio, med, ratios[n_ratio - 1], within,
 		       n_ratio);
 		if (ref_glpk)
-			printf(" (%d against GLPK's optimum: CBC proved none)", ref_glpk);
+			printf(" (%d against GLPK's optimum: CBC did not prove one)", ref_glpk);
 		printf("\nDELTA-Fast / simulator optimum (every plan simulated) over the same: "
 		       "median %.4f, max %.4f; beyond 2%%: %d the model's (no plan simulates "
 		       "within 2%% of the MILP), %d the search's\n",
 		       median(search, n_ratio), search[n_ratio - 1], model_gaps, search_gaps);
 	}
 	if (failures)
-		printf("FAILED: %d broken guarantees (see the upper-case marks above)\n", failures);
+		printf("FAILED: %d broken guarantees (see the self-check lines and upper-case "
+		       "marks above)\n",
+		       failures);
 	return failures ? 1 : 0;
 }
