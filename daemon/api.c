@@ -221,6 +221,14 @@ static Ocs__V1__PlanFigures *build_figures(struct arena *ar, const struct jm_fig
 	m->circuits_moved = fig->circuits_moved;
 	m->max_contention = fig->max_contention;
 	m->plan_duration_us = fig->plan_us;
+	if (fig->has_delta) {
+		m->makespan_ms = fig->delta.makespan_ms;
+		m->critical_comm_ms = fig->delta.critical_comm_ms;
+		m->nct = fig->delta.nct;
+		m->ports_used = fig->delta.ports_used;
+		m->ports_saved = fig->delta.ports_saved;
+		m->generations = fig->delta.generations;
+	}
 	for (size_t i = 0; i < fig->n_unplaced; i++) {
 		un[i] = ar_alloc(ar, sizeof(**un));
 		if (!un[i])
@@ -268,27 +276,102 @@ static Ocs__V1__Job *build_job(struct api *api, struct arena *ar, const struct j
 
 /* ---- Jobs ---- */
 
-/* Converts a JobSpec; demand points into a malloc'd array (caller frees). */
-static int spec_from_pb(const Ocs__V1__JobSpec *pb, struct jm_spec *spec, struct nb_error *err)
+/* The workload of a parallelism spec: 0 fields take their defaults. */
+static struct jm_workload *workload_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb)
+{
+	const Ocs__V1__ParallelismSpec *q = pb->parallelism;
+	const Ocs__V1__Placement *pl = pb->placement;
+	struct jm_workload *w = calloc(1, sizeof(*w));
+	struct delta_workload_spec *d;
+
+	if (!w)
+		return NULL;
+	w->n_gpus = pl ? pl->n_gpus : 0;
+	w->gpus = malloc((w->n_gpus ? w->n_gpus : 1) * sizeof(*w->gpus));
+	if (!w->gpus) {
+		free(w);
+		return NULL;
+	}
+	for (size_t i = 0; i < w->n_gpus; i++)
+		w->gpus[i] = pl->gpus[i]->gpu;
+	d = &w->spec;
+	delta_workload_defaults(d);
+	d->layers = q->layers;
+	d->hidden = q->hidden;
+	d->ffn = q->ffn;
+	d->heads = q->heads;
+	d->vocab = q->vocab;
+	d->experts = q->experts;
+	d->top_k = q->top_k;
+	if (q->ffn_matrices)
+		d->ffn_matrices = q->ffn_matrices;
+	d->tp = q->tp;
+	d->pp = q->pp;
+	d->dp = q->dp;
+	if (q->ep)
+		d->ep = q->ep;
+	if (q->expert_tp)
+		d->etp = q->expert_tp;
+	d->seq_len = q->seq_len;
+	if (q->micro_batch)
+		d->micro_batch = q->micro_batch;
+	d->micro_batches = q->micro_batches;
+	if (q->gpu_tflops > 0)
+		d->gpu_tflops = q->gpu_tflops;
+	if (q->efficiency > 0)
+		d->efficiency = q->efficiency;
+	d->bandwidth_gbps = q->bandwidth_gbps;
+	if (q->intra_pod_gbps > 0)
+		d->intra_pod_gbps = q->intra_pod_gbps;
+	if (q->bytes_per_value)
+		d->bytes_per_value = q->bytes_per_value;
+	if (q->grad_bytes)
+		d->grad_bytes = q->grad_bytes;
+	d->gpus = (int)w->n_gpus;
+	d->gpus_per_pod_per_replica = q->gpus_per_pod_per_replica;
+	if (q->replicas_per_pod_set)
+		d->replicas_per_pod_set = q->replicas_per_pod_set;
+	d->first_pod = q->first_pod;
+	d->fabric_pods = api->d.cfg->fabric.pods;
+	delta_ga_defaults(&w->ga);
+	if (q->seed)
+		w->ga.seed = q->seed;
+	if (q->max_generations)
+		w->ga.max_generations = q->max_generations;
+	if (q->stall_generations)
+		w->ga.stall_generations = q->stall_generations;
+	w->ga.time_budget_ms = q->time_budget_ms;
+	return w;
+}
+
+/* Converts a JobSpec; demand and workload are malloc'd (free_spec()). */
+static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struct jm_spec *spec,
+			struct nb_error *err)
 {
 	struct lc_demand *demand;
+	struct jm_workload *wl = NULL;
+	bool par = pb->demand_case == OCS__V1__JOB_SPEC__DEMAND_PARALLELISM && pb->parallelism;
 	size_t n = pb->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && pb->leaf_demand
 			   ? pb->leaf_demand->n_pairs
 			   : 0;
 	size_t len = protobuf_c_message_get_packed_size(&pb->base);
 	uint8_t *raw;
 
-	if (pb->demand_case != OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND) {
+	if (pb->demand_case != OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && !par) {
 		err->code = NB_INVALID_ARGUMENT;
-		snprintf(err->field, sizeof(err->field), "leaf_demand");
-		snprintf(err->message, sizeof(err->message), "a leaf demand is required");
+		snprintf(err->field, sizeof(err->field), "demand");
+		snprintf(err->message, sizeof(err->message),
+			 "a leaf_demand or a parallelism spec is required");
 		return -EINVAL;
 	}
 	demand = malloc((n ? n : 1) * sizeof(*demand));
 	raw = malloc(len ? len : 1);
-	if (!demand || !raw) {
+	if (par)
+		wl = workload_from_pb(api, pb);
+	if (!demand || !raw || (par && !wl)) {
 		free(demand);
 		free(raw);
+		jm_workload_free(wl);
 		err->code = NB_INTERNAL;
 		snprintf(err->message, sizeof(err->message), "out of memory");
 		return -ENOMEM;
@@ -304,6 +387,7 @@ static int spec_from_pb(const Ocs__V1__JobSpec *pb, struct jm_spec *spec, struct
 				  pb->options && pb->options->allow_moving_other_jobs,
 				  demand,
 				  n,
+				  wl,
 				  raw,
 				  len };
 	return 0;
@@ -312,6 +396,7 @@ static int spec_from_pb(const Ocs__V1__JobSpec *pb, struct jm_spec *spec, struct
 static void free_spec(struct jm_spec *spec)
 {
 	free((void *)spec->demand);
+	jm_workload_free((struct jm_workload *)spec->workload);
 	free((void *)spec->raw);
 }
 
@@ -378,7 +463,7 @@ static void serve_spec(struct api *api, struct nb_call *call, const void *msg,
 	struct nb_error err = { 0 };
 	struct api_call *ac;
 
-	if (spec_from_pb(msg, &spec, &err) != 0) {
+	if (spec_from_pb(api, msg, &spec, &err) != 0) {
 		nb_call_fail_error(call, &err);
 		return;
 	}
@@ -836,6 +921,11 @@ struct nb_handlers api_handlers(struct api *api)
 	};
 }
 
+/* Every planner ocsd serves: leaf demands, then parallelism specs. */
+static const char *const api_planners[] = { "leaf-centric", "pod-centric", "delta-fast",
+					    "prop-alloc",   "sqrt-alloc",  "iter-halve",
+					    NULL };
+
 struct nb_limits api_limits(const struct ocsd_config *cfg)
 {
 	const struct ocs_fabric *f = &cfg->fabric;
@@ -845,6 +935,7 @@ struct nb_limits api_limits(const struct ocsd_config *cfg)
 		.leaves_per_pod = ocs_fabric_leaves_per_pod(f),
 		.gpus_per_leaf = f->k_leaf,
 		.groups = ocs_fabric_groups(f),
+		.planners = api_planners,
 	};
 }
 
@@ -978,10 +1069,11 @@ int api_restore_jobs(struct api *api)
 
 		if (!pb)
 			continue; /* jm_recover fails jobs without a demand */
-		rc = spec_from_pb(pb, &spec, &err);
+		rc = spec_from_pb(api, pb, &spec, &err);
 		if (rc == 0) {
 			rc = jm_set_demand(api->jm, job->id, spec.planner,
-					   spec.allow_moving_other_jobs, spec.demand, spec.n_demand);
+					   spec.allow_moving_other_jobs, spec.demand, spec.n_demand,
+					   spec.workload);
 			free_spec(&spec);
 		}
 		ocs__v1__job_spec__free_unpacked(pb, NULL);

@@ -496,7 +496,7 @@ int jm_recover(struct jm *jm)
 			free(xcs);
 			if (n_xcs)
 				jm_set_state(jm, j, JM_ACTIVE, NULL);
-			else if (j->pub.n_demand)
+			else if (j->pub.n_demand || j->pub.workload)
 				jm_start_planning(jm, j);
 			else
 				jm_set_state(jm, j, JM_FAILED, "its request could not be read back after "

@@ -388,8 +388,20 @@ static void print_job(const Ocs__V1__Job *job)
 	row[0] = fmt("gpus");
 	row[1] = fmt("%zu", s && s->placement ? s->placement->n_gpus : 0);
 	table_add(&t, row);
-	row[0] = fmt("leaf pairs");
-	row[1] = fmt("%zu", s && s->leaf_demand ? s->leaf_demand->n_pairs : 0);
+	if (s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_PARALLELISM && s->parallelism) {
+		const Ocs__V1__ParallelismSpec *q = s->parallelism;
+
+		row[0] = fmt("parallelism");
+		row[1] = fmt("tp %d, pp %d, dp %d%s, %d micro-batches, %g Gb/s", q->tp, q->pp,
+			     q->dp, q->dp ? "" : " (from the GPUs)", q->micro_batches,
+			     q->bandwidth_gbps);
+	} else {
+		row[0] = fmt("leaf pairs");
+		row[1] = fmt("%zu", s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND &&
+					    s->leaf_demand
+				    ? s->leaf_demand->n_pairs
+				    : 0);
+	}
 	table_add(&t, row);
 	row[0] = fmt("created");
 	row[1] = time_text(job->created_unix_ms);
@@ -599,7 +611,9 @@ static int cmd_jobs(struct ctx *x)
 			enum_short(&ocs__v1__job_state__descriptor, j->state),
 			fmt("%s", j->figures ? j->figures->planner : ""),
 			fmt("%zu", s && s->placement ? s->placement->n_gpus : 0),
-			fmt("%zu", s && s->leaf_demand ? s->leaf_demand->n_pairs : 0),
+			s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && s->leaf_demand
+				? fmt("%zu", s->leaf_demand->n_pairs)
+				: fmt("-"),
 			fmt("%d/%d", j->figures ? j->figures->links_placed : 0,
 			    j->figures ? j->figures->links_requested : 0),
 			fmt("%s", j->reason[0] ? j->reason : "-"),
