@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "arena.h"
 #include "config.h"
@@ -28,6 +29,24 @@ struct api {
 	size_t drift_published; /* in the current pass */
 	/* Per device id, from the last reconciliation: 0 not read yet, 1 read, -1 unreadable. */
 	signed char *reachable;
+	/* Per device id: the session of the last reconciliation pass. */
+	struct api_session *sessions;
+};
+
+/*
+ * A device's NETCONF session as the reconciliation passes see it (its own
+ * handles, which stay connected between passes):
+ *
+ *   CONNECTING --read ok--> CONNECTED --read fails--> DISCONNECTED (error)
+ *        \                      ^                          |
+ *         `--read fails--> DISCONNECTED <----read ok-------'
+ *
+ * since_ms is when the state last changed (start-up for CONNECTING).
+ */
+struct api_session {
+	Ocs__V1__SessionState state;
+	char error[360];
+	int64_t since_ms;
 };
 
 /* Who a job manager answer goes to (freed by the answer). */
@@ -54,6 +73,14 @@ struct api_req {
 	const void *msg;
 	void (*serve)(struct api *api, struct nb_call *call, const void *msg);
 };
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct api *api_new(const struct api_deps *deps)
 {
@@ -97,7 +124,13 @@ struct api *api_new(const struct api_deps *deps)
 					    "Time to read back every device.", NULL,
 					    mx_latency_buckets_s, mx_latency_buckets_n);
 	api->reachable = calloc((size_t)deps->cfg->n_devices + 1, sizeof(*api->reachable));
-	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds || !api->reachable) {
+	api->sessions = calloc((size_t)deps->cfg->n_devices + 1, sizeof(*api->sessions));
+	for (int i = 0; api->sessions && i < deps->cfg->n_devices; i++) {
+		api->sessions[i].state = OCS__V1__SESSION_STATE__SESSION_STATE_CONNECTING;
+		api->sessions[i].since_ms = wall_ms();
+	}
+	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds || !api->reachable ||
+	    !api->sessions) {
 		api_free(api);
 		return NULL;
 	}
@@ -112,6 +145,7 @@ void api_free(struct api *api)
 	if (!api)
 		return;
 	free(api->reachable);
+	free(api->sessions);
 	free(api);
 }
 
@@ -635,9 +669,10 @@ static Ocs__V1__Device *build_device(struct api *api, struct arena *ar, int id)
 	m->group = ocs_fabric_device_group(f, id);
 	m->index = ocs_fabric_device_in_group(f, id);
 	m->address = ar_strdup(ar, addr);
-	/* Sessions are opened per transaction; between them none is held. */
-	/* Sessions open per transaction; health is what the last read-back found. */
-	m->session = OCS__V1__SESSION_STATE__SESSION_STATE_UNSPECIFIED;
+	/* Session and health: what the last reconciliation pass found. */
+	m->session = api->sessions[id].state;
+	m->session_error = api->sessions[id].error;
+	m->session_since_unix_ms = api->sessions[id].since_ms;
 	m->health = api->reachable[id] > 0   ? OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_HEALTHY
 		    : api->reachable[id] < 0 ? OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNREACHABLE
 					     : OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNSPECIFIED;
@@ -712,6 +747,7 @@ static void publish_device(struct api *api, Ocs__V1__Device *d)
 	de.session = d->session;
 	de.health = d->health;
 	de.drained = d->drained;
+	de.session_error = d->session_error;
 	ev.kind_case = OCS__V1__EVENT__KIND_DEVICE;
 	ev.device = &de;
 	nb_server_publish(api->server, &ev);
@@ -1019,13 +1055,24 @@ static void ev_drift(void *ctx, const char *device, int in, int out, bool missin
 	nb_server_publish(api->server, &ev);
 }
 
-static void ev_device_read(void *ctx, int id, bool ok)
+static void ev_device_read(void *ctx, int id, bool ok, bool connected, const char *error)
 {
 	struct api *api = ctx;
 	signed char now = ok ? 1 : -1;
+	struct api_session *ss = &api->sessions[id];
+	Ocs__V1__SessionState state = ok && connected
+					      ? OCS__V1__SESSION_STATE__SESSION_STATE_CONNECTED
+					      : OCS__V1__SESSION_STATE__SESSION_STATE_DISCONNECTED;
+	bool changed = api->reachable[id] != now || ss->state != state ||
+		       strcmp(ss->error, ok ? "" : error) != 0;
 	struct arena ar = { 0 };
 
-	if (api->reachable[id] == now)
+	if (ss->state != state)
+		ss->since_ms = wall_ms();
+	ss->state = state;
+	snprintf(ss->error, sizeof(ss->error), "%s",
+		 ok ? "" : error && *error ? error : "unreadable");
+	if (!changed)
 		return;
 	api->reachable[id] = now;
 	publish_device(api, build_device(api, &ar, id));

@@ -322,8 +322,9 @@ static int check_real(double v, double lo, bool open_lo, double hi, const char *
 		      struct nb_error *err)
 {
 	if (v != v || (open_lo ? !(v > lo) : !(v >= lo)) || !(v <= hi))
-		return nb_error_set(err, NB_INVALID_ARGUMENT, field, "%g is outside %s%g..%g", v,
-				    open_lo ? "(" : "", lo, hi);
+		return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+				    open_lo ? "%g is outside (%g, %g]" : "%g is outside %g..%g", v, lo,
+				    hi);
 	return 0;
 }
 

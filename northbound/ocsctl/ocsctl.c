@@ -512,10 +512,10 @@ static int cmd_devices(struct ctx *x)
 {
 	Ocs__V1__ListDevicesRequest req = OCS__V1__LIST_DEVICES_REQUEST__INIT;
 	Ocs__V1__ListDevicesResponse *r;
-	struct table t = {.cols = 9};
-	char *head[9] = {fmt("NAME"),	 fmt("GROUP"),	 fmt("INDEX"),
-			 fmt("ADDRESS"), fmt("SESSION"), fmt("HEALTH"),
-			 fmt("DRAINED"), fmt("PORTS"),	 fmt("CIRCUITS")};
+	struct table t = {.cols = 11};
+	char *head[11] = {fmt("NAME"),	  fmt("GROUP"),	  fmt("INDEX"), fmt("ADDRESS"),
+			  fmt("SESSION"), fmt("SINCE"),	  fmt("HEALTH"), fmt("DRAINED"),
+			  fmt("PORTS"),	  fmt("CIRCUITS"), fmt("LAST ERROR")};
 	int rc;
 
 	if (x->o.group >= 0) {
@@ -524,12 +524,12 @@ static int cmd_devices(struct ctx *x)
 	}
 	rc = call(x, NB_FABRIC_LIST_DEVICES, &req.base, &r);
 	if (rc) {
-		for (int i = 0; i < 9; i++)
+		for (int i = 0; i < 11; i++)
 			free(head[i]);
 		return rc;
 	}
 	if (x->o.json) {
-		for (int i = 0; i < 9; i++)
+		for (int i = 0; i < 11; i++)
 			free(head[i]);
 		print_json(&r->base, true);
 		free_msg(r);
@@ -538,15 +538,17 @@ static int cmd_devices(struct ctx *x)
 	table_add(&t, head);
 	for (size_t i = 0; i < r->n_devices; i++) {
 		const Ocs__V1__Device *d = r->devices[i];
-		char *row[9] = {fmt("%s", d->name),
-				fmt("%d", d->group),
-				fmt("%d", d->index),
-				fmt("%s", d->address),
-				enum_short(&ocs__v1__session_state__descriptor, d->session),
-				enum_short(&ocs__v1__device_health__descriptor, d->health),
-				fmt("%s", d->drained ? "yes" : "no"),
-				fmt("%d/%d", d->ports_used, d->ports_total),
-				fmt("%d", d->circuits)};
+		char *row[11] = {fmt("%s", d->name),
+				 fmt("%d", d->group),
+				 fmt("%d", d->index),
+				 fmt("%s", d->address),
+				 enum_short(&ocs__v1__session_state__descriptor, d->session),
+				 time_text(d->session_since_unix_ms),
+				 enum_short(&ocs__v1__device_health__descriptor, d->health),
+				 fmt("%s", d->drained ? "yes" : "no"),
+				 fmt("%d/%d", d->ports_used, d->ports_total),
+				 fmt("%d", d->circuits),
+				 fmt("%s", d->session_error[0] ? d->session_error : "-")};
 
 		table_add(&t, row);
 	}
@@ -760,8 +762,9 @@ static void print_event(const Ocs__V1__Event *e)
 	case OCS__V1__EVENT__KIND_DEVICE:
 		a = enum_short(&ocs__v1__session_state__descriptor, e->device->session);
 		b = enum_short(&ocs__v1__device_health__descriptor, e->device->health);
-		printf("device %s session=%s health=%s drained=%s\n", e->device->device, a, b,
-		       e->device->drained ? "yes" : "no");
+		printf("device %s session=%s health=%s drained=%s%s%s\n", e->device->device, a, b,
+		       e->device->drained ? "yes" : "no",
+		       e->device->session_error[0] ? " error=" : "", e->device->session_error);
 		break;
 	case OCS__V1__EVENT__KIND_TRANSACTION:
 		a = enum_short(&ocs__v1__transaction_outcome__descriptor, e->transaction->outcome);

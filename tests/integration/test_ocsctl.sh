@@ -107,7 +107,7 @@ has out "k_leaf" "fabric lists k_leaf"
 # shellcheck disable=SC2046
 expect 0 "devices" -- $(as viewer) devices
 has out "NAME       GROUP  INDEX  ADDRESS" "devices table header aligned"
-has out "ocs-g1-d1  1      1      127.0.0.1:830  connected  healthy  no" "devices row aligned"
+has out "ocs-g1-d1  1      1      127.0.0.1:830  connected  -      healthy  no       0/16   0         -" "devices row aligned"
 # shellcheck disable=SC2046
 expect 0 "devices --group" -- $(as viewer) devices --group 1
 if grep -q ocs-g0 "$work/out"; then echo "FAIL: --group 1 lists group 0"; failures=$((failures + 1)); fi
