@@ -648,7 +648,7 @@ static void test_table(void **state)
 		free(wire);
 		free(f);
 	}
-	assert_true(refused >= 30);
+	assert_true(refused >= 60);
 }
 
 /* Bytes that are not a protobuf message at all. */
