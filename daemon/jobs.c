@@ -320,6 +320,7 @@ struct plan_task {
 	struct delta_error delta_err;
 	bool has_delta;
 	struct jm_delta_figures delta;
+	bool report_search; /* the search's time goes into this plan's metric */
 	bool drain_fallback; /* the replan touched a drained device */
 	int rc;
 	struct lc_plan *plan;
@@ -604,10 +605,10 @@ static void plan_done(void *arg)
 		return;
 	}
 	if (t->rc == 0 && t->plan && jm->d.events.plan_finished)
-		jm->d.events.plan_finished(
-			jm->d.events.ctx, t->planner,
-			(t->plan->plan_ms + t->plan->realize_ms + (t->has_delta ? t->delta.plan_ms : 0)) /
-				1000.0);
+		jm->d.events.plan_finished(jm->d.events.ctx, t->planner,
+					   (t->plan->plan_ms + t->plan->realize_ms +
+					    (t->report_search ? t->delta.plan_ms : 0)) /
+						   1000.0);
 	if (t->drain_fallback)
 		fprintf(stderr,
 			"<5>%s %s: the plan moving other jobs' circuits needed a drained device; "
@@ -720,6 +721,7 @@ static struct plan_task *new_task(struct jm *jm, const char *planner, bool repla
 		t->delta = delta->delta;
 	}
 	if (wl && n_demand == 0) {
+		t->report_search = true;
 		t->wl = jm_workload_dup(wl);
 		if (!t->wl) {
 			free_task(t);
@@ -780,6 +782,8 @@ void jm_start_planning(struct jm *jm, struct job_rt *j)
 		return;
 	}
 	snprintf(t->job_id, sizeof(t->job_id), "%s", j->pub.id);
+	t->report_search |= j->search_unreported;
+	j->search_unreported = false;
 	rc = pool_submit(jm->d.pool, plan_work, plan_done, t);
 	if (rc) {
 		free_task(t);
@@ -1012,6 +1016,7 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct p
 	if (ga && ga->has_delta) {
 		j->pub.figures.has_delta = true;
 		j->pub.figures.delta = ga->delta;
+		j->search_unreported = true; /* reported with the job's first plan */
 	}
 	j->pub.state = JM_PENDING;
 	j->pub.created_ms = j->pub.updated_ms = jm_now_ms();
@@ -1083,8 +1088,6 @@ static void submit_planned(struct plan_task *t)
 				t->demand, t->n_demand,	     t->wl,	 t->sub.raw,
 				t->sub.raw_len };
 
-	if (jm->d.events.plan_finished && t->delta_rc == 0)
-		jm->d.events.plan_finished(jm->d.events.ctx, t->planner, t->delta.plan_ms / 1000.0);
 	if (plan_refusal(t, &err)) {
 		t->answer(t->ctx, &err, NULL, false, NULL, 0);
 	} else if (!submit_existing(jm, &spec, t->answer, t->ctx)) {

@@ -32,6 +32,7 @@ struct job_rt {
 	struct waiter *waiters;
 	bool release_requested;
 	int replans;
+	bool search_unreported; /* the DELTA search ran before the job existed */
 	/* The accepted plan, between plan_done and its transaction. */
 	unsigned long plan_gen;
 	struct ocs_xc *removals;
