@@ -69,6 +69,11 @@ static void delta_field(const char *in, char *out, size_t len)
 		snprintf(out, len, "placement.gpus");
 		return;
 	}
+	if (strncmp(in, "port_budget", 11) == 0) {
+		/* A pod's port budget is the job's GPUs in it. */
+		snprintf(out, len, "placement.gpus");
+		return;
+	}
 	if (strcmp(in, "placement.pods") == 0) {
 		snprintf(out, len, "parallelism.first_pod");
 		return;

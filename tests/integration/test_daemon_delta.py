@@ -176,6 +176,16 @@ class DeltaTest(unittest.TestCase):
         self.assertTrue(cm.exception.details().startswith("placement.gpus[0]: "),
                         cm.exception.details())
         self.no_job("bad-swap")
+        # One GPU per pod cannot carry the middle stages' two pipeline links.
+        def thin(d):
+            d["placement"]["gpus"] = [{"gpu": 16 * p, "leaf": 2 * p, "pod": p} for p in range(4)]
+            d["parallelism"].update(tp=1, pp=4, gpus_per_pod_per_replica=1)
+            del d["parallelism"]["replicas_per_pod_set"]
+        self.refused(self.jobs.SubmitJob, spec_of(delta_job("thin", thin)),
+                     grpc.StatusCode.RESOURCE_EXHAUSTED,
+                     "placement.gpus: pod 1 needs at least 2 ports (one circuit on each of its "
+                     "2 pod pairs), budget is 1; nothing was touched")
+        self.no_job("thin")
         # Through ocsctl: exit 1 and the status on stderr.
         path = write_job(delta_job("bad-ctl", lambda d: d["parallelism"].update(tp=3)),
                          "bad.json")
