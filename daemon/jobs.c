@@ -1095,6 +1095,10 @@ static void submit_planned(struct plan_task *t)
 
 	if (plan_refusal(t, &err)) {
 		t->answer(t->ctx, &err, NULL, false, NULL, 0);
+	} else if (jm->stopping) {
+		/* Nothing was stored: the caller may submit again to the next run. */
+		jm_set_error(&err, JM_UNAVAILABLE, "", "ocsd is shutting down; nothing changed");
+		t->answer(t->ctx, &err, NULL, false, NULL, 0);
 	} else if (!submit_existing(jm, &spec, t->answer, t->ctx)) {
 		/* Still new (the same request may have been submitted meanwhile). */
 		if (check_spec(jm, &spec, &err))
