@@ -102,7 +102,8 @@ struct jm_workload *jm_workload_dup(const struct jm_workload *w)
 		free(c);
 		return NULL;
 	}
-	memcpy(c->gpus, w->gpus, w->n_gpus * sizeof(*c->gpus));
+	if (w->n_gpus)
+		memcpy(c->gpus, w->gpus, w->n_gpus * sizeof(*c->gpus));
 	return c;
 }
 
@@ -767,7 +768,8 @@ static struct plan_task *new_task(struct jm *jm, const char *planner, bool repla
 		free_task(t);
 		return NULL;
 	}
-	memcpy(t->demand, demand, n_demand * sizeof(*demand));
+	if (n_demand)
+		memcpy(t->demand, demand, n_demand * sizeof(*demand));
 	t->n_demand = n_demand;
 	return t;
 }
@@ -1300,7 +1302,8 @@ int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow
 	j->pub.demand = malloc((n ? n : 1) * sizeof(*demand));
 	if (!j->pub.demand)
 		return -ENOMEM;
-	memcpy(j->pub.demand, demand, n * sizeof(*demand));
+	if (n)
+		memcpy(j->pub.demand, demand, n * sizeof(*demand));
 	j->pub.n_demand = n;
 	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s",
 		 planner && *planner ? planner : workload ? "delta-fast" : "leaf-centric");
