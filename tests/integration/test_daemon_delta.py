@@ -14,6 +14,10 @@ Checks:
   - restart: the job is still ACTIVE on the same circuits; released, it
     leaves the devices empty; submitted again it is planned again from the
     stored request alone, onto the same circuits (deterministic search);
+  - kill -9 at 4 points of a parallelism submission: after the restart the
+    job is unknown (not stored yet) or settles ACTIVE, re-planned from its
+    stored request when its transaction was rolled back, and the devices
+    hold exactly its circuits;
   - bad specs are INVALID_ARGUMENT naming the field (TP not dividing the
     heads, zero bandwidth, GPUs in the wrong pods, DP against the GPU
     count, pods beyond the fabric, a leaf planner) and create no job,
@@ -334,6 +338,47 @@ class DeltaTest(unittest.TestCase):
             self.fabric.UndrainDevice(fabric_pb2.UndrainDeviceRequest(device=drained),
                                       timeout=TIMEOUT_S)
 
+    def test_6_kill_during_submission(self):
+        """kill -9 while a parallelism job is being searched, planned or
+        programmed: after the restart it is either unknown (not stored yet)
+        or settles ACTIVE from its stored request, and the devices hold
+        exactly what ocsd says."""
+        for i, delay_s in enumerate((0.0, 0.05, 0.15, 0.3)):
+            job_id = f"killed-{i}"
+            future = self.jobs.SubmitJob.future(spec_of(delta_job(job_id)), timeout=TIMEOUT_S)
+            time.sleep(delay_s)
+            self.channel.close()
+            FLEET.kill_ocsd()
+            try:
+                future.result()
+            except grpc.RpcError:
+                pass
+            FLEET.start_ocsd(reconcile_s=1)
+            self.setUp()
+            deadline = time.time() + TIMEOUT_S
+            while True:
+                try:
+                    job = self.jobs.GetJob(jobs_pb2.GetJobRequest(id=job_id),
+                                           timeout=TIMEOUT_S).job
+                except grpc.RpcError as e:
+                    self.assertEqual(e.code(), grpc.StatusCode.NOT_FOUND)
+                    job = None
+                    break
+                if job.state in (jobs_pb2.JOB_STATE_ACTIVE, jobs_pb2.JOB_STATE_FAILED):
+                    break
+                self.assertLess(time.time(), deadline, f"{job_id} stuck in {job.state}")
+                time.sleep(0.1)
+            print(f"{job_id} (kill after {delay_s} s):",
+                  "not stored" if job is None else jobs_pb2.JobState.Name(job.state), flush=True)
+            if job is not None:
+                self.assertEqual(job.state, jobs_pb2.JOB_STATE_ACTIVE, job.reason)
+                self.assertTrue(job.circuits)
+                self.assertEqual(held()[1], xcs_of(job.circuits))
+                rel = self.jobs.ReleaseJob(jobs_pb2.ReleaseJobRequest(id=job_id),
+                                           timeout=TIMEOUT_S).job
+                self.assertEqual(rel.state, jobs_pb2.JOB_STATE_RELEASED)
+            self.assertEqual(held()[1], [], f"{job_id}: devices not empty")
+
     def devices_until(self, want, what):
         deadline = time.time() + 45
         while True:
@@ -345,7 +390,7 @@ class DeltaTest(unittest.TestCase):
                 self.fail(f"{what}: {devs}")
             time.sleep(0.2)
 
-    def test_5_session_state(self):
+    def test_7_session_state(self):
         connected = fabric_pb2.SESSION_STATE_CONNECTED
         devs = self.devices_until(lambda d: all(x.session == connected for x in d.values()),
                                   "every device connected")
