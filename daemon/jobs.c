@@ -557,8 +557,13 @@ static bool plan_refusal(const struct plan_task *t, struct jm_error *err)
 				     strerror(-t->delta_rc));
 		return true;
 	}
+	/* A parallelism job's leaf demand is the search's, not the caller's. */
+	const char *demand_field = t->has_delta ? "parallelism" : "leaf_demand";
+
 	if (t->rc == -EINVAL) {
-		jm_set_error(err, JM_INVALID, "leaf_demand", "the planner refused the demand");
+		jm_set_error(err, t->has_delta ? JM_INTERNAL : JM_INVALID, demand_field,
+			     "the planner refused the %sdemand",
+			     t->has_delta ? "planned leaf " : "");
 		return true;
 	}
 	if (t->rc) {
@@ -579,16 +584,20 @@ static bool plan_refusal(const struct plan_task *t, struct jm_error *err)
 		for (size_t i = 0; i < t->plan->n_unplaced; i++)
 			links += u[i].links;
 		if (t->plan->n_unplaced)
-			jm_set_error(err, JM_EXHAUSTED, "leaf_demand",
+			jm_set_error(err, JM_EXHAUSTED, demand_field,
 				  "%d link(s) in %zu leaf pair(s) do not fit on the free spine "
-				  "ports (first: leaves %d-%d, %d link(s)); nothing was touched",
-				  links, t->plan->n_unplaced, u[0].a, u[0].b, u[0].links);
+				  "ports (first: leaves %d-%d, %d link(s))%s; nothing was touched",
+				  links, t->plan->n_unplaced, u[0].a, u[0].b, u[0].links,
+				  t->drain_fallback ? ", and moving other jobs' circuits would have "
+						      "needed a drained device" : "");
 		else
-			jm_set_error(err, JM_EXHAUSTED, "leaf_demand",
+			jm_set_error(err, JM_EXHAUSTED, demand_field,
 				  "%zu circuit(s) found no free OCS ports (first: pods %d-%d in "
-				  "group %d); nothing was touched",
+				  "group %d)%s; nothing was touched",
 				  t->plan->unrealized_circuits, t->plan->unrealized[0].i,
-				  t->plan->unrealized[0].j, t->plan->unrealized[0].h);
+				  t->plan->unrealized[0].j, t->plan->unrealized[0].h,
+				  t->drain_fallback ? ", and moving other jobs' circuits would have "
+						      "needed a drained device" : "");
 		return true;
 	}
 	return false;
