@@ -6,7 +6,8 @@ ncclient.
 
 Checks:
   - a parallelism spec (deploy/jobs/lab-delta.json) with planner
-    delta-fast: PlanJob figures (makespan, NCT, ports used and saved,
+    delta-fast: never slower than the baselines prop-alloc, sqrt-alloc and
+    iter-halve planned through the API; PlanJob figures (makespan, NCT, ports used and saved,
     generations) agree between grpcio and `ocsctl --json job plan`, and
     touch no device; `ocsctl job submit` makes the job ACTIVE with exactly
     its circuits on the devices; the plan-duration histogram has a
@@ -221,6 +222,17 @@ class DeltaTest(unittest.TestCase):
             self.assertNotEqual(c.pod_a, c.pod_b)
             # PP joins the two pods of a pipeline, DP the same stage's pods of the sets.
             self.assertTrue(c.pod_b in pods[c.pod_a] or (c.pod_a % 2) == (c.pod_b % 2), c)
+        # The baselines plan the same spec; DELTA-Fast is never slower than the best.
+        best = None
+        for name in ("prop-alloc", "sqrt-alloc", "iter-halve"):
+            base = self.jobs.PlanJob(spec_of(delta_job(edit=lambda d, n=name: d["options"].update(
+                planner=n))), timeout=TIMEOUT_S).figures
+            self.assertEqual(base.planner, name)
+            self.assertEqual(base.generations, 0)
+            self.assertGreater(base.makespan_ms, 0)
+            self.assertEqual(base.links_placed, base.links_requested)
+            best = base.makespan_ms if best is None else min(best, base.makespan_ms)
+        self.assertLessEqual(fig.makespan_ms, best * (1 + 1e-9))
         _, after = held()
         self.assertEqual(after, [], "PlanJob touched a device")
 
