@@ -274,6 +274,12 @@ static Ocs__V1__PlanFigures *build_figures(struct arena *ar, const struct jm_fig
 	}
 	m->unplaced = un;
 	m->n_unplaced = fig->n_unplaced;
+	if (fig->n_moved_jobs) {
+		m->moved_jobs = ar_alloc(ar, fig->n_moved_jobs * sizeof(*m->moved_jobs));
+		for (size_t i = 0; m->moved_jobs && i < fig->n_moved_jobs; i++)
+			m->moved_jobs[i] = ar_strdup(ar, fig->moved_jobs[i]);
+		m->n_moved_jobs = m->moved_jobs ? fig->n_moved_jobs : 0;
+	}
 	return m;
 }
 

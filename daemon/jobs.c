@@ -161,6 +161,7 @@ __attribute__((format(printf, 4, 5))) void jm_set_error(struct jm_error *e,
 static void free_figures(struct jm_figures *fig)
 {
 	free(fig->unplaced);
+	free(fig->moved_jobs);
 	memset(fig, 0, sizeof(*fig));
 }
 
@@ -174,6 +175,7 @@ static void free_job(struct job_rt *j)
 	free_figures(&j->pub.figures);
 	free(j->removals);
 	free(j->additions);
+	free(j->add_owner);
 	free(j);
 }
 
@@ -311,6 +313,17 @@ struct plan_task {
 	size_t n_existing, n_configured;
 	bool *drained; /* by device id, NULL when nothing is drained */
 	unsigned long gen;
+	/*
+	 * A global re-plan (replan) plans every job holding circuits: names[0]
+	 * is this job, names[k] the others; conf_owner the owner of each
+	 * configured cross-connect; others the other jobs' demands.
+	 */
+	char (*names)[72];
+	size_t n_names;
+	int *conf_owner;
+	struct lc_demand *others;
+	int *others_owner;
+	size_t n_others;
 	/* A workload whose leaf demand is planned first (NULL: demand given);
 	 * ga_only: a new submission, only that (the request is in sub). */
 	struct jm_workload *wl;
@@ -328,6 +341,11 @@ struct plan_task {
 	struct jm_delta_figures delta;
 	bool report_search; /* the search's time goes into this plan's metric */
 	bool drain_fallback; /* the replan touched a drained device */
+	bool owner_fallback; /* the replan's circuits could not be attributed */
+	int *xc_owner;       /* per plan->xcs after a global re-plan: index into names */
+	bool *xc_reowned;    /* a kept cross-connect that changes owner */
+	bool *moved_owner;   /* per name: some of its circuits move */
+	size_t n_new_global; /* new cross-connects of a global re-plan */
 	int rc;
 	struct lc_plan *plan;
 	int l2_violations;
@@ -401,14 +419,14 @@ static void plan_workload(struct plan_task *t)
 	delta_job_plan_free(dp);
 }
 
-static int run_planner(struct plan_task *t, bool replan, size_t n_existing)
+static int run_planner(struct plan_task *t, const struct lc_demand *demand, size_t n_demand,
+		       bool replan, size_t n_existing)
 {
 	struct lc_options opt = { .realize = true, .replan = replan };
 
 	if (strcmp(t->planner, "pod-centric") == 0)
-		return pc_plan(&t->f, t->demand, t->n_demand, t->existing, n_existing, &opt,
-			       &t->plan);
-	return lc_plan(&t->f, t->demand, t->n_demand, t->existing, n_existing, &opt, &t->plan);
+		return pc_plan(&t->f, demand, n_demand, t->existing, n_existing, &opt, &t->plan);
+	return lc_plan(&t->f, demand, n_demand, t->existing, n_existing, &opt, &t->plan);
 }
 
 static int xc_cmp(const void *a, const void *b);
@@ -437,6 +455,73 @@ static bool touches_drained(const struct plan_task *t)
 	return hit;
 }
 
+/*
+ * A global re-plan of this job's demand and every other job's (worker
+ * side): the plan, and who owns each of its cross-connects. Returns
+ * false when the plan cannot be used as is (the caller plans pinned).
+ */
+static bool global_replan(struct plan_task *t)
+{
+	size_t n = t->n_demand + t->n_others;
+	struct lc_demand *all = malloc((n ? n : 1) * sizeof(*all));
+	int *leaf_owner = malloc((size_t)ocs_fabric_leaves(&t->f) * sizeof(*leaf_owner));
+	bool ok = false;
+
+	if (!all || !leaf_owner)
+		goto out;
+	for (int l = 0; l < ocs_fabric_leaves(&t->f); l++)
+		leaf_owner[l] = -1;
+	for (size_t i = 0; i < n; i++) {
+		all[i] = i < t->n_demand ? t->demand[i] : t->others[i - t->n_demand];
+		int o = i < t->n_demand ? 0 : t->others_owner[i - t->n_demand];
+
+		if ((leaf_owner[all[i].a] >= 0 && leaf_owner[all[i].a] != o) ||
+		    (leaf_owner[all[i].b] >= 0 && leaf_owner[all[i].b] != o))
+			goto out; /* two jobs on one leaf: cannot tell their circuits apart */
+		leaf_owner[all[i].a] = leaf_owner[all[i].b] = o;
+	}
+	t->rc = run_planner(t, all, n, true, t->n_configured);
+	if (t->rc)
+		goto out;
+	if (touches_drained(t)) {
+		t->drain_fallback = true;
+		goto out;
+	}
+	t->xc_owner = malloc((t->plan->n_xcs ? t->plan->n_xcs : 1) * sizeof(*t->xc_owner));
+	t->xc_reowned = malloc((t->plan->n_xcs ? t->plan->n_xcs : 1) * sizeof(*t->xc_reowned));
+	t->moved_owner = calloc(t->n_names + 1, sizeof(*t->moved_owner));
+	if (!t->xc_owner || !t->xc_reowned || !t->moved_owner ||
+	    jm_attribute_owners(&t->f, t->plan, leaf_owner, t->existing, t->conf_owner,
+				t->n_configured, t->xc_owner, t->xc_reowned) != 0) {
+		t->owner_fallback = true;
+		goto out;
+	}
+	/* Jobs whose circuits move: owners of dropped or re-owned cross-connects. */
+	for (size_t i = 0; i < t->plan->n_xcs; i++)
+		if (t->xc_reowned[i])
+			t->moved_owner[t->xc_owner[i]] = true;
+	qsort(t->plan->moved, t->plan->n_moved, sizeof(*t->plan->moved), xc_cmp);
+	for (size_t c = 0; c < t->n_configured; c++)
+		if (bsearch(&t->existing[c], t->plan->moved, t->plan->n_moved,
+			    sizeof(*t->plan->moved), xc_cmp))
+			t->moved_owner[t->conf_owner[c]] = true;
+	ok = true;
+out:
+	if (!ok) {
+		free(t->xc_owner);
+		free(t->xc_reowned);
+		t->xc_owner = NULL;
+		t->xc_reowned = NULL;
+		if (t->rc == 0) {
+			lc_plan_free(t->plan);
+			t->plan = NULL;
+		}
+	}
+	free(all);
+	free(leaf_owner);
+	return ok;
+}
+
 static void plan_work(void *arg)
 {
 	struct plan_task *t = arg;
@@ -447,18 +532,11 @@ static void plan_work(void *arg)
 		if (t->delta_rc || t->ga_only)
 			return;
 	}
-	if (t->replan) {
-		/* Nothing is pinned: the blockers would only look like circuits. */
-		t->rc = run_planner(t, true, t->n_configured);
-		if (t->rc == 0 && touches_drained(t)) {
-			lc_plan_free(t->plan);
-			t->plan = NULL;
-			t->drain_fallback = true;
-			t->rc = run_planner(t, false, t->n_existing);
-		}
-	} else {
-		t->rc = run_planner(t, false, t->n_existing);
-	}
+	/* A global re-plan pins nothing (the blockers would only look like
+	 * circuits); when it touches a drained device or its circuits cannot be
+	 * attributed to their jobs, the job is planned pinned instead. */
+	if (!t->replan || (!global_replan(t) && t->rc == 0))
+		t->rc = run_planner(t, t->demand, t->n_demand, false, t->n_existing);
 	if (t->rc == 0) {
 		t->l2_violations = l2_check(&t->f, t->plan->xcs, t->plan->n_xcs, &v, 1);
 		if (t->l2_violations)
@@ -474,6 +552,13 @@ static void free_task(struct plan_task *t)
 	free(t->demand);
 	free(t->existing);
 	free(t->drained);
+	free(t->names);
+	free(t->conf_owner);
+	free(t->others);
+	free(t->others_owner);
+	free(t->xc_owner);
+	free(t->xc_reowned);
+	free(t->moved_owner);
 	jm_workload_free(t->wl);
 	free(t->sub.id);
 	free(t->sub.key);
@@ -528,6 +613,17 @@ static void fill_figures(struct jm_figures *fig, const struct plan_task *t, size
 	fig->plan_us = (int64_t)((t->plan->plan_ms + t->plan->realize_ms) * 1000.0);
 	fig->has_delta = t->has_delta;
 	fig->delta = t->delta;
+	for (size_t k = 1; t->moved_owner && k < t->n_names; k++) {
+		char (*m)[72];
+
+		if (!t->moved_owner[k])
+			continue;
+		m = realloc(fig->moved_jobs, (fig->n_moved_jobs + 1) * sizeof(*m));
+		if (!m)
+			break;
+		fig->moved_jobs = m;
+		snprintf(fig->moved_jobs[fig->n_moved_jobs++], sizeof(*m), "%s", t->names[k]);
+	}
 	if (t->has_delta)
 		fig->plan_us += (int64_t)(t->delta.plan_ms * 1000.0);
 	if (t->plan->n_unplaced) {
@@ -605,6 +701,43 @@ static bool plan_refusal(const struct plan_task *t, struct jm_error *err)
 
 
 static void submit_planned(struct plan_task *t);
+
+/*
+ * The transaction of a global re-plan (loop side, the fabric unchanged
+ * since the snapshot): new cross-connects with their owners, dropped ones,
+ * and kept ones that change owner (removed and added again: the devices do
+ * not change, the circuit table does). 0 or -ENOMEM.
+ */
+static int take_global_plan(struct jm *jm, struct job_rt *j, struct plan_task *t)
+{
+	const struct lc_plan *p = t->plan;
+	size_t n = p->n_xcs ? p->n_xcs : 1;
+
+	j->additions = malloc(n * sizeof(*j->additions));
+	j->add_owner = malloc(n * sizeof(*j->add_owner));
+	j->removals = malloc((p->n_moved + n) * sizeof(*j->removals));
+	j->n_additions = j->n_removals = 0;
+	t->n_new_global = 0;
+	if (!j->additions || !j->add_owner || !j->removals)
+		return -ENOMEM;
+	for (size_t x = 0; x < p->n_xcs; x++) {
+		bool configured = fs_contains(jm->d.fs, &p->xcs[x]);
+
+		if (configured && !t->xc_reowned[x])
+			continue;
+		if (configured)
+			j->removals[j->n_removals++] = p->xcs[x];
+		else
+			t->n_new_global++;
+		j->additions[j->n_additions] = p->xcs[x];
+		snprintf(j->add_owner[j->n_additions++], sizeof(*j->add_owner), "%s",
+			 t->names[t->xc_owner[x]]);
+	}
+	for (size_t m = 0; m < p->n_moved; m++)
+		if (fs_contains(jm->d.fs, &p->moved[m]))
+			j->removals[j->n_removals++] = p->moved[m];
+	return 0;
+}
 
 static void plan_done(void *arg)
 {
@@ -689,13 +822,37 @@ static void plan_done(void *arg)
 		jm_fail_job(jm, j, &err);
 		return;
 	}
-	fill_figures(&j->pub.figures, t, n_new);
 	free(j->additions);
 	free(j->removals);
-	j->additions = added;
-	j->n_additions = n_new;
+	free(j->add_owner);
+	j->add_owner = NULL;
 	j->removals = NULL;
 	j->n_removals = 0;
+	if (t->xc_owner) {
+		/* A global re-plan: each cross-connect goes to the job it serves. */
+		free(added);
+		if (take_global_plan(jm, j, t) != 0) {
+			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+			free_task(t);
+			jm_fail_job(jm, j, &err);
+			return;
+		}
+		n_new = t->n_new_global;
+		fill_figures(&j->pub.figures, t, n_new);
+		j->plan_gen = t->gen;
+		free_task(t);
+		jm_set_state(jm, j, JM_PROGRAMMING, NULL);
+		if (jm_push_ptr((void ***)&jm->queue, &jm->n_queue, &jm->cap_queue, j) != 0) {
+			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+			jm_fail_job(jm, j, &err);
+			return;
+		}
+		jm_pump(jm);
+		return;
+	}
+	fill_figures(&j->pub.figures, t, n_new);
+	j->additions = added;
+	j->n_additions = n_new;
 	if (t->plan->n_moved) {
 		/* Only what is configured is removed (drain blockers never were). */
 		j->removals = malloc(t->plan->n_moved * sizeof(*j->removals));
@@ -783,6 +940,63 @@ static struct plan_task *new_task(struct jm *jm, const char *planner, bool repla
 	return t;
 }
 
+/*
+ * The inputs of a global re-plan (allow_moving_other_jobs): every job that
+ * owns configured cross-connects, with its demand. When one's demand is
+ * not known (a parallelism job restored from the store, not planned since)
+ * its circuits could not be planned again: the job is planned pinned.
+ * 0 or -ENOMEM.
+ */
+static int prepare_replan(struct jm *jm, struct plan_task *t, const char *self)
+{
+	size_t n_others = 0, at = 0;
+
+	t->names = malloc((jm->n_jobs + 1) * sizeof(*t->names));
+	t->conf_owner = malloc((t->n_configured ? t->n_configured : 1) * sizeof(*t->conf_owner));
+	if (!t->names || !t->conf_owner)
+		return -ENOMEM;
+	snprintf(t->names[0], sizeof(*t->names), "%s", self);
+	t->n_names = 1;
+	for (size_t i = 0; i < t->n_configured; i++) {
+		const char *owner = fs_at(jm->d.fs, i)->job_id;
+		size_t k = i && !strcmp(owner, t->names[t->conf_owner[i - 1]]) ? (size_t)t->conf_owner[i - 1]
+										  : 0;
+
+		while (k < t->n_names && strcmp(t->names[k], owner) != 0)
+			k++;
+		if (k == t->n_names) {
+			const struct job_rt *o = jm_find_job(jm, owner);
+
+			if (!o || o->pub.n_demand == 0 || k > jm->n_jobs) {
+				fprintf(stderr,
+					"<5>job %s: the demand of job %s is not known yet; planned "
+					"without moving other jobs' circuits\n",
+					self, owner);
+				t->replan = false;
+				return 0;
+			}
+			memcpy(t->names[k], o->pub.id, sizeof(*t->names));
+			t->n_names++;
+			n_others += o->pub.n_demand;
+		}
+		t->conf_owner[i] = (int)k;
+	}
+	t->others = malloc((n_others ? n_others : 1) * sizeof(*t->others));
+	t->others_owner = malloc((n_others ? n_others : 1) * sizeof(*t->others_owner));
+	if (!t->others || !t->others_owner)
+		return -ENOMEM;
+	for (size_t k = 1; k < t->n_names; k++) {
+		const struct job_rt *o = jm_find_job(jm, t->names[k]);
+
+		for (size_t d = 0; d < o->pub.n_demand; d++) {
+			t->others[at] = o->pub.demand[d];
+			t->others_owner[at++] = (int)k;
+		}
+	}
+	t->n_others = at;
+	return 0;
+}
+
 void jm_start_planning(struct jm *jm, struct job_rt *j)
 {
 	struct plan_task *t = new_task(jm, j->pub.planner, j->pub.allow_move, j->pub.demand,
@@ -792,6 +1006,10 @@ void jm_start_planning(struct jm *jm, struct job_rt *j)
 
 	if (j->pub.state != JM_PLANNING)
 		jm_set_state(jm, j, JM_PLANNING, NULL);
+	if (t && t->replan && prepare_replan(jm, t, j->pub.id) != 0) {
+		free_task(t);
+		t = NULL;
+	}
 	if (!t) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 		jm_fail_job(jm, j, &err);
@@ -1149,6 +1367,10 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 	}
 	t = new_task(jm, planner, spec->allow_moving_other_jobs, spec->demand, spec->n_demand,
 		     spec->workload, NULL);
+	if (t && t->replan && prepare_replan(jm, t, spec->id) != 0) {
+		free_task(t);
+		t = NULL;
+	}
 	if (!t) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 		answer(ctx, &err, NULL, false, NULL, 0);

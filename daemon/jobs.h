@@ -89,6 +89,8 @@ struct jm_figures {
 	int64_t plan_us;
 	struct lc_demand *unplaced; /* owned */
 	size_t n_unplaced;
+	char (*moved_jobs)[72]; /* other jobs whose circuits the plan moves (owned) */
+	size_t n_moved_jobs;
 	bool has_delta; /* a parallelism demand: delta is set */
 	struct jm_delta_figures delta;
 };

@@ -23,7 +23,9 @@ Checks:
     heads, zero bandwidth, GPUs in the wrong pods, DP against the GPU
     count, pods beyond the fabric, a leaf planner) and create no job,
     through grpcio and ocsctl;
-  - drains also hold for plans allowed to move other jobs' circuits;
+  - drains also hold for plans allowed to move other jobs' circuits, and
+    such a plan keeps the other jobs' circuits (each job owns its own:
+    releasing one leaves exactly the other's on the devices);
   - ListDevices session state: connected; a device whose server dies turns
     disconnected with the error and since when; back, it is connected.
 
@@ -349,6 +351,35 @@ class DeltaTest(unittest.TestCase):
         finally:
             self.fabric.UndrainDevice(fabric_pb2.UndrainDeviceRequest(device=drained),
                                       timeout=TIMEOUT_S)
+
+    def test_5_moving_keeps_other_jobs(self):
+        """allow_moving_other_jobs re-plans every job's demand: the other
+        jobs keep their circuits (moved or not), each job owns its own."""
+        def leaf_job(job_id, gpus, pairs, move=False):
+            return jobs_pb2.JobSpec(
+                id=job_id, placement=jobs_pb2.Placement(gpus=[
+                    jobs_pb2.GpuPlacement(gpu=g, leaf=g // 8, pod=g // 16) for g in gpus]),
+                leaf_demand=jobs_pb2.LeafDemand(pairs=[
+                    jobs_pb2.LeafPair(a=a, b=b, links=n) for a, b, n in pairs]),
+                options=jobs_pb2.JobOptions(allow_moving_other_jobs=move))
+
+        a = self.jobs.SubmitJob(leaf_job("stay", (0, 16, 32), ((0, 2, 4), (2, 4, 2))),
+                                timeout=TIMEOUT_S).job
+        self.assertEqual(a.state, jobs_pb2.JOB_STATE_ACTIVE, a.reason)
+        self.assertEqual(len(a.circuits), 6)
+        b = self.jobs.SubmitJob(leaf_job("move", (8, 24, 56), ((1, 3, 4), (3, 7, 4), (1, 7, 2)),
+                                         move=True), timeout=TIMEOUT_S).job
+        self.assertEqual(b.state, jobs_pb2.JOB_STATE_ACTIVE, b.reason)
+        self.assertEqual(len(b.circuits), 10)
+        a2 = self.jobs.GetJob(jobs_pb2.GetJobRequest(id="stay"), timeout=TIMEOUT_S).job
+        self.assertEqual(len(a2.circuits), 6, "the other job lost circuits")
+        pods_a = sorted(sorted((c.pod_a, c.pod_b)) for c in a2.circuits)
+        self.assertEqual(pods_a, sorted(sorted((c.pod_a, c.pod_b)) for c in a.circuits))
+        self.assertEqual(held()[1], sorted(xcs_of(a2.circuits) + xcs_of(b.circuits)))
+        self.jobs.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="stay"), timeout=TIMEOUT_S)
+        self.assertEqual(held()[1], xcs_of(b.circuits))
+        self.jobs.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="move"), timeout=TIMEOUT_S)
+        self.assertEqual(held()[1], [])
 
     def test_6_kill_during_submission(self):
         """kill -9 while a parallelism job is being searched, planned or
