@@ -222,7 +222,9 @@ size_t jm_count(const struct jm *jm);
 const struct jm_job *jm_at(const struct jm *jm, size_t i);
 /*
  * Drained devices get no new circuits (existing ones stay), also for plans
- * allowed to move other jobs' circuits (allow_moving_other_jobs).
+ * allowed to move other jobs' circuits (allow_moving_other_jobs: a global
+ * re-plan of every job's demand, each cross-connect given to the job it
+ * serves; see jobs_move.c).
  */
 void jm_set_drained(struct jm *jm, int device_id, bool drained);
 bool jm_drained(const struct jm *jm, int device_id);
