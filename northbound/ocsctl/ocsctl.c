@@ -208,7 +208,8 @@ static void print_json(const ProtobufCMessage *m, bool pretty)
 }
 
 /* A key/value block of every scalar field of a message. */
-static void print_kv(const ProtobufCMessage *m)
+/* The scalar fields of m numbered below max_id, one "name value" line each. */
+static void print_kv_below(const ProtobufCMessage *m, unsigned max_id)
 {
 	const ProtobufCMessageDescriptor *d = m->descriptor;
 	struct table t = {.cols = 2};
@@ -218,7 +219,8 @@ static void print_kv(const ProtobufCMessage *m)
 		const void *p = (const char *)m + f->offset;
 		char *row[2];
 
-		if (f->label == PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_MESSAGE)
+		if (f->label == PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_MESSAGE ||
+		    f->id >= max_id)
 			continue;
 		row[0] = fmt("%s", f->name);
 		switch (f->type) {
@@ -250,6 +252,11 @@ static void print_kv(const ProtobufCMessage *m)
 		table_add(&t, row);
 	}
 	table_print(&t);
+}
+
+static void print_kv(const ProtobufCMessage *m)
+{
+	print_kv_below(m, ~0u);
 }
 
 /* ---- calls -------------------------------------------------------------- */
@@ -360,7 +367,11 @@ static void print_figures(const Ocs__V1__PlanFigures *fig)
 {
 	if (!fig)
 		return;
-	print_kv(&fig->base);
+	/* The DELTA figures (fields 10 on) only for DAG-aware plans. */
+	if (fig->makespan_ms > 0 || fig->ports_used > 0)
+		print_kv(&fig->base);
+	else
+		print_kv_below(&fig->base, 10);
 	for (size_t i = 0; i < fig->n_unplaced; i++)
 		printf("unplaced               leaves %d-%d: %d links\n", fig->unplaced[i]->a,
 		       fig->unplaced[i]->b, fig->unplaced[i]->links);

@@ -120,6 +120,9 @@ has err "PERMISSION_DENIED: role viewer may not call Jobs/SubmitJob (needs sched
 expect 0 "job plan" -- $(as scheduler) job plan "$work/job.json"
 has out "plan for job train-1 (dry run, nothing changed)" "plan header"
 has out "links_requested   3" "plan figures"
+if grep -q makespan_ms "$work/out"; then
+  echo "FAIL: DELTA figures shown for a leaf-centric plan"; failures=$((failures + 1))
+fi
 # shellcheck disable=SC2046
 expect 0 "jobs empty after plan" -- $(as viewer) jobs
 if grep -q train-1 "$work/out"; then echo "FAIL: plan created a job"; failures=$((failures + 1)); fi
