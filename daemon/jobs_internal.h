@@ -32,12 +32,14 @@ struct job_rt {
 	struct waiter *waiters;
 	bool release_requested;
 	int replans;
+	bool search_unreported; /* the DELTA search ran before the job existed */
 	/* The accepted plan, between plan_done and its transaction. */
 	unsigned long plan_gen;
 	struct ocs_xc *removals;
 	size_t n_removals;
 	struct ocs_xc *additions;
 	size_t n_additions;
+	char (*add_owner)[72]; /* owner of each addition; NULL: all this job's */
 };
 
 
@@ -69,5 +71,16 @@ void jm_start_planning(struct jm *jm, struct job_rt *j);
 /* Starts the next queued transaction when none is running (jobs_txn.c). */
 void jm_pump(struct jm *jm);
 bool jm_same_device(const struct ocs_xc *a, const struct ocs_xc *b);
+
+/*
+ * jobs_move.c: attributes each cross-connect of a global re-plan (plan->xcs)
+ * to a job: leaf_owner gives each leaf's job index (-1: none), conf and
+ * conf_owner the configured cross-connects and their owners. Fills owner[]
+ * and reowned[] (a kept cross-connect that changes owner), one per plan
+ * cross-connect. 0, -EINVAL when the plan does not add up, -ENOMEM. Pure.
+ */
+int jm_attribute_owners(const struct ocs_fabric *f, const struct lc_plan *plan,
+			const int *leaf_owner, const struct ocs_xc *conf, const int *conf_owner,
+			size_t n_conf, int *owner, bool *reowned);
 
 #endif

@@ -201,7 +201,8 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 			       j->n_removals * sizeof(*tx->removals));
 		for (size_t i = 0; i < j->n_additions; i++) {
 			tx->adds[i].xc = j->additions[i];
-			snprintf(tx->adds[i].job_id, sizeof(tx->adds[i].job_id), "%s", j->pub.id);
+			snprintf(tx->adds[i].job_id, sizeof(tx->adds[i].job_id), "%s",
+				 j->add_owner ? j->add_owner[i] : j->pub.id);
 		}
 		tx->n_adds = j->n_additions;
 	}
@@ -496,7 +497,7 @@ int jm_recover(struct jm *jm)
 			free(xcs);
 			if (n_xcs)
 				jm_set_state(jm, j, JM_ACTIVE, NULL);
-			else if (j->pub.n_demand)
+			else if (j->pub.n_demand || j->pub.workload)
 				jm_start_planning(jm, j);
 			else
 				jm_set_state(jm, j, JM_FAILED, "its request could not be read back after "

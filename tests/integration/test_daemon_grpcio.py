@@ -369,8 +369,8 @@ class DaemonTest(unittest.TestCase):
             (S, mod(ok, lambda m: m.placement.gpus.append(gpu(1))), INVALID,
              "placement.gpus[4].gpu: 1 is listed twice (first at gpus[1])"),
             (S, mod(ok, lambda m: m.ClearField("leaf_demand")), INVALID,
-             "demand: required: set leaf_demand (parallelism specs and ring requests are not "
-             "served yet)"),
+             "demand: required: set leaf_demand or parallelism (ring requests are not served "
+             "yet)"),
             (S, mod(ok, lambda m: m.leaf_demand.ClearField("pairs")), INVALID,
              "leaf_demand.pairs: empty; list the leaf pairs that need links"),
             (S, mod(ok, lambda m: setattr(m.leaf_demand.pairs[1], "a", 9000)), INVALID,
@@ -392,7 +392,7 @@ class DaemonTest(unittest.TestCase):
              "leaf_demand.pairs[1].links: leaf 2 would need 9 links in total, it has 8"),
             (P, mod(ok, lambda m: setattr(m.options, "planner", "delta-slow")), INVALID,
              "options.planner: \"delta-slow\" is not a known planner (leaf-centric, "
-             "pod-centric)"),
+             "pod-centric, delta-fast, prop-alloc, sqrt-alloc, iter-halve)"),
             (P, mod(ok, lambda m: setattr(m.options, "planner", "x\n")), INVALID,
              "options.planner: byte 0x0a at offset 1 is not printable ASCII"),
             (LD, fabric_pb2.ListDevicesRequest(group=2), INVALID,
