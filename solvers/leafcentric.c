@@ -170,6 +170,96 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
 	return p.count;
 }
 
+int lc_validate_usage(const struct ocs_fabric *f, const struct lc_leaf_usage *usage,
+		      size_t n_usage, struct lc_problem *out, int max_out)
+{
+	struct problems p = {out, out ? max_out : 0, 0};
+	int nl = ocs_fabric_leaves(f), H = ocs_fabric_spines_per_pod(f);
+	long *total;
+
+	if (n_usage && !usage) {
+		problem(&p, "leaf_spine_usage", 0, "missing (NULL with %zu entries)", n_usage);
+		return p.count;
+	}
+	total = calloc((size_t)(nl > 0 ? nl : 1), sizeof(*total));
+	if (!total) {
+		problem(&p, "leaf_spine_usage", 0, "cannot check: out of memory");
+		return p.count;
+	}
+	for (size_t i = 0; i < n_usage; i++) {
+		const struct lc_leaf_usage *u = &usage[i];
+		bool ok = true;
+
+		if (u->leaf < 0 || u->leaf >= nl) {
+			problem(&p, "leaf_spine_usage", i, "leaf = %d out of range 0..%d", u->leaf,
+				nl - 1);
+			ok = false;
+		}
+		if (u->spine < 0 || u->spine >= H) {
+			problem(&p, "leaf_spine_usage", i, "spine = %d out of range 0..%d",
+				u->spine, H - 1);
+			ok = false;
+		}
+		if (u->links < 0) {
+			problem(&p, "leaf_spine_usage", i, "links = %d is negative", u->links);
+			ok = false;
+		}
+		if (ok && total[u->leaf] <= f->k_leaf &&
+		    (total[u->leaf] += u->links) > f->k_leaf)
+			problem(&p, "leaf_spine_usage", i,
+				"leaf %d uses %ld uplinks, more than its k_leaf = %d", u->leaf,
+				total[u->leaf], f->k_leaf);
+	}
+	free(total);
+	return p.count;
+}
+
+static int cmp_usage(const void *x, const void *y)
+{
+	const struct lc_leaf_usage *a = x, *b = y;
+
+	if (a->leaf != b->leaf)
+		return a->leaf < b->leaf ? -1 : 1;
+	return (a->spine > b->spine) - (a->spine < b->spine);
+}
+
+int lc_usage_from_assignment(const struct lc_spine_links *assignment, size_t n_assignment,
+			     struct lc_leaf_usage **out, size_t *n_out)
+{
+	struct lc_leaf_usage *u;
+	size_t n = 0, m = 0;
+
+	*out = NULL;
+	*n_out = 0;
+	for (size_t i = 0; i < n_assignment; i++) {
+		const struct lc_spine_links *s = &assignment[i];
+
+		if (s->a < 0 || s->b < 0 || s->h < 0 || s->links < 0)
+			return -EINVAL;
+	}
+	u = malloc((n_assignment ? 2 * n_assignment : 1) * sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_assignment; i++) {
+		const struct lc_spine_links *s = &assignment[i];
+
+		if (s->links == 0)
+			continue;
+		u[n++] = (struct lc_leaf_usage){s->a, s->h, s->links};
+		u[n++] = (struct lc_leaf_usage){s->b, s->h, s->links};
+	}
+	qsort(u, n, sizeof(*u), cmp_usage);
+	for (size_t i = 0; i < n; i++) {
+		if (m > 0 && cmp_usage(&u[m - 1], &u[i]) == 0)
+			u[m - 1].links += u[i].links;
+		else
+			u[m++] = u[i];
+	}
+	*out = u;
+	*n_out = m;
+	return 0;
+}
+
 /* ---- the unit model ---- */
 
 struct work {
@@ -179,6 +269,9 @@ struct work {
 	int *a, *b, *links; /* pairs, a < b, sorted */
 	size_t *off;	    /* first unit of each pair; off[n_pairs] = n_units */
 	int *cap;	    /* free OCS-facing ports of spine (pod, h): [pod * H + h] */
+	/* With usage only (else NULL): */
+	int *pre; /* live jobs' leaf-spine load U: [leaf * H + h] */
+	int *cut; /* links of each pair cut for want of uplinks at a leaf */
 };
 
 static int pod_of_leaf(const struct work *w, int leaf)
@@ -229,10 +322,51 @@ static void work_free(struct work *w)
 	free(w->links);
 	free(w->off);
 	free(w->cap);
+	free(w->pre);
+	free(w->cut);
+}
+
+/*
+ * Usage: fills w->pre and cuts each pair's links to what both leaves still
+ * have uplinks for (k_leaf minus their usage), pairs in (a, b) order.
+ */
+static int apply_usage(struct work *w, struct lc_demand *d, size_t n,
+		       const struct lc_leaf_usage *usage, size_t n_usage)
+{
+	long *room;
+
+	w->pre = calloc((size_t)w->N * (size_t)w->H, sizeof(int));
+	w->cut = calloc(n ? n : 1, sizeof(int));
+	room = malloc((size_t)w->N * sizeof(*room));
+	if (!w->pre || !w->cut || !room) {
+		free(room);
+		return -ENOMEM;
+	}
+	for (int l = 0; l < w->N; l++)
+		room[l] = w->f->k_leaf;
+	/* Validated: every leaf's usage totals at most k_leaf. */
+	for (size_t i = 0; i < n_usage; i++) {
+		w->pre[(size_t)usage[i].leaf * w->H + usage[i].spine] += usage[i].links;
+		room[usage[i].leaf] -= usage[i].links;
+	}
+	for (size_t i = 0; i < n; i++) {
+		long keep = d[i].links;
+
+		keep = room[d[i].a] < keep ? room[d[i].a] : keep;
+		keep = room[d[i].b] < keep ? room[d[i].b] : keep;
+		keep = keep < 0 ? 0 : keep;
+		w->cut[i] = d[i].links - (int)keep;
+		d[i].links = (int)keep;
+		room[d[i].a] -= keep;
+		room[d[i].b] -= keep;
+	}
+	free(room);
+	return 0;
 }
 
 static int work_init(struct work *w, const struct ocs_fabric *f, const struct lc_demand *demand,
-		     size_t n_demand, const struct ocs_xc *pinned, size_t n_pinned)
+		     size_t n_demand, const struct ocs_xc *pinned, size_t n_pinned,
+		     const struct lc_leaf_usage *usage, size_t n_usage)
 {
 	struct lc_demand *d = malloc((n_demand ? n_demand : 1) * sizeof(*d)), *sorted;
 	unsigned char *busy;
@@ -269,7 +403,8 @@ static int work_init(struct work *w, const struct ocs_fabric *f, const struct lc
 	w->off = malloc((n + 1) * sizeof(size_t));
 	w->cap = malloc((size_t)w->P * (size_t)w->H * sizeof(int));
 	busy = calloc((size_t)w->P * (size_t)f->k_spine, 1);
-	if (!w->a || !w->b || !w->links || !w->off || !w->cap || !busy) {
+	if (!w->a || !w->b || !w->links || !w->off || !w->cap || !busy ||
+	    (n_usage && apply_usage(w, d, n, usage, n_usage))) {
 		free(d);
 		free(busy);
 		work_free(w);
@@ -301,11 +436,72 @@ static int work_init(struct work *w, const struct ocs_fabric *f, const struct lc
 
 /* ---- spine choice methods: each fills unit_h ---- */
 
+/*
+ * Usage in the Euler method: leaf a has one sending and one receiving slot
+ * per spine (a load of 2: tau for tau = 2, the fallback bound for tau = 1).
+ * Where live jobs use the link, max(tau, 2) - U[a][h] slots stay (0..2);
+ * where one stays, it goes to sending or receiving so that the leaf's
+ * sending and receiving slots cover its out- and in-degree in the
+ * orientation (always possible after apply_usage's cut for tau <= 2).
+ */
+static int block_euler_slots(const struct work *w, const int *fwd, struct ec_graph *g)
+{
+	int *deg_out = calloc((size_t)w->N, sizeof(int)), *deg_in = calloc((size_t)w->N, sizeof(int));
+	int full_slots = w->tau > 2 ? w->tau : 2;
+
+	if (!deg_out || !deg_in) {
+		free(deg_out);
+		free(deg_in);
+		return -ENOMEM;
+	}
+	for (size_t p = 0; p < w->n_pairs; p++) {
+		deg_out[w->a[p]] += fwd[p];
+		deg_in[w->b[p]] += fwd[p];
+		deg_out[w->b[p]] += w->links[p] - fwd[p];
+		deg_in[w->a[p]] += w->links[p] - fwd[p];
+	}
+	for (int a = 0; a < w->N; a++) {
+		const int *pre = &w->pre[(size_t)a * w->H];
+		int both = 0, single = 0, send, k = 0, need_out, need_in, slack;
+
+		for (int h = 0; h < w->H; h++) {
+			int slots = full_slots - pre[h];
+
+			both += slots >= 2;
+			single += slots == 1;
+		}
+		if (both == w->H)
+			continue;
+		/* Singles that send: enough for the out-degree, the rest split evenly. */
+		need_out = deg_out[a] > both ? deg_out[a] - both : 0;
+		need_in = deg_in[a] > both ? deg_in[a] - both : 0;
+		slack = single - need_out - need_in;
+		send = need_out + (slack > 0 ? slack / 2 : 0);
+		send = send > single ? single : send;
+		/* Rotate by leaf so that singles do not all send on the low spines. */
+		for (int t = 0; t < w->H; t++) {
+			int h = (a + t) % w->H, slots = full_slots - pre[h];
+
+			if (slots >= 2)
+				continue;
+			if (slots <= 0 || k >= send)
+				ec_block(g, a, h); /* no sending slot */
+			if (slots <= 0 || k < send)
+				ec_block(g, w->N + a, h); /* no receiving slot */
+			k += slots == 1;
+		}
+	}
+	free(deg_out);
+	free(deg_in);
+	return 0;
+}
+
 /* Euler orientation L = A + A^T, then an equitable H-colouring of A. */
 static int assign_euler(const struct work *w, int *unit_h)
 {
 	int *fwd = malloc((w->n_pairs ? w->n_pairs : 1) * sizeof(int));
 	struct ec_graph g;
+	uint64_t rng = 0x6575u; /* fixed seed: plans are reproducible */
 	int rc;
 
 	if (!fwd)
@@ -317,6 +513,11 @@ static int assign_euler(const struct work *w, int *unit_h)
 		free(fwd);
 		return rc;
 	}
+	if (w->pre && block_euler_slots(w, fwd, &g)) {
+		ec_release(&g);
+		free(fwd);
+		return -ENOMEM;
+	}
 	/* Sender a is vertex a, receiver b is vertex N + b. */
 	for (size_t p = 0; p < w->n_pairs; p++) {
 		for (int t = 0; t < w->links[p]; t++) {
@@ -327,6 +528,10 @@ static int assign_euler(const struct work *w, int *unit_h)
 			ec_color(&g, e, true, 0);
 		}
 	}
+	/* Blocked slots can defeat Kempe chains: random walks for what is left. */
+	for (int e = 0; w->pre && e < g.ne; e++)
+		if (g.color[e] < 0)
+			ec_color_walk(&g, e, LC_WALK_STEPS, &rng);
 	/* Edge ids are unit ids; Kempe swaps may have moved earlier colours. */
 	for (size_t u = 0; u < w->n_units; u++)
 		unit_h[u] = g.color[u];
@@ -349,6 +554,11 @@ static long assign_greedy(const struct work *w, int *unit_h)
 
 	if (ec_init(&g, w->N, w->H, (int)w->n_units))
 		return -1;
+	/* Links that live jobs already fill (tau = 1: one path each) are taken. */
+	for (int a = 0; w->pre && a < w->N; a++)
+		for (int h = 0; h < w->H; h++)
+			if (w->pre[(size_t)a * w->H + h] >= w->tau)
+				ec_block(&g, a, h);
 	for (size_t p = 0; p < w->n_pairs; p++)
 		for (int t = 0; t < w->links[p]; t++)
 			ec_color(&g, ec_add_edge(&g, w->a[p], w->b[p]), true, 2 * w->H);
@@ -434,7 +644,17 @@ static int placed_init(struct placed *s, const struct work *w)
 	}
 	for (size_t u = 0; u < w->n_units; u++)
 		s->unit_h[u] = -1;
+	if (w->pre)
+		memcpy(s->load, w->pre, (size_t)w->N * (size_t)w->H * sizeof(int));
 	return 0;
+}
+
+static void update_max_load(const struct work *w, struct placed *s)
+{
+	s->max_load = 0;
+	for (size_t i = 0; i < (size_t)w->N * w->H; i++)
+		if (s->load[i] > s->max_load)
+			s->max_load = s->load[i];
 }
 
 static void unit_move(const struct work *w, struct placed *s, size_t p, int h, int delta)
@@ -489,10 +709,190 @@ static void enforce_capacity(const struct work *w, struct placed *s)
 				s->unplaced_units++;
 		}
 	}
-	s->max_load = 0;
-	for (size_t i = 0; i < (size_t)w->N * w->H; i++)
-		if (s->load[i] > s->max_load)
-			s->max_load = s->load[i];
+	update_max_load(w, s);
+}
+
+/* ---- repair of contention left over ---- */
+
+/* splitmix64, for the repair walk (fixed seeds: plans are reproducible) */
+static uint64_t lc_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+struct relief {
+	const struct work *w;
+	struct placed *s;
+	size_t *pair_of;    /* unit -> pair */
+	size_t *leaf_start; /* units at each leaf: leaf_units[leaf_start[l] ..] */
+	size_t *leaf_units;
+	struct relief_move {
+		size_t unit;
+		int h; /* its spine before the move */
+	} *log;	   /* the walk's moves, to undo it */
+	int n_log;
+	uint64_t rng;
+};
+
+static void put_unit(const struct relief *r, size_t u, int h)
+{
+	int *uh = &r->s->unit_h[u];
+
+	if (*uh >= 0)
+		unit_move(r->w, r->s, r->pair_of[u], *uh, -1);
+	*uh = h;
+	if (h >= 0)
+		unit_move(r->w, r->s, r->pair_of[u], h, +1);
+}
+
+static void set_unit(struct relief *r, size_t u, int h)
+{
+	r->log[r->n_log].unit = u;
+	r->log[r->n_log++].h = r->s->unit_h[u];
+	put_unit(r, u, h);
+}
+
+static bool has_room(const struct relief *r, int leaf, int h)
+{
+	return r->s->load[(size_t)leaf * r->w->H + h] < r->w->tau;
+}
+
+static bool has_port(const struct relief *r, int leaf, int h)
+{
+	int q = pod_of_leaf(r->w, leaf) * r->w->H + h;
+
+	return r->s->spine_used[q] < r->w->cap[q];
+}
+
+/* A unit other than `not` on spine h at leaf q, or SIZE_MAX. */
+static size_t unit_at(const struct relief *r, int q, int h, size_t not)
+{
+	for (size_t i = r->leaf_start[q]; i < r->leaf_start[q + 1]; i++) {
+		size_t u = r->leaf_units[i];
+
+		if (u != not && r->s->unit_h[u] == h)
+			return u;
+	}
+	return SIZE_MAX;
+}
+
+/*
+ * Moves unit u (on a link loaded beyond tau) to a spine with room at both
+ * leaves and a free port at both pods. Where only one leaf x has room at a
+ * spine, u goes there anyway and the other leaf y's unit on that spine is
+ * lifted off to be moved in turn (y's load and its pod's ports stay as
+ * they were): a walk of at most LC_WALK_STEPS. A walk that does not end in
+ * room is undone, so no load ever grows. Returns whether u was relieved.
+ */
+static bool relieve_unit(struct relief *r, size_t u)
+{
+	const struct work *w = r->w;
+	size_t cur = u, last = SIZE_MAX;
+
+	r->n_log = 0;
+	set_unit(r, cur, -1);
+	for (int step = 0; step <= LC_WALK_STEPS; step++) {
+		size_t p = r->pair_of[cur];
+		uint64_t rnd = lc_next(&r->rng);
+		int start = (int)(rnd % (uint64_t)w->H);
+		bool moved = false;
+
+		for (int k = 0; k < w->H; k++) {
+			int c = (start + k) % w->H;
+
+			if (has_room(r, w->a[p], c) && has_room(r, w->b[p], c) &&
+			    has_port(r, w->a[p], c) && has_port(r, w->b[p], c)) {
+				set_unit(r, cur, c);
+				return true;
+			}
+		}
+		for (int t = 0; t < 2 * w->H && !moved && step < LC_WALK_STEPS; t++) {
+			int c = (start + t / 2) % w->H;
+			int side = (int)(((rnd >> 32) + (uint64_t)t) & 1);
+			int x = side ? w->b[p] : w->a[p], y = side ? w->a[p] : w->b[p];
+			size_t v;
+
+			if (!has_room(r, x, c) || has_room(r, y, c) || !has_port(r, x, c))
+				continue;
+			v = unit_at(r, y, c, last);
+			if (v == SIZE_MAX)
+				continue;
+			set_unit(r, v, -1);
+			set_unit(r, cur, c);
+			last = cur;
+			cur = v;
+			moved = true;
+		}
+		if (!moved)
+			break;
+	}
+	while (r->n_log > 0) {
+		r->n_log--;
+		put_unit(r, r->log[r->n_log].unit, r->log[r->n_log].h);
+	}
+	return false;
+}
+
+/*
+ * Contention left over after a method (tau = 1 beyond the greedy, usage,
+ * pinned ports): walks every unit on an overloaded link (relieve_unit).
+ * Runs only when some link is over tau, so plans without contention pay
+ * nothing.
+ */
+static int relieve_contention(const struct work *w, struct placed *s)
+{
+	struct relief r = {.w = w, .s = s, .rng = 0x7265u};
+	size_t *fill;
+
+	if (s->max_load <= w->tau || w->n_units == 0)
+		return 0;
+	r.pair_of = malloc(w->n_units * sizeof(*r.pair_of));
+	r.leaf_start = calloc((size_t)w->N + 1, sizeof(*r.leaf_start));
+	r.leaf_units = malloc(2 * w->n_units * sizeof(*r.leaf_units));
+	r.log = malloc((2 * LC_WALK_STEPS + 4) * sizeof(*r.log));
+	fill = malloc(((size_t)w->N + 1) * sizeof(*fill));
+	if (!r.pair_of || !r.leaf_start || !r.leaf_units || !r.log || !fill) {
+		free(r.pair_of);
+		free(r.leaf_start);
+		free(r.leaf_units);
+		free(r.log);
+		free(fill);
+		return -ENOMEM;
+	}
+	for (size_t p = 0; p < w->n_pairs; p++) {
+		r.leaf_start[w->a[p] + 1] += (size_t)w->links[p];
+		r.leaf_start[w->b[p] + 1] += (size_t)w->links[p];
+		for (size_t u = w->off[p]; u < w->off[p + 1]; u++)
+			r.pair_of[u] = p;
+	}
+	for (int l = 0; l < w->N; l++)
+		r.leaf_start[l + 1] += r.leaf_start[l];
+	memcpy(fill, r.leaf_start, ((size_t)w->N + 1) * sizeof(*fill));
+	for (size_t p = 0; p < w->n_pairs; p++) {
+		for (size_t u = w->off[p]; u < w->off[p + 1]; u++) {
+			r.leaf_units[fill[w->a[p]]++] = u;
+			r.leaf_units[fill[w->b[p]]++] = u;
+		}
+	}
+	for (size_t u = 0; u < w->n_units; u++) {
+		size_t p = r.pair_of[u];
+		int h = s->unit_h[u];
+
+		if (h >= 0 && (s->load[(size_t)w->a[p] * w->H + h] > w->tau ||
+			       s->load[(size_t)w->b[p] * w->H + h] > w->tau))
+			relieve_unit(&r, u);
+	}
+	update_max_load(w, s);
+	free(r.pair_of);
+	free(r.leaf_start);
+	free(r.leaf_units);
+	free(r.log);
+	free(fill);
+	return 0;
 }
 
 enum method { METHOD_LEAF, METHOD_POD };
@@ -514,8 +914,10 @@ static int choose_spines(const struct work *w, enum method m, struct placed *s)
 	}
 	if (w->tau != 1) {
 		rc = assign_euler(w, s->unit_h);
-		if (rc == 0)
+		if (rc == 0) {
 			enforce_capacity(w, s);
+			rc = relieve_contention(w, s);
+		}
 		return rc;
 	}
 	left = assign_greedy(w, s->unit_h);
@@ -540,7 +942,7 @@ static int choose_spines(const struct work *w, enum method m, struct placed *s)
 	} else {
 		placed_free(&alt);
 	}
-	return 0;
+	return relieve_contention(w, s);
 }
 
 static int cmp_int(const void *x, const void *y)
@@ -607,6 +1009,8 @@ static int build_outputs(const struct work *w, const struct placed *s, struct lc
 			else
 				none++;
 		}
+		if (w->cut)
+			none += w->cut[p];
 		for (int h = 0; h < w->H; h++) {
 			if (!per_h[h])
 				continue;
@@ -716,13 +1120,14 @@ static int plan_with(const struct ocs_fabric *f, const struct lc_demand *demand,
 	if (!opt)
 		opt = &defaults;
 	if (ocs_fabric_validate(f, NULL, 0) ||
-	    lc_validate(f, demand, n_demand, existing, n_existing, NULL, 0))
+	    lc_validate(f, demand, n_demand, existing, n_existing, NULL, 0) ||
+	    lc_validate_usage(f, opt->usage, opt->n_usage, NULL, 0))
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	rc = work_init(&w, f, demand, n_demand, opt->replan ? NULL : existing,
-		       opt->replan ? 0 : n_existing);
+		       opt->replan ? 0 : n_existing, opt->usage, opt->n_usage);
 	if (rc) {
 		free(r);
 		return rc;

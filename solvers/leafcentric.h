@@ -24,6 +24,21 @@
  * No spine ever carries more circuits than it has free OCS-facing ports;
  * demand that cannot be placed is returned in `unplaced`.
  *
+ * Leaf-spine usage (options.usage): live jobs sharing leaves with the new
+ * demand already load some (leaf, spine) links, U[a][h]. Every contention
+ * figure (max_contention, contended_leaves, contention_free) is then over
+ * the combined load U[a][h] + sum_b L[a][b][h], and the new demand is
+ * planned around U: spines whose links at a leaf are full are avoided
+ * (blocked colouring slots, then a bounded repair walk). Convention, as for
+ * pinned ports: demand beyond a leaf's uplinks (U's total at the leaf plus
+ * the new links above k_leaf) goes to `unplaced`, pairs taken in (a, b)
+ * order; demand that fits a leaf's total but finds no spine with room at
+ * both leaves is placed where contention is lowest and the contention is
+ * reported (contention_free false), never hidden. A contention-free plan
+ * around U is not always possible (leaf a free only at spine 0, leaf b
+ * only at spine 1), and deciding it is hard in general: the planner is best
+ * effort there, exact when the demand's leaves carry no usage.
+ *
  * Pinned cross-connects (running jobs) keep their spine ports; the new
  * demand is planned on the free ports only and changed_existing is 0. With
  * options.replan the existing cross-connects are not pinned: the demand is
@@ -55,9 +70,25 @@ struct lc_spine_links {
 	int links;
 };
 
+/*
+ * Leaf-spine links already in use at leaf `leaf` towards spine `spine` (an
+ * OCS group index 0..H-1): sum_b L[leaf][b][spine] over the live jobs' plans
+ * (lc_usage_from_assignment() computes it from their assignments).
+ */
+struct lc_leaf_usage {
+	int leaf, spine;
+	int links;
+};
+
 struct lc_options {
 	bool realize; /* also compute cross-connects */
 	bool replan;  /* existing cross-connects are not pinned (global re-plan) */
+	/*
+	 * Pinned leaf-spine usage of live jobs (NULL / 0: none). Entries for
+	 * the same (leaf, spine) add up. Borrowed for the call only.
+	 */
+	const struct lc_leaf_usage *usage;
+	size_t n_usage;
 };
 
 /* One problem found in a request: the field ("demand[17]") and why. */
@@ -103,9 +134,32 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
 		int max_out);
 
 /*
+ * Checks leaf-spine usage against the fabric: leaf in 0..leaves-1, spine in
+ * 0..H-1, links >= 0 (fields "leaf_spine_usage[i]"). Usage above tau or a
+ * leaf's total above k_leaf is accepted (live jobs may be contended; the
+ * leaf is then full). Same return convention as lc_validate().
+ */
+int lc_validate_usage(const struct ocs_fabric *f, const struct lc_leaf_usage *usage,
+		      size_t n_usage, struct lc_problem *out, int max_out);
+
+/*
+ * Leaf-spine usage of a plan: every assignment entry {a, b, h, links} adds
+ * links to (a, h) and to (b, h). Concatenate the assignments of several
+ * plans (or their usage lists) to add them up. Writes *out sorted by
+ * (leaf, spine), one entry per pair with links > 0 (caller frees with
+ * free(); never NULL on success) and *n_out. Returns 0, -EINVAL for a
+ * negative links count or index, or -ENOMEM.
+ */
+int lc_usage_from_assignment(const struct lc_spine_links *assignment, size_t n_assignment,
+			     struct lc_leaf_usage **out, size_t *n_out);
+
+/*
  * Plans the demand leaf-centrically (lc_plan) or pod-centrically (pc_plan,
- * the baseline). The request must pass lc_validate(). Returns 0 and *out,
- * -EINVAL for a request that does not validate, or -ENOMEM.
+ * the baseline). The request must pass lc_validate() and opt->usage
+ * lc_validate_usage() (opt may be NULL: no realization, no re-plan, no
+ * usage). The pod-centric baseline stays blind to leaves: usage only
+ * limits each leaf's total and enters its contention figures. Returns 0
+ * and *out, -EINVAL for a request that does not validate, or -ENOMEM.
  */
 int lc_plan(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
 	    const struct ocs_xc *existing, size_t n_existing, const struct lc_options *opt,
