@@ -783,8 +783,8 @@ static size_t unit_at(const struct relief *r, int q, int h, size_t not)
 /*
  * Moves unit u (on a link loaded beyond tau) to a spine with room at both
  * leaves and a free port at both pods. Where only one leaf x has room at a
- * spine, u goes there anyway and the other leaf y's unit on that spine is
- * lifted off to be moved in turn (y's load and its pod's ports stay as
+ * spine, u goes there anyway and a unit of the other leaf y on that spine
+ * is lifted off to be moved in turn (y's load and its pod's ports stay as
  * they were): a walk of at most LC_WALK_STEPS. A walk that does not end in
  * room is undone, so no load ever grows. Returns whether u was relieved.
  */
@@ -814,12 +814,17 @@ static bool relieve_unit(struct relief *r, size_t u)
 			int c = (start + t / 2) % w->H;
 			int side = (int)(((rnd >> 32) + (uint64_t)t) & 1);
 			int x = side ? w->b[p] : w->a[p], y = side ? w->a[p] : w->b[p];
-			size_t v;
+			size_t v, pv;
 
-			if (!has_room(r, x, c) || has_room(r, y, c) || !has_port(r, x, c))
+			if (!has_room(r, x, c) || has_room(r, y, c))
 				continue;
 			v = unit_at(r, y, c, last);
 			if (v == SIZE_MAX)
+				continue;
+			/* v frees a port at its other leaf's pod: enough when that is x's. */
+			pv = r->pair_of[v];
+			if (!has_port(r, x, c) &&
+			    pod_of_leaf(w, w->a[pv] == y ? w->b[pv] : w->a[pv]) != pod_of_leaf(w, x))
 				continue;
 			set_unit(r, v, -1);
 			set_unit(r, cur, c);
