@@ -270,9 +270,16 @@ struct work {
 	size_t *off;	    /* first unit of each pair; off[n_pairs] = n_units */
 	int *cap;	    /* free OCS-facing ports of spine (pod, h): [pod * H + h] */
 	/* With usage only (else NULL): */
-	int *pre; /* live jobs' leaf-spine load U: [leaf * H + h] */
-	int *cut; /* links of each pair cut for want of uplinks at a leaf */
+	int *pre;  /* live jobs' leaf-spine load U: [leaf * H + h] */
+	int *keep; /* units of each pair the methods place (the first ones); the
+		      rest wait for uplinks a leaf may have left at the end */
 };
+
+/* Whether unit u of pair p is one the spine choice methods place. */
+static bool unit_kept(const struct work *w, size_t p, size_t u)
+{
+	return !w->keep || u - w->off[p] < (size_t)w->keep[p];
+}
 
 static int pod_of_leaf(const struct work *w, int leaf)
 {
@@ -323,22 +330,22 @@ static void work_free(struct work *w)
 	free(w->off);
 	free(w->cap);
 	free(w->pre);
-	free(w->cut);
+	free(w->keep);
 }
 
 /*
- * Usage: fills w->pre and cuts each pair's links to what both leaves still
+ * Usage: fills w->pre and keeps of each pair's links what both leaves still
  * have uplinks for (k_leaf minus their usage), pairs in (a, b) order.
  */
-static int apply_usage(struct work *w, struct lc_demand *d, size_t n,
+static int apply_usage(struct work *w, const struct lc_demand *d, size_t n,
 		       const struct lc_leaf_usage *usage, size_t n_usage)
 {
 	long *room;
 
 	w->pre = calloc((size_t)w->N * (size_t)w->H, sizeof(int));
-	w->cut = calloc(n ? n : 1, sizeof(int));
+	w->keep = calloc(n ? n : 1, sizeof(int));
 	room = malloc((size_t)w->N * sizeof(*room));
-	if (!w->pre || !w->cut || !room) {
+	if (!w->pre || !w->keep || !room) {
 		free(room);
 		return -ENOMEM;
 	}
@@ -355,8 +362,7 @@ static int apply_usage(struct work *w, struct lc_demand *d, size_t n,
 		keep = room[d[i].a] < keep ? room[d[i].a] : keep;
 		keep = room[d[i].b] < keep ? room[d[i].b] : keep;
 		keep = keep < 0 ? 0 : keep;
-		w->cut[i] = d[i].links - (int)keep;
-		d[i].links = (int)keep;
+		w->keep[i] = (int)keep;
 		room[d[i].a] -= keep;
 		room[d[i].b] -= keep;
 	}
@@ -442,7 +448,7 @@ static int work_init(struct work *w, const struct ocs_fabric *f, const struct lc
  * Where live jobs use the link, max(tau, 2) - U[a][h] slots stay (0..2);
  * where one stays, it goes to sending or receiving so that the leaf's
  * sending and receiving slots cover its out- and in-degree in the
- * orientation (always possible after apply_usage's cut for tau <= 2).
+ * orientation (always possible for the units apply_usage keeps, tau <= 2).
  */
 static int block_euler_slots(const struct work *w, const int *fwd, struct ec_graph *g)
 {
@@ -457,8 +463,8 @@ static int block_euler_slots(const struct work *w, const int *fwd, struct ec_gra
 	for (size_t p = 0; p < w->n_pairs; p++) {
 		deg_out[w->a[p]] += fwd[p];
 		deg_in[w->b[p]] += fwd[p];
-		deg_out[w->b[p]] += w->links[p] - fwd[p];
-		deg_in[w->a[p]] += w->links[p] - fwd[p];
+		deg_out[w->b[p]] += w->keep[p] - fwd[p];
+		deg_in[w->a[p]] += w->keep[p] - fwd[p];
 	}
 	for (int a = 0; a < w->N; a++) {
 		const int *pre = &w->pre[(size_t)a * w->H];
@@ -506,7 +512,7 @@ static int assign_euler(const struct work *w, int *unit_h)
 
 	if (!fwd)
 		return -ENOMEM;
-	rc = ec_orient_balanced(w->N, w->n_pairs, w->a, w->b, w->links, fwd);
+	rc = ec_orient_balanced(w->N, w->n_pairs, w->a, w->b, w->keep ? w->keep : w->links, fwd);
 	if (rc == 0)
 		rc = ec_init(&g, 2 * w->N, w->H, (int)w->n_units);
 	if (rc) {
@@ -525,13 +531,15 @@ static int assign_euler(const struct work *w, int *unit_h)
 			    to = t < fwd[p] ? w->b[p] : w->a[p];
 			int e = ec_add_edge(&g, from, w->N + to);
 
-			ec_color(&g, e, true, 0);
+			if (unit_kept(w, p, (size_t)e))
+				ec_color(&g, e, true, 0);
 		}
 	}
 	/* Blocked slots can defeat Kempe chains: random walks for what is left. */
-	for (int e = 0; w->pre && e < g.ne; e++)
-		if (g.color[e] < 0)
-			ec_color_walk(&g, e, LC_WALK_STEPS, &rng);
+	for (size_t p = 0; w->pre && p < w->n_pairs; p++)
+		for (size_t u = w->off[p]; u < w->off[p] + (size_t)w->keep[p]; u++)
+			if (g.color[u] < 0)
+				ec_color_walk(&g, (int)u, LC_WALK_STEPS, &rng);
 	/* Edge ids are unit ids; Kempe swaps may have moved earlier colours. */
 	for (size_t u = 0; u < w->n_units; u++)
 		unit_h[u] = g.color[u];
@@ -559,13 +567,19 @@ static long assign_greedy(const struct work *w, int *unit_h)
 		for (int h = 0; h < w->H; h++)
 			if (w->pre[(size_t)a * w->H + h] >= w->tau)
 				ec_block(&g, a, h);
-	for (size_t p = 0; p < w->n_pairs; p++)
-		for (int t = 0; t < w->links[p]; t++)
-			ec_color(&g, ec_add_edge(&g, w->a[p], w->b[p]), true, 2 * w->H);
+	for (size_t p = 0; p < w->n_pairs; p++) {
+		for (int t = 0; t < w->links[p]; t++) {
+			int e = ec_add_edge(&g, w->a[p], w->b[p]);
+
+			if (unit_kept(w, p, (size_t)e))
+				ec_color(&g, e, true, 2 * w->H);
+		}
+	}
 	/* What first fit and Kempe chains left: random walks over the colouring. */
-	for (int e = 0; e < g.ne; e++)
-		if (g.color[e] < 0 && !ec_color_walk(&g, e, LC_WALK_STEPS, &rng))
-			left++;
+	for (size_t p = 0; p < w->n_pairs; p++)
+		for (size_t u = w->off[p]; u < w->off[p + 1] && unit_kept(w, p, u); u++)
+			if (g.color[u] < 0 && !ec_color_walk(&g, (int)u, LC_WALK_STEPS, &rng))
+				left++;
 	/* Edge ids are unit ids; colours may have moved in later repairs. */
 	for (size_t u = 0; u < w->n_units; u++)
 		unit_h[u] = g.color[u];
@@ -606,6 +620,8 @@ static int assign_podcentric(const struct work *w, int *unit_h)
 			size_t p = r[hi].pair;
 
 			for (int t = 0; t < w->links[p]; t++) {
+				if (!unit_kept(w, p, w->off[p] + (size_t)t))
+					break; /* left at -1 */
 				unit_h[w->off[p] + (size_t)t] = next;
 				next = (next + 1) % w->H;
 			}
@@ -621,6 +637,7 @@ struct placed {
 	int *unit_h;
 	int *load;	 /* [leaf * H + h] */
 	int *spine_used; /* [pod * H + h] */
+	int *total;	 /* each leaf's links, usage included */
 	size_t unplaced_units;
 	int max_load;
 };
@@ -630,6 +647,7 @@ static void placed_free(struct placed *s)
 	free(s->unit_h);
 	free(s->load);
 	free(s->spine_used);
+	free(s->total);
 }
 
 static int placed_init(struct placed *s, const struct work *w)
@@ -638,14 +656,18 @@ static int placed_init(struct placed *s, const struct work *w)
 	s->unit_h = malloc((w->n_units ? w->n_units : 1) * sizeof(int));
 	s->load = calloc((size_t)w->N * (size_t)w->H, sizeof(int));
 	s->spine_used = calloc((size_t)w->P * (size_t)w->H, sizeof(int));
-	if (!s->unit_h || !s->load || !s->spine_used) {
+	s->total = calloc((size_t)w->N, sizeof(int));
+	if (!s->unit_h || !s->load || !s->spine_used || !s->total) {
 		placed_free(s);
 		return -ENOMEM;
 	}
 	for (size_t u = 0; u < w->n_units; u++)
 		s->unit_h[u] = -1;
-	if (w->pre)
+	if (w->pre) {
 		memcpy(s->load, w->pre, (size_t)w->N * (size_t)w->H * sizeof(int));
+		for (size_t i = 0; i < (size_t)w->N * w->H; i++)
+			s->total[i / (size_t)w->H] += w->pre[i];
+	}
 	return 0;
 }
 
@@ -663,52 +685,91 @@ static void unit_move(const struct work *w, struct placed *s, size_t p, int h, i
 
 	s->load[(size_t)w->a[p] * w->H + h] += delta;
 	s->load[(size_t)w->b[p] * w->H + h] += delta;
+	s->total[w->a[p]] += delta;
+	s->total[w->b[p]] += delta;
 	s->spine_used[pa * w->H + h] += delta;
 	s->spine_used[pb * w->H + h] += delta;
 }
 
 /*
- * Keeps every spine within its free ports: units on an overfull spine, and
- * units without a spine, go to the spine with room at both pods where the
- * higher of the two leaves' loads is lowest; none left = unplaced (-1).
+ * Puts unplaced unit u of pair p on the spine with a free port at both
+ * pods where the higher of the two leaves' loads is lowest, if both leaves
+ * have an uplink left (their totals, usage included, under k_leaf).
+ * Returns whether it did.
+ */
+static bool place_best(const struct work *w, struct placed *s, size_t p, size_t u)
+{
+	int pa = pod_of_leaf(w, w->a[p]), pb = pod_of_leaf(w, w->b[p]);
+	int best = -1, best_score = 0;
+
+	if (s->total[w->a[p]] >= w->f->k_leaf || s->total[w->b[p]] >= w->f->k_leaf)
+		return false;
+	for (int c = 0; c < w->H; c++) {
+		int la = s->load[(size_t)w->a[p] * w->H + c];
+		int lb = s->load[(size_t)w->b[p] * w->H + c];
+		int score = (la > lb ? la : lb) * 4 * w->tau + la + lb;
+
+		if (s->spine_used[pa * w->H + c] >= w->cap[pa * w->H + c] ||
+		    s->spine_used[pb * w->H + c] >= w->cap[pb * w->H + c])
+			continue;
+		if (best < 0 || score < best_score) {
+			best = c;
+			best_score = score;
+		}
+	}
+	s->unit_h[u] = best;
+	if (best >= 0)
+		unit_move(w, s, p, best, +1);
+	return best >= 0;
+}
+
+/*
+ * Keeps every spine within its free ports and every leaf within its
+ * k_leaf uplinks: units on an overfull spine, units past a leaf's uplinks
+ * (pairs in (a, b) order) and units without a spine go to place_best();
+ * none left = unplaced (-1).
  */
 static void enforce_capacity(const struct work *w, struct placed *s)
 {
-	for (size_t p = 0; p < w->n_pairs; p++)
-		for (size_t u = w->off[p]; u < w->off[p + 1]; u++)
-			if (s->unit_h[u] >= 0)
+	for (size_t p = 0; p < w->n_pairs; p++) {
+		for (size_t u = w->off[p]; u < w->off[p + 1]; u++) {
+			if (s->unit_h[u] < 0)
+				continue;
+			if (s->total[w->a[p]] >= w->f->k_leaf || s->total[w->b[p]] >= w->f->k_leaf)
+				s->unit_h[u] = -1;
+			else
 				unit_move(w, s, p, s->unit_h[u], +1);
+		}
+	}
+	s->unplaced_units = 0;
 	for (size_t p = 0; p < w->n_pairs; p++) {
 		int pa = pod_of_leaf(w, w->a[p]), pb = pod_of_leaf(w, w->b[p]);
 
 		for (size_t u = w->off[p]; u < w->off[p + 1]; u++) {
-			int h = s->unit_h[u], best = -1, best_score = 0;
+			int h = s->unit_h[u];
 
 			if (h >= 0 && s->spine_used[pa * w->H + h] <= w->cap[pa * w->H + h] &&
 			    s->spine_used[pb * w->H + h] <= w->cap[pb * w->H + h])
 				continue;
-			if (h >= 0)
+			if (h >= 0) {
 				unit_move(w, s, p, h, -1);
-			for (int c = 0; c < w->H; c++) {
-				int la = s->load[(size_t)w->a[p] * w->H + c];
-				int lb = s->load[(size_t)w->b[p] * w->H + c];
-				int score = (la > lb ? la : lb) * 4 * w->tau + la + lb;
-
-				if (s->spine_used[pa * w->H + c] >= w->cap[pa * w->H + c] ||
-				    s->spine_used[pb * w->H + c] >= w->cap[pb * w->H + c])
-					continue;
-				if (best < 0 || score < best_score) {
-					best = c;
-					best_score = score;
-				}
+				s->unit_h[u] = -1;
 			}
-			s->unit_h[u] = best;
-			if (best >= 0)
-				unit_move(w, s, p, best, +1);
-			else
+			if (!place_best(w, s, p, u))
 				s->unplaced_units++;
 		}
 	}
+	update_max_load(w, s);
+}
+
+/* Gives units left unplaced another place_best() (after moves freed ports). */
+static void place_leftover(const struct work *w, struct placed *s)
+{
+	s->unplaced_units = 0;
+	for (size_t p = 0; p < w->n_pairs; p++)
+		for (size_t u = w->off[p]; u < w->off[p + 1]; u++)
+			if (s->unit_h[u] < 0 && !place_best(w, s, p, u))
+				s->unplaced_units++;
 	update_max_load(w, s);
 }
 
@@ -883,15 +944,22 @@ static int relieve_contention(const struct work *w, struct placed *s)
 			r.leaf_units[fill[w->b[p]]++] = u;
 		}
 	}
-	for (size_t u = 0; u < w->n_units; u++) {
-		size_t p = r.pair_of[u];
-		int h = s->unit_h[u];
+	/* Units placed after the walks freed ports get one more round. */
+	for (int round = 0; round < 2 && s->max_load > w->tau; round++) {
+		size_t unplaced = s->unplaced_units;
 
-		if (h >= 0 && (s->load[(size_t)w->a[p] * w->H + h] > w->tau ||
-			       s->load[(size_t)w->b[p] * w->H + h] > w->tau))
-			relieve_unit(&r, u);
+		for (size_t u = 0; u < w->n_units; u++) {
+			size_t p = r.pair_of[u];
+			int h = s->unit_h[u];
+
+			if (h >= 0 && (s->load[(size_t)w->a[p] * w->H + h] > w->tau ||
+				       s->load[(size_t)w->b[p] * w->H + h] > w->tau))
+				relieve_unit(&r, u);
+		}
+		place_leftover(w, s);
+		if (s->unplaced_units == unplaced)
+			break;
 	}
-	update_max_load(w, s);
 	free(r.pair_of);
 	free(r.leaf_start);
 	free(r.leaf_units);
@@ -1014,8 +1082,6 @@ static int build_outputs(const struct work *w, const struct placed *s, struct lc
 			else
 				none++;
 		}
-		if (w->cut)
-			none += w->cut[p];
 		for (int h = 0; h < w->H; h++) {
 			if (!per_h[h])
 				continue;
