@@ -11,9 +11,14 @@
  *   3. pod-centric baseline vs leaf-centric: maximum contention and share of
  *      leaves with contention above 1 on the same instances;
  *   4. straight wiring: share of unrealized circuits on saturated random
- *      instances before and after Kempe repair (target <= 0.5% after).
+ *      instances before and after Kempe repair (target <= 0.5% after);
+ *   5. two jobs sharing every leaf: job A uses half of each leaf's uplinks,
+ *      job B the other half, planned with A's cross-connects pinned, once
+ *      with A's leaf-spine usage (lc_options.usage, computed by
+ *      lc_usage_from_assignment and timed with the plan) and once blind to
+ *      it, side by side: time, combined contention, unplaced links.
  *
- * Usage: bench_planner [repetitions]   (default 9)
+ * Usage: bench_planner [repetitions] [sections]   (default 9, all: "12345")
  * Exits 1 when a plan breaks a guarantee or the ILP answer is infeasible;
  * timings are printed, not asserted (targets are shown next to them).
  */
@@ -532,16 +537,145 @@ static void bench_straight(void)
 	}
 }
 
+/* Combined load of two plans: max over (leaf, spine), and leaves over tau. */
+static int combined_load(const struct ocs_fabric *f, const struct lc_plan *x,
+			 const struct lc_plan *y, long *contended)
+{
+	int N = ocs_fabric_leaves(f), H = ocs_fabric_groups(f), max = 0;
+	int *load = calloc((size_t)N * H, sizeof(int));
+
+	for (int k = 0; k < 2; k++) {
+		const struct lc_plan *p = k ? y : x;
+
+		for (size_t i = 0; i < p->n_assignment; i++) {
+			load[(size_t)p->assignment[i].a * H + p->assignment[i].h] +=
+				p->assignment[i].links;
+			load[(size_t)p->assignment[i].b * H + p->assignment[i].h] +=
+				p->assignment[i].links;
+		}
+	}
+	for (int a = 0; a < N; a++) {
+		bool over = false;
+
+		for (int h = 0; h < H; h++) {
+			int l = load[(size_t)a * H + h];
+
+			max = l > max ? l : max;
+			over |= l > f->tau;
+		}
+		*contended += over;
+	}
+	free(load);
+	return max;
+}
+
+static void bench_shared(int reps)
+{
+	static const int64_t sizes[] = {2048, 16384, 131072};
+	static const int taus[] = {2, 1};
+
+	printf("\n== 5. two jobs sharing every leaf, cross wiring (median of %d)\n", reps);
+	printf("A and B each use `fill` of every leaf's uplinks (50%%: together exactly full); "
+	       "B is planned with\nA's cross-connects pinned, with A's usage and blind to it; "
+	       "contention is A + B.\n");
+	printf("%8s %4s %5s %10s %10s %12s %12s %14s %14s %11s\n", "gpus", "tau", "fill",
+	       "usage_ms", "blind_ms", "usage max_c", "blind max_c", "usage lvs>1 %",
+	       "blind lvs>1 %", "unplaced %");
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		for (size_t ti = 0; ti < 4; ti++) {
+			struct ocs_fabric f = fabric_for(sizes[si], OCS_WIRING_CROSS);
+			double *aware_t = calloc((size_t)reps, sizeof(double));
+			double *blind_t = calloc((size_t)reps, sizeof(double));
+			uint64_t seed = 1300 + si * 10 + ti;
+			int aware_max = 0, blind_max = 0, fill_a, fill_b;
+			long aware_over = 0, blind_over = 0, leaves = 0, links = 0, unplaced = 0;
+
+			f.tau = taus[ti / 2];
+			f.k_spine = f.k_spine / 2 * f.tau; /* keep leaves per pod */
+			fill_a = fill_b = ti % 2 ? f.k_leaf * 3 / 8 : f.k_leaf / 2;
+			for (int r = 0; r < reps; r++) {
+				size_t na, nb, n_u = 0;
+				struct lc_demand *da = lc_gen_demand(&f, LC_GEN_SATURATED, NULL,
+								     fill_a, &seed, &na);
+				struct lc_demand *db = lc_gen_demand(&f, LC_GEN_SATURATED, NULL,
+								     fill_b, &seed, &nb);
+				struct lc_options opt = {.realize = true};
+				struct lc_plan *pa = NULL, *aware = NULL, *blind = NULL;
+				struct lc_leaf_usage *u = NULL;
+				double t0;
+
+				if (lc_plan(&f, da, na, NULL, 0, &opt, &pa) != 0) {
+					failures++;
+					free(da);
+					free(db);
+					continue;
+				}
+				t0 = now_ms();
+				if (lc_usage_from_assignment(pa->assignment, pa->n_assignment, &u,
+							     &n_u) == 0) {
+					opt.usage = u;
+					opt.n_usage = n_u;
+					lc_plan(&f, db, nb, pa->xcs, pa->n_xcs, &opt, &aware);
+				}
+				aware_t[r] = now_ms() - t0;
+				opt.usage = NULL;
+				opt.n_usage = 0;
+				t0 = now_ms();
+				lc_plan(&f, db, nb, pa->xcs, pa->n_xcs, &opt, &blind);
+				blind_t[r] = now_ms() - t0;
+				if (!aware || !blind ||
+				    l2_check(&f, aware->xcs, aware->n_xcs, NULL, 0) != 0) {
+					failures++;
+				} else {
+					int am = combined_load(&f, pa, aware, &aware_over);
+					int bm = combined_load(&f, pa, blind, &blind_over);
+
+					aware_max = am > aware_max ? am : aware_max;
+					blind_max = bm > blind_max ? bm : blind_max;
+					leaves += ocs_fabric_leaves(&f);
+					for (size_t i = 0; i < nb; i++)
+						links += db[i].links;
+					for (size_t i = 0; i < aware->n_unplaced; i++)
+						unplaced += aware->unplaced[i].links;
+				}
+				lc_plan_free(pa);
+				lc_plan_free(aware);
+				lc_plan_free(blind);
+				free(u);
+				free(da);
+				free(db);
+			}
+			printf("%8lld %4d %4.1f%% %10.3f %10.3f %12.2f %12.2f %14.2f %14.2f %11.3f\n",
+			       (long long)sizes[si], f.tau, 100.0 * fill_a / f.k_leaf,
+			       median(aware_t, reps),
+			       median(blind_t, reps), (double)aware_max / f.tau,
+			       (double)blind_max / f.tau,
+			       leaves ? 100.0 * aware_over / leaves : 0,
+			       leaves ? 100.0 * blind_over / leaves : 0,
+			       links ? 100.0 * unplaced / links : 0);
+			free(aware_t);
+			free(blind_t);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int reps = argc > 1 ? atoi(argv[1]) : 9;
+	const char *sections = argc > 2 ? argv[2] : "12345";
 
 	if (reps < 1)
 		reps = 1;
-	bench_sizes(reps);
-	bench_ilp(reps < 3 ? reps : 3);
-	bench_polarization();
-	bench_straight();
+	if (strchr(sections, '1'))
+		bench_sizes(reps);
+	if (strchr(sections, '2'))
+		bench_ilp(reps < 3 ? reps : 3);
+	if (strchr(sections, '3'))
+		bench_polarization();
+	if (strchr(sections, '4'))
+		bench_straight();
+	if (strchr(sections, '5'))
+		bench_shared(reps);
 	if (failures)
 		fprintf(stderr, "%d guarantee failures\n", failures);
 	return failures ? 1 : 0;
