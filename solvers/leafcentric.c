@@ -23,6 +23,20 @@
 
 /* tau = 1: defect moves allowed per unit first fit and Kempe chains left over. */
 #define LC_WALK_STEPS 200
+/*
+ * Contention repair: walks tried per overloaded unit before it stays, and
+ * walk steps allowed per plan: LC_RELIEF_STEPS_PER_UNIT per demand unit on
+ * top of one full walk (bounds the time on instances that cannot be freed).
+ */
+#define LC_RELIEF_TRIES		 4
+#define LC_RELIEF_STEPS_PER_UNIT 4
+/*
+ * Around usage (tau >= 2): colouring turns tried while the plan is
+ * contended, at most LC_USAGE_TURNS and at most LC_USAGE_TURN_UNITS demand
+ * units coloured over all turns after the first.
+ */
+#define LC_USAGE_TURNS	    6
+#define LC_USAGE_TURN_UNITS 65536
 
 /* ---- validation ---- */
 
@@ -442,6 +456,16 @@ static int work_init(struct work *w, const struct ocs_fabric *f, const struct lc
 
 /* ---- spine choice methods: each fills unit_h ---- */
 
+/* splitmix64, for retries and the repair walk (fixed seeds: plans are reproducible) */
+static uint64_t lc_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
 /*
  * Usage in the Euler method: leaf a has one sending and one receiving slot
  * per spine (a load of 2: tau for tau = 2, the fallback bound for tau = 1).
@@ -450,7 +474,7 @@ static int work_init(struct work *w, const struct ocs_fabric *f, const struct lc
  * sending and receiving slots cover its out- and in-degree in the
  * orientation (always possible for the units apply_usage keeps, tau <= 2).
  */
-static int block_euler_slots(const struct work *w, const int *fwd, struct ec_graph *g)
+static int block_euler_slots(const struct work *w, const int *fwd, int turn, struct ec_graph *g)
 {
 	int *deg_out = calloc((size_t)w->N, sizeof(int)), *deg_in = calloc((size_t)w->N, sizeof(int));
 	int full_slots = w->tau > 2 ? w->tau : 2;
@@ -484,9 +508,9 @@ static int block_euler_slots(const struct work *w, const int *fwd, struct ec_gra
 		slack = single - need_out - need_in;
 		send = need_out + (slack > 0 ? slack / 2 : 0);
 		send = send > single ? single : send;
-		/* Rotate by leaf so that singles do not all send on the low spines. */
+		/* Rotate by leaf (and turn) so that singles do not all send on the low spines. */
 		for (int t = 0; t < w->H; t++) {
-			int h = (a + t) % w->H, slots = full_slots - pre[h];
+			int h = (a + t + turn) % w->H, slots = full_slots - pre[h];
 
 			if (slots >= 2)
 				continue;
@@ -502,12 +526,17 @@ static int block_euler_slots(const struct work *w, const int *fwd, struct ec_gra
 	return 0;
 }
 
-/* Euler orientation L = A + A^T, then an equitable H-colouring of A. */
-static int assign_euler(const struct work *w, int *unit_h)
+/*
+ * Euler orientation L = A + A^T, then an equitable H-colouring of A. Turn 0
+ * colours pairs in order; other turns (retries around usage) start at
+ * another pair and split single slots from another spine.
+ */
+static int assign_euler(const struct work *w, int turn, int *unit_h)
 {
 	int *fwd = malloc((w->n_pairs ? w->n_pairs : 1) * sizeof(int));
 	struct ec_graph g;
-	uint64_t rng = 0x6575u; /* fixed seed: plans are reproducible */
+	uint64_t rng = 0x6575u + (uint64_t)turn; /* fixed seeds: plans are reproducible */
+	size_t first = turn && w->n_pairs ? (size_t)lc_next(&rng) % w->n_pairs : 0;
 	int rc;
 
 	if (!fwd)
@@ -519,21 +548,25 @@ static int assign_euler(const struct work *w, int *unit_h)
 		free(fwd);
 		return rc;
 	}
-	if (w->pre && block_euler_slots(w, fwd, &g)) {
+	if (w->pre && block_euler_slots(w, fwd, turn, &g)) {
 		ec_release(&g);
 		free(fwd);
 		return -ENOMEM;
 	}
-	/* Sender a is vertex a, receiver b is vertex N + b. */
+	/* Sender a is vertex a, receiver b is vertex N + b; edge ids are unit ids. */
 	for (size_t p = 0; p < w->n_pairs; p++) {
 		for (int t = 0; t < w->links[p]; t++) {
 			int from = t < fwd[p] ? w->a[p] : w->b[p],
 			    to = t < fwd[p] ? w->b[p] : w->a[p];
-			int e = ec_add_edge(&g, from, w->N + to);
 
-			if (unit_kept(w, p, (size_t)e))
-				ec_color(&g, e, true, 0);
+			ec_add_edge(&g, from, w->N + to);
 		}
+	}
+	for (size_t k = 0; k < w->n_pairs; k++) {
+		size_t p = (first + k) % w->n_pairs;
+
+		for (size_t u = w->off[p]; u < w->off[p + 1] && unit_kept(w, p, u); u++)
+			ec_color(&g, (int)u, true, 0);
 	}
 	/* Blocked slots can defeat Kempe chains: random walks for what is left. */
 	for (size_t p = 0; w->pre && p < w->n_pairs; p++)
@@ -775,15 +808,6 @@ static void place_leftover(const struct work *w, struct placed *s)
 
 /* ---- repair of contention left over ---- */
 
-/* splitmix64, for the repair walk (fixed seeds: plans are reproducible) */
-static uint64_t lc_next(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 struct relief {
 	const struct work *w;
@@ -797,6 +821,7 @@ struct relief {
 	} *log;	   /* the walk's moves, to undo it */
 	int n_log;
 	uint64_t rng;
+	long steps_left; /* walk steps this plan may still take */
 };
 
 static void put_unit(const struct relief *r, size_t u, int h)
@@ -856,7 +881,7 @@ static bool relieve_unit(struct relief *r, size_t u)
 
 	r->n_log = 0;
 	set_unit(r, cur, -1);
-	for (int step = 0; step <= LC_WALK_STEPS; step++) {
+	for (int step = 0; step <= LC_WALK_STEPS && r->steps_left-- > 0; step++) {
 		size_t p = r->pair_of[cur];
 		uint64_t rnd = lc_next(&r->rng);
 		int start = (int)(rnd % (uint64_t)w->H);
@@ -911,7 +936,10 @@ static bool relieve_unit(struct relief *r, size_t u)
  */
 static int relieve_contention(const struct work *w, struct placed *s)
 {
-	struct relief r = {.w = w, .s = s, .rng = 0x7265u};
+	struct relief r = {.w = w,
+			   .s = s,
+			   .rng = 0x7265u,
+			   .steps_left = LC_WALK_STEPS + LC_RELIEF_STEPS_PER_UNIT * (long)w->n_units};
 	size_t *fill;
 
 	if (s->max_load <= w->tau || w->n_units == 0)
@@ -954,7 +982,10 @@ static int relieve_contention(const struct work *w, struct placed *s)
 
 			if (h >= 0 && (s->load[(size_t)w->a[p] * w->H + h] > w->tau ||
 				       s->load[(size_t)w->b[p] * w->H + h] > w->tau))
-				relieve_unit(&r, u);
+				for (int try = 0;
+				     try < LC_RELIEF_TRIES && r.steps_left > 0 && !relieve_unit(&r, u);
+				     try++)
+					;
 		}
 		place_leftover(w, s);
 		if (s->unplaced_units == unplaced)
@@ -969,6 +1000,28 @@ static int relieve_contention(const struct work *w, struct placed *s)
 }
 
 enum method { METHOD_LEAF, METHOD_POD };
+
+/* Links loaded beyond tau, summed over every (leaf, spine). */
+static long overload(const struct work *w, const struct placed *s)
+{
+	long sum = 0;
+
+	for (size_t i = 0; i < (size_t)w->N * w->H; i++)
+		sum += s->load[i] > w->tau ? s->load[i] - w->tau : 0;
+	return sum;
+}
+
+/* Fewer unplaced units, then less overload, then a lower maximum. */
+static bool better(const struct work *w, const struct placed *x, const struct placed *y)
+{
+	long ox = overload(w, x), oy = overload(w, y);
+
+	if (x->unplaced_units != y->unplaced_units)
+		return x->unplaced_units < y->unplaced_units;
+	if (ox != oy)
+		return ox < oy;
+	return x->max_load < y->max_load;
+}
 
 /* Runs a method (and for tau = 1 the fallback) and enforces capacity. */
 static int choose_spines(const struct work *w, enum method m, struct placed *s)
@@ -986,10 +1039,30 @@ static int choose_spines(const struct work *w, enum method m, struct placed *s)
 		return rc;
 	}
 	if (w->tau != 1) {
-		rc = assign_euler(w, s->unit_h);
+		rc = assign_euler(w, 0, s->unit_h);
 		if (rc == 0) {
 			enforce_capacity(w, s);
 			rc = relieve_contention(w, s);
+		}
+		/* Around usage, colouring order matters: a few more turns, keep the best. */
+		for (int turn = 1; rc == 0 && w->pre && turn < LC_USAGE_TURNS &&
+				   (size_t)turn * w->n_units <= LC_USAGE_TURN_UNITS + w->n_units &&
+				   (s->max_load > w->tau || s->unplaced_units);
+		     turn++) {
+			rc = placed_init(&alt, w);
+			if (rc)
+				break;
+			rc = assign_euler(w, turn, alt.unit_h);
+			if (rc == 0) {
+				enforce_capacity(w, &alt);
+				rc = relieve_contention(w, &alt);
+			}
+			if (rc == 0 && better(w, &alt, s)) {
+				placed_free(s);
+				*s = alt;
+			} else {
+				placed_free(&alt);
+			}
 		}
 		return rc;
 	}
@@ -1002,7 +1075,7 @@ static int choose_spines(const struct work *w, enum method m, struct placed *s)
 	rc = placed_init(&alt, w);
 	if (rc)
 		return rc;
-	rc = assign_euler(w, alt.unit_h);
+	rc = assign_euler(w, 0, alt.unit_h);
 	if (rc) {
 		placed_free(&alt);
 		return rc;
