@@ -16,9 +16,13 @@
  *      job B the other half, planned with A's cross-connects pinned, once
  *      with A's leaf-spine usage (lc_options.usage, computed by
  *      lc_usage_from_assignment and timed with the plan) and once blind to
- *      it, side by side: time, combined contention, unplaced links.
+ *      it, side by side: time, combined contention, unplaced links;
+ *   6. the same on small near-tight instances next to GLPK: of the
+ *      instances where an ILP proves that B fits contention-free around A's
+ *      usage and ports, how many the planner plans contention-free (a plan
+ *      claiming so where the ILP proves it impossible counts as a failure).
  *
- * Usage: bench_planner [repetitions] [sections]   (default 9, all: "12345")
+ * Usage: bench_planner [repetitions] [sections]   (default 9, all: "123456")
  * Exits 1 when a plan breaks a guarantee or the ILP answer is infeasible;
  * timings are printed, not asserted (targets are shown next to them).
  */
@@ -659,10 +663,165 @@ static void bench_shared(int reps)
 	}
 }
 
+/*
+ * Whether demand d fits contention-free around usage U ([leaf * H + h]) with
+ * free spine ports fp ([pod * H + h]): integer x[pair][h] >= 0 with
+ * sum_h x = links, sum of x at (leaf, h) <= tau - U, sum of x at (pod, h)
+ * <= fp. Returns 1 feasible, 0 proven infeasible, -1 undecided in time.
+ */
+static int fits_contention_free(const struct ocs_fabric *f, const struct lc_demand *d, size_t n,
+				const int *U, const int *fp)
+{
+	int H = ocs_fabric_groups(f), N = ocs_fabric_leaves(f), P = f->pods;
+	int n_vars = (int)n * H, ne = 0, rc, st;
+	glp_prob *lp = glp_create_prob();
+	int *ia = malloc((size_t)(n_vars * 5 + 1) * sizeof(int));
+	int *ja = malloc((size_t)(n_vars * 5 + 1) * sizeof(int));
+	double *ar = malloc((size_t)(n_vars * 5 + 1) * sizeof(double));
+	int base_pair, base_leaf, base_pod;
+	glp_iocp parm;
+
+	glp_add_cols(lp, n_vars);
+	for (int c = 1; c <= n_vars; c++) {
+		glp_set_col_kind(lp, c, GLP_IV);
+		glp_set_col_bnds(lp, c, GLP_LO, 0.0, 0.0);
+	}
+	base_pair = glp_add_rows(lp, (int)n);
+	base_leaf = glp_add_rows(lp, N * H);
+	base_pod = glp_add_rows(lp, P * H);
+	for (size_t k = 0; k < n; k++)
+		glp_set_row_bnds(lp, base_pair + (int)k, GLP_FX, d[k].links, d[k].links);
+	for (int r = 0; r < N * H; r++)
+		glp_set_row_bnds(lp, base_leaf + r, GLP_UP, 0.0,
+				 U[r] < f->tau ? f->tau - U[r] : 0.0);
+	for (int r = 0; r < P * H; r++)
+		glp_set_row_bnds(lp, base_pod + r, GLP_UP, 0.0, fp[r] > 0 ? fp[r] : 0.0);
+	for (size_t k = 0; k < n; k++) {
+		for (int h = 0; h < H; h++) {
+			int col = (int)k * H + h + 1;
+			int rows[5] = {base_pair + (int)k, base_leaf + d[k].a * H + h,
+				       base_leaf + d[k].b * H + h,
+				       base_pod + ocs_fabric_leaf_pod(f, d[k].a) * H + h,
+				       base_pod + ocs_fabric_leaf_pod(f, d[k].b) * H + h};
+
+			for (int e = 0; e < 5; e++) {
+				ne++;
+				ia[ne] = rows[e];
+				ja[ne] = col;
+				ar[ne] = 1.0;
+			}
+		}
+	}
+	glp_load_matrix(lp, ne, ia, ja, ar);
+	glp_init_iocp(&parm);
+	parm.presolve = GLP_ON;
+	parm.msg_lev = GLP_MSG_OFF;
+	parm.tm_lim = ILP_LIMIT_MS;
+	rc = glp_intopt(lp, &parm);
+	st = glp_mip_status(lp);
+	glp_delete_prob(lp);
+	free(ia);
+	free(ja);
+	free(ar);
+	if (rc == 0 && (st == GLP_OPT || st == GLP_FEAS))
+		return 1;
+	if (rc == GLP_ENOPFS || rc == GLP_ENODFS || (rc == 0 && st == GLP_NOFEAS))
+		return 0;
+	return -1;
+}
+
+static void bench_shared_ilp(void)
+{
+	static const struct {
+		int pods, k_leaf, k_spine, tau, fill;
+	} cases[] = {
+		{8, 12, 12, 2, 5}, {8, 16, 16, 2, 7}, {16, 16, 16, 2, 7}, {8, 16, 8, 1, 7},
+	};
+	const int instances = 30;
+
+	printf("\n== 6. near-tight shared leaves next to GLPK (%d instances each, cross wiring)\n",
+	       instances);
+	printf("A and B each use `fill` of every leaf's uplinks; feasible = the ILP proves B fits "
+	       "contention-free\naround A's usage and ports; found = the planner's plan for B "
+	       "is contention-free.\n");
+	printf("%6s %5s %6s %7s %4s %5s %9s %11s %9s %6s %7s\n", "gpus", "pods", "k_leaf",
+	       "k_spine", "tau", "fill", "feasible", "infeasible", "undecided", "found",
+	       "found %");
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct ocs_fabric f = {.pods = cases[c].pods,
+				       .k_leaf = cases[c].k_leaf,
+				       .k_spine = cases[c].k_spine,
+				       .tau = cases[c].tau,
+				       .k_ocs = cases[c].pods,
+				       .wiring = OCS_WIRING_CROSS};
+		int H = ocs_fabric_groups(&f), N = ocs_fabric_leaves(&f);
+		int feasible = 0, infeasible = 0, undecided = 0, found = 0;
+		uint64_t seed = 1600 + c;
+
+		for (int r = 0; r < instances; r++) {
+			size_t na, nb, n_u = 0;
+			struct lc_demand *da = lc_gen_demand(&f, LC_GEN_SATURATED, NULL,
+							     cases[c].fill, &seed, &na);
+			struct lc_demand *db = lc_gen_demand(&f, LC_GEN_SATURATED, NULL,
+							     cases[c].fill, &seed, &nb);
+			struct lc_options opt = {.realize = true};
+			struct lc_plan *pa = NULL, *pb = NULL;
+			struct lc_leaf_usage *u = NULL;
+			int *U = calloc((size_t)N * H, sizeof(int));
+			int *fp = malloc((size_t)f.pods * H * sizeof(int));
+			int fits;
+
+			if (lc_plan(&f, da, na, NULL, 0, &opt, &pa) != 0 ||
+			    lc_usage_from_assignment(pa->assignment, pa->n_assignment, &u, &n_u)) {
+				failures++;
+				goto next;
+			}
+			opt.usage = u;
+			opt.n_usage = n_u;
+			if (lc_plan(&f, db, nb, pa->xcs, pa->n_xcs, &opt, &pb) != 0) {
+				failures++;
+				goto next;
+			}
+			for (size_t i = 0; i < n_u; i++)
+				U[u[i].leaf * H + u[i].spine] += u[i].links;
+			for (int q = 0; q < f.pods * H; q++)
+				fp[q] = f.k_spine;
+			for (size_t i = 0; i < pa->n_assignment; i++) {
+				const struct lc_spine_links *s = &pa->assignment[i];
+
+				fp[ocs_fabric_leaf_pod(&f, s->a) * H + s->h] -= s->links;
+				fp[ocs_fabric_leaf_pod(&f, s->b) * H + s->h] -= s->links;
+			}
+			fits = fits_contention_free(&f, db, nb, U, fp);
+			feasible += fits == 1;
+			infeasible += fits == 0;
+			undecided += fits < 0;
+			found += fits == 1 && pb->contention_free;
+			if (fits == 0 && pb->contention_free) {
+				fprintf(stderr, "planner claims contention-free where the ILP "
+						"proves it impossible\n");
+				failures++;
+			}
+next:
+			lc_plan_free(pa);
+			lc_plan_free(pb);
+			free(u);
+			free(U);
+			free(fp);
+			free(da);
+			free(db);
+		}
+		printf("%6lld %5d %6d %7d %4d %2d/%-2d %9d %11d %9d %6d %6.1f%%\n",
+		       (long long)ocs_fabric_gpus(&f), f.pods, f.k_leaf, f.k_spine, f.tau,
+		       cases[c].fill, f.k_leaf, feasible, infeasible, undecided, found,
+		       feasible ? 100.0 * found / feasible : 0.0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int reps = argc > 1 ? atoi(argv[1]) : 9;
-	const char *sections = argc > 2 ? argv[2] : "12345";
+	const char *sections = argc > 2 ? argv[2] : "123456";
 
 	if (reps < 1)
 		reps = 1;
@@ -676,6 +835,8 @@ int main(int argc, char **argv)
 		bench_straight();
 	if (strchr(sections, '5'))
 		bench_shared(reps);
+	if (strchr(sections, '6'))
+		bench_shared_ilp();
 	if (failures)
 		fprintf(stderr, "%d guarantee failures\n", failures);
 	return failures ? 1 : 0;
