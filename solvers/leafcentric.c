@@ -184,8 +184,8 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
 	return p.count;
 }
 
-int lc_validate_usage(const struct ocs_fabric *f, const struct lc_leaf_usage *usage,
-		      size_t n_usage, struct lc_problem *out, int max_out)
+int lc_validate_usage(const struct ocs_fabric *f, const struct lc_leaf_usage *usage, size_t n_usage,
+		      struct lc_problem *out, int max_out)
 {
 	struct problems p = {out, out ? max_out : 0, 0};
 	int nl = ocs_fabric_leaves(f), H = ocs_fabric_spines_per_pod(f);
@@ -218,8 +218,7 @@ int lc_validate_usage(const struct ocs_fabric *f, const struct lc_leaf_usage *us
 			problem(&p, "leaf_spine_usage", i, "links = %d is negative", u->links);
 			ok = false;
 		}
-		if (ok && total[u->leaf] <= f->k_leaf &&
-		    (total[u->leaf] += u->links) > f->k_leaf)
+		if (ok && total[u->leaf] <= f->k_leaf && (total[u->leaf] += u->links) > f->k_leaf)
 			problem(&p, "leaf_spine_usage", i,
 				"leaf %d uses %ld uplinks, more than its k_leaf = %d", u->leaf,
 				total[u->leaf], f->k_leaf);
@@ -476,7 +475,8 @@ static uint64_t lc_next(uint64_t *state)
  */
 static int block_euler_slots(const struct work *w, const int *fwd, int turn, struct ec_graph *g)
 {
-	int *deg_out = calloc((size_t)w->N, sizeof(int)), *deg_in = calloc((size_t)w->N, sizeof(int));
+	int *deg_out = calloc((size_t)w->N, sizeof(int)),
+	    *deg_in = calloc((size_t)w->N, sizeof(int));
 	int full_slots = w->tau > 2 ? w->tau : 2;
 
 	if (!deg_out || !deg_in) {
@@ -808,7 +808,6 @@ static void place_leftover(const struct work *w, struct placed *s)
 
 /* ---- repair of contention left over ---- */
 
-
 struct relief {
 	const struct work *w;
 	struct placed *s;
@@ -818,7 +817,7 @@ struct relief {
 	struct relief_move {
 		size_t unit;
 		int h; /* its spine before the move */
-	} *log;	   /* the walk's moves, to undo it */
+	} * log;       /* the walk's moves, to undo it */
 	int n_log;
 	uint64_t rng;
 	long steps_left; /* walk steps this plan may still take */
@@ -855,12 +854,12 @@ static bool has_port(const struct relief *r, int leaf, int h)
 }
 
 /* A unit other than `not` on spine h at leaf q, or SIZE_MAX. */
-static size_t unit_at(const struct relief *r, int q, int h, size_t not)
+static size_t unit_at(const struct relief *r, int q, int h, size_t not )
 {
 	for (size_t i = r->leaf_start[q]; i < r->leaf_start[q + 1]; i++) {
 		size_t u = r->leaf_units[i];
 
-		if (u != not && r->s->unit_h[u] == h)
+		if (u != not &&r->s->unit_h[u] == h)
 			return u;
 	}
 	return SIZE_MAX;
@@ -910,7 +909,8 @@ static bool relieve_unit(struct relief *r, size_t u)
 			/* v frees a port at its other leaf's pod: enough when that is x's. */
 			pv = r->pair_of[v];
 			if (!has_port(r, x, c) &&
-			    pod_of_leaf(w, w->a[pv] == y ? w->b[pv] : w->a[pv]) != pod_of_leaf(w, x))
+			    pod_of_leaf(w, w->a[pv] == y ? w->b[pv] : w->a[pv]) !=
+				    pod_of_leaf(w, x))
 				continue;
 			set_unit(r, v, -1);
 			set_unit(r, cur, c);
@@ -939,7 +939,8 @@ static int relieve_contention(const struct work *w, struct placed *s)
 	struct relief r = {.w = w,
 			   .s = s,
 			   .rng = 0x7265u,
-			   .steps_left = LC_WALK_STEPS + LC_RELIEF_STEPS_PER_UNIT * (long)w->n_units};
+			   .steps_left =
+				   LC_WALK_STEPS + LC_RELIEF_STEPS_PER_UNIT * (long)w->n_units};
 	size_t *fill;
 
 	if (s->max_load <= w->tau || w->n_units == 0)
@@ -982,8 +983,8 @@ static int relieve_contention(const struct work *w, struct placed *s)
 
 			if (h >= 0 && (s->load[(size_t)w->a[p] * w->H + h] > w->tau ||
 				       s->load[(size_t)w->b[p] * w->H + h] > w->tau))
-				for (int try = 0;
-				     try < LC_RELIEF_TRIES && r.steps_left > 0 && !relieve_unit(&r, u);
+				for (int try = 0; try < LC_RELIEF_TRIES && r.steps_left > 0 &&
+						  !relieve_unit(&r, u);
 				     try++)
 					;
 		}

@@ -161,8 +161,8 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
  * accepted (live jobs may be contended). usage may be NULL only when
  * n_usage is 0. Same return convention as lc_validate().
  */
-int lc_validate_usage(const struct ocs_fabric *f, const struct lc_leaf_usage *usage,
-		      size_t n_usage, struct lc_problem *out, int max_out);
+int lc_validate_usage(const struct ocs_fabric *f, const struct lc_leaf_usage *usage, size_t n_usage,
+		      struct lc_problem *out, int max_out);
 
 /*
  * Leaf-spine usage of a plan: every assignment entry {a, b, h, links} adds

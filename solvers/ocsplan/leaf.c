@@ -1,8 +1,8 @@
 /*
  * leaf.c - the ocsplan subcommands `leaf-centric` and `pod-centric`: read a
  * fabric, a sparse leaf demand and optionally the existing cross-connects
- * and the leaf-spine usage of live jobs, plan with lc_plan() / pc_plan() (solvers/leafcentric.h) and write the
- * plan as JSON. The request and answer formats are in solvers/README.md.
+ * and the leaf-spine usage of live jobs, plan with lc_plan() / pc_plan() (solvers/leafcentric.h)
+ * and write the plan as JSON. The request and answer formats are in solvers/README.md.
  */
 #include <errno.h>
 #include <limits.h>
@@ -141,8 +141,7 @@ static void parse_existing(const struct json_value *arr, struct request *r,
 	}
 }
 
-static void parse_usage(const struct json_value *arr, struct request *r,
-			struct ocsplan_problems *p)
+static void parse_usage(const struct json_value *arr, struct request *r, struct ocsplan_problems *p)
 {
 	static const char *const known[] = {"leaf", "spine", "links", NULL};
 

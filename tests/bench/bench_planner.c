@@ -649,11 +649,11 @@ static void bench_shared(int reps)
 				free(da);
 				free(db);
 			}
-			printf("%8lld %4d %4.1f%% %10.3f %10.3f %12.2f %12.2f %14.2f %14.2f %11.3f\n",
+			printf("%8lld %4d %4.1f%% %10.3f %10.3f %12.2f %12.2f %14.2f %14.2f "
+			       "%11.3f\n",
 			       (long long)sizes[si], f.tau, 100.0 * fill_a / f.k_leaf,
-			       median(aware_t, reps),
-			       median(blind_t, reps), (double)aware_max / f.tau,
-			       (double)blind_max / f.tau,
+			       median(aware_t, reps), median(blind_t, reps),
+			       (double)aware_max / f.tau, (double)blind_max / f.tau,
 			       leaves ? 100.0 * aware_over / leaves : 0,
 			       leaves ? 100.0 * blind_over / leaves : 0,
 			       links ? 100.0 * unplaced / links : 0);
@@ -735,7 +735,10 @@ static void bench_shared_ilp(void)
 	static const struct {
 		int pods, k_leaf, k_spine, tau, fill;
 	} cases[] = {
-		{8, 12, 12, 2, 5}, {8, 16, 16, 2, 7}, {16, 16, 16, 2, 7}, {8, 16, 8, 1, 7},
+		{8, 12, 12, 2, 5},
+		{8, 16, 16, 2, 7},
+		{16, 16, 16, 2, 7},
+		{8, 16, 8, 1, 7},
 	};
 	const int instances = 30;
 
@@ -745,8 +748,7 @@ static void bench_shared_ilp(void)
 	       "contention-free\naround A's usage and ports; found = the planner's plan for B "
 	       "is contention-free.\n");
 	printf("%6s %5s %6s %7s %4s %5s %9s %11s %9s %6s %7s\n", "gpus", "pods", "k_leaf",
-	       "k_spine", "tau", "fill", "feasible", "infeasible", "undecided", "found",
-	       "found %");
+	       "k_spine", "tau", "fill", "feasible", "infeasible", "undecided", "found", "found %");
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		struct ocs_fabric f = {.pods = cases[c].pods,
 				       .k_leaf = cases[c].k_leaf,
@@ -802,7 +804,7 @@ static void bench_shared_ilp(void)
 						"proves it impossible\n");
 				failures++;
 			}
-next:
+		next:
 			lc_plan_free(pa);
 			lc_plan_free(pb);
 			free(u);

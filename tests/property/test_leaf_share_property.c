@@ -57,8 +57,8 @@ struct stats {
 struct seq {
 	const struct ocs_fabric *f;
 	int N, H, P;
-	long *load;		   /* [leaf * H + h], every job so far */
-	long *circuits;		   /* realized, [(h * P + i) * P + j], i < j, every job so far */
+	long *load;		    /* [leaf * H + h], every job so far */
+	long *circuits;		    /* realized, [(h * P + i) * P + j], i < j, every job so far */
 	struct lc_spine_links *all; /* the assignments of every job so far */
 	size_t n_all;
 	struct ocs_xc *xcs; /* the configuration so far */
@@ -75,8 +75,8 @@ static int *busy_ports(const struct ocs_fabric *f, const struct ocs_xc *x, size_
 	for (size_t i = 0; port && busy && i < n; i++) {
 		struct ocs_spine_port s[2];
 
-		if (ocs_fabric_input_owner(f, x[i].group, (struct ocs_device_port){x[i].device, x[i].in},
-					   &s[0]) ||
+		if (ocs_fabric_input_owner(f, x[i].group,
+					   (struct ocs_device_port){x[i].device, x[i].in}, &s[0]) ||
 		    ocs_fabric_output_owner(f, x[i].group,
 					    (struct ocs_device_port){x[i].device, x[i].out}, &s[1]))
 			continue;
@@ -93,16 +93,16 @@ static int *busy_ports(const struct ocs_fabric *f, const struct ocs_xc *x, size_
 }
 
 /* Adds the circuits the cross-connects carry, per (group, pod i < pod j). */
-static void count_circuits(const struct ocs_fabric *f, const struct ocs_xc *x, size_t n,
-			   long *c, long sign)
+static void count_circuits(const struct ocs_fabric *f, const struct ocs_xc *x, size_t n, long *c,
+			   long sign)
 {
 	int P = f->pods;
 
 	for (size_t i = 0; i < n; i++) {
 		struct ocs_spine_port a, b;
 
-		if (ocs_fabric_input_owner(f, x[i].group, (struct ocs_device_port){x[i].device, x[i].in},
-					   &a) ||
+		if (ocs_fabric_input_owner(f, x[i].group,
+					   (struct ocs_device_port){x[i].device, x[i].in}, &a) ||
 		    ocs_fabric_output_owner(f, x[i].group,
 					    (struct ocs_device_port){x[i].device, x[i].out}, &b))
 			continue;
@@ -179,15 +179,17 @@ static void check_job(struct seq *sq, const struct lc_demand *d, size_t n, const
 		bool ports_out = true;
 
 		for (int h = 0; h < H; h++)
-			ports_out &= busy_before[pa * H + h] + own_spine[pa * H + h] >= f->k_spine ||
-				     busy_before[pb * H + h] + own_spine[pb * H + h] >= f->k_spine;
+			ports_out &=
+				busy_before[pa * H + h] + own_spine[pa * H + h] >= f->k_spine ||
+				busy_before[pb * H + h] + own_spine[pb * H + h] >= f->k_spine;
 		CHECK(total[a] == f->k_leaf || total[b] == f->k_leaf || ports_out,
 		      "pair %d-%d unplaced with uplinks (%ld, %ld) and ports left", a, b, total[a],
 		      total[b]);
 	}
 	/* The configuration: previous one kept first, L2-clean, carrying every job's circuits. */
 	CHECK(p->changed_existing == 0 && p->n_xcs >= sq->n_xcs &&
-		      (sq->n_xcs == 0 || memcmp(p->xcs, sq->xcs, sq->n_xcs * sizeof(*sq->xcs)) == 0),
+		      (sq->n_xcs == 0 ||
+		       memcmp(p->xcs, sq->xcs, sq->n_xcs * sizeof(*sq->xcs)) == 0),
 	      "previous configuration not kept");
 	{
 		int bad = l2_check(f, p->xcs, p->n_xcs, NULL, 0);
@@ -273,10 +275,8 @@ static struct ocs_fabric make_fabric(int H, int tau, enum ocs_wiring w, uint64_t
 
 static void run_sequence(const struct ocs_fabric *f, uint64_t *seed, struct stats *st)
 {
-	struct seq sq = {.f = f,
-			 .N = ocs_fabric_leaves(f),
-			 .H = ocs_fabric_groups(f),
-			 .P = f->pods};
+	struct seq sq = {
+		.f = f, .N = ocs_fabric_leaves(f), .H = ocs_fabric_groups(f), .P = f->pods};
 	int jobs = 2 + lc_gen_below(seed, 5);
 	unsigned char *allowed = malloc((size_t)sq.N);
 
@@ -304,7 +304,8 @@ static void run_sequence(const struct ocs_fabric *f, uint64_t *seed, struct stat
 		if (p) {
 			check_job(&sq, d, n, p, st);
 			compare_blind(&sq, d, n, p, st);
-			sq.all = realloc(sq.all, (sq.n_all + p->n_assignment + 1) * sizeof(*sq.all));
+			sq.all =
+				realloc(sq.all, (sq.n_all + p->n_assignment + 1) * sizeof(*sq.all));
 			memcpy(sq.all + sq.n_all, p->assignment,
 			       p->n_assignment * sizeof(*p->assignment));
 			sq.n_all += p->n_assignment;

@@ -232,8 +232,8 @@ static void test_unavoidable_contention_is_reported(void **state)
 static void test_only_contention_free_plan_is_found(void **state)
 {
 	struct ocs_fabric f = lab2();
-	const struct lc_leaf_usage u[] = {{0, 0, 2}, {0, 1, 2}, {0, 3, 2},
-					  {2, 0, 2}, {2, 3, 2}, {4, 0, 2}, {4, 3, 2}};
+	const struct lc_leaf_usage u[] = {{0, 0, 2}, {0, 1, 2}, {0, 3, 2}, {2, 0, 2},
+					  {2, 3, 2}, {4, 0, 2}, {4, 3, 2}};
 	const struct lc_demand d[] = {{2, 4, 2}, {0, 2, 2}};
 	const struct lc_spine_links expect[] = {{0, 2, 2, 2}, {2, 4, 1, 2}};
 	struct lc_options opt = {.usage = u, .n_usage = 7};
@@ -284,8 +284,8 @@ static void test_pod_centric_counts_usage(void **state)
 static void test_usage_from_assignment(void **state)
 {
 	const struct lc_spine_links a[] = {{0, 2, 1, 2}, {0, 2, 0, 1}, {0, 4, 1, 1}, {2, 5, 3, 0}};
-	const struct lc_leaf_usage expect[] = {{0, 0, 1}, {0, 1, 3}, {2, 0, 1}, {2, 1, 2},
-					       {4, 1, 1}};
+	const struct lc_leaf_usage expect[] = {
+		{0, 0, 1}, {0, 1, 3}, {2, 0, 1}, {2, 1, 2}, {4, 1, 1}};
 	const struct lc_spine_links bad[] = {{0, 2, -1, 1}};
 	struct lc_leaf_usage *u = (struct lc_leaf_usage *)a;
 	size_t n = 99;
