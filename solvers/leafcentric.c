@@ -808,16 +808,19 @@ static void place_leftover(const struct work *w, struct placed *s)
 
 /* ---- repair of contention left over ---- */
 
+/* One move of a repair walk: the unit and its spine before the move. */
+struct relief_move {
+	size_t unit;
+	int h;
+};
+
 struct relief {
 	const struct work *w;
 	struct placed *s;
 	size_t *pair_of;    /* unit -> pair */
 	size_t *leaf_start; /* units at each leaf: leaf_units[leaf_start[l] ..] */
 	size_t *leaf_units;
-	struct relief_move {
-		size_t unit;
-		int h; /* its spine before the move */
-	} * log;       /* the walk's moves, to undo it */
+	struct relief_move *log; /* the walk's moves, to undo it */
 	int n_log;
 	uint64_t rng;
 	long steps_left; /* walk steps this plan may still take */
@@ -853,13 +856,13 @@ static bool has_port(const struct relief *r, int leaf, int h)
 	return r->s->spine_used[q] < r->w->cap[q];
 }
 
-/* A unit other than `not` on spine h at leaf q, or SIZE_MAX. */
-static size_t unit_at(const struct relief *r, int q, int h, size_t not )
+/* A unit other than `skip` on spine h at leaf q, or SIZE_MAX. */
+static size_t unit_at(const struct relief *r, int q, int h, size_t skip)
 {
 	for (size_t i = r->leaf_start[q]; i < r->leaf_start[q + 1]; i++) {
 		size_t u = r->leaf_units[i];
 
-		if (u != not &&r->s->unit_h[u] == h)
+		if (u != skip && r->s->unit_h[u] == h)
 			return u;
 	}
 	return SIZE_MAX;
