@@ -283,9 +283,10 @@ struct work {
 	size_t *off;	    /* first unit of each pair; off[n_pairs] = n_units */
 	int *cap;	    /* free OCS-facing ports of spine (pod, h): [pod * H + h] */
 	/* With usage only (else NULL): */
-	int *pre;  /* live jobs' leaf-spine load U: [leaf * H + h] */
-	int *keep; /* units of each pair the methods place (the first ones); the
-		      rest wait for uplinks a leaf may have left at the end */
+	int *pre;	   /* live jobs' leaf-spine load U: [leaf * H + h] */
+	long pre_overload; /* U beyond tau, summed over (leaf, spine) */
+	int *keep;	   /* units of each pair the methods place (the first ones); the
+			      rest wait for uplinks a leaf may have left at the end */
 };
 
 /* Whether unit u of pair p is one the spine choice methods place. */
@@ -369,6 +370,8 @@ static int apply_usage(struct work *w, const struct lc_demand *d, size_t n,
 		w->pre[(size_t)usage[i].leaf * w->H + usage[i].spine] += usage[i].links;
 		room[usage[i].leaf] -= usage[i].links;
 	}
+	for (size_t i = 0; i < (size_t)w->N * w->H; i++)
+		w->pre_overload += w->pre[i] > w->tau ? w->pre[i] - w->tau : 0;
 	for (size_t i = 0; i < n; i++) {
 		long keep = d[i].links;
 
@@ -984,12 +987,12 @@ static int relieve_contention(const struct work *w, struct placed *s)
 			size_t p = r.pair_of[u];
 			int h = s->unit_h[u];
 
-			if (h >= 0 && (s->load[(size_t)w->a[p] * w->H + h] > w->tau ||
-				       s->load[(size_t)w->b[p] * w->H + h] > w->tau))
-				for (int try = 0; try < LC_RELIEF_TRIES && r.steps_left > 0 &&
-						  !relieve_unit(&r, u);
-				     try++)
-					;
+			if (h < 0 || (s->load[(size_t)w->a[p] * w->H + h] <= w->tau &&
+				      s->load[(size_t)w->b[p] * w->H + h] <= w->tau))
+				continue;
+			for (int t = 0; t < LC_RELIEF_TRIES && r.steps_left > 0; t++)
+				if (relieve_unit(&r, u))
+					break;
 		}
 		place_leftover(w, s);
 		if (s->unplaced_units == unplaced)
@@ -1013,6 +1016,15 @@ static long overload(const struct work *w, const struct placed *s)
 	for (size_t i = 0; i < (size_t)w->N * w->H; i++)
 		sum += s->load[i] > w->tau ? s->load[i] - w->tau : 0;
 	return sum;
+}
+
+/*
+ * Whether the plan loads some link beyond tau that the live jobs' usage did
+ * not already: contention this plan adds (or could still avoid).
+ */
+static bool adds_overload(const struct work *w, const struct placed *s)
+{
+	return w->pre ? overload(w, s) > w->pre_overload : s->max_load > w->tau;
 }
 
 /* Fewer unplaced units, then less overload, then a lower maximum. */
@@ -1051,7 +1063,7 @@ static int choose_spines(const struct work *w, enum method m, struct placed *s)
 		/* Around usage, colouring order matters: a few more turns, keep the best. */
 		for (int turn = 1; rc == 0 && w->pre && turn < LC_USAGE_TURNS &&
 				   (size_t)turn * w->n_units <= LC_USAGE_TURN_UNITS + w->n_units &&
-				   (s->max_load > w->tau || s->unplaced_units);
+				   adds_overload(w, s);
 		     turn++) {
 			rc = placed_init(&alt, w);
 			if (rc)
@@ -1074,7 +1086,7 @@ static int choose_spines(const struct work *w, enum method m, struct placed *s)
 	if (left < 0)
 		return -ENOMEM;
 	enforce_capacity(w, s);
-	if (left == 0 && s->unplaced_units == 0 && s->max_load <= w->tau)
+	if (left == 0 && s->unplaced_units == 0 && !adds_overload(w, s))
 		return 0;
 	rc = placed_init(&alt, w);
 	if (rc)
@@ -1085,8 +1097,10 @@ static int choose_spines(const struct work *w, enum method m, struct placed *s)
 		return rc;
 	}
 	enforce_capacity(w, &alt);
-	if (alt.unplaced_units < s->unplaced_units ||
-	    (alt.unplaced_units == s->unplaced_units && alt.max_load < s->max_load)) {
+	if (w->pre ? better(w, &alt, s)
+		   : alt.unplaced_units < s->unplaced_units ||
+			     (alt.unplaced_units == s->unplaced_units &&
+			      alt.max_load < s->max_load)) {
 		placed_free(s);
 		*s = alt;
 	} else {

@@ -4,7 +4,8 @@
  * solvers/leafcentric.h) on hand-checkable requests: two jobs on one leaf
  * with tau 2 and tau 1, a leaf whose links to one spine are full, a leaf
  * without uplinks left (unplaced), contention that cannot be avoided
- * (reported), the pod-centric baseline's figures, bad usage. Loads are
+ * (reported), live jobs' own contention counted in the figures, the
+ * pod-centric baseline's figures, bad usage. Loads are
  * recounted here from the plans' assignments. Random sequences of jobs
  * live in tests/property/test_leaf_share_property.c.
  */
@@ -253,6 +254,32 @@ static void test_only_contention_free_plan_is_found(void **state)
 	lc_plan_free(p);
 }
 
+/*
+ * Live jobs already contended at leaf 7 (3 paths on spine 0): the figures
+ * are over the combined load, so they report it although the new job,
+ * elsewhere, adds none.
+ */
+static void test_live_contention_is_counted(void **state)
+{
+	struct ocs_fabric f = lab2();
+	const struct lc_leaf_usage u[] = {{7, 0, 3}, {0, 0, 2}};
+	const struct lc_demand d[] = {{0, 2, 6}};
+	struct lc_options opt = {.usage = u, .n_usage = 2};
+	struct lc_plan *p = NULL;
+	int load[8][4] = {{0}};
+
+	assert_int_equal(lc_plan(&f, d, 1, NULL, 0, &opt, &p), 0);
+	add_load(load, p);
+	assert_int_equal(load[0][0], 0);
+	for (int h = 1; h < 4; h++)
+		assert_int_equal(load[0][h], 2);
+	assert_true(p->max_contention == 1.5);
+	assert_int_equal(p->contended_leaves, 1);
+	assert_false(p->contention_free);
+	assert_int_equal(p->n_unplaced, 0);
+	lc_plan_free(p);
+}
+
 /* The baseline stays blind to leaves but reports the combined contention. */
 static void test_pod_centric_counts_usage(void **state)
 {
@@ -351,6 +378,7 @@ int main(void)
 		cmocka_unit_test(test_leaf_without_room_is_unplaced),
 		cmocka_unit_test(test_unavoidable_contention_is_reported),
 		cmocka_unit_test(test_only_contention_free_plan_is_found),
+		cmocka_unit_test(test_live_contention_is_counted),
 		cmocka_unit_test(test_pod_centric_counts_usage),
 		cmocka_unit_test(test_usage_from_assignment),
 		cmocka_unit_test(test_validate_usage),
