@@ -17,12 +17,11 @@
  * equitable split for any H, not only powers of two), and L[a][b][h] =
  * A^h[a][b] + A^h[b][a]. tau = 2: contention <= 1 always without usage
  * (when pinned ports leave a spine short, units move and contention is
- * reported). tau = 1: a
- * greedy colouring of the leaf multigraph with Kempe and random-walk repair
- * first (contention-free
- * whenever every leaf uses at most k_leaf/2 uplinks, and often beyond), else
- * the better of it and the Euler method (contention <= 2 unless a full
- * spine forces a unit elsewhere), always reported. Contention left over is
+ * reported). tau = 1: a greedy colouring of the leaf multigraph with Kempe
+ * and random-walk repair first (contention-free whenever every leaf uses
+ * at most k_leaf/2 uplinks, and often beyond), else the better of it and
+ * the Euler method (contention <= 2 unless a full spine forces a unit
+ * elsewhere), always reported. Contention left over is
  * then repaired where possible: a unit on an overloaded (leaf, spine) link
  * moves to a spine with room at both leaves, displacing another unit of
  * the same plan along a bounded walk if needed (undone if it fails).
@@ -47,14 +46,16 @@
  * fits its leaves' totals but finds no spine with room at both leaves is
  * placed where contention is lowest and max_contention, contended_leaves
  * and contention_free (false) say so. A daemon that must not polarize
- * refuses plans with contention_free false.
+ * refuses plans with contention_free false (being over the combined load,
+ * it is false too when live jobs are contended among themselves).
  *
  * A contention-free plan around U is not always possible (leaf a free
  * only at spine 0, leaf b only at spine 1), and deciding whether one
  * exists is hard in general: with usage the planner is best effort
- * (colouring retried in up to 6 turns while contended, then the repair
- * walk). Measured (bench_planner sections 5 and 6): contention-free when
- * the leaves keep some slack; on near-tight instances it found a
+ * (tau >= 2: the colouring is retried in up to 6 turns, fewer for large
+ * demands, while the plan adds contention; then the repair walk). Measured
+ * (bench_planner sections 5 and 6): contention-free when two jobs use
+ * 37.5% of every leaf each; on near-tight instances it found a
  * contention-free plan in each of the 61 that GLPK proves have one; when
  * two jobs fill every leaf exactly (where such a plan almost never exists)
  * 20 to 46% of leaves stay contended (planned blind to the usage: 88 to
