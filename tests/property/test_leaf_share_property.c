@@ -278,14 +278,20 @@ static void run_sequence(const struct ocs_fabric *f, uint64_t *seed, struct stat
 	struct seq sq = {
 		.f = f, .N = ocs_fabric_leaves(f), .H = ocs_fabric_groups(f), .P = f->pods};
 	int jobs = 2 + lc_gen_below(seed, 5);
+	bool small = lc_gen_below(seed, 2);
 	unsigned char *allowed = malloc((size_t)sq.N);
 
 	sq.load = calloc((size_t)sq.N * sq.H, sizeof(long));
 	sq.circuits = calloc((size_t)sq.H * sq.P * sq.P, sizeof(long));
 	sq.all = malloc(sizeof(*sq.all));
 	for (int k = 0; k < jobs; k++) {
-		/* Leaves in 1 of 1, 2 or 3 draws: later jobs overlap earlier ones. */
-		int odds = 1 + lc_gen_below(seed, 3), fill = 1 + lc_gen_below(seed, f->k_leaf);
+		/*
+		 * Leaves in 1 of 1, 2 or 3 draws: later jobs overlap earlier ones.
+		 * Half the sequences fill at most half a leaf per job, so that
+		 * contention rather than full leaves decides more of them.
+		 */
+		int odds = 1 + lc_gen_below(seed, 3);
+		int fill = 1 + lc_gen_below(seed, small ? f->k_leaf / 2 : f->k_leaf);
 		enum lc_gen_shape shape = (enum lc_gen_shape)lc_gen_below(seed, LC_GEN_SHAPES);
 		struct lc_options opt = {.realize = true};
 		struct lc_leaf_usage *u = NULL;
