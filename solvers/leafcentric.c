@@ -285,15 +285,7 @@ struct work {
 	/* With usage only (else NULL): */
 	int *pre;	   /* live jobs' leaf-spine load U: [leaf * H + h] */
 	long pre_overload; /* U beyond tau, summed over (leaf, spine) */
-	int *keep;	   /* units of each pair the methods place (the first ones); the
-			      rest wait for uplinks a leaf may have left at the end */
 };
-
-/* Whether unit u of pair p is one the spine choice methods place. */
-static bool unit_kept(const struct work *w, size_t p, size_t u)
-{
-	return !w->keep || u - w->off[p] < (size_t)w->keep[p];
-}
 
 static int pod_of_leaf(const struct work *w, int leaf)
 {
@@ -344,45 +336,18 @@ static void work_free(struct work *w)
 	free(w->off);
 	free(w->cap);
 	free(w->pre);
-	free(w->keep);
 }
 
-/*
- * Usage: fills w->pre and keeps of each pair's links what both leaves still
- * have uplinks for (k_leaf minus their usage), pairs in (a, b) order.
- */
-static int apply_usage(struct work *w, const struct lc_demand *d, size_t n,
-		       const struct lc_leaf_usage *usage, size_t n_usage)
+/* Usage: fills w->pre and w->pre_overload. */
+static int apply_usage(struct work *w, const struct lc_leaf_usage *usage, size_t n_usage)
 {
-	long *room;
-
 	w->pre = calloc((size_t)w->N * (size_t)w->H, sizeof(int));
-	w->keep = calloc(n ? n : 1, sizeof(int));
-	room = malloc((size_t)w->N * sizeof(*room));
-	if (!w->pre || !w->keep || !room) {
-		free(room);
+	if (!w->pre)
 		return -ENOMEM;
-	}
-	for (int l = 0; l < w->N; l++)
-		room[l] = w->f->k_leaf;
-	/* Validated: every leaf's usage totals at most k_leaf. */
-	for (size_t i = 0; i < n_usage; i++) {
+	for (size_t i = 0; i < n_usage; i++)
 		w->pre[(size_t)usage[i].leaf * w->H + usage[i].spine] += usage[i].links;
-		room[usage[i].leaf] -= usage[i].links;
-	}
 	for (size_t i = 0; i < (size_t)w->N * w->H; i++)
 		w->pre_overload += w->pre[i] > w->tau ? w->pre[i] - w->tau : 0;
-	for (size_t i = 0; i < n; i++) {
-		long keep = d[i].links;
-
-		keep = room[d[i].a] < keep ? room[d[i].a] : keep;
-		keep = room[d[i].b] < keep ? room[d[i].b] : keep;
-		keep = keep < 0 ? 0 : keep;
-		w->keep[i] = (int)keep;
-		room[d[i].a] -= keep;
-		room[d[i].b] -= keep;
-	}
-	free(room);
 	return 0;
 }
 
@@ -426,7 +391,7 @@ static int work_init(struct work *w, const struct ocs_fabric *f, const struct lc
 	w->cap = malloc((size_t)w->P * (size_t)w->H * sizeof(int));
 	busy = calloc((size_t)w->P * (size_t)f->k_spine, 1);
 	if (!w->a || !w->b || !w->links || !w->off || !w->cap || !busy ||
-	    (n_usage && apply_usage(w, d, n, usage, n_usage))) {
+	    (n_usage && apply_usage(w, usage, n_usage))) {
 		free(d);
 		free(busy);
 		work_free(w);
@@ -474,7 +439,9 @@ static uint64_t lc_next(uint64_t *state)
  * Where live jobs use the link, max(tau, 2) - U[a][h] slots stay (0..2);
  * where one stays, it goes to sending or receiving so that the leaf's
  * sending and receiving slots cover its out- and in-degree in the
- * orientation (always possible for the units apply_usage keeps, tau <= 2).
+ * orientation (always possible when the leaf has uplinks left for its
+ * demand, tau <= 2; otherwise the colouring leaves units out, and so
+ * chooses the links a full leaf drops).
  */
 static int block_euler_slots(const struct work *w, const int *fwd, int turn, struct ec_graph *g)
 {
@@ -490,8 +457,8 @@ static int block_euler_slots(const struct work *w, const int *fwd, int turn, str
 	for (size_t p = 0; p < w->n_pairs; p++) {
 		deg_out[w->a[p]] += fwd[p];
 		deg_in[w->b[p]] += fwd[p];
-		deg_out[w->b[p]] += w->keep[p] - fwd[p];
-		deg_in[w->a[p]] += w->keep[p] - fwd[p];
+		deg_out[w->b[p]] += w->links[p] - fwd[p];
+		deg_in[w->a[p]] += w->links[p] - fwd[p];
 	}
 	for (int a = 0; a < w->N; a++) {
 		const int *pre = &w->pre[(size_t)a * w->H];
@@ -544,7 +511,7 @@ static int assign_euler(const struct work *w, int turn, int *unit_h)
 
 	if (!fwd)
 		return -ENOMEM;
-	rc = ec_orient_balanced(w->N, w->n_pairs, w->a, w->b, w->keep ? w->keep : w->links, fwd);
+	rc = ec_orient_balanced(w->N, w->n_pairs, w->a, w->b, w->links, fwd);
 	if (rc == 0)
 		rc = ec_init(&g, 2 * w->N, w->H, (int)w->n_units);
 	if (rc) {
@@ -568,14 +535,13 @@ static int assign_euler(const struct work *w, int turn, int *unit_h)
 	for (size_t k = 0; k < w->n_pairs; k++) {
 		size_t p = (first + k) % w->n_pairs;
 
-		for (size_t u = w->off[p]; u < w->off[p + 1] && unit_kept(w, p, u); u++)
+		for (size_t u = w->off[p]; u < w->off[p + 1]; u++)
 			ec_color(&g, (int)u, true, 0);
 	}
 	/* Blocked slots can defeat Kempe chains: random walks for what is left. */
-	for (size_t p = 0; w->pre && p < w->n_pairs; p++)
-		for (size_t u = w->off[p]; u < w->off[p] + (size_t)w->keep[p]; u++)
-			if (g.color[u] < 0)
-				ec_color_walk(&g, (int)u, LC_WALK_STEPS, &rng);
+	for (int e = 0; w->pre && e < g.ne; e++)
+		if (g.color[e] < 0)
+			ec_color_walk(&g, e, LC_WALK_STEPS, &rng);
 	/* Edge ids are unit ids; Kempe swaps may have moved earlier colours. */
 	for (size_t u = 0; u < w->n_units; u++)
 		unit_h[u] = g.color[u];
@@ -603,19 +569,13 @@ static long assign_greedy(const struct work *w, int *unit_h)
 		for (int h = 0; h < w->H; h++)
 			if (w->pre[(size_t)a * w->H + h] >= w->tau)
 				ec_block(&g, a, h);
-	for (size_t p = 0; p < w->n_pairs; p++) {
-		for (int t = 0; t < w->links[p]; t++) {
-			int e = ec_add_edge(&g, w->a[p], w->b[p]);
-
-			if (unit_kept(w, p, (size_t)e))
-				ec_color(&g, e, true, 2 * w->H);
-		}
-	}
-	/* What first fit and Kempe chains left: random walks over the colouring. */
 	for (size_t p = 0; p < w->n_pairs; p++)
-		for (size_t u = w->off[p]; u < w->off[p + 1] && unit_kept(w, p, u); u++)
-			if (g.color[u] < 0 && !ec_color_walk(&g, (int)u, LC_WALK_STEPS, &rng))
-				left++;
+		for (int t = 0; t < w->links[p]; t++)
+			ec_color(&g, ec_add_edge(&g, w->a[p], w->b[p]), true, 2 * w->H);
+	/* What first fit and Kempe chains left: random walks over the colouring. */
+	for (int e = 0; e < g.ne; e++)
+		if (g.color[e] < 0 && !ec_color_walk(&g, e, LC_WALK_STEPS, &rng))
+			left++;
 	/* Edge ids are unit ids; colours may have moved in later repairs. */
 	for (size_t u = 0; u < w->n_units; u++)
 		unit_h[u] = g.color[u];
@@ -656,8 +616,6 @@ static int assign_podcentric(const struct work *w, int *unit_h)
 			size_t p = r[hi].pair;
 
 			for (int t = 0; t < w->links[p]; t++) {
-				if (!unit_kept(w, p, w->off[p] + (size_t)t))
-					break; /* left at -1 */
 				unit_h[w->off[p] + (size_t)t] = next;
 				next = (next + 1) % w->H;
 			}

@@ -40,9 +40,9 @@
  * Convention for what does not fit, the same as for pinned ports: a hard
  * limit puts demand in `unplaced` (no spine with a free OCS port at both
  * pods, or a leaf whose uplinks are all used: U's total at the leaf plus
- * the new links may not pass k_leaf; the links kept are taken pair by pair
- * in (a, b) order, and the rest are placed at the end only if a leaf still
- * has uplinks left); a soft limit is reported, never hidden: demand that
+ * the new links may not pass k_leaf; a full leaf drops first the links
+ * the colouring found no free slot for, then in (a, b) pair order); a soft
+ * limit is reported, never hidden: demand that
  * fits its leaves' totals but finds no spine with room at both leaves is
  * placed where contention is lowest and max_contention, contended_leaves
  * and contention_free (false) say so. A daemon that must not polarize
