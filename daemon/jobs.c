@@ -176,6 +176,8 @@ static void free_job(struct job_rt *j)
 	free(j->removals);
 	free(j->additions);
 	free(j->add_owner);
+	free(j->links);
+	free(j->plan_links);
 	free(j);
 }
 
@@ -312,6 +314,9 @@ struct plan_task {
 	struct ocs_xc *existing;
 	size_t n_existing, n_configured;
 	bool *drained; /* by device id, NULL when nothing is drained */
+	/* Leaf-spine links other live jobs load (planned around, pinned path). */
+	struct lc_leaf_usage *usage;
+	size_t n_usage;
 	unsigned long gen;
 	/*
 	 * A global re-plan (replan) plans every job holding circuits: names[0]
@@ -345,6 +350,9 @@ struct plan_task {
 	int *xc_owner;       /* per plan->xcs after a global re-plan: index into names */
 	bool *xc_reowned;    /* a kept cross-connect that changes owner */
 	bool *moved_owner;   /* per name: some of its circuits move */
+	int *assign_owner;   /* per plan->assignment after a global re-plan: index into names */
+	/* A shared (leaf, spine) uplink the plan loads beyond tau (leaf -1: none). */
+	int over_leaf, over_spine, over_load;
 	size_t n_new_global; /* new cross-connects of a global re-plan */
 	int rc;
 	struct lc_plan *plan;
@@ -422,7 +430,11 @@ static void plan_workload(struct plan_task *t)
 static int run_planner(struct plan_task *t, const struct lc_demand *demand, size_t n_demand,
 		       bool replan, size_t n_existing)
 {
-	struct lc_options opt = { .realize = true, .replan = replan };
+	/* a global re-plan plans every job holding circuits: no usage is left */
+	struct lc_options opt = { .realize = true,
+				  .replan = replan,
+				  .usage = replan ? NULL : t->usage,
+				  .n_usage = replan ? 0 : t->n_usage };
 
 	if (strcmp(t->planner, "pod-centric") == 0)
 		return pc_plan(&t->f, demand, n_demand, t->existing, n_existing, &opt, &t->plan);
@@ -487,6 +499,14 @@ static bool global_replan(struct plan_task *t)
 		t->drain_fallback = true;
 		goto out;
 	}
+	t->assign_owner = malloc((t->plan->n_assignment ? t->plan->n_assignment : 1) *
+				 sizeof(*t->assign_owner));
+	if (!t->assign_owner) {
+		t->owner_fallback = true;
+		goto out;
+	}
+	for (size_t i = 0; i < t->plan->n_assignment; i++)
+		t->assign_owner[i] = leaf_owner[t->plan->assignment[i].a];
 	t->xc_owner = malloc((t->plan->n_xcs ? t->plan->n_xcs : 1) * sizeof(*t->xc_owner));
 	t->xc_reowned = malloc((t->plan->n_xcs ? t->plan->n_xcs : 1) * sizeof(*t->xc_reowned));
 	t->moved_owner = calloc(t->n_names + 1, sizeof(*t->moved_owner));
@@ -510,8 +530,10 @@ out:
 	if (!ok) {
 		free(t->xc_owner);
 		free(t->xc_reowned);
+		free(t->assign_owner);
 		t->xc_owner = NULL;
 		t->xc_reowned = NULL;
+		t->assign_owner = NULL;
 		if (t->rc == 0) {
 			lc_plan_free(t->plan);
 			t->plan = NULL;
@@ -520,6 +542,38 @@ out:
 	free(all);
 	free(leaf_owner);
 	return ok;
+}
+
+/*
+ * With other jobs on the demand's leaves (pinned path): the first (leaf,
+ * spine) uplink that the plan loads and that, with the other jobs' links,
+ * carries more than tau (worker side; over_leaf -1 when there is none).
+ * Only the plan's own links count: an uplink other jobs already overload
+ * (a pod-centric job's) does not refuse a plan that adds nothing there.
+ */
+static void find_overload(struct plan_task *t)
+{
+	struct lc_leaf_usage *mine = NULL;
+	size_t n_mine = 0;
+
+	t->over_leaf = -1;
+	if (!t->n_usage || !t->plan || strcmp(t->planner, "pod-centric") == 0 ||
+	    lc_usage_from_assignment(t->plan->assignment, t->plan->n_assignment, &mine,
+				     &n_mine) != 0)
+		return;
+	for (size_t i = 0; i < n_mine && t->over_leaf < 0; i++) {
+		int load = mine[i].links;
+
+		for (size_t u = 0; u < t->n_usage; u++)
+			if (t->usage[u].leaf == mine[i].leaf && t->usage[u].spine == mine[i].spine)
+				load += t->usage[u].links;
+		if (load > t->f.tau) {
+			t->over_leaf = mine[i].leaf;
+			t->over_spine = mine[i].spine;
+			t->over_load = load;
+		}
+	}
+	free(mine);
 }
 
 static void plan_work(void *arg)
@@ -535,8 +589,11 @@ static void plan_work(void *arg)
 	/* A global re-plan pins nothing (the blockers would only look like
 	 * circuits); when it touches a drained device or its circuits cannot be
 	 * attributed to their jobs, the job is planned pinned instead. */
-	if (!t->replan || (!global_replan(t) && t->rc == 0))
+	if (!t->replan || (!global_replan(t) && t->rc == 0)) {
 		t->rc = run_planner(t, t->demand, t->n_demand, false, t->n_existing);
+		if (t->rc == 0)
+			find_overload(t);
+	}
 	if (t->rc == 0) {
 		t->l2_violations = l2_check(&t->f, t->plan->xcs, t->plan->n_xcs, &v, 1);
 		if (t->l2_violations)
@@ -558,6 +615,8 @@ static void free_task(struct plan_task *t)
 	free(t->others_owner);
 	free(t->xc_owner);
 	free(t->xc_reowned);
+	free(t->assign_owner);
+	free(t->usage);
 	free(t->moved_owner);
 	jm_workload_free(t->wl);
 	free(t->sub.id);
@@ -682,8 +741,10 @@ static bool plan_refusal(const struct plan_task *t, struct jm_error *err)
 		if (t->plan->n_unplaced)
 			jm_set_error(err, JM_EXHAUSTED, demand_field,
 				  "%d link(s) in %zu leaf pair(s) do not fit on the free spine "
-				  "ports (first: leaves %d-%d, %d link(s))%s; nothing was touched",
-				  links, t->plan->n_unplaced, u[0].a, u[0].b, u[0].links,
+				  "ports%s (first: leaves %d-%d, %d link(s))%s; nothing was touched",
+				  links, t->plan->n_unplaced,
+				  t->n_usage ? " or the uplinks other jobs leave on shared leaves" : "",
+				  u[0].a, u[0].b, u[0].links,
 				  t->drain_fallback ? ", and moving other jobs' circuits would have "
 						      "needed a drained device" : "");
 		else
@@ -696,9 +757,40 @@ static bool plan_refusal(const struct plan_task *t, struct jm_error *err)
 						      "needed a drained device" : "");
 		return true;
 	}
+	if (t->plan && t->over_leaf >= 0) {
+		jm_set_error(err, JM_EXHAUSTED, demand_field,
+			     "leaf %d is shared with other jobs: its uplinks to spine %d would carry %d "
+			     "links (tau %d), which polarizes routing; nothing was touched",
+			     t->over_leaf, t->over_spine, t->over_load, t->f.tau);
+		return true;
+	}
 	return false;
 }
 
+/* The plan's leaf-spine links become j's plan links (loop side). 0 or -ENOMEM. */
+static int take_plan_links(struct jm *jm, struct job_rt *j, const struct plan_task *t)
+{
+	const struct lc_plan *p = t->plan;
+
+	(void)jm;
+	free(j->plan_links);
+	j->n_plan_links = 0;
+	j->plan_links = malloc((p->n_assignment ? p->n_assignment : 1) * sizeof(*j->plan_links));
+	if (!j->plan_links)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_assignment; i++) {
+		const struct lc_spine_links *l = &p->assignment[i];
+		const char *owner = t->assign_owner ? t->names[t->assign_owner[i]] : j->pub.id;
+		struct st_link *out = &j->plan_links[j->n_plan_links++];
+
+		snprintf(out->job_id, sizeof(out->job_id), "%s", owner);
+		out->a = l->a;
+		out->b = l->b;
+		out->h = l->h;
+		out->links = l->links;
+	}
+	return 0;
+}
 
 static void submit_planned(struct plan_task *t);
 
@@ -831,7 +923,7 @@ static void plan_done(void *arg)
 	if (t->xc_owner) {
 		/* A global re-plan: each cross-connect goes to the job it serves. */
 		free(added);
-		if (take_global_plan(jm, j, t) != 0) {
+		if (take_global_plan(jm, j, t) != 0 || take_plan_links(jm, j, t) != 0) {
 			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 			free_task(t);
 			jm_fail_job(jm, j, &err);
@@ -853,6 +945,12 @@ static void plan_done(void *arg)
 	fill_figures(&j->pub.figures, t, n_new);
 	j->additions = added;
 	j->n_additions = n_new;
+	if (take_plan_links(jm, j, t) != 0) {
+		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+		free_task(t);
+		jm_fail_job(jm, j, &err);
+		return;
+	}
 	if (t->plan->n_moved) {
 		/* Only what is configured is removed (drain blockers never were). */
 		j->removals = malloc(t->plan->n_moved * sizeof(*j->removals));
@@ -871,13 +969,52 @@ static void plan_done(void *arg)
 	jm_pump(jm);
 }
 
+static bool holds_leaves(enum jm_state s);
+
 /*
- * Copies the inputs of a plan for the pool (the worker sees nothing else).
- * With a workload and no demand the worker plans the leaf demand first;
- * delta: the figures of the search that made the given demand, or NULL.
+ * The leaf-spine usage of every live job but self (committed links only:
+ * a job still planning adds its links when it commits, which moves the
+ * fabric generation and re-plans anyone planned without them). 0 or -ENOMEM.
  */
-static struct plan_task *new_task(struct jm *jm, const char *planner, bool replan,
-				  const struct lc_demand *demand, size_t n_demand,
+static int others_usage(const struct jm *jm, const char *self, struct lc_leaf_usage **out,
+			size_t *n_out)
+{
+	size_t n = 0, at = 0;
+	struct lc_spine_links *all;
+	int rc;
+
+	*out = NULL;
+	*n_out = 0;
+	for (size_t k = 0; k < jm->n_jobs; k++)
+		if (strcmp(jm->jobs[k]->pub.id, self) != 0 && holds_leaves(jm->jobs[k]->pub.state))
+			n += jm->jobs[k]->n_links;
+	if (n == 0)
+		return 0;
+	all = malloc(n * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	for (size_t k = 0; k < jm->n_jobs; k++) {
+		const struct job_rt *o = jm->jobs[k];
+
+		if (strcmp(o->pub.id, self) == 0 || !holds_leaves(o->pub.state))
+			continue;
+		for (size_t i = 0; i < o->n_links; i++)
+			all[at++] = (struct lc_spine_links){ o->links[i].a, o->links[i].b,
+							     o->links[i].h, o->links[i].links };
+	}
+	rc = lc_usage_from_assignment(all, n, out, n_out);
+	free(all);
+	return rc;
+}
+
+/*
+ * Copies the inputs of a plan of job `self` for the pool (the worker sees
+ * nothing else). With a workload and no demand the worker plans the leaf
+ * demand first; delta: the figures of the search that made the given
+ * demand, or NULL.
+ */
+static struct plan_task *new_task(struct jm *jm, const char *self, const char *planner,
+				  bool replan, const struct lc_demand *demand, size_t n_demand,
 				  const struct jm_workload *wl, const struct jm_figures *delta)
 {
 	struct plan_task *t = calloc(1, sizeof(*t));
@@ -885,6 +1022,11 @@ static struct plan_task *new_task(struct jm *jm, const char *planner, bool repla
 	if (!t)
 		return NULL;
 	t->jm = jm;
+	t->over_leaf = -1;
+	if (others_usage(jm, self, &t->usage, &t->n_usage) != 0) {
+		free_task(t);
+		return NULL;
+	}
 	t->f = *jm->f;
 	snprintf(t->planner, sizeof(t->planner), "%s", planner);
 	t->replan = replan;
@@ -999,8 +1141,9 @@ static int prepare_replan(struct jm *jm, struct plan_task *t, const char *self)
 
 void jm_start_planning(struct jm *jm, struct job_rt *j)
 {
-	struct plan_task *t = new_task(jm, j->pub.planner, j->pub.allow_move, j->pub.demand,
-				       j->pub.n_demand, j->pub.workload, &j->pub.figures);
+	struct plan_task *t = new_task(jm, j->pub.id, j->pub.planner, j->pub.allow_move,
+				       j->pub.demand, j->pub.n_demand, j->pub.workload,
+				       &j->pub.figures);
 	struct jm_error err;
 	int rc;
 
@@ -1058,24 +1201,28 @@ static bool job_uses_leaf(const struct jm *jm, const struct jm_job *job, int lea
 	return false;
 }
 
-/* The live job other than self that owns leaf, or NULL. */
-static const struct jm_job *leaf_owner(const struct jm *jm, const char *self, int leaf)
+/*
+ * The live job other than self on leaf whose leaf-spine links are not
+ * known (circuits committed by an ocsd that did not store links), or NULL.
+ */
+static const struct jm_job *unshared_owner(const struct jm *jm, const char *self, int leaf)
 {
 	for (size_t k = 0; k < jm->n_jobs; k++) {
-		const struct jm_job *other = &jm->jobs[k]->pub;
+		const struct job_rt *o = jm->jobs[k];
 
-		if (strcmp(other->id, self) != 0 && holds_leaves(other->state) &&
-		    job_uses_leaf(jm, other, leaf))
-			return other;
+		if (strcmp(o->pub.id, self) != 0 && o->n_links == 0 &&
+		    (o->pub.state == JM_ACTIVE || o->pub.state == JM_RELEASING) &&
+		    job_uses_leaf(jm, &o->pub, leaf))
+			return &o->pub;
 	}
 	return NULL;
 }
 
 /*
- * A job owns the leaves of its demand (for a workload: of its GPUs): their
- * uplinks carry only its cross-pod links, which is what lets the planner
- * guarantee no routing polarization. A leaf held by another live job is
- * refused here.
+ * Jobs may share leaves: each is planned around the leaf-spine links the
+ * others load (contention over tau on a shared uplink is refused when the
+ * plan is made). Only a job whose links are not known keeps its leaves to
+ * itself, since nothing could be planned around it.
  */
 static bool leaves_free(const struct jm *jm, const char *self, const struct lc_demand *demand,
 			size_t n, const struct jm_workload *wl, struct jm_error *err)
@@ -1092,13 +1239,13 @@ static bool leaves_free(const struct jm *jm, const char *self, const struct lc_d
 			leaves[n_leaves++] = demand[i].b;
 		}
 		for (int l = 0; l < n_leaves; l++) {
-			const struct jm_job *other = leaf_owner(jm, self, leaves[l]);
+			const struct jm_job *other = unshared_owner(jm, self, leaves[l]);
 
 			if (!other)
 				continue;
 			jm_set_error(err, JM_EXHAUSTED, "",
-				     "leaf %d is held by job %s (%s): a job's leaves carry only its "
-				     "own cross-pod links",
+				     "leaf %d is held by job %s (%s), whose leaf-spine links were "
+				     "stored by an older ocsd: its leaves cannot be shared",
 				     leaves[l], other->id, jm_state_name(other->state));
 			snprintf(err->field, sizeof(err->field),
 				 wl ? "placement.gpus[%zu]" : "leaf_demand.pairs[%zu]", i);
@@ -1281,8 +1428,8 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 			    void *ctx)
 {
 	struct jm_error err = { 0 };
-	struct plan_task *t = new_task(jm, default_planner(spec), spec->allow_moving_other_jobs,
-				       NULL, 0, spec->workload, NULL);
+	struct plan_task *t = new_task(jm, spec->id, default_planner(spec),
+				       spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL);
 	int rc;
 
 	if (t) {
@@ -1365,8 +1512,8 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
-	t = new_task(jm, planner, spec->allow_moving_other_jobs, spec->demand, spec->n_demand,
-		     spec->workload, NULL);
+	t = new_task(jm, spec->id, planner, spec->allow_moving_other_jobs, spec->demand,
+		     spec->n_demand, spec->workload, NULL);
 	if (t && t->replan && prepare_replan(jm, t, spec->id) != 0) {
 		free_task(t);
 		t = NULL;
@@ -1542,3 +1689,66 @@ int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow
 	return 0;
 }
 
+
+void jm_apply_links(struct jm *jm, struct job_rt *j)
+{
+	/* every other job the plan names (a global re-plan) gets its entries */
+	for (size_t k = 0; k < jm->n_jobs; k++) {
+		struct job_rt *o = jm->jobs[k];
+		size_t n = 0;
+		struct st_link *mine;
+
+		if (o == j)
+			continue;
+		for (size_t i = 0; i < j->n_plan_links; i++)
+			n += strcmp(j->plan_links[i].job_id, o->pub.id) == 0;
+		if (n == 0 || !(mine = malloc(n * sizeof(*mine))))
+			continue;
+		n = 0;
+		for (size_t i = 0; i < j->n_plan_links; i++)
+			if (strcmp(j->plan_links[i].job_id, o->pub.id) == 0)
+				mine[n++] = j->plan_links[i];
+		free(o->links);
+		o->links = mine;
+		o->n_links = n;
+	}
+	/* j's own entries (none after a release) */
+	size_t n = 0;
+
+	for (size_t i = 0; i < j->n_plan_links; i++)
+		if (strcmp(j->plan_links[i].job_id, j->pub.id) == 0)
+			j->plan_links[n++] = j->plan_links[i];
+	free(j->links);
+	j->links = n ? j->plan_links : NULL;
+	j->n_links = n;
+	if (!n)
+		free(j->plan_links);
+	j->plan_links = NULL;
+	j->n_plan_links = 0;
+}
+
+static int load_link(void *arg, const struct st_link *l)
+{
+	struct jm *jm = arg;
+	struct job_rt *j = jm_find_job(jm, l->job_id);
+	struct st_link *g;
+
+	if (!j)
+		return 0; /* a job the store no longer has */
+	g = realloc(j->links, (j->n_links + 1) * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	j->links = g;
+	j->links[j->n_links++] = *l;
+	return 0;
+}
+
+int jm_load_links(struct jm *jm)
+{
+	for (size_t i = 0; i < jm->n_jobs; i++) {
+		free(jm->jobs[i]->links);
+		jm->jobs[i]->links = NULL;
+		jm->jobs[i]->n_links = 0;
+	}
+	return st_link_list(jm->d.store, load_link, jm);
+}

@@ -40,6 +40,17 @@ struct job_rt {
 	struct ocs_xc *additions;
 	size_t n_additions;
 	char (*add_owner)[72]; /* owner of each addition; NULL: all this job's */
+	/*
+	 * Leaf-spine links (the planner's L[a][b][h]): links, what the job's
+	 * committed circuits load on its leaves' uplinks (none for a job stored
+	 * by an ocsd that did not keep them: its leaves are not shared); and
+	 * plan_links, those of the accepted plan (with a global re-plan, of
+	 * every job it re-plans), which its transaction stores with the intent.
+	 */
+	struct st_link *links;
+	size_t n_links;
+	struct st_link *plan_links;
+	size_t n_plan_links;
 };
 
 
@@ -71,6 +82,13 @@ void jm_start_planning(struct jm *jm, struct job_rt *j);
 /* Starts the next queued transaction when none is running (jobs_txn.c). */
 void jm_pump(struct jm *jm);
 bool jm_same_device(const struct ocs_xc *a, const struct ocs_xc *b);
+/*
+ * After a confirmed transaction of j: every job named in j's plan links,
+ * and j itself, now has the links of the plan (none after a release).
+ */
+void jm_apply_links(struct jm *jm, struct job_rt *j);
+/* Reads every job's links from the store (after recovery). 0 or -errno. */
+int jm_load_links(struct jm *jm);
 
 /*
  * jobs_move.c: attributes each cross-connect of a global re-plan (plan->xcs)

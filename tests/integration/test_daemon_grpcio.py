@@ -252,11 +252,21 @@ class DaemonTest(unittest.TestCase):
                                                 idempotency_key="life-key-1"),
                      grpc.StatusCode.ALREADY_EXISTS,
                      "idempotency_key: already used by job life-1")
-        # Its leaves are its own.
-        self.refused(self.jobs().SubmitJob, job("life-3", gpus=(8, 56), pairs=((1, 7, 1),)),
+        # Jobs share leaves, each planned around the others' leaf-spine links...
+        shared = self.jobs().SubmitJob(job("life-3", gpus=(9, 56), pairs=((1, 7, 1),)),
+                                       timeout=TIMEOUT_S)
+        self.assertEqual(shared.job.state, jobs_pb2.JOB_STATE_ACTIVE, shared.job.reason)
+        self.assertLessEqual(shared.job.figures.max_contention, 1.0)
+        devices, held = held_on_devices()
+        self.assertEqual(held, sorted(before + mine + xcs_of_circuits(shared.job.circuits)))
+        self.assertEqual(FLEET.one_way(devices), [])
+        # ...but only up to the uplinks leaf 1 has left (8 - 3 - 1).
+        self.refused(self.jobs().SubmitJob, job("life-4", gpus=(10, 57), pairs=((1, 7, 5),)),
                      grpc.StatusCode.RESOURCE_EXHAUSTED,
-                     "leaf_demand.pairs[0]: leaf 1 is held by job life-1 (ACTIVE): a job's "
-                     "leaves carry only its own cross-pod links")
+                     "leaf_demand: 1 link(s) in 1 leaf pair(s) do not fit on the free spine "
+                     "ports or the uplinks other jobs leave on shared leaves (first: leaves "
+                     "1-7, 1 link(s)); nothing was touched")
+        self.release("life-3")
 
         rel = self.jobs().ReleaseJob(jobs_pb2.ReleaseJobRequest(id="life-1"), timeout=TIMEOUT_S)
         self.assertEqual(rel.job.state, jobs_pb2.JOB_STATE_RELEASED)
