@@ -5,7 +5,8 @@ the devices read back directly with ncclient (a NETCONF client nobody here
 wrote) so that what ocsd claims is checked against what the devices hold.
 
 Not a test itself; imported by test_recovery.py, test_daemon_grpcio.py,
-tests/interop/test_prometheus.py and tests/bench/bench_daemon_load.py.
+test_daemon_reload.py, test_daemon_share.py, tests/interop/test_prometheus.py
+and tests/bench/bench_daemon_load.py.
 Loopback only; every process started here is stopped by Fleet.close().
 """
 import json
@@ -264,3 +265,33 @@ def gen_stubs(proto_dir, out_dir):
     sys.path.insert(0, out_dir)
     # The generated grpc/health/v1 package lives beside grpcio's own "grpc".
     grpc.__path__.append(os.path.join(out_dir, "grpc"))
+
+
+class Script:
+    """A scripted end-to-end test on a fleet: check() records failures and
+    goes on, run() runs main(), reports an exception as a failure, dumps
+    the logs when anything failed, always stops and removes the fleet, and
+    returns the exit code (0 passed, 1 failed)."""
+
+    def __init__(self, name, fleet):
+        self.name, self.fleet, self.failures = name, fleet, []
+
+    def check(self, cond, what):
+        if not cond:
+            self.failures.append(what)
+            print("FAIL:", what, flush=True)
+
+    def run(self, main):
+        try:
+            main()
+        except Exception as e:  # reported with the daemon's log, not a bare traceback
+            self.failures.append(repr(e))
+            print("ERROR:", repr(e), flush=True)
+        finally:
+            if self.failures:
+                self.fleet.dump_logs()
+            self.fleet.close()
+            self.fleet.remove()
+        print(f"{self.name}:", "FAILED" if self.failures else "passed",
+              f"({len(self.failures)} failure(s))")
+        return 1 if self.failures else 0
