@@ -53,67 +53,6 @@
 #include "l2check.h"
 #include "pool.h"
 
-/* Field names of delta_workload_build() and delta_leaf_demand() -> the
- * JobSpec's: the parallelism spec is flat in the API, placement.gpus is the
- * GPU list in rank order. */
-static void delta_field(const char *in, char *out, size_t len)
-{
-	static const char *const groups[] = { "model.", "parallelism.", "training.", "hardware.",
-					      "placement.", NULL };
-
-	if (strncmp(in, "placement.gpu_ids", 17) == 0) {
-		snprintf(out, len, "placement.gpus%s", in + 17);
-		return;
-	}
-	if (strcmp(in, "placement.gpus") == 0) {
-		snprintf(out, len, "placement.gpus");
-		return;
-	}
-	if (strncmp(in, "port_budget", 11) == 0) {
-		/* A pod's port budget is the job's GPUs in it. */
-		snprintf(out, len, "placement.gpus");
-		return;
-	}
-	if (strcmp(in, "placement.pods") == 0) {
-		snprintf(out, len, "parallelism.first_pod");
-		return;
-	}
-	if (strcmp(in, "parallelism.expert_tp") == 0 || strcmp(in, "bandwidth_gbps") == 0) {
-		snprintf(out, len, "parallelism.%s", in);
-		return;
-	}
-	for (size_t i = 0; groups[i]; i++)
-		if (strncmp(in, groups[i], strlen(groups[i])) == 0) {
-			snprintf(out, len, "parallelism.%s", in + strlen(groups[i]));
-			return;
-		}
-	snprintf(out, len, "parallelism%s%s", in[0] ? "." : "", in);
-}
-
-struct jm_workload *jm_workload_dup(const struct jm_workload *w)
-{
-	struct jm_workload *c = w ? malloc(sizeof(*c)) : NULL;
-
-	if (!c)
-		return NULL;
-	*c = *w;
-	c->gpus = malloc((w->n_gpus ? w->n_gpus : 1) * sizeof(*c->gpus));
-	if (!c->gpus) {
-		free(c);
-		return NULL;
-	}
-	if (w->n_gpus)
-		memcpy(c->gpus, w->gpus, w->n_gpus * sizeof(*c->gpus));
-	return c;
-}
-
-void jm_workload_free(struct jm_workload *w)
-{
-	if (!w)
-		return;
-	free(w->gpus);
-	free(w);
-}
 
 /* A plan whose snapshot went stale this often in a row is refused. */
 #define JM_MAX_REPLANS 16
@@ -360,71 +299,19 @@ struct plan_task {
 	char l2_reason[200];
 };
 
-static double mono_ms(void *ctx)
-{
-	struct timespec ts;
-
-	(void)ctx;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* The workload's leaf demand (worker side): t->demand and t->delta. */
 static void plan_workload(struct plan_task *t)
 {
-	struct delta_job_plan *dp = NULL;
-	enum delta_planner kind = DELTA_PLANNER_FAST;
-	struct delta_ga_params ga = t->wl->ga;
-	double t0 = mono_ms(NULL);
+	struct lc_demand *d = NULL;
+	size_t n = 0;
 
-	ga.clock_ms = mono_ms;
-	ga.clock_ctx = NULL;
-	delta_planner_parse(t->planner, &kind);
-	/* Fitness runs serially: this already is one of the pool's workers. */
-	t->delta_rc = delta_plan_job(&t->wl->spec, kind, &ga, NULL, &t->f, t->wl->gpus, &dp,
-				     &t->delta_err);
-	if (t->delta_rc == 0 && dp->leaf_unplaced > 0) {
-		t->delta_rc = -ENOSPC;
-		snprintf(t->delta_err.field, sizeof(t->delta_err.field), "placement.gpus");
-		snprintf(t->delta_err.reason, sizeof(t->delta_err.reason),
-			 "%ld of the planned circuits find no leaf pair with free uplinks among "
-			 "the job's leaves",
-			 dp->leaf_unplaced);
-	}
+	t->delta_rc = jm_plan_workload(&t->f, t->planner, t->wl, &d, &n, &t->delta, &t->delta_err);
 	if (t->delta_rc == 0) {
-		struct lc_demand *d = malloc((dp->n_leaf_demand ? dp->n_leaf_demand : 1) *
-					     sizeof(*d));
-
-		if (!d) {
-			t->delta_rc = -ENOMEM;
-		} else {
-			for (size_t i = 0; i < dp->n_leaf_demand; i++)
-				d[i] = (struct lc_demand){ dp->leaf_demand[i].a,
-							   dp->leaf_demand[i].b,
-							   dp->leaf_demand[i].links };
-			free(t->demand);
-			t->demand = d;
-			t->n_demand = dp->n_leaf_demand;
-			t->has_delta = true;
-			t->delta = (struct jm_delta_figures){
-				.makespan_ms = dp->sim.makespan_ms,
-				.critical_comm_ms = dp->sim.critical_comm_ms,
-				.nct = dp->sim.nct,
-				.ports_used = dp->ports_used,
-				.ports_saved = dp->ports_available - dp->ports_used,
-				.generations = kind == DELTA_PLANNER_FAST ? dp->stats.generations : 0,
-				.plan_ms = mono_ms(NULL) - t0,
-			};
-			if (t->n_demand == 0) {
-				t->delta_rc = -EINVAL;
-				snprintf(t->delta_err.field, sizeof(t->delta_err.field),
-					 "parallelism");
-				snprintf(t->delta_err.reason, sizeof(t->delta_err.reason),
-					 "the plan needs no inter-pod links");
-			}
-		}
+		free(t->demand);
+		t->demand = d;
+		t->n_demand = n;
+		t->has_delta = true;
 	}
-	delta_job_plan_free(dp);
 }
 
 static int run_planner(struct plan_task *t, const struct lc_demand *demand, size_t n_demand,
@@ -701,7 +588,7 @@ static bool plan_refusal(const struct plan_task *t, struct jm_error *err)
 	if (t->delta_rc) {
 		char field[128];
 
-		delta_field(t->delta_err.field, field, sizeof(field));
+		jm_delta_field(t->delta_err.field, field, sizeof(field));
 		if (t->delta_rc == -EINVAL)
 			jm_set_error(err, JM_INVALID, field, "%s", t->delta_err.reason);
 		else if (t->delta_rc == -ENOSPC)

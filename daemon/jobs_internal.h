@@ -91,6 +91,21 @@ void jm_apply_links(struct jm *jm, struct job_rt *j);
 int jm_load_links(struct jm *jm);
 
 /*
+ * jobs_delta.c: maps a field name of the DELTA solvers ("model.layers",
+ * "placement.gpu_ids[3]", ...) to the JobSpec's ("parallelism.layers",
+ * "placement.gpus[3]").
+ */
+void jm_delta_field(const char *in, char *out, size_t len);
+/*
+ * jobs_delta.c: plans a workload (on a solver worker) into a leaf demand
+ * (*demand, malloc'd, caller frees) and its DELTA figures. 0; -EINVAL or
+ * -ENOSPC with err naming the solvers' field (see jm_delta_field()); -ENOMEM.
+ */
+int jm_plan_workload(const struct ocs_fabric *f, const char *planner,
+		     const struct jm_workload *wl, struct lc_demand **demand, size_t *n_demand,
+		     struct jm_delta_figures *fig, struct delta_error *err);
+
+/*
  * jobs_move.c: attributes each cross-connect of a global re-plan (plan->xcs)
  * to a job: leaf_owner gives each leaf's job index (-1: none), conf and
  * conf_owner the configured cross-connects and their owners. Fills owner[]
