@@ -892,9 +892,59 @@ static bool relieve_unit(struct relief *r, size_t u)
 	return false;
 }
 
+/* A spine where both leaves of pair p have room and both pods a port, or -1. */
+static int free_spine(const struct relief *r, size_t p)
+{
+	const struct work *w = r->w;
+
+	for (int c = 0; c < w->H; c++)
+		if (has_room(r, w->a[p], c) && has_room(r, w->b[p], c) && has_port(r, w->a[p], c) &&
+		    has_port(r, w->b[p], c))
+			return c;
+	return -1;
+}
+
+/*
+ * Unit u sits on an overloaded link at a leaf x whose uplinks are all used
+ * (usage included), so some link of x is unplaced anyway: if an unplaced
+ * unit v of x fits contention-free once u gives its uplink back, v takes
+ * it and u becomes the unplaced one. As many links stay unplaced, and
+ * contention drops. Returns whether it swapped.
+ */
+static bool swap_unplaced(struct relief *r, size_t u)
+{
+	const struct work *w = r->w;
+	size_t p = r->pair_of[u];
+	int h = r->s->unit_h[u];
+
+	for (int side = 0; side < 2; side++) {
+		int x = side ? w->b[p] : w->a[p];
+
+		if (r->s->total[x] < w->f->k_leaf)
+			continue;
+		put_unit(r, u, -1);
+		for (size_t i = r->leaf_start[x]; i < r->leaf_start[x + 1]; i++) {
+			size_t v = r->leaf_units[i], pv = r->pair_of[v];
+			int y = w->a[pv] == x ? w->b[pv] : w->a[pv], c;
+
+			if (r->s->unit_h[v] >= 0 || r->s->total[y] >= w->f->k_leaf)
+				continue;
+			c = free_spine(r, pv);
+			if (c >= 0) {
+				put_unit(r, v, c);
+				return true;
+			}
+		}
+		put_unit(r, u, h);
+	}
+	return false;
+}
+
 /*
  * Contention left over after a method (tau = 1 beyond the greedy, usage,
- * pinned ports): walks every unit on an overloaded link (relieve_unit).
+ * pinned ports): walks every unit on an overloaded link (relieve_unit),
+ * then, around usage, swaps overloaded units for unplaced ones at full
+ * leaves (swap_unplaced).
  * Runs only when some link is over tau, so plans without contention pay
  * nothing.
  */
@@ -956,6 +1006,16 @@ static int relieve_contention(const struct work *w, struct placed *s)
 		if (s->unplaced_units == unplaced)
 			break;
 	}
+	for (size_t u = 0; w->pre && s->unplaced_units && u < w->n_units; u++) {
+		size_t p = r.pair_of[u];
+		int h = s->unit_h[u];
+
+		if (h >= 0 && (s->load[(size_t)w->a[p] * w->H + h] > w->tau ||
+			       s->load[(size_t)w->b[p] * w->H + h] > w->tau))
+			swap_unplaced(&r, u);
+	}
+	/* A swap gives an uplink back at u's other leaf: room for units left out. */
+	place_leftover(w, s);
 	free(r.pair_of);
 	free(r.leaf_start);
 	free(r.leaf_units);
