@@ -28,8 +28,8 @@
  * walk steps allowed per plan: LC_RELIEF_STEPS_PER_UNIT per demand unit on
  * top of one full walk (bounds the time on instances that cannot be freed).
  */
-#define LC_RELIEF_TRIES		 4
-#define LC_RELIEF_STEPS_PER_UNIT 4
+#define LC_RELIEF_TRIES		 2
+#define LC_RELIEF_STEPS_PER_UNIT 1
 /*
  * Around usage (tau >= 2): colouring turns tried while the plan is
  * contended, at most LC_USAGE_TURNS and at most LC_USAGE_TURN_UNITS demand
@@ -523,16 +523,22 @@ static int assign_euler(const struct work *w, int turn, int *unit_h)
 		free(fwd);
 		return -ENOMEM;
 	}
-	/* Sender a is vertex a, receiver b is vertex N + b; edge ids are unit ids. */
+	/*
+	 * Sender a is vertex a, receiver b is vertex N + b; edge ids are unit
+	 * ids. Turn 0 colours each edge as it is added, other turns afterwards
+	 * from another pair on.
+	 */
 	for (size_t p = 0; p < w->n_pairs; p++) {
 		for (int t = 0; t < w->links[p]; t++) {
 			int from = t < fwd[p] ? w->a[p] : w->b[p],
 			    to = t < fwd[p] ? w->b[p] : w->a[p];
+			int e = ec_add_edge(&g, from, w->N + to);
 
-			ec_add_edge(&g, from, w->N + to);
+			if (turn == 0)
+				ec_color(&g, e, true, 0);
 		}
 	}
-	for (size_t k = 0; k < w->n_pairs; k++) {
+	for (size_t k = 0; turn && k < w->n_pairs; k++) {
 		size_t p = (first + k) % w->n_pairs;
 
 		for (size_t u = w->off[p]; u < w->off[p + 1]; u++)
