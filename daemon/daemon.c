@@ -55,6 +55,7 @@ struct od {
 	struct recon *recon;
 	struct event *recon_timer;
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
+	char password[128]; /* the password-file's secret the devices use ("" none) */
 };
 
 /* Log lines carry sd-daemon priority prefixes, which journald understands. */
@@ -223,31 +224,85 @@ static bool same_str(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-/* Whether two valid configurations say exactly the same thing. */
-static bool same_config(const struct ocsd_config *a, const struct ocsd_config *b)
+/* What a re-read fabric file changes. */
+enum cfg_change {
+	CHANGE_NONE,
+	CHANGE_ACCESS,	/* only how devices are reached: applied live */
+	CHANGE_RESTART, /* the fabric itself: takes effect at the next start */
+};
+
+static enum cfg_change config_change(const struct ocsd_config *a, const struct ocsd_config *b)
 {
 	const struct cfg_access *x = &a->access, *y = &b->access;
+	bool access = false;
 
+	/* planners, stored circuits and the transaction engine depend on these */
 	if (a->kind != b->kind || a->n_devices != b->n_devices || strcmp(a->name, b->name) != 0 ||
 	    memcmp(&a->fabric, &b->fabric, sizeof(a->fabric)) != 0 ||
 	    memcmp(&a->ring, &b->ring, sizeof(a->ring)) != 0 ||
-	    memcmp(&a->rail, &b->rail, sizeof(a->rail)) != 0)
-		return false;
-	if (x->transport != y->transport || strcmp(x->username, y->username) != 0 ||
-	    !same_str(x->password_file, y->password_file) ||
-	    !same_str(x->private_key_file, y->private_key_file) ||
-	    !same_str(x->certificate_file, y->certificate_file) ||
-	    !same_str(x->ca_file, y->ca_file) || x->accept_any_host_key != y->accept_any_host_key ||
-	    x->rpc_timeout_ms != y->rpc_timeout_ms || x->confirm_timeout_s != y->confirm_timeout_s)
-		return false;
-	return memcmp(a->devices, b->devices, (size_t)a->n_devices * sizeof(*a->devices)) == 0;
+	    memcmp(&a->rail, &b->rail, sizeof(a->rail)) != 0 ||
+	    x->confirm_timeout_s != y->confirm_timeout_s)
+		return CHANGE_RESTART;
+	for (int i = 0; i < a->n_devices; i++) {
+		const struct cfg_device *p = &a->devices[i], *q = &b->devices[i];
+
+		if (p->id != q->id || strcmp(p->name, q->name) != 0)
+			return CHANGE_RESTART;
+		access |= strcmp(p->address, q->address) != 0 || p->port != q->port ||
+			  strcmp(p->host_key_sha256, q->host_key_sha256) != 0;
+	}
+	access |= x->transport != y->transport || strcmp(x->username, y->username) != 0 ||
+		  !same_str(x->password_file, y->password_file) ||
+		  !same_str(x->private_key_file, y->private_key_file) ||
+		  !same_str(x->certificate_file, y->certificate_file) ||
+		  !same_str(x->ca_file, y->ca_file) ||
+		  x->accept_any_host_key != y->accept_any_host_key ||
+		  x->rpc_timeout_ms != y->rpc_timeout_ms;
+	return access ? CHANGE_ACCESS : CHANGE_NONE;
+}
+
+static int read_secret(const char *path, char *out, size_t size);
+static int device_settings(const struct ocsd_config *cfg, int i, const char *password,
+			   struct sb_device_config *dc);
+
+/*
+ * Applies new device access settings (addresses, ports, host keys,
+ * credentials, rpc-timeout) of next, whose fabric equals the running one:
+ * every device handle stages them (sb_device_set_config: a transaction in
+ * progress keeps its sessions; each device reconnects with the new settings
+ * when it is next used), then the running configuration takes them over.
+ */
+static int apply_access(struct od *od, struct ocsd_config *next, const char *password)
+{
+	struct cfg_access old = od->cfg->access;
+	int rc = 0;
+
+	for (int i = 0; od->devices && i < next->n_devices && !rc; i++) {
+		struct sb_device_config dc;
+
+		rc = device_settings(next, i, password, &dc);
+		if (!rc)
+			rc = sb_device_set_config(od->devices[i], &dc);
+		if (!rc)
+			rc = sb_device_set_config(od->recon_devices[i], &dc);
+		memset(dc.password, 0, sizeof(dc.password));
+	}
+	if (rc)
+		return rc;
+	/* the running configuration owns the new file names; next frees the old */
+	od->cfg->access = next->access;
+	next->access = old;
+	memcpy(od->cfg->devices, next->devices, (size_t)next->n_devices * sizeof(*next->devices));
+	memcpy(od->password, password, sizeof(od->password));
+	return 0;
 }
 
 /*
- * SIGHUP: re-reads and validates the fabric file and says whether it
- * differs from the running one. Nothing is reloaded live in this version:
- * the planners, the device sessions and the stored circuits all depend on
- * it, so a changed file takes effect at the next restart.
+ * SIGHUP: re-reads and validates the fabric file. How devices are reached
+ * (addresses, ports, host keys, credentials, including a changed password
+ * file content, rpc-timeout) is applied at once; anything else (the fabric's
+ * shape, device names, confirm-timeout) takes effect at the next start,
+ * since the planners, the stored circuits and the transactions depend on it.
  */
 static void on_reload(evutil_socket_t sig, short what, void *arg)
 {
@@ -255,6 +310,9 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 	struct cfg_errors errs = { 0 };
 	struct ocsd_config *next = NULL;
 	const char *result = "unchanged";
+	char password[sizeof(od->password)] = "";
+	enum cfg_change change = CHANGE_NONE;
+	int rc = 0;
 
 	sd_notify(0, "RELOADING=1\nSTATUS=re-reading the fabric file");
 	if (cfg_load_file(od->opts->config_path, &next, &errs) != 0) {
@@ -262,13 +320,30 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 		od_log(SD_WARNING, "%s is invalid: the running configuration stays",
 		       od->opts->config_path);
 		result = "invalid";
-	} else if (!same_config(od->cfg, next)) {
-		od_log(SD_WARNING, "%s changed: the change takes effect when ocsd restarts",
+	} else if ((change = config_change(od->cfg, next)) == CHANGE_RESTART) {
+		od_log(SD_WARNING,
+		       "%s changes the fabric, a device name or confirm-timeout-s: the change "
+		       "takes effect when ocsd restarts (nothing was applied)",
 		       od->opts->config_path);
 		result = "restart_needed";
-	} else {
+	} else if (next->access.password_file &&
+		   (rc = read_secret(next->access.password_file, password, sizeof(password))) != 0) {
+		od_log(SD_WARNING, "devices: cannot read password-file %s (%s): the running "
+		       "configuration stays", next->access.password_file, strerror(-rc));
+		result = "invalid";
+	} else if (change == CHANGE_NONE &&
+		   (!od->devices || strcmp(password, od->password) == 0)) {
 		od_log(SD_NOTICE, "%s is unchanged", od->opts->config_path);
+	} else if ((rc = apply_access(od, next, password)) != 0) {
+		od_log(SD_WARNING, "devices: cannot apply the new access settings (%s): the "
+		       "running configuration stays", strerror(-rc));
+		result = "invalid";
+	} else {
+		od_log(SD_NOTICE, "%s: new device access settings applied; each device "
+		       "reconnects with them when it is next used", od->opts->config_path);
+		result = "applied";
 	}
+	memset(password, 0, sizeof(password));
 	mx_add(od->m_reloads, &result, 1);
 	cfg_free(next);
 	cfg_errors_clear(&errs);
@@ -384,6 +459,7 @@ static void od_teardown(struct od *od)
 	mx_registry_free(od->reg);
 	st_close(od->store);
 	cfg_free(od->cfg);
+	memset(od->password, 0, sizeof(od->password));
 }
 
 /* Reads the first line of a secret file (password). 0 or -errno. */
@@ -415,15 +491,50 @@ static bool copy_fits(char *dst, size_t size, const char *src)
 	return true;
 }
 
+/* The southbound settings of device i of cfg; password: the password-file's secret. */
+static int device_settings(const struct ocsd_config *cfg, int i, const char *password,
+			   struct sb_device_config *dc)
+{
+	const struct cfg_access *a = &cfg->access;
+	const struct cfg_device *d = &cfg->devices[i];
+
+	memset(dc, 0, sizeof(*dc));
+	/* config.c bounds names, addresses and user names to these sizes. */
+	if (!copy_fits(dc->name, sizeof(dc->name), d->name) ||
+	    !copy_fits(dc->host, sizeof(dc->host), d->address) ||
+	    !copy_fits(dc->username, sizeof(dc->username), a->username) ||
+	    !copy_fits(dc->password, sizeof(dc->password), password)) {
+		od_log(SD_ERR, "device %s: a name, address, user or password is too long",
+		       d->name);
+		return -ENAMETOOLONG;
+	}
+	dc->port = d->port;
+	dc->transport = a->transport == CFG_TRANSPORT_TLS ? SB_TRANSPORT_TLS : SB_TRANSPORT_SSH;
+	if (a->private_key_file && dc->transport == SB_TRANSPORT_SSH) {
+		snprintf(dc->privkey_path, sizeof(dc->privkey_path), "%s", a->private_key_file);
+		snprintf(dc->pubkey_path, sizeof(dc->pubkey_path), "%s.pub", a->private_key_file);
+	}
+	dc->hostkey_policy = a->accept_any_host_key ? SB_HOSTKEY_ACCEPT_ANY : SB_HOSTKEY_PINNED;
+	snprintf(dc->hostkey_sha256, sizeof(dc->hostkey_sha256), "%s", d->host_key_sha256);
+	if (dc->transport == SB_TRANSPORT_TLS) {
+		snprintf(dc->tls_cert, sizeof(dc->tls_cert), "%s",
+			 a->certificate_file ? a->certificate_file : "");
+		snprintf(dc->tls_key, sizeof(dc->tls_key), "%s",
+			 a->private_key_file ? a->private_key_file : "");
+		snprintf(dc->tls_ca, sizeof(dc->tls_ca), "%s", a->ca_file ? a->ca_file : "");
+	}
+	dc->rpc_timeout_ms = (int)a->rpc_timeout_ms;
+	return 0;
+}
+
 /* One southbound handle per configured device, into *out (no I/O yet). */
 static int open_devices(struct od *od, struct sb_device ***out)
 {
 	const struct cfg_access *a = &od->cfg->access;
-	char password[128] = "";
 	int rc;
 
-	if (a->password_file && (rc = read_secret(a->password_file, password,
-						   sizeof(password))) != 0) {
+	if (a->password_file && !od->password[0] &&
+	    (rc = read_secret(a->password_file, od->password, sizeof(od->password))) != 0) {
 		od_log(SD_ERR, "devices: cannot read password-file %s: %s", a->password_file,
 		       strerror(-rc));
 		return rc;
@@ -432,42 +543,17 @@ static int open_devices(struct od *od, struct sb_device ***out)
 	if (!*out)
 		return -ENOMEM;
 	for (int i = 0; i < od->cfg->n_devices; i++) {
-		const struct cfg_device *d = &od->cfg->devices[i];
-		struct sb_device_config dc = { 0 };
+		struct sb_device_config dc;
 
-		/* config.c bounds names, addresses and user names to these sizes. */
-		if (!copy_fits(dc.name, sizeof(dc.name), d->name) ||
-		    !copy_fits(dc.host, sizeof(dc.host), d->address) ||
-		    !copy_fits(dc.username, sizeof(dc.username), a->username) ||
-		    !copy_fits(dc.password, sizeof(dc.password), password)) {
-			od_log(SD_ERR, "device %s: a name, address, user or password is too long",
-			       d->name);
-			return -ENAMETOOLONG;
-		}
-		dc.port = d->port;
-		dc.transport = a->transport == CFG_TRANSPORT_TLS ? SB_TRANSPORT_TLS : SB_TRANSPORT_SSH;
-		if (a->private_key_file && dc.transport == SB_TRANSPORT_SSH) {
-			snprintf(dc.privkey_path, sizeof(dc.privkey_path), "%s", a->private_key_file);
-			snprintf(dc.pubkey_path, sizeof(dc.pubkey_path), "%s.pub",
-				 a->private_key_file);
-		}
-		dc.hostkey_policy = a->accept_any_host_key ? SB_HOSTKEY_ACCEPT_ANY : SB_HOSTKEY_PINNED;
-		snprintf(dc.hostkey_sha256, sizeof(dc.hostkey_sha256), "%s", d->host_key_sha256);
-		if (dc.transport == SB_TRANSPORT_TLS) {
-			snprintf(dc.tls_cert, sizeof(dc.tls_cert), "%s",
-				 a->certificate_file ? a->certificate_file : "");
-			snprintf(dc.tls_key, sizeof(dc.tls_key), "%s",
-				 a->private_key_file ? a->private_key_file : "");
-			snprintf(dc.tls_ca, sizeof(dc.tls_ca), "%s", a->ca_file ? a->ca_file : "");
-		}
-		dc.rpc_timeout_ms = (int)a->rpc_timeout_ms;
-		rc = sb_device_new(od->driver, &dc, &(*out)[i]);
+		rc = device_settings(od->cfg, i, od->password, &dc);
+		if (!rc)
+			rc = sb_device_new(od->driver, &dc, &(*out)[i]);
+		memset(dc.password, 0, sizeof(dc.password));
 		if (rc) {
-			od_log(SD_ERR, "device %s: %s", d->name, strerror(-rc));
+			od_log(SD_ERR, "device %s: %s", od->cfg->devices[i].name, strerror(-rc));
 			return rc;
 		}
 	}
-	memset(password, 0, sizeof(password));
 	return 0;
 }
 

@@ -215,7 +215,7 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 		return;
 	}
 	rc = st_intent_begin(jm->d.store, j->pub.id, tx->removals, tx->n_removals, tx->adds,
-			     tx->n_adds, jm_now_ms(), &tx->txn_id);
+			     tx->n_adds, NULL, 0, jm_now_ms(), &tx->txn_id);
 	if (rc) {
 		snprintf(msg, sizeof(msg), "cannot store the transaction intent (%s); nothing was "
 					   "touched",

@@ -23,7 +23,8 @@
 
 #include <sqlite3.h>
 
-#define ST_SCHEMA_VERSION 1
+/* 2 added intent_links and job_links (tables a version-1 file gains on open) */
+#define ST_SCHEMA_VERSION 2
 
 struct st_store {
 	sqlite3 *db;
@@ -48,7 +49,14 @@ static const char *const schema_sql =
 	" out_port INTEGER NOT NULL, job_id TEXT NOT NULL,"
 	" PRIMARY KEY(grp, device, in_port));"
 	"CREATE INDEX IF NOT EXISTS circuits_job ON circuits(job_id);"
-	"CREATE TABLE IF NOT EXISTS drained(device TEXT PRIMARY KEY);";
+	"CREATE TABLE IF NOT EXISTS drained(device TEXT PRIMARY KEY);"
+	"CREATE TABLE IF NOT EXISTS intent_links("
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), job_id TEXT NOT NULL,"
+	" a INTEGER NOT NULL, b INTEGER NOT NULL, h INTEGER NOT NULL, links INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS intent_links_txn ON intent_links(txn_id);"
+	"CREATE TABLE IF NOT EXISTS job_links("
+	" job_id TEXT NOT NULL, a INTEGER NOT NULL, b INTEGER NOT NULL, h INTEGER NOT NULL,"
+	" links INTEGER NOT NULL, PRIMARY KEY(job_id, a, b, h));";
 
 static const char *const intent_names[] = {
 	[ST_INTENT_OPEN] = "open",
@@ -150,13 +158,16 @@ int st_open(const char *path, struct st_store **out, char *err, size_t err_len)
 	    sqlite3_step(s) == SQLITE_ROW) {
 		int version = sqlite3_column_int(s, 0);
 
+		if (version == 1 &&
+		    exec(st, "UPDATE meta SET value = '2' WHERE key = 'schema_version'") == 0)
+			version = 2; /* upgraded: schema_sql just added the new tables */
 		if (version != ST_SCHEMA_VERSION) {
 			snprintf(err, err_len, "%s: schema version %d, this ocsd knows %d", path,
 				 version, ST_SCHEMA_VERSION);
 			rc = SQLITE_MISMATCH;
 			goto fail;
 		}
-	} else if (exec(st, "INSERT OR IGNORE INTO meta VALUES('schema_version', '1')") != 0) {
+	} else if (exec(st, "INSERT OR IGNORE INTO meta VALUES('schema_version', '2')") != 0) {
 		snprintf(err, err_len, "%s: %s", path, sqlite3_errmsg(st->db));
 		rc = SQLITE_ERROR;
 		goto fail;
@@ -341,9 +352,33 @@ static int insert_xc(sqlite3_stmt *s, int64_t txn, const char *op, const struct 
 	return sql_rc(sqlite3_step(s));
 }
 
+static int insert_links(struct st_store *st, int64_t txn, const struct st_link *links,
+			size_t n_links)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+			 "INSERT INTO intent_links(txn_id, job_id, a, b, h, links)"
+			 " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+			 &s);
+
+	for (size_t i = 0; rc == 0 && i < n_links; i++) {
+		sqlite3_reset(s);
+		sqlite3_bind_int64(s, 1, txn);
+		sqlite3_bind_text(s, 2, links[i].job_id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(s, 3, links[i].a);
+		sqlite3_bind_int(s, 4, links[i].b);
+		sqlite3_bind_int(s, 5, links[i].h);
+		sqlite3_bind_int(s, 6, links[i].links);
+		rc = sql_rc(sqlite3_step(s));
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
 int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
 		    size_t n_removals, const struct st_circuit *additions, size_t n_additions,
-		    int64_t now_ms, int64_t *txn_id)
+		    const struct st_link *links, size_t n_links, int64_t now_ms,
+		    int64_t *txn_id)
 {
 	sqlite3_stmt *s = NULL;
 	int64_t txn;
@@ -371,6 +406,8 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 	for (size_t i = 0; rc == 0 && i < n_additions; i++)
 		rc = insert_xc(s, txn, "add", &additions[i].xc, additions[i].job_id);
 	sqlite3_finalize(s);
+	if (rc == 0)
+		rc = insert_links(st, txn, links, n_links);
 	if (rc)
 		goto rollback;
 	rc = exec(st, "COMMIT");
@@ -422,7 +459,7 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 	if (rc)
 		goto rollback;
 	if (outcome == ST_INTENT_CONFIRMED) {
-		char sql[512];
+		char sql[1024];
 
 		/* Removals first: an addition may reuse an input port it frees. */
 		snprintf(sql, sizeof(sql),
@@ -431,8 +468,14 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 			 "  WHERE txn_id = %lld AND op = 'del');"
 			 "INSERT INTO circuits(grp, device, in_port, out_port, job_id)"
 			 " SELECT grp, device, in_port, out_port, job_id FROM intent_xcs"
-			 " WHERE txn_id = %lld AND op = 'add';",
-			 (long long)txn_id, (long long)txn_id);
+			 " WHERE txn_id = %lld AND op = 'add';"
+			 "DELETE FROM job_links WHERE job_id IN"
+			 " (SELECT job_id FROM intents WHERE txn_id = %lld"
+			 "  UNION SELECT job_id FROM intent_links WHERE txn_id = %lld);"
+			 "INSERT INTO job_links(job_id, a, b, h, links)"
+			 " SELECT job_id, a, b, h, links FROM intent_links WHERE txn_id = %lld;",
+			 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
+			 (long long)txn_id);
 		rc = exec(st, sql);
 		if (rc)
 			goto rollback;
@@ -557,6 +600,30 @@ int st_circuit_list(struct st_store *st, const char *job_id,
 
 		snprintf(c.job_id, sizeof(c.job_id), "%s", sqlite3_column_text(s, 4));
 		r = fn(ctx, &c);
+		if (r) {
+			sqlite3_finalize(s);
+			return r;
+		}
+	}
+	sqlite3_finalize(s);
+	return sql_rc(rc);
+}
+
+int st_link_list(struct st_store *st, int (*fn)(void *ctx, const struct st_link *l), void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT job_id, a, b, h, links FROM job_links ORDER BY job_id, a, b, h",
+			 &s);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct st_link l = { "", sqlite3_column_int(s, 1), sqlite3_column_int(s, 2),
+				     sqlite3_column_int(s, 3), sqlite3_column_int(s, 4) };
+		int r;
+
+		snprintf(l.job_id, sizeof(l.job_id), "%s", sqlite3_column_text(s, 0));
+		r = fn(ctx, &l);
 		if (r) {
 			sqlite3_finalize(s);
 			return r;

@@ -1,7 +1,7 @@
 /*
  * store.h - ocsd's durable state in one SQLite file (WAL journal, full
- * sync): jobs, the intent of every device transaction, and the committed
- * circuits.
+ * sync): jobs, the intent of every device transaction, the committed
+ * circuits and the leaf-spine links of every job's plan.
  *
  * The rules that make recovery possible (ARCHITECTURE.md section 5, #3):
  *  1. A job is stored before the client is told it was accepted.
@@ -11,7 +11,8 @@
  *     SQLite transaction: st_intent_finish(). A crash between 2 and 3 leaves
  *     an open intent, which recovery resolves by reading the devices back.
  *  4. The circuits table is therefore always the state of the last
- *     confirmed transaction: what the devices should hold.
+ *     confirmed transaction: what the devices should hold. The same goes
+ *     for the jobs' leaf-spine links, which travel in the intent.
  *
  * Threading: one store handle belongs to one thread (the event loop). Calls
  * block on disk I/O for the duration of a commit (fsync).
@@ -81,17 +82,31 @@ struct st_circuit {
 };
 
 /*
+ * Leaf-spine links of a job's plan (the planner's L[a][b][h]: links of the
+ * leaf pair a < b through spine h): how the job loads its leaves' uplinks,
+ * which later jobs sharing those leaves are planned around.
+ */
+struct st_link {
+	char job_id[128];
+	int a, b, h, links;
+};
+
+/*
  * Stores the intent of a transaction for job_id: the cross-connects it
- * removes and the ones it adds (adds carry their owner job). Returns 0 and
- * the new transaction id.
+ * removes and the ones it adds (adds carry their owner job), and the
+ * leaf-spine links the jobs it plans will have (links may be NULL when
+ * n_links is 0). Returns 0 and the new transaction id.
  */
 int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
 		    size_t n_removals, const struct st_circuit *additions, size_t n_additions,
-		    int64_t now_ms, int64_t *txn_id);
+		    const struct st_link *links, size_t n_links, int64_t now_ms,
+		    int64_t *txn_id);
 /*
  * Records the outcome of an open intent. CONFIRMED also applies the
- * intent's removals and additions to the circuits table, atomically with
- * the outcome. -ENOENT: no such intent; -EALREADY: not open any more.
+ * intent's removals and additions to the circuits table and makes its links
+ * the links of their jobs (replacing what the intent's job and every job
+ * named in its links had), atomically with the outcome. -ENOENT: no such
+ * intent; -EALREADY: not open any more.
  */
 int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms);
@@ -118,6 +133,9 @@ int st_intent_list_open(struct st_store *st,
  */
 int st_circuit_list(struct st_store *st, const char *job_id,
 		    int (*fn)(void *ctx, const struct st_circuit *c), void *ctx);
+
+/* Every job's leaf-spine links, by job id. fn as for st_job_list. */
+int st_link_list(struct st_store *st, int (*fn)(void *ctx, const struct st_link *l), void *ctx);
 
 /* Drained devices (by name): they get no new circuits, across restarts. */
 int st_drain_set(struct st_store *st, const char *device, bool drained);

@@ -19,8 +19,9 @@
  * would leave a one-way circuit (A->B without B->A) is refused.
  *
  * Threads: ACCEPT_THREADS threads accept sessions (nc_accept does the SSH
- * handshake, so one slow client must not stall the rest); --workers threads
- * poll the sessions (nc_ps_poll) and run the RPC callback; one timer thread
+ * handshake, so one slow client must not stall the rest) and hand each
+ * session to --workers threads, which sleep in epoll_wait(2) on the
+ * sessions' sockets and run the RPC callback (see "Workers"); one timer thread
  * reverts expired confirmed commits. Every device has one mutex that guards
  * all of its state; a thread holds at most one device mutex at a time, so
  * there is no lock order to respect. libnetconf2's server keeps its own
@@ -51,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,7 +66,7 @@ enum devsim_model { MODEL_SWITCH, MODEL_TRANSCEIVER };
 #define MAX_SUBSCRIBERS 8
 #define ACCEPT_THREADS 4
 #define MAX_WORKERS 64
-#define THREADS_PER_PS 4
+#define WORKER_POLL_MS 100 /* how often an idle worker looks at sim.stop */
 #define MAX_FDS 65536
 #define AUTH_TIMEOUT_S 5
 #define DEFAULT_CONFIRM_TIMEOUT_S 600
@@ -75,7 +77,8 @@ struct device {
 	pthread_mutex_t mu; /* guards every field below */
 	struct lyd_node *running;
 	struct lyd_node *candidate;
-	bool candidate_dirty;
+	bool candidate_dirty; /* false: candidate is a copy of running */
+	bool candidate_valid; /* candidate passed <validate> since its last edit */
 	uint32_t lock_running_sid; /* 0 = unlocked */
 	uint32_t lock_candidate_sid;
 	/* pending confirmed commit */
@@ -115,11 +118,8 @@ static struct {
 	char *tls_cert; /* TLS instead of SSH when set */
 	char *tls_key;
 	char *tls_ca;
-	/* libnetconf2 lets at most a few threads wait on one pollsession, so
-	 * the workers are split over several: worker i polls ps[i % n_ps] */
-	struct nc_pollsession *ps[MAX_WORKERS / THREADS_PER_PS];
-	int n_ps;
-	atomic_uint next_ps; /* round-robin placement of new sessions */
+	int epfd;	     /* epoll set of the sessions' sockets (see "Workers") */
+	struct conn *conns; /* every live session, guarded by conns_mu */
 	volatile sig_atomic_t stop;
 } sim;
 
@@ -537,6 +537,7 @@ static struct nc_server_reply *rpc_edit(struct device *d, const struct lyd_node 
 	lyd_free_all(d->candidate);
 	d->candidate = work;
 	d->candidate_dirty = true;
+	d->candidate_valid = false;
 	return nc_server_reply_ok();
 }
 
@@ -550,6 +551,8 @@ static struct nc_server_reply *rpc_validate(struct device *d, const struct lyd_n
 				 NULL);
 	if (validate_tree(tree, msg, sizeof(msg), path, sizeof(path)))
 		return reply_err(NC_ERR_INVALID_VALUE, msg, path);
+	if (ds == NC_DATASTORE_CANDIDATE)
+		d->candidate_valid = true;
 	return nc_server_reply_ok();
 }
 
@@ -577,8 +580,13 @@ static struct nc_server_reply *rpc_commit(struct device *d, const struct lyd_nod
 		return reply_err(NC_ERR_INVALID_VALUE, "no confirmed commit is pending for this persist-id",
 				 "/ietf-netconf:commit/persist-id");
 	}
+	/* a clean candidate is a copy of running (valid when it was committed),
+	 * and one validated since its last edit need not be validated again:
+	 * a confirming commit costs no tree work, as on real devices */
+	bool changes = d->candidate_dirty;
 	char msg[512] = "", path[512] = "";
-	if (validate_tree(d->candidate, msg, sizeof(msg), path, sizeof(path)))
+	if (changes && !d->candidate_valid &&
+	    validate_tree(d->candidate, msg, sizeof(msg), path, sizeof(path)))
 		return reply_err(NC_ERR_INVALID_VALUE, msg, path);
 	if (noeffect)
 		return nc_server_reply_ok(); /* the faulty device pretends */
@@ -599,7 +607,8 @@ static struct nc_server_reply *rpc_commit(struct device *d, const struct lyd_nod
 		free(d->cc_persist);
 		d->cc_persist = NULL;
 	}
-	set_running(d, dup_tree(d->candidate));
+	if (changes)
+		set_running(d, dup_tree(d->candidate));
 	d->candidate_dirty = false;
 	return nc_server_reply_ok();
 }
@@ -949,30 +958,101 @@ static void session_gone(struct nc_session *s)
 	pthread_mutex_unlock(&d->mu);
 }
 
-static void *worker_main(void *arg)
+/*
+ * Workers. nc_ps_poll() with a timeout waits by checking every session of
+ * its pollsession in a sleep loop, which made an idle simulator of 256
+ * devices burn most of a core (stolen from the controller under test on a
+ * small machine). So the workers sleep in epoll_wait(2) on the sessions'
+ * sockets, registered one-shot: the kernel hands a readable session to one
+ * worker, which asks libnetconf2 (a one-session pollsession, timeout 0) to
+ * serve it until nothing is buffered, then re-arms it. A hung RPC (fault
+ * knob) blocks one worker and one device only. An accepted session is served
+ * once by its accept thread before it is registered: its first RPC may have
+ * been read along with its <hello>, and the socket will not tell.
+ */
+struct conn {
+	struct nc_session *s;
+	struct nc_pollsession *ps; /* this session only */
+	int fd;
+	struct conn *prev, *next; /* sim.conns, for the final clean-up */
+};
+
+static pthread_mutex_t conns_mu = PTHREAD_MUTEX_INITIALIZER; /* guards sim.conns links */
+
+static void end_conn(struct conn *c)
 {
-	struct nc_pollsession *ps = arg;
-	while (!sim.stop) {
+	epoll_ctl(sim.epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	pthread_mutex_lock(&conns_mu);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		sim.conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&conns_mu);
+	nc_ps_del_session(c->ps, c->s);
+	nc_ps_free(c->ps);
+	session_gone(c->s);
+	release_session(c->s, nc_session_get_data(c->s));
+	free(c);
+}
+
+/* Serves what the session has buffered; false when the session ended. */
+static bool serve_conn(struct conn *c)
+{
+	for (;;) {
 		struct nc_session *s = NULL;
-		/* short timeout: a session added while a worker sits in poll()
-		 * is only seen at the next call */
-		int r = nc_ps_poll(ps, 5, &s);
-		if (r & NC_PSPOLL_NOSESSIONS) {
-			usleep(10000);
-			continue;
-		}
+		int r = nc_ps_poll(c->ps, 0, &s);
 		/* a reply that could not be written (the client gave up on a hung
 		 * RPC) leaves the session invalid without SESSION_TERM: end it too,
 		 * or its locks would outlive it */
-		if (s && ((r & (NC_PSPOLL_SESSION_TERM | NC_PSPOLL_SESSION_ERROR)) ||
-			  nc_session_get_status(s) != NC_STATUS_RUNNING)) {
-			nc_ps_del_session(ps, s);
-			session_gone(s);
-			release_session(s, nc_session_get_data(s));
-		}
+		if ((r & (NC_PSPOLL_SESSION_TERM | NC_PSPOLL_SESSION_ERROR | NC_PSPOLL_ERROR)) ||
+		    nc_session_get_status(c->s) != NC_STATUS_RUNNING)
+			return false;
+		if (!(r & NC_PSPOLL_RPC))
+			return true; /* nothing more buffered */
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	(void)arg;
+	while (!sim.stop) {
+		struct epoll_event ev;
+		if (epoll_wait(sim.epfd, &ev, 1, WORKER_POLL_MS) != 1)
+			continue;
+		struct conn *c = ev.data.ptr;
+		ev.events = EPOLLIN | EPOLLONESHOT;
+		if (!serve_conn(c) || epoll_ctl(sim.epfd, EPOLL_CTL_MOD, c->fd, &ev))
+			end_conn(c);
 	}
 	nc_thread_destroy();
 	return NULL;
+}
+
+/* Serves an accepted, bound session once and hands it to the workers. */
+static void add_conn(struct nc_session *s)
+{
+	struct session_data *sd = nc_session_get_data(s);
+	struct conn *c = calloc(1, sizeof(*c));
+	struct nc_pollsession *ps = nc_ps_new();
+	if (!c || !ps || nc_ps_add_session(ps, s)) {
+		free(c);
+		nc_ps_free(ps);
+		session_gone(s);
+		release_session(s, sd);
+		return;
+	}
+	*c = (struct conn){.s = s, .ps = ps, .fd = sd->fd};
+	pthread_mutex_lock(&conns_mu);
+	c->next = sim.conns;
+	if (sim.conns)
+		sim.conns->prev = c;
+	sim.conns = c;
+	pthread_mutex_unlock(&conns_mu);
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.ptr = c};
+	if (!serve_conn(c) || epoll_ctl(sim.epfd, EPOLL_CTL_ADD, c->fd, &ev))
+		end_conn(c);
 }
 
 static void *accept_main(void *arg)
@@ -992,7 +1072,7 @@ static void *accept_main(void *arg)
 			continue;
 		}
 		nc_session_set_data(s, sd);
-		nc_ps_add_session(sim.ps[atomic_fetch_add(&sim.next_ps, 1) % (unsigned)sim.n_ps], s);
+		add_conn(s);
 	}
 	nc_thread_destroy();
 	return NULL;
@@ -1411,12 +1491,14 @@ int main(int argc, char **argv)
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		signal(SIGPIPE, SIG_IGN);
-		sim.n_ps = (workers + THREADS_PER_PS - 1) / THREADS_PER_PS;
-		for (int i = 0; i < sim.n_ps; i++)
-			sim.ps[i] = nc_ps_new();
+		sim.epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (sim.epfd < 0) {
+			perror("ocs-devsim: epoll_create1");
+			exit(3);
+		}
 		pthread_t tids[MAX_WORKERS], timer;
 		for (int i = 0; i < workers; i++)
-			pthread_create(&tids[i], NULL, worker_main, sim.ps[i % sim.n_ps]);
+			pthread_create(&tids[i], NULL, worker_main, NULL);
 		pthread_create(&timer, NULL, timer_main, NULL);
 		if (!tls)
 			print_hostkey_fingerprint();
@@ -1434,10 +1516,9 @@ int main(int argc, char **argv)
 		for (int i = 0; i < workers; i++)
 			pthread_join(tids[i], NULL);
 		pthread_join(timer, NULL);
-		for (int i = 0; i < sim.n_ps; i++) {
-			nc_ps_clear(sim.ps[i], 1, free);
-			nc_ps_free(sim.ps[i]);
-		}
+		while (sim.conns)
+			end_conn(sim.conns);
+		close(sim.epfd);
 	}
 	nc_server_destroy();
 	for (int i = 0; i < sim.count; i++) {

@@ -49,6 +49,11 @@ struct sb_device {
 	int backoff_ms;         /* current reconnect delay, 0 after a success */
 	int64_t next_attempt_ms; /* no connect before this time */
 	char hostkey_error[320];
+	/* settings staged by sb_device_set_config() from any thread, taken by
+	 * the device's next connect (guarded by staged_mu) */
+	pthread_mutex_t staged_mu;
+	bool staged;
+	struct sb_device_config staged_cfg;
 };
 
 int64_t sb_now_ms(void)
@@ -150,6 +155,23 @@ const struct sb_driver_counters *sb_driver_counters(const struct sb_driver *drv)
 
 /* ---- device ------------------------------------------------------------- */
 
+/* Copies cfg with the defaults of sb_device_config filled in. */
+static void fill_config(struct sb_device_config *dst, const struct sb_device_config *cfg)
+{
+	*dst = *cfg;
+	if (!dst->name[0]) {
+		char name[96];
+		snprintf(name, sizeof(name), "%.60s:%u", cfg->host, cfg->port);
+		memcpy(dst->name, name, sizeof(dst->name) - 1);
+	}
+	if (dst->rpc_timeout_ms <= 0)
+		dst->rpc_timeout_ms = 5000;
+	if (dst->backoff_min_ms <= 0)
+		dst->backoff_min_ms = 50;
+	if (dst->backoff_max_ms <= 0)
+		dst->backoff_max_ms = 5000;
+}
+
 int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg,
 		  struct sb_device **out)
 {
@@ -159,20 +181,37 @@ int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg,
 	if (!dev)
 		return -ENOMEM;
 	dev->drv = drv;
-	dev->cfg = *cfg;
-	if (!dev->cfg.name[0]) {
-		char name[96];
-		snprintf(name, sizeof(name), "%.60s:%u", cfg->host, cfg->port);
-		memcpy(dev->cfg.name, name, sizeof(dev->cfg.name) - 1);
-	}
-	if (dev->cfg.rpc_timeout_ms <= 0)
-		dev->cfg.rpc_timeout_ms = 5000;
-	if (dev->cfg.backoff_min_ms <= 0)
-		dev->cfg.backoff_min_ms = 50;
-	if (dev->cfg.backoff_max_ms <= 0)
-		dev->cfg.backoff_max_ms = 5000;
+	pthread_mutex_init(&dev->staged_mu, NULL);
+	fill_config(&dev->cfg, cfg);
 	*out = dev;
 	return 0;
+}
+
+int sb_device_set_config(struct sb_device *dev, const struct sb_device_config *cfg)
+{
+	if (!cfg->host[0] || !cfg->port)
+		return -EINVAL;
+	pthread_mutex_lock(&dev->staged_mu);
+	fill_config(&dev->staged_cfg, cfg);
+	/* the name identifies the device in errors and logs: it stays */
+	memcpy(dev->staged_cfg.name, dev->cfg.name, sizeof(dev->cfg.name));
+	dev->staged = true;
+	pthread_mutex_unlock(&dev->staged_mu);
+	return 0;
+}
+
+/* Takes staged settings (if any): closes a session made with the old ones. */
+static void take_staged(struct sb_device *dev)
+{
+	pthread_mutex_lock(&dev->staged_mu);
+	if (dev->staged) {
+		sb_device_disconnect(dev);
+		dev->cfg = dev->staged_cfg;
+		dev->staged = false;
+		dev->backoff_ms = 0;
+		dev->next_attempt_ms = 0;
+	}
+	pthread_mutex_unlock(&dev->staged_mu);
 }
 
 void sb_device_free(struct sb_device *dev)
@@ -180,6 +219,7 @@ void sb_device_free(struct sb_device *dev)
 	if (!dev)
 		return;
 	sb_device_disconnect(dev);
+	pthread_mutex_destroy(&dev->staged_mu);
 	free(dev);
 }
 
@@ -335,6 +375,7 @@ static void detect_capabilities(struct sb_device *dev)
 
 int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 {
+	take_staged(dev);
 	if (sb_device_connected(dev))
 		return 0;
 	sb_device_disconnect(dev);

@@ -22,6 +22,9 @@
  *   - libnetconf2 keeps client settings (username, callbacks, keys) per
  *     thread; sb_device_connect() sets them in the calling thread every
  *     time, so any thread may (re)connect any device.
+ *   - sb_device_set_config() is the exception: any thread may call it at
+ *     any time (the daemon does on SIGHUP while a transaction may be using
+ *     the device); the settings wait for the device's own thread.
  *   - Counters are atomics, readable from any thread.
  *
  * Errors: functions return 0 or a negative errno (-ETIMEDOUT deadline
@@ -162,6 +165,16 @@ int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg,
 		  struct sb_device **out);
 void sb_device_free(struct sb_device *dev);
 const char *sb_device_name(const struct sb_device *dev);
+
+/*
+ * Stages new settings (address, port, credentials, host-key policy,
+ * timeouts; the name stays). Thread-safe. They take effect at the device's
+ * next sb_device_connect(), which closes a session opened with the old ones
+ * and connects afresh (the backoff is reset), so a transaction in progress
+ * keeps its session to the end: the transaction engine connects each device
+ * only when it prepares it. Returns 0, or -EINVAL (no host or port).
+ */
+int sb_device_set_config(struct sb_device *dev, const struct sb_device_config *cfg);
 
 /*
  * Connects unless a session is up. Honors the backoff: while backing off

@@ -321,9 +321,10 @@ static void job_prepare(void *arg)
 	struct sb_error err = {0};
 	int64_t deadline = sb_now_ms() + d->t->opts.connect_timeout_ms;
 	d->ok = true;
-	d->touched = true;
+	/* a device we could not reach got no RPC: nothing to roll back there */
 	if (sb_device_connect_until(d->dev, deadline, &err))
 		return fail_dev(d, SB_STEP_PREPARE, &err);
+	d->touched = true;
 	d->res->strategy = sb_device_strategy(d->dev);
 	enum sb_datastore ds = uses_candidate(d) ? SB_DS_CANDIDATE : SB_DS_RUNNING;
 	if (sb_device_lock(d->dev, ds, &err))
@@ -404,6 +405,7 @@ static void job_verify(void *arg)
 	struct dev_ctx *d = arg;
 	struct sb_error err = {0};
 	int64_t deadline = sb_now_ms() + d->t->opts.verify_timeout_ms;
+	long poll_ms = 2; /* doubles up to 8 ms: switching takes 1..25 ms */
 	d->ok = true;
 	for (;;) {
 		struct sb_xc_state *s = NULL;
@@ -440,8 +442,10 @@ static void job_verify(void *arg)
 				 d->t->opts.verify_timeout_ms);
 			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -ETIMEDOUT, msg);
 		}
-		struct timespec ts = {0, 2 * 1000000};
+		struct timespec ts = {0, poll_ms * 1000000};
 		nanosleep(&ts, NULL);
+		if (poll_ms < 8)
+			poll_ms *= 2;
 	}
 }
 

@@ -99,6 +99,28 @@ int tl_fleet_stop(struct tl_fleet *f)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+int tl_make_cert(const char *dir, const char *name, const char *cn, const char *ca)
+{
+	char cmd[1024];
+	if (!ca) {
+		snprintf(cmd, sizeof(cmd),
+			 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+			 "-keyout %s/%s.key -out %s/%s.pem -subj /CN=%s -days 1 2>/dev/null",
+			 dir, name, dir, name, cn);
+	} else {
+		snprintf(cmd, sizeof(cmd),
+			 "printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' "
+			 "> %s/%s.ext && "
+			 "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+			 "-keyout %s/%s.key -out %s/%s.csr -subj /CN=%s 2>/dev/null && "
+			 "openssl x509 -req -in %s/%s.csr -CA %s/%s.pem -CAkey %s/%s.key "
+			 "-CAcreateserial -extfile %s/%s.ext -out %s/%s.pem -days 1 2>/dev/null",
+			 dir, name, dir, name, dir, name, cn, dir, name, dir, ca, dir, ca, dir,
+			 name, dir, name);
+	}
+	return system(cmd) == 0 ? 0 : -1;
+}
+
 struct sb_device_config tl_device_config(const struct tl_fleet *f, int i)
 {
 	struct sb_device_config c = {0};

@@ -36,6 +36,14 @@ int tl_fleet_start(struct tl_fleet *f, int count, const char *const *extra);
 /* SIGTERM, wait; returns the exit status (0 = clean). */
 int tl_fleet_stop(struct tl_fleet *f);
 
+/*
+ * A certificate `name` (dir/name.pem, dir/name.key) for common name cn,
+ * ECDSA P-256 for one day, made with the openssl CLI: self-signed when ca is
+ * NULL, else signed by dir/ca.pem (with subjectAltName IP:127.0.0.1).
+ * Returns 0 or -1.
+ */
+int tl_make_cert(const char *dir, const char *name, const char *cn, const char *ca);
+
 /* A config for device i of the fleet (password auth, pinned host key). */
 struct sb_device_config tl_device_config(const struct tl_fleet *f, int i);
 

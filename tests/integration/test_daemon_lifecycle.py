@@ -107,12 +107,18 @@ try:
         f.write(lab.replace('"pods": 4', '"pods": 3'))
     check(reload_and_count("restart_needed") == 1, "a changed file is not reported")
     with open(cfg, "w") as f:
+        f.write(lab.replace('"confirm-timeout-s": 60', '"confirm-timeout-s": 90'))
+    check(reload_and_count("restart_needed") == 2, "a changed confirm timeout is not reported")
+    # how devices are reached applies live (tests/integration/test_daemon_reload.py
+    # shows the devices being reached with the new settings)
+    with open(cfg, "w") as f:
         f.write(lab.replace('"rpc-timeout-ms": 5000', '"rpc-timeout-ms": 7000'))
-    check(reload_and_count("restart_needed") == 2, "a changed timeout is not reported")
+    check(reload_and_count("applied") == 1, "a changed rpc timeout is not applied")
     check(proc.poll() is None, "ocsd died on a reload")
+    check(reload_and_count("unchanged") == 1, "an unchanged file is not reported")
     with open(cfg, "w") as f:
         f.write(lab)
-    check(reload_and_count("unchanged") == 1, "an unchanged file is not reported")
+    check(reload_and_count("applied") == 2, "going back is not applied")
 
     proc.send_signal(signal.SIGTERM)
     stopping = messages("STOPPING=1")

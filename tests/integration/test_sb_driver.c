@@ -165,27 +165,9 @@ static void test_public_key_auth(void **state)
 	rmdir(dir);
 }
 
-/* A CA and a certificate it signs (ECDSA P-256, one day), with the openssl CLI. */
 static void make_cert(const char *dir, const char *name, const char *cn, const char *ca)
 {
-	char cmd[1024];
-	if (!ca) {
-		snprintf(cmd, sizeof(cmd),
-			 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
-			 "-keyout %s/%s.key -out %s/%s.pem -subj /CN=%s -days 1 2>/dev/null",
-			 dir, name, dir, name, cn);
-	} else {
-		snprintf(cmd, sizeof(cmd),
-			 "printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' "
-			 "> %s/%s.ext && "
-			 "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
-			 "-keyout %s/%s.key -out %s/%s.csr -subj /CN=%s 2>/dev/null && "
-			 "openssl x509 -req -in %s/%s.csr -CA %s/%s.pem -CAkey %s/%s.key "
-			 "-CAcreateserial -extfile %s/%s.ext -out %s/%s.pem -days 1 2>/dev/null",
-			 dir, name, dir, name, dir, name, cn, dir, name, dir, ca, dir, ca, dir, name,
-			 dir, name);
-	}
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tl_make_cert(dir, name, cn, ca), 0);
 }
 
 static void test_tls_certificates(void **state)
@@ -376,6 +358,59 @@ static void test_confirmed_commit_reverts(void **state)
 	sb_device_free(d);
 }
 
+/* New settings wait for the next connect; a session made with old ones is replaced. */
+static void test_staged_config(void **state)
+{
+	struct sb_device *d = open_dev(0, 2000);
+	struct sb_error err = {0};
+	const struct sb_driver_counters *k = sb_driver_counters(drv);
+	struct sb_xc x0[] = {{2, 3}, {3, 2}};
+	OK(sb_device_connect(d, &err));
+	OK(sb_device_lock(d, SB_DS_CANDIDATE, &err));
+	OK(sb_device_edit_xcs(d, SB_DS_CANDIDATE, NULL, 0, x0, 2, &err));
+
+	/* point the handle at device 1: the open session (and its lock) stay
+	 * until the next connect, so a step in progress is not cut */
+	struct sb_device_config c1 = tl_device_config(&fleet, 1);
+	c1.rpc_timeout_ms = 2000;
+	uint64_t connects = atomic_load(&k->connects);
+	OK(sb_device_set_config(d, &c1));
+	assert_true(sb_device_connected(d));
+	OK(sb_device_commit(d, 0, NULL, NULL, &err));
+	OK(sb_device_unlock(d, SB_DS_CANDIDATE, &err));
+	OK(sb_device_connect(d, &err));
+	assert_int_equal(atomic_load(&k->connects), connects + 1);
+	assert_string_equal(sb_device_name(d), "devsim0"); /* the name stays */
+	struct sb_xc_state *s = NULL;
+	size_t n = 0;
+	OK(sb_device_read_xcs(d, false, SB_DS_RUNNING, &s, &n, &err));
+	assert_int_equal(n, 0); /* device 1 never got the edit */
+	free(s);
+
+	/* a port nobody listens on: refused at the next connect; back again */
+	struct sb_device_config dead = c1;
+	dead.port = (uint16_t)(fleet.base_port + fleet.count + 50);
+	OK(sb_device_set_config(d, &dead));
+	assert_int_equal(sb_device_connect(d, &err), -ECONNREFUSED);
+	assert_false(sb_device_connected(d));
+	struct sb_device_config c0 = tl_device_config(&fleet, 0);
+	c0.rpc_timeout_ms = 2000;
+	OK(sb_device_set_config(d, &c0));
+	OK(sb_device_connect(d, &err)); /* no backoff left from the failure */
+	OK(sb_device_read_xcs(d, false, SB_DS_RUNNING, &s, &n, &err));
+	assert_int_equal(n, 2);
+	free(s);
+	/* leave device 0 as the other tests expect it */
+	OK(sb_device_lock(d, SB_DS_CANDIDATE, &err));
+	OK(sb_device_edit_xcs(d, SB_DS_CANDIDATE, x0, 2, NULL, 0, &err));
+	OK(sb_device_commit(d, 0, NULL, NULL, &err));
+	OK(sb_device_unlock(d, SB_DS_CANDIDATE, &err));
+	struct sb_device_config bad = c0;
+	bad.host[0] = '\0';
+	assert_int_equal(sb_device_set_config(d, &bad), -EINVAL);
+	sb_device_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_edit_commit_and_state),
 		cmocka_unit_test(test_deadline_and_drop),
 		cmocka_unit_test(test_confirmed_commit_reverts),
+		cmocka_unit_test(test_staged_config),
 	};
 	if (getenv("SB_TEST_FILTER")) /* debugging: run the tests matching a pattern */
 		cmocka_set_test_filter(getenv("SB_TEST_FILTER"));

@@ -183,6 +183,39 @@ static void test_one_way_plan_refused_untouched(void **state)
 	assert_int_equal(tl_fleet_stop(&fleet), 0);
 }
 
+/* A device nobody answers for got no RPC: the rest roll back, and that is proven. */
+static void test_unreachable_device_rolled_back(void **state)
+{
+	struct tl_fleet fleet;
+	assert_int_equal(tl_fleet_start(&fleet, 4, NULL), 0);
+	struct sb_device **devs = tl_devices(drv, &fleet, 0, 4, 2000);
+	struct sb_xc *pre[4];
+	size_t n_pre[4];
+	snapshot(devs, 4, pre, n_pre);
+	struct sb_device_config c = tl_device_config(&fleet, 3);
+	c.port = (uint16_t)(fleet.base_port + fleet.count + 50); /* nobody listens */
+	assert_int_equal(sb_device_set_config(devs[3], &c), 0);
+	struct plan_buf b;
+	build_plan(&b, &lab_straight, devs, 4, 1);
+	struct sb_txn_options o = {.connect_timeout_ms = 300};
+	struct sb_txn_result r;
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, &o, &r), 0);
+	print_result(&r);
+	assert_int_equal(r.outcome, SB_TXN_ROLLED_BACK);
+	assert_int_equal(r.failed_step, SB_STEP_PREPARE);
+	assert_int_equal(r.devices[3].outcome, SB_DEV_UNTOUCHED);
+	assert_string_equal(r.devices[3].error.operation, "connect");
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(r.devices[i].outcome, SB_DEV_ROLLED_BACK);
+	assert_non_null(strstr(r.message, "every device rolled back"));
+	sb_txn_result_clear(&r);
+	b.plan.n_devices = 3; /* the reachable ones are as they were */
+	assert_devices_hold(&b, &lab_straight, false, pre, n_pre);
+	free_snapshot(pre, 4);
+	tl_devices_free(devs, 4);
+	assert_int_equal(tl_fleet_stop(&fleet), 0);
+}
+
 static void test_cross_wiring_pairs(void **state)
 {
 	struct tl_fleet fleet;
@@ -368,6 +401,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_commit_16_devices_and_change),
 		cmocka_unit_test(test_one_way_plan_refused_untouched),
+		cmocka_unit_test(test_unreachable_device_rolled_back),
 		cmocka_unit_test(test_cross_wiring_pairs),
 		cmocka_unit_test(test_readback_catches_commit_without_effect),
 		cmocka_unit_test(test_compensating_rollback_without_confirmed_commit),

@@ -153,7 +153,7 @@ static void test_intents_and_circuits(void **state)
 	struct circuits cs = { 0 };
 	int64_t t1, t2, t3;
 
-	assert_int_equal(st_intent_begin(st, "j1", NULL, 0, add1, 2, 100, &t1), 0);
+	assert_int_equal(st_intent_begin(st, "j1", NULL, 0, add1, 2, NULL, 0, 100, &t1), 0);
 	assert_int_equal(st_intent_list_open(st, collect_intent, &open_in), 0);
 	assert_int_equal(open_in.txn_id, t1);
 	assert_int_equal(open_in.n_additions, 2);
@@ -169,7 +169,7 @@ static void test_intents_and_circuits(void **state)
 	assert_string_equal(cs.items[0].job_id, "j1");
 
 	/* A rolled-back transaction leaves the table alone. */
-	assert_int_equal(st_intent_begin(st, "j2", del2, 1, add2, 2, 120, &t2), 0);
+	assert_int_equal(st_intent_begin(st, "j2", del2, 1, add2, 2, NULL, 0, 120, &t2), 0);
 	assert_true(t2 > t1);
 	assert_int_equal(st_intent_finish(st, t2, ST_INTENT_ROLLED_BACK, "device 3 refused", 130), 0);
 	cs.n = 0;
@@ -177,7 +177,7 @@ static void test_intents_and_circuits(void **state)
 	assert_int_equal(cs.n, 2);
 
 	/* Removal and re-use of the same input port in one confirmed transaction. */
-	assert_int_equal(st_intent_begin(st, "j2", del2, 1, add2, 2, 140, &t3), 0);
+	assert_int_equal(st_intent_begin(st, "j2", del2, 1, add2, 2, NULL, 0, 140, &t3), 0);
 	open_in.txn_id = 0;
 	assert_int_equal(st_intent_list_open(st, collect_intent, &open_in), 0);
 	assert_int_equal(open_in.txn_id, t3);
@@ -194,6 +194,79 @@ static void test_intents_and_circuits(void **state)
 	open_in.txn_id = 0;
 	assert_int_equal(st_intent_list_open(st, collect_intent, &open_in), 0);
 	assert_int_equal(open_in.txn_id, 0);
+	st_close(st);
+}
+
+struct links {
+	struct st_link items[16];
+	size_t n;
+};
+
+static int collect_link(void *ctx, const struct st_link *l)
+{
+	struct links *ls = ctx;
+
+	if (ls->n == 16)
+		return -ENOSPC;
+	ls->items[ls->n++] = *l;
+	return 0;
+}
+
+static struct links all_links(struct st_store *st)
+{
+	struct links ls = { 0 };
+
+	assert_int_equal(st_link_list(st, collect_link, &ls), 0);
+	return ls;
+}
+
+/* Leaf-spine links become their jobs' at CONFIRMED, replacing what the jobs had. */
+static void test_job_links(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct st_circuit add[] = { { { 0, 0, 1, 2 }, "j1" } };
+	struct st_link l1[] = { { "j1", 0, 2, 0, 1 }, { "j1", 0, 2, 1, 1 } };
+	struct st_link l2[] = { { "j2", 0, 4, 1, 2 } };
+	struct st_link l1b[] = { { "j1", 0, 2, 3, 2 }, { "j2", 1, 5, 0, 1 } };
+	struct links ls;
+	int64_t t;
+
+	assert_int_equal(st_intent_begin(st, "j1", NULL, 0, add, 1, l1, 2, 10, &t), 0);
+	assert_int_equal(all_links(st).n, 0); /* nothing before the outcome */
+	assert_int_equal(st_intent_finish(st, t, ST_INTENT_CONFIRMED, NULL, 11), 0);
+	ls = all_links(st);
+	assert_int_equal(ls.n, 2);
+	assert_string_equal(ls.items[1].job_id, "j1");
+	assert_int_equal(ls.items[1].h, 1);
+	assert_int_equal(ls.items[1].links, 1);
+
+	/* rolled back: the links stay as they were */
+	assert_int_equal(st_intent_begin(st, "j2", NULL, 0, NULL, 0, l2, 1, 12, &t), 0);
+	assert_int_equal(st_intent_finish(st, t, ST_INTENT_ROLLED_BACK, "refused", 13), 0);
+	assert_int_equal(all_links(st).n, 2);
+	assert_int_equal(st_intent_begin(st, "j2", NULL, 0, NULL, 0, l2, 1, 14, &t), 0);
+	assert_int_equal(st_intent_finish(st, t, ST_INTENT_CONFIRMED, NULL, 15), 0);
+	assert_int_equal(all_links(st).n, 3);
+
+	/* a re-plan of j1 that also moves j2: both jobs' links are replaced */
+	assert_int_equal(st_intent_begin(st, "j1", NULL, 0, NULL, 0, l1b, 2, 16, &t), 0);
+	assert_int_equal(st_intent_finish(st, t, ST_INTENT_CONFIRMED, NULL, 17), 0);
+	ls = all_links(st);
+	assert_int_equal(ls.n, 2);
+	assert_string_equal(ls.items[0].job_id, "j1");
+	assert_int_equal(ls.items[0].h, 3);
+	assert_string_equal(ls.items[1].job_id, "j2");
+	assert_int_equal(ls.items[1].b, 5);
+
+	/* a release (no links) clears its job's links, across a reopen */
+	assert_int_equal(st_intent_begin(st, "j2", NULL, 0, NULL, 0, NULL, 0, 18, &t), 0);
+	assert_int_equal(st_intent_finish(st, t, ST_INTENT_CONFIRMED, NULL, 19), 0);
+	st_close(st);
+	st = open_store(f->path);
+	ls = all_links(st);
+	assert_int_equal(ls.n, 1);
+	assert_string_equal(ls.items[0].job_id, "j1");
 	st_close(st);
 }
 
@@ -217,7 +290,7 @@ static void test_survives_kill(void **state)
 		int64_t t;
 
 		if (st_open(f->path, &child, err, sizeof(err)) != 0 || st_job_put(child, &j) != 0 ||
-		    st_intent_begin(child, "acked", NULL, 0, add, 1, 5, &t) != 0)
+		    st_intent_begin(child, "acked", NULL, 0, add, 1, NULL, 0, 5, &t) != 0)
 			_exit(1);
 		kill(getpid(), SIGKILL);
 		_exit(2);
@@ -277,6 +350,32 @@ static void test_unknown_schema_refused(void **state)
 	assert_int_equal(st_open(f->path, &st, err, sizeof(err)), -EPROTO);
 	assert_null(st);
 	assert_non_null(strstr(err, "schema version 7"));
+
+	/* a version-1 file (no link tables) is upgraded in place, jobs kept */
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+				      "UPDATE meta SET value = '1' WHERE key = 'schema_version';"
+				      "DROP TABLE job_links; DROP TABLE intent_links;"
+				      "INSERT INTO jobs(id, state, created_ms, updated_ms, seq)"
+				      " VALUES('old', 'ACTIVE', 1, 1, 1);",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	st = open_store(f->path);
+	assert_int_equal(all_links(st).n, 0);
+	struct st_job j = { 0 };
+	assert_int_equal(st_job_get(st, "old", &j), 0);
+	st_job_clear(&j);
+	st_close(st);
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	sqlite3_stmt *q;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'",
+					    -1, &q, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "2");
+	sqlite3_finalize(q);
+	sqlite3_close(db);
 	assert_true(st_open("/nonexistent-dir/x.db", &st, err, sizeof(err)) < 0);
 	assert_non_null(strstr(err, "cannot open /nonexistent-dir/x.db"));
 }
@@ -285,6 +384,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_jobs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intents_and_circuits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drained_devices, setup, teardown),
