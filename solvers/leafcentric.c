@@ -5,8 +5,15 @@
  * Internally the demand is a list of pairs (a < b, sorted) and each pair's
  * `links` units are numbered consecutively; a method writes one spine index
  * per unit (-1 = not placed yet). A shared pass then enforces spine port
- * capacity (moving units off full spines to the spine that raises contention
- * least, or reporting them unplaced) and builds every output list.
+ * capacity and leaf uplink totals (moving units off full spines to the
+ * spine that raises contention least, or reporting them unplaced); where
+ * contention is left, the leaf-centric planner repairs it (relieve_*,
+ * swap_unplaced); then every output list is built.
+ *
+ * Live jobs' leaf-spine usage (w->pre) enters as the starting load of every
+ * (leaf, spine): the colourings block the slots it fills, and every figure
+ * counts it. Without usage, w->pre is NULL and the code paths are the ones
+ * of plain planning.
  */
 #include "leafcentric.h"
 
