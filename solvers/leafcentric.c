@@ -5,8 +5,15 @@
  * Internally the demand is a list of pairs (a < b, sorted) and each pair's
  * `links` units are numbered consecutively; a method writes one spine index
  * per unit (-1 = not placed yet). A shared pass then enforces spine port
- * capacity (moving units off full spines to the spine that raises contention
- * least, or reporting them unplaced) and builds every output list.
+ * capacity and leaf uplink totals (moving units off full spines to the
+ * spine that raises contention least, or reporting them unplaced); where
+ * contention is left, the leaf-centric planner repairs it (relieve_*,
+ * swap_unplaced); then every output list is built.
+ *
+ * Live jobs' leaf-spine usage (w->pre) enters as the starting load of every
+ * (leaf, spine): the colourings block the slots it fills, and every figure
+ * counts it. Without usage, w->pre is NULL and the code paths are the ones
+ * of plain planning.
  */
 #include "leafcentric.h"
 
@@ -28,8 +35,8 @@
  * walk steps allowed per plan: LC_RELIEF_STEPS_PER_UNIT per demand unit on
  * top of one full walk (bounds the time on instances that cannot be freed).
  */
-#define LC_RELIEF_TRIES		 4
-#define LC_RELIEF_STEPS_PER_UNIT 4
+#define LC_RELIEF_TRIES		 2
+#define LC_RELIEF_STEPS_PER_UNIT 1
 /*
  * Around usage (tau >= 2): colouring turns tried while the plan is
  * contended, at most LC_USAGE_TURNS and at most LC_USAGE_TURN_UNITS demand
@@ -523,16 +530,22 @@ static int assign_euler(const struct work *w, int turn, int *unit_h)
 		free(fwd);
 		return -ENOMEM;
 	}
-	/* Sender a is vertex a, receiver b is vertex N + b; edge ids are unit ids. */
+	/*
+	 * Sender a is vertex a, receiver b is vertex N + b; edge ids are unit
+	 * ids. Turn 0 colours each edge as it is added, other turns afterwards
+	 * from another pair on.
+	 */
 	for (size_t p = 0; p < w->n_pairs; p++) {
 		for (int t = 0; t < w->links[p]; t++) {
 			int from = t < fwd[p] ? w->a[p] : w->b[p],
 			    to = t < fwd[p] ? w->b[p] : w->a[p];
+			int e = ec_add_edge(&g, from, w->N + to);
 
-			ec_add_edge(&g, from, w->N + to);
+			if (turn == 0)
+				ec_color(&g, e, true, 0);
 		}
 	}
-	for (size_t k = 0; k < w->n_pairs; k++) {
+	for (size_t k = 0; turn && k < w->n_pairs; k++) {
 		size_t p = (first + k) % w->n_pairs;
 
 		for (size_t u = w->off[p]; u < w->off[p + 1]; u++)
@@ -892,9 +905,59 @@ static bool relieve_unit(struct relief *r, size_t u)
 	return false;
 }
 
+/* A spine where both leaves of pair p have room and both pods a port, or -1. */
+static int free_spine(const struct relief *r, size_t p)
+{
+	const struct work *w = r->w;
+
+	for (int c = 0; c < w->H; c++)
+		if (has_room(r, w->a[p], c) && has_room(r, w->b[p], c) && has_port(r, w->a[p], c) &&
+		    has_port(r, w->b[p], c))
+			return c;
+	return -1;
+}
+
+/*
+ * Unit u sits on an overloaded link at a leaf x whose uplinks are all used
+ * (usage included), so some link of x is unplaced anyway: if an unplaced
+ * unit v of x fits contention-free once u gives its uplink back, v takes
+ * it and u becomes the unplaced one. As many links stay unplaced, and
+ * contention drops. Returns whether it swapped.
+ */
+static bool swap_unplaced(struct relief *r, size_t u)
+{
+	const struct work *w = r->w;
+	size_t p = r->pair_of[u];
+	int h = r->s->unit_h[u];
+
+	for (int side = 0; side < 2; side++) {
+		int x = side ? w->b[p] : w->a[p];
+
+		if (r->s->total[x] < w->f->k_leaf)
+			continue;
+		put_unit(r, u, -1);
+		for (size_t i = r->leaf_start[x]; i < r->leaf_start[x + 1]; i++) {
+			size_t v = r->leaf_units[i], pv = r->pair_of[v];
+			int y = w->a[pv] == x ? w->b[pv] : w->a[pv], c;
+
+			if (r->s->unit_h[v] >= 0 || r->s->total[y] >= w->f->k_leaf)
+				continue;
+			c = free_spine(r, pv);
+			if (c >= 0) {
+				put_unit(r, v, c);
+				return true;
+			}
+		}
+		put_unit(r, u, h);
+	}
+	return false;
+}
+
 /*
  * Contention left over after a method (tau = 1 beyond the greedy, usage,
- * pinned ports): walks every unit on an overloaded link (relieve_unit).
+ * pinned ports): walks every unit on an overloaded link (relieve_unit),
+ * then, around usage, swaps overloaded units for unplaced ones at full
+ * leaves (swap_unplaced).
  * Runs only when some link is over tau, so plans without contention pay
  * nothing.
  */
@@ -956,6 +1019,16 @@ static int relieve_contention(const struct work *w, struct placed *s)
 		if (s->unplaced_units == unplaced)
 			break;
 	}
+	for (size_t u = 0; w->pre && s->unplaced_units && u < w->n_units; u++) {
+		size_t p = r.pair_of[u];
+		int h = s->unit_h[u];
+
+		if (h >= 0 && (s->load[(size_t)w->a[p] * w->H + h] > w->tau ||
+			       s->load[(size_t)w->b[p] * w->H + h] > w->tau))
+			swap_unplaced(&r, u);
+	}
+	/* A swap gives an uplink back at u's other leaf: room for units left out. */
+	place_leftover(w, s);
 	free(r.pair_of);
 	free(r.leaf_start);
 	free(r.leaf_units);

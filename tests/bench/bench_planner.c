@@ -12,17 +12,23 @@
  *      leaves with contention above 1 on the same instances;
  *   4. straight wiring: share of unrealized circuits on saturated random
  *      instances before and after Kempe repair (target <= 0.5% after);
- *   5. two jobs sharing every leaf: job A uses half of each leaf's uplinks,
- *      job B the other half, planned with A's cross-connects pinned, once
- *      with A's leaf-spine usage (lc_options.usage, computed by
- *      lc_usage_from_assignment and timed with the plan) and once blind to
- *      it, side by side: time, combined contention, unplaced links;
+ *   5. two jobs sharing every leaf: jobs A and B each use 37.5% or 50% of
+ *      every leaf's uplinks (50%: together exactly full), B planned with
+ *      A's cross-connects pinned, once with A's leaf-spine usage
+ *      (lc_options.usage, computed by lc_usage_from_assignment and timed
+ *      with the plan) and once blind to it, side by side: time, combined
+ *      contention, unplaced links;
  *   6. the same on small near-tight instances next to GLPK: of the
  *      instances where an ILP proves that B fits contention-free around A's
  *      usage and ports, how many the planner plans contention-free (a plan
- *      claiming so where the ILP proves it impossible counts as a failure).
+ *      claiming so where the ILP proves it impossible counts as a failure);
+ *   7. random sequences of 2..6 jobs on overlapping leaves (the shapes of
+ *      tests/property/test_leaf_share_property.c, small fabrics): for every
+ *      job that ends contended on a contention-free load, GLPK computes the
+ *      most links placeable contention-free within the free ports; the job
+ *      is "avoidable" when that is at least what the planner placed.
  *
- * Usage: bench_planner [repetitions] [sections]   (default 9, all: "123456")
+ * Usage: bench_planner [repetitions] [sections]   (default 9, all: "1234567")
  * Exits 1 when a plan breaks a guarantee or the ILP answer is infeasible;
  * timings are printed, not asserted (targets are shown next to them).
  */
@@ -664,13 +670,15 @@ static void bench_shared(int reps)
 }
 
 /*
- * Whether demand d fits contention-free around usage U ([leaf * H + h]) with
- * free spine ports fp ([pod * H + h]): integer x[pair][h] >= 0 with
- * sum_h x = links, sum of x at (leaf, h) <= tau - U, sum of x at (pod, h)
- * <= fp. Returns 1 feasible, 0 proven infeasible, -1 undecided in time.
+ * The ILP of sections 6 and 7: integer x[pair][h] >= 0 with sum of x at
+ * (leaf, h) <= tau - U ([leaf * H + h]) and at (pod, h) <= fp ([pod * H + h],
+ * free spine ports). all_links: sum_h x = links for every pair, feasibility
+ * only: returns 1 feasible, 0 proven infeasible, -1 undecided in time.
+ * Otherwise sum_h x <= links, maximizing the links placed: returns the
+ * optimum, or -1 when not proven in time.
  */
-static int fits_contention_free(const struct ocs_fabric *f, const struct lc_demand *d, size_t n,
-				const int *U, const int *fp)
+static int contention_free_ilp(const struct ocs_fabric *f, const struct lc_demand *d, size_t n,
+			       const int *U, const int *fp, bool all_links)
 {
 	int H = ocs_fabric_groups(f), N = ocs_fabric_leaves(f), P = f->pods;
 	int n_vars = (int)n * H, ne = 0, rc, st;
@@ -689,8 +697,12 @@ static int fits_contention_free(const struct ocs_fabric *f, const struct lc_dema
 	base_pair = glp_add_rows(lp, (int)n);
 	base_leaf = glp_add_rows(lp, N * H);
 	base_pod = glp_add_rows(lp, P * H);
+	glp_set_obj_dir(lp, GLP_MAX);
+	for (int c = 1; !all_links && c <= n_vars; c++)
+		glp_set_obj_coef(lp, c, 1.0);
 	for (size_t k = 0; k < n; k++)
-		glp_set_row_bnds(lp, base_pair + (int)k, GLP_FX, d[k].links, d[k].links);
+		glp_set_row_bnds(lp, base_pair + (int)k, all_links ? GLP_FX : GLP_UP,
+				 all_links ? d[k].links : 0.0, d[k].links);
 	for (int r = 0; r < N * H; r++)
 		glp_set_row_bnds(lp, base_leaf + r, GLP_UP, 0.0,
 				 U[r] < f->tau ? f->tau - U[r] : 0.0);
@@ -719,6 +731,15 @@ static int fits_contention_free(const struct ocs_fabric *f, const struct lc_dema
 	parm.tm_lim = ILP_LIMIT_MS;
 	rc = glp_intopt(lp, &parm);
 	st = glp_mip_status(lp);
+	if (!all_links) {
+		int best = rc == 0 && st == GLP_OPT ? (int)(glp_mip_obj_val(lp) + 0.5) : -1;
+
+		glp_delete_prob(lp);
+		free(ia);
+		free(ja);
+		free(ar);
+		return best;
+	}
 	glp_delete_prob(lp);
 	free(ia);
 	free(ja);
@@ -794,7 +815,7 @@ static void bench_shared_ilp(void)
 				fp[ocs_fabric_leaf_pod(&f, s->a) * H + s->h] -= s->links;
 				fp[ocs_fabric_leaf_pod(&f, s->b) * H + s->h] -= s->links;
 			}
-			fits = fits_contention_free(&f, db, nb, U, fp);
+			fits = contention_free_ilp(&f, db, nb, U, fp, true);
 			feasible += fits == 1;
 			infeasible += fits == 0;
 			undecided += fits < 0;
@@ -820,10 +841,142 @@ static void bench_shared_ilp(void)
 	}
 }
 
+/* Free ports per (pod, group) left by pinned cross-connects (realize.h). */
+static void free_ports(const struct ocs_fabric *f, const struct ocs_xc *x, size_t n, int *fp)
+{
+	int H = ocs_fabric_groups(f), P = f->pods;
+	unsigned char *busy = malloc((size_t)P * f->k_spine);
+
+	for (int h = 0; h < H; h++) {
+		memset(busy, 0, (size_t)P * f->k_spine);
+		rz_busy_spine_ports(f, h, x, n, busy);
+		for (int q = 0; q < P; q++) {
+			fp[q * H + h] = f->k_spine;
+			for (int k = 0; k < f->k_spine; k++)
+				fp[q * H + h] -= busy[(size_t)q * f->k_spine + k];
+		}
+	}
+	free(busy);
+}
+
+/*
+ * Section 7 for one job of a sequence: when it ends contended on a
+ * contention-free load, is that avoidable? count: contended, avoidable,
+ * avoidable with nothing unplaced, undecided.
+ */
+static void judge_job(const struct ocs_fabric *f, const struct lc_demand *d, size_t n,
+		      const struct lc_leaf_usage *u, size_t n_u, const struct ocs_xc *pinned,
+		      size_t n_pinned, const struct lc_plan *p, long *count)
+{
+	int H = ocs_fabric_groups(f), N = ocs_fabric_leaves(f), placed = 0, best;
+	int *U = calloc((size_t)N * H, sizeof(int)),
+	    *fp = malloc((size_t)f->pods * H * sizeof(int));
+	bool clean = true;
+
+	for (size_t i = 0; i < n_u; i++)
+		U[u[i].leaf * H + u[i].spine] += u[i].links;
+	for (int i = 0; i < N * H; i++)
+		clean &= U[i] <= f->tau;
+	if (clean && p->max_contention > 1.0) {
+		free_ports(f, pinned, n_pinned, fp);
+		for (size_t i = 0; i < p->n_assignment; i++)
+			placed += p->assignment[i].links;
+		best = contention_free_ilp(f, d, n, U, fp, false);
+		count[0]++;
+		count[1] += best >= placed;
+		count[2] += best >= placed && p->n_unplaced == 0;
+		count[3] += best < 0;
+	}
+	free(U);
+	free(fp);
+}
+
+static void bench_sequences(void)
+{
+	const int sequences = 400;
+
+	printf("\n== 7. sequences of 2..6 jobs sharing leaves, contended jobs judged by GLPK "
+	       "(%d sequences per tau)\n",
+	       sequences);
+	printf("contended: jobs planned on a contention-free load that end contended; avoidable: "
+	       "GLPK places\nat least as many links contention-free (within the free ports); "
+	       "the rest bought links with contention.\n");
+	printf("%4s %6s %10s %10s %26s %10s\n", "tau", "jobs", "contended", "avoidable",
+	       "avoidable, none unplaced", "undecided");
+	for (int tau = 1; tau <= 2; tau++) {
+		uint64_t seed = 1700 + (uint64_t)tau;
+		long jobs = 0, count[4] = {0};
+
+		for (int q = 0; q < sequences; q++) {
+			int H = 2 + lc_gen_below(&seed, 5);
+			struct ocs_fabric f = {.pods = 2 + lc_gen_below(&seed, 4),
+					       .k_leaf = H * tau,
+					       .k_spine = 2 * (1 + lc_gen_below(&seed, 3)),
+					       .tau = tau,
+					       .wiring = OCS_WIRING_CROSS};
+			int N, n_jobs = 2 + lc_gen_below(&seed, 5);
+			bool small = lc_gen_below(&seed, 2);
+			unsigned char *allowed;
+			struct lc_spine_links *all = malloc(sizeof(*all));
+			struct ocs_xc *xcs = NULL;
+			size_t n_all = 0, n_xcs = 0;
+
+			if (tau == 2 && f.k_spine % 4)
+				f.k_spine += 2;
+			f.k_ocs = f.pods * ocs_fabric_ports_per_pod(&f);
+			N = ocs_fabric_leaves(&f);
+			allowed = malloc((size_t)N);
+			for (int k = 0; k < n_jobs; k++) {
+				int odds = 1 + lc_gen_below(&seed, 3);
+				int fill = 1 + lc_gen_below(&seed, small ? f.k_leaf / 2 : f.k_leaf);
+				enum lc_gen_shape shape =
+					(enum lc_gen_shape)lc_gen_below(&seed, LC_GEN_SHAPES);
+				struct lc_options opt = {.realize = true};
+				struct lc_leaf_usage *u = NULL;
+				struct lc_plan *p = NULL;
+				struct lc_demand *d;
+				size_t n, n_u = 0;
+
+				for (int l = 0; l < N; l++)
+					allowed[l] = lc_gen_below(&seed, odds) == 0;
+				d = lc_gen_demand(&f, shape, allowed, fill, &seed, &n);
+				if (lc_usage_from_assignment(all, n_all, &u, &n_u) == 0) {
+					opt.usage = u;
+					opt.n_usage = n_u;
+					lc_plan(&f, d, n, xcs, n_xcs, &opt, &p);
+				}
+				if (p) {
+					jobs++;
+					judge_job(&f, d, n, u, n_u, xcs, n_xcs, p, count);
+					all = realloc(all,
+						      (n_all + p->n_assignment + 1) * sizeof(*all));
+					memcpy(all + n_all, p->assignment,
+					       p->n_assignment * sizeof(*all));
+					n_all += p->n_assignment;
+					free(xcs);
+					xcs = p->xcs;
+					n_xcs = p->n_xcs;
+					p->xcs = NULL;
+				} else {
+					failures++;
+				}
+				lc_plan_free(p);
+				free(u);
+				free(d);
+			}
+			free(allowed);
+			free(all);
+			free(xcs);
+		}
+		printf("%4d %6ld %10ld %10ld %26ld %10ld\n", tau, jobs, count[0], count[1],
+		       count[2], count[3]);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int reps = argc > 1 ? atoi(argv[1]) : 9;
-	const char *sections = argc > 2 ? argv[2] : "123456";
+	const char *sections = argc > 2 ? argv[2] : "1234567";
 
 	if (reps < 1)
 		reps = 1;
@@ -839,6 +992,8 @@ int main(int argc, char **argv)
 		bench_shared(reps);
 	if (strchr(sections, '6'))
 		bench_shared_ilp();
+	if (strchr(sections, '7'))
+		bench_sequences();
 	if (failures)
 		fprintf(stderr, "%d guarantee failures\n", failures);
 	return failures ? 1 : 0;

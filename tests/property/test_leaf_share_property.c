@@ -168,6 +168,9 @@ static void check_job(struct seq *sq, const struct lc_demand *d, size_t n, const
 	      contended);
 	CHECK(p->contention_free == (max_load <= f->tau && unplaced == 0), "contention_free %d",
 	      p->contention_free);
+	CHECK(!p->contention_free || max_load <= f->tau,
+	      "claims contention-free, but a (leaf, spine) carries %ld links over all jobs",
+	      max_load);
 	/* Spine ports: the job's circuits fit beside the ones already there. */
 	for (int q = 0; q < P * H; q++)
 		CHECK(busy_before[q] + own_spine[q] <= f->k_spine, "spine %d/%d: %d + %ld ports",
