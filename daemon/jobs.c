@@ -726,6 +726,7 @@ static void plan_done(void *arg)
 	struct jm_error err = { 0 };
 	size_t n_new = 0;
 	struct ocs_xc *added = NULL;
+	int rc = 0;
 
 	if (t->ga_only) {
 		submit_planned(t);
@@ -810,45 +811,31 @@ static void plan_done(void *arg)
 	if (t->xc_owner) {
 		/* A global re-plan: each cross-connect goes to the job it serves. */
 		free(added);
-		if (take_global_plan(jm, j, t) != 0 || take_plan_links(jm, j, t) != 0) {
-			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
-			free_task(t);
-			jm_fail_job(jm, j, &err);
-			return;
-		}
+		rc = take_global_plan(jm, j, t);
 		n_new = t->n_new_global;
-		fill_figures(&j->pub.figures, t, n_new);
-		j->plan_gen = t->gen;
-		free_task(t);
-		jm_set_state(jm, j, JM_PROGRAMMING, NULL);
-		if (jm_push_ptr((void ***)&jm->queue, &jm->n_queue, &jm->cap_queue, j) != 0) {
-			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
-			jm_fail_job(jm, j, &err);
-			return;
+	} else {
+		j->additions = added;
+		j->n_additions = n_new;
+		if (t->plan->n_moved) {
+			/* Only what is configured is removed (drain blockers never were). */
+			j->removals = malloc(t->plan->n_moved * sizeof(*j->removals));
+			rc = j->removals ? 0 : -ENOMEM;
+			for (size_t i = 0; j->removals && i < t->plan->n_moved; i++)
+				if (fs_contains(jm->d.fs, &t->plan->moved[i]))
+					j->removals[j->n_removals++] = t->plan->moved[i];
 		}
-		jm_pump(jm);
-		return;
 	}
-	fill_figures(&j->pub.figures, t, n_new);
-	j->additions = added;
-	j->n_additions = n_new;
-	if (take_plan_links(jm, j, t) != 0) {
-		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
-		free_task(t);
-		jm_fail_job(jm, j, &err);
-		return;
-	}
-	if (t->plan->n_moved) {
-		/* Only what is configured is removed (drain blockers never were). */
-		j->removals = malloc(t->plan->n_moved * sizeof(*j->removals));
-		for (size_t i = 0; j->removals && i < t->plan->n_moved; i++)
-			if (fs_contains(jm->d.fs, &t->plan->moved[i]))
-				j->removals[j->n_removals++] = t->plan->moved[i];
-	}
+	if (rc == 0)
+		rc = take_plan_links(jm, j, t);
+	if (rc == 0)
+		fill_figures(&j->pub.figures, t, n_new);
 	j->plan_gen = t->gen;
 	free_task(t);
-	jm_set_state(jm, j, JM_PROGRAMMING, NULL);
-	if (jm_push_ptr((void ***)&jm->queue, &jm->n_queue, &jm->cap_queue, j) != 0) {
+	if (rc == 0) {
+		jm_set_state(jm, j, JM_PROGRAMMING, NULL);
+		rc = jm_push_ptr((void ***)&jm->queue, &jm->n_queue, &jm->cap_queue, j);
+	}
+	if (rc) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 		jm_fail_job(jm, j, &err);
 		return;

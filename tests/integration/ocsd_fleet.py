@@ -166,13 +166,14 @@ class Fleet:
         """[(in, out, status)] of device d, read over NETCONF. ocs-devsim
         closes a session right after its hello when it cannot tell which
         device the session's socket belongs to (see southbound/README.md);
-        nothing was read then, so the read is tried again (3 times)."""
+        nothing was read then, so the read is tried again (up to 8 times, backing
+        off from 50 ms: under load ocsd's own sessions may keep such a port busy)."""
         from ncclient import manager
         from ncclient.transport.errors import TransportError
         from ncclient.transport.errors import SessionCloseError
         import ncclient.transport.ssh
         ncclient.transport.ssh.TICK = 0.001  # ncclient polls every 0.1 s otherwise
-        for attempt in range(3):
+        for attempt in range(8):
             try:
                 with manager.connect(host="127.0.0.1", port=self.base + d, username="ocsd",
                                      password=self.password, hostkey_verify=False,
@@ -181,9 +182,9 @@ class Fleet:
                     reply = m.get(filter=("subtree", f'<cross-connects xmlns="{NS}"/>'))
                 break
             except (TransportError, SessionCloseError):
-                if attempt == 2:
+                if attempt == 7:
                     raise
-                time.sleep(0.05)
+                time.sleep(min(0.05 * 2 ** attempt, 0.5))
         rows = []
         for conn in ET.fromstring(reply.data_xml).iter(f"{{{NS}}}connection"):
             rows.append((int(conn.findtext(f"{{{NS}}}input")),
