@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "arena.h"
 #include "config.h"
@@ -28,6 +29,24 @@ struct api {
 	size_t drift_published; /* in the current pass */
 	/* Per device id, from the last reconciliation: 0 not read yet, 1 read, -1 unreadable. */
 	signed char *reachable;
+	/* Per device id: the session of the last reconciliation pass. */
+	struct api_session *sessions;
+};
+
+/*
+ * A device's NETCONF session as the reconciliation passes see it (its own
+ * handles, which stay connected between passes):
+ *
+ *   CONNECTING --read ok--> CONNECTED --read fails--> DISCONNECTED (error)
+ *        \                      ^                          |
+ *         `--read fails--> DISCONNECTED <----read ok-------'
+ *
+ * since_ms is when the state last changed (start-up for CONNECTING).
+ */
+struct api_session {
+	Ocs__V1__SessionState state;
+	char error[360];
+	int64_t since_ms;
 };
 
 /* Who a job manager answer goes to (freed by the answer). */
@@ -54,6 +73,14 @@ struct api_req {
 	const void *msg;
 	void (*serve)(struct api *api, struct nb_call *call, const void *msg);
 };
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct api *api_new(const struct api_deps *deps)
 {
@@ -97,7 +124,13 @@ struct api *api_new(const struct api_deps *deps)
 					    "Time to read back every device.", NULL,
 					    mx_latency_buckets_s, mx_latency_buckets_n);
 	api->reachable = calloc((size_t)deps->cfg->n_devices + 1, sizeof(*api->reachable));
-	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds || !api->reachable) {
+	api->sessions = calloc((size_t)deps->cfg->n_devices + 1, sizeof(*api->sessions));
+	for (int i = 0; api->sessions && i < deps->cfg->n_devices; i++) {
+		api->sessions[i].state = OCS__V1__SESSION_STATE__SESSION_STATE_CONNECTING;
+		api->sessions[i].since_ms = wall_ms();
+	}
+	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds || !api->reachable ||
+	    !api->sessions) {
 		api_free(api);
 		return NULL;
 	}
@@ -112,6 +145,7 @@ void api_free(struct api *api)
 	if (!api)
 		return;
 	free(api->reachable);
+	free(api->sessions);
 	free(api);
 }
 
@@ -221,6 +255,14 @@ static Ocs__V1__PlanFigures *build_figures(struct arena *ar, const struct jm_fig
 	m->circuits_moved = fig->circuits_moved;
 	m->max_contention = fig->max_contention;
 	m->plan_duration_us = fig->plan_us;
+	if (fig->has_delta) {
+		m->makespan_ms = fig->delta.makespan_ms;
+		m->critical_comm_ms = fig->delta.critical_comm_ms;
+		m->nct = fig->delta.nct;
+		m->ports_used = fig->delta.ports_used;
+		m->ports_saved = fig->delta.ports_saved;
+		m->generations = fig->delta.generations;
+	}
 	for (size_t i = 0; i < fig->n_unplaced; i++) {
 		un[i] = ar_alloc(ar, sizeof(**un));
 		if (!un[i])
@@ -232,6 +274,12 @@ static Ocs__V1__PlanFigures *build_figures(struct arena *ar, const struct jm_fig
 	}
 	m->unplaced = un;
 	m->n_unplaced = fig->n_unplaced;
+	if (fig->n_moved_jobs) {
+		m->moved_jobs = ar_alloc(ar, fig->n_moved_jobs * sizeof(*m->moved_jobs));
+		for (size_t i = 0; m->moved_jobs && i < fig->n_moved_jobs; i++)
+			m->moved_jobs[i] = ar_strdup(ar, fig->moved_jobs[i]);
+		m->n_moved_jobs = m->moved_jobs ? fig->n_moved_jobs : 0;
+	}
 	return m;
 }
 
@@ -268,27 +316,102 @@ static Ocs__V1__Job *build_job(struct api *api, struct arena *ar, const struct j
 
 /* ---- Jobs ---- */
 
-/* Converts a JobSpec; demand points into a malloc'd array (caller frees). */
-static int spec_from_pb(const Ocs__V1__JobSpec *pb, struct jm_spec *spec, struct nb_error *err)
+/* The workload of a parallelism spec: 0 fields take their defaults. */
+static struct jm_workload *workload_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb)
+{
+	const Ocs__V1__ParallelismSpec *q = pb->parallelism;
+	const Ocs__V1__Placement *pl = pb->placement;
+	struct jm_workload *w = calloc(1, sizeof(*w));
+	struct delta_workload_spec *d;
+
+	if (!w)
+		return NULL;
+	w->n_gpus = pl ? pl->n_gpus : 0;
+	w->gpus = malloc((w->n_gpus ? w->n_gpus : 1) * sizeof(*w->gpus));
+	if (!w->gpus) {
+		free(w);
+		return NULL;
+	}
+	for (size_t i = 0; i < w->n_gpus; i++)
+		w->gpus[i] = pl->gpus[i]->gpu;
+	d = &w->spec;
+	delta_workload_defaults(d);
+	d->layers = q->layers;
+	d->hidden = q->hidden;
+	d->ffn = q->ffn;
+	d->heads = q->heads;
+	d->vocab = q->vocab;
+	d->experts = q->experts;
+	d->top_k = q->top_k;
+	if (q->ffn_matrices)
+		d->ffn_matrices = q->ffn_matrices;
+	d->tp = q->tp;
+	d->pp = q->pp;
+	d->dp = q->dp;
+	if (q->ep)
+		d->ep = q->ep;
+	if (q->expert_tp)
+		d->etp = q->expert_tp;
+	d->seq_len = q->seq_len;
+	if (q->micro_batch)
+		d->micro_batch = q->micro_batch;
+	d->micro_batches = q->micro_batches;
+	if (q->gpu_tflops > 0)
+		d->gpu_tflops = q->gpu_tflops;
+	if (q->efficiency > 0)
+		d->efficiency = q->efficiency;
+	d->bandwidth_gbps = q->bandwidth_gbps;
+	if (q->intra_pod_gbps > 0)
+		d->intra_pod_gbps = q->intra_pod_gbps;
+	if (q->bytes_per_value)
+		d->bytes_per_value = q->bytes_per_value;
+	if (q->grad_bytes)
+		d->grad_bytes = q->grad_bytes;
+	d->gpus = (int)w->n_gpus;
+	d->gpus_per_pod_per_replica = q->gpus_per_pod_per_replica;
+	if (q->replicas_per_pod_set)
+		d->replicas_per_pod_set = q->replicas_per_pod_set;
+	d->first_pod = q->first_pod;
+	d->fabric_pods = api->d.cfg->fabric.pods;
+	delta_ga_defaults(&w->ga);
+	if (q->seed)
+		w->ga.seed = q->seed;
+	if (q->max_generations)
+		w->ga.max_generations = q->max_generations;
+	if (q->stall_generations)
+		w->ga.stall_generations = q->stall_generations;
+	w->ga.time_budget_ms = q->time_budget_ms;
+	return w;
+}
+
+/* Converts a JobSpec; demand and workload are malloc'd (free_spec()). */
+static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struct jm_spec *spec,
+			struct nb_error *err)
 {
 	struct lc_demand *demand;
+	struct jm_workload *wl = NULL;
+	bool par = pb->demand_case == OCS__V1__JOB_SPEC__DEMAND_PARALLELISM && pb->parallelism;
 	size_t n = pb->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && pb->leaf_demand
 			   ? pb->leaf_demand->n_pairs
 			   : 0;
 	size_t len = protobuf_c_message_get_packed_size(&pb->base);
 	uint8_t *raw;
 
-	if (pb->demand_case != OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND) {
+	if (pb->demand_case != OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && !par) {
 		err->code = NB_INVALID_ARGUMENT;
-		snprintf(err->field, sizeof(err->field), "leaf_demand");
-		snprintf(err->message, sizeof(err->message), "a leaf demand is required");
+		snprintf(err->field, sizeof(err->field), "demand");
+		snprintf(err->message, sizeof(err->message),
+			 "a leaf_demand or a parallelism spec is required");
 		return -EINVAL;
 	}
 	demand = malloc((n ? n : 1) * sizeof(*demand));
 	raw = malloc(len ? len : 1);
-	if (!demand || !raw) {
+	if (par)
+		wl = workload_from_pb(api, pb);
+	if (!demand || !raw || (par && !wl)) {
 		free(demand);
 		free(raw);
+		jm_workload_free(wl);
 		err->code = NB_INTERNAL;
 		snprintf(err->message, sizeof(err->message), "out of memory");
 		return -ENOMEM;
@@ -304,6 +427,7 @@ static int spec_from_pb(const Ocs__V1__JobSpec *pb, struct jm_spec *spec, struct
 				  pb->options && pb->options->allow_moving_other_jobs,
 				  demand,
 				  n,
+				  wl,
 				  raw,
 				  len };
 	return 0;
@@ -312,6 +436,7 @@ static int spec_from_pb(const Ocs__V1__JobSpec *pb, struct jm_spec *spec, struct
 static void free_spec(struct jm_spec *spec)
 {
 	free((void *)spec->demand);
+	jm_workload_free((struct jm_workload *)spec->workload);
 	free((void *)spec->raw);
 }
 
@@ -378,7 +503,7 @@ static void serve_spec(struct api *api, struct nb_call *call, const void *msg,
 	struct nb_error err = { 0 };
 	struct api_call *ac;
 
-	if (spec_from_pb(msg, &spec, &err) != 0) {
+	if (spec_from_pb(api, msg, &spec, &err) != 0) {
 		nb_call_fail_error(call, &err);
 		return;
 	}
@@ -550,9 +675,10 @@ static Ocs__V1__Device *build_device(struct api *api, struct arena *ar, int id)
 	m->group = ocs_fabric_device_group(f, id);
 	m->index = ocs_fabric_device_in_group(f, id);
 	m->address = ar_strdup(ar, addr);
-	/* Sessions are opened per transaction; between them none is held. */
-	/* Sessions open per transaction; health is what the last read-back found. */
-	m->session = OCS__V1__SESSION_STATE__SESSION_STATE_UNSPECIFIED;
+	/* Session and health: what the last reconciliation pass found. */
+	m->session = api->sessions[id].state;
+	m->session_error = api->sessions[id].error;
+	m->session_since_unix_ms = api->sessions[id].since_ms;
 	m->health = api->reachable[id] > 0   ? OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_HEALTHY
 		    : api->reachable[id] < 0 ? OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNREACHABLE
 					     : OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNSPECIFIED;
@@ -627,6 +753,7 @@ static void publish_device(struct api *api, Ocs__V1__Device *d)
 	de.session = d->session;
 	de.health = d->health;
 	de.drained = d->drained;
+	de.session_error = d->session_error;
 	ev.kind_case = OCS__V1__EVENT__KIND_DEVICE;
 	ev.device = &de;
 	nb_server_publish(api->server, &ev);
@@ -836,6 +963,11 @@ struct nb_handlers api_handlers(struct api *api)
 	};
 }
 
+/* Every planner ocsd serves: leaf demands, then parallelism specs. */
+static const char *const api_planners[] = { "leaf-centric", "pod-centric", "delta-fast",
+					    "prop-alloc",   "sqrt-alloc",  "iter-halve",
+					    NULL };
+
 struct nb_limits api_limits(const struct ocsd_config *cfg)
 {
 	const struct ocs_fabric *f = &cfg->fabric;
@@ -845,6 +977,7 @@ struct nb_limits api_limits(const struct ocsd_config *cfg)
 		.leaves_per_pod = ocs_fabric_leaves_per_pod(f),
 		.gpus_per_leaf = f->k_leaf,
 		.groups = ocs_fabric_groups(f),
+		.planners = api_planners,
 	};
 }
 
@@ -928,13 +1061,24 @@ static void ev_drift(void *ctx, const char *device, int in, int out, bool missin
 	nb_server_publish(api->server, &ev);
 }
 
-static void ev_device_read(void *ctx, int id, bool ok)
+static void ev_device_read(void *ctx, int id, bool ok, bool connected, const char *error)
 {
 	struct api *api = ctx;
 	signed char now = ok ? 1 : -1;
+	struct api_session *ss = &api->sessions[id];
+	Ocs__V1__SessionState state = ok && connected
+					      ? OCS__V1__SESSION_STATE__SESSION_STATE_CONNECTED
+					      : OCS__V1__SESSION_STATE__SESSION_STATE_DISCONNECTED;
+	bool changed = api->reachable[id] != now || ss->state != state ||
+		       strcmp(ss->error, ok ? "" : error) != 0;
 	struct arena ar = { 0 };
 
-	if (api->reachable[id] == now)
+	if (ss->state != state)
+		ss->since_ms = wall_ms();
+	ss->state = state;
+	snprintf(ss->error, sizeof(ss->error), "%s",
+		 ok ? "" : error && *error ? error : "unreadable");
+	if (!changed)
 		return;
 	api->reachable[id] = now;
 	publish_device(api, build_device(api, &ar, id));
@@ -978,10 +1122,11 @@ int api_restore_jobs(struct api *api)
 
 		if (!pb)
 			continue; /* jm_recover fails jobs without a demand */
-		rc = spec_from_pb(pb, &spec, &err);
+		rc = spec_from_pb(api, pb, &spec, &err);
 		if (rc == 0) {
 			rc = jm_set_demand(api->jm, job->id, spec.planner,
-					   spec.allow_moving_other_jobs, spec.demand, spec.n_demand);
+					   spec.allow_moving_other_jobs, spec.demand, spec.n_demand,
+					   spec.workload);
 			free_spec(&spec);
 		}
 		ocs__v1__job_spec__free_unpacked(pb, NULL);

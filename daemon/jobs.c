@@ -17,6 +17,20 @@
  *   release:   ACTIVE --> RELEASING, queued --> txn --> RELEASED
  *              PENDING/PLANNING/FAILED --> RELEASED at once (nothing on devices)
  *
+ * A parallelism demand (planner delta-fast or a baseline) is first planned
+ * into a leaf demand on the pool (delta_plan_job(): pod-level circuits
+ * shared out to the leaves of the job's GPUs) before the job exists; a
+ * refused spec creates no job. The job then keeps that leaf demand and
+ * goes the leaf-centric way above, so a re-plan on a stale snapshot never
+ * searches again. A job restored from the store has only its request: its
+ * first plan searches again (deterministic for a seed without a time
+ * budget), in the same pool task as the leaf-centric plan.
+ *
+ * Drains: a drained device gets no new circuits. Pinned plans see blockers
+ * on its free ports; a plan allowed to move other jobs' circuits (replan)
+ * that puts a new cross-connect on a drained device is discarded and the
+ * job planned pinned instead.
+ *
  * Invariants:
  *  1. At most one transaction runs; its intent is in the store before
  *     sb_engine_start() and its outcome is stored before the next starts.
@@ -38,6 +52,7 @@
 
 #include "l2check.h"
 #include "pool.h"
+
 
 /* A plan whose snapshot went stale this often in a row is refused. */
 #define JM_MAX_REPLANS 16
@@ -85,6 +100,7 @@ __attribute__((format(printf, 4, 5))) void jm_set_error(struct jm_error *e,
 static void free_figures(struct jm_figures *fig)
 {
 	free(fig->unplaced);
+	free(fig->moved_jobs);
 	memset(fig, 0, sizeof(*fig));
 }
 
@@ -94,9 +110,13 @@ static void free_job(struct job_rt *j)
 		return;
 	free(j->pub.raw);
 	free(j->pub.demand);
+	jm_workload_free(j->pub.workload);
 	free_figures(&j->pub.figures);
 	free(j->removals);
 	free(j->additions);
+	free(j->add_owner);
+	free(j->links);
+	free(j->plan_links);
 	free(j);
 }
 
@@ -221,35 +241,246 @@ struct plan_task {
 	struct jm *jm;
 	char job_id[72];
 	bool dry;
-	jm_answer_fn answer; /* dry runs */
+	jm_answer_fn answer; /* dry runs and new workload submissions */
 	void *ctx;
 	struct ocs_fabric f;
 	char planner[32];
 	bool replan;
 	struct lc_demand *demand;
 	size_t n_demand;
+	/* The configured cross-connects (n_configured, first) and the drain
+	 * blockers after them (n_existing in all). */
 	struct ocs_xc *existing;
-	size_t n_existing;
+	size_t n_existing, n_configured;
+	bool *drained; /* by device id, NULL when nothing is drained */
+	/* Leaf-spine links other live jobs load (planned around, pinned path). */
+	struct lc_leaf_usage *usage;
+	size_t n_usage;
 	unsigned long gen;
+	/*
+	 * A global re-plan (replan) plans every job holding circuits: names[0]
+	 * is this job, names[k] the others; conf_owner the owner of each
+	 * configured cross-connect; others the other jobs' demands.
+	 */
+	char (*names)[72];
+	size_t n_names;
+	int *conf_owner;
+	struct lc_demand *others;
+	int *others_owner;
+	size_t n_others;
+	/* A workload whose leaf demand is planned first (NULL: demand given);
+	 * ga_only: a new submission, only that (the request is in sub). */
+	struct jm_workload *wl;
+	bool ga_only;
+	struct {
+		char *id, *key;
+		void *raw;
+		size_t raw_len;
+		bool allow_move;
+	} sub;
 	/* results */
+	int delta_rc;
+	struct delta_error delta_err;
+	bool has_delta;
+	struct jm_delta_figures delta;
+	bool report_search; /* the search's time goes into this plan's metric */
+	bool drain_fallback; /* the replan touched a drained device */
+	bool owner_fallback; /* the replan's circuits could not be attributed */
+	int *xc_owner;       /* per plan->xcs after a global re-plan: index into names */
+	bool *xc_reowned;    /* a kept cross-connect that changes owner */
+	bool *moved_owner;   /* per name: some of its circuits move */
+	int *assign_owner;   /* per plan->assignment after a global re-plan: index into names */
+	/* A shared (leaf, spine) uplink the plan loads beyond tau (leaf -1: none). */
+	int over_leaf, over_spine, over_load;
+	size_t n_new_global; /* new cross-connects of a global re-plan */
 	int rc;
 	struct lc_plan *plan;
 	int l2_violations;
 	char l2_reason[200];
 };
 
+/* The workload's leaf demand (worker side): t->demand and t->delta. */
+static void plan_workload(struct plan_task *t)
+{
+	struct lc_demand *d = NULL;
+	size_t n = 0;
+
+	t->delta_rc = jm_plan_workload(&t->f, t->planner, t->wl, &d, &n, &t->delta, &t->delta_err);
+	if (t->delta_rc == 0) {
+		free(t->demand);
+		t->demand = d;
+		t->n_demand = n;
+		t->has_delta = true;
+	}
+}
+
+static int run_planner(struct plan_task *t, const struct lc_demand *demand, size_t n_demand,
+		       bool replan, size_t n_existing)
+{
+	/* a global re-plan plans every job holding circuits: no usage is left */
+	struct lc_options opt = { .realize = true,
+				  .replan = replan,
+				  .usage = replan ? NULL : t->usage,
+				  .n_usage = replan ? 0 : t->n_usage };
+
+	if (strcmp(t->planner, "pod-centric") == 0)
+		return pc_plan(&t->f, demand, n_demand, t->existing, n_existing, &opt, &t->plan);
+	return lc_plan(&t->f, demand, n_demand, t->existing, n_existing, &opt, &t->plan);
+}
+
+static int xc_cmp(const void *a, const void *b);
+
+/* Whether a replan puts a cross-connect that is not configured on a drained device. */
+static bool touches_drained(const struct plan_task *t)
+{
+	struct ocs_xc *conf;
+	bool hit = false;
+
+	if (!t->drained)
+		return false;
+	conf = malloc((t->n_configured ? t->n_configured : 1) * sizeof(*conf));
+	if (!conf)
+		return true; /* cannot tell: plan pinned */
+	memcpy(conf, t->existing, t->n_configured * sizeof(*conf));
+	qsort(conf, t->n_configured, sizeof(*conf), xc_cmp);
+	for (size_t i = 0; i < t->plan->n_xcs && !hit; i++) {
+		const struct ocs_xc *xc = &t->plan->xcs[i];
+		int id = ocs_fabric_device_id(&t->f, xc->group, xc->device);
+
+		hit = id >= 0 && t->drained[id] &&
+		      !bsearch(xc, conf, t->n_configured, sizeof(*conf), xc_cmp);
+	}
+	free(conf);
+	return hit;
+}
+
+/*
+ * A global re-plan of this job's demand and every other job's (worker
+ * side): the plan, and who owns each of its cross-connects. Returns
+ * false when the plan cannot be used as is (the caller plans pinned).
+ */
+static bool global_replan(struct plan_task *t)
+{
+	size_t n = t->n_demand + t->n_others;
+	struct lc_demand *all = malloc((n ? n : 1) * sizeof(*all));
+	int *leaf_owner = malloc((size_t)ocs_fabric_leaves(&t->f) * sizeof(*leaf_owner));
+	bool ok = false;
+
+	if (!all || !leaf_owner)
+		goto out;
+	for (int l = 0; l < ocs_fabric_leaves(&t->f); l++)
+		leaf_owner[l] = -1;
+	for (size_t i = 0; i < n; i++) {
+		all[i] = i < t->n_demand ? t->demand[i] : t->others[i - t->n_demand];
+		int o = i < t->n_demand ? 0 : t->others_owner[i - t->n_demand];
+
+		if ((leaf_owner[all[i].a] >= 0 && leaf_owner[all[i].a] != o) ||
+		    (leaf_owner[all[i].b] >= 0 && leaf_owner[all[i].b] != o))
+			goto out; /* two jobs on one leaf: cannot tell their circuits apart */
+		leaf_owner[all[i].a] = leaf_owner[all[i].b] = o;
+	}
+	t->rc = run_planner(t, all, n, true, t->n_configured);
+	if (t->rc)
+		goto out;
+	if (touches_drained(t)) {
+		t->drain_fallback = true;
+		goto out;
+	}
+	t->assign_owner = malloc((t->plan->n_assignment ? t->plan->n_assignment : 1) *
+				 sizeof(*t->assign_owner));
+	if (!t->assign_owner) {
+		t->owner_fallback = true;
+		goto out;
+	}
+	for (size_t i = 0; i < t->plan->n_assignment; i++)
+		t->assign_owner[i] = leaf_owner[t->plan->assignment[i].a];
+	t->xc_owner = malloc((t->plan->n_xcs ? t->plan->n_xcs : 1) * sizeof(*t->xc_owner));
+	t->xc_reowned = malloc((t->plan->n_xcs ? t->plan->n_xcs : 1) * sizeof(*t->xc_reowned));
+	t->moved_owner = calloc(t->n_names + 1, sizeof(*t->moved_owner));
+	if (!t->xc_owner || !t->xc_reowned || !t->moved_owner ||
+	    jm_attribute_owners(&t->f, t->plan, leaf_owner, t->existing, t->conf_owner,
+				t->n_configured, t->xc_owner, t->xc_reowned) != 0) {
+		t->owner_fallback = true;
+		goto out;
+	}
+	/* Jobs whose circuits move: owners of dropped or re-owned cross-connects. */
+	for (size_t i = 0; i < t->plan->n_xcs; i++)
+		if (t->xc_reowned[i])
+			t->moved_owner[t->xc_owner[i]] = true;
+	qsort(t->plan->moved, t->plan->n_moved, sizeof(*t->plan->moved), xc_cmp);
+	for (size_t c = 0; c < t->n_configured; c++)
+		if (bsearch(&t->existing[c], t->plan->moved, t->plan->n_moved,
+			    sizeof(*t->plan->moved), xc_cmp))
+			t->moved_owner[t->conf_owner[c]] = true;
+	ok = true;
+out:
+	if (!ok) {
+		free(t->xc_owner);
+		free(t->xc_reowned);
+		free(t->assign_owner);
+		t->xc_owner = NULL;
+		t->xc_reowned = NULL;
+		t->assign_owner = NULL;
+		if (t->rc == 0) {
+			lc_plan_free(t->plan);
+			t->plan = NULL;
+		}
+	}
+	free(all);
+	free(leaf_owner);
+	return ok;
+}
+
+/*
+ * With other jobs on the demand's leaves (pinned path): the first (leaf,
+ * spine) uplink that the plan loads and that, with the other jobs' links,
+ * carries more than tau (worker side; over_leaf -1 when there is none).
+ * Only the plan's own links count: an uplink other jobs already overload
+ * (a pod-centric job's) does not refuse a plan that adds nothing there.
+ */
+static void find_overload(struct plan_task *t)
+{
+	struct lc_leaf_usage *mine = NULL;
+	size_t n_mine = 0;
+
+	t->over_leaf = -1;
+	if (!t->n_usage || !t->plan || strcmp(t->planner, "pod-centric") == 0 ||
+	    lc_usage_from_assignment(t->plan->assignment, t->plan->n_assignment, &mine,
+				     &n_mine) != 0)
+		return;
+	for (size_t i = 0; i < n_mine && t->over_leaf < 0; i++) {
+		int load = mine[i].links;
+
+		for (size_t u = 0; u < t->n_usage; u++)
+			if (t->usage[u].leaf == mine[i].leaf && t->usage[u].spine == mine[i].spine)
+				load += t->usage[u].links;
+		if (load > t->f.tau) {
+			t->over_leaf = mine[i].leaf;
+			t->over_spine = mine[i].spine;
+			t->over_load = load;
+		}
+	}
+	free(mine);
+}
+
 static void plan_work(void *arg)
 {
 	struct plan_task *t = arg;
-	struct lc_options opt = { .realize = true, .replan = t->replan };
 	struct l2_violation v;
 
-	if (strcmp(t->planner, "pod-centric") == 0)
-		t->rc = pc_plan(&t->f, t->demand, t->n_demand, t->existing, t->n_existing, &opt,
-				&t->plan);
-	else
-		t->rc = lc_plan(&t->f, t->demand, t->n_demand, t->existing, t->n_existing, &opt,
-				&t->plan);
+	if (t->wl && t->n_demand == 0) {
+		plan_workload(t);
+		if (t->delta_rc || t->ga_only)
+			return;
+	}
+	/* A global re-plan pins nothing (the blockers would only look like
+	 * circuits); when it touches a drained device or its circuits cannot be
+	 * attributed to their jobs, the job is planned pinned instead. */
+	if (!t->replan || (!global_replan(t) && t->rc == 0)) {
+		t->rc = run_planner(t, t->demand, t->n_demand, false, t->n_existing);
+		if (t->rc == 0)
+			find_overload(t);
+	}
 	if (t->rc == 0) {
 		t->l2_violations = l2_check(&t->f, t->plan->xcs, t->plan->n_xcs, &v, 1);
 		if (t->l2_violations)
@@ -264,6 +495,20 @@ static void free_task(struct plan_task *t)
 	lc_plan_free(t->plan);
 	free(t->demand);
 	free(t->existing);
+	free(t->drained);
+	free(t->names);
+	free(t->conf_owner);
+	free(t->others);
+	free(t->others_owner);
+	free(t->xc_owner);
+	free(t->xc_reowned);
+	free(t->assign_owner);
+	free(t->usage);
+	free(t->moved_owner);
+	jm_workload_free(t->wl);
+	free(t->sub.id);
+	free(t->sub.key);
+	free(t->sub.raw);
 	free(t);
 }
 
@@ -312,6 +557,21 @@ static void fill_figures(struct jm_figures *fig, const struct plan_task *t, size
 	fig->circuits_moved = (int)(t->plan->changed_existing / 2);
 	fig->max_contention = t->plan->max_contention;
 	fig->plan_us = (int64_t)((t->plan->plan_ms + t->plan->realize_ms) * 1000.0);
+	fig->has_delta = t->has_delta;
+	fig->delta = t->delta;
+	for (size_t k = 1; t->moved_owner && k < t->n_names; k++) {
+		char (*m)[72];
+
+		if (!t->moved_owner[k])
+			continue;
+		m = realloc(fig->moved_jobs, (fig->n_moved_jobs + 1) * sizeof(*m));
+		if (!m)
+			break;
+		fig->moved_jobs = m;
+		snprintf(fig->moved_jobs[fig->n_moved_jobs++], sizeof(*m), "%s", t->names[k]);
+	}
+	if (t->has_delta)
+		fig->plan_us += (int64_t)(t->delta.plan_ms * 1000.0);
 	if (t->plan->n_unplaced) {
 		fig->unplaced = malloc(t->plan->n_unplaced * sizeof(*fig->unplaced));
 		if (fig->unplaced) {
@@ -325,8 +585,27 @@ static void fill_figures(struct jm_figures *fig, const struct plan_task *t, size
 /* Why a plan cannot be applied, or NULL when it can. */
 static bool plan_refusal(const struct plan_task *t, struct jm_error *err)
 {
+	if (t->delta_rc) {
+		char field[128];
+
+		jm_delta_field(t->delta_err.field, field, sizeof(field));
+		if (t->delta_rc == -EINVAL)
+			jm_set_error(err, JM_INVALID, field, "%s", t->delta_err.reason);
+		else if (t->delta_rc == -ENOSPC)
+			jm_set_error(err, JM_EXHAUSTED, field, "%s; nothing was touched",
+				     t->delta_err.reason);
+		else
+			jm_set_error(err, JM_INTERNAL, "", "DELTA planner failed: %s",
+				     strerror(-t->delta_rc));
+		return true;
+	}
+	/* A parallelism job's leaf demand is the search's, not the caller's. */
+	const char *demand_field = t->has_delta ? "parallelism" : "leaf_demand";
+
 	if (t->rc == -EINVAL) {
-		jm_set_error(err, JM_INVALID, "leaf_demand", "the planner refused the demand");
+		jm_set_error(err, t->has_delta ? JM_INTERNAL : JM_INVALID, demand_field,
+			     "the planner refused the %sdemand",
+			     t->has_delta ? "planned leaf " : "");
 		return true;
 	}
 	if (t->rc) {
@@ -340,28 +619,104 @@ static bool plan_refusal(const struct plan_task *t, struct jm_error *err)
 			  t->l2_violations, t->l2_reason);
 		return true;
 	}
-	if (t->plan->n_unplaced || t->plan->unrealized_circuits) {
+	if (t->plan && (t->plan->n_unplaced || t->plan->unrealized_circuits)) {
 		int links = 0;
 		const struct lc_demand *u = t->plan->unplaced;
 
 		for (size_t i = 0; i < t->plan->n_unplaced; i++)
 			links += u[i].links;
 		if (t->plan->n_unplaced)
-			jm_set_error(err, JM_EXHAUSTED, "leaf_demand",
+			jm_set_error(err, JM_EXHAUSTED, demand_field,
 				  "%d link(s) in %zu leaf pair(s) do not fit on the free spine "
-				  "ports (first: leaves %d-%d, %d link(s)); nothing was touched",
-				  links, t->plan->n_unplaced, u[0].a, u[0].b, u[0].links);
+				  "ports%s (first: leaves %d-%d, %d link(s))%s; nothing was touched",
+				  links, t->plan->n_unplaced,
+				  t->n_usage ? " or the uplinks other jobs leave on shared leaves" : "",
+				  u[0].a, u[0].b, u[0].links,
+				  t->drain_fallback ? ", and moving other jobs' circuits would have "
+						      "needed a drained device" : "");
 		else
-			jm_set_error(err, JM_EXHAUSTED, "leaf_demand",
+			jm_set_error(err, JM_EXHAUSTED, demand_field,
 				  "%zu circuit(s) found no free OCS ports (first: pods %d-%d in "
-				  "group %d); nothing was touched",
+				  "group %d)%s; nothing was touched",
 				  t->plan->unrealized_circuits, t->plan->unrealized[0].i,
-				  t->plan->unrealized[0].j, t->plan->unrealized[0].h);
+				  t->plan->unrealized[0].j, t->plan->unrealized[0].h,
+				  t->drain_fallback ? ", and moving other jobs' circuits would have "
+						      "needed a drained device" : "");
+		return true;
+	}
+	if (t->plan && t->over_leaf >= 0) {
+		jm_set_error(err, JM_EXHAUSTED, demand_field,
+			     "leaf %d is shared with other jobs: its uplinks to spine %d would carry %d "
+			     "links (tau %d), which polarizes routing; nothing was touched",
+			     t->over_leaf, t->over_spine, t->over_load, t->f.tau);
 		return true;
 	}
 	return false;
 }
 
+/* The plan's leaf-spine links become j's plan links (loop side). 0 or -ENOMEM. */
+static int take_plan_links(struct jm *jm, struct job_rt *j, const struct plan_task *t)
+{
+	const struct lc_plan *p = t->plan;
+
+	(void)jm;
+	free(j->plan_links);
+	j->n_plan_links = 0;
+	j->plan_links = malloc((p->n_assignment ? p->n_assignment : 1) * sizeof(*j->plan_links));
+	if (!j->plan_links)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_assignment; i++) {
+		const struct lc_spine_links *l = &p->assignment[i];
+		const char *owner = t->assign_owner ? t->names[t->assign_owner[i]] : j->pub.id;
+		struct st_link *out = &j->plan_links[j->n_plan_links++];
+
+		snprintf(out->job_id, sizeof(out->job_id), "%s", owner);
+		out->a = l->a;
+		out->b = l->b;
+		out->h = l->h;
+		out->links = l->links;
+	}
+	return 0;
+}
+
+static void submit_planned(struct plan_task *t);
+
+/*
+ * The transaction of a global re-plan (loop side, the fabric unchanged
+ * since the snapshot): new cross-connects with their owners, dropped ones,
+ * and kept ones that change owner (removed and added again: the devices do
+ * not change, the circuit table does). 0 or -ENOMEM.
+ */
+static int take_global_plan(struct jm *jm, struct job_rt *j, struct plan_task *t)
+{
+	const struct lc_plan *p = t->plan;
+	size_t n = p->n_xcs ? p->n_xcs : 1;
+
+	j->additions = malloc(n * sizeof(*j->additions));
+	j->add_owner = malloc(n * sizeof(*j->add_owner));
+	j->removals = malloc((p->n_moved + n) * sizeof(*j->removals));
+	j->n_additions = j->n_removals = 0;
+	t->n_new_global = 0;
+	if (!j->additions || !j->add_owner || !j->removals)
+		return -ENOMEM;
+	for (size_t x = 0; x < p->n_xcs; x++) {
+		bool configured = fs_contains(jm->d.fs, &p->xcs[x]);
+
+		if (configured && !t->xc_reowned[x])
+			continue;
+		if (configured)
+			j->removals[j->n_removals++] = p->xcs[x];
+		else
+			t->n_new_global++;
+		j->additions[j->n_additions] = p->xcs[x];
+		snprintf(j->add_owner[j->n_additions++], sizeof(*j->add_owner), "%s",
+			 t->names[t->xc_owner[x]]);
+	}
+	for (size_t m = 0; m < p->n_moved; m++)
+		if (fs_contains(jm->d.fs, &p->moved[m]))
+			j->removals[j->n_removals++] = p->moved[m];
+	return 0;
+}
 
 static void plan_done(void *arg)
 {
@@ -371,18 +726,31 @@ static void plan_done(void *arg)
 	struct jm_error err = { 0 };
 	size_t n_new = 0;
 	struct ocs_xc *added = NULL;
+	int rc = 0;
 
-	if (t->rc == 0 && jm->d.events.plan_finished)
+	if (t->ga_only) {
+		submit_planned(t);
+		return;
+	}
+	if (t->rc == 0 && t->plan && jm->d.events.plan_finished)
 		jm->d.events.plan_finished(jm->d.events.ctx, t->planner,
-					   (t->plan->plan_ms + t->plan->realize_ms) / 1000.0);
-	if (t->rc == 0)
+					   (t->plan->plan_ms + t->plan->realize_ms +
+					    (t->report_search ? t->delta.plan_ms : 0)) /
+						   1000.0);
+	if (t->drain_fallback)
+		fprintf(stderr,
+			"<5>%s %s: the plan moving other jobs' circuits needed a drained device; "
+			"planned without moving them\n",
+			t->dry ? "dry run of" : "job", t->job_id);
+	if (t->rc == 0 && t->plan)
 		qsort(t->existing, t->n_existing, sizeof(*t->existing), xc_cmp);
-	if (t->rc == 0 && !t->l2_violations)
+	if (t->rc == 0 && t->plan && !t->l2_violations)
 		added = difference(t->plan->xcs, t->plan->n_xcs, t->existing, t->n_existing, &n_new);
 	if (t->dry) {
 		struct jm_job shadow = { 0 };
+		bool refused = plan_refusal(t, &err);
 
-		if (!plan_refusal(t, &err) || err.status == JM_EXHAUSTED) {
+		if (t->plan && (!refused || err.status == JM_EXHAUSTED)) {
 			/* A dry run reports what does not fit as figures, not as an error. */
 			fill_figures(&shadow.figures, t, n_new);
 			t->answer(t->ctx, NULL, &shadow, false, added, n_new);
@@ -400,44 +768,74 @@ static void plan_done(void *arg)
 		free_task(t); /* released while planning */
 		return;
 	}
-	if (t->gen != fs_generation(jm->d.fs) && t->rc == 0 && ++j->replans <= JM_MAX_REPLANS) {
+	if (t->has_delta && t->delta_rc == 0 && j->pub.n_demand == 0) {
+		/* Keep what the search found: re-plans start from it. */
+		free(j->pub.demand);
+		j->pub.demand = t->demand;
+		j->pub.n_demand = t->n_demand;
+		t->demand = malloc((t->n_demand ? t->n_demand : 1) * sizeof(*t->demand));
+		if (t->demand)
+			memcpy(t->demand, j->pub.demand, t->n_demand * sizeof(*t->demand));
+		else
+			t->n_demand = 0;
+		j->pub.figures.has_delta = true;
+		j->pub.figures.delta = t->delta;
+	}
+	if (t->gen != fs_generation(jm->d.fs) && t->rc == 0 && t->plan &&
+	    ++j->replans <= JM_MAX_REPLANS) {
 		free(added);
 		free_task(t);
 		jm_start_planning(jm, j); /* the snapshot went stale: plan again */
 		return;
 	}
-	if (t->gen != fs_generation(jm->d.fs) && t->rc == 0) {
+	if (t->gen != fs_generation(jm->d.fs) && t->rc == 0 && t->plan) {
 		jm_set_error(&err, JM_UNAVAILABLE, "",
 			  "the fabric changed during each of %d plans; try again", JM_MAX_REPLANS);
 	} else if (!plan_refusal(t, &err) && !added) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 	}
 	if (err.status != JM_OK) {
-		if (t->rc == 0)
+		if (t->rc == 0 && t->plan)
 			fill_figures(&j->pub.figures, t, n_new);
 		free(added);
 		free_task(t);
 		jm_fail_job(jm, j, &err);
 		return;
 	}
-	fill_figures(&j->pub.figures, t, n_new);
 	free(j->additions);
 	free(j->removals);
-	j->additions = added;
-	j->n_additions = n_new;
+	free(j->add_owner);
+	j->add_owner = NULL;
 	j->removals = NULL;
 	j->n_removals = 0;
-	if (t->plan->n_moved) {
-		/* Only what is configured is removed (drain blockers never were). */
-		j->removals = malloc(t->plan->n_moved * sizeof(*j->removals));
-		for (size_t i = 0; j->removals && i < t->plan->n_moved; i++)
-			if (fs_contains(jm->d.fs, &t->plan->moved[i]))
-				j->removals[j->n_removals++] = t->plan->moved[i];
+	if (t->xc_owner) {
+		/* A global re-plan: each cross-connect goes to the job it serves. */
+		free(added);
+		rc = take_global_plan(jm, j, t);
+		n_new = t->n_new_global;
+	} else {
+		j->additions = added;
+		j->n_additions = n_new;
+		if (t->plan->n_moved) {
+			/* Only what is configured is removed (drain blockers never were). */
+			j->removals = malloc(t->plan->n_moved * sizeof(*j->removals));
+			rc = j->removals ? 0 : -ENOMEM;
+			for (size_t i = 0; j->removals && i < t->plan->n_moved; i++)
+				if (fs_contains(jm->d.fs, &t->plan->moved[i]))
+					j->removals[j->n_removals++] = t->plan->moved[i];
+		}
 	}
+	if (rc == 0)
+		rc = take_plan_links(jm, j, t);
+	if (rc == 0)
+		fill_figures(&j->pub.figures, t, n_new);
 	j->plan_gen = t->gen;
 	free_task(t);
-	jm_set_state(jm, j, JM_PROGRAMMING, NULL);
-	if (jm_push_ptr((void ***)&jm->queue, &jm->n_queue, &jm->cap_queue, j) != 0) {
+	if (rc == 0) {
+		jm_set_state(jm, j, JM_PROGRAMMING, NULL);
+		rc = jm_push_ptr((void ***)&jm->queue, &jm->n_queue, &jm->cap_queue, j);
+	}
+	if (rc) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 		jm_fail_job(jm, j, &err);
 		return;
@@ -445,21 +843,91 @@ static void plan_done(void *arg)
 	jm_pump(jm);
 }
 
-/* Copies the inputs of a plan for the pool (the worker sees nothing else). */
-static struct plan_task *new_task(struct jm *jm, const char *planner, bool replan,
-				  const struct lc_demand *demand, size_t n_demand)
+static bool holds_leaves(enum jm_state s);
+
+/*
+ * The leaf-spine usage of every live job but self (committed links only:
+ * a job still planning adds its links when it commits, which moves the
+ * fabric generation and re-plans anyone planned without them). 0 or -ENOMEM.
+ */
+static int others_usage(const struct jm *jm, const char *self, struct lc_leaf_usage **out,
+			size_t *n_out)
+{
+	size_t n = 0, at = 0;
+	struct lc_spine_links *all;
+	int rc;
+
+	*out = NULL;
+	*n_out = 0;
+	for (size_t k = 0; k < jm->n_jobs; k++)
+		if (strcmp(jm->jobs[k]->pub.id, self) != 0 && holds_leaves(jm->jobs[k]->pub.state))
+			n += jm->jobs[k]->n_links;
+	if (n == 0)
+		return 0;
+	all = malloc(n * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	for (size_t k = 0; k < jm->n_jobs; k++) {
+		const struct job_rt *o = jm->jobs[k];
+
+		if (strcmp(o->pub.id, self) == 0 || !holds_leaves(o->pub.state))
+			continue;
+		for (size_t i = 0; i < o->n_links; i++)
+			all[at++] = (struct lc_spine_links){ o->links[i].a, o->links[i].b,
+							     o->links[i].h, o->links[i].links };
+	}
+	rc = lc_usage_from_assignment(all, n, out, n_out);
+	free(all);
+	return rc;
+}
+
+/*
+ * Copies the inputs of a plan of job `self` for the pool (the worker sees
+ * nothing else). With a workload and no demand the worker plans the leaf
+ * demand first; delta: the figures of the search that made the given
+ * demand, or NULL.
+ */
+static struct plan_task *new_task(struct jm *jm, const char *self, const char *planner,
+				  bool replan, const struct lc_demand *demand, size_t n_demand,
+				  const struct jm_workload *wl, const struct jm_figures *delta)
 {
 	struct plan_task *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
 	t->jm = jm;
+	t->over_leaf = -1;
+	if (others_usage(jm, self, &t->usage, &t->n_usage) != 0) {
+		free_task(t);
+		return NULL;
+	}
 	t->f = *jm->f;
 	snprintf(t->planner, sizeof(t->planner), "%s", planner);
 	t->replan = replan;
+	if (delta && delta->has_delta) {
+		t->has_delta = true;
+		t->delta = delta->delta;
+	}
+	if (wl && n_demand == 0) {
+		t->report_search = true;
+		t->wl = jm_workload_dup(wl);
+		if (!t->wl) {
+			free_task(t);
+			return NULL;
+		}
+	}
 	t->demand = malloc((n_demand ? n_demand : 1) * sizeof(*demand));
 	t->existing = fs_snapshot(jm->d.fs, &t->n_existing);
+	t->n_configured = t->n_existing;
 	t->gen = fs_generation(jm->d.fs);
+	if (t->existing && jm->n_drained > 0) {
+		t->drained = malloc((size_t)jm->d.cfg->n_devices * sizeof(*t->drained) + 1);
+		if (!t->drained) {
+			free_task(t);
+			return NULL;
+		}
+		memcpy(t->drained, jm->drained, (size_t)jm->d.cfg->n_devices * sizeof(*t->drained));
+	}
 	if (t->existing && jm->n_drained > 0) {
 		/* Drained devices: blockers the planner must treat as pinned. */
 		size_t n_blk = 0;
@@ -482,26 +950,91 @@ static struct plan_task *new_task(struct jm *jm, const char *planner, bool repla
 		free_task(t);
 		return NULL;
 	}
-	memcpy(t->demand, demand, n_demand * sizeof(*demand));
+	if (n_demand)
+		memcpy(t->demand, demand, n_demand * sizeof(*demand));
 	t->n_demand = n_demand;
 	return t;
 }
 
+/*
+ * The inputs of a global re-plan (allow_moving_other_jobs): every job that
+ * owns configured cross-connects, with its demand. When one's demand is
+ * not known (a parallelism job restored from the store, not planned since)
+ * its circuits could not be planned again: the job is planned pinned.
+ * 0 or -ENOMEM.
+ */
+static int prepare_replan(struct jm *jm, struct plan_task *t, const char *self)
+{
+	size_t n_others = 0, at = 0;
+
+	t->names = malloc((jm->n_jobs + 1) * sizeof(*t->names));
+	t->conf_owner = malloc((t->n_configured ? t->n_configured : 1) * sizeof(*t->conf_owner));
+	if (!t->names || !t->conf_owner)
+		return -ENOMEM;
+	snprintf(t->names[0], sizeof(*t->names), "%s", self);
+	t->n_names = 1;
+	for (size_t i = 0; i < t->n_configured; i++) {
+		const char *owner = fs_at(jm->d.fs, i)->job_id;
+		size_t k = i && !strcmp(owner, t->names[t->conf_owner[i - 1]]) ? (size_t)t->conf_owner[i - 1]
+										  : 0;
+
+		while (k < t->n_names && strcmp(t->names[k], owner) != 0)
+			k++;
+		if (k == t->n_names) {
+			const struct job_rt *o = jm_find_job(jm, owner);
+
+			if (!o || o->pub.n_demand == 0 || k > jm->n_jobs) {
+				fprintf(stderr,
+					"<5>job %s: the demand of job %s is not known yet; planned "
+					"without moving other jobs' circuits\n",
+					self, owner);
+				t->replan = false;
+				return 0;
+			}
+			memcpy(t->names[k], o->pub.id, sizeof(*t->names));
+			t->n_names++;
+			n_others += o->pub.n_demand;
+		}
+		t->conf_owner[i] = (int)k;
+	}
+	t->others = malloc((n_others ? n_others : 1) * sizeof(*t->others));
+	t->others_owner = malloc((n_others ? n_others : 1) * sizeof(*t->others_owner));
+	if (!t->others || !t->others_owner)
+		return -ENOMEM;
+	for (size_t k = 1; k < t->n_names; k++) {
+		const struct job_rt *o = jm_find_job(jm, t->names[k]);
+
+		for (size_t d = 0; d < o->pub.n_demand; d++) {
+			t->others[at] = o->pub.demand[d];
+			t->others_owner[at++] = (int)k;
+		}
+	}
+	t->n_others = at;
+	return 0;
+}
+
 void jm_start_planning(struct jm *jm, struct job_rt *j)
 {
-	struct plan_task *t = new_task(jm, j->pub.planner, j->pub.allow_move, j->pub.demand,
-				       j->pub.n_demand);
+	struct plan_task *t = new_task(jm, j->pub.id, j->pub.planner, j->pub.allow_move,
+				       j->pub.demand, j->pub.n_demand, j->pub.workload,
+				       &j->pub.figures);
 	struct jm_error err;
 	int rc;
 
 	if (j->pub.state != JM_PLANNING)
 		jm_set_state(jm, j, JM_PLANNING, NULL);
+	if (t && t->replan && prepare_replan(jm, t, j->pub.id) != 0) {
+		free_task(t);
+		t = NULL;
+	}
 	if (!t) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 		jm_fail_job(jm, j, &err);
 		return;
 	}
 	snprintf(t->job_id, sizeof(t->job_id), "%s", j->pub.id);
+	t->report_search |= j->search_unreported;
+	j->search_unreported = false;
 	rc = pool_submit(jm->d.pool, plan_work, plan_done, t);
 	if (rc) {
 		free_task(t);
@@ -513,9 +1046,11 @@ void jm_start_planning(struct jm *jm, struct job_rt *j)
 
 /* ---- requests ---- */
 
-static bool valid_planner(const char *p)
+static bool takes_workload(const char *p)
 {
-	return !p || !*p || strcmp(p, "leaf-centric") == 0 || strcmp(p, "pod-centric") == 0;
+	enum delta_planner kind;
+
+	return p && delta_planner_parse(p, &kind) == 0;
 }
 
 static bool holds_leaves(enum jm_state s)
@@ -524,40 +1059,70 @@ static bool holds_leaves(enum jm_state s)
 	       s == JM_RELEASING;
 }
 
-static bool job_uses_leaf(const struct jm_job *job, int leaf)
+/*
+ * The leaves a job owns: those of its leaf demand, and for a workload
+ * every leaf holding one of its GPUs (known before the search, and a
+ * superset of the leaves of the demand it finds).
+ */
+static bool job_uses_leaf(const struct jm *jm, const struct jm_job *job, int leaf)
 {
 	for (size_t i = 0; i < job->n_demand; i++)
 		if (job->demand[i].a == leaf || job->demand[i].b == leaf)
+			return true;
+	for (size_t i = 0; job->workload && i < job->workload->n_gpus; i++)
+		if (ocs_fabric_gpu_leaf(jm->f, job->workload->gpus[i]) == leaf)
 			return true;
 	return false;
 }
 
 /*
- * A job owns the leaves of its demand: their uplinks carry only its
- * cross-pod links, which is what lets the planner guarantee no routing
- * polarization. A leaf held by another live job is refused here.
+ * The live job other than self on leaf whose leaf-spine links are not
+ * known (circuits committed by an ocsd that did not store links), or NULL.
+ */
+static const struct jm_job *unshared_owner(const struct jm *jm, const char *self, int leaf)
+{
+	for (size_t k = 0; k < jm->n_jobs; k++) {
+		const struct job_rt *o = jm->jobs[k];
+
+		if (strcmp(o->pub.id, self) != 0 && o->n_links == 0 &&
+		    (o->pub.state == JM_ACTIVE || o->pub.state == JM_RELEASING) &&
+		    job_uses_leaf(jm, &o->pub, leaf))
+			return &o->pub;
+	}
+	return NULL;
+}
+
+/*
+ * Jobs may share leaves: each is planned around the leaf-spine links the
+ * others load (contention over tau on a shared uplink is refused when the
+ * plan is made). Only a job whose links are not known keeps its leaves to
+ * itself, since nothing could be planned around it.
  */
 static bool leaves_free(const struct jm *jm, const char *self, const struct lc_demand *demand,
-			size_t n, struct jm_error *err)
+			size_t n, const struct jm_workload *wl, struct jm_error *err)
 {
-	for (size_t i = 0; i < n; i++) {
-		for (size_t k = 0; k < jm->n_jobs; k++) {
-			const struct jm_job *other = &jm->jobs[k]->pub;
-			int leaf = -1;
+	size_t count = wl ? wl->n_gpus : n;
 
-			if (strcmp(other->id, self) == 0 || !holds_leaves(other->state))
-				continue;
-			if (job_uses_leaf(other, demand[i].a))
-				leaf = demand[i].a;
-			else if (job_uses_leaf(other, demand[i].b))
-				leaf = demand[i].b;
-			if (leaf < 0)
+	for (size_t i = 0; i < count; i++) {
+		int leaves[2], n_leaves = 0;
+
+		if (wl) {
+			leaves[n_leaves++] = ocs_fabric_gpu_leaf(jm->f, wl->gpus[i]);
+		} else {
+			leaves[n_leaves++] = demand[i].a;
+			leaves[n_leaves++] = demand[i].b;
+		}
+		for (int l = 0; l < n_leaves; l++) {
+			const struct jm_job *other = unshared_owner(jm, self, leaves[l]);
+
+			if (!other)
 				continue;
 			jm_set_error(err, JM_EXHAUSTED, "",
-				  "leaf %d is held by job %s (%s): a job's leaves carry only its own "
-				  "cross-pod links",
-				  leaf, other->id, jm_state_name(other->state));
-			snprintf(err->field, sizeof(err->field), "leaf_demand.pairs[%zu]", i);
+				     "leaf %d is held by job %s (%s), whose leaf-spine links were "
+				     "stored by an older ocsd: its leaves cannot be shared",
+				     leaves[l], other->id, jm_state_name(other->state));
+			snprintf(err->field, sizeof(err->field),
+				 wl ? "placement.gpus[%zu]" : "leaf_demand.pairs[%zu]", i);
 			return false;
 		}
 	}
@@ -568,13 +1133,24 @@ static bool leaves_free(const struct jm *jm, const char *self, const struct lc_d
 static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_error *err)
 {
 	struct lc_problem p;
+	const char *planner = spec->planner && *spec->planner ? spec->planner : NULL;
 
-	if (!valid_planner(spec->planner)) {
+	if (spec->workload && planner && !takes_workload(planner)) {
 		jm_set_error(err, JM_INVALID, "options.planner",
-			  "\"%s\" is not a planner of this fabric (leaf-centric, pod-centric)",
-			  spec->planner);
+			     "\"%s\" does not plan a parallelism spec (delta-fast, prop-alloc, "
+			     "sqrt-alloc, iter-halve)",
+			     planner);
 		return false;
 	}
+	if (!spec->workload && planner && strcmp(planner, "leaf-centric") != 0 &&
+	    strcmp(planner, "pod-centric") != 0) {
+		jm_set_error(err, JM_INVALID, "options.planner",
+			     "\"%s\" does not plan a leaf demand (leaf-centric, pod-centric)",
+			     planner);
+		return false;
+	}
+	if (spec->workload && spec->n_demand == 0)
+		return leaves_free(jm, spec->id ? spec->id : "", NULL, 0, spec->workload, err);
 	if (spec->n_demand == 0) {
 		jm_set_error(err, JM_INVALID, "leaf_demand.pairs", "the job asks for no links");
 		return false;
@@ -582,30 +1158,46 @@ static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_erro
 	if (lc_validate(jm->f, spec->demand, spec->n_demand, NULL, 0, &p, 1) > 0) {
 		const char *idx = strchr(p.field, '[');
 
+		if (spec->workload) {
+			/* A planned demand the planner does not take: a bug, not the caller's. */
+			jm_set_error(err, JM_INTERNAL, "", "the planned leaf demand is invalid: %s",
+				     p.reason);
+			return false;
+		}
 		jm_set_error(err, JM_INVALID, "", "%s", p.reason);
 		snprintf(err->field, sizeof(err->field), "leaf_demand.pairs%s", idx ? idx : "");
 		return false;
 	}
-	return leaves_free(jm, spec->id ? spec->id : "", spec->demand, spec->n_demand, err);
+	return leaves_free(jm, spec->id ? spec->id : "", spec->demand, spec->n_demand,
+			   spec->workload, err);
+}
+
+static const char *default_planner(const struct jm_spec *spec)
+{
+	if (spec->planner && *spec->planner)
+		return spec->planner;
+	return spec->workload ? "delta-fast" : "leaf-centric";
 }
 
 static void copy_spec(struct job_rt *j, const struct jm_spec *spec)
 {
-	const char *planner = spec->planner && *spec->planner ? spec->planner : "leaf-centric";
-
 	snprintf(j->pub.id, sizeof(j->pub.id), "%s", spec->id);
 	snprintf(j->pub.key, sizeof(j->pub.key), "%s",
 		 spec->idempotency_key ? spec->idempotency_key : "");
-	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s", planner);
+	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s", default_planner(spec));
 	j->pub.allow_move = spec->allow_moving_other_jobs;
 }
 
-void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx)
+/*
+ * The part of a submission that concerns a job that already exists (or an
+ * idempotency key in use). Returns true when the request was answered or
+ * attached to the job.
+ */
+static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer,
+			    void *ctx)
 {
 	struct job_rt *j = jm_find_job(jm, spec->id);
 	struct jm_error err = { 0 };
-	struct st_job row;
-	int rc;
 
 	if (!j && spec->idempotency_key && *spec->idempotency_key) {
 		for (size_t i = 0; i < jm->n_jobs && !j; i++)
@@ -613,53 +1205,62 @@ void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, v
 				jm_set_error(&err, JM_EXISTS, "idempotency_key",
 					  "already used by job %s", jm->jobs[i]->pub.id);
 				answer(ctx, &err, NULL, false, NULL, 0);
-				return;
+				return true;
 			}
 	}
-	if (j) {
-		bool same = j->pub.raw_len == spec->raw_len &&
-			    memcmp(j->pub.raw, spec->raw, spec->raw_len) == 0;
-
-		if (!same) {
-			jm_set_error(&err, JM_EXISTS, "id",
-				  "job %s exists with a different request (state %s)", spec->id,
-				  jm_state_name(j->pub.state));
+	if (!j)
+		return false;
+	if (j->pub.raw_len != spec->raw_len || memcmp(j->pub.raw, spec->raw, spec->raw_len) != 0) {
+		jm_set_error(&err, JM_EXISTS, "id", "job %s exists with a different request (state %s)",
+			     spec->id, jm_state_name(j->pub.state));
+		answer(ctx, &err, NULL, false, NULL, 0);
+		return true;
+	}
+	if (j->pub.state == JM_FAILED || j->pub.state == JM_RELEASED) {
+		/* The same request again: run it again. */
+		if (!leaves_free(jm, j->pub.id, j->pub.demand, j->pub.n_demand, j->pub.workload,
+				 &err)) {
 			answer(ctx, &err, NULL, false, NULL, 0);
-			return;
+			return true;
 		}
-		if (j->pub.state == JM_FAILED || j->pub.state == JM_RELEASED) {
-			/* The same request again: run it again. */
-			if (!leaves_free(jm, j->pub.id, j->pub.demand, j->pub.n_demand, &err)) {
-				answer(ctx, &err, NULL, false, NULL, 0);
-				return;
-			}
-			if (add_waiter(j, answer, ctx, false) != 0)
-				goto oom;
-			j->replans = 0;
-			j->release_requested = false;
-			jm_start_planning(jm, j);
-			return;
-		}
-		if (j->pub.state == JM_ACTIVE) {
-			answer(ctx, NULL, &j->pub, false, NULL, 0);
-			return;
-		}
-		/* In progress: answered when it settles. */
 		if (add_waiter(j, answer, ctx, false) != 0)
 			goto oom;
-		return;
+		j->replans = 0;
+		j->release_requested = false;
+		jm_start_planning(jm, j);
+		return true;
 	}
-	if (!check_spec(jm, spec, &err)) {
-		answer(ctx, &err, NULL, false, NULL, 0);
-		return;
+	if (j->pub.state == JM_ACTIVE) {
+		answer(ctx, NULL, &j->pub, false, NULL, 0);
+		return true;
 	}
-	j = calloc(1, sizeof(*j));
+	/* In progress: answered when it settles. */
+	if (add_waiter(j, answer, ctx, false) != 0)
+		goto oom;
+	return true;
+oom:
+	jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+	answer(ctx, &err, NULL, false, NULL, 0);
+	return true;
+}
+
+/* Creates, stores and plans a new job whose spec passed check_spec(). */
+static void create_job(struct jm *jm, const struct jm_spec *spec, const struct plan_task *ga,
+		       jm_answer_fn answer, void *ctx)
+{
+	struct jm_error err = { 0 };
+	struct st_job row;
+	struct job_rt *j = calloc(1, sizeof(*j));
+	int rc;
+
 	if (!j)
 		goto oom;
 	copy_spec(j, spec);
 	j->pub.raw = malloc(spec->raw_len ? spec->raw_len : 1);
-	j->pub.demand = malloc(spec->n_demand * sizeof(*j->pub.demand));
-	if (!j->pub.raw || !j->pub.demand) {
+	j->pub.demand = malloc((spec->n_demand ? spec->n_demand : 1) * sizeof(*j->pub.demand));
+	if (spec->workload)
+		j->pub.workload = jm_workload_dup(spec->workload);
+	if (!j->pub.raw || !j->pub.demand || (spec->workload && !j->pub.workload)) {
 		free_job(j);
 		goto oom;
 	}
@@ -667,6 +1268,11 @@ void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, v
 	j->pub.raw_len = spec->raw_len;
 	memcpy(j->pub.demand, spec->demand, spec->n_demand * sizeof(*j->pub.demand));
 	j->pub.n_demand = spec->n_demand;
+	if (ga && ga->has_delta) {
+		j->pub.figures.has_delta = true;
+		j->pub.figures.delta = ga->delta;
+		j->search_unreported = true; /* reported with the job's first plan */
+	}
 	j->pub.state = JM_PENDING;
 	j->pub.created_ms = j->pub.updated_ms = jm_now_ms();
 	row = (struct st_job){ j->pub.id, j->pub.key[0] ? j->pub.key : NULL, "PENDING", NULL,
@@ -691,9 +1297,87 @@ oom:
 	answer(ctx, &err, NULL, false, NULL, 0);
 }
 
+/* Plans a new submission's workload on the pool (ga_only), then submit_planned(). */
+static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer,
+			    void *ctx)
+{
+	struct jm_error err = { 0 };
+	struct plan_task *t = new_task(jm, spec->id, default_planner(spec),
+				       spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL);
+	int rc;
+
+	if (t) {
+		t->ga_only = true;
+		t->answer = answer;
+		t->ctx = ctx;
+		t->sub.id = strdup(spec->id);
+		t->sub.key = strdup(spec->idempotency_key ? spec->idempotency_key : "");
+		t->sub.raw = malloc(spec->raw_len ? spec->raw_len : 1);
+		t->sub.raw_len = spec->raw_len;
+		t->sub.allow_move = spec->allow_moving_other_jobs;
+	}
+	if (!t || !t->sub.id || !t->sub.key || !t->sub.raw) {
+		if (t)
+			free_task(t);
+		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+		answer(ctx, &err, NULL, false, NULL, 0);
+		return;
+	}
+	memcpy(t->sub.raw, spec->raw, spec->raw_len);
+	snprintf(t->job_id, sizeof(t->job_id), "%s", spec->id);
+	rc = pool_submit(jm->d.pool, plan_work, plan_done, t);
+	if (rc) {
+		free_task(t);
+		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
+			     strerror(-rc));
+		answer(ctx, &err, NULL, false, NULL, 0);
+	}
+}
+
+/* A new submission's workload was planned: refuse it, or create the job with its demand. */
+static void submit_planned(struct plan_task *t)
+{
+	struct jm *jm = t->jm;
+	struct jm_error err = { 0 };
+	struct jm_spec spec = { t->sub.id, t->sub.key,	     t->planner, t->sub.allow_move,
+				t->demand, t->n_demand,	     t->wl,	 t->sub.raw,
+				t->sub.raw_len };
+
+	if (plan_refusal(t, &err)) {
+		t->answer(t->ctx, &err, NULL, false, NULL, 0);
+	} else if (jm->stopping) {
+		/* Nothing was stored: the caller may submit again to the next run. */
+		jm_set_error(&err, JM_UNAVAILABLE, "", "ocsd is shutting down; nothing changed");
+		t->answer(t->ctx, &err, NULL, false, NULL, 0);
+	} else if (!submit_existing(jm, &spec, t->answer, t->ctx)) {
+		/* Still new (the same request may have been submitted meanwhile). */
+		if (check_spec(jm, &spec, &err))
+			create_job(jm, &spec, t, t->answer, t->ctx);
+		else
+			t->answer(t->ctx, &err, NULL, false, NULL, 0);
+	}
+	free_task(t);
+}
+
+void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx)
+{
+	struct jm_error err = { 0 };
+
+	if (submit_existing(jm, spec, answer, ctx))
+		return;
+	if (!check_spec(jm, spec, &err)) {
+		answer(ctx, &err, NULL, false, NULL, 0);
+		return;
+	}
+	if (spec->workload && spec->n_demand == 0)
+		submit_workload(jm, spec, answer, ctx);
+	else
+		create_job(jm, spec, NULL, answer, ctx);
+}
+
 void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx)
 {
-	const char *planner = spec->planner && *spec->planner ? spec->planner : "leaf-centric";
+	const char *planner = default_planner(spec);
 	struct jm_error err = { 0 };
 	struct plan_task *t;
 	int rc;
@@ -702,7 +1386,12 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
-	t = new_task(jm, planner, spec->allow_moving_other_jobs, spec->demand, spec->n_demand);
+	t = new_task(jm, spec->id, planner, spec->allow_moving_other_jobs, spec->demand,
+		     spec->n_demand, spec->workload, NULL);
+	if (t && t->replan && prepare_replan(jm, t, spec->id) != 0) {
+		free_task(t);
+		t = NULL;
+	}
 	if (!t) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 		answer(ctx, &err, NULL, false, NULL, 0);
@@ -848,21 +1537,92 @@ void jm_free(struct jm *jm)
 }
 
 int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow_move,
-		  const struct lc_demand *demand, size_t n)
+		  const struct lc_demand *demand, size_t n, const struct jm_workload *workload)
 {
 	struct job_rt *j = jm_find_job(jm, id);
 
 	if (!j)
 		return -ENOENT;
+	jm_workload_free(j->pub.workload);
+	j->pub.workload = NULL;
+	if (workload) {
+		j->pub.workload = jm_workload_dup(workload);
+		if (!j->pub.workload)
+			return -ENOMEM;
+	}
 	free(j->pub.demand);
 	j->pub.demand = malloc((n ? n : 1) * sizeof(*demand));
 	if (!j->pub.demand)
 		return -ENOMEM;
-	memcpy(j->pub.demand, demand, n * sizeof(*demand));
+	if (n)
+		memcpy(j->pub.demand, demand, n * sizeof(*demand));
 	j->pub.n_demand = n;
 	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s",
-		 planner && *planner ? planner : "leaf-centric");
+		 planner && *planner ? planner : workload ? "delta-fast" : "leaf-centric");
 	j->pub.allow_move = allow_move;
 	return 0;
 }
 
+
+void jm_apply_links(struct jm *jm, struct job_rt *j)
+{
+	/* every other job the plan names (a global re-plan) gets its entries */
+	for (size_t k = 0; k < jm->n_jobs; k++) {
+		struct job_rt *o = jm->jobs[k];
+		size_t n = 0;
+		struct st_link *mine;
+
+		if (o == j)
+			continue;
+		for (size_t i = 0; i < j->n_plan_links; i++)
+			n += strcmp(j->plan_links[i].job_id, o->pub.id) == 0;
+		if (n == 0 || !(mine = malloc(n * sizeof(*mine))))
+			continue;
+		n = 0;
+		for (size_t i = 0; i < j->n_plan_links; i++)
+			if (strcmp(j->plan_links[i].job_id, o->pub.id) == 0)
+				mine[n++] = j->plan_links[i];
+		free(o->links);
+		o->links = mine;
+		o->n_links = n;
+	}
+	/* j's own entries (none after a release) */
+	size_t n = 0;
+
+	for (size_t i = 0; i < j->n_plan_links; i++)
+		if (strcmp(j->plan_links[i].job_id, j->pub.id) == 0)
+			j->plan_links[n++] = j->plan_links[i];
+	free(j->links);
+	j->links = n ? j->plan_links : NULL;
+	j->n_links = n;
+	if (!n)
+		free(j->plan_links);
+	j->plan_links = NULL;
+	j->n_plan_links = 0;
+}
+
+static int load_link(void *arg, const struct st_link *l)
+{
+	struct jm *jm = arg;
+	struct job_rt *j = jm_find_job(jm, l->job_id);
+	struct st_link *g;
+
+	if (!j)
+		return 0; /* a job the store no longer has */
+	g = realloc(j->links, (j->n_links + 1) * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	j->links = g;
+	j->links[j->n_links++] = *l;
+	return 0;
+}
+
+int jm_load_links(struct jm *jm)
+{
+	for (size_t i = 0; i < jm->n_jobs; i++) {
+		free(jm->jobs[i]->links);
+		jm->jobs[i]->links = NULL;
+		jm->jobs[i]->n_links = 0;
+	}
+	return st_link_list(jm->d.store, load_link, jm);
+}

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "delta_plan.h"
 #include "leafcentric.h"
 
 struct fs_state;
@@ -66,6 +67,17 @@ struct jm_error {
 	char message[512];
 };
 
+/* What DELTA planned for a parallelism demand (one training iteration). */
+struct jm_delta_figures {
+	double makespan_ms;
+	double critical_comm_ms;
+	double nct;
+	long ports_used;  /* job-wide OCS ports of the pod-level circuits */
+	long ports_saved; /* ports of the job's GPUs left unused */
+	int generations;  /* DELTA-Fast only */
+	double plan_ms;   /* the DELTA search and the leaf distribution */
+};
+
 /* What a plan achieved (also kept for the plan a job runs on). */
 struct jm_figures {
 	char planner[32];
@@ -77,16 +89,42 @@ struct jm_figures {
 	int64_t plan_us;
 	struct lc_demand *unplaced; /* owned */
 	size_t n_unplaced;
+	char (*moved_jobs)[72]; /* other jobs whose circuits the plan moves (owned) */
+	size_t n_moved_jobs;
+	bool has_delta; /* a parallelism demand: delta is set */
+	struct jm_delta_figures delta;
 };
+
+/*
+ * A parallelism demand (planners delta-fast, prop-alloc, sqrt-alloc,
+ * iter-halve): the workload spec with its defaults filled in (fabric_pods
+ * and gpus set), the search parameters (clock_ms is set by the job manager)
+ * and the job's GPUs in rank order (placement.gpus). The job manager plans
+ * it into a leaf demand on the pool once and keeps that demand.
+ */
+struct jm_workload {
+	struct delta_workload_spec spec;
+	struct delta_ga_params ga;
+	int64_t *gpus; /* n_gpus, rank order */
+	size_t n_gpus;
+};
+
+/* Deep copy (NULL on allocation failure) and free (accepts NULL). */
+struct jm_workload *jm_workload_dup(const struct jm_workload *w);
+void jm_workload_free(struct jm_workload *w);
 
 /* A submission, converted from the API by the caller (which owns it). */
 struct jm_spec {
 	const char *id;
 	const char *idempotency_key; /* NULL or "" when absent */
-	const char *planner;         /* "leaf-centric" or "pod-centric" */
+	const char *planner;         /* "leaf-centric" or "pod-centric"; with a
+				      * workload "delta-fast" or a baseline */
 	bool allow_moving_other_jobs;
+	/* A leaf demand, or a workload (parallelism spec) whose leaf demand
+	 * the job manager plans (callers give one of the two). */
 	const struct lc_demand *demand;
 	size_t n_demand;
+	const struct jm_workload *workload;
 	/* The request as received (packed protobuf): stored, compared for
 	 * idempotency and handed back by GetJob. */
 	const void *raw;
@@ -102,8 +140,9 @@ struct jm_job {
 	size_t raw_len;
 	char planner[32];
 	bool allow_move;
-	struct lc_demand *demand;
+	struct lc_demand *demand; /* for a workload: the leaf demand DELTA planned */
 	size_t n_demand;
+	struct jm_workload *workload; /* owned; NULL for a leaf demand */
 	struct jm_figures figures;
 	int64_t created_ms;
 	int64_t updated_ms;
@@ -170,18 +209,22 @@ void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx);
 
 /*
  * Gives a job loaded from the store its demand (the API layer decodes it
- * from the stored request). Call before jm_recover(). 0 or -ENOENT/-ENOMEM.
+ * from the stored request): a leaf demand, or a workload (copied) whose leaf
+ * demand is planned again when the job is next planned (the search is
+ * deterministic for a seed without a time budget). Call before
+ * jm_recover(). 0 or -ENOENT/-ENOMEM.
  */
 int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow_move,
-		  const struct lc_demand *demand, size_t n);
+		  const struct lc_demand *demand, size_t n, const struct jm_workload *workload);
 
 const struct jm_job *jm_find(const struct jm *jm, const char *id);
 size_t jm_count(const struct jm *jm);
 const struct jm_job *jm_at(const struct jm *jm, size_t i);
 /*
- * Drained devices get no new circuits (existing ones stay). In this version
- * a plan allowed to move other jobs' circuits (allow_moving_other_jobs)
- * does not honour drains.
+ * Drained devices get no new circuits (existing ones stay), also for plans
+ * allowed to move other jobs' circuits (allow_moving_other_jobs: a global
+ * re-plan of every job's demand, each cross-connect given to the job it
+ * serves; see jobs_move.c).
  */
 void jm_set_drained(struct jm *jm, int device_id, bool drained);
 bool jm_drained(const struct jm *jm, int device_id);

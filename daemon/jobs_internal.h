@@ -32,12 +32,25 @@ struct job_rt {
 	struct waiter *waiters;
 	bool release_requested;
 	int replans;
+	bool search_unreported; /* the DELTA search ran before the job existed */
 	/* The accepted plan, between plan_done and its transaction. */
 	unsigned long plan_gen;
 	struct ocs_xc *removals;
 	size_t n_removals;
 	struct ocs_xc *additions;
 	size_t n_additions;
+	char (*add_owner)[72]; /* owner of each addition; NULL: all this job's */
+	/*
+	 * Leaf-spine links (the planner's L[a][b][h]): links, what the job's
+	 * committed circuits load on its leaves' uplinks (none for a job stored
+	 * by an ocsd that did not keep them: its leaves are not shared); and
+	 * plan_links, those of the accepted plan (with a global re-plan, of
+	 * every job it re-plans), which its transaction stores with the intent.
+	 */
+	struct st_link *links;
+	size_t n_links;
+	struct st_link *plan_links;
+	size_t n_plan_links;
 };
 
 
@@ -69,5 +82,38 @@ void jm_start_planning(struct jm *jm, struct job_rt *j);
 /* Starts the next queued transaction when none is running (jobs_txn.c). */
 void jm_pump(struct jm *jm);
 bool jm_same_device(const struct ocs_xc *a, const struct ocs_xc *b);
+/*
+ * After a confirmed transaction of j: every job named in j's plan links,
+ * and j itself, now has the links of the plan (none after a release).
+ */
+void jm_apply_links(struct jm *jm, struct job_rt *j);
+/* Reads every job's links from the store (after recovery). 0 or -errno. */
+int jm_load_links(struct jm *jm);
+
+/*
+ * jobs_delta.c: maps a field name of the DELTA solvers ("model.layers",
+ * "placement.gpu_ids[3]", ...) to the JobSpec's ("parallelism.layers",
+ * "placement.gpus[3]").
+ */
+void jm_delta_field(const char *in, char *out, size_t len);
+/*
+ * jobs_delta.c: plans a workload (on a solver worker) into a leaf demand
+ * (*demand, malloc'd, caller frees) and its DELTA figures. 0; -EINVAL or
+ * -ENOSPC with err naming the solvers' field (see jm_delta_field()); -ENOMEM.
+ */
+int jm_plan_workload(const struct ocs_fabric *f, const char *planner,
+		     const struct jm_workload *wl, struct lc_demand **demand, size_t *n_demand,
+		     struct jm_delta_figures *fig, struct delta_error *err);
+
+/*
+ * jobs_move.c: attributes each cross-connect of a global re-plan (plan->xcs)
+ * to a job: leaf_owner gives each leaf's job index (-1: none), conf and
+ * conf_owner the configured cross-connects and their owners. Fills owner[]
+ * and reowned[] (a kept cross-connect that changes owner), one per plan
+ * cross-connect. 0, -EINVAL when the plan does not add up, -ENOMEM. Pure.
+ */
+int jm_attribute_owners(const struct ocs_fabric *f, const struct lc_plan *plan,
+			const int *leaf_owner, const struct ocs_xc *conf, const int *conf_owner,
+			size_t n_conf, int *owner, bool *reowned);
 
 #endif

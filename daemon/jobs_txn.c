@@ -201,7 +201,8 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 			       j->n_removals * sizeof(*tx->removals));
 		for (size_t i = 0; i < j->n_additions; i++) {
 			tx->adds[i].xc = j->additions[i];
-			snprintf(tx->adds[i].job_id, sizeof(tx->adds[i].job_id), "%s", j->pub.id);
+			snprintf(tx->adds[i].job_id, sizeof(tx->adds[i].job_id), "%s",
+				 j->add_owner ? j->add_owner[i] : j->pub.id);
 		}
 		tx->n_adds = j->n_additions;
 	}
@@ -215,7 +216,8 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 		return;
 	}
 	rc = st_intent_begin(jm->d.store, j->pub.id, tx->removals, tx->n_removals, tx->adds,
-			     tx->n_adds, NULL, 0, jm_now_ms(), &tx->txn_id);
+			     tx->n_adds, tx->release ? NULL : j->plan_links,
+			     tx->release ? 0 : j->n_plan_links, jm_now_ms(), &tx->txn_id);
 	if (rc) {
 		snprintf(msg, sizeof(msg), "cannot store the transaction intent (%s); nothing was "
 					   "touched",
@@ -291,6 +293,14 @@ static void txn_done(void *arg)
 	if (outcome == ST_INTENT_CONFIRMED &&
 	    fs_apply(jm->d.fs, tx->removals, tx->n_removals, tx->adds, tx->n_adds) != 0)
 		fs_load(jm->d.fs, jm->d.store);
+	if (outcome == ST_INTENT_CONFIRMED) {
+		if (tx->release) { /* the store dropped the job's links with the intent */
+			free(j->plan_links);
+			j->plan_links = NULL;
+			j->n_plan_links = 0;
+		}
+		jm_apply_links(jm, j);
+	}
 	if (jm->d.events.transaction_done && tx->txn_id) {
 		struct jm_txn_summary sum = { (uint64_t)tx->txn_id, j->pub.id, (int)r.outcome,
 					      NULL, 0, r.message, r.total_ms,
@@ -480,6 +490,9 @@ int jm_recover(struct jm *jm)
 {
 	int rc = st_intent_list_open(jm->d.store, resolve_intent, jm);
 
+	/* after the intents: those finished as confirmed carried links */
+	if (rc == 0)
+		rc = jm_load_links(jm);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < jm->n_jobs; i++) {
@@ -496,7 +509,7 @@ int jm_recover(struct jm *jm)
 			free(xcs);
 			if (n_xcs)
 				jm_set_state(jm, j, JM_ACTIVE, NULL);
-			else if (j->pub.n_demand)
+			else if (j->pub.n_demand || j->pub.workload)
 				jm_start_planning(jm, j);
 			else
 				jm_set_state(jm, j, JM_FAILED, "its request could not be read back after "

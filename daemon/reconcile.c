@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,6 +28,7 @@ struct dev_read {
 	struct sb_xc_state *got; /* NULL when unreadable */
 	size_t n_got;
 	bool ok;
+	char error[sizeof(((struct sb_error *)0)->message) + 32];
 };
 
 struct recon {
@@ -62,6 +64,9 @@ static void *reader(void *arg)
 			sb_device_connect_until(dev, sb_now_ms() + r->d.connect_timeout_ms, &e) == 0 &&
 			sb_device_read_xcs(dev, false, SB_DS_RUNNING, &r->reads[i].got,
 					   &r->reads[i].n_got, &e) == 0;
+		if (!r->reads[i].ok)
+			snprintf(r->reads[i].error, sizeof(r->reads[i].error), "%s: %s",
+				 e.operation[0] ? e.operation : "read", e.message);
 	}
 	return NULL;
 }
@@ -102,8 +107,10 @@ static void pass_done(void *arg)
 	struct timespec now;
 
 	pthread_join(r->thread, NULL);
+	/* The readers are done: the handles are the loop's again. */
 	for (int d = 0; d < r->d.n_devices && r->d.events.device_read && !atomic_load(&r->stop); d++)
-		r->d.events.device_read(r->d.events.ctx, d, r->reads[d].ok);
+		r->d.events.device_read(r->d.events.ctx, d, r->reads[d].ok,
+					sb_device_connected(r->d.devices[d]), r->reads[d].error);
 	rep.discarded = fs_generation(r->d.fs) != r->generation || jm_busy(r->d.jm);
 	for (int d = 0; d < r->d.n_devices && !rep.discarded; d++) {
 		struct dev_read *rd = &r->reads[d];

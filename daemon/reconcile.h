@@ -38,8 +38,12 @@ struct recon_events {
 	void *ctx;
 	/* One drifted cross-connect (called for each, on the loop). */
 	void (*drift)(void *ctx, const char *device, int in, int out, bool missing);
-	/* Whether each device could be read (called for each, on the loop). */
-	void (*device_read)(void *ctx, int device_id, bool ok);
+	/*
+	 * Whether each device could be read (called for each, on the loop):
+	 * connected tells whether its session is up after the pass; error is
+	 * why not ("" when it is).
+	 */
+	void (*device_read)(void *ctx, int device_id, bool ok, bool connected, const char *error);
 	void (*done)(void *ctx, const struct recon_report *r);
 };
 

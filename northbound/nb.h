@@ -140,6 +140,14 @@ struct nb_limits {
 #define NB_HEALTH_SERVICE_MAX_LEN    128
 #define NB_DEFAULT_MAX_MESSAGE_BYTES (4u * 1024u * 1024u)
 #define NB_DEFAULT_MAX_LEAF_PAIRS    65536
+/* Bounds of a parallelism spec's search and size (JobSpec.parallelism). */
+#define NB_PARALLELISM_MAX_MICRO_BATCHES   16384
+#define NB_PARALLELISM_MAX_GENERATIONS     1000000
+#define NB_PARALLELISM_MAX_TIME_BUDGET_MS  600000
+
+/* True for planners that take JobSpec.parallelism (delta-fast, prop-alloc,
+ * sqrt-alloc, iter-halve); the others take leaf_demand. Thread-safe. */
+bool nb_planner_takes_parallelism(const char *planner);
 
 struct nb_server;
 struct nb_call;

@@ -12,6 +12,7 @@
  * Pure functions: no globals, no I/O; thread-safe.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,19 @@
 #include "nb_internal.h"
 
 static const char *const default_planners[] = {"leaf-centric", "pod-centric", NULL};
+
+/* Planners that take a parallelism spec (DAG-aware); every other planner
+ * takes a leaf demand. */
+static const char *const parallelism_planners[] = {"delta-fast", "prop-alloc", "sqrt-alloc",
+						   "iter-halve", NULL};
+
+bool nb_planner_takes_parallelism(const char *planner)
+{
+	for (size_t i = 0; planner && parallelism_planners[i]; i++)
+		if (strcmp(planner, parallelism_planners[i]) == 0)
+			return true;
+	return false;
+}
 
 struct bounds {
 	int pods;
@@ -303,6 +317,113 @@ static int validate_leaf_demand(const Ocs__V1__LeafDemand *d, const struct bound
 	return rc;
 }
 
+/* A double in lo..hi (lo excluded when open_lo); NaN and infinities refused. */
+static int check_real(double v, double lo, bool open_lo, double hi, const char *field,
+		      struct nb_error *err)
+{
+	if (v != v || (open_lo ? !(v > lo) : !(v >= lo)) || !(v <= hi))
+		return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+				    open_lo ? "%g is outside (%g, %g]" : "%g is outside %g..%g", v, lo,
+				    hi);
+	return 0;
+}
+
+/* Bounds of the parallelism spec's integer fields (0 = default where the
+ * proto says so); cross-field rules (tp dividing heads, ...) are the
+ * daemon's, which builds the workload. */
+struct par_int {
+	const char *name;
+	size_t offset;
+	long long lo, hi;
+};
+
+#define PAR_INT(f, lo, hi) {#f, offsetof(Ocs__V1__ParallelismSpec, f), lo, hi}
+
+static const struct par_int par_ints[] = {
+	PAR_INT(layers, 1, 100000),
+	PAR_INT(hidden, 1, 1 << 20),
+	PAR_INT(ffn, 1, 1 << 22),
+	PAR_INT(heads, 1, 1 << 16),
+	PAR_INT(vocab, 1, 1 << 24),
+	PAR_INT(experts, 0, 1 << 16),
+	PAR_INT(top_k, 0, 1 << 16),
+	PAR_INT(ffn_matrices, 0, 3),
+	PAR_INT(tp, 1, 1024),
+	PAR_INT(pp, 1, 1024),
+	PAR_INT(dp, 0, 1 << 24),
+	PAR_INT(ep, 0, 1 << 16),
+	PAR_INT(expert_tp, 0, 1024),
+	PAR_INT(seq_len, 1, 1 << 24),
+	PAR_INT(micro_batch, 0, 1 << 16),
+	PAR_INT(micro_batches, 1, NB_PARALLELISM_MAX_MICRO_BATCHES),
+	PAR_INT(bytes_per_value, 0, 64),
+	PAR_INT(grad_bytes, 0, 64),
+	PAR_INT(gpus_per_pod_per_replica, 1, 1 << 30), /* upper bound: GPUs of a pod */
+	PAR_INT(replicas_per_pod_set, 0, 1 << 30),    /* upper bound: GPUs of a pod */
+	PAR_INT(first_pod, 0, 1 << 30),               /* upper bound: pods - 1 */
+	PAR_INT(max_generations, 0, NB_PARALLELISM_MAX_GENERATIONS),
+	PAR_INT(stall_generations, 0, NB_PARALLELISM_MAX_GENERATIONS),
+	PAR_INT(time_budget_ms, 0, NB_PARALLELISM_MAX_TIME_BUDGET_MS),
+};
+
+static int validate_parallelism(const Ocs__V1__ParallelismSpec *q, const struct bounds *b,
+				struct nb_error *err)
+{
+	long long pod_gpus = (long long)b->leaves_per_pod * b->gpus_per_leaf;
+	char field[96];
+
+	if (!q)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "parallelism", "null");
+	for (size_t i = 0; i < sizeof(par_ints) / sizeof(par_ints[0]); i++) {
+		const struct par_int *f = &par_ints[i];
+		int32_t v = *(const int32_t *)((const char *)q + f->offset);
+		long long hi = f->hi;
+
+		if (strcmp(f->name, "gpus_per_pod_per_replica") == 0 ||
+		    strcmp(f->name, "replicas_per_pod_set") == 0)
+			hi = pod_gpus;
+		else if (strcmp(f->name, "first_pod") == 0)
+			hi = b->pods - 1;
+		snprintf(field, sizeof(field), "parallelism.%s", f->name);
+		if (check_range(v, f->lo, hi, field, err))
+			return -EINVAL;
+	}
+	if (q->ffn_matrices == 1)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "parallelism.ffn_matrices",
+				    "1 is not 0 (default), 2 or 3");
+	if (q->experts == 0 && q->top_k != 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "parallelism.top_k",
+				    "%d given for a dense model (experts 0)", q->top_k);
+	if (q->experts > 0 && (q->top_k < 1 || q->top_k > q->experts))
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "parallelism.top_k",
+				    "%d is outside 1..%d (experts)", q->top_k, q->experts);
+	if (check_real(q->gpu_tflops, 0, false, 1e6, "parallelism.gpu_tflops", err) ||
+	    check_real(q->efficiency, 0, false, 1, "parallelism.efficiency", err) ||
+	    check_real(q->bandwidth_gbps, 0, true, 1e6, "parallelism.bandwidth_gbps", err) ||
+	    check_real(q->intra_pod_gbps, 0, false, 1e7, "parallelism.intra_pod_gbps", err))
+		return -EINVAL;
+	return 0;
+}
+
+/* options.planner against the kind of demand (empty: the kind's default). */
+static int check_planner_kind(const Ocs__V1__JobSpec *j, struct nb_error *err)
+{
+	const char *planner = j->options && j->options->planner ? j->options->planner : "";
+	bool par = j->demand_case == OCS__V1__JOB_SPEC__DEMAND_PARALLELISM;
+
+	if (!planner[0] || nb_planner_takes_parallelism(planner) == par)
+		return 0;
+	if (par)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "options.planner",
+				    "\"%s\" plans a leaf_demand, not a parallelism spec (use "
+				    "delta-fast, prop-alloc, sqrt-alloc or iter-halve)",
+				    planner);
+	return nb_error_set(err, NB_INVALID_ARGUMENT, "options.planner",
+			    "\"%s\" plans a parallelism spec, not a leaf_demand (use "
+			    "leaf-centric or pod-centric)",
+			    planner);
+}
+
 static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struct nb_error *err)
 {
 	unsigned char *leaf_used;
@@ -344,13 +465,18 @@ static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struc
 		case OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND:
 			rc = validate_leaf_demand(j->leaf_demand, b, leaf_used, err);
 			break;
+		case OCS__V1__JOB_SPEC__DEMAND_PARALLELISM:
+			rc = validate_parallelism(j->parallelism, b, err);
+			break;
 		default:
 			rc = nb_error_set(err, NB_INVALID_ARGUMENT, "demand",
-					  "required: set leaf_demand (parallelism specs and ring "
+					  "required: set leaf_demand or parallelism (ring "
 					  "requests are not served yet)");
 			break;
 		}
 	}
+	if (rc == 0)
+		rc = check_planner_kind(j, err);
 	free(leaf_used);
 	return rc;
 }

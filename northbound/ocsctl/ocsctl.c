@@ -208,7 +208,8 @@ static void print_json(const ProtobufCMessage *m, bool pretty)
 }
 
 /* A key/value block of every scalar field of a message. */
-static void print_kv(const ProtobufCMessage *m)
+/* The scalar fields of m numbered below max_id, one "name value" line each. */
+static void print_kv_below(const ProtobufCMessage *m, unsigned max_id)
 {
 	const ProtobufCMessageDescriptor *d = m->descriptor;
 	struct table t = {.cols = 2};
@@ -218,7 +219,8 @@ static void print_kv(const ProtobufCMessage *m)
 		const void *p = (const char *)m + f->offset;
 		char *row[2];
 
-		if (f->label == PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_MESSAGE)
+		if (f->label == PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_MESSAGE ||
+		    f->id >= max_id)
 			continue;
 		row[0] = fmt("%s", f->name);
 		switch (f->type) {
@@ -250,6 +252,11 @@ static void print_kv(const ProtobufCMessage *m)
 		table_add(&t, row);
 	}
 	table_print(&t);
+}
+
+static void print_kv(const ProtobufCMessage *m)
+{
+	print_kv_below(m, ~0u);
 }
 
 /* ---- calls -------------------------------------------------------------- */
@@ -360,7 +367,11 @@ static void print_figures(const Ocs__V1__PlanFigures *fig)
 {
 	if (!fig)
 		return;
-	print_kv(&fig->base);
+	/* The DELTA figures (fields 10 on) only for DAG-aware plans. */
+	if (fig->makespan_ms > 0 || fig->ports_used > 0)
+		print_kv(&fig->base);
+	else
+		print_kv_below(&fig->base, 10);
 	for (size_t i = 0; i < fig->n_unplaced; i++)
 		printf("unplaced               leaves %d-%d: %d links\n", fig->unplaced[i]->a,
 		       fig->unplaced[i]->b, fig->unplaced[i]->links);
@@ -388,8 +399,20 @@ static void print_job(const Ocs__V1__Job *job)
 	row[0] = fmt("gpus");
 	row[1] = fmt("%zu", s && s->placement ? s->placement->n_gpus : 0);
 	table_add(&t, row);
-	row[0] = fmt("leaf pairs");
-	row[1] = fmt("%zu", s && s->leaf_demand ? s->leaf_demand->n_pairs : 0);
+	if (s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_PARALLELISM && s->parallelism) {
+		const Ocs__V1__ParallelismSpec *q = s->parallelism;
+
+		row[0] = fmt("parallelism");
+		row[1] = fmt("tp %d, pp %d, dp %d%s, %d micro-batches, %g Gb/s", q->tp, q->pp,
+			     q->dp, q->dp ? "" : " (from the GPUs)", q->micro_batches,
+			     q->bandwidth_gbps);
+	} else {
+		row[0] = fmt("leaf pairs");
+		row[1] = fmt("%zu", s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND &&
+					    s->leaf_demand
+				    ? s->leaf_demand->n_pairs
+				    : 0);
+	}
 	table_add(&t, row);
 	row[0] = fmt("created");
 	row[1] = time_text(job->created_unix_ms);
@@ -500,10 +523,10 @@ static int cmd_devices(struct ctx *x)
 {
 	Ocs__V1__ListDevicesRequest req = OCS__V1__LIST_DEVICES_REQUEST__INIT;
 	Ocs__V1__ListDevicesResponse *r;
-	struct table t = {.cols = 9};
-	char *head[9] = {fmt("NAME"),	 fmt("GROUP"),	 fmt("INDEX"),
-			 fmt("ADDRESS"), fmt("SESSION"), fmt("HEALTH"),
-			 fmt("DRAINED"), fmt("PORTS"),	 fmt("CIRCUITS")};
+	struct table t = {.cols = 11};
+	char *head[11] = {fmt("NAME"),	  fmt("GROUP"),	  fmt("INDEX"), fmt("ADDRESS"),
+			  fmt("SESSION"), fmt("SINCE"),	  fmt("HEALTH"), fmt("DRAINED"),
+			  fmt("PORTS"),	  fmt("CIRCUITS"), fmt("LAST ERROR")};
 	int rc;
 
 	if (x->o.group >= 0) {
@@ -512,12 +535,12 @@ static int cmd_devices(struct ctx *x)
 	}
 	rc = call(x, NB_FABRIC_LIST_DEVICES, &req.base, &r);
 	if (rc) {
-		for (int i = 0; i < 9; i++)
+		for (int i = 0; i < 11; i++)
 			free(head[i]);
 		return rc;
 	}
 	if (x->o.json) {
-		for (int i = 0; i < 9; i++)
+		for (int i = 0; i < 11; i++)
 			free(head[i]);
 		print_json(&r->base, true);
 		free_msg(r);
@@ -526,15 +549,17 @@ static int cmd_devices(struct ctx *x)
 	table_add(&t, head);
 	for (size_t i = 0; i < r->n_devices; i++) {
 		const Ocs__V1__Device *d = r->devices[i];
-		char *row[9] = {fmt("%s", d->name),
-				fmt("%d", d->group),
-				fmt("%d", d->index),
-				fmt("%s", d->address),
-				enum_short(&ocs__v1__session_state__descriptor, d->session),
-				enum_short(&ocs__v1__device_health__descriptor, d->health),
-				fmt("%s", d->drained ? "yes" : "no"),
-				fmt("%d/%d", d->ports_used, d->ports_total),
-				fmt("%d", d->circuits)};
+		char *row[11] = {fmt("%s", d->name),
+				 fmt("%d", d->group),
+				 fmt("%d", d->index),
+				 fmt("%s", d->address),
+				 enum_short(&ocs__v1__session_state__descriptor, d->session),
+				 time_text(d->session_since_unix_ms),
+				 enum_short(&ocs__v1__device_health__descriptor, d->health),
+				 fmt("%s", d->drained ? "yes" : "no"),
+				 fmt("%d/%d", d->ports_used, d->ports_total),
+				 fmt("%d", d->circuits),
+				 fmt("%s", d->session_error[0] ? d->session_error : "-")};
 
 		table_add(&t, row);
 	}
@@ -599,7 +624,9 @@ static int cmd_jobs(struct ctx *x)
 			enum_short(&ocs__v1__job_state__descriptor, j->state),
 			fmt("%s", j->figures ? j->figures->planner : ""),
 			fmt("%zu", s && s->placement ? s->placement->n_gpus : 0),
-			fmt("%zu", s && s->leaf_demand ? s->leaf_demand->n_pairs : 0),
+			s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && s->leaf_demand
+				? fmt("%zu", s->leaf_demand->n_pairs)
+				: fmt("-"),
 			fmt("%d/%d", j->figures ? j->figures->links_placed : 0,
 			    j->figures ? j->figures->links_requested : 0),
 			fmt("%s", j->reason[0] ? j->reason : "-"),
@@ -746,8 +773,9 @@ static void print_event(const Ocs__V1__Event *e)
 	case OCS__V1__EVENT__KIND_DEVICE:
 		a = enum_short(&ocs__v1__session_state__descriptor, e->device->session);
 		b = enum_short(&ocs__v1__device_health__descriptor, e->device->health);
-		printf("device %s session=%s health=%s drained=%s\n", e->device->device, a, b,
-		       e->device->drained ? "yes" : "no");
+		printf("device %s session=%s health=%s drained=%s%s%s\n", e->device->device, a, b,
+		       e->device->drained ? "yes" : "no",
+		       e->device->session_error[0] ? " error=" : "", e->device->session_error);
 		break;
 	case OCS__V1__EVENT__KIND_TRANSACTION:
 		a = enum_short(&ocs__v1__transaction_outcome__descriptor, e->transaction->outcome);

@@ -1,8 +1,8 @@
 /*
  * leaf.c - the ocsplan subcommands `leaf-centric` and `pod-centric`: read a
- * fabric, a sparse leaf demand and optionally the existing cross-connects,
- * plan with lc_plan() / pc_plan() (solvers/leafcentric.h) and write the
- * plan as JSON. The request and answer formats are in solvers/README.md.
+ * fabric, a sparse leaf demand and optionally the existing cross-connects
+ * and the leaf-spine usage of live jobs, plan with lc_plan() / pc_plan() (solvers/leafcentric.h)
+ * and write the plan as JSON. The request and answer formats are in solvers/README.md.
  */
 #include <errno.h>
 #include <limits.h>
@@ -27,6 +27,8 @@ struct request {
 	size_t n_demand;
 	struct ocs_xc *existing;
 	size_t n_existing;
+	struct lc_leaf_usage *usage;
+	size_t n_usage;
 };
 
 static void parse_fabric(const struct json_value *fab, struct request *r,
@@ -139,11 +141,40 @@ static void parse_existing(const struct json_value *arr, struct request *r,
 	}
 }
 
+static void parse_usage(const struct json_value *arr, struct request *r, struct ocsplan_problems *p)
+{
+	static const char *const known[] = {"leaf", "spine", "links", NULL};
+
+	r->n_usage = json_len(arr);
+	r->usage = calloc(r->n_usage ? r->n_usage : 1, sizeof(*r->usage));
+	if (!r->usage) {
+		ocsplan_problem(p, "leaf_spine_usage", "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < r->n_usage; i++) {
+		const struct json_value *e = json_at(arr, i);
+		struct lc_leaf_usage *u = &r->usage[i];
+		char where[48];
+
+		snprintf(where, sizeof(where), "leaf_spine_usage[%zu]", i);
+		if (json_type(e) != JSON_OBJECT) {
+			ocsplan_problem(p, where,
+					"must be an object {\"leaf\", \"spine\", \"links\"}");
+			continue;
+		}
+		ocsplan_unknown_fields(e, where, known, p);
+		ocsplan_get_int(e, where, "leaf", 0, INT_MAX, &u->leaf, p);
+		ocsplan_get_int(e, where, "spine", 0, INT_MAX, &u->spine, p);
+		ocsplan_get_int(e, where, "links", 0, INT_MAX, &u->links, p);
+	}
+}
+
 static void parse_request(const struct json_value *top, struct request *r,
 			  struct ocsplan_problems *p)
 {
-	static const char *const known[] = {"fabric", "demand", "existing", NULL};
-	const struct json_value *demand, *existing;
+	static const char *const known[] = {"fabric", "demand", "existing", "leaf_spine_usage",
+					    NULL};
+	const struct json_value *demand, *existing, *usage;
 	int before;
 
 	if (json_type(top) != JSON_OBJECT) {
@@ -156,6 +187,8 @@ static void parse_request(const struct json_value *top, struct request *r,
 		parse_demand(demand, r, p);
 	if (ocsplan_get_array(top, "", "existing", true, &existing, p) && existing)
 		parse_existing(existing, r, p);
+	if (ocsplan_get_array(top, "", "leaf_spine_usage", true, &usage, p) && usage)
+		parse_usage(usage, r, p);
 	/* Checks against the fabric only make sense once every field has its type. */
 	before = p->count;
 	if (r->fabric_ok && before == 0) {
@@ -163,6 +196,11 @@ static void parse_request(const struct json_value *top, struct request *r,
 		int n = lp ? lc_validate(&r->fabric, r->demand, r->n_demand, r->existing,
 					 r->n_existing, lp, 64)
 			   : 0;
+
+		if (lp && n < 64)
+			n += lc_validate_usage(&r->fabric, r->usage, r->n_usage, lp + n, 64 - n);
+		else if (lp)
+			n += lc_validate_usage(&r->fabric, r->usage, r->n_usage, NULL, 0);
 
 		if (!lp)
 			ocsplan_problem(p, "input", "out of memory");
@@ -304,12 +342,18 @@ int ocsplan_leaf_main(const char *sub, int argc, char **argv)
 	if (p.count) {
 		free(r.demand);
 		free(r.existing);
+		free(r.usage);
 		return OCSPLAN_EXIT_INVALID;
 	}
+	opt.usage = r.usage;
+	opt.n_usage = r.n_usage;
 	rc = (strcmp(sub, "pod-centric") == 0 ? pc_plan : lc_plan)(
 		&r.fabric, r.demand, r.n_demand, r.existing, r.n_existing, &opt, &pl);
 	free(r.demand);
 	free(r.existing);
+	free(r.usage);
+	opt.usage = NULL;
+	opt.n_usage = 0;
 	if (rc) {
 		fprintf(stderr, "ocsplan: planning failed: %s\n", strerror(-rc));
 		return rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;

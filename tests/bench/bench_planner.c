@@ -11,9 +11,24 @@
  *   3. pod-centric baseline vs leaf-centric: maximum contention and share of
  *      leaves with contention above 1 on the same instances;
  *   4. straight wiring: share of unrealized circuits on saturated random
- *      instances before and after Kempe repair (target <= 0.5% after).
+ *      instances before and after Kempe repair (target <= 0.5% after);
+ *   5. two jobs sharing every leaf: jobs A and B each use 37.5% or 50% of
+ *      every leaf's uplinks (50%: together exactly full), B planned with
+ *      A's cross-connects pinned, once with A's leaf-spine usage
+ *      (lc_options.usage, computed by lc_usage_from_assignment and timed
+ *      with the plan) and once blind to it, side by side: time, combined
+ *      contention, unplaced links;
+ *   6. the same on small near-tight instances next to GLPK: of the
+ *      instances where an ILP proves that B fits contention-free around A's
+ *      usage and ports, how many the planner plans contention-free (a plan
+ *      claiming so where the ILP proves it impossible counts as a failure);
+ *   7. random sequences of 2..6 jobs on overlapping leaves (the shapes of
+ *      tests/property/test_leaf_share_property.c, small fabrics): for every
+ *      job that ends contended on a contention-free load, GLPK computes the
+ *      most links placeable contention-free within the free ports; the job
+ *      is "avoidable" when that is at least what the planner placed.
  *
- * Usage: bench_planner [repetitions]   (default 9)
+ * Usage: bench_planner [repetitions] [sections]   (default 9, all: "1234567")
  * Exits 1 when a plan breaks a guarantee or the ILP answer is infeasible;
  * timings are printed, not asserted (targets are shown next to them).
  */
@@ -532,16 +547,453 @@ static void bench_straight(void)
 	}
 }
 
+/* Combined load of two plans: max over (leaf, spine), and leaves over tau. */
+static int combined_load(const struct ocs_fabric *f, const struct lc_plan *x,
+			 const struct lc_plan *y, long *contended)
+{
+	int N = ocs_fabric_leaves(f), H = ocs_fabric_groups(f), max = 0;
+	int *load = calloc((size_t)N * H, sizeof(int));
+
+	for (int k = 0; k < 2; k++) {
+		const struct lc_plan *p = k ? y : x;
+
+		for (size_t i = 0; i < p->n_assignment; i++) {
+			load[(size_t)p->assignment[i].a * H + p->assignment[i].h] +=
+				p->assignment[i].links;
+			load[(size_t)p->assignment[i].b * H + p->assignment[i].h] +=
+				p->assignment[i].links;
+		}
+	}
+	for (int a = 0; a < N; a++) {
+		bool over = false;
+
+		for (int h = 0; h < H; h++) {
+			int l = load[(size_t)a * H + h];
+
+			max = l > max ? l : max;
+			over |= l > f->tau;
+		}
+		*contended += over;
+	}
+	free(load);
+	return max;
+}
+
+static void bench_shared(int reps)
+{
+	static const int64_t sizes[] = {2048, 16384, 131072};
+	static const int taus[] = {2, 1};
+
+	printf("\n== 5. two jobs sharing every leaf, cross wiring (median of %d)\n", reps);
+	printf("A and B each use `fill` of every leaf's uplinks (50%%: together exactly full); "
+	       "B is planned with\nA's cross-connects pinned, with A's usage and blind to it; "
+	       "contention is A + B.\n");
+	printf("%8s %4s %5s %10s %10s %12s %12s %14s %14s %11s\n", "gpus", "tau", "fill",
+	       "usage_ms", "blind_ms", "usage max_c", "blind max_c", "usage lvs>1 %",
+	       "blind lvs>1 %", "unplaced %");
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		for (size_t ti = 0; ti < 4; ti++) {
+			struct ocs_fabric f = fabric_for(sizes[si], OCS_WIRING_CROSS);
+			double *aware_t = calloc((size_t)reps, sizeof(double));
+			double *blind_t = calloc((size_t)reps, sizeof(double));
+			uint64_t seed = 1300 + si * 10 + ti;
+			int aware_max = 0, blind_max = 0, fill_a, fill_b;
+			long aware_over = 0, blind_over = 0, leaves = 0, links = 0, unplaced = 0;
+
+			f.tau = taus[ti / 2];
+			f.k_spine = f.k_spine / 2 * f.tau; /* keep leaves per pod */
+			fill_a = fill_b = ti % 2 ? f.k_leaf * 3 / 8 : f.k_leaf / 2;
+			for (int r = 0; r < reps; r++) {
+				size_t na, nb, n_u = 0;
+				struct lc_demand *da = lc_gen_demand(&f, LC_GEN_SATURATED, NULL,
+								     fill_a, &seed, &na);
+				struct lc_demand *db = lc_gen_demand(&f, LC_GEN_SATURATED, NULL,
+								     fill_b, &seed, &nb);
+				struct lc_options opt = {.realize = true};
+				struct lc_plan *pa = NULL, *aware = NULL, *blind = NULL;
+				struct lc_leaf_usage *u = NULL;
+				double t0;
+
+				if (lc_plan(&f, da, na, NULL, 0, &opt, &pa) != 0) {
+					failures++;
+					free(da);
+					free(db);
+					continue;
+				}
+				t0 = now_ms();
+				if (lc_usage_from_assignment(pa->assignment, pa->n_assignment, &u,
+							     &n_u) == 0) {
+					opt.usage = u;
+					opt.n_usage = n_u;
+					lc_plan(&f, db, nb, pa->xcs, pa->n_xcs, &opt, &aware);
+				}
+				aware_t[r] = now_ms() - t0;
+				opt.usage = NULL;
+				opt.n_usage = 0;
+				t0 = now_ms();
+				lc_plan(&f, db, nb, pa->xcs, pa->n_xcs, &opt, &blind);
+				blind_t[r] = now_ms() - t0;
+				if (!aware || !blind ||
+				    l2_check(&f, aware->xcs, aware->n_xcs, NULL, 0) != 0) {
+					failures++;
+				} else {
+					int am = combined_load(&f, pa, aware, &aware_over);
+					int bm = combined_load(&f, pa, blind, &blind_over);
+
+					aware_max = am > aware_max ? am : aware_max;
+					blind_max = bm > blind_max ? bm : blind_max;
+					leaves += ocs_fabric_leaves(&f);
+					for (size_t i = 0; i < nb; i++)
+						links += db[i].links;
+					for (size_t i = 0; i < aware->n_unplaced; i++)
+						unplaced += aware->unplaced[i].links;
+				}
+				lc_plan_free(pa);
+				lc_plan_free(aware);
+				lc_plan_free(blind);
+				free(u);
+				free(da);
+				free(db);
+			}
+			printf("%8lld %4d %4.1f%% %10.3f %10.3f %12.2f %12.2f %14.2f %14.2f "
+			       "%11.3f\n",
+			       (long long)sizes[si], f.tau, 100.0 * fill_a / f.k_leaf,
+			       median(aware_t, reps), median(blind_t, reps),
+			       (double)aware_max / f.tau, (double)blind_max / f.tau,
+			       leaves ? 100.0 * aware_over / leaves : 0,
+			       leaves ? 100.0 * blind_over / leaves : 0,
+			       links ? 100.0 * unplaced / links : 0);
+			free(aware_t);
+			free(blind_t);
+		}
+	}
+}
+
+/*
+ * The ILP of sections 6 and 7: integer x[pair][h] >= 0 with sum of x at
+ * (leaf, h) <= tau - U ([leaf * H + h]) and at (pod, h) <= fp ([pod * H + h],
+ * free spine ports). all_links: sum_h x = links for every pair, feasibility
+ * only: returns 1 feasible, 0 proven infeasible, -1 undecided in time.
+ * Otherwise sum_h x <= links, maximizing the links placed: returns the
+ * optimum, or -1 when not proven in time.
+ */
+static int contention_free_ilp(const struct ocs_fabric *f, const struct lc_demand *d, size_t n,
+			       const int *U, const int *fp, bool all_links)
+{
+	int H = ocs_fabric_groups(f), N = ocs_fabric_leaves(f), P = f->pods;
+	int n_vars = (int)n * H, ne = 0, rc, st;
+	glp_prob *lp = glp_create_prob();
+	int *ia = malloc((size_t)(n_vars * 5 + 1) * sizeof(int));
+	int *ja = malloc((size_t)(n_vars * 5 + 1) * sizeof(int));
+	double *ar = malloc((size_t)(n_vars * 5 + 1) * sizeof(double));
+	int base_pair, base_leaf, base_pod;
+	glp_iocp parm;
+
+	glp_add_cols(lp, n_vars);
+	for (int c = 1; c <= n_vars; c++) {
+		glp_set_col_kind(lp, c, GLP_IV);
+		glp_set_col_bnds(lp, c, GLP_LO, 0.0, 0.0);
+	}
+	base_pair = glp_add_rows(lp, (int)n);
+	base_leaf = glp_add_rows(lp, N * H);
+	base_pod = glp_add_rows(lp, P * H);
+	glp_set_obj_dir(lp, GLP_MAX);
+	for (int c = 1; !all_links && c <= n_vars; c++)
+		glp_set_obj_coef(lp, c, 1.0);
+	for (size_t k = 0; k < n; k++)
+		glp_set_row_bnds(lp, base_pair + (int)k, all_links ? GLP_FX : GLP_UP,
+				 all_links ? d[k].links : 0.0, d[k].links);
+	for (int r = 0; r < N * H; r++)
+		glp_set_row_bnds(lp, base_leaf + r, GLP_UP, 0.0,
+				 U[r] < f->tau ? f->tau - U[r] : 0.0);
+	for (int r = 0; r < P * H; r++)
+		glp_set_row_bnds(lp, base_pod + r, GLP_UP, 0.0, fp[r] > 0 ? fp[r] : 0.0);
+	for (size_t k = 0; k < n; k++) {
+		for (int h = 0; h < H; h++) {
+			int col = (int)k * H + h + 1;
+			int rows[5] = {base_pair + (int)k, base_leaf + d[k].a * H + h,
+				       base_leaf + d[k].b * H + h,
+				       base_pod + ocs_fabric_leaf_pod(f, d[k].a) * H + h,
+				       base_pod + ocs_fabric_leaf_pod(f, d[k].b) * H + h};
+
+			for (int e = 0; e < 5; e++) {
+				ne++;
+				ia[ne] = rows[e];
+				ja[ne] = col;
+				ar[ne] = 1.0;
+			}
+		}
+	}
+	glp_load_matrix(lp, ne, ia, ja, ar);
+	glp_init_iocp(&parm);
+	parm.presolve = GLP_ON;
+	parm.msg_lev = GLP_MSG_OFF;
+	parm.tm_lim = ILP_LIMIT_MS;
+	rc = glp_intopt(lp, &parm);
+	st = glp_mip_status(lp);
+	if (!all_links) {
+		int best = rc == 0 && st == GLP_OPT ? (int)(glp_mip_obj_val(lp) + 0.5) : -1;
+
+		glp_delete_prob(lp);
+		free(ia);
+		free(ja);
+		free(ar);
+		return best;
+	}
+	glp_delete_prob(lp);
+	free(ia);
+	free(ja);
+	free(ar);
+	if (rc == 0 && (st == GLP_OPT || st == GLP_FEAS))
+		return 1;
+	if (rc == GLP_ENOPFS || rc == GLP_ENODFS || (rc == 0 && st == GLP_NOFEAS))
+		return 0;
+	return -1;
+}
+
+static void bench_shared_ilp(void)
+{
+	static const struct {
+		int pods, k_leaf, k_spine, tau, fill;
+	} cases[] = {
+		{8, 12, 12, 2, 5},
+		{8, 16, 16, 2, 7},
+		{16, 16, 16, 2, 7},
+		{8, 16, 8, 1, 7},
+	};
+	const int instances = 30;
+
+	printf("\n== 6. near-tight shared leaves next to GLPK (%d instances each, cross wiring)\n",
+	       instances);
+	printf("A and B each use `fill` of every leaf's uplinks; feasible = the ILP proves B fits "
+	       "contention-free\naround A's usage and ports; found = the planner's plan for B "
+	       "is contention-free.\n");
+	printf("%6s %5s %6s %7s %4s %5s %9s %11s %9s %6s %7s\n", "gpus", "pods", "k_leaf",
+	       "k_spine", "tau", "fill", "feasible", "infeasible", "undecided", "found", "found %");
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct ocs_fabric f = {.pods = cases[c].pods,
+				       .k_leaf = cases[c].k_leaf,
+				       .k_spine = cases[c].k_spine,
+				       .tau = cases[c].tau,
+				       .k_ocs = cases[c].pods,
+				       .wiring = OCS_WIRING_CROSS};
+		int H = ocs_fabric_groups(&f), N = ocs_fabric_leaves(&f);
+		int feasible = 0, infeasible = 0, undecided = 0, found = 0;
+		uint64_t seed = 1600 + c;
+
+		for (int r = 0; r < instances; r++) {
+			size_t na, nb, n_u = 0;
+			struct lc_demand *da = lc_gen_demand(&f, LC_GEN_SATURATED, NULL,
+							     cases[c].fill, &seed, &na);
+			struct lc_demand *db = lc_gen_demand(&f, LC_GEN_SATURATED, NULL,
+							     cases[c].fill, &seed, &nb);
+			struct lc_options opt = {.realize = true};
+			struct lc_plan *pa = NULL, *pb = NULL;
+			struct lc_leaf_usage *u = NULL;
+			int *U = calloc((size_t)N * H, sizeof(int));
+			int *fp = malloc((size_t)f.pods * H * sizeof(int));
+			int fits;
+
+			if (lc_plan(&f, da, na, NULL, 0, &opt, &pa) != 0 ||
+			    lc_usage_from_assignment(pa->assignment, pa->n_assignment, &u, &n_u)) {
+				failures++;
+				goto next;
+			}
+			opt.usage = u;
+			opt.n_usage = n_u;
+			if (lc_plan(&f, db, nb, pa->xcs, pa->n_xcs, &opt, &pb) != 0) {
+				failures++;
+				goto next;
+			}
+			for (size_t i = 0; i < n_u; i++)
+				U[u[i].leaf * H + u[i].spine] += u[i].links;
+			for (int q = 0; q < f.pods * H; q++)
+				fp[q] = f.k_spine;
+			for (size_t i = 0; i < pa->n_assignment; i++) {
+				const struct lc_spine_links *s = &pa->assignment[i];
+
+				fp[ocs_fabric_leaf_pod(&f, s->a) * H + s->h] -= s->links;
+				fp[ocs_fabric_leaf_pod(&f, s->b) * H + s->h] -= s->links;
+			}
+			fits = contention_free_ilp(&f, db, nb, U, fp, true);
+			feasible += fits == 1;
+			infeasible += fits == 0;
+			undecided += fits < 0;
+			found += fits == 1 && pb->contention_free;
+			if (fits == 0 && pb->contention_free) {
+				fprintf(stderr, "planner claims contention-free where the ILP "
+						"proves it impossible\n");
+				failures++;
+			}
+		next:
+			lc_plan_free(pa);
+			lc_plan_free(pb);
+			free(u);
+			free(U);
+			free(fp);
+			free(da);
+			free(db);
+		}
+		printf("%6lld %5d %6d %7d %4d %2d/%-2d %9d %11d %9d %6d %6.1f%%\n",
+		       (long long)ocs_fabric_gpus(&f), f.pods, f.k_leaf, f.k_spine, f.tau,
+		       cases[c].fill, f.k_leaf, feasible, infeasible, undecided, found,
+		       feasible ? 100.0 * found / feasible : 0.0);
+	}
+}
+
+/* Free ports per (pod, group) left by pinned cross-connects (realize.h). */
+static void free_ports(const struct ocs_fabric *f, const struct ocs_xc *x, size_t n, int *fp)
+{
+	int H = ocs_fabric_groups(f), P = f->pods;
+	unsigned char *busy = malloc((size_t)P * f->k_spine);
+
+	for (int h = 0; h < H; h++) {
+		memset(busy, 0, (size_t)P * f->k_spine);
+		rz_busy_spine_ports(f, h, x, n, busy);
+		for (int q = 0; q < P; q++) {
+			fp[q * H + h] = f->k_spine;
+			for (int k = 0; k < f->k_spine; k++)
+				fp[q * H + h] -= busy[(size_t)q * f->k_spine + k];
+		}
+	}
+	free(busy);
+}
+
+/*
+ * Section 7 for one job of a sequence: when it ends contended on a
+ * contention-free load, is that avoidable? count: contended, avoidable,
+ * avoidable with nothing unplaced, undecided.
+ */
+static void judge_job(const struct ocs_fabric *f, const struct lc_demand *d, size_t n,
+		      const struct lc_leaf_usage *u, size_t n_u, const struct ocs_xc *pinned,
+		      size_t n_pinned, const struct lc_plan *p, long *count)
+{
+	int H = ocs_fabric_groups(f), N = ocs_fabric_leaves(f), placed = 0, best;
+	int *U = calloc((size_t)N * H, sizeof(int)),
+	    *fp = malloc((size_t)f->pods * H * sizeof(int));
+	bool clean = true;
+
+	for (size_t i = 0; i < n_u; i++)
+		U[u[i].leaf * H + u[i].spine] += u[i].links;
+	for (int i = 0; i < N * H; i++)
+		clean &= U[i] <= f->tau;
+	if (clean && p->max_contention > 1.0) {
+		free_ports(f, pinned, n_pinned, fp);
+		for (size_t i = 0; i < p->n_assignment; i++)
+			placed += p->assignment[i].links;
+		best = contention_free_ilp(f, d, n, U, fp, false);
+		count[0]++;
+		count[1] += best >= placed;
+		count[2] += best >= placed && p->n_unplaced == 0;
+		count[3] += best < 0;
+	}
+	free(U);
+	free(fp);
+}
+
+static void bench_sequences(void)
+{
+	const int sequences = 400;
+
+	printf("\n== 7. sequences of 2..6 jobs sharing leaves, contended jobs judged by GLPK "
+	       "(%d sequences per tau)\n",
+	       sequences);
+	printf("contended: jobs planned on a contention-free load that end contended; avoidable: "
+	       "GLPK places\nat least as many links contention-free (within the free ports); "
+	       "the rest bought links with contention.\n");
+	printf("%4s %6s %10s %10s %26s %10s\n", "tau", "jobs", "contended", "avoidable",
+	       "avoidable, none unplaced", "undecided");
+	for (int tau = 1; tau <= 2; tau++) {
+		uint64_t seed = 1700 + (uint64_t)tau;
+		long jobs = 0, count[4] = {0};
+
+		for (int q = 0; q < sequences; q++) {
+			int H = 2 + lc_gen_below(&seed, 5);
+			struct ocs_fabric f = {.pods = 2 + lc_gen_below(&seed, 4),
+					       .k_leaf = H * tau,
+					       .k_spine = 2 * (1 + lc_gen_below(&seed, 3)),
+					       .tau = tau,
+					       .wiring = OCS_WIRING_CROSS};
+			int N, n_jobs = 2 + lc_gen_below(&seed, 5);
+			bool small = lc_gen_below(&seed, 2);
+			unsigned char *allowed;
+			struct lc_spine_links *all = malloc(sizeof(*all));
+			struct ocs_xc *xcs = NULL;
+			size_t n_all = 0, n_xcs = 0;
+
+			if (tau == 2 && f.k_spine % 4)
+				f.k_spine += 2;
+			f.k_ocs = f.pods * ocs_fabric_ports_per_pod(&f);
+			N = ocs_fabric_leaves(&f);
+			allowed = malloc((size_t)N);
+			for (int k = 0; k < n_jobs; k++) {
+				int odds = 1 + lc_gen_below(&seed, 3);
+				int fill = 1 + lc_gen_below(&seed, small ? f.k_leaf / 2 : f.k_leaf);
+				enum lc_gen_shape shape =
+					(enum lc_gen_shape)lc_gen_below(&seed, LC_GEN_SHAPES);
+				struct lc_options opt = {.realize = true};
+				struct lc_leaf_usage *u = NULL;
+				struct lc_plan *p = NULL;
+				struct lc_demand *d;
+				size_t n, n_u = 0;
+
+				for (int l = 0; l < N; l++)
+					allowed[l] = lc_gen_below(&seed, odds) == 0;
+				d = lc_gen_demand(&f, shape, allowed, fill, &seed, &n);
+				if (lc_usage_from_assignment(all, n_all, &u, &n_u) == 0) {
+					opt.usage = u;
+					opt.n_usage = n_u;
+					lc_plan(&f, d, n, xcs, n_xcs, &opt, &p);
+				}
+				if (p) {
+					jobs++;
+					judge_job(&f, d, n, u, n_u, xcs, n_xcs, p, count);
+					all = realloc(all,
+						      (n_all + p->n_assignment + 1) * sizeof(*all));
+					memcpy(all + n_all, p->assignment,
+					       p->n_assignment * sizeof(*all));
+					n_all += p->n_assignment;
+					free(xcs);
+					xcs = p->xcs;
+					n_xcs = p->n_xcs;
+					p->xcs = NULL;
+				} else {
+					failures++;
+				}
+				lc_plan_free(p);
+				free(u);
+				free(d);
+			}
+			free(allowed);
+			free(all);
+			free(xcs);
+		}
+		printf("%4d %6ld %10ld %10ld %26ld %10ld\n", tau, jobs, count[0], count[1],
+		       count[2], count[3]);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int reps = argc > 1 ? atoi(argv[1]) : 9;
+	const char *sections = argc > 2 ? argv[2] : "1234567";
 
 	if (reps < 1)
 		reps = 1;
-	bench_sizes(reps);
-	bench_ilp(reps < 3 ? reps : 3);
-	bench_polarization();
-	bench_straight();
+	if (strchr(sections, '1'))
+		bench_sizes(reps);
+	if (strchr(sections, '2'))
+		bench_ilp(reps < 3 ? reps : 3);
+	if (strchr(sections, '3'))
+		bench_polarization();
+	if (strchr(sections, '4'))
+		bench_straight();
+	if (strchr(sections, '5'))
+		bench_shared(reps);
+	if (strchr(sections, '6'))
+		bench_shared_ilp();
+	if (strchr(sections, '7'))
+		bench_sequences();
 	if (failures)
 		fprintf(stderr, "%d guarantee failures\n", failures);
 	return failures ? 1 : 0;

@@ -12,6 +12,10 @@
  * and the controller's overhead = total - the slowest device's switch time
  * (the switch time is a property of the device, so this is what ocsd adds).
  * Target (issue 4): overhead at most 100 ms at 256 devices.
+ * First it measures what each RPC costs the controller on one device (its
+ * thread's CPU), which multiplied by 256 devices is the controller's CPU
+ * floor for the transaction; the transactions then report the CPU both the
+ * controller and the simulator spent per transaction on the same two cores.
  *   usage: bench_sb_txn [runs]
  */
 #include "sb_testlib.h"
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEVICES 256
@@ -186,6 +191,81 @@ static int run(int switch_ms, const char *tls_dir, int runs)
 	return rc;
 }
 
+static double thread_cpu_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+/*
+ * What one device costs the controller per RPC (this thread's CPU, median
+ * of 200 calls; one device of 64 cross-connects, so nothing runs in
+ * parallel): the floor under a 256-device transaction, which makes about
+ * eight of these calls per device.
+ */
+static int rpc_costs(void)
+{
+	const char *extra[] = {"--ports", "64", "--switch-ms", "0", NULL};
+	struct tl_fleet fleet;
+	struct sb_driver *drv;
+	struct sb_error err = {0};
+	if (tl_fleet_start(&fleet, 1, extra) || sb_driver_new(NULL, &drv))
+		return 1;
+	struct sb_device **d = tl_devices(drv, &fleet, 0, 1, 5000);
+	static struct sb_xc a[XCS], b[XCS];
+	for (int i = 0; i < XCS; i++) {
+		a[i] = (struct sb_xc){(uint16_t)i, (uint16_t)(i ^ 1)};
+		b[i] = (struct sb_xc){(uint16_t)i, (uint16_t)(i ^ 2)};
+	}
+	enum { N = 200, OPS = 7 };
+	static const char *const names[OPS] = {"lock",   "unlock",     "edit-config",
+					       "validate", "commit", "get-config",
+					       "get (state)"};
+	static int64_t us[OPS][N];
+	int rc = sb_device_connect(d[0], &err);
+	for (int k = 0; k < N && !rc; k++) {
+		struct sb_xc_state *st = NULL;
+		size_t n = 0;
+		double t0;
+#define TIMED(op, call) (t0 = thread_cpu_us(), rc |= (call), us[op][k] = (int64_t)(thread_cpu_us() - t0))
+		TIMED(0, sb_device_lock(d[0], SB_DS_CANDIDATE, &err));
+		TIMED(1, sb_device_unlock(d[0], SB_DS_CANDIDATE, &err));
+		rc |= sb_device_lock(d[0], SB_DS_CANDIDATE, &err);
+		TIMED(2, sb_device_edit_xcs(d[0], SB_DS_CANDIDATE, k ? (k & 1 ? b : a) : NULL,
+					    k ? XCS : 0, k & 1 ? a : b, XCS, &err));
+		TIMED(3, sb_device_validate(d[0], &err));
+		TIMED(4, sb_device_commit(d[0], 0, NULL, NULL, &err));
+		rc |= sb_device_unlock(d[0], SB_DS_CANDIDATE, &err);
+		TIMED(5, sb_device_read_xcs(d[0], false, SB_DS_RUNNING, &st, &n, &err));
+		free(st);
+		TIMED(6, sb_device_read_xcs(d[0], true, SB_DS_RUNNING, &st, &n, &err));
+		free(st);
+#undef TIMED
+		rc |= n != XCS;
+	}
+	if (rc) {
+		fprintf(stderr, "per-RPC costs: %s\n", err.message);
+	} else {
+		printf("controller CPU per RPC, one device, %d cross-connects (median of %d):", XCS,
+		       N);
+		int64_t sum = 0;
+		for (int o = 0; o < OPS; o++) {
+			int64_t m = pct(us[o], N, 50);
+			sum += m;
+			printf("%s %s %lld us", o ? "," : "", names[o], (long long)m);
+		}
+		int64_t dev_us = sum + pct(us[4], N, 50) + pct(us[1], N, 50);
+		printf("\n  per device and transaction (these + a confirming commit + an unlock): "
+		       "%lld us; x %d devices: %.0f ms of controller CPU per transaction, before "
+		       "any thread or lock overhead\n",
+		       (long long)dev_us, DEVICES, (double)dev_us * DEVICES / 1e3);
+	}
+	tl_devices_free(d, 1);
+	sb_driver_free(drv);
+	return tl_fleet_stop(&fleet) || rc;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -197,7 +277,7 @@ int main(int argc, char **argv)
 	    tl_make_cert(dir, "server", "127.0.0.1", "ca") ||
 	    tl_make_cert(dir, "client", "ocs-controller", "ca"))
 		return 1;
-	int rc = run(0, NULL, runs) || run(25, NULL, runs) || run(0, dir, runs) ||
+	int rc = rpc_costs() || run(0, NULL, runs) || run(25, NULL, runs) || run(0, dir, runs) ||
 		 run(25, dir, runs);
 	char cmd[96];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

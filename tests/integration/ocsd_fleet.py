@@ -5,7 +5,8 @@ the devices read back directly with ncclient (a NETCONF client nobody here
 wrote) so that what ocsd claims is checked against what the devices hold.
 
 Not a test itself; imported by test_recovery.py, test_daemon_grpcio.py,
-tests/interop/test_prometheus.py and tests/bench/bench_daemon_load.py.
+test_daemon_reload.py, test_daemon_share.py, tests/interop/test_prometheus.py
+and tests/bench/bench_daemon_load.py.
 Loopback only; every process started here is stopped by Fleet.close().
 """
 import json
@@ -165,13 +166,14 @@ class Fleet:
         """[(in, out, status)] of device d, read over NETCONF. ocs-devsim
         closes a session right after its hello when it cannot tell which
         device the session's socket belongs to (see southbound/README.md);
-        nothing was read then, so the read is tried again (3 times)."""
+        nothing was read then, so the read is tried again (up to 8 times, backing
+        off from 50 ms: under load ocsd's own sessions may keep such a port busy)."""
         from ncclient import manager
         from ncclient.transport.errors import TransportError
         from ncclient.transport.errors import SessionCloseError
         import ncclient.transport.ssh
         ncclient.transport.ssh.TICK = 0.001  # ncclient polls every 0.1 s otherwise
-        for attempt in range(3):
+        for attempt in range(8):
             try:
                 with manager.connect(host="127.0.0.1", port=self.base + d, username="ocsd",
                                      password=self.password, hostkey_verify=False,
@@ -180,9 +182,9 @@ class Fleet:
                     reply = m.get(filter=("subtree", f'<cross-connects xmlns="{NS}"/>'))
                 break
             except (TransportError, SessionCloseError):
-                if attempt == 2:
+                if attempt == 7:
                     raise
-                time.sleep(0.05)
+                time.sleep(min(0.05 * 2 ** attempt, 0.5))
         rows = []
         for conn in ET.fromstring(reply.data_xml).iter(f"{{{NS}}}connection"):
             rows.append((int(conn.findtext(f"{{{NS}}}input")),
@@ -264,3 +266,33 @@ def gen_stubs(proto_dir, out_dir):
     sys.path.insert(0, out_dir)
     # The generated grpc/health/v1 package lives beside grpcio's own "grpc".
     grpc.__path__.append(os.path.join(out_dir, "grpc"))
+
+
+class Script:
+    """A scripted end-to-end test on a fleet: check() records failures and
+    goes on, run() runs main(), reports an exception as a failure, dumps
+    the logs when anything failed, always stops and removes the fleet, and
+    returns the exit code (0 passed, 1 failed)."""
+
+    def __init__(self, name, fleet):
+        self.name, self.fleet, self.failures = name, fleet, []
+
+    def check(self, cond, what):
+        if not cond:
+            self.failures.append(what)
+            print("FAIL:", what, flush=True)
+
+    def run(self, main):
+        try:
+            main()
+        except Exception as e:  # reported with the daemon's log, not a bare traceback
+            self.failures.append(repr(e))
+            print("ERROR:", repr(e), flush=True)
+        finally:
+            if self.failures:
+                self.fleet.dump_logs()
+            self.fleet.close()
+            self.fleet.remove()
+        print(f"{self.name}:", "FAILED" if self.failures else "passed",
+              f"({len(self.failures)} failure(s))")
+        return 1 if self.failures else 0

@@ -252,11 +252,21 @@ class DaemonTest(unittest.TestCase):
                                                 idempotency_key="life-key-1"),
                      grpc.StatusCode.ALREADY_EXISTS,
                      "idempotency_key: already used by job life-1")
-        # Its leaves are its own.
-        self.refused(self.jobs().SubmitJob, job("life-3", gpus=(8, 56), pairs=((1, 7, 1),)),
+        # Jobs share leaves, each planned around the others' leaf-spine links...
+        shared = self.jobs().SubmitJob(job("life-3", gpus=(9, 56), pairs=((1, 7, 1),)),
+                                       timeout=TIMEOUT_S)
+        self.assertEqual(shared.job.state, jobs_pb2.JOB_STATE_ACTIVE, shared.job.reason)
+        self.assertLessEqual(shared.job.figures.max_contention, 1.0)
+        devices, held = held_on_devices()
+        self.assertEqual(held, sorted(before + mine + xcs_of_circuits(shared.job.circuits)))
+        self.assertEqual(FLEET.one_way(devices), [])
+        # ...but only up to the uplinks leaf 1 has left (8 - 3 - 1).
+        self.refused(self.jobs().SubmitJob, job("life-4", gpus=(10, 57), pairs=((1, 7, 5),)),
                      grpc.StatusCode.RESOURCE_EXHAUSTED,
-                     "leaf_demand.pairs[0]: leaf 1 is held by job life-1 (ACTIVE): a job's "
-                     "leaves carry only its own cross-pod links")
+                     "leaf_demand: 1 link(s) in 1 leaf pair(s) do not fit on the free spine "
+                     "ports or the uplinks other jobs leave on shared leaves (first: leaves "
+                     "1-7, 1 link(s)); nothing was touched")
+        self.release("life-3")
 
         rel = self.jobs().ReleaseJob(jobs_pb2.ReleaseJobRequest(id="life-1"), timeout=TIMEOUT_S)
         self.assertEqual(rel.job.state, jobs_pb2.JOB_STATE_RELEASED)
@@ -369,8 +379,8 @@ class DaemonTest(unittest.TestCase):
             (S, mod(ok, lambda m: m.placement.gpus.append(gpu(1))), INVALID,
              "placement.gpus[4].gpu: 1 is listed twice (first at gpus[1])"),
             (S, mod(ok, lambda m: m.ClearField("leaf_demand")), INVALID,
-             "demand: required: set leaf_demand (parallelism specs and ring requests are not "
-             "served yet)"),
+             "demand: required: set leaf_demand or parallelism (ring requests are not served "
+             "yet)"),
             (S, mod(ok, lambda m: m.leaf_demand.ClearField("pairs")), INVALID,
              "leaf_demand.pairs: empty; list the leaf pairs that need links"),
             (S, mod(ok, lambda m: setattr(m.leaf_demand.pairs[1], "a", 9000)), INVALID,
@@ -392,7 +402,7 @@ class DaemonTest(unittest.TestCase):
              "leaf_demand.pairs[1].links: leaf 2 would need 9 links in total, it has 8"),
             (P, mod(ok, lambda m: setattr(m.options, "planner", "delta-slow")), INVALID,
              "options.planner: \"delta-slow\" is not a known planner (leaf-centric, "
-             "pod-centric)"),
+             "pod-centric, delta-fast, prop-alloc, sqrt-alloc, iter-halve)"),
             (P, mod(ok, lambda m: setattr(m.options, "planner", "x\n")), INVALID,
              "options.planner: byte 0x0a at offset 1 is not printable ASCII"),
             (LD, fabric_pb2.ListDevicesRequest(group=2), INVALID,

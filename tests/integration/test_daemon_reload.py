@@ -26,16 +26,10 @@ import ocsd_fleet  # noqa: E402
 
 BUILD, SRC = sys.argv[1:3]
 TIMEOUT_S = 30
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-
 
 fleet = ocsd_fleet.Fleet(BUILD, SRC, prefix="ocsd-reload-")
+script = ocsd_fleet.Script("test_daemon_reload", fleet)
+check = script.check
 ocsd_fleet.gen_stubs(os.path.join(SRC, "proto"), os.path.join(fleet.work, "gen"))
 import grpc  # noqa: E402
 from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
@@ -124,16 +118,4 @@ def main():
     check(fleet.stop_ocsd() == 0, "ocsd did not exit cleanly")
 
 
-try:
-    main()
-except Exception as e:  # report, with the daemon's log, rather than a bare traceback
-    failures.append(repr(e))
-    print("ERROR:", repr(e), flush=True)
-finally:
-    if failures:
-        fleet.dump_logs()
-    fleet.close()
-    fleet.remove()
-print("test_daemon_reload:", "FAILED" if failures else "passed",
-      f"({len(failures)} failure(s))")
-sys.exit(1 if failures else 0)
+sys.exit(script.run(main))

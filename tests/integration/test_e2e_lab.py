@@ -224,8 +224,9 @@ try:
         "leaf_demand": {"pairs": [{"a": 0, "b": 2, "links": 8}]}}
     json.dump(big, open(p, "w"))
     rc, _, err = ocsctl("job", "submit", p)
-    check(rc == 1 and "RESOURCE_EXHAUSTED" in err and "leaf 0 is held by job lab-ring" in err,
-          f"leaf held by another job: {rc} {err}")
+    check(rc == 1 and "RESOURCE_EXHAUSTED" in err and
+          "the uplinks other jobs leave on shared leaves" in err,
+          f"a leaf shared beyond its uplinks: {rc} {err}")
     check(xcs_of(read_devices()) == held, "a refused job changed the devices")
 
     # Restart: the job and its circuits survive, the devices are untouched.

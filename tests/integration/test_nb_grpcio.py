@@ -219,8 +219,8 @@ class NorthboundTest(unittest.TestCase):
                      '(leaf-centric, pod-centric)')
         self.refused(submit, jobs_pb2.JobSpec(id="v5", placement=job("x").placement),
                      grpc.StatusCode.INVALID_ARGUMENT,
-                     "demand: required: set leaf_demand (parallelism specs and ring requests "
-                     "are not served yet)")
+                     "demand: required: set leaf_demand or parallelism (ring requests are "
+                     "not served yet)")
         self.refused(self.fabric().ListCircuits, fabric_pb2.ListCircuitsRequest(has_pod=True,
                                                                                pod=4),
                      grpc.StatusCode.INVALID_ARGUMENT, "pod: 4 is outside 0..3")

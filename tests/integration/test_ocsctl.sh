@@ -107,7 +107,7 @@ has out "k_leaf" "fabric lists k_leaf"
 # shellcheck disable=SC2046
 expect 0 "devices" -- $(as viewer) devices
 has out "NAME       GROUP  INDEX  ADDRESS" "devices table header aligned"
-has out "ocs-g1-d1  1      1      127.0.0.1:830  connected  healthy  no" "devices row aligned"
+has out "ocs-g1-d1  1      1      127.0.0.1:830  connected  -      healthy  no       0/16   0         -" "devices row aligned"
 # shellcheck disable=SC2046
 expect 0 "devices --group" -- $(as viewer) devices --group 1
 if grep -q ocs-g0 "$work/out"; then echo "FAIL: --group 1 lists group 0"; failures=$((failures + 1)); fi
@@ -120,6 +120,9 @@ has err "PERMISSION_DENIED: role viewer may not call Jobs/SubmitJob (needs sched
 expect 0 "job plan" -- $(as scheduler) job plan "$work/job.json"
 has out "plan for job train-1 (dry run, nothing changed)" "plan header"
 has out "links_requested   3" "plan figures"
+if grep -q makespan_ms "$work/out"; then
+  echo "FAIL: DELTA figures shown for a leaf-centric plan"; failures=$((failures + 1))
+fi
 # shellcheck disable=SC2046
 expect 0 "jobs empty after plan" -- $(as viewer) jobs
 if grep -q train-1 "$work/out"; then echo "FAIL: plan created a job"; failures=$((failures + 1)); fi

@@ -60,21 +60,75 @@ static void test_job_file(void **state)
 	ocs__v1__job_spec__free_unpacked(j, NULL);
 }
 
+static const char par_text[] =
+	"{\"id\": \"d-1\", \"placement\": {\"gpus\": [{\"gpu\": 0, \"leaf\": 0, \"pod\": 0}]},"
+	" \"parallelism\": {\"layers\": 8, \"hidden\": 2048, \"ffn\": 8192, \"heads\": 16,"
+	"   \"vocab\": 32000, \"experts\": 8, \"top_k\": 2, \"tp\": 2, \"pp\": 2, \"ep\": 2,"
+	"   \"seq_len\": 2048, \"micro_batches\": 8, \"bandwidth_gbps\": 400,"
+	"   \"efficiency\": 0.45, \"gpus_per_pod_per_replica\": 2,"
+	"   \"replicas_per_pod_set\": 2, \"first_pod\": 1, \"seed\": 9007199254740993,"
+	"   \"max_generations\": 500, \"time_budget_ms\": 250},"
+	" \"options\": {\"planner\": \"delta-fast\"}}";
+
+/* The parallelism form of a job file (deploy/jobs/lab-delta.json's shape). */
+static void test_parallelism_file(void **state)
+{
+	char err[256] = "";
+	Ocs__V1__JobSpec *j;
+	const Ocs__V1__ParallelismSpec *q;
+
+	(void)state;
+	j = (Ocs__V1__JobSpec *)read_text(par_text, &ocs__v1__job_spec__descriptor, err,
+					  sizeof(err));
+	if (!j)
+		fail_msg("%s", err);
+	assert_int_equal(j->demand_case, OCS__V1__JOB_SPEC__DEMAND_PARALLELISM);
+	q = j->parallelism;
+	assert_int_equal(q->layers, 8);
+	assert_int_equal(q->experts, 8);
+	assert_int_equal(q->top_k, 2);
+	assert_int_equal(q->tp, 2);
+	assert_int_equal(q->ep, 2);
+	assert_int_equal(q->dp, 0);
+	assert_int_equal(q->micro_batches, 8);
+	assert_true(q->bandwidth_gbps == 400.0);
+	assert_true(q->efficiency == 0.45);
+	assert_int_equal(q->replicas_per_pod_set, 2);
+	assert_int_equal(q->first_pod, 1);
+	assert_true(q->seed == 9007199254740993ULL);
+	assert_int_equal(q->max_generations, 500);
+	assert_int_equal(q->time_budget_ms, 250);
+	assert_string_equal(j->options->planner, "delta-fast");
+	ocs__v1__job_spec__free_unpacked(j, NULL);
+	/* Both demands: refused by the oneof; unknown fields by name. */
+	assert_null(read_text("{\"leaf_demand\": {}, \"parallelism\": {}}",
+			      &ocs__v1__job_spec__descriptor, err, sizeof(err)));
+	assert_string_equal(err, "parallelism: only one member of its oneof may be set");
+	assert_null(read_text("{\"parallelism\": {\"tp\": 2, \"tensor\": 2}}",
+			      &ocs__v1__job_spec__descriptor, err, sizeof(err)));
+	assert_string_equal(err, "parallelism.tensor: unknown field of ocs.v1.ParallelismSpec");
+	assert_null(read_text("{\"parallelism\": {\"bandwidth_gbps\": \"fast\"}}",
+			      &ocs__v1__job_spec__descriptor, err, sizeof(err)));
+	assert_string_equal(err, "parallelism.bandwidth_gbps: expected a number, got string");
+}
+
 /* write -> read gives the same message (compared on the wire). */
 static void test_round_trip(void **state)
 {
 	char err[256] = "";
 	const ProtobufCMessageDescriptor *descs[] = {&ocs__v1__job_spec__descriptor,
-						     &ocs__v1__event__descriptor};
+						     &ocs__v1__event__descriptor,
+						     &ocs__v1__job_spec__descriptor};
 	const char *texts[] = {
 		job_text,
 		"{\"seq\": 7, \"time_unix_ms\": 1700000000000,"
 		" \"device\": {\"device\": \"ocs-g0-d1\", \"session\": \"SESSION_STATE_CONNECTED\","
 		" \"health\": 3, \"drained\": true}}",
+		par_text,
 	};
 
 	(void)state;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		ProtobufCMessage *a = read_text(texts[i], descs[i], err, sizeof(err)), *b;
 		struct json_writer *w = json_writer_new(false);
 		uint8_t wa[512], wb[512];
@@ -145,6 +199,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_job_file),
+		cmocka_unit_test(test_parallelism_file),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_refusals),
 	};

@@ -38,6 +38,7 @@ struct fx {
 	Ocs__V1__LeafPair pair[8];
 	Ocs__V1__LeafPair *pair_ptr[8];
 	Ocs__V1__JobOptions options;
+	Ocs__V1__ParallelismSpec par; /* set by m_par() */
 	char text[200];
 	/* other requests */
 	Ocs__V1__ListDevicesRequest list_devices;
@@ -127,6 +128,138 @@ static const ProtobufCMessage *fx_request(struct fx *f, enum nb_method m)
 static void m_none(struct fx *f)
 {
 	(void)f;
+}
+
+/* A valid parallelism job: tp 2, pp 2 over the same 5 GPUs' pods. */
+static void m_par(struct fx *f)
+{
+	ocs__v1__parallelism_spec__init(&f->par);
+	f->par.layers = 8;
+	f->par.hidden = 1024;
+	f->par.ffn = 4096;
+	f->par.heads = 16;
+	f->par.vocab = 32000;
+	f->par.tp = 2;
+	f->par.pp = 2;
+	f->par.seq_len = 2048;
+	f->par.micro_batches = 8;
+	f->par.bandwidth_gbps = 400;
+	f->par.gpus_per_pod_per_replica = 2;
+	f->job.demand_case = OCS__V1__JOB_SPEC__DEMAND_PARALLELISM;
+	f->job.parallelism = &f->par;
+	f->options.planner = "delta-fast";
+}
+static void m_par_default_planner(struct fx *f)
+{
+	m_par(f);
+	f->options.planner = "";
+}
+static void m_par_baseline(struct fx *f)
+{
+	m_par(f);
+	f->options.planner = "iter-halve";
+	f->par.seed = UINT64_MAX;
+	f->par.time_budget_ms = 600000;
+	f->par.experts = 8;
+	f->par.top_k = 2;
+	f->par.ep = 2;
+	f->par.ffn_matrices = 3;
+	f->par.efficiency = 1;
+}
+static void m_par_leaf_planner(struct fx *f)
+{
+	m_par(f);
+	f->options.planner = "leaf-centric";
+}
+static void m_leaf_delta_planner(struct fx *f)
+{
+	f->options.planner = "delta-fast";
+}
+static void m_par_tp_zero(struct fx *f)
+{
+	m_par(f);
+	f->par.tp = 0;
+}
+static void m_par_pp_high(struct fx *f)
+{
+	m_par(f);
+	f->par.pp = 2000;
+}
+static void m_par_layers_zero(struct fx *f)
+{
+	m_par(f);
+	f->par.layers = 0;
+}
+static void m_par_bw_zero(struct fx *f)
+{
+	m_par(f);
+	f->par.bandwidth_gbps = 0;
+}
+static void m_par_bw_nan(struct fx *f)
+{
+	m_par(f);
+	f->par.bandwidth_gbps = 0.0 / 0.0;
+}
+static void m_par_efficiency(struct fx *f)
+{
+	m_par(f);
+	f->par.efficiency = 1.5;
+}
+static void m_par_tflops_negative(struct fx *f)
+{
+	m_par(f);
+	f->par.gpu_tflops = -1;
+}
+static void m_par_gpp_high(struct fx *f)
+{
+	m_par(f);
+	f->par.gpus_per_pod_per_replica = 8193;
+}
+static void m_par_first_pod(struct fx *f)
+{
+	m_par(f);
+	f->par.first_pod = 4;
+}
+static void m_par_mb_zero(struct fx *f)
+{
+	m_par(f);
+	f->par.micro_batches = 0;
+}
+static void m_par_mb_high(struct fx *f)
+{
+	m_par(f);
+	f->par.micro_batches = 16385;
+}
+static void m_par_ffn_matrices(struct fx *f)
+{
+	m_par(f);
+	f->par.ffn_matrices = 1;
+}
+static void m_par_dense_top_k(struct fx *f)
+{
+	m_par(f);
+	f->par.top_k = 2;
+}
+static void m_par_moe_top_k(struct fx *f)
+{
+	m_par(f);
+	f->par.experts = 8;
+	f->par.top_k = 9;
+}
+static void m_par_budget(struct fx *f)
+{
+	m_par(f);
+	f->par.time_budget_ms = 600001;
+}
+static void m_par_generations(struct fx *f)
+{
+	m_par(f);
+	f->par.max_generations = -1;
+}
+static void m_par_replicas(struct fx *f)
+{
+	m_par(f);
+	f->par.replicas_per_pod_set = -2;
 }
 static void m_id_empty(struct fx *f)
 {
@@ -390,7 +523,51 @@ static const struct vcase cases[] = {
 	{"leaf oversubscribed", NB_JOBS_SUBMIT_JOB, m_leaf_oversubscribed, NB_INVALID_ARGUMENT,
 	 "leaf_demand.pairs[1].links", "leaf 0 would need 9 links in total, it has 8"},
 	{"planner unknown", NB_JOBS_PLAN_JOB, m_planner_unknown, NB_INVALID_ARGUMENT,
-	 "options.planner", "\"delta-slow\" is not a known planner (leaf-centric, pod-centric)"},
+	 "options.planner", "\"delta-slow\" is not a known planner (leaf-centric, pod-centric, "
+	 "delta-fast, prop-alloc, sqrt-alloc, iter-halve)"},
+	{"valid parallelism", NB_JOBS_SUBMIT_JOB, m_par, NB_OK, "", ""},
+	{"parallelism default planner", NB_JOBS_PLAN_JOB, m_par_default_planner, NB_OK, "", ""},
+	{"parallelism baseline, MoE", NB_JOBS_PLAN_JOB, m_par_baseline, NB_OK, "", ""},
+	{"parallelism with leaf planner", NB_JOBS_SUBMIT_JOB, m_par_leaf_planner,
+	 NB_INVALID_ARGUMENT, "options.planner",
+	 "\"leaf-centric\" plans a leaf_demand, not a parallelism spec"},
+	{"leaf demand with delta planner", NB_JOBS_PLAN_JOB, m_leaf_delta_planner,
+	 NB_INVALID_ARGUMENT, "options.planner",
+	 "\"delta-fast\" plans a parallelism spec, not a leaf_demand"},
+	{"parallelism tp 0", NB_JOBS_SUBMIT_JOB, m_par_tp_zero, NB_INVALID_ARGUMENT,
+	 "parallelism.tp", "0 is outside 1..1024"},
+	{"parallelism pp too high", NB_JOBS_SUBMIT_JOB, m_par_pp_high, NB_INVALID_ARGUMENT,
+	 "parallelism.pp", "2000 is outside 1..1024"},
+	{"parallelism no layers", NB_JOBS_SUBMIT_JOB, m_par_layers_zero, NB_INVALID_ARGUMENT,
+	 "parallelism.layers", "0 is outside 1..100000"},
+	{"parallelism zero bandwidth", NB_JOBS_SUBMIT_JOB, m_par_bw_zero, NB_INVALID_ARGUMENT,
+	 "parallelism.bandwidth_gbps", "0 is outside (0, 1e+06]"},
+	{"parallelism NaN bandwidth", NB_JOBS_PLAN_JOB, m_par_bw_nan, NB_INVALID_ARGUMENT,
+	 "parallelism.bandwidth_gbps", "nan is outside"},
+	{"parallelism efficiency", NB_JOBS_SUBMIT_JOB, m_par_efficiency, NB_INVALID_ARGUMENT,
+	 "parallelism.efficiency", "1.5 is outside 0..1"},
+	{"parallelism negative tflops", NB_JOBS_SUBMIT_JOB, m_par_tflops_negative,
+	 NB_INVALID_ARGUMENT, "parallelism.gpu_tflops", "-1 is outside 0..1e+06"},
+	{"parallelism g above a pod", NB_JOBS_SUBMIT_JOB, m_par_gpp_high, NB_INVALID_ARGUMENT,
+	 "parallelism.gpus_per_pod_per_replica", "8193 is outside 1..8192"},
+	{"parallelism first pod", NB_JOBS_SUBMIT_JOB, m_par_first_pod, NB_INVALID_ARGUMENT,
+	 "parallelism.first_pod", "4 is outside 0..3"},
+	{"parallelism no micro-batches", NB_JOBS_SUBMIT_JOB, m_par_mb_zero, NB_INVALID_ARGUMENT,
+	 "parallelism.micro_batches", "0 is outside 1..16384"},
+	{"parallelism too many micro-batches", NB_JOBS_SUBMIT_JOB, m_par_mb_high,
+	 NB_INVALID_ARGUMENT, "parallelism.micro_batches", "16385 is outside 1..16384"},
+	{"parallelism ffn matrices", NB_JOBS_SUBMIT_JOB, m_par_ffn_matrices, NB_INVALID_ARGUMENT,
+	 "parallelism.ffn_matrices", "1 is not 0 (default), 2 or 3"},
+	{"parallelism dense top_k", NB_JOBS_SUBMIT_JOB, m_par_dense_top_k, NB_INVALID_ARGUMENT,
+	 "parallelism.top_k", "2 given for a dense model"},
+	{"parallelism MoE top_k", NB_JOBS_SUBMIT_JOB, m_par_moe_top_k, NB_INVALID_ARGUMENT,
+	 "parallelism.top_k", "9 is outside 1..8 (experts)"},
+	{"parallelism time budget", NB_JOBS_SUBMIT_JOB, m_par_budget, NB_INVALID_ARGUMENT,
+	 "parallelism.time_budget_ms", "600001 is outside 0..600000"},
+	{"parallelism generations", NB_JOBS_SUBMIT_JOB, m_par_generations, NB_INVALID_ARGUMENT,
+	 "parallelism.max_generations", "-1 is outside 0..1000000"},
+	{"parallelism replicas", NB_JOBS_SUBMIT_JOB, m_par_replicas, NB_INVALID_ARGUMENT,
+	 "parallelism.replicas_per_pod_set", "-2 is outside 0..8192"},
 	{"planner control char", NB_JOBS_PLAN_JOB, m_planner_ctrl, NB_INVALID_ARGUMENT,
 	 "options.planner", "byte 0x0a at offset 1"},
 	{"group without flag", NB_FABRIC_LIST_DEVICES, m_group_no_flag, NB_INVALID_ARGUMENT,
@@ -421,6 +598,9 @@ static const struct vcase cases[] = {
 	 "129 characters, at most 128"},
 };
 
+static const char *const all_planners[] = {"leaf-centric", "pod-centric", "delta-fast",
+					   "prop-alloc",   "sqrt-alloc",  "iter-halve", NULL};
+
 static void test_table(void **state)
 {
 	struct nb_limits lim = limits;
@@ -428,6 +608,7 @@ static void test_table(void **state)
 
 	(void)state;
 	lim.max_gpus_per_job = 64;
+	lim.planners = all_planners;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct vcase *c = &cases[i];
 		struct fx *f = malloc(sizeof(*f));
@@ -467,7 +648,7 @@ static void test_table(void **state)
 		free(wire);
 		free(f);
 	}
-	assert_true(refused >= 30);
+	assert_true(refused >= 60);
 }
 
 /* Bytes that are not a protobuf message at all. */
