@@ -32,12 +32,15 @@
  * enumeration (tests/property) shows DELTA-Fast optimal for the simulator's
  * semantics on such instances.
  *
- * Per instance it prints both solvers' objective, status (opt: proven
- * optimal; feas: time limit with an incumbent; none) and wall time, then
- * medians. It fails (exit 1) only on a broken guarantee: two proven optima
- * differing by more than 1e-6 relative, a solver's solution violating the
- * model (checked independently by milp_max_violation), or DELTA-Fast below
- * a proven optimum (the MILP relaxes the simulator, so nothing beats it).
+ * It first checks both back ends on a hand-solved MILP. Per instance it
+ * prints both solvers' objective, status (opt: proven optimal; feas: time
+ * limit with an incumbent; none) and wall time, DELTA-Fast's ratio and the
+ * simulator optimum (every plan simulated: it tells the model's gaps from
+ * the search's), then medians. It fails (exit 1) only on a broken
+ * guarantee: a failed self-check, two proven optima differing by more than
+ * 1e-6 relative, a solver's solution violating the model (checked
+ * independently by milp_max_violation), or a simulated plan below a proven
+ * optimum (the MILP relaxes the simulator, so no plan beats it).
  *
  * Usage: bench_delta_milp [instances 1..1024, default 20] [seed, default 42]
  *                         [time_limit_s per solver and instance, default 20]
@@ -103,7 +106,8 @@ static double sim_optimum(const struct delta_problem *p, int *x, int l)
 #define MILP_UNIT_BYTES 1e6
 
 /* Builds the MILP of the top comment; its objective is the makespan.
- * Returns NULL if out of memory. Caller frees with milp_free. */
+ * Returns NULL if out of memory (a model that broke while being built says
+ * why in milp_error). Caller frees with milp_free. */
 static struct milp *build_milp(const struct delta_problem *p, double horizon)
 {
 	int n = delta_problem_n_tasks(p), L = delta_problem_n_links(p), K = 2 * n - 1;
