@@ -9,8 +9,9 @@
  * (merge/replace/create/delete/remove, rollback-on-error), validate, commit,
  * confirmed-commit 1.1 (timeout revert, persist/persist-id, revert when the
  * issuing session dies without persist), cancel-commit, discard-changes,
- * get/get-config with subtree filters, get-schema (libnetconf2's built-in
- * handler), create-subscription and notifications, and the fault knobs of
+ * get/get-config with subtree filters, get-schema (the loaded modules, and
+ * other IETF modules from --ietf-dir), create-subscription and
+ * notifications, and the fault knobs of
  * devsim_fault.h (settable at start and through ocs-devsim:set-faults).
  *
  * State data behaves like hardware: a connection whose output changed is
@@ -36,6 +37,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <glob.h>
+#include <limits.h>
 #include <libssh/libssh.h>
 #include <libyang/libyang.h>
 #include <nc_server.h>
@@ -70,6 +73,7 @@ enum devsim_model { MODEL_SWITCH, MODEL_TRANSCEIVER };
 #define MAX_FDS 65536
 #define AUTH_TIMEOUT_S 5
 #define DEFAULT_CONFIRM_TIMEOUT_S 600
+#define MAX_SCHEMA_BYTES (1 << 20) /* a module file served by get-schema */
 
 struct device {
 	int index;
@@ -118,6 +122,7 @@ static struct {
 	char *tls_cert; /* TLS instead of SSH when set */
 	char *tls_key;
 	char *tls_ca;
+	const char *ietf_dir; /* IETF modules: loaded, and served by get-schema */
 	int epfd;	     /* epoll set of the sessions' sockets (see "Workers") */
 	struct conn *conns; /* every live session, guarded by conns_mu */
 	volatile sig_atomic_t stop;
@@ -697,6 +702,40 @@ static struct nc_server_reply *rpc_emit(struct device *d, const struct lyd_node 
 	return nc_server_reply_ok();
 }
 
+/*
+ * The text of a module the simulator does not load, from the IETF module
+ * directory (libnetconf2 clients ask every server for the NMDA modules they
+ * use themselves): the revision asked for, else the newest file. NULL when
+ * there is none, or when the name or revision from the network could be
+ * anything but a module file name. Caller frees.
+ */
+static char *schema_from_dir(const char *id, const char *rev)
+{
+	char pattern[PATH_MAX];
+	glob_t g = {0};
+	char *text = NULL;
+	size_t n_id = strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.");
+	if (!*id || id[0] == '.' || id[n_id] || strlen(id) > 64 ||
+	    (rev && *rev && (strlen(rev) != 10 || rev[strspn(rev, "0123456789-")])))
+		return NULL;
+	snprintf(pattern, sizeof(pattern), "%s/%s@%s.yang", sim.ietf_dir, id,
+		 rev && *rev ? rev : "[0-9]*");
+	if (glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0) {
+		/* sorted: the last name is the newest revision */
+		FILE *f = fopen(g.gl_pathv[g.gl_pathc - 1], "re");
+		text = f ? calloc(1, MAX_SCHEMA_BYTES + 2) : NULL;
+		size_t n = text ? fread(text, 1, MAX_SCHEMA_BYTES + 1, f) : 0;
+		if (text && (n == 0 || n > MAX_SCHEMA_BYTES)) { /* empty, or not a module */
+			free(text);
+			text = NULL;
+		}
+		if (f)
+			fclose(f);
+	}
+	globfree(&g);
+	return text;
+}
+
 /* get-schema (RFC 6022): the module text as libyang prints it. */
 static struct nc_server_reply *rpc_get_schema(const struct lyd_node *rpc)
 {
@@ -708,12 +747,13 @@ static struct nc_server_reply *rpc_get_schema(const struct lyd_node *rpc)
 				 "/ietf-netconf-monitoring:get-schema/format");
 	const struct lys_module *mod = rev && *rev ? ly_ctx_get_module(sim.ctx, id, rev)
 						   : ly_ctx_get_module_latest(sim.ctx, id);
-	if (!mod)
+	char *text = mod ? NULL : schema_from_dir(id ? id : "", rev);
+	if (!mod && !text)
 		return reply_err(NC_ERR_INVALID_VALUE, "no such schema",
 				 "/ietf-netconf-monitoring:get-schema/identifier");
-	char *text = NULL;
 	struct lyd_node *output = NULL;
-	if (lys_print_mem(&text, mod, LYS_OUT_YANG, 0) || lyd_dup_single(rpc, NULL, 0, &output) ||
+	if ((mod && lys_print_mem(&text, mod, LYS_OUT_YANG, 0)) ||
+	    lyd_dup_single(rpc, NULL, 0, &output) ||
 	    lyd_new_any(output, NULL, "data", text, 1, LYD_ANYDATA_STRING, 1, NULL)) {
 		free(text);
 		lyd_free_all(output);
@@ -1421,6 +1461,7 @@ int main(int argc, char **argv)
 
 	ly_log_options(LY_LOSTORE);
 	nc_verbosity(NC_VERB_ERROR);
+	sim.ietf_dir = ietf_dir;
 	if (load_context(ietf_dir))
 		return 1;
 	char *ca_fp = tls ? ca_fingerprint(sim.tls_ca) : NULL;

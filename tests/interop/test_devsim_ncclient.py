@@ -189,6 +189,18 @@ def main():
         # get-schema returns our module
         text = m.get_schema("ocs-switch").data
         assert 'namespace "urn:ocsd:yang:ocs-switch"' in text
+        # ...and an IETF module it does not load (clients ask for the NMDA
+        # ones), read from its module directory; names that are not module
+        # names (a path, a bad revision) find nothing
+        text = m.get_schema("ietf-netconf-nmda").data
+        assert 'module ietf-netconf-nmda' in text
+        for ident, rev in (("../../../etc/passwd", None), ("ietf-netconf-nmda", "../x"),
+                           ("no-such-module", None)):
+            try:
+                m.get_schema(ident, version=rev)
+                assert False, f"get-schema {ident} {rev} answered"
+            except RPCError as e:
+                assert "no such schema" in str(e), str(e)
 
         # notifications: subscribe, ask the device to emit one, receive it
         m.create_subscription()
