@@ -30,6 +30,7 @@
  * simulator state lives in the single static `sim` below.
  */
 #define _GNU_SOURCE /* POLLRDHUP */
+#include "devsim_auth.h"
 #include "devsim_fault.h"
 #include "devsim_store.h"
 
@@ -39,12 +40,8 @@
 #include <getopt.h>
 #include <glob.h>
 #include <limits.h>
-#include <libssh/libssh.h>
 #include <libyang/libyang.h>
 #include <nc_server.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -115,13 +112,7 @@ static struct {
 	struct device *devs;
 	int count;
 	uint16_t base_port;
-	char *user;
-	char *password;
-	char *hostkey_path;
-	bool hostkey_generated;
-	char *tls_cert; /* TLS instead of SSH when set */
-	char *tls_key;
-	char *tls_ca;
+	struct devsim_auth auth; /* TLS instead of SSH when auth.tls_* are set */
 	const char *ietf_dir; /* IETF modules: loaded, and served by get-schema */
 	int epfd;	     /* epoll set of the sessions' sockets (see "Workers") */
 	struct conn *conns; /* every live session, guarded by conns_mu */
@@ -1134,116 +1125,6 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-/* ---- SSH setup ------------------------------------------------------------ */
-
-static int passwd_clb(const struct nc_session *session, const char *password, void *user_data)
-{
-	const char *user = nc_session_get_username(session);
-	if (!sim.password || !user || !sim.user || strcmp(user, sim.user))
-		return 1;
-	return strcmp(password, sim.password) ? 1 : 0;
-}
-
-static int hostkey_clb(const char *name, void *user_data, char **privkey_path, char **privkey_data,
-		       NC_SSH_KEY_TYPE *privkey_type)
-{
-	*privkey_path = strdup(sim.hostkey_path);
-	return *privkey_path ? 0 : -1;
-}
-
-/* Generates an ECDSA host key into a private temporary file. */
-static int generate_hostkey(void)
-{
-	char tmpl[] = "/tmp/ocs-devsim-hostkey-XXXXXX";
-	int fd = mkstemp(tmpl);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	ssh_key key = NULL;
-	if (ssh_pki_generate(SSH_KEYTYPE_ECDSA_P256, 256, &key) != SSH_OK ||
-	    ssh_pki_export_privkey_file(key, NULL, NULL, NULL, tmpl) != SSH_OK) {
-		ssh_key_free(key);
-		unlink(tmpl);
-		return -EIO;
-	}
-	ssh_key_free(key);
-	sim.hostkey_path = strdup(tmpl);
-	sim.hostkey_generated = true;
-	return 0;
-}
-
-/* Prints "SHA256:..." of the host key, the value ocsd pins. */
-static void print_hostkey_fingerprint(void)
-{
-	ssh_key priv = NULL, pub = NULL;
-	unsigned char *hash = NULL;
-	size_t hlen = 0;
-	if (ssh_pki_import_privkey_file(sim.hostkey_path, NULL, NULL, NULL, &priv) == SSH_OK &&
-	    ssh_pki_export_privkey_to_pubkey(priv, &pub) == SSH_OK &&
-	    ssh_get_publickey_hash(pub, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen) == 0) {
-		char *fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen);
-		printf("hostkey %s\n", fp ? fp : "?");
-		ssh_string_free_char(fp);
-		ssh_clean_pubkey_hash(&hash);
-	}
-	ssh_key_free(pub);
-	ssh_key_free(priv);
-}
-
-/* ---- TLS setup ------------------------------------------------------------ */
-
-static int tls_cert_clb(const char *name, void *user_data, char **cert_path, char **cert_data,
-			char **privkey_path, char **privkey_data, NC_SSH_KEY_TYPE *privkey_type)
-{
-	*cert_path = strdup(sim.tls_cert);
-	*privkey_path = strdup(sim.tls_key);
-	return (*cert_path && *privkey_path) ? 0 : -1;
-}
-
-/* The trusted list "clients": the CA of --tls-ca. */
-static int tls_trusted_clb(const char *name, void *user_data, char ***cert_paths,
-			   int *cert_path_count, char ***cert_data, int *cert_data_count)
-{
-	*cert_paths = malloc(sizeof(char *));
-	if (!*cert_paths || !((*cert_paths)[0] = strdup(sim.tls_ca)))
-		return -1;
-	*cert_path_count = 1;
-	*cert_data = NULL;
-	*cert_data_count = 0;
-	return 0;
-}
-
-/*
- * "04:ab:cd:..." (04 = SHA-256, RFC 7589 tls-fingerprint) of the CA that
- * signs client certificates: every client it signed maps to --user.
- */
-static char *ca_fingerprint(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	X509 *cert = PEM_read_X509(f, NULL, NULL, NULL);
-	fclose(f);
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
-	char *out = NULL;
-	if (cert && X509_digest(cert, EVP_sha256(), md, &len) && (out = malloc(3 + 3 * len))) {
-		char *p = out + sprintf(out, "04");
-		for (unsigned int i = 0; i < len; i++)
-			p += sprintf(p, ":%02x", md[i]);
-	}
-	X509_free(cert);
-	return out;
-}
-
-static int add_tls_endpoint(const char *name, const char *fingerprint)
-{
-	return nc_server_add_endpt(name, NC_TI_OPENSSL) ||
-	       nc_server_tls_endpt_set_server_cert(name, "server") ||
-	       nc_server_tls_endpt_add_trusted_cert_list(name, "clients") ||
-	       nc_server_tls_endpt_add_ctn(name, 1, fingerprint, NC_TLS_CTN_SPECIFIED, sim.user);
-}
-
 /* ---- startup ------------------------------------------------------------- */
 
 static void usage(FILE *out)
@@ -1363,25 +1244,25 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 'u':
-			sim.user = optarg;
+			sim.auth.user = optarg;
 			break;
 		case 'p':
-			sim.password = optarg;
+			sim.auth.password = optarg;
 			break;
 		case 'k':
 			authkey = optarg;
 			break;
 		case 'H':
-			sim.hostkey_path = strdup(optarg);
+			sim.auth.hostkey_path = strdup(optarg);
 			break;
 		case 'T':
-			sim.tls_cert = optarg;
+			sim.auth.tls_cert = optarg;
 			break;
 		case 'K':
-			sim.tls_key = optarg;
+			sim.auth.tls_key = optarg;
 			break;
 		case 'A':
-			sim.tls_ca = optarg;
+			sim.auth.tls_ca = optarg;
 			break;
 		case 's':
 			if (parse_int_arg("switch-ms", optarg, 0, 600000, &sim.switch_ms))
@@ -1421,13 +1302,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	bool tls = sim.tls_cert || sim.tls_key || sim.tls_ca;
-	if (tls && !(sim.tls_cert && sim.tls_key && sim.tls_ca && sim.user)) {
+	bool tls = sim.auth.tls_cert || sim.auth.tls_key || sim.auth.tls_ca;
+	if (tls && !(sim.auth.tls_cert && sim.auth.tls_key && sim.auth.tls_ca && sim.auth.user)) {
 		fprintf(stderr, "ocs-devsim: TLS needs --tls-cert, --tls-key, --tls-ca and --user (the "
 				"name clients signed by the CA are mapped to)\n");
 		return 2;
 	}
-	if (!tls && (!sim.user || (!sim.password && !authkey))) {
+	if (!tls && (!sim.auth.user || (!sim.auth.password && !authkey))) {
 		fprintf(stderr, "ocs-devsim: --user and --password and/or --authorized-key are "
 				"required\n");
 		return 2;
@@ -1464,13 +1345,13 @@ int main(int argc, char **argv)
 	sim.ietf_dir = ietf_dir;
 	if (load_context(ietf_dir))
 		return 1;
-	char *ca_fp = tls ? ca_fingerprint(sim.tls_ca) : NULL;
+	char *ca_fp = tls ? devsim_auth_ca_fingerprint(sim.auth.tls_ca) : NULL;
 	if (tls && !ca_fp) {
 		fprintf(stderr, "ocs-devsim: --tls-ca: cannot read a PEM certificate from %s\n",
-			sim.tls_ca);
+			sim.auth.tls_ca);
 		return 1;
 	}
-	if (!tls && !sim.hostkey_path && generate_hostkey()) {
+	if (!tls && !sim.auth.hostkey_path && devsim_auth_generate_hostkey(&sim.auth)) {
 		fprintf(stderr, "ocs-devsim: cannot generate an SSH host key\n");
 		return 1;
 	}
@@ -1502,11 +1383,8 @@ int main(int argc, char **argv)
 		lys_find_path(sim.ctx, NULL, "/ietf-netconf-monitoring:get-schema", 0);
 	if (gs)
 		((struct lysc_node *)gs)->priv = NULL;
-	nc_server_ssh_set_hostkey_clb(hostkey_clb, NULL, NULL);
-	nc_server_ssh_set_passwd_auth_clb(passwd_clb, NULL, NULL);
-	nc_server_tls_set_server_cert_clb(tls_cert_clb, NULL, NULL);
-	nc_server_tls_set_trusted_cert_list_clb(tls_trusted_clb, NULL, NULL);
-	if (authkey && nc_server_ssh_add_authkey_path(authkey, sim.user)) {
+	devsim_auth_register(&sim.auth);
+	if (authkey && nc_server_ssh_add_authkey_path(authkey, sim.auth.user)) {
 		fprintf(stderr, "ocs-devsim: --authorized-key: cannot read %s\n", authkey);
 		return 1;
 	}
@@ -1514,11 +1392,11 @@ int main(int argc, char **argv)
 	for (int i = 0; i < sim.count && !rc; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "dev%d", i);
-		int setup = tls ? add_tls_endpoint(name, ca_fp)
+		int setup = tls ? devsim_auth_add_tls_endpoint(&sim.auth, name, ca_fp)
 				: (nc_server_add_endpt(name, NC_TI_LIBSSH) ||
 				   nc_server_ssh_endpt_add_hostkey(name, "hostkey", -1) ||
 				   nc_server_ssh_endpt_set_auth_methods(
-					   name, (sim.password ? NC_SSH_AUTH_PASSWORD : 0) |
+					   name, (sim.auth.password ? NC_SSH_AUTH_PASSWORD : 0) |
 							 (authkey ? NC_SSH_AUTH_PUBLICKEY : 0)) ||
 				   nc_server_ssh_endpt_set_auth_timeout(name, AUTH_TIMEOUT_S));
 		if (setup || nc_server_endpt_set_address(name, listen_addr) ||
@@ -1542,7 +1420,7 @@ int main(int argc, char **argv)
 			pthread_create(&tids[i], NULL, worker_main, NULL);
 		pthread_create(&timer, NULL, timer_main, NULL);
 		if (!tls)
-			print_hostkey_fingerprint();
+			devsim_auth_print_hostkey(&sim.auth);
 		printf("ready %d device%s on %s:%d-%d model %s ports %d\n", sim.count,
 		       sim.count == 1 ? "" : "s", listen_addr, port, port + sim.count - 1,
 		       model_module(), sim.ports);
@@ -1574,9 +1452,7 @@ int main(int argc, char **argv)
 	}
 	free(sim.devs);
 	ly_ctx_destroy(sim.ctx);
-	if (sim.hostkey_generated)
-		unlink(sim.hostkey_path);
-	free(sim.hostkey_path);
+	devsim_auth_clear(&sim.auth);
 	free(ca_fp);
 	free(listen_addr);
 	return rc;
