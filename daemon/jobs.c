@@ -843,44 +843,6 @@ static void plan_done(void *arg)
 	jm_pump(jm);
 }
 
-static bool holds_leaves(enum jm_state s);
-
-/*
- * The leaf-spine usage of every live job but self (committed links only:
- * a job still planning adds its links when it commits, which moves the
- * fabric generation and re-plans anyone planned without them). 0 or -ENOMEM.
- */
-static int others_usage(const struct jm *jm, const char *self, struct lc_leaf_usage **out,
-			size_t *n_out)
-{
-	size_t n = 0, at = 0;
-	struct lc_spine_links *all;
-	int rc;
-
-	*out = NULL;
-	*n_out = 0;
-	for (size_t k = 0; k < jm->n_jobs; k++)
-		if (strcmp(jm->jobs[k]->pub.id, self) != 0 && holds_leaves(jm->jobs[k]->pub.state))
-			n += jm->jobs[k]->n_links;
-	if (n == 0)
-		return 0;
-	all = malloc(n * sizeof(*all));
-	if (!all)
-		return -ENOMEM;
-	for (size_t k = 0; k < jm->n_jobs; k++) {
-		const struct job_rt *o = jm->jobs[k];
-
-		if (strcmp(o->pub.id, self) == 0 || !holds_leaves(o->pub.state))
-			continue;
-		for (size_t i = 0; i < o->n_links; i++)
-			all[at++] = (struct lc_spine_links){ o->links[i].a, o->links[i].b,
-							     o->links[i].h, o->links[i].links };
-	}
-	rc = lc_usage_from_assignment(all, n, out, n_out);
-	free(all);
-	return rc;
-}
-
 /*
  * Copies the inputs of a plan of job `self` for the pool (the worker sees
  * nothing else). With a workload and no demand the worker plans the leaf
@@ -897,7 +859,7 @@ static struct plan_task *new_task(struct jm *jm, const char *self, const char *p
 		return NULL;
 	t->jm = jm;
 	t->over_leaf = -1;
-	if (others_usage(jm, self, &t->usage, &t->n_usage) != 0) {
+	if (jm_others_usage(jm, self, &t->usage, &t->n_usage) != 0) {
 		free_task(t);
 		return NULL;
 	}
@@ -1053,82 +1015,6 @@ static bool takes_workload(const char *p)
 	return p && delta_planner_parse(p, &kind) == 0;
 }
 
-static bool holds_leaves(enum jm_state s)
-{
-	return s == JM_PENDING || s == JM_PLANNING || s == JM_PROGRAMMING || s == JM_ACTIVE ||
-	       s == JM_RELEASING;
-}
-
-/*
- * The leaves a job owns: those of its leaf demand, and for a workload
- * every leaf holding one of its GPUs (known before the search, and a
- * superset of the leaves of the demand it finds).
- */
-static bool job_uses_leaf(const struct jm *jm, const struct jm_job *job, int leaf)
-{
-	for (size_t i = 0; i < job->n_demand; i++)
-		if (job->demand[i].a == leaf || job->demand[i].b == leaf)
-			return true;
-	for (size_t i = 0; job->workload && i < job->workload->n_gpus; i++)
-		if (ocs_fabric_gpu_leaf(jm->f, job->workload->gpus[i]) == leaf)
-			return true;
-	return false;
-}
-
-/*
- * The live job other than self on leaf whose leaf-spine links are not
- * known (circuits committed by an ocsd that did not store links), or NULL.
- */
-static const struct jm_job *unshared_owner(const struct jm *jm, const char *self, int leaf)
-{
-	for (size_t k = 0; k < jm->n_jobs; k++) {
-		const struct job_rt *o = jm->jobs[k];
-
-		if (strcmp(o->pub.id, self) != 0 && o->n_links == 0 &&
-		    (o->pub.state == JM_ACTIVE || o->pub.state == JM_RELEASING) &&
-		    job_uses_leaf(jm, &o->pub, leaf))
-			return &o->pub;
-	}
-	return NULL;
-}
-
-/*
- * Jobs may share leaves: each is planned around the leaf-spine links the
- * others load (contention over tau on a shared uplink is refused when the
- * plan is made). Only a job whose links are not known keeps its leaves to
- * itself, since nothing could be planned around it.
- */
-static bool leaves_free(const struct jm *jm, const char *self, const struct lc_demand *demand,
-			size_t n, const struct jm_workload *wl, struct jm_error *err)
-{
-	size_t count = wl ? wl->n_gpus : n;
-
-	for (size_t i = 0; i < count; i++) {
-		int leaves[2], n_leaves = 0;
-
-		if (wl) {
-			leaves[n_leaves++] = ocs_fabric_gpu_leaf(jm->f, wl->gpus[i]);
-		} else {
-			leaves[n_leaves++] = demand[i].a;
-			leaves[n_leaves++] = demand[i].b;
-		}
-		for (int l = 0; l < n_leaves; l++) {
-			const struct jm_job *other = unshared_owner(jm, self, leaves[l]);
-
-			if (!other)
-				continue;
-			jm_set_error(err, JM_EXHAUSTED, "",
-				     "leaf %d is held by job %s (%s), whose leaf-spine links were "
-				     "stored by an older ocsd: its leaves cannot be shared",
-				     leaves[l], other->id, jm_state_name(other->state));
-			snprintf(err->field, sizeof(err->field),
-				 wl ? "placement.gpus[%zu]" : "leaf_demand.pairs[%zu]", i);
-			return false;
-		}
-	}
-	return true;
-}
-
 /* Checks a spec against the fabric; field names follow the API's JobSpec. */
 static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_error *err)
 {
@@ -1150,7 +1036,7 @@ static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_erro
 		return false;
 	}
 	if (spec->workload && spec->n_demand == 0)
-		return leaves_free(jm, spec->id ? spec->id : "", NULL, 0, spec->workload, err);
+		return jm_leaves_free(jm, spec->id ? spec->id : "", NULL, 0, spec->workload, err);
 	if (spec->n_demand == 0) {
 		jm_set_error(err, JM_INVALID, "leaf_demand.pairs", "the job asks for no links");
 		return false;
@@ -1168,7 +1054,7 @@ static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_erro
 		snprintf(err->field, sizeof(err->field), "leaf_demand.pairs%s", idx ? idx : "");
 		return false;
 	}
-	return leaves_free(jm, spec->id ? spec->id : "", spec->demand, spec->n_demand,
+	return jm_leaves_free(jm, spec->id ? spec->id : "", spec->demand, spec->n_demand,
 			   spec->workload, err);
 }
 
@@ -1218,7 +1104,7 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 	}
 	if (j->pub.state == JM_FAILED || j->pub.state == JM_RELEASED) {
 		/* The same request again: run it again. */
-		if (!leaves_free(jm, j->pub.id, j->pub.demand, j->pub.n_demand, j->pub.workload,
+		if (!jm_leaves_free(jm, j->pub.id, j->pub.demand, j->pub.n_demand, j->pub.workload,
 				 &err)) {
 			answer(ctx, &err, NULL, false, NULL, 0);
 			return true;
@@ -1564,65 +1450,3 @@ int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow
 }
 
 
-void jm_apply_links(struct jm *jm, struct job_rt *j)
-{
-	/* every other job the plan names (a global re-plan) gets its entries */
-	for (size_t k = 0; k < jm->n_jobs; k++) {
-		struct job_rt *o = jm->jobs[k];
-		size_t n = 0;
-		struct st_link *mine;
-
-		if (o == j)
-			continue;
-		for (size_t i = 0; i < j->n_plan_links; i++)
-			n += strcmp(j->plan_links[i].job_id, o->pub.id) == 0;
-		if (n == 0 || !(mine = malloc(n * sizeof(*mine))))
-			continue;
-		n = 0;
-		for (size_t i = 0; i < j->n_plan_links; i++)
-			if (strcmp(j->plan_links[i].job_id, o->pub.id) == 0)
-				mine[n++] = j->plan_links[i];
-		free(o->links);
-		o->links = mine;
-		o->n_links = n;
-	}
-	/* j's own entries (none after a release) */
-	size_t n = 0;
-
-	for (size_t i = 0; i < j->n_plan_links; i++)
-		if (strcmp(j->plan_links[i].job_id, j->pub.id) == 0)
-			j->plan_links[n++] = j->plan_links[i];
-	free(j->links);
-	j->links = n ? j->plan_links : NULL;
-	j->n_links = n;
-	if (!n)
-		free(j->plan_links);
-	j->plan_links = NULL;
-	j->n_plan_links = 0;
-}
-
-static int load_link(void *arg, const struct st_link *l)
-{
-	struct jm *jm = arg;
-	struct job_rt *j = jm_find_job(jm, l->job_id);
-	struct st_link *g;
-
-	if (!j)
-		return 0; /* a job the store no longer has */
-	g = realloc(j->links, (j->n_links + 1) * sizeof(*g));
-	if (!g)
-		return -ENOMEM;
-	j->links = g;
-	j->links[j->n_links++] = *l;
-	return 0;
-}
-
-int jm_load_links(struct jm *jm)
-{
-	for (size_t i = 0; i < jm->n_jobs; i++) {
-		free(jm->jobs[i]->links);
-		jm->jobs[i]->links = NULL;
-		jm->jobs[i]->n_links = 0;
-	}
-	return st_link_list(jm->d.store, load_link, jm);
-}

@@ -82,6 +82,17 @@ void jm_start_planning(struct jm *jm, struct job_rt *j);
 /* Starts the next queued transaction when none is running (jobs_txn.c). */
 void jm_pump(struct jm *jm);
 bool jm_same_device(const struct ocs_xc *a, const struct ocs_xc *b);
+/* jobs_links.c: states in which a job stands on its leaves. */
+bool jm_holds_leaves(enum jm_state s);
+/*
+ * Leaves a new job may use: refused (false, err set, field naming the
+ * demand pair or GPU) only where a live job whose links are unknown stands.
+ */
+bool jm_leaves_free(const struct jm *jm, const char *self, const struct lc_demand *demand,
+		    size_t n, const struct jm_workload *wl, struct jm_error *err);
+/* The leaf-spine usage of every live job but self (caller frees *out). 0 or -ENOMEM. */
+int jm_others_usage(const struct jm *jm, const char *self, struct lc_leaf_usage **out,
+		    size_t *n_out);
 /*
  * After a confirmed transaction of j: every job named in j's plan links,
  * and j itself, now has the links of the plan (none after a release).
