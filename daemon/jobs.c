@@ -448,12 +448,17 @@ static void find_overload(struct plan_task *t)
 	    lc_usage_from_assignment(t->plan->assignment, t->plan->n_assignment, &mine,
 				     &n_mine) != 0)
 		return;
-	for (size_t i = 0; i < n_mine && t->over_leaf < 0; i++) {
+	/* both lists are sorted by (leaf, spine), one entry per pair: walk them together */
+	for (size_t i = 0, u = 0; i < n_mine && t->over_leaf < 0; i++) {
 		int load = mine[i].links;
 
-		for (size_t u = 0; u < t->n_usage; u++)
-			if (t->usage[u].leaf == mine[i].leaf && t->usage[u].spine == mine[i].spine)
-				load += t->usage[u].links;
+		while (u < t->n_usage &&
+		       (t->usage[u].leaf < mine[i].leaf ||
+			(t->usage[u].leaf == mine[i].leaf && t->usage[u].spine < mine[i].spine)))
+			u++;
+		if (u < t->n_usage && t->usage[u].leaf == mine[i].leaf &&
+		    t->usage[u].spine == mine[i].spine)
+			load += t->usage[u].links;
 		if (load > t->f.tau) {
 			t->over_leaf = mine[i].leaf;
 			t->over_spine = mine[i].spine;
