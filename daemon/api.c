@@ -153,6 +153,9 @@ void api_attach(struct api *api, struct jm *jm, struct nb_server *server)
 {
 	api->jm = jm;
 	api->server = server;
+	if (server && jm && !jm_serving(jm, NULL))
+		nb_server_set_health(server, "",
+				     GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
 }
 
 void api_stopping(struct api *api)
@@ -1036,9 +1039,22 @@ static void ev_plan(void *ctx, const char *planner, double seconds)
 	mx_observe(api->m_plan_seconds, &planner, seconds);
 }
 
+/* The job manager serves no more writes (it logged the reason, and every
+ * write it refuses carries it): health says so, so that load balancers and
+ * operators see it. */
+static void ev_store_failed(void *ctx, const char *reason)
+{
+	struct api *api = ctx;
+
+	(void)reason;
+	if (api->server)
+		nb_server_set_health(api->server, "",
+				     GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+}
+
 struct jm_events api_job_events(struct api *api)
 {
-	return (struct jm_events){ api, ev_job, ev_txn, ev_plan };
+	return (struct jm_events){ api, ev_job, ev_txn, ev_plan, ev_store_failed };
 }
 
 /* At most this many DriftEvents per pass; the metric counts them all. */

@@ -26,8 +26,10 @@
 #include "metrics_http.h"
 #include "pool.h"
 #include "reconcile.h"
+#include "recovery.h"
 #include "sb_txn.h"
 #include "store.h"
+#include "txn.h"
 
 #define OD_EXIT_OK 0
 #define OD_EXIT_FAILURE 1
@@ -48,6 +50,7 @@ struct od {
 	struct sb_device **devices;       /* transactions' sessions */
 	struct sb_device **recon_devices; /* reconciliation's own sessions */
 	struct sb_engine *engine;
+	struct txn_driver *txn;
 	struct fs_state *fs;
 	struct api *api;
 	struct jm *jm;
@@ -431,6 +434,7 @@ static void od_teardown(struct od *od)
 	jm_free(od->jm);
 	if (od->loop)
 		loop_run_posted(od->loop);
+	txn_driver_free(od->txn);
 	nb_server_destroy(od->server);
 	if (od->loop)
 		loop_run_posted(od->loop);
@@ -598,16 +602,37 @@ static int start_jobs(struct od *od)
 	rc = start_southbound(od);
 	if (rc)
 		return rc;
-	jd = (struct jm_deps){ od->cfg,
-			       od->store,
-			       od->loop,
-			       od->pool,
-			       od->fs,
-			       od->engine,
-			       od->devices,
-			       api_job_events(od->api),
-			       (int)od->cfg->access.confirm_timeout_s,
-			       (int)od->cfg->access.rpc_timeout_ms };
+	{
+		struct rec_deps rd = { &od->cfg->fabric,	     od->store, od->fs, od->devices, NULL,
+				       (int)od->cfg->access.rpc_timeout_ms };
+		struct txn_deps td = { &od->cfg->fabric,
+				       od->fs,
+				       od->store,
+				       od->loop,
+				       od->engine,
+				       od->devices,
+				       NULL,
+				       (int)od->cfg->access.confirm_timeout_s,
+				       (int)od->cfg->access.rpc_timeout_ms };
+
+		rc = rec_resolve_open(&rd);
+		if (rc) {
+			od_log(SD_ERR, "recovery of open transactions failed: %s", strerror(-rc));
+			return rc;
+		}
+		od->txn = txn_driver_new(&td);
+		if (!od->txn)
+			return -ENOMEM;
+	}
+	jd = (struct jm_deps){ .cfg = od->cfg,
+			       .store = od->store,
+			       .fs = od->fs,
+			       .clock = NULL,
+			       .plan_submit = pool_submit_task,
+			       .plan_ctx = od->pool,
+			       .txn_start = txn_start,
+			       .txn_ctx = od->txn,
+			       .events = api_job_events(od->api) };
 	rc = jm_new(&jd, &od->jm, err, sizeof(err));
 	if (rc) {
 		od_log(SD_ERR, "jobs: %s", err);

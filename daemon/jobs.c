@@ -1,107 +1,88 @@
 /*
- * jobs.c - implementation of jobs.h: the job table, requests and planning
- * (the device side, transactions and recovery, is in jobs_txn.c).
+ * jobs.c - implementation of jobs.h: the job table and the job state
+ * machine. This file is the only code that changes a job's state; the
+ * stages it drives (planning in jobs_plan.c with the job's kind, the
+ * transaction driver txn.c) only return results to it.
  *
  * Job state machine (all transitions on the loop thread):
  *
  *   submit --> PENDING --(stored)--> PLANNING --(plan on pool)--> plan_done
  *   plan_done: stale snapshot ............ PLANNING again (re-plan)
- *              demand does not fit ........ FAILED  (nothing touched)
+ *              refused / does not fit .... FAILED  (nothing touched)
  *              fits ....................... PROGRAMMING, queued
  *   pump (one transaction at a time):
  *              snapshot changed since plan  PLANNING again
- *              intent stored, sb_engine_start
- *   txn_done:  committed .................. ACTIVE   (or RELEASED)
+ *              intent not stored .......... FAILED (release: stays ACTIVE)
+ *              started .................... (transaction running)
+ *   txn_done:  confirmed .................. ACTIVE   (release: RELEASED)
  *              rolled back / refused ...... FAILED   (release: stays ACTIVE)
- *              rollback unproven .......... FAILED, intent FAILED (reconcile)
- *   release:   ACTIVE --> RELEASING, queued --> txn --> RELEASED
+ *              rollback unproven .......... FAILED   (release: FAILED)
+ *   release:   ACTIVE --> RELEASING, queued --> transaction --> RELEASED
  *              PENDING/PLANNING/FAILED --> RELEASED at once (nothing on devices)
+ *              PROGRAMMING: released after its transaction
  *
- * A parallelism demand (planner delta-fast or a baseline) is first planned
- * into a leaf demand on the pool (delta_plan_job(): pod-level circuits
- * shared out to the leaves of the job's GPUs) before the job exists; a
- * refused spec creates no job. The job then keeps that leaf demand and
- * goes the leaf-centric way above, so a re-plan on a stale snapshot never
- * searches again. A job restored from the store has only its request: its
- * first plan searches again (deterministic for a seed without a time
- * budget), in the same pool task as the leaf-centric plan.
- *
- * Drains: a drained device gets no new circuits. Pinned plans see blockers
- * on its free ports; a plan allowed to move other jobs' circuits (replan)
- * that puts a new cross-connect on a drained device is discarded and the
- * job planned pinned instead.
+ * A parallelism spec is first searched into a leaf demand on the pool
+ * (kind_parallelism.c, search_only) before the job exists: a refused spec
+ * creates no job. The job then keeps that leaf demand, so a re-plan on a
+ * stale snapshot never searches again. A job restored from the store has
+ * only its request: its first plan searches again (deterministic for a
+ * seed without a time budget), in the same pool task as its leaf plan.
  *
  * Invariants:
- *  1. At most one transaction runs; its intent is in the store before
- *     sb_engine_start() and its outcome is stored before the next starts.
+ *  1. At most one transaction runs; its intent is stored before any device
+ *     is touched and its outcome before the next starts (txn.c).
  *  2. A plan is applied only if the circuits did not change since its
  *     snapshot (fs_generation), so plans never overlap.
  *  3. Every plan passes l2_check() on the whole fabric before it is queued,
  *     and the transaction re-checks the read-back state with it.
  *  4. A job with waiters is answered exactly once per waiter, when it
  *     settles (ACTIVE, RELEASED, FAILED) or is refused.
+ *  5. Every state change is stored before it is published. A store write
+ *     that fails where the operation can still be refused refuses it
+ *     (UNAVAILABLE, nothing changed); where it cannot (the devices already
+ *     changed), the job manager stops serving writes (jm_serving) and tells
+ *     the daemon, which reports NOT_SERVING with the reason.
+ *  6. No state change allocates: the queue is intrusive and the live-job
+ *     array has room for every job, reserved when the job is created.
+ *  7. Job lookups by id and by idempotency key are hash lookups; work per
+ *     plan grows with the live jobs, not with the finished ones.
  */
 #include "jobs_internal.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "l2check.h"
-#include "pool.h"
-
+#include "clock.h"
+#include "config.h"
+#include "fabric_state.h"
+#include "jobs_util.h"
 
 /* A plan whose snapshot went stale this often in a row is refused. */
 #define JM_MAX_REPLANS 16
 
-static const char *const state_names[] = {
-	[JM_PENDING] = "PENDING",   [JM_PLANNING] = "PLANNING", [JM_PROGRAMMING] = "PROGRAMMING",
-	[JM_ACTIVE] = "ACTIVE",     [JM_RELEASING] = "RELEASING", [JM_RELEASED] = "RELEASED",
-	[JM_FAILED] = "FAILED",
+struct jm {
+	struct jm_deps d;
+	const struct ocs_fabric *f;
+	struct job_rt **jobs; /* every job, in creation order */
+	size_t n_jobs, cap_jobs;
+	struct job_rt **live; /* jobs that hold leaves (jl_holds_leaves); room for n_jobs */
+	size_t n_live;
+	struct strmap by_id, by_key;
+	struct job_rt *queue_head, *queue_tail; /* waiting for a transaction, FIFO */
+	struct job_rt *txn_job;                 /* the job whose transaction runs */
+	bool txn_running;
+	bool stopping; /* no new transaction starts */
+	bool *drained; /* by device id: no new circuits there */
+	int n_drained;
+	bool not_serving; /* a store write failed: no further writes */
+	char not_serving_reason[600];
 };
 
-const char *jm_state_name(enum jm_state s)
+static int64_t now_ms(const struct jm *jm)
 {
-	return s >= JM_PENDING && s <= JM_FAILED ? state_names[s] : "UNKNOWN";
-}
-
-static enum jm_state state_parse(const char *s)
-{
-	for (int i = JM_PENDING; i <= JM_FAILED; i++)
-		if (s && strcmp(s, state_names[i]) == 0)
-			return (enum jm_state)i;
-	return JM_FAILED;
-}
-
-int64_t jm_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-__attribute__((format(printf, 4, 5))) void jm_set_error(struct jm_error *e,
-							    enum jm_status status,
-							    const char *field, const char *fmt, ...)
-{
-	va_list ap;
-
-	e->status = status;
-	snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
-	va_start(ap, fmt);
-	vsnprintf(e->message, sizeof(e->message), fmt, ap);
-	va_end(ap);
-}
-
-static void free_figures(struct jm_figures *fig)
-{
-	free(fig->unplaced);
-	free(fig->moved_jobs);
-	memset(fig, 0, sizeof(*fig));
+	return clk_wall_ms(jm->d.clock);
 }
 
 static void free_job(struct job_rt *j)
@@ -111,26 +92,20 @@ static void free_job(struct job_rt *j)
 	free(j->pub.raw);
 	free(j->pub.demand);
 	jm_workload_free(j->pub.workload);
-	free_figures(&j->pub.figures);
-	free(j->removals);
-	free(j->additions);
-	free(j->add_owner);
+	jm_figures_clear(&j->pub.figures);
+	jp_change_clear(&j->change);
 	free(j->links);
-	free(j->plan_links);
 	free(j);
 }
 
-struct job_rt *jm_find_job(const struct jm *jm, const char *id)
+static struct job_rt *find_job(const struct jm *jm, const char *id)
 {
-	for (size_t i = 0; i < jm->n_jobs; i++)
-		if (strcmp(jm->jobs[i]->pub.id, id) == 0)
-			return jm->jobs[i];
-	return NULL;
+	return strmap_get(&jm->by_id, id);
 }
 
 const struct jm_job *jm_find(const struct jm *jm, const char *id)
 {
-	struct job_rt *j = jm_find_job(jm, id);
+	struct job_rt *j = find_job(jm, id);
 
 	return j ? &j->pub : NULL;
 }
@@ -147,7 +122,14 @@ const struct jm_job *jm_at(const struct jm *jm, size_t i)
 
 bool jm_busy(const struct jm *jm)
 {
-	return jm->txn != NULL;
+	return jm->txn_running;
+}
+
+bool jm_serving(const struct jm *jm, const char **reason)
+{
+	if (reason)
+		*reason = jm->not_serving_reason;
+	return !jm->not_serving;
 }
 
 void jm_set_drained(struct jm *jm, int device_id, bool drained)
@@ -168,19 +150,98 @@ void jm_stop(struct jm *jm)
 	jm->stopping = true;
 }
 
-int jm_push_ptr(void ***arr, size_t *n, size_t *cap, void *p)
-{
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		void **a = realloc(*arr, ncap * sizeof(*a));
+/* ---- the table ---- */
 
-		if (!a)
+/* Adds j to the table and the indexes, with room in `live` for it. 0 or -ENOMEM. */
+static int table_add(struct jm *jm, struct job_rt *j)
+{
+	if (jm->n_jobs == jm->cap_jobs) {
+		size_t cap = jm->cap_jobs ? jm->cap_jobs * 2 : 64;
+		struct job_rt **jobs = realloc(jm->jobs, cap * sizeof(*jobs));
+		struct job_rt **live;
+
+		if (!jobs)
 			return -ENOMEM;
-		*arr = a;
-		*cap = ncap;
+		jm->jobs = jobs;
+		live = realloc(jm->live, cap * sizeof(*live));
+		if (!live)
+			return -ENOMEM;
+		jm->live = live;
+		jm->cap_jobs = cap;
 	}
-	(*arr)[(*n)++] = p;
+	if (strmap_put(&jm->by_id, j->pub.id, j) != 0)
+		return -ENOMEM;
+	if (j->pub.key[0] && strmap_put(&jm->by_key, j->pub.key, j) != 0) {
+		strmap_del(&jm->by_id, j->pub.id);
+		return -ENOMEM;
+	}
+	jm->jobs[jm->n_jobs++] = j;
 	return 0;
+}
+
+/* Keeps `live` in step with j's state (never allocates: invariant 6). */
+static void track_live(struct jm *jm, struct job_rt *j, bool was_live)
+{
+	bool is_live = jl_holds_leaves(j->pub.state);
+
+	if (is_live && !was_live) {
+		j->live_at = jm->n_live;
+		jm->live[jm->n_live++] = j;
+	} else if (!is_live && was_live) {
+		struct job_rt *last = jm->live[--jm->n_live];
+
+		jm->live[j->live_at] = last;
+		last->live_at = j->live_at;
+	}
+}
+
+int jm_forget(struct jm *jm, const char *id)
+{
+	struct job_rt *j = find_job(jm, id);
+	size_t i;
+
+	if (!j)
+		return -ENOENT;
+	if ((j->pub.state != JM_RELEASED && j->pub.state != JM_FAILED) || j->waiters || j->queued)
+		return -EBUSY;
+	for (i = 0; i < jm->n_jobs && jm->jobs[i] != j; i++)
+		;
+	memmove(&jm->jobs[i], &jm->jobs[i + 1], (jm->n_jobs - i - 1) * sizeof(*jm->jobs));
+	jm->n_jobs--;
+	strmap_del(&jm->by_id, j->pub.id);
+	if (j->pub.key[0] && strmap_get(&jm->by_key, j->pub.key) == j)
+		strmap_del(&jm->by_key, j->pub.key);
+	free_job(j);
+	return 0;
+}
+
+/* ---- the queue of transactions (intrusive: never fails) ---- */
+
+static void enqueue(struct jm *jm, struct job_rt *j)
+{
+	if (j->queued)
+		return;
+	j->queued = true;
+	j->next_queued = NULL;
+	if (jm->queue_tail)
+		jm->queue_tail->next_queued = j;
+	else
+		jm->queue_head = j;
+	jm->queue_tail = j;
+}
+
+static struct job_rt *dequeue(struct jm *jm)
+{
+	struct job_rt *j = jm->queue_head;
+
+	if (!j)
+		return NULL;
+	jm->queue_head = j->next_queued;
+	if (!jm->queue_head)
+		jm->queue_tail = NULL;
+	j->queued = false;
+	j->next_queued = NULL;
+	return j;
 }
 
 /* ---- answering and state changes ---- */
@@ -197,7 +258,7 @@ static int add_waiter(struct job_rt *j, jm_answer_fn fn, void *ctx, bool created
 }
 
 /* Answers every waiter of j (err NULL: success). */
-void jm_settle(struct job_rt *j, const struct jm_error *err)
+static void settle(struct job_rt *j, const struct jm_error *err)
 {
 	struct waiter *w = j->waiters;
 
@@ -211,716 +272,74 @@ void jm_settle(struct job_rt *j, const struct jm_error *err)
 	}
 }
 
-/* Moves j to state (persisted) and tells the event stream. */
-void jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const char *reason)
+/* Invariant 5: no further writes; the daemon reports why. */
+static void store_failed(struct jm *jm, const char *what)
 {
+	if (jm->not_serving)
+		return;
+	jm->not_serving = true;
+	snprintf(jm->not_serving_reason, sizeof(jm->not_serving_reason),
+		 "the state store failed (%s): ocsd serves no writes until it is restarted", what);
+	fprintf(stderr, "<2>%s\n", jm->not_serving_reason);
+	if (jm->d.events.store_failed)
+		jm->d.events.store_failed(jm->d.events.ctx, jm->not_serving_reason);
+}
+
+/*
+ * Moves j to state, stored first (invariant 5). The change is made in
+ * memory even when the store refuses it, since what it records already
+ * happened (a plan refused, devices changed); the job manager then stops
+ * serving writes and recovery sets the store right at the next start.
+ */
+static void set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const char *reason)
+{
+	bool was_live = jl_holds_leaves(j->pub.state);
+	int rc;
+
 	j->pub.state = state;
 	snprintf(j->pub.reason, sizeof(j->pub.reason), "%s", reason ? reason : "");
-	j->pub.updated_ms = jm_now_ms();
-	if (st_job_set_state(jm->d.store, j->pub.id, jm_state_name(state), reason,
-			     j->pub.updated_ms) != 0)
-		fprintf(stderr, "<3>job %s: cannot store state %s\n", j->pub.id,
-			jm_state_name(state));
+	j->pub.updated_ms = now_ms(jm);
+	rc = st_job_set_state(jm->d.store, j->pub.id, jm_state_name(state), reason,
+			      j->pub.updated_ms);
+	track_live(jm, j, was_live);
+	if (rc) {
+		char what[200];
+
+		snprintf(what, sizeof(what), "job %s: cannot store state %s: %s", j->pub.id,
+			 jm_state_name(state), strerror(-rc));
+		store_failed(jm, what);
+	}
 	if (jm->d.events.job_changed)
 		jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
 }
 
-void jm_fail_job(struct jm *jm, struct job_rt *j, const struct jm_error *err)
+static void fail_job(struct jm *jm, struct job_rt *j, const struct jm_error *err)
 {
 	char reason[sizeof(err->field) + sizeof(err->message) + 4];
 
 	snprintf(reason, sizeof(reason), "%s%s%s", err->field, err->field[0] ? ": " : "",
 		 err->message);
-	jm_set_state(jm, j, JM_FAILED, reason);
-	jm_settle(j, err);
+	set_state(jm, j, JM_FAILED, reason);
+	settle(j, err);
+}
+
+/* The refusal every write gets once the store failed; true when refused. */
+static bool refuse_write(const struct jm *jm, jm_answer_fn answer, void *ctx)
+{
+	struct jm_error err;
+
+	if (!jm->not_serving)
+		return false;
+	jm_set_error(&err, JM_UNAVAILABLE, "", "%s; nothing changed", jm->not_serving_reason);
+	answer(ctx, &err, NULL, false, NULL, 0);
+	return true;
 }
 
 /* ---- planning ---- */
 
-struct plan_task {
-	struct jm *jm;
-	char job_id[72];
-	bool dry;
-	jm_answer_fn answer; /* dry runs and new workload submissions */
-	void *ctx;
-	struct ocs_fabric f;
-	char planner[32];
-	bool replan;
-	struct lc_demand *demand;
-	size_t n_demand;
-	/* The configured cross-connects (n_configured, first) and the drain
-	 * blockers after them (n_existing in all). */
-	struct ocs_xc *existing;
-	size_t n_existing, n_configured;
-	bool *drained; /* by device id, NULL when nothing is drained */
-	/* Leaf-spine links other live jobs load (planned around, pinned path). */
-	struct lc_leaf_usage *usage;
-	size_t n_usage;
-	unsigned long gen;
-	/*
-	 * A global re-plan (replan) plans every job holding circuits: names[0]
-	 * is this job, names[k] the others; conf_owner the owner of each
-	 * configured cross-connect; others the other jobs' demands.
-	 */
-	char (*names)[72];
-	size_t n_names;
-	int *conf_owner;
-	struct lc_demand *others;
-	int *others_owner;
-	size_t n_others;
-	/* A workload whose leaf demand is planned first (NULL: demand given);
-	 * ga_only: a new submission, only that (the request is in sub). */
-	struct jm_workload *wl;
-	bool ga_only;
-	struct {
-		char *id, *key;
-		void *raw;
-		size_t raw_len;
-		bool allow_move;
-	} sub;
-	/* results */
-	int delta_rc;
-	struct delta_error delta_err;
-	bool has_delta;
-	struct jm_delta_figures delta;
-	bool report_search; /* the search's time goes into this plan's metric */
-	bool drain_fallback; /* the replan touched a drained device */
-	bool owner_fallback; /* the replan's circuits could not be attributed */
-	int *xc_owner;       /* per plan->xcs after a global re-plan: index into names */
-	bool *xc_reowned;    /* a kept cross-connect that changes owner */
-	bool *moved_owner;   /* per name: some of its circuits move */
-	int *assign_owner;   /* per plan->assignment after a global re-plan: index into names */
-	/* A shared (leaf, spine) uplink the plan loads beyond tau (leaf -1: none). */
-	int over_leaf, over_spine, over_load;
-	size_t n_new_global; /* new cross-connects of a global re-plan */
-	int rc;
-	struct lc_plan *plan;
-	int l2_violations;
-	char l2_reason[200];
-};
-
-/* The workload's leaf demand (worker side): t->demand and t->delta. */
-static void plan_workload(struct plan_task *t)
+static const struct jm_kind *kind_of(const struct jm_workload *wl)
 {
-	struct lc_demand *d = NULL;
-	size_t n = 0;
-
-	t->delta_rc = jm_plan_workload(&t->f, t->planner, t->wl, &d, &n, &t->delta, &t->delta_err);
-	if (t->delta_rc == 0) {
-		free(t->demand);
-		t->demand = d;
-		t->n_demand = n;
-		t->has_delta = true;
-	}
-}
-
-static int run_planner(struct plan_task *t, const struct lc_demand *demand, size_t n_demand,
-		       bool replan, size_t n_existing)
-{
-	/* a global re-plan plans every job holding circuits: no usage is left */
-	struct lc_options opt = { .realize = true,
-				  .replan = replan,
-				  .usage = replan ? NULL : t->usage,
-				  .n_usage = replan ? 0 : t->n_usage };
-
-	if (strcmp(t->planner, "pod-centric") == 0)
-		return pc_plan(&t->f, demand, n_demand, t->existing, n_existing, &opt, &t->plan);
-	return lc_plan(&t->f, demand, n_demand, t->existing, n_existing, &opt, &t->plan);
-}
-
-static int xc_cmp(const void *a, const void *b);
-
-/* Whether a replan puts a cross-connect that is not configured on a drained device. */
-static bool touches_drained(const struct plan_task *t)
-{
-	struct ocs_xc *conf;
-	bool hit = false;
-
-	if (!t->drained)
-		return false;
-	conf = malloc((t->n_configured ? t->n_configured : 1) * sizeof(*conf));
-	if (!conf)
-		return true; /* cannot tell: plan pinned */
-	memcpy(conf, t->existing, t->n_configured * sizeof(*conf));
-	qsort(conf, t->n_configured, sizeof(*conf), xc_cmp);
-	for (size_t i = 0; i < t->plan->n_xcs && !hit; i++) {
-		const struct ocs_xc *xc = &t->plan->xcs[i];
-		int id = ocs_fabric_device_id(&t->f, xc->group, xc->device);
-
-		hit = id >= 0 && t->drained[id] &&
-		      !bsearch(xc, conf, t->n_configured, sizeof(*conf), xc_cmp);
-	}
-	free(conf);
-	return hit;
-}
-
-/*
- * A global re-plan of this job's demand and every other job's (worker
- * side): the plan, and who owns each of its cross-connects. Returns
- * false when the plan cannot be used as is (the caller plans pinned).
- */
-static bool global_replan(struct plan_task *t)
-{
-	size_t n = t->n_demand + t->n_others;
-	struct lc_demand *all = malloc((n ? n : 1) * sizeof(*all));
-	int *leaf_owner = malloc((size_t)ocs_fabric_leaves(&t->f) * sizeof(*leaf_owner));
-	bool ok = false;
-
-	if (!all || !leaf_owner)
-		goto out;
-	for (int l = 0; l < ocs_fabric_leaves(&t->f); l++)
-		leaf_owner[l] = -1;
-	for (size_t i = 0; i < n; i++) {
-		all[i] = i < t->n_demand ? t->demand[i] : t->others[i - t->n_demand];
-		int o = i < t->n_demand ? 0 : t->others_owner[i - t->n_demand];
-
-		if ((leaf_owner[all[i].a] >= 0 && leaf_owner[all[i].a] != o) ||
-		    (leaf_owner[all[i].b] >= 0 && leaf_owner[all[i].b] != o))
-			goto out; /* two jobs on one leaf: cannot tell their circuits apart */
-		leaf_owner[all[i].a] = leaf_owner[all[i].b] = o;
-	}
-	t->rc = run_planner(t, all, n, true, t->n_configured);
-	if (t->rc)
-		goto out;
-	if (touches_drained(t)) {
-		t->drain_fallback = true;
-		goto out;
-	}
-	t->assign_owner = malloc((t->plan->n_assignment ? t->plan->n_assignment : 1) *
-				 sizeof(*t->assign_owner));
-	if (!t->assign_owner) {
-		t->owner_fallback = true;
-		goto out;
-	}
-	for (size_t i = 0; i < t->plan->n_assignment; i++)
-		t->assign_owner[i] = leaf_owner[t->plan->assignment[i].a];
-	t->xc_owner = malloc((t->plan->n_xcs ? t->plan->n_xcs : 1) * sizeof(*t->xc_owner));
-	t->xc_reowned = malloc((t->plan->n_xcs ? t->plan->n_xcs : 1) * sizeof(*t->xc_reowned));
-	t->moved_owner = calloc(t->n_names + 1, sizeof(*t->moved_owner));
-	if (!t->xc_owner || !t->xc_reowned || !t->moved_owner ||
-	    jm_attribute_owners(&t->f, t->plan, leaf_owner, t->existing, t->conf_owner,
-				t->n_configured, t->xc_owner, t->xc_reowned) != 0) {
-		t->owner_fallback = true;
-		goto out;
-	}
-	/* Jobs whose circuits move: owners of dropped or re-owned cross-connects. */
-	for (size_t i = 0; i < t->plan->n_xcs; i++)
-		if (t->xc_reowned[i])
-			t->moved_owner[t->xc_owner[i]] = true;
-	qsort(t->plan->moved, t->plan->n_moved, sizeof(*t->plan->moved), xc_cmp);
-	for (size_t c = 0; c < t->n_configured; c++)
-		if (bsearch(&t->existing[c], t->plan->moved, t->plan->n_moved,
-			    sizeof(*t->plan->moved), xc_cmp))
-			t->moved_owner[t->conf_owner[c]] = true;
-	ok = true;
-out:
-	if (!ok) {
-		free(t->xc_owner);
-		free(t->xc_reowned);
-		free(t->assign_owner);
-		t->xc_owner = NULL;
-		t->xc_reowned = NULL;
-		t->assign_owner = NULL;
-		if (t->rc == 0) {
-			lc_plan_free(t->plan);
-			t->plan = NULL;
-		}
-	}
-	free(all);
-	free(leaf_owner);
-	return ok;
-}
-
-/*
- * With other jobs on the demand's leaves (pinned path): the first (leaf,
- * spine) uplink that the plan loads and that, with the other jobs' links,
- * carries more than tau (worker side; over_leaf -1 when there is none).
- * Only the plan's own links count: an uplink other jobs already overload
- * (a pod-centric job's) does not refuse a plan that adds nothing there.
- */
-static void find_overload(struct plan_task *t)
-{
-	struct lc_leaf_usage *mine = NULL;
-	size_t n_mine = 0;
-
-	t->over_leaf = -1;
-	if (!t->n_usage || !t->plan || strcmp(t->planner, "pod-centric") == 0 ||
-	    lc_usage_from_assignment(t->plan->assignment, t->plan->n_assignment, &mine,
-				     &n_mine) != 0)
-		return;
-	/* both lists are sorted by (leaf, spine), one entry per pair: walk them together */
-	for (size_t i = 0, u = 0; i < n_mine && t->over_leaf < 0; i++) {
-		int load = mine[i].links;
-
-		while (u < t->n_usage &&
-		       (t->usage[u].leaf < mine[i].leaf ||
-			(t->usage[u].leaf == mine[i].leaf && t->usage[u].spine < mine[i].spine)))
-			u++;
-		if (u < t->n_usage && t->usage[u].leaf == mine[i].leaf &&
-		    t->usage[u].spine == mine[i].spine)
-			load += t->usage[u].links;
-		if (load > t->f.tau) {
-			t->over_leaf = mine[i].leaf;
-			t->over_spine = mine[i].spine;
-			t->over_load = load;
-		}
-	}
-	free(mine);
-}
-
-static void plan_work(void *arg)
-{
-	struct plan_task *t = arg;
-	struct l2_violation v;
-
-	if (t->wl && t->n_demand == 0) {
-		plan_workload(t);
-		if (t->delta_rc || t->ga_only)
-			return;
-	}
-	/* A global re-plan pins nothing (the blockers would only look like
-	 * circuits); when it touches a drained device or its circuits cannot be
-	 * attributed to their jobs, the job is planned pinned instead. */
-	if (!t->replan || (!global_replan(t) && t->rc == 0)) {
-		t->rc = run_planner(t, t->demand, t->n_demand, false, t->n_existing);
-		if (t->rc == 0)
-			find_overload(t);
-	}
-	if (t->rc == 0) {
-		t->l2_violations = l2_check(&t->f, t->plan->xcs, t->plan->n_xcs, &v, 1);
-		if (t->l2_violations)
-			snprintf(t->l2_reason, sizeof(t->l2_reason),
-				 "group %d device %d %d->%d: %s", v.xc.group, v.xc.device, v.xc.in,
-				 v.xc.out, v.reason);
-	}
-}
-
-static void free_task(struct plan_task *t)
-{
-	lc_plan_free(t->plan);
-	free(t->demand);
-	free(t->existing);
-	free(t->drained);
-	free(t->names);
-	free(t->conf_owner);
-	free(t->others);
-	free(t->others_owner);
-	free(t->xc_owner);
-	free(t->xc_reowned);
-	free(t->assign_owner);
-	free(t->usage);
-	free(t->moved_owner);
-	jm_workload_free(t->wl);
-	free(t->sub.id);
-	free(t->sub.key);
-	free(t->sub.raw);
-	free(t);
-}
-
-static int xc_cmp(const void *a, const void *b)
-{
-	const struct ocs_xc *x = a, *y = b;
-
-	if (x->group != y->group)
-		return x->group - y->group;
-	if (x->device != y->device)
-		return x->device - y->device;
-	if (x->in != y->in)
-		return x->in - y->in;
-	return x->out - y->out;
-}
-
-/* Cross-connects of `set` that are not in sorted `base` (malloc'd). */
-static struct ocs_xc *difference(const struct ocs_xc *set, size_t n_set, const struct ocs_xc *base,
-				 size_t n_base, size_t *n_out)
-{
-	struct ocs_xc *out = malloc((n_set ? n_set : 1) * sizeof(*out));
-
-	*n_out = 0;
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n_set; i++)
-		if (!bsearch(&set[i], base, n_base, sizeof(*base), xc_cmp))
-			out[(*n_out)++] = set[i];
-	return out;
-}
-
-static void fill_figures(struct jm_figures *fig, const struct plan_task *t, size_t n_new)
-{
-	int requested = 0, unplaced = 0;
-
-	free_figures(fig);
-	snprintf(fig->planner, sizeof(fig->planner), "%s", t->planner);
-	for (size_t i = 0; i < t->n_demand; i++)
-		requested += t->demand[i].links;
-	for (size_t i = 0; i < t->plan->n_unplaced; i++)
-		unplaced += t->plan->unplaced[i].links;
-	fig->links_requested = requested;
-	fig->links_placed = requested - unplaced;
-	/* A circuit is two one-way cross-connects, whatever the wiring. */
-	fig->circuits_new = (int)(n_new / 2);
-	fig->circuits_moved = (int)(t->plan->changed_existing / 2);
-	fig->max_contention = t->plan->max_contention;
-	fig->plan_us = (int64_t)((t->plan->plan_ms + t->plan->realize_ms) * 1000.0);
-	fig->has_delta = t->has_delta;
-	fig->delta = t->delta;
-	for (size_t k = 1; t->moved_owner && k < t->n_names; k++) {
-		char (*m)[72];
-
-		if (!t->moved_owner[k])
-			continue;
-		m = realloc(fig->moved_jobs, (fig->n_moved_jobs + 1) * sizeof(*m));
-		if (!m)
-			break;
-		fig->moved_jobs = m;
-		snprintf(fig->moved_jobs[fig->n_moved_jobs++], sizeof(*m), "%s", t->names[k]);
-	}
-	if (t->has_delta)
-		fig->plan_us += (int64_t)(t->delta.plan_ms * 1000.0);
-	if (t->plan->n_unplaced) {
-		fig->unplaced = malloc(t->plan->n_unplaced * sizeof(*fig->unplaced));
-		if (fig->unplaced) {
-			memcpy(fig->unplaced, t->plan->unplaced,
-			       t->plan->n_unplaced * sizeof(*fig->unplaced));
-			fig->n_unplaced = t->plan->n_unplaced;
-		}
-	}
-}
-
-/* Why a plan cannot be applied, or NULL when it can. */
-static bool plan_refusal(const struct plan_task *t, struct jm_error *err)
-{
-	if (t->delta_rc) {
-		char field[128];
-
-		jm_delta_field(t->delta_err.field, field, sizeof(field));
-		if (t->delta_rc == -EINVAL)
-			jm_set_error(err, JM_INVALID, field, "%s", t->delta_err.reason);
-		else if (t->delta_rc == -ENOSPC)
-			jm_set_error(err, JM_EXHAUSTED, field, "%s; nothing was touched",
-				     t->delta_err.reason);
-		else
-			jm_set_error(err, JM_INTERNAL, "", "DELTA planner failed: %s",
-				     strerror(-t->delta_rc));
-		return true;
-	}
-	/* A parallelism job's leaf demand is the search's, not the caller's. */
-	const char *demand_field = t->has_delta ? "parallelism" : "leaf_demand";
-
-	if (t->rc == -EINVAL) {
-		jm_set_error(err, t->has_delta ? JM_INTERNAL : JM_INVALID, demand_field,
-			     "the planner refused the %sdemand",
-			     t->has_delta ? "planned leaf " : "");
-		return true;
-	}
-	if (t->rc) {
-		jm_set_error(err, JM_INTERNAL, "", "planner failed: %s", strerror(-t->rc));
-		return true;
-	}
-	if (t->l2_violations) {
-		jm_set_error(err, JM_INTERNAL, "",
-			  "the plan failed the L2 symmetry check (%d violations, first: %s); "
-			  "nothing was touched",
-			  t->l2_violations, t->l2_reason);
-		return true;
-	}
-	if (t->plan && (t->plan->n_unplaced || t->plan->unrealized_circuits)) {
-		int links = 0;
-		const struct lc_demand *u = t->plan->unplaced;
-
-		for (size_t i = 0; i < t->plan->n_unplaced; i++)
-			links += u[i].links;
-		if (t->plan->n_unplaced)
-			jm_set_error(err, JM_EXHAUSTED, demand_field,
-				  "%d link(s) in %zu leaf pair(s) do not fit on the free spine "
-				  "ports%s (first: leaves %d-%d, %d link(s))%s; nothing was touched",
-				  links, t->plan->n_unplaced,
-				  t->n_usage ? " or the uplinks other jobs leave on shared leaves" : "",
-				  u[0].a, u[0].b, u[0].links,
-				  t->drain_fallback ? ", and moving other jobs' circuits would have "
-						      "needed a drained device" : "");
-		else
-			jm_set_error(err, JM_EXHAUSTED, demand_field,
-				  "%zu circuit(s) found no free OCS ports (first: pods %d-%d in "
-				  "group %d)%s; nothing was touched",
-				  t->plan->unrealized_circuits, t->plan->unrealized[0].i,
-				  t->plan->unrealized[0].j, t->plan->unrealized[0].h,
-				  t->drain_fallback ? ", and moving other jobs' circuits would have "
-						      "needed a drained device" : "");
-		return true;
-	}
-	if (t->plan && t->over_leaf >= 0) {
-		jm_set_error(err, JM_EXHAUSTED, demand_field,
-			     "leaf %d is shared with other jobs: its uplinks to spine %d would carry %d "
-			     "links (tau %d), which polarizes routing; nothing was touched",
-			     t->over_leaf, t->over_spine, t->over_load, t->f.tau);
-		return true;
-	}
-	return false;
-}
-
-/* The plan's leaf-spine links become j's plan links (loop side). 0 or -ENOMEM. */
-static int take_plan_links(struct jm *jm, struct job_rt *j, const struct plan_task *t)
-{
-	const struct lc_plan *p = t->plan;
-
-	(void)jm;
-	free(j->plan_links);
-	j->n_plan_links = 0;
-	j->plan_links = malloc((p->n_assignment ? p->n_assignment : 1) * sizeof(*j->plan_links));
-	if (!j->plan_links)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->n_assignment; i++) {
-		const struct lc_spine_links *l = &p->assignment[i];
-		const char *owner = t->assign_owner ? t->names[t->assign_owner[i]] : j->pub.id;
-		struct st_link *out = &j->plan_links[j->n_plan_links++];
-
-		snprintf(out->job_id, sizeof(out->job_id), "%s", owner);
-		out->a = l->a;
-		out->b = l->b;
-		out->h = l->h;
-		out->links = l->links;
-	}
-	return 0;
-}
-
-static void submit_planned(struct plan_task *t);
-
-/*
- * The transaction of a global re-plan (loop side, the fabric unchanged
- * since the snapshot): new cross-connects with their owners, dropped ones,
- * and kept ones that change owner (removed and added again: the devices do
- * not change, the circuit table does). 0 or -ENOMEM.
- */
-static int take_global_plan(struct jm *jm, struct job_rt *j, struct plan_task *t)
-{
-	const struct lc_plan *p = t->plan;
-	size_t n = p->n_xcs ? p->n_xcs : 1;
-
-	j->additions = malloc(n * sizeof(*j->additions));
-	j->add_owner = malloc(n * sizeof(*j->add_owner));
-	j->removals = malloc((p->n_moved + n) * sizeof(*j->removals));
-	j->n_additions = j->n_removals = 0;
-	t->n_new_global = 0;
-	if (!j->additions || !j->add_owner || !j->removals)
-		return -ENOMEM;
-	for (size_t x = 0; x < p->n_xcs; x++) {
-		bool configured = fs_contains(jm->d.fs, &p->xcs[x]);
-
-		if (configured && !t->xc_reowned[x])
-			continue;
-		if (configured)
-			j->removals[j->n_removals++] = p->xcs[x];
-		else
-			t->n_new_global++;
-		j->additions[j->n_additions] = p->xcs[x];
-		snprintf(j->add_owner[j->n_additions++], sizeof(*j->add_owner), "%s",
-			 t->names[t->xc_owner[x]]);
-	}
-	for (size_t m = 0; m < p->n_moved; m++)
-		if (fs_contains(jm->d.fs, &p->moved[m]))
-			j->removals[j->n_removals++] = p->moved[m];
-	return 0;
-}
-
-static void plan_done(void *arg)
-{
-	struct plan_task *t = arg;
-	struct jm *jm = t->jm;
-	struct job_rt *j;
-	struct jm_error err = { 0 };
-	size_t n_new = 0;
-	struct ocs_xc *added = NULL;
-	int rc = 0;
-
-	if (t->ga_only) {
-		submit_planned(t);
-		return;
-	}
-	if (t->rc == 0 && t->plan && jm->d.events.plan_finished)
-		jm->d.events.plan_finished(jm->d.events.ctx, t->planner,
-					   (t->plan->plan_ms + t->plan->realize_ms +
-					    (t->report_search ? t->delta.plan_ms : 0)) /
-						   1000.0);
-	if (t->drain_fallback)
-		fprintf(stderr,
-			"<5>%s %s: the plan moving other jobs' circuits needed a drained device; "
-			"planned without moving them\n",
-			t->dry ? "dry run of" : "job", t->job_id);
-	if (t->rc == 0 && t->plan)
-		qsort(t->existing, t->n_existing, sizeof(*t->existing), xc_cmp);
-	if (t->rc == 0 && t->plan && !t->l2_violations)
-		added = difference(t->plan->xcs, t->plan->n_xcs, t->existing, t->n_existing, &n_new);
-	if (t->dry) {
-		struct jm_job shadow = { 0 };
-		bool refused = plan_refusal(t, &err);
-
-		if (t->plan && (!refused || err.status == JM_EXHAUSTED)) {
-			/* A dry run reports what does not fit as figures, not as an error. */
-			fill_figures(&shadow.figures, t, n_new);
-			t->answer(t->ctx, NULL, &shadow, false, added, n_new);
-			free_figures(&shadow.figures);
-		} else {
-			t->answer(t->ctx, &err, NULL, false, NULL, 0);
-		}
-		free(added);
-		free_task(t);
-		return;
-	}
-	j = jm_find_job(jm, t->job_id);
-	if (!j || j->pub.state != JM_PLANNING) {
-		free(added);
-		free_task(t); /* released while planning */
-		return;
-	}
-	if (t->has_delta && t->delta_rc == 0 && j->pub.n_demand == 0) {
-		/* Keep what the search found: re-plans start from it. */
-		free(j->pub.demand);
-		j->pub.demand = t->demand;
-		j->pub.n_demand = t->n_demand;
-		t->demand = malloc((t->n_demand ? t->n_demand : 1) * sizeof(*t->demand));
-		if (t->demand)
-			memcpy(t->demand, j->pub.demand, t->n_demand * sizeof(*t->demand));
-		else
-			t->n_demand = 0;
-		j->pub.figures.has_delta = true;
-		j->pub.figures.delta = t->delta;
-	}
-	if (t->gen != fs_generation(jm->d.fs) && t->rc == 0 && t->plan &&
-	    ++j->replans <= JM_MAX_REPLANS) {
-		free(added);
-		free_task(t);
-		jm_start_planning(jm, j); /* the snapshot went stale: plan again */
-		return;
-	}
-	if (t->gen != fs_generation(jm->d.fs) && t->rc == 0 && t->plan) {
-		jm_set_error(&err, JM_UNAVAILABLE, "",
-			  "the fabric changed during each of %d plans; try again", JM_MAX_REPLANS);
-	} else if (!plan_refusal(t, &err) && !added) {
-		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
-	}
-	if (err.status != JM_OK) {
-		if (t->rc == 0 && t->plan)
-			fill_figures(&j->pub.figures, t, n_new);
-		free(added);
-		free_task(t);
-		jm_fail_job(jm, j, &err);
-		return;
-	}
-	free(j->additions);
-	free(j->removals);
-	free(j->add_owner);
-	j->add_owner = NULL;
-	j->removals = NULL;
-	j->n_removals = 0;
-	if (t->xc_owner) {
-		/* A global re-plan: each cross-connect goes to the job it serves. */
-		free(added);
-		rc = take_global_plan(jm, j, t);
-		n_new = t->n_new_global;
-	} else {
-		j->additions = added;
-		j->n_additions = n_new;
-		if (t->plan->n_moved) {
-			/* Only what is configured is removed (drain blockers never were). */
-			j->removals = malloc(t->plan->n_moved * sizeof(*j->removals));
-			rc = j->removals ? 0 : -ENOMEM;
-			for (size_t i = 0; j->removals && i < t->plan->n_moved; i++)
-				if (fs_contains(jm->d.fs, &t->plan->moved[i]))
-					j->removals[j->n_removals++] = t->plan->moved[i];
-		}
-	}
-	if (rc == 0)
-		rc = take_plan_links(jm, j, t);
-	if (rc == 0)
-		fill_figures(&j->pub.figures, t, n_new);
-	j->plan_gen = t->gen;
-	free_task(t);
-	if (rc == 0) {
-		jm_set_state(jm, j, JM_PROGRAMMING, NULL);
-		rc = jm_push_ptr((void ***)&jm->queue, &jm->n_queue, &jm->cap_queue, j);
-	}
-	if (rc) {
-		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
-		jm_fail_job(jm, j, &err);
-		return;
-	}
-	jm_pump(jm);
-}
-
-/*
- * Copies the inputs of a plan of job `self` for the pool (the worker sees
- * nothing else). With a workload and no demand the worker plans the leaf
- * demand first; delta: the figures of the search that made the given
- * demand, or NULL.
- */
-static struct plan_task *new_task(struct jm *jm, const char *self, const char *planner,
-				  bool replan, const struct lc_demand *demand, size_t n_demand,
-				  const struct jm_workload *wl, const struct jm_figures *delta)
-{
-	struct plan_task *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	t->jm = jm;
-	t->over_leaf = -1;
-	if (jm_others_usage(jm, self, &t->usage, &t->n_usage) != 0) {
-		free_task(t);
-		return NULL;
-	}
-	t->f = *jm->f;
-	snprintf(t->planner, sizeof(t->planner), "%s", planner);
-	t->replan = replan;
-	if (delta && delta->has_delta) {
-		t->has_delta = true;
-		t->delta = delta->delta;
-	}
-	if (wl && n_demand == 0) {
-		t->report_search = true;
-		t->wl = jm_workload_dup(wl);
-		if (!t->wl) {
-			free_task(t);
-			return NULL;
-		}
-	}
-	t->demand = malloc((n_demand ? n_demand : 1) * sizeof(*demand));
-	t->existing = fs_snapshot(jm->d.fs, &t->n_existing);
-	t->n_configured = t->n_existing;
-	t->gen = fs_generation(jm->d.fs);
-	if (t->existing && jm->n_drained > 0) {
-		t->drained = malloc((size_t)jm->d.cfg->n_devices * sizeof(*t->drained) + 1);
-		if (!t->drained) {
-			free_task(t);
-			return NULL;
-		}
-		memcpy(t->drained, jm->drained, (size_t)jm->d.cfg->n_devices * sizeof(*t->drained));
-	}
-	if (t->existing && jm->n_drained > 0) {
-		/* Drained devices: blockers the planner must treat as pinned. */
-		size_t n_blk = 0;
-		struct ocs_xc *blk = fs_drain_blockers(jm->d.fs, jm->drained, &n_blk);
-		struct ocs_xc *all = blk ? realloc(t->existing,
-						   (t->n_existing + n_blk + 1) * sizeof(*all))
-					 : NULL;
-
-		if (!all) {
-			free(blk);
-			free_task(t);
-			return NULL;
-		}
-		memcpy(all + t->n_existing, blk, n_blk * sizeof(*blk));
-		t->existing = all;
-		t->n_existing += n_blk;
-		free(blk);
-	}
-	if (!t->demand || !t->existing) {
-		free_task(t);
-		return NULL;
-	}
-	if (n_demand)
-		memcpy(t->demand, demand, n_demand * sizeof(*demand));
-	t->n_demand = n_demand;
-	return t;
+	return wl ? &jm_kind_parallelism : &jm_kind_leaf;
 }
 
 /*
@@ -930,11 +349,11 @@ static struct plan_task *new_task(struct jm *jm, const char *self, const char *p
  * its circuits could not be planned again: the job is planned pinned.
  * 0 or -ENOMEM.
  */
-static int prepare_replan(struct jm *jm, struct plan_task *t, const char *self)
+static int prepare_replan(struct jm *jm, struct jp_task *t, const char *self)
 {
 	size_t n_others = 0, at = 0;
 
-	t->names = malloc((jm->n_jobs + 1) * sizeof(*t->names));
+	t->names = malloc((jm->n_live + 2) * sizeof(*t->names));
 	t->conf_owner = malloc((t->n_configured ? t->n_configured : 1) * sizeof(*t->conf_owner));
 	if (!t->names || !t->conf_owner)
 		return -ENOMEM;
@@ -942,15 +361,16 @@ static int prepare_replan(struct jm *jm, struct plan_task *t, const char *self)
 	t->n_names = 1;
 	for (size_t i = 0; i < t->n_configured; i++) {
 		const char *owner = fs_at(jm->d.fs, i)->job_id;
-		size_t k = i && !strcmp(owner, t->names[t->conf_owner[i - 1]]) ? (size_t)t->conf_owner[i - 1]
-										  : 0;
+		size_t k = i && !strcmp(owner, t->names[t->conf_owner[i - 1]])
+				   ? (size_t)t->conf_owner[i - 1]
+				   : 0;
 
 		while (k < t->n_names && strcmp(t->names[k], owner) != 0)
 			k++;
 		if (k == t->n_names) {
-			const struct job_rt *o = jm_find_job(jm, owner);
+			const struct job_rt *o = find_job(jm, owner);
 
-			if (!o || o->pub.n_demand == 0 || k > jm->n_jobs) {
+			if (!o || o->pub.n_demand == 0 || k > jm->n_live) {
 				fprintf(stderr,
 					"<5>job %s: the demand of job %s is not known yet; planned "
 					"without moving other jobs' circuits\n",
@@ -969,7 +389,7 @@ static int prepare_replan(struct jm *jm, struct plan_task *t, const char *self)
 	if (!t->others || !t->others_owner)
 		return -ENOMEM;
 	for (size_t k = 1; k < t->n_names; k++) {
-		const struct job_rt *o = jm_find_job(jm, t->names[k]);
+		const struct job_rt *o = find_job(jm, t->names[k]);
 
 		for (size_t d = 0; d < o->pub.n_demand; d++) {
 			t->others[at] = o->pub.demand[d];
@@ -980,94 +400,293 @@ static int prepare_replan(struct jm *jm, struct plan_task *t, const char *self)
 	return 0;
 }
 
-void jm_start_planning(struct jm *jm, struct job_rt *j)
+static void plan_done(struct pool_task *pt);
+static void plan_work(struct pool_task *pt)
 {
-	struct plan_task *t = new_task(jm, j->pub.id, j->pub.planner, j->pub.allow_move,
-				       j->pub.demand, j->pub.n_demand, j->pub.workload,
-				       &j->pub.figures);
+	jp_work((struct jp_task *)pt);
+}
+
+/* A task planning for `self` with everything it reads copied. NULL on ENOMEM. */
+static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const char *self,
+				const char *planner, bool replan, const struct lc_demand *demand,
+				size_t n_demand, const struct jm_workload *wl,
+				const struct jm_figures *delta)
+{
+	struct jp_task *t = jp_task_new(kind, jm->f, jm->d.fs, jm->n_drained ? jm->drained : NULL,
+					jm->d.cfg->n_devices, self, planner, replan, demand,
+					n_demand, wl, delta);
+
+	if (!t)
+		return NULL;
+	t->pool = (struct pool_task){ plan_work, plan_done };
+	t->owner = jm;
+	t->clock = jm->d.clock;
+	if (jl_others_usage(jm->live, jm->n_live, self ? self : "", &t->usage, &t->n_usage) != 0 ||
+	    (t->replan && prepare_replan(jm, t, self ? self : "") != 0)) {
+		jp_task_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void start_planning(struct jm *jm, struct job_rt *j)
+{
+	struct jp_task *t = new_task(jm, j->kind, j->pub.id, j->pub.planner, j->pub.allow_move,
+				     j->pub.demand, j->pub.n_demand, j->pub.workload,
+				     &j->pub.figures);
 	struct jm_error err;
 	int rc;
 
 	if (j->pub.state != JM_PLANNING)
-		jm_set_state(jm, j, JM_PLANNING, NULL);
-	if (t && t->replan && prepare_replan(jm, t, j->pub.id) != 0) {
-		free_task(t);
-		t = NULL;
-	}
+		set_state(jm, j, JM_PLANNING, NULL);
 	if (!t) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
-		jm_fail_job(jm, j, &err);
+		fail_job(jm, j, &err);
 		return;
 	}
-	snprintf(t->job_id, sizeof(t->job_id), "%s", j->pub.id);
 	t->report_search |= j->search_unreported;
 	j->search_unreported = false;
-	rc = pool_submit(jm->d.pool, plan_work, plan_done, t);
+	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
 	if (rc) {
-		free_task(t);
+		jp_task_free(t);
 		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
-			  strerror(-rc));
-		jm_fail_job(jm, j, &err);
+			     strerror(-rc));
+		fail_job(jm, j, &err);
+	}
+}
+
+static void pump(struct jm *jm);
+static void submit_searched(struct jm *jm, struct jp_task *t);
+
+static void report_plan_time(struct jm *jm, const struct jp_task *t)
+{
+	if (t->rc == 0 && t->plan && jm->d.events.plan_finished)
+		jm->d.events.plan_finished(jm->d.events.ctx, t->planner,
+					   (t->plan->plan_ms + t->plan->realize_ms +
+					    (t->report_search ? t->delta.plan_ms : 0)) /
+						   1000.0);
+}
+
+static void answer_dry_run(struct jp_task *t)
+{
+	struct jm_job shadow = { 0 };
+
+	if (t->plan && (!t->refused || t->err.status == JM_EXHAUSTED)) {
+		/* A dry run reports what does not fit as figures, not as an error. */
+		shadow.figures = t->fig;
+		t->answer(t->ctx, NULL, &shadow, false, t->added, t->n_added);
+	} else {
+		t->answer(t->ctx, &t->err, NULL, false, NULL, 0);
+	}
+}
+
+static void plan_done(struct pool_task *pt)
+{
+	struct jp_task *t = (struct jp_task *)pt;
+	struct jm *jm = t->owner;
+	struct job_rt *j;
+	struct jm_error err = { 0 };
+	bool planned = !t->kind_rc && t->rc == 0 && t->plan;
+
+	if (t->search_only) {
+		submit_searched(jm, t);
+		jp_task_free(t);
+		return;
+	}
+	report_plan_time(jm, t);
+	if (t->drain_fallback)
+		fprintf(stderr,
+			"<5>%s %s: the plan moving other jobs' circuits needed a drained device; "
+			"planned without moving them\n",
+			t->dry ? "dry run of" : "job", t->job_id);
+	if (t->dry) {
+		answer_dry_run(t);
+		jp_task_free(t);
+		return;
+	}
+	j = find_job(jm, t->job_id);
+	if (!j || j->pub.state != JM_PLANNING) {
+		jp_task_free(t); /* released while planning */
+		return;
+	}
+	if (t->has_delta && !t->kind_rc && j->pub.n_demand == 0 && t->n_demand) {
+		/* Keep what the search found: re-plans start from it. */
+		struct lc_demand *d = malloc(t->n_demand * sizeof(*d));
+
+		if (d) {
+			memcpy(d, t->demand, t->n_demand * sizeof(*d));
+			free(j->pub.demand);
+			j->pub.demand = d;
+			j->pub.n_demand = t->n_demand;
+			j->pub.figures.has_delta = true;
+			j->pub.figures.delta = t->delta;
+		}
+	}
+	if (t->gen != fs_generation(jm->d.fs) && planned && ++j->replans <= JM_MAX_REPLANS) {
+		jp_task_free(t);
+		start_planning(jm, j); /* the snapshot went stale: plan again */
+		return;
+	}
+	if (t->gen != fs_generation(jm->d.fs) && planned)
+		jm_set_error(&err, JM_UNAVAILABLE, "",
+			     "the fabric changed during each of %d plans; try again", JM_MAX_REPLANS);
+	else if (t->refused)
+		err = t->err;
+	if (planned) {
+		jm_figures_clear(&j->pub.figures);
+		j->pub.figures = t->fig;
+		t->fig = (struct jm_figures){ 0 };
+	}
+	if (err.status != JM_OK) {
+		jp_task_free(t);
+		fail_job(jm, j, &err);
+		return;
+	}
+	jp_change_clear(&j->change);
+	j->change = t->change;
+	t->change = (struct jp_change){ 0 };
+	j->plan_gen = t->gen;
+	jp_task_free(t);
+	set_state(jm, j, JM_PROGRAMMING, NULL);
+	enqueue(jm, j);
+	pump(jm);
+}
+
+/* ---- transactions ---- */
+
+static void txn_done(void *arg, const struct txn_outcome *o);
+
+/* Starts j's transaction: its plan's change set, or the removal of its circuits. */
+static void start_txn(struct jm *jm, struct job_rt *j)
+{
+	bool release = j->pub.state == JM_RELEASING;
+	struct txn_change c = { j->pub.id, release, j->change.removals, j->change.n_removals,
+				j->change.additions, j->change.n_additions, j->change.links,
+				j->change.n_links };
+	struct ocs_xc *mine = NULL;
+	struct jm_error err;
+	char why[400] = "";
+	int rc;
+
+	if (release) {
+		size_t n = 0;
+
+		mine = fs_job_xcs(jm->d.fs, j->pub.id, &n);
+		c = (struct txn_change){ j->pub.id, true, mine, n, NULL, 0, NULL, 0 };
+		if (!mine) {
+			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+			set_state(jm, j, JM_ACTIVE, err.message);
+			settle(j, &err);
+			return;
+		}
+	}
+	jm->txn_running = true;
+	jm->txn_job = j;
+	rc = jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, sizeof(why));
+	free(mine);
+	if (rc == 0)
+		return;
+	jm->txn_running = false;
+	jm->txn_job = NULL;
+	jm_set_error(&err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "", "%s", why);
+	if (release) {
+		set_state(jm, j, JM_ACTIVE, why);
+		settle(j, &err);
+	} else {
+		fail_job(jm, j, &err);
+	}
+}
+
+static void txn_done(void *arg, const struct txn_outcome *o)
+{
+	struct jm *jm = arg;
+	struct job_rt *j = jm->txn_job;
+	bool release = j->pub.state == JM_RELEASING;
+	struct jm_error err = { 0 };
+
+	jm->txn_running = false;
+	jm->txn_job = NULL;
+	if (o->store_failed)
+		store_failed(jm, o->store_error);
+	if (o->result == TXN_CONFIRMED &&
+	    jl_apply(jm->live, jm->n_live, j, release ? NULL : j->change.links,
+		     release ? 0 : j->change.n_links) != 0)
+		/* the store has the links: the next start loads them */
+		store_failed(jm, "out of memory while applying a plan's leaf-spine links");
+	jp_change_clear(&j->change);
+	if (jm->d.events.transaction_done && o->txn_id) {
+		struct jm_txn_summary sum = { o->txn_id,     j->pub.id,   o->sb_outcome,
+					      o->devices,    o->n_devices, o->message,
+					      o->total_ms,   o->rollback_failures };
+
+		jm->d.events.transaction_done(jm->d.events.ctx, &sum);
+	}
+	if (o->result == TXN_ROLLED_BACK)
+		jm_set_error(&err, JM_UNAVAILABLE, "",
+			     "devices: %s; every device was rolled back, nothing changed", o->message);
+	else if (o->result == TXN_FAILED)
+		jm_set_error(&err, JM_INTERNAL, "",
+			     "devices: %s; a rollback could not be proven (%zu device(s)): the "
+			     "fabric needs reconciliation",
+			     o->message, o->rollback_failures);
+	if (release && o->result == TXN_CONFIRMED) {
+		set_state(jm, j, JM_RELEASED, NULL);
+		settle(j, NULL);
+	} else if (release) {
+		set_state(jm, j, o->result == TXN_ROLLED_BACK ? JM_ACTIVE : JM_FAILED, err.message);
+		settle(j, &err);
+	} else if (o->result == TXN_CONFIRMED) {
+		set_state(jm, j, JM_ACTIVE, NULL);
+		if (j->release_requested) {
+			set_state(jm, j, JM_RELEASING, NULL);
+			enqueue(jm, j);
+		}
+		settle(j, NULL);
+	} else {
+		fail_job(jm, j, &err);
+	}
+	pump(jm);
+}
+
+/* Starts the next queued transaction when none is running. */
+static void pump(struct jm *jm)
+{
+	while (!jm->stopping && !jm->txn_running && jm->queue_head) {
+		struct job_rt *j = dequeue(jm);
+
+		if (j->pub.state == JM_PROGRAMMING && j->plan_gen != fs_generation(jm->d.fs)) {
+			start_planning(jm, j); /* planned on circuits that changed since */
+			continue;
+		}
+		if (j->pub.state == JM_PROGRAMMING || j->pub.state == JM_RELEASING)
+			start_txn(jm, j);
 	}
 }
 
 /* ---- requests ---- */
 
-static bool takes_workload(const char *p)
+static const char *planner_of(const struct jm_spec *spec)
 {
-	enum delta_planner kind;
-
-	return p && delta_planner_parse(p, &kind) == 0;
+	if (spec->planner && *spec->planner)
+		return spec->planner;
+	return kind_of(spec->workload)->default_planner;
 }
 
 /* Checks a spec against the fabric; field names follow the API's JobSpec. */
 static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_error *err)
 {
-	struct lc_problem p;
+	const struct jm_kind *kind = kind_of(spec->workload);
 	const char *planner = spec->planner && *spec->planner ? spec->planner : NULL;
 
-	if (spec->workload && planner && !takes_workload(planner)) {
-		jm_set_error(err, JM_INVALID, "options.planner",
-			     "\"%s\" does not plan a parallelism spec (delta-fast, prop-alloc, "
-			     "sqrt-alloc, iter-halve)",
-			     planner);
+	if (planner && !kind->takes_planner(planner)) {
+		jm_set_error(err, JM_INVALID, "options.planner", "\"%s\" does not plan %s (%s)",
+			     planner, kind->demand_name, kind->planner_list);
 		return false;
 	}
-	if (!spec->workload && planner && strcmp(planner, "leaf-centric") != 0 &&
-	    strcmp(planner, "pod-centric") != 0) {
-		jm_set_error(err, JM_INVALID, "options.planner",
-			     "\"%s\" does not plan a leaf demand (leaf-centric, pod-centric)",
-			     planner);
+	if (!kind->check(jm->f, spec, err))
 		return false;
-	}
-	if (spec->workload && spec->n_demand == 0)
-		return jm_leaves_free(jm, spec->id ? spec->id : "", NULL, 0, spec->workload, err);
-	if (spec->n_demand == 0) {
-		jm_set_error(err, JM_INVALID, "leaf_demand.pairs", "the job asks for no links");
-		return false;
-	}
-	if (lc_validate(jm->f, spec->demand, spec->n_demand, NULL, 0, &p, 1) > 0) {
-		const char *idx = strchr(p.field, '[');
-
-		if (spec->workload) {
-			/* A planned demand the planner does not take: a bug, not the caller's. */
-			jm_set_error(err, JM_INTERNAL, "", "the planned leaf demand is invalid: %s",
-				     p.reason);
-			return false;
-		}
-		jm_set_error(err, JM_INVALID, "", "%s", p.reason);
-		snprintf(err->field, sizeof(err->field), "leaf_demand.pairs%s", idx ? idx : "");
-		return false;
-	}
-	return jm_leaves_free(jm, spec->id ? spec->id : "", spec->demand, spec->n_demand,
-			   spec->workload, err);
-}
-
-static const char *default_planner(const struct jm_spec *spec)
-{
-	if (spec->planner && *spec->planner)
-		return spec->planner;
-	return spec->workload ? "delta-fast" : "leaf-centric";
+	return jl_leaves_free(jm->f, jm->live, jm->n_live, spec->id ? spec->id : "", spec->demand,
+			      spec->n_demand, spec->workload, err);
 }
 
 static void copy_spec(struct job_rt *j, const struct jm_spec *spec)
@@ -1075,8 +694,9 @@ static void copy_spec(struct job_rt *j, const struct jm_spec *spec)
 	snprintf(j->pub.id, sizeof(j->pub.id), "%s", spec->id);
 	snprintf(j->pub.key, sizeof(j->pub.key), "%s",
 		 spec->idempotency_key ? spec->idempotency_key : "");
-	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s", default_planner(spec));
+	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s", planner_of(spec));
 	j->pub.allow_move = spec->allow_moving_other_jobs;
+	j->kind = kind_of(spec->workload);
 }
 
 /*
@@ -1087,17 +707,18 @@ static void copy_spec(struct job_rt *j, const struct jm_spec *spec)
 static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer,
 			    void *ctx)
 {
-	struct job_rt *j = jm_find_job(jm, spec->id);
+	struct job_rt *j = find_job(jm, spec->id);
 	struct jm_error err = { 0 };
 
 	if (!j && spec->idempotency_key && *spec->idempotency_key) {
-		for (size_t i = 0; i < jm->n_jobs && !j; i++)
-			if (strcmp(jm->jobs[i]->pub.key, spec->idempotency_key) == 0) {
-				jm_set_error(&err, JM_EXISTS, "idempotency_key",
-					  "already used by job %s", jm->jobs[i]->pub.id);
-				answer(ctx, &err, NULL, false, NULL, 0);
-				return true;
-			}
+		const struct job_rt *other = strmap_get(&jm->by_key, spec->idempotency_key);
+
+		if (other) {
+			jm_set_error(&err, JM_EXISTS, "idempotency_key", "already used by job %s",
+				     other->pub.id);
+			answer(ctx, &err, NULL, false, NULL, 0);
+			return true;
+		}
 	}
 	if (!j)
 		return false;
@@ -1109,8 +730,10 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 	}
 	if (j->pub.state == JM_FAILED || j->pub.state == JM_RELEASED) {
 		/* The same request again: run it again. */
-		if (!jm_leaves_free(jm, j->pub.id, j->pub.demand, j->pub.n_demand, j->pub.workload,
-				 &err)) {
+		if (refuse_write(jm, answer, ctx))
+			return true;
+		if (!jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
+				    j->pub.n_demand, j->pub.workload, &err)) {
 			answer(ctx, &err, NULL, false, NULL, 0);
 			return true;
 		}
@@ -1118,7 +741,7 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 			goto oom;
 		j->replans = 0;
 		j->release_requested = false;
-		jm_start_planning(jm, j);
+		start_planning(jm, j);
 		return true;
 	}
 	if (j->pub.state == JM_ACTIVE) {
@@ -1136,7 +759,7 @@ oom:
 }
 
 /* Creates, stores and plans a new job whose spec passed check_spec(). */
-static void create_job(struct jm *jm, const struct jm_spec *spec, const struct plan_task *ga,
+static void create_job(struct jm *jm, const struct jm_spec *spec, const struct jp_task *search,
 		       jm_answer_fn answer, void *ctx)
 {
 	struct jm_error err = { 0 };
@@ -1151,7 +774,8 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct p
 	j->pub.demand = malloc((spec->n_demand ? spec->n_demand : 1) * sizeof(*j->pub.demand));
 	if (spec->workload)
 		j->pub.workload = jm_workload_dup(spec->workload);
-	if (!j->pub.raw || !j->pub.demand || (spec->workload && !j->pub.workload)) {
+	if (!j->pub.raw || !j->pub.demand || (spec->workload && !j->pub.workload) ||
+	    add_waiter(j, answer, ctx, true) != 0) {
 		free_job(j);
 		goto oom;
 	}
@@ -1159,46 +783,53 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct p
 	j->pub.raw_len = spec->raw_len;
 	memcpy(j->pub.demand, spec->demand, spec->n_demand * sizeof(*j->pub.demand));
 	j->pub.n_demand = spec->n_demand;
-	if (ga && ga->has_delta) {
+	if (search && search->has_delta) {
 		j->pub.figures.has_delta = true;
-		j->pub.figures.delta = ga->delta;
+		j->pub.figures.delta = search->delta;
 		j->search_unreported = true; /* reported with the job's first plan */
 	}
 	j->pub.state = JM_PENDING;
-	j->pub.created_ms = j->pub.updated_ms = jm_now_ms();
-	row = (struct st_job){ j->pub.id, j->pub.key[0] ? j->pub.key : NULL, "PENDING", NULL,
+	j->pub.created_ms = j->pub.updated_ms = now_ms(jm);
+	if (table_add(jm, j) != 0) {
+		free(j->waiters);
+		free_job(j);
+		goto oom;
+	}
+	row = (struct st_job){ j->pub.id,  j->pub.key[0] ? j->pub.key : NULL, "PENDING", NULL,
 			       j->pub.raw, j->pub.raw_len, j->pub.created_ms, j->pub.updated_ms };
 	/* Durable before anything else happens: nothing accepted is lost. */
 	rc = st_job_put(jm->d.store, &row);
-	if (rc || jm_push_ptr((void ***)&jm->jobs, &jm->n_jobs, &jm->cap_jobs, j) != 0) {
+	if (rc) {
 		jm_set_error(&err, JM_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
-			  strerror(rc ? -rc : ENOMEM));
-		free_job(j);
+			     strerror(-rc));
+		free(j->waiters);
+		j->waiters = NULL;
+		j->pub.state = JM_RELEASED; /* never seen by anyone: forget it again */
+		jm_forget(jm, j->pub.id);
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
-	if (add_waiter(j, answer, ctx, true) != 0)
-		goto oom;
+	track_live(jm, j, false);
 	if (jm->d.events.job_changed)
 		jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
-	jm_start_planning(jm, j);
+	start_planning(jm, j);
 	return;
 oom:
 	jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 	answer(ctx, &err, NULL, false, NULL, 0);
 }
 
-/* Plans a new submission's workload on the pool (ga_only), then submit_planned(). */
+/* Searches a new submission's workload on the pool, then submit_searched(). */
 static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer,
 			    void *ctx)
 {
 	struct jm_error err = { 0 };
-	struct plan_task *t = new_task(jm, spec->id, default_planner(spec),
-				       spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL);
+	struct jp_task *t = new_task(jm, &jm_kind_parallelism, spec->id, planner_of(spec),
+				     spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL);
 	int rc;
 
 	if (t) {
-		t->ga_only = true;
+		t->search_only = true;
 		t->answer = answer;
 		t->ctx = ctx;
 		t->sub.id = strdup(spec->id);
@@ -1208,38 +839,37 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 		t->sub.allow_move = spec->allow_moving_other_jobs;
 	}
 	if (!t || !t->sub.id || !t->sub.key || !t->sub.raw) {
-		if (t)
-			free_task(t);
+		jp_task_free(t);
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
 	memcpy(t->sub.raw, spec->raw, spec->raw_len);
-	snprintf(t->job_id, sizeof(t->job_id), "%s", spec->id);
-	rc = pool_submit(jm->d.pool, plan_work, plan_done, t);
+	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
 	if (rc) {
-		free_task(t);
+		jp_task_free(t);
 		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
 			     strerror(-rc));
 		answer(ctx, &err, NULL, false, NULL, 0);
 	}
 }
 
-/* A new submission's workload was planned: refuse it, or create the job with its demand. */
-static void submit_planned(struct plan_task *t)
+/* A new submission's workload was searched: refuse it, or create the job with its demand. */
+static void submit_searched(struct jm *jm, struct jp_task *t)
 {
-	struct jm *jm = t->jm;
 	struct jm_error err = { 0 };
-	struct jm_spec spec = { t->sub.id, t->sub.key,	     t->planner, t->sub.allow_move,
-				t->demand, t->n_demand,	     t->wl,	 t->sub.raw,
+	struct jm_spec spec = { t->sub.id, t->sub.key,	 t->planner, t->sub.allow_move,
+				t->demand, t->n_demand,	 t->wl,	     t->sub.raw,
 				t->sub.raw_len };
 
-	if (plan_refusal(t, &err)) {
-		t->answer(t->ctx, &err, NULL, false, NULL, 0);
+	if (t->kind_rc) {
+		t->answer(t->ctx, &t->kind_err, NULL, false, NULL, 0);
 	} else if (jm->stopping) {
 		/* Nothing was stored: the caller may submit again to the next run. */
 		jm_set_error(&err, JM_UNAVAILABLE, "", "ocsd is shutting down; nothing changed");
 		t->answer(t->ctx, &err, NULL, false, NULL, 0);
+	} else if (refuse_write(jm, t->answer, t->ctx)) {
+		return;
 	} else if (!submit_existing(jm, &spec, t->answer, t->ctx)) {
 		/* Still new (the same request may have been submitted meanwhile). */
 		if (check_spec(jm, &spec, &err))
@@ -1247,14 +877,13 @@ static void submit_planned(struct plan_task *t)
 		else
 			t->answer(t->ctx, &err, NULL, false, NULL, 0);
 	}
-	free_task(t);
 }
 
 void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx)
 {
 	struct jm_error err = { 0 };
 
-	if (submit_existing(jm, spec, answer, ctx))
+	if (submit_existing(jm, spec, answer, ctx) || refuse_write(jm, answer, ctx))
 		return;
 	if (!check_spec(jm, spec, &err)) {
 		answer(ctx, &err, NULL, false, NULL, 0);
@@ -1268,21 +897,17 @@ void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, v
 
 void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx)
 {
-	const char *planner = default_planner(spec);
 	struct jm_error err = { 0 };
-	struct plan_task *t;
+	struct jp_task *t;
 	int rc;
 
 	if (!check_spec(jm, spec, &err)) {
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
-	t = new_task(jm, spec->id, planner, spec->allow_moving_other_jobs, spec->demand,
-		     spec->n_demand, spec->workload, NULL);
-	if (t && t->replan && prepare_replan(jm, t, spec->id) != 0) {
-		free_task(t);
-		t = NULL;
-	}
+	t = new_task(jm, kind_of(spec->workload), spec->id, planner_of(spec),
+		     spec->allow_moving_other_jobs, spec->demand, spec->n_demand, spec->workload,
+		     NULL);
 	if (!t) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 		answer(ctx, &err, NULL, false, NULL, 0);
@@ -1291,18 +916,18 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 	t->dry = true;
 	t->answer = answer;
 	t->ctx = ctx;
-	rc = pool_submit(jm->d.pool, plan_work, plan_done, t);
+	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
 	if (rc) {
-		free_task(t);
+		jp_task_free(t);
 		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
-			  strerror(-rc));
+			     strerror(-rc));
 		answer(ctx, &err, NULL, false, NULL, 0);
 	}
 }
 
 void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
 {
-	struct job_rt *j = jm_find_job(jm, id);
+	struct job_rt *j = find_job(jm, id);
 	struct jm_error err = { 0 };
 
 	if (!j) {
@@ -1310,64 +935,63 @@ void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
-	switch (j->pub.state) {
-	case JM_RELEASED:
+	if (j->pub.state == JM_RELEASED) {
 		answer(ctx, NULL, &j->pub, false, NULL, 0);
 		return;
-	case JM_PENDING:
-	case JM_PLANNING:
-	case JM_FAILED:
-		/* Nothing of the job is on the devices (a FAILED apply rolled back). */
-		jm_set_state(jm, j, JM_RELEASED, NULL);
-		jm_settle(j, NULL);
-		answer(ctx, NULL, &j->pub, false, NULL, 0);
-		return;
-	case JM_PROGRAMMING:
-		/* Let the transaction finish, then release. */
-		j->release_requested = true;
-		break;
-	case JM_ACTIVE:
-		jm_set_state(jm, j, JM_RELEASING, NULL);
-		if (jm_push_ptr((void ***)&jm->queue, &jm->n_queue, &jm->cap_queue, j) != 0) {
-			jm_set_state(jm, j, JM_ACTIVE, NULL);
-			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
-			answer(ctx, &err, NULL, false, NULL, 0);
-			return;
-		}
-		break;
-	case JM_RELEASING:
-		break;
 	}
+	if (refuse_write(jm, answer, ctx))
+		return;
 	if (add_waiter(j, answer, ctx, false) != 0) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
-	jm_pump(jm);
+	switch (j->pub.state) {
+	case JM_PENDING:
+	case JM_PLANNING:
+	case JM_FAILED:
+		/* Nothing of the job is on the devices (a FAILED apply rolled back). */
+		set_state(jm, j, JM_RELEASED, NULL);
+		settle(j, NULL);
+		return;
+	case JM_PROGRAMMING:
+		j->release_requested = true; /* after its transaction */
+		break;
+	case JM_ACTIVE:
+		set_state(jm, j, JM_RELEASING, NULL);
+		enqueue(jm, j);
+		break;
+	case JM_RELEASING:
+	case JM_RELEASED:
+		break;
+	}
+	pump(jm);
 }
 
 /* ---- start-up and recovery ---- */
 
-struct load_ctx {
-	struct jm *jm;
-	int rc;
-};
-
-/* The demand of a stored job is re-read from its request by the API layer;
- * here only what the job manager needs is kept (see jm_new). */
+/* The demand of a stored job is re-read from its request by the API layer
+ * (jm_set_demand); here only what the job manager needs is kept. */
 static int load_job(void *arg, const struct st_job *row)
 {
-	struct load_ctx *lc = arg;
+	struct jm *jm = arg;
 	struct job_rt *j = calloc(1, sizeof(*j));
 
 	if (!j)
 		return -ENOMEM;
 	snprintf(j->pub.id, sizeof(j->pub.id), "%s", row->id);
-	snprintf(j->pub.key, sizeof(j->pub.key), "%s", row->idempotency_key ? row->idempotency_key : "");
-	j->pub.state = state_parse(row->state);
-	snprintf(j->pub.reason, sizeof(j->pub.reason), "%s", row->reason ? row->reason : "");
+	snprintf(j->pub.key, sizeof(j->pub.key), "%s",
+		 row->idempotency_key ? row->idempotency_key : "");
+	if (!jm_state_parse(row->state, &j->pub.state)) {
+		j->pub.state = JM_FAILED;
+		snprintf(j->pub.reason, sizeof(j->pub.reason), "unknown stored state \"%s\"",
+			 row->state ? row->state : "");
+	} else {
+		snprintf(j->pub.reason, sizeof(j->pub.reason), "%s", row->reason ? row->reason : "");
+	}
 	j->pub.created_ms = row->created_ms;
 	j->pub.updated_ms = row->updated_ms;
+	j->kind = &jm_kind_leaf;
 	if (row->request_len) {
 		j->pub.raw = malloc(row->request_len);
 		if (!j->pub.raw) {
@@ -1377,17 +1001,33 @@ static int load_job(void *arg, const struct st_job *row)
 		memcpy(j->pub.raw, row->request, row->request_len);
 		j->pub.raw_len = row->request_len;
 	}
-	if (jm_push_ptr((void ***)&lc->jm->jobs, &lc->jm->n_jobs, &lc->jm->cap_jobs, j) != 0) {
+	if (table_add(jm, j) != 0) {
 		free_job(j);
 		return -ENOMEM;
 	}
+	track_live(jm, j, false);
+	return 0;
+}
+
+static int load_link(void *arg, const struct st_link *l)
+{
+	struct jm *jm = arg;
+	struct job_rt *j = find_job(jm, l->job_id);
+	struct st_link *g;
+
+	if (!j)
+		return 0; /* a job the store no longer has */
+	g = realloc(j->links, (j->n_links + 1) * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	j->links = g;
+	j->links[j->n_links++] = *l;
 	return 0;
 }
 
 int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_len)
 {
 	struct jm *jm = calloc(1, sizeof(*jm));
-	struct load_ctx lc = { jm, 0 };
 	int rc;
 
 	*out = NULL;
@@ -1400,7 +1040,7 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 		free(jm);
 		return -ENOMEM;
 	}
-	rc = st_job_list(deps->store, load_job, &lc);
+	rc = st_job_list(deps->store, load_job, jm);
 	if (rc) {
 		snprintf(err, err_len, "cannot load jobs from the store: %s", strerror(-rc));
 		jm_free(jm);
@@ -1418,11 +1058,13 @@ void jm_free(struct jm *jm)
 		return;
 	jm_set_error(&err, JM_UNAVAILABLE, "", "ocsd is shutting down");
 	for (size_t i = 0; i < jm->n_jobs; i++) {
-		jm_settle(jm->jobs[i], &err);
+		settle(jm->jobs[i], &err);
 		free_job(jm->jobs[i]);
 	}
+	strmap_clear(&jm->by_id);
+	strmap_clear(&jm->by_key);
 	free(jm->jobs);
-	free(jm->queue);
+	free(jm->live);
 	free(jm->drained);
 	free(jm);
 }
@@ -1430,28 +1072,77 @@ void jm_free(struct jm *jm)
 int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow_move,
 		  const struct lc_demand *demand, size_t n, const struct jm_workload *workload)
 {
-	struct job_rt *j = jm_find_job(jm, id);
+	struct job_rt *j = find_job(jm, id);
+	struct lc_demand *d;
 
 	if (!j)
 		return -ENOENT;
+	d = malloc((n ? n : 1) * sizeof(*demand));
+	if (!d)
+		return -ENOMEM;
 	jm_workload_free(j->pub.workload);
 	j->pub.workload = NULL;
 	if (workload) {
 		j->pub.workload = jm_workload_dup(workload);
-		if (!j->pub.workload)
+		if (!j->pub.workload) {
+			free(d);
 			return -ENOMEM;
+		}
 	}
 	free(j->pub.demand);
-	j->pub.demand = malloc((n ? n : 1) * sizeof(*demand));
-	if (!j->pub.demand)
-		return -ENOMEM;
+	j->pub.demand = d;
 	if (n)
 		memcpy(j->pub.demand, demand, n * sizeof(*demand));
 	j->pub.n_demand = n;
+	j->kind = kind_of(workload);
 	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s",
-		 planner && *planner ? planner : workload ? "delta-fast" : "leaf-centric");
+		 planner && *planner ? planner : j->kind->default_planner);
 	j->pub.allow_move = allow_move;
 	return 0;
 }
 
+int jm_recover(struct jm *jm)
+{
+	int rc;
 
+	/* after recovery: intents finished as confirmed carried links */
+	for (size_t i = 0; i < jm->n_jobs; i++) {
+		free(jm->jobs[i]->links);
+		jm->jobs[i]->links = NULL;
+		jm->jobs[i]->n_links = 0;
+	}
+	rc = st_link_list(jm->d.store, load_link, jm);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < jm->n_jobs; i++) {
+		struct job_rt *j = jm->jobs[i];
+		size_t n_xcs = 0;
+		struct ocs_xc *xcs;
+
+		switch (j->pub.state) {
+		case JM_PENDING:
+		case JM_PLANNING:
+		case JM_PROGRAMMING:
+			/* Accepted work: if its transaction landed, it is active. */
+			xcs = fs_job_xcs(jm->d.fs, j->pub.id, &n_xcs);
+			if (!xcs)
+				return -ENOMEM;
+			free(xcs);
+			if (n_xcs)
+				set_state(jm, j, JM_ACTIVE, NULL);
+			else if (j->pub.n_demand || j->pub.workload)
+				start_planning(jm, j);
+			else
+				set_state(jm, j, JM_FAILED, "its request could not be read back after "
+							    "a restart");
+			break;
+		case JM_RELEASING:
+			enqueue(jm, j);
+			break;
+		default:
+			break;
+		}
+	}
+	pump(jm);
+	return 0;
+}

@@ -28,13 +28,12 @@
 
 #include "delta_plan.h"
 #include "leafcentric.h"
+#include "txn.h"
 
+struct clk;
 struct fs_state;
-struct loop;
 struct ocsd_config;
-struct pool;
-struct sb_device;
-struct sb_engine;
+struct pool_task;
 struct st_store;
 
 /* Values match ocs.v1.JobState. */
@@ -173,19 +172,36 @@ struct jm_events {
 	void (*job_changed)(void *ctx, const struct jm_job *job);
 	void (*transaction_done)(void *ctx, const struct jm_txn_summary *s);
 	void (*plan_finished)(void *ctx, const char *planner, double seconds);
+	/*
+	 * A store write failed where the operation could not be refused (the
+	 * devices already changed, or a state change of a job in flight): the
+	 * job manager serves no further writes (jm_serving() false, reason
+	 * given) until ocsd is restarted and recovery reconciles store and
+	 * devices. The daemon marks its health NOT_SERVING.
+	 */
+	void (*store_failed)(void *ctx, const char *reason);
 };
 
+/*
+ * What the job manager works with. The planner pool and the transaction
+ * driver are reached through function pointers only (the daemon passes
+ * pool_submit_task() and txn_start(); the unit tests fakes), so the job
+ * manager can be run on a fake engine and virtual time.
+ */
 struct jm_deps {
 	const struct ocsd_config *cfg;
 	struct st_store *store;
-	struct loop *loop;
-	struct pool *pool;
 	struct fs_state *fs;
-	struct sb_engine *engine;
-	struct sb_device **devices; /* cfg->n_devices, by device id */
+	const struct clk *clock; /* NULL: the system clock */
+	/* Runs t->work on a worker, then t->done on the loop: 0, or negative
+	 * errno when refused (queue full, shutting down). */
+	int (*plan_submit)(void *ctx, struct pool_task *t);
+	void *plan_ctx;
+	/* txn_start() of txn.h on a struct txn_driver. */
+	int (*txn_start)(void *ctx, const struct txn_change *c, txn_done_fn done, void *arg,
+			 char *why, size_t why_len);
+	void *txn_ctx;
 	struct jm_events events;
-	int confirm_timeout_s;
-	int connect_timeout_ms;
 };
 
 struct jm;
@@ -195,10 +211,22 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 void jm_free(struct jm *jm);
 
 /*
- * Resolves transactions a previous run left open (reading the devices
- * back), then resumes jobs that were being planned, programmed or released.
+ * Resumes jobs that were being planned, programmed or released (call after
+ * recovery resolved the transactions a previous run left open, see
+ * recovery.h, and after jm_set_demand for every stored job). 0 or -errno
+ * (the jobs' links could not be read from the store).
  */
 int jm_recover(struct jm *jm);
+
+/* False once a store write failed (see jm_events.store_failed); why in reason. */
+bool jm_serving(const struct jm *jm, const char **reason);
+
+/*
+ * Drops a finished (RELEASED or FAILED) job from memory once retention
+ * deleted it from the store. -ENOENT (unknown), -EBUSY (not finished, or
+ * callers still wait on it), 0.
+ */
+int jm_forget(struct jm *jm, const char *id);
 
 /* Submits a job; answered when it is ACTIVE or FAILED (or at once if refused). */
 void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx);

@@ -1,18 +1,20 @@
 /*
- * jobs_links.c - how jobs share leaves (the job manager's half that knows
- * the leaf-spine links of plans, see "Shared leaves" in daemon/README.md):
- * which leaves a job stands on, the usage the other live jobs load there,
- * and the committed links of every job, kept in step with the store.
- * Loop thread only, like the rest of the job manager.
+ * jobs_links.c - how jobs share leaves (see "Shared leaves" in
+ * daemon/README.md): which leaves a job stands on, the usage the other
+ * live jobs load there, and the committed links of every job. Works on the
+ * job manager's array of live jobs, which it is given; calls nothing of
+ * the job manager. Loop thread only.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jobs_internal.h"
+#include "jobs_util.h"
 #include "leafcentric.h"
 
-bool jm_holds_leaves(enum jm_state s)
+bool jl_holds_leaves(enum jm_state s)
 {
 	return s == JM_PENDING || s == JM_PLANNING || s == JM_PROGRAMMING || s == JM_ACTIVE ||
 	       s == JM_RELEASING;
@@ -23,13 +25,13 @@ bool jm_holds_leaves(enum jm_state s)
  * every leaf holding one of its GPUs (known before the search, and a
  * superset of the leaves of the demand it finds).
  */
-static bool job_uses_leaf(const struct jm *jm, const struct jm_job *job, int leaf)
+static bool job_uses_leaf(const struct ocs_fabric *f, const struct jm_job *job, int leaf)
 {
 	for (size_t i = 0; i < job->n_demand; i++)
 		if (job->demand[i].a == leaf || job->demand[i].b == leaf)
 			return true;
 	for (size_t i = 0; job->workload && i < job->workload->n_gpus; i++)
-		if (ocs_fabric_gpu_leaf(jm->f, job->workload->gpus[i]) == leaf)
+		if (ocs_fabric_gpu_leaf(f, job->workload->gpus[i]) == leaf)
 			return true;
 	return false;
 }
@@ -38,14 +40,15 @@ static bool job_uses_leaf(const struct jm *jm, const struct jm_job *job, int lea
  * The live job other than self on leaf whose leaf-spine links are not
  * known (circuits committed by an ocsd that did not store links), or NULL.
  */
-static const struct jm_job *unshared_owner(const struct jm *jm, const char *self, int leaf)
+static const struct jm_job *unshared_owner(const struct ocs_fabric *f, struct job_rt *const *live,
+					   size_t n_live, const char *self, int leaf)
 {
-	for (size_t k = 0; k < jm->n_jobs; k++) {
-		const struct job_rt *o = jm->jobs[k];
+	for (size_t k = 0; k < n_live; k++) {
+		const struct job_rt *o = live[k];
 
 		if (strcmp(o->pub.id, self) != 0 && o->n_links == 0 &&
 		    (o->pub.state == JM_ACTIVE || o->pub.state == JM_RELEASING) &&
-		    job_uses_leaf(jm, &o->pub, leaf))
+		    job_uses_leaf(f, &o->pub, leaf))
 			return &o->pub;
 	}
 	return NULL;
@@ -57,8 +60,9 @@ static const struct jm_job *unshared_owner(const struct jm *jm, const char *self
  * plan is made). Only a job whose links are not known keeps its leaves to
  * itself, since nothing could be planned around it.
  */
-bool jm_leaves_free(const struct jm *jm, const char *self, const struct lc_demand *demand,
-			size_t n, const struct jm_workload *wl, struct jm_error *err)
+bool jl_leaves_free(const struct ocs_fabric *f, struct job_rt *const *live, size_t n_live,
+		    const char *self, const struct lc_demand *demand, size_t n,
+		    const struct jm_workload *wl, struct jm_error *err)
 {
 	size_t count = wl ? wl->n_gpus : n;
 
@@ -66,13 +70,13 @@ bool jm_leaves_free(const struct jm *jm, const char *self, const struct lc_deman
 		int leaves[2], n_leaves = 0;
 
 		if (wl) {
-			leaves[n_leaves++] = ocs_fabric_gpu_leaf(jm->f, wl->gpus[i]);
+			leaves[n_leaves++] = ocs_fabric_gpu_leaf(f, wl->gpus[i]);
 		} else {
 			leaves[n_leaves++] = demand[i].a;
 			leaves[n_leaves++] = demand[i].b;
 		}
 		for (int l = 0; l < n_leaves; l++) {
-			const struct jm_job *other = unshared_owner(jm, self, leaves[l]);
+			const struct jm_job *other = unshared_owner(f, live, n_live, self, leaves[l]);
 
 			if (!other)
 				continue;
@@ -91,10 +95,10 @@ bool jm_leaves_free(const struct jm *jm, const char *self, const struct lc_deman
 /*
  * The leaf-spine usage of every live job but self (committed links only:
  * a job still planning adds its links when it commits, which moves the
- * fabric generation and re-plans anyone planned without them). 0 or -ENOMEM.
+ * fabric generation and re-plans anyone planned without them).
  */
-int jm_others_usage(const struct jm *jm, const char *self, struct lc_leaf_usage **out,
-			size_t *n_out)
+int jl_others_usage(struct job_rt *const *live, size_t n_live, const char *self,
+		    struct lc_leaf_usage **out, size_t *n_out)
 {
 	size_t n = 0, at = 0;
 	struct lc_spine_links *all;
@@ -102,18 +106,18 @@ int jm_others_usage(const struct jm *jm, const char *self, struct lc_leaf_usage 
 
 	*out = NULL;
 	*n_out = 0;
-	for (size_t k = 0; k < jm->n_jobs; k++)
-		if (strcmp(jm->jobs[k]->pub.id, self) != 0 && jm_holds_leaves(jm->jobs[k]->pub.state))
-			n += jm->jobs[k]->n_links;
+	for (size_t k = 0; k < n_live; k++)
+		if (strcmp(live[k]->pub.id, self) != 0)
+			n += live[k]->n_links;
 	if (n == 0)
 		return 0;
 	all = malloc(n * sizeof(*all));
 	if (!all)
 		return -ENOMEM;
-	for (size_t k = 0; k < jm->n_jobs; k++) {
-		const struct job_rt *o = jm->jobs[k];
+	for (size_t k = 0; k < n_live; k++) {
+		const struct job_rt *o = live[k];
 
-		if (strcmp(o->pub.id, self) == 0 || !jm_holds_leaves(o->pub.state))
+		if (strcmp(o->pub.id, self) == 0)
 			continue;
 		for (size_t i = 0; i < o->n_links; i++)
 			all[at++] = (struct lc_spine_links){ o->links[i].a, o->links[i].b,
@@ -124,65 +128,53 @@ int jm_others_usage(const struct jm *jm, const char *self, struct lc_leaf_usage 
 	return rc;
 }
 
-void jm_apply_links(struct jm *jm, struct job_rt *j)
+/* The entries of links that belong to job id (malloc'd; NULL with *n 0 when none). */
+static int links_of(const struct st_link *links, size_t n_links, const char *id,
+		    struct st_link **out, size_t *n)
 {
-	/* every other job the plan names (a global re-plan) gets its entries */
-	for (size_t k = 0; k < jm->n_jobs; k++) {
-		struct job_rt *o = jm->jobs[k];
-		size_t n = 0;
-		struct st_link *mine;
+	size_t k = 0;
 
-		if (o == j)
-			continue;
-		for (size_t i = 0; i < j->n_plan_links; i++)
-			n += strcmp(j->plan_links[i].job_id, o->pub.id) == 0;
-		if (n == 0 || !(mine = malloc(n * sizeof(*mine))))
-			continue;
-		n = 0;
-		for (size_t i = 0; i < j->n_plan_links; i++)
-			if (strcmp(j->plan_links[i].job_id, o->pub.id) == 0)
-				mine[n++] = j->plan_links[i];
-		free(o->links);
-		o->links = mine;
-		o->n_links = n;
-	}
-	/* j's own entries (none after a release) */
-	size_t n = 0;
-
-	for (size_t i = 0; i < j->n_plan_links; i++)
-		if (strcmp(j->plan_links[i].job_id, j->pub.id) == 0)
-			j->plan_links[n++] = j->plan_links[i];
-	free(j->links);
-	j->links = n ? j->plan_links : NULL;
-	j->n_links = n;
-	if (!n)
-		free(j->plan_links);
-	j->plan_links = NULL;
-	j->n_plan_links = 0;
-}
-
-static int load_link(void *arg, const struct st_link *l)
-{
-	struct jm *jm = arg;
-	struct job_rt *j = jm_find_job(jm, l->job_id);
-	struct st_link *g;
-
-	if (!j)
-		return 0; /* a job the store no longer has */
-	g = realloc(j->links, (j->n_links + 1) * sizeof(*g));
-	if (!g)
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; i < n_links; i++)
+		k += strcmp(links[i].job_id, id) == 0;
+	if (k == 0)
+		return 0;
+	*out = malloc(k * sizeof(**out));
+	if (!*out)
 		return -ENOMEM;
-	j->links = g;
-	j->links[j->n_links++] = *l;
+	for (size_t i = 0; i < n_links; i++)
+		if (strcmp(links[i].job_id, id) == 0)
+			(*out)[(*n)++] = links[i];
 	return 0;
 }
 
-int jm_load_links(struct jm *jm)
+int jl_apply(struct job_rt *const *live, size_t n_live, struct job_rt *j,
+	     const struct st_link *links, size_t n_links)
 {
-	for (size_t i = 0; i < jm->n_jobs; i++) {
-		free(jm->jobs[i]->links);
-		jm->jobs[i]->links = NULL;
-		jm->jobs[i]->n_links = 0;
+	struct st_link **mine = calloc(n_live + 1, sizeof(*mine));
+	size_t *n_mine = calloc(n_live + 1, sizeof(*n_mine));
+	int rc = mine && n_mine ? 0 : -ENOMEM;
+
+	/* Everything is computed first, so that nothing changes on failure. */
+	for (size_t k = 0; rc == 0 && k < n_live; k++)
+		if (live[k] != j)
+			rc = links_of(links, n_links, live[k]->pub.id, &mine[k], &n_mine[k]);
+	if (rc == 0)
+		rc = links_of(links, n_links, j->pub.id, &mine[n_live], &n_mine[n_live]);
+	for (size_t k = 0; k <= n_live && mine && n_mine; k++) {
+		struct job_rt *o = k < n_live ? live[k] : j;
+
+		if (rc != 0 || (k < n_live && (o == j || n_mine[k] == 0))) {
+			free(mine[k]);
+			continue;
+		}
+		/* a job the plan names gets its entries; j its own or none */
+		free(o->links);
+		o->links = mine[k];
+		o->n_links = n_mine[k];
 	}
-	return st_link_list(jm->d.store, load_link, jm);
+	free(mine);
+	free(n_mine);
+	return rc;
 }

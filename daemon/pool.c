@@ -135,6 +135,25 @@ int pool_submit(struct pool *pool, void (*work)(void *arg), void (*done)(void *a
 	return rc;
 }
 
+static void task_work(void *arg)
+{
+	struct pool_task *t = arg;
+
+	t->work(t);
+}
+
+static void task_done(void *arg)
+{
+	struct pool_task *t = arg;
+
+	t->done(t);
+}
+
+int pool_submit_task(void *pool, struct pool_task *t)
+{
+	return pool_submit(pool, task_work, task_done, t);
+}
+
 unsigned pool_workers(const struct pool *pool)
 {
 	return pool->n_threads;

@@ -38,6 +38,17 @@ void pool_free(struct pool *pool);
  */
 int pool_submit(struct pool *pool, void (*work)(void *arg), void (*done)(void *arg), void *arg);
 
+/*
+ * A task embedded in the caller's struct: work runs on a worker, done on
+ * the loop, each given the task. pool_submit_task(pool, t) has the shape of
+ * jm_deps.plan_submit: 0, -EAGAIN (queue full), -ESHUTDOWN or -ENOMEM.
+ */
+struct pool_task {
+	void (*work)(struct pool_task *t);
+	void (*done)(struct pool_task *t);
+};
+int pool_submit_task(void *pool, struct pool_task *t);
+
 unsigned pool_workers(const struct pool *pool);
 /* Jobs waiting for a worker (not counting those running). */
 size_t pool_queued(struct pool *pool);

@@ -1,0 +1,44 @@
+/*
+ * kind_leaf.c - the leaf-demand job kind: the scheduler gives the links it
+ * needs per leaf pair (JobSpec.leaf_demand); planners leaf-centric (the
+ * default) and pod-centric plan them directly.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "jobs_plan.h"
+#include "jobs_util.h"
+
+static bool leaf_takes_planner(const char *planner)
+{
+	return strcmp(planner, "leaf-centric") == 0 || strcmp(planner, "pod-centric") == 0;
+}
+
+static bool leaf_check(const struct ocs_fabric *f, const struct jm_spec *spec, struct jm_error *err)
+{
+	struct lc_problem p;
+
+	if (spec->n_demand == 0) {
+		jm_set_error(err, JM_INVALID, "leaf_demand.pairs", "the job asks for no links");
+		return false;
+	}
+	if (lc_validate(f, spec->demand, spec->n_demand, NULL, 0, &p, 1) > 0) {
+		const char *idx = strchr(p.field, '[');
+
+		jm_set_error(err, JM_INVALID, "", "%s", p.reason);
+		snprintf(err->field, sizeof(err->field), "leaf_demand.pairs%s", idx ? idx : "");
+		return false;
+	}
+	return true;
+}
+
+const struct jm_kind jm_kind_leaf = {
+	.name = "leaf-demand",
+	.default_planner = "leaf-centric",
+	.demand_name = "a leaf demand",
+	.planner_list = "leaf-centric, pod-centric",
+	.takes_planner = leaf_takes_planner,
+	.check = leaf_check,
+	.plan = jp_plan_leaf,
+	.figures = NULL,
+};

@@ -1,0 +1,36 @@
+/*
+ * recovery.h - start-up recovery of the transactions a previous run left
+ * open: every device an open intent touched is read back and the intent is
+ * recorded as confirmed (the devices hold the target: the circuit table is
+ * updated), rolled back (they hold the old state) or failed (anything
+ * else: reconciliation reports the drift).
+ *
+ * Confirmed commits are tied to the NETCONF session that made them, so the
+ * devices of a run that died reverted when its sessions closed; a frozen
+ * run is covered by the confirm timeout.
+ *
+ * Runs on the loop thread before the job manager resumes its jobs
+ * (jm_recover); it blocks while it reads devices (start-up only).
+ */
+#ifndef OCSD_RECOVERY_H
+#define OCSD_RECOVERY_H
+
+struct clk;
+struct fs_state;
+struct ocs_fabric;
+struct sb_device;
+struct st_store;
+
+struct rec_deps {
+	const struct ocs_fabric *fabric;
+	struct st_store *store;
+	struct fs_state *fs;
+	struct sb_device **devices; /* by device id */
+	const struct clk *clock;
+	int connect_timeout_ms;
+};
+
+/* Resolves every open intent. 0, or -errno when the store failed (then ocsd must not start). */
+int rec_resolve_open(const struct rec_deps *d);
+
+#endif

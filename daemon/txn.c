@@ -1,0 +1,356 @@
+/*
+ * txn.c - implementation of txn.h: a change set becomes per-device target
+ * configurations (what the circuit table says each touched device holds,
+ * minus the removals, plus the additions), checked by the independent L2
+ * checker on the whole fabric before any device is touched and again on
+ * what the devices report back.
+ */
+#include "txn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "fabric_state.h"
+#include "l2check.h"
+#include "loop.h"
+#include "sb_txn.h"
+
+struct txn_driver {
+	struct txn_deps d;
+	struct txn *running;
+};
+
+struct txn {
+	struct txn_driver *drv;
+	txn_done_fn done;
+	void *done_arg;
+	char job_id[128];
+	bool release;
+	int64_t txn_id;
+	struct ocs_xc *removals;
+	size_t n_removals;
+	struct st_circuit *adds;
+	size_t n_adds;
+	/* the southbound plan */
+	struct sb_txn_device *devs;
+	int *dev_ids; /* global device id of devs[i] */
+	struct sb_xc **targets;
+	size_t n_devs;
+	struct ocs_xc *others; /* cross-connects on devices outside the plan */
+	size_t n_others;
+	struct sb_txn_plan plan;
+	struct sb_txn_hooks hooks;
+	struct sb_txn_options opts;
+	struct sb_txn_handle *handle;
+};
+
+struct txn_driver *txn_driver_new(const struct txn_deps *deps)
+{
+	struct txn_driver *d = calloc(1, sizeof(*d));
+
+	if (d)
+		d->d = *deps;
+	return d;
+}
+
+void txn_driver_free(struct txn_driver *d)
+{
+	free(d);
+}
+
+static void free_txn(struct txn *tx)
+{
+	if (!tx)
+		return;
+	for (size_t i = 0; i < tx->n_devs; i++)
+		free(tx->targets[i]);
+	free(tx->targets);
+	free(tx->devs);
+	free(tx->dev_ids);
+	free(tx->others);
+	free(tx->removals);
+	free(tx->adds);
+	free(tx);
+}
+
+/*
+ * The verify hook (engine thread): the L2 checker on the whole fabric, i.e.
+ * the devices of the plan as given plus every other device as stored.
+ */
+static int verify_l2(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
+		     size_t n, char *why, size_t why_len)
+{
+	struct txn *tx = arg;
+	const struct ocs_fabric *f = tx->drv->d.fabric;
+	size_t total = tx->n_others, k = 0;
+	struct l2_violation v;
+	struct ocs_xc *all;
+	int bad;
+
+	for (size_t i = 0; i < n; i++)
+		total += devices[i].n;
+	all = malloc((total ? total : 1) * sizeof(*all));
+	if (!all) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(all, tx->others, tx->n_others * sizeof(*all));
+	k = tx->n_others;
+	for (size_t i = 0; i < n; i++) {
+		int id = tx->dev_ids[devices[i].index];
+
+		for (size_t x = 0; x < devices[i].n; x++)
+			all[k++] = (struct ocs_xc){ ocs_fabric_device_group(f, id),
+						    ocs_fabric_device_in_group(f, id),
+						    devices[i].xcs[x].in, devices[i].xcs[x].out };
+	}
+	bad = l2_check(f, all, k, &v, 1);
+	free(all);
+	if (bad)
+		snprintf(why, why_len, "%s: %d L2 violation(s), first on group %d device %d %d->%d: %s",
+			 phase == SB_VERIFY_PLAN ? "plan" : "read-back", bad, v.xc.group,
+			 v.xc.device, v.xc.in, v.xc.out, v.reason);
+	return bad ? -EPROTO : 0;
+}
+
+static bool same_device(const struct ocs_xc *a, const struct ocs_xc *b)
+{
+	return a->group == b->group && a->device == b->device;
+}
+
+/* Builds the per-device targets: stored state minus removals plus additions. */
+static int build_targets(struct txn_driver *drv, struct txn *tx)
+{
+	const struct ocs_fabric *f = drv->d.fabric;
+	struct fs_state *fs = drv->d.fs;
+	int n_dev = ocs_fabric_devices(f);
+	char *touched = calloc((size_t)n_dev, 1);
+	size_t n = fs_count(fs);
+
+	if (!touched)
+		return -ENOMEM;
+	for (size_t i = 0; i < tx->n_removals; i++)
+		touched[ocs_fabric_device_id(f, tx->removals[i].group, tx->removals[i].device)] = 1;
+	for (size_t i = 0; i < tx->n_adds; i++)
+		touched[ocs_fabric_device_id(f, tx->adds[i].xc.group, tx->adds[i].xc.device)] = 1;
+	for (int d = 0; d < n_dev; d++)
+		tx->n_devs += touched[d];
+	tx->devs = calloc(tx->n_devs ? tx->n_devs : 1, sizeof(*tx->devs));
+	tx->dev_ids = calloc(tx->n_devs ? tx->n_devs : 1, sizeof(*tx->dev_ids));
+	tx->targets = calloc(tx->n_devs ? tx->n_devs : 1, sizeof(*tx->targets));
+	tx->others = malloc((n ? n : 1) * sizeof(*tx->others));
+	if (!tx->devs || !tx->dev_ids || !tx->targets || !tx->others)
+		goto oom;
+	for (size_t i = 0; i < n; i++) {
+		const struct ocs_xc *xc = &fs_at(fs, i)->xc;
+
+		if (!touched[ocs_fabric_device_id(f, xc->group, xc->device)])
+			tx->others[tx->n_others++] = *xc;
+	}
+	for (int d = 0, k = 0; d < n_dev; d++) {
+		struct ocs_xc key = { ocs_fabric_device_group(f, d), ocs_fabric_device_in_group(f, d),
+				      0, 0 };
+		size_t cap = fs_device_xcs(fs, d) + tx->n_adds + 1, m = 0;
+		struct sb_xc *tg;
+
+		if (!touched[d])
+			continue;
+		tg = malloc(cap * sizeof(*tg));
+		if (!tg)
+			goto oom;
+		for (size_t i = 0; i < n; i++) {
+			const struct ocs_xc *xc = &fs_at(fs, i)->xc;
+			bool removed = false;
+
+			if (!same_device(xc, &key))
+				continue;
+			for (size_t r = 0; r < tx->n_removals && !removed; r++)
+				removed = same_device(&tx->removals[r], xc) &&
+					  tx->removals[r].in == xc->in;
+			if (!removed)
+				tg[m++] = (struct sb_xc){ (uint16_t)xc->in, (uint16_t)xc->out };
+		}
+		for (size_t a = 0; a < tx->n_adds; a++)
+			if (same_device(&tx->adds[a].xc, &key))
+				tg[m++] = (struct sb_xc){ (uint16_t)tx->adds[a].xc.in,
+							  (uint16_t)tx->adds[a].xc.out };
+		tx->targets[k] = tg;
+		tx->dev_ids[k] = d;
+		tx->devs[k] = (struct sb_txn_device){ drv->d.devices[d], tg, m };
+		k++;
+	}
+	free(touched);
+	return 0;
+oom:
+	free(touched);
+	return -ENOMEM;
+}
+
+/* Copies c into tx (the caller's arrays may go away once txn_start returns). */
+static int copy_change(struct txn *tx, const struct txn_change *c)
+{
+	snprintf(tx->job_id, sizeof(tx->job_id), "%s", c->job_id);
+	tx->release = c->release;
+	tx->removals = malloc((c->n_removals ? c->n_removals : 1) * sizeof(*tx->removals));
+	tx->adds = malloc((c->n_additions ? c->n_additions : 1) * sizeof(*tx->adds));
+	if (!tx->removals || !tx->adds)
+		return -ENOMEM;
+	if (c->n_removals)
+		memcpy(tx->removals, c->removals, c->n_removals * sizeof(*tx->removals));
+	if (c->n_additions)
+		memcpy(tx->adds, c->additions, c->n_additions * sizeof(*tx->adds));
+	tx->n_removals = c->n_removals;
+	tx->n_adds = c->n_additions;
+	return 0;
+}
+
+static void finish(struct txn *tx, const struct sb_txn_result *r);
+
+static void on_loop_done(void *arg)
+{
+	struct txn *tx = arg;
+	struct sb_txn_result r = { .outcome = SB_TXN_COMMITTED };
+
+	if (sb_txn_join(tx->handle, &r) != 0)
+		r.outcome = SB_TXN_FAILED;
+	finish(tx, &r);
+	sb_txn_result_clear(&r);
+}
+
+/* Engine thread: hand the completion to the loop; the result is joined there. */
+static void on_engine_done(void *arg, const struct sb_txn_result *r)
+{
+	struct txn *tx = arg;
+
+	(void)r;
+	while (loop_post(tx->drv->d.loop, on_loop_done, tx) == -ENOMEM)
+		;
+}
+
+int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *arg, char *why,
+	      size_t why_len)
+{
+	struct txn_driver *drv = driver;
+	struct txn *tx;
+	int rc;
+
+	if (drv->running) {
+		snprintf(why, why_len, "a transaction is running");
+		return -EBUSY;
+	}
+	tx = calloc(1, sizeof(*tx));
+	if (!tx || copy_change(tx, c) != 0 || build_targets(drv, tx) != 0) {
+		free_txn(tx);
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	tx->drv = drv;
+	tx->done = done;
+	tx->done_arg = arg;
+	drv->running = tx;
+	if (tx->n_devs == 0) {
+		/* Nothing to change on any device (e.g. releasing a job without circuits). */
+		struct sb_txn_result r = { .outcome = SB_TXN_COMMITTED };
+
+		finish(tx, &r);
+		return 0;
+	}
+	rc = st_intent_begin(drv->d.store, tx->job_id, tx->removals, tx->n_removals, tx->adds,
+			     tx->n_adds, c->release ? NULL : c->links, c->release ? 0 : c->n_links,
+			     clk_wall_ms(drv->d.clock), &tx->txn_id);
+	if (rc) {
+		snprintf(why, why_len, "cannot store the transaction intent (%s); nothing was touched",
+			 strerror(-rc));
+		drv->running = NULL;
+		free_txn(tx);
+		return -EIO;
+	}
+	tx->plan = (struct sb_txn_plan){ (uint64_t)tx->txn_id, tx->devs, tx->n_devs };
+	tx->hooks = (struct sb_txn_hooks){ NULL, NULL, verify_l2, tx };
+	tx->opts = (struct sb_txn_options){ .confirm_timeout_s = drv->d.confirm_timeout_s,
+					    .connect_timeout_ms = drv->d.connect_timeout_ms };
+	rc = sb_engine_start(drv->d.engine, &tx->plan, &tx->hooks, &tx->opts, on_engine_done, tx,
+			     &tx->handle);
+	if (rc) {
+		/* Nothing was touched: the intent is closed as rolled back. A failure to
+		 * store that leaves it open, and recovery finds the devices unchanged. */
+		int st = st_intent_finish(drv->d.store, tx->txn_id, ST_INTENT_ROLLED_BACK,
+					  "the transaction could not start",
+					  clk_wall_ms(drv->d.clock));
+
+		snprintf(why, why_len, "the transaction could not start (%s)%s", strerror(-rc),
+			 st ? "; its intent stays open until the next start" : "");
+		drv->running = NULL;
+		free_txn(tx);
+		return rc;
+	}
+	return 0;
+}
+
+/* Stores the outcome with the circuit change, then reports it (loop thread). */
+static void finish(struct txn *tx, const struct sb_txn_result *r)
+{
+	struct txn_driver *drv = tx->drv;
+	struct txn_outcome o = { 0 };
+	enum st_intent_state state;
+	const char **names = NULL;
+	char store_error[256] = "";
+
+	switch (r->outcome) {
+	case SB_TXN_COMMITTED:
+		o.result = TXN_CONFIRMED;
+		state = ST_INTENT_CONFIRMED;
+		break;
+	case SB_TXN_REFUSED:
+	case SB_TXN_ROLLED_BACK:
+		o.result = TXN_ROLLED_BACK;
+		state = ST_INTENT_ROLLED_BACK;
+		break;
+	case SB_TXN_FAILED:
+	default:
+		o.result = TXN_FAILED;
+		state = ST_INTENT_FAILED;
+		break;
+	}
+	if (tx->txn_id) {
+		int rc = st_intent_finish(drv->d.store, tx->txn_id, state, r->message,
+					  clk_wall_ms(drv->d.clock));
+
+		if (rc) {
+			o.store_failed = true;
+			snprintf(store_error, sizeof(store_error),
+				 "cannot store the outcome of transaction %lld (%s)",
+				 (long long)tx->txn_id, strerror(-rc));
+		}
+	}
+	if (o.result == TXN_CONFIRMED && !o.store_failed &&
+	    fs_apply(drv->d.fs, tx->removals, tx->n_removals, tx->adds, tx->n_adds) != 0 &&
+	    fs_load(drv->d.fs, drv->d.store) != 0) {
+		o.store_failed = true;
+		snprintf(store_error, sizeof(store_error),
+			 "cannot apply transaction %lld to the circuit table in memory, nor reload "
+			 "it from the store",
+			 (long long)tx->txn_id);
+	}
+	if (o.store_failed && fs_load(drv->d.fs, drv->d.store) != 0)
+		snprintf(store_error + strlen(store_error), sizeof(store_error) - strlen(store_error),
+			 "; the circuit table could not be reloaded");
+	names = calloc(tx->n_devs ? tx->n_devs : 1, sizeof(*names));
+	for (size_t i = 0; names && i < tx->n_devs; i++)
+		names[i] = sb_device_name(tx->devs[i].dev);
+	o.txn_id = (uint64_t)tx->txn_id;
+	o.message = r->message;
+	o.rollback_failures = r->n_rollback_failures;
+	o.sb_outcome = (int)r->outcome;
+	o.total_ms = r->total_ms;
+	o.devices = names;
+	o.n_devices = names ? tx->n_devs : 0;
+	o.store_error = store_error;
+	drv->running = NULL;
+	tx->done(tx->done_arg, &o);
+	free(names);
+	free_txn(tx);
+}

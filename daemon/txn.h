@@ -1,0 +1,108 @@
+/*
+ * txn.h - the transaction driver: takes one change set (cross-connects to
+ * remove and to add, with their owners, and the leaf-spine links that come
+ * with it), stores its intent, runs it as one all-or-nothing transaction on
+ * the southbound engine, stores the outcome together with the circuit-table
+ * change, and reports one outcome through one callback on the loop thread.
+ *
+ * It never touches job state: the job manager (jobs.c) turns the outcome
+ * into state changes. The job manager sees the driver only as the function
+ * pointer jm_deps.txn_start (txn_start() here), so that tests can drive the
+ * job manager with a fake engine.
+ *
+ *   txn_start --> intent stored --> sb_engine_start ... --> (loop) outcome
+ *       |               |                                     stored, circuits
+ *       |               `-- store refused: -EIO, nothing      applied (confirmed),
+ *       |                   was touched                       done() called
+ *       `-- nothing to change on any device: done() at once, TXN_CONFIRMED
+ *
+ * Invariants:
+ *  1. The intent is in the store before any device is touched (st_intent_begin
+ *     returns before sb_engine_start).
+ *  2. The outcome and the circuit change are stored before done() runs; when
+ *     that store write fails, done() says so (store_failed) and the circuit
+ *     table in memory is reloaded from the store, which recovery reconciles
+ *     with the devices at the next start.
+ *  3. One transaction at a time per driver (the caller's rule: -EBUSY).
+ *
+ * Threading: every function on the loop thread; the engine's threads only
+ * run the verify hook (the L2 checker) and post the completion.
+ */
+#ifndef OCSD_TXN_H
+#define OCSD_TXN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+struct clk;
+struct fs_state;
+struct loop;
+struct ocs_fabric;
+struct sb_device;
+struct sb_engine;
+
+/* One change set (not owned by the driver: copied by txn_start). */
+struct txn_change {
+	const char *job_id;
+	bool release; /* removes the job's circuits and links */
+	const struct ocs_xc *removals;
+	size_t n_removals;
+	const struct st_circuit *additions; /* with their owners */
+	size_t n_additions;
+	const struct st_link *links; /* stored with the intent, become the jobs' when confirmed */
+	size_t n_links;
+};
+
+enum txn_result {
+	TXN_CONFIRMED = 1, /* every device holds the change */
+	TXN_ROLLED_BACK,   /* every device back as it was (or refused before touching any) */
+	TXN_FAILED,        /* a rollback could not be proven: the fabric needs reconciliation */
+};
+
+/* What a transaction did (valid during the done callback only). */
+struct txn_outcome {
+	enum txn_result result;
+	uint64_t txn_id; /* 0 when no device needed a change */
+	const char *message;
+	size_t rollback_failures;
+	int sb_outcome; /* enum sb_txn_outcome, for events and metrics */
+	int64_t total_ms;
+	const char *const *devices; /* names of the devices touched */
+	size_t n_devices;
+	bool store_failed; /* the outcome could not be stored */
+	const char *store_error;
+};
+
+typedef void (*txn_done_fn)(void *arg, const struct txn_outcome *o);
+
+struct txn_deps {
+	const struct ocs_fabric *fabric;
+	struct fs_state *fs;
+	struct st_store *store;
+	struct loop *loop;
+	struct sb_engine *engine;
+	struct sb_device **devices; /* by device id */
+	const struct clk *clock;
+	int confirm_timeout_s;
+	int connect_timeout_ms;
+};
+
+struct txn_driver;
+
+/* Caller frees with txn_driver_free() (accepts NULL; no transaction may be running). */
+struct txn_driver *txn_driver_new(const struct txn_deps *deps);
+void txn_driver_free(struct txn_driver *d);
+
+/*
+ * Starts change c on driver (a struct txn_driver *). 0: done(arg, outcome)
+ * is called later on the loop, exactly once. Otherwise nothing was touched
+ * and done is never called: -EBUSY (a transaction is running), -EIO (the
+ * intent could not be stored), -ENOMEM or the engine's error, with why set.
+ */
+int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *arg, char *why,
+	      size_t why_len);
+
+#endif
