@@ -76,6 +76,7 @@ struct jm {
 	bool stopping; /* no new transaction starts */
 	bool *drained; /* by device id: no new circuits there */
 	int n_drained;
+	unsigned long plan_seq; /* last plan started */
 	bool not_serving; /* a store write failed: no further writes */
 	char not_serving_reason[600];
 };
@@ -446,6 +447,7 @@ static void start_planning(struct jm *jm, struct job_rt *j)
 	}
 	t->report_search |= j->search_unreported;
 	j->search_unreported = false;
+	t->seq = j->plan_seq = ++jm->plan_seq;
 	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
 	if (rc) {
 		jp_task_free(t);
@@ -505,8 +507,9 @@ static void plan_done(struct pool_task *pt)
 		return;
 	}
 	j = find_job(jm, t->job_id);
-	if (!j || j->pub.state != JM_PLANNING) {
-		jp_task_free(t); /* released while planning */
+	if (!j || j->pub.state != JM_PLANNING || j->plan_seq != t->seq) {
+		/* released while planning, or planned again since */
+		jp_task_free(t);
 		return;
 	}
 	if (t->has_delta && !t->kind_rc && j->pub.n_demand == 0 && t->n_demand) {

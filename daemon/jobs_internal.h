@@ -41,6 +41,7 @@ struct job_rt {
 	struct waiter *waiters;
 	bool release_requested;
 	int replans;
+	unsigned long plan_seq; /* of the plan under way: older results are dropped */
 	bool search_unreported; /* the DELTA search ran before the job existed */
 	size_t live_at;         /* index in jm.live while the job holds leaves */
 	struct job_rt *next_queued;

@@ -68,6 +68,7 @@ struct jp_task {
 	const struct clk *clock;
 	const struct jm_kind *kind;
 	char job_id[72];
+	unsigned long seq; /* the job's plan it is (jobs.c) */
 	bool dry;
 	jm_answer_fn answer; /* dry runs and new parallelism submissions */
 	void *ctx;

@@ -1,0 +1,824 @@
+/*
+ * test_jobs.c - the job manager (daemon/jobs.c) on a fake transaction
+ * engine, a fake planner pool and virtual time, over a real SQLite store.
+ *
+ * The fakes are the two function pointers of struct jm_deps: plan_submit
+ * keeps the planning tasks until the test runs them (work, then done, as
+ * the pool and the loop would), and txn_start keeps the change set until
+ * the test says how the transaction ended. The fake engine does on its
+ * side what the real driver (txn.c) does: it stores the intent and the
+ * outcome, and applies a confirmed change to the circuit table. Store
+ * failures are real: a trigger added through a second SQLite connection
+ * makes the chosen writes fail.
+ *
+ * Every transition of the state machine drawn in jobs.c is driven at least
+ * once, with what the caller is answered and what the store holds checked
+ * after each.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "clock.h"
+#include "config.h"
+#include "fabric_state.h"
+#include "jobs.h"
+#include "pool.h"
+#include "store.h"
+#include "txn.h"
+
+/* The lab fabric: 4 pods of 2 leaves, 4 spines each, tau 2, cross wiring. */
+static const char lab_json[] =
+	"{\"ocsd-fabric:fabric\": {\"name\": \"lab\", \"pods\": 4, \"k-leaf\": 8, \"k-spine\": 4,"
+	" \"tau\": 2, \"k-ocs\": 8, \"wiring\": \"cross\", \"devices\": {\"transport\": \"ssh\","
+	" \"address\": \"127.0.0.1\", \"port-base\": 18300, \"username\": \"ocsd\","
+	" \"password-file\": \"/etc/ocsd/device-password\", \"accept-any-host-key\": true,"
+	" \"rpc-timeout-ms\": 5000, \"confirm-timeout-s\": 60}}}";
+
+#define MAX_TASKS 1024
+#define MAX_ANSWERS 16
+
+struct answer {
+	struct jm_error err;
+	enum jm_state state; /* of the job answered with (0: none) */
+	bool created;
+	size_t n_plan_xcs;
+};
+
+struct fx {
+	char dir[64], path[96];
+	struct ocsd_config *cfg;
+	struct st_store *store;
+	struct fs_state *fs;
+	struct clk_fake clock;
+	struct jm *jm;
+	/* the fake pool */
+	struct pool_task *tasks[MAX_TASKS];
+	size_t n_tasks;
+	int pool_refuses; /* errno the pool answers with, 0: accepts */
+	/* the fake engine */
+	bool txn_open;
+	int txn_refuses; /* errno txn_start answers with, 0: starts */
+	int64_t txn_id;
+	struct txn_change change; /* arrays owned below */
+	struct ocs_xc *removals;
+	struct st_circuit *additions;
+	struct st_link *links;
+	char job_id[128];
+	txn_done_fn done;
+	void *done_arg;
+	size_t n_txns;
+	/* answers and events */
+	struct answer answers[MAX_ANSWERS];
+	size_t n_answers;
+	size_t n_changes;
+	bool store_failed_seen;
+};
+
+/* ---- fakes ---- */
+
+static int fake_plan_submit(void *ctx, struct pool_task *t)
+{
+	struct fx *f = ctx;
+
+	if (f->pool_refuses)
+		return -f->pool_refuses;
+	assert_true(f->n_tasks < MAX_TASKS);
+	f->tasks[f->n_tasks++] = t;
+	return 0;
+}
+
+/* Runs every planning task queued so far (and those they queue), as the pool would. */
+static size_t run_plans(struct fx *f)
+{
+	size_t ran = 0;
+
+	while (f->n_tasks) {
+		struct pool_task *t = f->tasks[0];
+
+		memmove(f->tasks, f->tasks + 1, (f->n_tasks - 1) * sizeof(*f->tasks));
+		f->n_tasks--;
+		t->work(t);
+		t->done(t);
+		ran++;
+	}
+	return ran;
+}
+
+static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn done, void *arg,
+			  char *why, size_t why_len)
+{
+	struct fx *f = ctx;
+
+	assert_false(f->txn_open); /* invariant 1: one at a time */
+	if (f->txn_refuses) {
+		snprintf(why, why_len, "fake engine refuses (%s)", strerror(f->txn_refuses));
+		return -f->txn_refuses;
+	}
+	free(f->removals);
+	free(f->additions);
+	free(f->links);
+	f->change = *c;
+	snprintf(f->job_id, sizeof(f->job_id), "%s", c->job_id);
+	f->change.job_id = f->job_id;
+	f->removals = malloc((c->n_removals + 1) * sizeof(*f->removals));
+	f->additions = malloc((c->n_additions + 1) * sizeof(*f->additions));
+	f->links = malloc((c->n_links + 1) * sizeof(*f->links));
+	assert_non_null(f->removals);
+	assert_non_null(f->additions);
+	assert_non_null(f->links);
+	memcpy(f->removals, c->removals, c->n_removals * sizeof(*f->removals));
+	memcpy(f->additions, c->additions, c->n_additions * sizeof(*f->additions));
+	memcpy(f->links, c->links, c->n_links * sizeof(*f->links));
+	f->change.removals = f->removals;
+	f->change.additions = f->additions;
+	f->change.links = f->links;
+	assert_int_equal(st_intent_begin(f->store, c->job_id, c->removals, c->n_removals,
+					 c->additions, c->n_additions, c->links, c->n_links,
+					 clk_wall_ms(&f->clock.clk), &f->txn_id),
+			 0);
+	f->done = done;
+	f->done_arg = arg;
+	f->txn_open = true;
+	f->n_txns++;
+	return 0;
+}
+
+/* Ends the open transaction with result, as the driver would (store_failed: its outcome write failed). */
+static void finish_txn(struct fx *f, enum txn_result result, bool store_failed)
+{
+	static const enum st_intent_state st[] = { [TXN_CONFIRMED] = ST_INTENT_CONFIRMED,
+						   [TXN_ROLLED_BACK] = ST_INTENT_ROLLED_BACK,
+						   [TXN_FAILED] = ST_INTENT_FAILED };
+	struct txn_outcome o = { .result = result,
+				 .txn_id = (uint64_t)f->txn_id,
+				 .message = result == TXN_CONFIRMED ? "" : "device d0 said no",
+				 .rollback_failures = result == TXN_FAILED ? 1 : 0,
+				 .store_failed = store_failed,
+				 .store_error = store_failed ? "injected outcome write failure" : "" };
+
+	assert_true(f->txn_open);
+	if (!store_failed) {
+		assert_int_equal(st_intent_finish(f->store, f->txn_id, st[result], o.message,
+						  clk_wall_ms(&f->clock.clk)),
+				 0);
+		if (result == TXN_CONFIRMED)
+			assert_int_equal(fs_apply(f->fs, f->change.removals, f->change.n_removals,
+						  f->change.additions, f->change.n_additions),
+					 0);
+	}
+	f->txn_open = false;
+	free(f->removals);
+	free(f->additions);
+	free(f->links);
+	f->removals = NULL;
+	f->additions = NULL;
+	f->links = NULL;
+	f->done(f->done_arg, &o);
+}
+
+static void on_answer(void *ctx, const struct jm_error *err, const struct jm_job *job,
+		      bool created, const struct ocs_xc *plan_xcs, size_t n_plan_xcs)
+{
+	struct fx *f = ctx;
+	struct answer *a;
+
+	(void)plan_xcs;
+	assert_true(f->n_answers < MAX_ANSWERS);
+	a = &f->answers[f->n_answers++];
+	*a = (struct answer){ .created = created, .n_plan_xcs = n_plan_xcs };
+	if (err)
+		a->err = *err;
+	a->state = job ? job->state : 0;
+}
+
+static void on_job_changed(void *ctx, const struct jm_job *job)
+{
+	(void)job;
+	((struct fx *)ctx)->n_changes++;
+}
+
+static void on_store_failed(void *ctx, const char *reason)
+{
+	assert_non_null(strstr(reason, "state store failed"));
+	((struct fx *)ctx)->store_failed_seen = true;
+}
+
+/* ---- fixture ---- */
+
+static void open_jm(struct fx *f)
+{
+	struct jm_deps d = { .cfg = f->cfg,
+			     .store = f->store,
+			     .fs = f->fs,
+			     .clock = &f->clock.clk,
+			     .plan_submit = fake_plan_submit,
+			     .plan_ctx = f,
+			     .txn_start = fake_txn_start,
+			     .txn_ctx = f,
+			     .events = { f, on_job_changed, NULL, NULL, on_store_failed } };
+	char err[256];
+
+	assert_int_equal(jm_new(&d, &f->jm, err, sizeof(err)), 0);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct cfg_errors errs = { 0 };
+	char err[256];
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/ocsd-jobs-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s/state.db", f->dir);
+	if (cfg_load_mem(lab_json, strlen(lab_json), &f->cfg, &errs) != 0)
+		return -1;
+	cfg_errors_clear(&errs);
+	if (st_open(f->path, &f->store, err, sizeof(err)) != 0)
+		return -1;
+	f->fs = fs_new(&f->cfg->fabric);
+	if (!f->fs || fs_load(f->fs, f->store) != 0)
+		return -1;
+	clk_fake_init(&f->clock, 1700000000000);
+	open_jm(f);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	run_plans(f);
+	jm_free(f->jm);
+	free(f->removals);
+	free(f->additions);
+	free(f->links);
+	fs_free(f->fs);
+	st_close(f->store);
+	cfg_free(f->cfg);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	if (system(cmd) != 0)
+		return -1;
+	free(f);
+	return 0;
+}
+
+/* Runs SQL on a second connection to the store (fault injection). */
+static void sql(struct fx *f, const char *stmt)
+{
+	sqlite3 *db;
+	char *msg = NULL;
+
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	if (sqlite3_exec(db, stmt, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", stmt, msg);
+	sqlite3_close(db);
+}
+
+/* What retention does: the store deletes a finished job, then memory forgets it. */
+static int prune(struct fx *f, const char *id)
+{
+	char stmt[160];
+
+	assert_true(strlen(id) < 64);
+	snprintf(stmt, sizeof(stmt), "DELETE FROM jobs WHERE id = '%.64s';", id);
+	sql(f, stmt);
+	return jm_forget(f->jm, id);
+}
+
+/* The state the store holds for job id. */
+static enum jm_state stored_state(struct fx *f, const char *id)
+{
+	struct st_job row = { 0 };
+	enum jm_state s = 0;
+	static const char *const names[] = { "", "PENDING", "PLANNING", "PROGRAMMING", "ACTIVE",
+					     "RELEASING", "RELEASED", "FAILED" };
+
+	assert_int_equal(st_job_get(f->store, id, &row), 0);
+	for (int i = 1; i <= 7; i++)
+		if (strcmp(row.state, names[i]) == 0)
+			s = (enum jm_state)i;
+	st_job_clear(&row);
+	return s;
+}
+
+/* A leaf demand between leaf 0 (pod 0) and leaf 2 (pod 1). */
+static const struct lc_demand small_demand[] = { { 0, 2, 2 } };
+
+static struct jm_spec spec_of(const char *id, const char *key, const struct lc_demand *d, size_t n)
+{
+	return (struct jm_spec){ .id = id,
+				 .idempotency_key = key,
+				 .planner = "",
+				 .demand = d,
+				 .n_demand = n,
+				 .raw = id,
+				 .raw_len = strlen(id) };
+}
+
+static const struct jm_job *job(struct fx *f, const char *id)
+{
+	const struct jm_job *j = jm_find(f->jm, id);
+
+	assert_non_null(j);
+	return j;
+}
+
+/* Submits id and takes it to PROGRAMMING with its transaction open. */
+static void submit_to_txn(struct fx *f, const char *id)
+{
+	struct jm_spec s = spec_of(id, NULL, small_demand, 1);
+	size_t answers = f->n_answers;
+
+	jm_submit(f->jm, &s, on_answer, f);
+	assert_int_equal(job(f, id)->state, JM_PLANNING);
+	assert_int_equal(stored_state(f, id), JM_PLANNING);
+	assert_int_equal(run_plans(f), 1);
+	assert_int_equal(job(f, id)->state, JM_PROGRAMMING);
+	assert_true(f->txn_open);
+	assert_int_equal(f->n_answers, answers); /* answered when it settles */
+}
+
+/* ---- the tests ---- */
+
+static void test_submit_to_active(void **state)
+{
+	struct fx *f = *state;
+	const struct jm_job *j;
+
+	submit_to_txn(f, "j1");
+	assert_string_equal(f->change.job_id, "j1");
+	assert_false(f->change.release);
+	/* two links between two pods: two bidirectional circuits, four cross-connects */
+	assert_int_equal(f->change.n_additions, 4);
+	assert_int_equal(f->change.n_removals, 0);
+	assert_true(f->change.n_links > 0);
+	clk_fake_advance_ms(&f->clock, 2500);
+	finish_txn(f, TXN_CONFIRMED, false);
+	j = job(f, "j1");
+	assert_int_equal(j->state, JM_ACTIVE);
+	assert_int_equal(stored_state(f, "j1"), JM_ACTIVE);
+	assert_int_equal(j->updated_ms - j->created_ms, 2500); /* virtual time */
+	assert_int_equal(f->n_answers, 1);
+	assert_int_equal(f->answers[0].err.status, JM_OK);
+	assert_true(f->answers[0].created);
+	assert_int_equal(f->answers[0].state, JM_ACTIVE);
+	assert_int_equal(fs_count(f->fs), 4);
+	assert_int_equal(j->figures.links_placed, 2);
+	assert_true(jm_serving(f->jm, NULL));
+	/* PENDING, PLANNING, PROGRAMMING, ACTIVE */
+	assert_int_equal(f->n_changes, 4);
+}
+
+static void test_idempotency(void **state)
+{
+	struct fx *f = *state;
+	struct jm_spec s = spec_of("j1", "key-1", small_demand, 1);
+	struct jm_spec other = spec_of("j2", "key-1", small_demand, 1);
+	struct jm_spec changed = s;
+
+	jm_submit(f->jm, &s, on_answer, f);
+	jm_submit(f->jm, &s, on_answer, f); /* the same request again, in flight */
+	run_plans(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(f->n_answers, 2); /* each waiter answered exactly once */
+	assert_true(f->answers[0].created != f->answers[1].created);
+	jm_submit(f->jm, &s, on_answer, f); /* again, once ACTIVE: at once */
+	assert_int_equal(f->n_answers, 3);
+	assert_int_equal(f->answers[2].state, JM_ACTIVE);
+	assert_false(f->answers[2].created);
+	jm_submit(f->jm, &other, on_answer, f);
+	assert_int_equal(f->answers[3].err.status, JM_EXISTS);
+	assert_string_equal(f->answers[3].err.field, "idempotency_key");
+	changed.raw = "j1 changed";
+	changed.raw_len = strlen(changed.raw);
+	jm_submit(f->jm, &changed, on_answer, f);
+	assert_int_equal(f->answers[4].err.status, JM_EXISTS);
+	assert_string_equal(f->answers[4].err.field, "id");
+	assert_int_equal(f->n_txns, 1);
+	assert_int_equal(jm_count(f->jm), 1);
+}
+
+static void test_bad_input_creates_nothing(void **state)
+{
+	struct fx *f = *state;
+	const struct lc_demand bad_leaf[] = { { 0, 99, 1 } };
+	struct jm_spec s = spec_of("bad", NULL, bad_leaf, 1);
+	struct jm_spec empty = spec_of("empty", NULL, NULL, 0);
+	struct jm_spec wrong_planner = spec_of("wp", NULL, small_demand, 1);
+
+	jm_submit(f->jm, &s, on_answer, f);
+	jm_submit(f->jm, &empty, on_answer, f);
+	wrong_planner.planner = "delta-fast";
+	jm_submit(f->jm, &wrong_planner, on_answer, f);
+	assert_int_equal(f->n_answers, 3);
+	assert_int_equal(f->answers[0].err.status, JM_INVALID);
+	assert_string_equal(f->answers[0].err.field, "leaf_demand.pairs[0]");
+	assert_string_equal(f->answers[1].err.field, "leaf_demand.pairs");
+	assert_string_equal(f->answers[2].err.field, "options.planner");
+	assert_int_equal(jm_count(f->jm), 0);
+	assert_int_equal(f->n_tasks, 0);
+}
+
+static void test_does_not_fit_fails_untouched(void **state)
+{
+	struct fx *f = *state;
+	/* leaf 0 has 8 spine-facing ports: "full" takes them all */
+	const struct lc_demand full[] = { { 0, 2, 8 } };
+	const struct lc_demand more[] = { { 0, 4, 1 } };
+	struct jm_spec a = spec_of("full", NULL, full, 1);
+	struct jm_spec s = spec_of("big", NULL, more, 1);
+
+	jm_submit(f->jm, &a, on_answer, f);
+	run_plans(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "full")->state, JM_ACTIVE);
+	f->n_answers = 0;
+	f->n_txns = 0;
+	jm_submit(f->jm, &s, on_answer, f);
+	run_plans(f);
+	assert_int_equal(job(f, "big")->state, JM_FAILED);
+	assert_int_equal(stored_state(f, "big"), JM_FAILED);
+	assert_int_equal(f->n_answers, 1);
+	assert_int_equal(f->answers[0].err.status, JM_EXHAUSTED);
+	assert_string_equal(f->answers[0].err.field, "leaf_demand");
+	assert_int_equal(f->n_txns, 0);
+	assert_int_equal(fs_count(f->fs), 16); /* full's circuits only */
+}
+
+static void test_dry_run(void **state)
+{
+	struct fx *f = *state;
+	struct jm_spec s = spec_of("dry", NULL, small_demand, 1);
+
+	jm_plan(f->jm, &s, on_answer, f);
+	assert_int_equal(run_plans(f), 1);
+	assert_int_equal(f->n_answers, 1);
+	assert_int_equal(f->answers[0].err.status, JM_OK);
+	assert_int_equal(f->answers[0].n_plan_xcs, 4);
+	assert_null(jm_find(f->jm, "dry"));
+	assert_int_equal(f->n_txns, 0);
+}
+
+static void test_stale_snapshot_replans(void **state)
+{
+	struct fx *f = *state;
+	const struct lc_demand d2[] = { { 1, 3, 2 } };
+	struct jm_spec a = spec_of("a", NULL, small_demand, 1);
+	struct jm_spec b = spec_of("b", NULL, d2, 1);
+
+	jm_submit(f->jm, &a, on_answer, f);
+	jm_submit(f->jm, &b, on_answer, f);
+	assert_int_equal(run_plans(f), 2); /* both planned on the empty fabric */
+	assert_int_equal(job(f, "a")->state, JM_PROGRAMMING);
+	assert_int_equal(job(f, "b")->state, JM_PROGRAMMING);
+	finish_txn(f, TXN_CONFIRMED, false);
+	/* b's snapshot is stale: planned again, not applied */
+	assert_false(f->txn_open);
+	assert_int_equal(job(f, "b")->state, JM_PLANNING);
+	assert_int_equal(run_plans(f), 1);
+	assert_true(f->txn_open);
+	assert_int_equal(f->change.n_removals, 0); /* a's circuits stay where they are */
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "b")->state, JM_ACTIVE);
+	assert_int_equal(fs_count(f->fs), 8);
+}
+
+static void test_engine_outcomes(void **state)
+{
+	struct fx *f = *state;
+
+	submit_to_txn(f, "rb");
+	finish_txn(f, TXN_ROLLED_BACK, false);
+	assert_int_equal(job(f, "rb")->state, JM_FAILED);
+	assert_int_equal(f->answers[0].err.status, JM_UNAVAILABLE);
+	assert_non_null(strstr(f->answers[0].err.message, "rolled back"));
+	submit_to_txn(f, "fl");
+	finish_txn(f, TXN_FAILED, false);
+	assert_int_equal(job(f, "fl")->state, JM_FAILED);
+	assert_int_equal(f->answers[1].err.status, JM_INTERNAL);
+	assert_non_null(strstr(f->answers[1].err.message, "reconciliation"));
+	/* the engine refuses to start (the intent could not be stored) */
+	f->txn_refuses = EIO;
+	jm_submit(f->jm, &(struct jm_spec){ .id = "ns", .planner = "", .demand = small_demand,
+					    .n_demand = 1, .raw = "ns", .raw_len = 2 },
+		  on_answer, f);
+	run_plans(f);
+	assert_int_equal(job(f, "ns")->state, JM_FAILED);
+	assert_int_equal(stored_state(f, "ns"), JM_FAILED);
+	assert_int_equal(f->answers[2].err.status, JM_UNAVAILABLE);
+	assert_int_equal(fs_count(f->fs), 0);
+	/* a FAILED job submitted again runs again */
+	f->txn_refuses = 0;
+	jm_submit(f->jm, &(struct jm_spec){ .id = "ns", .planner = "", .demand = small_demand,
+					    .n_demand = 1, .raw = "ns", .raw_len = 2 },
+		  on_answer, f);
+	run_plans(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "ns")->state, JM_ACTIVE);
+	assert_int_equal(f->answers[3].err.status, JM_OK);
+}
+
+static void test_release(void **state)
+{
+	struct fx *f = *state;
+
+	submit_to_txn(f, "r");
+	finish_txn(f, TXN_CONFIRMED, false);
+	jm_release(f->jm, "r", on_answer, f);
+	assert_int_equal(job(f, "r")->state, JM_RELEASING);
+	assert_true(f->change.release);
+	assert_int_equal(f->change.n_removals, 4);
+	/* a release the devices roll back leaves the job ACTIVE */
+	finish_txn(f, TXN_ROLLED_BACK, false);
+	assert_int_equal(job(f, "r")->state, JM_ACTIVE);
+	assert_int_equal(f->answers[1].err.status, JM_UNAVAILABLE);
+	jm_release(f->jm, "r", on_answer, f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "r")->state, JM_RELEASED);
+	assert_int_equal(stored_state(f, "r"), JM_RELEASED);
+	assert_int_equal(f->answers[2].err.status, JM_OK);
+	assert_int_equal(fs_count(f->fs), 0);
+	/* again: answered at once */
+	jm_release(f->jm, "r", on_answer, f);
+	assert_int_equal(f->answers[3].state, JM_RELEASED);
+	jm_release(f->jm, "nope", on_answer, f);
+	assert_int_equal(f->answers[4].err.status, JM_NOT_FOUND);
+}
+
+static void test_release_before_and_during_programming(void **state)
+{
+	struct fx *f = *state;
+	struct jm_spec p = spec_of("p", NULL, small_demand, 1);
+
+	/* PLANNING: released at once, the plan's result is dropped */
+	jm_submit(f->jm, &p, on_answer, f);
+	jm_release(f->jm, "p", on_answer, f);
+	assert_int_equal(job(f, "p")->state, JM_RELEASED);
+	assert_int_equal(f->n_answers, 2); /* the submitter and the releaser */
+	run_plans(f);
+	assert_false(f->txn_open);
+	assert_int_equal(job(f, "p")->state, JM_RELEASED);
+	/* PROGRAMMING: released after its transaction */
+	submit_to_txn(f, "q");
+	jm_release(f->jm, "q", on_answer, f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "q")->state, JM_RELEASING);
+	assert_true(f->change.release);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "q")->state, JM_RELEASED);
+	assert_int_equal(fs_count(f->fs), 0);
+}
+
+static void test_store_write_refused_creates_nothing(void **state)
+{
+	struct fx *f = *state;
+	struct jm_spec s = spec_of("x", NULL, small_demand, 1);
+
+	sql(f, "CREATE TRIGGER no_insert BEFORE INSERT ON jobs BEGIN "
+	       "SELECT RAISE(ABORT, 'injected'); END;");
+	jm_submit(f->jm, &s, on_answer, f);
+	assert_int_equal(f->n_answers, 1);
+	assert_int_equal(f->answers[0].err.status, JM_UNAVAILABLE);
+	assert_non_null(strstr(f->answers[0].err.message, "cannot store the job"));
+	assert_null(jm_find(f->jm, "x"));
+	assert_int_equal(f->n_tasks, 0);
+	assert_true(jm_serving(f->jm, NULL)); /* refused, nothing lost: still serving */
+	sql(f, "DROP TRIGGER no_insert;");
+	jm_submit(f->jm, &s, on_answer, f);
+	run_plans(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "x")->state, JM_ACTIVE);
+}
+
+static void test_store_write_fails_mid_flight(void **state)
+{
+	struct fx *f = *state;
+	struct jm_spec later = spec_of("later", NULL, small_demand, 1);
+	const char *why = NULL;
+
+	submit_to_txn(f, "m");
+	sql(f, "CREATE TRIGGER no_update BEFORE UPDATE ON jobs BEGIN "
+	       "SELECT RAISE(ABORT, 'injected'); END;");
+	/* the devices changed: the job becomes ACTIVE, the store cannot say so */
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "m")->state, JM_ACTIVE);
+	assert_int_equal(f->answers[0].err.status, JM_OK);
+	assert_false(jm_serving(f->jm, &why));
+	assert_non_null(strstr(why, "cannot store state ACTIVE"));
+	assert_true(f->store_failed_seen);
+	/* no further writes, each refused with the reason */
+	jm_submit(f->jm, &later, on_answer, f);
+	assert_int_equal(f->answers[1].err.status, JM_UNAVAILABLE);
+	assert_non_null(strstr(f->answers[1].err.message, "serves no writes"));
+	jm_release(f->jm, "m", on_answer, f);
+	assert_int_equal(f->answers[2].err.status, JM_UNAVAILABLE);
+	assert_null(jm_find(f->jm, "later"));
+	/* reads and dry runs still work */
+	jm_plan(f->jm, &later, on_answer, f);
+	run_plans(f);
+	assert_int_equal(f->answers[3].err.status, JM_OK);
+	sql(f, "DROP TRIGGER no_update;");
+}
+
+static void test_outcome_not_stored_stops_writes(void **state)
+{
+	struct fx *f = *state;
+
+	submit_to_txn(f, "o");
+	finish_txn(f, TXN_CONFIRMED, true);
+	assert_false(jm_serving(f->jm, NULL));
+	assert_true(f->store_failed_seen);
+}
+
+static void test_planner_queue_full(void **state)
+{
+	struct fx *f = *state;
+	struct jm_spec s = spec_of("qf", NULL, small_demand, 1);
+
+	f->pool_refuses = EAGAIN;
+	jm_submit(f->jm, &s, on_answer, f);
+	assert_int_equal(job(f, "qf")->state, JM_FAILED);
+	assert_int_equal(f->answers[0].err.status, JM_EXHAUSTED);
+	assert_non_null(strstr(f->answers[0].err.message, "planner queue is full"));
+	jm_plan(f->jm, &s, on_answer, f);
+	assert_int_equal(f->answers[1].err.status, JM_EXHAUSTED);
+}
+
+/* A client that went away: its answer still comes exactly once, others are unaffected. */
+struct gone {
+	int answered;
+};
+
+static void on_gone_answer(void *ctx, const struct jm_error *err, const struct jm_job *job,
+			   bool created, const struct ocs_xc *plan_xcs, size_t n_plan_xcs)
+{
+	(void)err, (void)job, (void)created, (void)plan_xcs, (void)n_plan_xcs;
+	((struct gone *)ctx)->answered++;
+}
+
+static void test_client_gone(void **state)
+{
+	struct fx *f = *state;
+	struct jm_spec s = spec_of("cg", NULL, small_demand, 1);
+	struct gone g = { 0 };
+
+	jm_submit(f->jm, &s, on_gone_answer, &g);
+	jm_submit(f->jm, &s, on_answer, f);
+	run_plans(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(g.answered, 1);
+	assert_int_equal(f->n_answers, 1);
+	assert_int_equal(job(f, "cg")->state, JM_ACTIVE);
+}
+
+static void test_shutdown_mid_plan_resumes(void **state)
+{
+	struct fx *f = *state;
+	struct jm_spec s = spec_of("sd", NULL, small_demand, 1);
+
+	jm_submit(f->jm, &s, on_answer, f);
+	jm_stop(f->jm); /* shutdown while the plan runs */
+	run_plans(f);
+	assert_int_equal(job(f, "sd")->state, JM_PROGRAMMING);
+	assert_false(f->txn_open); /* no transaction starts while stopping */
+	jm_free(f->jm);
+	assert_int_equal(f->n_answers, 1);
+	assert_int_equal(f->answers[0].err.status, JM_UNAVAILABLE);
+	assert_int_equal(stored_state(f, "sd"), JM_PROGRAMMING);
+	/* the next run plans it again and takes it to ACTIVE */
+	open_jm(f);
+	assert_int_equal(jm_set_demand(f->jm, "sd", "", false, small_demand, 1, NULL), 0);
+	assert_int_equal(jm_recover(f->jm), 0);
+	assert_int_equal(job(f, "sd")->state, JM_PLANNING);
+	run_plans(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "sd")->state, JM_ACTIVE);
+	assert_int_equal(stored_state(f, "sd"), JM_ACTIVE);
+}
+
+static void test_restart_resumes_release(void **state)
+{
+	struct fx *f = *state;
+
+	submit_to_txn(f, "rr");
+	finish_txn(f, TXN_CONFIRMED, false);
+	jm_release(f->jm, "rr", on_answer, f);
+	assert_true(f->txn_open);
+	/* the daemon dies with the release's transaction open: recovery (not
+	 * under test here) finds it rolled back */
+	assert_int_equal(st_intent_finish(f->store, f->txn_id, ST_INTENT_ROLLED_BACK, "",
+					  clk_wall_ms(&f->clock.clk)),
+			 0);
+	f->txn_open = false;
+	jm_stop(f->jm);
+	jm_free(f->jm);
+	open_jm(f);
+	assert_int_equal(jm_set_demand(f->jm, "rr", "", false, small_demand, 1, NULL), 0);
+	assert_int_equal(jm_recover(f->jm), 0);
+	assert_true(f->txn_open); /* the release resumes */
+	assert_true(f->change.release);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "rr")->state, JM_RELEASED);
+}
+
+static void test_forget(void **state)
+{
+	struct fx *f = *state;
+	struct jm_spec s = spec_of("fg", "key-fg", small_demand, 1);
+
+	submit_to_txn(f, "live");
+	assert_int_equal(jm_forget(f->jm, "live"), -EBUSY);
+	assert_int_equal(jm_forget(f->jm, "nope"), -ENOENT);
+	finish_txn(f, TXN_CONFIRMED, false);
+	jm_submit(f->jm, &s, on_answer, f);
+	jm_release(f->jm, "fg", on_answer, f);
+	run_plans(f);
+	assert_int_equal(job(f, "fg")->state, JM_RELEASED);
+	assert_int_equal(prune(f, "fg"), 0);
+	assert_null(jm_find(f->jm, "fg"));
+	assert_int_equal(jm_count(f->jm), 1);
+	assert_string_equal(jm_at(f->jm, 0)->id, "live");
+	/* its idempotency key is free again */
+	s.id = "fg2";
+	jm_submit(f->jm, &s, on_answer, f);
+	assert_non_null(jm_find(f->jm, "fg2"));
+}
+
+/* Many jobs: lookups stay right across index growth and deletions. */
+static void test_many_jobs_index(void **state)
+{
+	struct fx *f = *state;
+	char ids[300][16], keys[300][16];
+
+	for (int i = 0; i < 300; i++) {
+		struct jm_spec s;
+
+		snprintf(ids[i], sizeof(ids[i]), "job-%d", i);
+		snprintf(keys[i], sizeof(keys[i]), "k-%d", i);
+		s = spec_of(ids[i], keys[i], small_demand, 1);
+		jm_submit(f->jm, &s, on_answer, f);
+		jm_release(f->jm, ids[i], on_answer, f);
+		f->n_answers = 0;
+	}
+	run_plans(f);
+	for (int i = 0; i < 300; i += 2)
+		assert_int_equal(prune(f, ids[i]), 0);
+	assert_int_equal(jm_count(f->jm), 150);
+	for (int i = 0; i < 300; i++) {
+		struct jm_spec s = spec_of("other", keys[i], small_demand, 1);
+
+		assert_true((jm_find(f->jm, ids[i]) != NULL) == (i % 2 == 1));
+		jm_submit(f->jm, &s, on_answer, f);
+		if (i % 2) {
+			assert_int_equal(f->answers[0].err.status, JM_EXISTS);
+			f->n_answers = 0;
+		} else {
+			jm_release(f->jm, "other", on_answer, f);
+			assert_int_equal(prune(f, "other"), 0);
+			f->n_answers = 0;
+		}
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_submit_to_active, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_input_creates_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_does_not_fit_fails_untouched, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dry_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_snapshot_replans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_outcomes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_release, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_release_before_and_during_programming, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_store_write_refused_creates_nothing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_store_write_fails_mid_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_outcome_not_stored_stops_writes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_planner_queue_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shutdown_mid_plan_resumes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_resumes_release, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_jobs_index, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
