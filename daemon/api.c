@@ -163,6 +163,59 @@ void api_stopping(struct api *api)
 	api->stopping = true;
 }
 
+/* ---- the daemon's enums in the API, each mapped once ---- */
+
+static Ocs__V1__JobState job_state_pb(enum jm_state s)
+{
+	switch (s) {
+	case JM_PENDING:
+		return OCS__V1__JOB_STATE__JOB_STATE_PENDING;
+	case JM_PLANNING:
+		return OCS__V1__JOB_STATE__JOB_STATE_PLANNING;
+	case JM_PROGRAMMING:
+		return OCS__V1__JOB_STATE__JOB_STATE_PROGRAMMING;
+	case JM_ACTIVE:
+		return OCS__V1__JOB_STATE__JOB_STATE_ACTIVE;
+	case JM_RELEASING:
+		return OCS__V1__JOB_STATE__JOB_STATE_RELEASING;
+	case JM_RELEASED:
+		return OCS__V1__JOB_STATE__JOB_STATE_RELEASED;
+	case JM_FAILED:
+		return OCS__V1__JOB_STATE__JOB_STATE_FAILED;
+	}
+	return OCS__V1__JOB_STATE__JOB_STATE_UNSPECIFIED;
+}
+
+/* The `outcome` label of the transaction metrics. */
+static const char *txn_result_label(enum txn_result r)
+{
+	switch (r) {
+	case TXN_CONFIRMED:
+		return "committed";
+	case TXN_REFUSED:
+		return "refused";
+	case TXN_ROLLED_BACK:
+		return "rolled_back";
+	case TXN_FAILED:
+		return "failed";
+	}
+	return "failed";
+}
+
+static Ocs__V1__TransactionOutcome txn_result_pb(enum txn_result r)
+{
+	switch (r) {
+	case TXN_CONFIRMED:
+		return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_COMMITTED;
+	case TXN_REFUSED:
+	case TXN_ROLLED_BACK:
+		return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLED_BACK;
+	case TXN_FAILED:
+		return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLBACK_FAILED;
+	}
+	return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_UNSPECIFIED;
+}
+
 static enum nb_code map_status(enum jm_status s)
 {
 	switch (s) {
@@ -303,7 +356,7 @@ static Ocs__V1__Job *build_job(struct api *api, struct arena *ar, const struct j
 	ocs__v1__job__init(m);
 	*spec_out = ocs__v1__job_spec__unpack(NULL, job->raw_len, job->raw);
 	m->spec = *spec_out;
-	m->state = (Ocs__V1__JobState)job->state;
+	m->state = job_state_pb(job->state);
 	m->reason = ar_strdup(ar, job->reason);
 	m->figures = build_figures(ar, &job->figures);
 	m->created_unix_ms = job->created_ms;
@@ -604,7 +657,7 @@ static void serve_list_jobs(struct api *api, struct nb_call *call, const void *m
 		const struct jm_job *job = jm_at(api->jm, i);
 
 		if (req->state != OCS__V1__JOB_STATE__JOB_STATE_UNSPECIFIED &&
-		    (int)req->state != (int)job->state)
+		    req->state != job_state_pb(job->state))
 			continue;
 		r.jobs[r.n_jobs] = build_job(api, &ar, job, &specs[i]);
 		if (r.jobs[r.n_jobs])
@@ -995,7 +1048,7 @@ static void ev_job(void *ctx, const struct jm_job *job)
 	if (!api->server)
 		return;
 	je.job_id = (char *)job->id;
-	je.state = (Ocs__V1__JobState)job->state;
+	je.state = job_state_pb(job->state);
 	je.reason = (char *)job->reason;
 	ev.kind_case = OCS__V1__EVENT__KIND_JOB;
 	ev.job = &je;
@@ -1007,23 +1060,18 @@ static void ev_txn(void *ctx, const struct jm_txn_summary *sum)
 	struct api *api = ctx;
 	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
 	Ocs__V1__TransactionEvent te = OCS__V1__TRANSACTION_EVENT__INIT;
-	static const char *const names[] = { "committed", "refused", "rolled_back", "failed" };
-	const char *label = sum->outcome >= 0 && sum->outcome < 4 ? names[sum->outcome] : "failed";
+	const char *label = txn_result_label(sum->outcome);
 
 	mx_add(api->m_txns, &label, 1);
 	mx_observe(api->m_txn_seconds, &label, (double)sum->total_ms / 1000.0);
-	if (sum->outcome == 2 || sum->outcome == 3)
+	if (sum->outcome == TXN_ROLLED_BACK || sum->outcome == TXN_FAILED)
 		mx_add(api->m_rollbacks, NULL, 1);
 	mx_add(api->m_rollback_failures, NULL, (double)sum->rollback_failures);
 	if (!api->server)
 		return;
 	te.transaction_id = sum->txn_id;
 	te.job_id = (char *)sum->job_id;
-	te.outcome = sum->outcome == 0
-			     ? OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_COMMITTED
-		     : sum->outcome == 3
-			     ? OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLBACK_FAILED
-			     : OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLED_BACK;
+	te.outcome = txn_result_pb(sum->outcome);
 	te.devices = (char **)sum->devices;
 	te.n_devices = sum->n_devices;
 	te.reason = (char *)(sum->reason ? sum->reason : "");

@@ -618,13 +618,13 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 		store_failed(jm, "out of memory while applying a plan's leaf-spine links");
 	jp_change_clear(&j->change);
 	if (jm->d.events.transaction_done && o->txn_id) {
-		struct jm_txn_summary sum = { o->txn_id,     j->pub.id,   o->sb_outcome,
+		struct jm_txn_summary sum = { o->txn_id,     j->pub.id,   o->result,
 					      o->devices,    o->n_devices, o->message,
 					      o->total_ms,   o->rollback_failures };
 
 		jm->d.events.transaction_done(jm->d.events.ctx, &sum);
 	}
-	if (o->result == TXN_ROLLED_BACK)
+	if (o->result == TXN_ROLLED_BACK || o->result == TXN_REFUSED)
 		jm_set_error(&err, JM_UNAVAILABLE, "",
 			     "devices: %s; every device was rolled back, nothing changed", o->message);
 	else if (o->result == TXN_FAILED)
@@ -636,7 +636,7 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 		set_state(jm, j, JM_RELEASED, NULL);
 		settle(j, NULL);
 	} else if (release) {
-		set_state(jm, j, o->result == TXN_ROLLED_BACK ? JM_ACTIVE : JM_FAILED, err.message);
+		set_state(jm, j, o->result == TXN_FAILED ? JM_FAILED : JM_ACTIVE, err.message);
 		settle(j, &err);
 	} else if (o->result == TXN_CONFIRMED) {
 		set_state(jm, j, JM_ACTIVE, NULL);
@@ -782,9 +782,11 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct j
 		free_job(j);
 		goto oom;
 	}
-	memcpy(j->pub.raw, spec->raw, spec->raw_len);
+	if (spec->raw_len)
+		memcpy(j->pub.raw, spec->raw, spec->raw_len);
 	j->pub.raw_len = spec->raw_len;
-	memcpy(j->pub.demand, spec->demand, spec->n_demand * sizeof(*j->pub.demand));
+	if (spec->n_demand)
+		memcpy(j->pub.demand, spec->demand, spec->n_demand * sizeof(*j->pub.demand));
 	j->pub.n_demand = spec->n_demand;
 	if (search && search->has_delta) {
 		j->pub.figures.has_delta = true;
@@ -847,7 +849,8 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
-	memcpy(t->sub.raw, spec->raw, spec->raw_len);
+	if (spec->raw_len)
+		memcpy(t->sub.raw, spec->raw, spec->raw_len);
 	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
 	if (rc) {
 		jp_task_free(t);

@@ -36,7 +36,7 @@ struct ocsd_config;
 struct pool_task;
 struct st_store;
 
-/* Values match ocs.v1.JobState. */
+/* Stored by name (jm_state_name); mapped to ocs.v1.JobState once, in api.c. */
 enum jm_state {
 	JM_PENDING = 1,
 	JM_PLANNING = 2,
@@ -159,7 +159,7 @@ typedef void (*jm_answer_fn)(void *ctx, const struct jm_error *err, const struct
 struct jm_txn_summary {
 	uint64_t txn_id;
 	const char *job_id;
-	int outcome; /* enum sb_txn_outcome */
+	enum txn_result outcome;
 	const char *const *devices;
 	size_t n_devices;
 	const char *reason;

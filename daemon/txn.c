@@ -305,6 +305,9 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 		state = ST_INTENT_CONFIRMED;
 		break;
 	case SB_TXN_REFUSED:
+		o.result = TXN_REFUSED;
+		state = ST_INTENT_ROLLED_BACK;
+		break;
 	case SB_TXN_ROLLED_BACK:
 		o.result = TXN_ROLLED_BACK;
 		state = ST_INTENT_ROLLED_BACK;
@@ -344,7 +347,6 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	o.txn_id = (uint64_t)tx->txn_id;
 	o.message = r->message;
 	o.rollback_failures = r->n_rollback_failures;
-	o.sb_outcome = (int)r->outcome;
 	o.total_ms = r->total_ms;
 	o.devices = names;
 	o.n_devices = names ? tx->n_devs : 0;

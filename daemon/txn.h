@@ -58,7 +58,8 @@ struct txn_change {
 
 enum txn_result {
 	TXN_CONFIRMED = 1, /* every device holds the change */
-	TXN_ROLLED_BACK,   /* every device back as it was (or refused before touching any) */
+	TXN_REFUSED,       /* refused before any device was touched (plan check, prepare) */
+	TXN_ROLLED_BACK,   /* every device back as it was */
 	TXN_FAILED,        /* a rollback could not be proven: the fabric needs reconciliation */
 };
 
@@ -68,7 +69,6 @@ struct txn_outcome {
 	uint64_t txn_id; /* 0 when no device needed a change */
 	const char *message;
 	size_t rollback_failures;
-	int sb_outcome; /* enum sb_txn_outcome, for events and metrics */
 	int64_t total_ms;
 	const char *const *devices; /* names of the devices touched */
 	size_t n_devices;

@@ -136,9 +136,12 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
 	assert_non_null(f->removals);
 	assert_non_null(f->additions);
 	assert_non_null(f->links);
-	memcpy(f->removals, c->removals, c->n_removals * sizeof(*f->removals));
-	memcpy(f->additions, c->additions, c->n_additions * sizeof(*f->additions));
-	memcpy(f->links, c->links, c->n_links * sizeof(*f->links));
+	if (c->n_removals)
+		memcpy(f->removals, c->removals, c->n_removals * sizeof(*f->removals));
+	if (c->n_additions)
+		memcpy(f->additions, c->additions, c->n_additions * sizeof(*f->additions));
+	if (c->n_links)
+		memcpy(f->links, c->links, c->n_links * sizeof(*f->links));
 	f->change.removals = f->removals;
 	f->change.additions = f->additions;
 	f->change.links = f->links;
