@@ -810,7 +810,7 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct j
 		free(j->waiters);
 		j->waiters = NULL;
 		j->pub.state = JM_RELEASED; /* never seen by anyone: forget it again */
-		jm_forget(jm, j->pub.id);
+		(void)jm_forget(jm, j->pub.id); /* cannot fail: finished, no waiters, not queued */
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
