@@ -70,6 +70,7 @@ struct jm {
 	struct job_rt **live; /* jobs that hold leaves (jl_holds_leaves); room for n_jobs */
 	size_t n_live;
 	struct strmap by_id, by_key;
+	size_t n_state[JM_FAILED + 1]; /* jobs in each state (metrics, without a scan) */
 	struct job_rt *queue_head, *queue_tail; /* waiting for a transaction, FIFO */
 	struct job_rt *txn_job;                 /* the job whose transaction runs */
 	bool txn_running;
@@ -114,6 +115,11 @@ const struct jm_job *jm_find(const struct jm *jm, const char *id)
 size_t jm_count(const struct jm *jm)
 {
 	return jm->n_jobs;
+}
+
+size_t jm_count_state(const struct jm *jm, enum jm_state s)
+{
+	return s >= JM_PENDING && s <= JM_FAILED ? jm->n_state[s] : 0;
 }
 
 const struct jm_job *jm_at(const struct jm *jm, size_t i)
@@ -177,6 +183,7 @@ static int table_add(struct jm *jm, struct job_rt *j)
 		return -ENOMEM;
 	}
 	jm->jobs[jm->n_jobs++] = j;
+	jm->n_state[j->pub.state]++;
 	return 0;
 }
 
@@ -209,6 +216,7 @@ int jm_forget(struct jm *jm, const char *id)
 		;
 	memmove(&jm->jobs[i], &jm->jobs[i + 1], (jm->n_jobs - i - 1) * sizeof(*jm->jobs));
 	jm->n_jobs--;
+	jm->n_state[j->pub.state]--;
 	strmap_del(&jm->by_id, j->pub.id);
 	if (j->pub.key[0] && strmap_get(&jm->by_key, j->pub.key) == j)
 		strmap_del(&jm->by_key, j->pub.key);
@@ -297,6 +305,8 @@ static void set_state(struct jm *jm, struct job_rt *j, enum jm_state state, cons
 	bool was_live = jl_holds_leaves(j->pub.state);
 	int rc;
 
+	jm->n_state[j->pub.state]--;
+	jm->n_state[state]++;
 	j->pub.state = state;
 	snprintf(j->pub.reason, sizeof(j->pub.reason), "%s", reason ? reason : "");
 	j->pub.updated_ms = now_ms(jm);
@@ -809,7 +819,10 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct j
 			     strerror(-rc));
 		free(j->waiters);
 		j->waiters = NULL;
-		j->pub.state = JM_RELEASED; /* never seen by anyone: forget it again */
+		/* never seen by anyone: forget it again */
+		jm->n_state[j->pub.state]--;
+		jm->n_state[JM_RELEASED]++;
+		j->pub.state = JM_RELEASED;
 		(void)jm_forget(jm, j->pub.id); /* cannot fail: finished, no waiters, not queued */
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;

@@ -247,6 +247,8 @@ int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow
 
 const struct jm_job *jm_find(const struct jm *jm, const char *id);
 size_t jm_count(const struct jm *jm);
+/* Jobs in state s, kept as states change (no scan). */
+size_t jm_count_state(const struct jm *jm, enum jm_state s);
 const struct jm_job *jm_at(const struct jm *jm, size_t i);
 /*
  * Drained devices get no new circuits (existing ones stay), also for plans

@@ -258,12 +258,27 @@ static int setup(void **state)
 	return 0;
 }
 
+/* The per-state counters agree with a scan of the table. */
+static void check_counts(struct fx *f)
+{
+	size_t scan[JM_FAILED + 1] = { 0 }, total = 0;
+
+	for (size_t i = 0; i < jm_count(f->jm); i++)
+		scan[jm_at(f->jm, i)->state]++;
+	for (int s = JM_PENDING; s <= JM_FAILED; s++) {
+		assert_int_equal(jm_count_state(f->jm, (enum jm_state)s), scan[s]);
+		total += scan[s];
+	}
+	assert_int_equal(total, jm_count(f->jm));
+}
+
 static int teardown(void **state)
 {
 	struct fx *f = *state;
 	char cmd[128];
 
 	run_plans(f);
+	check_counts(f);
 	jm_free(f->jm);
 	free(f->removals);
 	free(f->additions);
