@@ -3,15 +3,17 @@
  * (config, state store, solver pool, metrics endpoint), talks to systemd
  * (READY, STATUS, WATCHDOG, RELOADING, STOPPING) and handles signals:
  *   SIGTERM, SIGINT  drain in-flight work, close the store, exit 0
- *   SIGHUP           re-read and validate the fabric file and report
- *                    whether it changed (unchanged, invalid, restart_needed);
- *                    the running configuration always stays: nothing is
- *                    reloaded live in this version.
+ *   SIGHUP           re-read and validate the fabric file: how devices are
+ *                    reached (addresses, ports, host keys, credentials,
+ *                    rpc-timeout) applies live ("applied"); a change of the
+ *                    fabric itself is "restart_needed" and nothing of it is
+ *                    applied; "invalid" and "unchanged" change nothing.
  *
  * Lifecycle (all on the loop thread):
  *
  *   od_run:  load config -> open store -> pool, devices, transaction engine
- *            -> job manager (resolve open transactions, resume jobs)
+ *            -> recovery (resolve open transactions) -> job manager
+ *            (resume jobs)
  *            -> gRPC server, metrics -> READY=1 -> reconciliation pass
  *            -> loop (a reconciliation pass every reconcile_interval_s) ...
  *   SIGTERM: STOPPING=1 -> refuse new requests -> wait for the running
