@@ -26,7 +26,8 @@
  * first plan searches again (deterministic for a seed without a time
  * budget), in the same pool task as the leaf-centric plan.
  *
- * Drains: a drained device gets no new circuits. Pinned plans see blockers
+ * Drains (devices.c holds the flags): a drained device gets no new
+ * circuits. Pinned plans see blockers
  * on its free ports; a plan allowed to move other jobs' circuits (replan)
  * that puts a new cross-connect on a drained device is discarded and the
  * job planned pinned instead.
@@ -148,19 +149,6 @@ const struct jm_job *jm_at(const struct jm *jm, size_t i)
 bool jm_busy(const struct jm *jm)
 {
 	return jm->txn != NULL;
-}
-
-void jm_set_drained(struct jm *jm, int device_id, bool drained)
-{
-	if (device_id < 0 || device_id >= jm->d.cfg->n_devices || jm->drained[device_id] == drained)
-		return;
-	jm->drained[device_id] = drained;
-	jm->n_drained += drained ? 1 : -1;
-}
-
-bool jm_drained(const struct jm *jm, int device_id)
-{
-	return device_id >= 0 && device_id < jm->d.cfg->n_devices && jm->drained[device_id];
 }
 
 void jm_stop(struct jm *jm)
@@ -887,18 +875,19 @@ static struct plan_task *new_task(struct jm *jm, const char *self, const char *p
 	t->existing = fs_snapshot(jm->d.fs, &t->n_existing);
 	t->n_configured = t->n_existing;
 	t->gen = fs_generation(jm->d.fs);
-	if (t->existing && jm->n_drained > 0) {
+	if (t->existing && dev_n_drained(jm->d.devs) > 0) {
 		t->drained = malloc((size_t)jm->d.cfg->n_devices * sizeof(*t->drained) + 1);
 		if (!t->drained) {
 			free_task(t);
 			return NULL;
 		}
-		memcpy(t->drained, jm->drained, (size_t)jm->d.cfg->n_devices * sizeof(*t->drained));
+		memcpy(t->drained, dev_drained_mask(jm->d.devs),
+		       (size_t)jm->d.cfg->n_devices * sizeof(*t->drained));
 	}
-	if (t->existing && jm->n_drained > 0) {
+	if (t->existing && dev_n_drained(jm->d.devs) > 0) {
 		/* Drained devices: blockers the planner must treat as pinned. */
 		size_t n_blk = 0;
-		struct ocs_xc *blk = fs_drain_blockers(jm->d.fs, jm->drained, &n_blk);
+		struct ocs_xc *blk = fs_drain_blockers(jm->d.fs, t->drained, &n_blk);
 		struct ocs_xc *all = blk ? realloc(t->existing,
 						   (t->n_existing + n_blk + 1) * sizeof(*all))
 					 : NULL;
@@ -1395,11 +1384,6 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 		return -ENOMEM;
 	jm->d = *deps;
 	jm->f = &deps->cfg->fabric;
-	jm->drained = calloc((size_t)deps->cfg->n_devices + 1, sizeof(*jm->drained));
-	if (!jm->drained) {
-		free(jm);
-		return -ENOMEM;
-	}
 	rc = st_job_list(deps->store, load_job, &lc);
 	if (rc) {
 		snprintf(err, err_len, "cannot load jobs from the store: %s", strerror(-rc));
@@ -1423,7 +1407,6 @@ void jm_free(struct jm *jm)
 	}
 	free(jm->jobs);
 	free(jm->queue);
-	free(jm->drained);
 	free(jm);
 }
 

@@ -29,11 +29,11 @@
 #include "delta_plan.h"
 #include "leafcentric.h"
 
+struct devices;
 struct fs_state;
 struct loop;
 struct ocsd_config;
 struct pool;
-struct sb_device;
 struct sb_engine;
 struct st_store;
 
@@ -182,7 +182,7 @@ struct jm_deps {
 	struct pool *pool;
 	struct fs_state *fs;
 	struct sb_engine *engine;
-	struct sb_device **devices; /* cfg->n_devices, by device id */
+	struct devices *devs; /* handles and drain state, by device id (devices.h) */
 	struct jm_events events;
 	int confirm_timeout_s;
 	int connect_timeout_ms;
@@ -220,15 +220,6 @@ int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow
 const struct jm_job *jm_find(const struct jm *jm, const char *id);
 size_t jm_count(const struct jm *jm);
 const struct jm_job *jm_at(const struct jm *jm, size_t i);
-/*
- * Drained devices get no new circuits (existing ones stay), also for plans
- * allowed to move other jobs' circuits (allow_moving_other_jobs: a global
- * re-plan of every job's demand, each cross-connect given to the job it
- * serves; see jobs_move.c).
- */
-void jm_set_drained(struct jm *jm, int device_id, bool drained);
-bool jm_drained(const struct jm *jm, int device_id);
-
 /* True while a transaction is running. */
 bool jm_busy(const struct jm *jm);
 /*

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "devices.h"
 #include "fabric_state.h"
 #include "jobs.h"
 #include "loop.h"
@@ -63,8 +64,6 @@ struct jm {
 	size_t n_queue, cap_queue;
 	struct txn *txn; /* the running transaction */
 	bool stopping;   /* no new transaction starts */
-	bool *drained;   /* by device id: no new circuits there */
-	int n_drained;
 };
 
 int64_t jm_now_ms(void);
