@@ -179,21 +179,25 @@ int fs_apply(struct fs_state *fs, const struct ocs_xc *removals, size_t n_remova
 	     const struct st_circuit *additions, size_t n_additions)
 {
 	struct st_circuit *adds = malloc((n_additions ? n_additions : 1) * sizeof(*adds));
+	/* Found first, dropped after: marking in place would unsort the searched array. */
+	unsigned char *gone = calloc(fs->n + 1, 1);
 	size_t w = 0, r, a;
 
-	if (!adds || reserve(fs, fs->n + n_additions) != 0) {
+	if (!adds || !gone || reserve(fs, fs->n + n_additions) != 0) {
 		free(adds);
+		free(gone);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n_removals; i++) {
 		size_t at = lower_bound(fs, &removals[i]);
 
 		if (at < fs->n && xc_cmp(&fs->items[at].xc, &removals[i]) == 0)
-			fs->items[at].xc.group = -1; /* marked; compacted below */
+			gone[at] = 1;
 	}
 	for (r = 0; r < fs->n; r++)
-		if (fs->items[r].xc.group >= 0)
+		if (!gone[r])
 			fs->items[w++] = fs->items[r];
+	free(gone);
 	if (n_additions)
 		memcpy(adds, additions, n_additions * sizeof(*adds));
 	if (n_additions > 1)
