@@ -158,7 +158,9 @@ static int register_metrics(struct od *od)
 			       "Cabled OCS input ports per group, used and free.", port_labels);
 	od->m_reloads = mx_counter(od->reg, "ocsd_config_reloads_total",
 				   "Fabric file re-reads (SIGHUP) by result.", result_label);
-	od->m_devices = mx_gauge(od->reg, "ocsd_devices", "Devices by state.", state_label);
+	od->m_devices = mx_gauge(od->reg, "ocsd_devices",
+				 "Devices by state (in_service + drained = all; unreachable: "
+				 "the last reconciliation could not read them).", state_label);
 	od->m_contention = mx_gauge(od->reg, "ocsd_active_plan_max_contention",
 				    "Largest leaf-spine contention over the plans of active jobs.",
 				    NULL);
