@@ -127,7 +127,9 @@ static int build_txn(struct jm *jm, struct txn *tx)
 	for (int d = 0, k = 0; d < n_dev; d++) {
 		struct ocs_xc key = { ocs_fabric_device_group(f, d), ocs_fabric_device_in_group(f, d),
 				      0, 0 };
-		size_t cap = fs_device_xcs(jm->d.fs, d) + tx->n_adds + 1, m = 0;
+		size_t n_run, m = 0;
+		const struct st_circuit *run = dev_xcs(jm->d.devs, d, &n_run);
+		size_t cap = n_run + tx->n_adds + 1;
 		struct sb_xc *tg;
 
 		if (!touched[d])
@@ -135,12 +137,10 @@ static int build_txn(struct jm *jm, struct txn *tx)
 		tg = malloc(cap * sizeof(*tg));
 		if (!tg)
 			goto oom;
-		for (size_t i = 0; i < n; i++) {
-			const struct ocs_xc *xc = &fs_at(jm->d.fs, i)->xc;
+		for (size_t i = 0; i < n_run; i++) { /* this device's run only */
+			const struct ocs_xc *xc = &run[i].xc;
 			bool removed = false;
 
-			if (!jm_same_device(xc, &key))
-				continue;
 			for (size_t r = 0; r < tx->n_removals && !removed; r++)
 				removed = jm_same_device(&tx->removals[r], xc) &&
 					  tx->removals[r].in == xc->in;
