@@ -12,6 +12,7 @@
 
 #include "arena.h"
 #include "config.h"
+#include "devices.h"
 #include "fabric_state.h"
 #include "jobs.h"
 #include "loop.h"
@@ -27,26 +28,6 @@ struct api {
 	struct mx_family *m_rollbacks, *m_rollback_failures, *m_drift, *m_unreachable;
 	struct mx_family *m_recon_seconds;
 	size_t drift_published; /* in the current pass */
-	/* Per device id, from the last reconciliation: 0 not read yet, 1 read, -1 unreadable. */
-	signed char *reachable;
-	/* Per device id: the session of the last reconciliation pass. */
-	struct api_session *sessions;
-};
-
-/*
- * A device's NETCONF session as the reconciliation passes see it (its own
- * handles, which stay connected between passes):
- *
- *   CONNECTING --read ok--> CONNECTED --read fails--> DISCONNECTED (error)
- *        \                      ^                          |
- *         `--read fails--> DISCONNECTED <----read ok-------'
- *
- * since_ms is when the state last changed (start-up for CONNECTING).
- */
-struct api_session {
-	Ocs__V1__SessionState state;
-	char error[360];
-	int64_t since_ms;
 };
 
 /* Who a job manager answer goes to (freed by the answer). */
@@ -123,14 +104,7 @@ struct api *api_new(const struct api_deps *deps)
 	api->m_recon_seconds = mx_histogram(deps->reg, "ocsd_reconcile_duration_seconds",
 					    "Time to read back every device.", NULL,
 					    mx_latency_buckets_s, mx_latency_buckets_n);
-	api->reachable = calloc((size_t)deps->cfg->n_devices + 1, sizeof(*api->reachable));
-	api->sessions = calloc((size_t)deps->cfg->n_devices + 1, sizeof(*api->sessions));
-	for (int i = 0; api->sessions && i < deps->cfg->n_devices; i++) {
-		api->sessions[i].state = OCS__V1__SESSION_STATE__SESSION_STATE_CONNECTING;
-		api->sessions[i].since_ms = wall_ms();
-	}
-	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds || !api->reachable ||
-	    !api->sessions) {
+	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds) {
 		api_free(api);
 		return NULL;
 	}
@@ -144,8 +118,6 @@ void api_free(struct api *api)
 {
 	if (!api)
 		return;
-	free(api->reachable);
-	free(api->sessions);
 	free(api);
 }
 
@@ -696,9 +668,12 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 	r.gpus = ocs_fabric_gpus(f);
 	r.devices = api->d.cfg->n_devices;
 	for (int i = 0; i < api->d.cfg->n_devices; i++) {
-		r.devices_connected += api->reachable[i] > 0;
-		r.devices_drained += jm_drained(api->jm, i);
+		struct dev_status ds;
+
+		if (dev_status(api->d.devs, i, &ds) == 0)
+			r.devices_connected += ds.health == DEV_HEALTH_HEALTHY;
 	}
+	r.devices_drained = dev_n_drained(api->d.devs);
 	r.circuits_active = (int32_t)(fs_count(api->d.fs) / 2);
 	r.jobs_active = active;
 	r.ocs_ports_used = (int64_t)fs_count(api->d.fs);
@@ -709,10 +684,33 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 
 static int find_device(const struct api *api, const char *name)
 {
-	for (int i = 0; i < api->d.cfg->n_devices; i++)
-		if (strcmp(api->d.cfg->devices[i].name, name) == 0)
-			return i;
-	return -1;
+	return dev_find(api->d.devs, name);
+}
+
+static Ocs__V1__SessionState session_pb(enum dev_session s)
+{
+	switch (s) {
+	case DEV_SESSION_CONNECTED:
+		return OCS__V1__SESSION_STATE__SESSION_STATE_CONNECTED;
+	case DEV_SESSION_DISCONNECTED:
+		return OCS__V1__SESSION_STATE__SESSION_STATE_DISCONNECTED;
+	case DEV_SESSION_CONNECTING:
+	default:
+		return OCS__V1__SESSION_STATE__SESSION_STATE_CONNECTING;
+	}
+}
+
+static Ocs__V1__DeviceHealth health_pb(enum dev_health h)
+{
+	switch (h) {
+	case DEV_HEALTH_HEALTHY:
+		return OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_HEALTHY;
+	case DEV_HEALTH_UNREACHABLE:
+		return OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNREACHABLE;
+	case DEV_HEALTH_UNKNOWN:
+	default:
+		return OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNSPECIFIED;
+	}
 }
 
 static Ocs__V1__Device *build_device(struct api *api, struct arena *ar, int id)
@@ -721,10 +719,12 @@ static Ocs__V1__Device *build_device(struct api *api, struct arena *ar, int id)
 	const struct cfg_device *cd = &api->d.cfg->devices[id];
 	Ocs__V1__Device *m = ar_alloc(ar, sizeof(*m));
 	char addr[300];
-	size_t used = fs_device_xcs(api->d.fs, id);
+	size_t used = 0;
+	struct dev_status ds;
 
-	if (!m)
+	if (!m || dev_status(api->d.devs, id, &ds) != 0)
 		return NULL;
+	dev_xcs(api->d.devs, id, &used);
 	ocs__v1__device__init(m);
 	snprintf(addr, sizeof(addr), "%s:%u", cd->address, cd->port);
 	m->name = (char *)cd->name;
@@ -732,13 +732,11 @@ static Ocs__V1__Device *build_device(struct api *api, struct arena *ar, int id)
 	m->index = ocs_fabric_device_in_group(f, id);
 	m->address = ar_strdup(ar, addr);
 	/* Session and health: what the last reconciliation pass found. */
-	m->session = api->sessions[id].state;
-	m->session_error = api->sessions[id].error;
-	m->session_since_unix_ms = api->sessions[id].since_ms;
-	m->health = api->reachable[id] > 0   ? OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_HEALTHY
-		    : api->reachable[id] < 0 ? OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNREACHABLE
-					     : OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNSPECIFIED;
-	m->drained = jm_drained(api->jm, id);
+	m->session = session_pb(ds.session);
+	m->session_error = ar_strdup(ar, ds.session_error);
+	m->session_since_unix_ms = ds.since_ms;
+	m->health = health_pb(ds.health);
+	m->drained = ds.drained;
 	m->ports_total = f->k_ocs;
 	m->ports_used = (int32_t)used;
 	m->circuits = (int32_t)used;
@@ -859,7 +857,7 @@ static void serve_drain(struct api *api, struct nb_call *call, const void *msg, 
 		ar_free_all(&ar);
 		return;
 	}
-	rc = st_drain_set(api->d.store, name, drain);
+	rc = dev_set_drained(api->d.devs, id, drain);
 	if (rc) {
 		nb_call_fail(call, NB_UNAVAILABLE, "", "cannot store the drain state (%s); nothing "
 						       "changed",
@@ -867,7 +865,6 @@ static void serve_drain(struct api *api, struct nb_call *call, const void *msg, 
 		ar_free_all(&ar);
 		return;
 	}
-	jm_set_drained(api->jm, id, drain);
 	if (drain) {
 		Ocs__V1__DrainDeviceResponse r = OCS__V1__DRAIN_DEVICE_RESPONSE__INIT;
 
@@ -894,16 +891,6 @@ static void serve_drain_device(struct api *api, struct nb_call *call, const void
 static void serve_undrain_device(struct api *api, struct nb_call *call, const void *msg)
 {
 	serve_drain(api, call, msg, false);
-}
-
-static int restore_drain(void *ctx, const char *device)
-{
-	struct api *api = ctx;
-	int id = find_device(api, device);
-
-	if (id >= 0)
-		jm_set_drained(api->jm, id, true);
-	return 0;
 }
 
 /* ---- hand-off from gRPC threads ---- */
@@ -1128,23 +1115,10 @@ static void ev_drift(void *ctx, const char *device, int in, int out, bool missin
 static void ev_device_read(void *ctx, int id, bool ok, bool connected, const char *error)
 {
 	struct api *api = ctx;
-	signed char now = ok ? 1 : -1;
-	struct api_session *ss = &api->sessions[id];
-	Ocs__V1__SessionState state = ok && connected
-					      ? OCS__V1__SESSION_STATE__SESSION_STATE_CONNECTED
-					      : OCS__V1__SESSION_STATE__SESSION_STATE_DISCONNECTED;
-	bool changed = api->reachable[id] != now || ss->state != state ||
-		       strcmp(ss->error, ok ? "" : error) != 0;
 	struct arena ar = { 0 };
 
-	if (ss->state != state)
-		ss->since_ms = wall_ms();
-	ss->state = state;
-	snprintf(ss->error, sizeof(ss->error), "%s",
-		 ok ? "" : error && *error ? error : "unreadable");
-	if (!changed)
+	if (!dev_note_read(api->d.devs, id, ok, connected, error, wall_ms()))
 		return;
-	api->reachable[id] = now;
 	publish_device(api, build_device(api, &ar, id));
 	ar_free_all(&ar);
 }
@@ -1174,7 +1148,7 @@ struct recon_events api_recon_events(struct api *api)
 
 int api_restore_jobs(struct api *api)
 {
-	int rc = st_drain_list(api->d.store, restore_drain, api);
+	int rc = dev_restore_drained(api->d.devs);
 
 	if (rc)
 		return rc;

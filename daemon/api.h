@@ -17,6 +17,7 @@
 #include "reconcile.h"
 
 struct api;
+struct devices;
 struct fs_state;
 struct jm;
 struct loop;
@@ -26,9 +27,9 @@ struct st_store;
 
 struct api_deps {
 	const struct ocsd_config *cfg;
-	struct st_store *store; /* drain state */
 	struct loop *loop;
 	struct fs_state *fs;
+	struct devices *devs; /* sessions, health and drain of every device */
 	struct mx_registry *reg; /* RPC and plan metrics are registered here */
 	const char *version;
 };
@@ -46,7 +47,7 @@ struct nb_limits api_limits(const struct ocsd_config *cfg);
 struct jm_events api_job_events(struct api *api);
 /* Reconciliation results -> DriftEvents and drift metrics (recon_deps.events). */
 struct recon_events api_recon_events(struct api *api);
-/* Restores drained devices and decodes the stored request of every job. */
+/* Restores drained devices (dev_restore_drained) and decodes the stored request of every job. */
 int api_restore_jobs(struct api *api);
 /* Marks the API as stopping: new requests get UNAVAILABLE. */
 void api_stopping(struct api *api);

@@ -1,6 +1,7 @@
 /*
  * daemon.c - implementation of daemon.h: start-up, signals, systemd
- * notifications, the watchdog and the state-derived metrics.
+ * notifications, the watchdog and the metrics sampled from the in-memory
+ * state before each scrape.
  */
 #include "daemon.h"
 
@@ -19,6 +20,7 @@
 
 #include "api.h"
 #include "config.h"
+#include "devices.h"
 #include "fabric_state.h"
 #include "jobs.h"
 #include "loop.h"
@@ -47,8 +49,7 @@ struct od {
 	struct mh_server *http;
 	struct event *sig_term, *sig_int, *sig_hup, *watchdog, *drain;
 	struct sb_driver *driver;
-	struct sb_device **devices;       /* transactions' sessions */
-	struct sb_device **recon_devices; /* reconciliation's own sessions */
+	struct devices *devs; /* every device's handles, session, health and drain */
 	struct sb_engine *engine;
 	struct txn_driver *txn;
 	struct fs_state *fs;
@@ -81,81 +82,64 @@ static void log_config_errors(const char *path, const struct cfg_errors *errs)
 		od_log(SD_ERR, "%s: %s", errs->items[i].path, errs->items[i].message);
 }
 
-/* ---- metrics derived from the store ---- */
+/* ---- metrics derived from the in-memory state (no scrape reads the store) ---- */
 
-static int count_job_state(void *ctx, const struct st_job *job)
-{
-	struct mx_family *fam = ctx;
-	const char *labels[] = { job->state };
-
-	mx_add(fam, labels, 1);
-	return 0;
-}
-
-struct port_count {
-	const struct ocs_fabric *f;
-	long *used_per_group;
-	long total;
-};
-
-static int count_xc(void *ctx, const struct st_circuit *c)
-{
-	struct port_count *pc = ctx;
-
-	pc->total++;
-	if (pc->used_per_group && c->xc.group >= 0 && c->xc.group < ocs_fabric_groups(pc->f))
-		pc->used_per_group[c->xc.group]++;
-	return 0;
-}
-
-static void refresh_metrics(void *arg)
+/*
+ * Before each scrape: job counts by state from the job manager's table
+ * (jm_count/jm_at: one pass over the jobs in memory), cross-connects and
+ * input ports per group from the fabric state's per-device runs, devices
+ * by state from devices.c.
+ */
+static void sample_metrics(void *arg)
 {
 	struct od *od = arg;
 	const struct ocs_fabric *f = &od->cfg->fabric;
-	bool leaf_spine = od->cfg->kind == CFG_LEAF_SPINE_OCS;
-	struct port_count pc = { f, NULL, 0 };
-	static const char *const states[] = { "PENDING",   "PLANNING", "PROGRAMMING", "ACTIVE",
-					      "RELEASING", "RELEASED", "FAILED" };
+	static const enum jm_state states[] = { JM_PENDING,   JM_PLANNING,  JM_PROGRAMMING,
+						JM_ACTIVE,    JM_RELEASING, JM_RELEASED,
+						JM_FAILED };
+	enum { N_STATES = sizeof(states) / sizeof(states[0]) };
+	double by_state[N_STATES] = { 0 };
+	double worst = 0;
 
-	mx_clear(od->m_jobs);
-	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
-		mx_set(od->m_jobs, &states[i], 0);
-	st_job_list(od->store, count_job_state, od->m_jobs);
+	for (size_t i = 0; od->jm && i < jm_count(od->jm); i++) {
+		const struct jm_job *job = jm_at(od->jm, i);
 
-	if (od->jm) {
-		int drained = 0;
-		double worst = 0;
-
-		for (int i = 0; i < od->cfg->n_devices; i++)
-			drained += jm_drained(od->jm, i);
-		mx_set(od->m_devices, (const char *[]){ "in_service" },
-		       (double)(od->cfg->n_devices - drained));
-		mx_set(od->m_devices, (const char *[]){ "drained" }, (double)drained);
-		for (size_t i = 0; i < jm_count(od->jm); i++) {
-			const struct jm_job *job = jm_at(od->jm, i);
-
-			if (job->state == JM_ACTIVE && job->figures.max_contention > worst)
-				worst = job->figures.max_contention;
-		}
-		mx_set(od->m_contention, NULL, worst);
+		for (size_t s = 0; s < N_STATES; s++)
+			by_state[s] += job->state == states[s];
+		if (job->state == JM_ACTIVE && job->figures.max_contention > worst)
+			worst = job->figures.max_contention;
 	}
-	if (leaf_spine)
-		pc.used_per_group = calloc((size_t)ocs_fabric_groups(f), sizeof(long));
-	st_circuit_list(od->store, NULL, count_xc, &pc);
-	mx_set(od->m_xcs, NULL, (double)pc.total);
-	if (pc.used_per_group) {
+	mx_clear(od->m_jobs);
+	for (size_t s = 0; s < N_STATES; s++) {
+		const char *label = jm_state_name(states[s]);
+
+		mx_set(od->m_jobs, &label, by_state[s]);
+	}
+	if (od->jm)
+		mx_set(od->m_contention, NULL, worst);
+	if (od->devs) {
+		int drained = dev_n_drained(od->devs);
+
+		mx_set(od->m_devices, (const char *[]){ "in_service" },
+		       (double)(dev_count(od->devs) - drained));
+		mx_set(od->m_devices, (const char *[]){ "drained" }, (double)drained);
+		mx_set(od->m_devices, (const char *[]){ "unreachable" },
+		       (double)dev_unreachable(od->devs));
+	}
+	mx_set(od->m_xcs, NULL, od->fs ? (double)fs_count(od->fs) : 0);
+	if (od->fs) {
 		/* Each cross-connect occupies one input and one output port. */
 		long cabled = (long)ocs_fabric_devices_per_group(f) * ocs_fabric_device_ports_used(f);
 
 		for (int h = 0; h < ocs_fabric_groups(f); h++) {
 			char group[16];
 			const char *used[] = { group, "used" }, *free_[] = { group, "free" };
+			long n = (long)fs_group_xcs(od->fs, h);
 
 			snprintf(group, sizeof(group), "%d", h);
-			mx_set(od->m_ports, used, (double)pc.used_per_group[h]);
-			mx_set(od->m_ports, free_, (double)(cabled - pc.used_per_group[h]));
+			mx_set(od->m_ports, used, (double)n);
+			mx_set(od->m_ports, free_, (double)(cabled - n));
 		}
-		free(pc.used_per_group);
 	}
 }
 
@@ -177,7 +161,9 @@ static int register_metrics(struct od *od)
 			       "Cabled OCS input ports per group, used and free.", port_labels);
 	od->m_reloads = mx_counter(od->reg, "ocsd_config_reloads_total",
 				   "Fabric file re-reads (SIGHUP) by result.", result_label);
-	od->m_devices = mx_gauge(od->reg, "ocsd_devices", "Devices by state.", state_label);
+	od->m_devices = mx_gauge(od->reg, "ocsd_devices",
+				 "Devices by state (in_service + drained = all; unreachable: "
+				 "the last reconciliation could not read them).", state_label);
 	od->m_contention = mx_gauge(od->reg, "ocsd_active_plan_max_contention",
 				    "Largest leaf-spine contention over the plans of active jobs.",
 				    NULL);
@@ -280,14 +266,14 @@ static int apply_access(struct od *od, struct ocsd_config *next, const char *pas
 	struct cfg_access old = od->cfg->access;
 	int rc = 0;
 
-	for (int i = 0; od->devices && i < next->n_devices && !rc; i++) {
+	for (int i = 0; od->devs && i < next->n_devices && !rc; i++) {
 		struct sb_device_config dc;
 
 		rc = device_settings(next, i, password, &dc);
 		if (!rc)
-			rc = sb_device_set_config(od->devices[i], &dc);
+			rc = sb_device_set_config(dev_handle(od->devs, i, DEV_ROLE_TXN), &dc);
 		if (!rc)
-			rc = sb_device_set_config(od->recon_devices[i], &dc);
+			rc = sb_device_set_config(dev_handle(od->devs, i, DEV_ROLE_RECON), &dc);
 		memset(dc.password, 0, sizeof(dc.password));
 	}
 	if (rc)
@@ -335,7 +321,7 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 		       "configuration stays", next->access.password_file, strerror(-rc));
 		result = "invalid";
 	} else if (change == CHANGE_NONE &&
-		   (!od->devices || strcmp(password, od->password) == 0)) {
+		   (!od->devs || strcmp(password, od->password) == 0)) {
 		od_log(SD_NOTICE, "%s is unchanged", od->opts->config_path);
 	} else if ((rc = apply_access(od, next, password)) != 0) {
 		od_log(SD_WARNING, "devices: cannot apply the new access settings (%s): the "
@@ -364,14 +350,7 @@ static void on_recon_timer(evutil_socket_t fd, short what, void *arg)
 
 static int start_reconciliation(struct od *od)
 {
-	struct recon_deps rd = { od->loop,
-				 &od->cfg->fabric,
-				 od->fs,
-				 od->jm,
-				 od->recon_devices,
-				 od->cfg->n_devices,
-				 (int)od->cfg->access.rpc_timeout_ms,
-				 api_recon_events(od->api) };
+	struct recon_deps rd = { od->loop, od->fs, od->jm, od->devs, api_recon_events(od->api) };
 	struct timeval tv = { (time_t)od->opts->reconcile_interval_s, 0 };
 
 	od->recon = recon_new(&rd);
@@ -439,12 +418,7 @@ static void od_teardown(struct od *od)
 	if (od->loop)
 		loop_run_posted(od->loop);
 	sb_engine_free(od->engine);
-	for (int i = 0; od->devices && i < od->cfg->n_devices; i++)
-		sb_device_free(od->devices[i]);
-	for (int i = 0; od->recon_devices && i < od->cfg->n_devices; i++)
-		sb_device_free(od->recon_devices[i]);
-	free(od->devices);
-	free(od->recon_devices);
+	dev_free(od->devs); /* and the device handles, before their driver */
 	sb_driver_free(od->driver);
 	fs_free(od->fs);
 	api_free(od->api);
@@ -531,8 +505,8 @@ static int device_settings(const struct ocsd_config *cfg, int i, const char *pas
 	return 0;
 }
 
-/* One southbound handle per configured device, into *out (no I/O yet). */
-static int open_devices(struct od *od, struct sb_device ***out)
+/* One southbound handle per configured device for role (no I/O yet). */
+static int open_devices(struct od *od, enum dev_role role)
 {
 	const struct cfg_access *a = &od->cfg->access;
 	int rc;
@@ -543,16 +517,16 @@ static int open_devices(struct od *od, struct sb_device ***out)
 		       strerror(-rc));
 		return rc;
 	}
-	*out = calloc((size_t)od->cfg->n_devices, sizeof(**out));
-	if (!*out)
-		return -ENOMEM;
 	for (int i = 0; i < od->cfg->n_devices; i++) {
 		struct sb_device_config dc;
+		struct sb_device *h = NULL;
 
 		rc = device_settings(od->cfg, i, od->password, &dc);
 		if (!rc)
-			rc = sb_device_new(od->driver, &dc, &(*out)[i]);
+			rc = sb_device_new(od->driver, &dc, &h);
 		memset(dc.password, 0, sizeof(dc.password));
+		if (!rc)
+			dev_set_handle(od->devs, i, role, h);
 		if (rc) {
 			od_log(SD_ERR, "device %s: %s", od->cfg->devices[i].name, strerror(-rc));
 			return rc;
@@ -570,8 +544,8 @@ static int start_southbound(struct od *od)
 		od_log(SD_ERR, "devices: cannot set up the NETCONF driver: %s", strerror(-rc));
 		return rc;
 	}
-	if ((rc = open_devices(od, &od->devices)) != 0 ||
-	    (rc = open_devices(od, &od->recon_devices)) != 0)
+	if ((rc = open_devices(od, DEV_ROLE_TXN)) != 0 ||
+	    (rc = open_devices(od, DEV_ROLE_RECON)) != 0)
 		return rc;
 	rc = sb_engine_new(od->cfg->n_devices < 64 ? od->cfg->n_devices : 64, &od->engine);
 	if (rc)
@@ -579,11 +553,35 @@ static int start_southbound(struct od *od)
 	return rc;
 }
 
+/* The per-device records (devices.c); their handles come with start_southbound(). */
+static int new_devices(struct od *od)
+{
+	const char **names = calloc((size_t)od->cfg->n_devices + 1, sizeof(*names));
+	struct timespec now;
+	struct dev_deps dd;
+
+	if (!names)
+		return -ENOMEM;
+	for (int i = 0; i < od->cfg->n_devices; i++)
+		names[i] = od->cfg->devices[i].name;
+	clock_gettime(CLOCK_REALTIME, &now);
+	dd = (struct dev_deps){ &od->cfg->fabric,
+				od->fs,
+				od->store,
+				names,
+				od->cfg->n_devices,
+				(int)od->cfg->access.rpc_timeout_ms,
+				(int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 };
+	od->devs = dev_new(&dd);
+	free(names);
+	return od->devs ? 0 : -ENOMEM;
+}
+
 /* Job manager, API and gRPC server (leaf-spine-OCS fabrics). */
 static int start_jobs(struct od *od)
 {
 	const struct od_options *o = od->opts;
-	struct api_deps ad = { od->cfg, od->store, od->loop, NULL, od->reg, OCSD_VERSION };
+	struct api_deps ad = { od->cfg, od->loop, NULL, NULL, od->reg, OCSD_VERSION };
 	struct nb_server_config sc = { 0 };
 	struct nb_error nerr = { 0 };
 	struct jm_deps jd = { 0 };
@@ -595,7 +593,11 @@ static int start_jobs(struct od *od)
 		od_log(SD_ERR, "cannot load the circuits from the state store");
 		return -EIO;
 	}
+	rc = new_devices(od);
+	if (rc)
+		return rc;
 	ad.fs = od->fs;
+	ad.devs = od->devs;
 	od->api = api_new(&ad);
 	if (!od->api)
 		return -ENOMEM;
@@ -603,14 +605,13 @@ static int start_jobs(struct od *od)
 	if (rc)
 		return rc;
 	{
-		struct rec_deps rd = { &od->cfg->fabric,	     od->store, od->fs, od->devices, NULL,
-				       (int)od->cfg->access.rpc_timeout_ms };
+		struct rec_deps rd = { &od->cfg->fabric, od->store, od->fs, od->devs, NULL };
 		struct txn_deps td = { &od->cfg->fabric,
 				       od->fs,
 				       od->store,
 				       od->loop,
 				       od->engine,
-				       od->devices,
+				       od->devs,
 				       NULL,
 				       (int)od->cfg->access.confirm_timeout_s,
 				       (int)od->cfg->access.rpc_timeout_ms };
@@ -632,6 +633,7 @@ static int start_jobs(struct od *od)
 			       .plan_ctx = od->pool,
 			       .txn_start = txn_start,
 			       .txn_ctx = od->txn,
+			       .devs = od->devs,
 			       .events = api_job_events(od->api) };
 	rc = jm_new(&jd, &od->jm, err, sizeof(err));
 	if (rc) {
@@ -695,7 +697,7 @@ int od_run(const struct od_options *opts)
 		od_log(SD_WARNING, "%s fabrics take no jobs in this version: serving metrics only",
 		       cfg_kind_name(od.cfg->kind));
 	}
-	od.http = mh_start(loop_base(od.loop), opts->metrics_listen, od.reg, refresh_metrics, &od,
+	od.http = mh_start(loop_base(od.loop), opts->metrics_listen, od.reg, sample_metrics, &od,
 			   err, sizeof(err));
 	if (!od.http) {
 		od_log(SD_ERR, "metrics endpoint: %s", err);

@@ -3,7 +3,9 @@
  * every configured cross-connect with the job that owns it, mirrored from
  * the state store's circuit table, plus the device-level views the job
  * manager needs (per-device target configurations, bidirectional circuits
- * for the API, port usage).
+ * for the API, port usage). It is the one index of cross-connects: each
+ * device's are a sorted run (fs_device_circuits) that devices.h exposes per
+ * device; look-ups are binary searches.
  *
  * Indexing (group, device, ports) comes from solvers/fabric.h only.
  *
@@ -57,13 +59,23 @@ bool fs_contains(const struct fs_state *fs, const struct ocs_xc *xc);
 
 /* Cross-connects owned by job_id (malloc'd; caller frees). */
 struct ocs_xc *fs_job_xcs(const struct fs_state *fs, const char *job_id, size_t *n);
-/* Number of cross-connects configured on the device (global device id). */
+/*
+ * The cross-connects configured on a device (global device id), sorted by
+ * input port: a run of the state, valid until the next change; O(1). An id
+ * outside the fabric has none.
+ */
+const struct st_circuit *fs_device_circuits(const struct fs_state *fs, int device_id, size_t *n);
+/* Number of cross-connects configured on the device (global device id); O(1). */
 size_t fs_device_xcs(const struct fs_state *fs, int device_id);
+/* Number of cross-connects configured in an OCS group (its input ports in use). */
+size_t fs_group_xcs(const struct fs_state *fs, int group);
 
 /*
  * Pairs cross-connects into bidirectional circuits (malloc'd; caller frees;
  * job_id pointers borrow from the state). Filters: job_id NULL = all,
- * device_id < 0 = all, pod < 0 = all (either end).
+ * device_id < 0 = all, pod < 0 = all (either end). With a device, only the
+ * runs of that device and of the devices its circuits come back through
+ * are read, not the whole fabric.
  */
 struct fs_circuit *fs_circuits(const struct fs_state *fs, const char *job_id, int device_id,
 			       int pod, size_t *n);
@@ -73,8 +85,9 @@ struct fs_circuit *fs_circuits(const struct fs_state *fs, const char *job_id, in
  * pair of the drained devices (drained[device id]), in two-way pairs so a
  * planner treats them like pinned circuits and puts nothing new there. They
  * are never stored or pushed. A port left without a partner (an odd count
- * of free ports) stays unblocked: no circuit can use it alone. Returns a
- * malloc'd array (caller frees), NULL on allocation failure.
+ * of free ports) stays unblocked: no circuit can use it alone. Reads only
+ * the runs of the devices sharing spine ports with a drained device.
+ * Returns a malloc'd array (caller frees), NULL on allocation failure.
  */
 struct ocs_xc *fs_drain_blockers(const struct fs_state *fs, const bool *drained, size_t *n);
 

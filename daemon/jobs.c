@@ -21,6 +21,11 @@
  *              PENDING/PLANNING/FAILED --> RELEASED at once (nothing on devices)
  *              PROGRAMMING: released after its transaction
  *
+ * Drains (devices.c holds the flags): a drained device gets no new
+ * circuits. Pinned plans see blockers on its free ports; a plan allowed to
+ * move other jobs' circuits that puts a new cross-connect on a drained
+ * device is discarded and the job planned pinned instead (jobs_plan.c).
+ *
  * A parallelism spec is first searched into a leaf demand on the pool
  * (kind_parallelism.c, search_only) before the job exists: a refused spec
  * creates no job. The job then keeps that leaf demand, so a re-plan on a
@@ -56,6 +61,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "devices.h"
 #include "fabric_state.h"
 #include "jobs_util.h"
 
@@ -75,8 +81,6 @@ struct jm {
 	struct job_rt *txn_job;                 /* the job whose transaction runs */
 	bool txn_running;
 	bool stopping; /* no new transaction starts */
-	bool *drained; /* by device id: no new circuits there */
-	int n_drained;
 	unsigned long plan_seq; /* last plan started */
 	bool not_serving; /* a store write failed: no further writes */
 	char not_serving_reason[600];
@@ -137,19 +141,6 @@ bool jm_serving(const struct jm *jm, const char **reason)
 	if (reason)
 		*reason = jm->not_serving_reason;
 	return !jm->not_serving;
-}
-
-void jm_set_drained(struct jm *jm, int device_id, bool drained)
-{
-	if (device_id < 0 || device_id >= jm->d.cfg->n_devices || jm->drained[device_id] == drained)
-		return;
-	jm->drained[device_id] = drained;
-	jm->n_drained += drained ? 1 : -1;
-}
-
-bool jm_drained(const struct jm *jm, int device_id)
-{
-	return device_id >= 0 && device_id < jm->d.cfg->n_devices && jm->drained[device_id];
 }
 
 void jm_stop(struct jm *jm)
@@ -423,7 +414,8 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 				size_t n_demand, const struct jm_workload *wl,
 				const struct jm_figures *delta)
 {
-	struct jp_task *t = jp_task_new(kind, jm->f, jm->d.fs, jm->n_drained ? jm->drained : NULL,
+	struct jp_task *t = jp_task_new(kind, jm->f, jm->d.fs,
+					dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL,
 					jm->d.cfg->n_devices, self, planner, replan, demand,
 					n_demand, wl, delta);
 
@@ -1054,11 +1046,6 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 		return -ENOMEM;
 	jm->d = *deps;
 	jm->f = &deps->cfg->fabric;
-	jm->drained = calloc((size_t)deps->cfg->n_devices + 1, sizeof(*jm->drained));
-	if (!jm->drained) {
-		free(jm);
-		return -ENOMEM;
-	}
 	rc = st_job_list(deps->store, load_job, jm);
 	if (rc) {
 		snprintf(err, err_len, "cannot load jobs from the store: %s", strerror(-rc));
@@ -1084,7 +1071,6 @@ void jm_free(struct jm *jm)
 	strmap_clear(&jm->by_key);
 	free(jm->jobs);
 	free(jm->live);
-	free(jm->drained);
 	free(jm);
 }
 

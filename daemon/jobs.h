@@ -31,6 +31,7 @@
 #include "txn.h"
 
 struct clk;
+struct devices;
 struct fs_state;
 struct ocsd_config;
 struct pool_task;
@@ -201,6 +202,7 @@ struct jm_deps {
 	int (*txn_start)(void *ctx, const struct txn_change *c, txn_done_fn done, void *arg,
 			 char *why, size_t why_len);
 	void *txn_ctx;
+	struct devices *devs; /* drain state, by device id (devices.h) */
 	struct jm_events events;
 };
 
@@ -250,15 +252,6 @@ size_t jm_count(const struct jm *jm);
 /* Jobs in state s, kept as states change (no scan). */
 size_t jm_count_state(const struct jm *jm, enum jm_state s);
 const struct jm_job *jm_at(const struct jm *jm, size_t i);
-/*
- * Drained devices get no new circuits (existing ones stay), also for plans
- * allowed to move other jobs' circuits (allow_moving_other_jobs: a global
- * re-plan of every job's demand, each cross-connect given to the job it
- * serves; see jobs_move.c).
- */
-void jm_set_drained(struct jm *jm, int device_id, bool drained);
-bool jm_drained(const struct jm *jm, int device_id);
-
 /* True while a transaction is running. */
 bool jm_busy(const struct jm *jm);
 /*

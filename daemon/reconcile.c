@@ -3,8 +3,9 @@
  *
  * A pass: a coordinator thread starts up to RECON_THREADS readers that take
  * devices from a shared counter and read each one's running datastore; the
- * coordinator posts the pass back to the loop, which compares the reads
- * with the fabric state (unless it changed meanwhile) and reports.
+ * coordinator posts the pass back to the loop, which compares each read
+ * with the device's run of the fabric state (dev_compare; unless the state
+ * changed meanwhile) and reports.
  */
 #include "reconcile.h"
 
@@ -16,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fabric.h"
+#include "devices.h"
 #include "fabric_state.h"
 #include "jobs.h"
 #include "loop.h"
@@ -24,18 +25,12 @@
 
 #define RECON_THREADS 8
 
-struct dev_read {
-	struct sb_xc_state *got; /* NULL when unreadable */
-	size_t n_got;
-	bool ok;
-	char error[sizeof(((struct sb_error *)0)->message) + 32];
-};
-
 struct recon {
 	struct recon_deps d;
 	bool running;       /* loop thread only */
 	pthread_t thread;   /* the coordinator of the running pass */
-	struct dev_read *reads;
+	struct dev_readback *reads; /* by device id */
+	int n_devices;
 	atomic_int next;    /* next device to read */
 	atomic_bool stop;   /* shutting down: read no further device */
 	struct timespec started;
@@ -46,8 +41,10 @@ struct recon *recon_new(const struct recon_deps *deps)
 {
 	struct recon *r = calloc(1, sizeof(*r));
 
-	if (r)
-		r->d = *deps;
+	if (!r)
+		return NULL;
+	r->d = *deps;
+	r->n_devices = dev_count(deps->devs);
 	return r;
 }
 
@@ -56,18 +53,8 @@ static void *reader(void *arg)
 	struct recon *r = arg;
 	int i;
 
-	while (!atomic_load(&r->stop) && (i = atomic_fetch_add(&r->next, 1)) < r->d.n_devices) {
-		struct sb_device *dev = r->d.devices[i];
-		struct sb_error e = { 0 };
-
-		r->reads[i].ok =
-			sb_device_connect_until(dev, sb_now_ms() + r->d.connect_timeout_ms, &e) == 0 &&
-			sb_device_read_xcs(dev, false, SB_DS_RUNNING, &r->reads[i].got,
-					   &r->reads[i].n_got, &e) == 0;
-		if (!r->reads[i].ok)
-			snprintf(r->reads[i].error, sizeof(r->reads[i].error), "%s: %s",
-				 e.operation[0] ? e.operation : "read", e.message);
-	}
+	while (!atomic_load(&r->stop) && (i = atomic_fetch_add(&r->next, 1)) < r->n_devices)
+		dev_read(r->d.devs, i, DEV_ROLE_RECON, &r->reads[i]);
 	return NULL;
 }
 
@@ -77,7 +64,7 @@ static void *coordinator(void *arg)
 {
 	struct recon *r = arg;
 	pthread_t th[RECON_THREADS];
-	int n = r->d.n_devices < RECON_THREADS ? r->d.n_devices : RECON_THREADS, started = 0;
+	int n = r->n_devices < RECON_THREADS ? r->n_devices : RECON_THREADS, started = 0;
 
 	for (int i = 0; i < n; i++)
 		if (pthread_create(&th[i], NULL, reader, r) == 0)
@@ -91,59 +78,45 @@ static void *coordinator(void *arg)
 	return NULL;
 }
 
-static bool read_has(const struct dev_read *rd, int in, int out)
-{
-	for (size_t i = 0; i < rd->n_got; i++)
-		if (rd->got[i].in == in && rd->got[i].out == out)
-			return true;
-	return false;
-}
-
 static void pass_done(void *arg)
 {
 	struct recon *r = arg;
-	const struct ocs_fabric *f = r->d.fabric;
 	struct recon_report rep = { 0 };
 	struct timespec now;
 
 	pthread_join(r->thread, NULL);
 	/* The readers are done: the handles are the loop's again. */
-	for (int d = 0; d < r->d.n_devices && r->d.events.device_read && !atomic_load(&r->stop); d++)
+	for (int d = 0; d < r->n_devices && r->d.events.device_read && !atomic_load(&r->stop); d++)
 		r->d.events.device_read(r->d.events.ctx, d, r->reads[d].ok,
-					sb_device_connected(r->d.devices[d]), r->reads[d].error);
+					sb_device_connected(dev_handle(r->d.devs, d, DEV_ROLE_RECON)),
+					r->reads[d].error);
 	rep.discarded = fs_generation(r->d.fs) != r->generation || jm_busy(r->d.jm);
-	for (int d = 0; d < r->d.n_devices && !rep.discarded; d++) {
-		struct dev_read *rd = &r->reads[d];
-		int g = ocs_fabric_device_group(f, d), k = ocs_fabric_device_in_group(f, d);
-		const char *name = sb_device_name(r->d.devices[d]);
+	for (int d = 0; d < r->n_devices && !rep.discarded; d++) {
+		struct dev_readback *rd = &r->reads[d];
+		const char *name = dev_name(r->d.devs, d);
+		struct dev_diff diff;
 
 		if (!rd->ok) {
 			rep.unreachable++;
 			continue;
 		}
-		/* Expected but absent. */
-		for (size_t i = 0; i < fs_count(r->d.fs); i++) {
-			const struct ocs_xc *xc = &fs_at(r->d.fs, i)->xc;
-
-			if (xc->group == g && xc->device == k && !read_has(rd, xc->in, xc->out)) {
-				rep.missing++;
-				if (r->d.events.drift)
-					r->d.events.drift(r->d.events.ctx, name, xc->in, xc->out, true);
-			}
+		if (dev_compare(r->d.devs, d, NULL, rd->xcs, rd->n, &diff) != 0) {
+			rep.unreachable++; /* out of memory: this device is not compared */
+			continue;
 		}
-		/* Present but owned by no job. */
-		for (size_t i = 0; i < rd->n_got; i++) {
-			struct ocs_xc xc = { g, k, rd->got[i].in, rd->got[i].out };
-
-			if (!fs_contains(r->d.fs, &xc)) {
-				rep.unowned++;
-				if (r->d.events.drift)
-					r->d.events.drift(r->d.events.ctx, name, xc.in, xc.out, false);
-			}
-		}
+		/* Expected but absent, then present but owned by no job. */
+		rep.missing += diff.n_missing;
+		rep.unowned += diff.n_unowned;
+		for (size_t i = 0; r->d.events.drift && i < diff.n_missing; i++)
+			r->d.events.drift(r->d.events.ctx, name, diff.missing[i].in,
+					  diff.missing[i].out, true);
+		for (size_t i = 0; r->d.events.drift && i < diff.n_unowned; i++)
+			r->d.events.drift(r->d.events.ctx, name, diff.unowned[i].in,
+					  diff.unowned[i].out, false);
+		dev_diff_clear(&diff);
 	}
-	for (int d = 0; d < r->d.n_devices; d++)
-		free(r->reads[d].got);
+	for (int d = 0; d < r->n_devices; d++)
+		dev_readback_clear(&r->reads[d]);
 	free(r->reads);
 	r->reads = NULL;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -158,7 +131,7 @@ int recon_start(struct recon *r)
 {
 	if (r->running)
 		return -EBUSY;
-	r->reads = calloc((size_t)r->d.n_devices + 1, sizeof(*r->reads));
+	r->reads = calloc((size_t)r->n_devices + 1, sizeof(*r->reads));
 	if (!r->reads)
 		return -ENOMEM;
 	atomic_store(&r->next, 0);

@@ -7,8 +7,10 @@
  * back (fail static).
  *
  * A pass uses its own device sessions (handles separate from the ones
- * transactions use, so neither waits for the other); device reads run on
- * worker threads, the comparison on the loop. A pass during which a
+ * transactions use, so neither waits for the other); device reads
+ * (dev_read) run on worker threads, the comparison (dev_compare, one
+ * device's sorted run against its sorted read) on the loop. A pass during
+ * which a
  * transaction ran, or the circuits changed, is discarded: store and devices
  * are only compared at rest.
  *
@@ -20,11 +22,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct devices;
 struct fs_state;
 struct jm;
 struct loop;
-struct ocs_fabric;
-struct sb_device;
 
 struct recon_report {
 	bool discarded; /* the fabric changed during the pass: nothing compared */
@@ -49,12 +50,9 @@ struct recon_events {
 
 struct recon_deps {
 	struct loop *loop;
-	const struct ocs_fabric *fabric;
 	struct fs_state *fs;
 	struct jm *jm;
-	struct sb_device **devices; /* reconciliation's own handles, by device id */
-	int n_devices;
-	int connect_timeout_ms;
+	struct devices *devs; /* read through their DEV_ROLE_RECON handles */
 	struct recon_events events;
 };
 

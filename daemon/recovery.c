@@ -10,62 +10,9 @@
 #include <string.h>
 
 #include "clock.h"
+#include "devices.h"
 #include "fabric_state.h"
-#include "sb_device.h"
 #include "store.h"
-
-static bool same_device(const struct ocs_xc *a, const struct ocs_xc *b)
-{
-	return a->group == b->group && a->device == b->device;
-}
-
-/* Sorted (in, out) pairs of one device: what the store says it should hold. */
-static struct sb_xc *device_view(const struct rec_deps *rd, int group, int device,
-				 const struct ocs_xc *removals, size_t n_removals,
-				 const struct st_circuit *adds, size_t n_adds, size_t *n)
-{
-	size_t cap = fs_count(rd->fs) + n_adds + 1;
-	struct sb_xc *out = malloc(cap * sizeof(*out));
-	struct ocs_xc key = { group, device, 0, 0 };
-
-	*n = 0;
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < fs_count(rd->fs); i++) {
-		const struct ocs_xc *xc = &fs_at(rd->fs, i)->xc;
-		bool removed = false;
-
-		if (!same_device(xc, &key))
-			continue;
-		for (size_t r = 0; r < n_removals && !removed; r++)
-			removed = same_device(&removals[r], xc) && removals[r].in == xc->in;
-		if (!removed)
-			out[(*n)++] = (struct sb_xc){ (uint16_t)xc->in, (uint16_t)xc->out };
-	}
-	for (size_t a = 0; a < n_adds; a++)
-		if (same_device(&adds[a].xc, &key))
-			out[(*n)++] = (struct sb_xc){ (uint16_t)adds[a].xc.in, (uint16_t)adds[a].xc.out };
-	return out;
-}
-
-static int sbxc_cmp(const void *a, const void *b)
-{
-	const struct sb_xc *x = a, *y = b;
-
-	return x->in != y->in ? x->in - y->in : x->out - y->out;
-}
-
-/* Whether the device holds exactly `want` (order-insensitive). */
-static bool holds(const struct sb_xc_state *got, size_t n_got, struct sb_xc *want, size_t n_want)
-{
-	if (n_got != n_want)
-		return false;
-	qsort(want, n_want, sizeof(*want), sbxc_cmp);
-	for (size_t i = 0; i < n_got; i++)
-		if (got[i].in != want[i].in || got[i].out != want[i].out)
-			return false;
-	return true;
-}
 
 /*
  * Resolves one transaction a previous run left open. Confirmed commits are
@@ -92,38 +39,33 @@ static int resolve_intent(void *arg, const struct st_intent *in)
 		touched[ocs_fabric_device_id(f, in->additions[i].xc.group,
 					     in->additions[i].xc.device)] = 1;
 	for (int d = 0; d < n_dev; d++) {
-		struct sb_device *dev = rd->devices[d];
-		int g = ocs_fabric_device_group(f, d), k = ocs_fabric_device_in_group(f, d);
-		struct sb_xc_state *got = NULL;
-		struct sb_xc *pre, *target;
-		size_t n_got = 0, n_pre, n_target;
-		struct sb_error e = { 0 };
+		struct dev_readback rb;
+		struct dev_diff to_pre = { 0 }, to_target = { 0 };
 
 		if (!touched[d])
 			continue;
-		pre = device_view(rd, g, k, NULL, 0, NULL, 0, &n_pre);
-		target = device_view(rd, g, k, in->removals, in->n_removals, in->additions,
-				     in->n_additions, &n_target);
-		if (!pre || !target ||
-		    sb_device_connect_until(dev, sb_now_ms() + rd->connect_timeout_ms, &e) != 0 ||
-		    sb_device_read_xcs(dev, false, SB_DS_RUNNING, &got, &n_got, &e) != 0) {
+		/* The routine of devices.h: read back, compare with before and after. */
+		if (dev_read(rd->devs, d, DEV_ROLE_TXN, &rb) != 0 ||
+		    dev_compare(rd->devs, d, NULL, rb.xcs, rb.n, &to_pre) != 0 ||
+		    dev_compare(rd->devs, d, in, rb.xcs, rb.n, &to_target) != 0) {
 			all_target = all_pre = false;
 			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
-				 "%s unreadable (%s); ", sb_device_name(dev), e.message);
+				 "%s unreadable (%s); ", dev_name(rd->devs, d),
+				 rb.ok ? "out of memory" : rb.error);
 		} else {
-			bool at_target = holds(got, n_got, target, n_target);
-			bool at_pre = holds(got, n_got, pre, n_pre);
+			bool at_target = dev_diff_equal(&to_target);
+			bool at_pre = dev_diff_equal(&to_pre);
 
 			all_target &= at_target;
 			all_pre &= at_pre;
 			if (!at_target && !at_pre)
 				snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 					 "%s holds neither the old nor the new configuration; ",
-					 sb_device_name(dev));
+					 dev_name(rd->devs, d));
 		}
-		free(got);
-		free(pre);
-		free(target);
+		dev_readback_clear(&rb);
+		dev_diff_clear(&to_pre);
+		dev_diff_clear(&to_target);
 	}
 	free(touched);
 	if (all_target && !all_pre) {

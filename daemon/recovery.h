@@ -16,18 +16,17 @@
 #define OCSD_RECOVERY_H
 
 struct clk;
+struct devices;
 struct fs_state;
 struct ocs_fabric;
-struct sb_device;
 struct st_store;
 
 struct rec_deps {
 	const struct ocs_fabric *fabric;
 	struct st_store *store;
 	struct fs_state *fs;
-	struct sb_device **devices; /* by device id */
+	struct devices *devs; /* read-back through the transaction handles */
 	const struct clk *clock;
-	int connect_timeout_ms;
 };
 
 /* Resolves every open intent. 0, or -errno when the store failed (then ocsd must not start). */

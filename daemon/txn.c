@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "devices.h"
 #include "fabric_state.h"
 #include "l2check.h"
 #include "loop.h"
@@ -153,20 +154,19 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 	for (int d = 0, k = 0; d < n_dev; d++) {
 		struct ocs_xc key = { ocs_fabric_device_group(f, d), ocs_fabric_device_in_group(f, d),
 				      0, 0 };
-		size_t cap = fs_device_xcs(fs, d) + tx->n_adds + 1, m = 0;
+		size_t n_run, m = 0;
+		const struct st_circuit *run = dev_xcs(drv->d.devs, d, &n_run);
 		struct sb_xc *tg;
 
 		if (!touched[d])
 			continue;
-		tg = malloc(cap * sizeof(*tg));
+		tg = malloc((n_run + tx->n_adds + 1) * sizeof(*tg));
 		if (!tg)
 			goto oom;
-		for (size_t i = 0; i < n; i++) {
-			const struct ocs_xc *xc = &fs_at(fs, i)->xc;
+		for (size_t i = 0; i < n_run; i++) { /* this device's run only */
+			const struct ocs_xc *xc = &run[i].xc;
 			bool removed = false;
 
-			if (!same_device(xc, &key))
-				continue;
 			for (size_t r = 0; r < tx->n_removals && !removed; r++)
 				removed = same_device(&tx->removals[r], xc) &&
 					  tx->removals[r].in == xc->in;
@@ -179,7 +179,8 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 							  (uint16_t)tx->adds[a].xc.out };
 		tx->targets[k] = tg;
 		tx->dev_ids[k] = d;
-		tx->devs[k] = (struct sb_txn_device){ drv->d.devices[d], tg, m };
+		tx->devs[k] = (struct sb_txn_device){ dev_handle(drv->d.devs, d, DEV_ROLE_TXN), tg,
+						      m };
 		k++;
 	}
 	free(touched);

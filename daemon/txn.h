@@ -38,10 +38,10 @@
 #include "store.h"
 
 struct clk;
+struct devices;
 struct fs_state;
 struct loop;
 struct ocs_fabric;
-struct sb_device;
 struct sb_engine;
 
 /* One change set (not owned by the driver: copied by txn_start). */
@@ -84,7 +84,7 @@ struct txn_deps {
 	struct st_store *store;
 	struct loop *loop;
 	struct sb_engine *engine;
-	struct sb_device **devices; /* by device id */
+	struct devices *devs; /* transaction handles and per-device circuits */
 	const struct clk *clock;
 	int confirm_timeout_s;
 	int connect_timeout_ms;

@@ -30,6 +30,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "devices.h"
 #include "fabric_state.h"
 #include "jobs.h"
 #include "pool.h"
@@ -59,6 +60,7 @@ struct fx {
 	struct ocsd_config *cfg;
 	struct st_store *store;
 	struct fs_state *fs;
+	struct devices *devs;
 	struct clk_fake clock;
 	struct jm *jm;
 	/* the fake pool */
@@ -228,6 +230,7 @@ static void open_jm(struct fx *f)
 			     .plan_ctx = f,
 			     .txn_start = fake_txn_start,
 			     .txn_ctx = f,
+			     .devs = f->devs,
 			     .events = { f, on_job_changed, NULL, NULL, on_store_failed } };
 	char err[256];
 
@@ -253,6 +256,18 @@ static int setup(void **state)
 	if (!f->fs || fs_load(f->fs, f->store) != 0)
 		return -1;
 	clk_fake_init(&f->clock, 1700000000000);
+	{
+		const char *names[64];
+		struct dev_deps dd = { &f->cfg->fabric, f->fs,		      f->store,
+				       names,		  f->cfg->n_devices, 1000,
+				       clk_wall_ms(&f->clock.clk) };
+
+		for (int i = 0; i < f->cfg->n_devices && i < 64; i++)
+			names[i] = f->cfg->devices[i].name;
+		f->devs = dev_new(&dd);
+		if (!f->devs)
+			return -1;
+	}
 	open_jm(f);
 	*state = f;
 	return 0;
@@ -283,6 +298,7 @@ static int teardown(void **state)
 	free(f->removals);
 	free(f->additions);
 	free(f->links);
+	dev_free(f->devs);
 	fs_free(f->fs);
 	st_close(f->store);
 	cfg_free(f->cfg);
@@ -475,6 +491,29 @@ static void test_does_not_fit_fails_untouched(void **state)
 	assert_string_equal(f->answers[0].err.field, "leaf_demand");
 	assert_int_equal(f->n_txns, 0);
 	assert_int_equal(fs_count(f->fs), 16); /* full's circuits only */
+}
+
+/* Drained devices get no new circuits: with every device drained nothing fits. */
+static void test_drained_devices(void **state)
+{
+	struct fx *f = *state;
+	struct jm_spec s = spec_of("dr", NULL, small_demand, 1);
+
+	for (int i = 0; i < f->cfg->n_devices; i++)
+		assert_int_equal(dev_set_drained(f->devs, i, true), 0);
+	jm_submit(f->jm, &s, on_answer, f);
+	run_plans(f);
+	assert_int_equal(job(f, "dr")->state, JM_FAILED);
+	assert_int_equal(f->answers[0].err.status, JM_EXHAUSTED);
+	assert_non_null(strstr(f->answers[0].err.message, "do not fit"));
+	assert_int_equal(f->n_txns, 0);
+	/* undrained, the same request runs again and fits */
+	for (int i = 0; i < f->cfg->n_devices; i++)
+		assert_int_equal(dev_set_drained(f->devs, i, false), 0);
+	jm_submit(f->jm, &s, on_answer, f);
+	run_plans(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "dr")->state, JM_ACTIVE);
 }
 
 static void test_dry_run(void **state)
@@ -820,6 +859,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_input_creates_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_does_not_fit_fails_untouched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drained_devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_snapshot_replans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_outcomes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_release, setup, teardown),
