@@ -653,10 +653,8 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 	const struct ocs_fabric *f = &api->d.cfg->fabric;
 	Ocs__V1__FabricSummary r = OCS__V1__FABRIC_SUMMARY__INIT;
 	int64_t cabled = (int64_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
-	int active = 0;
+	int active = (int)jm_count_state(api->jm, JM_ACTIVE);
 
-	for (size_t i = 0; i < jm_count(api->jm); i++)
-		active += jm_at(api->jm, i)->state == JM_ACTIVE;
 	r.wiring = (char *)ocs_wiring_name(f->wiring);
 	r.pods = f->pods;
 	r.k_leaf = f->k_leaf;

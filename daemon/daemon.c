@@ -85,8 +85,8 @@ static void log_config_errors(const char *path, const struct cfg_errors *errs)
 /* ---- metrics derived from the in-memory state (no scrape reads the store) ---- */
 
 /*
- * Before each scrape: job counts by state from the job manager's table
- * (jm_count/jm_at: one pass over the jobs in memory), cross-connects and
+ * Before each scrape: job counts by state from the job manager's counters
+ * and the worst contention of its live jobs, cross-connects and
  * input ports per group from the fabric state's per-device runs, devices
  * by state from devices.c.
  */
@@ -98,25 +98,15 @@ static void sample_metrics(void *arg)
 						JM_ACTIVE,    JM_RELEASING, JM_RELEASED,
 						JM_FAILED };
 	enum { N_STATES = sizeof(states) / sizeof(states[0]) };
-	double by_state[N_STATES] = { 0 };
-	double worst = 0;
 
-	for (size_t i = 0; od->jm && i < jm_count(od->jm); i++) {
-		const struct jm_job *job = jm_at(od->jm, i);
-
-		for (size_t s = 0; s < N_STATES; s++)
-			by_state[s] += job->state == states[s];
-		if (job->state == JM_ACTIVE && job->figures.max_contention > worst)
-			worst = job->figures.max_contention;
-	}
 	mx_clear(od->m_jobs);
-	for (size_t s = 0; s < N_STATES; s++) {
+	for (size_t s = 0; od->jm && s < N_STATES; s++) {
 		const char *label = jm_state_name(states[s]);
 
-		mx_set(od->m_jobs, &label, by_state[s]);
+		mx_set(od->m_jobs, &label, (double)jm_count_state(od->jm, states[s]));
 	}
 	if (od->jm)
-		mx_set(od->m_contention, NULL, worst);
+		mx_set(od->m_contention, NULL, jm_max_contention(od->jm));
 	if (od->devs) {
 		int drained = dev_n_drained(od->devs);
 

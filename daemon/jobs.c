@@ -126,6 +126,17 @@ size_t jm_count_state(const struct jm *jm, enum jm_state s)
 	return s >= JM_PENDING && s <= JM_FAILED ? jm->n_state[s] : 0;
 }
 
+double jm_max_contention(const struct jm *jm)
+{
+	double worst = 0;
+
+	for (size_t i = 0; i < jm->n_live; i++)
+		if (jm->live[i]->pub.state == JM_ACTIVE &&
+		    jm->live[i]->pub.figures.max_contention > worst)
+			worst = jm->live[i]->pub.figures.max_contention;
+	return worst;
+}
+
 const struct jm_job *jm_at(const struct jm *jm, size_t i)
 {
 	return i < jm->n_jobs ? &jm->jobs[i]->pub : NULL;

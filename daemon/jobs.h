@@ -251,6 +251,8 @@ const struct jm_job *jm_find(const struct jm *jm, const char *id);
 size_t jm_count(const struct jm *jm);
 /* Jobs in state s, kept as states change (no scan). */
 size_t jm_count_state(const struct jm *jm, enum jm_state s);
+/* The highest max_contention of the ACTIVE jobs' plans (a walk of the live jobs only). */
+double jm_max_contention(const struct jm *jm);
 const struct jm_job *jm_at(const struct jm *jm, size_t i);
 /* True while a transaction is running. */
 bool jm_busy(const struct jm *jm);
