@@ -29,9 +29,15 @@ void devsim_auth_register(const struct devsim_auth *auth);
 int devsim_auth_generate_hostkey(struct devsim_auth *auth);
 /* Prints "hostkey SHA256:..." of the host key: the value ocsd pins. */
 void devsim_auth_print_hostkey(const struct devsim_auth *auth);
-/* "04:ab:..." (RFC 7589 tls-fingerprint, SHA-256) of the CA certificate at path, or NULL; caller frees. */
+/*
+ * "04:ab:..." (RFC 7589 tls-fingerprint, SHA-256) of the CA certificate at
+ * path, or NULL; caller frees.
+ */
 char *devsim_auth_ca_fingerprint(const char *path);
-/* A TLS endpoint `name` whose clients signed by the CA with `fingerprint` are auth->user. 0 or non-zero. */
+/*
+ * A TLS endpoint `name` whose clients signed by the CA with `fingerprint`
+ * are auth->user. 0 or non-zero.
+ */
 int devsim_auth_add_tls_endpoint(const struct devsim_auth *auth, const char *name,
 				 const char *fingerprint);
 /* Removes a generated host key and frees what auth owns. */

@@ -42,9 +42,11 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 	const char *at = strchr(knob, '@');
 	if (!strncmp(knob, "fail-port=", 10)) {
 		int p;
-		if (parse_uint(knob + 10, 4095, &p) || f->n_failed_ports >= DEVSIM_MAX_FAILED_PORTS) {
-			snprintf(err, err_len, "fault '%s': port must be 0..4095 (at most %d ports)",
-				 knob, DEVSIM_MAX_FAILED_PORTS);
+		if (parse_uint(knob + 10, 4095, &p) ||
+		    f->n_failed_ports >= DEVSIM_MAX_FAILED_PORTS) {
+			snprintf(err, err_len,
+				 "fault '%s': port must be 0..4095 (at most %d ports)", knob,
+				 DEVSIM_MAX_FAILED_PORTS);
 			return -EINVAL;
 		}
 		f->failed_ports[f->n_failed_ports++] = p;
@@ -67,8 +69,8 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 		step_len--;
 	char value[16] = "";
 	if (eq)
-		snprintf(value, sizeof(value), "%.*s", (int)(knob + knob_len - eq - 1 - (sticky ? 1 : 0)),
-			 eq + 1);
+		snprintf(value, sizeof(value), "%.*s",
+			 (int)(knob + knob_len - eq - 1 - (sticky ? 1 : 0)), eq + 1);
 	int step = parse_step(step_s, step_len);
 	if (step < 0) {
 		snprintf(err, err_len,
@@ -94,7 +96,8 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 		}
 	} else {
 		snprintf(err, err_len,
-			 "fault '%s': expected refuse@STEP, drop@STEP, hang@STEP=MS, noeffect@commit",
+			 "fault '%s': expected refuse@STEP, drop@STEP, hang@STEP=MS, "
+			 "noeffect@commit",
 			 knob);
 		return -EINVAL;
 	}
@@ -111,7 +114,8 @@ int devsim_faults_parse(const char *spec, struct devsim_faults *out, char *err, 
 		return -ENOMEM;
 	int rc = 0;
 	char *save = NULL;
-	for (char *knob = strtok_r(copy, ",", &save); knob && !rc; knob = strtok_r(NULL, ",", &save))
+	for (char *knob = strtok_r(copy, ",", &save); knob && !rc;
+	     knob = strtok_r(NULL, ",", &save))
 		rc = parse_knob(knob, out, err, err_len);
 	free(copy);
 	return rc;

@@ -44,8 +44,8 @@ static enum ds_error fail(struct edit_err *ee, enum ds_error code, const struct 
 
 /* Inserts a copy (without metadata) of edit node e under parent / into *first. */
 static enum ds_error insert_copy(struct lyd_node **first, struct lyd_node *parent,
-				 const struct lyd_node *e, uint32_t dup_opts, struct lyd_node **made,
-				 struct edit_err *ee)
+				 const struct lyd_node *e, uint32_t dup_opts,
+				 struct lyd_node **made, struct edit_err *ee)
 {
 	struct lyd_node *dup = NULL;
 	if (lyd_dup_single(e, NULL, dup_opts | LYD_DUP_NO_META, &dup))
@@ -55,7 +55,8 @@ static enum ds_error insert_copy(struct lyd_node **first, struct lyd_node *paren
 		/* a shallow copy of a list entry still needs its keys */
 		for (const struct lyd_node *c = lyd_child(e); c; c = c->next)
 			if (c->schema && lysc_is_key(c->schema) &&
-			    lyd_dup_single(c, (struct lyd_node_inner *)dup, LYD_DUP_NO_META, NULL)) {
+			    lyd_dup_single(c, (struct lyd_node_inner *)dup, LYD_DUP_NO_META,
+					   NULL)) {
 				lyd_free_tree(dup);
 				return fail(ee, DS_ERR_INTERNAL, e, "cannot copy a list key");
 			}
@@ -117,7 +118,8 @@ static enum ds_error edit_siblings(struct lyd_node **first, struct lyd_node *par
 			break;
 		case DS_OP_DELETE:
 			if (!match)
-				return fail(ee, DS_ERR_DATA_MISSING, e, "data to delete is missing");
+				return fail(ee, DS_ERR_DATA_MISSING, e,
+					    "data to delete is missing");
 			remove_node(first, parent, match);
 			break;
 		case DS_OP_REMOVE:
@@ -135,7 +137,8 @@ static enum ds_error edit_siblings(struct lyd_node **first, struct lyd_node *par
 				if (op == DS_OP_NONE)
 					break;
 				if (!match)
-					r = insert_copy(first, parent, e, LYD_DUP_RECURSIVE, NULL, ee);
+					r = insert_copy(first, parent, e, LYD_DUP_RECURSIVE, NULL,
+							ee);
 				else if (lyd_change_term(match, lyd_get_value(e)) > LY_EEXIST)
 					return fail(ee, DS_ERR_INVALID, e, "invalid value");
 				break;
@@ -149,7 +152,8 @@ static enum ds_error edit_siblings(struct lyd_node **first, struct lyd_node *par
 				struct lyd_node *child_first = lyd_child(match);
 				r = edit_siblings(&child_first, match, lyd_child(e), op, ee);
 			}
-			if (r == DS_ERR_OK && made_here && op == DS_OP_NONE && !has_non_key_child(match))
+			if (r == DS_ERR_OK && made_here && op == DS_OP_NONE &&
+			    !has_non_key_child(match))
 				remove_node(first, parent, match);
 			break;
 		}
@@ -236,7 +240,8 @@ static int filter_visit(const struct ly_ctx *ctx, const struct lyd_node *data,
 	for (const struct lyd_node *c = lyd_child(f); c; c = c->next) {
 		const char *v = filter_value(c);
 		if (v)
-			cap += strlen(LYD_NAME(c)) + strlen(filter_module(ctx, c) ? filter_module(ctx, c) : "") +
+			cap += strlen(LYD_NAME(c)) +
+			       strlen(filter_module(ctx, c) ? filter_module(ctx, c) : "") +
 			       strlen(v) + 8;
 	}
 	char *path = malloc(cap);
@@ -252,8 +257,8 @@ static int filter_visit(const struct ly_ctx *ctx, const struct lyd_node *data,
 			return -EINVAL;
 		}
 		if (v && !strchr(v, '\''))
-			len += snprintf(path + len, cap - (size_t)len, "[%s:%s='%s']", cmod, LYD_NAME(c),
-					v);
+			len += snprintf(path + len, cap - (size_t)len, "[%s:%s='%s']", cmod,
+					LYD_NAME(c), v);
 		else
 			has_selection = true;
 	}

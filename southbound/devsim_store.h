@@ -29,7 +29,7 @@ int ds_op_parse(const char *name);
 /* Why an edit was refused. */
 enum ds_error {
 	DS_ERR_OK = 0,
-	DS_ERR_INVALID,      /* malformed edit, unknown operation */
+	DS_ERR_INVALID,	     /* malformed edit, unknown operation */
 	DS_ERR_DATA_EXISTS,  /* create on an existing node */
 	DS_ERR_DATA_MISSING, /* delete on a missing node */
 	DS_ERR_INTERNAL,

@@ -1,0 +1,951 @@
+/*
+ * devsim_fleet.c - the simulated devices of ocs-devsim (devsim_fleet.h): an
+ * optical circuit switch (model ocs-switch) or a node's OCS transceivers
+ * (model ocs-transceiver), each with its own datastores.
+ *
+ * Per device: running and candidate datastores, locks, edit-config
+ * (merge/replace/create/delete/remove, rollback-on-error), validate, commit,
+ * confirmed-commit 1.1 (timeout revert, persist/persist-id, revert when the
+ * issuing session dies without persist), cancel-commit, discard-changes,
+ * get/get-config with subtree filters, get-schema (the loaded modules, and
+ * other IETF modules from --ietf-dir), create-subscription and
+ * notifications, and the fault knobs of devsim_fault.h (settable at start
+ * and through ocs-devsim:set-faults).
+ *
+ * State data behaves like hardware: a connection whose output changed is
+ * `pending` for --switch-ms after the commit, then `connected`. In
+ * bidirectional mode (default for ocs-switch) a validate or commit that
+ * would leave a one-way circuit (A->B without B->A) is refused.
+ */
+#define _GNU_SOURCE /* POLLRDHUP */
+#include "devsim_fleet.h"
+#include "devsim_store.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SUBSCRIBERS		  8
+#define DEFAULT_CONFIRM_TIMEOUT_S 600
+#define MAX_SCHEMA_BYTES	  (1 << 20) /* a module file served by get-schema */
+
+struct devsim_fleet {
+	const struct ly_ctx *ctx; /* borrowed */
+	enum devsim_model model;
+	int ports; /* per device */
+	int switch_ms;
+	bool bidirectional;
+	const char *ietf_dir; /* borrowed: IETF modules served by get-schema */
+	struct devsim_device *devs;
+	int count;
+};
+
+struct devsim_device {
+	const struct devsim_fleet *fleet; /* the settings every device shares */
+	pthread_mutex_t mu;		  /* guards every field below */
+	struct lyd_node *running;
+	struct lyd_node *candidate;
+	bool candidate_dirty;	   /* false: candidate is a copy of running */
+	bool candidate_valid;	   /* candidate passed <validate> since its last edit */
+	uint32_t lock_running_sid; /* 0 = unlocked */
+	uint32_t lock_candidate_sid;
+	/* pending confirmed commit */
+	bool cc_active;
+	struct lyd_node *cc_backup; /* running before the confirmed commit */
+	uint32_t cc_sid;
+	char *cc_persist; /* persist id, NULL when not persistent */
+	int64_t cc_deadline_ms;
+	/* per input port: current output (-1 none) and when it was set */
+	int *cur_out;
+	int64_t *since_ms;
+	int64_t last_change_ms;
+	struct devsim_faults faults;
+	struct nc_session *subscribers[MAX_SUBSCRIBERS];
+	int n_subscribers;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- replies ------------------------------------------------------------ */
+
+static struct nc_server_reply *reply_err(const struct devsim_fleet *f, NC_ERR tag, const char *msg,
+					 const char *path)
+{
+	struct lyd_node *e;
+	switch (tag) {
+	case NC_ERR_DATA_EXISTS:
+	case NC_ERR_DATA_MISSING:
+	case NC_ERR_MALFORMED_MSG:
+		e = nc_err(f->ctx, tag);
+		break;
+	case NC_ERR_LOCK_DENIED:
+		e = nc_err(f->ctx, tag, (uint32_t)0);
+		break;
+	default:
+		e = nc_err(f->ctx, tag, NC_ERR_TYPE_APP);
+		break;
+	}
+	if (msg)
+		nc_err_set_msg(e, msg, "en");
+	if (path && *path)
+		nc_err_set_path(e, path);
+	return nc_server_reply_err(e);
+}
+
+static struct nc_server_reply *reply_lock_denied(const struct devsim_fleet *f, uint32_t holder)
+{
+	struct lyd_node *e = nc_err(f->ctx, NC_ERR_LOCK_DENIED, holder);
+	char msg[96];
+	if (holder)
+		snprintf(msg, sizeof(msg), "the datastore is locked by session %u", holder);
+	else
+		snprintf(msg, sizeof(msg), "the candidate holds uncommitted changes");
+	nc_err_set_msg(e, msg, "en");
+	return nc_server_reply_err(e);
+}
+
+/* ---- device state ------------------------------------------------------- */
+
+/* Reads the ocs-switch connections of a tree into out[input] (-1 = none). */
+static void read_connections(const struct devsim_fleet *f, const struct lyd_node *tree, int *out)
+{
+	for (int i = 0; i < f->ports; i++)
+		out[i] = -1;
+	struct ly_set *set = NULL;
+	if (!tree || lyd_find_xpath(tree, "/ocs-switch:cross-connects/connection", &set))
+		return;
+	for (uint32_t i = 0; i < set->count; i++) {
+		int in = -1, o = -1;
+		for (struct lyd_node *c = lyd_child(set->dnodes[i]); c; c = c->next) {
+			if (!strcmp(LYD_NAME(c), "input"))
+				in = atoi(lyd_get_value(c));
+			else if (!strcmp(LYD_NAME(c), "output"))
+				o = atoi(lyd_get_value(c));
+		}
+		if (in >= 0 && in < f->ports)
+			out[in] = o;
+	}
+	ly_set_free(set, NULL);
+}
+
+/* Device checks the YANG model cannot express: port ranges, L2 symmetry. */
+static int check_device_rules(const struct devsim_fleet *f, const struct lyd_node *tree, char *msg,
+			      size_t msg_len, char *path, size_t path_len)
+{
+	if (f->model != DEVSIM_MODEL_SWITCH)
+		return 0;
+	struct ly_set *set = NULL;
+	if (!tree || lyd_find_xpath(tree, "/ocs-switch:cross-connects/connection", &set))
+		return 0;
+	int *out = calloc((size_t)f->ports, sizeof(int));
+	int rc = 0;
+	for (int i = 0; i < f->ports; i++)
+		out[i] = -1;
+	for (uint32_t i = 0; i < set->count && !rc; i++) {
+		int in = -1, o = -1;
+		for (struct lyd_node *c = lyd_child(set->dnodes[i]); c; c = c->next) {
+			if (!strcmp(LYD_NAME(c), "input"))
+				in = atoi(lyd_get_value(c));
+			else if (!strcmp(LYD_NAME(c), "output"))
+				o = atoi(lyd_get_value(c));
+		}
+		if (in >= f->ports || o >= f->ports || o < 0) {
+			snprintf(msg, msg_len, "connection %d -> %d: port out of range 0..%d", in,
+				 o, f->ports - 1);
+			snprintf(path, path_len,
+				 "/ocs-switch:cross-connects/connection[input='%d']/output", in);
+			rc = -EINVAL;
+		} else {
+			out[in] = o;
+		}
+	}
+	if (!rc && f->bidirectional) {
+		for (int in = 0; in < f->ports; in++) {
+			int o = out[in];
+			if (o >= 0 && out[o] != in) {
+				snprintf(msg, msg_len,
+					 "one-way circuit: connection %d -> %d has no reverse "
+					 "connection %d -> %d (device is bidirectional)",
+					 in, o, o, in);
+				snprintf(path, path_len,
+					 "/ocs-switch:cross-connects/connection[input='%d']", in);
+				rc = -EINVAL;
+				break;
+			}
+		}
+	}
+	free(out);
+	ly_set_free(set, NULL);
+	return rc;
+}
+
+/* Full validation of a datastore copy: YANG constraints, then device rules. */
+static int validate_tree(const struct devsim_fleet *f, const struct lyd_node *tree, char *msg,
+			 size_t msg_len, char *path, size_t path_len)
+{
+	struct lyd_node *copy = NULL;
+	if (tree && lyd_dup_siblings(tree, NULL, LYD_DUP_RECURSIVE, &copy))
+		return -ENOMEM;
+	LY_ERR r = lyd_validate_all(&copy, f->ctx, LYD_VALIDATE_NO_STATE, NULL);
+	if (r) {
+		const char *m = ly_errmsg(f->ctx);
+		const char *p = ly_errpath(f->ctx);
+		snprintf(msg, msg_len, "%s", m ? m : "validation failed");
+		snprintf(path, path_len, "%s", p ? p : "");
+		lyd_free_all(copy);
+		return -EINVAL;
+	}
+	int rc = check_device_rules(f, copy, msg, msg_len, path, path_len);
+	lyd_free_all(copy);
+	return rc;
+}
+
+/* Installs a new running tree (takes ownership) and updates switch timing. */
+static void set_running(struct devsim_device *d, struct lyd_node *tree)
+{
+	const struct devsim_fleet *f = d->fleet;
+	lyd_free_all(d->running);
+	d->running = tree;
+	int64_t t = now_ms();
+	d->last_change_ms = t;
+	if (f->model != DEVSIM_MODEL_SWITCH)
+		return;
+	int *out = malloc(sizeof(int) * (size_t)f->ports);
+	read_connections(f, tree, out);
+	for (int i = 0; i < f->ports; i++) {
+		if (out[i] != d->cur_out[i]) {
+			d->cur_out[i] = out[i];
+			d->since_ms[i] = t;
+		}
+	}
+	free(out);
+}
+
+static struct lyd_node *dup_tree(const struct lyd_node *tree)
+{
+	struct lyd_node *copy = NULL;
+	if (tree)
+		lyd_dup_siblings(tree, NULL, LYD_DUP_RECURSIVE, &copy);
+	return copy;
+}
+
+static void revert_confirmed_commit(struct devsim_device *d)
+{
+	set_running(d, d->cc_backup);
+	d->cc_backup = NULL;
+	d->cc_active = false;
+	free(d->cc_persist);
+	d->cc_persist = NULL;
+	lyd_free_all(d->candidate);
+	d->candidate = dup_tree(d->running);
+	d->candidate_dirty = false;
+}
+
+static bool port_failed(const struct devsim_device *d, int port)
+{
+	for (int i = 0; i < d->faults.n_failed_ports; i++)
+		if (d->faults.failed_ports[i] == port)
+			return true;
+	return false;
+}
+
+static void add_leaf(struct lyd_node *parent, const struct lys_module *mod, const char *name,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add_leaf(struct lyd_node *parent, const struct lys_module *mod, const char *name,
+		     const char *fmt, ...)
+{
+	char buf[96];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	lyd_new_term(parent, mod, name, buf, 0, NULL);
+}
+
+/* Builds running + state data of an ocs-switch device. */
+static struct lyd_node *switch_state(struct devsim_device *d, bool with_ports)
+{
+	const struct devsim_fleet *f = d->fleet;
+	const struct lys_module *mod = ly_ctx_get_module_implemented(f->ctx, "ocs-switch");
+	struct lyd_node *tree = dup_tree(d->running), *info = NULL, *ports = NULL, *node;
+	int64_t t = now_ms();
+	if (!with_ports)
+		goto connections; /* the filter does not look at ports: spare the work */
+	lyd_new_inner(NULL, mod, "switch-info", 0, &info);
+	add_leaf(info, mod, "port-count", "%d", f->ports);
+	add_leaf(info, mod, "bidirectional", "%s", f->bidirectional ? "true" : "false");
+	add_leaf(info, mod, "switch-time-ms", "%d", f->switch_ms);
+	lyd_insert_sibling(tree, info, &tree);
+	if (lyd_find_path(tree, "/ocs-switch:ports", 0, &ports)) {
+		lyd_new_inner(NULL, mod, "ports", 0, &ports);
+		lyd_insert_sibling(tree, ports, &tree);
+	}
+	bool *lit = calloc((size_t)f->ports, sizeof(bool));
+	for (int in = 0; in < f->ports; in++)
+		if (d->cur_out[in] >= 0 && d->cur_out[in] < f->ports)
+			lit[in] = lit[d->cur_out[in]] = true;
+	for (int p = 0; p < f->ports; p++) {
+		char key[16];
+		snprintf(key, sizeof(key), "%d", p);
+		if (lyd_find_sibling_val(lyd_child(ports), NULL, key, 0, &node)) {
+			const struct lysc_node *s =
+				lys_find_path(f->ctx, NULL, "/ocs-switch:ports/port", 0);
+			if (lyd_find_sibling_val(lyd_child(ports), s, key, 0, &node))
+				lyd_new_list(ports, mod, "port", 0, &node, key);
+		}
+		const char *st = port_failed(d, p) ? "failed" : lit[p] ? "up" : "down";
+		add_leaf(node, mod, "oper-state", "%s", st);
+		add_leaf(node, mod, "input-power", "%s", lit[p] ? "-2.50" : "-40.00");
+		add_leaf(node, mod, "output-power", "%s", lit[p] ? "-3.10" : "-40.00");
+	}
+	free(lit);
+connections:;
+	struct ly_set *set = NULL;
+	if (!lyd_find_xpath(tree, "/ocs-switch:cross-connects/connection", &set)) {
+		for (uint32_t i = 0; i < set->count; i++) {
+			struct lyd_node *c = set->dnodes[i];
+			int in = atoi(lyd_get_value(lyd_child(c)));
+			int o = (in >= 0 && in < f->ports) ? d->cur_out[in] : -1;
+			if (o < 0 || o >= f->ports || in >= f->ports) {
+				add_leaf(c, mod, "status", "invalid");
+				add_leaf(c, mod, "reason", "port out of range");
+			} else if (port_failed(d, in) || port_failed(d, o)) {
+				add_leaf(c, mod, "status", "failed");
+				add_leaf(c, mod, "reason", "port %d failed",
+					 port_failed(d, in) ? in : o);
+			} else if (t < d->since_ms[in] + f->switch_ms) {
+				add_leaf(c, mod, "status", "pending");
+			} else {
+				add_leaf(c, mod, "status", "connected");
+			}
+		}
+		ly_set_free(set, NULL);
+	}
+	return tree;
+}
+
+/* Builds running + state data of an ocs-transceiver agent. */
+static struct lyd_node *transceiver_state(struct devsim_device *d)
+{
+	const struct devsim_fleet *f = d->fleet;
+	const struct lys_module *mod = ly_ctx_get_module_implemented(f->ctx, "ocs-transceiver");
+	struct lyd_node *tree = dup_tree(d->running);
+	bool settling = now_ms() < d->last_change_ms + f->switch_ms;
+	struct ly_set *set = NULL;
+	if (!lyd_find_xpath(tree, "/ocs-transceiver:transceivers/node", &set)) {
+		for (uint32_t i = 0; i < set->count; i++) {
+			struct lyd_node *n = set->dnodes[i], *b;
+			long node_id = atol(lyd_get_value(lyd_child(n)));
+			add_leaf(n, mod, "faulty", "false");
+			LY_LIST_FOR(lyd_child(n), b)
+			{
+				if (strcmp(LYD_NAME(b), "bundle"))
+					continue;
+				struct lyd_node *ext = NULL, *dist = NULL, *dir = NULL, *ps = NULL;
+				lyd_find_path(b, "external", 0, &ext);
+				if (ext) {
+					lyd_find_path(ext, "distance", 0, &dist);
+					lyd_find_path(ext, "direction", 0, &dir);
+				}
+				const char *status = settling ? "pending" : "active";
+				if (dist && dir) {
+					long dd = atol(lyd_get_value(dist));
+					bool up = !strcmp(lyd_get_value(dir), "up");
+					add_leaf(b, mod, "peer-node", "%ld",
+						 up ? node_id + dd : node_id - dd);
+					lyd_new_list(b, mod, "path-status", 0, &ps, "external",
+						     lyd_get_value(dist), lyd_get_value(dir));
+				} else {
+					lyd_new_list(b, mod, "path-status", 0, &ps, "loopback", "0",
+						     "up");
+				}
+				if (ps)
+					add_leaf(ps, mod, "status", "%s", status);
+			}
+		}
+		ly_set_free(set, NULL);
+	}
+	return tree;
+}
+
+/* ---- notifications ------------------------------------------------------ */
+
+static void notify_subscribers(struct devsim_device *d, struct lyd_node *event)
+{
+	char tbuf[64];
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	for (int i = 0; i < d->n_subscribers; i++) {
+		struct nc_server_notif *n = nc_server_notif_new(event, tbuf, NC_PARAMTYPE_CONST);
+		nc_server_notif_send(d->subscribers[i], n, 1000);
+		nc_server_notif_free(n);
+	}
+	lyd_free_all(event);
+}
+
+static void drop_subscriber(struct devsim_device *d, struct nc_session *s)
+{
+	for (int i = 0; i < d->n_subscribers; i++)
+		if (d->subscribers[i] == s)
+			d->subscribers[i] = d->subscribers[--d->n_subscribers];
+}
+
+/* ---- RPC handlers (device mutex held) ----------------------------------- */
+
+static NC_DATASTORE datastore_of(const struct lyd_node *rpc, const char *container)
+{
+	struct lyd_node *c = NULL;
+	if (lyd_find_path(rpc, container, 0, &c) || !lyd_child(c))
+		return NC_DATASTORE_ERROR;
+	const char *n = LYD_NAME(lyd_child(c));
+	if (!strcmp(n, "running"))
+		return NC_DATASTORE_RUNNING;
+	if (!strcmp(n, "candidate"))
+		return NC_DATASTORE_CANDIDATE;
+	if (!strcmp(n, "startup"))
+		return NC_DATASTORE_STARTUP;
+	return NC_DATASTORE_ERROR;
+}
+
+static const char *child_value(const struct lyd_node *rpc, const char *name)
+{
+	struct lyd_node *c = NULL;
+	if (lyd_find_path(rpc, name, 0, &c))
+		return NULL;
+	return lyd_get_value(c);
+}
+
+static struct nc_server_reply *rpc_lock(struct devsim_device *d, const struct lyd_node *rpc,
+					uint32_t sid, bool lock)
+{
+	const struct devsim_fleet *f = d->fleet;
+	NC_DATASTORE ds = datastore_of(rpc, "target");
+	uint32_t *holder = ds == NC_DATASTORE_RUNNING	  ? &d->lock_running_sid
+			   : ds == NC_DATASTORE_CANDIDATE ? &d->lock_candidate_sid
+							  : NULL;
+	if (!holder)
+		return reply_err(f, NC_ERR_INVALID_VALUE, "target must be running or candidate",
+				 NULL);
+	if (!lock) {
+		if (*holder != sid)
+			return reply_err(f, NC_ERR_OP_FAILED,
+					 "the datastore is not locked by this session", NULL);
+		*holder = 0;
+		return nc_server_reply_ok();
+	}
+	if (*holder)
+		return reply_lock_denied(f, *holder);
+	if (ds == NC_DATASTORE_CANDIDATE && d->candidate_dirty)
+		return reply_lock_denied(f, 0);
+	*holder = sid;
+	return nc_server_reply_ok();
+}
+
+static struct nc_server_reply *rpc_edit(struct devsim_device *d, const struct lyd_node *rpc,
+					uint32_t sid)
+{
+	const struct devsim_fleet *f = d->fleet;
+	if (datastore_of(rpc, "target") != NC_DATASTORE_CANDIDATE)
+		return reply_err(f, NC_ERR_OP_NOT_SUPPORTED,
+				 "only the candidate datastore is writable (no :writable-running)",
+				 NULL);
+	if (d->lock_candidate_sid && d->lock_candidate_sid != sid)
+		return reply_err(f, NC_ERR_IN_USE, "the candidate is locked by another session",
+				 NULL);
+	int dflt = DS_OP_MERGE;
+	const char *dop = child_value(rpc, "default-operation");
+	if (dop && (dflt = ds_op_parse(dop)) < 0)
+		return reply_err(f, NC_ERR_INVALID_VALUE, "bad default-operation", NULL);
+	struct lyd_node *config = NULL, *edit = NULL;
+	char msg[512] = "", path[512] = "";
+	if (lyd_find_path(rpc, "config", 0, &config))
+		return reply_err(f, NC_ERR_MISSING_ELEM, "edit-config without <config>", NULL);
+	if (ds_parse_any(f->ctx, config, 0, &edit, msg, sizeof(msg)))
+		return reply_err(f, NC_ERR_INVALID_VALUE, msg, NULL);
+	struct lyd_node *work = dup_tree(d->candidate);
+	enum ds_error e =
+		ds_apply_edit(&work, edit, (enum ds_op)dflt, msg, sizeof(msg), path, sizeof(path));
+	lyd_free_all(edit);
+	if (e != DS_ERR_OK) {
+		lyd_free_all(work);
+		NC_ERR tag = e == DS_ERR_DATA_EXISTS	? NC_ERR_DATA_EXISTS
+			     : e == DS_ERR_DATA_MISSING ? NC_ERR_DATA_MISSING
+							: NC_ERR_INVALID_VALUE;
+		return reply_err(f, tag, msg, path);
+	}
+	lyd_free_all(d->candidate);
+	d->candidate = work;
+	d->candidate_dirty = true;
+	d->candidate_valid = false;
+	return nc_server_reply_ok();
+}
+
+static struct nc_server_reply *rpc_validate(struct devsim_device *d, const struct lyd_node *rpc)
+{
+	const struct devsim_fleet *f = d->fleet;
+	NC_DATASTORE ds = datastore_of(rpc, "source");
+	char msg[512] = "", path[512] = "";
+	const struct lyd_node *tree = ds == NC_DATASTORE_RUNNING ? d->running : d->candidate;
+	if (ds != NC_DATASTORE_RUNNING && ds != NC_DATASTORE_CANDIDATE)
+		return reply_err(f, NC_ERR_INVALID_VALUE,
+				 "validate source must be running or candidate", NULL);
+	if (validate_tree(f, tree, msg, sizeof(msg), path, sizeof(path)))
+		return reply_err(f, NC_ERR_INVALID_VALUE, msg, path);
+	if (ds == NC_DATASTORE_CANDIDATE)
+		d->candidate_valid = true;
+	return nc_server_reply_ok();
+}
+
+static struct nc_server_reply *rpc_commit(struct devsim_device *d, const struct lyd_node *rpc,
+					  uint32_t sid, bool noeffect)
+{
+	const struct devsim_fleet *f = d->fleet;
+	struct lyd_node *n = NULL;
+	bool confirmed = !lyd_find_path(rpc, "confirmed", 0, &n);
+	const char *timeout_s = child_value(rpc, "confirm-timeout");
+	const char *persist = child_value(rpc, "persist");
+	const char *persist_id = child_value(rpc, "persist-id");
+	if (d->lock_candidate_sid && d->lock_candidate_sid != sid)
+		return reply_err(f, NC_ERR_IN_USE, "the candidate is locked by another session",
+				 NULL);
+	if (d->lock_running_sid && d->lock_running_sid != sid)
+		return reply_err(f, NC_ERR_IN_USE, "running is locked by another session", NULL);
+	if (d->cc_active) {
+		/* confirming (or extending) commit: must come from the owner */
+		if (d->cc_persist ? (!persist_id || strcmp(persist_id, d->cc_persist))
+				  : (d->cc_sid != sid))
+			return reply_err(
+				f, NC_ERR_INVALID_VALUE,
+				"a confirmed commit is pending; the confirming commit must "
+				"come from its session or carry its persist-id",
+				NULL);
+	} else if (persist_id) {
+		return reply_err(f, NC_ERR_INVALID_VALUE,
+				 "no confirmed commit is pending for this persist-id",
+				 "/ietf-netconf:commit/persist-id");
+	}
+	/* a clean candidate is a copy of running (valid when it was committed),
+	 * and one validated since its last edit need not be validated again:
+	 * a confirming commit costs no tree work, as on real devices */
+	bool changes = d->candidate_dirty;
+	char msg[512] = "", path[512] = "";
+	if (changes && !d->candidate_valid &&
+	    validate_tree(f, d->candidate, msg, sizeof(msg), path, sizeof(path)))
+		return reply_err(f, NC_ERR_INVALID_VALUE, msg, path);
+	if (noeffect)
+		return nc_server_reply_ok(); /* the faulty device pretends */
+	if (confirmed) {
+		if (!d->cc_active) {
+			d->cc_backup = dup_tree(d->running);
+			d->cc_active = true;
+		}
+		d->cc_sid = sid;
+		free(d->cc_persist);
+		d->cc_persist = persist ? strdup(persist) : NULL;
+		long t = timeout_s ? atol(timeout_s) : DEFAULT_CONFIRM_TIMEOUT_S;
+		d->cc_deadline_ms = now_ms() + t * 1000;
+	} else if (d->cc_active) {
+		lyd_free_all(d->cc_backup);
+		d->cc_backup = NULL;
+		d->cc_active = false;
+		free(d->cc_persist);
+		d->cc_persist = NULL;
+	}
+	if (changes)
+		set_running(d, dup_tree(d->candidate));
+	d->candidate_dirty = false;
+	return nc_server_reply_ok();
+}
+
+static struct nc_server_reply *rpc_cancel(struct devsim_device *d, const struct lyd_node *rpc,
+					  uint32_t sid)
+{
+	const struct devsim_fleet *f = d->fleet;
+	const char *persist_id = child_value(rpc, "persist-id");
+	if (!d->cc_active)
+		return reply_err(f, NC_ERR_OP_FAILED, "no confirmed commit is pending", NULL);
+	if (d->cc_persist ? (!persist_id || strcmp(persist_id, d->cc_persist)) : d->cc_sid != sid)
+		return reply_err(f, NC_ERR_INVALID_VALUE,
+				 "cancel-commit must come from the committing session or carry "
+				 "its persist-id",
+				 NULL);
+	revert_confirmed_commit(d);
+	return nc_server_reply_ok();
+}
+
+static struct nc_server_reply *rpc_get(struct devsim_device *d, const struct lyd_node *rpc,
+				       bool config_only)
+{
+	const struct devsim_fleet *f = d->fleet;
+	struct lyd_node *fnode = NULL, *filter = NULL, *selected = NULL, *full = NULL;
+	char msg[256] = "";
+	bool has_filter = !lyd_find_path(rpc, "filter", 0, &fnode);
+	if (has_filter && ds_parse_any(f->ctx, fnode, 1, &filter, msg, sizeof(msg)))
+		return reply_err(f, NC_ERR_INVALID_VALUE, msg, NULL);
+	bool with_ports = !has_filter;
+	for (const struct lyd_node *sel = filter; sel; sel = sel->next)
+		with_ports |= strcmp(LYD_NAME(sel), "cross-connects") != 0;
+	if (config_only) {
+		NC_DATASTORE ds = datastore_of(rpc, "source");
+		if (ds != NC_DATASTORE_RUNNING && ds != NC_DATASTORE_CANDIDATE) {
+			lyd_free_all(filter);
+			return reply_err(f, NC_ERR_INVALID_VALUE,
+					 "source must be running or candidate", NULL);
+		}
+		full = dup_tree(ds == NC_DATASTORE_RUNNING ? d->running : d->candidate);
+	} else if (!has_filter || filter) { /* an empty filter selects nothing */
+		full = f->model == DEVSIM_MODEL_SWITCH ? switch_state(d, with_ports)
+						       : transceiver_state(d);
+	}
+	if (has_filter && !filter) {
+		lyd_free_all(full);
+		full = NULL;
+	}
+	int rc = ds_subtree_filter(f->ctx, full, filter, &selected);
+	lyd_free_all(full);
+	lyd_free_all(filter);
+	if (rc)
+		return reply_err(f, NC_ERR_INVALID_VALUE, "unsupported subtree filter", NULL);
+	struct lyd_node *output = NULL;
+	if (lyd_dup_single(rpc, NULL, 0, &output) ||
+	    lyd_new_any(output, NULL, "data", selected, 1, LYD_ANYDATA_DATATREE, 1, NULL)) {
+		lyd_free_all(selected);
+		lyd_free_all(output);
+		return reply_err(f, NC_ERR_OP_FAILED, "cannot build the reply", NULL);
+	}
+	return nc_server_reply_data(output, NC_WD_EXPLICIT, NC_PARAMTYPE_FREE);
+}
+
+static struct nc_server_reply *rpc_emit(struct devsim_device *d, const struct lyd_node *rpc)
+{
+	const struct devsim_fleet *f = d->fleet;
+	const char *kind = child_value(rpc, "kind");
+	const char *port = child_value(rpc, "port");
+	struct lyd_node *ev = NULL;
+	char path[128];
+	if (f->model != DEVSIM_MODEL_SWITCH)
+		return reply_err(f, NC_ERR_OP_NOT_SUPPORTED, "only ocs-switch devices emit these",
+				 NULL);
+	if (!strcmp(kind, "port-state-change")) {
+		snprintf(path, sizeof(path), "/ocs-switch:port-state-change/port");
+		lyd_new_path(NULL, f->ctx, path, port, 0, &ev);
+		lyd_new_path(ev, f->ctx, "/ocs-switch:port-state-change/oper-state",
+			     port_failed(d, atoi(port)) ? "failed" : "up", 0, NULL);
+	} else {
+		int in = atoi(port);
+		int o = (in >= 0 && in < f->ports) ? d->cur_out[in] : -1;
+		char ob[16];
+		snprintf(ob, sizeof(ob), "%d", o < 0 ? 0 : o);
+		lyd_new_path(NULL, f->ctx, "/ocs-switch:connection-failed/input", port, 0, &ev);
+		lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/output", ob, 0, NULL);
+		lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/reason",
+			     "injected by emit-notification", 0, NULL);
+	}
+	if (!ev)
+		return reply_err(f, NC_ERR_INVALID_VALUE, "cannot build the notification", NULL);
+	notify_subscribers(d, ev);
+	return nc_server_reply_ok();
+}
+
+/*
+ * The text of a module the simulator does not load, from the IETF module
+ * directory (libnetconf2 clients ask every server for the NMDA modules they
+ * use themselves): the revision asked for, else the newest file. NULL when
+ * there is none, or when the name or revision from the network could be
+ * anything but a module file name. Caller frees.
+ */
+static char *schema_from_dir(const struct devsim_fleet *f, const char *id, const char *rev)
+{
+	char pattern[PATH_MAX];
+	glob_t g = {0};
+	char *text = NULL;
+	size_t n_id =
+		strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.");
+	if (!*id || id[0] == '.' || id[n_id] || strlen(id) > 64 ||
+	    (rev && *rev && (strlen(rev) != 10 || rev[strspn(rev, "0123456789-")])))
+		return NULL;
+	snprintf(pattern, sizeof(pattern), "%s/%s@%s.yang", f->ietf_dir, id,
+		 rev && *rev ? rev : "[0-9]*");
+	if (glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0) {
+		/* sorted: the last name is the newest revision */
+		FILE *file = fopen(g.gl_pathv[g.gl_pathc - 1], "re");
+		text = file ? calloc(1, MAX_SCHEMA_BYTES + 2) : NULL;
+		size_t n = text ? fread(text, 1, MAX_SCHEMA_BYTES + 1, file) : 0;
+		if (text && (n == 0 || n > MAX_SCHEMA_BYTES)) { /* empty, or not a module */
+			free(text);
+			text = NULL;
+		}
+		if (file)
+			fclose(file);
+	}
+	globfree(&g);
+	return text;
+}
+
+/* get-schema (RFC 6022): the module text as libyang prints it. */
+static struct nc_server_reply *rpc_get_schema(const struct devsim_device *d,
+					      const struct lyd_node *rpc)
+{
+	const struct devsim_fleet *f = d->fleet;
+	const char *id = child_value(rpc, "identifier");
+	const char *rev = child_value(rpc, "version");
+	const char *fmt = child_value(rpc, "format");
+	if (fmt && !strstr(fmt, "yang"))
+		return reply_err(f, NC_ERR_INVALID_VALUE, "only the yang format is served",
+				 "/ietf-netconf-monitoring:get-schema/format");
+	const struct lys_module *mod = rev && *rev ? ly_ctx_get_module(f->ctx, id, rev)
+						   : ly_ctx_get_module_latest(f->ctx, id);
+	char *text = mod ? NULL : schema_from_dir(f, id ? id : "", rev);
+	if (!mod && !text)
+		return reply_err(f, NC_ERR_INVALID_VALUE, "no such schema",
+				 "/ietf-netconf-monitoring:get-schema/identifier");
+	struct lyd_node *output = NULL;
+	if ((mod && lys_print_mem(&text, mod, LYS_OUT_YANG, 0)) ||
+	    lyd_dup_single(rpc, NULL, 0, &output) ||
+	    lyd_new_any(output, NULL, "data", text, 1, LYD_ANYDATA_STRING, 1, NULL)) {
+		free(text);
+		lyd_free_all(output);
+		return reply_err(f, NC_ERR_OP_FAILED, "cannot print the schema", NULL);
+	}
+	return nc_server_reply_data(output, NC_WD_EXPLICIT, NC_PARAMTYPE_FREE);
+}
+
+/* Classifies an RPC into the fault steps; -1 for RPCs faults never touch. */
+static int step_of(struct devsim_device *d, const struct lyd_node *rpc)
+{
+	const char *n = LYD_NAME(rpc);
+	if (!strcmp(n, "lock"))
+		return DEVSIM_STEP_LOCK;
+	if (!strcmp(n, "unlock"))
+		return DEVSIM_STEP_UNLOCK;
+	if (!strcmp(n, "edit-config"))
+		return DEVSIM_STEP_EDIT;
+	if (!strcmp(n, "validate"))
+		return DEVSIM_STEP_VALIDATE;
+	if (!strcmp(n, "commit")) {
+		struct lyd_node *c = NULL;
+		bool confirmed = !lyd_find_path(rpc, "confirmed", 0, &c);
+		return (d->cc_active && !confirmed) ? DEVSIM_STEP_CONFIRM : DEVSIM_STEP_COMMIT;
+	}
+	if (!strcmp(n, "cancel-commit"))
+		return DEVSIM_STEP_CANCEL;
+	if (!strcmp(n, "discard-changes"))
+		return DEVSIM_STEP_DISCARD;
+	if (!strcmp(n, "get") || !strcmp(n, "get-config"))
+		return DEVSIM_STEP_GET;
+	return -1;
+}
+
+/* The operation itself, device mutex held. */
+static struct nc_server_reply *dispatch(struct devsim_device *d, const struct lyd_node *rpc,
+					struct nc_session *s, bool noeffect)
+{
+	const struct devsim_fleet *f = d->fleet;
+	uint32_t sid = nc_session_get_id(s);
+	const char *name = LYD_NAME(rpc);
+	if (!strcmp(name, "lock") || !strcmp(name, "unlock"))
+		return rpc_lock(d, rpc, sid, !strcmp(name, "lock"));
+	if (!strcmp(name, "edit-config"))
+		return rpc_edit(d, rpc, sid);
+	if (!strcmp(name, "validate"))
+		return rpc_validate(d, rpc);
+	if (!strcmp(name, "commit"))
+		return rpc_commit(d, rpc, sid, noeffect);
+	if (!strcmp(name, "cancel-commit"))
+		return rpc_cancel(d, rpc, sid);
+	if (!strcmp(name, "discard-changes")) {
+		if (d->lock_candidate_sid && d->lock_candidate_sid != sid)
+			return reply_err(f, NC_ERR_IN_USE,
+					 "the candidate is locked by another session", NULL);
+		lyd_free_all(d->candidate);
+		d->candidate = dup_tree(d->running);
+		d->candidate_dirty = false;
+		return nc_server_reply_ok();
+	}
+	if (!strcmp(name, "get"))
+		return rpc_get(d, rpc, false);
+	if (!strcmp(name, "get-config"))
+		return rpc_get(d, rpc, true);
+	if (!strcmp(name, "create-subscription")) {
+		if (d->n_subscribers >= MAX_SUBSCRIBERS)
+			return reply_err(f, NC_ERR_RES_DENIED, "too many subscribers", NULL);
+		d->subscribers[d->n_subscribers++] = s;
+		nc_session_inc_notif_status(s);
+		return nc_server_reply_ok();
+	}
+	if (!strcmp(name, "set-faults")) {
+		char err[256];
+		struct devsim_faults nf;
+		if (devsim_faults_parse(child_value(rpc, "spec"), &nf, err, sizeof(err)))
+			return reply_err(f, NC_ERR_INVALID_VALUE, err,
+					 "/ocs-devsim:set-faults/spec");
+		d->faults = nf;
+		return nc_server_reply_ok();
+	}
+	if (!strcmp(name, "get-schema"))
+		return rpc_get_schema(d, rpc);
+	if (!strcmp(name, "emit-notification"))
+		return rpc_emit(d, rpc);
+	return reply_err(f, NC_ERR_OP_NOT_SUPPORTED, "operation not supported by ocs-devsim", NULL);
+}
+
+struct nc_server_reply *devsim_fleet_rpc(struct devsim_device *d, const struct lyd_node *rpc,
+					 struct nc_session *s, int fd)
+{
+	const struct devsim_fleet *f = d->fleet;
+	pthread_mutex_lock(&d->mu);
+	int step = step_of(d, rpc);
+	struct devsim_faults faults = d->faults;
+	if (step >= 0 && !(faults.sticky_mask & (1u << step))) {
+		/* one-shot knobs clear as they fire */
+		uint32_t bit = 1u << step;
+		d->faults.refuse_mask &= ~bit;
+		d->faults.drop_mask &= ~bit;
+		d->faults.noeffect_mask &= ~bit;
+		d->faults.hang_ms[step] = 0;
+	}
+	pthread_mutex_unlock(&d->mu);
+	if (step >= 0 && faults.hang_ms[step] > 0)
+		usleep((useconds_t)faults.hang_ms[step] * 1000);
+	if (step >= 0 && (faults.drop_mask & (1u << step))) {
+		shutdown(fd, SHUT_RDWR);
+		return reply_err(f, NC_ERR_OP_FAILED, "session dropped by fault injection", NULL);
+	}
+	if (step >= 0 && (faults.refuse_mask & (1u << step))) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "refused by fault injection (refuse@%s)",
+			 devsim_step_name((enum devsim_step)step));
+		return reply_err(f, NC_ERR_OP_FAILED, msg, NULL);
+	}
+
+	bool noeffect =
+		step == DEVSIM_STEP_COMMIT && (faults.noeffect_mask & (1u << DEVSIM_STEP_COMMIT));
+	pthread_mutex_lock(&d->mu);
+	struct nc_server_reply *reply = dispatch(d, rpc, s, noeffect);
+	pthread_mutex_unlock(&d->mu);
+	if (step >= 0 && faults.hang_ms[step] > 0) {
+		/* after a hang the client may have given up and closed: like a
+		 * device whose TCP stack notices, end the session so its locks and
+		 * unconfirmed commit do not outlive it */
+		struct pollfd p = {fd, POLLRDHUP, 0};
+		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			shutdown(fd, SHUT_RDWR);
+	}
+	return reply;
+}
+
+void devsim_fleet_session_ended(struct devsim_device *d, struct nc_session *s)
+{
+	uint32_t sid = nc_session_get_id(s);
+	pthread_mutex_lock(&d->mu);
+	if (d->lock_running_sid == sid)
+		d->lock_running_sid = 0;
+	if (d->lock_candidate_sid == sid) {
+		d->lock_candidate_sid = 0;
+		lyd_free_all(d->candidate);
+		d->candidate = dup_tree(d->running);
+		d->candidate_dirty = false;
+	}
+	if (d->cc_active && !d->cc_persist && d->cc_sid == sid)
+		revert_confirmed_commit(d);
+	drop_subscriber(d, s);
+	pthread_mutex_unlock(&d->mu);
+}
+
+void devsim_fleet_expire_commits(struct devsim_fleet *fleet)
+{
+	int64_t t = now_ms();
+	for (int i = 0; i < fleet->count; i++) {
+		struct devsim_device *d = &fleet->devs[i];
+		pthread_mutex_lock(&d->mu);
+		if (d->cc_active && t >= d->cc_deadline_ms)
+			revert_confirmed_commit(d);
+		pthread_mutex_unlock(&d->mu);
+	}
+}
+
+int devsim_fleet_count(const struct devsim_fleet *fleet)
+{
+	return fleet->count;
+}
+
+struct devsim_device *devsim_fleet_device(struct devsim_fleet *fleet, int index)
+{
+	return &fleet->devs[index];
+}
+
+struct devsim_fleet *devsim_fleet_new(const struct ly_ctx *ctx, const struct devsim_opts *opts)
+{
+	struct devsim_fleet *fleet = calloc(1, sizeof(*fleet));
+	if (!fleet)
+		return NULL;
+	*fleet = (struct devsim_fleet){
+		.ctx = ctx,
+		.model = opts->model,
+		.ports = opts->ports,
+		.switch_ms = opts->switch_ms,
+		.bidirectional = opts->bidirectional,
+		.ietf_dir = opts->ietf_dir,
+	};
+	fleet->devs = calloc((size_t)opts->count, sizeof(*fleet->devs));
+	if (!fleet->devs) {
+		free(fleet);
+		return NULL;
+	}
+	/* count grows with each device set up, so that free releases exactly those */
+	for (int i = 0; i < opts->count; i++) {
+		struct devsim_device *d = &fleet->devs[i];
+		d->fleet = fleet;
+		d->cur_out = malloc(sizeof(int) * (size_t)opts->ports);
+		d->since_ms = calloc((size_t)opts->ports, sizeof(int64_t));
+		if (!d->cur_out || !d->since_ms || pthread_mutex_init(&d->mu, NULL)) {
+			free(d->cur_out);
+			free(d->since_ms);
+			devsim_fleet_free(fleet);
+			return NULL;
+		}
+		fleet->count++;
+		for (int p = 0; p < opts->ports; p++)
+			d->cur_out[p] = -1;
+		/* the last --fault that names this device (or every device) wins */
+		for (int k = 0; k < opts->n_faults; k++)
+			if (opts->faults[k].device < 0 || opts->faults[k].device == i)
+				d->faults = opts->faults[k].faults;
+	}
+	return fleet;
+}
+
+void devsim_fleet_free(struct devsim_fleet *fleet)
+{
+	if (!fleet)
+		return;
+	for (int i = 0; i < fleet->count; i++) {
+		struct devsim_device *d = &fleet->devs[i];
+		lyd_free_all(d->running);
+		lyd_free_all(d->candidate);
+		lyd_free_all(d->cc_backup);
+		free(d->cc_persist);
+		free(d->cur_out);
+		free(d->since_ms);
+		pthread_mutex_destroy(&d->mu);
+	}
+	free(fleet->devs);
+	free(fleet);
+}

@@ -1,0 +1,52 @@
+/*
+ * devsim_fleet.h - the devices ocs-devsim simulates and what NETCONF does to
+ * them: datastores, locks, edit-config, validate, (confirmed) commit,
+ * get/get-config, get-schema, notifications, the fault knobs, and state data
+ * that behaves like hardware. Nothing here knows about sockets or threads:
+ * devsim_server.c hands each RPC of a session to the device the session is
+ * bound to.
+ *
+ * Thread-safety: every device has one mutex that guards all of its state;
+ * the functions below take it themselves, and a thread holds at most one
+ * device mutex at a time, so there is no lock order to respect. The fleet's
+ * own settings are read-only after devsim_fleet_new().
+ */
+#ifndef OCS_DEVSIM_FLEET_H
+#define OCS_DEVSIM_FLEET_H
+
+#include "devsim_opts.h"
+
+#include <libyang/libyang.h>
+#include <nc_server.h>
+
+struct devsim_fleet;
+struct devsim_device;
+
+/*
+ * opts->count devices of opts->model with opts->ports ports, each with the
+ * start faults of opts that concern it. ctx (borrowed, outlives the fleet)
+ * holds the modules of the model; opts is read during the call, except
+ * opts->ietf_dir, which must outlive the fleet. NULL when out of memory.
+ */
+struct devsim_fleet *devsim_fleet_new(const struct ly_ctx *ctx, const struct devsim_opts *opts);
+/* Frees every device; accepts NULL. No session may use the fleet any more. */
+void devsim_fleet_free(struct devsim_fleet *fleet);
+
+int devsim_fleet_count(const struct devsim_fleet *fleet);
+/* Device index (0 <= index < count); the fleet owns it. */
+struct devsim_device *devsim_fleet_device(struct devsim_fleet *fleet, int index);
+
+/*
+ * Answers one RPC of session s on device d: the fault knobs of the RPC's
+ * step first (hang, drop: shuts socket fd down, refuse), then the
+ * operation. The caller (libnetconf2) frees the reply.
+ */
+struct nc_server_reply *devsim_fleet_rpc(struct devsim_device *d, const struct lyd_node *rpc,
+					 struct nc_session *s, int fd);
+/* Session s of device d ended: releases its locks, reverts its unconfirmed commit unless
+ * persistent. */
+void devsim_fleet_session_ended(struct devsim_device *d, struct nc_session *s);
+/* Reverts every confirmed commit whose timeout has passed. */
+void devsim_fleet_expire_commits(struct devsim_fleet *fleet);
+
+#endif

@@ -1,0 +1,419 @@
+/*
+ * devsim_opts.c - ocs-devsim's options (devsim_opts.h). The table below is
+ * the only place an option is described: getopt_long(3)'s option array is
+ * built from it, defaults are applied by running each default through the
+ * option's own parser, and --help is printed from it. Checks that involve
+ * several options (SSH or TLS credentials, the port range) run once argv is
+ * read, in check_combination().
+ */
+#define _GNU_SOURCE /* strndup */
+#include "devsim_opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_WORKERS  64 /* devsim_server keeps no per-worker state; a sane bound */
+#define ERR_LEN	     256
+#define HELP_COLUMNS 80
+
+struct devsim_opt;
+
+/* Parses arg into opts; 0, or -EINVAL with the reason (without the option's name) in err. */
+typedef int (*devsim_opt_set_fn)(struct devsim_opts *opts, const struct devsim_opt *opt,
+				 const char *arg, char *err, size_t err_len);
+
+struct devsim_opt {
+	const char *name; /* --name */
+	const char *arg;  /* the argument's name in --help; NULL: a flag */
+	/* applied through set() before argv is read; NULL: the field keeps the
+	 * value devsim_opts_parse() starts from */
+	const char *dflt;
+	const char *dflt_help; /* the default as --help shows it; NULL: dflt */
+	const char *help;
+	devsim_opt_set_fn set;
+	size_t field; /* the member of struct devsim_opts that set_int/str/flag write */
+	int min, max; /* set_int's range */
+};
+
+static int *int_field(struct devsim_opts *o, const struct devsim_opt *opt)
+{
+	return (int *)(void *)((char *)o + opt->field);
+}
+
+static int parse_int(const char *s, int min, int max, int *out, char *err, size_t err_len)
+{
+	char *end = NULL;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (!*s || *end || errno || v < min || v > max) {
+		snprintf(err, err_len, "expected an integer in %d..%d, got '%s'", min, max, s);
+		return -EINVAL;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+static int set_int(struct devsim_opts *o, const struct devsim_opt *opt, const char *arg, char *err,
+		   size_t err_len)
+{
+	return parse_int(arg, opt->min, opt->max, int_field(o, opt), err, err_len);
+}
+
+static int set_str(struct devsim_opts *o, const struct devsim_opt *opt, const char *arg, char *err,
+		   size_t err_len)
+{
+	*(const char **)(void *)((char *)o + opt->field) = arg;
+	return 0;
+}
+
+/* A flag: turns a setting that is on by default off. */
+static int set_off(struct devsim_opts *o, const struct devsim_opt *opt, const char *arg, char *err,
+		   size_t err_len)
+{
+	*(bool *)(void *)((char *)o + opt->field) = false;
+	return 0;
+}
+
+static int set_listen(struct devsim_opts *o, const struct devsim_opt *opt, const char *arg,
+		      char *err, size_t err_len)
+{
+	const char *colon = strrchr(arg, ':');
+	int port = 0;
+	if (!colon || colon == arg || parse_int(colon + 1, 1, 65535, &port, err, err_len)) {
+		snprintf(err, err_len, "expected ADDR:PORT with PORT in 1..65535, got '%s'", arg);
+		return -EINVAL;
+	}
+	char *addr = strndup(arg, (size_t)(colon - arg));
+	if (!addr)
+		return -ENOMEM;
+	free(o->listen_addr); /* the last --listen wins */
+	o->listen_addr = addr;
+	o->port = port;
+	return 0;
+}
+
+static int set_model(struct devsim_opts *o, const struct devsim_opt *opt, const char *arg,
+		     char *err, size_t err_len)
+{
+	if (!strcmp(arg, devsim_model_name(DEVSIM_MODEL_SWITCH))) {
+		o->model = DEVSIM_MODEL_SWITCH;
+	} else if (!strcmp(arg, devsim_model_name(DEVSIM_MODEL_TRANSCEIVER))) {
+		o->model = DEVSIM_MODEL_TRANSCEIVER;
+	} else {
+		snprintf(err, err_len, "expected ocs-switch or ocs-transceiver, got '%s'", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* [I/]SPEC: the knobs of devsim_fault.h, for device I or every device. */
+static int set_fault(struct devsim_opts *o, const struct devsim_opt *opt, const char *arg,
+		     char *err, size_t err_len)
+{
+	struct devsim_start_fault f = {.device = -1};
+	const char *spec = arg;
+	const char *slash = strchr(arg, '/');
+	if (slash && slash < arg + strcspn(arg, "@=")) {
+		char index[16];
+		snprintf(index, sizeof(index), "%.*s", (int)(slash - arg), arg);
+		if (slash - arg >= (ptrdiff_t)sizeof(index) ||
+		    parse_int(index, 0, INT32_MAX, &f.device, err, err_len)) {
+			snprintf(err, err_len, "expected I/SPEC with a device index I, got '%s'",
+				 arg);
+			return -EINVAL;
+		}
+		spec = slash + 1;
+	}
+	if (devsim_faults_parse(spec, &f.faults, err, err_len))
+		return -EINVAL;
+	struct devsim_start_fault *grown =
+		realloc(o->faults, sizeof(*o->faults) * (size_t)(o->n_faults + 1));
+	if (!grown)
+		return -ENOMEM;
+	o->faults = grown;
+	o->faults[o->n_faults++] = f;
+	return 0;
+}
+
+#define FIELD(member) offsetof(struct devsim_opts, member)
+
+/* Every option of ocs-devsim, in the order --help lists them. */
+static const struct devsim_opt opt_table[] = {
+	{.name = "listen",
+	 .arg = "ADDR:PORT",
+	 .dflt_help = "required",
+	 .set = set_listen,
+	 .help = "first device's address; with --count N, devices listen on PORT..PORT+N-1"},
+	{.name = "model",
+	 .arg = "MODEL",
+	 .dflt = "ocs-switch",
+	 .set = set_model,
+	 .help = "ocs-switch or ocs-transceiver"},
+	{.name = "ports",
+	 .arg = "N",
+	 .dflt = "64",
+	 .set = set_int,
+	 .field = FIELD(ports),
+	 .min = 1,
+	 .max = 4096,
+	 .help = "ports per device, 1..4096"},
+	{.name = "user",
+	 .arg = "U",
+	 .dflt_help = "required",
+	 .set = set_str,
+	 .field = FIELD(user),
+	 .help = "the user clients log in as (TLS: the user client certificates map to)"},
+	{.name = "password",
+	 .arg = "P",
+	 .dflt_help = "none",
+	 .set = set_str,
+	 .field = FIELD(password),
+	 .help = "SSH password authentication with this password"},
+	{.name = "authorized-key",
+	 .arg = "FILE",
+	 .dflt_help = "none",
+	 .set = set_str,
+	 .field = FIELD(authorized_key),
+	 .help = "SSH public key authentication with this OpenSSH public key file"},
+	{.name = "hostkey",
+	 .arg = "FILE",
+	 .set = set_str,
+	 .field = FIELD(hostkey),
+	 .dflt_help = "a fresh ECDSA key in /tmp, removed at exit",
+	 .help = "SSH host key"},
+	{.name = "tls-cert",
+	 .arg = "FILE",
+	 .dflt_help = "none: SSH",
+	 .set = set_str,
+	 .field = FIELD(tls_cert),
+	 .help = "NETCONF over TLS instead of SSH: the server certificate (PEM)"},
+	{.name = "tls-key",
+	 .arg = "FILE",
+	 .dflt_help = "none: SSH",
+	 .set = set_str,
+	 .field = FIELD(tls_key),
+	 .help = "TLS: the server certificate's key (PEM)"},
+	{.name = "tls-ca",
+	 .arg = "FILE",
+	 .dflt_help = "none: SSH",
+	 .set = set_str,
+	 .field = FIELD(tls_ca),
+	 .help = "TLS: the CA whose client certificates are accepted (as --user)"},
+	{.name = "switch-ms",
+	 .arg = "MS",
+	 .set = set_int,
+	 .field = FIELD(switch_ms),
+	 .min = 0,
+	 .max = 600000,
+	 .dflt_help = "25 for ocs-switch, 1 for ocs-transceiver",
+	 .help = "time a changed connection stays pending, 0..600000"},
+	{.name = "fault",
+	 .arg = "[I/]SPEC",
+	 .dflt_help = "none",
+	 .set = set_fault,
+	 .help = "fault knobs at start, for device I or every device; repeatable"},
+	{.name = "count",
+	 .arg = "N",
+	 .dflt = "1",
+	 .set = set_int,
+	 .field = FIELD(count),
+	 .min = 1,
+	 .max = 4096,
+	 .help = "independent devices in one process, 1..4096"},
+	{.name = "unidirectional",
+	 .dflt_help = "off: ocs-switch devices are bidirectional",
+	 .set = set_off,
+	 .field = FIELD(bidirectional),
+	 .help = "accept one-way connections (the reverse is on another device)"},
+	{.name = "no-confirmed-commit",
+	 .dflt_help = "off",
+	 .set = set_off,
+	 .field = FIELD(confirmed_commit),
+	 .help = "do not offer :confirmed-commit (tests the compensating-edit strategy)"},
+	{.name = "workers",
+	 .arg = "N",
+	 .dflt = "4",
+	 .set = set_int,
+	 .field = FIELD(workers),
+	 .min = 1,
+	 .max = MAX_WORKERS,
+	 .help = "threads serving RPCs, 1..64; a hung RPC holds one"},
+	{.name = "ietf-dir",
+	 .arg = "DIR",
+	 .dflt = "/usr/share/yuma/modules/ietf",
+	 .set = set_str,
+	 .field = FIELD(ietf_dir),
+	 .help = "the IETF YANG modules: loaded, and served by get-schema"},
+	{.name = "help", .dflt_help = "off", .help = "print this help and exit (also -h)"},
+};
+
+#define N_OPTS	(sizeof(opt_table) / sizeof(opt_table[0]))
+#define OPT_VAL 256 /* getopt_long's val of opt_table[i] is OPT_VAL + i */
+
+const char *devsim_model_name(enum devsim_model model)
+{
+	return model == DEVSIM_MODEL_SWITCH ? "ocs-switch" : "ocs-transceiver";
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: ocs-devsim --listen ADDR:PORT --user U --password P [OPTION]...\n"
+		"       ocs-devsim --listen ADDR:PORT --user U --authorized-key FILE [OPTION]...\n"
+		"       ocs-devsim --listen ADDR:PORT --user U --tls-cert FILE --tls-key FILE\n"
+		"                  --tls-ca FILE [OPTION]...\n");
+}
+
+/* Writes text from column `indent` on, wrapped at HELP_COLUMNS, and ends the line. */
+static void print_wrapped(FILE *out, const char *text, int indent)
+{
+	int col = indent;
+	while (*text) {
+		size_t word = strcspn(text, " ");
+		if (col > indent && col + 1 + (int)word > HELP_COLUMNS) {
+			fprintf(out, "\n%*s", indent, "");
+			col = indent;
+		} else if (col > indent) {
+			fputc(' ', out);
+			col++;
+		}
+		fprintf(out, "%.*s", (int)word, text);
+		col += (int)word;
+		text += word;
+		text += strspn(text, " ");
+	}
+	fputc('\n', out);
+}
+
+void devsim_opts_help(FILE *out)
+{
+	usage(out);
+	fprintf(out,
+		"A NETCONF device simulator: optical circuit switches (ocs-switch) or a node's\n"
+		"OCS transceivers (ocs-transceiver). Options, with their defaults in brackets:\n");
+	int width = 0;
+	for (size_t i = 0; i < N_OPTS; i++) {
+		const struct devsim_opt *opt = &opt_table[i];
+		int w = (int)strlen(opt->name) + (opt->arg ? 1 + (int)strlen(opt->arg) : 0);
+		if (w > width)
+			width = w;
+	}
+	for (size_t i = 0; i < N_OPTS; i++) {
+		const struct devsim_opt *opt = &opt_table[i];
+		char synopsis[64], text[512];
+		snprintf(synopsis, sizeof(synopsis), "%s%s%s", opt->name, opt->arg ? " " : "",
+			 opt->arg ? opt->arg : "");
+		snprintf(text, sizeof(text), "%s [%s]", opt->help,
+			 opt->dflt_help ? opt->dflt_help : opt->dflt);
+		fprintf(out, "  --%-*s  ", width, synopsis);
+		print_wrapped(out, text, width + 6);
+	}
+	fprintf(out, "Fault SPEC: refuse@STEP, drop@STEP, hang@STEP=MS, noeffect@commit, "
+		     "fail-port=P,\ncomma-separated; STEP+ makes a step's knobs sticky "
+		     "(southbound/README.md).\n");
+}
+
+/* Cross-option checks and the defaults that depend on other options. */
+static int check_combination(struct devsim_opts *o, FILE *err)
+{
+	if (!o->listen_addr) {
+		fprintf(err, "ocs-devsim: --listen ADDR:PORT is required\n");
+		usage(err);
+		return -EINVAL;
+	}
+	bool tls = o->tls_cert || o->tls_key || o->tls_ca;
+	if (tls && !(o->tls_cert && o->tls_key && o->tls_ca && o->user)) {
+		fprintf(err,
+			"ocs-devsim: TLS needs --tls-cert, --tls-key, --tls-ca and --user (the "
+			"name clients signed by the CA are mapped to)\n");
+		return -EINVAL;
+	}
+	if (!tls && (!o->user || (!o->password && !o->authorized_key))) {
+		fprintf(err, "ocs-devsim: --user and --password and/or --authorized-key are "
+			     "required\n");
+		return -EINVAL;
+	}
+	if (o->port + o->count - 1 > 65535) {
+		fprintf(err, "ocs-devsim: --count %d does not fit above port %d\n", o->count,
+			o->port);
+		return -EINVAL;
+	}
+	if (o->switch_ms < 0)
+		o->switch_ms = o->model == DEVSIM_MODEL_SWITCH ? 25 : 1;
+	if (o->model != DEVSIM_MODEL_SWITCH)
+		o->bidirectional = false;
+	return 0;
+}
+
+/* Runs one option's parser; the error names the option. */
+static int apply(struct devsim_opts *o, const struct devsim_opt *opt, const char *arg, FILE *err)
+{
+	char msg[ERR_LEN] = "";
+	int rc = opt->set(o, opt, arg, msg, sizeof(msg));
+	if (rc == -EINVAL)
+		fprintf(err, "ocs-devsim: --%s: %s\n", opt->name, msg);
+	else if (rc)
+		fprintf(err, "ocs-devsim: --%s: %s\n", opt->name, strerror(-rc));
+	return rc;
+}
+
+int devsim_opts_parse(struct devsim_opts *o, int argc, char **argv, FILE *err)
+{
+	*o = (struct devsim_opts){.switch_ms = -1, .bidirectional = true, .confirmed_commit = true};
+	struct option longopts[N_OPTS + 1];
+	for (size_t i = 0; i < N_OPTS; i++) {
+		const struct devsim_opt *opt = &opt_table[i];
+		longopts[i] = (struct option){opt->name, opt->arg ? required_argument : no_argument,
+					      NULL, OPT_VAL + (int)i};
+		if (opt->dflt && apply(o, opt, opt->dflt, err))
+			return -EINVAL; /* a broken table: the test suite catches it */
+	}
+	longopts[N_OPTS] = (struct option){0};
+
+	optind = 0; /* glibc: start over, parsing may run more than once */
+	opterr = 0; /* the messages below name the option */
+	int c;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		const char *bad = argv[optind - 1];
+		if (c == 'h')
+			return DEVSIM_OPTS_HELP;
+		if (c == ':' || c == '?') {
+			if (c == ':')
+				fprintf(err, "ocs-devsim: %s: needs an argument\n", bad);
+			else if (optopt >= OPT_VAL)
+				fprintf(err, "ocs-devsim: --%s: takes no argument\n",
+					opt_table[optopt - OPT_VAL].name);
+			else
+				fprintf(err, "ocs-devsim: unknown option '%s'\n", bad);
+			usage(err);
+			return -EINVAL;
+		}
+		const struct devsim_opt *opt = &opt_table[c - OPT_VAL];
+		if (!opt->set) /* --help, the one option without a parser */
+			return DEVSIM_OPTS_HELP;
+		int rc = apply(o, opt, optarg, err);
+		if (rc)
+			return rc;
+	}
+	if (optind < argc) {
+		fprintf(err, "ocs-devsim: unexpected argument '%s'\n", argv[optind]);
+		usage(err);
+		return -EINVAL;
+	}
+	return check_combination(o, err);
+}
+
+void devsim_opts_clear(struct devsim_opts *o)
+{
+	if (!o)
+		return;
+	free(o->listen_addr);
+	free(o->faults);
+	o->listen_addr = NULL;
+	o->faults = NULL;
+	o->n_faults = 0;
+}

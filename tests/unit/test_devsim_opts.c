@@ -1,0 +1,306 @@
+/*
+ * test_devsim_opts.c - ocs-devsim's command line (southbound/devsim_opts.c):
+ * defaults, every option reaching its setting, the checks across options,
+ * error messages that name the option, and a --help that lists every option
+ * with its default. The expected options and defaults are written out here,
+ * not read from the table, so that an option dropped from the table or a
+ * changed default fails the test.
+ */
+#include "devsim_opts.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define MAX_ARGS 32
+
+/* Parses the NULL-terminated arguments after "ocs-devsim"; *err_text (caller frees) gets what went
+ * to err. */
+static int parse(struct devsim_opts *o, char **err_text, ...)
+{
+	char *argv[MAX_ARGS] = {"ocs-devsim"};
+	int argc = 1;
+	va_list ap;
+	va_start(ap, err_text);
+	for (char *a; (a = va_arg(ap, char *));)
+		argv[argc++] = a;
+	va_end(ap);
+	size_t len = 0;
+	FILE *err = open_memstream(err_text, &len);
+	assert_non_null(err);
+	int rc = devsim_opts_parse(o, argc, argv, err);
+	fclose(err);
+	return rc;
+}
+
+#define SSH_MINIMAL "--listen", "127.0.0.1:830", "--user", "u", "--password", "p"
+
+static void test_defaults(void **state)
+{
+	struct devsim_opts o;
+	char *err = NULL;
+	assert_int_equal(parse(&o, &err, SSH_MINIMAL, NULL), DEVSIM_OPTS_RUN);
+	assert_string_equal(err, "");
+	assert_string_equal(o.listen_addr, "127.0.0.1");
+	assert_int_equal(o.port, 830);
+	assert_int_equal(o.model, DEVSIM_MODEL_SWITCH);
+	assert_int_equal(o.ports, 64);
+	assert_int_equal(o.switch_ms, 25);
+	assert_int_equal(o.count, 1);
+	assert_true(o.bidirectional);
+	assert_true(o.confirmed_commit);
+	assert_int_equal(o.workers, 4);
+	assert_string_equal(o.ietf_dir, "/usr/share/yuma/modules/ietf");
+	assert_string_equal(o.user, "u");
+	assert_string_equal(o.password, "p");
+	assert_null(o.authorized_key);
+	assert_null(o.hostkey);
+	assert_null(o.tls_cert);
+	assert_int_equal(o.n_faults, 0);
+	devsim_opts_clear(&o);
+	free(err);
+}
+
+/* A transceiver settles in 1 ms and is never bidirectional. */
+static void test_transceiver_defaults(void **state)
+{
+	struct devsim_opts o;
+	char *err = NULL;
+	assert_int_equal(parse(&o, &err, SSH_MINIMAL, "--model", "ocs-transceiver", NULL),
+			 DEVSIM_OPTS_RUN);
+	assert_int_equal(o.model, DEVSIM_MODEL_TRANSCEIVER);
+	assert_int_equal(o.switch_ms, 1);
+	assert_false(o.bidirectional);
+	assert_string_equal(devsim_model_name(o.model), "ocs-transceiver");
+	devsim_opts_clear(&o);
+	free(err);
+}
+
+static void test_every_option(void **state)
+{
+	struct devsim_opts o;
+	char *err = NULL;
+	int rc = parse(&o, &err, "--listen", "[::1]:2000", "--model", "ocs-switch", "--ports", "8",
+		       "--user", "admin", "--password", "pw", "--authorized-key", "/k.pub",
+		       "--hostkey", "/hk", "--switch-ms", "0", "--fault", "refuse@commit",
+		       "--fault", "2/hang@lock=50,fail-port=3", "--count", "3", "--unidirectional",
+		       "--no-confirmed-commit", "--workers=7", "--ietf-dir", "/ietf", NULL);
+	assert_string_equal(err, "");
+	assert_int_equal(rc, DEVSIM_OPTS_RUN);
+	assert_string_equal(o.listen_addr, "[::1]");
+	assert_int_equal(o.port, 2000);
+	assert_int_equal(o.ports, 8);
+	assert_string_equal(o.user, "admin");
+	assert_string_equal(o.password, "pw");
+	assert_string_equal(o.authorized_key, "/k.pub");
+	assert_string_equal(o.hostkey, "/hk");
+	assert_int_equal(o.switch_ms, 0);
+	assert_int_equal(o.count, 3);
+	assert_false(o.bidirectional);
+	assert_false(o.confirmed_commit);
+	assert_int_equal(o.workers, 7);
+	assert_string_equal(o.ietf_dir, "/ietf");
+	assert_int_equal(o.n_faults, 2);
+	assert_int_equal(o.faults[0].device, -1);
+	assert_int_equal(o.faults[0].faults.refuse_mask, 1u << DEVSIM_STEP_COMMIT);
+	assert_int_equal(o.faults[1].device, 2);
+	assert_int_equal(o.faults[1].faults.hang_ms[DEVSIM_STEP_LOCK], 50);
+	assert_int_equal(o.faults[1].faults.n_failed_ports, 1);
+	assert_int_equal(o.faults[1].faults.failed_ports[0], 3);
+	devsim_opts_clear(&o);
+	free(err);
+}
+
+static void test_tls(void **state)
+{
+	struct devsim_opts o;
+	char *err = NULL;
+	assert_int_equal(parse(&o, &err, "--listen", "0.0.0.0:6513", "--user", "u", "--tls-cert",
+			       "c.pem", "--tls-key", "k.pem", "--tls-ca", "ca.pem", NULL),
+			 DEVSIM_OPTS_RUN);
+	assert_string_equal(o.tls_cert, "c.pem");
+	assert_string_equal(o.tls_key, "k.pem");
+	assert_string_equal(o.tls_ca, "ca.pem");
+	assert_null(o.password);
+	devsim_opts_clear(&o);
+	free(err);
+}
+
+/* Each bad command line is refused with a message that contains `names`. */
+static void expect_refused(const char *names, ...)
+{
+	char *argv[MAX_ARGS] = {"ocs-devsim"};
+	int argc = 1;
+	va_list ap;
+	va_start(ap, names);
+	for (char *a; (a = va_arg(ap, char *));)
+		argv[argc++] = a;
+	va_end(ap);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *err = open_memstream(&text, &len);
+	struct devsim_opts o;
+	int rc = devsim_opts_parse(&o, argc, argv, err);
+	fclose(err);
+	if (rc != -EINVAL || !strstr(text, names))
+		fail_msg("%s ...: rc %d, message '%s', expected -EINVAL naming '%s'", argv[1], rc,
+			 text, names);
+	devsim_opts_clear(&o);
+	free(text);
+}
+
+static void test_errors_name_the_option(void **state)
+{
+	expect_refused("--ports: expected an integer in 1..4096, got 'x'", SSH_MINIMAL, "--ports",
+		       "x", NULL);
+	expect_refused("--ports", SSH_MINIMAL, "--ports", "0", NULL);
+	expect_refused("--ports", SSH_MINIMAL, "--ports", "4097", NULL);
+	expect_refused("--count", SSH_MINIMAL, "--count", "-1", NULL);
+	expect_refused("--workers", SSH_MINIMAL, "--workers", "65", NULL);
+	expect_refused("--switch-ms", SSH_MINIMAL, "--switch-ms", "600001", NULL);
+	expect_refused("--switch-ms", SSH_MINIMAL, "--switch-ms", "99999999999999999999", NULL);
+	expect_refused("--model: expected ocs-switch or ocs-transceiver", SSH_MINIMAL, "--model",
+		       "router", NULL);
+	expect_refused("--listen", "--listen", "127.0.0.1", "--user", "u", "--password", "p", NULL);
+	expect_refused("--listen", "--listen", "127.0.0.1:0", "--user", "u", "--password", "p",
+		       NULL);
+	expect_refused("--listen", "--listen", ":830", "--user", "u", "--password", "p", NULL);
+	expect_refused("--fault: fault 'refuse@nothing'", SSH_MINIMAL, "--fault", "refuse@nothing",
+		       NULL);
+	expect_refused("--fault: expected I/SPEC", SSH_MINIMAL, "--fault", "x/refuse@lock", NULL);
+	expect_refused("--ports: needs an argument", SSH_MINIMAL, "--ports", NULL);
+	expect_refused("--unidirectional: takes no argument", SSH_MINIMAL, "--unidirectional=1",
+		       NULL);
+	expect_refused("unknown option '--bogus'", SSH_MINIMAL, "--bogus", "3", NULL);
+	expect_refused("unexpected argument 'extra'", SSH_MINIMAL, "extra", NULL);
+}
+
+static void test_combinations(void **state)
+{
+	expect_refused("--listen ADDR:PORT is required", "--user", "u", "--password", "p", NULL);
+	expect_refused("--user and --password and/or --authorized-key", "--listen", "h:1", "--user",
+		       "u", NULL);
+	expect_refused("--user and --password", "--listen", "h:1", "--password", "p", NULL);
+	expect_refused("TLS needs --tls-cert, --tls-key, --tls-ca and --user", "--listen", "h:1",
+		       "--user", "u", "--tls-cert", "c", "--tls-key", "k", NULL);
+	expect_refused("TLS needs", "--listen", "h:1", "--tls-cert", "c", "--tls-key", "k",
+		       "--tls-ca", "a", NULL);
+	expect_refused("--count 2 does not fit above port 65535", "--listen", "h:65535", "--user",
+		       "u", "--password", "p", "--count", "2", NULL);
+	/* key authentication alone is enough */
+	struct devsim_opts o;
+	char *err = NULL;
+	assert_int_equal(parse(&o, &err, "--listen", "h:65535", "--user", "u", "--authorized-key",
+			       "k", NULL),
+			 DEVSIM_OPTS_RUN);
+	devsim_opts_clear(&o);
+	free(err);
+}
+
+/* --help wins over missing options, wherever it stands; parsing can run again. */
+static void test_help_request(void **state)
+{
+	struct devsim_opts o;
+	char *err = NULL;
+	assert_int_equal(parse(&o, &err, "--help", NULL), DEVSIM_OPTS_HELP);
+	devsim_opts_clear(&o);
+	free(err);
+	assert_int_equal(parse(&o, &err, "--ports", "8", "-h", NULL), DEVSIM_OPTS_HELP);
+	devsim_opts_clear(&o);
+	free(err);
+	assert_int_equal(parse(&o, &err, SSH_MINIMAL, "--count", "2", NULL), DEVSIM_OPTS_RUN);
+	assert_int_equal(o.count, 2);
+	devsim_opts_clear(&o);
+	free(err);
+}
+
+/* Every option, with its argument and default, as --help must show them. */
+static const struct {
+	const char *synopsis;
+	const char *dflt;
+} expected_help[] = {
+	{"--listen ADDR:PORT", "[required]"},
+	{"--model MODEL", "[ocs-switch]"},
+	{"--ports N", "[64]"},
+	{"--user U", "[required]"},
+	{"--password P", "[none]"},
+	{"--authorized-key FILE", "[none]"},
+	{"--hostkey FILE", "[a fresh ECDSA key in /tmp, removed at exit]"},
+	{"--tls-cert FILE", "[none: SSH]"},
+	{"--tls-key FILE", "[none: SSH]"},
+	{"--tls-ca FILE", "[none: SSH]"},
+	{"--switch-ms MS", "[25 for ocs-switch, 1 for ocs-transceiver]"},
+	{"--fault [I/]SPEC", "[none]"},
+	{"--count N", "[1]"},
+	{"--unidirectional", "[off: ocs-switch devices are bidirectional]"},
+	{"--no-confirmed-commit", "[off]"},
+	{"--workers N", "[4]"},
+	{"--ietf-dir DIR", "[/usr/share/yuma/modules/ietf]"},
+	{"--help", "[off]"},
+};
+
+static void test_help_lists_every_option(void **state)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	devsim_opts_help(out);
+	fclose(out);
+	/* one option's entry runs from "\n  --name" to the next; wrapped lines joined */
+	size_t n_entries = 0;
+	for (const char *p = text; (p = strstr(p, "\n  --")); p++)
+		n_entries++;
+	assert_int_equal(n_entries, sizeof(expected_help) / sizeof(expected_help[0]));
+	for (size_t i = 0; i < n_entries; i++) {
+		char start[64];
+		snprintf(start, sizeof(start), "\n  %s ", expected_help[i].synopsis);
+		const char *entry = strstr(text, start);
+		if (!entry)
+			fail_msg("--help has no entry '%s'", expected_help[i].synopsis);
+		const char *end = strstr(entry + 1, "\n  --");
+		size_t entry_len = end ? (size_t)(end - entry) : strlen(entry);
+		char joined[512];
+		size_t j = 0;
+		for (size_t k = 0; k < entry_len && j + 1 < sizeof(joined); k++) {
+			if (entry[k] == '\n' || (entry[k] == ' ' && j && joined[j - 1] == ' '))
+				continue;
+			joined[j++] = entry[k];
+		}
+		joined[j] = '\0';
+		if (!strstr(joined, expected_help[i].dflt))
+			fail_msg("--help entry '%s' lacks its default %s", joined,
+				 expected_help[i].dflt);
+	}
+	for (const char *line = text; *line; line += strcspn(line, "\n") + 1)
+		if (strcspn(line, "\n") > 80)
+			fail_msg("--help line wider than 80 columns: %.*s",
+				 (int)strcspn(line, "\n"), line);
+	free(text);
+}
+
+static void test_clear_accepts_null(void **state)
+{
+	devsim_opts_clear(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_transceiver_defaults),
+		cmocka_unit_test(test_every_option),
+		cmocka_unit_test(test_tls),
+		cmocka_unit_test(test_errors_name_the_option),
+		cmocka_unit_test(test_combinations),
+		cmocka_unit_test(test_help_request),
+		cmocka_unit_test(test_help_lists_every_option),
+		cmocka_unit_test(test_clear_accepts_null),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
