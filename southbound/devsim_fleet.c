@@ -226,6 +226,13 @@ static void set_running(struct devsim_device *d, struct lyd_node *tree)
 	if (f->model != DEVSIM_MODEL_SWITCH)
 		return;
 	int *out = malloc(sizeof(int) * (size_t)f->ports);
+	if (!out) {
+		/* Cannot tell which ports moved: every port switches again, which
+		 * only delays `connected` by one switch time. */
+		for (int i = 0; i < f->ports; i++)
+			d->since_ms[i] = t;
+		return;
+	}
 	read_connections(f, tree, out);
 	for (int i = 0; i < f->ports; i++) {
 		if (out[i] != d->cur_out[i]) {
