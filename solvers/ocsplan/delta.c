@@ -18,7 +18,8 @@
  * "field: reason" problems) follows the contract shared by every ocsplan
  * subcommand but lives in this file, so the family stands on its own; it
  * needs the planner family only for --leaf-centric (leafcentric.h). Wiring:
- * four OCSPLAN_SUB lines in families.def and delta.c in CMakeLists.txt.
+ * the parallelism planners of the catalogue (solvers/planners.h), one
+ * OCSPLAN_FAMILY line in families.def and delta.c in CMakeLists.txt.
  *
  * Single-threaded except for the optional fitness pool (--threads).
  */
@@ -44,8 +45,9 @@
 #include "leaf.h"
 #include "ocs_json.h"
 #include "ocs_pool_pthread.h"
+#include "planners.h"
 
-int ocsplan_delta_main(const char *sub, int argc, char **argv);
+int ocsplan_delta_main(const struct ocs_planner *planner, int argc, char **argv);
 
 /*
  * Request/answer plumbing, the same contract as every ocsplan subcommand:
@@ -622,8 +624,8 @@ static bool set_leaf_plan(json_t *answer, const struct delta_leaf_links *d, size
 			   ocsplan_lc_plan_json(pl, &(struct lc_options){.realize = true}));
 }
 
-static int parse_options(const char *sub, int argc, char **argv, struct options *o,
-			 struct delta_problems *p)
+static int parse_options(const struct ocs_planner *planner, int argc, char **argv,
+			 struct options *o, struct delta_problems *p)
 {
 	o->threads = 1;
 	for (int i = 1; i < argc; i++) {
@@ -650,7 +652,7 @@ static int parse_options(const char *sub, int argc, char **argv, struct options 
 		else if (!strcmp(opt, "--time-budget-ms"))
 			dv = &o->time_budget_ms, set = &o->budget_set;
 		else {
-			dproblem(p, opt, "unknown option for %s", sub);
+			dproblem(p, opt, "unknown option for %s", planner->name);
 			continue;
 		}
 		if (i + 1 >= argc) {
@@ -690,8 +692,8 @@ struct run {
 	double *start, *finish;
 };
 
-static int plan(const char *sub, struct request *r, const struct options *o, struct run *run,
-		struct delta_problems *p)
+static int plan(const struct ocs_planner *planner, struct request *r, const struct options *o,
+		struct run *run, struct delta_problems *p)
 {
 	struct delta_error err;
 	struct delta_dag dag = {.pods = r->pods,
@@ -739,7 +741,7 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 		dproblem(p, "input", "out of memory");
 		return DELTA_EXIT_FAILURE;
 	}
-	if (!strcmp(sub, "delta-fast")) {
+	if (planner->id == OCS_PLANNER_DELTA_FAST) {
 		struct ocs_pool_pthread *pool =
 			o->threads > 1 ? ocs_pool_pthread_new(o->threads) : NULL;
 		struct delta_ga_params gp = r->ga;
@@ -757,9 +759,10 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 				run->x, &run->res, &run->stats, &err);
 		ocs_pool_pthread_free(pool);
 	} else {
-		enum delta_baseline kind = !strcmp(sub, "prop-alloc")	? DELTA_PROP_ALLOC
-					   : !strcmp(sub, "sqrt-alloc") ? DELTA_SQRT_ALLOC
-									: DELTA_ITER_HALVE;
+		enum delta_baseline kind = planner->id == OCS_PLANNER_PROP_ALLOC ? DELTA_PROP_ALLOC
+					   : planner->id == OCS_PLANNER_SQRT_ALLOC
+						   ? DELTA_SQRT_ALLOC
+						   : DELTA_ITER_HALVE;
 		rc = delta_baseline_plan(run->prob, kind, run->x, &err);
 	}
 	if (rc) {
@@ -774,9 +777,10 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 	return DELTA_EXIT_OK;
 }
 
-static int write_answer(const char *sub, const struct request *r, const struct options *o,
-			const struct run *run, const struct delta_leaf_links *leaves,
-			size_t n_leaves, long unplaced, const struct lc_plan *lp)
+static int write_answer(const struct ocs_planner *planner, const struct request *r,
+			const struct options *o, const struct run *run,
+			const struct delta_leaf_links *leaves, size_t n_leaves, long unplaced,
+			const struct lc_plan *lp)
 {
 	const struct delta_problem *prob = run->prob;
 	int L = delta_problem_n_links(prob), S = run->wl ? run->wl->pod_sets : 1;
@@ -792,7 +796,8 @@ static int write_answer(const char *sub, const struct request *r, const struct o
 		if (pc)
 			n_pc = delta_workload_expand(run->wl, prob, run->x, pc);
 	}
-	ok = used && (!run->wl || pc) && ocsplan_set(answer, "planner", json_string(sub)) &&
+	ok = used && (!run->wl || pc) &&
+	     ocsplan_set(answer, "planner", json_string(planner->name)) &&
 	     ocsplan_set(answer, "x", json_incref(x));
 	for (int k = 0; ok && k < (run->wl ? n_pc : L); k++) {
 		const struct delta_link *l = &delta_problem_links(prob)[k];
@@ -811,7 +816,7 @@ static int write_answer(const char *sub, const struct request *r, const struct o
 						     "finish_ms", ocs_json_number(run->finish[t])));
 	if (ok && run->wl)
 		ok = ocsplan_set(answer, "pod_sets", json_integer(S));
-	if (ok && !strcmp(sub, "delta-fast"))
+	if (ok && planner->id == OCS_PLANNER_DELTA_FAST)
 		ok = ocsplan_set(answer, "stats",
 				 json_pack("{s:I, s:I, s:b}", "generations",
 					   (json_int_t)run->stats.generations, "evaluations",
@@ -828,7 +833,7 @@ static int write_answer(const char *sub, const struct request *r, const struct o
 	return code;
 }
 
-int ocsplan_delta_main(const char *sub, int argc, char **argv)
+int ocsplan_delta_main(const struct ocs_planner *planner, int argc, char **argv)
 {
 	struct options o = {0};
 	struct delta_problems p = {0};
@@ -840,7 +845,7 @@ int ocsplan_delta_main(const char *sub, int argc, char **argv)
 	struct lc_plan *lp = NULL;
 	int code;
 
-	if (parse_options(sub, argc, argv, &o, &p))
+	if (parse_options(planner, argc, argv, &o, &p))
 		return DELTA_EXIT_INVALID;
 	json_t *top = dio_read_json(&o.io, &p, &code);
 	if (!top)
@@ -864,7 +869,7 @@ int ocsplan_delta_main(const char *sub, int argc, char **argv)
 		dproblem(&p, "--leaf-centric",
 			 "needs a parallelism spec with a fabric (an explicit DAG has no "
 			 "GPU placement)");
-	code = p.count ? DELTA_EXIT_INVALID : plan(sub, &r, &o, &run, &p);
+	code = p.count ? DELTA_EXIT_INVALID : plan(planner, &r, &o, &run, &p);
 	if (code == DELTA_EXIT_OK && o.leaf_centric) {
 		struct delta_error err;
 		int rc = delta_leaf_demand(&r.fabric, run.wl, run.prob, run.x, r.gpu_ids, &leaves,
@@ -888,7 +893,7 @@ int ocsplan_delta_main(const char *sub, int argc, char **argv)
 		}
 	}
 	if (code == DELTA_EXIT_OK)
-		code = write_answer(sub, &r, &o, &run, leaves, n_leaves, unplaced, lp);
+		code = write_answer(planner, &r, &o, &run, leaves, n_leaves, unplaced, lp);
 	lc_plan_free(lp);
 	free(leaves);
 	free(run.x);

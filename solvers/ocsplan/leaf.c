@@ -14,8 +14,9 @@
 #include "io.h"
 #include "leaf.h"
 #include "leafcentric.h"
+#include "planners.h"
 
-int ocsplan_leaf_main(const char *sub, int argc, char **argv);
+int ocsplan_leaf_main(const struct ocs_planner *planner, int argc, char **argv);
 
 /* 64x the 131,072-GPU fabric of deploy/fabrics (256 pods x 16 spines x 32 ports). */
 #define MAX_SPINE_PORTS (64LL * 256 * 16 * 32)
@@ -280,7 +281,7 @@ json_t *ocsplan_lc_plan_json(const struct lc_plan *pl, const struct lc_options *
 	return plan;
 }
 
-int ocsplan_leaf_main(const char *sub, int argc, char **argv)
+int ocsplan_leaf_main(const struct ocs_planner *planner, int argc, char **argv)
 {
 	struct ocsplan_io io = {0};
 	struct ocsplan_problems p = {0};
@@ -300,7 +301,7 @@ int ocsplan_leaf_main(const char *sub, int argc, char **argv)
 		else if (strcmp(argv[i], "--replan") == 0)
 			opt.replan = true;
 		else
-			ocsplan_problem(&p, argv[i], "unknown option for %s", sub);
+			ocsplan_problem(&p, argv[i], "unknown option for %s", planner->name);
 	}
 	if (p.count)
 		return OCSPLAN_EXIT_INVALID;
@@ -317,7 +318,7 @@ int ocsplan_leaf_main(const char *sub, int argc, char **argv)
 	}
 	opt.usage = r.usage;
 	opt.n_usage = r.n_usage;
-	rc = (strcmp(sub, "pod-centric") == 0 ? pc_plan : lc_plan)(
+	rc = (planner->id == OCS_PLANNER_POD_CENTRIC ? pc_plan : lc_plan)(
 		&r.fabric, r.demand, r.n_demand, r.existing, r.n_existing, &opt, &pl);
 	free(r.demand);
 	free(r.existing);
