@@ -2,11 +2,8 @@
  * ocs_json.c - the shared JSON conventions of ocsd's tools (see ocs_json.h).
  *
  * jansson refuses a repeated key (JSON_REJECT_DUPLICATES) but reports only
- * the line and column. To name the object that holds it, the repeated key
- * is renamed in a copy of the text to a marker no document uses, the copy
- * is parsed with repeats allowed, and the tree is searched for the marker:
- * the path to it is the path of the object. jansson does all the parsing;
- * this file only finds where the key starts.
+ * the line and column; name_duplicate() works out the path of the object
+ * from the bytes jansson had read (see there). jansson does all the parsing.
  */
 #include "ocs_json.h"
 
@@ -15,117 +12,100 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* JSON escapes in the renamed text; they decode to MARKER_KEY. */
-#define MARKER_TEXT "\\u0001ocs-json-duplicate-key\\u0001"
-#define MARKER_KEY  "\001ocs-json-duplicate-key\001"
+/* One open container while walking the text: where its part of the path starts. */
+struct level {
+	bool object;
+	bool expect_key; /* object: the next string is a key */
+	size_t index;	 /* array: the element being read */
+	size_t base;	 /* path length before this container's own part */
+};
 
-/* Appends ".key" (or "key" at the start) or "[i]" to path; false when it does not fit. */
-static bool path_push(char *path, size_t size, const char *key, size_t index)
+/* The index just past the string whose opening quote is text[i] (complete by then). */
+static size_t string_end(const char *text, size_t i, size_t end)
 {
-	size_t n = strlen(path);
-	int w = key ? snprintf(path + n, size - n, "%s%s", n ? "." : "", key)
-		    : snprintf(path + n, size - n, "[%zu]", index);
-
-	return w >= 0 && (size_t)w < size - n;
+	for (i++; i < end && text[i] != '"'; i++)
+		if (text[i] == '\\')
+			i++;
+	return i + 1;
 }
 
-/* Depth-first search for the object holding MARKER_KEY; its path goes into path. */
-static bool find_marker(const json_t *v, char *path, size_t size)
+/* Sets the path to base, then ".key" (or "key" at the start) or "[index]". */
+static bool path_set(char *path, size_t size, size_t base, const char *key, size_t index)
 {
-	size_t n = strlen(path), i;
-	const char *key;
-	json_t *child;
+	int w = key ? snprintf(path + base, size - base, "%s%s", base ? "." : "", key)
+		    : snprintf(path + base, size - base, "[%zu]", index);
 
-	if (json_is_object(v)) {
-		if (json_object_get(v, MARKER_KEY))
-			return true;
-		json_object_foreach((json_t *)v, key, child)
-		{
-			if (path_push(path, size, key, 0) && find_marker(child, path, size))
-				return true;
-			path[n] = '\0';
-		}
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, child)
-		{
-			if (path_push(path, size, NULL, i) && find_marker(child, path, size))
-				return true;
-			path[n] = '\0';
-		}
-	}
-	return false;
+	return w >= 0 && (size_t)w < size - base;
 }
 
 /*
- * The opening quote of the string whose closing quote is text[close]: the
- * nearest quote before it that no backslash escapes. False when none.
- */
-static bool opening_quote(const char *text, size_t close, size_t *open)
-{
-	for (size_t i = close; i-- > 0;) {
-		size_t backslashes = 0;
-
-		if (text[i] != '"')
-			continue;
-		while (backslashes < i && text[i - 1 - backslashes] == '\\')
-			backslashes++;
-		if (backslashes % 2 == 0) {
-			*open = i;
-			return true;
-		}
-	}
-	return false;
-}
-
-/*
- * Fills err for a key jansson refused as repeated (je): the path of its
- * object and `duplicate key "k"`; where the path cannot be worked out (the
- * text is broken further on, or memory ran out) the line and column
- * instead. The key ends just before byte je->position: its closing quote is
- * text[je->position - 1].
+ * Fills err for a key jansson refused as repeated (je): the path of the
+ * object holding it and `duplicate key "k"`; where that cannot be worked
+ * out (memory, a path longer than err->path) the line and column instead.
+ *
+ * jansson stops right after the key (its closing quote is the byte before
+ * je->position) and has read every byte before it as valid JSON, so a walk
+ * over those bytes that only skips strings and follows brackets, commas and
+ * keys knows where it is: the repeated key is the string that ends there.
  */
 static void name_duplicate(const char *text, size_t len, const json_error_t *je,
 			   struct ocs_json_error *err)
 {
-	size_t end = je->position > 0 ? (size_t)je->position : 0, open = 0;
-	size_t n_marker = strlen(MARKER_TEXT);
-	json_t *key = NULL, *tree = NULL;
-	char *copy = NULL;
-	bool named;
+	size_t end = je->position > 0 && (size_t)je->position <= len ? (size_t)je->position : 0;
+	struct level *stack = calloc(JSON_PARSER_MAX_DEPTH + 1, sizeof(*stack));
+	json_t *key = NULL;
+	size_t depth = 0;
+	bool ok = stack != NULL;
 
-	if (end >= 2 && end <= len && text[end - 1] == '"' && opening_quote(text, end - 1, &open))
-		key = json_loadb(text + open, end - open, JSON_DECODE_ANY, NULL);
-	if (json_is_string(key))
-		copy = malloc(len - (end - open) + n_marker + 2);
-	if (copy) {
-		size_t n = open + 1;
-
-		memcpy(copy, text, n);
-		memcpy(copy + n, MARKER_TEXT, n_marker);
-		n += n_marker;
-		memcpy(copy + n, text + end - 1, len - (end - 1));
-		n += len - (end - 1);
-		/* Parsed with repeats allowed: the marker is the only new key. */
-		tree = json_loadb(copy, n, JSON_DECODE_ANY, NULL);
-	}
 	err->duplicate_key = true;
 	err->path[0] = '\0';
-	named = tree && find_marker(tree, err->path, sizeof(err->path));
-	if (named)
+	for (size_t i = 0; ok && i < end; i++) {
+		struct level *top = depth ? &stack[depth - 1] : NULL;
+		char c = text[i];
+
+		if (c == '"') {
+			size_t j = string_end(text, i, end);
+
+			if (top && top->object && top->expect_key) {
+				json_t *k = json_loadb(text + i, j - i, JSON_DECODE_ANY, NULL);
+
+				top->expect_key = false;
+				/* The repeated key: the path is its object's (below). */
+				if (j == end) {
+					key = k;
+					break;
+				}
+				ok = json_is_string(k) &&
+				     path_set(err->path, sizeof(err->path), top->base,
+					      json_string_value(k), 0);
+				json_decref(k);
+			}
+			i = j - 1;
+		} else if ((c == '{' || c == '[') && depth <= JSON_PARSER_MAX_DEPTH) {
+			stack[depth++] = (struct level){c == '{', c == '{', 0, strlen(err->path)};
+			if (c == '[')
+				ok = path_set(err->path, sizeof(err->path), stack[depth - 1].base,
+					      NULL, 0);
+		} else if ((c == '}' || c == ']') && top) {
+			err->path[top->base] = '\0';
+			depth--;
+		} else if (c == ',' && top && top->object) {
+			top->expect_key = true;
+		} else if (c == ',' && top) {
+			ok = path_set(err->path, sizeof(err->path), top->base, NULL, ++top->index);
+		}
+	}
+	if (ok && json_is_string(key)) {
+		err->path[depth ? stack[depth - 1].base : 0] = '\0';
 		snprintf(err->message, sizeof(err->message), "duplicate key \"%s\"",
 			 json_string_value(key));
-	else if (json_is_string(key))
-		snprintf(err->message, sizeof(err->message),
-			 "line %d, column %d: duplicate key \"%s\"", je->line, je->column,
-			 json_string_value(key));
-	else
+	} else {
+		err->path[0] = '\0';
 		snprintf(err->message, sizeof(err->message), "line %d, column %d: %s", je->line,
 			 je->column, je->text);
-	if (!named)
-		err->path[0] = '\0';
-	json_decref(tree);
-	free(copy);
+	}
 	json_decref(key);
+	free(stack);
 }
 
 json_t *ocs_json_parse(const char *text, size_t len, struct ocs_json_error *err)

@@ -22,11 +22,12 @@
 /* Why a text was refused by ocs_json_parse(). */
 struct ocs_json_error {
 	/*
-	 * true: the text is JSON but an object repeats a key; path names that
-	 * object ("placement", "demand[2]", "" at the top level) and message
-	 * is `duplicate key "gpus"`. false: the text is not JSON (or memory
-	 * ran out); path is "" and message says where, "line 1, column 12:
-	 * string or '}' expected near end of file".
+	 * true: an object repeats a key; path names that object ("placement",
+	 * "demand[2]", "" at the top level) and message is `duplicate key
+	 * "gpus"` (path "" and a message with line and column when the path
+	 * does not fit or memory ran out). false: the text is not JSON (or
+	 * memory ran out); path is "" and message says where, "line 1,
+	 * column 12: string or '}' expected near end of file".
 	 */
 	bool duplicate_key;
 	char path[256];

@@ -2,8 +2,10 @@
  * test_ocs_json.c - unit tests of the JSON conventions the tools share
  * (common/ocs_json.c): any value parses, syntax errors name line and
  * column, repeated keys are refused with the path of their object (nested
- * objects and arrays, escaped and non-ASCII keys, the top level), and
- * numbers are written at 6 decimals with whole numbers as integers.
+ * objects and arrays, escaped and non-ASCII keys, the top level; and 3,000
+ * random documents, where the path must lead to an object that holds the
+ * key), and numbers are written at 6 decimals with whole numbers as
+ * integers.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -85,7 +87,7 @@ static void test_duplicate_keys(void **state)
 		{"{\"\xc3\xa9t\xc3\xa9\": {\"n\": 1, \"\\u006e\": 2}}", "\xc3\xa9t\xc3\xa9", "n"},
 	};
 	struct ocs_json_error err;
-	char message[64];
+	char message[64], long_text[400];
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -95,11 +97,112 @@ static void test_duplicate_keys(void **state)
 		snprintf(message, sizeof(message), "duplicate key \"%s\"", cases[i].key);
 		assert_string_equal(err.message, message);
 	}
-	/* Broken text after the repeat: still refused as a repeat, by line and column. */
+	/* Broken text after the repeat: jansson stopped before it, the path is known. */
 	assert_null(parse("{\"o\": {\"a\": 1,\n \"a\": 2, ]", &err));
 	assert_true(err.duplicate_key);
+	assert_string_equal(err.path, "o");
+	assert_string_equal(err.message, "duplicate key \"a\"");
+	/* A path longer than err.path holds: line and column instead. */
+	snprintf(long_text, sizeof(long_text), "{\"%0300d\": {\"a\": 1, \"a\": 2}}", 0);
+	assert_null(parse(long_text, &err));
+	assert_true(err.duplicate_key);
 	assert_string_equal(err.path, "");
-	assert_string_equal(err.message, "line 2, column 4: duplicate key \"a\"");
+	assert_string_equal(err.message, "line 1, column 317: duplicate object key near '\"a\"'");
+}
+
+/*
+ * A random document: its text, and the first key an object repeats (in
+ * text order, where jansson stops) with that object's path.
+ */
+struct gen {
+	char text[8192];
+	size_t len;
+	unsigned seed;
+	bool repeated;
+	char path[256];
+	char key[16];
+};
+
+static void emit(struct gen *g, const char *s)
+{
+	size_t n = strlen(s);
+
+	assert_true(g->len + n < sizeof(g->text));
+	memcpy(g->text + g->len, s, n + 1);
+	g->len += n;
+}
+
+/* Keys spelled in the text and as decoded; two spellings of "n". */
+static const char *const key_text[] = {"a", "b", "q\\\"", "\\u00e9", "n", "\\u006e"};
+static const char *const key_value[] = {"a", "b", "q\"", "\xc3\xa9", "n", "n"};
+
+/* One value at path (its own path, as ocs_json_parse() spells paths). */
+static void gen_value(struct gen *g, const char *path, int depth)
+{
+	unsigned kind = depth > 3 ? 0 : (unsigned)rand_r(&g->seed) % 4;
+	unsigned n = (unsigned)rand_r(&g->seed) % 4;
+	const char *used[4];
+	char child[256];
+
+	if (kind <= 1) {
+		emit(g, kind ? "\"s\"" : "1.5");
+		return;
+	}
+	emit(g, kind == 2 ? "[" : "{");
+	for (unsigned i = 0; i < n; i++) {
+		if (i)
+			emit(g, ", ");
+		if (kind == 2) {
+			snprintf(child, sizeof(child), "%s[%u]", path, i);
+		} else {
+			unsigned k = (unsigned)rand_r(&g->seed) % 6;
+
+			used[i] = key_value[k];
+			for (unsigned j = 0; j < i && !g->repeated; j++) {
+				if (strcmp(used[j], used[i]) != 0)
+					continue;
+				g->repeated = true;
+				snprintf(g->path, sizeof(g->path), "%s", path);
+				snprintf(g->key, sizeof(g->key), "%s", used[i]);
+			}
+			emit(g, "\"");
+			emit(g, key_text[k]);
+			emit(g, "\": ");
+			snprintf(child, sizeof(child), "%s%s%s", path, path[0] ? "." : "", used[i]);
+		}
+		gen_value(g, child, depth + 1);
+	}
+	emit(g, kind == 2 ? "]" : "}");
+}
+
+static void test_random_documents(void **state)
+{
+	int refused = 0;
+
+	(void)state;
+	for (unsigned seed = 1; seed <= 3000; seed++) {
+		struct gen g = {.seed = seed};
+		struct ocs_json_error err;
+		char message[64];
+		json_t *v;
+
+		gen_value(&g, "", 0);
+		v = ocs_json_parse(g.text, g.len, &err);
+		if (!g.repeated) {
+			if (!v)
+				fail_msg("%s: refused: %s: %s", g.text, err.path, err.message);
+			json_decref(v);
+			continue;
+		}
+		if (v || !err.duplicate_key)
+			fail_msg("%s: repeated key not refused", g.text);
+		snprintf(message, sizeof(message), "duplicate key \"%s\"", g.key);
+		if (strcmp(err.path, g.path) != 0 || strcmp(err.message, message) != 0)
+			fail_msg("%s: got '%s: %s', want '%s: %s'", g.text, err.path, err.message,
+				 g.path, message);
+		refused++;
+	}
+	assert_true(refused > 300);
 }
 
 /* The text ocs_json_dumps() gives for one number. */
@@ -157,7 +260,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_values),	       cmocka_unit_test(test_syntax_errors),
 		cmocka_unit_test(test_duplicate_keys), cmocka_unit_test(test_numbers),
-		cmocka_unit_test(test_dumps),
+		cmocka_unit_test(test_dumps),	       cmocka_unit_test(test_random_documents),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
