@@ -271,8 +271,6 @@ static ProtobufCMessage *read_message(struct reader *r, const json_t *v,
 {
 	ProtobufCMessage *m;
 	size_t base = strlen(r->path);
-	const char *key;
-	json_t *value;
 
 	if (!json_is_object(v)) {
 		fail(r, "expected an object, got %s", ocs_json_type_name(v));
@@ -284,8 +282,10 @@ static ProtobufCMessage *read_message(struct reader *r, const json_t *v,
 		return NULL;
 	}
 	d->message_init(m);
-	json_object_foreach((json_t *)v, key, value)
-	{
+	/* Members in document order, so the first problem is the first in the file. */
+	for (void *it = json_object_iter((json_t *)v); it;
+	     it = json_object_iter_next((json_t *)v, it)) {
+		const char *key = json_object_iter_key(it);
 		const ProtobufCFieldDescriptor *f =
 			protobuf_c_message_descriptor_get_field_by_name(d, key);
 
@@ -304,7 +304,7 @@ static ProtobufCMessage *read_message(struct reader *r, const json_t *v,
 			}
 			*which = f->id;
 		}
-		if (!read_field(r, m, f, value))
+		if (!read_field(r, m, f, json_object_iter_value(it)))
 			goto error;
 	}
 	r->path[base] = '\0';

@@ -250,11 +250,10 @@ static void dunknown_fields(const json_t *obj, const char *where, const char *co
 			    struct delta_problems *p)
 {
 	char field[96];
-	const char *key;
-	json_t *value;
 
-	json_object_foreach((json_t *)obj, key, value)
-	{
+	for (void *it = json_object_iter((json_t *)obj); it;
+	     it = json_object_iter_next((json_t *)obj, it)) {
+		const char *key = json_object_iter_key(it);
 		bool ok = false;
 		for (const char *const *k = known; *k && !ok; k++)
 			ok = !strcmp(*k, key);

@@ -243,11 +243,9 @@ bool ocsplan_get_array(const json_t *obj, const char *where, const char *key, bo
 void ocsplan_unknown_fields(const json_t *obj, const char *where, const char *const *known,
 			    struct ocsplan_problems *p)
 {
-	const char *key;
-	json_t *value;
-
-	json_object_foreach((json_t *)obj, key, value)
-	{
+	for (void *it = json_object_iter((json_t *)obj); it;
+	     it = json_object_iter_next((json_t *)obj, it)) {
+		const char *key = json_object_iter_key(it);
 		size_t k = 0;
 		char f[96];
 
