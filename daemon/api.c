@@ -17,6 +17,7 @@
 #include "jobs.h"
 #include "loop.h"
 #include "metrics.h"
+#include "planners.h"
 #include "store.h"
 
 struct api {
@@ -1004,22 +1005,26 @@ struct nb_handlers api_handlers(struct api *api)
 	};
 }
 
-/* Every planner ocsd serves: leaf demands, then parallelism specs. */
-static const char *const api_planners[] = { "leaf-centric", "pod-centric", "delta-fast",
-					    "prop-alloc",   "sqrt-alloc",  "iter-halve",
-					    NULL };
+_Static_assert(OCS_PLANNER_COUNT <= NB_PLANNERS_MAX, "nb_limits holds every planner");
 
 struct nb_limits api_limits(const struct ocsd_config *cfg)
 {
 	const struct ocs_fabric *f = &cfg->fabric;
-
-	return (struct nb_limits){
+	struct nb_limits l = {
 		.pods = f->pods,
 		.leaves_per_pod = ocs_fabric_leaves_per_pod(f),
 		.gpus_per_leaf = f->k_leaf,
 		.groups = ocs_fabric_groups(f),
-		.planners = api_planners,
 	};
+	const struct ocs_planner *p;
+
+	/* Every planner ocsd serves, from the solvers' catalogue (static names). */
+	for (size_t i = 0; (p = ocs_planner_at(i)) != NULL; i++)
+		l.planners[l.n_planners++] = (struct nb_planner){
+			.name = p->name,
+			.takes_parallelism = p->demand == OCS_PLANNER_PARALLELISM,
+		};
+	return l;
 }
 
 /* ---- events ---- */

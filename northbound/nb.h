@@ -116,9 +116,20 @@ struct nb_error {
 };
 
 /*
+ * A planner JobSpec.options.planner may name. The northbound knows no
+ * planner itself: the daemon passes them from the solvers' catalogue.
+ */
+struct nb_planner {
+	const char *name;	/* must outlive the server (static storage) */
+	bool takes_parallelism; /* plans JobSpec.parallelism; else JobSpec.leaf_demand */
+};
+
+#define NB_PLANNERS_MAX 16
+
+/*
  * Fabric limits the daemon provides; every request field is checked
  * against them before a handler sees the request. Zero means "default"
- * where a default is given.
+ * where a default is given. Copied by value (nb_server_create).
  */
 struct nb_limits {
 	int pods;	      /* > 0 */
@@ -128,9 +139,15 @@ struct nb_limits {
 	int leaf_links_max;   /* links one leaf may ask for in total; 0: gpus_per_leaf */
 	int max_gpus_per_job; /* 0: every GPU of the fabric */
 	int max_leaf_pairs;   /* 0: 65536 */
-	/* Accepted options.planner names, NULL-terminated; NULL: leaf-centric,
-	 * pod-centric. Must outlive the server. */
-	const char *const *planners;
+	/*
+	 * The planners options.planner may name (an empty name leaves the choice
+	 * to the daemon), and whether each takes a parallelism spec: a named
+	 * planner must take the job's kind of demand. n_planners = 0: names are
+	 * only checked to be printable, the daemon checks them (tests of the
+	 * northbound alone).
+	 */
+	struct nb_planner planners[NB_PLANNERS_MAX];
+	size_t n_planners;
 };
 
 /* Bounds on strings, shared with ocsctl's help text. */
@@ -144,10 +161,6 @@ struct nb_limits {
 #define NB_PARALLELISM_MAX_MICRO_BATCHES   16384
 #define NB_PARALLELISM_MAX_GENERATIONS     1000000
 #define NB_PARALLELISM_MAX_TIME_BUDGET_MS  600000
-
-/* True for planners that take JobSpec.parallelism (delta-fast, prop-alloc,
- * sqrt-alloc, iter-halve); the others take leaf_demand. Thread-safe. */
-bool nb_planner_takes_parallelism(const char *planner);
 
 struct nb_server;
 struct nb_call;

@@ -19,21 +19,6 @@
 
 #include "nb_internal.h"
 
-static const char *const default_planners[] = {"leaf-centric", "pod-centric", NULL};
-
-/* Planners that take a parallelism spec (DAG-aware); every other planner
- * takes a leaf demand. */
-static const char *const parallelism_planners[] = {"delta-fast", "prop-alloc", "sqrt-alloc",
-						   "iter-halve", NULL};
-
-bool nb_planner_takes_parallelism(const char *planner)
-{
-	for (size_t i = 0; planner && parallelism_planners[i]; i++)
-		if (strcmp(planner, parallelism_planners[i]) == 0)
-			return true;
-	return false;
-}
-
 struct bounds {
 	int pods;
 	int leaves_per_pod;
@@ -44,7 +29,8 @@ struct bounds {
 	int leaf_links_max;
 	int max_gpus_per_job;
 	int max_leaf_pairs;
-	const char *const *planners;
+	const struct nb_planner *planners; /* the limits' own array */
+	size_t n_planners;		   /* 0: names not checked here */
 };
 
 int nb_limits_check(const struct nb_limits *l, struct nb_error *err)
@@ -69,6 +55,13 @@ int nb_limits_check(const struct nb_limits *l, struct nb_error *err)
 				    (long long)l->pods * l->leaves_per_pod, 1 << 24);
 	if (l->leaf_links_max < 0 || l->max_gpus_per_job < 0 || l->max_leaf_pairs < 0)
 		return nb_error_set(err, NB_INTERNAL, "limits", "negative bound");
+	if (l->n_planners > NB_PLANNERS_MAX)
+		return nb_error_set(err, NB_INTERNAL, "limits.n_planners", "%zu, at most %d",
+				    l->n_planners, NB_PLANNERS_MAX);
+	for (size_t i = 0; i < l->n_planners; i++)
+		if (!l->planners[i].name || !l->planners[i].name[0])
+			return nb_error_set(err, NB_INTERNAL, "limits.planners",
+					    "[%zu] has no name", i);
 	return 0;
 }
 
@@ -85,7 +78,8 @@ static void bounds_from_limits(const struct nb_limits *l, struct bounds *b)
 	if (b->max_gpus_per_job == 0 || b->max_gpus_per_job > b->gpus)
 		b->max_gpus_per_job = b->gpus > 1 << 30 ? 1 << 30 : (int)b->gpus;
 	b->max_leaf_pairs = l->max_leaf_pairs ? l->max_leaf_pairs : NB_DEFAULT_MAX_LEAF_PAIRS;
-	b->planners = l->planners ? l->planners : default_planners;
+	b->planners = l->planners;
+	b->n_planners = l->n_planners;
 }
 
 /* Job ids and device names: [A-Za-z0-9._-] (plus ':' for device names). */
@@ -405,23 +399,76 @@ static int validate_parallelism(const Ocs__V1__ParallelismSpec *q, const struct 
 	return 0;
 }
 
-/* options.planner against the kind of demand (empty: the kind's default). */
-static int check_planner_kind(const Ocs__V1__JobSpec *j, struct nb_error *err)
+/* The limits' planner called name; NULL when it is not one. */
+static const struct nb_planner *find_planner(const struct bounds *b, const char *name)
+{
+	for (size_t i = 0; i < b->n_planners; i++)
+		if (strcmp(b->planners[i].name, name) == 0)
+			return &b->planners[i];
+	return NULL;
+}
+
+/*
+ * The names of the limits' planners into out: every one as "a, b, c"
+ * (all), or those that take (or not) a parallelism spec as "a, b or c".
+ */
+static void planner_names(const struct bounds *b, bool all, bool takes_parallelism, char *out,
+			  size_t size)
+{
+	size_t n = 0, listed = 0, total = 0;
+
+	for (size_t i = 0; i < b->n_planners; i++)
+		total += all || b->planners[i].takes_parallelism == takes_parallelism;
+	out[0] = '\0';
+	for (size_t i = 0; i < b->n_planners && n < size; i++) {
+		const char *sep = listed == 0 ? "" : !all && listed + 1 == total ? " or " : ", ";
+
+		if (!all && b->planners[i].takes_parallelism != takes_parallelism)
+			continue;
+		listed++;
+		n += (size_t)snprintf(out + n, size - n, "%s%s", sep, b->planners[i].name);
+	}
+}
+
+/*
+ * options.planner names one of the limits' planners, or is empty (the
+ * daemon then picks the default of the job's kind of demand). Only checked
+ * to be printable when the limits list no planners.
+ */
+static int check_planner_name(const char *planner, const struct bounds *b, struct nb_error *err)
+{
+	char names[256];
+
+	if (!planner[0] || find_planner(b, planner))
+		return 0;
+	if (check_printable(planner, "options.planner", 64, err))
+		return -EINVAL;
+	if (b->n_planners == 0)
+		return 0;
+	planner_names(b, true, false, names, sizeof(names));
+	return nb_error_set(err, NB_INVALID_ARGUMENT, "options.planner",
+			    "\"%s\" is not a known planner (%s)", planner, names);
+}
+
+/* A named planner takes the job's kind of demand. */
+static int check_planner_kind(const Ocs__V1__JobSpec *j, const struct bounds *b,
+			      struct nb_error *err)
 {
 	const char *planner = j->options && j->options->planner ? j->options->planner : "";
 	bool par = j->demand_case == OCS__V1__JOB_SPEC__DEMAND_PARALLELISM;
+	const struct nb_planner *p = planner[0] ? find_planner(b, planner) : NULL;
+	char names[256];
 
-	if (!planner[0] || nb_planner_takes_parallelism(planner) == par)
+	if (!p || p->takes_parallelism == par)
 		return 0;
+	planner_names(b, false, par, names, sizeof(names));
 	if (par)
 		return nb_error_set(err, NB_INVALID_ARGUMENT, "options.planner",
-				    "\"%s\" plans a leaf_demand, not a parallelism spec (use "
-				    "delta-fast, prop-alloc, sqrt-alloc or iter-halve)",
-				    planner);
+				    "\"%s\" plans a leaf_demand, not a parallelism spec (use %s)",
+				    planner, names);
 	return nb_error_set(err, NB_INVALID_ARGUMENT, "options.planner",
-			    "\"%s\" plans a parallelism spec, not a leaf_demand (use "
-			    "leaf-centric or pod-centric)",
-			    planner);
+			    "\"%s\" plans a parallelism spec, not a leaf_demand (use %s)", planner,
+			    names);
 }
 
 static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struct nb_error *err)
@@ -437,29 +484,8 @@ static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struc
 	if (!leaf_used)
 		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "placement", "out of memory");
 	rc = validate_placement(j->placement, b, leaf_used, err);
-	if (rc == 0 && j->options) {
-		const char *planner = j->options->planner ? j->options->planner : "";
-		bool known = planner[0] == '\0';
-
-		for (size_t i = 0; !known && b->planners[i]; i++)
-			known = strcmp(planner, b->planners[i]) == 0;
-		if (!known) {
-			char names[160] = "";
-
-			for (size_t i = 0; b->planners[i]; i++) {
-				size_t n = strlen(names);
-
-				snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "",
-					 b->planners[i]);
-			}
-			if (check_printable(planner, "options.planner", 64, err) == 0)
-				rc = nb_error_set(err, NB_INVALID_ARGUMENT, "options.planner",
-						  "\"%s\" is not a known planner (%s)", planner,
-						  names);
-			else
-				rc = -EINVAL;
-		}
-	}
+	if (rc == 0 && j->options && j->options->planner)
+		rc = check_planner_name(j->options->planner, b, err);
 	if (rc == 0) {
 		switch (j->demand_case) {
 		case OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND:
@@ -476,7 +502,7 @@ static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struc
 		}
 	}
 	if (rc == 0)
-		rc = check_planner_kind(j, err);
+		rc = check_planner_kind(j, b, err);
 	free(leaf_used);
 	return rc;
 }

@@ -19,9 +19,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "json.h"
 #include "nb_client.h"
 #include "nb_internal.h"
+#include "ocs_json.h"
 #include "pbjson.h"
 
 enum exit_code { EXIT_OK = 0, EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
@@ -195,16 +195,28 @@ static char *time_text(int64_t unix_ms)
 	return fmt("%s.%03dZ", buf, (int)(unix_ms % 1000));
 }
 
-static void print_json(const ProtobufCMessage *m, bool pretty)
+/* Prints v (NULL: building it failed) and a newline; returns an exit code. */
+static int print_json_value(const json_t *v, bool pretty)
 {
-	struct json_writer *w = json_writer_new(pretty);
-	const char *text;
+	char *text = v ? ocs_json_dumps(v, pretty) : NULL;
 
-	pbjson_write(w, m);
-	text = json_writer_text(w, NULL);
-	if (text)
-		printf("%s\n", text);
-	json_writer_free(w);
+	if (!text) {
+		fprintf(stderr, "ocsctl: cannot print the answer as JSON (out of memory, or "
+				"a string that is not UTF-8)\n");
+		return EXIT_REFUSED;
+	}
+	printf("%s\n", text);
+	free(text);
+	return EXIT_OK;
+}
+
+static int print_json(const ProtobufCMessage *m, bool pretty)
+{
+	json_t *v = pbjson_write(m);
+	int rc = print_json_value(v, pretty);
+
+	json_decref(v);
+	return rc;
 }
 
 /* A key/value block of every scalar field of a message. */
@@ -292,8 +304,9 @@ static int load_job_file(const char *path, Ocs__V1__JobSpec **out)
 {
 	FILE *f = fopen(path, "rb");
 	char *text = NULL, err[320];
+	struct ocs_json_error jerr;
 	size_t len = 0;
-	struct json_value *v;
+	json_t *v;
 
 	*out = NULL;
 	if (!f) {
@@ -318,14 +331,16 @@ static int load_job_file(const char *path, Ocs__V1__JobSpec **out)
 		fprintf(stderr, "ocsctl: %s: unreadable or over 64 MiB\n", path);
 		return EXIT_USAGE;
 	}
-	v = json_parse(text, len, err, sizeof(err));
+	v = ocs_json_parse(text, len, &jerr);
 	free(text);
 	if (!v) {
-		fprintf(stderr, "ocsctl: %s: %s\n", path, err);
+		/* "job.json: placement: duplicate key "gpus"", "job.json: line 1, ..." */
+		fprintf(stderr, "ocsctl: %s: %s%s%s\n", path, jerr.path, jerr.path[0] ? ": " : "",
+			jerr.message);
 		return EXIT_USAGE;
 	}
 	*out = (Ocs__V1__JobSpec *)pbjson_read(v, &ocs__v1__job_spec__descriptor, err, sizeof(err));
-	json_free(v);
+	json_decref(v);
 	if (!*out) {
 		fprintf(stderr, "ocsctl: %s: %s\n", path, err);
 		return EXIT_USAGE;
@@ -403,15 +418,15 @@ static void print_job(const Ocs__V1__Job *job)
 		const Ocs__V1__ParallelismSpec *q = s->parallelism;
 
 		row[0] = fmt("parallelism");
-		row[1] = fmt("tp %d, pp %d, dp %d%s, %d micro-batches, %g Gb/s", q->tp, q->pp,
-			     q->dp, q->dp ? "" : " (from the GPUs)", q->micro_batches,
-			     q->bandwidth_gbps);
+		row[1] =
+			fmt("tp %d, pp %d, dp %d%s, %d micro-batches, %g Gb/s", q->tp, q->pp, q->dp,
+			    q->dp ? "" : " (from the GPUs)", q->micro_batches, q->bandwidth_gbps);
 	} else {
 		row[0] = fmt("leaf pairs");
 		row[1] = fmt("%zu", s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND &&
-					    s->leaf_demand
-				    ? s->leaf_demand->n_pairs
-				    : 0);
+						    s->leaf_demand
+					    ? s->leaf_demand->n_pairs
+					    : 0);
 	}
 	table_add(&t, row);
 	row[0] = fmt("created");
@@ -448,21 +463,12 @@ static int cmd_status(struct ctx *x)
 		return rc;
 	}
 	if (x->o.json) {
-		struct json_writer *w = json_writer_new(true);
-		const char *text;
+		json_t *v =
+			json_pack("{s:s, s:o, s:o}", "server", x->o.server, "health",
+				  pbjson_write(&health->base), "fabric", pbjson_write(&f->base));
 
-		json_w_object_begin(w);
-		json_w_key(w, "server");
-		json_w_string(w, x->o.server);
-		json_w_key(w, "health");
-		pbjson_write(w, &health->base);
-		json_w_key(w, "fabric");
-		pbjson_write(w, &f->base);
-		json_w_object_end(w);
-		text = json_writer_text(w, NULL);
-		if (text)
-			printf("%s\n", text);
-		json_writer_free(w);
+		rc = print_json_value(v, true);
+		json_decref(v);
 	} else {
 		struct table t = {.cols = 2};
 		char *row[2];
@@ -500,7 +506,7 @@ static int cmd_status(struct ctx *x)
 	}
 	free_msg(health);
 	free_msg(f);
-	return EXIT_OK;
+	return rc;
 }
 
 static int cmd_fabric(struct ctx *x)
@@ -512,11 +518,11 @@ static int cmd_fabric(struct ctx *x)
 	if (rc)
 		return rc;
 	if (x->o.json)
-		print_json(&f->base, true);
+		rc = print_json(&f->base, true);
 	else
 		print_kv(&f->base);
 	free_msg(f);
-	return EXIT_OK;
+	return rc;
 }
 
 static int cmd_devices(struct ctx *x)
@@ -524,8 +530,8 @@ static int cmd_devices(struct ctx *x)
 	Ocs__V1__ListDevicesRequest req = OCS__V1__LIST_DEVICES_REQUEST__INIT;
 	Ocs__V1__ListDevicesResponse *r;
 	struct table t = {.cols = 11};
-	char *head[11] = {fmt("NAME"),	  fmt("GROUP"),	  fmt("INDEX"), fmt("ADDRESS"),
-			  fmt("SESSION"), fmt("SINCE"),	  fmt("HEALTH"), fmt("DRAINED"),
+	char *head[11] = {fmt("NAME"),	  fmt("GROUP"),	   fmt("INDEX"),     fmt("ADDRESS"),
+			  fmt("SESSION"), fmt("SINCE"),	   fmt("HEALTH"),    fmt("DRAINED"),
 			  fmt("PORTS"),	  fmt("CIRCUITS"), fmt("LAST ERROR")};
 	int rc;
 
@@ -542,9 +548,9 @@ static int cmd_devices(struct ctx *x)
 	if (x->o.json) {
 		for (int i = 0; i < 11; i++)
 			free(head[i]);
-		print_json(&r->base, true);
+		rc = print_json(&r->base, true);
 		free_msg(r);
-		return EXIT_OK;
+		return rc;
 	}
 	table_add(&t, head);
 	for (size_t i = 0; i < r->n_devices; i++) {
@@ -586,11 +592,11 @@ static int cmd_circuits(struct ctx *x)
 	if (rc)
 		return rc;
 	if (x->o.json)
-		print_json(&r->base, true);
+		rc = print_json(&r->base, true);
 	else
 		circuits_table(r->circuits, r->n_circuits);
 	free_msg(r);
-	return EXIT_OK;
+	return rc;
 }
 
 static int cmd_jobs(struct ctx *x)
@@ -606,9 +612,9 @@ static int cmd_jobs(struct ctx *x)
 	if (rc)
 		return rc;
 	if (x->o.json) {
-		print_json(&r->base, true);
+		rc = print_json(&r->base, true);
 		free_msg(r);
-		return EXIT_OK;
+		return rc;
 	}
 	{
 		char *head[7] = {fmt("ID"),    fmt("STATE"), fmt("PLANNER"), fmt("GPUS"),
@@ -624,7 +630,8 @@ static int cmd_jobs(struct ctx *x)
 			enum_short(&ocs__v1__job_state__descriptor, j->state),
 			fmt("%s", j->figures ? j->figures->planner : ""),
 			fmt("%zu", s && s->placement ? s->placement->n_gpus : 0),
-			s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && s->leaf_demand
+			s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND &&
+					s->leaf_demand
 				? fmt("%zu", s->leaf_demand->n_pairs)
 				: fmt("-"),
 			fmt("%d/%d", j->figures ? j->figures->links_placed : 0,
@@ -649,7 +656,7 @@ static int cmd_job_file(struct ctx *x, Ocs__V1__JobSpec *spec, bool submit)
 		rc = call(x, NB_JOBS_SUBMIT_JOB, &spec->base, &r);
 		if (rc == EXIT_OK) {
 			if (x->o.json) {
-				print_json(&r->base, true);
+				rc = print_json(&r->base, true);
 			} else {
 				char *state = enum_short(&ocs__v1__job_state__descriptor,
 							 r->job ? r->job->state : 0);
@@ -668,7 +675,7 @@ static int cmd_job_file(struct ctx *x, Ocs__V1__JobSpec *spec, bool submit)
 		rc = call(x, NB_JOBS_PLAN_JOB, &spec->base, &r);
 		if (rc == EXIT_OK) {
 			if (x->o.json) {
-				print_json(&r->base, true);
+				rc = print_json(&r->base, true);
 			} else {
 				printf("plan for job %s (dry run, nothing changed)\n\n", spec->id);
 				print_figures(r->figures);
@@ -694,7 +701,7 @@ static int cmd_job_id(struct ctx *x, const char *id, bool release)
 		if (rc)
 			return rc;
 		if (x->o.json) {
-			print_json(&r->base, true);
+			rc = print_json(&r->base, true);
 		} else {
 			char *state = enum_short(&ocs__v1__job_state__descriptor,
 						 r->job ? r->job->state : 0);
@@ -712,12 +719,12 @@ static int cmd_job_id(struct ctx *x, const char *id, bool release)
 		if (rc)
 			return rc;
 		if (x->o.json)
-			print_json(&r->base, true);
+			rc = print_json(&r->base, true);
 		else if (r->job)
 			print_job(r->job);
 		free_msg(r);
 	}
-	return EXIT_OK;
+	return rc;
 }
 
 static int cmd_drain(struct ctx *x, const char *device, bool drain)
@@ -734,7 +741,7 @@ static int cmd_drain(struct ctx *x, const char *device, bool drain)
 		if (rc)
 			return rc;
 		if (x->o.json) {
-			print_json(&r->base, true);
+			rc = print_json(&r->base, true);
 		} else {
 			printf("device %s: drained\n", device);
 			for (size_t i = 0; i < r->n_affected_jobs; i++)
@@ -751,12 +758,12 @@ static int cmd_drain(struct ctx *x, const char *device, bool drain)
 		if (rc)
 			return rc;
 		if (x->o.json)
-			print_json(&r->base, true);
+			rc = print_json(&r->base, true);
 		else
 			printf("device %s: undrained\n", device);
 		free_msg(r);
 	}
-	return EXIT_OK;
+	return rc;
 }
 
 static void print_event(const Ocs__V1__Event *e)
@@ -814,9 +821,12 @@ static int cmd_watch(struct ctx *x)
 			nb_client_stream_close(x->client);
 			return report_failure(&st);
 		}
-		if (x->o.json)
-			print_json(&e->base, false);
-		else
+		if (x->o.json && print_json(&e->base, false) != EXIT_OK) {
+			free_msg(e);
+			nb_client_stream_close(x->client);
+			return EXIT_REFUSED;
+		}
+		if (!x->o.json)
 			print_event(e);
 		fflush(stdout);
 		free_msg(e);

@@ -8,63 +8,51 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ocs_json.h"
 #include "pbjson.h"
 
 #define MEMBER(type, msg, offset) (*(type *)((char *)(msg) + (offset)))
 
-static void write_value(struct json_writer *w, const ProtobufCFieldDescriptor *f, const void *p)
+/* One value of field f stored at p: a new reference, NULL when out of memory or not UTF-8. */
+static json_t *write_value(const ProtobufCFieldDescriptor *f, const void *p)
 {
 	switch (f->type) {
 	case PROTOBUF_C_TYPE_INT32:
 	case PROTOBUF_C_TYPE_SINT32:
 	case PROTOBUF_C_TYPE_SFIXED32:
-		json_w_int(w, *(const int32_t *)p);
-		break;
+		return json_integer(*(const int32_t *)p);
 	case PROTOBUF_C_TYPE_UINT32:
 	case PROTOBUF_C_TYPE_FIXED32:
-		json_w_int(w, *(const uint32_t *)p);
-		break;
+		return json_integer(*(const uint32_t *)p);
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_SINT64:
 	case PROTOBUF_C_TYPE_SFIXED64:
-		json_w_int(w, *(const int64_t *)p);
-		break;
+		return json_integer(*(const int64_t *)p);
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64:
-		json_w_int(w, (int64_t) * (const uint64_t *)p);
-		break;
+		return json_integer((json_int_t) * (const uint64_t *)p);
 	case PROTOBUF_C_TYPE_FLOAT:
-		json_w_double(w, *(const float *)p);
-		break;
+		return ocs_json_number(*(const float *)p);
 	case PROTOBUF_C_TYPE_DOUBLE:
-		json_w_double(w, *(const double *)p);
-		break;
+		return ocs_json_number(*(const double *)p);
 	case PROTOBUF_C_TYPE_BOOL:
-		json_w_bool(w, *(const protobuf_c_boolean *)p);
-		break;
+		return json_boolean(*(const protobuf_c_boolean *)p);
 	case PROTOBUF_C_TYPE_ENUM: {
 		const ProtobufCEnumValue *ev =
 			protobuf_c_enum_descriptor_get_value(f->descriptor, *(const int *)p);
 
-		if (ev)
-			json_w_string(w, ev->name);
-		else
-			json_w_int(w, *(const int *)p);
-		break;
+		return ev ? json_string(ev->name) : json_integer(*(const int *)p);
 	}
 	case PROTOBUF_C_TYPE_STRING:
-		json_w_string(w, *(char *const *)p ? *(char *const *)p : "");
-		break;
+		return json_string(*(char *const *)p ? *(char *const *)p : "");
 	case PROTOBUF_C_TYPE_BYTES:
-		json_w_null(w); /* no bytes fields in the ocs.v1 API */
-		break;
+		return json_null(); /* no bytes fields in the ocs.v1 API */
 	case PROTOBUF_C_TYPE_MESSAGE:
 		if (*(const ProtobufCMessage *const *)p)
-			pbjson_write(w, *(const ProtobufCMessage *const *)p);
-		else
-			json_w_null(w);
-		break;
+			return pbjson_write(*(const ProtobufCMessage *const *)p);
+		return json_null();
 	}
+	return json_null();
 }
 
 static size_t element_size(ProtobufCType t)
@@ -98,13 +86,15 @@ static size_t element_size(ProtobufCType t)
 	return 0;
 }
 
-void pbjson_write(struct json_writer *w, const ProtobufCMessage *m)
+json_t *pbjson_write(const ProtobufCMessage *m)
 {
 	const ProtobufCMessageDescriptor *d = m->descriptor;
+	json_t *obj = json_object();
+	bool ok = obj != NULL;
 
-	json_w_object_begin(w);
-	for (unsigned i = 0; i < d->n_fields; i++) {
+	for (unsigned i = 0; ok && i < d->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		json_t *value;
 
 		if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
 			if (MEMBER(uint32_t, m, f->quantifier_offset) != f->id)
@@ -113,20 +103,30 @@ void pbjson_write(struct json_writer *w, const ProtobufCMessage *m)
 			   f->label != PROTOBUF_C_LABEL_REPEATED && !MEMBER(void *, m, f->offset)) {
 			continue;
 		}
-		json_w_key(w, f->name);
 		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
 			size_t n = MEMBER(size_t, m, f->quantifier_offset);
 			const char *arr = MEMBER(const char *, m, f->offset);
 
-			json_w_array_begin(w);
-			for (size_t k = 0; k < n; k++)
-				write_value(w, f, arr + k * element_size(f->type));
-			json_w_array_end(w);
+			value = json_array();
+			for (size_t k = 0; value && k < n; k++) {
+				if (json_array_append_new(
+					    value,
+					    write_value(f, arr + k * element_size(f->type)))) {
+					json_decref(value);
+					value = NULL;
+				}
+			}
 		} else {
-			write_value(w, f, (const char *)m + f->offset);
+			value = write_value(f, (const char *)m + f->offset);
 		}
+		/* json_object_set_new() refuses a NULL value (a failure below). */
+		ok = json_object_set_new(obj, f->name, value) == 0;
 	}
-	json_w_object_end(w);
+	if (!ok) {
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
 }
 
 struct reader {
@@ -144,18 +144,17 @@ static bool fail(struct reader *r, const char *fmt, const char *detail)
 	return false;
 }
 
-static ProtobufCMessage *read_message(struct reader *r, const struct json_value *v,
+static ProtobufCMessage *read_message(struct reader *r, const json_t *v,
 				      const ProtobufCMessageDescriptor *d);
 
-static bool read_int(struct reader *r, const struct json_value *v, int64_t lo, int64_t hi,
-		     int64_t *out)
+static bool read_int(struct reader *r, const json_t *v, int64_t lo, int64_t hi, int64_t *out)
 {
 	char range[64];
 
-	if (!json_integer(v, out))
+	if (!json_is_integer(v))
 		return fail(r, "expected an integer, got %s",
-			    json_type(v) == JSON_NUMBER ? "a fraction"
-							: json_type_name(json_type(v)));
+			    json_is_real(v) ? "a fraction" : ocs_json_type_name(v));
+	*out = json_integer_value(v);
 	if (*out < lo || *out > hi) {
 		snprintf(range, sizeof(range), "%lld..%lld", (long long)lo, (long long)hi);
 		return fail(r, "out of range %s", range);
@@ -163,8 +162,8 @@ static bool read_int(struct reader *r, const struct json_value *v, int64_t lo, i
 	return true;
 }
 
-static bool read_value(struct reader *r, const ProtobufCFieldDescriptor *f,
-		       const struct json_value *v, void *p)
+static bool read_value(struct reader *r, const ProtobufCFieldDescriptor *f, const json_t *v,
+		       void *p)
 {
 	int64_t i;
 
@@ -197,36 +196,36 @@ static bool read_value(struct reader *r, const ProtobufCFieldDescriptor *f,
 		return true;
 	case PROTOBUF_C_TYPE_FLOAT:
 	case PROTOBUF_C_TYPE_DOUBLE:
-		if (json_type(v) != JSON_NUMBER)
-			return fail(r, "expected a number, got %s", json_type_name(json_type(v)));
+		if (!json_is_number(v))
+			return fail(r, "expected a number, got %s", ocs_json_type_name(v));
 		if (f->type == PROTOBUF_C_TYPE_FLOAT)
-			*(float *)p = (float)json_number(v);
+			*(float *)p = (float)json_number_value(v);
 		else
-			*(double *)p = json_number(v);
+			*(double *)p = json_number_value(v);
 		return true;
 	case PROTOBUF_C_TYPE_BOOL:
-		if (json_type(v) != JSON_BOOL)
-			return fail(r, "expected true or false, got %s",
-				    json_type_name(json_type(v)));
-		*(protobuf_c_boolean *)p = json_bool(v);
+		if (!json_is_boolean(v))
+			return fail(r, "expected true or false, got %s", ocs_json_type_name(v));
+		*(protobuf_c_boolean *)p = json_is_true(v);
 		return true;
 	case PROTOBUF_C_TYPE_ENUM: {
 		const ProtobufCEnumDescriptor *ed = f->descriptor;
 		const ProtobufCEnumValue *ev = NULL;
 
-		if (json_type(v) == JSON_STRING)
-			ev = protobuf_c_enum_descriptor_get_value_by_name(ed, json_string(v));
-		else if (json_integer(v, &i) && i >= INT32_MIN && i <= INT32_MAX)
-			ev = protobuf_c_enum_descriptor_get_value(ed, (int)i);
+		if (json_is_string(v))
+			ev = protobuf_c_enum_descriptor_get_value_by_name(ed, json_string_value(v));
+		else if (json_is_integer(v) && json_integer_value(v) >= INT32_MIN &&
+			 json_integer_value(v) <= INT32_MAX)
+			ev = protobuf_c_enum_descriptor_get_value(ed, (int)json_integer_value(v));
 		if (!ev)
 			return fail(r, "not a value of %s", ed->name);
 		*(int *)p = ev->value;
 		return true;
 	}
 	case PROTOBUF_C_TYPE_STRING:
-		if (json_type(v) != JSON_STRING)
-			return fail(r, "expected a string, got %s", json_type_name(json_type(v)));
-		*(char **)p = strdup(json_string(v));
+		if (!json_is_string(v))
+			return fail(r, "expected a string, got %s", ocs_json_type_name(v));
+		*(char **)p = strdup(json_string_value(v));
 		return *(char **)p != NULL || fail(r, "%s", "out of memory");
 	case PROTOBUF_C_TYPE_MESSAGE:
 		*(ProtobufCMessage **)p = read_message(r, v, f->descriptor);
@@ -238,25 +237,17 @@ static bool read_value(struct reader *r, const ProtobufCFieldDescriptor *f,
 }
 
 static bool read_field(struct reader *r, ProtobufCMessage *m, const ProtobufCFieldDescriptor *f,
-		       const struct json_value *v)
+		       const json_t *v)
 {
 	size_t base = strlen(r->path);
 	bool ok = true;
 
-	if (f->label != PROTOBUF_C_LABEL_REPEATED) {
-		void *p = (char *)m + f->offset;
-
-		if (f->type == PROTOBUF_C_TYPE_STRING && *(char **)p != (char *)f->default_value) {
-			/* a duplicate key: replace the earlier value */
-			free(*(char **)p);
-			*(char **)p = (char *)f->default_value;
-		}
-		return read_value(r, f, v, p);
-	}
-	if (json_type(v) != JSON_ARRAY)
-		return fail(r, "expected an array, got %s", json_type_name(json_type(v)));
+	if (f->label != PROTOBUF_C_LABEL_REPEATED)
+		return read_value(r, f, v, (char *)m + f->offset);
+	if (!json_is_array(v))
+		return fail(r, "expected an array, got %s", ocs_json_type_name(v));
 	{
-		size_t n = json_len(v), size = element_size(f->type);
+		size_t n = json_array_size(v), size = element_size(f->type);
 		char *arr = calloc(n ? n : 1, size);
 
 		if (!arr)
@@ -266,7 +257,7 @@ static bool read_field(struct reader *r, ProtobufCMessage *m, const ProtobufCFie
 		MEMBER(char *, m, f->offset) = arr;
 		for (size_t k = 0; k < n && ok; k++) {
 			snprintf(r->path + base, sizeof(r->path) - base, "[%zu]", k);
-			ok = read_value(r, f, json_at(v, k), arr + k * size);
+			ok = read_value(r, f, json_array_get(v, k), arr + k * size);
 			if (ok)
 				MEMBER(size_t, m, f->quantifier_offset) = k + 1;
 		}
@@ -275,14 +266,14 @@ static bool read_field(struct reader *r, ProtobufCMessage *m, const ProtobufCFie
 	return ok;
 }
 
-static ProtobufCMessage *read_message(struct reader *r, const struct json_value *v,
+static ProtobufCMessage *read_message(struct reader *r, const json_t *v,
 				      const ProtobufCMessageDescriptor *d)
 {
 	ProtobufCMessage *m;
 	size_t base = strlen(r->path);
 
-	if (json_type(v) != JSON_OBJECT) {
-		fail(r, "expected an object, got %s", json_type_name(json_type(v)));
+	if (!json_is_object(v)) {
+		fail(r, "expected an object, got %s", ocs_json_type_name(v));
 		return NULL;
 	}
 	m = calloc(1, d->sizeof_message);
@@ -291,8 +282,10 @@ static ProtobufCMessage *read_message(struct reader *r, const struct json_value 
 		return NULL;
 	}
 	d->message_init(m);
-	for (size_t i = 0; i < json_len(v); i++) {
-		const char *key = json_key_at(v, i);
+	/* Members in document order, so the first problem is the first in the file. */
+	for (void *it = json_object_iter((json_t *)v); it;
+	     it = json_object_iter_next((json_t *)v, it)) {
+		const char *key = json_object_iter_key(it);
 		const ProtobufCFieldDescriptor *f =
 			protobuf_c_message_descriptor_get_field_by_name(d, key);
 
@@ -301,25 +294,17 @@ static ProtobufCMessage *read_message(struct reader *r, const struct json_value 
 			fail(r, "unknown field of %s", d->name);
 			goto error;
 		}
+		/* A jansson object has each key once: no field can be given twice. */
 		if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
 			uint32_t *which = &MEMBER(uint32_t, m, f->quantifier_offset);
 
-			if (*which == f->id) {
-				fail(r, "%s", "given twice");
-				goto error;
-			}
 			if (*which != 0) {
 				fail(r, "%s", "only one member of its oneof may be set");
 				goto error;
 			}
 			*which = f->id;
-		} else if ((f->label == PROTOBUF_C_LABEL_REPEATED ||
-			    f->type == PROTOBUF_C_TYPE_MESSAGE) &&
-			   MEMBER(void *, m, f->offset)) {
-			fail(r, "%s", "given twice");
-			goto error;
 		}
-		if (!read_field(r, m, f, json_at(v, i)))
+		if (!read_field(r, m, f, json_object_iter_value(it)))
 			goto error;
 	}
 	r->path[base] = '\0';
@@ -329,8 +314,8 @@ error:
 	return NULL;
 }
 
-ProtobufCMessage *pbjson_read(const struct json_value *v, const ProtobufCMessageDescriptor *desc,
-			      char *err, size_t err_len)
+ProtobufCMessage *pbjson_read(const json_t *v, const ProtobufCMessageDescriptor *desc, char *err,
+			      size_t err_len)
 {
 	struct reader r = {err, err_len, ""};
 

@@ -18,7 +18,8 @@
  * "field: reason" problems) follows the contract shared by every ocsplan
  * subcommand but lives in this file, so the family stands on its own; it
  * needs the planner family only for --leaf-centric (leafcentric.h). Wiring:
- * four OCSPLAN_SUB lines in families.def and delta.c in CMakeLists.txt.
+ * the parallelism planners of the catalogue (solvers/planners.h), one
+ * OCSPLAN_FAMILY line in families.def and delta.c in CMakeLists.txt.
  *
  * Single-threaded except for the optional fitness pool (--threads).
  */
@@ -39,12 +40,14 @@
 #include "delta_sim.h"
 #include "delta_workload.h"
 #include "fabric.h"
-#include "json.h"
 #include "leafcentric.h"
+#include "io.h"
 #include "leaf.h"
+#include "ocs_json.h"
 #include "ocs_pool_pthread.h"
+#include "planners.h"
 
-int ocsplan_delta_main(const char *sub, int argc, char **argv);
+int ocsplan_delta_main(const struct ocs_planner *planner, int argc, char **argv);
 
 /*
  * Request/answer plumbing, the same contract as every ocsplan subcommand:
@@ -108,13 +111,13 @@ static int dio_option(struct delta_io *io, int argc, char **argv, int *i, struct
 	return 1;
 }
 
-static struct json_value *dio_read_json(const struct delta_io *io, struct delta_problems *p,
-					int *exit_code)
+static json_t *dio_read_json(const struct delta_io *io, struct delta_problems *p, int *exit_code)
 {
 	FILE *fp = io->in_path ? fopen(io->in_path, "rb") : stdin;
 	const char *name = io->in_path ? io->in_path : "stdin";
 	size_t len = 0, cap = 1 << 16;
-	char *text = fp ? malloc(cap) : NULL, err[160];
+	char *text = fp ? malloc(cap) : NULL;
+	struct ocs_json_error err;
 
 	while (text) {
 		len += fread(text + len, 1, cap - len, fp);
@@ -136,29 +139,34 @@ static struct json_value *dio_read_json(const struct delta_io *io, struct delta_
 		*exit_code = DELTA_EXIT_FAILURE;
 		return NULL;
 	}
-	struct json_value *v = json_parse(text, len, err, sizeof(err));
+	json_t *v = ocs_json_parse(text, len, &err);
 	free(text);
-	if (!v) {
-		dproblem(p, "input", "malformed JSON: %s", err);
-		*exit_code = DELTA_EXIT_INVALID;
-	}
-	return v;
+	if (v)
+		return v;
+	if (err.duplicate_key)
+		dproblem(p, err.path[0] ? err.path : "input", "%s", err.message);
+	else
+		dproblem(p, "input", "malformed JSON: %s", err.message);
+	*exit_code = DELTA_EXIT_INVALID;
+	return NULL;
 }
 
-static int dio_write_json(const struct delta_io *io, const struct json_writer *w)
+/* answer NULL: building it ran out of memory. */
+static int dio_write_json(const struct delta_io *io, const json_t *answer)
 {
-	size_t len;
-	const char *text = json_writer_text(w, &len);
+	char *text = answer ? ocs_json_dumps(answer, io->pretty) : NULL;
 	const char *name = io->out_path ? io->out_path : "stdout";
 
 	if (!text) {
 		fprintf(stderr, "ocsplan: out of memory while writing the answer\n");
 		return DELTA_EXIT_FAILURE;
 	}
+	size_t len = strlen(text);
 	FILE *fp = io->out_path ? fopen(io->out_path, "wb") : stdout;
 	bool ok = fp && fwrite(text, 1, len, fp) == len && fputc('\n', fp) != EOF;
 	if (fp)
 		ok &= (fp == stdout ? fflush(fp) : fclose(fp)) == 0;
+	free(text);
 	if (!ok) {
 		fprintf(stderr, "ocsplan: cannot write %s: %s\n", name, strerror(errno));
 		return DELTA_EXIT_FAILURE;
@@ -175,10 +183,10 @@ static void field_name(char *out, size_t len, const char *where, const char *key
 }
 
 /* Integer member in min..max; problems name "where.key". */
-static bool dget_int(const struct json_value *obj, const char *where, const char *key, int64_t min,
+static bool dget_int(const json_t *obj, const char *where, const char *key, int64_t min,
 		     int64_t max, int *out, struct delta_problems *p)
 {
-	const struct json_value *v = json_get(obj, key);
+	const json_t *v = json_object_get(obj, key);
 	char field[96];
 	int64_t x;
 
@@ -187,11 +195,12 @@ static bool dget_int(const struct json_value *obj, const char *where, const char
 		dproblem(p, field, "missing");
 		return false;
 	}
-	if (!json_integer(v, &x)) {
+	if (!json_is_integer(v)) {
 		dproblem(p, field, "must be an integer, not %s",
-			 json_type(v) == JSON_NUMBER ? "a fraction" : json_type_name(json_type(v)));
+			 json_is_real(v) ? "a fraction" : ocs_json_type_name(v));
 		return false;
 	}
+	x = json_integer_value(v);
 	if (x < min || x > max) {
 		dproblem(p, field, "%lld out of range %lld..%lld", (long long)x, (long long)min,
 			 (long long)max);
@@ -201,35 +210,35 @@ static bool dget_int(const struct json_value *obj, const char *where, const char
 	return true;
 }
 
-static bool dget_string(const struct json_value *obj, const char *where, const char *key,
-			const char **out, struct delta_problems *p)
+static bool dget_string(const json_t *obj, const char *where, const char *key, const char **out,
+			struct delta_problems *p)
 {
-	const struct json_value *v = json_get(obj, key);
+	const json_t *v = json_object_get(obj, key);
 	char field[96];
 
 	field_name(field, sizeof(field), where, key);
-	if (json_type(v) != JSON_STRING) {
+	if (!json_is_string(v)) {
 		dproblem(p, field, v ? "must be a string" : "missing");
 		return false;
 	}
-	*out = json_string(v);
+	*out = json_string_value(v);
 	return true;
 }
 
 /* Array member; an absent optional one gives *out = NULL and true. */
-static bool dget_array(const struct json_value *obj, const char *where, const char *key,
-		       bool optional, const struct json_value **out, struct delta_problems *p)
+static bool dget_array(const json_t *obj, const char *where, const char *key, bool optional,
+		       const json_t **out, struct delta_problems *p)
 {
 	char field[96];
 
-	*out = json_get(obj, key);
+	*out = json_object_get(obj, key);
 	field_name(field, sizeof(field), where, key);
 	if (!*out) {
 		if (!optional)
 			dproblem(p, field, "missing");
 		return optional;
 	}
-	if (json_type(*out) != JSON_ARRAY) {
+	if (!json_is_array(*out)) {
 		dproblem(p, field, "must be an array");
 		*out = NULL;
 		return false;
@@ -237,13 +246,14 @@ static bool dget_array(const struct json_value *obj, const char *where, const ch
 	return true;
 }
 
-static void dunknown_fields(const struct json_value *obj, const char *where,
-			    const char *const *known, struct delta_problems *p)
+static void dunknown_fields(const json_t *obj, const char *where, const char *const *known,
+			    struct delta_problems *p)
 {
 	char field[96];
 
-	for (size_t i = 0; i < json_len(obj); i++) {
-		const char *key = json_key_at(obj, i);
+	for (void *it = json_object_iter((json_t *)obj); it;
+	     it = json_object_iter_next((json_t *)obj, it)) {
+		const char *key = json_object_iter_key(it);
 		bool ok = false;
 		for (const char *const *k = known; *k && !ok; k++)
 			ok = !strcmp(*k, key);
@@ -293,10 +303,10 @@ static double now_ms(void *ctx)
 }
 
 /* A number member; absent and optional leaves *out unchanged. */
-static bool get_number(const struct json_value *obj, const char *where, const char *key,
-		       bool optional, double min, double *out, struct delta_problems *p)
+static bool get_number(const json_t *obj, const char *where, const char *key, bool optional,
+		       double min, double *out, struct delta_problems *p)
 {
-	const struct json_value *v = json_get(obj, key);
+	const json_t *v = json_object_get(obj, key);
 	char field[96];
 
 	field_name(field, sizeof(field), where, key);
@@ -305,11 +315,11 @@ static bool get_number(const struct json_value *obj, const char *where, const ch
 			dproblem(p, field, "missing");
 		return optional;
 	}
-	if (json_type(v) != JSON_NUMBER) {
-		dproblem(p, field, "must be a number, not %s", json_type_name(json_type(v)));
+	if (!json_is_number(v)) {
+		dproblem(p, field, "must be a number, not %s", ocs_json_type_name(v));
 		return false;
 	}
-	double d = json_number(v);
+	double d = json_number_value(v);
 	if (!isfinite(d) || d < min) {
 		dproblem(p, field, "must be a number >= %g, got %g", min, d);
 		return false;
@@ -319,14 +329,14 @@ static bool get_number(const struct json_value *obj, const char *where, const ch
 }
 
 /* An optional integer member: absent leaves *out unchanged. */
-static void get_opt_int(const struct json_value *obj, const char *where, const char *key,
-			int64_t min, int64_t max, int *out, struct delta_problems *p)
+static void get_opt_int(const json_t *obj, const char *where, const char *key, int64_t min,
+			int64_t max, int *out, struct delta_problems *p)
 {
-	if (json_get(obj, key))
+	if (json_object_get(obj, key))
 		dget_int(obj, where, key, min, max, out, p);
 }
 
-static void parse_ga(const struct json_value *top, struct request *r, struct delta_problems *p)
+static void parse_ga(const json_t *top, struct request *r, struct delta_problems *p)
 {
 	int seed = (int)r->ga.seed;
 	get_opt_int(top, "", "seed", 0, INT_MAX, &seed, p);
@@ -343,7 +353,7 @@ static int find_id(const struct request *r, const char *id)
 	return -1;
 }
 
-static void parse_dag(const struct json_value *top, struct request *r, struct delta_problems *p)
+static void parse_dag(const json_t *top, struct request *r, struct delta_problems *p)
 {
 	static const char *const known[] = {
 		"pods", "port_budget",	   "bandwidth_gbps", "tasks", "deps",
@@ -351,7 +361,7 @@ static void parse_dag(const struct json_value *top, struct request *r, struct de
 	static const char *const task_keys[] = {"id",		"src_pod",    "dst_pod", "flows",
 						"volume_bytes", "release_ms", NULL};
 	static const char *const dep_keys[] = {"pre", "post", "delay_ms", NULL};
-	const struct json_value *budget, *tasks, *deps;
+	const json_t *budget, *tasks, *deps;
 	char where[48];
 
 	dunknown_fields(top, "", known, p);
@@ -359,15 +369,15 @@ static void parse_dag(const struct json_value *top, struct request *r, struct de
 	get_number(top, "", "bandwidth_gbps", false, 0, &r->bandwidth_gbps, p);
 	parse_ga(top, r, p);
 	if (dget_array(top, "", "port_budget", false, &budget, p)) {
-		if ((int)json_len(budget) != r->pods) {
+		if ((int)json_array_size(budget) != r->pods) {
 			dproblem(p, "port_budget", "needs %d entries (one per pod), has %zu",
-				 r->pods, json_len(budget));
+				 r->pods, json_array_size(budget));
 		} else {
 			r->budget = calloc((size_t)r->pods, sizeof(int));
 			for (int i = 0; r->budget && i < r->pods; i++) {
-				int64_t v;
-				if (!json_integer(json_at(budget, (size_t)i), &v) || v < 0 ||
-				    v > INT_MAX) {
+				const json_t *e = json_array_get(budget, (size_t)i);
+				int64_t v = json_is_integer(e) ? json_integer_value(e) : -1;
+				if (v < 0 || v > INT_MAX) {
 					snprintf(where, sizeof(where), "port_budget[%d]", i);
 					dproblem(p, where, "must be an integer >= 0");
 				} else {
@@ -377,7 +387,7 @@ static void parse_dag(const struct json_value *top, struct request *r, struct de
 		}
 	}
 	if (dget_array(top, "", "tasks", false, &tasks, p)) {
-		r->n_tasks = (int)json_len(tasks);
+		r->n_tasks = (int)json_array_size(tasks);
 		r->tasks = calloc((size_t)r->n_tasks + 1, sizeof(*r->tasks));
 		r->ids = calloc((size_t)r->n_tasks + 1, sizeof(char *));
 		if (!r->tasks || !r->ids) {
@@ -385,11 +395,11 @@ static void parse_dag(const struct json_value *top, struct request *r, struct de
 			return;
 		}
 		for (int t = 0; t < r->n_tasks; t++) {
-			const struct json_value *e = json_at(tasks, (size_t)t);
+			const json_t *e = json_array_get(tasks, (size_t)t);
 			struct delta_task *m = &r->tasks[t];
 			const char *id = NULL;
 			snprintf(where, sizeof(where), "tasks[%d]", t);
-			if (json_type(e) != JSON_OBJECT) {
+			if (!json_is_object(e)) {
 				dproblem(p, where, "must be an object");
 				continue;
 			}
@@ -408,17 +418,17 @@ static void parse_dag(const struct json_value *top, struct request *r, struct de
 	}
 	if (!dget_array(top, "", "deps", true, &deps, p) || !deps || p->count)
 		return;
-	r->n_deps = (int)json_len(deps);
+	r->n_deps = (int)json_array_size(deps);
 	r->deps = calloc((size_t)r->n_deps + 1, sizeof(*r->deps));
 	if (!r->deps) {
 		dproblem(p, "deps", "out of memory");
 		return;
 	}
 	for (int d = 0; d < r->n_deps; d++) {
-		const struct json_value *e = json_at(deps, (size_t)d);
+		const json_t *e = json_array_get(deps, (size_t)d);
 		const char *pre = NULL, *post = NULL;
 		snprintf(where, sizeof(where), "deps[%d]", d);
-		if (json_type(e) != JSON_OBJECT) {
+		if (!json_is_object(e)) {
 			dproblem(p, where, "must be an object");
 			continue;
 		}
@@ -437,7 +447,7 @@ static void parse_dag(const struct json_value *top, struct request *r, struct de
 	}
 }
 
-static void parse_fabric(const struct json_value *fab, struct request *r, struct delta_problems *p)
+static void parse_fabric(const json_t *fab, struct request *r, struct delta_problems *p)
 {
 	static const char *const known[] = {"pods",  "k_leaf", "k_spine", "tau",
 					    "k_ocs", "wiring", NULL};
@@ -445,7 +455,7 @@ static void parse_fabric(const struct json_value *fab, struct request *r, struct
 	const char *wiring = NULL;
 	bool ok = true;
 
-	if (json_type(fab) != JSON_OBJECT) {
+	if (!json_is_object(fab)) {
 		dproblem(p, "fabric", "must be an object");
 		return;
 	}
@@ -475,24 +485,23 @@ static void parse_fabric(const struct json_value *fab, struct request *r, struct
 	r->spec.fabric_pods = r->fabric.pods;
 }
 
-static bool get_object(const struct json_value *top, const char *key, bool optional,
-		       const struct json_value **out, struct delta_problems *p)
+static bool get_object(const json_t *top, const char *key, bool optional, const json_t **out,
+		       struct delta_problems *p)
 {
-	*out = json_get(top, key);
+	*out = json_object_get(top, key);
 	if (!*out) {
 		if (!optional)
 			dproblem(p, key, "missing");
 		return false;
 	}
-	if (json_type(*out) != JSON_OBJECT) {
+	if (!json_is_object(*out)) {
 		dproblem(p, key, "must be an object");
 		return false;
 	}
 	return true;
 }
 
-static void parse_workload(const struct json_value *top, struct request *r,
-			   struct delta_problems *p)
+static void parse_workload(const json_t *top, struct request *r, struct delta_problems *p)
 {
 	static const char *const known[] = {"model",	      "parallelism", "training",
 					    "hardware",	      "placement",   "bandwidth_gbps",
@@ -509,7 +518,7 @@ static void parse_workload(const struct json_value *top, struct request *r,
 		"gpus", "gpus_per_pod_per_replica", "replicas_per_pod_set", "first_pod", "gpu_ids",
 		NULL};
 	struct delta_workload_spec *q = &r->spec;
-	const struct json_value *o;
+	const json_t *o;
 
 	r->is_workload = 1;
 	dunknown_fields(top, "", known, p);
@@ -556,17 +565,20 @@ static void parse_workload(const struct json_value *top, struct request *r,
 		get_opt_int(o, "placement", "replicas_per_pod_set", 1, INT_MAX,
 			    &q->replicas_per_pod_set, p);
 		get_opt_int(o, "placement", "first_pod", 0, INT_MAX, &q->first_pod, p);
-		const struct json_value *ids;
+		const json_t *ids;
 		if (dget_array(o, "placement", "gpu_ids", true, &ids, p) && ids) {
-			r->n_gpu_ids = json_len(ids);
+			r->n_gpu_ids = json_array_size(ids);
 			r->gpu_ids = calloc(r->n_gpu_ids + 1, sizeof(*r->gpu_ids));
-			for (size_t i = 0; r->gpu_ids && i < r->n_gpu_ids; i++)
-				if (!json_integer(json_at(ids, i), &r->gpu_ids[i]) ||
-				    r->gpu_ids[i] < 0) {
+			for (size_t i = 0; r->gpu_ids && i < r->n_gpu_ids; i++) {
+				const json_t *e = json_array_get(ids, i);
+
+				r->gpu_ids[i] = json_is_integer(e) ? json_integer_value(e) : -1;
+				if (r->gpu_ids[i] < 0) {
 					char field[64];
 					snprintf(field, sizeof(field), "placement.gpu_ids[%zu]", i);
 					dproblem(p, field, "must be an integer >= 0");
 				}
+			}
 			if (!r->gpu_ids)
 				dproblem(p, "placement.gpu_ids", "out of memory");
 		}
@@ -586,48 +598,33 @@ static void free_request(struct request *r)
 	free(r->deps);
 }
 
-static void write_sim(struct json_writer *w, const struct delta_sim_result *res, long used,
-		      long available)
+static bool set_sim(json_t *answer, const struct delta_sim_result *res, long used, long available)
 {
-	json_w_key(w, "makespan_ms");
-	json_w_double(w, res->makespan_ms);
-	json_w_key(w, "critical_comm_ms");
-	json_w_double(w, res->critical_comm_ms);
-	json_w_key(w, "nct");
-	json_w_double(w, res->nct);
-	json_w_key(w, "ports_used");
-	json_w_int(w, used);
-	json_w_key(w, "ports_available");
-	json_w_int(w, available);
-	json_w_key(w, "ports_saved");
-	json_w_int(w, available - used);
+	return ocsplan_set(answer, "makespan_ms", ocs_json_number(res->makespan_ms)) &&
+	       ocsplan_set(answer, "critical_comm_ms", ocs_json_number(res->critical_comm_ms)) &&
+	       ocsplan_set(answer, "nct", ocs_json_number(res->nct)) &&
+	       ocsplan_set(answer, "ports_used", json_integer(used)) &&
+	       ocsplan_set(answer, "ports_available", json_integer(available)) &&
+	       ocsplan_set(answer, "ports_saved", json_integer(available - used));
 }
 
 /* The leaf-centric answer in the format of `ocsplan leaf-centric --realize`. */
-static void write_leaf_plan(struct json_writer *w, const struct delta_leaf_links *d, size_t n,
-			    long unplaced, const struct lc_plan *pl)
+static bool set_leaf_plan(json_t *answer, const struct delta_leaf_links *d, size_t n, long unplaced,
+			  const struct lc_plan *pl)
 {
-	json_w_key(w, "leaf_demand");
-	json_w_array_begin(w);
-	for (size_t i = 0; i < n; i++) {
-		json_w_object_begin(w);
-		json_w_key(w, "a");
-		json_w_int(w, d[i].a);
-		json_w_key(w, "b");
-		json_w_int(w, d[i].b);
-		json_w_key(w, "links");
-		json_w_int(w, d[i].links);
-		json_w_object_end(w);
-	}
-	json_w_array_end(w);
-	json_w_key(w, "leaf_unplaced_circuits");
-	json_w_int(w, unplaced);
-	json_w_key(w, "leaf_centric");
-	ocsplan_write_lc_plan(w, pl, &(struct lc_options){ .realize = true });
+	json_t *demand = json_array();
+	bool ok = ocsplan_set(answer, "leaf_demand", demand);
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = ocsplan_append(demand, json_pack("{s:i, s:i, s:i}", "a", d[i].a, "b", d[i].b,
+						      "links", d[i].links));
+	return ok && ocsplan_set(answer, "leaf_unplaced_circuits", json_integer(unplaced)) &&
+	       ocsplan_set(answer, "leaf_centric",
+			   ocsplan_lc_plan_json(pl, &(struct lc_options){.realize = true}));
 }
 
-static int parse_options(const char *sub, int argc, char **argv, struct options *o,
-			 struct delta_problems *p)
+static int parse_options(const struct ocs_planner *planner, int argc, char **argv,
+			 struct options *o, struct delta_problems *p)
 {
 	o->threads = 1;
 	for (int i = 1; i < argc; i++) {
@@ -654,7 +651,7 @@ static int parse_options(const char *sub, int argc, char **argv, struct options 
 		else if (!strcmp(opt, "--time-budget-ms"))
 			dv = &o->time_budget_ms, set = &o->budget_set;
 		else {
-			dproblem(p, opt, "unknown option for %s", sub);
+			dproblem(p, opt, "unknown option for %s", planner->name);
 			continue;
 		}
 		if (i + 1 >= argc) {
@@ -694,8 +691,8 @@ struct run {
 	double *start, *finish;
 };
 
-static int plan(const char *sub, struct request *r, const struct options *o, struct run *run,
-		struct delta_problems *p)
+static int plan(const struct ocs_planner *planner, struct request *r, const struct options *o,
+		struct run *run, struct delta_problems *p)
 {
 	struct delta_error err;
 	struct delta_dag dag = {.pods = r->pods,
@@ -743,7 +740,7 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 		dproblem(p, "input", "out of memory");
 		return DELTA_EXIT_FAILURE;
 	}
-	if (!strcmp(sub, "delta-fast")) {
+	if (planner->id == OCS_PLANNER_DELTA_FAST) {
 		struct ocs_pool_pthread *pool =
 			o->threads > 1 ? ocs_pool_pthread_new(o->threads) : NULL;
 		struct delta_ga_params gp = r->ga;
@@ -761,9 +758,10 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 				run->x, &run->res, &run->stats, &err);
 		ocs_pool_pthread_free(pool);
 	} else {
-		enum delta_baseline kind = !strcmp(sub, "prop-alloc")	? DELTA_PROP_ALLOC
-					   : !strcmp(sub, "sqrt-alloc") ? DELTA_SQRT_ALLOC
-									: DELTA_ITER_HALVE;
+		enum delta_baseline kind = planner->id == OCS_PLANNER_PROP_ALLOC ? DELTA_PROP_ALLOC
+					   : planner->id == OCS_PLANNER_SQRT_ALLOC
+						   ? DELTA_SQRT_ALLOC
+						   : DELTA_ITER_HALVE;
 		rc = delta_baseline_plan(run->prob, kind, run->x, &err);
 	}
 	if (rc) {
@@ -778,86 +776,63 @@ static int plan(const char *sub, struct request *r, const struct options *o, str
 	return DELTA_EXIT_OK;
 }
 
-static int write_answer(const char *sub, const struct request *r, const struct options *o,
-			const struct run *run, const struct delta_leaf_links *leaves,
-			size_t n_leaves, long unplaced, const struct lc_plan *lp)
+static int write_answer(const struct ocs_planner *planner, const struct request *r,
+			const struct options *o, const struct run *run,
+			const struct delta_leaf_links *leaves, size_t n_leaves, long unplaced,
+			const struct lc_plan *lp)
 {
 	const struct delta_problem *prob = run->prob;
 	int L = delta_problem_n_links(prob), S = run->wl ? run->wl->pod_sets : 1;
 	long *used = malloc((size_t)delta_problem_pods(prob) * sizeof(long));
 	struct delta_pod_circuits *pc = NULL;
 	int n_pc = 0;
-	struct json_writer *w = json_writer_new(o->io.pretty);
-	int code = DELTA_EXIT_FAILURE;
+	json_t *answer = json_object(), *x = json_array(), *tasks = json_array();
+	bool ok;
+	int code;
 
 	if (run->wl) {
 		pc = malloc((size_t)delta_workload_expand_max(run->wl, prob) * sizeof(*pc) + 1);
 		if (pc)
 			n_pc = delta_workload_expand(run->wl, prob, run->x, pc);
 	}
-	if (!used || !w || (run->wl && !pc))
-		goto out;
-	json_w_object_begin(w);
-	json_w_key(w, "planner");
-	json_w_string(w, sub);
-	json_w_key(w, "x");
-	json_w_array_begin(w);
-	for (int k = 0; k < (run->wl ? n_pc : L); k++) {
+	ok = used && (!run->wl || pc) &&
+	     ocsplan_set(answer, "planner", json_string(planner->name)) &&
+	     ocsplan_set(answer, "x", json_incref(x));
+	for (int k = 0; ok && k < (run->wl ? n_pc : L); k++) {
 		const struct delta_link *l = &delta_problem_links(prob)[k];
-		json_w_object_begin(w);
-		json_w_key(w, "i");
-		json_w_int(w, run->wl ? pc[k].i : l->a);
-		json_w_key(w, "j");
-		json_w_int(w, run->wl ? pc[k].j : l->b);
-		json_w_key(w, "circuits");
-		json_w_int(w, run->wl ? pc[k].circuits : run->x[k]);
-		json_w_object_end(w);
+		ok = ocsplan_append(x, json_pack("{s:i, s:i, s:i}", "i", run->wl ? pc[k].i : l->a,
+						 "j", run->wl ? pc[k].j : l->b, "circuits",
+						 run->wl ? pc[k].circuits : run->x[k]));
 	}
-	json_w_array_end(w);
-	write_sim(w, &run->res, delta_ports_used(prob, run->x, used) * S,
-		  delta_ports_available(prob) * S);
-	json_w_key(w, "tasks");
-	json_w_array_begin(w);
-	for (int t = 0; t < delta_problem_n_tasks(prob); t++) {
-		json_w_object_begin(w);
-		json_w_key(w, "id");
-		json_w_string(w, run->wl ? run->wl->task_names[t] : r->ids[t]);
-		json_w_key(w, "start_ms");
-		json_w_double(w, run->start[t]);
-		json_w_key(w, "finish_ms");
-		json_w_double(w, run->finish[t]);
-		json_w_object_end(w);
-	}
-	json_w_array_end(w);
-	if (run->wl) {
-		json_w_key(w, "pod_sets");
-		json_w_int(w, S);
-	}
-	if (!strcmp(sub, "delta-fast")) {
-		json_w_key(w, "stats");
-		json_w_object_begin(w);
-		json_w_key(w, "generations");
-		json_w_int(w, run->stats.generations);
-		json_w_key(w, "evaluations");
-		json_w_int(w, run->stats.evaluations);
-		json_w_key(w, "stopped_by_time");
-		json_w_bool(w, run->stats.stopped_by_time);
-		json_w_object_end(w);
-	}
-	if (lp)
-		write_leaf_plan(w, leaves, n_leaves, unplaced, lp);
-	json_w_object_end(w);
-	code = dio_write_json(&o->io, w);
-out:
-	if (code != DELTA_EXIT_OK && (!used || !w))
-		fprintf(stderr, "ocsplan: out of memory\n");
-	json_writer_free(w);
+	ok = ok &&
+	     set_sim(answer, &run->res, delta_ports_used(prob, run->x, used) * S,
+		     delta_ports_available(prob) * S) &&
+	     ocsplan_set(answer, "tasks", json_incref(tasks));
+	for (int t = 0; ok && t < delta_problem_n_tasks(prob); t++)
+		ok = ocsplan_append(tasks, json_pack("{s:s, s:o, s:o}", "id",
+						     run->wl ? run->wl->task_names[t] : r->ids[t],
+						     "start_ms", ocs_json_number(run->start[t]),
+						     "finish_ms", ocs_json_number(run->finish[t])));
+	if (ok && run->wl)
+		ok = ocsplan_set(answer, "pod_sets", json_integer(S));
+	if (ok && planner->id == OCS_PLANNER_DELTA_FAST)
+		ok = ocsplan_set(answer, "stats",
+				 json_pack("{s:I, s:I, s:b}", "generations",
+					   (json_int_t)run->stats.generations, "evaluations",
+					   (json_int_t)run->stats.evaluations, "stopped_by_time",
+					   (int)run->stats.stopped_by_time));
+	if (ok && lp)
+		ok = set_leaf_plan(answer, leaves, n_leaves, unplaced, lp);
+	code = dio_write_json(&o->io, ok ? answer : NULL);
+	json_decref(x);
+	json_decref(tasks);
+	json_decref(answer);
 	free(used);
 	free(pc);
 	return code;
 }
 
-int ocsplan_delta_main(const char *sub, int argc, char **argv)
+int ocsplan_delta_main(const struct ocs_planner *planner, int argc, char **argv)
 {
 	struct options o = {0};
 	struct delta_problems p = {0};
@@ -869,31 +844,31 @@ int ocsplan_delta_main(const char *sub, int argc, char **argv)
 	struct lc_plan *lp = NULL;
 	int code;
 
-	if (parse_options(sub, argc, argv, &o, &p))
+	if (parse_options(planner, argc, argv, &o, &p))
 		return DELTA_EXIT_INVALID;
-	struct json_value *top = dio_read_json(&o.io, &p, &code);
+	json_t *top = dio_read_json(&o.io, &p, &code);
 	if (!top)
 		return code;
 	delta_workload_defaults(&r.spec);
 	delta_ga_defaults(&r.ga);
-	if (json_type(top) != JSON_OBJECT)
+	if (!json_is_object(top))
 		dproblem(&p, "input",
 			 "must be a JSON object (an explicit DAG or a "
 			 "parallelism spec)");
-	else if (json_get(top, "tasks"))
+	else if (json_object_get(top, "tasks"))
 		parse_dag(top, &r, &p);
-	else if (json_get(top, "parallelism"))
+	else if (json_object_get(top, "parallelism"))
 		parse_workload(top, &r, &p);
 	else
 		dproblem(&p, "input",
 			 "needs \"tasks\" (explicit DAG) or \"parallelism\" "
 			 "(parallelism spec)");
-	json_free(top);
+	json_decref(top);
 	if (o.leaf_centric && p.count == 0 && (!r.is_workload || !r.has_fabric))
 		dproblem(&p, "--leaf-centric",
 			 "needs a parallelism spec with a fabric (an explicit DAG has no "
 			 "GPU placement)");
-	code = p.count ? DELTA_EXIT_INVALID : plan(sub, &r, &o, &run, &p);
+	code = p.count ? DELTA_EXIT_INVALID : plan(planner, &r, &o, &run, &p);
 	if (code == DELTA_EXIT_OK && o.leaf_centric) {
 		struct delta_error err;
 		int rc = delta_leaf_demand(&r.fabric, run.wl, run.prob, run.x, r.gpu_ids, &leaves,
@@ -917,7 +892,7 @@ int ocsplan_delta_main(const char *sub, int argc, char **argv)
 		}
 	}
 	if (code == DELTA_EXIT_OK)
-		code = write_answer(sub, &r, &o, &run, leaves, n_leaves, unplaced, lp);
+		code = write_answer(planner, &r, &o, &run, leaves, n_leaves, unplaced, lp);
 	lc_plan_free(lp);
 	free(leaves);
 	free(run.x);

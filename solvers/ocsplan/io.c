@@ -75,14 +75,13 @@ static char *slurp(FILE *fp, size_t *len)
 	return buf;
 }
 
-struct json_value *ocsplan_read_json(const struct ocsplan_io *io, struct ocsplan_problems *p,
-				     int *exit_code)
+json_t *ocsplan_read_json(const struct ocsplan_io *io, struct ocsplan_problems *p, int *exit_code)
 {
 	FILE *fp = io->in_path ? fopen(io->in_path, "rb") : stdin;
-	struct json_value *v;
-	char err[160];
+	struct ocs_json_error err;
 	size_t len = 0;
 	char *text;
+	json_t *v;
 
 	if (!fp) {
 		fprintf(stderr, "ocsplan: cannot open %s: %s\n", io->in_path, strerror(errno));
@@ -97,19 +96,22 @@ struct json_value *ocsplan_read_json(const struct ocsplan_io *io, struct ocsplan
 		*exit_code = OCSPLAN_EXIT_FAILURE;
 		return NULL;
 	}
-	v = json_parse(text, len, err, sizeof(err));
+	v = ocs_json_parse(text, len, &err);
 	free(text);
-	if (!v) {
-		ocsplan_problem(p, "input", "malformed JSON: %s", err);
-		*exit_code = OCSPLAN_EXIT_INVALID;
-	}
-	return v;
+	if (v)
+		return v;
+	if (err.duplicate_key)
+		ocsplan_problem(p, err.path[0] ? err.path : "input", "%s", err.message);
+	else
+		ocsplan_problem(p, "input", "malformed JSON: %s", err.message);
+	*exit_code = OCSPLAN_EXIT_INVALID;
+	return NULL;
 }
 
-int ocsplan_write_json(const struct ocsplan_io *io, const struct json_writer *w)
+int ocsplan_write_json(const struct ocsplan_io *io, const json_t *answer)
 {
-	size_t len;
-	const char *text = json_writer_text(w, &len);
+	char *text = answer ? ocs_json_dumps(answer, io->pretty) : NULL;
+	size_t len = text ? strlen(text) : 0;
 	FILE *fp;
 	bool ok;
 
@@ -120,16 +122,36 @@ int ocsplan_write_json(const struct ocsplan_io *io, const struct json_writer *w)
 	fp = io->out_path ? fopen(io->out_path, "wb") : stdout;
 	if (!fp) {
 		fprintf(stderr, "ocsplan: cannot open %s: %s\n", io->out_path, strerror(errno));
+		free(text);
 		return OCSPLAN_EXIT_FAILURE;
 	}
 	ok = fwrite(text, 1, len, fp) == len && fputc('\n', fp) != EOF;
 	ok &= fp == stdout ? fflush(fp) == 0 : fclose(fp) == 0;
+	free(text);
 	if (!ok) {
 		fprintf(stderr, "ocsplan: cannot write %s\n",
 			io->out_path ? io->out_path : "stdout");
 		return OCSPLAN_EXIT_FAILURE;
 	}
 	return OCSPLAN_EXIT_OK;
+}
+
+bool ocsplan_append(json_t *array, json_t *item)
+{
+	if (!array) {
+		json_decref(item);
+		return false;
+	}
+	return json_array_append_new(array, item) == 0;
+}
+
+bool ocsplan_set(json_t *obj, const char *key, json_t *value)
+{
+	if (!obj) {
+		json_decref(value);
+		return false;
+	}
+	return json_object_set_new(obj, key, value) == 0;
 }
 
 /* "where.key" into buf. */
@@ -142,10 +164,10 @@ static const char *field_name(char *buf, size_t len, const char *where, const ch
 	return buf;
 }
 
-static const struct json_value *member(const struct json_value *obj, const char *where,
-				       const char *key, bool optional, struct ocsplan_problems *p)
+static const json_t *member(const json_t *obj, const char *where, const char *key, bool optional,
+			    struct ocsplan_problems *p)
 {
-	const struct json_value *v = json_get(obj, key);
+	const json_t *v = json_object_get(obj, key);
 	char f[96];
 
 	if (!v && !optional)
@@ -153,21 +175,22 @@ static const struct json_value *member(const struct json_value *obj, const char 
 	return v;
 }
 
-bool ocsplan_get_int(const struct json_value *obj, const char *where, const char *key, int64_t min,
+bool ocsplan_get_int(const json_t *obj, const char *where, const char *key, int64_t min,
 		     int64_t max, int *out, struct ocsplan_problems *p)
 {
-	const struct json_value *v = member(obj, where, key, false, p);
+	const json_t *v = member(obj, where, key, false, p);
 	char f[96];
 	int64_t x;
 
 	if (!v)
 		return false;
-	if (!json_integer(v, &x)) {
-		ocsplan_problem(
-			p, field_name(f, sizeof(f), where, key), "must be an integer, not %s",
-			json_type(v) == JSON_NUMBER ? "a fraction" : json_type_name(json_type(v)));
+	if (!json_is_integer(v)) {
+		ocsplan_problem(p, field_name(f, sizeof(f), where, key),
+				"must be an integer, not %s",
+				json_is_real(v) ? "a fraction" : ocs_json_type_name(v));
 		return false;
 	}
+	x = json_integer_value(v);
 	if (x < min || x > max) {
 		if (x < 0 && min >= 0)
 			ocsplan_problem(p, field_name(f, sizeof(f), where, key), "%lld is negative",
@@ -182,52 +205,52 @@ bool ocsplan_get_int(const struct json_value *obj, const char *where, const char
 	return true;
 }
 
-bool ocsplan_get_string(const struct json_value *obj, const char *where, const char *key,
-			const char **out, struct ocsplan_problems *p)
+bool ocsplan_get_string(const json_t *obj, const char *where, const char *key, const char **out,
+			struct ocsplan_problems *p)
 {
-	const struct json_value *v = member(obj, where, key, false, p);
+	const json_t *v = member(obj, where, key, false, p);
 	char f[96];
 
 	if (!v)
 		return false;
-	if (json_type(v) != JSON_STRING) {
+	if (!json_is_string(v)) {
 		ocsplan_problem(p, field_name(f, sizeof(f), where, key), "must be a string, not %s",
-				json_type_name(json_type(v)));
+				ocs_json_type_name(v));
 		return false;
 	}
-	*out = json_string(v);
+	*out = json_string_value(v);
 	return true;
 }
 
-bool ocsplan_get_array(const struct json_value *obj, const char *where, const char *key,
-		       bool optional, const struct json_value **out, struct ocsplan_problems *p)
+bool ocsplan_get_array(const json_t *obj, const char *where, const char *key, bool optional,
+		       const json_t **out, struct ocsplan_problems *p)
 {
-	const struct json_value *v = member(obj, where, key, optional, p);
+	const json_t *v = member(obj, where, key, optional, p);
 	char f[96];
 
 	*out = NULL;
 	if (!v)
 		return optional;
-	if (json_type(v) != JSON_ARRAY) {
+	if (!json_is_array(v)) {
 		ocsplan_problem(p, field_name(f, sizeof(f), where, key), "must be an array, not %s",
-				json_type_name(json_type(v)));
+				ocs_json_type_name(v));
 		return false;
 	}
 	*out = v;
 	return true;
 }
 
-void ocsplan_unknown_fields(const struct json_value *obj, const char *where,
-			    const char *const *known, struct ocsplan_problems *p)
+void ocsplan_unknown_fields(const json_t *obj, const char *where, const char *const *known,
+			    struct ocsplan_problems *p)
 {
-	for (size_t i = 0; i < json_len(obj); i++) {
-		const char *key = json_key_at(obj, i);
+	for (void *it = json_object_iter((json_t *)obj); it;
+	     it = json_object_iter_next((json_t *)obj, it)) {
+		const char *key = json_object_iter_key(it);
 		size_t k = 0;
+		char f[96];
 
 		while (known[k] && strcmp(known[k], key) != 0)
 			k++;
-		char f[96];
-
 		if (!known[k])
 			ocsplan_problem(p, field_name(f, sizeof(f), where, key), "unknown field");
 	}

@@ -2,7 +2,8 @@
  * io.h - what every ocsplan subcommand shares: reading the request (--in
  * FILE or stdin), writing the answer (--out FILE or stdout), the exit codes,
  * collecting problems as "field: reason" lines on stderr, and typed field
- * look-ups on the JSON tree that name the field when they fail.
+ * look-ups on the JSON tree (jansson, through common/ocs_json.h) that name
+ * the field when they fail.
  *
  * Contract for every subcommand: on success the JSON answer goes to the
  * output and the exit code is OCSPLAN_EXIT_OK; invalid input prints one line
@@ -18,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "json.h"
+#include "ocs_json.h"
 
 enum {
 	OCSPLAN_EXIT_OK = 0,
@@ -51,16 +52,30 @@ int ocsplan_io_option(struct ocsplan_io *io, int argc, char **argv, int *i,
 		      struct ocsplan_problems *p);
 
 /*
- * Reads and parses the request. Returns the tree (caller frees with
- * json_free), or NULL with *exit_code set: OCSPLAN_EXIT_FAILURE when the
- * input cannot be read, OCSPLAN_EXIT_INVALID (problem printed) when it is
- * not JSON.
+ * Reads and parses the request. Returns the tree (caller json_decref()s
+ * it), or NULL with *exit_code set: OCSPLAN_EXIT_FAILURE when the input
+ * cannot be read, OCSPLAN_EXIT_INVALID (problem printed) when it is not
+ * JSON ("input: malformed JSON: line 1, column 12: ...") or an object
+ * repeats a key ("demand[2]: duplicate key \"links\"", "input: ..." at the
+ * top level).
  */
-struct json_value *ocsplan_read_json(const struct ocsplan_io *io, struct ocsplan_problems *p,
-				     int *exit_code);
+json_t *ocsplan_read_json(const struct ocsplan_io *io, struct ocsplan_problems *p, int *exit_code);
 
-/* Writes the writer's text and a newline to the output; returns an exit code. */
-int ocsplan_write_json(const struct ocsplan_io *io, const struct json_writer *w);
+/*
+ * Writes the answer and a newline to the output (compact, or indented with
+ * --pretty; numbers at the precision of ocs_json_number()). answer NULL
+ * means building it ran out of memory. Returns an exit code.
+ */
+int ocsplan_write_json(const struct ocsplan_io *io, const json_t *answer);
+
+/*
+ * Appends item to array, taking the reference; false when either is NULL
+ * (a failed allocation) or memory runs out, so that answers are built with
+ * ok &= ocsplan_append(...) and checked once.
+ */
+bool ocsplan_append(json_t *array, json_t *item);
+/* Sets member key of obj to value, taking the reference; false as ocsplan_append(). */
+bool ocsplan_set(json_t *obj, const char *key, json_t *value);
 
 /*
  * Typed look-ups of member `key` of object `obj`, whose own name is `where`
@@ -69,15 +84,15 @@ int ocsplan_write_json(const struct ocsplan_io *io, const struct json_writer *w)
  * false when the member is missing (unless optional), of the wrong type, or
  * an integer outside min..max.
  */
-bool ocsplan_get_int(const struct json_value *obj, const char *where, const char *key, int64_t min,
+bool ocsplan_get_int(const json_t *obj, const char *where, const char *key, int64_t min,
 		     int64_t max, int *out, struct ocsplan_problems *p);
-bool ocsplan_get_string(const struct json_value *obj, const char *where, const char *key,
-			const char **out, struct ocsplan_problems *p);
+bool ocsplan_get_string(const json_t *obj, const char *where, const char *key, const char **out,
+			struct ocsplan_problems *p);
 /* Array member; optional ones absent give *out = NULL and true. */
-bool ocsplan_get_array(const struct json_value *obj, const char *where, const char *key,
-		       bool optional, const struct json_value **out, struct ocsplan_problems *p);
+bool ocsplan_get_array(const json_t *obj, const char *where, const char *key, bool optional,
+		       const json_t **out, struct ocsplan_problems *p);
 /* Records "where.key: unknown field" for every member not in the NULL-terminated list. */
-void ocsplan_unknown_fields(const struct json_value *obj, const char *where,
-			    const char *const *known, struct ocsplan_problems *p);
+void ocsplan_unknown_fields(const json_t *obj, const char *where, const char *const *known,
+			    struct ocsplan_problems *p);
 
 #endif

@@ -14,8 +14,9 @@
 #include "io.h"
 #include "leaf.h"
 #include "leafcentric.h"
+#include "planners.h"
 
-int ocsplan_leaf_main(const char *sub, int argc, char **argv);
+int ocsplan_leaf_main(const struct ocs_planner *planner, int argc, char **argv);
 
 /* 64x the 131,072-GPU fabric of deploy/fabrics (256 pods x 16 spines x 32 ports). */
 #define MAX_SPINE_PORTS (64LL * 256 * 16 * 32)
@@ -31,8 +32,7 @@ struct request {
 	size_t n_usage;
 };
 
-static void parse_fabric(const struct json_value *fab, struct request *r,
-			 struct ocsplan_problems *p)
+static void parse_fabric(const json_t *fab, struct request *r, struct ocsplan_problems *p)
 {
 	static const char *const known[] = {"pods",  "k_leaf", "k_spine", "tau",
 					    "k_ocs", "wiring", NULL};
@@ -41,7 +41,7 @@ static void parse_fabric(const struct json_value *fab, struct request *r,
 	bool ok = true;
 	int n;
 
-	if (json_type(fab) != JSON_OBJECT) {
+	if (!json_is_object(fab)) {
 		ocsplan_problem(p, "fabric", fab ? "must be an object" : "missing");
 		return;
 	}
@@ -82,24 +82,23 @@ static void parse_fabric(const struct json_value *fab, struct request *r,
 	r->fabric_ok = n == 0;
 }
 
-static void parse_demand(const struct json_value *arr, struct request *r,
-			 struct ocsplan_problems *p)
+static void parse_demand(const json_t *arr, struct request *r, struct ocsplan_problems *p)
 {
 	static const char *const known[] = {"a", "b", "links", NULL};
 
-	r->n_demand = json_len(arr);
+	r->n_demand = json_array_size(arr);
 	r->demand = calloc(r->n_demand ? r->n_demand : 1, sizeof(*r->demand));
 	if (!r->demand) {
 		ocsplan_problem(p, "demand", "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < r->n_demand; i++) {
-		const struct json_value *e = json_at(arr, i);
+		const json_t *e = json_array_get(arr, i);
 		struct lc_demand *d = &r->demand[i];
 		char where[48];
 
 		snprintf(where, sizeof(where), "demand[%zu]", i);
-		if (json_type(e) != JSON_OBJECT) {
+		if (!json_is_object(e)) {
 			ocsplan_problem(p, where, "must be an object {\"a\", \"b\", \"links\"}");
 			continue;
 		}
@@ -110,24 +109,23 @@ static void parse_demand(const struct json_value *arr, struct request *r,
 	}
 }
 
-static void parse_existing(const struct json_value *arr, struct request *r,
-			   struct ocsplan_problems *p)
+static void parse_existing(const json_t *arr, struct request *r, struct ocsplan_problems *p)
 {
 	static const char *const known[] = {"group", "device", "in", "out", NULL};
 
-	r->n_existing = json_len(arr);
+	r->n_existing = json_array_size(arr);
 	r->existing = calloc(r->n_existing ? r->n_existing : 1, sizeof(*r->existing));
 	if (!r->existing) {
 		ocsplan_problem(p, "existing", "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < r->n_existing; i++) {
-		const struct json_value *e = json_at(arr, i);
+		const json_t *e = json_array_get(arr, i);
 		struct ocs_xc *x = &r->existing[i];
 		char where[48];
 
 		snprintf(where, sizeof(where), "existing[%zu]", i);
-		if (json_type(e) != JSON_OBJECT) {
+		if (!json_is_object(e)) {
 			ocsplan_problem(
 				p, where,
 				"must be an object {\"group\", \"device\", \"in\", \"out\"}");
@@ -141,23 +139,23 @@ static void parse_existing(const struct json_value *arr, struct request *r,
 	}
 }
 
-static void parse_usage(const struct json_value *arr, struct request *r, struct ocsplan_problems *p)
+static void parse_usage(const json_t *arr, struct request *r, struct ocsplan_problems *p)
 {
 	static const char *const known[] = {"leaf", "spine", "links", NULL};
 
-	r->n_usage = json_len(arr);
+	r->n_usage = json_array_size(arr);
 	r->usage = calloc(r->n_usage ? r->n_usage : 1, sizeof(*r->usage));
 	if (!r->usage) {
 		ocsplan_problem(p, "leaf_spine_usage", "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < r->n_usage; i++) {
-		const struct json_value *e = json_at(arr, i);
+		const json_t *e = json_array_get(arr, i);
 		struct lc_leaf_usage *u = &r->usage[i];
 		char where[48];
 
 		snprintf(where, sizeof(where), "leaf_spine_usage[%zu]", i);
-		if (json_type(e) != JSON_OBJECT) {
+		if (!json_is_object(e)) {
 			ocsplan_problem(p, where,
 					"must be an object {\"leaf\", \"spine\", \"links\"}");
 			continue;
@@ -169,20 +167,19 @@ static void parse_usage(const struct json_value *arr, struct request *r, struct 
 	}
 }
 
-static void parse_request(const struct json_value *top, struct request *r,
-			  struct ocsplan_problems *p)
+static void parse_request(const json_t *top, struct request *r, struct ocsplan_problems *p)
 {
 	static const char *const known[] = {"fabric", "demand", "existing", "leaf_spine_usage",
 					    NULL};
-	const struct json_value *demand, *existing, *usage;
+	const json_t *demand, *existing, *usage;
 	int before;
 
-	if (json_type(top) != JSON_OBJECT) {
+	if (!json_is_object(top)) {
 		ocsplan_problem(p, "input", "must be a JSON object with fabric and demand");
 		return;
 	}
 	ocsplan_unknown_fields(top, "", known, p);
-	parse_fabric(json_get(top, "fabric"), r, p);
+	parse_fabric(json_object_get(top, "fabric"), r, p);
 	if (ocsplan_get_array(top, "", "demand", false, &demand, p))
 		parse_demand(demand, r, p);
 	if (ocsplan_get_array(top, "", "existing", true, &existing, p) && existing)
@@ -212,111 +209,85 @@ static void parse_request(const struct json_value *top, struct request *r,
 	}
 }
 
-static void write_circuits(struct json_writer *w, const char *key, const struct rz_circuits *c,
-			   size_t n)
+static json_t *circuits_json(const struct rz_circuits *c, size_t n)
 {
-	json_w_key(w, key);
-	json_w_array_begin(w);
-	for (size_t i = 0; i < n; i++) {
-		json_w_object_begin(w);
-		json_w_key(w, "i");
-		json_w_int(w, c[i].i);
-		json_w_key(w, "j");
-		json_w_int(w, c[i].j);
-		json_w_key(w, "h");
-		json_w_int(w, c[i].h);
-		json_w_key(w, "circuits");
-		json_w_int(w, c[i].circuits);
-		json_w_object_end(w);
+	json_t *arr = json_array();
+	bool ok = arr != NULL;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = ocsplan_append(arr, json_pack("{s:i, s:i, s:i, s:i}", "i", c[i].i, "j", c[i].j,
+						   "h", c[i].h, "circuits", c[i].circuits));
+	if (!ok) {
+		json_decref(arr);
+		return NULL;
 	}
-	json_w_array_end(w);
+	return arr;
 }
 
-static void write_xcs(struct json_writer *w, const char *key, const struct ocs_xc *x, size_t n)
+static json_t *xcs_json(const struct ocs_xc *x, size_t n)
 {
-	json_w_key(w, key);
-	json_w_array_begin(w);
-	for (size_t i = 0; i < n; i++) {
-		json_w_object_begin(w);
-		json_w_key(w, "group");
-		json_w_int(w, x[i].group);
-		json_w_key(w, "device");
-		json_w_int(w, x[i].device);
-		json_w_key(w, "in");
-		json_w_int(w, x[i].in);
-		json_w_key(w, "out");
-		json_w_int(w, x[i].out);
-		json_w_object_end(w);
+	json_t *arr = json_array();
+	bool ok = arr != NULL;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = ocsplan_append(arr,
+				    json_pack("{s:i, s:i, s:i, s:i}", "group", x[i].group, "device",
+					      x[i].device, "in", x[i].in, "out", x[i].out));
+	if (!ok) {
+		json_decref(arr);
+		return NULL;
 	}
-	json_w_array_end(w);
+	return arr;
 }
 
-void ocsplan_write_lc_plan(struct json_writer *w, const struct lc_plan *pl,
-			   const struct lc_options *opt)
+json_t *ocsplan_lc_plan_json(const struct lc_plan *pl, const struct lc_options *opt)
 {
-	json_w_object_begin(w);
-	json_w_key(w, "spine_assignment");
-	json_w_array_begin(w);
-	for (size_t i = 0; i < pl->n_assignment; i++) {
-		json_w_object_begin(w);
-		json_w_key(w, "a");
-		json_w_int(w, pl->assignment[i].a);
-		json_w_key(w, "b");
-		json_w_int(w, pl->assignment[i].b);
-		json_w_key(w, "h");
-		json_w_int(w, pl->assignment[i].h);
-		json_w_key(w, "links");
-		json_w_int(w, pl->assignment[i].links);
-		json_w_object_end(w);
+	json_t *plan = json_object(), *assignment = json_array(), *unplaced = json_array();
+	bool ok = ocsplan_set(plan, "spine_assignment", assignment) && unplaced;
+
+	for (size_t i = 0; ok && i < pl->n_assignment; i++)
+		ok = ocsplan_append(assignment,
+				    json_pack("{s:i, s:i, s:i, s:i}", "a", pl->assignment[i].a, "b",
+					      pl->assignment[i].b, "h", pl->assignment[i].h,
+					      "links", pl->assignment[i].links));
+	for (size_t i = 0; ok && i < pl->n_unplaced; i++)
+		ok = ocsplan_append(unplaced,
+				    json_pack("{s:i, s:i, s:i}", "a", pl->unplaced[i].a, "b",
+					      pl->unplaced[i].b, "links", pl->unplaced[i].links));
+	ok = ok &&
+	     ocsplan_set(plan, "logical_topology", circuits_json(pl->topology, pl->n_topology)) &&
+	     ocsplan_set(plan, "max_contention", ocs_json_number(pl->max_contention)) &&
+	     ocsplan_set(plan, "contended_leaves",
+			 json_integer((json_int_t)pl->contended_leaves)) &&
+	     ocsplan_set(plan, "contention_free", json_boolean(pl->contention_free)) &&
+	     ocsplan_set(plan, "unplaced", json_incref(unplaced));
+	if (ok && opt->realize)
+		ok = ocsplan_set(plan, "cross_connects", xcs_json(pl->xcs, pl->n_xcs));
+	ok = ok &&
+	     ocsplan_set(plan, "unrealized", circuits_json(pl->unrealized, pl->n_unrealized)) &&
+	     ocsplan_set(plan, "changed_existing", json_integer((json_int_t)pl->changed_existing));
+	if (ok && opt->replan)
+		ok = ocsplan_set(plan, "moved_existing", xcs_json(pl->moved, pl->n_moved));
+	ok = ok && ocsplan_set(plan, "stats",
+			       json_pack("{s:o, s:o, s:I}", "plan_ms", ocs_json_number(pl->plan_ms),
+					 "realize_ms", ocs_json_number(pl->realize_ms),
+					 "unrealized_before_repair",
+					 (json_int_t)pl->unrealized_before_repair));
+	json_decref(unplaced);
+	if (!ok) {
+		json_decref(plan);
+		return NULL;
 	}
-	json_w_array_end(w);
-	write_circuits(w, "logical_topology", pl->topology, pl->n_topology);
-	json_w_key(w, "max_contention");
-	json_w_double(w, pl->max_contention);
-	json_w_key(w, "contended_leaves");
-	json_w_int(w, (int64_t)pl->contended_leaves);
-	json_w_key(w, "contention_free");
-	json_w_bool(w, pl->contention_free);
-	json_w_key(w, "unplaced");
-	json_w_array_begin(w);
-	for (size_t i = 0; i < pl->n_unplaced; i++) {
-		json_w_object_begin(w);
-		json_w_key(w, "a");
-		json_w_int(w, pl->unplaced[i].a);
-		json_w_key(w, "b");
-		json_w_int(w, pl->unplaced[i].b);
-		json_w_key(w, "links");
-		json_w_int(w, pl->unplaced[i].links);
-		json_w_object_end(w);
-	}
-	json_w_array_end(w);
-	if (opt->realize)
-		write_xcs(w, "cross_connects", pl->xcs, pl->n_xcs);
-	write_circuits(w, "unrealized", pl->unrealized, pl->n_unrealized);
-	json_w_key(w, "changed_existing");
-	json_w_int(w, (int64_t)pl->changed_existing);
-	if (opt->replan)
-		write_xcs(w, "moved_existing", pl->moved, pl->n_moved);
-	json_w_key(w, "stats");
-	json_w_object_begin(w);
-	json_w_key(w, "plan_ms");
-	json_w_double(w, pl->plan_ms);
-	json_w_key(w, "realize_ms");
-	json_w_double(w, pl->realize_ms);
-	json_w_key(w, "unrealized_before_repair");
-	json_w_int(w, (int64_t)pl->unrealized_before_repair);
-	json_w_object_end(w);
-	json_w_object_end(w);
+	return plan;
 }
 
-int ocsplan_leaf_main(const char *sub, int argc, char **argv)
+int ocsplan_leaf_main(const struct ocs_planner *planner, int argc, char **argv)
 {
 	struct ocsplan_io io = {0};
 	struct ocsplan_problems p = {0};
 	struct lc_options opt = {0};
 	struct request r = {0};
-	struct json_value *top;
-	struct json_writer *w;
+	json_t *top, *answer;
 	struct lc_plan *pl = NULL;
 	int code = OCSPLAN_EXIT_INVALID, rc;
 
@@ -330,7 +301,7 @@ int ocsplan_leaf_main(const char *sub, int argc, char **argv)
 		else if (strcmp(argv[i], "--replan") == 0)
 			opt.replan = true;
 		else
-			ocsplan_problem(&p, argv[i], "unknown option for %s", sub);
+			ocsplan_problem(&p, argv[i], "unknown option for %s", planner->name);
 	}
 	if (p.count)
 		return OCSPLAN_EXIT_INVALID;
@@ -338,7 +309,7 @@ int ocsplan_leaf_main(const char *sub, int argc, char **argv)
 	if (!top)
 		return code;
 	parse_request(top, &r, &p);
-	json_free(top);
+	json_decref(top);
 	if (p.count) {
 		free(r.demand);
 		free(r.existing);
@@ -347,7 +318,7 @@ int ocsplan_leaf_main(const char *sub, int argc, char **argv)
 	}
 	opt.usage = r.usage;
 	opt.n_usage = r.n_usage;
-	rc = (strcmp(sub, "pod-centric") == 0 ? pc_plan : lc_plan)(
+	rc = (planner->id == OCS_PLANNER_POD_CENTRIC ? pc_plan : lc_plan)(
 		&r.fabric, r.demand, r.n_demand, r.existing, r.n_existing, &opt, &pl);
 	free(r.demand);
 	free(r.existing);
@@ -358,15 +329,9 @@ int ocsplan_leaf_main(const char *sub, int argc, char **argv)
 		fprintf(stderr, "ocsplan: planning failed: %s\n", strerror(-rc));
 		return rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
 	}
-	w = json_writer_new(io.pretty);
-	if (!w) {
-		lc_plan_free(pl);
-		fprintf(stderr, "ocsplan: out of memory\n");
-		return OCSPLAN_EXIT_FAILURE;
-	}
-	ocsplan_write_lc_plan(w, pl, &opt);
-	code = ocsplan_write_json(&io, w);
-	json_writer_free(w);
+	answer = ocsplan_lc_plan_json(pl, &opt);
+	code = ocsplan_write_json(&io, answer);
+	json_decref(answer);
 	lc_plan_free(pl);
 	return code;
 }

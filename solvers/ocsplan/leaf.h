@@ -6,11 +6,13 @@
 #ifndef OCSPLAN_LEAF_H
 #define OCSPLAN_LEAF_H
 
-#include "json.h"
 #include "leafcentric.h"
+#include "ocs_json.h"
 
-/* Writes the plan as one JSON object (issue 3's output contract). */
-void ocsplan_write_lc_plan(struct json_writer *w, const struct lc_plan *pl,
-			   const struct lc_options *opt);
+/*
+ * The plan as one JSON object (issue 3's output contract): a new reference,
+ * NULL when out of memory.
+ */
+json_t *ocsplan_lc_plan_json(const struct lc_plan *pl, const struct lc_options *opt);
 
 #endif

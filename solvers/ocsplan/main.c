@@ -1,43 +1,59 @@
 /*
  * main.c - ocsplan, the offline front end of the solvers: one subcommand
- * per planner, JSON request in, JSON answer out (see solvers/README.md for
- * every subcommand, option, field and exit code).
+ * per planner of the catalogue (solvers/planners.h), JSON request in, JSON
+ * answer out (see solvers/README.md for every subcommand, option, field
+ * and exit code).
  *
- * The subcommands come from families.def; each family lives in its own file
- * (leaf.c: leaf-centric and pod-centric) and shares the I/O helpers of io.h.
+ * Each kind of demand has its family (families.def), in its own file
+ * (leaf.c: leaf demands, delta.c: parallelism specs and DAGs), sharing the
+ * I/O helpers of io.h.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "io.h"
+#include "planners.h"
 
-#define OCSPLAN_SUB(name, fn, help) int fn(const char *sub, int argc, char **argv);
+#define OCSPLAN_FAMILY(kind, fn, options)                                                          \
+	int fn(const struct ocs_planner *planner, int argc, char **argv);
 #include "families.def"
-#undef OCSPLAN_SUB
+#undef OCSPLAN_FAMILY
 
-struct subcommand {
-	const char *name;
-	int (*run)(const char *sub, int argc, char **argv);
-	const char *help;
+struct family {
+	int (*run)(const struct ocs_planner *planner, int argc, char **argv);
+	const char *options;
 };
 
-static const struct subcommand subcommands[] = {
-#define OCSPLAN_SUB(name, fn, help) {name, fn, help},
+/* Indexed by enum ocs_planner_demand; a kind without a family has run = NULL. */
+static const struct family families[] = {
+#define OCSPLAN_FAMILY(kind, fn, options) [kind] = {fn, options},
 #include "families.def"
-#undef OCSPLAN_SUB
+#undef OCSPLAN_FAMILY
 };
+
+static const struct family *family_of(const struct ocs_planner *p)
+{
+	if ((size_t)p->demand >= sizeof(families) / sizeof(families[0]) || !families[p->demand].run)
+		return NULL;
+	return &families[p->demand];
+}
 
 static void usage(FILE *fp)
 {
+	const struct ocs_planner *p;
+
 	fprintf(fp, "usage: ocsplan SUBCOMMAND [options] [--in FILE] [--out FILE] [--pretty]\n"
 		    "subcommands:\n");
-	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
-		fprintf(fp, "  %-14s %s\n", subcommands[i].name, subcommands[i].help);
+	for (size_t i = 0; (p = ocs_planner_at(i)) != NULL; i++)
+		if (family_of(p))
+			fprintf(fp, "  %-14s %s%s\n", p->name, family_of(p)->options, p->summary);
 	fprintf(fp, "exit codes: 0 ok, 1 I/O or memory failure, 2 bad usage or invalid input\n");
 }
 
 int main(int argc, char **argv)
 {
+	const struct ocs_planner *p;
+
 	if (argc < 2) {
 		usage(stderr);
 		return OCSPLAN_EXIT_INVALID;
@@ -46,9 +62,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return OCSPLAN_EXIT_OK;
 	}
-	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
-		if (strcmp(argv[1], subcommands[i].name) == 0)
-			return subcommands[i].run(argv[1], argc - 1, argv + 1);
+	p = ocs_planner_find(argv[1]);
+	if (p && family_of(p))
+		return family_of(p)->run(p, argc - 1, argv + 1);
 	fprintf(stderr, "ocsplan: unknown subcommand \"%s\"\n", argv[1]);
 	usage(stderr);
 	return OCSPLAN_EXIT_INVALID;

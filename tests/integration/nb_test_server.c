@@ -667,10 +667,14 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	cfg.limits = (struct nb_limits){.pods = PODS,
-					.leaves_per_pod = LEAVES_PER_POD,
-					.gpus_per_leaf = GPUS_PER_LEAF,
-					.groups = GROUPS};
+	cfg.limits =
+		(struct nb_limits){.pods = PODS,
+				   .leaves_per_pod = LEAVES_PER_POD,
+				   .gpus_per_leaf = GPUS_PER_LEAF,
+				   .groups = GROUPS,
+				   /* The northbound knows no planner: pass some, as ocsd does. */
+				   .planners = {{"leaf-centric", false}, {"pod-centric", false}},
+				   .n_planners = 2};
 	cfg.handlers = (struct nb_handlers){
 		.ctx = &f,
 		.get_fabric = h_get_fabric,

@@ -184,6 +184,10 @@ sed 's/"options"/"optoins"/' "$work/job.json" >"$work/bad-key.json"
 # shellcheck disable=SC2046
 expect 2 "unknown field" -- $(as scheduler) job plan "$work/bad-key.json"
 has err "optoins: unknown field of ocs.v1.JobSpec" "unknown field named"
+sed 's/"leaf": 5, "pod": 1/"leaf": 5, "pod": 1, "leaf": 6/' "$work/job.json" >"$work/dup-key.json"
+# shellcheck disable=SC2046
+expect 2 "repeated key" -- $(as scheduler) job submit "$work/dup-key.json"
+has err "dup-key.json: placement.gpus[1]: duplicate key \"leaf\"" "repeated key named"
 printf '{"id": "x",' >"$work/broken.json"
 # shellcheck disable=SC2046
 expect 2 "broken JSON" -- $(as scheduler) job submit "$work/broken.json"

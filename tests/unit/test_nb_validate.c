@@ -523,7 +523,8 @@ static const struct vcase cases[] = {
 	{"leaf oversubscribed", NB_JOBS_SUBMIT_JOB, m_leaf_oversubscribed, NB_INVALID_ARGUMENT,
 	 "leaf_demand.pairs[1].links", "leaf 0 would need 9 links in total, it has 8"},
 	{"planner unknown", NB_JOBS_PLAN_JOB, m_planner_unknown, NB_INVALID_ARGUMENT,
-	 "options.planner", "\"delta-slow\" is not a known planner (leaf-centric, pod-centric, "
+	 "options.planner",
+	 "\"delta-slow\" is not a known planner (leaf-centric, pod-centric, "
 	 "delta-fast, prop-alloc, sqrt-alloc, iter-halve)"},
 	{"valid parallelism", NB_JOBS_SUBMIT_JOB, m_par, NB_OK, "", ""},
 	{"parallelism default planner", NB_JOBS_PLAN_JOB, m_par_default_planner, NB_OK, "", ""},
@@ -598,8 +599,17 @@ static const struct vcase cases[] = {
 	 "129 characters, at most 128"},
 };
 
-static const char *const all_planners[] = {"leaf-centric", "pod-centric", "delta-fast",
-					   "prop-alloc",   "sqrt-alloc",  "iter-halve", NULL};
+/* The northbound knows no planner: the test passes them as the daemon does. */
+static const struct nb_planner all_planners[] = {
+	{"leaf-centric", false}, {"pod-centric", false}, {"delta-fast", true},
+	{"prop-alloc", true},	 {"sqrt-alloc", true},	 {"iter-halve", true},
+};
+
+static void set_planners(struct nb_limits *lim)
+{
+	lim->n_planners = sizeof(all_planners) / sizeof(all_planners[0]);
+	memcpy(lim->planners, all_planners, sizeof(all_planners));
+}
 
 static void test_table(void **state)
 {
@@ -608,7 +618,7 @@ static void test_table(void **state)
 
 	(void)state;
 	lim.max_gpus_per_job = 64;
-	lim.planners = all_planners;
+	set_planners(&lim);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct vcase *c = &cases[i];
 		struct fx *f = malloc(sizeof(*f));
@@ -703,6 +713,69 @@ static void test_limits(void **state)
 	lim.gpus_per_leaf = 0;
 	assert_int_not_equal(nb_limits_check(&lim, &err), 0);
 	assert_string_equal(err.field, "limits.gpus_per_leaf");
+	lim = limits;
+	set_planners(&lim);
+	assert_int_equal(nb_limits_check(&lim, &err), 0);
+	lim.planners[2].name = NULL;
+	assert_int_not_equal(nb_limits_check(&lim, &err), 0);
+	assert_string_equal(err.field, "limits.planners");
+	lim.n_planners = NB_PLANNERS_MAX + 1;
+	assert_int_not_equal(nb_limits_check(&lim, &err), 0);
+	assert_string_equal(err.field, "limits.n_planners");
+}
+
+/* The planner a job names, against the daemon's list or without one. */
+static void check_job_planner(const struct nb_limits *lim, const char *planner, bool parallelism,
+			      const char *want_message)
+{
+	struct fx *f = malloc(sizeof(*f));
+	struct nb_error err = {0};
+	int rc;
+
+	assert_non_null(f);
+	fx_init(f);
+	if (parallelism)
+		m_par(f);
+	f->options.planner = (char *)planner;
+	rc = nb_validate_request(NB_JOBS_SUBMIT_JOB, &f->job.base, lim, &err);
+	if (!want_message && rc != 0)
+		fail_msg("planner '%s': refused: %s: %s", planner, err.field, err.message);
+	if (want_message) {
+		assert_int_not_equal(rc, 0);
+		assert_string_equal(err.field, "options.planner");
+		assert_string_equal(err.message, want_message);
+	}
+	free(f);
+}
+
+static void test_planner_lists(void **state)
+{
+	struct nb_limits lim = limits;
+
+	(void)state;
+	/* Without the daemon's list any printable name passes: the daemon checks it. */
+	check_job_planner(&lim, "some-planner", false, NULL);
+	check_job_planner(&lim, "delta-fast", false, NULL);
+	check_job_planner(&lim, "x\n", false, "byte 0x0a at offset 1 is not printable ASCII");
+	/* With it: known names of the job's kind only, the right kind suggested. */
+	set_planners(&lim);
+	check_job_planner(&lim, "", false, NULL);
+	check_job_planner(&lim, "", true, NULL);
+	check_job_planner(&lim, "pod-centric", false, NULL);
+	check_job_planner(&lim, "sqrt-alloc", true, NULL);
+	check_job_planner(&lim, "some-planner", false,
+			  "\"some-planner\" is not a known planner (leaf-centric, pod-centric, "
+			  "delta-fast, prop-alloc, sqrt-alloc, iter-halve)");
+	check_job_planner(&lim, "delta-fast", false,
+			  "\"delta-fast\" plans a parallelism spec, not a leaf_demand (use "
+			  "leaf-centric or pod-centric)");
+	check_job_planner(&lim, "pod-centric", true,
+			  "\"pod-centric\" plans a leaf_demand, not a parallelism spec (use "
+			  "delta-fast, prop-alloc, sqrt-alloc or iter-halve)");
+	/* A list of one kind: what the daemon passes decides, not a table in the northbound. */
+	lim.n_planners = 1;
+	check_job_planner(&lim, "pod-centric", false,
+			  "\"pod-centric\" is not a known planner (leaf-centric)");
 }
 
 static void test_method_table(void **state)
@@ -966,6 +1039,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_malformed_bytes),
+		cmocka_unit_test(test_planner_lists),
 		cmocka_unit_test(test_64mb_refused),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_method_table),

@@ -3,8 +3,8 @@
 leaf-centric and pod-centric on small requests through --in/--out and
 stdin/stdout, every output field of the issue 3 contract, incremental
 planning with pinned cross-connects, and bad input: exit 2, one stderr line
-per problem naming the field, nothing on stdout (hand-written cases and 150
-randomly damaged requests).
+per problem naming the field, nothing on stdout (hand-written cases, repeated
+keys among them, and 150 randomly damaged requests).
 
 Usage: test_ocsplan.py PATH/TO/ocsplan
 """
@@ -186,6 +186,12 @@ def test_bad_input():
         ["existing[0]: group 5 device 0 in 0 out 1: group 5 out of range"])
     bad(json.dumps({"fabric": f, "demand": [], "typo": 1}), ["typo: unknown field"])
     bad('{"fabric": {', ["input: malformed JSON"])
+    # A repeated key is refused with the path of its object, not silently overwritten.
+    bad('{"fabric": %s, "demand": [{"a": 0, "b": 2, "links": 1},'
+        ' {"a": 1, "b": 4, "links": 1, "links": 2}]}' % json.dumps(f),
+        ['demand[1]: duplicate key "links"'])
+    bad('{"fabric": %s, "demand": [], "demand": []}' % json.dumps(f),
+        ['input: duplicate key "demand"'], ("pod-centric",))
     bad("[1, 2]", ["input: must be a JSON object"])
     bad("{}", ["--frobnicate: unknown option"], ("leaf-centric", "--frobnicate"))
     bad("{}", ["--in: needs a file name"], ("pod-centric", "--in"))

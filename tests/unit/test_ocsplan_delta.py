@@ -272,6 +272,11 @@ def test_bad_input():
     expect_invalid("delta-fast", cyc, "--leaf-centric", "--leaf-centric")
     code, out, err = run("delta-fast", "{not json")
     check(code == 2 and out == "" and err, "malformed JSON: exit %d" % code)
+    # A repeated key names its object (the parallelism spec's "parallelism" here).
+    text = json.dumps(WORKLOAD).replace('"tp": 2', '"tp": 2, "tp": 4')
+    code, out, err = run("delta-fast", text)
+    check(code == 2 and out == "" and err == 'parallelism: duplicate key "tp"\n',
+          "repeated key: exit %d %r" % (code, err))
     expect_invalid("delta-fast", WORKLOAD, "--bogus", "--bogus")
 
 
