@@ -685,7 +685,19 @@ static const char *planner_of(const struct jm_spec *spec)
 {
 	if (spec->planner && *spec->planner)
 		return spec->planner;
-	return kind_of(spec->workload)->default_planner;
+	return ocs_planner_default(kind_of(spec->workload)->demand)->name;
+}
+
+/* The catalogue's planners of a kind, for messages: "leaf-centric, pod-centric". */
+static void planner_list(const struct jm_kind *kind, char *out, size_t len)
+{
+	const struct ocs_planner *p;
+	size_t at = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; (p = ocs_planner_at(i)) != NULL && at < len; i++)
+		if (p->demand == kind->demand)
+			at += (size_t)snprintf(out + at, len - at, "%s%s", at ? ", " : "", p->name);
 }
 
 /* Checks a spec against the fabric; field names follow the API's JobSpec. */
@@ -693,10 +705,14 @@ static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_erro
 {
 	const struct jm_kind *kind = kind_of(spec->workload);
 	const char *planner = spec->planner && *spec->planner ? spec->planner : NULL;
+	const struct ocs_planner *p = planner ? ocs_planner_find(planner) : NULL;
 
-	if (planner && !kind->takes_planner(planner)) {
+	if (planner && (!p || p->demand != kind->demand)) {
+		char list[200];
+
+		planner_list(kind, list, sizeof(list));
 		jm_set_error(err, JM_INVALID, "options.planner", "\"%s\" does not plan %s (%s)",
-			     planner, kind->demand_name, kind->planner_list);
+			     planner, kind->demand_name, list);
 		return false;
 	}
 	if (!kind->check(jm->f, spec, err))
@@ -1112,7 +1128,7 @@ int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow
 	j->pub.n_demand = n;
 	j->kind = kind_of(workload);
 	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s",
-		 planner && *planner ? planner : j->kind->default_planner);
+		 planner && *planner ? planner : ocs_planner_default(j->kind->demand)->name);
 	j->pub.allow_move = allow_move;
 	return 0;
 }

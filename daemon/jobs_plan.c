@@ -137,7 +137,9 @@ static int run_planner(struct jp_task *t, const struct lc_demand *demand, size_t
 				  .usage = replan ? NULL : t->usage,
 				  .n_usage = replan ? 0 : t->n_usage };
 
-	if (strcmp(t->planner, "pod-centric") == 0)
+	const struct ocs_planner *p = ocs_planner_find(t->planner);
+
+	if (p && p->id == OCS_PLANNER_POD_CENTRIC)
 		return pc_plan(&t->f, demand, n_demand, t->existing, n_existing, &opt, &t->plan);
 	return lc_plan(&t->f, demand, n_demand, t->existing, n_existing, &opt, &t->plan);
 }
@@ -252,7 +254,9 @@ static void find_overload(struct jp_task *t)
 	size_t n_mine = 0;
 
 	t->over_leaf = -1;
-	if (!t->n_usage || !t->plan || strcmp(t->planner, "pod-centric") == 0 ||
+	const struct ocs_planner *p = ocs_planner_find(t->planner);
+
+	if (!t->n_usage || !t->plan || (p && p->id == OCS_PLANNER_POD_CENTRIC) ||
 	    lc_usage_from_assignment(t->plan->assignment, t->plan->n_assignment, &mine,
 				     &n_mine) != 0)
 		return;

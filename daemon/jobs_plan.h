@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include "jobs.h"
+#include "planners.h"
 #include "pool.h"
 #include "store.h"
 
@@ -33,12 +34,9 @@ struct fs_state;
 struct jp_task;
 
 struct jm_kind {
-	const char *name;            /* "leaf-demand", "parallelism" */
-	const char *default_planner; /* when the spec names none */
-	const char *demand_name;     /* "a leaf demand", for messages */
-	const char *planner_list;    /* the planners it takes, for messages */
-	/* Whether the kind plans with this planner (catalogue name). */
-	bool (*takes_planner)(const char *planner);
+	const char *name;		/* "leaf-demand", "parallelism" */
+	enum ocs_planner_demand demand; /* its planners in the catalogue (planners.h) */
+	const char *demand_name;	/* "a leaf demand", for messages */
 	/* Loop side: the spec against the fabric; false with err naming the field. */
 	bool (*check)(const struct ocs_fabric *f, const struct jm_spec *spec, struct jm_error *err);
 	/* Pool side, pure: plans t (t->plan, or t->kind_rc with t->kind_err). */

@@ -9,11 +9,6 @@
 #include "jobs_plan.h"
 #include "jobs_util.h"
 
-static bool leaf_takes_planner(const char *planner)
-{
-	return strcmp(planner, "leaf-centric") == 0 || strcmp(planner, "pod-centric") == 0;
-}
-
 static bool leaf_check(const struct ocs_fabric *f, const struct jm_spec *spec, struct jm_error *err)
 {
 	struct lc_problem p;
@@ -34,10 +29,8 @@ static bool leaf_check(const struct ocs_fabric *f, const struct jm_spec *spec, s
 
 const struct jm_kind jm_kind_leaf = {
 	.name = "leaf-demand",
-	.default_planner = "leaf-centric",
+	.demand = OCS_PLANNER_LEAF_DEMAND,
 	.demand_name = "a leaf demand",
-	.planner_list = "leaf-centric, pod-centric",
-	.takes_planner = leaf_takes_planner,
 	.check = leaf_check,
 	.plan = jp_plan_leaf,
 	.figures = NULL,

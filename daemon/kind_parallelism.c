@@ -148,13 +148,6 @@ static void parallelism_plan(struct jp_task *t)
 	jp_plan_leaf(t);
 }
 
-static bool parallelism_takes_planner(const char *planner)
-{
-	enum delta_planner kind;
-
-	return delta_planner_parse(planner, &kind) == 0;
-}
-
 /*
  * A spec of this kind carries no leaf demand (the search makes it); a job
  * restored with the demand its search found is checked like any demand,
@@ -183,10 +176,8 @@ static void parallelism_figures(const struct jp_task *t, struct jm_figures *fig)
 
 const struct jm_kind jm_kind_parallelism = {
 	.name = "parallelism",
-	.default_planner = "delta-fast",
+	.demand = OCS_PLANNER_PARALLELISM,
 	.demand_name = "a parallelism spec",
-	.planner_list = "delta-fast, prop-alloc, sqrt-alloc, iter-halve",
-	.takes_planner = parallelism_takes_planner,
 	.check = parallelism_check,
 	.plan = parallelism_plan,
 	.figures = parallelism_figures,
