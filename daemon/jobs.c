@@ -238,6 +238,7 @@ void jm_fail_job(struct jm *jm, struct job_rt *j, const struct jm_error *err)
 /* ---- planning ---- */
 
 struct plan_task {
+	struct pool_task pt; /* runs plan_work, then plan_done */
 	struct jm *jm;
 	char job_id[72];
 	bool dry;
@@ -468,9 +469,9 @@ static void find_overload(struct plan_task *t)
 	free(mine);
 }
 
-static void plan_work(void *arg)
+static void plan_work(struct pool_task *pt)
 {
-	struct plan_task *t = arg;
+	struct plan_task *t = OCSD_CONTAINER_OF(pt, struct plan_task, pt);
 	struct l2_violation v;
 
 	if (t->wl && t->n_demand == 0) {
@@ -723,9 +724,9 @@ static int take_global_plan(struct jm *jm, struct job_rt *j, struct plan_task *t
 	return 0;
 }
 
-static void plan_done(void *arg)
+static void plan_done(struct pool_task *pt)
 {
-	struct plan_task *t = arg;
+	struct plan_task *t = OCSD_CONTAINER_OF(pt, struct plan_task, pt);
 	struct jm *jm = t->jm;
 	struct job_rt *j;
 	struct jm_error err = { 0 };
@@ -862,6 +863,8 @@ static struct plan_task *new_task(struct jm *jm, const char *self, const char *p
 
 	if (!t)
 		return NULL;
+	t->pt.work = plan_work;
+	t->pt.done = plan_done;
 	t->jm = jm;
 	t->over_leaf = -1;
 	if (jm_others_usage(jm, self, &t->usage, &t->n_usage) != 0) {
@@ -1002,7 +1005,7 @@ void jm_start_planning(struct jm *jm, struct job_rt *j)
 	snprintf(t->job_id, sizeof(t->job_id), "%s", j->pub.id);
 	t->report_search |= j->search_unreported;
 	j->search_unreported = false;
-	rc = pool_submit(jm->d.pool, plan_work, plan_done, t);
+	rc = pool_submit(jm->d.pool, &t->pt);
 	if (rc) {
 		free_task(t);
 		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
@@ -1216,7 +1219,7 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 	}
 	memcpy(t->sub.raw, spec->raw, spec->raw_len);
 	snprintf(t->job_id, sizeof(t->job_id), "%s", spec->id);
-	rc = pool_submit(jm->d.pool, plan_work, plan_done, t);
+	rc = pool_submit(jm->d.pool, &t->pt);
 	if (rc) {
 		free_task(t);
 		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
@@ -1291,7 +1294,7 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 	t->dry = true;
 	t->answer = answer;
 	t->ctx = ctx;
-	rc = pool_submit(jm->d.pool, plan_work, plan_done, t);
+	rc = pool_submit(jm->d.pool, &t->pt);
 	if (rc) {
 		free_task(t);
 		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",

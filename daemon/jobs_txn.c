@@ -34,6 +34,7 @@ struct txn {
 	struct sb_txn_hooks hooks;
 	struct sb_txn_options opts;
 	struct sb_txn_handle *handle;
+	struct loop_node done_node; /* posts txn_done to the loop */
 };
 
 static void free_txn(struct txn *tx)
@@ -165,13 +166,17 @@ oom:
 
 static void txn_done(void *arg);
 
+static void txn_posted(struct loop_node *n)
+{
+	txn_done(OCSD_CONTAINER_OF(n, struct txn, done_node));
+}
+
 static void txn_thread_done(void *arg, const struct sb_txn_result *r)
 {
 	struct txn *tx = arg;
 
 	/* The result is taken with sb_txn_join() on the loop. */
-	while (loop_post(tx->jm->d.loop, txn_done, tx) == -ENOMEM)
-		;
+	loop_post(tx->jm->d.loop, &tx->done_node, txn_posted);
 }
 
 static void start_txn(struct jm *jm, struct job_rt *j)

@@ -1,15 +1,15 @@
 /*
  * reconcile.c - implementation of reconcile.h.
  *
- * A pass: a coordinator thread starts up to RECON_THREADS readers that take
+ * A pass: up to RECON_READERS reader tasks on the daemon's executor take
  * devices from a shared counter and read each one's running datastore; the
- * coordinator posts the pass back to the loop, which compares the reads
- * with the fabric state (unless it changed meanwhile) and reports.
+ * last reader to finish posts the pass back to the loop (a node embedded in
+ * struct recon), which compares the reads with the fabric state (unless it
+ * changed meanwhile) and reports. No thread is created.
  */
 #include "reconcile.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,11 +18,12 @@
 
 #include "fabric.h"
 #include "fabric_state.h"
+#include "exec.h"
 #include "jobs.h"
 #include "loop.h"
 #include "sb_device.h"
 
-#define RECON_THREADS 8
+#define RECON_READERS 8
 
 struct dev_read {
 	struct sb_xc_state *got; /* NULL when unreadable */
@@ -31,10 +32,19 @@ struct dev_read {
 	char error[sizeof(((struct sb_error *)0)->message) + 32];
 };
 
+struct recon;
+
+struct recon_reader {
+	struct exec_task task;
+	struct recon *r;
+};
+
 struct recon {
 	struct recon_deps d;
-	bool running;       /* loop thread only */
-	pthread_t thread;   /* the coordinator of the running pass */
+	bool running; /* loop thread only */
+	struct recon_reader readers[RECON_READERS];
+	atomic_int readers_left; /* of the running pass; the last one posts done_node */
+	struct loop_node done_node;
 	struct dev_read *reads;
 	atomic_int next;    /* next device to read */
 	atomic_bool stop;   /* shutting down: read no further device */
@@ -51,9 +61,11 @@ struct recon *recon_new(const struct recon_deps *deps)
 	return r;
 }
 
-static void *reader(void *arg)
+static void pass_done(struct loop_node *n);
+
+static void reader_run(struct exec_task *t)
 {
-	struct recon *r = arg;
+	struct recon *r = OCSD_CONTAINER_OF(t, struct recon_reader, task)->r;
 	int i;
 
 	while (!atomic_load(&r->stop) && (i = atomic_fetch_add(&r->next, 1)) < r->d.n_devices) {
@@ -68,27 +80,8 @@ static void *reader(void *arg)
 			snprintf(r->reads[i].error, sizeof(r->reads[i].error), "%s: %s",
 				 e.operation[0] ? e.operation : "read", e.message);
 	}
-	return NULL;
-}
-
-static void pass_done(void *arg);
-
-static void *coordinator(void *arg)
-{
-	struct recon *r = arg;
-	pthread_t th[RECON_THREADS];
-	int n = r->d.n_devices < RECON_THREADS ? r->d.n_devices : RECON_THREADS, started = 0;
-
-	for (int i = 0; i < n; i++)
-		if (pthread_create(&th[i], NULL, reader, r) == 0)
-			started++;
-	if (started == 0)
-		reader(r);
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	while (loop_post(r->d.loop, pass_done, r) == -ENOMEM)
-		;
-	return NULL;
+	if (atomic_fetch_sub(&r->readers_left, 1) == 1)
+		loop_post(r->d.loop, &r->done_node, pass_done);
 }
 
 static bool read_has(const struct dev_read *rd, int in, int out)
@@ -99,14 +92,13 @@ static bool read_has(const struct dev_read *rd, int in, int out)
 	return false;
 }
 
-static void pass_done(void *arg)
+static void pass_done(struct loop_node *n)
 {
-	struct recon *r = arg;
+	struct recon *r = OCSD_CONTAINER_OF(n, struct recon, done_node);
 	const struct ocs_fabric *f = r->d.fabric;
 	struct recon_report rep = { 0 };
 	struct timespec now;
 
-	pthread_join(r->thread, NULL);
 	/* The readers are done: the handles are the loop's again. */
 	for (int d = 0; d < r->d.n_devices && r->d.events.device_read && !atomic_load(&r->stop); d++)
 		r->d.events.device_read(r->d.events.ctx, d, r->reads[d].ok,
@@ -156,6 +148,8 @@ static void pass_done(void *arg)
 
 int recon_start(struct recon *r)
 {
+	int n = r->d.n_devices < RECON_READERS ? r->d.n_devices : RECON_READERS;
+
 	if (r->running)
 		return -EBUSY;
 	r->reads = calloc((size_t)r->d.n_devices + 1, sizeof(*r->reads));
@@ -165,11 +159,14 @@ int recon_start(struct recon *r)
 	clock_gettime(CLOCK_MONOTONIC, &r->started);
 	r->generation = fs_generation(r->d.fs);
 	r->running = true;
-	if (pthread_create(&r->thread, NULL, coordinator, r) != 0) {
-		r->running = false;
-		free(r->reads);
-		r->reads = NULL;
-		return -EAGAIN;
+	if (n == 0) {
+		loop_post(r->d.loop, &r->done_node, pass_done);
+		return 0;
+	}
+	atomic_store(&r->readers_left, n);
+	for (int i = 0; i < n; i++) {
+		r->readers[i] = (struct recon_reader){ .task.run = reader_run, .r = r };
+		exec_submit(r->d.exec, &r->readers[i].task);
 	}
 	return 0;
 }
@@ -179,7 +176,7 @@ void recon_free(struct recon *r)
 	if (!r)
 		return;
 	if (r->running) {
-		/* The coordinator posts pass_done to the loop; run it here. */
+		/* The last reader posts pass_done to the loop; run it here. */
 		atomic_store(&r->stop, true);
 		struct timespec ms = { 0, 1000000 };
 

@@ -8,7 +8,7 @@
  *
  * A pass uses its own device sessions (handles separate from the ones
  * transactions use, so neither waits for the other); device reads run on
- * worker threads, the comparison on the loop. A pass during which a
+ * executor tasks, the comparison on the loop. A pass during which a
  * transaction ran, or the circuits changed, is discarded: store and devices
  * are only compared at rest.
  *
@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct exec;
 struct fs_state;
 struct jm;
 struct loop;
@@ -49,6 +50,7 @@ struct recon_events {
 
 struct recon_deps {
 	struct loop *loop;
+	struct exec *exec; /* runs the device reads */
 	const struct ocs_fabric *fabric;
 	struct fs_state *fs;
 	struct jm *jm;
