@@ -306,7 +306,8 @@ static void plan_workload(struct plan_task *t)
 	struct lc_demand *d = NULL;
 	size_t n = 0;
 
-	t->delta_rc = jm_plan_workload(&t->f, t->planner, t->wl, &d, &n, &t->delta, &t->delta_err);
+	t->delta_rc = jm_plan_workload(&t->f, t->planner, t->wl, pool_solver_pool(t->jm->d.pool), &d,
+				       &n, &t->delta, &t->delta_err);
 	if (t->delta_rc == 0) {
 		free(t->demand);
 		t->demand = d;

@@ -85,8 +85,9 @@ static double mono_ms(void *ctx)
 }
 
 int jm_plan_workload(const struct ocs_fabric *f, const char *planner,
-		     const struct jm_workload *wl, struct lc_demand **demand, size_t *n_demand,
-		     struct jm_delta_figures *fig, struct delta_error *err)
+		     const struct jm_workload *wl, const struct ocs_pool *solver_pool,
+		     struct lc_demand **demand, size_t *n_demand, struct jm_delta_figures *fig,
+		     struct delta_error *err)
 {
 	struct delta_job_plan *dp = NULL;
 	enum delta_planner kind = DELTA_PLANNER_FAST;
@@ -100,8 +101,8 @@ int jm_plan_workload(const struct ocs_fabric *f, const char *planner,
 	ga.clock_ms = mono_ms;
 	ga.clock_ctx = NULL;
 	delta_planner_parse(planner, &kind);
-	/* Fitness runs serially: the caller already is one of the pool's workers. */
-	rc = delta_plan_job(&wl->spec, kind, &ga, NULL, f, wl->gpus, &dp, err);
+	/* Fitness runs on the solver pool's threads, helping while it waits. */
+	rc = delta_plan_job(&wl->spec, kind, &ga, solver_pool, f, wl->gpus, &dp, err);
 	if (rc)
 		return rc;
 	if (dp->leaf_unplaced > 0) {

@@ -111,10 +111,12 @@ void jm_delta_field(const char *in, char *out, size_t len);
  * jobs_delta.c: plans a workload (on a solver worker) into a leaf demand
  * (*demand, malloc'd, caller frees) and its DELTA figures. 0; -EINVAL or
  * -ENOSPC with err naming the solvers' field (see jm_delta_field()); -ENOMEM.
+ * The search's parallel loops run on solver_pool (NULL: serially).
  */
 int jm_plan_workload(const struct ocs_fabric *f, const char *planner,
-		     const struct jm_workload *wl, struct lc_demand **demand, size_t *n_demand,
-		     struct jm_delta_figures *fig, struct delta_error *err);
+		     const struct jm_workload *wl, const struct ocs_pool *solver_pool,
+		     struct lc_demand **demand, size_t *n_demand, struct jm_delta_figures *fig,
+		     struct delta_error *err);
 
 /*
  * jobs_move.c: attributes each cross-connect of a global re-plan (plan->xcs)
