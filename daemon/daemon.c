@@ -718,8 +718,9 @@ int od_run(const struct od_options *opts)
 		od_log(SD_ERR, "cannot install signal handlers or the watchdog");
 		goto out;
 	}
-	od_log(SD_NOTICE, "ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s (port %d), "
-			  "gRPC on %s (port %d%s), %u executor threads (%u for planners)",
+	od_log(SD_NOTICE,
+	       "ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s (port %d), "
+	       "gRPC on %s (port %d%s), %u executor threads (%u for planners)",
 	       OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind), od.cfg->n_devices, path,
 	       opts->metrics_listen, mh_port(od.http), opts->listen,
 	       od.server ? nb_server_port(od.server) : 0, opts->insecure ? ", insecure" : "",

@@ -17,8 +17,11 @@
  * thread count, 1 included. Blocking on I/O or on a device deadline is
  * fine (it only occupies a thread); blocking on a condition that another
  * task of this executor must signal, other than through exec_wait(), is
- * not. Callers that prefer not to wait at all chain continuations: the last
- * sub-task to finish submits the next step (sb_txn.c does this).
+ * not. A helper runs whatever task is first in the queue, so long tasks
+ * resubmit themselves per unit of work (one device read, one engine step)
+ * rather than loop, and a wait is held up by one unit at most. Callers that
+ * prefer not to wait at all chain continuations: the last sub-task to
+ * finish submits the next step (sb_txn.c does this).
  *
  * Shutdown: exec_free() drains. Every task submitted before it returns
  * runs, including tasks that running tasks submit while it drains; then the

@@ -1,8 +1,11 @@
 /*
  * exec_sb.c - implementation of exec_sb.h.
  *
- * A pump is an executor task that runs queued engine tasks until none is
- * left, then goes back on the idle list. A submit that finds an idle pump
+ * A pump is an executor task that runs one queued engine task, then
+ * resubmits itself while engine tasks are queued, or goes back on the idle
+ * list. Running one task per turn keeps the executor's FIFO fair: a thread
+ * that helps in exec_wait() and picks a pump up is held for one device
+ * step, not for every transaction queued. A submit that finds an idle pump
  * starts it; otherwise a running pump will reach the new task.
  *
  * Lock: `mu` guards head, tail, idle (the list of pumps not on the
@@ -13,6 +16,7 @@
 #include "exec_sb.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "loop.h"
@@ -39,25 +43,31 @@ static void pump_run(struct exec_task *x)
 	struct pump *p = OCSD_CONTAINER_OF(x, struct pump, task);
 	struct exec_sb *a = p->owner;
 
-	for (;;) {
-		struct sb_exec_task *t;
+	struct sb_exec_task *t;
+	bool more;
 
-		pthread_mutex_lock(&a->mu);
-		t = a->head;
-		if (!t) {
-			p->next_idle = a->idle;
-			a->idle = p;
-			if (++a->n_idle == a->n_pumps)
-				pthread_cond_signal(&a->all_idle);
-			pthread_mutex_unlock(&a->mu);
-			return;
-		}
+	pthread_mutex_lock(&a->mu);
+	t = a->head;
+	if (t) {
 		a->head = t->next;
 		if (!a->head)
 			a->tail = NULL;
-		pthread_mutex_unlock(&a->mu);
-		t->run(t);
 	}
+	pthread_mutex_unlock(&a->mu);
+	if (t)
+		t->run(t);
+	pthread_mutex_lock(&a->mu);
+	more = a->head != NULL;
+	if (!more) {
+		p->next_idle = a->idle;
+		a->idle = p;
+		if (++a->n_idle == a->n_pumps)
+			pthread_cond_signal(&a->all_idle);
+	}
+	pthread_mutex_unlock(&a->mu);
+	/* Still busy, so exec_sb_free() waits: a is alive. */
+	if (more)
+		exec_submit(a->exec, &p->task);
 }
 
 static void adapter_submit(void *ctx, struct sb_exec_task *t)

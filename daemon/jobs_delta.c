@@ -84,10 +84,9 @@ static double mono_ms(void *ctx)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int jm_plan_workload(const struct ocs_fabric *f, const char *planner,
-		     const struct jm_workload *wl, const struct ocs_pool *solver_pool,
-		     struct lc_demand **demand, size_t *n_demand, struct jm_delta_figures *fig,
-		     struct delta_error *err)
+int jm_plan_workload(const struct ocs_fabric *f, const char *planner, const struct jm_workload *wl,
+		     const struct ocs_pool *solver_pool, struct lc_demand **demand,
+		     size_t *n_demand, struct jm_delta_figures *fig, struct delta_error *err)
 {
 	struct delta_job_plan *dp = NULL;
 	enum delta_planner kind = DELTA_PLANNER_FAST;

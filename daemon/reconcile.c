@@ -63,12 +63,16 @@ struct recon *recon_new(const struct recon_deps *deps)
 
 static void pass_done(struct loop_node *n);
 
+/*
+ * Reads one device per turn and resubmits itself while devices are left,
+ * so that a thread helping in exec_wait() is held for one read only.
+ */
 static void reader_run(struct exec_task *t)
 {
 	struct recon *r = OCSD_CONTAINER_OF(t, struct recon_reader, task)->r;
 	int i;
 
-	while (!atomic_load(&r->stop) && (i = atomic_fetch_add(&r->next, 1)) < r->d.n_devices) {
+	if (!atomic_load(&r->stop) && (i = atomic_fetch_add(&r->next, 1)) < r->d.n_devices) {
 		struct sb_device *dev = r->d.devices[i];
 		struct sb_error e = { 0 };
 
@@ -79,6 +83,8 @@ static void reader_run(struct exec_task *t)
 		if (!r->reads[i].ok)
 			snprintf(r->reads[i].error, sizeof(r->reads[i].error), "%s: %s",
 				 e.operation[0] ? e.operation : "read", e.message);
+		exec_submit(r->d.exec, t);
+		return;
 	}
 	if (atomic_fetch_sub(&r->readers_left, 1) == 1)
 		loop_post(r->d.loop, &r->done_node, pass_done);
