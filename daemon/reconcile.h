@@ -65,7 +65,7 @@ struct recon;
 /* Caller frees with recon_free() (accepts NULL; waits for a running pass). */
 struct recon *recon_new(const struct recon_deps *deps);
 void recon_free(struct recon *r);
-/* Starts a pass. 0, -EBUSY while a pass is running, or -ENOMEM / -EAGAIN. */
+/* Starts a pass. 0, -EBUSY while a pass is running, or -ENOMEM. */
 int recon_start(struct recon *r);
 
 #endif
