@@ -5,8 +5,8 @@
  * nothing posted is lost at shutdown (nodes posted while loop_free drains
  * included), pool back-pressure with -EBUSY at exactly max_running +
  * queue_max, every pool task's completion runs on the loop, pool_free
- * drains, and a planner's parallel loop inside a pool task on a 1-thread
- * executor does not deadlock.
+ * drains and refuses new tasks (-ESHUTDOWN) meanwhile, and a planner's parallel loop inside a pool
+ * task on a 1-thread executor does not deadlock.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -209,7 +209,8 @@ static void test_pool_backpressure_and_completion(void **state)
 		int rc;
 
 		assert_non_null(j);
-		*j = (struct pool_job){{.work = work_sum, .done = done_sum}, &t, 1000 + (uint64_t)i, 0};
+		*j = (struct pool_job){
+			{.work = work_sum, .done = done_sum}, &t, 1000 + (uint64_t)i, 0};
 		rc = pool_submit(pool, &j->task);
 		if (rc == 0) {
 			accepted++;
@@ -260,6 +261,51 @@ static void test_pool_free_drains(void **state)
 	pool_free(pool);   /* every queued task's work runs ... */
 	loop_free(t.loop); /* ... and every completion is delivered */
 	assert_int_equal(t.done, 50);
+	exec_free(exec);
+	pthread_cond_destroy(&t.cv);
+	pthread_mutex_destroy(&t.mu);
+}
+
+static void *free_pool(void *arg)
+{
+	pool_free(arg);
+	return NULL;
+}
+
+/* While pool_free() waits for a running task, new tasks are refused. */
+static void test_pool_refuses_while_freed(void **state)
+{
+	struct pool_test t = {.loop = loop_new(), .loop_thread = pthread_self(), .expected = -1};
+	struct exec *exec = exec_new(2);
+	struct pool *pool = pool_new(t.loop, exec, 1, 0);
+	struct pool_job *running = calloc(1, sizeof(*running));
+	struct pool_job late = {.task = {.work = work_sum, .done = done_sum}, .t = &t};
+	pthread_t freer;
+	int rc = 0;
+
+	pthread_mutex_init(&t.mu, NULL);
+	pthread_cond_init(&t.cv, NULL);
+	assert_non_null(pool);
+	assert_non_null(running);
+	*running =
+		(struct pool_job){.task = {.work = work_sum, .done = done_sum}, .t = &t, .n = 10};
+	assert_int_equal(pool_submit(pool, &running->task), 0);	 /* blocks on the gate */
+	assert_int_equal(pool_submit(pool, &late.task), -EBUSY); /* queue_max 0 */
+	assert_int_equal(pthread_create(&freer, NULL, free_pool, pool), 0);
+	for (int i = 0; i < 5000 && rc != -ESHUTDOWN; i++) {
+		rc = pool_submit(pool, &late.task);
+		assert_true(rc == -EBUSY || rc == -ESHUTDOWN);
+		if (rc != -ESHUTDOWN)
+			usleep(1000);
+	}
+	assert_int_equal(rc, -ESHUTDOWN);
+	pthread_mutex_lock(&t.mu);
+	t.gate_open = 1;
+	pthread_cond_broadcast(&t.cv);
+	pthread_mutex_unlock(&t.mu);
+	pthread_join(freer, NULL); /* the running task finished and posted */
+	loop_free(t.loop);
+	assert_int_equal(t.done, 1); /* the running one only */
 	exec_free(exec);
 	pthread_cond_destroy(&t.cv);
 	pthread_mutex_destroy(&t.mu);
@@ -323,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_pool_backpressure_and_completion),
 		cmocka_unit_test(test_pool_free_drains),
 		cmocka_unit_test(test_pool_parallel_loop_one_thread),
+		cmocka_unit_test(test_pool_refuses_while_freed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
