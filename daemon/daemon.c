@@ -429,8 +429,13 @@ static void od_teardown(struct od *od)
 		jm_stop(od->jm);
 	if (od->server)
 		nb_server_shutdown(od->server);
-	/* Drain the pool first: completions still arrive on the loop. */
-	pool_free(od->pool);
+	/* Drain the pool first: completions still arrive on the loop (and
+	 * whatever they submit is refused). */
+	if (od->pool)
+		pool_stop(od->pool);
+	/* Then a transaction in progress: it ends (rolled back if need be) and
+	 * posts its outcome, which the job manager takes below. */
+	exec_sb_free(od->exec_sb);
 	if (od->loop)
 		loop_run_posted(od->loop);
 	/* Answers every caller still waiting, then the server can finish. */
@@ -441,7 +446,6 @@ static void od_teardown(struct od *od)
 	if (od->loop)
 		loop_run_posted(od->loop);
 	sb_engine_free(od->engine);
-	exec_sb_free(od->exec_sb);
 	for (int i = 0; od->devices && i < od->cfg->n_devices; i++)
 		sb_device_free(od->devices[i]);
 	for (int i = 0; od->recon_devices && i < od->cfg->n_devices; i++)
@@ -463,6 +467,7 @@ static void od_teardown(struct od *od)
 	if (od->watchdog)
 		event_free(od->watchdog);
 	/* Last: every user stopped; nodes its draining tasks post run in loop_free. */
+	pool_free(od->pool);
 	exec_free(od->exec);
 	loop_free(od->loop);
 	mx_registry_free(od->reg);

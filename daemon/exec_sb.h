@@ -8,8 +8,10 @@
  * "pump" tasks on the executor run them in FIFO order.
  *
  * Thread-safety: the executor's submit from any thread; new/free by the
- * owner; exec_sb_free() waits for the pumps still finishing and must only
- * be called once no engine task is queued or running.
+ * owner. exec_sb_free() drains: it returns once every engine task ran,
+ * including those running tasks submit meanwhile (the rest of a
+ * transaction in progress, rollback included); nothing else may submit
+ * once it has begun (the job manager starts no transaction once stopped).
  */
 #ifndef OCSD_EXEC_SB_H
 #define OCSD_EXEC_SB_H
@@ -19,7 +21,7 @@
 
 struct exec_sb;
 
-/* NULL on failure. Caller frees with exec_sb_free() (accepts NULL). */
+/* NULL on failure. Caller frees with exec_sb_free() (accepts NULL, drains). */
 struct exec_sb *exec_sb_new(struct exec *exec, unsigned max_running);
 void exec_sb_free(struct exec_sb *a);
 /* The interface for sb_engine_new_on() (valid until exec_sb_free()). */

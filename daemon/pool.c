@@ -93,15 +93,20 @@ struct pool *pool_new(struct loop *loop, struct exec *exec, unsigned max_running
 	return pool;
 }
 
-void pool_free(struct pool *pool)
+void pool_stop(struct pool *pool)
 {
-	if (!pool)
-		return;
 	pthread_mutex_lock(&pool->mu);
 	pool->stopping = true;
 	while (pool->n_running)
 		pthread_cond_wait(&pool->idle_cv, &pool->mu);
 	pthread_mutex_unlock(&pool->mu);
+}
+
+void pool_free(struct pool *pool)
+{
+	if (!pool)
+		return;
+	pool_stop(pool);
 	pthread_cond_destroy(&pool->idle_cv);
 	pthread_mutex_destroy(&pool->mu);
 	free(pool);

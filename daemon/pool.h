@@ -43,10 +43,14 @@ struct pool_task {
  */
 struct pool *pool_new(struct loop *loop, struct exec *exec, unsigned max_running, size_t queue_max);
 /*
- * Stops taking tasks and waits (called from the loop thread, not from a
- * task) until every task taken ran its work and posted its done to the
- * loop; the caller then runs the loop's posted nodes to deliver them.
+ * Stops taking tasks (pool_submit() returns -ESHUTDOWN from now on) and
+ * waits (called from the loop thread, not from a task) until every task
+ * taken ran its work and posted its done to the loop; the caller then runs
+ * the loop's posted nodes to deliver them. The pool stays valid, so a done
+ * callback may still call pool_submit() and be refused.
  */
+void pool_stop(struct pool *pool);
+/* pool_stop(), then frees the pool. */
 void pool_free(struct pool *pool);
 
 /*
