@@ -54,6 +54,7 @@ struct api_req {
 	struct nb_call *call;
 	const void *msg;
 	void (*serve)(struct api *api, struct nb_call *call, const void *msg);
+	struct loop_node node;
 };
 
 static int64_t wall_ms(void)
@@ -894,9 +895,9 @@ static void serve_undrain_device(struct api *api, struct nb_call *call, const vo
 
 /* ---- hand-off from gRPC threads ---- */
 
-static void dispatch(void *arg)
+static void dispatch(struct loop_node *n)
 {
-	struct api_req *r = arg;
+	struct api_req *r = OCSD_CONTAINER_OF(n, struct api_req, node);
 
 	if (r->api->stopping || !r->api->jm)
 		nb_call_fail(r->call, NB_UNAVAILABLE, "", "ocsd is shutting down");
@@ -914,11 +915,8 @@ static void post(struct api *api, struct nb_call *call, const void *msg,
 		nb_call_fail(call, NB_UNAVAILABLE, "", "out of memory");
 		return;
 	}
-	*r = (struct api_req){ api, call, msg, serve };
-	if (loop_post(api->d.loop, dispatch, r) != 0) {
-		free(r);
-		nb_call_fail(call, NB_UNAVAILABLE, "", "ocsd is shutting down");
-	}
+	*r = (struct api_req){ api, call, msg, serve, { NULL, NULL } };
+	loop_post(api->d.loop, &r->node, dispatch);
 }
 
 #define HANDLER(name, type, serve_fn)                                                      \
@@ -943,6 +941,7 @@ struct rpc_done {
 	enum nb_method method;
 	enum nb_code code;
 	uint64_t duration_us;
+	struct loop_node node;
 };
 
 static const char *code_name(enum nb_code c)
@@ -965,9 +964,9 @@ static const char *code_name(enum nb_code c)
 	return "UNKNOWN";
 }
 
-static void record_rpc(void *arg)
+static void record_rpc(struct loop_node *n)
 {
-	struct rpc_done *d = arg;
+	struct rpc_done *d = OCSD_CONTAINER_OF(n, struct rpc_done, node);
 	const char *labels[] = { nb_method_name(d->method), code_name(d->code) };
 
 	mx_add(d->api->m_rpcs, labels, 1);
@@ -982,9 +981,8 @@ static void h_call_done(void *ctx, enum nb_method method, enum nb_code code,
 
 	if (!d)
 		return;
-	*d = (struct rpc_done){ ctx, method, code, duration_us };
-	if (loop_post(((struct api *)ctx)->d.loop, record_rpc, d) != 0)
-		free(d);
+	*d = (struct rpc_done){ ctx, method, code, duration_us, { NULL, NULL } };
+	loop_post(((struct api *)ctx)->d.loop, &d->node, record_rpc);
 }
 
 struct nb_handlers api_handlers(struct api *api)

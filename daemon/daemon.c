@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
@@ -21,6 +22,8 @@
 #include "api.h"
 #include "config.h"
 #include "devices.h"
+#include "exec.h"
+#include "exec_sb.h"
 #include "fabric_state.h"
 #include "jobs.h"
 #include "loop.h"
@@ -44,6 +47,8 @@ struct od {
 	struct ocsd_config *cfg;
 	struct st_store *store;
 	struct loop *loop;
+	struct exec *exec; /* the one executor: planners, device I/O, reconciliation */
+	struct exec_sb *exec_sb;
 	struct pool *pool;
 	struct mx_registry *reg;
 	struct mh_server *http;
@@ -340,7 +345,8 @@ static void on_recon_timer(evutil_socket_t fd, short what, void *arg)
 
 static int start_reconciliation(struct od *od)
 {
-	struct recon_deps rd = { od->loop, od->fs, od->jm, od->devs, api_recon_events(od->api) };
+	struct recon_deps rd = { od->loop, od->exec, od->fs, od->jm, od->devs,
+				 api_recon_events(od->api) };
 	struct timeval tv = { (time_t)od->opts->reconcile_interval_s, 0 };
 
 	od->recon = recon_new(&rd);
@@ -395,8 +401,13 @@ static void od_teardown(struct od *od)
 		jm_stop(od->jm);
 	if (od->server)
 		nb_server_shutdown(od->server);
-	/* Drain the pool first: completions still arrive on the loop. */
-	pool_free(od->pool);
+	/* Drain the pool first: completions still arrive on the loop (and
+	 * whatever they submit is refused). */
+	if (od->pool)
+		pool_stop(od->pool);
+	/* Then a transaction in progress: it ends (rolled back if need be) and
+	 * posts its outcome, which the job manager takes below. */
+	exec_sb_free(od->exec_sb);
 	if (od->loop)
 		loop_run_posted(od->loop);
 	/* Answers every caller still waiting, then the server can finish. */
@@ -423,6 +434,9 @@ static void od_teardown(struct od *od)
 		event_free(od->sig_hup);
 	if (od->watchdog)
 		event_free(od->watchdog);
+	/* Last: every user stopped; nodes its draining tasks post run in loop_free. */
+	pool_free(od->pool);
+	exec_free(od->exec);
 	loop_free(od->loop);
 	mx_registry_free(od->reg);
 	st_close(od->store);
@@ -525,6 +539,26 @@ static int open_devices(struct od *od, enum dev_role role)
 	return 0;
 }
 
+/*
+ * Sizing the one executor: room for the planner tasks (--solver-threads,
+ * default one per core) plus the device I/O tasks (one per device, at most
+ * 64; reconciliation reads share them), so that neither kind waits for
+ * threads the other blocks.
+ */
+static unsigned od_solver_tasks(const struct od_options *opts)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (opts->solver_threads)
+		return opts->solver_threads;
+	return n > 0 ? (unsigned)n : 1;
+}
+
+static unsigned od_io_tasks(const struct od *od)
+{
+	return od->cfg->n_devices < 64 ? (unsigned)od->cfg->n_devices : 64;
+}
+
 /* The NETCONF driver, two sets of device handles and the transaction engine. */
 static int start_southbound(struct od *od)
 {
@@ -537,7 +571,12 @@ static int start_southbound(struct od *od)
 	if ((rc = open_devices(od, DEV_ROLE_TXN)) != 0 ||
 	    (rc = open_devices(od, DEV_ROLE_RECON)) != 0)
 		return rc;
-	rc = sb_engine_new(od->cfg->n_devices < 64 ? od->cfg->n_devices : 64, &od->engine);
+	od->exec_sb = exec_sb_new(od->exec, od_io_tasks(od));
+	if (!od->exec_sb)
+		return -ENOMEM;
+	struct sb_executor x = exec_sb_executor(od->exec_sb);
+
+	rc = sb_engine_new_on(&x, &od->engine);
 	if (rc)
 		od_log(SD_ERR, "cannot start the transaction engine: %s", strerror(-rc));
 	return rc;
@@ -565,6 +604,12 @@ static int new_devices(struct od *od)
 	od->devs = dev_new(&dd);
 	free(names);
 	return od->devs ? 0 : -ENOMEM;
+}
+
+/* jm_deps.plan_submit over the solver pool. */
+static int submit_plan(void *pool, struct pool_task *t)
+{
+	return pool_submit(pool, t);
 }
 
 /* Job manager, API and gRPC server (leaf-spine-OCS fabrics). */
@@ -619,8 +664,9 @@ static int start_jobs(struct od *od)
 			       .store = od->store,
 			       .fs = od->fs,
 			       .clock = NULL,
-			       .plan_submit = pool_submit_task,
+			       .plan_submit = submit_plan,
 			       .plan_ctx = od->pool,
+			       .solver_pool = pool_solver_pool(od->pool),
 			       .txn_start = txn_start,
 			       .txn_ctx = od->txn,
 			       .devs = od->devs,
@@ -675,7 +721,9 @@ int od_run(const struct od_options *opts)
 		od_log(SD_ERR, "out of memory at start-up");
 		goto out;
 	}
-	od.pool = pool_new(od.loop, opts->solver_threads, OD_SOLVER_QUEUE_MAX);
+	od.exec = exec_new(od_solver_tasks(opts) + od_io_tasks(&od));
+	od.pool = od.exec ? pool_new(od.loop, od.exec, od_solver_tasks(opts), OD_SOLVER_QUEUE_MAX)
+			  : NULL;
 	if (!od.pool) {
 		od_log(SD_ERR, "cannot start the solver pool");
 		goto out;
@@ -699,12 +747,13 @@ int od_run(const struct od_options *opts)
 		od_log(SD_ERR, "cannot install signal handlers or the watchdog");
 		goto out;
 	}
-	od_log(SD_NOTICE, "ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s (port %d), "
-			  "gRPC on %s (port %d%s), %u solver threads",
+	od_log(SD_NOTICE,
+	       "ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s (port %d), "
+	       "gRPC on %s (port %d%s), %u executor threads (%u for planners)",
 	       OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind), od.cfg->n_devices, path,
 	       opts->metrics_listen, mh_port(od.http), opts->listen,
 	       od.server ? nb_server_port(od.server) : 0, opts->insecure ? ", insecure" : "",
-	       pool_workers(od.pool));
+	       exec_threads(od.exec), pool_workers(od.pool));
 	sd_notifyf(0, "READY=1\nSTATUS=running fabric %s", od.cfg->name);
 	rc = loop_run(od.loop) == 0 ? OD_EXIT_OK : OD_EXIT_FAILURE;
 out:

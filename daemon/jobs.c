@@ -416,7 +416,7 @@ static int prepare_replan(struct jm *jm, struct jp_task *t, const char *self)
 static void plan_done(struct pool_task *pt);
 static void plan_work(struct pool_task *pt)
 {
-	jp_work((struct jp_task *)pt);
+	jp_work(OCSD_CONTAINER_OF(pt, struct jp_task, pool));
 }
 
 /* A task planning for `self` with everything it reads copied. NULL on ENOMEM. */
@@ -432,9 +432,11 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 
 	if (!t)
 		return NULL;
-	t->pool = (struct pool_task){ plan_work, plan_done };
+	t->pool.work = plan_work;
+	t->pool.done = plan_done;
 	t->owner = jm;
 	t->clock = jm->d.clock;
+	t->solver_pool = jm->d.solver_pool;
 	if (jl_others_usage(jm->live, jm->n_live, self ? self : "", &t->usage, &t->n_usage) != 0 ||
 	    (t->replan && prepare_replan(jm, t, self ? self : "") != 0)) {
 		jp_task_free(t);
@@ -497,7 +499,7 @@ static void answer_dry_run(struct jp_task *t)
 
 static void plan_done(struct pool_task *pt)
 {
-	struct jp_task *t = (struct jp_task *)pt;
+	struct jp_task *t = OCSD_CONTAINER_OF(pt, struct jp_task, pool);
 	struct jm *jm = t->owner;
 	struct job_rt *j;
 	struct jm_error err = { 0 };

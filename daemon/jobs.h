@@ -33,6 +33,7 @@
 struct clk;
 struct devices;
 struct fs_state;
+struct ocs_pool;
 struct ocsd_config;
 struct pool_task;
 struct st_store;
@@ -198,6 +199,8 @@ struct jm_deps {
 	 * errno when refused (queue full, shutting down). */
 	int (*plan_submit)(void *ctx, struct pool_task *t);
 	void *plan_ctx;
+	/* Where a planner runs its own parallel loops (NULL: serially). */
+	const struct ocs_pool *solver_pool;
 	/* txn_start() of txn.h on a struct txn_driver. */
 	int (*txn_start)(void *ctx, const struct txn_change *c, txn_done_fn done, void *arg,
 			 char *why, size_t why_len);

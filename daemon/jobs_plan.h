@@ -61,9 +61,10 @@ struct jp_change {
 void jp_change_clear(struct jp_change *c);
 
 struct jp_task {
-	struct pool_task pool; /* first: the pool's work/done get the task */
+	struct pool_task pool; /* the pool runs it (work, then done on the loop) */
 	void *owner;           /* the job manager (opaque here) */
 	const struct clk *clock;
+	const struct ocs_pool *solver_pool; /* the planner's parallel loops */
 	const struct jm_kind *kind;
 	char job_id[72];
 	unsigned long seq; /* the job's plan it is (jobs.c) */

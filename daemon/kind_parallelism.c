@@ -66,6 +66,7 @@ static double mono_ms(void *ctx)
  */
 static int plan_workload(const struct ocs_fabric *f, const char *planner,
 			 const struct jm_workload *wl, const struct clk *clock,
+			 const struct ocs_pool *solver_pool,
 			 struct lc_demand **demand, size_t *n_demand, struct jm_delta_figures *fig,
 			 struct delta_error *err)
 {
@@ -81,8 +82,8 @@ static int plan_workload(const struct ocs_fabric *f, const char *planner,
 	ga.clock_ms = mono_ms;
 	ga.clock_ctx = (void *)clock;
 	delta_planner_parse(planner, &kind);
-	/* Fitness runs serially: the caller already is one of the pool's workers. */
-	rc = delta_plan_job(&wl->spec, kind, &ga, NULL, f, wl->gpus, &dp, err);
+	/* Fitness runs on the solver pool's threads, helping while it waits. */
+	rc = delta_plan_job(&wl->spec, kind, &ga, solver_pool, f, wl->gpus, &dp, err);
 	if (rc)
 		return rc;
 	if (dp->leaf_unplaced > 0) {
@@ -123,7 +124,8 @@ static void parallelism_plan(struct jp_task *t)
 		struct delta_error derr = { 0 };
 		size_t n = 0;
 		char field[272]; /* room for any mapping of derr.field */
-		int rc = plan_workload(&t->f, t->planner, t->wl, t->clock, &d, &n, &t->delta, &derr);
+		int rc = plan_workload(&t->f, t->planner, t->wl, t->clock, t->solver_pool, &d, &n,
+				   &t->delta, &derr);
 
 		if (rc) {
 			t->kind_rc = rc;

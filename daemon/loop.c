@@ -1,9 +1,10 @@
 /*
  * loop.c - implementation of loop.h: libevent base with pthread support,
- * a mutex-guarded FIFO of posted tasks and an eventfd as the wake-up.
+ * an intrusive mutex-guarded FIFO of the callers' nodes and an eventfd as
+ * the wake-up.
  *
- * Lock: `mu` guards head, tail and closed. It is never held while a task
- * runs, so tasks may post further tasks.
+ * Lock: `mu` guards head and tail. It is never held while a node's
+ * callback runs, so callbacks may post further nodes.
  */
 #include "loop.h"
 
@@ -18,19 +19,12 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 
-struct task {
-	void (*fn)(void *arg);
-	void *arg;
-	struct task *next;
-};
-
 struct loop {
 	struct event_base *base;
 	struct event *wake_ev;
 	int wake_fd;
 	pthread_mutex_t mu;
-	struct task *head, *tail; /* guarded by mu */
-	bool closed;              /* guarded by mu */
+	struct loop_node *head, *tail; /* guarded by mu */
 };
 
 static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
@@ -40,22 +34,33 @@ static void enable_threads(void)
 	evthread_use_pthreads();
 }
 
-/* Takes the whole queue under the lock, then runs it in order without it. */
-void loop_run_posted(struct loop *loop)
+/*
+ * Takes the whole queue under the lock, then runs it in order without it.
+ * Returns whether it ran anything. A node's next is read before its
+ * callback runs: the callback may free or re-post the node.
+ */
+static bool run_queue(struct loop *loop)
 {
-	struct task *t;
+	struct loop_node *n;
 
 	pthread_mutex_lock(&loop->mu);
-	t = loop->head;
+	n = loop->head;
 	loop->head = loop->tail = NULL;
 	pthread_mutex_unlock(&loop->mu);
-	while (t) {
-		struct task *next = t->next;
+	if (!n)
+		return false;
+	while (n) {
+		struct loop_node *next = n->next;
 
-		t->fn(t->arg);
-		free(t);
-		t = next;
+		n->fn(n);
+		n = next;
 	}
+	return true;
+}
+
+void loop_run_posted(struct loop *loop)
+{
+	run_queue(loop);
 }
 
 static void on_wake(evutil_socket_t fd, short what, void *arg)
@@ -92,10 +97,9 @@ void loop_free(struct loop *loop)
 {
 	if (!loop)
 		return;
-	pthread_mutex_lock(&loop->mu);
-	loop->closed = true;
-	pthread_mutex_unlock(&loop->mu);
-	loop_run_posted(loop);
+	/* Callbacks run here may post again: run until nothing is left. */
+	while (run_queue(loop))
+		;
 	if (loop->wake_ev)
 		event_free(loop->wake_ev);
 	if (loop->base)
@@ -111,37 +115,30 @@ struct event_base *loop_base(struct loop *loop)
 	return loop->base;
 }
 
-int loop_post(struct loop *loop, void (*fn)(void *arg), void *arg)
+void loop_post(struct loop *loop, struct loop_node *node, void (*fn)(struct loop_node *node))
 {
-	struct task *t = malloc(sizeof(*t));
 	bool was_empty;
 
-	if (!t)
-		return -ENOMEM;
-	t->fn = fn;
-	t->arg = arg;
-	t->next = NULL;
+	node->fn = fn;
+	node->next = NULL;
 	pthread_mutex_lock(&loop->mu);
-	if (loop->closed) {
-		pthread_mutex_unlock(&loop->mu);
-		free(t);
-		return -ESHUTDOWN;
-	}
 	was_empty = !loop->head;
 	if (loop->tail)
-		loop->tail->next = t;
+		loop->tail->next = node;
 	else
-		loop->head = t;
-	loop->tail = t;
+		loop->head = node;
+	loop->tail = node;
 	pthread_mutex_unlock(&loop->mu);
 	if (was_empty) {
 		uint64_t one = 1;
 
-		/* Cannot fail short of a counter overflow; the loop drains it. */
-		if (write(loop->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			return -errno;
+		/*
+		 * Safe to ignore: an eventfd write fails only with EAGAIN when
+		 * the counter would overflow, and then the loop has a wake-up
+		 * pending already, which runs this node too.
+		 */
+		(void)!write(loop->wake_fd, &one, sizeof(one));
 	}
-	return 0;
 }
 
 int loop_run(struct loop *loop)

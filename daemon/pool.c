@@ -1,162 +1,150 @@
 /*
  * pool.c - implementation of pool.h.
  *
- * Lock: `mu` guards head, tail, queued and stopping; `cv` signals workers
- * that a job arrived or that the pool is stopping. Lock order: pool->mu is
- * never held while calling into the loop (loop_post takes the loop's lock).
+ * A submitted task either starts at once (fewer than max_running are
+ * running: it goes to the executor) or waits in a FIFO of at most
+ * queue_max. A task that finishes its work hands its turn to the first
+ * waiting task, if any, and then posts its done to the loop.
+ *
+ * Lock: `mu` guards waiting_head/tail, n_waiting, n_running and stopping;
+ * `idle_cv` tells pool_free() that n_running dropped to 0. Lock order:
+ * pool->mu is never held while calling exec_submit() or loop_post() (they
+ * take the executor's and the loop's locks).
  */
 #include "pool.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "loop.h"
-
-struct job {
-	void (*work)(void *arg);
-	void (*done)(void *arg);
-	void *arg;
-	struct job *next;
-};
-
 struct pool {
 	struct loop *loop;
-	pthread_t *threads;
-	unsigned n_threads;
+	struct exec *exec;
+	unsigned max_running;
 	size_t queue_max;
+	struct ocs_pool solver_pool;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct job *head, *tail; /* guarded by mu */
-	size_t queued;           /* guarded by mu */
-	bool stopping;           /* guarded by mu */
+	pthread_cond_t idle_cv;
+	struct pool_task *waiting_head, *waiting_tail; /* guarded by mu */
+	size_t n_waiting;			       /* guarded by mu */
+	unsigned n_running;			       /* guarded by mu: taken, done not posted */
+	bool stopping;				       /* guarded by mu */
 };
 
-static void *worker_main(void *arg)
+static void deliver(struct loop_node *n)
 {
-	struct pool *pool = arg;
+	struct pool_task *t = OCSD_CONTAINER_OF(n, struct pool_task, node);
 
-	for (;;) {
-		struct job *j;
-
-		pthread_mutex_lock(&pool->mu);
-		while (!pool->head && !pool->stopping)
-			pthread_cond_wait(&pool->cv, &pool->mu);
-		j = pool->head;
-		if (!j) { /* stopping and drained */
-			pthread_mutex_unlock(&pool->mu);
-			return NULL;
-		}
-		pool->head = j->next;
-		if (!pool->head)
-			pool->tail = NULL;
-		pool->queued--;
-		pthread_mutex_unlock(&pool->mu);
-
-		j->work(j->arg);
-		/* The loop runs posted tasks even while it is being freed. */
-		while (loop_post(pool->loop, j->done, j->arg) == -ENOMEM)
-			usleep(1000);
-		free(j);
-	}
+	t->done(t);
 }
 
-struct pool *pool_new(struct loop *loop, unsigned workers, size_t queue_max)
+static void run_task(struct exec_task *x)
+{
+	struct pool_task *t = OCSD_CONTAINER_OF(x, struct pool_task, exec);
+	struct pool *pool = t->pool;
+	struct pool_task *next;
+
+	t->work(t);
+	/* Post first, then give the turn away: once n_running drops to 0,
+	 * pool_free() may return, and every done must be on the loop by then. */
+	loop_post(pool->loop, &t->node, deliver);
+	pthread_mutex_lock(&pool->mu);
+	next = pool->waiting_head;
+	if (next) {
+		pool->waiting_head = next->next_waiting;
+		if (!pool->waiting_head)
+			pool->waiting_tail = NULL;
+		pool->n_waiting--;
+	} else if (--pool->n_running == 0) {
+		pthread_cond_broadcast(&pool->idle_cv);
+	}
+	pthread_mutex_unlock(&pool->mu);
+	if (next)
+		exec_submit(pool->exec, &next->exec);
+}
+
+static void solver_run(void *ctx, void (*fn)(void *arg, size_t i), void *arg, size_t n)
+{
+	const struct pool *pool = ctx;
+
+	exec_parallel_for(pool->exec, pool->max_running, fn, arg, n);
+}
+
+struct pool *pool_new(struct loop *loop, struct exec *exec, unsigned max_running, size_t queue_max)
 {
 	struct pool *pool = calloc(1, sizeof(*pool));
 
 	if (!pool)
 		return NULL;
-	if (workers == 0) {
+	if (max_running == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-		workers = n > 0 ? (unsigned)n : 1;
+		max_running = n > 0 ? (unsigned)n : 1;
 	}
 	pool->loop = loop;
+	pool->exec = exec;
+	pool->max_running = max_running;
 	pool->queue_max = queue_max;
+	pool->solver_pool = (struct ocs_pool){.run = solver_run, .ctx = pool};
 	pthread_mutex_init(&pool->mu, NULL);
-	pthread_cond_init(&pool->cv, NULL);
-	pool->threads = calloc(workers, sizeof(*pool->threads));
-	if (!pool->threads)
-		goto fail;
-	for (; pool->n_threads < workers; pool->n_threads++)
-		if (pthread_create(&pool->threads[pool->n_threads], NULL, worker_main, pool) != 0)
-			goto fail;
+	pthread_cond_init(&pool->idle_cv, NULL);
 	return pool;
-fail:
-	pool_free(pool);
-	return NULL;
+}
+
+void pool_stop(struct pool *pool)
+{
+	pthread_mutex_lock(&pool->mu);
+	pool->stopping = true;
+	while (pool->n_running)
+		pthread_cond_wait(&pool->idle_cv, &pool->mu);
+	pthread_mutex_unlock(&pool->mu);
 }
 
 void pool_free(struct pool *pool)
 {
 	if (!pool)
 		return;
-	pthread_mutex_lock(&pool->mu);
-	pool->stopping = true;
-	pthread_cond_broadcast(&pool->cv);
-	pthread_mutex_unlock(&pool->mu);
-	for (unsigned i = 0; i < pool->n_threads; i++)
-		pthread_join(pool->threads[i], NULL);
-	free(pool->threads);
-	pthread_cond_destroy(&pool->cv);
+	pool_stop(pool);
+	pthread_cond_destroy(&pool->idle_cv);
 	pthread_mutex_destroy(&pool->mu);
 	free(pool);
 }
 
-int pool_submit(struct pool *pool, void (*work)(void *arg), void (*done)(void *arg), void *arg)
+int pool_submit(struct pool *pool, struct pool_task *t)
 {
-	struct job *j = malloc(sizeof(*j));
+	bool start = false;
 	int rc = 0;
 
-	if (!j)
-		return -ENOMEM;
-	*j = (struct job){ work, done, arg, NULL };
+	t->pool = pool;
+	t->next_waiting = NULL;
+	t->exec.run = run_task;
 	pthread_mutex_lock(&pool->mu);
 	if (pool->stopping) {
 		rc = -ESHUTDOWN;
-	} else if (pool->queued >= pool->queue_max) {
-		rc = -EAGAIN;
+	} else if (pool->n_running < pool->max_running) {
+		pool->n_running++;
+		start = true;
+	} else if (pool->n_waiting >= pool->queue_max) {
+		rc = -EBUSY;
 	} else {
-		if (pool->tail)
-			pool->tail->next = j;
+		if (pool->waiting_tail)
+			pool->waiting_tail->next_waiting = t;
 		else
-			pool->head = j;
-		pool->tail = j;
-		pool->queued++;
-		pthread_cond_signal(&pool->cv);
+			pool->waiting_head = t;
+		pool->waiting_tail = t;
+		pool->n_waiting++;
 	}
 	pthread_mutex_unlock(&pool->mu);
-	if (rc)
-		free(j);
+	if (start)
+		exec_submit(pool->exec, &t->exec);
 	return rc;
-}
-
-static void task_work(void *arg)
-{
-	struct pool_task *t = arg;
-
-	t->work(t);
-}
-
-static void task_done(void *arg)
-{
-	struct pool_task *t = arg;
-
-	t->done(t);
-}
-
-int pool_submit_task(void *pool, struct pool_task *t)
-{
-	return pool_submit(pool, task_work, task_done, t);
 }
 
 unsigned pool_workers(const struct pool *pool)
 {
-	return pool->n_threads;
+	return pool->max_running;
 }
 
 size_t pool_queued(struct pool *pool)
@@ -164,7 +152,12 @@ size_t pool_queued(struct pool *pool)
 	size_t n;
 
 	pthread_mutex_lock(&pool->mu);
-	n = pool->queued;
+	n = pool->n_waiting;
 	pthread_mutex_unlock(&pool->mu);
 	return n;
+}
+
+const struct ocs_pool *pool_solver_pool(const struct pool *pool)
+{
+	return &pool->solver_pool;
 }

@@ -1,56 +1,77 @@
 /*
- * pool.h - the solver pool: worker threads that run planners on snapshots
- * and hand each result back to the event loop (nginx-style: a bounded task
+ * pool.h - the solver pool: planner tasks run on the daemon's executor
+ * (exec.h), at most `max_running` at a time, behind a bounded queue, and
+ * each result is handed back to the event loop (nginx-style: a bounded task
  * queue, workers, completion delivered on the loop).
  *
- * A job is a pair of callbacks: work(arg) runs on a worker thread and must
- * touch nothing but arg (a snapshot the loop copied for it); done(arg) then
- * runs on the loop thread through loop_post(), where the result may be
- * applied to daemon state. arg's ownership passes to work, then to done.
+ * A task is a pair of callbacks embedded in the caller's struct (get it
+ * back with OCSD_CONTAINER_OF): work(t) runs on an executor thread and must
+ * touch nothing but the caller's struct (a snapshot the loop copied for
+ * it); done(t) then runs on the loop thread, where the result may be
+ * applied to daemon state. The struct belongs to the pool from a
+ * successful pool_submit() until done is called; done may free it.
  *
- * Thread-safety: pool_submit() is called from the loop thread; the pool's
- * own lock (`mu`) guards its queue and is never held while work runs.
+ * Thread-safety: pool_submit() and pool_queued() from any thread (the
+ * daemon calls them from the loop); pool_solver_pool() may be used from
+ * work. The pool's lock (`mu`) is never held while work runs.
  */
 #ifndef OCSD_POOL_H
 #define OCSD_POOL_H
 
 #include <stddef.h>
 
-struct loop;
+#include "exec.h"
+#include "loop.h"
+#include "ocs_pool.h"
+
 struct pool;
 
-/*
- * Starts `workers` threads (0 = one per online core) with room for
- * `queue_max` waiting jobs. Caller frees with pool_free() (accepts NULL).
- */
-struct pool *pool_new(struct loop *loop, unsigned workers, size_t queue_max);
-/*
- * Stops taking jobs, lets the workers finish every queued one (their done
- * callbacks are posted to the loop as usual), and joins the threads.
- */
-void pool_free(struct pool *pool);
-
-/*
- * Queues a job. Returns 0, -EAGAIN when queue_max jobs are already waiting
- * (back-pressure: the caller refuses the request), -ESHUTDOWN while the
- * pool is being freed, or -ENOMEM. On error
- * neither callback runs and the caller keeps arg.
- */
-int pool_submit(struct pool *pool, void (*work)(void *arg), void (*done)(void *arg), void *arg);
-
-/*
- * A task embedded in the caller's struct: work runs on a worker, done on
- * the loop, each given the task. pool_submit_task(pool, t) has the shape of
- * jm_deps.plan_submit: 0, -EAGAIN (queue full), -ESHUTDOWN or -ENOMEM.
- */
 struct pool_task {
 	void (*work)(struct pool_task *t);
 	void (*done)(struct pool_task *t);
+	/* private: */
+	struct pool *pool;
+	struct pool_task *next_waiting;
+	struct exec_task exec;
+	struct loop_node node;
 };
-int pool_submit_task(void *pool, struct pool_task *t);
 
+/*
+ * Runs at most `max_running` tasks at once on exec (0 = one per online
+ * core) with room for `queue_max` tasks waiting for a turn. exec and loop
+ * must outlive the pool. Caller frees with pool_free() (accepts NULL).
+ */
+struct pool *pool_new(struct loop *loop, struct exec *exec, unsigned max_running, size_t queue_max);
+/*
+ * Stops taking tasks (pool_submit() returns -ESHUTDOWN from now on) and
+ * waits (called from the loop thread, not from a task) until every task
+ * taken ran its work and posted its done to the loop; the caller then runs
+ * the loop's posted nodes to deliver them. The pool stays valid, so a done
+ * callback may still call pool_submit() and be refused.
+ */
+void pool_stop(struct pool *pool);
+/* pool_stop(), then frees the pool. */
+void pool_free(struct pool *pool);
+
+/*
+ * Queues t (the caller sets work and done). Returns 0, -EBUSY when
+ * queue_max tasks are already waiting (back-pressure: the caller refuses
+ * the request), or -ESHUTDOWN while the pool is being freed. On error
+ * neither callback runs and the caller keeps t.
+ */
+int pool_submit(struct pool *pool, struct pool_task *t);
+
+/* The cap of tasks running at once. */
 unsigned pool_workers(const struct pool *pool);
-/* Jobs waiting for a worker (not counting those running). */
+/* Tasks waiting for a turn (not counting those running). */
 size_t pool_queued(struct pool *pool);
+
+/*
+ * The parallel-for that planners get (solvers/ocs_pool.h): it runs on the
+ * same executor, at most pool_workers() threads wide, and helps while it
+ * waits, so a planner task may use it without deadlocking the executor.
+ * Valid until pool_free().
+ */
+const struct ocs_pool *pool_solver_pool(const struct pool *pool);
 
 #endif

@@ -1,16 +1,16 @@
 /*
  * reconcile.c - implementation of reconcile.h.
  *
- * A pass: a coordinator thread starts up to RECON_THREADS readers that take
+ * A pass: up to RECON_READERS reader tasks on the daemon's executor take
  * devices from a shared counter and read each one's running datastore; the
- * coordinator posts the pass back to the loop, which compares each read
- * with the device's run of the fabric state (dev_compare; unless the state
- * changed meanwhile) and reports.
+ * last reader to finish posts the pass back to the loop (a node embedded in
+ * struct recon), which compares each read with the device's run of the
+ * fabric state (dev_compare; unless the state changed meanwhile) and
+ * reports. No thread is created.
  */
 #include "reconcile.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,16 +19,26 @@
 
 #include "devices.h"
 #include "fabric_state.h"
+#include "exec.h"
 #include "jobs.h"
 #include "loop.h"
 #include "sb_device.h"
 
-#define RECON_THREADS 8
+#define RECON_READERS 8
+
+struct recon;
+
+struct recon_reader {
+	struct exec_task task;
+	struct recon *r;
+};
 
 struct recon {
 	struct recon_deps d;
-	bool running;       /* loop thread only */
-	pthread_t thread;   /* the coordinator of the running pass */
+	bool running; /* loop thread only */
+	struct recon_reader readers[RECON_READERS];
+	atomic_int readers_left; /* of the running pass; the last one posts done_node */
+	struct loop_node done_node;
 	struct dev_readback *reads; /* by device id */
 	int n_devices;
 	atomic_int next;    /* next device to read */
@@ -48,43 +58,33 @@ struct recon *recon_new(const struct recon_deps *deps)
 	return r;
 }
 
-static void *reader(void *arg)
+static void pass_done(struct loop_node *n);
+
+/*
+ * Reads one device per turn and resubmits itself while devices are left,
+ * so that a thread helping in exec_wait() is held for one read only.
+ */
+static void reader_run(struct exec_task *t)
 {
-	struct recon *r = arg;
+	struct recon *r = OCSD_CONTAINER_OF(t, struct recon_reader, task)->r;
 	int i;
 
-	while (!atomic_load(&r->stop) && (i = atomic_fetch_add(&r->next, 1)) < r->n_devices)
-		dev_read(r->d.devs, i, DEV_ROLE_RECON, &r->reads[i]);
-	return NULL;
+	if (!atomic_load(&r->stop) && (i = atomic_fetch_add(&r->next, 1)) < r->n_devices) {
+		/* dev_read() fills reads[i] in any case (ok false with the error) */
+		(void)dev_read(r->d.devs, i, DEV_ROLE_RECON, &r->reads[i]);
+		exec_submit(r->d.exec, t);
+		return;
+	}
+	if (atomic_fetch_sub(&r->readers_left, 1) == 1)
+		loop_post(r->d.loop, &r->done_node, pass_done);
 }
 
-static void pass_done(void *arg);
-
-static void *coordinator(void *arg)
+static void pass_done(struct loop_node *n)
 {
-	struct recon *r = arg;
-	pthread_t th[RECON_THREADS];
-	int n = r->n_devices < RECON_THREADS ? r->n_devices : RECON_THREADS, started = 0;
-
-	for (int i = 0; i < n; i++)
-		if (pthread_create(&th[i], NULL, reader, r) == 0)
-			started++;
-	if (started == 0)
-		reader(r);
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	while (loop_post(r->d.loop, pass_done, r) == -ENOMEM)
-		;
-	return NULL;
-}
-
-static void pass_done(void *arg)
-{
-	struct recon *r = arg;
+	struct recon *r = OCSD_CONTAINER_OF(n, struct recon, done_node);
 	struct recon_report rep = { 0 };
 	struct timespec now;
 
-	pthread_join(r->thread, NULL);
 	/* The readers are done: the handles are the loop's again. */
 	for (int d = 0; d < r->n_devices && r->d.events.device_read && !atomic_load(&r->stop); d++)
 		r->d.events.device_read(r->d.events.ctx, d, r->reads[d].ok,
@@ -129,6 +129,8 @@ static void pass_done(void *arg)
 
 int recon_start(struct recon *r)
 {
+	int n = r->n_devices < RECON_READERS ? r->n_devices : RECON_READERS;
+
 	if (r->running)
 		return -EBUSY;
 	r->reads = calloc((size_t)r->n_devices + 1, sizeof(*r->reads));
@@ -138,11 +140,14 @@ int recon_start(struct recon *r)
 	clock_gettime(CLOCK_MONOTONIC, &r->started);
 	r->generation = fs_generation(r->d.fs);
 	r->running = true;
-	if (pthread_create(&r->thread, NULL, coordinator, r) != 0) {
-		r->running = false;
-		free(r->reads);
-		r->reads = NULL;
-		return -EAGAIN;
+	if (n == 0) {
+		loop_post(r->d.loop, &r->done_node, pass_done);
+		return 0;
+	}
+	atomic_store(&r->readers_left, n);
+	for (int i = 0; i < n; i++) {
+		r->readers[i] = (struct recon_reader){ .task.run = reader_run, .r = r };
+		exec_submit(r->d.exec, &r->readers[i].task);
 	}
 	return 0;
 }
@@ -152,7 +157,7 @@ void recon_free(struct recon *r)
 	if (!r)
 		return;
 	if (r->running) {
-		/* The coordinator posts pass_done to the loop; run it here. */
+		/* The last reader posts pass_done to the loop; run it here. */
 		atomic_store(&r->stop, true);
 		struct timespec ms = { 0, 1000000 };
 

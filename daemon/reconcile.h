@@ -8,7 +8,7 @@
  *
  * A pass uses its own device sessions (handles separate from the ones
  * transactions use, so neither waits for the other); device reads
- * (dev_read) run on worker threads, the comparison (dev_compare, one
+ * (dev_read) run on executor tasks, the comparison (dev_compare, one
  * device's sorted run against its sorted read) on the loop. A pass during
  * which a
  * transaction ran, or the circuits changed, is discarded: store and devices
@@ -23,6 +23,7 @@
 #include <stddef.h>
 
 struct devices;
+struct exec;
 struct fs_state;
 struct jm;
 struct loop;
@@ -50,6 +51,7 @@ struct recon_events {
 
 struct recon_deps {
 	struct loop *loop;
+	struct exec *exec; /* runs the device reads */
 	struct fs_state *fs;
 	struct jm *jm;
 	struct devices *devs; /* read through their DEV_ROLE_RECON handles */
@@ -61,7 +63,7 @@ struct recon;
 /* Caller frees with recon_free() (accepts NULL; waits for a running pass). */
 struct recon *recon_new(const struct recon_deps *deps);
 void recon_free(struct recon *r);
-/* Starts a pass. 0, -EBUSY while a pass is running, or -ENOMEM / -EAGAIN. */
+/* Starts a pass. 0, -EBUSY while a pass is running, or -ENOMEM. */
 int recon_start(struct recon *r);
 
 #endif

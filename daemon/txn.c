@@ -46,6 +46,7 @@ struct txn {
 	struct sb_txn_hooks hooks;
 	struct sb_txn_options opts;
 	struct sb_txn_handle *handle;
+	struct loop_node done_node; /* posts on_loop_done to the loop */
 };
 
 struct txn_driver *txn_driver_new(const struct txn_deps *deps)
@@ -210,9 +211,9 @@ static int copy_change(struct txn *tx, const struct txn_change *c)
 
 static void finish(struct txn *tx, const struct sb_txn_result *r);
 
-static void on_loop_done(void *arg)
+static void on_loop_done(struct loop_node *n)
 {
-	struct txn *tx = arg;
+	struct txn *tx = OCSD_CONTAINER_OF(n, struct txn, done_node);
 	struct sb_txn_result r = { .outcome = SB_TXN_COMMITTED };
 
 	if (sb_txn_join(tx->handle, &r) != 0)
@@ -227,8 +228,7 @@ static void on_engine_done(void *arg, const struct sb_txn_result *r)
 	struct txn *tx = arg;
 
 	(void)r;
-	while (loop_post(tx->drv->d.loop, on_loop_done, tx) == -ENOMEM)
-		;
+	loop_post(tx->drv->d.loop, &tx->done_node, on_loop_done);
 }
 
 int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *arg, char *why,

@@ -48,6 +48,18 @@
  *      session).
  *  I7. persist_outcome runs exactly once for every transaction that got
  *      past the plan check, after the last device I/O.
+ *
+ * Threads: continuations, not waits. Everything runs as tasks on the
+ * engine's executor (sb_exec.h) and no task ever waits for another, so the
+ * executor cannot deadlock whatever its thread count. sb_engine_start()
+ * submits the transaction's first task (plan check, intent hook). A step
+ * submits one task per device (each dev_ctx embeds its task); every task
+ * decrements the step's `remaining`, and the one that brings it to zero
+ * runs step_done(), which applies the diagram above and submits the next
+ * step, the rollback, or ends the transaction (persist_outcome, then the
+ * owner's callback). So hooks run on whichever executor thread finished a
+ * step, one at a time per transaction. sb_engine_run() is sb_engine_start()
+ * plus a wait on a condition variable, for callers outside the executor.
  */
 #include "sb_txn.h"
 
@@ -58,104 +70,40 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- pool: fixed threads, one FIFO of jobs, a latch per step ----------- */
+#include "sb_exec.h"
 
-struct latch {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	size_t remaining;
-};
-
-struct job {
-	void (*fn)(void *arg);
-	void *arg;
-	struct latch *latch;
-};
+/* ---- engine ------------------------------------------------------------ */
 
 struct sb_engine {
-	pthread_mutex_t mu; /* guards queue, head, len, stop */
-	pthread_cond_t cv;
-	struct job *queue;
-	size_t cap, head, len;
-	bool stop;
-	pthread_t *threads;
-	int n_threads;
+	struct sb_executor x;
+	struct sb_exec_pool *own; /* the engine's own pool, or NULL */
 	struct sb_txn_counters counters;
 };
 
-static void latch_done(struct latch *l)
+int sb_engine_new_on(const struct sb_executor *x, struct sb_engine **out)
 {
-	pthread_mutex_lock(&l->mu);
-	if (--l->remaining == 0)
-		pthread_cond_broadcast(&l->cv);
-	pthread_mutex_unlock(&l->mu);
-}
-
-static void *pool_main(void *arg)
-{
-	struct sb_engine *e = arg;
-	for (;;) {
-		pthread_mutex_lock(&e->mu);
-		while (!e->len && !e->stop)
-			pthread_cond_wait(&e->cv, &e->mu);
-		if (!e->len && e->stop) {
-			pthread_mutex_unlock(&e->mu);
-			break;
-		}
-		struct job j = e->queue[e->head];
-		e->head = (e->head + 1) % e->cap;
-		e->len--;
-		pthread_mutex_unlock(&e->mu);
-		j.fn(j.arg);
-		latch_done(j.latch);
-	}
-	return NULL;
-}
-
-static int pool_submit(struct sb_engine *e, void (*fn)(void *), void *arg, struct latch *l)
-{
-	pthread_mutex_lock(&e->mu);
-	if (e->len == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 256;
-		struct job *q = malloc(cap * sizeof(*q));
-		if (!q) {
-			pthread_mutex_unlock(&e->mu);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < e->len; i++)
-			q[i] = e->queue[(e->head + i) % e->cap];
-		free(e->queue);
-		e->queue = q;
-		e->cap = cap;
-		e->head = 0;
-	}
-	e->queue[(e->head + e->len) % e->cap] = (struct job){fn, arg, l};
-	e->len++;
-	pthread_cond_signal(&e->cv);
-	pthread_mutex_unlock(&e->mu);
+	if (!x || !x->submit)
+		return -EINVAL;
+	struct sb_engine *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->x = *x;
+	*out = e;
 	return 0;
 }
 
 int sb_engine_new(int threads, struct sb_engine **out)
 {
-	if (threads < 1 || threads > 1024)
-		return -EINVAL;
-	struct sb_engine *e = calloc(1, sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	pthread_mutex_init(&e->mu, NULL);
-	pthread_cond_init(&e->cv, NULL);
-	e->threads = calloc((size_t)threads, sizeof(pthread_t));
-	for (int i = 0; i < threads; i++) {
-		if (pthread_create(&e->threads[i], NULL, pool_main, e))
-			break;
-		e->n_threads++;
+	struct sb_exec_pool *p;
+	int rc = sb_exec_pool_new(threads, &p);
+	if (rc)
+		return rc;
+	struct sb_executor x = sb_exec_pool_executor(p);
+	if ((rc = sb_engine_new_on(&x, out))) {
+		sb_exec_pool_free(p);
+		return rc;
 	}
-	if (e->n_threads == 0) {
-		sb_engine_free(e);
-		return -EAGAIN;
-	}
-	*out = e;
+	(*out)->own = p;
 	return 0;
 }
 
@@ -163,16 +111,7 @@ void sb_engine_free(struct sb_engine *e)
 {
 	if (!e)
 		return;
-	pthread_mutex_lock(&e->mu);
-	e->stop = true;
-	pthread_cond_broadcast(&e->cv);
-	pthread_mutex_unlock(&e->mu);
-	for (int i = 0; i < e->n_threads; i++)
-		pthread_join(e->threads[i], NULL);
-	free(e->threads);
-	free(e->queue);
-	pthread_cond_destroy(&e->cv);
-	pthread_mutex_destroy(&e->mu);
+	sb_exec_pool_free(e->own);
 	free(e);
 }
 
@@ -218,6 +157,7 @@ void sb_txn_result_clear(struct sb_txn_result *r)
 struct txn;
 
 struct dev_ctx {
+	struct sb_exec_task task; /* runs t->step_fn on this device */
 	struct txn *t;
 	size_t index;
 	struct sb_device *dev;
@@ -240,8 +180,17 @@ struct dev_ctx {
 struct txn {
 	struct sb_engine *e;
 	const struct sb_txn_plan *plan;
+	const struct sb_txn_hooks *hooks;
 	struct sb_txn_options opts;
 	struct dev_ctx *devs;
+	struct sb_txn_result *r;
+	struct sb_exec_task start; /* the first task: txn_begin() */
+	enum sb_txn_step step;     /* the step whose device tasks run */
+	void (*step_fn)(void *dev_ctx);
+	atomic_size_t remaining; /* device tasks of the step still running */
+	int64_t t_start, t_step;
+	/* The owner's continuation, called last; the txn is the owner's again. */
+	void (*finished)(struct txn *t);
 };
 
 static int cmp_xc(const void *a, const void *b)
@@ -550,28 +499,44 @@ static void job_rollback(void *arg)
 	d->res->outcome = SB_DEV_ROLLED_BACK;
 }
 
-/* Runs fn on every device in parallel; returns how many failed (d->ok). */
-static size_t run_step(struct txn *t, void (*fn)(void *))
+static void step_done(struct txn *t);
+
+static void dev_task_run(struct sb_exec_task *x)
+{
+	struct dev_ctx *d = (struct dev_ctx *)x; /* task is the first member */
+	struct txn *t = d->t;
+
+	t->step_fn(d);
+	/* The last device of the step moves the transaction on; the others
+	 * must not touch t afterwards (it may be finished and freed). */
+	if (atomic_fetch_sub(&t->remaining, 1) == 1)
+		step_done(t);
+}
+
+/* Runs fn on every device in parallel; step_done() follows the last one. */
+static void launch_step(struct txn *t, enum sb_txn_step step, void (*fn)(void *))
 {
 	size_t n = t->plan->n_devices;
-	struct latch l = {.remaining = n};
-	pthread_mutex_init(&l.mu, NULL);
-	pthread_cond_init(&l.cv, NULL);
-	for (size_t i = 0; i < n; i++) {
-		t->devs[i].ok = true;
-		if (pool_submit(t->e, fn, &t->devs[i], &l)) {
-			fn(&t->devs[i]); /* out of memory: run inline */
-			latch_done(&l);
-		}
-	}
-	pthread_mutex_lock(&l.mu);
-	while (l.remaining)
-		pthread_cond_wait(&l.cv, &l.mu);
-	pthread_mutex_unlock(&l.mu);
-	pthread_cond_destroy(&l.cv);
-	pthread_mutex_destroy(&l.mu);
-	size_t failed = 0;
+	struct dev_ctx *devs = t->devs;
+	struct sb_executor x = t->e->x;
+
+	t->step = step;
+	t->step_fn = fn;
+	t->t_step = sb_now_ms();
+	atomic_store(&t->remaining, n);
 	for (size_t i = 0; i < n; i++)
+		devs[i].ok = true;
+	/* Only locals after the first submit: the last task may end t. */
+	for (size_t i = 0; i < n; i++) {
+		devs[i].task.run = dev_task_run;
+		x.submit(x.ctx, &devs[i].task);
+	}
+}
+
+static size_t failed_devices(const struct txn *t)
+{
+	size_t failed = 0;
+	for (size_t i = 0; i < t->plan->n_devices; i++)
 		failed += !t->devs[i].ok;
 	return failed;
 }
@@ -656,12 +621,18 @@ static const struct sb_txn_device_result *first_failure(const struct sb_txn_resu
 	return NULL;
 }
 
-static void roll_back_all(struct txn *t, struct sb_txn_result *r, enum sb_txn_step failed)
+static void roll_back_all(struct txn *t, enum sb_txn_step failed)
 {
-	int64_t t0 = sb_now_ms();
-	r->failed_step = failed;
-	run_step(t, job_rollback);
-	r->step_ms[SB_STEP_ROLLBACK] = sb_now_ms() - t0;
+	t->r->failed_step = failed;
+	launch_step(t, SB_STEP_ROLLBACK, job_rollback);
+}
+
+/* After the rollback step: the outcome and its summary. */
+static void rollback_done(struct txn *t)
+{
+	struct sb_txn_result *r = t->r;
+	enum sb_txn_step failed = r->failed_step;
+	r->step_ms[SB_STEP_ROLLBACK] = sb_now_ms() - t->t_step;
 	bool proven = true;
 	for (size_t i = 0; i < r->n_devices; i++) {
 		struct dev_ctx *d = &t->devs[i];
@@ -679,145 +650,185 @@ static void roll_back_all(struct txn *t, struct sb_txn_result *r, enum sb_txn_st
 		 proven ? "; every device rolled back" : "; ROLLBACK NOT PROVEN on some device");
 }
 
-int sb_engine_run(struct sb_engine *e, const struct sb_txn_plan *plan,
-		  const struct sb_txn_hooks *hooks, const struct sb_txn_options *opts,
-		  struct sb_txn_result *r)
+/* The outcome is known: counters, persist_outcome (unless refused), owner. */
+static void txn_end(struct txn *t, bool persist)
 {
-	memset(r, 0, sizeof(*r));
-	if (check_plan(plan))
-		return -EINVAL;
-	int64_t t_start = sb_now_ms();
-	struct txn t = {.e = e, .plan = plan};
-	if (opts)
-		t.opts = *opts;
-	if (t.opts.confirm_timeout_s <= 0)
-		t.opts.confirm_timeout_s = 30;
-	if (t.opts.verify_timeout_ms <= 0)
-		t.opts.verify_timeout_ms = 2000;
-	if (t.opts.connect_timeout_ms <= 0)
-		t.opts.connect_timeout_ms = 3000;
-	if (t.opts.rollback_timeout_ms <= 0)
-		t.opts.rollback_timeout_ms = 10000;
-	size_t n = plan->n_devices;
-	r->n_devices = n;
-	r->devices = calloc(n, sizeof(*r->devices));
-	t.devs = calloc(n, sizeof(*t.devs));
-	if (!r->devices || !t.devs) {
-		free(t.devs);
-		sb_txn_result_clear(r);
-		return -ENOMEM;
+	struct sb_txn_result *r = t->r;
+	finish_result(t, r);
+	r->total_ms = sb_now_ms() - t->t_start;
+	if (persist && t->hooks && t->hooks->persist_outcome)
+		t->hooks->persist_outcome(t->hooks->arg, t->plan, r);
+	r->total_ms = sb_now_ms() - t->t_start;
+	for (size_t i = 0; i < t->plan->n_devices; i++) {
+		free((void *)t->devs[i].target);
+		free(t->devs[i].pre);
+		free(t->devs[i].readback);
 	}
-	atomic_fetch_add(&e->counters.started, 1);
-	for (size_t i = 0; i < n; i++) {
-		struct dev_ctx *d = &t.devs[i];
-		d->t = &t;
-		d->index = i;
-		d->dev = plan->devices[i].dev;
-		d->n_target = plan->devices[i].n_target;
-		d->target = malloc((d->n_target ? d->n_target : 1) * sizeof(struct sb_xc));
-		if (d->target) {
-			memcpy((void *)d->target, plan->devices[i].target,
-			       d->n_target * sizeof(struct sb_xc));
-			qsort((void *)d->target, d->n_target, sizeof(struct sb_xc), cmp_xc);
-		}
-		d->res = &r->devices[i];
-	}
+	free(t->devs);
+	t->devs = NULL;
+	t->finished(t);
+}
 
-	/* step 0: the plan passes the independent checker, the intent is saved */
+/* The last device task of a step finished: the diagram's next arrow. */
+static void step_done(struct txn *t)
+{
+	struct sb_txn_result *r = t->r;
+	size_t failed = failed_devices(t);
+	char why[256] = "";
+
+	switch (t->step) {
+	case SB_STEP_PREPARE:
+	case SB_STEP_COMMIT:
+		r->step_ms[t->step] = sb_now_ms() - t->t_step;
+		if (failed)
+			roll_back_all(t, t->step);
+		else if (t->step == SB_STEP_PREPARE)
+			launch_step(t, SB_STEP_COMMIT, job_commit);
+		else
+			launch_step(t, SB_STEP_VERIFY, job_verify);
+		return;
+	case SB_STEP_VERIFY:
+		if (!failed && verify_cb(t, t->hooks, SB_VERIFY_READBACK, why, sizeof(why))) {
+			r->step_ms[SB_STEP_VERIFY] = sb_now_ms() - t->t_step;
+			/* the checker judges the fabric, not one device: blame the first */
+			fail_dev_msg(&t->devs[0], SB_STEP_VERIFY, "l2-check", -EPROTO, why);
+			roll_back_all(t, SB_STEP_VERIFY);
+			return;
+		}
+		r->step_ms[SB_STEP_VERIFY] = sb_now_ms() - t->t_step;
+		if (failed)
+			roll_back_all(t, SB_STEP_VERIFY);
+		else
+			launch_step(t, SB_STEP_CONFIRM, job_confirm);
+		return;
+	case SB_STEP_CONFIRM:
+		r->step_ms[SB_STEP_CONFIRM] = sb_now_ms() - t->t_step;
+		if (failed) {
+			roll_back_all(t, SB_STEP_CONFIRM);
+			return;
+		}
+		r->outcome = SB_TXN_COMMITTED;
+		for (size_t i = 0; i < r->n_devices; i++)
+			r->devices[i].outcome = SB_DEV_CONFIRMED;
+		snprintf(r->message, sizeof(r->message), "committed on %zu device(s)",
+			 r->n_devices);
+		txn_end(t, true);
+		return;
+	case SB_STEP_ROLLBACK:
+		rollback_done(t);
+		txn_end(t, true);
+		return;
+	default: /* no device step runs in the other states */
+		return;
+	}
+}
+
+/* The first task: step 0, the plan passes the independent checker and the
+ * intent is saved; then step 1 starts. */
+static void txn_begin(struct sb_exec_task *x)
+{
+	struct txn *t = (struct txn *)((char *)x - offsetof(struct txn, start));
+	struct sb_txn_result *r = t->r;
+	const struct sb_txn_hooks *hooks = t->hooks;
 	char why[256] = "";
 	int64_t t0 = sb_now_ms();
-	if (verify_cb(&t, hooks, SB_VERIFY_PLAN, why, sizeof(why))) {
+
+	if (verify_cb(t, hooks, SB_VERIFY_PLAN, why, sizeof(why))) {
 		r->outcome = SB_TXN_REFUSED;
 		r->failed_step = SB_STEP_PLAN;
 		snprintf(r->message, sizeof(r->message), "plan refused by the checker: %s", why);
-	} else if (hooks && hooks->persist_intent && hooks->persist_intent(hooks->arg, plan)) {
+	} else if (hooks && hooks->persist_intent && hooks->persist_intent(hooks->arg, t->plan)) {
 		r->outcome = SB_TXN_REFUSED;
 		r->failed_step = SB_STEP_PLAN;
 		snprintf(r->message, sizeof(r->message), "the intent could not be persisted");
 	}
 	r->step_ms[SB_STEP_PLAN] = sb_now_ms() - t0;
-	if (r->outcome == SB_TXN_REFUSED) {
-		finish_result(&t, r);
-		goto out_no_hook;
-	}
+	if (r->outcome == SB_TXN_REFUSED)
+		txn_end(t, false);
+	else
+		launch_step(t, SB_STEP_PREPARE, job_prepare);
+}
 
-	/* steps 1..4 */
-	t0 = sb_now_ms();
-	size_t failed = run_step(&t, job_prepare);
-	r->step_ms[SB_STEP_PREPARE] = sb_now_ms() - t0;
-	if (failed) {
-		roll_back_all(&t, r, SB_STEP_PREPARE);
-		goto out;
+/*
+ * Checks the plan and builds the transaction into t (t->e, finished and r
+ * set by the caller); on success the caller submits t->start.
+ */
+static int txn_setup(struct txn *t, const struct sb_txn_plan *plan,
+		     const struct sb_txn_hooks *hooks, const struct sb_txn_options *opts)
+{
+	struct sb_txn_result *r = t->r;
+	memset(r, 0, sizeof(*r));
+	if (check_plan(plan))
+		return -EINVAL;
+	t->t_start = sb_now_ms();
+	t->plan = plan;
+	t->hooks = hooks;
+	if (opts)
+		t->opts = *opts;
+	if (t->opts.confirm_timeout_s <= 0)
+		t->opts.confirm_timeout_s = 30;
+	if (t->opts.verify_timeout_ms <= 0)
+		t->opts.verify_timeout_ms = 2000;
+	if (t->opts.connect_timeout_ms <= 0)
+		t->opts.connect_timeout_ms = 3000;
+	if (t->opts.rollback_timeout_ms <= 0)
+		t->opts.rollback_timeout_ms = 10000;
+	size_t n = plan->n_devices;
+	r->n_devices = n;
+	r->devices = calloc(n, sizeof(*r->devices));
+	t->devs = calloc(n, sizeof(*t->devs));
+	if (!r->devices || !t->devs) {
+		free(t->devs);
+		t->devs = NULL;
+		sb_txn_result_clear(r);
+		return -ENOMEM;
 	}
-	t0 = sb_now_ms();
-	failed = run_step(&t, job_commit);
-	r->step_ms[SB_STEP_COMMIT] = sb_now_ms() - t0;
-	if (failed) {
-		roll_back_all(&t, r, SB_STEP_COMMIT);
-		goto out;
-	}
-	t0 = sb_now_ms();
-	failed = run_step(&t, job_verify);
-	if (!failed && verify_cb(&t, hooks, SB_VERIFY_READBACK, why, sizeof(why))) {
-		r->step_ms[SB_STEP_VERIFY] = sb_now_ms() - t0;
-		/* the checker judges the fabric, not one device: blame the first */
-		fail_dev_msg(&t.devs[0], SB_STEP_VERIFY, "l2-check", -EPROTO, why);
-		roll_back_all(&t, r, SB_STEP_VERIFY);
-		goto out;
-	}
-	r->step_ms[SB_STEP_VERIFY] = sb_now_ms() - t0;
-	if (failed) {
-		roll_back_all(&t, r, SB_STEP_VERIFY);
-		goto out;
-	}
-	t0 = sb_now_ms();
-	failed = run_step(&t, job_confirm);
-	r->step_ms[SB_STEP_CONFIRM] = sb_now_ms() - t0;
-	if (failed) {
-		roll_back_all(&t, r, SB_STEP_CONFIRM);
-		goto out;
-	}
-	r->outcome = SB_TXN_COMMITTED;
-	for (size_t i = 0; i < n; i++)
-		r->devices[i].outcome = SB_DEV_CONFIRMED;
-	snprintf(r->message, sizeof(r->message), "committed on %zu device(s)", n);
-out:
-	finish_result(&t, r);
-	r->total_ms = sb_now_ms() - t_start;
-	if (hooks && hooks->persist_outcome)
-		hooks->persist_outcome(hooks->arg, plan, r);
-out_no_hook:
-	r->total_ms = sb_now_ms() - t_start;
 	for (size_t i = 0; i < n; i++) {
-		free((void *)t.devs[i].target);
-		free(t.devs[i].pre);
-		free(t.devs[i].readback);
+		struct dev_ctx *d = &t->devs[i];
+		d->t = t;
+		d->index = i;
+		d->dev = plan->devices[i].dev;
+		d->n_target = plan->devices[i].n_target;
+		d->target = malloc((d->n_target ? d->n_target : 1) * sizeof(struct sb_xc));
+		if (!d->target) {
+			for (size_t k = 0; k < i; k++)
+				free((void *)t->devs[k].target);
+			free(t->devs);
+			t->devs = NULL;
+			sb_txn_result_clear(r);
+			return -ENOMEM;
+		}
+		memcpy((void *)d->target, plan->devices[i].target,
+		       d->n_target * sizeof(struct sb_xc));
+		qsort((void *)d->target, d->n_target, sizeof(struct sb_xc), cmp_xc);
+		d->res = &r->devices[i];
 	}
-	free(t.devs);
+	atomic_fetch_add(&t->e->counters.started, 1);
+	t->start.run = txn_begin;
 	return 0;
 }
 
-/* ---- asynchronous form ---------------------------------------------------- */
+/* ---- the owner's side: a handle, a callback, and the blocking form -------- */
 
 struct sb_txn_handle {
-	pthread_t thread;
-	struct sb_engine *e;
-	const struct sb_txn_plan *plan;
-	const struct sb_txn_hooks *hooks;
-	const struct sb_txn_options *opts;
+	struct txn t;
+	struct sb_txn_result result;
 	void (*done)(void *arg, const struct sb_txn_result *r);
 	void *done_arg;
-	struct sb_txn_result result;
-	int rc;
+	pthread_mutex_t mu; /* guards finished */
+	pthread_cond_t cv;
+	bool finished;
 };
 
-static void *txn_thread(void *arg)
+static void handle_finished(struct txn *t)
 {
-	struct sb_txn_handle *h = arg;
-	h->rc = sb_engine_run(h->e, h->plan, h->hooks, h->opts, &h->result);
+	struct sb_txn_handle *h = (struct sb_txn_handle *)t; /* t is the first member */
 	if (h->done)
 		h->done(h->done_arg, &h->result);
-	return NULL;
+	pthread_mutex_lock(&h->mu);
+	h->finished = true;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
 }
 
 int sb_engine_start(struct sb_engine *e, const struct sb_txn_plan *plan,
@@ -828,21 +839,45 @@ int sb_engine_start(struct sb_engine *e, const struct sb_txn_plan *plan,
 	struct sb_txn_handle *h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	*h = (struct sb_txn_handle){.e = e, .plan = plan, .hooks = hooks, .opts = opts,
-				    .done = done, .done_arg = done_arg};
-	if (pthread_create(&h->thread, NULL, txn_thread, h)) {
+	h->t.e = e;
+	h->t.r = &h->result;
+	h->t.finished = handle_finished;
+	h->done = done;
+	h->done_arg = done_arg;
+	int rc = txn_setup(&h->t, plan, hooks, opts);
+	if (rc) {
 		free(h);
-		return -EAGAIN;
+		return rc;
 	}
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
 	*out = h;
+	e->x.submit(e->x.ctx, &h->t.start);
 	return 0;
 }
 
 int sb_txn_join(struct sb_txn_handle *h, struct sb_txn_result *result)
 {
-	pthread_join(h->thread, NULL);
-	int rc = h->rc;
+	pthread_mutex_lock(&h->mu);
+	while (!h->finished)
+		pthread_cond_wait(&h->cv, &h->mu);
+	pthread_mutex_unlock(&h->mu);
 	*result = h->result;
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
 	free(h);
-	return rc;
+	return 0;
+}
+
+int sb_engine_run(struct sb_engine *e, const struct sb_txn_plan *plan,
+		  const struct sb_txn_hooks *hooks, const struct sb_txn_options *opts,
+		  struct sb_txn_result *r)
+{
+	struct sb_txn_handle *h;
+	int rc = sb_engine_start(e, plan, hooks, opts, NULL, NULL, &h);
+	if (rc) {
+		memset(r, 0, sizeof(*r));
+		return rc;
+	}
+	return sb_txn_join(h, r);
 }

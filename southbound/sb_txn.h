@@ -20,21 +20,28 @@
  *      the confirmed commit, or a compensating edit from the pre-image) and
  *      reads every device back again. persist_outcome runs last.
  *
- * Threads: an engine owns a pool of I/O threads; each step runs one job
- * per device on the pool, so device I/O is parallel and every RPC has the
- * device's deadline (sb_device.h). sb_engine_run() blocks the calling
- * thread until the outcome is known; sb_engine_start() runs the same in a
- * new thread, calls `done` from that thread, and sb_txn_join() returns the
- * result. Several transactions may run at once on one engine if they touch
- * disjoint devices (a device is used by one transaction at a time: the
- * caller guarantees it). Hooks and the verify callback are called from the
- * transaction's thread, never from two threads at once for one
- * transaction. Counters are atomics.
+ * Threads: an engine runs on an executor (sb_exec.h): the caller's, passed
+ * to sb_engine_new_on() the way hiredis takes the caller's loop (the
+ * daemon passes its one executor), or a small pool of its own from
+ * sb_engine_new() for tools and tests. It creates no thread per
+ * transaction: each step runs one task per device, so device I/O is
+ * parallel and every RPC has the device's deadline (sb_device.h), and the
+ * last task of a step starts the next (no task waits for another).
+ * sb_engine_start() queues the transaction and returns; `done` is called
+ * from an executor thread, and sb_txn_join() returns the result.
+ * sb_engine_run() blocks the calling thread until the outcome is known: it
+ * must not be called from a task of the engine's own executor. Several
+ * transactions may run at once on one engine if they touch disjoint
+ * devices (a device is used by one transaction at a time: the caller
+ * guarantees it). Hooks and the verify callback are called from executor
+ * threads, never from two threads at once for one transaction. Counters
+ * are atomics.
  */
 #ifndef OCS_SB_TXN_H
 #define OCS_SB_TXN_H
 
 #include "sb_device.h"
+#include "sb_exec.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -155,9 +162,14 @@ struct sb_txn_counters {
 struct sb_engine;
 struct sb_txn_handle;
 
-/* threads: size of the I/O pool (1..1024). Free with sb_engine_free(). */
+/*
+ * An engine on the caller's executor (copied; what it points to must
+ * outlive the engine). Free with sb_engine_free(). 0, -EINVAL, -ENOMEM.
+ */
+int sb_engine_new_on(const struct sb_executor *x, struct sb_engine **out);
+/* An engine on a pool of its own of `threads` threads (1..1024). */
 int sb_engine_new(int threads, struct sb_engine **out);
-/* Waits for the pool to stop; no transaction may be running. Accepts NULL. */
+/* No transaction may be running; stops the engine's own pool. Accepts NULL. */
 void sb_engine_free(struct sb_engine *e);
 const struct sb_txn_counters *sb_engine_counters(const struct sb_engine *e);
 
@@ -172,14 +184,17 @@ int sb_engine_run(struct sb_engine *e, const struct sb_txn_plan *plan,
 		  struct sb_txn_result *result);
 
 /*
- * Same, in a new thread. plan, its arrays, hooks and opts must stay valid
- * until done() is called / sb_txn_join() returns. done may be NULL.
+ * Same, as tasks on the engine's executor: returns at once (-EINVAL for a
+ * malformed plan or -ENOMEM, with nothing started). plan, its arrays and
+ * hooks must stay valid until done() is called / sb_txn_join() returns
+ * (opts is copied). done may be NULL; it runs on an executor thread, after
+ * which *out may be joined.
  */
 int sb_engine_start(struct sb_engine *e, const struct sb_txn_plan *plan,
 		    const struct sb_txn_hooks *hooks, const struct sb_txn_options *opts,
 		    void (*done)(void *arg, const struct sb_txn_result *r), void *done_arg,
 		    struct sb_txn_handle **out);
-/* Waits for the transaction; moves its result into *result; frees h. */
+/* Waits for the transaction; moves its result into *result; frees h. Returns 0. */
 int sb_txn_join(struct sb_txn_handle *h, struct sb_txn_result *result);
 
 #endif

@@ -1,8 +1,12 @@
 /*
  * test_loop_pool.c - unit tests of the event loop hand-off (daemon/loop.c)
  * and the solver pool (daemon/pool.c): posts from many threads all run on
- * the loop thread in per-thread order, nothing posted is lost at shutdown,
- * pool back-pressure, and every pool job's completion runs on the loop.
+ * the loop thread in per-thread order, posting has no failure path and
+ * nothing posted is lost at shutdown (nodes posted while loop_free drains
+ * included), pool back-pressure with -EBUSY at exactly max_running +
+ * queue_max, every pool task's completion runs on the loop, pool_free
+ * drains and refuses new tasks (-ESHUTDOWN) meanwhile, and a planner's parallel loop inside a pool
+ * task on a 1-thread executor does not deadlock.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,30 +19,38 @@
 
 #include <cmocka.h>
 
+#include "exec.h"
 #include "loop.h"
 #include "pool.h"
 
-#define POSTERS 4
+#define POSTERS	   4
 #define POSTS_EACH 5000
 
 struct shared {
 	struct loop *loop;
 	pthread_t loop_thread;
 	int last_seen[POSTERS]; /* loop thread only */
-	int total;              /* loop thread only */
+	int total;		/* loop thread only */
 	int out_of_order;
 	int wrong_thread;
 };
+
+/* Posting cannot fail: loop_post() returns nothing to check. */
+_Static_assert(__builtin_types_compatible_p(__typeof__(&loop_post),
+					    void (*)(struct loop *, struct loop_node *,
+						     void (*)(struct loop_node *))),
+	       "loop_post has no failure path");
 
 struct msg {
 	struct shared *s;
 	int poster;
 	int seq;
+	struct loop_node node;
 };
 
-static void on_msg(void *arg)
+static void on_msg(struct loop_node *n)
 {
-	struct msg *m = arg;
+	struct msg *m = OCSD_CONTAINER_OF(n, struct msg, node);
 	struct shared *s = m->s;
 
 	if (!pthread_equal(pthread_self(), s->loop_thread))
@@ -63,23 +75,24 @@ static void *poster(void *arg)
 	for (int i = 1; i <= POSTS_EACH; i++) {
 		struct msg *m = malloc(sizeof(*m));
 
-		*m = (struct msg){ p->s, p->id, i };
-		if (loop_post(p->s->loop, on_msg, m) != 0)
+		if (!m)
 			abort();
+		*m = (struct msg){p->s, p->id, i, {0}};
+		loop_post(p->s->loop, &m->node, on_msg);
 	}
 	return NULL;
 }
 
 static void test_posts_from_threads(void **state)
 {
-	struct shared s = { .loop = loop_new() };
+	struct shared s = {.loop = loop_new()};
 	struct poster_arg args[POSTERS];
 	pthread_t th[POSTERS];
 
 	assert_non_null(s.loop);
 	s.loop_thread = pthread_self();
 	for (int i = 0; i < POSTERS; i++) {
-		args[i] = (struct poster_arg){ &s, i };
+		args[i] = (struct poster_arg){&s, i};
 		pthread_create(&th[i], NULL, poster, &args[i]);
 	}
 	assert_int_equal(loop_run(s.loop), 0);
@@ -91,20 +104,36 @@ static void test_posts_from_threads(void **state)
 	loop_free(s.loop);
 }
 
-static void count_up(void *arg)
+struct counted {
+	struct loop *loop;
+	int *ran;
+	int repost; /* times to post itself again from its callback */
+	struct loop_node node;
+};
+
+static void count_up(struct loop_node *n)
 {
-	(*(int *)arg)++;
+	struct counted *c = OCSD_CONTAINER_OF(n, struct counted, node);
+
+	(*c->ran)++;
+	if (c->repost-- > 0)
+		loop_post(c->loop, &c->node, count_up);
 }
 
 static void test_nothing_lost_at_free(void **state)
 {
 	struct loop *loop = loop_new();
+	struct counted c[10];
 	int ran = 0;
 
-	for (int i = 0; i < 10; i++)
-		assert_int_equal(loop_post(loop, count_up, &ran), 0);
-	loop_free(loop); /* never ran: loop_free runs what was queued */
-	assert_int_equal(ran, 10);
+	assert_non_null(loop);
+	for (int i = 0; i < 10; i++) {
+		c[i] = (struct counted){loop, &ran, i == 0 ? 3 : 0, {0}};
+		loop_post(loop, &c[i].node, count_up);
+	}
+	/* Never ran: loop_free runs what was queued, and what that posts. */
+	loop_free(loop);
+	assert_int_equal(ran, 13);
 	loop_free(NULL);
 }
 
@@ -121,6 +150,7 @@ struct pool_test {
 };
 
 struct pool_job {
+	struct pool_task task;
 	struct pool_test *t;
 	uint64_t n;
 	uint64_t result;
@@ -134,9 +164,9 @@ static void gate_wait(struct pool_test *t)
 	pthread_mutex_unlock(&t->mu);
 }
 
-static void work_sum(void *arg)
+static void work_sum(struct pool_task *pt)
 {
-	struct pool_job *j = arg;
+	struct pool_job *j = OCSD_CONTAINER_OF(pt, struct pool_job, task);
 
 	if (pthread_equal(pthread_self(), j->t->loop_thread))
 		j->t->work_on_loop_thread++;
@@ -145,9 +175,9 @@ static void work_sum(void *arg)
 		j->result += i;
 }
 
-static void done_sum(void *arg)
+static void done_sum(struct pool_task *pt)
 {
-	struct pool_job *j = arg;
+	struct pool_job *j = OCSD_CONTAINER_OF(pt, struct pool_job, task);
 	struct pool_test *t = j->t;
 
 	if (!pthread_equal(pthread_self(), t->loop_thread))
@@ -161,33 +191,38 @@ static void done_sum(void *arg)
 
 static void test_pool_backpressure_and_completion(void **state)
 {
-	struct pool_test t = { .loop = loop_new(), .loop_thread = pthread_self() };
+	struct pool_test t = {.loop = loop_new(), .loop_thread = pthread_self()};
+	struct exec *exec = exec_new(4);
 	struct pool *pool;
 	int accepted = 0, refused = 0;
 
 	pthread_mutex_init(&t.mu, NULL);
 	pthread_cond_init(&t.cv, NULL);
-	pool = pool_new(t.loop, 2, 8);
+	assert_non_null(exec);
+	pool = pool_new(t.loop, exec, 2, 8);
 	assert_non_null(pool);
 	assert_int_equal(pool_workers(pool), 2);
-	/* Workers block on the gate: at most 2 running + 8 queued are accepted. */
+	/* Tasks block on the gate: exactly 2 running + 8 queued are accepted,
+	 * although the executor has threads to spare. */
 	for (int i = 0; i < 20; i++) {
 		struct pool_job *j = calloc(1, sizeof(*j));
 		int rc;
 
-		*j = (struct pool_job){ &t, 1000 + (uint64_t)i, 0 };
-		rc = pool_submit(pool, work_sum, done_sum, j);
+		assert_non_null(j);
+		*j = (struct pool_job){
+			{.work = work_sum, .done = done_sum}, &t, 1000 + (uint64_t)i, 0};
+		rc = pool_submit(pool, &j->task);
 		if (rc == 0) {
 			accepted++;
 		} else {
-			assert_int_equal(rc, -EAGAIN);
+			assert_int_equal(rc, -EBUSY);
 			refused++;
 			free(j);
 		}
-		usleep(2000); /* let a worker pick the first jobs up */
 	}
-	assert_true(accepted >= 8 && accepted <= 10);
-	assert_int_equal(accepted + refused, 20);
+	assert_int_equal(accepted, 10);
+	assert_int_equal(refused, 10);
+	assert_int_equal(pool_queued(pool), 8);
 	t.expected = accepted;
 	pthread_mutex_lock(&t.mu);
 	t.gate_open = 1;
@@ -200,6 +235,7 @@ static void test_pool_backpressure_and_completion(void **state)
 	assert_int_equal(pool_queued(pool), 0);
 	pool_free(pool);
 	loop_free(t.loop);
+	exec_free(exec);
 	pthread_cond_destroy(&t.cv);
 	pthread_mutex_destroy(&t.mu);
 	pool_free(NULL);
@@ -207,23 +243,122 @@ static void test_pool_backpressure_and_completion(void **state)
 
 static void test_pool_free_drains(void **state)
 {
-	struct pool_test t = { .loop = loop_new(), .loop_thread = pthread_self(), .gate_open = 1,
-			       .expected = -1 };
-	struct pool *pool = pool_new(t.loop, 1, 100);
+	struct pool_test t = {
+		.loop = loop_new(), .loop_thread = pthread_self(), .gate_open = 1, .expected = -1};
+	struct exec *exec = exec_new(2);
+	struct pool *pool = pool_new(t.loop, exec, 1, 100);
 
 	pthread_mutex_init(&t.mu, NULL);
 	pthread_cond_init(&t.cv, NULL);
+	assert_non_null(pool);
 	for (int i = 0; i < 50; i++) {
 		struct pool_job *j = calloc(1, sizeof(*j));
 
-		*j = (struct pool_job){ &t, 10000, 0 };
-		assert_int_equal(pool_submit(pool, work_sum, done_sum, j), 0);
+		assert_non_null(j);
+		*j = (struct pool_job){{.work = work_sum, .done = done_sum}, &t, 10000, 0};
+		assert_int_equal(pool_submit(pool, &j->task), 0);
 	}
-	pool_free(pool);    /* every queued job's work runs ... */
-	loop_free(t.loop);  /* ... and every completion is delivered */
+	pool_free(pool);   /* every queued task's work runs ... */
+	loop_free(t.loop); /* ... and every completion is delivered */
 	assert_int_equal(t.done, 50);
+	exec_free(exec);
 	pthread_cond_destroy(&t.cv);
 	pthread_mutex_destroy(&t.mu);
+}
+
+static void *free_pool(void *arg)
+{
+	pool_free(arg);
+	return NULL;
+}
+
+/* While pool_free() waits for a running task, new tasks are refused. */
+static void test_pool_refuses_while_freed(void **state)
+{
+	struct pool_test t = {.loop = loop_new(), .loop_thread = pthread_self(), .expected = -1};
+	struct exec *exec = exec_new(2);
+	struct pool *pool = pool_new(t.loop, exec, 1, 0);
+	struct pool_job *running = calloc(1, sizeof(*running));
+	struct pool_job late = {.task = {.work = work_sum, .done = done_sum}, .t = &t};
+	pthread_t freer;
+	int rc = 0;
+
+	pthread_mutex_init(&t.mu, NULL);
+	pthread_cond_init(&t.cv, NULL);
+	assert_non_null(pool);
+	assert_non_null(running);
+	*running =
+		(struct pool_job){.task = {.work = work_sum, .done = done_sum}, .t = &t, .n = 10};
+	assert_int_equal(pool_submit(pool, &running->task), 0);	 /* blocks on the gate */
+	assert_int_equal(pool_submit(pool, &late.task), -EBUSY); /* queue_max 0 */
+	assert_int_equal(pthread_create(&freer, NULL, free_pool, pool), 0);
+	for (int i = 0; i < 5000 && rc != -ESHUTDOWN; i++) {
+		rc = pool_submit(pool, &late.task);
+		assert_true(rc == -EBUSY || rc == -ESHUTDOWN);
+		if (rc != -ESHUTDOWN)
+			usleep(1000);
+	}
+	assert_int_equal(rc, -ESHUTDOWN);
+	pthread_mutex_lock(&t.mu);
+	t.gate_open = 1;
+	pthread_cond_broadcast(&t.cv);
+	pthread_mutex_unlock(&t.mu);
+	pthread_join(freer, NULL); /* the running task finished and posted */
+	loop_free(t.loop);
+	assert_int_equal(t.done, 1); /* the running one only */
+	exec_free(exec);
+	pthread_cond_destroy(&t.cv);
+	pthread_mutex_destroy(&t.mu);
+}
+
+/* A planner task whose parallel loop runs on the same 1-thread executor. */
+struct pfor_job {
+	struct pool_task task;
+	const struct ocs_pool *solver_pool;
+	int hits[1000];
+	int done;
+};
+
+static void square(void *arg, size_t i)
+{
+	struct pfor_job *j = arg;
+
+	j->hits[i]++;
+}
+
+static void work_pfor(struct pool_task *pt)
+{
+	struct pfor_job *j = OCSD_CONTAINER_OF(pt, struct pfor_job, task);
+
+	ocs_pool_run(j->solver_pool, square, j, 1000);
+}
+
+static void done_pfor(struct pool_task *pt)
+{
+	OCSD_CONTAINER_OF(pt, struct pfor_job, task)->done = 1;
+}
+
+static void test_pool_parallel_loop_one_thread(void **state)
+{
+	struct loop *loop = loop_new();
+	struct exec *exec = exec_new(1);
+	struct pool *pool = pool_new(loop, exec, 4, 4);
+	struct pfor_job *j = calloc(1, sizeof(*j));
+
+	assert_non_null(pool);
+	assert_non_null(j);
+	alarm(20); /* a deadlock fails the test instead of hanging it */
+	j->task = (struct pool_task){.work = work_pfor, .done = done_pfor};
+	j->solver_pool = pool_solver_pool(pool);
+	assert_int_equal(pool_submit(pool, &j->task), 0);
+	pool_free(pool);
+	loop_free(loop);
+	alarm(0);
+	assert_int_equal(j->done, 1);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(j->hits[i], 1);
+	exec_free(exec);
+	free(j);
 }
 
 int main(void)
@@ -233,6 +368,8 @@ int main(void)
 		cmocka_unit_test(test_nothing_lost_at_free),
 		cmocka_unit_test(test_pool_backpressure_and_completion),
 		cmocka_unit_test(test_pool_free_drains),
+		cmocka_unit_test(test_pool_parallel_loop_one_thread),
+		cmocka_unit_test(test_pool_refuses_while_freed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
