@@ -77,7 +77,9 @@ static const char *const schema_sql =
 	" links INTEGER NOT NULL, PRIMARY KEY(job_id, a, b, h));"
 	/* version 3 */
 	"CREATE INDEX IF NOT EXISTS jobs_seq ON jobs(seq);"
-	"CREATE INDEX IF NOT EXISTS jobs_finished ON jobs(updated_ms, seq) WHERE " FINISHED_JOB ";"
+	/* state too: counting the finished jobs reads this index alone */
+	"CREATE INDEX IF NOT EXISTS jobs_finished ON jobs(updated_ms, seq, state) "
+	"WHERE " FINISHED_JOB ";"
 	"CREATE INDEX IF NOT EXISTS intents_job ON intents(job_id);"
 	"CREATE INDEX IF NOT EXISTS intents_open ON intents(txn_id) WHERE state = 'open';"
 	"CREATE INDEX IF NOT EXISTS intents_finished ON intents(finished_ms)"
@@ -882,22 +884,35 @@ static int prune_job_kept(struct st_store *st, sqlite3_stmt *kept, const unsigne
 	return rc == SQLITE_ROW ? sqlite3_column_int(kept, 0) != 0 : step_error(rc);
 }
 
-/* How many finished jobs there are beyond the keep_jobs newest. */
-static int prune_excess(struct st_store *st, size_t keep_jobs, size_t *excess)
+/*
+ * The newest finished job that is not among the keep_jobs newest, as its
+ * (updated_ms, seq): it and every finished job before it are in excess.
+ * *found is false when there are no more than keep_jobs. Reads keep_jobs + 1
+ * entries of the index jobs_finished, however many finished jobs there are.
+ */
+static int prune_boundary(struct st_store *st, size_t keep_jobs, bool *found, int64_t *updated_ms,
+			  int64_t *seq)
 {
 	sqlite3_stmt *s;
-	int rc = prepare(st, "SELECT COUNT(*) FROM jobs WHERE " FINISHED_JOB, &s);
+	int rc = prepare(st,
+			 "SELECT updated_ms, seq FROM jobs WHERE " FINISHED_JOB
+			 " ORDER BY updated_ms DESC, seq DESC LIMIT 1 OFFSET ?1",
+			 &s);
 
 	if (rc)
 		return rc;
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		uint64_t n = (uint64_t)sqlite3_column_int64(s, 0);
-
-		*excess = n > keep_jobs ? (size_t)(n - keep_jobs) : 0;
-		rc = 0;
+	*found = false;
+	if (sqlite3_bind_int64(s, 1,
+			       keep_jobs < INT64_MAX ? (sqlite3_int64)keep_jobs : INT64_MAX)) {
+		rc = bind_error(st);
 	} else {
-		rc = step_error(rc);
+		rc = sqlite3_step(s);
+		*found = rc == SQLITE_ROW;
+		if (*found) {
+			*updated_ms = sqlite3_column_int64(s, 0);
+			*seq = sqlite3_column_int64(s, 1);
+		}
+		rc = *found || rc == SQLITE_DONE ? 0 : step_error(rc);
 	}
 	sqlite3_finalize(s);
 	return rc;
@@ -912,12 +927,13 @@ static int prune_pick_jobs(struct st_store *st, int64_t cutoff_ms, size_t keep_j
 			   struct prune_batch *b)
 {
 	sqlite3_stmt *walk = NULL, *kept = NULL;
-	size_t excess = 0;
-	int rc = prune_excess(st, keep_jobs, &excess);
+	int64_t last_updated_ms = 0, last_seq = 0;
+	bool excess = false;
+	int rc = prune_boundary(st, keep_jobs, &excess, &last_updated_ms, &last_seq);
 
 	if (rc == 0)
 		rc = prepare(st,
-			     "SELECT id, updated_ms FROM jobs WHERE " FINISHED_JOB
+			     "SELECT id, updated_ms, seq FROM jobs WHERE " FINISHED_JOB
 			     " ORDER BY updated_ms, seq",
 			     &walk);
 	if (rc == 0)
@@ -931,14 +947,19 @@ static int prune_pick_jobs(struct st_store *st, int64_t cutoff_ms, size_t keep_j
 			"  (SELECT txn_id FROM intents WHERE state = 'open'))",
 			&kept);
 	/* Oldest first: once a row is neither in excess nor too old, no later one is. */
-	for (size_t seen = 0; rc == 0 && b->n_jobs < max; seen++) {
+	while (rc == 0 && b->n_jobs < max) {
 		int step = sqlite3_step(walk);
+		int64_t updated_ms, seq;
 
 		if (step != SQLITE_ROW) {
 			rc = step == SQLITE_DONE ? 0 : step_error(step);
 			break;
 		}
-		if (seen >= excess && sqlite3_column_int64(walk, 1) >= cutoff_ms)
+		updated_ms = sqlite3_column_int64(walk, 1);
+		seq = sqlite3_column_int64(walk, 2);
+		excess = excess && (updated_ms < last_updated_ms ||
+				    (updated_ms == last_updated_ms && seq <= last_seq));
+		if (!excess && updated_ms >= cutoff_ms)
 			break;
 		rc = prune_job_kept(st, kept, sqlite3_column_text(walk, 0));
 		if (rc == 0)
