@@ -810,6 +810,15 @@ static void test_prune_count(void **state)
 	assert_int_equal(n, 2);
 	assert_string_equal(p.ids, "f3,f1,f4,f2,");
 	assert_string_equal(job_ids(st, ids), "live,");
+
+	/* finished in the same millisecond: the one created last is the newest */
+	put_job(st, "t1", NULL, "RELEASED", 60);
+	put_job(st, "t2", NULL, "RELEASED", 60);
+	put_job(st, "t3", NULL, "FAILED", 60);
+	p.ids[0] = '\0';
+	assert_int_equal(st_prune(st, 70, 1000, 1, 100, &n, on_pruned, &p), 0);
+	assert_string_equal(p.ids, "t1,t2,");
+	assert_string_equal(job_ids(st, ids), "live,t3,");
 	st_close(st);
 }
 
