@@ -15,7 +15,8 @@
  *            -> recovery (resolve open transactions) -> job manager
  *            (resume jobs)
  *            -> gRPC server, metrics -> READY=1 -> reconciliation pass
- *            -> loop (a reconciliation pass every reconcile_interval_s) ...
+ *            -> loop (a reconciliation pass every reconcile_interval_s,
+ *               a retention pass every minute) ...
  *   SIGTERM: STOPPING=1 -> refuse new requests -> wait for the running
  *            transaction -> pool drained -> waiting callers answered -> exit
  */
@@ -23,6 +24,7 @@
 #define OCSD_DAEMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct od_options {
 	const char *config_path;
@@ -35,6 +37,9 @@ struct od_options {
 	const char *tls_cert;
 	const char *tls_key;
 	unsigned reconcile_interval_s; /* 0 = no periodic reconciliation */
+	/* Finished jobs and intents are deleted past either limit (0 = no such limit). */
+	unsigned retention_days;
+	size_t retention_jobs;
 };
 
 /* Runs the daemon until SIGTERM/SIGINT. Returns the process exit code. */

@@ -15,6 +15,11 @@
 
 #define OCSD_EXIT_OK 0
 #define OCSD_EXIT_USAGE 2
+/* Retention of finished jobs: defaults, and the largest values accepted. */
+#define OCSD_RETENTION_DAYS 7
+#define OCSD_RETENTION_JOBS 10000
+#define OCSD_RETENTION_DAYS_MAX 36500
+#define OCSD_RETENTION_JOBS_MAX 100000000
 
 static void usage(FILE *out)
 {
@@ -35,7 +40,11 @@ static void usage(FILE *out)
 		"  --insecure               plaintext gRPC without client certificates;\n"
 		"                           refused unless --listen is a loopback address\n"
 		"  --reconcile-interval-s N compare devices with the store every N s\n"
-		"                           (default 60, 0 = only at start)\n");
+		"                           (default 60, 0 = only at start)\n"
+		"  --retention-days N       delete released and failed jobs N days after they\n"
+		"                           finished (default 7, 0 = no age limit)\n"
+		"  --retention-jobs N       keep at most the N newest released and failed\n"
+		"                           jobs (default 10000, 0 = no count limit)\n");
 }
 
 static int check_config(const char *path)
@@ -71,20 +80,24 @@ int main(int argc, char **argv)
 		{ "tls-key", required_argument, NULL, 'K' },
 		{ "insecure", no_argument, NULL, 'I' },
 		{ "reconcile-interval-s", required_argument, NULL, 'R' },
+		{ "retention-days", required_argument, NULL, 'D' },
+		{ "retention-jobs", required_argument, NULL, 'J' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct od_options run = { .metrics_listen = "127.0.0.1:9464",
 				  .listen = "127.0.0.1:50051",
-				  .reconcile_interval_s = 60 };
+				  .reconcile_interval_s = 60,
+				  .retention_days = OCSD_RETENTION_DAYS,
+				  .retention_jobs = OCSD_RETENTION_JOBS };
 	const char *check = NULL;
 	char *end;
 	long n;
 	int opt;
 
 	run.state_dir = getenv("STATE_DIRECTORY") ? getenv("STATE_DIRECTORY") : "/var/lib/ocsd";
-	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:Vh", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:Vh", options, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			check = optarg;
@@ -130,6 +143,24 @@ int main(int argc, char **argv)
 				return OCSD_EXIT_USAGE;
 			}
 			run.reconcile_interval_s = (unsigned)n;
+			break;
+		case 'D':
+			n = strtol(optarg, &end, 10);
+			if (!*optarg || *end || n < 0 || n > OCSD_RETENTION_DAYS_MAX) {
+				fprintf(stderr, "ocsd: --retention-days: '%s' is not 0..%d\n", optarg,
+					OCSD_RETENTION_DAYS_MAX);
+				return OCSD_EXIT_USAGE;
+			}
+			run.retention_days = (unsigned)n;
+			break;
+		case 'J':
+			n = strtol(optarg, &end, 10);
+			if (!*optarg || *end || n < 0 || n > OCSD_RETENTION_JOBS_MAX) {
+				fprintf(stderr, "ocsd: --retention-jobs: '%s' is not 0..%d\n", optarg,
+					OCSD_RETENTION_JOBS_MAX);
+				return OCSD_EXIT_USAGE;
+			}
+			run.retention_jobs = (size_t)n;
 			break;
 		case 'V':
 			printf("ocsd %s\n", OCSD_VERSION);

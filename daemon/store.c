@@ -1,14 +1,27 @@
 /*
  * store.c - the SQLite implementation of store.h.
  *
- * Schema (version 1):
+ * Schema (version 3):
+ *   meta(key PK, value)                     'schema_version'
  *   jobs(id PK, idempotency_key UNIQUE, state, reason, request BLOB,
- *        created_ms, updated_ms, seq)          seq keeps creation order
+ *        created_ms, updated_ms, seq)       seq keeps creation order
  *   intents(txn_id PK AUTOINCREMENT, job_id, state, detail, created_ms,
  *           finished_ms)
  *   intent_xcs(txn_id, op 'del'|'add', grp, device, in_port, out_port, job_id)
+ *   intent_links(txn_id, job_id, a, b, h, links)   links an intent gives jobs
  *   circuits(grp, device, in_port PK together, out_port, job_id)
- *   drained(device PK)                     devices taking no new circuits
+ *   job_links(job_id, a, b, h PK together, links)  links of confirmed plans
+ *   drained(device PK)                      devices taking no new circuits
+ *
+ * Indexes: the job id and the idempotency key are looked up through the
+ * indexes SQLite keeps for PRIMARY KEY and UNIQUE (sqlite_autoindex_jobs_1
+ * and _2); the others are named below. test_store.c checks the query plans.
+ *
+ * Versions: 2 added intent_links and job_links; 3 added the indexes jobs_seq
+ * (creation order: st_job_put's next seq, st_job_list), jobs_finished,
+ * intents_job, intents_open and intents_finished (st_prune, recovery). An
+ * older file is upgraded in place at open, in one transaction with the new
+ * version number; a newer one is refused.
  *
  * Every write is one SQLite transaction; synchronous=FULL with WAL makes a
  * committed write survive power loss, which is what lets ocsd acknowledge a
@@ -23,15 +36,19 @@
 
 #include <sqlite3.h>
 
-/* 2 added intent_links and job_links (tables a version-1 file gains on open) */
-#define ST_SCHEMA_VERSION 2
+#define ST_SCHEMA_VERSION 3
+/* How long a write waits for another connection's lock by default. */
+#define ST_BUSY_TIMEOUT_MS 5000
 
 struct st_store {
 	sqlite3 *db;
 };
 
+/* The lifecycle states of a job that is over (store.h, st_prune). */
+#define FINISHED_JOB "state IN ('RELEASED', 'FAILED')"
+
+/* Every statement is idempotent: it creates what a file of any older version lacks. */
 static const char *const schema_sql =
-	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS jobs("
 	" id TEXT PRIMARY KEY, idempotency_key TEXT UNIQUE, state TEXT NOT NULL,"
 	" reason TEXT, request BLOB, created_ms INTEGER NOT NULL,"
@@ -50,13 +67,23 @@ static const char *const schema_sql =
 	" PRIMARY KEY(grp, device, in_port));"
 	"CREATE INDEX IF NOT EXISTS circuits_job ON circuits(job_id);"
 	"CREATE TABLE IF NOT EXISTS drained(device TEXT PRIMARY KEY);"
+	/* version 2 */
 	"CREATE TABLE IF NOT EXISTS intent_links("
 	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), job_id TEXT NOT NULL,"
 	" a INTEGER NOT NULL, b INTEGER NOT NULL, h INTEGER NOT NULL, links INTEGER NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS intent_links_txn ON intent_links(txn_id);"
 	"CREATE TABLE IF NOT EXISTS job_links("
 	" job_id TEXT NOT NULL, a INTEGER NOT NULL, b INTEGER NOT NULL, h INTEGER NOT NULL,"
-	" links INTEGER NOT NULL, PRIMARY KEY(job_id, a, b, h));";
+	" links INTEGER NOT NULL, PRIMARY KEY(job_id, a, b, h));"
+	/* version 3 */
+	"CREATE INDEX IF NOT EXISTS jobs_seq ON jobs(seq);"
+	/* state too: counting the finished jobs reads this index alone */
+	"CREATE INDEX IF NOT EXISTS jobs_finished ON jobs(updated_ms, seq, state) "
+	"WHERE " FINISHED_JOB ";"
+	"CREATE INDEX IF NOT EXISTS intents_job ON intents(job_id);"
+	"CREATE INDEX IF NOT EXISTS intents_open ON intents(txn_id) WHERE state = 'open';"
+	"CREATE INDEX IF NOT EXISTS intents_finished ON intents(finished_ms)"
+	" WHERE state <> 'open';";
 
 static const char *const intent_names[] = {
 	[ST_INTENT_OPEN] = "open",
@@ -79,7 +106,10 @@ static enum st_intent_state intent_parse(const char *s)
 	return ST_INTENT_FAILED;
 }
 
-/* Maps an SQLite result to the errno-style codes of this module. */
+/*
+ * Maps an SQLite result (extended result codes are on) to the errno-style
+ * codes of this module.
+ */
 static int sql_rc(int rc)
 {
 	switch (rc) {
@@ -87,18 +117,35 @@ static int sql_rc(int rc)
 	case SQLITE_DONE:
 	case SQLITE_ROW:
 		return 0;
+	case SQLITE_CONSTRAINT_PRIMARYKEY:
+	case SQLITE_CONSTRAINT_UNIQUE:
+		return -EEXIST;
+	}
+	switch (rc & 0xff) {
 	case SQLITE_NOMEM:
 		return -ENOMEM;
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
 		return -EBUSY;
-	case SQLITE_CONSTRAINT:
-		return -EEXIST;
+	case SQLITE_CONSTRAINT: /* NOT NULL, foreign key, a trigger's RAISE */
+		return -EINVAL;
 	case SQLITE_FULL:
 		return -ENOSPC;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_TOOBIG:
+		return -E2BIG;
 	default:
 		return -EIO;
 	}
+}
+
+/* The error of the sqlite3_bind_*() call on st that just failed. */
+static int bind_error(struct st_store *st)
+{
+	int rc = sql_rc(sqlite3_errcode(st->db));
+
+	return rc ? rc : -EIO;
 }
 
 static int exec(struct st_store *st, const char *sql)
@@ -106,17 +153,30 @@ static int exec(struct st_store *st, const char *sql)
 	return sql_rc(sqlite3_exec(st->db, sql, NULL, NULL, NULL));
 }
 
+/*
+ * Ends a failed write transaction. Its return is not needed: when SQLite
+ * already rolled the transaction back itself (it does on some I/O, full-disk
+ * and out-of-memory errors) ROLLBACK fails harmlessly, and either way nothing
+ * of the transaction was committed; the caller returns the first error.
+ */
+static void rollback(struct st_store *st)
+{
+	(void)exec(st, "ROLLBACK");
+}
+
 static int prepare(struct st_store *st, const char *sql, sqlite3_stmt **stmt)
 {
 	return sql_rc(sqlite3_prepare_v2(st->db, sql, -1, stmt, NULL));
 }
 
-static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
+/*
+ * Binds text, or NULL when v is NULL. Returns an SQLite result code. The
+ * text is not copied: every statement here is finalized before its
+ * arguments go away.
+ */
+static int bind_text(sqlite3_stmt *s, int i, const char *v)
 {
-	if (v)
-		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(s, i);
+	return v ? sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC) : sqlite3_bind_null(s, i);
 }
 
 static char *column_dup(sqlite3_stmt *s, int i)
@@ -126,60 +186,99 @@ static char *column_dup(sqlite3_stmt *s, int i)
 	return v ? strdup((const char *)v) : NULL;
 }
 
+/* The schema version of the open file; 0 for a new (empty) file. */
+static int read_version(struct st_store *st, int *version)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT value FROM meta WHERE key = 'schema_version'", &s);
+
+	if (rc)
+		return rc;
+	rc = sqlite3_step(s);
+	*version = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+	rc = rc == SQLITE_ROW ? 0 : sql_rc(rc);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/*
+ * Creates the schema in a new file, or upgrades an older one in place: the
+ * new tables and indexes and the new version number in one transaction, so
+ * a crash leaves the file as it was. A newer version is refused (-EPROTO).
+ */
+static int open_schema(struct st_store *st, const char *path, char *err, size_t err_len)
+{
+	int version = 0;
+	int rc = exec(st, "BEGIN IMMEDIATE");
+
+	if (rc == 0)
+		rc = exec(st, "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY,"
+			      " value TEXT NOT NULL)");
+	if (rc == 0)
+		rc = read_version(st, &version);
+	if (rc == 0 && (version < 0 || version > ST_SCHEMA_VERSION)) {
+		snprintf(err, err_len, "%s: schema version %d, this ocsd knows %d", path, version,
+			 ST_SCHEMA_VERSION);
+		rollback(st);
+		return -EPROTO;
+	}
+	if (rc == 0 && version < ST_SCHEMA_VERSION) {
+		char sql[96];
+
+		snprintf(sql, sizeof(sql),
+			 "INSERT OR REPLACE INTO meta VALUES('schema_version', '%d')",
+			 ST_SCHEMA_VERSION);
+		rc = exec(st, schema_sql);
+		if (rc == 0)
+			rc = exec(st, sql);
+	}
+	if (rc == 0)
+		rc = exec(st, "COMMIT");
+	if (rc) {
+		snprintf(err, err_len, "%s: %s", path, sqlite3_errmsg(st->db));
+		rollback(st);
+	}
+	return rc;
+}
+
 int st_open(const char *path, struct st_store **out, char *err, size_t err_len)
 {
 	struct st_store *st = calloc(1, sizeof(*st));
-	sqlite3_stmt *s = NULL;
 	int rc;
 
 	*out = NULL;
 	if (!st)
 		return -ENOMEM;
-	rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-						 SQLITE_OPEN_FULLMUTEX,
+	rc = sqlite3_open_v2(path, &st->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 			     NULL);
 	if (rc != SQLITE_OK) {
 		snprintf(err, err_len, "cannot open %s: %s", path,
 			 st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+		rc = sql_rc(rc) ? sql_rc(rc) : -EIO;
 		goto fail;
 	}
-	sqlite3_busy_timeout(st->db, 5000);
-	rc = sqlite3_exec(st->db,
-			  "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
-			  NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(st->db, schema_sql, NULL, NULL, NULL);
-	if (rc != SQLITE_OK) {
+	sqlite3_extended_result_codes(st->db, 1);
+	sqlite3_busy_timeout(st->db, ST_BUSY_TIMEOUT_MS);
+	rc = exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+	if (rc) {
 		snprintf(err, err_len, "%s: %s", path, sqlite3_errmsg(st->db));
 		goto fail;
 	}
-	/* Refuse a file written by a newer schema rather than misread it. */
-	if (prepare(st, "SELECT value FROM meta WHERE key = 'schema_version'", &s) == 0 &&
-	    sqlite3_step(s) == SQLITE_ROW) {
-		int version = sqlite3_column_int(s, 0);
-
-		if (version == 1 &&
-		    exec(st, "UPDATE meta SET value = '2' WHERE key = 'schema_version'") == 0)
-			version = 2; /* upgraded: schema_sql just added the new tables */
-		if (version != ST_SCHEMA_VERSION) {
-			snprintf(err, err_len, "%s: schema version %d, this ocsd knows %d", path,
-				 version, ST_SCHEMA_VERSION);
-			rc = SQLITE_MISMATCH;
-			goto fail;
-		}
-	} else if (exec(st, "INSERT OR IGNORE INTO meta VALUES('schema_version', '2')") != 0) {
-		snprintf(err, err_len, "%s: %s", path, sqlite3_errmsg(st->db));
-		rc = SQLITE_ERROR;
+	rc = open_schema(st, path, err, err_len);
+	if (rc)
 		goto fail;
-	}
-	sqlite3_finalize(s);
 	*out = st;
 	return 0;
 fail:
-	sqlite3_finalize(s);
 	sqlite3_close(st->db);
 	free(st);
-	return rc == SQLITE_MISMATCH ? -EPROTO : sql_rc(rc) ? sql_rc(rc) : -EIO;
+	return rc;
+}
+
+void st_set_busy_timeout(struct st_store *st, int timeout_ms)
+{
+	sqlite3_busy_timeout(st->db, timeout_ms);
 }
 
 void st_close(struct st_store *st)
@@ -215,17 +314,18 @@ int st_job_put(struct st_store *st, const struct st_job *job)
 
 	if (rc)
 		return rc;
-	sqlite3_bind_text(s, 1, job->id, -1, SQLITE_TRANSIENT);
-	bind_text_or_null(s, 2, job->idempotency_key);
-	sqlite3_bind_text(s, 3, job->state, -1, SQLITE_TRANSIENT);
-	bind_text_or_null(s, 4, job->reason);
-	if (job->request)
-		sqlite3_bind_blob(s, 5, job->request, (int)job->request_len, SQLITE_TRANSIENT);
+	if (!job->id || !job->state)
+		rc = -EINVAL;
+	else if (bind_text(s, 1, job->id) || bind_text(s, 2, job->idempotency_key) ||
+		 bind_text(s, 3, job->state) || bind_text(s, 4, job->reason) ||
+		 (job->request
+			  ? sqlite3_bind_blob64(s, 5, job->request, job->request_len, SQLITE_STATIC)
+			  : sqlite3_bind_null(s, 5)) ||
+		 sqlite3_bind_int64(s, 6, job->created_ms) ||
+		 sqlite3_bind_int64(s, 7, job->updated_ms))
+		rc = bind_error(st);
 	else
-		sqlite3_bind_null(s, 5);
-	sqlite3_bind_int64(s, 6, job->created_ms);
-	sqlite3_bind_int64(s, 7, job->updated_ms);
-	rc = sql_rc(sqlite3_step(s));
+		rc = sql_rc(sqlite3_step(s));
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -234,16 +334,18 @@ int st_job_set_state(struct st_store *st, const char *id, const char *state, con
 		     int64_t updated_ms)
 {
 	sqlite3_stmt *s;
-	int rc = prepare(st, "UPDATE jobs SET state = ?2, reason = ?3, updated_ms = ?4 WHERE id = ?1",
-			 &s);
+	int rc = prepare(
+		st, "UPDATE jobs SET state = ?2, reason = ?3, updated_ms = ?4 WHERE id = ?1", &s);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 2, state, -1, SQLITE_TRANSIENT);
-	bind_text_or_null(s, 3, reason);
-	sqlite3_bind_int64(s, 4, updated_ms);
-	rc = sql_rc(sqlite3_step(s));
+	if (!id || !state)
+		rc = -EINVAL;
+	else if (bind_text(s, 1, id) || bind_text(s, 2, state) || bind_text(s, 3, reason) ||
+		 sqlite3_bind_int64(s, 4, updated_ms))
+		rc = bind_error(st);
+	else
+		rc = sql_rc(sqlite3_step(s));
 	if (rc == 0 && sqlite3_changes(st->db) == 0)
 		rc = -ENOENT;
 	sqlite3_finalize(s);
@@ -285,7 +387,11 @@ int st_job_get(struct st_store *st, const char *id, struct st_job *job)
 
 	if (rc)
 		return rc;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+	if (bind_text(s, 1, id)) {
+		rc = bind_error(st);
+		sqlite3_finalize(s);
+		return rc;
+	}
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW)
 		rc = read_job(s, job);
@@ -302,7 +408,11 @@ int st_job_by_key(struct st_store *st, const char *key, char **id)
 
 	if (rc)
 		return rc;
-	sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
+	if (bind_text(s, 1, key)) {
+		rc = bind_error(st);
+		sqlite3_finalize(s);
+		return rc;
+	}
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
 		*id = column_dup(s, 0);
@@ -338,17 +448,24 @@ int st_job_list(struct st_store *st, int (*fn)(void *ctx, const struct st_job *j
 	return sql_rc(rc);
 }
 
-static int insert_xc(sqlite3_stmt *s, int64_t txn, const char *op, const struct ocs_xc *xc,
-		     const char *job_id)
+/*
+ * Runs s again with new arguments. Its reset's return is the previous
+ * step's result, which the caller already checked.
+ */
+static void rearm(sqlite3_stmt *s)
 {
-	sqlite3_reset(s);
-	sqlite3_bind_int64(s, 1, txn);
-	sqlite3_bind_text(s, 2, op, -1, SQLITE_STATIC);
-	sqlite3_bind_int(s, 3, xc->group);
-	sqlite3_bind_int(s, 4, xc->device);
-	sqlite3_bind_int(s, 5, xc->in);
-	sqlite3_bind_int(s, 6, xc->out);
-	bind_text_or_null(s, 7, job_id);
+	(void)sqlite3_reset(s);
+}
+
+static int insert_xc(struct st_store *st, sqlite3_stmt *s, int64_t txn, const char *op,
+		     const struct ocs_xc *xc, const char *job_id)
+{
+	rearm(s);
+	if (sqlite3_bind_int64(s, 1, txn) || bind_text(s, 2, op) ||
+	    sqlite3_bind_int(s, 3, xc->group) || sqlite3_bind_int(s, 4, xc->device) ||
+	    sqlite3_bind_int(s, 5, xc->in) || sqlite3_bind_int(s, 6, xc->out) ||
+	    bind_text(s, 7, job_id))
+		return bind_error(st);
 	return sql_rc(sqlite3_step(s));
 }
 
@@ -362,14 +479,13 @@ static int insert_links(struct st_store *st, int64_t txn, const struct st_link *
 			 &s);
 
 	for (size_t i = 0; rc == 0 && i < n_links; i++) {
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, txn);
-		sqlite3_bind_text(s, 2, links[i].job_id, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(s, 3, links[i].a);
-		sqlite3_bind_int(s, 4, links[i].b);
-		sqlite3_bind_int(s, 5, links[i].h);
-		sqlite3_bind_int(s, 6, links[i].links);
-		rc = sql_rc(sqlite3_step(s));
+		rearm(s);
+		if (sqlite3_bind_int64(s, 1, txn) || bind_text(s, 2, links[i].job_id) ||
+		    sqlite3_bind_int(s, 3, links[i].a) || sqlite3_bind_int(s, 4, links[i].b) ||
+		    sqlite3_bind_int(s, 5, links[i].h) || sqlite3_bind_int(s, 6, links[i].links))
+			rc = bind_error(st);
+		else
+			rc = sql_rc(sqlite3_step(s));
 	}
 	sqlite3_finalize(s);
 	return rc;
@@ -377,21 +493,26 @@ static int insert_links(struct st_store *st, int64_t txn, const struct st_link *
 
 int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
 		    size_t n_removals, const struct st_circuit *additions, size_t n_additions,
-		    const struct st_link *links, size_t n_links, int64_t now_ms,
-		    int64_t *txn_id)
+		    const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id)
 {
 	sqlite3_stmt *s = NULL;
 	int64_t txn;
-	int rc = exec(st, "BEGIN IMMEDIATE");
+	int rc;
 
+	if (!job_id || (n_removals && !removals) || (n_additions && !additions) ||
+	    (n_links && !links))
+		return -EINVAL;
+	rc = exec(st, "BEGIN IMMEDIATE");
 	if (rc)
 		return rc;
-	rc = prepare(st, "INSERT INTO intents(job_id, state, created_ms) VALUES(?1, 'open', ?2)", &s);
+	rc = prepare(st, "INSERT INTO intents(job_id, state, created_ms) VALUES(?1, 'open', ?2)",
+		     &s);
 	if (rc)
 		goto rollback;
-	sqlite3_bind_text(s, 1, job_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(s, 2, now_ms);
-	rc = sql_rc(sqlite3_step(s));
+	if (bind_text(s, 1, job_id) || sqlite3_bind_int64(s, 2, now_ms))
+		rc = bind_error(st);
+	else
+		rc = sql_rc(sqlite3_step(s));
 	sqlite3_finalize(s);
 	s = NULL;
 	if (rc)
@@ -402,9 +523,9 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 		     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 		     &s);
 	for (size_t i = 0; rc == 0 && i < n_removals; i++)
-		rc = insert_xc(s, txn, "del", &removals[i], NULL);
+		rc = insert_xc(st, s, txn, "del", &removals[i], NULL);
 	for (size_t i = 0; rc == 0 && i < n_additions; i++)
-		rc = insert_xc(s, txn, "add", &additions[i].xc, additions[i].job_id);
+		rc = insert_xc(st, s, txn, "add", &additions[i].xc, additions[i].job_id);
 	sqlite3_finalize(s);
 	if (rc == 0)
 		rc = insert_links(st, txn, links, n_links);
@@ -416,7 +537,7 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 	*txn_id = txn;
 	return 0;
 rollback:
-	exec(st, "ROLLBACK");
+	rollback(st);
 	return rc;
 }
 
@@ -434,26 +555,31 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 	rc = prepare(st, "SELECT state FROM intents WHERE txn_id = ?1", &s);
 	if (rc)
 		goto rollback;
-	sqlite3_bind_int64(s, 1, txn_id);
-	rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW)
-		rc = rc == SQLITE_DONE ? -ENOENT : sql_rc(rc);
-	else
-		rc = strcmp((const char *)sqlite3_column_text(s, 0), "open") == 0 ? 0 : -EALREADY;
+	rc = sqlite3_bind_int64(s, 1, txn_id) ? bind_error(st) : sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		const unsigned char *state = sqlite3_column_text(s, 0);
+
+		rc = !state ? -ENOMEM : strcmp((const char *)state, "open") == 0 ? 0 : -EALREADY;
+	} else if (rc == SQLITE_DONE) {
+		rc = -ENOENT;
+	} else if (rc > 0) {
+		rc = sql_rc(rc);
+	}
 	sqlite3_finalize(s);
 	s = NULL;
 	if (rc)
 		goto rollback;
-	rc = prepare(st, "UPDATE intents SET state = ?2, detail = ?3, finished_ms = ?4"
-			 " WHERE txn_id = ?1",
+	rc = prepare(st,
+		     "UPDATE intents SET state = ?2, detail = ?3, finished_ms = ?4"
+		     " WHERE txn_id = ?1",
 		     &s);
 	if (rc)
 		goto rollback;
-	sqlite3_bind_int64(s, 1, txn_id);
-	sqlite3_bind_text(s, 2, st_intent_state_name(outcome), -1, SQLITE_STATIC);
-	bind_text_or_null(s, 3, detail);
-	sqlite3_bind_int64(s, 4, now_ms);
-	rc = sql_rc(sqlite3_step(s));
+	if (sqlite3_bind_int64(s, 1, txn_id) || bind_text(s, 2, st_intent_state_name(outcome)) ||
+	    bind_text(s, 3, detail) || sqlite3_bind_int64(s, 4, now_ms))
+		rc = bind_error(st);
+	else
+		rc = sql_rc(sqlite3_step(s));
 	sqlite3_finalize(s);
 	s = NULL;
 	if (rc)
@@ -485,7 +611,7 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 		goto rollback;
 	return 0;
 rollback:
-	exec(st, "ROLLBACK");
+	rollback(st);
 	return rc;
 }
 
@@ -509,10 +635,14 @@ static int read_intent_xcs(struct st_store *st, struct st_intent *in)
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(s, 1, in->txn_id);
+	if (sqlite3_bind_int64(s, 1, in->txn_id)) {
+		rc = bind_error(st);
+		sqlite3_finalize(s);
+		return rc;
+	}
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct ocs_xc xc = { sqlite3_column_int(s, 1), sqlite3_column_int(s, 2),
-				     sqlite3_column_int(s, 3), sqlite3_column_int(s, 4) };
+		struct ocs_xc xc = {sqlite3_column_int(s, 1), sqlite3_column_int(s, 2),
+				    sqlite3_column_int(s, 3), sqlite3_column_int(s, 4)};
 
 		if (strcmp((const char *)sqlite3_column_text(s, 0), "del") == 0) {
 			if (in->n_removals == cap_del) {
@@ -539,7 +669,8 @@ static int read_intent_xcs(struct st_store *st, struct st_intent *in)
 			}
 			in->additions[in->n_additions].xc = xc;
 			snprintf(in->additions[in->n_additions].job_id,
-				 sizeof(in->additions[0].job_id), "%s", job ? (const char *)job : "");
+				 sizeof(in->additions[0].job_id), "%s",
+				 job ? (const char *)job : "");
 			in->n_additions++;
 		}
 	}
@@ -550,8 +681,8 @@ oom:
 	return -ENOMEM;
 }
 
-int st_intent_list_open(struct st_store *st,
-			int (*fn)(void *ctx, const struct st_intent *intent), void *ctx)
+int st_intent_list_open(struct st_store *st, int (*fn)(void *ctx, const struct st_intent *intent),
+			void *ctx)
 {
 	sqlite3_stmt *s;
 	int rc = prepare(st,
@@ -562,7 +693,7 @@ int st_intent_list_open(struct st_store *st,
 	if (rc)
 		return rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct st_intent in = { .txn_id = sqlite3_column_int64(s, 0) };
+		struct st_intent in = {.txn_id = sqlite3_column_int64(s, 0)};
 		int r;
 
 		snprintf(in.job_id, sizeof(in.job_id), "%s", sqlite3_column_text(s, 1));
@@ -591,11 +722,15 @@ int st_circuit_list(struct st_store *st, const char *job_id,
 
 	if (rc)
 		return rc;
-	bind_text_or_null(s, 1, job_id);
+	if (bind_text(s, 1, job_id)) {
+		rc = bind_error(st);
+		sqlite3_finalize(s);
+		return rc;
+	}
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct st_circuit c = { { sqlite3_column_int(s, 0), sqlite3_column_int(s, 1),
-					  sqlite3_column_int(s, 2), sqlite3_column_int(s, 3) },
-					"" };
+		struct st_circuit c = {{sqlite3_column_int(s, 0), sqlite3_column_int(s, 1),
+					sqlite3_column_int(s, 2), sqlite3_column_int(s, 3)},
+				       ""};
 		int r;
 
 		snprintf(c.job_id, sizeof(c.job_id), "%s", sqlite3_column_text(s, 4));
@@ -612,14 +747,14 @@ int st_circuit_list(struct st_store *st, const char *job_id,
 int st_link_list(struct st_store *st, int (*fn)(void *ctx, const struct st_link *l), void *ctx)
 {
 	sqlite3_stmt *s;
-	int rc = prepare(st, "SELECT job_id, a, b, h, links FROM job_links ORDER BY job_id, a, b, h",
-			 &s);
+	int rc = prepare(
+		st, "SELECT job_id, a, b, h, links FROM job_links ORDER BY job_id, a, b, h", &s);
 
 	if (rc)
 		return rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct st_link l = { "", sqlite3_column_int(s, 1), sqlite3_column_int(s, 2),
-				     sqlite3_column_int(s, 3), sqlite3_column_int(s, 4) };
+		struct st_link l = {"", sqlite3_column_int(s, 1), sqlite3_column_int(s, 2),
+				    sqlite3_column_int(s, 3), sqlite3_column_int(s, 4)};
 		int r;
 
 		snprintf(l.job_id, sizeof(l.job_id), "%s", sqlite3_column_text(s, 0));
@@ -636,14 +771,19 @@ int st_link_list(struct st_store *st, int (*fn)(void *ctx, const struct st_link 
 int st_drain_set(struct st_store *st, const char *device, bool drained)
 {
 	sqlite3_stmt *s;
-	int rc = prepare(st, drained ? "INSERT OR IGNORE INTO drained(device) VALUES(?1)"
-				     : "DELETE FROM drained WHERE device = ?1",
+	int rc = prepare(st,
+			 drained ? "INSERT OR IGNORE INTO drained(device) VALUES(?1)"
+				 : "DELETE FROM drained WHERE device = ?1",
 			 &s);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_text(s, 1, device, -1, SQLITE_TRANSIENT);
-	rc = sql_rc(sqlite3_step(s));
+	if (!device)
+		rc = -EINVAL;
+	else if (bind_text(s, 1, device))
+		rc = bind_error(st);
+	else
+		rc = sql_rc(sqlite3_step(s));
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -665,4 +805,309 @@ int st_drain_list(struct st_store *st, int (*fn)(void *ctx, const char *device),
 	}
 	sqlite3_finalize(s);
 	return sql_rc(rc);
+}
+
+/* ---- retention ---- */
+
+/* The rows st_prune() deletes in one transaction. */
+struct prune_batch {
+	char **job_ids; /* finished jobs, oldest first */
+	size_t n_jobs, cap_jobs;
+	int64_t *txn_ids; /* finished intents past the retention */
+	size_t n_txns, cap_txns;
+};
+
+static void prune_batch_clear(struct prune_batch *b)
+{
+	for (size_t i = 0; i < b->n_jobs; i++)
+		free(b->job_ids[i]);
+	free(b->job_ids);
+	free(b->txn_ids);
+	memset(b, 0, sizeof(*b));
+}
+
+/*
+ * Returns items (n used of *cap elements of elem bytes) with room for one
+ * more: items itself, or a larger copy (*cap updated). NULL when out of
+ * memory; items is still valid then.
+ */
+static void *grow(void *items, size_t *cap, size_t n, size_t elem)
+{
+	size_t want = *cap ? *cap * 2 : 64;
+	void *p;
+
+	if (n < *cap)
+		return items;
+	p = realloc(items, want * elem);
+	if (p)
+		*cap = want;
+	return p;
+}
+
+static int prune_add_job(struct prune_batch *b, const unsigned char *id)
+{
+	char *copy = id ? strdup((const char *)id) : NULL;
+	char **ids = copy ? grow(b->job_ids, &b->cap_jobs, b->n_jobs, sizeof(*ids)) : NULL;
+
+	if (!ids) {
+		free(copy);
+		return -ENOMEM;
+	}
+	b->job_ids = ids;
+	b->job_ids[b->n_jobs++] = copy;
+	return 0;
+}
+
+/* The errno-style code of a step that did not give the row it should have. */
+static int step_error(int step_rc)
+{
+	int rc = sql_rc(step_rc);
+
+	return rc ? rc : -EIO;
+}
+
+/*
+ * Whether finished job id must stay anyway: it still owns circuits, or an
+ * open intent names it (as its job, or as the owner of an addition or of
+ * links). 1 stays, 0 may go, or a negative errno.
+ */
+static int prune_job_kept(struct st_store *st, sqlite3_stmt *kept, const unsigned char *id)
+{
+	int rc;
+
+	rearm(kept);
+	if (!id)
+		return -ENOMEM;
+	if (bind_text(kept, 1, (const char *)id))
+		return bind_error(st);
+	rc = sqlite3_step(kept);
+	return rc == SQLITE_ROW ? sqlite3_column_int(kept, 0) != 0 : step_error(rc);
+}
+
+/*
+ * The newest finished job that is not among the keep_jobs newest, as its
+ * (updated_ms, seq): it and every finished job before it are in excess.
+ * *found is false when there are no more than keep_jobs. Reads keep_jobs + 1
+ * entries of the index jobs_finished, however many finished jobs there are.
+ */
+static int prune_boundary(struct st_store *st, size_t keep_jobs, bool *found, int64_t *updated_ms,
+			  int64_t *seq)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+			 "SELECT updated_ms, seq FROM jobs WHERE " FINISHED_JOB
+			 " ORDER BY updated_ms DESC, seq DESC LIMIT 1 OFFSET ?1",
+			 &s);
+
+	if (rc)
+		return rc;
+	*found = false;
+	if (sqlite3_bind_int64(s, 1,
+			       keep_jobs < INT64_MAX ? (sqlite3_int64)keep_jobs : INT64_MAX)) {
+		rc = bind_error(st);
+	} else {
+		rc = sqlite3_step(s);
+		*found = rc == SQLITE_ROW;
+		if (*found) {
+			*updated_ms = sqlite3_column_int64(s, 0);
+			*seq = sqlite3_column_int64(s, 1);
+		}
+		rc = *found || rc == SQLITE_DONE ? 0 : step_error(rc);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/*
+ * Picks up to max finished jobs, oldest first, that are beyond the
+ * keep_jobs newest or finished before cutoff_ms, skipping the ones that must
+ * stay (prune_job_kept).
+ */
+static int prune_pick_jobs(struct st_store *st, int64_t cutoff_ms, size_t keep_jobs, size_t max,
+			   struct prune_batch *b)
+{
+	sqlite3_stmt *walk = NULL, *kept = NULL;
+	int64_t last_updated_ms = 0, last_seq = 0;
+	bool excess = false;
+	int rc = prune_boundary(st, keep_jobs, &excess, &last_updated_ms, &last_seq);
+
+	if (rc == 0)
+		rc = prepare(st,
+			     "SELECT id, updated_ms, seq FROM jobs WHERE " FINISHED_JOB
+			     " ORDER BY updated_ms, seq",
+			     &walk);
+	if (rc == 0)
+		rc = prepare(
+			st,
+			"SELECT EXISTS(SELECT 1 FROM circuits WHERE job_id = ?1)"
+			" OR EXISTS(SELECT 1 FROM intents WHERE state = 'open' AND job_id = ?1)"
+			" OR EXISTS(SELECT 1 FROM intent_xcs WHERE job_id = ?1 AND txn_id IN"
+			"  (SELECT txn_id FROM intents WHERE state = 'open'))"
+			" OR EXISTS(SELECT 1 FROM intent_links WHERE job_id = ?1 AND txn_id IN"
+			"  (SELECT txn_id FROM intents WHERE state = 'open'))",
+			&kept);
+	/* Oldest first: once a row is neither in excess nor too old, no later one is. */
+	while (rc == 0 && b->n_jobs < max) {
+		int step = sqlite3_step(walk);
+		int64_t updated_ms, seq;
+
+		if (step != SQLITE_ROW) {
+			rc = step == SQLITE_DONE ? 0 : step_error(step);
+			break;
+		}
+		updated_ms = sqlite3_column_int64(walk, 1);
+		seq = sqlite3_column_int64(walk, 2);
+		excess = excess && (updated_ms < last_updated_ms ||
+				    (updated_ms == last_updated_ms && seq <= last_seq));
+		if (!excess && updated_ms >= cutoff_ms)
+			break;
+		rc = prune_job_kept(st, kept, sqlite3_column_text(walk, 0));
+		if (rc == 0)
+			rc = prune_add_job(b, sqlite3_column_text(walk, 0));
+		else if (rc == 1)
+			rc = 0;
+	}
+	sqlite3_finalize(walk);
+	sqlite3_finalize(kept);
+	return rc;
+}
+
+/* Picks up to max intents that finished before cutoff_ms, oldest first. */
+static int prune_pick_intents(struct st_store *st, int64_t cutoff_ms, size_t max,
+			      struct prune_batch *b)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+			 "SELECT txn_id FROM intents WHERE state <> 'open' AND finished_ms < ?1"
+			 " ORDER BY finished_ms",
+			 &s);
+
+	if (rc)
+		return rc;
+	if (sqlite3_bind_int64(s, 1, cutoff_ms)) {
+		rc = bind_error(st);
+		sqlite3_finalize(s);
+		return rc;
+	}
+	while (b->n_txns < max) {
+		int step = sqlite3_step(s);
+		int64_t *txns;
+
+		if (step != SQLITE_ROW) {
+			rc = step == SQLITE_DONE ? 0 : step_error(step);
+			break;
+		}
+		txns = grow(b->txn_ids, &b->cap_txns, b->n_txns, sizeof(*txns));
+
+		if (!txns) {
+			rc = -ENOMEM;
+			break;
+		}
+		b->txn_ids = txns;
+		b->txn_ids[b->n_txns++] = sqlite3_column_int64(s, 0);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/*
+ * Runs each statement of sql once with ?1 bound to text, or to num when
+ * text is NULL. The statements are prepared on first use into stmts (n of
+ * them, NULL until then); the caller finalizes them.
+ */
+static int run_each(struct st_store *st, const char *const *sql, sqlite3_stmt **stmts, size_t n,
+		    const char *text, int64_t num)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = stmts[i] ? 0 : prepare(st, sql[i], &stmts[i]);
+
+		if (rc)
+			return rc;
+		rearm(stmts[i]);
+		if (text ? bind_text(stmts[i], 1, text) : sqlite3_bind_int64(stmts[i], 1, num))
+			return bind_error(st);
+		rc = sql_rc(sqlite3_step(stmts[i]));
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+#define N_JOB_DELETES	 5
+#define N_INTENT_DELETES 3
+
+/* Deletes the picked jobs, children before their parents (foreign keys). */
+static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
+{
+	static const char *const sql[N_JOB_DELETES] = {
+		"DELETE FROM intent_xcs WHERE txn_id IN"
+		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
+		"DELETE FROM intent_links WHERE txn_id IN"
+		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
+		"DELETE FROM intents WHERE job_id = ?1",
+		"DELETE FROM job_links WHERE job_id = ?1",
+		"DELETE FROM jobs WHERE id = ?1",
+	};
+	sqlite3_stmt *stmts[N_JOB_DELETES] = {NULL};
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < b->n_jobs; i++)
+		rc = run_each(st, sql, stmts, N_JOB_DELETES, b->job_ids[i], 0);
+	for (size_t i = 0; i < N_JOB_DELETES; i++)
+		sqlite3_finalize(stmts[i]);
+	return rc;
+}
+
+static int prune_delete_intents(struct st_store *st, const struct prune_batch *b)
+{
+	static const char *const sql[N_INTENT_DELETES] = {
+		"DELETE FROM intent_xcs WHERE txn_id = ?1",
+		"DELETE FROM intent_links WHERE txn_id = ?1",
+		"DELETE FROM intents WHERE txn_id = ?1",
+	};
+	sqlite3_stmt *stmts[N_INTENT_DELETES] = {NULL};
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < b->n_txns; i++)
+		rc = run_each(st, sql, stmts, N_INTENT_DELETES, NULL, b->txn_ids[i]);
+	for (size_t i = 0; i < N_INTENT_DELETES; i++)
+		sqlite3_finalize(stmts[i]);
+	return rc;
+}
+
+int st_prune(struct st_store *st, int64_t now_ms, int64_t keep_ms, size_t keep_jobs,
+	     size_t max_rows, size_t *n_deleted,
+	     void (*on_job_deleted)(void *ctx, const char *job_id), void *ctx)
+{
+	struct prune_batch b = {0};
+	int64_t cutoff_ms;
+	int rc;
+
+	*n_deleted = 0;
+	if (now_ms < 0 || keep_ms < 0 || max_rows == 0)
+		return -EINVAL;
+	cutoff_ms = now_ms - keep_ms; /* both >= 0: cannot overflow */
+	rc = exec(st, "BEGIN IMMEDIATE");
+	if (rc)
+		return rc;
+	rc = prune_pick_jobs(st, cutoff_ms, keep_jobs, max_rows, &b);
+	if (rc == 0)
+		rc = prune_delete_jobs(st, &b);
+	/* After the jobs: their intents are gone already, none is counted twice. */
+	if (rc == 0)
+		rc = prune_pick_intents(st, cutoff_ms, max_rows - b.n_jobs, &b);
+	if (rc == 0)
+		rc = prune_delete_intents(st, &b);
+	if (rc == 0)
+		rc = exec(st, "COMMIT");
+	if (rc) {
+		rollback(st);
+		prune_batch_clear(&b);
+		return rc;
+	}
+	*n_deleted = b.n_jobs + b.n_txns;
+	for (size_t i = 0; on_job_deleted && i < b.n_jobs; i++)
+		on_job_deleted(ctx, b.job_ids[i]);
+	prune_batch_clear(&b);
+	return 0;
 }

@@ -14,6 +14,19 @@
  *     confirmed transaction: what the devices should hold. The same goes
  *     for the jobs' leaf-spine links, which travel in the intent.
  *
+ * Retention: jobs that are over (RELEASED, FAILED) and finished intents are
+ * deleted by st_prune() once past the retention the caller gives.
+ *
+ * Writes that fail: every write (st_job_put, st_job_set_state,
+ * st_intent_begin, st_intent_finish, st_drain_set, st_prune) is one SQLite
+ * transaction. It returns 0 once committed, or a negative errno-style code
+ * and then has changed nothing: the store is as before the call, and the
+ * caller decides (fail the operation, or stop serving writes). Nothing here
+ * logs an error and goes on. The codes: -EBUSY another connection held the
+ * file's write lock past the busy timeout (st_set_busy_timeout), -ENOSPC
+ * disk full, -EROFS read-only file, -ENOMEM, -EEXIST a uniqueness conflict,
+ * -EINVAL a bad argument or another constraint, -EIO anything else.
+ *
  * Threading: one store handle belongs to one thread (the event loop). Calls
  * block on disk I/O for the duration of a commit (fsync).
  */
@@ -29,20 +42,27 @@
 struct st_store;
 
 /*
- * Opens (creating if needed) the store at path. Returns 0, or a negative
- * errno-style code with a message in err. Caller closes with st_close()
- * (accepts NULL).
+ * Opens (creating if needed) the store at path; a file of an older schema
+ * version is upgraded in place (atomically), one of a newer version is
+ * refused with -EPROTO. Returns 0, or a negative errno-style code with a
+ * message in err. Caller closes with st_close() (accepts NULL).
  */
 int st_open(const char *path, struct st_store **out, char *err, size_t err_len);
 void st_close(struct st_store *st);
+
+/*
+ * How long a write waits for another connection's lock on the file before
+ * it fails with -EBUSY (default 5000 ms).
+ */
+void st_set_busy_timeout(struct st_store *st, int timeout_ms);
 
 /* A job as stored. Strings and the request blob belong to the caller. */
 struct st_job {
 	char *id;
 	char *idempotency_key; /* may be NULL */
-	char *state;           /* lifecycle state name, e.g. "ACTIVE" */
-	char *reason;          /* why FAILED; may be NULL */
-	void *request;         /* the request as received (opaque, e.g. protobuf) */
+	char *state;	       /* lifecycle state name, e.g. "ACTIVE" */
+	char *reason;	       /* why FAILED; may be NULL */
+	void *request;	       /* the request as received (opaque, e.g. protobuf) */
 	size_t request_len;
 	int64_t created_ms;
 	int64_t updated_ms;
@@ -51,9 +71,16 @@ struct st_job {
 /* Frees the strings and blob of a job filled by st_job_get()/st_job_list(). */
 void st_job_clear(struct st_job *job);
 
-/* Inserts the job, or replaces the stored one with the same id. */
+/*
+ * Inserts the job, or replaces the stored one with the same id (keeping its
+ * creation order). Fails with -EEXIST when another job holds the
+ * idempotency key, -EINVAL without id or state; other failures as above.
+ */
 int st_job_put(struct st_store *st, const struct st_job *job);
-/* Updates state and reason only; -ENOENT if there is no such job. */
+/*
+ * Updates state and reason only; -ENOENT if there is no such job, other
+ * failures as above (the stored state is then the previous one).
+ */
 int st_job_set_state(struct st_store *st, const char *id, const char *state, const char *reason,
 		     int64_t updated_ms);
 /* Fills *job (caller clears it); -ENOENT if absent. */
@@ -67,7 +94,7 @@ int st_job_by_key(struct st_store *st, const char *key, char **id);
 int st_job_list(struct st_store *st, int (*fn)(void *ctx, const struct st_job *job), void *ctx);
 
 enum st_intent_state {
-	ST_INTENT_OPEN,        /* stored, devices may have been touched */
+	ST_INTENT_OPEN,	       /* stored, devices may have been touched */
 	ST_INTENT_CONFIRMED,   /* every device confirmed: circuits updated */
 	ST_INTENT_ROLLED_BACK, /* every device back to its pre-image */
 	ST_INTENT_FAILED,      /* rollback could not be proven: needs reconciliation */
@@ -95,18 +122,19 @@ struct st_link {
  * Stores the intent of a transaction for job_id: the cross-connects it
  * removes and the ones it adds (adds carry their owner job), and the
  * leaf-spine links the jobs it plans will have (links may be NULL when
- * n_links is 0). Returns 0 and the new transaction id.
+ * n_links is 0). Returns 0 and the new transaction id; on failure no intent
+ * was stored (and no device may be touched).
  */
 int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
 		    size_t n_removals, const struct st_circuit *additions, size_t n_additions,
-		    const struct st_link *links, size_t n_links, int64_t now_ms,
-		    int64_t *txn_id);
+		    const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id);
 /*
  * Records the outcome of an open intent. CONFIRMED also applies the
  * intent's removals and additions to the circuits table and makes its links
  * the links of their jobs (replacing what the intent's job and every job
  * named in its links had), atomically with the outcome. -ENOENT: no such
- * intent; -EALREADY: not open any more.
+ * intent; -EALREADY: not open any more. On any failure the intent is still
+ * open and the circuits and links are unchanged.
  */
 int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms);
@@ -124,8 +152,8 @@ struct st_intent {
 
 void st_intent_clear(struct st_intent *in);
 /* Calls fn for every open intent, oldest first (see st_job_list for fn). */
-int st_intent_list_open(struct st_store *st,
-			int (*fn)(void *ctx, const struct st_intent *intent), void *ctx);
+int st_intent_list_open(struct st_store *st, int (*fn)(void *ctx, const struct st_intent *intent),
+			void *ctx);
 
 /*
  * The circuit table. job_id NULL lists every circuit, else only that job's.
@@ -137,8 +165,32 @@ int st_circuit_list(struct st_store *st, const char *job_id,
 /* Every job's leaf-spine links, by job id. fn as for st_job_list. */
 int st_link_list(struct st_store *st, int (*fn)(void *ctx, const struct st_link *l), void *ctx);
 
-/* Drained devices (by name): they get no new circuits, across restarts. */
+/*
+ * Drained devices (by name): they get no new circuits, across restarts.
+ * st_drain_set is idempotent; on failure the device's drain is unchanged.
+ */
 int st_drain_set(struct st_store *st, const char *device, bool drained);
 int st_drain_list(struct st_store *st, int (*fn)(void *ctx, const char *device), void *ctx);
+
+/*
+ * Deletes, in one transaction, what is past the retention, oldest first:
+ *  - finished jobs (state RELEASED or FAILED) beyond the keep_jobs newest
+ *    (by the time they finished: their last update), or that finished
+ *    before now_ms - keep_ms, each with the rows hanging off it (its
+ *    intents with their cross-connects and links, its leaf-spine links);
+ *  - then intents that finished (not open) before now_ms - keep_ms, with
+ *    their cross-connects and links: nothing reads a finished intent.
+ * Never deleted: a job in any other state, a finished job that still owns
+ * circuits or that an open intent names, an open intent.
+ * At most max_rows jobs and intents go in one call, so that the loop is
+ * never blocked long: call again while *n_deleted == max_rows.
+ * on_job_deleted (may be NULL) is called with each deleted job's id after
+ * the transaction committed (never when it failed); the id is valid during
+ * the call only. Returns 0, -EINVAL (negative now_ms or keep_ms, max_rows
+ * 0) or a failed write's code (nothing deleted, *n_deleted 0).
+ */
+int st_prune(struct st_store *st, int64_t now_ms, int64_t keep_ms, size_t keep_jobs,
+	     size_t max_rows, size_t *n_deleted,
+	     void (*on_job_deleted)(void *ctx, const char *job_id), void *ctx);
 
 #endif

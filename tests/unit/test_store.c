@@ -1,8 +1,14 @@
 /*
  * test_store.c - unit tests of the SQLite state store (daemon/store.c) on
  * real files: jobs, idempotency keys, the intent log and the circuit table,
- * durability across a process killed without closing the store, and refusal
- * of a file from an unknown schema version.
+ * durability across a process killed without closing the store, refusal of
+ * a file from an unknown schema version and the in-place upgrades (1 and 2
+ * to 3), the query plans of the store's own statements (captured from its
+ * connection with a trace hook, so the test checks the SQL store.c runs),
+ * retention (st_prune: age and count limits, batches, what is never
+ * deleted), and writes that fail (another connection holding the write
+ * lock, a failure injected half-way through a transaction) leaving the
+ * store as it was.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -72,11 +79,15 @@ static void test_jobs(void **state)
 {
 	struct fixture *f = *state;
 	struct st_store *st = open_store(f->path);
-	struct st_job a = { .id = "job-a", .idempotency_key = "k1", .state = "PENDING",
-			    .request = "\x01\x02\x00\x03", .request_len = 4, .created_ms = 10,
-			    .updated_ms = 10 };
-	struct st_job b = { .id = "job-b", .state = "PENDING", .created_ms = 11, .updated_ms = 11 };
-	struct st_job dup = { .id = "job-c", .idempotency_key = "k1", .state = "PENDING" };
+	struct st_job a = {.id = "job-a",
+			   .idempotency_key = "k1",
+			   .state = "PENDING",
+			   .request = "\x01\x02\x00\x03",
+			   .request_len = 4,
+			   .created_ms = 10,
+			   .updated_ms = 10};
+	struct st_job b = {.id = "job-b", .state = "PENDING", .created_ms = 11, .updated_ms = 11};
+	struct st_job dup = {.id = "job-c", .idempotency_key = "k1", .state = "PENDING"};
 	struct st_job got;
 	char ids[64] = "";
 	char *id = NULL;
@@ -146,11 +157,11 @@ static void test_intents_and_circuits(void **state)
 {
 	struct fixture *f = *state;
 	struct st_store *st = open_store(f->path);
-	struct st_circuit add1[] = { { { 0, 0, 1, 2 }, "j1" }, { { 0, 1, 2, 1 }, "j1" } };
-	struct st_circuit add2[] = { { { 1, 0, 3, 0 }, "j2" }, { { 0, 0, 1, 3 }, "j2" } };
-	struct ocs_xc del2[] = { { 0, 0, 1, 2 } };
-	struct st_intent open_in = { 0 };
-	struct circuits cs = { 0 };
+	struct st_circuit add1[] = {{{0, 0, 1, 2}, "j1"}, {{0, 1, 2, 1}, "j1"}};
+	struct st_circuit add2[] = {{{1, 0, 3, 0}, "j2"}, {{0, 0, 1, 3}, "j2"}};
+	struct ocs_xc del2[] = {{0, 0, 1, 2}};
+	struct st_intent open_in = {0};
+	struct circuits cs = {0};
 	int64_t t1, t2, t3;
 
 	assert_int_equal(st_intent_begin(st, "j1", NULL, 0, add1, 2, NULL, 0, 100, &t1), 0);
@@ -171,7 +182,8 @@ static void test_intents_and_circuits(void **state)
 	/* A rolled-back transaction leaves the table alone. */
 	assert_int_equal(st_intent_begin(st, "j2", del2, 1, add2, 2, NULL, 0, 120, &t2), 0);
 	assert_true(t2 > t1);
-	assert_int_equal(st_intent_finish(st, t2, ST_INTENT_ROLLED_BACK, "device 3 refused", 130), 0);
+	assert_int_equal(st_intent_finish(st, t2, ST_INTENT_ROLLED_BACK, "device 3 refused", 130),
+			 0);
 	cs.n = 0;
 	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
 	assert_int_equal(cs.n, 2);
@@ -214,7 +226,7 @@ static int collect_link(void *ctx, const struct st_link *l)
 
 static struct links all_links(struct st_store *st)
 {
-	struct links ls = { 0 };
+	struct links ls = {0};
 
 	assert_int_equal(st_link_list(st, collect_link, &ls), 0);
 	return ls;
@@ -225,10 +237,10 @@ static void test_job_links(void **state)
 {
 	struct fixture *f = *state;
 	struct st_store *st = open_store(f->path);
-	struct st_circuit add[] = { { { 0, 0, 1, 2 }, "j1" } };
-	struct st_link l1[] = { { "j1", 0, 2, 0, 1 }, { "j1", 0, 2, 1, 1 } };
-	struct st_link l2[] = { { "j2", 0, 4, 1, 2 } };
-	struct st_link l1b[] = { { "j1", 0, 2, 3, 2 }, { "j2", 1, 5, 0, 1 } };
+	struct st_circuit add[] = {{{0, 0, 1, 2}, "j1"}};
+	struct st_link l1[] = {{"j1", 0, 2, 0, 1}, {"j1", 0, 2, 1, 1}};
+	struct st_link l2[] = {{"j2", 0, 4, 1, 2}};
+	struct st_link l1b[] = {{"j1", 0, 2, 3, 2}, {"j2", 1, 5, 0, 1}};
 	struct links ls;
 	int64_t t;
 
@@ -274,7 +286,7 @@ static void test_job_links(void **state)
 static void test_survives_kill(void **state)
 {
 	struct fixture *f = *state;
-	struct st_intent open_in = { 0 };
+	struct st_intent open_in = {0};
 	struct st_store *st;
 	struct st_job got;
 	int status;
@@ -282,9 +294,9 @@ static void test_survives_kill(void **state)
 
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct st_job j = { .id = "acked", .state = "PROGRAMMING", .created_ms = 1,
-				    .updated_ms = 1 };
-		struct st_circuit add[] = { { { 2, 3, 4, 5 }, "acked" } };
+		struct st_job j = {
+			.id = "acked", .state = "PROGRAMMING", .created_ms = 1, .updated_ms = 1};
+		struct st_circuit add[] = {{{2, 3, 4, 5}, "acked"}};
 		struct st_store *child = NULL;
 		char err[128];
 		int64_t t;
@@ -343,7 +355,8 @@ static void test_unknown_schema_refused(void **state)
 
 	st_close(st);
 	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "UPDATE meta SET value = '7' WHERE key = 'schema_version'",
+	assert_int_equal(sqlite3_exec(db,
+				      "UPDATE meta SET value = '7' WHERE key = 'schema_version'",
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
@@ -363,21 +376,666 @@ static void test_unknown_schema_refused(void **state)
 	sqlite3_close(db);
 	st = open_store(f->path);
 	assert_int_equal(all_links(st).n, 0);
-	struct st_job j = { 0 };
+	struct st_job j = {0};
 	assert_int_equal(st_job_get(st, "old", &j), 0);
 	st_job_clear(&j);
 	st_close(st);
 	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
 	sqlite3_stmt *q;
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'",
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT value FROM meta WHERE key = 'schema_version'",
 					    -1, &q, NULL),
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(q, 0), "2");
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "3");
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 	assert_true(st_open("/nonexistent-dir/x.db", &st, err, sizeof(err)) < 0);
 	assert_non_null(strstr(err, "cannot open /nonexistent-dir/x.db"));
+}
+
+/* ---- helpers on a second, plain SQLite connection to the same file ---- */
+
+static sqlite3 *raw_open(const char *path)
+{
+	sqlite3 *db = NULL;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	return db;
+}
+
+static void raw_exec(const char *path, const char *sql)
+{
+	sqlite3 *db = raw_open(path);
+	char *msg = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg);
+	sqlite3_close(db);
+}
+
+/* The single integer sql returns. */
+static long raw_long(const char *path, const char *sql)
+{
+	sqlite3 *db = raw_open(path);
+	sqlite3_stmt *q;
+	long v;
+
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	v = (long)sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return v;
+}
+
+/* ---- the statements store.c runs, captured from its own connection ---- */
+
+#define TRACE_MAX 48
+
+struct trace {
+	char sql[TRACE_MAX][1024];
+	int n;
+};
+
+static struct trace *tracing; /* where on_stmt records; NULL: nowhere */
+
+static int on_stmt(unsigned type, void *ctx, void *stmt, void *unexpanded)
+{
+	const char *sql = sqlite3_sql(stmt);
+
+	if (type != SQLITE_TRACE_STMT || !tracing || !sql)
+		return 0;
+	for (int i = 0; i < tracing->n; i++)
+		if (strcmp(tracing->sql[i], sql) == 0)
+			return 0;
+	if (tracing->n < TRACE_MAX)
+		snprintf(tracing->sql[tracing->n++], sizeof(tracing->sql[0]), "%s", sql);
+	return 0;
+}
+
+/* Installed as an SQLite auto-extension: every new connection is traced. */
+static int trace_connection(sqlite3 *db, char **err, const struct sqlite3_api_routines *api)
+{
+	return sqlite3_trace_v2(db, SQLITE_TRACE_STMT, on_stmt, NULL);
+}
+
+/* Opens the store with its connection traced into *t (cleared by the caller). */
+static struct st_store *open_traced(const char *path, struct trace *t)
+{
+	struct st_store *st;
+
+	/* void (*)(void) is SQLite's generic entry point type; it matches any function. */
+	assert_int_equal(sqlite3_auto_extension((void (*)(void))trace_connection), SQLITE_OK);
+	st = open_store(path);
+	sqlite3_cancel_auto_extension((void (*)(void))trace_connection);
+	tracing = t;
+	t->n = 0;
+	return st;
+}
+
+/* Every line of EXPLAIN QUERY PLAN of each statement of t that mentions word. */
+static void plans(const char *path, const struct trace *t, const char *word, char *out, size_t size)
+{
+	sqlite3 *db = raw_open(path);
+
+	out[0] = '\0';
+	for (int i = 0; i < t->n; i++) {
+		char sql[1100];
+		sqlite3_stmt *q;
+
+		if (!strstr(t->sql[i], word))
+			continue;
+		snprintf(sql, sizeof(sql), "EXPLAIN QUERY PLAN %s", t->sql[i]);
+		assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+		while (sqlite3_step(q) == SQLITE_ROW) {
+			size_t len = strlen(out);
+
+			snprintf(out + len, size - len, "%s\n", sqlite3_column_text(q, 3));
+		}
+		sqlite3_finalize(q);
+	}
+	sqlite3_close(db);
+}
+
+/*
+ * No plan line reads a whole table or sorts: every table is reached through
+ * an index (a SELECT without FROM scans its "constant row").
+ */
+static void assert_indexed(const char *plan)
+{
+	const char *line = plan;
+
+	assert_true(plan[0] != '\0');
+	while (*line) {
+		const char *end = strchr(line, '\n');
+		char one[256];
+
+		snprintf(one, sizeof(one), "%.*s", (int)(end - line), line);
+		if ((strncmp(one, "SCAN ", 5) == 0 && !strstr(one, " USING ") &&
+		     strcmp(one, "SCAN CONSTANT ROW") != 0) ||
+		    strstr(one, "TEMP B-TREE"))
+			fail_msg("not through an index: '%s' in\n%s", one, plan);
+		line = end + 1;
+	}
+}
+
+/* Fills the store with one job of each kind the plans below need. */
+static void put_job(struct st_store *st, const char *id, const char *key, const char *state,
+		    int64_t updated_ms)
+{
+	struct st_job j = {.id = (char *)id,
+			   .idempotency_key = (char *)key,
+			   .state = (char *)state,
+			   .created_ms = 1,
+			   .updated_ms = updated_ms};
+
+	assert_int_equal(st_job_put(st, &j), 0);
+}
+
+/* A finished intent of job_id (confirmed at finished_ms) with one addition and one link. */
+static int64_t finished_intent(struct st_store *st, const char *job_id, int64_t finished_ms,
+			       enum st_intent_state outcome)
+{
+	struct st_circuit add = {{0, 0, 1, 2}, ""};
+	struct st_link link = {"", 0, 1, 0, 1};
+	int64_t t;
+
+	snprintf(add.job_id, sizeof(add.job_id), "%s", job_id);
+	snprintf(link.job_id, sizeof(link.job_id), "%s", job_id);
+	/* a confirmed addition would become a circuit: keep it a removal then */
+	if (outcome == ST_INTENT_CONFIRMED)
+		assert_int_equal(st_intent_begin(st, job_id, &add.xc, 1, NULL, 0, &link, 1,
+						 finished_ms - 1, &t),
+				 0);
+	else
+		assert_int_equal(st_intent_begin(st, job_id, NULL, 0, &add, 1, &link, 1,
+						 finished_ms - 1, &t),
+				 0);
+	assert_int_equal(st_intent_finish(st, t, outcome, NULL, finished_ms), 0);
+	return t;
+}
+
+static void check_plans(const char *path, struct st_store *st, struct trace *t)
+{
+	char plan[4096], *id = NULL;
+	struct st_job got;
+	size_t n = 0;
+
+	t->n = 0;
+	assert_int_equal(st_job_get(st, "p-old", &got), 0);
+	st_job_clear(&got);
+	plans(path, t, "FROM jobs WHERE id", plan, sizeof(plan));
+	assert_non_null(strstr(plan, "SEARCH jobs USING"));
+	assert_non_null(strstr(plan, "INDEX sqlite_autoindex_jobs_1 (id=?)"));
+	assert_indexed(plan);
+
+	t->n = 0;
+	assert_int_equal(st_job_by_key(st, "key-old", &id), 0);
+	assert_string_equal(id, "p-old");
+	free(id);
+	plans(path, t, "idempotency_key", plan, sizeof(plan));
+	assert_non_null(strstr(plan, "SEARCH jobs USING INDEX sqlite_autoindex_jobs_2"
+				     " (idempotency_key=?)"));
+	assert_indexed(plan);
+
+	/* the next creation order number: the largest seq, read from jobs_seq */
+	t->n = 0;
+	put_job(st, "p-new", NULL, "PENDING", 2);
+	plans(path, t, "INSERT INTO jobs", plan, sizeof(plan));
+	assert_non_null(strstr(plan, "jobs_seq"));
+	assert_indexed(plan);
+
+	t->n = 0;
+	assert_int_equal(st_intent_list_open(st, collect_intent, &(struct st_intent){0}), 0);
+	plans(path, t, "intents", plan, sizeof(plan));
+	assert_non_null(strstr(plan, "intents_open"));
+	assert_indexed(plan);
+
+	/* every statement of a prune that deletes a job and an intent of a live one */
+	t->n = 0;
+	assert_int_equal(st_prune(st, 1000000, 1000, 100, 10, &n, NULL, NULL), 0);
+	assert_int_equal(n, 2);
+	plans(path, t, "", plan, sizeof(plan));
+	assert_non_null(strstr(plan, "jobs_finished"));
+	assert_non_null(strstr(plan, "intents_finished"));
+	assert_non_null(strstr(plan, "intents_job"));
+	assert_indexed(plan);
+}
+
+/* Fills a store for check_plans: an old finished job with an intent, and an old intent of a live
+ * job. */
+static void fill_for_plans(struct st_store *st)
+{
+	put_job(st, "p-old", "key-old", "RELEASED", 5);
+	put_job(st, "p-live", NULL, "ACTIVE", 5);
+	finished_intent(st, "p-old", 4, ST_INTENT_ROLLED_BACK);
+	finished_intent(st, "p-live", 4, ST_INTENT_ROLLED_BACK);
+}
+
+static void test_query_plans(void **state)
+{
+	struct fixture *f = *state;
+	struct trace *t = calloc(1, sizeof(*t));
+	struct st_store *st = open_traced(f->path, t);
+
+	fill_for_plans(st);
+	check_plans(f->path, st, t);
+	tracing = NULL;
+	st_close(st);
+	free(t);
+}
+
+/* The schema ocsd wrote up to version 2, exactly as it was. */
+static const char *const v2_schema =
+	"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+	"CREATE TABLE jobs("
+	" id TEXT PRIMARY KEY, idempotency_key TEXT UNIQUE, state TEXT NOT NULL,"
+	" reason TEXT, request BLOB, created_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL, seq INTEGER NOT NULL);"
+	"CREATE TABLE intents("
+	" txn_id INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL,"
+	" state TEXT NOT NULL, detail TEXT, created_ms INTEGER NOT NULL, finished_ms INTEGER);"
+	"CREATE TABLE intent_xcs("
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), op TEXT NOT NULL,"
+	" grp INTEGER NOT NULL, device INTEGER NOT NULL, in_port INTEGER NOT NULL,"
+	" out_port INTEGER NOT NULL, job_id TEXT);"
+	"CREATE INDEX intent_xcs_txn ON intent_xcs(txn_id);"
+	"CREATE TABLE circuits("
+	" grp INTEGER NOT NULL, device INTEGER NOT NULL, in_port INTEGER NOT NULL,"
+	" out_port INTEGER NOT NULL, job_id TEXT NOT NULL,"
+	" PRIMARY KEY(grp, device, in_port));"
+	"CREATE INDEX circuits_job ON circuits(job_id);"
+	"CREATE TABLE drained(device TEXT PRIMARY KEY);"
+	"CREATE TABLE intent_links("
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), job_id TEXT NOT NULL,"
+	" a INTEGER NOT NULL, b INTEGER NOT NULL, h INTEGER NOT NULL, links INTEGER NOT NULL);"
+	"CREATE INDEX intent_links_txn ON intent_links(txn_id);"
+	"CREATE TABLE job_links("
+	" job_id TEXT NOT NULL, a INTEGER NOT NULL, b INTEGER NOT NULL, h INTEGER NOT NULL,"
+	" links INTEGER NOT NULL, PRIMARY KEY(job_id, a, b, h));"
+	"INSERT INTO meta VALUES('schema_version', '2');";
+
+/* A version-2 file is upgraded to 3 in place: rows kept, indexes added and used. */
+static void test_upgrade_2_to_3(void **state)
+{
+	struct fixture *f = *state;
+	struct trace *t = calloc(1, sizeof(*t));
+	struct circuits cs = {0};
+	struct st_store *st;
+	struct st_job got;
+	char ids[64] = "";
+
+	raw_exec(f->path, "PRAGMA journal_mode=WAL;");
+	raw_exec(f->path, v2_schema);
+	raw_exec(f->path,
+		 "INSERT INTO jobs(id, idempotency_key, state, created_ms, updated_ms, seq) VALUES"
+		 " ('p-old', 'key-old', 'RELEASED', 1, 5, 1), ('p-live', NULL, 'ACTIVE', 1, 5, 2);"
+		 "INSERT INTO intents(job_id, state, created_ms, finished_ms) VALUES"
+		 " ('p-old', 'rolled_back', 3, 4), ('p-live', 'rolled_back', 3, 4);"
+		 "INSERT INTO intent_xcs VALUES (1, 'add', 0, 0, 1, 2, 'p-old'),"
+		 " (2, 'add', 0, 0, 1, 2, 'p-live');"
+		 "INSERT INTO circuits VALUES (1, 1, 1, 1, 'p-live');"
+		 "INSERT INTO job_links VALUES ('p-live', 0, 1, 0, 1);");
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
+					   " ('jobs_seq', 'jobs_finished', 'intents_job',"
+					   " 'intents_open', 'intents_finished')"),
+			 0);
+
+	st = open_traced(f->path, t);
+	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
+			 3);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
+					   " ('jobs_seq', 'jobs_finished', 'intents_job',"
+					   " 'intents_open', 'intents_finished')"),
+			 5);
+	assert_int_equal(st_job_get(st, "p-live", &got), 0);
+	assert_string_equal(got.state, "ACTIVE");
+	st_job_clear(&got);
+	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
+	assert_int_equal(cs.n, 1);
+	assert_int_equal(all_links(st).n, 1);
+	/* the upgraded file answers through the new indexes, creation order kept */
+	check_plans(f->path, st, t);
+	tracing = NULL;
+	assert_int_equal(st_job_list(st, count_job, ids), 0);
+	assert_string_equal(ids, "p-live,p-new,");
+	st_close(st);
+	free(t);
+
+	/* opened again: nothing to upgrade, still version 3 */
+	st = open_store(f->path);
+	st_close(st);
+	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
+			 3);
+}
+
+/* ---- retention ---- */
+
+struct pruned {
+	char ids[512];
+	int calls;
+};
+
+static void on_pruned(void *ctx, const char *job_id)
+{
+	struct pruned *p = ctx;
+
+	strcat(p->ids, job_id);
+	strcat(p->ids, ",");
+	p->calls++;
+}
+
+static char *job_ids(struct st_store *st, char *ids)
+{
+	ids[0] = '\0';
+	assert_int_equal(st_job_list(st, count_job, ids), 0);
+	return ids;
+}
+
+#define DAY_MS (24LL * 3600 * 1000)
+
+/* Finished jobs older than keep_ms go, with their intents; live ones stay at any age. */
+static void test_prune_age(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct pruned p = {"", 0};
+	int64_t now = 100 * DAY_MS;
+	char ids[256];
+	size_t n = 9;
+
+	put_job(st, "old-released", NULL, "RELEASED", now - 8 * DAY_MS);
+	put_job(st, "old-failed", "k-failed", "FAILED", now - 7 * DAY_MS - 1);
+	put_job(st, "old-active", NULL, "ACTIVE", now - 30 * DAY_MS);
+	put_job(st, "old-pending", NULL, "PENDING", now - 30 * DAY_MS);
+	put_job(st, "old-releasing", NULL, "RELEASING", now - 30 * DAY_MS);
+	put_job(st, "new-released", NULL, "RELEASED", now - 7 * DAY_MS);
+	finished_intent(st, "old-released", now - 8 * DAY_MS, ST_INTENT_CONFIRMED);
+	finished_intent(st, "new-released", now - 7 * DAY_MS, ST_INTENT_ROLLED_BACK);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM job_links"), 1);
+
+	assert_int_equal(st_prune(st, now, 7 * DAY_MS, 10000, 100, &n, on_pruned, &p), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(p.ids, "old-released,old-failed,");
+	assert_string_equal(job_ids(st, ids), "old-active,old-pending,old-releasing,new-released,");
+	/* the deleted job's intent, its cross-connects and links, and its job links went along */
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intents"), 1);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intent_xcs"), 1);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intent_links"), 1);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM job_links"), 0);
+	/* the idempotency key of a deleted job is free again */
+	put_job(st, "again", "k-failed", "PENDING", now);
+
+	/* nothing more is due: the next call deletes nothing */
+	p.calls = 0;
+	assert_int_equal(st_prune(st, now, 7 * DAY_MS, 10000, 100, &n, on_pruned, &p), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(p.calls, 0);
+	/* a day later the one that finished 7 days ago is due, with its intent */
+	assert_int_equal(st_prune(st, now + DAY_MS, 7 * DAY_MS, 10000, 100, &n, on_pruned, &p), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(p.calls, 1);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intents"), 0);
+	assert_int_equal(st_prune(st, now, -1, 10, 100, &n, NULL, NULL), -EINVAL);
+	assert_int_equal(st_prune(st, now, 0, 10, 0, &n, NULL, NULL), -EINVAL);
+	st_close(st);
+}
+
+/* Beyond keep_jobs finished jobs the oldest go, whatever their age; live jobs do not count. */
+static void test_prune_count(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct pruned p = {"", 0};
+	char ids[256];
+	size_t n;
+
+	/* finished in the order f3, f1, f4, f2 (updated_ms), created f1..f4 */
+	put_job(st, "f1", NULL, "RELEASED", 20);
+	put_job(st, "f2", NULL, "FAILED", 40);
+	put_job(st, "live", NULL, "ACTIVE", 1);
+	put_job(st, "f3", NULL, "RELEASED", 10);
+	put_job(st, "f4", NULL, "FAILED", 30);
+
+	assert_int_equal(st_prune(st, 50, 1000, 2, 100, &n, on_pruned, &p), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(p.ids, "f3,f1,");
+	assert_string_equal(job_ids(st, ids), "f2,live,f4,");
+	assert_int_equal(st_prune(st, 50, 1000, 2, 100, &n, on_pruned, &p), 0);
+	assert_int_equal(n, 0);
+	/* keep none: every finished job goes, the live one stays */
+	assert_int_equal(st_prune(st, 50, 1000, 0, 100, &n, on_pruned, &p), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(p.ids, "f3,f1,f4,f2,");
+	assert_string_equal(job_ids(st, ids), "live,");
+
+	/* finished in the same millisecond: the one created last is the newest */
+	put_job(st, "t1", NULL, "RELEASED", 60);
+	put_job(st, "t2", NULL, "RELEASED", 60);
+	put_job(st, "t3", NULL, "FAILED", 60);
+	p.ids[0] = '\0';
+	assert_int_equal(st_prune(st, 70, 1000, 1, 100, &n, on_pruned, &p), 0);
+	assert_string_equal(p.ids, "t1,t2,");
+	assert_string_equal(job_ids(st, ids), "live,t3,");
+	st_close(st);
+}
+
+/*
+ * Never deleted, however old or many: a finished job that still owns circuits,
+ * one an open intent names (its own, or as the owner of an addition), an open
+ * intent; the live job's circuits and links stay while its old finished
+ * intents go.
+ */
+static void test_prune_keeps_live_rows(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct st_circuit add_other[] = {{{1, 0, 4, 5}, "named-by-open"}};
+	struct st_circuit live_add[] = {{{2, 0, 1, 2}, "live"}};
+	struct st_link live_link[] = {{"live", 0, 2, 1, 3}};
+	struct st_intent open_in = {0};
+	struct circuits cs = {0};
+	struct pruned p = {"", 0};
+	char ids[256];
+	int64_t t_open, t_live;
+	size_t n;
+
+	put_job(st, "live", NULL, "ACTIVE", 1);
+	put_job(st, "owns-circuits", NULL, "FAILED", 1);
+	put_job(st, "open-intent", NULL, "FAILED", 1);
+	put_job(st, "named-by-open", NULL, "RELEASED", 1);
+	put_job(st, "plain", NULL, "RELEASED", 1);
+	/* the live job's circuits and links, through a confirmed intent long ago */
+	assert_int_equal(
+		st_intent_begin(st, "live", NULL, 0, live_add, 1, live_link, 1, 1, &t_live), 0);
+	assert_int_equal(st_intent_finish(st, t_live, ST_INTENT_CONFIRMED, NULL, 2), 0);
+	/* a failed job whose circuits are still in the table (rollback not proven) */
+	raw_exec(f->path, "INSERT INTO circuits VALUES (3, 3, 3, 3, 'owns-circuits');");
+	/* an open intent of one job that adds a cross-connect owned by another */
+	assert_int_equal(
+		st_intent_begin(st, "open-intent", NULL, 0, add_other, 1, NULL, 0, 1, &t_open), 0);
+
+	assert_int_equal(st_prune(st, 100 * DAY_MS, DAY_MS, 0, 100, &n, on_pruned, &p), 0);
+	assert_string_equal(p.ids, "plain,");
+	assert_int_equal(n, 2); /* plain, and the live job's finished intent */
+	assert_string_equal(job_ids(st, ids), "live,owns-circuits,open-intent,named-by-open,");
+	assert_int_equal(st_intent_list_open(st, collect_intent, &open_in), 0);
+	assert_int_equal(open_in.txn_id, t_open);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intents"), 1);
+	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
+	assert_int_equal(cs.n, 2);
+	assert_int_equal(all_links(st).n, 1);
+
+	/* once the intent is over and the circuits are gone, they may go too */
+	assert_int_equal(st_intent_finish(st, t_open, ST_INTENT_ROLLED_BACK, NULL, 3), 0);
+	raw_exec(f->path, "DELETE FROM circuits WHERE job_id = 'owns-circuits';");
+	p.ids[0] = '\0';
+	assert_int_equal(st_prune(st, 100 * DAY_MS, DAY_MS, 0, 100, &n, on_pruned, &p), 0);
+	assert_string_equal(p.ids, "owns-circuits,open-intent,named-by-open,");
+	assert_string_equal(job_ids(st, ids), "live,");
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intents"), 0);
+	assert_int_equal(all_links(st).n, 1);
+	st_close(st);
+}
+
+/* One call deletes at most max_rows, oldest first, in separate transactions. */
+static void test_prune_batches(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct pruned p = {"", 0};
+	size_t n, total = 0;
+	char ids[512];
+
+	for (int i = 0; i < 25; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "j%02d", i);
+		put_job(st, id, NULL, i % 2 ? "FAILED" : "RELEASED", 100 + i);
+	}
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(st_prune(st, 1000, 10, 100, 10, &n, on_pruned, &p), 0);
+		assert_int_equal(n, i < 2 ? 10 : 5);
+		assert_int_equal(p.calls, i < 2 ? 10 * (i + 1) : 25);
+		total += n;
+	}
+	assert_int_equal(total, 25);
+	assert_int_equal(strncmp(p.ids, "j00,j01,j02,", 12), 0);
+	assert_non_null(strstr(p.ids, "j09,j10,"));
+	assert_string_equal(job_ids(st, ids), "");
+	assert_int_equal(st_prune(st, 1000, 10, 100, 10, &n, on_pruned, &p), 0);
+	assert_int_equal(n, 0);
+	st_close(st);
+}
+
+/* ---- writes that fail ---- */
+
+static int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Another connection holds the write lock (BEGIN EXCLUSIVE): every write
+ * waits the busy timeout, then fails with -EBUSY and changes nothing; reads
+ * go on (WAL); once the lock is gone the same writes succeed.
+ */
+static void test_write_refused_while_locked(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct st_circuit add[] = {{{0, 0, 1, 2}, "j1"}};
+	struct st_job j2 = {.id = "j2", .state = "PENDING", .created_ms = 5, .updated_ms = 5};
+	struct st_intent open_in = {0};
+	struct circuits cs = {0};
+	struct st_job got;
+	sqlite3 *other;
+	int64_t t1, t2 = 0, t0;
+	size_t n = 7;
+	char ids[64];
+
+	put_job(st, "j1", NULL, "PROGRAMMING", 1);
+	put_job(st, "done", NULL, "RELEASED", 1);
+	assert_int_equal(st_intent_begin(st, "j1", NULL, 0, add, 1, NULL, 0, 2, &t1), 0);
+	st_set_busy_timeout(st, 100);
+
+	other = raw_open(f->path);
+	assert_int_equal(sqlite3_exec(other, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+	t0 = monotonic_ms();
+	assert_int_equal(st_job_put(st, &j2), -EBUSY);
+	assert_true(monotonic_ms() - t0 >= 100); /* it waited for the lock first */
+	assert_int_equal(st_job_set_state(st, "j1", "FAILED", "x", 3), -EBUSY);
+	assert_int_equal(st_intent_begin(st, "j1", NULL, 0, add, 1, NULL, 0, 3, &t2), -EBUSY);
+	assert_int_equal(t2, 0);
+	assert_int_equal(st_intent_finish(st, t1, ST_INTENT_CONFIRMED, NULL, 3), -EBUSY);
+	assert_int_equal(st_drain_set(st, "ocs-g0-d0", true), -EBUSY);
+	assert_int_equal(st_prune(st, 1000, 0, 0, 10, &n, NULL, NULL), -EBUSY);
+	assert_int_equal(n, 0);
+	/* reads still work, and show nothing of the refused writes */
+	assert_int_equal(st_job_get(st, "j1", &got), 0);
+	assert_string_equal(got.state, "PROGRAMMING");
+	st_job_clear(&got);
+	assert_int_equal(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(other);
+
+	/* nothing of the refused writes is in the store */
+	assert_string_equal(job_ids(st, ids), "j1,done,");
+	assert_int_equal(st_intent_list_open(st, collect_intent, &open_in), 0);
+	assert_int_equal(open_in.txn_id, t1);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intents"), 1);
+	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
+	assert_int_equal(cs.n, 0);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM drained"), 0);
+
+	/* the lock gone, the same writes succeed */
+	assert_int_equal(st_job_put(st, &j2), 0);
+	assert_int_equal(st_intent_finish(st, t1, ST_INTENT_CONFIRMED, NULL, 3), 0);
+	assert_int_equal(st_prune(st, 1000, 0, 0, 10, &n, NULL, NULL), 0);
+	assert_int_equal(n, 2); /* the finished job, and j1's intent now finished */
+	assert_string_equal(job_ids(st, ids), "j1,j2,");
+	cs.n = 0;
+	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
+	assert_int_equal(cs.n, 1);
+	st_close(st);
+}
+
+/*
+ * A failure half-way through a write (a trigger that refuses a row, set by
+ * another connection) rolls the whole write back: the confirmed intent's
+ * outcome is not stored without its circuits, a prune deletes nothing and
+ * reports no job.
+ */
+static void test_write_fails_midway(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct st_circuit add[] = {{{0, 0, 1, 2}, "j1"}, {{0, 1, 2, 1}, "j1"}};
+	struct st_link link[] = {{"j1", 0, 2, 0, 1}};
+	struct st_intent open_in = {0};
+	struct circuits cs = {0};
+	struct pruned p = {"", 0};
+	char ids[64];
+	int64_t t1;
+	size_t n = 7;
+
+	put_job(st, "j1", NULL, "PROGRAMMING", 1);
+	put_job(st, "old", NULL, "RELEASED", 1);
+	finished_intent(st, "old", 2, ST_INTENT_ROLLED_BACK);
+	assert_int_equal(st_intent_begin(st, "j1", NULL, 0, add, 2, link, 1, 2, &t1), 0);
+	raw_exec(f->path, "CREATE TRIGGER refuse_second BEFORE INSERT ON circuits"
+			  " WHEN NEW.device = 1 BEGIN SELECT RAISE(ABORT, 'injected'); END;"
+			  "CREATE TRIGGER refuse_delete BEFORE DELETE ON jobs"
+			  " BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+
+	assert_int_equal(st_intent_finish(st, t1, ST_INTENT_CONFIRMED, NULL, 3), -EINVAL);
+	assert_int_equal(st_intent_list_open(st, collect_intent, &open_in), 0);
+	assert_int_equal(open_in.txn_id, t1);
+	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
+	assert_int_equal(cs.n, 0);
+	assert_int_equal(all_links(st).n, 0);
+
+	assert_int_equal(st_prune(st, 1000, 0, 0, 10, &n, on_pruned, &p), -EINVAL);
+	assert_int_equal(n, 0);
+	assert_int_equal(p.calls, 0);
+	assert_string_equal(job_ids(st, ids), "j1,old,");
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intents"), 2);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intent_xcs"), 3);
+
+	/* the fault gone, the same writes go through whole */
+	raw_exec(f->path, "DROP TRIGGER refuse_second; DROP TRIGGER refuse_delete;");
+	assert_int_equal(st_intent_finish(st, t1, ST_INTENT_CONFIRMED, NULL, 3), 0);
+	cs.n = 0;
+	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
+	assert_int_equal(cs.n, 2);
+	assert_int_equal(all_links(st).n, 1);
+	assert_int_equal(st_prune(st, 1000, 0, 0, 10, &n, on_pruned, &p), 0);
+	assert_string_equal(p.ids, "old,");
+	st_close(st);
 }
 
 int main(void)
@@ -389,6 +1047,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drained_devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_schema_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_query_plans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_upgrade_2_to_3, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prune_age, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prune_count, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prune_keeps_live_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prune_batches, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_refused_while_locked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_fails_midway, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
