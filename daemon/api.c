@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "arena.h"
+#include "clock.h"
 #include "config.h"
 #include "devices.h"
 #include "fabric_state.h"
@@ -56,14 +56,6 @@ struct api_req {
 	void (*serve)(struct api *api, struct nb_call *call, const void *msg);
 	struct loop_node node;
 };
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 struct api *api_new(const struct api_deps *deps)
 {
@@ -1118,7 +1110,7 @@ static void ev_device_read(void *ctx, int id, bool ok, bool connected, const cha
 	struct api *api = ctx;
 	struct arena ar = { 0 };
 
-	if (!dev_note_read(api->d.devs, id, ok, connected, error, wall_ms()))
+	if (!dev_note_read(api->d.devs, id, ok, connected, error, clk_wall_ms(NULL)))
 		return;
 	publish_device(api, build_device(api, &ar, id));
 	ar_free_all(&ar);

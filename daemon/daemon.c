@@ -21,6 +21,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "api.h"
+#include "clock.h"
 #include "config.h"
 #include "devices.h"
 #include "exec.h"
@@ -155,7 +156,6 @@ static int register_metrics(struct od *od)
 	const char *const port_labels[] = { "group", "state", NULL };
 	const char *const result_label[] = { "result", NULL };
 	struct mx_family *info, *start;
-	struct timespec now;
 
 	info = mx_gauge(od->reg, "ocsd_build_info", "ocsd version and fabric name.", version_label);
 	start = mx_gauge(od->reg, "ocsd_start_time_seconds", "Unix time ocsd started.", NULL);
@@ -177,9 +177,8 @@ static int register_metrics(struct od *od)
 	if (!info || !start || !od->m_jobs || !od->m_xcs || !od->m_ports || !od->m_reloads ||
 	    !od->m_devices || !od->m_contention || !od->m_pruned)
 		return -ENOMEM;
-	clock_gettime(CLOCK_REALTIME, &now);
 	mx_set(info, (const char *[]){ OCSD_VERSION, od->cfg->name }, 1);
-	mx_set(start, NULL, (double)now.tv_sec);
+	mx_set(start, NULL, (double)(clk_wall_ms(NULL) / 1000));
 	return 0;
 }
 
@@ -403,12 +402,10 @@ static void on_prune_timer(evutil_socket_t fd, short what, void *arg)
 	const struct od_options *o = od->opts;
 	struct timeval next = { OD_PRUNE_INTERVAL_S, 0 };
 	int64_t keep_ms = o->retention_days ? (int64_t)o->retention_days * 86400 * 1000 : INT64_MAX;
-	struct timespec now;
 	size_t n = 0;
 	int rc;
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	rc = st_prune(od->store, (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000, keep_ms,
+	rc = st_prune(od->store, clk_wall_ms(NULL), keep_ms,
 		      o->retention_jobs ? o->retention_jobs : SIZE_MAX, OD_PRUNE_BATCH, &n,
 		      od_job_pruned, od);
 	if (rc)
@@ -653,21 +650,19 @@ static int start_southbound(struct od *od)
 static int new_devices(struct od *od)
 {
 	const char **names = calloc((size_t)od->cfg->n_devices + 1, sizeof(*names));
-	struct timespec now;
 	struct dev_deps dd;
 
 	if (!names)
 		return -ENOMEM;
 	for (int i = 0; i < od->cfg->n_devices; i++)
 		names[i] = od->cfg->devices[i].name;
-	clock_gettime(CLOCK_REALTIME, &now);
 	dd = (struct dev_deps){ &od->cfg->fabric,
 				od->fs,
 				od->store,
 				names,
 				od->cfg->n_devices,
 				(int)od->cfg->access.rpc_timeout_ms,
-				(int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 };
+				clk_wall_ms(NULL) };
 	od->devs = dev_new(&dd);
 	free(names);
 	return od->devs ? 0 : -ENOMEM;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "devices.h"
 #include "fabric_state.h"
 #include "exec.h"
@@ -43,7 +44,7 @@ struct recon {
 	int n_devices;
 	atomic_int next;    /* next device to read */
 	atomic_bool stop;   /* shutting down: read no further device */
-	struct timespec started;
+	int64_t started_us; /* monotonic, when the pass began */
 	unsigned long generation; /* fs generation when the pass started */
 };
 
@@ -83,7 +84,6 @@ static void pass_done(struct loop_node *n)
 {
 	struct recon *r = OCSD_CONTAINER_OF(n, struct recon, done_node);
 	struct recon_report rep = { 0 };
-	struct timespec now;
 
 	/* The readers are done: the handles are the loop's again. */
 	for (int d = 0; d < r->n_devices && r->d.events.device_read && !atomic_load(&r->stop); d++)
@@ -119,9 +119,7 @@ static void pass_done(struct loop_node *n)
 		dev_readback_clear(&r->reads[d]);
 	free(r->reads);
 	r->reads = NULL;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	rep.duration_s = (double)(now.tv_sec - r->started.tv_sec) +
-			 (double)(now.tv_nsec - r->started.tv_nsec) / 1e9;
+	rep.duration_s = (double)(clk_mono_us(NULL) - r->started_us) / 1e6;
 	r->running = false;
 	if (r->d.events.done)
 		r->d.events.done(r->d.events.ctx, &rep);
@@ -137,7 +135,7 @@ int recon_start(struct recon *r)
 	if (!r->reads)
 		return -ENOMEM;
 	atomic_store(&r->next, 0);
-	clock_gettime(CLOCK_MONOTONIC, &r->started);
+	r->started_us = clk_mono_us(NULL);
 	r->generation = fs_generation(r->d.fs);
 	r->running = true;
 	if (n == 0) {
