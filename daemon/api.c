@@ -1,6 +1,15 @@
 /*
  * api.c - implementation of api.h: request hand-off to the loop, protobuf
  * <-> job manager conversions, replies built in a per-request arena.
+ *
+ * Return values left unchecked here, and why that is safe:
+ *  - nb_call_reply() and nb_call_fail() always answer the call (a reply that
+ *    cannot be sent is replaced by an error status); their result only says
+ *    which happened.
+ *  - nb_server_publish() returns the sequence number stamped on the event;
+ *    a subscriber too far behind is ended by the northbound itself.
+ *  - mx_add(), mx_set() and mx_observe() fail only when a new label series
+ *    cannot be allocated: one metric sample is lost, no daemon state.
  */
 #include "api.h"
 

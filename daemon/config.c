@@ -632,23 +632,23 @@ int cfg_load_file(const char *path, struct ocsd_config **out, struct cfg_errors 
 		rc = -errno;
 		add_error(errs, "/", "cannot read %s: %s", path, strerror(errno));
 		if (fd >= 0)
-			close(fd);
+			(void)close(fd); /* read-only: nothing to flush */
 		return rc;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		add_error(errs, "/", "%s is not a regular file", path);
-		close(fd);
+		(void)close(fd); /* read-only: nothing to flush */
 		return -EINVAL;
 	}
 	if ((uint64_t)st.st_size > CFG_MAX_FILE_BYTES) {
 		add_error(errs, "/", "%s has %lld bytes, more than the limit of %u", path,
 			  (long long)st.st_size, CFG_MAX_FILE_BYTES);
-		close(fd);
+		(void)close(fd); /* read-only: nothing to flush */
 		return -EFBIG;
 	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
-		close(fd);
+		(void)close(fd); /* read-only: nothing to flush */
 		return -ENOMEM;
 	}
 	while (got < (size_t)st.st_size) {
@@ -660,7 +660,7 @@ int cfg_load_file(const char *path, struct ocsd_config **out, struct cfg_errors 
 			rc = n < 0 ? -errno : -EIO;
 			add_error(errs, "/", "cannot read %s: %s", path, strerror(-rc));
 			free(buf);
-			close(fd);
+			(void)close(fd); /* read-only: nothing to flush */
 			return rc;
 		}
 		got += (size_t)n;

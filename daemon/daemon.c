@@ -2,6 +2,11 @@
  * daemon.c - implementation of daemon.h: start-up, signals, systemd
  * notifications, the watchdog and the metrics sampled from the in-memory
  * state before each scrape.
+ *
+ * Return values left unchecked here, and why that is safe: sd_notify() (a
+ * notification systemd does not get is only a status line lost; outside
+ * systemd it does nothing), mx_set()/mx_add() (see api.c), and fclose() of a
+ * file opened for reading.
  */
 #include "daemon.h"
 

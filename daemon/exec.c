@@ -101,7 +101,7 @@ void exec_free(struct exec *e)
 	pthread_cond_broadcast(&e->work_cv);
 	pthread_mutex_unlock(&e->mu);
 	for (unsigned i = 0; i < e->n_threads; i++)
-		pthread_join(e->threads[i], NULL);
+		(void)pthread_join(e->threads[i], NULL); /* joinable threads we started */
 	/* A task another thread submitted after the workers left (or an
 	 * executor whose threads failed to start) still runs. */
 	for (;;) {

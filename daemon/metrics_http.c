@@ -1,5 +1,8 @@
 /*
  * metrics_http.c - implementation of metrics_http.h on evhttp.
+ *
+ * evhttp_add_header()'s result is not checked: it fails only when a header
+ * cannot be allocated, and the reply then goes out without it.
  */
 #include "metrics_http.h"
 

@@ -23,6 +23,9 @@
  * older file is upgraded in place at open, in one transaction with the new
  * version number; a newer one is refused.
  *
+ * sqlite3_finalize()'s result is not checked: it repeats the error of the
+ * statement's last sqlite3_step(), which every caller already checked.
+ *
  * Every write is one SQLite transaction; synchronous=FULL with WAL makes a
  * committed write survive power loss, which is what lets ocsd acknowledge a
  * job only after st_job_put() returned.
