@@ -145,7 +145,8 @@ int jm_attribute_owners(const struct ocs_fabric *f, const struct lc_plan *plan,
 
 		if (owner[x] >= 0)
 			continue;
-		xc_pods(f, &plan->xcs[x], &i, &j, &dir);
+		if (xc_pods(f, &plan->xcs[x], &i, &j, &dir) != 0)
+			goto out;
 		nd = find_short(needs, n_needs, i, j, plan->xcs[x].group, dir);
 		if (!nd)
 			goto out;
