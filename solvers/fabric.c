@@ -34,6 +34,31 @@ int ocs_wiring_parse(const char *name, enum ocs_wiring *out)
 	return -EINVAL;
 }
 
+/* Three-way comparison of two ints without overflow. */
+static int int_cmp(int a, int b)
+{
+	return (a > b) - (a < b);
+}
+
+int ocs_xc_cmp_in(const void *a, const void *b)
+{
+	const struct ocs_xc *x = a, *y = b;
+
+	if (x->group != y->group)
+		return int_cmp(x->group, y->group);
+	if (x->device != y->device)
+		return int_cmp(x->device, y->device);
+	return int_cmp(x->in, y->in);
+}
+
+int ocs_xc_cmp_in_out(const void *a, const void *b)
+{
+	const struct ocs_xc *x = a, *y = b;
+	int c = ocs_xc_cmp_in(x, y);
+
+	return c ? c : int_cmp(x->out, y->out);
+}
+
 /* Collects problems for the validators: counts all, stores the first max. */
 struct problem_list {
 	struct ocs_fabric_problem *items;

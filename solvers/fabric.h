@@ -144,6 +144,18 @@ struct ocs_xc {
 	int out;
 };
 
+/*
+ * qsort/bsearch comparators of struct ocs_xc (negative, 0, positive). Both
+ * order by group, then device, then input port:
+ *   ocs_xc_cmp_in_out  then by output port: equal only for the same
+ *                      cross-connect (sets of cross-connects);
+ *   ocs_xc_cmp_in      not by output: equal for the cross-connect that
+ *                      occupies the same device input (what a device holds
+ *                      at an input, whatever its output).
+ */
+int ocs_xc_cmp_in_out(const void *a, const void *b);
+int ocs_xc_cmp_in(const void *a, const void *b);
+
 /* ------------------------------------------------------------------------
  * OCSTrx ring domain (InfinitePOD): nodes under ToRs, each node with GPUs and
  * transceiver bundles that reach nodes up to K apart in deployment order.

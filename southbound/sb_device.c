@@ -63,20 +63,6 @@ int64_t sb_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-const char *sb_strategy_name(enum sb_strategy s)
-{
-	switch (s) {
-	case SB_STRATEGY_CONFIRMED:
-		return "confirmed-commit";
-	case SB_STRATEGY_CANDIDATE:
-		return "candidate";
-	case SB_STRATEGY_RUNNING:
-		return "writable-running";
-	default:
-		return "none";
-	}
-}
-
 static int set_err(struct sb_error *err, const struct sb_device *dev, const char *op, int code,
 		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static int set_err(struct sb_error *err, const struct sb_device *dev, const char *op, int code,
@@ -703,10 +689,17 @@ static enum sb_xc_status parse_status(const char *s)
 	return SB_XC_STATUS_UNKNOWN;
 }
 
+int sb_xc_cmp(const void *a, const void *b)
+{
+	const struct sb_xc *x = a, *y = b;
+	return x->in != y->in ? (int)x->in - (int)y->in : (int)x->out - (int)y->out;
+}
+
+/* sb_xc_cmp's order for read-back entries (their status does not count). */
 static int cmp_xc_state(const void *a, const void *b)
 {
 	const struct sb_xc_state *x = a, *y = b;
-	return (int)x->in - (int)y->in;
+	return sb_xc_cmp(&(struct sb_xc){x->in, x->out}, &(struct sb_xc){y->in, y->out});
 }
 
 /* Collects connection entries from a (schema or opaque) reply tree. */

@@ -106,7 +106,6 @@ enum sb_strategy {
 	SB_STRATEGY_CANDIDATE,
 	SB_STRATEGY_RUNNING,
 };
-const char *sb_strategy_name(enum sb_strategy s);
 
 /* A structured error: which device, which operation, what the device said. */
 struct sb_error {
@@ -121,6 +120,8 @@ struct sb_xc {
 	uint16_t in;
 	uint16_t out;
 };
+/* qsort/bsearch comparator of struct sb_xc: by input port, then output port. */
+int sb_xc_cmp(const void *a, const void *b);
 
 enum sb_xc_status {
 	SB_XC_STATUS_UNKNOWN = 0, /* read from configuration only */

@@ -258,12 +258,6 @@ int tl_read_running(struct sb_device *dev, struct sb_xc **out, size_t *n)
 	return 0;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	const struct sb_xc *x = a, *y = b;
-	return x->in != y->in ? x->in - y->in : x->out - y->out;
-}
-
 bool tl_same(const struct sb_xc *a, size_t na, const struct sb_xc *b, size_t nb)
 {
 	if (na != nb)
@@ -271,8 +265,8 @@ bool tl_same(const struct sb_xc *a, size_t na, const struct sb_xc *b, size_t nb)
 	struct sb_xc *x = malloc((na ? na : 1) * sizeof(*x)), *y = malloc((nb ? nb : 1) * sizeof(*y));
 	memcpy(x, a, na * sizeof(*x));
 	memcpy(y, b, nb * sizeof(*y));
-	qsort(x, na, sizeof(*x), cmp);
-	qsort(y, nb, sizeof(*y), cmp);
+	qsort(x, na, sizeof(*x), sb_xc_cmp);
+	qsort(y, nb, sizeof(*y), sb_xc_cmp);
 	bool same = !memcmp(x, y, na * sizeof(*x));
 	free(x);
 	free(y);
