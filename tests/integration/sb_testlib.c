@@ -12,10 +12,60 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-static int try_start(struct tl_fleet *f, int count, int base, const char *const *extra)
+/*
+ * Runs tests/integration/testports.py (OCSD_TESTPORTS_PY) with the arguments
+ * after the script; returns the number it printed (0 when it prints nothing)
+ * or -1 when it fails (it said why on stderr).
+ */
+static int run_testports(const char *args)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s", OCSD_TESTPORTS_PY, args);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	int value = 0;
+	if (fscanf(p, "%d", &value) != 1)
+		value = 0;
+	int status = pclose(p);
+	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
+	return value;
+}
+
+/* atexit: drops this process's reservations (a later reservation would
+ * reclaim them anyway, once it sees the process gone). */
+static void release_ports(void)
+{
+	char args[64];
+	snprintf(args, sizeof(args), "release --owner %d", (int)getpid());
+	if (run_testports(args) < 0)
+		fprintf(stderr, "tl_ports_reserve: could not release this process's test ports\n");
+}
+
+int tl_ports_reserve(int count)
+{
+	static bool release_registered;
+	char args[64];
+	snprintf(args, sizeof(args), "reserve --count %d --owner %d", count, (int)getpid());
+	int base = run_testports(args);
+	if (base > 0 && !release_registered)
+		release_registered = atexit(release_ports) == 0;
+	return base > 0 ? base : -1;
+}
+
+int tl_wait_listening(int port, int count, const char *name, pid_t pid, int timeout_s)
+{
+	char args[128];
+	snprintf(args, sizeof(args), "wait --name %s --pid %d --timeout %d 127.0.0.1 %d %d", name,
+		 (int)pid, timeout_s, port, count);
+	return run_testports(args) < 0 ? -1 : 0;
+}
+
+static pid_t spawn_devsim(int count, int base, const char *const *extra, char *hostkey,
+			  size_t hostkey_len)
 {
 	int pipefd[2];
 	if (pipe(pipefd))
@@ -51,41 +101,45 @@ static int try_start(struct tl_fleet *f, int count, int base, const char *const 
 	close(pipefd[1]);
 	FILE *in = fdopen(pipefd[0], "r");
 	char line[256];
-	int rc = -1;
-	f->hostkey[0] = '\0';
+	bool ready = false;
+	hostkey[0] = '\0';
 	/* ocs-devsim prints "ready" or exits: a blocking read cannot hang */
 	while (fgets(line, sizeof(line), in)) {
 		if (!strncmp(line, "hostkey ", 8)) {
-			snprintf(f->hostkey, sizeof(f->hostkey), "%.120s", line + 8);
-			f->hostkey[strcspn(f->hostkey, "\n")] = '\0';
+			snprintf(hostkey, hostkey_len, "%.120s", line + 8);
+			hostkey[strcspn(hostkey, "\n")] = '\0';
 		} else if (!strncmp(line, "ready ", 6)) {
-			rc = 0;
+			ready = true;
 			break;
 		}
 	}
 	fclose(in);
-	if (rc) {
-		int status;
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
+	if (ready && tl_wait_listening(base, count, "ocs-devsim", pid, 30) == 0)
+		return pid;
+	if (!ready)
+		fprintf(stderr, "tl_fleet_start: ocs-devsim exited before \"ready\"\n");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+int tl_fleet_start(struct tl_fleet *f, int count, const char *const *extra)
+{
+	int base = tl_ports_reserve(count);
+	if (base < 0) {
+		fprintf(stderr, "tl_fleet_start: no test ports for %d devices\n", count);
+		return -1;
+	}
+	pid_t pid = spawn_devsim(count, base, extra, f->hostkey, sizeof(f->hostkey));
+	if (pid < 0) {
+		fprintf(stderr, "tl_fleet_start: ocs-devsim did not start (%d devices on port %d)\n",
+			count, base);
 		return -1;
 	}
 	f->pid = pid;
 	f->count = count;
 	f->base_port = base;
 	return 0;
-}
-
-int tl_fleet_start(struct tl_fleet *f, int count, const char *const *extra)
-{
-	srand((unsigned)(getpid() ^ time(NULL)));
-	for (int attempt = 0; attempt < 8; attempt++) {
-		int base = 20000 + rand() % (40000 - count);
-		if (!try_start(f, count, base, extra))
-			return 0;
-	}
-	fprintf(stderr, "tl_fleet_start: ocs-devsim did not start (%d devices)\n", count);
-	return -1;
 }
 
 int tl_fleet_stop(struct tl_fleet *f)

@@ -389,7 +389,9 @@ static void test_staged_config(void **state)
 
 	/* a port nobody listens on: refused at the next connect; back again */
 	struct sb_device_config dead = c1;
-	dead.port = (uint16_t)(fleet.base_port + fleet.count + 50);
+	int dead_port = tl_ports_reserve(1); /* reserved for this test, never listened on */
+	assert_true(dead_port > 0);
+	dead.port = (uint16_t)dead_port;
 	OK(sb_device_set_config(d, &dead));
 	assert_int_equal(sb_device_connect(d, &err), -ECONNREFUSED);
 	assert_false(sb_device_connected(d));

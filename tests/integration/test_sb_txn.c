@@ -193,7 +193,9 @@ static void test_unreachable_device_rolled_back(void **state)
 	size_t n_pre[4];
 	snapshot(devs, 4, pre, n_pre);
 	struct sb_device_config c = tl_device_config(&fleet, 3);
-	c.port = (uint16_t)(fleet.base_port + fleet.count + 50); /* nobody listens */
+	int dead_port = tl_ports_reserve(1); /* reserved for this test: nobody listens */
+	assert_true(dead_port > 0);
+	c.port = (uint16_t)dead_port;
 	assert_int_equal(sb_device_set_config(devs[3], &c), 0);
 	struct plan_buf b;
 	build_plan(&b, &lab_straight, devs, 4, 1);
