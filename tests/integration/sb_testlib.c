@@ -73,8 +73,8 @@ static pid_t spawn_devsim(int count, int base, const char *const *extra, char *h
 	char listen[64], count_s[16];
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", base);
 	snprintf(count_s, sizeof(count_s), "%d", count);
-	const char *argv[64] = {OCS_DEVSIM_PATH, "--listen", listen, "--count", count_s,
-				"--user",        TL_USER,    "--ports", "16"};
+	const char *argv[64] = {OCS_DEVSIM_PATH, "--listen", listen,	"--count", count_s,
+				"--user",	 TL_USER,    "--ports", "16"};
 	int argc = 9;
 	bool key_only = false;
 	for (int i = 0; extra && extra[i]; i++)
@@ -132,8 +132,9 @@ int tl_fleet_start(struct tl_fleet *f, int count, const char *const *extra)
 	}
 	pid_t pid = spawn_devsim(count, base, extra, f->hostkey, sizeof(f->hostkey));
 	if (pid < 0) {
-		fprintf(stderr, "tl_fleet_start: ocs-devsim did not start (%d devices on port %d)\n",
-			count, base);
+		fprintf(stderr,
+			"tl_fleet_start: ocs-devsim did not start (%d devices on port %d)\n", count,
+			base);
 		return -1;
 	}
 	f->pid = pid;
@@ -259,7 +260,8 @@ int tl_l2_violations(const struct ocs_fabric *f, const int *group, const int *de
 	size_t k = 0;
 	for (size_t i = 0; i < n_devices; i++)
 		for (size_t j = 0; j < n[i]; j++)
-			all[k++] = (struct ocs_xc){group[i], device[i], xcs[i][j].in, xcs[i][j].out};
+			all[k++] =
+				(struct ocs_xc){group[i], device[i], xcs[i][j].in, xcs[i][j].out};
 	struct l2_violation v[1];
 	int bad = l2_check(f, all, total, v, 1);
 	if (bad > 0 && why)
@@ -302,7 +304,8 @@ int tl_read_running(struct sb_device *dev, struct sb_xc **out, size_t *n)
 	if (!rc)
 		rc = sb_device_read_xcs(dev, false, SB_DS_RUNNING, &s, n, &err);
 	if (rc) {
-		fprintf(stderr, "read %s: %s: %s\n", sb_device_name(dev), err.operation, err.message);
+		fprintf(stderr, "read %s: %s: %s\n", sb_device_name(dev), err.operation,
+			err.message);
 		return rc;
 	}
 	*out = malloc((*n ? *n : 1) * sizeof(**out));
@@ -316,7 +319,8 @@ bool tl_same(const struct sb_xc *a, size_t na, const struct sb_xc *b, size_t nb)
 {
 	if (na != nb)
 		return false;
-	struct sb_xc *x = malloc((na ? na : 1) * sizeof(*x)), *y = malloc((nb ? nb : 1) * sizeof(*y));
+	struct sb_xc *x = malloc((na ? na : 1) * sizeof(*x)),
+		     *y = malloc((nb ? nb : 1) * sizeof(*y));
 	memcpy(x, a, na * sizeof(*x));
 	memcpy(y, b, nb * sizeof(*y));
 	qsort(x, na, sizeof(*x), sb_xc_cmp);

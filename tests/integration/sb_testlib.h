@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define TL_USER "ocs"
+#define TL_USER	    "ocs"
 #define TL_PASSWORD "optical-test"
 
 struct tl_fleet {
