@@ -142,8 +142,14 @@ class Fleet:
         closes a session right after its hello when it cannot tell which
         device the session's socket belongs to (see southbound/README.md);
         nothing was read then, so the read is tried again (up to 8 times, backing
-        off from 50 ms: under load ocsd's own sessions may keep such a port busy)."""
+        off from 50 ms: under load ocsd's own sessions may keep such a port busy).
+        ncclient usually reports that close as SessionCloseError or TransportError,
+        but when the close lands while the get is being sent, the get is queued to
+        a session that is gone and ends in TimeoutExpiredError: retried too (the
+        daemon_delta flake of issue 10, right after ocsd restarts and opens its 16
+        sessions)."""
         from ncclient import manager
+        from ncclient.operations.errors import TimeoutExpiredError
         from ncclient.transport.errors import TransportError
         from ncclient.transport.errors import SessionCloseError
         import ncclient.transport.ssh
@@ -154,11 +160,14 @@ class Fleet:
                                      password=self.password, hostkey_verify=False,
                                      allow_agent=False, look_for_keys=False,
                                      timeout=10) as m:
+                    m.timeout = 10  # the get's own deadline (ncclient's default: 30 s)
                     reply = m.get(filter=("subtree", f'<cross-connects xmlns="{NS}"/>'))
                 break
-            except (TransportError, SessionCloseError):
+            except (TransportError, SessionCloseError, TimeoutExpiredError) as e:
                 if attempt == 7:
                     raise
+                if isinstance(e, TimeoutExpiredError):
+                    print(f"{self.device_name(d)}: read timed out, reading again", flush=True)
                 time.sleep(min(0.05 * 2 ** attempt, 0.5))
         rows = []
         for conn in ET.fromstring(reply.data_xml).iter(f"{{{NS}}}connection"):
