@@ -243,16 +243,6 @@ const struct st_circuit *dev_xcs(const struct devices *devs, int id, size_t *n)
 	return fs_device_circuits(devs->d.fs, id, n);
 }
 
-static int sbxc_cmp(const void *a, const void *b)
-{
-	const struct sb_xc *x = a, *y = b;
-
-	if (x->in != y->in)
-		return x->in < y->in ? -1 : 1;
-	if (x->out != y->out)
-		return x->out < y->out ? -1 : 1;
-	return 0;
-}
 
 int dev_read(const struct devices *devs, int id, enum dev_role role, struct dev_readback *out)
 {
@@ -287,7 +277,7 @@ int dev_read(const struct devices *devs, int id, enum dev_role role, struct dev_
 		out->xcs[i] = (struct sb_xc){got[i].in, got[i].out};
 	free(got);
 	if (n > 1)
-		qsort(out->xcs, n, sizeof(*out->xcs), sbxc_cmp);
+		qsort(out->xcs, n, sizeof(*out->xcs), sb_xc_cmp);
 	out->n = n;
 	out->ok = true;
 	return 0;
@@ -361,7 +351,7 @@ static struct sb_xc *expected(const struct devices *devs, int id, const struct s
 	free(rm);
 	/* The run is sorted by input; additions and equal inputs need a sort. */
 	if (*n > 1)
-		qsort(out, *n, sizeof(*out), sbxc_cmp);
+		qsort(out, *n, sizeof(*out), sb_xc_cmp);
 	return out;
 }
 
@@ -384,10 +374,10 @@ int dev_compare(const struct devices *devs, int id, const struct st_intent *chan
 	if (n_got)
 		memcpy(have, got, n_got * sizeof(*have));
 	if (n_got > 1)
-		qsort(have, n_got, sizeof(*have), sbxc_cmp);
+		qsort(have, n_got, sizeof(*have), sb_xc_cmp);
 	/* Merge the two sorted lists. */
 	while (i < n_got || j < n_want) {
-		int c = i == n_got ? 1 : j == n_want ? -1 : sbxc_cmp(&have[i], &want[j]);
+		int c = i == n_got ? 1 : j == n_want ? -1 : sb_xc_cmp(&have[i], &want[j]);
 
 		if (c < 0)
 			out->unowned[out->n_unowned++] = have[i++];

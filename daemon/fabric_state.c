@@ -23,15 +23,10 @@ struct fs_state {
 	unsigned long generation;
 };
 
+/* A device input carries at most one cross-connect: (group, device, in) is the key. */
 static int xc_cmp(const struct ocs_xc *a, const struct ocs_xc *b)
 {
-	if (a->group != b->group)
-		return a->group < b->group ? -1 : 1;
-	if (a->device != b->device)
-		return a->device < b->device ? -1 : 1;
-	if (a->in != b->in)
-		return a->in < b->in ? -1 : 1;
-	return 0;
+	return ocs_xc_cmp_in(a, b);
 }
 
 static int circuit_cmp(const void *a, const void *b)

@@ -36,16 +36,7 @@ struct owned_xc {
 
 static int owned_cmp(const void *a, const void *b)
 {
-	const struct ocs_xc *x = &((const struct owned_xc *)a)->xc;
-	const struct ocs_xc *y = &((const struct owned_xc *)b)->xc;
-
-	if (x->group != y->group)
-		return x->group - y->group;
-	if (x->device != y->device)
-		return x->device - y->device;
-	if (x->in != y->in)
-		return x->in - y->in;
-	return x->out - y->out;
+	return ocs_xc_cmp_in_out(&((const struct owned_xc *)a)->xc, &((const struct owned_xc *)b)->xc);
 }
 
 static struct need *find_need(struct need *needs, size_t n, int i, int j, int h, int owner)
@@ -145,7 +136,8 @@ int jm_attribute_owners(const struct ocs_fabric *f, const struct lc_plan *plan,
 
 		if (owner[x] >= 0)
 			continue;
-		xc_pods(f, &plan->xcs[x], &i, &j, &dir);
+		if (xc_pods(f, &plan->xcs[x], &i, &j, &dir) != 0)
+			goto out;
 		nd = find_short(needs, n_needs, i, j, plan->xcs[x].group, dir);
 		if (!nd)
 			goto out;

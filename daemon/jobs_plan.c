@@ -25,19 +25,6 @@ void jp_change_clear(struct jp_change *c)
 	*c = (struct jp_change){ 0 };
 }
 
-static int xc_cmp(const void *a, const void *b)
-{
-	const struct ocs_xc *x = a, *y = b;
-
-	if (x->group != y->group)
-		return x->group - y->group;
-	if (x->device != y->device)
-		return x->device - y->device;
-	if (x->in != y->in)
-		return x->in - y->in;
-	return x->out - y->out;
-}
-
 void jp_task_free(struct jp_task *t)
 {
 	if (!t)
@@ -146,7 +133,7 @@ static int run_planner(struct jp_task *t, const struct lc_demand *demand, size_t
 
 static bool is_configured(const struct jp_task *t, const struct ocs_xc *xc)
 {
-	return bsearch(xc, t->conf_sorted, t->n_configured, sizeof(*xc), xc_cmp) != NULL;
+	return bsearch(xc, t->conf_sorted, t->n_configured, sizeof(*xc), ocs_xc_cmp_in_out) != NULL;
 }
 
 /* Whether a replan puts a cross-connect that is not configured on a drained device. */
@@ -217,10 +204,10 @@ static bool global_replan(struct jp_task *t)
 	for (size_t i = 0; i < t->plan->n_xcs; i++)
 		if (t->xc_reowned[i])
 			t->moved_owner[t->xc_owner[i]] = true;
-	qsort(t->plan->moved, t->plan->n_moved, sizeof(*t->plan->moved), xc_cmp);
+	qsort(t->plan->moved, t->plan->n_moved, sizeof(*t->plan->moved), ocs_xc_cmp_in_out);
 	for (size_t c = 0; c < t->n_configured; c++)
 		if (bsearch(&t->existing[c], t->plan->moved, t->plan->n_moved,
-			    sizeof(*t->plan->moved), xc_cmp))
+			    sizeof(*t->plan->moved), ocs_xc_cmp_in_out))
 			t->moved_owner[t->conf_owner[c]] = true;
 	ok = true;
 out:
@@ -412,14 +399,14 @@ static int find_added(struct jp_task *t)
 	if (!existing)
 		return -ENOMEM;
 	memcpy(existing, t->existing, t->n_existing * sizeof(*existing));
-	qsort(existing, t->n_existing, sizeof(*existing), xc_cmp);
+	qsort(existing, t->n_existing, sizeof(*existing), ocs_xc_cmp_in_out);
 	t->added = malloc((t->plan->n_xcs ? t->plan->n_xcs : 1) * sizeof(*t->added));
 	if (!t->added) {
 		free(existing);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < t->plan->n_xcs; i++)
-		if (!bsearch(&t->plan->xcs[i], existing, t->n_existing, sizeof(*existing), xc_cmp))
+		if (!bsearch(&t->plan->xcs[i], existing, t->n_existing, sizeof(*existing), ocs_xc_cmp_in_out))
 			t->added[t->n_added++] = t->plan->xcs[i];
 	free(existing);
 	return 0;
@@ -501,7 +488,7 @@ void jp_work(struct jp_task *t)
 			t->rc = -ENOMEM;
 		} else {
 			memcpy(t->conf_sorted, t->existing, t->n_configured * sizeof(*t->existing));
-			qsort(t->conf_sorted, t->n_configured, sizeof(*t->conf_sorted), xc_cmp);
+			qsort(t->conf_sorted, t->n_configured, sizeof(*t->conf_sorted), ocs_xc_cmp_in_out);
 		}
 	}
 	t->refused = plan_refusal(t, &t->err);

@@ -10,8 +10,9 @@ build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
   libsqlite3-dev libsystemd-dev libyuma-base libglpk-dev glpk-utils libjansson-dev)
 # coinor-libcbc-dev: tests/bench/bench_delta_milp solves with CBC beside
 # GLPK when cmake finds it (install before configuring); optional.
+# clang-format: tests/check_format.sh (the code style check).
 test_pkgs=(python3-grpcio python3-grpc-tools python3-ncclient netconfd
-  openssh-server prometheus openssl curl coinor-libcbc-dev)
+  openssh-server prometheus openssl curl coinor-libcbc-dev clang-format)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then

@@ -4,9 +4,10 @@
 # OCS devices (ocs-devsim, a real NETCONF server) and ocsd, submits a sample
 # job with ocsctl, and shows the job's circuits and one device's
 # cross-connects read back over NETCONF. Everything it started is stopped on
-# exit; its files stay in the printed work directory. (Warnings do not stop
-# this build: a newer compiler must not keep a user from trying ocsd; CI
-# builds with -Werror.)
+# exit; its files stay in the printed work directory, the build's logs in
+# build/ (configure.log, build.log). (Warnings do not stop this build: a
+# newer compiler must not keep a user from trying ocsd; CI builds with
+# -Werror.)
 #
 #   deploy/quickstart.sh            run the demo and exit
 #   deploy/quickstart.sh --keep     leave the fabric and ocsd running until Ctrl-C
@@ -17,8 +18,11 @@ keep=0
 [ "${1:-}" = "--keep" ] && keep=1
 
 bash deploy/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCSD_WERROR=OFF >build.configure.log
-cmake --build build -j "$(nproc)" --target ocsd ocsctl ocs-devsim >build.log
+mkdir -p build
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCSD_WERROR=OFF >build/configure.log ||
+  { cat build/configure.log; exit 1; }
+cmake --build build -j "$(nproc)" --target ocsd ocsctl ocs-devsim >build/build.log ||
+  { tail -50 build/build.log; exit 1; }
 
 work=$(mktemp -d /tmp/ocsd-lab.XXXXXX)
 pids=()
@@ -28,6 +32,11 @@ cleanup() {
   echo "lab stopped; logs in $work"
 }
 trap cleanup EXIT
+# Checks that a server listens, naming it and the port when it never does.
+listening() { # name pid port [count]
+  /usr/bin/python3 tests/integration/testports.py wait --name "$1" --pid "$2" --timeout 30 \
+    127.0.0.1 "$3" "${4:-1}" || { cat "$work/$1.log"; exit 1; }
+}
 
 # A fresh device password for this lab, never committed anywhere.
 openssl rand -hex 16 >"$work/device-password"
@@ -40,16 +49,15 @@ build/southbound/ocs-devsim --listen 127.0.0.1:18300 --count 16 --ports 8 \
   --user ocsd --password "$(cat "$work/device-password")" --unidirectional \
   >"$work/devsim.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 1 100); do
-  grep -q '^ready' "$work/devsim.log" 2>/dev/null && break
-  sleep 0.1
-done
+listening devsim "$!" 18300 16
 
 echo "== starting ocsd (gRPC 127.0.0.1:50051 without TLS, loopback only; metrics 127.0.0.1:9464)"
 build/daemon/ocsd --config "$work/fabric.json" --state-dir "$work" \
   --listen 127.0.0.1:50051 --insecure --metrics-listen 127.0.0.1:9464 \
   >"$work/ocsd.log" 2>&1 &
 pids+=($!)
+listening ocsd "$!" 50051
+listening ocsd "$!" 9464
 
 ocsctl() { build/northbound/ocsctl/ocsctl --insecure --server 127.0.0.1:50051 "$@"; }
 for _ in $(seq 1 100); do

@@ -335,10 +335,6 @@ const int *delta_problem_port_budget(const struct delta_problem *p)
 {
 	return p->port_budget;
 }
-double delta_problem_bandwidth_gbps(const struct delta_problem *p)
-{
-	return p->bandwidth_gbps;
-}
 int delta_problem_task_link(const struct delta_problem *p, int task)
 {
 	return p->task_link[task];

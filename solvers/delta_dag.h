@@ -91,7 +91,6 @@ const struct delta_dep *delta_problem_deps(const struct delta_problem *p);
 int delta_problem_n_links(const struct delta_problem *p);
 const struct delta_link *delta_problem_links(const struct delta_problem *p);
 const int *delta_problem_port_budget(const struct delta_problem *p);
-double delta_problem_bandwidth_gbps(const struct delta_problem *p);
 /* Link index of a task (the unordered pair of its pods). */
 int delta_problem_task_link(const struct delta_problem *p, int task);
 /* Tasks in a topological order (n_tasks entries). */

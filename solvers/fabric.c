@@ -34,6 +34,31 @@ int ocs_wiring_parse(const char *name, enum ocs_wiring *out)
 	return -EINVAL;
 }
 
+/* Three-way comparison of two ints without overflow. */
+static int int_cmp(int a, int b)
+{
+	return (a > b) - (a < b);
+}
+
+int ocs_xc_cmp_in(const void *a, const void *b)
+{
+	const struct ocs_xc *x = a, *y = b;
+
+	if (x->group != y->group)
+		return int_cmp(x->group, y->group);
+	if (x->device != y->device)
+		return int_cmp(x->device, y->device);
+	return int_cmp(x->in, y->in);
+}
+
+int ocs_xc_cmp_in_out(const void *a, const void *b)
+{
+	const struct ocs_xc *x = a, *y = b;
+	int c = ocs_xc_cmp_in(x, y);
+
+	return c ? c : int_cmp(x->out, y->out);
+}
+
 /* Collects problems for the validators: counts all, stores the first max. */
 struct problem_list {
 	struct ocs_fabric_problem *items;
@@ -71,7 +96,7 @@ static bool size_ok(struct problem_list *pl, const char *field, int v, int min)
 int ocs_fabric_validate(const struct ocs_fabric *f, struct ocs_fabric_problem *problems,
 			int max_problems)
 {
-	struct problem_list pl = { problems, max_problems, 0 };
+	struct problem_list pl = {problems, max_problems, 0};
 	bool sizes = true;
 
 	sizes &= size_ok(&pl, "pods", f->pods, 2);
@@ -221,11 +246,11 @@ struct ocs_device_port ocs_fabric_tx_port(const struct ocs_fabric *f, struct ocs
 {
 	switch (f->wiring) {
 	case OCS_WIRING_DUAL:
-		return (struct ocs_device_port){ sp.k / 2, 2 * sp.pod + sp.k % 2 };
+		return (struct ocs_device_port){sp.k / 2, 2 * sp.pod + sp.k % 2};
 	case OCS_WIRING_STRAIGHT:
 	case OCS_WIRING_CROSS:
 	default:
-		return (struct ocs_device_port){ sp.k, sp.pod };
+		return (struct ocs_device_port){sp.k, sp.pod};
 	}
 }
 
@@ -233,12 +258,12 @@ struct ocs_device_port ocs_fabric_rx_port(const struct ocs_fabric *f, struct ocs
 {
 	switch (f->wiring) {
 	case OCS_WIRING_DUAL:
-		return (struct ocs_device_port){ sp.k / 2, 2 * sp.pod + sp.k % 2 };
+		return (struct ocs_device_port){sp.k / 2, 2 * sp.pod + sp.k % 2};
 	case OCS_WIRING_CROSS:
-		return (struct ocs_device_port){ sp.k ^ 1, sp.pod };
+		return (struct ocs_device_port){sp.k ^ 1, sp.pod};
 	case OCS_WIRING_STRAIGHT:
 	default:
-		return (struct ocs_device_port){ sp.k, sp.pod };
+		return (struct ocs_device_port){sp.k, sp.pod};
 	}
 }
 
@@ -251,9 +276,9 @@ static int port_owner(const struct ocs_fabric *f, int h, int device, int port,
 	    port >= ocs_fabric_device_ports_used(f))
 		return -ENOENT;
 	if (f->wiring == OCS_WIRING_DUAL)
-		*sp = (struct ocs_spine_port){ port / 2, h, 2 * device + port % 2 };
+		*sp = (struct ocs_spine_port){port / 2, h, 2 * device + port % 2};
 	else
-		*sp = (struct ocs_spine_port){ port, h, device };
+		*sp = (struct ocs_spine_port){port, h, device};
 	return 0;
 }
 
@@ -278,7 +303,7 @@ int ocs_fabric_output_owner(const struct ocs_fabric *f, int h, struct ocs_device
 int ocs_ring_validate(const struct ocs_ring_domain *r, struct ocs_fabric_problem *problems,
 		      int max_problems)
 {
-	struct problem_list pl = { problems, max_problems, 0 };
+	struct problem_list pl = {problems, max_problems, 0};
 	bool sizes = true;
 
 	sizes &= size_ok(&pl, "tors", r->tors, 1);
@@ -367,7 +392,7 @@ bool ocs_ring_adjacent(const struct ocs_ring_domain *r, int node_a, int node_b)
 int ocs_rail_validate(const struct ocs_rail_fabric *r, struct ocs_fabric_problem *problems,
 		      int max_problems)
 {
-	struct problem_list pl = { problems, max_problems, 0 };
+	struct problem_list pl = {problems, max_problems, 0};
 	bool sizes = true;
 
 	sizes &= size_ok(&pl, "servers", r->servers, 1);

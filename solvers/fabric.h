@@ -73,19 +73,19 @@ int ocs_fabric_validate(const struct ocs_fabric *f, struct ocs_fabric_problem *p
 			int max_problems);
 
 /* Derived sizes. */
-int ocs_fabric_spines_per_pod(const struct ocs_fabric *f);  /* H = k_leaf / tau */
-int ocs_fabric_groups(const struct ocs_fabric *f);          /* = H */
-int ocs_fabric_leaves_per_pod(const struct ocs_fabric *f);  /* k_spine / tau */
-int ocs_fabric_leaves(const struct ocs_fabric *f);          /* P * leaves per pod */
-int ocs_fabric_spines(const struct ocs_fabric *f);          /* P * H */
-int64_t ocs_fabric_gpus(const struct ocs_fabric *f);        /* leaves * k_leaf */
+int ocs_fabric_spines_per_pod(const struct ocs_fabric *f);    /* H = k_leaf / tau */
+int ocs_fabric_groups(const struct ocs_fabric *f);	      /* = H */
+int ocs_fabric_leaves_per_pod(const struct ocs_fabric *f);    /* k_spine / tau */
+int ocs_fabric_leaves(const struct ocs_fabric *f);	      /* P * leaves per pod */
+int ocs_fabric_spines(const struct ocs_fabric *f);	      /* P * H */
+int64_t ocs_fabric_gpus(const struct ocs_fabric *f);	      /* leaves * k_leaf */
 int ocs_fabric_devices_per_group(const struct ocs_fabric *f); /* k_spine, or k_spine/2 for dual */
-int ocs_fabric_devices(const struct ocs_fabric *f);         /* groups * devices per group */
+int ocs_fabric_devices(const struct ocs_fabric *f);	      /* groups * devices per group */
 /* Device ports a pod occupies on each device: 1, or 2 for dual wiring. */
 int ocs_fabric_ports_per_pod(const struct ocs_fabric *f);
 /* Device input ports in use when every spine port is cabled: P * ports per pod. */
 int ocs_fabric_device_ports_used(const struct ocs_fabric *f);
-int64_t ocs_fabric_ocs_ports_total(const struct ocs_fabric *f);     /* devices * k_ocs */
+int64_t ocs_fabric_ocs_ports_total(const struct ocs_fabric *f);	      /* devices * k_ocs */
 int64_t ocs_fabric_spine_ocs_ports_total(const struct ocs_fabric *f); /* spines * k_spine */
 
 /* Leaves are numbered globally: pod p holds p*lpp .. (p+1)*lpp - 1. */
@@ -144,6 +144,18 @@ struct ocs_xc {
 	int out;
 };
 
+/*
+ * qsort/bsearch comparators of struct ocs_xc (negative, 0, positive). Both
+ * order by group, then device, then input port:
+ *   ocs_xc_cmp_in_out  then by output port: equal only for the same
+ *                      cross-connect (sets of cross-connects);
+ *   ocs_xc_cmp_in      not by output: equal for the cross-connect that
+ *                      occupies the same device input (what a device holds
+ *                      at an input, whatever its output).
+ */
+int ocs_xc_cmp_in_out(const void *a, const void *b);
+int ocs_xc_cmp_in(const void *a, const void *b);
+
 /* ------------------------------------------------------------------------
  * OCSTrx ring domain (InfinitePOD): nodes under ToRs, each node with GPUs and
  * transceiver bundles that reach nodes up to K apart in deployment order.
@@ -158,10 +170,10 @@ struct ocs_ring_domain {
 	int tors;
 	int nodes_per_tor;
 	int gpus_per_node;
-	int k_hops;       /* K: external paths reach 1..K positions each way */
-	int bundles;      /* OCSTrx bundles per node */
+	int k_hops;	  /* K: external paths reach 1..K positions each way */
+	int bundles;	  /* OCSTrx bundles per node */
 	int tors_per_agg; /* ToRs per aggregation domain */
-	bool closed;      /* the line is closed into a ring (first joins last) */
+	bool closed;	  /* the line is closed into a ring (first joins last) */
 };
 
 int ocs_ring_validate(const struct ocs_ring_domain *r, struct ocs_fabric_problem *problems,
@@ -196,9 +208,9 @@ struct ocs_rail_fabric {
 
 int ocs_rail_validate(const struct ocs_rail_fabric *r, struct ocs_fabric_problem *problems,
 		      int max_problems);
-int64_t ocs_rail_gpus(const struct ocs_rail_fabric *r);       /* active GPUs, spares excluded */
+int64_t ocs_rail_gpus(const struct ocs_rail_fabric *r); /* active GPUs, spares excluded */
 int64_t ocs_rail_spare_gpus(const struct ocs_rail_fabric *r);
-int ocs_rail_gpu_rail(const struct ocs_rail_fabric *r, int64_t gpu);   /* gpu = server*rails + rail */
+int ocs_rail_gpu_rail(const struct ocs_rail_fabric *r, int64_t gpu); /* gpu = server*rails + rail */
 int ocs_rail_gpu_server(const struct ocs_rail_fabric *r, int64_t gpu);
 /* GPU-side OCS port of a GPU on its rail's OCS. */
 int ocs_rail_gpu_port(const struct ocs_rail_fabric *r, int64_t gpu);

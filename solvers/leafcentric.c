@@ -1235,19 +1235,6 @@ static int build_outputs(const struct work *w, const struct placed *s, struct lc
 	return 0;
 }
 
-static int cmp_xc(const void *x, const void *y)
-{
-	const struct ocs_xc *a = x, *b = y;
-
-	if (a->group != b->group)
-		return a->group < b->group ? -1 : 1;
-	if (a->device != b->device)
-		return a->device < b->device ? -1 : 1;
-	if (a->in != b->in)
-		return a->in < b->in ? -1 : 1;
-	return (a->out > b->out) - (a->out < b->out);
-}
-
 static int realize_plan(const struct ocs_fabric *f, const struct ocs_xc *existing,
 			size_t n_existing, bool replan, struct lc_plan *r)
 {
@@ -1274,10 +1261,10 @@ static int realize_plan(const struct ocs_fabric *f, const struct ocs_xc *existin
 		memcpy(r->xcs + n_keep, z->xcs, z->n_xcs * sizeof(*z->xcs));
 	if (n_existing) {
 		memcpy(sorted, r->xcs, r->n_xcs * sizeof(*sorted));
-		qsort(sorted, r->n_xcs, sizeof(*sorted), cmp_xc);
+		qsort(sorted, r->n_xcs, sizeof(*sorted), ocs_xc_cmp_in_out);
 	}
 	for (size_t i = 0; i < n_existing; i++)
-		if (!bsearch(&existing[i], sorted, r->n_xcs, sizeof(*sorted), cmp_xc))
+		if (!bsearch(&existing[i], sorted, r->n_xcs, sizeof(*sorted), ocs_xc_cmp_in_out))
 			r->moved[r->n_moved++] = existing[i];
 	r->changed_existing = r->n_moved;
 	r->unrealized = z->unrealized;

@@ -30,8 +30,8 @@ extern const char sb_yang_ocs_switch[];
 extern const char sb_yang_ocs_transceiver[];
 extern const char sb_yang_ocs_devsim[];
 
-#define OCS_NS "urn:ocsd:yang:ocs-switch"
-#define NC_NS "urn:ietf:params:xml:ns:netconf:base:1.0"
+#define OCS_NS	  "urn:ocsd:yang:ocs-switch"
+#define NC_NS	  "urn:ietf:params:xml:ns:netconf:base:1.0"
 #define XC_FILTER "<cross-connects xmlns=\"" OCS_NS "\"/>"
 
 struct sb_driver {
@@ -46,7 +46,7 @@ struct sb_device {
 	struct nc_session *session;
 	struct sb_capabilities caps;
 	enum sb_strategy strategy;
-	int backoff_ms;         /* current reconnect delay, 0 after a success */
+	int backoff_ms;		 /* current reconnect delay, 0 after a success */
 	int64_t next_attempt_ms; /* no connect before this time */
 	char hostkey_error[320];
 	/* settings staged by sb_device_set_config() from any thread, taken by
@@ -61,20 +61,6 @@ int64_t sb_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-const char *sb_strategy_name(enum sb_strategy s)
-{
-	switch (s) {
-	case SB_STRATEGY_CONFIRMED:
-		return "confirmed-commit";
-	case SB_STRATEGY_CANDIDATE:
-		return "candidate";
-	case SB_STRATEGY_RUNNING:
-		return "writable-running";
-	default:
-		return "none";
-	}
 }
 
 static int set_err(struct sb_error *err, const struct sb_device *dev, const char *op, int code,
@@ -172,8 +158,7 @@ static void fill_config(struct sb_device_config *dst, const struct sb_device_con
 		dst->backoff_max_ms = 5000;
 }
 
-int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg,
-		  struct sb_device **out)
+int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg, struct sb_device **out)
 {
 	if (!cfg->host[0] || !cfg->port)
 		return -EINVAL;
@@ -355,7 +340,8 @@ static void detect_capabilities(struct sb_device *dev)
 			c->confirmed_commit = true;
 		else if (!strncmp(s, "urn:ietf:params:netconf:capability:validate:1.", 46))
 			c->validate = true;
-		else if (!strncmp(s, "urn:ietf:params:netconf:capability:rollback-on-error:1.0", 56))
+		else if (!strncmp(s, "urn:ietf:params:netconf:capability:rollback-on-error:1.0",
+				  56))
 			c->rollback_on_error = true;
 		else if (!strncmp(s, "urn:ietf:params:netconf:capability:writable-running:1.0", 55))
 			c->writable_running = true;
@@ -400,9 +386,10 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 		if (dev->backoff_ms > dev->cfg.backoff_max_ms)
 			dev->backoff_ms = dev->cfg.backoff_max_ms;
 		dev->next_attempt_ms = sb_now_ms() + dev->backoff_ms;
-		return set_err(err, dev, "connect", -ECONNREFUSED, "cannot open a %s session to %s:%u%s%s",
-			       dev->cfg.transport == SB_TRANSPORT_TLS ? "TLS" : "SSH", dev->cfg.host,
-			       dev->cfg.port, dev->hostkey_error[0] ? ": " : "", dev->hostkey_error);
+		return set_err(
+			err, dev, "connect", -ECONNREFUSED, "cannot open a %s session to %s:%u%s%s",
+			dev->cfg.transport == SB_TRANSPORT_TLS ? "TLS" : "SSH", dev->cfg.host,
+			dev->cfg.port, dev->hostkey_error[0] ? ": " : "", dev->hostkey_error);
 	}
 	dev->backoff_ms = 0;
 	dev->next_attempt_ms = 0;
@@ -425,7 +412,7 @@ int sb_device_connect_until(struct sb_device *dev, int64_t deadline_ms, struct s
 		int64_t now = sb_now_ms();
 		if (now >= deadline_ms)
 			return rc == -EAGAIN ? set_err(err, dev, "connect", -ETIMEDOUT,
-						      "no session before the deadline")
+						       "no session before the deadline")
 					     : rc;
 		int64_t wait_ms = dev->next_attempt_ms - now;
 		if (wait_ms > deadline_ms - now)
@@ -538,7 +525,8 @@ lost:
 	sb_device_disconnect(dev);
 	if (rc == -ETIMEDOUT) {
 		atomic_fetch_add(&drv->counters.rpc_timeouts, 1);
-		return set_err(err, dev, opname, rc, "no reply within %d ms", dev->cfg.rpc_timeout_ms);
+		return set_err(err, dev, opname, rc, "no reply within %d ms",
+			       dev->cfg.rpc_timeout_ms);
 	}
 	atomic_fetch_add(&drv->counters.sessions_lost, 1);
 	return set_err(err, dev, opname, rc, "session lost");
@@ -581,7 +569,8 @@ int sb_device_commit(struct sb_device *dev, int confirm_timeout_s, const char *p
 
 int sb_device_cancel_commit(struct sb_device *dev, const char *persist_id, struct sb_error *err)
 {
-	return do_rpc(dev, nc_rpc_cancel(persist_id, NC_PARAMTYPE_CONST), "cancel-commit", NULL, err);
+	return do_rpc(dev, nc_rpc_cancel(persist_id, NC_PARAMTYPE_CONST), "cancel-commit", NULL,
+		      err);
 }
 
 int sb_device_rpc_xml(struct sb_device *dev, const char *xml, struct sb_error *err)
@@ -634,10 +623,11 @@ static int edit_rpc(struct sb_device *dev, enum sb_datastore ds, struct strbuf *
 		free(b->s);
 		return set_err(err, dev, "edit-config", -ENOTSUP, "running is not writable");
 	}
-	struct nc_rpc *rpc = nc_rpc_edit(nc_ds(ds), NC_RPC_EDIT_DFLTOP_MERGE, NC_RPC_EDIT_TESTOPT_UNKNOWN,
-					 dev->caps.rollback_on_error ? NC_RPC_EDIT_ERROPT_ROLLBACK
-								     : NC_RPC_EDIT_ERROPT_UNKNOWN,
-					 b->s, NC_PARAMTYPE_FREE);
+	struct nc_rpc *rpc =
+		nc_rpc_edit(nc_ds(ds), NC_RPC_EDIT_DFLTOP_MERGE, NC_RPC_EDIT_TESTOPT_UNKNOWN,
+			    dev->caps.rollback_on_error ? NC_RPC_EDIT_ERROPT_ROLLBACK
+							: NC_RPC_EDIT_ERROPT_UNKNOWN,
+			    b->s, NC_PARAMTYPE_FREE);
 	if (!rpc)
 		free(b->s);
 	atomic_fetch_add(&dev->drv->counters.edits, 1);
@@ -661,7 +651,9 @@ int sb_device_edit_xcs(struct sb_device *dev, enum sb_datastore ds, const struct
 	/* removals first: inputs the target no longer uses */
 	for (size_t i = 0; i < n_current; i++)
 		if (find_xc(target, n_target, current[i].in) < 0)
-			sb_append(&b, "<connection nc:operation=\"remove\"><input>%u</input></connection>",
+			sb_append(&b,
+				  "<connection "
+				  "nc:operation=\"remove\"><input>%u</input></connection>",
 				  current[i].in);
 	/* then additions and changed outputs */
 	for (size_t i = 0; i < n_target; i++) {
@@ -679,8 +671,8 @@ int sb_device_replace_xcs(struct sb_device *dev, enum sb_datastore ds, const str
 			  size_t n, struct sb_error *err)
 {
 	struct strbuf b = {0};
-	sb_append(&b, "<cross-connects xmlns=\"%s\" xmlns:nc=\"%s\" nc:operation=\"replace\">", OCS_NS,
-		  NC_NS);
+	sb_append(&b, "<cross-connects xmlns=\"%s\" xmlns:nc=\"%s\" nc:operation=\"replace\">",
+		  OCS_NS, NC_NS);
 	for (size_t i = 0; i < n; i++)
 		sb_append(&b, "<connection><input>%u</input><output>%u</output></connection>",
 			  xcs[i].in, xcs[i].out);
@@ -703,10 +695,17 @@ static enum sb_xc_status parse_status(const char *s)
 	return SB_XC_STATUS_UNKNOWN;
 }
 
+int sb_xc_cmp(const void *a, const void *b)
+{
+	const struct sb_xc *x = a, *y = b;
+	return x->in != y->in ? (int)x->in - (int)y->in : (int)x->out - (int)y->out;
+}
+
+/* sb_xc_cmp's order for read-back entries (their status does not count). */
 static int cmp_xc_state(const void *a, const void *b)
 {
 	const struct sb_xc_state *x = a, *y = b;
-	return (int)x->in - (int)y->in;
+	return sb_xc_cmp(&(struct sb_xc){x->in, x->out}, &(struct sb_xc){y->in, y->out});
 }
 
 /* Collects connection entries from a (schema or opaque) reply tree. */
@@ -784,8 +783,8 @@ int sb_device_read_xcs(struct sb_device *dev, bool with_state, enum sb_datastore
 	} else {
 		char *str = NULL;
 		if (lyd_any_value_str(data, &str) == LY_SUCCESS && str &&
-		    lyd_parse_data_mem(dev->drv->ctx, str, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ, 0,
-				       &parsed) == LY_SUCCESS)
+		    lyd_parse_data_mem(dev->drv->ctx, str, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ,
+				       0, &parsed) == LY_SUCCESS)
 			tree = parsed;
 		free(str);
 	}

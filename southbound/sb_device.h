@@ -48,7 +48,7 @@ enum sb_transport {
 
 enum sb_hostkey_policy {
 	SB_HOSTKEY_ACCEPT_ANY = 0, /* explicit opt-in: labs and tests only */
-	SB_HOSTKEY_PINNED,         /* the host key's "SHA256:..." must match */
+	SB_HOSTKEY_PINNED,	   /* the host key's "SHA256:..." must match */
 };
 
 /* Whether to send <validate> before <commit> (see quirks in sb_device.c). */
@@ -65,7 +65,7 @@ struct sb_device_config {
 	enum sb_transport transport;
 	/* SSH */
 	char username[64];
-	char password[128];     /* password authentication when non-empty */
+	char password[128];	/* password authentication when non-empty */
 	char privkey_path[256]; /* public-key authentication when non-empty */
 	char pubkey_path[256];
 	enum sb_hostkey_policy hostkey_policy;
@@ -75,9 +75,9 @@ struct sb_device_config {
 	char tls_key[256];
 	char tls_ca[256];
 	/* timing; 0 picks the default in brackets */
-	int rpc_timeout_ms;  /* deadline of every RPC [5000] */
-	int backoff_min_ms;  /* first reconnect delay [50] */
-	int backoff_max_ms;  /* cap of the doubling delay [5000] */
+	int rpc_timeout_ms; /* deadline of every RPC [5000] */
+	int backoff_min_ms; /* first reconnect delay [50] */
+	int backoff_max_ms; /* cap of the doubling delay [5000] */
 	enum sb_validate_policy validate;
 };
 
@@ -89,7 +89,7 @@ struct sb_capabilities {
 	bool validate;
 	bool rollback_on_error;
 	bool writable_running;
-	bool yuma;            /* netconfd (yuma123): see the quirks */
+	bool yuma; /* netconfd (yuma123): see the quirks */
 };
 
 /*
@@ -106,7 +106,6 @@ enum sb_strategy {
 	SB_STRATEGY_CANDIDATE,
 	SB_STRATEGY_RUNNING,
 };
-const char *sb_strategy_name(enum sb_strategy s);
 
 /* A structured error: which device, which operation, what the device said. */
 struct sb_error {
@@ -121,6 +120,8 @@ struct sb_xc {
 	uint16_t in;
 	uint16_t out;
 };
+/* qsort/bsearch comparator of struct sb_xc: by input port, then output port. */
+int sb_xc_cmp(const void *a, const void *b);
 
 enum sb_xc_status {
 	SB_XC_STATUS_UNKNOWN = 0, /* read from configuration only */
@@ -137,10 +138,10 @@ struct sb_xc_state {
 };
 
 struct sb_driver_counters {
-	atomic_uint_least64_t connects;      /* sessions established */
+	atomic_uint_least64_t connects; /* sessions established */
 	atomic_uint_least64_t connect_failures;
 	atomic_uint_least64_t rpcs;
-	atomic_uint_least64_t edits;         /* edit-config RPCs (one per device per change) */
+	atomic_uint_least64_t edits;	     /* edit-config RPCs (one per device per change) */
 	atomic_uint_least64_t rpc_errors;    /* <rpc-error> replies */
 	atomic_uint_least64_t rpc_timeouts;  /* deadline passed */
 	atomic_uint_least64_t sessions_lost; /* dropped mid-RPC */

@@ -193,12 +193,6 @@ struct txn {
 	void (*finished)(struct txn *t);
 };
 
-static int cmp_xc(const void *a, const void *b)
-{
-	const struct sb_xc *x = a, *y = b;
-	return x->in != y->in ? (int)x->in - (int)y->in : (int)x->out - (int)y->out;
-}
-
 /* Same set of (in, out)? Both arrays sorted by input. */
 static bool same_xcs(const struct sb_xc *a, size_t na, const struct sb_xc *b, size_t nb)
 {
@@ -800,7 +794,7 @@ static int txn_setup(struct txn *t, const struct sb_txn_plan *plan,
 		}
 		memcpy((void *)d->target, plan->devices[i].target,
 		       d->n_target * sizeof(struct sb_xc));
-		qsort((void *)d->target, d->n_target, sizeof(struct sb_xc), cmp_xc);
+		qsort((void *)d->target, d->n_target, sizeof(struct sb_xc), sb_xc_cmp);
 		d->res = &r->devices[i];
 	}
 	atomic_fetch_add(&t->e->counters.started, 1);

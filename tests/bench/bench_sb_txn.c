@@ -219,16 +219,16 @@ static int rpc_costs(void)
 		b[i] = (struct sb_xc){(uint16_t)i, (uint16_t)(i ^ 2)};
 	}
 	enum { N = 200, OPS = 7 };
-	static const char *const names[OPS] = {"lock",   "unlock",     "edit-config",
-					       "validate", "commit", "get-config",
-					       "get (state)"};
+	static const char *const names[OPS] = {"lock",	 "unlock",     "edit-config", "validate",
+					       "commit", "get-config", "get (state)"};
 	static int64_t us[OPS][N];
 	int rc = sb_device_connect(d[0], &err);
 	for (int k = 0; k < N && !rc; k++) {
 		struct sb_xc_state *st = NULL;
 		size_t n = 0;
 		double t0;
-#define TIMED(op, call) (t0 = thread_cpu_us(), rc |= (call), us[op][k] = (int64_t)(thread_cpu_us() - t0))
+#define TIMED(op, call)                                                                            \
+	(t0 = thread_cpu_us(), rc |= (call), us[op][k] = (int64_t)(thread_cpu_us() - t0))
 		TIMED(0, sb_device_lock(d[0], SB_DS_CANDIDATE, &err));
 		TIMED(1, sb_device_unlock(d[0], SB_DS_CANDIDATE, &err));
 		rc |= sb_device_lock(d[0], SB_DS_CANDIDATE, &err);

@@ -11,37 +11,18 @@ Loopback only; every process started here is stopped by Fleet.close().
 """
 import json
 import os
-import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import xml.etree.ElementTree as ET
 
+import testports
+
 NS = "urn:ocsd:yang:ocs-switch"
 START_TIMEOUT_S = 30
-
-
-def free_base(count):
-    """A base port with `count` free consecutive ports on loopback."""
-    for _ in range(50):
-        base = random.randrange(20000, 60000 - count)
-        socks = []
-        try:
-            for p in range(base, base + count):
-                s = socket.socket()
-                s.bind(("127.0.0.1", p))
-                socks.append(s)
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free port range")
 
 
 class Fleet:
@@ -69,7 +50,7 @@ class Fleet:
         pw = os.path.join(self.work, "pw")
         with open(pw, "w") as f:
             f.write(self.password + "\n")
-        self.base = free_base(self.N_DEV)
+        self.base = testports.reserve(self.N_DEV)
         with open(os.path.join(src, "deploy", "fabrics", "lab.json")) as f:
             fabric = json.load(f)
         dev = fabric["ocsd-fabric:fabric"]["devices"]
@@ -91,17 +72,8 @@ class Fleet:
              "--unidirectional", "--switch-ms", str(switch_ms)],
             stdout=log, stderr=log)
         log.close()
-        # Up once every port accepts a TCP connection (bounded wait).
-        deadline = time.time() + START_TIMEOUT_S
-        for d in range(self.N_DEV):
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", self.base + d), timeout=1).close()
-                    break
-                except OSError:
-                    if self.devsim_proc.poll() is not None or time.time() > deadline:
-                        raise RuntimeError("ocs-devsim did not start")
-                    time.sleep(0.05)
+        testports.wait_listening("127.0.0.1", self.base, "ocs-devsim", START_TIMEOUT_S,
+                                 count=self.N_DEV, proc=self.devsim_proc)
 
     def start_ocsd(self, *extra, insecure=True, reconcile_s=1):
         """Starts ocsd and waits until it logged its gRPC and metrics ports."""
@@ -124,6 +96,9 @@ class Fleet:
                 self.grpc_port = int(grpc_ports[-1])
                 self.metrics_port = int(re.findall(r"metrics on \S+ \(port (\d+)", text)[-1])
                 self.starts += 1
+                for port in (self.grpc_port, self.metrics_port):
+                    testports.wait_listening("127.0.0.1", port, "ocsd", START_TIMEOUT_S,
+                                             proc=self.ocsd)
                 return self.ocsd
             if self.ocsd.poll() is not None:
                 raise RuntimeError("ocsd exited %d:\n%s" % (self.ocsd.returncode, text))
@@ -167,8 +142,14 @@ class Fleet:
         closes a session right after its hello when it cannot tell which
         device the session's socket belongs to (see southbound/README.md);
         nothing was read then, so the read is tried again (up to 8 times, backing
-        off from 50 ms: under load ocsd's own sessions may keep such a port busy)."""
+        off from 50 ms: under load ocsd's own sessions may keep such a port busy).
+        ncclient usually reports that close as SessionCloseError or TransportError,
+        but when the close lands while the get is being sent, the get is queued to
+        a session that is gone and ends in TimeoutExpiredError: retried too (the
+        daemon_delta flake of issue 10, right after ocsd restarts and opens its 16
+        sessions)."""
         from ncclient import manager
+        from ncclient.operations.errors import TimeoutExpiredError
         from ncclient.transport.errors import TransportError
         from ncclient.transport.errors import SessionCloseError
         import ncclient.transport.ssh
@@ -179,11 +160,14 @@ class Fleet:
                                      password=self.password, hostkey_verify=False,
                                      allow_agent=False, look_for_keys=False,
                                      timeout=10) as m:
+                    m.timeout = 10  # the get's own deadline (ncclient's default: 30 s)
                     reply = m.get(filter=("subtree", f'<cross-connects xmlns="{NS}"/>'))
                 break
-            except (TransportError, SessionCloseError):
+            except (TransportError, SessionCloseError, TimeoutExpiredError) as e:
                 if attempt == 7:
                     raise
+                if isinstance(e, TimeoutExpiredError):
+                    print(f"{self.device_name(d)}: read timed out, reading again", flush=True)
                 time.sleep(min(0.05 * 2 ** attempt, 0.5))
         rows = []
         for conn in ET.fromstring(reply.data_xml).iter(f"{{{NS}}}connection"):

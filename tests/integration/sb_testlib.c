@@ -12,10 +12,60 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-static int try_start(struct tl_fleet *f, int count, int base, const char *const *extra)
+/*
+ * Runs tests/integration/testports.py (OCSD_TESTPORTS_PY) with the arguments
+ * after the script; returns the number it printed (0 when it prints nothing)
+ * or -1 when it fails (it said why on stderr).
+ */
+static int run_testports(const char *args)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s", OCSD_TESTPORTS_PY, args);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	int value = 0;
+	if (fscanf(p, "%d", &value) != 1)
+		value = 0;
+	int status = pclose(p);
+	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
+	return value;
+}
+
+/* atexit: drops this process's reservations (a later reservation would
+ * reclaim them anyway, once it sees the process gone). */
+static void release_ports(void)
+{
+	char args[64];
+	snprintf(args, sizeof(args), "release --owner %d", (int)getpid());
+	if (run_testports(args) < 0)
+		fprintf(stderr, "tl_ports_reserve: could not release this process's test ports\n");
+}
+
+int tl_ports_reserve(int count)
+{
+	static bool release_registered;
+	char args[64];
+	snprintf(args, sizeof(args), "reserve --count %d --owner %d", count, (int)getpid());
+	int base = run_testports(args);
+	if (base > 0 && !release_registered)
+		release_registered = atexit(release_ports) == 0;
+	return base > 0 ? base : -1;
+}
+
+int tl_wait_listening(int port, int count, const char *name, pid_t pid, int timeout_s)
+{
+	char args[128];
+	snprintf(args, sizeof(args), "wait --name %s --pid %d --timeout %d 127.0.0.1 %d %d", name,
+		 (int)pid, timeout_s, port, count);
+	return run_testports(args) < 0 ? -1 : 0;
+}
+
+static pid_t spawn_devsim(int count, int base, const char *const *extra, char *hostkey,
+			  size_t hostkey_len)
 {
 	int pipefd[2];
 	if (pipe(pipefd))
@@ -23,8 +73,8 @@ static int try_start(struct tl_fleet *f, int count, int base, const char *const 
 	char listen[64], count_s[16];
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", base);
 	snprintf(count_s, sizeof(count_s), "%d", count);
-	const char *argv[64] = {OCS_DEVSIM_PATH, "--listen", listen, "--count", count_s,
-				"--user",        TL_USER,    "--ports", "16"};
+	const char *argv[64] = {OCS_DEVSIM_PATH, "--listen", listen,	"--count", count_s,
+				"--user",	 TL_USER,    "--ports", "16"};
 	int argc = 9;
 	bool key_only = false;
 	for (int i = 0; extra && extra[i]; i++)
@@ -51,41 +101,46 @@ static int try_start(struct tl_fleet *f, int count, int base, const char *const 
 	close(pipefd[1]);
 	FILE *in = fdopen(pipefd[0], "r");
 	char line[256];
-	int rc = -1;
-	f->hostkey[0] = '\0';
+	bool ready = false;
+	hostkey[0] = '\0';
 	/* ocs-devsim prints "ready" or exits: a blocking read cannot hang */
 	while (fgets(line, sizeof(line), in)) {
 		if (!strncmp(line, "hostkey ", 8)) {
-			snprintf(f->hostkey, sizeof(f->hostkey), "%.120s", line + 8);
-			f->hostkey[strcspn(f->hostkey, "\n")] = '\0';
+			snprintf(hostkey, hostkey_len, "%.120s", line + 8);
+			hostkey[strcspn(hostkey, "\n")] = '\0';
 		} else if (!strncmp(line, "ready ", 6)) {
-			rc = 0;
+			ready = true;
 			break;
 		}
 	}
 	fclose(in);
-	if (rc) {
-		int status;
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
+	if (ready && tl_wait_listening(base, count, "ocs-devsim", pid, 30) == 0)
+		return pid;
+	if (!ready)
+		fprintf(stderr, "tl_fleet_start: ocs-devsim exited before \"ready\"\n");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+int tl_fleet_start(struct tl_fleet *f, int count, const char *const *extra)
+{
+	int base = tl_ports_reserve(count);
+	if (base < 0) {
+		fprintf(stderr, "tl_fleet_start: no test ports for %d devices\n", count);
+		return -1;
+	}
+	pid_t pid = spawn_devsim(count, base, extra, f->hostkey, sizeof(f->hostkey));
+	if (pid < 0) {
+		fprintf(stderr,
+			"tl_fleet_start: ocs-devsim did not start (%d devices on port %d)\n", count,
+			base);
 		return -1;
 	}
 	f->pid = pid;
 	f->count = count;
 	f->base_port = base;
 	return 0;
-}
-
-int tl_fleet_start(struct tl_fleet *f, int count, const char *const *extra)
-{
-	srand((unsigned)(getpid() ^ time(NULL)));
-	for (int attempt = 0; attempt < 8; attempt++) {
-		int base = 20000 + rand() % (40000 - count);
-		if (!try_start(f, count, base, extra))
-			return 0;
-	}
-	fprintf(stderr, "tl_fleet_start: ocs-devsim did not start (%d devices)\n", count);
-	return -1;
 }
 
 int tl_fleet_stop(struct tl_fleet *f)
@@ -205,7 +260,8 @@ int tl_l2_violations(const struct ocs_fabric *f, const int *group, const int *de
 	size_t k = 0;
 	for (size_t i = 0; i < n_devices; i++)
 		for (size_t j = 0; j < n[i]; j++)
-			all[k++] = (struct ocs_xc){group[i], device[i], xcs[i][j].in, xcs[i][j].out};
+			all[k++] =
+				(struct ocs_xc){group[i], device[i], xcs[i][j].in, xcs[i][j].out};
 	struct l2_violation v[1];
 	int bad = l2_check(f, all, total, v, 1);
 	if (bad > 0 && why)
@@ -248,7 +304,8 @@ int tl_read_running(struct sb_device *dev, struct sb_xc **out, size_t *n)
 	if (!rc)
 		rc = sb_device_read_xcs(dev, false, SB_DS_RUNNING, &s, n, &err);
 	if (rc) {
-		fprintf(stderr, "read %s: %s: %s\n", sb_device_name(dev), err.operation, err.message);
+		fprintf(stderr, "read %s: %s: %s\n", sb_device_name(dev), err.operation,
+			err.message);
 		return rc;
 	}
 	*out = malloc((*n ? *n : 1) * sizeof(**out));
@@ -258,21 +315,16 @@ int tl_read_running(struct sb_device *dev, struct sb_xc **out, size_t *n)
 	return 0;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	const struct sb_xc *x = a, *y = b;
-	return x->in != y->in ? x->in - y->in : x->out - y->out;
-}
-
 bool tl_same(const struct sb_xc *a, size_t na, const struct sb_xc *b, size_t nb)
 {
 	if (na != nb)
 		return false;
-	struct sb_xc *x = malloc((na ? na : 1) * sizeof(*x)), *y = malloc((nb ? nb : 1) * sizeof(*y));
+	struct sb_xc *x = malloc((na ? na : 1) * sizeof(*x)),
+		     *y = malloc((nb ? nb : 1) * sizeof(*y));
 	memcpy(x, a, na * sizeof(*x));
 	memcpy(y, b, nb * sizeof(*y));
-	qsort(x, na, sizeof(*x), cmp);
-	qsort(y, nb, sizeof(*y), cmp);
+	qsort(x, na, sizeof(*x), sb_xc_cmp);
+	qsort(y, nb, sizeof(*y), sb_xc_cmp);
 	bool same = !memcmp(x, y, na * sizeof(*x));
 	free(x);
 	free(y);

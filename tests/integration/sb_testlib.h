@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define TL_USER "ocs"
+#define TL_USER	    "ocs"
 #define TL_PASSWORD "optical-test"
 
 struct tl_fleet {
@@ -28,7 +28,23 @@ struct tl_fleet {
 };
 
 /*
- * Starts `count` devices in one ocs-devsim process on free loopback ports.
+ * Test ports, through tests/integration/testports.py (see there): reserves
+ * `count` consecutive loopback ports outside the kernel's ephemeral range,
+ * held by this process until it exits; returns the first or -1 (the script
+ * printed why). Use it for every port a test chooses, including ports
+ * nobody must listen on.
+ */
+int tl_ports_reserve(int count);
+/*
+ * Returns 0 once 127.0.0.1:port .. port+count-1 accept TCP connections, -1
+ * (the script printed the server's name and the port) when timeout_s passes
+ * first or process pid (0: none) is gone.
+ */
+int tl_wait_listening(int port, int count, const char *name, pid_t pid, int timeout_s);
+
+/*
+ * Starts `count` devices in one ocs-devsim process on reserved loopback
+ * ports (tl_ports_reserve) and returns once every one of them listens.
  * extra: more arguments (NULL-terminated list, may be NULL). Returns 0 or
  * -1 (after printing why).
  */

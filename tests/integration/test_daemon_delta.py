@@ -43,6 +43,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ocsd_fleet  # noqa: E402
+import testports  # noqa: E402
 
 BUILD, SRC = sys.argv[1:3]
 del sys.argv[1:3]  # leave unittest's own arguments
@@ -110,6 +111,7 @@ def devsim(base, count):
         stdout=log, stderr=log)
     log.close()
     EXTRA_DEVSIMS.append(p)
+    testports.wait_listening("127.0.0.1", base, "ocs-devsim", 30, count=count, proc=p)
     return p
 
 
@@ -450,8 +452,8 @@ class DeltaTest(unittest.TestCase):
         # Device 0's server dies (the others come back on a server of their own).
         FLEET.devsim_proc.send_signal(signal.SIGKILL)
         FLEET.devsim_proc.wait()
-        devsim(FLEET.base + 1, FLEET.N_DEV - 1)
         t_kill_ms = time.time() * 1000
+        devsim(FLEET.base + 1, FLEET.N_DEV - 1)
         dead = "ocs-g0-d0"
         devs = self.devices_until(
             lambda d: d[dead].session == fabric_pb2.SESSION_STATE_DISCONNECTED and all(

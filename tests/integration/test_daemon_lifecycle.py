@@ -16,6 +16,9 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import testports  # noqa: E402
+
 ocsd, fabrics = sys.argv[1], sys.argv[2]
 passed = failed = 0
 
@@ -32,7 +35,9 @@ def check(cond, what):
 def get(port, path, method="GET"):
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
     try:
-        with urllib.request.urlopen(req, timeout=5) as r:
+        # a status is checked here, not latency: 10 s, as ocsd shares a loaded
+        # CI machine (a 5 s deadline once expired under ctest -j2)
+        with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, ""
@@ -44,12 +49,18 @@ def metric(text, name, labels):
 
 
 tmp = tempfile.mkdtemp(prefix="ocsd-life-")
+proc = None
 try:
     cfg = os.path.join(tmp, "fabric.json")
     with open(os.path.join(tmp, "pw"), "w") as f:
         f.write("lab-" + os.urandom(6).hex() + "\n")
+    # No devices run here: they sit on reserved ports nobody listens on, never
+    # on the lab's 18300.. where a quickstart lab may be running.
+    dead = testports.reserve(16)
     with open(os.path.join(fabrics, "lab.json")) as f:
-        lab = f.read().replace("/etc/ocsd/device-password", os.path.join(tmp, "pw"))
+        lab = (f.read().replace("/etc/ocsd/device-password", os.path.join(tmp, "pw"))
+               .replace('"port-base": 18300', f'"port-base": {dead}'))
+    assert f'"port-base": {dead}' in lab, "lab.json no longer has port-base 18300"
     with open(cfg, "w") as f:
         f.write(lab)
     sock_path = os.path.join(tmp, "notify")
@@ -160,6 +171,9 @@ try:
     check(r.returncode == 1 and b"password-file" in r.stderr,
           f"missing password file: {r.returncode} {r.stderr}")
 finally:
+    if proc is not None and proc.poll() is None:  # a check raised: do not leave ocsd behind
+        proc.kill()
+        proc.wait()
     shutil.rmtree(tmp, ignore_errors=True)
 
 print(f"daemon-lifecycle: {passed} passed, {failed} failed")

@@ -23,6 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ocsd_fleet  # noqa: E402
+import testports  # noqa: E402
 
 BUILD, SRC = sys.argv[1:3]
 TIMEOUT_S = 30
@@ -88,7 +89,7 @@ def main():
     check(sum(map(len, first.values())) > 0, "the first job's circuits are on no device")
 
     # 2. every device elsewhere: the next transaction cannot reach them
-    dead = ocsd_fleet.free_base(fleet.N_DEV)
+    dead = testports.reserve(fleet.N_DEV)  # reserved, nobody listens there
     write_fabric(lambda f: f["devices"].update({"port-base": dead}))
     check(sighup("applied"), "moved devices: reload not counted as applied")
     try:

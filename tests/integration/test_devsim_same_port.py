@@ -19,12 +19,13 @@ been written anywhere).
 
 usage: test_devsim_same_port.py DEVSIM_BINARY
 """
-import os
 import socket
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+
+import testports
 
 from ncclient import manager
 import ncclient.transport.ssh
@@ -35,23 +36,6 @@ ncclient.transport.ssh.TICK = 0.001
 NS = "urn:ocsd:yang:ocs-switch"
 CONFIG = '<config xmlns="urn:ietf:params:xml:ns:netconf:base:1.0">'
 DEVSIM = sys.argv[1]
-
-
-def free_port_block(n):
-    for base in range(20000 + os.getpid() % 20000, 60000, 97):
-        socks = []
-        try:
-            for i in range(n):
-                s = socket.socket()
-                s.bind(("127.0.0.1", base + i))
-                socks.append(s)
-            return base
-        except OSError:
-            pass
-        finally:
-            for s in socks:
-                s.close()
-    raise SystemExit("no free port block")
 
 
 def connect(port, sock=None):
@@ -75,7 +59,8 @@ def socket_from(local_port, dest_port):
     return s
 
 
-base = free_port_block(2)
+base = testports.reserve(2)
+local_ports = testports.reserve(5)  # one client port per attempt
 if True:
     proc = subprocess.Popen([DEVSIM, "--listen", f"127.0.0.1:{base}", "--count", "2",
                              "--ports", "8", "--user", "ocsd", "--password", "pw",
@@ -87,9 +72,10 @@ if True:
             line = proc.stdout.readline()
         if not line:
             raise SystemExit("FAIL: ocs-devsim did not start")
+        testports.wait_listening("127.0.0.1", base, "ocs-devsim", 30, count=2, proc=proc)
         failures = 0
         for attempt in range(5):
-            local = free_port_block(1)
+            local = local_ports + attempt
             silent = socket_from(local, base)  # device 0, stays in the handshake
             time.sleep(0.2)
             written = False

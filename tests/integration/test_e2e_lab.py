@@ -25,7 +25,7 @@ spec.loader.exec_module(show_device)
 
 build, src = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ocsd_fleet import free_base  # noqa: E402
+import testports  # noqa: E402
 DEVSIM = os.path.join(build, "southbound", "ocs-devsim")
 OCSD = os.path.join(build, "daemon", "ocsd")
 OCSCTL = os.path.join(build, "northbound", "ocsctl", "ocsctl")
@@ -61,6 +61,8 @@ def start_ocsd():
         if len(m) >= starts + 1:
             global metrics_port
             metrics_port = int(re.findall(r"metrics on \S+ \(port (\d+)", text)[-1])
+            for port in (int(m[-1]), metrics_port):
+                testports.wait_listening("127.0.0.1", port, "ocsd", 30, proc=p)
             return p, int(m[-1])
         if p.poll() is not None:
             raise RuntimeError("ocsd exited: " + open(os.path.join(work, "ocsd.log")).read())
@@ -104,7 +106,7 @@ try:
     password = "e2e-" + os.urandom(8).hex()
     with open(os.path.join(work, "pw"), "w") as f:
         f.write(password + "\n")
-    base = free_base(N_DEV)
+    base = testports.reserve(N_DEV)
     with open(os.path.join(src, "deploy", "fabrics", "lab.json")) as f:
         lab = f.read()
     cfg = os.path.join(work, "fabric.json")
@@ -116,6 +118,7 @@ try:
                                    str(N_DEV), "--ports", "8", "--user", "ocsd", "--password",
                                    password, "--unidirectional", "--switch-ms", "5"],
                                   stdout=dlog, stderr=dlog))
+    testports.wait_listening("127.0.0.1", base, "ocs-devsim", 30, count=N_DEV, proc=procs[-1])
     starts = 0
     ocsd, grpc_port = start_ocsd()
     starts += 1

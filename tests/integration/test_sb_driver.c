@@ -1,8 +1,8 @@
 /*
  * test_sb_driver.c - the NETCONF driver (southbound/sb_device.h) against a
  * real ocs-devsim on loopback: SSH password and key authentication, host
- * key pinning, TLS with client certificates (made here with openssl), capability detection and strategy, one-edit-per-call
- * programming, state read-back, device refusals as structured errors,
+ * key pinning, TLS with client certificates (made here with openssl), capability detection and
+ * strategy, one-edit-per-call programming, state read-back, device refusals as structured errors,
  * RPC deadlines, dropped sessions, reconnect backoff and the confirmed
  * commit timeout revert.
  */
@@ -22,13 +22,13 @@
 #include <cmocka.h>
 
 /* Asserts success and prints the structured error otherwise. */
-#define OK(call)                                                                             \
-	do {                                                                                 \
-		int rc_ = (call);                                                            \
-		if (rc_)                                                                     \
-			fprintf(stderr, "%s:%d: %s %s: %s\n", __FILE__, __LINE__, err.device, \
-				err.operation, err.message);                                 \
-		assert_int_equal(rc_, 0);                                                    \
+#define OK(call)                                                                                   \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_)                                                                           \
+			fprintf(stderr, "%s:%d: %s %s: %s\n", __FILE__, __LINE__, err.device,      \
+				err.operation, err.message);                                       \
+		assert_int_equal(rc_, 0);                                                          \
 	} while (0)
 
 static struct tl_fleet fleet;
@@ -68,7 +68,8 @@ static void set_faults(struct sb_device *d, const char *spec)
 {
 	char xml[256];
 	struct sb_error err;
-	snprintf(xml, sizeof(xml), "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>",
+	snprintf(xml, sizeof(xml),
+		 "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>",
 		 spec);
 	assert_int_equal(sb_device_connect_until(d, sb_now_ms() + 3000, &err), 0);
 	OK(sb_device_rpc_xml(d, xml, &err));
@@ -389,7 +390,9 @@ static void test_staged_config(void **state)
 
 	/* a port nobody listens on: refused at the next connect; back again */
 	struct sb_device_config dead = c1;
-	dead.port = (uint16_t)(fleet.base_port + fleet.count + 50);
+	int dead_port = tl_ports_reserve(1); /* reserved for this test, never listened on */
+	assert_true(dead_port > 0);
+	dead.port = (uint16_t)dead_port;
 	OK(sb_device_set_config(d, &dead));
 	assert_int_equal(sb_device_connect(d, &err), -ECONNREFUSED);
 	assert_false(sb_device_connected(d));

@@ -50,8 +50,10 @@ int main(int argc, char **argv)
 		}
 		if (i % 50 == 25) {
 			/* the device drops the session at the next lock */
-			sb_device_rpc_xml(d, "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\">"
-					     "<spec>drop@lock</spec></set-faults>", &err);
+			sb_device_rpc_xml(d,
+					  "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\">"
+					  "<spec>drop@lock</spec></set-faults>",
+					  &err);
 			if (sb_device_lock(d, SB_DS_CANDIDATE, &err) != -ECONNRESET) {
 				fprintf(stderr, "round %d: expected a dropped session\n", i);
 				rc = 1;

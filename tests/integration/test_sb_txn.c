@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #define MAX_DEV 16
-#define MAX_XC 16
+#define MAX_XC	16
 
 /* The 4-pod lab fabric of the brief, straight wiring: 4 groups x 8 devices. */
 static const struct ocs_fabric lab_straight = {
@@ -67,8 +67,8 @@ static void build_plan(struct plan_buf *b, const struct ocs_fabric *f, struct sb
 		b->device[i] = i % 8;
 		b->devs[i].dev = devs[i];
 		b->devs[i].target = b->xcs[i];
-		b->devs[i].n_target =
-			tl_fabric_device_xcs(f, b->group[i], b->device[i], round, b->xcs[i], MAX_XC);
+		b->devs[i].n_target = tl_fabric_device_xcs(f, b->group[i], b->device[i], round,
+							   b->xcs[i], MAX_XC);
 	}
 	b->plan = (struct sb_txn_plan){.id = next_id++, .devices = b->devs, .n_devices = (size_t)n};
 	b->verify = (struct tl_verify_ctx){.fabric = f, .group = b->group, .device = b->device};
@@ -85,13 +85,14 @@ static void assert_devices_hold(struct plan_buf *b, const struct ocs_fabric *f, 
 	for (size_t i = 0; i < n; i++) {
 		assert_int_equal(tl_read_running(b->devs[i].dev, &got[i], &n_got[i]), 0);
 		if (target)
-			assert_true(tl_same(got[i], n_got[i], b->devs[i].target, b->devs[i].n_target));
+			assert_true(
+				tl_same(got[i], n_got[i], b->devs[i].target, b->devs[i].n_target));
 		else
 			assert_true(tl_same(got[i], n_got[i], pre[i], n_pre[i]));
 	}
 	char why[256] = "";
-	int bad = tl_l2_violations(f, b->group, b->device, (const struct sb_xc *const *)got, n_got, n,
-				   why, sizeof(why));
+	int bad = tl_l2_violations(f, b->group, b->device, (const struct sb_xc *const *)got, n_got,
+				   n, why, sizeof(why));
 	if (bad)
 		fprintf(stderr, "L2: %s\n", why);
 	assert_int_equal(bad, 0);
@@ -193,7 +194,9 @@ static void test_unreachable_device_rolled_back(void **state)
 	size_t n_pre[4];
 	snapshot(devs, 4, pre, n_pre);
 	struct sb_device_config c = tl_device_config(&fleet, 3);
-	c.port = (uint16_t)(fleet.base_port + fleet.count + 50); /* nobody listens */
+	int dead_port = tl_ports_reserve(1); /* reserved for this test: nobody listens */
+	assert_true(dead_port > 0);
+	c.port = (uint16_t)dead_port;
 	assert_int_equal(sb_device_set_config(devs[3], &c), 0);
 	struct plan_buf b;
 	build_plan(&b, &lab_straight, devs, 4, 1);
@@ -247,7 +250,8 @@ static void set_faults(struct sb_device *d, const char *spec)
 	char xml[256];
 	struct sb_error err;
 	snprintf(xml, sizeof(xml),
-		 "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>", spec);
+		 "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>",
+		 spec);
 	assert_int_equal(sb_device_connect_until(d, sb_now_ms() + 3000, &err), 0);
 	assert_int_equal(sb_device_rpc_xml(d, xml, &err), 0);
 }

@@ -30,9 +30,9 @@
 
 #include <cmocka.h>
 
-#define FLEET 20
+#define FLEET	       20
 #define RPC_TIMEOUT_MS 500
-#define HANG_MS 1200
+#define HANG_MS	       1200
 
 static const struct ocs_fabric lab = {
 	.pods = 4, .k_leaf = 8, .k_spine = 8, .tau = 2, .k_ocs = 16, .wiring = OCS_WIRING_STRAIGHT};
@@ -66,7 +66,8 @@ static void set_faults(struct sb_device *d, const char *spec)
 	char xml[256];
 	struct sb_error err;
 	snprintf(xml, sizeof(xml),
-		 "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>", spec);
+		 "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>",
+		 spec);
 	for (int attempt = 0; attempt < 5; attempt++) {
 		if (!sb_device_connect_until(d, sb_now_ms() + 3000, &err) &&
 		    !sb_device_rpc_xml(d, xml, &err))
@@ -121,9 +122,9 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 		group[i] = i / 8;
 		device[i] = i % 8;
 		assert_int_equal(tl_read_running(d[i], &pre[i], &n_pre[i]), 0);
-		pd[i] = (struct sb_txn_device){d[i], xcs[i],
-					       tl_fabric_device_xcs(&lab, group[i], device[i],
-								    round_no, xcs[i], 16)};
+		pd[i] = (struct sb_txn_device){
+			d[i], xcs[i],
+			tl_fabric_device_xcs(&lab, group[i], device[i], round_no, xcs[i], 16)};
 	}
 	round_no++;
 	for (int i = ff; i < ff + nf; i++)
@@ -131,8 +132,8 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 	struct tl_verify_ctx v = {.fabric = &lab, .group = group, .device = device};
 	struct sb_txn_hooks hooks = {.verify = tl_verify, .arg = &v};
 	struct sb_txn_plan plan = {.id = (uint64_t)round_no, .devices = pd, .n_devices = (size_t)n};
-	struct sb_txn_options opts = {.confirm_timeout_s = 20, .verify_timeout_ms = 1000,
-				      .connect_timeout_ms = 2000};
+	struct sb_txn_options opts = {
+		.confirm_timeout_s = 20, .verify_timeout_ms = 1000, .connect_timeout_ms = 2000};
 	struct sb_txn_result r;
 	assert_int_equal(sb_engine_run(eng, &plan, &hooks, &opts, &r), 0);
 	printf("  %-22s on %2d/%2d: %-11s %5lld ms %s\n", fc->spec, nf, n,
@@ -176,8 +177,8 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 	sb_txn_result_clear(&r);
 }
 
-static const char *const steps[] = {"lock",    "discard", "get",    "edit",  "validate",
-				    "commit",  "confirm", "unlock", "cancel"};
+static const char *const steps[] = {"lock",   "discard", "get",	   "edit",  "validate",
+				    "commit", "confirm", "unlock", "cancel"};
 /* steps whose failure necessarily breaks the transaction (discard, unlock
  * and cancel only run on rollback or after the confirm) */
 static bool breaks(const char *action, const char *step)

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define N 4
+#define N		  4
 #define CONFIRM_TIMEOUT_S 3
 
 static const struct ocs_fabric lab = {
@@ -123,7 +123,8 @@ static int run_round(struct tl_fleet *fleet_p, int sig)
 	/* every device reverts by itself, within the confirmed-commit timeout */
 	bool reverted = false;
 	int64_t took = 0;
-	while (!rc && !reverted && (took = sb_now_ms() - t_kill) < CONFIRM_TIMEOUT_S * 1000 + 1000) {
+	while (!rc && !reverted &&
+	       (took = sb_now_ms() - t_kill) < CONFIRM_TIMEOUT_S * 1000 + 1000) {
 		reverted = true;
 		for (int i = 0; i < N; i++) {
 			struct sb_xc *got = NULL;

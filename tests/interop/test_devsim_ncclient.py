@@ -10,7 +10,6 @@ ocs-transceiver model (path selection settling from pending to active).
 usage: test_devsim_ncclient.py PATH-TO-ocs-devsim
 """
 import os
-import random
 import subprocess
 import sys
 import time
@@ -19,6 +18,9 @@ import ncclient.transport.ssh
 from ncclient import manager
 from ncclient.operations.rpc import RPCError
 from ncclient.xml_ import to_ele
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import testports  # noqa: E402
 
 # ncclient polls its SSH channel every 0.1 s by default (TOOLCHAIN.md).
 ncclient.transport.ssh.TICK = 0.001
@@ -29,17 +31,17 @@ USER, PASSWORD = "ocs", "interop-test"
 
 
 def start_devsim(path, *extra):
-    for _ in range(8):
-        port = random.randint(20000, 60000)
-        proc = subprocess.Popen(
-            [path, "--listen", "127.0.0.1:%d" % port, "--user", USER, "--password",
-             PASSWORD, "--ports", "8", "--switch-ms", "200"] + list(extra),
-            stdout=subprocess.PIPE, text=True)
-        for line in proc.stdout:
-            if line.startswith("ready "):
-                return proc, port
-        proc.wait()
-    sys.exit("ocs-devsim did not start")
+    port = testports.reserve(1)
+    proc = subprocess.Popen(
+        [path, "--listen", "127.0.0.1:%d" % port, "--user", USER, "--password",
+         PASSWORD, "--ports", "8", "--switch-ms", "200"] + list(extra),
+        stdout=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if line.startswith("ready "):
+            testports.wait_listening("127.0.0.1", port, "ocs-devsim", 30, proc=proc)
+            return proc, port
+    proc.wait()
+    sys.exit("ocs-devsim did not start on port %d (exit status %d)" % (port, proc.returncode))
 
 
 def connect(port):

@@ -27,6 +27,7 @@ import urllib.request
 BUILD, SRC = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 import ocsd_fleet  # noqa: E402
+import testports  # noqa: E402
 
 OCSCTL = os.path.join(BUILD, "northbound", "ocsctl", "ocsctl")
 PROMETHEUS, PROMTOOL = "/usr/bin/prometheus", "/usr/bin/promtool"
@@ -101,7 +102,7 @@ try:
     check(sample(text, "ocsd_jobs", '{state="ACTIVE"}') == 1, "ocsd_jobs ACTIVE in the scrape")
 
     # A real Prometheus server scraping ocsd.
-    prom_port = ocsd_fleet.free_base(1)
+    prom_port = testports.reserve(1)
     cfg = os.path.join(fleet.work, "prometheus.yml")
     with open(cfg, "w") as f:
         f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
@@ -114,8 +115,9 @@ try:
                              "--storage.tsdb.path", os.path.join(fleet.work, "tsdb"),
                              "--web.listen-address", f"127.0.0.1:{prom_port}"],
                             stdout=plog, stderr=plog)
+    testports.wait_listening("127.0.0.1", prom_port, "prometheus", 30, proc=prom)
     active = ports = up = None
-    for _ in range(300):  # bounded: 30 s for the server to start and scrape
+    for _ in range(300):  # bounded: 30 s for the first scrapes
         time.sleep(0.1)
         if prom.poll() is not None:
             break

@@ -21,12 +21,12 @@ static const struct ocs_fabric lab = {
 	.pods = 4, .k_leaf = 8, .k_spine = 8, .tau = 2, .k_ocs = 16, .wiring = OCS_WIRING_STRAIGHT};
 
 static int failures;
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                   \
-		}                                                                     \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
 static enum sb_txn_outcome transact(struct sb_engine *eng, struct sb_device *dev, int round,
@@ -54,7 +54,8 @@ static enum sb_txn_outcome transact(struct sb_engine *eng, struct sb_device *dev
 int main(int argc, char **argv)
 {
 	if (argc != 6) {
-		fprintf(stderr, "usage: test_sb_netconfd PORT USER PRIVKEY PUBKEY HOSTKEY-SHA256\n");
+		fprintf(stderr,
+			"usage: test_sb_netconfd PORT USER PRIVKEY PUBKEY HOSTKEY-SHA256\n");
 		return 2;
 	}
 	struct sb_driver *drv;

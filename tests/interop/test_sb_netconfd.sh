@@ -10,8 +10,10 @@ module=$2
 for bin in /usr/sbin/netconfd /usr/sbin/sshd /usr/sbin/netconf-subsystem; do
   [ -x "$bin" ] || { echo "missing $bin (deploy/install-deps.sh installs it)"; exit 1; }
 done
+testports="/usr/bin/python3 $(dirname "$0")/../integration/testports.py"
 tmp=$(mktemp -d /tmp/sb-netconfd-XXXXXX)
 ncd_pid=
+sshd_pid=
 cleanup() {
   if [ -n "$ncd_pid" ]; then
     kill "$ncd_pid" 2>/dev/null || true
@@ -19,7 +21,8 @@ cleanup() {
     for i in $(seq 30); do kill -0 "$ncd_pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$ncd_pid" 2>/dev/null || true
   fi
-  [ -f "$tmp/sshd.pid" ] && kill "$(cat "$tmp/sshd.pid")" 2>/dev/null
+  [ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null
+  $testports release --owner $$
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -31,9 +34,10 @@ mkdir -p /run/sshd
 user=$(id -un)
 sock=$tmp/ncxserver.sock
 
-for attempt in 1 2 3 4 5; do
-  port=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000 ))
-  cat >"$tmp/sshd_config" <<X
+# A port outside the ephemeral range, reserved for this shell until it exits
+# (tests/integration/testports.py).
+port=$($testports reserve --owner $$)
+cat >"$tmp/sshd_config" <<X
 Port $port
 ListenAddress 127.0.0.1
 HostKey $tmp/hostkey
@@ -47,19 +51,18 @@ StrictModes no
 UsePAM no
 Subsystem netconf /usr/sbin/netconf-subsystem --ncxserver-sockname=$port@$sock
 X
-  # netconfd only admits subsystem connections for the ports it is told about
-  netconfd --module="$module" --no-startup --target=candidate --with-validate=true \
-    --with-startup=false --superuser="$user" --access-control=off \
-    --ncxserver-sockname="$sock" --port="$port" --log="$tmp/netconfd.log" >/dev/null 2>&1 &
-  ncd_pid=$!
-  for i in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
-  if /usr/sbin/sshd -f "$tmp/sshd_config" -E "$tmp/sshd.log"; then
-    break
-  fi
-  kill "$ncd_pid"; wait "$ncd_pid" 2>/dev/null || true; ncd_pid=; rm -f "$sock"
-done
-# sshd writes its pid file from the daemonized child: give it a moment
-for i in $(seq 30); do [ -s "$tmp/sshd.pid" ] && break; sleep 0.1; done
-[ -s "$tmp/sshd.pid" ] || { echo "could not start sshd"; cat "$tmp/sshd.log"; exit 1; }
+# netconfd only admits subsystem connections for the ports it is told about
+netconfd --module="$module" --no-startup --target=candidate --with-validate=true \
+  --with-startup=false --superuser="$user" --access-control=off \
+  --ncxserver-sockname="$sock" --port="$port" --log="$tmp/netconfd.log" >/dev/null 2>&1 &
+ncd_pid=$!
+for i in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+[ -S "$sock" ] || { echo "netconfd did not create $sock"; cat "$tmp/netconfd.log"; exit 1; }
+# -D: sshd stays in the foreground, so a failed bind shows as its exit
+# (daemonized, it used to fork before binding and always "succeed").
+/usr/sbin/sshd -D -f "$tmp/sshd_config" -E "$tmp/sshd.log" &
+sshd_pid=$!
+$testports wait --name sshd --pid "$sshd_pid" --timeout 10 127.0.0.1 "$port" ||
+  { cat "$tmp/sshd.log"; exit 1; }
 fp=$(ssh-keygen -lf "$tmp/hostkey.pub" -E sha256 | awk '{print $2}')
 "$client" "$port" "$user" "$tmp/client" "$tmp/client.pub" "$fp"

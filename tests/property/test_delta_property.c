@@ -196,11 +196,11 @@ static void prop_ga_vs_baselines(int instances)
  * the fewest ports among the plans that reach it. */
 static double enumerate(const struct delta_problem *p, int *x, int l, int L, int maxv, long *ports)
 {
+	*ports = 0; /* also when no plan is within budget (INFINITY) */
 	if (l == L) {
 		struct delta_sim_result r;
 		if (!delta_plan_within_budget(p, x) || delta_simulate(p, x, &r, NULL, NULL))
 			return INFINITY;
-		*ports = 0;
 		for (int k = 0; k < L; k++)
 			*ports += 2L * x[k];
 		return r.makespan_ms;

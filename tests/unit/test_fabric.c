@@ -15,14 +15,14 @@
 
 #include "fabric.h"
 
-static const enum ocs_wiring all_wirings[] = { OCS_WIRING_STRAIGHT, OCS_WIRING_DUAL,
-					       OCS_WIRING_CROSS };
+static const enum ocs_wiring all_wirings[] = {OCS_WIRING_STRAIGHT, OCS_WIRING_DUAL,
+					      OCS_WIRING_CROSS};
 
 static struct ocs_fabric lab(enum ocs_wiring w)
 {
 	/* 4 pods, 8-port leaves, 8-port spines, tau 2: 4 spines and 4 leaves per pod. */
-	return (struct ocs_fabric){ .pods = 4, .k_leaf = 8, .k_spine = 8, .tau = 2, .k_ocs = 16,
-				    .wiring = w };
+	return (struct ocs_fabric){
+		.pods = 4, .k_leaf = 8, .k_spine = 8, .tau = 2, .k_ocs = 16, .wiring = w};
 }
 
 static void test_wiring_names(void **state)
@@ -64,8 +64,8 @@ static void test_sizes(void **state)
 static void test_paper_scales(void **state)
 {
 	/* LumosCore setups: 32-port EPS (16 down, 16 up) and 64-port EPS, 256-port OCS. */
-	struct ocs_fabric f16k = { 128, 16, 16, 2, 256, OCS_WIRING_DUAL };
-	struct ocs_fabric f131k = { 256, 32, 32, 2, 256, OCS_WIRING_CROSS };
+	struct ocs_fabric f16k = {128, 16, 16, 2, 256, OCS_WIRING_DUAL};
+	struct ocs_fabric f131k = {256, 32, 32, 2, 256, OCS_WIRING_CROSS};
 
 	assert_int_equal(ocs_fabric_validate(&f16k, NULL, 0), 0);
 	assert_int_equal(ocs_fabric_gpus(&f16k), 16384);
@@ -116,7 +116,7 @@ static void test_wiring_hand_values(void **state)
 {
 	struct ocs_fabric s = lab(OCS_WIRING_STRAIGHT), d = lab(OCS_WIRING_DUAL),
 			  c = lab(OCS_WIRING_CROSS);
-	struct ocs_spine_port p2k5 = { .pod = 2, .h = 1, .k = 5 };
+	struct ocs_spine_port p2k5 = {.pod = 2, .h = 1, .k = 5};
 	struct ocs_device_port dp;
 
 	dp = ocs_fabric_tx_port(&s, p2k5);
@@ -160,7 +160,7 @@ static void test_wiring_round_trips(void **state)
 			memset(out_seen, 0, (size_t)dpg * used);
 			for (int p = 0; p < f.pods; p++) {
 				for (int k = 0; k < f.k_spine; k++) {
-					struct ocs_spine_port sp = { p, h, k }, back;
+					struct ocs_spine_port sp = {p, h, k}, back;
 					struct ocs_device_port tx = ocs_fabric_tx_port(&f, sp);
 					struct ocs_device_port rx = ocs_fabric_rx_port(&f, sp);
 
@@ -168,9 +168,11 @@ static void test_wiring_round_trips(void **state)
 					assert_in_range(rx.device, 0, dpg - 1);
 					assert_in_range(tx.port, 0, used - 1);
 					assert_in_range(rx.port, 0, used - 1);
-					assert_int_equal(ocs_fabric_input_owner(&f, h, tx, &back), 0);
+					assert_int_equal(ocs_fabric_input_owner(&f, h, tx, &back),
+							 0);
 					assert_memory_equal(&back, &sp, sizeof(sp));
-					assert_int_equal(ocs_fabric_output_owner(&f, h, rx, &back), 0);
+					assert_int_equal(ocs_fabric_output_owner(&f, h, rx, &back),
+							 0);
 					assert_memory_equal(&back, &sp, sizeof(sp));
 					assert_int_equal(in_seen[tx.device * used + tx.port]++, 0);
 					assert_int_equal(out_seen[rx.device * used + rx.port]++, 0);
@@ -198,19 +200,22 @@ static void test_uncabled_ports(void **state)
 		int used = ocs_fabric_device_ports_used(&f);
 
 		/* k_ocs is 16: ports from `used` up are not cabled to any spine. */
-		assert_int_equal(ocs_fabric_input_owner(&f, 0, (struct ocs_device_port){ 0, used }, &sp),
+		assert_int_equal(
+			ocs_fabric_input_owner(&f, 0, (struct ocs_device_port){0, used}, &sp),
+			-ENOENT);
+		assert_int_equal(
+			ocs_fabric_output_owner(&f, 0, (struct ocs_device_port){0, 15}, &sp),
+			-ENOENT);
+		assert_int_equal(
+			ocs_fabric_input_owner(&f, 0, (struct ocs_device_port){0, -1}, &sp),
+			-ENOENT);
+		assert_int_equal(ocs_fabric_input_owner(&f, 4, (struct ocs_device_port){0, 0}, &sp),
 				 -ENOENT);
-		assert_int_equal(ocs_fabric_output_owner(&f, 0, (struct ocs_device_port){ 0, 15 }, &sp),
-				 -ENOENT);
-		assert_int_equal(ocs_fabric_input_owner(&f, 0, (struct ocs_device_port){ 0, -1 }, &sp),
-				 -ENOENT);
-		assert_int_equal(ocs_fabric_input_owner(&f, 4, (struct ocs_device_port){ 0, 0 }, &sp),
-				 -ENOENT);
-		assert_int_equal(ocs_fabric_input_owner(
-					 &f, 0,
-					 (struct ocs_device_port){ ocs_fabric_devices_per_group(&f), 0 },
-					 &sp),
-				 -ENOENT);
+		assert_int_equal(
+			ocs_fabric_input_owner(
+				&f, 0,
+				(struct ocs_device_port){ocs_fabric_devices_per_group(&f), 0}, &sp),
+			-ENOENT);
 	}
 }
 
@@ -229,13 +234,13 @@ static void test_validation(void **state)
 	struct ocs_fabric f;
 	int n;
 
-	f = (struct ocs_fabric){ 4, 12, 8, 5, 16, OCS_WIRING_STRAIGHT };
+	f = (struct ocs_fabric){4, 12, 8, 5, 16, OCS_WIRING_STRAIGHT};
 	n = ocs_fabric_validate(&f, p, 8);
 	assert_int_equal(n, 2);
 	assert_true(find_problem(p, n, "k-leaf", "divisible by tau (5)"));
 	assert_true(find_problem(p, n, "k-spine", "divisible by tau (5)"));
 
-	f = (struct ocs_fabric){ 4, 8, 6, 1, 16, OCS_WIRING_STRAIGHT };
+	f = (struct ocs_fabric){4, 8, 6, 1, 16, OCS_WIRING_STRAIGHT};
 	assert_int_equal(ocs_fabric_validate(&f, p, 8), 0);
 	f.wiring = OCS_WIRING_CROSS;
 	f.k_spine = 7;
@@ -243,7 +248,7 @@ static void test_validation(void **state)
 	assert_int_equal(n, 1);
 	assert_true(find_problem(p, n, "k-spine", "even for cross"));
 
-	f = (struct ocs_fabric){ 9, 8, 8, 2, 16, OCS_WIRING_DUAL };
+	f = (struct ocs_fabric){9, 8, 8, 2, 16, OCS_WIRING_DUAL};
 	n = ocs_fabric_validate(&f, p, 8);
 	assert_int_equal(n, 1);
 	assert_true(find_problem(p, n, "k-ocs", "need 18"));
@@ -253,27 +258,31 @@ static void test_validation(void **state)
 	n = ocs_fabric_validate(&f, p, 8);
 	assert_true(find_problem(p, n, "k-ocs", "need 17"));
 
-	f = (struct ocs_fabric){ 0, -1, 8, 0, 16, OCS_WIRING_CROSS };
+	f = (struct ocs_fabric){0, -1, 8, 0, 16, OCS_WIRING_CROSS};
 	n = ocs_fabric_validate(&f, p, 8);
 	assert_int_equal(n, 3);
 	assert_true(find_problem(p, n, "pods", "between 2"));
 	assert_true(find_problem(p, n, "k-leaf", "between 1"));
 	assert_true(find_problem(p, n, "tau", "between 1"));
 
-	f = (struct ocs_fabric){ 4, 8, 8, 2, 16, (enum ocs_wiring)9 };
+	f = (struct ocs_fabric){4, 8, 8, 2, 16, (enum ocs_wiring)9};
 	n = ocs_fabric_validate(&f, p, 8);
 	assert_int_equal(n, 1);
 	assert_true(find_problem(p, n, "wiring", "straight, dual or cross"));
 
 	/* Counting goes on past the buffer. */
-	f = (struct ocs_fabric){ 0, 0, 0, 0, 0, OCS_WIRING_CROSS };
+	f = (struct ocs_fabric){0, 0, 0, 0, 0, OCS_WIRING_CROSS};
 	assert_int_equal(ocs_fabric_validate(&f, p, 2), 5);
 }
 
 static void test_ring_domain(void **state)
 {
-	struct ocs_ring_domain r = { .tors = 4, .nodes_per_tor = 3, .gpus_per_node = 4,
-				     .k_hops = 3, .bundles = 3, .tors_per_agg = 2 };
+	struct ocs_ring_domain r = {.tors = 4,
+				    .nodes_per_tor = 3,
+				    .gpus_per_node = 4,
+				    .k_hops = 3,
+				    .bundles = 3,
+				    .tors_per_agg = 2};
 	struct ocs_fabric_problem p[4];
 
 	assert_int_equal(ocs_ring_validate(&r, p, 4), 0);
@@ -297,10 +306,12 @@ static void test_ring_domain(void **state)
 		if ((pos + 1) % r.tors != 0)
 			assert_int_not_equal(ocs_ring_node_tor(&r, ocs_ring_node_at(&r, pos)),
 					     ocs_ring_node_tor(&r, ocs_ring_node_at(&r, pos + 1)));
-	assert_int_equal(ocs_ring_distance(&r, ocs_ring_node_at(&r, 0), ocs_ring_node_at(&r, 11)), 11);
+	assert_int_equal(ocs_ring_distance(&r, ocs_ring_node_at(&r, 0), ocs_ring_node_at(&r, 11)),
+			 11);
 	assert_false(ocs_ring_adjacent(&r, ocs_ring_node_at(&r, 0), ocs_ring_node_at(&r, 11)));
 	r.closed = true;
-	assert_int_equal(ocs_ring_distance(&r, ocs_ring_node_at(&r, 0), ocs_ring_node_at(&r, 11)), 1);
+	assert_int_equal(ocs_ring_distance(&r, ocs_ring_node_at(&r, 0), ocs_ring_node_at(&r, 11)),
+			 1);
 	assert_true(ocs_ring_adjacent(&r, ocs_ring_node_at(&r, 0), ocs_ring_node_at(&r, 11)));
 	assert_false(ocs_ring_adjacent(&r, 5, 5));
 	assert_true(ocs_ring_adjacent(&r, ocs_ring_node_at(&r, 2), ocs_ring_node_at(&r, 5)));
@@ -309,14 +320,14 @@ static void test_ring_domain(void **state)
 	r.tors_per_agg = 3;
 	r.bundles = 5;
 	assert_int_equal(ocs_ring_validate(&r, p, 4), 2);
-	r = (struct ocs_ring_domain){ 1, 2, 4, 2, 2, 1, false };
+	r = (struct ocs_ring_domain){1, 2, 4, 2, 2, 1, false};
 	assert_int_equal(ocs_ring_validate(&r, p, 4), 1);
 	assert_string_equal(p[0].field, "k-hops");
 }
 
 static void test_rail_fabric(void **state)
 {
-	struct ocs_rail_fabric r = { .servers = 16, .rails = 8, .spare_servers = 2, .ocs_ports = 32 };
+	struct ocs_rail_fabric r = {.servers = 16, .rails = 8, .spare_servers = 2, .ocs_ports = 32};
 	struct ocs_fabric_problem p[4];
 
 	assert_int_equal(ocs_rail_validate(&r, p, 4), 0);

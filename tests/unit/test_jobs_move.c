@@ -52,10 +52,10 @@ static void xc_dir(const struct ocs_fabric *f, const struct ocs_xc *xc, int *fro
 	struct ocs_spine_port a, b;
 
 	assert_int_equal(ocs_fabric_input_owner(f, xc->group,
-						(struct ocs_device_port){ xc->device, xc->in }, &a),
+						(struct ocs_device_port){xc->device, xc->in}, &a),
 			 0);
 	assert_int_equal(ocs_fabric_output_owner(f, xc->group,
-						 (struct ocs_device_port){ xc->device, xc->out }, &b),
+						 (struct ocs_device_port){xc->device, xc->out}, &b),
 			 0);
 	*from = a.pod;
 	*to = b.pod;
@@ -90,7 +90,8 @@ static size_t make_jobs(const struct ocs_fabric *f, struct job *jobs, size_t wan
 			for (int b = a + 1; b < k; b++) {
 				int links = 1 + (int)rnd((uint32_t)(f->k_leaf / 2));
 
-				jobs[n].d[jobs[n].n++] = (struct lc_demand){ pick[a], pick[b], links };
+				jobs[n].d[jobs[n].n++] =
+					(struct lc_demand){pick[a], pick[b], links};
 			}
 		n++;
 	}
@@ -101,9 +102,9 @@ static size_t make_jobs(const struct ocs_fabric *f, struct job *jobs, size_t wan
 static void test_attribution(void **state)
 {
 	static const struct ocs_fabric shapes[] = {
-		{ 4, 8, 4, 2, 8, OCS_WIRING_CROSS },   { 6, 8, 8, 2, 16, OCS_WIRING_CROSS },
-		{ 4, 8, 8, 2, 16, OCS_WIRING_DUAL },   { 8, 4, 4, 2, 16, OCS_WIRING_CROSS },
-		{ 5, 8, 4, 2, 10, OCS_WIRING_DUAL },
+		{4, 8, 4, 2, 8, OCS_WIRING_CROSS}, {6, 8, 8, 2, 16, OCS_WIRING_CROSS},
+		{4, 8, 8, 2, 16, OCS_WIRING_DUAL}, {8, 4, 4, 2, 16, OCS_WIRING_CROSS},
+		{5, 8, 4, 2, 10, OCS_WIRING_DUAL},
 	};
 	int checked = 0, moved = 0;
 
@@ -119,15 +120,15 @@ static void test_attribution(void **state)
 		size_t n_conf = 0, n_all = 0;
 		struct lc_demand all[20];
 		struct lc_plan *p = NULL;
-		struct lc_options pinned = { .realize = true, .replan = false };
-		struct lc_options global = { .realize = true, .replan = true };
+		struct lc_options pinned = {.realize = true, .replan = false};
+		struct lc_options global = {.realize = true, .replan = true};
 		bool usable = n_jobs >= 2;
 
 		assert_int_equal(ocs_fabric_validate(f, NULL, 0), 0);
 		/* Configure all jobs but the last, one after the other. */
 		for (size_t j = 0; usable && j + 1 < n_jobs; j++) {
-			assert_int_equal(lc_plan(f, jobs[j].d, jobs[j].n, conf, n_conf, &pinned, &p),
-					 0);
+			assert_int_equal(
+				lc_plan(f, jobs[j].d, jobs[j].n, conf, n_conf, &pinned, &p), 0);
 			usable = p->n_unplaced == 0 && p->unrealized_circuits == 0;
 			if (usable) {
 				size_t old = n_conf;
@@ -188,7 +189,8 @@ static void test_attribution(void **state)
 			assert_int_equal(owned, asked);
 			for (size_t s = 0; s < p->n_assignment; s++) {
 				const struct lc_spine_links *l = &p->assignment[s];
-				int pa = ocs_fabric_leaf_pod(f, l->a), pb = ocs_fabric_leaf_pod(f, l->b);
+				int pa = ocs_fabric_leaf_pod(f, l->a),
+				    pb = ocs_fabric_leaf_pod(f, l->b);
 				long want = 0, got_ab = 0, got_ba = 0;
 
 				if (leaf_owner[l->a] != (int)j)
