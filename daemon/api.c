@@ -51,7 +51,7 @@ static struct api_call *new_call(struct api *api, struct nb_call *call)
 	struct api_call *ac = malloc(sizeof(*ac));
 
 	if (ac)
-		*ac = (struct api_call){ api, call };
+		*ac = (struct api_call){api, call};
 	else
 		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
 	return ac;
@@ -69,9 +69,9 @@ struct api_req {
 struct api *api_new(const struct api_deps *deps)
 {
 	struct api *api = calloc(1, sizeof(*api));
-	const char *const rpc_labels[] = { "method", "code", NULL };
-	const char *const planner_label[] = { "planner", NULL };
-	const char *const outcome_label[] = { "outcome", NULL };
+	const char *const rpc_labels[] = {"method", "code", NULL};
+	const char *const planner_label[] = {"planner", NULL};
+	const char *const outcome_label[] = {"outcome", NULL};
 
 	if (!api)
 		return NULL;
@@ -81,14 +81,16 @@ struct api *api_new(const struct api_deps *deps)
 	api->m_rpc_seconds = mx_histogram(deps->reg, "ocsd_rpc_duration_seconds",
 					  "gRPC request latency by method and status code.",
 					  rpc_labels, mx_latency_buckets_s, mx_latency_buckets_n);
-	api->m_plan_seconds = mx_histogram(deps->reg, "ocsd_plan_duration_seconds",
-					   "Planning and realization time by planner.",
-					   planner_label, mx_latency_buckets_s, mx_latency_buckets_n);
+	api->m_plan_seconds =
+		mx_histogram(deps->reg, "ocsd_plan_duration_seconds",
+			     "Planning and realization time by planner.", planner_label,
+			     mx_latency_buckets_s, mx_latency_buckets_n);
 	api->m_txns = mx_counter(deps->reg, "ocsd_transactions_total",
 				 "Device transactions by outcome.", outcome_label);
-	api->m_txn_seconds = mx_histogram(deps->reg, "ocsd_transaction_duration_seconds",
-					  "Device transaction time, prepare to confirm or rollback.",
-					  outcome_label, mx_latency_buckets_s, mx_latency_buckets_n);
+	api->m_txn_seconds =
+		mx_histogram(deps->reg, "ocsd_transaction_duration_seconds",
+			     "Device transaction time, prepare to confirm or rollback.",
+			     outcome_label, mx_latency_buckets_s, mx_latency_buckets_n);
 	api->m_rollbacks = mx_counter(deps->reg, "ocsd_rollbacks_total",
 				      "Transactions rolled back on every device.", NULL);
 	api->m_rollback_failures = mx_counter(deps->reg, "ocsd_rollback_failures_total",
@@ -101,7 +103,7 @@ struct api *api_new(const struct api_deps *deps)
 	api->m_drift = mx_gauge(deps->reg, "ocsd_drift_cross_connects",
 				"Cross-connects found by the last reconciliation that no job owns "
 				"(unowned) or that a job owns but the device lacks (missing).",
-				(const char *const[]){ "kind", NULL });
+				(const char *const[]){"kind", NULL});
 	api->m_unreachable = mx_gauge(deps->reg, "ocsd_devices_unreachable",
 				      "Devices the last reconciliation could not read.", NULL);
 	api->m_recon_seconds = mx_histogram(deps->reg, "ocsd_reconcile_duration_seconds",
@@ -129,8 +131,9 @@ void api_attach(struct api *api, struct jm *jm, struct nb_server *server)
 	api->jm = jm;
 	api->server = server;
 	if (server && jm && !jm_serving(jm, NULL))
-		nb_server_set_health(server, "",
-				     GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+		nb_server_set_health(
+			server, "",
+			GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
 }
 
 void api_stopping(struct api *api)
@@ -274,7 +277,8 @@ static Ocs__V1__Circuit **build_circuits(struct api *api, struct arena *ar,
 static Ocs__V1__PlanFigures *build_figures(struct arena *ar, const struct jm_figures *fig)
 {
 	Ocs__V1__PlanFigures *m = ar_alloc(ar, sizeof(*m));
-	Ocs__V1__LeafPair **un = ar_alloc(ar, (fig->n_unplaced ? fig->n_unplaced : 1) * sizeof(*un));
+	Ocs__V1__LeafPair **un =
+		ar_alloc(ar, (fig->n_unplaced ? fig->n_unplaced : 1) * sizeof(*un));
 
 	if (!m || !un)
 		return NULL;
@@ -448,19 +452,19 @@ static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struc
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
-		demand[i] = (struct lc_demand){ pb->leaf_demand->pairs[i]->a,
-						pb->leaf_demand->pairs[i]->b,
-						pb->leaf_demand->pairs[i]->links };
+		demand[i] = (struct lc_demand){pb->leaf_demand->pairs[i]->a,
+					       pb->leaf_demand->pairs[i]->b,
+					       pb->leaf_demand->pairs[i]->links};
 	protobuf_c_message_pack(&pb->base, raw);
-	*spec = (struct jm_spec){ pb->id,
-				  pb->idempotency_key,
-				  pb->options ? pb->options->planner : NULL,
-				  pb->options && pb->options->allow_moving_other_jobs,
-				  demand,
-				  n,
-				  wl,
-				  raw,
-				  len };
+	*spec = (struct jm_spec){pb->id,
+				 pb->idempotency_key,
+				 pb->options ? pb->options->planner : NULL,
+				 pb->options && pb->options->allow_moving_other_jobs,
+				 demand,
+				 n,
+				 wl,
+				 raw,
+				 len};
 	return 0;
 }
 
@@ -474,7 +478,7 @@ static void free_spec(struct jm_spec *spec)
 static void answer_job(struct api *api, struct nb_call *call, const struct jm_error *err,
 		       const struct jm_job *job, bool created, bool submit)
 {
-	struct arena ar = { 0 };
+	struct arena ar = {0};
 	Ocs__V1__JobSpec *spec = NULL;
 	Ocs__V1__Job *m;
 
@@ -531,7 +535,7 @@ static void serve_spec(struct api *api, struct nb_call *call, const void *msg,
 		       jm_answer_fn answer)
 {
 	struct jm_spec spec;
-	struct nb_error err = { 0 };
+	struct nb_error err = {0};
 	struct api_call *ac;
 
 	if (spec_from_pb(api, msg, &spec, &err) != 0) {
@@ -559,7 +563,7 @@ static void answer_plan(void *ctx, const struct jm_error *err, const struct jm_j
 	struct fs_state *tmp = NULL;
 	struct fs_circuit *cs = NULL;
 	struct st_circuit *adds = NULL;
-	struct arena ar = { 0 };
+	struct arena ar = {0};
 	size_t n = 0;
 
 	free(ac);
@@ -609,7 +613,7 @@ static void serve_get_job(struct api *api, struct nb_call *call, const void *msg
 {
 	const Ocs__V1__GetJobRequest *req = msg;
 	const struct jm_job *job = jm_find(api->jm, req->id);
-	struct jm_error err = { JM_NOT_FOUND, "id", "" };
+	struct jm_error err = {JM_NOT_FOUND, "id", ""};
 
 	if (!job) {
 		snprintf(err.message, sizeof(err.message), "no job %s", req->id);
@@ -625,7 +629,7 @@ static void serve_list_jobs(struct api *api, struct nb_call *call, const void *m
 	Ocs__V1__ListJobsResponse r = OCS__V1__LIST_JOBS_RESPONSE__INIT;
 	size_t n = jm_count(api->jm);
 	Ocs__V1__JobSpec **specs = calloc(n ? n : 1, sizeof(*specs));
-	struct arena ar = { 0 };
+	struct arena ar = {0};
 
 	r.jobs = ar_alloc(&ar, (n ? n : 1) * sizeof(*r.jobs));
 	for (size_t i = 0; specs && r.jobs && i < n; i++) {
@@ -748,13 +752,12 @@ static void serve_list_devices(struct api *api, struct nb_call *call, const void
 {
 	const Ocs__V1__ListDevicesRequest *req = msg;
 	Ocs__V1__ListDevicesResponse r = OCS__V1__LIST_DEVICES_RESPONSE__INIT;
-	struct arena ar = { 0 };
+	struct arena ar = {0};
 	int n = api->d.cfg->n_devices;
 
 	r.devices = ar_alloc(&ar, (size_t)(n ? n : 1) * sizeof(*r.devices));
 	for (int i = 0; r.devices && i < n; i++) {
-		if (req->has_group &&
-		    ocs_fabric_device_group(&api->d.cfg->fabric, i) != req->group)
+		if (req->has_group && ocs_fabric_device_group(&api->d.cfg->fabric, i) != req->group)
 			continue;
 		r.devices[r.n_devices] = build_device(api, &ar, i);
 		if (r.devices[r.n_devices])
@@ -773,7 +776,7 @@ static void serve_list_circuits(struct api *api, struct nb_call *call, const voi
 	Ocs__V1__ListCircuitsResponse r = OCS__V1__LIST_CIRCUITS_RESPONSE__INIT;
 	int device = -1;
 	struct fs_circuit *cs;
-	struct arena ar = { 0 };
+	struct arena ar = {0};
 	size_t n = 0;
 
 	if (req->device && *req->device) {
@@ -840,7 +843,7 @@ static void serve_drain(struct api *api, struct nb_call *call, const void *msg, 
 				 : ((const Ocs__V1__UndrainDeviceRequest *)msg)->device;
 	bool force = drain && ((const Ocs__V1__DrainDeviceRequest *)msg)->force;
 	int id = find_device(api, name);
-	struct arena ar = { 0 };
+	struct arena ar = {0};
 	char **jobs;
 	size_t n_jobs = 0;
 	int rc;
@@ -860,8 +863,9 @@ static void serve_drain(struct api *api, struct nb_call *call, const void *msg, 
 	}
 	rc = dev_set_drained(api->d.devs, id, drain);
 	if (rc) {
-		nb_call_fail(call, NB_UNAVAILABLE, "", "cannot store the drain state (%s); nothing "
-						       "changed",
+		nb_call_fail(call, NB_UNAVAILABLE, "",
+			     "cannot store the drain state (%s); nothing "
+			     "changed",
 			     strerror(-rc));
 		ar_free_all(&ar);
 		return;
@@ -916,14 +920,14 @@ static void post(struct api *api, struct nb_call *call, const void *msg,
 		nb_call_fail(call, NB_UNAVAILABLE, "", "out of memory");
 		return;
 	}
-	*r = (struct api_req){ api, call, msg, serve, { NULL, NULL } };
+	*r = (struct api_req){api, call, msg, serve, {NULL, NULL}};
 	loop_post(api->d.loop, &r->node, dispatch);
 }
 
-#define HANDLER(name, type, serve_fn)                                                      \
-	static void name(void *ctx, struct nb_call *call, const type *req)                 \
-	{                                                                                   \
-		post(ctx, call, req, serve_fn);                                             \
+#define HANDLER(name, type, serve_fn)                                                              \
+	static void name(void *ctx, struct nb_call *call, const type *req)                         \
+	{                                                                                          \
+		post(ctx, call, req, serve_fn);                                                    \
 	}
 
 HANDLER(h_get_fabric, Ocs__V1__GetFabricRequest, serve_get_fabric)
@@ -948,19 +952,32 @@ struct rpc_done {
 static const char *code_name(enum nb_code c)
 {
 	switch (c) {
-	case NB_OK: return "OK";
-	case NB_CANCELLED: return "CANCELLED";
-	case NB_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-	case NB_DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-	case NB_NOT_FOUND: return "NOT_FOUND";
-	case NB_ALREADY_EXISTS: return "ALREADY_EXISTS";
-	case NB_PERMISSION_DENIED: return "PERMISSION_DENIED";
-	case NB_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-	case NB_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-	case NB_ABORTED: return "ABORTED";
-	case NB_UNIMPLEMENTED: return "UNIMPLEMENTED";
-	case NB_INTERNAL: return "INTERNAL";
-	case NB_UNAVAILABLE: return "UNAVAILABLE";
+	case NB_OK:
+		return "OK";
+	case NB_CANCELLED:
+		return "CANCELLED";
+	case NB_INVALID_ARGUMENT:
+		return "INVALID_ARGUMENT";
+	case NB_DEADLINE_EXCEEDED:
+		return "DEADLINE_EXCEEDED";
+	case NB_NOT_FOUND:
+		return "NOT_FOUND";
+	case NB_ALREADY_EXISTS:
+		return "ALREADY_EXISTS";
+	case NB_PERMISSION_DENIED:
+		return "PERMISSION_DENIED";
+	case NB_RESOURCE_EXHAUSTED:
+		return "RESOURCE_EXHAUSTED";
+	case NB_FAILED_PRECONDITION:
+		return "FAILED_PRECONDITION";
+	case NB_ABORTED:
+		return "ABORTED";
+	case NB_UNIMPLEMENTED:
+		return "UNIMPLEMENTED";
+	case NB_INTERNAL:
+		return "INTERNAL";
+	case NB_UNAVAILABLE:
+		return "UNAVAILABLE";
 	}
 	return "UNKNOWN";
 }
@@ -968,21 +985,20 @@ static const char *code_name(enum nb_code c)
 static void record_rpc(struct loop_node *n)
 {
 	struct rpc_done *d = OCSD_CONTAINER_OF(n, struct rpc_done, node);
-	const char *labels[] = { nb_method_name(d->method), code_name(d->code) };
+	const char *labels[] = {nb_method_name(d->method), code_name(d->code)};
 
 	mx_add(d->api->m_rpcs, labels, 1);
 	mx_observe(d->api->m_rpc_seconds, labels, (double)d->duration_us / 1e6);
 	free(d);
 }
 
-static void h_call_done(void *ctx, enum nb_method method, enum nb_code code,
-			uint64_t duration_us)
+static void h_call_done(void *ctx, enum nb_method method, enum nb_code code, uint64_t duration_us)
 {
 	struct rpc_done *d = malloc(sizeof(*d));
 
 	if (!d)
 		return;
-	*d = (struct rpc_done){ ctx, method, code, duration_us, { NULL, NULL } };
+	*d = (struct rpc_done){ctx, method, code, duration_us, {NULL, NULL}};
 	loop_post(((struct api *)ctx)->d.loop, &d->node, record_rpc);
 }
 
@@ -1085,13 +1101,14 @@ static void ev_store_failed(void *ctx, const char *reason)
 
 	(void)reason;
 	if (api->server)
-		nb_server_set_health(api->server, "",
-				     GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+		nb_server_set_health(
+			api->server, "",
+			GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
 }
 
 struct jm_events api_job_events(struct api *api)
 {
-	return (struct jm_events){ api, ev_job, ev_txn, ev_plan, ev_store_failed };
+	return (struct jm_events){api, ev_job, ev_txn, ev_plan, ev_store_failed};
 }
 
 /* At most this many DriftEvents per pass; the metric counts them all. */
@@ -1117,7 +1134,7 @@ static void ev_drift(void *ctx, const char *device, int in, int out, bool missin
 static void ev_device_read(void *ctx, int id, bool ok, bool connected, const char *error)
 {
 	struct api *api = ctx;
-	struct arena ar = { 0 };
+	struct arena ar = {0};
 
 	if (!dev_note_read(api->d.devs, id, ok, connected, error, clk_wall_ms(NULL)))
 		return;
@@ -1132,8 +1149,8 @@ static void ev_recon_done(void *ctx, const struct recon_report *r)
 	api->drift_published = 0;
 	if (r->discarded)
 		return; /* the fabric changed meanwhile: the next pass will tell */
-	mx_set(api->m_drift, (const char *[]){ "unowned" }, (double)r->unowned);
-	mx_set(api->m_drift, (const char *[]){ "missing" }, (double)r->missing);
+	mx_set(api->m_drift, (const char *[]){"unowned"}, (double)r->unowned);
+	mx_set(api->m_drift, (const char *[]){"missing"}, (double)r->missing);
 	mx_set(api->m_unreachable, NULL, (double)r->unreachable);
 	mx_observe(api->m_recon_seconds, NULL, r->duration_s);
 	if (r->unowned || r->missing || r->unreachable)
@@ -1145,7 +1162,7 @@ static void ev_recon_done(void *ctx, const struct recon_report *r)
 
 struct recon_events api_recon_events(struct api *api)
 {
-	return (struct recon_events){ api, ev_drift, ev_device_read, ev_recon_done };
+	return (struct recon_events){api, ev_drift, ev_device_read, ev_recon_done};
 }
 
 int api_restore_jobs(struct api *api)

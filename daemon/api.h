@@ -29,7 +29,7 @@ struct api_deps {
 	const struct ocsd_config *cfg;
 	struct loop *loop;
 	struct fs_state *fs;
-	struct devices *devs; /* sessions, health and drain of every device */
+	struct devices *devs;	 /* sessions, health and drain of every device */
 	struct mx_registry *reg; /* RPC and plan metrics are registered here */
 	const char *version;
 };

@@ -23,7 +23,7 @@ static int64_t sys_mono_us(const struct clk *c)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-const struct clk clk_system = { sys_wall_ms, sys_mono_us };
+const struct clk clk_system = {sys_wall_ms, sys_mono_us};
 
 static int64_t fake_wall_ms(const struct clk *c)
 {
@@ -37,7 +37,7 @@ static int64_t fake_mono_us(const struct clk *c)
 
 void clk_fake_init(struct clk_fake *f, int64_t wall_ms)
 {
-	f->clk = (struct clk){ fake_wall_ms, fake_mono_us };
+	f->clk = (struct clk){fake_wall_ms, fake_mono_us};
 	atomic_store(&f->wall_ms, wall_ms);
 	atomic_store(&f->mono_us, 1000000);
 }

@@ -195,7 +195,8 @@ static void explain_opaque(struct ly_ctx *ctx, struct lyd_node *node, struct cfg
 		    (!o->name.module_name || strcmp(o->name.module_name, "ocsd-fabric") != 0))
 			add_error(errs, path, "top-level member must be \"ocsd-fabric:fabric\"");
 		else
-			add_error(errs, path, "unknown member; the file holds only \"ocsd-fabric:fabric\"");
+			add_error(errs, path,
+				  "unknown member; the file holds only \"ocsd-fabric:fabric\"");
 		free(path);
 		return;
 	}
@@ -204,9 +205,10 @@ static void explain_opaque(struct ly_ctx *ctx, struct lyd_node *node, struct cfg
 	if (!snode) {
 		add_error(errs, path, "unknown member \"%s\"", o->name.name);
 	} else if (snode->nodetype & (LYS_CONTAINER | LYS_LIST)) {
-		add_error(errs, path, "must be %s", snode->nodetype == LYS_LIST ? "an array of objects"
-										 : "an object");
-	} else if (o->child || (o->hints & LYD_NODEHINT_LIST) || (o->hints & LYD_NODEHINT_LEAFLIST)) {
+		add_error(errs, path, "must be %s",
+			  snode->nodetype == LYS_LIST ? "an array of objects" : "an object");
+	} else if (o->child || (o->hints & LYD_NODEHINT_LIST) ||
+		   (o->hints & LYD_NODEHINT_LEAFLIST)) {
 		add_error(errs, path, "must be a single value, not an object or array");
 	} else {
 		ly_err_clean(ctx, NULL);
@@ -219,7 +221,7 @@ static void explain_opaque(struct ly_ctx *ctx, struct lyd_node *node, struct cfg
 			/* The text is fine but the JSON type is not (e.g. "8" for a number). */
 			add_error(errs, path, "\"%s\" has the wrong JSON type (%s expected)", value,
 				  (o->hints & LYD_VALHINT_STRING) ? "a number or boolean"
-								   : "a string");
+								  : "a string");
 		}
 	}
 	free(path);
@@ -279,8 +281,8 @@ static void read_access(const struct lyd_node *devices, struct cfg_access *a)
 {
 	const char *transport = leaf_value(devices, "transport");
 
-	a->transport = transport && strcmp(transport, "tls") == 0 ? CFG_TRANSPORT_TLS
-								   : CFG_TRANSPORT_SSH;
+	a->transport =
+		transport && strcmp(transport, "tls") == 0 ? CFG_TRANSPORT_TLS : CFG_TRANSPORT_SSH;
 	copy_str(a->username, sizeof(a->username), leaf_value(devices, "username"));
 	if (!a->username[0])
 		copy_str(a->username, sizeof(a->username), "ocsd");
@@ -371,8 +373,9 @@ static int resolve_devices(struct ocsd_config *cfg, const struct lyd_node *devic
 		id = strtol(leaf_value(node, "id"), NULL, 10);
 		snprintf(path, sizeof(path), "%s/device[id='%ld']/id", devices_path, id);
 		if (id >= cfg->n_devices) {
-			add_error(errs, path, "device %ld does not exist: the fabric has devices 0..%d",
-				  id, cfg->n_devices - 1);
+			add_error(errs, path,
+				  "device %ld does not exist: the fabric has devices 0..%d", id,
+				  cfg->n_devices - 1);
 			continue;
 		}
 		if ((v = leaf_value(node, "name")))
@@ -392,13 +395,15 @@ static int resolve_devices(struct ocsd_config *cfg, const struct lyd_node *devic
 				continue;
 			snprintf(path, sizeof(path), "%s/device[id='%d']/host-key-sha256",
 				 devices_path, i);
-			add_error(errs, path,
-				  "device %d (%s) has no SSH host key fingerprint; give one, or set "
-				  "accept-any-host-key for a trusted lab",
-				  i, cfg->devices[i].name);
+			add_error(
+				errs, path,
+				"device %d (%s) has no SSH host key fingerprint; give one, or set "
+				"accept-any-host-key for a trusted lab",
+				i, cfg->devices[i].name);
 			if (errs->count - before >= 8) {
-				add_error(errs, devices_path, "(further devices without a host key "
-							      "not listed)");
+				add_error(errs, devices_path,
+					  "(further devices without a host key "
+					  "not listed)");
 				break;
 			}
 		}
@@ -408,7 +413,8 @@ static int resolve_devices(struct ocsd_config *cfg, const struct lyd_node *devic
 		if (cfg->devices[i].port == 0) {
 			snprintf(path, sizeof(path), "%s/port-base", devices_path);
 			add_error(errs, path,
-				  "device %d (%s) would listen on port %d, above 65535: lower port-base "
+				  "device %d (%s) would listen on port %d, above 65535: lower "
+				  "port-base "
 				  "or give the device a port",
 				  i, cfg->devices[i].name, port_base + i);
 			break;
@@ -417,8 +423,8 @@ static int resolve_devices(struct ocsd_config *cfg, const struct lyd_node *devic
 	for (int i = 0; i < cfg->n_devices; i++) {
 		if (strlen(cfg->devices[i].address) > CFG_MAX_ADDRESS_LEN) {
 			snprintf(path, sizeof(path), "%s/device[id='%d']/address", devices_path, i);
-			add_error(errs, path, "address of device %d is longer than %d characters", i,
-				  CFG_MAX_ADDRESS_LEN);
+			add_error(errs, path, "address of device %d is longer than %d characters",
+				  i, CFG_MAX_ADDRESS_LEN);
 			break;
 		}
 	}
@@ -431,7 +437,8 @@ static int resolve_devices(struct ocsd_config *cfg, const struct lyd_node *devic
 			    sorted[i]->port == sorted[i - 1]->port) {
 				snprintf(path, sizeof(path), "%s/device[id='%d']", devices_path,
 					 sorted[i]->id);
-				add_error(errs, path, "address %s:%u is already used by device %d (%s)",
+				add_error(errs, path,
+					  "address %s:%u is already used by device %d (%s)",
 					  sorted[i]->address, sorted[i]->port, sorted[i - 1]->id,
 					  sorted[i - 1]->name);
 			}
@@ -439,8 +446,8 @@ static int resolve_devices(struct ocsd_config *cfg, const struct lyd_node *devic
 		qsort(sorted, (size_t)cfg->n_devices, sizeof(*sorted), name_cmp);
 		for (int i = 1; i < cfg->n_devices; i++) {
 			if (strcmp(sorted[i]->name, sorted[i - 1]->name) == 0) {
-				snprintf(path, sizeof(path), "%s/device[id='%d']/name", devices_path,
-					 sorted[i]->id);
+				snprintf(path, sizeof(path), "%s/device[id='%d']/name",
+					 devices_path, sorted[i]->id);
 				add_error(errs, path, "name \"%s\" is already used by device %d",
 					  sorted[i]->name, sorted[i - 1]->id);
 			}
@@ -483,7 +490,8 @@ static int build_config(const struct lyd_node *fabric, struct ocsd_config *cfg,
 		r->k_hops = leaf_int(node, "k-hops", 0);
 		r->bundles = leaf_int(node, "bundles", 0);
 		r->tors_per_agg = leaf_int(node, "tors-per-agg", 1);
-		r->closed = leaf_value(node, "closed") && strcmp(leaf_value(node, "closed"), "true") == 0;
+		r->closed = leaf_value(node, "closed") &&
+			    strcmp(leaf_value(node, "closed"), "true") == 0;
 		n = ocs_ring_validate(r, problems, 16);
 		snprintf(base, sizeof(base), FABRIC_PATH "/ocstrx-ring");
 		if (n == 0)
@@ -512,7 +520,7 @@ static int build_config(const struct lyd_node *fabric, struct ocsd_config *cfg,
 		f->tau = leaf_int(fabric, "tau", 2);
 		f->k_ocs = leaf_int(fabric, "k-ocs", 0);
 		if (ocs_wiring_parse(wiring, &f->wiring) != 0)
-			f->wiring = (enum ocs_wiring)-1;
+			f->wiring = (enum ocs_wiring) - 1;
 		n = ocs_fabric_validate(f, problems, 16);
 		snprintf(base, sizeof(base), FABRIC_PATH);
 		if (n == 0)
@@ -555,8 +563,9 @@ static int load_tree(const char *text, size_t len, struct ocsd_config **out,
 	memcpy(copy, text, len);
 	copy[len] = '\0';
 	if (len == 0 || strspn(copy, " \t\r\n") == len) {
-		add_error(errs, "/", "the file is empty: it must hold a JSON object with "
-				     "\"ocsd-fabric:fabric\"");
+		add_error(errs, "/",
+			  "the file is empty: it must hold a JSON object with "
+			  "\"ocsd-fabric:fabric\"");
 		free(copy);
 		goto out;
 	}
@@ -599,8 +608,7 @@ out:
 	return rc;
 }
 
-int cfg_load_mem(const char *text, size_t len, struct ocsd_config **out,
-		 struct cfg_errors *errs)
+int cfg_load_mem(const char *text, size_t len, struct ocsd_config **out, struct cfg_errors *errs)
 {
 	uint32_t saved = ly_log_options(LY_LOSTORE);
 	int rc;
@@ -689,10 +697,12 @@ static void print_devices(const struct ocsd_config *cfg, FILE *out)
 			cfg->access.accept_any_host_key ? "any accepted (lab only)"
 							: "pinned per device");
 	if (consecutive)
-		fprintf(out, "  addresses       %s:%u..%u\n", first->address, first->port, last->port);
+		fprintf(out, "  addresses       %s:%u..%u\n", first->address, first->port,
+			last->port);
 	else
-		fprintf(out, "  addresses       %s (%s:%u) .. %s (%s:%u), per-device\n", first->name,
-			first->address, first->port, last->name, last->address, last->port);
+		fprintf(out, "  addresses       %s (%s:%u) .. %s (%s:%u), per-device\n",
+			first->name, first->address, first->port, last->name, last->address,
+			last->port);
 }
 
 void cfg_print_summary(const struct ocsd_config *cfg, FILE *out)
@@ -704,7 +714,8 @@ void cfg_print_summary(const struct ocsd_config *cfg, FILE *out)
 
 		fprintf(out, "  GPUs            %lld\n", (long long)ocs_fabric_gpus(f));
 		fprintf(out, "  pods            %d\n", f->pods);
-		fprintf(out, "  leaves          %d (%d per pod, %d GPU ports and %d uplinks each)\n",
+		fprintf(out,
+			"  leaves          %d (%d per pod, %d GPU ports and %d uplinks each)\n",
 			ocs_fabric_leaves(f), ocs_fabric_leaves_per_pod(f), f->k_leaf, f->k_leaf);
 		fprintf(out, "  spines          %d (%d per pod, %d OCS ports each)\n",
 			ocs_fabric_spines(f), ocs_fabric_spines_per_pod(f), f->k_spine);

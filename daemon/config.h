@@ -51,7 +51,7 @@ struct cfg_device {
 struct cfg_access {
 	enum cfg_transport transport;
 	char username[65];
-	char *password_file;    /* NULL when absent; owned by the config */
+	char *password_file; /* NULL when absent; owned by the config */
 	char *private_key_file;
 	char *certificate_file;
 	char *ca_file;
@@ -91,8 +91,7 @@ struct cfg_errors {
  */
 int cfg_load_file(const char *path, struct ocsd_config **out, struct cfg_errors *errs);
 /* The same for a file already in memory. */
-int cfg_load_mem(const char *text, size_t len, struct ocsd_config **out,
-		 struct cfg_errors *errs);
+int cfg_load_mem(const char *text, size_t len, struct ocsd_config **out, struct cfg_errors *errs);
 void cfg_free(struct ocsd_config *cfg);
 void cfg_errors_clear(struct cfg_errors *errs);
 

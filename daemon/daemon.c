@@ -43,9 +43,9 @@
 #include "store.h"
 #include "txn.h"
 
-#define OD_EXIT_OK 0
+#define OD_EXIT_OK	0
 #define OD_EXIT_FAILURE 1
-#define OD_EXIT_CONFIG 2
+#define OD_EXIT_CONFIG	2
 /* Planner jobs that may wait for a worker before requests are refused. */
 #define OD_SOLVER_QUEUE_MAX 1024
 /*
@@ -54,7 +54,7 @@
  * 2-core test machine), the next batch on the next loop turn while more is due.
  */
 #define OD_PRUNE_INTERVAL_S 60
-#define OD_PRUNE_BATCH 100
+#define OD_PRUNE_BATCH	    100
 
 struct od {
 	const struct od_options *opts;
@@ -115,9 +115,8 @@ static void sample_metrics(void *arg)
 {
 	struct od *od = arg;
 	const struct ocs_fabric *f = &od->cfg->fabric;
-	static const enum jm_state states[] = { JM_PENDING,   JM_PLANNING,  JM_PROGRAMMING,
-						JM_ACTIVE,    JM_RELEASING, JM_RELEASED,
-						JM_FAILED };
+	static const enum jm_state states[] = {JM_PENDING,   JM_PLANNING, JM_PROGRAMMING, JM_ACTIVE,
+					       JM_RELEASING, JM_RELEASED, JM_FAILED};
 	enum { N_STATES = sizeof(states) / sizeof(states[0]) };
 
 	mx_clear(od->m_jobs);
@@ -131,20 +130,21 @@ static void sample_metrics(void *arg)
 	if (od->devs) {
 		int drained = dev_n_drained(od->devs);
 
-		mx_set(od->m_devices, (const char *[]){ "in_service" },
+		mx_set(od->m_devices, (const char *[]){"in_service"},
 		       (double)(dev_count(od->devs) - drained));
-		mx_set(od->m_devices, (const char *[]){ "drained" }, (double)drained);
-		mx_set(od->m_devices, (const char *[]){ "unreachable" },
+		mx_set(od->m_devices, (const char *[]){"drained"}, (double)drained);
+		mx_set(od->m_devices, (const char *[]){"unreachable"},
 		       (double)dev_unreachable(od->devs));
 	}
 	mx_set(od->m_xcs, NULL, od->fs ? (double)fs_count(od->fs) : 0);
 	if (od->fs) {
 		/* Each cross-connect occupies one input and one output port. */
-		long cabled = (long)ocs_fabric_devices_per_group(f) * ocs_fabric_device_ports_used(f);
+		long cabled =
+			(long)ocs_fabric_devices_per_group(f) * ocs_fabric_device_ports_used(f);
 
 		for (int h = 0; h < ocs_fabric_groups(f); h++) {
 			char group[16];
-			const char *used[] = { group, "used" }, *free_[] = { group, "free" };
+			const char *used[] = {group, "used"}, *free_[] = {group, "free"};
 			long n = (long)fs_group_xcs(od->fs, h);
 
 			snprintf(group, sizeof(group), "%d", h);
@@ -156,10 +156,10 @@ static void sample_metrics(void *arg)
 
 static int register_metrics(struct od *od)
 {
-	const char *const version_label[] = { "version", "fabric", NULL };
-	const char *const state_label[] = { "state", NULL };
-	const char *const port_labels[] = { "group", "state", NULL };
-	const char *const result_label[] = { "result", NULL };
+	const char *const version_label[] = {"version", "fabric", NULL};
+	const char *const state_label[] = {"state", NULL};
+	const char *const port_labels[] = {"group", "state", NULL};
+	const char *const result_label[] = {"result", NULL};
 	struct mx_family *info, *start;
 
 	info = mx_gauge(od->reg, "ocsd_build_info", "ocsd version and fabric name.", version_label);
@@ -173,16 +173,17 @@ static int register_metrics(struct od *od)
 				   "Fabric file re-reads (SIGHUP) by result.", result_label);
 	od->m_devices = mx_gauge(od->reg, "ocsd_devices",
 				 "Devices by state (in_service + drained = all; unreachable: "
-				 "the last reconciliation could not read them).", state_label);
-	od->m_contention = mx_gauge(od->reg, "ocsd_active_plan_max_contention",
-				    "Largest leaf-spine contention over the plans of active jobs.",
-				    NULL);
+				 "the last reconciliation could not read them).",
+				 state_label);
+	od->m_contention =
+		mx_gauge(od->reg, "ocsd_active_plan_max_contention",
+			 "Largest leaf-spine contention over the plans of active jobs.", NULL);
 	od->m_pruned = mx_counter(od->reg, "ocsd_jobs_pruned_total",
 				  "Finished jobs deleted by the retention.", NULL);
 	if (!info || !start || !od->m_jobs || !od->m_xcs || !od->m_ports || !od->m_reloads ||
 	    !od->m_devices || !od->m_contention || !od->m_pruned)
 		return -ENOMEM;
-	mx_set(info, (const char *[]){ OCSD_VERSION, od->cfg->name }, 1);
+	mx_set(info, (const char *[]){OCSD_VERSION, od->cfg->name}, 1);
 	mx_set(start, NULL, (double)(clk_wall_ms(NULL) / 1000));
 	return 0;
 }
@@ -202,7 +203,7 @@ static void on_drain_tick(evutil_socket_t fd, short what, void *arg)
 static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct od *od = arg;
-	struct timeval tick = { 0, 50000 };
+	struct timeval tick = {0, 50000};
 
 	if (od->drain)
 		return;
@@ -307,7 +308,7 @@ static int apply_access(struct od *od, struct ocsd_config *next, const char *pas
 static void on_reload(evutil_socket_t sig, short what, void *arg)
 {
 	struct od *od = arg;
-	struct cfg_errors errs = { 0 };
+	struct cfg_errors errs = {0};
 	struct ocsd_config *next = NULL;
 	const char *result = "unchanged";
 	char password[sizeof(od->password)] = "";
@@ -327,20 +328,26 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 		       od->opts->config_path);
 		result = "restart_needed";
 	} else if (next->access.password_file &&
-		   (rc = read_secret(next->access.password_file, password, sizeof(password))) != 0) {
-		od_log(SD_WARNING, "devices: cannot read password-file %s (%s): the running "
-		       "configuration stays", next->access.password_file, strerror(-rc));
+		   (rc = read_secret(next->access.password_file, password, sizeof(password))) !=
+			   0) {
+		od_log(SD_WARNING,
+		       "devices: cannot read password-file %s (%s): the running "
+		       "configuration stays",
+		       next->access.password_file, strerror(-rc));
 		result = "invalid";
-	} else if (change == CHANGE_NONE &&
-		   (!od->devs || strcmp(password, od->password) == 0)) {
+	} else if (change == CHANGE_NONE && (!od->devs || strcmp(password, od->password) == 0)) {
 		od_log(SD_NOTICE, "%s is unchanged", od->opts->config_path);
 	} else if ((rc = apply_access(od, next, password)) != 0) {
-		od_log(SD_WARNING, "devices: cannot apply the new access settings (%s): the "
-		       "running configuration stays", strerror(-rc));
+		od_log(SD_WARNING,
+		       "devices: cannot apply the new access settings (%s): the "
+		       "running configuration stays",
+		       strerror(-rc));
 		result = "invalid";
 	} else {
-		od_log(SD_NOTICE, "%s: new device access settings applied; each device "
-		       "reconnects with them when it is next used", od->opts->config_path);
+		od_log(SD_NOTICE,
+		       "%s: new device access settings applied; each device "
+		       "reconnects with them when it is next used",
+		       od->opts->config_path);
 		result = "applied";
 	}
 	memset(password, 0, sizeof(password));
@@ -361,16 +368,16 @@ static void on_recon_timer(evutil_socket_t fd, short what, void *arg)
 
 static int start_reconciliation(struct od *od)
 {
-	struct recon_deps rd = { od->loop, od->exec, od->fs, od->jm, od->devs,
-				 api_recon_events(od->api) };
-	struct timeval tv = { (time_t)od->opts->reconcile_interval_s, 0 };
+	struct recon_deps rd = {od->loop, od->exec, od->fs,
+				od->jm,	  od->devs, api_recon_events(od->api)};
+	struct timeval tv = {(time_t)od->opts->reconcile_interval_s, 0};
 
 	od->recon = recon_new(&rd);
 	if (!od->recon)
 		return -ENOMEM;
 	if (od->opts->reconcile_interval_s) {
-		od->recon_timer = event_new(loop_base(od->loop), -1, EV_PERSIST, on_recon_timer,
-					    od);
+		od->recon_timer =
+			event_new(loop_base(od->loop), -1, EV_PERSIST, on_recon_timer, od);
 		if (!od->recon_timer || event_add(od->recon_timer, &tv) != 0)
 			return -ENOMEM;
 	}
@@ -405,7 +412,7 @@ static void on_prune_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct od *od = arg;
 	const struct od_options *o = od->opts;
-	struct timeval next = { OD_PRUNE_INTERVAL_S, 0 };
+	struct timeval next = {OD_PRUNE_INTERVAL_S, 0};
 	int64_t keep_ms = o->retention_days ? (int64_t)o->retention_days * 86400 * 1000 : INT64_MAX;
 	size_t n = 0;
 	int rc;
@@ -424,7 +431,7 @@ static void on_prune_timer(evutil_socket_t fd, short what, void *arg)
 /* The first retention pass runs as soon as the loop does. */
 static int start_retention(struct od *od)
 {
-	struct timeval now = { 0, 0 };
+	struct timeval now = {0, 0};
 
 	od->prune_timer = event_new(loop_base(od->loop), -1, 0, on_prune_timer, od);
 	return od->prune_timer && event_add(od->prune_timer, &now) == 0 ? 0 : -ENOMEM;
@@ -555,8 +562,7 @@ static int device_settings(const struct ocsd_config *cfg, int i, const char *pas
 	    !copy_fits(dc->host, sizeof(dc->host), d->address) ||
 	    !copy_fits(dc->username, sizeof(dc->username), a->username) ||
 	    !copy_fits(dc->password, sizeof(dc->password), password)) {
-		od_log(SD_ERR, "device %s: a name, address, user or password is too long",
-		       d->name);
+		od_log(SD_ERR, "device %s: a name, address, user or password is too long", d->name);
 		return -ENAMETOOLONG;
 	}
 	dc->port = d->port;
@@ -661,13 +667,10 @@ static int new_devices(struct od *od)
 		return -ENOMEM;
 	for (int i = 0; i < od->cfg->n_devices; i++)
 		names[i] = od->cfg->devices[i].name;
-	dd = (struct dev_deps){ &od->cfg->fabric,
-				od->fs,
-				od->store,
-				names,
-				od->cfg->n_devices,
-				(int)od->cfg->access.rpc_timeout_ms,
-				clk_wall_ms(NULL) };
+	dd = (struct dev_deps){&od->cfg->fabric,   od->fs,
+			       od->store,	   names,
+			       od->cfg->n_devices, (int)od->cfg->access.rpc_timeout_ms,
+			       clk_wall_ms(NULL)};
 	od->devs = dev_new(&dd);
 	free(names);
 	return od->devs ? 0 : -ENOMEM;
@@ -683,10 +686,10 @@ static int submit_plan(void *pool, struct pool_task *t)
 static int start_jobs(struct od *od)
 {
 	const struct od_options *o = od->opts;
-	struct api_deps ad = { od->cfg, od->loop, NULL, NULL, od->reg, OCSD_VERSION };
-	struct nb_server_config sc = { 0 };
-	struct nb_error nerr = { 0 };
-	struct jm_deps jd = { 0 };
+	struct api_deps ad = {od->cfg, od->loop, NULL, NULL, od->reg, OCSD_VERSION};
+	struct nb_server_config sc = {0};
+	struct nb_error nerr = {0};
+	struct jm_deps jd = {0};
 	char err[256];
 	int rc;
 
@@ -707,16 +710,16 @@ static int start_jobs(struct od *od)
 	if (rc)
 		return rc;
 	{
-		struct rec_deps rd = { &od->cfg->fabric, od->store, od->fs, od->devs, NULL };
-		struct txn_deps td = { &od->cfg->fabric,
-				       od->fs,
-				       od->store,
-				       od->loop,
-				       od->engine,
-				       od->devs,
-				       NULL,
-				       (int)od->cfg->access.confirm_timeout_s,
-				       (int)od->cfg->access.rpc_timeout_ms };
+		struct rec_deps rd = {&od->cfg->fabric, od->store, od->fs, od->devs, NULL};
+		struct txn_deps td = {&od->cfg->fabric,
+				      od->fs,
+				      od->store,
+				      od->loop,
+				      od->engine,
+				      od->devs,
+				      NULL,
+				      (int)od->cfg->access.confirm_timeout_s,
+				      (int)od->cfg->access.rpc_timeout_ms};
 
 		rc = rec_resolve_open(&rd);
 		if (rc) {
@@ -727,17 +730,17 @@ static int start_jobs(struct od *od)
 		if (!od->txn)
 			return -ENOMEM;
 	}
-	jd = (struct jm_deps){ .cfg = od->cfg,
-			       .store = od->store,
-			       .fs = od->fs,
-			       .clock = NULL,
-			       .plan_submit = submit_plan,
-			       .plan_ctx = od->pool,
-			       .solver_pool = pool_solver_pool(od->pool),
-			       .txn_start = txn_start,
-			       .txn_ctx = od->txn,
-			       .devs = od->devs,
-			       .events = api_job_events(od->api) };
+	jd = (struct jm_deps){.cfg = od->cfg,
+			      .store = od->store,
+			      .fs = od->fs,
+			      .clock = NULL,
+			      .plan_submit = submit_plan,
+			      .plan_ctx = od->pool,
+			      .solver_pool = pool_solver_pool(od->pool),
+			      .txn_start = txn_start,
+			      .txn_ctx = od->txn,
+			      .devs = od->devs,
+			      .events = api_job_events(od->api)};
 	rc = jm_new(&jd, &od->jm, err, sizeof(err));
 	if (rc) {
 		od_log(SD_ERR, "jobs: %s", err);
@@ -767,8 +770,8 @@ static int start_jobs(struct od *od)
 
 int od_run(const struct od_options *opts)
 {
-	struct od od = { .opts = opts };
-	struct cfg_errors errs = { 0 };
+	struct od od = {.opts = opts};
+	struct cfg_errors errs = {0};
 	char path[PATH_MAX], err[512];
 	int rc = OD_EXIT_FAILURE;
 
@@ -812,7 +815,8 @@ int od_run(const struct od_options *opts)
 	    add_signal(&od, &od.sig_int, SIGINT, on_stop_signal) != 0 ||
 	    add_signal(&od, &od.sig_hup, SIGHUP, on_reload) != 0 || start_watchdog(&od) != 0 ||
 	    start_retention(&od) != 0) {
-		od_log(SD_ERR, "cannot install signal handlers, the watchdog or the retention timer");
+		od_log(SD_ERR,
+		       "cannot install signal handlers, the watchdog or the retention timer");
 		goto out;
 	}
 	od_log(SD_NOTICE,

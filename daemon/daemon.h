@@ -28,12 +28,12 @@
 
 struct od_options {
 	const char *config_path;
-	const char *state_dir;      /* holds ocsd.db */
+	const char *state_dir;	    /* holds ocsd.db */
 	const char *metrics_listen; /* HOST:PORT */
 	unsigned solver_threads;    /* 0 = one per core */
-	const char *listen;         /* gRPC HOST:PORT */
-	bool insecure;              /* plaintext gRPC, loopback only */
-	const char *tls_ca;         /* CA of client certificates */
+	const char *listen;	    /* gRPC HOST:PORT */
+	bool insecure;		    /* plaintext gRPC, loopback only */
+	const char *tls_ca;	    /* CA of client certificates */
 	const char *tls_cert;
 	const char *tls_key;
 	unsigned reconcile_interval_s; /* 0 = no periodic reconciliation */

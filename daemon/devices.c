@@ -243,7 +243,6 @@ const struct st_circuit *dev_xcs(const struct devices *devs, int id, size_t *n)
 	return fs_device_circuits(devs->d.fs, id, n);
 }
 
-
 int dev_read(const struct devices *devs, int id, enum dev_role role, struct dev_readback *out)
 {
 	struct sb_device *h = dev_handle(devs, id, role);

@@ -265,7 +265,7 @@ size_t fs_group_xcs(const struct fs_state *fs, int group)
 static const struct st_circuit *find_from(const struct fs_state *fs, struct ocs_spine_port sp)
 {
 	struct ocs_device_port tx = ocs_fabric_tx_port(fs->f, sp);
-	struct ocs_xc key = { sp.h, tx.device, tx.port, 0 };
+	struct ocs_xc key = {sp.h, tx.device, tx.port, 0};
 	size_t at = lower_bound(fs, &key);
 
 	if (at < fs->n && xc_cmp(&fs->items[at].xc, &key) == 0)
@@ -294,14 +294,14 @@ static void add_circuit(const struct fs_state *fs, const struct st_circuit *c, c
 	int dev_ab, dev_ba;
 
 	if (ocs_fabric_input_owner(fs->f, c->xc.group,
-				   (struct ocs_device_port){ c->xc.device, c->xc.in }, &a) ||
+				   (struct ocs_device_port){c->xc.device, c->xc.in}, &a) ||
 	    ocs_fabric_output_owner(fs->f, c->xc.group,
-				    (struct ocs_device_port){ c->xc.device, c->xc.out }, &b))
+				    (struct ocs_device_port){c->xc.device, c->xc.out}, &b))
 		return; /* uncabled: the L2 checker reports it */
 	back = find_from(fs, b);
 	if (back && back != c && port_less(b, a))
 		return;
-	fc = (struct fs_circuit){ a, b, c->xc, { -1, -1, -1, -1 }, false, c->job_id };
+	fc = (struct fs_circuit){a, b, c->xc, {-1, -1, -1, -1}, false, c->job_id};
 	if (back) {
 		fc.xc_ba = back->xc;
 		fc.complete = true;
@@ -333,7 +333,7 @@ static void near_devices(const struct fs_state *fs, int device_id, bool *near)
 	for (int p = 0; p < ocs_fabric_device_ports_used(fs->f); p++) {
 		struct ocs_spine_port sp;
 
-		if (ocs_fabric_input_owner(fs->f, h, (struct ocs_device_port){ k, p }, &sp) == 0)
+		if (ocs_fabric_input_owner(fs->f, h, (struct ocs_device_port){k, p}, &sp) == 0)
 			near[ocs_fabric_rx_port(fs->f, sp).device] = true;
 	}
 }
@@ -367,7 +367,8 @@ struct fs_circuit *fs_circuits(const struct fs_state *fs, const char *job_id, in
 		if (!near[k])
 			continue;
 		run = fs_device_circuits(
-			fs, ocs_fabric_device_id(fs->f, ocs_fabric_device_group(fs->f, device_id), k),
+			fs,
+			ocs_fabric_device_id(fs->f, ocs_fabric_device_group(fs->f, device_id), k),
 			&nr);
 		for (size_t i = 0; i < nr; i++)
 			add_circuit(fs, &run[i], job_id, device_id, pod, out, n);
@@ -382,8 +383,8 @@ struct fs_circuit *fs_circuits(const struct fs_state *fs, const char *job_id, in
  */
 struct port_use {
 	const struct fs_state *fs;
-	int ports; /* cabled ports per device */
-	unsigned char *loaded; /* [device id] */
+	int ports;			   /* cabled ports per device */
+	unsigned char *loaded;		   /* [device id] */
 	unsigned char *in_used, *out_used; /* [device id * ports + port] */
 };
 
@@ -433,9 +434,9 @@ struct ocs_xc *fs_drain_blockers(const struct fs_state *fs, const bool *drained,
 {
 	const struct ocs_fabric *f = fs->f;
 	size_t cells = (size_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
-	struct port_use u = { fs, ocs_fabric_device_ports_used(f),
-			      calloc((size_t)ocs_fabric_devices(f) + 1, 1), calloc(cells + 1, 1),
-			      calloc(cells + 1, 1) };
+	struct port_use u = {fs, ocs_fabric_device_ports_used(f),
+			     calloc((size_t)ocs_fabric_devices(f) + 1, 1), calloc(cells + 1, 1),
+			     calloc(cells + 1, 1)};
 	size_t n_ports = (size_t)f->pods * f->k_spine, cap = 16;
 	struct ocs_spine_port *cand = malloc((n_ports ? n_ports : 1) * sizeof(*cand));
 	struct ocs_xc *out = malloc(cap * sizeof(*out));
@@ -451,7 +452,7 @@ struct ocs_xc *fs_drain_blockers(const struct fs_state *fs, const bool *drained,
 		/* Free spine ports whose light passes a drained device. */
 		for (int p = 0; p < f->pods; p++) {
 			for (int k = 0; k < f->k_spine; k++) {
-				struct ocs_spine_port sp = { p, h, k };
+				struct ocs_spine_port sp = {p, h, k};
 				struct ocs_device_port tx = ocs_fabric_tx_port(f, sp);
 				struct ocs_device_port rx = ocs_fabric_rx_port(f, sp);
 
@@ -483,8 +484,8 @@ struct ocs_xc *fs_drain_blockers(const struct fs_state *fs, const bool *drained,
 						goto oom;
 					out = p2;
 				}
-				out[(*n)++] = (struct ocs_xc){ h, ta.device, ta.port, rb.port };
-				out[(*n)++] = (struct ocs_xc){ h, tb.device, tb.port, ra.port };
+				out[(*n)++] = (struct ocs_xc){h, ta.device, ta.port, rb.port};
+				out[(*n)++] = (struct ocs_xc){h, tb.device, tb.port, ra.port};
 				use_port(&u, h, ta, true);
 				use_port(&u, h, rb, false);
 				use_port(&u, h, tb, true);

@@ -28,7 +28,7 @@ struct fs_circuit {
 	struct ocs_spine_port a, b;
 	struct ocs_xc xc_ab; /* light from a to b */
 	struct ocs_xc xc_ba; /* light from b to a */
-	bool complete;       /* both cross-connects present */
+	bool complete;	     /* both cross-connects present */
 	const char *job_id;  /* owner (valid while the state is unchanged) */
 };
 

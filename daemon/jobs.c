@@ -76,13 +76,13 @@ struct jm {
 	struct job_rt **live; /* jobs that hold leaves (jl_holds_leaves); room for n_jobs */
 	size_t n_live;
 	struct strmap by_id, by_key;
-	size_t n_state[JM_FAILED + 1]; /* jobs in each state (metrics, without a scan) */
+	size_t n_state[JM_FAILED + 1];		/* jobs in each state (metrics, without a scan) */
 	struct job_rt *queue_head, *queue_tail; /* waiting for a transaction, FIFO */
-	struct job_rt *txn_job;                 /* the job whose transaction runs */
+	struct job_rt *txn_job;			/* the job whose transaction runs */
 	bool txn_running;
-	bool stopping; /* no new transaction starts */
+	bool stopping;		/* no new transaction starts */
 	unsigned long plan_seq; /* last plan started */
-	bool not_serving; /* a store write failed: no further writes */
+	bool not_serving;	/* a store write failed: no further writes */
 	char not_serving_reason[600];
 };
 
@@ -263,7 +263,7 @@ static int add_waiter(struct job_rt *j, jm_answer_fn fn, void *ctx, bool created
 
 	if (!w)
 		return -ENOMEM;
-	*w = (struct waiter){ fn, ctx, created, j->waiters };
+	*w = (struct waiter){fn, ctx, created, j->waiters};
 	j->waiters = w;
 	return 0;
 }
@@ -425,10 +425,10 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 				size_t n_demand, const struct jm_workload *wl,
 				const struct jm_figures *delta)
 {
-	struct jp_task *t = jp_task_new(kind, jm->f, jm->d.fs,
-					dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL,
-					jm->d.cfg->n_devices, self, planner, replan, demand,
-					n_demand, wl, delta);
+	struct jp_task *t = jp_task_new(
+		kind, jm->f, jm->d.fs,
+		dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL,
+		jm->d.cfg->n_devices, self, planner, replan, demand, n_demand, wl, delta);
 
 	if (!t)
 		return NULL;
@@ -447,9 +447,9 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 
 static void start_planning(struct jm *jm, struct job_rt *j)
 {
-	struct jp_task *t = new_task(jm, j->kind, j->pub.id, j->pub.planner, j->pub.allow_move,
-				     j->pub.demand, j->pub.n_demand, j->pub.workload,
-				     &j->pub.figures);
+	struct jp_task *t =
+		new_task(jm, j->kind, j->pub.id, j->pub.planner, j->pub.allow_move, j->pub.demand,
+			 j->pub.n_demand, j->pub.workload, &j->pub.figures);
 	struct jm_error err;
 	int rc;
 
@@ -486,7 +486,7 @@ static void report_plan_time(struct jm *jm, const struct jp_task *t)
 
 static void answer_dry_run(struct jp_task *t)
 {
-	struct jm_job shadow = { 0 };
+	struct jm_job shadow = {0};
 
 	if (t->plan && (!t->refused || t->err.status == JM_EXHAUSTED)) {
 		/* A dry run reports what does not fit as figures, not as an error. */
@@ -502,7 +502,7 @@ static void plan_done(struct pool_task *pt)
 	struct jp_task *t = OCSD_CONTAINER_OF(pt, struct jp_task, pool);
 	struct jm *jm = t->owner;
 	struct job_rt *j;
-	struct jm_error err = { 0 };
+	struct jm_error err = {0};
 	bool planned = !t->kind_rc && t->rc == 0 && t->plan;
 
 	if (t->search_only) {
@@ -547,13 +547,14 @@ static void plan_done(struct pool_task *pt)
 	}
 	if (t->gen != fs_generation(jm->d.fs) && planned)
 		jm_set_error(&err, JM_UNAVAILABLE, "",
-			     "the fabric changed during each of %d plans; try again", JM_MAX_REPLANS);
+			     "the fabric changed during each of %d plans; try again",
+			     JM_MAX_REPLANS);
 	else if (t->refused)
 		err = t->err;
 	if (planned) {
 		jm_figures_clear(&j->pub.figures);
 		j->pub.figures = t->fig;
-		t->fig = (struct jm_figures){ 0 };
+		t->fig = (struct jm_figures){0};
 	}
 	if (err.status != JM_OK) {
 		jp_task_free(t);
@@ -562,7 +563,7 @@ static void plan_done(struct pool_task *pt)
 	}
 	jp_change_clear(&j->change);
 	j->change = t->change;
-	t->change = (struct jp_change){ 0 };
+	t->change = (struct jp_change){0};
 	j->plan_gen = t->gen;
 	jp_task_free(t);
 	set_state(jm, j, JM_PROGRAMMING, NULL);
@@ -578,9 +579,10 @@ static void txn_done(void *arg, const struct txn_outcome *o);
 static void start_txn(struct jm *jm, struct job_rt *j)
 {
 	bool release = j->pub.state == JM_RELEASING;
-	struct txn_change c = { j->pub.id, release, j->change.removals, j->change.n_removals,
-				j->change.additions, j->change.n_additions, j->change.links,
-				j->change.n_links };
+	struct txn_change c = {j->pub.id,	    release,
+			       j->change.removals,  j->change.n_removals,
+			       j->change.additions, j->change.n_additions,
+			       j->change.links,	    j->change.n_links};
 	struct ocs_xc *mine = NULL;
 	struct jm_error err;
 	char why[400] = "";
@@ -590,7 +592,7 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 		size_t n = 0;
 
 		mine = fs_job_xcs(jm->d.fs, j->pub.id, &n);
-		c = (struct txn_change){ j->pub.id, true, mine, n, NULL, 0, NULL, 0 };
+		c = (struct txn_change){j->pub.id, true, mine, n, NULL, 0, NULL, 0};
 		if (!mine) {
 			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 			set_state(jm, j, JM_ACTIVE, err.message);
@@ -620,7 +622,7 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	struct jm *jm = arg;
 	struct job_rt *j = jm->txn_job;
 	bool release = j->pub.state == JM_RELEASING;
-	struct jm_error err = { 0 };
+	struct jm_error err = {0};
 
 	jm->txn_running = false;
 	jm->txn_job = NULL;
@@ -633,15 +635,16 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 		store_failed(jm, "out of memory while applying a plan's leaf-spine links");
 	jp_change_clear(&j->change);
 	if (jm->d.events.transaction_done && o->txn_id) {
-		struct jm_txn_summary sum = { o->txn_id,     j->pub.id,   o->result,
-					      o->devices,    o->n_devices, o->message,
-					      o->total_ms,   o->rollback_failures };
+		struct jm_txn_summary sum = {o->txn_id,	  j->pub.id,	       o->result,
+					     o->devices,  o->n_devices,	       o->message,
+					     o->total_ms, o->rollback_failures};
 
 		jm->d.events.transaction_done(jm->d.events.ctx, &sum);
 	}
 	if (o->result == TXN_ROLLED_BACK || o->result == TXN_REFUSED)
 		jm_set_error(&err, JM_UNAVAILABLE, "",
-			     "devices: %s; every device was rolled back, nothing changed", o->message);
+			     "devices: %s; every device was rolled back, nothing changed",
+			     o->message);
 	else if (o->result == TXN_FAILED)
 		jm_set_error(&err, JM_INTERNAL, "",
 			     "devices: %s; a rollback could not be proven (%zu device(s)): the "
@@ -742,7 +745,7 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 			    void *ctx)
 {
 	struct job_rt *j = find_job(jm, spec->id);
-	struct jm_error err = { 0 };
+	struct jm_error err = {0};
 
 	if (!j && spec->idempotency_key && *spec->idempotency_key) {
 		const struct job_rt *other = strmap_get(&jm->by_key, spec->idempotency_key);
@@ -757,8 +760,9 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 	if (!j)
 		return false;
 	if (j->pub.raw_len != spec->raw_len || memcmp(j->pub.raw, spec->raw, spec->raw_len) != 0) {
-		jm_set_error(&err, JM_EXISTS, "id", "job %s exists with a different request (state %s)",
-			     spec->id, jm_state_name(j->pub.state));
+		jm_set_error(&err, JM_EXISTS, "id",
+			     "job %s exists with a different request (state %s)", spec->id,
+			     jm_state_name(j->pub.state));
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return true;
 	}
@@ -796,7 +800,7 @@ oom:
 static void create_job(struct jm *jm, const struct jm_spec *spec, const struct jp_task *search,
 		       jm_answer_fn answer, void *ctx)
 {
-	struct jm_error err = { 0 };
+	struct jm_error err = {0};
 	struct st_job row;
 	struct job_rt *j = calloc(1, sizeof(*j));
 	int rc;
@@ -831,8 +835,10 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct j
 		free_job(j);
 		goto oom;
 	}
-	row = (struct st_job){ j->pub.id,  j->pub.key[0] ? j->pub.key : NULL, "PENDING", NULL,
-			       j->pub.raw, j->pub.raw_len, j->pub.created_ms, j->pub.updated_ms };
+	row = (struct st_job){j->pub.id,	 j->pub.key[0] ? j->pub.key : NULL,
+			      "PENDING",	 NULL,
+			      j->pub.raw,	 j->pub.raw_len,
+			      j->pub.created_ms, j->pub.updated_ms};
 	/* Durable before anything else happens: nothing accepted is lost. */
 	rc = st_job_put(jm->d.store, &row);
 	if (rc) {
@@ -862,7 +868,7 @@ oom:
 static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer,
 			    void *ctx)
 {
-	struct jm_error err = { 0 };
+	struct jm_error err = {0};
 	struct jp_task *t = new_task(jm, &jm_kind_parallelism, spec->id, planner_of(spec),
 				     spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL);
 	int rc;
@@ -897,10 +903,9 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 /* A new submission's workload was searched: refuse it, or create the job with its demand. */
 static void submit_searched(struct jm *jm, struct jp_task *t)
 {
-	struct jm_error err = { 0 };
-	struct jm_spec spec = { t->sub.id, t->sub.key,	 t->planner, t->sub.allow_move,
-				t->demand, t->n_demand,	 t->wl,	     t->sub.raw,
-				t->sub.raw_len };
+	struct jm_error err = {0};
+	struct jm_spec spec = {t->sub.id,   t->sub.key, t->planner, t->sub.allow_move, t->demand,
+			       t->n_demand, t->wl,	t->sub.raw, t->sub.raw_len};
 
 	if (t->kind_rc) {
 		t->answer(t->ctx, &t->kind_err, NULL, false, NULL, 0);
@@ -921,7 +926,7 @@ static void submit_searched(struct jm *jm, struct jp_task *t)
 
 void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx)
 {
-	struct jm_error err = { 0 };
+	struct jm_error err = {0};
 
 	if (submit_existing(jm, spec, answer, ctx) || refuse_write(jm, answer, ctx))
 		return;
@@ -937,7 +942,7 @@ void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, v
 
 void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx)
 {
-	struct jm_error err = { 0 };
+	struct jm_error err = {0};
 	struct jp_task *t;
 	int rc;
 
@@ -968,7 +973,7 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
 {
 	struct job_rt *j = find_job(jm, id);
-	struct jm_error err = { 0 };
+	struct jm_error err = {0};
 
 	if (!j) {
 		jm_set_error(&err, JM_NOT_FOUND, "id", "no job %s", id);
@@ -1027,7 +1032,8 @@ static int load_job(void *arg, const struct st_job *row)
 		snprintf(j->pub.reason, sizeof(j->pub.reason), "unknown stored state \"%s\"",
 			 row->state ? row->state : "");
 	} else {
-		snprintf(j->pub.reason, sizeof(j->pub.reason), "%s", row->reason ? row->reason : "");
+		snprintf(j->pub.reason, sizeof(j->pub.reason), "%s",
+			 row->reason ? row->reason : "");
 	}
 	j->pub.created_ms = row->created_ms;
 	j->pub.updated_ms = row->updated_ms;
@@ -1167,8 +1173,9 @@ int jm_recover(struct jm *jm)
 			else if (j->pub.n_demand || j->pub.workload)
 				start_planning(jm, j);
 			else
-				set_state(jm, j, JM_FAILED, "its request could not be read back after "
-							    "a restart");
+				set_state(jm, j, JM_FAILED,
+					  "its request could not be read back after "
+					  "a restart");
 			break;
 		case JM_RELEASING:
 			enqueue(jm, j);

@@ -53,12 +53,12 @@ const char *jm_state_name(enum jm_state s);
 
 enum jm_status {
 	JM_OK = 0,
-	JM_INVALID,      /* the request names a bad field */
+	JM_INVALID, /* the request names a bad field */
 	JM_NOT_FOUND,
-	JM_EXISTS,       /* same id, different request */
-	JM_EXHAUSTED,    /* no capacity: says what is missing */
+	JM_EXISTS,	 /* same id, different request */
+	JM_EXHAUSTED,	 /* no capacity: says what is missing */
 	JM_PRECONDITION, /* e.g. releasing a job that is being programmed */
-	JM_UNAVAILABLE,  /* devices unreachable or store failing: nothing changed */
+	JM_UNAVAILABLE,	 /* devices unreachable or store failing: nothing changed */
 	JM_INTERNAL,
 };
 
@@ -76,7 +76,7 @@ struct jm_delta_figures {
 	long ports_used;  /* job-wide OCS ports of the pod-level circuits */
 	long ports_saved; /* ports of the job's GPUs left unused */
 	int generations;  /* DELTA-Fast only */
-	double plan_ms;   /* the DELTA search and the leaf distribution */
+	double plan_ms;	  /* the DELTA search and the leaf distribution */
 };
 
 /* What a plan achieved (also kept for the plan a job runs on). */
@@ -118,7 +118,7 @@ void jm_workload_free(struct jm_workload *w);
 struct jm_spec {
 	const char *id;
 	const char *idempotency_key; /* NULL or "" when absent */
-	const char *planner;         /* "leaf-centric" or "pod-centric"; with a
+	const char *planner;	     /* "leaf-centric" or "pod-centric"; with a
 				      * workload "delta-fast" or a baseline */
 	bool allow_moving_other_jobs;
 	/* A leaf demand, or a workload (parallelism spec) whose leaf demand

@@ -43,7 +43,7 @@ struct job_rt {
 	int replans;
 	unsigned long plan_seq; /* of the plan under way: older results are dropped */
 	bool search_unreported; /* the DELTA search ran before the job existed */
-	size_t live_at;         /* index in jm.live while the job holds leaves */
+	size_t live_at;		/* index in jm.live while the job holds leaves */
 	struct job_rt *next_queued;
 	bool queued;
 	/* The accepted plan, between plan_done and its transaction. */

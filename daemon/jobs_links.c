@@ -76,7 +76,8 @@ bool jl_leaves_free(const struct ocs_fabric *f, struct job_rt *const *live, size
 			leaves[n_leaves++] = demand[i].b;
 		}
 		for (int l = 0; l < n_leaves; l++) {
-			const struct jm_job *other = unshared_owner(f, live, n_live, self, leaves[l]);
+			const struct jm_job *other =
+				unshared_owner(f, live, n_live, self, leaves[l]);
 
 			if (!other)
 				continue;
@@ -120,8 +121,8 @@ int jl_others_usage(struct job_rt *const *live, size_t n_live, const char *self,
 		if (strcmp(o->pub.id, self) == 0)
 			continue;
 		for (size_t i = 0; i < o->n_links; i++)
-			all[at++] = (struct lc_spine_links){ o->links[i].a, o->links[i].b,
-							     o->links[i].h, o->links[i].links };
+			all[at++] = (struct lc_spine_links){o->links[i].a, o->links[i].b,
+							    o->links[i].h, o->links[i].links};
 	}
 	rc = lc_usage_from_assignment(all, n, out, n_out);
 	free(all);

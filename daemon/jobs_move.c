@@ -36,7 +36,8 @@ struct owned_xc {
 
 static int owned_cmp(const void *a, const void *b)
 {
-	return ocs_xc_cmp_in_out(&((const struct owned_xc *)a)->xc, &((const struct owned_xc *)b)->xc);
+	return ocs_xc_cmp_in_out(&((const struct owned_xc *)a)->xc,
+				 &((const struct owned_xc *)b)->xc);
 }
 
 static struct need *find_need(struct need *needs, size_t n, int i, int j, int h, int owner)
@@ -62,9 +63,9 @@ static int xc_pods(const struct ocs_fabric *f, const struct ocs_xc *xc, int *i, 
 {
 	struct ocs_spine_port from, to;
 
-	if (ocs_fabric_input_owner(f, xc->group, (struct ocs_device_port){ xc->device, xc->in },
+	if (ocs_fabric_input_owner(f, xc->group, (struct ocs_device_port){xc->device, xc->in},
 				   &from) != 0 ||
-	    ocs_fabric_output_owner(f, xc->group, (struct ocs_device_port){ xc->device, xc->out },
+	    ocs_fabric_output_owner(f, xc->group, (struct ocs_device_port){xc->device, xc->out},
 				    &to) != 0 ||
 	    from.pod == to.pod)
 		return -ENOENT;
@@ -99,17 +100,17 @@ int jm_attribute_owners(const struct ocs_fabric *f, const struct lc_plan *plan,
 		nd = find_need(needs, n_needs, i, j, l->h, o);
 		if (!nd) {
 			nd = &needs[n_needs++];
-			*nd = (struct need){ i, j, l->h, o, { 0, 0 } };
+			*nd = (struct need){i, j, l->h, o, {0, 0}};
 		}
 		nd->left[0] += l->links;
 		nd->left[1] += l->links;
 	}
 	for (size_t k = 0; k < n_conf; k++)
-		sorted[k] = (struct owned_xc){ conf[k], conf_owner[k] };
+		sorted[k] = (struct owned_xc){conf[k], conf_owner[k]};
 	qsort(sorted, n_conf, sizeof(*sorted), owned_cmp);
 	/* Kept cross-connects stay with their owner while it needs them. */
 	for (size_t x = 0; x < plan->n_xcs; x++) {
-		struct owned_xc key = { plan->xcs[x], 0 };
+		struct owned_xc key = {plan->xcs[x], 0};
 		const struct owned_xc *kept =
 			bsearch(&key, sorted, n_conf, sizeof(*sorted), owned_cmp);
 		struct need *nd;

@@ -22,7 +22,7 @@ void jp_change_clear(struct jp_change *c)
 	free(c->removals);
 	free(c->additions);
 	free(c->links);
-	*c = (struct jp_change){ 0 };
+	*c = (struct jp_change){0};
 }
 
 void jp_task_free(struct jp_task *t)
@@ -92,9 +92,9 @@ struct jp_task *jp_task_new(const struct jm_kind *kind, const struct ocs_fabric 
 		/* Drained devices: blockers the planner must treat as pinned. */
 		size_t n_blk = 0;
 		struct ocs_xc *blk = fs_drain_blockers(fs, drained, &n_blk);
-		struct ocs_xc *all = blk ? realloc(t->existing,
-						   (t->n_existing + n_blk + 1) * sizeof(*all))
-					 : NULL;
+		struct ocs_xc *all =
+			blk ? realloc(t->existing, (t->n_existing + n_blk + 1) * sizeof(*all))
+			    : NULL;
 
 		t->drained = malloc((size_t)n_devices * sizeof(*t->drained) + 1);
 		if (!all || !t->drained) {
@@ -119,10 +119,10 @@ static int run_planner(struct jp_task *t, const struct lc_demand *demand, size_t
 		       bool replan, size_t n_existing)
 {
 	/* a global re-plan plans every job holding circuits: no usage is left */
-	struct lc_options opt = { .realize = true,
-				  .replan = replan,
-				  .usage = replan ? NULL : t->usage,
-				  .n_usage = replan ? 0 : t->n_usage };
+	struct lc_options opt = {.realize = true,
+				 .replan = replan,
+				 .usage = replan ? NULL : t->usage,
+				 .n_usage = replan ? 0 : t->n_usage};
 
 	const struct ocs_planner *p = ocs_planner_find(t->planner);
 
@@ -244,8 +244,8 @@ static void find_overload(struct jp_task *t)
 	const struct ocs_planner *p = ocs_planner_find(t->planner);
 
 	if (!t->n_usage || !t->plan || (p && p->id == OCS_PLANNER_POD_CENTRIC) ||
-	    lc_usage_from_assignment(t->plan->assignment, t->plan->n_assignment, &mine,
-				     &n_mine) != 0)
+	    lc_usage_from_assignment(t->plan->assignment, t->plan->n_assignment, &mine, &n_mine) !=
+		    0)
 		return;
 	/* both lists are sorted by (leaf, spine), one entry per pair: walk them together */
 	for (size_t i = 0, u = 0; i < n_mine && t->over_leaf < 0; i++) {
@@ -305,7 +305,8 @@ static bool plan_refusal(const struct jp_task *t, struct jm_error *err)
 	}
 	if (t->rc == -EINVAL) {
 		jm_set_error(err, t->has_delta ? JM_INTERNAL : JM_INVALID, demand_field,
-			     "the planner refused the %sdemand", t->has_delta ? "planned leaf " : "");
+			     "the planner refused the %sdemand",
+			     t->has_delta ? "planned leaf " : "");
 		return true;
 	}
 	if (t->rc) {
@@ -342,10 +343,11 @@ static bool plan_refusal(const struct jp_task *t, struct jm_error *err)
 		return true;
 	}
 	if (t->over_leaf >= 0) {
-		jm_set_error(err, JM_EXHAUSTED, demand_field,
-			     "leaf %d is shared with other jobs: its uplinks to spine %d would carry %d "
-			     "links (tau %d), which polarizes routing; nothing was touched",
-			     t->over_leaf, t->over_spine, t->over_load, t->f.tau);
+		jm_set_error(
+			err, JM_EXHAUSTED, demand_field,
+			"leaf %d is shared with other jobs: its uplinks to spine %d would carry %d "
+			"links (tau %d), which polarizes routing; nothing was touched",
+			t->over_leaf, t->over_spine, t->over_load, t->f.tau);
 		return true;
 	}
 	return false;
@@ -406,7 +408,8 @@ static int find_added(struct jp_task *t)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < t->plan->n_xcs; i++)
-		if (!bsearch(&t->plan->xcs[i], existing, t->n_existing, sizeof(*existing), ocs_xc_cmp_in_out))
+		if (!bsearch(&t->plan->xcs[i], existing, t->n_existing, sizeof(*existing),
+			     ocs_xc_cmp_in_out))
 			t->added[t->n_added++] = t->plan->xcs[i];
 	free(existing);
 	return 0;
@@ -482,13 +485,14 @@ void jp_work(struct jp_task *t)
 	if (t->search_only)
 		return;
 	if (!t->kind_rc && t->rc == 0 && t->plan) {
-		t->conf_sorted = malloc((t->n_configured ? t->n_configured : 1) *
-					sizeof(*t->conf_sorted));
+		t->conf_sorted =
+			malloc((t->n_configured ? t->n_configured : 1) * sizeof(*t->conf_sorted));
 		if (!t->conf_sorted) {
 			t->rc = -ENOMEM;
 		} else {
 			memcpy(t->conf_sorted, t->existing, t->n_configured * sizeof(*t->existing));
-			qsort(t->conf_sorted, t->n_configured, sizeof(*t->conf_sorted), ocs_xc_cmp_in_out);
+			qsort(t->conf_sorted, t->n_configured, sizeof(*t->conf_sorted),
+			      ocs_xc_cmp_in_out);
 		}
 	}
 	t->refused = plan_refusal(t, &t->err);

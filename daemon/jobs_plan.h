@@ -45,7 +45,7 @@ struct jm_kind {
 	void (*figures)(const struct jp_task *t, struct jm_figures *fig);
 };
 
-extern const struct jm_kind jm_kind_leaf;        /* kind_leaf.c */
+extern const struct jm_kind jm_kind_leaf;	 /* kind_leaf.c */
 extern const struct jm_kind jm_kind_parallelism; /* kind_parallelism.c */
 
 /* The change set of an accepted plan (all malloc'd, owned by whoever holds it). */
@@ -62,7 +62,7 @@ void jp_change_clear(struct jp_change *c);
 
 struct jp_task {
 	struct pool_task pool; /* the pool runs it (work, then done on the loop) */
-	void *owner;           /* the job manager (opaque here) */
+	void *owner;	       /* the job manager (opaque here) */
 	const struct clk *clock;
 	const struct ocs_pool *solver_pool; /* the planner's parallel loops */
 	const struct jm_kind *kind;
@@ -117,7 +117,7 @@ struct jp_task {
 	/* results: the leaf plan */
 	bool drain_fallback; /* the replan touched a drained device */
 	bool owner_fallback; /* the replan's circuits could not be attributed */
-	int *xc_owner;       /* per plan->xcs after a global re-plan: index into names */
+	int *xc_owner;	     /* per plan->xcs after a global re-plan: index into names */
 	bool *xc_reowned;    /* a kept cross-connect that changes owner */
 	bool *moved_owner;   /* per name: some of its circuits move */
 	int *assign_owner;   /* per plan->assignment after a global re-plan */
@@ -157,6 +157,5 @@ void jp_work(struct jp_task *t);
  * on shared leaves and the L2 check. Pure.
  */
 void jp_plan_leaf(struct jp_task *t);
-
 
 #endif

@@ -10,8 +10,8 @@
 #include <string.h>
 
 static const char *const state_names[] = {
-	[JM_PENDING] = "PENDING",     [JM_PLANNING] = "PLANNING", [JM_PROGRAMMING] = "PROGRAMMING",
-	[JM_ACTIVE] = "ACTIVE",       [JM_RELEASING] = "RELEASING", [JM_RELEASED] = "RELEASED",
+	[JM_PENDING] = "PENDING", [JM_PLANNING] = "PLANNING",	[JM_PROGRAMMING] = "PROGRAMMING",
+	[JM_ACTIVE] = "ACTIVE",	  [JM_RELEASING] = "RELEASING", [JM_RELEASED] = "RELEASED",
 	[JM_FAILED] = "FAILED",
 };
 
@@ -73,4 +73,3 @@ void jm_workload_free(struct jm_workload *w)
 	free(w->gpus);
 	free(w);
 }
-

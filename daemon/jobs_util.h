@@ -9,7 +9,7 @@
 #include "jobs.h"
 
 __attribute__((format(printf, 4, 5))) void jm_set_error(struct jm_error *e, enum jm_status status,
-							 const char *field, const char *fmt, ...);
+							const char *field, const char *fmt, ...);
 /* Frees a figures struct's arrays and zeroes it. */
 void jm_figures_clear(struct jm_figures *fig);
 /* The state's name ("ACTIVE"), and back (unknown names: false). */

@@ -22,8 +22,8 @@
  * GPU list in rank order. */
 static void delta_field(const char *in, char *out, size_t len)
 {
-	static const char *const groups[] = { "model.", "parallelism.", "training.", "hardware.",
-					      "placement.", NULL };
+	static const char *const groups[] = {"model.",	  "parallelism.", "training.",
+					     "hardware.", "placement.",	  NULL};
 
 	if (strncmp(in, "placement.gpu_ids", 17) == 0) {
 		snprintf(out, len, "placement.gpus%s", in + 17);
@@ -66,9 +66,8 @@ static double mono_ms(void *ctx)
  */
 static int plan_workload(const struct ocs_fabric *f, const char *planner,
 			 const struct jm_workload *wl, const struct clk *clock,
-			 const struct ocs_pool *solver_pool,
-			 struct lc_demand **demand, size_t *n_demand, struct jm_delta_figures *fig,
-			 struct delta_error *err)
+			 const struct ocs_pool *solver_pool, struct lc_demand **demand,
+			 size_t *n_demand, struct jm_delta_figures *fig, struct delta_error *err)
 {
 	struct delta_job_plan *dp = NULL;
 	enum delta_planner kind = DELTA_PLANNER_FAST;
@@ -99,8 +98,8 @@ static int plan_workload(const struct ocs_fabric *f, const char *planner,
 		rc = -ENOMEM;
 	} else {
 		for (size_t i = 0; i < dp->n_leaf_demand; i++)
-			d[i] = (struct lc_demand){ dp->leaf_demand[i].a, dp->leaf_demand[i].b,
-						   dp->leaf_demand[i].links };
+			d[i] = (struct lc_demand){dp->leaf_demand[i].a, dp->leaf_demand[i].b,
+						  dp->leaf_demand[i].links};
 		*demand = d;
 		*n_demand = dp->n_leaf_demand;
 		*fig = (struct jm_delta_figures){
@@ -122,11 +121,11 @@ static void parallelism_plan(struct jp_task *t)
 {
 	if (t->wl && t->n_demand == 0) {
 		struct lc_demand *d = NULL;
-		struct delta_error derr = { 0 };
+		struct delta_error derr = {0};
 		size_t n = 0;
 		char field[272]; /* room for any mapping of derr.field */
 		int rc = plan_workload(&t->f, t->planner, t->wl, t->clock, t->solver_pool, &d, &n,
-				   &t->delta, &derr);
+				       &t->delta, &derr);
 
 		if (rc) {
 			t->kind_rc = rc;

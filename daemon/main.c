@@ -13,11 +13,11 @@
 #include "config.h"
 #include "daemon.h"
 
-#define OCSD_EXIT_OK 0
+#define OCSD_EXIT_OK	0
 #define OCSD_EXIT_USAGE 2
 /* Retention of finished jobs: defaults, and the largest values accepted. */
-#define OCSD_RETENTION_DAYS 7
-#define OCSD_RETENTION_JOBS 10000
+#define OCSD_RETENTION_DAYS	7
+#define OCSD_RETENTION_JOBS	10000
 #define OCSD_RETENTION_DAYS_MAX 36500
 #define OCSD_RETENTION_JOBS_MAX 100000000
 
@@ -26,7 +26,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: ocsd --config FILE [--state-dir DIR] [--metrics-listen HOST:PORT]\n"
 		"            [--solver-threads N]        run the daemon on a fabric\n"
-		"       ocsd --check-config FILE         validate a fabric file, print its summary\n"
+		"       ocsd --check-config FILE         validate a fabric file, print its "
+		"summary\n"
 		"       ocsd --version | --help\n"
 		"\n"
 		"  --state-dir DIR          where ocsd.db lives (default $STATE_DIRECTORY, else\n"
@@ -49,7 +50,7 @@ static void usage(FILE *out)
 
 static int check_config(const char *path)
 {
-	struct cfg_errors errs = { 0 };
+	struct cfg_errors errs = {0};
 	struct ocsd_config *cfg = NULL;
 
 	if (cfg_load_file(path, &cfg, &errs) != 0) {
@@ -69,35 +70,36 @@ static int check_config(const char *path)
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "check-config", required_argument, NULL, 'c' },
-		{ "config", required_argument, NULL, 'f' },
-		{ "state-dir", required_argument, NULL, 's' },
-		{ "metrics-listen", required_argument, NULL, 'm' },
-		{ "solver-threads", required_argument, NULL, 't' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "tls-ca", required_argument, NULL, 'A' },
-		{ "tls-cert", required_argument, NULL, 'C' },
-		{ "tls-key", required_argument, NULL, 'K' },
-		{ "insecure", no_argument, NULL, 'I' },
-		{ "reconcile-interval-s", required_argument, NULL, 'R' },
-		{ "retention-days", required_argument, NULL, 'D' },
-		{ "retention-jobs", required_argument, NULL, 'J' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"check-config", required_argument, NULL, 'c'},
+		{"config", required_argument, NULL, 'f'},
+		{"state-dir", required_argument, NULL, 's'},
+		{"metrics-listen", required_argument, NULL, 'm'},
+		{"solver-threads", required_argument, NULL, 't'},
+		{"listen", required_argument, NULL, 'l'},
+		{"tls-ca", required_argument, NULL, 'A'},
+		{"tls-cert", required_argument, NULL, 'C'},
+		{"tls-key", required_argument, NULL, 'K'},
+		{"insecure", no_argument, NULL, 'I'},
+		{"reconcile-interval-s", required_argument, NULL, 'R'},
+		{"retention-days", required_argument, NULL, 'D'},
+		{"retention-jobs", required_argument, NULL, 'J'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
-	struct od_options run = { .metrics_listen = "127.0.0.1:9464",
-				  .listen = "127.0.0.1:50051",
-				  .reconcile_interval_s = 60,
-				  .retention_days = OCSD_RETENTION_DAYS,
-				  .retention_jobs = OCSD_RETENTION_JOBS };
+	struct od_options run = {.metrics_listen = "127.0.0.1:9464",
+				 .listen = "127.0.0.1:50051",
+				 .reconcile_interval_s = 60,
+				 .retention_days = OCSD_RETENTION_DAYS,
+				 .retention_jobs = OCSD_RETENTION_JOBS};
 	const char *check = NULL;
 	char *end;
 	long n;
 	int opt;
 
 	run.state_dir = getenv("STATE_DIRECTORY") ? getenv("STATE_DIRECTORY") : "/var/lib/ocsd";
-	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:Vh", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:Vh", options, NULL)) !=
+	       -1) {
 		switch (opt) {
 		case 'c':
 			check = optarg;
@@ -138,7 +140,8 @@ int main(int argc, char **argv)
 		case 'R':
 			n = strtol(optarg, &end, 10);
 			if (*end || n < 0 || n > 86400) {
-				fprintf(stderr, "ocsd: --reconcile-interval-s: '%s' is not 0..86400\n",
+				fprintf(stderr,
+					"ocsd: --reconcile-interval-s: '%s' is not 0..86400\n",
 					optarg);
 				return OCSD_EXIT_USAGE;
 			}
@@ -147,8 +150,8 @@ int main(int argc, char **argv)
 		case 'D':
 			n = strtol(optarg, &end, 10);
 			if (!*optarg || *end || n < 0 || n > OCSD_RETENTION_DAYS_MAX) {
-				fprintf(stderr, "ocsd: --retention-days: '%s' is not 0..%d\n", optarg,
-					OCSD_RETENTION_DAYS_MAX);
+				fprintf(stderr, "ocsd: --retention-days: '%s' is not 0..%d\n",
+					optarg, OCSD_RETENTION_DAYS_MAX);
 				return OCSD_EXIT_USAGE;
 			}
 			run.retention_days = (unsigned)n;
@@ -156,8 +159,8 @@ int main(int argc, char **argv)
 		case 'J':
 			n = strtol(optarg, &end, 10);
 			if (!*optarg || *end || n < 0 || n > OCSD_RETENTION_JOBS_MAX) {
-				fprintf(stderr, "ocsd: --retention-jobs: '%s' is not 0..%d\n", optarg,
-					OCSD_RETENTION_JOBS_MAX);
+				fprintf(stderr, "ocsd: --retention-jobs: '%s' is not 0..%d\n",
+					optarg, OCSD_RETENTION_JOBS_MAX);
 				return OCSD_EXIT_USAGE;
 			}
 			run.retention_jobs = (size_t)n;

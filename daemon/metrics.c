@@ -17,9 +17,9 @@
 enum mx_kind { MX_COUNTER, MX_GAUGE, MX_HISTOGRAM };
 
 struct mx_series {
-	char **values;     /* one per label */
-	double value;      /* counter or gauge */
-	double sum;        /* histogram */
+	char **values; /* one per label */
+	double value;  /* counter or gauge */
+	double sum;    /* histogram */
 	unsigned long long count;
 	unsigned long long *buckets; /* histogram: per finite bound, not cumulative */
 };
@@ -43,9 +43,9 @@ struct mx_registry {
 	size_t cap;
 };
 
-const double mx_latency_buckets_s[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-					0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
-					1,      2.5,     5,      10,    30,     100 };
+const double mx_latency_buckets_s[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+				       0.01,   0.025,	0.05,	0.1,   0.25,   0.5,
+				       1,      2.5,	5,	10,    30,     100};
 const size_t mx_latency_buckets_n = sizeof(mx_latency_buckets_s) / sizeof(mx_latency_buckets_s[0]);
 
 struct mx_registry *mx_registry_new(void)
@@ -350,7 +350,7 @@ static void write_labels(FILE *out, const struct mx_family *f, const struct mx_s
 
 static void render_family(FILE *out, const struct mx_family *f)
 {
-	static const char *const kinds[] = { "counter", "gauge", "histogram" };
+	static const char *const kinds[] = {"counter", "gauge", "histogram"};
 
 	fprintf(out, "# HELP %s ", f->name);
 	write_escaped(out, f->help, false);

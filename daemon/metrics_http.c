@@ -21,7 +21,7 @@
 
 /* Requests are a request line and a few headers; nothing larger is needed. */
 #define MH_MAX_HEADERS_BYTES 8192
-#define MH_TIMEOUT_S 10
+#define MH_TIMEOUT_S	     10
 
 struct mh_server {
 	struct evhttp *http;

@@ -42,9 +42,9 @@ struct recon {
 	struct loop_node done_node;
 	struct dev_readback *reads; /* by device id */
 	int n_devices;
-	atomic_int next;    /* next device to read */
-	atomic_bool stop;   /* shutting down: read no further device */
-	int64_t started_us; /* monotonic, when the pass began */
+	atomic_int next;	  /* next device to read */
+	atomic_bool stop;	  /* shutting down: read no further device */
+	int64_t started_us;	  /* monotonic, when the pass began */
 	unsigned long generation; /* fs generation when the pass started */
 };
 
@@ -83,13 +83,14 @@ static void reader_run(struct exec_task *t)
 static void pass_done(struct loop_node *n)
 {
 	struct recon *r = OCSD_CONTAINER_OF(n, struct recon, done_node);
-	struct recon_report rep = { 0 };
+	struct recon_report rep = {0};
 
 	/* The readers are done: the handles are the loop's again. */
 	for (int d = 0; d < r->n_devices && r->d.events.device_read && !atomic_load(&r->stop); d++)
-		r->d.events.device_read(r->d.events.ctx, d, r->reads[d].ok,
-					sb_device_connected(dev_handle(r->d.devs, d, DEV_ROLE_RECON)),
-					r->reads[d].error);
+		r->d.events.device_read(
+			r->d.events.ctx, d, r->reads[d].ok,
+			sb_device_connected(dev_handle(r->d.devs, d, DEV_ROLE_RECON)),
+			r->reads[d].error);
 	rep.discarded = fs_generation(r->d.fs) != r->generation || jm_busy(r->d.jm);
 	for (int d = 0; d < r->n_devices && !rep.discarded; d++) {
 		struct dev_readback *rd = &r->reads[d];
@@ -144,7 +145,7 @@ int recon_start(struct recon *r)
 	}
 	atomic_store(&r->readers_left, n);
 	for (int i = 0; i < n; i++) {
-		r->readers[i] = (struct recon_reader){ .task.run = reader_run, .r = r };
+		r->readers[i] = (struct recon_reader){.task.run = reader_run, .r = r};
 		exec_submit(r->d.exec, &r->readers[i].task);
 	}
 	return 0;
@@ -157,7 +158,7 @@ void recon_free(struct recon *r)
 	if (r->running) {
 		/* The last reader posts pass_done to the loop; run it here. */
 		atomic_store(&r->stop, true);
-		struct timespec ms = { 0, 1000000 };
+		struct timespec ms = {0, 1000000};
 
 		while (r->running) {
 			nanosleep(&ms, NULL);

@@ -40,7 +40,7 @@ static int resolve_intent(void *arg, const struct st_intent *in)
 					     in->additions[i].xc.device)] = 1;
 	for (int d = 0; d < n_dev; d++) {
 		struct dev_readback rb;
-		struct dev_diff to_pre = { 0 }, to_target = { 0 };
+		struct dev_diff to_pre = {0}, to_target = {0};
 
 		if (!touched[d])
 			continue;
@@ -70,16 +70,18 @@ static int resolve_intent(void *arg, const struct st_intent *in)
 	free(touched);
 	if (all_target && !all_pre) {
 		outcome = ST_INTENT_CONFIRMED;
-		snprintf(detail, sizeof(detail), "recovered after restart: devices hold the target");
+		snprintf(detail, sizeof(detail),
+			 "recovered after restart: devices hold the target");
 	} else if (all_pre) {
 		outcome = ST_INTENT_ROLLED_BACK;
-		snprintf(detail, sizeof(detail), "recovered after restart: devices back at the "
-						 "pre-image");
+		snprintf(detail, sizeof(detail),
+			 "recovered after restart: devices back at the "
+			 "pre-image");
 	} else {
 		outcome = ST_INTENT_FAILED;
 	}
-	fprintf(stderr, "<5>transaction %lld of job %s left open: %s, %s\n",
-		(long long)in->txn_id, in->job_id, st_intent_state_name(outcome), detail);
+	fprintf(stderr, "<5>transaction %lld of job %s left open: %s, %s\n", (long long)in->txn_id,
+		in->job_id, st_intent_state_name(outcome), detail);
 	if (st_intent_finish(rd->store, in->txn_id, outcome, detail, clk_wall_ms(rd->clock)) != 0)
 		return -EIO;
 	if (outcome == ST_INTENT_CONFIRMED)

@@ -25,7 +25,7 @@ static uint64_t hash(const char *s)
 void strmap_clear(struct strmap *m)
 {
 	free(m->slots);
-	*m = (struct strmap){ 0 };
+	*m = (struct strmap){0};
 }
 
 /* The slot holding key, or NULL. */
@@ -94,7 +94,7 @@ int strmap_put(struct strmap *m, const char *key, void *value)
 		;
 	if (!m->slots[i].key)
 		m->used++;
-	m->slots[i] = (struct strmap_slot){ key, value };
+	m->slots[i] = (struct strmap_slot){key, value};
 	m->live++;
 	return 0;
 }

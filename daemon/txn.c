@@ -105,14 +105,15 @@ static int verify_l2(void *arg, enum sb_verify_phase phase, const struct sb_devi
 		int id = tx->dev_ids[devices[i].index];
 
 		for (size_t x = 0; x < devices[i].n; x++)
-			all[k++] = (struct ocs_xc){ ocs_fabric_device_group(f, id),
-						    ocs_fabric_device_in_group(f, id),
-						    devices[i].xcs[x].in, devices[i].xcs[x].out };
+			all[k++] = (struct ocs_xc){ocs_fabric_device_group(f, id),
+						   ocs_fabric_device_in_group(f, id),
+						   devices[i].xcs[x].in, devices[i].xcs[x].out};
 	}
 	bad = l2_check(f, all, k, &v, 1);
 	free(all);
 	if (bad)
-		snprintf(why, why_len, "%s: %d L2 violation(s), first on group %d device %d %d->%d: %s",
+		snprintf(why, why_len,
+			 "%s: %d L2 violation(s), first on group %d device %d %d->%d: %s",
 			 phase == SB_VERIFY_PLAN ? "plan" : "read-back", bad, v.xc.group,
 			 v.xc.device, v.xc.in, v.xc.out, v.reason);
 	return bad ? -EPROTO : 0;
@@ -153,8 +154,8 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 			tx->others[tx->n_others++] = *xc;
 	}
 	for (int d = 0, k = 0; d < n_dev; d++) {
-		struct ocs_xc key = { ocs_fabric_device_group(f, d), ocs_fabric_device_in_group(f, d),
-				      0, 0 };
+		struct ocs_xc key = {ocs_fabric_device_group(f, d),
+				     ocs_fabric_device_in_group(f, d), 0, 0};
 		size_t n_run, m = 0;
 		const struct st_circuit *run = dev_xcs(drv->d.devs, d, &n_run);
 		struct sb_xc *tg;
@@ -172,16 +173,16 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 				removed = same_device(&tx->removals[r], xc) &&
 					  tx->removals[r].in == xc->in;
 			if (!removed)
-				tg[m++] = (struct sb_xc){ (uint16_t)xc->in, (uint16_t)xc->out };
+				tg[m++] = (struct sb_xc){(uint16_t)xc->in, (uint16_t)xc->out};
 		}
 		for (size_t a = 0; a < tx->n_adds; a++)
 			if (same_device(&tx->adds[a].xc, &key))
-				tg[m++] = (struct sb_xc){ (uint16_t)tx->adds[a].xc.in,
-							  (uint16_t)tx->adds[a].xc.out };
+				tg[m++] = (struct sb_xc){(uint16_t)tx->adds[a].xc.in,
+							 (uint16_t)tx->adds[a].xc.out};
 		tx->targets[k] = tg;
 		tx->dev_ids[k] = d;
-		tx->devs[k] = (struct sb_txn_device){ dev_handle(drv->d.devs, d, DEV_ROLE_TXN), tg,
-						      m };
+		tx->devs[k] =
+			(struct sb_txn_device){dev_handle(drv->d.devs, d, DEV_ROLE_TXN), tg, m};
 		k++;
 	}
 	free(touched);
@@ -214,7 +215,7 @@ static void finish(struct txn *tx, const struct sb_txn_result *r);
 static void on_loop_done(struct loop_node *n)
 {
 	struct txn *tx = OCSD_CONTAINER_OF(n, struct txn, done_node);
-	struct sb_txn_result r = { .outcome = SB_TXN_COMMITTED };
+	struct sb_txn_result r = {.outcome = SB_TXN_COMMITTED};
 
 	if (sb_txn_join(tx->handle, &r) != 0)
 		r.outcome = SB_TXN_FAILED;
@@ -254,7 +255,7 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	drv->running = tx;
 	if (tx->n_devs == 0) {
 		/* Nothing to change on any device (e.g. releasing a job without circuits). */
-		struct sb_txn_result r = { .outcome = SB_TXN_COMMITTED };
+		struct sb_txn_result r = {.outcome = SB_TXN_COMMITTED};
 
 		finish(tx, &r);
 		return 0;
@@ -263,16 +264,17 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 			     tx->n_adds, c->release ? NULL : c->links, c->release ? 0 : c->n_links,
 			     clk_wall_ms(drv->d.clock), &tx->txn_id);
 	if (rc) {
-		snprintf(why, why_len, "cannot store the transaction intent (%s); nothing was touched",
+		snprintf(why, why_len,
+			 "cannot store the transaction intent (%s); nothing was touched",
 			 strerror(-rc));
 		drv->running = NULL;
 		free_txn(tx);
 		return -EIO;
 	}
-	tx->plan = (struct sb_txn_plan){ (uint64_t)tx->txn_id, tx->devs, tx->n_devs };
-	tx->hooks = (struct sb_txn_hooks){ NULL, NULL, verify_l2, tx };
-	tx->opts = (struct sb_txn_options){ .confirm_timeout_s = drv->d.confirm_timeout_s,
-					    .connect_timeout_ms = drv->d.connect_timeout_ms };
+	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->devs, tx->n_devs};
+	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_l2, tx};
+	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
+					   .connect_timeout_ms = drv->d.connect_timeout_ms};
 	rc = sb_engine_start(drv->d.engine, &tx->plan, &tx->hooks, &tx->opts, on_engine_done, tx,
 			     &tx->handle);
 	if (rc) {
@@ -295,7 +297,7 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 static void finish(struct txn *tx, const struct sb_txn_result *r)
 {
 	struct txn_driver *drv = tx->drv;
-	struct txn_outcome o = { 0 };
+	struct txn_outcome o = {0};
 	enum st_intent_state state;
 	const char **names = NULL;
 	char store_error[256] = "";
@@ -340,7 +342,8 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 			 (long long)tx->txn_id);
 	}
 	if (o.store_failed && fs_load(drv->d.fs, drv->d.store) != 0)
-		snprintf(store_error + strlen(store_error), sizeof(store_error) - strlen(store_error),
+		snprintf(store_error + strlen(store_error),
+			 sizeof(store_error) - strlen(store_error),
 			 "; the circuit table could not be reloaded");
 	names = calloc(tx->n_devs ? tx->n_devs : 1, sizeof(*names));
 	for (size_t i = 0; names && i < tx->n_devs; i++)

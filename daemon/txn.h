@@ -58,9 +58,9 @@ struct txn_change {
 
 enum txn_result {
 	TXN_CONFIRMED = 1, /* every device holds the change */
-	TXN_REFUSED,       /* refused before any device was touched (plan check, prepare) */
+	TXN_REFUSED,	   /* refused before any device was touched (plan check, prepare) */
 	TXN_ROLLED_BACK,   /* every device back as it was */
-	TXN_FAILED,        /* a rollback could not be proven: the fabric needs reconciliation */
+	TXN_FAILED,	   /* a rollback could not be proven: the fabric needs reconciliation */
 };
 
 /* What a transaction did (valid during the done callback only). */

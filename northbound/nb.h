@@ -158,9 +158,9 @@ struct nb_limits {
 #define NB_DEFAULT_MAX_MESSAGE_BYTES (4u * 1024u * 1024u)
 #define NB_DEFAULT_MAX_LEAF_PAIRS    65536
 /* Bounds of a parallelism spec's search and size (JobSpec.parallelism). */
-#define NB_PARALLELISM_MAX_MICRO_BATCHES   16384
-#define NB_PARALLELISM_MAX_GENERATIONS     1000000
-#define NB_PARALLELISM_MAX_TIME_BUDGET_MS  600000
+#define NB_PARALLELISM_MAX_MICRO_BATCHES  16384
+#define NB_PARALLELISM_MAX_GENERATIONS	  1000000
+#define NB_PARALLELISM_MAX_TIME_BUDGET_MS 600000
 
 struct nb_server;
 struct nb_call;

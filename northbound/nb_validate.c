@@ -317,8 +317,8 @@ static int check_real(double v, double lo, bool open_lo, double hi, const char *
 {
 	if (v != v || (open_lo ? !(v > lo) : !(v >= lo)) || !(v <= hi))
 		return nb_error_set(err, NB_INVALID_ARGUMENT, field,
-				    open_lo ? "%g is outside (%g, %g]" : "%g is outside %g..%g", v, lo,
-				    hi);
+				    open_lo ? "%g is outside (%g, %g]" : "%g is outside %g..%g", v,
+				    lo, hi);
 	return 0;
 }
 
@@ -331,7 +331,10 @@ struct par_int {
 	long long lo, hi;
 };
 
-#define PAR_INT(f, lo, hi) {#f, offsetof(Ocs__V1__ParallelismSpec, f), lo, hi}
+#define PAR_INT(f, lo, hi)                                                                         \
+	{                                                                                          \
+#f, offsetof(Ocs__V1__ParallelismSpec, f), lo, hi                                  \
+	}
 
 static const struct par_int par_ints[] = {
 	PAR_INT(layers, 1, 100000),
@@ -353,8 +356,8 @@ static const struct par_int par_ints[] = {
 	PAR_INT(bytes_per_value, 0, 64),
 	PAR_INT(grad_bytes, 0, 64),
 	PAR_INT(gpus_per_pod_per_replica, 1, 1 << 30), /* upper bound: GPUs of a pod */
-	PAR_INT(replicas_per_pod_set, 0, 1 << 30),    /* upper bound: GPUs of a pod */
-	PAR_INT(first_pod, 0, 1 << 30),               /* upper bound: pods - 1 */
+	PAR_INT(replicas_per_pod_set, 0, 1 << 30),     /* upper bound: GPUs of a pod */
+	PAR_INT(first_pod, 0, 1 << 30),		       /* upper bound: pods - 1 */
 	PAR_INT(max_generations, 0, NB_PARALLELISM_MAX_GENERATIONS),
 	PAR_INT(stall_generations, 0, NB_PARALLELISM_MAX_GENERATIONS),
 	PAR_INT(time_budget_ms, 0, NB_PARALLELISM_MAX_TIME_BUDGET_MS),

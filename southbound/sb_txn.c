@@ -166,9 +166,9 @@ struct dev_ctx {
 	struct sb_xc *pre; /* running before the transaction (pre-image) */
 	size_t n_pre;
 	bool have_pre;
-	bool touched;         /* received at least one RPC of this transaction */
-	bool locked;          /* holds the candidate (or running) lock */
-	bool edited;          /* the candidate holds the change */
+	bool touched;	      /* received at least one RPC of this transaction */
+	bool locked;	      /* holds the candidate (or running) lock */
+	bool edited;	      /* the candidate holds the change */
 	bool maybe_committed; /* a commit (or running edit) was sent */
 	bool confirmed;
 	struct sb_xc *readback;
@@ -185,7 +185,7 @@ struct txn {
 	struct dev_ctx *devs;
 	struct sb_txn_result *r;
 	struct sb_exec_task start; /* the first task: txn_begin() */
-	enum sb_txn_step step;     /* the step whose device tasks run */
+	enum sb_txn_step step;	   /* the step whose device tasks run */
 	void (*step_fn)(void *dev_ctx);
 	atomic_size_t remaining; /* device tasks of the step still running */
 	int64_t t_start, t_step;
@@ -328,8 +328,10 @@ static void describe_difference(const struct dev_ctx *d, char *msg, size_t len)
 			if (got)
 				snprintf(have, sizeof(have), "%u -> %u", got->in, got->out);
 			snprintf(msg, len,
-				 "read-back differs from the intent: %u -> %u expected, device holds "
-				 "%s (%zu cross-connects read, %zu intended; commit without effect?)",
+				 "read-back differs from the intent: %u -> %u expected, device "
+				 "holds "
+				 "%s (%zu cross-connects read, %zu intended; commit without "
+				 "effect?)",
 				 t->in, t->out, have, d->n_readback, d->n_target);
 			return;
 		}
@@ -381,8 +383,8 @@ static void job_verify(void *arg)
 			return;
 		if (sb_now_ms() >= deadline) {
 			char msg[120];
-			snprintf(msg, sizeof(msg), "%zu cross-connects still pending after %d ms", pending,
-				 d->t->opts.verify_timeout_ms);
+			snprintf(msg, sizeof(msg), "%zu cross-connects still pending after %d ms",
+				 pending, d->t->opts.verify_timeout_ms);
 			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -ETIMEDOUT, msg);
 		}
 		struct timespec ts = {0, poll_ms * 1000000};
@@ -403,8 +405,8 @@ static void job_confirm(void *arg)
 	    sb_device_commit(d->dev, 0, NULL, NULL, &err))
 		return fail_dev(d, SB_STEP_CONFIRM, &err);
 	d->confirmed = true;
-	if (d->locked && sb_device_unlock(d->dev, uses_candidate(d) ? SB_DS_CANDIDATE : SB_DS_RUNNING,
-					  &err))
+	if (d->locked &&
+	    sb_device_unlock(d->dev, uses_candidate(d) ? SB_DS_CANDIDATE : SB_DS_RUNNING, &err))
 		sb_device_disconnect(d->dev); /* closing the session releases the lock */
 	d->locked = false;
 }

@@ -50,13 +50,13 @@
 
 /* One device of a plan and the complete set it must hold afterwards. */
 struct sb_txn_device {
-	struct sb_device *dev; /* not owned */
+	struct sb_device *dev;	    /* not owned */
 	const struct sb_xc *target; /* not owned; inputs unique */
 	size_t n_target;
 };
 
 struct sb_txn_plan {
-	uint64_t id; /* the caller's transaction id (intent log key) */
+	uint64_t id;			     /* the caller's transaction id (intent log key) */
 	const struct sb_txn_device *devices; /* not owned */
 	size_t n_devices;
 };
@@ -96,9 +96,9 @@ const char *sb_txn_step_name(enum sb_txn_step s);
 
 enum sb_txn_outcome {
 	SB_TXN_COMMITTED = 0, /* every device holds its target, confirmed */
-	SB_TXN_REFUSED,       /* plan check or intent hook refused: no device touched */
+	SB_TXN_REFUSED,	      /* plan check or intent hook refused: no device touched */
 	SB_TXN_ROLLED_BACK,   /* a step failed; every device read back at its pre-image */
-	SB_TXN_FAILED,        /* a rollback could not be proven on some device */
+	SB_TXN_FAILED,	      /* a rollback could not be proven on some device */
 };
 const char *sb_txn_outcome_name(enum sb_txn_outcome o);
 
@@ -112,15 +112,15 @@ enum sb_dev_outcome {
 struct sb_txn_device_result {
 	enum sb_dev_outcome outcome;
 	enum sb_strategy strategy;
-	enum sb_txn_step failed_step; /* SB_STEP_NONE when this device did not fail */
-	struct sb_error error;        /* the failure, when failed_step is set */
+	enum sb_txn_step failed_step;	/* SB_STEP_NONE when this device did not fail */
+	struct sb_error error;		/* the failure, when failed_step is set */
 	struct sb_error rollback_error; /* when outcome is SB_DEV_ROLLBACK_FAILED */
 };
 
 struct sb_txn_result {
 	enum sb_txn_outcome outcome;
-	enum sb_txn_step failed_step; /* first step that failed */
-	char message[320];            /* human summary */
+	enum sb_txn_step failed_step;	      /* first step that failed */
+	char message[320];		      /* human summary */
 	struct sb_txn_device_result *devices; /* n_devices entries, plan order */
 	size_t n_devices;
 	size_t n_failed_devices;
@@ -143,9 +143,9 @@ struct sb_txn_hooks {
 };
 
 struct sb_txn_options {
-	int confirm_timeout_s; /* dead-man switch [30] */
-	int verify_timeout_ms; /* wait for `connected` in step 3 [2000] */
-	int connect_timeout_ms; /* per device, including backoff retries [3000] */
+	int confirm_timeout_s;	 /* dead-man switch [30] */
+	int verify_timeout_ms;	 /* wait for `connected` in step 3 [2000] */
+	int connect_timeout_ms;	 /* per device, including backoff retries [3000] */
 	int rollback_timeout_ms; /* per device, retries included [10000] */
 };
 

@@ -38,8 +38,9 @@ static int teardown(void **state)
 	return 0;
 }
 
-#define XC_OPEN "<cross-connects xmlns=\"urn:ocsd:yang:ocs-switch\" " \
-		"xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\">"
+#define XC_OPEN                                                                                    \
+	"<cross-connects xmlns=\"urn:ocsd:yang:ocs-switch\" "                                      \
+	"xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\">"
 
 static struct lyd_node *parse(const char *xml, uint32_t extra)
 {
@@ -73,7 +74,7 @@ static enum ds_error edit(struct lyd_node **tree, const char *body, enum ds_op d
 	return r;
 }
 
-#define XC(i, o) "<connection><input>" #i "</input><output>" #o "</output></connection>"
+#define XC(i, o)    "<connection><input>" #i "</input><output>" #o "</output></connection>"
 #define XCOP(op, i) "<connection nc:operation=\"" op "\"><input>" #i "</input></connection>"
 
 static void test_edit_operations(void **state)
@@ -86,8 +87,9 @@ static void test_edit_operations(void **state)
 	assert_int_equal(edit(&tree, XC(0, 2), DS_OP_MERGE, got, sizeof(got)), DS_ERR_OK);
 	assert_string_equal(got, "0>2,1>0");
 	/* create on an existing entry: data-exists, and the caller keeps its copy */
-	assert_int_equal(edit(&tree, "<connection nc:operation=\"create\"><input>1</input>"
-				     "<output>3</output></connection>",
+	assert_int_equal(edit(&tree,
+			      "<connection nc:operation=\"create\"><input>1</input>"
+			      "<output>3</output></connection>",
 			      DS_OP_MERGE, got, sizeof(got)),
 			 DS_ERR_DATA_EXISTS);
 	/* delete of a missing entry: data-missing; remove of a missing one: fine */
@@ -101,10 +103,11 @@ static void test_edit_operations(void **state)
 	assert_string_equal(got, "0>2,2>0");
 	/* replace on the container swaps the whole list */
 	char xml[512];
-	snprintf(xml, sizeof(xml),
-		 "<cross-connects xmlns=\"urn:ocsd:yang:ocs-switch\" "
-		 "xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\" nc:operation=\"replace\">"
-		 XC(5, 6) XC(6, 5) "</cross-connects>");
+	snprintf(
+		xml, sizeof(xml),
+		"<cross-connects xmlns=\"urn:ocsd:yang:ocs-switch\" "
+		"xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\" nc:operation=\"replace\">" XC(
+			5, 6) XC(6, 5) "</cross-connects>");
 	struct lyd_node *e = parse(xml, LYD_PARSE_STRICT);
 	char msg[128], path[128];
 	assert_int_equal(ds_apply_edit(&tree, e, DS_OP_MERGE, msg, sizeof(msg), path, sizeof(path)),
@@ -120,7 +123,8 @@ static void test_edit_operations(void **state)
 	/* an unknown operation does not even parse (the annotation is an enumeration) */
 	struct lyd_node *bad = NULL;
 	assert_int_not_equal(lyd_parse_data_mem(ctx, XC_OPEN XCOP("explode", 5) "</cross-connects>",
-						LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0, &bad),
+						LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0,
+						&bad),
 			     LY_SUCCESS);
 	lyd_free_all(bad);
 }

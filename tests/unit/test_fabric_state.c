@@ -19,7 +19,7 @@
 
 static struct ocs_fabric lab(enum ocs_wiring w)
 {
-	return (struct ocs_fabric){ 4, 8, 4, 2, 8, w };
+	return (struct ocs_fabric){4, 8, 4, 2, 8, w};
 }
 
 /* The two cross-connects of a circuit between spine ports a and b. */
@@ -31,8 +31,8 @@ static void circuit_xcs(const struct ocs_fabric *f, struct ocs_spine_port a,
 
 	assert_int_equal(ta.device, rb.device);
 	assert_int_equal(tb.device, ra.device);
-	out[0] = (struct st_circuit){ { a.h, ta.device, ta.port, rb.port }, "" };
-	out[1] = (struct st_circuit){ { b.h, tb.device, tb.port, ra.port }, "" };
+	out[0] = (struct st_circuit){{a.h, ta.device, ta.port, rb.port}, ""};
+	out[1] = (struct st_circuit){{b.h, tb.device, tb.port, ra.port}, ""};
 	strcpy(out[0].job_id, job);
 	strcpy(out[1].job_id, job);
 }
@@ -47,9 +47,10 @@ static void test_apply_and_views(void **state)
 		struct ocs_xc *xcs;
 		unsigned long g0 = fs_generation(fs);
 		size_t n;
-		/* Pods 0 and 2 through port 0 of spine 1; pods 1 and 3 through port 2 of spine 3. */
-		struct ocs_spine_port a1 = { 0, 1, 0 }, b1 = { 2, 1, 0 };
-		struct ocs_spine_port a2 = { 1, 3, 2 }, b2 = { 3, 3, 2 };
+		/* Pods 0 and 2 through port 0 of spine 1; pods 1 and 3 through port 2 of spine 3.
+		 */
+		struct ocs_spine_port a1 = {0, 1, 0}, b1 = {2, 1, 0};
+		struct ocs_spine_port a2 = {1, 3, 2}, b2 = {3, 3, 2};
 
 		if (f.wiring != OCS_WIRING_STRAIGHT) {
 			/* dual: the peer port shares the device; cross: the paired device */
@@ -114,12 +115,12 @@ static void test_apply_and_views(void **state)
 static void test_drain_blockers(void **state)
 {
 	for (int w = 0; w < 3; w++) {
-		struct ocs_fabric f = { 5, 8, 8, 2, 10, (enum ocs_wiring)w };
+		struct ocs_fabric f = {5, 8, 8, 2, 10, (enum ocs_wiring)w};
 		struct fs_state *fs = fs_new(&f);
 		int n_dev = ocs_fabric_devices(&f), drained_id = ocs_fabric_device_id(&f, 2, 1);
 		bool *drained = calloc((size_t)n_dev, sizeof(bool));
 		struct lc_demand demand[64];
-		struct lc_options opt = { .realize = true };
+		struct lc_options opt = {.realize = true};
 		struct lc_plan *plan = NULL;
 		struct ocs_xc *blk;
 		size_t n_blk, n_demand = 0, free_left = 0;
@@ -145,7 +146,7 @@ static void test_drain_blockers(void **state)
 			for (int b = a + 1; b < ocs_fabric_leaves(&f); b++)
 				if (ocs_fabric_leaf_pod(&f, a) != ocs_fabric_leaf_pod(&f, b) &&
 				    n_demand < 64 && (b - a) % 3 == 0)
-					demand[n_demand++] = (struct lc_demand){ a, b, 1 };
+					demand[n_demand++] = (struct lc_demand){a, b, 1};
 		assert_int_equal(lc_plan(&f, demand, n_demand, blk, n_blk, &opt, &plan), 0);
 		for (size_t i = 0; i < plan->n_xcs; i++) {
 			bool blocker = false;

@@ -45,7 +45,7 @@ static const char lab_json[] =
 	" \"password-file\": \"/etc/ocsd/device-password\", \"accept-any-host-key\": true,"
 	" \"rpc-timeout-ms\": 5000, \"confirm-timeout-s\": 60}}}";
 
-#define MAX_TASKS 1024
+#define MAX_TASKS   1024
 #define MAX_ANSWERS 16
 
 struct answer {
@@ -158,18 +158,20 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
 	return 0;
 }
 
-/* Ends the open transaction with result, as the driver would (store_failed: its outcome write failed). */
+/* Ends the open transaction with result, as the driver would (store_failed: its outcome write
+ * failed). */
 static void finish_txn(struct fx *f, enum txn_result result, bool store_failed)
 {
-	static const enum st_intent_state st[] = { [TXN_CONFIRMED] = ST_INTENT_CONFIRMED,
-						   [TXN_ROLLED_BACK] = ST_INTENT_ROLLED_BACK,
-						   [TXN_FAILED] = ST_INTENT_FAILED };
-	struct txn_outcome o = { .result = result,
-				 .txn_id = (uint64_t)f->txn_id,
-				 .message = result == TXN_CONFIRMED ? "" : "device d0 said no",
-				 .rollback_failures = result == TXN_FAILED ? 1 : 0,
-				 .store_failed = store_failed,
-				 .store_error = store_failed ? "injected outcome write failure" : "" };
+	static const enum st_intent_state st[] = {[TXN_CONFIRMED] = ST_INTENT_CONFIRMED,
+						  [TXN_ROLLED_BACK] = ST_INTENT_ROLLED_BACK,
+						  [TXN_FAILED] = ST_INTENT_FAILED};
+	struct txn_outcome o = {.result = result,
+				.txn_id = (uint64_t)f->txn_id,
+				.message = result == TXN_CONFIRMED ? "" : "device d0 said no",
+				.rollback_failures = result == TXN_FAILED ? 1 : 0,
+				.store_failed = store_failed,
+				.store_error =
+					store_failed ? "injected outcome write failure" : ""};
 
 	assert_true(f->txn_open);
 	if (!store_failed) {
@@ -191,8 +193,8 @@ static void finish_txn(struct fx *f, enum txn_result result, bool store_failed)
 	f->done(f->done_arg, &o);
 }
 
-static void on_answer(void *ctx, const struct jm_error *err, const struct jm_job *job,
-		      bool created, const struct ocs_xc *plan_xcs, size_t n_plan_xcs)
+static void on_answer(void *ctx, const struct jm_error *err, const struct jm_job *job, bool created,
+		      const struct ocs_xc *plan_xcs, size_t n_plan_xcs)
 {
 	struct fx *f = ctx;
 	struct answer *a;
@@ -200,7 +202,7 @@ static void on_answer(void *ctx, const struct jm_error *err, const struct jm_job
 	(void)plan_xcs;
 	assert_true(f->n_answers < MAX_ANSWERS);
 	a = &f->answers[f->n_answers++];
-	*a = (struct answer){ .created = created, .n_plan_xcs = n_plan_xcs };
+	*a = (struct answer){.created = created, .n_plan_xcs = n_plan_xcs};
 	if (err)
 		a->err = *err;
 	a->state = job ? job->state : 0;
@@ -222,16 +224,16 @@ static void on_store_failed(void *ctx, const char *reason)
 
 static void open_jm(struct fx *f)
 {
-	struct jm_deps d = { .cfg = f->cfg,
-			     .store = f->store,
-			     .fs = f->fs,
-			     .clock = &f->clock.clk,
-			     .plan_submit = fake_plan_submit,
-			     .plan_ctx = f,
-			     .txn_start = fake_txn_start,
-			     .txn_ctx = f,
-			     .devs = f->devs,
-			     .events = { f, on_job_changed, NULL, NULL, on_store_failed } };
+	struct jm_deps d = {.cfg = f->cfg,
+			    .store = f->store,
+			    .fs = f->fs,
+			    .clock = &f->clock.clk,
+			    .plan_submit = fake_plan_submit,
+			    .plan_ctx = f,
+			    .txn_start = fake_txn_start,
+			    .txn_ctx = f,
+			    .devs = f->devs,
+			    .events = {f, on_job_changed, NULL, NULL, on_store_failed}};
 	char err[256];
 
 	assert_int_equal(jm_new(&d, &f->jm, err, sizeof(err)), 0);
@@ -240,7 +242,7 @@ static void open_jm(struct fx *f)
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	struct cfg_errors errs = { 0 };
+	struct cfg_errors errs = {0};
 	char err[256];
 
 	snprintf(f->dir, sizeof(f->dir), "/tmp/ocsd-jobs-XXXXXX");
@@ -258,9 +260,9 @@ static int setup(void **state)
 	clk_fake_init(&f->clock, 1700000000000);
 	{
 		const char *names[64];
-		struct dev_deps dd = { &f->cfg->fabric, f->fs,		      f->store,
-				       names,		  f->cfg->n_devices, 1000,
-				       clk_wall_ms(&f->clock.clk) };
+		struct dev_deps dd = {
+			&f->cfg->fabric,	   f->fs, f->store, names, f->cfg->n_devices, 1000,
+			clk_wall_ms(&f->clock.clk)};
 
 		for (int i = 0; i < f->cfg->n_devices && i < 64; i++)
 			names[i] = f->cfg->devices[i].name;
@@ -276,7 +278,7 @@ static int setup(void **state)
 /* The per-state counters agree with a scan of the table. */
 static void check_counts(struct fx *f)
 {
-	size_t scan[JM_FAILED + 1] = { 0 }, total = 0;
+	size_t scan[JM_FAILED + 1] = {0}, total = 0;
 
 	for (size_t i = 0; i < jm_count(f->jm); i++)
 		scan[jm_at(f->jm, i)->state]++;
@@ -336,10 +338,10 @@ static int prune(struct fx *f, const char *id)
 /* The state the store holds for job id. */
 static enum jm_state stored_state(struct fx *f, const char *id)
 {
-	struct st_job row = { 0 };
+	struct st_job row = {0};
 	enum jm_state s = 0;
-	static const char *const names[] = { "", "PENDING", "PLANNING", "PROGRAMMING", "ACTIVE",
-					     "RELEASING", "RELEASED", "FAILED" };
+	static const char *const names[] = {"",	      "PENDING",   "PLANNING", "PROGRAMMING",
+					    "ACTIVE", "RELEASING", "RELEASED", "FAILED"};
 
 	assert_int_equal(st_job_get(f->store, id, &row), 0);
 	for (int i = 1; i <= 7; i++)
@@ -350,17 +352,17 @@ static enum jm_state stored_state(struct fx *f, const char *id)
 }
 
 /* A leaf demand between leaf 0 (pod 0) and leaf 2 (pod 1). */
-static const struct lc_demand small_demand[] = { { 0, 2, 2 } };
+static const struct lc_demand small_demand[] = {{0, 2, 2}};
 
 static struct jm_spec spec_of(const char *id, const char *key, const struct lc_demand *d, size_t n)
 {
-	return (struct jm_spec){ .id = id,
-				 .idempotency_key = key,
-				 .planner = "",
-				 .demand = d,
-				 .n_demand = n,
-				 .raw = id,
-				 .raw_len = strlen(id) };
+	return (struct jm_spec){.id = id,
+				.idempotency_key = key,
+				.planner = "",
+				.demand = d,
+				.n_demand = n,
+				.raw = id,
+				.raw_len = strlen(id)};
 }
 
 static const struct jm_job *job(struct fx *f, const char *id)
@@ -449,7 +451,7 @@ static void test_idempotency(void **state)
 static void test_bad_input_creates_nothing(void **state)
 {
 	struct fx *f = *state;
-	const struct lc_demand bad_leaf[] = { { 0, 99, 1 } };
+	const struct lc_demand bad_leaf[] = {{0, 99, 1}};
 	struct jm_spec s = spec_of("bad", NULL, bad_leaf, 1);
 	struct jm_spec empty = spec_of("empty", NULL, NULL, 0);
 	struct jm_spec wrong_planner = spec_of("wp", NULL, small_demand, 1);
@@ -471,8 +473,8 @@ static void test_does_not_fit_fails_untouched(void **state)
 {
 	struct fx *f = *state;
 	/* leaf 0 has 8 spine-facing ports: "full" takes them all */
-	const struct lc_demand full[] = { { 0, 2, 8 } };
-	const struct lc_demand more[] = { { 0, 4, 1 } };
+	const struct lc_demand full[] = {{0, 2, 8}};
+	const struct lc_demand more[] = {{0, 4, 1}};
 	struct jm_spec a = spec_of("full", NULL, full, 1);
 	struct jm_spec s = spec_of("big", NULL, more, 1);
 
@@ -533,7 +535,7 @@ static void test_dry_run(void **state)
 static void test_stale_snapshot_replans(void **state)
 {
 	struct fx *f = *state;
-	const struct lc_demand d2[] = { { 1, 3, 2 } };
+	const struct lc_demand d2[] = {{1, 3, 2}};
 	struct jm_spec a = spec_of("a", NULL, small_demand, 1);
 	struct jm_spec b = spec_of("b", NULL, d2, 1);
 
@@ -570,8 +572,13 @@ static void test_engine_outcomes(void **state)
 	assert_non_null(strstr(f->answers[1].err.message, "reconciliation"));
 	/* the engine refuses to start (the intent could not be stored) */
 	f->txn_refuses = EIO;
-	jm_submit(f->jm, &(struct jm_spec){ .id = "ns", .planner = "", .demand = small_demand,
-					    .n_demand = 1, .raw = "ns", .raw_len = 2 },
+	jm_submit(f->jm,
+		  &(struct jm_spec){.id = "ns",
+				    .planner = "",
+				    .demand = small_demand,
+				    .n_demand = 1,
+				    .raw = "ns",
+				    .raw_len = 2},
 		  on_answer, f);
 	run_plans(f);
 	assert_int_equal(job(f, "ns")->state, JM_FAILED);
@@ -580,8 +587,13 @@ static void test_engine_outcomes(void **state)
 	assert_int_equal(fs_count(f->fs), 0);
 	/* a FAILED job submitted again runs again */
 	f->txn_refuses = 0;
-	jm_submit(f->jm, &(struct jm_spec){ .id = "ns", .planner = "", .demand = small_demand,
-					    .n_demand = 1, .raw = "ns", .raw_len = 2 },
+	jm_submit(f->jm,
+		  &(struct jm_spec){.id = "ns",
+				    .planner = "",
+				    .demand = small_demand,
+				    .n_demand = 1,
+				    .raw = "ns",
+				    .raw_len = 2},
 		  on_answer, f);
 	run_plans(f);
 	finish_txn(f, TXN_CONFIRMED, false);
@@ -731,7 +743,7 @@ static void test_client_gone(void **state)
 {
 	struct fx *f = *state;
 	struct jm_spec s = spec_of("cg", NULL, small_demand, 1);
-	struct gone g = { 0 };
+	struct gone g = {0};
 
 	jm_submit(f->jm, &s, on_gone_answer, &g);
 	jm_submit(f->jm, &s, on_answer, f);
