@@ -949,43 +949,10 @@ struct rpc_done {
 	struct loop_node node;
 };
 
-static const char *code_name(enum nb_code c)
-{
-	switch (c) {
-	case NB_OK:
-		return "OK";
-	case NB_CANCELLED:
-		return "CANCELLED";
-	case NB_INVALID_ARGUMENT:
-		return "INVALID_ARGUMENT";
-	case NB_DEADLINE_EXCEEDED:
-		return "DEADLINE_EXCEEDED";
-	case NB_NOT_FOUND:
-		return "NOT_FOUND";
-	case NB_ALREADY_EXISTS:
-		return "ALREADY_EXISTS";
-	case NB_PERMISSION_DENIED:
-		return "PERMISSION_DENIED";
-	case NB_RESOURCE_EXHAUSTED:
-		return "RESOURCE_EXHAUSTED";
-	case NB_FAILED_PRECONDITION:
-		return "FAILED_PRECONDITION";
-	case NB_ABORTED:
-		return "ABORTED";
-	case NB_UNIMPLEMENTED:
-		return "UNIMPLEMENTED";
-	case NB_INTERNAL:
-		return "INTERNAL";
-	case NB_UNAVAILABLE:
-		return "UNAVAILABLE";
-	}
-	return "UNKNOWN";
-}
-
 static void record_rpc(struct loop_node *n)
 {
 	struct rpc_done *d = OCSD_CONTAINER_OF(n, struct rpc_done, node);
-	const char *labels[] = {nb_method_name(d->method), code_name(d->code)};
+	const char *labels[] = {nb_method_name(d->method), nb_code_name(d->code)};
 
 	mx_add(d->api->m_rpcs, labels, 1);
 	mx_observe(d->api->m_rpc_seconds, labels, (double)d->duration_us / 1e6);
