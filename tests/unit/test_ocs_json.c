@@ -153,7 +153,8 @@ static void gen_value(struct gen *g, const char *path, int depth)
 		if (i)
 			emit(g, ", ");
 		if (kind == 2) {
-			snprintf(child, sizeof(child), "%s[%u]", path, i);
+			assert_true(snprintf(child, sizeof(child), "%s[%u]", path, i) <
+				    (int)sizeof(child));
 		} else {
 			unsigned k = (unsigned)rand_r(&g->seed) % 6;
 
@@ -168,7 +169,8 @@ static void gen_value(struct gen *g, const char *path, int depth)
 			emit(g, "\"");
 			emit(g, key_text[k]);
 			emit(g, "\": ");
-			snprintf(child, sizeof(child), "%s%s%s", path, path[0] ? "." : "", used[i]);
+			assert_true(snprintf(child, sizeof(child), "%s%s%s", path,
+					     path[0] ? "." : "", used[i]) < (int)sizeof(child));
 		}
 		gen_value(g, child, depth + 1);
 	}
