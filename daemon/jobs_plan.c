@@ -481,20 +481,19 @@ void jp_work(struct jp_task *t)
 {
 	long n_new;
 
-	t->kind->plan(t);
+	/* The configured cross-connects, sorted: the replan's drain check and
+	 * the change set look them up. */
+	t->conf_sorted = malloc((t->n_configured ? t->n_configured : 1) * sizeof(*t->conf_sorted));
+	if (!t->conf_sorted) {
+		t->kind_rc = -ENOMEM;
+		jm_set_error(&t->kind_err, JM_INTERNAL, "", "out of memory");
+	} else {
+		memcpy(t->conf_sorted, t->existing, t->n_configured * sizeof(*t->existing));
+		qsort(t->conf_sorted, t->n_configured, sizeof(*t->conf_sorted), ocs_xc_cmp_in_out);
+		t->kind->plan(t);
+	}
 	if (t->search_only)
 		return;
-	if (!t->kind_rc && t->rc == 0 && t->plan) {
-		t->conf_sorted =
-			malloc((t->n_configured ? t->n_configured : 1) * sizeof(*t->conf_sorted));
-		if (!t->conf_sorted) {
-			t->rc = -ENOMEM;
-		} else {
-			memcpy(t->conf_sorted, t->existing, t->n_configured * sizeof(*t->existing));
-			qsort(t->conf_sorted, t->n_configured, sizeof(*t->conf_sorted),
-			      ocs_xc_cmp_in_out);
-		}
-	}
 	t->refused = plan_refusal(t, &t->err);
 	if (t->kind_rc || t->rc || !t->plan)
 		return;

@@ -518,6 +518,43 @@ static void test_drained_devices(void **state)
 	assert_int_equal(job(f, "dr")->state, JM_ACTIVE);
 }
 
+/*
+ * A plan allowed to move other jobs' circuits (a global re-plan) never puts
+ * a new cross-connect on a drained device: it is discarded and the job
+ * planned pinned instead.
+ */
+static void test_drain_holds_when_moving_other_jobs(void **state)
+{
+	struct fx *f = *state;
+	const struct lc_demand other[] = {{1, 3, 2}};
+	struct jm_spec a = spec_of("a", NULL, small_demand, 1);
+	struct jm_spec b = spec_of("b", NULL, other, 1);
+	int drained = 0;
+
+	jm_submit(f->jm, &a, on_answer, f);
+	run_plans(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	for (int i = 0; i < f->cfg->n_devices; i += 2, drained++)
+		assert_int_equal(dev_set_drained(f->devs, i, true), 0);
+	b.allow_moving_other_jobs = true;
+	jm_submit(f->jm, &b, on_answer, f);
+	run_plans(f);
+	if (job(f, "b")->state == JM_FAILED) {
+		assert_int_equal(f->answers[1].err.status, JM_EXHAUSTED);
+		return;
+	}
+	assert_true(f->txn_open);
+	for (size_t i = 0; i < f->change.n_additions; i++) {
+		const struct ocs_xc *xc = &f->change.additions[i].xc;
+		int id = ocs_fabric_device_id(&f->cfg->fabric, xc->group, xc->device);
+
+		assert_false(dev_drained(f->devs, id));
+	}
+	assert_true(drained > 0);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "b")->state, JM_ACTIVE);
+}
+
 static void test_dry_run(void **state)
 {
 	struct fx *f = *state;
@@ -872,6 +909,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_does_not_fit_fails_untouched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drained_devices, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drain_holds_when_moving_other_jobs, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_stale_snapshot_replans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_outcomes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_release, setup, teardown),
