@@ -187,8 +187,9 @@ struct jm_events {
 /*
  * What the job manager works with. The planner pool and the transaction
  * driver are reached through function pointers only (the daemon passes
- * pool_submit_task() and txn_start(); the unit tests fakes), so the job
- * manager can be run on a fake engine and virtual time.
+ * pool_submit() through a one-line adapter, and txn_start(); the unit tests
+ * pass fakes), so the job manager can be run on a fake engine and virtual
+ * time.
  */
 struct jm_deps {
 	const struct ocsd_config *cfg;
