@@ -1027,26 +1027,26 @@ static void ev_job(void *ctx, const struct jm_job *job)
 	nb_server_publish(api->server, &ev);
 }
 
-static void ev_txn(void *ctx, const struct jm_txn_summary *sum)
+static void ev_txn(void *ctx, const char *job_id, const struct txn_outcome *o)
 {
 	struct api *api = ctx;
 	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
 	Ocs__V1__TransactionEvent te = OCS__V1__TRANSACTION_EVENT__INIT;
-	const char *label = txn_result_label(sum->outcome);
+	const char *label = txn_result_label(o->result);
 
 	mx_add(api->m_txns, &label, 1);
-	mx_observe(api->m_txn_seconds, &label, (double)sum->total_ms / 1000.0);
-	if (sum->outcome == TXN_ROLLED_BACK || sum->outcome == TXN_FAILED)
+	mx_observe(api->m_txn_seconds, &label, (double)o->total_ms / 1000.0);
+	if (o->result == TXN_ROLLED_BACK || o->result == TXN_FAILED)
 		mx_add(api->m_rollbacks, NULL, 1);
-	mx_add(api->m_rollback_failures, NULL, (double)sum->rollback_failures);
+	mx_add(api->m_rollback_failures, NULL, (double)o->rollback_failures);
 	if (!api->server)
 		return;
-	te.transaction_id = sum->txn_id;
-	te.job_id = (char *)sum->job_id;
-	te.outcome = txn_result_pb(sum->outcome);
-	te.devices = (char **)sum->devices;
-	te.n_devices = sum->n_devices;
-	te.reason = (char *)(sum->reason ? sum->reason : "");
+	te.transaction_id = o->txn_id;
+	te.job_id = (char *)job_id;
+	te.outcome = txn_result_pb(o->result);
+	te.devices = (char **)o->devices;
+	te.n_devices = o->n_devices;
+	te.reason = (char *)o->message;
 	ev.kind_case = OCS__V1__EVENT__KIND_TRANSACTION;
 	ev.transaction = &te;
 	nb_server_publish(api->server, &ev);

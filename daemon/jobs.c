@@ -79,10 +79,9 @@ struct jm {
 	size_t n_state[JM_FAILED + 1];		/* jobs in each state (metrics, without a scan) */
 	struct job_rt *queue_head, *queue_tail; /* waiting for a transaction, FIFO */
 	struct job_rt *txn_job;			/* the job whose transaction runs */
-	bool txn_running;
-	bool stopping;		/* no new transaction starts */
-	unsigned long plan_seq; /* last plan started */
-	bool not_serving;	/* a store write failed: no further writes */
+	bool stopping;				/* no new transaction starts */
+	unsigned long plan_seq;			/* last plan started */
+	bool not_serving;			/* a store write failed: no further writes */
 	char not_serving_reason[600];
 };
 
@@ -144,7 +143,7 @@ const struct jm_job *jm_at(const struct jm *jm, size_t i)
 
 bool jm_busy(const struct jm *jm)
 {
-	return jm->txn_running;
+	return jm->txn_job != NULL;
 }
 
 bool jm_serving(const struct jm *jm, const char **reason)
@@ -600,13 +599,11 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 			return;
 		}
 	}
-	jm->txn_running = true;
 	jm->txn_job = j;
 	rc = jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, sizeof(why));
 	free(mine);
 	if (rc == 0)
 		return;
-	jm->txn_running = false;
 	jm->txn_job = NULL;
 	jm_set_error(&err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "", "%s", why);
 	if (release) {
@@ -624,7 +621,6 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	bool release = j->pub.state == JM_RELEASING;
 	struct jm_error err = {0};
 
-	jm->txn_running = false;
 	jm->txn_job = NULL;
 	if (o->store_failed)
 		store_failed(jm, o->store_error);
@@ -634,13 +630,8 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 		/* the store has the links: the next start loads them */
 		store_failed(jm, "out of memory while applying a plan's leaf-spine links");
 	jp_change_clear(&j->change);
-	if (jm->d.events.transaction_done && o->txn_id) {
-		struct jm_txn_summary sum = {o->txn_id,	  j->pub.id,	       o->result,
-					     o->devices,  o->n_devices,	       o->message,
-					     o->total_ms, o->rollback_failures};
-
-		jm->d.events.transaction_done(jm->d.events.ctx, &sum);
-	}
+	if (jm->d.events.transaction_done && o->txn_id)
+		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
 	if (o->result == TXN_ROLLED_BACK || o->result == TXN_REFUSED)
 		jm_set_error(&err, JM_UNAVAILABLE, "",
 			     "devices: %s; every device was rolled back, nothing changed",
@@ -672,7 +663,7 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 /* Starts the next queued transaction when none is running. */
 static void pump(struct jm *jm)
 {
-	while (!jm->stopping && !jm->txn_running && jm->queue_head) {
+	while (!jm->stopping && !jm->txn_job && jm->queue_head) {
 		struct job_rt *j = dequeue(jm);
 
 		if (j->pub.state == JM_PROGRAMMING && j->plan_gen != fs_generation(jm->d.fs)) {

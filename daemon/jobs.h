@@ -157,22 +157,11 @@ struct jm_job {
 typedef void (*jm_answer_fn)(void *ctx, const struct jm_error *err, const struct jm_job *job,
 			     bool created, const struct ocs_xc *plan_xcs, size_t n_plan_xcs);
 
-/* What one device transaction did, for events and metrics. */
-struct jm_txn_summary {
-	uint64_t txn_id;
-	const char *job_id;
-	enum txn_result outcome;
-	const char *const *devices;
-	size_t n_devices;
-	const char *reason;
-	int64_t total_ms;
-	size_t rollback_failures;
-};
-
 struct jm_events {
 	void *ctx;
 	void (*job_changed)(void *ctx, const struct jm_job *job);
-	void (*transaction_done)(void *ctx, const struct jm_txn_summary *s);
+	/* What one device transaction of job_id did (txn.h), for events and metrics. */
+	void (*transaction_done)(void *ctx, const char *job_id, const struct txn_outcome *o);
 	void (*plan_finished)(void *ctx, const char *planner, double seconds);
 	/*
 	 * A store write failed where the operation could not be refused (the

@@ -122,6 +122,18 @@ static struct nc_server_reply *reply_lock_denied(const struct devsim_fleet *f, u
 /* ---- device state ------------------------------------------------------- */
 
 /* Reads the ocs-switch connections of a tree into out[input] (-1 = none). */
+/* The input and output ports of one connection entry (-1 when absent). */
+static void connection_ports(const struct lyd_node *conn, int *in, int *out)
+{
+	*in = *out = -1;
+	for (struct lyd_node *c = lyd_child(conn); c; c = c->next) {
+		if (!strcmp(LYD_NAME(c), "input"))
+			*in = atoi(lyd_get_value(c));
+		else if (!strcmp(LYD_NAME(c), "output"))
+			*out = atoi(lyd_get_value(c));
+	}
+}
+
 static void read_connections(const struct devsim_fleet *f, const struct lyd_node *tree, int *out)
 {
 	for (int i = 0; i < f->ports; i++)
@@ -130,13 +142,8 @@ static void read_connections(const struct devsim_fleet *f, const struct lyd_node
 	if (!tree || lyd_find_xpath(tree, "/ocs-switch:cross-connects/connection", &set))
 		return;
 	for (uint32_t i = 0; i < set->count; i++) {
-		int in = -1, o = -1;
-		for (struct lyd_node *c = lyd_child(set->dnodes[i]); c; c = c->next) {
-			if (!strcmp(LYD_NAME(c), "input"))
-				in = atoi(lyd_get_value(c));
-			else if (!strcmp(LYD_NAME(c), "output"))
-				o = atoi(lyd_get_value(c));
-		}
+		int in, o;
+		connection_ports(set->dnodes[i], &in, &o);
 		if (in >= 0 && in < f->ports)
 			out[in] = o;
 	}
@@ -157,13 +164,8 @@ static int check_device_rules(const struct devsim_fleet *f, const struct lyd_nod
 	for (int i = 0; i < f->ports; i++)
 		out[i] = -1;
 	for (uint32_t i = 0; i < set->count && !rc; i++) {
-		int in = -1, o = -1;
-		for (struct lyd_node *c = lyd_child(set->dnodes[i]); c; c = c->next) {
-			if (!strcmp(LYD_NAME(c), "input"))
-				in = atoi(lyd_get_value(c));
-			else if (!strcmp(LYD_NAME(c), "output"))
-				o = atoi(lyd_get_value(c));
-		}
+		int in, o;
+		connection_ports(set->dnodes[i], &in, &o);
 		if (in >= f->ports || o >= f->ports || o < 0) {
 			snprintf(msg, msg_len, "connection %d -> %d: port out of range 0..%d", in,
 				 o, f->ports - 1);
