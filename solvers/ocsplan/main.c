@@ -6,7 +6,8 @@
  *
  * Each kind of demand has its family (families.def), in its own file
  * (leaf.c: leaf demands, delta.c: parallelism specs and DAGs), sharing the
- * I/O helpers of io.h.
+ * I/O helpers of io.h. The what-if models (models.def; rail.c: rail-only) are
+ * subcommands outside the planner catalogue.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +19,21 @@
 	int fn(const struct ocs_planner *planner, int argc, char **argv);
 #include "families.def"
 #undef OCSPLAN_FAMILY
+
+#define OCSPLAN_MODEL(name, fn, options, summary) int fn(int argc, char **argv);
+#include "models.def"
+#undef OCSPLAN_MODEL
+
+static const struct model {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *options;
+	const char *summary;
+} models[] = {
+#define OCSPLAN_MODEL(name, fn, options, summary) {name, fn, options, summary},
+#include "models.def"
+#undef OCSPLAN_MODEL
+};
 
 struct family {
 	int (*run)(const struct ocs_planner *planner, int argc, char **argv);
@@ -47,6 +63,8 @@ static void usage(FILE *fp)
 	for (size_t i = 0; (p = ocs_planner_at(i)) != NULL; i++)
 		if (family_of(p))
 			fprintf(fp, "  %-14s %s%s\n", p->name, family_of(p)->options, p->summary);
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
+		fprintf(fp, "  %-14s %s%s\n", models[i].name, models[i].options, models[i].summary);
 	fprintf(fp, "exit codes: 0 ok, 1 I/O or memory failure, 2 bad usage or invalid input\n");
 }
 
@@ -62,6 +80,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return OCSPLAN_EXIT_OK;
 	}
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
+		if (strcmp(argv[1], models[i].name) == 0)
+			return models[i].run(argc - 1, argv + 1);
 	p = ocs_planner_find(argv[1]);
 	if (p && family_of(p))
 		return family_of(p)->run(p, argc - 1, argv + 1);
