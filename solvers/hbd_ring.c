@@ -25,9 +25,11 @@
  * isolates the first min(nc, n_seg) segments, aligns the first
  * max(0, nc - n_seg) domains and cuts what follows the isolated segments as
  * one line; a binary search finds the largest nc that still places the job.
- * The rings are then grouped by their ToR sequence (largest groups first),
- * so that consecutive rings put each rank under the same ToR as often as
- * possible: that is what cross_tor_share measures.
+ * The job takes the rings of the largest groups of rings with the same ToR
+ * sequence first, and returns them sorted by ToR sequence, so that
+ * consecutive rings put each rank under the same ToR as often as possible
+ * (that is what cross_tor_share measures): within a group every rank
+ * matches, and neighbouring groups share most of their ToRs.
  *
  * greedy (the paper's baseline): the cut of Alg. 2 started at a random
  * offset inside each component, and the rings taken in random order. It
@@ -367,9 +369,8 @@ static int ref_by_group(const void *a, const void *b)
 }
 
 /*
- * Orders the rings of c so that rings with the same ToR sequence follow each
- * other, the largest such groups first, and writes the first `need` of them
- * to out.
+ * Chooses `need` rings of c, those of the largest groups of rings with the
+ * same ToR sequence first, and writes them to out sorted by ToR sequence.
  */
 static int order_by_tors(const struct cut *c, int need, int *out)
 {
@@ -390,6 +391,8 @@ static int order_by_tors(const struct cut *c, int need, int *out)
 		}
 	}
 	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_group);
+	/* The chosen rings in ToR order: neighbouring groups share most of their ToRs. */
+	qsort(ref, (size_t)need, sizeof(*ref), ref_by_tors);
 	for (int k = 0; k < need; k++)
 		memcpy(out + (size_t)k * c->m, c->rings + (size_t)ref[k].ring * c->m,
 		       (size_t)c->m * sizeof(int));
