@@ -229,23 +229,44 @@ struct cut {
 	int *pos_list;
 	int *rings;
 	int n_rings;
-	uint64_t *prng; /* greedy: random offsets inside components; NULL otherwise */
+	uint64_t *prng;	 /* greedy: random offsets inside components; NULL otherwise */
+	int skip_budget; /* fat-tree: free nodes the cut may still leave out to open windows */
 };
+
+/*
+ * Fat-tree: how many free nodes to leave out before index idx so that the
+ * ring starts on a ToR window (its ToR a multiple of m, like every aligned
+ * ring); 0 when no window start is within m - 1 nodes, the budget and the
+ * component (end index b).
+ */
+static int window_skip(const struct cut *c, int start, int count, int idx, int b)
+{
+	for (int s = 0; s < c->m && s <= c->skip_budget && b - (idx + s) >= c->m; s++) {
+		int pos = c->pos_list[(start + idx + s) % count];
+
+		if (pos % c->d->tors % c->m == 0)
+			return s;
+	}
+	return 0;
+}
 
 /* Cuts the run of component positions pos_list[(start + a) % c .. b) into rings. */
 static void cut_component(struct cut *c, int start, int count, int a, int b)
 {
-	int size = b - a, offset = 0;
+	int idx = a;
 
 	if (c->prng)
-		offset = prng_below(c->prng, size % c->m + 1);
-	for (int r = 0; r + 1 <= (size - offset) / c->m; r++) {
+		idx += prng_below(c->prng, (b - a) % c->m + 1);
+	while (b - idx >= c->m) {
 		int *ring = c->rings + (size_t)c->n_rings * c->m;
+		int skip = c->skip_budget > 0 ? window_skip(c, start, count, idx, b) : 0;
 
+		idx += skip;
+		c->skip_budget -= skip;
 		for (int i = 0; i < c->m; i++)
-			ring[i] = ocs_ring_node_at(
-				c->d, c->pos_list[(start + a + offset + r * c->m + i) % count]);
+			ring[i] = ocs_ring_node_at(c->d, c->pos_list[(start + idx + i) % count]);
 		c->n_rings++;
+		idx += c->m;
 	}
 }
 
@@ -294,6 +315,7 @@ static void cut_range(struct cut *c, int lo, int hi, bool wrap)
 
 struct fat_tree {
 	int tors_per_agg, n_seg, n_agg;
+	int skip_budget; /* free nodes the placement may leave out to start rings on windows */
 	const uint8_t *base_free; /* by position: free before any expansion */
 	uint8_t *tor_blocked;	  /* by ToR: some node of it is not free */
 };
@@ -313,6 +335,7 @@ static int fat_tree_place(struct cut *c, const struct fat_tree *ft, int nc)
 			for (int j = 0; j < d->nodes_per_tor; j++)
 				c->free[j * d->tors + t] = 0;
 	c->n_rings = 0;
+	c->skip_budget = ft->skip_budget;
 	for (int s = 0; s < n_isolated; s++)
 		cut_range(c, s * A, s * A + A, false);
 	cut_range(c, n_isolated * A, c->n, d->closed && n_isolated == 0);
@@ -469,7 +492,7 @@ static int fat_tree(struct cut *c, int64_t need, struct hbd_plan *out)
 	const struct ocs_ring_domain *d = c->d;
 	struct fat_tree ft = {.tors_per_agg = d->tors_per_agg};
 	uint8_t *base = malloc((size_t)c->n), *blocked = calloc((size_t)d->tors, 1);
-	int low = 0, high, best = 0;
+	int low = 0, high, best = 0, skip = 0;
 
 	if (!base || !blocked) {
 		free(base);
@@ -496,7 +519,26 @@ static int fat_tree(struct cut *c, int64_t need, struct hbd_plan *out)
 			high = mid - 1;
 		}
 	}
-	/* nc = 0 is the cut of Alg. 2, which the caller checked places the job. */
+	/*
+	 * nc = 0 is the cut of Alg. 2, which the caller checked places the job.
+	 * Then the same search over the free nodes the cut may leave out to
+	 * start rings on ToR windows: the spare nodes of the job go where they
+	 * bring rings back into line with those of the other sub-lines.
+	 */
+	low = 1;
+	high = c->n;
+	while (low <= high) {
+		int mid = low + (high - low) / 2;
+
+		ft.skip_budget = mid;
+		if (fat_tree_place(c, &ft, best) >= need) {
+			skip = mid;
+			low = mid + 1;
+		} else {
+			high = mid - 1;
+		}
+	}
+	ft.skip_budget = skip;
 	fat_tree_place(c, &ft, best);
 	out->constraints_kept = best;
 	free(base);
