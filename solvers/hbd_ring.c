@@ -25,6 +25,10 @@
  * isolates the first min(nc, n_seg) segments, aligns the first
  * max(0, nc - n_seg) domains and cuts what follows the isolated segments as
  * one line; a binary search finds the largest nc that still places the job.
+ * A second binary search then finds how many free nodes the cuts may leave
+ * out (at most m - 1 at a time) so that rings start on a ToR window (ToR a
+ * multiple of m) while the job still fits: the job's spare nodes go where
+ * they bring a sub-line's rings back in line with the other sub-lines.
  * The job takes the rings of the largest groups of rings with the same ToR
  * sequence first, and returns them sorted by ToR sequence, so that
  * consecutive rings put each rank under the same ToR as often as possible
@@ -486,8 +490,11 @@ static int check_request(const struct ocs_ring_domain *d, const uint8_t *use,
 	return 0;
 }
 
-/* Chooses the rings of the plan from the cut and fills out; c->rings holds them. */
-static int fat_tree(struct cut *c, int64_t need, struct hbd_plan *out)
+/*
+ * Algs. 4-5 and the window search; spare: free nodes beyond the job's, the
+ * most any placement of it can leave out. Leaves the rings in c->rings.
+ */
+static int fat_tree(struct cut *c, int64_t need, int64_t spare, struct hbd_plan *out)
 {
 	const struct ocs_ring_domain *d = c->d;
 	struct fat_tree ft = {.tors_per_agg = d->tors_per_agg};
@@ -526,7 +533,7 @@ static int fat_tree(struct cut *c, int64_t need, struct hbd_plan *out)
 	 * bring rings back into line with those of the other sub-lines.
 	 */
 	low = 1;
-	high = c->n;
+	high = (int)spare;
 	while (low <= high) {
 		int mid = low + (high - low) / 2;
 
@@ -598,7 +605,7 @@ int hbd_plan(const struct ocs_ring_domain *d, const uint8_t *use, const struct h
 		memcpy(out->nodes, c.rings, (size_t)need * c.m * sizeof(int));
 		break;
 	case HBD_ORCH_FAT_TREE:
-		rc = fat_tree(&c, need, out);
+		rc = fat_tree(&c, need, free_nodes - need * c.m, out);
 		if (rc == 0)
 			rc = order_by_tors(&c, (int)need, out->nodes);
 		break;
