@@ -6,8 +6,8 @@
  *
  * Each kind of demand has its family (families.def), in its own file
  * (leaf.c: leaf demands, delta.c: parallelism specs and DAGs), sharing the
- * I/O helpers of io.h. The what-if models (models.def; rail.c: rail-only) are
- * subcommands outside the planner catalogue.
+ * I/O helpers of io.h. The what-if models (models.def; rail.c: rail-only) and
+ * hbd-ring (hbd.c) are subcommands outside the planner catalogue.
  */
 #include <stdio.h>
 #include <string.h>
