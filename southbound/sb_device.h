@@ -300,6 +300,18 @@ int sb_device_read_bundles(struct sb_device *dev, bool with_state, enum sb_datas
 int sb_device_edit_bundles(struct sb_device *dev, enum sb_datastore ds,
 			   const struct sb_bundle *target, size_t n, struct sb_error *err);
 
+/*
+ * For the notification listener (sb_notif.c), on a device handle of its
+ * own: create-subscription on the NETCONF stream (RFC 5277), the socket to
+ * poll (SSH sessions; -1 over TLS, whose socket libnetconf2 keeps to
+ * itself, or without a session), and the libnetconf2 session to receive
+ * from (NULL without a session).
+ */
+int sb_device_subscribe(struct sb_device *dev, struct sb_error *err);
+int sb_device_poll_fd(const struct sb_device *dev);
+struct nc_session;
+struct nc_session *sb_device_nc_session(struct sb_device *dev);
+
 /* Sends any RPC given as XML (e.g. ocs-devsim:set-faults); expects <ok/>. */
 int sb_device_rpc_xml(struct sb_device *dev, const char *xml, struct sb_error *err);
 
