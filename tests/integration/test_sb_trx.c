@@ -496,6 +496,59 @@ static void test_closed_domain_wraps(void **state)
 	assert_int_equal(tl_fleet_stop(&ring6), 0);
 }
 
+/*
+ * The listener reports a lost session (devsim stopped) and subscribes again
+ * once the devices are back on the same ports, then delivers again.
+ */
+static void test_listener_reconnects(void **state)
+{
+	struct tl_fleet two;
+	const char *extra[] = {"--model", "ocs-transceiver", NULL};
+	assert_int_equal(tl_fleet_start(&two, 2, extra), 0);
+	pthread_mutex_lock(&notifs.mu);
+	notifs.n = 0;
+	pthread_mutex_unlock(&notifs.mu);
+	struct sb_listener *lis;
+	assert_int_equal(sb_listener_new(drv, on_notif, NULL, &lis), 0);
+	for (int i = 0; i < 2; i++) {
+		struct sb_device_config c = tl_device_config(&two, i);
+		c.model = SB_MODEL_TRANSCEIVER;
+		c.node = (uint32_t)i;
+		c.hostkey_policy = SB_HOSTKEY_ACCEPT_ANY; /* the restarted devsim has a new key */
+		c.backoff_min_ms = 10;
+		c.backoff_max_ms = 100;
+		assert_int_equal(sb_listener_add(lis, &c, (size_t)(200 + i)), 0);
+	}
+	assert_int_equal(sb_listener_start(lis), 0);
+	assert_int_equal(sb_listener_start(lis), -EALREADY);
+	wait_notifs(1, SB_NOTIF_SUBSCRIBED, 200, -1, -1);
+	wait_notifs(1, SB_NOTIF_SUBSCRIBED, 201, -1, -1);
+	assert_int_equal(tl_fleet_stop(&two), 0);
+	wait_notifs(1, SB_NOTIF_LOST, 200, -1, -1);
+	wait_notifs(1, SB_NOTIF_LOST, 201, -1, -1);
+	/* back on the same ports: both subscribe again, and a node fault set
+	 * afterwards arrives on the new subscription */
+	assert_int_equal(tl_fleet_restart(&two, extra), 0);
+	wait_notifs(2, SB_NOTIF_SUBSCRIBED, 200, -1, -1);
+	wait_notifs(2, SB_NOTIF_SUBSCRIBED, 201, -1, -1);
+	struct sb_device_config c = tl_device_config(&two, 1);
+	c.model = SB_MODEL_TRANSCEIVER;
+	c.node = 1;
+	struct sb_device *d;
+	struct sb_error err = {0};
+	assert_int_equal(sb_device_new(drv, &c, &d), 0);
+	assert_int_equal(sb_device_connect(d, &err), 0);
+	assert_int_equal(sb_device_rpc_xml(d,
+					   "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>"
+					   "node-fault</spec></set-faults>",
+					   &err),
+			 0);
+	wait_notifs(1, SB_NOTIF_NODE_FAULT, 201, 1, 1);
+	sb_device_free(d);
+	sb_listener_free(lis);
+	assert_int_equal(tl_fleet_stop(&two), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -504,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_device_refuses_bad_paths),
 		cmocka_unit_test(test_node_fault),
 		cmocka_unit_test(test_closed_domain_wraps),
+		cmocka_unit_test(test_listener_reconnects),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
