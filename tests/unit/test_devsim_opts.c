@@ -92,12 +92,14 @@ static void test_transceiver_defaults(void **state)
 	assert_int_equal(o.bundles, 2);
 	assert_false(o.ring_closed);
 	devsim_opts_clear(&o);
+	free(err);
 	/* the default line grows with node-base and rounds up to whole ToRs */
 	assert_int_equal(parse(&o, &err, SSH_MINIMAL, "--model", "ocs-transceiver", "--count", "5",
 			       "--node-base", "6", "--ring-nodes-per-tor", "4", NULL),
 			 DEVSIM_OPTS_RUN);
 	assert_int_equal(o.ring_tors, 3); /* 11 nodes served: 3 ToRs of 4 */
 	devsim_opts_clear(&o);
+	free(err);
 	/* --switch-ms still works for transceivers, in whole milliseconds */
 	assert_int_equal(parse(&o, &err, SSH_MINIMAL, "--model", "ocs-transceiver", "--switch-ms",
 			       "3", NULL),
