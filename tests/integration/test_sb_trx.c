@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -292,6 +293,30 @@ static void test_device_refuses_bad_paths(void **state)
 	assert_nodes_hold(devs, &l, all12, NODES);
 }
 
+/* Malformed transceiver plans are refused before any I/O. */
+static void test_malformed_plans(void **state)
+{
+	uint64_t rpcs = atomic_load(&sb_driver_counters(drv)->rpcs);
+	struct sb_bundle dup[] = {{.bundle = 0}, {.bundle = 0}};
+	struct sb_bundle no_distance[] = {{.bundle = 1, .path = 1}};
+	struct sb_bundle loop_distance[] = {{.bundle = 0, .distance = 1}};
+	struct sb_xc xc[] = {{0, 1}};
+	struct sb_txn_device bad[] = {
+		{.dev = devs[0], .bundles = dup, .n_bundles = 2},
+		{.dev = devs[0], .bundles = no_distance, .n_bundles = 1},
+		{.dev = devs[0], .bundles = loop_distance, .n_bundles = 1},
+		{.dev = devs[0], .target = xc, .n_target = 1}, /* a switch's set */
+		{.dev = devs[0], .n_bundles = 1},	       /* no array */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct sb_txn_plan p = {.id = next_id++, .devices = &bad[i], .n_devices = 1};
+		struct sb_txn_result r;
+		if (sb_engine_run(eng, &p, NULL, NULL, &r) != -EINVAL)
+			fail_msg("malformed plan %zu accepted", i);
+	}
+	assert_int_equal(atomic_load(&sb_driver_counters(drv)->rpcs), rpcs);
+}
+
 /* ---- faults and the listener ---------------------------------------------- */
 
 #define MAX_NOTIFS 256
@@ -555,6 +580,7 @@ int main(void)
 		cmocka_unit_test(test_program_rings),
 		cmocka_unit_test(test_refused_commit_rolls_back),
 		cmocka_unit_test(test_device_refuses_bad_paths),
+		cmocka_unit_test(test_malformed_plans),
 		cmocka_unit_test(test_node_fault),
 		cmocka_unit_test(test_closed_domain_wraps),
 		cmocka_unit_test(test_listener_reconnects),
