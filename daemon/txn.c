@@ -182,7 +182,9 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 		tx->targets[k] = tg;
 		tx->dev_ids[k] = d;
 		tx->devs[k] =
-			(struct sb_txn_device){dev_handle(drv->d.devs, d, DEV_ROLE_TXN), tg, m};
+			(struct sb_txn_device){.dev = dev_handle(drv->d.devs, d, DEV_ROLE_TXN),
+					       .target = tg,
+					       .n_target = m};
 		k++;
 	}
 	free(touched);
