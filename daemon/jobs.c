@@ -633,9 +633,8 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	if (jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
 	if (o->result == TXN_ROLLED_BACK || o->result == TXN_REFUSED)
-		jm_set_error(&err, JM_UNAVAILABLE, "",
-			     "devices: %s; every device was rolled back, nothing changed",
-			     o->message);
+		/* the driver's message already says every device rolled back */
+		jm_set_error(&err, JM_UNAVAILABLE, "", "devices: %s; nothing changed", o->message);
 	else if (o->result == TXN_FAILED)
 		jm_set_error(&err, JM_INTERNAL, "",
 			     "devices: %s; a rollback could not be proven (%zu device(s)): the "
