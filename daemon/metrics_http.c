@@ -119,8 +119,9 @@ static void on_request(struct evhttp_request *req, void *arg)
 		return;
 	}
 	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+		/* evhttp_send_error() would drop the Allow header RFC 9110 asks for */
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-		evhttp_send_error(req, HTTP_BADMETHOD, NULL);
+		evhttp_send_reply(req, HTTP_BADMETHOD, "Method Not Allowed", NULL);
 		return;
 	}
 	if (srv->refresh)
