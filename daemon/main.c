@@ -64,6 +64,7 @@ static int check_config(const char *path)
 		return OCSD_EXIT_USAGE;
 	}
 	cfg_print_summary(cfg, stdout);
+	cfg_print_warnings(cfg, stderr);
 	printf("%s: OK\n", path);
 	cfg_free(cfg);
 	return OCSD_EXIT_OK;
