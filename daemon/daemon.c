@@ -781,7 +781,7 @@ static int lock_state_dir(struct od *od, const char *dir)
 	if (fd < 0) {
 		int rc = -errno;
 
-		log_msg(LOG_ERR, "state directory %s: cannot open %s: %s", dir, path,
+		log_msg(LOG_ERR, "state store: cannot open the lock file %s: %s", path,
 			strerror(-rc));
 		return rc;
 	}
@@ -798,8 +798,7 @@ static int lock_state_dir(struct od *od, const char *dir)
 				"another --state-dir",
 				dir, pid[0] ? pid : "unknown", path);
 		else
-			log_msg(LOG_ERR, "state directory %s: cannot lock %s: %s", dir, path,
-				strerror(-rc));
+			log_msg(LOG_ERR, "state store: cannot lock %s: %s", path, strerror(-rc));
 		close(fd);
 		return rc;
 	}

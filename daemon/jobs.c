@@ -634,8 +634,10 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	if (jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
 	if (o->result == TXN_ROLLED_BACK || o->result == TXN_REFUSED)
-		/* the driver's message already says every device rolled back */
-		jm_set_error(&err, JM_UNAVAILABLE, "", "devices: %s; nothing changed", o->message);
+		/* said once: the driver's message usually says it already */
+		jm_set_error(&err, JM_UNAVAILABLE, "", "devices: %s%s; nothing changed", o->message,
+			     strstr(o->message, "rolled back") ? ""
+							       : "; every device was rolled back");
 	else if (o->result == TXN_FAILED)
 		jm_set_error(&err, JM_INTERNAL, "",
 			     "devices: %s; a rollback could not be proven (%zu device(s)): the "
