@@ -66,8 +66,14 @@
 static _Atomic int guarded[NB_ACCEPT_SLOTS];
 static _Atomic int fd_cap = INT32_MAX;
 static _Atomic int reserve_fd = -1;
-static _Atomic long shed_count;	   /* connections closed since the last log line */
-static _Atomic int64_t last_log_s; /* CLOCK_MONOTONIC seconds of the last log line */
+/* Why a connection was closed at accept; each is logged once per interval. */
+enum shed_reason { SHED_CAP, SHED_EMFILE, SHED_REASONS };
+static const char *const shed_why[SHED_REASONS] = {
+	"the process holds more descriptors than the gRPC cap",
+	"the process is out of file descriptors (EMFILE)",
+};
+static _Atomic long shed_count[SHED_REASONS];	 /* closed since that reason's last line */
+static _Atomic int64_t last_log_s[SHED_REASONS]; /* CLOCK_MONOTONIC s of that line */
 static pthread_mutex_t guard_mu = PTHREAD_MUTEX_INITIALIZER; /* guards changes of the above */
 
 static int real_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
@@ -83,20 +89,20 @@ static bool is_guarded(int fd)
 	return false;
 }
 
-/* At most one line per interval, with what was shed since the last one. */
-static void note_shed(const char *why)
+/* At most one line per interval and reason, with what was shed since the last one. */
+static void note_shed(enum shed_reason r)
 {
 	struct timespec ts;
-	int64_t last = atomic_load(&last_log_s);
+	int64_t last = atomic_load(&last_log_s[r]);
 
-	atomic_fetch_add(&shed_count, 1);
+	atomic_fetch_add(&shed_count[r], 1);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if (ts.tv_sec - last < NB_ACCEPT_LOG_INTERVAL_S && last != 0)
+	if (last != 0 && ts.tv_sec - last < NB_ACCEPT_LOG_INTERVAL_S)
 		return;
-	if (!atomic_compare_exchange_strong(&last_log_s, &last, (int64_t)ts.tv_sec))
+	if (!atomic_compare_exchange_strong(&last_log_s[r], &last, (int64_t)ts.tv_sec))
 		return;
 	gpr_log(GPR_ERROR, "gRPC listener: %ld connection(s) closed at accept: %s",
-		atomic_exchange(&shed_count, 0), why);
+		atomic_exchange(&shed_count[r], 0), shed_why[r]);
 }
 
 /* Out of descriptors: close what waits in fd's backlog using the reserve. */
@@ -109,7 +115,7 @@ static void shed_backlog(int fd)
 		close(r);
 	while ((c = real_accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
 		close(c);
-		note_shed("the process is out of file descriptors (EMFILE)");
+		note_shed(SHED_EMFILE);
 	}
 	r = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (r >= 0 && (r = atomic_exchange(&reserve_fd, r)) >= 0)
@@ -128,7 +134,7 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 			return c;
 		if (c >= 0) {
 			close(c);
-			note_shed("the process holds more descriptors than the gRPC cap");
+			note_shed(SHED_CAP);
 			continue;
 		}
 		if (errno != EMFILE && errno != ENFILE)
