@@ -22,7 +22,8 @@
 #include <nc_client.h>
 #include <systemd/sd-journal.h>
 
-#define LOG_LINE_MAX 2048
+#define LOG_LINE_MAX	   2048
+#define LOG_JOURNAL_SOCKET "/run/systemd/journal/socket"
 
 static bool journal; /* set once by log_init */
 
@@ -35,9 +36,11 @@ void log_init(void)
 	unsigned long long dev, ino;
 	struct stat st;
 
+	/* sd_journal_send() drops entries silently when journald's socket is
+	 * gone: stderr is used unless the socket is there too. */
 	journal = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
 		  fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
-		  (unsigned long long)st.st_ino == ino;
+		  (unsigned long long)st.st_ino == ino && access(LOG_JOURNAL_SOCKET, W_OK) == 0;
 }
 
 bool log_to_journal(void)
@@ -56,13 +59,13 @@ static void emit(int prio, const char *source, const char *job_id, const char *c
 
 	if (prio < LOG_EMERG || prio > LOG_DEBUG)
 		prio = LOG_ERR;
-	if (journal) {
-		sd_journal_send("MESSAGE=%s%s%s", source ? source : "", source ? ": " : "", text,
-				"PRIORITY=%d", prio, "OCSD_SOURCE=%s", source ? source : "ocsd",
-				"OCSD_JOB_ID=%s", job_id ? job_id : "", "OCSD_CLIENT_CN=%s",
-				client_cn ? client_cn : "", NULL);
+	/* an entry the journal refuses becomes a stderr line */
+	if (journal &&
+	    sd_journal_send("MESSAGE=%s%s%s", source ? source : "", source ? ": " : "", text,
+			    "PRIORITY=%d", prio, "OCSD_SOURCE=%s", source ? source : "ocsd",
+			    "OCSD_JOB_ID=%s", job_id ? job_id : "", "OCSD_CLIENT_CN=%s",
+			    client_cn ? client_cn : "", NULL) >= 0)
 		return;
-	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	n = snprintf(line, sizeof(line),

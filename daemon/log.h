@@ -2,7 +2,8 @@
  * log.h - ocsd's one logger: every line ocsd writes, and the messages of the
  * libraries it uses (gRPC core, libnetconf2, libevent), in one format.
  *
- * Under journald (JOURNAL_STREAM names ocsd's stderr) a line is a journal
+ * Under journald (JOURNAL_STREAM names ocsd's stderr and journald's socket
+ * is there) a line is a journal
  * entry with PRIORITY, MESSAGE and structured fields: OCSD_SOURCE (ocsd,
  * grpc, libnetconf2, libevent), and where a line concerns a job or a client,
  * OCSD_JOB_ID and OCSD_CLIENT_CN. Anywhere else it is one line on stderr:
@@ -22,7 +23,8 @@
 #include <stdbool.h>
 #include <syslog.h> /* LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG */
 
-/* Decides journald or stderr once (JOURNAL_STREAM against stderr's device and inode). */
+/* Decides journald or stderr once (JOURNAL_STREAM against stderr's device
+ * and inode, and journald's socket). */
 void log_init(void);
 
 /* True when lines go to the journal. */

@@ -3,7 +3,9 @@
  * with a UTC timestamp, the pid and the priority, and the messages of gRPC
  * core, libnetconf2 and libevent routed through it with their source named
  * (each library is made to complain for real: an invalid argument to
- * libnetconf2, an fcntl on a closed descriptor in libevent, gpr_log).
+ * libnetconf2, an fcntl on a closed descriptor in libevent, gpr_log), and
+ * JOURNAL_STREAM without journald's socket (a copied environment) not
+ * taken for journald: the lines still come out on stderr.
  */
 #include <fcntl.h>
 #include <regex.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -111,11 +114,42 @@ static void test_library_lines(void **state)
 	free(out);
 }
 
+/* stderr is the journal stream, but journald's socket is not there: stderr it is. */
+static void journal_lines(void)
+{
+	struct stat st;
+	char js[64];
+
+	assert_int_equal(fstat(STDERR_FILENO, &st), 0);
+	snprintf(js, sizeof(js), "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	setenv("JOURNAL_STREAM", js, 1);
+	log_init();
+	assert_false(log_to_journal()); /* sd_journal_send would drop the lines */
+	log_job(LOG_NOTICE, "train-2", "bob", "job %s", "released");
+	unsetenv("JOURNAL_STREAM");
+	log_init();
+	assert_false(log_to_journal());
+}
+
+static void test_journal_detection_and_fallback(void **state)
+{
+	char *out;
+
+	if (access("/run/systemd/journal/socket", F_OK) == 0)
+		skip(); /* a real journald would take the entry */
+	out = capture(journal_lines);
+	assert_int_equal(all_lines_formatted(out), 1);
+	assert_non_null(strstr(out, "<5> notice: job released (job train-2, client bob)\n"));
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_own_lines),
 		cmocka_unit_test(test_library_lines),
+		cmocka_unit_test(test_journal_detection_and_fallback),
 	};
 
 	int rc;
