@@ -24,6 +24,7 @@
 #include "devices.h"
 #include "fabric_state.h"
 #include "jobs.h"
+#include "log.h"
 #include "loop.h"
 #include "metrics.h"
 #include "planners.h"
@@ -44,6 +45,7 @@ struct api {
 struct api_call {
 	struct api *api;
 	struct nb_call *call;
+	char job_id[NB_ID_MAX_LEN + 1]; /* for the log line of the answer ("" none) */
 };
 
 static struct api_call *new_call(struct api *api, struct nb_call *call)
@@ -51,7 +53,7 @@ static struct api_call *new_call(struct api *api, struct nb_call *call)
 	struct api_call *ac = malloc(sizeof(*ac));
 
 	if (ac)
-		*ac = (struct api_call){api, call};
+		*ac = (struct api_call){api, call, ""};
 	else
 		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
 	return ac;
@@ -516,6 +518,15 @@ static void answer_submit(void *ctx, const struct jm_error *err, const struct jm
 {
 	struct api_call *ac = ctx;
 
+	if (err)
+		log_job(LOG_WARNING, ac->job_id, nb_call_peer(ac->call),
+			"job not submitted: %s%s%s", err->field, err->field[0] ? ": " : "",
+			err->message);
+	else
+		log_job(job->state == JM_FAILED ? LOG_WARNING : LOG_NOTICE, job->id,
+			nb_call_peer(ac->call), "job %s%s%s%s", jm_state_name(job->state),
+			created ? "" : " (submitted before)", job->reason[0] ? ": " : "",
+			job->reason);
 	answer_job(ac->api, ac->call, err, job, created, true);
 	free(ac);
 }
@@ -539,10 +550,19 @@ static void serve_spec(struct api *api, struct nb_call *call, const void *msg,
 	struct api_call *ac;
 
 	if (spec_from_pb(api, msg, &spec, &err) != 0) {
+		if (run == jm_submit)
+			log_job(LOG_WARNING, ((const Ocs__V1__JobSpec *)msg)->id,
+				nb_call_peer(call), "job not submitted: %s%s%s", err.field,
+				err.field[0] ? ": " : "", err.message);
 		nb_call_fail_error(call, &err);
 		return;
 	}
 	ac = new_call(api, call);
+	if (ac && run == jm_submit) {
+		snprintf(ac->job_id, sizeof(ac->job_id), "%s", ((const Ocs__V1__JobSpec *)msg)->id);
+		log_job(LOG_INFO, ac->job_id, nb_call_peer(call), "job submitted (planner %s)",
+			spec.planner && spec.planner[0] ? spec.planner : "default");
+	}
 	if (ac)
 		run(api->jm, &spec, answer, ac);
 	free_spec(&spec);
@@ -600,13 +620,30 @@ static void serve_plan(struct api *api, struct nb_call *call, const void *msg)
 	serve_spec(api, call, msg, jm_plan, answer_plan);
 }
 
+static void answer_release(void *ctx, const struct jm_error *err, const struct jm_job *job,
+			   bool created, const struct ocs_xc *xcs, size_t n)
+{
+	struct api_call *ac = ctx;
+
+	if (err)
+		log_job(LOG_WARNING, ac->job_id, nb_call_peer(ac->call), "job not released: %s%s%s",
+			err->field, err->field[0] ? ": " : "", err->message);
+	else
+		log_job(LOG_NOTICE, job->id, nb_call_peer(ac->call), "job %s after release%s%s",
+			jm_state_name(job->state), job->reason[0] ? ": " : "", job->reason);
+	answer_other(ctx, err, job, created, xcs, n);
+}
+
 static void serve_release(struct api *api, struct nb_call *call, const void *msg)
 {
 	const Ocs__V1__ReleaseJobRequest *req = msg;
 	struct api_call *ac = new_call(api, call);
 
-	if (ac)
-		jm_release(api->jm, req->id, answer_other, ac);
+	if (!ac)
+		return;
+	snprintf(ac->job_id, sizeof(ac->job_id), "%s", req->id);
+	log_job(LOG_INFO, req->id, nb_call_peer(call), "job release requested");
+	jm_release(api->jm, req->id, answer_release, ac);
 }
 
 static void serve_get_job(struct api *api, struct nb_call *call, const void *msg)
@@ -870,6 +907,8 @@ static void serve_drain(struct api *api, struct nb_call *call, const void *msg, 
 		ar_free_all(&ar);
 		return;
 	}
+	log_job(LOG_NOTICE, NULL, nb_call_peer(call), "device %s %s%s (%zu running job(s) on it)",
+		name, drain ? "drained" : "undrained", force ? " (forced)" : "", n_jobs);
 	if (drain) {
 		Ocs__V1__DrainDeviceResponse r = OCS__V1__DRAIN_DEVICE_RESPONSE__INIT;
 
@@ -1121,9 +1160,9 @@ static void ev_recon_done(void *ctx, const struct recon_report *r)
 	mx_set(api->m_unreachable, NULL, (double)r->unreachable);
 	mx_observe(api->m_recon_seconds, NULL, r->duration_s);
 	if (r->unowned || r->missing || r->unreachable)
-		fprintf(stderr,
-			"<4>reconciliation: %zu unowned and %zu missing cross-connect(s), %zu "
-			"device(s) unreachable\n",
+		log_msg(LOG_WARNING,
+			"reconciliation: %zu unowned and %zu missing cross-connect(s), %zu "
+			"device(s) unreachable",
 			r->unowned, r->missing, r->unreachable);
 }
 

@@ -763,3 +763,52 @@ void cfg_print_summary(const struct ocsd_config *cfg, FILE *out)
 	}
 	print_devices(cfg, out);
 }
+
+/* One warning line: "PATH: warning: message". */
+__attribute__((format(printf, 3, 4))) static void warn(FILE *out, const char *leaf, const char *fmt,
+						       ...)
+{
+	va_list ap;
+
+	fprintf(out, "/ocsd-fabric:fabric/devices/%s: warning: ", leaf);
+	va_start(ap, fmt);
+	vfprintf(out, fmt, ap);
+	va_end(ap);
+	fputc('\n', out);
+}
+
+/* Warns when path is set but cannot be read by this user; 1 if it warned. */
+static int warn_unreadable(FILE *out, const char *leaf, const char *path, const char *hint)
+{
+	if (!path || access(path, R_OK) == 0)
+		return 0;
+	warn(out, leaf, "%s does not exist or is not readable here%s", path, hint);
+	return 1;
+}
+
+int cfg_print_warnings(const struct ocsd_config *cfg, FILE *out)
+{
+	const struct cfg_access *a = &cfg->access;
+	int n = 0;
+
+	if (cfg->n_devices == 0)
+		return 0;
+	if (a->transport == CFG_TRANSPORT_TLS && !a->certificate_file) {
+		warn(out, "certificate-file",
+		     "transport tls without a client certificate: devices that verify clients "
+		     "refuse ocsd; give certificate-file and private-key-file");
+		n++;
+	}
+	if (a->transport == CFG_TRANSPORT_TLS && !a->private_key_file) {
+		warn(out, "private-key-file",
+		     "transport tls without a client key: give private-key-file (the key of "
+		     "certificate-file)");
+		n++;
+	}
+	n += warn_unreadable(out, "password-file", a->password_file,
+			     ": ocsd will not start until it is (one line, the devices' password; "
+			     "owner root, group ocsd, mode 0640)");
+	n += warn_unreadable(out, "private-key-file", a->private_key_file, "");
+	n += warn_unreadable(out, "certificate-file", a->certificate_file, "");
+	return n;
+}

@@ -98,5 +98,12 @@ void cfg_errors_clear(struct cfg_errors *errs);
 const char *cfg_kind_name(enum cfg_kind kind);
 /* The one-screen summary of `ocsd --check-config`. */
 void cfg_print_summary(const struct ocsd_config *cfg, FILE *out);
+/*
+ * --check-config's warnings about a valid file that will not work as it
+ * stands (one line each, "PATH: warning: message"): a TLS transport without
+ * client certificate or key, a password, key or certificate file that does
+ * not exist or cannot be read. Returns how many were printed.
+ */
+int cfg_print_warnings(const struct ocsd_config *cfg, FILE *out);
 
 #endif

@@ -11,6 +11,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +35,7 @@
 #include "exec_sb.h"
 #include "fabric_state.h"
 #include "jobs.h"
+#include "log.h"
 #include "loop.h"
 #include "metrics.h"
 #include "metrics_http.h"
@@ -81,26 +84,15 @@ struct od {
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 	struct mx_family *m_pruned;
 	char password[128]; /* the password-file's secret the devices use ("" none) */
+	int state_lock;	    /* DIR/ocsd.lock, flock()ed for ocsd's lifetime (-1 none) */
 };
-
-/* Log lines carry sd-daemon priority prefixes, which journald understands. */
-__attribute__((format(printf, 2, 3))) static void od_log(const char *prio, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(prio, stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static void log_config_errors(const char *path, const struct cfg_errors *errs)
 {
-	od_log(SD_ERR, "%s: invalid fabric file (%d error%s)", path, errs->count,
-	       errs->count == 1 ? "" : "s");
+	log_msg(LOG_ERR, "%s: invalid fabric file (%d error%s)", path, errs->count,
+		errs->count == 1 ? "" : "s");
 	for (int i = 0; i < errs->count; i++)
-		od_log(SD_ERR, "%s: %s", errs->items[i].path, errs->items[i].message);
+		log_msg(LOG_ERR, "%s: %s", errs->items[i].path, errs->items[i].message);
 }
 
 /* ---- metrics derived from the in-memory state (no scrape reads the store) ---- */
@@ -207,7 +199,7 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 
 	if (od->drain)
 		return;
-	od_log(SD_NOTICE, "signal %d: stopping after the running transaction", (int)sig);
+	log_msg(LOG_NOTICE, "signal %d: stopping after the running transaction", (int)sig);
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
 	if (od->api)
 		api_stopping(od->api);
@@ -318,36 +310,36 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 	sd_notify(0, "RELOADING=1\nSTATUS=re-reading the fabric file");
 	if (cfg_load_file(od->opts->config_path, &next, &errs) != 0) {
 		log_config_errors(od->opts->config_path, &errs);
-		od_log(SD_WARNING, "%s is invalid: the running configuration stays",
-		       od->opts->config_path);
+		log_msg(LOG_WARNING, "%s is invalid: the running configuration stays",
+			od->opts->config_path);
 		result = "invalid";
 	} else if ((change = config_change(od->cfg, next)) == CHANGE_RESTART) {
-		od_log(SD_WARNING,
-		       "%s changes the fabric, a device name or confirm-timeout-s: the change "
-		       "takes effect when ocsd restarts (nothing was applied)",
-		       od->opts->config_path);
+		log_msg(LOG_WARNING,
+			"%s changes the fabric, a device name or confirm-timeout-s: the change "
+			"takes effect when ocsd restarts (nothing was applied)",
+			od->opts->config_path);
 		result = "restart_needed";
 	} else if (next->access.password_file &&
 		   (rc = read_secret(next->access.password_file, password, sizeof(password))) !=
 			   0) {
-		od_log(SD_WARNING,
-		       "devices: cannot read password-file %s (%s): the running "
-		       "configuration stays",
-		       next->access.password_file, strerror(-rc));
+		log_msg(LOG_WARNING,
+			"devices: cannot read password-file %s (%s): the running "
+			"configuration stays",
+			next->access.password_file, strerror(-rc));
 		result = "invalid";
 	} else if (change == CHANGE_NONE && (!od->devs || strcmp(password, od->password) == 0)) {
-		od_log(SD_NOTICE, "%s is unchanged", od->opts->config_path);
+		log_msg(LOG_NOTICE, "%s is unchanged", od->opts->config_path);
 	} else if ((rc = apply_access(od, next, password)) != 0) {
-		od_log(SD_WARNING,
-		       "devices: cannot apply the new access settings (%s): the "
-		       "running configuration stays",
-		       strerror(-rc));
+		log_msg(LOG_WARNING,
+			"devices: cannot apply the new access settings (%s): the "
+			"running configuration stays",
+			strerror(-rc));
 		result = "invalid";
 	} else {
-		od_log(SD_NOTICE,
-		       "%s: new device access settings applied; each device "
-		       "reconnects with them when it is next used",
-		       od->opts->config_path);
+		log_msg(LOG_NOTICE,
+			"%s: new device access settings applied; each device "
+			"reconnects with them when it is next used",
+			od->opts->config_path);
 		result = "applied";
 	}
 	memset(password, 0, sizeof(password));
@@ -363,7 +355,7 @@ static void on_recon_timer(evutil_socket_t fd, short what, void *arg)
 	int rc = recon_start(od->recon);
 
 	if (rc && rc != -EBUSY)
-		od_log(SD_WARNING, "reconciliation could not start: %s", strerror(-rc));
+		log_msg(LOG_WARNING, "reconciliation could not start: %s", strerror(-rc));
 }
 
 static int start_reconciliation(struct od *od)
@@ -398,8 +390,9 @@ static void od_job_pruned(void *ctx, const char *job_id)
 
 	/* The store prunes only finished jobs, which the job manager can drop. */
 	if (rc && rc != -ENOENT)
-		od_log(SD_WARNING, "retention: job %s was deleted from the store but is in use: %s",
-		       job_id, strerror(-rc));
+		log_msg(LOG_WARNING,
+			"retention: job %s was deleted from the store but is in use: %s", job_id,
+			strerror(-rc));
 	/* Out of memory loses one count of a metric, nothing of the store. */
 	(void)mx_add(od->m_pruned, NULL, 1);
 }
@@ -421,11 +414,11 @@ static void on_prune_timer(evutil_socket_t fd, short what, void *arg)
 		      o->retention_jobs ? o->retention_jobs : SIZE_MAX, OD_PRUNE_BATCH, &n,
 		      od_job_pruned, od);
 	if (rc)
-		od_log(SD_WARNING, "retention: cannot delete finished jobs: %s", strerror(-rc));
+		log_msg(LOG_WARNING, "retention: cannot delete finished jobs: %s", strerror(-rc));
 	if (n == OD_PRUNE_BATCH)
 		next.tv_sec = 0; /* more is due */
 	if (event_add(od->prune_timer, &next) != 0)
-		od_log(SD_ERR, "retention: cannot re-arm its timer; finished jobs are kept");
+		log_msg(LOG_ERR, "retention: cannot re-arm its timer; finished jobs are kept");
 }
 
 /* The first retention pass runs as soon as the loop does. */
@@ -516,6 +509,8 @@ static void od_teardown(struct od *od)
 	loop_free(od->loop);
 	mx_registry_free(od->reg);
 	st_close(od->store);
+	if (od->state_lock >= 0)
+		close(od->state_lock); /* releases the flock, last */
 	cfg_free(od->cfg);
 	memset(od->password, 0, sizeof(od->password));
 }
@@ -562,7 +557,8 @@ static int device_settings(const struct ocsd_config *cfg, int i, const char *pas
 	    !copy_fits(dc->host, sizeof(dc->host), d->address) ||
 	    !copy_fits(dc->username, sizeof(dc->username), a->username) ||
 	    !copy_fits(dc->password, sizeof(dc->password), password)) {
-		od_log(SD_ERR, "device %s: a name, address, user or password is too long", d->name);
+		log_msg(LOG_ERR, "device %s: a name, address, user or password is too long",
+			d->name);
 		return -ENAMETOOLONG;
 	}
 	dc->port = d->port;
@@ -592,8 +588,8 @@ static int open_devices(struct od *od, enum dev_role role)
 
 	if (a->password_file && !od->password[0] &&
 	    (rc = read_secret(a->password_file, od->password, sizeof(od->password))) != 0) {
-		od_log(SD_ERR, "devices: cannot read password-file %s: %s", a->password_file,
-		       strerror(-rc));
+		log_msg(LOG_ERR, "devices: cannot read password-file %s: %s", a->password_file,
+			strerror(-rc));
 		return rc;
 	}
 	for (int i = 0; i < od->cfg->n_devices; i++) {
@@ -607,7 +603,7 @@ static int open_devices(struct od *od, enum dev_role role)
 		if (!rc)
 			dev_set_handle(od->devs, i, role, h);
 		if (rc) {
-			od_log(SD_ERR, "device %s: %s", od->cfg->devices[i].name, strerror(-rc));
+			log_msg(LOG_ERR, "device %s: %s", od->cfg->devices[i].name, strerror(-rc));
 			return rc;
 		}
 	}
@@ -640,7 +636,7 @@ static int start_southbound(struct od *od)
 	int rc = sb_driver_new(NULL, &od->driver);
 
 	if (rc) {
-		od_log(SD_ERR, "devices: cannot set up the NETCONF driver: %s", strerror(-rc));
+		log_msg(LOG_ERR, "devices: cannot set up the NETCONF driver: %s", strerror(-rc));
 		return rc;
 	}
 	if ((rc = open_devices(od, DEV_ROLE_TXN)) != 0 ||
@@ -653,7 +649,7 @@ static int start_southbound(struct od *od)
 
 	rc = sb_engine_new_on(&x, &od->engine);
 	if (rc)
-		od_log(SD_ERR, "cannot start the transaction engine: %s", strerror(-rc));
+		log_msg(LOG_ERR, "cannot start the transaction engine: %s", strerror(-rc));
 	return rc;
 }
 
@@ -695,7 +691,7 @@ static int start_jobs(struct od *od)
 
 	od->fs = fs_new(&od->cfg->fabric);
 	if (!od->fs || fs_load(od->fs, od->store) != 0) {
-		od_log(SD_ERR, "cannot load the circuits from the state store");
+		log_msg(LOG_ERR, "cannot load the circuits from the state store");
 		return -EIO;
 	}
 	rc = new_devices(od);
@@ -723,7 +719,7 @@ static int start_jobs(struct od *od)
 
 		rc = rec_resolve_open(&rd);
 		if (rc) {
-			od_log(SD_ERR, "recovery of open transactions failed: %s", strerror(-rc));
+			log_msg(LOG_ERR, "recovery of open transactions failed: %s", strerror(-rc));
 			return rc;
 		}
 		od->txn = txn_driver_new(&td);
@@ -743,12 +739,12 @@ static int start_jobs(struct od *od)
 			      .events = api_job_events(od->api)};
 	rc = jm_new(&jd, &od->jm, err, sizeof(err));
 	if (rc) {
-		od_log(SD_ERR, "jobs: %s", err);
+		log_msg(LOG_ERR, "jobs: %s", err);
 		return rc;
 	}
 	api_attach(od->api, od->jm, NULL);
 	if ((rc = api_restore_jobs(od->api)) != 0 || (rc = jm_recover(od->jm)) != 0) {
-		od_log(SD_ERR, "recovery failed: %s", strerror(-rc));
+		log_msg(LOG_ERR, "recovery failed: %s", strerror(-rc));
 		return rc;
 	}
 	sc.listen_addr = o->listen;
@@ -760,17 +756,62 @@ static int start_jobs(struct od *od)
 	sc.handlers = api_handlers(od->api);
 	rc = nb_server_create(&sc, &od->server, &nerr);
 	if (rc) {
-		od_log(SD_ERR, "gRPC server: %s%s%s", nerr.field, nerr.field[0] ? ": " : "",
-		       nerr.message);
+		log_msg(LOG_ERR, "gRPC server: %s%s%s", nerr.field, nerr.field[0] ? ": " : "",
+			nerr.message);
 		return rc;
 	}
 	api_attach(od->api, od->jm, od->server);
 	return start_reconciliation(od);
 }
 
+/*
+ * Takes DIR/ocsd.lock with an exclusive flock() for ocsd's lifetime, so that
+ * no second ocsd runs on the same state directory (its store, its devices'
+ * circuits). The file holds the owner's pid for the message a second ocsd
+ * prints. The lock goes with the process (kill -9 included). 0 or -errno.
+ */
+static int lock_state_dir(struct od *od, const char *dir)
+{
+	char path[PATH_MAX], pid[32] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/ocsd.lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int rc = -errno;
+
+		log_msg(LOG_ERR, "state store: cannot open the lock file %s: %s", path,
+			strerror(-rc));
+		return rc;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? strcspn(pid, "\n") : 0] = '\0';
+		if (rc == -EBUSY)
+			log_msg(LOG_ERR,
+				"state directory %s is in use by another ocsd (pid %s, lock %s): "
+				"two "
+				"daemons on one store would program the same ports; stop it or use "
+				"another --state-dir",
+				dir, pid[0] ? pid : "unknown", path);
+		else
+			log_msg(LOG_ERR, "state store: cannot lock %s: %s", path, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		log_msg(LOG_WARNING, "state directory %s: cannot write the pid into %s", dir, path);
+	od->state_lock = fd;
+	return 0;
+}
+
 int od_run(const struct od_options *opts)
 {
-	struct od od = {.opts = opts};
+	struct od od = {.opts = opts, .state_lock = -1};
 	struct cfg_errors errs = {0};
 	char path[PATH_MAX], err[512];
 	int rc = OD_EXIT_FAILURE;
@@ -780,52 +821,55 @@ int od_run(const struct od_options *opts)
 		cfg_errors_clear(&errs);
 		return OD_EXIT_CONFIG;
 	}
+	if (lock_state_dir(&od, opts->state_dir) != 0)
+		goto out;
 	snprintf(path, sizeof(path), "%s/ocsd.db", opts->state_dir);
 	if (st_open(path, &od.store, err, sizeof(err)) != 0) {
-		od_log(SD_ERR, "state store: %s", err);
+		log_msg(LOG_ERR, "state store: %s", err);
 		goto out;
 	}
 	od.loop = loop_new();
 	od.reg = mx_registry_new();
 	if (!od.loop || !od.reg || register_metrics(&od) != 0) {
-		od_log(SD_ERR, "out of memory at start-up");
+		log_msg(LOG_ERR, "out of memory at start-up");
 		goto out;
 	}
 	od.exec = exec_new(od_solver_tasks(opts) + od_io_tasks(&od));
 	od.pool = od.exec ? pool_new(od.loop, od.exec, od_solver_tasks(opts), OD_SOLVER_QUEUE_MAX)
 			  : NULL;
 	if (!od.pool) {
-		od_log(SD_ERR, "cannot start the solver pool");
+		log_msg(LOG_ERR, "cannot start the solver pool");
 		goto out;
 	}
 	if (od.cfg->kind == CFG_LEAF_SPINE_OCS) {
 		if (start_jobs(&od) != 0)
 			goto out;
 	} else {
-		od_log(SD_WARNING, "%s fabrics take no jobs in this version: serving metrics only",
-		       cfg_kind_name(od.cfg->kind));
+		log_msg(LOG_WARNING,
+			"%s fabrics take no jobs in this version: serving metrics only",
+			cfg_kind_name(od.cfg->kind));
 	}
 	od.http = mh_start(loop_base(od.loop), opts->metrics_listen, od.reg, sample_metrics, &od,
 			   err, sizeof(err));
 	if (!od.http) {
-		od_log(SD_ERR, "metrics endpoint: %s", err);
+		log_msg(LOG_ERR, "metrics endpoint: %s", err);
 		goto out;
 	}
 	if (add_signal(&od, &od.sig_term, SIGTERM, on_stop_signal) != 0 ||
 	    add_signal(&od, &od.sig_int, SIGINT, on_stop_signal) != 0 ||
 	    add_signal(&od, &od.sig_hup, SIGHUP, on_reload) != 0 || start_watchdog(&od) != 0 ||
 	    start_retention(&od) != 0) {
-		od_log(SD_ERR,
-		       "cannot install signal handlers, the watchdog or the retention timer");
+		log_msg(LOG_ERR,
+			"cannot install signal handlers, the watchdog or the retention timer");
 		goto out;
 	}
-	od_log(SD_NOTICE,
-	       "ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s (port %d), "
-	       "gRPC on %s (port %d%s), %u executor threads (%u for planners)",
-	       OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind), od.cfg->n_devices, path,
-	       opts->metrics_listen, mh_port(od.http), opts->listen,
-	       od.server ? nb_server_port(od.server) : 0, opts->insecure ? ", insecure" : "",
-	       exec_threads(od.exec), pool_workers(od.pool));
+	log_msg(LOG_NOTICE,
+		"ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s (port %d), "
+		"gRPC on %s (port %d%s), %u executor threads (%u for planners)",
+		OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind), od.cfg->n_devices, path,
+		opts->metrics_listen, mh_port(od.http), opts->listen,
+		od.server ? nb_server_port(od.server) : 0, opts->insecure ? ", insecure" : "",
+		exec_threads(od.exec), pool_workers(od.pool));
 	sd_notifyf(0, "READY=1\nSTATUS=running fabric %s", od.cfg->name);
 	rc = loop_run(od.loop) == 0 ? OD_EXIT_OK : OD_EXIT_FAILURE;
 out:

@@ -64,6 +64,7 @@
 #include "devices.h"
 #include "fabric_state.h"
 #include "jobs_util.h"
+#include "log.h"
 
 /* A plan whose snapshot went stale this often in a row is refused. */
 #define JM_MAX_REPLANS 16
@@ -290,7 +291,7 @@ static void store_failed(struct jm *jm, const char *what)
 	jm->not_serving = true;
 	snprintf(jm->not_serving_reason, sizeof(jm->not_serving_reason),
 		 "the state store failed (%s): ocsd serves no writes until it is restarted", what);
-	fprintf(stderr, "<2>%s\n", jm->not_serving_reason);
+	log_msg(LOG_CRIT, "%s", jm->not_serving_reason);
 	if (jm->d.events.store_failed)
 		jm->d.events.store_failed(jm->d.events.ctx, jm->not_serving_reason);
 }
@@ -383,9 +384,9 @@ static int prepare_replan(struct jm *jm, struct jp_task *t, const char *self)
 			const struct job_rt *o = find_job(jm, owner);
 
 			if (!o || o->pub.n_demand == 0 || k > jm->n_live) {
-				fprintf(stderr,
-					"<5>job %s: the demand of job %s is not known yet; planned "
-					"without moving other jobs' circuits\n",
+				log_msg(LOG_NOTICE,
+					"job %s: the demand of job %s is not known yet; planned "
+					"without moving other jobs' circuits",
 					self, owner);
 				t->replan = false;
 				return 0;
@@ -511,9 +512,9 @@ static void plan_done(struct pool_task *pt)
 	}
 	report_plan_time(jm, t);
 	if (t->drain_fallback)
-		fprintf(stderr,
-			"<5>%s %s: the plan moving other jobs' circuits needed a drained device; "
-			"planned without moving them\n",
+		log_msg(LOG_NOTICE,
+			"%s %s: the plan moving other jobs' circuits needed a drained device; "
+			"planned without moving them",
 			t->dry ? "dry run of" : "job", t->job_id);
 	if (t->dry) {
 		answer_dry_run(t);
@@ -633,9 +634,10 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	if (jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
 	if (o->result == TXN_ROLLED_BACK || o->result == TXN_REFUSED)
-		jm_set_error(&err, JM_UNAVAILABLE, "",
-			     "devices: %s; every device was rolled back, nothing changed",
-			     o->message);
+		/* said once: the driver's message usually says it already */
+		jm_set_error(&err, JM_UNAVAILABLE, "", "devices: %s%s; nothing changed", o->message,
+			     strstr(o->message, "rolled back") ? ""
+							       : "; every device was rolled back");
 	else if (o->result == TXN_FAILED)
 		jm_set_error(&err, JM_INTERNAL, "",
 			     "devices: %s; a rollback could not be proven (%zu device(s)): the "

@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "config.h"
 #include "daemon.h"
+#include "log.h"
 
 #define OCSD_EXIT_OK	0
 #define OCSD_EXIT_USAGE 2
@@ -62,9 +64,29 @@ static int check_config(const char *path)
 		return OCSD_EXIT_USAGE;
 	}
 	cfg_print_summary(cfg, stdout);
+	cfg_print_warnings(cfg, stderr);
 	printf("%s: OK\n", path);
 	cfg_free(cfg);
 	return OCSD_EXIT_OK;
+}
+
+/*
+ * Raises the soft limit on open files to the hard one: every gRPC and
+ * metrics connection, device session and store file is a descriptor, and
+ * Debian's default soft limit (1024) is low for a controller. The gRPC
+ * server keeps its connections below the limit (nb_server.c). A failure
+ * only leaves the limit as it was.
+ */
+static void raise_nofile_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		log_msg(LOG_WARNING, "cannot raise the open-file limit to %llu",
+			(unsigned long long)rl.rlim_max);
 }
 
 int main(int argc, char **argv)
@@ -188,5 +210,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return OCSD_EXIT_USAGE;
 	}
+	log_init();
+	log_route_libraries();
+	raise_nofile_limit();
 	return od_run(&run);
 }

@@ -1,6 +1,14 @@
 /*
  * metrics_http.c - implementation of metrics_http.h on evhttp.
  *
+ * Out of descriptors: libevent's listener reports an accept() error to the
+ * error callback and, level-triggered, would be called again at once for
+ * the connection still waiting (a busy loop logging "Error from accept()
+ * call"). on_accept_error() instead pauses the listener for a back-off that
+ * grows from MH_BACKOFF_MIN_MS to MH_BACKOFF_MAX_MS while errors go on,
+ * logs once per MH_LOG_INTERVAL_S with the count, and resumes it: the
+ * endpoint serves again at most MH_BACKOFF_MAX_MS after descriptors are free.
+ *
  * evhttp_add_header()'s result is not checked: it fails only when a header
  * cannot be allocated, and the reply then goes out without it.
  */
@@ -10,18 +18,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 
+#include "log.h"
 #include "metrics.h"
 
 /* Requests are a request line and a few headers; nothing larger is needed. */
 #define MH_MAX_HEADERS_BYTES 8192
 #define MH_TIMEOUT_S	     10
+/* A request body is never used; a small one is read so that any method is
+ * answered 405 rather than 413. */
+#define MH_MAX_BODY_BYTES 4096
+#define MH_BACKOFF_MIN_MS 10
+#define MH_BACKOFF_MAX_MS 250
+#define MH_LOG_INTERVAL_S 10
 
 struct mh_server {
 	struct evhttp *http;
@@ -30,7 +48,27 @@ struct mh_server {
 	void (*refresh)(void *ctx);
 	void *ctx;
 	int port;
+	struct event *resume; /* re-enables the listener after an accept error */
+	int backoff_ms;
+	time_t last_error_s, last_log_s;
+	long errors; /* accept errors since the last log line */
+	struct mh_server *next;
 };
+
+/*
+ * libevent hands the listener's error callback the evhttp (evhttp sets
+ * itself as the listener's argument), not our context: servers are found
+ * by their evhttp in this list. Used on the loop thread only.
+ */
+static struct mh_server *servers;
+
+static struct mh_server *server_of(const struct evhttp *http)
+{
+	for (struct mh_server *s = servers; s; s = s->next)
+		if (s->http == http)
+			return s;
+	return NULL;
+}
 
 int mh_parse_listen(const char *listen, char *host, size_t host_len, int *port)
 {
@@ -81,8 +119,9 @@ static void on_request(struct evhttp_request *req, void *arg)
 		return;
 	}
 	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+		/* evhttp_send_error() would drop the Allow header RFC 9110 asks for */
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-		evhttp_send_error(req, HTTP_BADMETHOD, NULL);
+		evhttp_send_reply(req, HTTP_BADMETHOD, "Method Not Allowed", NULL);
 		return;
 	}
 	if (srv->refresh)
@@ -101,6 +140,45 @@ static void on_request(struct evhttp_request *req, void *arg)
 			  "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, HTTP_OK, "OK", body);
 	evbuffer_free(body);
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct mh_server *srv = arg;
+
+	evconnlistener_enable(evhttp_bound_socket_get_listener(srv->sock));
+}
+
+/* An accept() failed (EMFILE, ENFILE, ENOBUFS...): pause, then listen again. */
+static void on_accept_error(struct evconnlistener *lev, void *arg)
+{
+	struct mh_server *srv = server_of(arg);
+	int err = EVUTIL_SOCKET_ERROR();
+	time_t now = time(NULL);
+	struct timeval tv;
+
+	if (!srv)
+		return;
+	srv->errors++;
+	if (now - srv->last_error_s > 1)
+		srv->backoff_ms = MH_BACKOFF_MIN_MS;
+	else if (srv->backoff_ms < MH_BACKOFF_MAX_MS)
+		srv->backoff_ms = srv->backoff_ms * 2 < MH_BACKOFF_MAX_MS ? srv->backoff_ms * 2
+									  : MH_BACKOFF_MAX_MS;
+	srv->last_error_s = now;
+	if (now - srv->last_log_s >= MH_LOG_INTERVAL_S) {
+		log_msg(LOG_WARNING,
+			"metrics endpoint: %ld accept error(s), last: %s; pausing the listener "
+			"%d ms at a time",
+			srv->errors, evutil_socket_error_to_string(err), srv->backoff_ms);
+		srv->last_log_s = now;
+		srv->errors = 0;
+	}
+	evconnlistener_disable(lev);
+	tv.tv_sec = 0;
+	tv.tv_usec = srv->backoff_ms * 1000;
+	if (event_add(srv->resume, &tv) != 0)
+		evconnlistener_enable(lev); /* no timer: better busy than deaf */
 }
 
 struct mh_server *mh_start(struct event_base *base, const char *listen, struct mx_registry *reg,
@@ -129,7 +207,7 @@ struct mh_server *mh_start(struct event_base *base, const char *listen, struct m
 		goto fail;
 	}
 	evhttp_set_max_headers_size(srv->http, MH_MAX_HEADERS_BYTES);
-	evhttp_set_max_body_size(srv->http, 0);
+	evhttp_set_max_body_size(srv->http, MH_MAX_BODY_BYTES);
 	evhttp_set_timeout(srv->http, MH_TIMEOUT_S);
 	evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
 						      EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
@@ -139,6 +217,14 @@ struct mh_server *mh_start(struct event_base *base, const char *listen, struct m
 		snprintf(err, err_len, "cannot listen on %s: %s", listen, strerror(errno));
 		goto fail;
 	}
+	srv->resume = evtimer_new(base, on_resume, srv);
+	if (!srv->resume) {
+		snprintf(err, err_len, "out of memory");
+		goto fail;
+	}
+	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(srv->sock), on_accept_error);
+	srv->next = servers;
+	servers = srv;
 	if (getsockname(evhttp_bound_socket_get_fd(srv->sock), (struct sockaddr *)&ss, &ss_len) ==
 	    0)
 		srv->port = ss.ss_family == AF_INET6
@@ -154,6 +240,13 @@ void mh_stop(struct mh_server *srv)
 {
 	if (!srv)
 		return;
+	for (struct mh_server **p = &servers; *p; p = &(*p)->next)
+		if (*p == srv) {
+			*p = srv->next;
+			break;
+		}
+	if (srv->resume)
+		event_free(srv->resume);
 	if (srv->http)
 		evhttp_free(srv->http);
 	free(srv);

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "devices.h"
 #include "fabric_state.h"
+#include "log.h"
 #include "store.h"
 
 /*
@@ -80,7 +81,7 @@ static int resolve_intent(void *arg, const struct st_intent *in)
 	} else {
 		outcome = ST_INTENT_FAILED;
 	}
-	fprintf(stderr, "<5>transaction %lld of job %s left open: %s, %s\n", (long long)in->txn_id,
+	log_msg(LOG_NOTICE, "transaction %lld of job %s left open: %s, %s", (long long)in->txn_id,
 		in->job_id, st_intent_state_name(outcome), detail);
 	if (st_intent_finish(rd->store, in->txn_id, outcome, detail, clk_wall_ms(rd->clock)) != 0)
 		return -EIO;

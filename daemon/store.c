@@ -33,9 +33,11 @@
 #include "store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -252,6 +254,11 @@ int st_open(const char *path, struct st_store **out, char *err, size_t err_len)
 	*out = NULL;
 	if (!st)
 		return -ENOMEM;
+	/* A new store is created 0600 whatever the umask (SQLite would make it
+	 * 0644); its -wal and -shm files take the database file's mode. */
+	rc = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (rc >= 0)
+		close(rc);
 	rc = sqlite3_open_v2(path, &st->db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 			     NULL);

@@ -11,8 +11,11 @@ build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
 # coinor-libcbc-dev: tests/bench/bench_delta_milp solves with CBC beside
 # GLPK when cmake finds it (install before configuring); optional.
 # clang-format: tests/check_format.sh (the code style check).
+# clang-14, libclang-rt-14-dev: the libFuzzer harnesses of tests/fuzz (the
+# compiler and its fuzzer and sanitizer runtimes; tests/run.sh's build-fuzz).
 test_pkgs=(python3-grpcio python3-grpc-tools python3-ncclient netconfd
-  openssh-server prometheus openssl curl coinor-libcbc-dev clang-format)
+  openssh-server prometheus openssl curl coinor-libcbc-dev clang-format
+  clang-14 libclang-rt-14-dev)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then

@@ -45,6 +45,7 @@
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
+#include <grpc/support/log.h>
 #include <grpc/support/time.h>
 
 #include "nb_internal.h"
@@ -118,6 +119,8 @@ struct nb_server {
 	bool insecure;
 	struct nb_limits limits;
 	struct nb_handlers handlers;
+	int guarded_fds[4]; /* listening sockets nb_accept.c guards */
+	int n_guarded;
 	pthread_t threads[NB_MAX_THREADS];
 	int n_threads;
 
@@ -955,10 +958,11 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 {
 	struct nb_server *s;
 	grpc_server_credentials *creds;
-	grpc_arg args[2];
-	grpc_channel_args channel_args = {2, args};
+	grpc_arg args[3];
+	grpc_channel_args channel_args = {3, args};
 	char recv_key[] = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
 	char send_key[] = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+	char reuse_key[] = GRPC_ARG_ALLOW_REUSEPORT;
 	int threads;
 
 	*out = NULL;
@@ -1019,13 +1023,20 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 	args[1].type = GRPC_ARG_INTEGER;
 	args[1].key = send_key;
 	args[1].value.integer = (int)s->max_message_bytes;
+	/* gRPC sets SO_REUSEPORT by default: a second server could then bind the
+	 * same address and take half the calls. An address in use is refused. */
+	args[2].type = GRPC_ARG_INTEGER;
+	args[2].key = reuse_key;
+	args[2].value.integer = 0;
 	s->cq = grpc_completion_queue_create_for_next(NULL);
 	s->server = grpc_server_create(&channel_args, NULL);
 	grpc_server_register_completion_queue(s->server, s->cq, NULL);
 	s->port = grpc_server_add_http2_port(s->server, cfg->listen_addr, creds);
 	grpc_server_credentials_release(creds);
 	if (s->port <= 0) {
-		nb_error_set(err, NB_UNAVAILABLE, "listen_addr", "cannot listen on %s",
+		nb_error_set(err, NB_UNAVAILABLE, "listen_addr",
+			     "cannot listen on %s (address in use by another process, or not "
+			     "a local address)",
 			     cfg->listen_addr);
 		grpc_server_destroy(s->server);
 		grpc_completion_queue_shutdown(s->cq);
@@ -1038,6 +1049,17 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 		pthread_mutex_destroy(&s->mu);
 		free(s);
 		return -EADDRINUSE;
+	}
+	if (strncmp(cfg->listen_addr, "unix:", 5) != 0) {
+		int n = nb_accept_guard(s->port, s->guarded_fds,
+					(int)(sizeof(s->guarded_fds) / sizeof(s->guarded_fds[0])));
+
+		s->n_guarded = n > 0 ? n : 0;
+		if (n <= 0)
+			gpr_log(GPR_ERROR,
+				"gRPC listener on port %d is not guarded against descriptor "
+				"exhaustion (%d)",
+				s->port, n);
 	}
 	grpc_server_start(s->server);
 	pthread_mutex_lock(&s->mu);
@@ -1079,6 +1101,7 @@ void nb_server_shutdown(struct nb_server *s)
 	while (s->watchers)
 		finish_stream(s->watchers, NB_UNAVAILABLE, "server: shutting down");
 	pthread_mutex_unlock(&s->mu);
+	nb_accept_unguard(s->guarded_fds, s->n_guarded); /* before gRPC closes them */
 	grpc_server_shutdown_and_notify(s->server, s->cq, &s->tag_shutdown);
 }
 

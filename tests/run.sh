@@ -18,13 +18,26 @@ cd "$top"
 sanitize=1
 release=1
 bench=0
-for arg in "$@"; do
-  case "$arg" in
+fuzz=1
+fuzz_hours=""
+usage() {
+  echo "usage: tests/run.sh [--no-sanitize] [--no-release] [--no-fuzz] [--bench] [--fuzz-hours N]" >&2
+  exit 2
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
     --no-sanitize) sanitize=0 ;;
     --no-release) release=0 ;;
+    --no-fuzz) fuzz=0 ;;
     --bench) bench=1 ;;
-    *) echo "usage: tests/run.sh [--no-sanitize] [--no-release] [--bench]" >&2; exit 2 ;;
+    --fuzz-hours)
+      [ $# -ge 2 ] && [[ $2 =~ ^[0-9]+(\.[0-9]+)?$ ]] || usage
+      fuzz_hours=$2
+      shift
+      ;;
+    *) usage ;;
   esac
+  shift
 done
 
 bash deploy/install-deps.sh
@@ -42,6 +55,20 @@ run_suite() { # build-dir, cmake args...
   (cd "$1" && ctest --output-on-failure -j "$jobs" -LE bench)
 }
 
+fuzz_suite() { # seconds per harness
+  mkdir -p build-fuzz
+  CC=clang-14 cmake -S . -B build-fuzz -DOCSD_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON \
+    -DOCSD_FUZZ=ON -DOCSD_FUZZ_SECONDS="$1" >build-fuzz/configure.log 2>&1 ||
+    { cat build-fuzz/configure.log; exit 1; }
+  cmake --build build-fuzz -j "$jobs" --target fuzz_targets
+  (cd build-fuzz && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --output-on-failure -j "$jobs" -L fuzz)
+}
+if [ -n "$fuzz_hours" ]; then
+  fuzz_suite "$(awk -v h="$fuzz_hours" 'BEGIN { printf "%d", h * 3600 }')"
+  exit 0
+fi
+
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "$release" = 1 ]; then
   build build-release -DCMAKE_BUILD_TYPE=Release
@@ -49,6 +76,9 @@ fi
 if [ "$sanitize" = 1 ]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON
+fi
+if [ "$fuzz" = 1 ]; then
+  fuzz_suite 30
 fi
 if [ "$bench" = 1 ]; then
   (cd build && ctest --output-on-failure -L bench)

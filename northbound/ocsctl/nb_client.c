@@ -19,6 +19,7 @@ struct nb_client {
 	grpc_channel *channel;
 	grpc_completion_queue *cq;
 	int timeout_ms;
+	bool insecure; /* plaintext: a failed connection is not about TLS files */
 	/* the open stream, if any */
 	grpc_call *stream;
 	grpc_metadata_array stream_md, stream_trailing;
@@ -118,6 +119,7 @@ struct nb_client *nb_client_new(const struct nb_client_opts *o, char *err, size_
 	grpc_channel_credentials_release(creds);
 	c->cq = grpc_completion_queue_create_for_pluck(NULL);
 	c->timeout_ms = o->timeout_ms;
+	c->insecure = o->insecure;
 	return c;
 }
 
@@ -147,9 +149,12 @@ int nb_client_connect(struct nb_client *c, struct nb_client_status *st)
 		grpc_event ev;
 
 		if (s == GRPC_CHANNEL_TRANSIENT_FAILURE || s == GRPC_CHANNEL_SHUTDOWN) {
-			snprintf(st->message, sizeof(st->message),
-				 "connection failed (server down, wrong address, or TLS refused: "
-				 "check --ca, --cert and --key)");
+			snprintf(st->message, sizeof(st->message), "%s",
+				 c->insecure ? "connection failed (server down, wrong address, or "
+					       "the server wants TLS: drop --insecure and give "
+					       "--ca, --cert and --key)"
+					     : "connection failed (server down, wrong address, or "
+					       "TLS refused: check --ca, --cert and --key)");
 			st->code = GRPC_STATUS_UNAVAILABLE;
 			st->unreachable = true;
 			return -1;

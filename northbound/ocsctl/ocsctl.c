@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "nb_client.h"
@@ -1114,7 +1115,9 @@ static int job_state_from_name(const char *name)
 
 	for (unsigned i = 0; i < d->n_values; i++) {
 		char *short_name = enum_short(d, d->values[i].value);
-		bool match = strcmp(name, short_name) == 0 || strcmp(name, d->values[i].name) == 0;
+		/* any case: ACTIVE, active, JOB_STATE_ACTIVE */
+		bool match = strcasecmp(name, short_name) == 0 ||
+			     strcasecmp(name, d->values[i].name) == 0;
 
 		free(short_name);
 		if (match && d->values[i].value != 0)

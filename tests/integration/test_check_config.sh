@@ -150,6 +150,20 @@ if [ $? -eq 2 ] && grep -q "^$F/pods: " "$tmp/err" && grep -q "^$F/wiring: " "$t
   grep -q "^$F/extra: " "$tmp/err" && grep -q '(3 errors)' "$tmp/err"; then ok
 else bad "multi: not every error reported: $(cat "$tmp/err")"; fi
 
+# Valid files that will not work as they stand: warnings, exit 0 (issue 14 #16).
+lab 's/"transport": "ssh"/"transport": "tls"/; s|/etc/ocsd/device-password|'"$tmp"'/no-such-password|' \
+  >"$tmp/warn.json"
+"$ocsd" --check-config "$tmp/warn.json" >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 0 ] &&
+  grep -q "^$F/devices/certificate-file: warning: transport tls without a client certificate" "$tmp/err" &&
+  grep -q "^$F/devices/private-key-file: warning: transport tls without a client key" "$tmp/err" &&
+  grep -q "^$F/devices/password-file: warning: $tmp/no-such-password does not exist" "$tmp/err"; then ok
+else bad "warnings: $(cat "$tmp/err")"; fi
+echo secret >"$tmp/pw"
+lab 's|/etc/ocsd/device-password|'"$tmp"'/pw|' >"$tmp/nowarn.json"
+"$ocsd" --check-config "$tmp/nowarn.json" >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 0 ] && ! grep -q warning "$tmp/err"; then ok; else bad "nowarn: $(cat "$tmp/err")"; fi
+
 # 100 MB file: refused by size before parsing.
 truncate -s 100M "$tmp/huge.json"
 "$ocsd" --check-config "$tmp/huge.json" >/dev/null 2>"$tmp/err"

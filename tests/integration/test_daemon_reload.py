@@ -99,6 +99,9 @@ def main():
     except grpc.RpcError as e:
         check(e.code() == grpc.StatusCode.UNAVAILABLE,
               f"unreachable devices: {e.code()} {e.details()}")
+        # issue 14 #16: the rollback is said once, not twice
+        check(e.details().count("rolled back") <= 1,
+              f"the rollback is repeated: {e.details()}")
     check(held() == first, "a failed submission changed a device")
 
     # 3. back on the fleet: the devices are reached again

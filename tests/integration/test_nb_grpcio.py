@@ -228,6 +228,21 @@ class NorthboundTest(unittest.TestCase):
         self.refused(self.fabric().DrainDevice, fabric_pb2.DrainDeviceRequest(),
                      grpc.StatusCode.INVALID_ARGUMENT, "device: required")
 
+    def test_nul_bytes_in_strings_refused(self):
+        # issue 14 #10: protobuf-c gives strings as C strings, so "nul\0A" and
+        # "nul\0B" were both job "nul"; a NUL is refused naming the field
+        nul = "byte 0x00 at offset 3 is not allowed (a NUL byte would cut the string short)"
+        for jid in ("nul\0A", "nul\0B"):
+            self.refused(self.jobs().SubmitJob, job(jid), grpc.StatusCode.INVALID_ARGUMENT,
+                         "id: " + nul)
+        self.refused(self.jobs().GetJob, jobs_pb2.GetJobRequest(id="nul\0A"),
+                     grpc.StatusCode.INVALID_ARGUMENT, "id: " + nul)
+        self.refused(self.jobs().PlanJob,
+                     job("nul-planner", options=jobs_pb2.JobOptions(planner="lea\0f-centric")),
+                     grpc.StatusCode.INVALID_ARGUMENT, "options.planner: " + nul)
+        self.refused(self.fabric().DrainDevice, fabric_pb2.DrainDeviceRequest(device="ocs\0x"),
+                     grpc.StatusCode.INVALID_ARGUMENT, "device: " + nul)
+
     def test_malformed_bytes_and_big_messages(self):
         raw = self.channels["scheduler"].unary_unary("/ocs.v1.Jobs/SubmitJob")
         with self.assertRaises(grpc.RpcError) as cm:

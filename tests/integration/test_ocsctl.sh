@@ -148,6 +148,9 @@ if grep -q train-1 "$work/out"; then echo "FAIL: --state released lists an activ
 # shellcheck disable=SC2046
 expect 0 "jobs --state active" -- $(as viewer) jobs --state JOB_STATE_ACTIVE
 has out "train-1  active" "--state active lists the job"
+# shellcheck disable=SC2046
+expect 0 "jobs --state in capitals (issue 14 #16)" -- $(as viewer) jobs --state ACTIVE
+has out "train-1  active" "--state ACTIVE lists the job"
 expect 2 "jobs --state bogus" -- --insecure jobs --state bogus
 # shellcheck disable=SC2046
 expect 0 "job show --json" -- $(as viewer) --json job show train-1
@@ -247,6 +250,11 @@ has err "PERMISSION_DENIED: client certificate has no role" "no role message"
 # shellcheck disable=SC2046
 expect 3 "nothing listening (--server wins over OCSD_SERVER)" -- $(as viewer) --timeout-ms 2000 --server 127.0.0.1:1 jobs
 expect 3 "plaintext against TLS" -- --insecure --timeout-ms 2000 jobs
+if grep -qF "check --ca, --cert and --key" "$work/err"; then
+  echo "FAIL: the --insecure hint talks about TLS files (issue 14 #16)"
+  failures=$((failures + 1))
+fi
+has err "drop --insecure" "the --insecure hint names the plaintext mismatch"
 
 # --- TLS files from the environment ---
 OCSCTL_CA=$c/ca.pem OCSCTL_CERT=$c/operator.pem OCSCTL_KEY=$c/operator.key \

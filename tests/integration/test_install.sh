@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# test_install.sh BUILD_DIR SOURCE_DIR - `cmake --install` into a DESTDIR
+# (prefix /usr) and the tree it makes: every program, the unit (naming the
+# installed ocsd and README), the YANG modules, the READMEs and the example
+# fabrics (issue 14 #12). Then the steps of systemd/README.md marked
+# "(tested):" (device password file, TLS files) run as written, as an
+# unprivileged user (nobody, when this runs as root), with /etc/ocsd
+# replaced by a scratch directory; the files they make have the documented
+# modes, and the installed ocsd serves the installed ocsctl with them.
+set -euo pipefail
+build=$1
+src=$2
+work=$(mktemp -d /tmp/test_install.XXXXXX)
+ocsd_pid=""
+cleanup() {
+  if [ -n "$ocsd_pid" ]; then kill "$ocsd_pid" 2>/dev/null || true; wait "$ocsd_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+ok() { echo "ok: $*"; }
+
+# 1. the tree
+stage=$work/stage
+DESTDIR=$stage cmake --install "$build" --prefix /usr >"$work/install.log"
+for f in usr/sbin/ocsd usr/bin/ocsctl usr/bin/ocsplan usr/bin/ocs-devsim; do
+  if [ -x "$stage/$f" ]; then ok "$f"; else bad "$f not installed or not executable"; fi
+done
+for f in usr/lib/systemd/system/ocsd.service usr/share/ocsd/yang/ocsd-fabric.yang \
+  usr/share/ocsd/yang/ocs-switch.yang usr/share/ocsd/yang/ocs-transceiver.yang \
+  usr/share/doc/ocsd/README.md usr/share/doc/ocsd/systemd/README.md \
+  usr/share/doc/ocsd/daemon/README.md usr/share/doc/ocsd/northbound/README.md \
+  usr/share/doc/ocsd/examples/fabrics/lab.json usr/share/doc/ocsd/examples/jobs/lab-ring.json; do
+  if [ -f "$stage/$f" ]; then ok "$f"; else bad "$f not installed"; fi
+done
+unit=$stage/usr/lib/systemd/system/ocsd.service
+# every absolute path the unit names that the install provides is in the tree
+for p in $(grep -oE '(/usr/sbin/ocsd|file:///usr/share/doc/ocsd/[^ ]+)' "$unit" | sed 's|^file://||' | sort -u); do
+  if [ -e "$stage$p" ]; then ok "the unit's $p is installed"; else bad "the unit names $p, not installed"; fi
+done
+grep -q '^LimitNOFILE=' "$unit" && ok "unit sets LimitNOFILE" || bad "unit has no LimitNOFILE"
+
+# 2. the documented steps marked (tested), extracted from systemd/README.md
+awk -v dir="$work" '
+  /\(tested\):/ { want = 1 }
+  want && /^ *```(sh|bash)$/ { n++; out = dir "/step" n ".sh"; inblock = 1; want = 0; next }
+  inblock && /^ *```$/ { inblock = 0; next }
+  inblock { sub(/^   /, ""); print > out }
+' "$src/systemd/README.md"
+[ -f "$work/step1.sh" ] && [ -f "$work/step2.sh" ] || { bad "no (tested) steps in systemd/README.md"; exit 1; }
+etc=$work/etc
+mkdir -p "$etc/tls"
+# /etc/ocsd -> scratch; chgrp to the service group needs root and the group
+for s in "$work"/step*.sh; do
+  sed -i -e "s|cd /etc/ocsd/tls|cd $etc/tls|" -e "s|cd /etc/ocsd$|cd $etc|" -e '/^chgrp ocsd /d' "$s"
+done
+run_as=()
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
+  chown -R nobody "$etc"
+  chmod 0755 "$work"
+  run_as=(runuser -u nobody --)
+fi
+password="pw-$RANDOM-$RANDOM"
+printf '%s\n' "$password" | "${run_as[@]}" bash -e "$work/step1.sh" >"$work/step1.log" 2>&1 ||
+  bad "password step: $(cat "$work/step1.log")"
+"${run_as[@]}" bash -e "$work/step2.sh" >"$work/step2.log" 2>&1 || bad "TLS step: $(cat "$work/step2.log")"
+mode() { stat -c %a "$1" 2>/dev/null || echo missing; }
+[ "$(mode "$etc/device-password")" = 640 ] && ok "device-password is 0640" ||
+  bad "device-password mode $(mode "$etc/device-password")"
+[ "$(cat "$etc/device-password" 2>/dev/null)" = "$password" ] && ok "device-password holds the password" ||
+  bad "device-password content"
+[ "$(mode "$etc/tls/server.key")" = 640 ] && ok "server.key is 0640" || bad "server.key mode $(mode "$etc/tls/server.key")"
+for c in server alice; do
+  if openssl verify -CAfile "$etc/tls/clients-ca.pem" "$etc/tls/$c.pem" >/dev/null 2>&1; then ok "$c.pem signed by clients-ca.pem"
+  else bad "$c.pem does not verify"; fi
+done
+
+# 3. the installed ocsd, the installed example fabric and the files above;
+#    the installed ocsctl as the operator of step 5
+dead=$(/usr/bin/python3 "$src/tests/integration/testports.py" reserve --count 16 --owner $$)
+sed -e "s|/etc/ocsd/device-password|$etc/device-password|" -e "s|\"port-base\": 18300|\"port-base\": $dead|" \
+  "$stage/usr/share/doc/ocsd/examples/fabrics/lab.json" >"$etc/fabric.json"
+if "$stage/usr/sbin/ocsd" --check-config "$etc/fabric.json" >/dev/null 2>"$work/check.err" &&
+  ! grep -q warning "$work/check.err"; then ok "--check-config of the installed example, no warning"
+else bad "--check-config: $(cat "$work/check.err")"; fi
+"$stage/usr/sbin/ocsd" --config "$etc/fabric.json" --state-dir "$work/state" --listen 127.0.0.1:0 \
+  --metrics-listen 127.0.0.1:0 --reconcile-interval-s 0 --tls-ca "$etc/tls/clients-ca.pem" \
+  --tls-cert "$etc/tls/server.pem" --tls-key "$etc/tls/server.key" 2>"$work/ocsd.log" &
+ocsd_pid=$!
+mkdir -p "$work/state"
+port=""
+for _ in $(seq 200); do
+  port=$(sed -n 's/.*gRPC on [^ ]* (port \([0-9]*\).*/\1/p' "$work/ocsd.log" | head -1)
+  [ -n "$port" ] && break
+  kill -0 "$ocsd_pid" 2>/dev/null || break
+  sleep 0.05
+done
+if [ -z "$port" ]; then bad "installed ocsd did not start: $(cat "$work/ocsd.log")"
+elif "$stage/usr/bin/ocsctl" --server "127.0.0.1:$port" --ca "$etc/tls/clients-ca.pem" \
+  --cert "$etc/tls/alice.pem" --key "$etc/tls/alice.key" devices >"$work/ctl.out" 2>&1; then
+  ok "installed ocsctl, as alice (operator), served by the installed ocsd"
+else bad "ocsctl: $(cat "$work/ctl.out")"; fi
+
+[ "$fail" -eq 0 ] && echo "test_install: OK" || echo "test_install: $fail FAILED"
+[ "$fail" -eq 0 ]
