@@ -372,6 +372,97 @@ static int ref_by_group(const void *a, const void *b)
 }
 
 /*
+ * Writes the `need` rings of ref (sorted by ToR sequence, so rings with the
+ * same sequence are adjacent) to out as a nearest-neighbour chain of their
+ * groups: after a group comes the unvisited group whose ToR sequence
+ * matches it at the most ranks (the first in ToR order on a tie, the first
+ * unvisited one when none matches at any rank). A pair of consecutive rings
+ * crosses ToRs at exactly the ranks where their sequences differ, so this
+ * walks the groups along short Hamming steps: a ring that skips a fault at
+ * rank r sits between the aligned window and the window shifted by one, one
+ * step from each. Candidates come from an index of groups by (rank, ToR),
+ * which holds at most nodes_per_tor groups per entry.
+ */
+static int chain_groups(const struct cut *c, const struct ring_ref *ref, int need, int *out)
+{
+	int m = c->m, tors = c->d->tors, n_groups = 0, written = 0, next_unvisited = 0;
+	size_t n_buckets = (size_t)m * (size_t)tors;
+	int *first = malloc(((size_t)need + 1) * sizeof(int));
+	int *seq = malloc((size_t)need * m * sizeof(int));
+	int *bucket_start = calloc(n_buckets + 1, sizeof(int));
+	int *bucket_fill = calloc(n_buckets, sizeof(int));
+	int *bucket = malloc((size_t)need * m * sizeof(int));
+	int *matches = calloc((size_t)need, sizeof(int));
+	uint8_t *visited = calloc((size_t)need, 1);
+	int rc = -ENOMEM;
+
+	if (!first || !seq || !bucket_start || !bucket_fill || !bucket || !matches || !visited)
+		goto done;
+	for (int k = 0; k < need; k++) {
+		if (k > 0 && ring_tor_cmp(&ref[k - 1], &ref[k]) == 0)
+			continue;
+		first[n_groups] = k;
+		for (int i = 0; i < m; i++) {
+			int t = ocs_ring_node_tor(c->d, c->rings[(size_t)ref[k].ring * m + i]);
+
+			seq[(size_t)n_groups * m + i] = t;
+			bucket_start[(size_t)i * tors + t + 1]++;
+		}
+		n_groups++;
+	}
+	first[n_groups] = need;
+	for (size_t b = 0; b < n_buckets; b++)
+		bucket_start[b + 1] += bucket_start[b];
+	for (int g = 0; g < n_groups; g++)
+		for (int i = 0; i < m; i++) {
+			size_t b = (size_t)i * tors + seq[(size_t)g * m + i];
+
+			bucket[bucket_start[b] + bucket_fill[b]++] = g;
+		}
+	for (int g = 0; g >= 0;) {
+		int best = -1;
+
+		visited[g] = 1;
+		for (int k = first[g]; k < first[g + 1]; k++)
+			memcpy(out + (size_t)written++ * m, c->rings + (size_t)ref[k].ring * m,
+			       (size_t)m * sizeof(int));
+		for (int i = 0; i < m; i++) {
+			size_t b = (size_t)i * tors + seq[(size_t)g * m + i];
+
+			for (int e = bucket_start[b]; e < bucket_start[b + 1]; e++) {
+				int h = bucket[e];
+
+				if (visited[h])
+					continue;
+				matches[h]++;
+				if (best < 0 || matches[h] > matches[best] ||
+				    (matches[h] == matches[best] && h < best))
+					best = h;
+			}
+		}
+		for (int i = 0; i < m; i++) {
+			size_t b = (size_t)i * tors + seq[(size_t)g * m + i];
+
+			for (int e = bucket_start[b]; e < bucket_start[b + 1]; e++)
+				matches[bucket[e]] = 0;
+		}
+		while (next_unvisited < n_groups && visited[next_unvisited])
+			next_unvisited++;
+		g = best >= 0 ? best : (next_unvisited < n_groups ? next_unvisited : -1);
+	}
+	rc = 0;
+done:
+	free(first);
+	free(seq);
+	free(bucket_start);
+	free(bucket_fill);
+	free(bucket);
+	free(matches);
+	free(visited);
+	return rc;
+}
+
+/*
  * Chooses `need` rings of c, those of the largest groups of rings with the
  * same ToR sequence first, and writes them to out sorted by ToR sequence.
  */
@@ -379,6 +470,7 @@ static int order_by_tors(const struct cut *c, int need, int *out)
 {
 	struct ring_key key = {c->d, c->rings, c->m};
 	struct ring_ref *ref = malloc((size_t)c->n_rings * sizeof(*ref));
+	int rc;
 
 	if (!ref)
 		return -ENOMEM;
@@ -394,13 +486,157 @@ static int order_by_tors(const struct cut *c, int need, int *out)
 		}
 	}
 	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_group);
-	/* The chosen rings in ToR order: neighbouring groups share most of their ToRs. */
 	qsort(ref, (size_t)need, sizeof(*ref), ref_by_tors);
-	for (int k = 0; k < need; k++)
-		memcpy(out + (size_t)k * c->m, c->rings + (size_t)ref[k].ring * c->m,
-		       (size_t)c->m * sizeof(int));
+	rc = chain_groups(c, ref, need, out);
 	free(ref);
-	return 0;
+	return rc;
+}
+
+/* ---- fat-tree, the rank-aligned cut ------------------------------------- */
+
+/*
+ * A node at position pos is aligned at rank s when its ToR is s modulo m:
+ * then consecutive rings of the same ToR window put every rank under the
+ * same ToR, whichever sub-line they sit in. Cost of node pos at rank s
+ * (after a node at prev_pos, or -1 for rank 0): 1 when not aligned, plus 1
+ * when the hop from the previous node leaves an aggregation domain.
+ */
+static int64_t align_cost(const struct ocs_ring_domain *d, int m, int pos, int s, int prev_pos)
+{
+	int tor = pos % d->tors;
+	int64_t cost = (tor % m) != s % m;
+
+	if (prev_pos >= 0 && tor / d->tors_per_agg != (prev_pos % d->tors) / d->tors_per_agg)
+		cost++;
+	return cost;
+}
+
+/* Working memory of the aligned cut: one entry per (free position, rank). */
+struct aligned_cut {
+	int f, m;
+	const int *pos; /* the free positions, increasing */
+	int64_t *value; /* best value with free position j taken at rank s; INT64_MIN: none */
+	int *pred; /* rank s > 0: the free index of rank s - 1; rank 0: the end of the ring before,
+		      or -1 */
+	int64_t *end_value; /* best value of a plan whose last ring ends at or before j */
+	int *end_at;	    /* where that ring ends, -1 for the empty plan */
+};
+
+/*
+ * One pass of the Lagrangian: the cut of the open line (position 0 to n-1)
+ * into rings of m free nodes, gaps 1..K, leaving any free node out, that
+ * maximises ring_gain * rings - (alignment costs), ties to more rings.
+ * Returns the rings of that cut (written to c->rings only when write).
+ */
+static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain, bool write)
+{
+	int m = a->m, k = c->d->k_hops, f = a->f, at, rings = 0;
+	/* value = (gain * rings - cost) * scale + rings: ties go to more rings. */
+	int64_t scale = (int64_t)c->n + 1;
+
+	for (int j = 0; j < f; j++) {
+		int64_t before = j > 0 ? a->end_value[j - 1] : 0;
+
+		a->value[(size_t)j * m] = before - align_cost(c->d, m, a->pos[j], 0, -1) * scale;
+		a->pred[(size_t)j * m] = j > 0 ? a->end_at[j - 1] : -1;
+		for (int s = 1; s < m; s++) {
+			int64_t best = INT64_MIN;
+			int from = -1;
+
+			for (int i = j - 1; i >= 0 && a->pos[j] - a->pos[i] <= k; i--) {
+				int64_t v = a->value[(size_t)i * m + s - 1];
+
+				if (v == INT64_MIN)
+					continue;
+				v -= align_cost(c->d, m, a->pos[j], s, a->pos[i]) * scale;
+				if (v > best) {
+					best = v;
+					from = i;
+				}
+			}
+			a->value[(size_t)j * m + s] = best;
+			a->pred[(size_t)j * m + s] = from;
+		}
+		a->end_value[j] = before;
+		a->end_at[j] = j > 0 ? a->end_at[j - 1] : -1;
+		if (a->value[(size_t)j * m + m - 1] != INT64_MIN) {
+			int64_t v = a->value[(size_t)j * m + m - 1] + ring_gain * scale + 1;
+
+			if (v > before) {
+				a->end_value[j] = v;
+				a->end_at[j] = j;
+			}
+		}
+	}
+	for (at = f > 0 ? a->end_at[f - 1] : -1; at >= 0; rings++) {
+		int j = at;
+
+		for (int s = m - 1; s >= 0; s--) {
+			if (write)
+				c->rings[(size_t)rings * m + s] = ocs_ring_node_at(c->d, a->pos[j]);
+			at = a->pred[(size_t)j * m + s];
+			j = at;
+		}
+	}
+	if (write) {
+		/* The trace runs from the end of the line: put the rings back in line order. */
+		for (int x = 0, y = rings - 1; x < y; x++, y--)
+			for (int s = 0; s < m; s++) {
+				int t = c->rings[(size_t)x * m + s];
+
+				c->rings[(size_t)x * m + s] = c->rings[(size_t)y * m + s];
+				c->rings[(size_t)y * m + s] = t;
+			}
+		c->n_rings = rings;
+	}
+	return rings;
+}
+
+/*
+ * The rank-aligned cut: the smallest ring gain at which the Lagrangian cut
+ * of the open line still gives `need` rings, i.e. the job's rings with the
+ * fewest nodes off their ToR window (the spare nodes are left out where
+ * they bring the cut back onto the windows). c->free: the free positions.
+ * Returns the rings in c->rings (n_rings >= need), 0 when the open line
+ * holds fewer than need rings, -ENOMEM.
+ */
+static int aligned_cut(struct cut *c, int64_t need)
+{
+	struct aligned_cut a = {.m = c->m};
+	int *pos = malloc((size_t)c->n * sizeof(int));
+	int64_t low = 0, high = 2 * (int64_t)c->n + 2;
+	int rc = -ENOMEM;
+
+	a.pos = pos;
+	a.value = malloc((size_t)c->n * c->m * sizeof(int64_t));
+	a.pred = malloc((size_t)c->n * c->m * sizeof(int));
+	a.end_value = malloc((size_t)c->n * sizeof(int64_t));
+	a.end_at = malloc((size_t)c->n * sizeof(int));
+	if (!pos || !a.value || !a.pred || !a.end_value || !a.end_at)
+		goto done;
+	for (int p = 0; p < c->n; p++)
+		if (c->free[p])
+			pos[a.f++] = p;
+	rc = 0;
+	/* A gain above every cost a ring can move makes the cut maximise rings. */
+	if (aligned_pass(c, &a, high, false) < need)
+		goto done;
+	while (low < high) {
+		int64_t mid = low + (high - low) / 2;
+
+		if (aligned_pass(c, &a, mid, false) >= need)
+			high = mid;
+		else
+			low = mid + 1;
+	}
+	rc = aligned_pass(c, &a, high, true);
+done:
+	free(pos);
+	free(a.value);
+	free(a.pred);
+	free(a.end_value);
+	free(a.end_at);
+	return rc;
 }
 
 /* ---- hbd_plan ------------------------------------------------------------ */
@@ -529,6 +765,42 @@ static int fat_tree(struct cut *c, int64_t need, int64_t spare, struct hbd_plan 
 	return 0;
 }
 
+/*
+ * Both fat-tree placements, Algs. 4-5 with the window search and the
+ * rank-aligned cut, each ordered by order_by_tors(); the job gets the one
+ * with the lower cross-ToR share (Algs. 4-5 on a tie).
+ */
+static int fat_tree_best(struct cut *c, int64_t need, int64_t spare, struct hbd_plan *out)
+{
+	uint8_t *base = malloc((size_t)c->n);
+	int *other = malloc((size_t)need * c->m * sizeof(int));
+	int rc = -ENOMEM;
+
+	if (!base || !other)
+		goto done;
+	memcpy(base, c->free, (size_t)c->n);
+	rc = fat_tree(c, need, spare, out);
+	if (rc == 0)
+		rc = order_by_tors(c, (int)need, out->nodes);
+	if (rc)
+		goto done;
+	memcpy(c->free, base, (size_t)c->n);
+	rc = aligned_cut(c, need);
+	if (rc > 0)
+		rc = order_by_tors(c, (int)need, other);
+	else if (rc == 0)
+		goto done;
+	if (rc)
+		goto done;
+	if (hbd_cross_tor_share(c->d, other, (int)need, c->m) <
+	    hbd_cross_tor_share(c->d, out->nodes, (int)need, c->m))
+		memcpy(out->nodes, other, (size_t)need * c->m * sizeof(int));
+done:
+	free(base);
+	free(other);
+	return rc;
+}
+
 int hbd_plan(const struct ocs_ring_domain *d, const uint8_t *use, const struct hbd_request *req,
 	     struct hbd_plan *out, struct hbd_error *err)
 {
@@ -581,9 +853,7 @@ int hbd_plan(const struct ocs_ring_domain *d, const uint8_t *use, const struct h
 		memcpy(out->nodes, c.rings, (size_t)need * c.m * sizeof(int));
 		break;
 	case HBD_ORCH_FAT_TREE:
-		rc = fat_tree(&c, need, free_nodes - need * c.m, out);
-		if (rc == 0)
-			rc = order_by_tors(&c, (int)need, out->nodes);
+		rc = fat_tree_best(&c, need, free_nodes - need * c.m, out);
 		break;
 	case HBD_ORCH_GREEDY:
 		c.prng = &seed;
