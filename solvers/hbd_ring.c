@@ -495,27 +495,27 @@ static int order_by_tors(const struct cut *c, int need, int *out)
 /* ---- fat-tree, the rank-aligned cut ------------------------------------- */
 
 /*
- * A node at position pos is aligned at rank s when its ToR is s modulo m:
- * then consecutive rings of the same ToR window put every rank under the
- * same ToR, whichever sub-line they sit in. Cost of node pos at rank s
- * (after a node at prev_pos, or -1 for rank 0): 1 when not aligned, plus 1
- * when the hop from the previous node leaves an aggregation domain.
+ * The rank-aligned cut prices each node by the (ToR, rank) pair it takes.
+ * After the best ordering, consecutive rings change ToR at rank i about
+ * (distinct ToRs of rank i) - 1 times, so the share is driven by how many
+ * distinct (ToR, rank) pairs the rings use. A pair costs PAIR_COST / (1 +
+ * the nodes that used it in the previous round): the aligned pairs (ToR
+ * t at rank t mod m, which consecutive rings of one ToR window share in
+ * every sub-line) start as used by every sub-line, the others as unused; a
+ * hop out of an aggregation domain adds AGG_COST.
  */
-static int64_t align_cost(const struct ocs_ring_domain *d, int m, int pos, int s, int prev_pos)
-{
-	int tor = pos % d->tors;
-	int64_t cost = (tor % m) != s % m;
-
-	if (prev_pos >= 0 && tor / d->tors_per_agg != (prev_pos % d->tors) / d->tors_per_agg)
-		cost++;
-	return cost;
-}
+#define PAIR_COST      16
+#define AGG_COST       1
+#define ALIGNED_ROUNDS 3
 
 /* Working memory of the aligned cut: one entry per (free position, rank). */
 struct aligned_cut {
 	int f, m;
-	const int *pos; /* the free positions, increasing */
-	int64_t *value; /* best value with free position j taken at rank s; INT64_MIN: none */
+	const int *pos;	  /* the free positions, increasing */
+	int *agg;	  /* by free index: the aggregation domain of its ToR */
+	int64_t *cost;	  /* by free index * m + rank: the node's price there, scaled */
+	int64_t agg_cost; /* a hop between aggregation domains, scaled */
+	int64_t *value;	  /* best value with free position j taken at rank s; INT64_MIN: none */
 	int *pred; /* rank s > 0: the free index of rank s - 1; rank 0: the end of the ring before,
 		      or -1 */
 	int64_t *end_value; /* best value of a plan whose last ring ends at or before j */
@@ -532,12 +532,12 @@ static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain,
 {
 	int m = a->m, k = c->d->k_hops, f = a->f, at, rings = 0;
 	/* value = (gain * rings - cost) * scale + rings: ties go to more rings. */
-	int64_t scale = (int64_t)c->n + 1;
+	int64_t scale = (int64_t)c->n + 1, ring_value = ring_gain * scale + 1;
 
 	for (int j = 0; j < f; j++) {
 		int64_t before = j > 0 ? a->end_value[j - 1] : 0;
 
-		a->value[(size_t)j * m] = before - align_cost(c->d, m, a->pos[j], 0, -1) * scale;
+		a->value[(size_t)j * m] = before - a->cost[(size_t)j * m];
 		a->pred[(size_t)j * m] = j > 0 ? a->end_at[j - 1] : -1;
 		for (int s = 1; s < m; s++) {
 			int64_t best = INT64_MIN;
@@ -548,7 +548,8 @@ static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain,
 
 				if (v == INT64_MIN)
 					continue;
-				v -= align_cost(c->d, m, a->pos[j], s, a->pos[i]) * scale;
+				v -= a->cost[(size_t)j * m + s] +
+				     (a->agg[i] != a->agg[j] ? a->agg_cost : 0);
 				if (v > best) {
 					best = v;
 					from = i;
@@ -560,7 +561,7 @@ static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain,
 		a->end_value[j] = before;
 		a->end_at[j] = j > 0 ? a->end_at[j - 1] : -1;
 		if (a->value[(size_t)j * m + m - 1] != INT64_MIN) {
-			int64_t v = a->value[(size_t)j * m + m - 1] + ring_gain * scale + 1;
+			int64_t v = a->value[(size_t)j * m + m - 1] + ring_value;
 
 			if (v > before) {
 				a->end_value[j] = v;
@@ -592,46 +593,113 @@ static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain,
 	return rings;
 }
 
+static int order_by_tors(const struct cut *c, int need, int *out);
+
 /*
  * The rank-aligned cut: the smallest ring gain at which the Lagrangian cut
  * of the open line still gives `need` rings, i.e. the job's rings with the
- * fewest nodes off their ToR window (the spare nodes are left out where
- * they bring the cut back onto the windows). c->free: the free positions.
- * Returns the rings in c->rings (n_rings >= need), 0 when the open line
- * holds fewer than need rings, -ENOMEM.
+ * cheapest (ToR, rank) pairs (the spare nodes are left out where they bring
+ * the cut back onto the ToR windows), repriced over ALIGNED_ROUNDS rounds
+ * by the pairs the previous round used. c->free: the free positions. Writes
+ * the best round's rings, ordered by order_by_tors(), to out and returns 1;
+ * 0 when the open line holds fewer than need rings; -ENOMEM.
  */
-static int aligned_cut(struct cut *c, int64_t need)
+static int aligned_cut(struct cut *c, int64_t need, int *out)
 {
+	const struct ocs_ring_domain *d = c->d;
 	struct aligned_cut a = {.m = c->m};
-	int *pos = malloc((size_t)c->n * sizeof(int));
-	int64_t low = 0, high = 2 * (int64_t)c->n + 2;
-	int rc = -ENOMEM;
+	size_t n_pairs = (size_t)d->tors * c->m;
+	int *pos = malloc((size_t)c->n * sizeof(int)), *used = calloc(n_pairs, sizeof(int));
+	int *trial = malloc((size_t)need * c->m * sizeof(int));
+	int64_t scale = (int64_t)c->n + 1, gain = PAIR_COST * c->m;
+	/* A gain above every price a ring can move makes the cut maximise rings. */
+	int64_t top = (int64_t)c->n * (PAIR_COST + AGG_COST) + 1;
+	double best_share = 2.0;
+	int rc = -ENOMEM, found = 0;
 
 	a.pos = pos;
+	a.agg = malloc((size_t)c->n * sizeof(int));
+	a.cost = malloc((size_t)c->n * c->m * sizeof(int64_t));
 	a.value = malloc((size_t)c->n * c->m * sizeof(int64_t));
 	a.pred = malloc((size_t)c->n * c->m * sizeof(int));
 	a.end_value = malloc((size_t)c->n * sizeof(int64_t));
 	a.end_at = malloc((size_t)c->n * sizeof(int));
-	if (!pos || !a.value || !a.pred || !a.end_value || !a.end_at)
+	if (!pos || !used || !trial || !a.agg || !a.cost || !a.value || !a.pred || !a.end_value ||
+	    !a.end_at)
 		goto done;
 	for (int p = 0; p < c->n; p++)
-		if (c->free[p])
+		if (c->free[p]) {
+			a.agg[a.f] = p % d->tors / d->tors_per_agg;
 			pos[a.f++] = p;
+		}
+	a.agg_cost = AGG_COST * scale;
+	for (size_t q = 0; q < n_pairs; q++)
+		used[q] = (int)(q / c->m) % c->m == (int)(q % c->m) ? d->nodes_per_tor : 0;
 	rc = 0;
-	/* A gain above every cost a ring can move makes the cut maximise rings. */
-	if (aligned_pass(c, &a, high, false) < need)
-		goto done;
-	while (low < high) {
-		int64_t mid = low + (high - low) / 2;
+	for (int round = 0; round < ALIGNED_ROUNDS; round++) {
+		int64_t low, high;
+		double share;
 
-		if (aligned_pass(c, &a, mid, false) >= need)
-			high = mid;
-		else
-			low = mid + 1;
+		for (int j = 0; j < a.f; j++)
+			for (int s = 0; s < c->m; s++) {
+				int u = used[(size_t)(pos[j] % d->tors) * c->m + s];
+
+				/* A pair two nodes use is shared; one node's pair is half paid. */
+				a.cost[(size_t)j * c->m + s] = (u >= 2	 ? 0
+								: u == 1 ? PAIR_COST / 4
+									 : PAIR_COST) *
+							       scale;
+			}
+		/* Once: the most rings the open line holds, whatever the prices. */
+		if (round == 0 && aligned_pass(c, &a, top, false) < need)
+			break;
+		/*
+		 * Gallop up from the last round's gain, then halve the bracket to
+		 * within an eighth: a gain a little high only adds rings, and
+		 * order_by_tors() drops the extra ones from the smallest groups.
+		 */
+		low = 0;
+		high = top;
+		while (gain < high && aligned_pass(c, &a, gain, false) < need) {
+			low = gain + 1;
+			gain *= 2;
+		}
+		if (gain < high)
+			high = gain;
+		while (high - low > high / 8) {
+			int64_t mid = low + (high - low) / 2;
+
+			if (aligned_pass(c, &a, mid, false) >= need)
+				high = mid;
+			else
+				low = mid + 1;
+		}
+		gain = high > 1 ? high : 1;
+		aligned_pass(c, &a, high, true);
+		memset(used, 0, n_pairs * sizeof(int));
+		for (int r = 0; r < c->n_rings; r++)
+			for (int i = 0; i < c->m; i++)
+				used[(size_t)ocs_ring_node_tor(d, c->rings[(size_t)r * c->m + i]) *
+					     c->m +
+				     i]++;
+		rc = order_by_tors(c, (int)need, trial);
+		if (rc)
+			break;
+		share = hbd_cross_tor_share(d, trial, (int)need, c->m);
+		if (share < best_share) {
+			best_share = share;
+			memcpy(out, trial, (size_t)need * c->m * sizeof(int));
+			found = 1;
+		}
 	}
-	rc = aligned_pass(c, &a, high, true);
+	if (rc == 0)
+		rc = found;
 done:
 	free(pos);
+	free(used);
+	free(trial);
+	free(a.agg);
+	free(a.cost);
 	free(a.value);
 	free(a.pred);
 	free(a.end_value);
@@ -785,13 +853,10 @@ static int fat_tree_best(struct cut *c, int64_t need, int64_t spare, struct hbd_
 	if (rc)
 		goto done;
 	memcpy(c->free, base, (size_t)c->n);
-	rc = aligned_cut(c, need);
-	if (rc > 0)
-		rc = order_by_tors(c, (int)need, other);
-	else if (rc == 0)
+	rc = aligned_cut(c, need, other);
+	if (rc <= 0)
 		goto done;
-	if (rc)
-		goto done;
+	rc = 0;
 	if (hbd_cross_tor_share(c->d, other, (int)need, c->m) <
 	    hbd_cross_tor_share(c->d, out->nodes, (int)need, c->m))
 		memcpy(out->nodes, other, (size_t)need * c->m * sizeof(int));
