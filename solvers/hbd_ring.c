@@ -323,8 +323,7 @@ static int fat_tree_place(struct cut *c, const struct fat_tree *ft, int nc)
 }
 
 struct ring_key {
-	const struct ocs_ring_domain *d;
-	const int *rings;
+	const int *tors; /* ring r's ToR sequence at tors[r * m] */
 	int m;
 };
 
@@ -339,14 +338,11 @@ struct ring_ref {
 static int ring_tor_cmp(const struct ring_ref *x, const struct ring_ref *y)
 {
 	const struct ring_key *k = x->key;
-	const int *rx = k->rings + (size_t)x->ring * k->m, *ry = k->rings + (size_t)y->ring * k->m;
+	const int *tx = k->tors + (size_t)x->ring * k->m, *ty = k->tors + (size_t)y->ring * k->m;
 
-	for (int i = 0; i < k->m; i++) {
-		int tx = ocs_ring_node_tor(k->d, rx[i]), ty = ocs_ring_node_tor(k->d, ry[i]);
-
-		if (tx != ty)
-			return tx < ty ? -1 : 1;
-	}
+	for (int i = 0; i < k->m; i++)
+		if (tx[i] != ty[i])
+			return tx[i] < ty[i] ? -1 : 1;
 	return 0;
 }
 
@@ -403,7 +399,7 @@ static int chain_groups(const struct cut *c, const struct ring_ref *ref, int nee
 			continue;
 		first[n_groups] = k;
 		for (int i = 0; i < m; i++) {
-			int t = ocs_ring_node_tor(c->d, c->rings[(size_t)ref[k].ring * m + i]);
+			int t = ref[k].key->tors[(size_t)ref[k].ring * m + i];
 
 			seq[(size_t)n_groups * m + i] = t;
 			bucket_start[(size_t)i * tors + t + 1]++;
@@ -468,12 +464,18 @@ done:
  */
 static int order_by_tors(const struct cut *c, int need, int *out)
 {
-	struct ring_key key = {c->d, c->rings, c->m};
+	int *tors = malloc((size_t)c->n_rings * c->m * sizeof(int));
+	struct ring_key key = {tors, c->m};
 	struct ring_ref *ref = malloc((size_t)c->n_rings * sizeof(*ref));
 	int rc;
 
-	if (!ref)
+	if (!tors || !ref) {
+		free(tors);
+		free(ref);
 		return -ENOMEM;
+	}
+	for (size_t i = 0; i < (size_t)c->n_rings * c->m; i++)
+		tors[i] = ocs_ring_node_tor(c->d, c->rings[i]);
 	for (int r = 0; r < c->n_rings; r++)
 		ref[r] = (struct ring_ref){&key, r, 0, 0};
 	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_tors);
@@ -489,6 +491,7 @@ static int order_by_tors(const struct cut *c, int need, int *out)
 	qsort(ref, (size_t)need, sizeof(*ref), ref_by_tors);
 	rc = chain_groups(c, ref, need, out);
 	free(ref);
+	free(tors);
 	return rc;
 }
 
@@ -508,6 +511,10 @@ static int order_by_tors(const struct cut *c, int need, int *out)
 #define AGG_COST       1
 #define ALIGNED_ROUNDS 3
 
+/* No partial ring reaches this entry; far enough from INT64_MIN that subtracting prices cannot
+ * wrap. */
+#define NO_VALUE (INT64_MIN / 4)
+
 /* Working memory of the aligned cut: one entry per (free position, rank). */
 struct aligned_cut {
 	int f, m;
@@ -515,7 +522,7 @@ struct aligned_cut {
 	int *agg;	  /* by free index: the aggregation domain of its ToR */
 	int64_t *cost;	  /* by free index * m + rank: the node's price there, scaled */
 	int64_t agg_cost; /* a hop between aggregation domains, scaled */
-	int64_t *value;	  /* best value with free position j taken at rank s; INT64_MIN: none */
+	int64_t *value;	  /* best value with free position j taken at rank s; NO_VALUE: none */
 	int *pred; /* rank s > 0: the free index of rank s - 1; rank 0: the end of the ring before,
 		      or -1 */
 	int64_t *end_value; /* best value of a plan whose last ring ends at or before j */
@@ -540,27 +547,28 @@ static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain,
 		a->value[(size_t)j * m] = before - a->cost[(size_t)j * m];
 		a->pred[(size_t)j * m] = j > 0 ? a->end_at[j - 1] : -1;
 		for (int s = 1; s < m; s++) {
-			int64_t best = INT64_MIN;
-			int from = -1;
+			a->value[(size_t)j * m + s] = NO_VALUE;
+			a->pred[(size_t)j * m + s] = -1;
+		}
+		/* Rank s of j follows rank s - 1 of one of the (at most K) free positions before
+		 * it. */
+		for (int i = j - 1; i >= 0 && a->pos[j] - a->pos[i] <= k; i--) {
+			int64_t hop = a->agg[i] != a->agg[j] ? a->agg_cost : 0;
+			const int64_t *from = a->value + (size_t)i * m;
+			int64_t *to = a->value + (size_t)j * m;
 
-			for (int i = j - 1; i >= 0 && a->pos[j] - a->pos[i] <= k; i--) {
-				int64_t v = a->value[(size_t)i * m + s - 1];
+			for (int s = 1; s < m; s++) {
+				int64_t v = from[s - 1] - a->cost[(size_t)j * m + s] - hop;
 
-				if (v == INT64_MIN)
-					continue;
-				v -= a->cost[(size_t)j * m + s] +
-				     (a->agg[i] != a->agg[j] ? a->agg_cost : 0);
-				if (v > best) {
-					best = v;
-					from = i;
+				if (v > to[s]) {
+					to[s] = v;
+					a->pred[(size_t)j * m + s] = i;
 				}
 			}
-			a->value[(size_t)j * m + s] = best;
-			a->pred[(size_t)j * m + s] = from;
 		}
 		a->end_value[j] = before;
 		a->end_at[j] = j > 0 ? a->end_at[j - 1] : -1;
-		if (a->value[(size_t)j * m + m - 1] != INT64_MIN) {
+		if (a->value[(size_t)j * m + m - 1] > NO_VALUE / 2) {
 			int64_t v = a->value[(size_t)j * m + m - 1] + ring_value;
 
 			if (v > before) {
@@ -610,12 +618,11 @@ static int aligned_cut(struct cut *c, int64_t need, int *out)
 	struct aligned_cut a = {.m = c->m};
 	size_t n_pairs = (size_t)d->tors * c->m;
 	int *pos = malloc((size_t)c->n * sizeof(int)), *used = calloc(n_pairs, sizeof(int));
-	int *trial = malloc((size_t)need * c->m * sizeof(int));
+	int *kept = malloc((size_t)c->n * sizeof(int));
 	int64_t scale = (int64_t)c->n + 1, gain = PAIR_COST * c->m;
 	/* A gain above every price a ring can move makes the cut maximise rings. */
 	int64_t top = (int64_t)c->n * (PAIR_COST + AGG_COST) + 1;
-	double best_share = 2.0;
-	int rc = -ENOMEM, found = 0;
+	int rc = -ENOMEM, found = 0, n_used, best_used = 0, best_rings = 0;
 
 	a.pos = pos;
 	a.agg = malloc((size_t)c->n * sizeof(int));
@@ -624,7 +631,7 @@ static int aligned_cut(struct cut *c, int64_t need, int *out)
 	a.pred = malloc((size_t)c->n * c->m * sizeof(int));
 	a.end_value = malloc((size_t)c->n * sizeof(int64_t));
 	a.end_at = malloc((size_t)c->n * sizeof(int));
-	if (!pos || !used || !trial || !a.agg || !a.cost || !a.value || !a.pred || !a.end_value ||
+	if (!pos || !used || !kept || !a.agg || !a.cost || !a.value || !a.pred || !a.end_value ||
 	    !a.end_at)
 		goto done;
 	for (int p = 0; p < c->n; p++)
@@ -638,7 +645,6 @@ static int aligned_cut(struct cut *c, int64_t need, int *out)
 	rc = 0;
 	for (int round = 0; round < ALIGNED_ROUNDS; round++) {
 		int64_t low, high;
-		double share;
 
 		for (int j = 0; j < a.f; j++)
 			for (int s = 0; s < c->m; s++) {
@@ -677,27 +683,31 @@ static int aligned_cut(struct cut *c, int64_t need, int *out)
 		gain = high > 1 ? high : 1;
 		aligned_pass(c, &a, high, true);
 		memset(used, 0, n_pairs * sizeof(int));
-		for (int r = 0; r < c->n_rings; r++)
-			for (int i = 0; i < c->m; i++)
-				used[(size_t)ocs_ring_node_tor(d, c->rings[(size_t)r * c->m + i]) *
-					     c->m +
-				     i]++;
-		rc = order_by_tors(c, (int)need, trial);
-		if (rc)
-			break;
-		share = hbd_cross_tor_share(d, trial, (int)need, c->m);
-		if (share < best_share) {
-			best_share = share;
-			memcpy(out, trial, (size_t)need * c->m * sizeof(int));
+		n_used = 0;
+		for (size_t q = 0; q < (size_t)c->n_rings * c->m; q++) {
+			size_t pair = (size_t)ocs_ring_node_tor(d, c->rings[q]) * c->m + q % c->m;
+
+			n_used += used[pair]++ == 0;
+		}
+		/* The round that uses the fewest (ToR, rank) pairs is the one ordered. */
+		if (!found || n_used < best_used) {
+			best_used = n_used;
+			best_rings = c->n_rings;
+			memcpy(kept, c->rings, (size_t)c->n_rings * c->m * sizeof(int));
 			found = 1;
 		}
+	}
+	if (found) {
+		memcpy(c->rings, kept, (size_t)best_rings * c->m * sizeof(int));
+		c->n_rings = best_rings;
+		rc = order_by_tors(c, (int)need, out);
 	}
 	if (rc == 0)
 		rc = found;
 done:
 	free(pos);
 	free(used);
-	free(trial);
+	free(kept);
 	free(a.agg);
 	free(a.cost);
 	free(a.value);
