@@ -518,24 +518,32 @@ static int order_by_tors(const struct cut *c, int need, int *out)
 /* Working memory of the aligned cut: one entry per (free position, rank). */
 struct aligned_cut {
 	int f, m;
-	const int *pos;	  /* the free positions, increasing */
-	int *agg;	  /* by free index: the aggregation domain of its ToR */
-	int64_t *cost;	  /* by free index * m + rank: the node's price there, scaled */
-	int64_t agg_cost; /* a hop between aggregation domains, scaled */
-	int64_t *value;	  /* best value with free position j taken at rank s; NO_VALUE: none */
-	int *pred; /* rank s > 0: the free index of rank s - 1; rank 0: the end of the ring before,
-		      or -1 */
+	const int *pos;	    /* the free positions, increasing */
+	int *tor, *agg;	    /* by free index: its ToR and that ToR's aggregation domain */
+	int64_t *cost;	    /* by ToR * m + rank: the price of a node there, scaled */
+	int64_t agg_cost;   /* a hop between aggregation domains, scaled */
+	int64_t *value;	    /* by free index * m + rank: the best value with the node there */
+	int *pred;	    /* rank > 0: free index of the rank before; rank 0: ring before, -1 */
 	int64_t *end_value; /* best value of a plan whose last ring ends at or before j */
 	int *end_at;	    /* where that ring ends, -1 for the empty plan */
 };
+
+/* The end (free index) of the ring before the one ending at free index j, or -1. */
+static int ring_before(const struct aligned_cut *a, int j)
+{
+	for (int s = a->m - 1; s > 0; s--)
+		j = a->pred[(size_t)j * a->m + s];
+	return a->pred[(size_t)j * a->m];
+}
 
 /*
  * One pass of the Lagrangian: the cut of the open line (position 0 to n-1)
  * into rings of m free nodes, gaps 1..K, leaving any free node out, that
  * maximises ring_gain * rings - (alignment costs), ties to more rings.
- * Returns the rings of that cut (written to c->rings only when write).
+ * Returns how many rings that cut has; writes them to c->rings (in line
+ * order) when they are at least need.
  */
-static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain, bool write)
+static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain, int64_t need)
 {
 	int m = a->m, k = c->d->k_hops, f = a->f, at, rings = 0;
 	/* value = (gain * rings - cost) * scale + rings: ties go to more rings. */
@@ -544,7 +552,9 @@ static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain,
 	for (int j = 0; j < f; j++) {
 		int64_t before = j > 0 ? a->end_value[j - 1] : 0;
 
-		a->value[(size_t)j * m] = before - a->cost[(size_t)j * m];
+		const int64_t *price = a->cost + (size_t)a->tor[j] * m;
+
+		a->value[(size_t)j * m] = before - price[0];
 		a->pred[(size_t)j * m] = j > 0 ? a->end_at[j - 1] : -1;
 		for (int s = 1; s < m; s++) {
 			a->value[(size_t)j * m + s] = NO_VALUE;
@@ -558,7 +568,7 @@ static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain,
 			int64_t *to = a->value + (size_t)j * m;
 
 			for (int s = 1; s < m; s++) {
-				int64_t v = from[s - 1] - a->cost[(size_t)j * m + s] - hop;
+				int64_t v = from[s - 1] - price[s] - hop;
 
 				if (v > to[s]) {
 					to[s] = v;
@@ -577,25 +587,20 @@ static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain,
 			}
 		}
 	}
-	for (at = f > 0 ? a->end_at[f - 1] : -1; at >= 0; rings++) {
-		int j = at;
+	for (at = f > 0 ? a->end_at[f - 1] : -1; at >= 0; rings++)
+		at = ring_before(a, at);
+	if (rings >= need) {
+		/* The trace runs from the end of the line: fill c->rings from the back. */
+		at = f > 0 ? a->end_at[f - 1] : -1;
+		for (int r = rings - 1; r >= 0; r--) {
+			int j = at;
 
-		for (int s = m - 1; s >= 0; s--) {
-			if (write)
-				c->rings[(size_t)rings * m + s] = ocs_ring_node_at(c->d, a->pos[j]);
-			at = a->pred[(size_t)j * m + s];
-			j = at;
-		}
-	}
-	if (write) {
-		/* The trace runs from the end of the line: put the rings back in line order. */
-		for (int x = 0, y = rings - 1; x < y; x++, y--)
-			for (int s = 0; s < m; s++) {
-				int t = c->rings[(size_t)x * m + s];
-
-				c->rings[(size_t)x * m + s] = c->rings[(size_t)y * m + s];
-				c->rings[(size_t)y * m + s] = t;
+			for (int s = m - 1; s >= 0; s--) {
+				c->rings[(size_t)r * m + s] = ocs_ring_node_at(c->d, a->pos[j]);
+				j = a->pred[(size_t)j * m + s];
 			}
+			at = j;
+		}
 		c->n_rings = rings;
 	}
 	return rings;
@@ -619,24 +624,26 @@ static int aligned_cut(struct cut *c, int64_t need, int *out)
 	size_t n_pairs = (size_t)d->tors * c->m;
 	int *pos = malloc((size_t)c->n * sizeof(int)), *used = calloc(n_pairs, sizeof(int));
 	int *kept = malloc((size_t)c->n * sizeof(int));
-	int64_t scale = (int64_t)c->n + 1, gain = PAIR_COST * c->m;
+	int64_t scale = (int64_t)c->n + 1, gain = 4 * PAIR_COST * c->m;
 	/* A gain above every price a ring can move makes the cut maximise rings. */
 	int64_t top = (int64_t)c->n * (PAIR_COST + AGG_COST) + 1;
 	int rc = -ENOMEM, found = 0, n_used, best_used = 0, best_rings = 0;
 
 	a.pos = pos;
+	a.tor = malloc((size_t)c->n * sizeof(int));
 	a.agg = malloc((size_t)c->n * sizeof(int));
-	a.cost = malloc((size_t)c->n * c->m * sizeof(int64_t));
+	a.cost = malloc(n_pairs * sizeof(int64_t));
 	a.value = malloc((size_t)c->n * c->m * sizeof(int64_t));
 	a.pred = malloc((size_t)c->n * c->m * sizeof(int));
 	a.end_value = malloc((size_t)c->n * sizeof(int64_t));
 	a.end_at = malloc((size_t)c->n * sizeof(int));
-	if (!pos || !used || !kept || !a.agg || !a.cost || !a.value || !a.pred || !a.end_value ||
-	    !a.end_at)
+	if (!pos || !used || !kept || !a.tor || !a.agg || !a.cost || !a.value || !a.pred ||
+	    !a.end_value || !a.end_at)
 		goto done;
 	for (int p = 0; p < c->n; p++)
 		if (c->free[p]) {
-			a.agg[a.f] = p % d->tors / d->tors_per_agg;
+			a.tor[a.f] = p % d->tors;
+			a.agg[a.f] = a.tor[a.f] / d->tors_per_agg;
 			pos[a.f++] = p;
 		}
 	a.agg_cost = AGG_COST * scale;
@@ -646,42 +653,38 @@ static int aligned_cut(struct cut *c, int64_t need, int *out)
 	for (int round = 0; round < ALIGNED_ROUNDS; round++) {
 		int64_t low, high;
 
-		for (int j = 0; j < a.f; j++)
-			for (int s = 0; s < c->m; s++) {
-				int u = used[(size_t)(pos[j] % d->tors) * c->m + s];
-
-				/* A pair two nodes use is shared; one node's pair is half paid. */
-				a.cost[(size_t)j * c->m + s] = (u >= 2	 ? 0
-								: u == 1 ? PAIR_COST / 4
-									 : PAIR_COST) *
-							       scale;
-			}
-		/* Once: the most rings the open line holds, whatever the prices. */
-		if (round == 0 && aligned_pass(c, &a, top, false) < need)
-			break;
+		for (size_t q = 0; q < n_pairs; q++) {
+			/* A pair two nodes use is shared; one node's pair is half paid. */
+			a.cost[q] = (used[q] >= 2   ? 0
+				     : used[q] == 1 ? PAIR_COST / 4
+						    : PAIR_COST) *
+				    scale;
+		}
 		/*
 		 * Gallop up from the last round's gain, then halve the bracket to
-		 * within an eighth: a gain a little high only adds rings, and
+		 * within a quarter: a gain a little high only adds rings, and
 		 * order_by_tors() drops the extra ones from the smallest groups.
 		 */
 		low = 0;
 		high = top;
-		while (gain < high && aligned_pass(c, &a, gain, false) < need) {
+		while (gain < high && aligned_pass(c, &a, gain, need) < need) {
 			low = gain + 1;
 			gain *= 2;
 		}
 		if (gain < high)
 			high = gain;
-		while (high - low > high / 8) {
+		else if (aligned_pass(c, &a, top, need) < need)
+			break; /* even the most rings the open line holds are too few */
+		while (high - low > high / 4) {
 			int64_t mid = low + (high - low) / 2;
 
-			if (aligned_pass(c, &a, mid, false) >= need)
+			if (aligned_pass(c, &a, mid, need) >= need)
 				high = mid;
 			else
 				low = mid + 1;
 		}
+		/* The last pass that placed the job was the one at high: c->rings holds it. */
 		gain = high > 1 ? high : 1;
-		aligned_pass(c, &a, high, true);
 		memset(used, 0, n_pairs * sizeof(int));
 		n_used = 0;
 		for (size_t q = 0; q < (size_t)c->n_rings * c->m; q++) {
@@ -708,6 +711,7 @@ done:
 	free(pos);
 	free(used);
 	free(kept);
+	free(a.tor);
 	free(a.agg);
 	free(a.cost);
 	free(a.value);
