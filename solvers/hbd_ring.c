@@ -848,9 +848,58 @@ static int fat_tree(struct cut *c, int64_t need, int64_t spare, struct hbd_plan 
 }
 
 /*
+ * The constraints of Algs. 4-5 that rings (n_rings of m nodes) honour, for
+ * a placement the binary search did not make: segment s is isolated when no
+ * ring has nodes both in it and outside it; aggregation domain a is aligned
+ * when every ring with a node in it sits in one segment on a ToR window
+ * (rank i under a ToR that is i modulo m). 0 or -ENOMEM.
+ */
+static int constraints_honoured(const struct ocs_ring_domain *d, const int *rings, int n_rings,
+				int m, int *kept)
+{
+	int A = d->tors_per_agg, n_agg = ocs_ring_agg_domains(d), n_seg = n_agg * d->nodes_per_tor;
+	uint8_t *crossed = calloc((size_t)n_seg, 1), *misaligned = calloc((size_t)n_agg, 1);
+
+	if (!crossed || !misaligned) {
+		free(crossed);
+		free(misaligned);
+		return -ENOMEM;
+	}
+	for (int r = 0; r < n_rings; r++) {
+		const int *ring = rings + (size_t)r * m;
+		int first = ocs_ring_position(d, ring[0]) / A;
+		bool aligned = true, one_segment = true;
+
+		for (int i = 0; i < m; i++) {
+			int pos = ocs_ring_position(d, ring[i]);
+
+			one_segment &= pos / A == first;
+			aligned &= pos % d->tors % m == i;
+		}
+		for (int i = 0; i < m; i++) {
+			int pos = ocs_ring_position(d, ring[i]);
+
+			if (!one_segment)
+				crossed[pos / A] = 1;
+			if (!one_segment || !aligned)
+				misaligned[pos % d->tors / A] = 1;
+		}
+	}
+	*kept = 0;
+	for (int s = 0; s < n_seg; s++)
+		*kept += !crossed[s];
+	for (int a = 0; a < n_agg; a++)
+		*kept += !misaligned[a];
+	free(crossed);
+	free(misaligned);
+	return 0;
+}
+
+/*
  * Both fat-tree placements, Algs. 4-5 with the window search and the
  * rank-aligned cut, each ordered by order_by_tors(); the job gets the one
- * with the lower cross-ToR share (Algs. 4-5 on a tie).
+ * with the lower cross-ToR share (Algs. 4-5 on a tie), and constraints_kept
+ * says what the rings it gets honour.
  */
 static int fat_tree_best(struct cut *c, int64_t need, int64_t spare, struct hbd_plan *out)
 {
@@ -872,8 +921,10 @@ static int fat_tree_best(struct cut *c, int64_t need, int64_t spare, struct hbd_
 		goto done;
 	rc = 0;
 	if (hbd_cross_tor_share(c->d, other, (int)need, c->m) <
-	    hbd_cross_tor_share(c->d, out->nodes, (int)need, c->m))
+	    hbd_cross_tor_share(c->d, out->nodes, (int)need, c->m)) {
 		memcpy(out->nodes, other, (size_t)need * c->m * sizeof(int));
+		rc = constraints_honoured(c->d, other, (int)need, c->m, &out->constraints_kept);
+	}
 done:
 	free(base);
 	free(other);
