@@ -515,80 +515,80 @@ static int order_by_tors(const struct cut *c, int need, int *out)
  * wrap. */
 #define NO_VALUE (INT64_MIN / 4)
 
-/* Working memory of the aligned cut: one entry per (free position, rank). */
+/*
+ * Working memory of the aligned cut. A node only follows one of the K free
+ * positions before it, so the values live in a rolling window of K + 1 free
+ * positions; what the trace needs is kept per free position, compactly.
+ */
 struct aligned_cut {
-	int f, m;
-	const int *pos;	    /* the free positions, increasing */
-	int *tor, *agg;	    /* by free index: its ToR and that ToR's aggregation domain */
-	int64_t *cost;	    /* by ToR * m + rank: the price of a node there, scaled */
-	int64_t agg_cost;   /* a hop between aggregation domains, scaled */
-	int64_t *value;	    /* by free index * m + rank: the best value with the node there */
-	int *pred;	    /* rank > 0: free index of the rank before; rank 0: ring before, -1 */
-	int64_t *end_value; /* best value of a plan whose last ring ends at or before j */
-	int *end_at;	    /* where that ring ends, -1 for the empty plan */
+	int f, m, k;
+	int window;	  /* rows of value: a power of two above K */
+	const int *pos;	  /* the free positions, increasing */
+	int *tor, *agg;	  /* by free index: its ToR and that ToR's aggregation domain */
+	int64_t *cost;	  /* by ToR * m + rank: the price of a node there, scaled */
+	int64_t agg_cost; /* a hop between aggregation domains, scaled */
+	int64_t *value; /* by (free index mod window) * m + rank: best value with the node there */
+	uint8_t *back;	/* by free index * m + rank > 0: how many free positions back rank - 1 is */
+	int *end_at;	/* by free index: the end of the last ring of the best plan so far, or -1 */
 };
 
-/* The end (free index) of the ring before the one ending at free index j, or -1. */
-static int ring_before(const struct aligned_cut *a, int j)
+/* The free index of rank 0 of the ring whose rank m - 1 is at free index j. */
+static int ring_start(const struct aligned_cut *a, int j)
 {
 	for (int s = a->m - 1; s > 0; s--)
-		j = a->pred[(size_t)j * a->m + s];
-	return a->pred[(size_t)j * a->m];
+		j -= a->back[(size_t)j * a->m + s];
+	return j;
 }
 
 /*
  * One pass of the Lagrangian: the cut of the open line (position 0 to n-1)
  * into rings of m free nodes, gaps 1..K, leaving any free node out, that
- * maximises ring_gain * rings - (alignment costs), ties to more rings.
- * Returns how many rings that cut has; writes them to c->rings (in line
- * order) when they are at least need.
+ * maximises ring_gain * rings - (prices), ties to more rings. Returns how
+ * many rings that cut has; writes them to c->rings (in line order) when
+ * they are at least need.
  */
 static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain, int64_t need)
 {
-	int m = a->m, k = c->d->k_hops, f = a->f, at, rings = 0;
-	/* value = (gain * rings - cost) * scale + rings: ties go to more rings. */
-	int64_t scale = (int64_t)c->n + 1, ring_value = ring_gain * scale + 1;
+	int m = a->m, k = a->k, f = a->f, at, rings = 0;
+	/* value = (gain * rings - price) * scale + rings: ties go to more rings. */
+	int64_t scale = (int64_t)c->n + 1, ring_value = ring_gain * scale + 1, best_end = 0;
 
 	for (int j = 0; j < f; j++) {
-		int64_t before = j > 0 ? a->end_value[j - 1] : 0;
-
 		const int64_t *price = a->cost + (size_t)a->tor[j] * m;
+		int64_t *to = a->value + (size_t)(j & (a->window - 1)) * m;
+		uint8_t *back = a->back + (size_t)j * m;
 
-		a->value[(size_t)j * m] = before - price[0];
-		a->pred[(size_t)j * m] = j > 0 ? a->end_at[j - 1] : -1;
+		to[0] = best_end - price[0];
 		for (int s = 1; s < m; s++) {
-			a->value[(size_t)j * m + s] = NO_VALUE;
-			a->pred[(size_t)j * m + s] = -1;
+			to[s] = NO_VALUE;
+			back[s] = 0;
 		}
 		/* Rank s of j follows rank s - 1 of one of the (at most K) free positions before
 		 * it. */
 		for (int i = j - 1; i >= 0 && a->pos[j] - a->pos[i] <= k; i--) {
 			int64_t hop = a->agg[i] != a->agg[j] ? a->agg_cost : 0;
-			const int64_t *from = a->value + (size_t)i * m;
-			int64_t *to = a->value + (size_t)j * m;
+			const int64_t *from = a->value + (size_t)(i & (a->window - 1)) * m;
 
 			for (int s = 1; s < m; s++) {
 				int64_t v = from[s - 1] - price[s] - hop;
 
 				if (v > to[s]) {
 					to[s] = v;
-					a->pred[(size_t)j * m + s] = i;
+					back[s] = (uint8_t)(j - i);
 				}
 			}
 		}
-		a->end_value[j] = before;
 		a->end_at[j] = j > 0 ? a->end_at[j - 1] : -1;
-		if (a->value[(size_t)j * m + m - 1] > NO_VALUE / 2) {
-			int64_t v = a->value[(size_t)j * m + m - 1] + ring_value;
-
-			if (v > before) {
-				a->end_value[j] = v;
-				a->end_at[j] = j;
-			}
+		if (to[m - 1] > NO_VALUE / 2 && to[m - 1] + ring_value > best_end) {
+			best_end = to[m - 1] + ring_value;
+			a->end_at[j] = j;
 		}
 	}
-	for (at = f > 0 ? a->end_at[f - 1] : -1; at >= 0; rings++)
-		at = ring_before(a, at);
+	for (at = f > 0 ? a->end_at[f - 1] : -1; at >= 0; rings++) {
+		int start = ring_start(a, at);
+
+		at = start > 0 ? a->end_at[start - 1] : -1;
+	}
 	if (rings >= need) {
 		/* The trace runs from the end of the line: fill c->rings from the back. */
 		at = f > 0 ? a->end_at[f - 1] : -1;
@@ -597,9 +597,10 @@ static int aligned_pass(struct cut *c, struct aligned_cut *a, int64_t ring_gain,
 
 			for (int s = m - 1; s >= 0; s--) {
 				c->rings[(size_t)r * m + s] = ocs_ring_node_at(c->d, a->pos[j]);
-				j = a->pred[(size_t)j * m + s];
+				if (s > 0)
+					j -= a->back[(size_t)j * m + s];
 			}
-			at = j;
+			at = j > 0 ? a->end_at[j - 1] : -1;
 		}
 		c->n_rings = rings;
 	}
@@ -620,7 +621,7 @@ static int order_by_tors(const struct cut *c, int need, int *out);
 static int aligned_cut(struct cut *c, int64_t need, int *out)
 {
 	const struct ocs_ring_domain *d = c->d;
-	struct aligned_cut a = {.m = c->m};
+	struct aligned_cut a = {.m = c->m, .k = d->k_hops};
 	size_t n_pairs = (size_t)d->tors * c->m;
 	int *pos = malloc((size_t)c->n * sizeof(int)), *used = calloc(n_pairs, sizeof(int));
 	int *kept = malloc((size_t)c->n * sizeof(int));
@@ -633,12 +634,13 @@ static int aligned_cut(struct cut *c, int64_t need, int *out)
 	a.tor = malloc((size_t)c->n * sizeof(int));
 	a.agg = malloc((size_t)c->n * sizeof(int));
 	a.cost = malloc(n_pairs * sizeof(int64_t));
-	a.value = malloc((size_t)c->n * c->m * sizeof(int64_t));
-	a.pred = malloc((size_t)c->n * c->m * sizeof(int));
-	a.end_value = malloc((size_t)c->n * sizeof(int64_t));
+	for (a.window = 1; a.window <= d->k_hops; a.window *= 2)
+		;
+	a.value = malloc((size_t)a.window * c->m * sizeof(int64_t));
+	a.back = malloc((size_t)c->n * c->m);
 	a.end_at = malloc((size_t)c->n * sizeof(int));
-	if (!pos || !used || !kept || !a.tor || !a.agg || !a.cost || !a.value || !a.pred ||
-	    !a.end_value || !a.end_at)
+	if (!pos || !used || !kept || !a.tor || !a.agg || !a.cost || !a.value || !a.back ||
+	    !a.end_at)
 		goto done;
 	for (int p = 0; p < c->n; p++)
 		if (c->free[p]) {
@@ -715,8 +717,7 @@ done:
 	free(a.agg);
 	free(a.cost);
 	free(a.value);
-	free(a.pred);
-	free(a.end_value);
+	free(a.back);
 	free(a.end_at);
 	return rc;
 }
