@@ -199,18 +199,22 @@ int hbd_ft_order(const struct hbd_cut *c, int need, int *out)
  * The rank-aligned cut prices each node by the (ToR, rank) pair it takes.
  * After the best ordering, consecutive rings change ToR at rank i about
  * (distinct ToRs of rank i) - 1 times, so the share is driven by how many
- * distinct (ToR, rank) pairs the rings use. A pair costs PAIR_COST / (1 +
- * the nodes that used it in the previous round): the aligned pairs (ToR
- * t at rank t mod m, which consecutive rings of one ToR window share in
- * every sub-line) start as used by every sub-line, the others as unused; a
- * hop out of an aggregation domain adds AGG_COST.
+ * distinct (ToR, rank) pairs the rings use (hbd_ft_order() reaches that
+ * count on the benchmark's domains). A node costs nothing on a pair that two
+ * or more nodes used in the previous round, PAIR_COST / 4 on a pair one node
+ * used, PAIR_COST on an unused pair: the aligned pairs (ToR t at rank t mod
+ * m, which consecutive rings of one ToR window share in every sub-line)
+ * start as used by every sub-line, the others as unused. A hop out of an
+ * aggregation domain adds AGG_COST. The round that uses the fewest pairs
+ * wins. Tried and dropped: a price of PAIR_COST / (1 + users) (0.8 points
+ * worse at 90% scale on 64 ToRs x 16), one round (1.5 to 3 points worse),
+ * bisecting to the exact gain (slower, no better than within a quarter).
  */
 #define PAIR_COST      16
 #define AGG_COST       1
 #define ALIGNED_ROUNDS 3
 
-/* No partial ring reaches this entry; far enough from INT64_MIN that subtracting prices cannot
- * wrap. */
+/* No partial ring reaches this entry (far from INT64_MIN: subtracting prices cannot wrap). */
 #define NO_VALUE (INT64_MIN / 4)
 
 /*
@@ -309,8 +313,10 @@ static int aligned_pass(struct hbd_cut *c, struct aligned_cut *a, int64_t ring_g
  * The rank-aligned cut: the smallest ring gain at which the Lagrangian cut
  * of the open line still gives `need` rings, i.e. the job's rings with the
  * cheapest (ToR, rank) pairs (the spare nodes are left out where they bring
- * the cut back onto the ToR windows), repriced over ALIGNED_ROUNDS rounds
- * by the pairs the previous round used. c->free: the free positions. Writes
+ * the cut back onto the ToR windows, a ring skips a fault where its other
+ * ranks stay aligned), repriced over ALIGNED_ROUNDS rounds by the pairs the
+ * previous round used. The line is not closed: a ring never crosses the
+ * seam of a closed domain (Algs. 4-5 place what needs it). c->free: the free positions. Writes
  * the best round's rings, ordered by hbd_ft_order(), to out and returns 1;
  * 0 when the open line holds fewer than need rings; -ENOMEM.
  */

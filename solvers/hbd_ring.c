@@ -29,11 +29,14 @@
  * out (at most m - 1 at a time) so that rings start on a ToR window (ToR a
  * multiple of m) while the job still fits: the job's spare nodes go where
  * they bring a sub-line's rings back in line with the other sub-lines.
- * The job takes the rings of the largest groups of rings with the same ToR
- * sequence first, and returns them sorted by ToR sequence, so that
- * consecutive rings put each rank under the same ToR as often as possible
- * (that is what cross_tor_share measures): within a group every rank
- * matches, and neighbouring groups share most of their ToRs.
+ * That is one placement; the rank-aligned cut of hbd_fattree.c is the
+ * other (it leaves the spare nodes out, and lets a ring skip a fault, where
+ * that keeps each rank under the fewest ToRs), and the job gets whichever
+ * has the lower cross_tor_share. Either way hbd_ft_order() takes the rings
+ * of the largest groups of rings with the same ToR sequence first and
+ * chains the groups along short Hamming steps, so that consecutive rings
+ * put each rank under the same ToR as often as possible (that is what
+ * cross_tor_share measures).
  *
  * greedy (the paper's baseline): the cut of Alg. 2 started at a random
  * offset inside each component, and the rings taken in random order. It

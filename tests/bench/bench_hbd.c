@@ -15,7 +15,9 @@
  *            at that P_s.
  *   share    cross-ToR share (issue 11's definition) against the job scale
  *            50..90% at 5% node faults, 8,192 GPUs, TP-32, for greedy,
- *            fat-tree and dcn-free; median over `draws` fault sets.
+ *            fat-tree and dcn-free; median over `draws` fault sets, next
+ *            to the median floor of share_floor() (no plan of that many
+ *            rings on those free nodes can do better).
  *   time     placement time of a 90%-scale TP-32 job at 5% faults on
  *            8,192 and 131,072 GPUs, each orchestration (median of `runs`).
  *
@@ -23,8 +25,10 @@
  * group of nodes, sub-lines of same-index nodes joined end to end, closed):
  *   8,192 GPUs:   1,024 nodes = 64 ToRs x 16 nodes, 8 ToRs per aggregation
  *                 domain, K = 3, 3 bundles ("paper-like");
- *                 and 16 ToRs x 64 nodes, 4 ToRs per aggregation domain
- *                 (deep ToRs: few ToR windows per ring size);
+ *                 16 ToRs x 64 nodes, 4 ToRs per aggregation domain
+ *                 (deep ToRs: few ToR windows per ring size); and 256 ToRs
+ *                 x 4 nodes, 8 per domain (the paper's Fig. 7 draws 4
+ *                 nodes per ToR; it gives no p for its evaluation);
  *   131,072 GPUs: 16,384 nodes = 1,024 ToRs x 16 nodes, 8 per domain.
  * The waste section uses 128 ToRs x 16 (4 GPUs) or x 8 (8 GPUs) nodes.
  *
