@@ -20,6 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The most (rank, ToR) pairs or (free node, rank) entries the index of the
+ * chain and the aligned cut allocate (a few rings of a huge m): past it the
+ * rings stay in ToR order and the aligned cut is not tried.
+ */
+#define MAX_CELLS ((size_t)1 << 24)
+
 struct ring_key {
 	const int *tors; /* ring r's ToR sequence at tors[r * m] */
 	int m;
@@ -187,7 +194,15 @@ int hbd_ft_order(const struct hbd_cut *c, int need, int *out)
 	}
 	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_group);
 	qsort(ref, (size_t)need, sizeof(*ref), ref_by_tors);
-	rc = chain_groups(c, ref, need, out);
+	if ((size_t)c->m * (size_t)c->d->tors <= MAX_CELLS) {
+		rc = chain_groups(c, ref, need, out);
+	} else {
+		/* Too many (rank, ToR) pairs to index: the rings in ToR order. */
+		for (int k = 0; k < need; k++)
+			memcpy(out + (size_t)k * c->m, c->rings + (size_t)ref[k].ring * c->m,
+			       (size_t)c->m * sizeof(int));
+		rc = 0;
+	}
 	free(ref);
 	free(tors);
 	return rc;
@@ -318,7 +333,8 @@ static int aligned_pass(struct hbd_cut *c, struct aligned_cut *a, int64_t ring_g
  * previous round used. The line is not closed: a ring never crosses the
  * seam of a closed domain (Algs. 4-5 place what needs it). c->free: the free positions. Writes
  * the best round's rings, ordered by hbd_ft_order(), to out and returns 1;
- * 0 when the open line holds fewer than need rings; -ENOMEM.
+ * 0 when the open line holds fewer than need rings or n * m passes
+ * MAX_CELLS; -ENOMEM.
  */
 int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out)
 {
@@ -332,6 +348,10 @@ int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out)
 	int64_t top = (int64_t)c->n * (PAIR_COST + AGG_COST) + 1;
 	int rc = -ENOMEM, found = 0, n_used, best_used = 0, best_rings = 0;
 
+	if ((size_t)c->n * (size_t)c->m > MAX_CELLS) {
+		rc = 0;
+		goto done;
+	}
 	a.pos = pos;
 	a.tor = malloc((size_t)c->n * sizeof(int));
 	a.agg = malloc((size_t)c->n * sizeof(int));

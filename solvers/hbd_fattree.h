@@ -31,15 +31,16 @@ struct hbd_cut {
 /*
  * Chooses `need` of the c->n_rings rings of c, those of the largest groups
  * of rings with the same ToR sequence first, and writes them to out (need *
- * m node ids, caller's) as a chain of groups along short Hamming steps. 0 or
- * -ENOMEM.
+ * m node ids, caller's) as a chain of groups along short Hamming steps (in
+ * plain ToR order when m * tors is above 2^24). 0 or -ENOMEM.
  */
 int hbd_ft_order(const struct hbd_cut *c, int need, int *out);
 
 /*
  * The rank-aligned cut of the free positions c->free (overwrites c->rings):
  * writes need rings, ordered by hbd_ft_order(), to out and returns 1; 0 when
- * the open line holds fewer than need rings; -ENOMEM.
+ * the open line holds fewer than need rings or the domain is too large for
+ * its tables (nodes * m above 2^24); -ENOMEM.
  */
 int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out);
 
