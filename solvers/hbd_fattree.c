@@ -416,13 +416,16 @@ int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out)
 
 			n_used += used[pair]++ == 0;
 		}
-		/* The round that uses the fewest (ToR, rank) pairs is the one ordered. */
-		if (!found || n_used < best_used) {
-			best_used = n_used;
-			best_rings = c->n_rings;
-			memcpy(kept, c->rings, (size_t)c->n_rings * c->m * sizeof(int));
-			found = 1;
-		}
+		/*
+		 * The round that uses the fewest (ToR, rank) pairs is the one
+		 * ordered; a round that uses no fewer than the best ends the search.
+		 */
+		if (found && n_used >= best_used)
+			break;
+		best_used = n_used;
+		best_rings = c->n_rings;
+		memcpy(kept, c->rings, (size_t)c->n_rings * c->m * sizeof(int));
+		found = 1;
 	}
 	if (found) {
 		memcpy(c->rings, kept, (size_t)best_rings * c->m * sizeof(int));
