@@ -29,17 +29,21 @@
  * out (at most m - 1 at a time) so that rings start on a ToR window (ToR a
  * multiple of m) while the job still fits: the job's spare nodes go where
  * they bring a sub-line's rings back in line with the other sub-lines.
- * The job takes the rings of the largest groups of rings with the same ToR
- * sequence first, and returns them sorted by ToR sequence, so that
- * consecutive rings put each rank under the same ToR as often as possible
- * (that is what cross_tor_share measures): within a group every rank
- * matches, and neighbouring groups share most of their ToRs.
+ * That is one placement; the rank-aligned cut of hbd_fattree.c is the
+ * other (it leaves the spare nodes out, and lets a ring skip a fault, where
+ * that keeps each rank under the fewest ToRs), and the job gets whichever
+ * has the lower cross_tor_share. Either way hbd_ft_order() takes the rings
+ * of the largest groups of rings with the same ToR sequence first and
+ * chains the groups along short Hamming steps, so that consecutive rings
+ * put each rank under the same ToR as often as possible (that is what
+ * cross_tor_share measures).
  *
  * greedy (the paper's baseline): the cut of Alg. 2 started at a random
  * offset inside each component, and the rings taken in random order. It
  * places exactly the jobs dcn-free places, with no care for ToRs.
  */
 #include "hbd_ring.h"
+#include "hbd_fattree.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -195,23 +199,7 @@ double hbd_cross_tor_share(const struct ocs_ring_domain *d, const int *nodes, in
 	return (double)cross / ((double)(n_rings - 1) * m);
 }
 
-/* ---- the cut of Alg. 2 -------------------------------------------------- */
-
-/*
- * Working memory of one hbd_plan() call, allocated once: free[pos] says
- * whether position pos may be used, pos_list holds the free positions of
- * the range being cut, rings receives the cut rings (node ids, m apiece).
- */
-struct cut {
-	const struct ocs_ring_domain *d;
-	int n, m;
-	uint8_t *free;
-	int *pos_list;
-	int *rings;
-	int n_rings;
-	uint64_t *prng;	 /* greedy: random offsets inside components; NULL otherwise */
-	int skip_budget; /* fat-tree: free nodes the cut may still leave out to open windows */
-};
+/* ---- the cut of Alg. 2 (struct hbd_cut: hbd_fattree.h) ------------------ */
 
 /*
  * Fat-tree: how many free nodes to leave out before index idx so that the
@@ -219,7 +207,7 @@ struct cut {
  * ring); 0 when no window start is within m - 1 nodes, the budget and the
  * component (end index b).
  */
-static int window_skip(const struct cut *c, int start, int count, int idx, int b)
+static int window_skip(const struct hbd_cut *c, int start, int count, int idx, int b)
 {
 	for (int s = 0; s < c->m && s <= c->skip_budget && b - (idx + s) >= c->m; s++) {
 		int pos = c->pos_list[(start + idx + s) % count];
@@ -231,7 +219,7 @@ static int window_skip(const struct cut *c, int start, int count, int idx, int b
 }
 
 /* Cuts the run of component positions pos_list[(start + a) % c .. b) into rings. */
-static void cut_component(struct cut *c, int start, int count, int a, int b)
+static void cut_component(struct hbd_cut *c, int start, int count, int a, int b)
 {
 	int idx = a;
 
@@ -255,7 +243,7 @@ static void cut_component(struct cut *c, int start, int count, int a, int b)
  * wrap: the range is the whole closed circle, so the last free position may
  * join the first.
  */
-static void cut_range(struct cut *c, int lo, int hi, bool wrap)
+static void cut_range(struct hbd_cut *c, int lo, int hi, bool wrap)
 {
 	int count = 0, start = 0, a = 0, k = c->d->k_hops;
 
@@ -301,7 +289,7 @@ struct fat_tree {
 };
 
 /* Placement-Fat-Tree with nc constraints kept; the rings land in c->rings. */
-static int fat_tree_place(struct cut *c, const struct fat_tree *ft, int nc)
+static int fat_tree_place(struct hbd_cut *c, const struct fat_tree *ft, int nc)
 {
 	const struct ocs_ring_domain *d = c->d;
 	int n_isolated = nc < ft->n_seg ? nc : ft->n_seg;
@@ -320,87 +308,6 @@ static int fat_tree_place(struct cut *c, const struct fat_tree *ft, int nc)
 		cut_range(c, s * A, s * A + A, false);
 	cut_range(c, n_isolated * A, c->n, d->closed && n_isolated == 0);
 	return c->n_rings;
-}
-
-struct ring_key {
-	const struct ocs_ring_domain *d;
-	const int *rings;
-	int m;
-};
-
-/* qsort has no context argument: the comparator reads it from the index array's header. */
-struct ring_ref {
-	const struct ring_key *key;
-	int ring;
-	int group_size;
-	int group_first;
-};
-
-static int ring_tor_cmp(const struct ring_ref *x, const struct ring_ref *y)
-{
-	const struct ring_key *k = x->key;
-	const int *rx = k->rings + (size_t)x->ring * k->m, *ry = k->rings + (size_t)y->ring * k->m;
-
-	for (int i = 0; i < k->m; i++) {
-		int tx = ocs_ring_node_tor(k->d, rx[i]), ty = ocs_ring_node_tor(k->d, ry[i]);
-
-		if (tx != ty)
-			return tx < ty ? -1 : 1;
-	}
-	return 0;
-}
-
-static int ref_by_tors(const void *a, const void *b)
-{
-	const struct ring_ref *x = a, *y = b;
-	int c = ring_tor_cmp(x, y);
-
-	if (c)
-		return c;
-	return (x->ring > y->ring) - (x->ring < y->ring);
-}
-
-static int ref_by_group(const void *a, const void *b)
-{
-	const struct ring_ref *x = a, *y = b;
-
-	if (x->group_size != y->group_size)
-		return x->group_size > y->group_size ? -1 : 1;
-	if (x->group_first != y->group_first)
-		return x->group_first < y->group_first ? -1 : 1;
-	return (x->ring > y->ring) - (x->ring < y->ring);
-}
-
-/*
- * Chooses `need` rings of c, those of the largest groups of rings with the
- * same ToR sequence first, and writes them to out sorted by ToR sequence.
- */
-static int order_by_tors(const struct cut *c, int need, int *out)
-{
-	struct ring_key key = {c->d, c->rings, c->m};
-	struct ring_ref *ref = malloc((size_t)c->n_rings * sizeof(*ref));
-
-	if (!ref)
-		return -ENOMEM;
-	for (int r = 0; r < c->n_rings; r++)
-		ref[r] = (struct ring_ref){&key, r, 0, 0};
-	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_tors);
-	for (int a = 0, b; a < c->n_rings; a = b) {
-		for (b = a + 1; b < c->n_rings && ring_tor_cmp(&ref[a], &ref[b]) == 0; b++)
-			;
-		for (int i = a; i < b; i++) {
-			ref[i].group_size = b - a;
-			ref[i].group_first = a;
-		}
-	}
-	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_group);
-	/* The chosen rings in ToR order: neighbouring groups share most of their ToRs. */
-	qsort(ref, (size_t)need, sizeof(*ref), ref_by_tors);
-	for (int k = 0; k < need; k++)
-		memcpy(out + (size_t)k * c->m, c->rings + (size_t)ref[k].ring * c->m,
-		       (size_t)c->m * sizeof(int));
-	free(ref);
-	return 0;
 }
 
 /* ---- hbd_plan ------------------------------------------------------------ */
@@ -470,7 +377,7 @@ static int check_request(const struct ocs_ring_domain *d, const uint8_t *use,
  * Algs. 4-5 and the window search; spare: free nodes beyond the job's, the
  * most any placement of it can leave out. Leaves the rings in c->rings.
  */
-static int fat_tree(struct cut *c, int64_t need, int64_t spare, struct hbd_plan *out)
+static int fat_tree(struct hbd_cut *c, int64_t need, int64_t spare, struct hbd_plan *out)
 {
 	const struct ocs_ring_domain *d = c->d;
 	struct fat_tree ft = {.tors_per_agg = d->tors_per_agg};
@@ -529,10 +436,47 @@ static int fat_tree(struct cut *c, int64_t need, int64_t spare, struct hbd_plan 
 	return 0;
 }
 
+/*
+ * Both fat-tree placements, Algs. 4-5 with the window search and the
+ * rank-aligned cut, each ordered by hbd_ft_order(); the job gets the one
+ * with the lower cross-ToR share (Algs. 4-5 on a tie), and constraints_kept
+ * says what the rings it gets honour.
+ */
+static int fat_tree_best(struct hbd_cut *c, int64_t need, int64_t spare, struct hbd_plan *out)
+{
+	uint8_t *base = malloc((size_t)c->n);
+	int *other = malloc((size_t)need * c->m * sizeof(int));
+	int rc = -ENOMEM;
+
+	if (!base || !other)
+		goto done;
+	memcpy(base, c->free, (size_t)c->n);
+	rc = fat_tree(c, need, spare, out);
+	if (rc == 0)
+		rc = hbd_ft_order(c, (int)need, out->nodes);
+	if (rc)
+		goto done;
+	memcpy(c->free, base, (size_t)c->n);
+	rc = hbd_ft_aligned_cut(c, need, other);
+	if (rc <= 0)
+		goto done;
+	rc = 0;
+	if (hbd_cross_tor_share(c->d, other, (int)need, c->m) <
+	    hbd_cross_tor_share(c->d, out->nodes, (int)need, c->m)) {
+		memcpy(out->nodes, other, (size_t)need * c->m * sizeof(int));
+		rc = hbd_ft_constraints_honoured(c->d, other, (int)need, c->m,
+						 &out->constraints_kept);
+	}
+done:
+	free(base);
+	free(other);
+	return rc;
+}
+
 int hbd_plan(const struct ocs_ring_domain *d, const uint8_t *use, const struct hbd_request *req,
 	     struct hbd_plan *out, struct hbd_error *err)
 {
-	struct cut c = {0};
+	struct hbd_cut c = {0};
 	int64_t need, free_nodes = 0;
 	uint64_t seed;
 	int rc, optimum;
@@ -581,9 +525,7 @@ int hbd_plan(const struct ocs_ring_domain *d, const uint8_t *use, const struct h
 		memcpy(out->nodes, c.rings, (size_t)need * c.m * sizeof(int));
 		break;
 	case HBD_ORCH_FAT_TREE:
-		rc = fat_tree(&c, need, free_nodes - need * c.m, out);
-		if (rc == 0)
-			rc = order_by_tors(&c, (int)need, out->nodes);
+		rc = fat_tree_best(&c, need, free_nodes - need * c.m, out);
 		break;
 	case HBD_ORCH_GREEDY:
 		c.prng = &seed;

@@ -15,7 +15,9 @@
  *            at that P_s.
  *   share    cross-ToR share (issue 11's definition) against the job scale
  *            50..90% at 5% node faults, 8,192 GPUs, TP-32, for greedy,
- *            fat-tree and dcn-free; median over `draws` fault sets.
+ *            fat-tree and dcn-free; median over `draws` fault sets, next
+ *            to the median floor of share_floor() (no plan of that many
+ *            rings on those free nodes can do better).
  *   time     placement time of a 90%-scale TP-32 job at 5% faults on
  *            8,192 and 131,072 GPUs, each orchestration (median of `runs`).
  *
@@ -23,8 +25,10 @@
  * group of nodes, sub-lines of same-index nodes joined end to end, closed):
  *   8,192 GPUs:   1,024 nodes = 64 ToRs x 16 nodes, 8 ToRs per aggregation
  *                 domain, K = 3, 3 bundles ("paper-like");
- *                 and 16 ToRs x 64 nodes, 4 ToRs per aggregation domain
- *                 (deep ToRs: few ToR windows per ring size);
+ *                 16 ToRs x 64 nodes, 4 ToRs per aggregation domain
+ *                 (deep ToRs: few ToR windows per ring size); and 256 ToRs
+ *                 x 4 nodes, 8 per domain (the paper's Fig. 7 draws 4
+ *                 nodes per ToR; it gives no p for its evaluation);
  *   131,072 GPUs: 16,384 nodes = 1,024 ToRs x 16 nodes, 8 per domain.
  * The waste section uses 128 ToRs x 16 (4 GPUs) or x 8 (8 GPUs) nodes.
  *
@@ -187,16 +191,59 @@ static void bench_waste(int draws)
 
 static const struct ocs_ring_domain paper_8k = {64, 16, 8, 3, 3, 8, true};
 static const struct ocs_ring_domain deep_8k = {16, 64, 8, 3, 3, 4, true};
+static const struct ocs_ring_domain fig7_8k = {256, 4, 8, 3, 3, 8, true};
 static const struct ocs_ring_domain paper_128k = {1024, 16, 8, 3, 3, 8, true};
 
-/* Median cross-ToR share of `orch` at a job scale over `draws` fault sets. */
+static int cmp_int_desc(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x < y) - (x > y);
+}
+
+/*
+ * A floor under the cross-ToR share of any plan of `rings` rings of m nodes
+ * on the free nodes of use, from ToR capacities alone (no placement rule):
+ * rank i of the rings visits D_i distinct ToRs, so consecutive rings change
+ * ToR at rank i at least D_i - 1 times. A ToR with h free nodes holds rank i
+ * of at most h rings, so D_i >= the fewest ToRs (fullest first) that hold
+ * `rings` nodes; and sum D_i >= the fewest ToRs that hold all rings * m
+ * nodes (a ToR counts once per rank it serves).
+ */
+static double share_floor(const struct ocs_ring_domain *d, const uint8_t *use, int rings, int m)
+{
+	int *free_per_tor = calloc((size_t)d->tors, sizeof(int));
+	int per_rank = 0, all = 0;
+	int64_t held = 0, sum_d;
+
+	if (rings < 2)
+		return 0.0;
+	for (int node = 0; node < ocs_ring_nodes(d); node++)
+		free_per_tor[ocs_ring_node_tor(d, node)] += use[node] == HBD_NODE_FREE;
+	qsort(free_per_tor, (size_t)d->tors, sizeof(int), cmp_int_desc);
+	for (int t = 0; t < d->tors && held < (int64_t)rings * m; t++) {
+		held += free_per_tor[t];
+		all++;
+		if (per_rank == 0 && held >= rings)
+			per_rank = all;
+	}
+	free(free_per_tor);
+	sum_d = (int64_t)m * per_rank > all ? (int64_t)m * per_rank : all;
+	return (double)(sum_d - m) / ((double)(rings - 1) * m);
+}
+
+/*
+ * Median cross-ToR share of `orch` at a job scale over `draws` fault sets,
+ * and the median floor of share_floor() over the same sets.
+ */
 static void share_at(const struct ocs_ring_domain *d, enum hbd_orch orch, double scale, int draws,
-		     double *med, int *placed)
+		     double *med, double *floor_med, int *placed)
 {
 	int n = ocs_ring_nodes(d), tp = 32;
 	uint8_t *use = malloc((size_t)n);
 	int *perm = malloc((size_t)n * sizeof(int));
 	double *v = malloc((size_t)draws * sizeof(double));
+	double *fl = malloc((size_t)draws * sizeof(double));
 	uint64_t seed = 4242;
 	struct hbd_request req = {.orch = orch, .tp = tp};
 
@@ -209,13 +256,16 @@ static void share_at(const struct ocs_ring_domain *d, enum hbd_orch orch, double
 		req.seed = rnd(&seed);
 		if (hbd_plan(d, use, &req, &p, NULL) != 0)
 			continue;
+		fl[*placed] = share_floor(d, use, p.n_rings, p.m);
 		v[(*placed)++] = p.cross_tor_share;
 		hbd_plan_clear(&p);
 	}
 	*med = *placed ? median(v, *placed) : NAN;
+	*floor_med = *placed ? median(fl, *placed) : NAN;
 	free(use);
 	free(perm);
 	free(v);
+	free(fl);
 }
 
 static void bench_share(int draws)
@@ -224,23 +274,27 @@ static void bench_share(int draws)
 		const struct ocs_ring_domain *d;
 		const char *name;
 	} shapes[] = {{&paper_8k, "64 ToRs x 16 nodes, 8 ToRs/agg"},
-		      {&deep_8k, "16 ToRs x 64 nodes, 4 ToRs/agg"}};
+		      {&deep_8k, "16 ToRs x 64 nodes, 4 ToRs/agg"},
+		      {&fig7_8k, "256 ToRs x 4 nodes, 8 ToRs/agg (the paper's Fig. 7: 4 per ToR)"}};
 
 	printf("== cross-ToR share, 8,192 GPUs (8 per node), TP-32, 5%% node faults, K=3, closed, "
-	       "%d draws (paper at 90%%: greedy ~10%%, orchestrator 1.72%%) ==\n",
+	       "%d draws (paper at 90%%: greedy ~10%%, orchestrator 1.72%%); floor: the least "
+	       "share any plan of that many rings can have (share_floor) ==\n",
 	       draws);
-	for (size_t s = 0; s < 2; s++) {
-		printf("-- %s --\n%-6s %-10s %-10s %-10s\n", shapes[s].name, "scale", "greedy",
-		       "fat-tree", "dcn-free");
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		printf("-- %s --\n%-6s %-10s %-10s %-10s %-10s\n", shapes[s].name, "scale",
+		       "greedy", "fat-tree", "floor", "dcn-free");
 		for (int pct = 50; pct <= 90; pct += 5) {
-			double g, f, dc;
+			double g, f, dc, fl, unused;
 			int pg, pf, pd;
 
-			share_at(shapes[s].d, HBD_ORCH_GREEDY, pct / 100.0, draws, &g, &pg);
-			share_at(shapes[s].d, HBD_ORCH_FAT_TREE, pct / 100.0, draws, &f, &pf);
-			share_at(shapes[s].d, HBD_ORCH_DCN_FREE, pct / 100.0, draws, &dc, &pd);
-			printf("%3d%%   %-10.4f %-10.4f %-10.4f (placed %d/%d/%d of %d)\n", pct, g,
-			       f, dc, pg, pf, pd, draws);
+			share_at(shapes[s].d, HBD_ORCH_GREEDY, pct / 100.0, draws, &g, &unused,
+				 &pg);
+			share_at(shapes[s].d, HBD_ORCH_FAT_TREE, pct / 100.0, draws, &f, &fl, &pf);
+			share_at(shapes[s].d, HBD_ORCH_DCN_FREE, pct / 100.0, draws, &dc, &unused,
+				 &pd);
+			printf("%3d%%   %-10.4f %-10.4f %-10.4f %-10.4f (placed %d/%d/%d of %d)\n",
+			       pct, g, f, fl, dc, pg, pf, pd, draws);
 			/* Every orchestration places exactly what Alg. 2 places. */
 			if (pg != pf || pf != pd)
 				broken = 1;

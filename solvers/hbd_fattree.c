@@ -1,0 +1,496 @@
+/*
+ * hbd_fattree.c - the parts of the fat-tree orchestration (hbd_ring.c,
+ * Algs. 4-5) that act on cross_tor_share beyond the paper's constraints,
+ * called from hbd_ring.c through hbd_fattree.h:
+ *   - the order of a job's rings (hbd_ft_order): the share counts, over
+ *     consecutive rings and ranks, node pairs under different ToRs, so it
+ *     depends only on the order of the rings' ToR sequences;
+ *   - the rank-aligned cut (hbd_ft_aligned_cut), a second placement that
+ *     hbd_ring.c compares with Algs. 4-5's: a Lagrangian dynamic programme
+ *     over the deployment line that prices every node by the (ToR, rank)
+ *     pair it takes, instead of dropping whole ToRs around faults;
+ *   - the constraints a plan honours (hbd_ft_constraints_honoured).
+ * Symbols as in hbd_ring.c (m nodes per ring, K hops, A ToRs per
+ * aggregation domain). Pure, no globals.
+ */
+#include "hbd_fattree.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * The most (rank, ToR) pairs or (free node, rank) entries the index of the
+ * chain and the aligned cut allocate (a few rings of a huge m): past it the
+ * rings stay in ToR order and the aligned cut is not tried.
+ */
+#define MAX_CELLS ((size_t)1 << 24)
+
+struct ring_key {
+	const int *tors; /* ring r's ToR sequence at tors[r * m] */
+	int m;
+};
+
+/* qsort has no context argument: the comparator reads it from the index array's header. */
+struct ring_ref {
+	const struct ring_key *key;
+	int ring;
+	int group_size;
+	int group_first;
+};
+
+static int ring_tor_cmp(const struct ring_ref *x, const struct ring_ref *y)
+{
+	const struct ring_key *k = x->key;
+	const int *tx = k->tors + (size_t)x->ring * k->m, *ty = k->tors + (size_t)y->ring * k->m;
+
+	for (int i = 0; i < k->m; i++)
+		if (tx[i] != ty[i])
+			return tx[i] < ty[i] ? -1 : 1;
+	return 0;
+}
+
+static int ref_by_tors(const void *a, const void *b)
+{
+	const struct ring_ref *x = a, *y = b;
+	int c = ring_tor_cmp(x, y);
+
+	if (c)
+		return c;
+	return (x->ring > y->ring) - (x->ring < y->ring);
+}
+
+static int ref_by_group(const void *a, const void *b)
+{
+	const struct ring_ref *x = a, *y = b;
+
+	if (x->group_size != y->group_size)
+		return x->group_size > y->group_size ? -1 : 1;
+	if (x->group_first != y->group_first)
+		return x->group_first < y->group_first ? -1 : 1;
+	return (x->ring > y->ring) - (x->ring < y->ring);
+}
+
+/*
+ * Writes the `need` rings of ref (sorted by ToR sequence, so rings with the
+ * same sequence are adjacent) to out as a nearest-neighbour chain of their
+ * groups: after a group comes the unvisited group whose ToR sequence
+ * matches it at the most ranks (the first in ToR order on a tie, the first
+ * unvisited one when none matches at any rank). A pair of consecutive rings
+ * crosses ToRs at exactly the ranks where their sequences differ, so this
+ * walks the groups along short Hamming steps: a ring that skips a fault at
+ * rank r sits between the aligned window and the window shifted by one, one
+ * step from each. Candidates come from an index of groups by (rank, ToR),
+ * which holds at most nodes_per_tor groups per entry.
+ */
+static int chain_groups(const struct hbd_cut *c, const struct ring_ref *ref, int need, int *out)
+{
+	int m = c->m, tors = c->d->tors, n_groups = 0, written = 0, next_unvisited = 0;
+	size_t n_buckets = (size_t)m * (size_t)tors;
+	int *first = malloc(((size_t)need + 1) * sizeof(int));
+	int *seq = malloc((size_t)need * m * sizeof(int));
+	int *bucket_start = calloc(n_buckets + 1, sizeof(int));
+	int *bucket_fill = calloc(n_buckets, sizeof(int));
+	int *bucket = malloc((size_t)need * m * sizeof(int));
+	int *matches = calloc((size_t)need, sizeof(int));
+	uint8_t *visited = calloc((size_t)need, 1);
+	int rc = -ENOMEM;
+
+	if (!first || !seq || !bucket_start || !bucket_fill || !bucket || !matches || !visited)
+		goto done;
+	for (int k = 0; k < need; k++) {
+		if (k > 0 && ring_tor_cmp(&ref[k - 1], &ref[k]) == 0)
+			continue;
+		first[n_groups] = k;
+		for (int i = 0; i < m; i++) {
+			int t = ref[k].key->tors[(size_t)ref[k].ring * m + i];
+
+			seq[(size_t)n_groups * m + i] = t;
+			bucket_start[(size_t)i * tors + t + 1]++;
+		}
+		n_groups++;
+	}
+	first[n_groups] = need;
+	for (size_t b = 0; b < n_buckets; b++)
+		bucket_start[b + 1] += bucket_start[b];
+	for (int g = 0; g < n_groups; g++)
+		for (int i = 0; i < m; i++) {
+			size_t b = (size_t)i * tors + seq[(size_t)g * m + i];
+
+			bucket[bucket_start[b] + bucket_fill[b]++] = g;
+		}
+	for (int g = 0; g >= 0;) {
+		int best = -1;
+
+		visited[g] = 1;
+		for (int k = first[g]; k < first[g + 1]; k++)
+			memcpy(out + (size_t)written++ * m, c->rings + (size_t)ref[k].ring * m,
+			       (size_t)m * sizeof(int));
+		for (int i = 0; i < m; i++) {
+			size_t b = (size_t)i * tors + seq[(size_t)g * m + i];
+
+			for (int e = bucket_start[b]; e < bucket_start[b + 1]; e++) {
+				int h = bucket[e];
+
+				if (visited[h])
+					continue;
+				matches[h]++;
+				if (best < 0 || matches[h] > matches[best] ||
+				    (matches[h] == matches[best] && h < best))
+					best = h;
+			}
+		}
+		for (int i = 0; i < m; i++) {
+			size_t b = (size_t)i * tors + seq[(size_t)g * m + i];
+
+			for (int e = bucket_start[b]; e < bucket_start[b + 1]; e++)
+				matches[bucket[e]] = 0;
+		}
+		while (next_unvisited < n_groups && visited[next_unvisited])
+			next_unvisited++;
+		g = best >= 0 ? best : (next_unvisited < n_groups ? next_unvisited : -1);
+	}
+	rc = 0;
+done:
+	free(first);
+	free(seq);
+	free(bucket_start);
+	free(bucket_fill);
+	free(bucket);
+	free(matches);
+	free(visited);
+	return rc;
+}
+
+/*
+ * Chooses `need` rings of c, those of the largest groups of rings with the
+ * same ToR sequence first, and writes them to out sorted by ToR sequence.
+ */
+int hbd_ft_order(const struct hbd_cut *c, int need, int *out)
+{
+	int *tors = malloc((size_t)c->n_rings * c->m * sizeof(int));
+	struct ring_key key = {tors, c->m};
+	struct ring_ref *ref = malloc((size_t)c->n_rings * sizeof(*ref));
+	int rc;
+
+	if (!tors || !ref) {
+		free(tors);
+		free(ref);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < (size_t)c->n_rings * c->m; i++)
+		tors[i] = ocs_ring_node_tor(c->d, c->rings[i]);
+	for (int r = 0; r < c->n_rings; r++)
+		ref[r] = (struct ring_ref){&key, r, 0, 0};
+	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_tors);
+	for (int a = 0, b; a < c->n_rings; a = b) {
+		for (b = a + 1; b < c->n_rings && ring_tor_cmp(&ref[a], &ref[b]) == 0; b++)
+			;
+		for (int i = a; i < b; i++) {
+			ref[i].group_size = b - a;
+			ref[i].group_first = a;
+		}
+	}
+	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_group);
+	qsort(ref, (size_t)need, sizeof(*ref), ref_by_tors);
+	if ((size_t)c->m * (size_t)c->d->tors <= MAX_CELLS) {
+		rc = chain_groups(c, ref, need, out);
+	} else {
+		/* Too many (rank, ToR) pairs to index: the rings in ToR order. */
+		for (int k = 0; k < need; k++)
+			memcpy(out + (size_t)k * c->m, c->rings + (size_t)ref[k].ring * c->m,
+			       (size_t)c->m * sizeof(int));
+		rc = 0;
+	}
+	free(ref);
+	free(tors);
+	return rc;
+}
+
+/* ---- fat-tree, the rank-aligned cut ------------------------------------- */
+
+/*
+ * The rank-aligned cut prices each node by the (ToR, rank) pair it takes.
+ * After the best ordering, consecutive rings change ToR at rank i about
+ * (distinct ToRs of rank i) - 1 times, so the share is driven by how many
+ * distinct (ToR, rank) pairs the rings use (hbd_ft_order() reaches that
+ * count on the benchmark's domains). A node costs nothing on a pair that two
+ * or more nodes used in the previous round, PAIR_COST / 4 on a pair one node
+ * used, PAIR_COST on an unused pair: the aligned pairs (ToR t at rank t mod
+ * m, which consecutive rings of one ToR window share in every sub-line)
+ * start as used by every sub-line, the others as unused. A hop out of an
+ * aggregation domain adds AGG_COST. The round that uses the fewest pairs
+ * wins. Tried and dropped: a price of PAIR_COST / (1 + users) (0.8 points
+ * worse at 90% scale on 64 ToRs x 16), one round (1.5 to 3 points worse),
+ * bisecting to the exact gain (slower, no better than within a quarter).
+ */
+#define PAIR_COST      16
+#define AGG_COST       1
+#define ALIGNED_ROUNDS 3
+
+/* No partial ring reaches this entry (far from INT64_MIN: subtracting prices cannot wrap). */
+#define NO_VALUE (INT64_MIN / 4)
+
+/*
+ * Working memory of the aligned cut. A node only follows one of the K free
+ * positions before it, so the values live in a rolling window of K + 1 free
+ * positions; what the trace needs is kept per free position, compactly.
+ */
+struct aligned_cut {
+	int f, m, k;
+	int window;	  /* rows of value: a power of two above K */
+	const int *pos;	  /* the free positions, increasing */
+	int *tor, *agg;	  /* by free index: its ToR and that ToR's aggregation domain */
+	int64_t *cost;	  /* by ToR * m + rank: the price of a node there, scaled */
+	int64_t agg_cost; /* a hop between aggregation domains, scaled */
+	int64_t *value; /* by (free index mod window) * m + rank: best value with the node there */
+	uint8_t *back;	/* by free index * m + rank > 0: how many free positions back rank - 1 is */
+	int *end_at;	/* by free index: the end of the last ring of the best plan so far, or -1 */
+};
+
+/* The free index of rank 0 of the ring whose rank m - 1 is at free index j. */
+static int ring_start(const struct aligned_cut *a, int j)
+{
+	for (int s = a->m - 1; s > 0; s--)
+		j -= a->back[(size_t)j * a->m + s];
+	return j;
+}
+
+/*
+ * One pass of the Lagrangian: the cut of the open line (position 0 to n-1)
+ * into rings of m free nodes, gaps 1..K, leaving any free node out, that
+ * maximises ring_gain * rings - (prices), ties to more rings. Returns how
+ * many rings that cut has; writes them to c->rings (in line order) when
+ * they are at least need.
+ */
+static int aligned_pass(struct hbd_cut *c, struct aligned_cut *a, int64_t ring_gain, int64_t need)
+{
+	int m = a->m, k = a->k, f = a->f, at, rings = 0;
+	/* value = (gain * rings - price) * scale + rings: ties go to more rings. */
+	int64_t scale = (int64_t)c->n + 1, ring_value = ring_gain * scale + 1, best_end = 0;
+
+	for (int j = 0; j < f; j++) {
+		const int64_t *price = a->cost + (size_t)a->tor[j] * m;
+		int64_t *to = a->value + (size_t)(j & (a->window - 1)) * m;
+		uint8_t *back = a->back + (size_t)j * m;
+
+		to[0] = best_end - price[0];
+		for (int s = 1; s < m; s++) {
+			to[s] = NO_VALUE;
+			back[s] = 0;
+		}
+		/* Rank s of j follows rank s - 1 of one of the (at most K) free positions before
+		 * it. */
+		for (int i = j - 1; i >= 0 && a->pos[j] - a->pos[i] <= k; i--) {
+			int64_t hop = a->agg[i] != a->agg[j] ? a->agg_cost : 0;
+			const int64_t *from = a->value + (size_t)(i & (a->window - 1)) * m;
+
+			for (int s = 1; s < m; s++) {
+				int64_t v = from[s - 1] - price[s] - hop;
+
+				if (v > to[s]) {
+					to[s] = v;
+					back[s] = (uint8_t)(j - i);
+				}
+			}
+		}
+		a->end_at[j] = j > 0 ? a->end_at[j - 1] : -1;
+		if (to[m - 1] > NO_VALUE / 2 && to[m - 1] + ring_value > best_end) {
+			best_end = to[m - 1] + ring_value;
+			a->end_at[j] = j;
+		}
+	}
+	for (at = f > 0 ? a->end_at[f - 1] : -1; at >= 0; rings++) {
+		int start = ring_start(a, at);
+
+		at = start > 0 ? a->end_at[start - 1] : -1;
+	}
+	if (rings >= need) {
+		/* The trace runs from the end of the line: fill c->rings from the back. */
+		at = f > 0 ? a->end_at[f - 1] : -1;
+		for (int r = rings - 1; r >= 0; r--) {
+			int j = at;
+
+			for (int s = m - 1; s >= 0; s--) {
+				c->rings[(size_t)r * m + s] = ocs_ring_node_at(c->d, a->pos[j]);
+				if (s > 0)
+					j -= a->back[(size_t)j * m + s];
+			}
+			at = j > 0 ? a->end_at[j - 1] : -1;
+		}
+		c->n_rings = rings;
+	}
+	return rings;
+}
+
+/*
+ * The rank-aligned cut: the smallest ring gain at which the Lagrangian cut
+ * of the open line still gives `need` rings, i.e. the job's rings with the
+ * cheapest (ToR, rank) pairs (the spare nodes are left out where they bring
+ * the cut back onto the ToR windows, a ring skips a fault where its other
+ * ranks stay aligned), repriced over ALIGNED_ROUNDS rounds by the pairs the
+ * previous round used. The line is not closed: a ring never crosses the
+ * seam of a closed domain (Algs. 4-5 place what needs it). c->free: the free positions. Writes
+ * the best round's rings, ordered by hbd_ft_order(), to out and returns 1;
+ * 0 when the open line holds fewer than need rings or n * m passes
+ * MAX_CELLS; -ENOMEM.
+ */
+int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out)
+{
+	const struct ocs_ring_domain *d = c->d;
+	struct aligned_cut a = {.m = c->m, .k = d->k_hops};
+	size_t n_pairs = (size_t)d->tors * c->m;
+	int *pos = malloc((size_t)c->n * sizeof(int)), *used = calloc(n_pairs, sizeof(int));
+	int *kept = malloc((size_t)c->n * sizeof(int));
+	int64_t scale = (int64_t)c->n + 1, gain = 4 * PAIR_COST * c->m;
+	/* A gain above every price a ring can move makes the cut maximise rings. */
+	int64_t top = (int64_t)c->n * (PAIR_COST + AGG_COST) + 1;
+	int rc = -ENOMEM, found = 0, n_used, best_used = 0, best_rings = 0;
+
+	if ((size_t)c->n * (size_t)c->m > MAX_CELLS) {
+		rc = 0;
+		goto done;
+	}
+	a.pos = pos;
+	a.tor = malloc((size_t)c->n * sizeof(int));
+	a.agg = malloc((size_t)c->n * sizeof(int));
+	a.cost = malloc(n_pairs * sizeof(int64_t));
+	for (a.window = 1; a.window <= d->k_hops; a.window *= 2)
+		;
+	a.value = malloc((size_t)a.window * c->m * sizeof(int64_t));
+	a.back = malloc((size_t)c->n * c->m);
+	a.end_at = malloc((size_t)c->n * sizeof(int));
+	if (!pos || !used || !kept || !a.tor || !a.agg || !a.cost || !a.value || !a.back ||
+	    !a.end_at)
+		goto done;
+	for (int p = 0; p < c->n; p++)
+		if (c->free[p]) {
+			a.tor[a.f] = p % d->tors;
+			a.agg[a.f] = a.tor[a.f] / d->tors_per_agg;
+			pos[a.f++] = p;
+		}
+	a.agg_cost = AGG_COST * scale;
+	for (size_t q = 0; q < n_pairs; q++)
+		used[q] = (int)(q / c->m) % c->m == (int)(q % c->m) ? d->nodes_per_tor : 0;
+	rc = 0;
+	for (int round = 0; round < ALIGNED_ROUNDS; round++) {
+		int64_t low, high;
+
+		for (size_t q = 0; q < n_pairs; q++) {
+			/* A pair two nodes use is shared; one node's pair is half paid. */
+			a.cost[q] = (used[q] >= 2   ? 0
+				     : used[q] == 1 ? PAIR_COST / 4
+						    : PAIR_COST) *
+				    scale;
+		}
+		/*
+		 * Gallop up from the last round's gain, then halve the bracket to
+		 * within a quarter: a gain a little high only adds rings, and
+		 * hbd_ft_order() drops the extra ones from the smallest groups.
+		 */
+		low = 0;
+		high = top;
+		while (gain < high && aligned_pass(c, &a, gain, need) < need) {
+			low = gain + 1;
+			gain *= 2;
+		}
+		if (gain < high)
+			high = gain;
+		else if (aligned_pass(c, &a, top, need) < need)
+			break; /* even the most rings the open line holds are too few */
+		while (high - low > high / 4) {
+			int64_t mid = low + (high - low) / 2;
+
+			if (aligned_pass(c, &a, mid, need) >= need)
+				high = mid;
+			else
+				low = mid + 1;
+		}
+		/* The last pass that placed the job was the one at high: c->rings holds it. */
+		gain = high > 1 ? high : 1;
+		memset(used, 0, n_pairs * sizeof(int));
+		n_used = 0;
+		for (size_t q = 0; q < (size_t)c->n_rings * c->m; q++) {
+			size_t pair = (size_t)ocs_ring_node_tor(d, c->rings[q]) * c->m + q % c->m;
+
+			n_used += used[pair]++ == 0;
+		}
+		/*
+		 * The round that uses the fewest (ToR, rank) pairs is the one
+		 * ordered; a round that uses no fewer than the best ends the search.
+		 */
+		if (found && n_used >= best_used)
+			break;
+		best_used = n_used;
+		best_rings = c->n_rings;
+		memcpy(kept, c->rings, (size_t)c->n_rings * c->m * sizeof(int));
+		found = 1;
+	}
+	if (found) {
+		memcpy(c->rings, kept, (size_t)best_rings * c->m * sizeof(int));
+		c->n_rings = best_rings;
+		rc = hbd_ft_order(c, (int)need, out);
+	}
+	if (rc == 0)
+		rc = found;
+done:
+	free(pos);
+	free(used);
+	free(kept);
+	free(a.tor);
+	free(a.agg);
+	free(a.cost);
+	free(a.value);
+	free(a.back);
+	free(a.end_at);
+	return rc;
+}
+
+/*
+ * The constraints of Algs. 4-5 that rings (n_rings of m nodes) honour, for
+ * a placement the binary search did not make: segment s is isolated when no
+ * ring has nodes both in it and outside it; aggregation domain a is aligned
+ * when every ring with a node in it sits in one segment on a ToR window
+ * (rank i under a ToR that is i modulo m). 0 or -ENOMEM.
+ */
+int hbd_ft_constraints_honoured(const struct ocs_ring_domain *d, const int *rings, int n_rings,
+				int m, int *kept)
+{
+	int A = d->tors_per_agg, n_agg = ocs_ring_agg_domains(d), n_seg = n_agg * d->nodes_per_tor;
+	uint8_t *crossed = calloc((size_t)n_seg, 1), *misaligned = calloc((size_t)n_agg, 1);
+
+	if (!crossed || !misaligned) {
+		free(crossed);
+		free(misaligned);
+		return -ENOMEM;
+	}
+	for (int r = 0; r < n_rings; r++) {
+		const int *ring = rings + (size_t)r * m;
+		int first = ocs_ring_position(d, ring[0]) / A;
+		bool aligned = true, one_segment = true;
+
+		for (int i = 0; i < m; i++) {
+			int pos = ocs_ring_position(d, ring[i]);
+
+			one_segment &= pos / A == first;
+			aligned &= pos % d->tors % m == i;
+		}
+		for (int i = 0; i < m; i++) {
+			int pos = ocs_ring_position(d, ring[i]);
+
+			if (!one_segment)
+				crossed[pos / A] = 1;
+			if (!one_segment || !aligned)
+				misaligned[pos % d->tors / A] = 1;
+		}
+	}
+	*kept = 0;
+	for (int s = 0; s < n_seg; s++)
+		*kept += !crossed[s];
+	for (int a = 0; a < n_agg; a++)
+		*kept += !misaligned[a];
+	free(crossed);
+	free(misaligned);
+	return 0;
+}

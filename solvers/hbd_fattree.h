@@ -1,0 +1,55 @@
+/*
+ * hbd_fattree.h - internal to the TP-ring planner (hbd_ring.c and
+ * hbd_fattree.c, not part of the solver API): the working memory of a cut
+ * and the fat-tree pieces hbd_ring.c calls, i.e. the ordering of a job's
+ * rings, the rank-aligned cut and the constraint count of a plan. Calls go
+ * one way, hbd_ring.c -> hbd_fattree.c. Pure, like hbd_ring.h.
+ */
+#ifndef OCS_HBD_FATTREE_H
+#define OCS_HBD_FATTREE_H
+
+#include <stdint.h>
+
+#include "fabric.h"
+
+/*
+ * Working memory of one hbd_plan() call, allocated once and owned by it: free[pos] says
+ * whether position pos may be used, pos_list holds the free positions of
+ * the range being cut, rings receives the cut rings (node ids, m apiece).
+ */
+struct hbd_cut {
+	const struct ocs_ring_domain *d;
+	int n, m;
+	uint8_t *free;
+	int *pos_list;
+	int *rings;
+	int n_rings;
+	uint64_t *prng;	 /* greedy: random offsets inside components; NULL otherwise */
+	int skip_budget; /* fat-tree: free nodes the cut may still leave out to open windows */
+};
+
+/*
+ * Chooses `need` of the c->n_rings rings of c, those of the largest groups
+ * of rings with the same ToR sequence first, and writes them to out (need *
+ * m node ids, caller's) as a chain of groups along short Hamming steps (in
+ * plain ToR order when m * tors is above 2^24). 0 or -ENOMEM.
+ */
+int hbd_ft_order(const struct hbd_cut *c, int need, int *out);
+
+/*
+ * The rank-aligned cut of the free positions c->free (overwrites c->rings):
+ * writes need rings, ordered by hbd_ft_order(), to out and returns 1; 0 when
+ * the open line holds fewer than need rings or the domain is too large for
+ * its tables (nodes * m above 2^24); -ENOMEM.
+ */
+int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out);
+
+/*
+ * *kept = the constraints of Algs. 4-5 that rings (n_rings of m nodes)
+ * honour: segments no ring crosses plus aggregation domains whose rings all
+ * sit in one segment on a ToR window. 0 or -ENOMEM.
+ */
+int hbd_ft_constraints_honoured(const struct ocs_ring_domain *d, const int *rings, int n_rings,
+				int m, int *kept);
+
+#endif
