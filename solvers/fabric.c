@@ -321,8 +321,17 @@ int ocs_ring_validate(const struct ocs_ring_domain *r, struct ocs_fabric_problem
 			r->tors * r->nodes_per_tor);
 	if (r->tors % r->tors_per_agg != 0)
 		problem(&pl, "tors-per-agg", "must divide tors (%d)", r->tors);
-	/* A node on a line uses at most two bundles for the ring (InfinitePOD 4.2). */
-	if (r->bundles > r->gpus_per_node)
+	/*
+	 * A node in the middle of a ring joins its lower neighbour through its
+	 * DOWN bundle and its upper one through its UP bundle (hbd_ring.h), and
+	 * a bundle serves a pair of GPUs (InfinitePOD 4.2).
+	 */
+	if (r->bundles < 2)
+		problem(&pl, "bundles",
+			"must be at least 2 (got %d): a node in the middle of a ring uses a DOWN "
+			"and an UP bundle",
+			r->bundles);
+	else if (r->bundles > r->gpus_per_node)
 		problem(&pl, "bundles", "a node has one bundle per GPU at most (%d)",
 			r->gpus_per_node);
 	return pl.count;

@@ -323,6 +323,12 @@ static void test_ring_domain(void **state)
 	r = (struct ocs_ring_domain){1, 2, 4, 2, 2, 1, false};
 	assert_int_equal(ocs_ring_validate(&r, p, 4), 1);
 	assert_string_equal(p[0].field, "k-hops");
+	/* A ring's middle node needs a DOWN and an UP bundle. */
+	r = (struct ocs_ring_domain){4, 2, 4, 2, 1, 1, false};
+	assert_int_equal(ocs_ring_validate(&r, p, 4), 1);
+	assert_true(find_problem(p, 1, "bundles", "DOWN and an UP bundle"));
+	r.bundles = 2;
+	assert_int_equal(ocs_ring_validate(&r, p, 4), 0);
 }
 
 static void test_rail_fabric(void **state)

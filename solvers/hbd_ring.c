@@ -1,0 +1,775 @@
+/*
+ * hbd_ring.c - the TP-ring planner of an OCSTrx ring domain (hbd_ring.h):
+ * the three orchestrations, the bundle settings of a ring and the repair of
+ * a ring after a node fault.
+ *
+ * Everything works on deployment positions (fabric.h: position = index *
+ * tors + tor). Symbols of the paper (InfinitePOD appendix D):
+ *   n  nodes of the domain, K  the hop reach (k_hops), m  nodes per ring,
+ *   p  nodes per ToR (the number of sub-lines), A  ToRs per aggregation
+ *   domain, so a "segment" (sub-line j inside aggregation domain a) is the
+ *   A consecutive positions j*tors + a*A ... + A-1; segments in deployment
+ *   order are just the blocks [s*A, s*A + A) of positions.
+ *
+ * dcn-free (Alg. 2): the free positions split into components wherever two
+ * consecutive free positions are more than K apart (around the circle when
+ * closed); a component of c nodes is cut into floor(c/m) runs of m, each a
+ * ring. A ring can only use nodes of one component, so this count is the
+ * optimum.
+ *
+ * fat-tree (Algs. 4, 5): constraint c (0 <= c < n_seg) isolates segment c,
+ * constraint n_seg + a aligns aggregation domain a: every ToR of the domain
+ * with an unavailable node is dropped from all sub-lines (the ToR-fault
+ * expansion), so that every segment of the domain has the same free ToRs and
+ * cuts into rings at the same ToR windows. Placement with nc constraints
+ * isolates the first min(nc, n_seg) segments, aligns the first
+ * max(0, nc - n_seg) domains and cuts what follows the isolated segments as
+ * one line; a binary search finds the largest nc that still places the job.
+ * The rings are then grouped by their ToR sequence (largest groups first),
+ * so that consecutive rings put each rank under the same ToR as often as
+ * possible: that is what cross_tor_share measures.
+ *
+ * greedy (the paper's baseline): the cut of Alg. 2 started at a random
+ * offset inside each component, and the rings taken in random order. It
+ * places exactly the jobs dcn-free places, with no care for ToRs.
+ */
+#include "hbd_ring.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const orch_names[] = {"dcn-free", "fat-tree", "greedy"};
+
+const char *hbd_orch_name(enum hbd_orch o)
+{
+	if ((unsigned)o >= sizeof(orch_names) / sizeof(orch_names[0]))
+		return NULL;
+	return orch_names[o];
+}
+
+int hbd_orch_parse(const char *name, enum hbd_orch *out)
+{
+	for (unsigned i = 0; i < sizeof(orch_names) / sizeof(orch_names[0]); i++) {
+		if (name && strcmp(name, orch_names[i]) == 0) {
+			*out = (enum hbd_orch)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *hbd_repair_kind_name(enum hbd_repair_kind k)
+{
+	switch (k) {
+	case HBD_REPAIR_BYPASS:
+		return "bypass";
+	case HBD_REPAIR_REPLACE:
+		return "replace";
+	case HBD_REPAIR_LOST:
+		return "lost";
+	}
+	return NULL;
+}
+
+void hbd_plan_clear(struct hbd_plan *p)
+{
+	if (!p)
+		return;
+	free(p->nodes);
+	p->nodes = NULL;
+	p->n_rings = 0;
+}
+
+void hbd_repair_clear(struct hbd_repair *r)
+{
+	if (!r)
+		return;
+	free(r->nodes);
+	free(r->changes);
+	r->nodes = NULL;
+	r->changes = NULL;
+	r->n_changes = 0;
+}
+
+static void set_error(struct hbd_error *err, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_error(struct hbd_error *err, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return;
+	err->field = field;
+	va_start(ap, fmt);
+	vsnprintf(err->reason, sizeof(err->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* splitmix64: the greedy baseline's own generator (no rand()). */
+static uint64_t prng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int prng_below(uint64_t *s, int bound)
+{
+	return bound <= 1 ? 0 : (int)(prng_next(s) % (uint64_t)bound);
+}
+
+/* How many positions b sits above a (around the circle when closed); <= 0 when below. */
+static int gap_up(const struct ocs_ring_domain *d, int pos_a, int pos_b)
+{
+	int g = pos_b - pos_a;
+
+	if (d->closed && g <= 0)
+		g += ocs_ring_nodes(d);
+	return g;
+}
+
+bool hbd_ring_valid(const struct ocs_ring_domain *d, const int *ring, int m)
+{
+	int n = ocs_ring_nodes(d), span = 0;
+
+	if (!ring || m < 1 || m > n)
+		return false;
+	for (int i = 0; i < m; i++)
+		if (ring[i] < 0 || ring[i] >= n)
+			return false;
+	for (int i = 1; i < m; i++) {
+		int g = gap_up(d, ocs_ring_position(d, ring[i - 1]), ocs_ring_position(d, ring[i]));
+
+		if (g < 1 || g > d->k_hops)
+			return false;
+		span += g;
+	}
+	/* Monotone around the circle: the ring never laps it, so its nodes are distinct. */
+	return span < n;
+}
+
+void hbd_idle_bundles(const struct ocs_ring_domain *d, int node, struct hbd_bundle *out)
+{
+	for (int b = 0; b < d->bundles; b++)
+		out[b] = (struct hbd_bundle){.node = node,
+					     .bundle = (uint8_t)b,
+					     .path = HBD_PATH_LOOPBACK,
+					     .distance = 0,
+					     .dir = HBD_DIR_UP,
+					     .peer = -1};
+}
+
+static struct hbd_bundle external(int node, int bundle, int distance, enum hbd_dir dir, int peer)
+{
+	return (struct hbd_bundle){.node = node,
+				   .bundle = (uint8_t)bundle,
+				   .path = HBD_PATH_EXTERNAL,
+				   .distance = (uint8_t)distance,
+				   .dir = (uint8_t)dir,
+				   .peer = peer};
+}
+
+int hbd_ring_bundles(const struct ocs_ring_domain *d, const int *ring, int m,
+		     struct hbd_bundle *out)
+{
+	if (!hbd_ring_valid(d, ring, m) || (m >= 2 && d->bundles < 2))
+		return -EINVAL;
+	for (int i = 0; i < m; i++) {
+		struct hbd_bundle *b = out + (size_t)i * (size_t)d->bundles;
+		int pos = ocs_ring_position(d, ring[i]);
+
+		hbd_idle_bundles(d, ring[i], b);
+		if (i > 0)
+			b[HBD_BUNDLE_DOWN] =
+				external(ring[i], HBD_BUNDLE_DOWN,
+					 gap_up(d, ocs_ring_position(d, ring[i - 1]), pos),
+					 HBD_DIR_DOWN, ring[i - 1]);
+		if (i + 1 < m)
+			b[HBD_BUNDLE_UP] =
+				external(ring[i], HBD_BUNDLE_UP,
+					 gap_up(d, pos, ocs_ring_position(d, ring[i + 1])),
+					 HBD_DIR_UP, ring[i + 1]);
+	}
+	return 0;
+}
+
+double hbd_cross_tor_share(const struct ocs_ring_domain *d, const int *nodes, int n_rings, int m)
+{
+	int64_t cross = 0;
+
+	if (n_rings < 2 || m < 1)
+		return 0.0;
+	for (int k = 0; k + 1 < n_rings; k++)
+		for (int i = 0; i < m; i++)
+			cross += ocs_ring_node_tor(d, nodes[(size_t)k * m + i]) !=
+				 ocs_ring_node_tor(d, nodes[(size_t)(k + 1) * m + i]);
+	return (double)cross / ((double)(n_rings - 1) * m);
+}
+
+/* ---- the cut of Alg. 2 -------------------------------------------------- */
+
+/*
+ * Working memory of one hbd_plan() call, allocated once: free[pos] says
+ * whether position pos may be used, pos_list holds the free positions of
+ * the range being cut, rings receives the cut rings (node ids, m apiece).
+ */
+struct cut {
+	const struct ocs_ring_domain *d;
+	int n, m;
+	uint8_t *free;
+	int *pos_list;
+	int *rings;
+	int n_rings;
+	uint64_t *prng; /* greedy: random offsets inside components; NULL otherwise */
+};
+
+/* Cuts the run of component positions pos_list[(start + a) % c .. b) into rings. */
+static void cut_component(struct cut *c, int start, int count, int a, int b)
+{
+	int size = b - a, offset = 0;
+
+	if (c->prng)
+		offset = prng_below(c->prng, size % c->m + 1);
+	for (int r = 0; r + 1 <= (size - offset) / c->m; r++) {
+		int *ring = c->rings + (size_t)c->n_rings * c->m;
+
+		for (int i = 0; i < c->m; i++)
+			ring[i] = ocs_ring_node_at(
+				c->d, c->pos_list[(start + a + offset + r * c->m + i) % count]);
+		c->n_rings++;
+	}
+}
+
+/*
+ * Cuts the free positions of [lo, hi) into rings, appended to c->rings.
+ * wrap: the range is the whole closed circle, so the last free position may
+ * join the first.
+ */
+static void cut_range(struct cut *c, int lo, int hi, bool wrap)
+{
+	int count = 0, start = 0, a = 0, k = c->d->k_hops;
+
+	for (int pos = lo; pos < hi; pos++)
+		if (c->free[pos])
+			c->pos_list[count++] = pos;
+	if (count == 0)
+		return;
+	if (wrap) {
+		/* Start after a gap wider than K; with none, the free nodes form one cycle. */
+		for (int i = 0; i < count; i++) {
+			int prev = c->pos_list[(i + count - 1) % count];
+
+			if (gap_up(c->d, prev, c->pos_list[i]) > k) {
+				start = i;
+				break;
+			}
+		}
+	}
+	for (int t = 1; t <= count; t++) {
+		bool end = t == count;
+
+		if (!end) {
+			int prev = c->pos_list[(start + t - 1) % count];
+			int cur = c->pos_list[(start + t) % count];
+
+			end = (wrap ? gap_up(c->d, prev, cur) : cur - prev) > k;
+		}
+		if (end) {
+			cut_component(c, start, count, a, t);
+			a = t;
+		}
+	}
+}
+
+/* ---- fat-tree (Algs. 4, 5) ----------------------------------------------- */
+
+struct fat_tree {
+	int tors_per_agg, n_seg, n_agg;
+	const uint8_t *base_free; /* by position: free before any expansion */
+	uint8_t *tor_blocked;	  /* by ToR: some node of it is not free */
+};
+
+/* Placement-Fat-Tree with nc constraints kept; the rings land in c->rings. */
+static int fat_tree_place(struct cut *c, const struct fat_tree *ft, int nc)
+{
+	const struct ocs_ring_domain *d = c->d;
+	int n_isolated = nc < ft->n_seg ? nc : ft->n_seg;
+	int n_aligned = nc > ft->n_seg ? nc - ft->n_seg : 0;
+	int A = ft->tors_per_agg;
+
+	memcpy(c->free, ft->base_free, (size_t)c->n);
+	/* The ToR-fault expansion of the alignment constraint. */
+	for (int t = 0; t < n_aligned * A; t++)
+		if (ft->tor_blocked[t])
+			for (int j = 0; j < d->nodes_per_tor; j++)
+				c->free[j * d->tors + t] = 0;
+	c->n_rings = 0;
+	for (int s = 0; s < n_isolated; s++)
+		cut_range(c, s * A, s * A + A, false);
+	cut_range(c, n_isolated * A, c->n, d->closed && n_isolated == 0);
+	return c->n_rings;
+}
+
+struct ring_key {
+	const struct ocs_ring_domain *d;
+	const int *rings;
+	int m;
+};
+
+/* qsort has no context argument: the comparator reads it from the index array's header. */
+struct ring_ref {
+	const struct ring_key *key;
+	int ring;
+	int group_size;
+	int group_first;
+};
+
+static int ring_tor_cmp(const struct ring_ref *x, const struct ring_ref *y)
+{
+	const struct ring_key *k = x->key;
+	const int *rx = k->rings + (size_t)x->ring * k->m, *ry = k->rings + (size_t)y->ring * k->m;
+
+	for (int i = 0; i < k->m; i++) {
+		int tx = ocs_ring_node_tor(k->d, rx[i]), ty = ocs_ring_node_tor(k->d, ry[i]);
+
+		if (tx != ty)
+			return tx < ty ? -1 : 1;
+	}
+	return 0;
+}
+
+static int ref_by_tors(const void *a, const void *b)
+{
+	const struct ring_ref *x = a, *y = b;
+	int c = ring_tor_cmp(x, y);
+
+	if (c)
+		return c;
+	return (x->ring > y->ring) - (x->ring < y->ring);
+}
+
+static int ref_by_group(const void *a, const void *b)
+{
+	const struct ring_ref *x = a, *y = b;
+
+	if (x->group_size != y->group_size)
+		return x->group_size > y->group_size ? -1 : 1;
+	if (x->group_first != y->group_first)
+		return x->group_first < y->group_first ? -1 : 1;
+	return (x->ring > y->ring) - (x->ring < y->ring);
+}
+
+/*
+ * Orders the rings of c so that rings with the same ToR sequence follow each
+ * other, the largest such groups first, and writes the first `need` of them
+ * to out.
+ */
+static int order_by_tors(const struct cut *c, int need, int *out)
+{
+	struct ring_key key = {c->d, c->rings, c->m};
+	struct ring_ref *ref = malloc((size_t)c->n_rings * sizeof(*ref));
+
+	if (!ref)
+		return -ENOMEM;
+	for (int r = 0; r < c->n_rings; r++)
+		ref[r] = (struct ring_ref){&key, r, 0, 0};
+	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_tors);
+	for (int a = 0, b; a < c->n_rings; a = b) {
+		for (b = a + 1; b < c->n_rings && ring_tor_cmp(&ref[a], &ref[b]) == 0; b++)
+			;
+		for (int i = a; i < b; i++) {
+			ref[i].group_size = b - a;
+			ref[i].group_first = a;
+		}
+	}
+	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_group);
+	for (int k = 0; k < need; k++)
+		memcpy(out + (size_t)k * c->m, c->rings + (size_t)ref[k].ring * c->m,
+		       (size_t)c->m * sizeof(int));
+	free(ref);
+	return 0;
+}
+
+/* ---- hbd_plan ------------------------------------------------------------ */
+
+/* The request's name of a domain field the validator names ("k-hops" -> "ocstrx-ring.k-hops"). */
+static const char *domain_field(const char *name)
+{
+	static const char *const fields[] = {
+		"ocstrx-ring.tors",   "ocstrx-ring.nodes-per-tor", "ocstrx-ring.gpus-per-node",
+		"ocstrx-ring.k-hops", "ocstrx-ring.bundles",	   "ocstrx-ring.tors-per-agg",
+	};
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (strcmp(fields[i] + strlen("ocstrx-ring."), name) == 0)
+			return fields[i];
+	return "ocstrx-ring";
+}
+
+static int check_request(const struct ocs_ring_domain *d, const uint8_t *use,
+			 const struct hbd_request *req, struct hbd_error *err)
+{
+	struct ocs_fabric_problem problem;
+	int n;
+
+	if (!d || !use || !req) {
+		set_error(err, NULL, "no domain, node use or request");
+		return -EINVAL;
+	}
+	if (ocs_ring_validate(d, &problem, 1) > 0) {
+		set_error(err, domain_field(problem.field), "%s", problem.reason);
+		return -EINVAL;
+	}
+	if (d->k_hops > UINT8_MAX) {
+		set_error(err, "ocstrx-ring.k-hops", "at most %d hops", UINT8_MAX);
+		return -EINVAL;
+	}
+	if (req->tp < 1 || req->tp % d->gpus_per_node != 0) {
+		set_error(err, "job.tp", "%d is not a positive multiple of gpus-per-node (%d)",
+			  req->tp, d->gpus_per_node);
+		return -EINVAL;
+	}
+	if (req->gpus < 0 || req->gpus % req->tp != 0) {
+		set_error(err, "job.gpus", "%lld is not a multiple of tp (%d)",
+			  (long long)req->gpus, req->tp);
+		return -EINVAL;
+	}
+	if (!hbd_orch_name(req->orch)) {
+		set_error(err, "orchestration", "must be dcn-free, fat-tree or greedy");
+		return -EINVAL;
+	}
+	if (req->tp / d->gpus_per_node >= 2 && d->bundles < 2) {
+		set_error(err, "ocstrx-ring.bundles",
+			  "a ring of 2 or more nodes needs a DOWN and an UP bundle per node");
+		return -EINVAL;
+	}
+	n = ocs_ring_nodes(d);
+	for (int i = 0; i < n; i++) {
+		if (use[i] > HBD_NODE_FAULTY) {
+			set_error(err, "nodes", "node %d has an unknown use %u", i, use[i]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Chooses the rings of the plan from the cut and fills out; c->rings holds them. */
+static int fat_tree(struct cut *c, int64_t need, struct hbd_plan *out)
+{
+	const struct ocs_ring_domain *d = c->d;
+	struct fat_tree ft = {.tors_per_agg = d->tors_per_agg};
+	uint8_t *base = malloc((size_t)c->n), *blocked = calloc((size_t)d->tors, 1);
+	int low = 0, high, best = 0;
+
+	if (!base || !blocked) {
+		free(base);
+		free(blocked);
+		return -ENOMEM;
+	}
+	memcpy(base, c->free, (size_t)c->n);
+	for (int pos = 0; pos < c->n; pos++)
+		if (!base[pos])
+			blocked[pos % d->tors] = 1;
+	ft.n_agg = ocs_ring_agg_domains(d);
+	ft.n_seg = ft.n_agg * d->nodes_per_tor;
+	ft.base_free = base;
+	ft.tor_blocked = blocked;
+	high = ft.n_seg + ft.n_agg;
+	out->constraints_total = high;
+	while (low <= high) {
+		int mid = low + (high - low) / 2;
+
+		if (fat_tree_place(c, &ft, mid) >= need) {
+			best = mid;
+			low = mid + 1;
+		} else {
+			high = mid - 1;
+		}
+	}
+	/* nc = 0 is the cut of Alg. 2, which the caller checked places the job. */
+	fat_tree_place(c, &ft, best);
+	out->constraints_kept = best;
+	free(base);
+	free(blocked);
+	return 0;
+}
+
+int hbd_plan(const struct ocs_ring_domain *d, const uint8_t *use, const struct hbd_request *req,
+	     struct hbd_plan *out, struct hbd_error *err)
+{
+	struct cut c = {0};
+	int64_t need, free_nodes = 0;
+	uint64_t seed;
+	int rc, optimum;
+
+	memset(out, 0, sizeof(*out));
+	rc = check_request(d, use, req, err);
+	if (rc)
+		return rc;
+	seed = req->seed;
+	c.d = d;
+	c.n = ocs_ring_nodes(d);
+	c.m = req->tp / d->gpus_per_node;
+	out->m = c.m;
+	c.free = malloc((size_t)c.n);
+	c.pos_list = malloc((size_t)c.n * sizeof(int));
+	c.rings = malloc((size_t)c.n * sizeof(int));
+	if (!c.free || !c.pos_list || !c.rings) {
+		rc = -ENOMEM;
+		goto done;
+	}
+	for (int pos = 0; pos < c.n; pos++) {
+		c.free[pos] = use[ocs_ring_node_at(d, pos)] == HBD_NODE_FREE;
+		free_nodes += c.free[pos];
+	}
+	/* Alg. 2 gives the optimum, which every orchestration is measured against. */
+	if (c.m <= c.n)
+		cut_range(&c, 0, c.n, d->closed);
+	optimum = c.n_rings;
+	need = req->gpus ? req->gpus / req->tp : (optimum > 0 ? optimum : 1);
+	if (need > optimum) {
+		out->rings_needed = need > INT_MAX ? INT_MAX : (int)need;
+		out->rings_available = optimum;
+		set_error(err, "job.gpus", "the job needs %lld rings of %d nodes, %d fit",
+			  (long long)need, c.m, optimum);
+		rc = -ENOSPC;
+		goto done;
+	}
+	out->nodes = malloc((size_t)need * c.m * sizeof(int));
+	if (!out->nodes) {
+		rc = -ENOMEM;
+		goto done;
+	}
+	out->n_rings = (int)need;
+	switch (req->orch) {
+	case HBD_ORCH_DCN_FREE:
+		memcpy(out->nodes, c.rings, (size_t)need * c.m * sizeof(int));
+		break;
+	case HBD_ORCH_FAT_TREE:
+		rc = fat_tree(&c, need, out);
+		if (rc == 0)
+			rc = order_by_tors(&c, (int)need, out->nodes);
+		break;
+	case HBD_ORCH_GREEDY:
+		c.prng = &seed;
+		c.n_rings = 0;
+		cut_range(&c, 0, c.n, d->closed);
+		/* A partial Fisher-Yates shuffle picks `need` rings in random order. */
+		for (int k = 0; k < need; k++) {
+			int j = k + prng_below(&seed, c.n_rings - k);
+
+			memcpy(out->nodes + (size_t)k * c.m, c.rings + (size_t)j * c.m,
+			       (size_t)c.m * sizeof(int));
+			if (j != k)
+				memcpy(c.rings + (size_t)j * c.m, c.rings + (size_t)k * c.m,
+				       (size_t)c.m * sizeof(int));
+		}
+		break;
+	}
+	if (rc)
+		goto done;
+	out->gpus_placed = need * req->tp;
+	if (req->gpus == 0)
+		out->gpus_wasted = (free_nodes - need * c.m) * d->gpus_per_node;
+	out->cross_tor_share = hbd_cross_tor_share(d, out->nodes, out->n_rings, c.m);
+done:
+	if (rc)
+		hbd_plan_clear(out);
+	free(c.free);
+	free(c.pos_list);
+	free(c.rings);
+	return rc;
+}
+
+/* ---- fault bypass -------------------------------------------------------- */
+
+static bool bundle_same(const struct hbd_bundle *a, const struct hbd_bundle *b)
+{
+	return a->path == b->path && a->distance == b->distance && a->dir == b->dir &&
+	       a->peer == b->peer;
+}
+
+/* A node and where its settings are in a ring's bundle array. */
+struct node_slot {
+	int node;
+	int index;
+};
+
+static int slot_cmp(const void *a, const void *b)
+{
+	const struct node_slot *x = a, *y = b;
+
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+static const struct node_slot *slot_find(const struct node_slot *s, int n, int node)
+{
+	struct node_slot key = {node, 0};
+
+	return bsearch(&key, s, (size_t)n, sizeof(*s), slot_cmp);
+}
+
+static struct node_slot *slots_of(const int *ring, int m)
+{
+	struct node_slot *s = malloc((size_t)m * sizeof(*s));
+
+	if (!s)
+		return NULL;
+	for (int i = 0; i < m; i++)
+		s[i] = (struct node_slot){ring[i], i};
+	qsort(s, (size_t)m, sizeof(*s), slot_cmp);
+	return s;
+}
+
+/* Appends to changes every bundle of `now` (nb settings) that differs from `before`. */
+static void diff_node(const struct hbd_bundle *before, const struct hbd_bundle *now, int nb,
+		      struct hbd_bundle *changes, size_t *n_changes)
+{
+	for (int b = 0; b < nb; b++)
+		if (!bundle_same(&before[b], &now[b]))
+			changes[(*n_changes)++] = now[b];
+}
+
+/*
+ * The changes from old ring (m nodes, settings old_set) to new ring (m
+ * nodes): new ring nodes take their new settings, old ring nodes that are
+ * no longer in a ring go back to idle; `failed` is left alone.
+ */
+static int replace_changes(const struct ocs_ring_domain *d, const int *old_ring,
+			   const struct hbd_bundle *old_set, const int *new_ring, int m, int failed,
+			   struct hbd_repair *out)
+{
+	size_t nb = (size_t)d->bundles;
+	struct hbd_bundle *new_set = malloc((size_t)m * nb * sizeof(*new_set));
+	struct hbd_bundle *idle = malloc(nb * sizeof(*idle));
+	struct node_slot *old_slots = slots_of(old_ring, m), *new_slots = slots_of(new_ring, m);
+	int rc = -ENOMEM;
+
+	out->changes = malloc(2 * (size_t)m * nb * sizeof(*out->changes));
+	if (!new_set || !idle || !old_slots || !new_slots || !out->changes)
+		goto done;
+	rc = hbd_ring_bundles(d, new_ring, m, new_set);
+	if (rc)
+		goto done;
+	for (int i = 0; i < m; i++) {
+		const struct node_slot *was = slot_find(old_slots, m, new_ring[i]);
+		const struct hbd_bundle *before = idle;
+
+		if (was)
+			before = old_set + (size_t)was->index * nb;
+		else
+			hbd_idle_bundles(d, new_ring[i], idle);
+		diff_node(before, new_set + (size_t)i * nb, d->bundles, out->changes,
+			  &out->n_changes);
+	}
+	for (int i = 0; i < m; i++) {
+		if (old_ring[i] == failed || slot_find(new_slots, m, old_ring[i]))
+			continue;
+		hbd_idle_bundles(d, old_ring[i], idle);
+		diff_node(old_set + (size_t)i * nb, idle, d->bundles, out->changes,
+			  &out->n_changes);
+	}
+done:
+	free(new_set);
+	free(idle);
+	free(old_slots);
+	free(new_slots);
+	return rc;
+}
+
+static int bypass(const struct ocs_ring_domain *d, const int *ring, int m, int j,
+		  struct hbd_repair *out)
+{
+	int below = ring[j - 1], above = ring[j + 1];
+	int g = gap_up(d, ocs_ring_position(d, below), ocs_ring_position(d, above));
+
+	out->kind = HBD_REPAIR_BYPASS;
+	out->m = m - 1;
+	out->nodes = malloc((size_t)(m - 1) * sizeof(int));
+	out->changes = malloc(2 * sizeof(*out->changes));
+	if (!out->nodes || !out->changes)
+		return -ENOMEM;
+	memcpy(out->nodes, ring, (size_t)j * sizeof(int));
+	memcpy(out->nodes + j, ring + j + 1, (size_t)(m - j - 1) * sizeof(int));
+	out->changes[0] = external(below, HBD_BUNDLE_UP, g, HBD_DIR_UP, above);
+	out->changes[1] = external(above, HBD_BUNDLE_DOWN, g, HBD_DIR_DOWN, below);
+	out->n_changes = 2;
+	return 0;
+}
+
+int hbd_repair(const struct ocs_ring_domain *d, const uint8_t *use, const int *ring, int m,
+	       int failed, const struct hbd_request *req, struct hbd_repair *out)
+{
+	struct hbd_request one;
+	struct hbd_plan plan = {0};
+	struct hbd_error err = {0};
+	struct hbd_bundle *old_set = NULL;
+	uint8_t *u = NULL;
+	int j = -1, n, rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!d || !use || !req || !hbd_ring_valid(d, ring, m) || (m >= 2 && d->bundles < 2) ||
+	    d->gpus_per_node < 1 || req->tp != m * d->gpus_per_node)
+		return -EINVAL;
+	for (int i = 0; i < m; i++)
+		if (ring[i] == failed)
+			j = i;
+	if (j < 0)
+		return -EINVAL;
+	if (j > 0 && j + 1 < m &&
+	    gap_up(d, ocs_ring_position(d, ring[j - 1]), ocs_ring_position(d, ring[j + 1])) <=
+		    d->k_hops) {
+		rc = bypass(d, ring, m, j, out);
+		goto done;
+	}
+	/* No bypass: a new ring of m nodes, which may reuse this ring's healthy nodes. */
+	n = ocs_ring_nodes(d);
+	u = malloc((size_t)n);
+	old_set = malloc((size_t)m * (size_t)d->bundles * sizeof(*old_set));
+	rc = -ENOMEM;
+	if (!u || !old_set)
+		goto done;
+	memcpy(u, use, (size_t)n);
+	for (int i = 0; i < m; i++)
+		u[ring[i]] = ring[i] == failed ? HBD_NODE_FAULTY : HBD_NODE_FREE;
+	one = *req;
+	one.gpus = req->tp;
+	rc = hbd_plan(d, u, &one, &plan, &err);
+	if (rc == -ENOSPC) {
+		out->kind = HBD_REPAIR_LOST;
+		snprintf(out->reason, sizeof(out->reason),
+			 "node %d is at the %s and no ring of %d healthy free nodes is left",
+			 failed,
+			 j == 0 || j + 1 == m ? "end of its ring"
+					      : "middle, its neighbours too far apart",
+			 m);
+		rc = 0;
+		goto done;
+	}
+	if (rc)
+		goto done;
+	out->kind = HBD_REPAIR_REPLACE;
+	out->m = m;
+	out->nodes = plan.nodes;
+	plan.nodes = NULL;
+	snprintf(out->reason, sizeof(out->reason), "node %d: %s", failed,
+		 j == 0 || j + 1 == m ? "an end node of the ring has no bypass"
+				      : "its ring neighbours are more than K apart");
+	rc = hbd_ring_bundles(d, ring, m, old_set);
+	if (rc == 0)
+		rc = replace_changes(d, ring, old_set, out->nodes, m, failed, out);
+done:
+	hbd_plan_clear(&plan);
+	free(u);
+	free(old_set);
+	if (rc)
+		hbd_repair_clear(out);
+	return rc;
+}
