@@ -40,6 +40,10 @@ static int parse_uint(const char *s, int max, int *out)
 static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size_t err_len)
 {
 	const char *at = strchr(knob, '@');
+	if (!strcmp(knob, "node-fault")) {
+		f->node_fault = true;
+		return 0;
+	}
 	if (!strncmp(knob, "fail-port=", 10)) {
 		int p;
 		if (parse_uint(knob + 10, 4095, &p) ||
@@ -55,7 +59,7 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 	if (!at) {
 		snprintf(err, err_len,
 			 "fault '%s': expected refuse@STEP, drop@STEP, hang@STEP=MS, "
-			 "noeffect@commit or fail-port=P",
+			 "noeffect@commit, fail-port=P or node-fault",
 			 knob);
 		return -EINVAL;
 	}

@@ -10,17 +10,25 @@
  *                      netconfd defect of TOOLCHAIN.md)
  *   fail-port=P        port P fails: oper-state failed, its connections
  *                      report status failed
+ *   node-fault         (ocs-transceiver) the node fails: its state says
+ *                      faulty, every peer whose selected path reaches it
+ *                      reports that path failed and sends loss-of-light,
+ *                      and the node's agent sends node-fault (faulty=true);
+ *                      a set-faults without it heals the node (node-fault
+ *                      faulty=false, the peers' paths active again)
  * STEP is one of lock, unlock, edit, validate, commit (a commit that is
  * not confirming one), confirm (a commit confirming a pending confirmed
  * commit), cancel (cancel-commit), discard, get (get and get-config).
  * A knob fires once (the next matching RPC) and then clears itself; a
  * trailing '+' (refuse@commit+) makes every knob of that step sticky until
- * the next set-faults. set-faults replaces all knobs; the empty spec clears
+ * the next set-faults (fail-port and node-fault are states: they hold until
+ * a set-faults without them). set-faults replaces all knobs; the empty spec clears
  * them. Pure parsing, no state: thread-safe.
  */
 #ifndef OCS_DEVSIM_FAULT_H
 #define OCS_DEVSIM_FAULT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +55,7 @@ struct devsim_faults {
 	int hang_ms[DEVSIM_STEP_COUNT];
 	int failed_ports[DEVSIM_MAX_FAILED_PORTS];
 	int n_failed_ports;
+	bool node_fault;
 };
 
 const char *devsim_step_name(enum devsim_step s);

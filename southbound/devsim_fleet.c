@@ -16,12 +16,29 @@
  * `pending` for --switch-ms after the commit, then `connected`. In
  * bidirectional mode (default for ocs-switch) a validate or commit that
  * would leave a one-way circuit (A->B without B->A) is refused.
+ *
+ * ocs-transceiver: device i is the agent of node node_base + i of one ring
+ * domain (the geometry of the --ring-* options; the physical model is in
+ * ocs-transceiver.yang). It accepts its own node only, and refuses at
+ * validate/commit a bundle it lacks, a distance beyond K and a peer past
+ * either end of an open line. A bundle whose selected path changed is
+ * `pending` for the switching time (microseconds), then `active`, or
+ * `failed` while its own node or the peer it reaches is faulty
+ * (knob node-fault). Light is modelled per end: a path does not wait for
+ * the peer's bundle to point back.
+ *
+ * A node fault concerns other devices of the fleet (the peers that lose
+ * light). Devices keep the one-mutex rule: the faulty flags live in an
+ * atomic array every device reads without a lock, and the loss-of-light
+ * notifications are sent after the faulty device's mutex is released,
+ * visiting the other devices one at a time (fleet_node_fault_spread()).
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "devsim_fleet.h"
 #include "devsim_store.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <glob.h>
 #include <limits.h>
 #include <poll.h>
@@ -43,8 +60,12 @@ struct devsim_fleet {
 	const struct ly_ctx *ctx; /* borrowed */
 	enum devsim_model model;
 	int ports; /* per device */
-	int switch_ms;
+	int switch_us;
 	bool bidirectional;
+	/* ocs-transceiver: the ring domain (solvers/fabric.h numbering) */
+	int node_base, ring_tors, ring_nodes_per_tor, ring_k, bundles;
+	bool ring_closed;
+	atomic_bool *faulty;  /* per device: its node is faulty (read by every device) */
 	const char *ietf_dir; /* borrowed: IETF modules served by get-schema */
 	struct devsim_device *devs;
 	int count;
@@ -52,6 +73,8 @@ struct devsim_fleet {
 
 struct devsim_device {
 	const struct devsim_fleet *fleet; /* the settings every device shares */
+	int index;			  /* in the fleet */
+	uint32_t node;			  /* ocs-transceiver: the node served */
 	pthread_mutex_t mu;		  /* guards every field below */
 	struct lyd_node *running;
 	struct lyd_node *candidate;
@@ -65,20 +88,79 @@ struct devsim_device {
 	uint32_t cc_sid;
 	char *cc_persist; /* persist id, NULL when not persistent */
 	int64_t cc_deadline_ms;
-	/* per input port: current output (-1 none) and when it was set */
+	/* ocs-switch: per input port, current output (-1 none) and when it was
+	 * set; ocs-transceiver: per bundle, the selected path (path_code()) and
+	 * when it was selected, and the node it reaches (peer, -1 none) */
 	int *cur_out;
-	int64_t *since_ms;
+	int64_t *since_us;
+	int *peer;
 	int64_t last_change_ms;
 	struct devsim_faults faults;
 	struct nc_session *subscribers[MAX_SUBSCRIBERS];
 	int n_subscribers;
+	bool fault_spread; /* set-faults failed the node: the peers must hear of it */
 };
 
-static int64_t now_ms(void)
+static int64_t now_us(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t now_ms(void)
+{
+	return now_us() / 1000;
+}
+
+/* ---- ring domain geometry (fabric.h's numbering) ---------------------------- */
+
+static int ring_nodes(const struct devsim_fleet *f)
+{
+	return f->ring_tors * f->ring_nodes_per_tor;
+}
+
+static int ring_position(const struct devsim_fleet *f, int node)
+{
+	return (node % f->ring_nodes_per_tor) * f->ring_tors + node / f->ring_nodes_per_tor;
+}
+
+static int ring_node_at(const struct devsim_fleet *f, int position)
+{
+	return (position % f->ring_tors) * f->ring_nodes_per_tor + position / f->ring_tors;
+}
+
+/* The node `distance` positions from node in direction down (or up); -1 past an open end. */
+static int ring_peer(const struct devsim_fleet *f, int node, int distance, bool down)
+{
+	int n = ring_nodes(f);
+	int q = ring_position(f, node) + (down ? -distance : distance);
+	if (f->ring_closed)
+		q = ((q % n) + n) % n;
+	else if (q < 0 || q >= n)
+		return -1;
+	return ring_node_at(f, q);
+}
+
+/* Whether node is faulty (false for a node this process does not serve). */
+static bool node_faulty(const struct devsim_fleet *f, int node)
+{
+	int i = node - f->node_base;
+	return i >= 0 && i < f->count && atomic_load(&f->faulty[i]);
+}
+
+/* A bundle's selected path as one number: 0 loopback, else 1 + 2 * distance + down. */
+static int path_code(const struct lyd_node *bundle, int *distance, bool *down)
+{
+	struct lyd_node *ext = NULL, *dist = NULL, *dir = NULL;
+	*distance = 0;
+	*down = false;
+	if (lyd_find_path(bundle, "external", 0, &ext) ||
+	    lyd_find_path(ext, "distance", 0, &dist) || lyd_find_path(ext, "direction", 0, &dir))
+		return 0;
+	*distance = atoi(lyd_get_value(dist));
+	*down = !strcmp(lyd_get_value(dir), "down");
+	return 1 + 2 * *distance + *down;
 }
 
 /* ---- replies ------------------------------------------------------------ */
@@ -150,12 +232,83 @@ static void read_connections(const struct devsim_fleet *f, const struct lyd_node
 	ly_set_free(set, NULL);
 }
 
+/*
+ * Transceiver checks the YANG model cannot express: the agent's own node
+ * only, its bundles, distances within K, no peer past an open end. The
+ * error path names the offending leaf.
+ */
+static int check_transceiver_rules(const struct devsim_device *d, const struct lyd_node *tree,
+				   char *msg, size_t msg_len, char *path, size_t path_len)
+{
+	const struct devsim_fleet *f = d->fleet;
+	struct ly_set *set = NULL;
+	int rc = 0;
+	if (!tree || lyd_find_xpath(tree, "/ocs-transceiver:transceivers/node", &set))
+		return 0;
+	for (uint32_t i = 0; i < set->count && !rc; i++) {
+		struct lyd_node *n = set->dnodes[i], *b;
+		const char *v = lyd_get_value(lyd_child(n));
+		unsigned long id = v ? strtoul(v, NULL, 10) : 0;
+		char base[96];
+		snprintf(base, sizeof(base), "/ocs-transceiver:transceivers/node[id='%lu']", id);
+		if (id != d->node) {
+			snprintf(msg, msg_len, "this agent serves node %u only, not node %lu",
+				 d->node, id);
+			snprintf(path, path_len, "%s/id", base);
+			rc = -EINVAL;
+			break;
+		}
+		LY_LIST_FOR(lyd_child(n), b)
+		{
+			if (strcmp(LYD_NAME(b), "bundle"))
+				continue;
+			int bid = atoi(lyd_get_value(lyd_child(b))), distance;
+			bool down;
+			if (bid >= f->bundles) {
+				snprintf(msg, msg_len, "node %u has bundles 0..%d, not %d", d->node,
+					 f->bundles - 1, bid);
+				snprintf(path, path_len, "%s/bundle[id='%d']/id", base, bid);
+				rc = -EINVAL;
+				break;
+			}
+			if (!path_code(b, &distance, &down))
+				continue;
+			if (distance > f->ring_k) {
+				snprintf(
+					msg, msg_len,
+					"distance %d is beyond the domain's K = %d (external paths "
+					"reach 1..%d positions)",
+					distance, f->ring_k, f->ring_k);
+				snprintf(path, path_len, "%s/bundle[id='%d']/external/distance",
+					 base, bid);
+				rc = -EINVAL;
+				break;
+			}
+			if (ring_peer(f, (int)d->node, distance, down) < 0) {
+				snprintf(
+					msg, msg_len,
+					"no node %d position(s) %s from node %u (position %d): the "
+					"domain is an open line of %d nodes",
+					distance, down ? "down" : "up", d->node,
+					ring_position(f, (int)d->node), ring_nodes(f));
+				snprintf(path, path_len, "%s/bundle[id='%d']/external/distance",
+					 base, bid);
+				rc = -EINVAL;
+				break;
+			}
+		}
+	}
+	ly_set_free(set, NULL);
+	return rc;
+}
+
 /* Device checks the YANG model cannot express: port ranges, L2 symmetry. */
-static int check_device_rules(const struct devsim_fleet *f, const struct lyd_node *tree, char *msg,
+static int check_device_rules(const struct devsim_device *d, const struct lyd_node *tree, char *msg,
 			      size_t msg_len, char *path, size_t path_len)
 {
+	const struct devsim_fleet *f = d->fleet;
 	if (f->model != DEVSIM_MODEL_SWITCH)
-		return 0;
+		return check_transceiver_rules(d, tree, msg, msg_len, path, path_len);
 	struct ly_set *set = NULL;
 	if (!tree || lyd_find_xpath(tree, "/ocs-switch:cross-connects/connection", &set))
 		return 0;
@@ -197,9 +350,10 @@ static int check_device_rules(const struct devsim_fleet *f, const struct lyd_nod
 }
 
 /* Full validation of a datastore copy: YANG constraints, then device rules. */
-static int validate_tree(const struct devsim_fleet *f, const struct lyd_node *tree, char *msg,
+static int validate_tree(const struct devsim_device *d, const struct lyd_node *tree, char *msg,
 			 size_t msg_len, char *path, size_t path_len)
 {
+	const struct devsim_fleet *f = d->fleet;
 	struct lyd_node *copy = NULL;
 	if (tree && lyd_dup_siblings(tree, NULL, LYD_DUP_RECURSIVE, &copy))
 		return -ENOMEM;
@@ -212,9 +366,41 @@ static int validate_tree(const struct devsim_fleet *f, const struct lyd_node *tr
 		lyd_free_all(copy);
 		return -EINVAL;
 	}
-	int rc = check_device_rules(f, copy, msg, msg_len, path, path_len);
+	int rc = check_device_rules(d, copy, msg, msg_len, path, path_len);
 	lyd_free_all(copy);
 	return rc;
+}
+
+/* A transceiver's new running: per bundle the selected path, since when, and the peer. */
+static void set_running_bundles(struct devsim_device *d, int64_t t)
+{
+	const struct devsim_fleet *f = d->fleet;
+	int code[64], peer[64];
+	for (int b = 0; b < f->bundles; b++)
+		code[b] = 0, peer[b] = -1;
+	struct ly_set *set = NULL;
+	char xpath[96];
+	snprintf(xpath, sizeof(xpath), "/ocs-transceiver:transceivers/node[id='%u']/bundle",
+		 d->node);
+	if (d->running && !lyd_find_xpath(d->running, xpath, &set)) {
+		for (uint32_t i = 0; i < set->count; i++) {
+			int bid = atoi(lyd_get_value(lyd_child(set->dnodes[i]))), distance;
+			bool down;
+			if (bid < 0 || bid >= f->bundles)
+				continue; /* validated away before commit */
+			code[bid] = path_code(set->dnodes[i], &distance, &down);
+			if (code[bid])
+				peer[bid] = ring_peer(f, (int)d->node, distance, down);
+		}
+		ly_set_free(set, NULL);
+	}
+	for (int b = 0; b < f->bundles; b++) {
+		if (code[b] != d->cur_out[b]) {
+			d->cur_out[b] = code[b];
+			d->since_us[b] = t;
+		}
+		d->peer[b] = peer[b];
+	}
 }
 
 /* Installs a new running tree (takes ownership) and updates switch timing. */
@@ -223,23 +409,23 @@ static void set_running(struct devsim_device *d, struct lyd_node *tree)
 	const struct devsim_fleet *f = d->fleet;
 	lyd_free_all(d->running);
 	d->running = tree;
-	int64_t t = now_ms();
-	d->last_change_ms = t;
+	int64_t t = now_us();
+	d->last_change_ms = t / 1000;
 	if (f->model != DEVSIM_MODEL_SWITCH)
-		return;
+		return set_running_bundles(d, t);
 	int *out = malloc(sizeof(int) * (size_t)f->ports);
 	if (!out) {
 		/* Cannot tell which ports moved: every port switches again, which
 		 * only delays `connected` by one switch time. */
 		for (int i = 0; i < f->ports; i++)
-			d->since_ms[i] = t;
+			d->since_us[i] = t;
 		return;
 	}
 	read_connections(f, tree, out);
 	for (int i = 0; i < f->ports; i++) {
 		if (out[i] != d->cur_out[i]) {
 			d->cur_out[i] = out[i];
-			d->since_ms[i] = t;
+			d->since_us[i] = t;
 		}
 	}
 	free(out);
@@ -292,13 +478,13 @@ static struct lyd_node *switch_state(struct devsim_device *d, bool with_ports)
 	const struct devsim_fleet *f = d->fleet;
 	const struct lys_module *mod = ly_ctx_get_module_implemented(f->ctx, "ocs-switch");
 	struct lyd_node *tree = dup_tree(d->running), *info = NULL, *ports = NULL, *node;
-	int64_t t = now_ms();
+	int64_t t = now_us();
 	if (!with_ports)
 		goto connections; /* the filter does not look at ports: spare the work */
 	lyd_new_inner(NULL, mod, "switch-info", 0, &info);
 	add_leaf(info, mod, "port-count", "%d", f->ports);
 	add_leaf(info, mod, "bidirectional", "%s", f->bidirectional ? "true" : "false");
-	add_leaf(info, mod, "switch-time-ms", "%d", f->switch_ms);
+	add_leaf(info, mod, "switch-time-ms", "%d", f->switch_us / 1000);
 	lyd_insert_sibling(tree, info, &tree);
 	if (lyd_find_path(tree, "/ocs-switch:ports", 0, &ports)) {
 		lyd_new_inner(NULL, mod, "ports", 0, &ports);
@@ -337,7 +523,7 @@ connections:;
 				add_leaf(c, mod, "status", "failed");
 				add_leaf(c, mod, "reason", "port %d failed",
 					 port_failed(d, in) ? in : o);
-			} else if (t < d->since_ms[in] + f->switch_ms) {
+			} else if (t < d->since_us[in] + f->switch_us) {
 				add_leaf(c, mod, "status", "pending");
 			} else {
 				add_leaf(c, mod, "status", "connected");
@@ -353,41 +539,52 @@ static struct lyd_node *transceiver_state(struct devsim_device *d)
 {
 	const struct devsim_fleet *f = d->fleet;
 	const struct lys_module *mod = ly_ctx_get_module_implemented(f->ctx, "ocs-transceiver");
-	struct lyd_node *tree = dup_tree(d->running);
-	bool settling = now_ms() < d->last_change_ms + f->switch_ms;
-	struct ly_set *set = NULL;
-	if (!lyd_find_xpath(tree, "/ocs-transceiver:transceivers/node", &set)) {
-		for (uint32_t i = 0; i < set->count; i++) {
-			struct lyd_node *n = set->dnodes[i], *b;
-			long node_id = atol(lyd_get_value(lyd_child(n)));
-			add_leaf(n, mod, "faulty", "false");
-			LY_LIST_FOR(lyd_child(n), b)
-			{
-				if (strcmp(LYD_NAME(b), "bundle"))
-					continue;
-				struct lyd_node *ext = NULL, *dist = NULL, *dir = NULL, *ps = NULL;
-				lyd_find_path(b, "external", 0, &ext);
-				if (ext) {
-					lyd_find_path(ext, "distance", 0, &dist);
-					lyd_find_path(ext, "direction", 0, &dir);
-				}
-				const char *status = settling ? "pending" : "active";
-				if (dist && dir) {
-					long dd = atol(lyd_get_value(dist));
-					bool up = !strcmp(lyd_get_value(dir), "up");
-					add_leaf(b, mod, "peer-node", "%ld",
-						 up ? node_id + dd : node_id - dd);
-					lyd_new_list(b, mod, "path-status", 0, &ps, "external",
-						     lyd_get_value(dist), lyd_get_value(dir));
-				} else {
-					lyd_new_list(b, mod, "path-status", 0, &ps, "loopback", "0",
-						     "up");
-				}
-				if (ps)
-					add_leaf(ps, mod, "status", "%s", status);
-			}
+	struct lyd_node *tree = dup_tree(d->running), *n = NULL, *b;
+	int64_t t = now_us();
+	bool faulty = atomic_load(&f->faulty[d->index]);
+	char path[96], id[16];
+	/* the node's entry is there even before any bundle was configured: its
+	 * faulty flag is state */
+	snprintf(id, sizeof(id), "%u", d->node);
+	snprintf(path, sizeof(path), "/ocs-transceiver:transceivers/node[id='%u']", d->node);
+	if (lyd_find_path(tree, path, 0, &n)) {
+		struct lyd_node *top = NULL;
+		if (lyd_find_path(tree, "/ocs-transceiver:transceivers", 0, &top)) {
+			lyd_new_inner(NULL, mod, "transceivers", 0, &top);
+			lyd_insert_sibling(tree, top, &tree);
 		}
-		ly_set_free(set, NULL);
+		if (top)
+			lyd_new_list(top, mod, "node", 0, &n, id);
+	}
+	if (!n)
+		return tree;
+	add_leaf(n, mod, "faulty", "%s", faulty ? "true" : "false");
+	LY_LIST_FOR(lyd_child(n), b)
+	{
+		if (strcmp(LYD_NAME(b), "bundle"))
+			continue;
+		int bid = atoi(lyd_get_value(lyd_child(b))), distance;
+		bool down;
+		int code = path_code(b, &distance, &down);
+		int peer = code ? ring_peer(f, (int)d->node, distance, down) : -1;
+		struct lyd_node *ps = NULL;
+		const char *status = "active";
+		if (faulty || (peer >= 0 && node_faulty(f, peer)))
+			status = "failed";
+		else if (bid < f->bundles && t < d->since_us[bid] + f->switch_us)
+			status = "pending";
+		if (code) {
+			char dist[8];
+			snprintf(dist, sizeof(dist), "%d", distance);
+			if (peer >= 0)
+				add_leaf(b, mod, "peer-node", "%d", peer);
+			lyd_new_list(b, mod, "path-status", 0, &ps, "external", dist,
+				     down ? "down" : "up");
+		} else {
+			lyd_new_list(b, mod, "path-status", 0, &ps, "loopback", "0", "up");
+		}
+		if (ps)
+			add_leaf(ps, mod, "status", "%s", status);
 	}
 	return tree;
 }
@@ -407,6 +604,55 @@ static void notify_subscribers(struct devsim_device *d, struct lyd_node *event)
 		nc_server_notif_free(n);
 	}
 	lyd_free_all(event);
+}
+
+/* node-fault for the device's node with its present state (device mutex held). */
+static void notify_node_fault(struct devsim_device *d)
+{
+	const struct devsim_fleet *f = d->fleet;
+	struct lyd_node *ev = NULL;
+	char node[16];
+	snprintf(node, sizeof(node), "%u", d->node);
+	lyd_new_path(NULL, f->ctx, "/ocs-transceiver:node-fault/node", node, 0, &ev);
+	if (!ev)
+		return;
+	lyd_new_path(ev, f->ctx, "/ocs-transceiver:node-fault/faulty",
+		     atomic_load(&f->faulty[d->index]) ? "true" : "false", 0, NULL);
+	notify_subscribers(d, ev);
+}
+
+/* loss-of-light for a bundle of the device's node (device mutex held). */
+static void notify_loss_of_light(struct devsim_device *d, int bundle)
+{
+	const struct devsim_fleet *f = d->fleet;
+	struct lyd_node *ev = NULL;
+	char node[16], b[8];
+	snprintf(node, sizeof(node), "%u", d->node);
+	snprintf(b, sizeof(b), "%d", bundle);
+	lyd_new_path(NULL, f->ctx, "/ocs-transceiver:loss-of-light/node", node, 0, &ev);
+	if (!ev)
+		return;
+	lyd_new_path(ev, f->ctx, "/ocs-transceiver:loss-of-light/bundle", b, 0, NULL);
+	notify_subscribers(d, ev);
+}
+
+/*
+ * The peers' side of a node fault: every other device whose selected path
+ * reaches `node` sends loss-of-light for that bundle. Called with no device
+ * mutex held; takes one at a time.
+ */
+static void fleet_node_fault_spread(const struct devsim_fleet *f, const struct devsim_device *from)
+{
+	for (int i = 0; i < f->count; i++) {
+		struct devsim_device *e = &f->devs[i];
+		if (e == from)
+			continue;
+		pthread_mutex_lock(&e->mu);
+		for (int b = 0; b < f->bundles; b++)
+			if (e->peer[b] == (int)from->node)
+				notify_loss_of_light(e, b);
+		pthread_mutex_unlock(&e->mu);
+	}
 }
 
 static void drop_subscriber(struct devsim_device *d, struct nc_session *s)
@@ -515,7 +761,7 @@ static struct nc_server_reply *rpc_validate(struct devsim_device *d, const struc
 	if (ds != NC_DATASTORE_RUNNING && ds != NC_DATASTORE_CANDIDATE)
 		return reply_err(f, NC_ERR_INVALID_VALUE,
 				 "validate source must be running or candidate", NULL);
-	if (validate_tree(f, tree, msg, sizeof(msg), path, sizeof(path)))
+	if (validate_tree(d, tree, msg, sizeof(msg), path, sizeof(path)))
 		return reply_err(f, NC_ERR_INVALID_VALUE, msg, path);
 	if (ds == NC_DATASTORE_CANDIDATE)
 		d->candidate_valid = true;
@@ -556,7 +802,7 @@ static struct nc_server_reply *rpc_commit(struct devsim_device *d, const struct 
 	bool changes = d->candidate_dirty;
 	char msg[512] = "", path[512] = "";
 	if (changes && !d->candidate_valid &&
-	    validate_tree(f, d->candidate, msg, sizeof(msg), path, sizeof(path)))
+	    validate_tree(d, d->candidate, msg, sizeof(msg), path, sizeof(path)))
 		return reply_err(f, NC_ERR_INVALID_VALUE, msg, path);
 	if (noeffect)
 		return nc_server_reply_ok(); /* the faulty device pretends */
@@ -649,9 +895,28 @@ static struct nc_server_reply *rpc_emit(struct devsim_device *d, const struct ly
 	const char *port = child_value(rpc, "port");
 	struct lyd_node *ev = NULL;
 	char path[128];
-	if (f->model != DEVSIM_MODEL_SWITCH)
-		return reply_err(f, NC_ERR_OP_NOT_SUPPORTED, "only ocs-switch devices emit these",
-				 NULL);
+	bool trx_kind = !strcmp(kind, "node-fault") || !strcmp(kind, "loss-of-light");
+	if (trx_kind != (f->model == DEVSIM_MODEL_TRANSCEIVER))
+		return reply_err(f, NC_ERR_OP_NOT_SUPPORTED,
+				 trx_kind ? "only ocs-transceiver devices emit this kind"
+					  : "only ocs-switch devices emit this kind",
+				 "/ocs-devsim:emit-notification/kind");
+	if (trx_kind) {
+		const char *bundle = child_value(rpc, "bundle");
+		int b = bundle ? atoi(bundle) : 0;
+		if (!strcmp(kind, "node-fault")) {
+			notify_node_fault(d);
+		} else if (b >= f->bundles) {
+			return reply_err(f, NC_ERR_INVALID_VALUE, "no such bundle on this node",
+					 "/ocs-devsim:emit-notification/bundle");
+		} else {
+			notify_loss_of_light(d, b);
+		}
+		return nc_server_reply_ok();
+	}
+	if (!port)
+		return reply_err(f, NC_ERR_MISSING_ELEM, "this kind needs a port",
+				 "/ocs-devsim:emit-notification/port");
 	if (!strcmp(kind, "port-state-change")) {
 		snprintf(path, sizeof(path), "/ocs-switch:port-state-change/port");
 		lyd_new_path(NULL, f->ctx, path, port, 0, &ev);
@@ -805,7 +1070,17 @@ static struct nc_server_reply *dispatch(struct devsim_device *d, const struct ly
 		if (devsim_faults_parse(child_value(rpc, "spec"), &nf, err, sizeof(err)))
 			return reply_err(f, NC_ERR_INVALID_VALUE, err,
 					 "/ocs-devsim:set-faults/spec");
+		if (nf.node_fault && f->model != DEVSIM_MODEL_TRANSCEIVER)
+			return reply_err(f, NC_ERR_INVALID_VALUE,
+					 "node-fault: only ocs-transceiver devices have a node",
+					 "/ocs-devsim:set-faults/spec");
 		d->faults = nf;
+		if (f->model == DEVSIM_MODEL_TRANSCEIVER &&
+		    atomic_exchange(&f->faulty[d->index], nf.node_fault) != nf.node_fault) {
+			notify_node_fault(d);
+			/* the peers lose light after this mutex is released */
+			d->fault_spread = nf.node_fault;
+		}
 		return nc_server_reply_ok();
 	}
 	if (!strcmp(name, "get-schema"))
@@ -848,7 +1123,11 @@ struct nc_server_reply *devsim_fleet_rpc(struct devsim_device *d, const struct l
 		step == DEVSIM_STEP_COMMIT && (faults.noeffect_mask & (1u << DEVSIM_STEP_COMMIT));
 	pthread_mutex_lock(&d->mu);
 	struct nc_server_reply *reply = dispatch(d, rpc, s, noeffect);
+	bool spread = d->fault_spread;
+	d->fault_spread = false;
 	pthread_mutex_unlock(&d->mu);
+	if (spread) /* before the reply: the client sees every effect of set-faults */
+		fleet_node_fault_spread(f, d);
 	if (step >= 0 && faults.hang_ms[step] > 0) {
 		/* after a hang the client may have given up and closed: like a
 		 * device whose TCP stack notices, end the session so its locks and
@@ -909,34 +1188,54 @@ struct devsim_fleet *devsim_fleet_new(const struct ly_ctx *ctx, const struct dev
 		.ctx = ctx,
 		.model = opts->model,
 		.ports = opts->ports,
-		.switch_ms = opts->switch_ms,
+		.switch_us = opts->switch_us,
 		.bidirectional = opts->bidirectional,
 		.ietf_dir = opts->ietf_dir,
+		.node_base = opts->node_base,
+		.ring_tors = opts->ring_tors,
+		.ring_nodes_per_tor = opts->ring_nodes_per_tor,
+		.ring_k = opts->ring_k,
+		.bundles = opts->bundles,
+		.ring_closed = opts->ring_closed,
 	};
 	fleet->devs = calloc((size_t)opts->count, sizeof(*fleet->devs));
-	if (!fleet->devs) {
+	fleet->faulty = calloc((size_t)opts->count, sizeof(*fleet->faulty));
+	if (!fleet->devs || !fleet->faulty) {
+		free(fleet->devs);
+		free(fleet->faulty);
 		free(fleet);
 		return NULL;
 	}
+	/* per device: ports of a switch, bundles of a transceiver */
+	int slots = opts->model == DEVSIM_MODEL_SWITCH ? opts->ports : opts->bundles;
 	/* count grows with each device set up, so that free releases exactly those */
 	for (int i = 0; i < opts->count; i++) {
 		struct devsim_device *d = &fleet->devs[i];
 		d->fleet = fleet;
-		d->cur_out = malloc(sizeof(int) * (size_t)opts->ports);
-		d->since_ms = calloc((size_t)opts->ports, sizeof(int64_t));
-		if (!d->cur_out || !d->since_ms || pthread_mutex_init(&d->mu, NULL)) {
+		d->index = i;
+		d->node = (uint32_t)(opts->node_base + i);
+		d->cur_out = malloc(sizeof(int) * (size_t)slots);
+		d->since_us = calloc((size_t)slots, sizeof(int64_t));
+		d->peer = malloc(sizeof(int) * (size_t)slots);
+		if (!d->cur_out || !d->since_us || !d->peer || pthread_mutex_init(&d->mu, NULL)) {
 			free(d->cur_out);
-			free(d->since_ms);
+			free(d->since_us);
+			free(d->peer);
 			devsim_fleet_free(fleet);
 			return NULL;
 		}
 		fleet->count++;
-		for (int p = 0; p < opts->ports; p++)
-			d->cur_out[p] = -1;
+		for (int p = 0; p < slots; p++) {
+			/* a switch port starts unconnected, a bundle on loopback */
+			d->cur_out[p] = opts->model == DEVSIM_MODEL_SWITCH ? -1 : 0;
+			d->peer[p] = -1;
+		}
 		/* the last --fault that names this device (or every device) wins */
 		for (int k = 0; k < opts->n_faults; k++)
 			if (opts->faults[k].device < 0 || opts->faults[k].device == i)
 				d->faults = opts->faults[k].faults;
+		atomic_init(&fleet->faulty[i],
+			    d->faults.node_fault && opts->model == DEVSIM_MODEL_TRANSCEIVER);
 	}
 	return fleet;
 }
@@ -952,9 +1251,11 @@ void devsim_fleet_free(struct devsim_fleet *fleet)
 		lyd_free_all(d->cc_backup);
 		free(d->cc_persist);
 		free(d->cur_out);
-		free(d->since_ms);
+		free(d->since_us);
+		free(d->peer);
 		pthread_mutex_destroy(&d->mu);
 	}
 	free(fleet->devs);
+	free(fleet->faulty);
 	free(fleet);
 }

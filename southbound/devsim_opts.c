@@ -70,6 +70,14 @@ static int set_str(struct devsim_opts *o, const struct devsim_opt *opt, const ch
 	return 0;
 }
 
+/* A flag: turns a setting that is off by default on. */
+static int set_on(struct devsim_opts *o, const struct devsim_opt *opt, const char *arg, char *err,
+		  size_t err_len)
+{
+	*(bool *)(void *)((char *)o + opt->field) = true;
+	return 0;
+}
+
 /* A flag: turns a setting that is on by default off. */
 static int set_off(struct devsim_opts *o, const struct devsim_opt *opt, const char *arg, char *err,
 		   size_t err_len)
@@ -209,8 +217,65 @@ static const struct devsim_opt opt_table[] = {
 	 .field = FIELD(switch_ms),
 	 .min = 0,
 	 .max = 600000,
-	 .dflt_help = "25 for ocs-switch, 1 for ocs-transceiver",
+	 .dflt_help = "25 for ocs-switch; ocs-transceiver: see --switch-us",
 	 .help = "time a changed connection stays pending, 0..600000"},
+	{.name = "switch-us",
+	 .arg = "US",
+	 .set = set_int,
+	 .field = FIELD(switch_us),
+	 .min = 0,
+	 .max = 600000000,
+	 .dflt_help = "200 for ocs-transceiver; ocs-switch: see --switch-ms",
+	 .help = "the same in microseconds (not with --switch-ms): a transceiver switches "
+		 "in under 1 ms"},
+	{.name = "node-base",
+	 .arg = "N",
+	 .set = set_int,
+	 .field = FIELD(node_base),
+	 .min = 0,
+	 .max = 1 << 20,
+	 .dflt_help = "0",
+	 .help = "ocs-transceiver: device I serves node N+I of the ring domain"},
+	{.name = "ring-tors",
+	 .arg = "N",
+	 .set = set_int,
+	 .field = FIELD(ring_tors),
+	 .min = 1,
+	 .max = 1 << 20,
+	 .dflt_help = "enough for node-base + count nodes",
+	 .help = "ocs-transceiver: ToRs of the ring domain"},
+	{.name = "ring-nodes-per-tor",
+	 .arg = "N",
+	 .set = set_int,
+	 .field = FIELD(ring_nodes_per_tor),
+	 .min = 1,
+	 .max = 1 << 20,
+	 .dflt_help = "1",
+	 .help = "ocs-transceiver: nodes under each ToR (node n: ToR n / N, index n % N; "
+		 "position index x tors + ToR)"},
+	{.name = "ring-k",
+	 .arg = "K",
+	 .set = set_int,
+	 .field = FIELD(ring_k),
+	 .min = 1,
+	 .max = 16,
+	 .dflt_help = "2",
+	 .help = "ocs-transceiver: external paths reach 1..K positions each way, 1..16"},
+	{.name = "ring-closed",
+	 .dflt_help = "off: an open line",
+	 .set = set_on,
+	 .field = FIELD(ring_closed),
+	 .help = "ocs-transceiver: the line is closed into a ring (the first node joins the "
+		 "last)"},
+	{.name = "bundles",
+	 .arg = "N",
+	 .set = set_int,
+	 .field = FIELD(bundles),
+	 .min = 1,
+	 .max = 64,
+	 .dflt_help = "2",
+	 .help = "ocs-transceiver: bundles per node, 1..64 (0 faces lower positions, 1 higher "
+		 "ones, the rest stay on loopback)"},
 	{.name = "fault",
 	 .arg = "[I/]SPEC",
 	 .dflt_help = "none",
@@ -313,8 +378,54 @@ void devsim_opts_help(FILE *out)
 		print_wrapped(out, text, width + 6);
 	}
 	fprintf(out, "Fault SPEC: refuse@STEP, drop@STEP, hang@STEP=MS, noeffect@commit, "
-		     "fail-port=P,\ncomma-separated; STEP+ makes a step's knobs sticky "
+		     "fail-port=P,\nnode-fault, comma-separated; STEP+ makes a step's knobs sticky "
 		     "(southbound/README.md).\n");
+}
+
+/* An ocs-switch takes no ring geometry: a ring option there is a mistake. */
+static int check_no_ring(const struct devsim_opts *o, FILE *err)
+{
+	const char *given = o->node_base >= 0		 ? "node-base"
+			    : o->ring_tors >= 0		 ? "ring-tors"
+			    : o->ring_nodes_per_tor >= 0 ? "ring-nodes-per-tor"
+			    : o->ring_k >= 0		 ? "ring-k"
+			    : o->bundles >= 0		 ? "bundles"
+			    : o->ring_closed		 ? "ring-closed"
+							 : NULL;
+	if (!given)
+		return 0;
+	fprintf(err, "ocs-devsim: --%s: only for --model ocs-transceiver\n", given);
+	return -EINVAL;
+}
+
+/* The ring domain of ocs-transceiver devices: defaults, then every node served must exist. */
+static int check_ring(struct devsim_opts *o, FILE *err)
+{
+	if (o->node_base < 0)
+		o->node_base = 0;
+	if (o->ring_nodes_per_tor < 0)
+		o->ring_nodes_per_tor = 1;
+	long served = (long)o->node_base + o->count;
+	if (o->ring_tors < 0)
+		o->ring_tors = (int)((served + o->ring_nodes_per_tor - 1) / o->ring_nodes_per_tor);
+	if (o->ring_k < 0)
+		o->ring_k = 2;
+	if (o->bundles < 0)
+		o->bundles = 2;
+	long nodes = (long)o->ring_tors * o->ring_nodes_per_tor;
+	if (nodes > (1L << 20) || nodes < served) {
+		fprintf(err,
+			"ocs-devsim: --ring-tors: the domain has %ld nodes (--ring-tors x "
+			"--ring-nodes-per-tor, at most %d), the devices serve nodes %d..%ld\n",
+			nodes, 1 << 20, o->node_base, served - 1);
+		return -EINVAL;
+	}
+	if (o->ring_k >= nodes) {
+		fprintf(err, "ocs-devsim: --ring-k: %d reaches beyond the domain's %ld nodes\n",
+			o->ring_k, nodes);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* Cross-option checks and the defaults that depend on other options. */
@@ -342,11 +453,19 @@ static int check_combination(struct devsim_opts *o, FILE *err)
 			o->port);
 		return -EINVAL;
 	}
+	if (o->switch_ms >= 0 && o->switch_us >= 0) {
+		fprintf(err,
+			"ocs-devsim: --switch-us: give --switch-ms or --switch-us, not both\n");
+		return -EINVAL;
+	}
+	bool trx = o->model == DEVSIM_MODEL_TRANSCEIVER;
+	if (o->switch_us < 0)
+		o->switch_us = o->switch_ms >= 0 ? o->switch_ms * 1000 : trx ? 200 : 25000;
 	if (o->switch_ms < 0)
-		o->switch_ms = o->model == DEVSIM_MODEL_SWITCH ? 25 : 1;
-	if (o->model != DEVSIM_MODEL_SWITCH)
+		o->switch_ms = o->switch_us / 1000;
+	if (trx)
 		o->bidirectional = false;
-	return 0;
+	return trx ? check_ring(o, err) : check_no_ring(o, err);
 }
 
 /* Runs one option's parser; the error names the option. */
@@ -363,7 +482,15 @@ static int apply(struct devsim_opts *o, const struct devsim_opt *opt, const char
 
 int devsim_opts_parse(struct devsim_opts *o, int argc, char **argv, FILE *err)
 {
-	*o = (struct devsim_opts){.switch_ms = -1, .bidirectional = true, .confirmed_commit = true};
+	*o = (struct devsim_opts){.switch_ms = -1,
+				  .switch_us = -1,
+				  .node_base = -1,
+				  .ring_tors = -1,
+				  .ring_nodes_per_tor = -1,
+				  .ring_k = -1,
+				  .bundles = -1,
+				  .bidirectional = true,
+				  .confirmed_commit = true};
 	struct option longopts[N_OPTS + 1];
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const struct devsim_opt *opt = &opt_table[i];

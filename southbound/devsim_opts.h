@@ -32,9 +32,20 @@ struct devsim_opts {
 	char *listen_addr; /* owned; --listen ADDR */
 	int port;	   /* --listen PORT: the first device's */
 	enum devsim_model model;
-	int ports;     /* per device */
+	int ports;     /* per device (ocs-switch) */
 	int switch_ms; /* resolved from the model when not given */
-	int count;     /* devices, on port .. port + count - 1 */
+	int switch_us; /* the switching time every device uses: --switch-us, or
+			  --switch-ms x 1000, or the model's default */
+	/* ocs-transceiver: device i serves node node_base + i of a ring domain
+	 * (solvers/fabric.h's numbering and deployment order); -1 before
+	 * check_combination() resolves the defaults */
+	int node_base;
+	int ring_tors;
+	int ring_nodes_per_tor;
+	int ring_k;	  /* external paths reach 1..K positions each way */
+	int bundles;	  /* transceiver bundles per node */
+	bool ring_closed; /* the line is closed into a ring */
+	int count;	  /* devices, on port .. port + count - 1 */
 	bool bidirectional;
 	bool confirmed_commit;
 	int workers;

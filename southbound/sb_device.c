@@ -30,9 +30,11 @@ extern const char sb_yang_ocs_switch[];
 extern const char sb_yang_ocs_transceiver[];
 extern const char sb_yang_ocs_devsim[];
 
-#define OCS_NS	  "urn:ocsd:yang:ocs-switch"
-#define NC_NS	  "urn:ietf:params:xml:ns:netconf:base:1.0"
-#define XC_FILTER "<cross-connects xmlns=\"" OCS_NS "\"/>"
+#define OCS_NS	   "urn:ocsd:yang:ocs-switch"
+#define NC_NS	   "urn:ietf:params:xml:ns:netconf:base:1.0"
+#define TRX_NS	   "urn:ocsd:yang:ocs-transceiver"
+#define XC_FILTER  "<cross-connects xmlns=\"" OCS_NS "\"/>"
+#define TRX_FILTER "<transceivers xmlns=\"" TRX_NS "\"/>"
 
 struct sb_driver {
 	struct ly_ctx *ctx;
@@ -49,6 +51,7 @@ struct sb_device {
 	int backoff_ms;		 /* current reconnect delay, 0 after a success */
 	int64_t next_attempt_ms; /* no connect before this time */
 	char hostkey_error[320];
+	int fd; /* the SSH session's socket, -1 otherwise */
 	/* settings staged by sb_device_set_config() from any thread, taken by
 	 * the device's next connect (guarded by staged_mu) */
 	pthread_mutex_t staged_mu;
@@ -166,6 +169,7 @@ int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg, str
 	if (!dev)
 		return -ENOMEM;
 	dev->drv = drv;
+	dev->fd = -1;
 	pthread_mutex_init(&dev->staged_mu, NULL);
 	fill_config(&dev->cfg, cfg);
 	*out = dev;
@@ -213,6 +217,16 @@ const char *sb_device_name(const struct sb_device *dev)
 	return dev->cfg.name;
 }
 
+enum sb_model sb_device_model(const struct sb_device *dev)
+{
+	return dev->cfg.model;
+}
+
+uint32_t sb_device_node(const struct sb_device *dev)
+{
+	return dev->cfg.node;
+}
+
 bool sb_device_connected(const struct sb_device *dev)
 {
 	return dev->session && nc_session_get_status(dev->session) == NC_STATUS_RUNNING;
@@ -246,6 +260,7 @@ void sb_device_disconnect(struct sb_device *dev)
 		nc_session_free(dev->session, NULL);
 		dev->session = NULL;
 	}
+	dev->fd = -1;
 }
 
 /* Applies the host-key policy to a connected libssh session. */
@@ -319,9 +334,12 @@ static struct nc_session *ssh_open(struct sb_device *dev)
 		ssh_free(s);
 		return NULL;
 	}
+	int fd = ssh_get_fd(s);
 	struct nc_session *ns = nc_connect_libssh(s, dev->drv->ctx);
 	if (!ns)
 		snprintf(dev->hostkey_error, sizeof(dev->hostkey_error), "NETCONF <hello> failed");
+	else
+		dev->fd = fd;
 	return ns;
 }
 
@@ -578,6 +596,22 @@ int sb_device_rpc_xml(struct sb_device *dev, const char *xml, struct sb_error *e
 	return do_rpc(dev, nc_rpc_act_generic_xml(xml, NC_PARAMTYPE_CONST), "rpc", NULL, err);
 }
 
+int sb_device_subscribe(struct sb_device *dev, struct sb_error *err)
+{
+	return do_rpc(dev, nc_rpc_subscribe(NULL, NULL, NULL, NULL, NC_PARAMTYPE_CONST),
+		      "create-subscription", NULL, err);
+}
+
+int sb_device_poll_fd(const struct sb_device *dev)
+{
+	return dev->session ? dev->fd : -1;
+}
+
+struct nc_session *sb_device_nc_session(struct sb_device *dev)
+{
+	return dev->session;
+}
+
 /* A growing string buffer for edit XML. */
 struct strbuf {
 	char *s;
@@ -754,16 +788,21 @@ static int collect_xcs(const struct lyd_node *tree, struct sb_xc_state **out, si
 	return 0;
 }
 
-int sb_device_read_xcs(struct sb_device *dev, bool with_state, enum sb_datastore ds,
-		       struct sb_xc_state **out, size_t *n, struct sb_error *err)
+/*
+ * <get> (with_state) or <get-config> of ds with `filter`; *tree gets the
+ * reply's data as a tree (opaque nodes allowed), *owner what must be freed
+ * (lyd_free_all) after use.
+ */
+static int read_tree(struct sb_device *dev, bool with_state, enum sb_datastore ds,
+		     const char *filter, const char *opname, struct lyd_node **owner,
+		     const struct lyd_node **tree, struct sb_error *err)
 {
 	struct lyd_node *op = NULL;
-	*out = NULL;
-	*n = 0;
-	struct nc_rpc *rpc = with_state ? nc_rpc_get(XC_FILTER, NC_WD_UNKNOWN, NC_PARAMTYPE_CONST)
-					: nc_rpc_getconfig(nc_ds(ds), XC_FILTER, NC_WD_UNKNOWN,
-							   NC_PARAMTYPE_CONST);
-	const char *opname = with_state ? "get" : "get-config";
+	*owner = NULL;
+	*tree = NULL;
+	struct nc_rpc *rpc =
+		with_state ? nc_rpc_get(filter, NC_WD_UNKNOWN, NC_PARAMTYPE_CONST)
+			   : nc_rpc_getconfig(nc_ds(ds), filter, NC_WD_UNKNOWN, NC_PARAMTYPE_CONST);
 	int rc = do_rpc(dev, rpc, opname, &op, err);
 	if (rc)
 		return rc;
@@ -776,22 +815,208 @@ int sb_device_read_xcs(struct sb_device *dev, bool with_state, enum sb_datastore
 		return set_err(err, dev, opname, -EPROTO, "reply without <data>");
 	}
 	const struct lyd_node_any *any = (const struct lyd_node_any *)data;
-	struct lyd_node *parsed = NULL;
-	const struct lyd_node *tree = NULL;
 	if (any->value_type == LYD_ANYDATA_DATATREE) {
-		tree = any->value.tree;
-	} else {
-		char *str = NULL;
-		if (lyd_any_value_str(data, &str) == LY_SUCCESS && str &&
-		    lyd_parse_data_mem(dev->drv->ctx, str, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ,
-				       0, &parsed) == LY_SUCCESS)
-			tree = parsed;
-		free(str);
+		*tree = any->value.tree;
+		*owner = op;
+		return 0;
 	}
-	rc = collect_xcs(tree, out, n);
-	lyd_free_all(parsed);
+	char *str = NULL;
+	struct lyd_node *parsed = NULL;
+	if (lyd_any_value_str(data, &str) == LY_SUCCESS && str &&
+	    lyd_parse_data_mem(dev->drv->ctx, str, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ, 0,
+			       &parsed) == LY_SUCCESS)
+		*tree = parsed;
+	free(str);
 	lyd_free_all(op);
+	*owner = parsed;
+	return 0;
+}
+
+int sb_device_read_xcs(struct sb_device *dev, bool with_state, enum sb_datastore ds,
+		       struct sb_xc_state **out, size_t *n, struct sb_error *err)
+{
+	struct lyd_node *owner = NULL;
+	const struct lyd_node *tree = NULL;
+	const char *opname = with_state ? "get" : "get-config";
+	*out = NULL;
+	*n = 0;
+	int rc = read_tree(dev, with_state, ds, XC_FILTER, opname, &owner, &tree, err);
+	if (rc)
+		return rc;
+	rc = collect_xcs(tree, out, n);
+	lyd_free_all(owner);
 	if (rc)
 		return set_err(err, dev, opname, rc, "out of memory");
 	return 0;
+}
+
+/* ---- ocs-transceiver ---------------------------------------------------- */
+
+int sb_bundle_cmp(const void *a, const void *b)
+{
+	const struct sb_bundle *x = a, *y = b;
+	return (int)x->bundle - (int)y->bundle;
+}
+
+bool sb_bundle_equal(const struct sb_bundle *a, const struct sb_bundle *b)
+{
+	if (a->bundle != b->bundle || a->path != b->path)
+		return false;
+	return a->path == 0 || (a->distance == b->distance && a->dir == b->dir);
+}
+
+static int cmp_bundle_state(const void *a, const void *b)
+{
+	const struct sb_bundle_state *x = a, *y = b;
+	return sb_bundle_cmp(&x->set, &y->set);
+}
+
+static enum sb_path_status parse_path_status(const char *s)
+{
+	if (!s)
+		return SB_PATH_UNKNOWN;
+	if (!strcmp(s, "active"))
+		return SB_PATH_ACTIVE;
+	if (!strcmp(s, "pending"))
+		return SB_PATH_PENDING;
+	if (!strcmp(s, "failed"))
+		return SB_PATH_FAILED;
+	return SB_PATH_UNKNOWN;
+}
+
+static const char *child_text(const struct lyd_node *parent, const char *name)
+{
+	for (const struct lyd_node *c = lyd_child(parent); c; c = c->next)
+		if (!strcmp(LYD_NAME(c), name))
+			return lyd_get_value(c);
+	return NULL;
+}
+
+/* One <bundle> entry: its setting, peer-node, and the selected path's status. */
+static int parse_bundle(const struct lyd_node *b, struct sb_bundle_state *out)
+{
+	const char *id = child_text(b, "id");
+	const char *path = child_text(b, "path");
+	const char *peer = child_text(b, "peer-node");
+	long v = id ? strtol(id, NULL, 10) : -1;
+	if (v < 0 || v > 255)
+		return -1;
+	*out = (struct sb_bundle_state){.set.bundle = (uint8_t)v, .peer_node = -1};
+	if (path && !strcmp(path, "external")) {
+		out->set.path = 1;
+		for (const struct lyd_node *c = lyd_child(b); c; c = c->next) {
+			if (strcmp(LYD_NAME(c), "external"))
+				continue;
+			const char *dist = child_text(c, "distance");
+			const char *dir = child_text(c, "direction");
+			out->set.distance = dist ? (uint8_t)strtol(dist, NULL, 10) : 0;
+			out->set.dir = dir && !strcmp(dir, "down");
+		}
+	}
+	if (peer)
+		out->peer_node = (int32_t)strtol(peer, NULL, 10);
+	/* the status of the selected path: the path-status entry that matches it */
+	for (const struct lyd_node *c = lyd_child(b); c; c = c->next) {
+		if (strcmp(LYD_NAME(c), "path-status"))
+			continue;
+		const char *kind = child_text(c, "path");
+		const char *dist = child_text(c, "distance");
+		const char *dir = child_text(c, "direction");
+		bool ext = kind && !strcmp(kind, "external");
+		if (ext != (out->set.path == 1))
+			continue;
+		if (ext && (!dist || strtol(dist, NULL, 10) != out->set.distance || !dir ||
+			    (!strcmp(dir, "down")) != out->set.dir))
+			continue;
+		out->status = parse_path_status(child_text(c, "status"));
+	}
+	return 0;
+}
+
+static int collect_bundles(const struct lyd_node *tree, uint32_t node, struct sb_bundle_state **out,
+			   size_t *n, bool *faulty)
+{
+	size_t cap = 0;
+	for (const struct lyd_node *top = tree; top; top = top->next) {
+		if (strcmp(LYD_NAME(top), "transceivers"))
+			continue;
+		for (const struct lyd_node *nd = lyd_child(top); nd; nd = nd->next) {
+			const char *id = child_text(nd, "id");
+			if (strcmp(LYD_NAME(nd), "node") || !id || strtoul(id, NULL, 10) != node)
+				continue;
+			const char *f = child_text(nd, "faulty");
+			if (faulty)
+				*faulty = f && !strcmp(f, "true");
+			for (const struct lyd_node *b = lyd_child(nd); b; b = b->next) {
+				struct sb_bundle_state st;
+				if (strcmp(LYD_NAME(b), "bundle") || parse_bundle(b, &st))
+					continue;
+				if (*n == cap) {
+					cap = cap ? cap * 2 : 8;
+					struct sb_bundle_state *g =
+						realloc(*out, cap * sizeof(**out));
+					if (!g)
+						return -ENOMEM;
+					*out = g;
+				}
+				(*out)[(*n)++] = st;
+			}
+		}
+	}
+	if (*n)
+		qsort(*out, *n, sizeof(**out), cmp_bundle_state);
+	return 0;
+}
+
+int sb_device_read_bundles(struct sb_device *dev, bool with_state, enum sb_datastore ds,
+			   struct sb_bundle_state **out, size_t *n, bool *node_faulty,
+			   struct sb_error *err)
+{
+	const char *opname = with_state ? "get" : "get-config";
+	*out = NULL;
+	*n = 0;
+	if (node_faulty)
+		*node_faulty = false;
+	if (dev->cfg.model != SB_MODEL_TRANSCEIVER)
+		return set_err(err, dev, opname, -ENOTSUP, "not an ocs-transceiver device");
+	struct lyd_node *owner = NULL;
+	const struct lyd_node *tree = NULL;
+	int rc = read_tree(dev, with_state, ds, TRX_FILTER, opname, &owner, &tree, err);
+	if (rc)
+		return rc;
+	rc = collect_bundles(tree, dev->cfg.node, out, n, node_faulty);
+	lyd_free_all(owner);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return set_err(err, dev, opname, rc, "out of memory");
+	}
+	return 0;
+}
+
+int sb_device_edit_bundles(struct sb_device *dev, enum sb_datastore ds,
+			   const struct sb_bundle *target, size_t n, struct sb_error *err)
+{
+	if (dev->cfg.model != SB_MODEL_TRANSCEIVER)
+		return set_err(err, dev, "edit-config", -ENOTSUP, "not an ocs-transceiver device");
+	struct strbuf b = {0};
+	/* replace the node's entry: the bundles it holds are exactly target */
+	sb_append(&b,
+		  "<transceivers xmlns=\"%s\" xmlns:nc=\"%s\"><node "
+		  "nc:operation=\"replace\"><id>%u</id>",
+		  TRX_NS, NC_NS, dev->cfg.node);
+	for (size_t i = 0; i < n; i++) {
+		const struct sb_bundle *t = &target[i];
+		if (t->path)
+			sb_append(&b,
+				  "<bundle><id>%u</id><path>external</path><external><distance>%u"
+				  "</distance><direction>%s</direction></external></bundle>",
+				  t->bundle, t->distance, t->dir ? "down" : "up");
+		else
+			sb_append(&b, "<bundle><id>%u</id><path>loopback</path></bundle>",
+				  t->bundle);
+	}
+	sb_append(&b, "</node></transceivers>");
+	return edit_rpc(dev, ds, &b, err);
 }

@@ -4,11 +4,17 @@
  * policy) or TLS (certificates), with capability detection, a strategy per
  * device, a deadline on every RPC and reconnection with exponential backoff.
  *
- * The driver speaks the ocs-switch model (southbound/yang/ocs-switch.yang):
- * it reads the cross-connects of a device (configuration and state) and
- * writes them with ONE edit-config per call (removals before additions),
- * never one RPC per cross-connect. The transaction engine (sb_txn.h) builds
- * all-or-nothing changes across many devices on top of these calls.
+ * The driver speaks two models, one per device (sb_device_config.model):
+ *   - ocs-switch (southbound/yang/ocs-switch.yang): it reads the
+ *     cross-connects of a device (configuration and state) and writes them
+ *     with ONE edit-config per call (removals before additions), never one
+ *     RPC per cross-connect;
+ *   - ocs-transceiver (southbound/yang/ocs-transceiver.yang): the device is
+ *     the transceiver agent of one node (sb_device_config.node); it reads
+ *     and writes that node's bundles, again with one edit-config per call.
+ * The transaction engine (sb_txn.h) builds all-or-nothing changes across
+ * many devices on top of these calls. Notifications are received by a
+ * separate listener (sb_notif.h) on sessions of its own.
  *
  * Threads and locks:
  *   - struct sb_driver is shared by every device and thread-safe. It owns
@@ -58,6 +64,12 @@ enum sb_validate_policy {
 	SB_VALIDATE_NEVER,
 };
 
+/* Which YANG model a device speaks. */
+enum sb_model {
+	SB_MODEL_SWITCH = 0,  /* ocs-switch: cross-connects */
+	SB_MODEL_TRANSCEIVER, /* ocs-transceiver: the bundles of one node */
+};
+
 struct sb_device_config {
 	char name[64]; /* for errors and logs */
 	char host[64]; /* loopback in tests: "127.0.0.1" */
@@ -79,6 +91,8 @@ struct sb_device_config {
 	int backoff_min_ms; /* first reconnect delay [50] */
 	int backoff_max_ms; /* cap of the doubling delay [5000] */
 	enum sb_validate_policy validate;
+	enum sb_model model; /* [SB_MODEL_SWITCH] */
+	uint32_t node;	     /* SB_MODEL_TRANSCEIVER: the node this agent serves */
 };
 
 /* What the device offered in its <hello>. */
@@ -137,6 +151,36 @@ struct sb_xc_state {
 	enum sb_xc_status status;
 };
 
+/*
+ * One transceiver bundle's selected path (ocs-transceiver; values of
+ * solvers/hbd_ring.h: bundle 0 faces lower positions, bundle 1 higher ones,
+ * bundles 2.. stay on loopback).
+ */
+struct sb_bundle {
+	uint8_t bundle;
+	uint8_t path;	  /* 0 loopback, 1 external */
+	uint8_t distance; /* external: 1..K; loopback: 0 */
+	uint8_t dir;	  /* 0 up (towards higher positions), 1 down; loopback: 0 */
+};
+/* qsort/bsearch comparator of struct sb_bundle: by bundle id. */
+int sb_bundle_cmp(const void *a, const void *b);
+/* Same selected path (bundle, path, and for an external path distance and dir)? */
+bool sb_bundle_equal(const struct sb_bundle *a, const struct sb_bundle *b);
+
+enum sb_path_status {
+	SB_PATH_UNKNOWN = 0, /* read from configuration only */
+	SB_PATH_ACTIVE,
+	SB_PATH_PENDING,
+	SB_PATH_FAILED,
+};
+
+/* A bundle as read back: its setting, the node it reaches and its status. */
+struct sb_bundle_state {
+	struct sb_bundle set;
+	int32_t peer_node;	    /* the node the active external path reaches; -1: none */
+	enum sb_path_status status; /* of the selected path */
+};
+
 struct sb_driver_counters {
 	atomic_uint_least64_t connects; /* sessions established */
 	atomic_uint_least64_t connect_failures;
@@ -166,6 +210,9 @@ int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg,
 		  struct sb_device **out);
 void sb_device_free(struct sb_device *dev);
 const char *sb_device_name(const struct sb_device *dev);
+enum sb_model sb_device_model(const struct sb_device *dev);
+/* The node of an SB_MODEL_TRANSCEIVER device (its config's node). */
+uint32_t sb_device_node(const struct sb_device *dev);
 
 /*
  * Stages new settings (address, port, credentials, host-key policy,
@@ -232,6 +279,38 @@ int sb_device_replace_xcs(struct sb_device *dev, enum sb_datastore ds, const str
  */
 int sb_device_read_xcs(struct sb_device *dev, bool with_state, enum sb_datastore ds,
 		       struct sb_xc_state **out, size_t *n, struct sb_error *err);
+
+/*
+ * Reads the bundles of the device's node (SB_MODEL_TRANSCEIVER; -ENOTSUP
+ * otherwise). with_state: <get> (configuration + peer-node + the selected
+ * path's status, and *node_faulty); otherwise <get-config> of ds (peer_node
+ * -1, status UNKNOWN, *node_faulty false). *out is malloc'ed, sorted by
+ * bundle; caller frees. node_faulty may be NULL.
+ */
+int sb_device_read_bundles(struct sb_device *dev, bool with_state, enum sb_datastore ds,
+			   struct sb_bundle_state **out, size_t *n, bool *node_faulty,
+			   struct sb_error *err);
+/*
+ * Makes the bundles of the device's node in datastore ds exactly `target`
+ * (n entries, bundle ids unique) with one edit-config that replaces the
+ * node's entry: bundles absent from target are removed (a removed bundle is
+ * on loopback, the model's default). Used for the edit and for the
+ * compensating edit from a pre-image alike. -ENOTSUP on a switch.
+ */
+int sb_device_edit_bundles(struct sb_device *dev, enum sb_datastore ds,
+			   const struct sb_bundle *target, size_t n, struct sb_error *err);
+
+/*
+ * For the notification listener (sb_notif.c), on a device handle of its
+ * own: create-subscription on the NETCONF stream (RFC 5277), the socket to
+ * poll (SSH sessions; -1 over TLS, whose socket libnetconf2 keeps to
+ * itself, or without a session), and the libnetconf2 session to receive
+ * from (NULL without a session).
+ */
+int sb_device_subscribe(struct sb_device *dev, struct sb_error *err);
+int sb_device_poll_fd(const struct sb_device *dev);
+struct nc_session;
+struct nc_session *sb_device_nc_session(struct sb_device *dev);
 
 /* Sends any RPC given as XML (e.g. ocs-devsim:set-faults); expects <ok/>. */
 int sb_device_rpc_xml(struct sb_device *dev, const char *xml, struct sb_error *err);

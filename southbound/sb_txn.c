@@ -24,6 +24,20 @@
  * Per device: IDLE -> LOCKED -> EDITED -> COMMITTED(unconfirmed) ->
  * VERIFIED -> CONFIRMED, or from any of them -> ROLLED_BACK / ROLLBACK_FAILED.
  *
+ * Per model, only what a device holds differs; the steps, the diagram and
+ * the invariants are the same:
+ *   ocs-switch       the cross-connects (sb_xc); the edit removes inputs
+ *                    the target drops, then adds or changes the rest; read
+ *                    back until every connection is `connected` (`failed`
+ *                    or `invalid` fails at once).
+ *   ocs-transceiver  the bundles of the device's node (sb_bundle); the edit
+ *                    replaces the node's entry with the target, and so does
+ *                    the compensating edit with the pre-image; read back
+ *                    until every selected path is `active`; a `failed`
+ *                    path (peer down, loss of light) or a faulty node fails
+ *                    at once. The verify callback gets the bundles with the
+ *                    peer-node each one reaches.
+ *
  * Invariants (each one is exercised by tests/integration/test_sb_txn*.c):
  *  I1. No device receives any RPC before the plan passed the verify
  *      callback (SB_VERIFY_PLAN) and persist_intent returned 0.
@@ -34,7 +48,8 @@
  *      closes the session) the device reverts at once, and if the peer
  *      falls silent it reverts when the timeout expires.
  *  I4. No device is confirmed before every device was read back holding
- *      exactly its target with every connection `connected` and the verify
+ *      exactly its target with every connection `connected` (every path
+ *      `active`) and the verify
  *      callback passed on what was read (SB_VERIFY_READBACK).
  *  I5. After any failure every device the transaction touched is rolled
  *      back and read back (retrying until rollback_timeout_ms while a stale
@@ -173,6 +188,14 @@ struct dev_ctx {
 	bool confirmed;
 	struct sb_xc *readback;
 	size_t n_readback;
+	/* a transceiver (ocs-transceiver) device: the same roles for bundles */
+	bool trx;
+	struct sb_bundle *target_b; /* sorted by bundle */
+	size_t n_target_b;
+	struct sb_bundle *pre_b;
+	size_t n_pre_b;
+	struct sb_bundle_state *readback_b;
+	size_t n_readback_b;
 	bool ok; /* the current step succeeded */
 	struct sb_txn_device_result *res;
 };
@@ -258,6 +281,78 @@ static int read_running(struct dev_ctx *d, struct sb_xc **out, size_t *n, struct
 	return *out ? 0 : -ENOMEM;
 }
 
+/* Same bundle settings? Both arrays sorted by bundle. */
+static bool same_bundles(const struct sb_bundle *a, size_t na, const struct sb_bundle *b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (!sb_bundle_equal(&a[i], &b[i]))
+			return false;
+	return true;
+}
+
+/* Reads a transceiver's running bundles (configuration) into a sorted array. */
+static int read_running_bundles(struct dev_ctx *d, struct sb_bundle **out, size_t *n,
+				struct sb_error *err)
+{
+	struct sb_bundle_state *s = NULL;
+	int rc = sb_device_read_bundles(d->dev, false, SB_DS_RUNNING, &s, n, NULL, err);
+	if (rc)
+		return rc;
+	*out = malloc((*n ? *n : 1) * sizeof(**out));
+	for (size_t i = 0; *out && i < *n; i++)
+		(*out)[i] = s[i].set;
+	free(s);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* Reads the pre-image: the cross-connects of a switch, the bundles of a transceiver. */
+static int read_pre_image(struct dev_ctx *d, struct sb_error *err)
+{
+	if (d->trx)
+		return read_running_bundles(d, &d->pre_b, &d->n_pre_b, err);
+	return read_running(d, &d->pre, &d->n_pre, err);
+}
+
+/* Whether running equals the pre-image (read now). */
+static int running_is_pre_image(struct dev_ctx *d, bool *same, struct sb_error *err)
+{
+	int rc;
+	if (d->trx) {
+		struct sb_bundle *now = NULL;
+		size_t n = 0;
+		if ((rc = read_running_bundles(d, &now, &n, err)))
+			return rc;
+		*same = same_bundles(now, n, d->pre_b, d->n_pre_b);
+		free(now);
+		return 0;
+	}
+	struct sb_xc *now = NULL;
+	size_t n = 0;
+	if ((rc = read_running(d, &now, &n, err)))
+		return rc;
+	*same = same_xcs(now, n, d->pre, d->n_pre);
+	free(now);
+	return 0;
+}
+
+/* The one edit of the transaction, from the pre-image to the target. */
+static int edit_to_target(struct dev_ctx *d, enum sb_datastore ds, struct sb_error *err)
+{
+	if (d->trx)
+		return sb_device_edit_bundles(d->dev, ds, d->target_b, d->n_target_b, err);
+	return sb_device_edit_xcs(d->dev, ds, d->pre, d->n_pre, d->target, d->n_target, err);
+}
+
+/* The compensating edit: back to the pre-image. */
+static int edit_to_pre_image(struct dev_ctx *d, enum sb_datastore ds, struct sb_error *err)
+{
+	if (d->trx)
+		return sb_device_edit_bundles(d->dev, ds, d->pre_b, d->n_pre_b, err);
+	return sb_device_replace_xcs(d->dev, ds, d->pre, d->n_pre, err);
+}
+
 static void job_prepare(void *arg)
 {
 	struct dev_ctx *d = arg;
@@ -275,14 +370,13 @@ static void job_prepare(void *arg)
 	d->locked = true;
 	/* no discard-changes: a lock on the candidate is only granted when it
 	 * holds no uncommitted changes (RFC 6241 7.5), so it equals running */
-	if (read_running(d, &d->pre, &d->n_pre, &err))
+	if (read_pre_image(d, &err))
 		return fail_dev(d, SB_STEP_PREPARE, &err);
 	d->have_pre = true;
 	if (!uses_candidate(d))
 		return; /* writable-running devices are edited at commit time */
 	d->edited = true;
-	if (sb_device_edit_xcs(d->dev, SB_DS_CANDIDATE, d->pre, d->n_pre, d->target, d->n_target,
-			       &err))
+	if (edit_to_target(d, SB_DS_CANDIDATE, &err))
 		return fail_dev(d, SB_STEP_PREPARE, &err);
 	if (sb_device_should_validate(d->dev) && sb_device_validate(d->dev, &err))
 		return fail_dev(d, SB_STEP_PREPARE, &err);
@@ -306,8 +400,7 @@ static void job_commit(void *arg)
 		rc = sb_device_commit(d->dev, 0, NULL, NULL, &err);
 		break;
 	default:
-		rc = sb_device_edit_xcs(d->dev, SB_DS_RUNNING, d->pre, d->n_pre, d->target,
-					d->n_target, &err);
+		rc = edit_to_target(d, SB_DS_RUNNING, &err);
 		break;
 	}
 	if (rc)
@@ -345,6 +438,88 @@ static void describe_difference(const struct dev_ctx *d, char *msg, size_t len)
 	snprintf(msg, len, "read-back differs from the intent");
 }
 
+/* Names the first bundle whose read-back differs from the target. */
+static void describe_bundle_difference(const struct dev_ctx *d, char *msg, size_t len)
+{
+	for (size_t i = 0; i < d->n_target_b; i++) {
+		const struct sb_bundle *t = &d->target_b[i];
+		const struct sb_bundle_state *got = NULL;
+		for (size_t j = 0; j < d->n_readback_b; j++)
+			if (d->readback_b[j].set.bundle == t->bundle)
+				got = &d->readback_b[j];
+		if (!got || !sb_bundle_equal(&got->set, t)) {
+			snprintf(msg, len,
+				 "read-back differs from the intent: bundle %u %s %u %s expected, "
+				 "device holds %s (commit without effect?)",
+				 t->bundle, t->path ? "external" : "loopback", t->distance,
+				 t->dir ? "down" : "up",
+				 !got		 ? "nothing"
+				 : got->set.path ? "another external path"
+						 : "loopback");
+			return;
+		}
+	}
+	snprintf(msg, len, "read-back differs from the intent: %zu bundles read, %zu intended",
+		 d->n_readback_b, d->n_target_b);
+}
+
+/*
+ * Step 3 on a transceiver: read back until every bundle holds its target
+ * and every selected path is `active`. A `failed` path (the peer is down,
+ * loss of light) fails at once: waiting cannot mend it.
+ */
+static void job_verify_bundles(struct dev_ctx *d)
+{
+	struct sb_error err = {0};
+	int64_t deadline = sb_now_ms() + d->t->opts.verify_timeout_ms;
+	long poll_us = 200; /* doubles up to 2 ms: a transceiver switches in under 1 ms */
+	for (;;) {
+		bool faulty = false;
+		free(d->readback_b);
+		d->readback_b = NULL;
+		if (sb_device_read_bundles(d->dev, true, SB_DS_RUNNING, &d->readback_b,
+					   &d->n_readback_b, &faulty, &err))
+			return fail_dev(d, SB_STEP_VERIFY, &err);
+		size_t pending = 0, broken = 0;
+		int first_broken = -1;
+		bool same = d->n_readback_b == d->n_target_b;
+		for (size_t i = 0; i < d->n_readback_b; i++) {
+			const struct sb_bundle_state *b = &d->readback_b[i];
+			same = same && sb_bundle_equal(&b->set, &d->target_b[i]);
+			pending += b->status == SB_PATH_PENDING;
+			if (b->status == SB_PATH_FAILED && first_broken < 0)
+				first_broken = b->set.bundle;
+			broken += b->status == SB_PATH_FAILED;
+		}
+		if (!same) {
+			char msg[240];
+			describe_bundle_difference(d, msg, sizeof(msg));
+			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -EPROTO, msg);
+		}
+		if (faulty || broken) {
+			char msg[160];
+			snprintf(msg, sizeof(msg),
+				 faulty ? "the node is faulty"
+					: "%zu selected path(s) failed (first: bundle %d; peer "
+					  "down?)",
+				 broken, first_broken);
+			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -EIO, msg);
+		}
+		if (!pending)
+			return;
+		if (sb_now_ms() >= deadline) {
+			char msg[120];
+			snprintf(msg, sizeof(msg), "%zu path(s) still pending after %d ms", pending,
+				 d->t->opts.verify_timeout_ms);
+			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -ETIMEDOUT, msg);
+		}
+		struct timespec ts = {0, poll_us * 1000};
+		nanosleep(&ts, NULL);
+		if (poll_us < 2000)
+			poll_us *= 2;
+	}
+}
+
 static void job_verify(void *arg)
 {
 	struct dev_ctx *d = arg;
@@ -352,6 +527,8 @@ static void job_verify(void *arg)
 	int64_t deadline = sb_now_ms() + d->t->opts.verify_timeout_ms;
 	long poll_ms = 2; /* doubles up to 8 ms: switching takes 1..25 ms */
 	d->ok = true;
+	if (d->trx)
+		return job_verify_bundles(d);
 	for (;;) {
 		struct sb_xc_state *s = NULL;
 		size_t n = 0;
@@ -437,12 +614,9 @@ static int rollback_once(struct dev_ctx *d, struct sb_error *err)
 		sb_device_cancel_commit(d->dev, NULL, err); /* may be gone already: read back */
 	if (d->locked && ds == SB_DS_CANDIDATE && (rc = sb_device_discard(d->dev, err)))
 		return rc;
-	struct sb_xc *now = NULL;
-	size_t n = 0;
-	if ((rc = read_running(d, &now, &n, err)))
+	bool same = false;
+	if ((rc = running_is_pre_image(d, &same, err)))
 		return rc;
-	bool same = same_xcs(now, n, d->pre, d->n_pre);
-	free(now);
 	if (!same) {
 		/* compensating edit from the pre-image */
 		if (!d->locked) {
@@ -452,14 +626,12 @@ static int rollback_once(struct dev_ctx *d, struct sb_error *err)
 		}
 		if (ds == SB_DS_CANDIDATE && (rc = sb_device_discard(d->dev, err)))
 			return rc;
-		if ((rc = sb_device_replace_xcs(d->dev, ds, d->pre, d->n_pre, err)))
+		if ((rc = edit_to_pre_image(d, ds, err)))
 			return rc;
 		if (ds == SB_DS_CANDIDATE && (rc = sb_device_commit(d->dev, 0, NULL, NULL, err)))
 			return rc;
-		if ((rc = read_running(d, &now, &n, err)))
+		if ((rc = running_is_pre_image(d, &same, err)))
 			return rc;
-		same = same_xcs(now, n, d->pre, d->n_pre);
-		free(now);
 		if (!same) {
 			*err = (struct sb_error){.code = -EPROTO};
 			snprintf(err->device, sizeof(err->device), "%s", sb_device_name(d->dev));
@@ -543,8 +715,19 @@ static int check_plan(const struct sb_txn_plan *plan)
 		return -EINVAL;
 	for (size_t i = 0; i < plan->n_devices; i++) {
 		const struct sb_txn_device *a = &plan->devices[i];
-		if (!a->dev || (a->n_target && !a->target))
+		if (!a->dev || (a->n_target && !a->target) || (a->n_bundles && !a->bundles))
 			return -EINVAL;
+		bool trx = sb_device_model(a->dev) == SB_MODEL_TRANSCEIVER;
+		if (trx ? a->n_target != 0 : a->n_bundles != 0)
+			return -EINVAL; /* the other model's set */
+		for (size_t x = 0; x < a->n_bundles; x++) {
+			const struct sb_bundle *b = &a->bundles[x];
+			if (b->path > 1 || b->dir > 1 || (b->path == 1) != (b->distance > 0))
+				return -EINVAL;
+			for (size_t y = x + 1; y < a->n_bundles; y++)
+				if (b->bundle == a->bundles[y].bundle)
+					return -EINVAL;
+		}
 		for (size_t j = i + 1; j < plan->n_devices; j++)
 			if (plan->devices[j].dev == a->dev)
 				return -EINVAL;
@@ -570,13 +753,35 @@ static int verify_cb(struct txn *t, const struct sb_txn_hooks *hooks, enum sb_ve
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
+	/* the PLAN phase shows a transceiver's targets as states: no peer, no status */
+	size_t n_plan_b = 0;
+	for (size_t i = 0; phase == SB_VERIFY_PLAN && i < n; i++)
+		n_plan_b += t->devs[i].n_target_b;
+	struct sb_bundle_state *plan_b = calloc(n_plan_b ? n_plan_b : 1, sizeof(*plan_b));
+	if (!plan_b) {
+		free(v);
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	size_t used = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct dev_ctx *d = &t->devs[i];
 		v[i].index = i;
 		v[i].xcs = phase == SB_VERIFY_PLAN ? d->target : d->readback;
 		v[i].n = phase == SB_VERIFY_PLAN ? d->n_target : d->n_readback;
+		if (phase == SB_VERIFY_READBACK) {
+			v[i].bundles = d->readback_b;
+			v[i].n_bundles = d->n_readback_b;
+			continue;
+		}
+		v[i].bundles = plan_b + used;
+		v[i].n_bundles = d->n_target_b;
+		for (size_t k = 0; k < d->n_target_b; k++)
+			plan_b[used++] =
+				(struct sb_bundle_state){.set = d->target_b[k], .peer_node = -1};
 	}
 	int rc = hooks->verify(hooks->arg, phase, v, n, why, why_len);
+	free(plan_b);
 	free(v);
 	return rc;
 }
@@ -659,6 +864,9 @@ static void txn_end(struct txn *t, bool persist)
 		free((void *)t->devs[i].target);
 		free(t->devs[i].pre);
 		free(t->devs[i].readback);
+		free(t->devs[i].target_b);
+		free(t->devs[i].pre_b);
+		free(t->devs[i].readback_b);
 	}
 	free(t->devs);
 	t->devs = NULL;
@@ -786,9 +994,15 @@ static int txn_setup(struct txn *t, const struct sb_txn_plan *plan,
 		d->dev = plan->devices[i].dev;
 		d->n_target = plan->devices[i].n_target;
 		d->target = malloc((d->n_target ? d->n_target : 1) * sizeof(struct sb_xc));
-		if (!d->target) {
-			for (size_t k = 0; k < i; k++)
+		d->trx = sb_device_model(d->dev) == SB_MODEL_TRANSCEIVER;
+		d->n_target_b = plan->devices[i].n_bundles;
+		d->target_b =
+			malloc((d->n_target_b ? d->n_target_b : 1) * sizeof(struct sb_bundle));
+		if (!d->target || !d->target_b) {
+			for (size_t k = 0; k <= i; k++) {
 				free((void *)t->devs[k].target);
+				free(t->devs[k].target_b);
+			}
 			free(t->devs);
 			t->devs = NULL;
 			sb_txn_result_clear(r);
@@ -797,6 +1011,10 @@ static int txn_setup(struct txn *t, const struct sb_txn_plan *plan,
 		memcpy((void *)d->target, plan->devices[i].target,
 		       d->n_target * sizeof(struct sb_xc));
 		qsort((void *)d->target, d->n_target, sizeof(struct sb_xc), sb_xc_cmp);
+		if (d->n_target_b)
+			memcpy(d->target_b, plan->devices[i].bundles,
+			       d->n_target_b * sizeof(struct sb_bundle));
+		qsort(d->target_b, d->n_target_b, sizeof(struct sb_bundle), sb_bundle_cmp);
 		d->res = &r->devices[i];
 	}
 	atomic_fetch_add(&t->e->counters.started, 1);

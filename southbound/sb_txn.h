@@ -2,9 +2,11 @@
  * sb_txn.h - all-or-nothing transactions across many OCS devices.
  *
  * A transaction takes, for every device it touches, the complete set of
- * cross-connects the device must hold afterwards, and either gets every
- * device there or leaves every device as it was (proven by reading each
- * device back). The state machine, its diagram and its invariants are in
+ * cross-connects (a switch) or bundles (a transceiver) the device must hold
+ * afterwards, and either gets every device there or leaves every device as
+ * it was (proven by reading each device back). Switches (ocs-switch) and
+ * transceivers (ocs-transceiver) go through the same steps and may be mixed
+ * in one plan. The state machine, its diagram and its invariants are in
  * sb_txn.c. In short:
  *   0. plan check: the caller's verify callback (the independent L2
  *      checker of solvers/) runs on the plan; a refused plan touches no
@@ -14,8 +16,9 @@
  *   2. commit all: confirmed commit with a timeout, bound to the session
  *      (the dead-man switch: revert when the session or the timeout ends);
  *   3. verify all: read back configuration and connection state until
- *      every intended connection is `connected`; run the verify callback
- *      on what was read;
+ *      every intended connection is `connected` (a transceiver: every
+ *      external path `active`, and a `failed` one fails at once); run the
+ *      verify callback on what was read;
  *   4. confirm all. Any failure before 4 rolls every device back (cancel
  *      the confirmed commit, or a compensating edit from the pre-image) and
  *      reads every device back again. persist_outcome runs last.
@@ -48,11 +51,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One device of a plan and the complete set it must hold afterwards. */
+/*
+ * One device of a plan and the complete set it must hold afterwards: the
+ * cross-connects of an ocs-switch device (target), or every bundle of an
+ * ocs-transceiver device's node (bundles; target/n_target unused). The
+ * device's model (sb_device_model) says which.
+ */
 struct sb_txn_device {
 	struct sb_device *dev;	    /* not owned */
 	const struct sb_xc *target; /* not owned; inputs unique */
 	size_t n_target;
+	const struct sb_bundle *bundles; /* not owned; bundle ids unique */
+	size_t n_bundles;
 };
 
 struct sb_txn_plan {
@@ -66,11 +76,18 @@ enum sb_verify_phase {
 	SB_VERIFY_READBACK, /* step 3: what the devices report */
 };
 
-/* Cross-connects of plan device `index` as the verify callback sees them. */
+/*
+ * Plan device `index` as the verify callback sees it: cross-connects of a
+ * switch (xcs), bundles of a transceiver (bundles: in the PLAN phase the
+ * targets with peer_node -1 and status UNKNOWN; in READBACK what the device
+ * reported, every external path active).
+ */
 struct sb_device_xcs {
 	size_t index; /* into plan->devices */
 	const struct sb_xc *xcs;
 	size_t n;
+	const struct sb_bundle_state *bundles;
+	size_t n_bundles;
 };
 
 /*

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The southbound YANG modules are yanglint-clean, and the constraints they
-# express (unique output port, port range, mandatory external peer) reject
-# bad instance data while good data passes.
+# express (unique output port, port range, mandatory external peer, the
+# direction each transceiver bundle faces) reject bad instance data while
+# good data passes.
 #   usage: test_sb_yang_lint.sh SOUTHBOUND-YANG-DIR
 set -eu
 dir=$1
@@ -56,9 +57,23 @@ cat >"$tmp/good-trx.xml" <<'X'
 <transceivers xmlns="urn:ocsd:yang:ocs-transceiver">
   <node><id>7</id>
     <bundle><id>0</id><path>external</path>
+      <external><distance>2</distance><direction>down</direction></external></bundle>
+    <bundle><id>1</id><path>external</path>
       <external><distance>2</distance><direction>up</direction></external></bundle>
-    <bundle><id>1</id><path>loopback</path></bundle>
+    <bundle><id>2</id><path>loopback</path></bundle>
   </node>
+</transceivers>
+X
+cat >"$tmp/trx-wrong-side.xml" <<'X'
+<transceivers xmlns="urn:ocsd:yang:ocs-transceiver">
+  <node><id>7</id><bundle><id>0</id><path>external</path>
+    <external><distance>1</distance><direction>up</direction></external></bundle></node>
+</transceivers>
+X
+cat >"$tmp/trx-idle-bundle.xml" <<'X'
+<transceivers xmlns="urn:ocsd:yang:ocs-transceiver">
+  <node><id>7</id><bundle><id>2</id><path>external</path>
+    <external><distance>1</distance><direction>up</direction></external></bundle></node>
 </transceivers>
 X
 cat >"$tmp/trx-no-peer.xml" <<'X'
@@ -80,4 +95,6 @@ expect bad "$tmp/no-output.xml" "Mandatory node \"output\"" "$sw"
 expect ok "$tmp/good-trx.xml" "" "$trx"
 expect bad "$tmp/trx-no-peer.xml" "Mandatory node" "$trx"
 expect bad "$tmp/trx-far.xml" "40" "$trx"
+expect bad "$tmp/trx-wrong-side.xml" "bundle 0 reaches lower positions" "$trx"
+expect bad "$tmp/trx-idle-bundle.xml" "other bundles have no external" "$trx"
 exit $fail
