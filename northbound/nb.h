@@ -38,10 +38,10 @@
  * - nb_server_destroy() blocks until every handed-out call was answered.
  *
  * Roles (from the client certificate's subject OU, exactly one of):
- *   viewer     reads: GetFabric, ListDevices, ListCircuits, GetJob, ListJobs,
- *              Events.Watch
+ *   viewer     reads: GetFabric, ListDevices, ListCircuits, ListRings, GetJob,
+ *              ListJobs, Events.Watch
  *   scheduler  viewer + SubmitJob, PlanJob, ReleaseJob
- *   operator   scheduler + DrainDevice, UndrainDevice
+ *   operator   scheduler + DrainDevice, UndrainDevice, MarkNode
  * A certificate with no role OU (or several) gets PERMISSION_DENIED on
  * everything but Health. Insecure servers (loopback only) give every caller
  * config.insecure_role.
@@ -65,6 +65,8 @@ enum nb_method {
 	NB_FABRIC_LIST_CIRCUITS,
 	NB_FABRIC_DRAIN_DEVICE,
 	NB_FABRIC_UNDRAIN_DEVICE,
+	NB_FABRIC_MARK_NODE,
+	NB_FABRIC_LIST_RINGS,
 	NB_JOBS_SUBMIT_JOB,
 	NB_JOBS_PLAN_JOB,
 	NB_JOBS_RELEASE_JOB,
@@ -126,16 +128,42 @@ struct nb_planner {
 
 #define NB_PLANNERS_MAX 16
 
+/* The kind of fabric the daemon controls: it decides which demands and
+ * filters make sense. Names as in the fabric file (nb_fabric_kind_name). */
+enum nb_fabric_kind {
+	NB_FABRIC_LEAF_SPINE_OCS = 0, /* leaf_demand and parallelism jobs on circuits */
+	NB_FABRIC_OCSTRX_RING,	      /* ring jobs (JobSpec.ring) on transceiver nodes */
+};
+
+/*
+ * An OCSTrx ring domain's size, as far as requests are checked against it
+ * (nb_limits.kind = NB_FABRIC_OCSTRX_RING).
+ */
+struct nb_ring_limits {
+	int nodes;	   /* > 0: node ids are 0 .. nodes - 1 */
+	int gpus_per_node; /* > 0: ring.tp is a multiple of it */
+};
+
 /*
  * Fabric limits the daemon provides; every request field is checked
  * against them before a handler sees the request. Zero means "default"
  * where a default is given. Copied by value (nb_server_create).
+ *
+ * A leaf-spine fabric (kind NB_FABRIC_LEAF_SPINE_OCS) fills pods ..
+ * groups; `ring` stays zero. A ring domain (NB_FABRIC_OCSTRX_RING) fills
+ * `ring`; pods, leaves_per_pod, gpus_per_leaf and leaf_links_max stay 0,
+ * and groups is the number of device groups ListDevices may filter on (0:
+ * none). Requests that only make sense on the other kind (a ring request
+ * on a leaf-spine fabric, MarkNode or ListRings there, a leaf_demand or
+ * parallelism spec or a pod filter on a ring domain) get
+ * FAILED_PRECONDITION naming the field and the fabric kind.
  */
 struct nb_limits {
-	int pods;	      /* > 0 */
-	int leaves_per_pod;   /* > 0 */
-	int gpus_per_leaf;    /* > 0 (k_leaf) */
-	int groups;	      /* > 0: OCS groups */
+	enum nb_fabric_kind kind;
+	int pods;	      /* > 0 (leaf-spine) */
+	int leaves_per_pod;   /* > 0 (leaf-spine) */
+	int gpus_per_leaf;    /* > 0 (k_leaf; leaf-spine) */
+	int groups;	      /* > 0: OCS groups (leaf-spine); >= 0: device groups (ring) */
 	int leaf_links_max;   /* links one leaf may ask for in total; 0: gpus_per_leaf */
 	int max_gpus_per_job; /* 0: every GPU of the fabric */
 	int max_leaf_pairs;   /* 0: 65536 */
@@ -148,6 +176,7 @@ struct nb_limits {
 	 */
 	struct nb_planner planners[NB_PLANNERS_MAX];
 	size_t n_planners;
+	struct nb_ring_limits ring; /* ring domain only */
 };
 
 /* Bounds on strings, shared with ocsctl's help text. */
@@ -181,6 +210,12 @@ struct nb_handlers {
 			     const Ocs__V1__DrainDeviceRequest *req);
 	void (*undrain_device)(void *ctx, struct nb_call *call,
 			       const Ocs__V1__UndrainDeviceRequest *req);
+	/* Ring domains only (the library refuses both on a leaf-spine fabric):
+	 * req->node is within 0..nodes-1 and req->condition is HEALTHY or
+	 * FAULTY; ListRings' job_id is a valid id or "" and its node filter is
+	 * in range. */
+	void (*mark_node)(void *ctx, struct nb_call *call, const Ocs__V1__MarkNodeRequest *req);
+	void (*list_rings)(void *ctx, struct nb_call *call, const Ocs__V1__ListRingsRequest *req);
 	void (*submit_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
 	void (*plan_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
 	void (*release_job)(void *ctx, struct nb_call *call, const Ocs__V1__ReleaseJobRequest *req);
@@ -284,8 +319,9 @@ const char *nb_method_path(enum nb_method m); /* "/ocs.v1.Jobs/SubmitJob" */
 enum nb_role nb_method_min_role(enum nb_method m);
 /* NB_METHOD_COUNT when the path is not served. */
 enum nb_method nb_method_from_path(const char *path, size_t len);
-const char *nb_role_name(enum nb_role r); /* "viewer", ..., "none" */
-const char *nb_code_name(enum nb_code c); /* "INVALID_ARGUMENT" */
+const char *nb_role_name(enum nb_role r);		/* "viewer", ..., "none" */
+const char *nb_code_name(enum nb_code c);		/* "INVALID_ARGUMENT" */
+const char *nb_fabric_kind_name(enum nb_fabric_kind k); /* "leaf-spine-ocs", "ocstrx-ring" */
 
 /*
  * The role a PEM client certificate grants: its subject must hold exactly

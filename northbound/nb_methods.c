@@ -36,6 +36,13 @@ static const struct nb_method_info methods[NB_METHOD_COUNT] = {
 				      &ocs__v1__undrain_device_request__descriptor,
 				      &ocs__v1__undrain_device_response__descriptor,
 				      NB_ROLE_OPERATOR, false, false},
+	[NB_FABRIC_MARK_NODE] = {"/ocs.v1.Fabric/MarkNode", &ocs__v1__mark_node_request__descriptor,
+				 &ocs__v1__mark_node_response__descriptor, NB_ROLE_OPERATOR, false,
+				 false},
+	[NB_FABRIC_LIST_RINGS] = {"/ocs.v1.Fabric/ListRings",
+				  &ocs__v1__list_rings_request__descriptor,
+				  &ocs__v1__list_rings_response__descriptor, NB_ROLE_VIEWER, false,
+				  false},
 	[NB_JOBS_SUBMIT_JOB] = {"/ocs.v1.Jobs/SubmitJob", &ocs__v1__job_spec__descriptor,
 				&ocs__v1__submit_job_response__descriptor, NB_ROLE_SCHEDULER, false,
 				false},
@@ -140,6 +147,17 @@ const char *nb_code_name(enum nb_code c)
 		return "UNAVAILABLE";
 	}
 	return "UNKNOWN";
+}
+
+const char *nb_fabric_kind_name(enum nb_fabric_kind k)
+{
+	switch (k) {
+	case NB_FABRIC_LEAF_SPINE_OCS:
+		return "leaf-spine-ocs";
+	case NB_FABRIC_OCSTRX_RING:
+		return "ocstrx-ring";
+	}
+	return "unknown";
 }
 
 int nb_error_set(struct nb_error *err, enum nb_code code, const char *field, const char *fmt, ...)

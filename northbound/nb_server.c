@@ -388,7 +388,7 @@ static grpc_slice pack_health(Grpc__Health__V1__HealthCheckResponse__ServingStat
 
 static bool event_wanted(const Ocs__V1__WatchRequest *w, const Ocs__V1__Event *ev)
 {
-	if (!w->jobs && !w->devices && !w->transactions && !w->drift)
+	if (!w->jobs && !w->devices && !w->transactions && !w->drift && !w->rings)
 		return true;
 	switch (ev->kind_case) {
 	case OCS__V1__EVENT__KIND_JOB:
@@ -399,6 +399,9 @@ static bool event_wanted(const Ocs__V1__WatchRequest *w, const Ocs__V1__Event *e
 		return w->transactions;
 	case OCS__V1__EVENT__KIND_DRIFT:
 		return w->drift;
+	case OCS__V1__EVENT__KIND_RING:
+	case OCS__V1__EVENT__KIND_NODE:
+		return w->rings;
 	default:
 		return true;
 	}
@@ -630,6 +633,8 @@ static void dispatch(struct nb_call *c)
 		NB_DISPATCH(NB_FABRIC_LIST_CIRCUITS, list_circuits, Ocs__V1__ListCircuitsRequest)
 		NB_DISPATCH(NB_FABRIC_DRAIN_DEVICE, drain_device, Ocs__V1__DrainDeviceRequest)
 		NB_DISPATCH(NB_FABRIC_UNDRAIN_DEVICE, undrain_device, Ocs__V1__UndrainDeviceRequest)
+		NB_DISPATCH(NB_FABRIC_MARK_NODE, mark_node, Ocs__V1__MarkNodeRequest)
+		NB_DISPATCH(NB_FABRIC_LIST_RINGS, list_rings, Ocs__V1__ListRingsRequest)
 		NB_DISPATCH(NB_JOBS_SUBMIT_JOB, submit_job, Ocs__V1__JobSpec)
 		NB_DISPATCH(NB_JOBS_PLAN_JOB, plan_job, Ocs__V1__JobSpec)
 		NB_DISPATCH(NB_JOBS_RELEASE_JOB, release_job, Ocs__V1__ReleaseJobRequest)

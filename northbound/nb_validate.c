@@ -20,6 +20,7 @@
 #include "nb_internal.h"
 
 struct bounds {
+	enum nb_fabric_kind kind;
 	int pods;
 	int leaves_per_pod;
 	int leaves;
@@ -31,12 +32,51 @@ struct bounds {
 	int max_leaf_pairs;
 	const struct nb_planner *planners; /* the limits' own array */
 	size_t n_planners;		   /* 0: names not checked here */
+	int nodes;			   /* ring domain: nodes */
+	int gpus_per_node;		   /* ring domain */
 };
+
+/* The orchestrations a ring request may name ("" = the first). The
+ * northbound knows the names only; the solvers implement them. */
+static const char *const ring_orchestrations[] = {"dcn-free", "fat-tree", "greedy"};
+#define RING_ORCHESTRATION_LIST "dcn-free, fat-tree or greedy"
+
+/* A ring domain's limits: its size, and no leaf-spine structure. */
+static int ring_limits_check(const struct nb_limits *l, struct nb_error *err)
+{
+	if (l->ring.nodes <= 0)
+		return nb_error_set(err, NB_INTERNAL, "limits.ring.nodes", "%d must be positive",
+				    l->ring.nodes);
+	if (l->ring.gpus_per_node <= 0)
+		return nb_error_set(err, NB_INTERNAL, "limits.ring.gpus_per_node",
+				    "%d must be positive", l->ring.gpus_per_node);
+	if (l->ring.nodes > 1 << 24)
+		return nb_error_set(err, NB_INTERNAL, "limits.ring.nodes", "%d, at most %d",
+				    l->ring.nodes, 1 << 24);
+	if (l->ring.gpus_per_node > 1 << 16)
+		return nb_error_set(err, NB_INTERNAL, "limits.ring.gpus_per_node", "%d, at most %d",
+				    l->ring.gpus_per_node, 1 << 16);
+	if (l->pods || l->leaves_per_pod || l->gpus_per_leaf || l->leaf_links_max)
+		return nb_error_set(
+			err, NB_INTERNAL, "limits.pods",
+			"a ring domain has no pods, leaves or leaf links (leave them 0)");
+	if (l->groups < 0 || l->max_gpus_per_job < 0 || l->max_leaf_pairs < 0)
+		return nb_error_set(err, NB_INTERNAL, "limits", "negative bound");
+	return 0;
+}
 
 int nb_limits_check(const struct nb_limits *l, struct nb_error *err)
 {
 	if (!l)
 		return nb_error_set(err, NB_INTERNAL, "limits", "missing");
+	if (l->kind == NB_FABRIC_OCSTRX_RING)
+		return ring_limits_check(l, err);
+	if (l->kind != NB_FABRIC_LEAF_SPINE_OCS)
+		return nb_error_set(err, NB_INTERNAL, "limits.kind", "%d is not a fabric kind",
+				    (int)l->kind);
+	if (l->ring.nodes || l->ring.gpus_per_node)
+		return nb_error_set(err, NB_INTERNAL, "limits.ring",
+				    "set on a leaf-spine-ocs fabric (leave it 0)");
 	if (l->pods <= 0)
 		return nb_error_set(err, NB_INTERNAL, "limits.pods", "%d must be positive",
 				    l->pods);
@@ -67,11 +107,16 @@ int nb_limits_check(const struct nb_limits *l, struct nb_error *err)
 
 static void bounds_from_limits(const struct nb_limits *l, struct bounds *b)
 {
+	b->kind = l->kind;
 	b->pods = l->pods;
 	b->leaves_per_pod = l->leaves_per_pod;
 	b->leaves = l->pods * l->leaves_per_pod;
 	b->gpus_per_leaf = l->gpus_per_leaf;
 	b->gpus = (long long)b->leaves * l->gpus_per_leaf;
+	b->nodes = l->ring.nodes;
+	b->gpus_per_node = l->ring.gpus_per_node;
+	if (l->kind == NB_FABRIC_OCSTRX_RING)
+		b->gpus = (long long)b->nodes * b->gpus_per_node;
 	b->groups = l->groups;
 	b->leaf_links_max = l->leaf_links_max ? l->leaf_links_max : l->gpus_per_leaf;
 	b->max_gpus_per_job = l->max_gpus_per_job;
@@ -474,8 +519,107 @@ static int check_planner_kind(const Ocs__V1__JobSpec *j, const struct bounds *b,
 			    names);
 }
 
+/* A refusal for a request that needs the other kind of fabric. */
+static int wrong_kind(const struct bounds *b, const char *field, const char *what,
+		      struct nb_error *err)
+{
+	return nb_error_set(err, NB_FAILED_PRECONDITION, field, "%s; this fabric is %s", what,
+			    nb_fabric_kind_name(b->kind));
+}
+
+/* "the domain's N GPUs" or "the N GPUs a job may hold", whichever bounds a job. */
+static void job_gpu_bound(const struct bounds *b, char *out, size_t size)
+{
+	if (b->max_gpus_per_job < b->gpus)
+		snprintf(out, size, "the %d GPUs a job may hold", b->max_gpus_per_job);
+	else
+		snprintf(out, size, "the domain's %lld GPUs", b->gpus);
+}
+
+/*
+ * A ring request on a ring domain: tp a positive multiple of the GPUs per
+ * node, gpus a multiple of tp or rings (not both), each within what a job
+ * may hold, and a known orchestration. The seed is free (greedy only uses
+ * it). Whether the healthy free nodes give enough rings is the daemon's
+ * (RESOURCE_EXHAUSTED from the planner).
+ */
+static int validate_ring(const Ocs__V1__RingRequest *r, const struct bounds *b,
+			 struct nb_error *err)
+{
+	const char *orch;
+	char bound[64];
+	bool known;
+
+	if (!r)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "ring", "null");
+	job_gpu_bound(b, bound, sizeof(bound));
+	if (r->tp <= 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "ring.tp",
+				    "%d: give the GPUs of one TP ring, a positive multiple of the "
+				    "%d GPUs per node",
+				    r->tp, b->gpus_per_node);
+	if (r->tp % b->gpus_per_node)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "ring.tp",
+				    "%d is not a multiple of the %d GPUs per node", r->tp,
+				    b->gpus_per_node);
+	if (r->tp > b->max_gpus_per_job)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "ring.tp", "%d exceeds %s", r->tp,
+				    bound);
+	if (r->gpus < 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "ring.gpus",
+				    "%lld is negative (0: see ring.rings)", (long long)r->gpus);
+	if (r->gpus % r->tp)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "ring.gpus",
+				    "%lld is not a multiple of ring.tp (%d)", (long long)r->gpus,
+				    r->tp);
+	if (r->gpus > b->max_gpus_per_job)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "ring.gpus", "%lld exceeds %s",
+				    (long long)r->gpus, bound);
+	if (r->rings < 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "ring.rings",
+				    "%d is negative (0 with gpus 0: the whole domain)", r->rings);
+	if (r->rings > 0 && r->gpus > 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "ring.rings",
+				    "%d given together with ring.gpus (%lld); ask for GPUs or for "
+				    "rings, not both",
+				    r->rings, (long long)r->gpus);
+	if ((long long)r->rings * r->tp > b->max_gpus_per_job)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "ring.rings",
+				    "%d rings of %d GPUs need %lld GPUs, more than %s", r->rings,
+				    r->tp, (long long)r->rings * r->tp, bound);
+	orch = r->orchestration ? r->orchestration : "";
+	known = !orch[0];
+	for (size_t i = 0; i < sizeof(ring_orchestrations) / sizeof(ring_orchestrations[0]); i++)
+		known = known || strcmp(orch, ring_orchestrations[i]) == 0;
+	if (known)
+		return 0;
+	if (check_printable(orch, "ring.orchestration", 64, err))
+		return -EINVAL;
+	return nb_error_set(err, NB_INVALID_ARGUMENT, "ring.orchestration",
+			    "\"%s\" is not a known orchestration (" RING_ORCHESTRATION_LIST ")",
+			    orch);
+}
+
+/* A ring job: no placement, no planner option, then the request itself. */
+static int validate_ring_job(const Ocs__V1__JobSpec *j, const struct bounds *b,
+			     struct nb_error *err)
+{
+	if (j->placement)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "placement",
+				    "a ring job has no placement: ocsd picks the nodes");
+	if (j->options && j->options->planner && j->options->planner[0])
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "options.planner",
+				    "a ring job takes no planner; choose ring.orchestration "
+				    "(" RING_ORCHESTRATION_LIST ")");
+	if (j->options && j->options->allow_moving_other_jobs)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "options.allow_moving_other_jobs",
+				    "a ring job never moves other jobs' rings");
+	return validate_ring(j->ring, b, err);
+}
+
 static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struct nb_error *err)
 {
+	bool ring_domain = b->kind == NB_FABRIC_OCSTRX_RING;
 	unsigned char *leaf_used;
 	int rc;
 
@@ -483,6 +627,31 @@ static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struc
 		return -EINVAL;
 	if (check_printable(j->idempotency_key, "idempotency_key", NB_IDEMPOTENCY_KEY_MAX_LEN, err))
 		return -EINVAL;
+	switch (j->demand_case) {
+	case OCS__V1__JOB_SPEC__DEMAND_RING:
+		if (!ring_domain)
+			return wrong_kind(b, "ring", "a ring request needs an ocstrx-ring domain",
+					  err);
+		return validate_ring_job(j, b, err);
+	case OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND:
+		if (ring_domain)
+			return wrong_kind(b, "leaf_demand",
+					  "an ocstrx-ring domain takes ring requests (ring), "
+					  "not leaf_demand",
+					  err);
+		break;
+	case OCS__V1__JOB_SPEC__DEMAND_PARALLELISM:
+		if (ring_domain)
+			return wrong_kind(b, "parallelism",
+					  "an ocstrx-ring domain takes ring requests (ring), "
+					  "not parallelism",
+					  err);
+		break;
+	default:
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "demand",
+				    ring_domain ? "required: set ring"
+						: "required: set leaf_demand or parallelism");
+	}
 	leaf_used = calloc((size_t)b->leaves, 1);
 	if (!leaf_used)
 		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "placement", "out of memory");
@@ -494,13 +663,8 @@ static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struc
 		case OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND:
 			rc = validate_leaf_demand(j->leaf_demand, b, leaf_used, err);
 			break;
-		case OCS__V1__JOB_SPEC__DEMAND_PARALLELISM:
-			rc = validate_parallelism(j->parallelism, b, err);
-			break;
 		default:
-			rc = nb_error_set(err, NB_INVALID_ARGUMENT, "demand",
-					  "required: set leaf_demand or parallelism (ring "
-					  "requests are not served yet)");
+			rc = validate_parallelism(j->parallelism, b, err);
 			break;
 		}
 	}
@@ -508,6 +672,33 @@ static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struc
 		rc = check_planner_kind(j, b, err);
 	free(leaf_used);
 	return rc;
+}
+
+static int validate_mark_node(const Ocs__V1__MarkNodeRequest *r, const struct bounds *b,
+			      struct nb_error *err)
+{
+	if (b->kind != NB_FABRIC_OCSTRX_RING)
+		return wrong_kind(b, "node", "nodes exist only on an ocstrx-ring domain", err);
+	if (check_range(r->node, 0, b->nodes - 1, "node", err))
+		return -EINVAL;
+	if (r->condition == OCS__V1__NODE_CONDITION__NODE_CONDITION_HEALTHY ||
+	    r->condition == OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY)
+		return 0;
+	if (r->condition == OCS__V1__NODE_CONDITION__NODE_CONDITION_UNSPECIFIED)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "condition",
+				    "required: NODE_CONDITION_HEALTHY or NODE_CONDITION_FAULTY");
+	return nb_error_set(err, NB_INVALID_ARGUMENT, "condition", "%d is not a NodeCondition",
+			    (int)r->condition);
+}
+
+static int validate_list_rings(const Ocs__V1__ListRingsRequest *r, const struct bounds *b,
+			       struct nb_error *err)
+{
+	if (b->kind != NB_FABRIC_OCSTRX_RING)
+		return wrong_kind(b, "", "rings exist only on an ocstrx-ring domain", err);
+	if (check_name(r->job_id, "job_id", NB_ID_MAX_LEN, false, NULL, err))
+		return -EINVAL;
+	return check_filter(r->has_node, r->node, b->nodes, "node", "has_node", err);
 }
 
 int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
@@ -531,6 +722,9 @@ int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 	case NB_FABRIC_LIST_DEVICES: {
 		const Ocs__V1__ListDevicesRequest *r = (const void *)req;
 
+		if (r->has_group && b.groups == 0)
+			return wrong_kind(&b, "group", "this ring domain has no device groups",
+					  err);
 		return check_filter(r->has_group, r->group, b.groups, "group", "has_group", err);
 	}
 	case NB_FABRIC_LIST_CIRCUITS: {
@@ -539,6 +733,8 @@ int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 		if (check_name(r->job_id, "job_id", NB_ID_MAX_LEN, false, NULL, err) ||
 		    check_name(r->device, "device", NB_DEVICE_NAME_MAX_LEN, false, ":", err))
 			return -EINVAL;
+		if (r->has_pod && b.kind == NB_FABRIC_OCSTRX_RING)
+			return wrong_kind(&b, "pod", "an ocstrx-ring domain has no pods", err);
 		return check_filter(r->has_pod, r->pod, b.pods, "pod", "has_pod", err);
 	}
 	case NB_FABRIC_DRAIN_DEVICE: {
@@ -551,6 +747,10 @@ int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 
 		return check_name(r->device, "device", NB_DEVICE_NAME_MAX_LEN, true, ":", err);
 	}
+	case NB_FABRIC_MARK_NODE:
+		return validate_mark_node((const Ocs__V1__MarkNodeRequest *)req, &b, err);
+	case NB_FABRIC_LIST_RINGS:
+		return validate_list_rings((const Ocs__V1__ListRingsRequest *)req, &b, err);
 	case NB_JOBS_SUBMIT_JOB:
 	case NB_JOBS_PLAN_JOB:
 		return validate_job((const Ocs__V1__JobSpec *)req, &b, err);

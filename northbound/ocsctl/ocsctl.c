@@ -36,7 +36,7 @@ struct opts {
 	bool json;
 	int timeout_ms;
 	const char *job, *device;
-	int pod, group; /* -1: no filter */
+	int pod, group, node; /* -1: no filter */
 	bool force;
 	long count; /* watch: stop after this many events; 0 = forever */
 	int state;  /* jobs: JobState filter; 0 = every state */
@@ -58,14 +58,21 @@ static const char usage_text[] =
 	"                             circuits in place\n"
 	"  jobs [--state STATE]       jobs with their state (STATE: pending, planning,\n"
 	"                             programming, active, releasing, released, failed)\n"
-	"  job submit FILE            submit the job in a JSON file (a JobSpec)\n"
+	"  job submit FILE            submit the job in a JSON file (a JobSpec: a leaf_demand,\n"
+	"                             parallelism or ring request)\n"
 	"  job plan FILE              dry run: the plan and its figures, nothing changes\n"
-	"  job release ID             remove a job's circuits\n"
-	"  job show ID                a job, its plan figures and circuits\n"
+	"  job release ID             remove a job's circuits or rings\n"
+	"  job show ID                a job, its plan figures and circuits or rings\n"
+	"  rings [--job ID] [--node N]\n"
+	"                             TP rings in place on an OCSTrx ring domain\n"
+	"  node fail NODE             mark a ring-domain node faulty: it leaves every plan and\n"
+	"                             its ring is bypassed or re-placed at once\n"
+	"  node heal NODE             mark a faulty node healthy again (free for new rings)\n"
 	"  drain DEVICE [--force]     no new circuits on DEVICE (--force: even if running\n"
 	"                             jobs hold circuits on it)\n"
 	"  undrain DEVICE             make a drained device available again\n"
-	"  watch [--count N]          stream events (stop after N with --count)\n"
+	"  watch [--count N]          stream events: jobs, devices, transactions, drift, rings\n"
+	"                             and nodes (stop after N with --count)\n"
 	"\n"
 	"options:\n"
 	"  --server HOST:PORT   server address (default $OCSD_SERVER, else " DEFAULT_SERVER ")\n"
@@ -219,9 +226,9 @@ static int print_json(const ProtobufCMessage *m, bool pretty)
 	return rc;
 }
 
-/* A key/value block of every scalar field of a message. */
-/* The scalar fields of m numbered below max_id, one "name value" line each. */
-static void print_kv_below(const ProtobufCMessage *m, unsigned max_id)
+/* The scalar fields of m whose number n has bit n set in want (fields
+ * numbered 64 and up: always), one "name value" line each. */
+static void print_kv_pick(const ProtobufCMessage *m, uint64_t want)
 {
 	const ProtobufCMessageDescriptor *d = m->descriptor;
 	struct table t = {.cols = 2};
@@ -232,7 +239,7 @@ static void print_kv_below(const ProtobufCMessage *m, unsigned max_id)
 		char *row[2];
 
 		if (f->label == PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_MESSAGE ||
-		    f->id >= max_id)
+		    (f->id < 64 && !(want >> f->id & 1)))
 			continue;
 		row[0] = fmt("%s", f->name);
 		switch (f->type) {
@@ -268,7 +275,14 @@ static void print_kv_below(const ProtobufCMessage *m, unsigned max_id)
 
 static void print_kv(const ProtobufCMessage *m)
 {
-	print_kv_below(m, ~0u);
+	print_kv_pick(m, ~(uint64_t)0);
+}
+
+/* Bits lo..hi (field numbers) set. */
+static uint64_t ids(unsigned lo, unsigned hi)
+{
+	return (hi >= 63 ? ~(uint64_t)0 : ((uint64_t)1 << (hi + 1)) - 1) &
+	       ~(((uint64_t)1 << lo) - 1);
 }
 
 /* ---- calls -------------------------------------------------------------- */
@@ -384,14 +398,87 @@ static void print_figures(const Ocs__V1__PlanFigures *fig)
 		return;
 	/* The DELTA figures (fields 10 on) only for DAG-aware plans. */
 	if (fig->makespan_ms > 0 || fig->ports_used > 0)
-		print_kv(&fig->base);
+		print_kv_pick(&fig->base, ids(1, 15));
+	else if (fig->ring)
+		print_kv_pick(&fig->base, ids(7, 7)); /* plan_duration_us */
 	else
-		print_kv_below(&fig->base, 10);
+		print_kv_pick(&fig->base, ids(1, 9));
+	if (fig->ring)
+		print_kv(&fig->ring->base);
 	for (size_t i = 0; i < fig->n_unplaced; i++)
 		printf("unplaced               leaves %d-%d: %d links\n", fig->unplaced[i]->a,
 		       fig->unplaced[i]->b, fig->unplaced[i]->links);
 	for (size_t i = 0; i < fig->n_moved_jobs; i++)
 		printf("moved job              %s\n", fig->moved_jobs[i]);
+}
+
+/* "3,4,5" (or "-" when empty); caller frees. */
+static char *nodes_text(const int32_t *nodes, size_t n)
+{
+	char *s = fmt("%s", n ? "" : "-");
+
+	for (size_t i = 0; i < n; i++) {
+		char *next = fmt("%s%s%d", s, i ? "," : "", nodes[i]);
+
+		free(s);
+		s = next;
+	}
+	return s;
+}
+
+/* Whether the ring's last change was a node failure (failed_node is set). */
+static bool ring_failed(const Ocs__V1__Ring *r)
+{
+	return r->last_change == OCS__V1__RING_CHANGE__RING_CHANGE_BYPASSED ||
+	       r->last_change == OCS__V1__RING_CHANGE__RING_CHANGE_REPLACED ||
+	       r->last_change == OCS__V1__RING_CHANGE__RING_CHANGE_LOST;
+}
+
+static void rings_table(Ocs__V1__Ring **rs, size_t n)
+{
+	struct table t = {.cols = 6};
+	char *head[6] = {fmt("JOB"),	fmt("RING"),   fmt("NODES"),
+			 fmt("CHANGE"), fmt("FAILED"), fmt("REASON")};
+
+	table_add(&t, head);
+	for (size_t i = 0; i < n; i++) {
+		const Ocs__V1__Ring *r = rs[i];
+		char *row[6] = {fmt("%s", r->job_id),
+				fmt("%d", r->index),
+				nodes_text(r->nodes, r->n_nodes),
+				enum_short(&ocs__v1__ring_change__descriptor, r->last_change),
+				ring_failed(r) ? fmt("%d", r->failed_node) : fmt("-"),
+				fmt("%s", r->reason[0] ? r->reason : "-")};
+
+		table_add(&t, row);
+	}
+	table_print(&t);
+}
+
+/* A ring request in words: "tp 8, 32 GPUs, fat-tree". Caller frees. */
+static char *ring_request_text(const Ocs__V1__RingRequest *q)
+{
+	const char *orch = q->orchestration[0] ? q->orchestration : "dcn-free";
+
+	if (q->gpus > 0)
+		return fmt("tp %d, %lld GPUs, %s", q->tp, (long long)q->gpus, orch);
+	if (q->rings > 0)
+		return fmt("tp %d, %d rings, %s", q->tp, q->rings, orch);
+	return fmt("tp %d, the whole domain, %s", q->tp, orch);
+}
+
+/* The GPUs a job holds: its placement's, or for a ring job what its rings
+ * hold (the request's until it is planned). */
+static long long job_gpus(const Ocs__V1__Job *j)
+{
+	const Ocs__V1__JobSpec *s = j->spec;
+
+	if (s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_RING && s->ring) {
+		if (j->figures && j->figures->ring)
+			return j->figures->ring->gpus_placed;
+		return s->ring->gpus > 0 ? s->ring->gpus : (long long)s->ring->rings * s->ring->tp;
+	}
+	return s && s->placement ? (long long)s->placement->n_gpus : 0;
 }
 
 static void print_job(const Ocs__V1__Job *job)
@@ -412,9 +499,12 @@ static void print_job(const Ocs__V1__Job *job)
 		table_add(&t, row);
 	}
 	row[0] = fmt("gpus");
-	row[1] = fmt("%zu", s && s->placement ? s->placement->n_gpus : 0);
+	row[1] = fmt("%lld", job_gpus(job));
 	table_add(&t, row);
-	if (s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_PARALLELISM && s->parallelism) {
+	if (s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_RING && s->ring) {
+		row[0] = fmt("ring");
+		row[1] = ring_request_text(s->ring);
+	} else if (s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_PARALLELISM && s->parallelism) {
 		const Ocs__V1__ParallelismSpec *q = s->parallelism;
 
 		row[0] = fmt("parallelism");
@@ -444,9 +534,18 @@ static void print_job(const Ocs__V1__Job *job)
 		printf("\n");
 		circuits_table(job->circuits, job->n_circuits);
 	}
+	if (job->n_rings) {
+		printf("\n");
+		rings_table(job->rings, job->n_rings);
+	}
 }
 
 /* ---- commands ------------------------------------------------------------ */
+
+static bool ring_domain(const Ocs__V1__FabricSummary *f)
+{
+	return strcmp(f->kind, "ocstrx-ring") == 0;
+}
 
 static int cmd_status(struct ctx *x)
 {
@@ -485,9 +584,17 @@ static int cmd_status(struct ctx *x)
 		row[1] = fmt("%s", f->version);
 		table_add(&t, row);
 		row[0] = fmt("fabric");
-		row[1] = fmt("%d pods, %d leaves, %lld GPUs, %s wiring, %d OCS groups, %d devices",
-			     f->pods, f->leaves, (long long)f->gpus, f->wiring, f->groups,
-			     f->devices);
+		if (ring_domain(f))
+			row[1] =
+				fmt("ocstrx-ring, %d nodes (%d ToRs x %d), %lld GPUs, K=%d, %s, "
+				    "%d devices",
+				    f->nodes, f->tors, f->nodes_per_tor, (long long)f->gpus,
+				    f->k_hops, f->closed ? "closed ring" : "open line", f->devices);
+		else
+			row[1] = fmt("%d pods, %d leaves, %lld GPUs, %s wiring, %d OCS groups, "
+				     "%d devices",
+				     f->pods, f->leaves, (long long)f->gpus, f->wiring, f->groups,
+				     f->devices);
 		table_add(&t, row);
 		row[0] = fmt("devices");
 		row[1] = fmt("%d connected, %d drained", f->devices_connected, f->devices_drained);
@@ -495,13 +602,23 @@ static int cmd_status(struct ctx *x)
 		row[0] = fmt("jobs");
 		row[1] = fmt("%d active", f->jobs_active);
 		table_add(&t, row);
-		row[0] = fmt("circuits");
-		row[1] = fmt("%d active", f->circuits_active);
-		table_add(&t, row);
-		row[0] = fmt("ocs ports");
-		row[1] = fmt("%lld used, %lld free", (long long)f->ocs_ports_used,
-			     (long long)f->ocs_ports_free);
-		table_add(&t, row);
+		if (ring_domain(f)) {
+			row[0] = fmt("rings");
+			row[1] = fmt("%d active", f->rings_active);
+			table_add(&t, row);
+			row[0] = fmt("nodes");
+			row[1] = fmt("%d busy, %d faulty, %d free", f->nodes_busy, f->nodes_faulty,
+				     f->nodes - f->nodes_busy - f->nodes_faulty);
+			table_add(&t, row);
+		} else {
+			row[0] = fmt("circuits");
+			row[1] = fmt("%d active", f->circuits_active);
+			table_add(&t, row);
+			row[0] = fmt("ocs ports");
+			row[1] = fmt("%lld used, %lld free", (long long)f->ocs_ports_used,
+				     (long long)f->ocs_ports_free);
+			table_add(&t, row);
+		}
 		table_print(&t);
 	}
 	free_msg(health);
@@ -519,8 +636,10 @@ static int cmd_fabric(struct ctx *x)
 		return rc;
 	if (x->o.json)
 		rc = print_json(&f->base, true);
-	else
-		print_kv(&f->base);
+	else if (ring_domain(f)) /* kind, the ring domain's fields and those of both kinds */
+		print_kv_pick(&f->base, ids(9, 12) | ids(14, 14) | ids(17, 28));
+	else /* a leaf-spine fabric, or a server that predates kind */
+		print_kv_pick(&f->base, ids(1, 18));
 	free_msg(f);
 	return rc;
 }
@@ -625,17 +744,20 @@ static int cmd_jobs(struct ctx *x)
 	for (size_t i = 0; i < r->n_jobs; i++) {
 		const Ocs__V1__Job *j = r->jobs[i];
 		const Ocs__V1__JobSpec *s = j->spec;
+		bool ring = s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_RING;
 		char *row[7] = {
 			fmt("%s", s ? s->id : ""),
 			enum_short(&ocs__v1__job_state__descriptor, j->state),
 			fmt("%s", j->figures ? j->figures->planner : ""),
-			fmt("%zu", s && s->placement ? s->placement->n_gpus : 0),
+			fmt("%lld", job_gpus(j)),
 			s && s->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND &&
 					s->leaf_demand
 				? fmt("%zu", s->leaf_demand->n_pairs)
 				: fmt("-"),
-			fmt("%d/%d", j->figures ? j->figures->links_placed : 0,
-			    j->figures ? j->figures->links_requested : 0),
+			/* a ring job has rings, not links */
+			ring ? fmt("%zu rings", j->n_rings)
+			     : fmt("%d/%d", j->figures ? j->figures->links_placed : 0,
+				   j->figures ? j->figures->links_requested : 0),
 			fmt("%s", j->reason[0] ? j->reason : "-"),
 		};
 
@@ -680,7 +802,10 @@ static int cmd_job_file(struct ctx *x, Ocs__V1__JobSpec *spec, bool submit)
 				printf("plan for job %s (dry run, nothing changed)\n\n", spec->id);
 				print_figures(r->figures);
 				printf("\n");
-				circuits_table(r->circuits, r->n_circuits);
+				if (spec->demand_case == OCS__V1__JOB_SPEC__DEMAND_RING)
+					rings_table(r->rings, r->n_rings);
+				else
+					circuits_table(r->circuits, r->n_circuits);
 			}
 			free_msg(r);
 		}
@@ -766,6 +891,113 @@ static int cmd_drain(struct ctx *x, const char *device, bool drain)
 	return rc;
 }
 
+/*
+ * rings --json: {"rings": [{"job_id", "ring", "nodes": [..], ...}]}, the
+ * ring number under "ring" (the proto's Ring.index), every other field of
+ * Ring as pbjson writes it.
+ */
+static json_t *rings_json(const Ocs__V1__ListRingsResponse *r)
+{
+	json_t *list = json_array(), *top = json_object();
+
+	if (!list || !top || json_object_set_new(top, "rings", list)) {
+		json_decref(list);
+		json_decref(top);
+		return NULL;
+	}
+	for (size_t i = 0; i < r->n_rings; i++) {
+		json_t *ring = pbjson_write(&r->rings[i]->base);
+
+		if (!ring || json_object_set_new(ring, "ring", json_integer(r->rings[i]->index)) ||
+		    json_object_del(ring, "index") || json_array_append_new(list, ring)) {
+			json_decref(ring);
+			json_decref(top);
+			return NULL;
+		}
+	}
+	return top;
+}
+
+static int cmd_rings(struct ctx *x)
+{
+	Ocs__V1__ListRingsRequest req = OCS__V1__LIST_RINGS_REQUEST__INIT;
+	Ocs__V1__ListRingsResponse *r;
+	int rc;
+
+	if (x->o.job)
+		req.job_id = (char *)x->o.job;
+	if (x->o.node >= 0) {
+		req.has_node = true;
+		req.node = x->o.node;
+	}
+	rc = call(x, NB_FABRIC_LIST_RINGS, &req.base, &r);
+	if (rc)
+		return rc;
+	if (x->o.json) {
+		json_t *v = rings_json(r);
+
+		rc = print_json_value(v, true);
+		json_decref(v);
+	} else {
+		rings_table(r->rings, r->n_rings);
+	}
+	free_msg(r);
+	return rc;
+}
+
+static int cmd_node(struct ctx *x, long node, bool fail)
+{
+	Ocs__V1__MarkNodeRequest req = OCS__V1__MARK_NODE_REQUEST__INIT;
+	Ocs__V1__MarkNodeResponse *r;
+	int rc;
+
+	req.node = (int32_t)node;
+	req.condition = fail ? OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY
+			     : OCS__V1__NODE_CONDITION__NODE_CONDITION_HEALTHY;
+	rc = call(x, NB_FABRIC_MARK_NODE, &req.base, &r);
+	if (rc)
+		return rc;
+	if (x->o.json) {
+		rc = print_json(&r->base, true);
+	} else {
+		char *cond = enum_short(&ocs__v1__node_condition__descriptor, r->condition);
+
+		printf("node %d: %s\n", r->node, cond);
+		for (size_t i = 0; i < r->n_affected_jobs; i++)
+			printf("ring repaired for job %s\n", r->affected_jobs[i]);
+		free(cond);
+	}
+	free_msg(r);
+	return rc;
+}
+
+/* "ring JOB#K bypassed nodes=1,3 was=1,2,3 failed=2 reaction_us=.. devices_us=.." */
+static void print_ring_event(const Ocs__V1__RingEvent *ev)
+{
+	const Ocs__V1__Ring *r = ev->ring;
+	char *change, *nodes, *old;
+
+	if (!r) {
+		printf("ring (no ring)\n");
+		return;
+	}
+	change = enum_short(&ocs__v1__ring_change__descriptor, r->last_change);
+	nodes = nodes_text(r->nodes, r->n_nodes);
+	old = nodes_text(ev->old_nodes, ev->n_old_nodes);
+	printf("ring %s#%d %s nodes=%s", r->job_id, r->index, change, nodes);
+	if (ev->n_old_nodes)
+		printf(" was=%s", old);
+	if (ring_failed(r))
+		printf(" failed=%d", r->failed_node);
+	if (ev->reaction_us || ev->devices_us)
+		printf(" reaction_us=%lld devices_us=%lld", (long long)ev->reaction_us,
+		       (long long)ev->devices_us);
+	printf("%s%s\n", r->reason[0] ? ": " : "", r->reason);
+	free(change);
+	free(nodes);
+	free(old);
+}
+
 static void print_event(const Ocs__V1__Event *e)
 {
 	char *when = time_text(e->time_unix_ms), *a = NULL, *b = NULL;
@@ -794,6 +1026,14 @@ static void print_event(const Ocs__V1__Event *e)
 	case OCS__V1__EVENT__KIND_DRIFT:
 		printf("drift %s %d->%d %s\n", e->drift->device, e->drift->in_port,
 		       e->drift->out_port, e->drift->missing ? "missing" : "not owned by any job");
+		break;
+	case OCS__V1__EVENT__KIND_RING:
+		print_ring_event(e->ring);
+		break;
+	case OCS__V1__EVENT__KIND_NODE:
+		a = enum_short(&ocs__v1__node_condition__descriptor, e->node->condition);
+		printf("node %d %s%s%s\n", e->node->node, a, e->node->source[0] ? " source=" : "",
+		       e->node->source);
 		break;
 	default:
 		printf("(unknown event)\n");
@@ -890,6 +1130,7 @@ enum opt_id {
 	OPT_FORCE,
 	OPT_COUNT,
 	OPT_STATE,
+	OPT_NODE,
 };
 
 int main(int argc, char **argv)
@@ -909,18 +1150,20 @@ int main(int argc, char **argv)
 		{"force", no_argument, NULL, OPT_FORCE},
 		{"count", required_argument, NULL, OPT_COUNT},
 		{"state", required_argument, NULL, OPT_STATE},
+		{"node", required_argument, NULL, OPT_NODE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct ctx x = {.o = {.timeout_ms = DEFAULT_TIMEOUT_MS, .pod = -1, .group = -1}};
+	struct ctx x = {
+		.o = {.timeout_ms = DEFAULT_TIMEOUT_MS, .pod = -1, .group = -1, .node = -1}};
 	struct nb_client_opts co = {0};
 	struct nb_client_status st;
 	Ocs__V1__JobSpec *spec = NULL;
 	const char *cmd, *sub = NULL, *arg = NULL;
 	bool used_job = false, used_device = false, used_pod = false, used_group = false,
-	     used_force = false, used_count = false, used_state = false;
+	     used_force = false, used_count = false, used_state = false, used_node = false;
 	char err[320];
-	long v;
+	long v, node = -1;
 	int c, rc, nargs;
 
 	opterr = 0;
@@ -990,6 +1233,12 @@ int main(int argc, char **argv)
 					optarg);
 			used_state = true;
 			break;
+		case OPT_NODE:
+			if (!parse_int(optarg, 0, 1 << 30, &v))
+				return usage_error("--node: '%s' is not a node number", optarg);
+			x.o.node = (int)v;
+			used_node = true;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_OK;
@@ -1023,19 +1272,31 @@ int main(int argc, char **argv)
 							   ? "a job ID"
 							   : "a FILE");
 			want_args = 3;
+		} else if (strcmp(cmd, "node") == 0) {
+			if (!sub || (strcmp(sub, "fail") && strcmp(sub, "heal")))
+				return usage_error("node needs one of: fail NODE, heal NODE");
+			if (!arg)
+				return usage_error("node %s needs a NODE number", sub);
+			if (!parse_int(arg, 0, 1 << 30, &node))
+				return usage_error("node %s: '%s' is not a node number", sub, arg);
+			want_args = 3;
 		} else if (strcmp(cmd, "drain") == 0 || strcmp(cmd, "undrain") == 0) {
 			if (!sub)
 				return usage_error("%s needs a DEVICE", cmd);
 			want_args = 2;
 		} else if (strcmp(cmd, "status") && strcmp(cmd, "fabric") &&
 			   strcmp(cmd, "devices") && strcmp(cmd, "circuits") &&
-			   strcmp(cmd, "jobs") && strcmp(cmd, "watch")) {
+			   strcmp(cmd, "jobs") && strcmp(cmd, "watch") && strcmp(cmd, "rings")) {
 			return usage_error("unknown command '%s'", cmd);
 		}
 		if (nargs > want_args)
 			return usage_error("unexpected argument '%s'", argv[optind + want_args]);
-		if ((used_job || used_device || used_pod) && strcmp(cmd, "circuits"))
-			return usage_error("--job, --device and --pod go with circuits");
+		if (used_job && strcmp(cmd, "circuits") && strcmp(cmd, "rings"))
+			return usage_error("--job goes with circuits and rings");
+		if ((used_device || used_pod) && strcmp(cmd, "circuits"))
+			return usage_error("--device and --pod go with circuits");
+		if (used_node && strcmp(cmd, "rings"))
+			return usage_error("--node goes with rings");
 		if (used_group && strcmp(cmd, "devices"))
 			return usage_error("--group goes with devices");
 		if (used_force && strcmp(cmd, "drain"))
@@ -1103,6 +1364,10 @@ int main(int argc, char **argv)
 		rc = cmd_jobs(&x);
 	else if (strcmp(cmd, "watch") == 0)
 		rc = cmd_watch(&x);
+	else if (strcmp(cmd, "rings") == 0)
+		rc = cmd_rings(&x);
+	else if (strcmp(cmd, "node") == 0)
+		rc = cmd_node(&x, node, strcmp(sub, "fail") == 0);
 	else if (strcmp(cmd, "drain") == 0)
 		rc = cmd_drain(&x, sub, true);
 	else if (strcmp(cmd, "undrain") == 0)

@@ -5,7 +5,9 @@
  * path of the offending field, and valid requests must pass.
  *
  * Each case starts from a valid request, breaks one thing, packs it to wire
- * bytes and decodes it the way the gRPC thread does.
+ * bytes and decodes it the way the gRPC thread does. Two tables: one on a
+ * leaf-spine fabric, one on an OCSTrx ring domain (ring requests, MarkNode,
+ * ListRings, and the requests that need the other kind of fabric).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +29,12 @@ static const struct nb_limits limits = {
 	.groups = 4,
 };
 
+/* An OCSTrx ring domain: 64 nodes x 4 GPUs = 256 GPUs, no device groups. */
+static const struct nb_limits ring_limits = {
+	.kind = NB_FABRIC_OCSTRX_RING,
+	.ring = {.nodes = 64, .gpus_per_node = 4},
+};
+
 /* A valid job: GPUs 0,1 on leaf 0 and 8,9 on leaf 1 (pod 0), GPU 8192 on
  * leaf 1024 (pod 1); demand leaf 0 <-> leaf 1 (2 links), 0 <-> 1024 (1). */
 struct fx {
@@ -39,6 +47,7 @@ struct fx {
 	Ocs__V1__LeafPair *pair_ptr[8];
 	Ocs__V1__JobOptions options;
 	Ocs__V1__ParallelismSpec par; /* set by m_par() */
+	Ocs__V1__RingRequest ring;    /* set by m_ring() */
 	char text[200];
 	/* other requests */
 	Ocs__V1__ListDevicesRequest list_devices;
@@ -48,6 +57,8 @@ struct fx {
 	Ocs__V1__ReleaseJobRequest release;
 	Ocs__V1__GetJobRequest get;
 	Ocs__V1__ListJobsRequest list_jobs;
+	Ocs__V1__MarkNodeRequest mark;
+	Ocs__V1__ListRingsRequest list_rings;
 	Grpc__Health__V1__HealthCheckRequest health;
 };
 
@@ -97,6 +108,10 @@ static void fx_init(struct fx *f)
 	ocs__v1__get_job_request__init(&f->get);
 	f->get.id = "job-1";
 	ocs__v1__list_jobs_request__init(&f->list_jobs);
+	ocs__v1__mark_node_request__init(&f->mark);
+	f->mark.node = 63;
+	f->mark.condition = OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY;
+	ocs__v1__list_rings_request__init(&f->list_rings);
 	grpc__health__v1__health_check_request__init(&f->health);
 }
 
@@ -117,6 +132,10 @@ static const ProtobufCMessage *fx_request(struct fx *f, enum nb_method m)
 		return &f->get.base;
 	case NB_JOBS_LIST_JOBS:
 		return &f->list_jobs.base;
+	case NB_FABRIC_MARK_NODE:
+		return &f->mark.base;
+	case NB_FABRIC_LIST_RINGS:
+		return &f->list_rings.base;
 	case NB_HEALTH_CHECK:
 		return &f->health.base;
 	default:
@@ -457,6 +476,169 @@ static void m_valid_filters(struct fx *f)
 	f->list_circuits.pod = 3;
 }
 
+/* A valid ring job: 4 rings of TP 8 (2 nodes each), fat-tree. */
+static void m_ring(struct fx *f)
+{
+	ocs__v1__ring_request__init(&f->ring);
+	f->ring.tp = 8;
+	f->ring.gpus = 32;
+	f->ring.orchestration = "fat-tree";
+	f->job.placement = NULL;
+	f->options.planner = "";
+	f->job.demand_case = OCS__V1__JOB_SPEC__DEMAND_RING;
+	f->job.ring = &f->ring;
+}
+static void m_ring_whole_domain(struct fx *f)
+{
+	m_ring(f);
+	f->ring.tp = 4;
+	f->ring.gpus = 0;
+	f->ring.orchestration = "";
+	f->job.options = NULL;
+}
+static void m_ring_by_rings(struct fx *f)
+{
+	m_ring(f);
+	f->ring.gpus = 0;
+	f->ring.rings = 32; /* 32 x 8 = every GPU */
+	f->ring.orchestration = "greedy";
+	f->ring.seed = UINT64_MAX;
+}
+static void m_ring_tp_zero(struct fx *f)
+{
+	m_ring(f);
+	f->ring.tp = 0;
+}
+static void m_ring_tp_negative(struct fx *f)
+{
+	m_ring(f);
+	f->ring.tp = -8;
+}
+static void m_ring_tp_odd(struct fx *f)
+{
+	m_ring(f);
+	f->ring.tp = 6;
+	f->ring.gpus = 0;
+}
+static void m_ring_tp_high(struct fx *f)
+{
+	m_ring(f);
+	f->ring.tp = 260;
+	f->ring.gpus = 0;
+}
+static void m_ring_gpus_negative(struct fx *f)
+{
+	m_ring(f);
+	f->ring.gpus = -8;
+}
+static void m_ring_gpus_odd(struct fx *f)
+{
+	m_ring(f);
+	f->ring.gpus = 12;
+}
+static void m_ring_gpus_high(struct fx *f)
+{
+	m_ring(f);
+	f->ring.gpus = 264;
+}
+static void m_ring_rings_negative(struct fx *f)
+{
+	m_ring(f);
+	f->ring.gpus = 0;
+	f->ring.rings = -1;
+}
+static void m_ring_rings_and_gpus(struct fx *f)
+{
+	m_ring(f);
+	f->ring.rings = 2;
+}
+static void m_ring_rings_high(struct fx *f)
+{
+	m_ring(f);
+	f->ring.gpus = 0;
+	f->ring.rings = 33;
+}
+static void m_ring_orch_unknown(struct fx *f)
+{
+	m_ring(f);
+	f->ring.orchestration = "best-fit";
+}
+static void m_ring_orch_ctrl(struct fx *f)
+{
+	m_ring(f);
+	f->ring.orchestration = "greedy\n";
+}
+static void m_ring_placement(struct fx *f)
+{
+	m_ring(f);
+	f->job.placement = &f->placement;
+}
+static void m_ring_planner(struct fx *f)
+{
+	m_ring(f);
+	f->options.planner = "leaf-centric";
+}
+static void m_ring_moving(struct fx *f)
+{
+	m_ring(f);
+	f->options.allow_moving_other_jobs = true;
+}
+static void m_ring_on_leaf_spine(struct fx *f)
+{
+	m_ring(f);
+	f->job.placement = &f->placement; /* the kind is refused before the placement */
+}
+static void m_mark_low(struct fx *f)
+{
+	f->mark.node = -1;
+}
+static void m_mark_high(struct fx *f)
+{
+	f->mark.node = 64;
+}
+static void m_mark_healthy(struct fx *f)
+{
+	f->mark.node = 0;
+	f->mark.condition = OCS__V1__NODE_CONDITION__NODE_CONDITION_HEALTHY;
+}
+static void m_mark_no_condition(struct fx *f)
+{
+	f->mark.condition = OCS__V1__NODE_CONDITION__NODE_CONDITION_UNSPECIFIED;
+}
+static void m_mark_bad_condition(struct fx *f)
+{
+	f->mark.condition = (Ocs__V1__NodeCondition)7;
+}
+static void m_rings_filters(struct fx *f)
+{
+	f->list_rings.job_id = "job-1";
+	f->list_rings.has_node = true;
+	f->list_rings.node = 63;
+}
+static void m_rings_node_high(struct fx *f)
+{
+	f->list_rings.has_node = true;
+	f->list_rings.node = 64;
+}
+static void m_rings_node_no_flag(struct fx *f)
+{
+	f->list_rings.node = 3;
+}
+static void m_rings_job(struct fx *f)
+{
+	f->list_rings.job_id = "job 1";
+}
+static void m_group_any(struct fx *f)
+{
+	f->list_devices.has_group = true;
+	f->list_devices.group = 0;
+}
+static void m_circuits_pod_zero(struct fx *f)
+{
+	f->list_circuits.has_pod = true;
+	f->list_circuits.pod = 0;
+}
+
 struct vcase {
 	const char *name;
 	enum nb_method method;
@@ -597,6 +779,86 @@ static const struct vcase cases[] = {
 	 "42 is not a JobState"},
 	{"health long service", NB_HEALTH_CHECK, m_health_long, NB_INVALID_ARGUMENT, "service",
 	 "129 characters, at most 128"},
+	{"ring job on leaf-spine", NB_JOBS_SUBMIT_JOB, m_ring_on_leaf_spine, NB_FAILED_PRECONDITION,
+	 "ring", "a ring request needs an ocstrx-ring domain; this fabric is leaf-spine-ocs"},
+	{"mark node on leaf-spine", NB_FABRIC_MARK_NODE, m_none, NB_FAILED_PRECONDITION, "node",
+	 "this fabric is leaf-spine-ocs"},
+	{"list rings on leaf-spine", NB_FABRIC_LIST_RINGS, m_none, NB_FAILED_PRECONDITION, "",
+	 "rings exist only on an ocstrx-ring domain; this fabric is leaf-spine-ocs"},
+};
+
+/* On the ring domain of ring_limits (64 nodes x 4 GPUs). */
+static const struct vcase ring_cases[] = {
+	{"valid ring job", NB_JOBS_SUBMIT_JOB, m_ring, NB_OK, "", ""},
+	{"valid ring plan", NB_JOBS_PLAN_JOB, m_ring, NB_OK, "", ""},
+	{"ring whole domain", NB_JOBS_PLAN_JOB, m_ring_whole_domain, NB_OK, "", ""},
+	{"ring by rings, greedy", NB_JOBS_SUBMIT_JOB, m_ring_by_rings, NB_OK, "", ""},
+	{"ring tp 0", NB_JOBS_SUBMIT_JOB, m_ring_tp_zero, NB_INVALID_ARGUMENT, "ring.tp",
+	 "0: give the GPUs of one TP ring, a positive multiple of the 4 GPUs per node"},
+	{"ring tp negative", NB_JOBS_PLAN_JOB, m_ring_tp_negative, NB_INVALID_ARGUMENT, "ring.tp",
+	 "-8: give the GPUs"},
+	{"ring tp not per node", NB_JOBS_SUBMIT_JOB, m_ring_tp_odd, NB_INVALID_ARGUMENT, "ring.tp",
+	 "6 is not a multiple of the 4 GPUs per node"},
+	{"ring tp above domain", NB_JOBS_SUBMIT_JOB, m_ring_tp_high, NB_INVALID_ARGUMENT, "ring.tp",
+	 "260 exceeds the domain's 256 GPUs"},
+	{"ring gpus negative", NB_JOBS_SUBMIT_JOB, m_ring_gpus_negative, NB_INVALID_ARGUMENT,
+	 "ring.gpus", "-8 is negative"},
+	{"ring gpus not per tp", NB_JOBS_SUBMIT_JOB, m_ring_gpus_odd, NB_INVALID_ARGUMENT,
+	 "ring.gpus", "12 is not a multiple of ring.tp (8)"},
+	{"ring gpus above domain", NB_JOBS_SUBMIT_JOB, m_ring_gpus_high, NB_INVALID_ARGUMENT,
+	 "ring.gpus", "264 exceeds the domain's 256 GPUs"},
+	{"ring rings negative", NB_JOBS_SUBMIT_JOB, m_ring_rings_negative, NB_INVALID_ARGUMENT,
+	 "ring.rings", "-1 is negative"},
+	{"ring rings and gpus", NB_JOBS_SUBMIT_JOB, m_ring_rings_and_gpus, NB_INVALID_ARGUMENT,
+	 "ring.rings", "2 given together with ring.gpus (32)"},
+	{"ring rings above domain", NB_JOBS_SUBMIT_JOB, m_ring_rings_high, NB_INVALID_ARGUMENT,
+	 "ring.rings", "33 rings of 8 GPUs need 264 GPUs, more than the domain's 256 GPUs"},
+	{"ring orchestration unknown", NB_JOBS_PLAN_JOB, m_ring_orch_unknown, NB_INVALID_ARGUMENT,
+	 "ring.orchestration",
+	 "\"best-fit\" is not a known orchestration (dcn-free, fat-tree or greedy)"},
+	{"ring orchestration control char", NB_JOBS_PLAN_JOB, m_ring_orch_ctrl, NB_INVALID_ARGUMENT,
+	 "ring.orchestration", "byte 0x0a at offset 6"},
+	{"ring job with placement", NB_JOBS_SUBMIT_JOB, m_ring_placement, NB_INVALID_ARGUMENT,
+	 "placement", "a ring job has no placement"},
+	{"ring job with planner", NB_JOBS_SUBMIT_JOB, m_ring_planner, NB_INVALID_ARGUMENT,
+	 "options.planner", "a ring job takes no planner; choose ring.orchestration"},
+	{"ring job moving others", NB_JOBS_SUBMIT_JOB, m_ring_moving, NB_INVALID_ARGUMENT,
+	 "options.allow_moving_other_jobs", "never moves"},
+	{"leaf demand on ring domain", NB_JOBS_SUBMIT_JOB, m_none, NB_FAILED_PRECONDITION,
+	 "leaf_demand",
+	 "an ocstrx-ring domain takes ring requests (ring), not leaf_demand; this fabric is "
+	 "ocstrx-ring"},
+	{"parallelism on ring domain", NB_JOBS_PLAN_JOB, m_par, NB_FAILED_PRECONDITION,
+	 "parallelism", "this fabric is ocstrx-ring"},
+	{"no demand on ring domain", NB_JOBS_SUBMIT_JOB, m_no_demand, NB_INVALID_ARGUMENT, "demand",
+	 "required: set ring"},
+	{"bad id first", NB_JOBS_SUBMIT_JOB, m_id_slash, NB_INVALID_ARGUMENT, "id",
+	 "character '/'"},
+	{"mark node faulty", NB_FABRIC_MARK_NODE, m_none, NB_OK, "", ""},
+	{"mark node healthy", NB_FABRIC_MARK_NODE, m_mark_healthy, NB_OK, "", ""},
+	{"mark node negative", NB_FABRIC_MARK_NODE, m_mark_low, NB_INVALID_ARGUMENT, "node",
+	 "-1 is outside 0..63"},
+	{"mark node too high", NB_FABRIC_MARK_NODE, m_mark_high, NB_INVALID_ARGUMENT, "node",
+	 "64 is outside 0..63"},
+	{"mark node no condition", NB_FABRIC_MARK_NODE, m_mark_no_condition, NB_INVALID_ARGUMENT,
+	 "condition", "required: NODE_CONDITION_HEALTHY or NODE_CONDITION_FAULTY"},
+	{"mark node bad condition", NB_FABRIC_MARK_NODE, m_mark_bad_condition, NB_INVALID_ARGUMENT,
+	 "condition", "7 is not a NodeCondition"},
+	{"list rings, no filter", NB_FABRIC_LIST_RINGS, m_none, NB_OK, "", ""},
+	{"list rings, filters", NB_FABRIC_LIST_RINGS, m_rings_filters, NB_OK, "", ""},
+	{"list rings node too high", NB_FABRIC_LIST_RINGS, m_rings_node_high, NB_INVALID_ARGUMENT,
+	 "node", "64 is outside 0..63"},
+	{"list rings node without flag", NB_FABRIC_LIST_RINGS, m_rings_node_no_flag,
+	 NB_INVALID_ARGUMENT, "node", "3 given but has_node is false"},
+	{"list rings bad job", NB_FABRIC_LIST_RINGS, m_rings_job, NB_INVALID_ARGUMENT, "job_id",
+	 "character ' ' at offset 3"},
+	{"list devices, no groups", NB_FABRIC_LIST_DEVICES, m_group_any, NB_FAILED_PRECONDITION,
+	 "group", "no device groups; this fabric is ocstrx-ring"},
+	{"list devices, no filter", NB_FABRIC_LIST_DEVICES, m_none, NB_OK, "", ""},
+	{"list circuits by pod", NB_FABRIC_LIST_CIRCUITS, m_circuits_pod_zero,
+	 NB_FAILED_PRECONDITION, "pod", "an ocstrx-ring domain has no pods"},
+	{"list circuits by job", NB_FABRIC_LIST_CIRCUITS, m_circuits_job, NB_INVALID_ARGUMENT,
+	 "job_id", "character ' '"},
 };
 
 /* The northbound knows no planner: the test passes them as the daemon does. */
@@ -611,16 +873,13 @@ static void set_planners(struct nb_limits *lim)
 	memcpy(lim->planners, all_planners, sizeof(all_planners));
 }
 
-static void test_table(void **state)
+/* Runs a table of cases against lim; returns how many were refused. */
+static int run_cases(const struct vcase *table, size_t n, const struct nb_limits *lim)
 {
-	struct nb_limits lim = limits;
 	int refused = 0;
 
-	(void)state;
-	lim.max_gpus_per_job = 64;
-	set_planners(&lim);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const struct vcase *c = &cases[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct vcase *c = &table[i];
 		struct fx *f = malloc(sizeof(*f));
 		const ProtobufCMessage *req;
 		uint8_t *wire;
@@ -637,7 +896,7 @@ static void test_table(void **state)
 		wire = malloc(len + 1);
 		assert_non_null(wire);
 		protobuf_c_message_pack(req, wire);
-		rc = nb_decode_request(c->method, wire, len, &lim, 0, &out, &err);
+		rc = nb_decode_request(c->method, wire, len, lim, 0, &out, &err);
 		if (c->code == NB_OK) {
 			if (rc != 0)
 				fail_msg("case '%s': refused: %s: %s", c->name, err.field,
@@ -658,7 +917,27 @@ static void test_table(void **state)
 		free(wire);
 		free(f);
 	}
-	assert_true(refused >= 60);
+	return refused;
+}
+
+static void test_table(void **state)
+{
+	struct nb_limits lim = limits;
+
+	(void)state;
+	lim.max_gpus_per_job = 64;
+	set_planners(&lim);
+	assert_true(run_cases(cases, sizeof(cases) / sizeof(cases[0]), &lim) >= 60);
+}
+
+/* The daemon passes its planners on a ring domain too: they change nothing. */
+static void test_ring_table(void **state)
+{
+	struct nb_limits lim = ring_limits;
+
+	(void)state;
+	set_planners(&lim);
+	assert_true(run_cases(ring_cases, sizeof(ring_cases) / sizeof(ring_cases[0]), &lim) >= 25);
 }
 
 /* Bytes that are not a protobuf message at all. */
@@ -722,6 +1001,63 @@ static void test_limits(void **state)
 	lim.n_planners = NB_PLANNERS_MAX + 1;
 	assert_int_not_equal(nb_limits_check(&lim, &err), 0);
 	assert_string_equal(err.field, "limits.n_planners");
+	/* A leaf-spine fabric has no ring size; a ring domain has no pods. */
+	lim = limits;
+	lim.ring.nodes = 8;
+	assert_int_not_equal(nb_limits_check(&lim, &err), 0);
+	assert_string_equal(err.field, "limits.ring");
+	lim = ring_limits;
+	assert_int_equal(nb_limits_check(&lim, &err), 0);
+	lim.ring.gpus_per_node = 0;
+	assert_int_not_equal(nb_limits_check(&lim, &err), 0);
+	assert_string_equal(err.field, "limits.ring.gpus_per_node");
+	lim = ring_limits;
+	lim.ring.nodes = -1;
+	assert_int_not_equal(nb_limits_check(&lim, &err), 0);
+	assert_string_equal(err.field, "limits.ring.nodes");
+	lim = ring_limits;
+	lim.pods = 2;
+	assert_int_not_equal(nb_limits_check(&lim, &err), 0);
+	assert_string_equal(err.field, "limits.pods");
+	lim = ring_limits;
+	lim.kind = (enum nb_fabric_kind)9;
+	assert_int_not_equal(nb_limits_check(&lim, &err), 0);
+	assert_string_equal(err.field, "limits.kind");
+	/* Every request is refused while the limits are bad. */
+	assert_int_not_equal(
+		nb_validate_request(
+			NB_FABRIC_GET_FABRIC,
+			&(Ocs__V1__GetFabricRequest)OCS__V1__GET_FABRIC_REQUEST__INIT.base, &lim,
+			&err),
+		0);
+	assert_int_equal(err.code, NB_INTERNAL);
+}
+
+/* max_gpus_per_job bounds a ring job as it bounds a placement. */
+static void test_ring_job_bound(void **state)
+{
+	struct nb_limits lim = ring_limits;
+	struct fx *f = malloc(sizeof(*f));
+	struct nb_error err = {0};
+
+	(void)state;
+	assert_non_null(f);
+	lim.max_gpus_per_job = 64;
+	fx_init(f);
+	m_ring(f);
+	f->ring.gpus = 64;
+	assert_int_equal(nb_validate_request(NB_JOBS_SUBMIT_JOB, &f->job.base, &lim, &err), 0);
+	f->ring.gpus = 72;
+	assert_int_not_equal(nb_validate_request(NB_JOBS_SUBMIT_JOB, &f->job.base, &lim, &err), 0);
+	assert_string_equal(err.field, "ring.gpus");
+	assert_string_equal(err.message, "72 exceeds the 64 GPUs a job may hold");
+	f->ring.gpus = 0;
+	f->ring.rings = 9;
+	assert_int_not_equal(nb_validate_request(NB_JOBS_SUBMIT_JOB, &f->job.base, &lim, &err), 0);
+	assert_string_equal(err.field, "ring.rings");
+	assert_string_equal(err.message,
+			    "9 rings of 8 GPUs need 72 GPUs, more than the 64 GPUs a job may hold");
+	free(f);
 }
 
 /* The planner a job names, against the daemon's list or without one. */
@@ -789,6 +1125,13 @@ static void test_method_table(void **state)
 	assert_int_equal(nb_method_min_role(NB_JOBS_LIST_JOBS), NB_ROLE_VIEWER);
 	assert_int_equal(nb_method_min_role(NB_HEALTH_CHECK), NB_ROLE_NONE);
 	assert_true(NB_ROLE_OPERATOR > NB_ROLE_SCHEDULER && NB_ROLE_SCHEDULER > NB_ROLE_VIEWER);
+	assert_int_equal(nb_method_from_path("/ocs.v1.Fabric/MarkNode", 23), NB_FABRIC_MARK_NODE);
+	assert_int_equal(nb_method_from_path("/ocs.v1.Fabric/ListRings", 24), NB_FABRIC_LIST_RINGS);
+	assert_string_equal(nb_method_name(NB_FABRIC_MARK_NODE), "Fabric/MarkNode");
+	assert_int_equal(nb_method_min_role(NB_FABRIC_MARK_NODE), NB_ROLE_OPERATOR);
+	assert_int_equal(nb_method_min_role(NB_FABRIC_LIST_RINGS), NB_ROLE_VIEWER);
+	assert_string_equal(nb_fabric_kind_name(NB_FABRIC_OCSTRX_RING), "ocstrx-ring");
+	assert_string_equal(nb_fabric_kind_name(NB_FABRIC_LEAF_SPINE_OCS), "leaf-spine-ocs");
 }
 
 /*
@@ -994,6 +1337,106 @@ static void test_random_jobs_agree_with_checker(void **state)
 	assert_true(accepted > 500 && refused > 500);
 }
 
+/*
+ * Random ring requests on random ring domains: the validator accepts exactly
+ * what a checker written from the rules in northbound/README.md accepts,
+ * and a refusal names a ring field (or placement/options) with
+ * INVALID_ARGUMENT.
+ */
+static bool ring_independent_ok(const Ocs__V1__JobSpec *j, long long domain_gpus, int per_node,
+				long long job_max)
+{
+	const Ocs__V1__RingRequest *r = j->ring;
+	const char *o = r->orchestration;
+	long long bound = job_max && job_max < domain_gpus ? job_max : domain_gpus;
+
+	if (j->placement ||
+	    (j->options && (j->options->planner[0] || j->options->allow_moving_other_jobs)))
+		return false;
+	if (r->tp < 1 || r->tp % per_node != 0 || r->tp > bound)
+		return false;
+	if (r->gpus < 0 || r->gpus % r->tp != 0 || r->gpus > bound)
+		return false;
+	if (r->rings < 0 || (r->rings > 0 && r->gpus > 0) || (long long)r->rings * r->tp > bound)
+		return false;
+	return strcmp(o, "") == 0 || strcmp(o, "dcn-free") == 0 || strcmp(o, "fat-tree") == 0 ||
+	       strcmp(o, "greedy") == 0;
+}
+
+static void test_random_ring_requests(void **state)
+{
+	static const int per_node[] = {1, 2, 4, 8};
+	static const char *const orch[] = {"", "dcn-free", "fat-tree", "greedy", "Greedy", "dcn"};
+	Ocs__V1__JobSpec job;
+	Ocs__V1__RingRequest ring;
+	Ocs__V1__JobOptions options;
+	Ocs__V1__Placement placement;
+	int accepted = 0, refused = 0;
+
+	(void)state;
+	srand48(11);
+	for (int n = 0; n < 20000; n++) {
+		struct nb_limits lim = {.kind = NB_FABRIC_OCSTRX_RING};
+		struct nb_error err = {0};
+		long long gpus;
+		int m;
+		bool want, got;
+
+		lim.ring.nodes = pick(1, 64);
+		lim.ring.gpus_per_node = per_node[pick(0, 3)];
+		lim.max_gpus_per_job = lrand48() % 4 ? 0 : pick(1, 300);
+		gpus = (long long)lim.ring.nodes * lim.ring.gpus_per_node;
+		ocs__v1__job_spec__init(&job);
+		ocs__v1__ring_request__init(&ring);
+		ocs__v1__job_options__init(&options);
+		ocs__v1__placement__init(&placement);
+		job.id = "r";
+		job.demand_case = OCS__V1__JOB_SPEC__DEMAND_RING;
+		job.ring = &ring;
+		/* mostly well-formed multiples, sometimes anything */
+		m = pick(1, 8);
+		ring.tp = lrand48() % 5 ? m * lim.ring.gpus_per_node : pick(-4, 70);
+		if (lrand48() % 2)
+			ring.gpus =
+				lrand48() % 4 ? (long long)ring.tp * pick(0, 40) : pick(-9, 600);
+		else
+			ring.rings = lrand48() % 4 ? pick(0, 40) : pick(-3, 3);
+		if (lrand48() % 20 == 0)
+			ring.rings = pick(1, 4); /* maybe together with gpus */
+		ring.orchestration = (char *)orch[pick(0, 5)];
+		ring.seed = (uint64_t)lrand48();
+		if (lrand48() % 30 == 0)
+			job.placement = &placement;
+		if (lrand48() % 3 == 0) {
+			job.options = &options;
+			options.planner = lrand48() % 10 ? "" : "leaf-centric";
+			options.allow_moving_other_jobs = lrand48() % 10 == 0;
+		}
+		want = ring_independent_ok(&job, gpus, lim.ring.gpus_per_node,
+					   lim.max_gpus_per_job);
+		got = nb_validate_request(NB_JOBS_SUBMIT_JOB, &job.base, &lim, &err) == 0;
+		if (want != got)
+			fail_msg("instance %d (tp %d gpus %lld rings %d '%s', domain %lld GPUs, "
+				 "%d per node, job max %d): checker says %s, validator says %s "
+				 "(%s: %s)",
+				 n, ring.tp, (long long)ring.gpus, ring.rings, ring.orchestration,
+				 gpus, lim.ring.gpus_per_node, lim.max_gpus_per_job,
+				 want ? "valid" : "invalid", got ? "valid" : "invalid", err.field,
+				 err.message);
+		if (got) {
+			accepted++;
+			continue;
+		}
+		refused++;
+		assert_int_equal(err.code, NB_INVALID_ARGUMENT);
+		assert_true(strncmp(err.field, "ring.", 5) == 0 ||
+			    strcmp(err.field, "placement") == 0 ||
+			    strncmp(err.field, "options.", 8) == 0);
+	}
+	print_message("random ring requests: %d accepted, %d refused\n", accepted, refused);
+	assert_true(accepted > 2000 && refused > 2000);
+}
+
 /* Random bytes and bit-flipped encodings never crash the decoder, and are
  * either valid or refused as a whole request or by field. */
 static void test_random_bytes(void **state)
@@ -1038,6 +1481,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_ring_table),
+		cmocka_unit_test(test_ring_job_bound),
+		cmocka_unit_test(test_random_ring_requests),
 		cmocka_unit_test(test_malformed_bytes),
 		cmocka_unit_test(test_planner_lists),
 		cmocka_unit_test(test_64mb_refused),
