@@ -32,6 +32,7 @@
 #include "exec.h"
 #include "exec_sb.h"
 #include "fabric_state.h"
+#include "faults.h"
 #include "jobs.h"
 #include "loop.h"
 #include "metrics.h"
@@ -39,6 +40,7 @@
 #include "pool.h"
 #include "reconcile.h"
 #include "recovery.h"
+#include "rings.h"
 #include "sb_txn.h"
 #include "store.h"
 #include "txn.h"
@@ -80,7 +82,10 @@ struct od {
 	struct event *prune_timer;
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 	struct mx_family *m_pruned;
-	char password[128]; /* the password-file's secret the devices use ("" none) */
+	struct mx_family *m_rings, *m_faulty;
+	struct rg_state *rings; /* ring domains: the rings and faulty nodes */
+	struct faults *faults;	/* ring domains: the node-fault listener */
+	char password[128];	/* the password-file's secret the devices use ("" none) */
 };
 
 /* Log lines carry sd-daemon priority prefixes, which journald understands. */
@@ -137,6 +142,10 @@ static void sample_metrics(void *arg)
 		       (double)dev_unreachable(od->devs));
 	}
 	mx_set(od->m_xcs, NULL, od->fs ? (double)fs_count(od->fs) : 0);
+	if (od->rings) {
+		mx_set(od->m_rings, NULL, (double)rg_active(od->rings));
+		mx_set(od->m_faulty, NULL, (double)rg_n_faulty(od->rings));
+	}
 	if (od->fs) {
 		/* Each cross-connect occupies one input and one output port. */
 		long cabled =
@@ -180,8 +189,12 @@ static int register_metrics(struct od *od)
 			 "Largest leaf-spine contention over the plans of active jobs.", NULL);
 	od->m_pruned = mx_counter(od->reg, "ocsd_jobs_pruned_total",
 				  "Finished jobs deleted by the retention.", NULL);
+	od->m_rings = mx_gauge(od->reg, "ocsd_rings_active",
+			       "OCSTrx ring domains: rings holding nodes.", NULL);
+	od->m_faulty = mx_gauge(od->reg, "ocsd_nodes_faulty",
+				"OCSTrx ring domains: nodes marked faulty.", NULL);
 	if (!info || !start || !od->m_jobs || !od->m_xcs || !od->m_ports || !od->m_reloads ||
-	    !od->m_devices || !od->m_contention || !od->m_pruned)
+	    !od->m_devices || !od->m_contention || !od->m_pruned || !od->m_rings || !od->m_faulty)
 		return -ENOMEM;
 	mx_set(info, (const char *[]){OCSD_VERSION, od->cfg->name}, 1);
 	mx_set(start, NULL, (double)(clk_wall_ms(NULL) / 1000));
@@ -473,6 +486,7 @@ static void od_teardown(struct od *od)
 	if (od->prune_timer)
 		event_free(od->prune_timer);
 	recon_free(od->recon);
+	flt_stop(od->faults); /* no more faults reach the job manager */
 	if (od->jm)
 		jm_stop(od->jm);
 	if (od->server)
@@ -514,6 +528,8 @@ static void od_teardown(struct od *od)
 	pool_free(od->pool);
 	exec_free(od->exec);
 	loop_free(od->loop);
+	flt_free(od->faults);
+	rg_free(od->rings);
 	mx_registry_free(od->reg);
 	st_close(od->store);
 	cfg_free(od->cfg);
@@ -581,6 +597,11 @@ static int device_settings(const struct ocsd_config *cfg, int i, const char *pas
 		snprintf(dc->tls_ca, sizeof(dc->tls_ca), "%s", a->ca_file ? a->ca_file : "");
 	}
 	dc->rpc_timeout_ms = (int)a->rpc_timeout_ms;
+	if (cfg->kind == CFG_OCSTRX_RING) {
+		/* one transceiver agent per node; device i serves node i */
+		dc->model = SB_MODEL_TRANSCEIVER;
+		dc->node = (uint32_t)d->id;
+	}
 	return 0;
 }
 
@@ -682,11 +703,35 @@ static int submit_plan(void *pool, struct pool_task *t)
 	return pool_submit(pool, t);
 }
 
-/* Job manager, API and gRPC server (leaf-spine-OCS fabrics). */
+/*
+ * Ring domains: the node-fault listener, one subscription per node on the
+ * driver of the transaction handles.
+ */
+static int start_faults(struct od *od)
+{
+	struct sb_device_config *dc = calloc((size_t)od->cfg->n_devices + 1, sizeof(*dc));
+	struct flt_deps fd = {od->loop, od->exec, od->jm, od->devs, od->driver};
+	int rc = dc ? 0 : -ENOMEM;
+
+	for (int i = 0; rc == 0 && i < od->cfg->n_devices; i++)
+		rc = device_settings(od->cfg, i, od->password, &dc[i]);
+	if (rc == 0)
+		rc = flt_start(&fd, dc, od->cfg->n_devices, &od->faults);
+	for (int i = 0; dc && i < od->cfg->n_devices; i++)
+		memset(dc[i].password, 0, sizeof(dc[i].password));
+	free(dc);
+	if (rc)
+		od_log(SD_ERR, "node faults: cannot start the notification listener: %s",
+		       strerror(-rc));
+	return rc;
+}
+
+/* Job manager, API and gRPC server (leaf-spine-OCS fabrics and OCSTrx ring domains). */
 static int start_jobs(struct od *od)
 {
 	const struct od_options *o = od->opts;
-	struct api_deps ad = {od->cfg, od->loop, NULL, NULL, od->reg, OCSD_VERSION};
+	struct api_deps ad = {
+		.cfg = od->cfg, .loop = od->loop, .reg = od->reg, .version = OCSD_VERSION};
 	struct nb_server_config sc = {0};
 	struct nb_error nerr = {0};
 	struct jm_deps jd = {0};
@@ -698,10 +743,18 @@ static int start_jobs(struct od *od)
 		od_log(SD_ERR, "cannot load the circuits from the state store");
 		return -EIO;
 	}
+	if (od->cfg->kind == CFG_OCSTRX_RING) {
+		od->rings = rg_new(&od->cfg->ring);
+		if (!od->rings || (rc = rg_load(od->rings, od->store)) != 0) {
+			od_log(SD_ERR, "cannot load the rings from the state store");
+			return -EIO;
+		}
+	}
 	rc = new_devices(od);
 	if (rc)
 		return rc;
 	ad.fs = od->fs;
+	ad.rings = od->rings;
 	ad.devs = od->devs;
 	od->api = api_new(&ad);
 	if (!od->api)
@@ -710,16 +763,18 @@ static int start_jobs(struct od *od)
 	if (rc)
 		return rc;
 	{
-		struct rec_deps rd = {&od->cfg->fabric, od->store, od->fs, od->devs, NULL};
-		struct txn_deps td = {&od->cfg->fabric,
-				      od->fs,
-				      od->store,
-				      od->loop,
-				      od->engine,
-				      od->devs,
-				      NULL,
-				      (int)od->cfg->access.confirm_timeout_s,
-				      (int)od->cfg->access.rpc_timeout_ms};
+		struct rec_deps rd = {&od->cfg->fabric, od->store, od->fs,
+				      od->devs,		NULL,	   od->rings};
+		struct txn_deps td = {.fabric = &od->cfg->fabric,
+				      .fs = od->fs,
+				      .store = od->store,
+				      .loop = od->loop,
+				      .engine = od->engine,
+				      .devs = od->devs,
+				      .rings = od->rings,
+				      .clock = NULL,
+				      .confirm_timeout_s = (int)od->cfg->access.confirm_timeout_s,
+				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms};
 
 		rc = rec_resolve_open(&rd);
 		if (rc) {
@@ -740,6 +795,7 @@ static int start_jobs(struct od *od)
 			      .txn_start = txn_start,
 			      .txn_ctx = od->txn,
 			      .devs = od->devs,
+			      .rings = od->rings,
 			      .events = api_job_events(od->api)};
 	rc = jm_new(&jd, &od->jm, err, sizeof(err));
 	if (rc) {
@@ -765,6 +821,10 @@ static int start_jobs(struct od *od)
 		return rc;
 	}
 	api_attach(od->api, od->jm, od->server);
+	/* Reconciliation reads cross-connects: ring domains are read back by
+	 * recovery and by each transaction, and watched through notifications. */
+	if (od->rings)
+		return start_faults(od);
 	return start_reconciliation(od);
 }
 
@@ -798,7 +858,7 @@ int od_run(const struct od_options *opts)
 		od_log(SD_ERR, "cannot start the solver pool");
 		goto out;
 	}
-	if (od.cfg->kind == CFG_LEAF_SPINE_OCS) {
+	if (od.cfg->kind == CFG_LEAF_SPINE_OCS || od.cfg->kind == CFG_OCSTRX_RING) {
 		if (start_jobs(&od) != 0)
 			goto out;
 	} else {

@@ -33,6 +33,18 @@
  * only its request: its first plan searches again (deterministic for a
  * seed without a time budget), in the same pool task as its leaf plan.
  *
+ * Ring jobs (OCSTrx ring domains, kind_ring.c) follow the same machine on
+ * the ring state (rings.h) instead of the circuits: the plan is a set of
+ * rings and bundle settings, its snapshot the ring state's generation. A
+ * node fault (jm_mark_node) is stored first; then the ring holding it is
+ * repaired (jobs_ring.c) in a transaction queued ahead of everything else,
+ * while its job stays ACTIVE:
+ *
+ *   ACTIVE --fault--> (repair queued first) --txn--> ACTIVE, RingEvent
+ *                                              `--> rolled back: logged, the
+ *                                                   ring keeps the node until
+ *                                                   the next fault or restart
+ *
  * Invariants:
  *  1. At most one transaction runs; its intent is stored before any device
  *     is touched and its outcome before the next starts (txn.c).
@@ -94,6 +106,7 @@ static void free_job(struct job_rt *j)
 {
 	if (!j)
 		return;
+	rg_rings_free(j->prev_rings, j->n_prev_rings);
 	free(j->pub.raw);
 	free(j->pub.demand);
 	jm_workload_free(j->pub.workload);
@@ -227,6 +240,18 @@ int jm_forget(struct jm *jm, const char *id)
 
 /* ---- the queue of transactions (intrusive: never fails) ---- */
 
+/* A repair goes ahead of every queued job (never fails either). */
+static void enqueue_first(struct jm *jm, struct job_rt *j)
+{
+	if (j->queued)
+		return;
+	j->queued = true;
+	j->next_queued = jm->queue_head;
+	jm->queue_head = j;
+	if (!jm->queue_tail)
+		jm->queue_tail = j;
+}
+
 static void enqueue(struct jm *jm, struct job_rt *j)
 {
 	if (j->queued)
@@ -354,6 +379,17 @@ static const struct jm_kind *kind_of(const struct jm_workload *wl)
 	return wl ? &jm_kind_parallelism : &jm_kind_leaf;
 }
 
+static const struct jm_kind *spec_kind(const struct jm_spec *spec)
+{
+	return spec->ring ? &jm_kind_ring : kind_of(spec->workload);
+}
+
+/* What a plan's snapshot is compared with: the ring state or the circuits. */
+static unsigned long current_gen(const struct jm *jm)
+{
+	return jm->d.rings ? rg_generation(jm->d.rings) : fs_generation(jm->d.fs);
+}
+
 /*
  * The inputs of a global re-plan (allow_moving_other_jobs): every job that
  * owns configured cross-connects, with its demand. When one's demand is
@@ -422,12 +458,27 @@ static void plan_work(struct pool_task *pt)
 static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const char *self,
 				const char *planner, bool replan, const struct lc_demand *demand,
 				size_t n_demand, const struct jm_workload *wl,
-				const struct jm_figures *delta)
+				const struct jm_figures *delta, const struct jm_ring_request *ring)
 {
-	struct jp_task *t = jp_task_new(
-		kind, jm->f, jm->d.fs,
-		dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL,
-		jm->d.cfg->n_devices, self, planner, replan, demand, n_demand, wl, delta);
+	struct jp_task *t;
+
+	if (kind->rings) {
+		uint8_t *use = rg_use_snapshot(jm->d.rings, self);
+
+		t = use ? jp_ring_task_new(kind, &jm->d.cfg->ring, use, rg_generation(jm->d.rings),
+					   self, ring)
+			: NULL;
+		if (t) {
+			t->pool.work = plan_work;
+			t->pool.done = plan_done;
+			t->owner = jm;
+			t->clock = jm->d.clock;
+		}
+		return t;
+	}
+	t = jp_task_new(kind, jm->f, jm->d.fs,
+			dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL,
+			jm->d.cfg->n_devices, self, planner, replan, demand, n_demand, wl, delta);
 
 	if (!t)
 		return NULL;
@@ -446,9 +497,9 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 
 static void start_planning(struct jm *jm, struct job_rt *j)
 {
-	struct jp_task *t =
-		new_task(jm, j->kind, j->pub.id, j->pub.planner, j->pub.allow_move, j->pub.demand,
-			 j->pub.n_demand, j->pub.workload, &j->pub.figures);
+	struct jp_task *t = new_task(jm, j->kind, j->pub.id, j->pub.planner, j->pub.allow_move,
+				     j->pub.demand, j->pub.n_demand, j->pub.workload,
+				     &j->pub.figures, j->pub.is_ring ? &j->pub.ring : NULL);
 	struct jm_error err;
 	int rc;
 
@@ -476,6 +527,12 @@ static void submit_searched(struct jm *jm, struct jp_task *t);
 
 static void report_plan_time(struct jm *jm, const struct jp_task *t)
 {
+	if (t->kind->rings) {
+		if (t->fig.has_ring && jm->d.events.plan_finished)
+			jm->d.events.plan_finished(jm->d.events.ctx, t->fig.ring.orchestration,
+						   (double)t->fig.plan_us / 1e6);
+		return;
+	}
 	if (t->rc == 0 && t->plan && jm->d.events.plan_finished)
 		jm->d.events.plan_finished(jm->d.events.ctx, t->planner,
 					   (t->plan->plan_ms + t->plan->realize_ms +
@@ -487,6 +544,18 @@ static void answer_dry_run(struct jp_task *t)
 {
 	struct jm_job shadow = {0};
 
+	if (t->kind->rings) {
+		shadow.is_ring = true;
+		shadow.ring = t->ring;
+		shadow.figures = t->fig;
+		shadow.plan_rings = t->change.rings;
+		shadow.n_plan_rings = t->change.n_rings;
+		if (!t->refused || t->err.status == JM_EXHAUSTED)
+			t->answer(t->ctx, NULL, &shadow, false, NULL, 0);
+		else
+			t->answer(t->ctx, &t->err, NULL, false, NULL, 0);
+		return;
+	}
 	if (t->plan && (!t->refused || t->err.status == JM_EXHAUSTED)) {
 		/* A dry run reports what does not fit as figures, not as an error. */
 		shadow.figures = t->fig;
@@ -502,7 +571,7 @@ static void plan_done(struct pool_task *pt)
 	struct jm *jm = t->owner;
 	struct job_rt *j;
 	struct jm_error err = {0};
-	bool planned = !t->kind_rc && t->rc == 0 && t->plan;
+	bool planned = t->kind->rings ? !t->refused : !t->kind_rc && t->rc == 0 && t->plan;
 
 	if (t->search_only) {
 		submit_searched(jm, t);
@@ -539,18 +608,18 @@ static void plan_done(struct pool_task *pt)
 			j->pub.figures.delta = t->delta;
 		}
 	}
-	if (t->gen != fs_generation(jm->d.fs) && planned && ++j->replans <= JM_MAX_REPLANS) {
+	if (t->gen != current_gen(jm) && planned && ++j->replans <= JM_MAX_REPLANS) {
 		jp_task_free(t);
 		start_planning(jm, j); /* the snapshot went stale: plan again */
 		return;
 	}
-	if (t->gen != fs_generation(jm->d.fs) && planned)
+	if (t->gen != current_gen(jm) && planned)
 		jm_set_error(&err, JM_UNAVAILABLE, "",
 			     "the fabric changed during each of %d plans; try again",
 			     JM_MAX_REPLANS);
 	else if (t->refused)
 		err = t->err;
-	if (planned) {
+	if (planned || (t->kind->rings && t->fig.has_ring)) {
 		jm_figures_clear(&j->pub.figures);
 		j->pub.figures = t->fig;
 		t->fig = (struct jm_figures){0};
@@ -574,24 +643,89 @@ static void plan_done(struct pool_task *pt)
 
 static void txn_done(void *arg, const struct txn_outcome *o);
 
+/*
+ * Starts a ring job's transaction: its plan, a repair (j->change set by
+ * queue_repair) or its release (every node back to loopback). The rings as
+ * they were are kept for the ring events. -errno with why set when it did
+ * not start.
+ */
+static int start_ring_txn(struct jm *jm, struct job_rt *j, bool release, char *why, size_t why_len)
+{
+	struct txn_change c = {0};
+	size_t n_prev = 0;
+	const struct rg_ring *prev = rg_job_rings(jm->d.rings, j->pub.id, &n_prev);
+
+	if (release) {
+		jp_change_clear(&j->change);
+		if (jr_release_change(jm->d.rings, j->pub.id, &j->change) != 0) {
+			snprintf(why, why_len, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	rg_rings_free(j->prev_rings, j->n_prev_rings);
+	j->prev_rings = rg_rings_dup(prev, n_prev);
+	j->n_prev_rings = j->prev_rings ? n_prev : 0;
+	if (!j->prev_rings) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < j->change.n_rings; i++)
+		if (!j->change.rings[i].changed_ms)
+			j->change.rings[i].changed_ms = now_ms(jm);
+	c = (struct txn_change){.job_id = j->pub.id,
+				.release = release,
+				.ring = true,
+				.rings = j->change.rings,
+				.n_rings = j->change.n_rings,
+				.bundles = j->change.bundles,
+				.n_bundles = j->change.n_bundles};
+	return jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, why_len);
+}
+
 /* Starts j's transaction: its plan's change set, or the removal of its circuits. */
 static void start_txn(struct jm *jm, struct job_rt *j)
 {
 	bool release = j->pub.state == JM_RELEASING;
-	struct txn_change c = {j->pub.id,	    release,
-			       j->change.removals,  j->change.n_removals,
-			       j->change.additions, j->change.n_additions,
-			       j->change.links,	    j->change.n_links};
+	struct txn_change c = {.job_id = j->pub.id,
+			       .release = release,
+			       .removals = j->change.removals,
+			       .n_removals = j->change.n_removals,
+			       .additions = j->change.additions,
+			       .n_additions = j->change.n_additions,
+			       .links = j->change.links,
+			       .n_links = j->change.n_links};
 	struct ocs_xc *mine = NULL;
 	struct jm_error err;
 	char why[400] = "";
 	int rc;
 
+	if (j->kind->rings) {
+		jm->txn_job = j;
+		rc = start_ring_txn(jm, j, release, why, sizeof(why));
+		if (rc == 0)
+			return;
+		jm->txn_job = NULL;
+		jm_set_error(&err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "", "%s", why);
+		if (j->repair) {
+			fprintf(stderr, "<3>job %s: the ring repair could not start: %s\n",
+				j->pub.id, why);
+			j->repair = false;
+			j->repair_failed = true;
+			jp_change_clear(&j->change);
+		} else if (release) {
+			set_state(jm, j, JM_ACTIVE, why);
+			settle(j, &err);
+		} else {
+			fail_job(jm, j, &err);
+		}
+		return;
+	}
 	if (release) {
 		size_t n = 0;
 
 		mine = fs_job_xcs(jm->d.fs, j->pub.id, &n);
-		c = (struct txn_change){j->pub.id, true, mine, n, NULL, 0, NULL, 0};
+		c = (struct txn_change){
+			.job_id = j->pub.id, .release = true, .removals = mine, .n_removals = n};
 		if (!mine) {
 			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 			set_state(jm, j, JM_ACTIVE, err.message);
@@ -614,6 +748,61 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 	}
 }
 
+/* Ring events for every ring of j that changed in its confirmed transaction. */
+static void publish_rings(struct jm *jm, struct job_rt *j, bool release, bool repair,
+			  const struct txn_outcome *o)
+{
+	size_t n = 0;
+	const struct rg_ring *now = rg_job_rings(jm->d.rings, j->pub.id, &n);
+	int64_t reaction = repair && j->fault_us ? o->finished_us - j->fault_us : 0;
+
+	if (!jm->d.events.ring_changed)
+		return;
+	if (release) {
+		for (size_t i = 0; i < j->n_prev_rings; i++) {
+			struct rg_ring r = j->prev_rings[i];
+
+			r.last_change = RG_RELEASED;
+			jm->d.events.ring_changed(jm->d.events.ctx, &r, r.nodes, r.m, 0, 0);
+		}
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct rg_ring *old = NULL;
+
+		for (size_t k = 0; k < j->n_prev_rings && !old; k++)
+			if (j->prev_rings[k].index == now[i].index)
+				old = &j->prev_rings[k];
+		if (old && old->m == now[i].m && old->last_change == now[i].last_change &&
+		    (old->m == 0 ||
+		     !memcmp(old->nodes, now[i].nodes, (size_t)old->m * sizeof(int))))
+			continue; /* unchanged */
+		jm->d.events.ring_changed(jm->d.events.ctx, &now[i], old ? old->nodes : NULL,
+					  old ? old->m : 0, reaction, repair ? o->engine_us : 0);
+	}
+}
+
+static void queue_repairs(struct jm *jm, struct job_rt *j);
+
+/* The end of a ring repair: the job stays ACTIVE whatever happened. */
+static void repair_done(struct jm *jm, struct job_rt *j, const struct txn_outcome *o)
+{
+	j->repair = false;
+	jp_change_clear(&j->change);
+	if (o->result == TXN_CONFIRMED) {
+		publish_rings(jm, j, false, true, o);
+		queue_repairs(jm, j); /* another of its rings may hold a faulty node */
+	} else {
+		j->repair_failed = true;
+		fprintf(stderr,
+			"<3>job %s: the ring repair was not applied (%s): its ring keeps the "
+			"faulty "
+			"node until the next fault report or restart\n",
+			j->pub.id, o->message ? o->message : "");
+	}
+	pump(jm);
+}
+
 static void txn_done(void *arg, const struct txn_outcome *o)
 {
 	struct jm *jm = arg;
@@ -622,6 +811,21 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	struct jm_error err = {0};
 
 	jm->txn_job = NULL;
+	if (j->kind->rings && o->store_failed)
+		store_failed(jm, o->store_error);
+	if (j->kind->rings && jm->d.events.transaction_done && o->txn_id)
+		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
+	if (j->kind->rings && j->repair) {
+		repair_done(jm, j, o);
+		return;
+	}
+	if (j->kind->rings && o->result == TXN_CONFIRMED)
+		publish_rings(jm, j, release, false, o);
+	if (j->kind->rings) {
+		/* what follows is the generic part; store and events are done */
+		jp_change_clear(&j->change);
+		goto settle_state;
+	}
 	if (o->store_failed)
 		store_failed(jm, o->store_error);
 	if (o->result == TXN_CONFIRMED &&
@@ -632,6 +836,7 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	jp_change_clear(&j->change);
 	if (jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
+settle_state:
 	if (o->result == TXN_ROLLED_BACK || o->result == TXN_REFUSED)
 		jm_set_error(&err, JM_UNAVAILABLE, "",
 			     "devices: %s; every device was rolled back, nothing changed",
@@ -657,7 +862,107 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	} else {
 		fail_job(jm, j, &err);
 	}
+	if (j->kind->rings && j->pub.state == JM_ACTIVE)
+		queue_repairs(jm, j); /* a node failed while it was programmed */
 	pump(jm);
+}
+
+/* ---- ring repairs ---- */
+
+/*
+ * Queues the repair of the first ring of j (ACTIVE, no transaction of its
+ * own queued or running) that holds a faulty node, ahead of all other
+ * work. The repair is computed here, on the loop (hbd_repair is a bypass
+ * or one ring's re-placement: microseconds), so that the reaction to a
+ * fault does not wait behind the planner queue.
+ */
+static void queue_repairs(struct jm *jm, struct job_rt *j)
+{
+	const struct rg_ring *ring;
+	enum rg_change kind;
+	int failed = -1, rc;
+
+	if (!jm->d.rings || !j->kind->rings || j->pub.state != JM_ACTIVE || j->repair ||
+	    j->queued || jm->txn_job == j || j->repair_failed)
+		return;
+	ring = jr_broken_ring(jm->d.rings, j->pub.id, &failed);
+	if (!ring)
+		return;
+	jp_change_clear(&j->change);
+	rc = jr_repair_change(jm->d.rings, ring, failed, &j->pub.ring, now_ms(jm), &j->change,
+			      &kind);
+	if (rc) {
+		fprintf(stderr, "<3>job %s: cannot repair ring %d after node %d failed: %s\n",
+			j->pub.id, ring->index, failed, strerror(-rc));
+		jp_change_clear(&j->change);
+		j->repair_failed = true;
+		return;
+	}
+	fprintf(stderr, "<5>job %s: ring %d lost node %d: %s\n", j->pub.id, ring->index, failed,
+		rg_change_name(kind));
+	j->repair = true;
+	enqueue_first(jm, j);
+}
+
+int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64_t received_us,
+		 const char **affected_job, struct jm_error *err)
+{
+	const struct rg_ring *holder;
+	struct job_rt *j = NULL;
+	int rc;
+
+	*affected_job = NULL;
+	if (!jm->d.rings) {
+		jm_set_error(err, JM_PRECONDITION, "node", "the fabric is not an ocstrx-ring");
+		return -1;
+	}
+	if (node < 0 || node >= rg_nodes(jm->d.rings)) {
+		jm_set_error(err, JM_INVALID, "node", "%d is not a node of the domain (0..%d)",
+			     node, rg_nodes(jm->d.rings) - 1);
+		return -1;
+	}
+	if (jm->not_serving) {
+		jm_set_error(err, JM_UNAVAILABLE, "", "%s; nothing changed",
+			     jm->not_serving_reason);
+		return -1;
+	}
+	if (rg_faulty(jm->d.rings, node) != faulty) {
+		rc = st_fault_set(jm->d.store, node, faulty, source, now_ms(jm));
+		if (rc) {
+			jm_set_error(err, JM_UNAVAILABLE, "",
+				     "cannot store the node's condition (%s); nothing changed",
+				     strerror(-rc));
+			return -1;
+		}
+		rg_set_faulty(jm->d.rings, node, faulty, source, now_ms(jm));
+		if (jm->d.events.node_changed)
+			jm->d.events.node_changed(jm->d.events.ctx, node, faulty, source);
+	}
+	holder = rg_holder(jm->d.rings, node);
+	if (holder)
+		j = find_job(jm, holder->job_id);
+	if (faulty && j) {
+		*affected_job = j->pub.id;
+		j->fault_us = received_us;
+		j->repair_failed = false; /* a new fault report: try again */
+		queue_repairs(jm, j);
+		pump(jm);
+	}
+	return 0;
+}
+
+int jm_set_ring(struct jm *jm, const char *id, const struct jm_ring_request *req)
+{
+	struct job_rt *j = find_job(jm, id);
+
+	if (!j)
+		return -ENOENT;
+	j->pub.is_ring = true;
+	j->pub.ring = *req;
+	j->kind = &jm_kind_ring;
+	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s",
+		 req->orchestration[0] ? req->orchestration : "dcn-free");
+	return 0;
 }
 
 /* Starts the next queued transaction when none is running. */
@@ -666,7 +971,11 @@ static void pump(struct jm *jm)
 	while (!jm->stopping && !jm->txn_job && jm->queue_head) {
 		struct job_rt *j = dequeue(jm);
 
-		if (j->pub.state == JM_PROGRAMMING && j->plan_gen != fs_generation(jm->d.fs)) {
+		if (j->repair) {
+			start_txn(jm, j);
+			continue;
+		}
+		if (j->pub.state == JM_PROGRAMMING && j->plan_gen != current_gen(jm)) {
 			start_planning(jm, j); /* planned on circuits that changed since */
 			continue;
 		}
@@ -679,6 +988,8 @@ static void pump(struct jm *jm)
 
 static const char *planner_of(const struct jm_spec *spec)
 {
+	if (spec->ring)
+		return spec->ring->orchestration[0] ? spec->ring->orchestration : "dcn-free";
 	if (spec->planner && *spec->planner)
 		return spec->planner;
 	return ocs_planner_default(kind_of(spec->workload)->demand)->name;
@@ -699,10 +1010,17 @@ static void planner_list(const struct jm_kind *kind, char *out, size_t len)
 /* Checks a spec against the fabric; field names follow the API's JobSpec. */
 static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_error *err)
 {
-	const struct jm_kind *kind = kind_of(spec->workload);
+	const struct jm_kind *kind = spec_kind(spec);
 	const char *planner = spec->planner && *spec->planner ? spec->planner : NULL;
 	const struct ocs_planner *p = planner ? ocs_planner_find(planner) : NULL;
 
+	if (kind->rings)
+		return kind->check(jm->d.cfg, spec, err);
+	if (jm->d.rings) {
+		jm_set_error(err, JM_PRECONDITION, spec->workload ? "parallelism" : "leaf_demand",
+			     "the fabric is an ocstrx-ring: jobs ask for rings (ring)");
+		return false;
+	}
 	if (planner && (!p || p->demand != kind->demand)) {
 		char list[200];
 
@@ -711,7 +1029,7 @@ static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_erro
 			     planner, kind->demand_name, list);
 		return false;
 	}
-	if (!kind->check(jm->f, spec, err))
+	if (!kind->check(jm->d.cfg, spec, err))
 		return false;
 	return jl_leaves_free(jm->f, jm->live, jm->n_live, spec->id ? spec->id : "", spec->demand,
 			      spec->n_demand, spec->workload, err);
@@ -724,7 +1042,13 @@ static void copy_spec(struct job_rt *j, const struct jm_spec *spec)
 		 spec->idempotency_key ? spec->idempotency_key : "");
 	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s", planner_of(spec));
 	j->pub.allow_move = spec->allow_moving_other_jobs;
-	j->kind = kind_of(spec->workload);
+	j->kind = spec_kind(spec);
+	j->pub.is_ring = spec->ring != NULL;
+	if (spec->ring) {
+		j->pub.ring = *spec->ring;
+		snprintf(j->pub.planner, sizeof(j->pub.planner), "%s",
+			 spec->ring->orchestration[0] ? spec->ring->orchestration : "dcn-free");
+	}
 }
 
 /*
@@ -761,7 +1085,8 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 		/* The same request again: run it again. */
 		if (refuse_write(jm, answer, ctx))
 			return true;
-		if (!jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
+		if (!j->kind->rings &&
+		    !jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
 				    j->pub.n_demand, j->pub.workload, &err)) {
 			answer(ctx, &err, NULL, false, NULL, 0);
 			return true;
@@ -860,8 +1185,9 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 			    void *ctx)
 {
 	struct jm_error err = {0};
-	struct jp_task *t = new_task(jm, &jm_kind_parallelism, spec->id, planner_of(spec),
-				     spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL);
+	struct jp_task *t =
+		new_task(jm, &jm_kind_parallelism, spec->id, planner_of(spec),
+			 spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL, NULL);
 	int rc;
 
 	if (t) {
@@ -895,8 +1221,15 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 static void submit_searched(struct jm *jm, struct jp_task *t)
 {
 	struct jm_error err = {0};
-	struct jm_spec spec = {t->sub.id,   t->sub.key, t->planner, t->sub.allow_move, t->demand,
-			       t->n_demand, t->wl,	t->sub.raw, t->sub.raw_len};
+	struct jm_spec spec = {.id = t->sub.id,
+			       .idempotency_key = t->sub.key,
+			       .planner = t->planner,
+			       .allow_moving_other_jobs = t->sub.allow_move,
+			       .demand = t->demand,
+			       .n_demand = t->n_demand,
+			       .workload = t->wl,
+			       .raw = t->sub.raw,
+			       .raw_len = t->sub.raw_len};
 
 	if (t->kind_rc) {
 		t->answer(t->ctx, &t->kind_err, NULL, false, NULL, 0);
@@ -941,9 +1274,8 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
-	t = new_task(jm, kind_of(spec->workload), spec->id, planner_of(spec),
-		     spec->allow_moving_other_jobs, spec->demand, spec->n_demand, spec->workload,
-		     NULL);
+	t = new_task(jm, spec_kind(spec), spec->id, planner_of(spec), spec->allow_moving_other_jobs,
+		     spec->demand, spec->n_demand, spec->workload, NULL, spec->ring);
 	if (!t) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 		answer(ctx, &err, NULL, false, NULL, 0);
@@ -1154,6 +1486,15 @@ int jm_recover(struct jm *jm)
 		case JM_PENDING:
 		case JM_PLANNING:
 		case JM_PROGRAMMING:
+			if (j->kind->rings) {
+				/* Accepted work: if its transaction landed, it is active. */
+				rg_job_rings(jm->d.rings, j->pub.id, &n_xcs);
+				if (n_xcs)
+					set_state(jm, j, JM_ACTIVE, NULL);
+				else
+					start_planning(jm, j);
+				break;
+			}
 			/* Accepted work: if its transaction landed, it is active. */
 			xcs = fs_job_xcs(jm->d.fs, j->pub.id, &n_xcs);
 			if (!xcs)
@@ -1175,6 +1516,9 @@ int jm_recover(struct jm *jm)
 			break;
 		}
 	}
+	/* Faults stored while a repair was cut short (or reported while down). */
+	for (size_t i = 0; i < jm->n_jobs; i++)
+		queue_repairs(jm, jm->jobs[i]);
 	pump(jm);
 	return 0;
 }

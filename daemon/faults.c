@@ -1,0 +1,167 @@
+/*
+ * faults.c - implementation of faults.h. Every notification and every
+ * read result reaches the loop in a message of its own (malloc'd on the
+ * listener thread or the executor; a message that cannot be allocated is
+ * logged: the fault is then caught by the read after the next
+ * resubscription or by an operator's MarkNode).
+ */
+#include "faults.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "devices.h"
+#include "exec.h"
+#include "jobs.h"
+#include "loop.h"
+#include "sb_notif.h"
+
+struct faults {
+	struct flt_deps d;
+	struct sb_listener *listener;
+	bool stopped; /* messages still arriving are dropped */
+};
+
+struct flt_msg {
+	struct loop_node node;
+	struct exec_task task; /* reads only */
+	struct faults *f;
+	struct sb_notif n; /* name not kept */
+	bool read_ok, read_faulty;
+};
+
+static void mark(struct faults *f, int node, int64_t received_us)
+{
+	struct jm_error err = {0};
+	const char *job = NULL;
+
+	if (jm_mark_node(f->d.jm, node, true, "device", received_us, &job, &err) != 0)
+		fprintf(stderr, "<3>node %d reported a fault that could not be recorded: %s\n",
+			node, err.message);
+	else
+		fprintf(stderr, "<4>node %d reported a fault%s%s\n", node,
+			job ? "; repairing the ring of job " : "", job ? job : "");
+}
+
+static void on_read_done(struct loop_node *ln)
+{
+	struct flt_msg *m = OCSD_CONTAINER_OF(ln, struct flt_msg, node);
+
+	if (!m->f->stopped && m->read_ok && m->read_faulty)
+		mark(m->f, (int)m->n.source, clk_mono_us(NULL));
+	free(m);
+}
+
+/* Executor: reads the node's `faulty` state after a (re)subscription. */
+static void read_node(struct exec_task *t)
+{
+	struct flt_msg *m = OCSD_CONTAINER_OF(t, struct flt_msg, task);
+	struct sb_device *h = dev_handle(m->f->d.devs, (int)m->n.source, DEV_ROLE_RECON);
+	struct sb_bundle_state *st = NULL;
+	struct sb_error err = {0};
+	size_t n = 0;
+
+	m->read_ok = h && sb_device_read_bundles(h, true, SB_DS_RUNNING, &st, &n, &m->read_faulty,
+						 &err) == 0;
+	free(st);
+	loop_post(m->f->d.loop, &m->node, on_read_done);
+}
+
+static void on_notif_loop(struct loop_node *ln)
+{
+	struct flt_msg *m = OCSD_CONTAINER_OF(ln, struct flt_msg, node);
+	struct faults *f = m->f;
+
+	if (f->stopped) {
+		free(m);
+		return;
+	}
+	switch (m->n.kind) {
+	case SB_NOTIF_NODE_FAULT:
+		if (m->n.faulty)
+			mark(f, (int)m->n.node, m->n.received_us);
+		else
+			fprintf(stderr,
+				"<5>node %u reports it is healthy again; it stays out of every "
+				"plan "
+				"until an operator marks it healthy (MarkNode)\n",
+				m->n.node);
+		break;
+	case SB_NOTIF_SUBSCRIBED:
+		exec_submit(f->d.exec, &m->task); /* frees m when its result is handled */
+		return;
+	case SB_NOTIF_LOST:
+		fprintf(stderr, "<4>node %zu: notification session lost; resubscribing\n",
+			m->n.source);
+		break;
+	default:
+		break; /* loss-of-light: the node-fault of its peer says it all */
+	}
+	free(m);
+}
+
+/* Listener thread: copy and post; must not block. */
+static void on_notif(void *arg, const struct sb_notif *n)
+{
+	struct faults *f = arg;
+	struct flt_msg *m;
+
+	if (n->kind == SB_NOTIF_OTHER || n->kind == SB_NOTIF_LOSS_OF_LIGHT)
+		return;
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		fprintf(stderr, "<3>out of memory: a notification from node %zu was dropped\n",
+			n->source);
+		return;
+	}
+	m->f = f;
+	m->n = *n;
+	m->n.name = NULL;
+	m->task.run = read_node;
+	loop_post(f->d.loop, &m->node, on_notif_loop);
+}
+
+int flt_start(const struct flt_deps *d, const struct sb_device_config *configs, int n,
+	      struct faults **out)
+{
+	struct faults *f = calloc(1, sizeof(*f));
+	int rc;
+
+	*out = NULL;
+	if (!f)
+		return -ENOMEM;
+	f->d = *d;
+	rc = sb_listener_new(d->driver, on_notif, f, &f->listener);
+	for (int i = 0; rc == 0 && i < n; i++)
+		rc = sb_listener_add(f->listener, &configs[i], (size_t)i);
+	if (rc == 0)
+		rc = sb_listener_start(f->listener);
+	if (rc) {
+		sb_listener_free(f->listener);
+		free(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+void flt_stop(struct faults *f)
+{
+	if (!f)
+		return;
+	sb_listener_free(f->listener);
+	f->listener = NULL;
+	f->stopped = true;
+}
+
+void flt_free(struct faults *f)
+{
+	if (!f)
+		return;
+	sb_listener_free(f->listener);
+	free(f);
+}
