@@ -761,12 +761,49 @@ static void serve_list_jobs(struct api *api, struct nb_call *call, const void *m
 
 /* ---- Fabric ---- */
 
+/* GetFabric for a ring domain: its sizes and how its nodes are used. */
+static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
+{
+	const struct ocs_ring_domain *d = &api->d.cfg->ring;
+	Ocs__V1__FabricSummary r = OCS__V1__FABRIC_SUMMARY__INIT;
+	uint8_t *use = rg_use_snapshot(api->d.rings, NULL);
+
+	r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
+	r.wiring = "";
+	r.gpus = ocs_ring_gpus(d);
+	r.devices = api->d.cfg->n_devices;
+	r.devices_drained = dev_n_drained(api->d.devs);
+	r.jobs_active = (int)jm_count_state(api->jm, JM_ACTIVE);
+	r.version = (char *)api->d.version;
+	r.nodes = ocs_ring_nodes(d);
+	r.tors = d->tors;
+	r.nodes_per_tor = d->nodes_per_tor;
+	r.gpus_per_node = d->gpus_per_node;
+	r.k_hops = d->k_hops;
+	r.bundles = d->bundles;
+	r.closed = d->closed;
+	r.rings_active = (int32_t)rg_active(api->d.rings);
+	r.nodes_faulty = (int32_t)rg_n_faulty(api->d.rings);
+	for (int i = 0; use && i < r.nodes; i++)
+		r.nodes_busy += use[i] == HBD_NODE_BUSY;
+	free(use);
+	/* devices_connected: ring domains have no reconciliation pass; a node's
+	 * session is known from its transactions only */
+	nb_call_reply(call, &r.base);
+}
+
 static void serve_get_fabric(struct api *api, struct nb_call *call, const void *msg)
 {
 	const struct ocs_fabric *f = &api->d.cfg->fabric;
 	Ocs__V1__FabricSummary r = OCS__V1__FABRIC_SUMMARY__INIT;
-	int64_t cabled = (int64_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
+	int64_t cabled;
 	int active = (int)jm_count_state(api->jm, JM_ACTIVE);
+
+	if (api->d.rings) {
+		serve_get_ring_fabric(api, call);
+		return;
+	}
+	cabled = (int64_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
 
 	r.wiring = (char *)ocs_wiring_name(f->wiring);
 	r.pods = f->pods;
@@ -791,25 +828,6 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 	r.ocs_ports_free = cabled - r.ocs_ports_used;
 	r.version = (char *)api->d.version;
 	r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
-	if (api->d.rings) {
-		const struct ocs_ring_domain *d = &api->d.cfg->ring;
-		const uint8_t *use = rg_use_snapshot(api->d.rings, NULL);
-
-		r.wiring = "";
-		r.gpus = ocs_ring_gpus(d);
-		r.nodes = ocs_ring_nodes(d);
-		r.tors = d->tors;
-		r.nodes_per_tor = d->nodes_per_tor;
-		r.gpus_per_node = d->gpus_per_node;
-		r.k_hops = d->k_hops;
-		r.bundles = d->bundles;
-		r.closed = d->closed;
-		r.rings_active = (int32_t)rg_active(api->d.rings);
-		r.nodes_faulty = (int32_t)rg_n_faulty(api->d.rings);
-		for (int i = 0; use && i < r.nodes; i++)
-			r.nodes_busy += use[i] == HBD_NODE_BUSY;
-		free((void *)use);
-	}
 	nb_call_reply(call, &r.base);
 }
 
@@ -911,8 +929,9 @@ static Ocs__V1__Device *build_device(struct api *api, struct arena *ar, int id)
 	ocs__v1__device__init(m);
 	snprintf(addr, sizeof(addr), "%s:%u", cd->address, cd->port);
 	m->name = (char *)cd->name;
-	m->group = ocs_fabric_device_group(f, id);
-	m->index = ocs_fabric_device_in_group(f, id);
+	/* a ring domain's devices are its nodes' agents: one group, index = node */
+	m->group = api->d.rings ? 0 : ocs_fabric_device_group(f, id);
+	m->index = api->d.rings ? id : ocs_fabric_device_in_group(f, id);
 	m->address = ar_strdup(ar, addr);
 	/* Session and health: what the last reconciliation pass found. */
 	m->session = session_pb(ds.session);
@@ -935,7 +954,9 @@ static void serve_list_devices(struct api *api, struct nb_call *call, const void
 
 	r.devices = ar_alloc(&ar, (size_t)(n ? n : 1) * sizeof(*r.devices));
 	for (int i = 0; r.devices && i < n; i++) {
-		if (req->has_group && ocs_fabric_device_group(&api->d.cfg->fabric, i) != req->group)
+		if (req->has_group &&
+		    (api->d.rings ? 0 : ocs_fabric_device_group(&api->d.cfg->fabric, i)) !=
+			    req->group)
 			continue;
 		r.devices[r.n_devices] = build_device(api, &ar, i);
 		if (r.devices[r.n_devices])
@@ -964,8 +985,10 @@ static void serve_list_circuits(struct api *api, struct nb_call *call, const voi
 			return;
 		}
 	}
-	cs = fs_circuits(api->d.fs, req->job_id && *req->job_id ? req->job_id : NULL, device,
-			 req->has_pod ? req->pod : -1, &n);
+	/* a ring domain has no circuits (no fabric state): an empty list */
+	cs = api->d.fs ? fs_circuits(api->d.fs, req->job_id && *req->job_id ? req->job_id : NULL,
+				     device, req->has_pod ? req->pod : -1, &n)
+		       : calloc(1, sizeof(*cs));
 	if (cs) {
 		r.circuits = build_circuits(api, &ar, cs, n);
 		r.n_circuits = r.circuits ? n : 0;
@@ -999,7 +1022,7 @@ static void publish_device(struct api *api, Ocs__V1__Device *d)
 static char **jobs_on_device(struct api *api, struct arena *ar, int id, size_t *n)
 {
 	size_t nc = 0;
-	struct fs_circuit *cs = fs_circuits(api->d.fs, NULL, id, -1, &nc);
+	struct fs_circuit *cs = api->d.fs ? fs_circuits(api->d.fs, NULL, id, -1, &nc) : NULL;
 	char **names = ar_alloc(ar, (nc ? nc : 1) * sizeof(*names));
 
 	*n = 0;
@@ -1174,19 +1197,20 @@ _Static_assert(OCS_PLANNER_COUNT <= NB_PLANNERS_MAX, "nb_limits holds every plan
 struct nb_limits api_limits(const struct ocsd_config *cfg)
 {
 	const struct ocs_fabric *f = &cfg->fabric;
-	struct nb_limits l = {
-		.pods = f->pods,
-		.leaves_per_pod = ocs_fabric_leaves_per_pod(f),
-		.gpus_per_leaf = f->k_leaf,
-		.groups = ocs_fabric_groups(f),
-	};
+	struct nb_limits l = {0};
 	const struct ocs_planner *p;
 
-	if (cfg->kind == CFG_OCSTRX_RING)
-		l = (struct nb_limits){
-			.kind = NB_FABRIC_OCSTRX_RING,
-			.ring = {ocs_ring_nodes(&cfg->ring), cfg->ring.gpus_per_node},
-		};
+	if (cfg->kind == CFG_OCSTRX_RING) {
+		l.kind = NB_FABRIC_OCSTRX_RING;
+		l.groups = 1; /* ListDevices: every node's agent is in group 0 */
+		l.ring = (struct nb_ring_limits){ocs_ring_nodes(&cfg->ring),
+						 cfg->ring.gpus_per_node};
+	} else {
+		l.pods = f->pods;
+		l.leaves_per_pod = ocs_fabric_leaves_per_pod(f);
+		l.gpus_per_leaf = f->k_leaf;
+		l.groups = ocs_fabric_groups(f);
+	}
 
 	/* Every planner ocsd serves, from the solvers' catalogue (static names). */
 	for (size_t i = 0; (p = ocs_planner_at(i)) != NULL; i++)

@@ -83,9 +83,10 @@ struct od {
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 	struct mx_family *m_pruned;
 	struct mx_family *m_rings, *m_faulty;
-	struct rg_state *rings; /* ring domains: the rings and faulty nodes */
-	struct faults *faults;	/* ring domains: the node-fault listener */
-	char password[128];	/* the password-file's secret the devices use ("" none) */
+	struct rg_state *rings;	    /* ring domains: the rings and faulty nodes */
+	struct faults *faults;	    /* ring domains: the node-fault listener */
+	struct event *repair_timer; /* ring domains: repairs that did not go through, again */
+	char password[128];	    /* the password-file's secret the devices use ("" none) */
 };
 
 /* Log lines carry sd-daemon priority prefixes, which journald understands. */
@@ -485,6 +486,8 @@ static void od_teardown(struct od *od)
 		event_free(od->recon_timer);
 	if (od->prune_timer)
 		event_free(od->prune_timer);
+	if (od->repair_timer)
+		event_free(od->repair_timer);
 	recon_free(od->recon);
 	flt_stop(od->faults); /* no more faults reach the job manager */
 	if (od->jm)
@@ -703,9 +706,18 @@ static int submit_plan(void *pool, struct pool_task *t)
 	return pool_submit(pool, t);
 }
 
+static void on_repair_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct od *od = arg;
+
+	if (od->jm)
+		jm_retry_repairs(od->jm);
+}
+
 /*
  * Ring domains: the node-fault listener, one subscription per node on the
- * driver of the transaction handles.
+ * driver of the transaction handles, and a timer that tries again every
+ * second the ring repairs whose transaction failed.
  */
 static int start_faults(struct od *od)
 {
@@ -717,6 +729,13 @@ static int start_faults(struct od *od)
 		rc = device_settings(od->cfg, i, od->password, &dc[i]);
 	if (rc == 0)
 		rc = flt_start(&fd, dc, od->cfg->n_devices, &od->faults);
+	if (rc == 0) {
+		struct timeval second = {1, 0};
+
+		od->repair_timer =
+			event_new(loop_base(od->loop), -1, EV_PERSIST, on_repair_timer, od);
+		rc = od->repair_timer && event_add(od->repair_timer, &second) == 0 ? 0 : -ENOMEM;
+	}
 	for (int i = 0; dc && i < od->cfg->n_devices; i++)
 		memset(dc[i].password, 0, sizeof(dc[i].password));
 	free(dc);
@@ -738,8 +757,9 @@ static int start_jobs(struct od *od)
 	char err[256];
 	int rc;
 
-	od->fs = fs_new(&od->cfg->fabric);
-	if (!od->fs || fs_load(od->fs, od->store) != 0) {
+	/* A ring domain has no circuits: no fabric state (rings.h instead). */
+	if (od->cfg->kind == CFG_LEAF_SPINE_OCS &&
+	    (!(od->fs = fs_new(&od->cfg->fabric)) || fs_load(od->fs, od->store) != 0)) {
 		od_log(SD_ERR, "cannot load the circuits from the state store");
 		return -EIO;
 	}

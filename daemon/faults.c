@@ -20,6 +20,9 @@
 #include "loop.h"
 #include "sb_notif.h"
 
+/* How long the read after a (re)subscription waits for the node's session. */
+#define FLT_CONNECT_MS 5000
+
 struct faults {
 	struct flt_deps d;
 	struct sb_listener *listener;
@@ -65,8 +68,9 @@ static void read_node(struct exec_task *t)
 	struct sb_error err = {0};
 	size_t n = 0;
 
-	m->read_ok = h && sb_device_read_bundles(h, true, SB_DS_RUNNING, &st, &n, &m->read_faulty,
-						 &err) == 0;
+	m->read_ok =
+		h && sb_device_connect_until(h, sb_now_ms() + FLT_CONNECT_MS, &err) == 0 &&
+		sb_device_read_bundles(h, true, SB_DS_RUNNING, &st, &n, &m->read_faulty, &err) == 0;
 	free(st);
 	loop_post(m->f->d.loop, &m->node, on_read_done);
 }

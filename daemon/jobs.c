@@ -95,7 +95,18 @@ struct jm {
 	unsigned long plan_seq;			/* last plan started */
 	bool not_serving;			/* a store write failed: no further writes */
 	char not_serving_reason[600];
+	/*
+	 * Ring domains: nodes marked healthy again whose bundles still hold
+	 * what they had when they failed (a faulty node is never programmed),
+	 * set back to loopback by transactions of this pseudo job (never in
+	 * the table; id JM_RESET_JOB), queued like a repair.
+	 */
+	struct job_rt reset;
+	int *reset_nodes;
+	size_t n_reset, cap_reset;
 };
+
+#define JM_RESET_JOB "ocsd-node-reset"
 
 static int64_t now_ms(const struct jm *jm)
 {
@@ -783,11 +794,19 @@ static void publish_rings(struct jm *jm, struct job_rt *j, bool release, bool re
 }
 
 static void queue_repairs(struct jm *jm, struct job_rt *j);
+static void queue_reset(struct jm *jm);
 
-/* The end of a ring repair: the job stays ACTIVE whatever happened. */
+/* The end of a ring repair (or node reset): the job stays ACTIVE whatever happened. */
 static void repair_done(struct jm *jm, struct job_rt *j, const struct txn_outcome *o)
 {
 	j->repair = false;
+	if (j == &jm->reset && o->result != TXN_CONFIRMED) {
+		/* the nodes go back on the list, tried again by jm_retry_repairs */
+		for (size_t i = 0; i < j->change.n_bundles; i++)
+			if (j->change.bundles[i].bundle == 0 &&
+			    jm->n_reset < (size_t)rg_nodes(jm->d.rings))
+				jm->reset_nodes[jm->n_reset++] = j->change.bundles[i].node;
+	}
 	jp_change_clear(&j->change);
 	if (o->result == TXN_CONFIRMED) {
 		publish_rings(jm, j, false, true, o);
@@ -904,6 +923,57 @@ static void queue_repairs(struct jm *jm, struct job_rt *j)
 	enqueue_first(jm, j);
 }
 
+/*
+ * Queues the reset of the healed nodes on the list (healthy, in no ring)
+ * to loopback, ahead of queued work, unless one is queued or running.
+ */
+static void queue_reset(struct jm *jm)
+{
+	struct job_rt *r = &jm->reset;
+	const struct ocs_ring_domain *d;
+	struct hbd_bundle *b;
+	size_t n = 0;
+
+	if (!jm->d.rings || !jm->n_reset || r->repair || r->queued || jm->txn_job == r ||
+	    r->repair_failed)
+		return;
+	d = rg_domain(jm->d.rings);
+	b = malloc(jm->n_reset * (size_t)d->bundles * sizeof(*b));
+	if (!b)
+		return; /* tried again by jm_retry_repairs */
+	for (size_t i = 0; i < jm->n_reset; i++) {
+		int node = jm->reset_nodes[i];
+
+		if (rg_faulty(jm->d.rings, node) || rg_holder(jm->d.rings, node))
+			continue; /* failed again, or a ring programs it anyway */
+		hbd_idle_bundles(d, node, &b[n]);
+		n += (size_t)d->bundles;
+	}
+	jm->n_reset = 0;
+	if (!n) {
+		free(b);
+		return;
+	}
+	jp_change_clear(&r->change);
+	r->change.bundles = b;
+	r->change.n_bundles = n;
+	r->repair = true;
+	r->fault_us = 0;
+	enqueue_first(jm, r);
+}
+
+void jm_retry_repairs(struct jm *jm)
+{
+	jm->reset.repair_failed = false;
+	queue_reset(jm);
+	for (size_t i = 0; i < jm->n_jobs; i++)
+		if (jm->jobs[i]->repair_failed) {
+			jm->jobs[i]->repair_failed = false;
+			queue_repairs(jm, jm->jobs[i]);
+		}
+	pump(jm);
+}
+
 int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64_t received_us,
 		 const char **affected_job, struct jm_error *err)
 {
@@ -937,6 +1007,12 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 		rg_set_faulty(jm->d.rings, node, faulty, source, now_ms(jm));
 		if (jm->d.events.node_changed)
 			jm->d.events.node_changed(jm->d.events.ctx, node, faulty, source);
+		if (!faulty && !rg_holder(jm->d.rings, node) &&
+		    jm->n_reset < (size_t)rg_nodes(jm->d.rings)) {
+			jm->reset_nodes[jm->n_reset++] = node;
+			queue_reset(jm);
+			pump(jm);
+		}
 	}
 	holder = rg_holder(jm->d.rings, node);
 	if (holder)
@@ -1404,6 +1480,17 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 		return -ENOMEM;
 	jm->d = *deps;
 	jm->f = &deps->cfg->fabric;
+	if (deps->rings) {
+		jm->reset.kind = &jm_kind_ring;
+		jm->reset.pub.state = JM_ACTIVE;
+		jm->reset.pub.is_ring = true;
+		snprintf(jm->reset.pub.id, sizeof(jm->reset.pub.id), "%s", JM_RESET_JOB);
+		jm->reset_nodes = malloc((size_t)(rg_nodes(deps->rings) + 1) * sizeof(int));
+		if (!jm->reset_nodes) {
+			free(jm);
+			return -ENOMEM;
+		}
+	}
 	rc = st_job_list(deps->store, load_job, jm);
 	if (rc) {
 		snprintf(err, err_len, "cannot load jobs from the store: %s", strerror(-rc));
@@ -1427,6 +1514,9 @@ void jm_free(struct jm *jm)
 	}
 	strmap_clear(&jm->by_id);
 	strmap_clear(&jm->by_key);
+	jp_change_clear(&jm->reset.change);
+	rg_rings_free(jm->reset.prev_rings, jm->reset.n_prev_rings);
+	free(jm->reset_nodes);
 	free(jm->jobs);
 	free(jm->live);
 	free(jm);

@@ -298,12 +298,21 @@ int jm_set_ring(struct jm *jm, const char *id, const struct jm_ring_request *req
  * queued ahead of every other job's work. received_us (CLOCK_MONOTONIC)
  * is when the fault reached ocsd: the start of the reaction time. A node
  * stays faulty until marked healthy (an agent saying it recovered is
- * logged, not applied: the issue leaves that to an operator).
+ * logged, not applied: the issue leaves that to an operator); a node
+ * marked healthy that no ring holds is then set back to loopback (its
+ * bundles kept what they had when it failed).
  * 0 (*affected_job: the job whose ring is repaired, or NULL), or -1 with
  * err set (store failed, not a ring domain, node out of range).
  */
 int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64_t received_us,
 		 const char **affected_job, struct jm_error *err);
+
+/*
+ * Ring domains: repairs (and resets of healed nodes to loopback) whose
+ * transaction did not go through are tried again (the daemon calls this
+ * every second; a node's lock left by a killed ocsd, an agent restarting).
+ */
+void jm_retry_repairs(struct jm *jm);
 
 const struct jm_job *jm_find(const struct jm *jm, const char *id);
 size_t jm_count(const struct jm *jm);

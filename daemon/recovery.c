@@ -18,6 +18,9 @@
 
 static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_intent *in);
 
+/* How long recovery waits for a node's session (start-up only). */
+#define REC_CONNECT_MS 5000
+
 /* Bundles b (n, any order) of node as a full array of `bundles` entries (absent: loopback). */
 static void full_bundles(int bundles, const struct sb_bundle *b, size_t n, size_t stride,
 			 struct sb_bundle *out)
@@ -56,8 +59,10 @@ static bool read_node(const struct rec_deps *rd, const struct st_intent *in, int
 	struct sb_error err = {0};
 	size_t n = 0, k = 0;
 
-	if (sb_device_read_bundles(dev_handle(rd->devs, node, DEV_ROLE_TXN), false, SB_DS_RUNNING,
-				   &st, &n, NULL, &err) != 0) {
+	struct sb_device *h = dev_handle(rd->devs, node, DEV_ROLE_TXN);
+
+	if (!h || sb_device_connect_until(h, sb_now_ms() + REC_CONNECT_MS, &err) != 0 ||
+	    sb_device_read_bundles(h, false, SB_DS_RUNNING, &st, &n, NULL, &err) != 0) {
 		snprintf(detail + strlen(detail), len - strlen(detail), "node %d unreadable (%s); ",
 			 node, err.message);
 		return false;
