@@ -1,7 +1,7 @@
 /*
  * hbd_ring.c - the TP-ring planner of an OCSTrx ring domain (hbd_ring.h):
- * the three orchestrations, the bundle settings of a ring and the repair of
- * a ring after a node fault.
+ * the three orchestrations and the bundle settings of a ring (the repair of
+ * a ring after a node fault is hbd_repair.c).
  *
  * Everything works on deployment positions (fabric.h: position = index *
  * tors + tor). Symbols of the paper (InfinitePOD appendix D):
@@ -25,9 +25,15 @@
  * isolates the first min(nc, n_seg) segments, aligns the first
  * max(0, nc - n_seg) domains and cuts what follows the isolated segments as
  * one line; a binary search finds the largest nc that still places the job.
- * The rings are then grouped by their ToR sequence (largest groups first),
- * so that consecutive rings put each rank under the same ToR as often as
- * possible: that is what cross_tor_share measures.
+ * A second binary search then finds how many free nodes the cuts may leave
+ * out (at most m - 1 at a time) so that rings start on a ToR window (ToR a
+ * multiple of m) while the job still fits: the job's spare nodes go where
+ * they bring a sub-line's rings back in line with the other sub-lines.
+ * The job takes the rings of the largest groups of rings with the same ToR
+ * sequence first, and returns them sorted by ToR sequence, so that
+ * consecutive rings put each rank under the same ToR as often as possible
+ * (that is what cross_tor_share measures): within a group every rank
+ * matches, and neighbouring groups share most of their ToRs.
  *
  * greedy (the paper's baseline): the cut of Alg. 2 started at a random
  * offset inside each component, and the rings taken in random order. It
@@ -62,19 +68,6 @@ int hbd_orch_parse(const char *name, enum hbd_orch *out)
 	return -EINVAL;
 }
 
-const char *hbd_repair_kind_name(enum hbd_repair_kind k)
-{
-	switch (k) {
-	case HBD_REPAIR_BYPASS:
-		return "bypass";
-	case HBD_REPAIR_REPLACE:
-		return "replace";
-	case HBD_REPAIR_LOST:
-		return "lost";
-	}
-	return NULL;
-}
-
 void hbd_plan_clear(struct hbd_plan *p)
 {
 	if (!p)
@@ -82,17 +75,6 @@ void hbd_plan_clear(struct hbd_plan *p)
 	free(p->nodes);
 	p->nodes = NULL;
 	p->n_rings = 0;
-}
-
-void hbd_repair_clear(struct hbd_repair *r)
-{
-	if (!r)
-		return;
-	free(r->nodes);
-	free(r->changes);
-	r->nodes = NULL;
-	r->changes = NULL;
-	r->n_changes = 0;
 }
 
 static void set_error(struct hbd_error *err, const char *field, const char *fmt, ...)
@@ -227,23 +209,44 @@ struct cut {
 	int *pos_list;
 	int *rings;
 	int n_rings;
-	uint64_t *prng; /* greedy: random offsets inside components; NULL otherwise */
+	uint64_t *prng;	 /* greedy: random offsets inside components; NULL otherwise */
+	int skip_budget; /* fat-tree: free nodes the cut may still leave out to open windows */
 };
+
+/*
+ * Fat-tree: how many free nodes to leave out before index idx so that the
+ * ring starts on a ToR window (its ToR a multiple of m, like every aligned
+ * ring); 0 when no window start is within m - 1 nodes, the budget and the
+ * component (end index b).
+ */
+static int window_skip(const struct cut *c, int start, int count, int idx, int b)
+{
+	for (int s = 0; s < c->m && s <= c->skip_budget && b - (idx + s) >= c->m; s++) {
+		int pos = c->pos_list[(start + idx + s) % count];
+
+		if (pos % c->d->tors % c->m == 0)
+			return s;
+	}
+	return 0;
+}
 
 /* Cuts the run of component positions pos_list[(start + a) % c .. b) into rings. */
 static void cut_component(struct cut *c, int start, int count, int a, int b)
 {
-	int size = b - a, offset = 0;
+	int idx = a;
 
 	if (c->prng)
-		offset = prng_below(c->prng, size % c->m + 1);
-	for (int r = 0; r + 1 <= (size - offset) / c->m; r++) {
+		idx += prng_below(c->prng, (b - a) % c->m + 1);
+	while (b - idx >= c->m) {
 		int *ring = c->rings + (size_t)c->n_rings * c->m;
+		int skip = c->skip_budget > 0 ? window_skip(c, start, count, idx, b) : 0;
 
+		idx += skip;
+		c->skip_budget -= skip;
 		for (int i = 0; i < c->m; i++)
-			ring[i] = ocs_ring_node_at(
-				c->d, c->pos_list[(start + a + offset + r * c->m + i) % count]);
+			ring[i] = ocs_ring_node_at(c->d, c->pos_list[(start + idx + i) % count]);
 		c->n_rings++;
+		idx += c->m;
 	}
 }
 
@@ -292,6 +295,7 @@ static void cut_range(struct cut *c, int lo, int hi, bool wrap)
 
 struct fat_tree {
 	int tors_per_agg, n_seg, n_agg;
+	int skip_budget; /* free nodes the placement may leave out to start rings on windows */
 	const uint8_t *base_free; /* by position: free before any expansion */
 	uint8_t *tor_blocked;	  /* by ToR: some node of it is not free */
 };
@@ -311,6 +315,7 @@ static int fat_tree_place(struct cut *c, const struct fat_tree *ft, int nc)
 			for (int j = 0; j < d->nodes_per_tor; j++)
 				c->free[j * d->tors + t] = 0;
 	c->n_rings = 0;
+	c->skip_budget = ft->skip_budget;
 	for (int s = 0; s < n_isolated; s++)
 		cut_range(c, s * A, s * A + A, false);
 	cut_range(c, n_isolated * A, c->n, d->closed && n_isolated == 0);
@@ -367,9 +372,8 @@ static int ref_by_group(const void *a, const void *b)
 }
 
 /*
- * Orders the rings of c so that rings with the same ToR sequence follow each
- * other, the largest such groups first, and writes the first `need` of them
- * to out.
+ * Chooses `need` rings of c, those of the largest groups of rings with the
+ * same ToR sequence first, and writes them to out sorted by ToR sequence.
  */
 static int order_by_tors(const struct cut *c, int need, int *out)
 {
@@ -390,6 +394,8 @@ static int order_by_tors(const struct cut *c, int need, int *out)
 		}
 	}
 	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_group);
+	/* The chosen rings in ToR order: neighbouring groups share most of their ToRs. */
+	qsort(ref, (size_t)need, sizeof(*ref), ref_by_tors);
 	for (int k = 0; k < need; k++)
 		memcpy(out + (size_t)k * c->m, c->rings + (size_t)ref[k].ring * c->m,
 		       (size_t)c->m * sizeof(int));
@@ -460,13 +466,16 @@ static int check_request(const struct ocs_ring_domain *d, const uint8_t *use,
 	return 0;
 }
 
-/* Chooses the rings of the plan from the cut and fills out; c->rings holds them. */
-static int fat_tree(struct cut *c, int64_t need, struct hbd_plan *out)
+/*
+ * Algs. 4-5 and the window search; spare: free nodes beyond the job's, the
+ * most any placement of it can leave out. Leaves the rings in c->rings.
+ */
+static int fat_tree(struct cut *c, int64_t need, int64_t spare, struct hbd_plan *out)
 {
 	const struct ocs_ring_domain *d = c->d;
 	struct fat_tree ft = {.tors_per_agg = d->tors_per_agg};
 	uint8_t *base = malloc((size_t)c->n), *blocked = calloc((size_t)d->tors, 1);
-	int low = 0, high, best = 0;
+	int low = 0, high, best = 0, skip = 0;
 
 	if (!base || !blocked) {
 		free(base);
@@ -493,7 +502,26 @@ static int fat_tree(struct cut *c, int64_t need, struct hbd_plan *out)
 			high = mid - 1;
 		}
 	}
-	/* nc = 0 is the cut of Alg. 2, which the caller checked places the job. */
+	/*
+	 * nc = 0 is the cut of Alg. 2, which the caller checked places the job.
+	 * Then the same search over the free nodes the cut may leave out to
+	 * start rings on ToR windows: the spare nodes of the job go where they
+	 * bring rings back into line with those of the other sub-lines.
+	 */
+	low = 1;
+	high = (int)spare;
+	while (low <= high) {
+		int mid = low + (high - low) / 2;
+
+		ft.skip_budget = mid;
+		if (fat_tree_place(c, &ft, best) >= need) {
+			skip = mid;
+			low = mid + 1;
+		} else {
+			high = mid - 1;
+		}
+	}
+	ft.skip_budget = skip;
 	fat_tree_place(c, &ft, best);
 	out->constraints_kept = best;
 	free(base);
@@ -553,7 +581,7 @@ int hbd_plan(const struct ocs_ring_domain *d, const uint8_t *use, const struct h
 		memcpy(out->nodes, c.rings, (size_t)need * c.m * sizeof(int));
 		break;
 	case HBD_ORCH_FAT_TREE:
-		rc = fat_tree(&c, need, out);
+		rc = fat_tree(&c, need, free_nodes - need * c.m, out);
 		if (rc == 0)
 			rc = order_by_tors(&c, (int)need, out->nodes);
 		break;
@@ -585,191 +613,5 @@ done:
 	free(c.free);
 	free(c.pos_list);
 	free(c.rings);
-	return rc;
-}
-
-/* ---- fault bypass -------------------------------------------------------- */
-
-static bool bundle_same(const struct hbd_bundle *a, const struct hbd_bundle *b)
-{
-	return a->path == b->path && a->distance == b->distance && a->dir == b->dir &&
-	       a->peer == b->peer;
-}
-
-/* A node and where its settings are in a ring's bundle array. */
-struct node_slot {
-	int node;
-	int index;
-};
-
-static int slot_cmp(const void *a, const void *b)
-{
-	const struct node_slot *x = a, *y = b;
-
-	return (x->node > y->node) - (x->node < y->node);
-}
-
-static const struct node_slot *slot_find(const struct node_slot *s, int n, int node)
-{
-	struct node_slot key = {node, 0};
-
-	return bsearch(&key, s, (size_t)n, sizeof(*s), slot_cmp);
-}
-
-static struct node_slot *slots_of(const int *ring, int m)
-{
-	struct node_slot *s = malloc((size_t)m * sizeof(*s));
-
-	if (!s)
-		return NULL;
-	for (int i = 0; i < m; i++)
-		s[i] = (struct node_slot){ring[i], i};
-	qsort(s, (size_t)m, sizeof(*s), slot_cmp);
-	return s;
-}
-
-/* Appends to changes every bundle of `now` (nb settings) that differs from `before`. */
-static void diff_node(const struct hbd_bundle *before, const struct hbd_bundle *now, int nb,
-		      struct hbd_bundle *changes, size_t *n_changes)
-{
-	for (int b = 0; b < nb; b++)
-		if (!bundle_same(&before[b], &now[b]))
-			changes[(*n_changes)++] = now[b];
-}
-
-/*
- * The changes from old ring (m nodes, settings old_set) to new ring (m
- * nodes): new ring nodes take their new settings, old ring nodes that are
- * no longer in a ring go back to idle; `failed` is left alone.
- */
-static int replace_changes(const struct ocs_ring_domain *d, const int *old_ring,
-			   const struct hbd_bundle *old_set, const int *new_ring, int m, int failed,
-			   struct hbd_repair *out)
-{
-	size_t nb = (size_t)d->bundles;
-	struct hbd_bundle *new_set = malloc((size_t)m * nb * sizeof(*new_set));
-	struct hbd_bundle *idle = malloc(nb * sizeof(*idle));
-	struct node_slot *old_slots = slots_of(old_ring, m), *new_slots = slots_of(new_ring, m);
-	int rc = -ENOMEM;
-
-	out->changes = malloc(2 * (size_t)m * nb * sizeof(*out->changes));
-	if (!new_set || !idle || !old_slots || !new_slots || !out->changes)
-		goto done;
-	rc = hbd_ring_bundles(d, new_ring, m, new_set);
-	if (rc)
-		goto done;
-	for (int i = 0; i < m; i++) {
-		const struct node_slot *was = slot_find(old_slots, m, new_ring[i]);
-		const struct hbd_bundle *before = idle;
-
-		if (was)
-			before = old_set + (size_t)was->index * nb;
-		else
-			hbd_idle_bundles(d, new_ring[i], idle);
-		diff_node(before, new_set + (size_t)i * nb, d->bundles, out->changes,
-			  &out->n_changes);
-	}
-	for (int i = 0; i < m; i++) {
-		if (old_ring[i] == failed || slot_find(new_slots, m, old_ring[i]))
-			continue;
-		hbd_idle_bundles(d, old_ring[i], idle);
-		diff_node(old_set + (size_t)i * nb, idle, d->bundles, out->changes,
-			  &out->n_changes);
-	}
-done:
-	free(new_set);
-	free(idle);
-	free(old_slots);
-	free(new_slots);
-	return rc;
-}
-
-static int bypass(const struct ocs_ring_domain *d, const int *ring, int m, int j,
-		  struct hbd_repair *out)
-{
-	int below = ring[j - 1], above = ring[j + 1];
-	int g = gap_up(d, ocs_ring_position(d, below), ocs_ring_position(d, above));
-
-	out->kind = HBD_REPAIR_BYPASS;
-	out->m = m - 1;
-	out->nodes = malloc((size_t)(m - 1) * sizeof(int));
-	out->changes = malloc(2 * sizeof(*out->changes));
-	if (!out->nodes || !out->changes)
-		return -ENOMEM;
-	memcpy(out->nodes, ring, (size_t)j * sizeof(int));
-	memcpy(out->nodes + j, ring + j + 1, (size_t)(m - j - 1) * sizeof(int));
-	out->changes[0] = external(below, HBD_BUNDLE_UP, g, HBD_DIR_UP, above);
-	out->changes[1] = external(above, HBD_BUNDLE_DOWN, g, HBD_DIR_DOWN, below);
-	out->n_changes = 2;
-	return 0;
-}
-
-int hbd_repair(const struct ocs_ring_domain *d, const uint8_t *use, const int *ring, int m,
-	       int failed, const struct hbd_request *req, struct hbd_repair *out)
-{
-	struct hbd_request one;
-	struct hbd_plan plan = {0};
-	struct hbd_error err = {0};
-	struct hbd_bundle *old_set = NULL;
-	uint8_t *u = NULL;
-	int j = -1, n, rc;
-
-	memset(out, 0, sizeof(*out));
-	if (!d || !use || !req || !hbd_ring_valid(d, ring, m) || (m >= 2 && d->bundles < 2) ||
-	    d->gpus_per_node < 1 || req->tp != m * d->gpus_per_node)
-		return -EINVAL;
-	for (int i = 0; i < m; i++)
-		if (ring[i] == failed)
-			j = i;
-	if (j < 0)
-		return -EINVAL;
-	if (j > 0 && j + 1 < m &&
-	    gap_up(d, ocs_ring_position(d, ring[j - 1]), ocs_ring_position(d, ring[j + 1])) <=
-		    d->k_hops) {
-		rc = bypass(d, ring, m, j, out);
-		goto done;
-	}
-	/* No bypass: a new ring of m nodes, which may reuse this ring's healthy nodes. */
-	n = ocs_ring_nodes(d);
-	u = malloc((size_t)n);
-	old_set = malloc((size_t)m * (size_t)d->bundles * sizeof(*old_set));
-	rc = -ENOMEM;
-	if (!u || !old_set)
-		goto done;
-	memcpy(u, use, (size_t)n);
-	for (int i = 0; i < m; i++)
-		u[ring[i]] = ring[i] == failed ? HBD_NODE_FAULTY : HBD_NODE_FREE;
-	one = *req;
-	one.gpus = req->tp;
-	rc = hbd_plan(d, u, &one, &plan, &err);
-	if (rc == -ENOSPC) {
-		out->kind = HBD_REPAIR_LOST;
-		snprintf(out->reason, sizeof(out->reason),
-			 "node %d is at the %s and no ring of %d healthy free nodes is left",
-			 failed,
-			 j == 0 || j + 1 == m ? "end of its ring"
-					      : "middle, its neighbours too far apart",
-			 m);
-		rc = 0;
-		goto done;
-	}
-	if (rc)
-		goto done;
-	out->kind = HBD_REPAIR_REPLACE;
-	out->m = m;
-	out->nodes = plan.nodes;
-	plan.nodes = NULL;
-	snprintf(out->reason, sizeof(out->reason), "node %d: %s", failed,
-		 j == 0 || j + 1 == m ? "an end node of the ring has no bypass"
-				      : "its ring neighbours are more than K apart");
-	rc = hbd_ring_bundles(d, ring, m, old_set);
-	if (rc == 0)
-		rc = replace_changes(d, ring, old_set, out->nodes, m, failed, out);
-done:
-	hbd_plan_clear(&plan);
-	free(u);
-	free(old_set);
-	if (rc)
-		hbd_repair_clear(out);
 	return rc;
 }

@@ -57,7 +57,7 @@ enum hbd_node_use {
 
 struct hbd_request {
 	int tp;	      /* GPUs per TP group: a multiple of gpus_per_node (m = tp / gpus_per_node) */
-	int64_t gpus; /* GPUs wanted, a multiple of tp; 0 = the whole domain (as many rings as fit) */
+	int64_t gpus; /* GPUs wanted, a multiple of tp; 0 = the whole domain (all rings that fit) */
 	enum hbd_orch orch;
 	uint64_t seed; /* greedy only */
 };
@@ -69,11 +69,11 @@ struct hbd_error {
 };
 
 struct hbd_plan {
-	int m;		/* nodes per ring */
-	int n_rings;	/* rings placed */
-	int *nodes;	/* n_rings * m node ids; ring k is nodes[k*m .. k*m+m-1], in ring order */
+	int m;	     /* nodes per ring */
+	int n_rings; /* rings placed */
+	int *nodes;  /* n_rings * m node ids; ring k is nodes[k*m .. k*m+m-1], in ring order */
 	int64_t gpus_placed;
-	int64_t gpus_wasted; /* whole-domain requests only: healthy free GPUs left unusable */
+	int64_t gpus_wasted;	/* whole-domain requests only: healthy free GPUs left unusable */
 	double cross_tor_share; /* ALGORITHMS.md / issue 11 definition; 0 for one ring */
 	int constraints_kept;	/* fat-tree: constraints honoured by the binary search */
 	int constraints_total;	/* fat-tree: constraints there are (0 for other orchestrations) */

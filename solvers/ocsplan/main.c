@@ -6,7 +6,9 @@
  *
  * Each kind of demand has its family (families.def), in its own file
  * (leaf.c: leaf demands, delta.c: parallelism specs and DAGs), sharing the
- * I/O helpers of io.h.
+ * I/O helpers of io.h. Planners that are not in the catalogue because no
+ * JobSpec planner name selects them are listed in `tools` (hbd.c: the TP
+ * rings of an OCSTrx ring domain, whose orchestration is in the request).
  */
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +33,19 @@ static const struct family families[] = {
 #undef OCSPLAN_FAMILY
 };
 
+int ocsplan_hbd_main(int argc, char **argv);
+
+struct tool {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct tool tools[] = {
+	{"hbd-ring", ocsplan_hbd_main,
+	 "TP rings of a job on an OCSTrx ring domain (dcn-free, fat-tree, greedy)"},
+};
+
 static const struct family *family_of(const struct ocs_planner *p)
 {
 	if ((size_t)p->demand >= sizeof(families) / sizeof(families[0]) || !families[p->demand].run)
@@ -47,6 +62,8 @@ static void usage(FILE *fp)
 	for (size_t i = 0; (p = ocs_planner_at(i)) != NULL; i++)
 		if (family_of(p))
 			fprintf(fp, "  %-14s %s%s\n", p->name, family_of(p)->options, p->summary);
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
+		fprintf(fp, "  %-14s %s\n", tools[i].name, tools[i].summary);
 	fprintf(fp, "exit codes: 0 ok, 1 I/O or memory failure, 2 bad usage or invalid input\n");
 }
 
@@ -62,6 +79,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return OCSPLAN_EXIT_OK;
 	}
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
+		if (strcmp(argv[1], tools[i].name) == 0)
+			return tools[i].run(argc - 1, argv + 1);
 	p = ocs_planner_find(argv[1]);
 	if (p && family_of(p))
 		return family_of(p)->run(p, argc - 1, argv + 1);

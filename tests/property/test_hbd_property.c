@@ -1,0 +1,484 @@
+/*
+ * test_hbd_property.c - property tests of the TP-ring planner
+ * (solvers/hbd_ring.c) over thousands of random OCSTrx ring domains: open
+ * and closed, K 1..4, 2, 4 or 8 GPUs per node, random faulty and busy
+ * nodes, every orchestration.
+ *
+ * Everything is re-checked from the outputs with a checker written here:
+ * positions, ToRs, hop gaps and the components of the K-hop graph are
+ * recomputed from the numbering of fabric.h (node n is index n % p under
+ * ToR n / p, at position index * tors + tor) without the solver's helpers.
+ *   - every ring is m distinct healthy free nodes, each 1..K positions
+ *     above the one before it (around the circle when closed), never
+ *     lapping the circle; no node is in two rings;
+ *   - every orchestration places a job exactly when the sum of floor(c/m)
+ *     over the components (union-find here) is enough, and dcn-free with
+ *     the whole domain places exactly that many rings; a refusal reports
+ *     the rings needed and available; gpus_wasted is the free GPUs left;
+ *   - cross_tor_share equals the definition of issue 11, recounted;
+ *   - every bundle setting joins exactly the ring neighbours, each external
+ *     path is matched by the opposite bundle of its peer at the same
+ *     distance, the ends and idle bundles are on loopback;
+ *   - greedy gives the same plan for the same seed;
+ *   - bypass: in a domain filled with rings, for every single node
+ *     failure either a bypass (the ring without the node, changes on its
+ *     two neighbours only, and only when they are within K), or a
+ *     re-placement of the same size on healthy nodes that were free or in
+ *     the ring, whose changes turn the old settings into the new ones and
+ *     change every bundle they list, or "lost" only when no ring of m fits.
+ *
+ * Usage: test_hbd_property [seed] [domains]
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hbd_ring.h"
+
+static int failures;
+static char current[256];
+
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			if (failures++ < 20) {                                                     \
+				fprintf(stderr, "FAIL %s: %s: ", current, #cond);                  \
+				fprintf(stderr, __VA_ARGS__);                                      \
+				fputc('\n', stderr);                                               \
+			}                                                                          \
+		}                                                                                  \
+	} while (0)
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int below(uint64_t *s, int n)
+{
+	return (int)(rnd(s) % (uint64_t)n);
+}
+
+/* ---- the independent model ------------------------------------------------ */
+
+static int n_of(const struct ocs_ring_domain *d)
+{
+	return d->tors * d->nodes_per_tor;
+}
+
+static int pos_of(const struct ocs_ring_domain *d, int node)
+{
+	return (node % d->nodes_per_tor) * d->tors + node / d->nodes_per_tor;
+}
+
+static int tor_of(const struct ocs_ring_domain *d, int node)
+{
+	return node / d->nodes_per_tor;
+}
+
+/* Positions from a to b going up (mod n when closed); -1 when b is not above a. */
+static int up(const struct ocs_ring_domain *d, int node_a, int node_b)
+{
+	int g = pos_of(d, node_b) - pos_of(d, node_a);
+
+	if (d->closed)
+		g = ((g % n_of(d)) + n_of(d)) % n_of(d);
+	return g > 0 ? g : -1;
+}
+
+static int uf_find(int *parent, int x)
+{
+	while (parent[x] != x)
+		x = parent[x] = parent[parent[x]];
+	return x;
+}
+
+/* Sum over the components of the K-hop graph of the usable nodes of floor(size / m). */
+static int ring_optimum(const struct ocs_ring_domain *d, const uint8_t *usable, int m)
+{
+	int n = n_of(d), total = 0;
+	int *parent = malloc((size_t)n * sizeof(int)), *size = calloc((size_t)n, sizeof(int));
+
+	for (int v = 0; v < n; v++)
+		parent[v] = v;
+	for (int a = 0; a < n; a++)
+		for (int b = 0; b < n; b++) {
+			int g = up(d, a, b);
+
+			if (usable[a] && usable[b] && g >= 1 && g <= d->k_hops)
+				parent[uf_find(parent, a)] = uf_find(parent, b);
+		}
+	for (int v = 0; v < n; v++)
+		if (usable[v])
+			size[uf_find(parent, v)]++;
+	for (int v = 0; v < n; v++)
+		total += size[v] / m;
+	free(parent);
+	free(size);
+	return total;
+}
+
+/* The ring obeys the physical model and uses only nodes usable[] allows. */
+static bool ring_ok(const struct ocs_ring_domain *d, const int *ring, int m, const uint8_t *usable,
+		    const char *what)
+{
+	int span = 0;
+	bool ok = true;
+
+	for (int i = 0; i < m; i++) {
+		bool in = ring[i] >= 0 && ring[i] < n_of(d);
+
+		CHECK(in, "%s: node %d out of range", what, ring[i]);
+		if (!in)
+			return false;
+		CHECK(usable[ring[i]], "%s: node %d is not usable", what, ring[i]);
+		ok &= usable[ring[i]] != 0;
+	}
+	for (int i = 1; i < m; i++) {
+		int g = up(d, ring[i - 1], ring[i]);
+
+		CHECK(g >= 1 && g <= d->k_hops, "%s: gap %d between ranks %d and %d", what, g,
+		      i - 1, i);
+		ok &= g >= 1 && g <= d->k_hops;
+		span += g;
+	}
+	CHECK(span < n_of(d), "%s: the ring laps the circle (span %d)", what, span);
+	return ok && span < n_of(d);
+}
+
+static double share_recount(const struct ocs_ring_domain *d, const int *nodes, int rings, int m)
+{
+	int cross = 0;
+
+	if (rings < 2)
+		return 0.0;
+	for (int k = 0; k + 1 < rings; k++)
+		for (int i = 0; i < m; i++)
+			cross += tor_of(d, nodes[k * m + i]) != tor_of(d, nodes[(k + 1) * m + i]);
+	return (double)cross / ((double)(rings - 1) * m);
+}
+
+/* The setting bundle b of ring[i] must have, written here from the model. */
+static struct hbd_bundle expected(const struct ocs_ring_domain *d, const int *ring, int m, int i,
+				  int b)
+{
+	struct hbd_bundle e = {ring[i], (uint8_t)b, HBD_PATH_LOOPBACK, 0, HBD_DIR_UP, -1};
+
+	if (b == HBD_BUNDLE_DOWN && i > 0)
+		e = (struct hbd_bundle){ring[i],	   (uint8_t)b,
+					HBD_PATH_EXTERNAL, (uint8_t)up(d, ring[i - 1], ring[i]),
+					HBD_DIR_DOWN,	   ring[i - 1]};
+	if (b == HBD_BUNDLE_UP && i + 1 < m)
+		e = (struct hbd_bundle){ring[i],	   (uint8_t)b,
+					HBD_PATH_EXTERNAL, (uint8_t)up(d, ring[i], ring[i + 1]),
+					HBD_DIR_UP,	   ring[i + 1]};
+	return e;
+}
+
+static bool same(const struct hbd_bundle *a, const struct hbd_bundle *b)
+{
+	return a->node == b->node && a->bundle == b->bundle && a->path == b->path &&
+	       a->distance == b->distance && a->dir == b->dir && a->peer == b->peer;
+}
+
+/* hbd_ring_bundles joins exactly the ring neighbours, both ends agreeing. */
+static void check_bundles(const struct ocs_ring_domain *d, const int *ring, int m)
+{
+	int nb = d->bundles;
+	struct hbd_bundle *set = malloc((size_t)m * nb * sizeof(*set));
+
+	CHECK(hbd_ring_bundles(d, ring, m, set) == 0, "bundles of a valid ring refused");
+	for (int i = 0; i < m; i++)
+		for (int b = 0; b < nb; b++) {
+			const struct hbd_bundle *s = &set[i * nb + b];
+			struct hbd_bundle e = expected(d, ring, m, i, b);
+
+			CHECK(same(s, &e), "rank %d bundle %d: path %d peer %d distance %d", i, b,
+			      s->path, s->peer, s->distance);
+			if (s->path != HBD_PATH_EXTERNAL)
+				continue;
+			/* The peer's opposite bundle points back at the same distance. */
+			int j = s->dir == HBD_DIR_UP ? i + 1 : i - 1;
+			int back = s->dir == HBD_DIR_UP ? HBD_BUNDLE_DOWN : HBD_BUNDLE_UP;
+			bool ok = j >= 0 && j < m && ring[j] == s->peer;
+
+			CHECK(ok, "rank %d bundle %d reaches %d, not a ring neighbour", i, b,
+			      s->peer);
+			if (ok) {
+				const struct hbd_bundle *r = &set[j * nb + back];
+
+				CHECK(r->peer == ring[i] && r->distance == s->distance,
+				      "rank %d and %d disagree", i, j);
+			}
+		}
+	free(set);
+}
+
+/* ---- random instances ---------------------------------------------------- */
+
+static struct ocs_ring_domain random_domain(uint64_t *s)
+{
+	static const int gpn[] = {2, 4, 8};
+	struct ocs_ring_domain d;
+	int divisors[16], nd = 0;
+
+	do {
+		d.tors = 1 + below(s, 12);
+		d.nodes_per_tor = 1 + below(s, 6);
+		d.k_hops = 1 + below(s, 4);
+	} while (d.k_hops >= d.tors * d.nodes_per_tor);
+	d.gpus_per_node = gpn[below(s, 3)];
+	d.bundles = 2 + below(s, d.gpus_per_node - 1);
+	for (int t = 1; t <= d.tors; t++)
+		if (d.tors % t == 0)
+			divisors[nd++] = t;
+	d.tors_per_agg = divisors[below(s, nd)];
+	d.closed = below(s, 2);
+	return d;
+}
+
+struct counts {
+	long plans, placed, refused, bypass, replace, lost;
+};
+
+static void check_plan(const struct ocs_ring_domain *d, const uint8_t *use,
+		       const struct hbd_request *req, struct counts *cnt)
+{
+	int n = n_of(d), m = req->tp / d->gpus_per_node, free_nodes = 0, opt;
+	uint8_t *usable = malloc((size_t)n), *seen = calloc((size_t)n, 1);
+	struct hbd_plan p;
+	struct hbd_error err = {0};
+	int64_t need;
+	int rc;
+
+	for (int v = 0; v < n; v++) {
+		usable[v] = use[v] == HBD_NODE_FREE;
+		free_nodes += usable[v];
+	}
+	opt = m <= n ? ring_optimum(d, usable, m) : 0;
+	need = req->gpus ? req->gpus / req->tp : (opt ? opt : 1);
+	rc = hbd_plan(d, use, req, &p, &err);
+	cnt->plans++;
+	CHECK(rc == 0 || rc == -ENOSPC, "rc %d (%s)", rc, err.reason);
+	CHECK((rc == 0) == (need <= opt), "rc %d with %lld rings needed and %d fitting", rc,
+	      (long long)need, opt);
+	if (rc == -ENOSPC) {
+		cnt->refused++;
+		CHECK(p.rings_needed == need && p.rings_available == opt,
+		      "refusal says %d needed, %d available", p.rings_needed, p.rings_available);
+	}
+	if (rc == 0) {
+		cnt->placed++;
+		CHECK(p.m == m && p.n_rings == need, "%d rings of %d", p.n_rings, p.m);
+		for (int k = 0; k < p.n_rings; k++) {
+			const int *ring = p.nodes + (size_t)k * m;
+
+			if (!ring_ok(d, ring, m, usable, "plan"))
+				continue;
+			for (int i = 0; i < m; i++) {
+				CHECK(!seen[ring[i]], "node %d in two rings", ring[i]);
+				seen[ring[i]] = 1;
+			}
+			check_bundles(d, ring, m);
+		}
+		CHECK(p.gpus_placed == need * req->tp, "gpus_placed %lld",
+		      (long long)p.gpus_placed);
+		CHECK(p.gpus_wasted ==
+			      (req->gpus ? 0 : (int64_t)(free_nodes - need * m) * d->gpus_per_node),
+		      "gpus_wasted %lld", (long long)p.gpus_wasted);
+		CHECK(p.cross_tor_share == share_recount(d, p.nodes, p.n_rings, m),
+		      "cross_tor_share %g, recount %g", p.cross_tor_share,
+		      share_recount(d, p.nodes, p.n_rings, m));
+		if (req->orch == HBD_ORCH_FAT_TREE)
+			CHECK(p.constraints_total ==
+					      d->nodes_per_tor * (d->tors / d->tors_per_agg) +
+						      d->tors / d->tors_per_agg &&
+				      p.constraints_kept >= 0 &&
+				      p.constraints_kept <= p.constraints_total,
+			      "constraints %d of %d", p.constraints_kept, p.constraints_total);
+		if (req->orch == HBD_ORCH_GREEDY) {
+			struct hbd_plan again;
+
+			CHECK(hbd_plan(d, use, req, &again, NULL) == 0 &&
+				      memcmp(again.nodes, p.nodes,
+					     (size_t)p.n_rings * m * sizeof(int)) == 0,
+			      "greedy differs for the same seed");
+			hbd_plan_clear(&again);
+		}
+	}
+	hbd_plan_clear(&p);
+	free(usable);
+	free(seen);
+}
+
+/*
+ * The changes of a re-placement, applied to the settings before it, give
+ * the settings after it; every change changes something; only nodes of
+ * the old or new ring are touched, never the failed one.
+ */
+static void check_replace_changes(const struct ocs_ring_domain *d, const int *old_ring,
+				  const int *new_ring, int m, int failed,
+				  const struct hbd_repair *r)
+{
+	int n = n_of(d), nb = d->bundles;
+	struct hbd_bundle *state = malloc((size_t)n * nb * sizeof(*state));
+	struct hbd_bundle *want = malloc((size_t)n * nb * sizeof(*want));
+
+	for (int v = 0; v < n; v++)
+		for (int b = 0; b < nb; b++)
+			state[v * nb + b] = want[v * nb + b] = (struct hbd_bundle){
+				v, (uint8_t)b, HBD_PATH_LOOPBACK, 0, HBD_DIR_UP, -1};
+	for (int i = 0; i < m; i++)
+		for (int b = 0; b < nb; b++) {
+			state[old_ring[i] * nb + b] = expected(d, old_ring, m, i, b);
+			want[new_ring[i] * nb + b] = expected(d, new_ring, m, i, b);
+		}
+	/* The failed node keeps whatever it had: nobody programs it. */
+	for (int b = 0; b < nb; b++)
+		want[failed * nb + b] = state[failed * nb + b];
+	for (size_t c = 0; c < r->n_changes; c++) {
+		const struct hbd_bundle *ch = &r->changes[c];
+		bool ok = ch->node >= 0 && ch->node < n && ch->bundle < nb && ch->node != failed;
+
+		CHECK(ok, "change of node %d bundle %d", ch->node, ch->bundle);
+		if (!ok)
+			continue;
+		CHECK(!same(&state[ch->node * nb + ch->bundle], ch),
+		      "node %d bundle %d listed without changing", ch->node, ch->bundle);
+		state[ch->node * nb + ch->bundle] = *ch;
+	}
+	for (int v = 0; v < n * nb; v++)
+		CHECK(same(&state[v], &want[v]), "node %d bundle %d wrong after the changes",
+		      v / nb, v % nb);
+	free(state);
+	free(want);
+}
+
+/* Fills the domain with dcn-free rings and fails each ring node in turn. */
+static void check_repairs(const struct ocs_ring_domain *d, uint8_t *use, int tp, enum hbd_orch orch,
+			  struct counts *cnt)
+{
+	int n = n_of(d), m = tp / d->gpus_per_node;
+	struct hbd_request req = {.tp = tp, .gpus = 0, .orch = HBD_ORCH_DCN_FREE};
+	struct hbd_plan p;
+	uint8_t *usable = malloc((size_t)n);
+
+	if (hbd_plan(d, use, &req, &p, NULL) != 0) {
+		free(usable);
+		return;
+	}
+	req.orch = orch;
+	for (int k = 0; k < p.n_rings; k++)
+		for (int i = 0; i < m; i++)
+			use[p.nodes[k * m + i]] = HBD_NODE_BUSY;
+	for (int k = 0; k < p.n_rings; k++) {
+		const int *ring = p.nodes + (size_t)k * m;
+
+		for (int j = 0; j < m; j++) {
+			struct hbd_repair r;
+			int failed = ring[j];
+			bool has_bypass =
+				j > 0 && j + 1 < m && up(d, ring[j - 1], ring[j + 1]) <= d->k_hops;
+
+			use[failed] = HBD_NODE_FAULTY;
+			CHECK(hbd_repair(d, use, ring, m, failed, &req, &r) == 0, "repair failed");
+			for (int v = 0; v < n; v++)
+				usable[v] = use[v] == HBD_NODE_FREE;
+			for (int i = 0; i < m; i++)
+				usable[ring[i]] = ring[i] != failed;
+			if (r.kind == HBD_REPAIR_BYPASS) {
+				cnt->bypass++;
+				CHECK(has_bypass, "bypass of rank %d of %d", j, m);
+				CHECK(r.m == m - 1, "bypass ring of %d", r.m);
+				for (int i = 0; i < m - 1; i++)
+					CHECK(r.nodes[i] == ring[i < j ? i : i + 1],
+					      "bypass changed rank %d", i);
+				ring_ok(d, r.nodes, m - 1, usable, "bypass");
+				CHECK(r.n_changes == 2, "bypass with %zu changes", r.n_changes);
+				for (size_t c = 0; c < r.n_changes; c++) {
+					const struct hbd_bundle *ch = &r.changes[c];
+					int i = ch->node == ring[j - 1] ? j - 1 : j;
+					struct hbd_bundle e =
+						expected(d, r.nodes, m - 1, i, ch->bundle);
+
+					CHECK(ch->node == ring[j - 1] || ch->node == ring[j + 1],
+					      "bypass touches node %d", ch->node);
+					CHECK(same(ch, &e), "bypass setting of node %d", ch->node);
+				}
+			} else if (r.kind == HBD_REPAIR_REPLACE) {
+				cnt->replace++;
+				CHECK(!has_bypass, "re-placed although a bypass exists");
+				CHECK(r.m == m, "re-placed ring of %d", r.m);
+				if (ring_ok(d, r.nodes, m, usable, "re-placed"))
+					check_replace_changes(d, ring, r.nodes, m, failed, &r);
+			} else {
+				cnt->lost++;
+				CHECK(!has_bypass, "lost although a bypass exists");
+				CHECK(ring_optimum(d, usable, m) == 0, "lost although a ring fits");
+			}
+			hbd_repair_clear(&r);
+			use[failed] = HBD_NODE_BUSY;
+		}
+	}
+	for (int k = 0; k < p.n_rings * m; k++)
+		use[p.nodes[k]] = HBD_NODE_FREE;
+	hbd_plan_clear(&p);
+	free(usable);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261124;
+	int domains = argc > 2 ? atoi(argv[2]) : 3000;
+	struct counts cnt = {0};
+
+	for (int t = 0; t < domains; t++) {
+		uint64_t s = seed + (uint64_t)t * 7919;
+		struct ocs_ring_domain d = random_domain(&s);
+		int n = n_of(&d), fault_pct = below(&s, 30), busy_pct = below(&s, 30);
+		uint8_t *use = calloc((size_t)n, 1);
+		int m = 1 + below(&s, 6);
+		struct hbd_request req = {.tp = m * d.gpus_per_node, .seed = rnd(&s)};
+
+		snprintf(
+			current, sizeof(current),
+			"seed %llu domain %d (tors %d p %d gpn %d K %d bundles %d agg %d %s, m %d)",
+			(unsigned long long)seed, t, d.tors, d.nodes_per_tor, d.gpus_per_node,
+			d.k_hops, d.bundles, d.tors_per_agg, d.closed ? "closed" : "open", m);
+		for (int v = 0; v < n; v++) {
+			int x = below(&s, 100);
+
+			use[v] = x < fault_pct		    ? HBD_NODE_FAULTY
+				 : x < fault_pct + busy_pct ? HBD_NODE_BUSY
+							    : HBD_NODE_FREE;
+		}
+		for (int o = 0; o < 3; o++) {
+			req.orch = (enum hbd_orch)o;
+			req.gpus = 0;
+			check_plan(&d, use, &req, &cnt);
+			req.gpus = (int64_t)req.tp * (1 + below(&s, n / m + 2));
+			check_plan(&d, use, &req, &cnt);
+		}
+		/* The bypass property: a domain without busy nodes, filled with rings. */
+		for (int v = 0; v < n; v++)
+			if (use[v] == HBD_NODE_BUSY)
+				use[v] = HBD_NODE_FREE;
+		check_repairs(&d, use, req.tp, (enum hbd_orch)below(&s, 3), &cnt);
+		free(use);
+	}
+	printf("hbd property: %d domains, %ld plans (%ld placed, %ld refused), repairs: %ld "
+	       "bypass, %ld re-placed, %ld lost; %d failures\n",
+	       domains, cnt.plans, cnt.placed, cnt.refused, cnt.bypass, cnt.replace, cnt.lost,
+	       failures);
+	/* Each outcome must have been exercised, or the generator is too narrow. */
+	if (cnt.bypass == 0 || cnt.replace == 0 || cnt.lost == 0 || cnt.refused == 0) {
+		fprintf(stderr, "FAIL: some outcome never happened\n");
+		return 1;
+	}
+	return failures ? 1 : 0;
+}
