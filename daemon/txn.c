@@ -201,8 +201,10 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 							 (uint16_t)tx->adds[a].xc.out};
 		tx->targets[k] = tg;
 		tx->dev_ids[k] = d;
-		tx->devs[k] = (struct sb_txn_device){dev_handle(drv->d.devs, d, DEV_ROLE_TXN), tg,
-						     m, NULL, 0};
+		tx->devs[k] =
+			(struct sb_txn_device){.dev = dev_handle(drv->d.devs, d, DEV_ROLE_TXN),
+					       .target = tg,
+					       .n_target = m};
 		k++;
 	}
 	free(touched);

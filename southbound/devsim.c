@@ -187,9 +187,13 @@ static int devsim_serve(struct devsim *ds)
 	}
 	if (!devsim_tls(ds))
 		devsim_auth_print_hostkey(&ds->auth);
-	printf("ready %d device%s on %s:%d-%d model %s ports %d\n", o->count,
-	       o->count == 1 ? "" : "s", o->listen_addr, o->port, o->port + o->count - 1,
-	       devsim_model_name(o->model), o->ports);
+	printf("ready %d device%s on %s:%d-%d model %s", o->count, o->count == 1 ? "" : "s",
+	       o->listen_addr, o->port, o->port + o->count - 1, devsim_model_name(o->model));
+	if (o->model == DEVSIM_MODEL_SWITCH)
+		printf(" ports %d\n", o->ports);
+	else
+		printf(" nodes %d-%d bundles %d\n", o->node_base, o->node_base + o->count - 1,
+		       o->bundles);
 	fflush(stdout);
 	int sig;
 	while (sigwait(&stop_signals, &sig))

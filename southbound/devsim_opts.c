@@ -259,7 +259,7 @@ static const struct devsim_opt opt_table[] = {
 	 .field = FIELD(ring_k),
 	 .min = 1,
 	 .max = 16,
-	 .dflt_help = "2",
+	 .dflt_help = "2, or 1 in a domain of 2 nodes or fewer",
 	 .help = "ocs-transceiver: external paths reach 1..K positions each way, 1..16"},
 	{.name = "ring-closed",
 	 .dflt_help = "off: an open line",
@@ -378,8 +378,8 @@ void devsim_opts_help(FILE *out)
 		print_wrapped(out, text, width + 6);
 	}
 	fprintf(out, "Fault SPEC: refuse@STEP, drop@STEP, hang@STEP=MS, noeffect@commit, "
-		     "fail-port=P,\nnode-fault, comma-separated; STEP+ makes a step's knobs sticky "
-		     "(southbound/README.md).\n");
+		     "fail-port=P,\nnode-fault, comma-separated; STEP+ makes a step's knobs "
+		     "sticky\n(southbound/README.md).\n");
 }
 
 /* An ocs-switch takes no ring geometry: a ring option there is a mistake. */
@@ -408,8 +408,7 @@ static int check_ring(struct devsim_opts *o, FILE *err)
 	long served = (long)o->node_base + o->count;
 	if (o->ring_tors < 0)
 		o->ring_tors = (int)((served + o->ring_nodes_per_tor - 1) / o->ring_nodes_per_tor);
-	if (o->ring_k < 0)
-		o->ring_k = 2;
+	bool k_given = o->ring_k >= 0;
 	if (o->bundles < 0)
 		o->bundles = 2;
 	long nodes = (long)o->ring_tors * o->ring_nodes_per_tor;
@@ -420,7 +419,9 @@ static int check_ring(struct devsim_opts *o, FILE *err)
 			nodes, 1 << 20, o->node_base, served - 1);
 		return -EINVAL;
 	}
-	if (o->ring_k >= nodes) {
+	if (!k_given) /* 2, or less in a domain too small for it */
+		o->ring_k = nodes > 2 ? 2 : 1;
+	if (k_given && nodes > 1 && o->ring_k >= nodes) {
 		fprintf(err, "ocs-devsim: --ring-k: %d reaches beyond the domain's %ld nodes\n",
 			o->ring_k, nodes);
 		return -EINVAL;

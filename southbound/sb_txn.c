@@ -1008,8 +1008,9 @@ static int txn_setup(struct txn *t, const struct sb_txn_plan *plan,
 			sb_txn_result_clear(r);
 			return -ENOMEM;
 		}
-		memcpy((void *)d->target, plan->devices[i].target,
-		       d->n_target * sizeof(struct sb_xc));
+		if (d->n_target)
+			memcpy((void *)d->target, plan->devices[i].target,
+			       d->n_target * sizeof(struct sb_xc));
 		qsort((void *)d->target, d->n_target, sizeof(struct sb_xc), sb_xc_cmp);
 		if (d->n_target_b)
 			memcpy(d->target_b, plan->devices[i].bundles,

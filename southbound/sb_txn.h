@@ -194,7 +194,9 @@ const struct sb_txn_counters *sb_engine_counters(const struct sb_engine *e);
  * Runs one transaction to its outcome. opts may be NULL (defaults). Fills
  * *result (caller clears it with sb_txn_result_clear). Returns 0 when the
  * engine ran (whatever the outcome), -EINVAL for a malformed plan (empty,
- * duplicate device, duplicate input, port > 4095) with nothing touched.
+ * duplicate device, duplicate input, port > 4095, duplicate bundle, an
+ * external path without a distance or a loopback with one, the other
+ * model's set on a device) with nothing touched.
  */
 int sb_engine_run(struct sb_engine *e, const struct sb_txn_plan *plan,
 		  const struct sb_txn_hooks *hooks, const struct sb_txn_options *opts,

@@ -117,10 +117,11 @@ static int run(int switch_ms, const char *tls_dir, int runs)
 		for (int i = 0; i < DEVICES; i++) {
 			group[i] = i / 8;
 			device[i] = i % 8;
-			pd[i] = (struct sb_txn_device){devs[i], xcs[i],
-						       tl_fabric_device_xcs(&fabric, group[i],
-									    device[i], r + 1,
-									    xcs[i], XCS)};
+			pd[i] = (struct sb_txn_device){
+				.dev = devs[i],
+				.target = xcs[i],
+				.n_target = tl_fabric_device_xcs(&fabric, group[i], device[i],
+								 r + 1, xcs[i], XCS)};
 			n_xc += pd[i].n_target;
 		}
 		struct tl_verify_ctx v = {.fabric = &fabric, .group = group, .device = device};

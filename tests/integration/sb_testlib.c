@@ -143,6 +143,15 @@ int tl_fleet_start(struct tl_fleet *f, int count, const char *const *extra)
 	return 0;
 }
 
+int tl_fleet_restart(struct tl_fleet *f, const char *const *extra)
+{
+	pid_t pid = spawn_devsim(f->count, f->base_port, extra, f->hostkey, sizeof(f->hostkey));
+	if (pid < 0)
+		return -1;
+	f->pid = pid;
+	return 0;
+}
+
 int tl_fleet_stop(struct tl_fleet *f)
 {
 	int status = 0;

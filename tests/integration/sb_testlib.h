@@ -51,6 +51,12 @@ int tl_wait_listening(int port, int count, const char *name, pid_t pid, int time
 int tl_fleet_start(struct tl_fleet *f, int count, const char *const *extra);
 /* SIGTERM, wait; returns the exit status (0 = clean). */
 int tl_fleet_stop(struct tl_fleet *f);
+/*
+ * Starts a stopped fleet again on the same ports (still reserved by this
+ * process) with the given arguments; the host key is a new one (f->hostkey
+ * is updated). 0 or -1.
+ */
+int tl_fleet_restart(struct tl_fleet *f, const char *const *extra);
 
 /*
  * A certificate `name` (dir/name.pem, dir/name.key) for common name cn,

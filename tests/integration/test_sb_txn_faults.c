@@ -122,9 +122,11 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 		group[i] = i / 8;
 		device[i] = i % 8;
 		assert_int_equal(tl_read_running(d[i], &pre[i], &n_pre[i]), 0);
-		pd[i] = (struct sb_txn_device){
-			d[i], xcs[i],
-			tl_fabric_device_xcs(&lab, group[i], device[i], round_no, xcs[i], 16)};
+		pd[i] = (struct sb_txn_device){.dev = d[i],
+					       .target = xcs[i],
+					       .n_target = tl_fabric_device_xcs(&lab, group[i],
+										device[i], round_no,
+										xcs[i], 16)};
 	}
 	round_no++;
 	for (int i = ff; i < ff + nf; i++)

@@ -47,8 +47,10 @@ static void build(struct sb_device **devs, struct sb_txn_device *pd, struct sb_x
 	for (int i = 0; i < N; i++) {
 		group[i] = 0;
 		device[i] = i;
-		pd[i] = (struct sb_txn_device){devs[i], xcs[i],
-					       tl_fabric_device_xcs(&lab, 0, i, round, xcs[i], 16)};
+		pd[i] = (struct sb_txn_device){
+			.dev = devs[i],
+			.target = xcs[i],
+			.n_target = tl_fabric_device_xcs(&lab, 0, i, round, xcs[i], 16)};
 	}
 }
 

@@ -89,7 +89,8 @@ TRX = "urn:ocsd:yang:ocs-transceiver"
 
 def transceiver_cycle(path):
     """The ocs-transceiver model: select an external path, watch it settle."""
-    proc, port = start_devsim(path, "--model", "ocs-transceiver")
+    # the agent of node 5 (node 3, two positions below, exists)
+    proc, port = start_devsim(path, "--model", "ocs-transceiver", "--node-base", "5")
     try:
         m = connect(port)
         cfg = ('<nc:config xmlns:nc="%s"><transceivers xmlns="%s"><node><id>5</id>'
@@ -111,7 +112,8 @@ def transceiver_cycle(path):
                     b.findtext("{%s}peer-node" % TRX), st.findtext("{%s}status" % TRX))
             return out
         got = bundles()
-        assert got == {0: ("3", "pending"), 1: (None, "pending")}, got
+        # only the bundle whose path changed switches
+        assert got == {0: ("3", "pending"), 1: (None, "active")}, got
         time.sleep(0.3)
         got = bundles()
         assert got == {0: ("3", "active"), 1: (None, "active")}, got

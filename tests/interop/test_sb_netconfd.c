@@ -34,7 +34,9 @@ static enum sb_txn_outcome transact(struct sb_engine *eng, struct sb_device *dev
 {
 	static int group = 0, device = 0;
 	struct sb_xc xcs[16];
-	struct sb_txn_device pd = {dev, xcs, tl_fabric_device_xcs(&lab, 0, 0, round, xcs, 16)};
+	struct sb_txn_device pd = {.dev = dev,
+				   .target = xcs,
+				   .n_target = tl_fabric_device_xcs(&lab, 0, 0, round, xcs, 16)};
 	struct tl_verify_ctx v = {.fabric = &lab, .group = &group, .device = &device};
 	struct sb_txn_hooks hooks = {.verify = tl_verify, .arg = &v};
 	struct sb_txn_plan plan = {.id = (uint64_t)round, .devices = &pd, .n_devices = 1};

@@ -52,6 +52,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.model, DEVSIM_MODEL_SWITCH);
 	assert_int_equal(o.ports, 64);
 	assert_int_equal(o.switch_ms, 25);
+	assert_int_equal(o.switch_us, 25000);
 	assert_int_equal(o.count, 1);
 	assert_true(o.bidirectional);
 	assert_true(o.confirmed_commit);
@@ -67,17 +68,69 @@ static void test_defaults(void **state)
 	free(err);
 }
 
-/* A transceiver settles in 1 ms and is never bidirectional. */
+/*
+ * A transceiver settles in 200 us and is never bidirectional; its devices
+ * serve nodes 0..count-1 of an open line (one node per ToR), K = 2, two
+ * bundles.
+ */
 static void test_transceiver_defaults(void **state)
 {
 	struct devsim_opts o;
 	char *err = NULL;
-	assert_int_equal(parse(&o, &err, SSH_MINIMAL, "--model", "ocs-transceiver", NULL),
-			 DEVSIM_OPTS_RUN);
+	assert_int_equal(
+		parse(&o, &err, SSH_MINIMAL, "--model", "ocs-transceiver", "--count", "5", NULL),
+		DEVSIM_OPTS_RUN);
 	assert_int_equal(o.model, DEVSIM_MODEL_TRANSCEIVER);
-	assert_int_equal(o.switch_ms, 1);
+	assert_int_equal(o.switch_us, 200);
+	assert_int_equal(o.switch_ms, 0);
 	assert_false(o.bidirectional);
 	assert_string_equal(devsim_model_name(o.model), "ocs-transceiver");
+	assert_int_equal(o.node_base, 0);
+	assert_int_equal(o.ring_tors, 5);
+	assert_int_equal(o.ring_nodes_per_tor, 1);
+	assert_int_equal(o.ring_k, 2);
+	assert_int_equal(o.bundles, 2);
+	assert_false(o.ring_closed);
+	devsim_opts_clear(&o);
+	free(err);
+	/* the default line grows with node-base and rounds up to whole ToRs */
+	assert_int_equal(parse(&o, &err, SSH_MINIMAL, "--model", "ocs-transceiver", "--count", "5",
+			       "--node-base", "6", "--ring-nodes-per-tor", "4", NULL),
+			 DEVSIM_OPTS_RUN);
+	assert_int_equal(o.ring_tors, 3); /* 11 nodes served: 3 ToRs of 4 */
+	devsim_opts_clear(&o);
+	free(err);
+	/* --switch-ms still works for transceivers, in whole milliseconds */
+	assert_int_equal(parse(&o, &err, SSH_MINIMAL, "--model", "ocs-transceiver", "--switch-ms",
+			       "3", NULL),
+			 DEVSIM_OPTS_RUN);
+	assert_int_equal(o.switch_us, 3000);
+	devsim_opts_clear(&o);
+	free(err);
+}
+
+/* Every ring option reaches its setting. */
+static void test_transceiver_options(void **state)
+{
+	struct devsim_opts o;
+	char *err = NULL;
+	int rc = parse(&o, &err, SSH_MINIMAL, "--model", "ocs-transceiver", "--count", "16",
+		       "--node-base", "32", "--ring-tors", "8", "--ring-nodes-per-tor", "8",
+		       "--ring-k", "3", "--ring-closed", "--bundles", "4", "--switch-us", "750",
+		       "--fault", "3/node-fault", NULL);
+	assert_string_equal(err, "");
+	assert_int_equal(rc, DEVSIM_OPTS_RUN);
+	assert_int_equal(o.node_base, 32);
+	assert_int_equal(o.ring_tors, 8);
+	assert_int_equal(o.ring_nodes_per_tor, 8);
+	assert_int_equal(o.ring_k, 3);
+	assert_true(o.ring_closed);
+	assert_int_equal(o.bundles, 4);
+	assert_int_equal(o.switch_us, 750);
+	assert_int_equal(o.switch_ms, 0);
+	assert_int_equal(o.n_faults, 1);
+	assert_int_equal(o.faults[0].device, 3);
+	assert_true(o.faults[0].faults.node_fault);
 	devsim_opts_clear(&o);
 	free(err);
 }
@@ -179,6 +232,18 @@ static void test_errors_name_the_option(void **state)
 		       NULL);
 	expect_refused("unknown option '--bogus'", SSH_MINIMAL, "--bogus", "3", NULL);
 	expect_refused("unexpected argument 'extra'", SSH_MINIMAL, "extra", NULL);
+	expect_refused("--switch-us", SSH_MINIMAL, "--switch-us", "600000001", NULL);
+	expect_refused("--ring-k: expected an integer in 1..16", SSH_MINIMAL, "--model",
+		       "ocs-transceiver", "--ring-k", "17", NULL);
+	expect_refused("--ring-k", SSH_MINIMAL, "--model", "ocs-transceiver", "--ring-k", "0",
+		       NULL);
+	expect_refused("--bundles", SSH_MINIMAL, "--model", "ocs-transceiver", "--bundles", "65",
+		       NULL);
+	expect_refused("--ring-tors", SSH_MINIMAL, "--model", "ocs-transceiver", "--ring-tors", "0",
+		       NULL);
+	expect_refused("--node-base", SSH_MINIMAL, "--model", "ocs-transceiver", "--node-base",
+		       "-1", NULL);
+	expect_refused("--ring-closed: takes no argument", SSH_MINIMAL, "--ring-closed=yes", NULL);
 }
 
 static void test_combinations(void **state)
@@ -193,6 +258,23 @@ static void test_combinations(void **state)
 		       "--tls-ca", "a", NULL);
 	expect_refused("--count 2 does not fit above port 65535", "--listen", "h:65535", "--user",
 		       "u", "--password", "p", "--count", "2", NULL);
+	expect_refused("--switch-us: give --switch-ms or --switch-us, not both", SSH_MINIMAL,
+		       "--switch-ms", "1", "--switch-us", "100", NULL);
+	/* the ring geometry belongs to transceivers */
+	expect_refused("--ring-k: only for --model ocs-transceiver", SSH_MINIMAL, "--ring-k", "2",
+		       NULL);
+	expect_refused("--node-base: only for --model ocs-transceiver", SSH_MINIMAL, "--node-base",
+		       "4", NULL);
+	expect_refused("--ring-closed: only for --model ocs-transceiver", SSH_MINIMAL,
+		       "--ring-closed", NULL);
+	expect_refused("--bundles: only for --model ocs-transceiver", SSH_MINIMAL, "--bundles", "2",
+		       NULL);
+	/* every node served must exist in the domain */
+	expect_refused("--ring-tors: the domain has 8 nodes", SSH_MINIMAL, "--model",
+		       "ocs-transceiver", "--count", "4", "--node-base", "6", "--ring-tors", "2",
+		       "--ring-nodes-per-tor", "4", NULL);
+	expect_refused("--ring-k: 4 reaches beyond the domain's 4 nodes", SSH_MINIMAL, "--model",
+		       "ocs-transceiver", "--count", "4", "--ring-k", "4", NULL);
 	/* key authentication alone is enough */
 	struct devsim_opts o;
 	char *err = NULL;
@@ -235,7 +317,14 @@ static const struct {
 	{"--tls-cert FILE", "[none: SSH]"},
 	{"--tls-key FILE", "[none: SSH]"},
 	{"--tls-ca FILE", "[none: SSH]"},
-	{"--switch-ms MS", "[25 for ocs-switch, 1 for ocs-transceiver]"},
+	{"--switch-ms MS", "[25 for ocs-switch; ocs-transceiver: see --switch-us]"},
+	{"--switch-us US", "[200 for ocs-transceiver; ocs-switch: see --switch-ms]"},
+	{"--node-base N", "[0]"},
+	{"--ring-tors N", "[enough for node-base + count nodes]"},
+	{"--ring-nodes-per-tor N", "[1]"},
+	{"--ring-k K", "[2, or 1 in a domain of 2 nodes or fewer]"},
+	{"--ring-closed", "[off: an open line]"},
+	{"--bundles N", "[2]"},
 	{"--fault [I/]SPEC", "[none]"},
 	{"--count N", "[1]"},
 	{"--unidirectional", "[off: ocs-switch devices are bidirectional]"},
@@ -294,6 +383,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_transceiver_defaults),
+		cmocka_unit_test(test_transceiver_options),
 		cmocka_unit_test(test_every_option),
 		cmocka_unit_test(test_tls),
 		cmocka_unit_test(test_errors_name_the_option),

@@ -191,6 +191,31 @@ static void test_fault_parser(void **state)
 	assert_int_equal(devsim_faults_parse("noeffect@lock", &f, err, sizeof(err)), -EINVAL);
 	assert_int_equal(devsim_faults_parse("fail-port=99999", &f, err, sizeof(err)), -EINVAL);
 	assert_int_equal(devsim_faults_parse("explode", &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "node-fault"));
+}
+
+/* node-fault: a state knob of ocs-transceiver devices, alone or with others. */
+static void test_fault_parser_node_fault(void **state)
+{
+	struct devsim_faults f;
+	char err[256];
+	assert_int_equal(devsim_faults_parse("node-fault", &f, err, sizeof(err)), 0);
+	assert_true(f.node_fault);
+	assert_int_equal(f.refuse_mask | f.drop_mask | f.sticky_mask, 0);
+	assert_int_equal(devsim_faults_parse("refuse@commit,node-fault", &f, err, sizeof(err)), 0);
+	assert_true(f.node_fault);
+	assert_true(f.refuse_mask & (1u << DEVSIM_STEP_COMMIT));
+	/* a set-faults without it heals the node */
+	assert_int_equal(devsim_faults_parse("refuse@commit", &f, err, sizeof(err)), 0);
+	assert_false(f.node_fault);
+	assert_int_equal(devsim_faults_parse("", &f, err, sizeof(err)), 0);
+	assert_false(f.node_fault);
+	/* near misses are refused, naming the knob */
+	assert_int_equal(devsim_faults_parse("node-fault=1", &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "node-fault=1"));
+	assert_int_equal(devsim_faults_parse("node-faulty", &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "node-faulty"));
+	assert_int_equal(devsim_faults_parse("node-fault@commit", &f, err, sizeof(err)), -EINVAL);
 }
 
 int main(void)
@@ -199,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_edit_operations),
 		cmocka_unit_test(test_subtree_filter),
 		cmocka_unit_test(test_fault_parser),
+		cmocka_unit_test(test_fault_parser_node_fault),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
