@@ -226,12 +226,11 @@ static int print_json(const ProtobufCMessage *m, bool pretty)
 	return rc;
 }
 
-/* The scalar fields of m whose number n has bit n set in want (fields
- * numbered 64 and up: always), one "name value" line each. */
-static void print_kv_pick(const ProtobufCMessage *m, uint64_t want)
+/* Adds to t a "name value" row for each scalar field of m whose number n
+ * has bit n set in want (fields numbered 64 and up: always). */
+static void kv_rows(struct table *t, const ProtobufCMessage *m, uint64_t want)
 {
 	const ProtobufCMessageDescriptor *d = m->descriptor;
-	struct table t = {.cols = 2};
 
 	for (unsigned i = 0; i < d->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &d->fields[i];
@@ -268,14 +267,16 @@ static void print_kv_pick(const ProtobufCMessage *m, uint64_t want)
 			row[1] = fmt("?");
 			break;
 		}
-		table_add(&t, row);
+		table_add(t, row);
 	}
-	table_print(&t);
 }
 
-static void print_kv(const ProtobufCMessage *m)
+static void print_kv_pick(const ProtobufCMessage *m, uint64_t want)
 {
-	print_kv_pick(m, ~(uint64_t)0);
+	struct table t = {.cols = 2};
+
+	kv_rows(&t, m, want);
+	table_print(&t);
 }
 
 /* Bits lo..hi (field numbers) set. */
@@ -397,14 +398,17 @@ static void print_figures(const Ocs__V1__PlanFigures *fig)
 	if (!fig)
 		return;
 	/* The DELTA figures (fields 10 on) only for DAG-aware plans. */
-	if (fig->makespan_ms > 0 || fig->ports_used > 0)
+	if (fig->ring) { /* a ring plan: its own figures and how long planning took */
+		struct table t = {.cols = 2};
+
+		kv_rows(&t, &fig->ring->base, ~(uint64_t)0);
+		kv_rows(&t, &fig->base, ids(7, 7));
+		table_print(&t);
+	} else if (fig->makespan_ms > 0 || fig->ports_used > 0) {
 		print_kv_pick(&fig->base, ids(1, 15));
-	else if (fig->ring)
-		print_kv_pick(&fig->base, ids(7, 7)); /* plan_duration_us */
-	else
+	} else {
 		print_kv_pick(&fig->base, ids(1, 9));
-	if (fig->ring)
-		print_kv(&fig->ring->base);
+	}
 	for (size_t i = 0; i < fig->n_unplaced; i++)
 		printf("unplaced               leaves %d-%d: %d links\n", fig->unplaced[i]->a,
 		       fig->unplaced[i]->b, fig->unplaced[i]->links);
@@ -893,8 +897,8 @@ static int cmd_drain(struct ctx *x, const char *device, bool drain)
 
 /*
  * rings --json: {"rings": [{"job_id", "ring", "nodes": [..], ...}]}, the
- * ring number under "ring" (the proto's Ring.index), every other field of
- * Ring as pbjson writes it.
+ * ring number under "ring" (the proto's Ring.index), then every other
+ * field of Ring as pbjson writes it.
  */
 static json_t *rings_json(const Ocs__V1__ListRingsResponse *r)
 {
@@ -906,10 +910,21 @@ static json_t *rings_json(const Ocs__V1__ListRingsResponse *r)
 		return NULL;
 	}
 	for (size_t i = 0; i < r->n_rings; i++) {
-		json_t *ring = pbjson_write(&r->rings[i]->base);
+		json_t *all = pbjson_write(&r->rings[i]->base), *ring = json_object();
+		const char *key;
+		json_t *value;
+		bool ok = all && ring &&
+			  !json_object_set(ring, "job_id", json_object_get(all, "job_id")) &&
+			  !json_object_set_new(ring, "ring", json_integer(r->rings[i]->index)) &&
+			  !json_object_set(ring, "nodes", json_object_get(all, "nodes"));
 
-		if (!ring || json_object_set_new(ring, "ring", json_integer(r->rings[i]->index)) ||
-		    json_object_del(ring, "index") || json_array_append_new(list, ring)) {
+		json_object_foreach(all, key, value)
+		{
+			if (ok && !json_object_get(ring, key) && strcmp(key, "index") != 0)
+				ok = !json_object_set(ring, key, value);
+		}
+		json_decref(all);
+		if (!ok || json_array_append_new(list, ring)) {
 			json_decref(ring);
 			json_decref(top);
 			return NULL;

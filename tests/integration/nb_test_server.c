@@ -11,8 +11,15 @@
  * nb_call_reply()/nb_call_fail() from its own thread. GetFabric is answered
  * inside the handler, to cover that path too.
  *
+ * With --ring it plays an OCSTrx ring domain instead (32 nodes under 8
+ * ToRs, 4 GPUs per node): ring jobs get made-up rings (the first free
+ * healthy nodes in id order, m = tp / 4 per ring; no K-hop rule), MarkNode
+ * faulty bypasses the node's ring (the node is dropped from it, as a
+ * bypass does) and publishes a node and a ring event, MarkNode healthy
+ * frees the node, ListRings answers from the node table.
+ *
  * Usage: nb_test_server [--listen ADDR] [--insecure] [--ca F --cert F --key F]
- *                       [--max-message-bytes N] [--queue N]
+ *                       [--max-message-bytes N] [--queue N] [--ring]
  * Prints "port N" on stdout once serving; SIGTERM/SIGINT shut it down.
  * Magic job ids: "unavailable-*" fail with UNAVAILABLE, "full-*" with
  * RESOURCE_EXHAUSTED (to test how clients report refusals); PlanJob of
@@ -33,6 +40,12 @@
 #define GROUPS		  2
 #define DEVICES_PER_GROUP 2
 #define MAX_JOBS	  256
+/* --ring: the fake ring domain */
+#define RING_TORS	   8
+#define RING_NODES_PER_TOR 4
+#define RING_NODES	   (RING_TORS * RING_NODES_PER_TOR)
+#define RING_GPUS_PER_NODE 4
+#define RING_K_HOPS	   2
 
 struct work {
 	struct nb_call *call;
@@ -40,8 +53,25 @@ struct work {
 	struct work *next;
 };
 
+/* One ring of a ring job: nodes in ring order. */
+struct fake_ring {
+	int32_t nodes[RING_NODES];
+	size_t n;
+	Ocs__V1__RingChange last_change;
+	int32_t failed_node; /* -1 unless bypassed */
+};
+
+/* The rings of a ring job (planned or held). */
+struct ring_set {
+	struct fake_ring ring[RING_NODES];
+	int n;
+	int m;		     /* nodes per ring as planned */
+	int64_t gpus_wasted; /* whole-domain requests */
+};
+
 struct job_row {
 	Ocs__V1__JobSpec *spec; /* deep copy (unpacked) */
+	struct ring_set *rings; /* ring jobs: owned; NULL otherwise */
 	uint8_t *wire;		/* packed spec, to compare resubmissions */
 	size_t wire_len;
 	Ocs__V1__JobState state;
@@ -58,6 +88,10 @@ struct fake {
 	struct job_row jobs[MAX_JOBS];
 	int n_jobs;
 	bool drained[GROUPS * DEVICES_PER_GROUP];
+	bool ring; /* --ring: an OCSTrx ring domain */
+	/* --ring: per node, the job row holding it (-1: none) and whether it failed */
+	int node_job[RING_NODES];
+	bool node_faulty[RING_NODES];
 };
 
 static int64_t now_ms(void)
@@ -126,6 +160,130 @@ static void publish_job(struct fake *f, const char *id, Ocs__V1__JobState state)
 	nb_server_publish(f->server, &ev);
 }
 
+/* The job's leaf demand; NULL for the other kinds (the demand is a oneof). */
+static const Ocs__V1__LeafDemand *leaf_demand_of(const Ocs__V1__JobSpec *spec)
+{
+	return spec->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND ? spec->leaf_demand
+									  : NULL;
+}
+
+/* ---- the fake ring domain (--ring) ---- */
+
+static bool is_ring_job(const Ocs__V1__JobSpec *spec)
+{
+	return spec->demand_case == OCS__V1__JOB_SPEC__DEMAND_RING && spec->ring;
+}
+
+/*
+ * Plans a ring job on the free healthy nodes, in id order: 0 and rs
+ * filled, or the call failed (RESOURCE_EXHAUSTED, as the daemon answers
+ * when too few rings exist) and -1.
+ */
+static int plan_rings(struct fake *f, struct nb_call *call, const Ocs__V1__RingRequest *q,
+		      struct ring_set *rs)
+{
+	int m = q->tp / RING_GPUS_PER_NODE, free_nodes[RING_NODES], n_free = 0, want;
+
+	memset(rs, 0, sizeof(*rs));
+	for (int n = 0; n < RING_NODES; n++)
+		if (f->node_job[n] < 0 && !f->node_faulty[n])
+			free_nodes[n_free++] = n;
+	want = q->gpus > 0 ? (int)(q->gpus / q->tp) : q->rings > 0 ? q->rings : n_free / m;
+	if (want == 0 || want * m > n_free) {
+		nb_call_fail(call, NB_RESOURCE_EXHAUSTED, "ring",
+			     "the job needs %d rings of %d nodes; the healthy free nodes give %d",
+			     want ? want : 1, m, n_free / m);
+		return -1;
+	}
+	rs->m = m;
+	rs->n = want;
+	for (int k = 0; k < want; k++) {
+		struct fake_ring *r = &rs->ring[k];
+
+		r->n = (size_t)m;
+		for (int i = 0; i < m; i++)
+			r->nodes[i] = free_nodes[k * m + i];
+		r->last_change = OCS__V1__RING_CHANGE__RING_CHANGE_PLACED;
+		r->failed_node = -1;
+	}
+	if (q->gpus == 0 && q->rings == 0)
+		rs->gpus_wasted = (int64_t)(n_free - want * m) * RING_GPUS_PER_NODE;
+	return 0;
+}
+
+/* The definition: node i of ring k and of ring k+1 under different ToRs. */
+static double cross_tor_share(const struct ring_set *rs)
+{
+	int pairs = 0, cross = 0;
+
+	for (int k = 0; k + 1 < rs->n; k++)
+		for (size_t i = 0; i < rs->ring[k].n && i < rs->ring[k + 1].n; i++) {
+			pairs++;
+			cross += rs->ring[k].nodes[i] / RING_NODES_PER_TOR !=
+				 rs->ring[k + 1].nodes[i] / RING_NODES_PER_TOR;
+		}
+	return pairs ? (double)cross / pairs : 0;
+}
+
+/* Ring messages of a ring set (pointing into it) and its figures. */
+struct fake_rings {
+	Ocs__V1__Ring r[RING_NODES];
+	Ocs__V1__Ring *rp[RING_NODES];
+	Ocs__V1__RingFigures fig;
+	size_t n;
+};
+
+static void fill_rings(const Ocs__V1__JobSpec *spec, const struct ring_set *rs,
+		       struct fake_rings *fr)
+{
+	const char *orch = spec->ring->orchestration[0] ? spec->ring->orchestration : "dcn-free";
+
+	fr->n = 0;
+	for (int k = 0; k < rs->n; k++) {
+		Ocs__V1__Ring *r = &fr->r[fr->n];
+
+		ocs__v1__ring__init(r);
+		r->job_id = spec->id;
+		r->index = k;
+		r->nodes = (int32_t *)rs->ring[k].nodes;
+		r->n_nodes = rs->ring[k].n;
+		r->last_change = rs->ring[k].last_change;
+		r->failed_node = rs->ring[k].failed_node;
+		if (r->last_change == OCS__V1__RING_CHANGE__RING_CHANGE_LOST)
+			r->reason = "no bypass: the ring had one node, and no free node is left";
+		fr->rp[fr->n++] = r;
+	}
+	ocs__v1__ring_figures__init(&fr->fig);
+	fr->fig.orchestration = (char *)orch;
+	fr->fig.rings = rs->n;
+	fr->fig.nodes_per_ring = rs->m;
+	fr->fig.gpus_placed = (int64_t)rs->n * rs->m * RING_GPUS_PER_NODE;
+	fr->fig.gpus_wasted = rs->gpus_wasted;
+	fr->fig.cross_tor_share = cross_tor_share(rs);
+	if (strcmp(orch, "fat-tree") == 0) {
+		fr->fig.constraints_kept = 2;
+		fr->fig.constraints_total = 3;
+	}
+}
+
+static void publish_ring(struct fake *f, const Ocs__V1__Ring *ring, const int32_t *old,
+			 size_t n_old, bool fault)
+{
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__RingEvent re = OCS__V1__RING_EVENT__INIT;
+
+	re.ring = (Ocs__V1__Ring *)ring;
+	re.old_nodes = (int32_t *)old;
+	re.n_old_nodes = n_old;
+	if (fault) { /* made-up figures, as the daemon measures them */
+		re.reaction_us = 1500;
+		re.devices_us = 900;
+	}
+	ev.kind_case = OCS__V1__EVENT__KIND_RING;
+	ev.ring = &re;
+	nb_server_publish(f->server, &ev);
+}
+
 /*
  * Fake circuits of a job spec: one per leaf pair. Fills arrays the caller
  * provides (max n) and returns how many.
@@ -141,7 +299,7 @@ struct fake_circuits {
 
 static void make_circuits(const Ocs__V1__JobSpec *spec, struct fake_circuits *fc)
 {
-	const Ocs__V1__LeafDemand *d = spec->leaf_demand;
+	const Ocs__V1__LeafDemand *d = leaf_demand_of(spec);
 
 	fc->n = 0;
 	for (size_t i = 0; d && i < d->n_pairs && fc->n < 64; i++) {
@@ -173,11 +331,17 @@ static void make_circuits(const Ocs__V1__JobSpec *spec, struct fake_circuits *fc
 }
 
 static void fill_figures(const Ocs__V1__JobSpec *spec, Ocs__V1__PlanFigures *fig,
-			 const struct fake_circuits *fc)
+			 const struct fake_circuits *fc, struct fake_rings *fr)
 {
-	const Ocs__V1__LeafDemand *d = spec->leaf_demand;
+	const Ocs__V1__LeafDemand *d = leaf_demand_of(spec);
 	int links = 0;
 
+	if (is_ring_job(spec)) {
+		fig->planner = fr->fig.orchestration;
+		fig->plan_duration_us = 42;
+		fig->ring = &fr->fig;
+		return;
+	}
 	for (size_t i = 0; d && i < d->n_pairs; i++)
 		links += d->pairs[i]->links;
 	fig->planner = spec->options && spec->options->planner[0] ? spec->options->planner
@@ -188,9 +352,9 @@ static void fill_figures(const Ocs__V1__JobSpec *spec, Ocs__V1__PlanFigures *fig
 	fig->max_contention = 1.0;
 }
 
-/* Fills a Job message from a row; circuits go into fc. */
+/* Fills a Job message from a row; circuits go into fc, rings into fr. */
 static void fill_job(struct job_row *r, Ocs__V1__Job *job, Ocs__V1__PlanFigures *fig,
-		     struct fake_circuits *fc)
+		     struct fake_circuits *fc, struct fake_rings *fr)
 {
 	ocs__v1__job__init(job);
 	ocs__v1__plan_figures__init(fig);
@@ -201,7 +365,12 @@ static void fill_job(struct job_row *r, Ocs__V1__Job *job, Ocs__V1__PlanFigures 
 		job->circuits = fc->cp;
 		job->n_circuits = fc->n;
 	}
-	fill_figures(r->spec, fig, fc);
+	if (r->rings) {
+		fill_rings(r->spec, r->rings, fr);
+		job->rings = fr->rp;
+		job->n_rings = fr->n;
+	}
+	fill_figures(r->spec, fig, fc, fr);
 	job->figures = fig;
 	job->created_unix_ms = r->created_ms;
 	job->updated_unix_ms = r->updated_ms;
@@ -228,6 +397,7 @@ static void do_submit(struct fake *f, struct nb_call *call, const Ocs__V1__JobSp
 	Ocs__V1__Job job;
 	Ocs__V1__PlanFigures fig;
 	struct fake_circuits *fc;
+	struct fake_rings *fr;
 	struct job_row *r;
 	size_t len = ocs__v1__job_spec__get_packed_size(spec);
 	uint8_t *wire = malloc(len + 1);
@@ -250,15 +420,26 @@ static void do_submit(struct fake *f, struct nb_call *call, const Ocs__V1__JobSp
 			return;
 		}
 	} else {
+		struct ring_set *rs = is_ring_job(spec) ? malloc(sizeof(*rs)) : NULL;
+
+		if (is_ring_job(spec) && (!rs || plan_rings(f, call, spec->ring, rs))) {
+			if (!rs)
+				nb_call_fail(call, NB_RESOURCE_EXHAUSTED, "", "out of memory");
+			free(rs);
+			free(wire);
+			return;
+		}
 		r = f->n_jobs < MAX_JOBS ? &f->jobs[f->n_jobs++] : NULL;
 		for (int i = 0; !r && i < MAX_JOBS; i++) /* forget a released job */
 			if (f->jobs[i].state == OCS__V1__JOB_STATE__JOB_STATE_RELEASED) {
 				r = &f->jobs[i];
 				ocs__v1__job_spec__free_unpacked(r->spec, NULL);
 				free(r->wire);
+				free(r->rings);
 			}
 		if (!r) {
 			free(wire);
+			free(rs);
 			nb_call_fail(call, NB_RESOURCE_EXHAUSTED, "", "test server holds %d jobs",
 				     MAX_JOBS);
 			return;
@@ -266,21 +447,33 @@ static void do_submit(struct fake *f, struct nb_call *call, const Ocs__V1__JobSp
 		r->spec = ocs__v1__job_spec__unpack(NULL, len, wire);
 		r->wire = wire;
 		r->wire_len = len;
+		r->rings = rs;
 		r->created_ms = r->updated_ms = now_ms();
 		publish_job(f, spec->id, OCS__V1__JOB_STATE__JOB_STATE_PENDING);
+		for (int k = 0; rs && k < rs->n; k++)
+			for (size_t i = 0; i < rs->ring[k].n; i++)
+				f->node_job[rs->ring[k].nodes[i]] = (int)(r - f->jobs);
 		r->state = OCS__V1__JOB_STATE__JOB_STATE_ACTIVE;
-		publish_job(f, spec->id, OCS__V1__JOB_STATE__JOB_STATE_ACTIVE);
 		resp.created = true;
 	}
 	fc = malloc(sizeof(*fc));
-	if (!fc) {
+	fr = malloc(sizeof(*fr));
+	if (!fc || !fr) {
 		nb_call_fail(call, NB_RESOURCE_EXHAUSTED, "", "out of memory");
+		free(fc);
+		free(fr);
 		return;
 	}
-	fill_job(r, &job, &fig, fc);
+	fill_job(r, &job, &fig, fc, fr);
+	if (resp.created) {
+		for (size_t k = 0; k < job.n_rings; k++)
+			publish_ring(f, job.rings[k], NULL, 0, false);
+		publish_job(f, spec->id, OCS__V1__JOB_STATE__JOB_STATE_ACTIVE);
+	}
 	resp.job = &job;
 	nb_call_reply(call, &resp.base);
 	free(fc);
+	free(fr);
 }
 
 /* "flood-N": publishes N job events before planning (slow-watcher tests). */
@@ -297,21 +490,32 @@ static void do_plan(struct fake *f, struct nb_call *call, const Ocs__V1__JobSpec
 	Ocs__V1__PlanJobResponse resp = OCS__V1__PLAN_JOB_RESPONSE__INIT;
 	Ocs__V1__PlanFigures fig = OCS__V1__PLAN_FIGURES__INIT;
 	struct fake_circuits *fc = malloc(sizeof(*fc));
+	struct fake_rings *fr = malloc(sizeof(*fr));
+	struct ring_set *rs = malloc(sizeof(*rs));
 
-	if (!fc || magic_refusal(call, spec->id)) {
-		if (!fc)
+	if (!fc || !fr || !rs || magic_refusal(call, spec->id)) {
+		if (!fc || !fr || !rs)
 			nb_call_fail(call, NB_RESOURCE_EXHAUSTED, "", "out of memory");
-		free(fc);
-		return;
+		goto out;
 	}
 	flood(f, spec->id);
+	if (is_ring_job(spec)) { /* a dry run: the node table does not change */
+		if (plan_rings(f, call, spec->ring, rs))
+			goto out;
+		fill_rings(spec, rs, fr);
+		resp.rings = fr->rp;
+		resp.n_rings = fr->n;
+	}
 	make_circuits(spec, fc);
-	fill_figures(spec, &fig, fc);
+	fill_figures(spec, &fig, fc, fr);
 	resp.figures = &fig;
 	resp.circuits = fc->cp;
 	resp.n_circuits = fc->n;
 	nb_call_reply(call, &resp.base);
+out:
 	free(fc);
+	free(fr);
+	free(rs);
 }
 
 static void reply_job(struct nb_call *call, struct job_row *r, bool release)
@@ -321,16 +525,20 @@ static void reply_job(struct nb_call *call, struct job_row *r, bool release)
 	Ocs__V1__Job job;
 	Ocs__V1__PlanFigures fig;
 	struct fake_circuits *fc = malloc(sizeof(*fc));
+	struct fake_rings *fr = malloc(sizeof(*fr));
 
-	if (!fc) {
+	if (!fc || !fr) {
 		nb_call_fail(call, NB_RESOURCE_EXHAUSTED, "", "out of memory");
+		free(fc);
+		free(fr);
 		return;
 	}
-	fill_job(r, &job, &fig, fc);
+	fill_job(r, &job, &fig, fc, fr);
 	rel.job = &job;
 	get.job = &job;
 	nb_call_reply(call, release ? &rel.base : &get.base);
 	free(fc);
+	free(fr);
 }
 
 static void do_list_jobs(struct fake *f, struct nb_call *call, const Ocs__V1__ListJobsRequest *req)
@@ -340,12 +548,14 @@ static void do_list_jobs(struct fake *f, struct nb_call *call, const Ocs__V1__Li
 	Ocs__V1__Job **jp = calloc(MAX_JOBS, sizeof(*jp));
 	Ocs__V1__PlanFigures *figs = calloc(MAX_JOBS, sizeof(*figs));
 	struct fake_circuits *fc = malloc(sizeof(*fc));
+	struct fake_rings *fr = calloc(MAX_JOBS, sizeof(*fr)); /* rings are listed */
 
-	if (jobs && jp && figs && fc) {
+	if (jobs && jp && figs && fc && fr) {
 		for (int i = 0; i < f->n_jobs; i++) {
 			if (req->state && f->jobs[i].state != req->state)
 				continue;
-			fill_job(&f->jobs[i], &jobs[resp.n_jobs], &figs[resp.n_jobs], fc);
+			fill_job(&f->jobs[i], &jobs[resp.n_jobs], &figs[resp.n_jobs], fc,
+				 &fr[resp.n_jobs]);
 			jobs[resp.n_jobs].circuits = NULL; /* lists stay short */
 			jobs[resp.n_jobs].n_circuits = 0;
 			jp[resp.n_jobs] = &jobs[resp.n_jobs];
@@ -360,6 +570,7 @@ static void do_list_jobs(struct fake *f, struct nb_call *call, const Ocs__V1__Li
 	free(jp);
 	free(figs);
 	free(fc);
+	free(fr);
 }
 
 static void fill_device(struct fake *f, int d, Ocs__V1__Device *dev, char *name, size_t len)
@@ -501,6 +712,160 @@ static void do_list_circuits(struct fake *f, struct nb_call *call,
 	free(all);
 }
 
+/* Release of a ring job: its nodes are free again, each ring RELEASED. */
+static void release_rings(struct fake *f, struct job_row *r)
+{
+	struct fake_rings *fr = malloc(sizeof(*fr));
+
+	for (int k = 0; r->rings && k < r->rings->n; k++) {
+		struct fake_ring *ring = &r->rings->ring[k];
+		int32_t old[RING_NODES];
+		size_t n_old = ring->n;
+
+		memcpy(old, ring->nodes, n_old * sizeof(old[0]));
+		for (size_t i = 0; i < ring->n; i++)
+			f->node_job[ring->nodes[i]] = -1;
+		ring->n = 0;
+		ring->last_change = OCS__V1__RING_CHANGE__RING_CHANGE_RELEASED;
+		ring->failed_node = -1;
+		if (fr) {
+			fill_rings(r->spec, r->rings, fr);
+			publish_ring(f, &fr->r[k], old, n_old, false);
+		}
+	}
+	free(fr);
+}
+
+/*
+ * MarkNode: faulty takes the node out of its ring (a bypass: the two
+ * neighbours now join; a ring of one node is LOST) and publishes the node
+ * event, then the ring event; healthy frees the node. Marking a node as it
+ * is changes nothing and publishes nothing.
+ */
+static void do_mark_node(struct fake *f, struct nb_call *call, const Ocs__V1__MarkNodeRequest *req)
+{
+	Ocs__V1__MarkNodeResponse resp = OCS__V1__MARK_NODE_RESPONSE__INIT;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__NodeEvent ne = OCS__V1__NODE_EVENT__INIT;
+	bool faulty = req->condition == OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY;
+	int node = req->node, holder = f->node_job[node];
+	char *affected[1];
+
+	resp.node = node;
+	resp.condition = req->condition;
+	if (f->node_faulty[node] == faulty) {
+		nb_call_reply(call, &resp.base);
+		return;
+	}
+	f->node_faulty[node] = faulty;
+	ne.node = node;
+	ne.condition = req->condition;
+	ne.source = "operator";
+	ev.kind_case = OCS__V1__EVENT__KIND_NODE;
+	ev.node = &ne;
+	nb_server_publish(f->server, &ev);
+	if (faulty && holder >= 0) {
+		struct job_row *r = &f->jobs[holder];
+		struct fake_rings *fr = malloc(sizeof(*fr));
+
+		for (int k = 0; k < r->rings->n; k++) {
+			struct fake_ring *ring = &r->rings->ring[k];
+			int32_t old[RING_NODES];
+			size_t n_old = ring->n, at = n_old;
+
+			for (size_t i = 0; i < ring->n; i++)
+				if (ring->nodes[i] == node)
+					at = i;
+			if (at == n_old)
+				continue;
+			memcpy(old, ring->nodes, n_old * sizeof(old[0]));
+			memmove(&ring->nodes[at], &ring->nodes[at + 1],
+				(n_old - at - 1) * sizeof(old[0]));
+			ring->n--;
+			ring->last_change = ring->n ? OCS__V1__RING_CHANGE__RING_CHANGE_BYPASSED
+						    : OCS__V1__RING_CHANGE__RING_CHANGE_LOST;
+			ring->failed_node = node;
+			if (fr) {
+				fill_rings(r->spec, r->rings, fr);
+				publish_ring(f, &fr->r[k], old, n_old, true);
+			}
+		}
+		free(fr);
+		f->node_job[node] = -1;
+		affected[0] = r->spec->id;
+		resp.affected_jobs = affected;
+		resp.n_affected_jobs = 1;
+	}
+	nb_call_reply(call, &resp.base);
+}
+
+/* ListRings: the rings of active ring jobs, filtered by job and node. */
+static void do_list_rings(struct fake *f, struct nb_call *call,
+			  const Ocs__V1__ListRingsRequest *req)
+{
+	Ocs__V1__ListRingsResponse resp = OCS__V1__LIST_RINGS_RESPONSE__INIT;
+	struct fake_rings *fr = calloc(MAX_JOBS, sizeof(*fr));
+	Ocs__V1__Ring **all = calloc(MAX_JOBS * RING_NODES, sizeof(*all));
+
+	if (!fr || !all) {
+		nb_call_fail(call, NB_RESOURCE_EXHAUSTED, "", "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < f->n_jobs; i++) {
+		struct job_row *r = &f->jobs[i];
+
+		if (r->state != OCS__V1__JOB_STATE__JOB_STATE_ACTIVE || !r->rings)
+			continue;
+		if (req->job_id[0] && strcmp(req->job_id, r->spec->id) != 0)
+			continue;
+		fill_rings(r->spec, r->rings, &fr[i]);
+		for (size_t k = 0; k < fr[i].n; k++) {
+			bool holds = !req->has_node;
+
+			for (size_t n = 0; n < fr[i].r[k].n_nodes; n++)
+				holds = holds || fr[i].r[k].nodes[n] == req->node;
+			if (holds)
+				all[resp.n_rings++] = &fr[i].r[k];
+		}
+	}
+	resp.rings = all;
+	nb_call_reply(call, &resp.base);
+out:
+	free(fr);
+	free(all);
+}
+
+/* GetFabric of the ring domain: on the worker, which owns the node table. */
+static void do_ring_fabric(struct fake *f, struct nb_call *call)
+{
+	Ocs__V1__FabricSummary s = OCS__V1__FABRIC_SUMMARY__INIT;
+
+	s.kind = "ocstrx-ring";
+	s.nodes = RING_NODES;
+	s.tors = RING_TORS;
+	s.nodes_per_tor = RING_NODES_PER_TOR;
+	s.gpus_per_node = RING_GPUS_PER_NODE;
+	s.k_hops = RING_K_HOPS;
+	s.bundles = 2;
+	s.closed = true;
+	s.gpus = RING_NODES * RING_GPUS_PER_NODE;
+	s.devices = RING_NODES;
+	s.devices_connected = RING_NODES;
+	s.version = "nb_test_server";
+	for (int n = 0; n < RING_NODES; n++) {
+		s.nodes_faulty += f->node_faulty[n];
+		s.nodes_busy += f->node_job[n] >= 0;
+	}
+	for (int i = 0; i < f->n_jobs; i++) {
+		if (f->jobs[i].state != OCS__V1__JOB_STATE__JOB_STATE_ACTIVE)
+			continue;
+		s.jobs_active++;
+		for (int k = 0; f->jobs[i].rings && k < f->jobs[i].rings->n; k++)
+			s.rings_active += f->jobs[i].rings->ring[k].n > 0;
+	}
+	nb_call_reply(call, &s.base);
+}
+
 static void serve(struct fake *f, struct work *w)
 {
 	struct nb_call *call = w->call;
@@ -538,6 +903,7 @@ static void serve(struct fake *f, struct work *w)
 			break;
 		}
 		if (r->state != OCS__V1__JOB_STATE__JOB_STATE_RELEASED) {
+			release_rings(f, r);
 			r->state = OCS__V1__JOB_STATE__JOB_STATE_RELEASED;
 			r->updated_ms = now_ms();
 			publish_job(f, id, r->state);
@@ -557,6 +923,15 @@ static void serve(struct fake *f, struct work *w)
 	}
 	case NB_JOBS_LIST_JOBS:
 		do_list_jobs(f, call, w->req);
+		break;
+	case NB_FABRIC_GET_FABRIC:
+		do_ring_fabric(f, call);
+		break;
+	case NB_FABRIC_MARK_NODE:
+		do_mark_node(f, call, w->req);
+		break;
+	case NB_FABRIC_LIST_RINGS:
+		do_list_rings(f, call, w->req);
 		break;
 	default:
 		nb_call_fail(call, NB_INTERNAL, "", "test server cannot serve %s",
@@ -590,11 +965,17 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Answered inside the handler, on the gRPC thread: static data only. */
+/* Answered inside the handler, on the gRPC thread: static data only. The
+ * ring domain's summary counts rings and faults: the worker answers it. */
 static void h_get_fabric(void *ctx, struct nb_call *call, const Ocs__V1__GetFabricRequest *req)
 {
 	Ocs__V1__FabricSummary s = OCS__V1__FABRIC_SUMMARY__INIT;
 
+	if (((struct fake *)ctx)->ring) {
+		enqueue(ctx, call, req);
+		return;
+	}
+	s.kind = "leaf-spine-ocs";
 	s.wiring = "straight";
 	s.pods = PODS;
 	s.k_leaf = GPUS_PER_LEAF;
@@ -623,11 +1004,13 @@ QUEUE_HANDLER(h_job_spec, Ocs__V1__JobSpec)
 QUEUE_HANDLER(h_release, Ocs__V1__ReleaseJobRequest)
 QUEUE_HANDLER(h_get_job, Ocs__V1__GetJobRequest)
 QUEUE_HANDLER(h_list_jobs, Ocs__V1__ListJobsRequest)
+QUEUE_HANDLER(h_mark_node, Ocs__V1__MarkNodeRequest)
+QUEUE_HANDLER(h_list_rings, Ocs__V1__ListRingsRequest)
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: nb_test_server [--listen ADDR] [--insecure] [--ca F --cert F "
-			"--key F] [--max-message-bytes N] [--queue N]\n");
+			"--key F] [--max-message-bytes N] [--queue N] [--ring]\n");
 	exit(2);
 }
 
@@ -647,6 +1030,10 @@ int main(int argc, char **argv)
 
 		if (strcmp(a, "--insecure") == 0) {
 			cfg.insecure = true;
+			continue;
+		}
+		if (strcmp(a, "--ring") == 0) {
+			f.ring = true;
 			continue;
 		}
 		if (!v)
@@ -675,6 +1062,13 @@ int main(int argc, char **argv)
 				   /* The northbound knows no planner: pass some, as ocsd does. */
 				   .planners = {{"leaf-centric", false}, {"pod-centric", false}},
 				   .n_planners = 2};
+	if (f.ring)
+		cfg.limits = (struct nb_limits){
+			.kind = NB_FABRIC_OCSTRX_RING,
+			.ring = {.nodes = RING_NODES, .gpus_per_node = RING_GPUS_PER_NODE},
+		};
+	for (int n = 0; n < RING_NODES; n++)
+		f.node_job[n] = -1;
 	cfg.handlers = (struct nb_handlers){
 		.ctx = &f,
 		.get_fabric = h_get_fabric,
@@ -687,6 +1081,8 @@ int main(int argc, char **argv)
 		.release_job = h_release,
 		.get_job = h_get_job,
 		.list_jobs = h_list_jobs,
+		.mark_node = h_mark_node,
+		.list_rings = h_list_rings,
 	};
 	pthread_mutex_init(&f.mu, NULL);
 	pthread_cond_init(&f.cv, NULL);
@@ -712,6 +1108,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < f.n_jobs; i++) {
 		ocs__v1__job_spec__free_unpacked(f.jobs[i].spec, NULL);
 		free(f.jobs[i].wire);
+		free(f.jobs[i].rings);
 	}
 	fprintf(stderr, "nb_test_server: stopped (%s)\n", strsignal(sig));
 	return 0;

@@ -379,8 +379,7 @@ class DaemonTest(unittest.TestCase):
             (S, mod(ok, lambda m: m.placement.gpus.append(gpu(1))), INVALID,
              "placement.gpus[4].gpu: 1 is listed twice (first at gpus[1])"),
             (S, mod(ok, lambda m: m.ClearField("leaf_demand")), INVALID,
-             "demand: required: set leaf_demand or parallelism (ring requests are not served "
-             "yet)"),
+             "demand: required: set leaf_demand or parallelism"),
             (S, mod(ok, lambda m: m.leaf_demand.ClearField("pairs")), INVALID,
              "leaf_demand.pairs: empty; list the leaf pairs that need links"),
             (S, mod(ok, lambda m: setattr(m.leaf_demand.pairs[1], "a", 9000)), INVALID,

@@ -9,7 +9,9 @@ nb_make_certs.sh. Checks: health Check and Watch, roles from the client
 certificate, clients without (or with an untrusted) certificate refused,
 validation errors naming the field path, a 64 MB message refused, unknown
 methods, idempotent resubmission, the Events stream, concurrent clients,
-and a clean shutdown that ends streams with UNAVAILABLE.
+and a clean shutdown that ends streams with UNAVAILABLE. A second server
+(--ring) plays an OCSTrx ring domain: ring jobs, ListRings, operator-only
+MarkNode, ring-request validation and the ring/node events of Watch.
 
 usage: test_nb_grpcio.py NB_TEST_SERVER PROTO_DIR MAKE_CERTS_SCRIPT
 """
@@ -219,8 +221,7 @@ class NorthboundTest(unittest.TestCase):
                      '(leaf-centric, pod-centric)')
         self.refused(submit, jobs_pb2.JobSpec(id="v5", placement=job("x").placement),
                      grpc.StatusCode.INVALID_ARGUMENT,
-                     "demand: required: set leaf_demand or parallelism (ring requests are "
-                     "not served yet)")
+                     "demand: required: set leaf_demand or parallelism")
         self.refused(self.fabric().ListCircuits, fabric_pb2.ListCircuitsRequest(has_pod=True,
                                                                                pod=4),
                      grpc.StatusCode.INVALID_ARGUMENT, "pod: 4 is outside 0..3")
@@ -332,6 +333,171 @@ class NorthboundTest(unittest.TestCase):
         for t in threads:
             t.join()
         self.assertEqual(errors, [])
+
+    def test_ring_calls_need_a_ring_domain(self):
+        self.refused(self.jobs().PlanJob,
+                     jobs_pb2.JobSpec(id="r", ring=jobs_pb2.RingRequest(tp=8, gpus=16)),
+                     grpc.StatusCode.FAILED_PRECONDITION,
+                     "ring: a ring request needs an ocstrx-ring domain; this fabric is "
+                     "leaf-spine-ocs")
+        self.refused(self.fabric().MarkNode,
+                     fabric_pb2.MarkNodeRequest(node=1, condition=fabric_pb2.NODE_CONDITION_FAULTY),
+                     grpc.StatusCode.FAILED_PRECONDITION,
+                     "node: nodes exist only on an ocstrx-ring domain; this fabric is "
+                     "leaf-spine-ocs")
+        self.refused(self.fabric("viewer").ListRings, fabric_pb2.ListRingsRequest(),
+                     grpc.StatusCode.FAILED_PRECONDITION,
+                     "rings exist only on an ocstrx-ring domain; this fabric is leaf-spine-ocs")
+        summary = self.fabric("viewer").GetFabric(fabric_pb2.GetFabricRequest(),
+                                                  timeout=TIMEOUT_S)
+        self.assertEqual(summary.kind, "leaf-spine-ocs")
+
+
+def ring_job(job_id, tp=8, **kw):
+    return jobs_pb2.JobSpec(id=job_id, ring=jobs_pb2.RingRequest(tp=tp, **kw))
+
+
+class RingDomainTest(unittest.TestCase):
+    """nb_test_server --ring: a fake OCSTrx ring domain of 32 nodes x 4 GPUs
+    behind the real library (mTLS, roles, validation)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--ring", "--ca", os.path.join(CERTS, "ca.pem"),
+                            "--cert", os.path.join(CERTS, "server.pem"),
+                            "--key", os.path.join(CERTS, "server.key"))
+        cls.channels = {r: tls_channel(cls.server.target, r)
+                        for r in ("viewer", "scheduler", "operator")}
+
+    @classmethod
+    def tearDownClass(cls):
+        for ch in cls.channels.values():
+            ch.close()
+        cls.server.stop()
+
+    def jobs(self, role="scheduler"):
+        return jobs_pb2_grpc.JobsStub(self.channels[role])
+
+    def fabric(self, role="operator"):
+        return fabric_pb2_grpc.FabricStub(self.channels[role])
+
+    refused = NorthboundTest.refused
+
+    def test_fabric_summary(self):
+        s = self.fabric("viewer").GetFabric(fabric_pb2.GetFabricRequest(), timeout=TIMEOUT_S)
+        self.assertEqual((s.kind, s.nodes, s.tors, s.nodes_per_tor, s.gpus_per_node, s.k_hops,
+                          s.gpus), ("ocstrx-ring", 32, 8, 4, 4, 2, 128))
+
+    def test_validation_names_the_field(self):
+        plan = self.jobs().PlanJob
+        invalid = grpc.StatusCode.INVALID_ARGUMENT
+        self.refused(plan, ring_job("v", tp=6), invalid,
+                     "ring.tp: 6 is not a multiple of the 4 GPUs per node")
+        self.refused(plan, ring_job("v", gpus=12), invalid,
+                     "ring.gpus: 12 is not a multiple of ring.tp (8)")
+        self.refused(plan, ring_job("v", gpus=8, rings=1), invalid,
+                     "ring.rings: 1 given together with ring.gpus (8); ask for GPUs or for "
+                     "rings, not both")
+        self.refused(plan, ring_job("v", gpus=136), invalid,
+                     "ring.gpus: 136 exceeds the domain's 128 GPUs")
+        self.refused(plan, ring_job("v", orchestration="random"), invalid,
+                     'ring.orchestration: "random" is not a known orchestration (dcn-free, '
+                     'fat-tree or greedy)')
+        with_placement = ring_job("v")
+        with_placement.placement.gpus.add(gpu=0)
+        self.refused(plan, with_placement, invalid,
+                     "placement: a ring job has no placement: ocsd picks the nodes")
+        self.refused(plan, job("v"), grpc.StatusCode.FAILED_PRECONDITION,
+                     "leaf_demand: an ocstrx-ring domain takes ring requests (ring), not "
+                     "leaf_demand; this fabric is ocstrx-ring")
+        self.refused(self.fabric().MarkNode, fabric_pb2.MarkNodeRequest(node=32,
+                     condition=fabric_pb2.NODE_CONDITION_FAULTY), invalid,
+                     "node: 32 is outside 0..31")
+        self.refused(self.fabric().MarkNode, fabric_pb2.MarkNodeRequest(node=1), invalid,
+                     "condition: required: NODE_CONDITION_HEALTHY or NODE_CONDITION_FAULTY")
+        self.refused(self.fabric("viewer").ListRings, fabric_pb2.ListRingsRequest(node=3),
+                     invalid, "node: 3 given but has_node is false")
+        self.refused(self.fabric("viewer").ListCircuits,
+                     fabric_pb2.ListCircuitsRequest(has_pod=True, pod=0),
+                     grpc.StatusCode.FAILED_PRECONDITION,
+                     "pod: an ocstrx-ring domain has no pods; this fabric is ocstrx-ring")
+
+    def test_rings_mark_node_and_events(self):
+        stream = events_pb2_grpc.EventsStub(self.channels["viewer"]).Watch(
+            events_pb2.WatchRequest(rings=True))
+        got = []
+        lock = threading.Lock()
+        done = threading.Event()
+
+        def reader():
+            try:
+                for e in stream:
+                    with lock:
+                        got.append(e)
+                        if e.WhichOneof("kind") == "ring" and \
+                                e.ring.ring.last_change == fabric_pb2.RING_CHANGE_RELEASED:
+                            break
+            except grpc.RpcError:
+                pass
+            done.set()
+
+        t = threading.Thread(target=reader)
+        t.start()
+        # Subscribed once a probe node event arrives (node 31 fails and heals).
+        for _ in range(100):
+            for cond in (fabric_pb2.NODE_CONDITION_FAULTY, fabric_pb2.NODE_CONDITION_HEALTHY):
+                self.fabric().MarkNode(fabric_pb2.MarkNodeRequest(node=31, condition=cond),
+                                       timeout=TIMEOUT_S)
+            with lock:
+                if got:
+                    break
+            time.sleep(0.05)
+        plan = self.jobs().PlanJob(ring_job("rg", rings=2, orchestration="greedy", seed=3),
+                                   timeout=TIMEOUT_S)
+        self.assertEqual([list(r.nodes) for r in plan.rings], [[0, 1], [2, 3]])
+        self.assertEqual((plan.figures.ring.rings, plan.figures.ring.nodes_per_ring,
+                          plan.figures.ring.gpus_placed, plan.figures.ring.orchestration),
+                         (2, 2, 16, "greedy"))
+        sub = self.jobs().SubmitJob(ring_job("rg", rings=2, orchestration="greedy", seed=3),
+                                    timeout=TIMEOUT_S)
+        self.assertTrue(sub.created)
+        self.assertEqual([(r.job_id, r.index, list(r.nodes)) for r in sub.job.rings],
+                         [("rg", 0, [0, 1]), ("rg", 1, [2, 3])])
+        listed = self.fabric("viewer").ListRings(
+            fabric_pb2.ListRingsRequest(job_id="rg", has_node=True, node=3), timeout=TIMEOUT_S)
+        self.assertEqual([list(r.nodes) for r in listed.rings], [[2, 3]])
+        for role in ("viewer", "scheduler"):
+            self.refused(self.fabric(role).MarkNode,
+                         fabric_pb2.MarkNodeRequest(node=2,
+                                                    condition=fabric_pb2.NODE_CONDITION_FAULTY),
+                         grpc.StatusCode.PERMISSION_DENIED,
+                         "role %s may not call Fabric/MarkNode (needs operator)" % role)
+        marked = self.fabric().MarkNode(
+            fabric_pb2.MarkNodeRequest(node=2, condition=fabric_pb2.NODE_CONDITION_FAULTY),
+            timeout=TIMEOUT_S)
+        self.assertEqual(list(marked.affected_jobs), ["rg"])
+        after = self.jobs("viewer").GetJob(jobs_pb2.GetJobRequest(id="rg"), timeout=TIMEOUT_S)
+        ring1 = after.job.rings[1]
+        self.assertEqual((list(ring1.nodes), ring1.last_change, ring1.failed_node),
+                         ([3], fabric_pb2.RING_CHANGE_BYPASSED, 2))
+        self.jobs().ReleaseJob(jobs_pb2.ReleaseJobRequest(id="rg"), timeout=TIMEOUT_S)
+        self.fabric().MarkNode(fabric_pb2.MarkNodeRequest(
+            node=2, condition=fabric_pb2.NODE_CONDITION_HEALTHY), timeout=TIMEOUT_S)
+        self.assertTrue(done.wait(TIMEOUT_S), "events: %r" % got)
+        stream.cancel()
+        t.join()
+        # rings=True: ring and node events only, never the jobs' own events
+        self.assertEqual({e.WhichOneof("kind") for e in got}, {"ring", "node"})
+        rg = [e.ring for e in got if e.WhichOneof("kind") == "ring"]
+        self.assertEqual([(r.ring.index, r.ring.last_change) for r in rg[:3]],
+                         [(0, fabric_pb2.RING_CHANGE_PLACED), (1, fabric_pb2.RING_CHANGE_PLACED),
+                          (1, fabric_pb2.RING_CHANGE_BYPASSED)])
+        bypass = rg[2]
+        self.assertEqual((list(bypass.old_nodes), list(bypass.ring.nodes)), ([2, 3], [3]))
+        self.assertGreater(bypass.reaction_us, bypass.devices_us)
+        node2 = [e.node for e in got if e.WhichOneof("kind") == "node" and e.node.node == 2]
+        self.assertEqual([(n.condition, n.source) for n in node2],
+                         [(fabric_pb2.NODE_CONDITION_FAULTY, "operator")])
 
 
 class ShutdownTest(unittest.TestCase):

@@ -2,7 +2,9 @@
 # test_ocsctl.sh OCSCTL NB_TEST_SERVER MAKE_CERTS - drives ocsctl against the
 # real northbound server (nb_test_server: test-only table-answering handler)
 # over mTLS with certificates made at test time: every command, --json,
-# roles, exit codes 0/1/2/3, OCSD_SERVER, and the watch stream.
+# roles, exit codes 0/1/2/3, OCSD_SERVER, and the watch stream; then a
+# second server playing an OCSTrx ring domain (--ring) for ring jobs,
+# rings, node fail/heal and ring and node events.
 set -euo pipefail
 ocsctl=$1
 server_bin=$2
@@ -11,12 +13,15 @@ make_certs=$3
 work=$(mktemp -d /tmp/test_ocsctl.XXXXXX)
 server_pid=""
 watch_pid=""
+ring_pid=""
+ring_watch_pid=""
 cleanup() {
   [ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null || true
-  if [ -n "$server_pid" ]; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
+  [ -n "$ring_watch_pid" ] && kill "$ring_watch_pid" 2>/dev/null || true
+  for pid in $server_pid $ring_pid; do
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -301,6 +306,193 @@ if [ "$count_rc" = 0 ] && grep -q '"device":{"device":"ocs-g1-d0"' "$work/count.
 else
   echo "FAIL: watch --count 1 exit $count_rc:"; cat "$work/count.out" "$work/count.err"
   failures=$((failures + 1))
+fi
+
+# --- ring requests and calls on a leaf-spine fabric: FAILED_PRECONDITION by field ---
+cat >"$work/ring.json" <<'EOF'
+{"id": "tp8", "idempotency_key": "ring-1", "ring": {"tp": 8, "gpus": 32, "orchestration": "fat-tree"}}
+EOF
+# shellcheck disable=SC2046
+expect 1 "ring job on a leaf-spine fabric" -- $(as scheduler) job plan "$work/ring.json"
+has err "FAILED_PRECONDITION: ring: a ring request needs an ocstrx-ring domain; this fabric is leaf-spine-ocs" "ring job refused by kind"
+# shellcheck disable=SC2046
+expect 1 "rings on a leaf-spine fabric" -- $(as viewer) rings
+has err "FAILED_PRECONDITION: rings exist only on an ocstrx-ring domain; this fabric is leaf-spine-ocs" "rings refused by kind"
+# shellcheck disable=SC2046
+expect 1 "node fail on a leaf-spine fabric" -- $(as operator) node fail 1
+has err "FAILED_PRECONDITION: node: nodes exist only on an ocstrx-ring domain" "node refused by kind"
+
+# --- the ring domain: a second server (mTLS, same CA), 32 nodes x 4 GPUs ---
+"$server_bin" --ring --ca "$c/ca.pem" --cert "$c/server.pem" --key "$c/server.key" \
+  >"$work/ring.out" 2>"$work/ring.err" &
+ring_pid=$!
+for _ in $(seq 100); do
+  grep -q '^port ' "$work/ring.out" 2>/dev/null && break
+  sleep 0.05
+done
+ring_port=$(awk '/^port /{print $2}' "$work/ring.out")
+[ -n "$ring_port" ] || { echo "ring server did not start"; cat "$work/ring.err"; exit 1; }
+rs="--server 127.0.0.1:$ring_port"
+# shellcheck disable=SC2046,SC2086
+"$ocsctl" $(as viewer) $rs watch >"$work/ring-watch.out" 2>"$work/ring-watch.err" &
+ring_watch_pid=$!
+# subscribed once a probe (node 31 faulty, then healthy) shows up
+for _ in $(seq 100); do
+  # shellcheck disable=SC2046,SC2086
+  "$ocsctl" $(as operator) $rs node fail 31 >/dev/null
+  grep -q "node 31 faulty" "$work/ring-watch.out" && break
+  # shellcheck disable=SC2046,SC2086
+  "$ocsctl" $(as operator) $rs node heal 31 >/dev/null
+  sleep 0.05
+done
+# shellcheck disable=SC2046,SC2086
+"$ocsctl" $(as operator) $rs node heal 31 >/dev/null
+grep -q "node 31 faulty" "$work/ring-watch.out" || { echo "FAIL: ring watch never subscribed"; exit 1; }
+
+# shellcheck disable=SC2046,SC2086
+expect 0 "ring status" -- $(as viewer) $rs status
+has out "ocstrx-ring, 32 nodes (8 ToRs x 4), 128 GPUs, K=2, closed ring, 32 devices" "ring status summary"
+has out "nodes    0 busy, 0 faulty, 32 free" "ring status nodes"
+# shellcheck disable=SC2046,SC2086
+expect 0 "ring fabric" -- $(as viewer) $rs fabric
+has out "gpus_per_node      4" "ring fabric lists gpus_per_node"
+if grep -q "k_leaf" "$work/out"; then echo "FAIL: ring fabric lists leaf-spine fields"; failures=$((failures + 1)); fi
+# shellcheck disable=SC2046,SC2086
+expect 0 "ring job plan" -- $(as scheduler) $rs job plan "$work/ring.json"
+has out "plan for job tp8 (dry run, nothing changed)" "ring plan header"
+has out "cross_tor_share    0.333333" "ring plan figures"
+has out "tp8  3     6,7    placed  -       -" "ring plan rows"
+# shellcheck disable=SC2046,SC2086
+expect 0 "no rings after a plan" -- $(as viewer) $rs --json rings
+has out '"rings": []' "plan placed nothing"
+# shellcheck disable=SC2046,SC2086
+expect 0 "ring job submit" -- $(as scheduler) $rs job submit "$work/ring.json"
+has out "job tp8: active (submitted)" "ring submit result"
+has out "ring     tp 8, 32 GPUs, fat-tree" "ring request shown"
+has out "tp8  0     0,1    placed  -       -" "submit lists rings"
+# shellcheck disable=SC2046,SC2086
+expect 0 "jobs on the ring domain" -- $(as viewer) $rs jobs
+has out "tp8  active  fat-tree  32    -      4 rings  -" "ring job row"
+# shellcheck disable=SC2046,SC2086
+expect 0 "rings --json" -- $(as viewer) $rs --json rings --job tp8
+if /usr/bin/python3 - "$work/out" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert list(doc) == ["rings"], doc
+rings = doc["rings"]
+assert [(r["job_id"], r["ring"], r["nodes"]) for r in rings] == [
+    ("tp8", 0, [0, 1]), ("tp8", 1, [2, 3]), ("tp8", 2, [4, 5]), ("tp8", 3, [6, 7])], rings
+assert all(list(r)[:3] == ["job_id", "ring", "nodes"] for r in rings), rings
+PY
+then echo "ok: rings --json shape"; else echo "FAIL: rings --json shape"; cat "$work/out"; failures=$((failures + 1)); fi
+# shellcheck disable=SC2046,SC2086
+expect 0 "rings --node" -- $(as viewer) $rs rings --node 5
+has out "tp8  2     4,5    placed  -       -" "node filter keeps its ring"
+if grep -q "0,1" "$work/out"; then echo "FAIL: --node 5 lists ring 0"; failures=$((failures + 1)); fi
+# shellcheck disable=SC2046,SC2086
+expect 1 "rings --node out of range" -- $(as viewer) $rs rings --node 32
+has err "INVALID_ARGUMENT: node: 32 is outside 0..31" "node filter range"
+
+# roles: MarkNode is the operator's
+for role in viewer scheduler; do
+  # shellcheck disable=SC2046,SC2086
+  expect 1 "$role cannot mark a node" -- $(as $role) $rs node fail 3
+  has err "PERMISSION_DENIED: role $role may not call Fabric/MarkNode (needs operator)" "$role refusal"
+done
+# shellcheck disable=SC2046,SC2086
+expect 0 "node fail" -- $(as operator) $rs node fail 3
+has out "node 3: faulty" "node fail result"
+has out "ring repaired for job tp8" "node fail names the job"
+# shellcheck disable=SC2046,SC2086
+expect 0 "job show after the fault" -- $(as viewer) $rs job show tp8
+has out "tp8  1     2      bypassed  3       -" "bypassed ring shown"
+# shellcheck disable=SC2046,SC2086
+expect 0 "node fail --json" -- $(as operator) $rs --json node fail 3
+has out '"condition": "NODE_CONDITION_FAULTY"' "node json"
+# shellcheck disable=SC2046,SC2086
+expect 1 "node out of range" -- $(as operator) $rs node fail 32
+has err "INVALID_ARGUMENT: node: 32 is outside 0..31" "node range refusal"
+# shellcheck disable=SC2046,SC2086
+expect 0 "node heal" -- $(as operator) $rs node heal 3
+has out "node 3: healthy" "node heal result"
+
+# ring-domain refusals, by field
+# shellcheck disable=SC2046,SC2086
+expect 1 "leaf-spine job on a ring domain" -- $(as scheduler) $rs job plan "$work/job.json"
+has err "FAILED_PRECONDITION: leaf_demand: an ocstrx-ring domain takes ring requests (ring), not leaf_demand; this fabric is ocstrx-ring" "leaf job refused by kind"
+sed 's/"tp": 8/"tp": 6/' "$work/ring.json" >"$work/ring-tp.json"
+# shellcheck disable=SC2046,SC2086
+expect 1 "ring tp not a multiple of the node's GPUs" -- $(as scheduler) $rs job plan "$work/ring-tp.json"
+has err "INVALID_ARGUMENT: ring.tp: 6 is not a multiple of the 4 GPUs per node" "ring.tp refusal"
+sed 's/"gpus": 32/"rings": 2, "gpus": 32/' "$work/ring.json" >"$work/ring-both.json"
+# shellcheck disable=SC2046,SC2086
+expect 1 "ring gpus and rings together" -- $(as scheduler) $rs job plan "$work/ring-both.json"
+has err "INVALID_ARGUMENT: ring.rings: 2 given together with ring.gpus (32)" "ring.rings refusal"
+sed 's/"fat-tree"/"best-fit"/' "$work/ring.json" >"$work/ring-orch.json"
+# shellcheck disable=SC2046,SC2086
+expect 1 "unknown orchestration" -- $(as scheduler) $rs job plan "$work/ring-orch.json"
+has err 'INVALID_ARGUMENT: ring.orchestration: "best-fit" is not a known orchestration (dcn-free, fat-tree or greedy)' "orchestration refusal"
+sed 's/"ring":/"options": {"planner": "leaf-centric"}, "ring":/' "$work/ring.json" >"$work/ring-planner.json"
+# shellcheck disable=SC2046,SC2086
+expect 1 "ring job with a planner" -- $(as scheduler) $rs job plan "$work/ring-planner.json"
+has err "INVALID_ARGUMENT: options.planner: a ring job takes no planner" "planner refusal"
+sed 's/"tp8"/"tp8-big"/; s/"gpus": 32/"gpus": 128/' "$work/ring.json" >"$work/ring-big.json"
+# shellcheck disable=SC2046,SC2086
+expect 1 "more rings than the free nodes give" -- $(as scheduler) $rs job submit "$work/ring-big.json"
+has err "RESOURCE_EXHAUSTED: ring: the job needs 16 rings of 2 nodes; the healthy free nodes give 12" "capacity refusal"
+sed 's/"tp"/"tpp"/' "$work/ring.json" >"$work/ring-key.json"
+# shellcheck disable=SC2046,SC2086
+expect 2 "unknown ring member" -- $(as scheduler) $rs job plan "$work/ring-key.json"
+has err "ring.tpp: unknown field of ocs.v1.RingRequest" "unknown ring member named"
+expect 2 "node without subcommand" -- --insecure node
+expect 2 "node fail without a number" -- --insecure node fail
+expect 2 "node fail with a bad number" -- --insecure node fail x
+expect 2 "node with a bad subcommand" -- --insecure node break 3
+expect 2 "--node on the wrong command" -- --insecure jobs --node 3
+expect 2 "--pod on rings" -- --insecure rings --pod 1
+expect 2 "bad --node" -- --insecure rings --node -1
+
+for args in "status" "fabric" "jobs" "rings" "rings --node 2" "job show tp8" "job plan $work/ring.json"; do
+  # shellcheck disable=SC2046,SC2086
+  expect 0 "ring --json $args" -- $(as scheduler) $rs --json $args
+  if ! /usr/bin/python3 -m json.tool "$work/out" >/dev/null; then
+    echo "FAIL: ring --json $args is not JSON:"; cat "$work/out"; failures=$((failures + 1))
+  fi
+done
+# shellcheck disable=SC2046,SC2086
+expect 0 "ring job release" -- $(as scheduler) $rs job release tp8
+# shellcheck disable=SC2046,SC2086
+expect 0 "no rings after release" -- $(as viewer) $rs rings
+has out "JOB  RING  NODES  CHANGE  FAILED  REASON" "empty rings table"
+if grep -q "tp8" "$work/out"; then echo "FAIL: released rings listed"; failures=$((failures + 1)); fi
+
+ring_watch_ok() {
+  grep -q "ring tp8#0 placed nodes=0,1" "$work/ring-watch.out" \
+    && grep -q "node 3 faulty source=operator" "$work/ring-watch.out" \
+    && grep -q "ring tp8#1 bypassed nodes=2 was=2,3 failed=3 reaction_us=1500 devices_us=900" "$work/ring-watch.out" \
+    && grep -q "node 3 healthy source=operator" "$work/ring-watch.out" \
+    && grep -q "ring tp8#3 released nodes=- was=6,7" "$work/ring-watch.out"
+}
+for _ in $(seq 100); do
+  ring_watch_ok && break
+  sleep 0.05
+done
+kill "$ring_watch_pid" 2>/dev/null || true
+wait "$ring_watch_pid" 2>/dev/null || true
+ring_watch_pid=""
+if ring_watch_ok; then
+  echo "ok: watch saw the ring and node events"
+else
+  echo "FAIL: ring watch output:"; cat "$work/ring-watch.out" "$work/ring-watch.err"; failures=$((failures + 1))
+fi
+kill -TERM "$ring_pid"
+ring_rc=0
+wait "$ring_pid" || ring_rc=$?
+ring_pid=""
+if [ "$ring_rc" != 0 ]; then
+  echo "FAIL: ring server exited $ring_rc"; cat "$work/ring.err"; failures=$((failures + 1))
+else
+  echo "ok: ring server stopped cleanly"
 fi
 
 # --- the server shuts down cleanly (exit 0; under ASan also leak-free) ---

@@ -16,6 +16,7 @@
 
 #include "ocs/v1/jobs.pb-c.h"
 #include "ocs/v1/events.pb-c.h"
+#include "ocs/v1/fabric.pb-c.h"
 #include "ocs_json.h"
 #include "pbjson.h"
 
@@ -129,23 +130,88 @@ static void test_parallelism_file(void **state)
 	assert_string_equal(err, "parallelism.bandwidth_gbps: expected a number, got string");
 }
 
+/* A ring job file (deploy/jobs/hbd-tp16.json has this shape). */
+static const char ring_text[] = "{\"id\": \"hbd-1\", \"idempotency_key\": \"k\","
+				" \"ring\": {\"tp\": 16, \"gpus\": 128, \"orchestration\": "
+				"\"greedy\", \"seed\": 9007199254740993}}";
+
+static void test_ring_file(void **state)
+{
+	char err[256] = "";
+	Ocs__V1__JobSpec *j;
+	Ocs__V1__ListRingsResponse *rings;
+	char *text;
+
+	(void)state;
+	j = (Ocs__V1__JobSpec *)read_text(ring_text, &ocs__v1__job_spec__descriptor, err,
+					  sizeof(err));
+	if (!j)
+		fail_msg("%s", err);
+	assert_int_equal(j->demand_case, OCS__V1__JOB_SPEC__DEMAND_RING);
+	assert_null(j->placement);
+	assert_int_equal(j->ring->tp, 16);
+	assert_int_equal(j->ring->gpus, 128);
+	assert_int_equal(j->ring->rings, 0);
+	assert_string_equal(j->ring->orchestration, "greedy");
+	assert_true(j->ring->seed == 9007199254740993ULL);
+	ocs__v1__job_spec__free_unpacked(j, NULL);
+	/* rings instead of gpus; the other demands are the oneof's other members */
+	j = (Ocs__V1__JobSpec *)read_text("{\"id\": \"r\", \"ring\": {\"tp\": 8, \"rings\": 3}}",
+					  &ocs__v1__job_spec__descriptor, err, sizeof(err));
+	if (!j)
+		fail_msg("%s", err);
+	assert_int_equal(j->ring->rings, 3);
+	assert_int_equal(j->ring->gpus, 0);
+	ocs__v1__job_spec__free_unpacked(j, NULL);
+	assert_null(read_text("{\"leaf_demand\": {}, \"ring\": {\"tp\": 8}}",
+			      &ocs__v1__job_spec__descriptor, err, sizeof(err)));
+	assert_string_equal(err, "ring: only one member of its oneof may be set");
+	assert_null(read_text("{\"ring\": {\"tp\": 8, \"nodes\": [1, 2]}}",
+			      &ocs__v1__job_spec__descriptor, err, sizeof(err)));
+	assert_string_equal(err, "ring.nodes: unknown field of ocs.v1.RingRequest");
+	assert_null(read_text("{\"ring\": {\"tp\": \"8\"}}", &ocs__v1__job_spec__descriptor, err,
+			      sizeof(err)));
+	assert_string_equal(err, "ring.tp: expected an integer, got string");
+	assert_null(read_text("{\"ring\": {\"seed\": -1}}", &ocs__v1__job_spec__descriptor, err,
+			      sizeof(err)));
+	assert_string_equal(err, "ring.seed: out of range 0..9223372036854775807");
+	/* ListRings answers as ocsctl reads them: enums by name, -1 kept */
+	rings = (Ocs__V1__ListRingsResponse *)read_text(
+		"{\"rings\": [{\"job_id\": \"a\", \"index\": 1, \"nodes\": [4, 5, 7],"
+		" \"last_change\": \"RING_CHANGE_BYPASSED\", \"failed_node\": 6}]}",
+		&ocs__v1__list_rings_response__descriptor, err, sizeof(err));
+	if (!rings)
+		fail_msg("%s", err);
+	assert_int_equal(rings->n_rings, 1);
+	assert_int_equal(rings->rings[0]->n_nodes, 3);
+	assert_int_equal(rings->rings[0]->nodes[2], 7);
+	assert_int_equal(rings->rings[0]->last_change, OCS__V1__RING_CHANGE__RING_CHANGE_BYPASSED);
+	text = write_text(&rings->base);
+	assert_string_equal(text, "{\"rings\":[{\"job_id\":\"a\",\"index\":1,\"nodes\":[4,5,7],"
+				  "\"last_change\":\"RING_CHANGE_BYPASSED\",\"failed_node\":6,"
+				  "\"reason\":\"\"}]}");
+	free(text);
+	protobuf_c_message_free_unpacked(&rings->base, NULL);
+}
+
 /* write -> read gives the same message (compared on the wire). */
 static void test_round_trip(void **state)
 {
 	char err[256] = "";
-	const ProtobufCMessageDescriptor *descs[] = {&ocs__v1__job_spec__descriptor,
-						     &ocs__v1__event__descriptor,
-						     &ocs__v1__job_spec__descriptor};
+	const ProtobufCMessageDescriptor *descs[] = {
+		&ocs__v1__job_spec__descriptor, &ocs__v1__event__descriptor,
+		&ocs__v1__job_spec__descriptor, &ocs__v1__job_spec__descriptor};
 	const char *texts[] = {
 		job_text,
 		"{\"seq\": 7, \"time_unix_ms\": 1700000000000,"
 		" \"device\": {\"device\": \"ocs-g0-d1\", \"session\": \"SESSION_STATE_CONNECTED\","
 		" \"health\": 3, \"drained\": true}}",
 		par_text,
+		ring_text,
 	};
 
 	(void)state;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		ProtobufCMessage *a = read_text(texts[i], descs[i], err, sizeof(err)), *b;
 		uint8_t wa[512], wb[512];
 		char *text;
@@ -250,7 +316,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_job_file),       cmocka_unit_test(test_parallelism_file),
 		cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_duplicate_keys),
+		cmocka_unit_test(test_duplicate_keys), cmocka_unit_test(test_ring_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
