@@ -660,7 +660,8 @@ static void txn_done(void *arg, const struct txn_outcome *o);
  * they were are kept for the ring events. -errno with why set when it did
  * not start.
  */
-static int start_ring_txn(struct jm *jm, struct job_rt *j, bool release, char *why, size_t why_len)
+static int start_ring_txn(struct jm *jm, struct job_rt *j, bool release,
+			  const struct st_fault *fault, char *why, size_t why_len)
 {
 	struct txn_change c = {0};
 	size_t n_prev = 0;
@@ -689,7 +690,8 @@ static int start_ring_txn(struct jm *jm, struct job_rt *j, bool release, char *w
 				.rings = j->change.rings,
 				.n_rings = j->change.n_rings,
 				.bundles = j->change.bundles,
-				.n_bundles = j->change.n_bundles};
+				.n_bundles = j->change.n_bundles,
+				.fault = fault};
 	return jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, why_len);
 }
 
@@ -712,7 +714,7 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 
 	if (j->kind->rings) {
 		jm->txn_job = j;
-		rc = start_ring_txn(jm, j, release, why, sizeof(why));
+		rc = start_ring_txn(jm, j, release, NULL, why, sizeof(why));
 		if (rc == 0)
 			return;
 		jm->txn_job = NULL;
@@ -974,6 +976,50 @@ void jm_retry_repairs(struct jm *jm)
 	pump(jm);
 }
 
+/*
+ * The fast path of a fault: when the job holding the node can be repaired
+ * at once (no transaction running, the job ACTIVE and idle), the fault is
+ * stored with the repair's intent in one SQLite transaction (one commit
+ * between the notification and the devices instead of two). 0, or -errno
+ * with nothing stored and nothing changed (the caller takes the ordinary
+ * path then).
+ */
+static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char *source)
+{
+	struct st_fault fault = {node, source, now_ms(jm)};
+	const struct rg_ring *ring;
+	enum rg_change kind;
+	char why[400];
+	int failed = -1, rc;
+
+	if (jm->txn_job || jm->stopping || jm->not_serving || j->pub.state != JM_ACTIVE ||
+	    j->queued || j->repair)
+		return -EBUSY;
+	rg_set_faulty(jm->d.rings, node, true, source, fault.since_ms);
+	ring = jr_broken_ring(jm->d.rings, j->pub.id, &failed);
+	jp_change_clear(&j->change);
+	rc = ring ? jr_repair_change(jm->d.rings, ring, failed, &j->pub.ring, fault.since_ms,
+				     &j->change, &kind)
+		  : -EINVAL;
+	if (rc == 0) {
+		int index = ring->index;
+
+		j->repair = true;
+		jm->txn_job = j;
+		rc = start_ring_txn(jm, j, false, &fault, why, sizeof(why));
+		if (rc == 0) {
+			fprintf(stderr, "<5>job %s: ring %d lost node %d: %s\n", j->pub.id, index,
+				failed, rg_change_name(kind));
+			return 0;
+		}
+		jm->txn_job = NULL;
+		j->repair = false;
+	}
+	jp_change_clear(&j->change);
+	rg_set_faulty(jm->d.rings, node, false, NULL, 0);
+	return rc;
+}
+
 int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64_t received_us,
 		 const char **affected_job, struct jm_error *err)
 {
@@ -996,6 +1042,18 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 			     jm->not_serving_reason);
 		return -1;
 	}
+	holder = rg_holder(jm->d.rings, node);
+	j = holder ? find_job(jm, holder->job_id) : NULL;
+	if (faulty && !rg_faulty(jm->d.rings, node) && j) {
+		j->fault_us = received_us;
+		j->repair_failed = false;
+		if (repair_at_once(jm, j, node, source) == 0) {
+			if (jm->d.events.node_changed)
+				jm->d.events.node_changed(jm->d.events.ctx, node, true, source);
+			*affected_job = j->pub.id;
+			return 0;
+		}
+	}
 	if (rg_faulty(jm->d.rings, node) != faulty) {
 		rc = st_fault_set(jm->d.store, node, faulty, source, now_ms(jm));
 		if (rc) {
@@ -1014,9 +1072,6 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 			pump(jm);
 		}
 	}
-	holder = rg_holder(jm->d.rings, node);
-	if (holder)
-		j = find_job(jm, holder->job_id);
 	if (faulty && j) {
 		*affected_job = j->pub.id;
 		j->fault_us = received_us;

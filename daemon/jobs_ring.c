@@ -134,6 +134,8 @@ int jr_repair_change(const struct rg_state *rg, const struct rg_ring *ring, int 
 		return -ENOMEM;
 	if (jr_request(req, d, &hr) != 0)
 		hr.orch = HBD_ORCH_DCN_FREE;
+	/* the ring as it is now (a bypass made it shorter): a re-placement keeps that size */
+	hr.tp = ring->m * d->gpus_per_node;
 	rc = hbd_repair(d, use, ring->nodes, ring->m, failed, &hr, &r);
 	free(use);
 	if (rc)

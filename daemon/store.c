@@ -778,17 +778,34 @@ static int ring_from_row(sqlite3_stmt *s, int first, struct rg_ring *r)
 
 int st_ring_intent_begin(struct st_store *st, const char *job_id, const struct rg_ring *rings,
 			 size_t n_rings, const struct st_bundle *bundles, size_t n_bundles,
-			 int64_t now_ms, int64_t *txn_id)
+			 const struct st_fault *fault, int64_t now_ms, int64_t *txn_id)
 {
 	sqlite3_stmt *s = NULL;
 	int64_t txn;
 	int rc;
 
-	if (!job_id || (n_rings && !rings) || (n_bundles && !bundles))
+	if (!job_id || (n_rings && !rings) || (n_bundles && !bundles) ||
+	    (fault && (fault->node < 0 || !fault->source)))
 		return -EINVAL;
 	rc = exec(st, "BEGIN IMMEDIATE");
 	if (rc)
 		return rc;
+	if (fault) {
+		rc = prepare(st,
+			     "INSERT OR IGNORE INTO node_faults(node, source, since_ms)"
+			     " VALUES(?1, ?2, ?3)",
+			     &s);
+		if (rc == 0)
+			rc = sqlite3_bind_int(s, 1, fault->node) ||
+					     bind_text(s, 2, fault->source) ||
+					     sqlite3_bind_int64(s, 3, fault->since_ms)
+				     ? bind_error(st)
+				     : sql_rc(sqlite3_step(s));
+		sqlite3_finalize(s);
+		s = NULL;
+		if (rc)
+			goto rollback;
+	}
 	rc = prepare(st, "INSERT INTO intents(job_id, state, created_ms) VALUES(?1, 'open', ?2)",
 		     &s);
 	if (rc == 0) {

@@ -141,6 +141,18 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms);
 
+/*
+ * A node fault stored together with the intent of the repair it causes
+ * (st_ring_intent_begin), in the same SQLite transaction: one commit
+ * between the fault and the devices, and still never a repair without its
+ * fault stored. As st_fault_set(node, true, source, since_ms).
+ */
+struct st_fault {
+	int node;
+	const char *source;
+	int64_t since_ms;
+};
+
 /* One bundle setting of a ring domain node (solvers/hbd_ring.h values). */
 struct st_bundle {
 	int node;
@@ -187,11 +199,12 @@ int st_link_list(struct st_store *st, int (*fn)(void *ctx, const struct st_link 
  * it programs (recovery reads the nodes back against them). Like
  * st_intent_begin: 0 and the new transaction id, or nothing stored.
  * st_intent_finish(CONFIRMED) then replaces the job's rows of the rings
- * table with the intent's rings, in the same SQLite transaction.
+ * table with the intent's rings, in the same SQLite transaction. fault
+ * (NULL: none) is stored with the intent (struct st_fault).
  */
 int st_ring_intent_begin(struct st_store *st, const char *job_id, const struct rg_ring *rings,
 			 size_t n_rings, const struct st_bundle *bundles, size_t n_bundles,
-			 int64_t now_ms, int64_t *txn_id);
+			 const struct st_fault *fault, int64_t now_ms, int64_t *txn_id);
 /* Every ring of confirmed transactions, job by job (the ring's nodes are freed after fn). */
 int st_ring_list(struct st_store *st, int (*fn)(void *ctx, const struct rg_ring *r), void *ctx);
 /*

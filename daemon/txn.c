@@ -329,7 +329,7 @@ oom:
 }
 
 /* Stores a ring transaction's intent: its rings and every target setting. */
-static int ring_intent(struct txn_driver *drv, struct txn *tx)
+static int ring_intent(struct txn_driver *drv, struct txn *tx, const struct st_fault *fault)
 {
 	int bundles = rg_domain(drv->d.rings)->bundles;
 	size_t n = tx->n_devs * (size_t)bundles, at = 0;
@@ -345,7 +345,7 @@ static int ring_intent(struct txn_driver *drv, struct txn *tx)
 			b[at++] = (struct st_bundle){tx->dev_ids[k], h->bundle, h->path,
 						     h->distance, h->dir};
 		}
-	rc = st_ring_intent_begin(drv->d.store, tx->job_id, tx->rings, tx->n_rings, b, n,
+	rc = st_ring_intent_begin(drv->d.store, tx->job_id, tx->rings, tx->n_rings, b, n, fault,
 				  clk_wall_ms(drv->d.clock), &tx->txn_id);
 	free(b);
 	return rc;
@@ -424,7 +424,7 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 		return 0;
 	}
 	if (tx->ring)
-		rc = ring_intent(drv, tx);
+		rc = ring_intent(drv, tx, c->fault);
 	else
 		rc = st_intent_begin(drv->d.store, tx->job_id, tx->removals, tx->n_removals,
 				     tx->adds, tx->n_adds, c->release ? NULL : c->links,

@@ -76,6 +76,8 @@ struct txn_change {
 	size_t n_rings;
 	const struct hbd_bundle *bundles;
 	size_t n_bundles;
+	/* a repair started by a fault not stored yet: stored with the intent */
+	const struct st_fault *fault;
 };
 
 enum txn_result {

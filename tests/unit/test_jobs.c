@@ -188,8 +188,8 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
 						   c->bundles[i].path, c->bundles[i].distance,
 						   c->bundles[i].dir};
 		assert_int_equal(st_ring_intent_begin(f->store, c->job_id, c->rings, c->n_rings, sb,
-						      c->n_bundles, clk_wall_ms(&f->clock.clk),
-						      &f->txn_id),
+						      c->n_bundles, c->fault,
+						      clk_wall_ms(&f->clock.clk), &f->txn_id),
 				 0);
 		free(sb);
 		f->done = done;

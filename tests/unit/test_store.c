@@ -791,12 +791,13 @@ static void test_rings(void **state)
 		{"", 1, r1, 4, RG_PLACED, -1, "", 10},
 	};
 	struct st_bundle b[] = {{0, 1, 1, 2, 0}, {12, 0, 1, 2, 1}};
+	struct st_fault fault5 = {5, "device", 9};
 	struct open_ring_intent open = {0};
 	struct ring_rows rows;
 	char faults[256] = "";
 	int64_t txn, txn2;
 
-	assert_int_equal(st_ring_intent_begin(st, "j", placed, 2, b, 2, 5, &txn), 0);
+	assert_int_equal(st_ring_intent_begin(st, "j", placed, 2, b, 2, NULL, 5, &txn), 0);
 	assert_int_equal(rings_text(st, &rows)[0], '\0');
 	assert_int_equal(st_intent_list_open(st, collect_open_ring, &open), 0);
 	assert_int_equal(open.n, 1);
@@ -812,11 +813,11 @@ static void test_rings(void **state)
 	/* a bypass rolled back changes nothing; confirmed, it replaces the job's rings */
 	assert_int_equal(st_fault_set(st, 4, true, "device", 7), 0);
 	assert_int_equal(st_fault_set(st, 4, true, "operator", 8), 0); /* first source kept */
-	assert_int_equal(st_ring_intent_begin(st, "j", repaired, 2, b, 1, 9, &txn2), 0);
+	assert_int_equal(st_ring_intent_begin(st, "j", repaired, 2, b, 1, &fault5, 9, &txn2), 0);
 	assert_int_equal(st_intent_finish(st, txn2, ST_INTENT_ROLLED_BACK, "no", 9), 0);
 	assert_string_equal(rings_text(st, &rows),
 			    "j#0:placed:-1:0,4,8,12;j#1:placed:-1:16,20,24,28;");
-	assert_int_equal(st_ring_intent_begin(st, "j", repaired, 2, b, 1, 10, &txn2), 0);
+	assert_int_equal(st_ring_intent_begin(st, "j", repaired, 2, b, 1, &fault5, 10, &txn2), 0);
 	assert_int_equal(st_intent_finish(st, txn2, ST_INTENT_CONFIRMED, "ok", 11), 0);
 	st_close(st);
 
@@ -824,16 +825,18 @@ static void test_rings(void **state)
 	assert_string_equal(rings_text(st, &rows),
 			    "j#0:bypassed:4:0,8,12;j#1:placed:-1:16,20,24,28;");
 	assert_int_equal(st_fault_list(st, collect_fault, faults), 0);
-	assert_string_equal(faults, "4:device:7;");
+	/* the fault stored with an intent stays, even when the intent rolled back */
+	assert_string_equal(faults, "4:device:7;5:device:9;");
 	/* a circuit intent of another job leaves the rings alone */
 	assert_int_equal(st_intent_begin(st, "k", NULL, 0, NULL, 0, NULL, 0, 12, &txn), 0);
 	assert_int_equal(st_intent_finish(st, txn, ST_INTENT_CONFIRMED, "ok", 12), 0);
 	assert_int_equal(rings_text(st, &rows)[0] != '\0' ? rows.n : 0, 2);
 	/* release: no rings */
-	assert_int_equal(st_ring_intent_begin(st, "j", NULL, 0, b, 2, 13, &txn), 0);
+	assert_int_equal(st_ring_intent_begin(st, "j", NULL, 0, b, 2, NULL, 13, &txn), 0);
 	assert_int_equal(st_intent_finish(st, txn, ST_INTENT_CONFIRMED, "ok", 14), 0);
 	assert_int_equal(rings_text(st, &rows)[0], '\0');
 	assert_int_equal(st_fault_set(st, 4, false, NULL, 15), 0);
+	assert_int_equal(st_fault_set(st, 5, false, NULL, 15), 0);
 	faults[0] = '\0';
 	assert_int_equal(st_fault_list(st, collect_fault, faults), 0);
 	assert_string_equal(faults, "");
@@ -862,7 +865,7 @@ static void test_upgrade_3_to_4(void **state)
 			 4);
 	assert_int_equal(st_job_get(st, "old", &got), 0);
 	st_job_clear(&got);
-	assert_int_equal(st_ring_intent_begin(st, "old", &r, 1, NULL, 0, 2, &txn), 0);
+	assert_int_equal(st_ring_intent_begin(st, "old", &r, 1, NULL, 0, NULL, 2, &txn), 0);
 	assert_int_equal(st_intent_finish(st, txn, ST_INTENT_CONFIRMED, "ok", 3), 0);
 	assert_string_equal(rings_text(st, &rows), "old#0:placed:-1:1,2;");
 	st_close(st);
