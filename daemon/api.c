@@ -1297,7 +1297,7 @@ static void ev_ring(void *ctx, const struct rg_ring *now, const int *old, int n_
 		      now->last_change == RG_LOST;
 
 	if (repair) {
-		const char *kind = rg_change_name(now->last_change);
+		const char *kind = st_ring_change_name(now->last_change);
 
 		mx_add(api->m_repairs, &kind, 1);
 		if (now->last_change != RG_LOST && reaction_us > 0)

@@ -920,7 +920,7 @@ static void queue_repairs(struct jm *jm, struct job_rt *j)
 		return;
 	}
 	fprintf(stderr, "<5>job %s: ring %d lost node %d: %s\n", j->pub.id, ring->index, failed,
-		rg_change_name(kind));
+		st_ring_change_name(kind));
 	j->repair = true;
 	enqueue_first(jm, j);
 }
@@ -1009,7 +1009,7 @@ static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char 
 		rc = start_ring_txn(jm, j, false, &fault, why, sizeof(why));
 		if (rc == 0) {
 			fprintf(stderr, "<5>job %s: ring %d lost node %d: %s\n", j->pub.id, index,
-				failed, rg_change_name(kind));
+				failed, st_ring_change_name(kind));
 			return 0;
 		}
 		jm->txn_job = NULL;

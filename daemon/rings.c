@@ -25,26 +25,6 @@ struct rg_state {
 	unsigned long gen;
 };
 
-static const char *const change_names[] = {
-	[RG_PLACED] = "placed", [RG_BYPASSED] = "bypassed", [RG_REPLACED] = "replaced",
-	[RG_LOST] = "lost",	[RG_RELEASED] = "released",
-};
-
-const char *rg_change_name(enum rg_change c)
-{
-	return c >= RG_PLACED && c <= RG_RELEASED ? change_names[c] : "unknown";
-}
-
-bool rg_change_parse(const char *name, enum rg_change *out)
-{
-	for (int c = RG_PLACED; c <= RG_RELEASED; c++)
-		if (name && strcmp(name, change_names[c]) == 0) {
-			*out = (enum rg_change)c;
-			return true;
-		}
-	return false;
-}
-
 struct rg_ring *rg_rings_dup(const struct rg_ring *rings, size_t n)
 {
 	struct rg_ring *out = calloc(n ? n : 1, sizeof(*out));

@@ -31,7 +31,7 @@
 
 struct st_store;
 
-/* How a ring came to be what it is (ocs.v1.RingChange; stored by name). */
+/* How a ring came to be what it is (ocs.v1.RingChange; stored by name: st_ring_change_name). */
 enum rg_change {
 	RG_PLACED = 1,
 	RG_BYPASSED,
@@ -39,10 +39,6 @@ enum rg_change {
 	RG_LOST,
 	RG_RELEASED,
 };
-
-/* "placed", "bypassed", "replaced", "lost", "released"; parse: false when unknown. */
-const char *rg_change_name(enum rg_change c);
-bool rg_change_parse(const char *name, enum rg_change *out);
 
 /* One TP ring of a job. */
 struct rg_ring {

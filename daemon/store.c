@@ -658,7 +658,9 @@ void st_intent_clear(struct st_intent *in)
 		return;
 	free(in->removals);
 	free(in->additions);
-	rg_rings_free(in->rings, in->n_rings);
+	for (size_t i = 0; in->rings && i < in->n_rings; i++)
+		free(in->rings[i].nodes);
+	free(in->rings);
 	free(in->bundles);
 	memset(in, 0, sizeof(*in));
 }
@@ -724,6 +726,26 @@ static void *grow(void *items, size_t *cap, size_t n, size_t elem);
 
 /* ---- OCSTrx rings ---- */
 
+static const char *const change_names[] = {
+	[RG_PLACED] = "placed", [RG_BYPASSED] = "bypassed", [RG_REPLACED] = "replaced",
+	[RG_LOST] = "lost",	[RG_RELEASED] = "released",
+};
+
+const char *st_ring_change_name(enum rg_change c)
+{
+	return c >= RG_PLACED && c <= RG_RELEASED ? change_names[c] : "unknown";
+}
+
+bool st_ring_change_parse(const char *name, enum rg_change *out)
+{
+	for (int c = RG_PLACED; c <= RG_RELEASED; c++)
+		if (name && strcmp(name, change_names[c]) == 0) {
+			*out = (enum rg_change)c;
+			return true;
+		}
+	return false;
+}
+
 /* "3,4,6" for nodes (caller frees). NULL on allocation failure. */
 static char *nodes_text(const int *nodes, int m)
 {
@@ -768,7 +790,7 @@ static int ring_from_row(sqlite3_stmt *s, int first, struct rg_ring *r)
 	const unsigned char *reason = sqlite3_column_text(s, first + 4);
 
 	r->index = sqlite3_column_int(s, first);
-	if (!rg_change_parse((const char *)sqlite3_column_text(s, first + 2), &r->last_change))
+	if (!st_ring_change_parse((const char *)sqlite3_column_text(s, first + 2), &r->last_change))
 		r->last_change = RG_PLACED;
 	r->failed_node = sqlite3_column_int(s, first + 3);
 	snprintf(r->reason, sizeof(r->reason), "%s", reason ? (const char *)reason : "");
@@ -837,7 +859,7 @@ int st_ring_intent_begin(struct st_store *st, const char *job_id, const struct r
 			rc = -ENOMEM;
 		else if (sqlite3_bind_int64(s, 1, txn) || sqlite3_bind_int(s, 2, rings[i].index) ||
 			 bind_text(s, 3, text) ||
-			 bind_text(s, 4, rg_change_name(rings[i].last_change)) ||
+			 bind_text(s, 4, st_ring_change_name(rings[i].last_change)) ||
 			 sqlite3_bind_int(s, 5, rings[i].failed_node) ||
 			 bind_text(s, 6, rings[i].reason) ||
 			 sqlite3_bind_int64(s, 7, rings[i].changed_ms))

@@ -205,6 +205,10 @@ int st_link_list(struct st_store *st, int (*fn)(void *ctx, const struct st_link 
 int st_ring_intent_begin(struct st_store *st, const char *job_id, const struct rg_ring *rings,
 			 size_t n_rings, const struct st_bundle *bundles, size_t n_bundles,
 			 const struct st_fault *fault, int64_t now_ms, int64_t *txn_id);
+/* How a ring change is stored: "placed", "bypassed", "replaced", "lost",
+ * "released"; parse: false when unknown. */
+const char *st_ring_change_name(enum rg_change c);
+bool st_ring_change_parse(const char *name, enum rg_change *out);
 /* Every ring of confirmed transactions, job by job (the ring's nodes are freed after fn). */
 int st_ring_list(struct st_store *st, int (*fn)(void *ctx, const struct rg_ring *r), void *ctx);
 /*

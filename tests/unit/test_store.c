@@ -725,7 +725,7 @@ static int collect_ring(void *ctx, const struct rg_ring *r)
 	size_t at = strlen(rows->text);
 
 	at += (size_t)snprintf(rows->text + at, sizeof(rows->text) - at, "%s#%d:%s:%d:", r->job_id,
-			       r->index, rg_change_name(r->last_change), r->failed_node);
+			       r->index, st_ring_change_name(r->last_change), r->failed_node);
 	for (int k = 0; k < r->m; k++)
 		at += (size_t)snprintf(rows->text + at, sizeof(rows->text) - at, "%s%d",
 				       k ? "," : "", r->nodes[k]);
