@@ -82,7 +82,7 @@ struct od {
 	struct event *prune_timer;
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 	struct mx_family *m_pruned;
-	struct mx_family *m_rings, *m_faulty;
+	struct mx_family *m_rings, *m_faulty, *m_subscribed;
 	struct rg_state *rings;	    /* ring domains: the rings and faulty nodes */
 	struct faults *faults;	    /* ring domains: the node-fault listener */
 	struct event *repair_timer; /* ring domains: repairs that did not go through, again */
@@ -146,6 +146,7 @@ static void sample_metrics(void *arg)
 	if (od->rings) {
 		mx_set(od->m_rings, NULL, (double)rg_active(od->rings));
 		mx_set(od->m_faulty, NULL, (double)rg_n_faulty(od->rings));
+		mx_set(od->m_subscribed, NULL, (double)flt_subscribed(od->faults));
 	}
 	if (od->fs) {
 		/* Each cross-connect occupies one input and one output port. */
@@ -194,8 +195,13 @@ static int register_metrics(struct od *od)
 			       "OCSTrx ring domains: rings holding nodes.", NULL);
 	od->m_faulty = mx_gauge(od->reg, "ocsd_nodes_faulty",
 				"OCSTrx ring domains: nodes marked faulty.", NULL);
+	od->m_subscribed = mx_gauge(od->reg, "ocsd_nodes_subscribed",
+				    "OCSTrx ring domains: nodes whose fault notifications ocsd "
+				    "receives (subscription up).",
+				    NULL);
 	if (!info || !start || !od->m_jobs || !od->m_xcs || !od->m_ports || !od->m_reloads ||
-	    !od->m_devices || !od->m_contention || !od->m_pruned || !od->m_rings || !od->m_faulty)
+	    !od->m_devices || !od->m_contention || !od->m_pruned || !od->m_rings || !od->m_faulty ||
+	    !od->m_subscribed)
 		return -ENOMEM;
 	mx_set(info, (const char *[]){OCSD_VERSION, od->cfg->name}, 1);
 	mx_set(start, NULL, (double)(clk_wall_ms(NULL) / 1000));

@@ -27,6 +27,9 @@ struct faults {
 	struct flt_deps d;
 	struct sb_listener *listener;
 	bool stopped; /* messages still arriving are dropped */
+	bool *up;     /* per node: its subscription is up */
+	size_t n_up;
+	int n_nodes;
 };
 
 struct flt_msg {
@@ -96,9 +99,17 @@ static void on_notif_loop(struct loop_node *ln)
 				m->n.node);
 		break;
 	case SB_NOTIF_SUBSCRIBED:
+		if ((int)m->n.source < f->n_nodes && !f->up[m->n.source]) {
+			f->up[m->n.source] = true;
+			f->n_up++;
+		}
 		exec_submit(f->d.exec, &m->task); /* frees m when its result is handled */
 		return;
 	case SB_NOTIF_LOST:
+		if ((int)m->n.source < f->n_nodes && f->up[m->n.source]) {
+			f->up[m->n.source] = false;
+			f->n_up--;
+		}
 		fprintf(stderr, "<4>node %zu: notification session lost; resubscribing\n",
 			m->n.source);
 		break;
@@ -139,6 +150,12 @@ int flt_start(const struct flt_deps *d, const struct sb_device_config *configs, 
 	if (!f)
 		return -ENOMEM;
 	f->d = *d;
+	f->n_nodes = n;
+	f->up = calloc((size_t)n + 1, sizeof(*f->up));
+	if (!f->up) {
+		free(f);
+		return -ENOMEM;
+	}
 	rc = sb_listener_new(d->driver, on_notif, f, &f->listener);
 	for (int i = 0; rc == 0 && i < n; i++)
 		rc = sb_listener_add(f->listener, &configs[i], (size_t)i);
@@ -146,6 +163,7 @@ int flt_start(const struct flt_deps *d, const struct sb_device_config *configs, 
 		rc = sb_listener_start(f->listener);
 	if (rc) {
 		sb_listener_free(f->listener);
+		free(f->up);
 		free(f);
 		return rc;
 	}
@@ -167,5 +185,11 @@ void flt_free(struct faults *f)
 	if (!f)
 		return;
 	sb_listener_free(f->listener);
+	free(f->up);
 	free(f);
+}
+
+size_t flt_subscribed(const struct faults *f)
+{
+	return f ? f->n_up : 0;
 }

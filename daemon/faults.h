@@ -41,6 +41,8 @@ struct flt_deps {
  */
 int flt_start(const struct flt_deps *d, const struct sb_device_config *configs, int n,
 	      struct faults **out);
+/* Nodes whose notification subscription is up (for the ocsd_nodes_subscribed gauge). */
+size_t flt_subscribed(const struct faults *f);
 /* Stops the listener; notifications and reads still under way are dropped. Accepts NULL. */
 void flt_stop(struct faults *f);
 /* Frees after the loop and the executor finished (they may still hold its nodes). Accepts NULL. */

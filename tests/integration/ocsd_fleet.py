@@ -346,8 +346,17 @@ class RingFleet(Fleet):
         testports.wait_listening("127.0.0.1", self.base, "ocs-devsim", START_TIMEOUT_S,
                                  count=self.N_DEV, proc=self.devsim_proc)
 
-    def start_ocsd(self, *extra, insecure=True, reconcile_s=0):
-        return super().start_ocsd(*extra, insecure=insecure, reconcile_s=reconcile_s)
+    def start_ocsd(self, *extra, insecure=True, reconcile_s=0, subscribed_timeout_s=None):
+        """Starts ocsd and waits until every node's notification subscription
+        is up (ocsd_nodes_subscribed), so that no injected fault goes unseen."""
+        proc = super().start_ocsd(*extra, insecure=insecure, reconcile_s=reconcile_s)
+        deadline = time.time() + (subscribed_timeout_s or max(START_TIMEOUT_S, self.N_DEV / 4))
+        while time.time() < deadline:
+            m = re.search(r"^ocsd_nodes_subscribed (\S+)$", self.metrics(), re.M)
+            if m and int(float(m.group(1))) == self.N_DEV:
+                return proc
+            time.sleep(0.1)
+        raise RuntimeError("ocsd did not subscribe to every node:\n" + self.log())
 
     def device_name(self, d):
         return f"trx-n{d}"
