@@ -94,7 +94,6 @@ struct devsim_device {
 	int *cur_out;
 	int64_t *since_us;
 	int *peer;
-	int64_t last_change_ms;
 	struct devsim_faults faults;
 	struct nc_session *subscribers[MAX_SUBSCRIBERS];
 	int n_subscribers;
@@ -410,7 +409,6 @@ static void set_running(struct devsim_device *d, struct lyd_node *tree)
 	lyd_free_all(d->running);
 	d->running = tree;
 	int64_t t = now_us();
-	d->last_change_ms = t / 1000;
 	if (f->model != DEVSIM_MODEL_SWITCH)
 		return set_running_bundles(d, t);
 	int *out = malloc(sizeof(int) * (size_t)f->ports);

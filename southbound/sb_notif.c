@@ -8,9 +8,11 @@
  * several notifications read in one go). Sessions without a socket to poll
  * (TLS: libnetconf2 keeps the socket to itself) are tried on every tick
  * (TICK_MS). A source without a session is connected when its backoff
- * allows (sb_device_connect() keeps the backoff), then subscribed; the
- * connect itself blocks this thread for at most the device's rpc_timeout_ms
- * (a refused connection on a live host returns at once).
+ * allows (sb_device_connect() keeps the backoff), then subscribed, at most
+ * CONNECTS_PER_PASS of them between two polls so that a mass (re)connect
+ * does not hold back the notifications of sessions already up; a connect
+ * blocks this thread for at most the device's rpc_timeout_ms (a refused
+ * connection on a live host returns at once).
  */
 #define _GNU_SOURCE /* pipe2 */
 #include "sb_notif.h"
@@ -28,6 +30,11 @@
 #include <unistd.h>
 
 #define TICK_MS 20 /* reconnects and fd-less sessions are looked at this often */
+/* Connection attempts between two polls: at start, or after a devsim restart,
+ * hundreds of sources connect (one SSH handshake each, about 10-25 ms); the
+ * subscribed ones must not wait for all of them before their notifications
+ * are read. */
+#define CONNECTS_PER_PASS 4
 
 struct source {
 	struct sb_device *dev; /* owned: the listener's own session to the device */
@@ -157,19 +164,21 @@ static void drain(struct sb_listener *l, struct source *s)
 	}
 }
 
-/* Connects and subscribes s when its backoff allows. */
-static void try_subscribe(struct sb_listener *l, struct source *s)
+/* Connects and subscribes s when its backoff allows. Returns whether it tried. */
+static bool try_subscribe(struct sb_listener *l, struct source *s)
 {
 	struct sb_error err = {0};
-	if (sb_device_connect(s->dev, &err))
-		return;
+	int rc = sb_device_connect(s->dev, &err);
+	if (rc)
+		return rc != -EAGAIN; /* -EAGAIN: still backing off, nothing was tried */
 	if (sb_device_subscribe(s->dev, &err)) {
 		/* a device that refuses the subscription is retried like a lost one */
 		sb_device_disconnect(s->dev);
-		return;
+		return true;
 	}
 	s->subscribed = true;
 	deliver(l, s, SB_NOTIF_SUBSCRIBED);
+	return true;
 }
 
 static void *listen_loop(void *arg)
@@ -183,13 +192,15 @@ static void *listen_loop(void *arg)
 		return NULL;
 	}
 	while (!atomic_load(&l->stop)) {
-		size_t np = 0;
-		bool fdless = false;
+		size_t np = 0, attempts = 0;
+		bool fdless = false, more = false;
 		pfd[np++] = (struct pollfd){.fd = l->wake[0], .events = POLLIN};
 		for (size_t i = 0; i < l->n && !atomic_load(&l->stop); i++) {
 			struct source *s = &l->src[i];
-			if (!s->subscribed)
-				try_subscribe(l, s);
+			if (!s->subscribed && attempts < CONNECTS_PER_PASS)
+				attempts += try_subscribe(l, s);
+			else if (!s->subscribed)
+				more = true; /* its turn comes after this poll */
 			if (!s->subscribed)
 				continue;
 			int fd = sb_device_poll_fd(s->dev);
@@ -203,7 +214,7 @@ static void *listen_loop(void *arg)
 		bool waiting = false;
 		for (size_t i = 0; i < l->n; i++)
 			waiting |= !l->src[i].subscribed;
-		int rc = poll(pfd, np, (waiting || fdless) ? TICK_MS : -1);
+		int rc = poll(pfd, np, more ? 0 : (waiting || fdless) ? TICK_MS : -1);
 		if (rc < 0 && errno != EINTR)
 			break;
 		for (size_t k = 1; rc > 0 && k < np; k++)

@@ -574,6 +574,67 @@ static void test_listener_reconnects(void **state)
 	assert_int_equal(tl_fleet_stop(&two), 0);
 }
 
+/*
+ * Over TLS the listener has no socket to poll (libnetconf2 keeps it) and
+ * reads the session on its tick: notifications still arrive, from both
+ * devices of a TLS fleet.
+ */
+static void test_listener_tls(void **state)
+{
+	char dir[] = "/tmp/sb-trx-tls-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(tl_make_cert(dir, "ca", "ocs-test-ca", NULL), 0);
+	assert_int_equal(tl_make_cert(dir, "server", "127.0.0.1", "ca"), 0);
+	assert_int_equal(tl_make_cert(dir, "client", "ocs-controller", "ca"), 0);
+	char cert[128], key[128], ca[128];
+	snprintf(cert, sizeof(cert), "%s/server.pem", dir);
+	snprintf(key, sizeof(key), "%s/server.key", dir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	struct tl_fleet tf;
+	const char *extra[] = {"--model", "ocs-transceiver", "--tls-cert", cert, "--tls-key",
+			       key,	  "--tls-ca",	     ca,	   NULL};
+	assert_int_equal(tl_fleet_start(&tf, 2, extra), 0);
+	pthread_mutex_lock(&notifs.mu);
+	notifs.n = 0;
+	pthread_mutex_unlock(&notifs.mu);
+	struct sb_listener *lis;
+	assert_int_equal(sb_listener_new(drv, on_notif, NULL, &lis), 0);
+	struct sb_device_config c[2];
+	for (int i = 0; i < 2; i++) {
+		c[i] = tl_device_config(&tf, i);
+		c[i].transport = SB_TRANSPORT_TLS;
+		c[i].model = SB_MODEL_TRANSCEIVER;
+		c[i].node = (uint32_t)i;
+		snprintf(c[i].tls_cert, sizeof(c[i].tls_cert), "%s/client.pem", dir);
+		snprintf(c[i].tls_key, sizeof(c[i].tls_key), "%s/client.key", dir);
+		snprintf(c[i].tls_ca, sizeof(c[i].tls_ca), "%s/ca.pem", dir);
+		assert_int_equal(sb_listener_add(lis, &c[i], (size_t)(300 + i)), 0);
+	}
+	assert_int_equal(sb_listener_start(lis), 0);
+	wait_notifs(1, SB_NOTIF_SUBSCRIBED, 300, -1, -1);
+	wait_notifs(1, SB_NOTIF_SUBSCRIBED, 301, -1, -1);
+	for (int i = 0; i < 2; i++) {
+		struct sb_device *d;
+		struct sb_error err = {0};
+		assert_int_equal(sb_device_new(drv, &c[i], &d), 0);
+		assert_int_equal(sb_device_connect(d, &err), 0);
+		assert_int_equal(
+			sb_device_rpc_xml(d,
+					  "<emit-notification "
+					  "xmlns=\"urn:ocsd:yang:ocs-devsim\"><kind>node-fault</"
+					  "kind></emit-notification>",
+					  &err),
+			0);
+		sb_device_free(d);
+		wait_notifs(1, SB_NOTIF_NODE_FAULT, 300 + i, i, 0);
+	}
+	sb_listener_free(lis);
+	assert_int_equal(tl_fleet_stop(&tf), 0);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -584,6 +645,7 @@ int main(void)
 		cmocka_unit_test(test_node_fault),
 		cmocka_unit_test(test_closed_domain_wraps),
 		cmocka_unit_test(test_listener_reconnects),
+		cmocka_unit_test(test_listener_tls),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
