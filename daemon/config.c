@@ -307,7 +307,7 @@ static void default_device_name(const struct ocsd_config *cfg, int id, char *buf
 		snprintf(buf, size, "trx-n%d", id);
 		break;
 	case CFG_RAIL_OCS:
-		snprintf(buf, size, "rail-%d", id);
+		snprintf(buf, size, "rail-ocs-g%d", id);
 		break;
 	}
 }
@@ -503,12 +503,12 @@ static int build_config(const struct lyd_node *fabric, struct ocsd_config *cfg,
 		scope = node;
 		r->servers = leaf_int(node, "servers", 0);
 		r->rails = leaf_int(node, "rails", 0);
-		r->spare_servers = leaf_int(node, "spare-servers", 0);
-		r->ocs_ports = leaf_int(node, "ocs-ports", 0);
+		r->servers_per_ocs = leaf_int(node, "servers-per-ocs", 0);
+		r->spare_servers_per_ocs = leaf_int(node, "spare-servers-per-ocs", 0);
 		n = ocs_rail_validate(r, problems, 16);
 		snprintf(base, sizeof(base), FABRIC_PATH "/rail-ocs");
 		if (n == 0)
-			cfg->n_devices = r->rails;
+			cfg->n_devices = ocs_rail_groups(r);
 	} else {
 		struct ocs_fabric *f = &cfg->fabric;
 		const char *wiring = leaf_value(fabric, "wiring");
@@ -747,12 +747,17 @@ void cfg_print_summary(const struct ocsd_config *cfg, FILE *out)
 	case CFG_RAIL_OCS: {
 		const struct ocs_rail_fabric *r = &cfg->rail;
 
-		fprintf(out, "  GPUs            %lld (+%lld spare)\n", (long long)ocs_rail_gpus(r),
-			(long long)ocs_rail_spare_gpus(r));
-		fprintf(out, "  servers         %d (+%d spare)\n", r->servers, r->spare_servers);
+		fprintf(out, "  GPUs            %lld (+%lld spare)\n",
+			(long long)ocs_rail_active_gpus(r), (long long)ocs_rail_spare_gpus(r));
+		fprintf(out, "  servers         %d (+%d spare)\n", ocs_rail_active_servers(r),
+			ocs_rail_spare_servers(r));
 		fprintf(out, "  rails           %d\n", r->rails);
-		fprintf(out, "  OCS devices     %d (one per rail, %d ports per side)\n",
-			cfg->n_devices, r->ocs_ports);
+		fprintf(out, "  rail ports      %lld\n", (long long)ocs_rail_rail_ports(r));
+		fprintf(out,
+			"  OCS devices     %d (one per %d servers, %d GPU-side + %d switch-side "
+			"ports)\n",
+			cfg->n_devices, r->servers_per_ocs, ocs_rail_gpu_side_ports(r),
+			ocs_rail_switch_side_ports(r));
 		break;
 	}
 	}

@@ -406,16 +406,45 @@ int ocs_rail_validate(const struct ocs_rail_fabric *r, struct ocs_fabric_problem
 
 	sizes &= size_ok(&pl, "servers", r->servers, 1);
 	sizes &= size_ok(&pl, "rails", r->rails, 1);
-	sizes &= size_ok(&pl, "spare-servers", r->spare_servers, 0);
-	sizes &= size_ok(&pl, "ocs-ports", r->ocs_ports, 2);
+	sizes &= size_ok(&pl, "servers-per-ocs", r->servers_per_ocs, 1);
+	sizes &= size_ok(&pl, "spare-servers-per-ocs", r->spare_servers_per_ocs, 0);
 	if (!sizes)
 		return pl.count;
-	if (r->servers + r->spare_servers > r->ocs_ports)
-		problem(&pl, "ocs-ports",
-			"each rail OCS needs one GPU-side port per server and spare: %d needed, "
-			"%d available",
-			r->servers + r->spare_servers, r->ocs_ports);
+	if (r->spare_servers_per_ocs >= r->servers_per_ocs)
+		problem(&pl, "spare-servers-per-ocs",
+			"must be below servers-per-ocs (%d): a group needs an active server",
+			r->servers_per_ocs);
+	if (r->servers % r->servers_per_ocs != 0)
+		problem(&pl, "servers-per-ocs", "must divide servers (%d)", r->servers);
+	if (pl.count == 0 &&
+	    (int64_t)(2 * r->servers_per_ocs - r->spare_servers_per_ocs) * r->rails > OCS_SIZE_MAX)
+		problem(&pl, "servers-per-ocs",
+			"a device would need %lld ports (GPU side and switch side), more than %d",
+			(long long)(2 * r->servers_per_ocs - r->spare_servers_per_ocs) * r->rails,
+			OCS_SIZE_MAX);
+	if (pl.count == 0 && (int64_t)r->servers * r->rails > INT32_MAX)
+		problem(&pl, "servers", "fabric has more than %d GPUs", INT32_MAX);
 	return pl.count;
+}
+
+int ocs_rail_groups(const struct ocs_rail_fabric *r)
+{
+	return r->servers / r->servers_per_ocs;
+}
+
+int ocs_rail_active_per_group(const struct ocs_rail_fabric *r)
+{
+	return r->servers_per_ocs - r->spare_servers_per_ocs;
+}
+
+int ocs_rail_active_servers(const struct ocs_rail_fabric *r)
+{
+	return ocs_rail_groups(r) * ocs_rail_active_per_group(r);
+}
+
+int ocs_rail_spare_servers(const struct ocs_rail_fabric *r)
+{
+	return ocs_rail_groups(r) * r->spare_servers_per_ocs;
 }
 
 int64_t ocs_rail_gpus(const struct ocs_rail_fabric *r)
@@ -423,9 +452,55 @@ int64_t ocs_rail_gpus(const struct ocs_rail_fabric *r)
 	return (int64_t)r->servers * r->rails;
 }
 
+int64_t ocs_rail_active_gpus(const struct ocs_rail_fabric *r)
+{
+	return (int64_t)ocs_rail_active_servers(r) * r->rails;
+}
+
 int64_t ocs_rail_spare_gpus(const struct ocs_rail_fabric *r)
 {
-	return (int64_t)r->spare_servers * r->rails;
+	return (int64_t)ocs_rail_spare_servers(r) * r->rails;
+}
+
+int64_t ocs_rail_rail_ports(const struct ocs_rail_fabric *r)
+{
+	return ocs_rail_active_gpus(r);
+}
+
+int ocs_rail_gpu_side_ports(const struct ocs_rail_fabric *r)
+{
+	return r->servers_per_ocs * r->rails;
+}
+
+int ocs_rail_switch_side_ports(const struct ocs_rail_fabric *r)
+{
+	return ocs_rail_active_per_group(r) * r->rails;
+}
+
+int ocs_rail_device_ports(const struct ocs_rail_fabric *r)
+{
+	return ocs_rail_gpu_side_ports(r) + ocs_rail_switch_side_ports(r);
+}
+
+int ocs_rail_server_group(const struct ocs_rail_fabric *r, int server)
+{
+	return server / r->servers_per_ocs;
+}
+
+int ocs_rail_server_in_group(const struct ocs_rail_fabric *r, int server)
+{
+	return server % r->servers_per_ocs;
+}
+
+int ocs_rail_server_id(const struct ocs_rail_fabric *r, int group, int index_in_group)
+{
+	return group * r->servers_per_ocs + index_in_group;
+}
+
+bool ocs_rail_is_spare_server(const struct ocs_rail_fabric *r, int server)
+{
+	return server >= 0 && server < r->servers &&
+	       ocs_rail_server_in_group(r, server) >= ocs_rail_active_per_group(r);
 }
 
 int ocs_rail_gpu_rail(const struct ocs_rail_fabric *r, int64_t gpu)
@@ -438,12 +513,62 @@ int ocs_rail_gpu_server(const struct ocs_rail_fabric *r, int64_t gpu)
 	return (int)(gpu / r->rails);
 }
 
-int ocs_rail_gpu_port(const struct ocs_rail_fabric *r, int64_t gpu)
+int64_t ocs_rail_gpu_id(const struct ocs_rail_fabric *r, int server, int rail)
 {
-	return ocs_rail_gpu_server(r, gpu);
+	return (int64_t)server * r->rails + rail;
 }
 
-bool ocs_rail_is_spare_server(const struct ocs_rail_fabric *r, int server)
+int ocs_rail_gpu_port(const struct ocs_rail_fabric *r, int64_t gpu)
 {
-	return server >= r->servers && server < r->servers + r->spare_servers;
+	return ocs_rail_server_in_group(r, ocs_rail_gpu_server(r, gpu)) * r->rails +
+	       ocs_rail_gpu_rail(r, gpu);
+}
+
+int ocs_rail_switch_port(const struct ocs_rail_fabric *r, int server, int rail)
+{
+	if (ocs_rail_is_spare_server(r, server))
+		return -ENOENT;
+	return ocs_rail_gpu_side_ports(r) + ocs_rail_server_in_group(r, server) * r->rails + rail;
+}
+
+int64_t ocs_rail_port_id(const struct ocs_rail_fabric *r, int server, int rail)
+{
+	if (ocs_rail_is_spare_server(r, server))
+		return -ENOENT;
+	return (int64_t)ocs_rail_server_group(r, server) * ocs_rail_switch_side_ports(r) +
+	       ocs_rail_server_in_group(r, server) * r->rails + rail;
+}
+
+int ocs_rail_port_server(const struct ocs_rail_fabric *r, int64_t port_id)
+{
+	int per_group = ocs_rail_switch_side_ports(r);
+
+	return ocs_rail_server_id(r, (int)(port_id / per_group),
+				  (int)(port_id % per_group) / r->rails);
+}
+
+int ocs_rail_port_rail(const struct ocs_rail_fabric *r, int64_t port_id)
+{
+	return (int)(port_id % r->rails);
+}
+
+int ocs_rail_port_owner(const struct ocs_rail_fabric *r, int group, int port,
+			struct ocs_rail_port_owner *owner)
+{
+	int gpu_side = ocs_rail_gpu_side_ports(r);
+
+	if (group < 0 || group >= ocs_rail_groups(r) || port < 0 ||
+	    port >= ocs_rail_device_ports(r))
+		return -ENOENT;
+	if (port < gpu_side) {
+		owner->is_gpu = true;
+		owner->gpu = ocs_rail_gpu_id(r, ocs_rail_server_id(r, group, port / r->rails),
+					     port % r->rails);
+		owner->rail_port = -1;
+	} else {
+		owner->is_gpu = false;
+		owner->gpu = -1;
+		owner->rail_port = (int64_t)group * ocs_rail_switch_side_ports(r) + port - gpu_side;
+	}
+	return 0;
 }

@@ -193,27 +193,83 @@ int ocs_ring_distance(const struct ocs_ring_domain *r, int node_a, int node_b);
 bool ocs_ring_adjacent(const struct ocs_ring_domain *r, int node_a, int node_b);
 
 /* ------------------------------------------------------------------------
- * Rail-OCS fabric (rail-only networks with optical spare swap): every server
- * has one GPU per rail; rail r has one OCS between the GPUs of that rail and
- * the rail switch. OCS r has servers + spare_servers GPU-side ports (port s =
- * GPU of server s on rail r; servers >= `servers` are spares) and `servers`
- * switch-side ports. Initially switch port s is joined to GPU port s.
+ * Rail-OCS fabric (rail-only networks with optical GPU swap, issue 12):
+ * servers are HB domains of `rails` GPUs each; GPU r of a server belongs to
+ * rail r. Servers are grouped by `servers_per_ocs` consecutive servers; one
+ * OCS device per group sits between the GPUs of its servers and those
+ * servers' rail-switch ports. The last `spare_servers_per_ocs` servers of a
+ * group are spares: their GPUs are cabled to the device but they own no
+ * rail-switch ports. The other servers of the group are active and own one
+ * rail port per rail.
+ *
+ * Numbering (S = servers_per_ocs, A = S - spare_servers_per_ocs, R = rails):
+ *   server s        group s / S, index i = s % S in its group; spare when
+ *                   i >= A
+ *   GPU g           g = s*R + r (server s, rail r), spares included
+ *   device          one per group: device id = group id
+ *   GPU-side port   of GPU (s, r) on its group's device: i*R + r,
+ *                   0 .. S*R - 1
+ *   switch-side     rail port r of active server s (index i < A):
+ *   port            S*R + i*R + r, S*R .. S*R + A*R - 1
+ *   rail port id    global number of rail port (s, r): group*A*R + i*R + r
+ * A device has (S + A)*R ports; each port is an input and an output (light
+ * enters input p and leaves output q along a cross-connect p -> q). A join
+ * of GPU port g and switch port w is a bidirectional circuit: the two
+ * one-way cross-connects g -> w and w -> g on the group's device.
+ * Initially GPU r of every active server is joined to its own rail port r.
  */
 struct ocs_rail_fabric {
-	int servers;
-	int rails; /* = GPUs per server */
-	int spare_servers;
-	int ocs_ports; /* ports per rail OCS, per side */
+	int servers; /* HB domains, spares included */
+	int rails;   /* = GPUs per server */
+	int servers_per_ocs;
+	int spare_servers_per_ocs;
 };
 
+/*
+ * Checks sizes (positive; spares fewer than servers per OCS), that
+ * servers_per_ocs divides servers and that a device's ports and the GPU
+ * count fit the limits. Problems name the config member ("servers-per-ocs").
+ */
 int ocs_rail_validate(const struct ocs_rail_fabric *r, struct ocs_fabric_problem *problems,
 		      int max_problems);
-int64_t ocs_rail_gpus(const struct ocs_rail_fabric *r); /* active GPUs, spares excluded */
-int64_t ocs_rail_spare_gpus(const struct ocs_rail_fabric *r);
-int ocs_rail_gpu_rail(const struct ocs_rail_fabric *r, int64_t gpu); /* gpu = server*rails + rail */
-int ocs_rail_gpu_server(const struct ocs_rail_fabric *r, int64_t gpu);
-/* GPU-side OCS port of a GPU on its rail's OCS. */
-int ocs_rail_gpu_port(const struct ocs_rail_fabric *r, int64_t gpu);
+int ocs_rail_groups(const struct ocs_rail_fabric *r);		 /* = devices */
+int ocs_rail_active_per_group(const struct ocs_rail_fabric *r);	 /* A */
+int ocs_rail_active_servers(const struct ocs_rail_fabric *r);	 /* groups * A */
+int ocs_rail_spare_servers(const struct ocs_rail_fabric *r);	 /* groups * spares */
+int64_t ocs_rail_gpus(const struct ocs_rail_fabric *r);		 /* every GPU, spares included */
+int64_t ocs_rail_active_gpus(const struct ocs_rail_fabric *r);	 /* GPUs of active servers */
+int64_t ocs_rail_spare_gpus(const struct ocs_rail_fabric *r);	 /* GPUs of spare servers */
+int64_t ocs_rail_rail_ports(const struct ocs_rail_fabric *r);	 /* = active GPUs */
+int ocs_rail_gpu_side_ports(const struct ocs_rail_fabric *r);	 /* per device: S*R */
+int ocs_rail_switch_side_ports(const struct ocs_rail_fabric *r); /* per device: A*R */
+int ocs_rail_device_ports(const struct ocs_rail_fabric *r);	 /* per device: (S+A)*R */
+int ocs_rail_server_group(const struct ocs_rail_fabric *r, int server);
+int ocs_rail_server_in_group(const struct ocs_rail_fabric *r, int server);
+int ocs_rail_server_id(const struct ocs_rail_fabric *r, int group, int index_in_group);
 bool ocs_rail_is_spare_server(const struct ocs_rail_fabric *r, int server);
+int ocs_rail_gpu_rail(const struct ocs_rail_fabric *r, int64_t gpu);
+int ocs_rail_gpu_server(const struct ocs_rail_fabric *r, int64_t gpu);
+int64_t ocs_rail_gpu_id(const struct ocs_rail_fabric *r, int server, int rail);
+/* GPU-side port of a GPU on its group's device. */
+int ocs_rail_gpu_port(const struct ocs_rail_fabric *r, int64_t gpu);
+/* Switch-side port of rail port `rail` of server `server`; -ENOENT for a spare. */
+int ocs_rail_switch_port(const struct ocs_rail_fabric *r, int server, int rail);
+/* Rail port id of (server, rail); -ENOENT for a spare server. */
+int64_t ocs_rail_port_id(const struct ocs_rail_fabric *r, int server, int rail);
+int ocs_rail_port_server(const struct ocs_rail_fabric *r, int64_t port_id);
+int ocs_rail_port_rail(const struct ocs_rail_fabric *r, int64_t port_id);
+
+/*
+ * What port `port` of the device of group `group` is cabled to: a GPU
+ * (is_gpu, gpu) or a rail port (!is_gpu, rail_port id). Returns 0, or
+ * -ENOENT for a port number beyond the device's ports.
+ */
+struct ocs_rail_port_owner {
+	bool is_gpu;
+	int64_t gpu;
+	int64_t rail_port;
+};
+int ocs_rail_port_owner(const struct ocs_rail_fabric *r, int group, int port,
+			struct ocs_rail_port_owner *owner);
 
 #endif

@@ -6,9 +6,8 @@
  *
  * Each kind of demand has its family (families.def), in its own file
  * (leaf.c: leaf demands, delta.c: parallelism specs and DAGs), sharing the
- * I/O helpers of io.h. Planners that are not in the catalogue because no
- * JobSpec planner name selects them are listed in `tools` (hbd.c: the TP
- * rings of an OCSTrx ring domain, whose orchestration is in the request).
+ * I/O helpers of io.h. The what-if models (models.def; rail.c: rail-only) and
+ * hbd-ring (hbd.c) are subcommands outside the planner catalogue.
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +20,21 @@
 #include "families.def"
 #undef OCSPLAN_FAMILY
 
+#define OCSPLAN_MODEL(name, fn, options, summary) int fn(int argc, char **argv);
+#include "models.def"
+#undef OCSPLAN_MODEL
+
+static const struct model {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *options;
+	const char *summary;
+} models[] = {
+#define OCSPLAN_MODEL(name, fn, options, summary) {name, fn, options, summary},
+#include "models.def"
+#undef OCSPLAN_MODEL
+};
+
 struct family {
 	int (*run)(const struct ocs_planner *planner, int argc, char **argv);
 	const char *options;
@@ -31,19 +45,6 @@ static const struct family families[] = {
 #define OCSPLAN_FAMILY(kind, fn, options) [kind] = {fn, options},
 #include "families.def"
 #undef OCSPLAN_FAMILY
-};
-
-int ocsplan_hbd_main(int argc, char **argv);
-
-struct tool {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const char *summary;
-};
-
-static const struct tool tools[] = {
-	{"hbd-ring", ocsplan_hbd_main,
-	 "TP rings of a job on an OCSTrx ring domain (dcn-free, fat-tree, greedy)"},
 };
 
 static const struct family *family_of(const struct ocs_planner *p)
@@ -62,8 +63,8 @@ static void usage(FILE *fp)
 	for (size_t i = 0; (p = ocs_planner_at(i)) != NULL; i++)
 		if (family_of(p))
 			fprintf(fp, "  %-14s %s%s\n", p->name, family_of(p)->options, p->summary);
-	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
-		fprintf(fp, "  %-14s %s\n", tools[i].name, tools[i].summary);
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
+		fprintf(fp, "  %-14s %s%s\n", models[i].name, models[i].options, models[i].summary);
 	fprintf(fp, "exit codes: 0 ok, 1 I/O or memory failure, 2 bad usage or invalid input\n");
 }
 
@@ -79,9 +80,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return OCSPLAN_EXIT_OK;
 	}
-	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
-		if (strcmp(argv[1], tools[i].name) == 0)
-			return tools[i].run(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
+		if (strcmp(argv[1], models[i].name) == 0)
+			return models[i].run(argc - 1, argv + 1);
 	p = ocs_planner_find(argv[1]);
 	if (p && family_of(p))
 		return family_of(p)->run(p, argc - 1, argv + 1);

@@ -57,7 +57,8 @@ expect_valid "$fabrics/16k.json" 'GPUs +16384$' 'pods +128$' 'leaves +1024 \(8 p
 expect_valid "$fabrics/131k.json" 'GPUs +131072$' 'pods +256$' 'leaves +4096 ' \
   'spines +4096 ' 'OCS groups +16$' 'OCS devices +512 ' 'OCS ports +131072 in total'
 expect_valid "$fabrics/ocstrx-ring.json" 'GPUs +256$' 'nodes +64 '
-expect_valid "$fabrics/rail-ocs.json" 'GPUs +256 \(\+16 spare\)' 'rails +8$'
+expect_valid "$fabrics/rail-ocs.json" 'GPUs +256 \(\+32 spare\)' 'servers +32 \(\+4 spare\)' \
+  'rails +8$' 'rail ports +256$' 'OCS devices +4 \(one per 9 servers, 72 GPU-side \+ 64 switch-side'
 
 # --- broken files: syntax ---
 expect_refused empty / 'file is empty' </dev/null
@@ -121,9 +122,24 @@ cat <<'EOF2' | expect_refused ring-agg $F/ocstrx-ring/tors-per-agg 'must divide 
 {"ocsd-fabric:fabric": {"name": "r", "ocstrx-ring": {"tors": 6, "nodes-per-tor": 2,
  "gpus-per-node": 4, "k-hops": 2, "bundles": 2, "tors-per-agg": 4}}}
 EOF2
-cat <<'EOF2' | expect_refused rail-ports $F/rail-ocs/ocs-ports '34 needed, 32 available'
+cat <<'EOF2' | expect_refused rail-divide $F/rail-ocs/servers-per-ocs 'must divide servers \(32\)'
 {"ocsd-fabric:fabric": {"name": "r", "rail-ocs": {"servers": 32, "rails": 8,
- "spare-servers": 2, "ocs-ports": 32}}}
+ "servers-per-ocs": 6, "spare-servers-per-ocs": 1}}}
+EOF2
+cat <<'EOF2' | expect_refused rail-spares $F/rail-ocs/spare-servers-per-ocs 'below servers-per-ocs \(4\)'
+{"ocsd-fabric:fabric": {"name": "r", "rail-ocs": {"servers": 32, "rails": 8,
+ "servers-per-ocs": 4, "spare-servers-per-ocs": 4}}}
+EOF2
+cat <<'EOF2' | expect_refused rail-ports $F/rail-ocs/servers-per-ocs '69632 ports .* more than 65536'
+{"ocsd-fabric:fabric": {"name": "r", "rail-ocs": {"servers": 4096, "rails": 17,
+ "servers-per-ocs": 2048, "spare-servers-per-ocs": 0}}}
+EOF2
+cat <<'EOF2' | expect_refused rail-missing $F/rail-ocs/servers-per-ocs 'Mandatory'
+{"ocsd-fabric:fabric": {"name": "r", "rail-ocs": {"servers": 32, "rails": 8}}}
+EOF2
+cat <<'EOF2' | expect_refused rail-old-member $F/rail-ocs/ocs-ports '.'
+{"ocsd-fabric:fabric": {"name": "r", "rail-ocs": {"servers": 32, "rails": 8,
+ "servers-per-ocs": 8, "ocs-ports": 64}}}
 EOF2
 
 # Several errors in one file are all reported.

@@ -333,23 +333,107 @@ static void test_ring_domain(void **state)
 
 static void test_rail_fabric(void **state)
 {
-	struct ocs_rail_fabric r = {.servers = 16, .rails = 8, .spare_servers = 2, .ocs_ports = 32};
+	/* 4 groups of 9 servers (the last of each a spare), 8 rails. */
+	struct ocs_rail_fabric r = {
+		.servers = 36, .rails = 8, .servers_per_ocs = 9, .spare_servers_per_ocs = 1};
+	struct ocs_fabric_problem p[4];
+	struct ocs_rail_port_owner o;
+
+	(void)state;
+	assert_int_equal(ocs_rail_validate(&r, p, 4), 0);
+	assert_int_equal(ocs_rail_groups(&r), 4);
+	assert_int_equal(ocs_rail_active_per_group(&r), 8);
+	assert_int_equal(ocs_rail_active_servers(&r), 32);
+	assert_int_equal(ocs_rail_spare_servers(&r), 4);
+	assert_int_equal(ocs_rail_gpus(&r), 288);
+	assert_int_equal(ocs_rail_active_gpus(&r), 256);
+	assert_int_equal(ocs_rail_spare_gpus(&r), 32);
+	assert_int_equal(ocs_rail_rail_ports(&r), 256);
+	assert_int_equal(ocs_rail_gpu_side_ports(&r), 72);
+	assert_int_equal(ocs_rail_switch_side_ports(&r), 64);
+	assert_int_equal(ocs_rail_device_ports(&r), 136);
+
+	/* Server 10 is server 1 of group 1; 17 (index 8) is group 1's spare. */
+	assert_int_equal(ocs_rail_server_group(&r, 10), 1);
+	assert_int_equal(ocs_rail_server_in_group(&r, 10), 1);
+	assert_int_equal(ocs_rail_server_id(&r, 1, 1), 10);
+	assert_false(ocs_rail_is_spare_server(&r, 7));
+	assert_true(ocs_rail_is_spare_server(&r, 8));
+	assert_false(ocs_rail_is_spare_server(&r, 9));
+	assert_true(ocs_rail_is_spare_server(&r, 17));
+	assert_true(ocs_rail_is_spare_server(&r, 35));
+	assert_false(ocs_rail_is_spare_server(&r, 36));
+
+	/* GPU 85 = server 10, rail 5: GPU-side port 1*8+5, switch-side 72+13. */
+	assert_int_equal(ocs_rail_gpu_id(&r, 10, 5), 85);
+	assert_int_equal(ocs_rail_gpu_server(&r, 85), 10);
+	assert_int_equal(ocs_rail_gpu_rail(&r, 85), 5);
+	assert_int_equal(ocs_rail_gpu_port(&r, 85), 13);
+	assert_int_equal(ocs_rail_switch_port(&r, 10, 5), 85);
+	assert_int_equal(ocs_rail_port_id(&r, 10, 5), 64 + 13);
+	assert_int_equal(ocs_rail_port_server(&r, 77), 10);
+	assert_int_equal(ocs_rail_port_rail(&r, 77), 5);
+	/* The spare's GPUs have GPU-side ports but no rail ports. */
+	assert_int_equal(ocs_rail_gpu_port(&r, ocs_rail_gpu_id(&r, 17, 7)), 71);
+	assert_int_equal(ocs_rail_switch_port(&r, 17, 0), -ENOENT);
+	assert_int_equal(ocs_rail_port_id(&r, 17, 0), -ENOENT);
+
+	assert_int_equal(ocs_rail_port_owner(&r, 1, 13, &o), 0);
+	assert_true(o.is_gpu);
+	assert_int_equal(o.gpu, 85);
+	assert_int_equal(ocs_rail_port_owner(&r, 1, 85, &o), 0);
+	assert_false(o.is_gpu);
+	assert_int_equal(o.rail_port, 77);
+	assert_int_equal(ocs_rail_port_owner(&r, 1, 136, &o), -ENOENT);
+	assert_int_equal(ocs_rail_port_owner(&r, 4, 0, &o), -ENOENT);
+
+	/* Every port of every device round-trips through its owner. */
+	for (int g = 0; g < ocs_rail_groups(&r); g++)
+		for (int port = 0; port < ocs_rail_device_ports(&r); port++) {
+			assert_int_equal(ocs_rail_port_owner(&r, g, port, &o), 0);
+			if (o.is_gpu) {
+				assert_int_equal(
+					ocs_rail_server_group(&r, ocs_rail_gpu_server(&r, o.gpu)),
+					g);
+				assert_int_equal(ocs_rail_gpu_port(&r, o.gpu), port);
+			} else {
+				int s = ocs_rail_port_server(&r, o.rail_port);
+
+				assert_int_equal(ocs_rail_server_group(&r, s), g);
+				assert_int_equal(
+					ocs_rail_switch_port(&r, s,
+							     ocs_rail_port_rail(&r, o.rail_port)),
+					port);
+			}
+		}
+}
+
+static void test_rail_validation(void **state)
+{
+	struct ocs_rail_fabric r = {
+		.servers = 32, .rails = 8, .servers_per_ocs = 6, .spare_servers_per_ocs = 1};
 	struct ocs_fabric_problem p[4];
 
-	assert_int_equal(ocs_rail_validate(&r, p, 4), 0);
-	assert_int_equal(ocs_rail_gpus(&r), 128);
-	assert_int_equal(ocs_rail_spare_gpus(&r), 16);
-	assert_int_equal(ocs_rail_gpu_rail(&r, 13), 5);
-	assert_int_equal(ocs_rail_gpu_server(&r, 13), 1);
-	assert_int_equal(ocs_rail_gpu_port(&r, 13), 1);
-	assert_int_equal(ocs_rail_gpu_port(&r, 17 * 8 + 3), 17);
-	assert_false(ocs_rail_is_spare_server(&r, 15));
-	assert_true(ocs_rail_is_spare_server(&r, 16));
-	assert_true(ocs_rail_is_spare_server(&r, 17));
-	assert_false(ocs_rail_is_spare_server(&r, 18));
-	r.ocs_ports = 17;
+	(void)state;
 	assert_int_equal(ocs_rail_validate(&r, p, 4), 1);
-	assert_string_equal(p[0].field, "ocs-ports");
+	assert_string_equal(p[0].field, "servers-per-ocs");
+	assert_non_null(strstr(p[0].reason, "must divide servers (32)"));
+	r.servers_per_ocs = 4;
+	r.spare_servers_per_ocs = 4;
+	assert_int_equal(ocs_rail_validate(&r, p, 4), 1);
+	assert_string_equal(p[0].field, "spare-servers-per-ocs");
+	r.spare_servers_per_ocs = 3;
+	assert_int_equal(ocs_rail_validate(&r, p, 4), 0);
+	r = (struct ocs_rail_fabric){0, 0, 1, -1};
+	assert_int_equal(ocs_rail_validate(&r, p, 4), 3);
+	assert_string_equal(p[0].field, "servers");
+	assert_string_equal(p[1].field, "rails");
+	assert_string_equal(p[2].field, "spare-servers-per-ocs");
+	/* A device of (2*2048)*17 ports is beyond the limit. */
+	r = (struct ocs_rail_fabric){4096, 17, 2048, 0};
+	assert_int_equal(ocs_rail_validate(&r, p, 4), 1);
+	assert_string_equal(p[0].field, "servers-per-ocs");
+	assert_non_null(strstr(p[0].reason, "69632 ports"));
 }
 
 int main(void)
@@ -365,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_validation),
 		cmocka_unit_test(test_ring_domain),
 		cmocka_unit_test(test_rail_fabric),
+		cmocka_unit_test(test_rail_validation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
