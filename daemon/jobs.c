@@ -395,6 +395,12 @@ static const struct jm_kind *spec_kind(const struct jm_spec *spec)
 	return spec->ring ? &jm_kind_ring : kind_of(spec->workload);
 }
 
+/* Ring domains: drained nodes (device id = node), NULL when none is. */
+static const bool *drained_nodes(const struct jm *jm)
+{
+	return jm->d.devs && dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL;
+}
+
 /* What a plan's snapshot is compared with: the ring state or the circuits. */
 static unsigned long current_gen(const struct jm *jm)
 {
@@ -475,6 +481,9 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 
 	if (kind->rings) {
 		uint8_t *use = rg_use_snapshot(jm->d.rings, self);
+
+		if (use)
+			jr_mask_drained(jm->d.rings, drained_nodes(jm), use);
 
 		t = use ? jp_ring_task_new(kind, &jm->d.cfg->ring, use, rg_generation(jm->d.rings),
 					   self, ring)
@@ -910,8 +919,8 @@ static void queue_repairs(struct jm *jm, struct job_rt *j)
 	if (!ring)
 		return;
 	jp_change_clear(&j->change);
-	rc = jr_repair_change(jm->d.rings, ring, failed, &j->pub.ring, now_ms(jm), &j->change,
-			      &kind);
+	rc = jr_repair_change(jm->d.rings, drained_nodes(jm), ring, failed, &j->pub.ring,
+			      now_ms(jm), &j->change, &kind);
 	if (rc) {
 		fprintf(stderr, "<3>job %s: cannot repair ring %d after node %d failed: %s\n",
 			j->pub.id, ring->index, failed, strerror(-rc));
@@ -998,8 +1007,8 @@ static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char 
 	rg_set_faulty(jm->d.rings, node, true, source, fault.since_ms);
 	ring = jr_broken_ring(jm->d.rings, j->pub.id, &failed);
 	jp_change_clear(&j->change);
-	rc = ring ? jr_repair_change(jm->d.rings, ring, failed, &j->pub.ring, fault.since_ms,
-				     &j->change, &kind)
+	rc = ring ? jr_repair_change(jm->d.rings, drained_nodes(jm), ring, failed, &j->pub.ring,
+				     fault.since_ms, &j->change, &kind)
 		  : -EINVAL;
 	if (rc == 0) {
 		int index = ring->index;

@@ -109,16 +109,19 @@ int jm_attribute_owners(const struct ocs_fabric *f, const struct lc_plan *plan,
  * every healthy node of the job's rings back to loopback, no rings.
  * jr_broken_ring: the first ring of job_id holding a faulty node (*failed),
  * or NULL. jr_repair_change: the job's rings with ring repaired after
- * failed failed (hbd_repair; *kind says how) and the bundles that change on
- * healthy nodes. 0 or -ENOMEM (-EINVAL from the solver).
+ * failed failed (hbd_repair, never re-placed onto a drained node; *kind
+ * says how) and the bundles that change on healthy nodes. 0 or -ENOMEM (-EINVAL from the solver).
  */
 int jr_request(const struct jm_ring_request *r, const struct ocs_ring_domain *d,
 	       struct hbd_request *out);
 int jr_plan_change(const struct ocs_ring_domain *d, const struct hbd_plan *p, struct jp_change *c);
 int jr_release_change(const struct rg_state *rg, const char *job_id, struct jp_change *c);
 const struct rg_ring *jr_broken_ring(const struct rg_state *rg, const char *job_id, int *failed);
-int jr_repair_change(const struct rg_state *rg, const struct rg_ring *ring, int failed,
-		     const struct jm_ring_request *req, int64_t now_ms, struct jp_change *c,
-		     enum rg_change *kind);
+int jr_repair_change(const struct rg_state *rg, const bool *drained, const struct rg_ring *ring,
+		     int failed, const struct jm_ring_request *req, int64_t now_ms,
+		     struct jp_change *c, enum rg_change *kind);
+/* Marks drained nodes (drained by node, NULL: none) that are free as busy in use: no new ring
+ * goes on them (a node's existing ring stays). */
+void jr_mask_drained(const struct rg_state *rg, const bool *drained, uint8_t *use);
 
 #endif

@@ -116,9 +116,16 @@ const struct rg_ring *jr_broken_ring(const struct rg_state *rg, const char *job_
 	return NULL;
 }
 
-int jr_repair_change(const struct rg_state *rg, const struct rg_ring *ring, int failed,
-		     const struct jm_ring_request *req, int64_t now_ms, struct jp_change *c,
-		     enum rg_change *kind)
+void jr_mask_drained(const struct rg_state *rg, const bool *drained, uint8_t *use)
+{
+	for (int i = 0; drained && i < rg_nodes(rg); i++)
+		if (drained[i] && use[i] == HBD_NODE_FREE)
+			use[i] = HBD_NODE_BUSY;
+}
+
+int jr_repair_change(const struct rg_state *rg, const bool *drained, const struct rg_ring *ring,
+		     int failed, const struct jm_ring_request *req, int64_t now_ms,
+		     struct jp_change *c, enum rg_change *kind)
 {
 	const struct ocs_ring_domain *d = rg_domain(rg);
 	size_t n = 0;
@@ -132,6 +139,7 @@ int jr_repair_change(const struct rg_state *rg, const struct rg_ring *ring, int 
 	memset(c, 0, sizeof(*c));
 	if (!use)
 		return -ENOMEM;
+	jr_mask_drained(rg, drained, use);
 	if (jr_request(req, d, &hr) != 0)
 		hr.orch = HBD_ORCH_DCN_FREE;
 	/* the ring as it is now (a bypass made it shorter): a re-placement keeps that size */

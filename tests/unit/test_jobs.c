@@ -1202,6 +1202,24 @@ static void test_ring_fault_repair(void **state)
 	assert_int_equal(err.status, JM_INVALID);
 }
 
+/* A drained node gets no new ring: the plan goes around it. */
+static void test_ring_drained_node(void **state)
+{
+	struct fx *f = *state;
+	struct jm_ring_request r = {.tp = 16, .rings = 1};
+	struct jm_spec s = ring_spec("d", &r);
+
+	assert_int_equal(dev_set_drained(f->devs, 0, true), 0);
+	jm_submit(f->jm, &s, on_answer, f);
+	run_plans(f);
+	assert_true(f->txn_open);
+	assert_int_equal(f->n_ring_copy, 1);
+	for (int k = 0; k < f->ring_copy[0].m; k++)
+		assert_int_not_equal(f->ring_copy[0].nodes[k], 0);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "d")->state, JM_ACTIVE);
+}
+
 /* A fault stored while its repair never ran (ocsd died) is repaired at the next start. */
 static void test_ring_restart_repairs(void **state)
 {
@@ -1273,6 +1291,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ring_submit_release, setup_ring, teardown),
 		cmocka_unit_test_setup_teardown(test_ring_fault_repair, setup_ring, teardown),
 		cmocka_unit_test_setup_teardown(test_ring_restart_repairs, setup_ring, teardown),
+		cmocka_unit_test_setup_teardown(test_ring_drained_node, setup_ring, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
