@@ -38,6 +38,7 @@ struct flt_msg {
 	struct faults *f;
 	struct sb_notif n; /* name not kept */
 	bool read_ok, read_faulty;
+	char read_error[360]; /* sb_error operation and message */
 };
 
 static void mark(struct faults *f, int node, int64_t received_us)
@@ -57,7 +58,14 @@ static void on_read_done(struct loop_node *ln)
 {
 	struct flt_msg *m = OCSD_CONTAINER_OF(ln, struct flt_msg, node);
 
-	if (!m->f->stopped && m->read_ok && m->read_faulty)
+	if (m->f->stopped) {
+		free(m);
+		return;
+	}
+	/* ring domains have no reconciliation: this read is what ListDevices reports */
+	dev_note_read(m->f->d.devs, (int)m->n.source, m->read_ok, m->read_ok, m->read_error,
+		      clk_wall_ms(NULL));
+	if (m->read_ok && m->read_faulty)
 		mark(m->f, (int)m->n.source, clk_mono_us(NULL));
 	free(m);
 }
@@ -75,6 +83,8 @@ static void read_node(struct exec_task *t)
 		h && sb_device_connect_until(h, sb_now_ms() + FLT_CONNECT_MS, &err) == 0 &&
 		sb_device_read_bundles(h, true, SB_DS_RUNNING, &st, &n, &m->read_faulty, &err) == 0;
 	free(st);
+	snprintf(m->read_error, sizeof(m->read_error), "%s%s%s", err.operation,
+		 err.operation[0] ? ": " : "", err.message);
 	loop_post(m->f->d.loop, &m->node, on_read_done);
 }
 
@@ -110,6 +120,8 @@ static void on_notif_loop(struct loop_node *ln)
 			f->up[m->n.source] = false;
 			f->n_up--;
 		}
+		dev_note_read(f->d.devs, (int)m->n.source, false, false,
+			      "notification session lost", clk_wall_ms(NULL));
 		fprintf(stderr, "<4>node %zu: notification session lost; resubscribing\n",
 			m->n.source);
 		break;

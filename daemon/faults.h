@@ -7,7 +7,9 @@
  *
  * After each (re)subscription the node is read (its `faulty` state, on the
  * device's reconciliation handle, as an executor task) so that a fault
- * sent while the session was down is not missed. A node reporting itself
+ * sent while the session was down is not missed; that read and a lost
+ * session are what ListDevices reports for the node (dev_note_read), ring
+ * domains having no reconciliation pass. A node reporting itself
  * healthy again is logged only: it stays out of every plan until an
  * operator marks it healthy (MarkNode), as issue 11 asks.
  *

@@ -8,6 +8,7 @@ checked against ListRings with the physical model of solvers/hbd_ring.h
 bundle 1; the ends and every node in no ring are on loopback).
 
 Checks, in order:
+  - ListDevices: every node's agent connected and healthy once subscribed;
   - PlanJob touches no node; SubmitJob places TP-16 rings (ACTIVE, rings
     and ring figures in the answer); every node holds what ListRings says;
   - a node of a ring fails through the devsim knob (node-fault, via the
@@ -138,6 +139,19 @@ def main():
     FLEET.start_ocsd()
     c = Client()
     w = Watcher(c)
+
+    # ---- every node's agent is read once its subscription is up (ListDevices)
+    deadline = time.time() + TIMEOUT_S
+    devs = []
+    while time.time() < deadline:
+        devs = c.fabric.ListDevices(fabric_pb2.ListDevicesRequest(), timeout=TIMEOUT_S).devices
+        if all(d.health == fabric_pb2.DEVICE_HEALTH_HEALTHY for d in devs):
+            break
+        time.sleep(0.2)
+    check(len(devs) == FLEET.N_DEV and
+          all(d.health == fabric_pb2.DEVICE_HEALTH_HEALTHY and
+              d.session == fabric_pb2.SESSION_STATE_CONNECTED for d in devs),
+          "ListDevices: every node's agent CONNECTED and HEALTHY")
 
     # ---- plan and submit
     plan = c.jobs.PlanJob(ring_job("plan-only"), timeout=TIMEOUT_S)
