@@ -28,6 +28,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "planners.h"
+#include "rings.h"
 #include "store.h"
 
 struct api {
@@ -38,7 +39,8 @@ struct api {
 	struct mx_family *m_rpcs, *m_rpc_seconds, *m_plan_seconds, *m_txns, *m_txn_seconds;
 	struct mx_family *m_rollbacks, *m_rollback_failures, *m_drift, *m_unreachable;
 	struct mx_family *m_recon_seconds;
-	size_t drift_published; /* in the current pass */
+	struct mx_family *m_repairs, *m_reaction_seconds; /* ring domains */
+	size_t drift_published;				  /* in the current pass */
 };
 
 /* Who a job manager answer goes to (freed by the answer). */
@@ -111,7 +113,15 @@ struct api *api_new(const struct api_deps *deps)
 	api->m_recon_seconds = mx_histogram(deps->reg, "ocsd_reconcile_duration_seconds",
 					    "Time to read back every device.", NULL,
 					    mx_latency_buckets_s, mx_latency_buckets_n);
-	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds) {
+	api->m_repairs = mx_counter(deps->reg, "ocsd_ring_repairs_total",
+				    "OCSTrx rings repaired after a node fault, by kind.",
+				    (const char *const[]){"kind", NULL});
+	api->m_reaction_seconds = mx_histogram(
+		deps->reg, "ocsd_fault_reaction_seconds",
+		"From a node fault reaching ocsd to the repaired ring confirmed on every node.",
+		NULL, mx_latency_buckets_s, mx_latency_buckets_n);
+	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds || !api->m_repairs ||
+	    !api->m_reaction_seconds) {
 		api_free(api);
 		return NULL;
 	}
@@ -300,6 +310,22 @@ static Ocs__V1__PlanFigures *build_figures(struct arena *ar, const struct jm_fig
 		m->ports_saved = fig->delta.ports_saved;
 		m->generations = fig->delta.generations;
 	}
+	if (fig->has_ring) {
+		Ocs__V1__RingFigures *rf = ar_alloc(ar, sizeof(*rf));
+
+		if (!rf)
+			return NULL;
+		ocs__v1__ring_figures__init(rf);
+		rf->orchestration = ar_strdup(ar, fig->ring.orchestration);
+		rf->rings = fig->ring.rings;
+		rf->nodes_per_ring = fig->ring.nodes_per_ring;
+		rf->gpus_placed = fig->ring.gpus_placed;
+		rf->gpus_wasted = fig->ring.gpus_wasted;
+		rf->cross_tor_share = fig->ring.cross_tor_share;
+		rf->constraints_kept = fig->ring.constraints_kept;
+		rf->constraints_total = fig->ring.constraints_total;
+		m->ring = rf;
+	}
 	for (size_t i = 0; i < fig->n_unplaced; i++) {
 		un[i] = ar_alloc(ar, sizeof(**un));
 		if (!un[i])
@@ -318,6 +344,54 @@ static Ocs__V1__PlanFigures *build_figures(struct arena *ar, const struct jm_fig
 		m->n_moved_jobs = m->moved_jobs ? fig->n_moved_jobs : 0;
 	}
 	return m;
+}
+
+static Ocs__V1__RingChange ring_change_pb(enum rg_change c)
+{
+	switch (c) {
+	case RG_PLACED:
+		return OCS__V1__RING_CHANGE__RING_CHANGE_PLACED;
+	case RG_BYPASSED:
+		return OCS__V1__RING_CHANGE__RING_CHANGE_BYPASSED;
+	case RG_REPLACED:
+		return OCS__V1__RING_CHANGE__RING_CHANGE_REPLACED;
+	case RG_LOST:
+		return OCS__V1__RING_CHANGE__RING_CHANGE_LOST;
+	case RG_RELEASED:
+		return OCS__V1__RING_CHANGE__RING_CHANGE_RELEASED;
+	}
+	return OCS__V1__RING_CHANGE__RING_CHANGE_UNSPECIFIED;
+}
+
+/* A Ring message (allocated in ar; NULL when it runs out). */
+static Ocs__V1__Ring *build_ring(struct arena *ar, const struct rg_ring *r)
+{
+	Ocs__V1__Ring *m = ar_alloc(ar, sizeof(*m));
+	int32_t *nodes = ar_alloc(ar, (size_t)(r->m ? r->m : 1) * sizeof(*nodes));
+
+	if (!m || !nodes)
+		return NULL;
+	ocs__v1__ring__init(m);
+	m->job_id = ar_strdup(ar, r->job_id);
+	m->index = r->index;
+	for (int k = 0; k < r->m; k++)
+		nodes[k] = r->nodes[k];
+	m->nodes = nodes;
+	m->n_nodes = (size_t)r->m;
+	m->last_change = ring_change_pb(r->last_change);
+	m->failed_node = r->failed_node;
+	m->reason = ar_strdup(ar, r->reason);
+	return m;
+}
+
+static Ocs__V1__Ring **build_rings(struct arena *ar, const struct rg_ring *r, size_t n)
+{
+	Ocs__V1__Ring **v = ar_alloc(ar, (n ? n : 1) * sizeof(*v));
+
+	for (size_t i = 0; v && i < n; i++)
+		if (!(v[i] = build_ring(ar, &r[i])))
+			return NULL;
+	return v;
 }
 
 /*
@@ -342,6 +416,13 @@ static Ocs__V1__Job *build_job(struct api *api, struct arena *ar, const struct j
 	m->figures = build_figures(ar, &job->figures);
 	m->created_unix_ms = job->created_ms;
 	m->updated_unix_ms = job->updated_ms;
+	if (job->is_ring && api->d.rings) {
+		const struct rg_ring *rings = rg_job_rings(api->d.rings, job->id, &n);
+
+		m->rings = build_rings(ar, rings, n);
+		m->n_rings = m->rings ? n : 0;
+		return ar->failed ? NULL : m;
+	}
 	cs = fs_circuits(api->d.fs, job->id, -1, -1, &n);
 	if (cs) {
 		m->circuits = build_circuits(api, ar, cs, n);
@@ -427,6 +508,8 @@ static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struc
 {
 	struct lc_demand *demand;
 	struct jm_workload *wl = NULL;
+	struct jm_ring_request *ring = NULL;
+	bool is_ring = pb->demand_case == OCS__V1__JOB_SPEC__DEMAND_RING && pb->ring;
 	bool par = pb->demand_case == OCS__V1__JOB_SPEC__DEMAND_PARALLELISM && pb->parallelism;
 	size_t n = pb->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && pb->leaf_demand
 			   ? pb->leaf_demand->n_pairs
@@ -434,20 +517,29 @@ static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struc
 	size_t len = protobuf_c_message_get_packed_size(&pb->base);
 	uint8_t *raw;
 
-	if (pb->demand_case != OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && !par) {
+	if (pb->demand_case != OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && !par && !is_ring) {
 		err->code = NB_INVALID_ARGUMENT;
 		snprintf(err->field, sizeof(err->field), "demand");
 		snprintf(err->message, sizeof(err->message),
-			 "a leaf_demand or a parallelism spec is required");
+			 "a leaf_demand, a parallelism spec or a ring request is required");
 		return -EINVAL;
 	}
 	demand = malloc((n ? n : 1) * sizeof(*demand));
 	raw = malloc(len ? len : 1);
 	if (par)
 		wl = workload_from_pb(api, pb);
-	if (!demand || !raw || (par && !wl)) {
+	if (is_ring && (ring = calloc(1, sizeof(*ring))) != NULL) {
+		ring->tp = pb->ring->tp;
+		ring->gpus = pb->ring->gpus;
+		ring->rings = pb->ring->rings;
+		snprintf(ring->orchestration, sizeof(ring->orchestration), "%s",
+			 pb->ring->orchestration ? pb->ring->orchestration : "");
+		ring->seed = pb->ring->seed;
+	}
+	if (!demand || !raw || (par && !wl) || (is_ring && !ring)) {
 		free(demand);
 		free(raw);
+		free(ring);
 		jm_workload_free(wl);
 		err->code = NB_INTERNAL;
 		snprintf(err->message, sizeof(err->message), "out of memory");
@@ -458,20 +550,23 @@ static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struc
 					       pb->leaf_demand->pairs[i]->b,
 					       pb->leaf_demand->pairs[i]->links};
 	protobuf_c_message_pack(&pb->base, raw);
-	*spec = (struct jm_spec){pb->id,
-				 pb->idempotency_key,
-				 pb->options ? pb->options->planner : NULL,
-				 pb->options && pb->options->allow_moving_other_jobs,
-				 demand,
-				 n,
-				 wl,
-				 raw,
-				 len};
+	*spec = (struct jm_spec){.id = pb->id,
+				 .idempotency_key = pb->idempotency_key,
+				 .planner = pb->options ? pb->options->planner : NULL,
+				 .allow_moving_other_jobs =
+					 pb->options && pb->options->allow_moving_other_jobs,
+				 .demand = demand,
+				 .n_demand = n,
+				 .workload = wl,
+				 .ring = ring,
+				 .raw = raw,
+				 .raw_len = len};
 	return 0;
 }
 
 static void free_spec(struct jm_spec *spec)
 {
+	free((void *)spec->ring);
 	free((void *)spec->demand);
 	jm_workload_free((struct jm_workload *)spec->workload);
 	free((void *)spec->raw);
@@ -591,6 +686,17 @@ static void answer_plan(void *ctx, const struct jm_error *err, const struct jm_j
 		fail_jm(call, err);
 		return;
 	}
+	if (job->is_ring) {
+		r.figures = build_figures(&ar, &job->figures);
+		r.rings = build_rings(&ar, job->plan_rings, job->n_plan_rings);
+		r.n_rings = r.rings ? job->n_plan_rings : 0;
+		if (ar.failed)
+			nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+		else
+			nb_call_reply(call, &r.base);
+		ar_free_all(&ar);
+		return;
+	}
 	/* Pair the plan's cross-connects into circuits, as for running jobs. */
 	tmp = fs_new(&api->d.cfg->fabric);
 	adds = calloc(n_xcs ? n_xcs : 1, sizeof(*adds));
@@ -692,12 +798,49 @@ static void serve_list_jobs(struct api *api, struct nb_call *call, const void *m
 
 /* ---- Fabric ---- */
 
+/* GetFabric for a ring domain: its sizes and how its nodes are used. */
+static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
+{
+	const struct ocs_ring_domain *d = &api->d.cfg->ring;
+	Ocs__V1__FabricSummary r = OCS__V1__FABRIC_SUMMARY__INIT;
+	uint8_t *use = rg_use_snapshot(api->d.rings, NULL);
+
+	r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
+	r.wiring = "";
+	r.gpus = ocs_ring_gpus(d);
+	r.devices = api->d.cfg->n_devices;
+	r.devices_drained = dev_n_drained(api->d.devs);
+	r.jobs_active = (int)jm_count_state(api->jm, JM_ACTIVE);
+	r.version = (char *)api->d.version;
+	r.nodes = ocs_ring_nodes(d);
+	r.tors = d->tors;
+	r.nodes_per_tor = d->nodes_per_tor;
+	r.gpus_per_node = d->gpus_per_node;
+	r.k_hops = d->k_hops;
+	r.bundles = d->bundles;
+	r.closed = d->closed;
+	r.rings_active = (int32_t)rg_active(api->d.rings);
+	r.nodes_faulty = (int32_t)rg_n_faulty(api->d.rings);
+	for (int i = 0; use && i < r.nodes; i++)
+		r.nodes_busy += use[i] == HBD_NODE_BUSY;
+	free(use);
+	/* devices_connected: ring domains have no reconciliation pass; a node's
+	 * session is known from its transactions only */
+	nb_call_reply(call, &r.base);
+}
+
 static void serve_get_fabric(struct api *api, struct nb_call *call, const void *msg)
 {
 	const struct ocs_fabric *f = &api->d.cfg->fabric;
 	Ocs__V1__FabricSummary r = OCS__V1__FABRIC_SUMMARY__INIT;
-	int64_t cabled = (int64_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
+	int64_t cabled;
 	int active = (int)jm_count_state(api->jm, JM_ACTIVE);
+
+	if (api->d.rings) {
+		serve_get_ring_fabric(api, call);
+		return;
+	}
+	cabled = (int64_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
 
 	r.wiring = (char *)ocs_wiring_name(f->wiring);
 	r.pods = f->pods;
@@ -721,7 +864,60 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 	r.ocs_ports_used = (int64_t)fs_count(api->d.fs);
 	r.ocs_ports_free = cabled - r.ocs_ports_used;
 	r.version = (char *)api->d.version;
+	r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
 	nb_call_reply(call, &r.base);
+}
+
+/* ---- Rings (OCSTrx ring domains) ---- */
+
+static void serve_mark_node(struct api *api, struct nb_call *call, const void *msg)
+{
+	const Ocs__V1__MarkNodeRequest *req = msg;
+	Ocs__V1__MarkNodeResponse r = OCS__V1__MARK_NODE_RESPONSE__INIT;
+	bool faulty = req->condition == OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY;
+	struct jm_error err = {0};
+	const char *job = NULL;
+	char *jobs[1];
+
+	if (jm_mark_node(api->jm, req->node, faulty, "operator", clk_mono_us(NULL), &job, &err) !=
+	    0) {
+		fail_jm(call, &err);
+		return;
+	}
+	r.node = req->node;
+	r.condition = req->condition;
+	if (job) {
+		jobs[0] = (char *)job;
+		r.affected_jobs = jobs;
+		r.n_affected_jobs = 1;
+	}
+	nb_call_reply(call, &r.base);
+}
+
+static void serve_list_rings(struct api *api, struct nb_call *call, const void *msg)
+{
+	const Ocs__V1__ListRingsRequest *req = msg;
+	Ocs__V1__ListRingsResponse r = OCS__V1__LIST_RINGS_RESPONSE__INIT;
+	size_t n = api->d.rings ? rg_count(api->d.rings) : 0;
+	struct arena ar = {0};
+
+	r.rings = ar_alloc(&ar, (n ? n : 1) * sizeof(*r.rings));
+	for (size_t i = 0; r.rings && i < n; i++) {
+		const struct rg_ring *g = rg_at(api->d.rings, i);
+		bool has = !req->has_node;
+
+		if (req->job_id && req->job_id[0] && strcmp(req->job_id, g->job_id) != 0)
+			continue;
+		for (int k = 0; !has && k < g->m; k++)
+			has = g->nodes[k] == req->node;
+		if (has && (r.rings[r.n_rings] = build_ring(&ar, g)) != NULL)
+			r.n_rings++;
+	}
+	if (ar.failed)
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+	else
+		nb_call_reply(call, &r.base);
+	ar_free_all(&ar);
 }
 
 static int find_device(const struct api *api, const char *name)
@@ -770,8 +966,9 @@ static Ocs__V1__Device *build_device(struct api *api, struct arena *ar, int id)
 	ocs__v1__device__init(m);
 	snprintf(addr, sizeof(addr), "%s:%u", cd->address, cd->port);
 	m->name = (char *)cd->name;
-	m->group = ocs_fabric_device_group(f, id);
-	m->index = ocs_fabric_device_in_group(f, id);
+	/* a ring domain's devices are its nodes' agents: one group, index = node */
+	m->group = api->d.rings ? 0 : ocs_fabric_device_group(f, id);
+	m->index = api->d.rings ? id : ocs_fabric_device_in_group(f, id);
 	m->address = ar_strdup(ar, addr);
 	/* Session and health: what the last reconciliation pass found. */
 	m->session = session_pb(ds.session);
@@ -794,7 +991,9 @@ static void serve_list_devices(struct api *api, struct nb_call *call, const void
 
 	r.devices = ar_alloc(&ar, (size_t)(n ? n : 1) * sizeof(*r.devices));
 	for (int i = 0; r.devices && i < n; i++) {
-		if (req->has_group && ocs_fabric_device_group(&api->d.cfg->fabric, i) != req->group)
+		if (req->has_group &&
+		    (api->d.rings ? 0 : ocs_fabric_device_group(&api->d.cfg->fabric, i)) !=
+			    req->group)
 			continue;
 		r.devices[r.n_devices] = build_device(api, &ar, i);
 		if (r.devices[r.n_devices])
@@ -823,8 +1022,10 @@ static void serve_list_circuits(struct api *api, struct nb_call *call, const voi
 			return;
 		}
 	}
-	cs = fs_circuits(api->d.fs, req->job_id && *req->job_id ? req->job_id : NULL, device,
-			 req->has_pod ? req->pod : -1, &n);
+	/* a ring domain has no circuits (no fabric state): an empty list */
+	cs = api->d.fs ? fs_circuits(api->d.fs, req->job_id && *req->job_id ? req->job_id : NULL,
+				     device, req->has_pod ? req->pod : -1, &n)
+		       : calloc(1, sizeof(*cs));
 	if (cs) {
 		r.circuits = build_circuits(api, &ar, cs, n);
 		r.n_circuits = r.circuits ? n : 0;
@@ -858,7 +1059,7 @@ static void publish_device(struct api *api, Ocs__V1__Device *d)
 static char **jobs_on_device(struct api *api, struct arena *ar, int id, size_t *n)
 {
 	size_t nc = 0;
-	struct fs_circuit *cs = fs_circuits(api->d.fs, NULL, id, -1, &nc);
+	struct fs_circuit *cs = api->d.fs ? fs_circuits(api->d.fs, NULL, id, -1, &nc) : NULL;
 	char **names = ar_alloc(ar, (nc ? nc : 1) * sizeof(*names));
 
 	*n = 0;
@@ -974,6 +1175,8 @@ HANDLER(h_list_devices, Ocs__V1__ListDevicesRequest, serve_list_devices)
 HANDLER(h_list_circuits, Ocs__V1__ListCircuitsRequest, serve_list_circuits)
 HANDLER(h_drain_device, Ocs__V1__DrainDeviceRequest, serve_drain_device)
 HANDLER(h_undrain_device, Ocs__V1__UndrainDeviceRequest, serve_undrain_device)
+HANDLER(h_mark_node, Ocs__V1__MarkNodeRequest, serve_mark_node)
+HANDLER(h_list_rings, Ocs__V1__ListRingsRequest, serve_list_rings)
 HANDLER(h_submit_job, Ocs__V1__JobSpec, serve_submit)
 HANDLER(h_plan_job, Ocs__V1__JobSpec, serve_plan)
 HANDLER(h_release_job, Ocs__V1__ReleaseJobRequest, serve_release)
@@ -1017,6 +1220,8 @@ struct nb_handlers api_handlers(struct api *api)
 		.list_circuits = h_list_circuits,
 		.drain_device = h_drain_device,
 		.undrain_device = h_undrain_device,
+		.mark_node = h_mark_node,
+		.list_rings = h_list_rings,
 		.submit_job = h_submit_job,
 		.plan_job = h_plan_job,
 		.release_job = h_release_job,
@@ -1031,13 +1236,20 @@ _Static_assert(OCS_PLANNER_COUNT <= NB_PLANNERS_MAX, "nb_limits holds every plan
 struct nb_limits api_limits(const struct ocsd_config *cfg)
 {
 	const struct ocs_fabric *f = &cfg->fabric;
-	struct nb_limits l = {
-		.pods = f->pods,
-		.leaves_per_pod = ocs_fabric_leaves_per_pod(f),
-		.gpus_per_leaf = f->k_leaf,
-		.groups = ocs_fabric_groups(f),
-	};
+	struct nb_limits l = {0};
 	const struct ocs_planner *p;
+
+	if (cfg->kind == CFG_OCSTRX_RING) {
+		l.kind = NB_FABRIC_OCSTRX_RING;
+		l.groups = 1; /* ListDevices: every node's agent is in group 0 */
+		l.ring = (struct nb_ring_limits){ocs_ring_nodes(&cfg->ring),
+						 cfg->ring.gpus_per_node};
+	} else {
+		l.pods = f->pods;
+		l.leaves_per_pod = ocs_fabric_leaves_per_pod(f);
+		l.gpus_per_leaf = f->k_leaf;
+		l.groups = ocs_fabric_groups(f);
+	}
 
 	/* Every planner ocsd serves, from the solvers' catalogue (static names). */
 	for (size_t i = 0; (p = ocs_planner_at(i)) != NULL; i++)
@@ -1112,9 +1324,70 @@ static void ev_store_failed(void *ctx, const char *reason)
 			GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
 }
 
+static void ev_ring(void *ctx, const struct rg_ring *now, const int *old, int n_old,
+		    int64_t reaction_us, int64_t devices_us)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__RingEvent re = OCS__V1__RING_EVENT__INIT;
+	struct arena ar = {0};
+	int32_t *olds = ar_alloc(&ar, (size_t)(n_old > 0 ? n_old : 1) * sizeof(*olds));
+	bool repair = now->last_change == RG_BYPASSED || now->last_change == RG_REPLACED ||
+		      now->last_change == RG_LOST;
+
+	if (repair) {
+		const char *kind = st_ring_change_name(now->last_change);
+
+		mx_add(api->m_repairs, &kind, 1);
+		if (now->last_change != RG_LOST && reaction_us > 0)
+			mx_observe(api->m_reaction_seconds, NULL, (double)reaction_us / 1e6);
+	}
+	if (!api->server || !olds) {
+		ar_free_all(&ar);
+		return;
+	}
+	re.ring = build_ring(&ar, now);
+	if (now->last_change == RG_RELEASED && re.ring)
+		re.ring->n_nodes = 0; /* released: it holds no node now */
+	for (int i = 0; i < n_old; i++)
+		olds[i] = old[i];
+	re.old_nodes = olds;
+	re.n_old_nodes = n_old > 0 ? (size_t)n_old : 0;
+	re.reaction_us = reaction_us;
+	re.devices_us = devices_us;
+	ev.kind_case = OCS__V1__EVENT__KIND_RING;
+	ev.ring = &re;
+	if (re.ring)
+		nb_server_publish(api->server, &ev);
+	ar_free_all(&ar);
+}
+
+static void ev_node(void *ctx, int node, bool faulty, const char *source)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__NodeEvent ne = OCS__V1__NODE_EVENT__INIT;
+
+	if (!api->server)
+		return;
+	ne.node = node;
+	ne.condition = faulty ? OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY
+			      : OCS__V1__NODE_CONDITION__NODE_CONDITION_HEALTHY;
+	ne.source = (char *)source;
+	ev.kind_case = OCS__V1__EVENT__KIND_NODE;
+	ev.node = &ne;
+	nb_server_publish(api->server, &ev);
+}
+
 struct jm_events api_job_events(struct api *api)
 {
-	return (struct jm_events){api, ev_job, ev_txn, ev_plan, ev_store_failed};
+	return (struct jm_events){.ctx = api,
+				  .job_changed = ev_job,
+				  .transaction_done = ev_txn,
+				  .plan_finished = ev_plan,
+				  .store_failed = ev_store_failed,
+				  .ring_changed = ev_ring,
+				  .node_changed = ev_node};
 }
 
 /* At most this many DriftEvents per pass; the metric counts them all. */
@@ -1186,7 +1459,10 @@ int api_restore_jobs(struct api *api)
 		if (!pb)
 			continue; /* jm_recover fails jobs without a demand */
 		rc = spec_from_pb(api, pb, &spec, &err);
-		if (rc == 0) {
+		if (rc == 0 && spec.ring) {
+			rc = jm_set_ring(api->jm, job->id, spec.ring);
+			free_spec(&spec);
+		} else if (rc == 0) {
 			rc = jm_set_demand(api->jm, job->id, spec.planner,
 					   spec.allow_moving_other_jobs, spec.demand, spec.n_demand,
 					   spec.workload);

@@ -22,6 +22,7 @@ struct fs_state;
 struct jm;
 struct loop;
 struct mx_registry;
+struct rg_state;
 struct ocsd_config;
 struct st_store;
 
@@ -30,6 +31,7 @@ struct api_deps {
 	struct loop *loop;
 	struct fs_state *fs;
 	struct devices *devs;	 /* sessions, health and drain of every device */
+	struct rg_state *rings;	 /* ring domains: rings and node conditions; NULL otherwise */
 	struct mx_registry *reg; /* RPC and plan metrics are registered here */
 	const char *version;
 };

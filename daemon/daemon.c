@@ -34,6 +34,7 @@
 #include "exec.h"
 #include "exec_sb.h"
 #include "fabric_state.h"
+#include "faults.h"
 #include "jobs.h"
 #include "log.h"
 #include "loop.h"
@@ -42,6 +43,7 @@
 #include "pool.h"
 #include "reconcile.h"
 #include "recovery.h"
+#include "rings.h"
 #include "sb_txn.h"
 #include "store.h"
 #include "txn.h"
@@ -83,8 +85,12 @@ struct od {
 	struct event *prune_timer;
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 	struct mx_family *m_pruned;
-	char password[128]; /* the password-file's secret the devices use ("" none) */
-	int state_lock;	    /* DIR/ocsd.lock, flock()ed for ocsd's lifetime (-1 none) */
+	struct mx_family *m_rings, *m_faulty, *m_subscribed;
+	struct rg_state *rings;	    /* ring domains: the rings and faulty nodes */
+	struct faults *faults;	    /* ring domains: the node-fault listener */
+	struct event *repair_timer; /* ring domains: repairs that did not go through, again */
+	char password[128];	    /* the password-file's secret the devices use ("" none) */
+	int state_lock;		    /* DIR/ocsd.lock, flock()ed for ocsd's lifetime (-1 none) */
 };
 
 static void log_config_errors(const char *path, const struct cfg_errors *errs)
@@ -129,6 +135,11 @@ static void sample_metrics(void *arg)
 		       (double)dev_unreachable(od->devs));
 	}
 	mx_set(od->m_xcs, NULL, od->fs ? (double)fs_count(od->fs) : 0);
+	if (od->rings) {
+		mx_set(od->m_rings, NULL, (double)rg_active(od->rings));
+		mx_set(od->m_faulty, NULL, (double)rg_n_faulty(od->rings));
+		mx_set(od->m_subscribed, NULL, (double)flt_subscribed(od->faults));
+	}
 	if (od->fs) {
 		/* Each cross-connect occupies one input and one output port. */
 		long cabled =
@@ -172,8 +183,17 @@ static int register_metrics(struct od *od)
 			 "Largest leaf-spine contention over the plans of active jobs.", NULL);
 	od->m_pruned = mx_counter(od->reg, "ocsd_jobs_pruned_total",
 				  "Finished jobs deleted by the retention.", NULL);
+	od->m_rings = mx_gauge(od->reg, "ocsd_rings_active",
+			       "OCSTrx ring domains: rings holding nodes.", NULL);
+	od->m_faulty = mx_gauge(od->reg, "ocsd_nodes_faulty",
+				"OCSTrx ring domains: nodes marked faulty.", NULL);
+	od->m_subscribed = mx_gauge(od->reg, "ocsd_nodes_subscribed",
+				    "OCSTrx ring domains: nodes whose fault notifications ocsd "
+				    "receives (subscription up).",
+				    NULL);
 	if (!info || !start || !od->m_jobs || !od->m_xcs || !od->m_ports || !od->m_reloads ||
-	    !od->m_devices || !od->m_contention || !od->m_pruned)
+	    !od->m_devices || !od->m_contention || !od->m_pruned || !od->m_rings || !od->m_faulty ||
+	    !od->m_subscribed)
 		return -ENOMEM;
 	mx_set(info, (const char *[]){OCSD_VERSION, od->cfg->name}, 1);
 	mx_set(start, NULL, (double)(clk_wall_ms(NULL) / 1000));
@@ -465,7 +485,10 @@ static void od_teardown(struct od *od)
 		event_free(od->recon_timer);
 	if (od->prune_timer)
 		event_free(od->prune_timer);
+	if (od->repair_timer)
+		event_free(od->repair_timer);
 	recon_free(od->recon);
+	flt_stop(od->faults); /* no more faults reach the job manager */
 	if (od->jm)
 		jm_stop(od->jm);
 	if (od->server)
@@ -507,6 +530,8 @@ static void od_teardown(struct od *od)
 	pool_free(od->pool);
 	exec_free(od->exec);
 	loop_free(od->loop);
+	flt_free(od->faults);
+	rg_free(od->rings);
 	mx_registry_free(od->reg);
 	st_close(od->store);
 	if (od->state_lock >= 0)
@@ -577,6 +602,11 @@ static int device_settings(const struct ocsd_config *cfg, int i, const char *pas
 		snprintf(dc->tls_ca, sizeof(dc->tls_ca), "%s", a->ca_file ? a->ca_file : "");
 	}
 	dc->rpc_timeout_ms = (int)a->rpc_timeout_ms;
+	if (cfg->kind == CFG_OCSTRX_RING) {
+		/* one transceiver agent per node; device i serves node i */
+		dc->model = SB_MODEL_TRANSCEIVER;
+		dc->node = (uint32_t)d->id;
+	}
 	return 0;
 }
 
@@ -678,26 +708,75 @@ static int submit_plan(void *pool, struct pool_task *t)
 	return pool_submit(pool, t);
 }
 
-/* Job manager, API and gRPC server (leaf-spine-OCS fabrics). */
+static void on_repair_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct od *od = arg;
+
+	if (od->jm)
+		jm_retry_repairs(od->jm);
+}
+
+/*
+ * Ring domains: the node-fault listener, one subscription per node on the
+ * driver of the transaction handles, and a timer that tries again every
+ * second the ring repairs whose transaction failed.
+ */
+static int start_faults(struct od *od)
+{
+	struct sb_device_config *dc = calloc((size_t)od->cfg->n_devices + 1, sizeof(*dc));
+	struct flt_deps fd = {od->loop, od->exec, od->jm, od->devs, od->driver};
+	int rc = dc ? 0 : -ENOMEM;
+
+	for (int i = 0; rc == 0 && i < od->cfg->n_devices; i++)
+		rc = device_settings(od->cfg, i, od->password, &dc[i]);
+	if (rc == 0)
+		rc = flt_start(&fd, dc, od->cfg->n_devices, &od->faults);
+	if (rc == 0) {
+		struct timeval second = {1, 0};
+
+		od->repair_timer =
+			event_new(loop_base(od->loop), -1, EV_PERSIST, on_repair_timer, od);
+		rc = od->repair_timer && event_add(od->repair_timer, &second) == 0 ? 0 : -ENOMEM;
+	}
+	for (int i = 0; dc && i < od->cfg->n_devices; i++)
+		memset(dc[i].password, 0, sizeof(dc[i].password));
+	free(dc);
+	if (rc)
+		log_msg(LOG_ERR, "node faults: cannot start the notification listener: %s",
+			strerror(-rc));
+	return rc;
+}
+
+/* Job manager, API and gRPC server (leaf-spine-OCS fabrics and OCSTrx ring domains). */
 static int start_jobs(struct od *od)
 {
 	const struct od_options *o = od->opts;
-	struct api_deps ad = {od->cfg, od->loop, NULL, NULL, od->reg, OCSD_VERSION};
+	struct api_deps ad = {
+		.cfg = od->cfg, .loop = od->loop, .reg = od->reg, .version = OCSD_VERSION};
 	struct nb_server_config sc = {0};
 	struct nb_error nerr = {0};
 	struct jm_deps jd = {0};
 	char err[256];
 	int rc;
 
-	od->fs = fs_new(&od->cfg->fabric);
-	if (!od->fs || fs_load(od->fs, od->store) != 0) {
+	/* A ring domain has no circuits: no fabric state (rings.h instead). */
+	if (od->cfg->kind == CFG_LEAF_SPINE_OCS &&
+	    (!(od->fs = fs_new(&od->cfg->fabric)) || fs_load(od->fs, od->store) != 0)) {
 		log_msg(LOG_ERR, "cannot load the circuits from the state store");
 		return -EIO;
+	}
+	if (od->cfg->kind == CFG_OCSTRX_RING) {
+		od->rings = rg_new(&od->cfg->ring);
+		if (!od->rings || (rc = rg_load(od->rings, od->store)) != 0) {
+			log_msg(LOG_ERR, "cannot load the rings from the state store");
+			return -EIO;
+		}
 	}
 	rc = new_devices(od);
 	if (rc)
 		return rc;
 	ad.fs = od->fs;
+	ad.rings = od->rings;
 	ad.devs = od->devs;
 	od->api = api_new(&ad);
 	if (!od->api)
@@ -706,16 +785,18 @@ static int start_jobs(struct od *od)
 	if (rc)
 		return rc;
 	{
-		struct rec_deps rd = {&od->cfg->fabric, od->store, od->fs, od->devs, NULL};
-		struct txn_deps td = {&od->cfg->fabric,
-				      od->fs,
-				      od->store,
-				      od->loop,
-				      od->engine,
-				      od->devs,
-				      NULL,
-				      (int)od->cfg->access.confirm_timeout_s,
-				      (int)od->cfg->access.rpc_timeout_ms};
+		struct rec_deps rd = {&od->cfg->fabric, od->store, od->fs,
+				      od->devs,		NULL,	   od->rings};
+		struct txn_deps td = {.fabric = &od->cfg->fabric,
+				      .fs = od->fs,
+				      .store = od->store,
+				      .loop = od->loop,
+				      .engine = od->engine,
+				      .devs = od->devs,
+				      .rings = od->rings,
+				      .clock = NULL,
+				      .confirm_timeout_s = (int)od->cfg->access.confirm_timeout_s,
+				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms};
 
 		rc = rec_resolve_open(&rd);
 		if (rc) {
@@ -736,6 +817,7 @@ static int start_jobs(struct od *od)
 			      .txn_start = txn_start,
 			      .txn_ctx = od->txn,
 			      .devs = od->devs,
+			      .rings = od->rings,
 			      .events = api_job_events(od->api)};
 	rc = jm_new(&jd, &od->jm, err, sizeof(err));
 	if (rc) {
@@ -761,6 +843,10 @@ static int start_jobs(struct od *od)
 		return rc;
 	}
 	api_attach(od->api, od->jm, od->server);
+	/* Reconciliation reads cross-connects: ring domains are read back by
+	 * recovery and by each transaction, and watched through notifications. */
+	if (od->rings)
+		return start_faults(od);
 	return start_reconciliation(od);
 }
 
@@ -841,7 +927,7 @@ int od_run(const struct od_options *opts)
 		log_msg(LOG_ERR, "cannot start the solver pool");
 		goto out;
 	}
-	if (od.cfg->kind == CFG_LEAF_SPINE_OCS) {
+	if (od.cfg->kind == CFG_LEAF_SPINE_OCS || od.cfg->kind == CFG_OCSTRX_RING) {
 		if (start_jobs(&od) != 0)
 			goto out;
 	} else {

@@ -240,6 +240,10 @@ const bool *dev_drained_mask(const struct devices *devs)
 
 const struct st_circuit *dev_xcs(const struct devices *devs, int id, size_t *n)
 {
+	if (!devs->d.fs) { /* a ring domain: no cross-connects */
+		*n = 0;
+		return NULL;
+	}
 	return fs_device_circuits(devs->d.fs, id, n);
 }
 

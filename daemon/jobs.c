@@ -33,6 +33,18 @@
  * only its request: its first plan searches again (deterministic for a
  * seed without a time budget), in the same pool task as its leaf plan.
  *
+ * Ring jobs (OCSTrx ring domains, kind_ring.c) follow the same machine on
+ * the ring state (rings.h) instead of the circuits: the plan is a set of
+ * rings and bundle settings, its snapshot the ring state's generation. A
+ * node fault (jm_mark_node) is stored first; then the ring holding it is
+ * repaired (jobs_ring.c) in a transaction queued ahead of everything else,
+ * while its job stays ACTIVE:
+ *
+ *   ACTIVE --fault--> (repair queued first) --txn--> ACTIVE, RingEvent
+ *                                              `--> rolled back: logged, the
+ *                                                   ring keeps the node until
+ *                                                   the next fault or restart
+ *
  * Invariants:
  *  1. At most one transaction runs; its intent is stored before any device
  *     is touched and its outcome before the next starts (txn.c).
@@ -84,7 +96,18 @@ struct jm {
 	unsigned long plan_seq;			/* last plan started */
 	bool not_serving;			/* a store write failed: no further writes */
 	char not_serving_reason[600];
+	/*
+	 * Ring domains: nodes marked healthy again whose bundles still hold
+	 * what they had when they failed (a faulty node is never programmed),
+	 * set back to loopback by transactions of this pseudo job (never in
+	 * the table; id JM_RESET_JOB), queued like a repair.
+	 */
+	struct job_rt reset;
+	int *reset_nodes;
+	size_t n_reset, cap_reset;
 };
+
+#define JM_RESET_JOB "ocsd-node-reset"
 
 static int64_t now_ms(const struct jm *jm)
 {
@@ -95,6 +118,7 @@ static void free_job(struct job_rt *j)
 {
 	if (!j)
 		return;
+	rg_rings_free(j->prev_rings, j->n_prev_rings);
 	free(j->pub.raw);
 	free(j->pub.demand);
 	jm_workload_free(j->pub.workload);
@@ -228,6 +252,18 @@ int jm_forget(struct jm *jm, const char *id)
 
 /* ---- the queue of transactions (intrusive: never fails) ---- */
 
+/* A repair goes ahead of every queued job (never fails either). */
+static void enqueue_first(struct jm *jm, struct job_rt *j)
+{
+	if (j->queued)
+		return;
+	j->queued = true;
+	j->next_queued = jm->queue_head;
+	jm->queue_head = j;
+	if (!jm->queue_tail)
+		jm->queue_tail = j;
+}
+
 static void enqueue(struct jm *jm, struct job_rt *j)
 {
 	if (j->queued)
@@ -355,6 +391,23 @@ static const struct jm_kind *kind_of(const struct jm_workload *wl)
 	return wl ? &jm_kind_parallelism : &jm_kind_leaf;
 }
 
+static const struct jm_kind *spec_kind(const struct jm_spec *spec)
+{
+	return spec->ring ? &jm_kind_ring : kind_of(spec->workload);
+}
+
+/* Ring domains: drained nodes (device id = node), NULL when none is. */
+static const bool *drained_nodes(const struct jm *jm)
+{
+	return jm->d.devs && dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL;
+}
+
+/* What a plan's snapshot is compared with: the ring state or the circuits. */
+static unsigned long current_gen(const struct jm *jm)
+{
+	return jm->d.rings ? rg_generation(jm->d.rings) : fs_generation(jm->d.fs);
+}
+
 /*
  * The inputs of a global re-plan (allow_moving_other_jobs): every job that
  * owns configured cross-connects, with its demand. When one's demand is
@@ -423,12 +476,30 @@ static void plan_work(struct pool_task *pt)
 static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const char *self,
 				const char *planner, bool replan, const struct lc_demand *demand,
 				size_t n_demand, const struct jm_workload *wl,
-				const struct jm_figures *delta)
+				const struct jm_figures *delta, const struct jm_ring_request *ring)
 {
-	struct jp_task *t = jp_task_new(
-		kind, jm->f, jm->d.fs,
-		dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL,
-		jm->d.cfg->n_devices, self, planner, replan, demand, n_demand, wl, delta);
+	struct jp_task *t;
+
+	if (kind->rings) {
+		uint8_t *use = rg_use_snapshot(jm->d.rings, self);
+
+		if (use)
+			jr_mask_drained(jm->d.rings, drained_nodes(jm), use);
+
+		t = use ? jp_ring_task_new(kind, &jm->d.cfg->ring, use, rg_generation(jm->d.rings),
+					   self, ring)
+			: NULL;
+		if (t) {
+			t->pool.work = plan_work;
+			t->pool.done = plan_done;
+			t->owner = jm;
+			t->clock = jm->d.clock;
+		}
+		return t;
+	}
+	t = jp_task_new(kind, jm->f, jm->d.fs,
+			dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL,
+			jm->d.cfg->n_devices, self, planner, replan, demand, n_demand, wl, delta);
 
 	if (!t)
 		return NULL;
@@ -447,9 +518,9 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 
 static void start_planning(struct jm *jm, struct job_rt *j)
 {
-	struct jp_task *t =
-		new_task(jm, j->kind, j->pub.id, j->pub.planner, j->pub.allow_move, j->pub.demand,
-			 j->pub.n_demand, j->pub.workload, &j->pub.figures);
+	struct jp_task *t = new_task(jm, j->kind, j->pub.id, j->pub.planner, j->pub.allow_move,
+				     j->pub.demand, j->pub.n_demand, j->pub.workload,
+				     &j->pub.figures, j->pub.is_ring ? &j->pub.ring : NULL);
 	struct jm_error err;
 	int rc;
 
@@ -477,6 +548,12 @@ static void submit_searched(struct jm *jm, struct jp_task *t);
 
 static void report_plan_time(struct jm *jm, const struct jp_task *t)
 {
+	if (t->kind->rings) {
+		if (t->fig.has_ring && jm->d.events.plan_finished)
+			jm->d.events.plan_finished(jm->d.events.ctx, t->fig.ring.orchestration,
+						   (double)t->fig.plan_us / 1e6);
+		return;
+	}
 	if (t->rc == 0 && t->plan && jm->d.events.plan_finished)
 		jm->d.events.plan_finished(jm->d.events.ctx, t->planner,
 					   (t->plan->plan_ms + t->plan->realize_ms +
@@ -488,6 +565,18 @@ static void answer_dry_run(struct jp_task *t)
 {
 	struct jm_job shadow = {0};
 
+	if (t->kind->rings) {
+		shadow.is_ring = true;
+		shadow.ring = t->ring;
+		shadow.figures = t->fig;
+		shadow.plan_rings = t->change.rings;
+		shadow.n_plan_rings = t->change.n_rings;
+		if (!t->refused || t->err.status == JM_EXHAUSTED)
+			t->answer(t->ctx, NULL, &shadow, false, NULL, 0);
+		else
+			t->answer(t->ctx, &t->err, NULL, false, NULL, 0);
+		return;
+	}
 	if (t->plan && (!t->refused || t->err.status == JM_EXHAUSTED)) {
 		/* A dry run reports what does not fit as figures, not as an error. */
 		shadow.figures = t->fig;
@@ -503,7 +592,7 @@ static void plan_done(struct pool_task *pt)
 	struct jm *jm = t->owner;
 	struct job_rt *j;
 	struct jm_error err = {0};
-	bool planned = !t->kind_rc && t->rc == 0 && t->plan;
+	bool planned = t->kind->rings ? !t->refused : !t->kind_rc && t->rc == 0 && t->plan;
 
 	if (t->search_only) {
 		submit_searched(jm, t);
@@ -540,18 +629,18 @@ static void plan_done(struct pool_task *pt)
 			j->pub.figures.delta = t->delta;
 		}
 	}
-	if (t->gen != fs_generation(jm->d.fs) && planned && ++j->replans <= JM_MAX_REPLANS) {
+	if (t->gen != current_gen(jm) && planned && ++j->replans <= JM_MAX_REPLANS) {
 		jp_task_free(t);
 		start_planning(jm, j); /* the snapshot went stale: plan again */
 		return;
 	}
-	if (t->gen != fs_generation(jm->d.fs) && planned)
+	if (t->gen != current_gen(jm) && planned)
 		jm_set_error(&err, JM_UNAVAILABLE, "",
 			     "the fabric changed during each of %d plans; try again",
 			     JM_MAX_REPLANS);
 	else if (t->refused)
 		err = t->err;
-	if (planned) {
+	if (planned || (t->kind->rings && t->fig.has_ring)) {
 		jm_figures_clear(&j->pub.figures);
 		j->pub.figures = t->fig;
 		t->fig = (struct jm_figures){0};
@@ -575,24 +664,91 @@ static void plan_done(struct pool_task *pt)
 
 static void txn_done(void *arg, const struct txn_outcome *o);
 
+/*
+ * Starts a ring job's transaction: its plan, a repair (j->change set by
+ * queue_repair) or its release (every node back to loopback). The rings as
+ * they were are kept for the ring events. -errno with why set when it did
+ * not start.
+ */
+static int start_ring_txn(struct jm *jm, struct job_rt *j, bool release,
+			  const struct st_fault *fault, char *why, size_t why_len)
+{
+	struct txn_change c = {0};
+	size_t n_prev = 0;
+	const struct rg_ring *prev = rg_job_rings(jm->d.rings, j->pub.id, &n_prev);
+
+	if (release) {
+		jp_change_clear(&j->change);
+		if (jr_release_change(jm->d.rings, j->pub.id, &j->change) != 0) {
+			snprintf(why, why_len, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	rg_rings_free(j->prev_rings, j->n_prev_rings);
+	j->prev_rings = rg_rings_dup(prev, n_prev);
+	j->n_prev_rings = j->prev_rings ? n_prev : 0;
+	if (!j->prev_rings) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < j->change.n_rings; i++)
+		if (!j->change.rings[i].changed_ms)
+			j->change.rings[i].changed_ms = now_ms(jm);
+	c = (struct txn_change){.job_id = j->pub.id,
+				.release = release,
+				.ring = true,
+				.rings = j->change.rings,
+				.n_rings = j->change.n_rings,
+				.bundles = j->change.bundles,
+				.n_bundles = j->change.n_bundles,
+				.fault = fault};
+	return jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, why_len);
+}
+
 /* Starts j's transaction: its plan's change set, or the removal of its circuits. */
 static void start_txn(struct jm *jm, struct job_rt *j)
 {
 	bool release = j->pub.state == JM_RELEASING;
-	struct txn_change c = {j->pub.id,	    release,
-			       j->change.removals,  j->change.n_removals,
-			       j->change.additions, j->change.n_additions,
-			       j->change.links,	    j->change.n_links};
+	struct txn_change c = {.job_id = j->pub.id,
+			       .release = release,
+			       .removals = j->change.removals,
+			       .n_removals = j->change.n_removals,
+			       .additions = j->change.additions,
+			       .n_additions = j->change.n_additions,
+			       .links = j->change.links,
+			       .n_links = j->change.n_links};
 	struct ocs_xc *mine = NULL;
 	struct jm_error err;
 	char why[400] = "";
 	int rc;
 
+	if (j->kind->rings) {
+		jm->txn_job = j;
+		rc = start_ring_txn(jm, j, release, NULL, why, sizeof(why));
+		if (rc == 0)
+			return;
+		jm->txn_job = NULL;
+		jm_set_error(&err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "", "%s", why);
+		if (j->repair) {
+			log_msg(LOG_ERR, "job %s: the ring repair could not start: %s", j->pub.id,
+				why);
+			j->repair = false;
+			j->repair_failed = true;
+			jp_change_clear(&j->change);
+		} else if (release) {
+			set_state(jm, j, JM_ACTIVE, why);
+			settle(j, &err);
+		} else {
+			fail_job(jm, j, &err);
+		}
+		return;
+	}
 	if (release) {
 		size_t n = 0;
 
 		mine = fs_job_xcs(jm->d.fs, j->pub.id, &n);
-		c = (struct txn_change){j->pub.id, true, mine, n, NULL, 0, NULL, 0};
+		c = (struct txn_change){
+			.job_id = j->pub.id, .release = true, .removals = mine, .n_removals = n};
 		if (!mine) {
 			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 			set_state(jm, j, JM_ACTIVE, err.message);
@@ -615,6 +771,68 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 	}
 }
 
+/* Ring events for every ring of j that changed in its confirmed transaction. */
+static void publish_rings(struct jm *jm, struct job_rt *j, bool release, bool repair,
+			  const struct txn_outcome *o)
+{
+	size_t n = 0;
+	const struct rg_ring *now = rg_job_rings(jm->d.rings, j->pub.id, &n);
+	int64_t reaction = repair && j->fault_us ? o->finished_us - j->fault_us : 0;
+
+	if (!jm->d.events.ring_changed)
+		return;
+	if (release) {
+		for (size_t i = 0; i < j->n_prev_rings; i++) {
+			struct rg_ring r = j->prev_rings[i];
+
+			r.last_change = RG_RELEASED;
+			jm->d.events.ring_changed(jm->d.events.ctx, &r, r.nodes, r.m, 0, 0);
+		}
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct rg_ring *old = NULL;
+
+		for (size_t k = 0; k < j->n_prev_rings && !old; k++)
+			if (j->prev_rings[k].index == now[i].index)
+				old = &j->prev_rings[k];
+		if (old && old->m == now[i].m && old->last_change == now[i].last_change &&
+		    (old->m == 0 ||
+		     !memcmp(old->nodes, now[i].nodes, (size_t)old->m * sizeof(int))))
+			continue; /* unchanged */
+		jm->d.events.ring_changed(jm->d.events.ctx, &now[i], old ? old->nodes : NULL,
+					  old ? old->m : 0, reaction, repair ? o->engine_us : 0);
+	}
+}
+
+static void queue_repairs(struct jm *jm, struct job_rt *j);
+static void queue_reset(struct jm *jm);
+
+/* The end of a ring repair (or node reset): the job stays ACTIVE whatever happened. */
+static void repair_done(struct jm *jm, struct job_rt *j, const struct txn_outcome *o)
+{
+	j->repair = false;
+	if (j == &jm->reset && o->result != TXN_CONFIRMED) {
+		/* the nodes go back on the list, tried again by jm_retry_repairs */
+		for (size_t i = 0; i < j->change.n_bundles; i++)
+			if (j->change.bundles[i].bundle == 0 &&
+			    jm->n_reset < (size_t)rg_nodes(jm->d.rings))
+				jm->reset_nodes[jm->n_reset++] = j->change.bundles[i].node;
+	}
+	jp_change_clear(&j->change);
+	if (o->result == TXN_CONFIRMED) {
+		publish_rings(jm, j, false, true, o);
+		queue_repairs(jm, j); /* another of its rings may hold a faulty node */
+	} else {
+		j->repair_failed = true;
+		log_msg(LOG_ERR,
+			"job %s: the ring repair was not applied (%s): its ring keeps the "
+			"faulty node until the next fault report or restart",
+			j->pub.id, o->message ? o->message : "");
+	}
+	pump(jm);
+}
+
 static void txn_done(void *arg, const struct txn_outcome *o)
 {
 	struct jm *jm = arg;
@@ -623,6 +841,21 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	struct jm_error err = {0};
 
 	jm->txn_job = NULL;
+	if (j->kind->rings && o->store_failed)
+		store_failed(jm, o->store_error);
+	if (j->kind->rings && jm->d.events.transaction_done && o->txn_id)
+		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
+	if (j->kind->rings && j->repair) {
+		repair_done(jm, j, o);
+		return;
+	}
+	if (j->kind->rings && o->result == TXN_CONFIRMED)
+		publish_rings(jm, j, release, false, o);
+	if (j->kind->rings) {
+		/* what follows is the generic part; store and events are done */
+		jp_change_clear(&j->change);
+		goto settle_state;
+	}
 	if (o->store_failed)
 		store_failed(jm, o->store_error);
 	if (o->result == TXN_CONFIRMED &&
@@ -633,6 +866,7 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	jp_change_clear(&j->change);
 	if (jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
+settle_state:
 	if (o->result == TXN_ROLLED_BACK || o->result == TXN_REFUSED)
 		/* said once: the driver's message usually says it already */
 		jm_set_error(&err, JM_UNAVAILABLE, "", "devices: %s%s; nothing changed", o->message,
@@ -659,7 +893,217 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	} else {
 		fail_job(jm, j, &err);
 	}
+	if (j->kind->rings && j->pub.state == JM_ACTIVE)
+		queue_repairs(jm, j); /* a node failed while it was programmed */
 	pump(jm);
+}
+
+/* ---- ring repairs ---- */
+
+/*
+ * Queues the repair of the first ring of j (ACTIVE, no transaction of its
+ * own queued or running) that holds a faulty node, ahead of all other
+ * work. The repair is computed here, on the loop (hbd_repair is a bypass
+ * or one ring's re-placement: microseconds), so that the reaction to a
+ * fault does not wait behind the planner queue.
+ */
+static void queue_repairs(struct jm *jm, struct job_rt *j)
+{
+	const struct rg_ring *ring;
+	enum rg_change kind;
+	int failed = -1, rc;
+
+	if (!jm->d.rings || !j->kind->rings || j->pub.state != JM_ACTIVE || j->repair ||
+	    j->queued || jm->txn_job == j || j->repair_failed)
+		return;
+	ring = jr_broken_ring(jm->d.rings, j->pub.id, &failed);
+	if (!ring)
+		return;
+	jp_change_clear(&j->change);
+	rc = jr_repair_change(jm->d.rings, drained_nodes(jm), ring, failed, &j->pub.ring,
+			      now_ms(jm), &j->change, &kind);
+	if (rc) {
+		log_msg(LOG_ERR, "job %s: cannot repair ring %d after node %d failed: %s",
+			j->pub.id, ring->index, failed, strerror(-rc));
+		jp_change_clear(&j->change);
+		j->repair_failed = true;
+		return;
+	}
+	log_msg(LOG_NOTICE, "job %s: ring %d lost node %d: %s", j->pub.id, ring->index, failed,
+		st_ring_change_name(kind));
+	j->repair = true;
+	enqueue_first(jm, j);
+}
+
+/*
+ * Queues the reset of the healed nodes on the list (healthy, in no ring)
+ * to loopback, ahead of queued work, unless one is queued or running.
+ */
+static void queue_reset(struct jm *jm)
+{
+	struct job_rt *r = &jm->reset;
+	const struct ocs_ring_domain *d;
+	struct hbd_bundle *b;
+	size_t n = 0;
+
+	if (!jm->d.rings || !jm->n_reset || r->repair || r->queued || jm->txn_job == r ||
+	    r->repair_failed)
+		return;
+	d = rg_domain(jm->d.rings);
+	b = malloc(jm->n_reset * (size_t)d->bundles * sizeof(*b));
+	if (!b)
+		return; /* tried again by jm_retry_repairs */
+	for (size_t i = 0; i < jm->n_reset; i++) {
+		int node = jm->reset_nodes[i];
+
+		if (rg_faulty(jm->d.rings, node) || rg_holder(jm->d.rings, node))
+			continue; /* failed again, or a ring programs it anyway */
+		hbd_idle_bundles(d, node, &b[n]);
+		n += (size_t)d->bundles;
+	}
+	jm->n_reset = 0;
+	if (!n) {
+		free(b);
+		return;
+	}
+	jp_change_clear(&r->change);
+	r->change.bundles = b;
+	r->change.n_bundles = n;
+	r->repair = true;
+	r->fault_us = 0;
+	enqueue_first(jm, r);
+}
+
+void jm_retry_repairs(struct jm *jm)
+{
+	jm->reset.repair_failed = false;
+	queue_reset(jm);
+	for (size_t i = 0; i < jm->n_jobs; i++)
+		if (jm->jobs[i]->repair_failed) {
+			jm->jobs[i]->repair_failed = false;
+			queue_repairs(jm, jm->jobs[i]);
+		}
+	pump(jm);
+}
+
+/*
+ * The fast path of a fault: when the job holding the node can be repaired
+ * at once (no transaction running, the job ACTIVE and idle), the fault is
+ * stored with the repair's intent in one SQLite transaction (one commit
+ * between the notification and the devices instead of two). 0, or -errno
+ * with nothing stored and nothing changed (the caller takes the ordinary
+ * path then).
+ */
+static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char *source)
+{
+	struct st_fault fault = {node, source, now_ms(jm)};
+	const struct rg_ring *ring;
+	enum rg_change kind;
+	char why[400];
+	int failed = -1, rc;
+
+	if (jm->txn_job || jm->stopping || jm->not_serving || j->pub.state != JM_ACTIVE ||
+	    j->queued || j->repair)
+		return -EBUSY;
+	rg_set_faulty(jm->d.rings, node, true, source, fault.since_ms);
+	ring = jr_broken_ring(jm->d.rings, j->pub.id, &failed);
+	jp_change_clear(&j->change);
+	rc = ring ? jr_repair_change(jm->d.rings, drained_nodes(jm), ring, failed, &j->pub.ring,
+				     fault.since_ms, &j->change, &kind)
+		  : -EINVAL;
+	if (rc == 0) {
+		int index = ring->index;
+
+		j->repair = true;
+		jm->txn_job = j;
+		rc = start_ring_txn(jm, j, false, &fault, why, sizeof(why));
+		if (rc == 0) {
+			log_msg(LOG_NOTICE, "job %s: ring %d lost node %d: %s", j->pub.id, index,
+				failed, st_ring_change_name(kind));
+			return 0;
+		}
+		jm->txn_job = NULL;
+		j->repair = false;
+	}
+	jp_change_clear(&j->change);
+	rg_set_faulty(jm->d.rings, node, false, NULL, 0);
+	return rc;
+}
+
+int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64_t received_us,
+		 const char **affected_job, struct jm_error *err)
+{
+	const struct rg_ring *holder;
+	struct job_rt *j = NULL;
+	int rc;
+
+	*affected_job = NULL;
+	if (!jm->d.rings) {
+		jm_set_error(err, JM_PRECONDITION, "node", "the fabric is not an ocstrx-ring");
+		return -1;
+	}
+	if (node < 0 || node >= rg_nodes(jm->d.rings)) {
+		jm_set_error(err, JM_INVALID, "node", "%d is not a node of the domain (0..%d)",
+			     node, rg_nodes(jm->d.rings) - 1);
+		return -1;
+	}
+	if (jm->not_serving) {
+		jm_set_error(err, JM_UNAVAILABLE, "", "%s; nothing changed",
+			     jm->not_serving_reason);
+		return -1;
+	}
+	holder = rg_holder(jm->d.rings, node);
+	j = holder ? find_job(jm, holder->job_id) : NULL;
+	if (faulty && !rg_faulty(jm->d.rings, node) && j) {
+		j->fault_us = received_us;
+		j->repair_failed = false;
+		if (repair_at_once(jm, j, node, source) == 0) {
+			if (jm->d.events.node_changed)
+				jm->d.events.node_changed(jm->d.events.ctx, node, true, source);
+			*affected_job = j->pub.id;
+			return 0;
+		}
+	}
+	if (rg_faulty(jm->d.rings, node) != faulty) {
+		rc = st_fault_set(jm->d.store, node, faulty, source, now_ms(jm));
+		if (rc) {
+			jm_set_error(err, JM_UNAVAILABLE, "",
+				     "cannot store the node's condition (%s); nothing changed",
+				     strerror(-rc));
+			return -1;
+		}
+		rg_set_faulty(jm->d.rings, node, faulty, source, now_ms(jm));
+		if (jm->d.events.node_changed)
+			jm->d.events.node_changed(jm->d.events.ctx, node, faulty, source);
+		if (!faulty && !rg_holder(jm->d.rings, node) &&
+		    jm->n_reset < (size_t)rg_nodes(jm->d.rings)) {
+			jm->reset_nodes[jm->n_reset++] = node;
+			queue_reset(jm);
+			pump(jm);
+		}
+	}
+	if (faulty && j) {
+		*affected_job = j->pub.id;
+		j->fault_us = received_us;
+		j->repair_failed = false; /* a new fault report: try again */
+		queue_repairs(jm, j);
+		pump(jm);
+	}
+	return 0;
+}
+
+int jm_set_ring(struct jm *jm, const char *id, const struct jm_ring_request *req)
+{
+	struct job_rt *j = find_job(jm, id);
+
+	if (!j)
+		return -ENOENT;
+	j->pub.is_ring = true;
+	j->pub.ring = *req;
+	j->kind = &jm_kind_ring;
+	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s",
+		 req->orchestration[0] ? req->orchestration : "dcn-free");
+	return 0;
 }
 
 /* Starts the next queued transaction when none is running. */
@@ -668,7 +1112,11 @@ static void pump(struct jm *jm)
 	while (!jm->stopping && !jm->txn_job && jm->queue_head) {
 		struct job_rt *j = dequeue(jm);
 
-		if (j->pub.state == JM_PROGRAMMING && j->plan_gen != fs_generation(jm->d.fs)) {
+		if (j->repair) {
+			start_txn(jm, j);
+			continue;
+		}
+		if (j->pub.state == JM_PROGRAMMING && j->plan_gen != current_gen(jm)) {
 			start_planning(jm, j); /* planned on circuits that changed since */
 			continue;
 		}
@@ -681,6 +1129,8 @@ static void pump(struct jm *jm)
 
 static const char *planner_of(const struct jm_spec *spec)
 {
+	if (spec->ring)
+		return spec->ring->orchestration[0] ? spec->ring->orchestration : "dcn-free";
 	if (spec->planner && *spec->planner)
 		return spec->planner;
 	return ocs_planner_default(kind_of(spec->workload)->demand)->name;
@@ -701,10 +1151,17 @@ static void planner_list(const struct jm_kind *kind, char *out, size_t len)
 /* Checks a spec against the fabric; field names follow the API's JobSpec. */
 static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_error *err)
 {
-	const struct jm_kind *kind = kind_of(spec->workload);
+	const struct jm_kind *kind = spec_kind(spec);
 	const char *planner = spec->planner && *spec->planner ? spec->planner : NULL;
 	const struct ocs_planner *p = planner ? ocs_planner_find(planner) : NULL;
 
+	if (kind->rings)
+		return kind->check(jm->d.cfg, spec, err);
+	if (jm->d.rings) {
+		jm_set_error(err, JM_PRECONDITION, spec->workload ? "parallelism" : "leaf_demand",
+			     "the fabric is an ocstrx-ring: jobs ask for rings (ring)");
+		return false;
+	}
 	if (planner && (!p || p->demand != kind->demand)) {
 		char list[200];
 
@@ -713,7 +1170,7 @@ static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_erro
 			     planner, kind->demand_name, list);
 		return false;
 	}
-	if (!kind->check(jm->f, spec, err))
+	if (!kind->check(jm->d.cfg, spec, err))
 		return false;
 	return jl_leaves_free(jm->f, jm->live, jm->n_live, spec->id ? spec->id : "", spec->demand,
 			      spec->n_demand, spec->workload, err);
@@ -726,7 +1183,13 @@ static void copy_spec(struct job_rt *j, const struct jm_spec *spec)
 		 spec->idempotency_key ? spec->idempotency_key : "");
 	snprintf(j->pub.planner, sizeof(j->pub.planner), "%s", planner_of(spec));
 	j->pub.allow_move = spec->allow_moving_other_jobs;
-	j->kind = kind_of(spec->workload);
+	j->kind = spec_kind(spec);
+	j->pub.is_ring = spec->ring != NULL;
+	if (spec->ring) {
+		j->pub.ring = *spec->ring;
+		snprintf(j->pub.planner, sizeof(j->pub.planner), "%s",
+			 spec->ring->orchestration[0] ? spec->ring->orchestration : "dcn-free");
+	}
 }
 
 /*
@@ -763,7 +1226,8 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 		/* The same request again: run it again. */
 		if (refuse_write(jm, answer, ctx))
 			return true;
-		if (!jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
+		if (!j->kind->rings &&
+		    !jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
 				    j->pub.n_demand, j->pub.workload, &err)) {
 			answer(ctx, &err, NULL, false, NULL, 0);
 			return true;
@@ -862,8 +1326,9 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 			    void *ctx)
 {
 	struct jm_error err = {0};
-	struct jp_task *t = new_task(jm, &jm_kind_parallelism, spec->id, planner_of(spec),
-				     spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL);
+	struct jp_task *t =
+		new_task(jm, &jm_kind_parallelism, spec->id, planner_of(spec),
+			 spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL, NULL);
 	int rc;
 
 	if (t) {
@@ -897,8 +1362,15 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 static void submit_searched(struct jm *jm, struct jp_task *t)
 {
 	struct jm_error err = {0};
-	struct jm_spec spec = {t->sub.id,   t->sub.key, t->planner, t->sub.allow_move, t->demand,
-			       t->n_demand, t->wl,	t->sub.raw, t->sub.raw_len};
+	struct jm_spec spec = {.id = t->sub.id,
+			       .idempotency_key = t->sub.key,
+			       .planner = t->planner,
+			       .allow_moving_other_jobs = t->sub.allow_move,
+			       .demand = t->demand,
+			       .n_demand = t->n_demand,
+			       .workload = t->wl,
+			       .raw = t->sub.raw,
+			       .raw_len = t->sub.raw_len};
 
 	if (t->kind_rc) {
 		t->answer(t->ctx, &t->kind_err, NULL, false, NULL, 0);
@@ -943,9 +1415,8 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
-	t = new_task(jm, kind_of(spec->workload), spec->id, planner_of(spec),
-		     spec->allow_moving_other_jobs, spec->demand, spec->n_demand, spec->workload,
-		     NULL);
+	t = new_task(jm, spec_kind(spec), spec->id, planner_of(spec), spec->allow_moving_other_jobs,
+		     spec->demand, spec->n_demand, spec->workload, NULL, spec->ring);
 	if (!t) {
 		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
 		answer(ctx, &err, NULL, false, NULL, 0);
@@ -1074,6 +1545,17 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 		return -ENOMEM;
 	jm->d = *deps;
 	jm->f = &deps->cfg->fabric;
+	if (deps->rings) {
+		jm->reset.kind = &jm_kind_ring;
+		jm->reset.pub.state = JM_ACTIVE;
+		jm->reset.pub.is_ring = true;
+		snprintf(jm->reset.pub.id, sizeof(jm->reset.pub.id), "%s", JM_RESET_JOB);
+		jm->reset_nodes = malloc((size_t)(rg_nodes(deps->rings) + 1) * sizeof(int));
+		if (!jm->reset_nodes) {
+			free(jm);
+			return -ENOMEM;
+		}
+	}
 	rc = st_job_list(deps->store, load_job, jm);
 	if (rc) {
 		snprintf(err, err_len, "cannot load jobs from the store: %s", strerror(-rc));
@@ -1097,6 +1579,9 @@ void jm_free(struct jm *jm)
 	}
 	strmap_clear(&jm->by_id);
 	strmap_clear(&jm->by_key);
+	jp_change_clear(&jm->reset.change);
+	rg_rings_free(jm->reset.prev_rings, jm->reset.n_prev_rings);
+	free(jm->reset_nodes);
 	free(jm->jobs);
 	free(jm->live);
 	free(jm);
@@ -1156,6 +1641,15 @@ int jm_recover(struct jm *jm)
 		case JM_PENDING:
 		case JM_PLANNING:
 		case JM_PROGRAMMING:
+			if (j->kind->rings) {
+				/* Accepted work: if its transaction landed, it is active. */
+				rg_job_rings(jm->d.rings, j->pub.id, &n_xcs);
+				if (n_xcs)
+					set_state(jm, j, JM_ACTIVE, NULL);
+				else
+					start_planning(jm, j);
+				break;
+			}
 			/* Accepted work: if its transaction landed, it is active. */
 			xcs = fs_job_xcs(jm->d.fs, j->pub.id, &n_xcs);
 			if (!xcs)
@@ -1177,6 +1671,9 @@ int jm_recover(struct jm *jm)
 			break;
 		}
 	}
+	/* Faults stored while a repair was cut short (or reported while down). */
+	for (size_t i = 0; i < jm->n_jobs; i++)
+		queue_repairs(jm, jm->jobs[i]);
 	pump(jm);
 	return 0;
 }

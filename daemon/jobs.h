@@ -32,6 +32,8 @@
 
 struct clk;
 struct devices;
+struct rg_ring;
+struct rg_state;
 struct fs_state;
 struct ocs_pool;
 struct ocsd_config;
@@ -79,6 +81,30 @@ struct jm_delta_figures {
 	double plan_ms;	  /* the DELTA search and the leaf distribution */
 };
 
+/*
+ * A ring request (OCSTrx ring domains, JobSpec.ring): rings of
+ * m = tp / gpus_per_node nodes; gpus / tp of them, or `rings`, or when
+ * both are 0 as many as the healthy free nodes give.
+ */
+struct jm_ring_request {
+	int tp;
+	int64_t gpus;
+	int rings;
+	char orchestration[16]; /* "dcn-free" (default), "fat-tree", "greedy" */
+	uint64_t seed;		/* greedy; 0 means 1 */
+};
+
+/* What a ring plan achieved (solvers/hbd_ring.h). */
+struct jm_ring_figures {
+	char orchestration[16];
+	int rings;
+	int nodes_per_ring;
+	int64_t gpus_placed;
+	int64_t gpus_wasted;
+	double cross_tor_share;
+	int constraints_kept, constraints_total;
+};
+
 /* What a plan achieved (also kept for the plan a job runs on). */
 struct jm_figures {
 	char planner[32];
@@ -94,6 +120,8 @@ struct jm_figures {
 	size_t n_moved_jobs;
 	bool has_delta; /* a parallelism demand: delta is set */
 	struct jm_delta_figures delta;
+	bool has_ring; /* a ring job: ring is set */
+	struct jm_ring_figures ring;
 };
 
 /*
@@ -126,6 +154,8 @@ struct jm_spec {
 	const struct lc_demand *demand;
 	size_t n_demand;
 	const struct jm_workload *workload;
+	/* Or a ring request (ring domains; planner unused). */
+	const struct jm_ring_request *ring;
 	/* The request as received (packed protobuf): stored, compared for
 	 * idempotency and handed back by GetJob. */
 	const void *raw;
@@ -144,6 +174,11 @@ struct jm_job {
 	struct lc_demand *demand; /* for a workload: the leaf demand DELTA planned */
 	size_t n_demand;
 	struct jm_workload *workload; /* owned; NULL for a leaf demand */
+	bool is_ring;		      /* a ring job: ring is its request */
+	struct jm_ring_request ring;
+	/* Dry runs of ring jobs only: the rings the job would get. */
+	const struct rg_ring *plan_rings;
+	size_t n_plan_rings;
 	struct jm_figures figures;
 	int64_t created_ms;
 	int64_t updated_ms;
@@ -171,6 +206,17 @@ struct jm_events {
 	 * devices. The daemon marks its health NOT_SERVING.
 	 */
 	void (*store_failed)(void *ctx, const char *reason);
+	/*
+	 * Ring domains: a ring of a job changed (placed, bypassed, re-placed,
+	 * lost, released): now as it is (released: its nodes before), old
+	 * its nodes before (NULL, 0 when placed). A repair's reaction_us runs
+	 * from the fault reaching ocsd to the transaction confirmed, devices_us
+	 * is the engine's part of it (0 for other changes).
+	 */
+	void (*ring_changed)(void *ctx, const struct rg_ring *now, const int *old, int n_old,
+			     int64_t reaction_us, int64_t devices_us);
+	/* A node's condition changed (source "device" or "operator"). */
+	void (*node_changed)(void *ctx, int node, bool faulty, const char *source);
 };
 
 /*
@@ -195,7 +241,8 @@ struct jm_deps {
 	int (*txn_start)(void *ctx, const struct txn_change *c, txn_done_fn done, void *arg,
 			 char *why, size_t why_len);
 	void *txn_ctx;
-	struct devices *devs; /* drain state, by device id (devices.h) */
+	struct devices *devs;	/* drain state, by device id (devices.h) */
+	struct rg_state *rings; /* ring domains: the ring state (rings.h); NULL otherwise */
 	struct jm_events events;
 };
 
@@ -239,6 +286,33 @@ void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx);
  */
 int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow_move,
 		  const struct lc_demand *demand, size_t n, const struct jm_workload *workload);
+
+/* The ring request of a ring job loaded from the store (before jm_recover). 0 or -ENOENT. */
+int jm_set_ring(struct jm *jm, const char *id, const struct jm_ring_request *req);
+
+/*
+ * Ring domains: node is faulty (or healthy again), said by source
+ * ("device": the agent's notification, "operator": MarkNode). The
+ * condition is stored first; a faulty node leaves every plan and the ring
+ * holding it is repaired (bypass, re-place or lost) in one transaction
+ * queued ahead of every other job's work. received_us (CLOCK_MONOTONIC)
+ * is when the fault reached ocsd: the start of the reaction time. A node
+ * stays faulty until marked healthy (an agent saying it recovered is
+ * logged, not applied: the issue leaves that to an operator); a node
+ * marked healthy that no ring holds is then set back to loopback (its
+ * bundles kept what they had when it failed).
+ * 0 (*affected_job: the job whose ring is repaired, or NULL), or -1 with
+ * err set (store failed, not a ring domain, node out of range).
+ */
+int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64_t received_us,
+		 const char **affected_job, struct jm_error *err);
+
+/*
+ * Ring domains: repairs (and resets of healed nodes to loopback) whose
+ * transaction did not go through are tried again (the daemon calls this
+ * every second; a node's lock left by a killed ocsd, an agent restarting).
+ */
+void jm_retry_repairs(struct jm *jm);
 
 const struct jm_job *jm_find(const struct jm *jm, const char *id);
 size_t jm_count(const struct jm *jm);

@@ -8,8 +8,8 @@
  *
  *   jobs.c --> jobs_plan.c --> jobs_move.c
  *     |   \        ^
- *     |    \--> kind_leaf.c, kind_parallelism.c
- *     |--> jobs_links.c
+ *     |    \--> kind_leaf.c, kind_parallelism.c, kind_ring.c --> jobs_ring.c
+ *     |--> jobs_links.c, jobs_ring.c
  *     `--> jobs_util.c  (and everything else calls jobs_util.c)
  *
  * The transaction driver (txn.c) and the planner pool are reached through
@@ -25,6 +25,7 @@
 
 #include "jobs.h"
 #include "jobs_plan.h"
+#include "rings.h"
 #include "store.h"
 #include "strmap.h"
 
@@ -56,6 +57,17 @@ struct job_rt {
 	 */
 	struct st_link *links;
 	size_t n_links;
+	/*
+	 * Ring jobs: a repair queued or running (the change is the repair's,
+	 * ahead of other work), when its fault reached ocsd (CLOCK_MONOTONIC),
+	 * and the rings as they were before the running transaction (for the
+	 * ring events).
+	 */
+	bool repair;
+	bool repair_failed; /* the last repair rolled back: not retried until the next fault */
+	int64_t fault_us;
+	struct rg_ring *prev_rings;
+	size_t n_prev_rings;
 };
 
 /* jobs_links.c: states in which a job stands on its leaves. */
@@ -89,5 +101,27 @@ int jl_apply(struct job_rt *const *live, size_t n_live, struct job_rt *j,
 int jm_attribute_owners(const struct ocs_fabric *f, const struct lc_plan *plan,
 			const int *leaf_owner, const struct ocs_xc *conf, const int *conf_owner,
 			size_t n_conf, int *owner, bool *reowned);
+
+/*
+ * jobs_ring.c: the change sets of ring jobs. jr_request: the solver's
+ * request (0, or -EINVAL for an unknown orchestration). jr_plan_change: a
+ * plan's rings (placed) and every bundle of their nodes. jr_release_change:
+ * every healthy node of the job's rings back to loopback, no rings.
+ * jr_broken_ring: the first ring of job_id holding a faulty node (*failed),
+ * or NULL. jr_repair_change: the job's rings with ring repaired after
+ * failed failed (hbd_repair, never re-placed onto a drained node; *kind
+ * says how) and the bundles that change on healthy nodes. 0 or -ENOMEM (-EINVAL from the solver).
+ */
+int jr_request(const struct jm_ring_request *r, const struct ocs_ring_domain *d,
+	       struct hbd_request *out);
+int jr_plan_change(const struct ocs_ring_domain *d, const struct hbd_plan *p, struct jp_change *c);
+int jr_release_change(const struct rg_state *rg, const char *job_id, struct jp_change *c);
+const struct rg_ring *jr_broken_ring(const struct rg_state *rg, const char *job_id, int *failed);
+int jr_repair_change(const struct rg_state *rg, const bool *drained, const struct rg_ring *ring,
+		     int failed, const struct jm_ring_request *req, int64_t now_ms,
+		     struct jp_change *c, enum rg_change *kind);
+/* Marks drained nodes (drained by node, NULL: none) that are free as busy in use: no new ring
+ * goes on them (a node's existing ring stays). */
+void jr_mask_drained(const struct rg_state *rg, const bool *drained, uint8_t *use);
 
 #endif

@@ -22,6 +22,8 @@ void jp_change_clear(struct jp_change *c)
 	free(c->removals);
 	free(c->additions);
 	free(c->links);
+	rg_rings_free(c->rings, c->n_rings);
+	free(c->bundles);
 	*c = (struct jp_change){0};
 }
 
@@ -43,6 +45,7 @@ void jp_task_free(struct jp_task *t)
 	free(t->assign_owner);
 	free(t->usage);
 	free(t->moved_owner);
+	free(t->use);
 	jm_workload_free(t->wl);
 	free(t->sub.id);
 	free(t->sub.key);
@@ -51,6 +54,27 @@ void jp_task_free(struct jp_task *t)
 	free(t->added);
 	jm_figures_clear(&t->fig);
 	free(t);
+}
+
+struct jp_task *jp_ring_task_new(const struct jm_kind *kind, const struct ocs_ring_domain *d,
+				 uint8_t *use, unsigned long gen, const char *job_id,
+				 const struct jm_ring_request *req)
+{
+	struct jp_task *t = calloc(1, sizeof(*t));
+
+	if (!t) {
+		free(use);
+		return NULL;
+	}
+	t->kind = kind;
+	t->domain = *d;
+	t->use = use;
+	t->gen = gen;
+	t->ring = *req;
+	snprintf(t->job_id, sizeof(t->job_id), "%s", job_id ? job_id : "");
+	snprintf(t->planner, sizeof(t->planner), "%s",
+		 req->orchestration[0] ? req->orchestration : "dcn-free");
+	return t;
 }
 
 struct jp_task *jp_task_new(const struct jm_kind *kind, const struct ocs_fabric *f,
@@ -481,6 +505,10 @@ void jp_work(struct jp_task *t)
 {
 	long n_new;
 
+	if (t->kind->rings) {
+		t->kind->plan(t); /* the whole answer: change, figures or refusal */
+		return;
+	}
 	/* The configured cross-connects, sorted: the replan's drain check and
 	 * the change set look them up. */
 	t->conf_sorted = malloc((t->n_configured ? t->n_configured : 1) * sizeof(*t->conf_sorted));

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "hbd_ring.h"
 #include "jobs.h"
 #include "planners.h"
 #include "pool.h"
@@ -31,14 +32,17 @@
 
 struct clk;
 struct fs_state;
+struct ocsd_config;
 struct jp_task;
 
 struct jm_kind {
-	const char *name;		/* "leaf-demand", "parallelism" */
+	const char *name;		/* "leaf-demand", "parallelism", "ring" */
+	bool rings;			/* plans rings of a ring domain, not circuits */
 	enum ocs_planner_demand demand; /* its planners in the catalogue (planners.h) */
 	const char *demand_name;	/* "a leaf demand", for messages */
 	/* Loop side: the spec against the fabric; false with err naming the field. */
-	bool (*check)(const struct ocs_fabric *f, const struct jm_spec *spec, struct jm_error *err);
+	bool (*check)(const struct ocsd_config *cfg, const struct jm_spec *spec,
+		      struct jm_error *err);
 	/* Pool side, pure: plans t (t->plan, or t->kind_rc with t->kind_err). */
 	void (*plan)(struct jp_task *t);
 	/* The kind's own figures, added to the generic ones. */
@@ -47,6 +51,7 @@ struct jm_kind {
 
 extern const struct jm_kind jm_kind_leaf;	 /* kind_leaf.c */
 extern const struct jm_kind jm_kind_parallelism; /* kind_parallelism.c */
+extern const struct jm_kind jm_kind_ring;	 /* kind_ring.c */
 
 /* The change set of an accepted plan (all malloc'd, owned by whoever holds it). */
 struct jp_change {
@@ -56,6 +61,12 @@ struct jp_change {
 	size_t n_additions;
 	struct st_link *links; /* the plan's leaf-spine links, by job */
 	size_t n_links;
+	/* A ring job's change: every ring the job has afterwards (each owns its
+	 * nodes) and the settings of every bundle that changes. */
+	struct rg_ring *rings;
+	size_t n_rings;
+	struct hbd_bundle *bundles;
+	size_t n_bundles;
 };
 
 void jp_change_clear(struct jp_change *c);
@@ -108,6 +119,12 @@ struct jp_task {
 		size_t raw_len;
 		bool allow_move;
 	} sub;
+	/* A ring job (kind->rings): the domain, the planner's view of its nodes
+	 * (owned) and the request; the result goes straight into change, fig,
+	 * refused and err. */
+	struct ocs_ring_domain domain;
+	uint8_t *use;
+	struct jm_ring_request ring;
 	/* results: the kind's */
 	int kind_rc; /* the kind refused before planning (e.g. the DELTA search) */
 	struct jm_error kind_err;
@@ -147,6 +164,14 @@ struct jp_task *jp_task_new(const struct jm_kind *kind, const struct ocs_fabric 
 			    const struct lc_demand *demand, size_t n_demand,
 			    const struct jm_workload *wl, const struct jm_figures *delta);
 void jp_task_free(struct jp_task *t);
+/*
+ * A ring task for job_id: the domain and the planner's view of its nodes
+ * (use, taken over: freed with the task), gen the ring state's generation.
+ * NULL on allocation failure (use freed).
+ */
+struct jp_task *jp_ring_task_new(const struct jm_kind *kind, const struct ocs_ring_domain *d,
+				 uint8_t *use, unsigned long gen, const char *job_id,
+				 const struct jm_ring_request *req);
 
 /* Pool side: the kind's plan, then the refusal or the change set. Pure. */
 void jp_work(struct jp_task *t);

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "jobs_plan.h"
 #include "jobs_util.h"
 
-static bool leaf_check(const struct ocs_fabric *f, const struct jm_spec *spec, struct jm_error *err)
+static bool leaf_check(const struct ocsd_config *cfg, const struct jm_spec *spec,
+		       struct jm_error *err)
 {
 	struct lc_problem p;
 
@@ -17,7 +19,7 @@ static bool leaf_check(const struct ocs_fabric *f, const struct jm_spec *spec, s
 		jm_set_error(err, JM_INVALID, "leaf_demand.pairs", "the job asks for no links");
 		return false;
 	}
-	if (lc_validate(f, spec->demand, spec->n_demand, NULL, 0, &p, 1) > 0) {
+	if (lc_validate(&cfg->fabric, spec->demand, spec->n_demand, NULL, 0, &p, 1) > 0) {
 		const char *idx = strchr(p.field, '[');
 
 		jm_set_error(err, JM_INVALID, "", "%s", p.reason);

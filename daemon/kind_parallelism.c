@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "config.h"
 #include "jobs_plan.h"
 #include "jobs_util.h"
 
@@ -155,12 +156,13 @@ static void parallelism_plan(struct jp_task *t)
  * restored with the demand its search found is checked like any demand,
  * where a refusal is a bug, not the caller's.
  */
-static bool parallelism_check(const struct ocs_fabric *f, const struct jm_spec *spec,
+static bool parallelism_check(const struct ocsd_config *cfg, const struct jm_spec *spec,
 			      struct jm_error *err)
 {
 	struct lc_problem p;
 
-	if (spec->n_demand && lc_validate(f, spec->demand, spec->n_demand, NULL, 0, &p, 1) > 0) {
+	if (spec->n_demand &&
+	    lc_validate(&cfg->fabric, spec->demand, spec->n_demand, NULL, 0, &p, 1) > 0) {
 		jm_set_error(err, JM_INTERNAL, "", "the planned leaf demand is invalid: %s",
 			     p.reason);
 		return false;

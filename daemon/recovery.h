@@ -3,7 +3,9 @@
  * open: every device an open intent touched is read back and the intent is
  * recorded as confirmed (the devices hold the target: the circuit table is
  * updated), rolled back (they hold the old state) or failed (anything
- * else: reconciliation reports the drift).
+ * else: reconciliation reports the drift). In a ring domain the touched
+ * nodes' bundles are read back against the intent's settings (target) and
+ * what the stored rings say each node holds (the old state).
  *
  * Confirmed commits are tied to the NETCONF session that made them, so the
  * devices of a run that died reverted when its sessions closed; a frozen
@@ -19,6 +21,7 @@ struct clk;
 struct devices;
 struct fs_state;
 struct ocs_fabric;
+struct rg_state;
 struct st_store;
 
 struct rec_deps {
@@ -27,6 +30,9 @@ struct rec_deps {
 	struct fs_state *fs;
 	struct devices *devs; /* read-back through the transaction handles */
 	const struct clk *clock;
+	/* ring domains: the ring state loaded from the store (the pre-image of
+	 * every node), given the job's rings when an intent was confirmed */
+	struct rg_state *rings;
 };
 
 /* Resolves every open intent. 0, or -errno when the store failed (then ocsd must not start). */

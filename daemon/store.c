@@ -12,6 +12,14 @@
  *   circuits(grp, device, in_port PK together, out_port, job_id)
  *   job_links(job_id, a, b, h PK together, links)  links of confirmed plans
  *   drained(device PK)                      devices taking no new circuits
+ *   rings(job_id, ring PK together, nodes 'n,n,..', last_change, failed_node,
+ *         reason, changed_ms)               rings of confirmed transactions
+ *   node_faults(node PK, source, since_ms)  faulty nodes of a ring domain
+ *   ring_intents(txn_id PK)                 intents that set their job's rings
+ *   intent_rings(txn_id, ring, nodes, last_change, failed_node, reason)
+ *                                           the rings an intent gives its job
+ *   intent_bundles(txn_id, node, bundle, path, distance, dir)
+ *                                           every bundle setting it programs
  *
  * Indexes: the job id and the idempotency key are looked up through the
  * indexes SQLite keeps for PRIMARY KEY and UNIQUE (sqlite_autoindex_jobs_1
@@ -19,7 +27,8 @@
  *
  * Versions: 2 added intent_links and job_links; 3 added the indexes jobs_seq
  * (creation order: st_job_put's next seq, st_job_list), jobs_finished,
- * intents_job, intents_open and intents_finished (st_prune, recovery). An
+ * intents_job, intents_open and intents_finished (st_prune, recovery); 4
+ * added the ring tables (OCSTrx ring domains). An
  * older file is upgraded in place at open, in one transaction with the new
  * version number; a newer one is refused.
  *
@@ -41,7 +50,7 @@
 
 #include <sqlite3.h>
 
-#define ST_SCHEMA_VERSION 3
+#define ST_SCHEMA_VERSION 4
 /* How long a write waits for another connection's lock by default. */
 #define ST_BUSY_TIMEOUT_MS 5000
 
@@ -88,7 +97,26 @@ static const char *const schema_sql =
 	"CREATE INDEX IF NOT EXISTS intents_job ON intents(job_id);"
 	"CREATE INDEX IF NOT EXISTS intents_open ON intents(txn_id) WHERE state = 'open';"
 	"CREATE INDEX IF NOT EXISTS intents_finished ON intents(finished_ms)"
-	" WHERE state <> 'open';";
+	" WHERE state <> 'open';"
+	/* version 4 */
+	"CREATE TABLE IF NOT EXISTS rings("
+	" job_id TEXT NOT NULL, ring INTEGER NOT NULL, nodes TEXT NOT NULL,"
+	" last_change TEXT NOT NULL, failed_node INTEGER NOT NULL, reason TEXT,"
+	" changed_ms INTEGER NOT NULL, PRIMARY KEY(job_id, ring));"
+	"CREATE TABLE IF NOT EXISTS node_faults("
+	" node INTEGER PRIMARY KEY, source TEXT NOT NULL, since_ms INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS ring_intents("
+	" txn_id INTEGER PRIMARY KEY REFERENCES intents(txn_id));"
+	"CREATE TABLE IF NOT EXISTS intent_rings("
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), ring INTEGER NOT NULL,"
+	" nodes TEXT NOT NULL, last_change TEXT NOT NULL, failed_node INTEGER NOT NULL,"
+	" reason TEXT, changed_ms INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS intent_rings_txn ON intent_rings(txn_id);"
+	"CREATE TABLE IF NOT EXISTS intent_bundles("
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), node INTEGER NOT NULL,"
+	" bundle INTEGER NOT NULL, path INTEGER NOT NULL, distance INTEGER NOT NULL,"
+	" dir INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS intent_bundles_txn ON intent_bundles(txn_id);";
 
 static const char *const intent_names[] = {
 	[ST_INTENT_OPEN] = "open",
@@ -609,9 +637,15 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 			 " (SELECT job_id FROM intents WHERE txn_id = %lld"
 			 "  UNION SELECT job_id FROM intent_links WHERE txn_id = %lld);"
 			 "INSERT INTO job_links(job_id, a, b, h, links)"
-			 " SELECT job_id, a, b, h, links FROM intent_links WHERE txn_id = %lld;",
+			 " SELECT job_id, a, b, h, links FROM intent_links WHERE txn_id = %lld;"
+			 "DELETE FROM rings WHERE job_id IN (SELECT job_id FROM intents"
+			 " WHERE txn_id = %lld AND txn_id IN (SELECT txn_id FROM ring_intents));"
+			 "INSERT INTO rings(job_id, ring, nodes, last_change, failed_node, reason,"
+			 " changed_ms) SELECT i.job_id, r.ring, r.nodes, r.last_change,"
+			 " r.failed_node, r.reason, r.changed_ms FROM intent_rings r"
+			 " JOIN intents i USING(txn_id) WHERE r.txn_id = %lld;",
 			 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
-			 (long long)txn_id);
+			 (long long)txn_id, (long long)txn_id, (long long)txn_id);
 		rc = exec(st, sql);
 		if (rc)
 			goto rollback;
@@ -631,6 +665,10 @@ void st_intent_clear(struct st_intent *in)
 		return;
 	free(in->removals);
 	free(in->additions);
+	for (size_t i = 0; in->rings && i < in->n_rings; i++)
+		free(in->rings[i].nodes);
+	free(in->rings);
+	free(in->bundles);
 	memset(in, 0, sizeof(*in));
 }
 
@@ -691,6 +729,322 @@ oom:
 	return -ENOMEM;
 }
 
+static void *grow(void *items, size_t *cap, size_t n, size_t elem);
+
+/* ---- OCSTrx rings ---- */
+
+static const char *const change_names[] = {
+	[RG_PLACED] = "placed", [RG_BYPASSED] = "bypassed", [RG_REPLACED] = "replaced",
+	[RG_LOST] = "lost",	[RG_RELEASED] = "released",
+};
+
+const char *st_ring_change_name(enum rg_change c)
+{
+	return c >= RG_PLACED && c <= RG_RELEASED ? change_names[c] : "unknown";
+}
+
+bool st_ring_change_parse(const char *name, enum rg_change *out)
+{
+	for (int c = RG_PLACED; c <= RG_RELEASED; c++)
+		if (name && strcmp(name, change_names[c]) == 0) {
+			*out = (enum rg_change)c;
+			return true;
+		}
+	return false;
+}
+
+/* "3,4,6" for nodes (caller frees). NULL on allocation failure. */
+static char *nodes_text(const int *nodes, int m)
+{
+	char *t = malloc((size_t)m * 12 + 1);
+	size_t at = 0;
+
+	if (!t)
+		return NULL;
+	t[0] = '\0';
+	for (int i = 0; i < m; i++)
+		at += (size_t)sprintf(t + at, "%s%d", i ? "," : "", nodes[i]);
+	return t;
+}
+
+/* Parses nodes_text() output into r->nodes/r->m. 0 or -ENOMEM/-EINVAL. */
+static int nodes_parse(const char *text, struct rg_ring *r)
+{
+	size_t cap = 1;
+	const char *p = text ? text : "";
+	char *end;
+
+	for (const char *q = p; *q; q++)
+		cap += *q == ',';
+	r->nodes = malloc(cap * sizeof(int));
+	r->m = 0;
+	if (!r->nodes)
+		return -ENOMEM;
+	while (*p) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p || (*end && *end != ','))
+			return -EINVAL;
+		r->nodes[r->m++] = (int)v;
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+/* One ring row from columns first.. (ring, nodes, last_change, failed_node, reason, changed_ms). */
+static int ring_from_row(sqlite3_stmt *s, int first, struct rg_ring *r)
+{
+	const unsigned char *reason = sqlite3_column_text(s, first + 4);
+
+	r->index = sqlite3_column_int(s, first);
+	if (!st_ring_change_parse((const char *)sqlite3_column_text(s, first + 2), &r->last_change))
+		r->last_change = RG_PLACED;
+	r->failed_node = sqlite3_column_int(s, first + 3);
+	snprintf(r->reason, sizeof(r->reason), "%s", reason ? (const char *)reason : "");
+	r->changed_ms = sqlite3_column_int64(s, first + 5);
+	return nodes_parse((const char *)sqlite3_column_text(s, first + 1), r);
+}
+
+int st_ring_intent_begin(struct st_store *st, const char *job_id, const struct rg_ring *rings,
+			 size_t n_rings, const struct st_bundle *bundles, size_t n_bundles,
+			 const struct st_fault *fault, int64_t now_ms, int64_t *txn_id)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t txn;
+	int rc;
+
+	if (!job_id || (n_rings && !rings) || (n_bundles && !bundles) ||
+	    (fault && (fault->node < 0 || !fault->source)))
+		return -EINVAL;
+	rc = exec(st, "BEGIN IMMEDIATE");
+	if (rc)
+		return rc;
+	if (fault) {
+		rc = prepare(st,
+			     "INSERT OR IGNORE INTO node_faults(node, source, since_ms)"
+			     " VALUES(?1, ?2, ?3)",
+			     &s);
+		if (rc == 0)
+			rc = sqlite3_bind_int(s, 1, fault->node) ||
+					     bind_text(s, 2, fault->source) ||
+					     sqlite3_bind_int64(s, 3, fault->since_ms)
+				     ? bind_error(st)
+				     : sql_rc(sqlite3_step(s));
+		sqlite3_finalize(s);
+		s = NULL;
+		if (rc)
+			goto rollback;
+	}
+	rc = prepare(st, "INSERT INTO intents(job_id, state, created_ms) VALUES(?1, 'open', ?2)",
+		     &s);
+	if (rc == 0) {
+		if (bind_text(s, 1, job_id) || sqlite3_bind_int64(s, 2, now_ms))
+			rc = bind_error(st);
+		else
+			rc = sql_rc(sqlite3_step(s));
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	if (rc)
+		goto rollback;
+	txn = sqlite3_last_insert_rowid(st->db);
+	rc = prepare(st, "INSERT INTO ring_intents(txn_id) VALUES(?1)", &s);
+	if (rc == 0)
+		rc = sqlite3_bind_int64(s, 1, txn) ? bind_error(st) : sql_rc(sqlite3_step(s));
+	sqlite3_finalize(s);
+	s = NULL;
+	if (rc == 0)
+		rc = prepare(st,
+			     "INSERT INTO intent_rings(txn_id, ring, nodes, last_change,"
+			     " failed_node, reason, changed_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+			     &s);
+	for (size_t i = 0; rc == 0 && i < n_rings; i++) {
+		char *text = nodes_text(rings[i].nodes, rings[i].m);
+
+		rearm(s);
+		if (!text)
+			rc = -ENOMEM;
+		else if (sqlite3_bind_int64(s, 1, txn) || sqlite3_bind_int(s, 2, rings[i].index) ||
+			 bind_text(s, 3, text) ||
+			 bind_text(s, 4, st_ring_change_name(rings[i].last_change)) ||
+			 sqlite3_bind_int(s, 5, rings[i].failed_node) ||
+			 bind_text(s, 6, rings[i].reason) ||
+			 sqlite3_bind_int64(s, 7, rings[i].changed_ms))
+			rc = bind_error(st);
+		else
+			rc = sql_rc(sqlite3_step(s));
+		free(text);
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	if (rc == 0)
+		rc = prepare(st,
+			     "INSERT INTO intent_bundles(txn_id, node, bundle, path, distance, dir)"
+			     " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+			     &s);
+	for (size_t i = 0; rc == 0 && i < n_bundles; i++) {
+		const struct st_bundle *b = &bundles[i];
+
+		rearm(s);
+		if (sqlite3_bind_int64(s, 1, txn) || sqlite3_bind_int(s, 2, b->node) ||
+		    sqlite3_bind_int(s, 3, b->bundle) || sqlite3_bind_int(s, 4, b->path) ||
+		    sqlite3_bind_int(s, 5, b->distance) || sqlite3_bind_int(s, 6, b->dir))
+			rc = bind_error(st);
+		else
+			rc = sql_rc(sqlite3_step(s));
+	}
+	sqlite3_finalize(s);
+	if (rc == 0)
+		rc = exec(st, "COMMIT");
+	if (rc)
+		goto rollback;
+	*txn_id = txn;
+	return 0;
+rollback:
+	rollback(st);
+	return rc;
+}
+
+/* The ring part of an open intent (nothing for an intent of circuits). */
+static int read_intent_rings(struct st_store *st, struct st_intent *in)
+{
+	sqlite3_stmt *s;
+	size_t cap = 0;
+	int rc = prepare(st, "SELECT 1 FROM ring_intents WHERE txn_id = ?1", &s);
+
+	if (rc)
+		return rc;
+	rc = sqlite3_bind_int64(s, 1, in->txn_id) ? bind_error(st) : sqlite3_step(s);
+	in->has_rings = rc == SQLITE_ROW;
+	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : rc < 0 ? rc : sql_rc(rc);
+	sqlite3_finalize(s);
+	if (rc || !in->has_rings)
+		return rc;
+	rc = prepare(st,
+		     "SELECT ring, nodes, last_change, failed_node, reason, changed_ms"
+		     " FROM intent_rings WHERE txn_id = ?1 ORDER BY ring",
+		     &s);
+	if (rc)
+		return rc;
+	if (sqlite3_bind_int64(s, 1, in->txn_id))
+		rc = bind_error(st);
+	while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct rg_ring *p = grow(in->rings, &cap, in->n_rings, sizeof(*p));
+
+		rc = 0;
+		if (!p) {
+			rc = -ENOMEM;
+			break;
+		}
+		in->rings = p;
+		memset(&p[in->n_rings], 0, sizeof(*p));
+		snprintf(p[in->n_rings].job_id, sizeof(p->job_id), "%.71s", in->job_id);
+		rc = ring_from_row(s, 0, &p[in->n_rings]);
+		in->n_rings++;
+	}
+	rc = rc == SQLITE_DONE ? 0 : rc > 0 ? sql_rc(rc) : rc;
+	sqlite3_finalize(s);
+	if (rc)
+		return rc;
+	cap = 0;
+	rc = prepare(st,
+		     "SELECT node, bundle, path, distance, dir FROM intent_bundles"
+		     " WHERE txn_id = ?1 ORDER BY rowid",
+		     &s);
+	if (rc)
+		return rc;
+	if (sqlite3_bind_int64(s, 1, in->txn_id))
+		rc = bind_error(st);
+	while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct st_bundle *p = grow(in->bundles, &cap, in->n_bundles, sizeof(*p));
+
+		rc = 0;
+		if (!p) {
+			rc = -ENOMEM;
+			break;
+		}
+		in->bundles = p;
+		p[in->n_bundles++] = (struct st_bundle){
+			sqlite3_column_int(s, 0), (uint8_t)sqlite3_column_int(s, 1),
+			(uint8_t)sqlite3_column_int(s, 2), (uint8_t)sqlite3_column_int(s, 3),
+			(uint8_t)sqlite3_column_int(s, 4)};
+	}
+	rc = rc == SQLITE_DONE ? 0 : rc > 0 ? sql_rc(rc) : rc;
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int st_ring_list(struct st_store *st, int (*fn)(void *ctx, const struct rg_ring *r), void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+			 "SELECT job_id, ring, nodes, last_change, failed_node, reason, changed_ms"
+			 " FROM rings ORDER BY job_id, ring",
+			 &s);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct rg_ring r = {0};
+		int cb;
+
+		snprintf(r.job_id, sizeof(r.job_id), "%s", sqlite3_column_text(s, 0));
+		cb = ring_from_row(s, 1, &r);
+		if (cb == 0)
+			cb = fn(ctx, &r);
+		free(r.nodes);
+		if (cb) {
+			sqlite3_finalize(s);
+			return cb;
+		}
+	}
+	sqlite3_finalize(s);
+	return sql_rc(rc);
+}
+
+int st_fault_set(struct st_store *st, int node, bool faulty, const char *source, int64_t since_ms)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+			 faulty ? "INSERT OR IGNORE INTO node_faults(node, source, since_ms)"
+				  " VALUES(?1, ?2, ?3)"
+				: "DELETE FROM node_faults WHERE node = ?1",
+			 &s);
+
+	if (rc)
+		return rc;
+	if (node < 0 || (faulty && !source))
+		rc = -EINVAL;
+	else if (sqlite3_bind_int(s, 1, node) ||
+		 (faulty && (bind_text(s, 2, source) || sqlite3_bind_int64(s, 3, since_ms))))
+		rc = bind_error(st);
+	else
+		rc = sql_rc(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int st_fault_list(struct st_store *st,
+		  int (*fn)(void *ctx, int node, const char *source, int64_t since_ms), void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT node, source, since_ms FROM node_faults ORDER BY node", &s);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int cb = fn(ctx, sqlite3_column_int(s, 0), (const char *)sqlite3_column_text(s, 1),
+			    sqlite3_column_int64(s, 2));
+
+		if (cb) {
+			sqlite3_finalize(s);
+			return cb;
+		}
+	}
+	sqlite3_finalize(s);
+	return sql_rc(rc);
+}
+
 int st_intent_list_open(struct st_store *st, int (*fn)(void *ctx, const struct st_intent *intent),
 			void *ctx)
 {
@@ -709,6 +1063,8 @@ int st_intent_list_open(struct st_store *st, int (*fn)(void *ctx, const struct s
 		snprintf(in.job_id, sizeof(in.job_id), "%s", sqlite3_column_text(s, 1));
 		in.state = intent_parse((const char *)sqlite3_column_text(s, 2));
 		r = read_intent_xcs(st, &in);
+		if (r == 0)
+			r = read_intent_rings(st, &in);
 		if (r == 0)
 			r = fn(ctx, &in);
 		st_intent_clear(&in);
@@ -950,6 +1306,7 @@ static int prune_pick_jobs(struct st_store *st, int64_t cutoff_ms, size_t keep_j
 		rc = prepare(
 			st,
 			"SELECT EXISTS(SELECT 1 FROM circuits WHERE job_id = ?1)"
+			" OR EXISTS(SELECT 1 FROM rings WHERE job_id = ?1)"
 			" OR EXISTS(SELECT 1 FROM intents WHERE state = 'open' AND job_id = ?1)"
 			" OR EXISTS(SELECT 1 FROM intent_xcs WHERE job_id = ?1 AND txn_id IN"
 			"  (SELECT txn_id FROM intents WHERE state = 'open'))"
@@ -1043,8 +1400,8 @@ static int run_each(struct st_store *st, const char *const *sql, sqlite3_stmt **
 	return 0;
 }
 
-#define N_JOB_DELETES	 5
-#define N_INTENT_DELETES 3
+#define N_JOB_DELETES	 9
+#define N_INTENT_DELETES 6
 
 /* Deletes the picked jobs, children before their parents (foreign keys). */
 static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
@@ -1054,8 +1411,15 @@ static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
 		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
 		"DELETE FROM intent_links WHERE txn_id IN"
 		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
+		"DELETE FROM intent_rings WHERE txn_id IN"
+		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
+		"DELETE FROM intent_bundles WHERE txn_id IN"
+		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
+		"DELETE FROM ring_intents WHERE txn_id IN"
+		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
 		"DELETE FROM intents WHERE job_id = ?1",
 		"DELETE FROM job_links WHERE job_id = ?1",
+		"DELETE FROM rings WHERE job_id = ?1",
 		"DELETE FROM jobs WHERE id = ?1",
 	};
 	sqlite3_stmt *stmts[N_JOB_DELETES] = {NULL};
@@ -1073,6 +1437,9 @@ static int prune_delete_intents(struct st_store *st, const struct prune_batch *b
 	static const char *const sql[N_INTENT_DELETES] = {
 		"DELETE FROM intent_xcs WHERE txn_id = ?1",
 		"DELETE FROM intent_links WHERE txn_id = ?1",
+		"DELETE FROM intent_rings WHERE txn_id = ?1",
+		"DELETE FROM intent_bundles WHERE txn_id = ?1",
+		"DELETE FROM ring_intents WHERE txn_id = ?1",
 		"DELETE FROM intents WHERE txn_id = ?1",
 	};
 	sqlite3_stmt *stmts[N_INTENT_DELETES] = {NULL};

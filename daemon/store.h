@@ -1,7 +1,8 @@
 /*
  * store.h - ocsd's durable state in one SQLite file (WAL journal, full
  * sync): jobs, the intent of every device transaction, the committed
- * circuits and the leaf-spine links of every job's plan.
+ * circuits and the leaf-spine links of every job's plan; in an OCSTrx ring
+ * domain the rings of every job and the faulty nodes.
  *
  * The rules that make recovery possible (ARCHITECTURE.md section 5, #3):
  *  1. A job is stored before the client is told it was accepted.
@@ -38,6 +39,7 @@
 #include <stdint.h>
 
 #include "fabric.h"
+#include "rings.h"
 
 struct st_store;
 
@@ -139,6 +141,24 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms);
 
+/*
+ * A node fault stored together with the intent of the repair it causes
+ * (st_ring_intent_begin), in the same SQLite transaction: one commit
+ * between the fault and the devices, and still never a repair without its
+ * fault stored. As st_fault_set(node, true, source, since_ms).
+ */
+struct st_fault {
+	int node;
+	const char *source;
+	int64_t since_ms;
+};
+
+/* One bundle setting of a ring domain node (solvers/hbd_ring.h values). */
+struct st_bundle {
+	int node;
+	uint8_t bundle, path, distance, dir;
+};
+
 /* An intent as read back for recovery. Arrays belong to the caller. */
 struct st_intent {
 	int64_t txn_id;
@@ -148,6 +168,13 @@ struct st_intent {
 	size_t n_removals;
 	struct st_circuit *additions;
 	size_t n_additions;
+	/* an intent of a ring domain (st_ring_intent_begin): the rings it gives
+	 * its job and every bundle setting it programs */
+	bool has_rings;
+	struct rg_ring *rings; /* each with its own nodes array */
+	size_t n_rings;
+	struct st_bundle *bundles;
+	size_t n_bundles;
 };
 
 void st_intent_clear(struct st_intent *in);
@@ -164,6 +191,33 @@ int st_circuit_list(struct st_store *st, const char *job_id,
 
 /* Every job's leaf-spine links, by job id. fn as for st_job_list. */
 int st_link_list(struct st_store *st, int (*fn)(void *ctx, const struct st_link *l), void *ctx);
+
+/*
+ * OCSTrx ring domains. A ring transaction's intent: the rings job_id has
+ * once it is confirmed (all of them; none for a release or when every ring
+ * was lost, a lost ring being a record with m 0) and every bundle setting
+ * it programs (recovery reads the nodes back against them). Like
+ * st_intent_begin: 0 and the new transaction id, or nothing stored.
+ * st_intent_finish(CONFIRMED) then replaces the job's rows of the rings
+ * table with the intent's rings, in the same SQLite transaction. fault
+ * (NULL: none) is stored with the intent (struct st_fault).
+ */
+int st_ring_intent_begin(struct st_store *st, const char *job_id, const struct rg_ring *rings,
+			 size_t n_rings, const struct st_bundle *bundles, size_t n_bundles,
+			 const struct st_fault *fault, int64_t now_ms, int64_t *txn_id);
+/* How a ring change is stored: "placed", "bypassed", "replaced", "lost",
+ * "released"; parse: false when unknown. */
+const char *st_ring_change_name(enum rg_change c);
+bool st_ring_change_parse(const char *name, enum rg_change *out);
+/* Every ring of confirmed transactions, job by job (the ring's nodes are freed after fn). */
+int st_ring_list(struct st_store *st, int (*fn)(void *ctx, const struct rg_ring *r), void *ctx);
+/*
+ * Faulty nodes (out of every plan until marked healthy): st_fault_set is
+ * idempotent (a node already faulty keeps its first source and time).
+ */
+int st_fault_set(struct st_store *st, int node, bool faulty, const char *source, int64_t since_ms);
+int st_fault_list(struct st_store *st,
+		  int (*fn)(void *ctx, int node, const char *source, int64_t since_ms), void *ctx);
 
 /*
  * Drained devices (by name): they get no new circuits, across restarts.

@@ -17,6 +17,7 @@
 #include "fabric_state.h"
 #include "l2check.h"
 #include "loop.h"
+#include "rings.h"
 #include "sb_txn.h"
 
 struct txn_driver {
@@ -47,6 +48,16 @@ struct txn {
 	struct sb_txn_options opts;
 	struct sb_txn_handle *handle;
 	struct loop_node done_node; /* posts on_loop_done to the loop */
+	int64_t started_us, finished_us;
+	/* ring transactions: the job's rings afterwards, per device the
+	 * planned settings (hbd), and per node whether an external path may
+	 * reach it (a healthy node of this job's new rings) */
+	bool ring;
+	struct rg_ring *rings;
+	size_t n_rings;
+	struct sb_bundle **sb_targets;
+	struct hbd_bundle **hbd_targets;
+	bool *reachable;
 };
 
 struct txn_driver *txn_driver_new(const struct txn_deps *deps)
@@ -67,9 +78,18 @@ static void free_txn(struct txn *tx)
 {
 	if (!tx)
 		return;
-	for (size_t i = 0; i < tx->n_devs; i++)
+	for (size_t i = 0; i < tx->n_devs; i++) {
 		free(tx->targets[i]);
+		if (tx->sb_targets)
+			free(tx->sb_targets[i]);
+		if (tx->hbd_targets)
+			free(tx->hbd_targets[i]);
+	}
 	free(tx->targets);
+	free(tx->sb_targets);
+	free(tx->hbd_targets);
+	free(tx->reachable);
+	rg_rings_free(tx->rings, tx->n_rings);
 	free(tx->devs);
 	free(tx->dev_ids);
 	free(tx->others);
@@ -194,6 +214,143 @@ oom:
 	return -ENOMEM;
 }
 
+/*
+ * The verify hook of a ring transaction (engine thread, on the copies made
+ * at the start): every external path of every node reaches the node the
+ * plan says, and that node is a healthy node of this job's new rings.
+ */
+static int verify_rings(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
+			size_t n, char *why, size_t why_len)
+{
+	struct txn *tx = arg;
+	const struct rg_state *rg = tx->drv->d.rings;
+	int bundles = rg_domain(rg)->bundles;
+
+	for (size_t i = 0; i < n; i++) {
+		int node = tx->dev_ids[devices[i].index];
+		const struct hbd_bundle *plan = tx->hbd_targets[devices[i].index];
+
+		for (size_t b = 0; b < devices[i].n_bundles; b++) {
+			const struct sb_bundle_state *st = &devices[i].bundles[b];
+			int want = st->set.bundle < bundles ? plan[st->set.bundle].peer : -1;
+			int got = phase == SB_VERIFY_PLAN ? want : st->peer_node;
+
+			if (phase == SB_VERIFY_READBACK && got != want) {
+				snprintf(why, why_len,
+					 "read-back: node %d bundle %u reaches node %d, the plan "
+					 "says "
+					 "%d",
+					 node, st->set.bundle, got, want);
+				return -EPROTO;
+			}
+			if (got >= 0 && (got >= rg_nodes(rg) || !tx->reachable[got])) {
+				snprintf(why, why_len,
+					 "%s: node %d bundle %u points at node %d, which is faulty "
+					 "or "
+					 "not in a ring of job %s",
+					 phase == SB_VERIFY_PLAN ? "plan" : "read-back", node,
+					 st->set.bundle, got, tx->job_id);
+				return -EPROTO;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * The per-node targets of a ring transaction: for every node the change
+ * names (in order of first mention), every bundle as the ring state has
+ * it with the change's settings applied. Faulty nodes are skipped.
+ */
+static int build_ring_targets(struct txn_driver *drv, struct txn *tx, const struct txn_change *c)
+{
+	const struct rg_state *rg = drv->d.rings;
+	int n_nodes = rg_nodes(rg), bundles = rg_domain(rg)->bundles;
+	int *slot = malloc((size_t)(n_nodes + 1) * sizeof(*slot));
+	size_t cap = c->n_bundles + 1;
+
+	tx->devs = calloc(cap, sizeof(*tx->devs));
+	tx->dev_ids = calloc(cap, sizeof(*tx->dev_ids));
+	tx->targets = calloc(cap, sizeof(*tx->targets));
+	tx->sb_targets = calloc(cap, sizeof(*tx->sb_targets));
+	tx->hbd_targets = calloc(cap, sizeof(*tx->hbd_targets));
+	tx->reachable = calloc((size_t)n_nodes + 1, sizeof(*tx->reachable));
+	if (!slot || !tx->devs || !tx->dev_ids || !tx->targets || !tx->sb_targets ||
+	    !tx->hbd_targets || !tx->reachable)
+		goto oom;
+	for (int i = 0; i < n_nodes; i++)
+		slot[i] = -1;
+	for (size_t r = 0; r < c->n_rings; r++)
+		for (int k = 0; k < c->rings[r].m; k++) {
+			int node = c->rings[r].nodes[k];
+
+			if (node >= 0 && node < n_nodes)
+				tx->reachable[node] = !rg_faulty(rg, node);
+		}
+	for (size_t i = 0; i < c->n_bundles; i++) {
+		const struct hbd_bundle *b = &c->bundles[i];
+		int node = b->node;
+
+		if (node < 0 || node >= n_nodes || b->bundle >= bundles || rg_faulty(rg, node))
+			continue;
+		if (slot[node] < 0) {
+			size_t k = tx->n_devs++;
+
+			slot[node] = (int)k;
+			tx->dev_ids[k] = node;
+			tx->hbd_targets[k] = malloc((size_t)bundles * sizeof(struct hbd_bundle));
+			tx->sb_targets[k] = malloc((size_t)bundles * sizeof(struct sb_bundle));
+			if (!tx->hbd_targets[k] || !tx->sb_targets[k] ||
+			    rg_node_bundles(rg, node, tx->hbd_targets[k]) != 0)
+				goto oom;
+		}
+		tx->hbd_targets[slot[node]][b->bundle] = *b;
+	}
+	for (size_t k = 0; k < tx->n_devs; k++) {
+		for (int b = 0; b < bundles; b++) {
+			const struct hbd_bundle *h = &tx->hbd_targets[k][b];
+
+			tx->sb_targets[k][b] =
+				(struct sb_bundle){h->bundle, h->path, h->distance, h->dir};
+		}
+		tx->devs[k] = (struct sb_txn_device){
+			dev_handle(drv->d.devs, tx->dev_ids[k], DEV_ROLE_TXN), NULL, 0,
+			tx->sb_targets[k], (size_t)bundles};
+	}
+	tx->rings = rg_rings_dup(c->rings, c->n_rings);
+	if (!tx->rings)
+		goto oom;
+	tx->n_rings = c->n_rings;
+	free(slot);
+	return 0;
+oom:
+	free(slot);
+	return -ENOMEM;
+}
+
+/* Stores a ring transaction's intent: its rings and every target setting. */
+static int ring_intent(struct txn_driver *drv, struct txn *tx, const struct st_fault *fault)
+{
+	int bundles = rg_domain(drv->d.rings)->bundles;
+	size_t n = tx->n_devs * (size_t)bundles, at = 0;
+	struct st_bundle *b = malloc((n ? n : 1) * sizeof(*b));
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	for (size_t k = 0; k < tx->n_devs; k++)
+		for (int i = 0; i < bundles; i++) {
+			const struct hbd_bundle *h = &tx->hbd_targets[k][i];
+
+			b[at++] = (struct st_bundle){tx->dev_ids[k], h->bundle, h->path,
+						     h->distance, h->dir};
+		}
+	rc = st_ring_intent_begin(drv->d.store, tx->job_id, tx->rings, tx->n_rings, b, n, fault,
+				  clk_wall_ms(drv->d.clock), &tx->txn_id);
+	free(b);
+	return rc;
+}
+
 /* Copies c into tx (the caller's arrays may go away once txn_start returns). */
 static int copy_change(struct txn *tx, const struct txn_change *c)
 {
@@ -231,6 +388,7 @@ static void on_engine_done(void *arg, const struct sb_txn_result *r)
 	struct txn *tx = arg;
 
 	(void)r;
+	tx->finished_us = clk_mono_us(tx->drv->d.clock);
 	loop_post(tx->drv->d.loop, &tx->done_node, on_loop_done);
 }
 
@@ -246,7 +404,10 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 		return -EBUSY;
 	}
 	tx = calloc(1, sizeof(*tx));
-	if (!tx || copy_change(tx, c) != 0 || build_targets(drv, tx) != 0) {
+	if (tx)
+		tx->ring = c->ring && drv->d.rings;
+	if (!tx || copy_change(tx, c) != 0 ||
+	    (tx->ring ? build_ring_targets(drv, tx, c) : build_targets(drv, tx)) != 0) {
 		free_txn(tx);
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
@@ -255,16 +416,20 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	tx->done = done;
 	tx->done_arg = arg;
 	drv->running = tx;
-	if (tx->n_devs == 0) {
+	if (tx->n_devs == 0 && !tx->ring) {
 		/* Nothing to change on any device (e.g. releasing a job without circuits). */
 		struct sb_txn_result r = {.outcome = SB_TXN_COMMITTED};
 
 		finish(tx, &r);
 		return 0;
 	}
-	rc = st_intent_begin(drv->d.store, tx->job_id, tx->removals, tx->n_removals, tx->adds,
-			     tx->n_adds, c->release ? NULL : c->links, c->release ? 0 : c->n_links,
-			     clk_wall_ms(drv->d.clock), &tx->txn_id);
+	if (tx->ring)
+		rc = ring_intent(drv, tx, c->fault);
+	else
+		rc = st_intent_begin(drv->d.store, tx->job_id, tx->removals, tx->n_removals,
+				     tx->adds, tx->n_adds, c->release ? NULL : c->links,
+				     c->release ? 0 : c->n_links, clk_wall_ms(drv->d.clock),
+				     &tx->txn_id);
 	if (rc) {
 		snprintf(why, why_len,
 			 "cannot store the transaction intent (%s); nothing was touched",
@@ -273,8 +438,17 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 		free_txn(tx);
 		return -EIO;
 	}
+	if (tx->n_devs == 0) {
+		/* A ring change on no healthy node (e.g. a lost ring of faulty nodes):
+		 * stored, nothing to program. */
+		struct sb_txn_result r = {.outcome = SB_TXN_COMMITTED};
+
+		finish(tx, &r);
+		return 0;
+	}
 	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->devs, tx->n_devs};
-	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_l2, tx};
+	tx->hooks = (struct sb_txn_hooks){NULL, NULL, tx->ring ? verify_rings : verify_l2, tx};
+	tx->started_us = clk_mono_us(drv->d.clock);
 	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
 					   .connect_timeout_ms = drv->d.connect_timeout_ms};
 	rc = sb_engine_start(drv->d.engine, &tx->plan, &tx->hooks, &tx->opts, on_engine_done, tx,
@@ -334,7 +508,14 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 				 (long long)tx->txn_id, strerror(-rc));
 		}
 	}
-	if (o.result == TXN_CONFIRMED && !o.store_failed &&
+	if (tx->ring && o.result == TXN_CONFIRMED && !o.store_failed &&
+	    rg_set_job_rings(drv->d.rings, tx->job_id, tx->rings, tx->n_rings) != 0) {
+		o.store_failed = true;
+		snprintf(store_error, sizeof(store_error),
+			 "cannot apply transaction %lld to the ring state in memory",
+			 (long long)tx->txn_id);
+	}
+	if (!tx->ring && o.result == TXN_CONFIRMED && !o.store_failed &&
 	    fs_apply(drv->d.fs, tx->removals, tx->n_removals, tx->adds, tx->n_adds) != 0 &&
 	    fs_load(drv->d.fs, drv->d.store) != 0) {
 		o.store_failed = true;
@@ -343,7 +524,7 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 			 "it from the store",
 			 (long long)tx->txn_id);
 	}
-	if (o.store_failed && fs_load(drv->d.fs, drv->d.store) != 0)
+	if (!tx->ring && o.store_failed && fs_load(drv->d.fs, drv->d.store) != 0)
 		snprintf(store_error + strlen(store_error),
 			 sizeof(store_error) - strlen(store_error),
 			 "; the circuit table could not be reloaded");
@@ -357,6 +538,8 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	o.devices = names;
 	o.n_devices = names ? tx->n_devs : 0;
 	o.store_error = store_error;
+	o.finished_us = tx->finished_us ? tx->finished_us : clk_mono_us(drv->d.clock);
+	o.engine_us = tx->finished_us ? tx->finished_us - tx->started_us : 0;
 	drv->running = NULL;
 	tx->done(tx->done_arg, &o);
 	free(names);

@@ -25,8 +25,13 @@
  *     with the devices at the next start.
  *  3. One transaction at a time per driver (the caller's rule: -EBUSY).
  *
+ * In a ring domain the change is rings and bundle settings instead: the
+ * intent is stored with st_ring_intent_begin, and once confirmed the ring
+ * state (rings.h) takes the job's new rings.
+ *
  * Threading: every function on the loop thread; the engine's threads only
- * run the verify hook (the L2 checker) and post the completion.
+ * run the verify hook (the L2 checker, or the ring check on copies made at
+ * the start) and post the completion.
  */
 #ifndef OCSD_TXN_H
 #define OCSD_TXN_H
@@ -40,8 +45,11 @@
 struct clk;
 struct devices;
 struct fs_state;
+struct hbd_bundle;
 struct loop;
 struct ocs_fabric;
+struct rg_ring;
+struct rg_state;
 struct sb_engine;
 
 /* One change set (not owned by the driver: copied by txn_start). */
@@ -54,6 +62,22 @@ struct txn_change {
 	size_t n_additions;
 	const struct st_link *links; /* stored with the intent, become the jobs' when confirmed */
 	size_t n_links;
+	/*
+	 * OCSTrx ring domains (ring set; no cross-connects then): every ring
+	 * job_id has afterwards (none for a release) and the settings of every
+	 * bundle that changes. Each touched node gets the complete set of its
+	 * bundles (what the ring state says it holds, with these applied); a
+	 * faulty node is never touched. The verify hook checks on every node
+	 * that each external path reaches the planned neighbour, a healthy node
+	 * of job_id's rings, and never another job's ring or a faulty node.
+	 */
+	bool ring;
+	const struct rg_ring *rings;
+	size_t n_rings;
+	const struct hbd_bundle *bundles;
+	size_t n_bundles;
+	/* a repair started by a fault not stored yet: stored with the intent */
+	const struct st_fault *fault;
 };
 
 enum txn_result {
@@ -74,6 +98,9 @@ struct txn_outcome {
 	size_t n_devices;
 	bool store_failed; /* the outcome could not be stored */
 	const char *store_error;
+	/* the engine's time (device steps included) and when it finished (CLOCK_MONOTONIC) */
+	int64_t engine_us;
+	int64_t finished_us;
 };
 
 typedef void (*txn_done_fn)(void *arg, const struct txn_outcome *o);
@@ -84,7 +111,8 @@ struct txn_deps {
 	struct st_store *store;
 	struct loop *loop;
 	struct sb_engine *engine;
-	struct devices *devs; /* transaction handles and per-device circuits */
+	struct devices *devs;	/* transaction handles and per-device circuits */
+	struct rg_state *rings; /* ring domains: the ring state, updated when confirmed */
 	const struct clk *clock;
 	int confirm_timeout_s;
 	int connect_timeout_ms;

@@ -6,7 +6,9 @@ wrote) so that what ocsd claims is checked against what the devices hold.
 
 Not a test itself; imported by test_recovery.py, test_daemon_grpcio.py,
 test_daemon_reload.py, test_daemon_share.py, tests/interop/test_prometheus.py
-and tests/bench/bench_daemon_load.py.
+and tests/bench/bench_daemon_load.py; RingFleet (an OCSTrx ring domain on
+ocs-devsim transceivers) by test_ring_daemon.py and
+tests/bench/bench_ring_fault.py.
 Loopback only; every process started here is stopped by Fleet.close().
 """
 import json
@@ -280,3 +282,128 @@ class Script:
         print(f"{self.name}:", "FAILED" if self.failures else "passed",
               f"({len(self.failures)} failure(s))")
         return 1 if self.failures else 0
+
+
+TRX_NS = "urn:ocsd:yang:ocs-transceiver"
+DEVSIM_NS = "urn:ocsd:yang:ocs-devsim"
+
+
+class RingFleet(Fleet):
+    """An OCSTrx ring domain: one ocs-devsim process serving every node's
+    transceiver agent (--model ocs-transceiver --count N, device i on port
+    base+i serves node i), the fabric file derived from
+    deploy/fabrics/ocstrx-ring.json with the sizes given, and at most one
+    ocsd on it at a time. Nodes are read and fault knobs set over NETCONF
+    with ncclient."""
+
+    def __init__(self, build, src, tors=16, nodes_per_tor=4, gpus_per_node=4, k_hops=3,
+                 bundles=2, closed=False, confirm_timeout_s=60, prefix="ocsd-ring-"):
+        self.build, self.src = build, src
+        self.devsim = os.path.join(build, "southbound", "ocs-devsim")
+        self.ocsd_bin = os.path.join(build, "daemon", "ocsd")
+        self.work = tempfile.mkdtemp(prefix=prefix)
+        self.password = "ring-" + os.urandom(8).hex()
+        self.ocsd = None
+        self.grpc_port = self.metrics_port = 0
+        self.starts = 0
+        self.devsim_proc = None
+        self.geometry = (tors, nodes_per_tor, k_hops, bundles, closed)
+        self.N_DEV = tors * nodes_per_tor
+        pw = os.path.join(self.work, "pw")
+        with open(pw, "w") as f:
+            f.write(self.password + "\n")
+        self.base = testports.reserve(self.N_DEV)
+        with open(os.path.join(src, "deploy", "fabrics", "ocstrx-ring.json")) as f:
+            fabric = json.load(f)
+        ring = fabric["ocsd-fabric:fabric"]["ocstrx-ring"]
+        ring.update({"tors": tors, "nodes-per-tor": nodes_per_tor,
+                     "gpus-per-node": gpus_per_node, "k-hops": k_hops, "bundles": bundles,
+                     "closed": closed})
+        dev = ring["devices"]
+        dev["password-file"] = pw
+        dev["port-base"] = self.base
+        dev["username"] = "ocsd"
+        dev["confirm-timeout-s"] = confirm_timeout_s
+        self.cfg = os.path.join(self.work, "fabric.json")
+        with open(self.cfg, "w") as f:
+            json.dump(fabric, f, indent=2)
+        self.state_dir = os.path.join(self.work, "state")
+        os.makedirs(self.state_dir)
+        self.log_path = os.path.join(self.work, "ocsd.log")
+
+    def start_devices(self, switch_us=200):
+        tors, per_tor, k, bundles, closed = self.geometry
+        log = open(os.path.join(self.work, "devsim.log"), "w")
+        args = [self.devsim, "--listen", f"127.0.0.1:{self.base}", "--count", str(self.N_DEV),
+                "--model", "ocs-transceiver", "--ring-tors", str(tors),
+                "--ring-nodes-per-tor", str(per_tor), "--ring-k", str(k),
+                "--bundles", str(bundles), "--switch-us", str(switch_us),
+                "--user", "ocsd", "--password", self.password]
+        if closed:
+            args.append("--ring-closed")
+        self.devsim_proc = subprocess.Popen(args, stdout=log, stderr=log)
+        log.close()
+        testports.wait_listening("127.0.0.1", self.base, "ocs-devsim", START_TIMEOUT_S,
+                                 count=self.N_DEV, proc=self.devsim_proc)
+
+    def start_ocsd(self, *extra, insecure=True, reconcile_s=0, subscribed_timeout_s=None):
+        """Starts ocsd and waits until every node's notification subscription
+        is up (ocsd_nodes_subscribed), so that no injected fault goes unseen."""
+        proc = super().start_ocsd(*extra, insecure=insecure, reconcile_s=reconcile_s)
+        deadline = time.time() + (subscribed_timeout_s or max(START_TIMEOUT_S, self.N_DEV / 4))
+        while time.time() < deadline:
+            m = re.search(r"^ocsd_nodes_subscribed (\S+)$", self.metrics(), re.M)
+            if m and int(float(m.group(1))) == self.N_DEV:
+                return proc
+            time.sleep(0.1)
+        raise RuntimeError("ocsd did not subscribe to every node:\n" + self.log())
+
+    def device_name(self, d):
+        return f"trx-n{d}"
+
+    def _session(self, node):
+        """An ncclient session to node's agent, retried like Fleet.read_device."""
+        from ncclient import manager
+        from ncclient.transport.errors import TransportError
+        from ncclient.transport.errors import SessionCloseError
+        import ncclient.transport.ssh
+        ncclient.transport.ssh.TICK = 0.001
+        for attempt in range(8):
+            try:
+                m = manager.connect(host="127.0.0.1", port=self.base + node, username="ocsd",
+                                    password=self.password, hostkey_verify=False,
+                                    allow_agent=False, look_for_keys=False, timeout=10)
+                m.timeout = 10
+                return m
+            except (TransportError, SessionCloseError):
+                if attempt == 7:
+                    raise
+                time.sleep(min(0.05 * 2 ** attempt, 0.5))
+
+    def read_node(self, node):
+        """(faulty, {bundle: (path, distance, direction, peer_node or None)}) of
+        node as its agent reports it (configuration and state)."""
+        with self._session(node) as m:
+            reply = m.get(filter=("subtree", f'<transceivers xmlns="{TRX_NS}"/>'))
+        faulty, bundles = False, {}
+        for n in ET.fromstring(reply.data_xml).iter(f"{{{TRX_NS}}}node"):
+            if int(n.findtext(f"{{{TRX_NS}}}id")) != node:
+                continue
+            faulty = (n.findtext(f"{{{TRX_NS}}}faulty") or "false") == "true"
+            for b in n.findall(f"{{{TRX_NS}}}bundle"):
+                ext = b.find(f"{{{TRX_NS}}}external")
+                peer = b.findtext(f"{{{TRX_NS}}}peer-node")
+                bundles[int(b.findtext(f"{{{TRX_NS}}}id"))] = (
+                    b.findtext(f"{{{TRX_NS}}}path") or "loopback",
+                    int(ext.findtext(f"{{{TRX_NS}}}distance")) if ext is not None else 0,
+                    ext.findtext(f"{{{TRX_NS}}}direction") if ext is not None else None,
+                    int(peer) if peer is not None else None)
+        return faulty, bundles
+
+    def set_faults(self, node, spec):
+        """The ocs-devsim:set-faults RPC on node's agent (e.g. "node-fault",
+        "hang@confirm=3000"; "" clears every knob)."""
+        from ncclient.xml_ import to_ele
+        with self._session(node) as m:
+            m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
+                              "</set-faults>"))

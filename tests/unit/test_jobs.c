@@ -13,7 +13,11 @@
  *
  * Every transition of the state machine drawn in jobs.c is driven at least
  * once, with what the caller is answered and what the store holds checked
- * after each.
+ * after each. Ring jobs run on an OCSTrx ring domain (setup_ring: the ring
+ * state instead of circuits): placement and release with every bundle
+ * checked against the physical model independently, a node fault stored
+ * first and repaired ahead of queued work, a rolled-back repair retried, a
+ * healed node reset, and a stored fault repaired after a restart.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -34,6 +38,7 @@
 #include "fabric_state.h"
 #include "jobs.h"
 #include "pool.h"
+#include "rings.h"
 #include "store.h"
 #include "txn.h"
 
@@ -44,6 +49,13 @@ static const char lab_json[] =
 	" \"address\": \"127.0.0.1\", \"port-base\": 18300, \"username\": \"ocsd\","
 	" \"password-file\": \"/etc/ocsd/device-password\", \"accept-any-host-key\": true,"
 	" \"rpc-timeout-ms\": 5000, \"confirm-timeout-s\": 60}}}";
+
+/* An OCSTrx ring domain: 16 ToRs of 4 nodes (64 nodes), 4 GPUs each, K = 3, 2 bundles. */
+static const char ring_json[] =
+	"{\"ocsd-fabric:fabric\": {\"name\": \"hbd\", \"ocstrx-ring\": {\"tors\": 16,"
+	" \"nodes-per-tor\": 4, \"gpus-per-node\": 4, \"k-hops\": 3, \"bundles\": 2,"
+	" \"devices\": {\"address\": \"127.0.0.1\", \"port-base\": 18400,"
+	" \"password-file\": \"/etc/ocsd/device-password\", \"accept-any-host-key\": true}}}}";
 
 #define MAX_TASKS   1024
 #define MAX_ANSWERS 16
@@ -84,6 +96,17 @@ struct fx {
 	size_t n_answers;
 	size_t n_changes;
 	bool store_failed_seen;
+	/* ring domains: the ring state the fake engine applies confirmed rings to,
+	 * the ring part of the open transaction, and the ring events seen */
+	struct rg_state *rings;
+	struct rg_ring *ring_copy;
+	size_t n_ring_copy;
+	struct hbd_bundle *bundle_copy;
+	size_t n_bundle_copy;
+	enum rg_change events[32];
+	int64_t reactions[32];
+	size_t n_events;
+	int node_events;
 };
 
 /* ---- fakes ---- */
@@ -147,6 +170,34 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
 	f->change.removals = f->removals;
 	f->change.additions = f->additions;
 	f->change.links = f->links;
+	if (c->ring) {
+		struct st_bundle *sb = calloc(c->n_bundles + 1, sizeof(*sb));
+
+		rg_rings_free(f->ring_copy, f->n_ring_copy);
+		free(f->bundle_copy);
+		f->ring_copy = rg_rings_dup(c->rings, c->n_rings);
+		f->n_ring_copy = c->n_rings;
+		f->bundle_copy = malloc((c->n_bundles + 1) * sizeof(*f->bundle_copy));
+		assert_non_null(f->ring_copy);
+		assert_non_null(f->bundle_copy);
+		assert_non_null(sb);
+		memcpy(f->bundle_copy, c->bundles, c->n_bundles * sizeof(*c->bundles));
+		f->n_bundle_copy = c->n_bundles;
+		for (size_t i = 0; i < c->n_bundles; i++)
+			sb[i] = (struct st_bundle){c->bundles[i].node, c->bundles[i].bundle,
+						   c->bundles[i].path, c->bundles[i].distance,
+						   c->bundles[i].dir};
+		assert_int_equal(st_ring_intent_begin(f->store, c->job_id, c->rings, c->n_rings, sb,
+						      c->n_bundles, c->fault,
+						      clk_wall_ms(&f->clock.clk), &f->txn_id),
+				 0);
+		free(sb);
+		f->done = done;
+		f->done_arg = arg;
+		f->txn_open = true;
+		f->n_txns++;
+		return 0;
+	}
 	assert_int_equal(st_intent_begin(f->store, c->job_id, c->removals, c->n_removals,
 					 c->additions, c->n_additions, c->links, c->n_links,
 					 clk_wall_ms(&f->clock.clk), &f->txn_id),
@@ -178,12 +229,18 @@ static void finish_txn(struct fx *f, enum txn_result result, bool store_failed)
 		assert_int_equal(st_intent_finish(f->store, f->txn_id, st[result], o.message,
 						  clk_wall_ms(&f->clock.clk)),
 				 0);
-		if (result == TXN_CONFIRMED)
+		if (result == TXN_CONFIRMED && f->change.ring)
+			assert_int_equal(
+				rg_set_job_rings(f->rings, f->job_id, f->ring_copy, f->n_ring_copy),
+				0);
+		else if (result == TXN_CONFIRMED)
 			assert_int_equal(fs_apply(f->fs, f->change.removals, f->change.n_removals,
 						  f->change.additions, f->change.n_additions),
 					 0);
 	}
 	f->txn_open = false;
+	o.finished_us = 5000;
+	o.engine_us = 1000;
 	free(f->removals);
 	free(f->additions);
 	free(f->links);
@@ -220,6 +277,27 @@ static void on_store_failed(void *ctx, const char *reason)
 	((struct fx *)ctx)->store_failed_seen = true;
 }
 
+static void on_ring_changed(void *ctx, const struct rg_ring *now, const int *old, int n_old,
+			    int64_t reaction_us, int64_t devices_us)
+{
+	struct fx *f = ctx;
+
+	(void)old;
+	(void)n_old;
+	(void)devices_us;
+	assert_true(f->n_events < 32);
+	f->reactions[f->n_events] = reaction_us;
+	f->events[f->n_events++] = now->last_change;
+}
+
+static void on_node_changed(void *ctx, int node, bool faulty, const char *source)
+{
+	(void)node;
+	(void)faulty;
+	(void)source;
+	((struct fx *)ctx)->node_events++;
+}
+
 /* ---- fixture ---- */
 
 static void open_jm(struct fx *f)
@@ -233,13 +311,16 @@ static void open_jm(struct fx *f)
 			    .txn_start = fake_txn_start,
 			    .txn_ctx = f,
 			    .devs = f->devs,
-			    .events = {f, on_job_changed, NULL, NULL, on_store_failed}};
+			    .rings = f->rings,
+			    .events = {f, on_job_changed, NULL, NULL, on_store_failed,
+				       on_ring_changed, on_node_changed}};
 	char err[256];
 
 	assert_int_equal(jm_new(&d, &f->jm, err, sizeof(err)), 0);
 }
 
-static int setup(void **state)
+/* The lab fabric (json lab_json) or the ring domain (ring_json: ring state, no circuits). */
+static int setup_fabric(void **state, const char *json)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct cfg_errors errs = {0};
@@ -249,22 +330,28 @@ static int setup(void **state)
 	if (!mkdtemp(f->dir))
 		return -1;
 	snprintf(f->path, sizeof(f->path), "%s/state.db", f->dir);
-	if (cfg_load_mem(lab_json, strlen(lab_json), &f->cfg, &errs) != 0)
+	if (cfg_load_mem(json, strlen(json), &f->cfg, &errs) != 0)
 		return -1;
 	cfg_errors_clear(&errs);
 	if (st_open(f->path, &f->store, err, sizeof(err)) != 0)
 		return -1;
-	f->fs = fs_new(&f->cfg->fabric);
-	if (!f->fs || fs_load(f->fs, f->store) != 0)
-		return -1;
+	if (f->cfg->kind == CFG_OCSTRX_RING) {
+		f->rings = rg_new(&f->cfg->ring);
+		if (!f->rings || rg_load(f->rings, f->store) != 0)
+			return -1;
+	} else {
+		f->fs = fs_new(&f->cfg->fabric);
+		if (!f->fs || fs_load(f->fs, f->store) != 0)
+			return -1;
+	}
 	clk_fake_init(&f->clock, 1700000000000);
 	{
-		const char *names[64];
+		const char *names[128];
 		struct dev_deps dd = {
 			&f->cfg->fabric,	   f->fs, f->store, names, f->cfg->n_devices, 1000,
 			clk_wall_ms(&f->clock.clk)};
 
-		for (int i = 0; i < f->cfg->n_devices && i < 64; i++)
+		for (int i = 0; i < f->cfg->n_devices && i < 128; i++)
 			names[i] = f->cfg->devices[i].name;
 		f->devs = dev_new(&dd);
 		if (!f->devs)
@@ -273,6 +360,16 @@ static int setup(void **state)
 	open_jm(f);
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_fabric(state, lab_json);
+}
+
+static int setup_ring(void **state)
+{
+	return setup_fabric(state, ring_json);
 }
 
 /* The per-state counters agree with a scan of the table. */
@@ -300,6 +397,9 @@ static int teardown(void **state)
 	free(f->removals);
 	free(f->additions);
 	free(f->links);
+	rg_rings_free(f->ring_copy, f->n_ring_copy);
+	free(f->bundle_copy);
+	rg_free(f->rings);
 	dev_free(f->devs);
 	fs_free(f->fs);
 	st_close(f->store);
@@ -900,6 +1000,267 @@ static void test_many_jobs_index(void **state)
 	}
 }
 
+/* ---- ring jobs (OCSTrx ring domains) ---- */
+
+static int collect_faults(void *ctx, int node, const char *source, int64_t since_ms)
+{
+	char *out = ctx;
+
+	(void)since_ms;
+	snprintf(out + strlen(out), 64 - strlen(out), "%d:%s;", node, source);
+	return 0;
+}
+
+static struct jm_spec ring_spec(const char *id, const struct jm_ring_request *r)
+{
+	return (struct jm_spec){.id = id, .ring = r, .raw = id, .raw_len = strlen(id)};
+}
+
+/*
+ * Independent check of a ring change against the physical model: every
+ * bundle of every node of every ring is in the change, bundle 0 (down)
+ * reaches the node before, bundle 1 (up) the node after, the ends loop
+ * back; and no setting touches a node outside the rings.
+ */
+static void check_ring_bundles(const struct fx *f)
+{
+	size_t seen = 0;
+
+	for (size_t r = 0; r < f->n_ring_copy; r++) {
+		const struct rg_ring *g = &f->ring_copy[r];
+
+		for (int k = 0; k < g->m; k++) {
+			int want[2] = {k > 0 ? g->nodes[k - 1] : -1,
+				       k + 1 < g->m ? g->nodes[k + 1] : -1};
+
+			for (int b = 0; b < 2; b++) {
+				bool found = false;
+
+				for (size_t i = 0; i < f->n_bundle_copy; i++) {
+					const struct hbd_bundle *x = &f->bundle_copy[i];
+
+					if (x->node != g->nodes[k] || x->bundle != b)
+						continue;
+					found = true;
+					assert_int_equal(x->peer, want[b]);
+					assert_int_equal(x->path, want[b] < 0 ? HBD_PATH_LOOPBACK
+									      : HBD_PATH_EXTERNAL);
+				}
+				assert_true(found);
+				seen++;
+			}
+		}
+	}
+	assert_int_equal(seen, f->n_bundle_copy);
+}
+
+/* Submit -> a ring transaction (rings and every bundle) -> ACTIVE; release: loopback, no ring. */
+static void test_ring_submit_release(void **state)
+{
+	struct fx *f = *state;
+	struct jm_ring_request r = {.tp = 16, .rings = 3};
+	struct jm_spec s = ring_spec("r1", &r);
+	size_t n = 0;
+
+	jm_submit(f->jm, &s, on_answer, f);
+	assert_int_equal(run_plans(f), 1);
+	assert_true(f->txn_open);
+	assert_true(f->change.ring);
+	assert_int_equal(f->n_ring_copy, 3);
+	assert_int_equal(f->n_bundle_copy, 3 * 4 * 2);
+	check_ring_bundles(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(f->n_answers, 1);
+	assert_int_equal(f->answers[0].state, JM_ACTIVE);
+	assert_true(job(f, "r1")->figures.has_ring);
+	assert_int_equal(job(f, "r1")->figures.ring.gpus_placed, 48);
+	assert_non_null(rg_job_rings(f->rings, "r1", &n));
+	assert_int_equal(n, 3);
+	assert_int_equal(f->n_events, 3);
+	assert_int_equal(f->events[0], RG_PLACED);
+	/* a leaf demand on a ring domain is refused, naming the kind */
+	{
+		struct jm_spec leaf = {.id = "leaf",
+				       .demand = small_demand,
+				       .n_demand = 1,
+				       .raw = "leaf",
+				       .raw_len = 4};
+
+		jm_submit(f->jm, &leaf, on_answer, f);
+		assert_int_equal(f->answers[1].err.status, JM_PRECONDITION);
+	}
+	/* more rings than the domain has nodes: RESOURCE_EXHAUSTED, nothing touched */
+	{
+		struct jm_ring_request big = {.tp = 16, .rings = 14};
+		struct jm_spec b = ring_spec("big", &big);
+
+		jm_submit(f->jm, &b, on_answer, f);
+		run_plans(f);
+		assert_false(f->txn_open);
+		assert_int_equal(f->answers[2].err.status, JM_EXHAUSTED);
+		assert_string_equal(f->answers[2].err.field, "ring.rings");
+	}
+	jm_release(f->jm, "r1", on_answer, f);
+	assert_true(f->txn_open);
+	assert_int_equal(f->n_ring_copy, 0);
+	assert_int_equal(f->n_bundle_copy, 12 * 2);
+	for (size_t i = 0; i < f->n_bundle_copy; i++)
+		assert_int_equal(f->bundle_copy[i].path, HBD_PATH_LOOPBACK);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "r1")->state, JM_RELEASED);
+	assert_null(rg_job_rings(f->rings, "r1", &n));
+	assert_int_equal(f->events[f->n_events - 1], RG_RELEASED);
+}
+
+/*
+ * A node of a placed ring fails: stored faulty first, then a repair of
+ * that ring (bypass: only its two neighbours programmed, never the faulty
+ * node) runs ahead of queued work while the job stays ACTIVE; its event
+ * carries the reaction time. A rolled-back repair is tried again by
+ * jm_retry_repairs; a faulty node is out of the next plans; a restart with
+ * the fault stored and the repair undone repairs the ring.
+ */
+static void test_ring_fault_repair(void **state)
+{
+	struct fx *f = *state;
+	struct jm_ring_request r = {.tp = 16, .rings = 2};
+	struct jm_spec s1 = ring_spec("a", &r), s2 = ring_spec("b", &r);
+	struct jm_error err = {0};
+	const char *affected = NULL;
+	const struct rg_ring *ring;
+	int victim, before[4];
+	size_t n = 0;
+	char faults[64] = "";
+
+	jm_submit(f->jm, &s1, on_answer, f);
+	run_plans(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	ring = rg_job_rings(f->rings, "a", &n);
+	memcpy(before, ring[0].nodes, sizeof(before));
+	victim = before[1];
+	/* b is being programmed when the fault arrives */
+	jm_submit(f->jm, &s2, on_answer, f);
+	run_plans(f);
+	assert_true(f->txn_open);
+	assert_string_equal(f->job_id, "b");
+	assert_int_equal(jm_mark_node(f->jm, victim, true, "device", 1000, &affected, &err), 0);
+	assert_string_equal(affected, "a");
+	assert_int_equal(f->node_events, 1);
+	assert_int_equal(st_fault_list(f->store, collect_faults, faults), 0);
+	{
+		char want[32];
+
+		snprintf(want, sizeof(want), "%d:device;", victim);
+		assert_string_equal(faults, want); /* stored before anything else */
+	}
+	finish_txn(f, TXN_CONFIRMED, false);
+	/* next: the repair of a, not anything queued */
+	assert_true(f->txn_open);
+	assert_string_equal(f->job_id, "a");
+	assert_int_equal(job(f, "a")->state, JM_ACTIVE);
+	assert_int_equal(f->ring_copy[0].m, 3);
+	assert_int_equal(f->ring_copy[0].last_change, RG_BYPASSED);
+	assert_int_equal(f->ring_copy[0].failed_node, victim);
+	for (size_t i = 0; i < f->n_bundle_copy; i++) {
+		assert_int_not_equal(f->bundle_copy[i].node, victim);
+		assert_true(f->bundle_copy[i].node == before[0] ||
+			    f->bundle_copy[i].node == before[2]);
+	}
+	/* rolled back: tried again by the retry, then confirmed */
+	finish_txn(f, TXN_ROLLED_BACK, false);
+	assert_false(f->txn_open);
+	jm_retry_repairs(f->jm);
+	assert_true(f->txn_open);
+	assert_string_equal(f->job_id, "a");
+	f->n_events = 0;
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(f->n_events, 1);
+	assert_int_equal(f->events[0], RG_BYPASSED);
+	assert_int_equal(f->reactions[0], 5000 - 1000);
+	ring = rg_job_rings(f->rings, "a", &n);
+	assert_int_equal(ring[0].m, 3);
+	assert_int_equal(ring[0].nodes[0], before[0]);
+	assert_int_equal(ring[0].nodes[1], before[2]);
+	/* the faulty node is out of every plan */
+	{
+		uint8_t *use = rg_use_snapshot(f->rings, NULL);
+
+		assert_int_equal(use[victim], HBD_NODE_FAULTY);
+		free(use);
+	}
+	/* healed: it is in no ring, so it is set back to loopback */
+	assert_int_equal(jm_mark_node(f->jm, victim, false, "operator", 0, &affected, &err), 0);
+	assert_null(affected);
+	assert_true(f->txn_open);
+	assert_int_equal(f->n_bundle_copy, 2);
+	assert_int_equal(f->bundle_copy[0].node, victim);
+	assert_int_equal(f->bundle_copy[0].path, HBD_PATH_LOOPBACK);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(rg_faulty(f->rings, victim), false);
+	/* out of range */
+	assert_int_equal(jm_mark_node(f->jm, 64, true, "operator", 0, &affected, &err), -1);
+	assert_int_equal(err.status, JM_INVALID);
+}
+
+/* A drained node gets no new ring: the plan goes around it. */
+static void test_ring_drained_node(void **state)
+{
+	struct fx *f = *state;
+	struct jm_ring_request r = {.tp = 16, .rings = 1};
+	struct jm_spec s = ring_spec("d", &r);
+
+	assert_int_equal(dev_set_drained(f->devs, 0, true), 0);
+	jm_submit(f->jm, &s, on_answer, f);
+	run_plans(f);
+	assert_true(f->txn_open);
+	assert_int_equal(f->n_ring_copy, 1);
+	for (int k = 0; k < f->ring_copy[0].m; k++)
+		assert_int_not_equal(f->ring_copy[0].nodes[k], 0);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "d")->state, JM_ACTIVE);
+}
+
+/* A fault stored while its repair never ran (ocsd died) is repaired at the next start. */
+static void test_ring_restart_repairs(void **state)
+{
+	struct fx *f = *state;
+	struct jm_ring_request r = {.tp = 16, .rings = 1};
+	struct jm_spec s = ring_spec("c", &r);
+	struct jm_error err = {0};
+	const char *affected = NULL;
+	const struct rg_ring *ring;
+	int victim;
+	size_t n = 0;
+
+	jm_submit(f->jm, &s, on_answer, f);
+	run_plans(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	ring = rg_job_rings(f->rings, "c", &n);
+	victim = ring[0].nodes[2];
+	assert_int_equal(jm_mark_node(f->jm, victim, true, "device", 1, &affected, &err), 0);
+	assert_true(f->txn_open);
+	/* the daemon dies with the repair open: the devices reverted (recovery) */
+	assert_int_equal(st_intent_finish(f->store, f->txn_id, ST_INTENT_ROLLED_BACK, "",
+					  clk_wall_ms(&f->clock.clk)),
+			 0);
+	f->txn_open = false;
+	jm_stop(f->jm);
+	jm_free(f->jm);
+	rg_free(f->rings);
+	f->rings = rg_new(&f->cfg->ring);
+	assert_int_equal(rg_load(f->rings, f->store), 0);
+	assert_true(rg_faulty(f->rings, victim));
+	open_jm(f);
+	assert_int_equal(jm_set_ring(f->jm, "c", &r), 0);
+	assert_int_equal(jm_recover(f->jm), 0);
+	assert_true(f->txn_open);
+	assert_int_equal(f->ring_copy[0].last_change, RG_BYPASSED);
+	finish_txn(f, TXN_CONFIRMED, false);
+	ring = rg_job_rings(f->rings, "c", &n);
+	assert_int_equal(ring[0].m, 3);
+	assert_int_equal(job(f, "c")->state, JM_ACTIVE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -927,6 +1288,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_restart_resumes_release, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_jobs_index, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ring_submit_release, setup_ring, teardown),
+		cmocka_unit_test_setup_teardown(test_ring_fault_repair, setup_ring, teardown),
+		cmocka_unit_test_setup_teardown(test_ring_restart_repairs, setup_ring, teardown),
+		cmocka_unit_test_setup_teardown(test_ring_drained_node, setup_ring, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

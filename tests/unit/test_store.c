@@ -2,8 +2,9 @@
  * test_store.c - unit tests of the SQLite state store (daemon/store.c) on
  * real files: jobs, idempotency keys, the intent log and the circuit table,
  * durability across a process killed without closing the store, refusal of
- * a file from an unknown schema version and the in-place upgrades (1 and 2
- * to 3), the query plans of the store's own statements (captured from its
+ * a file from an unknown schema version and the in-place upgrades (1, 2
+ * and 3 to 4), the rings, ring intents and node faults of OCSTrx ring
+ * domains, the query plans of the store's own statements (captured from its
  * connection with a trace hook, so the test checks the SQL store.c runs),
  * retention (st_prune: age and count limits, batches, what is never
  * deleted), and writes that fail (another connection holding the write
@@ -387,7 +388,7 @@ static void test_unknown_schema_refused(void **state)
 					    -1, &q, NULL),
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(q, 0), "3");
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "4");
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 	assert_true(st_open("/nonexistent-dir/x.db", &st, err, sizeof(err)) < 0);
@@ -657,8 +658,8 @@ static const char *const v2_schema =
 	" links INTEGER NOT NULL, PRIMARY KEY(job_id, a, b, h));"
 	"INSERT INTO meta VALUES('schema_version', '2');";
 
-/* A version-2 file is upgraded to 3 in place: rows kept, indexes added and used. */
-static void test_upgrade_2_to_3(void **state)
+/* A version-2 file is upgraded to 4 in place: rows kept, indexes added and used. */
+static void test_upgrade_2_to_4(void **state)
 {
 	struct fixture *f = *state;
 	struct trace *t = calloc(1, sizeof(*t));
@@ -685,7 +686,7 @@ static void test_upgrade_2_to_3(void **state)
 
 	st = open_traced(f->path, t);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 3);
+			 4);
 	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
 					   " ('jobs_seq', 'jobs_finished', 'intents_job',"
 					   " 'intents_open', 'intents_finished')"),
@@ -704,11 +705,170 @@ static void test_upgrade_2_to_3(void **state)
 	st_close(st);
 	free(t);
 
-	/* opened again: nothing to upgrade, still version 3 */
+	/* opened again: nothing to upgrade, still version 4 */
 	st = open_store(f->path);
 	st_close(st);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 3);
+			 4);
+}
+
+/* ---- OCSTrx rings (schema 4) ---- */
+
+struct ring_rows {
+	char text[512];
+	int n;
+};
+
+static int collect_ring(void *ctx, const struct rg_ring *r)
+{
+	struct ring_rows *rows = ctx;
+	size_t at = strlen(rows->text);
+
+	at += (size_t)snprintf(rows->text + at, sizeof(rows->text) - at, "%s#%d:%s:%d:", r->job_id,
+			       r->index, st_ring_change_name(r->last_change), r->failed_node);
+	for (int k = 0; k < r->m; k++)
+		at += (size_t)snprintf(rows->text + at, sizeof(rows->text) - at, "%s%d",
+				       k ? "," : "", r->nodes[k]);
+	snprintf(rows->text + at, sizeof(rows->text) - at, ";");
+	rows->n++;
+	return 0;
+}
+
+static char *rings_text(struct st_store *st, struct ring_rows *rows)
+{
+	memset(rows, 0, sizeof(*rows));
+	assert_int_equal(st_ring_list(st, collect_ring, rows), 0);
+	return rows->text;
+}
+
+static int collect_fault(void *ctx, int node, const char *source, int64_t since_ms)
+{
+	char *out = ctx;
+	size_t at = strlen(out);
+
+	snprintf(out + at, 256 - at, "%d:%s:%lld;", node, source, (long long)since_ms);
+	return 0;
+}
+
+struct open_ring_intent {
+	int n;
+	bool has_rings;
+	size_t n_rings, n_bundles;
+	int first_node, last_bundle_node;
+};
+
+static int collect_open_ring(void *ctx, const struct st_intent *in)
+{
+	struct open_ring_intent *o = ctx;
+
+	o->n++;
+	o->has_rings = in->has_rings;
+	o->n_rings = in->n_rings;
+	o->n_bundles = in->n_bundles;
+	o->first_node = in->n_rings && in->rings[0].m ? in->rings[0].nodes[0] : -1;
+	o->last_bundle_node = in->n_bundles ? in->bundles[in->n_bundles - 1].node : -1;
+	return 0;
+}
+
+/*
+ * A ring intent: stored open with its rings and bundle settings (what
+ * recovery reads), nothing in the rings table until confirmed; confirming
+ * replaces the job's rings (a bypass: one ring fewer node), a rolled-back
+ * one changes nothing, a release removes them. Faults: idempotent set,
+ * cleared, listed. All of it survives a reopen.
+ */
+static void test_rings(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	int r0[] = {0, 4, 8, 12}, r1[] = {16, 20, 24, 28}, bypass[] = {0, 8, 12};
+	struct rg_ring placed[2] = {
+		{"", 0, r0, 4, RG_PLACED, -1, "", 10},
+		{"", 1, r1, 4, RG_PLACED, -1, "", 10},
+	};
+	struct rg_ring repaired[2] = {
+		{"", 0, bypass, 3, RG_BYPASSED, 4, "", 20},
+		{"", 1, r1, 4, RG_PLACED, -1, "", 10},
+	};
+	struct st_bundle b[] = {{0, 1, 1, 2, 0}, {12, 0, 1, 2, 1}};
+	struct st_fault fault5 = {5, "device", 9};
+	struct open_ring_intent open = {0};
+	struct ring_rows rows;
+	char faults[256] = "";
+	int64_t txn, txn2;
+
+	assert_int_equal(st_ring_intent_begin(st, "j", placed, 2, b, 2, NULL, 5, &txn), 0);
+	assert_int_equal(rings_text(st, &rows)[0], '\0');
+	assert_int_equal(st_intent_list_open(st, collect_open_ring, &open), 0);
+	assert_int_equal(open.n, 1);
+	assert_true(open.has_rings);
+	assert_int_equal(open.n_rings, 2);
+	assert_int_equal(open.n_bundles, 2);
+	assert_int_equal(open.first_node, 0);
+	assert_int_equal(open.last_bundle_node, 12);
+	assert_int_equal(st_intent_finish(st, txn, ST_INTENT_CONFIRMED, "ok", 6), 0);
+	assert_string_equal(rings_text(st, &rows),
+			    "j#0:placed:-1:0,4,8,12;j#1:placed:-1:16,20,24,28;");
+
+	/* a bypass rolled back changes nothing; confirmed, it replaces the job's rings */
+	assert_int_equal(st_fault_set(st, 4, true, "device", 7), 0);
+	assert_int_equal(st_fault_set(st, 4, true, "operator", 8), 0); /* first source kept */
+	assert_int_equal(st_ring_intent_begin(st, "j", repaired, 2, b, 1, &fault5, 9, &txn2), 0);
+	assert_int_equal(st_intent_finish(st, txn2, ST_INTENT_ROLLED_BACK, "no", 9), 0);
+	assert_string_equal(rings_text(st, &rows),
+			    "j#0:placed:-1:0,4,8,12;j#1:placed:-1:16,20,24,28;");
+	assert_int_equal(st_ring_intent_begin(st, "j", repaired, 2, b, 1, &fault5, 10, &txn2), 0);
+	assert_int_equal(st_intent_finish(st, txn2, ST_INTENT_CONFIRMED, "ok", 11), 0);
+	st_close(st);
+
+	st = open_store(f->path); /* all of it survives */
+	assert_string_equal(rings_text(st, &rows),
+			    "j#0:bypassed:4:0,8,12;j#1:placed:-1:16,20,24,28;");
+	assert_int_equal(st_fault_list(st, collect_fault, faults), 0);
+	/* the fault stored with an intent stays, even when the intent rolled back */
+	assert_string_equal(faults, "4:device:7;5:device:9;");
+	/* a circuit intent of another job leaves the rings alone */
+	assert_int_equal(st_intent_begin(st, "k", NULL, 0, NULL, 0, NULL, 0, 12, &txn), 0);
+	assert_int_equal(st_intent_finish(st, txn, ST_INTENT_CONFIRMED, "ok", 12), 0);
+	assert_int_equal(rings_text(st, &rows)[0] != '\0' ? rows.n : 0, 2);
+	/* release: no rings */
+	assert_int_equal(st_ring_intent_begin(st, "j", NULL, 0, b, 2, NULL, 13, &txn), 0);
+	assert_int_equal(st_intent_finish(st, txn, ST_INTENT_CONFIRMED, "ok", 14), 0);
+	assert_int_equal(rings_text(st, &rows)[0], '\0');
+	assert_int_equal(st_fault_set(st, 4, false, NULL, 15), 0);
+	assert_int_equal(st_fault_set(st, 5, false, NULL, 15), 0);
+	faults[0] = '\0';
+	assert_int_equal(st_fault_list(st, collect_fault, faults), 0);
+	assert_string_equal(faults, "");
+	assert_int_equal(st_fault_set(st, -1, true, "device", 1), -EINVAL);
+	st_close(st);
+}
+
+/* A version-3 file (no ring tables) is upgraded to 4 in place: rows kept, ring tables work. */
+static void test_upgrade_3_to_4(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct st_job job = {"old", NULL, "ACTIVE", NULL, NULL, 0, 1, 1}, got;
+	int nodes[] = {1, 2};
+	struct rg_ring r = {"", 0, nodes, 2, RG_PLACED, -1, "", 1};
+	struct ring_rows rows;
+	int64_t txn;
+
+	assert_int_equal(st_job_put(st, &job), 0);
+	st_close(st);
+	raw_exec(f->path, "DROP TABLE rings; DROP TABLE node_faults; DROP TABLE ring_intents;"
+			  " DROP TABLE intent_rings; DROP TABLE intent_bundles;"
+			  " UPDATE meta SET value = '3' WHERE key = 'schema_version';");
+	st = open_store(f->path);
+	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
+			 4);
+	assert_int_equal(st_job_get(st, "old", &got), 0);
+	st_job_clear(&got);
+	assert_int_equal(st_ring_intent_begin(st, "old", &r, 1, NULL, 0, NULL, 2, &txn), 0);
+	assert_int_equal(st_intent_finish(st, txn, ST_INTENT_CONFIRMED, "ok", 3), 0);
+	assert_string_equal(rings_text(st, &rows), "old#0:placed:-1:1,2;");
+	st_close(st);
 }
 
 /* ---- retention ---- */
@@ -1048,7 +1208,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drained_devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_schema_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_plans, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_upgrade_2_to_3, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_upgrade_2_to_4, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rings, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_upgrade_3_to_4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prune_age, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prune_count, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prune_keeps_live_rows, setup, teardown),

@@ -1,0 +1,189 @@
+"""bench_ring_fault.py - fault reaction of the REAL ocsd on an OCSTrx ring
+domain of 1,024 nodes (64 ToRs x 16 nodes, 4 GPUs per node, K = 3, 2
+bundles), every node's transceiver agent in ONE ocs-devsim (--count 1024,
+200 us switching).
+
+The domain is kept populated with ring jobs (one TP-32 ring of 8 nodes
+each, as many as fit). Each of N faults (1,000 by default) fails a node in
+the middle of a ring through the devsim knob (node-fault, set over
+NETCONF with ncclient), waits for the RingEvent of its bypass on Watch,
+then heals it (knob cleared, MarkNode healthy: the node is set back to
+loopback) and, once a ring has lost two nodes, releases and resubmits its
+job so that rings keep their size (a job that no longer fits, because
+re-placements fragmented the free nodes, leaves the pool). From each RingEvent: reaction_us (the
+node-fault notification reaching ocsd to every changed transceiver
+confirmed) and devices_us (the transaction engine's time, device steps
+included); the controller's share is the difference.
+
+Prints the median and p99 of both, and of the controller's share, with the
+target (controller share <= 5 ms at p99). Exit 0 when the run completed
+(the figures are recorded in tests/bench/README.md), 1 on an error.
+
+usage: bench_ring_fault.py BUILD_DIR SOURCE_DIR [FAULTS] [TORS NODES_PER_TOR]
+"""
+import os
+import queue
+import random
+import statistics
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "integration"))
+import ocsd_fleet  # noqa: E402
+
+BUILD, SRC = sys.argv[1:3]
+FAULTS = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
+TORS = int(sys.argv[4]) if len(sys.argv) > 4 else 64
+PER_TOR = int(sys.argv[5]) if len(sys.argv) > 5 else 16
+TP = 32  # 8 nodes of 4 GPUs
+TIMEOUT_S = 60
+TARGET_US = 5000
+REPAIRS = (2, 3, 4)  # RING_CHANGE_BYPASSED, _REPLACED, _LOST
+
+FLEET = ocsd_fleet.RingFleet(BUILD, SRC, tors=TORS, nodes_per_tor=PER_TOR,
+                             prefix="ocsd-bench-ring-")
+ocsd_fleet.gen_stubs(os.path.join(SRC, "proto"), os.path.join(FLEET.work, "gen"))
+import grpc  # noqa: E402
+from ocs.v1 import events_pb2, events_pb2_grpc  # noqa: E402
+from ocs.v1 import fabric_pb2, fabric_pb2_grpc  # noqa: E402
+from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
+
+
+def pct(values, p):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
+
+
+class Agents:
+    """ncclient sessions to the node agents, kept open (at most 64)."""
+
+    def __init__(self):
+        self.open = {}
+
+    def set_faults(self, node, spec):
+        from ncclient.xml_ import to_ele
+        for attempt in range(2):
+            m = self.open.pop(node, None) or FLEET._session(node)
+            try:
+                m.dispatch(to_ele(f'<set-faults xmlns="{ocsd_fleet.DEVSIM_NS}"><spec>{spec}'
+                                  "</spec></set-faults>"))
+            except Exception:  # noqa: BLE001 - a stale session: once more on a new one
+                if attempt:
+                    raise
+                continue
+            if len(self.open) >= 64:
+                old = next(iter(self.open))
+                self.open.pop(old).close_session()
+            self.open[node] = m
+            return
+
+    def close(self):
+        for m in self.open.values():
+            m.close_session()
+
+
+def main():
+    FLEET.start_devices(switch_us=200)
+    FLEET.start_ocsd()
+    ch = grpc.insecure_channel(FLEET.target)
+    jobs = jobs_pb2_grpc.JobsStub(ch)
+    fabric = fabric_pb2_grpc.FabricStub(ch)
+    events = events_pb2_grpc.EventsStub(ch)
+    evq = queue.Queue()
+    watch = events.Watch(events_pb2.WatchRequest(rings=True))
+
+    def pump():
+        try:
+            for ev in watch:
+                evq.put(ev)
+        except grpc.RpcError:
+            pass
+
+    threading.Thread(target=pump, daemon=True).start()
+    n_jobs = 0
+    t0 = time.time()
+    while True:
+        try:
+            jobs.SubmitJob(jobs_pb2.JobSpec(id=f"r{n_jobs}",
+                                            ring=jobs_pb2.RingRequest(tp=TP, rings=1)),
+                           timeout=TIMEOUT_S)
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                raise
+            break
+        n_jobs += 1
+    print(f"{n_jobs} ring jobs placed in {time.time() - t0:.1f} s", flush=True)
+    live = [f"r{k}" for k in range(n_jobs)]
+    rng = random.Random(11)
+    agents = Agents()
+    reaction, devices, share, kinds = [], [], [], {}
+    for i in range(FAULTS):
+        job_id = live[rng.randrange(len(live))]
+        ring = fabric.ListRings(fabric_pb2.ListRingsRequest(job_id=job_id),
+                                timeout=TIMEOUT_S).rings[0]
+        nodes = list(ring.nodes)
+        if len(nodes) <= TP // 4 - 2:
+            # two nodes bypassed already: give the job a full ring again
+            jobs.ReleaseJob(jobs_pb2.ReleaseJobRequest(id=job_id), timeout=TIMEOUT_S)
+            try:
+                jobs.SubmitJob(jobs_pb2.JobSpec(id=job_id,
+                                                ring=jobs_pb2.RingRequest(tp=TP, rings=1)),
+                               timeout=TIMEOUT_S)
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    raise
+                live.remove(job_id)  # re-placements fragmented the free nodes
+                continue
+            nodes = list(fabric.ListRings(fabric_pb2.ListRingsRequest(job_id=job_id),
+                                          timeout=TIMEOUT_S).rings[0].nodes)
+        victim = nodes[rng.randrange(1, len(nodes) - 1)]
+        agents.set_faults(victim, "node-fault")
+        deadline = time.time() + TIMEOUT_S
+        ev = None
+        while time.time() < deadline:
+            try:
+                e = evq.get(timeout=max(0.01, deadline - time.time()))
+            except queue.Empty:
+                break
+            if e.HasField("ring") and e.ring.ring.failed_node == victim and \
+                    e.ring.ring.job_id == job_id and e.ring.ring.last_change in REPAIRS:
+                ev = e.ring
+                break
+        if ev is None:
+            raise RuntimeError(f"fault {i}: no ring event for node {victim} of {job_id}")
+        kind = fabric_pb2.RingChange.Name(ev.ring.last_change)
+        kinds[kind] = kinds.get(kind, 0) + 1
+        if ev.reaction_us > 0:
+            reaction.append(ev.reaction_us)
+            devices.append(ev.devices_us)
+            share.append(ev.reaction_us - ev.devices_us)
+        agents.set_faults(victim, "")
+        fabric.MarkNode(fabric_pb2.MarkNodeRequest(
+            node=victim, condition=fabric_pb2.NODE_CONDITION_HEALTHY), timeout=TIMEOUT_S)
+        if (i + 1) % 100 == 0:
+            print(f"{i + 1} faults, controller share p99 so far {pct(share, 99)} us", flush=True)
+    agents.close()
+    watch.cancel()
+    print(f"\n{FLEET.N_DEV} nodes, {n_jobs} TP-{TP} ring jobs ({len(live)} at the end), "
+          f"{FAULTS} node faults: {kinds}")
+    for name, v in (("reaction_us", reaction), ("devices_us", devices),
+                    ("controller_us", share)):
+        print(f"{name:14s} median {statistics.median(v):8.0f}  p99 {pct(v, 99):8.0f}  "
+              f"max {max(v):8.0f}")
+    p99 = pct(share, 99)
+    print(f"controller share p99 {p99} us: {'within' if p99 <= TARGET_US else 'ABOVE'} "
+          f"the {TARGET_US} us target")
+    FLEET.close()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception:
+        FLEET.dump_logs()
+        FLEET.close()
+        FLEET.remove()
+        raise
+    FLEET.remove()

@@ -1,0 +1,257 @@
+"""test_ring_daemon.py - the REAL ocsd on an OCSTrx ring domain of 64 nodes
+(16 ToRs x 4 nodes, 4 GPUs per node, K = 3, 2 bundles), every node's
+transceiver agent served by ONE ocs-devsim (--model ocs-transceiver
+--count 64), driven through the real gRPC API by python3-grpcio; every node
+read back over NETCONF with ncclient (a client nobody here wrote) and
+checked against ListRings with the physical model of solvers/hbd_ring.h
+(node i of a ring reaches node i-1 through bundle 0 and node i+1 through
+bundle 1; the ends and every node in no ring are on loopback).
+
+Checks, in order:
+  - ListDevices: every node's agent connected and healthy once subscribed;
+  - PlanJob touches no node; SubmitJob places TP-16 rings (ACTIVE, rings
+    and ring figures in the answer); every node holds what ListRings says;
+  - a node of a ring fails through the devsim knob (node-fault, via the
+    ocs-devsim:set-faults RPC): a NodeEvent (source device) and a RingEvent
+    BYPASSED with reaction_us >= devices_us > 0 arrive on Watch, the ring
+    skips the node, and every node holds what ListRings says;
+  - MarkNode healthy: the node is free again (GetFabric, NodeEvent);
+  - ReleaseJob: every node back to loopback;
+  - kill -9 ocsd while the repair of a second job's ring waits in the
+    confirm of a neighbour (hang@confirm): after the restart the node is
+    still faulty, the ring is bypassed, and every node holds what the store
+    says (ListRings).
+
+usage: test_ring_daemon.py BUILD_DIR SOURCE_DIR
+"""
+import atexit
+import os
+import queue
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ocsd_fleet  # noqa: E402
+
+BUILD, SRC = sys.argv[1:3]
+FLEET = ocsd_fleet.RingFleet(BUILD, SRC, prefix="ocsd-ring-test-")
+atexit.register(FLEET.remove)
+ocsd_fleet.gen_stubs(os.path.join(SRC, "proto"), os.path.join(FLEET.work, "gen"))
+import grpc  # noqa: E402
+from ocs.v1 import events_pb2, events_pb2_grpc  # noqa: E402
+from ocs.v1 import fabric_pb2, fabric_pb2_grpc  # noqa: E402
+from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
+
+TIMEOUT_S = 30
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILURES.append(what)
+    return cond
+
+
+class Client:
+    def __init__(self):
+        ch = grpc.insecure_channel(FLEET.target)
+        self.jobs = jobs_pb2_grpc.JobsStub(ch)
+        self.fabric = fabric_pb2_grpc.FabricStub(ch)
+        self.events = events_pb2_grpc.EventsStub(ch)
+
+    def rings(self, job_id=""):
+        return self.fabric.ListRings(fabric_pb2.ListRingsRequest(job_id=job_id),
+                                     timeout=TIMEOUT_S).rings
+
+
+class Watcher:
+    """Collects ring and node events on a thread."""
+
+    def __init__(self, client):
+        self.q = queue.Queue()
+        self.call = client.events.Watch(events_pb2.WatchRequest(rings=True))
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        try:
+            for ev in self.call:
+                self.q.put(ev)
+        except grpc.RpcError:
+            pass
+
+    def wait(self, pred, timeout=TIMEOUT_S):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                ev = self.q.get(timeout=max(0.01, deadline - time.time()))
+            except queue.Empty:
+                break
+            if pred(ev):
+                return ev
+        return None
+
+    def close(self):
+        self.call.cancel()
+
+
+def ring_job(job_id, tp=16, rings=3):
+    return jobs_pb2.JobSpec(id=job_id, ring=jobs_pb2.RingRequest(tp=tp, rings=rings))
+
+
+def expected_bundles(rings):
+    """{node: {bundle: peer or None}} for the nodes of rings (hbd_ring.h model)."""
+    out = {}
+    for r in rings:
+        nodes = list(r.nodes)
+        for i, n in enumerate(nodes):
+            out[n] = {0: nodes[i - 1] if i > 0 else None,
+                      1: nodes[i + 1] if i + 1 < len(nodes) else None}
+    return out
+
+
+def check_nodes(client, what, skip=()):
+    """Reads every node with ncclient and compares it with ListRings."""
+    want = expected_bundles(client.rings())
+    bad = []
+    for node in range(FLEET.N_DEV):
+        if node in skip:
+            continue
+        faulty, bundles = FLEET.read_node(node)
+        exp = want.get(node, {0: None, 1: None})
+        for b in (0, 1):
+            path, _, _, peer = bundles.get(b, ("loopback", 0, None, None))
+            if exp[b] is None and path != "loopback":
+                bad.append(f"node {node} bundle {b}: {path} to {peer}, want loopback")
+            elif exp[b] is not None and (path != "external" or peer != exp[b]):
+                bad.append(f"node {node} bundle {b}: {path} to {peer}, want {exp[b]}")
+    check(not bad, f"{what}: every node holds what ListRings says" +
+          (": " + "; ".join(bad[:6]) if bad else ""))
+
+
+def middle_node(ring):
+    return ring.nodes[len(ring.nodes) // 2]
+
+
+def main():
+    FLEET.start_devices()
+    FLEET.start_ocsd()
+    c = Client()
+    w = Watcher(c)
+
+    # ---- every node's agent is read once its subscription is up (ListDevices)
+    deadline = time.time() + TIMEOUT_S
+    devs = []
+    while time.time() < deadline:
+        devs = c.fabric.ListDevices(fabric_pb2.ListDevicesRequest(), timeout=TIMEOUT_S).devices
+        if all(d.health == fabric_pb2.DEVICE_HEALTH_HEALTHY for d in devs):
+            break
+        time.sleep(0.2)
+    check(len(devs) == FLEET.N_DEV and
+          all(d.health == fabric_pb2.DEVICE_HEALTH_HEALTHY and
+              d.session == fabric_pb2.SESSION_STATE_CONNECTED for d in devs),
+          "ListDevices: every node's agent CONNECTED and HEALTHY")
+
+    # ---- plan and submit
+    plan = c.jobs.PlanJob(ring_job("plan-only"), timeout=TIMEOUT_S)
+    check(len(plan.rings) == 3 and all(len(r.nodes) == 4 for r in plan.rings),
+          "PlanJob: 3 rings of 4 nodes")
+    check(plan.figures.ring.gpus_placed == 48, "PlanJob: 48 GPUs placed")
+    check(not c.rings(), "PlanJob: no ring in place")
+    check_nodes(c, "after PlanJob")
+    sub = c.jobs.SubmitJob(ring_job("j1"), timeout=TIMEOUT_S)
+    check(sub.job.state == jobs_pb2.JOB_STATE_ACTIVE, "SubmitJob j1: ACTIVE")
+    check(len(sub.job.rings) == 3, "SubmitJob j1: 3 rings in the answer")
+    check(sub.job.figures.ring.rings == 3, "SubmitJob j1: ring figures")
+    check_nodes(c, "j1 placed")
+
+    # ---- a node fails through the device knob: bypass
+    ring0 = c.rings("j1")[0]
+    victim = middle_node(ring0)
+    FLEET.set_faults(victim, "node-fault")
+    node_ev = w.wait(lambda e: e.HasField("node") and e.node.node == victim)
+    check(node_ev is not None and node_ev.node.source == "device" and
+          node_ev.node.condition == fabric_pb2.NODE_CONDITION_FAULTY,
+          f"node {victim} fault: NodeEvent from the device")
+    ring_ev = w.wait(lambda e: e.HasField("ring") and e.ring.ring.job_id == "j1")
+    check(ring_ev is not None and ring_ev.ring.ring.last_change == fabric_pb2.RING_CHANGE_BYPASSED,
+          "RingEvent: BYPASSED")
+    if ring_ev is not None:
+        re = ring_ev.ring
+        check(victim not in re.ring.nodes and list(re.old_nodes) == list(ring0.nodes),
+              f"RingEvent: {list(re.old_nodes)} -> {list(re.ring.nodes)} skips node {victim}")
+        check(re.reaction_us >= re.devices_us > 0,
+              f"RingEvent: reaction_us {re.reaction_us} >= devices_us {re.devices_us} > 0")
+    now = c.rings("j1")[0]
+    check(list(now.nodes) == [n for n in ring0.nodes if n != victim] and
+          now.failed_node == victim, "ListRings: ring 0 bypassed")
+    check(c.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=TIMEOUT_S).nodes_faulty == 1,
+          "GetFabric: one faulty node")
+    check_nodes(c, "after the bypass", skip=(victim,))
+    job = c.jobs.GetJob(jobs_pb2.GetJobRequest(id="j1"), timeout=TIMEOUT_S).job
+    check(any(r.last_change == fabric_pb2.RING_CHANGE_BYPASSED for r in job.rings),
+          "GetJob: Job.rings shows the bypass")
+
+    # ---- heal
+    FLEET.set_faults(victim, "")
+    c.fabric.MarkNode(fabric_pb2.MarkNodeRequest(node=victim,
+                                                 condition=fabric_pb2.NODE_CONDITION_HEALTHY),
+                      timeout=TIMEOUT_S)
+    healed = w.wait(lambda e: e.HasField("node") and e.node.node == victim and
+                    e.node.condition == fabric_pb2.NODE_CONDITION_HEALTHY)
+    check(healed is not None and healed.node.source == "operator", "MarkNode healthy: NodeEvent")
+    check(c.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=TIMEOUT_S).nodes_faulty == 0,
+          "GetFabric: no faulty node after the heal")
+    check_nodes(c, "after the heal")
+
+    # ---- release
+    rel = c.jobs.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="j1"), timeout=TIMEOUT_S)
+    check(rel.job.state == jobs_pb2.JOB_STATE_RELEASED, "ReleaseJob j1: RELEASED")
+    check(not c.rings("j1"), "ListRings: j1 has no ring")
+    check_nodes(c, "after the release (every node on loopback)")
+
+    # ---- kill -9 between the fault and the confirm
+    c.jobs.SubmitJob(ring_job("j2", rings=2), timeout=TIMEOUT_S)
+    ring0 = c.rings("j2")[0]
+    victim = middle_node(ring0)
+    k = list(ring0.nodes).index(victim)
+    FLEET.set_faults(ring0.nodes[k - 1], "hang@confirm=4000")
+    FLEET.set_faults(victim, "node-fault")
+    deadline = time.time() + TIMEOUT_S
+    while time.time() < deadline and "ring 0 lost node" not in FLEET.log():
+        time.sleep(0.02)
+    time.sleep(0.5)  # the repair's transaction is waiting in the neighbour's confirm
+    w.close()
+    FLEET.kill_ocsd()
+    FLEET.start_ocsd()
+    c = Client()
+    deadline = time.time() + TIMEOUT_S
+    now = None
+    while time.time() < deadline:
+        now = c.rings("j2")[0]
+        if now.last_change == fabric_pb2.RING_CHANGE_BYPASSED:
+            break
+        time.sleep(0.1)
+    check(now is not None and now.last_change == fabric_pb2.RING_CHANGE_BYPASSED and
+          victim not in now.nodes, f"after the restart: ring 0 of j2 bypasses node {victim}")
+    check(c.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=TIMEOUT_S).nodes_faulty == 1,
+          "after the restart: the node is still faulty (stored)")
+    check_nodes(c, "after kill -9 and restart", skip=(victim,))
+    check("left open" in FLEET.log(), "recovery resolved the repair left open")
+    FLEET.set_faults(victim, "")
+    FLEET.close()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception:
+        FLEET.dump_logs()
+        FLEET.close()
+        raise
+    if FAILURES:
+        FLEET.dump_logs()
+        print(f"{len(FAILURES)} check(s) failed")
+        sys.exit(1)
+    print("all checks passed")
