@@ -130,6 +130,9 @@ struct jm_spec {
 	 * idempotency and handed back by GetJob. */
 	const void *raw;
 	size_t raw_len;
+	/* The job's GPUs (placement.gpus); none: a workload's own (workload->gpus). */
+	const int64_t *gpus;
+	size_t n_gpus;
 };
 
 struct jm_job {
@@ -147,6 +150,8 @@ struct jm_job {
 	struct jm_figures figures;
 	int64_t created_ms;
 	int64_t updated_ms;
+	int64_t *gpus; /* placement.gpus (owned); a live job holds them alone */
+	size_t n_gpus;
 };
 
 /*
@@ -239,6 +244,13 @@ void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx);
  */
 int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow_move,
 		  const struct lc_demand *demand, size_t n, const struct jm_workload *workload);
+
+/*
+ * Sets the GPUs of a stored job (placement.gpus, re-read from its request
+ * by the API layer, like jm_set_demand): a live job's GPUs are refused to
+ * any other job. Call before jm_recover(). 0 or -ENOENT/-ENOMEM.
+ */
+int jm_set_gpus(struct jm *jm, const char *id, const int64_t *gpus, size_t n);
 
 const struct jm_job *jm_find(const struct jm *jm, const char *id);
 size_t jm_count(const struct jm *jm);

@@ -697,10 +697,77 @@ static int cmd_devices(struct ctx *x)
 	return EXIT_OK;
 }
 
+/*
+ * Every page of a ListJobs or ListCircuits answer (issue 14 #5): the page
+ * messages are kept (the items point into them) until pages_free().
+ */
+struct pages {
+	ProtobufCMessage **msgs;
+	size_t n_msgs;
+	void **items; /* Ocs__V1__Job * or Ocs__V1__Circuit * */
+	size_t n_items;
+};
+
+static void pages_free(struct pages *pg)
+{
+	for (size_t i = 0; i < pg->n_msgs; i++)
+		free_msg(pg->msgs[i]);
+	free(pg->msgs);
+	free(pg->items);
+}
+
+/* Calls m until the last page; *token is the request's page_token field. */
+static int follow_pages(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, char **token,
+			struct pages *pg)
+{
+	for (;;) {
+		ProtobufCMessage *r, **msgs;
+		void **items, **page;
+		size_t n;
+		char *next;
+		int rc = call(x, m, req, &r);
+
+		if (rc)
+			return rc;
+		if (m == NB_JOBS_LIST_JOBS) {
+			Ocs__V1__ListJobsResponse *j = (void *)r;
+
+			page = (void **)j->jobs;
+			n = j->n_jobs;
+			next = j->next_page_token;
+		} else {
+			Ocs__V1__ListCircuitsResponse *c = (void *)r;
+
+			page = (void **)c->circuits;
+			n = c->n_circuits;
+			next = c->next_page_token;
+		}
+		msgs = realloc(pg->msgs, (pg->n_msgs + 1) * sizeof(*msgs));
+		items = msgs ? realloc(pg->items, (pg->n_items + n + 1) * sizeof(*items)) : NULL;
+		if (msgs)
+			pg->msgs = msgs;
+		if (items)
+			pg->items = items;
+		if (!msgs || !items) {
+			free_msg(r);
+			fprintf(stderr, "ocsctl: out of memory\n");
+			return EXIT_REFUSED;
+		}
+		pg->msgs[pg->n_msgs++] = r;
+		if (n)
+			memcpy(pg->items + pg->n_items, page, n * sizeof(*page));
+		pg->n_items += n;
+		if (!next || !*next)
+			return EXIT_OK;
+		*token = next; /* lives in the page kept above */
+	}
+}
+
 static int cmd_circuits(struct ctx *x)
 {
 	Ocs__V1__ListCircuitsRequest req = OCS__V1__LIST_CIRCUITS_REQUEST__INIT;
-	Ocs__V1__ListCircuitsResponse *r;
+	Ocs__V1__ListCircuitsResponse all = OCS__V1__LIST_CIRCUITS_RESPONSE__INIT, *r = &all;
+	struct pages pg = {0};
 	int rc;
 
 	if (x->o.job)
@@ -711,32 +778,40 @@ static int cmd_circuits(struct ctx *x)
 		req.has_pod = true;
 		req.pod = x->o.pod;
 	}
-	rc = call(x, NB_FABRIC_LIST_CIRCUITS, &req.base, &r);
-	if (rc)
+	rc = follow_pages(x, NB_FABRIC_LIST_CIRCUITS, &req.base, &req.page_token, &pg);
+	if (rc) {
+		pages_free(&pg);
 		return rc;
+	}
+	all.circuits = (Ocs__V1__Circuit **)pg.items;
+	all.n_circuits = pg.n_items;
 	if (x->o.json)
 		rc = print_json(&r->base, true);
 	else
 		circuits_table(r->circuits, r->n_circuits);
-	free_msg(r);
+	pages_free(&pg);
 	return rc;
 }
 
 static int cmd_jobs(struct ctx *x)
 {
 	Ocs__V1__ListJobsRequest req = OCS__V1__LIST_JOBS_REQUEST__INIT;
-	Ocs__V1__ListJobsResponse *r;
+	Ocs__V1__ListJobsResponse all = OCS__V1__LIST_JOBS_RESPONSE__INIT, *r = &all;
 	struct table t = {.cols = 7};
+	struct pages pg = {0};
 	int rc;
 
 	req.state = (Ocs__V1__JobState)x->o.state;
-	rc = call(x, NB_JOBS_LIST_JOBS, &req.base, &r);
-
-	if (rc)
+	rc = follow_pages(x, NB_JOBS_LIST_JOBS, &req.base, &req.page_token, &pg);
+	all.jobs = (Ocs__V1__Job **)pg.items;
+	all.n_jobs = pg.n_items;
+	if (rc) {
+		pages_free(&pg);
 		return rc;
+	}
 	if (x->o.json) {
 		rc = print_json(&r->base, true);
-		free_msg(r);
+		pages_free(&pg);
 		return rc;
 	}
 	{
@@ -768,7 +843,7 @@ static int cmd_jobs(struct ctx *x)
 		table_add(&t, row);
 	}
 	table_print(&t);
-	free_msg(r);
+	pages_free(&pg);
 	return EXIT_OK;
 }
 
