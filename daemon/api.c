@@ -415,7 +415,9 @@ static struct jm_workload *workload_from_pb(const struct api *api, const Ocs__V1
 		w->ga.max_generations = q->max_generations;
 	if (q->stall_generations)
 		w->ga.stall_generations = q->stall_generations;
-	w->ga.time_budget_ms = q->time_budget_ms;
+	/* Every search ends within the ceiling (issue 14 #8), asked or not. */
+	w->ga.time_budget_ms =
+		q->time_budget_ms ? q->time_budget_ms : NB_PARALLELISM_MAX_TIME_BUDGET_MS;
 	return w;
 }
 

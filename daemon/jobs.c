@@ -452,6 +452,8 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 		return NULL;
 	t->pool.work = plan_work;
 	t->pool.done = plan_done;
+	/* A DELTA search may take seconds: the pool keeps room for leaf plans. */
+	t->pool.heavy = wl && n_demand == 0;
 	t->owner = jm;
 	t->clock = jm->d.clock;
 	t->solver_pool = jm->d.solver_pool;

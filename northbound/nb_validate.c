@@ -489,7 +489,7 @@ static const struct par_int par_ints[] = {
 	PAR_INT(replicas_per_pod_set, 0, 1 << 30),     /* upper bound: GPUs of a pod */
 	PAR_INT(first_pod, 0, 1 << 30),		       /* upper bound: pods - 1 */
 	PAR_INT(max_generations, 0, NB_PARALLELISM_MAX_GENERATIONS),
-	PAR_INT(stall_generations, 0, NB_PARALLELISM_MAX_GENERATIONS),
+	PAR_INT(stall_generations, 0, NB_PARALLELISM_MAX_STALL),
 	PAR_INT(time_budget_ms, 0, NB_PARALLELISM_MAX_TIME_BUDGET_MS),
 };
 
