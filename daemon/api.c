@@ -498,8 +498,25 @@ static struct jm_workload *workload_from_pb(const struct api *api, const Ocs__V1
 		w->ga.max_generations = q->max_generations;
 	if (q->stall_generations)
 		w->ga.stall_generations = q->stall_generations;
-	w->ga.time_budget_ms = q->time_budget_ms;
+	/* Every search ends within the ceiling (issue 14 #8), asked or not. */
+	w->ga.time_budget_ms =
+		q->time_budget_ms ? q->time_budget_ms : NB_PARALLELISM_MAX_TIME_BUDGET_MS;
 	return w;
+}
+
+/* placement.gpus as a malloc'd array (NULL with *n 0 when none; NULL with
+ * *n set on ENOMEM). */
+static int64_t *placement_gpus(const Ocs__V1__JobSpec *pb, size_t *n)
+{
+	int64_t *gpus;
+
+	*n = pb->placement ? pb->placement->n_gpus : 0;
+	if (*n == 0)
+		return NULL;
+	gpus = malloc(*n * sizeof(*gpus));
+	for (size_t i = 0; gpus && i < *n; i++)
+		gpus[i] = pb->placement->gpus[i]->gpu;
+	return gpus;
 }
 
 /* Converts a JobSpec; demand and workload are malloc'd (free_spec()). */
@@ -514,8 +531,9 @@ static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struc
 	size_t n = pb->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && pb->leaf_demand
 			   ? pb->leaf_demand->n_pairs
 			   : 0;
-	size_t len = protobuf_c_message_get_packed_size(&pb->base);
+	size_t len = protobuf_c_message_get_packed_size(&pb->base), n_gpus;
 	uint8_t *raw;
+	int64_t *gpus;
 
 	if (pb->demand_case != OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && !par && !is_ring) {
 		err->code = NB_INVALID_ARGUMENT;
@@ -526,6 +544,7 @@ static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struc
 	}
 	demand = malloc((n ? n : 1) * sizeof(*demand));
 	raw = malloc(len ? len : 1);
+	gpus = placement_gpus(pb, &n_gpus);
 	if (par)
 		wl = workload_from_pb(api, pb);
 	if (is_ring && (ring = calloc(1, sizeof(*ring))) != NULL) {
@@ -536,10 +555,11 @@ static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struc
 			 pb->ring->orchestration ? pb->ring->orchestration : "");
 		ring->seed = pb->ring->seed;
 	}
-	if (!demand || !raw || (par && !wl) || (is_ring && !ring)) {
+	if (!demand || !raw || (par && !wl) || (is_ring && !ring) || (n_gpus && !gpus)) {
 		free(demand);
 		free(raw);
 		free(ring);
+		free(gpus);
 		jm_workload_free(wl);
 		err->code = NB_INTERNAL;
 		snprintf(err->message, sizeof(err->message), "out of memory");
@@ -560,7 +580,9 @@ static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struc
 				 .workload = wl,
 				 .ring = ring,
 				 .raw = raw,
-				 .raw_len = len};
+				 .raw_len = len,
+				 .gpus = gpus,
+				 .n_gpus = n_gpus};
 	return 0;
 }
 
@@ -570,6 +592,7 @@ static void free_spec(struct jm_spec *spec)
 	free((void *)spec->demand);
 	jm_workload_free((struct jm_workload *)spec->workload);
 	free((void *)spec->raw);
+	free((void *)spec->gpus);
 }
 
 static void answer_job(struct api *api, struct nb_call *call, const struct jm_error *err,
@@ -766,33 +789,63 @@ static void serve_get_job(struct api *api, struct nb_call *call, const void *msg
 	answer_job(api, call, NULL, job, false, false);
 }
 
+static int cmp_job_id(const void *a, const void *b)
+{
+	const struct jm_job *const *x = a, *const *y = b;
+
+	return strcmp((*x)->id, (*y)->id);
+}
+
+/*
+ * The page of jobs after the token, in id order (issue 14 #5): the jobs
+ * that pass the filter are sorted by id, and only the page is built, so a
+ * page costs a scan of the ids whatever the number of jobs.
+ */
 static void serve_list_jobs(struct api *api, struct nb_call *call, const void *msg)
 {
 	const Ocs__V1__ListJobsRequest *req = msg;
 	Ocs__V1__ListJobsResponse r = OCS__V1__LIST_JOBS_RESPONSE__INIT;
-	size_t n = jm_count(api->jm);
-	Ocs__V1__JobSpec **specs = calloc(n ? n : 1, sizeof(*specs));
+	size_t n = jm_count(api->jm), n_cand = 0;
+	size_t page = nb_page_size(NB_JOBS_LIST_JOBS, req->page_size);
+	const char *after = nb_jobs_token_after(req->page_token);
+	const struct jm_job **cand = malloc((n ? n : 1) * sizeof(*cand));
+	Ocs__V1__JobSpec **specs = calloc(page, sizeof(*specs));
+	char token[NB_PAGE_TOKEN_MAX_LEN + 1];
 	struct arena ar = {0};
 
-	r.jobs = ar_alloc(&ar, (n ? n : 1) * sizeof(*r.jobs));
-	for (size_t i = 0; specs && r.jobs && i < n; i++) {
+	for (size_t i = 0; cand && i < n; i++) {
 		const struct jm_job *job = jm_at(api->jm, i);
 
 		if (req->state != OCS__V1__JOB_STATE__JOB_STATE_UNSPECIFIED &&
 		    req->state != job_state_pb(job->state))
 			continue;
-		r.jobs[r.n_jobs] = build_job(api, &ar, job, &specs[i]);
+		if (after && strcmp(job->id, after) <= 0)
+			continue;
+		cand[n_cand++] = job;
+	}
+	if (cand)
+		qsort(cand, n_cand, sizeof(*cand), cmp_job_id);
+	if (n_cand < page)
+		page = n_cand;
+	r.jobs = ar_alloc(&ar, (page ? page : 1) * sizeof(*r.jobs));
+	for (size_t i = 0; cand && specs && r.jobs && i < page; i++) {
+		r.jobs[r.n_jobs] = build_job(api, &ar, cand[i], &specs[i]);
 		if (r.jobs[r.n_jobs])
 			r.n_jobs++;
 	}
-	if (!specs || ar.failed)
+	if (cand && page < n_cand) {
+		nb_jobs_token(cand[page - 1]->id, token, sizeof(token));
+		r.next_page_token = token;
+	}
+	if (!cand || !specs || ar.failed)
 		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
 	else
 		nb_call_reply(call, &r.base);
-	for (size_t i = 0; specs && i < n; i++)
+	for (size_t i = 0; specs && i < page; i++)
 		if (specs[i])
 			ocs__v1__job_spec__free_unpacked(specs[i], NULL);
 	free(specs);
+	free(cand);
 	ar_free_all(&ar);
 }
 
@@ -1006,6 +1059,46 @@ static void serve_list_devices(struct api *api, struct nb_call *call, const void
 	ar_free_all(&ar);
 }
 
+static struct nb_circuit_key circuit_key(const struct fs_circuit *c)
+{
+	return (struct nb_circuit_key){c->a.h, c->a.pod, c->a.k, c->b.pod, c->b.k};
+}
+
+static int cmp_circuit(const void *a, const void *b)
+{
+	struct nb_circuit_key x = circuit_key(a), y = circuit_key(b);
+
+	return nb_circuit_key_cmp(&x, &y);
+}
+
+/*
+ * Keeps the page of cs (n circuits, filtered) after req's token, in key
+ * order, at the front of cs; sets *next to the token for the rest, if any.
+ */
+static void page_circuits(const Ocs__V1__ListCircuitsRequest *req, struct fs_circuit *cs, size_t *n,
+			  char *token, size_t token_len, char **next)
+{
+	size_t page = nb_page_size(NB_FABRIC_LIST_CIRCUITS, req->page_size), kept = 0;
+	struct nb_circuit_key after;
+	bool resume = nb_circuits_token_after(req->page_token, &after);
+
+	for (size_t i = 0; i < *n; i++) {
+		struct nb_circuit_key k = circuit_key(&cs[i]);
+
+		if (!resume || nb_circuit_key_cmp(&k, &after) > 0)
+			cs[kept++] = cs[i];
+	}
+	qsort(cs, kept, sizeof(*cs), cmp_circuit);
+	if (kept > page) {
+		struct nb_circuit_key last = circuit_key(&cs[page - 1]);
+
+		nb_circuits_token(&last, token, token_len);
+		*next = token;
+		kept = page;
+	}
+	*n = kept;
+}
+
 static void serve_list_circuits(struct api *api, struct nb_call *call, const void *msg)
 {
 	const Ocs__V1__ListCircuitsRequest *req = msg;
@@ -1013,6 +1106,7 @@ static void serve_list_circuits(struct api *api, struct nb_call *call, const voi
 	int device = -1;
 	struct fs_circuit *cs;
 	struct arena ar = {0};
+	char token[NB_PAGE_TOKEN_MAX_LEN + 1];
 	size_t n = 0;
 
 	if (req->device && *req->device) {
@@ -1026,6 +1120,8 @@ static void serve_list_circuits(struct api *api, struct nb_call *call, const voi
 	cs = api->d.fs ? fs_circuits(api->d.fs, req->job_id && *req->job_id ? req->job_id : NULL,
 				     device, req->has_pod ? req->pod : -1, &n)
 		       : calloc(1, sizeof(*cs));
+	if (cs)
+		page_circuits(req, cs, &n, token, sizeof(token), &r.next_page_token);
 	if (cs) {
 		r.circuits = build_circuits(api, &ar, cs, n);
 		r.n_circuits = r.circuits ? n : 0;
@@ -1466,6 +1562,8 @@ int api_restore_jobs(struct api *api)
 			rc = jm_set_demand(api->jm, job->id, spec.planner,
 					   spec.allow_moving_other_jobs, spec.demand, spec.n_demand,
 					   spec.workload);
+			if (rc == 0)
+				rc = jm_set_gpus(api->jm, job->id, spec.gpus, spec.n_gpus);
 			free_spec(&spec);
 		}
 		ocs__v1__job_spec__free_unpacked(pb, NULL);

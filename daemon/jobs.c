@@ -120,6 +120,7 @@ static void free_job(struct job_rt *j)
 		return;
 	rg_rings_free(j->prev_rings, j->n_prev_rings);
 	free(j->pub.raw);
+	free(j->pub.gpus);
 	free(j->pub.demand);
 	jm_workload_free(j->pub.workload);
 	jm_figures_clear(&j->pub.figures);
@@ -299,7 +300,7 @@ static int add_waiter(struct job_rt *j, jm_answer_fn fn, void *ctx, bool created
 
 	if (!w)
 		return -ENOMEM;
-	*w = (struct waiter){fn, ctx, created, j->waiters};
+	*w = (struct waiter){fn, ctx, created, false, j->waiters};
 	j->waiters = w;
 	return 0;
 }
@@ -314,6 +315,24 @@ static void settle(struct job_rt *j, const struct jm_error *err)
 		struct waiter *next = w->next;
 
 		w->fn(w->ctx, err, &j->pub, w->created, NULL, 0);
+		free(w);
+		w = next;
+	}
+}
+
+/*
+ * A release requested during programming failed: the submitters' job
+ * became ACTIVE (their request succeeded), only the releasers get err.
+ */
+static void settle_failed_release(struct job_rt *j, const struct jm_error *err)
+{
+	struct waiter *w = j->waiters;
+
+	j->waiters = NULL;
+	while (w) {
+		struct waiter *next = w->next;
+
+		w->fn(w->ctx, w->release ? err : NULL, &j->pub, w->created, NULL, 0);
 		free(w);
 		w = next;
 	}
@@ -505,6 +524,8 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 		return NULL;
 	t->pool.work = plan_work;
 	t->pool.done = plan_done;
+	/* A DELTA search may take seconds: the pool keeps room for leaf plans. */
+	t->pool.heavy = wl && n_demand == 0;
 	t->owner = jm;
 	t->clock = jm->d.clock;
 	t->solver_pool = jm->d.solver_pool;
@@ -882,14 +903,21 @@ settle_state:
 		settle(j, NULL);
 	} else if (release) {
 		set_state(jm, j, o->result == TXN_FAILED ? JM_FAILED : JM_ACTIVE, err.message);
-		settle(j, &err);
+		if (o->result == TXN_FAILED)
+			settle(j, &err);
+		else
+			settle_failed_release(j, &err);
 	} else if (o->result == TXN_CONFIRMED) {
 		set_state(jm, j, JM_ACTIVE, NULL);
 		if (j->release_requested) {
+			/* Released during programming: every waiter (the submitter
+			 * too) is answered when the release settles, with the job's
+			 * final state, never with RELEASING. */
 			set_state(jm, j, JM_RELEASING, NULL);
 			enqueue(jm, j);
+		} else {
+			settle(j, NULL);
 		}
-		settle(j, NULL);
 	} else {
 		fail_job(jm, j, &err);
 	}
@@ -1148,6 +1176,84 @@ static void planner_list(const struct jm_kind *kind, char *out, size_t len)
 			at += (size_t)snprintf(out + at, len - at, "%s%s", at ? ", " : "", p->name);
 }
 
+static int cmp_gpu(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A job's GPUs: its placement's, or its workload's. */
+static const int64_t *gpus_of(const int64_t *gpus, size_t n, const struct jm_workload *wl,
+			      size_t *n_out)
+{
+	*n_out = n ? n : wl ? wl->n_gpus : 0;
+	return n ? gpus : wl ? wl->gpus : NULL;
+}
+
+/*
+ * A GPU belongs to one live job at a time (issue 14 #9): refused with
+ * FAILED_PRECONDITION naming the first GPU that a live job other than self
+ * holds, and that job. Work grows with the live jobs' GPUs only.
+ */
+static bool gpus_free(const struct jm *jm, const char *self, const int64_t *gpus, size_t n,
+		      const struct jm_workload *wl, struct jm_error *err)
+{
+	const int64_t *mine = gpus_of(gpus, n, wl, &n);
+	int64_t *sorted;
+
+	if (n == 0 || jm->n_live == 0)
+		return true;
+	sorted = malloc(n * sizeof(*sorted));
+	if (!sorted) {
+		jm_set_error(err, JM_INTERNAL, "", "out of memory");
+		return false;
+	}
+	memcpy(sorted, mine, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_gpu);
+	for (size_t k = 0; k < jm->n_live; k++) {
+		const struct jm_job *o = &jm->live[k]->pub;
+		size_t n_o;
+		const int64_t *theirs = gpus_of(o->gpus, o->n_gpus, o->workload, &n_o);
+
+		if (strcmp(o->id, self) == 0)
+			continue;
+		for (size_t g = 0; g < n_o; g++) {
+			size_t at;
+
+			if (!bsearch(&theirs[g], sorted, n, sizeof(*sorted), cmp_gpu))
+				continue;
+			for (at = 0; mine[at] != theirs[g]; at++)
+				;
+			jm_set_error(err, JM_PRECONDITION, "",
+				     "gpu %lld is held by job %s (%s); release it first",
+				     (long long)theirs[g], o->id, jm_state_name(o->state));
+			snprintf(err->field, sizeof(err->field), "placement.gpus[%zu].gpu", at);
+			free(sorted);
+			return false;
+		}
+	}
+	free(sorted);
+	return true;
+}
+
+/* Copies gpus into job->gpus (none: a workload's stay where they are). 0 or -ENOMEM. */
+static int copy_gpus(struct jm_job *job, const int64_t *gpus, size_t n)
+{
+	int64_t *copy = NULL;
+
+	if (n) {
+		copy = malloc(n * sizeof(*copy));
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, gpus, n * sizeof(*copy));
+	}
+	free(job->gpus);
+	job->gpus = copy;
+	job->n_gpus = n;
+	return 0;
+}
+
 /* Checks a spec against the fabric; field names follow the API's JobSpec. */
 static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_error *err)
 {
@@ -1171,6 +1277,8 @@ static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_erro
 		return false;
 	}
 	if (!kind->check(jm->d.cfg, spec, err))
+		return false;
+	if (!gpus_free(jm, spec->id ? spec->id : "", spec->gpus, spec->n_gpus, spec->workload, err))
 		return false;
 	return jl_leaves_free(jm->f, jm->live, jm->n_live, spec->id ? spec->id : "", spec->demand,
 			      spec->n_demand, spec->workload, err);
@@ -1227,8 +1335,9 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 		if (refuse_write(jm, answer, ctx))
 			return true;
 		if (!j->kind->rings &&
-		    !jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
-				    j->pub.n_demand, j->pub.workload, &err)) {
+		    (!gpus_free(jm, j->pub.id, j->pub.gpus, j->pub.n_gpus, j->pub.workload, &err) ||
+		     !jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
+				     j->pub.n_demand, j->pub.workload, &err))) {
 			answer(ctx, &err, NULL, false, NULL, 0);
 			return true;
 		}
@@ -1277,6 +1386,11 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct j
 	if (spec->raw_len)
 		memcpy(j->pub.raw, spec->raw, spec->raw_len);
 	j->pub.raw_len = spec->raw_len;
+	if (copy_gpus(&j->pub, spec->gpus, spec->n_gpus) != 0) {
+		free(j->waiters);
+		free_job(j);
+		goto oom;
+	}
 	if (spec->n_demand)
 		memcpy(j->pub.demand, spec->demand, spec->n_demand * sizeof(*j->pub.demand));
 	j->pub.n_demand = spec->n_demand;
@@ -1455,6 +1569,7 @@ void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
+	j->waiters->release = true;
 	switch (j->pub.state) {
 	case JM_PENDING:
 	case JM_PLANNING:
@@ -1617,6 +1732,13 @@ int jm_set_demand(struct jm *jm, const char *id, const char *planner, bool allow
 		 planner && *planner ? planner : ocs_planner_default(j->kind->demand)->name);
 	j->pub.allow_move = allow_move;
 	return 0;
+}
+
+int jm_set_gpus(struct jm *jm, const char *id, const int64_t *gpus, size_t n)
+{
+	struct job_rt *j = find_job(jm, id);
+
+	return j ? copy_gpus(&j->pub, gpus, n) : -ENOENT;
 }
 
 int jm_recover(struct jm *jm)

@@ -160,6 +160,9 @@ struct jm_spec {
 	 * idempotency and handed back by GetJob. */
 	const void *raw;
 	size_t raw_len;
+	/* The job's GPUs (placement.gpus); none: a workload's own (workload->gpus). */
+	const int64_t *gpus;
+	size_t n_gpus;
 };
 
 struct jm_job {
@@ -182,6 +185,8 @@ struct jm_job {
 	struct jm_figures figures;
 	int64_t created_ms;
 	int64_t updated_ms;
+	int64_t *gpus; /* placement.gpus (owned); a live job holds them alone */
+	size_t n_gpus;
 };
 
 /*
@@ -313,6 +318,13 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
  * every second; a node's lock left by a killed ocsd, an agent restarting).
  */
 void jm_retry_repairs(struct jm *jm);
+
+/*
+ * Sets the GPUs of a stored job (placement.gpus, re-read from its request
+ * by the API layer, like jm_set_demand): a live job's GPUs are refused to
+ * any other job. Call before jm_recover(). 0 or -ENOENT/-ENOMEM.
+ */
+int jm_set_gpus(struct jm *jm, const char *id, const int64_t *gpus, size_t n);
 
 const struct jm_job *jm_find(const struct jm *jm, const char *id);
 size_t jm_count(const struct jm *jm);

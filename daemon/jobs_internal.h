@@ -33,6 +33,7 @@ struct waiter {
 	jm_answer_fn fn;
 	void *ctx;
 	bool created;
+	bool release; /* a ReleaseJob caller (else a submitter) */
 	struct waiter *next;
 };
 

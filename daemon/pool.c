@@ -2,11 +2,13 @@
  * pool.c - implementation of pool.h.
  *
  * A submitted task either starts at once (fewer than max_running are
- * running: it goes to the executor) or waits in a FIFO of at most
- * queue_max. A task that finishes its work hands its turn to the first
- * waiting task, if any, and then posts its done to the loop.
+ * running, and for a heavy task fewer than max_heavy heavy ones: it goes
+ * to the executor) or waits in one of two FIFOs (light, heavy) of at most
+ * queue_max together. A task that finishes its work posts its done to the
+ * loop and hands its turn to the first waiting light task, else to the
+ * first waiting heavy one if max_heavy allows.
  *
- * Lock: `mu` guards waiting_head/tail, n_waiting, n_running and stopping;
+ * Lock: `mu` guards the FIFOs, n_waiting, n_running, n_heavy and stopping;
  * `idle_cv` tells pool_free() that n_running dropped to 0. Lock order:
  * pool->mu is never held while calling exec_submit() or loop_post() (they
  * take the executor's and the loop's locks).
@@ -27,11 +29,61 @@ struct pool {
 	struct ocs_pool solver_pool;
 	pthread_mutex_t mu;
 	pthread_cond_t idle_cv;
-	struct pool_task *waiting_head, *waiting_tail; /* guarded by mu */
-	size_t n_waiting;			       /* guarded by mu */
-	unsigned n_running;			       /* guarded by mu: taken, done not posted */
-	bool stopping;				       /* guarded by mu */
+	unsigned max_heavy; /* heavy tasks running at once */
+	struct fifo {
+		struct pool_task *head, *tail;
+	} light, heavy;	    /* guarded by mu */
+	size_t n_waiting;   /* guarded by mu: in both FIFOs */
+	unsigned n_running; /* guarded by mu: taken, done not posted */
+	unsigned n_heavy;   /* guarded by mu: heavy among n_running */
+	bool stopping;	    /* guarded by mu */
 };
+
+static void fifo_push(struct fifo *q, struct pool_task *t)
+{
+	t->next_waiting = NULL;
+	if (q->tail)
+		q->tail->next_waiting = t;
+	else
+		q->head = t;
+	q->tail = t;
+}
+
+static struct pool_task *fifo_pop(struct fifo *q)
+{
+	struct pool_task *t = q->head;
+
+	if (t) {
+		q->head = t->next_waiting;
+		if (!q->head)
+			q->tail = NULL;
+	}
+	return t;
+}
+
+/* Whether t may start now (called with mu held). */
+static bool may_start(const struct pool *pool, const struct pool_task *t)
+{
+	return pool->n_running < pool->max_running &&
+	       (!t->heavy || pool->n_heavy < pool->max_heavy);
+}
+
+/* Takes the next waiting task that may start, counted as running (mu held). */
+static struct pool_task *take_next(struct pool *pool)
+{
+	struct pool_task *t = NULL;
+
+	if (pool->light.head && may_start(pool, pool->light.head))
+		t = fifo_pop(&pool->light);
+	else if (pool->heavy.head && may_start(pool, pool->heavy.head))
+		t = fifo_pop(&pool->heavy);
+	if (t) {
+		pool->n_waiting--;
+		pool->n_running++;
+		pool->n_heavy += t->heavy;
+	}
+	return t;
+}
 
 static void deliver(struct loop_node *n)
 {
@@ -45,21 +97,18 @@ static void run_task(struct exec_task *x)
 	struct pool_task *t = OCSD_CONTAINER_OF(x, struct pool_task, exec);
 	struct pool *pool = t->pool;
 	struct pool_task *next;
+	bool heavy = t->heavy; /* t belongs to the loop once posted */
 
 	t->work(t);
 	/* Post first, then give the turn away: once n_running drops to 0,
 	 * pool_free() may return, and every done must be on the loop by then. */
 	loop_post(pool->loop, &t->node, deliver);
 	pthread_mutex_lock(&pool->mu);
-	next = pool->waiting_head;
-	if (next) {
-		pool->waiting_head = next->next_waiting;
-		if (!pool->waiting_head)
-			pool->waiting_tail = NULL;
-		pool->n_waiting--;
-	} else if (--pool->n_running == 0) {
+	pool->n_running--;
+	pool->n_heavy -= heavy;
+	next = take_next(pool);
+	if (!next && pool->n_running == 0)
 		pthread_cond_broadcast(&pool->idle_cv);
-	}
 	pthread_mutex_unlock(&pool->mu);
 	if (next)
 		exec_submit(pool->exec, &next->exec);
@@ -86,6 +135,7 @@ struct pool *pool_new(struct loop *loop, struct exec *exec, unsigned max_running
 	pool->loop = loop;
 	pool->exec = exec;
 	pool->max_running = max_running;
+	pool->max_heavy = max_running > 1 ? max_running - 1 : 1;
 	pool->queue_max = queue_max;
 	pool->solver_pool = (struct ocs_pool){.run = solver_run, .ctx = pool};
 	pthread_mutex_init(&pool->mu, NULL);
@@ -123,17 +173,14 @@ int pool_submit(struct pool *pool, struct pool_task *t)
 	pthread_mutex_lock(&pool->mu);
 	if (pool->stopping) {
 		rc = -ESHUTDOWN;
-	} else if (pool->n_running < pool->max_running) {
+	} else if (may_start(pool, t)) {
 		pool->n_running++;
+		pool->n_heavy += t->heavy;
 		start = true;
 	} else if (pool->n_waiting >= pool->queue_max) {
 		rc = -EBUSY;
 	} else {
-		if (pool->waiting_tail)
-			pool->waiting_tail->next_waiting = t;
-		else
-			pool->waiting_head = t;
-		pool->waiting_tail = t;
+		fifo_push(t->heavy ? &pool->heavy : &pool->light, t);
 		pool->n_waiting++;
 	}
 	pthread_mutex_unlock(&pool->mu);

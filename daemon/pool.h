@@ -11,6 +11,12 @@
  * applied to daemon state. The struct belongs to the pool from a
  * successful pool_submit() until done is called; done may free it.
  *
+ * Fairness (issue 14 #8): a task marked `heavy` (a DELTA search, which
+ * may run for seconds) takes at most max_running - 1 of the running slots
+ * (1 when max_running is 1), and a waiting light task (a leaf plan) always
+ * starts before a waiting heavy one: a cheap plan waits for at most one
+ * task's end, never behind a queue of expensive searches.
+ *
  * Thread-safety: pool_submit() and pool_queued() from any thread (the
  * daemon calls them from the loop); pool_solver_pool() may be used from
  * work. The pool's lock (`mu`) is never held while work runs.
@@ -18,6 +24,7 @@
 #ifndef OCSD_POOL_H
 #define OCSD_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "exec.h"
@@ -29,6 +36,7 @@ struct pool;
 struct pool_task {
 	void (*work)(struct pool_task *t);
 	void (*done)(struct pool_task *t);
+	bool heavy; /* may run long: see "Fairness" above */
 	/* private: */
 	struct pool *pool;
 	struct pool_task *next_waiting;

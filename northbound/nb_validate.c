@@ -12,6 +12,7 @@
  * Pure functions: no globals, no I/O; thread-safe.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -156,6 +157,90 @@ static int check_name(const char *s, const char *field, int max_len, bool requir
 			"byte 0x%02x at offset %zu is not allowed (use A-Z a-z 0-9 . _ -%s)", c, i,
 			extra ? " :" : "");
 	}
+	return 0;
+}
+
+/* ---- paging ---- */
+
+#define JOBS_TOKEN_PREFIX     "jobs-after:"
+#define CIRCUITS_TOKEN_PREFIX "circuits-after:"
+
+size_t nb_page_size(enum nb_method m, int32_t page_size)
+{
+	if (page_size > 0)
+		return (size_t)page_size;
+	return m == NB_JOBS_LIST_JOBS ? NB_LIST_JOBS_PAGE_DEFAULT : NB_LIST_CIRCUITS_PAGE_DEFAULT;
+}
+
+const char *nb_jobs_token_after(const char *page_token)
+{
+	if (!page_token || strncmp(page_token, JOBS_TOKEN_PREFIX, strlen(JOBS_TOKEN_PREFIX)) != 0)
+		return NULL;
+	return page_token + strlen(JOBS_TOKEN_PREFIX);
+}
+
+void nb_jobs_token(const char *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", JOBS_TOKEN_PREFIX, id);
+}
+
+bool nb_circuits_token_after(const char *page_token, struct nb_circuit_key *key)
+{
+	int used = 0;
+
+	if (!page_token ||
+	    strncmp(page_token, CIRCUITS_TOKEN_PREFIX, strlen(CIRCUITS_TOKEN_PREFIX)) != 0)
+		return false;
+	if (sscanf(page_token + strlen(CIRCUITS_TOKEN_PREFIX),
+		   "%" SCNd32 ".%" SCNd32 ".%" SCNd32 ".%" SCNd32 ".%" SCNd32 "%n", &key->group,
+		   &key->pod_a, &key->port_a, &key->pod_b, &key->port_b, &used) != 5)
+		return false;
+	return page_token[strlen(CIRCUITS_TOKEN_PREFIX) + (size_t)used] == '\0';
+}
+
+void nb_circuits_token(const struct nb_circuit_key *key, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%" PRId32 ".%" PRId32 ".%" PRId32 ".%" PRId32 ".%" PRId32,
+		 CIRCUITS_TOKEN_PREFIX, key->group, key->pod_a, key->port_a, key->pod_b,
+		 key->port_b);
+}
+
+int nb_circuit_key_cmp(const struct nb_circuit_key *a, const struct nb_circuit_key *b)
+{
+	const int32_t x[5] = {a->group, a->pod_a, a->port_a, a->pod_b, a->port_b};
+	const int32_t y[5] = {b->group, b->pod_a, b->port_a, b->pod_b, b->port_b};
+
+	for (int i = 0; i < 5; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return 0;
+}
+
+/* page_size in 0..max and a page_token this server made (or ""). */
+static int check_page(enum nb_method m, int32_t page_size, const char *token, struct nb_error *err)
+{
+	int max = m == NB_JOBS_LIST_JOBS ? NB_LIST_JOBS_PAGE_MAX : NB_LIST_CIRCUITS_PAGE_MAX;
+	const char *after;
+	struct nb_circuit_key key;
+	struct nb_error ignored;
+	bool ok;
+
+	if (page_size < 0 || page_size > max)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "page_size",
+				    "%" PRId32 " is out of range 0..%d (0: %zu)", page_size, max,
+				    nb_page_size(m, 0));
+	if (!token || !*token)
+		return 0;
+	if (strlen(token) > NB_PAGE_TOKEN_MAX_LEN)
+		ok = false;
+	else if (m == NB_JOBS_LIST_JOBS)
+		ok = (after = nb_jobs_token_after(token)) != NULL &&
+		     check_name(after, "", NB_ID_MAX_LEN, true, NULL, &ignored) == 0;
+	else
+		ok = nb_circuits_token_after(token, &key);
+	if (!ok)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "page_token",
+				    "not a next_page_token of this call; start again with \"\"");
 	return 0;
 }
 
@@ -406,7 +491,7 @@ static const struct par_int par_ints[] = {
 	PAR_INT(replicas_per_pod_set, 0, 1 << 30),     /* upper bound: GPUs of a pod */
 	PAR_INT(first_pod, 0, 1 << 30),		       /* upper bound: pods - 1 */
 	PAR_INT(max_generations, 0, NB_PARALLELISM_MAX_GENERATIONS),
-	PAR_INT(stall_generations, 0, NB_PARALLELISM_MAX_GENERATIONS),
+	PAR_INT(stall_generations, 0, NB_PARALLELISM_MAX_STALL),
 	PAR_INT(time_budget_ms, 0, NB_PARALLELISM_MAX_TIME_BUDGET_MS),
 };
 
@@ -737,7 +822,9 @@ int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 			return -EINVAL;
 		if (r->has_pod && b.kind == NB_FABRIC_OCSTRX_RING)
 			return wrong_kind(&b, "pod", "an ocstrx-ring domain has no pods", err);
-		return check_filter(r->has_pod, r->pod, b.pods, "pod", "has_pod", err);
+		if (check_filter(r->has_pod, r->pod, b.pods, "pod", "has_pod", err))
+			return -EINVAL;
+		return check_page(m, r->page_size, r->page_token, err);
 	}
 	case NB_FABRIC_DRAIN_DEVICE: {
 		const Ocs__V1__DrainDeviceRequest *r = (const void *)req;
@@ -763,12 +850,13 @@ int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 		return check_name(((const Ocs__V1__GetJobRequest *)req)->id, "id", NB_ID_MAX_LEN,
 				  true, NULL, err);
 	case NB_JOBS_LIST_JOBS: {
-		int state = (int)((const Ocs__V1__ListJobsRequest *)req)->state;
+		const Ocs__V1__ListJobsRequest *r = (const void *)req;
+		int state = (int)r->state;
 
 		if (!protobuf_c_enum_descriptor_get_value(&ocs__v1__job_state__descriptor, state))
 			return nb_error_set(err, NB_INVALID_ARGUMENT, "state",
 					    "%d is not a JobState", state);
-		return 0;
+		return check_page(m, r->page_size, r->page_token, err);
 	}
 	case NB_HEALTH_CHECK:
 	case NB_HEALTH_WATCH:

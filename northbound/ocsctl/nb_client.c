@@ -138,6 +138,11 @@ void nb_client_free(struct nb_client *c)
 	grpc_shutdown();
 }
 
+void nb_client_set_timeout(struct nb_client *c, int timeout_ms)
+{
+	c->timeout_ms = timeout_ms;
+}
+
 int nb_client_connect(struct nb_client *c, struct nb_client_status *st)
 {
 	gpr_timespec deadline = deadline_after(c->timeout_ms);

@@ -36,6 +36,8 @@ struct nb_client_status {
 /* Returns the client or NULL with a message in err (bad files, ...). */
 struct nb_client *nb_client_new(const struct nb_client_opts *o, char *err, size_t err_len);
 void nb_client_free(struct nb_client *c);
+/* Sets the deadline of the calls that follow (connect too), in ms. */
+void nb_client_set_timeout(struct nb_client *c, int timeout_ms);
 /* Waits up to timeout_ms for a ready connection; 0 or -1 (unreachable). */
 int nb_client_connect(struct nb_client *c, struct nb_client_status *st);
 /*

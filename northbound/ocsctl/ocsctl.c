@@ -19,16 +19,29 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nb_client.h"
 #include "nb_internal.h"
 #include "ocs_json.h"
 #include "pbjson.h"
 
-enum exit_code { EXIT_OK = 0, EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_REFUSED = 1,
+	EXIT_USAGE = 2,
+	EXIT_UNREACHABLE = 3,
+	EXIT_IN_PROGRESS = 4, /* submit: ocsctl stopped waiting, the job goes on */
+};
 
 #define DEFAULT_SERVER	   "127.0.0.1:50051"
 #define DEFAULT_TIMEOUT_MS 5000
+/* submit --wait: how long ocsctl waits for the job's outcome. */
+#define DEFAULT_WAIT_TIMEOUT_S 900
+/* submit --no-wait: how long SubmitJob may answer by itself before ocsctl
+ * looks for the accepted job instead. */
+#define NO_WAIT_GRACE_MS 300
+#define NO_WAIT_POLL_MS	 100
 
 struct opts {
 	const char *server;
@@ -39,8 +52,10 @@ struct opts {
 	const char *job, *device;
 	int pod, group, node; /* -1: no filter */
 	bool force;
-	long count; /* watch: stop after this many events; 0 = forever */
-	int state;  /* jobs: JobState filter; 0 = every state */
+	long count;	     /* watch: stop after this many events; 0 = forever */
+	int state;	     /* jobs: JobState filter; 0 = every state */
+	bool no_wait;	     /* job submit: return once the job is accepted */
+	long wait_timeout_s; /* job submit: how long to wait for the outcome */
 };
 
 struct ctx {
@@ -59,8 +74,12 @@ static const char usage_text[] =
 	"                             circuits in place\n"
 	"  jobs [--state STATE]       jobs with their state (STATE: pending, planning,\n"
 	"                             programming, active, releasing, released, failed)\n"
-	"  job submit FILE            submit the job in a JSON file (a JobSpec: a leaf_demand,\n"
-	"                             parallelism or ring request)\n"
+	"  job submit FILE [--wait | --no-wait] [--wait-timeout-s N]\n"
+	"                             submit the job in a JSON file (a JobSpec: a leaf_demand,\n"
+	"                             parallelism or ring request); --wait (the default) waits\n"
+	"                             for its outcome (ACTIVE or the refusal) up to\n"
+	"                             --wait-timeout-s (default 900); --no-wait returns once\n"
+	"                             the job is accepted\n"
 	"  job plan FILE              dry run: the plan and its figures, nothing changes\n"
 	"  job release ID             remove a job's circuits or rings\n"
 	"  job show ID                a job, its plan figures and circuits or rings\n"
@@ -86,7 +105,9 @@ static const char usage_text[] =
 	"  --timeout-ms N       connect and call deadline (default 5000)\n"
 	"  -h, --help           this text\n"
 	"\n"
-	"exit codes: 0 ok, 1 the server refused, 2 usage or input error, 3 unreachable\n";
+	"exit codes: 0 ok, 1 the server refused, 2 usage or input error, 3 unreachable,\n"
+	"            4 job submit stopped waiting (or --no-wait found no accepted job\n"
+	"            within --timeout-ms): the job may still go on\n";
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
@@ -698,10 +719,77 @@ static int cmd_devices(struct ctx *x)
 	return EXIT_OK;
 }
 
+/*
+ * Every page of a ListJobs or ListCircuits answer (issue 14 #5): the page
+ * messages are kept (the items point into them) until pages_free().
+ */
+struct pages {
+	ProtobufCMessage **msgs;
+	size_t n_msgs;
+	void **items; /* Ocs__V1__Job * or Ocs__V1__Circuit * */
+	size_t n_items;
+};
+
+static void pages_free(struct pages *pg)
+{
+	for (size_t i = 0; i < pg->n_msgs; i++)
+		free_msg(pg->msgs[i]);
+	free(pg->msgs);
+	free(pg->items);
+}
+
+/* Calls m until the last page; *token is the request's page_token field. */
+static int follow_pages(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, char **token,
+			struct pages *pg)
+{
+	for (;;) {
+		ProtobufCMessage *r, **msgs;
+		void **items, **page;
+		size_t n;
+		char *next;
+		int rc = call(x, m, req, &r);
+
+		if (rc)
+			return rc;
+		if (m == NB_JOBS_LIST_JOBS) {
+			Ocs__V1__ListJobsResponse *j = (void *)r;
+
+			page = (void **)j->jobs;
+			n = j->n_jobs;
+			next = j->next_page_token;
+		} else {
+			Ocs__V1__ListCircuitsResponse *c = (void *)r;
+
+			page = (void **)c->circuits;
+			n = c->n_circuits;
+			next = c->next_page_token;
+		}
+		msgs = realloc(pg->msgs, (pg->n_msgs + 1) * sizeof(*msgs));
+		items = msgs ? realloc(pg->items, (pg->n_items + n + 1) * sizeof(*items)) : NULL;
+		if (msgs)
+			pg->msgs = msgs;
+		if (items)
+			pg->items = items;
+		if (!msgs || !items) {
+			free_msg(r);
+			fprintf(stderr, "ocsctl: out of memory\n");
+			return EXIT_REFUSED;
+		}
+		pg->msgs[pg->n_msgs++] = r;
+		if (n)
+			memcpy(pg->items + pg->n_items, page, n * sizeof(*page));
+		pg->n_items += n;
+		if (!next || !*next)
+			return EXIT_OK;
+		*token = next; /* lives in the page kept above */
+	}
+}
+
 static int cmd_circuits(struct ctx *x)
 {
 	Ocs__V1__ListCircuitsRequest req = OCS__V1__LIST_CIRCUITS_REQUEST__INIT;
-	Ocs__V1__ListCircuitsResponse *r;
+	Ocs__V1__ListCircuitsResponse all = OCS__V1__LIST_CIRCUITS_RESPONSE__INIT, *r = &all;
+	struct pages pg = {0};
 	int rc;
 
 	if (x->o.job)
@@ -712,32 +800,40 @@ static int cmd_circuits(struct ctx *x)
 		req.has_pod = true;
 		req.pod = x->o.pod;
 	}
-	rc = call(x, NB_FABRIC_LIST_CIRCUITS, &req.base, &r);
-	if (rc)
+	rc = follow_pages(x, NB_FABRIC_LIST_CIRCUITS, &req.base, &req.page_token, &pg);
+	if (rc) {
+		pages_free(&pg);
 		return rc;
+	}
+	all.circuits = (Ocs__V1__Circuit **)pg.items;
+	all.n_circuits = pg.n_items;
 	if (x->o.json)
 		rc = print_json(&r->base, true);
 	else
 		circuits_table(r->circuits, r->n_circuits);
-	free_msg(r);
+	pages_free(&pg);
 	return rc;
 }
 
 static int cmd_jobs(struct ctx *x)
 {
 	Ocs__V1__ListJobsRequest req = OCS__V1__LIST_JOBS_REQUEST__INIT;
-	Ocs__V1__ListJobsResponse *r;
+	Ocs__V1__ListJobsResponse all = OCS__V1__LIST_JOBS_RESPONSE__INIT, *r = &all;
 	struct table t = {.cols = 7};
+	struct pages pg = {0};
 	int rc;
 
 	req.state = (Ocs__V1__JobState)x->o.state;
-	rc = call(x, NB_JOBS_LIST_JOBS, &req.base, &r);
-
-	if (rc)
+	rc = follow_pages(x, NB_JOBS_LIST_JOBS, &req.base, &req.page_token, &pg);
+	all.jobs = (Ocs__V1__Job **)pg.items;
+	all.n_jobs = pg.n_items;
+	if (rc) {
+		pages_free(&pg);
 		return rc;
+	}
 	if (x->o.json) {
 		rc = print_json(&r->base, true);
-		free_msg(r);
+		pages_free(&pg);
 		return rc;
 	}
 	{
@@ -769,19 +865,111 @@ static int cmd_jobs(struct ctx *x)
 		table_add(&t, row);
 	}
 	table_print(&t);
-	free_msg(r);
+	pages_free(&pg);
 	return EXIT_OK;
 }
 
-static int cmd_job_file(struct ctx *x, Ocs__V1__JobSpec *spec, bool submit)
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The submitted job as it stands, for a submission whose answer ocsctl did
+ * not wait for: looked up until found or until --timeout-ms (it may not
+ * exist yet while a parallelism spec is searched). EXIT_OK and printed,
+ * or EXIT_IN_PROGRESS with the reason.
+ */
+static int report_unanswered(struct ctx *x, const char *id, const char *why)
+{
+	Ocs__V1__GetJobRequest req = OCS__V1__GET_JOB_REQUEST__INIT;
+	int64_t until = mono_ms() + x->o.timeout_ms;
+	struct nb_client_status st;
+
+	req.id = (char *)id;
+	nb_client_set_timeout(x->client, x->o.timeout_ms);
+	for (;;) {
+		Ocs__V1__GetJobResponse *r;
+		const struct nb_method_info *info = nb_method_info(NB_JOBS_GET_JOB);
+
+		if (nb_client_unary(x->client, info->path, &req.base, info->response,
+				    (ProtobufCMessage **)&r, &st) == 0) {
+			char *state = enum_short(&ocs__v1__job_state__descriptor,
+						 r->job ? r->job->state : 0);
+
+			if (x->o.no_wait) {
+				if (x->o.json)
+					print_json(&r->base, true);
+				else
+					printf("job %s: %s (submitted; not waiting for the "
+					       "outcome: ocsctl job show %s)\n",
+					       id, state, id);
+			} else {
+				fprintf(stderr,
+					"ocsctl: job %s: still %s %s; ocsctl stopped waiting and "
+					"the job goes on (follow it with ocsctl job show %s or "
+					"ocsctl watch)\n",
+					id, state, why, id);
+			}
+			free(state);
+			free_msg(r);
+			return x->o.no_wait ? EXIT_OK : EXIT_IN_PROGRESS;
+		}
+		if (st.code != NB_NOT_FOUND || mono_ms() >= until)
+			break;
+		usleep(NO_WAIT_POLL_MS * 1000);
+	}
+	if (st.code == NB_NOT_FOUND)
+		fprintf(stderr,
+			"ocsctl: job %s: not accepted yet %s (a parallelism spec may still be "
+			"searched); look again with ocsctl job show %s\n",
+			id, why, id);
+	else
+		report_failure(&st);
+	return EXIT_IN_PROGRESS;
+}
+
+/*
+ * SubmitJob answers when the job settles (ACTIVE, or refused). --wait
+ * gives it --wait-timeout-s; --no-wait gives it a moment, then reports the
+ * accepted job as it stands. A deadline is never reported as an error
+ * while the job goes on (issue 14 #15).
+ */
+static int submit(struct ctx *x, Ocs__V1__JobSpec *spec, Ocs__V1__SubmitJobResponse **r)
+{
+	const struct nb_method_info *info = nb_method_info(NB_JOBS_SUBMIT_JOB);
+	struct nb_client_status st;
+	char why[64];
+	int rc;
+
+	nb_client_set_timeout(x->client,
+			      x->o.no_wait ? NO_WAIT_GRACE_MS : (int)(x->o.wait_timeout_s * 1000));
+	rc = nb_client_unary(x->client, info->path, &spec->base, info->response,
+			     (ProtobufCMessage **)r, &st);
+	nb_client_set_timeout(x->client, x->o.timeout_ms);
+	if (rc == 0)
+		return EXIT_OK;
+	if (st.code != NB_DEADLINE_EXCEEDED || st.unreachable)
+		return report_failure(&st);
+	if (x->o.no_wait)
+		snprintf(why, sizeof(why), "after --timeout-ms %d", x->o.timeout_ms);
+	else
+		snprintf(why, sizeof(why), "after --wait-timeout-s %ld", x->o.wait_timeout_s);
+	return report_unanswered(x, spec->id, why);
+}
+
+static int cmd_job_file(struct ctx *x, Ocs__V1__JobSpec *spec, bool submit_it)
 {
 	int rc;
 
-	if (submit) {
-		Ocs__V1__SubmitJobResponse *r;
+	if (submit_it) {
+		Ocs__V1__SubmitJobResponse *r = NULL;
 
-		rc = call(x, NB_JOBS_SUBMIT_JOB, &spec->base, &r);
-		if (rc == EXIT_OK) {
+		rc = submit(x, spec, &r);
+		if (rc == EXIT_OK && r) {
 			if (x->o.json) {
 				rc = print_json(&r->base, true);
 			} else {
@@ -1149,6 +1337,9 @@ enum opt_id {
 	OPT_COUNT,
 	OPT_STATE,
 	OPT_NODE,
+	OPT_WAIT,
+	OPT_NO_WAIT,
+	OPT_WAIT_TIMEOUT,
 };
 
 int main(int argc, char **argv)
@@ -1169,17 +1360,24 @@ int main(int argc, char **argv)
 		{"count", required_argument, NULL, OPT_COUNT},
 		{"state", required_argument, NULL, OPT_STATE},
 		{"node", required_argument, NULL, OPT_NODE},
+		{"wait", no_argument, NULL, OPT_WAIT},
+		{"no-wait", no_argument, NULL, OPT_NO_WAIT},
+		{"wait-timeout-s", required_argument, NULL, OPT_WAIT_TIMEOUT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct ctx x = {
-		.o = {.timeout_ms = DEFAULT_TIMEOUT_MS, .pod = -1, .group = -1, .node = -1}};
+	struct ctx x = {.o = {.timeout_ms = DEFAULT_TIMEOUT_MS,
+			      .pod = -1,
+			      .group = -1,
+			      .node = -1,
+			      .wait_timeout_s = DEFAULT_WAIT_TIMEOUT_S}};
 	struct nb_client_opts co = {0};
 	struct nb_client_status st;
 	Ocs__V1__JobSpec *spec = NULL;
 	const char *cmd, *sub = NULL, *arg = NULL;
 	bool used_job = false, used_device = false, used_pod = false, used_group = false,
-	     used_force = false, used_count = false, used_state = false, used_node = false;
+	     used_force = false, used_count = false, used_state = false, used_node = false,
+	     used_wait = false, used_no_wait = false, used_wait_timeout = false;
 	char err[320];
 	long v, node = -1;
 	int c, rc, nargs;
@@ -1257,6 +1455,21 @@ int main(int argc, char **argv)
 			x.o.node = (int)v;
 			used_node = true;
 			break;
+		case OPT_WAIT:
+			used_wait = true;
+			break;
+		case OPT_NO_WAIT:
+			x.o.no_wait = true;
+			used_no_wait = true;
+			break;
+		case OPT_WAIT_TIMEOUT:
+			if (!parse_int(optarg, 1, 86400, &v))
+				return usage_error("--wait-timeout-s: '%s' is not a number in "
+						   "1..86400",
+						   optarg);
+			x.o.wait_timeout_s = v;
+			used_wait_timeout = true;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_OK;
@@ -1323,6 +1536,12 @@ int main(int argc, char **argv)
 			return usage_error("--state goes with jobs");
 		if (used_count && strcmp(cmd, "watch"))
 			return usage_error("--count goes with watch");
+		if ((used_wait || used_no_wait || used_wait_timeout) &&
+		    (strcmp(cmd, "job") || strcmp(sub, "submit")))
+			return usage_error(
+				"--wait, --no-wait and --wait-timeout-s go with job submit");
+		if (used_no_wait && (used_wait || used_wait_timeout))
+			return usage_error("--no-wait does not go with --wait or --wait-timeout-s");
 	}
 
 	if (!x.o.server)

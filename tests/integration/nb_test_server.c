@@ -19,11 +19,16 @@
  * frees the node, ListRings answers from the node table.
  *
  * Usage: nb_test_server [--listen ADDR] [--insecure] [--ca F --cert F --key F]
- *                       [--max-message-bytes N] [--queue N] [--ring]
+ *                       [--max-message-bytes N] [--queue N] [--ring] [--jobs N]
  * Prints "port N" on stdout once serving; SIGTERM/SIGINT shut it down.
  * Magic job ids: "unavailable-*" fail with UNAVAILABLE, "full-*" with
  * RESOURCE_EXHAUSTED (to test how clients report refusals); PlanJob of
- * "flood-N" first publishes N job events (to test slow watchers).
+ * "flood-N" first publishes N job events (to test slow watchers);
+ * SubmitJob of "slow-MS-*" keeps the job PROGRAMMING for MS milliseconds
+ * and answers then (a slow transaction, for ocsctl's waiting). --jobs N
+ * starts with N FAILED jobs "bulk-00000".. (refused submissions, as a busy
+ * ocsd keeps them) so that ListJobs must page. ListJobs and ListCircuits
+ * page as ocsd does (id order; circuit key order).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -39,7 +44,7 @@
 #define GPUS_PER_LEAF	  8
 #define GROUPS		  2
 #define DEVICES_PER_GROUP 2
-#define MAX_JOBS	  256
+#define MAX_JOBS	  32768
 /* --ring: the fake ring domain */
 #define RING_TORS	   8
 #define RING_NODES_PER_TOR 4
@@ -76,6 +81,9 @@ struct job_row {
 	size_t wire_len;
 	Ocs__V1__JobState state;
 	int64_t created_ms, updated_ms;
+	/* a "slow-MS-*" submission: answered at ready_ms (PROGRAMMING until then) */
+	struct nb_call *slow_call;
+	int64_t ready_ms;
 };
 
 struct fake {
@@ -85,7 +93,7 @@ struct fake {
 	bool stop;
 	struct nb_server *server;
 	/* owned by the worker thread only */
-	struct job_row jobs[MAX_JOBS];
+	struct job_row *jobs; /* MAX_JOBS */
 	int n_jobs;
 	bool drained[GROUPS * DEVICES_PER_GROUP];
 	bool ring; /* --ring: an OCSTrx ring domain */
@@ -455,6 +463,12 @@ static void do_submit(struct fake *f, struct nb_call *call, const Ocs__V1__JobSp
 				f->node_job[rs->ring[k].nodes[i]] = (int)(r - f->jobs);
 		r->state = OCS__V1__JOB_STATE__JOB_STATE_ACTIVE;
 		resp.created = true;
+		if (strncmp(spec->id, "slow-", 5) == 0) {
+			r->state = OCS__V1__JOB_STATE__JOB_STATE_PROGRAMMING;
+			r->slow_call = call;
+			r->ready_ms = now_ms() + strtol(spec->id + 5, NULL, 10);
+			return; /* answered by finish_slow() */
+		}
 	}
 	fc = malloc(sizeof(*fc));
 	fr = malloc(sizeof(*fr));
@@ -474,6 +488,82 @@ static void do_submit(struct fake *f, struct nb_call *call, const Ocs__V1__JobSp
 	nb_call_reply(call, &resp.base);
 	free(fc);
 	free(fr);
+}
+
+/* Slow jobs whose time came: ACTIVE, and their submitter answered. Returns
+ * the ms until the next is due (-1: none waits). */
+static int64_t finish_slow(struct fake *f)
+{
+	int64_t now = now_ms(), next = -1;
+
+	for (int i = 0; i < f->n_jobs; i++) {
+		struct job_row *r = &f->jobs[i];
+		Ocs__V1__SubmitJobResponse resp = OCS__V1__SUBMIT_JOB_RESPONSE__INIT;
+		Ocs__V1__Job job;
+		Ocs__V1__PlanFigures fig;
+		struct fake_circuits *fc;
+		struct fake_rings *fr;
+
+		if (!r->slow_call)
+			continue;
+		if (r->ready_ms > now) {
+			if (next < 0 || r->ready_ms - now < next)
+				next = r->ready_ms - now;
+			continue;
+		}
+		if (r->state == OCS__V1__JOB_STATE__JOB_STATE_PROGRAMMING)
+			r->state = OCS__V1__JOB_STATE__JOB_STATE_ACTIVE;
+		r->updated_ms = now;
+		publish_job(f, r->spec->id, r->state);
+		fc = malloc(sizeof(*fc));
+		fr = malloc(sizeof(*fr));
+		if (fc && fr) {
+			fill_job(r, &job, &fig, fc, fr);
+			resp.job = &job;
+			resp.created = true;
+			nb_call_reply(r->slow_call, &resp.base);
+		} else {
+			nb_call_fail(r->slow_call, NB_RESOURCE_EXHAUSTED, "", "out of memory");
+		}
+		r->slow_call = NULL;
+		free(fc);
+		free(fr);
+	}
+	return next;
+}
+
+/* --jobs N: N FAILED jobs, as refused submissions leave them. 0 or -1. */
+static int add_bulk_jobs(struct fake *f, int n)
+{
+	for (int i = 0; i < n && f->n_jobs < MAX_JOBS; i++) {
+		Ocs__V1__JobSpec spec = OCS__V1__JOB_SPEC__INIT;
+		Ocs__V1__LeafDemand d = OCS__V1__LEAF_DEMAND__INIT;
+		Ocs__V1__LeafPair pair = OCS__V1__LEAF_PAIR__INIT, *pp = &pair;
+		struct job_row *r = &f->jobs[f->n_jobs];
+		char id[32];
+
+		snprintf(id, sizeof(id), "bulk-%05d", i);
+		pair.a = 0;
+		pair.b = 4;
+		pair.links = 1;
+		d.pairs = &pp;
+		d.n_pairs = 1;
+		spec.id = id;
+		spec.demand_case = OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND;
+		spec.leaf_demand = &d;
+		r->wire_len = ocs__v1__job_spec__get_packed_size(&spec);
+		r->wire = malloc(r->wire_len);
+		if (!r->wire)
+			return -1;
+		ocs__v1__job_spec__pack(&spec, r->wire);
+		r->spec = ocs__v1__job_spec__unpack(NULL, r->wire_len, r->wire);
+		if (!r->spec)
+			return -1;
+		r->state = OCS__V1__JOB_STATE__JOB_STATE_FAILED;
+		r->created_ms = r->updated_ms = now_ms();
+		f->n_jobs++;
+	}
+	return 0;
 }
 
 /* "flood-N": publishes N job events before planning (slow-watcher tests). */
@@ -541,31 +631,54 @@ static void reply_job(struct nb_call *call, struct job_row *r, bool release)
 	free(fr);
 }
 
+static int cmp_row_id(const void *a, const void *b)
+{
+	const struct job_row *const *x = a, *const *y = b;
+
+	return strcmp((*x)->spec->id, (*y)->spec->id);
+}
+
+/* A page of jobs in id order, after the token (as ocsd pages). */
 static void do_list_jobs(struct fake *f, struct nb_call *call, const Ocs__V1__ListJobsRequest *req)
 {
 	Ocs__V1__ListJobsResponse resp = OCS__V1__LIST_JOBS_RESPONSE__INIT;
-	Ocs__V1__Job *jobs = calloc(MAX_JOBS, sizeof(*jobs));
-	Ocs__V1__Job **jp = calloc(MAX_JOBS, sizeof(*jp));
-	Ocs__V1__PlanFigures *figs = calloc(MAX_JOBS, sizeof(*figs));
+	size_t page = nb_page_size(NB_JOBS_LIST_JOBS, req->page_size), n_cand = 0;
+	const char *after = nb_jobs_token_after(req->page_token);
+	struct job_row **cand = calloc((size_t)f->n_jobs + 1, sizeof(*cand));
+	Ocs__V1__Job *jobs = calloc(page, sizeof(*jobs));
+	Ocs__V1__Job **jp = calloc(page, sizeof(*jp));
+	Ocs__V1__PlanFigures *figs = calloc(page, sizeof(*figs));
 	struct fake_circuits *fc = malloc(sizeof(*fc));
-	struct fake_rings *fr = calloc(MAX_JOBS, sizeof(*fr)); /* rings are listed */
+	struct fake_rings *fr = calloc(page, sizeof(*fr)); /* rings are listed */
+	char token[NB_PAGE_TOKEN_MAX_LEN + 1];
 
-	if (jobs && jp && figs && fc && fr) {
+	if (cand && jobs && jp && figs && fc && fr) {
 		for (int i = 0; i < f->n_jobs; i++) {
 			if (req->state && f->jobs[i].state != req->state)
 				continue;
-			fill_job(&f->jobs[i], &jobs[resp.n_jobs], &figs[resp.n_jobs], fc,
+			if (after && strcmp(f->jobs[i].spec->id, after) <= 0)
+				continue;
+			cand[n_cand++] = &f->jobs[i];
+		}
+		qsort(cand, n_cand, sizeof(*cand), cmp_row_id);
+		for (size_t i = 0; i < n_cand && i < page; i++) {
+			fill_job(cand[i], &jobs[resp.n_jobs], &figs[resp.n_jobs], fc,
 				 &fr[resp.n_jobs]);
 			jobs[resp.n_jobs].circuits = NULL; /* lists stay short */
 			jobs[resp.n_jobs].n_circuits = 0;
 			jp[resp.n_jobs] = &jobs[resp.n_jobs];
 			resp.n_jobs++;
 		}
+		if (n_cand > page) {
+			nb_jobs_token(cand[page - 1]->spec->id, token, sizeof(token));
+			resp.next_page_token = token;
+		}
 		resp.jobs = jp;
 		nb_call_reply(call, &resp.base);
 	} else {
 		nb_call_fail(call, NB_RESOURCE_EXHAUSTED, "", "out of memory");
 	}
+	free(cand);
 	free(jobs);
 	free(jp);
 	free(figs);
@@ -617,7 +730,7 @@ static void do_drain(struct fake *f, struct nb_call *call, const char *device, b
 	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
 	Ocs__V1__DeviceEvent de = OCS__V1__DEVICE_EVENT__INIT;
 	Ocs__V1__Device dev;
-	char name[32], *affected[MAX_JOBS];
+	char name[32], *affected[256];
 	int d = device_find(device);
 	size_t n;
 
@@ -625,7 +738,7 @@ static void do_drain(struct fake *f, struct nb_call *call, const char *device, b
 		nb_call_fail(call, NB_NOT_FOUND, "device", "no device named %s", device);
 		return;
 	}
-	n = jobs_on_device(f, d, affected, MAX_JOBS);
+	n = jobs_on_device(f, d, affected, sizeof(affected) / sizeof(affected[0]));
 	if (drain && n && !force) {
 		nb_call_fail(call, NB_FAILED_PRECONDITION, "force",
 			     "%s holds circuits of %zu running job(s) (first: %s); set force to "
@@ -671,40 +784,81 @@ static void do_list_devices(struct fake *f, struct nb_call *call,
 	nb_call_reply(call, &resp.base);
 }
 
+static struct nb_circuit_key fake_key(const Ocs__V1__Circuit *c)
+{
+	return (struct nb_circuit_key){c->group, c->pod_a, c->port_a, c->pod_b, c->port_b};
+}
+
+static int cmp_circuit(const void *a, const void *b)
+{
+	struct nb_circuit_key x = fake_key(*(Ocs__V1__Circuit *const *)a),
+			      y = fake_key(*(Ocs__V1__Circuit *const *)b);
+	int c = nb_circuit_key_cmp(&x, &y);
+
+	/* Made-up circuits of two jobs may share a key: the job id orders them,
+	 * but a page boundary between them skips the second (the token holds
+	 * the key only). ocsd's circuits never share a key. */
+	return c ? c
+		 : strcmp((*(Ocs__V1__Circuit *const *)a)->job_id,
+			  (*(Ocs__V1__Circuit *const *)b)->job_id);
+}
+
+/* A page of the active jobs' circuits in key order, after the token. */
 static void do_list_circuits(struct fake *f, struct nb_call *call,
 			     const Ocs__V1__ListCircuitsRequest *req)
 {
 	Ocs__V1__ListCircuitsResponse resp = OCS__V1__LIST_CIRCUITS_RESPONSE__INIT;
-	struct fake_circuits *fc = calloc((size_t)(f->n_jobs ? f->n_jobs : 1), sizeof(*fc));
-	Ocs__V1__Circuit **all = calloc((size_t)(f->n_jobs ? f->n_jobs : 1) * 64, sizeof(*all));
+	size_t page = nb_page_size(NB_FABRIC_LIST_CIRCUITS, req->page_size), n_active = 0, n = 0;
+	struct nb_circuit_key after;
+	bool resume = nb_circuits_token_after(req->page_token, &after);
+	struct fake_circuits *fc;
+	Ocs__V1__Circuit **all;
+	char token[NB_PAGE_TOKEN_MAX_LEN + 1];
 
+	if (req->device[0] && device_find(req->device) < 0) {
+		nb_call_fail(call, NB_NOT_FOUND, "device", "no device named %s", req->device);
+		return;
+	}
+	for (int i = 0; i < f->n_jobs; i++)
+		n_active += f->jobs[i].state == OCS__V1__JOB_STATE__JOB_STATE_ACTIVE;
+	fc = calloc(n_active + 1, sizeof(*fc));
+	all = calloc((n_active + 1) * 64, sizeof(*all));
 	if (!fc || !all) {
 		nb_call_fail(call, NB_RESOURCE_EXHAUSTED, "", "out of memory");
 		free(fc);
 		free(all);
 		return;
 	}
-	if (req->device[0] && device_find(req->device) < 0) {
-		nb_call_fail(call, NB_NOT_FOUND, "device", "no device named %s", req->device);
-		free(fc);
-		free(all);
-		return;
-	}
+	n_active = 0;
 	for (int i = 0; i < f->n_jobs; i++) {
+		struct fake_circuits *mine = &fc[n_active];
+
 		if (f->jobs[i].state != OCS__V1__JOB_STATE__JOB_STATE_ACTIVE)
 			continue;
+		n_active++;
 		if (req->job_id[0] && strcmp(req->job_id, f->jobs[i].spec->id) != 0)
 			continue;
-		make_circuits(f->jobs[i].spec, &fc[i]);
-		for (size_t k = 0; k < fc[i].n; k++) {
-			Ocs__V1__Circuit *c = &fc[i].c[k];
+		make_circuits(f->jobs[i].spec, mine);
+		for (size_t k = 0; k < mine->n; k++) {
+			Ocs__V1__Circuit *c = &mine->c[k];
+			struct nb_circuit_key key = fake_key(c);
 
-			if (req->device[0] && strcmp(req->device, fc[i].dev[k]) != 0)
+			if (req->device[0] && strcmp(req->device, mine->dev[k]) != 0)
 				continue;
 			if (req->has_pod && c->pod_a != req->pod && c->pod_b != req->pod)
 				continue;
-			all[resp.n_circuits++] = c;
+			if (resume && nb_circuit_key_cmp(&key, &after) <= 0)
+				continue;
+			all[n++] = c;
 		}
+	}
+	qsort(all, n, sizeof(*all), cmp_circuit);
+	resp.n_circuits = n < page ? n : page;
+	if (n > page) {
+		struct nb_circuit_key last = fake_key(all[page - 1]);
+
+		nb_circuits_token(&last, token, sizeof(token));
+		resp.next_page_token = token;
 	}
 	resp.circuits = all;
 	nb_call_reply(call, &resp.base);
@@ -947,7 +1101,23 @@ static void *worker(void *arg)
 	for (;;) {
 		struct work *w;
 
+		int64_t next = finish_slow(f);
+
 		pthread_mutex_lock(&f->mu);
+		if (!f->head && !f->stop && next >= 0) {
+			struct timespec until;
+
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += next / 1000;
+			until.tv_nsec += (next % 1000) * 1000000;
+			if (until.tv_nsec >= 1000000000) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&f->cv, &f->mu, &until);
+			pthread_mutex_unlock(&f->mu);
+			continue;
+		}
 		while (!f->head && !f->stop)
 			pthread_cond_wait(&f->cv, &f->mu);
 		w = f->head;
@@ -1010,7 +1180,7 @@ QUEUE_HANDLER(h_list_rings, Ocs__V1__ListRingsRequest)
 static void usage(void)
 {
 	fprintf(stderr, "usage: nb_test_server [--listen ADDR] [--insecure] [--ca F --cert F "
-			"--key F] [--max-message-bytes N] [--queue N] [--ring]\n");
+			"--key F] [--max-message-bytes N] [--queue N] [--ring] [--jobs N]\n");
 	exit(2);
 }
 
@@ -1018,6 +1188,7 @@ int main(int argc, char **argv)
 {
 	static struct fake f;
 	struct nb_server_config cfg = {0};
+	int bulk = 0;
 	struct nb_error err;
 	pthread_t tid;
 	sigset_t sigs;
@@ -1051,6 +1222,8 @@ int main(int argc, char **argv)
 			cfg.max_message_bytes = strtoul(v, NULL, 10);
 		else if (strcmp(a, "--queue") == 0)
 			cfg.stream_queue_max = atoi(v);
+		else if (strcmp(a, "--jobs") == 0)
+			bulk = atoi(v);
 		else
 			usage();
 	}
@@ -1069,6 +1242,11 @@ int main(int argc, char **argv)
 		};
 	for (int n = 0; n < RING_NODES; n++)
 		f.node_job[n] = -1;
+	f.jobs = calloc(MAX_JOBS, sizeof(*f.jobs));
+	if (!f.jobs || add_bulk_jobs(&f, bulk) != 0) {
+		fprintf(stderr, "nb_test_server: out of memory\n");
+		return 1;
+	}
 	cfg.handlers = (struct nb_handlers){
 		.ctx = &f,
 		.get_fabric = h_get_fabric,
@@ -1110,6 +1288,7 @@ int main(int argc, char **argv)
 		free(f.jobs[i].wire);
 		free(f.jobs[i].rings);
 	}
+	free(f.jobs);
 	fprintf(stderr, "nb_test_server: stopped (%s)\n", strsignal(sig));
 	return 0;
 }

@@ -253,7 +253,12 @@ class DaemonTest(unittest.TestCase):
                      grpc.StatusCode.ALREADY_EXISTS,
                      "idempotency_key: already used by job life-1")
         # Jobs share leaves, each planned around the others' leaf-spine links...
-        shared = self.jobs().SubmitJob(job("life-3", gpus=(9, 56), pairs=((1, 7, 1),)),
+        # (a GPU is one live job's: issue 14 #9)
+        self.refused(self.jobs().SubmitJob, job("life-5", gpus=(60, 9), pairs=((1, 7, 1),)),
+                     grpc.StatusCode.FAILED_PRECONDITION,
+                     "placement.gpus[1].gpu: gpu 9 is held by job life-1 (ACTIVE); release it "
+                     "first")
+        shared = self.jobs().SubmitJob(job("life-3", gpus=(11, 56), pairs=((1, 7, 1),)),
                                        timeout=TIMEOUT_S)
         self.assertEqual(shared.job.state, jobs_pb2.JOB_STATE_ACTIVE, shared.job.reason)
         self.assertLessEqual(shared.job.figures.max_contention, 1.0)
@@ -274,6 +279,11 @@ class DaemonTest(unittest.TestCase):
         got = self.jobs("viewer").GetJob(jobs_pb2.GetJobRequest(id="life-1"), timeout=TIMEOUT_S)
         self.assertEqual(got.job.state, jobs_pb2.JOB_STATE_RELEASED)
         self.assertEqual(len(got.job.circuits), 0)
+        # released, its GPUs are free again
+        again = self.jobs().SubmitJob(job("life-5", gpus=(60, 9), pairs=((1, 7, 1),)),
+                                      timeout=TIMEOUT_S)
+        self.assertEqual(again.job.state, jobs_pb2.JOB_STATE_ACTIVE, again.job.reason)
+        self.release("life-5")
 
     def test_drain(self):
         op = self.fabric("operator")
@@ -331,6 +341,79 @@ class DaemonTest(unittest.TestCase):
         finally:
             for name in names:
                 op.UndrainDevice(fabric_pb2.UndrainDeviceRequest(device=name), timeout=TIMEOUT_S)
+
+    def test_paging(self):
+        """ListJobs and ListCircuits in pages (issue 14 #5): every page
+        follows the one before in id (circuit key) order, the union is the
+        unpaged answer, a job added between pages shows up once or not at
+        all, and bad page fields are refused by name."""
+        ids = [f"page-{i}" for i in (4, 0, 3, 1, 2)]
+        for i, job_id in enumerate(ids):
+            r = self.jobs().SubmitJob(job(job_id, gpus=(32 + i, 48 + i), pairs=((4, 6, 1),)),
+                                      timeout=TIMEOUT_S)
+            self.assertEqual(r.job.state, jobs_pb2.JOB_STATE_ACTIVE, r.job.reason)
+        try:
+            lj = self.jobs("viewer").ListJobs
+            everything = [j.spec.id for j in lj(jobs_pb2.ListJobsRequest(),
+                                                timeout=TIMEOUT_S).jobs]
+            self.assertEqual(everything, sorted(everything))
+            self.assertTrue(set(ids) <= set(everything))
+            got, token, pages, added = [], "", 0, False
+            while True:
+                r = lj(jobs_pb2.ListJobsRequest(page_size=2, page_token=token),
+                       timeout=TIMEOUT_S)
+                self.assertLessEqual(len(r.jobs), 2)
+                got += [j.spec.id for j in r.jobs]
+                pages += 1
+                if not added:  # sorts before every page-*: never listed by this walk
+                    added = True
+                    self.jobs().SubmitJob(job("a-page-late", gpus=(37, 53),
+                                              pairs=((4, 6, 1),)), timeout=TIMEOUT_S)
+                if not r.next_page_token:
+                    break
+                token = r.next_page_token
+            self.assertEqual(got, everything)
+            self.assertEqual(pages, (len(everything) + 1) // 2)
+            # the filter and the page size combine
+            act = lj(jobs_pb2.ListJobsRequest(state=jobs_pb2.JOB_STATE_ACTIVE, page_size=1),
+                     timeout=TIMEOUT_S)
+            self.assertEqual(len(act.jobs), 1)
+            self.assertTrue(act.next_page_token)
+
+            lc = self.fabric("viewer").ListCircuits
+            whole = lc(fabric_pb2.ListCircuitsRequest(), timeout=TIMEOUT_S).circuits
+            self.assertGreaterEqual(len(whole), 6)
+            keys, token = [], ""
+            while True:
+                r = lc(fabric_pb2.ListCircuitsRequest(page_size=4, page_token=token),
+                       timeout=TIMEOUT_S)
+                keys += [(c.group, c.pod_a, c.port_a, c.pod_b, c.port_b) for c in r.circuits]
+                if not r.next_page_token:
+                    break
+                token = r.next_page_token
+            self.assertEqual(keys, sorted((c.group, c.pod_a, c.port_a, c.pod_b, c.port_b)
+                                          for c in whole))
+            mine = lc(fabric_pb2.ListCircuitsRequest(job_id="page-3", page_size=1),
+                      timeout=TIMEOUT_S)
+            self.assertEqual([c.job_id for c in mine.circuits], ["page-3"])
+            self.assertEqual(mine.next_page_token, "")
+
+            bad = grpc.StatusCode.INVALID_ARGUMENT
+            self.refused(lj, jobs_pb2.ListJobsRequest(page_size=1001), bad,
+                         "page_size: 1001 is out of range 0..1000 (0: 500)")
+            self.refused(lj, jobs_pb2.ListJobsRequest(page_size=-1), bad,
+                         "page_size: -1 is out of range 0..1000 (0: 500)")
+            self.refused(lj, jobs_pb2.ListJobsRequest(page_token="page-1"), bad,
+                         "page_token: not a next_page_token of this call; start again "
+                         "with \"\"")
+            self.refused(lc, fabric_pb2.ListCircuitsRequest(page_token=act.next_page_token), bad,
+                         "page_token: not a next_page_token of this call; start again "
+                         "with \"\"")
+            self.refused(lc, fabric_pb2.ListCircuitsRequest(page_size=5001), bad,
+                         "page_size: 5001 is out of range 0..5000 (0: 1000)")
+        finally:
+            for job_id in ids + ["a-page-late"]:
+                self.release(job_id)
 
     def test_bad_requests_name_the_field(self):
         S, P = self.jobs().SubmitJob, self.jobs().PlanJob

@@ -2,7 +2,9 @@
 # test_ocsctl.sh OCSCTL NB_TEST_SERVER MAKE_CERTS - drives ocsctl against the
 # real northbound server (nb_test_server: test-only table-answering handler)
 # over mTLS with certificates made at test time: every command, --json,
-# roles, exit codes 0/1/2/3, OCSD_SERVER, and the watch stream; then a
+# roles, exit codes 0/1/2/3/4, OCSD_SERVER, and the watch stream; job submit
+# waiting for a slow job (--wait, --no-wait, --wait-timeout-s); jobs over
+# 25,000 jobs in pages; then a
 # second server playing an OCSTrx ring domain (--ring) for ring jobs,
 # rings, node fail/heal and ring and node events.
 set -euo pipefail
@@ -502,6 +504,78 @@ if [ "$ring_rc" != 0 ]; then
 else
   echo "ok: ring server stopped cleanly"
 fi
+
+# --- job submit waits for the outcome (issue 14 #15): the test server keeps
+# a "slow-MS-*" job PROGRAMMING for MS ms before SubmitJob answers ---
+slow_job() { # id -> a job file
+  cat >"$work/$1.json" <<EOF
+{"id": "$1", "placement": {"gpus": [{"gpu": 8, "leaf": 1, "pod": 0}, {"gpu": 48, "leaf": 6, "pod": 1}]},
+ "leaf_demand": {"pairs": [{"a": 1, "b": 6, "links": 1}]}}
+EOF
+  echo "$work/$1.json"
+}
+no_deadline_text() {
+  if grep -q DEADLINE_EXCEEDED "$work/err" "$work/out"; then
+    echo "FAIL: $1 printed DEADLINE_EXCEEDED"; failures=$((failures + 1))
+  fi
+}
+# shellcheck disable=SC2046
+expect 0 "submit waits past --timeout-ms" -- $(as scheduler) --timeout-ms 1000 job submit \
+  "$(slow_job slow-2500-a)"
+has out "job slow-2500-a: active (submitted)" "waited for the outcome"
+no_deadline_text "a slow submit"
+t0=$(date +%s%N)
+# shellcheck disable=SC2046
+expect 0 "submit --no-wait" -- $(as scheduler) job submit --no-wait "$(slow_job slow-6000-b)"
+elapsed_ms=$((($(date +%s%N) - t0) / 1000000))
+has out "job slow-6000-b: programming (submitted; not waiting for the outcome: ocsctl job show slow-6000-b)" "no-wait result"
+if [ "$elapsed_ms" -ge 4000 ]; then
+  echo "FAIL: --no-wait took ${elapsed_ms} ms"; failures=$((failures + 1))
+fi
+# shellcheck disable=SC2046
+expect 0 "--no-wait job goes on" -- $(as viewer) job show slow-6000-b
+# shellcheck disable=SC2046
+expect 4 "submit --wait-timeout-s ends the wait, not the job" -- $(as scheduler) job submit \
+  --wait --wait-timeout-s 1 "$(slow_job slow-4000-c)"
+has err "ocsctl: job slow-4000-c: still programming after --wait-timeout-s 1; ocsctl stopped waiting and the job goes on (follow it with ocsctl job show slow-4000-c or ocsctl watch)" "wait timeout message"
+no_deadline_text "an ended wait"
+sleep 3.5
+# shellcheck disable=SC2046
+expect 0 "the job went on" -- $(as viewer) jobs --state active
+has out "slow-4000-c  active" "slow job active in the end"
+expect 2 "--no-wait with --wait" -- --insecure job submit --wait --no-wait "$work/job.json"
+expect 2 "--no-wait goes with submit" -- --insecure jobs --no-wait
+expect 2 "bad --wait-timeout-s" -- --insecure job submit --wait-timeout-s 0 "$work/job.json"
+
+# --- jobs and circuits follow the pages (issue 14 #5): 25,000 jobs, a 1 MiB
+# message limit that one unpaged answer would exceed ---
+"$server_bin" --insecure --jobs 25000 --max-message-bytes 1048576 \
+  >"$work/bulk.out" 2>"$work/bulk.err" &
+bulk_pid=$!
+for _ in $(seq 200); do
+  grep -q '^port ' "$work/bulk.out" 2>/dev/null && break
+  sleep 0.05
+done
+bulk_port=$(awk '/^port /{print $2}' "$work/bulk.out")
+[ -n "$bulk_port" ] || { echo "bulk server did not start"; cat "$work/bulk.err"; exit 1; }
+expect 0 "jobs over 25,000 jobs" -- --insecure --server "127.0.0.1:$bulk_port" jobs
+rows=$(grep -c '^bulk-' "$work/out" || true)
+if [ "$rows" != 25000 ] || [ "$(grep -c . "$work/out")" != 25001 ]; then
+  echo "FAIL: jobs listed $rows of 25000 bulk jobs"; failures=$((failures + 1))
+fi
+has out "bulk-00000" "first job listed"
+has out "bulk-24999" "last job listed"
+expect 0 "jobs --json over 25,000 jobs" -- --insecure --server "127.0.0.1:$bulk_port" --json jobs
+size=$(stat -c %s "$work/out")
+if [ "$(grep -c '"id": "bulk-' "$work/out")" != 25000 ] || [ "$size" -le 1048576 ]; then
+  echo "FAIL: jobs --json: $size bytes, want all 25000 jobs in more than the 1 MiB limit"
+  failures=$((failures + 1))
+fi
+expect 0 "circuits follow pages too" -- --insecure --server "127.0.0.1:$bulk_port" circuits
+kill -TERM "$bulk_pid"
+bulk_rc=0
+wait "$bulk_pid" || bulk_rc=$?
+[ "$bulk_rc" = 0 ] || { echo "FAIL: bulk server exited $bulk_rc"; failures=$((failures + 1)); }
 
 # --- the server shuts down cleanly (exit 0; under ASan also leak-free) ---
 kill -TERM "$server_pid"

@@ -778,15 +778,36 @@ static void test_release_before_and_during_programming(void **state)
 	run_plans(f);
 	assert_false(f->txn_open);
 	assert_int_equal(job(f, "p")->state, JM_RELEASED);
-	/* PROGRAMMING: released after its transaction */
+	/* PROGRAMMING: released after its transaction; nobody is answered
+	 * with RELEASING (issue 14 #11): submitter and releaser get RELEASED */
 	submit_to_txn(f, "q");
 	jm_release(f->jm, "q", on_answer, f);
 	finish_txn(f, TXN_CONFIRMED, false);
 	assert_int_equal(job(f, "q")->state, JM_RELEASING);
+	assert_int_equal(f->n_answers, 2);
 	assert_true(f->change.release);
 	finish_txn(f, TXN_CONFIRMED, false);
 	assert_int_equal(job(f, "q")->state, JM_RELEASED);
+	assert_int_equal(f->n_answers, 4);
+	for (size_t i = 2; i < 4; i++) {
+		assert_int_equal(f->answers[i].err.status, JM_OK);
+		assert_int_equal(f->answers[i].state, JM_RELEASED);
+	}
 	assert_int_equal(fs_count(f->fs), 0);
+	/* the release rolled back: the submitter's job is ACTIVE (OK), the
+	 * releaser gets the devices' error */
+	submit_to_txn(f, "s");
+	jm_release(f->jm, "s", on_answer, f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(f->n_answers, 4);
+	finish_txn(f, TXN_ROLLED_BACK, false);
+	assert_int_equal(job(f, "s")->state, JM_ACTIVE);
+	assert_int_equal(f->n_answers, 6);
+	/* waiters are answered newest first: the releaser, then the submitter */
+	assert_int_equal(f->answers[4].err.status, JM_UNAVAILABLE);
+	assert_int_equal(f->answers[5].err.status, JM_OK);
+	assert_int_equal(f->answers[5].state, JM_ACTIVE);
+	assert_true(f->answers[5].created);
 }
 
 static void test_store_write_refused_creates_nothing(void **state)

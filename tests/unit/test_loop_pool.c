@@ -6,7 +6,9 @@
  * included), pool back-pressure with -EBUSY at exactly max_running +
  * queue_max, every pool task's completion runs on the loop, pool_free
  * drains and refuses new tasks (-ESHUTDOWN) meanwhile, and a planner's parallel loop inside a pool
- * task on a 1-thread executor does not deadlock.
+ * task on a 1-thread executor does not deadlock. Fairness (issue 14 #8):
+ * heavy tasks (DELTA searches) leave a slot to a light one, and a waiting
+ * light task starts before waiting heavy ones.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -361,6 +364,163 @@ static void test_pool_parallel_loop_one_thread(void **state)
 	free(j);
 }
 
+/* ---- fairness: heavy tasks block until released, in order of start ---- */
+
+struct fair {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int heavy_running; /* heavy tasks in work now */
+	int release;	   /* heavy tasks allowed to finish */
+	char order[16];	   /* 'H'/'L' in order of start */
+	int n_started;
+	int n_done;
+	struct loop *loop;
+};
+
+struct fair_task {
+	struct pool_task task;
+	struct fair *f;
+};
+
+static void fair_work(struct pool_task *pt)
+{
+	struct fair *f = OCSD_CONTAINER_OF(pt, struct fair_task, task)->f;
+
+	pthread_mutex_lock(&f->mu);
+	f->order[f->n_started++] = pt->heavy ? 'H' : 'L';
+	if (pt->heavy) {
+		f->heavy_running++;
+		pthread_cond_broadcast(&f->cv);
+		while (f->release == 0)
+			pthread_cond_wait(&f->cv, &f->mu);
+		f->release--;
+		f->heavy_running--;
+	}
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void fair_done(struct pool_task *pt)
+{
+	struct fair_task *t = OCSD_CONTAINER_OF(pt, struct fair_task, task);
+
+	t->f->n_done++;
+	free(t);
+}
+
+static void fair_submit(struct pool *pool, struct fair *f, bool heavy)
+{
+	struct fair_task *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	*t = (struct fair_task){{.work = fair_work, .done = fair_done, .heavy = heavy}, f};
+	assert_int_equal(pool_submit(pool, &t->task), 0);
+}
+
+/* Waits (bounded) until pred holds under f->mu. */
+static bool fair_wait(struct fair *f, bool (*pred)(const struct fair *, int), int arg)
+{
+	struct timespec until;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&f->mu);
+	while (!(ok = pred(f, arg)))
+		if (pthread_cond_timedwait(&f->cv, &f->mu, &until) != 0)
+			break;
+	ok = pred(f, arg);
+	pthread_mutex_unlock(&f->mu);
+	return ok;
+}
+
+static bool started(const struct fair *f, int n)
+{
+	return f->n_started >= n;
+}
+
+static bool heavy_running(const struct fair *f, int n)
+{
+	return f->heavy_running == n;
+}
+
+static void fair_finish(struct fair *f, struct pool *pool, int heavy_left)
+{
+	pthread_mutex_lock(&f->mu);
+	f->release += heavy_left;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	pool_free(pool);
+	loop_free(f->loop);
+}
+
+static void test_pool_heavy_leaves_room_for_light(void **state)
+{
+	struct fair f = {.loop = loop_new()};
+	struct exec *exec = exec_new(4);
+	struct pool *pool = pool_new(f.loop, exec, 2, 16);
+
+	pthread_mutex_init(&f.mu, NULL);
+	pthread_cond_init(&f.cv, NULL);
+	assert_non_null(pool);
+	bool one_heavy, light_started;
+	size_t queued;
+	int heavies;
+
+	/* Three searches on two slots: one runs, two wait... */
+	for (int i = 0; i < 3; i++)
+		fair_submit(pool, &f, true);
+	one_heavy = fair_wait(&f, heavy_running, 1);
+	queued = pool_queued(pool);
+	/* ...and a leaf plan starts at once on the slot kept for it. */
+	fair_submit(pool, &f, false);
+	light_started = fair_wait(&f, started, 2);
+	pthread_mutex_lock(&f.mu);
+	heavies = f.heavy_running;
+	pthread_mutex_unlock(&f.mu);
+	fair_finish(&f, pool, 3); /* first, so that a failure does not hang */
+	assert_true(one_heavy);
+	assert_int_equal(queued, 2);
+	assert_true(light_started);
+	assert_int_equal(f.order[1], 'L');
+	assert_int_equal(heavies, 1);
+	assert_int_equal(f.n_done, 4);
+	exec_free(exec);
+	pthread_cond_destroy(&f.cv);
+	pthread_mutex_destroy(&f.mu);
+}
+
+static void test_pool_light_goes_first(void **state)
+{
+	struct fair f = {.loop = loop_new()};
+	struct exec *exec = exec_new(2);
+	struct pool *pool = pool_new(f.loop, exec, 1, 16);
+
+	pthread_mutex_init(&f.mu, NULL);
+	pthread_cond_init(&f.cv, NULL);
+	assert_non_null(pool);
+	/* One slot: a search runs, two more wait, then a leaf plan comes. */
+	bool one_heavy, three_started;
+
+	for (int i = 0; i < 3; i++)
+		fair_submit(pool, &f, true);
+	one_heavy = fair_wait(&f, heavy_running, 1);
+	fair_submit(pool, &f, false);
+	pthread_mutex_lock(&f.mu);
+	f.release = 1; /* the first search ends: the leaf plan is next */
+	pthread_cond_broadcast(&f.cv);
+	pthread_mutex_unlock(&f.mu);
+	three_started = fair_wait(&f, started, 3);
+	fair_finish(&f, pool, 2);
+	assert_true(one_heavy);
+	assert_true(three_started);
+	assert_memory_equal(f.order, "HLH", 3);
+	assert_int_equal(f.n_done, 4);
+	exec_free(exec);
+	pthread_cond_destroy(&f.cv);
+	pthread_mutex_destroy(&f.mu);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +530,8 @@ int main(void)
 		cmocka_unit_test(test_pool_free_drains),
 		cmocka_unit_test(test_pool_parallel_loop_one_thread),
 		cmocka_unit_test(test_pool_refuses_while_freed),
+		cmocka_unit_test(test_pool_heavy_leaves_room_for_light),
+		cmocka_unit_test(test_pool_light_goes_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

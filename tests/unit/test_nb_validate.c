@@ -178,7 +178,7 @@ static void m_par_baseline(struct fx *f)
 	m_par(f);
 	f->options.planner = "iter-halve";
 	f->par.seed = UINT64_MAX;
-	f->par.time_budget_ms = 600000;
+	f->par.time_budget_ms = 5000;
 	f->par.experts = 8;
 	f->par.top_k = 2;
 	f->par.ep = 2;
@@ -268,7 +268,18 @@ static void m_par_moe_top_k(struct fx *f)
 static void m_par_budget(struct fx *f)
 {
 	m_par(f);
-	f->par.time_budget_ms = 600001;
+	f->par.time_budget_ms = 5001;
+}
+/* issue 14 #8: the searches that held a solver thread for 15 s */
+static void m_par_million_generations(struct fx *f)
+{
+	m_par(f);
+	f->par.max_generations = 1000000;
+}
+static void m_par_stall(struct fx *f)
+{
+	m_par(f);
+	f->par.stall_generations = 1000000;
 }
 static void m_par_generations(struct fx *f)
 {
@@ -746,9 +757,13 @@ static const struct vcase cases[] = {
 	{"parallelism MoE top_k", NB_JOBS_SUBMIT_JOB, m_par_moe_top_k, NB_INVALID_ARGUMENT,
 	 "parallelism.top_k", "9 is outside 1..8 (experts)"},
 	{"parallelism time budget", NB_JOBS_SUBMIT_JOB, m_par_budget, NB_INVALID_ARGUMENT,
-	 "parallelism.time_budget_ms", "600001 is outside 0..600000"},
+	 "parallelism.time_budget_ms", "5001 is outside 0..5000"},
 	{"parallelism generations", NB_JOBS_SUBMIT_JOB, m_par_generations, NB_INVALID_ARGUMENT,
-	 "parallelism.max_generations", "-1 is outside 0..1000000"},
+	 "parallelism.max_generations", "-1 is outside 0..100000"},
+	{"parallelism 1e6 generations", NB_JOBS_PLAN_JOB, m_par_million_generations,
+	 NB_INVALID_ARGUMENT, "parallelism.max_generations", "1000000 is outside 0..100000"},
+	{"parallelism 1e6 stall generations", NB_JOBS_PLAN_JOB, m_par_stall, NB_INVALID_ARGUMENT,
+	 "parallelism.stall_generations", "1000000 is outside 0..10000"},
 	{"parallelism replicas", NB_JOBS_SUBMIT_JOB, m_par_replicas, NB_INVALID_ARGUMENT,
 	 "parallelism.replicas_per_pod_set", "-2 is outside 0..8192"},
 	{"planner control char", NB_JOBS_PLAN_JOB, m_planner_ctrl, NB_INVALID_ARGUMENT,
