@@ -57,6 +57,12 @@ struct sb_device {
 	pthread_mutex_t staged_mu;
 	bool staged;
 	struct sb_device_config staged_cfg;
+	/* the last verified image of running in this session (sb_device.h) */
+	bool image_known;
+	atomic_bool image_forget;  /* set by sb_device_forget_image() from any thread */
+	struct sb_xc *image;	   /* switch: cross-connects, sorted */
+	struct sb_bundle *image_b; /* transceiver: bundles, sorted */
+	size_t n_image;
 };
 
 int64_t sb_now_ms(void)
@@ -227,6 +233,11 @@ uint32_t sb_device_node(const struct sb_device *dev)
 	return dev->cfg.node;
 }
 
+int sb_device_switch_us(const struct sb_device *dev)
+{
+	return dev->cfg.switch_us > 0 ? dev->cfg.switch_us : 0;
+}
+
 bool sb_device_connected(const struct sb_device *dev)
 {
 	return dev->session && nc_session_get_status(dev->session) == NC_STATUS_RUNNING;
@@ -254,8 +265,89 @@ bool sb_device_should_validate(const struct sb_device *dev)
 	}
 }
 
+static void drop_image(struct sb_device *dev)
+{
+	free(dev->image);
+	free(dev->image_b);
+	dev->image = NULL;
+	dev->image_b = NULL;
+	dev->n_image = 0;
+	dev->image_known = false;
+}
+
+/* Whether an image is known (and not forgotten by another thread since). */
+static bool image_valid(struct sb_device *dev)
+{
+	if (atomic_exchange(&dev->image_forget, false))
+		drop_image(dev);
+	return dev->image_known && sb_device_connected(dev);
+}
+
+int sb_device_image_xcs(struct sb_device *dev, struct sb_xc **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!image_valid(dev) || !dev->image)
+		return -ENOENT;
+	if (!(*out = malloc((dev->n_image ? dev->n_image : 1) * sizeof(**out))))
+		return -ENOMEM;
+	memcpy(*out, dev->image, dev->n_image * sizeof(**out));
+	*n = dev->n_image;
+	return 0;
+}
+
+int sb_device_image_bundles(struct sb_device *dev, struct sb_bundle **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!image_valid(dev) || !dev->image_b)
+		return -ENOENT;
+	if (!(*out = malloc((dev->n_image ? dev->n_image : 1) * sizeof(**out))))
+		return -ENOMEM;
+	memcpy(*out, dev->image_b, dev->n_image * sizeof(**out));
+	*n = dev->n_image;
+	return 0;
+}
+
+/* Records an image of n elements of size sz (xcs or bundles); forgets it without memory. */
+static void set_image(struct sb_device *dev, const void *v, size_t n, size_t sz, bool bundles)
+{
+	atomic_store(&dev->image_forget, false);
+	drop_image(dev);
+	if (!sb_device_connected(dev))
+		return;
+	void *copy = malloc((n ? n : 1) * sz);
+	if (!copy)
+		return;
+	if (n)
+		memcpy(copy, v, n * sz);
+	if (bundles)
+		dev->image_b = copy;
+	else
+		dev->image = copy;
+	dev->n_image = n;
+	dev->image_known = true;
+}
+
+void sb_device_set_image_xcs(struct sb_device *dev, const struct sb_xc *xcs, size_t n)
+{
+	set_image(dev, xcs, n, sizeof(*xcs), false);
+}
+
+void sb_device_set_image_bundles(struct sb_device *dev, const struct sb_bundle *b, size_t n)
+{
+	set_image(dev, b, n, sizeof(*b), true);
+}
+
+void sb_device_forget_image(struct sb_device *dev)
+{
+	if (dev)
+		atomic_store(&dev->image_forget, true);
+}
+
 void sb_device_disconnect(struct sb_device *dev)
 {
+	drop_image(dev); /* the image is the session's */
 	if (dev->session) {
 		nc_session_free(dev->session, NULL);
 		dev->session = NULL;
