@@ -36,14 +36,20 @@ extern const char sb_yang_ocs_devsim[];
 #define XC_FILTER  "<cross-connects xmlns=\"" OCS_NS "\"/>"
 #define TRX_FILTER "<transceivers xmlns=\"" TRX_NS "\"/>"
 
+/* Contexts that hold ietf-netconf only, for the reads' replies (see read_tree). */
+#define SB_LEAN_CTXS 8
+
 struct sb_driver {
 	struct ly_ctx *ctx;
+	struct ly_ctx *lean[SB_LEAN_CTXS];
+	atomic_uint next_lean;	    /* spreads devices over the lean contexts */
 	pthread_mutex_t connect_mu; /* serializes session setup (may extend ctx) */
 	struct sb_driver_counters counters;
 };
 
 struct sb_device {
 	struct sb_driver *drv;
+	struct ly_ctx *lean; /* one of drv->lean: where this device's read replies are parsed */
 	struct sb_device_config cfg;
 	struct nc_session *session;
 	struct sb_capabilities caps;
@@ -122,7 +128,13 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 	for (size_t i = 0; i < 3 && !rc; i++)
 		if (lys_parse_mem(drv->ctx, mods[i], LYS_IN_YANG, NULL))
 			rc = -EINVAL;
+	for (int i = 0; i < SB_LEAN_CTXS && !rc; i++)
+		if (ly_ctx_new(ietf_dir, LY_CTX_NO_YANGLIBRARY, &drv->lean[i]) ||
+		    !ly_ctx_load_module(drv->lean[i], "ietf-netconf", "2011-06-01", all))
+			rc = -ENOENT;
 	if (rc) {
+		for (int i = 0; i < SB_LEAN_CTXS; i++)
+			ly_ctx_destroy(drv->lean[i]);
 		ly_ctx_destroy(drv->ctx);
 		free(drv);
 		return rc;
@@ -139,6 +151,8 @@ void sb_driver_free(struct sb_driver *drv)
 		return;
 	nc_client_destroy();
 	pthread_mutex_destroy(&drv->connect_mu);
+	for (int i = 0; i < SB_LEAN_CTXS; i++)
+		ly_ctx_destroy(drv->lean[i]);
 	ly_ctx_destroy(drv->ctx);
 	free(drv);
 }
@@ -175,6 +189,7 @@ int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg, str
 	if (!dev)
 		return -ENOMEM;
 	dev->drv = drv;
+	dev->lean = drv->lean[atomic_fetch_add(&drv->next_lean, 1) % SB_LEAN_CTXS];
 	dev->fd = -1;
 	pthread_mutex_init(&dev->staged_mu, NULL);
 	fill_config(&dev->cfg, cfg);
@@ -569,17 +584,24 @@ static bool reply_is_error(const struct lyd_node *envp)
 	return false;
 }
 
-/* Runs one RPC with the device's deadline. Takes ownership of rpc. */
-static int do_rpc(struct sb_device *dev, struct nc_rpc *rpc, const char *opname,
-		  struct lyd_node **op_out, struct sb_error *err)
+/*
+ * Runs one RPC with the device's deadline; the reply is parsed against
+ * reply_as (an RPC of the same operation, possibly in another context; NULL:
+ * rpc itself). Takes ownership of rpc and reply_as.
+ */
+static int do_rpc_as(struct sb_device *dev, struct nc_rpc *rpc, struct nc_rpc *reply_as,
+		     const char *opname, struct lyd_node **op_out, struct sb_error *err)
 {
 	struct sb_driver *drv = dev->drv;
 	if (op_out)
 		*op_out = NULL;
-	if (!rpc)
+	if (!rpc) {
+		nc_rpc_free(reply_as);
 		return set_err(err, dev, opname, -ENOMEM, "cannot build the RPC");
+	}
 	if (!sb_device_connected(dev)) {
 		nc_rpc_free(rpc);
+		nc_rpc_free(reply_as);
 		sb_device_disconnect(dev);
 		return set_err(err, dev, opname, -ECONNRESET, "no session");
 	}
@@ -600,7 +622,8 @@ static int do_rpc(struct sb_device *dev, struct nc_rpc *rpc, const char *opname,
 		lyd_free_all(envp);
 		lyd_free_all(op);
 		envp = op = NULL;
-		m = nc_recv_reply(dev->session, rpc, msgid, (int)left, &envp, &op);
+		m = nc_recv_reply(dev->session, reply_as ? reply_as : rpc, msgid, (int)left, &envp,
+				  &op);
 	} while (m == NC_MSG_NOTIF && sb_now_ms() < deadline);
 	if (m == NC_MSG_WOULDBLOCK || m == NC_MSG_NOTIF) {
 		rc = -ETIMEDOUT;
@@ -615,6 +638,7 @@ static int do_rpc(struct sb_device *dev, struct nc_rpc *rpc, const char *opname,
 		goto lost;
 	}
 	nc_rpc_free(rpc);
+	nc_rpc_free(reply_as);
 	if (reply_is_error(envp)) {
 		char msg[300];
 		collect_rpc_error(envp, msg, sizeof(msg));
@@ -631,6 +655,7 @@ static int do_rpc(struct sb_device *dev, struct nc_rpc *rpc, const char *opname,
 	return 0;
 lost:
 	nc_rpc_free(rpc);
+	nc_rpc_free(reply_as);
 	/* a session that missed a deadline is out of step: drop it */
 	sb_device_disconnect(dev);
 	if (rc == -ETIMEDOUT) {
@@ -640,6 +665,13 @@ lost:
 	}
 	atomic_fetch_add(&drv->counters.sessions_lost, 1);
 	return set_err(err, dev, opname, rc, "session lost");
+}
+
+/* Runs one RPC with the device's deadline. Takes ownership of rpc. */
+static int do_rpc(struct sb_device *dev, struct nc_rpc *rpc, const char *opname,
+		  struct lyd_node **op_out, struct sb_error *err)
+{
+	return do_rpc_as(dev, rpc, NULL, opname, op_out, err);
 }
 
 static NC_DATASTORE nc_ds(enum sb_datastore ds)
@@ -881,8 +913,29 @@ static int collect_xcs(const struct lyd_node *tree, struct sb_xc_state **out, si
 }
 
 /*
+ * The reply side of a <get> or <get-config>: the bare operation node in the
+ * device's lean context, which lacks our modules. libnetconf2 parses a
+ * reply against the node of the RPC given to nc_recv_reply() (only the
+ * message-id ties it to the RPC sent), so the reply's data become opaque
+ * nodes there instead of typed ones in the driver's context: no type
+ * canonicalisation, and a dictionary shared by a few devices instead of
+ * all of them. NULL when out of memory.
+ */
+static struct nc_rpc *lean_reply_rpc(struct sb_device *dev, bool with_state)
+{
+	const struct lys_module *mod = ly_ctx_get_module_implemented(dev->lean, "ietf-netconf");
+	struct lyd_node *op = NULL;
+	if (!mod || lyd_new_inner(NULL, mod, with_state ? "get" : "get-config", 0, &op))
+		return NULL;
+	struct nc_rpc *rpc = nc_rpc_act_generic(op, NC_PARAMTYPE_FREE);
+	if (!rpc)
+		lyd_free_all(op);
+	return rpc;
+}
+
+/*
  * <get> (with_state) or <get-config> of ds with `filter`; *tree gets the
- * reply's data as a tree (opaque nodes allowed), *owner what must be freed
+ * reply's data as a tree (opaque nodes), *owner what must be freed
  * (lyd_free_all) after use.
  */
 static int read_tree(struct sb_device *dev, bool with_state, enum sb_datastore ds,
@@ -895,7 +948,12 @@ static int read_tree(struct sb_device *dev, bool with_state, enum sb_datastore d
 	struct nc_rpc *rpc =
 		with_state ? nc_rpc_get(filter, NC_WD_UNKNOWN, NC_PARAMTYPE_CONST)
 			   : nc_rpc_getconfig(nc_ds(ds), filter, NC_WD_UNKNOWN, NC_PARAMTYPE_CONST);
-	int rc = do_rpc(dev, rpc, opname, &op, err);
+	struct nc_rpc *reply_as = lean_reply_rpc(dev, with_state);
+	if (!reply_as) {
+		nc_rpc_free(rpc);
+		return set_err(err, dev, opname, -ENOMEM, "out of memory");
+	}
+	int rc = do_rpc_as(dev, rpc, reply_as, opname, &op, err);
 	if (rc)
 		return rc;
 	const struct lyd_node *data = NULL;
@@ -915,7 +973,7 @@ static int read_tree(struct sb_device *dev, bool with_state, enum sb_datastore d
 	char *str = NULL;
 	struct lyd_node *parsed = NULL;
 	if (lyd_any_value_str(data, &str) == LY_SUCCESS && str &&
-	    lyd_parse_data_mem(dev->drv->ctx, str, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ, 0,
+	    lyd_parse_data_mem(dev->lean, str, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ, 0,
 			       &parsed) == LY_SUCCESS)
 		*tree = parsed;
 	free(str);

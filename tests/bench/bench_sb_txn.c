@@ -115,13 +115,16 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 	    sb_engine_new(64, &eng))
 		return 1;
 	struct sb_device **devs = tl_devices(drv, &fleet, 0, devices, 10000);
-	for (int i = 0; tls_dir && i < devices; i++) {
+	for (int i = 0; i < devices; i++) {
 		struct sb_device_config c = tl_device_config(&fleet, i);
 		c.rpc_timeout_ms = 10000;
-		c.transport = SB_TRANSPORT_TLS;
-		snprintf(c.tls_cert, sizeof(c.tls_cert), "%s/client.pem", tls_dir);
-		snprintf(c.tls_key, sizeof(c.tls_key), "%s/client.key", tls_dir);
-		snprintf(c.tls_ca, sizeof(c.tls_ca), "%s", ca);
+		c.switch_us = switch_ms * 1000; /* the datasheet's switching time */
+		if (tls_dir) {
+			c.transport = SB_TRANSPORT_TLS;
+			snprintf(c.tls_cert, sizeof(c.tls_cert), "%s/client.pem", tls_dir);
+			snprintf(c.tls_key, sizeof(c.tls_key), "%s/client.key", tls_dir);
+			snprintf(c.tls_ca, sizeof(c.tls_ca), "%s", ca);
+		}
 		sb_device_free(devs[i]);
 		if (sb_device_new(drv, &c, &devs[i]))
 			return 1;
@@ -321,6 +324,7 @@ static int trx_run(void)
 		struct sb_device_config c = tl_device_config(&fleet, i);
 		c.model = SB_MODEL_TRANSCEIVER;
 		c.node = (uint32_t)i;
+		c.switch_us = 200;
 		if (sb_device_new(drv, &c, &devs[i]))
 			return 1;
 	}
