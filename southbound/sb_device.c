@@ -442,7 +442,11 @@ static struct nc_session *ssh_open(struct sb_device *dev)
 		return NULL;
 	}
 	int fd = ssh_get_fd(s);
+	/* only the NETCONF <hello> and the context check are serialized: the
+	 * SSH handshake above, most of a connect's CPU, runs in parallel */
+	pthread_mutex_lock(&dev->drv->connect_mu);
 	struct nc_session *ns = nc_connect_libssh(s, dev->drv->ctx);
+	pthread_mutex_unlock(&dev->drv->connect_mu);
 	if (!ns)
 		snprintf(dev->hostkey_error, sizeof(dev->hostkey_error), "NETCONF <hello> failed");
 	else
@@ -496,15 +500,15 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 			       (long long)(dev->next_attempt_ms - now));
 	struct sb_driver *drv = dev->drv;
 	dev->hostkey_error[0] = '\0';
-	pthread_mutex_lock(&drv->connect_mu);
 	if (dev->cfg.transport == SB_TRANSPORT_TLS) {
+		pthread_mutex_lock(&drv->connect_mu);
 		nc_client_tls_set_cert_key_paths(dev->cfg.tls_cert, dev->cfg.tls_key);
 		nc_client_tls_set_trusted_ca_paths(dev->cfg.tls_ca, NULL);
 		dev->session = nc_connect_tls(dev->cfg.host, dev->cfg.port, drv->ctx);
+		pthread_mutex_unlock(&drv->connect_mu);
 	} else {
 		dev->session = ssh_open(dev);
 	}
-	pthread_mutex_unlock(&drv->connect_mu);
 	if (!dev->session) {
 		atomic_fetch_add(&drv->counters.connect_failures, 1);
 		dev->backoff_ms = dev->backoff_ms ? dev->backoff_ms * 2 : dev->cfg.backoff_min_ms;
@@ -547,6 +551,48 @@ int sb_device_connect_until(struct sb_device *dev, int64_t deadline_ms, struct s
 			nanosleep(&ts, NULL);
 		}
 	}
+}
+
+struct connect_many {
+	struct sb_device *const *devs;
+	size_t n;
+	int64_t deadline_ms;
+	struct sb_error *errs;
+	atomic_size_t next;	 /* the next device to take */
+	atomic_size_t connected; /* devices with a session */
+};
+
+static void *connect_many_thread(void *arg)
+{
+	struct connect_many *cm = arg;
+	for (size_t i; (i = atomic_fetch_add(&cm->next, 1)) < cm->n;) {
+		struct sb_error local = {0};
+		struct sb_error *err = cm->errs ? &cm->errs[i] : &local;
+		*err = (struct sb_error){0};
+		if (!sb_device_connect_until(cm->devs[i], cm->deadline_ms, err))
+			atomic_fetch_add(&cm->connected, 1);
+	}
+	return NULL;
+}
+
+size_t sb_device_connect_many(struct sb_device *const *devs, size_t n, int parallel,
+			      int64_t deadline_ms, struct sb_error *errs)
+{
+	struct connect_many cm = {.devs = devs, .n = n, .deadline_ms = deadline_ms, .errs = errs};
+	size_t threads = parallel < 1 ? 1 : (size_t)parallel;
+	if (threads > n)
+		threads = n;
+	pthread_t *tid = calloc(threads ? threads : 1, sizeof(*tid));
+	size_t started = 0;
+	/* threads beyond the first: the calling thread is the first */
+	while (tid && started + 1 < threads &&
+	       !pthread_create(&tid[started], NULL, connect_many_thread, &cm))
+		started++;
+	connect_many_thread(&cm);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	free(tid);
+	return atomic_load(&cm.connected);
 }
 
 /* ---- RPCs --------------------------------------------------------------- */

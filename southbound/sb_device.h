@@ -237,6 +237,21 @@ int sb_device_set_config(struct sb_device *dev, const struct sb_device_config *c
  */
 int sb_device_connect(struct sb_device *dev, struct sb_error *err);
 int sb_device_connect_until(struct sb_device *dev, int64_t deadline_ms, struct sb_error *err);
+/*
+ * Warm start: connects devs[0..n-1] in parallel, `parallel` at a time
+ * (threads made for the call and joined before it returns; the caller's is
+ * one of them), each retrying with its backoff until deadline_ms like
+ * sb_device_connect_until(). SSH handshakes run in parallel; only the
+ * NETCONF <hello> and the context check of each session are serialized.
+ * errs (n entries, or NULL) gets each device's error (code 0: connected).
+ * Returns how many devices have a session. No other thread may use these
+ * devices during the call. The daemon calls it before it reports READY,
+ * with deadline_ms = now + its configured start-up bound, so that the
+ * first transaction finds its sessions up; a device still down then is
+ * connected by the transaction (or its reconcile) as before.
+ */
+size_t sb_device_connect_many(struct sb_device *const *devs, size_t n, int parallel,
+			      int64_t deadline_ms, struct sb_error *errs);
 /* Closes the session (if any). The backoff is not reset. */
 void sb_device_disconnect(struct sb_device *dev);
 bool sb_device_connected(const struct sb_device *dev);

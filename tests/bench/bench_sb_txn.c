@@ -129,6 +129,11 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 		if (sb_device_new(drv, &c, &devs[i]))
 			return 1;
 	}
+	/* warm start, as the daemon does before READY: every session in parallel */
+	int64_t c0 = sb_now_ms();
+	size_t up = sb_device_connect_many(devs, (size_t)devices, 16, c0 + 30000, NULL);
+	printf("%s: %zu of %d devices connected in parallel (16 at a time) in %lld ms\n", tr, up,
+	       devices, (long long)(sb_now_ms() - c0));
 	static struct sb_xc xcs[DEVICES][XCS];
 	struct sb_txn_device pd[DEVICES];
 	int group[DEVICES], device[DEVICES];
@@ -170,8 +175,7 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 		} else if (r == -1) {
 			first_ms = res.total_ms;
 			printf("%s switch-ms %d: %d devices, %zu cross-connects per transaction, "
-			       "warm-up "
-			       "(connect + commit) %lld ms\n",
+			       "first transaction after the parallel connect %lld ms\n",
 			       tr, switch_ms, devices, n_xc, (long long)res.total_ms);
 		} else {
 			warm_ms = r == 0 ? res.total_ms : warm_ms;
@@ -188,7 +192,7 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 	if (!rc) {
 		printf("%s switch-ms %2d, %d devices: CPU per transaction: controller %.1f ms "
 		       "(%.3f ms per device; all its threads), ocs-devsim %.1f ms (on the same 2 "
-		       "cores); %.2f RPCs per device; first transaction %lld ms, first warm one "
+		       "cores); %.2f RPCs per device; first transaction %lld ms, the next one "
 		       "%lld ms\n",
 		       tr, switch_ms, devices, cpu_ms / runs, cpu_ms / runs / devices, sim_txn_ms,
 		       rpcs, (long long)first_ms, (long long)warm_ms);
