@@ -3,8 +3,8 @@
  * real ocs-devsim on loopback: SSH password and key authentication, host
  * key pinning, TLS with client certificates (made here with openssl), capability detection and
  * strategy, one-edit-per-call programming, state read-back, device refusals as structured errors,
- * RPC deadlines, dropped sessions, reconnect backoff and the confirmed
- * commit timeout revert.
+ * RPC deadlines, dropped sessions, reconnect backoff, the confirmed
+ * commit timeout revert, and the parallel warm-start connect.
  */
 #include "sb_testlib.h"
 
@@ -111,6 +111,45 @@ static void test_bad_password_and_backoff(void **state)
 	assert_true(rc == -ETIMEDOUT || rc == -ECONNREFUSED);
 	assert_true(sb_now_ms() - t0 < 2000);
 	sb_device_free(d);
+}
+
+/*
+ * Warm start: 8 devices connected in parallel, 4 at a time; two of them
+ * cannot authenticate and stay down with their own error until the
+ * deadline, the other six have sessions. The same call on connected
+ * devices keeps their sessions.
+ */
+static void test_connect_many(void **state)
+{
+	struct tl_fleet f8;
+	assert_int_equal(tl_fleet_start(&f8, 8, NULL), 0);
+	struct sb_device **d = tl_devices(drv, &f8, 0, 8, 2000);
+	for (int i = 2; i < 8; i += 5) {
+		struct sb_device_config c = tl_device_config(&f8, i);
+		snprintf(c.password, sizeof(c.password), "wrong");
+		sb_device_free(d[i]);
+		assert_int_equal(sb_device_new(drv, &c, &d[i]), 0);
+	}
+	struct sb_error errs[8];
+	int64_t t0 = sb_now_ms();
+	assert_int_equal(sb_device_connect_many(d, 8, 4, t0 + 1500, errs), 6);
+	assert_true(sb_now_ms() - t0 < 5000);
+	for (int i = 0; i < 8; i++) {
+		bool bad = i == 2 || i == 7;
+		assert_int_equal(sb_device_connected(d[i]), !bad);
+		if (bad) {
+			assert_true(errs[i].code == -ECONNREFUSED || errs[i].code == -ETIMEDOUT);
+			assert_string_equal(errs[i].operation, "connect");
+			assert_string_equal(errs[i].device, sb_device_name(d[i]));
+		} else {
+			assert_int_equal(errs[i].code, 0);
+		}
+	}
+	uint64_t connects = atomic_load(&sb_driver_counters(drv)->connects);
+	assert_int_equal(sb_device_connect_many(d, 2, 8, sb_now_ms() + 1000, NULL), 2);
+	assert_int_equal(atomic_load(&sb_driver_counters(drv)->connects), connects);
+	tl_devices_free(d, 8);
+	assert_int_equal(tl_fleet_stop(&f8), 0);
 }
 
 static void test_pinned_hostkey_mismatch(void **state)
@@ -419,6 +458,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capabilities_and_strategy),
 		cmocka_unit_test(test_bad_password_and_backoff),
+		cmocka_unit_test(test_connect_many),
 		cmocka_unit_test(test_pinned_hostkey_mismatch),
 		cmocka_unit_test(test_public_key_auth),
 		cmocka_unit_test(test_tls_certificates),
