@@ -38,6 +38,55 @@
  *                    at once. The verify callback gets the bundles with the
  *                    peer-node each one reaches.
  *
+ * RPCs per device and why each one is needed ([validate] only when
+ * sb_device_should_validate(); k read-backs, usually 1 when the device's
+ * config gives its switch time, since the first one waits for it):
+ *
+ *   confirmed-commit (candidate + :confirmed-commit:1.1), 6-7 + k - 1
+ *   (one more on a fresh session):
+ *     lock candidate      I6; a granted lock means candidate == running, so
+ *                         no discard-changes (RFC 6241 7.5)
+ *     [get-config]        the pre-image, only on a fresh session or after
+ *                         sb_device_forget_image(); otherwise the session's
+ *                         last verified image (S1)
+ *     edit-config         the one edit, pre-image -> target (removals first)
+ *     [validate]          I2 made cheap to undo: a device that would refuse
+ *                         its commit does so before any device switches light
+ *     commit confirmed    the change, reverted by the device if ocsd dies (I3)
+ *     get x k             I4: every connection `connected`, nothing else held
+ *     commit              confirms (only the committing session can)
+ *     unlock              I6
+ *   candidate only, 6-7 + k - 1: lock, get-config (always: the rollback is a
+ *     compensating edit, which must come from running as read now), edit,
+ *     [validate], commit, get x k, unlock.
+ *   writable-running only, 5 + k - 1: lock running, get-config (as above),
+ *     edit running at commit time, get x k, unlock.
+ *   Rollback adds: cancel-commit (unconfirmed), discard-changes, get-config
+ *     (the proof), and when running is not the pre-image a compensating
+ *     edit + commit + get-config.
+ *
+ * Pre-images from the session's image (sb_device.h: sb_device_image_*):
+ *  S1. The image is what running held when this session last proved it by
+ *      a read: a pre-image read, a read-back equal to the target that was
+ *      then confirmed, a rollback proven by a read. A reconnect drops it;
+ *      so does sb_device_forget_image() (reconciliation saw drift).
+ *  S2. A stale image (the device changed behind ocsd's back) never feeds a
+ *      compensating edit: when the rollback reads running neither at the
+ *      image nor at our target, the image is forgotten, the device result
+ *      says stale_image, and no edit is sent; an unconfirmed device has
+ *      undone our commit itself (cancel-commit or the session's end), a
+ *      confirmed one fails its rollback with that reason (reconcile it).
+ *  S3. Most drift fails the transaction before any confirm: the edit is
+ *      built from the image, so an entry added, removed or changed behind
+ *      ocsd's back that the edit does not rewrite shows in the read-back,
+ *      which must equal the target exactly. Drift confined to entries the
+ *      edit rewrites is overwritten by the transaction and invisible to
+ *      it; a compensating edit after a failed confirm elsewhere would then
+ *      restore the image's value there. Only the reconciliation's
+ *      sb_device_forget_image() closes that window. A transceiver's edit
+ *      replaces its node's entry, so there the read-back sees no drift at
+ *      all and S2 and the reconciliation are what catch it.
+ *
  * Invariants (each one is exercised by tests/integration/test_sb_txn*.c):
  *  I1. No device receives any RPC before the plan passed the verify
  *      callback (SB_VERIFY_PLAN) and persist_intent returned 0.
@@ -332,7 +381,7 @@ static void remember(struct dev_ctx *d, bool target)
  * transceiver. On a confirmed-commit device it is the session's last
  * verified image when one is known (no RPC): its rollback before the
  * confirm is the device's own cancel-commit, and a stale image is caught
- * (see S1-S3 above). Other devices, whose rollback is always a
+ * (S1-S3 at the top). Other devices, whose rollback is always a
  * compensating edit, read running now, and so does a fresh session.
  */
 static int read_pre_image(struct dev_ctx *d, struct sb_error *err)
