@@ -13,10 +13,15 @@
  *     a lock on running: the driver only ever locks the candidate around a
  *     confirmed commit.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include "sb_device.h"
 
 #include <errno.h>
 #include <libssh/libssh.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <libyang/libyang.h>
 #include <nc_client.h>
 #include <pthread.h>
@@ -442,6 +447,13 @@ static struct nc_session *ssh_open(struct sb_device *dev)
 		return NULL;
 	}
 	int fd = ssh_get_fd(s);
+	/* TCP keepalive: a peer that dies silently (power, cable) fails the
+	 * socket within about 10 s of idleness, which the next connect sees */
+	int idle = 5, intvl = 2, cnt = 3;
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &yes, sizeof(yes));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 	/* only the NETCONF <hello> and the context check are serialized: the
 	 * SSH handshake above, most of a connect's CPU, runs in parallel */
 	pthread_mutex_lock(&dev->drv->connect_mu);
@@ -488,9 +500,33 @@ static void detect_capabilities(struct sb_device *dev)
 		dev->strategy = SB_STRATEGY_NONE;
 }
 
+/*
+ * Whether an idle session's socket says the peer is gone: closed (EOF) or
+ * failed (TCP keepalive gave up on a silent peer, a reset). One poll and
+ * at most one peek, no RPC; a socket with only SSH traffic waiting is alive.
+ */
+static bool socket_dead(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	/* RDHUP: the peer closed, even when its last words (an SSH disconnect) wait unread */
+	if (p.revents & (POLLERR | POLLHUP | POLLNVAL | POLLRDHUP))
+		return true;
+	char c;
+	ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 {
 	take_staged(dev);
+	/* a session whose peer went away while idle is replaced now, before
+	 * the caller's first RPC fails on it */
+	if (dev->session && dev->fd >= 0 && socket_dead(dev->fd)) {
+		atomic_fetch_add(&dev->drv->counters.sessions_lost, 1);
+		sb_device_disconnect(dev);
+	}
 	if (sb_device_connected(dev))
 		return 0;
 	sb_device_disconnect(dev);

@@ -231,8 +231,11 @@ int sb_device_switch_us(const struct sb_device *dev);
 int sb_device_set_config(struct sb_device *dev, const struct sb_device_config *cfg);
 
 /*
- * Connects unless a session is up. Honors the backoff: while backing off
- * it returns -EAGAIN at once. sb_device_connect_until() retries with the
+ * Connects unless a session is up. A session whose peer went away while it
+ * was idle (closed, or failed by TCP keepalive, about 10 s after a silent
+ * peer died; SSH sessions) is not up: it is replaced here, without an RPC
+ * failing on it first. Honors the backoff: while backing off it returns
+ * -EAGAIN at once. sb_device_connect_until() retries with the
  * backoff until deadline_ms (CLOCK_MONOTONIC milliseconds, sb_now_ms()).
  */
 int sb_device_connect(struct sb_device *dev, struct sb_error *err);

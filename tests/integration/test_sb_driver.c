@@ -4,7 +4,8 @@
  * key pinning, TLS with client certificates (made here with openssl), capability detection and
  * strategy, one-edit-per-call programming, state read-back, device refusals as structured errors,
  * RPC deadlines, dropped sessions, reconnect backoff, the confirmed
- * commit timeout revert, and the parallel warm-start connect.
+ * commit timeout revert, the parallel warm-start connect, and an idle
+ * session whose device went away replaced at the next connect.
  */
 #include "sb_testlib.h"
 
@@ -150,6 +151,42 @@ static void test_connect_many(void **state)
 	assert_int_equal(atomic_load(&sb_driver_counters(drv)->connects), connects);
 	tl_devices_free(d, 8);
 	assert_int_equal(tl_fleet_stop(&f8), 0);
+}
+
+/*
+ * The device restarts while the session is idle: the next connect sees the
+ * closed socket and opens a new session (counted as lost + connected)
+ * instead of reporting the dead one as up and failing the next RPC.
+ */
+static void test_dead_session_replaced(void **state)
+{
+	struct tl_fleet f1;
+	assert_int_equal(tl_fleet_start(&f1, 1, NULL), 0);
+	struct sb_device **d = tl_devices(drv, &f1, 0, 1, 2000);
+	struct sb_device_config cfg = tl_device_config(&f1, 0);
+	cfg.hostkey_policy = SB_HOSTKEY_ACCEPT_ANY; /* the restarted simulator has a new key */
+	sb_device_free(d[0]);
+	assert_int_equal(sb_device_new(drv, &cfg, &d[0]), 0);
+	struct sb_error err = {0};
+	OK(sb_device_connect(d[0], &err));
+	OK(sb_device_lock(d[0], SB_DS_CANDIDATE, &err));
+	OK(sb_device_unlock(d[0], SB_DS_CANDIDATE, &err));
+	assert_int_equal(tl_fleet_stop(&f1), 0);
+	assert_int_equal(tl_fleet_restart(&f1, NULL), 0);
+	const struct sb_driver_counters *c = sb_driver_counters(drv);
+	uint64_t connects = atomic_load(&c->connects), lost = atomic_load(&c->sessions_lost);
+	uint64_t timeouts = atomic_load(&c->rpc_timeouts);
+	OK(sb_device_connect(d[0], &err));
+	assert_int_equal(atomic_load(&c->connects), connects + 1);
+	assert_int_equal(atomic_load(&c->sessions_lost), lost + 1);
+	OK(sb_device_lock(d[0], SB_DS_CANDIDATE, &err));
+	OK(sb_device_unlock(d[0], SB_DS_CANDIDATE, &err));
+	assert_int_equal(atomic_load(&c->rpc_timeouts), timeouts);
+	/* a live idle session stays */
+	OK(sb_device_connect(d[0], &err));
+	assert_int_equal(atomic_load(&c->connects), connects + 1);
+	tl_devices_free(d, 1);
+	assert_int_equal(tl_fleet_stop(&f1), 0);
 }
 
 static void test_pinned_hostkey_mismatch(void **state)
@@ -459,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_capabilities_and_strategy),
 		cmocka_unit_test(test_bad_password_and_backoff),
 		cmocka_unit_test(test_connect_many),
+		cmocka_unit_test(test_dead_session_replaced),
 		cmocka_unit_test(test_pinned_hostkey_mismatch),
 		cmocka_unit_test(test_public_key_auth),
 		cmocka_unit_test(test_tls_certificates),
