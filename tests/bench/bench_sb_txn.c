@@ -21,13 +21,19 @@
  * Last, a small transceiver case (a 2-node fault reaction, --switch-us 200):
  * the ring fault reaction's transaction, whose target is <= 5 ms of
  * controller share at p99.
+ * --pin runs the controller on CPU 0 and the simulator on CPU 1, so that
+ * the two do not compete for a core (the wall overhead without the
+ * simulator's share).
  *   usage: bench_sb_txn [runs] [--devices 16,64,256] [--switch-ms 0,25]
  *                       [--transport ssh|tls|both] [--no-rpc-costs] [--no-trx]
+ *                       [--pin]
  */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include "sb_testlib.h"
 
 #include <getopt.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +92,18 @@ static double self_cpu_ms(void)
 	       ru.ru_stime.tv_usec / 1e3;
 }
 
+/* --pin: the controller on CPU 0, each simulator started by run() on CPU 1. */
+static bool pin;
+
+static void pin_to(pid_t pid, int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(pid, sizeof(set), &set))
+		perror("sched_setaffinity");
+}
+
 /* The controller's CPU per transaction of the last run at each device count (for the fit). */
 static double fit_cpu[8];
 static int fit_devices[8], n_fit;
@@ -114,6 +132,12 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 	if (tl_fleet_start(&fleet, devices, extra) || sb_driver_new(NULL, &drv) ||
 	    sb_engine_new(64, &eng))
 		return 1;
+	if (pin) { /* every thread of the simulator: it has them all by now */
+		char cmd[64];
+		snprintf(cmd, sizeof(cmd), "taskset -a -p -c 1 %d >/dev/null", (int)fleet.pid);
+		if (system(cmd))
+			fprintf(stderr, "could not pin ocs-devsim to CPU 1\n");
+	}
 	struct sb_device **devs = tl_devices(drv, &fleet, 0, devices, 10000);
 	for (int i = 0; i < devices; i++) {
 		struct sb_device_config c = tl_device_config(&fleet, i);
@@ -401,6 +425,7 @@ int main(int argc, char **argv)
 						 {"transport", required_argument, NULL, 't'},
 						 {"no-rpc-costs", no_argument, NULL, 'c'},
 						 {"no-trx", no_argument, NULL, 'x'},
+						 {"pin", no_argument, NULL, 'p'},
 						 {NULL, 0, NULL, 0}};
 	for (int o; (o = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
 		if (o == 'd' && (n_devices = parse_list(optarg, devices, 8, 1, DEVICES)))
@@ -415,13 +440,19 @@ int main(int argc, char **argv)
 			tls = strcmp(optarg, "ssh") != 0;
 			continue;
 		}
+		if (o == 'p') {
+			pin = true;
+			pin_to(0, 0);
+			continue;
+		}
 		if (o == 'c' || o == 'x') {
 			costs = costs && o != 'c';
 			trx = trx && o != 'x';
 			continue;
 		}
-		fprintf(stderr, "usage: bench_sb_txn [runs] [--devices 16,64,256] [--switch-ms "
-				"0,25] [--transport ssh|tls|both] [--no-rpc-costs] [--no-trx]\n");
+		fprintf(stderr,
+			"usage: bench_sb_txn [runs] [--devices 16,64,256] [--switch-ms "
+			"0,25] [--transport ssh|tls|both] [--no-rpc-costs] [--no-trx] [--pin]\n");
 		return 2;
 	}
 	int runs = optind < argc ? atoi(argv[optind]) : 20;
