@@ -294,6 +294,19 @@ int ds_subtree_filter(const struct ly_ctx *ctx, const struct lyd_node *data,
 	return 0;
 }
 
+/* The first node of tree that is not typed data (unknown, or a value its type refuses), or NULL. */
+static const struct lyd_node *first_untyped(const struct lyd_node *tree)
+{
+	for (const struct lyd_node *n = tree; n; n = n->next) {
+		if (!n->schema)
+			return n;
+		const struct lyd_node *c = first_untyped(lyd_child(n));
+		if (c)
+			return c;
+	}
+	return NULL;
+}
+
 int ds_parse_any(const struct ly_ctx *ctx, const struct lyd_node *any, int allow_opaque,
 		 struct lyd_node **out, char *msg, size_t msg_len)
 {
@@ -301,6 +314,15 @@ int ds_parse_any(const struct ly_ctx *ctx, const struct lyd_node *any, int allow
 	*out = NULL;
 	const struct lyd_node_any *a = (const struct lyd_node_any *)any;
 	LY_ERR pr;
+	/* an edit that libnetconf2 already parsed into typed nodes (with its
+	 * operation metadata) is used as it is: printing and parsing it again
+	 * cost the simulator a second parse of every edit */
+	if (!allow_opaque && a->value_type == LYD_ANYDATA_DATATREE && a->value.tree &&
+	    !first_untyped(a->value.tree))
+		return lyd_dup_siblings(a->value.tree, NULL, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS,
+					out)
+			       ? -ENOMEM
+			       : 0;
 	if (a->value_type == LYD_ANYDATA_DATATREE)
 		/* keep empty containers: in a filter they are selection nodes */
 		pr = a->value.tree ? lyd_print_mem(&str, a->value.tree, LYD_XML,

@@ -13,10 +13,15 @@
  *     a lock on running: the driver only ever locks the candidate around a
  *     confirmed commit.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include "sb_device.h"
 
 #include <errno.h>
 #include <libssh/libssh.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <libyang/libyang.h>
 #include <nc_client.h>
 #include <pthread.h>
@@ -36,14 +41,20 @@ extern const char sb_yang_ocs_devsim[];
 #define XC_FILTER  "<cross-connects xmlns=\"" OCS_NS "\"/>"
 #define TRX_FILTER "<transceivers xmlns=\"" TRX_NS "\"/>"
 
+/* Contexts that hold ietf-netconf only, for the reads' replies (see read_tree). */
+#define SB_LEAN_CTXS 8
+
 struct sb_driver {
 	struct ly_ctx *ctx;
+	struct ly_ctx *lean[SB_LEAN_CTXS];
+	atomic_uint next_lean;	    /* spreads devices over the lean contexts */
 	pthread_mutex_t connect_mu; /* serializes session setup (may extend ctx) */
 	struct sb_driver_counters counters;
 };
 
 struct sb_device {
 	struct sb_driver *drv;
+	struct ly_ctx *lean; /* one of drv->lean: where this device's read replies are parsed */
 	struct sb_device_config cfg;
 	struct nc_session *session;
 	struct sb_capabilities caps;
@@ -57,6 +68,12 @@ struct sb_device {
 	pthread_mutex_t staged_mu;
 	bool staged;
 	struct sb_device_config staged_cfg;
+	/* the last verified image of running in this session (sb_device.h) */
+	bool image_known;
+	atomic_bool image_forget;  /* set by sb_device_forget_image() from any thread */
+	struct sb_xc *image;	   /* switch: cross-connects, sorted */
+	struct sb_bundle *image_b; /* transceiver: bundles, sorted */
+	size_t n_image;
 };
 
 int64_t sb_now_ms(void)
@@ -116,7 +133,13 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 	for (size_t i = 0; i < 3 && !rc; i++)
 		if (lys_parse_mem(drv->ctx, mods[i], LYS_IN_YANG, NULL))
 			rc = -EINVAL;
+	for (int i = 0; i < SB_LEAN_CTXS && !rc; i++)
+		if (ly_ctx_new(ietf_dir, LY_CTX_NO_YANGLIBRARY, &drv->lean[i]) ||
+		    !ly_ctx_load_module(drv->lean[i], "ietf-netconf", "2011-06-01", all))
+			rc = -ENOENT;
 	if (rc) {
+		for (int i = 0; i < SB_LEAN_CTXS; i++)
+			ly_ctx_destroy(drv->lean[i]);
 		ly_ctx_destroy(drv->ctx);
 		free(drv);
 		return rc;
@@ -133,6 +156,8 @@ void sb_driver_free(struct sb_driver *drv)
 		return;
 	nc_client_destroy();
 	pthread_mutex_destroy(&drv->connect_mu);
+	for (int i = 0; i < SB_LEAN_CTXS; i++)
+		ly_ctx_destroy(drv->lean[i]);
 	ly_ctx_destroy(drv->ctx);
 	free(drv);
 }
@@ -169,6 +194,7 @@ int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg, str
 	if (!dev)
 		return -ENOMEM;
 	dev->drv = drv;
+	dev->lean = drv->lean[atomic_fetch_add(&drv->next_lean, 1) % SB_LEAN_CTXS];
 	dev->fd = -1;
 	pthread_mutex_init(&dev->staged_mu, NULL);
 	fill_config(&dev->cfg, cfg);
@@ -227,6 +253,11 @@ uint32_t sb_device_node(const struct sb_device *dev)
 	return dev->cfg.node;
 }
 
+int sb_device_switch_us(const struct sb_device *dev)
+{
+	return dev->cfg.switch_us > 0 ? dev->cfg.switch_us : 0;
+}
+
 bool sb_device_connected(const struct sb_device *dev)
 {
 	return dev->session && nc_session_get_status(dev->session) == NC_STATUS_RUNNING;
@@ -254,8 +285,89 @@ bool sb_device_should_validate(const struct sb_device *dev)
 	}
 }
 
+static void drop_image(struct sb_device *dev)
+{
+	free(dev->image);
+	free(dev->image_b);
+	dev->image = NULL;
+	dev->image_b = NULL;
+	dev->n_image = 0;
+	dev->image_known = false;
+}
+
+/* Whether an image is known (and not forgotten by another thread since). */
+static bool image_valid(struct sb_device *dev)
+{
+	if (atomic_exchange(&dev->image_forget, false))
+		drop_image(dev);
+	return dev->image_known && sb_device_connected(dev);
+}
+
+int sb_device_image_xcs(struct sb_device *dev, struct sb_xc **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!image_valid(dev) || !dev->image)
+		return -ENOENT;
+	if (!(*out = malloc((dev->n_image ? dev->n_image : 1) * sizeof(**out))))
+		return -ENOMEM;
+	memcpy(*out, dev->image, dev->n_image * sizeof(**out));
+	*n = dev->n_image;
+	return 0;
+}
+
+int sb_device_image_bundles(struct sb_device *dev, struct sb_bundle **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!image_valid(dev) || !dev->image_b)
+		return -ENOENT;
+	if (!(*out = malloc((dev->n_image ? dev->n_image : 1) * sizeof(**out))))
+		return -ENOMEM;
+	memcpy(*out, dev->image_b, dev->n_image * sizeof(**out));
+	*n = dev->n_image;
+	return 0;
+}
+
+/* Records an image of n elements of size sz (xcs or bundles); forgets it without memory. */
+static void set_image(struct sb_device *dev, const void *v, size_t n, size_t sz, bool bundles)
+{
+	atomic_store(&dev->image_forget, false);
+	drop_image(dev);
+	if (!sb_device_connected(dev))
+		return;
+	void *copy = malloc((n ? n : 1) * sz);
+	if (!copy)
+		return;
+	if (n)
+		memcpy(copy, v, n * sz);
+	if (bundles)
+		dev->image_b = copy;
+	else
+		dev->image = copy;
+	dev->n_image = n;
+	dev->image_known = true;
+}
+
+void sb_device_set_image_xcs(struct sb_device *dev, const struct sb_xc *xcs, size_t n)
+{
+	set_image(dev, xcs, n, sizeof(*xcs), false);
+}
+
+void sb_device_set_image_bundles(struct sb_device *dev, const struct sb_bundle *b, size_t n)
+{
+	set_image(dev, b, n, sizeof(*b), true);
+}
+
+void sb_device_forget_image(struct sb_device *dev)
+{
+	if (dev)
+		atomic_store(&dev->image_forget, true);
+}
+
 void sb_device_disconnect(struct sb_device *dev)
 {
+	drop_image(dev); /* the image is the session's */
 	if (dev->session) {
 		nc_session_free(dev->session, NULL);
 		dev->session = NULL;
@@ -335,7 +447,18 @@ static struct nc_session *ssh_open(struct sb_device *dev)
 		return NULL;
 	}
 	int fd = ssh_get_fd(s);
+	/* TCP keepalive: a peer that dies silently (power, cable) fails the
+	 * socket within about 10 s of idleness, which the next connect sees */
+	int idle = 5, intvl = 2, cnt = 3;
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &yes, sizeof(yes));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	/* only the NETCONF <hello> and the context check are serialized: the
+	 * SSH handshake above, most of a connect's CPU, runs in parallel */
+	pthread_mutex_lock(&dev->drv->connect_mu);
 	struct nc_session *ns = nc_connect_libssh(s, dev->drv->ctx);
+	pthread_mutex_unlock(&dev->drv->connect_mu);
 	if (!ns)
 		snprintf(dev->hostkey_error, sizeof(dev->hostkey_error), "NETCONF <hello> failed");
 	else
@@ -377,9 +500,33 @@ static void detect_capabilities(struct sb_device *dev)
 		dev->strategy = SB_STRATEGY_NONE;
 }
 
+/*
+ * Whether an idle session's socket says the peer is gone: closed (EOF) or
+ * failed (TCP keepalive gave up on a silent peer, a reset). One poll and
+ * at most one peek, no RPC; a socket with only SSH traffic waiting is alive.
+ */
+static bool socket_dead(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	/* RDHUP: the peer closed, even when its last words (an SSH disconnect) wait unread */
+	if (p.revents & (POLLERR | POLLHUP | POLLNVAL | POLLRDHUP))
+		return true;
+	char c;
+	ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 {
 	take_staged(dev);
+	/* a session whose peer went away while idle is replaced now, before
+	 * the caller's first RPC fails on it */
+	if (dev->session && dev->fd >= 0 && socket_dead(dev->fd)) {
+		atomic_fetch_add(&dev->drv->counters.sessions_lost, 1);
+		sb_device_disconnect(dev);
+	}
 	if (sb_device_connected(dev))
 		return 0;
 	sb_device_disconnect(dev);
@@ -389,15 +536,15 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 			       (long long)(dev->next_attempt_ms - now));
 	struct sb_driver *drv = dev->drv;
 	dev->hostkey_error[0] = '\0';
-	pthread_mutex_lock(&drv->connect_mu);
 	if (dev->cfg.transport == SB_TRANSPORT_TLS) {
+		pthread_mutex_lock(&drv->connect_mu);
 		nc_client_tls_set_cert_key_paths(dev->cfg.tls_cert, dev->cfg.tls_key);
 		nc_client_tls_set_trusted_ca_paths(dev->cfg.tls_ca, NULL);
 		dev->session = nc_connect_tls(dev->cfg.host, dev->cfg.port, drv->ctx);
+		pthread_mutex_unlock(&drv->connect_mu);
 	} else {
 		dev->session = ssh_open(dev);
 	}
-	pthread_mutex_unlock(&drv->connect_mu);
 	if (!dev->session) {
 		atomic_fetch_add(&drv->counters.connect_failures, 1);
 		dev->backoff_ms = dev->backoff_ms ? dev->backoff_ms * 2 : dev->cfg.backoff_min_ms;
@@ -442,6 +589,48 @@ int sb_device_connect_until(struct sb_device *dev, int64_t deadline_ms, struct s
 	}
 }
 
+struct connect_many {
+	struct sb_device *const *devs;
+	size_t n;
+	int64_t deadline_ms;
+	struct sb_error *errs;
+	atomic_size_t next;	 /* the next device to take */
+	atomic_size_t connected; /* devices with a session */
+};
+
+static void *connect_many_thread(void *arg)
+{
+	struct connect_many *cm = arg;
+	for (size_t i; (i = atomic_fetch_add(&cm->next, 1)) < cm->n;) {
+		struct sb_error local = {0};
+		struct sb_error *err = cm->errs ? &cm->errs[i] : &local;
+		*err = (struct sb_error){0};
+		if (!sb_device_connect_until(cm->devs[i], cm->deadline_ms, err))
+			atomic_fetch_add(&cm->connected, 1);
+	}
+	return NULL;
+}
+
+size_t sb_device_connect_many(struct sb_device *const *devs, size_t n, int parallel,
+			      int64_t deadline_ms, struct sb_error *errs)
+{
+	struct connect_many cm = {.devs = devs, .n = n, .deadline_ms = deadline_ms, .errs = errs};
+	size_t threads = parallel < 1 ? 1 : (size_t)parallel;
+	if (threads > n)
+		threads = n;
+	pthread_t *tid = calloc(threads ? threads : 1, sizeof(*tid));
+	size_t started = 0;
+	/* threads beyond the first: the calling thread is the first */
+	while (tid && started + 1 < threads &&
+	       !pthread_create(&tid[started], NULL, connect_many_thread, &cm))
+		started++;
+	connect_many_thread(&cm);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	free(tid);
+	return atomic_load(&cm.connected);
+}
+
 /* ---- RPCs --------------------------------------------------------------- */
 
 static void collect_rpc_error(const struct lyd_node *envp, char *buf, size_t len)
@@ -477,17 +666,24 @@ static bool reply_is_error(const struct lyd_node *envp)
 	return false;
 }
 
-/* Runs one RPC with the device's deadline. Takes ownership of rpc. */
-static int do_rpc(struct sb_device *dev, struct nc_rpc *rpc, const char *opname,
-		  struct lyd_node **op_out, struct sb_error *err)
+/*
+ * Runs one RPC with the device's deadline; the reply is parsed against
+ * reply_as (an RPC of the same operation, possibly in another context; NULL:
+ * rpc itself). Takes ownership of rpc and reply_as.
+ */
+static int do_rpc_as(struct sb_device *dev, struct nc_rpc *rpc, struct nc_rpc *reply_as,
+		     const char *opname, struct lyd_node **op_out, struct sb_error *err)
 {
 	struct sb_driver *drv = dev->drv;
 	if (op_out)
 		*op_out = NULL;
-	if (!rpc)
+	if (!rpc) {
+		nc_rpc_free(reply_as);
 		return set_err(err, dev, opname, -ENOMEM, "cannot build the RPC");
+	}
 	if (!sb_device_connected(dev)) {
 		nc_rpc_free(rpc);
+		nc_rpc_free(reply_as);
 		sb_device_disconnect(dev);
 		return set_err(err, dev, opname, -ECONNRESET, "no session");
 	}
@@ -508,7 +704,8 @@ static int do_rpc(struct sb_device *dev, struct nc_rpc *rpc, const char *opname,
 		lyd_free_all(envp);
 		lyd_free_all(op);
 		envp = op = NULL;
-		m = nc_recv_reply(dev->session, rpc, msgid, (int)left, &envp, &op);
+		m = nc_recv_reply(dev->session, reply_as ? reply_as : rpc, msgid, (int)left, &envp,
+				  &op);
 	} while (m == NC_MSG_NOTIF && sb_now_ms() < deadline);
 	if (m == NC_MSG_WOULDBLOCK || m == NC_MSG_NOTIF) {
 		rc = -ETIMEDOUT;
@@ -523,6 +720,7 @@ static int do_rpc(struct sb_device *dev, struct nc_rpc *rpc, const char *opname,
 		goto lost;
 	}
 	nc_rpc_free(rpc);
+	nc_rpc_free(reply_as);
 	if (reply_is_error(envp)) {
 		char msg[300];
 		collect_rpc_error(envp, msg, sizeof(msg));
@@ -539,6 +737,7 @@ static int do_rpc(struct sb_device *dev, struct nc_rpc *rpc, const char *opname,
 	return 0;
 lost:
 	nc_rpc_free(rpc);
+	nc_rpc_free(reply_as);
 	/* a session that missed a deadline is out of step: drop it */
 	sb_device_disconnect(dev);
 	if (rc == -ETIMEDOUT) {
@@ -548,6 +747,13 @@ lost:
 	}
 	atomic_fetch_add(&drv->counters.sessions_lost, 1);
 	return set_err(err, dev, opname, rc, "session lost");
+}
+
+/* Runs one RPC with the device's deadline. Takes ownership of rpc. */
+static int do_rpc(struct sb_device *dev, struct nc_rpc *rpc, const char *opname,
+		  struct lyd_node **op_out, struct sb_error *err)
+{
+	return do_rpc_as(dev, rpc, NULL, opname, op_out, err);
 }
 
 static NC_DATASTORE nc_ds(enum sb_datastore ds)
@@ -789,8 +995,29 @@ static int collect_xcs(const struct lyd_node *tree, struct sb_xc_state **out, si
 }
 
 /*
+ * The reply side of a <get> or <get-config>: the bare operation node in the
+ * device's lean context, which lacks our modules. libnetconf2 parses a
+ * reply against the node of the RPC given to nc_recv_reply() (only the
+ * message-id ties it to the RPC sent), so the reply's data become opaque
+ * nodes there instead of typed ones in the driver's context: no type
+ * canonicalisation, and a dictionary shared by a few devices instead of
+ * all of them. NULL when out of memory.
+ */
+static struct nc_rpc *lean_reply_rpc(struct sb_device *dev, bool with_state)
+{
+	const struct lys_module *mod = ly_ctx_get_module_implemented(dev->lean, "ietf-netconf");
+	struct lyd_node *op = NULL;
+	if (!mod || lyd_new_inner(NULL, mod, with_state ? "get" : "get-config", 0, &op))
+		return NULL;
+	struct nc_rpc *rpc = nc_rpc_act_generic(op, NC_PARAMTYPE_FREE);
+	if (!rpc)
+		lyd_free_all(op);
+	return rpc;
+}
+
+/*
  * <get> (with_state) or <get-config> of ds with `filter`; *tree gets the
- * reply's data as a tree (opaque nodes allowed), *owner what must be freed
+ * reply's data as a tree (opaque nodes), *owner what must be freed
  * (lyd_free_all) after use.
  */
 static int read_tree(struct sb_device *dev, bool with_state, enum sb_datastore ds,
@@ -803,7 +1030,12 @@ static int read_tree(struct sb_device *dev, bool with_state, enum sb_datastore d
 	struct nc_rpc *rpc =
 		with_state ? nc_rpc_get(filter, NC_WD_UNKNOWN, NC_PARAMTYPE_CONST)
 			   : nc_rpc_getconfig(nc_ds(ds), filter, NC_WD_UNKNOWN, NC_PARAMTYPE_CONST);
-	int rc = do_rpc(dev, rpc, opname, &op, err);
+	struct nc_rpc *reply_as = lean_reply_rpc(dev, with_state);
+	if (!reply_as) {
+		nc_rpc_free(rpc);
+		return set_err(err, dev, opname, -ENOMEM, "out of memory");
+	}
+	int rc = do_rpc_as(dev, rpc, reply_as, opname, &op, err);
 	if (rc)
 		return rc;
 	const struct lyd_node *data = NULL;
@@ -823,7 +1055,7 @@ static int read_tree(struct sb_device *dev, bool with_state, enum sb_datastore d
 	char *str = NULL;
 	struct lyd_node *parsed = NULL;
 	if (lyd_any_value_str(data, &str) == LY_SUCCESS && str &&
-	    lyd_parse_data_mem(dev->drv->ctx, str, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ, 0,
+	    lyd_parse_data_mem(dev->lean, str, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ, 0,
 			       &parsed) == LY_SUCCESS)
 		*tree = parsed;
 	free(str);

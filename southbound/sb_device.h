@@ -93,6 +93,10 @@ struct sb_device_config {
 	enum sb_validate_policy validate;
 	enum sb_model model; /* [SB_MODEL_SWITCH] */
 	uint32_t node;	     /* SB_MODEL_TRANSCEIVER: the node this agent serves */
+	/* The device's switching time from its datasheet, in microseconds: the
+	 * transaction engine's first read-back after a commit waits this long
+	 * (polls before it would only see `pending`) [0: read back at once] */
+	int switch_us;
 };
 
 /* What the device offered in its <hello>. */
@@ -213,6 +217,8 @@ const char *sb_device_name(const struct sb_device *dev);
 enum sb_model sb_device_model(const struct sb_device *dev);
 /* The node of an SB_MODEL_TRANSCEIVER device (its config's node). */
 uint32_t sb_device_node(const struct sb_device *dev);
+/* The config's switch_us: the device's switching time in microseconds (0 unknown). */
+int sb_device_switch_us(const struct sb_device *dev);
 
 /*
  * Stages new settings (address, port, credentials, host-key policy,
@@ -225,12 +231,30 @@ uint32_t sb_device_node(const struct sb_device *dev);
 int sb_device_set_config(struct sb_device *dev, const struct sb_device_config *cfg);
 
 /*
- * Connects unless a session is up. Honors the backoff: while backing off
- * it returns -EAGAIN at once. sb_device_connect_until() retries with the
+ * Connects unless a session is up. A session whose peer went away while it
+ * was idle (closed, or failed by TCP keepalive, about 10 s after a silent
+ * peer died; SSH sessions) is not up: it is replaced here, without an RPC
+ * failing on it first. Honors the backoff: while backing off it returns
+ * -EAGAIN at once. sb_device_connect_until() retries with the
  * backoff until deadline_ms (CLOCK_MONOTONIC milliseconds, sb_now_ms()).
  */
 int sb_device_connect(struct sb_device *dev, struct sb_error *err);
 int sb_device_connect_until(struct sb_device *dev, int64_t deadline_ms, struct sb_error *err);
+/*
+ * Warm start: connects devs[0..n-1] in parallel, `parallel` at a time
+ * (threads made for the call and joined before it returns; the caller's is
+ * one of them), each retrying with its backoff until deadline_ms like
+ * sb_device_connect_until(). SSH handshakes run in parallel; only the
+ * NETCONF <hello> and the context check of each session are serialized.
+ * errs (n entries, or NULL) gets each device's error (code 0: connected).
+ * Returns how many devices have a session. No other thread may use these
+ * devices during the call. The daemon calls it before it reports READY,
+ * with deadline_ms = now + its configured start-up bound, so that the
+ * first transaction finds its sessions up; a device still down then is
+ * connected by the transaction (or its reconcile) as before.
+ */
+size_t sb_device_connect_many(struct sb_device *const *devs, size_t n, int parallel,
+			      int64_t deadline_ms, struct sb_error *errs);
 /* Closes the session (if any). The backoff is not reset. */
 void sb_device_disconnect(struct sb_device *dev);
 bool sb_device_connected(const struct sb_device *dev);
@@ -311,6 +335,26 @@ int sb_device_subscribe(struct sb_device *dev, struct sb_error *err);
 int sb_device_poll_fd(const struct sb_device *dev);
 struct nc_session;
 struct nc_session *sb_device_nc_session(struct sb_device *dev);
+
+/*
+ * The device's last verified image: what running held when the transaction
+ * engine last proved it by a read in this session (a pre-image it read, a
+ * confirmed target, a proven rollback). The engine takes its pre-image from
+ * it instead of a <get-config>. It is bound to the session: a disconnect or
+ * reconnect forgets it, and so does sb_device_forget_image(), which any
+ * thread may call at any time (reconciliation that saw drift, a change made
+ * by another manager); the next transaction then reads running again.
+ *
+ * sb_device_image_xcs() / _bundles() copy the image (*out malloc'ed, sorted;
+ * caller frees) and return 0, or -ENOENT when none is known (or it is of the
+ * other model), -ENOMEM. sb_device_set_image_xcs() / _bundles() record one
+ * (sorted as given; only the device's own thread, like every other call).
+ */
+int sb_device_image_xcs(struct sb_device *dev, struct sb_xc **out, size_t *n);
+int sb_device_image_bundles(struct sb_device *dev, struct sb_bundle **out, size_t *n);
+void sb_device_set_image_xcs(struct sb_device *dev, const struct sb_xc *xcs, size_t n);
+void sb_device_set_image_bundles(struct sb_device *dev, const struct sb_bundle *b, size_t n);
+void sb_device_forget_image(struct sb_device *dev);
 
 /* Sends any RPC given as XML (e.g. ocs-devsim:set-faults); expects <ok/>. */
 int sb_device_rpc_xml(struct sb_device *dev, const char *xml, struct sb_error *err);

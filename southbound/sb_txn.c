@@ -38,6 +38,55 @@
  *                    at once. The verify callback gets the bundles with the
  *                    peer-node each one reaches.
  *
+ * RPCs per device and why each one is needed ([validate] only when
+ * sb_device_should_validate(); k read-backs, usually 1 when the device's
+ * config gives its switch time, since the first one waits for it):
+ *
+ *   confirmed-commit (candidate + :confirmed-commit:1.1), 6-7 + k - 1
+ *   (one more on a fresh session):
+ *     lock candidate      I6; a granted lock means candidate == running, so
+ *                         no discard-changes (RFC 6241 7.5)
+ *     [get-config]        the pre-image, only on a fresh session or after
+ *                         sb_device_forget_image(); otherwise the session's
+ *                         last verified image (S1)
+ *     edit-config         the one edit, pre-image -> target (removals first)
+ *     [validate]          I2 made cheap to undo: a device that would refuse
+ *                         its commit does so before any device switches light
+ *     commit confirmed    the change, reverted by the device if ocsd dies (I3)
+ *     get x k             I4: every connection `connected`, nothing else held
+ *     commit              confirms (only the committing session can)
+ *     unlock              I6
+ *   candidate only, 6-7 + k - 1: lock, get-config (always: the rollback is a
+ *     compensating edit, which must come from running as read now), edit,
+ *     [validate], commit, get x k, unlock.
+ *   writable-running only, 5 + k - 1: lock running, get-config (as above),
+ *     edit running at commit time, get x k, unlock.
+ *   Rollback adds: cancel-commit (unconfirmed), discard-changes, get-config
+ *     (the proof), and when running is not the pre-image a compensating
+ *     edit + commit + get-config.
+ *
+ * Pre-images from the session's image (sb_device.h: sb_device_image_*):
+ *  S1. The image is what running held when this session last proved it by
+ *      a read: a pre-image read, a read-back equal to the target that was
+ *      then confirmed, a rollback proven by a read. A reconnect drops it;
+ *      so does sb_device_forget_image() (reconciliation saw drift).
+ *  S2. A stale image (the device changed behind ocsd's back) never feeds a
+ *      compensating edit: when the rollback reads running neither at the
+ *      image nor at our target, the image is forgotten, the device result
+ *      says stale_image, and no edit is sent; an unconfirmed device has
+ *      undone our commit itself (cancel-commit or the session's end), a
+ *      confirmed one fails its rollback with that reason (reconcile it).
+ *  S3. Most drift fails the transaction before any confirm: the edit is
+ *      built from the image, so an entry added, removed or changed behind
+ *      ocsd's back that the edit does not rewrite shows in the read-back,
+ *      which must equal the target exactly. Drift confined to entries the
+ *      edit rewrites is overwritten by the transaction and invisible to
+ *      it; a compensating edit after a failed confirm elsewhere would then
+ *      restore the image's value there. Only the reconciliation's
+ *      sb_device_forget_image() closes that window. A transceiver's edit
+ *      replaces its node's entry, so there the read-back sees no drift at
+ *      all and S2 and the reconciliation are what catch it.
+ *
  * Invariants (each one is exercised by tests/integration/test_sb_txn*.c):
  *  I1. No device receives any RPC before the plan passed the verify
  *      callback (SB_VERIFY_PLAN) and persist_intent returned 0.
@@ -181,6 +230,8 @@ struct dev_ctx {
 	struct sb_xc *pre; /* running before the transaction (pre-image) */
 	size_t n_pre;
 	bool have_pre;
+	bool pre_cached;      /* the pre-image is the session's last verified image, not read now */
+	int64_t committed_us; /* when the commit was answered (CLOCK_MONOTONIC) */
 	bool touched;	      /* received at least one RPC of this transaction */
 	bool locked;	      /* holds the candidate (or running) lock */
 	bool edited;	      /* the candidate holds the change */
@@ -215,6 +266,13 @@ struct txn {
 	/* The owner's continuation, called last; the txn is the owner's again. */
 	void (*finished)(struct txn *t);
 };
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 /* Same set of (in, out)? Both arrays sorted by input. */
 static bool same_xcs(const struct sb_xc *a, size_t na, const struct sb_xc *b, size_t nb)
@@ -307,16 +365,52 @@ static int read_running_bundles(struct dev_ctx *d, struct sb_bundle **out, size_
 	return *out ? 0 : -ENOMEM;
 }
 
-/* Reads the pre-image: the cross-connects of a switch, the bundles of a transceiver. */
-static int read_pre_image(struct dev_ctx *d, struct sb_error *err)
+/* Records what running was proven to hold as the session's image: the pre-image or the target. */
+static void remember(struct dev_ctx *d, bool target)
 {
 	if (d->trx)
-		return read_running_bundles(d, &d->pre_b, &d->n_pre_b, err);
-	return read_running(d, &d->pre, &d->n_pre, err);
+		sb_device_set_image_bundles(d->dev, target ? d->target_b : d->pre_b,
+					    target ? d->n_target_b : d->n_pre_b);
+	else
+		sb_device_set_image_xcs(d->dev, target ? d->target : d->pre,
+					target ? d->n_target : d->n_pre);
 }
 
-/* Whether running equals the pre-image (read now). */
-static int running_is_pre_image(struct dev_ctx *d, bool *same, struct sb_error *err)
+/*
+ * The pre-image: the cross-connects of a switch, the bundles of a
+ * transceiver. On a confirmed-commit device it is the session's last
+ * verified image when one is known (no RPC): its rollback before the
+ * confirm is the device's own cancel-commit, and a stale image is caught
+ * (S1-S3 at the top). Other devices, whose rollback is always a
+ * compensating edit, read running now, and so does a fresh session.
+ */
+static int read_pre_image(struct dev_ctx *d, struct sb_error *err)
+{
+	if (sb_device_strategy(d->dev) == SB_STRATEGY_CONFIRMED &&
+	    !(d->trx ? sb_device_image_bundles(d->dev, &d->pre_b, &d->n_pre_b)
+		     : sb_device_image_xcs(d->dev, &d->pre, &d->n_pre))) {
+		d->pre_cached = true;
+		return 0;
+	}
+	int rc = d->trx ? read_running_bundles(d, &d->pre_b, &d->n_pre_b, err)
+			: read_running(d, &d->pre, &d->n_pre, err);
+	if (!rc)
+		remember(d, false);
+	return rc;
+}
+
+/* Waits until the device's switching time has passed since its commit: earlier polls see `pending`.
+ */
+static void wait_switch_time(const struct dev_ctx *d)
+{
+	int64_t left = d->committed_us + sb_device_switch_us(d->dev) - now_us();
+	if (left > 0)
+		nanosleep(&(struct timespec){left / 1000000, (left % 1000000) * 1000}, NULL);
+}
+
+/* Whether running (read now) equals the pre-image, and whether it equals the target. */
+static int running_is_pre_image(struct dev_ctx *d, bool *same, bool *is_target,
+				struct sb_error *err)
 {
 	int rc;
 	if (d->trx) {
@@ -325,6 +419,7 @@ static int running_is_pre_image(struct dev_ctx *d, bool *same, struct sb_error *
 		if ((rc = read_running_bundles(d, &now, &n, err)))
 			return rc;
 		*same = same_bundles(now, n, d->pre_b, d->n_pre_b);
+		*is_target = same_bundles(now, n, d->target_b, d->n_target_b);
 		free(now);
 		return 0;
 	}
@@ -333,6 +428,7 @@ static int running_is_pre_image(struct dev_ctx *d, bool *same, struct sb_error *
 	if ((rc = read_running(d, &now, &n, err)))
 		return rc;
 	*same = same_xcs(now, n, d->pre, d->n_pre);
+	*is_target = same_xcs(now, n, d->target, d->n_target);
 	free(now);
 	return 0;
 }
@@ -403,6 +499,7 @@ static void job_commit(void *arg)
 		rc = edit_to_target(d, SB_DS_RUNNING, &err);
 		break;
 	}
+	d->committed_us = now_us();
 	if (rc)
 		fail_dev(d, SB_STEP_COMMIT, &err);
 }
@@ -473,6 +570,7 @@ static void job_verify_bundles(struct dev_ctx *d)
 	struct sb_error err = {0};
 	int64_t deadline = sb_now_ms() + d->t->opts.verify_timeout_ms;
 	long poll_us = 200; /* doubles up to 2 ms: a transceiver switches in under 1 ms */
+	wait_switch_time(d);
 	for (;;) {
 		bool faulty = false;
 		free(d->readback_b);
@@ -529,6 +627,7 @@ static void job_verify(void *arg)
 	d->ok = true;
 	if (d->trx)
 		return job_verify_bundles(d);
+	wait_switch_time(d);
 	for (;;) {
 		struct sb_xc_state *s = NULL;
 		size_t n = 0;
@@ -582,10 +681,24 @@ static void job_confirm(void *arg)
 	    sb_device_commit(d->dev, 0, NULL, NULL, &err))
 		return fail_dev(d, SB_STEP_CONFIRM, &err);
 	d->confirmed = true;
+	remember(d, true); /* read back equal to the target and now confirmed */
 	if (d->locked &&
 	    sb_device_unlock(d->dev, uses_candidate(d) ? SB_DS_CANDIDATE : SB_DS_RUNNING, &err))
 		sb_device_disconnect(d->dev); /* closing the session releases the lock */
 	d->locked = false;
+}
+
+/* S2: a stale pre-image on a confirmed device: the error, never an edit. */
+static int stale_image(struct dev_ctx *d, struct sb_error *err)
+{
+	*err = (struct sb_error){.code = -ESTALE};
+	snprintf(err->device, sizeof(err->device), "%s", sb_device_name(d->dev));
+	snprintf(err->operation, sizeof(err->operation), "get-config");
+	snprintf(err->message, sizeof(err->message),
+		 "running differs from the image ocsd verified last (changed behind its "
+		 "back?) after the change was confirmed: no compensating edit from a stale "
+		 "pre-image; reconcile the device");
+	return -ESTALE;
 }
 
 /*
@@ -614,9 +727,24 @@ static int rollback_once(struct dev_ctx *d, struct sb_error *err)
 		sb_device_cancel_commit(d->dev, NULL, err); /* may be gone already: read back */
 	if (d->locked && ds == SB_DS_CANDIDATE && (rc = sb_device_discard(d->dev, err)))
 		return rc;
-	bool same = false;
-	if ((rc = running_is_pre_image(d, &same, err)))
+	bool same = false, is_target = false;
+	if ((rc = running_is_pre_image(d, &same, &is_target, err)))
 		return rc;
+	if (!same && d->pre_cached && !is_target) {
+		/* S2: running is neither the image ocsd verified last nor our
+		 * target, so the device was changed behind ocsd's back: that
+		 * image is stale and never feeds a compensating edit. Unconfirmed,
+		 * the device has undone our commit itself (cancel-commit, or the
+		 * session's end) or never took it: nothing of ours is left. */
+		sb_device_forget_image(d->dev);
+		d->res->stale_image = true;
+		if (d->maybe_committed && d->confirmed)
+			return stale_image(d, err);
+		if (d->locked && sb_device_unlock(d->dev, ds, err))
+			sb_device_disconnect(d->dev);
+		d->locked = false;
+		return 0;
+	}
 	if (!same) {
 		/* compensating edit from the pre-image */
 		if (!d->locked) {
@@ -630,7 +758,7 @@ static int rollback_once(struct dev_ctx *d, struct sb_error *err)
 			return rc;
 		if (ds == SB_DS_CANDIDATE && (rc = sb_device_commit(d->dev, 0, NULL, NULL, err)))
 			return rc;
-		if ((rc = running_is_pre_image(d, &same, err)))
+		if ((rc = running_is_pre_image(d, &same, &is_target, err)))
 			return rc;
 		if (!same) {
 			*err = (struct sb_error){.code = -EPROTO};
@@ -642,6 +770,7 @@ static int rollback_once(struct dev_ctx *d, struct sb_error *err)
 			return -EPROTO;
 		}
 	}
+	remember(d, false); /* running read back equal to the pre-image */
 	if (d->locked && sb_device_unlock(d->dev, ds, err))
 		sb_device_disconnect(d->dev);
 	d->locked = false;
@@ -655,8 +784,10 @@ static void job_rollback(void *arg)
 	if (!d->touched)
 		return;
 	int64_t deadline = sb_now_ms() + d->t->opts.rollback_timeout_ms;
-	while (rollback_once(d, &err)) {
-		if (sb_now_ms() >= deadline) {
+	int rc;
+	while ((rc = rollback_once(d, &err))) {
+		if (rc == -ESTALE || sb_now_ms() >= deadline) {
+			sb_device_forget_image(d->dev); /* what running holds is unknown */
 			d->res->outcome = SB_DEV_ROLLBACK_FAILED;
 			d->res->rollback_error = err;
 			return;

@@ -132,6 +132,10 @@ struct sb_txn_device_result {
 	enum sb_txn_step failed_step;	/* SB_STEP_NONE when this device did not fail */
 	struct sb_error error;		/* the failure, when failed_step is set */
 	struct sb_error rollback_error; /* when outcome is SB_DEV_ROLLBACK_FAILED */
+	/* the rollback found running different from the session's last verified
+	 * image (changed behind ocsd's back): no compensating edit was made from
+	 * it, the image is forgotten, reconcile the device */
+	bool stale_image;
 };
 
 struct sb_txn_result {

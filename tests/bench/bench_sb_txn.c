@@ -15,11 +15,25 @@
  * First it measures what each RPC costs the controller on one device (its
  * thread's CPU), which multiplied by 256 devices is the controller's CPU
  * floor for the transaction; the transactions then report the CPU both the
- * controller and the simulator spent per transaction on the same two cores.
- *   usage: bench_sb_txn [runs]
+ * controller and the simulator spent per transaction on the same two cores,
+ * the driver's RPCs per device, and the growth of the controller's CPU with
+ * devices (the exponent fitted between the smallest and the largest count).
+ * Last, a small transceiver case (a 2-node fault reaction, --switch-us 200):
+ * the ring fault reaction's transaction, whose target is <= 5 ms of
+ * controller share at p99.
+ * --pin runs the controller on CPU 0 and the simulator on CPU 1, so that
+ * the two do not compete for a core (the wall overhead without the
+ * simulator's share).
+ *   usage: bench_sb_txn [runs] [--devices 16,64,256] [--switch-ms 0,25]
+ *                       [--transport ssh|tls|both] [--no-rpc-costs] [--no-trx]
+ *                       [--pin]
  */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include "sb_testlib.h"
 
+#include <getopt.h>
+#include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEVICES 256
+#define DEVICES 256 /* the fabric's devices: a run takes the first N */
 #define XCS	64
 
 static const struct ocs_fabric fabric = {.pods = 64,
@@ -69,8 +83,37 @@ static double proc_cpu_ms(pid_t pid)
 	return (double)(ut + st) * 1e3 / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* tls_dir: certificates made by main() (TLS transport), NULL for SSH. */
-static int run(int switch_ms, const char *tls_dir, int runs)
+/* CPU (user + system) of this process so far, in ms. */
+static double self_cpu_ms(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3 + ru.ru_stime.tv_sec * 1e3 +
+	       ru.ru_stime.tv_usec / 1e3;
+}
+
+/* --pin: the controller on CPU 0, each simulator started by run() on CPU 1. */
+static bool pin;
+
+static void pin_to(pid_t pid, int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(pid, sizeof(set), &set))
+		perror("sched_setaffinity");
+}
+
+/* The controller's CPU per transaction of the last run at each device count (for the fit). */
+static double fit_cpu[8];
+static int fit_devices[8], n_fit;
+
+/*
+ * One configuration: `devices` devices (the first ones of the fabric),
+ * `runs` transactions after a warm-up. tls_dir: certificates made by main()
+ * (TLS transport), NULL for SSH.
+ */
+static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 {
 	const char *tr = tls_dir ? "TLS" : "SSH";
 	char sw[16], cert[160], key[160], ca[160];
@@ -86,35 +129,52 @@ static int run(int switch_ms, const char *tls_dir, int runs)
 	struct tl_fleet fleet;
 	struct sb_driver *drv;
 	struct sb_engine *eng;
-	if (tl_fleet_start(&fleet, DEVICES, extra) || sb_driver_new(NULL, &drv) ||
+	if (tl_fleet_start(&fleet, devices, extra) || sb_driver_new(NULL, &drv) ||
 	    sb_engine_new(64, &eng))
 		return 1;
-	struct sb_device **devs = tl_devices(drv, &fleet, 0, DEVICES, 10000);
-	for (int i = 0; tls_dir && i < DEVICES; i++) {
+	if (pin) { /* every thread of the simulator: it has them all by now */
+		char cmd[64];
+		snprintf(cmd, sizeof(cmd), "taskset -a -p -c 1 %d >/dev/null", (int)fleet.pid);
+		if (system(cmd))
+			fprintf(stderr, "could not pin ocs-devsim to CPU 1\n");
+	}
+	struct sb_device **devs = tl_devices(drv, &fleet, 0, devices, 10000);
+	for (int i = 0; i < devices; i++) {
 		struct sb_device_config c = tl_device_config(&fleet, i);
 		c.rpc_timeout_ms = 10000;
-		c.transport = SB_TRANSPORT_TLS;
-		snprintf(c.tls_cert, sizeof(c.tls_cert), "%s/client.pem", tls_dir);
-		snprintf(c.tls_key, sizeof(c.tls_key), "%s/client.key", tls_dir);
-		snprintf(c.tls_ca, sizeof(c.tls_ca), "%s", ca);
+		c.switch_us = switch_ms * 1000; /* the datasheet's switching time */
+		if (tls_dir) {
+			c.transport = SB_TRANSPORT_TLS;
+			snprintf(c.tls_cert, sizeof(c.tls_cert), "%s/client.pem", tls_dir);
+			snprintf(c.tls_key, sizeof(c.tls_key), "%s/client.key", tls_dir);
+			snprintf(c.tls_ca, sizeof(c.tls_ca), "%s", ca);
+		}
 		sb_device_free(devs[i]);
 		if (sb_device_new(drv, &c, &devs[i]))
 			return 1;
 	}
+	/* warm start, as the daemon does before READY: every session in parallel */
+	int64_t c0 = sb_now_ms();
+	size_t up = sb_device_connect_many(devs, (size_t)devices, 16, c0 + 30000, NULL);
+	printf("%s: %zu of %d devices connected in parallel (16 at a time) in %lld ms\n", tr, up,
+	       devices, (long long)(sb_now_ms() - c0));
 	static struct sb_xc xcs[DEVICES][XCS];
 	struct sb_txn_device pd[DEVICES];
 	int group[DEVICES], device[DEVICES];
 	int64_t total[64], overhead[64], step[SB_STEP_COUNT][64];
 	int rc = 0;
-	struct rusage ru0, ru1;
-	double sim0 = 0;
+	double cpu0 = 0, sim0 = 0;
+	uint64_t rpcs0 = 0;
+	int64_t warm_ms = 0, first_ms = 0;
+	const struct sb_driver_counters *dc = sb_driver_counters(drv);
 	for (int r = -1; r < runs && !rc; r++) {
-		if (r == 0) {
-			getrusage(RUSAGE_SELF, &ru0); /* r = -1: warm-up, connects all sessions */
+		if (r == 0) { /* r = -1: warm-up, connects all sessions */
+			cpu0 = self_cpu_ms();
 			sim0 = proc_cpu_ms(fleet.pid);
+			rpcs0 = atomic_load(&dc->rpcs);
 		}
 		size_t n_xc = 0;
-		for (int i = 0; i < DEVICES; i++) {
+		for (int i = 0; i < devices; i++) {
 			group[i] = i / 8;
 			device[i] = i % 8;
 			pd[i] = (struct sb_txn_device){
@@ -127,7 +187,7 @@ static int run(int switch_ms, const char *tls_dir, int runs)
 		struct tl_verify_ctx v = {.fabric = &fabric, .group = group, .device = device};
 		struct sb_txn_hooks hooks = {.verify = tl_verify, .arg = &v};
 		struct sb_txn_plan plan = {
-			.id = (uint64_t)(r + 2), .devices = pd, .n_devices = DEVICES};
+			.id = (uint64_t)(r + 2), .devices = pd, .n_devices = (size_t)devices};
 		struct sb_txn_options opts = {.confirm_timeout_s = 60,
 					      .verify_timeout_ms = 5000,
 					      .connect_timeout_ms = 30000};
@@ -137,11 +197,12 @@ static int run(int switch_ms, const char *tls_dir, int runs)
 			fprintf(stderr, "run %d: %s\n", r, res.message);
 			rc = 1;
 		} else if (r == -1) {
+			first_ms = res.total_ms;
 			printf("%s switch-ms %d: %d devices, %zu cross-connects per transaction, "
-			       "warm-up "
-			       "(connect + commit) %lld ms\n",
-			       tr, switch_ms, DEVICES, n_xc, (long long)res.total_ms);
+			       "first transaction after the parallel connect %lld ms\n",
+			       tr, switch_ms, devices, n_xc, (long long)res.total_ms);
 		} else {
+			warm_ms = r == 0 ? res.total_ms : warm_ms;
 			total[r] = res.total_ms;
 			overhead[r] = res.total_ms - switch_ms;
 			for (int s = 0; s < SB_STEP_COUNT; s++)
@@ -149,17 +210,20 @@ static int run(int switch_ms, const char *tls_dir, int runs)
 		}
 		sb_txn_result_clear(&res);
 	}
-	getrusage(RUSAGE_SELF, &ru1);
+	double cpu_ms = self_cpu_ms() - cpu0;
 	double sim_txn_ms = (proc_cpu_ms(fleet.pid) - sim0) / runs;
-	double cpu_ms = (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1e3 +
-			(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e3 +
-			(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3 +
-			(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e3;
+	double rpcs = (double)(atomic_load(&dc->rpcs) - rpcs0) / runs / devices;
 	if (!rc) {
-		printf("%s switch-ms %2d: CPU per transaction: controller %.0f ms (all its "
-		       "threads), "
-		       "ocs-devsim %.0f ms (on the same 2 cores)\n",
-		       tr, switch_ms, cpu_ms / runs, sim_txn_ms);
+		printf("%s switch-ms %2d, %d devices: CPU per transaction: controller %.1f ms "
+		       "(%.3f ms per device; all its threads), ocs-devsim %.1f ms (on the same 2 "
+		       "cores); %.2f RPCs per device; first transaction %lld ms, the next one "
+		       "%lld ms\n",
+		       tr, switch_ms, devices, cpu_ms / runs, cpu_ms / runs / devices, sim_txn_ms,
+		       rpcs, (long long)first_ms, (long long)warm_ms);
+		if (n_fit < 8 && (n_fit == 0 || fit_devices[n_fit - 1] != devices)) {
+			fit_devices[n_fit] = devices;
+			fit_cpu[n_fit++] = cpu_ms / runs;
+		}
 		printf("%s switch-ms %2d: total median %lld ms p99 %lld ms; controller overhead "
 		       "median "
 		       "%lld ms p99 %lld ms (target <= 100 ms)\n",
@@ -173,7 +237,7 @@ static int run(int switch_ms, const char *tls_dir, int runs)
 		       (long long)pct(step[SB_STEP_VERIFY], runs, 50),
 		       (long long)pct(step[SB_STEP_CONFIRM], runs, 50));
 	}
-	tl_devices_free(devs, DEVICES);
+	tl_devices_free(devs, devices);
 	sb_engine_free(eng);
 	sb_driver_free(drv);
 	if (tl_fleet_stop(&fleet))
@@ -267,10 +331,131 @@ static int rpc_costs(void)
 	return tl_fleet_stop(&fleet) || rc;
 }
 
+/*
+ * The ring fault reaction's transaction in small: 2 transceiver agents
+ * (--switch-us 200) whose facing bundles join (external, distance 1) and
+ * part (loopback) in turns, 200 transactions after a warm-up. Reports the
+ * controller's share (total - the 0.2 ms switch time) at the median and
+ * p99 (target <= 5 ms at p99), its CPU and RPCs per device.
+ */
+static int trx_run(void)
+{
+	enum { N = 2, RUNS = 200 };
+	const char *extra[] = {"--model", "ocs-transceiver", "--switch-us", "200", NULL};
+	struct tl_fleet fleet;
+	struct sb_driver *drv;
+	struct sb_engine *eng;
+	if (tl_fleet_start(&fleet, N, extra) || sb_driver_new(NULL, &drv) || sb_engine_new(4, &eng))
+		return 1;
+	struct sb_device *devs[N];
+	for (int i = 0; i < N; i++) {
+		struct sb_device_config c = tl_device_config(&fleet, i);
+		c.model = SB_MODEL_TRANSCEIVER;
+		c.node = (uint32_t)i;
+		c.switch_us = 200;
+		if (sb_device_new(drv, &c, &devs[i]))
+			return 1;
+	}
+	const struct sb_driver_counters *dc = sb_driver_counters(drv);
+	static int64_t total[RUNS];
+	double cpu0 = 0, sim0 = 0;
+	uint64_t rpcs0 = 0;
+	int rc = 0;
+	for (int r = -1; r < RUNS && !rc; r++) {
+		if (r == 0) {
+			cpu0 = self_cpu_ms();
+			sim0 = proc_cpu_ms(fleet.pid);
+			rpcs0 = atomic_load(&dc->rpcs);
+		}
+		bool join = r % 2 == 0;
+		/* node 0's bundle 1 faces up to node 1, node 1's bundle 0 down to node 0 */
+		struct sb_bundle b0 = {.bundle = 1, .path = join, .distance = join, .dir = 0};
+		struct sb_bundle b1 = {.bundle = 0, .path = join, .distance = join, .dir = join};
+		struct sb_txn_device pd[N] = {{.dev = devs[0], .bundles = &b0, .n_bundles = 1},
+					      {.dev = devs[1], .bundles = &b1, .n_bundles = 1}};
+		struct sb_txn_plan plan = {.id = (uint64_t)(r + 2), .devices = pd, .n_devices = N};
+		struct sb_txn_result res;
+		if (sb_engine_run(eng, &plan, NULL, NULL, &res) ||
+		    res.outcome != SB_TXN_COMMITTED) {
+			fprintf(stderr, "transceiver run %d: %s\n", r, res.message);
+			rc = 1;
+		} else if (r >= 0) {
+			total[r] = res.total_ms;
+		}
+		sb_txn_result_clear(&res);
+	}
+	if (!rc) {
+		double cpu = (self_cpu_ms() - cpu0) / RUNS;
+		double sim = (proc_cpu_ms(fleet.pid) - sim0) / RUNS;
+		double rpcs = (double)(atomic_load(&dc->rpcs) - rpcs0) / RUNS / N;
+		printf("transceivers, 2 devices, switch-us 200: total median %lld ms p99 %lld ms "
+		       "(controller share = total - 0.2 ms; target <= 5 ms at p99); CPU per "
+		       "transaction: controller %.2f ms, ocs-devsim %.2f ms; %.2f RPCs per "
+		       "device\n",
+		       (long long)pct(total, RUNS, 50), (long long)pct(total, RUNS, 99), cpu, sim,
+		       rpcs);
+	}
+	for (int i = 0; i < N; i++)
+		sb_device_free(devs[i]);
+	sb_engine_free(eng);
+	sb_driver_free(drv);
+	return tl_fleet_stop(&fleet) || rc;
+}
+
+/* Parses "16,64,256" into v (at most cap values in [lo, hi]); returns the count, 0 if bad. */
+static int parse_list(const char *s, int *v, int cap, int lo, int hi)
+{
+	int n = 0;
+	for (char *end; *s && n < cap; s = *end ? end + 1 : end) {
+		long x = strtol(s, &end, 10);
+		if (end == s || x < lo || x > hi || (*end && *end != ','))
+			return 0;
+		v[n++] = (int)x;
+	}
+	return *s ? 0 : n;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
-	int runs = argc > 1 ? atoi(argv[1]) : 20;
+	int devices[8] = {16, 64, 256}, n_devices = 3, sw[4] = {0, 25}, n_sw = 2;
+	bool ssh = true, tls = true, costs = true, trx = true;
+	static const struct option longopts[] = {{"devices", required_argument, NULL, 'd'},
+						 {"switch-ms", required_argument, NULL, 's'},
+						 {"transport", required_argument, NULL, 't'},
+						 {"no-rpc-costs", no_argument, NULL, 'c'},
+						 {"no-trx", no_argument, NULL, 'x'},
+						 {"pin", no_argument, NULL, 'p'},
+						 {NULL, 0, NULL, 0}};
+	for (int o; (o = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
+		if (o == 'd' && (n_devices = parse_list(optarg, devices, 8, 1, DEVICES)))
+			continue;
+		if (o == 's' && (n_sw = parse_list(optarg, sw, 4, 0, 1000)))
+			continue;
+		if (o == 't' && strcmp(optarg, "ssh") && strcmp(optarg, "tls") &&
+		    strcmp(optarg, "both"))
+			return 2;
+		if (o == 't') {
+			ssh = strcmp(optarg, "tls") != 0;
+			tls = strcmp(optarg, "ssh") != 0;
+			continue;
+		}
+		if (o == 'p') {
+			pin = true;
+			pin_to(0, 0);
+			continue;
+		}
+		if (o == 'c' || o == 'x') {
+			costs = costs && o != 'c';
+			trx = trx && o != 'x';
+			continue;
+		}
+		fprintf(stderr,
+			"usage: bench_sb_txn [runs] [--devices 16,64,256] [--switch-ms "
+			"0,25] [--transport ssh|tls|both] [--no-rpc-costs] [--no-trx] [--pin]\n");
+		return 2;
+	}
+	int runs = optind < argc ? atoi(argv[optind]) : 20;
 	if (runs < 1 || runs > 64)
 		return 2;
 	char dir[] = "/tmp/bench-sb-tls-XXXXXX";
@@ -278,8 +463,25 @@ int main(int argc, char **argv)
 	    tl_make_cert(dir, "server", "127.0.0.1", "ca") ||
 	    tl_make_cert(dir, "client", "ocs-controller", "ca"))
 		return 1;
-	int rc = rpc_costs() || run(0, NULL, runs) || run(25, NULL, runs) || run(0, dir, runs) ||
-		 run(25, dir, runs);
+	int rc = costs ? rpc_costs() : 0;
+	for (int t = 0; t < 2 && !rc; t++) {
+		if (!(t ? tls : ssh))
+			continue;
+		for (int s = 0; s < n_sw && !rc; s++) {
+			n_fit = 0;
+			for (int k = 0; k < n_devices && !rc; k++)
+				rc = run(devices[k], sw[s], t ? dir : NULL, runs);
+			if (!rc && n_fit > 1 && fit_cpu[0] > 0)
+				printf("%s switch-ms %d: controller CPU grows as devices^%.2f "
+				       "(%d -> %d devices)\n",
+				       t ? "TLS" : "SSH", sw[s],
+				       log(fit_cpu[n_fit - 1] / fit_cpu[0]) /
+					       log((double)fit_devices[n_fit - 1] / fit_devices[0]),
+				       fit_devices[0], fit_devices[n_fit - 1]);
+		}
+	}
+	if (!rc && trx)
+		rc = trx_run();
 	char cmd[96];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd) || rc;

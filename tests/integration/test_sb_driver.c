@@ -3,8 +3,9 @@
  * real ocs-devsim on loopback: SSH password and key authentication, host
  * key pinning, TLS with client certificates (made here with openssl), capability detection and
  * strategy, one-edit-per-call programming, state read-back, device refusals as structured errors,
- * RPC deadlines, dropped sessions, reconnect backoff and the confirmed
- * commit timeout revert.
+ * RPC deadlines, dropped sessions, reconnect backoff, the confirmed
+ * commit timeout revert, the parallel warm-start connect, and an idle
+ * session whose device went away replaced at the next connect.
  */
 #include "sb_testlib.h"
 
@@ -111,6 +112,81 @@ static void test_bad_password_and_backoff(void **state)
 	assert_true(rc == -ETIMEDOUT || rc == -ECONNREFUSED);
 	assert_true(sb_now_ms() - t0 < 2000);
 	sb_device_free(d);
+}
+
+/*
+ * Warm start: 8 devices connected in parallel, 4 at a time; two of them
+ * cannot authenticate and stay down with their own error until the
+ * deadline, the other six have sessions. The same call on connected
+ * devices keeps their sessions.
+ */
+static void test_connect_many(void **state)
+{
+	struct tl_fleet f8;
+	assert_int_equal(tl_fleet_start(&f8, 8, NULL), 0);
+	struct sb_device **d = tl_devices(drv, &f8, 0, 8, 2000);
+	for (int i = 2; i < 8; i += 5) {
+		struct sb_device_config c = tl_device_config(&f8, i);
+		snprintf(c.password, sizeof(c.password), "wrong");
+		sb_device_free(d[i]);
+		assert_int_equal(sb_device_new(drv, &c, &d[i]), 0);
+	}
+	struct sb_error errs[8];
+	int64_t t0 = sb_now_ms();
+	assert_int_equal(sb_device_connect_many(d, 8, 4, t0 + 1500, errs), 6);
+	assert_true(sb_now_ms() - t0 < 5000);
+	for (int i = 0; i < 8; i++) {
+		bool bad = i == 2 || i == 7;
+		assert_int_equal(sb_device_connected(d[i]), !bad);
+		if (bad) {
+			assert_true(errs[i].code == -ECONNREFUSED || errs[i].code == -ETIMEDOUT);
+			assert_string_equal(errs[i].operation, "connect");
+			assert_string_equal(errs[i].device, sb_device_name(d[i]));
+		} else {
+			assert_int_equal(errs[i].code, 0);
+		}
+	}
+	uint64_t connects = atomic_load(&sb_driver_counters(drv)->connects);
+	assert_int_equal(sb_device_connect_many(d, 2, 8, sb_now_ms() + 1000, NULL), 2);
+	assert_int_equal(atomic_load(&sb_driver_counters(drv)->connects), connects);
+	tl_devices_free(d, 8);
+	assert_int_equal(tl_fleet_stop(&f8), 0);
+}
+
+/*
+ * The device restarts while the session is idle: the next connect sees the
+ * closed socket and opens a new session (counted as lost + connected)
+ * instead of reporting the dead one as up and failing the next RPC.
+ */
+static void test_dead_session_replaced(void **state)
+{
+	struct tl_fleet f1;
+	assert_int_equal(tl_fleet_start(&f1, 1, NULL), 0);
+	struct sb_device **d = tl_devices(drv, &f1, 0, 1, 2000);
+	struct sb_device_config cfg = tl_device_config(&f1, 0);
+	cfg.hostkey_policy = SB_HOSTKEY_ACCEPT_ANY; /* the restarted simulator has a new key */
+	sb_device_free(d[0]);
+	assert_int_equal(sb_device_new(drv, &cfg, &d[0]), 0);
+	struct sb_error err = {0};
+	OK(sb_device_connect(d[0], &err));
+	OK(sb_device_lock(d[0], SB_DS_CANDIDATE, &err));
+	OK(sb_device_unlock(d[0], SB_DS_CANDIDATE, &err));
+	assert_int_equal(tl_fleet_stop(&f1), 0);
+	assert_int_equal(tl_fleet_restart(&f1, NULL), 0);
+	const struct sb_driver_counters *c = sb_driver_counters(drv);
+	uint64_t connects = atomic_load(&c->connects), lost = atomic_load(&c->sessions_lost);
+	uint64_t timeouts = atomic_load(&c->rpc_timeouts);
+	OK(sb_device_connect(d[0], &err));
+	assert_int_equal(atomic_load(&c->connects), connects + 1);
+	assert_int_equal(atomic_load(&c->sessions_lost), lost + 1);
+	OK(sb_device_lock(d[0], SB_DS_CANDIDATE, &err));
+	OK(sb_device_unlock(d[0], SB_DS_CANDIDATE, &err));
+	assert_int_equal(atomic_load(&c->rpc_timeouts), timeouts);
+	/* a live idle session stays */
+	OK(sb_device_connect(d[0], &err));
+	assert_int_equal(atomic_load(&c->connects), connects + 1);
+	tl_devices_free(d, 1);
+	assert_int_equal(tl_fleet_stop(&f1), 0);
 }
 
 static void test_pinned_hostkey_mismatch(void **state)
@@ -419,6 +495,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capabilities_and_strategy),
 		cmocka_unit_test(test_bad_password_and_backoff),
+		cmocka_unit_test(test_connect_many),
+		cmocka_unit_test(test_dead_session_replaced),
 		cmocka_unit_test(test_pinned_hostkey_mismatch),
 		cmocka_unit_test(test_public_key_auth),
 		cmocka_unit_test(test_tls_certificates),

@@ -4,7 +4,8 @@
  * across 4..16 devices, the L2 checker refusing a one-way plan before any
  * device is touched, read-back verification catching a commit without
  * effect, compensating rollback on devices without confirmed-commit,
- * hooks, counters and the asynchronous form.
+ * a device changed behind ocsd's back (its stale pre-image never feeds a
+ * compensating edit), hooks, counters and the asynchronous form.
  */
 #include "sb_testlib.h"
 
@@ -321,6 +322,121 @@ static void test_compensating_rollback_without_confirmed_commit(void **state)
 	assert_int_equal(tl_fleet_stop(&fleet), 0);
 }
 
+/* Another manager changes device i behind ocsd's back: its own session, lock, edit, commit. */
+static void change_behind_back(const struct tl_fleet *fleet, int i, const struct sb_xc *xcs,
+			       size_t n)
+{
+	struct sb_device **other = tl_devices(drv, fleet, i, 1, 2000);
+	struct sb_error err = {0};
+	assert_int_equal(sb_device_connect(other[0], &err), 0);
+	assert_int_equal(sb_device_lock(other[0], SB_DS_CANDIDATE, &err), 0);
+	assert_int_equal(sb_device_replace_xcs(other[0], SB_DS_CANDIDATE, xcs, n, &err), 0);
+	assert_int_equal(sb_device_commit(other[0], 0, NULL, NULL, &err), 0);
+	assert_int_equal(sb_device_unlock(other[0], SB_DS_CANDIDATE, &err), 0);
+	tl_devices_free(other, 1);
+}
+
+/*
+ * The pre-image of a confirmed-commit device comes from its session's last
+ * verified image, without a get-config. Another manager changes device 0
+ * behind ocsd's back; the next transaction fails on that device before its
+ * confirm: the device cancels our commit itself, and the rollback finds
+ * running neither at the stale image nor at our target. No compensating
+ * edit is sent from the stale image (device 0 keeps the other manager's
+ * content), the result says so, and the image is forgotten: the next
+ * transaction reads running again and commits. sb_device_forget_image()
+ * (reconciliation saw drift) makes the next pre-image a fresh read too,
+ * which a compensating edit may then use.
+ */
+static void test_stale_image_never_compensates(void **state)
+{
+	struct tl_fleet fleet;
+	assert_int_equal(tl_fleet_start(&fleet, 4, NULL), 0);
+	struct sb_device **devs = tl_devices(drv, &fleet, 0, 4, 2000);
+	struct plan_buf b;
+	struct sb_txn_result r;
+	const struct sb_driver_counters *c = sb_driver_counters(drv);
+	for (int round = 0; round < 2; round++) {
+		if (round == 1) {
+			/* the first get or get-config device 0 receives is refused: on a
+			 * warm session it is the read-back after the commit, not a
+			 * pre-image read in prepare */
+			set_faults(devs[0], "refuse@get");
+			build_plan(&b, &lab_straight, devs, 4, round);
+			assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+			assert_int_equal(r.outcome, SB_TXN_ROLLED_BACK);
+			assert_int_equal(r.devices[0].failed_step, SB_STEP_VERIFY);
+			assert_string_equal(r.devices[0].error.operation, "get");
+			sb_txn_result_clear(&r);
+			set_faults(devs[0], "");
+		}
+		build_plan(&b, &lab_straight, devs, 4, round);
+		assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+		print_result(&r);
+		assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+		sb_txn_result_clear(&r);
+		struct sb_xc *img = NULL;
+		size_t n_img = 0;
+		assert_int_equal(sb_device_image_xcs(devs[0], &img, &n_img), 0);
+		assert_true(tl_same(img, n_img, b.devs[0].target, b.devs[0].n_target));
+		free(img);
+	}
+	/* rounds repeat every 3 on 4 pods: round 6 is neither round 1 (the image) nor 2 */
+	struct sb_xc drift[MAX_XC];
+	size_t n_drift = tl_fabric_device_xcs(&lab_straight, 0, 0, 6, drift, MAX_XC);
+	change_behind_back(&fleet, 0, drift, n_drift);
+	struct sb_xc *pre[4];
+	size_t n_pre[4];
+	snapshot(devs, 4, pre, n_pre);
+	assert_true(tl_same(pre[0], n_pre[0], drift, n_drift));
+	assert_false(tl_same(pre[0], n_pre[0], b.devs[0].target, b.devs[0].n_target));
+	set_faults(devs[0], "refuse@confirm");
+	build_plan(&b, &lab_straight, devs, 4, 2);
+	uint64_t edits = atomic_load(&c->edits);
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	fprintf(stderr, "txn %s: %s\n", sb_txn_outcome_name(r.outcome), r.message);
+	assert_int_equal(r.outcome, SB_TXN_ROLLED_BACK);
+	assert_true(r.devices[0].stale_image);
+	assert_int_equal(r.devices[0].outcome, SB_DEV_ROLLED_BACK);
+	for (int i = 1; i < 4; i++)
+		assert_false(r.devices[i].stale_image);
+	/* 4 edits to the target, and the compensating edits of the 3 confirmed
+	 * devices whose images were right; none to device 0 */
+	assert_int_equal(atomic_load(&c->edits) - edits, 4 + 3);
+	sb_txn_result_clear(&r);
+	set_faults(devs[0], "");
+	/* device 0 keeps the other manager's content, the others their pre-image */
+	assert_devices_hold(&b, &lab_straight, false, pre, n_pre);
+	struct sb_xc *img = NULL;
+	size_t n_img = 0;
+	assert_int_equal(sb_device_image_xcs(devs[0], &img, &n_img), -ENOENT);
+	free_snapshot(pre, 4);
+	/* the next transaction reads device 0's running and commits */
+	build_plan(&b, &lab_straight, devs, 4, 3);
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	print_result(&r);
+	assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+	sb_txn_result_clear(&r);
+	assert_devices_hold(&b, &lab_straight, true, NULL, NULL);
+	/* drift again, now seen by reconciliation: the image is forgotten, the
+	 * pre-image is read afresh, and device 0 (confirmed when device 1
+	 * refuses its confirm) is compensated back to the other manager's content */
+	change_behind_back(&fleet, 0, drift, n_drift);
+	sb_device_forget_image(devs[0]);
+	snapshot(devs, 4, pre, n_pre);
+	set_faults(devs[1], "refuse@confirm");
+	build_plan(&b, &lab_straight, devs, 4, 4);
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	assert_int_equal(r.outcome, SB_TXN_ROLLED_BACK);
+	assert_false(r.devices[0].stale_image);
+	sb_txn_result_clear(&r);
+	set_faults(devs[1], "");
+	assert_devices_hold(&b, &lab_straight, false, pre, n_pre);
+	free_snapshot(pre, 4);
+	tl_devices_free(devs, 4);
+	assert_int_equal(tl_fleet_stop(&fleet), 0);
+}
+
 struct hook_log {
 	int intents;
 	int outcomes;
@@ -409,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_cross_wiring_pairs),
 		cmocka_unit_test(test_readback_catches_commit_without_effect),
 		cmocka_unit_test(test_compensating_rollback_without_confirmed_commit),
+		cmocka_unit_test(test_stale_image_never_compensates),
 		cmocka_unit_test(test_hooks_async_and_counters),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
