@@ -294,6 +294,7 @@ static void read_access(const struct lyd_node *devices, struct cfg_access *a)
 				 strcmp(leaf_value(devices, "accept-any-host-key"), "true") == 0;
 	a->rpc_timeout_ms = (uint32_t)leaf_int(devices, "rpc-timeout-ms", 5000);
 	a->confirm_timeout_s = (uint32_t)leaf_int(devices, "confirm-timeout-s", 60);
+	a->switch_time_us = (uint32_t)leaf_int(devices, "switch-time-us", 0);
 }
 
 static void default_device_name(const struct ocsd_config *cfg, int id, char *buf, size_t size)
@@ -689,9 +690,12 @@ static void print_devices(const struct ocsd_config *cfg, FILE *out)
 		if (strcmp(cfg->devices[i].address, first->address) != 0 ||
 		    cfg->devices[i].port != first->port + i)
 			consecutive = false;
-	fprintf(out, "  management      NETCONF over %s as %s, RPC deadline %u ms, confirm %u s\n",
+	fprintf(out,
+		"  management      NETCONF over %s as %s, RPC deadline %u ms, confirm %u s, "
+		"switching %u us\n",
 		cfg->access.transport == CFG_TRANSPORT_TLS ? "TLS" : "SSH", cfg->access.username,
-		cfg->access.rpc_timeout_ms, cfg->access.confirm_timeout_s);
+		cfg->access.rpc_timeout_ms, cfg->access.confirm_timeout_s,
+		cfg->access.switch_time_us);
 	if (cfg->access.transport == CFG_TRANSPORT_SSH)
 		fprintf(out, "  host keys       %s\n",
 			cfg->access.accept_any_host_key ? "any accepted (lab only)"

@@ -270,7 +270,7 @@ static enum cfg_change config_change(const struct ocsd_config *a, const struct o
 		  !same_str(x->certificate_file, y->certificate_file) ||
 		  !same_str(x->ca_file, y->ca_file) ||
 		  x->accept_any_host_key != y->accept_any_host_key ||
-		  x->rpc_timeout_ms != y->rpc_timeout_ms;
+		  x->rpc_timeout_ms != y->rpc_timeout_ms || x->switch_time_us != y->switch_time_us;
 	return access ? CHANGE_ACCESS : CHANGE_NONE;
 }
 
@@ -280,7 +280,7 @@ static int device_settings(const struct ocsd_config *cfg, int i, const char *pas
 
 /*
  * Applies new device access settings (addresses, ports, host keys,
- * credentials, rpc-timeout) of next, whose fabric equals the running one:
+ * credentials, rpc-timeout, switch time) of next, whose fabric equals the running one:
  * every device handle stages them (sb_device_set_config: a transaction in
  * progress keeps its sessions; each device reconnects with the new settings
  * when it is next used), then the running configuration takes them over.
@@ -602,6 +602,7 @@ static int device_settings(const struct ocsd_config *cfg, int i, const char *pas
 		snprintf(dc->tls_ca, sizeof(dc->tls_ca), "%s", a->ca_file ? a->ca_file : "");
 	}
 	dc->rpc_timeout_ms = (int)a->rpc_timeout_ms;
+	dc->switch_us = (int)a->switch_time_us;
 	if (cfg->kind == CFG_OCSTRX_RING) {
 		/* one transceiver agent per node; device i serves node i */
 		dc->model = SB_MODEL_TRANSCEIVER;
@@ -681,6 +682,32 @@ static int start_southbound(struct od *od)
 	if (rc)
 		log_msg(LOG_ERR, "cannot start the transaction engine: %s", strerror(-rc));
 	return rc;
+}
+
+/*
+ * Warm start (issue 13): connects every device's transaction session in
+ * parallel, for at most --warm-start-ms, before recovery and READY, so that
+ * neither recovery nor the first transaction pays for the handshakes. A
+ * device still down afterwards is connected at first use, as before.
+ */
+static void warm_start(struct od *od)
+{
+	int n = od->cfg->n_devices;
+	struct sb_device **h = calloc((size_t)n + 1, sizeof(*h));
+	int64_t t0 = sb_now_ms();
+	size_t up;
+
+	if (!h || !od->opts->warm_start_ms || n == 0) {
+		free(h);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		h[i] = dev_handle(od->devs, i, DEV_ROLE_TXN);
+	up = sb_device_connect_many(h, (size_t)n, n < 32 ? n : 32,
+				    t0 + (int64_t)od->opts->warm_start_ms, NULL);
+	log_msg(LOG_INFO, "warm start: %zu of %d devices connected in %lld ms", up, n,
+		(long long)(sb_now_ms() - t0));
+	free(h);
 }
 
 /* The per-device records (devices.c); their handles come with start_southbound(). */
@@ -784,6 +811,7 @@ static int start_jobs(struct od *od)
 	rc = start_southbound(od);
 	if (rc)
 		return rc;
+	warm_start(od);
 	{
 		struct rec_deps rd = {&od->cfg->fabric, od->store, od->fs,
 				      od->devs,		NULL,	   od->rings};

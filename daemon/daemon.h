@@ -40,6 +40,9 @@ struct od_options {
 	/* Finished jobs and intents are deleted past either limit (0 = no such limit). */
 	unsigned retention_days;
 	size_t retention_jobs;
+	/* Before READY, every device's transaction session is connected in
+	 * parallel for at most this long (0 = connect lazily, at first use). */
+	unsigned warm_start_ms;
 };
 
 /* Runs the daemon until SIGTERM/SIGINT. Returns the process exit code. */

@@ -47,7 +47,10 @@ static void usage(FILE *out)
 		"  --retention-days N       delete released and failed jobs N days after they\n"
 		"                           finished (default 7, 0 = no age limit)\n"
 		"  --retention-jobs N       keep at most the N newest released and failed\n"
-		"                           jobs (default 10000, 0 = no count limit)\n");
+		"                           jobs (default 10000, 0 = no count limit)\n"
+		"  --warm-start-ms N        before reporting READY, connect every device in\n"
+		"                           parallel for at most N ms (default 2000, 0 = connect\n"
+		"                           each device when first used)\n");
 }
 
 static int check_config(const char *path)
@@ -105,6 +108,7 @@ int main(int argc, char **argv)
 		{"reconcile-interval-s", required_argument, NULL, 'R'},
 		{"retention-days", required_argument, NULL, 'D'},
 		{"retention-jobs", required_argument, NULL, 'J'},
+		{"warm-start-ms", required_argument, NULL, 'W'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -113,14 +117,15 @@ int main(int argc, char **argv)
 				 .listen = "127.0.0.1:50051",
 				 .reconcile_interval_s = 60,
 				 .retention_days = OCSD_RETENTION_DAYS,
-				 .retention_jobs = OCSD_RETENTION_JOBS};
+				 .retention_jobs = OCSD_RETENTION_JOBS,
+				 .warm_start_ms = 2000};
 	const char *check = NULL;
 	char *end;
 	long n;
 	int opt;
 
 	run.state_dir = getenv("STATE_DIRECTORY") ? getenv("STATE_DIRECTORY") : "/var/lib/ocsd";
-	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:Vh", options, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:Vh", options, NULL)) !=
 	       -1) {
 		switch (opt) {
 		case 'c':
@@ -186,6 +191,15 @@ int main(int argc, char **argv)
 				return OCSD_EXIT_USAGE;
 			}
 			run.retention_jobs = (size_t)n;
+			break;
+		case 'W':
+			n = strtol(optarg, &end, 10);
+			if (!*optarg || *end || n < 0 || n > 600000) {
+				fprintf(stderr, "ocsd: --warm-start-ms: '%s' is not 0..600000\n",
+					optarg);
+				return OCSD_EXIT_USAGE;
+			}
+			run.warm_start_ms = (unsigned)n;
 			break;
 		case 'V':
 			printf("ocsd %s\n", OCSD_VERSION);

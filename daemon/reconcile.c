@@ -105,6 +105,10 @@ static void pass_done(struct loop_node *n)
 			rep.unreachable++; /* out of memory: this device is not compared */
 			continue;
 		}
+		/* Drift: the transaction session's image of the device (its next
+		 * pre-image, sb_device.h) is stale; it is read again at next use. */
+		if (diff.n_missing || diff.n_unowned)
+			sb_device_forget_image(dev_handle(r->d.devs, d, DEV_ROLE_TXN));
 		/* Expected but absent, then present but owned by no job. */
 		rep.missing += diff.n_missing;
 		rep.unowned += diff.n_unowned;

@@ -59,6 +59,7 @@ class Fleet:
         dev["password-file"] = pw
         dev["port-base"] = self.base
         dev["confirm-timeout-s"] = confirm_timeout_s
+        dev["switch-time-us"] = 5000  # start_devices()' default switch time
         self.cfg = os.path.join(self.work, "fabric.json")
         with open(self.cfg, "w") as f:
             json.dump(fabric, f, indent=2)
@@ -324,6 +325,7 @@ class RingFleet(Fleet):
         dev["port-base"] = self.base
         dev["username"] = "ocsd"
         dev["confirm-timeout-s"] = confirm_timeout_s
+        dev["switch-time-us"] = 200  # start_devices()' default switch time
         self.cfg = os.path.join(self.work, "fabric.json")
         with open(self.cfg, "w") as f:
             json.dump(fabric, f, indent=2)
