@@ -86,6 +86,11 @@ class Server:
                     return int(line.split()[1])
         raise RuntimeError("no VmRSS")
 
+    def sanitized(self):
+        """ASan keeps freed memory in its quarantine: RSS says nothing then."""
+        with open("/proc/%d/maps" % self.proc.pid) as f:
+            return "libasan" in f.read()
+
     def stop(self):
         self.proc.terminate()
         try:
@@ -224,7 +229,9 @@ class WatchSlow(unittest.TestCase):
         # read nothing: their memory is back already.
         ended = rss_settled(server, base)
         print("rss with the slow streams ended, their clients connected: %d kB" % ended)
-        self.assertLess(ended - base, 8 * 1024)
+        check_rss = not server.sanitized()
+        if check_rss:
+            self.assertLess(ended - base, 8 * 1024)
 
         # Every slow stream was ended: sample some of them to the end.
         for st in slow[::PER_CONN // 2]:
@@ -241,14 +248,17 @@ class WatchSlow(unittest.TestCase):
         self.assertLess(p99, 1.0, "GetFabric p99 %.3f s during the flood" % p99)
         self.assertLess(publish_s[len(publish_s) // 2], 4 * alone + 0.02,
                         "publishing slowed by the slow streams")
-        self.assertLess(peak - base, 64 * 1024, "RSS grew %d kB" % (peak - base))
+        if check_rss:
+            self.assertLess(peak - base, 64 * 1024, "RSS grew %d kB" % (peak - base))
 
         # The clients go: memory comes back near the baseline.
         for ch in chans:
             ch.close()
         after = rss_settled(server, base)
-        print("rss after the clients left: %d kB (baseline %d kB)" % (after, base))
-        self.assertLess(after - base, 8 * 1024)
+        print("rss after the clients left: %d kB (baseline %d kB)%s" %
+              (after, base, "" if check_rss else "; not checked under ASan"))
+        if check_rss:
+            self.assertLess(after - base, 8 * 1024)
         fast.cancel()
         for ch in (ctl, plain, fast_ch):
             ch.close()
