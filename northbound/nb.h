@@ -251,7 +251,14 @@ struct nb_server_config {
 	const char *tls_key_file;
 	size_t max_message_bytes; /* both directions; 0: 4 MiB */
 	int threads;		  /* completion-queue threads; 0: 2 */
-	int stream_queue_max;	  /* events queued per watcher; 0: 1024 */
+	/* Events.Watch and Health.Watch streams. A stream holds at most one
+	 * message in gRPC (the write in flight) and queues at most
+	 * stream_queue_max more (0: 1024); one that falls further behind is
+	 * ended at once with RESOURCE_EXHAUSTED "watch: client too slow: ...".
+	 * At most max_streams (0: 1000) are open; beyond that a new Watch is
+	 * refused with RESOURCE_EXHAUSTED "watch: N streams open, ...". */
+	int stream_queue_max;
+	int max_streams;
 	/* Calls handed to the daemon and not answered yet; beyond this, new
 	 * calls get RESOURCE_EXHAUSTED "server: N calls in flight, ..." at once
 	 * (so a stuck loop cannot pile up work). 0: 4096. */
@@ -288,7 +295,9 @@ void nb_server_destroy(struct nb_server *s);
  * Publishes an event to every Events.Watch stream whose filter wants it.
  * The event is copied; seq is stamped (+1 per call, from 1) and
  * time_unix_ms too when 0. A watcher more than stream_queue_max events
- * behind is ended with RESOURCE_EXHAUSTED. Returns the seq stamped.
+ * behind is ended at once with RESOURCE_EXHAUSTED "watch: client too slow":
+ * a slow reader costs the publisher at most stream_queue_max pushes, never
+ * a wait. Returns the seq stamped.
  */
 uint64_t nb_server_publish(struct nb_server *s, const Ocs__V1__Event *event);
 

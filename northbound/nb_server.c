@@ -35,6 +35,7 @@
  *  4. nb_code -> grpc_status_code happens in start_finish() only.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,6 +54,9 @@
 #define NB_REQUEST_SLOTS	       16 /* new-call requests kept outstanding */
 #define NB_DEFAULT_THREADS	       2
 #define NB_DEFAULT_STREAM_QUEUE	       1024
+#define NB_DEFAULT_MAX_STREAMS	       1000
+#define NB_STREAM_QUEUE_FIRST	       8  /* first ring size; doubles up to the bound */
+#define NB_TRIM_MIN_STREAMS	       64 /* see call_free() */
 #define NB_MAX_THREADS		       16
 #define NB_DEFAULT_SHUTDOWN_GRACE_MS   2000
 #define NB_DEFAULT_MAX_CALLS_IN_FLIGHT 4096
@@ -94,12 +98,14 @@ struct nb_call {
 	grpc_slice status_details;
 	bool status_details_set;
 	grpc_byte_buffer *finish_buf;
-	/* STREAMING: a ring of packed messages, one write at a time */
+	/* STREAMING: a ring of packed messages, one write at a time; grown on
+	 * demand (doubling) up to stream_queue_max, freed when the stream ends */
 	grpc_slice *queue;
-	int queue_head, queue_len;
+	int queue_cap, queue_head, queue_len;
 	bool writing;
 	grpc_byte_buffer *write_buf;
 	bool finish_pending;
+	bool stream_counted; /* counted in server->stream_calls */
 	enum nb_code pending_code;
 	char pending_msg[256];
 	Ocs__V1__WatchRequest *watch; /* Events.Watch filter */
@@ -113,6 +119,7 @@ struct nb_server {
 	int port;
 	size_t max_message_bytes;
 	int stream_queue_max;
+	int max_streams;
 	int shutdown_grace_ms;
 	int max_calls_in_flight;
 	enum nb_role insecure_role;
@@ -132,6 +139,9 @@ struct nb_server {
 	bool shutdown_done;
 	struct nb_tag tag_shutdown;
 	struct nb_call *watchers;
+	int n_watchers; /* streams linked in watchers (max_streams caps it) */
+	/* Stream calls not freed yet, and their peak since the last trim. */
+	int stream_calls, stream_calls_peak;
 	struct health_entry *health;
 	uint64_t event_seq;
 };
@@ -181,10 +191,22 @@ static void request_new_call(struct nb_server *s)
 	}
 }
 
+/* Drops a stream's queued messages and its ring (mu held, or the call is
+ * no longer reachable). */
+static void stream_queue_clear(struct nb_call *c)
+{
+	for (int i = 0; i < c->queue_len; i++)
+		grpc_slice_unref(c->queue[(c->queue_head + i) % c->queue_cap]);
+	free(c->queue);
+	c->queue = NULL;
+	c->queue_cap = c->queue_head = c->queue_len = 0;
+}
+
 /* Frees a call (server->mu not held). */
 static void call_free(struct nb_call *c)
 {
 	struct nb_server *s = c->srv;
+	bool trim = false;
 
 	if (c->call && s->handlers.call_done && c->method != NB_METHOD_COUNT)
 		s->handlers.call_done(s->handlers.ctx, c->method, c->final_code,
@@ -203,17 +225,31 @@ static void call_free(struct nb_call *c)
 		grpc_byte_buffer_destroy(c->finish_buf);
 	if (c->write_buf)
 		grpc_byte_buffer_destroy(c->write_buf);
-	for (int i = 0; i < c->queue_len; i++)
-		grpc_slice_unref(c->queue[(c->queue_head + i) % s->stream_queue_max]);
-	free(c->queue);
+	stream_queue_clear(c);
 	if (c->watch)
 		ocs__v1__watch_request__free_unpacked(c->watch, NULL);
 	free(c->health_service);
-	free(c);
 	pthread_mutex_lock(&s->mu);
 	s->live_calls--;
+	if (c->stream_counted) {
+		s->stream_calls--;
+		/*
+		 * Many streams ended (a crowd of watchers left): gRPC freed their
+		 * calls and transport buffers into malloc's arenas, which keep the
+		 * pages. Hand them back to the system each time the streams have
+		 * halved, so memory returns to its baseline after a flood of
+		 * watchers (issue 14 #4) at a cost that is logarithmic in it.
+		 */
+		trim = s->stream_calls_peak >= NB_TRIM_MIN_STREAMS &&
+		       s->stream_calls <= s->stream_calls_peak / 2;
+		if (trim)
+			s->stream_calls_peak = s->stream_calls;
+	}
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
+	free(c);
+	if (trim)
+		malloc_trim(0);
 }
 
 /* Under mu: whether the call can be freed now (invariant 2). */
@@ -228,6 +264,7 @@ static void unlink_watcher(struct nb_call *c)
 
 	if (!c->prev_watcher && s->watchers != c)
 		return;
+	s->n_watchers--;
 	if (c->prev_watcher)
 		c->prev_watcher->next_watcher = c->next_watcher;
 	else
@@ -241,6 +278,7 @@ static void link_watcher(struct nb_call *c)
 {
 	struct nb_server *s = c->srv;
 
+	s->n_watchers++;
 	c->prev_watcher = NULL;
 	c->next_watcher = s->watchers;
 	if (s->watchers)
@@ -305,6 +343,7 @@ static void finish_stream(struct nb_call *c, enum nb_code code, const char *mess
 	if (c->state != ST_STREAMING)
 		return;
 	unlink_watcher(c);
+	stream_queue_clear(c);
 	if (c->writing) {
 		c->finish_pending = true;
 		c->pending_code = code;
@@ -319,14 +358,13 @@ static void finish_stream(struct nb_call *c, enum nb_code code, const char *mess
 /* Under mu: start the next write of a stream if none is in flight. */
 static void stream_pump(struct nb_call *c)
 {
-	struct nb_server *s = c->srv;
 	grpc_op op;
 
 	if (c->writing || c->queue_len == 0 || c->state != ST_STREAMING)
 		return;
 	c->write_buf = grpc_raw_byte_buffer_create(&c->queue[c->queue_head], 1);
 	grpc_slice_unref(c->queue[c->queue_head]);
-	c->queue_head = (c->queue_head + 1) % s->stream_queue_max;
+	c->queue_head = (c->queue_head + 1) % c->queue_cap;
 	c->queue_len--;
 	memset(&op, 0, sizeof(op));
 	op.op = GRPC_OP_SEND_MESSAGE;
@@ -341,25 +379,62 @@ static void stream_pump(struct nb_call *c)
 	}
 }
 
+/* Under mu: makes room for one more message; false when the stream is at
+ * its bound (stream_queue_max). */
+static bool stream_queue_room(struct nb_call *c)
+{
+	int max = c->srv->stream_queue_max, cap;
+	grpc_slice *q;
+
+	if (c->queue_len < c->queue_cap)
+		return true;
+	if (c->queue_cap >= max)
+		return false;
+	cap = c->queue_cap ? c->queue_cap * 2 : NB_STREAM_QUEUE_FIRST;
+	if (cap > max)
+		cap = max;
+	q = malloc((size_t)cap * sizeof(*q));
+	if (!q)
+		return false;
+	for (int i = 0; i < c->queue_len; i++)
+		q[i] = c->queue[(c->queue_head + i) % c->queue_cap];
+	free(c->queue);
+	c->queue = q;
+	c->queue_cap = cap;
+	c->queue_head = 0;
+	return true;
+}
+
+/*
+ * Under mu: a stream that fell stream_queue_max messages behind is ended at
+ * once. Its queue is dropped, and the call is cancelled with the status:
+ * gRPC sends the status (trailers are not flow-controlled) and fails the
+ * write a client that does not read would otherwise hold forever, so the
+ * stream's memory and its place under max_streams come back now.
+ */
+static void stream_overflow(struct nb_call *c)
+{
+	char msg[160];
+
+	stream_queue_clear(c);
+	snprintf(msg, sizeof(msg),
+		 "watch: client too slow: it fell %d messages behind; watch again",
+		 c->srv->stream_queue_max);
+	if (c->writing)
+		grpc_call_cancel_with_status(c->call, GRPC_STATUS_RESOURCE_EXHAUSTED, msg, NULL);
+	finish_stream(c, NB_RESOURCE_EXHAUSTED, msg);
+}
+
 /* Under mu: queue a packed message (takes a new reference on it). */
 static void stream_push(struct nb_call *c, grpc_slice packed)
 {
-	struct nb_server *s = c->srv;
-	char msg[160];
-
 	if (c->state != ST_STREAMING)
 		return;
-	if (c->queue_len == s->stream_queue_max) {
-		for (int i = 0; i < c->queue_len; i++)
-			grpc_slice_unref(c->queue[(c->queue_head + i) % s->stream_queue_max]);
-		c->queue_len = 0;
-		snprintf(msg, sizeof(msg),
-			 "stream: the client fell more than %d messages behind; watch again",
-			 s->stream_queue_max);
-		finish_stream(c, NB_RESOURCE_EXHAUSTED, msg);
+	if (!stream_queue_room(c)) {
+		stream_overflow(c);
 		return;
 	}
-	c->queue[(c->queue_head + c->queue_len) % s->stream_queue_max] = grpc_slice_ref(packed);
+	c->queue[(c->queue_head + c->queue_len) % c->queue_cap] = grpc_slice_ref(packed);
 	c->queue_len++;
 	stream_pump(c);
 }
@@ -568,17 +643,25 @@ static bool serve_request(struct nb_call *c)
 	}
 	case NB_HEALTH_WATCH:
 	case NB_EVENTS_WATCH:
-		c->queue = calloc((size_t)s->stream_queue_max, sizeof(*c->queue));
-		if (!c->queue) {
-			start_finish(c, NB_RESOURCE_EXHAUSTED, "stream: out of memory", NULL);
-			return false;
-		}
 		if (s->shutting_down) {
 			start_finish(c, NB_UNAVAILABLE, "server: shutting down", NULL);
 			return false;
 		}
+		if (s->n_watchers >= s->max_streams) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg),
+				 "watch: %d streams open, at most %d; close one or retry later",
+				 s->n_watchers, s->max_streams);
+			start_finish(c, NB_RESOURCE_EXHAUSTED, msg, NULL);
+			return false;
+		}
 		c->state = ST_STREAMING;
 		link_watcher(c);
+		c->stream_counted = true;
+		s->stream_calls++;
+		if (s->stream_calls > s->stream_calls_peak)
+			s->stream_calls_peak = s->stream_calls;
 		if (c->method == NB_EVENTS_WATCH) {
 			c->watch = (Ocs__V1__WatchRequest *)c->request;
 			c->request = NULL;
@@ -988,6 +1071,8 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 		return nb_error_set(err, NB_INVALID_ARGUMENT, "shutdown_grace_ms", "negative");
 	if (cfg->stream_queue_max < 0)
 		return nb_error_set(err, NB_INVALID_ARGUMENT, "stream_queue_max", "negative");
+	if (cfg->max_streams < 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "max_streams", "negative");
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -996,6 +1081,7 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 		cfg->max_message_bytes ? cfg->max_message_bytes : NB_DEFAULT_MAX_MESSAGE_BYTES;
 	s->stream_queue_max =
 		cfg->stream_queue_max ? cfg->stream_queue_max : NB_DEFAULT_STREAM_QUEUE;
+	s->max_streams = cfg->max_streams ? cfg->max_streams : NB_DEFAULT_MAX_STREAMS;
 	s->shutdown_grace_ms =
 		cfg->shutdown_grace_ms ? cfg->shutdown_grace_ms : NB_DEFAULT_SHUTDOWN_GRACE_MS;
 	s->max_calls_in_flight = cfg->max_calls_in_flight ? cfg->max_calls_in_flight

@@ -19,7 +19,8 @@
  * frees the node, ListRings answers from the node table.
  *
  * Usage: nb_test_server [--listen ADDR] [--insecure] [--ca F --cert F --key F]
- *                       [--max-message-bytes N] [--queue N] [--ring] [--jobs N]
+ *                       [--max-message-bytes N] [--queue N] [--max-streams N]
+ *                       [--ring] [--jobs N]
  * Prints "port N" on stdout once serving; SIGTERM/SIGINT shut it down.
  * Magic job ids: "unavailable-*" fail with UNAVAILABLE, "full-*" with
  * RESOURCE_EXHAUSTED (to test how clients report refusals); PlanJob of
@@ -1180,7 +1181,8 @@ QUEUE_HANDLER(h_list_rings, Ocs__V1__ListRingsRequest)
 static void usage(void)
 {
 	fprintf(stderr, "usage: nb_test_server [--listen ADDR] [--insecure] [--ca F --cert F "
-			"--key F] [--max-message-bytes N] [--queue N] [--ring] [--jobs N]\n");
+			"--key F] [--max-message-bytes N] [--queue N] [--max-streams N] [--ring] "
+			"[--jobs N]\n");
 	exit(2);
 }
 
@@ -1222,6 +1224,8 @@ int main(int argc, char **argv)
 			cfg.max_message_bytes = strtoul(v, NULL, 10);
 		else if (strcmp(a, "--queue") == 0)
 			cfg.stream_queue_max = atoi(v);
+		else if (strcmp(a, "--max-streams") == 0)
+			cfg.max_streams = atoi(v);
 		else if (strcmp(a, "--jobs") == 0)
 			bulk = atoi(v);
 		else

@@ -585,7 +585,7 @@ class ShutdownTest(unittest.TestCase):
                 got += 1
         self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
         self.assertEqual(cm.exception.details(),
-                         "stream: the client fell more than 16 messages behind; watch again")
+                         "watch: client too slow: it fell 16 messages behind; watch again")
         self.assertLess(got, 200000)
         # A watcher that filtered job events out is unaffected (bounded wait:
         # device events until one arrives).
