@@ -238,8 +238,7 @@ static int verify_rings(void *arg, enum sb_verify_phase phase, const struct sb_d
 			if (phase == SB_VERIFY_READBACK && got != want) {
 				snprintf(why, why_len,
 					 "read-back: node %d bundle %u reaches node %d, the plan "
-					 "says "
-					 "%d",
+					 "says %d",
 					 node, st->set.bundle, got, want);
 				return -EPROTO;
 			}
