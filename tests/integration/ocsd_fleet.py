@@ -40,32 +40,46 @@ class Fleet:
     PER_GROUP = 4
 
     def __init__(self, build, src, confirm_timeout_s=60, prefix="ocsd-fleet-"):
+        fabric = self._prepare(build, src, prefix, "lab.json")
+        dev = fabric["ocsd-fabric:fabric"]["devices"]
+        self._set_access(dev, confirm_timeout_s, 5000)  # start_devices()' default switch time
+        self._write_config(fabric)
+
+    def _prepare(self, build, src, prefix, fabric_file):
+        """What every fleet has: binaries, a work directory with the device
+        password file and the state directory, N_DEV reserved ports; returns
+        the example fabric file deploy/fabrics/<fabric_file> to adapt."""
         self.build, self.src = build, src
         self.devsim = os.path.join(build, "southbound", "ocs-devsim")
         self.ocsd_bin = os.path.join(build, "daemon", "ocsd")
         self.work = tempfile.mkdtemp(prefix=prefix)
-        self.password = "fleet-" + os.urandom(8).hex()
+        self.password = prefix + os.urandom(8).hex()
         self.ocsd = None
         self.grpc_port = self.metrics_port = 0
         self.starts = 0
         self.devsim_proc = None
-        pw = os.path.join(self.work, "pw")
-        with open(pw, "w") as f:
+        self.pw_path = os.path.join(self.work, "pw")
+        with open(self.pw_path, "w") as f:
             f.write(self.password + "\n")
         self.base = testports.reserve(self.N_DEV)
-        with open(os.path.join(src, "deploy", "fabrics", "lab.json")) as f:
-            fabric = json.load(f)
-        dev = fabric["ocsd-fabric:fabric"]["devices"]
-        dev["password-file"] = pw
-        dev["port-base"] = self.base
-        dev["confirm-timeout-s"] = confirm_timeout_s
-        dev["switch-time-us"] = 5000  # start_devices()' default switch time
-        self.cfg = os.path.join(self.work, "fabric.json")
-        with open(self.cfg, "w") as f:
-            json.dump(fabric, f, indent=2)
         self.state_dir = os.path.join(self.work, "state")
         os.makedirs(self.state_dir)
         self.log_path = os.path.join(self.work, "ocsd.log")
+        with open(os.path.join(src, "deploy", "fabrics", fabric_file)) as f:
+            return json.load(f)
+
+    def _set_access(self, dev, confirm_timeout_s, switch_time_us):
+        """The fabric file's `devices` object pointed at this fleet."""
+        dev["password-file"] = self.pw_path
+        dev["port-base"] = self.base
+        dev["username"] = "ocsd"
+        dev["confirm-timeout-s"] = confirm_timeout_s
+        dev["switch-time-us"] = switch_time_us
+
+    def _write_config(self, fabric):
+        self.cfg = os.path.join(self.work, "fabric.json")
+        with open(self.cfg, "w") as f:
+            json.dump(fabric, f, indent=2)
 
     def start_devices(self, switch_ms=5):
         log = open(os.path.join(self.work, "devsim.log"), "w")
@@ -299,39 +313,15 @@ class RingFleet(Fleet):
 
     def __init__(self, build, src, tors=16, nodes_per_tor=4, gpus_per_node=4, k_hops=3,
                  bundles=2, closed=False, confirm_timeout_s=60, prefix="ocsd-ring-"):
-        self.build, self.src = build, src
-        self.devsim = os.path.join(build, "southbound", "ocs-devsim")
-        self.ocsd_bin = os.path.join(build, "daemon", "ocsd")
-        self.work = tempfile.mkdtemp(prefix=prefix)
-        self.password = "ring-" + os.urandom(8).hex()
-        self.ocsd = None
-        self.grpc_port = self.metrics_port = 0
-        self.starts = 0
-        self.devsim_proc = None
         self.geometry = (tors, nodes_per_tor, k_hops, bundles, closed)
         self.N_DEV = tors * nodes_per_tor
-        pw = os.path.join(self.work, "pw")
-        with open(pw, "w") as f:
-            f.write(self.password + "\n")
-        self.base = testports.reserve(self.N_DEV)
-        with open(os.path.join(src, "deploy", "fabrics", "ocstrx-ring.json")) as f:
-            fabric = json.load(f)
+        fabric = self._prepare(build, src, prefix, "ocstrx-ring.json")
         ring = fabric["ocsd-fabric:fabric"]["ocstrx-ring"]
         ring.update({"tors": tors, "nodes-per-tor": nodes_per_tor,
                      "gpus-per-node": gpus_per_node, "k-hops": k_hops, "bundles": bundles,
                      "closed": closed})
-        dev = ring["devices"]
-        dev["password-file"] = pw
-        dev["port-base"] = self.base
-        dev["username"] = "ocsd"
-        dev["confirm-timeout-s"] = confirm_timeout_s
-        dev["switch-time-us"] = 200  # start_devices()' default switch time
-        self.cfg = os.path.join(self.work, "fabric.json")
-        with open(self.cfg, "w") as f:
-            json.dump(fabric, f, indent=2)
-        self.state_dir = os.path.join(self.work, "state")
-        os.makedirs(self.state_dir)
-        self.log_path = os.path.join(self.work, "ocsd.log")
+        self._set_access(ring["devices"], confirm_timeout_s, 200)  # start_devices()' default
+        self._write_config(fabric)
 
     def start_devices(self, switch_us=200):
         tors, per_tor, k, bundles, closed = self.geometry
