@@ -7,8 +7,9 @@
  * The listener has sessions of its own, separate from the devices' RPC
  * sessions (sb_device.h), so a transaction in progress never sees a
  * notification and a notification is never delayed behind an RPC. It
- * parses ocs-transceiver's node-fault and loss-of-light; anything else is
- * delivered as SB_NOTIF_OTHER with its name. A session that ends is
+ * parses ocs-transceiver's node-fault and loss-of-light and ocs-switch's
+ * port-state-change (how a rail OCS reports a GPU fault: its GPU-side port
+ * lost light); anything else is delivered as SB_NOTIF_OTHER with its name. A session that ends is
  * reported (SB_NOTIF_LOST) and reconnected with exponential backoff
  * (the device config's backoff_min_ms / backoff_max_ms); each successful
  * subscription is reported (SB_NOTIF_SUBSCRIBED), so the caller knows that
@@ -32,6 +33,7 @@
 enum sb_notif_kind {
 	SB_NOTIF_NODE_FAULT,	/* ocs-transceiver node-fault: node, faulty */
 	SB_NOTIF_LOSS_OF_LIGHT, /* ocs-transceiver loss-of-light: node, bundle */
+	SB_NOTIF_PORT_STATE,	/* ocs-switch port-state-change: port, port_up */
 	SB_NOTIF_SUBSCRIBED,	/* the source's subscription is up (again) */
 	SB_NOTIF_LOST,		/* the source's session ended; reconnecting */
 	SB_NOTIF_OTHER,		/* any other notification: see name */
@@ -43,6 +45,8 @@ struct sb_notif {
 	uint32_t node;	     /* NODE_FAULT, LOSS_OF_LIGHT */
 	bool faulty;	     /* NODE_FAULT */
 	uint8_t bundle;	     /* LOSS_OF_LIGHT */
+	uint16_t port;	     /* PORT_STATE */
+	bool port_up;	     /* PORT_STATE: oper-state up (true) or down/failed */
 	int64_t received_us; /* CLOCK_MONOTONIC, taken as soon as it was parsed */
 	const char *name;    /* the notification's name ("node-fault", ...); valid
 				during the callback only; NULL for SUBSCRIBED/LOST */
