@@ -287,6 +287,10 @@ static void test_no_confirmed_commit(void **state)
 	assert_int_equal(sb_device_connect_until(d[0], sb_now_ms() + 3000, &err), 0);
 	assert_false(sb_device_capabilities(d[0])->confirmed_commit);
 	assert_int_equal(sb_device_strategy(d[0]), SB_STRATEGY_CANDIDATE);
+	/* and a confirmed commit sent anyway is refused */
+	assert_int_equal(sb_device_lock(d[0], SB_DS_CANDIDATE, &err), 0);
+	assert_int_equal(sb_device_commit(d[0], 30, NULL, NULL, &err), -EREMOTEIO);
+	assert_int_equal(sb_device_unlock(d[0], SB_DS_CANDIDATE, &err), 0);
 	const struct fault_case later[] = {
 		{"refuse@confirm", true, false},  {"drop@confirm", true, false},
 		{"noeffect@commit", true, false}, {"fail-port=0", true, false},
