@@ -16,7 +16,12 @@ transaction sessions and their keepalive are exercised:
   4. the same after `kill -9` of ocs-devsim and a restart that follows at
      once (faster than the keepalive notices): the submission is ACTIVE at
      its first try, the dead sessions replaced before or during prepare;
-  5. the devices hold exactly what `ocsctl circuits` reports.
+  5. the devices hold exactly what `ocsctl circuits` reports;
+  6. `kill -9` of ocs-devsim while every device hangs in the confirm (fault
+     hang@confirm), restarted only after the transaction's rollback gave up
+     (ROLLBACK NOT PROVEN, the job FAILED, its intent `failed` in the
+     store): once the devices answer again the keepalive reads them back
+     and settles the intent `rolled_back`, and the devices match the store.
 
 usage: test_daemon_devrestart.py BUILD_DIR SOURCE_DIR
 """
@@ -104,10 +109,10 @@ def main():
         release("warm")
 
     # 2. a clean stop: the keepalive notices without any submission
-    fleet.devsim_proc.send_signal(signal.SIGTERM)
-    fleet.devsim_proc.wait(timeout=30)
     while not events.empty():
         events.get()
+    fleet.devsim_proc.send_signal(signal.SIGTERM)
+    fleet.devsim_proc.wait(timeout=30)
     wait_all(disconnected, "after ocs-devsim stopped")
     seen = set()
     while not events.empty():
@@ -139,7 +144,63 @@ def main():
     check(have == reported, f"devices hold {have}, ocsd reports {reported}")
     check((len(have) > 0) == held, f"{len(have)} cross-connects on the devices")
     check(fleet.one_way(devices) == [], f"one-way circuits {fleet.one_way(devices)}")
+    if held:
+        release("after-kill")
+
+    # 6. the device dies between commit and confirm and stays away longer
+    # than the rollback's deadline (10 s): not provable then, settled later
+    fleet.devsim_proc.send_signal(signal.SIGTERM)
+    fleet.devsim_proc.wait(timeout=30)
+    fleet.start_devices(1, "--fault", "hang@confirm=30000")
+    wait_all(connected, "with the confirm hanging")
+    answer = {}
+
+    def submit_killed():
+        try:
+            answer["r"] = jobs.SubmitJob(spec("killed", 5, 7), timeout=90)
+        except grpc.RpcError as e:
+            answer["e"] = e
+
+    t = threading.Thread(target=submit_killed)
+    t.start()
+    time.sleep(2.5)  # prepare, commit and verify take milliseconds; the confirm hangs
+    fleet.devsim_proc.send_signal(signal.SIGKILL)
+    fleet.devsim_proc.wait()
+    t.join(90)
+    # the answer is INTERNAL naming the unproven rollback, the job FAILED
+    e = answer.get("e")
+    check(e is not None and e.code() == grpc.StatusCode.INTERNAL
+          and "ROLLBACK NOT PROVEN" in e.details(), f"killed in the confirm: {answer}")
+    j = jobs.GetJob(jobs_pb2.GetJobRequest(id="killed"), timeout=10).job
+    check(j.state == jobs_pb2.JOB_STATE_FAILED,
+          f"killed in the confirm: job {jobs_pb2.JobState.Name(j.state)} {j.reason}")
+    check(intent_states("killed") == ["failed"],
+          f"intent of the killed job before the devices return: {intent_states('killed')}")
+    fleet.start_devices(switch_ms=1)
+    deadline = time.time() + SETTLE_S
+    while time.time() < deadline and intent_states("killed") != ["rolled_back"]:
+        time.sleep(0.2)
+    check(intent_states("killed") == ["rolled_back"],
+          f"intent of the killed job once the devices are back: {intent_states('killed')}")
+    circuits = fabric.ListCircuits(fabric_pb2.ListCircuitsRequest(), timeout=10).circuits
+    devices = fleet.read_devices()
+    have = sorted((name, i, o) for name, rows in devices.items() for (i, o, _) in rows)
+    check(have == [] and len(circuits) == 0,
+          f"after the settle: devices hold {have}, ocsd reports {len(circuits)} circuits")
+    check("rollback proven after the devices came back" in fleet.log(),
+          "the settle is not logged")
     ch.close()
+
+
+def intent_states(job_id):
+    """The states of job_id's intents in ocsd's store (read with SQLite)."""
+    import sqlite3
+    db = sqlite3.connect(os.path.join(fleet.state_dir, "ocsd.db"), timeout=10)
+    try:
+        return [row[0] for row in db.execute(
+            "SELECT state FROM intents WHERE job_id = ? ORDER BY txn_id", (job_id,))]
+    finally:
+        db.close()
 
 
 sys.exit(script.run(main))
