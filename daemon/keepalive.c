@@ -208,7 +208,8 @@ static void pass_done(struct loop_node *n)
 		struct ka_found *f = &k->found[i];
 		const char *name = dev_name(k->d.devs, i);
 
-		if (!f->visited || f->rc == -EBUSY)
+		/* in use, or backing off (no attempt: what was reported stands) */
+		if (!f->visited || f->rc == -EBUSY || f->rc == -EAGAIN)
 			continue;
 		if (f->reconnects && k->m_reconnects)
 			(void)mx_add(k->m_reconnects, &name, (double)f->reconnects);
