@@ -76,12 +76,15 @@ def main():
             fabric_pb2.ListDevicesRequest(), timeout=10).devices}
 
     def wait_all(state, what):
-        deadline = time.time() + SETTLE_S
+        t0 = time.time()
+        deadline = t0 + SETTLE_S
         while time.time() < deadline:
             s = sessions()
             if all(v == state for v in s.values()):
+                print(f"{what}: every device {fabric_pb2.SessionState.Name(state)} after "
+                      f"{time.time() - t0:.1f} s", flush=True)
                 return True
-            time.sleep(0.2)
+            time.sleep(0.1)
         bad = {k: fabric_pb2.SessionState.Name(v) for k, v in sessions().items() if v != state}
         check(False, f"{what}: not every device {fabric_pb2.SessionState.Name(state)}: {bad}")
         return False
@@ -94,7 +97,10 @@ def main():
             leaf_demand=jobs_pb2.LeafDemand(pairs=[jobs_pb2.LeafPair(a=a, b=b, links=2)]))
 
     def submit(job_id, a, b, what):
+        t0 = time.time()
         r = jobs.SubmitJob(spec(job_id, a, b), timeout=60)
+        print(f"{what}: {job_id} {jobs_pb2.JobState.Name(r.job.state)} in "
+              f"{(time.time() - t0) * 1000:.0f} ms", flush=True)
         check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE,
               f"{what}: {job_id} is {jobs_pb2.JobState.Name(r.job.state)}: {r.job.reason}")
         return r.job.state == jobs_pb2.JOB_STATE_ACTIVE
@@ -177,9 +183,11 @@ def main():
     check(intent_states("killed") == ["failed"],
           f"intent of the killed job before the devices return: {intent_states('killed')}")
     fleet.start_devices(switch_ms=1)
-    deadline = time.time() + SETTLE_S
+    t0 = time.time()
+    deadline = t0 + SETTLE_S
     while time.time() < deadline and intent_states("killed") != ["rolled_back"]:
-        time.sleep(0.2)
+        time.sleep(0.1)
+    print(f"intent settled {time.time() - t0:.1f} s after the devices came back", flush=True)
     check(intent_states("killed") == ["rolled_back"],
           f"intent of the killed job once the devices are back: {intent_states('killed')}")
     circuits = fabric.ListCircuits(fabric_pb2.ListCircuitsRequest(), timeout=10).circuits
