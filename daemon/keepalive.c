@@ -30,7 +30,6 @@
 #include <time.h>
 
 #include "clock.h"
-
 #include "devices.h"
 #include "exec.h"
 #include "fabric_state.h"
@@ -54,7 +53,8 @@ struct ka {
 	struct mx_family *m_reconnects;
 	struct exec_task task;
 	struct loop_node done_node;
-	struct ka_found *found; /* by device id */
+	struct ka_found *found;	   /* by device id */
+	uint64_t *reconnects_seen; /* by device id: sb_device_reconnects() at the last visit */
 	int n_devices;
 	int next;	  /* the device the next pass starts with (pass only) */
 	bool running;	  /* loop thread only */
@@ -208,11 +208,11 @@ static void pass_done(struct loop_node *n)
 		struct ka_found *f = &k->found[i];
 		const char *name = dev_name(k->d.devs, i);
 
+		if (f->reconnects && k->m_reconnects)
+			(void)mx_add(k->m_reconnects, &name, (double)f->reconnects);
 		/* in use, or backing off (no attempt: what was reported stands) */
 		if (!f->visited || f->rc == -EBUSY || f->rc == -EAGAIN)
 			continue;
-		if (f->reconnects && k->m_reconnects)
-			(void)mx_add(k->m_reconnects, &name, (double)f->reconnects);
 		if (k->d.events.device_read)
 			k->d.events.device_read(k->d.events.ctx, i, f->rc == 0, f->rc == 0,
 						f->error);
@@ -237,11 +237,11 @@ static void pass_run(struct exec_task *t)
 		k->next = (k->next + 1) % k->n_devices;
 		if (!h)
 			continue;
-		uint64_t before = sb_device_reconnects(h);
-
 		f->rc = sb_device_keepalive(h, &err);
 		f->visited = true;
-		f->reconnects = sb_device_reconnects(h) - before;
+		/* the keepalive's reconnects and the transactions' since the last visit */
+		f->reconnects = sb_device_reconnects(h) - k->reconnects_seen[i];
+		k->reconnects_seen[i] += f->reconnects;
 		snprintf(f->error, sizeof(f->error), "%s%s%s", err.operation,
 			 err.operation[0] ? ": " : "", f->rc ? err.message : "");
 		if (f->rc == 0)
@@ -303,16 +303,17 @@ struct ka *ka_new(const struct ka_deps *deps)
 	k->look_for_failed = true;
 	k->failed_seen = deps->failed ? atomic_load(deps->failed) : 0;
 	k->found = calloc((size_t)k->n_devices + 1, sizeof(*k->found));
+	k->reconnects_seen = calloc((size_t)k->n_devices + 1, sizeof(*k->reconnects_seen));
 	if (deps->reg)
 		k->m_reconnects = mx_counter(
 			deps->reg, "ocsd_device_reconnects_total",
-			"Sessions to a device opened again after its first one (transaction "
-			"sessions replaced by the keepalive).",
+			"Transaction sessions to a device opened again after its first one "
+			"(by the keepalive or a transaction).",
 			device_label);
 	k->timer = event_new(loop_base(deps->loop), -1, EV_PERSIST, on_timer, k);
 	tv = (struct timeval){(time_t)(deps->interval_ms / 1000),
 			      (suseconds_t)(deps->interval_ms % 1000) * 1000};
-	if (!k->found || !k->timer || event_add(k->timer, &tv) != 0) {
+	if (!k->found || !k->reconnects_seen || !k->timer || event_add(k->timer, &tv) != 0) {
 		ka_free(k);
 		return NULL;
 	}
@@ -337,6 +338,7 @@ void ka_free(struct ka *k)
 	}
 	settle_clear(k);
 	free(k->given_up);
+	free(k->reconnects_seen);
 	free(k->found);
 	free(k);
 }

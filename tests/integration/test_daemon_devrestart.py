@@ -11,8 +11,9 @@ transaction sessions and their keepalive are exercised:
      DeviceEvent says so on Watch;
   3. ocs-devsim starts again on the same ports: every device is CONNECTED
      again within a few seconds (the keepalive replaced the sessions in the
-     background), and the next submission is ACTIVE at its first try
-     (before the fix: `lock: session lost`, 8 of 8 tries);
+     background, ocsd_device_reconnects_total counts one per device), and
+     the next submission is ACTIVE at its first try (the issue saw `lock:
+     session lost`, 8 of 8 tries);
   4. the same after `kill -9` of ocs-devsim and a restart that follows at
      once (faster than the keepalive notices): the submission is ACTIVE at
      its first try, the dead sessions replaced before or during prepare;
@@ -27,6 +28,7 @@ usage: test_daemon_devrestart.py BUILD_DIR SOURCE_DIR
 """
 import os
 import queue
+import re
 import signal
 import sys
 import threading
@@ -133,6 +135,16 @@ def main():
     wait_all(connected, "after ocs-devsim restarted")
     if submit("after-restart", 1, 3, "after a clean restart"):
         release("after-restart")
+    # every device's session was replaced once (the keepalive's pass counts it)
+    deadline = time.time() + SETTLE_S
+    while time.time() < deadline:
+        counts = {m.group(1): float(m.group(2)) for m in re.finditer(
+            r'^ocsd_device_reconnects_total\{device="([^"]+)"\} (\S+)$', fleet.metrics(), re.M)}
+        if len(counts) == fleet.N_DEV and all(v >= 1 for v in counts.values()):
+            break
+        time.sleep(0.2)
+    check(len(counts) == fleet.N_DEV and all(v >= 1 for v in counts.values()),
+          f"ocsd_device_reconnects_total after the restart: {counts}")
 
     # 4. kill -9 and an immediate restart: the dead sessions are found
     # before (or replaced during) prepare, never a failed submission
