@@ -223,6 +223,8 @@ static enum nb_code map_status(enum jm_status s)
 		return NB_FAILED_PRECONDITION;
 	case JM_UNAVAILABLE:
 		return NB_UNAVAILABLE;
+	case JM_ABORTED:
+		return NB_ABORTED;
 	case JM_INTERNAL:
 		break;
 	}

@@ -607,6 +607,25 @@ static void answer_dry_run(struct jp_task *t)
 	}
 }
 
+/*
+ * Stores the figures of the plan j is about to be programmed with, so that
+ * they outlive a restart (issue 14 #14). Before any device is touched: a
+ * failed write refuses the job (UNAVAILABLE, nothing changed). 0 or -1
+ * with err set.
+ */
+static int store_figures(struct jm *jm, struct job_rt *j, struct jm_error *err)
+{
+	char *text = jm_figures_encode(&j->pub.figures);
+	int rc = text ? st_figures_put(jm->d.store, j->pub.id, text) : -ENOMEM;
+
+	free(text);
+	if (rc == 0)
+		return 0;
+	jm_set_error(err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "",
+		     "cannot store the plan's figures (%s); nothing changed", strerror(-rc));
+	return -1;
+}
+
 static void plan_done(struct pool_task *pt)
 {
 	struct jp_task *t = OCSD_CONTAINER_OF(pt, struct jp_task, pool);
@@ -667,6 +686,11 @@ static void plan_done(struct pool_task *pt)
 		t->fig = (struct jm_figures){0};
 	}
 	if (err.status != JM_OK) {
+		jp_task_free(t);
+		fail_job(jm, j, &err);
+		return;
+	}
+	if (store_figures(jm, j, &err) != 0) {
 		jp_task_free(t);
 		fail_job(jm, j, &err);
 		return;
@@ -1634,6 +1658,29 @@ static int load_job(void *arg, const struct st_job *row)
 	return 0;
 }
 
+/* The stored figures of a job's plan (a text that does not decode is skipped). */
+static int load_figures(void *arg, const char *job_id, const char *text)
+{
+	struct jm *jm = arg;
+	struct job_rt *j = find_job(jm, job_id);
+	struct jm_figures fig;
+	int rc;
+
+	if (!j)
+		return 0;
+	rc = jm_figures_decode(text, &fig);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc) {
+		log_msg(LOG_WARNING, "job %s: its stored plan figures do not decode; not shown",
+			job_id);
+		return 0;
+	}
+	jm_figures_clear(&j->pub.figures);
+	j->pub.figures = fig;
+	return 0;
+}
+
 static int load_link(void *arg, const struct st_link *l)
 {
 	struct jm *jm = arg;
@@ -1672,6 +1719,8 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 		}
 	}
 	rc = st_job_list(deps->store, load_job, jm);
+	if (rc == 0)
+		rc = st_figures_list(deps->store, load_figures, jm);
 	if (rc) {
 		snprintf(err, err_len, "cannot load jobs from the store: %s", strerror(-rc));
 		jm_free(jm);
@@ -1687,10 +1736,24 @@ void jm_free(struct jm *jm)
 
 	if (!jm)
 		return;
-	jm_set_error(&err, JM_UNAVAILABLE, "", "ocsd is shutting down");
 	for (size_t i = 0; i < jm->n_jobs; i++) {
-		settle(jm->jobs[i], &err);
-		free_job(jm->jobs[i]);
+		struct job_rt *j = jm->jobs[i];
+
+		/*
+		 * Every job in the table was stored before anyone waited on it
+		 * (create_job); one that has not settled resumes at the next
+		 * start (jm_recover), so "nothing changed" (UNAVAILABLE) would be
+		 * untrue: its callers learn that it goes on (issue 14 #7).
+		 */
+		jm_set_error(&err, JM_ABORTED, "",
+			     "ocsd is shutting down: job %s is stored (%s) and is carried out "
+			     "when ocsd starts again; GetJob tells its outcome then%s",
+			     j->pub.id, jm_state_name(j->pub.state),
+			     j->release_requested ? " (a release asked for while it was "
+						    "programmed is not kept: release it again)"
+						  : "");
+		settle(j, &err);
+		free_job(j);
 	}
 	strmap_clear(&jm->by_id);
 	strmap_clear(&jm->by_key);

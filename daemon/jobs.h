@@ -62,6 +62,9 @@ enum jm_status {
 	JM_PRECONDITION, /* e.g. releasing a job that is being programmed */
 	JM_UNAVAILABLE,	 /* devices unreachable or store failing: nothing changed */
 	JM_INTERNAL,
+	/* ocsd stopped before the job settled: it is stored and carried out
+	 * at the next start (GetJob tells the outcome then) */
+	JM_ABORTED,
 };
 
 struct jm_error {
@@ -337,7 +340,9 @@ const struct jm_job *jm_at(const struct jm *jm, size_t i);
 bool jm_busy(const struct jm *jm);
 /*
  * Starts no further transaction (shutdown). Jobs still queued keep their
- * stored state and resume at the next start (jm_recover).
+ * stored state and resume at the next start (jm_recover). jm_free() then
+ * answers their waiters JM_ABORTED (the job is stored and will be carried
+ * out), never JM_UNAVAILABLE, which means nothing changed (issue 14 #7).
  */
 void jm_stop(struct jm *jm);
 
