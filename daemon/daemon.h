@@ -43,6 +43,10 @@ struct od_options {
 	/* Before READY, every device's transaction session is connected in
 	 * parallel for at most this long (0 = connect lazily, at first use). */
 	unsigned warm_start_ms;
+	/* Starting on an empty store while the devices hold cross-connects
+	 * (adopt.h): adopt them, or clear them; neither: refuse to start. */
+	bool adopt_existing;
+	bool clear_existing;
 };
 
 /* Runs the daemon until SIGTERM/SIGINT. Returns the process exit code. */

@@ -74,6 +74,7 @@
 #include "clock.h"
 #include "config.h"
 #include "devices.h"
+#include "drift.h"
 #include "fabric_state.h"
 #include "jobs_util.h"
 #include "log.h"
@@ -491,6 +492,39 @@ static void plan_work(struct pool_task *pt)
 	jp_work(OCSD_CONTAINER_OF(pt, struct jp_task, pool));
 }
 
+/*
+ * What a plan must keep clear of besides the configured circuits: the
+ * unowned two-way circuits found on the devices (pinned) and the devices
+ * that take no new circuit, drained or blocked by drift (drift.h).
+ * *blocked is NULL when no device is. 0 or -ENOMEM (nothing allocated).
+ */
+static int drift_view(const struct jm *jm, struct ocs_xc **unowned, size_t *n_unowned,
+		      bool **blocked)
+{
+	int n = jm->d.cfg->n_devices;
+	bool any = false;
+
+	*unowned = NULL;
+	*n_unowned = 0;
+	*blocked = calloc((size_t)n + 1, sizeof(**blocked));
+	if (!*blocked)
+		return -ENOMEM;
+	if (dev_n_drained(jm->d.devs))
+		memcpy(*blocked, dev_drained_mask(jm->d.devs), (size_t)n * sizeof(**blocked));
+	if (jm->d.drift && dr_planner_view(jm->d.drift, jm->d.fs, unowned, n_unowned, *blocked)) {
+		free(*blocked);
+		*blocked = NULL;
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n && !any; i++)
+		any = (*blocked)[i];
+	if (!any) {
+		free(*blocked);
+		*blocked = NULL;
+	}
+	return 0;
+}
+
 /* A task planning for `self` with everything it reads copied. NULL on ENOMEM. */
 static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const char *self,
 				const char *planner, bool replan, const struct lc_demand *demand,
@@ -498,6 +532,9 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 				const struct jm_figures *delta, const struct jm_ring_request *ring)
 {
 	struct jp_task *t;
+	struct ocs_xc *unowned = NULL;
+	size_t n_unowned = 0;
+	bool *blocked = NULL;
 
 	if (kind->rings) {
 		uint8_t *use = rg_use_snapshot(jm->d.rings, self);
@@ -516,10 +553,12 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 		}
 		return t;
 	}
-	t = jp_task_new(kind, jm->f, jm->d.fs,
-			dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL,
-			jm->d.cfg->n_devices, self, planner, replan, demand, n_demand, wl, delta);
-
+	if (drift_view(jm, &unowned, &n_unowned, &blocked) != 0)
+		return NULL;
+	t = jp_task_new(kind, jm->f, jm->d.fs, unowned, n_unowned, blocked, jm->d.cfg->n_devices,
+			self, planner, replan, demand, n_demand, wl, delta);
+	free(unowned);
+	free(blocked);
 	if (!t)
 		return NULL;
 	t->pool.work = plan_work;
@@ -640,6 +679,11 @@ static void plan_done(struct pool_task *pt)
 		return;
 	}
 	report_plan_time(jm, t);
+	if (t->unowned_fallback)
+		log_msg(LOG_NOTICE,
+			"%s %s: the plan moving other jobs' circuits needed ports of circuits no "
+			"job owns; planned without moving them",
+			t->dry ? "dry run of" : "job", t->job_id);
 	if (t->drain_fallback)
 		log_msg(LOG_NOTICE,
 			"%s %s: the plan moving other jobs' circuits needed a drained device; "

@@ -32,6 +32,7 @@
 
 struct clk;
 struct devices;
+struct dr_table;
 struct rg_ring;
 struct rg_state;
 struct fs_state;
@@ -250,6 +251,7 @@ struct jm_deps {
 			 char *why, size_t why_len);
 	void *txn_ctx;
 	struct devices *devs;	/* drain state, by device id (devices.h) */
+	struct dr_table *drift; /* unowned cross-connects on the devices (drift.h); NULL: none */
 	struct rg_state *rings; /* ring domains: the ring state (rings.h); NULL otherwise */
 	struct jm_events events;
 };

@@ -50,7 +50,11 @@ static void usage(FILE *out)
 		"                           jobs (default 10000, 0 = no count limit)\n"
 		"  --warm-start-ms N        before reporting READY, connect every device in\n"
 		"                           parallel for at most N ms (default 2000, 0 = connect\n"
-		"                           each device when first used)\n");
+		"                           each device when first used)\n"
+		"  --adopt-existing         on an empty state store, record the circuits the\n"
+		"                           devices hold as job adopted-at-start\n"
+		"  --clear-existing         on an empty state store, remove the cross-connects\n"
+		"                           the devices hold (one transaction)\n");
 }
 
 static int check_config(const char *path)
@@ -109,6 +113,8 @@ int main(int argc, char **argv)
 		{"retention-days", required_argument, NULL, 'D'},
 		{"retention-jobs", required_argument, NULL, 'J'},
 		{"warm-start-ms", required_argument, NULL, 'W'},
+		{"adopt-existing", no_argument, NULL, 'a'},
+		{"clear-existing", no_argument, NULL, 'x'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -125,7 +131,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	run.state_dir = getenv("STATE_DIRECTORY") ? getenv("STATE_DIRECTORY") : "/var/lib/ocsd";
-	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:Vh", options, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:axVh", options, NULL)) !=
 	       -1) {
 		switch (opt) {
 		case 'c':
@@ -201,6 +207,12 @@ int main(int argc, char **argv)
 			}
 			run.warm_start_ms = (unsigned)n;
 			break;
+		case 'a':
+			run.adopt_existing = true;
+			break;
+		case 'x':
+			run.clear_existing = true;
+			break;
 		case 'V':
 			printf("ocsd %s\n", OCSD_VERSION);
 			return OCSD_EXIT_OK;
@@ -215,6 +227,10 @@ int main(int argc, char **argv)
 	if (optind != argc) {
 		fprintf(stderr, "ocsd: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
+		return OCSD_EXIT_USAGE;
+	}
+	if (run.adopt_existing && run.clear_existing) {
+		fprintf(stderr, "ocsd: --adopt-existing and --clear-existing exclude each other\n");
 		return OCSD_EXIT_USAGE;
 	}
 	if (check)

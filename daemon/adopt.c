@@ -1,0 +1,200 @@
+/*
+ * adopt.c - implementation of adopt.h. The devices are read one after the
+ * other on the transaction handles (warm start connected them already);
+ * an adoption is store writes only (the devices do not change), a clear is
+ * one transaction of the driver (txn.h), waited for here by running what
+ * the loop was posted until its outcome arrives.
+ */
+#include "adopt.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "devices.h"
+#include "drift.h"
+#include "fabric_state.h"
+#include "jobs_util.h"
+#include "log.h"
+#include "loop.h"
+#include "store.h"
+#include "txn.h"
+
+/* The pseudo-job a start-up clear's intent is stored under (no job row). */
+#define ADOPT_CLEAR_JOB "ocsd-clear-at-start"
+
+/* Reads every device into the drift table; the first unowned one into first. */
+static int read_devices(const struct adopt_deps *d, char *first, size_t first_len)
+{
+	for (int id = 0; id < dev_count(d->devs); id++) {
+		struct dev_readback rb;
+		struct dev_diff diff = {0};
+		int rc = 0;
+
+		if (dev_read(d->devs, id, DEV_ROLE_TXN, &rb) != 0) {
+			log_msg(LOG_WARNING,
+				"empty state store: %s could not be read (%s): it gets no new "
+				"circuits until a reconciliation pass reads it",
+				dev_name(d->devs, id), rb.error);
+			dr_set_unverified(d->drift, id);
+		} else if ((rc = dev_compare(d->devs, id, NULL, rb.xcs, rb.n, &diff)) == 0) {
+			rc = dr_set(d->drift, id, diff.unowned, diff.n_unowned);
+			if (rc == 0 && diff.n_unowned && !first[0])
+				snprintf(first, first_len, "%s %u->%u", dev_name(d->devs, id),
+					 diff.unowned[0].in, diff.unowned[0].out);
+		}
+		dev_diff_clear(&diff);
+		dev_readback_clear(&rb);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Records the two-way unowned circuits as job ADOPT_START_JOB's. */
+static int adopt_all(const struct adopt_deps *d, char *why, size_t why_len)
+{
+	size_t n = 0, n_blk = 0, k = 0;
+	struct ocs_xc *all = dr_unowned(d->drift, &n), *blk = NULL;
+	bool *blocked = calloc((size_t)dev_count(d->devs) + 1, sizeof(*blocked));
+	struct st_circuit *adds = NULL;
+	struct jm_figures fig = {0};
+	char *text = NULL;
+	int64_t txn_id = 0;
+	struct st_job row = {ADOPT_START_JOB, NULL,	"PROGRAMMING", NULL, NULL, 0,
+			     d->now_ms,	      d->now_ms};
+	int rc = all && blocked ? dr_planner_view(d->drift, d->fs, &blk, &n_blk, blocked) : -ENOMEM;
+
+	/* The planner's blockers are exactly the clean two-way circuits. */
+	if (rc == 0 && !(adds = calloc(n_blk + 1, sizeof(*adds))))
+		rc = -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < n_blk; i++, k++) {
+		adds[k].xc = blk[i];
+		snprintf(adds[k].job_id, sizeof(adds[k].job_id), "%s", ADOPT_START_JOB);
+	}
+	snprintf(fig.planner, sizeof(fig.planner), "adopted");
+	fig.circuits_new = (int)(k / 2);
+	if (rc == 0 && !(text = jm_figures_encode(&fig)))
+		rc = -ENOMEM;
+	/* PROGRAMMING first: a crash before ACTIVE is resolved by recovery. */
+	if (rc == 0)
+		rc = st_job_put(d->store, &row);
+	if (rc == 0)
+		rc = st_figures_put(d->store, ADOPT_START_JOB, text);
+	if (rc == 0)
+		rc = st_intent_begin(d->store, ADOPT_START_JOB, NULL, 0, adds, k, NULL, 0,
+				     d->now_ms, &txn_id);
+	if (rc == 0)
+		rc = st_intent_finish(d->store, txn_id, ST_INTENT_CONFIRMED,
+				      "adopted at start (--adopt-existing): the devices held them",
+				      d->now_ms);
+	if (rc == 0)
+		rc = st_job_set_state(d->store, ADOPT_START_JOB, "ACTIVE", NULL, d->now_ms);
+	if (rc == 0)
+		rc = fs_apply(d->fs, NULL, 0, adds, k);
+	if (rc == 0) {
+		dr_forget(d->drift, blk, n_blk);
+		log_msg(LOG_NOTICE,
+			"--adopt-existing: %zu circuit(s) (%zu cross-connects) adopted as job %s "
+			"(release it to free their ports); %zu one-way or colliding "
+			"cross-connect(s) left as drift",
+			k / 2, k, ADOPT_START_JOB, n - k);
+	} else {
+		snprintf(why, why_len, "--adopt-existing: cannot store the adopted circuits: %s",
+			 strerror(-rc));
+	}
+	free(text);
+	free(adds);
+	free(blk);
+	free(blocked);
+	free(all);
+	return rc;
+}
+
+struct clear_wait {
+	bool done;
+	bool confirmed;
+	char message[400];
+};
+
+static void clear_done(void *arg, const struct txn_outcome *o)
+{
+	struct clear_wait *w = arg;
+
+	w->confirmed = o->result == TXN_CONFIRMED && !o->store_failed;
+	snprintf(w->message, sizeof(w->message), "%s",
+		 o->store_failed ? o->store_error
+		 : o->message	 ? o->message
+				 : "");
+	w->done = true;
+}
+
+/* Removes every unowned cross-connect in one transaction. */
+static int clear_all(const struct adopt_deps *d, char *why, size_t why_len)
+{
+	size_t n = 0;
+	struct ocs_xc *all = dr_unowned(d->drift, &n);
+	struct txn_change c = {.job_id = ADOPT_CLEAR_JOB, .removals = all, .n_removals = n};
+	struct clear_wait w = {0};
+	struct timespec ms = {0, 1000000};
+	char err[300] = "";
+	int rc;
+
+	if (!all)
+		return -ENOMEM;
+	rc = txn_start(d->txn, &c, clear_done, &w, err, sizeof(err));
+	while (rc == 0 && !w.done) {
+		nanosleep(&ms, NULL);
+		loop_run_posted(d->loop);
+	}
+	if (rc == 0 && w.confirmed) {
+		dr_forget(d->drift, all, n);
+		log_msg(LOG_NOTICE,
+			"--clear-existing: %zu cross-connect(s) removed from the devices", n);
+	} else {
+		snprintf(why, why_len,
+			 "--clear-existing: the devices were not cleared (%s); they hold what they "
+			 "held",
+			 rc ? err : w.message);
+		rc = -EIO;
+	}
+	free(all);
+	return rc;
+}
+
+int adopt_start_check(const struct adopt_deps *d, enum adopt_mode mode, char *why, size_t why_len)
+{
+	bool empty = false;
+	char first[128] = "";
+	size_t n;
+	int rc = st_is_empty(d->store, &empty);
+
+	if (rc) {
+		snprintf(why, why_len, "state store: %s", strerror(-rc));
+		return rc;
+	}
+	if (!empty)
+		return 0;
+	rc = read_devices(d, first, sizeof(first));
+	if (rc) {
+		snprintf(why, why_len, "reading the devices: %s", strerror(-rc));
+		return rc;
+	}
+	n = dr_count(d->drift);
+	if (n == 0)
+		return 0;
+	if (mode == ADOPT_START_ADOPT)
+		return adopt_all(d, why, why_len);
+	if (mode == ADOPT_START_CLEAR)
+		return clear_all(d, why, why_len);
+	snprintf(why, why_len,
+		 "the state store is empty but the devices hold %zu cross-connect(s) no job owns "
+		 "(first: %s): ocsd does not start on circuits it does not know; start it with "
+		 "--adopt-existing to record them as job %s (release that job to free the "
+		 "ports), or with --clear-existing to remove them from the devices",
+		 n, first, ADOPT_START_JOB);
+	return -EEXIST;
+}
