@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+"""test_daemon_adopt.py - issue 14 #2, #7 and #14 on the REAL ocsd (lab
+fabric, 16 ocs-devsim devices, python3-grpcio client, devices read back with
+ncclient):
+
+  1. ocsd on store A places jobs a1 and a2; then ocsd starts on a fresh,
+     empty store B while the devices hold their circuits: it refuses to
+     start (exit non-zero) and names --adopt-existing and --clear-existing;
+     the devices are untouched;
+  2. with --adopt-existing the circuits become job adopted-at-start (ACTIVE,
+     planner "adopted"); a new job b1 goes ACTIVE without touching any
+     adopted cross-connect (read back before and after);
+  3. after a restart `GetJob b1` still shows its plan figures (planner,
+     links requested and placed: #14);
+  4. releasing adopted-at-start removes exactly the adopted cross-connects;
+  5. ocsd on a fresh store C with --clear-existing empties the devices, with
+     no one-way circuit at any point;
+  6. shutdown with submissions queued (#7): 8 jobs submitted at once on slow
+     devices, SIGTERM once the first is ACTIVE; after a restart every job
+     answered OK is ACTIVE, every one answered ABORTED (stored, carried out
+     at the next start) becomes ACTIVE, and every one answered UNAVAILABLE
+     is absent or not ACTIVE.
+
+usage: test_daemon_adopt.py BUILD_DIR SOURCE_DIR
+"""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ocsd_fleet  # noqa: E402
+
+BUILD, SRC = sys.argv[1:3]
+TIMEOUT_S = 60
+
+fleet = ocsd_fleet.Fleet(BUILD, SRC, prefix="ocsd-adopt-")
+script = ocsd_fleet.Script("test_daemon_adopt", fleet)
+check = script.check
+ocsd_fleet.gen_stubs(os.path.join(SRC, "proto"), os.path.join(fleet.work, "gen"))
+import grpc  # noqa: E402
+from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
+
+ACTIVE = jobs_pb2.JobState.Value("JOB_STATE_ACTIVE")
+RELEASED = jobs_pb2.JobState.Value("JOB_STATE_RELEASED")
+
+
+def job(job_id, a, b, links, first_gpu=0):
+    gpus = [jobs_pb2.GpuPlacement(gpu=8 * leaf + first_gpu + k, leaf=leaf, pod=leaf // 2)
+            for leaf in (a, b) for k in range(2)]
+    return jobs_pb2.JobSpec(
+        id=job_id, placement=jobs_pb2.Placement(gpus=gpus),
+        leaf_demand=jobs_pb2.LeafDemand(pairs=[jobs_pb2.LeafPair(a=a, b=b, links=links)]))
+
+
+def held():
+    devices = fleet.read_devices()
+    return devices, {(n, i, o) for n, rows in devices.items() for (i, o, _) in rows}
+
+
+def fresh_store(name):
+    fleet.state_dir = os.path.join(fleet.work, name)
+    os.makedirs(fleet.state_dir)
+
+
+def stub():
+    return jobs_pb2_grpc.JobsStub(grpc.insecure_channel(fleet.target))
+
+
+def refused_start(*extra):
+    """Starts ocsd expecting it to exit; returns (exit code, its log lines)."""
+    args = [fleet.ocsd_bin, "--config", fleet.cfg, "--state-dir", fleet.state_dir,
+            "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--insecure",
+            *extra]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stderr
+
+
+def main():
+    fleet.start_devices()
+
+    # 1. circuits on the devices, then an empty store
+    fresh_store("store-a")
+    fleet.start_ocsd()
+    s = stub()
+    for j, (a, b) in (("a1", (0, 2)), ("a2", (4, 6))):
+        r = s.SubmitJob(job(j, a, b, 2), timeout=TIMEOUT_S).job
+        check(r.state == ACTIVE, f"job {j}: {r.state} {r.reason}")
+    check(fleet.stop_ocsd() == 0, "ocsd (store A) did not stop cleanly")
+    devices, before = held()
+    check(len(before) == 8 and fleet.one_way(devices) == [],
+          f"jobs a1, a2: the devices hold {len(before)} cross-connects")
+    fresh_store("store-b")
+    code, log = refused_start()
+    check(code not in (0, None), f"ocsd started on an empty store over live circuits: {code}")
+    check("--adopt-existing" in log and "--clear-existing" in log,
+          f"the refusal does not name both flags: {log[-600:]}")
+    check(held()[1] == before, "the refused start changed the devices")
+
+    # 2. adopt, then a new job around the adopted circuits
+    fleet.start_ocsd("--adopt-existing")
+    s = stub()
+    ad = s.GetJob(jobs_pb2.GetJobRequest(id="adopted-at-start"), timeout=TIMEOUT_S).job
+    check(ad.state == ACTIVE and ad.figures.planner == "adopted",
+          f"adopted job: {ad.state} planner {ad.figures.planner!r}")
+    check(len(ad.circuits) == 4, f"adopted job holds {len(ad.circuits)} circuits, not 4")
+    r = s.SubmitJob(job("b1", 1, 3, 3), timeout=TIMEOUT_S).job
+    check(r.state == ACTIVE, f"job b1 next to adopted circuits: {r.state} {r.reason}")
+    devices, after = held()
+    check(before <= after, f"b1 touched adopted cross-connects: {sorted(before - after)}")
+    check(len(after) == 8 + 6 and fleet.one_way(devices) == [],
+          f"after b1 the devices hold {len(after)} cross-connects")
+
+    # 3. plan figures survive a restart
+    check(fleet.stop_ocsd() == 0, "ocsd (store B) did not stop cleanly")
+    fleet.start_ocsd()
+    s = stub()
+    b1 = s.GetJob(jobs_pb2.GetJobRequest(id="b1"), timeout=TIMEOUT_S).job
+    f = b1.figures
+    check(b1.state == ACTIVE and f.planner == "leaf-centric" and f.links_requested == 3 and
+          f.links_placed == 3, f"b1 after a restart: {b1.state} {f}")
+
+    # 4. releasing the adopted job frees exactly its cross-connects
+    r = s.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="adopted-at-start"), timeout=TIMEOUT_S).job
+    check(r.state == RELEASED, f"release adopted-at-start: {r.state} {r.reason}")
+    devices, now = held()
+    check(now == after - before, "the release did not remove exactly the adopted circuits")
+    check(fleet.one_way(devices) == [], "a one-way circuit after the release")
+    check(fleet.stop_ocsd() == 0, "ocsd did not stop cleanly")
+
+    # 5. clear on a fresh store
+    fresh_store("store-c")
+    fleet.start_ocsd("--clear-existing")
+    check(held()[1] == set(), "--clear-existing left cross-connects on the devices")
+    check(fleet.stop_ocsd() == 0, "ocsd (store C) did not stop cleanly")
+
+    # 6. SIGTERM with submissions queued
+    fresh_store("store-d")
+    fleet.start_ocsd()
+    s = stub()
+    answers, threads = {}, []
+
+    def submit(j, a, b, first_gpu):
+        try:
+            r = s.SubmitJob(job(j, a, b, 1, first_gpu), timeout=TIMEOUT_S)
+            answers[j] = ("OK", r.job.state)
+        except grpc.RpcError as e:
+            answers[j] = (e.code().name, e.details())
+
+    pairs = [(0, 2), (1, 3), (4, 6), (5, 7), (0, 4), (1, 5), (2, 6), (3, 7)]
+    for k, (a, b) in enumerate(pairs):
+        t = threading.Thread(target=submit, args=(f"q{k}", a, b, 2 * (k // 4)))
+        t.start()
+        threads.append(t)
+    deadline = time.time() + TIMEOUT_S
+    while time.time() < deadline and not any(v[0] == "OK" for v in answers.values()):
+        time.sleep(0.01)
+    check(fleet.stop_ocsd() == 0, "ocsd did not stop cleanly with work queued")
+    for t in threads:
+        t.join()
+    print("answers at shutdown:", answers, flush=True)
+    check(any(v[0] != "OK" for v in answers.values()), "nothing was queued at SIGTERM")
+    fleet.start_ocsd()
+    s = stub()
+    deadline = time.time() + TIMEOUT_S
+    states = {}
+    while time.time() < deadline:
+        states = {}
+        for j in answers:
+            try:
+                states[j] = s.GetJob(jobs_pb2.GetJobRequest(id=j), timeout=TIMEOUT_S).job.state
+            except grpc.RpcError as e:
+                states[j] = e.code().name
+        if all(v in (ACTIVE, RELEASED, "NOT_FOUND", jobs_pb2.JOB_STATE_FAILED)
+               for v in states.values()):
+            break
+        time.sleep(0.1)
+    for j, (code, _) in answers.items():
+        if code in ("OK", "ABORTED"):
+            check(states[j] == ACTIVE, f"{j} answered {code} is {states[j]} after a restart")
+        elif code == "UNAVAILABLE":
+            check(states[j] != ACTIVE, f"{j} answered UNAVAILABLE is ACTIVE after a restart")
+        else:
+            check(False, f"{j} answered {code}: {answers[j][1]}")
+    devices, _ = held()
+    check(fleet.one_way(devices) == [], "a one-way circuit after the restart")
+    check(fleet.stop_ocsd() == 0, "ocsd did not stop cleanly")
+
+
+sys.exit(script.run(main))
