@@ -432,6 +432,10 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 			st.stopped_by_time = 1;
 			break;
 		}
+		if (params->cancel && atomic_load_explicit(params->cancel, memory_order_relaxed)) {
+			st.stopped_by_cancel = 1;
+			break;
+		}
 		int n_new = 0;
 		for (; n_new < params->elites; n_new++) {
 			memcpy(next + (size_t)n_new * L, pop + (size_t)idx[n_new] * L,
@@ -476,7 +480,7 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 		}
 	}
 	st.ports_before_trim = best.ports;
-	if (params->trim_ports && !isinf(best.makespan_ms))
+	if (params->trim_ports && !st.stopped_by_cancel && !isinf(best.makespan_ms))
 		st.evaluations += trim_ports(p, L, best_x, &best);
 	memcpy(x, best_x, (size_t)L * sizeof(int));
 	rc = delta_simulate(p, x, result, NULL, NULL);
