@@ -19,6 +19,7 @@
 #include "fabric_state.h"
 #include "jobs_util.h"
 #include "log.h"
+#include "sb_device.h"
 #include "loop.h"
 #include "store.h"
 #include "txn.h"
@@ -26,15 +27,42 @@
 /* The pseudo-job a start-up clear's intent is stored under (no job row). */
 #define ADOPT_CLEAR_JOB "ocsd-clear-at-start"
 
-/* Reads every device into the drift table; the first unowned one into first. */
+/* Connects, in parallel, the devices that are not connected yet. */
+static void connect_devices(const struct adopt_deps *d)
+{
+	int n = dev_count(d->devs);
+	struct sb_device **h = calloc((size_t)n + 1, sizeof(*h));
+	size_t k = 0;
+
+	for (int id = 0; h && id < n; id++)
+		if (!sb_device_connected(dev_handle(d->devs, id, DEV_ROLE_TXN)))
+			h[k++] = dev_handle(d->devs, id, DEV_ROLE_TXN);
+	if (h && k && d->connect_ms > 0)
+		(void)sb_device_connect_many(h, k, k < 32 ? (int)k : 32,
+					     sb_now_ms() + d->connect_ms, NULL);
+	free(h);
+}
+
+/*
+ * Reads every connected device into the drift table (the others are
+ * unverified, so that the start never waits a connect timeout per
+ * device); the first unowned cross-connect goes into first.
+ */
 static int read_devices(const struct adopt_deps *d, char *first, size_t first_len)
 {
+	connect_devices(d);
 	for (int id = 0; id < dev_count(d->devs); id++) {
-		struct dev_readback rb;
+		struct dev_readback rb = {0};
 		struct dev_diff diff = {0};
 		int rc = 0;
 
-		if (dev_read(d->devs, id, DEV_ROLE_TXN, &rb) != 0) {
+		if (!sb_device_connected(dev_handle(d->devs, id, DEV_ROLE_TXN))) {
+			log_msg(LOG_WARNING,
+				"empty state store: %s is not connected: it gets no new circuits "
+				"until a reconciliation pass reads it",
+				dev_name(d->devs, id));
+			dr_set_unverified(d->drift, id);
+		} else if (dev_read(d->devs, id, DEV_ROLE_TXN, &rb) != 0) {
 			log_msg(LOG_WARNING,
 				"empty state store: %s could not be read (%s): it gets no new "
 				"circuits until a reconciliation pass reads it",

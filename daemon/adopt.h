@@ -41,18 +41,20 @@ struct adopt_deps {
 	struct txn_driver *txn;
 	struct dr_table *drift; /* filled with what was read */
 	int64_t now_ms;
+	/* How long the devices not connected yet are tried, all in parallel;
+	 * 0: not at all (the warm start tried already). */
+	int connect_ms;
 };
 
 /*
  * The start-up check, before the job manager loads the jobs. On a store
  * that is not empty it does nothing. Otherwise every device is read:
- * unreadable ones are unverified (no new circuits until a reconciliation
- * pass reads them; logged); when devices hold cross-connects, mode says
- * what happens: REFUSE returns -EEXIST with why naming both flags; ADOPT
- * stores every two-way circuit as circuits of job ADOPT_START_JOB
- * (ACTIVE, releasable) and leaves the rest (one-way) as drift; CLEAR removes
- * them all in one all-or-nothing transaction (-EIO with why when it did
- * not go through: the devices are as they were). 0, or -errno with why.
+ * those not connected after connect_ms and unreadable ones are unverified (no new circuits until a
+ * reconciliation pass reads them; logged); when devices hold cross-connects, mode says what
+ * happens: REFUSE returns -EEXIST with why naming both flags; ADOPT stores every two-way circuit as
+ * circuits of job ADOPT_START_JOB (ACTIVE, releasable) and leaves the rest (one-way) as drift;
+ * CLEAR removes them all in one all-or-nothing transaction (-EIO with why when it did not go
+ * through: the devices are as they were). 0, or -errno with why.
  */
 int adopt_start_check(const struct adopt_deps *d, enum adopt_mode mode, char *why, size_t why_len);
 

@@ -14,6 +14,7 @@
 #include "api.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,12 @@ struct api {
 	struct mx_family *m_recon_seconds;
 	struct mx_family *m_repairs, *m_reaction_seconds; /* ring domains */
 	size_t drift_published;				  /* in the current pass */
+	/* While plans whose caller may go away wait: every API_CANCEL_CHECK_MS,
+	 * the ones whose call was cancelled (or passed its deadline) stop. */
+	struct event *cancel_check;
 };
+
+#define API_CANCEL_CHECK_MS 100
 
 /* Who a job manager answer goes to (freed by the answer). */
 struct api_call {
@@ -135,6 +141,8 @@ void api_free(struct api *api)
 {
 	if (!api)
 		return;
+	if (api->cancel_check)
+		event_free(api->cancel_check);
 	free(api);
 }
 
@@ -146,6 +154,38 @@ void api_attach(struct api *api, struct jm *jm, struct nb_server *server)
 		nb_server_set_health(
 			server, "",
 			GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+}
+
+/* jm_cancel_gone's question: did the client of this call go away? */
+static bool call_gone(void *ctx)
+{
+	return nb_call_cancelled(((const struct api_call *)ctx)->call);
+}
+
+static void on_cancel_check(evutil_socket_t fd, short what, void *arg);
+
+static void arm_cancel_check(struct api *api)
+{
+	struct timeval tv = {0, API_CANCEL_CHECK_MS * 1000};
+
+	if (!api->cancel_check)
+		api->cancel_check = evtimer_new(loop_base(api->d.loop), on_cancel_check, api);
+	/* Without the timer a gone caller's plan runs to its end: no worse than before. */
+	if (api->cancel_check && !evtimer_pending(api->cancel_check, NULL))
+		(void)evtimer_add(api->cancel_check, &tv);
+}
+
+static void on_cancel_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct api *api = arg;
+
+	(void)fd;
+	(void)what;
+	if (!api->jm)
+		return;
+	jm_cancel_gone(api->jm, call_gone);
+	if (jm_answering(api->jm))
+		arm_cancel_check(api);
 }
 
 void api_stopping(struct api *api)
@@ -225,6 +265,8 @@ static enum nb_code map_status(enum jm_status s)
 		return NB_UNAVAILABLE;
 	case JM_ABORTED:
 		return NB_ABORTED;
+	case JM_CANCELLED:
+		return NB_CANCELLED;
 	case JM_INTERNAL:
 		break;
 	}
@@ -683,8 +725,11 @@ static void serve_spec(struct api *api, struct nb_call *call, const void *msg,
 		log_job(LOG_INFO, ac->job_id, nb_call_peer(call), "job submitted (planner %s)",
 			spec.planner && spec.planner[0] ? spec.planner : "default");
 	}
-	if (ac)
+	if (ac) {
 		run(api->jm, &spec, answer, ac);
+		if (jm_answering(api->jm))
+			arm_cancel_check(api);
+	}
 	free_spec(&spec);
 }
 

@@ -785,8 +785,17 @@ static int start_faults(struct od *od)
  */
 static int check_existing(struct od *od)
 {
-	struct adopt_deps d = {&od->cfg->fabric, od->store, od->fs,    od->devs,
-			       od->loop,	 od->txn,   od->drift, clk_wall_ms(NULL)};
+	struct adopt_deps d = {
+		.fabric = &od->cfg->fabric,
+		.store = od->store,
+		.fs = od->fs,
+		.devs = od->devs,
+		.loop = od->loop,
+		.txn = od->txn,
+		.drift = od->drift,
+		.now_ms = clk_wall_ms(NULL),
+		/* the warm start tried already; else try once, in parallel */
+		.connect_ms = od->opts->warm_start_ms ? 0 : (int)od->cfg->access.rpc_timeout_ms};
 	enum adopt_mode mode = od->opts->adopt_existing	  ? ADOPT_START_ADOPT
 			       : od->opts->clear_existing ? ADOPT_START_CLEAR
 							  : ADOPT_START_REFUSE;

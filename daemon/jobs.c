@@ -94,8 +94,9 @@ struct jm {
 	struct job_rt *queue_head, *queue_tail; /* waiting for a transaction, FIFO */
 	struct job_rt *txn_job;			/* the job whose transaction runs */
 	bool stopping;				/* no new transaction starts */
-	unsigned long plan_seq;			/* last plan started */
-	bool not_serving;			/* a store write failed: no further writes */
+	struct jp_task *answering; /* dry runs and searches before a job exists (cancellable) */
+	unsigned long plan_seq;	   /* last plan started */
+	bool not_serving;	   /* a store write failed: no further writes */
 	char not_serving_reason[600];
 	/*
 	 * Ring domains: nodes marked healthy again whose bundles still hold
@@ -665,6 +666,38 @@ static int store_figures(struct jm *jm, struct job_rt *j, struct jm_error *err)
 	return -1;
 }
 
+/* The list of tasks whose caller may go away (jm_cancel_gone). */
+static void answering_add(struct jm *jm, struct jp_task *t)
+{
+	t->next_answering = jm->answering;
+	jm->answering = t;
+}
+
+static void answering_del(struct jm *jm, struct jp_task *t)
+{
+	for (struct jp_task **p = &jm->answering; *p; p = &(*p)->next_answering) {
+		if (*p == t) {
+			*p = t->next_answering;
+			return;
+		}
+	}
+}
+
+void jm_cancel_gone(struct jm *jm, bool (*gone)(void *ctx))
+{
+	for (struct jp_task *t = jm->answering; t; t = t->next_answering)
+		if (!atomic_load(&t->cancel) && gone(t->ctx)) {
+			atomic_store(&t->cancel, true);
+			log_msg(LOG_INFO, "%s %s: the caller went away; its planning stops",
+				t->dry ? "dry run of" : "search for job", t->job_id);
+		}
+}
+
+bool jm_answering(const struct jm *jm)
+{
+	return jm->answering != NULL;
+}
+
 static void plan_done(struct pool_task *pt)
 {
 	struct jp_task *t = OCSD_CONTAINER_OF(pt, struct jp_task, pool);
@@ -672,6 +705,9 @@ static void plan_done(struct pool_task *pt)
 	struct job_rt *j;
 	struct jm_error err = {0};
 	bool planned = t->kind->rings ? !t->refused : !t->kind_rc && t->rc == 0 && t->plan;
+
+	if (t->dry || t->search_only)
+		answering_del(jm, t);
 
 	if (t->search_only) {
 		submit_searched(jm, t);
@@ -1537,7 +1573,9 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
 			     strerror(-rc));
 		answer(ctx, &err, NULL, false, NULL, 0);
+		return;
 	}
+	answering_add(jm, t);
 }
 
 /* A new submission's workload was searched: refuse it, or create the job with its demand. */
@@ -1613,7 +1651,9 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
 			     strerror(-rc));
 		answer(ctx, &err, NULL, false, NULL, 0);
+		return;
 	}
+	answering_add(jm, t);
 }
 
 void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)

@@ -66,6 +66,7 @@ enum jm_status {
 	/* ocsd stopped before the job settled: it is stored and carried out
 	 * at the next start (GetJob tells the outcome then) */
 	JM_ABORTED,
+	JM_CANCELLED, /* the caller went away before the answer (nothing stored) */
 };
 
 struct jm_error {
@@ -284,6 +285,18 @@ int jm_forget(struct jm *jm, const char *id);
 void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx);
 /* Dry run: plans against the current circuits, touches nothing. */
 void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx);
+/*
+ * Stops the planning of requests whose caller is gone: gone(ctx) is asked
+ * for the ctx of every dry run (jm_plan) and every new parallelism
+ * submission still searching (nothing stored yet); a DELTA search of one
+ * that is gone stops within a generation and is answered JM_CANCELLED.
+ * Planning of stored jobs always goes on (they were accepted). The daemon
+ * calls it every 100 ms while such requests wait (issue 14 #8).
+ */
+void jm_cancel_gone(struct jm *jm, bool (*gone)(void *ctx));
+/* Whether any request jm_cancel_gone() looks at is waiting. */
+bool jm_answering(const struct jm *jm);
+
 /* Releases a job; answered when RELEASED (or FAILED). */
 void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx);
 

@@ -21,6 +21,7 @@
 #ifndef OCSD_JOBS_PLAN_H
 #define OCSD_JOBS_PLAN_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -82,6 +83,10 @@ struct jp_task {
 	bool dry;
 	jm_answer_fn answer; /* dry runs and new parallelism submissions */
 	void *ctx;
+	/* Set (loop) when the caller of a dry run or of a search before a job
+	 * exists is gone; the DELTA search reads it once per generation. */
+	atomic_bool cancel;
+	struct jp_task *next_answering; /* jobs.c's list of such tasks */
 	struct ocs_fabric f;
 	char planner[32];
 	bool replan; /* allow_moving_other_jobs: a global re-plan first */

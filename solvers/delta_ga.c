@@ -406,8 +406,13 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 		goto out;
 	if (xbar_in)
 		memcpy(xbar, xbar_in, (size_t)L * sizeof(int));
-	else if (delta_bounds(p, xbar))
+	else if ((rc = delta_bounds_until(p, xbar, params->cancel)) != 0) {
+		if (rc == -ECANCELED)
+			st.stopped_by_cancel = 1;
+		if (stats)
+			*stats = st;
 		goto out;
+	}
 	g.xbar = xbar;
 
 	/* Initial population: repaired baselines, then Alg. 5. */

@@ -69,7 +69,9 @@ struct delta_ga_stats {
  * Runs DELTA-Fast. xbar may be NULL (then delta_bounds() is computed).
  * Fills x (one entry per link), *result (simulation of x) and, if not NULL,
  * *stats. Returns 0; -EINVAL with err for bad params; -ENOSPC with err when
- * the budgets cannot give each link one circuit; -ENOMEM.
+ * the budgets cannot give each link one circuit; -ECANCELED when the cancel
+ * flag was set while the bounds were computed (no plan yet; later it stops
+ * the search with the best plan so far); -ENOMEM.
  */
 int delta_fast(const struct delta_problem *p, const struct delta_ga_params *params, const int *xbar,
 	       const struct ocs_pool *pool, int *x, struct delta_sim_result *result,

@@ -19,10 +19,20 @@ ncclient):
      devices, SIGTERM once the first is ACTIVE; after a restart every job
      answered OK is ACTIVE, every one answered ABORTED (stored, carried out
      at the next start) becomes ACTIVE, and every one answered UNAVAILABLE
-     is absent or not ACTIVE.
+     is absent or not ACTIVE;
+  7. planner cancellation (#8), on --solver-threads 2 (one DELTA search at a
+     time): three PlanJob calls with a search of up to 100,000 generations
+     (stall 10,000) on 16,384 micro-batches (its bounds alone take
+     seconds) and a 1 s deadline, then a cheap search (5
+     generations) queued behind them: the cheap plan is answered within a
+     few seconds, since each abandoned search stops when its deadline
+     passes; one such search run to its end (no deadline) takes longer
+     than the three together were given, so without cancellation the cheap
+     plan would have waited for all three.
 
 usage: test_daemon_adopt.py BUILD_DIR SOURCE_DIR
 """
+import json
 import os
 import subprocess
 import sys
@@ -40,6 +50,7 @@ script = ocsd_fleet.Script("test_daemon_adopt", fleet)
 check = script.check
 ocsd_fleet.gen_stubs(os.path.join(SRC, "proto"), os.path.join(fleet.work, "gen"))
 import grpc  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
 from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
 
 ACTIVE = jobs_pb2.JobState.Value("JOB_STATE_ACTIVE")
@@ -52,6 +63,16 @@ def job(job_id, a, b, links, first_gpu=0):
     return jobs_pb2.JobSpec(
         id=job_id, placement=jobs_pb2.Placement(gpus=gpus),
         leaf_demand=jobs_pb2.LeafDemand(pairs=[jobs_pb2.LeafPair(a=a, b=b, links=links)]))
+
+
+def delta_spec(job_id, generations, stall, micro_batches=8):
+    with open(os.path.join(SRC, "deploy", "jobs", "lab-delta.json")) as f:
+        doc = json.load(f)
+    doc["id"] = job_id
+    doc.pop("idempotency_key", None)
+    doc["parallelism"].update(max_generations=generations, stall_generations=stall,
+                              micro_batches=micro_batches)
+    return json_format.ParseDict(doc, jobs_pb2.JobSpec())
 
 
 def held():
@@ -185,6 +206,40 @@ def main():
             check(False, f"{j} answered {code}: {answers[j][1]}")
     devices, _ = held()
     check(fleet.one_way(devices) == [], "a one-way circuit after the restart")
+    check(fleet.stop_ocsd() == 0, "ocsd did not stop cleanly")
+
+    # 7. searches whose caller is gone stop
+    fresh_store("store-e")  # no job holds the GPUs; the devices are emptied again
+    fleet.start_ocsd("--clear-existing", "--solver-threads", "2")
+    s = stub()
+    codes = []
+
+    def abandoned(k):
+        try:
+            s.PlanJob(delta_spec(f"long-{k}", 100000, 10000, 16384), timeout=1.0)
+            codes.append("OK")
+        except grpc.RpcError as e:
+            codes.append(e.code().name)
+
+    t0 = time.time()
+    threads = [threading.Thread(target=abandoned, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    cheap = s.PlanJob(delta_spec("cheap", 5, 5), timeout=TIMEOUT_S)
+    cheap_s = time.time() - t0
+    for t in threads:
+        t.join()
+    check(codes == ["DEADLINE_EXCEEDED"] * 3, f"abandoned searches answered {codes}")
+    check(cheap.figures.planner == "delta-fast", f"cheap plan: {cheap.figures}")
+    t1 = time.time()
+    full = s.PlanJob(delta_spec("full", 100000, 10000, 16384), timeout=120)
+    full_s = time.time() - t1
+    print(f"cheap plan behind 3 abandoned searches: {cheap_s:.2f} s; "
+          f"one search run to its end: {full_s:.2f} s "
+          f"({full.figures.generations} generations)", flush=True)
+    check(cheap_s < 5.0, f"the cheap plan waited {cheap_s:.2f} s behind abandoned searches")
+    check(full_s > 5.0, f"a full search takes {full_s:.2f} s: the test proves nothing")
     check(fleet.stop_ocsd() == 0, "ocsd did not stop cleanly")
 
 

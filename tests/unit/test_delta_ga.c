@@ -151,9 +151,15 @@ static void test_ga_cancel(void **state)
 	delta_ga_defaults(&gp);
 	gp.stall_generations = 1000000000;
 	gp.cancel = &cancel_flag;
-	/* set before the search: not one generation runs, the plan is still feasible */
+	/* set before the search: the bounds stop (on large DAGs they take seconds) */
 	atomic_store(&cancel_flag, true);
-	assert_int_equal(delta_fast(p, &gp, NULL, NULL, x, &r, &st, &err), 0);
+	assert_int_equal(delta_fast(p, &gp, NULL, NULL, x, &r, &st, &err), -ECANCELED);
+	assert_int_equal(st.stopped_by_cancel, 1);
+	assert_int_equal(st.generations, 0);
+	assert_int_equal(delta_bounds_until(p, x, &cancel_flag), -ECANCELED);
+	/* set after the bounds (given): not one generation runs, the plan is feasible */
+	assert_int_equal(delta_bounds(p, x), 0);
+	assert_int_equal(delta_fast(p, &gp, x, NULL, x, &r, &st, &err), 0);
 	assert_int_equal(st.stopped_by_cancel, 1);
 	assert_int_equal(st.generations, 0);
 	assert_true(delta_plan_within_budget(p, x));
