@@ -69,7 +69,8 @@ static int read_devices(const struct adopt_deps *d, char *first, size_t first_le
 				dev_name(d->devs, id), rb.error);
 			dr_set_unverified(d->drift, id);
 		} else if ((rc = dev_compare(d->devs, id, NULL, rb.xcs, rb.n, &diff)) == 0) {
-			rc = dr_set(d->drift, id, diff.unowned, diff.n_unowned);
+			rc = dr_set(d->drift, id, diff.unowned, diff.n_unowned, diff.missing,
+				    diff.n_missing);
 			if (rc == 0 && diff.n_unowned && !first[0])
 				snprintf(first, first_len, "%s %u->%u", dev_name(d->devs, id),
 					 diff.unowned[0].in, diff.unowned[0].out);
@@ -225,4 +226,133 @@ int adopt_start_check(const struct adopt_deps *d, enum adopt_mode mode, char *wh
 		 "ports), or with --clear-existing to remove them from the devices",
 		 n, first, ADOPT_START_JOB);
 	return -EEXIST;
+}
+
+/* ---- on a running ocsd ---- */
+
+/* The stored cross-connect on x's input or output port of its device, or NULL. */
+static const struct st_circuit *stored_on(const struct ocs_fabric *f, const struct fs_state *fs,
+					  const struct ocs_xc *x)
+{
+	size_t n = 0;
+	const struct st_circuit *run =
+		fs_device_circuits(fs, ocs_fabric_device_id(f, x->group, x->device), &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (run[i].xc.in == x->in || run[i].xc.out == x->out)
+			return &run[i];
+	return NULL;
+}
+
+static void name_xc(const struct ocs_fabric *f, const struct devices *devs, const struct ocs_xc *x,
+		    char *out, size_t len)
+{
+	snprintf(out, len, "%s %d->%d",
+		 dev_name(devs, ocs_fabric_device_id(f, x->group, x->device)), x->in, x->out);
+}
+
+/* Whether x (with its other half p when has_p) can be adopted or cleared; err when not. */
+static bool selectable(const struct ocs_fabric *f, const struct dr_table *t,
+		       const struct fs_state *fs, const struct devices *devs,
+		       const struct ocs_xc *x, bool clear, struct ocs_xc *p, bool *has_p,
+		       struct jm_error *err)
+{
+	const struct st_circuit *c;
+	char a[96], b[96];
+
+	*has_p = dr_partner(t, x, p);
+	name_xc(f, devs, x, a, sizeof(a));
+	if (*has_p)
+		name_xc(f, devs, p, b, sizeof(b));
+	if (!clear && !(*has_p && dr_is_unowned(t, p))) {
+		jm_set_error(err, JM_PRECONDITION, "scope",
+			     "%s is one-way (%s%s is not on the devices): it cannot be adopted; "
+			     "clear it",
+			     a, *has_p ? "its other half " : "it has no other half",
+			     *has_p ? b : "");
+		return false;
+	}
+	if (clear && *has_p && fs_contains(fs, p)) {
+		jm_set_error(err, JM_PRECONDITION, "scope",
+			     "%s is the other half of a circuit of a job (%s): never clear half of "
+			     "a job's circuit; release the job",
+			     a, b);
+		return false;
+	}
+	/* its ports (the input alone for a clear: removals go by input) */
+	if ((c = stored_on(f, fs, x)) && (!clear || c->xc.in == x->in)) {
+		jm_set_error(err, JM_PRECONDITION, "scope",
+			     "%s collides with job %s's cross-connect %d->%d on that device; "
+			     "release the job first",
+			     a, c->job_id, c->xc.in, c->xc.out);
+		return false;
+	}
+	if (!clear && (c = stored_on(f, fs, p))) {
+		jm_set_error(err, JM_PRECONDITION, "scope",
+			     "%s collides with job %s's cross-connect %d->%d on that device; "
+			     "release the job first",
+			     b, c->job_id, c->xc.in, c->xc.out);
+		return false;
+	}
+	*has_p = *has_p && dr_is_unowned(t, p);
+	return true;
+}
+
+int adopt_select(const struct dr_table *t, const struct fs_state *fs, const struct devices *devs,
+		 const struct ocs_fabric *f, const struct adopt_scope *scope, bool clear,
+		 struct ocs_xc **out, size_t *n, struct jm_error *err)
+{
+	size_t cap = 2 * dr_count(t) + 2, k = 0;
+	struct ocs_xc *sel = malloc(cap * sizeof(*sel));
+	int first = scope->device < 0 ? 0 : scope->device;
+	int last = scope->device < 0 ? dev_count(devs) - 1 : scope->device;
+
+	*out = NULL;
+	*n = 0;
+	if (!sel) {
+		jm_set_error(err, JM_INTERNAL, "", "out of memory");
+		return -1;
+	}
+	for (int id = first; id <= last; id++) {
+		size_t m = 0;
+		const struct sb_xc *u = dr_device_unowned(t, id, &m);
+
+		for (size_t i = 0; i < m; i++) {
+			struct ocs_xc x = {ocs_fabric_device_group(f, id),
+					   ocs_fabric_device_in_group(f, id), u[i].in, u[i].out};
+			struct ocs_xc p;
+			bool has_p;
+
+			if (scope->has_ports && (u[i].in != scope->in || u[i].out != scope->out))
+				continue;
+			if (!selectable(f, t, fs, devs, &x, clear, &p, &has_p, err)) {
+				free(sel);
+				return -1;
+			}
+			sel[k++] = x;
+			if (has_p)
+				sel[k++] = p;
+		}
+	}
+	if (k == 0) {
+		free(sel);
+		if (scope->has_ports)
+			jm_set_error(
+				err, JM_NOT_FOUND, "scope.in_port",
+				"%s holds no unowned cross-connect %d->%d (ListDrift lists them)",
+				dev_name(devs, scope->device), scope->in, scope->out);
+		else
+			jm_set_error(err, JM_NOT_FOUND, "scope.device",
+				     "no unowned cross-connect%s%s (ListDrift lists them)",
+				     scope->device < 0 ? "" : " on ",
+				     scope->device < 0 ? "" : dev_name(devs, scope->device));
+		return -1;
+	}
+	qsort(sel, k, sizeof(*sel), ocs_xc_cmp_in_out);
+	*n = 0;
+	for (size_t i = 0; i < k; i++)
+		if (*n == 0 || ocs_xc_cmp_in_out(&sel[i], &sel[*n - 1]) != 0)
+			sel[(*n)++] = sel[i];
+	*out = sel;
+	return 0;
 }

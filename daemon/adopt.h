@@ -7,13 +7,22 @@
  * clear them (one all-or-nothing transaction). What the read finds goes
  * into the drift table (drift.h) either way.
  *
- * Threading: start-up, on the loop thread before the loop runs; blocks.
+ * On a running ocsd the operator decides the same (AdoptCrossConnects,
+ * ClearCrossConnects): adopt_select() picks the unowned cross-connects a
+ * scope names, as whole circuits, and says why not when it cannot.
+ *
+ * Threading: the loop thread; adopt_start_check() at start-up, before the
+ * loop runs (it blocks).
  */
 #ifndef OCSD_ADOPT_H
 #define OCSD_ADOPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "fabric.h"
+#include "jobs.h"
 
 struct devices;
 struct dr_table;
@@ -57,5 +66,26 @@ struct adopt_deps {
  * through: the devices are as they were). 0, or -errno with why.
  */
 int adopt_start_check(const struct adopt_deps *d, enum adopt_mode mode, char *why, size_t why_len);
+
+/* Which unowned cross-connects (AdoptCrossConnects / ClearCrossConnects' scope). */
+struct adopt_scope {
+	int device; /* device id, -1: every device */
+	bool has_ports;
+	int in, out; /* with has_ports: this cross-connect of device */
+};
+
+/*
+ * The unowned cross-connects scope selects, as whole circuits: each with
+ * the other half of its two-way circuit (on whatever device), sorted, no
+ * duplicates (*out malloc'd, caller frees). To adopt (clear false) every
+ * one needs its other half unowned too and no port of theirs may carry a
+ * stored cross-connect. To clear, one-way cross-connects are fine, but
+ * not one whose other half a job owns, nor one on an input a job's
+ * cross-connect holds. 0, or -1 with err naming the field (scope.device,
+ * scope.in_port) and saying what to do instead.
+ */
+int adopt_select(const struct dr_table *t, const struct fs_state *fs, const struct devices *devs,
+		 const struct ocs_fabric *f, const struct adopt_scope *scope, bool clear,
+		 struct ocs_xc **out, size_t *n, struct jm_error *err);
 
 #endif

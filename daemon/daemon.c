@@ -838,6 +838,7 @@ static int start_jobs(struct od *od)
 	if (rc)
 		return rc;
 	ad.fs = od->fs;
+	ad.drift = od->drift;
 	ad.rings = od->rings;
 	ad.devs = od->devs;
 	od->api = api_new(&ad);

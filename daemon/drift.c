@@ -14,8 +14,10 @@
 #include "fabric_state.h"
 
 struct dr_device {
-	struct sb_xc *xcs; /* sorted (sb_xc_cmp) */
+	struct sb_xc *xcs; /* unowned, sorted (sb_xc_cmp) */
 	size_t n;
+	struct sb_xc *missing; /* any order */
+	size_t n_missing;
 	bool unverified;
 };
 
@@ -24,6 +26,9 @@ struct dr_table {
 	int n_devices;
 	struct dr_device *dev; /* by device id */
 };
+
+static bool partner_of(const struct ocs_fabric *f, const struct ocs_xc *x, struct ocs_xc *p);
+static bool is_unowned(const struct dr_table *t, const struct ocs_xc *x);
 
 struct dr_table *dr_new(const struct ocs_fabric *f)
 {
@@ -45,26 +50,36 @@ void dr_free(struct dr_table *t)
 {
 	if (!t)
 		return;
-	for (int i = 0; i < t->n_devices; i++)
+	for (int i = 0; i < t->n_devices; i++) {
 		free(t->dev[i].xcs);
+		free(t->dev[i].missing);
+	}
 	free(t->dev);
 	free(t);
 }
 
-int dr_set(struct dr_table *t, int id, const struct sb_xc *unowned, size_t n)
+int dr_set(struct dr_table *t, int id, const struct sb_xc *unowned, size_t n,
+	   const struct sb_xc *missing, size_t n_missing)
 {
-	struct sb_xc *copy;
+	struct sb_xc *copy, *miss;
 
 	if (id < 0 || id >= t->n_devices)
 		return -EINVAL;
 	copy = malloc((n ? n : 1) * sizeof(*copy));
-	if (!copy)
+	miss = malloc((n_missing ? n_missing : 1) * sizeof(*miss));
+	if (!copy || !miss) {
+		free(copy);
+		free(miss);
 		return -ENOMEM;
+	}
 	if (n)
 		memcpy(copy, unowned, n * sizeof(*copy));
+	if (n_missing)
+		memcpy(miss, missing, n_missing * sizeof(*miss));
 	qsort(copy, n, sizeof(*copy), sb_xc_cmp);
 	free(t->dev[id].xcs);
-	t->dev[id] = (struct dr_device){copy, n, false};
+	free(t->dev[id].missing);
+	t->dev[id] = (struct dr_device){copy, n, miss, n_missing, false};
 	return 0;
 }
 
@@ -123,6 +138,20 @@ const struct sb_xc *dr_device_unowned(const struct dr_table *t, int id, size_t *
 	return t->dev[id].xcs;
 }
 
+const struct sb_xc *dr_device_missing(const struct dr_table *t, int id, size_t *n)
+{
+	*n = 0;
+	if (!t || id < 0 || id >= t->n_devices)
+		return NULL;
+	*n = t->dev[id].n_missing;
+	return t->dev[id].missing;
+}
+
+bool dr_device_unverified(const struct dr_table *t, int id)
+{
+	return t && id >= 0 && id < t->n_devices && t->dev[id].unverified;
+}
+
 size_t dr_count(const struct dr_table *t)
 {
 	size_t total = 0;
@@ -139,6 +168,16 @@ int dr_unverified(const struct dr_table *t)
 	for (int id = 0; t && id < t->n_devices; id++)
 		n += t->dev[id].unverified;
 	return n;
+}
+
+bool dr_partner(const struct dr_table *t, const struct ocs_xc *x, struct ocs_xc *p)
+{
+	return partner_of(t->f, x, p);
+}
+
+bool dr_is_unowned(const struct dr_table *t, const struct ocs_xc *x)
+{
+	return is_unowned(t, x);
 }
 
 /* The other half of x's two-way circuit; false when x cannot have one. */

@@ -37,10 +37,12 @@ struct dr_table *dr_new(const struct ocs_fabric *f);
 void dr_free(struct dr_table *t);
 
 /*
- * What a read of device id found unowned (copied; any order). The device
- * is verified from then on. 0 or -ENOMEM (unchanged).
+ * What a read of device id found: unowned and missing cross-connects
+ * (copied; any order). The device is verified from then on. 0 or -ENOMEM
+ * (unchanged).
  */
-int dr_set(struct dr_table *t, int id, const struct sb_xc *unowned, size_t n);
+int dr_set(struct dr_table *t, int id, const struct sb_xc *unowned, size_t n,
+	   const struct sb_xc *missing, size_t n_missing);
 /* The device could not be read when it had to be: no new circuit until it is. */
 void dr_set_unverified(struct dr_table *t, int id);
 /* Drops these cross-connects from the table (adopted or cleared). */
@@ -48,8 +50,17 @@ void dr_forget(struct dr_table *t, const struct ocs_xc *xcs, size_t n);
 
 /* Every unowned cross-connect (malloc'd, caller frees; NULL with *n 0 when none or ENOMEM). */
 struct ocs_xc *dr_unowned(const struct dr_table *t, size_t *n);
-/* A device's unowned cross-connects (valid until the next change). */
+/* A device's unowned and missing cross-connects (valid until the next change). */
 const struct sb_xc *dr_device_unowned(const struct dr_table *t, int id, size_t *n);
+const struct sb_xc *dr_device_missing(const struct dr_table *t, int id, size_t *n);
+bool dr_device_unverified(const struct dr_table *t, int id);
+/*
+ * The other half of x's two-way circuit through the wiring (whether or not
+ * any device holds it); false when x cannot have one (one port not cabled,
+ * a loop back into its own spine port).
+ */
+bool dr_partner(const struct dr_table *t, const struct ocs_xc *x, struct ocs_xc *p);
+bool dr_is_unowned(const struct dr_table *t, const struct ocs_xc *x);
 /* Unowned cross-connects in all, and devices not verified. */
 size_t dr_count(const struct dr_table *t);
 int dr_unverified(const struct dr_table *t);

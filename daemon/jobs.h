@@ -297,6 +297,27 @@ void jm_cancel_gone(struct jm *jm, bool (*gone)(void *ctx));
 /* Whether any request jm_cancel_gone() looks at is waiting. */
 bool jm_answering(const struct jm *jm);
 
+/*
+ * Records cross-connects the devices already hold and no job owns (drift.h)
+ * as the circuits of a new job id (issue 14 #2): stored ACTIVE with planner
+ * "adopted" and no demand, its circuits stored through an intent confirmed
+ * at once (no device is touched); jm_release() removes them like any job's.
+ * The caller checked that they form whole two-way circuits clear of every
+ * stored one. 0, or -1 with err (JM_EXISTS: the id is taken; JM_UNAVAILABLE:
+ * stopping or the store refused, nothing changed).
+ */
+int jm_adopt(struct jm *jm, const char *id, const struct ocs_xc *xcs, size_t n,
+	     struct jm_error *err);
+/*
+ * Runs a transaction that is no job's (clearing unowned cross-connects) when
+ * none is running; queued jobs wait for it (jm_busy() is true meanwhile). 0:
+ * done(arg, outcome) is called once on the loop; -EBUSY (a transaction
+ * runs), -ESHUTDOWN (stopping), -EIO (store failed) or the driver's error,
+ * with why set, and done is never called.
+ */
+int jm_external_txn(struct jm *jm, const struct txn_change *c, txn_done_fn done, void *arg,
+		    char *why, size_t why_len);
+
 /* Releases a job; answered when RELEASED (or FAILED). */
 void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx);
 

@@ -113,7 +113,8 @@ static void pass_done(struct loop_node *n)
 		/* What the planner and the transactions keep clear of (drift.h);
 		 * out of memory keeps the device's previous record. */
 		if (r->d.drift)
-			(void)dr_set(r->d.drift, d, diff.unowned, diff.n_unowned);
+			(void)dr_set(r->d.drift, d, diff.unowned, diff.n_unowned, diff.missing,
+				     diff.n_missing);
 		/* Expected but absent, then present but owned by no job. */
 		rep.missing += diff.n_missing;
 		rep.unowned += diff.n_unowned;
