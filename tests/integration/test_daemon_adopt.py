@@ -44,6 +44,8 @@ import ocsd_fleet  # noqa: E402
 
 BUILD, SRC = sys.argv[1:3]
 TIMEOUT_S = 60
+OCSCTL = os.path.join(BUILD, "northbound", "ocsctl", "ocsctl")
+NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
 
 fleet = ocsd_fleet.Fleet(BUILD, SRC, prefix="ocsd-adopt-")
 script = ocsd_fleet.Script("test_daemon_adopt", fleet)
@@ -73,6 +75,36 @@ def delta_spec(job_id, generations, stall, micro_batches=8):
     doc["parallelism"].update(max_generations=generations, stall_generations=stall,
                               micro_batches=micro_batches)
     return json_format.ParseDict(doc, jobs_pb2.JobSpec())
+
+
+def ocsctl(*args):
+    r = subprocess.run([OCSCTL, "--insecure", "--server", fleet.target, "--timeout-ms", "60000",
+                        *args], capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+def behind_its_back(d, xcs):
+    """Adds cross-connects [(in, out)] to device d over NETCONF, as another
+    controller or a technician would."""
+    from ncclient import manager
+    body = "".join(f"<connection><input>{i}</input><output>{o}</output></connection>"
+                   for i, o in xcs)
+    cfg = (f'<nc:config xmlns:nc="{NC}"><cross-connects xmlns="{ocsd_fleet.NS}">{body}'
+           '</cross-connects></nc:config>')
+    with manager.connect(host="127.0.0.1", port=fleet.base + d, username="ocsd",
+                         password=fleet.password, hostkey_verify=False, allow_agent=False,
+                         look_for_keys=False, timeout=10) as m:
+        with m.locked("candidate"):
+            m.edit_config(target="candidate", config=cfg)
+            m.commit()
+
+
+def free_pair(devices, d0, d1):
+    """Ports p != q free as inputs and outputs on both devices of a cross pair."""
+    used = {p for name in (fleet.device_name(d0), fleet.device_name(d1))
+            for (i, o, _) in devices[name] for p in (i, o)}
+    ports = [p for p in range(8) if p not in used]
+    return ports[0], ports[1]
 
 
 def held():
@@ -244,6 +276,56 @@ def main():
           f"({full.figures.generations} generations)", flush=True)
     check(cheap_s < 5.0, f"the cheap plan waited {cheap_s:.2f} s behind abandoned searches")
     check(full_s > 5.0, f"a full search takes {full_s:.2f} s: the test proves nothing")
+    check(fleet.stop_ocsd() == 0, "ocsd did not stop cleanly")
+
+    # 8. drift on a running ocsd: listed, kept clear of, adopted, cleared
+    fleet.start_ocsd()
+    s = stub()
+    r = s.SubmitJob(job("r1", 0, 2, 2), timeout=TIMEOUT_S).job
+    check(r.state == ACTIVE, f"job r1: {r.state} {r.reason}")
+    devices, _ = held()
+    p, q = free_pair(devices, 12, 13)           # group 3, devices 0 and 1
+    p1, q1 = free_pair(devices, 8, 9)           # group 2
+    behind_its_back(12, [(p, q)])
+    behind_its_back(13, [(q, p)])               # the other half: a two-way circuit
+    behind_its_back(8, [(p1, q1)])              # one-way
+    added = {(fleet.device_name(12), p, q), (fleet.device_name(13), q, p),
+             (fleet.device_name(8), p1, q1)}
+    listed = set()
+    deadline = time.time() + 30
+    while time.time() < deadline and listed != added:
+        code, out, err = ocsctl("--json", "drift")
+        listed = {(c["device"], c.get("in_port", 0), c.get("out_port", 0))
+                  for c in json.loads(out).get("cross_connects", []) if not c.get("missing")
+                  } if code == 0 else set()
+        time.sleep(0.5)
+    check(listed == added, f"ocsctl drift lists {sorted(listed)}, not {sorted(added)}")
+    check('ocsd_drift_cross_connects{kind="unowned"} 3' in fleet.metrics(),
+          "ocsd_drift_cross_connects does not count the 3 unowned cross-connects")
+    r = s.SubmitJob(job("r2", 1, 3, 3, 4), timeout=TIMEOUT_S).job
+    check(r.state == ACTIVE, f"job r2 next to drift: {r.state} {r.reason}")
+    devices, now = held()
+    check(added <= now, f"job r2 touched unowned cross-connects: {sorted(added - now)}")
+    code, out, err = ocsctl("adopt", "--device", fleet.device_name(8), "--ports", f"{p1}:{q1}")
+    check(code == 1 and "one-way" in err and "clear it" in err,
+          f"adopting a one-way cross-connect: exit {code}: {err.strip()}")
+    code, out, err = ocsctl("adopt", "--device", fleet.device_name(12), "--ports", f"{p}:{q}",
+                            "--job", "ad1")
+    check(code == 0 and "as job ad1" in out, f"ocsctl adopt: exit {code}: {out}{err}")
+    ad = s.GetJob(jobs_pb2.GetJobRequest(id="ad1"), timeout=TIMEOUT_S).job
+    check(ad.state == ACTIVE and len(ad.circuits) == 1, f"job ad1: {ad.state} {ad.circuits}")
+    code, out, err = ocsctl("clear", "--device", fleet.device_name(8))
+    check(code == 0 and "cleared 1 cross-connect" in out, f"ocsctl clear: exit {code}: {out}{err}")
+    devices, after = held()
+    check(after == now - {(fleet.device_name(8), p1, q1)},
+          "the clear changed more than the one-way cross-connect")
+    r = s.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="ad1"), timeout=TIMEOUT_S).job
+    check(r.state == RELEASED, f"release ad1: {r.state} {r.reason}")
+    devices, after = held()
+    check(after == now - added, "releasing ad1 did not remove exactly its circuit")
+    check(fleet.one_way(devices) == [], "a one-way circuit at the end")
+    code, out, err = ocsctl("adopt", "--ports", "1:2")
+    check(code == 2 and "--ports needs --device" in err, f"adopt --ports alone: {code} {err}")
     check(fleet.stop_ocsd() == 0, "ocsd did not stop cleanly")
 
 
