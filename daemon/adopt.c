@@ -19,6 +19,7 @@
 #include "fabric_state.h"
 #include "jobs_util.h"
 #include "log.h"
+#include "ocs/v1/jobs.pb-c.h"
 #include "sb_device.h"
 #include "loop.h"
 #include "store.h"
@@ -93,7 +94,10 @@ static int adopt_all(const struct adopt_deps *d, char *why, size_t why_len)
 	struct jm_figures fig = {0};
 	char *text = NULL;
 	int64_t txn_id = 0;
-	struct st_job row = {ADOPT_START_JOB, NULL,	"PROGRAMMING", NULL, NULL, 0,
+	/* the request GetJob hands back: a JobSpec with the id */
+	Ocs__V1__JobSpec spec = OCS__V1__JOB_SPEC__INIT;
+	uint8_t raw[sizeof(ADOPT_START_JOB) + 8];
+	struct st_job row = {ADOPT_START_JOB, NULL,	"PROGRAMMING", NULL, raw, 0,
 			     d->now_ms,	      d->now_ms};
 	int rc = all && blocked ? dr_planner_view(d->drift, d->fs, &blk, &n_blk, blocked) : -ENOMEM;
 
@@ -104,6 +108,8 @@ static int adopt_all(const struct adopt_deps *d, char *why, size_t why_len)
 		adds[k].xc = blk[i];
 		snprintf(adds[k].job_id, sizeof(adds[k].job_id), "%s", ADOPT_START_JOB);
 	}
+	spec.id = ADOPT_START_JOB;
+	row.request_len = ocs__v1__job_spec__pack(&spec, raw);
 	snprintf(fig.planner, sizeof(fig.planner), "adopted");
 	fig.circuits_new = (int)(k / 2);
 	if (rc == 0 && !(text = jm_figures_encode(&fig)))

@@ -1367,8 +1367,10 @@ static void serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 	struct ocs_xc *xcs = NULL;
 	struct fs_circuit *cs = NULL;
 	struct arena ar = {0};
+	Ocs__V1__JobSpec spec = OCS__V1__JOB_SPEC__INIT; /* the request GetJob hands back */
 	char id[NB_ID_MAX_LEN + 1];
-	size_t n = 0;
+	uint8_t *raw;
+	size_t n = 0, raw_len;
 
 	if (!drift_scope(api, call, q->scope, &scope))
 		return;
@@ -1376,13 +1378,23 @@ static void serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 		snprintf(id, sizeof(id), "%s", q->job_id);
 	else
 		snprintf(id, sizeof(id), "adopted-%lld", (long long)(clk_wall_ms(NULL) / 1000));
+	spec.id = id;
+	raw_len = ocs__v1__job_spec__get_packed_size(&spec);
+	raw = malloc(raw_len + 1);
+	if (!raw) {
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
+		return;
+	}
+	ocs__v1__job_spec__pack(&spec, raw);
 	if (adopt_select(api->d.drift, api->d.fs, api->d.devs, &api->d.cfg->fabric, &scope, false,
 			 &xcs, &n, &err) != 0 ||
-	    jm_adopt(api->jm, id, xcs, n, &err) != 0) {
+	    jm_adopt(api->jm, id, raw, raw_len, xcs, n, &err) != 0) {
 		free(xcs);
+		free(raw);
 		fail_jm(call, &err);
 		return;
 	}
+	free(raw);
 	dr_forget(api->d.drift, xcs, n);
 	free(xcs);
 	log_job(LOG_NOTICE, id, nb_call_peer(call), "adopted %zu cross-connect(s) as job %s", n,

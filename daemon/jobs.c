@@ -1708,8 +1708,8 @@ void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
 
 /* ---- what no job owns (issue 14 #2) ---- */
 
-int jm_adopt(struct jm *jm, const char *id, const struct ocs_xc *xcs, size_t n,
-	     struct jm_error *err)
+int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
+	     const struct ocs_xc *xcs, size_t n, struct jm_error *err)
 {
 	struct job_rt *j;
 	struct st_circuit *adds;
@@ -1728,7 +1728,8 @@ int jm_adopt(struct jm *jm, const char *id, const struct ocs_xc *xcs, size_t n,
 	}
 	j = calloc(1, sizeof(*j));
 	adds = calloc(n + 1, sizeof(*adds));
-	if (!j || !adds || !(j->pub.demand = malloc(sizeof(*j->pub.demand)))) {
+	if (!j || !adds || !(j->pub.demand = malloc(sizeof(*j->pub.demand))) ||
+	    !(j->pub.raw = malloc(raw_len ? raw_len : 1))) {
 		free(adds);
 		free_job(j);
 		jm_set_error(err, JM_INTERNAL, "", "out of memory");
@@ -1739,14 +1740,17 @@ int jm_adopt(struct jm *jm, const char *id, const struct ocs_xc *xcs, size_t n,
 		snprintf(adds[i].job_id, sizeof(adds[i].job_id), "%s", id);
 	}
 	snprintf(j->pub.id, sizeof(j->pub.id), "%s", id);
+	if (raw_len)
+		memcpy(j->pub.raw, raw, raw_len);
+	j->pub.raw_len = raw_len;
 	snprintf(j->pub.planner, sizeof(j->pub.planner), "adopted");
 	snprintf(j->pub.figures.planner, sizeof(j->pub.figures.planner), "adopted");
 	j->pub.figures.circuits_new = (int)(n / 2);
 	j->kind = &jm_kind_leaf;
 	j->pub.state = JM_PROGRAMMING;
 	j->pub.created_ms = j->pub.updated_ms = now_ms(jm);
-	row = (struct st_job){j->pub.id, NULL, "PROGRAMMING",	  NULL,
-			      NULL,	 0,    j->pub.created_ms, j->pub.created_ms};
+	row = (struct st_job){j->pub.id,  NULL,		  "PROGRAMMING",     NULL,
+			      j->pub.raw, j->pub.raw_len, j->pub.created_ms, j->pub.created_ms};
 	rc = table_add(jm, j);
 	if (rc) {
 		free(adds);

@@ -299,15 +299,17 @@ bool jm_answering(const struct jm *jm);
 
 /*
  * Records cross-connects the devices already hold and no job owns (drift.h)
- * as the circuits of a new job id (issue 14 #2): stored ACTIVE with planner
+ * as the circuits of a new job id (issue 14 #2), raw its request as GetJob
+ * hands it back (a JobSpec with the id, packed by the caller; copied): stored
+ * ACTIVE with planner
  * "adopted" and no demand, its circuits stored through an intent confirmed
  * at once (no device is touched); jm_release() removes them like any job's.
  * The caller checked that they form whole two-way circuits clear of every
  * stored one. 0, or -1 with err (JM_EXISTS: the id is taken; JM_UNAVAILABLE:
  * stopping or the store refused, nothing changed).
  */
-int jm_adopt(struct jm *jm, const char *id, const struct ocs_xc *xcs, size_t n,
-	     struct jm_error *err);
+int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
+	     const struct ocs_xc *xcs, size_t n, struct jm_error *err);
 /*
  * Runs a transaction that is no job's (clearing unowned cross-connects) when
  * none is running; queued jobs wait for it (jm_busy() is true meanwhile). 0:

@@ -155,8 +155,9 @@ def main():
     fleet.start_ocsd("--adopt-existing")
     s = stub()
     ad = s.GetJob(jobs_pb2.GetJobRequest(id="adopted-at-start"), timeout=TIMEOUT_S).job
-    check(ad.state == ACTIVE and ad.figures.planner == "adopted",
-          f"adopted job: {ad.state} planner {ad.figures.planner!r}")
+    check(ad.state == ACTIVE and ad.figures.planner == "adopted" and
+          ad.spec.id == "adopted-at-start",
+          f"adopted job: {ad.state} planner {ad.figures.planner!r} id {ad.spec.id!r}")
     check(len(ad.circuits) == 4, f"adopted job holds {len(ad.circuits)} circuits, not 4")
     r = s.SubmitJob(job("b1", 1, 3, 3), timeout=TIMEOUT_S).job
     check(r.state == ACTIVE, f"job b1 next to adopted circuits: {r.state} {r.reason}")
@@ -313,7 +314,8 @@ def main():
                             "--job", "ad1")
     check(code == 0 and "as job ad1" in out, f"ocsctl adopt: exit {code}: {out}{err}")
     ad = s.GetJob(jobs_pb2.GetJobRequest(id="ad1"), timeout=TIMEOUT_S).job
-    check(ad.state == ACTIVE and len(ad.circuits) == 1, f"job ad1: {ad.state} {ad.circuits}")
+    check(ad.state == ACTIVE and len(ad.circuits) == 1 and ad.spec.id == "ad1",
+          f"job ad1: {ad.state} {ad.spec.id!r} {ad.circuits}")
     code, out, err = ocsctl("clear", "--device", fleet.device_name(8))
     check(code == 0 and "cleared 1 cross-connect" in out, f"ocsctl clear: exit {code}: {out}{err}")
     devices, after = held()
