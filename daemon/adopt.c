@@ -114,6 +114,13 @@ static int adopt_all(const struct adopt_deps *d, char *why, size_t why_len)
 	fig.circuits_new = (int)(k / 2);
 	if (rc == 0 && !(text = jm_figures_encode(&fig)))
 		rc = -ENOMEM;
+	if (rc == 0 && k == 0) {
+		log_msg(LOG_WARNING,
+			"--adopt-existing: the %zu cross-connect(s) found are one-way or collide: "
+			"nothing adopted, they stay drift (clear them)",
+			n);
+		goto out;
+	}
 	/* PROGRAMMING first: a crash before ACTIVE is resolved by recovery. */
 	if (rc == 0)
 		rc = st_job_put(d->store, &row);
@@ -141,6 +148,7 @@ static int adopt_all(const struct adopt_deps *d, char *why, size_t why_len)
 		snprintf(why, why_len, "--adopt-existing: cannot store the adopted circuits: %s",
 			 strerror(-rc));
 	}
+out:
 	free(text);
 	free(adds);
 	free(blk);
