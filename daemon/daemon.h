@@ -12,7 +12,8 @@
  * Lifecycle (all on the loop thread):
  *
  *   od_run:  load config -> open store -> pool, devices, transaction engine
- *            -> recovery (resolve open transactions) -> job manager
+ *            -> recovery (resolve open transactions) -> on an empty store,
+ *            the devices read (refuse, adopt or clear: adopt.h) -> job manager
  *            (resume jobs)
  *            -> gRPC server, metrics -> READY=1 -> reconciliation pass
  *            -> loop (a reconciliation pass every reconcile_interval_s,
