@@ -14,14 +14,17 @@
 #include "api.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "adopt.h"
 #include "arena.h"
 #include "clock.h"
 #include "config.h"
 #include "devices.h"
+#include "drift.h"
 #include "fabric_state.h"
 #include "jobs.h"
 #include "log.h"
@@ -41,7 +44,12 @@ struct api {
 	struct mx_family *m_recon_seconds;
 	struct mx_family *m_repairs, *m_reaction_seconds; /* ring domains */
 	size_t drift_published;				  /* in the current pass */
+	/* While plans whose caller may go away wait: every API_CANCEL_CHECK_MS,
+	 * the ones whose call was cancelled (or passed its deadline) stop. */
+	struct event *cancel_check;
 };
+
+#define API_CANCEL_CHECK_MS 100
 
 /* Who a job manager answer goes to (freed by the answer). */
 struct api_call {
@@ -135,6 +143,8 @@ void api_free(struct api *api)
 {
 	if (!api)
 		return;
+	if (api->cancel_check)
+		event_free(api->cancel_check);
 	free(api);
 }
 
@@ -146,6 +156,38 @@ void api_attach(struct api *api, struct jm *jm, struct nb_server *server)
 		nb_server_set_health(
 			server, "",
 			GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+}
+
+/* jm_cancel_gone's question: did the client of this call go away? */
+static bool call_gone(void *ctx)
+{
+	return nb_call_cancelled(((const struct api_call *)ctx)->call);
+}
+
+static void on_cancel_check(evutil_socket_t fd, short what, void *arg);
+
+static void arm_cancel_check(struct api *api)
+{
+	struct timeval tv = {0, API_CANCEL_CHECK_MS * 1000};
+
+	if (!api->cancel_check)
+		api->cancel_check = evtimer_new(loop_base(api->d.loop), on_cancel_check, api);
+	/* Without the timer a gone caller's plan runs to its end: no worse than before. */
+	if (api->cancel_check && !evtimer_pending(api->cancel_check, NULL))
+		(void)evtimer_add(api->cancel_check, &tv);
+}
+
+static void on_cancel_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct api *api = arg;
+
+	(void)fd;
+	(void)what;
+	if (!api->jm)
+		return;
+	jm_cancel_gone(api->jm, call_gone);
+	if (jm_answering(api->jm))
+		arm_cancel_check(api);
 }
 
 void api_stopping(struct api *api)
@@ -223,6 +265,10 @@ static enum nb_code map_status(enum jm_status s)
 		return NB_FAILED_PRECONDITION;
 	case JM_UNAVAILABLE:
 		return NB_UNAVAILABLE;
+	case JM_ABORTED:
+		return NB_ABORTED;
+	case JM_CANCELLED:
+		return NB_CANCELLED;
 	case JM_INTERNAL:
 		break;
 	}
@@ -681,8 +727,11 @@ static void serve_spec(struct api *api, struct nb_call *call, const void *msg,
 		log_job(LOG_INFO, ac->job_id, nb_call_peer(call), "job submitted (planner %s)",
 			spec.planner && spec.planner[0] ? spec.planner : "default");
 	}
-	if (ac)
+	if (ac) {
 		run(api->jm, &spec, answer, ac);
+		if (jm_answering(api->jm))
+			arm_cancel_check(api);
+	}
 	free_spec(&spec);
 }
 
@@ -1234,6 +1283,217 @@ static void serve_undrain_device(struct api *api, struct nb_call *call, const vo
 	serve_drain(api, call, msg, false);
 }
 
+/* ---- what no job owns (issue 14 #2, drift.h and adopt.h) ---- */
+
+static void serve_list_drift(struct api *api, struct nb_call *call, const void *msg)
+{
+	const char *name = ((const Ocs__V1__ListDriftRequest *)msg)->device;
+	int one = name[0] ? find_device(api, name) : -1;
+	Ocs__V1__ListDriftResponse r = OCS__V1__LIST_DRIFT_RESPONSE__INIT;
+	size_t total = 0, k = 0, n;
+	struct arena ar = {0};
+
+	if (name[0] && one < 0) {
+		nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", name);
+		return;
+	}
+	for (int d = 0; d < dev_count(api->d.devs); d++) {
+		if (one >= 0 && d != one)
+			continue;
+		(void)dr_device_unowned(api->d.drift, d, &n);
+		total += n;
+		(void)dr_device_missing(api->d.drift, d, &n);
+		total += n;
+		r.n_unverified_devices += dr_device_unverified(api->d.drift, d);
+	}
+	r.cross_connects = ar_alloc(&ar, (total + 1) * sizeof(*r.cross_connects));
+	r.unverified_devices = ar_alloc(&ar, (r.n_unverified_devices + 1) * sizeof(char *));
+	r.n_unverified_devices = 0;
+	for (int d = 0; d < dev_count(api->d.devs) && !ar.failed; d++) {
+		if (one >= 0 && d != one)
+			continue;
+		for (int missing = 0; missing < 2; missing++) {
+			const struct sb_xc *x = missing ? dr_device_missing(api->d.drift, d, &n)
+							: dr_device_unowned(api->d.drift, d, &n);
+
+			for (size_t i = 0; i < n && !ar.failed; i++) {
+				Ocs__V1__DriftCrossConnect *c = ar_alloc(&ar, sizeof(*c));
+
+				if (!c)
+					break;
+				ocs__v1__drift_cross_connect__init(c);
+				c->device = (char *)dev_name(api->d.devs, d);
+				c->in_port = x[i].in;
+				c->out_port = x[i].out;
+				c->missing = missing;
+				r.cross_connects[k++] = c;
+			}
+		}
+		if (dr_device_unverified(api->d.drift, d))
+			r.unverified_devices[r.n_unverified_devices++] =
+				(char *)dev_name(api->d.devs, d);
+	}
+	r.n_cross_connects = k;
+	if (ar.failed)
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+	else
+		nb_call_reply(call, &r.base);
+	ar_free_all(&ar);
+}
+
+/* The request's scope as adopt.h's; false when the device is unknown (answered). */
+static bool drift_scope(struct api *api, struct nb_call *call, const Ocs__V1__DriftScope *s,
+			struct adopt_scope *out)
+{
+	*out = (struct adopt_scope){.device = -1};
+	if (!s)
+		return true;
+	if (s->device[0] && (out->device = find_device(api, s->device)) < 0) {
+		nb_call_fail(call, NB_NOT_FOUND, "scope.device", "no device %s", s->device);
+		return false;
+	}
+	out->has_ports = s->has_ports;
+	out->in = s->in_port;
+	out->out = s->out_port;
+	return true;
+}
+
+static void serve_adopt(struct api *api, struct nb_call *call, const void *msg)
+{
+	const Ocs__V1__AdoptCrossConnectsRequest *q = msg;
+	Ocs__V1__AdoptCrossConnectsResponse r = OCS__V1__ADOPT_CROSS_CONNECTS_RESPONSE__INIT;
+	struct adopt_scope scope;
+	struct jm_error err;
+	struct ocs_xc *xcs = NULL;
+	struct fs_circuit *cs = NULL;
+	struct arena ar = {0};
+	Ocs__V1__JobSpec spec = OCS__V1__JOB_SPEC__INIT; /* the request GetJob hands back */
+	char id[NB_ID_MAX_LEN + 1];
+	uint8_t *raw;
+	size_t n = 0, raw_len;
+
+	if (!drift_scope(api, call, q->scope, &scope))
+		return;
+	if (q->job_id[0])
+		snprintf(id, sizeof(id), "%s", q->job_id);
+	else
+		snprintf(id, sizeof(id), "adopted-%lld", (long long)(clk_wall_ms(NULL) / 1000));
+	spec.id = id;
+	raw_len = ocs__v1__job_spec__get_packed_size(&spec);
+	raw = malloc(raw_len + 1);
+	if (!raw) {
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
+		return;
+	}
+	ocs__v1__job_spec__pack(&spec, raw);
+	if (adopt_select(api->d.drift, api->d.fs, api->d.devs, &api->d.cfg->fabric, &scope, false,
+			 &xcs, &n, &err) != 0 ||
+	    jm_adopt(api->jm, id, raw, raw_len, xcs, n, &err) != 0) {
+		free(xcs);
+		free(raw);
+		fail_jm(call, &err);
+		return;
+	}
+	free(raw);
+	dr_forget(api->d.drift, xcs, n);
+	free(xcs);
+	log_job(LOG_NOTICE, id, nb_call_peer(call), "adopted %zu cross-connect(s) as job %s", n,
+		id);
+	cs = fs_circuits(api->d.fs, id, -1, -1, &n);
+	r.job_id = id;
+	r.circuits = cs ? build_circuits(api, &ar, cs, n) : NULL;
+	r.n_circuits = r.circuits ? n : 0;
+	if (!cs || ar.failed)
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+	else
+		nb_call_reply(call, &r.base);
+	free(cs);
+	ar_free_all(&ar);
+}
+
+/* A clear waiting for its transaction. */
+struct clear_call {
+	struct api *api;
+	struct nb_call *call;
+	struct ocs_xc *xcs;
+	size_t n;
+};
+
+static void clear_done(void *arg, const struct txn_outcome *o)
+{
+	struct clear_call *cc = arg;
+	struct api *api = cc->api;
+	Ocs__V1__ClearCrossConnectsResponse r = OCS__V1__CLEAR_CROSS_CONNECTS_RESPONSE__INIT;
+	struct arena ar = {0};
+
+	if (o->result == TXN_CONFIRMED) {
+		dr_forget(api->d.drift, cc->xcs, cc->n);
+		log_job(LOG_NOTICE, NULL, nb_call_peer(cc->call),
+			"cleared %zu unowned cross-connect(s) from the devices", cc->n);
+		r.cross_connects = ar_alloc(&ar, (cc->n + 1) * sizeof(*r.cross_connects));
+		for (size_t i = 0; r.cross_connects && i < cc->n; i++) {
+			Ocs__V1__CrossConnect *c = ar_alloc(&ar, sizeof(*c));
+
+			if (!c)
+				break;
+			ocs__v1__cross_connect__init(c);
+			c->device = (char *)device_name(api, &cc->xcs[i]);
+			c->in_port = cc->xcs[i].in;
+			c->out_port = cc->xcs[i].out;
+			r.cross_connects[r.n_cross_connects++] = c;
+		}
+		if (ar.failed)
+			nb_call_fail(cc->call, NB_INTERNAL, "", "out of memory building the reply");
+		else
+			nb_call_reply(cc->call, &r.base);
+	} else if (o->result == TXN_FAILED) {
+		nb_call_fail(cc->call, NB_INTERNAL, "",
+			     "devices: %s; a rollback could not be proven: the fabric needs "
+			     "reconciliation",
+			     o->message);
+	} else {
+		nb_call_fail(cc->call, NB_UNAVAILABLE, "", "devices: %s; nothing changed",
+			     o->message);
+	}
+	ar_free_all(&ar);
+	free(cc->xcs);
+	free(cc);
+}
+
+static void serve_clear(struct api *api, struct nb_call *call, const void *msg)
+{
+	const Ocs__V1__ClearCrossConnectsRequest *q = msg;
+	struct clear_call *cc;
+	struct adopt_scope scope;
+	struct jm_error err;
+	struct txn_change c;
+	char why[400] = "";
+	int rc;
+
+	if (!drift_scope(api, call, q->scope, &scope))
+		return;
+	cc = calloc(1, sizeof(*cc));
+	if (!cc) {
+		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
+		return;
+	}
+	*cc = (struct clear_call){api, call, NULL, 0};
+	if (adopt_select(api->d.drift, api->d.fs, api->d.devs, &api->d.cfg->fabric, &scope, true,
+			 &cc->xcs, &cc->n, &err) != 0) {
+		free(cc);
+		fail_jm(call, &err);
+		return;
+	}
+	c = (struct txn_change){.job_id = "ocsd-clear", .removals = cc->xcs, .n_removals = cc->n};
+	rc = jm_external_txn(api->jm, &c, clear_done, cc, why, sizeof(why));
+	if (rc) {
+		nb_call_fail(call, rc == -ENOMEM ? NB_INTERNAL : NB_UNAVAILABLE, "",
+			     "%s; nothing changed", why);
+		free(cc->xcs);
+		free(cc);
+	}
+}
+
 /* ---- hand-off from gRPC threads ---- */
 
 static void dispatch(struct loop_node *n)
@@ -1266,6 +1526,9 @@ static void post(struct api *api, struct nb_call *call, const void *msg,
 		post(ctx, call, req, serve_fn);                                                    \
 	}
 
+HANDLER(h_list_drift, Ocs__V1__ListDriftRequest, serve_list_drift)
+HANDLER(h_adopt, Ocs__V1__AdoptCrossConnectsRequest, serve_adopt)
+HANDLER(h_clear, Ocs__V1__ClearCrossConnectsRequest, serve_clear)
 HANDLER(h_get_fabric, Ocs__V1__GetFabricRequest, serve_get_fabric)
 HANDLER(h_list_devices, Ocs__V1__ListDevicesRequest, serve_list_devices)
 HANDLER(h_list_circuits, Ocs__V1__ListCircuitsRequest, serve_list_circuits)
@@ -1318,6 +1581,9 @@ struct nb_handlers api_handlers(struct api *api)
 		.undrain_device = h_undrain_device,
 		.mark_node = h_mark_node,
 		.list_rings = h_list_rings,
+		.list_drift = h_list_drift,
+		.adopt_cross_connects = h_adopt,
+		.clear_cross_connects = h_clear,
 		.submit_job = h_submit_job,
 		.plan_job = h_plan_job,
 		.release_job = h_release_job,

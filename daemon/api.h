@@ -18,6 +18,7 @@
 
 struct api;
 struct devices;
+struct dr_table;
 struct fs_state;
 struct jm;
 struct loop;
@@ -32,6 +33,7 @@ struct api_deps {
 	struct fs_state *fs;
 	struct devices *devs;	 /* sessions, health and drain of every device */
 	struct rg_state *rings;	 /* ring domains: rings and node conditions; NULL otherwise */
+	struct dr_table *drift;	 /* leaf-spine: cross-connects no job owns (drift.h) */
 	struct mx_registry *reg; /* RPC and plan metrics are registered here */
 	const char *version;
 };

@@ -27,10 +27,12 @@
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
+#include "adopt.h"
 #include "api.h"
 #include "clock.h"
 #include "config.h"
 #include "devices.h"
+#include "drift.h"
 #include "exec.h"
 #include "exec_sb.h"
 #include "fabric_state.h"
@@ -78,6 +80,7 @@ struct od {
 	struct sb_engine *engine;
 	struct txn_driver *txn;
 	struct fs_state *fs;
+	struct dr_table *drift; /* cross-connects no job owns (leaf-spine fabrics) */
 	struct api *api;
 	struct jm *jm;
 	struct nb_server *server;
@@ -382,8 +385,8 @@ static void on_recon_timer(evutil_socket_t fd, short what, void *arg)
 
 static int start_reconciliation(struct od *od)
 {
-	struct recon_deps rd = {od->loop, od->exec, od->fs,
-				od->jm,	  od->devs, api_recon_events(od->api)};
+	struct recon_deps rd = {
+		od->loop, od->exec, od->fs, od->jm, od->devs, od->drift, api_recon_events(od->api)};
 	struct timeval tv = {(time_t)od->opts->reconcile_interval_s, 0};
 
 	od->recon = recon_new(&rd);
@@ -517,6 +520,7 @@ static void od_teardown(struct od *od)
 	dev_free(od->devs); /* and the device handles, before their driver */
 	sb_driver_free(od->driver);
 	fs_free(od->fs);
+	dr_free(od->drift);
 	api_free(od->api);
 	if (od->drain)
 		event_free(od->drain);
@@ -777,6 +781,35 @@ static int start_faults(struct od *od)
 	return rc;
 }
 
+/*
+ * Fail static on an empty or lost store (adopt.h): cross-connects on the
+ * devices that no stored job explains are adopted, cleared, or ocsd does
+ * not start. 0 or -errno (logged).
+ */
+static int check_existing(struct od *od)
+{
+	struct adopt_deps d = {
+		.fabric = &od->cfg->fabric,
+		.store = od->store,
+		.fs = od->fs,
+		.devs = od->devs,
+		.loop = od->loop,
+		.txn = od->txn,
+		.drift = od->drift,
+		.now_ms = clk_wall_ms(NULL),
+		/* the warm start tried already; else try once, in parallel */
+		.connect_ms = od->opts->warm_start_ms ? 0 : (int)od->cfg->access.rpc_timeout_ms};
+	enum adopt_mode mode = od->opts->adopt_existing	  ? ADOPT_START_ADOPT
+			       : od->opts->clear_existing ? ADOPT_START_CLEAR
+							  : ADOPT_START_REFUSE;
+	char why[600] = "";
+	int rc = adopt_start_check(&d, mode, why, sizeof(why));
+
+	if (rc)
+		log_msg(LOG_ERR, "%s", why);
+	return rc;
+}
+
 /* Job manager, API and gRPC server (leaf-spine-OCS fabrics and OCSTrx ring domains). */
 static int start_jobs(struct od *od)
 {
@@ -795,6 +828,8 @@ static int start_jobs(struct od *od)
 		log_msg(LOG_ERR, "cannot load the circuits from the state store");
 		return -EIO;
 	}
+	if (od->fs && !(od->drift = dr_new(&od->cfg->fabric)))
+		return -ENOMEM;
 	if (od->cfg->kind == CFG_OCSTRX_RING) {
 		od->rings = rg_new(&od->cfg->ring);
 		if (!od->rings || (rc = rg_load(od->rings, od->store)) != 0) {
@@ -806,6 +841,7 @@ static int start_jobs(struct od *od)
 	if (rc)
 		return rc;
 	ad.fs = od->fs;
+	ad.drift = od->drift;
 	ad.rings = od->rings;
 	ad.devs = od->devs;
 	od->api = api_new(&ad);
@@ -825,6 +861,7 @@ static int start_jobs(struct od *od)
 				      .engine = od->engine,
 				      .devs = od->devs,
 				      .rings = od->rings,
+				      .drift = od->drift,
 				      .clock = NULL,
 				      .confirm_timeout_s = (int)od->cfg->access.confirm_timeout_s,
 				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms};
@@ -837,6 +874,8 @@ static int start_jobs(struct od *od)
 		od->txn = txn_driver_new(&td);
 		if (!od->txn)
 			return -ENOMEM;
+		if (od->fs && (rc = check_existing(od)) != 0)
+			return rc;
 	}
 	jd = (struct jm_deps){.cfg = od->cfg,
 			      .store = od->store,
@@ -848,6 +887,7 @@ static int start_jobs(struct od *od)
 			      .txn_start = txn_start,
 			      .txn_ctx = od->txn,
 			      .devs = od->devs,
+			      .drift = od->drift,
 			      .rings = od->rings,
 			      .events = api_job_events(od->api)};
 	rc = jm_new(&jd, &od->jm, err, sizeof(err));

@@ -12,7 +12,8 @@
  * Lifecycle (all on the loop thread):
  *
  *   od_run:  load config -> open store -> pool, devices, transaction engine
- *            -> recovery (resolve open transactions) -> job manager
+ *            -> recovery (resolve open transactions) -> on an empty store,
+ *            the devices read (refuse, adopt or clear: adopt.h) -> job manager
  *            (resume jobs)
  *            -> gRPC server, metrics -> READY=1 -> reconciliation pass
  *            -> loop (a reconciliation pass every reconcile_interval_s,
@@ -46,6 +47,10 @@ struct od_options {
 	/* Every this many ms the transaction sessions are checked in the
 	 * background and dead ones replaced (keepalive.h; 0 = never). */
 	unsigned keepalive_interval_ms;
+	/* Starting on an empty store while the devices hold cross-connects
+	 * (adopt.h): adopt them, or clear them; neither: refuse to start. */
+	bool adopt_existing;
+	bool clear_existing;
 };
 
 /* Runs the daemon until SIGTERM/SIGINT. Returns the process exit code. */

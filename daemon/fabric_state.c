@@ -432,6 +432,12 @@ static bool group_drained(const struct ocs_fabric *f, int h, const bool *drained
 
 struct ocs_xc *fs_drain_blockers(const struct fs_state *fs, const bool *drained, size_t *n)
 {
+	return fs_drain_blockers_around(fs, drained, NULL, 0, n);
+}
+
+struct ocs_xc *fs_drain_blockers_around(const struct fs_state *fs, const bool *drained,
+					const struct ocs_xc *taken, size_t n_taken, size_t *n)
+{
 	const struct ocs_fabric *f = fs->f;
 	size_t cells = (size_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
 	struct port_use u = {fs, ocs_fabric_device_ports_used(f),
@@ -444,6 +450,15 @@ struct ocs_xc *fs_drain_blockers(const struct fs_state *fs, const bool *drained,
 	*n = 0;
 	if (!u.loaded || !u.in_used || !u.out_used || !cand || !out)
 		goto oom;
+	for (size_t i = 0; i < n_taken; i++) {
+		struct ocs_device_port in = {taken[i].device, taken[i].in};
+		struct ocs_device_port o = {taken[i].device, taken[i].out};
+
+		if (taken[i].in < u.ports && taken[i].out < u.ports) {
+			use_port(&u, taken[i].group, in, true);
+			use_port(&u, taken[i].group, o, false);
+		}
+	}
 	for (int h = 0; h < ocs_fabric_groups(f); h++) {
 		size_t nc = 0;
 

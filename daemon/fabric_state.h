@@ -90,5 +90,8 @@ struct fs_circuit *fs_circuits(const struct fs_state *fs, const char *job_id, in
  * Returns a malloc'd array (caller frees), NULL on allocation failure.
  */
 struct ocs_xc *fs_drain_blockers(const struct fs_state *fs, const bool *drained, size_t *n);
+/* The same around cross-connects that are not stored but occupy ports (taken: drift.h). */
+struct ocs_xc *fs_drain_blockers_around(const struct fs_state *fs, const bool *drained,
+					const struct ocs_xc *taken, size_t n_taken, size_t *n);
 
 #endif

@@ -74,6 +74,7 @@
 #include "clock.h"
 #include "config.h"
 #include "devices.h"
+#include "drift.h"
 #include "fabric_state.h"
 #include "jobs_util.h"
 #include "log.h"
@@ -93,8 +94,15 @@ struct jm {
 	struct job_rt *queue_head, *queue_tail; /* waiting for a transaction, FIFO */
 	struct job_rt *txn_job;			/* the job whose transaction runs */
 	bool stopping;				/* no new transaction starts */
-	unsigned long plan_seq;			/* last plan started */
-	bool not_serving;			/* a store write failed: no further writes */
+	struct jp_task *answering; /* dry runs and searches before a job exists (cancellable) */
+	struct {
+		bool running; /* a transaction of no job (jm_external_txn) */
+		txn_done_fn done;
+		void *arg;
+		char job_id[72]; /* the name its intent is stored under */
+	} external;
+	unsigned long plan_seq; /* last plan started */
+	bool not_serving;	/* a store write failed: no further writes */
 	char not_serving_reason[600];
 	/*
 	 * Ring domains: nodes marked healthy again whose bundles still hold
@@ -169,7 +177,7 @@ const struct jm_job *jm_at(const struct jm *jm, size_t i)
 
 bool jm_busy(const struct jm *jm)
 {
-	return jm->txn_job != NULL;
+	return jm->txn_job != NULL || jm->external.running;
 }
 
 bool jm_serving(const struct jm *jm, const char **reason)
@@ -491,6 +499,39 @@ static void plan_work(struct pool_task *pt)
 	jp_work(OCSD_CONTAINER_OF(pt, struct jp_task, pool));
 }
 
+/*
+ * What a plan must keep clear of besides the configured circuits: the
+ * unowned two-way circuits found on the devices (pinned) and the devices
+ * that take no new circuit, drained or blocked by drift (drift.h).
+ * *blocked is NULL when no device is. 0 or -ENOMEM (nothing allocated).
+ */
+static int drift_view(const struct jm *jm, struct ocs_xc **unowned, size_t *n_unowned,
+		      bool **blocked)
+{
+	int n = jm->d.cfg->n_devices;
+	bool any = false;
+
+	*unowned = NULL;
+	*n_unowned = 0;
+	*blocked = calloc((size_t)n + 1, sizeof(**blocked));
+	if (!*blocked)
+		return -ENOMEM;
+	if (dev_n_drained(jm->d.devs))
+		memcpy(*blocked, dev_drained_mask(jm->d.devs), (size_t)n * sizeof(**blocked));
+	if (jm->d.drift && dr_planner_view(jm->d.drift, jm->d.fs, unowned, n_unowned, *blocked)) {
+		free(*blocked);
+		*blocked = NULL;
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n && !any; i++)
+		any = (*blocked)[i];
+	if (!any) {
+		free(*blocked);
+		*blocked = NULL;
+	}
+	return 0;
+}
+
 /* A task planning for `self` with everything it reads copied. NULL on ENOMEM. */
 static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const char *self,
 				const char *planner, bool replan, const struct lc_demand *demand,
@@ -498,6 +539,9 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 				const struct jm_figures *delta, const struct jm_ring_request *ring)
 {
 	struct jp_task *t;
+	struct ocs_xc *unowned = NULL;
+	size_t n_unowned = 0;
+	bool *blocked = NULL;
 
 	if (kind->rings) {
 		uint8_t *use = rg_use_snapshot(jm->d.rings, self);
@@ -516,10 +560,12 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 		}
 		return t;
 	}
-	t = jp_task_new(kind, jm->f, jm->d.fs,
-			dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL,
-			jm->d.cfg->n_devices, self, planner, replan, demand, n_demand, wl, delta);
-
+	if (drift_view(jm, &unowned, &n_unowned, &blocked) != 0)
+		return NULL;
+	t = jp_task_new(kind, jm->f, jm->d.fs, unowned, n_unowned, blocked, jm->d.cfg->n_devices,
+			self, planner, replan, demand, n_demand, wl, delta);
+	free(unowned);
+	free(blocked);
 	if (!t)
 		return NULL;
 	t->pool.work = plan_work;
@@ -607,6 +653,57 @@ static void answer_dry_run(struct jp_task *t)
 	}
 }
 
+/*
+ * Stores the figures of the plan j is about to be programmed with, so that
+ * they outlive a restart (issue 14 #14). Before any device is touched: a
+ * failed write refuses the job (UNAVAILABLE, nothing changed). 0 or -1
+ * with err set.
+ */
+static int store_figures(struct jm *jm, struct job_rt *j, struct jm_error *err)
+{
+	char *text = jm_figures_encode(&j->pub.figures);
+	int rc = text ? st_figures_put(jm->d.store, j->pub.id, text) : -ENOMEM;
+
+	free(text);
+	if (rc == 0)
+		return 0;
+	jm_set_error(err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "",
+		     "cannot store the plan's figures (%s); nothing changed", strerror(-rc));
+	return -1;
+}
+
+/* The list of tasks whose caller may go away (jm_cancel_gone). */
+static void answering_add(struct jm *jm, struct jp_task *t)
+{
+	t->next_answering = jm->answering;
+	jm->answering = t;
+}
+
+static void answering_del(struct jm *jm, struct jp_task *t)
+{
+	for (struct jp_task **p = &jm->answering; *p; p = &(*p)->next_answering) {
+		if (*p == t) {
+			*p = t->next_answering;
+			return;
+		}
+	}
+}
+
+void jm_cancel_gone(struct jm *jm, bool (*gone)(void *ctx))
+{
+	for (struct jp_task *t = jm->answering; t; t = t->next_answering)
+		if (!atomic_load(&t->cancel) && gone(t->ctx)) {
+			atomic_store(&t->cancel, true);
+			log_msg(LOG_INFO, "%s %s: the caller went away; its planning stops",
+				t->dry ? "dry run of" : "search for job", t->job_id);
+		}
+}
+
+bool jm_answering(const struct jm *jm)
+{
+	return jm->answering != NULL;
+}
+
 static void plan_done(struct pool_task *pt)
 {
 	struct jp_task *t = OCSD_CONTAINER_OF(pt, struct jp_task, pool);
@@ -615,12 +712,20 @@ static void plan_done(struct pool_task *pt)
 	struct jm_error err = {0};
 	bool planned = t->kind->rings ? !t->refused : !t->kind_rc && t->rc == 0 && t->plan;
 
+	if (t->dry || t->search_only)
+		answering_del(jm, t);
+
 	if (t->search_only) {
 		submit_searched(jm, t);
 		jp_task_free(t);
 		return;
 	}
 	report_plan_time(jm, t);
+	if (t->unowned_fallback)
+		log_msg(LOG_NOTICE,
+			"%s %s: the plan moving other jobs' circuits needed ports of circuits no "
+			"job owns; planned without moving them",
+			t->dry ? "dry run of" : "job", t->job_id);
 	if (t->drain_fallback)
 		log_msg(LOG_NOTICE,
 			"%s %s: the plan moving other jobs' circuits needed a drained device; "
@@ -667,6 +772,11 @@ static void plan_done(struct pool_task *pt)
 		t->fig = (struct jm_figures){0};
 	}
 	if (err.status != JM_OK) {
+		jp_task_free(t);
+		fail_job(jm, j, &err);
+		return;
+	}
+	if (store_figures(jm, j, &err) != 0) {
 		jp_task_free(t);
 		fail_job(jm, j, &err);
 		return;
@@ -1137,7 +1247,7 @@ int jm_set_ring(struct jm *jm, const char *id, const struct jm_ring_request *req
 /* Starts the next queued transaction when none is running. */
 static void pump(struct jm *jm)
 {
-	while (!jm->stopping && !jm->txn_job && jm->queue_head) {
+	while (!jm->stopping && !jm->txn_job && !jm->external.running && jm->queue_head) {
 		struct job_rt *j = dequeue(jm);
 
 		if (j->repair) {
@@ -1469,7 +1579,9 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
 			     strerror(-rc));
 		answer(ctx, &err, NULL, false, NULL, 0);
+		return;
 	}
+	answering_add(jm, t);
 }
 
 /* A new submission's workload was searched: refuse it, or create the job with its demand. */
@@ -1545,7 +1657,9 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
 			     strerror(-rc));
 		answer(ctx, &err, NULL, false, NULL, 0);
+		return;
 	}
+	answering_add(jm, t);
 }
 
 void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
@@ -1592,6 +1706,137 @@ void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
 	pump(jm);
 }
 
+/* ---- what no job owns (issue 14 #2) ---- */
+
+int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
+	     const struct ocs_xc *xcs, size_t n, struct jm_error *err)
+{
+	struct job_rt *j;
+	struct st_circuit *adds;
+	struct st_job row;
+	int64_t txn_id = 0;
+	int rc;
+
+	if (jm->not_serving || jm->stopping) {
+		jm_set_error(err, JM_UNAVAILABLE, "", "%s; nothing changed",
+			     jm->stopping ? "ocsd is shutting down" : jm->not_serving_reason);
+		return -1;
+	}
+	if (find_job(jm, id)) {
+		jm_set_error(err, JM_EXISTS, "job_id", "job %s exists; name a new job", id);
+		return -1;
+	}
+	j = calloc(1, sizeof(*j));
+	adds = calloc(n + 1, sizeof(*adds));
+	if (!j || !adds || !(j->pub.demand = malloc(sizeof(*j->pub.demand))) ||
+	    !(j->pub.raw = malloc(raw_len ? raw_len : 1))) {
+		free(adds);
+		free_job(j);
+		jm_set_error(err, JM_INTERNAL, "", "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		adds[i].xc = xcs[i];
+		snprintf(adds[i].job_id, sizeof(adds[i].job_id), "%s", id);
+	}
+	snprintf(j->pub.id, sizeof(j->pub.id), "%s", id);
+	if (raw_len)
+		memcpy(j->pub.raw, raw, raw_len);
+	j->pub.raw_len = raw_len;
+	snprintf(j->pub.planner, sizeof(j->pub.planner), "adopted");
+	snprintf(j->pub.figures.planner, sizeof(j->pub.figures.planner), "adopted");
+	j->pub.figures.circuits_new = (int)(n / 2);
+	j->kind = &jm_kind_leaf;
+	j->pub.state = JM_PROGRAMMING;
+	j->pub.created_ms = j->pub.updated_ms = now_ms(jm);
+	row = (struct st_job){j->pub.id,  NULL,		  "PROGRAMMING",     NULL,
+			      j->pub.raw, j->pub.raw_len, j->pub.created_ms, j->pub.created_ms};
+	rc = table_add(jm, j);
+	if (rc) {
+		free(adds);
+		free_job(j);
+		jm_set_error(err, JM_INTERNAL, "", "out of memory");
+		return -1;
+	}
+	track_live(jm, j, false);
+	/* Stored PROGRAMMING first: recovery finds an intent left open
+	 * confirmed (the devices hold them) and the job ACTIVE. */
+	rc = st_job_put(jm->d.store, &row);
+	if (rc) {
+		free(adds);
+		jm_set_error(err, JM_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
+			     strerror(-rc));
+		/* never seen by anyone: forget it again (as create_job does) */
+		jm->n_state[j->pub.state]--;
+		jm->n_state[JM_RELEASED]++;
+		j->pub.state = JM_RELEASED;
+		track_live(jm, j, true);
+		(void)jm_forget(jm, j->pub.id);
+		return -1;
+	}
+	if (store_figures(jm, j, err) != 0)
+		rc = -EIO;
+	if (rc == 0)
+		rc = st_intent_begin(jm->d.store, id, NULL, 0, adds, n, NULL, 0, now_ms(jm),
+				     &txn_id);
+	if (rc == 0)
+		rc = st_intent_finish(jm->d.store, txn_id, ST_INTENT_CONFIRMED,
+				      "adopted: the devices held these cross-connects", now_ms(jm));
+	if (rc == 0)
+		rc = fs_apply(jm->d.fs, NULL, 0, adds, n);
+	free(adds);
+	if (rc) {
+		jm_set_error(err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "",
+			     "cannot store the adopted circuits (%s); nothing changed",
+			     strerror(rc < 0 ? -rc : rc));
+		/* a row may be stored: it holds no circuit, so it is simply failed */
+		set_state(jm, j, JM_FAILED, err->message);
+		return -1;
+	}
+	set_state(jm, j, JM_ACTIVE, NULL);
+	return 0;
+}
+
+static void external_done(void *arg, const struct txn_outcome *o)
+{
+	struct jm *jm = arg;
+
+	jm->external.running = false;
+	if (o->store_failed)
+		store_failed(jm, o->store_error);
+	if (jm->d.events.transaction_done && o->txn_id)
+		jm->d.events.transaction_done(jm->d.events.ctx, jm->external.job_id, o);
+	jm->external.done(jm->external.arg, o);
+	pump(jm);
+}
+
+int jm_external_txn(struct jm *jm, const struct txn_change *c, txn_done_fn done, void *arg,
+		    char *why, size_t why_len)
+{
+	int rc;
+
+	if (jm->not_serving) {
+		snprintf(why, why_len, "%s", jm->not_serving_reason);
+		return -EIO;
+	}
+	if (jm->stopping) {
+		snprintf(why, why_len, "ocsd is shutting down");
+		return -ESHUTDOWN;
+	}
+	if (jm->txn_job || jm->external.running) {
+		snprintf(why, why_len, "a transaction is running; try again");
+		return -EBUSY;
+	}
+	jm->external.running = true;
+	jm->external.done = done;
+	jm->external.arg = arg;
+	snprintf(jm->external.job_id, sizeof(jm->external.job_id), "%s", c->job_id);
+	rc = jm->d.txn_start(jm->d.txn_ctx, c, external_done, jm, why, why_len);
+	if (rc)
+		jm->external.running = false;
+	return rc;
+}
+
 /* ---- start-up and recovery ---- */
 
 /* The demand of a stored job is re-read from its request by the API layer
@@ -1634,6 +1879,29 @@ static int load_job(void *arg, const struct st_job *row)
 	return 0;
 }
 
+/* The stored figures of a job's plan (a text that does not decode is skipped). */
+static int load_figures(void *arg, const char *job_id, const char *text)
+{
+	struct jm *jm = arg;
+	struct job_rt *j = find_job(jm, job_id);
+	struct jm_figures fig;
+	int rc;
+
+	if (!j)
+		return 0;
+	rc = jm_figures_decode(text, &fig);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc) {
+		log_msg(LOG_WARNING, "job %s: its stored plan figures do not decode; not shown",
+			job_id);
+		return 0;
+	}
+	jm_figures_clear(&j->pub.figures);
+	j->pub.figures = fig;
+	return 0;
+}
+
 static int load_link(void *arg, const struct st_link *l)
 {
 	struct jm *jm = arg;
@@ -1672,6 +1940,8 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 		}
 	}
 	rc = st_job_list(deps->store, load_job, jm);
+	if (rc == 0)
+		rc = st_figures_list(deps->store, load_figures, jm);
 	if (rc) {
 		snprintf(err, err_len, "cannot load jobs from the store: %s", strerror(-rc));
 		jm_free(jm);
@@ -1687,10 +1957,24 @@ void jm_free(struct jm *jm)
 
 	if (!jm)
 		return;
-	jm_set_error(&err, JM_UNAVAILABLE, "", "ocsd is shutting down");
 	for (size_t i = 0; i < jm->n_jobs; i++) {
-		settle(jm->jobs[i], &err);
-		free_job(jm->jobs[i]);
+		struct job_rt *j = jm->jobs[i];
+
+		/*
+		 * Every job in the table was stored before anyone waited on it
+		 * (create_job); one that has not settled resumes at the next
+		 * start (jm_recover), so "nothing changed" (UNAVAILABLE) would be
+		 * untrue: its callers learn that it goes on (issue 14 #7).
+		 */
+		jm_set_error(&err, JM_ABORTED, "",
+			     "ocsd is shutting down: job %s is stored (%s) and is carried out "
+			     "when ocsd starts again; GetJob tells its outcome then%s",
+			     j->pub.id, jm_state_name(j->pub.state),
+			     j->release_requested ? " (a release asked for while it was "
+						    "programmed is not kept: release it again)"
+						  : "");
+		settle(j, &err);
+		free_job(j);
 	}
 	strmap_clear(&jm->by_id);
 	strmap_clear(&jm->by_key);

@@ -32,6 +32,7 @@
 
 struct clk;
 struct devices;
+struct dr_table;
 struct rg_ring;
 struct rg_state;
 struct fs_state;
@@ -62,6 +63,10 @@ enum jm_status {
 	JM_PRECONDITION, /* e.g. releasing a job that is being programmed */
 	JM_UNAVAILABLE,	 /* devices unreachable or store failing: nothing changed */
 	JM_INTERNAL,
+	/* ocsd stopped before the job settled: it is stored and carried out
+	 * at the next start (GetJob tells the outcome then) */
+	JM_ABORTED,
+	JM_CANCELLED, /* the caller went away before the answer (nothing stored) */
 };
 
 struct jm_error {
@@ -247,6 +252,7 @@ struct jm_deps {
 			 char *why, size_t why_len);
 	void *txn_ctx;
 	struct devices *devs;	/* drain state, by device id (devices.h) */
+	struct dr_table *drift; /* unowned cross-connects on the devices (drift.h); NULL: none */
 	struct rg_state *rings; /* ring domains: the ring state (rings.h); NULL otherwise */
 	struct jm_events events;
 };
@@ -279,6 +285,41 @@ int jm_forget(struct jm *jm, const char *id);
 void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx);
 /* Dry run: plans against the current circuits, touches nothing. */
 void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx);
+/*
+ * Stops the planning of requests whose caller is gone: gone(ctx) is asked
+ * for the ctx of every dry run (jm_plan) and every new parallelism
+ * submission still searching (nothing stored yet); a DELTA search of one
+ * that is gone stops within a generation and is answered JM_CANCELLED.
+ * Planning of stored jobs always goes on (they were accepted). The daemon
+ * calls it every 100 ms while such requests wait (issue 14 #8).
+ */
+void jm_cancel_gone(struct jm *jm, bool (*gone)(void *ctx));
+/* Whether any request jm_cancel_gone() looks at is waiting. */
+bool jm_answering(const struct jm *jm);
+
+/*
+ * Records cross-connects the devices already hold and no job owns (drift.h)
+ * as the circuits of a new job id (issue 14 #2), raw its request as GetJob
+ * hands it back (a JobSpec with the id, packed by the caller; copied): stored
+ * ACTIVE with planner
+ * "adopted" and no demand, its circuits stored through an intent confirmed
+ * at once (no device is touched); jm_release() removes them like any job's.
+ * The caller checked that they form whole two-way circuits clear of every
+ * stored one. 0, or -1 with err (JM_EXISTS: the id is taken; JM_UNAVAILABLE:
+ * stopping or the store refused, nothing changed).
+ */
+int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
+	     const struct ocs_xc *xcs, size_t n, struct jm_error *err);
+/*
+ * Runs a transaction that is no job's (clearing unowned cross-connects) when
+ * none is running; queued jobs wait for it (jm_busy() is true meanwhile). 0:
+ * done(arg, outcome) is called once on the loop; -EBUSY (a transaction
+ * runs), -ESHUTDOWN (stopping), -EIO (store failed) or the driver's error,
+ * with why set, and done is never called.
+ */
+int jm_external_txn(struct jm *jm, const struct txn_change *c, txn_done_fn done, void *arg,
+		    char *why, size_t why_len);
+
 /* Releases a job; answered when RELEASED (or FAILED). */
 void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx);
 
@@ -337,7 +378,9 @@ const struct jm_job *jm_at(const struct jm *jm, size_t i);
 bool jm_busy(const struct jm *jm);
 /*
  * Starts no further transaction (shutdown). Jobs still queued keep their
- * stored state and resume at the next start (jm_recover).
+ * stored state and resume at the next start (jm_recover). jm_free() then
+ * answers their waiters JM_ABORTED (the job is stored and will be carried
+ * out), never JM_UNAVAILABLE, which means nothing changed (issue 14 #7).
  */
 void jm_stop(struct jm *jm);
 

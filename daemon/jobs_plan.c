@@ -78,7 +78,8 @@ struct jp_task *jp_ring_task_new(const struct jm_kind *kind, const struct ocs_ri
 }
 
 struct jp_task *jp_task_new(const struct jm_kind *kind, const struct ocs_fabric *f,
-			    const struct fs_state *fs, const bool *drained, int n_devices,
+			    const struct fs_state *fs, const struct ocs_xc *unowned,
+			    size_t n_unowned, const bool *drained, int n_devices,
 			    const char *job_id, const char *planner, bool replan,
 			    const struct lc_demand *demand, size_t n_demand,
 			    const struct jm_workload *wl, const struct jm_figures *delta)
@@ -109,13 +110,25 @@ struct jp_task *jp_task_new(const struct jm_kind *kind, const struct ocs_fabric 
 	t->gen = fs_generation(fs);
 	if (!t->demand || !t->existing)
 		goto fail;
+	if (n_unowned) {
+		struct ocs_xc *all =
+			realloc(t->existing, (t->n_existing + n_unowned + 1) * sizeof(*all));
+
+		if (!all)
+			goto fail;
+		memcpy(all + t->n_existing, unowned, n_unowned * sizeof(*all));
+		t->existing = all;
+		t->n_existing += n_unowned;
+		t->n_unowned = n_unowned;
+	}
 	if (n_demand)
 		memcpy(t->demand, demand, n_demand * sizeof(*demand));
 	t->n_demand = n_demand;
 	if (drained) {
 		/* Drained devices: blockers the planner must treat as pinned. */
 		size_t n_blk = 0;
-		struct ocs_xc *blk = fs_drain_blockers(fs, drained, &n_blk);
+		struct ocs_xc *blk =
+			fs_drain_blockers_around(fs, drained, unowned, n_unowned, &n_blk);
 		struct ocs_xc *all =
 			blk ? realloc(t->existing, (t->n_existing + n_blk + 1) * sizeof(*all))
 			    : NULL;
@@ -176,6 +189,26 @@ static bool touches_drained(const struct jp_task *t)
 }
 
 /*
+ * Whether a replan puts a new cross-connect on a port an unowned circuit
+ * holds (the replan sees only the configured ones; unowned circuits are
+ * never moved).
+ */
+static bool touches_unowned(const struct jp_task *t)
+{
+	const struct ocs_xc *u = t->existing + t->n_configured;
+
+	for (size_t i = 0; t->n_unowned && i < t->plan->n_xcs; i++) {
+		const struct ocs_xc *xc = &t->plan->xcs[i];
+
+		for (size_t k = 0; k < t->n_unowned; k++)
+			if (u[k].group == xc->group && u[k].device == xc->device &&
+			    (u[k].in == xc->in || u[k].out == xc->out))
+				return true;
+	}
+	return false;
+}
+
+/*
  * A global re-plan of this job's demand and every other job's: the plan,
  * and who owns each of its cross-connects. Returns false when the plan
  * cannot be used as is (the caller plans pinned).
@@ -205,6 +238,10 @@ static bool global_replan(struct jp_task *t)
 		goto out;
 	if (touches_drained(t)) {
 		t->drain_fallback = true;
+		goto out;
+	}
+	if (touches_unowned(t)) {
+		t->unowned_fallback = true;
 		goto out;
 	}
 	t->assign_owner = malloc((t->plan->n_assignment ? t->plan->n_assignment : 1) *

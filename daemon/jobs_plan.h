@@ -21,6 +21,7 @@
 #ifndef OCSD_JOBS_PLAN_H
 #define OCSD_JOBS_PLAN_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -82,16 +83,22 @@ struct jp_task {
 	bool dry;
 	jm_answer_fn answer; /* dry runs and new parallelism submissions */
 	void *ctx;
+	/* Set (loop) when the caller of a dry run or of a search before a job
+	 * exists is gone; the DELTA search reads it once per generation. */
+	atomic_bool cancel;
+	struct jp_task *next_answering; /* jobs.c's list of such tasks */
 	struct ocs_fabric f;
 	char planner[32];
 	bool replan; /* allow_moving_other_jobs: a global re-plan first */
 	struct lc_demand *demand;
 	size_t n_demand;
-	/* The configured cross-connects (n_configured, first) and the drain
-	 * blockers after them (n_existing in all); conf_sorted the configured
-	 * ones sorted (worker side). */
+	/* The configured cross-connects (n_configured, first), the unowned
+	 * two-way circuits found on the devices (n_unowned, drift.h: pinned,
+	 * never moved) and the drain blockers after them (n_existing in all);
+	 * conf_sorted the configured ones sorted (worker side). */
 	struct ocs_xc *existing;
-	size_t n_existing, n_configured;
+	size_t n_existing, n_configured, n_unowned;
+	bool unowned_fallback; /* the replan needed ports of unowned circuits */
 	struct ocs_xc *conf_sorted;
 	bool *drained; /* by device id, NULL when nothing is drained */
 	/* Leaf-spine links other live jobs load (planned around, pinned path). */
@@ -154,12 +161,14 @@ struct jp_task {
 
 /*
  * A task for job_id (loop side): copies the fabric, the configured
- * cross-connects of fs and the drain blockers (drained by device id, NULL
- * when none), the demand and the workload. delta: the figures of the
- * search that made demand, or NULL. NULL on allocation failure.
+ * cross-connects of fs, the unowned circuits (unowned, n_unowned: pinned
+ * like configured ones, drift.h) and the drain blockers (drained by device
+ * id, NULL when none), the demand and the workload. delta: the figures of
+ * the search that made demand, or NULL. NULL on allocation failure.
  */
 struct jp_task *jp_task_new(const struct jm_kind *kind, const struct ocs_fabric *f,
-			    const struct fs_state *fs, const bool *drained, int n_devices,
+			    const struct fs_state *fs, const struct ocs_xc *unowned,
+			    size_t n_unowned, const bool *drained, int n_devices,
 			    const char *job_id, const char *planner, bool replan,
 			    const struct lc_demand *demand, size_t n_demand,
 			    const struct jm_workload *wl, const struct jm_figures *delta);

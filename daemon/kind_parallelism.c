@@ -67,8 +67,9 @@ static double mono_ms(void *ctx)
  */
 static int plan_workload(const struct ocs_fabric *f, const char *planner,
 			 const struct jm_workload *wl, const struct clk *clock,
-			 const struct ocs_pool *solver_pool, struct lc_demand **demand,
-			 size_t *n_demand, struct jm_delta_figures *fig, struct delta_error *err)
+			 const struct ocs_pool *solver_pool, const atomic_bool *cancel,
+			 struct lc_demand **demand, size_t *n_demand, struct jm_delta_figures *fig,
+			 struct delta_error *err)
 {
 	struct delta_job_plan *dp = NULL;
 	enum delta_planner kind = DELTA_PLANNER_FAST;
@@ -81,13 +82,18 @@ static int plan_workload(const struct ocs_fabric *f, const char *planner,
 	*n_demand = 0;
 	ga.clock_ms = mono_ms;
 	ga.clock_ctx = (void *)clock;
+	ga.cancel = cancel;
 	/* The catalogue checked the name (jobs.c): the parse cannot fail. */
 	(void)delta_planner_parse(planner, &kind);
+	if (atomic_load(cancel))
+		return -ECANCELED; /* the caller went away while this waited */
 	/* Fitness runs on the solver pool's threads, helping while it waits. */
 	rc = delta_plan_job(&wl->spec, kind, &ga, solver_pool, f, wl->gpus, &dp, err);
 	if (rc)
 		return rc;
-	if (dp->leaf_unplaced > 0) {
+	if (atomic_load(cancel)) {
+		rc = -ECANCELED; /* stopped early: the result is nobody's */
+	} else if (dp->leaf_unplaced > 0) {
 		delta_error_set(err, "placement.gpus",
 				"%ld of the planned circuits find no leaf pair with free uplinks "
 				"among the job's leaves",
@@ -125,14 +131,17 @@ static void parallelism_plan(struct jp_task *t)
 		struct delta_error derr = {0};
 		size_t n = 0;
 		char field[272]; /* room for any mapping of derr.field */
-		int rc = plan_workload(&t->f, t->planner, t->wl, t->clock, t->solver_pool, &d, &n,
-				       &t->delta, &derr);
+		int rc = plan_workload(&t->f, t->planner, t->wl, t->clock, t->solver_pool,
+				       &t->cancel, &d, &n, &t->delta, &derr);
 
 		if (rc) {
 			t->kind_rc = rc;
 			delta_field(derr.field, field, sizeof(field));
 			if (rc == -EINVAL)
 				jm_set_error(&t->kind_err, JM_INVALID, field, "%s", derr.reason);
+			else if (rc == -ECANCELED)
+				jm_set_error(&t->kind_err, JM_CANCELLED, "",
+					     "the caller went away: the search stopped");
 			else if (rc == -ENOSPC)
 				jm_set_error(&t->kind_err, JM_EXHAUSTED, field,
 					     "%s; nothing was touched", derr.reason);

@@ -53,7 +53,11 @@ static void usage(FILE *out)
 		"                           each device when first used)\n"
 		"  --keepalive-interval-ms N check the devices' sessions every N ms in the\n"
 		"                           background and replace dead ones (default 5000,\n"
-		"                           100..600000, 0 = off)\n");
+		"                           100..600000, 0 = off)\n"
+		"  --adopt-existing         on an empty state store, record the circuits the\n"
+		"                           devices hold as job adopted-at-start\n"
+		"  --clear-existing         on an empty state store, remove the cross-connects\n"
+		"                           the devices hold (one transaction)\n");
 }
 
 static int check_config(const char *path)
@@ -113,6 +117,8 @@ int main(int argc, char **argv)
 		{"retention-jobs", required_argument, NULL, 'J'},
 		{"warm-start-ms", required_argument, NULL, 'W'},
 		{"keepalive-interval-ms", required_argument, NULL, 'k'},
+		{"adopt-existing", no_argument, NULL, 'a'},
+		{"clear-existing", no_argument, NULL, 'x'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -130,7 +136,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	run.state_dir = getenv("STATE_DIRECTORY") ? getenv("STATE_DIRECTORY") : "/var/lib/ocsd";
-	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:k:Vh", options, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:k:axVh", options, NULL)) !=
 	       -1) {
 		switch (opt) {
 		case 'c':
@@ -217,6 +223,12 @@ int main(int argc, char **argv)
 			}
 			run.keepalive_interval_ms = (unsigned)n;
 			break;
+		case 'a':
+			run.adopt_existing = true;
+			break;
+		case 'x':
+			run.clear_existing = true;
+			break;
 		case 'V':
 			printf("ocsd %s\n", OCSD_VERSION);
 			return OCSD_EXIT_OK;
@@ -231,6 +243,10 @@ int main(int argc, char **argv)
 	if (optind != argc) {
 		fprintf(stderr, "ocsd: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
+		return OCSD_EXIT_USAGE;
+	}
+	if (run.adopt_existing && run.clear_existing) {
+		fprintf(stderr, "ocsd: --adopt-existing and --clear-existing exclude each other\n");
 		return OCSD_EXIT_USAGE;
 	}
 	if (check)

@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "devices.h"
+#include "drift.h"
 #include "fabric_state.h"
 #include "exec.h"
 #include "jobs.h"
@@ -109,6 +110,11 @@ static void pass_done(struct loop_node *n)
 		 * pre-image, sb_device.h) is stale; it is read again at next use. */
 		if (diff.n_missing || diff.n_unowned)
 			sb_device_forget_image(dev_handle(r->d.devs, d, DEV_ROLE_TXN));
+		/* What the planner and the transactions keep clear of (drift.h);
+		 * out of memory keeps the device's previous record. */
+		if (r->d.drift)
+			(void)dr_set(r->d.drift, d, diff.unowned, diff.n_unowned, diff.missing,
+				     diff.n_missing);
 		/* Expected but absent, then present but owned by no job. */
 		rep.missing += diff.n_missing;
 		rep.unowned += diff.n_unowned;

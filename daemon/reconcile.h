@@ -23,6 +23,7 @@
 #include <stddef.h>
 
 struct devices;
+struct dr_table;
 struct exec;
 struct fs_state;
 struct jm;
@@ -55,6 +56,8 @@ struct recon_deps {
 	struct fs_state *fs;
 	struct jm *jm;
 	struct devices *devs; /* read through their DEV_ROLE_RECON handles */
+	struct dr_table
+		*drift; /* gets each compared device's unowned cross-connects (NULL: none) */
 	struct recon_events events;
 };
 

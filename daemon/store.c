@@ -20,6 +20,8 @@
  *                                           the rings an intent gives its job
  *   intent_bundles(txn_id, node, bundle, path, distance, dir)
  *                                           every bundle setting it programs
+ *   job_figures(job_id PK, figures)         the figures of the plan a job was
+ *                                           last programmed with (text, jobs_util.c)
  *
  * Indexes: the job id and the idempotency key are looked up through the
  * indexes SQLite keeps for PRIMARY KEY and UNIQUE (sqlite_autoindex_jobs_1
@@ -28,7 +30,7 @@
  * Versions: 2 added intent_links and job_links; 3 added the indexes jobs_seq
  * (creation order: st_job_put's next seq, st_job_list), jobs_finished,
  * intents_job, intents_open and intents_finished (st_prune, recovery); 4
- * added the ring tables (OCSTrx ring domains). An
+ * added the ring tables (OCSTrx ring domains); 5 added job_figures. An
  * older file is upgraded in place at open, in one transaction with the new
  * version number; a newer one is refused.
  *
@@ -50,7 +52,7 @@
 
 #include <sqlite3.h>
 
-#define ST_SCHEMA_VERSION 4
+#define ST_SCHEMA_VERSION 5
 /* How long a write waits for another connection's lock by default. */
 #define ST_BUSY_TIMEOUT_MS 5000
 
@@ -116,7 +118,10 @@ static const char *const schema_sql =
 	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), node INTEGER NOT NULL,"
 	" bundle INTEGER NOT NULL, path INTEGER NOT NULL, distance INTEGER NOT NULL,"
 	" dir INTEGER NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS intent_bundles_txn ON intent_bundles(txn_id);";
+	"CREATE INDEX IF NOT EXISTS intent_bundles_txn ON intent_bundles(txn_id);"
+	/* version 5 */
+	"CREATE TABLE IF NOT EXISTS job_figures("
+	" job_id TEXT PRIMARY KEY, figures TEXT NOT NULL);";
 
 static const char *const intent_names[] = {
 	[ST_INTENT_OPEN] = "open",
@@ -1219,6 +1224,63 @@ int st_drain_list(struct st_store *st, int (*fn)(void *ctx, const char *device),
 	return sql_rc(rc);
 }
 
+/* ---- plan figures and emptiness (version 5) ---- */
+
+int st_figures_put(struct st_store *st, const char *job_id, const char *figures)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "INSERT OR REPLACE INTO job_figures(job_id, figures) VALUES(?1, ?2)",
+			 &s);
+
+	if (rc)
+		return rc;
+	if (!job_id || !figures)
+		rc = -EINVAL;
+	else if (bind_text(s, 1, job_id) || bind_text(s, 2, figures))
+		rc = bind_error(st);
+	else
+		rc = sql_rc(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int st_figures_list(struct st_store *st,
+		    int (*fn)(void *ctx, const char *job_id, const char *figures), void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT job_id, figures FROM job_figures", &s);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int r = fn(ctx, (const char *)sqlite3_column_text(s, 0),
+			   (const char *)sqlite3_column_text(s, 1));
+
+		if (r) {
+			sqlite3_finalize(s);
+			return r;
+		}
+	}
+	sqlite3_finalize(s);
+	return sql_rc(rc);
+}
+
+int st_is_empty(struct st_store *st, bool *empty)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT EXISTS(SELECT 1 FROM jobs) OR EXISTS(SELECT 1 FROM circuits)",
+			 &s);
+
+	if (rc)
+		return rc;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*empty = sqlite3_column_int(s, 0) == 0;
+	rc = sql_rc(rc);
+	sqlite3_finalize(s);
+	return rc;
+}
+
 /* ---- retention ---- */
 
 /* The rows st_prune() deletes in one transaction. */
@@ -1446,7 +1508,7 @@ static int run_each(struct st_store *st, const char *const *sql, sqlite3_stmt **
 	return 0;
 }
 
-#define N_JOB_DELETES	 9
+#define N_JOB_DELETES	 10
 #define N_INTENT_DELETES 6
 
 /* Deletes the picked jobs, children before their parents (foreign keys). */
@@ -1466,6 +1528,7 @@ static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
 		"DELETE FROM intents WHERE job_id = ?1",
 		"DELETE FROM job_links WHERE job_id = ?1",
 		"DELETE FROM rings WHERE job_id = ?1",
+		"DELETE FROM job_figures WHERE job_id = ?1",
 		"DELETE FROM jobs WHERE id = ?1",
 	};
 	sqlite3_stmt *stmts[N_JOB_DELETES] = {NULL};

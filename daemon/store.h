@@ -242,6 +242,23 @@ int st_drain_set(struct st_store *st, const char *device, bool drained);
 int st_drain_list(struct st_store *st, int (*fn)(void *ctx, const char *device), void *ctx);
 
 /*
+ * The figures of the plan a job was last programmed with, as the job
+ * manager encodes them (text, jm_figures_encode): st_figures_put replaces
+ * the job's; retention deletes them with the job. st_figures_list calls fn
+ * for every job that has them (fn as for st_job_list; the strings are
+ * valid during the call).
+ */
+int st_figures_put(struct st_store *st, const char *job_id, const char *figures);
+int st_figures_list(struct st_store *st,
+		    int (*fn)(void *ctx, const char *job_id, const char *figures), void *ctx);
+
+/*
+ * Whether the store knows nothing a device could hold: no job row and no
+ * circuit (a new file, or one whose jobs were all deleted). 0 or -errno.
+ */
+int st_is_empty(struct st_store *st, bool *empty);
+
+/*
  * Deletes, in one transaction, what is past the retention, oldest first:
  *  - finished jobs (state RELEASED or FAILED) beyond the keep_jobs newest
  *    (by the time they finished: their last update), or that finished

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "devices.h"
+#include "drift.h"
 #include "fabric_state.h"
 #include "l2check.h"
 #include "loop.h"
@@ -144,7 +145,31 @@ static bool same_device(const struct ocs_xc *a, const struct ocs_xc *b)
 	return a->group == b->group && a->device == b->device;
 }
 
-/* Builds the per-device targets: stored state minus removals plus additions. */
+/*
+ * Adds to what the L2 check sees besides the touched devices the unowned
+ * two-way circuits of the untouched ones (drift.h). 0 or -ENOMEM.
+ */
+static int add_unowned_others(struct txn_driver *drv, const char *touched, struct txn *tx)
+{
+	struct ocs_xc *u = NULL, *all;
+	size_t n = 0;
+
+	if (dr_paired_untouched(drv->d.drift, touched, &u, &n) != 0)
+		return -ENOMEM;
+	all = n ? realloc(tx->others, (tx->n_others + n) * sizeof(*all)) : tx->others;
+	if (!all) {
+		free(u);
+		return -ENOMEM;
+	}
+	tx->others = all;
+	memcpy(tx->others + tx->n_others, u, n * sizeof(*u));
+	tx->n_others += n;
+	free(u);
+	return 0;
+}
+
+/* Builds the per-device targets: stored state minus removals plus additions,
+ * plus the unowned cross-connects of the device that it does not remove. */
 static int build_targets(struct txn_driver *drv, struct txn *tx)
 {
 	const struct ocs_fabric *f = drv->d.fabric;
@@ -173,16 +198,20 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 		if (!touched[ocs_fabric_device_id(f, xc->group, xc->device)])
 			tx->others[tx->n_others++] = *xc;
 	}
+	if (drv->d.drift && add_unowned_others(drv, touched, tx) != 0)
+		goto oom;
 	for (int d = 0, k = 0; d < n_dev; d++) {
 		struct ocs_xc key = {ocs_fabric_device_group(f, d),
 				     ocs_fabric_device_in_group(f, d), 0, 0};
-		size_t n_run, m = 0;
+		size_t n_run, m = 0, n_unowned = 0;
 		const struct st_circuit *run = dev_xcs(drv->d.devs, d, &n_run);
+		const struct sb_xc *unowned;
 		struct sb_xc *tg;
 
 		if (!touched[d])
 			continue;
-		tg = malloc((n_run + tx->n_adds + 1) * sizeof(*tg));
+		unowned = dr_device_unowned(drv->d.drift, d, &n_unowned);
+		tg = malloc((n_run + n_unowned + tx->n_adds + 1) * sizeof(*tg));
 		if (!tg)
 			goto oom;
 		for (size_t i = 0; i < n_run; i++) { /* this device's run only */
@@ -194,6 +223,16 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 					  tx->removals[r].in == xc->in;
 			if (!removed)
 				tg[m++] = (struct sb_xc){(uint16_t)xc->in, (uint16_t)xc->out};
+		}
+		/* Fail static: what no job owns stays unless the change removes it. */
+		for (size_t i = 0; i < n_unowned; i++) {
+			bool removed = false;
+
+			for (size_t r = 0; r < tx->n_removals && !removed; r++)
+				removed = same_device(&tx->removals[r], &key) &&
+					  tx->removals[r].in == unowned[i].in;
+			if (!removed)
+				tg[m++] = unowned[i];
 		}
 		for (size_t a = 0; a < tx->n_adds; a++)
 			if (same_device(&tx->adds[a].xc, &key))

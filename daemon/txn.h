@@ -44,6 +44,7 @@
 
 struct clk;
 struct devices;
+struct dr_table;
 struct fs_state;
 struct hbd_bundle;
 struct loop;
@@ -113,6 +114,10 @@ struct txn_deps {
 	struct sb_engine *engine;
 	struct devices *devs;	/* transaction handles and per-device circuits */
 	struct rg_state *rings; /* ring domains: the ring state, updated when confirmed */
+	/* cross-connects no job owns (drift.h; NULL: none): a touched device
+	 * keeps its own (unless the change removes them) and the L2 check sees
+	 * the two-way ones of the others */
+	struct dr_table *drift;
 	const struct clk *clock;
 	int confirm_timeout_s;
 	int connect_timeout_ms;

@@ -38,10 +38,11 @@
  * - nb_server_destroy() blocks until every handed-out call was answered.
  *
  * Roles (from the client certificate's subject OU, exactly one of):
- *   viewer     reads: GetFabric, ListDevices, ListCircuits, ListRings, GetJob,
+ *   viewer     reads: GetFabric, ListDevices, ListCircuits, ListRings, ListDrift, GetJob,
  *              ListJobs, Events.Watch
  *   scheduler  viewer + SubmitJob, PlanJob, ReleaseJob
- *   operator   scheduler + DrainDevice, UndrainDevice, MarkNode
+ *   operator   scheduler + DrainDevice, UndrainDevice, MarkNode,
+ *              AdoptCrossConnects, ClearCrossConnects
  * A certificate with no role OU (or several) gets PERMISSION_DENIED on
  * everything but Health. Insecure servers (loopback only) give every caller
  * config.insecure_role.
@@ -67,6 +68,9 @@ enum nb_method {
 	NB_FABRIC_UNDRAIN_DEVICE,
 	NB_FABRIC_MARK_NODE,
 	NB_FABRIC_LIST_RINGS,
+	NB_FABRIC_LIST_DRIFT,
+	NB_FABRIC_ADOPT_CROSS_CONNECTS,
+	NB_FABRIC_CLEAR_CROSS_CONNECTS,
 	NB_JOBS_SUBMIT_JOB,
 	NB_JOBS_PLAN_JOB,
 	NB_JOBS_RELEASE_JOB,
@@ -223,6 +227,12 @@ struct nb_handlers {
 	 * in range. */
 	void (*mark_node)(void *ctx, struct nb_call *call, const Ocs__V1__MarkNodeRequest *req);
 	void (*list_rings)(void *ctx, struct nb_call *call, const Ocs__V1__ListRingsRequest *req);
+	/* Leaf-spine fabrics only (refused on a ring domain); names and ports checked. */
+	void (*list_drift)(void *ctx, struct nb_call *call, const Ocs__V1__ListDriftRequest *req);
+	void (*adopt_cross_connects)(void *ctx, struct nb_call *call,
+				     const Ocs__V1__AdoptCrossConnectsRequest *req);
+	void (*clear_cross_connects)(void *ctx, struct nb_call *call,
+				     const Ocs__V1__ClearCrossConnectsRequest *req);
 	void (*submit_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
 	void (*plan_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
 	void (*release_job)(void *ctx, struct nb_call *call, const Ocs__V1__ReleaseJobRequest *req);

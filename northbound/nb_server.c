@@ -721,6 +721,11 @@ static void dispatch(struct nb_call *c)
 		NB_DISPATCH(NB_FABRIC_UNDRAIN_DEVICE, undrain_device, Ocs__V1__UndrainDeviceRequest)
 		NB_DISPATCH(NB_FABRIC_MARK_NODE, mark_node, Ocs__V1__MarkNodeRequest)
 		NB_DISPATCH(NB_FABRIC_LIST_RINGS, list_rings, Ocs__V1__ListRingsRequest)
+		NB_DISPATCH(NB_FABRIC_LIST_DRIFT, list_drift, Ocs__V1__ListDriftRequest)
+		NB_DISPATCH(NB_FABRIC_ADOPT_CROSS_CONNECTS, adopt_cross_connects,
+			    Ocs__V1__AdoptCrossConnectsRequest)
+		NB_DISPATCH(NB_FABRIC_CLEAR_CROSS_CONNECTS, clear_cross_connects,
+			    Ocs__V1__ClearCrossConnectsRequest)
 		NB_DISPATCH(NB_JOBS_SUBMIT_JOB, submit_job, Ocs__V1__JobSpec)
 		NB_DISPATCH(NB_JOBS_PLAN_JOB, plan_job, Ocs__V1__JobSpec)
 		NB_DISPATCH(NB_JOBS_RELEASE_JOB, release_job, Ocs__V1__ReleaseJobRequest)

@@ -788,6 +788,29 @@ static int validate_list_rings(const Ocs__V1__ListRingsRequest *r, const struct 
 	return check_filter(r->has_node, r->node, b->nodes, "node", "has_node", err);
 }
 
+/* Drift scopes (issue 14 #2): a device name, and the cross-connect's ports with has_ports. */
+static int validate_drift_scope(const Ocs__V1__DriftScope *s, const struct bounds *b,
+				struct nb_error *err)
+{
+	if (b->kind != NB_FABRIC_LEAF_SPINE_OCS)
+		return wrong_kind(b, "scope", "drift concerns cross-connects of leaf-spine fabrics",
+				  err);
+	if (!s)
+		return 0;
+	if (check_name(s->device, "scope.device", NB_DEVICE_NAME_MAX_LEN, s->has_ports, ":", err))
+		return -EINVAL;
+	if (!s->has_ports && (s->in_port || s->out_port))
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "scope.has_ports",
+				    "in_port and out_port are given: set has_ports");
+	if (s->in_port < 0 || s->in_port > 65535)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "scope.in_port",
+				    "%d is outside 0..65535", s->in_port);
+	if (s->out_port < 0 || s->out_port > 65535)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "scope.out_port",
+				    "%d is outside 0..65535", s->out_port);
+	return 0;
+}
+
 int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 			const struct nb_limits *limits, struct nb_error *err)
 {
@@ -840,6 +863,22 @@ int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 		return validate_mark_node((const Ocs__V1__MarkNodeRequest *)req, &b, err);
 	case NB_FABRIC_LIST_RINGS:
 		return validate_list_rings((const Ocs__V1__ListRingsRequest *)req, &b, err);
+	case NB_FABRIC_LIST_DRIFT:
+		if (b.kind != NB_FABRIC_LEAF_SPINE_OCS)
+			return wrong_kind(
+				&b, "", "drift concerns cross-connects of leaf-spine fabrics", err);
+		return check_name(((const Ocs__V1__ListDriftRequest *)req)->device, "device",
+				  NB_DEVICE_NAME_MAX_LEN, false, ":", err);
+	case NB_FABRIC_ADOPT_CROSS_CONNECTS: {
+		const Ocs__V1__AdoptCrossConnectsRequest *r = (const void *)req;
+
+		if (validate_drift_scope(r->scope, &b, err))
+			return -EINVAL;
+		return check_name(r->job_id, "job_id", NB_ID_MAX_LEN, false, NULL, err);
+	}
+	case NB_FABRIC_CLEAR_CROSS_CONNECTS:
+		return validate_drift_scope(
+			((const Ocs__V1__ClearCrossConnectsRequest *)req)->scope, &b, err);
 	case NB_JOBS_SUBMIT_JOB:
 	case NB_JOBS_PLAN_JOB:
 		return validate_job((const Ocs__V1__JobSpec *)req, &b, err);

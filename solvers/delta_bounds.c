@@ -161,7 +161,8 @@ static int cmp_double(const void *a, const void *b)
 
 /* Bound for one direction: its tasks in topological order are dir_tasks. */
 static int direction_bound(const struct delta_problem *p, const int *dir_tasks, int n_dir,
-			   const double *est, const double *lct, int *pos, long *bound)
+			   const double *est, const double *lct, int *pos,
+			   const atomic_bool *cancel, long *bound)
 {
 	int n = delta_problem_n_tasks(p);
 	const struct delta_dep *deps = delta_problem_deps(p);
@@ -172,6 +173,7 @@ static int direction_bound(const struct delta_problem *p, const int *dir_tasks, 
 	double *cuts = malloc(2 * (size_t)n_dir * sizeof(double));
 	int *act = malloc((size_t)n_dir * sizeof(int));
 	int *scratch = malloc(2 * ((size_t)n_dir + EXACT_MWIS_MAX) * sizeof(int));
+	int rc = 0;
 
 	if (!desc || !cuts || !act || !scratch) {
 		free(desc);
@@ -203,6 +205,10 @@ static int direction_bound(const struct delta_problem *p, const int *dir_tasks, 
 	qsort(cuts, (size_t)n_cuts, sizeof(double), cmp_double);
 	*bound = 0;
 	for (int k = 0; k + 1 < n_cuts; k++) {
+		if (cancel && atomic_load_explicit(cancel, memory_order_relaxed)) {
+			rc = -ECANCELED;
+			break;
+		}
 		if (cuts[k + 1] == cuts[k])
 			continue;
 		double mid = (cuts[k] + cuts[k + 1]) / 2;
@@ -231,10 +237,15 @@ static int direction_bound(const struct delta_problem *p, const int *dir_tasks, 
 	free(cuts);
 	free(act);
 	free(scratch);
-	return 0;
+	return rc;
 }
 
 int delta_bounds(const struct delta_problem *p, int *xbar)
+{
+	return delta_bounds_until(p, xbar, NULL);
+}
+
+int delta_bounds_until(const struct delta_problem *p, int *xbar, const atomic_bool *cancel)
 {
 	int n = delta_problem_n_tasks(p), n_links = delta_problem_n_links(p);
 	const struct delta_task *tasks = delta_problem_tasks(p);
@@ -264,7 +275,8 @@ int delta_bounds(const struct delta_problem *p, int *xbar)
 			}
 			long b = 0;
 			if (n_dir > 0)
-				rc = direction_bound(p, dir_tasks, n_dir, est, lct, pos, &b);
+				rc = direction_bound(p, dir_tasks, n_dir, est, lct, pos, cancel,
+						     &b);
 			if (b > xbar[l])
 				xbar[l] = b > 1000000 ? 1000000 : (int)b;
 		}

@@ -27,6 +27,8 @@
 #ifndef OCS_DELTA_BOUNDS_H
 #define OCS_DELTA_BOUNDS_H
 
+#include <stdatomic.h>
+
 #include "delta_dag.h"
 
 /*
@@ -40,5 +42,11 @@ int delta_time_windows(const struct delta_problem *p, double *est_ms, double *lc
  * Alg. 2: fills xbar (one entry per link, each >= 1). Returns 0 or -ENOMEM.
  */
 int delta_bounds(const struct delta_problem *p, int *xbar);
+/*
+ * The same, reading cancel (NULL: none; set by the caller from any thread)
+ * between windows: -ECANCELED (xbar unfinished) once it is set. On large
+ * DAGs the bounds take seconds (issue 14 #8).
+ */
+int delta_bounds_until(const struct delta_problem *p, int *xbar, const atomic_bool *cancel);
 
 #endif

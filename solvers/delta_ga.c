@@ -406,8 +406,13 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 		goto out;
 	if (xbar_in)
 		memcpy(xbar, xbar_in, (size_t)L * sizeof(int));
-	else if (delta_bounds(p, xbar))
+	else if ((rc = delta_bounds_until(p, xbar, params->cancel)) != 0) {
+		if (rc == -ECANCELED)
+			st.stopped_by_cancel = 1;
+		if (stats)
+			*stats = st;
 		goto out;
+	}
 	g.xbar = xbar;
 
 	/* Initial population: repaired baselines, then Alg. 5. */
@@ -430,6 +435,10 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 		if (params->time_budget_ms > 0 &&
 		    params->clock_ms(params->clock_ctx) - t0 >= params->time_budget_ms) {
 			st.stopped_by_time = 1;
+			break;
+		}
+		if (params->cancel && atomic_load_explicit(params->cancel, memory_order_relaxed)) {
+			st.stopped_by_cancel = 1;
 			break;
 		}
 		int n_new = 0;
@@ -476,7 +485,7 @@ int delta_fast(const struct delta_problem *p, const struct delta_ga_params *para
 		}
 	}
 	st.ports_before_trim = best.ports;
-	if (params->trim_ports && !isinf(best.makespan_ms))
+	if (params->trim_ports && !st.stopped_by_cancel && !isinf(best.makespan_ms))
 		st.evaluations += trim_ports(p, L, best_x, &best);
 	memcpy(x, best_x, (size_t)L * sizeof(int));
 	rc = delta_simulate(p, x, result, NULL, NULL);

@@ -12,8 +12,10 @@
  * fills up with tournament selection, uniform crossover, mutation (a +-1
  * step or a fresh value in [1, Xbar]) and repair (Alg. 6; an unrepairable
  * child is replaced by a feasible random plan). The search stops after
- * stall_generations without improvement, after max_generations, or when the
- * caller's clock passes time_budget_ms. A final greedy pass then removes
+ * stall_generations without improvement, after max_generations, when the
+ * caller's clock passes time_budget_ms, or once the caller's cancel flag is
+ * set (read at every generation: the caller is gone, the result is not
+ * wanted; no trim pass follows). A final greedy pass then removes
  * circuits one at a time while the makespan does not grow (the secondary
  * objective: fewest ports at the best makespan).
  *
@@ -25,6 +27,7 @@
 #ifndef OCS_DELTA_GA_H
 #define OCS_DELTA_GA_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "delta_dag.h"
@@ -44,6 +47,9 @@ struct delta_ga_params {
 	double (*clock_ms)(void *ctx); /* monotonic ms, supplied by the caller */
 	void *clock_ctx;
 	int trim_ports; /* run the fewest-ports pass (default 1) */
+	/* NULL: none. Set by the caller (any thread) when the result is no
+	 * longer wanted; the search only reads it, once per generation. */
+	const atomic_bool *cancel;
 };
 
 /* population 32, elites 2, tournament 3, crossover 0.9, mutation auto,
@@ -55,6 +61,7 @@ struct delta_ga_stats {
 	int best_generation;	/* last generation that improved the best */
 	long evaluations;	/* simulations, including the trim pass */
 	int stopped_by_time;	/* the time budget ended the search */
+	int stopped_by_cancel;	/* the cancel flag ended the search */
 	long ports_before_trim; /* ports of the best plan before the trim pass */
 };
 
@@ -62,7 +69,9 @@ struct delta_ga_stats {
  * Runs DELTA-Fast. xbar may be NULL (then delta_bounds() is computed).
  * Fills x (one entry per link), *result (simulation of x) and, if not NULL,
  * *stats. Returns 0; -EINVAL with err for bad params; -ENOSPC with err when
- * the budgets cannot give each link one circuit; -ENOMEM.
+ * the budgets cannot give each link one circuit; -ECANCELED when the cancel
+ * flag was set while the bounds were computed (no plan yet; later it stops
+ * the search with the best plan so far); -ENOMEM.
  */
 int delta_fast(const struct delta_problem *p, const struct delta_ga_params *params, const int *xbar,
 	       const struct ocs_pool *pool, int *x, struct delta_sim_result *result,

@@ -56,6 +56,8 @@ struct opts {
 	int state;	     /* jobs: JobState filter; 0 = every state */
 	bool no_wait;	     /* job submit: return once the job is accepted */
 	long wait_timeout_s; /* job submit: how long to wait for the outcome */
+	bool has_ports;	     /* adopt, clear: one cross-connect of --device */
+	int in_port, out_port;
 };
 
 struct ctx {
@@ -91,6 +93,15 @@ static const char usage_text[] =
 	"  drain DEVICE [--force]     no new circuits on DEVICE (--force: even if running\n"
 	"                             jobs hold circuits on it)\n"
 	"  undrain DEVICE             make a drained device available again\n"
+	"  drift [--device NAME]      cross-connects on the devices that no job owns\n"
+	"                             (unowned: planners keep off their ports) or that a\n"
+	"                             job owns and its device lacks (missing)\n"
+	"  adopt [--device NAME [--ports IN:OUT]] [--job ID]\n"
+	"                             record unowned two-way circuits as job ID (default\n"
+	"                             adopted-<unix time>); job release ID frees them\n"
+	"  clear [--device NAME [--ports IN:OUT]]\n"
+	"                             remove unowned cross-connects from the devices, whole\n"
+	"                             circuits, in one transaction\n"
 	"  watch [--count N]          stream events: jobs, devices, transactions, drift, rings\n"
 	"                             and nodes (stop after N with --count)\n"
 	"\n"
@@ -1122,6 +1133,105 @@ static json_t *rings_json(const Ocs__V1__ListRingsResponse *r)
 	return top;
 }
 
+/* ---- drift (issue 14 #2) ---- */
+
+static int cmd_drift(struct ctx *x)
+{
+	Ocs__V1__ListDriftRequest req = OCS__V1__LIST_DRIFT_REQUEST__INIT;
+	Ocs__V1__ListDriftResponse *r;
+	struct table t = {.cols = 4};
+	char *head[4] = {fmt("DEVICE"), fmt("IN"), fmt("OUT"), fmt("DRIFT")};
+	int rc;
+
+	if (x->o.device)
+		req.device = (char *)x->o.device;
+	rc = call(x, NB_FABRIC_LIST_DRIFT, &req.base, &r);
+	if (rc) {
+		for (int i = 0; i < 4; i++)
+			free(head[i]);
+		return rc;
+	}
+	if (x->o.json) {
+		for (int i = 0; i < 4; i++)
+			free(head[i]);
+		rc = print_json(&r->base, true);
+		free_msg(r);
+		return rc;
+	}
+	table_add(&t, head);
+	for (size_t i = 0; i < r->n_cross_connects; i++) {
+		const Ocs__V1__DriftCrossConnect *c = r->cross_connects[i];
+		char *row[4] = {fmt("%s", c->device), fmt("%d", c->in_port), fmt("%d", c->out_port),
+				fmt("%s", c->missing ? "missing" : "unowned")};
+
+		table_add(&t, row);
+	}
+	table_print(&t);
+	for (size_t i = 0; i < r->n_unverified_devices; i++)
+		printf("not verified since an empty-store start (no new circuits): %s\n",
+		       r->unverified_devices[i]);
+	free_msg(r);
+	return rc;
+}
+
+static Ocs__V1__DriftScope *drift_scope(const struct ctx *x, Ocs__V1__DriftScope *s)
+{
+	ocs__v1__drift_scope__init(s);
+	if (x->o.device)
+		s->device = (char *)x->o.device;
+	s->has_ports = x->o.has_ports;
+	s->in_port = x->o.in_port;
+	s->out_port = x->o.out_port;
+	return s;
+}
+
+static int cmd_adopt(struct ctx *x)
+{
+	Ocs__V1__AdoptCrossConnectsRequest req = OCS__V1__ADOPT_CROSS_CONNECTS_REQUEST__INIT;
+	Ocs__V1__AdoptCrossConnectsResponse *r;
+	Ocs__V1__DriftScope scope;
+	int rc;
+
+	req.scope = drift_scope(x, &scope);
+	if (x->o.job)
+		req.job_id = (char *)x->o.job;
+	rc = call(x, NB_FABRIC_ADOPT_CROSS_CONNECTS, &req.base, &r);
+	if (rc)
+		return rc;
+	if (x->o.json) {
+		rc = print_json(&r->base, true);
+	} else {
+		printf("adopted %zu circuit(s) as job %s (job release %s frees them)\n",
+		       r->n_circuits, r->job_id, r->job_id);
+		circuits_table(r->circuits, r->n_circuits);
+	}
+	free_msg(r);
+	return rc;
+}
+
+static int cmd_clear(struct ctx *x)
+{
+	Ocs__V1__ClearCrossConnectsRequest req = OCS__V1__CLEAR_CROSS_CONNECTS_REQUEST__INIT;
+	Ocs__V1__ClearCrossConnectsResponse *r;
+	Ocs__V1__DriftScope scope;
+	int rc;
+
+	req.scope = drift_scope(x, &scope);
+	rc = call(x, NB_FABRIC_CLEAR_CROSS_CONNECTS, &req.base, &r);
+	if (rc)
+		return rc;
+	if (x->o.json) {
+		rc = print_json(&r->base, true);
+	} else {
+		printf("cleared %zu cross-connect(s)\n", r->n_cross_connects);
+		for (size_t i = 0; i < r->n_cross_connects; i++)
+			printf("%s %d->%d\n", r->cross_connects[i]->device,
+			       r->cross_connects[i]->in_port, r->cross_connects[i]->out_port);
+	}
+	free_msg(r);
+	return rc;
+}
+
 static int cmd_rings(struct ctx *x)
 {
 	Ocs__V1__ListRingsRequest req = OCS__V1__LIST_RINGS_REQUEST__INIT;
@@ -1340,6 +1450,7 @@ enum opt_id {
 	OPT_WAIT,
 	OPT_NO_WAIT,
 	OPT_WAIT_TIMEOUT,
+	OPT_PORTS,
 };
 
 int main(int argc, char **argv)
@@ -1363,6 +1474,7 @@ int main(int argc, char **argv)
 		{"wait", no_argument, NULL, OPT_WAIT},
 		{"no-wait", no_argument, NULL, OPT_NO_WAIT},
 		{"wait-timeout-s", required_argument, NULL, OPT_WAIT_TIMEOUT},
+		{"ports", required_argument, NULL, OPT_PORTS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -1377,7 +1489,7 @@ int main(int argc, char **argv)
 	const char *cmd, *sub = NULL, *arg = NULL;
 	bool used_job = false, used_device = false, used_pod = false, used_group = false,
 	     used_force = false, used_count = false, used_state = false, used_node = false,
-	     used_wait = false, used_no_wait = false, used_wait_timeout = false;
+	     used_wait = false, used_no_wait = false, used_wait_timeout = false, used_ports = false;
 	char err[320];
 	long v, node = -1;
 	int c, rc, nargs;
@@ -1470,6 +1582,19 @@ int main(int argc, char **argv)
 			x.o.wait_timeout_s = v;
 			used_wait_timeout = true;
 			break;
+		case OPT_PORTS: {
+			int in, out, end = 0;
+
+			if (sscanf(optarg, "%d:%d%n", &in, &out, &end) != 2 || optarg[end] ||
+			    in < 0 || out < 0 || in > 65535 || out > 65535)
+				return usage_error(
+					"--ports: '%s' is not IN:OUT (two ports 0..65535)", optarg);
+			x.o.has_ports = true;
+			x.o.in_port = in;
+			x.o.out_port = out;
+			used_ports = true;
+			break;
+		}
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_OK;
@@ -1517,15 +1642,24 @@ int main(int argc, char **argv)
 			want_args = 2;
 		} else if (strcmp(cmd, "status") && strcmp(cmd, "fabric") &&
 			   strcmp(cmd, "devices") && strcmp(cmd, "circuits") &&
-			   strcmp(cmd, "jobs") && strcmp(cmd, "watch") && strcmp(cmd, "rings")) {
+			   strcmp(cmd, "jobs") && strcmp(cmd, "watch") && strcmp(cmd, "rings") &&
+			   strcmp(cmd, "drift") && strcmp(cmd, "adopt") && strcmp(cmd, "clear")) {
 			return usage_error("unknown command '%s'", cmd);
 		}
 		if (nargs > want_args)
 			return usage_error("unexpected argument '%s'", argv[optind + want_args]);
-		if (used_job && strcmp(cmd, "circuits") && strcmp(cmd, "rings"))
-			return usage_error("--job goes with circuits and rings");
-		if ((used_device || used_pod) && strcmp(cmd, "circuits"))
-			return usage_error("--device and --pod go with circuits");
+		if (used_job && strcmp(cmd, "circuits") && strcmp(cmd, "rings") &&
+		    strcmp(cmd, "adopt"))
+			return usage_error("--job goes with circuits, rings and adopt");
+		if (used_pod && strcmp(cmd, "circuits"))
+			return usage_error("--pod goes with circuits");
+		if (used_device && strcmp(cmd, "circuits") && strcmp(cmd, "drift") &&
+		    strcmp(cmd, "adopt") && strcmp(cmd, "clear"))
+			return usage_error("--device goes with circuits, drift, adopt and clear");
+		if (used_ports && strcmp(cmd, "adopt") && strcmp(cmd, "clear"))
+			return usage_error("--ports goes with adopt and clear");
+		if (used_ports && !used_device)
+			return usage_error("--ports needs --device");
 		if (used_node && strcmp(cmd, "rings"))
 			return usage_error("--node goes with rings");
 		if (used_group && strcmp(cmd, "devices"))
@@ -1609,6 +1743,12 @@ int main(int argc, char **argv)
 		rc = cmd_drain(&x, sub, true);
 	else if (strcmp(cmd, "undrain") == 0)
 		rc = cmd_drain(&x, sub, false);
+	else if (strcmp(cmd, "drift") == 0)
+		rc = cmd_drift(&x);
+	else if (strcmp(cmd, "adopt") == 0)
+		rc = cmd_adopt(&x);
+	else if (strcmp(cmd, "clear") == 0)
+		rc = cmd_clear(&x);
 	else if (spec)
 		rc = cmd_job_file(&x, spec, strcmp(sub, "submit") == 0);
 	else

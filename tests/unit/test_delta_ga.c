@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "delta_baselines.h"
@@ -122,6 +123,66 @@ static double fake_clock(void *ctx)
 	return fake_now;
 }
 
+static atomic_bool cancel_flag;
+/* A clock that, on its third reading, cancels the search (as a caller that went away). */
+static double cancelling_clock(void *ctx)
+{
+	(void)ctx;
+	fake_now += 10;
+	if (fake_now >= 30)
+		atomic_store(&cancel_flag, true);
+	return fake_now;
+}
+
+/* Issue 14 #8: a search whose caller is gone stops at the next generation. */
+static void test_ga_cancel(void **state)
+{
+	static const int budget[3] = {4, 4, 4};
+	struct delta_task t[] = {{0, 1, 4, 3 * MB, 0}, {0, 2, 4, 1 * MB, 0}, {1, 2, 2, 2 * MB, 0}};
+	struct delta_dep d[] = {{0, 2, 1}};
+	struct delta_problem *p = make(3, budget, t, 3, d, 1);
+	struct delta_ga_params gp;
+	struct delta_sim_result r;
+	struct delta_ga_stats st;
+	struct delta_error err;
+	int x[3];
+
+	(void)state;
+	delta_ga_defaults(&gp);
+	gp.stall_generations = 1000000000;
+	gp.cancel = &cancel_flag;
+	/* set before the search: the bounds stop (on large DAGs they take seconds) */
+	atomic_store(&cancel_flag, true);
+	assert_int_equal(delta_fast(p, &gp, NULL, NULL, x, &r, &st, &err), -ECANCELED);
+	assert_int_equal(st.stopped_by_cancel, 1);
+	assert_int_equal(st.generations, 0);
+	assert_int_equal(delta_bounds_until(p, x, &cancel_flag), -ECANCELED);
+	/* set after the bounds (given): not one generation runs, the plan is feasible */
+	assert_int_equal(delta_bounds(p, x), 0);
+	assert_int_equal(delta_fast(p, &gp, x, NULL, x, &r, &st, &err), 0);
+	assert_int_equal(st.stopped_by_cancel, 1);
+	assert_int_equal(st.generations, 0);
+	assert_true(delta_plan_within_budget(p, x));
+	/* set while it runs (t0, generations 1 and 2 read the clock; the
+	 * third reading sets it): the check at generation 2 ends it */
+	atomic_store(&cancel_flag, false);
+	gp.clock_ms = cancelling_clock;
+	gp.time_budget_ms = 1e12;
+	fake_now = 0;
+	assert_int_equal(delta_fast(p, &gp, NULL, NULL, x, &r, &st, &err), 0);
+	assert_int_equal(st.stopped_by_cancel, 1);
+	assert_int_equal(st.stopped_by_time, 0);
+	assert_int_equal(st.generations, 1);
+	/* never set: the search runs to its stall limit */
+	atomic_store(&cancel_flag, false);
+	delta_ga_defaults(&gp);
+	gp.cancel = &cancel_flag;
+	assert_int_equal(delta_fast(p, &gp, NULL, NULL, x, &r, &st, &err), 0);
+	assert_int_equal(st.stopped_by_cancel, 0);
+	assert_true(st.generations >= gp.stall_generations);
+	delta_problem_free(p);
+}
+
 static void test_ga_params_and_budget(void **state)
 {
 	static const int budget[3] = {4, 4, 4};
@@ -208,7 +269,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bound_chain),	     cmocka_unit_test(test_bound_overlap),
 		cmocka_unit_test(test_bound_time_separated), cmocka_unit_test(test_baselines_star),
-		cmocka_unit_test(test_ga_params_and_budget), cmocka_unit_test(test_pthread_pool),
+		cmocka_unit_test(test_ga_params_and_budget), cmocka_unit_test(test_ga_cancel),
+		cmocka_unit_test(test_pthread_pool),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -924,7 +924,9 @@ static void test_shutdown_mid_plan_resumes(void **state)
 	assert_false(f->txn_open); /* no transaction starts while stopping */
 	jm_free(f->jm);
 	assert_int_equal(f->n_answers, 1);
-	assert_int_equal(f->answers[0].err.status, JM_UNAVAILABLE);
+	/* stored and resumed at the next start: not UNAVAILABLE (issue 14 #7) */
+	assert_int_equal(f->answers[0].err.status, JM_ABORTED);
+	assert_non_null(strstr(f->answers[0].err.message, "carried out when ocsd starts again"));
 	assert_int_equal(stored_state(f, "sd"), JM_PROGRAMMING);
 	/* the next run plans it again and takes it to ACTIVE */
 	open_jm(f);

@@ -59,6 +59,10 @@ struct fx {
 	Ocs__V1__ListJobsRequest list_jobs;
 	Ocs__V1__MarkNodeRequest mark;
 	Ocs__V1__ListRingsRequest list_rings;
+	Ocs__V1__ListDriftRequest list_drift;
+	Ocs__V1__DriftScope scope;
+	Ocs__V1__AdoptCrossConnectsRequest adopt;
+	Ocs__V1__ClearCrossConnectsRequest clear;
 	Grpc__Health__V1__HealthCheckRequest health;
 };
 
@@ -112,6 +116,17 @@ static void fx_init(struct fx *f)
 	f->mark.node = 63;
 	f->mark.condition = OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY;
 	ocs__v1__list_rings_request__init(&f->list_rings);
+	ocs__v1__list_drift_request__init(&f->list_drift);
+	ocs__v1__drift_scope__init(&f->scope);
+	f->scope.device = "ocs-g0-d1";
+	f->scope.has_ports = true;
+	f->scope.in_port = 3;
+	f->scope.out_port = 5;
+	ocs__v1__adopt_cross_connects_request__init(&f->adopt);
+	f->adopt.scope = &f->scope;
+	f->adopt.job_id = "adopted-1";
+	ocs__v1__clear_cross_connects_request__init(&f->clear);
+	f->clear.scope = &f->scope;
 	grpc__health__v1__health_check_request__init(&f->health);
 }
 
@@ -136,6 +151,12 @@ static const ProtobufCMessage *fx_request(struct fx *f, enum nb_method m)
 		return &f->mark.base;
 	case NB_FABRIC_LIST_RINGS:
 		return &f->list_rings.base;
+	case NB_FABRIC_LIST_DRIFT:
+		return &f->list_drift.base;
+	case NB_FABRIC_ADOPT_CROSS_CONNECTS:
+		return &f->adopt.base;
+	case NB_FABRIC_CLEAR_CROSS_CONNECTS:
+		return &f->clear.base;
 	case NB_HEALTH_CHECK:
 		return &f->health.base;
 	default:
@@ -599,6 +620,33 @@ static void m_ring_on_leaf_spine(struct fx *f)
 	m_ring(f);
 	f->job.placement = &f->placement; /* the kind is refused before the placement */
 }
+/* drift scopes (issue 14 #2) */
+static void m_scope_ports_without_device(struct fx *f)
+{
+	f->scope.device = "";
+}
+static void m_scope_ports_unflagged(struct fx *f)
+{
+	f->scope.has_ports = false;
+}
+static void m_scope_port_high(struct fx *f)
+{
+	f->scope.out_port = 70000;
+}
+static void m_scope_bad_device(struct fx *f)
+{
+	f->scope.device = "ocs/g0";
+}
+static void m_scope_all(struct fx *f)
+{
+	f->adopt.scope = NULL;
+	f->adopt.job_id = "";
+}
+static void m_adopt_bad_job(struct fx *f)
+{
+	f->adopt.job_id = "a b";
+}
+
 static void m_mark_low(struct fx *f)
 {
 	f->mark.node = -1;
@@ -800,6 +848,20 @@ static const struct vcase cases[] = {
 	 "this fabric is leaf-spine-ocs"},
 	{"list rings on leaf-spine", NB_FABRIC_LIST_RINGS, m_none, NB_FAILED_PRECONDITION, "",
 	 "rings exist only on an ocstrx-ring domain; this fabric is leaf-spine-ocs"},
+	{"list drift", NB_FABRIC_LIST_DRIFT, m_none, NB_OK, "", ""},
+	{"adopt one cross-connect", NB_FABRIC_ADOPT_CROSS_CONNECTS, m_none, NB_OK, "", ""},
+	{"adopt everything", NB_FABRIC_ADOPT_CROSS_CONNECTS, m_scope_all, NB_OK, "", ""},
+	{"clear one cross-connect", NB_FABRIC_CLEAR_CROSS_CONNECTS, m_none, NB_OK, "", ""},
+	{"clear ports without device", NB_FABRIC_CLEAR_CROSS_CONNECTS, m_scope_ports_without_device,
+	 NB_INVALID_ARGUMENT, "scope.device", "required"},
+	{"adopt ports unflagged", NB_FABRIC_ADOPT_CROSS_CONNECTS, m_scope_ports_unflagged,
+	 NB_INVALID_ARGUMENT, "scope.has_ports", "set has_ports"},
+	{"clear port too high", NB_FABRIC_CLEAR_CROSS_CONNECTS, m_scope_port_high,
+	 NB_INVALID_ARGUMENT, "scope.out_port", "70000 is outside 0..65535"},
+	{"adopt bad device", NB_FABRIC_ADOPT_CROSS_CONNECTS, m_scope_bad_device,
+	 NB_INVALID_ARGUMENT, "scope.device", "character '/' at offset 3"},
+	{"adopt bad job id", NB_FABRIC_ADOPT_CROSS_CONNECTS, m_adopt_bad_job, NB_INVALID_ARGUMENT,
+	 "job_id", "character ' ' at offset 1"},
 };
 
 /* On the ring domain of ring_limits (64 nodes x 4 GPUs). */
@@ -874,6 +936,10 @@ static const struct vcase ring_cases[] = {
 	 NB_FAILED_PRECONDITION, "pod", "an ocstrx-ring domain has no pods"},
 	{"list circuits by job", NB_FABRIC_LIST_CIRCUITS, m_circuits_job, NB_INVALID_ARGUMENT,
 	 "job_id", "character ' '"},
+	{"list drift on a ring domain", NB_FABRIC_LIST_DRIFT, m_none, NB_FAILED_PRECONDITION, "",
+	 "drift concerns cross-connects of leaf-spine fabrics; this fabric is ocstrx-ring"},
+	{"clear on a ring domain", NB_FABRIC_CLEAR_CROSS_CONNECTS, m_none, NB_FAILED_PRECONDITION,
+	 "scope", "this fabric is ocstrx-ring"},
 };
 
 /* The northbound knows no planner: the test passes them as the daemon does. */

@@ -76,6 +76,48 @@ static int count_job(void *ctx, const struct st_job *job)
 	return 0;
 }
 
+static int collect_figures(void *ctx, const char *job_id, const char *figures)
+{
+	char *out = ctx;
+
+	strcat(out, job_id);
+	strcat(out, "=");
+	strcat(out, figures);
+	strcat(out, ";");
+	return 0;
+}
+
+/* Schema 5 (issue 14 #2, #14): emptiness, and plan figures kept until retention. */
+static void test_figures_and_empty(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct st_job a = {.id = "fig-a", .state = "RELEASED", .created_ms = 1, .updated_ms = 1};
+	char got[256] = "";
+	bool empty = false;
+	size_t n = 0;
+
+	assert_int_equal(st_is_empty(st, &empty), 0);
+	assert_true(empty);
+	assert_int_equal(st_job_put(st, &a), 0);
+	assert_int_equal(st_is_empty(st, &empty), 0);
+	assert_false(empty);
+	assert_int_equal(st_figures_put(st, "fig-a", "one"), 0);
+	assert_int_equal(st_figures_put(st, "fig-a", "two"), 0); /* replaces */
+	assert_int_equal(st_figures_put(st, NULL, "x"), -EINVAL);
+	assert_int_equal(st_figures_list(st, collect_figures, got), 0);
+	assert_string_equal(got, "fig-a=two;");
+	/* the finished job goes with its figures */
+	assert_int_equal(st_prune(st, 1000000, 1000, 100, 10, &n, NULL, NULL), 0);
+	assert_int_equal(n, 1);
+	got[0] = '\0';
+	assert_int_equal(st_figures_list(st, collect_figures, got), 0);
+	assert_string_equal(got, "");
+	assert_int_equal(st_is_empty(st, &empty), 0);
+	assert_true(empty);
+	st_close(st);
+}
+
 static void test_jobs(void **state)
 {
 	struct fixture *f = *state;
@@ -441,7 +483,7 @@ static void test_unknown_schema_refused(void **state)
 					    -1, &q, NULL),
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(q, 0), "4");
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "5");
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 	assert_true(st_open("/nonexistent-dir/x.db", &st, err, sizeof(err)) < 0);
@@ -739,7 +781,7 @@ static void test_upgrade_2_to_4(void **state)
 
 	st = open_traced(f->path, t);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 4);
+			 5); /* the current version */
 	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
 					   " ('jobs_seq', 'jobs_finished', 'intents_job',"
 					   " 'intents_open', 'intents_finished')"),
@@ -762,7 +804,7 @@ static void test_upgrade_2_to_4(void **state)
 	st = open_store(f->path);
 	st_close(st);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 4);
+			 5); /* the current version */
 }
 
 /* ---- OCSTrx rings (schema 4) ---- */
@@ -915,7 +957,7 @@ static void test_upgrade_3_to_4(void **state)
 			  " UPDATE meta SET value = '3' WHERE key = 'schema_version';");
 	st = open_store(f->path);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 4);
+			 5); /* the current version */
 	assert_int_equal(st_job_get(st, "old", &got), 0);
 	st_job_clear(&got);
 	assert_int_equal(st_ring_intent_begin(st, "old", &r, 1, NULL, 0, NULL, 2, &txn), 0);
@@ -1255,6 +1297,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_jobs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_figures_and_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intents_and_circuits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_intents_settled, setup, teardown),

@@ -1,0 +1,84 @@
+/*
+ * drift.h - cross-connects found on the devices that no job owns, and what
+ * ocsd does about them (issue 14 #2, fail static): circuits ocsd does not
+ * own are never touched without an operator's word.
+ *
+ *  - The table: per device, the unowned cross-connects the last read found
+ *    (reconciliation passes and the start-up check fill it), and whether
+ *    the device was read at all when it had to be (a start on an empty
+ *    store: a device that could not be read is unverified until a pass
+ *    reads it).
+ *  - The planner's view (dr_planner_view): unowned cross-connects that form
+ *    clean two-way circuits, clear of every stored one, are pinned like
+ *    circuits of a job (their ports are occupied); a device holding any
+ *    other unowned cross-connect (one-way, colliding with a stored one, not
+ *    cabled), or not verified yet, takes no new circuit (as if drained).
+ *  - The transaction's view (txn.c): a device's unowned cross-connects stay
+ *    in its target, so a transaction touching the device keeps them.
+ *  - What the operator decides about them at start: adopt.h.
+ *
+ * Threading: the loop thread only.
+ */
+#ifndef OCSD_DRIFT_H
+#define OCSD_DRIFT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fabric.h"
+#include "sb_device.h"
+
+struct fs_state;
+
+struct dr_table;
+
+/* Caller frees with dr_free() (accepts NULL). f must outlive the table. */
+struct dr_table *dr_new(const struct ocs_fabric *f);
+void dr_free(struct dr_table *t);
+
+/*
+ * What a read of device id found: unowned and missing cross-connects
+ * (copied; any order). The device is verified from then on. 0 or -ENOMEM
+ * (unchanged).
+ */
+int dr_set(struct dr_table *t, int id, const struct sb_xc *unowned, size_t n,
+	   const struct sb_xc *missing, size_t n_missing);
+/* The device could not be read when it had to be: no new circuit until it is. */
+void dr_set_unverified(struct dr_table *t, int id);
+/* Drops these cross-connects from the table (adopted or cleared). */
+void dr_forget(struct dr_table *t, const struct ocs_xc *xcs, size_t n);
+
+/* Every unowned cross-connect (malloc'd, caller frees; NULL with *n 0 when none or ENOMEM). */
+struct ocs_xc *dr_unowned(const struct dr_table *t, size_t *n);
+/* A device's unowned and missing cross-connects (valid until the next change). */
+const struct sb_xc *dr_device_unowned(const struct dr_table *t, int id, size_t *n);
+const struct sb_xc *dr_device_missing(const struct dr_table *t, int id, size_t *n);
+bool dr_device_unverified(const struct dr_table *t, int id);
+/*
+ * The other half of x's two-way circuit through the wiring (whether or not
+ * any device holds it); false when x cannot have one (one port not cabled,
+ * a loop back into its own spine port).
+ */
+bool dr_partner(const struct dr_table *t, const struct ocs_xc *x, struct ocs_xc *p);
+bool dr_is_unowned(const struct dr_table *t, const struct ocs_xc *x);
+/* Unowned cross-connects in all, and devices not verified. */
+size_t dr_count(const struct dr_table *t);
+int dr_unverified(const struct dr_table *t);
+
+/*
+ * The planner's view: blockers (malloc'd, caller frees) are the unowned
+ * cross-connects that form clean two-way circuits clear of the stored ones
+ * (fs); blocked[device id] (dev_count entries, caller's) is set for every
+ * device that must take no new circuit. 0 or -ENOMEM.
+ */
+int dr_planner_view(const struct dr_table *t, const struct fs_state *fs, struct ocs_xc **blockers,
+		    size_t *n_blockers, bool *blocked);
+/*
+ * The unowned cross-connects of the devices not touched (touched[id]) that
+ * are half of a two-way unowned circuit: what the L2 check of a
+ * transaction sees besides the stored circuits. Malloc'd; 0 or -ENOMEM.
+ */
+int dr_paired_untouched(const struct dr_table *t, const char *touched, struct ocs_xc **out,
+			size_t *n);
+
+#endif
