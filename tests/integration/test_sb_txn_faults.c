@@ -15,7 +15,11 @@
  * Every case asserts all-or-nothing: the outcome is COMMITTED with every
  * device at its target, or ROLLED_BACK with every device at its pre-image,
  * never FAILED; and reading every device afterwards finds no one-way
- * circuit (independent L2 check over the fabric model).
+ * circuit (independent L2 check over the fabric model). A session dropped
+ * in prepare (drop@lock, drop@edit, drop@validate: one-shot knobs) is
+ * retried once on a fresh session (sb_txn.c R1): those cases must commit,
+ * with prepare_retried on every faulted device; the same knobs kept on
+ * (`+`) must roll back, the retry having failed too.
  * SB_FAULT_ONLY="<knob> <knob>..." in the environment runs those knobs only.
  */
 #include "sb_testlib.h"
@@ -103,6 +107,7 @@ static void wait_stale_sessions(struct sb_device **d, int n)
 struct fault_case {
 	const char *spec;
 	bool must_roll_back; /* the knob necessarily breaks the transaction */
+	bool must_retry;     /* prepare loses the session once: retried, then committed */
 };
 
 /* Runs one case on devices [first, first+n), faulting devices [ff, ff+nf). */
@@ -149,6 +154,11 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 	assert_int_not_equal(r.outcome, SB_TXN_REFUSED);
 	if (fc->must_roll_back)
 		assert_int_equal(r.outcome, SB_TXN_ROLLED_BACK);
+	if (fc->must_retry) {
+		assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+		for (int i = ff; i < ff + nf; i++)
+			assert_true(r.devices[i - first].prepare_retried);
+	}
 	if (r.outcome == SB_TXN_ROLLED_BACK) {
 		assert_true(r.n_failed_devices >= 1);
 		assert_int_equal(r.n_rollback_failures, 0);
@@ -181,12 +191,22 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 
 static const char *const steps[] = {"lock",   "discard", "get",	   "edit",  "validate",
 				    "commit", "confirm", "unlock", "cancel"};
+/* a session dropped at these prepare RPCs is retried once (R1) */
+static bool retried(const char *action, const char *step)
+{
+	return !strcmp(action, "drop") &&
+	       (!strcmp(step, "lock") || !strcmp(step, "edit") || !strcmp(step, "validate"));
+}
+
 /* steps whose failure necessarily breaks the transaction (discard, unlock
- * and cancel only run on rollback or after the confirm) */
+ * and cancel only run on rollback or after the confirm; a dropped session
+ * at get may be retried, when the pre-image is read in prepare) */
 static bool breaks(const char *action, const char *step)
 {
 	bool prepare_or_commit = strcmp(step, "confirm") && strcmp(step, "unlock") &&
 				 strcmp(step, "cancel") && strcmp(step, "discard");
+	if (retried(action, step) || (!strcmp(action, "drop") && !strcmp(step, "get")))
+		return false;
 	if (prepare_or_commit)
 		return true;
 	/* a failed confirm is final: only the committing session may confirm */
@@ -203,12 +223,16 @@ static void run_matrix(int first, int n, int ff, int nf)
 				snprintf(spec, sizeof(spec), "hang@%s=%d", steps[s], HANG_MS);
 			else
 				snprintf(spec, sizeof(spec), "%s@%s", actions[a], steps[s]);
-			struct fault_case fc = {spec, breaks(actions[a], steps[s])};
+			struct fault_case fc = {spec, breaks(actions[a], steps[s]),
+						retried(actions[a], steps[s])};
 			run_case(&fc, first, n, ff, nf);
 		}
 	}
-	struct fault_case extra[] = {{"noeffect@commit", true}, {"fail-port=0", true}};
-	for (size_t i = 0; i < 2; i++)
+	struct fault_case extra[] = {{"noeffect@commit", true, false},
+				     {"fail-port=0", true, false},
+				     {"drop@lock+", true, false},
+				     {"drop@edit+", true, false}};
+	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
 		run_case(&extra[i], first, n, ff, nf);
 }
 
