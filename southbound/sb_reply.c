@@ -89,13 +89,13 @@ static int read_start(struct cur *c, struct el *e)
 	e->attrs = q;
 	char quote = 0;
 	for (; q < c->end; q++) {
+		if (*q == '<') /* not even in an attribute value */
+			return -EPROTO;
 		if (quote) {
 			if (*q == quote)
 				quote = 0;
 		} else if (*q == '"' || *q == '\'') {
 			quote = *q;
-		} else if (*q == '<') {
-			return -EPROTO;
 		} else if (*q == '>') {
 			e->empty = q > e->attrs && q[-1] == '/';
 			e->attrs_len = (size_t)(q - e->attrs) - (e->empty ? 1 : 0);
@@ -127,10 +127,13 @@ static int read_end(struct cur *c, const struct el *parent)
  * The next child element of `parent` (NULL: the top level, which ends with
  * the input): 0 with *e and the cursor past its start tag, 1 when parent
  * ended (its end tag consumed; at the top level, the end of the input),
- * -EPROTO. Text between elements is skipped.
+ * -EPROTO. Text between elements is skipped. An empty parent (<x/>) has no
+ * children: 1 at once.
  */
 static int next_child(struct cur *c, const struct el *parent, struct el *e)
 {
+	if (parent && parent->empty)
+		return 1;
 	for (;;) {
 		while (c->p < c->end && *c->p != '<')
 			c->p++;
@@ -148,10 +151,13 @@ static int next_child(struct cur *c, const struct el *parent, struct el *e)
 	}
 }
 
+#define MAX_SKIP_DEPTH 128 /* deepest nesting skip_element() reads */
+
 /*
  * Skips the content of e (its start tag read) and its end tag; *content_end
- * (when not NULL) gets where the content stops. Depth is counted, not
- * recursed; end-tag names are not checked here.
+ * (when not NULL) gets where the content stops. Depth is counted on a
+ * bounded stack of names, not recursed: every end tag must match its start
+ * tag, and nesting deeper than MAX_SKIP_DEPTH is refused.
  */
 static int skip_element(struct cur *c, const struct el *e, const char **content_end)
 {
@@ -160,7 +166,9 @@ static int skip_element(struct cur *c, const struct el *e, const char **content_
 			*content_end = c->p;
 		return 0;
 	}
+	struct el open[MAX_SKIP_DEPTH];
 	size_t depth = 1;
+	open[0] = *e;
 	for (;;) {
 		while (c->p < c->end && *c->p != '<')
 			c->p++;
@@ -173,7 +181,7 @@ static int skip_element(struct cur *c, const struct el *e, const char **content_
 			continue;
 		if (starts(c, "</")) {
 			const char *at = c->p;
-			if (skip_past(c, ">"))
+			if (read_end(c, &open[depth - 1]))
 				return -EPROTO;
 			if (--depth == 0) {
 				if (content_end)
@@ -185,8 +193,11 @@ static int skip_element(struct cur *c, const struct el *e, const char **content_
 		struct el inner = {0};
 		if (read_start(c, &inner))
 			return -EPROTO;
-		if (!inner.empty)
-			depth++;
+		if (inner.empty)
+			continue;
+		if (depth == MAX_SKIP_DEPTH)
+			return -EPROTO;
+		open[depth++] = inner;
 	}
 }
 
@@ -392,6 +403,8 @@ int sb_reply_scan(const char *msg, size_t len, const char *msgid, struct sb_repl
 	*out = (struct sb_reply){0};
 	struct cur c = {msg, msg + len};
 	struct el root, ch;
+	if (memchr(msg, '\0', len)) /* XML has no NUL character */
+		return scan_fail(out, "NUL byte in the message");
 	if (next_child(&c, NULL, &root))
 		return scan_fail(out, "not an XML message");
 	if (el_is(&root, "notification")) {
