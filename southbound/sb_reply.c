@@ -795,7 +795,11 @@ int sb_reply_bundles(const char *data, size_t len, uint32_t node, struct sb_bund
 		*n = 0;
 		return rc;
 	}
-	if (*n)
+	if (!*n) { /* entries of other nodes were read and dropped */
+		free(*out);
+		*out = NULL;
+	} else {
 		qsort(*out, *n, sizeof(**out), cmp_bundle_state);
+	}
 	return 0;
 }
