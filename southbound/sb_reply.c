@@ -385,9 +385,11 @@ static int rpc_error(struct cur *c, const struct el *e, struct sb_reply *out)
 	if (rc < 0)
 		return rc;
 	size_t used = strlen(out->error);
-	if (used + 1 < sizeof(out->error))
-		snprintf(out->error + used, sizeof(out->error) - used, "%s%s: %s%s%s",
-			 used ? "; " : "", tag, msg, *path ? " at " : "", path);
+	/* a long list of errors is cut at the end of the string */
+	if (used + 1 < sizeof(out->error) &&
+	    snprintf(out->error + used, sizeof(out->error) - used, "%s%s: %s%s%s", used ? "; " : "",
+		     tag, msg, *path ? " at " : "", path) < 0)
+		return -EPROTO;
 	return 0;
 }
 
