@@ -61,6 +61,7 @@ struct sb_wire {
 	enum sb_frame_mode mode;
 	uint64_t next_id;
 	char msgid[32]; /* of the RPC in flight */
+	bool trace;	/* SB_NC_DEBUG: every message to stderr */
 	char *out;	/* send buffer */
 	size_t out_cap;
 	struct sb_deframer in;
@@ -113,6 +114,7 @@ int sb_wire_open(struct nc_session *ns, int ssh_fd, struct sb_wire **out)
 		return rc;
 	}
 	sb_deframer_init(&w->in, w->mode, SB_WIRE_MAX_REPLY);
+	w->trace = getenv("SB_NC_DEBUG") != NULL;
 	*out = w;
 	return 0;
 }
@@ -273,6 +275,8 @@ int sb_wire_rpc(struct sb_wire *w, const char *op, int64_t deadline_ms, struct s
 	*reply = (struct sb_reply){0};
 	size_t start = 0, len = 0;
 	int rc = build(w, op, &start, &len);
+	if (!rc && w->trace)
+		fprintf(stderr, "sb_wire: sent rpc %s: %s\n", w->msgid, op);
 	if (!rc)
 		rc = write_all(w, w->out + start, len, deadline_ms);
 	while (!rc) {
@@ -280,6 +284,8 @@ int sb_wire_rpc(struct sb_wire *w, const char *op, int64_t deadline_ms, struct s
 			break;
 		size_t n;
 		const char *msg = sb_deframer_msg(&w->in, &n);
+		if (w->trace)
+			fprintf(stderr, "sb_wire: received %.*s\n", (int)n, msg);
 		if ((rc = sb_reply_scan(msg, n, w->msgid, reply)))
 			break;
 		if (reply->kind != SB_REPLY_NOTIFICATION)
