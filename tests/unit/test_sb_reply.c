@@ -252,7 +252,8 @@ static void test_bundles(void **state)
 	assert_int_equal(n, 1);
 	assert_int_equal(b[0].status, SB_PATH_UNKNOWN);
 	free(b);
-	/* node 9: none; the bundles of the nodes read and dropped leave no buffer (fuzz_sb_reply) */
+	/* node 9: none; the bundles of the nodes read and dropped leave no buffer (fuzz_sb_reply)
+	 */
 	b = (struct sb_bundle_state *)d;
 	assert_int_equal(sb_reply_bundles(d, strlen(d), 9, &b, &n, NULL), 0);
 	assert_int_equal(n, 0);
