@@ -875,9 +875,17 @@ static int start_jobs(struct od *od)
 	}
 	api_attach(od->api, od->jm, od->server);
 	if (o->keepalive_interval_ms) {
-		struct ka_deps kd = {od->loop, od->exec,
-				     od->devs, api_recon_events(od->api),
-				     od->reg,  o->keepalive_interval_ms};
+		struct ka_deps kd = {.loop = od->loop,
+				     .exec = od->exec,
+				     .devs = od->devs,
+				     .events = api_recon_events(od->api),
+				     .reg = od->reg,
+				     .interval_ms = o->keepalive_interval_ms,
+				     .fabric = &od->cfg->fabric,
+				     .fs = od->rings ? NULL : od->fs,
+				     .store = od->store,
+				     .jm = od->jm,
+				     .failed = &sb_engine_counters(od->engine)->failed};
 
 		/* after recovery: from here on transactions claim the handles they use */
 		od->ka = ka_new(&kd);

@@ -146,6 +146,14 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 		free(drv);
 		return rc;
 	}
+	/* Freeze the compiled context. libnetconf2's check at every connect
+	 * loads each module the server advertises with the server's features,
+	 * which would recompile this shared context (under other threads'
+	 * parsers) to the last server's feature set: after a device without
+	 * :confirmed-commit connected, every other device's <commit><confirmed/>
+	 * failed to build. With explicit compilation such changes never reach
+	 * the compiled schema, which already holds every feature. */
+	ly_ctx_set_options(drv->ctx, LY_CTX_EXPLICIT_COMPILE);
 	pthread_mutex_init(&drv->connect_mu, NULL);
 	nc_client_init();
 	*out = drv;
