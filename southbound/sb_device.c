@@ -12,9 +12,16 @@
  *   - netconfd never rolls back a confirmed commit while the session holds
  *     a lock on running: the driver only ever locks the candidate around a
  *     confirmed commit.
+ *
+ * libnetconf2 sets sessions up (transport, <hello>, capabilities); the RPCs
+ * themselves go over the session's transport in ocsd's own framing and
+ * their replies are scanned without libyang (sb_wire.h, sb_reply.h).
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "sb_device.h"
+
+#include "sb_reply.h"
+#include "sb_wire.h"
 
 #include <errno.h>
 #include <libssh/libssh.h>
@@ -41,22 +48,17 @@ extern const char sb_yang_ocs_devsim[];
 #define XC_FILTER  "<cross-connects xmlns=\"" OCS_NS "\"/>"
 #define TRX_FILTER "<transceivers xmlns=\"" TRX_NS "\"/>"
 
-/* Contexts that hold ietf-netconf only, for the reads' replies (see read_tree). */
-#define SB_LEAN_CTXS 8
-
 struct sb_driver {
 	struct ly_ctx *ctx;
-	struct ly_ctx *lean[SB_LEAN_CTXS];
-	atomic_uint next_lean;	    /* spreads devices over the lean contexts */
 	pthread_mutex_t connect_mu; /* serializes session setup (may extend ctx) */
 	struct sb_driver_counters counters;
 };
 
 struct sb_device {
 	struct sb_driver *drv;
-	struct ly_ctx *lean; /* one of drv->lean: where this device's read replies are parsed */
 	struct sb_device_config cfg;
 	struct nc_session *session;
+	struct sb_wire *wire; /* ocsd's RPC traffic on the session (sb_wire.h), made at first use */
 	struct sb_capabilities caps;
 	enum sb_strategy strategy;
 	int backoff_ms;		 /* current reconnect delay, 0 after a success */
@@ -139,13 +141,7 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 	for (size_t i = 0; i < 3 && !rc; i++)
 		if (lys_parse_mem(drv->ctx, mods[i], LYS_IN_YANG, NULL))
 			rc = -EINVAL;
-	for (int i = 0; i < SB_LEAN_CTXS && !rc; i++)
-		if (ly_ctx_new(ietf_dir, LY_CTX_NO_YANGLIBRARY, &drv->lean[i]) ||
-		    !ly_ctx_load_module(drv->lean[i], "ietf-netconf", "2011-06-01", all))
-			rc = -ENOENT;
 	if (rc) {
-		for (int i = 0; i < SB_LEAN_CTXS; i++)
-			ly_ctx_destroy(drv->lean[i]);
 		ly_ctx_destroy(drv->ctx);
 		free(drv);
 		return rc;
@@ -170,8 +166,6 @@ void sb_driver_free(struct sb_driver *drv)
 		return;
 	nc_client_destroy();
 	pthread_mutex_destroy(&drv->connect_mu);
-	for (int i = 0; i < SB_LEAN_CTXS; i++)
-		ly_ctx_destroy(drv->lean[i]);
 	ly_ctx_destroy(drv->ctx);
 	free(drv);
 }
@@ -208,7 +202,6 @@ int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg, str
 	if (!dev)
 		return -ENOMEM;
 	dev->drv = drv;
-	dev->lean = drv->lean[atomic_fetch_add(&drv->next_lean, 1) % SB_LEAN_CTXS];
 	dev->fd = -1;
 	pthread_mutex_init(&dev->staged_mu, NULL);
 	pthread_mutex_init(&dev->claim_mu, NULL);
@@ -385,7 +378,9 @@ void sb_device_forget_image(struct sb_device *dev)
 
 void sb_device_disconnect(struct sb_device *dev)
 {
-	drop_image(dev); /* the image is the session's */
+	drop_image(dev);	 /* the image is the session's */
+	sb_wire_free(dev->wire); /* before the session whose transport it uses */
+	dev->wire = NULL;
 	if (dev->session) {
 		nc_session_free(dev->session, NULL);
 		dev->session = NULL;
@@ -700,192 +695,7 @@ size_t sb_device_connect_many(struct sb_device *const *devs, size_t n, int paral
 
 /* ---- RPCs --------------------------------------------------------------- */
 
-static void collect_rpc_error(const struct lyd_node *envp, char *buf, size_t len)
-{
-	buf[0] = '\0';
-	size_t used = 0;
-	for (const struct lyd_node *e = lyd_child(envp); e; e = e->next) {
-		if (strcmp(LYD_NAME(e), "rpc-error"))
-			continue;
-		const char *tag = "", *msg = "", *path = "";
-		for (const struct lyd_node *c = lyd_child(e); c; c = c->next) {
-			const char *v = lyd_get_value(c);
-			if (!strcmp(LYD_NAME(c), "error-tag"))
-				tag = v ? v : "";
-			else if (!strcmp(LYD_NAME(c), "error-message"))
-				msg = v ? v : "";
-			else if (!strcmp(LYD_NAME(c), "error-path"))
-				path = v ? v : "";
-		}
-		int n = snprintf(buf + used, len - used, "%s%s: %s%s%s", used ? "; " : "", tag, msg,
-				 *path ? " at " : "", path);
-		if (n < 0 || (size_t)n >= len - used)
-			break;
-		used += (size_t)n;
-	}
-}
-
-static bool reply_is_error(const struct lyd_node *envp)
-{
-	for (const struct lyd_node *e = lyd_child(envp); e; e = e->next)
-		if (!strcmp(LYD_NAME(e), "rpc-error"))
-			return true;
-	return false;
-}
-
-/*
- * Runs one RPC with the device's deadline; the reply is parsed against
- * reply_as (an RPC of the same operation, possibly in another context; NULL:
- * rpc itself). Takes ownership of rpc and reply_as.
- */
-static int do_rpc_as(struct sb_device *dev, struct nc_rpc *rpc, struct nc_rpc *reply_as,
-		     const char *opname, struct lyd_node **op_out, struct sb_error *err)
-{
-	struct sb_driver *drv = dev->drv;
-	if (op_out)
-		*op_out = NULL;
-	if (!rpc) {
-		nc_rpc_free(reply_as);
-		return set_err(err, dev, opname, -ENOMEM, "cannot build the RPC");
-	}
-	if (!sb_device_connected(dev)) {
-		nc_rpc_free(rpc);
-		nc_rpc_free(reply_as);
-		sb_device_disconnect(dev);
-		return set_err(err, dev, opname, -ECONNRESET, "no session");
-	}
-	atomic_fetch_add(&drv->counters.rpcs, 1);
-	int64_t deadline = sb_now_ms() + dev->cfg.rpc_timeout_ms;
-	uint64_t msgid = 0;
-	int rc = 0;
-	NC_MSG_TYPE m = nc_send_rpc(dev->session, rpc, dev->cfg.rpc_timeout_ms, &msgid);
-	if (m != NC_MSG_RPC) {
-		rc = m == NC_MSG_WOULDBLOCK ? -ETIMEDOUT : -ECONNRESET;
-		goto lost;
-	}
-	struct lyd_node *envp = NULL, *op = NULL;
-	do {
-		int64_t left = deadline - sb_now_ms();
-		if (left < 1)
-			left = 1;
-		lyd_free_all(envp);
-		lyd_free_all(op);
-		envp = op = NULL;
-		m = nc_recv_reply(dev->session, reply_as ? reply_as : rpc, msgid, (int)left, &envp,
-				  &op);
-	} while (m == NC_MSG_NOTIF && sb_now_ms() < deadline);
-	if (m == NC_MSG_WOULDBLOCK || m == NC_MSG_NOTIF) {
-		rc = -ETIMEDOUT;
-		lyd_free_all(envp);
-		lyd_free_all(op);
-		goto lost;
-	}
-	if (m != NC_MSG_REPLY) {
-		lyd_free_all(envp);
-		lyd_free_all(op);
-		rc = -ECONNRESET;
-		goto lost;
-	}
-	nc_rpc_free(rpc);
-	nc_rpc_free(reply_as);
-	if (reply_is_error(envp)) {
-		char msg[300];
-		collect_rpc_error(envp, msg, sizeof(msg));
-		lyd_free_all(envp);
-		lyd_free_all(op);
-		atomic_fetch_add(&drv->counters.rpc_errors, 1);
-		return set_err(err, dev, opname, -EREMOTEIO, "%s", msg);
-	}
-	lyd_free_all(envp);
-	if (op_out)
-		*op_out = op;
-	else
-		lyd_free_all(op);
-	return 0;
-lost:
-	nc_rpc_free(rpc);
-	nc_rpc_free(reply_as);
-	/* a session that missed a deadline is out of step: drop it */
-	sb_device_disconnect(dev);
-	if (rc == -ETIMEDOUT) {
-		atomic_fetch_add(&drv->counters.rpc_timeouts, 1);
-		return set_err(err, dev, opname, rc, "no reply within %d ms",
-			       dev->cfg.rpc_timeout_ms);
-	}
-	atomic_fetch_add(&drv->counters.sessions_lost, 1);
-	return set_err(err, dev, opname, rc, "session lost");
-}
-
-/* Runs one RPC with the device's deadline. Takes ownership of rpc. */
-static int do_rpc(struct sb_device *dev, struct nc_rpc *rpc, const char *opname,
-		  struct lyd_node **op_out, struct sb_error *err)
-{
-	return do_rpc_as(dev, rpc, NULL, opname, op_out, err);
-}
-
-static NC_DATASTORE nc_ds(enum sb_datastore ds)
-{
-	return ds == SB_DS_CANDIDATE ? NC_DATASTORE_CANDIDATE : NC_DATASTORE_RUNNING;
-}
-
-int sb_device_lock(struct sb_device *dev, enum sb_datastore ds, struct sb_error *err)
-{
-	return do_rpc(dev, nc_rpc_lock(nc_ds(ds)), "lock", NULL, err);
-}
-
-int sb_device_unlock(struct sb_device *dev, enum sb_datastore ds, struct sb_error *err)
-{
-	return do_rpc(dev, nc_rpc_unlock(nc_ds(ds)), "unlock", NULL, err);
-}
-
-int sb_device_discard(struct sb_device *dev, struct sb_error *err)
-{
-	return do_rpc(dev, nc_rpc_discard(), "discard-changes", NULL, err);
-}
-
-int sb_device_validate(struct sb_device *dev, struct sb_error *err)
-{
-	return do_rpc(dev, nc_rpc_validate(NC_DATASTORE_CANDIDATE, NULL, NC_PARAMTYPE_CONST),
-		      "validate", NULL, err);
-}
-
-int sb_device_commit(struct sb_device *dev, int confirm_timeout_s, const char *persist,
-		     const char *persist_id, struct sb_error *err)
-{
-	struct nc_rpc *rpc = nc_rpc_commit(confirm_timeout_s > 0, (uint32_t)confirm_timeout_s,
-					   confirm_timeout_s > 0 ? persist : NULL, persist_id,
-					   NC_PARAMTYPE_CONST);
-	return do_rpc(dev, rpc, confirm_timeout_s > 0 ? "commit-confirmed" : "commit", NULL, err);
-}
-
-int sb_device_cancel_commit(struct sb_device *dev, const char *persist_id, struct sb_error *err)
-{
-	return do_rpc(dev, nc_rpc_cancel(persist_id, NC_PARAMTYPE_CONST), "cancel-commit", NULL,
-		      err);
-}
-
-int sb_device_rpc_xml(struct sb_device *dev, const char *xml, struct sb_error *err)
-{
-	return do_rpc(dev, nc_rpc_act_generic_xml(xml, NC_PARAMTYPE_CONST), "rpc", NULL, err);
-}
-
-int sb_device_subscribe(struct sb_device *dev, struct sb_error *err)
-{
-	return do_rpc(dev, nc_rpc_subscribe(NULL, NULL, NULL, NULL, NC_PARAMTYPE_CONST),
-		      "create-subscription", NULL, err);
-}
-
-int sb_device_poll_fd(const struct sb_device *dev)
-{
-	return dev->session ? dev->fd : -1;
-}
-
-struct nc_session *sb_device_nc_session(struct sb_device *dev)
-{
-	return dev->session;
-}
-
-/* A growing string buffer for edit XML. */
+/* A growing string buffer for RPC XML. */
 struct strbuf {
 	char *s;
 	size_t len, cap;
@@ -919,26 +729,197 @@ static void sb_append(struct strbuf *b, const char *fmt, ...)
 	}
 }
 
+/* Appends s as XML character data. */
+static void sb_append_text(struct strbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		const char *e = *s == '<'   ? "&lt;"
+				: *s == '>' ? "&gt;"
+				: *s == '&' ? "&amp;"
+					    : NULL;
+		if (e)
+			sb_append(b, "%s", e);
+		else
+			sb_append(b, "%c", *s);
+	}
+}
+
+/*
+ * Runs one RPC on the session's transport (sb_wire.h) with the device's
+ * deadline; op is the operation's XML (NULL: out of memory building it).
+ * A reply that is not <ok/> is an error, unless `reply` takes it (then the
+ * caller checks its kind; it points into the wire's buffer until the next
+ * RPC). A session that missed its deadline or broke the protocol is out of
+ * step and dropped.
+ */
+static int do_op(struct sb_device *dev, const char *op, const char *opname, struct sb_reply *reply,
+		 struct sb_error *err)
+{
+	struct sb_driver *drv = dev->drv;
+	if (!op)
+		return set_err(err, dev, opname, -ENOMEM, "cannot build the RPC");
+	if (!sb_device_connected(dev)) {
+		sb_device_disconnect(dev);
+		return set_err(err, dev, opname, -ECONNRESET, "no session");
+	}
+	if (!dev->wire) {
+		int rc = sb_wire_open(dev->session, dev->fd, &dev->wire);
+		if (rc)
+			return set_err(err, dev, opname, rc, "%s",
+				       rc == -ENOMEM
+					       ? "out of memory"
+					       : "cannot take over the session's transport "
+						 "(not a libnetconf2 2.0 SSH or TLS session)");
+	}
+	atomic_fetch_add(&drv->counters.rpcs, 1);
+	struct sb_reply r;
+	int rc = sb_wire_rpc(dev->wire, op, sb_now_ms() + dev->cfg.rpc_timeout_ms, &r);
+	if (rc) {
+		sb_device_disconnect(dev);
+		if (rc == -ETIMEDOUT) {
+			atomic_fetch_add(&drv->counters.rpc_timeouts, 1);
+			return set_err(err, dev, opname, rc, "no reply within %d ms",
+				       dev->cfg.rpc_timeout_ms);
+		}
+		atomic_fetch_add(&drv->counters.sessions_lost, 1);
+		if (rc == -ECONNRESET)
+			return set_err(err, dev, opname, rc, "session lost");
+		return set_err(err, dev, opname, rc == -ENOMEM ? -ENOMEM : -EPROTO,
+			       "unexpected reply: %s", r.error);
+	}
+	if (r.kind == SB_REPLY_ERROR) {
+		atomic_fetch_add(&drv->counters.rpc_errors, 1);
+		return set_err(err, dev, opname, -EREMOTEIO, "%s", r.error);
+	}
+	if (reply) {
+		*reply = r;
+		return 0;
+	}
+	if (r.kind != SB_REPLY_OK)
+		return set_err(err, dev, opname, -EPROTO, "unexpected reply: no <ok/>");
+	return 0;
+}
+
+static const char *ds_name(enum sb_datastore ds)
+{
+	return ds == SB_DS_CANDIDATE ? "candidate" : "running";
+}
+
+int sb_device_lock(struct sb_device *dev, enum sb_datastore ds, struct sb_error *err)
+{
+	char op[64];
+	snprintf(op, sizeof(op), "<lock><target><%s/></target></lock>", ds_name(ds));
+	return do_op(dev, op, "lock", NULL, err);
+}
+
+int sb_device_unlock(struct sb_device *dev, enum sb_datastore ds, struct sb_error *err)
+{
+	char op[64];
+	snprintf(op, sizeof(op), "<unlock><target><%s/></target></unlock>", ds_name(ds));
+	return do_op(dev, op, "unlock", NULL, err);
+}
+
+int sb_device_discard(struct sb_device *dev, struct sb_error *err)
+{
+	return do_op(dev, "<discard-changes/>", "discard-changes", NULL, err);
+}
+
+int sb_device_validate(struct sb_device *dev, struct sb_error *err)
+{
+	return do_op(dev, "<validate><source><candidate/></source></validate>", "validate", NULL,
+		     err);
+}
+
+/* Runs the operation built in b (freed here). */
+static int do_built(struct sb_device *dev, struct strbuf *b, const char *opname,
+		    struct sb_error *err)
+{
+	int rc = do_op(dev, b->oom ? NULL : b->s, opname, NULL, err);
+	free(b->s);
+	return rc;
+}
+
+int sb_device_commit(struct sb_device *dev, int confirm_timeout_s, const char *persist,
+		     const char *persist_id, struct sb_error *err)
+{
+	struct strbuf b = {0};
+	sb_append(&b, "<commit>");
+	if (confirm_timeout_s > 0) {
+		sb_append(&b, "<confirmed/><confirm-timeout>%d</confirm-timeout>",
+			  confirm_timeout_s);
+		if (persist) {
+			sb_append(&b, "<persist>");
+			sb_append_text(&b, persist);
+			sb_append(&b, "</persist>");
+		}
+	}
+	if (persist_id) {
+		sb_append(&b, "<persist-id>");
+		sb_append_text(&b, persist_id);
+		sb_append(&b, "</persist-id>");
+	}
+	sb_append(&b, "</commit>");
+	return do_built(dev, &b, confirm_timeout_s > 0 ? "commit-confirmed" : "commit", err);
+}
+
+int sb_device_cancel_commit(struct sb_device *dev, const char *persist_id, struct sb_error *err)
+{
+	struct strbuf b = {0};
+	sb_append(&b, "<cancel-commit>");
+	if (persist_id) {
+		sb_append(&b, "<persist-id>");
+		sb_append_text(&b, persist_id);
+		sb_append(&b, "</persist-id>");
+	}
+	sb_append(&b, "</cancel-commit>");
+	return do_built(dev, &b, "cancel-commit", err);
+}
+
+int sb_device_rpc_xml(struct sb_device *dev, const char *xml, struct sb_error *err)
+{
+	return do_op(dev, xml, "rpc", NULL, err);
+}
+
+int sb_device_subscribe(struct sb_device *dev, struct sb_error *err)
+{
+	return do_op(dev,
+		     "<create-subscription "
+		     "xmlns=\"urn:ietf:params:xml:ns:netconf:notification:1.0\"/>",
+		     "create-subscription", NULL, err);
+}
+
+int sb_device_poll_fd(const struct sb_device *dev)
+{
+	return dev->session ? dev->fd : -1;
+}
+
+struct nc_session *sb_device_nc_session(struct sb_device *dev)
+{
+	return dev->session;
+}
+
+/* Starts an edit-config of ds in b; the caller appends the <config> content. */
+static void edit_begin(struct sb_device *dev, enum sb_datastore ds, struct strbuf *b)
+{
+	sb_append(b,
+		  "<edit-config><target><%s/></target><default-operation>merge</"
+		  "default-operation>%s<config>",
+		  ds_name(ds),
+		  dev->caps.rollback_on_error ? "<error-option>rollback-on-error</error-option>"
+					      : "");
+}
+
+/* Ends and runs the edit-config begun in b (freed here). */
 static int edit_rpc(struct sb_device *dev, enum sb_datastore ds, struct strbuf *b,
 		    struct sb_error *err)
 {
-	if (b->oom) {
-		free(b->s);
-		return set_err(err, dev, "edit-config", -ENOMEM, "out of memory");
-	}
 	if (ds == SB_DS_RUNNING && !dev->caps.writable_running) {
 		free(b->s);
 		return set_err(err, dev, "edit-config", -ENOTSUP, "running is not writable");
 	}
-	struct nc_rpc *rpc =
-		nc_rpc_edit(nc_ds(ds), NC_RPC_EDIT_DFLTOP_MERGE, NC_RPC_EDIT_TESTOPT_UNKNOWN,
-			    dev->caps.rollback_on_error ? NC_RPC_EDIT_ERROPT_ROLLBACK
-							: NC_RPC_EDIT_ERROPT_UNKNOWN,
-			    b->s, NC_PARAMTYPE_FREE);
-	if (!rpc)
-		free(b->s);
+	sb_append(b, "</config></edit-config>");
 	atomic_fetch_add(&dev->drv->counters.edits, 1);
-	return do_rpc(dev, rpc, "edit-config", NULL, err);
+	return do_built(dev, b, "edit-config", err);
 }
 
 static int find_xc(const struct sb_xc *xcs, size_t n, uint16_t in)
@@ -954,6 +935,7 @@ int sb_device_edit_xcs(struct sb_device *dev, enum sb_datastore ds, const struct
 		       struct sb_error *err)
 {
 	struct strbuf b = {0};
+	edit_begin(dev, ds, &b);
 	sb_append(&b, "<cross-connects xmlns=\"%s\" xmlns:nc=\"%s\">", OCS_NS, NC_NS);
 	/* removals first: inputs the target no longer uses */
 	for (size_t i = 0; i < n_current; i++)
@@ -978,6 +960,7 @@ int sb_device_replace_xcs(struct sb_device *dev, enum sb_datastore ds, const str
 			  size_t n, struct sb_error *err)
 {
 	struct strbuf b = {0};
+	edit_begin(dev, ds, &b);
 	sb_append(&b, "<cross-connects xmlns=\"%s\" xmlns:nc=\"%s\" nc:operation=\"replace\">",
 		  OCS_NS, NC_NS);
 	for (size_t i = 0; i < n; i++)
@@ -987,165 +970,52 @@ int sb_device_replace_xcs(struct sb_device *dev, enum sb_datastore ds, const str
 	return edit_rpc(dev, ds, &b, err);
 }
 
-static enum sb_xc_status parse_status(const char *s)
-{
-	if (!s)
-		return SB_XC_STATUS_UNKNOWN;
-	if (!strcmp(s, "connected"))
-		return SB_XC_STATUS_CONNECTED;
-	if (!strcmp(s, "pending"))
-		return SB_XC_STATUS_PENDING;
-	if (!strcmp(s, "failed"))
-		return SB_XC_STATUS_FAILED;
-	if (!strcmp(s, "invalid"))
-		return SB_XC_STATUS_INVALID;
-	return SB_XC_STATUS_UNKNOWN;
-}
-
 int sb_xc_cmp(const void *a, const void *b)
 {
 	const struct sb_xc *x = a, *y = b;
 	return x->in != y->in ? (int)x->in - (int)y->in : (int)x->out - (int)y->out;
 }
 
-/* sb_xc_cmp's order for read-back entries (their status does not count). */
-static int cmp_xc_state(const void *a, const void *b)
-{
-	const struct sb_xc_state *x = a, *y = b;
-	return sb_xc_cmp(&(struct sb_xc){x->in, x->out}, &(struct sb_xc){y->in, y->out});
-}
-
-/* Collects connection entries from a (schema or opaque) reply tree. */
-static int collect_xcs(const struct lyd_node *tree, struct sb_xc_state **out, size_t *n)
-{
-	size_t cap = 0;
-	*out = NULL;
-	*n = 0;
-	for (const struct lyd_node *top = tree; top; top = top->next) {
-		if (strcmp(LYD_NAME(top), "cross-connects"))
-			continue;
-		for (const struct lyd_node *c = lyd_child(top); c; c = c->next) {
-			if (strcmp(LYD_NAME(c), "connection"))
-				continue;
-			long in = -1, o = -1;
-			const char *status = NULL;
-			for (const struct lyd_node *l = lyd_child(c); l; l = l->next) {
-				const char *v = lyd_get_value(l);
-				if (!v)
-					continue;
-				if (!strcmp(LYD_NAME(l), "input"))
-					in = strtol(v, NULL, 10);
-				else if (!strcmp(LYD_NAME(l), "output"))
-					o = strtol(v, NULL, 10);
-				else if (!strcmp(LYD_NAME(l), "status"))
-					status = v;
-			}
-			if (in < 0 || in > 65535 || o < 0 || o > 65535)
-				continue;
-			if (*n == cap) {
-				cap = cap ? cap * 2 : 64;
-				struct sb_xc_state *g = realloc(*out, cap * sizeof(**out));
-				if (!g) {
-					free(*out);
-					*out = NULL;
-					return -ENOMEM;
-				}
-				*out = g;
-			}
-			(*out)[(*n)++] = (struct sb_xc_state){(uint16_t)in, (uint16_t)o,
-							      parse_status(status)};
-		}
-	}
-	if (*n)
-		qsort(*out, *n, sizeof(**out), cmp_xc_state);
-	return 0;
-}
-
 /*
- * The reply side of a <get> or <get-config>: the bare operation node in the
- * device's lean context, which lacks our modules. libnetconf2 parses a
- * reply against the node of the RPC given to nc_recv_reply() (only the
- * message-id ties it to the RPC sent), so the reply's data become opaque
- * nodes there instead of typed ones in the driver's context: no type
- * canonicalisation, and a dictionary shared by a few devices instead of
- * all of them. NULL when out of memory.
+ * <get> (with_state) or <get-config> of ds with the subtree `filter`;
+ * *reply gets the reply, whose data point into the session's wire buffer
+ * until the next RPC.
  */
-static struct nc_rpc *lean_reply_rpc(struct sb_device *dev, bool with_state)
+static int read_data(struct sb_device *dev, bool with_state, enum sb_datastore ds,
+		     const char *filter, const char *opname, struct sb_reply *reply,
+		     struct sb_error *err)
 {
-	const struct lys_module *mod = ly_ctx_get_module_implemented(dev->lean, "ietf-netconf");
-	struct lyd_node *op = NULL;
-	if (!mod || lyd_new_inner(NULL, mod, with_state ? "get" : "get-config", 0, &op))
-		return NULL;
-	struct nc_rpc *rpc = nc_rpc_act_generic(op, NC_PARAMTYPE_FREE);
-	if (!rpc)
-		lyd_free_all(op);
-	return rpc;
-}
-
-/*
- * <get> (with_state) or <get-config> of ds with `filter`; *tree gets the
- * reply's data as a tree (opaque nodes), *owner what must be freed
- * (lyd_free_all) after use.
- */
-static int read_tree(struct sb_device *dev, bool with_state, enum sb_datastore ds,
-		     const char *filter, const char *opname, struct lyd_node **owner,
-		     const struct lyd_node **tree, struct sb_error *err)
-{
-	struct lyd_node *op = NULL;
-	*owner = NULL;
-	*tree = NULL;
-	struct nc_rpc *rpc =
-		with_state ? nc_rpc_get(filter, NC_WD_UNKNOWN, NC_PARAMTYPE_CONST)
-			   : nc_rpc_getconfig(nc_ds(ds), filter, NC_WD_UNKNOWN, NC_PARAMTYPE_CONST);
-	struct nc_rpc *reply_as = lean_reply_rpc(dev, with_state);
-	if (!reply_as) {
-		nc_rpc_free(rpc);
-		return set_err(err, dev, opname, -ENOMEM, "out of memory");
-	}
-	int rc = do_rpc_as(dev, rpc, reply_as, opname, &op, err);
+	char op[256];
+	if (with_state)
+		snprintf(op, sizeof(op), "<get><filter type=\"subtree\">%s</filter></get>", filter);
+	else
+		snprintf(op, sizeof(op),
+			 "<get-config><source><%s/></source><filter "
+			 "type=\"subtree\">%s</filter></get-config>",
+			 ds_name(ds), filter);
+	int rc = do_op(dev, op, opname, reply, err);
 	if (rc)
 		return rc;
-	const struct lyd_node *data = NULL;
-	for (const struct lyd_node *c = op ? lyd_child(op) : NULL; c; c = c->next)
-		if (!strcmp(LYD_NAME(c), "data"))
-			data = c;
-	if (!data || !data->schema || !(data->schema->nodetype & LYD_NODE_ANY)) {
-		lyd_free_all(op);
+	if (reply->kind != SB_REPLY_DATA)
 		return set_err(err, dev, opname, -EPROTO, "reply without <data>");
-	}
-	const struct lyd_node_any *any = (const struct lyd_node_any *)data;
-	if (any->value_type == LYD_ANYDATA_DATATREE) {
-		*tree = any->value.tree;
-		*owner = op;
-		return 0;
-	}
-	char *str = NULL;
-	struct lyd_node *parsed = NULL;
-	if (lyd_any_value_str(data, &str) == LY_SUCCESS && str &&
-	    lyd_parse_data_mem(dev->lean, str, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ, 0,
-			       &parsed) == LY_SUCCESS)
-		*tree = parsed;
-	free(str);
-	lyd_free_all(op);
-	*owner = parsed;
 	return 0;
 }
 
 int sb_device_read_xcs(struct sb_device *dev, bool with_state, enum sb_datastore ds,
 		       struct sb_xc_state **out, size_t *n, struct sb_error *err)
 {
-	struct lyd_node *owner = NULL;
-	const struct lyd_node *tree = NULL;
 	const char *opname = with_state ? "get" : "get-config";
+	struct sb_reply r;
 	*out = NULL;
 	*n = 0;
-	int rc = read_tree(dev, with_state, ds, XC_FILTER, opname, &owner, &tree, err);
+	int rc = read_data(dev, with_state, ds, XC_FILTER, opname, &r, err);
 	if (rc)
 		return rc;
-	rc = collect_xcs(tree, out, n);
-	lyd_free_all(owner);
+	rc = sb_reply_xcs(r.data, r.data_len, out, n);
 	if (rc)
-		return set_err(err, dev, opname, rc, "out of memory");
+		return set_err(err, dev, opname, rc, "%s",
+			       rc == -ENOMEM ? "out of memory"
+					     : "unexpected reply: cross-connects not readable");
 	return 0;
 }
 
@@ -1164,109 +1034,6 @@ bool sb_bundle_equal(const struct sb_bundle *a, const struct sb_bundle *b)
 	return a->path == 0 || (a->distance == b->distance && a->dir == b->dir);
 }
 
-static int cmp_bundle_state(const void *a, const void *b)
-{
-	const struct sb_bundle_state *x = a, *y = b;
-	return sb_bundle_cmp(&x->set, &y->set);
-}
-
-static enum sb_path_status parse_path_status(const char *s)
-{
-	if (!s)
-		return SB_PATH_UNKNOWN;
-	if (!strcmp(s, "active"))
-		return SB_PATH_ACTIVE;
-	if (!strcmp(s, "pending"))
-		return SB_PATH_PENDING;
-	if (!strcmp(s, "failed"))
-		return SB_PATH_FAILED;
-	return SB_PATH_UNKNOWN;
-}
-
-static const char *child_text(const struct lyd_node *parent, const char *name)
-{
-	for (const struct lyd_node *c = lyd_child(parent); c; c = c->next)
-		if (!strcmp(LYD_NAME(c), name))
-			return lyd_get_value(c);
-	return NULL;
-}
-
-/* One <bundle> entry: its setting, peer-node, and the selected path's status. */
-static int parse_bundle(const struct lyd_node *b, struct sb_bundle_state *out)
-{
-	const char *id = child_text(b, "id");
-	const char *path = child_text(b, "path");
-	const char *peer = child_text(b, "peer-node");
-	long v = id ? strtol(id, NULL, 10) : -1;
-	if (v < 0 || v > 255)
-		return -1;
-	*out = (struct sb_bundle_state){.set.bundle = (uint8_t)v, .peer_node = -1};
-	if (path && !strcmp(path, "external")) {
-		out->set.path = 1;
-		for (const struct lyd_node *c = lyd_child(b); c; c = c->next) {
-			if (strcmp(LYD_NAME(c), "external"))
-				continue;
-			const char *dist = child_text(c, "distance");
-			const char *dir = child_text(c, "direction");
-			out->set.distance = dist ? (uint8_t)strtol(dist, NULL, 10) : 0;
-			out->set.dir = dir && !strcmp(dir, "down");
-		}
-	}
-	if (peer)
-		out->peer_node = (int32_t)strtol(peer, NULL, 10);
-	/* the status of the selected path: the path-status entry that matches it */
-	for (const struct lyd_node *c = lyd_child(b); c; c = c->next) {
-		if (strcmp(LYD_NAME(c), "path-status"))
-			continue;
-		const char *kind = child_text(c, "path");
-		const char *dist = child_text(c, "distance");
-		const char *dir = child_text(c, "direction");
-		bool ext = kind && !strcmp(kind, "external");
-		if (ext != (out->set.path == 1))
-			continue;
-		if (ext && (!dist || strtol(dist, NULL, 10) != out->set.distance || !dir ||
-			    (!strcmp(dir, "down")) != out->set.dir))
-			continue;
-		out->status = parse_path_status(child_text(c, "status"));
-	}
-	return 0;
-}
-
-static int collect_bundles(const struct lyd_node *tree, uint32_t node, struct sb_bundle_state **out,
-			   size_t *n, bool *faulty)
-{
-	size_t cap = 0;
-	for (const struct lyd_node *top = tree; top; top = top->next) {
-		if (strcmp(LYD_NAME(top), "transceivers"))
-			continue;
-		for (const struct lyd_node *nd = lyd_child(top); nd; nd = nd->next) {
-			const char *id = child_text(nd, "id");
-			if (strcmp(LYD_NAME(nd), "node") || !id || strtoul(id, NULL, 10) != node)
-				continue;
-			const char *f = child_text(nd, "faulty");
-			if (faulty)
-				*faulty = f && !strcmp(f, "true");
-			for (const struct lyd_node *b = lyd_child(nd); b; b = b->next) {
-				struct sb_bundle_state st;
-				if (strcmp(LYD_NAME(b), "bundle") || parse_bundle(b, &st))
-					continue;
-				if (*n == cap) {
-					cap = cap ? cap * 2 : 8;
-					struct sb_bundle_state *g =
-						realloc(*out, cap * sizeof(**out));
-					if (!g)
-						return -ENOMEM;
-					*out = g;
-				}
-				(*out)[(*n)++] = st;
-			}
-		}
-	}
-	if (*n)
-		qsort(*out, *n, sizeof(**out), cmp_bundle_state);
-	return 0;
-}
-
 int sb_device_read_bundles(struct sb_device *dev, bool with_state, enum sb_datastore ds,
 			   struct sb_bundle_state **out, size_t *n, bool *node_faulty,
 			   struct sb_error *err)
@@ -1278,19 +1045,15 @@ int sb_device_read_bundles(struct sb_device *dev, bool with_state, enum sb_datas
 		*node_faulty = false;
 	if (dev->cfg.model != SB_MODEL_TRANSCEIVER)
 		return set_err(err, dev, opname, -ENOTSUP, "not an ocs-transceiver device");
-	struct lyd_node *owner = NULL;
-	const struct lyd_node *tree = NULL;
-	int rc = read_tree(dev, with_state, ds, TRX_FILTER, opname, &owner, &tree, err);
+	struct sb_reply r;
+	int rc = read_data(dev, with_state, ds, TRX_FILTER, opname, &r, err);
 	if (rc)
 		return rc;
-	rc = collect_bundles(tree, dev->cfg.node, out, n, node_faulty);
-	lyd_free_all(owner);
-	if (rc) {
-		free(*out);
-		*out = NULL;
-		*n = 0;
-		return set_err(err, dev, opname, rc, "out of memory");
-	}
+	rc = sb_reply_bundles(r.data, r.data_len, dev->cfg.node, out, n, node_faulty);
+	if (rc)
+		return set_err(err, dev, opname, rc, "%s",
+			       rc == -ENOMEM ? "out of memory"
+					     : "unexpected reply: bundles not readable");
 	return 0;
 }
 
@@ -1300,6 +1063,7 @@ int sb_device_edit_bundles(struct sb_device *dev, enum sb_datastore ds,
 	if (dev->cfg.model != SB_MODEL_TRANSCEIVER)
 		return set_err(err, dev, "edit-config", -ENOTSUP, "not an ocs-transceiver device");
 	struct strbuf b = {0};
+	edit_begin(dev, ds, &b);
 	/* replace the node's entry: the bundles it holds are exactly target */
 	sb_append(&b,
 		  "<transceivers xmlns=\"%s\" xmlns:nc=\"%s\"><node "

@@ -1,8 +1,10 @@
 /*
- * sb_device.h - the ocsd NETCONF device driver (libnetconf2 client): one
- * session per OCS device, over SSH (password or key, explicit host-key
- * policy) or TLS (certificates), with capability detection, a strategy per
- * device, a deadline on every RPC and reconnection with exponential backoff.
+ * sb_device.h - the ocsd NETCONF device driver: one session per OCS device,
+ * over SSH (password or key, explicit host-key policy) or TLS
+ * (certificates), with capability detection, a strategy per device, a
+ * deadline on every RPC and reconnection with exponential backoff.
+ * libnetconf2 sets sessions up; ocsd frames the RPCs and scans the replies
+ * itself on the session's transport (sb_wire.h).
  *
  * The driver speaks two models, one per device (sb_device_config.model):
  *   - ocs-switch (southbound/yang/ocs-switch.yang): it reads the

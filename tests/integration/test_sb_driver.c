@@ -419,6 +419,34 @@ static void test_edit_commit_and_state(void **state)
 	sb_device_free(d);
 }
 
+/*
+ * ocsd reads replies on the session's transport itself (sb_wire.h): a
+ * notification that arrives on an RPC session before a reply is skipped,
+ * and the stream stays in step for the RPCs after it.
+ */
+static void test_notification_on_rpc_session(void **state)
+{
+	struct sb_device *d = open_dev(0, 2000);
+	struct sb_error err = {0};
+	OK(sb_device_connect(d, &err));
+	OK(sb_device_subscribe(d, &err));
+	for (int i = 0; i < 5; i++) {
+		/* the device sends the notification to this session, then the <ok/> */
+		OK(sb_device_rpc_xml(d,
+				     "<emit-notification xmlns=\"urn:ocsd:yang:ocs-devsim\"><kind>"
+				     "port-state-change</kind><port>3</port></emit-notification>",
+				     &err));
+		OK(sb_device_lock(d, SB_DS_CANDIDATE, &err));
+		struct sb_xc_state *s = NULL;
+		size_t n = 0;
+		OK(sb_device_read_xcs(d, false, SB_DS_CANDIDATE, &s, &n, &err));
+		free(s);
+		OK(sb_device_unlock(d, SB_DS_CANDIDATE, &err));
+	}
+	assert_true(sb_device_connected(d));
+	sb_device_free(d);
+}
+
 static void test_deadline_and_drop(void **state)
 {
 	struct sb_device *d = open_dev(0, 200);
@@ -556,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_public_key_auth),
 		cmocka_unit_test(test_tls_certificates),
 		cmocka_unit_test(test_edit_commit_and_state),
+		cmocka_unit_test(test_notification_on_rpc_session),
 		cmocka_unit_test(test_deadline_and_drop),
 		cmocka_unit_test(test_confirmed_commit_reverts),
 		cmocka_unit_test(test_staged_config),

@@ -13,6 +13,7 @@
  */
 #include "sb_testlib.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,30 @@ int main(int argc, char **argv)
 	CHECK(transact(eng, dev, 2, &r) == SB_TXN_COMMITTED);
 	sb_txn_result_clear(&r);
 
+	/* netconfd's <rpc-error>s through ocsd's own reply scanner: another
+	 * session's lock, and a value outside the module's range, each with
+	 * its tag (and the path where netconfd gives one) */
+	struct sb_device *other = NULL;
+	c.validate = SB_VALIDATE_AUTO;
+	snprintf(c.name, sizeof(c.name), "netconfd-other");
+	CHECK(sb_device_new(drv, &c, &other) == 0);
+	CHECK(sb_device_connect(other, &err) == 0);
+	CHECK(sb_device_lock(dev, SB_DS_CANDIDATE, &err) == 0);
+	CHECK(sb_device_lock(other, SB_DS_CANDIDATE, &err) == -EREMOTEIO);
+	printf("second lock: %s\n", err.message);
+	CHECK(strstr(err.message, "lock-denied") != NULL);
+	CHECK(sb_device_rpc_xml(dev,
+				"<edit-config><target><candidate/></target><config>"
+				"<cross-connects xmlns=\"urn:ocsd:yang:ocs-switch\"><connection>"
+				"<input>70000</input><output>1</output></connection>"
+				"</cross-connects></config></edit-config>",
+				&err) == -EREMOTEIO);
+	printf("bad value: %s\n", err.message);
+	CHECK(strstr(err.message, "invalid-value") != NULL);
+	CHECK(sb_device_discard(dev, &err) == 0);
+	CHECK(sb_device_unlock(dev, SB_DS_CANDIDATE, &err) == 0);
+	CHECK(sb_device_connected(dev) && sb_device_connected(other));
+	sb_device_free(other);
 	sb_device_free(forced);
 	sb_device_free(dev);
 	sb_engine_free(eng);

@@ -1,0 +1,300 @@
+/*
+ * sb_wire.c - ocsd's RPCs on the transport of a libnetconf2 session (API
+ * and the reasons it is safe in sb_wire.h).
+ *
+ * One RPC: the <rpc> element is printed into the send buffer behind room
+ * for the chunk header, the header is put right in front of it and the
+ * end-of-chunks marker behind it, and the whole message leaves in one
+ * ssh_channel_write() / SSL_write() (libnetconf2 writes 3 to 7 pieces per
+ * RPC, each one SSH packet or TLS record). The reply is read no further
+ * than its end (sb_deframer_want()) and scanned by sb_reply_scan().
+ */
+#define _GNU_SOURCE
+#include "sb_wire.h"
+
+#include "sb_frame.h"
+
+#include <errno.h>
+#include <libssh/libssh.h>
+#include <nc_client.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NC_BASE_NS "urn:ietf:params:xml:ns:netconf:base:1.0"
+#define READ_PIECE 16384 /* largest read from the transport at once */
+
+/*
+ * The leading members of libnetconf2 2.0's struct nc_session, up to its
+ * transport (a mirror of the ABI, checked by probe() before use): status,
+ * termination reason, killed-by, side (client 0), session id, version
+ * (1.0 = 0, 1.1 = 1), transport kind, I/O lock, then the transport union
+ * whose SSH member starts with the channel and the SSH session and whose
+ * TLS member is the SSL object.
+ */
+struct nc2_session_head {
+	NC_STATUS status;
+	NC_SESSION_TERM_REASON term_reason;
+	uint32_t killed_by;
+	int side;
+	uint32_t id;
+	int version;
+	NC_TRANSPORT_IMPL ti_type;
+	pthread_mutex_t *io_lock;
+	union {
+		struct {
+			ssh_channel channel;
+			ssh_session session;
+		} libssh;
+		SSL *tls;
+	} ti;
+};
+
+struct sb_wire {
+	ssh_channel channel; /* SSH, or NULL */
+	SSL *tls;	     /* TLS, or NULL */
+	enum sb_frame_mode mode;
+	uint64_t next_id;
+	char msgid[32]; /* of the RPC in flight */
+	bool trace;	/* SB_NC_DEBUG: every message to stderr */
+	char *out;	/* send buffer */
+	size_t out_cap;
+	struct sb_deframer in;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Proves the layout and the transport; fills the wire's transport. */
+static int probe(struct nc_session *ns, int ssh_fd, struct sb_wire *w)
+{
+	const struct nc2_session_head *h = (const struct nc2_session_head *)ns;
+	if (nc_session_get_status(ns) != NC_STATUS_RUNNING || h->status != NC_STATUS_RUNNING ||
+	    h->side != 0 || h->id != nc_session_get_id(ns) ||
+	    h->version != nc_session_get_version(ns) || h->ti_type != nc_session_get_ti(ns))
+		return -ENOTSUP;
+	if (h->ti_type == NC_TI_LIBSSH) {
+		ssh_channel ch = h->ti.libssh.channel;
+		ssh_session s = h->ti.libssh.session;
+		if (!ch || !s || ssh_fd < 0 || ssh_get_fd(s) != ssh_fd ||
+		    ssh_channel_get_session(ch) != s || !ssh_channel_is_open(ch))
+			return -ENOTSUP;
+		w->channel = ch;
+	} else if (h->ti_type == NC_TI_OPENSSL) {
+		if (!h->ti.tls || !SSL_is_init_finished(h->ti.tls))
+			return -ENOTSUP;
+		w->tls = h->ti.tls;
+	} else {
+		return -ENOTSUP;
+	}
+	w->mode = h->version ? SB_FRAME_CHUNKED : SB_FRAME_EOM;
+	return 0;
+}
+
+int sb_wire_open(struct nc_session *ns, int ssh_fd, struct sb_wire **out)
+{
+	*out = NULL;
+	if (!ns)
+		return -ENOTSUP;
+	struct sb_wire *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	int rc = probe(ns, ssh_fd, w);
+	if (rc) {
+		free(w);
+		return rc;
+	}
+	sb_deframer_init(&w->in, w->mode, SB_WIRE_MAX_REPLY);
+	w->trace = getenv("SB_NC_DEBUG") != NULL;
+	*out = w;
+	return 0;
+}
+
+void sb_wire_free(struct sb_wire *w)
+{
+	if (!w)
+		return;
+	sb_deframer_clear(&w->in);
+	free(w->out);
+	free(w);
+}
+
+/* Waits for the socket of the TLS connection until deadline: 0, -ETIMEDOUT, -ECONNRESET. */
+static int tls_wait(struct sb_wire *w, short events, int64_t deadline_ms)
+{
+	int64_t left = deadline_ms - mono_ms();
+	if (left <= 0)
+		return -ETIMEDOUT;
+	struct pollfd p = {.fd = SSL_get_fd(w->tls), .events = events};
+	int r = poll(&p, 1, (int)left);
+	if (r == 0)
+		return -ETIMEDOUT;
+	if (r < 0)
+		return errno == EINTR ? 0 : -ECONNRESET;
+	return 0;
+}
+
+/* What SSL_read/SSL_write's failure r asks for: a wait (0 after it), or the end. */
+static int tls_retry(struct sb_wire *w, int r, int64_t deadline_ms)
+{
+	switch (SSL_get_error(w->tls, r)) {
+	case SSL_ERROR_WANT_READ:
+		return tls_wait(w, POLLIN, deadline_ms);
+	case SSL_ERROR_WANT_WRITE:
+		return tls_wait(w, POLLOUT, deadline_ms);
+	default:
+		return -ECONNRESET;
+	}
+}
+
+static int write_all(struct sb_wire *w, const char *p, size_t n, int64_t deadline_ms)
+{
+	while (n) {
+		if (w->channel) {
+			if (!ssh_channel_is_open(w->channel) || ssh_channel_is_eof(w->channel))
+				return -ECONNRESET;
+			int r = ssh_channel_write(w->channel, p, (uint32_t)n);
+			if (r < 0)
+				return -ECONNRESET;
+			p += r;
+			n -= (size_t)r;
+		} else {
+			ERR_clear_error();
+			int r = SSL_write(w->tls, p, n > INT32_MAX ? INT32_MAX : (int)n);
+			if (r > 0) {
+				p += r;
+				n -= (size_t)r;
+			} else {
+				int rc = tls_retry(w, r, deadline_ms);
+				if (rc)
+					return rc;
+			}
+		}
+		if (n && mono_ms() >= deadline_ms)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* Reads at most `want` bytes into buf: how many (> 0), or a negative errno. */
+static int read_some(struct sb_wire *w, char *buf, size_t want, int64_t deadline_ms)
+{
+	for (;;) {
+		int64_t left = deadline_ms - mono_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (w->channel) {
+			int avail = ssh_channel_poll_timeout(w->channel, (int)left, 0);
+			if (avail == SSH_ERROR || avail == SSH_EOF)
+				return -ECONNRESET;
+			if (avail <= 0)
+				continue; /* the deadline is checked above */
+			if ((size_t)avail < want)
+				want = (size_t)avail;
+			int r = ssh_channel_read_nonblocking(w->channel, buf, (uint32_t)want, 0);
+			if (r == SSH_ERROR || r == SSH_EOF)
+				return -ECONNRESET;
+			if (r > 0)
+				return r;
+		} else {
+			ERR_clear_error();
+			int r = SSL_read(w->tls, buf, (int)want);
+			if (r > 0)
+				return r;
+			int rc = tls_retry(w, r, deadline_ms);
+			if (rc)
+				return rc;
+		}
+	}
+}
+
+/* Receives one whole message into w->in. */
+static int recv_msg(struct sb_wire *w, int64_t deadline_ms)
+{
+	char buf[READ_PIECE];
+	sb_deframer_reset(&w->in);
+	while (!sb_deframer_done(&w->in)) {
+		size_t want = sb_deframer_want(&w->in);
+		if (!want)
+			return w->in.error ? w->in.error : -EPROTO;
+		int r = read_some(w, buf, want < sizeof(buf) ? want : sizeof(buf), deadline_ms);
+		if (r < 0)
+			return r;
+		ssize_t used = sb_deframer_feed(&w->in, buf, (size_t)r);
+		if (used < 0)
+			return (int)used;
+	}
+	return 0;
+}
+
+/* Prints the framed <rpc> into w->out: *start and *len say where it is. */
+static int build(struct sb_wire *w, const char *op, size_t *start, size_t *len)
+{
+	snprintf(w->msgid, sizeof(w->msgid), "ocsd-%llu", (unsigned long long)++w->next_id);
+	size_t tail_len;
+	const char *tail = sb_frame_tail(w->mode, &tail_len);
+	size_t op_len = strlen(op);
+	size_t need = SB_FRAME_HEAD_MAX + op_len + tail_len + 160;
+	if (need > w->out_cap) {
+		char *o = realloc(w->out, need);
+		if (!o)
+			return -ENOMEM;
+		w->out = o;
+		w->out_cap = need;
+	}
+	char *body = w->out + SB_FRAME_HEAD_MAX;
+	int n = snprintf(body, w->out_cap - SB_FRAME_HEAD_MAX,
+			 "<rpc message-id=\"%s\" xmlns=\"" NC_BASE_NS "\">", w->msgid);
+	size_t body_len = (size_t)n;
+	memcpy(body + body_len, op, op_len);
+	body_len += op_len;
+	memcpy(body + body_len, "</rpc>", 6);
+	body_len += 6;
+	char head[SB_FRAME_HEAD_MAX];
+	ssize_t head_len = sb_frame_head(w->mode, body_len, head);
+	if (head_len < 0)
+		return (int)head_len;
+	memcpy(body - head_len, head, (size_t)head_len);
+	memcpy(body + body_len, tail, tail_len);
+	*start = SB_FRAME_HEAD_MAX - (size_t)head_len;
+	*len = (size_t)head_len + body_len + tail_len;
+	return 0;
+}
+
+int sb_wire_rpc(struct sb_wire *w, const char *op, int64_t deadline_ms, struct sb_reply *reply)
+{
+	*reply = (struct sb_reply){0};
+	size_t start = 0, len = 0;
+	int rc = build(w, op, &start, &len);
+	if (!rc && w->trace)
+		fprintf(stderr, "sb_wire: sent rpc %s: %s\n", w->msgid, op);
+	if (!rc)
+		rc = write_all(w, w->out + start, len, deadline_ms);
+	while (!rc) {
+		if ((rc = recv_msg(w, deadline_ms)))
+			break;
+		size_t n;
+		const char *msg = sb_deframer_msg(&w->in, &n);
+		if (w->trace)
+			fprintf(stderr, "sb_wire: received %.*s\n", (int)n, msg);
+		if ((rc = sb_reply_scan(msg, n, w->msgid, reply)))
+			break;
+		if (reply->kind != SB_REPLY_NOTIFICATION)
+			return 0;
+	}
+	if (rc == -EPROTO && !reply->error[0])
+		snprintf(reply->error, sizeof(reply->error), "broken NETCONF framing");
+	else if (rc == -EMSGSIZE)
+		snprintf(reply->error, sizeof(reply->error), "reply larger than %u bytes",
+			 SB_WIRE_MAX_REPLY);
+	return rc;
+}
