@@ -388,7 +388,7 @@ static void test_unknown_schema_refused(void **state)
 					    -1, &q, NULL),
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(q, 0), "4");
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "5");
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 	assert_true(st_open("/nonexistent-dir/x.db", &st, err, sizeof(err)) < 0);
@@ -686,7 +686,7 @@ static void test_upgrade_2_to_4(void **state)
 
 	st = open_traced(f->path, t);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 4);
+			 5);
 	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
 					   " ('jobs_seq', 'jobs_finished', 'intents_job',"
 					   " 'intents_open', 'intents_finished')"),
@@ -705,11 +705,11 @@ static void test_upgrade_2_to_4(void **state)
 	st_close(st);
 	free(t);
 
-	/* opened again: nothing to upgrade, still version 4 */
+	/* opened again: nothing to upgrade, still version 5 */
 	st = open_store(f->path);
 	st_close(st);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 4);
+			 5);
 }
 
 /* ---- OCSTrx rings (schema 4) ---- */
@@ -862,7 +862,7 @@ static void test_upgrade_3_to_4(void **state)
 			  " UPDATE meta SET value = '3' WHERE key = 'schema_version';");
 	st = open_store(f->path);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 4);
+			 5);
 	assert_int_equal(st_job_get(st, "old", &got), 0);
 	st_job_clear(&got);
 	assert_int_equal(st_ring_intent_begin(st, "old", &r, 1, NULL, 0, NULL, 2, &txn), 0);
