@@ -8,7 +8,8 @@ Not a test itself; imported by test_recovery.py, test_daemon_grpcio.py,
 test_daemon_reload.py, test_daemon_share.py, tests/interop/test_prometheus.py
 and tests/bench/bench_daemon_load.py; RingFleet (an OCSTrx ring domain on
 ocs-devsim transceivers) by test_ring_daemon.py and
-tests/bench/bench_ring_fault.py.
+tests/bench/bench_ring_fault.py; RailFleet (a rail-OCS fabric on ocs-devsim
+switches) by test_rail_daemon.py.
 Loopback only; every process started here is stopped by Fleet.close().
 """
 import json
@@ -397,5 +398,89 @@ class RingFleet(Fleet):
         "hang@confirm=3000"; "" clears every knob)."""
         from ncclient.xml_ import to_ele
         with self._session(node) as m:
+            m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
+                              "</set-faults>"))
+
+
+class RailFleet(Fleet):
+    """A rail-OCS fabric (issue 12): one ocs-devsim process serving one
+    ocs-switch per OCS group (--count groups, --unidirectional: a join is
+    two one-way cross-connects), the fabric file derived from
+    deploy/fabrics/rail-ocs.json with the sizes given, and at most one ocsd
+    on it at a time. Numbering as solvers/fabric.h: GPU g = server * rails +
+    rail; device d serves group d."""
+
+    def __init__(self, build, src, servers=6, rails=4, servers_per_ocs=3, spares=1,
+                 confirm_timeout_s=60, prefix="ocsd-rail-"):
+        self.servers, self.rails = servers, rails
+        self.spo, self.spares = servers_per_ocs, spares
+        self.active = servers_per_ocs - spares  # A
+        self.GROUPS = self.N_DEV = servers // servers_per_ocs
+        self.PER_GROUP = 1
+        self.PORTS = (servers_per_ocs + self.active) * rails
+        fabric = self._prepare(build, src, prefix, "rail-ocs.json")
+        rail = fabric["ocsd-fabric:fabric"]["rail-ocs"]
+        rail.update({"servers": servers, "rails": rails, "servers-per-ocs": servers_per_ocs,
+                     "spare-servers-per-ocs": spares})
+        self._set_access(rail["devices"], confirm_timeout_s, 5000)  # start_devices()' default
+        self._write_config(fabric)
+
+    def start_devices(self, switch_ms=5):
+        log = open(os.path.join(self.work, "devsim.log"), "w")
+        self.devsim_proc = subprocess.Popen(
+            [self.devsim, "--listen", f"127.0.0.1:{self.base}", "--count", str(self.N_DEV),
+             "--ports", str(self.PORTS), "--user", "ocsd", "--password", self.password,
+             "--unidirectional", "--switch-ms", str(switch_ms)],
+            stdout=log, stderr=log)
+        log.close()
+        testports.wait_listening("127.0.0.1", self.base, "ocs-devsim", START_TIMEOUT_S,
+                                 count=self.N_DEV, proc=self.devsim_proc)
+
+    def device_name(self, d):
+        return f"rail-ocs-g{d}"
+
+    # the numbering of solvers/fabric.h
+    def gpu(self, server, rail):
+        return server * self.rails + rail
+
+    def gpu_port(self, gpu):
+        """(device, GPU-side port) of a GPU."""
+        s, r = divmod(gpu, self.rails)
+        return s // self.spo, (s % self.spo) * self.rails + r
+
+    def switch_port(self, rail_port):
+        """(device, switch-side port) of a rail port."""
+        per_group = self.active * self.rails
+        g, k = divmod(rail_port, per_group)
+        return g, self.spo * self.rails + k
+
+    def port_map(self):
+        """{rail port: GPU} read from every device with ncclient: rail port w
+        is joined to GPU g when both g -> w and w -> g are there. Also
+        returns the cross-connects that are not such a join (one-way ones)."""
+        joins, one_way = {}, []
+        per_group = self.active * self.rails
+        gpu_side = self.spo * self.rails
+        for d in range(self.N_DEV):
+            have = {(i, o) for (i, o, _) in self.read_device(d)}
+            for (i, o) in sorted(have):
+                if (o, i) not in have or (i < gpu_side) == (o < gpu_side):
+                    one_way.append((self.device_name(d), i, o))
+                elif i < gpu_side:
+                    s = d * self.spo + i // self.rails
+                    joins[d * per_group + (o - gpu_side)] = s * self.rails + i % self.rails
+        return joins, one_way
+
+    def set_faults(self, d, spec):
+        """The ocs-devsim:set-faults RPC on device d (e.g. "fail-port=3",
+        "hang@confirm=3000"; "" clears every knob)."""
+        from ncclient import manager
+        from ncclient.xml_ import to_ele
+        import ncclient.transport.ssh
+        ncclient.transport.ssh.TICK = 0.001
+        with manager.connect(host="127.0.0.1", port=self.base + d, username="ocsd",
+                             password=self.password, hostkey_verify=False, allow_agent=False,
+                             look_for_keys=False, timeout=10) as m:
+            m.timeout = 10
             m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
                               "</set-faults>"))
