@@ -27,6 +27,11 @@
  * (knob node-fault). Light is modelled per end: a path does not wait for
  * the peer's bundle to point back.
  *
+ * ocs-switch: the fail-port knob fails a port (oper-state failed, its
+ * connections failed); set-faults sends port-state-change `failed` for each
+ * port it newly fails and `up` for each port it no longer fails, to every
+ * subscriber (a rail OCS reporting a GPU fault on its GPU-side port).
+ *
  * A node fault concerns other devices of the fleet (the peers that lose
  * light). Devices keep the one-mutex rule: the faulty flags live in an
  * atomic array every device reads without a lock, and the loss-of-light
@@ -449,12 +454,18 @@ static void revert_confirmed_commit(struct devsim_device *d)
 	d->candidate_dirty = false;
 }
 
-static bool port_failed(const struct devsim_device *d, int port)
+/* Whether the knobs fa hold fail-port=port. */
+static bool faults_fail_port(const struct devsim_faults *fa, int port)
 {
-	for (int i = 0; i < d->faults.n_failed_ports; i++)
-		if (d->faults.failed_ports[i] == port)
+	for (int i = 0; i < fa->n_failed_ports; i++)
+		if (fa->failed_ports[i] == port)
 			return true;
 	return false;
+}
+
+static bool port_failed(const struct devsim_device *d, int port)
+{
+	return faults_fail_port(&d->faults, port);
 }
 
 static void add_leaf(struct lyd_node *parent, const struct lys_module *mod, const char *name,
@@ -632,6 +643,48 @@ static void notify_loss_of_light(struct devsim_device *d, int bundle)
 		return;
 	lyd_new_path(ev, f->ctx, "/ocs-transceiver:loss-of-light/bundle", b, 0, NULL);
 	notify_subscribers(d, ev);
+}
+
+/* port-state-change for a port of an ocs-switch device (device mutex held). */
+static void notify_port_state(struct devsim_device *d, int port, const char *oper_state)
+{
+	const struct devsim_fleet *f = d->fleet;
+	struct lyd_node *ev = NULL;
+	char p[16];
+	snprintf(p, sizeof(p), "%d", port);
+	lyd_new_path(NULL, f->ctx, "/ocs-switch:port-state-change/port", p, 0, &ev);
+	if (!ev)
+		return;
+	lyd_new_path(ev, f->ctx, "/ocs-switch:port-state-change/oper-state", oper_state, 0, NULL);
+	notify_subscribers(d, ev);
+}
+
+/*
+ * set-faults replaced the knobs `before` of an ocs-switch (device mutex
+ * held): every port that fail-port now fails sends port-state-change
+ * `failed`, every port it no longer fails sends `up` (the light is back:
+ * how a rail OCS reports a GPU fault and its end). A port named twice is
+ * reported once; a port failed before and after is not reported again.
+ */
+static void notify_failed_ports(struct devsim_device *d, const struct devsim_faults *before)
+{
+	const struct devsim_faults *now = &d->faults;
+	for (int i = 0; i < now->n_failed_ports; i++) {
+		int p = now->failed_ports[i];
+		bool seen = false;
+		for (int k = 0; k < i; k++)
+			seen |= now->failed_ports[k] == p;
+		if (!seen && !faults_fail_port(before, p))
+			notify_port_state(d, p, "failed");
+	}
+	for (int i = 0; i < before->n_failed_ports; i++) {
+		int p = before->failed_ports[i];
+		bool seen = false;
+		for (int k = 0; k < i; k++)
+			seen |= before->failed_ports[k] == p;
+		if (!seen && !faults_fail_port(now, p))
+			notify_port_state(d, p, "up");
+	}
 }
 
 /*
@@ -1072,7 +1125,18 @@ static struct nc_server_reply *dispatch(struct devsim_device *d, const struct ly
 			return reply_err(f, NC_ERR_INVALID_VALUE,
 					 "node-fault: only ocs-transceiver devices have a node",
 					 "/ocs-devsim:set-faults/spec");
+		for (int i = 0; i < nf.n_failed_ports; i++)
+			if (f->model == DEVSIM_MODEL_SWITCH && nf.failed_ports[i] >= f->ports) {
+				snprintf(err, sizeof(err),
+					 "fail-port=%d: the device has ports 0..%d",
+					 nf.failed_ports[i], f->ports - 1);
+				return reply_err(f, NC_ERR_INVALID_VALUE, err,
+						 "/ocs-devsim:set-faults/spec");
+			}
+		struct devsim_faults before = d->faults;
 		d->faults = nf;
+		if (f->model == DEVSIM_MODEL_SWITCH)
+			notify_failed_ports(d, &before);
 		if (f->model == DEVSIM_MODEL_TRANSCEIVER &&
 		    atomic_exchange(&f->faulty[d->index], nf.node_fault) != nf.node_fault) {
 			notify_node_fault(d);
