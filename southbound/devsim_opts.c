@@ -457,33 +457,35 @@ static int read_password_file(struct devsim_opts *o, FILE *err)
 			fclose(f);
 		return -EINVAL;
 	}
+	char *line = NULL;
 	size_t cap = 0;
-	ssize_t len = getline(&o->password_secret, &cap, f);
+	ssize_t len = getline(&line, &cap, f);
 	int read_errno = errno;
 	bool failed = ferror(f);
 	fclose(f);
-	if (len < 0 && failed) {
-		fprintf(err, "ocs-devsim: --password-file: cannot read %s: %s\n", path,
-			strerror(read_errno));
-		return -EINVAL;
-	}
 	size_t n = len < 0 ? 0 : (size_t)len;
-	while (n && (o->password_secret[n - 1] == '\n' || o->password_secret[n - 1] == '\r'))
+	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		n--;
-	if (n)
-		o->password_secret[n] = '\0';
-	if (!n || strlen(o->password_secret) != n) {
-		fprintf(err, "ocs-devsim: --password-file: %s: %s\n", path,
-			n ? "the first line holds a NUL byte"
-			  : "the first line is empty (it must hold the password)");
+	const char *why = failed ? strerror(read_errno)
+			  : !n	 ? "the first line is empty (it must hold the password)"
+			  : memchr(line, '\0', n) ? "the first line holds a NUL byte"
+						  : NULL;
+	if (why) {
+		fprintf(err, "ocs-devsim: --password-file: %s%s: %s\n",
+			failed ? "cannot read " : "", path, why);
+		if (line) /* getline's buffer may hold part of the file: no copy stays behind */
+			explicit_bzero(line, cap);
+		free(line);
 		return -EINVAL;
 	}
+	line[n] = '\0';
 	if (S_ISREG(st.st_mode) && (st.st_mode & S_IROTH))
 		fprintf(err,
 			"ocs-devsim: warning: --password-file: %s is readable by every user "
 			"(mode %04o): chmod o-r it\n",
 			path, (unsigned)(st.st_mode & 07777));
-	o->password = o->password_secret;
+	o->password_secret = line;
+	o->password = line;
 	return 0;
 }
 
