@@ -60,7 +60,7 @@ class Fleet:
         self.starts = 0
         self.devsim_proc = None
         self.pw_path = os.path.join(self.work, "pw")
-        with open(self.pw_path, "w") as f:
+        with open(os.open(self.pw_path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             f.write(self.password + "\n")
         self.base = testports.reserve(self.N_DEV)
         self.state_dir = os.path.join(self.work, "state")
@@ -86,7 +86,7 @@ class Fleet:
         log = open(os.path.join(self.work, "devsim.log"), "w")
         self.devsim_proc = subprocess.Popen(
             [self.devsim, "--listen", f"127.0.0.1:{self.base}", "--count", str(self.N_DEV),
-             "--ports", "8", "--user", "ocsd", "--password", self.password,
+             "--ports", "8", "--user", "ocsd", "--password-file", self.pw_path,
              "--unidirectional", "--switch-ms", str(switch_ms)],
             stdout=log, stderr=log)
         log.close()
@@ -331,7 +331,7 @@ class RingFleet(Fleet):
                 "--model", "ocs-transceiver", "--ring-tors", str(tors),
                 "--ring-nodes-per-tor", str(per_tor), "--ring-k", str(k),
                 "--bundles", str(bundles), "--switch-us", str(switch_us),
-                "--user", "ocsd", "--password", self.password]
+                "--user", "ocsd", "--password-file", self.pw_path]
         if closed:
             args.append("--ring-closed")
         self.devsim_proc = subprocess.Popen(args, stdout=log, stderr=log)
