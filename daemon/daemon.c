@@ -388,8 +388,14 @@ static void on_recon_timer(evutil_socket_t fd, short what, void *arg)
 
 static int start_reconciliation(struct od *od)
 {
-	struct recon_deps rd = {od->loop, od->exec, od->fs,
-				od->jm,	  od->devs, api_recon_events(od->api)};
+	struct recon_deps rd = {od->loop,
+				od->exec,
+				od->fs,
+				od->jm,
+				od->devs,
+				api_recon_events(od->api),
+				od->rsw ? rsw_busy : NULL,
+				od->rsw};
 	struct timeval tv = {(time_t)od->opts->reconcile_interval_s, 0};
 
 	od->recon = recon_new(&rd);

@@ -106,6 +106,11 @@ void rsw_attach(struct rsw *s, struct jm *jm)
 	s->jm = jm;
 }
 
+bool rsw_busy(void *arg)
+{
+	return ((const struct rsw *)arg)->busy;
+}
+
 bool rsw_ready(const struct rsw *s, const char **why)
 {
 	if (why)

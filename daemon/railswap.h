@@ -130,6 +130,8 @@ void rsw_port_state(void *arg, int device, int port, bool up, int64_t received_u
  */
 void rsw_retry(struct rsw *s);
 
+/* True while a transaction of the swaps runs (recon_deps.busy; arg: the struct rsw). */
+bool rsw_busy(void *arg);
 /* True once the port map is on the devices (and in the store). */
 bool rsw_ready(const struct rsw *s, const char **why);
 /* A job's moved GPUs, oldest first: malloc'd (caller frees), NULL with *n 0 when none. */

@@ -56,6 +56,11 @@ struct recon_deps {
 	struct jm *jm;
 	struct devices *devs; /* read through their DEV_ROLE_RECON handles */
 	struct recon_events events;
+	/* Rail-OCS fabrics: true while a swap's transaction runs (its own
+	 * driver, railswap.h): a pass ending then is discarded like one ending
+	 * during a job's transaction. NULL: none. */
+	bool (*busy)(void *ctx);
+	void *busy_ctx;
 };
 
 struct recon;
