@@ -1250,6 +1250,14 @@ static void print_event(const Ocs__V1__Event *e)
 		printf("node %d %s%s%s\n", e->node->node, a, e->node->source[0] ? " source=" : "",
 		       e->node->source);
 		break;
+	case OCS__V1__EVENT__KIND_RAIL:
+		ocsctl_rail_event(e->rail);
+		break;
+	case OCS__V1__EVENT__KIND_GPU:
+		a = enum_short(&ocs__v1__gpu_condition__descriptor, e->gpu->condition);
+		printf("gpu %lld %s%s%s\n", (long long)e->gpu->gpu, a,
+		       e->gpu->source[0] ? " source=" : "", e->gpu->source);
+		break;
 	default:
 		printf("(unknown event)\n");
 		break;

@@ -69,6 +69,29 @@ static void print_swap(const Ocs__V1__RailSwap *s)
 	}
 }
 
+void ocsctl_rail_event(const Ocs__V1__RailEvent *ev)
+{
+	const Ocs__V1__RailSwap *s = ev->swap;
+
+	if (!s) {
+		printf("rail (no swap)\n");
+		return;
+	}
+	printf("rail gpu %lld %s", (long long)s->failed_gpu, swap_kind(s->kind));
+	if (s->kind == OCS__V1__RAIL_SWAP_KIND__RAIL_SWAP_KIND_IDLE_GPU)
+		printf(" idle_gpu=%lld", (long long)s->idle_gpu);
+	if (s->kind == OCS__V1__RAIL_SWAP_KIND__RAIL_SWAP_KIND_SPARE_SERVER)
+		printf(" spare_server=%d", s->spare_server);
+	for (size_t i = 0; i < s->n_moves; i++)
+		printf("%s%lld:%lld->%lld", i ? "," : " moves=", (long long)s->moves[i]->rail_port,
+		       (long long)s->moves[i]->old_gpu, (long long)s->moves[i]->new_gpu);
+	printf(" source=%s", ev->source);
+	if (ev->reaction_us || ev->devices_us)
+		printf(" reaction_us=%lld devices_us=%lld", (long long)ev->reaction_us,
+		       (long long)ev->devices_us);
+	printf("%s%s\n", s->reason[0] ? ": " : "", s->reason);
+}
+
 int ocsctl_gpu(const struct ocsctl_rail *c, const char *sub, int64_t gpu)
 {
 	ProtobufCMessage *resp = NULL;

@@ -23,6 +23,8 @@ struct ocsctl_rail {
 
 /* sub: "replace", "fail" or "heal". Returns ocsctl's exit code. */
 int ocsctl_gpu(const struct ocsctl_rail *c, const char *sub, int64_t gpu);
+/* Watch's text line of a RailEvent (after "SEQ TIME "). */
+void ocsctl_rail_event(const Ocs__V1__RailEvent *ev);
 /* Filters: server, rail < 0 and job NULL mean none. Returns ocsctl's exit code. */
 int ocsctl_rail_ports(const struct ocsctl_rail *c, int server, int rail, const char *job);
 
