@@ -434,8 +434,9 @@ static void start_swap(struct rsw *s)
 	if (dev_drained(s->d.devs, group)) {
 		snprintf(why, sizeof(why),
 			 "gpu %lld is on device %s (OCS group %d), which is drained: a swap would "
-			 "program it; undrain it first",
-			 (long long)q->gpu, dev_name(s->d.devs, group), group);
+			 "program it; undrain it first%s",
+			 (long long)q->gpu, dev_name(s->d.devs, group), group,
+			 q->replace ? "" : " (the GPU is marked faulty and swapped out then)");
 		refuse(s, JM_PRECONDITION, why);
 		clear_current(s);
 		return;
