@@ -32,9 +32,9 @@ Checks, in order:
     sends port-state-change; ocsd swaps it out (RailEvent source device,
     GpuEvent), light back (clearing the knob) leaves it faulty;
   - kill -9 while a case-2 swap hangs in one device's confirm
-    (hang@confirm): after the restart all of the server's rail ports have
-    moved or none have, on the devices as in ListRailPorts, and the job's
-    GPUs agree.
+    (hang@confirm), and again in its commit (hang@commit): after each
+    restart all of the server's rail ports have moved or none have, on the
+    devices as in ListRailPorts, and the job's GPUs agree.
 
 usage: test_rail_daemon.py BUILD_DIR SOURCE_DIR
 """
@@ -304,6 +304,28 @@ def main():
     check(sorted(e.gpus) == sorted(ports[p] for p in held),
           f"job-e holds exactly the GPUs now on its rail ports ({list(e.gpus)}, {ports})")
     check_devices(c, "after kill -9 and restart")
+
+    # ---- kill -9 again, the swap held before its commit this time: server 4's
+    # ports onto server 3 (a spare again once GPU 13 is healed)
+    rc, _, err = ocsctl("gpu", "heal", "13")
+    check(rc == 0, f"gpu heal 13 ({err})")
+    c.submit("job-g", [16, 17, 18, 19])
+    before, _ = c.ports()
+    FLEET.set_faults(1, "hang@commit=8000")
+    t = threading.Thread(target=lambda: ocsctl("gpu", "replace", "17"), daemon=True)
+    t.start()
+    time.sleep(2.0)
+    FLEET.kill_ocsd()
+    FLEET.set_faults(1, "")
+    FLEET.start_ocsd()
+    c = Client()
+    ports, _ = c.ports()
+    moved = [p for p in range(12, 16) if ports[p] != before[p]]
+    check(len(moved) in (0, 4),
+          f"kill -9 before a case-2 commit: all of server 4's ports moved or none ({moved})")
+    check(sorted(c.job("job-g").gpus) == sorted(ports[p] for p in range(12, 16)),
+          f"job-g holds exactly the GPUs on server 4's ports ({list(c.job('job-g').gpus)})")
+    check_devices(c, "after the second kill -9")
     check(FLEET.stop_ocsd() == 0, "ocsd stops cleanly")
 
 
