@@ -225,6 +225,34 @@ class Fleet:
                 bad.append((name, i, o))
         return bad
 
+    def _session(self, node):
+        """An ncclient session to device `node` (a ring node's agent, a switch),
+        retried like read_device."""
+        from ncclient import manager
+        from ncclient.transport.errors import TransportError
+        from ncclient.transport.errors import SessionCloseError
+        import ncclient.transport.ssh
+        ncclient.transport.ssh.TICK = 0.001
+        for attempt in range(8):
+            try:
+                m = manager.connect(host="127.0.0.1", port=self.base + node, username="ocsd",
+                                    password=self.password, hostkey_verify=False,
+                                    allow_agent=False, look_for_keys=False, timeout=10)
+                m.timeout = 10
+                return m
+            except (TransportError, SessionCloseError):
+                if attempt == 7:
+                    raise
+                time.sleep(min(0.05 * 2 ** attempt, 0.5))
+
+    def set_faults(self, node, spec):
+        """The ocs-devsim:set-faults RPC on device `node` (e.g. "node-fault",
+        "fail-port=3", "hang@confirm=3000"; "" clears every knob)."""
+        from ncclient.xml_ import to_ele
+        with self._session(node) as m:
+            m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
+                              "</set-faults>"))
+
     def close(self):
         for p in (self.ocsd, self.devsim_proc):
             if p is not None and p.poll() is None:
@@ -354,25 +382,6 @@ class RingFleet(Fleet):
     def device_name(self, d):
         return f"trx-n{d}"
 
-    def _session(self, node):
-        """An ncclient session to node's agent, retried like Fleet.read_device."""
-        from ncclient import manager
-        from ncclient.transport.errors import TransportError
-        from ncclient.transport.errors import SessionCloseError
-        import ncclient.transport.ssh
-        ncclient.transport.ssh.TICK = 0.001
-        for attempt in range(8):
-            try:
-                m = manager.connect(host="127.0.0.1", port=self.base + node, username="ocsd",
-                                    password=self.password, hostkey_verify=False,
-                                    allow_agent=False, look_for_keys=False, timeout=10)
-                m.timeout = 10
-                return m
-            except (TransportError, SessionCloseError):
-                if attempt == 7:
-                    raise
-                time.sleep(min(0.05 * 2 ** attempt, 0.5))
-
     def read_node(self, node):
         """(faulty, {bundle: (path, distance, direction, peer_node or None)}) of
         node as its agent reports it (configuration and state)."""
@@ -393,13 +402,6 @@ class RingFleet(Fleet):
                     int(peer) if peer is not None else None)
         return faulty, bundles
 
-    def set_faults(self, node, spec):
-        """The ocs-devsim:set-faults RPC on node's agent (e.g. "node-fault",
-        "hang@confirm=3000"; "" clears every knob)."""
-        from ncclient.xml_ import to_ele
-        with self._session(node) as m:
-            m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
-                              "</set-faults>"))
 
 
 class RailFleet(Fleet):
@@ -470,17 +472,3 @@ class RailFleet(Fleet):
                     s = d * self.spo + i // self.rails
                     joins[d * per_group + (o - gpu_side)] = s * self.rails + i % self.rails
         return joins, one_way
-
-    def set_faults(self, d, spec):
-        """The ocs-devsim:set-faults RPC on device d (e.g. "fail-port=3",
-        "hang@confirm=3000"; "" clears every knob)."""
-        from ncclient import manager
-        from ncclient.xml_ import to_ele
-        import ncclient.transport.ssh
-        ncclient.transport.ssh.TICK = 0.001
-        with manager.connect(host="127.0.0.1", port=self.base + d, username="ocsd",
-                             password=self.password, hostkey_verify=False, allow_agent=False,
-                             look_for_keys=False, timeout=10) as m:
-            m.timeout = 10
-            m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
-                              "</set-faults>"))
