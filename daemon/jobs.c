@@ -420,7 +420,7 @@ static const struct jm_kind *kind_of(const struct jm_workload *wl)
 
 static const struct jm_kind *spec_kind(const struct jm_spec *spec)
 {
-	return spec->ring ? &jm_kind_ring : kind_of(spec->workload);
+	return spec->ring ? &jm_kind_ring : spec->rail ? &jm_kind_rail : kind_of(spec->workload);
 }
 
 /* Ring domains: drained nodes (device id = node), NULL when none is. */
@@ -583,14 +583,26 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 	return t;
 }
 
+static void pump(struct jm *jm);
+
 static void start_planning(struct jm *jm, struct job_rt *j)
 {
-	struct jp_task *t = new_task(jm, j->kind, j->pub.id, j->pub.planner, j->pub.allow_move,
-				     j->pub.demand, j->pub.n_demand, j->pub.workload,
-				     &j->pub.figures, j->pub.is_ring ? &j->pub.ring : NULL);
+	struct jp_task *t;
 	struct jm_error err;
 	int rc;
 
+	if (j->kind->gpus_only) {
+		/* Nothing to plan (rail jobs): an empty change set, programmed in turn. */
+		jp_change_clear(&j->change);
+		j->plan_gen = current_gen(jm);
+		set_state(jm, j, JM_PROGRAMMING, NULL);
+		enqueue(jm, j);
+		pump(jm);
+		return;
+	}
+	t = new_task(jm, j->kind, j->pub.id, j->pub.planner, j->pub.allow_move, j->pub.demand,
+		     j->pub.n_demand, j->pub.workload, &j->pub.figures,
+		     j->pub.is_ring ? &j->pub.ring : NULL);
 	if (j->pub.state != JM_PLANNING)
 		set_state(jm, j, JM_PLANNING, NULL);
 	if (!t) {
@@ -610,7 +622,6 @@ static void start_planning(struct jm *jm, struct job_rt *j)
 	}
 }
 
-static void pump(struct jm *jm);
 static void submit_searched(struct jm *jm, struct jp_task *t);
 
 static void report_plan_time(struct jm *jm, const struct jp_task *t)
@@ -1269,6 +1280,8 @@ static const char *planner_of(const struct jm_spec *spec)
 {
 	if (spec->ring)
 		return spec->ring->orchestration[0] ? spec->ring->orchestration : "dcn-free";
+	if (spec->rail)
+		return "";
 	if (spec->planner && *spec->planner)
 		return spec->planner;
 	return ocs_planner_default(kind_of(spec->workload)->demand)->name;
@@ -1373,6 +1386,16 @@ static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_erro
 
 	if (kind->rings)
 		return kind->check(jm->d.cfg, spec, err);
+	if (kind->gpus_only)
+		return kind->check(jm->d.cfg, spec, err) &&
+		       (!jm->d.gpus_check ||
+			jm->d.gpus_check(jm->d.gpus_check_ctx, spec->gpus, spec->n_gpus, err)) &&
+		       gpus_free(jm, spec->id ? spec->id : "", spec->gpus, spec->n_gpus, NULL, err);
+	if (jm->d.gpus_check) {
+		jm_set_error(err, JM_PRECONDITION, spec->workload ? "parallelism" : "leaf_demand",
+			     "the fabric is a rail-ocs: a job is its GPUs (placement.gpus)");
+		return false;
+	}
 	if (jm->d.rings) {
 		jm_set_error(err, JM_PRECONDITION, spec->workload ? "parallelism" : "leaf_demand",
 			     "the fabric is an ocstrx-ring: jobs ask for rings (ring)");
@@ -1444,6 +1467,11 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 		/* The same request again: run it again. */
 		if (refuse_write(jm, answer, ctx))
 			return true;
+		if (j->kind->gpus_only && jm->d.gpus_check &&
+		    !jm->d.gpus_check(jm->d.gpus_check_ctx, j->pub.gpus, j->pub.n_gpus, &err)) {
+			answer(ctx, &err, NULL, false, NULL, 0);
+			return true;
+		}
 		if (!j->kind->rings &&
 		    (!gpus_free(jm, j->pub.id, j->pub.gpus, j->pub.n_gpus, j->pub.workload, &err) ||
 		     !jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
@@ -1639,6 +1667,14 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 
 	if (!check_spec(jm, spec, &err)) {
 		answer(ctx, &err, NULL, false, NULL, 0);
+		return;
+	}
+	if (spec_kind(spec)->gpus_only) {
+		/* A rail job plans nothing: the dry run is its check. */
+		struct jm_job shadow = {0};
+
+		snprintf(shadow.planner, sizeof(shadow.planner), "%s", planner_of(spec));
+		answer(ctx, NULL, &shadow, false, NULL, 0);
 		return;
 	}
 	t = new_task(jm, spec_kind(spec), spec->id, planner_of(spec), spec->allow_moving_other_jobs,
@@ -1861,7 +1897,7 @@ static int load_job(void *arg, const struct st_job *row)
 	}
 	j->pub.created_ms = row->created_ms;
 	j->pub.updated_ms = row->updated_ms;
-	j->kind = &jm_kind_leaf;
+	j->kind = jm->d.gpus_check ? &jm_kind_rail : &jm_kind_leaf;
 	if (row->request_len) {
 		j->pub.raw = malloc(row->request_len);
 		if (!j->pub.raw) {
@@ -2054,6 +2090,10 @@ int jm_recover(struct jm *jm)
 					set_state(jm, j, JM_ACTIVE, NULL);
 				else
 					start_planning(jm, j);
+				break;
+			}
+			if (j->kind->gpus_only) {
+				start_planning(jm, j); /* nothing on devices: programmed again */
 				break;
 			}
 			/* Accepted work: if its transaction landed, it is active. */

@@ -22,6 +22,13 @@
  *                                           every bundle setting it programs
  *   job_figures(job_id PK, figures)         the figures of the plan a job was
  *                                           last programmed with (text, jobs_util.c)
+ *   rail_gpu_faults(gpu PK, source, since_ms)  faulty GPUs of a rail-OCS fabric
+ *   rail_intents(txn_id PK, gpu, kind, source, since_ms)
+ *                                           intents that swap a GPU out
+ *   rail_intent_moves(txn_id, rail_port PK together, old_gpu, new_gpu, job_id)
+ *                                           the rail ports a swap re-joins
+ *   rail_job_moves(job_id, txn_id, rail_port PK together, old_gpu, new_gpu,
+ *                  moved_ms)                the GPUs jobs hold after swaps
  *
  * Indexes: the job id and the idempotency key are looked up through the
  * indexes SQLite keeps for PRIMARY KEY and UNIQUE (sqlite_autoindex_jobs_1
@@ -30,7 +37,8 @@
  * Versions: 2 added intent_links and job_links; 3 added the indexes jobs_seq
  * (creation order: st_job_put's next seq, st_job_list), jobs_finished,
  * intents_job, intents_open and intents_finished (st_prune, recovery); 4
- * added the ring tables (OCSTrx ring domains); 5 added job_figures. An
+ * added the ring tables (OCSTrx ring domains); 5 added job_figures and the
+ * rail tables (rail-OCS fabrics). An
  * older file is upgraded in place at open, in one transaction with the new
  * version number; a newer one is refused.
  *
@@ -121,7 +129,20 @@ static const char *const schema_sql =
 	"CREATE INDEX IF NOT EXISTS intent_bundles_txn ON intent_bundles(txn_id);"
 	/* version 5 */
 	"CREATE TABLE IF NOT EXISTS job_figures("
-	" job_id TEXT PRIMARY KEY, figures TEXT NOT NULL);";
+	" job_id TEXT PRIMARY KEY, figures TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS rail_gpu_faults("
+	" gpu INTEGER PRIMARY KEY, source TEXT NOT NULL, since_ms INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS rail_intents("
+	" txn_id INTEGER PRIMARY KEY REFERENCES intents(txn_id), gpu INTEGER NOT NULL,"
+	" kind TEXT NOT NULL, source TEXT NOT NULL, since_ms INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS rail_intent_moves("
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), rail_port INTEGER NOT NULL,"
+	" old_gpu INTEGER NOT NULL, new_gpu INTEGER NOT NULL, job_id TEXT NOT NULL,"
+	" PRIMARY KEY(txn_id, rail_port));"
+	"CREATE TABLE IF NOT EXISTS rail_job_moves("
+	" job_id TEXT NOT NULL, txn_id INTEGER NOT NULL, rail_port INTEGER NOT NULL,"
+	" old_gpu INTEGER NOT NULL, new_gpu INTEGER NOT NULL, moved_ms INTEGER NOT NULL,"
+	" PRIMARY KEY(job_id, txn_id, rail_port));";
 
 static const char *const intent_names[] = {
 	[ST_INTENT_OPEN] = "open",
@@ -534,24 +555,20 @@ static int insert_links(struct st_store *st, int64_t txn, const struct st_link *
 	return rc;
 }
 
-int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
-		    size_t n_removals, const struct st_circuit *additions, size_t n_additions,
-		    const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id)
+/* The rows of an intent, inside the caller's SQLite transaction. */
+static int intent_insert(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
+			 size_t n_removals, const struct st_circuit *additions, size_t n_additions,
+			 const struct st_link *links, size_t n_links, int64_t now_ms,
+			 int64_t *txn_id)
 {
 	sqlite3_stmt *s = NULL;
 	int64_t txn;
 	int rc;
 
-	if (!job_id || (n_removals && !removals) || (n_additions && !additions) ||
-	    (n_links && !links))
-		return -EINVAL;
-	rc = exec(st, "BEGIN IMMEDIATE");
-	if (rc)
-		return rc;
 	rc = prepare(st, "INSERT INTO intents(job_id, state, created_ms) VALUES(?1, 'open', ?2)",
 		     &s);
 	if (rc)
-		goto rollback;
+		return rc;
 	if (bind_text(s, 1, job_id) || sqlite3_bind_int64(s, 2, now_ms))
 		rc = bind_error(st);
 	else
@@ -559,7 +576,7 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 	sqlite3_finalize(s);
 	s = NULL;
 	if (rc)
-		goto rollback;
+		return rc;
 	txn = sqlite3_last_insert_rowid(st->db);
 	rc = prepare(st,
 		     "INSERT INTO intent_xcs(txn_id, op, grp, device, in_port, out_port, job_id)"
@@ -572,16 +589,34 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 	sqlite3_finalize(s);
 	if (rc == 0)
 		rc = insert_links(st, txn, links, n_links);
+	if (rc == 0)
+		*txn_id = txn;
+	return rc;
+}
+
+int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
+		    size_t n_removals, const struct st_circuit *additions, size_t n_additions,
+		    const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id)
+{
+	int64_t txn;
+	int rc;
+
+	if (!job_id || (n_removals && !removals) || (n_additions && !additions) ||
+	    (n_links && !links))
+		return -EINVAL;
+	rc = exec(st, "BEGIN IMMEDIATE");
 	if (rc)
-		goto rollback;
-	rc = exec(st, "COMMIT");
-	if (rc)
-		goto rollback;
+		return rc;
+	rc = intent_insert(st, job_id, removals, n_removals, additions, n_additions, links, n_links,
+			   now_ms, &txn);
+	if (rc == 0)
+		rc = exec(st, "COMMIT");
+	if (rc) {
+		rollback(st);
+		return rc;
+	}
 	*txn_id = txn;
 	return 0;
-rollback:
-	rollback(st);
-	return rc;
 }
 
 int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
@@ -628,7 +663,7 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 	if (rc)
 		goto rollback;
 	if (outcome == ST_INTENT_CONFIRMED) {
-		char sql[1024];
+		char sql[2048];
 
 		/* Removals first: an addition may reuse an input port it frees. */
 		snprintf(sql, sizeof(sql),
@@ -648,9 +683,15 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 			 "INSERT INTO rings(job_id, ring, nodes, last_change, failed_node, reason,"
 			 " changed_ms) SELECT i.job_id, r.ring, r.nodes, r.last_change,"
 			 " r.failed_node, r.reason, r.changed_ms FROM intent_rings r"
-			 " JOIN intents i USING(txn_id) WHERE r.txn_id = %lld;",
+			 " JOIN intents i USING(txn_id) WHERE r.txn_id = %lld;"
+			 "INSERT OR IGNORE INTO rail_gpu_faults(gpu, source, since_ms)"
+			 " SELECT gpu, source, since_ms FROM rail_intents WHERE txn_id = %lld;"
+			 "INSERT INTO rail_job_moves(job_id, txn_id, rail_port, old_gpu, new_gpu,"
+			 " moved_ms) SELECT job_id, txn_id, rail_port, old_gpu, new_gpu, %lld"
+			 " FROM rail_intent_moves WHERE txn_id = %lld AND job_id <> '';",
 			 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
-			 (long long)txn_id, (long long)txn_id, (long long)txn_id);
+			 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
+			 (long long)now_ms, (long long)txn_id);
 		rc = exec(st, sql);
 		if (rc)
 			goto rollback;
@@ -1508,8 +1549,8 @@ static int run_each(struct st_store *st, const char *const *sql, sqlite3_stmt **
 	return 0;
 }
 
-#define N_JOB_DELETES	 10
-#define N_INTENT_DELETES 6
+#define N_JOB_DELETES	 11
+#define N_INTENT_DELETES 8
 
 /* Deletes the picked jobs, children before their parents (foreign keys). */
 static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
@@ -1529,6 +1570,7 @@ static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
 		"DELETE FROM job_links WHERE job_id = ?1",
 		"DELETE FROM rings WHERE job_id = ?1",
 		"DELETE FROM job_figures WHERE job_id = ?1",
+		"DELETE FROM rail_job_moves WHERE job_id = ?1",
 		"DELETE FROM jobs WHERE id = ?1",
 	};
 	sqlite3_stmt *stmts[N_JOB_DELETES] = {NULL};
@@ -1549,6 +1591,8 @@ static int prune_delete_intents(struct st_store *st, const struct prune_batch *b
 		"DELETE FROM intent_rings WHERE txn_id = ?1",
 		"DELETE FROM intent_bundles WHERE txn_id = ?1",
 		"DELETE FROM ring_intents WHERE txn_id = ?1",
+		"DELETE FROM rail_intent_moves WHERE txn_id = ?1",
+		"DELETE FROM rail_intents WHERE txn_id = ?1",
 		"DELETE FROM intents WHERE txn_id = ?1",
 	};
 	sqlite3_stmt *stmts[N_INTENT_DELETES] = {NULL};
@@ -1596,4 +1640,141 @@ int st_prune(struct st_store *st, int64_t now_ms, int64_t keep_ms, size_t keep_j
 		on_job_deleted(ctx, b.job_ids[i]);
 	prune_batch_clear(&b);
 	return 0;
+}
+
+/* ---- rail-OCS fabrics ---- */
+
+int st_rail_intent_begin(struct st_store *st, const struct ocs_xc *removals, size_t n_removals,
+			 const struct st_circuit *additions, size_t n_additions,
+			 const struct st_rail_swap *swap, int64_t now_ms, int64_t *txn_id)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t txn = 0;
+	int rc;
+
+	if (!swap || !swap->kind || !swap->source || (n_removals && !removals) ||
+	    (n_additions && !additions) || (swap->n_moves && !swap->moves))
+		return -EINVAL;
+	rc = exec(st, "BEGIN IMMEDIATE");
+	if (rc)
+		return rc;
+	rc = intent_insert(st, ST_RAIL_OWNER, removals, n_removals, additions, n_additions, NULL, 0,
+			   now_ms, &txn);
+	if (rc == 0)
+		rc = prepare(st,
+			     "INSERT INTO rail_intents(txn_id, gpu, kind, source, since_ms)"
+			     " VALUES(?1, ?2, ?3, ?4, ?5)",
+			     &s);
+	if (rc == 0) {
+		if (sqlite3_bind_int64(s, 1, txn) || sqlite3_bind_int64(s, 2, swap->gpu) ||
+		    bind_text(s, 3, swap->kind) || bind_text(s, 4, swap->source) ||
+		    sqlite3_bind_int64(s, 5, swap->since_ms))
+			rc = bind_error(st);
+		else
+			rc = sql_rc(sqlite3_step(s));
+		sqlite3_finalize(s);
+	}
+	s = NULL;
+	if (rc == 0)
+		rc = prepare(st,
+			     "INSERT INTO rail_intent_moves(txn_id, rail_port, old_gpu, new_gpu,"
+			     " job_id) VALUES(?1, ?2, ?3, ?4, ?5)",
+			     &s);
+	for (size_t i = 0; rc == 0 && i < swap->n_moves; i++) {
+		const struct st_rail_move *m = &swap->moves[i];
+
+		rearm(s);
+		if (sqlite3_bind_int64(s, 1, txn) || sqlite3_bind_int64(s, 2, m->rail_port) ||
+		    sqlite3_bind_int64(s, 3, m->old_gpu) || sqlite3_bind_int64(s, 4, m->new_gpu) ||
+		    bind_text(s, 5, m->job_id))
+			rc = bind_error(st);
+		else
+			rc = sql_rc(sqlite3_step(s));
+	}
+	sqlite3_finalize(s);
+	if (rc == 0)
+		rc = exec(st, "COMMIT");
+	if (rc) {
+		rollback(st);
+		return rc;
+	}
+	*txn_id = txn;
+	return 0;
+}
+
+int st_rail_fault_set(struct st_store *st, int64_t gpu, bool faulty, const char *source,
+		      int64_t since_ms)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+			 faulty ? "INSERT OR IGNORE INTO rail_gpu_faults(gpu, source, since_ms)"
+				  " VALUES(?1, ?2, ?3)"
+				: "DELETE FROM rail_gpu_faults WHERE gpu = ?1",
+			 &s);
+
+	if (rc)
+		return rc;
+	if (gpu < 0 || (faulty && !source))
+		rc = -EINVAL;
+	else if (sqlite3_bind_int64(s, 1, gpu) ||
+		 (faulty && (bind_text(s, 2, source) || sqlite3_bind_int64(s, 3, since_ms))))
+		rc = bind_error(st);
+	else
+		rc = sql_rc(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int st_rail_fault_list(struct st_store *st,
+		       int (*fn)(void *ctx, int64_t gpu, const char *source, int64_t since_ms),
+		       void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT gpu, source, since_ms FROM rail_gpu_faults ORDER BY gpu", &s);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int cb = fn(ctx, sqlite3_column_int64(s, 0),
+			    (const char *)sqlite3_column_text(s, 1), sqlite3_column_int64(s, 2));
+
+		if (cb) {
+			sqlite3_finalize(s);
+			return cb;
+		}
+	}
+	sqlite3_finalize(s);
+	return sql_rc(rc);
+}
+
+int st_rail_move_list(struct st_store *st, int (*fn)(void *ctx, const struct st_rail_job_move *m),
+		      void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+			 "SELECT job_id, txn_id, rail_port, old_gpu, new_gpu, moved_ms"
+			 " FROM rail_job_moves ORDER BY txn_id, rail_port",
+			 &s);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct st_rail_job_move m = {0};
+		const unsigned char *job = sqlite3_column_text(s, 0);
+		int cb;
+
+		snprintf(m.job_id, sizeof(m.job_id), "%s", job ? (const char *)job : "");
+		m.txn_id = sqlite3_column_int64(s, 1);
+		m.rail_port = sqlite3_column_int64(s, 2);
+		m.old_gpu = sqlite3_column_int64(s, 3);
+		m.new_gpu = sqlite3_column_int64(s, 4);
+		m.moved_ms = sqlite3_column_int64(s, 5);
+		cb = fn(ctx, &m);
+		if (cb) {
+			sqlite3_finalize(s);
+			return cb;
+		}
+	}
+	sqlite3_finalize(s);
+	return sql_rc(rc);
 }

@@ -18,6 +18,7 @@
 #include "fabric_state.h"
 #include "l2check.h"
 #include "loop.h"
+#include "rail_swap.h"
 #include "rings.h"
 #include "sb_txn.h"
 
@@ -110,6 +111,7 @@ static int verify_l2(void *arg, enum sb_verify_phase phase, const struct sb_devi
 	const struct ocs_fabric *f = tx->drv->d.fabric;
 	size_t total = tx->n_others, k = 0;
 	struct l2_violation v;
+	struct rail_violation rv;
 	struct ocs_xc *all;
 	int bad;
 
@@ -130,7 +132,16 @@ static int verify_l2(void *arg, enum sb_verify_phase phase, const struct sb_devi
 						   ocs_fabric_device_in_group(f, id),
 						   devices[i].xcs[x].in, devices[i].xcs[x].out};
 	}
-	bad = l2_check(f, all, k, &v, 1);
+	if (tx->drv->d.rail) {
+		bad = rail_check_xcs(tx->drv->d.rail, all, k, &rv, 1);
+		v = (struct l2_violation){.xc = {0, 0, 0, 0}, .reason = "out of memory"};
+		if (bad > 0) {
+			v.xc = rv.xc;
+			snprintf(v.reason, sizeof(v.reason), "%s", rv.reason);
+		}
+	} else {
+		bad = l2_check(f, all, k, &v, 1);
+	}
 	free(all);
 	if (bad)
 		snprintf(why, why_len,
@@ -463,6 +474,10 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	}
 	if (tx->ring)
 		rc = ring_intent(drv, tx, c->fault);
+	else if (c->rail_swap)
+		rc = st_rail_intent_begin(drv->d.store, tx->removals, tx->n_removals, tx->adds,
+					  tx->n_adds, c->rail_swap, clk_wall_ms(drv->d.clock),
+					  &tx->txn_id);
 	else
 		rc = st_intent_begin(drv->d.store, tx->job_id, tx->removals, tx->n_removals,
 				     tx->adds, tx->n_adds, c->release ? NULL : c->links,
