@@ -132,35 +132,36 @@ static const char *const schema_sql =
  * the same order). Runs once, when upgrading from a version below 6.
  */
 #define ST_REBUILD_WITH_ID(table, columns, decl, index)                                            \
-	"CREATE TABLE " table "_v6(id INTEGER PRIMARY KEY, " decl ");"                              \
-	"INSERT INTO " table "_v6(id, " columns ") SELECT rowid, " columns " FROM " table           \
-	" ORDER BY rowid;"                                                                          \
-	"DROP TABLE " table ";"                                                                     \
-	"ALTER TABLE " table "_v6 RENAME TO " table ";"                                             \
+	"CREATE TABLE " table "_v6(id INTEGER PRIMARY KEY, " decl ");"                             \
+	"INSERT INTO " table "_v6(id, " columns ") SELECT rowid, " columns " FROM " table          \
+	" ORDER BY rowid;"                                                                         \
+	"DROP TABLE " table ";"                                                                    \
+	"ALTER TABLE " table "_v6 RENAME TO " table ";"                                            \
 	"CREATE INDEX " index " ON " table "(txn_id);"
 
-static const char *const schema_v6_sql =
-	ST_REBUILD_WITH_ID("intent_xcs", "txn_id, op, grp, device, in_port, out_port, job_id",
-			   "txn_id INTEGER NOT NULL REFERENCES intents(txn_id), op TEXT NOT NULL,"
-			   " grp INTEGER NOT NULL, device INTEGER NOT NULL,"
-			   " in_port INTEGER NOT NULL, out_port INTEGER NOT NULL, job_id TEXT",
-			   "intent_xcs_txn")
-	ST_REBUILD_WITH_ID("intent_links", "txn_id, job_id, a, b, h, links",
-			   "txn_id INTEGER NOT NULL REFERENCES intents(txn_id),"
-			   " job_id TEXT NOT NULL, a INTEGER NOT NULL, b INTEGER NOT NULL,"
-			   " h INTEGER NOT NULL, links INTEGER NOT NULL",
-			   "intent_links_txn")
-	ST_REBUILD_WITH_ID("intent_rings",
-			   "txn_id, ring, nodes, last_change, failed_node, reason, changed_ms",
-			   "txn_id INTEGER NOT NULL REFERENCES intents(txn_id),"
-			   " ring INTEGER NOT NULL, nodes TEXT NOT NULL, last_change TEXT NOT NULL,"
-			   " failed_node INTEGER NOT NULL, reason TEXT, changed_ms INTEGER NOT NULL",
-			   "intent_rings_txn")
-	ST_REBUILD_WITH_ID("intent_bundles", "txn_id, node, bundle, path, distance, dir",
-			   "txn_id INTEGER NOT NULL REFERENCES intents(txn_id),"
-			   " node INTEGER NOT NULL, bundle INTEGER NOT NULL, path INTEGER NOT NULL,"
-			   " distance INTEGER NOT NULL, dir INTEGER NOT NULL",
-			   "intent_bundles_txn");
+static const char *const schema_v6_sql = ST_REBUILD_WITH_ID(
+	"intent_xcs", "txn_id, op, grp, device, in_port, out_port, job_id",
+	"txn_id INTEGER NOT NULL REFERENCES intents(txn_id), op TEXT NOT NULL,"
+	" grp INTEGER NOT NULL, device INTEGER NOT NULL,"
+	" in_port INTEGER NOT NULL, out_port INTEGER NOT NULL, job_id TEXT",
+	"intent_xcs_txn") ST_REBUILD_WITH_ID("intent_links", "txn_id, job_id, a, b, h, links",
+					     "txn_id INTEGER NOT NULL REFERENCES intents(txn_id),"
+					     " job_id TEXT NOT NULL, a INTEGER NOT NULL, b INTEGER "
+					     "NOT NULL,"
+					     " h INTEGER NOT NULL, links INTEGER NOT NULL",
+					     "intent_links_txn")
+	ST_REBUILD_WITH_ID(
+		"intent_rings", "txn_id, ring, nodes, last_change, failed_node, reason, changed_ms",
+		"txn_id INTEGER NOT NULL REFERENCES intents(txn_id),"
+		" ring INTEGER NOT NULL, nodes TEXT NOT NULL, last_change TEXT NOT NULL,"
+		" failed_node INTEGER NOT NULL, reason TEXT, changed_ms INTEGER NOT NULL",
+		"intent_rings_txn")
+		ST_REBUILD_WITH_ID(
+			"intent_bundles", "txn_id, node, bundle, path, distance, dir",
+			"txn_id INTEGER NOT NULL REFERENCES intents(txn_id),"
+			" node INTEGER NOT NULL, bundle INTEGER NOT NULL, path INTEGER NOT NULL,"
+			" distance INTEGER NOT NULL, dir INTEGER NOT NULL",
+			"intent_bundles_txn");
 
 static const char *const intent_names[] = {
 	[ST_INTENT_OPEN] = "open",
@@ -540,10 +541,9 @@ int st_image_load(struct st_store *st, const void *image, size_t len, char *err,
 		return -ENOMEM;
 	memcpy(copy, image, len);
 	/* SQLite owns copy from here, whatever the result */
-	rc = sql_rc(sqlite3_deserialize(st->db, "main", copy, (sqlite3_int64)len,
-					(sqlite3_int64)len,
-					SQLITE_DESERIALIZE_FREEONCLOSE |
-						SQLITE_DESERIALIZE_RESIZEABLE));
+	rc = sql_rc(sqlite3_deserialize(
+		st->db, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
+		SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE));
 	if (rc == 0)
 		rc = read_version(st, &version);
 	if (rc == 0 && version != ST_SCHEMA_VERSION) {

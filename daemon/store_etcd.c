@@ -39,7 +39,7 @@
 #include "store_repl.h"
 
 #define ST_ETCD_SNAPSHOT_EVERY 1000
-#define ST_ETCD_CHUNK_BYTES (1u << 20)
+#define ST_ETCD_CHUNK_BYTES    (1u << 20)
 /* Log entries and snapshot chunks read per range request (bounded answers). */
 #define ST_ETCD_PAGE 128
 
@@ -48,10 +48,10 @@ struct st_etcd {
 	struct etcd_client *c;
 	char *prefix;
 	char head_key[600], snap_key[600], log_prefix[600], snap_prefix[600];
-	uint64_t seq;	  /* the last entry applied */
-	int64_t head_rev; /* the head's mod revision at seq; 0: no head yet */
-	int64_t rev_seen; /* the etcd revision the copy is known current at */
-	bool stale;	  /* outcome of a write unknown: sync before the next */
+	uint64_t seq;	   /* the last entry applied */
+	int64_t head_rev;  /* the head's mod revision at seq; 0: no head yet */
+	int64_t rev_seen;  /* the etcd revision the copy is known current at */
+	bool stale;	   /* outcome of a write unknown: sync before the next */
 	uint64_t snap_seq; /* the newest snapshot known (written or loaded) */
 	unsigned snapshot_every;
 	size_t chunk_bytes;
@@ -342,8 +342,8 @@ static int compare_failed(struct st_etcd *se)
 }
 
 /* The outcome of a publish etcd did not answer: is entry seq ours? */
-static int publish_unknown(struct st_etcd *se, const char *key, const void *changeset,
-			   size_t len, int txn_rc)
+static int publish_unknown(struct st_etcd *se, const char *key, const void *changeset, size_t len,
+			   int txn_rc)
 {
 	struct etcd_kvs r;
 	int rc = etcd_range(se->c, key, strlen(key), NULL, 0, 0, 0, &r);
@@ -620,8 +620,7 @@ int st_etcd_follow(struct st_etcd *se, struct event_base *base, void (*on_change
 	return rc;
 }
 
-int st_etcd_set_fence(struct st_etcd *se, const void *key, size_t key_len,
-		      int64_t create_revision)
+int st_etcd_set_fence(struct st_etcd *se, const void *key, size_t key_len, int64_t create_revision)
 {
 	uint8_t *copy = NULL;
 
@@ -640,8 +639,8 @@ int st_etcd_set_fence(struct st_etcd *se, const void *key, size_t key_len,
 
 /* ---- opening ---- */
 
-int st_etcd_open(const struct st_etcd_opts *opts, struct st_store **st_out,
-		 struct st_etcd **se_out, char *err, size_t err_len)
+int st_etcd_open(const struct st_etcd_opts *opts, struct st_store **st_out, struct st_etcd **se_out,
+		 char *err, size_t err_len)
 {
 	struct st_etcd *se = calloc(1, sizeof(*se));
 	struct st_store *st = NULL;

@@ -71,8 +71,7 @@ int st_etcd_follow(struct st_etcd *se, struct event_base *base, void (*on_change
  * The fence of every later write: key's create revision must be
  * create_revision (the leader key this replica created). key NULL clears it.
  */
-int st_etcd_set_fence(struct st_etcd *se, const void *key, size_t key_len,
-		      int64_t create_revision);
+int st_etcd_set_fence(struct st_etcd *se, const void *key, size_t key_len, int64_t create_revision);
 
 /* The client (for leases, the observer of request latencies). */
 struct etcd_client *st_etcd_client(struct st_etcd *se);

@@ -693,17 +693,20 @@ static void test_upgrade_2_to_4(void **state)
 			 5);
 	/* version 6: the intent detail tables have an id primary key (what
 	 * SQLite's session extension needs), the old rows with their rowids */
-	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM pragma_table_info('intent_xcs'),"
-					   " pragma_table_info('intent_links') l,"
-					   " pragma_table_info('intent_rings') r,"
-					   " pragma_table_info('intent_bundles') b"
-					   " WHERE pragma_table_info.name = 'id' AND"
-					   " pragma_table_info.pk = 1 AND l.name = 'id' AND l.pk = 1"
-					   " AND r.name = 'id' AND r.pk = 1 AND b.name = 'id' AND b.pk = 1"),
+	assert_int_equal(raw_long(f->path,
+				  "SELECT COUNT(*) FROM pragma_table_info('intent_xcs'),"
+				  " pragma_table_info('intent_links') l,"
+				  " pragma_table_info('intent_rings') r,"
+				  " pragma_table_info('intent_bundles') b"
+				  " WHERE pragma_table_info.name = 'id' AND"
+				  " pragma_table_info.pk = 1 AND l.name = 'id' AND l.pk = 1"
+				  " AND r.name = 'id' AND r.pk = 1 AND b.name = 'id' AND b.pk = 1"),
 			 1);
-	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intent_xcs WHERE"
-					   " (id = 1 AND job_id = 'p-old') OR (id = 2 AND job_id = 'p-live')"),
-			 2);
+	assert_int_equal(
+		raw_long(f->path,
+			 "SELECT COUNT(*) FROM intent_xcs WHERE"
+			 " (id = 1 AND job_id = 'p-old') OR (id = 2 AND job_id = 'p-live')"),
+		2);
 	assert_int_equal(st_job_get(st, "p-live", &got), 0);
 	assert_string_equal(got.state, "ACTIVE");
 	st_job_clear(&got);
