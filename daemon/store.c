@@ -1,14 +1,14 @@
 /*
  * store.c - the SQLite implementation of store.h.
  *
- * Schema (version 3):
+ * Schema (version 6):
  *   meta(key PK, value)                     'schema_version'
  *   jobs(id PK, idempotency_key UNIQUE, state, reason, request BLOB,
  *        created_ms, updated_ms, seq)       seq keeps creation order
  *   intents(txn_id PK AUTOINCREMENT, job_id, state, detail, created_ms,
  *           finished_ms)
- *   intent_xcs(txn_id, op 'del'|'add', grp, device, in_port, out_port, job_id)
- *   intent_links(txn_id, job_id, a, b, h, links)   links an intent gives jobs
+ *   intent_xcs(id PK, txn_id, op 'del'|'add', grp, device, in_port, out_port, job_id)
+ *   intent_links(id PK, txn_id, job_id, a, b, h, links)  links an intent gives jobs
  *   circuits(grp, device, in_port PK together, out_port, job_id)
  *   job_links(job_id, a, b, h PK together, links)  links of confirmed plans
  *   drained(device PK)                      devices taking no new circuits
@@ -16,9 +16,9 @@
  *         reason, changed_ms)               rings of confirmed transactions
  *   node_faults(node PK, source, since_ms)  faulty nodes of a ring domain
  *   ring_intents(txn_id PK)                 intents that set their job's rings
- *   intent_rings(txn_id, ring, nodes, last_change, failed_node, reason)
+ *   intent_rings(id PK, txn_id, ring, nodes, last_change, failed_node, reason)
  *                                           the rings an intent gives its job
- *   intent_bundles(txn_id, node, bundle, path, distance, dir)
+ *   intent_bundles(id PK, txn_id, node, bundle, path, distance, dir)
  *                                           every bundle setting it programs
  *
  * Indexes: the job id and the idempotency key are looked up through the
@@ -28,7 +28,10 @@
  * Versions: 2 added intent_links and job_links; 3 added the indexes jobs_seq
  * (creation order: st_job_put's next seq, st_job_list), jobs_finished,
  * intents_job, intents_open and intents_finished (st_prune, recovery); 4
- * added the ring tables (OCSTrx ring domains). An
+ * added the ring tables (OCSTrx ring domains); 6 gave intent_xcs,
+ * intent_links, intent_rings and intent_bundles an id INTEGER PRIMARY KEY
+ * (SQLite's session extension, which replicated stores use, skips tables
+ * without one). An
  * older file is upgraded in place at open, in one transaction with the new
  * version number; a newer one is refused.
  *
@@ -37,7 +40,9 @@
  *
  * Every write is one SQLite transaction; synchronous=FULL with WAL makes a
  * committed write survive power loss, which is what lets ocsd acknowledge a
- * job only after st_job_put() returned.
+ * job only after st_job_put() returned. On a replicated store (--store
+ * etcd: store_repl.h, store_etcd.c) the copy is in memory and a write is
+ * durable once its changeset is in etcd, which write_commit() waits for.
  */
 #include "store.h"
 #include "store_repl.h"
@@ -131,37 +136,42 @@ static const char *const schema_sql =
  * INTEGER PRIMARY KEY (the rowid they had, so every ORDER BY rowid reads
  * the same order). Runs once, when upgrading from a version below 6.
  */
-#define ST_REBUILD_WITH_ID(table, columns, decl, index)                                            \
-	"CREATE TABLE " table "_v6(id INTEGER PRIMARY KEY, " decl ");"                             \
-	"INSERT INTO " table "_v6(id, " columns ") SELECT rowid, " columns " FROM " table          \
-	" ORDER BY rowid;"                                                                         \
-	"DROP TABLE " table ";"                                                                    \
-	"ALTER TABLE " table "_v6 RENAME TO " table ";"                                            \
-	"CREATE INDEX " index " ON " table "(txn_id);"
-
-static const char *const schema_v6_sql = ST_REBUILD_WITH_ID(
-	"intent_xcs", "txn_id, op, grp, device, in_port, out_port, job_id",
-	"txn_id INTEGER NOT NULL REFERENCES intents(txn_id), op TEXT NOT NULL,"
-	" grp INTEGER NOT NULL, device INTEGER NOT NULL,"
-	" in_port INTEGER NOT NULL, out_port INTEGER NOT NULL, job_id TEXT",
-	"intent_xcs_txn") ST_REBUILD_WITH_ID("intent_links", "txn_id, job_id, a, b, h, links",
-					     "txn_id INTEGER NOT NULL REFERENCES intents(txn_id),"
-					     " job_id TEXT NOT NULL, a INTEGER NOT NULL, b INTEGER "
-					     "NOT NULL,"
-					     " h INTEGER NOT NULL, links INTEGER NOT NULL",
-					     "intent_links_txn")
-	ST_REBUILD_WITH_ID(
-		"intent_rings", "txn_id, ring, nodes, last_change, failed_node, reason, changed_ms",
-		"txn_id INTEGER NOT NULL REFERENCES intents(txn_id),"
-		" ring INTEGER NOT NULL, nodes TEXT NOT NULL, last_change TEXT NOT NULL,"
-		" failed_node INTEGER NOT NULL, reason TEXT, changed_ms INTEGER NOT NULL",
-		"intent_rings_txn")
-		ST_REBUILD_WITH_ID(
-			"intent_bundles", "txn_id, node, bundle, path, distance, dir",
-			"txn_id INTEGER NOT NULL REFERENCES intents(txn_id),"
-			" node INTEGER NOT NULL, bundle INTEGER NOT NULL, path INTEGER NOT NULL,"
-			" distance INTEGER NOT NULL, dir INTEGER NOT NULL",
-			"intent_bundles_txn");
+static const char *const schema_v6_sql =
+	"CREATE TABLE intent_xcs_v6(id INTEGER PRIMARY KEY,"
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), op TEXT NOT NULL,"
+	" grp INTEGER NOT NULL, device INTEGER NOT NULL, in_port INTEGER NOT NULL,"
+	" out_port INTEGER NOT NULL, job_id TEXT);"
+	"INSERT INTO intent_xcs_v6 SELECT rowid, txn_id, op, grp, device, in_port, out_port,"
+	" job_id FROM intent_xcs ORDER BY rowid;"
+	"DROP TABLE intent_xcs;"
+	"ALTER TABLE intent_xcs_v6 RENAME TO intent_xcs;"
+	"CREATE INDEX intent_xcs_txn ON intent_xcs(txn_id);"
+	"CREATE TABLE intent_links_v6(id INTEGER PRIMARY KEY,"
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), job_id TEXT NOT NULL,"
+	" a INTEGER NOT NULL, b INTEGER NOT NULL, h INTEGER NOT NULL, links INTEGER NOT NULL);"
+	"INSERT INTO intent_links_v6 SELECT rowid, txn_id, job_id, a, b, h, links"
+	" FROM intent_links ORDER BY rowid;"
+	"DROP TABLE intent_links;"
+	"ALTER TABLE intent_links_v6 RENAME TO intent_links;"
+	"CREATE INDEX intent_links_txn ON intent_links(txn_id);"
+	"CREATE TABLE intent_rings_v6(id INTEGER PRIMARY KEY,"
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), ring INTEGER NOT NULL,"
+	" nodes TEXT NOT NULL, last_change TEXT NOT NULL, failed_node INTEGER NOT NULL,"
+	" reason TEXT, changed_ms INTEGER NOT NULL);"
+	"INSERT INTO intent_rings_v6 SELECT rowid, txn_id, ring, nodes, last_change,"
+	" failed_node, reason, changed_ms FROM intent_rings ORDER BY rowid;"
+	"DROP TABLE intent_rings;"
+	"ALTER TABLE intent_rings_v6 RENAME TO intent_rings;"
+	"CREATE INDEX intent_rings_txn ON intent_rings(txn_id);"
+	"CREATE TABLE intent_bundles_v6(id INTEGER PRIMARY KEY,"
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), node INTEGER NOT NULL,"
+	" bundle INTEGER NOT NULL, path INTEGER NOT NULL, distance INTEGER NOT NULL,"
+	" dir INTEGER NOT NULL);"
+	"INSERT INTO intent_bundles_v6 SELECT rowid, txn_id, node, bundle, path, distance, dir"
+	" FROM intent_bundles ORDER BY rowid;"
+	"DROP TABLE intent_bundles;"
+	"ALTER TABLE intent_bundles_v6 RENAME TO intent_bundles;"
+	"CREATE INDEX intent_bundles_txn ON intent_bundles(txn_id);";
 
 static const char *const intent_names[] = {
 	[ST_INTENT_OPEN] = "open",
