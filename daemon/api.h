@@ -34,6 +34,7 @@ struct api_deps {
 	struct rg_state *rings;	 /* ring domains: rings and node conditions; NULL otherwise */
 	struct mx_registry *reg; /* RPC and plan metrics are registered here */
 	const char *version;
+	const char *store; /* the store backend's name (GetFabric) */
 };
 
 /* Caller frees with api_free() (accepts NULL). */

@@ -26,9 +26,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "replica.h"
+
 struct od_options {
 	const char *config_path;
-	const char *state_dir;	    /* holds ocsd.db */
+	const char *state_dir;	    /* holds ocsd.lock, and ocsd.db on --store sqlite */
 	const char *metrics_listen; /* HOST:PORT */
 	unsigned solver_threads;    /* 0 = one per core */
 	const char *listen;	    /* gRPC HOST:PORT */
@@ -43,6 +45,7 @@ struct od_options {
 	/* Before READY, every device's transaction session is connected in
 	 * parallel for at most this long (0 = connect lazily, at first use). */
 	unsigned warm_start_ms;
+	struct rp_opts replica; /* the store backend (--store, --etcd-*) */
 };
 
 /* Runs the daemon until SIGTERM/SIGINT. Returns the process exit code. */

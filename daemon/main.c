@@ -23,6 +23,16 @@
 #define OCSD_RETENTION_DAYS_MAX 36500
 #define OCSD_RETENTION_JOBS_MAX 100000000
 
+/* Long options without a short letter. */
+enum {
+	OPT_STORE = 256,
+	OPT_ETCD_ENDPOINTS,
+	OPT_ETCD_PREFIX,
+	OPT_ETCD_CA,
+	OPT_ETCD_CERT,
+	OPT_ETCD_KEY,
+};
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -50,7 +60,14 @@ static void usage(FILE *out)
 		"                           jobs (default 10000, 0 = no count limit)\n"
 		"  --warm-start-ms N        before reporting READY, connect every device in\n"
 		"                           parallel for at most N ms (default 2000, 0 = connect\n"
-		"                           each device when first used)\n");
+		"                           each device when first used)\n"
+		"  --store sqlite|etcd      where the state lives: one SQLite file in the\n"
+		"                           state directory (default), or etcd, replicated\n"
+		"  --etcd-endpoints URLS    http(s)://HOST:PORT[,...], tried in turn\n"
+		"  --etcd-prefix P          key prefix (default /ocsd/<fabric name>/)\n"
+		"  --etcd-ca FILE           CA that signs etcd's certificate (https)\n"
+		"  --etcd-cert FILE         client certificate for etcd\n"
+		"  --etcd-key FILE          its key\n");
 }
 
 static int check_config(const char *path)
@@ -109,6 +126,12 @@ int main(int argc, char **argv)
 		{"retention-days", required_argument, NULL, 'D'},
 		{"retention-jobs", required_argument, NULL, 'J'},
 		{"warm-start-ms", required_argument, NULL, 'W'},
+		{"store", required_argument, NULL, OPT_STORE},
+		{"etcd-endpoints", required_argument, NULL, OPT_ETCD_ENDPOINTS},
+		{"etcd-prefix", required_argument, NULL, OPT_ETCD_PREFIX},
+		{"etcd-ca", required_argument, NULL, OPT_ETCD_CA},
+		{"etcd-cert", required_argument, NULL, OPT_ETCD_CERT},
+		{"etcd-key", required_argument, NULL, OPT_ETCD_KEY},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -120,7 +143,7 @@ int main(int argc, char **argv)
 				 .retention_jobs = OCSD_RETENTION_JOBS,
 				 .warm_start_ms = 2000};
 	const char *check = NULL;
-	char *end;
+	char *end, err[256];
 	long n;
 	int opt;
 
@@ -201,6 +224,24 @@ int main(int argc, char **argv)
 			}
 			run.warm_start_ms = (unsigned)n;
 			break;
+		case OPT_STORE:
+			run.replica.store = optarg;
+			break;
+		case OPT_ETCD_ENDPOINTS:
+			run.replica.etcd_endpoints = optarg;
+			break;
+		case OPT_ETCD_PREFIX:
+			run.replica.etcd_prefix = optarg;
+			break;
+		case OPT_ETCD_CA:
+			run.replica.etcd_ca = optarg;
+			break;
+		case OPT_ETCD_CERT:
+			run.replica.etcd_cert = optarg;
+			break;
+		case OPT_ETCD_KEY:
+			run.replica.etcd_key = optarg;
+			break;
 		case 'V':
 			printf("ocsd %s\n", OCSD_VERSION);
 			return OCSD_EXIT_OK;
@@ -222,6 +263,10 @@ int main(int argc, char **argv)
 	if (!run.config_path) {
 		fprintf(stderr, "ocsd: --config FILE or --check-config FILE is required\n");
 		usage(stderr);
+		return OCSD_EXIT_USAGE;
+	}
+	if (rp_check(&run.replica, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ocsd: %s\n", err);
 		return OCSD_EXIT_USAGE;
 	}
 	log_init();

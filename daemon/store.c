@@ -67,6 +67,9 @@ struct st_store {
 	void *repl_ctx;
 	sqlite3_session *session; /* the open write transaction's changes */
 	bool commit_allowed;	  /* write_commit() or a changeset apply is committing */
+	bool repl_failed;	  /* the last write failed in the replication */
+	void (*on_error)(void *ctx, int rc);
+	void *on_error_ctx;
 };
 
 /* The lifecycle states of a job that is over (store.h, st_prune). */
@@ -264,20 +267,34 @@ static void rollback(struct st_store *st)
  * commit. The commit hook refuses any other commit on such a store, so a
  * write that bypasses these two fails instead of forking the copies.
  */
+static int write_failed(struct st_store *st, int rc, bool in_repl)
+{
+	st->repl_failed = in_repl;
+	if (st->on_error)
+		st->on_error(st->on_error_ctx, rc);
+	return rc;
+}
+
 static int write_begin(struct st_store *st)
 {
 	int rc = st->repl ? st->repl->prepare(st->repl_ctx) : 0;
 
-	if (rc == 0)
-		rc = exec(st, "BEGIN IMMEDIATE");
-	if (rc || !st->repl)
-		return rc;
+	if (rc)
+		return write_failed(st, rc, true);
+	rc = exec(st, "BEGIN IMMEDIATE");
+	if (rc)
+		return write_failed(st, rc, false);
+	st->repl_failed = false;
+	if (!st->repl)
+		return 0;
 	rc = sql_rc(sqlite3session_create(st->db, "main", &st->session));
 	if (rc == 0)
 		rc = sql_rc(sqlite3session_attach(st->session, NULL));
-	if (rc)
+	if (rc) {
 		rollback(st);
-	return rc;
+		return write_failed(st, rc, false);
+	}
+	return 0;
 }
 
 /* On failure the transaction is still open: the caller rolls it back. */
@@ -296,14 +313,17 @@ static int write_commit(struct st_store *st)
 			rc = st->repl->publish(st->repl_ctx, changeset, (size_t)len);
 		sqlite3_free(changeset);
 		if (rc)
-			return rc;
+			return write_failed(st, rc, true);
 	}
 	st->commit_allowed = true;
 	rc = exec(st, "COMMIT");
 	st->commit_allowed = false;
 	if (rc && st->repl) /* published but not applied here */
 		st->repl->local_commit_failed(st->repl_ctx);
-	return rc;
+	if (rc)
+		return write_failed(st, rc, false);
+	st->repl_failed = false;
+	return 0;
 }
 
 /* One statement as a write transaction of its own. */
@@ -444,6 +464,19 @@ fail:
 	sqlite3_close(st->db);
 	free(st);
 	return rc;
+}
+
+const char *st_strerror(struct st_store *st, int rc)
+{
+	if (st && st->repl && st->repl_failed)
+		return st->repl->last_error(st->repl_ctx);
+	return strerror(rc < 0 ? -rc : rc);
+}
+
+void st_set_error_observer(struct st_store *st, void (*fn)(void *ctx, int rc), void *ctx)
+{
+	st->on_error = fn;
+	st->on_error_ctx = ctx;
 }
 
 void st_set_busy_timeout(struct st_store *st, int timeout_ms)

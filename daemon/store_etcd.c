@@ -557,10 +557,18 @@ static void destroy(void *ctx)
 	free(se);
 }
 
+static const char *last_error(void *ctx)
+{
+	const struct st_etcd *se = ctx;
+
+	return se->error;
+}
+
 static const struct st_repl_hooks etcd_hooks = {
 	.prepare = prepare,
 	.publish = publish,
 	.local_commit_failed = local_commit_failed,
+	.last_error = last_error,
 	.destroy = destroy,
 };
 

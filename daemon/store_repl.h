@@ -35,6 +35,8 @@ struct st_repl_hooks {
 	int (*publish)(void *ctx, const void *changeset, size_t len);
 	/* The local COMMIT failed after publish succeeded: the copy lags. */
 	void (*local_commit_failed)(void *ctx);
+	/* Why the last write it refused failed (st_strerror). */
+	const char *(*last_error)(void *ctx);
 	/* st_close(): free the backend (ctx). */
 	void (*destroy)(void *ctx);
 };

@@ -432,7 +432,7 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	if (rc) {
 		snprintf(why, why_len,
 			 "cannot store the transaction intent (%s); nothing was touched",
-			 strerror(-rc));
+			 st_strerror(drv->d.store, rc));
 		drv->running = NULL;
 		free_txn(tx);
 		return -EIO;

@@ -1,0 +1,49 @@
+/*
+ * replica.h - how this ocsd keeps its state: the store backend chosen on
+ * the command line (--store sqlite, the default: one SQLite file in the
+ * state directory; --store etcd: the replicated log in etcd of
+ * store_etcd.h, with its TLS files and key prefix), and the metrics of that
+ * choice: ocsd_store_errors_total (writes the disk or etcd refused) and,
+ * on etcd, ocsd_etcd_request_duration_seconds and
+ * ocsd_etcd_request_failures_total by operation. docs/replicas.md.
+ *
+ * Threading: the loop thread only, as the store.
+ */
+#ifndef OCSD_REPLICA_H
+#define OCSD_REPLICA_H
+
+#include <stddef.h>
+
+struct mx_registry;
+struct st_store;
+struct replica;
+
+struct rp_opts {
+	const char *store; /* "sqlite" (NULL: the same) or "etcd" */
+	const char *etcd_endpoints;
+	const char *etcd_prefix; /* NULL: "/ocsd/<fabric name>/" */
+	const char *etcd_ca, *etcd_cert, *etcd_key;
+	int etcd_timeout_ms; /* per request and endpoint; 0: 2000 */
+};
+
+/*
+ * Checks the options alone (which flags go together); 0 or -EINVAL with a
+ * message naming the flag in err. rp_open checks them too.
+ */
+int rp_check(const struct rp_opts *o, char *err, size_t err_len);
+/*
+ * Opens the store: sqlite: state_dir/ocsd.db; etcd: connects and loads the
+ * copy. Registers the metrics in reg. 0, or a negative code with a message
+ * in err. Caller frees with rp_free() (accepts NULL), which closes the store.
+ */
+int rp_open(const struct rp_opts *o, const char *state_dir, const char *fabric_name,
+	    struct mx_registry *reg, struct replica **out, char *err, size_t err_len);
+void rp_free(struct replica *rp);
+
+struct st_store *rp_store(struct replica *rp);
+/* "sqlite" or "etcd" (GetFabric's store field). */
+const char *rp_store_name(const struct replica *rp);
+/* For the log: "sqlite FILE" or "etcd ENDPOINTS prefix PREFIX". */
+const char *rp_describe(const struct replica *rp);
+
+#endif
