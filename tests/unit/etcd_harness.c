@@ -23,15 +23,15 @@
 static pid_t spawn(struct eh_etcd *e)
 {
 	char peer[64], cluster[96], data[300], log[300];
-	const char *argv[40] = {OCSD_ETCD_PATH, "--name",
-				"default",	"--data-dir",
-				data,		"--listen-client-urls",
-				e->endpoint,	"--advertise-client-urls",
-				e->endpoint,	"--listen-peer-urls",
-				peer,		"--initial-advertise-peer-urls",
-				peer,		"--initial-cluster",
-				cluster};
-	int argc = 15;
+	const char *argv[40] = {OCSD_ETCD_PATH, "--name", "default", "--data-dir", data,
+				"--listen-client-urls", e->endpoint, "--advertise-client-urls",
+				e->endpoint, "--listen-peer-urls", peer,
+				"--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
+				/* etcd grants at least 1.5 election timeouts'
+				 * worth of lease TTL, in whole seconds: with
+				 * the default 1 s a 1 s lease lasts 2 s */
+				"--heartbeat-interval", "50", "--election-timeout", "500"};
+	int argc = 19;
 	pid_t pid;
 
 	snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", e->peer_port);
