@@ -953,6 +953,11 @@ int od_run(const struct od_options *opts)
 		goto out;
 	}
 	od.store = rp_store(od.rp);
+	/* a standby replica waits here until it leads, then starts as after a restart */
+	if (rp_lead(od.rp, err, sizeof(err)) != 0) {
+		log_msg(LOG_ERR, "replica: %s", err);
+		goto out;
+	}
 	od.exec = exec_new(od_solver_tasks(opts) + od_io_tasks(&od));
 	od.pool = od.exec ? pool_new(od.loop, od.exec, od_solver_tasks(opts), OD_SOLVER_QUEUE_MAX)
 			  : NULL;

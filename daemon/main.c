@@ -31,6 +31,9 @@ enum {
 	OPT_ETCD_CA,
 	OPT_ETCD_CERT,
 	OPT_ETCD_KEY,
+	OPT_REPLICA_ID,
+	OPT_ADVERTISE,
+	OPT_LEADER_TTL,
 };
 
 static void usage(FILE *out)
@@ -67,7 +70,11 @@ static void usage(FILE *out)
 		"  --etcd-prefix P          key prefix (default /ocsd/<fabric name>/)\n"
 		"  --etcd-ca FILE           CA that signs etcd's certificate (https)\n"
 		"  --etcd-cert FILE         client certificate for etcd\n"
-		"  --etcd-key FILE          its key\n");
+		"  --etcd-key FILE          its key\n"
+		"  --replica-id NAME        with --advertise: one of several replicas on\n"
+		"                           the prefix; waits as a standby until it leads\n"
+		"  --advertise HOST:PORT    where clients reach this replica\n"
+		"  --leader-ttl-s N         leader lease TTL (default 1, 1..60)\n");
 }
 
 static int check_config(const char *path)
@@ -132,6 +139,9 @@ int main(int argc, char **argv)
 		{"etcd-ca", required_argument, NULL, OPT_ETCD_CA},
 		{"etcd-cert", required_argument, NULL, OPT_ETCD_CERT},
 		{"etcd-key", required_argument, NULL, OPT_ETCD_KEY},
+		{"replica-id", required_argument, NULL, OPT_REPLICA_ID},
+		{"advertise", required_argument, NULL, OPT_ADVERTISE},
+		{"leader-ttl-s", required_argument, NULL, OPT_LEADER_TTL},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -241,6 +251,21 @@ int main(int argc, char **argv)
 			break;
 		case OPT_ETCD_KEY:
 			run.replica.etcd_key = optarg;
+			break;
+		case OPT_REPLICA_ID:
+			run.replica.replica_id = optarg;
+			break;
+		case OPT_ADVERTISE:
+			run.replica.advertise = optarg;
+			break;
+		case OPT_LEADER_TTL:
+			n = strtol(optarg, &end, 10);
+			if (!*optarg || *end || n < 1 || n > 60) {
+				fprintf(stderr, "ocsd: --leader-ttl-s: '%s' is not 1..60\n",
+					optarg);
+				return OCSD_EXIT_USAGE;
+			}
+			run.replica.leader_ttl_s = (int)n;
 			break;
 		case 'V':
 			printf("ocsd %s\n", OCSD_VERSION);

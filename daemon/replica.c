@@ -8,15 +8,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
+#include <unistd.h>
 
+#include "leader.h"
+#include "log.h"
 #include "metrics.h"
 #include "store.h"
 #include "store_etcd.h"
 
 struct replica {
 	struct st_store *store;
+	struct st_etcd *se; /* etcd only; owned by store */
+	struct leader *leader;
+	struct rp_opts opts;
+	char prefix[512];
 	bool etcd;
 	struct mx_family *m_store_errors, *m_etcd_seconds, *m_etcd_failures;
+	struct mx_family *m_leader, *m_leader_changes;
 	char describe[1024];
 };
 
@@ -40,6 +49,15 @@ int rp_check(const struct rp_opts *o, char *err, size_t err_len)
 	if (!etcd &&
 	    (o->etcd_endpoints || o->etcd_prefix || o->etcd_ca || o->etcd_cert || o->etcd_key)) {
 		snprintf(err, err_len, "--etcd-* options need --store etcd");
+		return -EINVAL;
+	}
+	if ((o->replica_id || o->advertise) && (!etcd || !o->replica_id || !o->advertise)) {
+		snprintf(err, err_len,
+			 "--replica-id and --advertise go together, with --store etcd");
+		return -EINVAL;
+	}
+	if (o->leader_ttl_s < 0 || o->leader_ttl_s > 60) {
+		snprintf(err, err_len, "--leader-ttl-s: %d is not 1..60", o->leader_ttl_s);
 		return -EINVAL;
 	}
 	return 0;
@@ -81,7 +99,14 @@ static int register_metrics(struct replica *rp, struct mx_registry *reg)
 					 "etcd requests that no endpoint answered or that "
 					 "etcd refused, by operation.",
 					 op);
-	if (!rp->m_store_errors || !rp->m_etcd_seconds || !rp->m_etcd_failures)
+	rp->m_leader =
+		mx_gauge(reg, "ocsd_leader",
+			 "1 while this replica leads (always 1 without --replica-id).", NULL);
+	rp->m_leader_changes = mx_counter(reg, "ocsd_leader_changes_total",
+					  "Times this replica became the leader.", NULL);
+	if (!rp->m_store_errors || !rp->m_etcd_seconds || !rp->m_etcd_failures || !rp->m_leader ||
+	    !rp->m_leader_changes || mx_set(rp->m_leader, NULL, rp->opts.replica_id ? 0 : 1) != 0 ||
+	    mx_add(rp->m_leader_changes, NULL, 0) != 0)
 		return -ENOMEM;
 	/* the series exists from the start (rate() needs its zero) */
 	return mx_add(rp->m_store_errors, (const char *[]){rp->etcd ? "etcd" : "sqlite"}, 0);
@@ -90,26 +115,25 @@ static int register_metrics(struct replica *rp, struct mx_registry *reg)
 static int open_etcd(struct replica *rp, const struct rp_opts *o, const char *fabric_name,
 		     char *err, size_t err_len)
 {
-	char prefix[512];
 	struct st_etcd_opts eo = {.etcd = {.endpoints = o->etcd_endpoints,
 					   .ca_file = o->etcd_ca,
 					   .cert_file = o->etcd_cert,
 					   .key_file = o->etcd_key,
 					   .timeout_ms = o->etcd_timeout_ms},
 				  .prefix = o->etcd_prefix};
-	struct st_etcd *se;
 	int rc;
 
-	if (!eo.prefix) {
-		snprintf(prefix, sizeof(prefix), "/ocsd/%s/", fabric_name);
-		eo.prefix = prefix;
-	}
-	rc = st_etcd_open(&eo, &rp->store, &se, err, err_len);
+	if (o->etcd_prefix)
+		snprintf(rp->prefix, sizeof(rp->prefix), "%s", o->etcd_prefix);
+	else
+		snprintf(rp->prefix, sizeof(rp->prefix), "/ocsd/%s/", fabric_name);
+	eo.prefix = rp->prefix;
+	rc = st_etcd_open(&eo, &rp->store, &rp->se, err, err_len);
 	if (rc)
 		return rc;
-	etcd_set_observer(st_etcd_client(se), on_etcd_request, rp);
+	etcd_set_observer(st_etcd_client(rp->se), on_etcd_request, rp);
 	snprintf(rp->describe, sizeof(rp->describe), "etcd %s prefix %s (entry %llu)",
-		 o->etcd_endpoints, eo.prefix, (unsigned long long)st_etcd_seq(se));
+		 o->etcd_endpoints, eo.prefix, (unsigned long long)st_etcd_seq(rp->se));
 	return 0;
 }
 
@@ -126,6 +150,7 @@ int rp_open(const struct rp_opts *o, const char *state_dir, const char *fabric_n
 	if (!rp)
 		return -ENOMEM;
 	rp->etcd = o->store && strcmp(o->store, "etcd") == 0;
+	rp->opts = *o;
 	rc = register_metrics(rp, reg);
 	if (rc) {
 		snprintf(err, err_len, "out of memory");
@@ -147,10 +172,69 @@ int rp_open(const struct rp_opts *o, const char *state_dir, const char *fabric_n
 	return 0;
 }
 
+/* On the keep-alive thread: this replica may no longer touch a device. */
+static void on_leader_lost(void *ctx, const char *why)
+{
+	(void)ctx;
+	log_msg(LOG_CRIT,
+		"leadership lost (%s): exiting at once; unconfirmed device commits "
+		"revert by themselves and the new leader recovers",
+		why);
+	_exit(1);
+}
+
+int rp_lead(struct replica *rp, char *err, size_t err_len)
+{
+	const struct rp_opts *o = &rp->opts;
+	struct etcd_opts eo = {.endpoints = o->etcd_endpoints,
+			       .ca_file = o->etcd_ca,
+			       .cert_file = o->etcd_cert,
+			       .key_file = o->etcd_key,
+			       .timeout_ms = o->etcd_timeout_ms};
+	struct ld_opts lo = {.replica_id = o->replica_id,
+			     .advertise = o->advertise,
+			     .prefix = rp->prefix,
+			     .ttl_s = o->leader_ttl_s};
+	char who[600] = "";
+	int rc;
+
+	if (!o->replica_id)
+		return 0;
+	rc = ld_new(&eo, &lo, &rp->leader, err, err_len);
+	if (rc)
+		return rc;
+	(void)ld_current(rp->leader, who, sizeof(who));
+	log_msg(LOG_NOTICE, "replica %s: standby until it leads (leader now: %s)", o->replica_id,
+		*who ? who : "none");
+	rc = ld_campaign(rp->leader, -1, NULL, on_leader_lost, rp);
+	if (rc) {
+		snprintf(err, err_len, "leader election: %s", strerror(-rc));
+		return rc;
+	}
+	rc = st_etcd_set_fence(rp->se, ld_key(rp->leader), strlen(ld_key(rp->leader)),
+			       ld_revision(rp->leader));
+	if (rc == 0 && (rc = st_etcd_sync(rp->se)) != 0)
+		snprintf(err, err_len, "%s", st_etcd_last_error(rp->se));
+	else if (rc)
+		snprintf(err, err_len, "out of memory");
+	if (rc)
+		return rc;
+	(void)mx_set(rp->m_leader, NULL, 1);
+	(void)mx_add(rp->m_leader_changes, NULL, 1);
+	log_msg(LOG_NOTICE, "replica %s leads (leader key revision %lld, log entry %llu)",
+		o->replica_id, (long long)ld_revision(rp->leader),
+		(unsigned long long)st_etcd_seq(rp->se));
+	return 0;
+}
+
 void rp_free(struct replica *rp)
 {
 	if (!rp)
 		return;
+	/* a clean stop hands over at once instead of after the lease's TTL */
+	if (rp->leader)
+		(void)ld_resign(rp->leader);
+	ld_free(rp->leader);
 	st_close(rp->store);
 	free(rp);
 }

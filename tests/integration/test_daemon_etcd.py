@@ -13,7 +13,11 @@ lab fleet of 16 ocs-devsim devices, all on loopback:
   - etcd stopped: a submission is refused with UNAVAILABLE naming etcd,
     the devices are untouched, ocsd_store_errors_total counts it, and
     /metrics (with the etcd latency histogram) passes promtool;
-  - etcd back: the same submission goes through, a release too.
+  - etcd back: the same submission goes through, a release too;
+  - two replicas (--replica-id a, b): a leads (ocsd_leader 1), b waits as
+    a standby without serving; a killed with -9: b leads, recovers as after
+    a restart and serves the same jobs and circuits, and the time from the
+    kill to b's first acknowledged write is printed.
 
 usage: test_daemon_etcd.py BUILD_DIR SOURCE_DIR
 """
@@ -61,7 +65,11 @@ class Etcd:
                 ["etcd", "--name", "m1", "--data-dir", self.data,
                  "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
                  "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                 "--initial-cluster", f"m1={peer}"], stdout=log, stderr=log)
+                 "--initial-cluster", f"m1={peer}",
+                 # a 1 s lease lasts 1 s only with an election timeout
+                 # below 667 ms (docs/replicas.md)
+                 "--heartbeat-interval", "50", "--election-timeout", "500"],
+                stdout=log, stderr=log)
         testports.wait_listening("127.0.0.1", self.client, "etcd", 30, proc=self.proc)
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -114,9 +122,8 @@ def metric(text, name, labels):
     return float(m.group(1)) if m else None
 
 
-def start_ocsd():
-    fleet.start_ocsd("--store", "etcd", "--etcd-endpoints", etcd.url)
-    ch = grpc.insecure_channel(fleet.target)
+def wait_serving(target):
+    ch = grpc.insecure_channel(target)
     stub = jobs_pb2_grpc.JobsStub(ch)
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -126,6 +133,65 @@ def start_ocsd():
         except grpc.RpcError:
             time.sleep(0.2)
     raise RuntimeError("ocsd does not answer ListJobs")
+
+
+def start_ocsd(*extra):
+    fleet.start_ocsd("--store", "etcd", "--etcd-endpoints", etcd.url, *extra)
+    return wait_serving(fleet.target)
+
+
+def replicas():
+    """a leads, b is a standby; a killed: b takes over."""
+    ch, stub = start_ocsd("--replica-id", "a", "--advertise", "127.0.0.1:1")
+    check(re.search(r"^ocsd_leader 1$", fleet.metrics(), re.M), "a: ocsd_leader 1")
+    b_dir = os.path.join(fleet.work, "state-b")
+    os.makedirs(b_dir)
+    b_log = os.path.join(fleet.work, "ocsd-b.log")
+    with open(b_log, "w") as log:
+        b = subprocess.Popen(
+            [fleet.ocsd_bin, "--config", fleet.cfg, "--state-dir", b_dir, "--listen",
+             "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--insecure",
+             "--reconcile-interval-s", "1", "--store", "etcd", "--etcd-endpoints", etcd.url,
+             "--replica-id", "b", "--advertise", "127.0.0.1:2"], stdout=log, stderr=log)
+    try:
+        deadline = time.time() + 30
+        while "standby until it leads (leader now: a 127.0.0.1:1)" not in open(b_log).read():
+            check(time.time() < deadline and b.poll() is None, "b never became a standby")
+            if time.time() >= deadline or b.poll() is not None:
+                return
+            time.sleep(0.1)
+        time.sleep(2)  # several lease periods: b must still wait
+        check("gRPC on" not in open(b_log).read(), "b serves while a leads")
+        r = stub.SubmitJob(spec("e3", 4, 6, 1), timeout=RPC_TIMEOUT_S)
+        check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"e3 on a: {r.job.reason}")
+        before = ocsd_circuits()
+        ch.close()
+        killed = time.time()
+        fleet.kill_ocsd()
+        port = None
+        while time.time() < killed + 60 and port is None and b.poll() is None:
+            m = re.search(r"gRPC on \S+ \(port (\d+)", open(b_log).read())
+            port = int(m.group(1)) if m else None
+            time.sleep(0.02)
+        check(port is not None, "b did not take over:\n" + open(b_log).read()[-3000:])
+        if port is None:
+            return
+        ch_b, stub_b = wait_serving(f"127.0.0.1:{port}")
+        r = stub_b.SubmitJob(spec("e4", 5, 7, 1), timeout=RPC_TIMEOUT_S)
+        took = time.time() - killed
+        check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"e4 on b: {r.job.reason}")
+        print(f"failover: {took:.2f} s from kill -9 of the leader to the standby's "
+              "first acknowledged write (lease TTL 1 s, warm start included)", flush=True)
+        j = stub_b.GetJob(jobs_pb2.GetJobRequest(id="e3"), timeout=RPC_TIMEOUT_S).job
+        check(j.state == jobs_pb2.JOB_STATE_ACTIVE, f"e3 on b: {j.state}")
+        fleet.grpc_port = port
+        after = ocsd_circuits()
+        check(before <= after and after == device_circuits(), "b's circuits and the devices")
+        ch_b.close()
+    finally:
+        if b.poll() is None:
+            b.send_signal(signal.SIGTERM)
+            b.wait(timeout=60)
 
 
 def main():
@@ -185,6 +251,8 @@ def main():
     check(ocsd_circuits() == device_circuits(),
           "devices and ocsd agree at the end")
     ch.close()
+    fleet.stop_ocsd()
+    replicas()
 
 
 def run():
