@@ -346,8 +346,12 @@ static int publish_unknown(struct st_etcd *se, const char *key, const void *chan
 			   int txn_rc)
 {
 	struct etcd_kvs r;
-	int rc = etcd_range(se->c, key, strlen(key), NULL, 0, 0, 0, &r);
+	int rc;
 
+	/* the transaction's failure is the one to report */
+	set_error(se, "etcd: writing the log: %s",
+		  *etcd_last_error(se->c) ? etcd_last_error(se->c) : strerror(-txn_rc));
+	rc = etcd_range(se->c, key, strlen(key), NULL, 0, 0, 0, &r);
 	if (rc == 0 && r.n == 1 && r.kvs[0].value_len == len &&
 	    memcmp(r.kvs[0].value, changeset, len) == 0) {
 		se->seq++;
@@ -357,7 +361,7 @@ static int publish_unknown(struct st_etcd *se, const char *key, const void *chan
 	}
 	etcd_kvs_clear(&r);
 	se->stale = true; /* it may still land: read the log before the next write */
-	return etcd_failed(se, "writing the log", txn_rc);
+	return txn_rc == -ENOMEM ? -ENOMEM : -EIO;
 }
 
 static int publish(void *ctx, const void *changeset, size_t len)
@@ -394,10 +398,9 @@ static int publish(void *ctx, const void *changeset, size_t len)
 				  .value = head,
 				  .value_len = strlen(head)};
 	rc = etcd_txn(se->c, cmps, se->fence_key ? 2 : 1, ops, 2, NULL, 0, &succeeded, &rev);
-	if (rc == -ETIMEDOUT || rc == -EIO)
-		return publish_unknown(se, key, changeset, len, rc);
+	/* etcd's UNAVAILABLE and timeouts do not say whether the entry went in */
 	if (rc)
-		return etcd_failed(se, "writing the log", rc);
+		return publish_unknown(se, key, changeset, len, rc);
 	if (!succeeded)
 		return compare_failed(se);
 	se->seq++;
