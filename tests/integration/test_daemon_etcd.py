@@ -191,7 +191,8 @@ def replicas():
     finally:
         if b.poll() is None:
             b.send_signal(signal.SIGTERM)
-            b.wait(timeout=60)
+            check(b.wait(timeout=60) == 0, "b's exit status after SIGTERM:\n"
+                  + open(b_log).read()[-3000:])
 
 
 def main():
@@ -251,7 +252,7 @@ def main():
     check(ocsd_circuits() == device_circuits(),
           "devices and ocsd agree at the end")
     ch.close()
-    fleet.stop_ocsd()
+    check(fleet.stop_ocsd() == 0, "ocsd's exit status after SIGTERM")
     replicas()
 
 
