@@ -40,6 +40,8 @@
 
 #define ST_ETCD_SNAPSHOT_EVERY 1000
 #define ST_ETCD_CHUNK_BYTES    (1u << 20)
+/* The largest snapshot image a replica loads (a record saying more is refused). */
+#define ST_ETCD_MAX_SNAPSHOT (4ull << 30)
 /* Log entries and snapshot chunks read per range request (bounded answers). */
 #define ST_ETCD_PAGE 128
 
@@ -146,7 +148,8 @@ static int load_snapshot(struct st_etcd *se, int64_t rev)
 	}
 	if (sscanf((const char *)r.kvs[0].value, "%llu %llu %llu %llx", &seq, &chunks, &bytes,
 		   &tag) != 4 ||
-	    seq == 0 || chunks == 0 || bytes == 0 || bytes > SIZE_MAX / 2) {
+	    seq == 0 || chunks == 0 || bytes == 0 || bytes > ST_ETCD_MAX_SNAPSHOT ||
+	    chunks > bytes) {
 		set_error(se, "etcd: %s: not a snapshot record", se->snap_key);
 		etcd_kvs_clear(&r);
 		return -EPROTO;
