@@ -227,6 +227,13 @@ int rp_lead(struct replica *rp, char *err, size_t err_len)
 	return 0;
 }
 
+int rp_fence(void *ctx, char *why, size_t why_len)
+{
+	struct replica *rp = ctx;
+
+	return rp->leader ? ld_check(rp->leader, why, why_len) : 0;
+}
+
 void rp_free(struct replica *rp)
 {
 	if (!rp)

@@ -17,7 +17,11 @@ lab fleet of 16 ocs-devsim devices, all on loopback:
   - two replicas (--replica-id a, b): a leads (ocsd_leader 1), b waits as
     a standby without serving; a killed with -9: b leads, recovers as after
     a restart and serves the same jobs and circuits, and the time from the
-    kill to b's first acknowledged write is printed.
+    kill to b's first acknowledged write is printed;
+  - the fence before the confirm: a leader whose key is deleted while a
+    transaction waits for the devices' switching time (between commit and
+    confirm) does not confirm: the job fails naming it, and the devices
+    keep none of its cross-connects.
 
 usage: test_daemon_etcd.py BUILD_DIR SOURCE_DIR
 """
@@ -28,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -254,6 +259,46 @@ def main():
     ch.close()
     check(fleet.stop_ocsd() == 0, "ocsd's exit status after SIGTERM")
     replicas()
+    fence()
+
+
+def fence():
+    """The leader key deleted between commit and confirm: no confirm."""
+    with open(fleet.cfg) as f:
+        fabric = json.load(f)
+    fabric["ocsd-fabric:fabric"]["devices"]["switch-time-us"] = 4000000
+    slow = os.path.join(fleet.work, "fabric-slow.json")
+    with open(slow, "w") as f:
+        json.dump(fabric, f)
+    fleet.cfg, normal = slow, fleet.cfg
+    try:
+        ch, stub = start_ocsd("--replica-id", "c", "--advertise", "127.0.0.1:3")
+    finally:
+        fleet.cfg = normal
+    before = device_circuits()
+    out = {}
+
+    def submit():
+        try:
+            out["r"] = stub.SubmitJob(spec("e6", 0, 2, 1), timeout=RPC_TIMEOUT_S)
+        except grpc.RpcError as e:
+            out["e"] = e
+
+    t = threading.Thread(target=submit)
+    t.start()
+    time.sleep(1.5)  # committed on the devices, waiting 4 s before the read-back
+    d = etcd.ctl("del", "/ocsd/lab/leader")
+    check(d.returncode == 0 and d.stdout.strip() == "1", f"etcdctl del: {d.stdout} {d.stderr}")
+    t.join(RPC_TIMEOUT_S)
+    r, e = out.get("r"), out.get("e")
+    text = (r.job.reason if r else (e.details() if e else "")) or ""
+    check((r is None or r.job.state != jobs_pb2.JOB_STATE_ACTIVE) and "not the leader" in text,
+          f"e6 without leadership: {r.job.state if r else e}: {text}")
+    check("not the leader any more" in fleet.log(), "c logs the withheld confirm")
+    # the unconfirmed commit is gone from every device (rolled back)
+    check(device_circuits() == before, "devices after the withheld confirm")
+    ch.close()
+    fleet.stop_ocsd()
 
 
 def run():
