@@ -42,6 +42,7 @@
 #include "metrics_http.h"
 #include "pool.h"
 #include "reconcile.h"
+#include "keepalive.h"
 #include "recovery.h"
 #include "rings.h"
 #include "sb_txn.h"
@@ -83,6 +84,7 @@ struct od {
 	struct nb_server *server;
 	struct recon *recon;
 	struct event *recon_timer;
+	struct ka *ka; /* the transaction sessions' keepalive */
 	struct event *prune_timer;
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 	struct mx_family *m_pruned;
@@ -489,6 +491,7 @@ static void od_teardown(struct od *od)
 	if (od->repair_timer)
 		event_free(od->repair_timer);
 	recon_free(od->recon);
+	ka_free(od->ka);
 	flt_stop(od->faults); /* no more faults reach the job manager */
 	if (od->jm)
 		jm_stop(od->jm);
@@ -877,6 +880,24 @@ static int start_jobs(struct od *od)
 		return rc;
 	}
 	api_attach(od->api, od->jm, od->server);
+	if (o->keepalive_interval_ms) {
+		struct ka_deps kd = {.loop = od->loop,
+				     .exec = od->exec,
+				     .devs = od->devs,
+				     .events = api_recon_events(od->api),
+				     .reg = od->reg,
+				     .interval_ms = o->keepalive_interval_ms,
+				     .fabric = &od->cfg->fabric,
+				     .fs = od->rings ? NULL : od->fs,
+				     .store = od->store,
+				     .jm = od->jm,
+				     .failed = &sb_engine_counters(od->engine)->failed};
+
+		/* after recovery: from here on transactions claim the handles they use */
+		od->ka = ka_new(&kd);
+		if (!od->ka)
+			return -ENOMEM;
+	}
 	/* Reconciliation reads cross-connects: ring domains are read back by
 	 * recovery and by each transaction, and watched through notifications. */
 	if (od->rings)

@@ -45,6 +45,9 @@ struct od_options {
 	/* Before READY, every device's transaction session is connected in
 	 * parallel for at most this long (0 = connect lazily, at first use). */
 	unsigned warm_start_ms;
+	/* Every this many ms the transaction sessions are checked in the
+	 * background and dead ones replaced (keepalive.h; 0 = never). */
+	unsigned keepalive_interval_ms;
 	struct rp_opts replica; /* the store backend (--store, --etcd-*) */
 };
 

@@ -64,6 +64,9 @@ static void usage(FILE *out)
 		"  --warm-start-ms N        before reporting READY, connect every device in\n"
 		"                           parallel for at most N ms (default 2000, 0 = connect\n"
 		"                           each device when first used)\n"
+		"  --keepalive-interval-ms N check the devices' sessions every N ms in the\n"
+		"                           background and replace dead ones (default 5000,\n"
+		"                           100..600000, 0 = off)\n"
 		"  --store sqlite|etcd      where the state lives: one SQLite file in the\n"
 		"                           state directory (default), or etcd, replicated\n"
 		"  --etcd-endpoints URLS    http(s)://HOST:PORT[,...], tried in turn\n"
@@ -133,6 +136,7 @@ int main(int argc, char **argv)
 		{"retention-days", required_argument, NULL, 'D'},
 		{"retention-jobs", required_argument, NULL, 'J'},
 		{"warm-start-ms", required_argument, NULL, 'W'},
+		{"keepalive-interval-ms", required_argument, NULL, 'k'},
 		{"store", required_argument, NULL, OPT_STORE},
 		{"etcd-endpoints", required_argument, NULL, OPT_ETCD_ENDPOINTS},
 		{"etcd-prefix", required_argument, NULL, OPT_ETCD_PREFIX},
@@ -151,14 +155,15 @@ int main(int argc, char **argv)
 				 .reconcile_interval_s = 60,
 				 .retention_days = OCSD_RETENTION_DAYS,
 				 .retention_jobs = OCSD_RETENTION_JOBS,
-				 .warm_start_ms = 2000};
+				 .warm_start_ms = 2000,
+				 .keepalive_interval_ms = 5000};
 	const char *check = NULL;
 	char *end, err[256];
 	long n;
 	int opt;
 
 	run.state_dir = getenv("STATE_DIRECTORY") ? getenv("STATE_DIRECTORY") : "/var/lib/ocsd";
-	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:Vh", options, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:k:Vh", options, NULL)) !=
 	       -1) {
 		switch (opt) {
 		case 'c':
@@ -233,6 +238,17 @@ int main(int argc, char **argv)
 				return OCSD_EXIT_USAGE;
 			}
 			run.warm_start_ms = (unsigned)n;
+			break;
+		case 'k':
+			n = strtol(optarg, &end, 10);
+			if (!*optarg || *end || (n != 0 && (n < 100 || n > 600000))) {
+				fprintf(stderr,
+					"ocsd: --keepalive-interval-ms: '%s' is not 0 or "
+					"100..600000\n",
+					optarg);
+				return OCSD_EXIT_USAGE;
+			}
+			run.keepalive_interval_ms = (unsigned)n;
 			break;
 		case OPT_STORE:
 			run.replica.store = optarg;

@@ -1317,14 +1317,16 @@ int st_fault_list(struct st_store *st,
 	return sql_rc(rc);
 }
 
-int st_intent_list_open(struct st_store *st, int (*fn)(void *ctx, const struct st_intent *intent),
-			void *ctx)
+/*
+ * Calls fn for every intent the query (txn_id, job_id, state; a state
+ * written as a literal, so that the partial index intents_open serves the
+ * open ones) selects, oldest first.
+ */
+static int list_intents(struct st_store *st, const char *sql,
+			int (*fn)(void *ctx, const struct st_intent *intent), void *ctx)
 {
 	sqlite3_stmt *s;
-	int rc = prepare(st,
-			 "SELECT txn_id, job_id, state FROM intents WHERE state = 'open'"
-			 " ORDER BY txn_id",
-			 &s);
+	int rc = prepare(st, sql, &s);
 
 	if (rc)
 		return rc;
@@ -1347,6 +1349,50 @@ int st_intent_list_open(struct st_store *st, int (*fn)(void *ctx, const struct s
 	}
 	sqlite3_finalize(s);
 	return sql_rc(rc);
+}
+
+int st_intent_list_open(struct st_store *st, int (*fn)(void *ctx, const struct st_intent *intent),
+			void *ctx)
+{
+	return list_intents(st,
+			    "SELECT txn_id, job_id, state FROM intents WHERE state = 'open'"
+			    " ORDER BY txn_id",
+			    fn, ctx);
+}
+
+int st_intent_list_failed(struct st_store *st, int (*fn)(void *ctx, const struct st_intent *intent),
+			  void *ctx)
+{
+	return list_intents(st,
+			    "SELECT txn_id, job_id, state FROM intents WHERE state = 'failed'"
+			    " ORDER BY txn_id",
+			    fn, ctx);
+}
+
+int st_intent_settle(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
+		     const char *detail, int64_t now_ms)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (outcome != ST_INTENT_ROLLED_BACK && outcome != ST_INTENT_FAILED)
+		return -EINVAL;
+	rc = prepare(st,
+		     "UPDATE intents SET state = ?2, detail = ?3, finished_ms = ?4"
+		     " WHERE txn_id = ?1 AND state = 'failed'",
+		     &s);
+	if (rc)
+		return rc;
+	if (sqlite3_bind_int64(s, 1, txn_id) || bind_text(s, 2, st_intent_state_name(outcome)) ||
+	    bind_text(s, 3, detail) || sqlite3_bind_int64(s, 4, now_ms)) {
+		sqlite3_finalize(s);
+		return bind_error(st);
+	}
+	rc = step_write(st, s);
+	sqlite3_finalize(s);
+	if (rc)
+		return rc;
+	return sqlite3_changes(st->db) ? 0 : -EALREADY;
 }
 
 int st_circuit_list(struct st_store *st, const char *job_id,

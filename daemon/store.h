@@ -194,6 +194,21 @@ void st_intent_clear(struct st_intent *in);
 /* Calls fn for every open intent, oldest first (see st_job_list for fn). */
 int st_intent_list_open(struct st_store *st, int (*fn)(void *ctx, const struct st_intent *intent),
 			void *ctx);
+/*
+ * Calls fn for every failed intent (rollback not proven), oldest first. No
+ * index serves it: call it when a failed intent is expected (at start, after
+ * a transaction failed), not on every tick.
+ */
+int st_intent_list_failed(struct st_store *st, int (*fn)(void *ctx, const struct st_intent *intent),
+			  void *ctx);
+/*
+ * Settles a failed intent once its devices could be read again (the
+ * keepalive, keepalive.h): ROLLED_BACK when every device it touched is back
+ * at the pre-image, or FAILED again with a new detail. The circuits are not
+ * touched. 0, -EALREADY (not failed), -EINVAL, or the store's -errno.
+ */
+int st_intent_settle(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
+		     const char *detail, int64_t now_ms);
 
 /*
  * The circuit table. job_id NULL lists every circuit, else only that job's.

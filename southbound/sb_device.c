@@ -68,6 +68,12 @@ struct sb_device {
 	pthread_mutex_t staged_mu;
 	bool staged;
 	struct sb_device_config staged_cfg;
+	/* who uses the device (sb_device_claim): a transaction, or a keepalive pass */
+	pthread_mutex_t claim_mu;
+	pthread_cond_t claim_cv;
+	bool claimed; /* guarded by claim_mu */
+	bool ever_connected;
+	atomic_uint_least64_t reconnects; /* sessions opened after the first */
 	/* the last verified image of running in this session (sb_device.h) */
 	bool image_known;
 	atomic_bool image_forget;  /* set by sb_device_forget_image() from any thread */
@@ -144,6 +150,14 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 		free(drv);
 		return rc;
 	}
+	/* Freeze the compiled context. libnetconf2's check at every connect
+	 * loads each module the server advertises with the server's features,
+	 * which would recompile this shared context (under other threads'
+	 * parsers) to the last server's feature set: after a device without
+	 * :confirmed-commit connected, every other device's <commit><confirmed/>
+	 * failed to build. With explicit compilation such changes never reach
+	 * the compiled schema, which already holds every feature. */
+	ly_ctx_set_options(drv->ctx, LY_CTX_EXPLICIT_COMPILE);
 	pthread_mutex_init(&drv->connect_mu, NULL);
 	nc_client_init();
 	*out = drv;
@@ -197,6 +211,8 @@ int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg, str
 	dev->lean = drv->lean[atomic_fetch_add(&drv->next_lean, 1) % SB_LEAN_CTXS];
 	dev->fd = -1;
 	pthread_mutex_init(&dev->staged_mu, NULL);
+	pthread_mutex_init(&dev->claim_mu, NULL);
+	pthread_cond_init(&dev->claim_cv, NULL);
 	fill_config(&dev->cfg, cfg);
 	*out = dev;
 	return 0;
@@ -235,6 +251,8 @@ void sb_device_free(struct sb_device *dev)
 		return;
 	sb_device_disconnect(dev);
 	pthread_mutex_destroy(&dev->staged_mu);
+	pthread_cond_destroy(&dev->claim_cv);
+	pthread_mutex_destroy(&dev->claim_mu);
 	free(dev);
 }
 
@@ -559,6 +577,11 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 	dev->backoff_ms = 0;
 	dev->next_attempt_ms = 0;
 	atomic_fetch_add(&drv->counters.connects, 1);
+	if (dev->ever_connected) {
+		atomic_fetch_add(&dev->reconnects, 1);
+		atomic_fetch_add(&drv->counters.reconnects, 1);
+	}
+	dev->ever_connected = true;
 	detect_capabilities(dev);
 	if (dev->strategy == SB_STRATEGY_NONE) {
 		sb_device_disconnect(dev);
@@ -587,6 +610,50 @@ int sb_device_connect_until(struct sb_device *dev, int64_t deadline_ms, struct s
 			nanosleep(&ts, NULL);
 		}
 	}
+}
+
+/* ---- who uses the device, and the keepalive ---------------------------- */
+
+void sb_device_claim(struct sb_device *dev)
+{
+	pthread_mutex_lock(&dev->claim_mu);
+	while (dev->claimed)
+		pthread_cond_wait(&dev->claim_cv, &dev->claim_mu);
+	dev->claimed = true;
+	pthread_mutex_unlock(&dev->claim_mu);
+}
+
+bool sb_device_try_claim(struct sb_device *dev)
+{
+	pthread_mutex_lock(&dev->claim_mu);
+	bool got = !dev->claimed;
+	dev->claimed = true;
+	pthread_mutex_unlock(&dev->claim_mu);
+	return got;
+}
+
+void sb_device_unclaim(struct sb_device *dev)
+{
+	pthread_mutex_lock(&dev->claim_mu);
+	dev->claimed = false;
+	pthread_cond_signal(&dev->claim_cv);
+	pthread_mutex_unlock(&dev->claim_mu);
+}
+
+uint64_t sb_device_reconnects(const struct sb_device *dev)
+{
+	return atomic_load(&dev->reconnects);
+}
+
+int sb_device_keepalive(struct sb_device *dev, struct sb_error *err)
+{
+	if (!sb_device_try_claim(dev))
+		return set_err(err, dev, "keepalive", -EBUSY, "in use");
+	/* sb_device_connect does the work: no RPC on a live session, the dead
+	 * one replaced, the backoff honoured (-EAGAIN while it runs) */
+	int rc = sb_device_connect(dev, err);
+	sb_device_unclaim(dev);
+	return rc;
 }
 
 struct connect_many {

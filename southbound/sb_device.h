@@ -192,7 +192,8 @@ struct sb_driver_counters {
 	atomic_uint_least64_t edits;	     /* edit-config RPCs (one per device per change) */
 	atomic_uint_least64_t rpc_errors;    /* <rpc-error> replies */
 	atomic_uint_least64_t rpc_timeouts;  /* deadline passed */
-	atomic_uint_least64_t sessions_lost; /* dropped mid-RPC */
+	atomic_uint_least64_t sessions_lost; /* dropped mid-RPC, or found dead while idle */
+	atomic_uint_least64_t reconnects;    /* sessions opened after a device's first one */
 };
 
 struct sb_driver;
@@ -255,6 +256,36 @@ int sb_device_connect_until(struct sb_device *dev, int64_t deadline_ms, struct s
  */
 size_t sb_device_connect_many(struct sb_device *const *devs, size_t n, int parallel,
 			      int64_t deadline_ms, struct sb_error *errs);
+/*
+ * Who uses a device. A transaction claims each device it touches for its
+ * whole length (sb_txn.c) and a keepalive pass only ever tries to; the
+ * claim may be released from another thread than the one that took it.
+ * sb_device_claim() waits for the claim (a keepalive pass holds it for at
+ * most one connect); sb_device_try_claim() takes it only when free.
+ * Callers that share nothing with a keepalive (tools, tests, start-up
+ * before any pass) need not claim.
+ */
+void sb_device_claim(struct sb_device *dev);
+bool sb_device_try_claim(struct sb_device *dev);
+void sb_device_unclaim(struct sb_device *dev);
+
+/*
+ * Keepalive, for a background pass over idle devices (one thread or timer
+ * for all of them, never a thread per device); any thread. When nobody
+ * holds the device's claim it takes it for the call and does what
+ * sb_device_connect() does: a live session gets no RPC (one poll of its
+ * socket), a session whose peer went away is replaced, a device without a
+ * session is connected, with the backoff honoured. Returns 0 (a live
+ * session, perhaps a new one), -EBUSY (claimed: a transaction is using it
+ * and will find out itself), or the connect's error (-EAGAIN backing off,
+ * -ECONNREFUSED, ...). TLS sessions, whose socket libnetconf2 keeps to
+ * itself, cannot be checked while idle: a dead one is found by its next
+ * RPC (and retried in a transaction's prepare, sb_txn.c R1).
+ */
+int sb_device_keepalive(struct sb_device *dev, struct sb_error *err);
+/* Sessions this device opened after its first one (reconnects); any thread. */
+uint64_t sb_device_reconnects(const struct sb_device *dev);
+
 /* Closes the session (if any). The backoff is not reset. */
 void sb_device_disconnect(struct sb_device *dev);
 bool sb_device_connected(const struct sb_device *dev);

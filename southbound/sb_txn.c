@@ -113,6 +113,26 @@
  *  I7. persist_outcome runs exactly once for every transaction that got
  *      past the plan check, after the last device I/O.
  *
+ * Dead sessions (issue 14 finding 6: a device that restarted under an idle
+ * session):
+ *  R1. Before a device's first RPC of a transaction its session is checked
+ *      without an RPC (sb_device_connect: the socket closed or failed) and
+ *      replaced when dead. A session lost during step 1 anyway is retried
+ *      once, from the lock, on a fresh session (prepare_retried in the
+ *      device's result; one discard-changes after the lock): nothing was
+ *      committed there, and the lost session's lock ended with it.
+ *  R2. Never after a commit was sent: from step 2 on a lost session is a
+ *      failure and the transaction rolls back (a confirmed commit belongs
+ *      to the session that made it; the device reverts it when that
+ *      session ends, and the rollback reads it back on a new one).
+ *  R3. When the rollback cannot reach a device before rollback_timeout_ms,
+ *      the outcome is FAILED (ROLLBACK NOT PROVEN) with the device in the
+ *      result: ocsd cannot prove what a device it cannot read holds. On a
+ *      confirmed-commit device it has reverted by itself (the session
+ *      ended, or the confirm timeout passed); the caller must read it
+ *      again once it is back (the daemon settles the transaction's intent
+ *      then, see daemon/README.md).
+ *
  * Threads: continuations, not waits. Everything runs as tasks on the
  * engine's executor (sb_exec.h) and no task ever waits for another, so the
  * executor cannot deadlock whatever its thread count. sb_engine_start()
@@ -232,6 +252,7 @@ struct dev_ctx {
 	bool have_pre;
 	bool pre_cached;      /* the pre-image is the session's last verified image, not read now */
 	int64_t committed_us; /* when the commit was answered (CLOCK_MONOTONIC) */
+	bool claimed;	      /* holds the device's claim (sb_device_claim) until txn_end */
 	bool touched;	      /* received at least one RPC of this transaction */
 	bool locked;	      /* holds the candidate (or running) lock */
 	bool edited;	      /* the candidate holds the change */
@@ -449,33 +470,73 @@ static int edit_to_pre_image(struct dev_ctx *d, enum sb_datastore ds, struct sb_
 	return sb_device_replace_xcs(d->dev, ds, d->pre, d->n_pre, err);
 }
 
+/*
+ * One attempt at step 1 on a device: connect (a session found dead while
+ * idle is replaced first, sb_device_connect), lock, pre-image, edit,
+ * validate. Returns 0, or the failing call's negative errno with err set.
+ */
+static int prepare_once(struct dev_ctx *d, bool retry, struct sb_error *err)
+{
+	int64_t deadline = sb_now_ms() + d->t->opts.connect_timeout_ms;
+	int rc;
+	/* a device we could not reach got no RPC: nothing to roll back there */
+	if ((rc = sb_device_connect_until(d->dev, deadline, err)))
+		return rc;
+	d->touched = true;
+	d->res->strategy = sb_device_strategy(d->dev);
+	enum sb_datastore ds = uses_candidate(d) ? SB_DS_CANDIDATE : SB_DS_RUNNING;
+	if ((rc = sb_device_lock(d->dev, ds, err)))
+		return rc;
+	d->locked = true;
+	/* no discard-changes: a lock on the candidate is only granted when it
+	 * holds no uncommitted changes (RFC 6241 7.5), so it equals running;
+	 * on a retry one discard anyway, for a server that kept the lost
+	 * session's changes */
+	if (retry && ds == SB_DS_CANDIDATE && (rc = sb_device_discard(d->dev, err)))
+		return rc;
+	if ((rc = read_pre_image(d, err)))
+		return rc;
+	d->have_pre = true;
+	if (!uses_candidate(d))
+		return 0; /* writable-running devices are edited at commit time */
+	d->edited = true;
+	if ((rc = edit_to_target(d, SB_DS_CANDIDATE, err)))
+		return rc;
+	if (sb_device_should_validate(d->dev) && (rc = sb_device_validate(d->dev, err)))
+		return rc;
+	return 0;
+}
+
+/*
+ * Step 1. A session lost in the middle (-ECONNRESET: the device restarted,
+ * or closed the session) is retried ONCE on a fresh session (R1 at the
+ * top): nothing was committed on the device, and the session's end released
+ * its lock and discarded its candidate changes, so the attempt starts over
+ * from the lock. A deadline (-ETIMEDOUT) is not retried: the hung RPC may
+ * still run on the device and hold the lock.
+ */
 static void job_prepare(void *arg)
 {
 	struct dev_ctx *d = arg;
 	struct sb_error err = {0};
-	int64_t deadline = sb_now_ms() + d->t->opts.connect_timeout_ms;
 	d->ok = true;
-	/* a device we could not reach got no RPC: nothing to roll back there */
-	if (sb_device_connect_until(d->dev, deadline, &err))
-		return fail_dev(d, SB_STEP_PREPARE, &err);
-	d->touched = true;
-	d->res->strategy = sb_device_strategy(d->dev);
-	enum sb_datastore ds = uses_candidate(d) ? SB_DS_CANDIDATE : SB_DS_RUNNING;
-	if (sb_device_lock(d->dev, ds, &err))
-		return fail_dev(d, SB_STEP_PREPARE, &err);
-	d->locked = true;
-	/* no discard-changes: a lock on the candidate is only granted when it
-	 * holds no uncommitted changes (RFC 6241 7.5), so it equals running */
-	if (read_pre_image(d, &err))
-		return fail_dev(d, SB_STEP_PREPARE, &err);
-	d->have_pre = true;
-	if (!uses_candidate(d))
-		return; /* writable-running devices are edited at commit time */
-	d->edited = true;
-	if (edit_to_target(d, SB_DS_CANDIDATE, &err))
-		return fail_dev(d, SB_STEP_PREPARE, &err);
-	if (sb_device_should_validate(d->dev) && sb_device_validate(d->dev, &err))
-		return fail_dev(d, SB_STEP_PREPARE, &err);
+	/* the device is ours until txn_end: a keepalive pass leaves it alone */
+	sb_device_claim(d->dev);
+	d->claimed = true;
+	int rc = prepare_once(d, false, &err);
+	if (rc == -ECONNRESET) {
+		free(d->pre);
+		free(d->pre_b);
+		d->pre = NULL;
+		d->pre_b = NULL;
+		d->n_pre = d->n_pre_b = 0;
+		d->have_pre = d->pre_cached = d->locked = d->edited = false;
+		d->res->prepare_retried = true;
+		atomic_fetch_add(&d->t->e->counters.prepare_retries, 1);
+		rc = prepare_once(d, true, &err);
+	}
+	if (rc)
+		fail_dev(d, SB_STEP_PREPARE, &err);
 }
 
 static void job_commit(void *arg)
@@ -992,6 +1053,8 @@ static void txn_end(struct txn *t, bool persist)
 		t->hooks->persist_outcome(t->hooks->arg, t->plan, r);
 	r->total_ms = sb_now_ms() - t->t_start;
 	for (size_t i = 0; i < t->plan->n_devices; i++) {
+		if (t->devs[i].claimed)
+			sb_device_unclaim(t->devs[i].dev);
 		free((void *)t->devs[i].target);
 		free(t->devs[i].pre);
 		free(t->devs[i].readback);

@@ -136,6 +136,8 @@ struct sb_txn_device_result {
 	 * image (changed behind ocsd's back): no compensating edit was made from
 	 * it, the image is forgotten, reconcile the device */
 	bool stale_image;
+	/* step 1 lost the session and ran again, once, on a fresh one (sb_txn.c R1) */
+	bool prepare_retried;
 };
 
 struct sb_txn_result {
@@ -178,6 +180,7 @@ struct sb_txn_counters {
 	atomic_uint_least64_t failed;
 	atomic_uint_least64_t device_failures;
 	atomic_uint_least64_t rollback_failures;
+	atomic_uint_least64_t prepare_retries; /* devices whose step 1 ran again (R1) */
 };
 
 struct sb_engine;

@@ -81,12 +81,14 @@ class Fleet:
         with open(self.cfg, "w") as f:
             json.dump(fabric, f, indent=2)
 
-    def start_devices(self, switch_ms=5):
-        log = open(os.path.join(self.work, "devsim.log"), "w")
+    def start_devices(self, switch_ms=5, *extra):
+        """Starts the fleet (again, on the same ports); extra: more ocs-devsim
+        arguments, e.g. "--fault", "hang@confirm=20000"."""
+        log = open(os.path.join(self.work, "devsim.log"), "a")
         self.devsim_proc = subprocess.Popen(
             [self.devsim, "--listen", f"127.0.0.1:{self.base}", "--count", str(self.N_DEV),
              "--ports", "8", "--user", "ocsd", "--password", self.password,
-             "--unidirectional", "--switch-ms", str(switch_ms)],
+             "--unidirectional", "--switch-ms", str(switch_ms)] + list(extra),
             stdout=log, stderr=log)
         log.close()
         testports.wait_listening("127.0.0.1", self.base, "ocs-devsim", START_TIMEOUT_S,

@@ -189,6 +189,60 @@ static void test_dead_session_replaced(void **state)
 	assert_int_equal(tl_fleet_stop(&f1), 0);
 }
 
+/*
+ * The keepalive (sb_device_keepalive): a live idle session gets no RPC; a
+ * device that went away is reported down (-ECONNREFUSED, then -EAGAIN while
+ * backing off, no session made up); once it is back the session is replaced
+ * and counted as a reconnect; a device a transaction holds is skipped.
+ */
+static void test_keepalive(void **state)
+{
+	struct tl_fleet f1;
+	assert_int_equal(tl_fleet_start(&f1, 1, NULL), 0);
+	struct sb_device_config cfg = tl_device_config(&f1, 0);
+	cfg.hostkey_policy = SB_HOSTKEY_ACCEPT_ANY; /* the restarted simulator has a new key */
+	cfg.backoff_min_ms = 200;
+	struct sb_device *d = NULL;
+	assert_int_equal(sb_device_new(drv, &cfg, &d), 0);
+	struct sb_error err = {0};
+	const struct sb_driver_counters *c = sb_driver_counters(drv);
+	OK(sb_device_keepalive(d, &err)); /* connects a device without a session */
+	assert_true(sb_device_connected(d));
+	assert_int_equal(sb_device_reconnects(d), 0);
+	uint64_t rpcs = atomic_load(&c->rpcs);
+	OK(sb_device_keepalive(d, &err));
+	assert_int_equal(atomic_load(&c->rpcs), rpcs); /* no RPC on a live session */
+	assert_int_equal(sb_device_reconnects(d), 0);
+	/* claimed by a transaction: left alone */
+	sb_device_claim(d);
+	assert_false(sb_device_try_claim(d));
+	assert_int_equal(sb_device_keepalive(d, &err), -EBUSY);
+	sb_device_unclaim(d);
+	/* the device goes away: down, and the dead session is not kept */
+	assert_int_equal(tl_fleet_stop(&f1), 0);
+	assert_int_equal(sb_device_keepalive(d, &err), -ECONNREFUSED);
+	assert_string_equal(err.operation, "connect");
+	assert_false(sb_device_connected(d));
+	assert_int_equal(sb_device_keepalive(d, &err), -EAGAIN); /* backing off */
+	/* back on the same port: replaced, one reconnect */
+	assert_int_equal(tl_fleet_restart(&f1, NULL), 0);
+	nanosleep(&(struct timespec){0, 250 * 1000000L}, NULL); /* past the backoff */
+	OK(sb_device_keepalive(d, &err));
+	assert_true(sb_device_connected(d));
+	assert_int_equal(sb_device_reconnects(d), 1);
+	OK(sb_device_lock(d, SB_DS_CANDIDATE, &err));
+	OK(sb_device_unlock(d, SB_DS_CANDIDATE, &err));
+	/* restarted under the idle session: replaced by the next keepalive */
+	assert_int_equal(tl_fleet_stop(&f1), 0);
+	assert_int_equal(tl_fleet_restart(&f1, NULL), 0);
+	OK(sb_device_keepalive(d, &err));
+	assert_int_equal(sb_device_reconnects(d), 2);
+	OK(sb_device_lock(d, SB_DS_CANDIDATE, &err));
+	OK(sb_device_unlock(d, SB_DS_CANDIDATE, &err));
+	sb_device_free(d);
+	assert_int_equal(tl_fleet_stop(&f1), 0);
+}
+
 static void test_pinned_hostkey_mismatch(void **state)
 {
 	struct sb_device_config c = tl_device_config(&fleet, 0);
@@ -497,6 +551,7 @@ int main(void)
 		cmocka_unit_test(test_bad_password_and_backoff),
 		cmocka_unit_test(test_connect_many),
 		cmocka_unit_test(test_dead_session_replaced),
+		cmocka_unit_test(test_keepalive),
 		cmocka_unit_test(test_pinned_hostkey_mismatch),
 		cmocka_unit_test(test_public_key_auth),
 		cmocka_unit_test(test_tls_certificates),

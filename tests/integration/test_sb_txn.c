@@ -5,7 +5,9 @@
  * device is touched, read-back verification catching a commit without
  * effect, compensating rollback on devices without confirmed-commit,
  * a device changed behind ocsd's back (its stale pre-image never feeds a
- * compensating edit), hooks, counters and the asynchronous form.
+ * compensating edit), hooks, counters and the asynchronous form; a TLS
+ * fleet restarted under idle sessions (no socket to check: the prepare's
+ * retry on a fresh session commits the next transaction).
  */
 #include "sb_testlib.h"
 
@@ -472,6 +474,64 @@ static void done_cb(void *arg, const struct sb_txn_result *r)
 	*called = (int)r->outcome + 100;
 }
 
+/*
+ * Issue 14 finding 6 over TLS: the simulator restarts while the sessions
+ * are idle. libnetconf2 keeps a TLS session's socket to itself, so the dead
+ * session is only found by the lock; the engine retries prepare once on a
+ * fresh session (sb_txn.c R1) and the transaction commits. Without the
+ * retry it would roll back with "lock: session lost".
+ */
+static void test_tls_restart_retried_in_prepare(void **state)
+{
+	char dir[] = "/tmp/sb-txn-tls-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(tl_make_cert(dir, "ca", "ocs-test-ca", NULL), 0);
+	assert_int_equal(tl_make_cert(dir, "server", "127.0.0.1", "ca"), 0);
+	assert_int_equal(tl_make_cert(dir, "client", "ocs-controller", "ca"), 0);
+	char cert[128], key[128], ca[128];
+	snprintf(cert, sizeof(cert), "%s/server.pem", dir);
+	snprintf(key, sizeof(key), "%s/server.key", dir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	const char *extra[] = {"--tls-cert", cert, "--tls-key", key, "--tls-ca", ca, NULL};
+	struct tl_fleet fleet;
+	assert_int_equal(tl_fleet_start(&fleet, 4, extra), 0);
+	struct sb_device *devs[4];
+	for (int i = 0; i < 4; i++) {
+		struct sb_device_config c = tl_device_config(&fleet, i);
+		c.transport = SB_TRANSPORT_TLS;
+		snprintf(c.tls_cert, sizeof(c.tls_cert), "%s/client.pem", dir);
+		snprintf(c.tls_key, sizeof(c.tls_key), "%s/client.key", dir);
+		snprintf(c.tls_ca, sizeof(c.tls_ca), "%s/ca.pem", dir);
+		assert_int_equal(sb_device_new(drv, &c, &devs[i]), 0);
+	}
+	struct plan_buf b;
+	struct sb_txn_result r;
+	build_plan(&b, &lab_straight, devs, 4, 0);
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	print_result(&r);
+	assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+	sb_txn_result_clear(&r);
+	/* restarted empty under the idle sessions */
+	assert_int_equal(tl_fleet_stop(&fleet), 0);
+	assert_int_equal(tl_fleet_restart(&fleet, extra), 0);
+	uint64_t retries = atomic_load(&sb_engine_counters(eng)->prepare_retries);
+	build_plan(&b, &lab_straight, devs, 4, 1);
+	assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, NULL, &r), 0);
+	print_result(&r);
+	assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+	for (int i = 0; i < 4; i++)
+		assert_true(r.devices[i].prepare_retried);
+	assert_int_equal(atomic_load(&sb_engine_counters(eng)->prepare_retries) - retries, 4);
+	assert_devices_hold(&b, &lab_straight, true, NULL, NULL);
+	sb_txn_result_clear(&r);
+	for (int i = 0; i < 4; i++)
+		sb_device_free(devs[i]);
+	assert_int_equal(tl_fleet_stop(&fleet), 0);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_hooks_async_and_counters(void **state)
 {
 	struct tl_fleet fleet;
@@ -527,6 +587,7 @@ int main(void)
 		cmocka_unit_test(test_compensating_rollback_without_confirmed_commit),
 		cmocka_unit_test(test_stale_image_never_compensates),
 		cmocka_unit_test(test_hooks_async_and_counters),
+		cmocka_unit_test(test_tls_restart_retried_in_prepare),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,11 +15,16 @@
  * Every case asserts all-or-nothing: the outcome is COMMITTED with every
  * device at its target, or ROLLED_BACK with every device at its pre-image,
  * never FAILED; and reading every device afterwards finds no one-way
- * circuit (independent L2 check over the fabric model).
+ * circuit (independent L2 check over the fabric model). A session dropped
+ * in prepare (drop@lock, drop@edit, drop@validate: one-shot knobs) is
+ * retried once on a fresh session (sb_txn.c R1): those cases must commit,
+ * with prepare_retried on every faulted device; the same knobs kept on
+ * (`+`) must roll back, the retry having failed too.
  * SB_FAULT_ONLY="<knob> <knob>..." in the environment runs those knobs only.
  */
 #include "sb_testlib.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,27 +43,33 @@ static const struct ocs_fabric lab = {
 	.pods = 4, .k_leaf = 8, .k_spine = 8, .tau = 2, .k_ocs = 16, .wiring = OCS_WIRING_STRAIGHT};
 
 static struct tl_fleet fleet;
+static struct tl_fleet nocc_fleet; /* one device without :confirmed-commit */
 static struct sb_driver *drv;
 static struct sb_engine *eng;
 static struct sb_device **devs;
+static struct sb_device **nocc;
 static int round_no;
 
 static int setup(void **state)
 {
 	const char *extra[] = {"--workers", "24", NULL};
-	if (tl_fleet_start(&fleet, FLEET, extra) || sb_driver_new(NULL, &drv) ||
-	    sb_engine_new(16, &eng))
+	const char *nocc_extra[] = {"--no-confirmed-commit", NULL};
+	if (tl_fleet_start(&fleet, FLEET, extra) || tl_fleet_start(&nocc_fleet, 1, nocc_extra) ||
+	    sb_driver_new(NULL, &drv) || sb_engine_new(16, &eng))
 		return -1;
 	devs = tl_devices(drv, &fleet, 0, FLEET, RPC_TIMEOUT_MS);
+	nocc = tl_devices(drv, &nocc_fleet, 0, 1, RPC_TIMEOUT_MS);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	tl_devices_free(devs, FLEET);
+	tl_devices_free(nocc, 1);
 	sb_engine_free(eng);
 	sb_driver_free(drv);
-	return tl_fleet_stop(&fleet);
+	int rc = tl_fleet_stop(&nocc_fleet);
+	return tl_fleet_stop(&fleet) || rc;
 }
 
 static void set_faults(struct sb_device *d, const char *spec)
@@ -103,15 +114,17 @@ static void wait_stale_sessions(struct sb_device **d, int n)
 struct fault_case {
 	const char *spec;
 	bool must_roll_back; /* the knob necessarily breaks the transaction */
+	bool must_retry;     /* prepare loses the session once: retried, then committed */
 };
 
-/* Runs one case on devices [first, first+n), faulting devices [ff, ff+nf). */
-static void run_case(const struct fault_case *fc, int first, int n, int ff, int nf)
+/*
+ * Runs one case on devices d[0..n) (device i of the plan is device i % 8 of
+ * group i / 8 of the lab fabric), faulting d[ff..ff+nf). Returns the result
+ * (caller clears it).
+ */
+static struct sb_txn_result run_case_on(const struct fault_case *fc, struct sb_device **d, int n,
+					int ff, int nf)
 {
-	const char *only = getenv("SB_FAULT_ONLY"); /* debugging: run some knobs */
-	if (only && !strstr(only, fc->spec))
-		return;
-	struct sb_device **d = devs + first;
 	struct sb_txn_device pd[16];
 	struct sb_xc xcs[16][16], *pre[16] = {0}, *got[16] = {0};
 	size_t n_pre[16] = {0}, n_got[16] = {0};
@@ -130,7 +143,7 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 	}
 	round_no++;
 	for (int i = ff; i < ff + nf; i++)
-		set_faults(devs[i], fc->spec);
+		set_faults(d[i], fc->spec);
 	struct tl_verify_ctx v = {.fabric = &lab, .group = group, .device = device};
 	struct sb_txn_hooks hooks = {.verify = tl_verify, .arg = &v};
 	struct sb_txn_plan plan = {.id = (uint64_t)round_no, .devices = pd, .n_devices = (size_t)n};
@@ -149,6 +162,11 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 	assert_int_not_equal(r.outcome, SB_TXN_REFUSED);
 	if (fc->must_roll_back)
 		assert_int_equal(r.outcome, SB_TXN_ROLLED_BACK);
+	if (fc->must_retry) {
+		assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+		for (int i = ff; i < ff + nf; i++)
+			assert_true(r.devices[i].prepare_retried);
+	}
 	if (r.outcome == SB_TXN_ROLLED_BACK) {
 		assert_true(r.n_failed_devices >= 1);
 		assert_int_equal(r.n_rollback_failures, 0);
@@ -156,7 +174,7 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 		bool blamed = false;
 		for (int i = 0; i < n; i++)
 			if (r.devices[i].failed_step != SB_STEP_NONE)
-				blamed |= (first + i >= ff && first + i < ff + nf);
+				blamed |= (i >= ff && i < ff + nf);
 		assert_true(blamed);
 	}
 	for (int i = 0; i < n; i++) {
@@ -176,17 +194,37 @@ static void run_case(const struct fault_case *fc, int first, int n, int ff, int 
 		free(pre[i]);
 		free(got[i]);
 	}
+	return r;
+}
+
+/* Runs one case on devices [first, first+n), faulting devices [ff, ff+nf). */
+static void run_case(const struct fault_case *fc, int first, int n, int ff, int nf)
+{
+	const char *only = getenv("SB_FAULT_ONLY"); /* debugging: run some knobs */
+	if (only && !strstr(only, fc->spec))
+		return;
+	struct sb_txn_result r = run_case_on(fc, devs + first, n, ff - first, nf);
 	sb_txn_result_clear(&r);
 }
 
 static const char *const steps[] = {"lock",   "discard", "get",	   "edit",  "validate",
 				    "commit", "confirm", "unlock", "cancel"};
+/* a session dropped at these prepare RPCs is retried once (R1) */
+static bool retried(const char *action, const char *step)
+{
+	return !strcmp(action, "drop") &&
+	       (!strcmp(step, "lock") || !strcmp(step, "edit") || !strcmp(step, "validate"));
+}
+
 /* steps whose failure necessarily breaks the transaction (discard, unlock
- * and cancel only run on rollback or after the confirm) */
+ * and cancel only run on rollback or after the confirm; a dropped session
+ * at get may be retried, when the pre-image is read in prepare) */
 static bool breaks(const char *action, const char *step)
 {
 	bool prepare_or_commit = strcmp(step, "confirm") && strcmp(step, "unlock") &&
 				 strcmp(step, "cancel") && strcmp(step, "discard");
+	if (retried(action, step) || (!strcmp(action, "drop") && !strcmp(step, "get")))
+		return false;
 	if (prepare_or_commit)
 		return true;
 	/* a failed confirm is final: only the committing session may confirm */
@@ -203,12 +241,16 @@ static void run_matrix(int first, int n, int ff, int nf)
 				snprintf(spec, sizeof(spec), "hang@%s=%d", steps[s], HANG_MS);
 			else
 				snprintf(spec, sizeof(spec), "%s@%s", actions[a], steps[s]);
-			struct fault_case fc = {spec, breaks(actions[a], steps[s])};
+			struct fault_case fc = {spec, breaks(actions[a], steps[s]),
+						retried(actions[a], steps[s])};
 			run_case(&fc, first, n, ff, nf);
 		}
 	}
-	struct fault_case extra[] = {{"noeffect@commit", true}, {"fail-port=0", true}};
-	for (size_t i = 0; i < 2; i++)
+	struct fault_case extra[] = {{"noeffect@commit", true, false},
+				     {"fail-port=0", true, false},
+				     {"drop@lock+", true, false},
+				     {"drop@edit+", true, false}};
+	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
 		run_case(&extra[i], first, n, ff, nf);
 }
 
@@ -222,12 +264,70 @@ static void test_all_of_sixteen(void **state)
 	run_matrix(4, 16, 4, 16);
 }
 
+/*
+ * Issue 13: a device without :confirmed-commit (ocs-devsim
+ * --no-confirmed-commit: the capability is not offered and a confirmed
+ * commit is refused) in a transaction with confirmed-commit devices. It
+ * commits plainly, so when another device fails after it committed (a
+ * refused or dropped confirm, a commit without effect, a failed port) only
+ * the compensating edit from its pre-image can undo it. Every case must end
+ * ROLLED_BACK with every device read back at its pre-image (run_case_on)
+ * and no one-way circuit, and without the engine's pre-image path the
+ * device would keep the target. Faults on the device itself too. The
+ * drop@lock case on it found a driver bug: when it reconnected (the
+ * prepare retry), libnetconf2 loaded its feature set into the driver's
+ * shared context, and the other devices' confirmed commits could no
+ * longer be built ("session lost", the transaction rolled back); fixed in
+ * sb_driver_new() by freezing the compiled context.
+ */
+static void test_no_confirmed_commit(void **state)
+{
+	struct sb_device *d[4] = {nocc[0], devs[1], devs[2], devs[3]};
+	struct sb_error err = {0};
+	assert_int_equal(sb_device_connect_until(d[0], sb_now_ms() + 3000, &err), 0);
+	assert_false(sb_device_capabilities(d[0])->confirmed_commit);
+	assert_int_equal(sb_device_strategy(d[0]), SB_STRATEGY_CANDIDATE);
+	/* and a confirmed commit sent anyway is refused */
+	assert_int_equal(sb_device_lock(d[0], SB_DS_CANDIDATE, &err), 0);
+	assert_int_equal(sb_device_commit(d[0], 30, NULL, NULL, &err), -EREMOTEIO);
+	assert_int_equal(sb_device_unlock(d[0], SB_DS_CANDIDATE, &err), 0);
+	const struct fault_case later[] = {
+		{"refuse@confirm", true, false},  {"drop@confirm", true, false},
+		{"noeffect@commit", true, false}, {"fail-port=0", true, false},
+		{"refuse@commit", true, false},
+	};
+	for (size_t k = 0; k < sizeof(later) / sizeof(later[0]); k++) {
+		struct sb_txn_result r = run_case_on(&later[k], d, 4, 2, 1);
+		assert_int_equal(r.outcome, SB_TXN_ROLLED_BACK);
+		assert_int_equal(r.devices[0].strategy, SB_STRATEGY_CANDIDATE);
+		assert_int_equal(r.devices[0].outcome, SB_DEV_ROLLED_BACK);
+		sb_txn_result_clear(&r);
+	}
+	const struct fault_case own[] = {
+		{"fail-port=0", true, false},
+		{"refuse@commit", true, false},
+		{"drop@commit", true, false},
+		{"drop@lock", false, true},
+	};
+	for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++) {
+		struct sb_txn_result r = run_case_on(&own[k], d, 4, 0, 1);
+		assert_int_equal(r.devices[0].strategy, SB_STRATEGY_CANDIDATE);
+		sb_txn_result_clear(&r);
+	}
+	/* and without a fault it commits like the others */
+	const struct fault_case none = {"", false, false};
+	struct sb_txn_result r = run_case_on(&none, d, 4, 0, 0);
+	assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+	sb_txn_result_clear(&r);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_of_four),
 		cmocka_unit_test(test_all_of_sixteen),
+		cmocka_unit_test(test_no_confirmed_commit),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

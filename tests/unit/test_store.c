@@ -234,6 +234,59 @@ static struct links all_links(struct st_store *st)
 }
 
 /* Leaf-spine links become their jobs' at CONFIRMED, replacing what the jobs had. */
+/*
+ * A failed intent (rollback not proven) is listed by st_intent_list_failed
+ * and settled once by st_intent_settle (the keepalive's read-back): rolled
+ * back, or failed again with a new detail; never an open or finished one,
+ * and the circuits are not touched.
+ */
+static int count_circuits(void *ctx, const struct st_circuit *c)
+{
+	(void)c;
+	++*(int *)ctx;
+	return 0;
+}
+
+static void test_failed_intents_settled(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct st_circuit add[1] = {{{0, 1, 2, 3}, "jf"}};
+	struct st_intent got = {0};
+	int64_t t_failed, t_open, t_again;
+
+	assert_int_equal(st_intent_begin(st, "jf", NULL, 0, add, 1, NULL, 0, 10, &t_failed), 0);
+	assert_int_equal(st_intent_finish(st, t_failed, ST_INTENT_FAILED, "not proven", 11), 0);
+	assert_int_equal(st_intent_begin(st, "jo", NULL, 0, add, 1, NULL, 0, 12, &t_open), 0);
+	assert_int_equal(st_intent_list_failed(st, collect_intent, &got), 0);
+	assert_int_equal(got.txn_id, t_failed);
+	assert_string_equal(got.job_id, "jf");
+	assert_int_equal(got.n_additions, 1);
+	/* only a failed intent, to rolled back or failed */
+	assert_int_equal(st_intent_settle(st, t_open, ST_INTENT_ROLLED_BACK, "x", 13), -EALREADY);
+	assert_int_equal(st_intent_settle(st, t_failed, ST_INTENT_CONFIRMED, "x", 13), -EINVAL);
+	assert_int_equal(st_intent_settle(st, t_failed, ST_INTENT_ROLLED_BACK, "proven later", 14),
+			 0);
+	assert_int_equal(st_intent_settle(st, t_failed, ST_INTENT_ROLLED_BACK, "again", 15),
+			 -EALREADY);
+	got = (struct st_intent){0};
+	assert_int_equal(st_intent_list_failed(st, collect_intent, &got), 0);
+	assert_int_equal(got.txn_id, 0);
+	/* failed again with what was found: still listed */
+	assert_int_equal(st_intent_begin(st, "jg", NULL, 0, add, 1, NULL, 0, 16, &t_again), 0);
+	assert_int_equal(st_intent_finish(st, t_again, ST_INTENT_FAILED, "not proven", 17), 0);
+	assert_int_equal(st_intent_settle(st, t_again, ST_INTENT_FAILED, "holds the target", 18),
+			 0);
+	assert_int_equal(st_intent_list_failed(st, collect_intent, &got), 0);
+	assert_int_equal(got.txn_id, t_again);
+	/* the circuits are the confirmed ones only: none here */
+	int n = 0;
+	assert_int_equal(st_circuit_list(st, NULL, count_circuits, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(st_intent_finish(st, t_open, ST_INTENT_ROLLED_BACK, NULL, 19), 0);
+	st_close(st);
+}
+
 static void test_job_links(void **state)
 {
 	struct fixture *f = *state;
@@ -1220,6 +1273,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_jobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intents_and_circuits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_intents_settled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drained_devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_schema_refused, setup, teardown),
