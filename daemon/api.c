@@ -928,6 +928,7 @@ static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
 	r.devices_drained = dev_n_drained(api->d.devs);
 	r.jobs_active = (int)jm_count_state(api->jm, JM_ACTIVE);
 	r.version = (char *)api->d.version;
+	r.store = (char *)api->d.store;
 	r.nodes = ocs_ring_nodes(d);
 	r.tors = d->tors;
 	r.nodes_per_tor = d->nodes_per_tor;
@@ -999,6 +1000,7 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 	r.ocs_ports_used = (int64_t)fs_count(api->d.fs);
 	r.ocs_ports_free = cabled - r.ocs_ports_used;
 	r.version = (char *)api->d.version;
+	r.store = (char *)api->d.store;
 	r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
 	nb_call_reply(call, &r.base);
 }

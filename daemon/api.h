@@ -39,6 +39,7 @@ struct api_deps {
 	struct ra *rail;	 /* rail-OCS fabrics: rail_api.h; NULL otherwise */
 	struct mx_registry *reg; /* RPC and plan metrics are registered here */
 	const char *version;
+	const char *store; /* the store backend's name (GetFabric) */
 };
 
 /* Caller frees with api_free() (accepts NULL). */

@@ -70,6 +70,7 @@
 struct od {
 	const struct od_options *opts;
 	struct ocsd_config *cfg;
+	struct replica *rp; /* the store backend; owns store */
 	struct st_store *store;
 	struct loop *loop;
 	struct exec *exec; /* the one executor: planners, device I/O, reconciliation */
@@ -559,7 +560,7 @@ static void od_teardown(struct od *od)
 	flt_free(od->faults);
 	rg_free(od->rings);
 	mx_registry_free(od->reg);
-	st_close(od->store);
+	rp_free(od->rp);
 	if (od->state_lock >= 0)
 		close(od->state_lock); /* releases the flock, last */
 	cfg_free(od->cfg);
@@ -837,8 +838,11 @@ static int check_existing(struct od *od)
 static int start_jobs(struct od *od)
 {
 	const struct od_options *o = od->opts;
-	struct api_deps ad = {
-		.cfg = od->cfg, .loop = od->loop, .reg = od->reg, .version = OCSD_VERSION};
+	struct api_deps ad = {.cfg = od->cfg,
+			      .loop = od->loop,
+			      .reg = od->reg,
+			      .version = OCSD_VERSION,
+			      .store = rp_store_name(od->rp)};
 	struct nb_server_config sc = {0};
 	struct nb_error nerr = {0};
 	struct jm_deps jd = {0};
@@ -898,6 +902,8 @@ static int start_jobs(struct od *od)
 				      .rail = od->rl ? &od->cfg->rail : NULL,
 				      .clock = NULL,
 				      .confirm_timeout_s = (int)od->cfg->access.confirm_timeout_s,
+				      .fence = rp_fence,
+				      .fence_ctx = od->rp,
 				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms};
 
 		rc = rec_resolve_open(&rd);
@@ -1048,7 +1054,7 @@ int od_run(const struct od_options *opts)
 {
 	struct od od = {.opts = opts, .state_lock = -1};
 	struct cfg_errors errs = {0};
-	char path[PATH_MAX], err[512];
+	char err[512];
 	int rc = OD_EXIT_FAILURE;
 
 	if (cfg_load_file(opts->config_path, &od.cfg, &errs) != 0) {
@@ -1058,15 +1064,21 @@ int od_run(const struct od_options *opts)
 	}
 	if (lock_state_dir(&od, opts->state_dir) != 0)
 		goto out;
-	snprintf(path, sizeof(path), "%s/ocsd.db", opts->state_dir);
-	if (st_open(path, &od.store, err, sizeof(err)) != 0) {
-		log_msg(LOG_ERR, "state store: %s", err);
-		goto out;
-	}
 	od.loop = loop_new();
 	od.reg = mx_registry_new();
 	if (!od.loop || !od.reg || register_metrics(&od) != 0) {
 		log_msg(LOG_ERR, "out of memory at start-up");
+		goto out;
+	}
+	if (rp_open(&opts->replica, opts->state_dir, od.cfg->name, od.reg, &od.rp, err,
+		    sizeof(err)) != 0) {
+		log_msg(LOG_ERR, "state store: %s", err);
+		goto out;
+	}
+	od.store = rp_store(od.rp);
+	/* a standby replica waits here until it leads, then starts as after a restart */
+	if (rp_lead(od.rp, err, sizeof(err)) != 0) {
+		log_msg(LOG_ERR, "replica: %s", err);
 		goto out;
 	}
 	od.exec = exec_new(od_solver_tasks(opts) + od_io_tasks(&od));
@@ -1095,8 +1107,8 @@ int od_run(const struct od_options *opts)
 	log_msg(LOG_NOTICE,
 		"ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s (port %d), "
 		"gRPC on %s (port %d%s), %u executor threads (%u for planners)",
-		OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind), od.cfg->n_devices, path,
-		opts->metrics_listen, mh_port(od.http), opts->listen,
+		OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind), od.cfg->n_devices,
+		rp_describe(od.rp), opts->metrics_listen, mh_port(od.http), opts->listen,
 		od.server ? nb_server_port(od.server) : 0, opts->insecure ? ", insecure" : "",
 		exec_threads(od.exec), pool_workers(od.pool));
 	sd_notifyf(0, "READY=1\nSTATUS=running fabric %s", od.cfg->name);

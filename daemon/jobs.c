@@ -382,7 +382,7 @@ static void set_state(struct jm *jm, struct job_rt *j, enum jm_state state, cons
 		char what[200];
 
 		snprintf(what, sizeof(what), "job %s: cannot store state %s: %s", j->pub.id,
-			 jm_state_name(state), strerror(-rc));
+			 jm_state_name(state), st_strerror(jm->d.store, rc));
 		store_failed(jm, what);
 	}
 	if (jm->d.events.job_changed)
@@ -1218,7 +1218,7 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 		if (rc) {
 			jm_set_error(err, JM_UNAVAILABLE, "",
 				     "cannot store the node's condition (%s); nothing changed",
-				     strerror(-rc));
+				     st_strerror(jm->d.store, rc));
 			return -1;
 		}
 		rg_set_faulty(jm->d.rings, node, faulty, source, now_ms(jm));
@@ -1552,7 +1552,7 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct j
 	rc = st_job_put(jm->d.store, &row);
 	if (rc) {
 		jm_set_error(&err, JM_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
-			     strerror(-rc));
+			     st_strerror(jm->d.store, rc));
 		free(j->waiters);
 		j->waiters = NULL;
 		/* never seen by anyone: forget it again */

@@ -54,6 +54,19 @@ int st_open(const char *path, struct st_store **out, char *err, size_t err_len);
 void st_close(struct st_store *st);
 
 /*
+ * The words for a failed call's code rc: on a replicated store (--store
+ * etcd) whose last write failed in the replication, its reason (naming
+ * etcd and the endpoint); else strerror(-rc). Valid until the next call.
+ */
+const char *st_strerror(struct st_store *st, int rc);
+/*
+ * fn (NULL: none) is called with the code of every write transaction that
+ * failed to begin or to commit (the disk, a lock or etcd refused it), not
+ * with refusals of the arguments (-EEXIST, -ENOENT, -EINVAL, -EALREADY).
+ */
+void st_set_error_observer(struct st_store *st, void (*fn)(void *ctx, int rc), void *ctx);
+
+/*
  * How long a write waits for another connection's lock on the file before
  * it fails with -EBUSY (default 5000 ms).
  */

@@ -151,6 +151,27 @@ static int verify_l2(void *arg, enum sb_verify_phase phase, const struct sb_devi
 	return bad ? -EPROTO : 0;
 }
 
+/*
+ * The verify hook: the kind's checks, then, once the devices read back
+ * right and only then, the fence (txn_deps.fence): the confirm that follows
+ * is sent only after this replica proved it still leads.
+ */
+static int verify_rings(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
+			size_t n, char *why, size_t why_len);
+
+static int verify_fenced(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
+			 size_t n, char *why, size_t why_len)
+{
+	struct txn *tx = arg;
+	const struct txn_deps *d = &tx->drv->d;
+	int rc = tx->ring ? verify_rings(arg, phase, devices, n, why, why_len)
+			  : verify_l2(arg, phase, devices, n, why, why_len);
+
+	if (rc == 0 && phase == SB_VERIFY_READBACK && d->fence)
+		rc = d->fence(d->fence_ctx, why, why_len);
+	return rc;
+}
+
 static bool same_device(const struct ocs_xc *a, const struct ocs_xc *b)
 {
 	return a->group == b->group && a->device == b->device;
@@ -486,7 +507,7 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	if (rc) {
 		snprintf(why, why_len,
 			 "cannot store the transaction intent (%s); nothing was touched",
-			 strerror(-rc));
+			 st_strerror(drv->d.store, rc));
 		drv->running = NULL;
 		free_txn(tx);
 		return -EIO;
@@ -500,7 +521,7 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 		return 0;
 	}
 	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->devs, tx->n_devs};
-	tx->hooks = (struct sb_txn_hooks){NULL, NULL, tx->ring ? verify_rings : verify_l2, tx};
+	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_fenced, tx};
 	tx->started_us = clk_mono_us(drv->d.clock);
 	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
 					   .connect_timeout_ms = drv->d.connect_timeout_ms};

@@ -127,6 +127,13 @@ struct txn_deps {
 	const struct clk *clock;
 	int confirm_timeout_s;
 	int connect_timeout_ms;
+	/*
+	 * Replicas: called on an engine thread after a read-back passed and
+	 * before the confirm (thread-safe); non-zero (why set) withholds the
+	 * confirm and rolls the transaction back. NULL: no fence.
+	 */
+	int (*fence)(void *ctx, char *why, size_t why_len);
+	void *fence_ctx;
 };
 
 struct txn_driver;

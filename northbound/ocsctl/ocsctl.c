@@ -629,6 +629,9 @@ static int cmd_status(struct ctx *x)
 		row[0] = fmt("version");
 		row[1] = fmt("%s", f->version);
 		table_add(&t, row);
+		row[0] = fmt("store");
+		row[1] = fmt("%s", f->store);
+		table_add(&t, row);
 		row[0] = fmt("fabric");
 		if (ring_domain(f))
 			row[1] =

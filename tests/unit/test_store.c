@@ -484,7 +484,7 @@ static void test_unknown_schema_refused(void **state)
 					    -1, &q, NULL),
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(q, 0), "5");
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "6");
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 	assert_true(st_open("/nonexistent-dir/x.db", &st, err, sizeof(err)) < 0);
@@ -782,11 +782,27 @@ static void test_upgrade_2_to_4(void **state)
 
 	st = open_traced(f->path, t);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 5); /* the current version */
+			 6); /* the current version */
 	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
 					   " ('jobs_seq', 'jobs_finished', 'intents_job',"
 					   " 'intents_open', 'intents_finished')"),
 			 5);
+	/* version 6: the intent detail tables have an id primary key (what
+	 * SQLite's session extension needs), the old rows with their rowids */
+	assert_int_equal(raw_long(f->path,
+				  "SELECT COUNT(*) FROM pragma_table_info('intent_xcs'),"
+				  " pragma_table_info('intent_links') l,"
+				  " pragma_table_info('intent_rings') r,"
+				  " pragma_table_info('intent_bundles') b"
+				  " WHERE pragma_table_info.name = 'id' AND"
+				  " pragma_table_info.pk = 1 AND l.name = 'id' AND l.pk = 1"
+				  " AND r.name = 'id' AND r.pk = 1 AND b.name = 'id' AND b.pk = 1"),
+			 1);
+	assert_int_equal(
+		raw_long(f->path,
+			 "SELECT COUNT(*) FROM intent_xcs WHERE"
+			 " (id = 1 AND job_id = 'p-old') OR (id = 2 AND job_id = 'p-live')"),
+		2);
 	assert_int_equal(st_job_get(st, "p-live", &got), 0);
 	assert_string_equal(got.state, "ACTIVE");
 	st_job_clear(&got);
@@ -805,7 +821,7 @@ static void test_upgrade_2_to_4(void **state)
 	st = open_store(f->path);
 	st_close(st);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 5); /* the current version */
+			 6); /* the current version */
 }
 
 /* ---- OCSTrx rings (schema 4) ---- */
@@ -958,7 +974,7 @@ static void test_upgrade_3_to_4(void **state)
 			  " UPDATE meta SET value = '3' WHERE key = 'schema_version';");
 	st = open_store(f->path);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 5); /* the current version */
+			 6); /* the current version */
 	assert_int_equal(st_job_get(st, "old", &got), 0);
 	st_job_clear(&got);
 	assert_int_equal(st_ring_intent_begin(st, "old", &r, 1, NULL, 0, NULL, 2, &txn), 0);
