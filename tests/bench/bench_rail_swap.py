@@ -21,7 +21,8 @@ and marks the GPU healthy (MarkGpu), which makes it idle again.
 From each RailEvent: reaction_us (the notification parsed by ocsd's
 listener, sb_notif received_us, to the swap confirmed on the device: the
 transaction's read-back saw every changed connection connected) and
-devices_us (the transaction engine's share); cross-checked against the
+devices_us (the transaction engine's share; the controller's share is
+the difference); cross-checked against the
 wall time from the set-faults RPC sent to the event received by this
 process, which adds the knob's NETCONF round trip and the Watch delivery.
 Every 50th swap the device is read back over NETCONF (ncclient): the rail
@@ -223,9 +224,10 @@ def main():
     print(f"\n{SERVERS} servers x {RAILS} GPUs, {SERVERS // PER_OCS} OCS devices, "
           f"switch {SWITCH_MS} ms, {FAULTS} GPU faults per case")
     for name, (reaction, devices, wall) in results.items():
+        share = [r - d for r, d in zip(reaction, devices)]
         for what, v in (("reaction_us", reaction), ("devices_us", devices),
-                        ("wall_us", wall)):
-            print(f"{name} {what:12s} median {statistics.median(v):8.0f}  "
+                        ("controller_us", share), ("wall_us", wall)):
+            print(f"{name} {what:13s} median {statistics.median(v):8.0f}  "
                   f"p99 {pct(v, 99):8.0f}  max {max(v):8.0f}")
         p99 = pct(reaction, 99)
         print(f"{name}: reaction p99 {p99} us "
