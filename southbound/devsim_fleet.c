@@ -663,6 +663,20 @@ static void notify_port_state(struct devsim_device *d, int port, const char *ope
 	notify_subscribers(d, ev);
 }
 
+/* port-state-change `oper_state` for each port fail-port names in `in` but not in `out`, once. */
+static void notify_ports_between(struct devsim_device *d, const struct devsim_faults *in,
+				 const struct devsim_faults *out, const char *oper_state)
+{
+	for (int i = 0; i < in->n_failed_ports; i++) {
+		int p = in->failed_ports[i];
+		bool seen = false;
+		for (int k = 0; k < i; k++)
+			seen |= in->failed_ports[k] == p;
+		if (!seen && !faults_fail_port(out, p))
+			notify_port_state(d, p, oper_state);
+	}
+}
+
 /*
  * set-faults replaced the knobs `before` of an ocs-switch (device mutex
  * held): every port that fail-port now fails sends port-state-change
@@ -672,23 +686,8 @@ static void notify_port_state(struct devsim_device *d, int port, const char *ope
  */
 static void notify_failed_ports(struct devsim_device *d, const struct devsim_faults *before)
 {
-	const struct devsim_faults *now = &d->faults;
-	for (int i = 0; i < now->n_failed_ports; i++) {
-		int p = now->failed_ports[i];
-		bool seen = false;
-		for (int k = 0; k < i; k++)
-			seen |= now->failed_ports[k] == p;
-		if (!seen && !faults_fail_port(before, p))
-			notify_port_state(d, p, "failed");
-	}
-	for (int i = 0; i < before->n_failed_ports; i++) {
-		int p = before->failed_ports[i];
-		bool seen = false;
-		for (int k = 0; k < i; k++)
-			seen |= before->failed_ports[k] == p;
-		if (!seen && !faults_fail_port(now, p))
-			notify_port_state(d, p, "up");
-	}
+	notify_ports_between(d, &d->faults, before, "failed");
+	notify_ports_between(d, before, &d->faults, "up");
 }
 
 /*

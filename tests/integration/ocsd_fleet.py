@@ -433,7 +433,7 @@ class RailFleet(Fleet):
         log = open(os.path.join(self.work, "devsim.log"), "w")
         self.devsim_proc = subprocess.Popen(
             [self.devsim, "--listen", f"127.0.0.1:{self.base}", "--count", str(self.N_DEV),
-             "--ports", str(self.PORTS), "--user", "ocsd", "--password", self.password,
+             "--ports", str(self.PORTS), "--user", "ocsd", "--password-file", self.pw_path,
              "--unidirectional", "--switch-ms", str(switch_ms)],
             stdout=log, stderr=log)
         log.close()
