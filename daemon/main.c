@@ -169,8 +169,8 @@ int main(int argc, char **argv)
 	int opt;
 
 	run.state_dir = getenv("STATE_DIRECTORY") ? getenv("STATE_DIRECTORY") : "/var/lib/ocsd";
-	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:k:axVh", options, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:k:axVh", options,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			check = optarg;
