@@ -181,7 +181,14 @@ def main():
 
     t = threading.Thread(target=submit_killed)
     t.start()
-    time.sleep(2.5)  # prepare, commit and verify take milliseconds; the confirm hangs
+    # kill once the confirmed commit is on the device (its running datastore
+    # holds the job's cross-connects) and the confirm hangs; planning and
+    # prepare may take seconds on a loaded machine, so wait for it, not a time
+    t_wait = time.time() + 60
+    while time.time() < t_wait and not any(fleet.read_devices().values()):
+        time.sleep(0.2)
+    check(any(fleet.read_devices().values()), "the confirmed commit never reached the device")
+    time.sleep(0.5)  # the read-back passes and the confirm is sent
     fleet.devsim_proc.send_signal(signal.SIGKILL)
     fleet.devsim_proc.wait()
     t.join(90)
