@@ -117,7 +117,9 @@ try:
                             stdout=plog, stderr=plog)
     testports.wait_listening("127.0.0.1", prom_port, "prometheus", 30, proc=prom)
     active = ports = up = None
-    for _ in range(300):  # bounded: 30 s for the first scrapes
+    # bounded: 60 s for the first scrapes (a scrape that times out at 1 s on
+    # a loaded machine reads up 0; the next one counts)
+    for _ in range(600):
         time.sleep(0.1)
         if prom.poll() is not None:
             break
@@ -127,7 +129,7 @@ try:
             ports = query(prom_port, 'sum(ocsd_ocs_input_ports{state="used"})')
         except (OSError, RuntimeError):
             continue
-        if active:
+        if active and up and list(up.values()) == [1.0]:
             break
     check(prom.poll() is None, "prometheus exited:\n" +
           open(os.path.join(fleet.work, "prometheus.log")).read()[-2000:])
@@ -141,7 +143,7 @@ try:
     r = ocsctl("job", "release", "lab-ring")
     check(r.returncode == 0, f"release: {r.stderr}")
     released = None
-    for _ in range(100):
+    for _ in range(300):
         time.sleep(0.1)
         released = query(prom_port, 'ocsd_jobs{state="RELEASED"}')
         if released and list(released.values()) == [1.0]:
