@@ -97,8 +97,13 @@
  *    need a new lock for its compensating edit (I6 holds the lock through
  *    the rollback). Saving one round trip after the light has switched does
  *    not pay for that window; it stays two round trips.
- *  - commit confirmed + get: the read-back must wait for the switch time
- *    (the first get is sent at switch_us, not at once).
+ *  - commit confirmed + get: safe (get only reads; its answer is ignored
+ *    when the commit fails, and I4 still waits for every device's read-back
+ *    before any confirm), but useless on a device that takes any time to
+ *    switch: a get answered right behind the commit finds the connections
+ *    still pending and costs a second read (the first get waits for
+ *    switch_us instead). It would pay only with switch_us 0, which no real
+ *    OCS or transceiver has; not done.
  *  - lock + get-config on a fresh session would be safe (get-config reads
  *    only, its answer is ignored when the lock fails) but happens once per
  *    session; not done, to keep one pipelined path.
