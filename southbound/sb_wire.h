@@ -64,7 +64,7 @@ void sb_wire_free(struct sb_wire *w);
  * before the earlier ones are answered is the caller's argument (sb_txn.c).
  * Each one is then answered by one sb_wire_recv(). 0, -EINVAL (n is 0 or
  * more than SB_WIRE_MAX_PIPELINE would be outstanding), -ETIMEDOUT,
- * -ECONNRESET, -ENOMEM.
+ * -ECONNRESET, -EMSGSIZE (an <rpc> larger than one chunk), -ENOMEM.
  */
 int sb_wire_send(struct sb_wire *w, const char *const *ops, size_t n, int64_t deadline_ms);
 

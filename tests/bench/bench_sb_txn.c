@@ -14,7 +14,9 @@
  * Target (issue 4): overhead at most 100 ms at 256 devices.
  * First it measures what each RPC costs the controller on one device (its
  * thread's CPU), which multiplied by 256 devices is the controller's CPU
- * floor for the transaction; the transactions then report the CPU both the
+ * floor for the transaction (and the edit-config + validate pair pipelined
+ * in one write as sb_txn sends it, CPU and wall, next to the two alone);
+ * the transactions then report the CPU both the
  * controller and the simulator spent per transaction on the same two cores,
  * the driver's RPCs per device, and the growth of the controller's CPU with
  * devices (the exponent fitted between the smallest and the largest count).
