@@ -1,7 +1,8 @@
 /*
  * sb_wire.h - ocsd's own RPC traffic on a NETCONF session that libnetconf2
- * set up (issue 13): one write per RPC with RFC 6242 framing (sb_frame.h),
- * the reply read into one buffer and scanned without libyang (sb_reply.h).
+ * set up (issue 13): one write per RPC, or per group of pipelined RPCs,
+ * with RFC 6242 framing (sb_frame.h), each reply read into one buffer and
+ * scanned without libyang (sb_reply.h).
  *
  * Design (southbound/README.md, "Southbound cost"): libnetconf2 connects,
  * authenticates, exchanges <hello> and keeps the capabilities; ocsd then
