@@ -744,60 +744,85 @@ static void sb_append_text(struct strbuf *b, const char *s)
 	}
 }
 
-/*
- * Runs one RPC on the session's transport (sb_wire.h) with the device's
- * deadline; op is the operation's XML (NULL: out of memory building it).
- * A reply that is not <ok/> is an error, unless `reply` takes it (then the
- * caller checks its kind; it points into the wire's buffer until the next
- * RPC). A session that missed its deadline or broke the protocol is out of
- * step and dropped.
- */
-static int do_op(struct sb_device *dev, const char *op, const char *opname, struct sb_reply *reply,
-		 struct sb_error *err)
+/* The session is out of step after a failed send or receive: drop it and say why. */
+static int wire_failed(struct sb_device *dev, const char *opname, int rc, const struct sb_reply *r,
+		       struct sb_error *err)
 {
 	struct sb_driver *drv = dev->drv;
-	if (!op)
-		return set_err(err, dev, opname, -ENOMEM, "cannot build the RPC");
+	sb_device_disconnect(dev);
+	if (rc == -ETIMEDOUT) {
+		atomic_fetch_add(&drv->counters.rpc_timeouts, 1);
+		return set_err(err, dev, opname, rc, "no reply within %d ms",
+			       dev->cfg.rpc_timeout_ms);
+	}
+	atomic_fetch_add(&drv->counters.sessions_lost, 1);
+	if (rc == -ECONNRESET)
+		return set_err(err, dev, opname, rc, "session lost");
+	return set_err(err, dev, opname, rc == -ENOMEM ? -ENOMEM : -EPROTO, "unexpected reply: %s",
+		       r->error);
+}
+
+/*
+ * Runs n RPCs on the session's transport (sb_wire.h) with the device's
+ * deadline: all of them sent in one write (pipelined when n > 1: the caller
+ * has argued that the later ones are safe to send before the earlier ones
+ * are answered), then every reply read in order, so that the session stays
+ * in step whatever they say. ops[i] is an operation's XML (NULL: out of
+ * memory building it), opnames[i] its name for errors. A reply that is not
+ * <ok/> is an error, except the last one when `reply` takes it (then the
+ * caller checks its kind; it points into the wire's buffer until the next
+ * RPC). Returns the first error in sending order: the later replies are
+ * read and ignored. A session that missed its deadline or broke the
+ * protocol is out of step and dropped.
+ */
+static int do_ops(struct sb_device *dev, const char *const *ops, const char *const *opnames,
+		  size_t n, struct sb_reply *reply, struct sb_error *err)
+{
+	struct sb_driver *drv = dev->drv;
+	for (size_t i = 0; i < n; i++)
+		if (!ops[i])
+			return set_err(err, dev, opnames[i], -ENOMEM, "cannot build the RPC");
 	if (!sb_device_connected(dev)) {
 		sb_device_disconnect(dev);
-		return set_err(err, dev, opname, -ECONNRESET, "no session");
+		return set_err(err, dev, opnames[0], -ECONNRESET, "no session");
 	}
 	if (!dev->wire) {
 		int rc = sb_wire_open(dev->session, dev->fd, &dev->wire);
 		if (rc)
-			return set_err(err, dev, opname, rc, "%s",
+			return set_err(err, dev, opnames[0], rc, "%s",
 				       rc == -ENOMEM
 					       ? "out of memory"
 					       : "cannot take over the session's transport "
 						 "(not a libnetconf2 2.0 SSH or TLS session)");
 	}
-	atomic_fetch_add(&drv->counters.rpcs, 1);
-	struct sb_reply r;
-	int rc = sb_wire_rpc(dev->wire, op, sb_now_ms() + dev->cfg.rpc_timeout_ms, &r);
-	if (rc) {
-		sb_device_disconnect(dev);
-		if (rc == -ETIMEDOUT) {
-			atomic_fetch_add(&drv->counters.rpc_timeouts, 1);
-			return set_err(err, dev, opname, rc, "no reply within %d ms",
-				       dev->cfg.rpc_timeout_ms);
+	atomic_fetch_add(&drv->counters.rpcs, n);
+	int64_t deadline = sb_now_ms() + dev->cfg.rpc_timeout_ms;
+	struct sb_reply r = {0};
+	int rc = sb_wire_send(dev->wire, ops, n, deadline);
+	if (rc)
+		return wire_failed(dev, opnames[0], rc, &r, err);
+	int first = 0;
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = sb_wire_recv(dev->wire, deadline, &r)))
+			return wire_failed(dev, opnames[i], rc, &r, err);
+		if (r.kind == SB_REPLY_ERROR) {
+			atomic_fetch_add(&drv->counters.rpc_errors, 1);
+			if (!first)
+				first = set_err(err, dev, opnames[i], -EREMOTEIO, "%s", r.error);
+		} else if (r.kind != SB_REPLY_OK && !(reply && i == n - 1) && !first) {
+			first = set_err(err, dev, opnames[i], -EPROTO,
+					"unexpected reply: no <ok/>");
 		}
-		atomic_fetch_add(&drv->counters.sessions_lost, 1);
-		if (rc == -ECONNRESET)
-			return set_err(err, dev, opname, rc, "session lost");
-		return set_err(err, dev, opname, rc == -ENOMEM ? -ENOMEM : -EPROTO,
-			       "unexpected reply: %s", r.error);
 	}
-	if (r.kind == SB_REPLY_ERROR) {
-		atomic_fetch_add(&drv->counters.rpc_errors, 1);
-		return set_err(err, dev, opname, -EREMOTEIO, "%s", r.error);
-	}
-	if (reply) {
+	if (!first && reply)
 		*reply = r;
-		return 0;
-	}
-	if (r.kind != SB_REPLY_OK)
-		return set_err(err, dev, opname, -EPROTO, "unexpected reply: no <ok/>");
-	return 0;
+	return first;
+}
+
+static int do_op(struct sb_device *dev, const char *op, const char *opname, struct sb_reply *reply,
+		 struct sb_error *err)
+{
+	return do_ops(dev, &op, &opname, 1, reply, err);
 }
 
 static const char *ds_name(enum sb_datastore ds)
@@ -824,10 +849,11 @@ int sb_device_discard(struct sb_device *dev, struct sb_error *err)
 	return do_op(dev, "<discard-changes/>", "discard-changes", NULL, err);
 }
 
+#define VALIDATE_OP "<validate><source><candidate/></source></validate>"
+
 int sb_device_validate(struct sb_device *dev, struct sb_error *err)
 {
-	return do_op(dev, "<validate><source><candidate/></source></validate>", "validate", NULL,
-		     err);
+	return do_op(dev, VALIDATE_OP, "validate", NULL, err);
 }
 
 /* Runs the operation built in b (freed here). */
@@ -909,9 +935,12 @@ static void edit_begin(struct sb_device *dev, enum sb_datastore ds, struct strbu
 					      : "");
 }
 
-/* Ends and runs the edit-config begun in b (freed here). */
+/*
+ * Ends and runs the edit-config begun in b (freed here); then_validate:
+ * a <validate> of the candidate pipelined behind it (sb_device_edit_*_validate).
+ */
 static int edit_rpc(struct sb_device *dev, enum sb_datastore ds, struct strbuf *b,
-		    struct sb_error *err)
+		    bool then_validate, struct sb_error *err)
 {
 	if (ds == SB_DS_RUNNING && !dev->caps.writable_running) {
 		free(b->s);
@@ -919,7 +948,13 @@ static int edit_rpc(struct sb_device *dev, enum sb_datastore ds, struct strbuf *
 	}
 	sb_append(b, "</config></edit-config>");
 	atomic_fetch_add(&dev->drv->counters.edits, 1);
-	return do_built(dev, b, "edit-config", err);
+	if (!then_validate)
+		return do_built(dev, b, "edit-config", err);
+	const char *ops[] = {b->oom ? NULL : b->s, VALIDATE_OP};
+	const char *names[] = {"edit-config", "validate"};
+	int rc = do_ops(dev, ops, names, 2, NULL, err);
+	free(b->s);
+	return rc;
 }
 
 static int find_xc(const struct sb_xc *xcs, size_t n, uint16_t in)
@@ -930,9 +965,9 @@ static int find_xc(const struct sb_xc *xcs, size_t n, uint16_t in)
 	return -1;
 }
 
-int sb_device_edit_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *current,
-		       size_t n_current, const struct sb_xc *target, size_t n_target,
-		       struct sb_error *err)
+static int edit_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *current,
+		    size_t n_current, const struct sb_xc *target, size_t n_target,
+		    bool then_validate, struct sb_error *err)
 {
 	struct strbuf b = {0};
 	edit_begin(dev, ds, &b);
@@ -953,7 +988,21 @@ int sb_device_edit_xcs(struct sb_device *dev, enum sb_datastore ds, const struct
 			  target[i].in, target[i].out);
 	}
 	sb_append(&b, "</cross-connects>");
-	return edit_rpc(dev, ds, &b, err);
+	return edit_rpc(dev, ds, &b, then_validate, err);
+}
+
+int sb_device_edit_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *current,
+		       size_t n_current, const struct sb_xc *target, size_t n_target,
+		       struct sb_error *err)
+{
+	return edit_xcs(dev, ds, current, n_current, target, n_target, false, err);
+}
+
+int sb_device_edit_xcs_validate(struct sb_device *dev, const struct sb_xc *current,
+				size_t n_current, const struct sb_xc *target, size_t n_target,
+				struct sb_error *err)
+{
+	return edit_xcs(dev, SB_DS_CANDIDATE, current, n_current, target, n_target, true, err);
 }
 
 int sb_device_replace_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *xcs,
@@ -967,7 +1016,7 @@ int sb_device_replace_xcs(struct sb_device *dev, enum sb_datastore ds, const str
 		sb_append(&b, "<connection><input>%u</input><output>%u</output></connection>",
 			  xcs[i].in, xcs[i].out);
 	sb_append(&b, "</cross-connects>");
-	return edit_rpc(dev, ds, &b, err);
+	return edit_rpc(dev, ds, &b, false, err);
 }
 
 int sb_xc_cmp(const void *a, const void *b)
@@ -1057,8 +1106,8 @@ int sb_device_read_bundles(struct sb_device *dev, bool with_state, enum sb_datas
 	return 0;
 }
 
-int sb_device_edit_bundles(struct sb_device *dev, enum sb_datastore ds,
-			   const struct sb_bundle *target, size_t n, struct sb_error *err)
+static int edit_bundles(struct sb_device *dev, enum sb_datastore ds, const struct sb_bundle *target,
+			size_t n, bool then_validate, struct sb_error *err)
 {
 	if (dev->cfg.model != SB_MODEL_TRANSCEIVER)
 		return set_err(err, dev, "edit-config", -ENOTSUP, "not an ocs-transceiver device");
@@ -1081,5 +1130,17 @@ int sb_device_edit_bundles(struct sb_device *dev, enum sb_datastore ds,
 				  t->bundle);
 	}
 	sb_append(&b, "</node></transceivers>");
-	return edit_rpc(dev, ds, &b, err);
+	return edit_rpc(dev, ds, &b, then_validate, err);
+}
+
+int sb_device_edit_bundles(struct sb_device *dev, enum sb_datastore ds,
+			   const struct sb_bundle *target, size_t n, struct sb_error *err)
+{
+	return edit_bundles(dev, ds, target, n, false, err);
+}
+
+int sb_device_edit_bundles_validate(struct sb_device *dev, const struct sb_bundle *target, size_t n,
+				    struct sb_error *err)
+{
+	return edit_bundles(dev, SB_DS_CANDIDATE, target, n, true, err);
 }

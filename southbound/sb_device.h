@@ -325,6 +325,18 @@ int sb_device_cancel_commit(struct sb_device *dev, const char *persist_id, struc
 int sb_device_edit_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *current,
 		       size_t n_current, const struct sb_xc *target, size_t n_target,
 		       struct sb_error *err);
+/*
+ * Pipelining (issue 13): the edit-config of sb_device_edit_xcs() on the
+ * candidate and a <validate> of the candidate, sent in one write before
+ * either reply is read (sb_wire_send), both replies read in order. 0 when
+ * both say <ok/>; otherwise the first failure, its operation named in err
+ * ("edit-config" or "validate"): a refused edit's validate answer is read
+ * and ignored. Safe only where the caller discards the candidate after any
+ * failure (sb_txn.c, "Pipelined pairs").
+ */
+int sb_device_edit_xcs_validate(struct sb_device *dev, const struct sb_xc *current,
+				size_t n_current, const struct sb_xc *target, size_t n_target,
+				struct sb_error *err);
 /* Replaces the whole cross-connects container (compensating edits). */
 int sb_device_replace_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *xcs,
 			  size_t n, struct sb_error *err);
@@ -356,6 +368,10 @@ int sb_device_read_bundles(struct sb_device *dev, bool with_state, enum sb_datas
  */
 int sb_device_edit_bundles(struct sb_device *dev, enum sb_datastore ds,
 			   const struct sb_bundle *target, size_t n, struct sb_error *err);
+/* The same edit on the candidate with a <validate> pipelined behind it (as
+ * sb_device_edit_xcs_validate). */
+int sb_device_edit_bundles_validate(struct sb_device *dev, const struct sb_bundle *target, size_t n,
+				    struct sb_error *err);
 
 /*
  * For the notification listener (sb_notif.c), on a device handle of its

@@ -51,7 +51,8 @@
  *                         last verified image (S1)
  *     edit-config         the one edit, pre-image -> target (removals first)
  *     [validate]          I2 made cheap to undo: a device that would refuse
- *                         its commit does so before any device switches light
+ *                         its commit does so before any device switches light;
+ *                         sent in one write with the edit (P1 below)
  *     commit confirmed    the change, reverted by the device if ocsd dies (I3)
  *     get x k             I4: every connection `connected`, nothing else held
  *     commit              confirms (only the committing session can)
@@ -64,6 +65,48 @@
  *   Rollback adds: cancel-commit (unconfirmed), discard-changes, get-config
  *     (the proof), and when running is not the pre-image a compensating
  *     edit + commit + get-config.
+ *
+ * Pipelined pairs (issue 13): RFC 6241 lets a client send several <rpc>s
+ * before their replies; the server answers them in order and runs each as
+ * if it had come alone. sb_device sends a pair in one write and reads both
+ * replies in order (message-ids checked, sb_wire.h); a failed first RPC
+ * does not stop the second, which was already sent, so a pair is safe only
+ * when the second RPC is harmless whatever the first one's outcome:
+ *  P1. edit-config + validate (when validate is sent): one round trip
+ *      instead of two. validate only checks the candidate and changes no
+ *      datastore. If the edit is refused (or only partly applied), the
+ *      validate answer is read and ignored, the device fails prepare with
+ *      the edit's error as before, and the rollback discards the candidate
+ *      under our lock (d->edited is set before the pair is sent). If the
+ *      session drops on either, nothing was committed: R1's retry starts
+ *      over from the lock. A hung edit holds the validate behind it: the
+ *      deadline covers both and the session is dropped as before.
+ * Pairs refused, and why:
+ *  - lock + edit-config (or + get-config + edit): a refused lock means
+ *    another session holds the candidate, or left it modified; the edit
+ *    would then merge our changes into that foreign candidate.
+ *  - validate + commit: I2 - no device may commit before every device has
+ *    validated; pipelining would commit a device whose neighbours may still
+ *    refuse, switching light briefly for nothing.
+ *  - commit (confirming) + unlock: the same two RPCs when the confirm
+ *    succeeds, but when it is refused (the device lost or never took our
+ *    confirmed commit, or refuses the confirm) the unlock would release the
+ *    candidate lock while that confirmed commit may still be pending and
+ *    before the rollback's cancel-commit and discard: another manager could
+ *    lock and edit the candidate in that window, and the rollback would
+ *    need a new lock for its compensating edit (I6 holds the lock through
+ *    the rollback). Saving one round trip after the light has switched does
+ *    not pay for that window; it stays two round trips.
+ *  - commit confirmed + get: safe (get only reads; its answer is ignored
+ *    when the commit fails, and I4 still waits for every device's read-back
+ *    before any confirm), but useless on a device that takes any time to
+ *    switch: a get answered right behind the commit finds the connections
+ *    still pending and costs a second read (the first get waits for
+ *    switch_us instead). It would pay only with switch_us 0, which no real
+ *    OCS or transceiver has; not done.
+ *  - lock + get-config on a fresh session would be safe (get-config reads
+ *    only, its answer is ignored when the lock fails) but happens once per
+ *    session; not done, to keep one pipelined path.
  *
  * Pre-images from the session's image (sb_device.h: sb_device_image_*):
  *  S1. The image is what running held when this session last proved it by
@@ -500,11 +543,12 @@ static int prepare_once(struct dev_ctx *d, bool retry, struct sb_error *err)
 	if (!uses_candidate(d))
 		return 0; /* writable-running devices are edited at commit time */
 	d->edited = true;
-	if ((rc = edit_to_target(d, SB_DS_CANDIDATE, err)))
-		return rc;
-	if (sb_device_should_validate(d->dev) && (rc = sb_device_validate(d->dev, err)))
-		return rc;
-	return 0;
+	if (!sb_device_should_validate(d->dev))
+		return edit_to_target(d, SB_DS_CANDIDATE, err);
+	/* P1: edit + validate pipelined (one round trip) */
+	if (d->trx)
+		return sb_device_edit_bundles_validate(d->dev, d->target_b, d->n_target_b, err);
+	return sb_device_edit_xcs_validate(d->dev, d->pre, d->n_pre, d->target, d->n_target, err);
 }
 
 /*

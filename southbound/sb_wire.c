@@ -2,12 +2,14 @@
  * sb_wire.c - ocsd's RPCs on the transport of a libnetconf2 session (API
  * and the reasons it is safe in sb_wire.h).
  *
- * One RPC: the <rpc> element is printed into the send buffer behind room
- * for the chunk header, the header is put right in front of it and the
- * end-of-chunks marker behind it, and the whole message leaves in one
- * ssh_channel_write() / SSL_write() (libnetconf2 writes 3 to 7 pieces per
- * RPC, each one SSH packet or TLS record). The reply is read no further
- * than its end (sb_deframer_want()) and scanned by sb_reply_scan().
+ * Sending: each <rpc> is printed into the send buffer as chunk header,
+ * element and end-of-chunks marker, and the buffer - one RPC, or several
+ * pipelined ones (sb_wire_send) - leaves in one ssh_channel_write() /
+ * SSL_write() (libnetconf2 writes 3 to 7 pieces per RPC, each one SSH
+ * packet or TLS record). Message-ids are ocsd-1, ocsd-2, ... in sending
+ * order, so the reply awaited next is always the one to the oldest RPC not
+ * yet answered (`answered` + 1). Each reply is read no further than its
+ * end (sb_deframer_want()) and scanned by sb_reply_scan().
  */
 #define _GNU_SOURCE
 #include "sb_wire.h"
@@ -59,11 +61,11 @@ struct sb_wire {
 	ssh_channel channel; /* SSH, or NULL */
 	SSL *tls;	     /* TLS, or NULL */
 	enum sb_frame_mode mode;
-	uint64_t next_id;
-	char msgid[32]; /* of the RPC in flight */
-	bool trace;	/* SB_NC_DEBUG: every message to stderr */
-	char *out;	/* send buffer */
-	size_t out_cap;
+	uint64_t sent;	   /* message-id of the last RPC sent (ocsd-N) */
+	uint64_t answered; /* ... and of the last one answered: replies come in order */
+	bool trace;	   /* SB_NC_DEBUG: every message to stderr */
+	char *out;	   /* send buffer */
+	size_t out_len, out_cap;
 	struct sb_deframer in;
 };
 
@@ -236,14 +238,22 @@ static int recv_msg(struct sb_wire *w, int64_t deadline_ms)
 	return 0;
 }
 
-/* Prints the framed <rpc> into w->out: *start and *len say where it is. */
-static int build(struct sb_wire *w, const char *op, size_t *start, size_t *len)
+/*
+ * Appends the framed <rpc> of op, message-id ocsd-<id>, to w->out at
+ * w->out_len (the head is printed after the body's length is known, so
+ * messages can follow each other in one buffer).
+ */
+static int append_rpc(struct sb_wire *w, const char *op, uint64_t id)
 {
-	snprintf(w->msgid, sizeof(w->msgid), "ocsd-%llu", (unsigned long long)++w->next_id);
+	char open_tag[96];
+	int open_len = snprintf(open_tag, sizeof(open_tag),
+				"<rpc message-id=\"ocsd-%llu\" xmlns=\"" NC_BASE_NS "\">",
+				(unsigned long long)id);
 	size_t tail_len;
 	const char *tail = sb_frame_tail(w->mode, &tail_len);
 	size_t op_len = strlen(op);
-	size_t need = SB_FRAME_HEAD_MAX + op_len + tail_len + 160;
+	size_t body_len = (size_t)open_len + op_len + 6;
+	size_t need = w->out_len + SB_FRAME_HEAD_MAX + body_len + tail_len;
 	if (need > w->out_cap) {
 		char *o = realloc(w->out, need);
 		if (!o)
@@ -251,45 +261,64 @@ static int build(struct sb_wire *w, const char *op, size_t *start, size_t *len)
 		w->out = o;
 		w->out_cap = need;
 	}
-	char *body = w->out + SB_FRAME_HEAD_MAX;
-	int n = snprintf(body, w->out_cap - SB_FRAME_HEAD_MAX,
-			 "<rpc message-id=\"%s\" xmlns=\"" NC_BASE_NS "\">", w->msgid);
-	size_t body_len = (size_t)n;
-	memcpy(body + body_len, op, op_len);
-	body_len += op_len;
-	memcpy(body + body_len, "</rpc>", 6);
-	body_len += 6;
 	char head[SB_FRAME_HEAD_MAX];
 	ssize_t head_len = sb_frame_head(w->mode, body_len, head);
 	if (head_len < 0)
 		return (int)head_len;
-	memcpy(body - head_len, head, (size_t)head_len);
-	memcpy(body + body_len, tail, tail_len);
-	*start = SB_FRAME_HEAD_MAX - (size_t)head_len;
-	*len = (size_t)head_len + body_len + tail_len;
+	char *p = w->out + w->out_len;
+	memcpy(p, head, (size_t)head_len);
+	p += head_len;
+	memcpy(p, open_tag, (size_t)open_len);
+	p += open_len;
+	memcpy(p, op, op_len);
+	p += op_len;
+	memcpy(p, "</rpc>", 6);
+	p += 6;
+	memcpy(p, tail, tail_len);
+	w->out_len += (size_t)head_len + body_len + tail_len;
 	return 0;
 }
 
-int sb_wire_rpc(struct sb_wire *w, const char *op, int64_t deadline_ms, struct sb_reply *reply)
+int sb_wire_send(struct sb_wire *w, const char *const *ops, size_t n, int64_t deadline_ms)
+{
+	if (!n || n > SB_WIRE_MAX_PIPELINE || w->sent - w->answered + n > SB_WIRE_MAX_PIPELINE)
+		return -EINVAL;
+	w->out_len = 0;
+	for (size_t i = 0; i < n; i++) {
+		int rc = append_rpc(w, ops[i], w->sent + 1 + i);
+		if (rc)
+			return rc;
+		if (w->trace)
+			fprintf(stderr, "sb_wire: sent rpc ocsd-%llu: %s\n",
+				(unsigned long long)(w->sent + 1 + i), ops[i]);
+	}
+	/* counted as sent before the write: after a failed write the session
+	 * is out of step anyway (sb_wire.h) */
+	w->sent += n;
+	return write_all(w, w->out, w->out_len, deadline_ms);
+}
+
+int sb_wire_recv(struct sb_wire *w, int64_t deadline_ms, struct sb_reply *reply)
 {
 	*reply = (struct sb_reply){0};
-	size_t start = 0, len = 0;
-	int rc = build(w, op, &start, &len);
-	if (!rc && w->trace)
-		fprintf(stderr, "sb_wire: sent rpc %s: %s\n", w->msgid, op);
-	if (!rc)
-		rc = write_all(w, w->out + start, len, deadline_ms);
-	while (!rc) {
+	if (w->answered >= w->sent)
+		return -EINVAL;
+	char msgid[32];
+	snprintf(msgid, sizeof(msgid), "ocsd-%llu", (unsigned long long)(w->answered + 1));
+	int rc;
+	for (;;) {
 		if ((rc = recv_msg(w, deadline_ms)))
 			break;
 		size_t n;
 		const char *msg = sb_deframer_msg(&w->in, &n);
 		if (w->trace)
 			fprintf(stderr, "sb_wire: received %.*s\n", (int)n, msg);
-		if ((rc = sb_reply_scan(msg, n, w->msgid, reply)))
+		if ((rc = sb_reply_scan(msg, n, msgid, reply)))
 			break;
-		if (reply->kind != SB_REPLY_NOTIFICATION)
+		if (reply->kind != SB_REPLY_NOTIFICATION) {
+			w->answered++;
 			return 0;
+		}
 	}
 	if (rc == -EPROTO && !reply->error[0])
 		snprintf(reply->error, sizeof(reply->error), "broken NETCONF framing");
@@ -297,4 +326,14 @@ int sb_wire_rpc(struct sb_wire *w, const char *op, int64_t deadline_ms, struct s
 		snprintf(reply->error, sizeof(reply->error), "reply larger than %u bytes",
 			 SB_WIRE_MAX_REPLY);
 	return rc;
+}
+
+int sb_wire_rpc(struct sb_wire *w, const char *op, int64_t deadline_ms, struct sb_reply *reply)
+{
+	int rc = sb_wire_send(w, &op, 1, deadline_ms);
+	if (rc) {
+		*reply = (struct sb_reply){0};
+		return rc;
+	}
+	return sb_wire_recv(w, deadline_ms, reply);
 }

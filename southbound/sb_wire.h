@@ -1,7 +1,8 @@
 /*
  * sb_wire.h - ocsd's own RPC traffic on a NETCONF session that libnetconf2
- * set up (issue 13): one write per RPC with RFC 6242 framing (sb_frame.h),
- * the reply read into one buffer and scanned without libyang (sb_reply.h).
+ * set up (issue 13): one write per RPC, or per group of pipelined RPCs,
+ * with RFC 6242 framing (sb_frame.h), each reply read into one buffer and
+ * scanned without libyang (sb_reply.h).
  *
  * Design (southbound/README.md, "Southbound cost"): libnetconf2 connects,
  * authenticates, exchanges <hello> and keeps the capabilities; ocsd then
@@ -53,15 +54,37 @@ int sb_wire_open(struct nc_session *ns, int ssh_fd, struct sb_wire **out);
 /* Frees the wire (not the session). NULL is fine. */
 void sb_wire_free(struct sb_wire *w);
 
+/* Most RPCs outstanding at once on a wire (sb_wire_send). */
+#define SB_WIRE_MAX_PIPELINE 4
+
 /*
- * Sends the operation `op` (XML of one element, e.g. "<lock>...</lock>")
- * in an <rpc> and waits until deadline_ms (sb_now_ms() clock) for its reply,
- * skipping notifications. *reply points into the wire's buffer, valid until
- * the next call. 0 (reply->kind says what came: OK, DATA, ERROR or EMPTY),
- * -ETIMEDOUT, -ECONNRESET (transport closed or failed), -EPROTO (broken
- * framing, a reply the scanner cannot read or with another message-id:
- * reply->error says which), -EMSGSIZE (reply over SB_WIRE_MAX_REPLY),
- * -ENOMEM. After any error the session is out of step: drop it.
+ * Sends the n operations ops[] (XML of one element each, e.g.
+ * "<lock>...</lock>"), each in an <rpc> with the next message-id, all in ONE
+ * write, without waiting for any reply: pipelining (RFC 6241 section 4.1:
+ * the server answers in order). Whether the later RPCs are safe to send
+ * before the earlier ones are answered is the caller's argument (sb_txn.c).
+ * Each one is then answered by one sb_wire_recv(). 0, -EINVAL (n is 0 or
+ * more than SB_WIRE_MAX_PIPELINE would be outstanding), -ETIMEDOUT,
+ * -ECONNRESET, -EMSGSIZE (an <rpc> larger than one chunk), -ENOMEM.
+ */
+int sb_wire_send(struct sb_wire *w, const char *const *ops, size_t n, int64_t deadline_ms);
+
+/*
+ * Waits until deadline_ms (sb_now_ms() clock) for the reply to the oldest
+ * RPC sent and not yet answered, skipping notifications; its message-id
+ * must be that RPC's. *reply points into the wire's buffer, valid until the
+ * next call. 0 (reply->kind says what came: OK, DATA, ERROR or EMPTY),
+ * -EINVAL (no RPC outstanding), -ETIMEDOUT, -ECONNRESET (transport closed
+ * or failed), -EPROTO (broken framing, a reply the scanner cannot read or
+ * with another message-id: reply->error says which), -EMSGSIZE (reply
+ * over SB_WIRE_MAX_REPLY), -ENOMEM.
+ */
+int sb_wire_recv(struct sb_wire *w, int64_t deadline_ms, struct sb_reply *reply);
+
+/*
+ * One RPC: sb_wire_send() of op, then sb_wire_recv() of its reply (errors
+ * of both). After any error of the three calls the session is out of
+ * step: drop it.
  */
 int sb_wire_rpc(struct sb_wire *w, const char *op, int64_t deadline_ms, struct sb_reply *reply);
 

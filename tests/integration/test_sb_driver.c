@@ -424,6 +424,59 @@ static void test_edit_commit_and_state(void **state)
  * notification that arrives on an RPC session before a reply is skipped,
  * and the stream stays in step for the RPCs after it.
  */
+/*
+ * Issue 13 P1 (sb_txn.c): edit-config + validate pipelined in one write.
+ * Both answered: 0; validate refuses: its error, named; edit refused: the
+ * edit's error, validate's answer read and ignored. In every case the
+ * session stays in step (no reconnect, the next RPCs answered).
+ */
+static void test_pipelined_edit_validate(void **state)
+{
+	struct sb_device *d = open_dev(1, 2000);
+	struct sb_error err = {0};
+	OK(sb_device_connect(d, &err));
+	const struct sb_driver_counters *c = sb_driver_counters(drv);
+	uint64_t lost = atomic_load(&c->sessions_lost), rpcs = atomic_load(&c->rpcs);
+	OK(sb_device_lock(d, SB_DS_CANDIDATE, &err));
+	struct sb_xc want[] = {{0, 1}, {1, 0}, {2, 5}, {5, 2}};
+	OK(sb_device_edit_xcs_validate(d, NULL, 0, want, 4, &err));
+	assert_int_equal(atomic_load(&c->rpcs) - rpcs, 3);
+	OK(sb_device_commit(d, 0, NULL, NULL, &err));
+	struct sb_xc *got = NULL;
+	size_t n = 0;
+	assert_int_equal(tl_read_running(d, &got, &n), 0);
+	assert_true(tl_same(got, n, want, 4));
+	free(got);
+
+	/* the edit is taken, validate refuses a one-way circuit */
+	struct sb_xc oneway[] = {{0, 1}, {1, 0}, {2, 5}, {5, 2}, {6, 7}};
+	assert_int_equal(sb_device_edit_xcs_validate(d, want, 4, oneway, 5, &err), -EREMOTEIO);
+	assert_string_equal(err.operation, "validate");
+	assert_non_null(strstr(err.message, "one-way circuit"));
+	OK(sb_device_discard(d, &err));
+
+	/* the edit is refused (device fault knob): its error, not validate's */
+	OK(sb_device_rpc_xml(
+		d,
+		"<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>refuse@edit</spec>"
+		"</set-faults>",
+		&err));
+	assert_int_equal(sb_device_edit_xcs_validate(d, want, 4, oneway, 5, &err), -EREMOTEIO);
+	assert_string_equal(err.operation, "edit-config");
+	OK(sb_device_discard(d, &err));
+
+	/* still in step: the same session answers, running untouched */
+	assert_true(sb_device_connected(d));
+	assert_int_equal(atomic_load(&c->sessions_lost), lost);
+	assert_int_equal(tl_read_running(d, &got, &n), 0);
+	assert_true(tl_same(got, n, want, 4));
+	free(got);
+	OK(sb_device_replace_xcs(d, SB_DS_CANDIDATE, NULL, 0, &err));
+	OK(sb_device_commit(d, 0, NULL, NULL, &err));
+	OK(sb_device_unlock(d, SB_DS_CANDIDATE, &err));
+	sb_device_free(d);
+}
+
 static void test_notification_on_rpc_session(void **state)
 {
 	struct sb_device *d = open_dev(0, 2000);
@@ -584,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_public_key_auth),
 		cmocka_unit_test(test_tls_certificates),
 		cmocka_unit_test(test_edit_commit_and_state),
+		cmocka_unit_test(test_pipelined_edit_validate),
 		cmocka_unit_test(test_notification_on_rpc_session),
 		cmocka_unit_test(test_deadline_and_drop),
 		cmocka_unit_test(test_confirmed_commit_reverts),

@@ -9,7 +9,10 @@
  * get (pre-image), edit, validate; commit = commit; verify = get;
  * confirm = confirm (a commit on the committing session), unlock; rollback = cancel,
  * discard, get, edit, commit. One-shot knobs fire at the first RPC of
- * their kind, so `get` faults hit prepare. A hung RPC lands after the
+ * their kind, so `get` faults hit prepare. The edit and the validate of
+ * prepare leave in one write (pipelined, sb_txn.c P1), so every edit and
+ * validate knob here also checks that a pair whose first or second RPC
+ * fails ends as before. A hung RPC lands after the
  * driver gave up on it: the rollback must wait for that stale session.
  *
  * Every case asserts all-or-nothing: the outcome is COMMITTED with every
