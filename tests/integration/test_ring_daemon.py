@@ -20,13 +20,19 @@ Checks, in order:
   - kill -9 ocsd while the repair of a second job's ring waits in the
     confirm of a neighbour (hang@confirm): after the restart the node is
     still faulty, the ring is bypassed, and every node holds what the store
-    says (ListRings).
+    says (ListRings);
+  - kill -9 ocsd while the repair's fault and intent are not durable yet
+    (this test holds the store's SQLite write lock; the nodes are already
+    edited, unconfirmed): after the restart no intent was left open, the
+    fault is read again from the node and repaired, and every node holds
+    what the store says.
 
 usage: test_ring_daemon.py BUILD_DIR SOURCE_DIR
 """
 import atexit
 import os
 import queue
+import sqlite3
 import sys
 import threading
 import time
@@ -239,6 +245,55 @@ def main():
           "after the restart: the node is still faulty (stored)")
     check_nodes(c, "after kill -9 and restart", skip=(victim,))
     check("left open" in FLEET.log(), "recovery resolved the repair left open")
+    FLEET.set_faults(victim, "")
+
+    # ---- kill -9 while the repair's intent is not durable yet (txn.c stores
+    # it while the devices prepare; the confirm waits for the commit). This
+    # test holds the store's SQLite write lock, so ocsd's commit of the fault
+    # and the intent waits (busy timeout 5 s) while the nodes are edited.
+    first_victim = victim
+    c.jobs.SubmitJob(ring_job("j3", rings=1), timeout=TIMEOUT_S)
+    ring = c.rings("j3")[0]
+    want = expected_bundles(c.rings())
+    victim = middle_node(ring)
+    others = [n for n in ring.nodes if n != victim]
+    open_before = FLEET.log().count("left open")
+    db = sqlite3.connect(os.path.join(FLEET.state_dir, "ocsd.db"), isolation_level=None,
+                         timeout=10)
+    db.execute("BEGIN IMMEDIATE")
+    FLEET.set_faults(victim, "node-fault")
+    touched = None
+    deadline = time.time() + 3
+    while time.time() < deadline and touched is None:
+        for n in others:
+            _, bundles = FLEET.read_node(n)
+            if any(bundles.get(b, ("loopback", 0, None, None))[3] != want[n][b]
+                   for b in (0, 1)):
+                touched = n
+                break
+    window = "job j3: ring 0 lost node" not in FLEET.log()
+    FLEET.kill_ocsd()
+    db.execute("ROLLBACK")
+    db.close()
+    check(touched is not None, "a node of j3's ring was edited while the store was locked")
+    check(window, "killed before the fault and the intent were stored")
+    FLEET.start_ocsd()
+    c = Client()
+    deadline = time.time() + TIMEOUT_S
+    now = None
+    while time.time() < deadline:
+        now = c.rings("j3")[0]
+        if victim not in now.nodes:
+            break
+        time.sleep(0.1)
+    check(now is not None and victim not in now.nodes and
+          now.last_change in (fabric_pb2.RING_CHANGE_BYPASSED, fabric_pb2.RING_CHANGE_REPLACED),
+          f"after the restart: the fault of node {victim} was read again and repaired")
+    check(c.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=TIMEOUT_S).nodes_faulty == 2,
+          "after the restart: both faulty nodes known")
+    check(FLEET.log().count("left open") == open_before,
+          "no intent was left open (none was stored before the kill)")
+    check_nodes(c, "after kill -9 before the intent was durable", skip=(first_victim, victim))
     FLEET.set_faults(victim, "")
     FLEET.close()
 
