@@ -490,6 +490,8 @@ static void on_engine_done(void *arg, const struct sb_txn_result *r)
 /* Hands tx's plan to the engine: 0, or the engine's -errno with nothing touched. */
 static int start_engine(struct txn_driver *drv, struct txn *tx)
 {
+	/* plan.id keys the engine's persist hooks, which the driver does not use:
+	 * 0 for a ring transaction, whose intent is stored after the start */
 	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->devs, tx->n_devs};
 	tx->hooks = (struct sb_txn_hooks){NULL, NULL, tx->ring ? verify_rings : verify_l2, tx};
 	tx->started_us = clk_mono_us(drv->d.clock);
@@ -526,8 +528,6 @@ static int start_overlapped(struct txn_driver *drv, struct txn *tx, const struct
 		snprintf(tx->intent_error, sizeof(tx->intent_error),
 			 "cannot store the transaction intent (%s): no device was confirmed",
 			 strerror(-rc));
-	/* the engine never reads plan.id: set for the record only */
-	tx->plan.id = (uint64_t)tx->txn_id;
 	pthread_mutex_lock(&tx->gate_mu);
 	tx->gate = rc ? (rc < 0 ? rc : -EIO) : 1;
 	pthread_cond_broadcast(&tx->gate_cv);

@@ -25,7 +25,10 @@ Checks, in order:
     (this test holds the store's SQLite write lock; the nodes are already
     edited, unconfirmed): after the restart no intent was left open, the
     fault is read again from the node and repaired, and every node holds
-    what the store says.
+    what the store says;
+  - the repair's intent cannot be stored (the lock held past ocsd's busy
+    timeout): every node is rolled back, the ring keeps its nodes, and
+    ocsd refuses writes (UNAVAILABLE).
 
 usage: test_ring_daemon.py BUILD_DIR SOURCE_DIR
 """
@@ -294,6 +297,36 @@ def main():
     check(FLEET.log().count("left open") == open_before,
           "no intent was left open (none was stored before the kill)")
     check_nodes(c, "after kill -9 before the intent was durable", skip=(first_victim, victim))
+    FLEET.set_faults(victim, "")
+
+    # ---- the intent cannot be stored (the write lock is held past ocsd's 5 s
+    # busy timeout): the confirm is never sent, every node is rolled back,
+    # and ocsd stops serving writes
+    skip = (first_victim, victim)
+    c.jobs.SubmitJob(ring_job("j4", rings=1), timeout=TIMEOUT_S)
+    ring = c.rings("j4")[0]
+    victim = middle_node(ring)
+    db = sqlite3.connect(os.path.join(FLEET.state_dir, "ocsd.db"), isolation_level=None,
+                         timeout=10)
+    db.execute("BEGIN IMMEDIATE")
+    FLEET.set_faults(victim, "node-fault")
+    deadline = time.time() + TIMEOUT_S
+    while time.time() < deadline and "job j4: the ring repair was not applied" not in FLEET.log():
+        time.sleep(0.1)
+    db.execute("ROLLBACK")
+    db.close()
+    log = FLEET.log()
+    check("cannot store the transaction intent" in log and
+          "job j4: the ring repair was not applied" in log,
+          "intent not stored: the repair was rolled back")
+    check(list(c.rings("j4")[0].nodes) == list(ring.nodes), "intent not stored: j4 keeps its ring")
+    check_nodes(c, "after the intent could not be stored", skip=skip + (victim,))
+    try:
+        c.jobs.SubmitJob(ring_job("j5", rings=1), timeout=TIMEOUT_S)
+        code = None
+    except grpc.RpcError as e:
+        code = e.code()
+    check(code == grpc.StatusCode.UNAVAILABLE, f"intent not stored: writes refused ({code})")
     FLEET.set_faults(victim, "")
     FLEET.close()
 
