@@ -31,6 +31,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "planners.h"
+#include "rail_api.h"
 #include "rings.h"
 #include "store.h"
 
@@ -152,6 +153,8 @@ void api_attach(struct api *api, struct jm *jm, struct nb_server *server)
 {
 	api->jm = jm;
 	api->server = server;
+	if (api->d.rail)
+		ra_attach(api->d.rail, server);
 	if (server && jm && !jm_serving(jm, NULL))
 		nb_server_set_health(
 			server, "",
@@ -278,6 +281,11 @@ static enum nb_code map_status(enum jm_status s)
 static void fail_jm(struct nb_call *call, const struct jm_error *err)
 {
 	nb_call_fail(call, map_status(err->status), err->field, "%s", err->message);
+}
+
+void api_fail(struct nb_call *call, const struct jm_error *err)
+{
+	fail_jm(call, err);
 }
 
 /* ---- building replies ---- */
@@ -469,6 +477,10 @@ static Ocs__V1__Job *build_job(struct api *api, struct arena *ar, const struct j
 		m->n_rings = m->rings ? n : 0;
 		return ar->failed ? NULL : m;
 	}
+	if (api->d.rail) {
+		ra_fill_job(api->d.rail, ar, job, m);
+		return ar->failed ? NULL : m;
+	}
 	cs = fs_circuits(api->d.fs, job->id, -1, -1, &n);
 	if (cs) {
 		m->circuits = build_circuits(api, ar, cs, n);
@@ -581,7 +593,8 @@ static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struc
 	uint8_t *raw;
 	int64_t *gpus;
 
-	if (pb->demand_case != OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && !par && !is_ring) {
+	if (pb->demand_case != OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND && !par && !is_ring &&
+	    !api->d.rail) {
 		err->code = NB_INVALID_ARGUMENT;
 		snprintf(err->field, sizeof(err->field), "demand");
 		snprintf(err->message, sizeof(err->message),
@@ -628,7 +641,8 @@ static int spec_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb, struc
 				 .raw = raw,
 				 .raw_len = len,
 				 .gpus = gpus,
-				 .n_gpus = n_gpus};
+				 .n_gpus = n_gpus,
+				 .rail = api->d.rail != NULL};
 	return 0;
 }
 
@@ -914,6 +928,7 @@ static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
 	r.devices_drained = dev_n_drained(api->d.devs);
 	r.jobs_active = (int)jm_count_state(api->jm, JM_ACTIVE);
 	r.version = (char *)api->d.version;
+	r.store = (char *)api->d.store;
 	r.nodes = ocs_ring_nodes(d);
 	r.tors = d->tors;
 	r.nodes_per_tor = d->nodes_per_tor;
@@ -942,6 +957,25 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 		serve_get_ring_fabric(api, call);
 		return;
 	}
+	if (api->d.rail) {
+		r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
+		r.devices = api->d.cfg->n_devices;
+		for (int i = 0; i < api->d.cfg->n_devices; i++) {
+			struct dev_status ds;
+
+			if (dev_status(api->d.devs, i, &ds) == 0)
+				r.devices_connected += ds.health == DEV_HEALTH_HEALTHY;
+		}
+		r.devices_drained = dev_n_drained(api->d.devs);
+		r.jobs_active = active;
+		r.circuits_active = (int32_t)(fs_count(api->d.fs) / 2);
+		r.ocs_ports_used = (int64_t)fs_count(api->d.fs);
+		r.ocs_ports_free = (int64_t)ocs_fabric_devices(f) * f->k_ocs - r.ocs_ports_used;
+		r.version = (char *)api->d.version;
+		ra_fill_fabric(api->d.rail, &r);
+		nb_call_reply(call, &r.base);
+		return;
+	}
 	cabled = (int64_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
 
 	r.wiring = (char *)ocs_wiring_name(f->wiring);
@@ -966,6 +1000,7 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 	r.ocs_ports_used = (int64_t)fs_count(api->d.fs);
 	r.ocs_ports_free = cabled - r.ocs_ports_used;
 	r.version = (char *)api->d.version;
+	r.store = (char *)api->d.store;
 	r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
 	nb_call_reply(call, &r.base);
 }
@@ -1020,6 +1055,23 @@ static void serve_list_rings(struct api *api, struct nb_call *call, const void *
 	else
 		nb_call_reply(call, &r.base);
 	ar_free_all(&ar);
+}
+
+/* ---- Rail-OCS fabrics (rail_api.c) ---- */
+
+static void serve_replace_gpu(struct api *api, struct nb_call *call, const void *msg)
+{
+	ra_serve_replace(api->d.rail, call, msg);
+}
+
+static void serve_mark_gpu(struct api *api, struct nb_call *call, const void *msg)
+{
+	ra_serve_mark(api->d.rail, call, msg);
+}
+
+static void serve_list_rail_ports(struct api *api, struct nb_call *call, const void *msg)
+{
+	ra_serve_list_ports(api->d.rail, call, msg);
 }
 
 static int find_device(const struct api *api, const char *name)
@@ -1536,6 +1588,9 @@ HANDLER(h_drain_device, Ocs__V1__DrainDeviceRequest, serve_drain_device)
 HANDLER(h_undrain_device, Ocs__V1__UndrainDeviceRequest, serve_undrain_device)
 HANDLER(h_mark_node, Ocs__V1__MarkNodeRequest, serve_mark_node)
 HANDLER(h_list_rings, Ocs__V1__ListRingsRequest, serve_list_rings)
+HANDLER(h_replace_gpu, Ocs__V1__ReplaceGpuRequest, serve_replace_gpu)
+HANDLER(h_mark_gpu, Ocs__V1__MarkGpuRequest, serve_mark_gpu)
+HANDLER(h_list_rail_ports, Ocs__V1__ListRailPortsRequest, serve_list_rail_ports)
 HANDLER(h_submit_job, Ocs__V1__JobSpec, serve_submit)
 HANDLER(h_plan_job, Ocs__V1__JobSpec, serve_plan)
 HANDLER(h_release_job, Ocs__V1__ReleaseJobRequest, serve_release)
@@ -1584,6 +1639,9 @@ struct nb_handlers api_handlers(struct api *api)
 		.list_drift = h_list_drift,
 		.adopt_cross_connects = h_adopt,
 		.clear_cross_connects = h_clear,
+		.replace_gpu = api->d.rail ? h_replace_gpu : NULL,
+		.mark_gpu = api->d.rail ? h_mark_gpu : NULL,
+		.list_rail_ports = api->d.rail ? h_list_rail_ports : NULL,
 		.submit_job = h_submit_job,
 		.plan_job = h_plan_job,
 		.release_job = h_release_job,
@@ -1606,6 +1664,10 @@ struct nb_limits api_limits(const struct ocsd_config *cfg)
 		l.groups = 1; /* ListDevices: every node's agent is in group 0 */
 		l.ring = (struct nb_ring_limits){ocs_ring_nodes(&cfg->ring),
 						 cfg->ring.gpus_per_node};
+	} else if (cfg->kind == CFG_RAIL_OCS) {
+		l.kind = NB_FABRIC_RAIL_OCS;
+		l.groups = ocs_rail_groups(&cfg->rail); /* one device per OCS group */
+		l.rail = (struct nb_rail_limits){cfg->rail.servers, cfg->rail.rails};
 	} else {
 		l.pods = f->pods;
 		l.leaves_per_pod = ocs_fabric_leaves_per_pod(f);
@@ -1823,6 +1885,10 @@ int api_restore_jobs(struct api *api)
 		rc = spec_from_pb(api, pb, &spec, &err);
 		if (rc == 0 && spec.ring) {
 			rc = jm_set_ring(api->jm, job->id, spec.ring);
+			free_spec(&spec);
+		} else if (rc == 0 && spec.rail) {
+			/* a rail job is its GPUs (the swaps' moves are applied by railswap.c) */
+			rc = jm_set_gpus(api->jm, job->id, spec.gpus, spec.n_gpus);
 			free_spec(&spec);
 		} else if (rc == 0) {
 			rc = jm_set_demand(api->jm, job->id, spec.planner,

@@ -19,8 +19,10 @@
 struct api;
 struct devices;
 struct dr_table;
+struct ra;
 struct fs_state;
 struct jm;
+struct jm_error;
 struct loop;
 struct mx_registry;
 struct rg_state;
@@ -34,8 +36,10 @@ struct api_deps {
 	struct devices *devs;	 /* sessions, health and drain of every device */
 	struct rg_state *rings;	 /* ring domains: rings and node conditions; NULL otherwise */
 	struct dr_table *drift;	 /* leaf-spine: cross-connects no job owns (drift.h) */
+	struct ra *rail;	 /* rail-OCS fabrics: rail_api.h; NULL otherwise */
 	struct mx_registry *reg; /* RPC and plan metrics are registered here */
 	const char *version;
+	const char *store; /* the store backend's name (GetFabric) */
 };
 
 /* Caller frees with api_free() (accepts NULL). */
@@ -47,6 +51,8 @@ void api_attach(struct api *api, struct jm *jm, struct nb_server *server);
 struct nb_handlers api_handlers(struct api *api);
 /* Fabric limits for request validation. */
 struct nb_limits api_limits(const struct ocsd_config *cfg);
+/* answers call with a job manager error, mapped to gRPC (ra_deps.fail) */
+void api_fail(struct nb_call *call, const struct jm_error *err);
 /* Job manager events -> Events.Watch (pass as jm_deps.events). */
 struct jm_events api_job_events(struct api *api);
 /* Reconciliation results -> DriftEvents and drift metrics (recon_deps.events). */

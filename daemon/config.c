@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE /* vasprintf */
 #include "config.h"
+#include "rails.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -508,8 +509,11 @@ static int build_config(const struct lyd_node *fabric, struct ocsd_config *cfg,
 		r->spare_servers_per_ocs = leaf_int(node, "spare-servers-per-ocs", 0);
 		n = ocs_rail_validate(r, problems, 16);
 		snprintf(base, sizeof(base), FABRIC_PATH "/rail-ocs");
-		if (n == 0)
+		if (n == 0) {
 			cfg->n_devices = ocs_rail_groups(r);
+			/* how the circuit table, transactions and recovery number its devices */
+			rl_device_layout(r, &cfg->fabric);
+		}
 	} else {
 		struct ocs_fabric *f = &cfg->fabric;
 		const char *wiring = leaf_value(fabric, "wiring");

@@ -64,7 +64,8 @@ struct cfg_access {
 struct ocsd_config {
 	char name[65];
 	enum cfg_kind kind;
-	struct ocs_fabric fabric;    /* CFG_LEAF_SPINE_OCS */
+	struct ocs_fabric fabric;    /* CFG_LEAF_SPINE_OCS; CFG_RAIL_OCS: its device layout
+				      * (rails.h rl_device_layout) */
 	struct ocs_ring_domain ring; /* CFG_OCSTRX_RING */
 	struct ocs_rail_fabric rail; /* CFG_RAIL_OCS */
 	struct cfg_access access;

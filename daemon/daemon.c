@@ -43,6 +43,9 @@
 #include "metrics.h"
 #include "metrics_http.h"
 #include "pool.h"
+#include "rail_api.h"
+#include "rails.h"
+#include "railswap.h"
 #include "reconcile.h"
 #include "keepalive.h"
 #include "recovery.h"
@@ -67,6 +70,7 @@
 struct od {
 	const struct od_options *opts;
 	struct ocsd_config *cfg;
+	struct replica *rp; /* the store backend; owns store */
 	struct st_store *store;
 	struct loop *loop;
 	struct exec *exec; /* the one executor: planners, device I/O, reconciliation */
@@ -91,11 +95,16 @@ struct od {
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 	struct mx_family *m_pruned;
 	struct mx_family *m_rings, *m_faulty, *m_subscribed;
-	struct rg_state *rings;	    /* ring domains: the rings and faulty nodes */
-	struct faults *faults;	    /* ring domains: the node-fault listener */
-	struct event *repair_timer; /* ring domains: repairs that did not go through, again */
-	char password[128];	    /* the password-file's secret the devices use ("" none) */
-	int state_lock;		    /* DIR/ocsd.lock, flock()ed for ocsd's lifetime (-1 none) */
+	struct rg_state *rings;	     /* ring domains: the rings and faulty nodes */
+	struct faults *faults;	     /* ring domains: the node-fault listener */
+	struct event *repair_timer;  /* ring domains: repairs that did not go through, again;
+				      * rail-OCS fabrics: swaps of faulty GPUs, again */
+	struct rl_state *rl;	     /* rail-OCS fabrics: port map and GPU conditions */
+	struct rsw *rsw;	     /* rail-OCS fabrics: the GPU swaps */
+	struct ra *ra;		     /* rail-OCS fabrics: their API */
+	struct txn_driver *rail_txn; /* rail-OCS fabrics: the swaps' transactions */
+	char password[128];	     /* the password-file's secret the devices use ("" none) */
+	int state_lock;		     /* DIR/ocsd.lock, flock()ed for ocsd's lifetime (-1 none) */
 };
 
 static void log_config_errors(const char *path, const struct cfg_errors *errs)
@@ -385,8 +394,15 @@ static void on_recon_timer(evutil_socket_t fd, short what, void *arg)
 
 static int start_reconciliation(struct od *od)
 {
-	struct recon_deps rd = {
-		od->loop, od->exec, od->fs, od->jm, od->devs, od->drift, api_recon_events(od->api)};
+	struct recon_deps rd = {.loop = od->loop,
+				.exec = od->exec,
+				.fs = od->fs,
+				.jm = od->jm,
+				.devs = od->devs,
+				.drift = od->drift,
+				.events = api_recon_events(od->api),
+				.busy = od->rsw ? rsw_busy : NULL,
+				.busy_ctx = od->rsw};
 	struct timeval tv = {(time_t)od->opts->reconcile_interval_s, 0};
 
 	od->recon = recon_new(&rd);
@@ -512,7 +528,9 @@ static void od_teardown(struct od *od)
 	jm_free(od->jm);
 	if (od->loop)
 		loop_run_posted(od->loop);
+	rsw_free(od->rsw); /* answers requests still waiting */
 	txn_driver_free(od->txn);
+	txn_driver_free(od->rail_txn);
 	nb_server_destroy(od->server);
 	if (od->loop)
 		loop_run_posted(od->loop);
@@ -522,6 +540,8 @@ static void od_teardown(struct od *od)
 	fs_free(od->fs);
 	dr_free(od->drift);
 	api_free(od->api);
+	ra_free(od->ra);
+	rl_free(od->rl);
 	if (od->drain)
 		event_free(od->drain);
 	mh_stop(od->http);
@@ -540,7 +560,7 @@ static void od_teardown(struct od *od)
 	flt_free(od->faults);
 	rg_free(od->rings);
 	mx_registry_free(od->reg);
-	st_close(od->store);
+	rp_free(od->rp);
 	if (od->state_lock >= 0)
 		close(od->state_lock); /* releases the flock, last */
 	cfg_free(od->cfg);
@@ -746,7 +766,9 @@ static void on_repair_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct od *od = arg;
 
-	if (od->jm)
+	if (od->rsw)
+		rsw_retry(od->rsw);
+	else if (od->jm)
 		jm_retry_repairs(od->jm);
 }
 
@@ -758,7 +780,9 @@ static void on_repair_timer(evutil_socket_t fd, short what, void *arg)
 static int start_faults(struct od *od)
 {
 	struct sb_device_config *dc = calloc((size_t)od->cfg->n_devices + 1, sizeof(*dc));
-	struct flt_deps fd = {od->loop, od->exec, od->jm, od->devs, od->driver};
+	struct flt_deps fd = {od->loop, od->exec,   od->rsw ? NULL : od->jm,
+			      od->devs, od->driver, od->rsw ? rsw_port_state : NULL,
+			      od->rsw};
 	int rc = dc ? 0 : -ENOMEM;
 
 	for (int i = 0; rc == 0 && i < od->cfg->n_devices; i++)
@@ -810,20 +834,24 @@ static int check_existing(struct od *od)
 	return rc;
 }
 
-/* Job manager, API and gRPC server (leaf-spine-OCS fabrics and OCSTrx ring domains). */
+/* Job manager, API and gRPC server (every kind of fabric). */
 static int start_jobs(struct od *od)
 {
 	const struct od_options *o = od->opts;
-	struct api_deps ad = {
-		.cfg = od->cfg, .loop = od->loop, .reg = od->reg, .version = OCSD_VERSION};
+	struct api_deps ad = {.cfg = od->cfg,
+			      .loop = od->loop,
+			      .reg = od->reg,
+			      .version = OCSD_VERSION,
+			      .store = rp_store_name(od->rp)};
 	struct nb_server_config sc = {0};
 	struct nb_error nerr = {0};
 	struct jm_deps jd = {0};
 	char err[256];
 	int rc;
 
-	/* A ring domain has no circuits: no fabric state (rings.h instead). */
-	if (od->cfg->kind == CFG_LEAF_SPINE_OCS &&
+	/* A ring domain has no circuits: no fabric state (rings.h instead). A
+	 * rail-OCS fabric's port map is circuits (rails.h). */
+	if (od->cfg->kind != CFG_OCSTRX_RING &&
 	    (!(od->fs = fs_new(&od->cfg->fabric)) || fs_load(od->fs, od->store) != 0)) {
 		log_msg(LOG_ERR, "cannot load the circuits from the state store");
 		return -EIO;
@@ -840,9 +868,18 @@ static int start_jobs(struct od *od)
 	rc = new_devices(od);
 	if (rc)
 		return rc;
+	if (od->cfg->kind == CFG_RAIL_OCS) {
+		struct ra_deps rd = {od->cfg, NULL, NULL, od->devs, api_fail};
+
+		rd.rl = od->rl = rl_new(&od->cfg->rail);
+		od->ra = od->rl ? ra_new(&rd) : NULL;
+		if (!od->ra)
+			return -ENOMEM;
+	}
 	ad.fs = od->fs;
 	ad.drift = od->drift;
 	ad.rings = od->rings;
+	ad.rail = od->ra;
 	ad.devs = od->devs;
 	od->api = api_new(&ad);
 	if (!od->api)
@@ -862,8 +899,11 @@ static int start_jobs(struct od *od)
 				      .devs = od->devs,
 				      .rings = od->rings,
 				      .drift = od->drift,
+				      .rail = od->rl ? &od->cfg->rail : NULL,
 				      .clock = NULL,
 				      .confirm_timeout_s = (int)od->cfg->access.confirm_timeout_s,
+				      .fence = rp_fence,
+				      .fence_ctx = od->rp,
 				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms};
 
 		rc = rec_resolve_open(&rd);
@@ -874,8 +914,27 @@ static int start_jobs(struct od *od)
 		od->txn = txn_driver_new(&td);
 		if (!od->txn)
 			return -ENOMEM;
-		if (od->fs && (rc = check_existing(od)) != 0)
+		/* rail-OCS fabrics: the swaps adopt or program the initial port
+		 * map themselves (railswap.h) */
+		if (od->fs && !od->rl && (rc = check_existing(od)) != 0)
 			return rc;
+		if (od->rl) {
+			/* The swaps' own driver: rail jobs program nothing (kind_rail.c),
+			 * so the jobs' driver never touches a device. */
+			struct rsw_deps sd = {.cfg = od->cfg,
+					      .store = od->store,
+					      .fs = od->fs,
+					      .rl = od->rl,
+					      .devs = od->devs,
+					      .txn_start = txn_start,
+					      .events = ra_events(od->ra)};
+
+			sd.txn_ctx = od->rail_txn = txn_driver_new(&td);
+			od->rsw = od->rail_txn ? rsw_new(&sd) : NULL;
+			if (!od->rsw)
+				return -ENOMEM;
+			ra_attach_swaps(od->ra, od->rsw);
+		}
 	}
 	jd = (struct jm_deps){.cfg = od->cfg,
 			      .store = od->store,
@@ -889,6 +948,8 @@ static int start_jobs(struct od *od)
 			      .devs = od->devs,
 			      .drift = od->drift,
 			      .rings = od->rings,
+			      .gpus_check = od->rl ? rl_check_job_gpus : NULL,
+			      .gpus_check_ctx = od->rl,
 			      .events = api_job_events(od->api)};
 	rc = jm_new(&jd, &od->jm, err, sizeof(err));
 	if (rc) {
@@ -896,7 +957,10 @@ static int start_jobs(struct od *od)
 		return rc;
 	}
 	api_attach(od->api, od->jm, NULL);
-	if ((rc = api_restore_jobs(od->api)) != 0 || (rc = jm_recover(od->jm)) != 0) {
+	if (od->rsw)
+		rsw_attach(od->rsw, od->jm);
+	if ((rc = api_restore_jobs(od->api)) != 0 || (od->rsw && (rc = rsw_start(od->rsw)) != 0) ||
+	    (rc = jm_recover(od->jm)) != 0) {
 		log_msg(LOG_ERR, "recovery failed: %s", strerror(-rc));
 		return rc;
 	}
@@ -936,6 +1000,8 @@ static int start_jobs(struct od *od)
 	 * recovery and by each transaction, and watched through notifications. */
 	if (od->rings)
 		return start_faults(od);
+	if (od->rsw && (rc = start_faults(od)) != 0)
+		return rc;
 	return start_reconciliation(od);
 }
 
@@ -988,7 +1054,7 @@ int od_run(const struct od_options *opts)
 {
 	struct od od = {.opts = opts, .state_lock = -1};
 	struct cfg_errors errs = {0};
-	char path[PATH_MAX], err[512];
+	char err[512];
 	int rc = OD_EXIT_FAILURE;
 
 	if (cfg_load_file(opts->config_path, &od.cfg, &errs) != 0) {
@@ -998,15 +1064,21 @@ int od_run(const struct od_options *opts)
 	}
 	if (lock_state_dir(&od, opts->state_dir) != 0)
 		goto out;
-	snprintf(path, sizeof(path), "%s/ocsd.db", opts->state_dir);
-	if (st_open(path, &od.store, err, sizeof(err)) != 0) {
-		log_msg(LOG_ERR, "state store: %s", err);
-		goto out;
-	}
 	od.loop = loop_new();
 	od.reg = mx_registry_new();
 	if (!od.loop || !od.reg || register_metrics(&od) != 0) {
 		log_msg(LOG_ERR, "out of memory at start-up");
+		goto out;
+	}
+	if (rp_open(&opts->replica, opts->state_dir, od.cfg->name, od.reg, &od.rp, err,
+		    sizeof(err)) != 0) {
+		log_msg(LOG_ERR, "state store: %s", err);
+		goto out;
+	}
+	od.store = rp_store(od.rp);
+	/* a standby replica waits here until it leads, then starts as after a restart */
+	if (rp_lead(od.rp, err, sizeof(err)) != 0) {
+		log_msg(LOG_ERR, "replica: %s", err);
 		goto out;
 	}
 	od.exec = exec_new(od_solver_tasks(opts) + od_io_tasks(&od));
@@ -1016,14 +1088,8 @@ int od_run(const struct od_options *opts)
 		log_msg(LOG_ERR, "cannot start the solver pool");
 		goto out;
 	}
-	if (od.cfg->kind == CFG_LEAF_SPINE_OCS || od.cfg->kind == CFG_OCSTRX_RING) {
-		if (start_jobs(&od) != 0)
-			goto out;
-	} else {
-		log_msg(LOG_WARNING,
-			"%s fabrics take no jobs in this version: serving metrics only",
-			cfg_kind_name(od.cfg->kind));
-	}
+	if (start_jobs(&od) != 0)
+		goto out;
 	od.http = mh_start(loop_base(od.loop), opts->metrics_listen, od.reg, sample_metrics, &od,
 			   err, sizeof(err));
 	if (!od.http) {
@@ -1041,8 +1107,8 @@ int od_run(const struct od_options *opts)
 	log_msg(LOG_NOTICE,
 		"ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s (port %d), "
 		"gRPC on %s (port %d%s), %u executor threads (%u for planners)",
-		OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind), od.cfg->n_devices, path,
-		opts->metrics_listen, mh_port(od.http), opts->listen,
+		OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind), od.cfg->n_devices,
+		rp_describe(od.rp), opts->metrics_listen, mh_port(od.http), opts->listen,
 		od.server ? nb_server_port(od.server) : 0, opts->insecure ? ", insecure" : "",
 		exec_threads(od.exec), pool_workers(od.pool));
 	sd_notifyf(0, "READY=1\nSTATUS=running fabric %s", od.cfg->name);

@@ -27,9 +27,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "replica.h"
+
 struct od_options {
 	const char *config_path;
-	const char *state_dir;	    /* holds ocsd.db */
+	const char *state_dir;	    /* holds ocsd.lock, and ocsd.db on --store sqlite */
 	const char *metrics_listen; /* HOST:PORT */
 	unsigned solver_threads;    /* 0 = one per core */
 	const char *listen;	    /* gRPC HOST:PORT */
@@ -51,6 +53,7 @@ struct od_options {
 	 * (adopt.h): adopt them, or clear them; neither: refuse to start. */
 	bool adopt_existing;
 	bool clear_existing;
+	struct rp_opts replica; /* the store backend (--store, --etcd-*) */
 };
 
 /* Runs the daemon until SIGTERM/SIGINT. Returns the process exit code. */

@@ -100,6 +100,8 @@ static void on_notif_loop(struct loop_node *ln)
 	}
 	switch (m->n.kind) {
 	case SB_NOTIF_NODE_FAULT:
+		if (!f->d.jm)
+			break; /* not a ring domain */
 		if (m->n.faulty)
 			mark(f, (int)m->n.node, m->n.received_us);
 		else
@@ -108,11 +110,18 @@ static void on_notif_loop(struct loop_node *ln)
 				"plan until an operator marks it healthy (MarkNode)",
 				m->n.node);
 		break;
+	case SB_NOTIF_PORT_STATE:
+		if (f->d.port_state)
+			f->d.port_state(f->d.port_ctx, (int)m->n.source, m->n.port, m->n.port_up,
+					m->n.received_us);
+		break;
 	case SB_NOTIF_SUBSCRIBED:
 		if ((int)m->n.source < f->n_nodes && !f->up[m->n.source]) {
 			f->up[m->n.source] = true;
 			f->n_up++;
 		}
+		if (f->d.port_state)
+			break;			  /* reconciliation reads a rail OCS */
 		exec_submit(f->d.exec, &m->task); /* frees m when its result is handled */
 		return;
 	case SB_NOTIF_LOST:
@@ -120,10 +129,11 @@ static void on_notif_loop(struct loop_node *ln)
 			f->up[m->n.source] = false;
 			f->n_up--;
 		}
-		dev_note_read(f->d.devs, (int)m->n.source, false, false,
-			      "notification session lost", clk_wall_ms(NULL));
-		log_msg(LOG_WARNING, "node %zu: notification session lost; resubscribing",
-			m->n.source);
+		if (!f->d.port_state)
+			dev_note_read(f->d.devs, (int)m->n.source, false, false,
+				      "notification session lost", clk_wall_ms(NULL));
+		log_msg(LOG_WARNING, "%s %zu: notification session lost; resubscribing",
+			f->d.port_state ? "device" : "node", m->n.source);
 		break;
 	default:
 		break; /* loss-of-light: the node-fault of its peer says it all */

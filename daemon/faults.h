@@ -1,9 +1,13 @@
 /*
- * faults.h - node faults of an OCSTrx ring domain as the devices report
- * them: one notification listener (southbound/sb_notif.h, one thread for
- * every node's subscription session) whose node-fault notifications are
- * posted to the loop and handed to the job manager (jm_mark_node), which
- * stores the fault and repairs the ring holding the node.
+ * faults.h - faults as the devices report them: one notification listener
+ * (southbound/sb_notif.h, one thread for every device's subscription
+ * session) whose notifications are posted to the loop. In an OCSTrx ring
+ * domain node-fault notifications are handed to the job manager
+ * (jm_mark_node), which stores the fault and repairs the ring holding the
+ * node; on a rail-OCS fabric port-state-change notifications (a GPU-side
+ * port losing light is a GPU fault) are handed to the port_state callback
+ * (railswap.c), and nothing is read after a subscription (reconciliation
+ * reads those devices).
  *
  * After each (re)subscription the node is read (its `faulty` state, on the
  * device's reconciliation handle, as an executor task) so that a fault
@@ -19,7 +23,9 @@
 #ifndef OCSD_FAULTS_H
 #define OCSD_FAULTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sb_device.h"
 
@@ -31,10 +37,14 @@ struct faults;
 
 struct flt_deps {
 	struct loop *loop;
-	struct exec *exec; /* the reads after a (re)subscription */
-	struct jm *jm;
+	struct exec *exec;    /* the reads after a (re)subscription */
+	struct jm *jm;	      /* ring domains; NULL with port_state */
 	struct devices *devs; /* the node's reconciliation handle (node id = device id) */
 	struct sb_driver *driver;
+	/* Rail-OCS fabrics: a port of device `device` changed its oper-state
+	 * (loop thread; received_us when the listener parsed it). */
+	void (*port_state)(void *ctx, int device, int port, bool up, int64_t received_us);
+	void *port_ctx;
 };
 
 /*

@@ -384,7 +384,7 @@ static void set_state(struct jm *jm, struct job_rt *j, enum jm_state state, cons
 		char what[200];
 
 		snprintf(what, sizeof(what), "job %s: cannot store state %s: %s", j->pub.id,
-			 jm_state_name(state), strerror(-rc));
+			 jm_state_name(state), st_strerror(jm->d.store, rc));
 		store_failed(jm, what);
 	}
 	if (jm->d.events.job_changed)
@@ -422,7 +422,7 @@ static const struct jm_kind *kind_of(const struct jm_workload *wl)
 
 static const struct jm_kind *spec_kind(const struct jm_spec *spec)
 {
-	return spec->ring ? &jm_kind_ring : kind_of(spec->workload);
+	return spec->ring ? &jm_kind_ring : spec->rail ? &jm_kind_rail : kind_of(spec->workload);
 }
 
 /* Ring domains: drained nodes (device id = node), NULL when none is. */
@@ -585,14 +585,26 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 	return t;
 }
 
+static void pump(struct jm *jm);
+
 static void start_planning(struct jm *jm, struct job_rt *j)
 {
-	struct jp_task *t = new_task(jm, j->kind, j->pub.id, j->pub.planner, j->pub.allow_move,
-				     j->pub.demand, j->pub.n_demand, j->pub.workload,
-				     &j->pub.figures, j->pub.is_ring ? &j->pub.ring : NULL);
+	struct jp_task *t;
 	struct jm_error err;
 	int rc;
 
+	if (j->kind->gpus_only) {
+		/* Nothing to plan (rail jobs): an empty change set, programmed in turn. */
+		jp_change_clear(&j->change);
+		j->plan_gen = current_gen(jm);
+		set_state(jm, j, JM_PROGRAMMING, NULL);
+		enqueue(jm, j);
+		pump(jm);
+		return;
+	}
+	t = new_task(jm, j->kind, j->pub.id, j->pub.planner, j->pub.allow_move, j->pub.demand,
+		     j->pub.n_demand, j->pub.workload, &j->pub.figures,
+		     j->pub.is_ring ? &j->pub.ring : NULL);
 	if (j->pub.state != JM_PLANNING)
 		set_state(jm, j, JM_PLANNING, NULL);
 	if (!t) {
@@ -612,7 +624,6 @@ static void start_planning(struct jm *jm, struct job_rt *j)
 	}
 }
 
-static void pump(struct jm *jm);
 static void submit_searched(struct jm *jm, struct jp_task *t);
 
 static void report_plan_time(struct jm *jm, const struct jp_task *t)
@@ -1210,7 +1221,7 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 		if (rc) {
 			jm_set_error(err, JM_UNAVAILABLE, "",
 				     "cannot store the node's condition (%s); nothing changed",
-				     strerror(-rc));
+				     st_strerror(jm->d.store, rc));
 			return -1;
 		}
 		rg_set_faulty(jm->d.rings, node, faulty, source, now_ms(jm));
@@ -1272,6 +1283,8 @@ static const char *planner_of(const struct jm_spec *spec)
 {
 	if (spec->ring)
 		return spec->ring->orchestration[0] ? spec->ring->orchestration : "dcn-free";
+	if (spec->rail)
+		return "";
 	if (spec->planner && *spec->planner)
 		return spec->planner;
 	return ocs_planner_default(kind_of(spec->workload)->demand)->name;
@@ -1376,6 +1389,16 @@ static bool check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_erro
 
 	if (kind->rings)
 		return kind->check(jm->d.cfg, spec, err);
+	if (kind->gpus_only)
+		return kind->check(jm->d.cfg, spec, err) &&
+		       (!jm->d.gpus_check ||
+			jm->d.gpus_check(jm->d.gpus_check_ctx, spec->gpus, spec->n_gpus, err)) &&
+		       gpus_free(jm, spec->id ? spec->id : "", spec->gpus, spec->n_gpus, NULL, err);
+	if (jm->d.gpus_check) {
+		jm_set_error(err, JM_PRECONDITION, spec->workload ? "parallelism" : "leaf_demand",
+			     "the fabric is a rail-ocs: a job is its GPUs (placement.gpus)");
+		return false;
+	}
 	if (jm->d.rings) {
 		jm_set_error(err, JM_PRECONDITION, spec->workload ? "parallelism" : "leaf_demand",
 			     "the fabric is an ocstrx-ring: jobs ask for rings (ring)");
@@ -1447,6 +1470,11 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 		/* The same request again: run it again. */
 		if (refuse_write(jm, answer, ctx))
 			return true;
+		if (j->kind->gpus_only && jm->d.gpus_check &&
+		    !jm->d.gpus_check(jm->d.gpus_check_ctx, j->pub.gpus, j->pub.n_gpus, &err)) {
+			answer(ctx, &err, NULL, false, NULL, 0);
+			return true;
+		}
 		if (!j->kind->rings &&
 		    (!gpus_free(jm, j->pub.id, j->pub.gpus, j->pub.n_gpus, j->pub.workload, &err) ||
 		     !jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
@@ -1527,7 +1555,7 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct j
 	rc = st_job_put(jm->d.store, &row);
 	if (rc) {
 		jm_set_error(&err, JM_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
-			     strerror(-rc));
+			     st_strerror(jm->d.store, rc));
 		free(j->waiters);
 		j->waiters = NULL;
 		/* never seen by anyone: forget it again */
@@ -1642,6 +1670,14 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 
 	if (!check_spec(jm, spec, &err)) {
 		answer(ctx, &err, NULL, false, NULL, 0);
+		return;
+	}
+	if (spec_kind(spec)->gpus_only) {
+		/* A rail job plans nothing: the dry run is its check. */
+		struct jm_job shadow = {0};
+
+		snprintf(shadow.planner, sizeof(shadow.planner), "%s", planner_of(spec));
+		answer(ctx, NULL, &shadow, false, NULL, 0);
 		return;
 	}
 	t = new_task(jm, spec_kind(spec), spec->id, planner_of(spec), spec->allow_moving_other_jobs,
@@ -1864,7 +1900,7 @@ static int load_job(void *arg, const struct st_job *row)
 	}
 	j->pub.created_ms = row->created_ms;
 	j->pub.updated_ms = row->updated_ms;
-	j->kind = &jm_kind_leaf;
+	j->kind = jm->d.gpus_check ? &jm_kind_rail : &jm_kind_leaf;
 	if (row->request_len) {
 		j->pub.raw = malloc(row->request_len);
 		if (!j->pub.raw) {
@@ -2057,6 +2093,10 @@ int jm_recover(struct jm *jm)
 					set_state(jm, j, JM_ACTIVE, NULL);
 				else
 					start_planning(jm, j);
+				break;
+			}
+			if (j->kind->gpus_only) {
+				start_planning(jm, j); /* nothing on devices: programmed again */
 				break;
 			}
 			/* Accepted work: if its transaction landed, it is active. */

@@ -161,6 +161,9 @@ struct jm_spec {
 	const struct jm_workload *workload;
 	/* Or a ring request (ring domains; planner unused). */
 	const struct jm_ring_request *ring;
+	/* Or, on a rail-OCS fabric, nothing but its GPUs (gpus): no planner, no
+	 * circuits of its own (kind_rail.c). */
+	bool rail;
 	/* The request as received (packed protobuf): stored, compared for
 	 * idempotency and handed back by GetJob. */
 	const void *raw;
@@ -254,6 +257,13 @@ struct jm_deps {
 	struct devices *devs;	/* drain state, by device id (devices.h) */
 	struct dr_table *drift; /* unowned cross-connects on the devices (drift.h); NULL: none */
 	struct rg_state *rings; /* ring domains: the ring state (rings.h); NULL otherwise */
+	/*
+	 * Rail-OCS fabrics: every job is a rail job (jm_kind_rail) and its GPUs
+	 * pass this check before it is stored (rails.h rl_check_job_gpus: in
+	 * the fabric, healthy, joined to a rail port); NULL otherwise.
+	 */
+	bool (*gpus_check)(void *ctx, const int64_t *gpus, size_t n, struct jm_error *err);
+	void *gpus_check_ctx;
 	struct jm_events events;
 };
 

@@ -41,6 +41,9 @@ struct jm_kind {
 	bool rings;			/* plans rings of a ring domain, not circuits */
 	enum ocs_planner_demand demand; /* its planners in the catalogue (planners.h) */
 	const char *demand_name;	/* "a leaf demand", for messages */
+	/* Holds GPUs only (rail-OCS jobs): nothing to plan, no circuits of its
+	 * own; it goes through PROGRAMMING with an empty change set. */
+	bool gpus_only;
 	/* Loop side: the spec against the fabric; false with err naming the field. */
 	bool (*check)(const struct ocsd_config *cfg, const struct jm_spec *spec,
 		      struct jm_error *err);
@@ -53,6 +56,7 @@ struct jm_kind {
 extern const struct jm_kind jm_kind_leaf;	 /* kind_leaf.c */
 extern const struct jm_kind jm_kind_parallelism; /* kind_parallelism.c */
 extern const struct jm_kind jm_kind_ring;	 /* kind_ring.c */
+extern const struct jm_kind jm_kind_rail;	 /* kind_rail.c */
 
 /* The change set of an accepted plan (all malloc'd, owned by whoever holds it). */
 struct jp_change {

@@ -23,6 +23,19 @@
 #define OCSD_RETENTION_DAYS_MAX 36500
 #define OCSD_RETENTION_JOBS_MAX 100000000
 
+/* Long options without a short letter. */
+enum {
+	OPT_STORE = 256,
+	OPT_ETCD_ENDPOINTS,
+	OPT_ETCD_PREFIX,
+	OPT_ETCD_CA,
+	OPT_ETCD_CERT,
+	OPT_ETCD_KEY,
+	OPT_REPLICA_ID,
+	OPT_ADVERTISE,
+	OPT_LEADER_TTL,
+};
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -57,7 +70,18 @@ static void usage(FILE *out)
 		"  --adopt-existing         on an empty state store, record the circuits the\n"
 		"                           devices hold as job adopted-at-start\n"
 		"  --clear-existing         on an empty state store, remove the cross-connects\n"
-		"                           the devices hold (one transaction)\n");
+		"                           the devices hold (one transaction)\n"
+		"  --store sqlite|etcd      where the state lives: one SQLite file in the\n"
+		"                           state directory (default), or etcd, replicated\n"
+		"  --etcd-endpoints URLS    http(s)://HOST:PORT[,...], tried in turn\n"
+		"  --etcd-prefix P          key prefix (default /ocsd/<fabric name>/)\n"
+		"  --etcd-ca FILE           CA that signs etcd's certificate (https)\n"
+		"  --etcd-cert FILE         client certificate for etcd\n"
+		"  --etcd-key FILE          its key\n"
+		"  --replica-id NAME        with --advertise: one of several replicas on\n"
+		"                           the prefix; waits as a standby until it leads\n"
+		"  --advertise HOST:PORT    where clients reach this replica\n"
+		"  --leader-ttl-s N         leader lease TTL (default 1, 1..60)\n");
 }
 
 static int check_config(const char *path)
@@ -119,6 +143,15 @@ int main(int argc, char **argv)
 		{"keepalive-interval-ms", required_argument, NULL, 'k'},
 		{"adopt-existing", no_argument, NULL, 'a'},
 		{"clear-existing", no_argument, NULL, 'x'},
+		{"store", required_argument, NULL, OPT_STORE},
+		{"etcd-endpoints", required_argument, NULL, OPT_ETCD_ENDPOINTS},
+		{"etcd-prefix", required_argument, NULL, OPT_ETCD_PREFIX},
+		{"etcd-ca", required_argument, NULL, OPT_ETCD_CA},
+		{"etcd-cert", required_argument, NULL, OPT_ETCD_CERT},
+		{"etcd-key", required_argument, NULL, OPT_ETCD_KEY},
+		{"replica-id", required_argument, NULL, OPT_REPLICA_ID},
+		{"advertise", required_argument, NULL, OPT_ADVERTISE},
+		{"leader-ttl-s", required_argument, NULL, OPT_LEADER_TTL},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -131,13 +164,13 @@ int main(int argc, char **argv)
 				 .warm_start_ms = 2000,
 				 .keepalive_interval_ms = 5000};
 	const char *check = NULL;
-	char *end;
+	char *end, err[256];
 	long n;
 	int opt;
 
 	run.state_dir = getenv("STATE_DIRECTORY") ? getenv("STATE_DIRECTORY") : "/var/lib/ocsd";
-	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:k:axVh", options, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:k:axVh", options,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			check = optarg;
@@ -229,6 +262,39 @@ int main(int argc, char **argv)
 		case 'x':
 			run.clear_existing = true;
 			break;
+		case OPT_STORE:
+			run.replica.store = optarg;
+			break;
+		case OPT_ETCD_ENDPOINTS:
+			run.replica.etcd_endpoints = optarg;
+			break;
+		case OPT_ETCD_PREFIX:
+			run.replica.etcd_prefix = optarg;
+			break;
+		case OPT_ETCD_CA:
+			run.replica.etcd_ca = optarg;
+			break;
+		case OPT_ETCD_CERT:
+			run.replica.etcd_cert = optarg;
+			break;
+		case OPT_ETCD_KEY:
+			run.replica.etcd_key = optarg;
+			break;
+		case OPT_REPLICA_ID:
+			run.replica.replica_id = optarg;
+			break;
+		case OPT_ADVERTISE:
+			run.replica.advertise = optarg;
+			break;
+		case OPT_LEADER_TTL:
+			n = strtol(optarg, &end, 10);
+			if (!*optarg || *end || n < 1 || n > 60) {
+				fprintf(stderr, "ocsd: --leader-ttl-s: '%s' is not 1..60\n",
+					optarg);
+				return OCSD_EXIT_USAGE;
+			}
+			run.replica.leader_ttl_s = (int)n;
+			break;
 		case 'V':
 			printf("ocsd %s\n", OCSD_VERSION);
 			return OCSD_EXIT_OK;
@@ -254,6 +320,10 @@ int main(int argc, char **argv)
 	if (!run.config_path) {
 		fprintf(stderr, "ocsd: --config FILE or --check-config FILE is required\n");
 		usage(stderr);
+		return OCSD_EXIT_USAGE;
+	}
+	if (rp_check(&run.replica, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ocsd: %s\n", err);
 		return OCSD_EXIT_USAGE;
 	}
 	log_init();

@@ -92,7 +92,8 @@ static void pass_done(struct loop_node *n)
 			r->d.events.ctx, d, r->reads[d].ok,
 			sb_device_connected(dev_handle(r->d.devs, d, DEV_ROLE_RECON)),
 			r->reads[d].error);
-	rep.discarded = fs_generation(r->d.fs) != r->generation || jm_busy(r->d.jm);
+	rep.discarded = fs_generation(r->d.fs) != r->generation || jm_busy(r->d.jm) ||
+			(r->d.busy && r->d.busy(r->d.busy_ctx));
 	for (int d = 0; d < r->n_devices && !rep.discarded; d++) {
 		struct dev_readback *rd = &r->reads[d];
 		const char *name = dev_name(r->d.devs, d);

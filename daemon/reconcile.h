@@ -59,6 +59,11 @@ struct recon_deps {
 	struct dr_table
 		*drift; /* gets each compared device's unowned cross-connects (NULL: none) */
 	struct recon_events events;
+	/* Rail-OCS fabrics: true while a swap's transaction runs (its own
+	 * driver, railswap.h): a pass ending then is discarded like one ending
+	 * during a job's transaction. NULL: none. */
+	bool (*busy)(void *ctx);
+	void *busy_ctx;
 };
 
 struct recon;

@@ -1,14 +1,14 @@
 /*
  * store.c - the SQLite implementation of store.h.
  *
- * Schema (version 3):
+ * Schema (version 6):
  *   meta(key PK, value)                     'schema_version'
  *   jobs(id PK, idempotency_key UNIQUE, state, reason, request BLOB,
  *        created_ms, updated_ms, seq)       seq keeps creation order
  *   intents(txn_id PK AUTOINCREMENT, job_id, state, detail, created_ms,
  *           finished_ms)
- *   intent_xcs(txn_id, op 'del'|'add', grp, device, in_port, out_port, job_id)
- *   intent_links(txn_id, job_id, a, b, h, links)   links an intent gives jobs
+ *   intent_xcs(id PK, txn_id, op 'del'|'add', grp, device, in_port, out_port, job_id)
+ *   intent_links(id PK, txn_id, job_id, a, b, h, links)  links an intent gives jobs
  *   circuits(grp, device, in_port PK together, out_port, job_id)
  *   job_links(job_id, a, b, h PK together, links)  links of confirmed plans
  *   drained(device PK)                      devices taking no new circuits
@@ -16,12 +16,19 @@
  *         reason, changed_ms)               rings of confirmed transactions
  *   node_faults(node PK, source, since_ms)  faulty nodes of a ring domain
  *   ring_intents(txn_id PK)                 intents that set their job's rings
- *   intent_rings(txn_id, ring, nodes, last_change, failed_node, reason)
+ *   intent_rings(id PK, txn_id, ring, nodes, last_change, failed_node, reason)
  *                                           the rings an intent gives its job
- *   intent_bundles(txn_id, node, bundle, path, distance, dir)
+ *   intent_bundles(id PK, txn_id, node, bundle, path, distance, dir)
  *                                           every bundle setting it programs
  *   job_figures(job_id PK, figures)         the figures of the plan a job was
  *                                           last programmed with (text, jobs_util.c)
+ *   rail_gpu_faults(gpu PK, source, since_ms)  faulty GPUs of a rail-OCS fabric
+ *   rail_intents(txn_id PK, gpu, kind, source, since_ms)
+ *                                           intents that swap a GPU out
+ *   rail_intent_moves(txn_id, rail_port PK together, old_gpu, new_gpu, job_id)
+ *                                           the rail ports a swap re-joins
+ *   rail_job_moves(job_id, txn_id, rail_port PK together, old_gpu, new_gpu,
+ *                  moved_ms)                the GPUs jobs hold after swaps
  *
  * Indexes: the job id and the idempotency key are looked up through the
  * indexes SQLite keeps for PRIMARY KEY and UNIQUE (sqlite_autoindex_jobs_1
@@ -30,7 +37,11 @@
  * Versions: 2 added intent_links and job_links; 3 added the indexes jobs_seq
  * (creation order: st_job_put's next seq, st_job_list), jobs_finished,
  * intents_job, intents_open and intents_finished (st_prune, recovery); 4
- * added the ring tables (OCSTrx ring domains); 5 added job_figures. An
+ * added the ring tables (OCSTrx ring domains); 5 added job_figures and the
+ * rail tables (rail-OCS fabrics); 6 gave intent_xcs, intent_links,
+ * intent_rings and intent_bundles an id INTEGER PRIMARY KEY (SQLite's
+ * session extension, which replicated stores use, skips tables without
+ * one). An
  * older file is upgraded in place at open, in one transaction with the new
  * version number; a newer one is refused.
  *
@@ -39,9 +50,12 @@
  *
  * Every write is one SQLite transaction; synchronous=FULL with WAL makes a
  * committed write survive power loss, which is what lets ocsd acknowledge a
- * job only after st_job_put() returned.
+ * job only after st_job_put() returned. On a replicated store (--store
+ * etcd: store_repl.h, store_etcd.c) the copy is in memory and a write is
+ * durable once its changeset is in etcd, which write_commit() waits for.
  */
 #include "store.h"
+#include "store_repl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,12 +66,20 @@
 
 #include <sqlite3.h>
 
-#define ST_SCHEMA_VERSION 5
+#define ST_SCHEMA_VERSION 6
 /* How long a write waits for another connection's lock by default. */
 #define ST_BUSY_TIMEOUT_MS 5000
 
 struct st_store {
 	sqlite3 *db;
+	/* a replicated store (store_repl.h); NULL for a plain SQLite file */
+	const struct st_repl_hooks *repl;
+	void *repl_ctx;
+	sqlite3_session *session; /* the open write transaction's changes */
+	bool commit_allowed;	  /* write_commit() or a changeset apply is committing */
+	bool repl_failed;	  /* the last write failed in the replication */
+	void (*on_error)(void *ctx, int rc);
+	void *on_error_ctx;
 };
 
 /* The lifecycle states of a job that is over (store.h, st_prune). */
@@ -121,7 +143,64 @@ static const char *const schema_sql =
 	"CREATE INDEX IF NOT EXISTS intent_bundles_txn ON intent_bundles(txn_id);"
 	/* version 5 */
 	"CREATE TABLE IF NOT EXISTS job_figures("
-	" job_id TEXT PRIMARY KEY, figures TEXT NOT NULL);";
+	" job_id TEXT PRIMARY KEY, figures TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS rail_gpu_faults("
+	" gpu INTEGER PRIMARY KEY, source TEXT NOT NULL, since_ms INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS rail_intents("
+	" txn_id INTEGER PRIMARY KEY REFERENCES intents(txn_id), gpu INTEGER NOT NULL,"
+	" kind TEXT NOT NULL, source TEXT NOT NULL, since_ms INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS rail_intent_moves("
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), rail_port INTEGER NOT NULL,"
+	" old_gpu INTEGER NOT NULL, new_gpu INTEGER NOT NULL, job_id TEXT NOT NULL,"
+	" PRIMARY KEY(txn_id, rail_port));"
+	"CREATE TABLE IF NOT EXISTS rail_job_moves("
+	" job_id TEXT NOT NULL, txn_id INTEGER NOT NULL, rail_port INTEGER NOT NULL,"
+	" old_gpu INTEGER NOT NULL, new_gpu INTEGER NOT NULL, moved_ms INTEGER NOT NULL,"
+	" PRIMARY KEY(job_id, txn_id, rail_port));";
+
+/*
+ * Version 6 (replicated stores, docs/replicas.md): SQLite's session
+ * extension, which records each write as a changeset, skips tables without
+ * a PRIMARY KEY, so the four intent detail tables are rebuilt with an id
+ * INTEGER PRIMARY KEY (the rowid they had, so every ORDER BY rowid reads
+ * the same order). Runs once, when upgrading from a version below 6.
+ */
+static const char *const schema_v6_sql =
+	"CREATE TABLE intent_xcs_v6(id INTEGER PRIMARY KEY,"
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), op TEXT NOT NULL,"
+	" grp INTEGER NOT NULL, device INTEGER NOT NULL, in_port INTEGER NOT NULL,"
+	" out_port INTEGER NOT NULL, job_id TEXT);"
+	"INSERT INTO intent_xcs_v6 SELECT rowid, txn_id, op, grp, device, in_port, out_port,"
+	" job_id FROM intent_xcs ORDER BY rowid;"
+	"DROP TABLE intent_xcs;"
+	"ALTER TABLE intent_xcs_v6 RENAME TO intent_xcs;"
+	"CREATE INDEX intent_xcs_txn ON intent_xcs(txn_id);"
+	"CREATE TABLE intent_links_v6(id INTEGER PRIMARY KEY,"
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), job_id TEXT NOT NULL,"
+	" a INTEGER NOT NULL, b INTEGER NOT NULL, h INTEGER NOT NULL, links INTEGER NOT NULL);"
+	"INSERT INTO intent_links_v6 SELECT rowid, txn_id, job_id, a, b, h, links"
+	" FROM intent_links ORDER BY rowid;"
+	"DROP TABLE intent_links;"
+	"ALTER TABLE intent_links_v6 RENAME TO intent_links;"
+	"CREATE INDEX intent_links_txn ON intent_links(txn_id);"
+	"CREATE TABLE intent_rings_v6(id INTEGER PRIMARY KEY,"
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), ring INTEGER NOT NULL,"
+	" nodes TEXT NOT NULL, last_change TEXT NOT NULL, failed_node INTEGER NOT NULL,"
+	" reason TEXT, changed_ms INTEGER NOT NULL);"
+	"INSERT INTO intent_rings_v6 SELECT rowid, txn_id, ring, nodes, last_change,"
+	" failed_node, reason, changed_ms FROM intent_rings ORDER BY rowid;"
+	"DROP TABLE intent_rings;"
+	"ALTER TABLE intent_rings_v6 RENAME TO intent_rings;"
+	"CREATE INDEX intent_rings_txn ON intent_rings(txn_id);"
+	"CREATE TABLE intent_bundles_v6(id INTEGER PRIMARY KEY,"
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), node INTEGER NOT NULL,"
+	" bundle INTEGER NOT NULL, path INTEGER NOT NULL, distance INTEGER NOT NULL,"
+	" dir INTEGER NOT NULL);"
+	"INSERT INTO intent_bundles_v6 SELECT rowid, txn_id, node, bundle, path, distance, dir"
+	" FROM intent_bundles ORDER BY rowid;"
+	"DROP TABLE intent_bundles;"
+	"ALTER TABLE intent_bundles_v6 RENAME TO intent_bundles;"
+	"CREATE INDEX intent_bundles_txn ON intent_bundles(txn_id);";
 
 static const char *const intent_names[] = {
 	[ST_INTENT_OPEN] = "open",
@@ -199,7 +278,99 @@ static int exec(struct st_store *st, const char *sql)
  */
 static void rollback(struct st_store *st)
 {
+	if (st->session)
+		sqlite3session_delete(st->session);
+	st->session = NULL;
 	(void)exec(st, "ROLLBACK");
+}
+
+/*
+ * Every write transaction starts with write_begin() and ends with
+ * write_commit() or rollback(). On a replicated store (store_repl.h) a
+ * session records the transaction's changes, and write_commit() hands them
+ * as one changeset to the replication's publish hook before the local
+ * COMMIT: only once the replicated log has the change does the local copy
+ * commit. The commit hook refuses any other commit on such a store, so a
+ * write that bypasses these two fails instead of forking the copies.
+ */
+static int write_failed(struct st_store *st, int rc, bool in_repl)
+{
+	st->repl_failed = in_repl;
+	if (st->on_error)
+		st->on_error(st->on_error_ctx, rc);
+	return rc;
+}
+
+static int write_begin(struct st_store *st)
+{
+	int rc = st->repl ? st->repl->prepare(st->repl_ctx) : 0;
+
+	if (rc)
+		return write_failed(st, rc, true);
+	rc = exec(st, "BEGIN IMMEDIATE");
+	if (rc)
+		return write_failed(st, rc, false);
+	st->repl_failed = false;
+	if (!st->repl)
+		return 0;
+	rc = sql_rc(sqlite3session_create(st->db, "main", &st->session));
+	if (rc == 0)
+		rc = sql_rc(sqlite3session_attach(st->session, NULL));
+	if (rc) {
+		rollback(st);
+		return write_failed(st, rc, false);
+	}
+	return 0;
+}
+
+/* On failure the transaction is still open: the caller rolls it back. */
+static int write_commit(struct st_store *st)
+{
+	int rc = 0;
+
+	if (st->session) {
+		void *changeset = NULL;
+		int len = 0;
+
+		rc = sql_rc(sqlite3session_changeset(st->session, &len, &changeset));
+		sqlite3session_delete(st->session);
+		st->session = NULL;
+		if (rc == 0 && len > 0)
+			rc = st->repl->publish(st->repl_ctx, changeset, (size_t)len);
+		sqlite3_free(changeset);
+		if (rc)
+			return write_failed(st, rc, true);
+	}
+	st->commit_allowed = true;
+	rc = exec(st, "COMMIT");
+	st->commit_allowed = false;
+	if (rc && st->repl) /* published but not applied here */
+		st->repl->local_commit_failed(st->repl_ctx);
+	if (rc)
+		return write_failed(st, rc, false);
+	st->repl_failed = false;
+	return 0;
+}
+
+/* One statement as a write transaction of its own. */
+static int step_write(struct st_store *st, sqlite3_stmt *s)
+{
+	int rc = write_begin(st);
+
+	if (rc == 0)
+		rc = sql_rc(sqlite3_step(s));
+	if (rc == 0)
+		rc = write_commit(st);
+	if (rc)
+		rollback(st);
+	return rc;
+}
+
+static int commit_guard(void *arg)
+{
+	const struct st_store *st = arg;
+
+	return st->repl && !st->commit_allowed;
 }
 
 static int prepare(struct st_store *st, const char *sql, sqlite3_stmt **stmt)
@@ -267,6 +438,8 @@ static int open_schema(struct st_store *st, const char *path, char *err, size_t 
 			 "INSERT OR REPLACE INTO meta VALUES('schema_version', '%d')",
 			 ST_SCHEMA_VERSION);
 		rc = exec(st, schema_sql);
+		if (rc == 0 && version < 6)
+			rc = exec(st, schema_v6_sql);
 		if (rc == 0)
 			rc = exec(st, sql);
 	}
@@ -319,6 +492,19 @@ fail:
 	return rc;
 }
 
+const char *st_strerror(struct st_store *st, int rc)
+{
+	if (st && st->repl && st->repl_failed)
+		return st->repl->last_error(st->repl_ctx);
+	return strerror(rc < 0 ? -rc : rc);
+}
+
+void st_set_error_observer(struct st_store *st, void (*fn)(void *ctx, int rc), void *ctx)
+{
+	st->on_error = fn;
+	st->on_error_ctx = ctx;
+}
+
 void st_set_busy_timeout(struct st_store *st, int timeout_ms)
 {
 	sqlite3_busy_timeout(st->db, timeout_ms);
@@ -328,8 +514,115 @@ void st_close(struct st_store *st)
 {
 	if (!st)
 		return;
+	if (st->repl)
+		st->repl->destroy(st->repl_ctx);
 	sqlite3_close(st->db);
 	free(st);
+}
+
+/* ---- the local copy of a replicated store (store_repl.h) ---- */
+
+int st_open_memory(struct st_store **out, char *err, size_t err_len)
+{
+	struct st_store *st = calloc(1, sizeof(*st));
+	int rc;
+
+	*out = NULL;
+	if (!st)
+		return -ENOMEM;
+	rc = sqlite3_open_v2(":memory:", &st->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+			     NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, err_len, "cannot open an in-memory copy: %s", sqlite3_errstr(rc));
+		rc = sql_rc(rc) ? sql_rc(rc) : -EIO;
+		goto fail;
+	}
+	sqlite3_extended_result_codes(st->db, 1);
+	rc = exec(st, "PRAGMA foreign_keys=ON;");
+	if (rc == 0)
+		rc = open_schema(st, "in-memory copy", err, err_len);
+	if (rc)
+		goto fail;
+	*out = st;
+	return 0;
+fail:
+	sqlite3_close(st->db);
+	free(st);
+	return rc;
+}
+
+void st_set_repl(struct st_store *st, const struct st_repl_hooks *hooks, void *ctx)
+{
+	st->repl = hooks;
+	st->repl_ctx = ctx;
+	sqlite3_commit_hook(st->db, hooks ? commit_guard : NULL, st);
+}
+
+/* A replicated change that does not fit this copy means the copies forked. */
+static int changeset_conflict(void *ctx, int conflict, sqlite3_changeset_iter *it)
+{
+	(void)ctx;
+	(void)conflict;
+	(void)it;
+	return SQLITE_CHANGESET_ABORT;
+}
+
+int st_apply_changeset(struct st_store *st, const void *changeset, size_t len)
+{
+	int rc;
+
+	if (len > INT32_MAX)
+		return -E2BIG;
+	st->commit_allowed = true;
+	rc = sqlite3changeset_apply(st->db, (int)len, (void *)changeset, NULL, changeset_conflict,
+				    NULL);
+	st->commit_allowed = false;
+	if (rc == SQLITE_ABORT || (rc & 0xff) == SQLITE_CONSTRAINT || rc == SQLITE_CORRUPT)
+		return -EPROTO;
+	return sql_rc(rc);
+}
+
+int st_image_save(struct st_store *st, void **image, size_t *len)
+{
+	sqlite3_int64 n = 0;
+	unsigned char *p = sqlite3_serialize(st->db, "main", &n, 0);
+
+	if (!p)
+		return -ENOMEM;
+	*image = p;
+	*len = (size_t)n;
+	return 0;
+}
+
+void st_image_free(void *image)
+{
+	sqlite3_free(image);
+}
+
+int st_image_load(struct st_store *st, const void *image, size_t len, char *err, size_t err_len)
+{
+	unsigned char *copy = sqlite3_malloc64(len ? len : 1);
+	int version = 0;
+	int rc;
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, image, len);
+	/* SQLite owns copy from here, whatever the result */
+	rc = sql_rc(sqlite3_deserialize(
+		st->db, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
+		SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE));
+	if (rc == 0)
+		rc = read_version(st, &version);
+	if (rc == 0 && version != ST_SCHEMA_VERSION) {
+		snprintf(err, err_len, "snapshot of schema version %d, this ocsd knows %d", version,
+			 ST_SCHEMA_VERSION);
+		return -EPROTO;
+	}
+	if (rc)
+		snprintf(err, err_len, "snapshot: %s", sqlite3_errmsg(st->db));
+	return rc;
 }
 
 void st_job_clear(struct st_job *job)
@@ -368,7 +661,7 @@ int st_job_put(struct st_store *st, const struct st_job *job)
 		 sqlite3_bind_int64(s, 7, job->updated_ms))
 		rc = bind_error(st);
 	else
-		rc = sql_rc(sqlite3_step(s));
+		rc = step_write(st, s);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -388,7 +681,7 @@ int st_job_set_state(struct st_store *st, const char *id, const char *state, con
 		 sqlite3_bind_int64(s, 4, updated_ms))
 		rc = bind_error(st);
 	else
-		rc = sql_rc(sqlite3_step(s));
+		rc = step_write(st, s);
 	if (rc == 0 && sqlite3_changes(st->db) == 0)
 		rc = -ENOENT;
 	sqlite3_finalize(s);
@@ -534,24 +827,20 @@ static int insert_links(struct st_store *st, int64_t txn, const struct st_link *
 	return rc;
 }
 
-int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
-		    size_t n_removals, const struct st_circuit *additions, size_t n_additions,
-		    const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id)
+/* The rows of an intent, inside the caller's SQLite transaction. */
+static int intent_insert(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
+			 size_t n_removals, const struct st_circuit *additions, size_t n_additions,
+			 const struct st_link *links, size_t n_links, int64_t now_ms,
+			 int64_t *txn_id)
 {
 	sqlite3_stmt *s = NULL;
 	int64_t txn;
 	int rc;
 
-	if (!job_id || (n_removals && !removals) || (n_additions && !additions) ||
-	    (n_links && !links))
-		return -EINVAL;
-	rc = exec(st, "BEGIN IMMEDIATE");
-	if (rc)
-		return rc;
 	rc = prepare(st, "INSERT INTO intents(job_id, state, created_ms) VALUES(?1, 'open', ?2)",
 		     &s);
 	if (rc)
-		goto rollback;
+		return rc;
 	if (bind_text(s, 1, job_id) || sqlite3_bind_int64(s, 2, now_ms))
 		rc = bind_error(st);
 	else
@@ -559,7 +848,7 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 	sqlite3_finalize(s);
 	s = NULL;
 	if (rc)
-		goto rollback;
+		return rc;
 	txn = sqlite3_last_insert_rowid(st->db);
 	rc = prepare(st,
 		     "INSERT INTO intent_xcs(txn_id, op, grp, device, in_port, out_port, job_id)"
@@ -572,16 +861,34 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 	sqlite3_finalize(s);
 	if (rc == 0)
 		rc = insert_links(st, txn, links, n_links);
+	if (rc == 0)
+		*txn_id = txn;
+	return rc;
+}
+
+int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
+		    size_t n_removals, const struct st_circuit *additions, size_t n_additions,
+		    const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id)
+{
+	int64_t txn;
+	int rc;
+
+	if (!job_id || (n_removals && !removals) || (n_additions && !additions) ||
+	    (n_links && !links))
+		return -EINVAL;
+	rc = write_begin(st);
 	if (rc)
-		goto rollback;
-	rc = exec(st, "COMMIT");
-	if (rc)
-		goto rollback;
+		return rc;
+	rc = intent_insert(st, job_id, removals, n_removals, additions, n_additions, links, n_links,
+			   now_ms, &txn);
+	if (rc == 0)
+		rc = write_commit(st);
+	if (rc) {
+		rollback(st);
+		return rc;
+	}
 	*txn_id = txn;
 	return 0;
-rollback:
-	rollback(st);
-	return rc;
 }
 
 int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
@@ -592,7 +899,7 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 
 	if (outcome == ST_INTENT_OPEN || (unsigned)outcome > ST_INTENT_FAILED)
 		return -EINVAL;
-	rc = exec(st, "BEGIN IMMEDIATE");
+	rc = write_begin(st);
 	if (rc)
 		return rc;
 	rc = prepare(st, "SELECT state FROM intents WHERE txn_id = ?1", &s);
@@ -628,7 +935,7 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 	if (rc)
 		goto rollback;
 	if (outcome == ST_INTENT_CONFIRMED) {
-		char sql[1024];
+		char sql[2048];
 
 		/* Removals first: an addition may reuse an input port it frees. */
 		snprintf(sql, sizeof(sql),
@@ -648,14 +955,20 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 			 "INSERT INTO rings(job_id, ring, nodes, last_change, failed_node, reason,"
 			 " changed_ms) SELECT i.job_id, r.ring, r.nodes, r.last_change,"
 			 " r.failed_node, r.reason, r.changed_ms FROM intent_rings r"
-			 " JOIN intents i USING(txn_id) WHERE r.txn_id = %lld;",
+			 " JOIN intents i USING(txn_id) WHERE r.txn_id = %lld;"
+			 "INSERT OR IGNORE INTO rail_gpu_faults(gpu, source, since_ms)"
+			 " SELECT gpu, source, since_ms FROM rail_intents WHERE txn_id = %lld;"
+			 "INSERT INTO rail_job_moves(job_id, txn_id, rail_port, old_gpu, new_gpu,"
+			 " moved_ms) SELECT job_id, txn_id, rail_port, old_gpu, new_gpu, %lld"
+			 " FROM rail_intent_moves WHERE txn_id = %lld AND job_id <> '';",
 			 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
-			 (long long)txn_id, (long long)txn_id, (long long)txn_id);
+			 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
+			 (long long)now_ms, (long long)txn_id);
 		rc = exec(st, sql);
 		if (rc)
 			goto rollback;
 	}
-	rc = exec(st, "COMMIT");
+	rc = write_commit(st);
 	if (rc)
 		goto rollback;
 	return 0;
@@ -821,7 +1134,7 @@ int st_ring_intent_begin(struct st_store *st, const char *job_id, const struct r
 	if (!job_id || (n_rings && !rings) || (n_bundles && !bundles) ||
 	    (fault && (fault->node < 0 || !fault->source)))
 		return -EINVAL;
-	rc = exec(st, "BEGIN IMMEDIATE");
+	rc = write_begin(st);
 	if (rc)
 		return rc;
 	if (fault) {
@@ -900,7 +1213,7 @@ int st_ring_intent_begin(struct st_store *st, const char *job_id, const struct r
 	}
 	sqlite3_finalize(s);
 	if (rc == 0)
-		rc = exec(st, "COMMIT");
+		rc = write_commit(st);
 	if (rc)
 		goto rollback;
 	*txn_id = txn;
@@ -1024,7 +1337,7 @@ int st_fault_set(struct st_store *st, int node, bool faulty, const char *source,
 		 (faulty && (bind_text(s, 2, source) || sqlite3_bind_int64(s, 3, since_ms))))
 		rc = bind_error(st);
 	else
-		rc = sql_rc(sqlite3_step(s));
+		rc = step_write(st, s);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -1121,10 +1434,10 @@ int st_intent_settle(struct st_store *st, int64_t txn_id, enum st_intent_state o
 		sqlite3_finalize(s);
 		return bind_error(st);
 	}
-	rc = sqlite3_step(s);
+	rc = step_write(st, s);
 	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return sql_rc(rc);
+	if (rc)
+		return rc;
 	return sqlite3_changes(st->db) ? 0 : -EALREADY;
 }
 
@@ -1200,7 +1513,7 @@ int st_drain_set(struct st_store *st, const char *device, bool drained)
 	else if (bind_text(s, 1, device))
 		rc = bind_error(st);
 	else
-		rc = sql_rc(sqlite3_step(s));
+		rc = step_write(st, s);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -1239,7 +1552,7 @@ int st_figures_put(struct st_store *st, const char *job_id, const char *figures)
 	else if (bind_text(s, 1, job_id) || bind_text(s, 2, figures))
 		rc = bind_error(st);
 	else
-		rc = sql_rc(sqlite3_step(s));
+		rc = step_write(st, s);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -1508,8 +1821,8 @@ static int run_each(struct st_store *st, const char *const *sql, sqlite3_stmt **
 	return 0;
 }
 
-#define N_JOB_DELETES	 10
-#define N_INTENT_DELETES 6
+#define N_JOB_DELETES	 11
+#define N_INTENT_DELETES 8
 
 /* Deletes the picked jobs, children before their parents (foreign keys). */
 static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
@@ -1529,6 +1842,7 @@ static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
 		"DELETE FROM job_links WHERE job_id = ?1",
 		"DELETE FROM rings WHERE job_id = ?1",
 		"DELETE FROM job_figures WHERE job_id = ?1",
+		"DELETE FROM rail_job_moves WHERE job_id = ?1",
 		"DELETE FROM jobs WHERE id = ?1",
 	};
 	sqlite3_stmt *stmts[N_JOB_DELETES] = {NULL};
@@ -1549,6 +1863,8 @@ static int prune_delete_intents(struct st_store *st, const struct prune_batch *b
 		"DELETE FROM intent_rings WHERE txn_id = ?1",
 		"DELETE FROM intent_bundles WHERE txn_id = ?1",
 		"DELETE FROM ring_intents WHERE txn_id = ?1",
+		"DELETE FROM rail_intent_moves WHERE txn_id = ?1",
+		"DELETE FROM rail_intents WHERE txn_id = ?1",
 		"DELETE FROM intents WHERE txn_id = ?1",
 	};
 	sqlite3_stmt *stmts[N_INTENT_DELETES] = {NULL};
@@ -1573,7 +1889,7 @@ int st_prune(struct st_store *st, int64_t now_ms, int64_t keep_ms, size_t keep_j
 	if (now_ms < 0 || keep_ms < 0 || max_rows == 0)
 		return -EINVAL;
 	cutoff_ms = now_ms - keep_ms; /* both >= 0: cannot overflow */
-	rc = exec(st, "BEGIN IMMEDIATE");
+	rc = write_begin(st);
 	if (rc)
 		return rc;
 	rc = prune_pick_jobs(st, cutoff_ms, keep_jobs, max_rows, &b);
@@ -1585,7 +1901,7 @@ int st_prune(struct st_store *st, int64_t now_ms, int64_t keep_ms, size_t keep_j
 	if (rc == 0)
 		rc = prune_delete_intents(st, &b);
 	if (rc == 0)
-		rc = exec(st, "COMMIT");
+		rc = write_commit(st);
 	if (rc) {
 		rollback(st);
 		prune_batch_clear(&b);
@@ -1596,4 +1912,141 @@ int st_prune(struct st_store *st, int64_t now_ms, int64_t keep_ms, size_t keep_j
 		on_job_deleted(ctx, b.job_ids[i]);
 	prune_batch_clear(&b);
 	return 0;
+}
+
+/* ---- rail-OCS fabrics ---- */
+
+int st_rail_intent_begin(struct st_store *st, const struct ocs_xc *removals, size_t n_removals,
+			 const struct st_circuit *additions, size_t n_additions,
+			 const struct st_rail_swap *swap, int64_t now_ms, int64_t *txn_id)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t txn = 0;
+	int rc;
+
+	if (!swap || !swap->kind || !swap->source || (n_removals && !removals) ||
+	    (n_additions && !additions) || (swap->n_moves && !swap->moves))
+		return -EINVAL;
+	rc = write_begin(st);
+	if (rc)
+		return rc;
+	rc = intent_insert(st, ST_RAIL_OWNER, removals, n_removals, additions, n_additions, NULL, 0,
+			   now_ms, &txn);
+	if (rc == 0)
+		rc = prepare(st,
+			     "INSERT INTO rail_intents(txn_id, gpu, kind, source, since_ms)"
+			     " VALUES(?1, ?2, ?3, ?4, ?5)",
+			     &s);
+	if (rc == 0) {
+		if (sqlite3_bind_int64(s, 1, txn) || sqlite3_bind_int64(s, 2, swap->gpu) ||
+		    bind_text(s, 3, swap->kind) || bind_text(s, 4, swap->source) ||
+		    sqlite3_bind_int64(s, 5, swap->since_ms))
+			rc = bind_error(st);
+		else
+			rc = sql_rc(sqlite3_step(s));
+		sqlite3_finalize(s);
+	}
+	s = NULL;
+	if (rc == 0)
+		rc = prepare(st,
+			     "INSERT INTO rail_intent_moves(txn_id, rail_port, old_gpu, new_gpu,"
+			     " job_id) VALUES(?1, ?2, ?3, ?4, ?5)",
+			     &s);
+	for (size_t i = 0; rc == 0 && i < swap->n_moves; i++) {
+		const struct st_rail_move *m = &swap->moves[i];
+
+		rearm(s);
+		if (sqlite3_bind_int64(s, 1, txn) || sqlite3_bind_int64(s, 2, m->rail_port) ||
+		    sqlite3_bind_int64(s, 3, m->old_gpu) || sqlite3_bind_int64(s, 4, m->new_gpu) ||
+		    bind_text(s, 5, m->job_id))
+			rc = bind_error(st);
+		else
+			rc = sql_rc(sqlite3_step(s));
+	}
+	sqlite3_finalize(s);
+	if (rc == 0)
+		rc = write_commit(st);
+	if (rc) {
+		rollback(st);
+		return rc;
+	}
+	*txn_id = txn;
+	return 0;
+}
+
+int st_rail_fault_set(struct st_store *st, int64_t gpu, bool faulty, const char *source,
+		      int64_t since_ms)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+			 faulty ? "INSERT OR IGNORE INTO rail_gpu_faults(gpu, source, since_ms)"
+				  " VALUES(?1, ?2, ?3)"
+				: "DELETE FROM rail_gpu_faults WHERE gpu = ?1",
+			 &s);
+
+	if (rc)
+		return rc;
+	if (gpu < 0 || (faulty && !source))
+		rc = -EINVAL;
+	else if (sqlite3_bind_int64(s, 1, gpu) ||
+		 (faulty && (bind_text(s, 2, source) || sqlite3_bind_int64(s, 3, since_ms))))
+		rc = bind_error(st);
+	else
+		rc = step_write(st, s);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int st_rail_fault_list(struct st_store *st,
+		       int (*fn)(void *ctx, int64_t gpu, const char *source, int64_t since_ms),
+		       void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT gpu, source, since_ms FROM rail_gpu_faults ORDER BY gpu", &s);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int cb = fn(ctx, sqlite3_column_int64(s, 0),
+			    (const char *)sqlite3_column_text(s, 1), sqlite3_column_int64(s, 2));
+
+		if (cb) {
+			sqlite3_finalize(s);
+			return cb;
+		}
+	}
+	sqlite3_finalize(s);
+	return sql_rc(rc);
+}
+
+int st_rail_move_list(struct st_store *st, int (*fn)(void *ctx, const struct st_rail_job_move *m),
+		      void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+			 "SELECT job_id, txn_id, rail_port, old_gpu, new_gpu, moved_ms"
+			 " FROM rail_job_moves ORDER BY txn_id, rail_port",
+			 &s);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct st_rail_job_move m = {0};
+		const unsigned char *job = sqlite3_column_text(s, 0);
+		int cb;
+
+		snprintf(m.job_id, sizeof(m.job_id), "%s", job ? (const char *)job : "");
+		m.txn_id = sqlite3_column_int64(s, 1);
+		m.rail_port = sqlite3_column_int64(s, 2);
+		m.old_gpu = sqlite3_column_int64(s, 3);
+		m.new_gpu = sqlite3_column_int64(s, 4);
+		m.moved_ms = sqlite3_column_int64(s, 5);
+		cb = fn(ctx, &m);
+		if (cb) {
+			sqlite3_finalize(s);
+			return cb;
+		}
+	}
+	sqlite3_finalize(s);
+	return sql_rc(rc);
 }

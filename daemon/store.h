@@ -2,7 +2,8 @@
  * store.h - ocsd's durable state in one SQLite file (WAL journal, full
  * sync): jobs, the intent of every device transaction, the committed
  * circuits and the leaf-spine links of every job's plan; in an OCSTrx ring
- * domain the rings of every job and the faulty nodes.
+ * domain the rings of every job and the faulty nodes; in a rail-OCS fabric
+ * the faulty GPUs, the swaps' intents and the jobs' moved GPUs.
  *
  * The rules that make recovery possible (ARCHITECTURE.md section 5, #3):
  *  1. A job is stored before the client is told it was accepted.
@@ -53,6 +54,19 @@ struct st_store;
  */
 int st_open(const char *path, struct st_store **out, char *err, size_t err_len);
 void st_close(struct st_store *st);
+
+/*
+ * The words for a failed call's code rc: on a replicated store (--store
+ * etcd) whose last write failed in the replication, its reason (naming
+ * etcd and the endpoint); else strerror(-rc). Valid until the next call.
+ */
+const char *st_strerror(struct st_store *st, int rc);
+/*
+ * fn (NULL: none) is called with the code of every write transaction that
+ * failed to begin or to commit (the disk, a lock or etcd refused it), not
+ * with refusals of the arguments (-EEXIST, -ENOENT, -EINVAL, -EALREADY).
+ */
+void st_set_error_observer(struct st_store *st, void (*fn)(void *ctx, int rc), void *ctx);
 
 /*
  * How long a write waits for another connection's lock on the file before
@@ -235,6 +249,56 @@ int st_ring_list(struct st_store *st, int (*fn)(void *ctx, const struct rg_ring 
 int st_fault_set(struct st_store *st, int node, bool faulty, const char *source, int64_t since_ms);
 int st_fault_list(struct st_store *st,
 		  int (*fn)(void *ctx, int node, const char *source, int64_t since_ms), void *ctx);
+
+/*
+ * Rail-OCS fabrics (schema 5). The port map is the circuit table: every
+ * join is two cross-connects owned by ST_RAIL_OWNER (not a job id: job ids
+ * have no '@'), so no job's release ever removes one. A swap's intent is
+ * stored with st_rail_intent_begin(): its cross-connects (as
+ * st_intent_begin) and, in the same SQLite transaction, the failed GPU and
+ * the rail ports it re-joins with the job holding each old GPU.
+ * st_intent_finish(CONFIRMED) then, atomically with the circuits, marks
+ * the GPU faulty (INSERT OR IGNORE: a GPU already faulty keeps its first
+ * source and time) and records each move of a job's GPU (rail_job_moves),
+ * which st_rail_move_list() gives back in transaction order.
+ */
+#define ST_RAIL_OWNER "@rail"
+
+struct st_rail_move {
+	int64_t rail_port;
+	int64_t old_gpu, new_gpu; /* -1: none */
+	char job_id[128];	  /* the live job holding old_gpu, "" = none */
+};
+
+struct st_rail_swap {
+	int64_t gpu;	    /* the GPU swapped out */
+	const char *kind;   /* "idle-gpu", "spare-server" (rail_swap_kind_name) */
+	const char *source; /* "operator", "scheduler", "device" */
+	int64_t since_ms;   /* when it was reported */
+	const struct st_rail_move *moves;
+	size_t n_moves;
+};
+
+/* Like st_intent_begin (job ST_RAIL_OWNER, no links), with the swap. */
+int st_rail_intent_begin(struct st_store *st, const struct ocs_xc *removals, size_t n_removals,
+			 const struct st_circuit *additions, size_t n_additions,
+			 const struct st_rail_swap *swap, int64_t now_ms, int64_t *txn_id);
+/* Faulty GPUs: set is idempotent (a GPU already faulty keeps its first source and time). */
+int st_rail_fault_set(struct st_store *st, int64_t gpu, bool faulty, const char *source,
+		      int64_t since_ms);
+int st_rail_fault_list(struct st_store *st,
+		       int (*fn)(void *ctx, int64_t gpu, const char *source, int64_t since_ms),
+		       void *ctx);
+
+/* A GPU of a job moved by a confirmed swap. */
+struct st_rail_job_move {
+	char job_id[128];
+	int64_t txn_id, rail_port, old_gpu, new_gpu, moved_ms;
+};
+
+/* Every job's moves, oldest transaction first (fn as for st_job_list). */
+int st_rail_move_list(struct st_store *st, int (*fn)(void *ctx, const struct st_rail_job_move *m),
+		      void *ctx);
 
 /*
  * Drained devices (by name): they get no new circuits, across restarts.

@@ -16,7 +16,8 @@
  *                            |                 (fsync)              |
  *   engine:                  `-> lock, edit, validate, confirmed commit,
  *                                read back --> verify: wait for the gate
- *                                              --> confirm (durable) or
+ *                                              --> fence (replicas) -->
+ *                                              confirm (durable) or
  *                                              roll back (not stored)
  *
  * Why nothing is lost: before the confirm nothing on a device is final.
@@ -31,8 +32,10 @@
  * refuses, every device is rolled back and the outcome reports the store
  * failure (the job manager then stops serving writes). So the order that
  * matters is kept: the intent is durable before any change becomes final,
- * i.e. before the first confirm. Switch (circuit) transactions keep the
- * intent-first order.
+ * i.e. before the first confirm. On a replicated store the commit returns
+ * once the changeset is in etcd (store.c, write_commit): that wait is
+ * overlapped too, and the fence (txn_deps.fence) runs after the gate.
+ * Switch (circuit) and rail transactions keep the intent-first order.
  */
 #include "txn.h"
 
@@ -49,6 +52,7 @@
 #include "l2check.h"
 #include "log.h"
 #include "loop.h"
+#include "rail_swap.h"
 #include "rings.h"
 #include "sb_txn.h"
 
@@ -152,6 +156,7 @@ static int verify_l2(void *arg, enum sb_verify_phase phase, const struct sb_devi
 	const struct ocs_fabric *f = tx->drv->d.fabric;
 	size_t total = tx->n_others, k = 0;
 	struct l2_violation v;
+	struct rail_violation rv;
 	struct ocs_xc *all;
 	int bad;
 
@@ -172,7 +177,16 @@ static int verify_l2(void *arg, enum sb_verify_phase phase, const struct sb_devi
 						   ocs_fabric_device_in_group(f, id),
 						   devices[i].xcs[x].in, devices[i].xcs[x].out};
 	}
-	bad = l2_check(f, all, k, &v, 1);
+	if (tx->drv->d.rail) {
+		bad = rail_check_xcs(tx->drv->d.rail, all, k, &rv, 1);
+		v = (struct l2_violation){.xc = {0, 0, 0, 0}, .reason = "out of memory"};
+		if (bad > 0) {
+			v.xc = rv.xc;
+			snprintf(v.reason, sizeof(v.reason), "%s", rv.reason);
+		}
+	} else {
+		bad = l2_check(f, all, k, &v, 1);
+	}
 	free(all);
 	if (bad)
 		snprintf(why, why_len,
@@ -180,6 +194,27 @@ static int verify_l2(void *arg, enum sb_verify_phase phase, const struct sb_devi
 			 phase == SB_VERIFY_PLAN ? "plan" : "read-back", bad, v.xc.group,
 			 v.xc.device, v.xc.in, v.xc.out, v.reason);
 	return bad ? -EPROTO : 0;
+}
+
+/*
+ * The verify hook: the kind's checks, then, once the devices read back
+ * right and only then, the fence (txn_deps.fence): the confirm that follows
+ * is sent only after this replica proved it still leads.
+ */
+static int verify_rings(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
+			size_t n, char *why, size_t why_len);
+
+static int verify_fenced(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
+			 size_t n, char *why, size_t why_len)
+{
+	struct txn *tx = arg;
+	const struct txn_deps *d = &tx->drv->d;
+	int rc = tx->ring ? verify_rings(arg, phase, devices, n, why, why_len)
+			  : verify_l2(arg, phase, devices, n, why, why_len);
+
+	if (rc == 0 && phase == SB_VERIFY_READBACK && d->fence)
+		rc = d->fence(d->fence_ctx, why, why_len);
+	return rc;
 }
 
 static bool same_device(const struct ocs_xc *a, const struct ocs_xc *b)
@@ -493,7 +528,7 @@ static int start_engine(struct txn_driver *drv, struct txn *tx)
 	/* plan.id keys the engine's persist hooks, which the driver does not use:
 	 * 0 for a ring transaction, whose intent is stored after the start */
 	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->devs, tx->n_devs};
-	tx->hooks = (struct sb_txn_hooks){NULL, NULL, tx->ring ? verify_rings : verify_l2, tx};
+	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_fenced, tx};
 	tx->started_us = clk_mono_us(drv->d.clock);
 	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
 					   .connect_timeout_ms = drv->d.connect_timeout_ms};
@@ -527,7 +562,7 @@ static int start_overlapped(struct txn_driver *drv, struct txn *tx, const struct
 	if (rc)
 		snprintf(tx->intent_error, sizeof(tx->intent_error),
 			 "cannot store the transaction intent (%s): no device was confirmed",
-			 strerror(-rc));
+			 st_strerror(drv->d.store, rc));
 	pthread_mutex_lock(&tx->gate_mu);
 	tx->gate = rc ? (rc < 0 ? rc : -EIO) : 1;
 	pthread_cond_broadcast(&tx->gate_cv);
@@ -579,6 +614,10 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	}
 	if (tx->ring)
 		rc = ring_intent(drv, tx, c->fault);
+	else if (c->rail_swap)
+		rc = st_rail_intent_begin(drv->d.store, tx->removals, tx->n_removals, tx->adds,
+					  tx->n_adds, c->rail_swap, clk_wall_ms(drv->d.clock),
+					  &tx->txn_id);
 	else
 		rc = st_intent_begin(drv->d.store, tx->job_id, tx->removals, tx->n_removals,
 				     tx->adds, tx->n_adds, c->release ? NULL : c->links,
@@ -587,7 +626,7 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	if (rc) {
 		snprintf(why, why_len,
 			 "cannot store the transaction intent (%s); nothing was touched",
-			 strerror(-rc));
+			 st_strerror(drv->d.store, rc));
 		drv->running = NULL;
 		free_txn(tx);
 		return -EIO;

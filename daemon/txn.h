@@ -52,6 +52,7 @@ struct fs_state;
 struct hbd_bundle;
 struct loop;
 struct ocs_fabric;
+struct ocs_rail_fabric;
 struct rg_ring;
 struct rg_state;
 struct sb_engine;
@@ -82,6 +83,8 @@ struct txn_change {
 	size_t n_bundles;
 	/* a repair started by a fault not stored yet: stored with the intent */
 	const struct st_fault *fault;
+	/* rail-OCS fabrics: a GPU swap, stored with the intent (st_rail_intent_begin) */
+	const struct st_rail_swap *rail_swap;
 };
 
 enum txn_result {
@@ -123,9 +126,19 @@ struct txn_deps {
 	 * keeps its own (unless the change removes them) and the L2 check sees
 	 * the two-way ones of the others */
 	struct dr_table *drift;
+	/* rail-OCS fabrics (fabric is then rl_device_layout()): the plan and
+	 * read-back check is rail_check_xcs on every device (rail_swap.h) */
+	const struct ocs_rail_fabric *rail;
 	const struct clk *clock;
 	int confirm_timeout_s;
 	int connect_timeout_ms;
+	/*
+	 * Replicas: called on an engine thread after a read-back passed and
+	 * before the confirm (thread-safe); non-zero (why set) withholds the
+	 * confirm and rolls the transaction back. NULL: no fence.
+	 */
+	int (*fence)(void *ctx, char *why, size_t why_len);
+	void *fence_ctx;
 };
 
 struct txn_driver;

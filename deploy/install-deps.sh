@@ -13,9 +13,13 @@ build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
 # clang-format: tests/check_format.sh (the code style check).
 # clang-14, libclang-rt-14-dev: the libFuzzer harnesses of tests/fuzz (the
 # compiler and its fuzzer and sanitizer runtimes; tests/run.sh's build-fuzz).
+# etcd-server, etcd-client: ocsd --store etcd and its tests (test_etcd,
+# test_store_etcd, test_daemon_etcd start their own etcd on loopback).
+# Debian enables an etcd service on 127.0.0.1:2379 when it installs
+# etcd-server; `systemctl disable --now etcd` if that machine needs none.
 test_pkgs=(python3-grpcio python3-grpc-tools python3-ncclient netconfd
   openssh-server prometheus openssl curl coinor-libcbc-dev clang-format
-  clang-14 libclang-rt-14-dev)
+  clang-14 libclang-rt-14-dev etcd-server etcd-client)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then

@@ -46,7 +46,7 @@ sed "s|/etc/ocsd/device-password|$work/device-password|" deploy/fabrics/lab.json
 echo "== starting 16 simulated OCS devices on 127.0.0.1:18300..18315"
 # Cross wiring: each device carries one direction of a circuit.
 build/southbound/ocs-devsim --listen 127.0.0.1:18300 --count 16 --ports 8 \
-  --user ocsd --password "$(cat "$work/device-password")" --unidirectional \
+  --user ocsd --password-file "$work/device-password" --unidirectional \
   >"$work/devsim.log" 2>&1 &
 pids+=($!)
 listening devsim "$!" 18300 16

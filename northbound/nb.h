@@ -38,10 +38,10 @@
  * - nb_server_destroy() blocks until every handed-out call was answered.
  *
  * Roles (from the client certificate's subject OU, exactly one of):
- *   viewer     reads: GetFabric, ListDevices, ListCircuits, ListRings, ListDrift, GetJob,
- *              ListJobs, Events.Watch
- *   scheduler  viewer + SubmitJob, PlanJob, ReleaseJob
- *   operator   scheduler + DrainDevice, UndrainDevice, MarkNode,
+ *   viewer     reads: GetFabric, ListDevices, ListCircuits, ListRings, ListDrift,
+ *              ListRailPorts, GetJob, ListJobs, Events.Watch
+ *   scheduler  viewer + SubmitJob, PlanJob, ReleaseJob, ReplaceGpu
+ *   operator   scheduler + DrainDevice, UndrainDevice, MarkNode, MarkGpu,
  *              AdoptCrossConnects, ClearCrossConnects
  * A certificate with no role OU (or several) gets PERMISSION_DENIED on
  * everything but Health. Insecure servers (loopback only) give every caller
@@ -71,6 +71,9 @@ enum nb_method {
 	NB_FABRIC_LIST_DRIFT,
 	NB_FABRIC_ADOPT_CROSS_CONNECTS,
 	NB_FABRIC_CLEAR_CROSS_CONNECTS,
+	NB_FABRIC_REPLACE_GPU,
+	NB_FABRIC_MARK_GPU,
+	NB_FABRIC_LIST_RAIL_PORTS,
 	NB_JOBS_SUBMIT_JOB,
 	NB_JOBS_PLAN_JOB,
 	NB_JOBS_RELEASE_JOB,
@@ -137,6 +140,16 @@ struct nb_planner {
 enum nb_fabric_kind {
 	NB_FABRIC_LEAF_SPINE_OCS = 0, /* leaf_demand and parallelism jobs on circuits */
 	NB_FABRIC_OCSTRX_RING,	      /* ring jobs (JobSpec.ring) on transceiver nodes */
+	NB_FABRIC_RAIL_OCS,	      /* jobs are their GPUs (placement only); GPU swaps */
+};
+
+/*
+ * A rail-OCS fabric's size (nb_limits.kind = NB_FABRIC_RAIL_OCS): GPU ids
+ * are 0 .. servers * rails - 1 (server * rails + rail).
+ */
+struct nb_rail_limits {
+	int servers; /* > 0, spares included */
+	int rails;   /* > 0: GPUs per server */
 };
 
 /*
@@ -181,6 +194,7 @@ struct nb_limits {
 	struct nb_planner planners[NB_PLANNERS_MAX];
 	size_t n_planners;
 	struct nb_ring_limits ring; /* ring domain only */
+	struct nb_rail_limits rail; /* rail-OCS fabric only (groups: its OCS groups) */
 };
 
 /* Bounds on strings, shared with ocsctl's help text. */
@@ -233,6 +247,16 @@ struct nb_handlers {
 				     const Ocs__V1__AdoptCrossConnectsRequest *req);
 	void (*clear_cross_connects)(void *ctx, struct nb_call *call,
 				     const Ocs__V1__ClearCrossConnectsRequest *req);
+	/*
+	 * Rail-OCS fabrics: gpu is within the fabric's GPUs; MarkGpu's condition
+	 * is HEALTHY or FAULTY; ListRailPorts' filters are in range, its job_id
+	 * a valid id or "", its page a size within bounds and a token of
+	 * nb_rail_ports_token().
+	 */
+	void (*replace_gpu)(void *ctx, struct nb_call *call, const Ocs__V1__ReplaceGpuRequest *req);
+	void (*mark_gpu)(void *ctx, struct nb_call *call, const Ocs__V1__MarkGpuRequest *req);
+	void (*list_rail_ports)(void *ctx, struct nb_call *call,
+				const Ocs__V1__ListRailPortsRequest *req);
 	void (*submit_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
 	void (*plan_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
 	void (*release_job)(void *ctx, struct nb_call *call, const Ocs__V1__ReleaseJobRequest *req);
@@ -347,7 +371,7 @@ enum nb_role nb_method_min_role(enum nb_method m);
 enum nb_method nb_method_from_path(const char *path, size_t len);
 const char *nb_role_name(enum nb_role r);		/* "viewer", ..., "none" */
 const char *nb_code_name(enum nb_code c);		/* "INVALID_ARGUMENT" */
-const char *nb_fabric_kind_name(enum nb_fabric_kind k); /* "leaf-spine-ocs", "ocstrx-ring" */
+const char *nb_fabric_kind_name(enum nb_fabric_kind k); /* "leaf-spine-ocs", ..., "rail-ocs" */
 
 /*
  * The role a PEM client certificate grants: its subject must hold exactly
@@ -401,5 +425,9 @@ bool nb_circuits_token_after(const char *page_token, struct nb_circuit_key *key)
 void nb_circuits_token(const struct nb_circuit_key *key, char *buf, size_t len);
 /* <0, 0, >0 in ListCircuits' order. */
 int nb_circuit_key_cmp(const struct nb_circuit_key *a, const struct nb_circuit_key *b);
+/* ListRailPorts (page sizes as ListCircuits'): the rail port a validated
+ * page_token resumes after, false for ""; and the token resuming after port. */
+bool nb_rail_ports_token_after(const char *page_token, int64_t *port);
+void nb_rail_ports_token(int64_t port, char *buf, size_t len);
 
 #endif

@@ -55,6 +55,17 @@ static const struct nb_method_info methods[NB_METHOD_COUNT] = {
 					    &ocs__v1__clear_cross_connects_request__descriptor,
 					    &ocs__v1__clear_cross_connects_response__descriptor,
 					    NB_ROLE_OPERATOR, false, false},
+	[NB_FABRIC_REPLACE_GPU] = {"/ocs.v1.Fabric/ReplaceGpu",
+				   &ocs__v1__replace_gpu_request__descriptor,
+				   &ocs__v1__replace_gpu_response__descriptor, NB_ROLE_SCHEDULER,
+				   false, false},
+	[NB_FABRIC_MARK_GPU] = {"/ocs.v1.Fabric/MarkGpu", &ocs__v1__mark_gpu_request__descriptor,
+				&ocs__v1__mark_gpu_response__descriptor, NB_ROLE_OPERATOR, false,
+				false},
+	[NB_FABRIC_LIST_RAIL_PORTS] = {"/ocs.v1.Fabric/ListRailPorts",
+				       &ocs__v1__list_rail_ports_request__descriptor,
+				       &ocs__v1__list_rail_ports_response__descriptor,
+				       NB_ROLE_VIEWER, false, false},
 	[NB_JOBS_SUBMIT_JOB] = {"/ocs.v1.Jobs/SubmitJob", &ocs__v1__job_spec__descriptor,
 				&ocs__v1__submit_job_response__descriptor, NB_ROLE_SCHEDULER, false,
 				false},
@@ -168,6 +179,8 @@ const char *nb_fabric_kind_name(enum nb_fabric_kind k)
 		return "leaf-spine-ocs";
 	case NB_FABRIC_OCSTRX_RING:
 		return "ocstrx-ring";
+	case NB_FABRIC_RAIL_OCS:
+		return "rail-ocs";
 	}
 	return "unknown";
 }

@@ -726,6 +726,10 @@ static void dispatch(struct nb_call *c)
 			    Ocs__V1__AdoptCrossConnectsRequest)
 		NB_DISPATCH(NB_FABRIC_CLEAR_CROSS_CONNECTS, clear_cross_connects,
 			    Ocs__V1__ClearCrossConnectsRequest)
+		NB_DISPATCH(NB_FABRIC_REPLACE_GPU, replace_gpu, Ocs__V1__ReplaceGpuRequest)
+		NB_DISPATCH(NB_FABRIC_MARK_GPU, mark_gpu, Ocs__V1__MarkGpuRequest)
+		NB_DISPATCH(NB_FABRIC_LIST_RAIL_PORTS, list_rail_ports,
+			    Ocs__V1__ListRailPortsRequest)
 		NB_DISPATCH(NB_JOBS_SUBMIT_JOB, submit_job, Ocs__V1__JobSpec)
 		NB_DISPATCH(NB_JOBS_PLAN_JOB, plan_job, Ocs__V1__JobSpec)
 		NB_DISPATCH(NB_JOBS_RELEASE_JOB, release_job, Ocs__V1__ReleaseJobRequest)

@@ -37,6 +37,8 @@ struct bounds {
 	size_t n_planners;		   /* 0: names not checked here */
 	int nodes;			   /* ring domain: nodes */
 	int gpus_per_node;		   /* ring domain */
+	int servers;			   /* rail-OCS fabric: servers (spares included) */
+	int rails;			   /* rail-OCS fabric: GPUs per server */
 };
 
 /* The orchestrations a ring request may name ("" = the first). The
@@ -68,12 +70,33 @@ static int ring_limits_check(const struct nb_limits *l, struct nb_error *err)
 	return 0;
 }
 
+/* A rail-OCS fabric's limits: servers and rails, no leaf-spine structure. */
+static int rail_limits_check(const struct nb_limits *l, struct nb_error *err)
+{
+	if (l->rail.servers <= 0 || l->rail.servers > 1 << 24)
+		return nb_error_set(err, NB_INTERNAL, "limits.rail.servers", "%d is outside 1..%d",
+				    l->rail.servers, 1 << 24);
+	if (l->rail.rails <= 0 || l->rail.rails > 1 << 16)
+		return nb_error_set(err, NB_INTERNAL, "limits.rail.rails", "%d is outside 1..%d",
+				    l->rail.rails, 1 << 16);
+	if (l->pods || l->leaves_per_pod || l->gpus_per_leaf || l->leaf_links_max ||
+	    l->ring.nodes || l->ring.gpus_per_node)
+		return nb_error_set(
+			err, NB_INTERNAL, "limits.pods",
+			"a rail-ocs fabric has no pods, leaves or nodes (leave them 0)");
+	if (l->groups < 0 || l->max_gpus_per_job < 0 || l->max_leaf_pairs < 0)
+		return nb_error_set(err, NB_INTERNAL, "limits", "negative bound");
+	return 0;
+}
+
 int nb_limits_check(const struct nb_limits *l, struct nb_error *err)
 {
 	if (!l)
 		return nb_error_set(err, NB_INTERNAL, "limits", "missing");
 	if (l->kind == NB_FABRIC_OCSTRX_RING)
 		return ring_limits_check(l, err);
+	if (l->kind == NB_FABRIC_RAIL_OCS)
+		return rail_limits_check(l, err);
 	if (l->kind != NB_FABRIC_LEAF_SPINE_OCS)
 		return nb_error_set(err, NB_INTERNAL, "limits.kind", "%d is not a fabric kind",
 				    (int)l->kind);
@@ -120,6 +143,10 @@ static void bounds_from_limits(const struct nb_limits *l, struct bounds *b)
 	b->gpus_per_node = l->ring.gpus_per_node;
 	if (l->kind == NB_FABRIC_OCSTRX_RING)
 		b->gpus = (long long)b->nodes * b->gpus_per_node;
+	b->servers = l->rail.servers;
+	b->rails = l->rail.rails;
+	if (l->kind == NB_FABRIC_RAIL_OCS)
+		b->gpus = (long long)b->servers * b->rails;
 	b->groups = l->groups;
 	b->leaf_links_max = l->leaf_links_max ? l->leaf_links_max : l->gpus_per_leaf;
 	b->max_gpus_per_job = l->max_gpus_per_job;
@@ -162,8 +189,9 @@ static int check_name(const char *s, const char *field, int max_len, bool requir
 
 /* ---- paging ---- */
 
-#define JOBS_TOKEN_PREFIX     "jobs-after:"
-#define CIRCUITS_TOKEN_PREFIX "circuits-after:"
+#define JOBS_TOKEN_PREFIX	"jobs-after:"
+#define CIRCUITS_TOKEN_PREFIX	"circuits-after:"
+#define RAIL_PORTS_TOKEN_PREFIX "rail-ports-after:"
 
 size_t nb_page_size(enum nb_method m, int32_t page_size)
 {
@@ -216,6 +244,27 @@ int nb_circuit_key_cmp(const struct nb_circuit_key *a, const struct nb_circuit_k
 	return 0;
 }
 
+bool nb_rail_ports_token_after(const char *page_token, int64_t *port)
+{
+	const char *p;
+	long long v;
+	int used = 0;
+
+	if (!page_token ||
+	    strncmp(page_token, RAIL_PORTS_TOKEN_PREFIX, strlen(RAIL_PORTS_TOKEN_PREFIX)) != 0)
+		return false;
+	p = page_token + strlen(RAIL_PORTS_TOKEN_PREFIX);
+	if (*p < '0' || *p > '9' || sscanf(p, "%lld%n", &v, &used) != 1 || p[used] != '\0')
+		return false;
+	*port = (int64_t)v;
+	return true;
+}
+
+void nb_rail_ports_token(int64_t port, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%lld", RAIL_PORTS_TOKEN_PREFIX, (long long)port);
+}
+
 /* page_size in 0..max and a page_token this server made (or ""). */
 static int check_page(enum nb_method m, int32_t page_size, const char *token, struct nb_error *err)
 {
@@ -223,6 +272,7 @@ static int check_page(enum nb_method m, int32_t page_size, const char *token, st
 	const char *after;
 	struct nb_circuit_key key;
 	struct nb_error ignored;
+	int64_t port;
 	bool ok;
 
 	if (page_size < 0 || page_size > max)
@@ -236,6 +286,8 @@ static int check_page(enum nb_method m, int32_t page_size, const char *token, st
 	else if (m == NB_JOBS_LIST_JOBS)
 		ok = (after = nb_jobs_token_after(token)) != NULL &&
 		     check_name(after, "", NB_ID_MAX_LEN, true, NULL, &ignored) == 0;
+	else if (m == NB_FABRIC_LIST_RAIL_PORTS)
+		ok = nb_rail_ports_token_after(token, &port);
 	else
 		ok = nb_circuits_token_after(token, &key);
 	if (!ok)
@@ -704,6 +756,82 @@ static int validate_ring_job(const Ocs__V1__JobSpec *j, const struct bounds *b,
 	return validate_ring(j->ring, b, err);
 }
 
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A rail job is its GPUs: placement.gpus (at least one, at most what a job
+ * may hold), each a GPU of the fabric (leaf and pod 0), none twice; no
+ * demand and no options. Whether each GPU is healthy, joined to a rail
+ * port and free is the daemon's (FAILED_PRECONDITION).
+ */
+static int validate_rail_job(const Ocs__V1__JobSpec *j, const struct bounds *b,
+			     struct nb_error *err)
+{
+	const Ocs__V1__Placement *p = j->placement;
+	char field[128];
+	long long *sorted;
+	size_t n = p ? p->n_gpus : 0;
+
+	if (j->demand_case != OCS__V1__JOB_SPEC__DEMAND__NOT_SET)
+		return wrong_kind(
+			b,
+			j->demand_case == OCS__V1__JOB_SPEC__DEMAND_RING	  ? "ring"
+			: j->demand_case == OCS__V1__JOB_SPEC__DEMAND_LEAF_DEMAND ? "leaf_demand"
+										  : "parallelism",
+			"a rail-ocs job is its GPUs (placement.gpus) and takes no demand", err);
+	if (j->options && ((j->options->planner && j->options->planner[0]) ||
+			   j->options->allow_moving_other_jobs))
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "options",
+				    "a rail-ocs job takes no planner and moves no other job");
+	if (n == 0)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "placement.gpus",
+				    "required: the job's GPUs (server * %d + rail)", b->rails);
+	if ((long long)n > b->max_gpus_per_job)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "placement.gpus",
+				    "%zu GPUs, at most %d", n, b->max_gpus_per_job);
+	for (size_t i = 0; i < n; i++) {
+		const Ocs__V1__GpuPlacement *g = p->gpus[i];
+
+		if (!g)
+			return nb_error_set(err, NB_INVALID_ARGUMENT, "placement.gpus", "null");
+		snprintf(field, sizeof(field), "placement.gpus[%zu].gpu", i);
+		if (check_range(g->gpu, 0, b->gpus - 1, field, err))
+			return -EINVAL;
+		if (g->leaf || g->pod) {
+			snprintf(field, sizeof(field), "placement.gpus[%zu].%s", i,
+				 g->leaf ? "leaf" : "pod");
+			return nb_error_set(err, NB_INVALID_ARGUMENT, field,
+					    "a rail-ocs fabric has no leaves or pods (leave it 0)");
+		}
+	}
+	sorted = malloc(n * sizeof(*sorted));
+	if (!sorted)
+		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "placement", "out of memory");
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = p->gpus[i]->gpu;
+	qsort(sorted, n, sizeof(*sorted), cmp_ll);
+	for (size_t i = 1; i < n; i++)
+		if (sorted[i] == sorted[i - 1]) {
+			long long dup = sorted[i];
+			size_t at = 0;
+
+			free(sorted);
+			for (size_t k = 0, seen = 0; k < n; k++)
+				if (p->gpus[k]->gpu == dup && seen++ == 1)
+					at = k;
+			snprintf(field, sizeof(field), "placement.gpus[%zu].gpu", at);
+			return nb_error_set(err, NB_INVALID_ARGUMENT, field, "gpu %lld given twice",
+					    dup);
+		}
+	free(sorted);
+	return 0;
+}
+
 static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struct nb_error *err)
 {
 	bool ring_domain = b->kind == NB_FABRIC_OCSTRX_RING;
@@ -714,6 +842,8 @@ static int validate_job(const Ocs__V1__JobSpec *j, const struct bounds *b, struc
 		return -EINVAL;
 	if (check_printable(j->idempotency_key, "idempotency_key", NB_IDEMPOTENCY_KEY_MAX_LEN, err))
 		return -EINVAL;
+	if (b->kind == NB_FABRIC_RAIL_OCS)
+		return validate_rail_job(j, b, err);
 	switch (j->demand_case) {
 	case OCS__V1__JOB_SPEC__DEMAND_RING:
 		if (!ring_domain)
@@ -776,6 +906,40 @@ static int validate_mark_node(const Ocs__V1__MarkNodeRequest *r, const struct bo
 				    "required: NODE_CONDITION_HEALTHY or NODE_CONDITION_FAULTY");
 	return nb_error_set(err, NB_INVALID_ARGUMENT, "condition", "%d is not a NodeCondition",
 			    (int)r->condition);
+}
+
+static int validate_gpu(int64_t gpu, const struct bounds *b, struct nb_error *err)
+{
+	if (b->kind != NB_FABRIC_RAIL_OCS)
+		return wrong_kind(b, "gpu", "GPU swaps exist only on a rail-ocs fabric", err);
+	return check_range(gpu, 0, b->gpus - 1, "gpu", err);
+}
+
+static int validate_mark_gpu(const Ocs__V1__MarkGpuRequest *r, const struct bounds *b,
+			     struct nb_error *err)
+{
+	if (validate_gpu(r->gpu, b, err))
+		return -EINVAL;
+	if (r->condition == OCS__V1__GPU_CONDITION__GPU_CONDITION_HEALTHY ||
+	    r->condition == OCS__V1__GPU_CONDITION__GPU_CONDITION_FAULTY)
+		return 0;
+	if (r->condition == OCS__V1__GPU_CONDITION__GPU_CONDITION_UNSPECIFIED)
+		return nb_error_set(err, NB_INVALID_ARGUMENT, "condition",
+				    "required: GPU_CONDITION_HEALTHY or GPU_CONDITION_FAULTY");
+	return nb_error_set(err, NB_INVALID_ARGUMENT, "condition", "%d is not a GpuCondition",
+			    (int)r->condition);
+}
+
+static int validate_list_rail_ports(const Ocs__V1__ListRailPortsRequest *r, const struct bounds *b,
+				    struct nb_error *err)
+{
+	if (b->kind != NB_FABRIC_RAIL_OCS)
+		return wrong_kind(b, "", "rail ports exist only on a rail-ocs fabric", err);
+	if (check_name(r->job_id, "job_id", NB_ID_MAX_LEN, false, NULL, err) ||
+	    check_filter(r->has_server, r->server, b->servers, "server", "has_server", err) ||
+	    check_filter(r->has_rail, r->rail, b->rails, "rail", "has_rail", err))
+		return -EINVAL;
+	return check_page(NB_FABRIC_LIST_RAIL_PORTS, r->page_size, r->page_token, err);
 }
 
 static int validate_list_rings(const Ocs__V1__ListRingsRequest *r, const struct bounds *b,
@@ -845,6 +1009,8 @@ int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 			return -EINVAL;
 		if (r->has_pod && b.kind == NB_FABRIC_OCSTRX_RING)
 			return wrong_kind(&b, "pod", "an ocstrx-ring domain has no pods", err);
+		if (r->has_pod && b.kind == NB_FABRIC_RAIL_OCS)
+			return wrong_kind(&b, "pod", "a rail-ocs fabric has no pods", err);
 		if (check_filter(r->has_pod, r->pod, b.pods, "pod", "has_pod", err))
 			return -EINVAL;
 		return check_page(m, r->page_size, r->page_token, err);
@@ -879,6 +1045,13 @@ int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 	case NB_FABRIC_CLEAR_CROSS_CONNECTS:
 		return validate_drift_scope(
 			((const Ocs__V1__ClearCrossConnectsRequest *)req)->scope, &b, err);
+	case NB_FABRIC_REPLACE_GPU:
+		return validate_gpu(((const Ocs__V1__ReplaceGpuRequest *)req)->gpu, &b, err);
+	case NB_FABRIC_MARK_GPU:
+		return validate_mark_gpu((const Ocs__V1__MarkGpuRequest *)req, &b, err);
+	case NB_FABRIC_LIST_RAIL_PORTS:
+		return validate_list_rail_ports((const Ocs__V1__ListRailPortsRequest *)req, &b,
+						err);
 	case NB_JOBS_SUBMIT_JOB:
 	case NB_JOBS_PLAN_JOB:
 		return validate_job((const Ocs__V1__JobSpec *)req, &b, err);

@@ -6,7 +6,8 @@
  * devices on consecutive TCP ports.
  *
  * This file wires the parts together for one run: the options
- * (devsim_opts.c), the libyang context and libnetconf2's server with one
+ * (devsim_opts.c), the libyang context (devsim_fleet_context()) and
+ * libnetconf2's server with one
  * endpoint per device, the credentials (devsim_auth.c), the devices and
  * their NETCONF semantics (devsim_fleet.c), and the threads that serve the
  * sessions (devsim_server.c). main() owns one struct devsim and passes it
@@ -32,10 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const char sb_yang_ocs_switch[];
-extern const char sb_yang_ocs_transceiver[];
-extern const char sb_yang_ocs_devsim[];
-
 #define AUTH_TIMEOUT_S 5
 
 enum devsim_exit {
@@ -59,37 +56,6 @@ struct devsim {
 static bool devsim_tls(const struct devsim *ds)
 {
 	return ds->opts.tls_cert != NULL; /* devsim_opts_parse: all three TLS files, or none */
-}
-
-static int devsim_load_context(struct devsim *ds)
-{
-	const char *ietf_dir = ds->opts.ietf_dir;
-	if (ly_ctx_new(ietf_dir, 0, &ds->ctx)) {
-		fprintf(stderr, "ocs-devsim: cannot create a YANG context on %s\n", ietf_dir);
-		return -EINVAL;
-	}
-	/* RFC 5277 notifications (yuma's copy imports yuma-ncx extensions) */
-	ly_ctx_set_searchdir(ds->ctx, "/usr/share/yuma/modules/ietf-derived");
-	ly_ctx_set_searchdir(ds->ctx, "/usr/share/yuma/modules/netconfcentral");
-	const char *nc_features[] = {"candidate", "validate", "rollback-on-error",
-				     "confirmed-commit", NULL};
-	if (!ds->opts.confirmed_commit)
-		nc_features[3] = NULL;
-	if (!ly_ctx_load_module(ds->ctx, "ietf-netconf", "2011-06-01", nc_features) ||
-	    !ly_ctx_load_module(ds->ctx, "ietf-netconf-monitoring", NULL, NULL) ||
-	    !ly_ctx_load_module(ds->ctx, "notifications", NULL, NULL) ||
-	    !ly_ctx_load_module(ds->ctx, "nc-notifications", NULL, NULL)) {
-		fprintf(stderr, "ocs-devsim: cannot load the IETF NETCONF modules from %s: %s\n",
-			ietf_dir, ly_errmsg(ds->ctx));
-		return -EINVAL;
-	}
-	const char *mods[] = {sb_yang_ocs_switch, sb_yang_ocs_transceiver, sb_yang_ocs_devsim};
-	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
-		if (lys_parse_mem(ds->ctx, mods[i], LYS_IN_YANG, NULL)) {
-			fprintf(stderr, "ocs-devsim: cannot load built-in module %zu\n", i);
-			return -EINVAL;
-		}
-	return 0;
 }
 
 /* The credentials of the options: the CA's fingerprint (TLS) or the host key (SSH). */
@@ -227,9 +193,9 @@ int main(int argc, char **argv)
 		       : rc == -EINVAL	      ? DEVSIM_EXIT_OPTION
 					      : DEVSIM_EXIT_SETUP;
 	}
-	ly_log_options(LY_LOSTORE);
 	nc_verbosity(NC_VERB_ERROR);
-	if (devsim_load_context(&ds) || devsim_setup_auth(&ds)) {
+	if (devsim_fleet_context(ds.opts.ietf_dir, ds.opts.confirmed_commit, &ds.ctx, stderr) ||
+	    devsim_setup_auth(&ds)) {
 		rc = DEVSIM_EXIT_SETUP;
 	} else if (!(ds.fleet = devsim_fleet_new(ds.ctx, &ds.opts))) {
 		fprintf(stderr, "ocs-devsim: out of memory for %d devices\n", ds.opts.count);

@@ -9,7 +9,9 @@
  *   noeffect@commit    answer <ok/> to commit but change nothing (the
  *                      netconfd defect of TOOLCHAIN.md)
  *   fail-port=P        port P fails: oper-state failed, its connections
- *                      report status failed
+ *                      report status failed; a set-faults that sets it
+ *                      sends port-state-change (P, failed), one that
+ *                      clears it port-state-change (P, up)
  *   node-fault         (ocs-transceiver) the node fails: its state says
  *                      faulty, every peer whose selected path reaches it
  *                      reports that path failed and sends loss-of-light,

@@ -27,6 +27,11 @@
  * (knob node-fault). Light is modelled per end: a path does not wait for
  * the peer's bundle to point back.
  *
+ * ocs-switch: the fail-port knob fails a port (oper-state failed, its
+ * connections failed); set-faults sends port-state-change `failed` for each
+ * port it newly fails and `up` for each port it no longer fails, to every
+ * subscriber (a rail OCS reporting a GPU fault on its GPU-side port).
+ *
  * A node fault concerns other devices of the fleet (the peers that lose
  * light). Devices keep the one-mutex rule: the faulty flags live in an
  * atomic array every device reads without a lock, and the loss-of-light
@@ -51,6 +56,10 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+extern const char sb_yang_ocs_switch[];
+extern const char sb_yang_ocs_transceiver[];
+extern const char sb_yang_ocs_devsim[];
 
 #define MAX_SUBSCRIBERS		  8
 #define DEFAULT_CONFIRM_TIMEOUT_S 600
@@ -449,12 +458,18 @@ static void revert_confirmed_commit(struct devsim_device *d)
 	d->candidate_dirty = false;
 }
 
-static bool port_failed(const struct devsim_device *d, int port)
+/* Whether the knobs fa hold fail-port=port. */
+static bool faults_fail_port(const struct devsim_faults *fa, int port)
 {
-	for (int i = 0; i < d->faults.n_failed_ports; i++)
-		if (d->faults.failed_ports[i] == port)
+	for (int i = 0; i < fa->n_failed_ports; i++)
+		if (fa->failed_ports[i] == port)
 			return true;
 	return false;
+}
+
+static bool port_failed(const struct devsim_device *d, int port)
+{
+	return faults_fail_port(&d->faults, port);
 }
 
 static void add_leaf(struct lyd_node *parent, const struct lys_module *mod, const char *name,
@@ -632,6 +647,47 @@ static void notify_loss_of_light(struct devsim_device *d, int bundle)
 		return;
 	lyd_new_path(ev, f->ctx, "/ocs-transceiver:loss-of-light/bundle", b, 0, NULL);
 	notify_subscribers(d, ev);
+}
+
+/* port-state-change for a port of an ocs-switch device (device mutex held). */
+static void notify_port_state(struct devsim_device *d, int port, const char *oper_state)
+{
+	const struct devsim_fleet *f = d->fleet;
+	struct lyd_node *ev = NULL;
+	char p[16];
+	snprintf(p, sizeof(p), "%d", port);
+	lyd_new_path(NULL, f->ctx, "/ocs-switch:port-state-change/port", p, 0, &ev);
+	if (!ev)
+		return;
+	lyd_new_path(ev, f->ctx, "/ocs-switch:port-state-change/oper-state", oper_state, 0, NULL);
+	notify_subscribers(d, ev);
+}
+
+/* port-state-change `oper_state` for each port fail-port names in `in` but not in `out`, once. */
+static void notify_ports_between(struct devsim_device *d, const struct devsim_faults *in,
+				 const struct devsim_faults *out, const char *oper_state)
+{
+	for (int i = 0; i < in->n_failed_ports; i++) {
+		int p = in->failed_ports[i];
+		bool seen = false;
+		for (int k = 0; k < i; k++)
+			seen |= in->failed_ports[k] == p;
+		if (!seen && !faults_fail_port(out, p))
+			notify_port_state(d, p, oper_state);
+	}
+}
+
+/*
+ * set-faults replaced the knobs `before` of an ocs-switch (device mutex
+ * held): every port that fail-port now fails sends port-state-change
+ * `failed`, every port it no longer fails sends `up` (the light is back:
+ * how a rail OCS reports a GPU fault and its end). A port named twice is
+ * reported once; a port failed before and after is not reported again.
+ */
+static void notify_failed_ports(struct devsim_device *d, const struct devsim_faults *before)
+{
+	notify_ports_between(d, &d->faults, before, "failed");
+	notify_ports_between(d, before, &d->faults, "up");
 }
 
 /*
@@ -1025,12 +1081,11 @@ static int step_of(struct devsim_device *d, const struct lyd_node *rpc)
 	return -1;
 }
 
-/* The operation itself, device mutex held. */
+/* The operation itself, device mutex held. s: the session (NULL: none), sid its id. */
 static struct nc_server_reply *dispatch(struct devsim_device *d, const struct lyd_node *rpc,
-					struct nc_session *s, bool noeffect)
+					struct nc_session *s, uint32_t sid, bool noeffect)
 {
 	const struct devsim_fleet *f = d->fleet;
-	uint32_t sid = nc_session_get_id(s);
 	const char *name = LYD_NAME(rpc);
 	if (!strcmp(name, "lock") || !strcmp(name, "unlock"))
 		return rpc_lock(d, rpc, sid, !strcmp(name, "lock"));
@@ -1056,6 +1111,9 @@ static struct nc_server_reply *dispatch(struct devsim_device *d, const struct ly
 	if (!strcmp(name, "get-config"))
 		return rpc_get(d, rpc, true);
 	if (!strcmp(name, "create-subscription")) {
+		if (!s)
+			return reply_err(f, NC_ERR_OP_NOT_SUPPORTED,
+					 "create-subscription needs a NETCONF session", NULL);
 		if (d->n_subscribers >= MAX_SUBSCRIBERS)
 			return reply_err(f, NC_ERR_RES_DENIED, "too many subscribers", NULL);
 		d->subscribers[d->n_subscribers++] = s;
@@ -1072,7 +1130,18 @@ static struct nc_server_reply *dispatch(struct devsim_device *d, const struct ly
 			return reply_err(f, NC_ERR_INVALID_VALUE,
 					 "node-fault: only ocs-transceiver devices have a node",
 					 "/ocs-devsim:set-faults/spec");
+		for (int i = 0; i < nf.n_failed_ports; i++)
+			if (f->model == DEVSIM_MODEL_SWITCH && nf.failed_ports[i] >= f->ports) {
+				snprintf(err, sizeof(err),
+					 "fail-port=%d: the device has ports 0..%d",
+					 nf.failed_ports[i], f->ports - 1);
+				return reply_err(f, NC_ERR_INVALID_VALUE, err,
+						 "/ocs-devsim:set-faults/spec");
+			}
+		struct devsim_faults before = d->faults;
 		d->faults = nf;
+		if (f->model == DEVSIM_MODEL_SWITCH)
+			notify_failed_ports(d, &before);
 		if (f->model == DEVSIM_MODEL_TRANSCEIVER &&
 		    atomic_exchange(&f->faulty[d->index], nf.node_fault) != nf.node_fault) {
 			notify_node_fault(d);
@@ -1086,6 +1155,40 @@ static struct nc_server_reply *dispatch(struct devsim_device *d, const struct ly
 	if (!strcmp(name, "emit-notification"))
 		return rpc_emit(d, rpc);
 	return reply_err(f, NC_ERR_OP_NOT_SUPPORTED, "operation not supported by ocs-devsim", NULL);
+}
+
+/* dispatch() under the device mutex, then the node fault's spread to the peers. */
+static struct nc_server_reply *dispatch_locked(struct devsim_device *d, const struct lyd_node *rpc,
+					       struct nc_session *s, uint32_t sid, bool noeffect)
+{
+	pthread_mutex_lock(&d->mu);
+	struct nc_server_reply *reply = dispatch(d, rpc, s, sid, noeffect);
+	bool spread = d->fault_spread;
+	d->fault_spread = false;
+	pthread_mutex_unlock(&d->mu);
+	if (spread) /* before the reply: the client sees every effect of set-faults */
+		fleet_node_fault_spread(d->fleet, d);
+	return reply;
+}
+
+struct nc_server_reply *devsim_fleet_rpc_sid(struct devsim_device *d, const struct lyd_node *rpc,
+					     uint32_t sid)
+{
+	return dispatch_locked(d, rpc, NULL, sid, false);
+}
+
+char *devsim_fleet_datastore_xml(struct devsim_device *d, bool candidate)
+{
+	char *xml = NULL;
+	pthread_mutex_lock(&d->mu);
+	const struct lyd_node *tree = candidate ? d->candidate : d->running;
+	LY_ERR r = tree ? lyd_print_mem(&xml, tree, LYD_XML, LYD_PRINT_WITHSIBLINGS) : LY_SUCCESS;
+	pthread_mutex_unlock(&d->mu);
+	if (r) {
+		free(xml);
+		return NULL;
+	}
+	return xml ? xml : strdup("");
 }
 
 struct nc_server_reply *devsim_fleet_rpc(struct devsim_device *d, const struct lyd_node *rpc,
@@ -1119,13 +1222,7 @@ struct nc_server_reply *devsim_fleet_rpc(struct devsim_device *d, const struct l
 
 	bool noeffect =
 		step == DEVSIM_STEP_COMMIT && (faults.noeffect_mask & (1u << DEVSIM_STEP_COMMIT));
-	pthread_mutex_lock(&d->mu);
-	struct nc_server_reply *reply = dispatch(d, rpc, s, noeffect);
-	bool spread = d->fault_spread;
-	d->fault_spread = false;
-	pthread_mutex_unlock(&d->mu);
-	if (spread) /* before the reply: the client sees every effect of set-faults */
-		fleet_node_fault_spread(f, d);
+	struct nc_server_reply *reply = dispatch_locked(d, rpc, s, nc_session_get_id(s), noeffect);
 	if (step >= 0 && faults.hang_ms[step] > 0) {
 		/* after a hang the client may have given up and closed: like a
 		 * device whose TCP stack notices, end the session so its locks and
@@ -1165,6 +1262,48 @@ void devsim_fleet_expire_commits(struct devsim_fleet *fleet)
 			revert_confirmed_commit(d);
 		pthread_mutex_unlock(&d->mu);
 	}
+}
+
+int devsim_fleet_context(const char *ietf_dir, bool confirmed_commit, struct ly_ctx **out,
+			 FILE *err)
+{
+	struct ly_ctx *ctx = NULL;
+	*out = NULL;
+	/* libyang's messages are the text of rpc-errors (ly_errmsg), not
+	 * printed; only the last one is kept: LY_LOSTORE keeps every message
+	 * of the thread until the context goes, and a simulator that refused
+	 * a few thousand edits grew by about 1 KB and slowed down with each
+	 * (found by fuzz_devsim_edit) */
+	ly_log_options(LY_LOSTORE_LAST);
+	if (ly_ctx_new(ietf_dir, 0, &ctx)) {
+		fprintf(err, "ocs-devsim: cannot create a YANG context on %s\n", ietf_dir);
+		return -EINVAL;
+	}
+	/* RFC 5277 notifications (yuma's copy imports yuma-ncx extensions) */
+	ly_ctx_set_searchdir(ctx, "/usr/share/yuma/modules/ietf-derived");
+	ly_ctx_set_searchdir(ctx, "/usr/share/yuma/modules/netconfcentral");
+	const char *nc_features[] = {"candidate", "validate", "rollback-on-error",
+				     "confirmed-commit", NULL};
+	if (!confirmed_commit)
+		nc_features[3] = NULL;
+	if (!ly_ctx_load_module(ctx, "ietf-netconf", "2011-06-01", nc_features) ||
+	    !ly_ctx_load_module(ctx, "ietf-netconf-monitoring", NULL, NULL) ||
+	    !ly_ctx_load_module(ctx, "notifications", NULL, NULL) ||
+	    !ly_ctx_load_module(ctx, "nc-notifications", NULL, NULL)) {
+		fprintf(err, "ocs-devsim: cannot load the IETF NETCONF modules from %s: %s\n",
+			ietf_dir, ly_errmsg(ctx));
+		ly_ctx_destroy(ctx);
+		return -EINVAL;
+	}
+	const char *mods[] = {sb_yang_ocs_switch, sb_yang_ocs_transceiver, sb_yang_ocs_devsim};
+	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
+		if (lys_parse_mem(ctx, mods[i], LYS_IN_YANG, NULL)) {
+			fprintf(err, "ocs-devsim: cannot load built-in module %zu\n", i);
+			ly_ctx_destroy(ctx);
+			return -EINVAL;
+		}
+	*out = ctx;
+	return 0;
 }
 
 int devsim_fleet_count(const struct devsim_fleet *fleet)

@@ -18,9 +18,25 @@
 
 #include <libyang/libyang.h>
 #include <nc_server.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 
 struct devsim_fleet;
 struct devsim_device;
+
+/*
+ * The libyang context every device of a run shares: ietf-netconf (with
+ * :confirmed-commit unless confirmed_commit is false), the NETCONF
+ * monitoring and RFC 5277 notification modules from ietf_dir (and yuma's
+ * derived directories), and the built-in ocs-switch, ocs-transceiver and
+ * ocs-devsim modules. Also sets libyang's logging for the process: messages
+ * stored, not printed, the last one only (ly_errmsg() gives it). 0, or
+ * -EINVAL after writing why to err. The caller frees *out with
+ * ly_ctx_destroy().
+ */
+int devsim_fleet_context(const char *ietf_dir, bool confirmed_commit, struct ly_ctx **out,
+			 FILE *err);
 
 /*
  * opts->count devices of opts->model with opts->ports ports, each with the
@@ -43,6 +59,21 @@ struct devsim_device *devsim_fleet_device(struct devsim_fleet *fleet, int index)
  */
 struct nc_server_reply *devsim_fleet_rpc(struct devsim_device *d, const struct lyd_node *rpc,
 					 struct nc_session *s, int fd);
+/*
+ * The operation of one RPC on device d for session id sid, without a
+ * NETCONF session and without the fault knobs: what ocs-devsim does with
+ * an RPC's content, callable from a harness (tests/fuzz/fuzz_devsim_edit.c).
+ * create-subscription is refused (there is no session to notify). The
+ * caller frees the reply (nc_server_reply_free()).
+ */
+struct nc_server_reply *devsim_fleet_rpc_sid(struct devsim_device *d, const struct lyd_node *rpc,
+					     uint32_t sid);
+/*
+ * Device d's running (or candidate) datastore printed as XML, for checks
+ * from outside (tests, the fuzz harness); "" when empty, NULL when out of
+ * memory. Caller frees.
+ */
+char *devsim_fleet_datastore_xml(struct devsim_device *d, bool candidate);
 /* Session s of device d ended: releases its locks, reverts its unconfirmed commit unless
  * persistent. */
 void devsim_fleet_session_ended(struct devsim_device *d, struct nc_session *s);

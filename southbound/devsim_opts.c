@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_WORKERS  64 /* devsim_server keeps no per-worker state; a sane bound */
 #define ERR_LEN	     256
@@ -180,7 +181,15 @@ static const struct devsim_opt opt_table[] = {
 	 .dflt_help = "none",
 	 .set = set_str,
 	 .field = FIELD(password),
-	 .help = "SSH password authentication with this password"},
+	 .help = "SSH password authentication with this password (every user sees it in ps: "
+		 "prefer --password-file)"},
+	{.name = "password-file",
+	 .arg = "FILE",
+	 .dflt_help = "none",
+	 .set = set_str,
+	 .field = FIELD(password_file),
+	 .help = "SSH password authentication with the first line of FILE (a warning when "
+		 "other users may read FILE)"},
 	{.name = "authorized-key",
 	 .arg = "FILE",
 	 .dflt_help = "none",
@@ -327,7 +336,7 @@ const char *devsim_model_name(enum devsim_model model)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: ocs-devsim --listen ADDR:PORT --user U --password P [OPTION]...\n"
+		"usage: ocs-devsim --listen ADDR:PORT --user U --password-file FILE [OPTION]...\n"
 		"       ocs-devsim --listen ADDR:PORT --user U --authorized-key FILE [OPTION]...\n"
 		"       ocs-devsim --listen ADDR:PORT --user U --tls-cert FILE --tls-key FILE\n"
 		"                  --tls-ca FILE [OPTION]...\n");
@@ -429,6 +438,57 @@ static int check_ring(struct devsim_opts *o, FILE *err)
 	return 0;
 }
 
+/*
+ * --password-file: the password is the file's first line without its line
+ * end; a missing, unreadable or empty file, or a NUL byte in the line, is
+ * refused. A file other users may read is accepted with a warning (the
+ * simulator is a test tool; ocsd's own password file is checked the same
+ * way by the operator's umask).
+ */
+static int read_password_file(struct devsim_opts *o, FILE *err)
+{
+	const char *path = o->password_file;
+	FILE *f = fopen(path, "re");
+	struct stat st;
+	if (!f || fstat(fileno(f), &st)) {
+		fprintf(err, "ocs-devsim: --password-file: cannot read %s: %s\n", path,
+			strerror(errno));
+		if (f)
+			fclose(f);
+		return -EINVAL;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len = getline(&line, &cap, f);
+	int read_errno = errno;
+	bool failed = ferror(f);
+	fclose(f);
+	size_t n = len < 0 ? 0 : (size_t)len;
+	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		n--;
+	const char *why = failed ? strerror(read_errno)
+			  : !n	 ? "the first line is empty (it must hold the password)"
+			  : memchr(line, '\0', n) ? "the first line holds a NUL byte"
+						  : NULL;
+	if (why) {
+		fprintf(err, "ocs-devsim: --password-file: %s%s: %s\n",
+			failed ? "cannot read " : "", path, why);
+		if (line) /* getline's buffer may hold part of the file: no copy stays behind */
+			explicit_bzero(line, cap);
+		free(line);
+		return -EINVAL;
+	}
+	line[n] = '\0';
+	if (S_ISREG(st.st_mode) && (st.st_mode & S_IROTH))
+		fprintf(err,
+			"ocs-devsim: warning: --password-file: %s is readable by every user "
+			"(mode %04o): chmod o-r it\n",
+			path, (unsigned)(st.st_mode & 07777));
+	o->password_secret = line;
+	o->password = line;
+	return 0;
+}
+
 /* Cross-option checks and the defaults that depend on other options. */
 static int check_combination(struct devsim_opts *o, FILE *err)
 {
@@ -444,9 +504,16 @@ static int check_combination(struct devsim_opts *o, FILE *err)
 			"name clients signed by the CA are mapped to)\n");
 		return -EINVAL;
 	}
+	if (o->password && o->password_file) {
+		fprintf(err, "ocs-devsim: --password-file: give --password or --password-file, "
+			     "not both\n");
+		return -EINVAL;
+	}
+	if (o->password_file && read_password_file(o, err))
+		return -EINVAL;
 	if (!tls && (!o->user || (!o->password && !o->authorized_key))) {
-		fprintf(err, "ocs-devsim: --user and --password and/or --authorized-key are "
-			     "required\n");
+		fprintf(err, "ocs-devsim: --user and --password (or --password-file) and/or "
+			     "--authorized-key are required\n");
 		return -EINVAL;
 	}
 	if (o->port + o->count - 1 > 65535) {
@@ -541,7 +608,12 @@ void devsim_opts_clear(struct devsim_opts *o)
 		return;
 	free(o->listen_addr);
 	free(o->faults);
+	if (o->password_secret) /* no copy of the secret outlives the options */
+		explicit_bzero(o->password_secret, strlen(o->password_secret));
+	free(o->password_secret);
 	o->listen_addr = NULL;
 	o->faults = NULL;
+	o->password_secret = NULL;
+	o->password = NULL;
 	o->n_faults = 0;
 }

@@ -51,7 +51,10 @@ struct devsim_opts {
 	int workers;
 	const char *ietf_dir;
 	const char *user;
-	const char *password; /* NULL: public key authentication only */
+	const char *password;	   /* NULL: public key authentication only; --password, or
+				      password_secret read from --password-file */
+	const char *password_file; /* --password-file FILE, NULL when not given */
+	char *password_secret;	   /* owned; the first line of password_file */
 	const char *authorized_key;
 	const char *hostkey;  /* NULL: generate one */
 	const char *tls_cert; /* all three set: TLS instead of SSH */

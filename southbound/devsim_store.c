@@ -136,10 +136,15 @@ static enum ds_error edit_siblings(struct lyd_node **first, struct lyd_node *par
 			if (e->schema->nodetype & LYD_NODE_TERM) {
 				if (op == DS_OP_NONE)
 					break;
-				if (!match)
+				if (!match) {
 					r = insert_copy(first, parent, e, LYD_DUP_RECURSIVE, NULL,
 							ee);
-				else if (lyd_change_term(match, lyd_get_value(e)) > LY_EEXIST)
+					break;
+				}
+				/* LY_EEXIST: the same value, a default made explicit;
+				 * LY_ENOT: the same value: a merge that changes nothing */
+				LY_ERR changed = lyd_change_term(match, lyd_get_value(e));
+				if (changed && changed != LY_EEXIST && changed != LY_ENOT)
 					return fail(ee, DS_ERR_INVALID, e, "invalid value");
 				break;
 			}

@@ -119,7 +119,7 @@ static const char *leaf_value(const struct lyd_node *parent, const char *name)
 static void deliver_notification(struct sb_listener *l, struct source *s, const struct lyd_node *op)
 {
 	struct sb_notif n = {.source = s->id, .kind = SB_NOTIF_OTHER, .name = LYD_NAME(op)};
-	const char *node = leaf_value(op, "node");
+	const char *node = leaf_value(op, "node"), *port;
 	if (!strcmp(n.name, "node-fault") && node) {
 		const char *faulty = leaf_value(op, "faulty");
 		n.kind = SB_NOTIF_NODE_FAULT;
@@ -130,6 +130,12 @@ static void deliver_notification(struct sb_listener *l, struct source *s, const 
 		n.kind = SB_NOTIF_LOSS_OF_LIGHT;
 		n.node = (uint32_t)strtoul(node, NULL, 10);
 		n.bundle = bundle ? (uint8_t)strtoul(bundle, NULL, 10) : 0;
+	} else if (!strcmp(n.name, "port-state-change") && (port = leaf_value(op, "port"))) {
+		/* a rail OCS's GPU-side port: failed or down is a GPU fault, up its end */
+		const char *state = leaf_value(op, "oper-state");
+		n.kind = SB_NOTIF_PORT_STATE;
+		n.port = (uint16_t)strtoul(port, NULL, 10);
+		n.port_up = state && !strcmp(state, "up");
 	}
 	n.received_us = now_us();
 	l->fn(l->arg, &n);

@@ -24,6 +24,7 @@
 #include "nb_client.h"
 #include "nb_internal.h"
 #include "ocs_json.h"
+#include "ocsctl_rail.h"
 #include "pbjson.h"
 
 enum exit_code {
@@ -51,6 +52,7 @@ struct opts {
 	int timeout_ms;
 	const char *job, *device;
 	int pod, group, node; /* -1: no filter */
+	int hb, rail;	      /* rail-ports: server and rail filters, -1: none */
 	bool force;
 	long count;	     /* watch: stop after this many events; 0 = forever */
 	int state;	     /* jobs: JobState filter; 0 = every state */
@@ -90,6 +92,13 @@ static const char usage_text[] =
 	"  node fail NODE             mark a ring-domain node faulty: it leaves every plan and\n"
 	"                             its ring is bypassed or re-placed at once\n"
 	"  node heal NODE             mark a faulty node healthy again (free for new rings)\n"
+	"  gpu replace GPU            rail-OCS: swap GPU out of its rail port (an idle GPU of\n"
+	"                             its server, else a spare server takes over)\n"
+	"  gpu fail GPU               rail-OCS: mark GPU faulty (swapped out if on a rail port)\n"
+	"  gpu heal GPU               rail-OCS: mark a faulty GPU healthy again\n"
+	"  rail-ports [--hb S] [--rail R] [--job ID]\n"
+	"                             rail-OCS: every rail port and its GPU (--hb: the ports\n"
+	"                             of server, i.e. HB domain, S)\n"
 	"  drain DEVICE [--force]     no new circuits on DEVICE (--force: even if running\n"
 	"                             jobs hold circuits on it)\n"
 	"  undrain DEVICE             make a drained device available again\n"
@@ -620,6 +629,9 @@ static int cmd_status(struct ctx *x)
 		row[0] = fmt("version");
 		row[1] = fmt("%s", f->version);
 		table_add(&t, row);
+		row[0] = fmt("store");
+		row[1] = fmt("%s", f->store);
+		table_add(&t, row);
 		row[0] = fmt("fabric");
 		if (ring_domain(f))
 			row[1] =
@@ -675,6 +687,8 @@ static int cmd_fabric(struct ctx *x)
 		rc = print_json(&f->base, true);
 	else if (ring_domain(f)) /* kind, the ring domain's fields and those of both kinds */
 		print_kv_pick(&f->base, ids(9, 12) | ids(14, 14) | ids(17, 28));
+	else if (strcmp(f->kind, "rail-ocs") == 0) /* sizes, usage, then the rail fields */
+		print_kv_pick(&f->base, ids(6, 7) | ids(9, 18) | ids(29, 34));
 	else /* a leaf-spine fabric, or a server that predates kind */
 		print_kv_pick(&f->base, ids(1, 18));
 	free_msg(f);
@@ -1349,6 +1363,14 @@ static void print_event(const Ocs__V1__Event *e)
 		printf("node %d %s%s%s\n", e->node->node, a, e->node->source[0] ? " source=" : "",
 		       e->node->source);
 		break;
+	case OCS__V1__EVENT__KIND_RAIL:
+		ocsctl_rail_event(e->rail);
+		break;
+	case OCS__V1__EVENT__KIND_GPU:
+		a = enum_short(&ocs__v1__gpu_condition__descriptor, e->gpu->condition);
+		printf("gpu %lld %s%s%s\n", (long long)e->gpu->gpu, a,
+		       e->gpu->source[0] ? " source=" : "", e->gpu->source);
+		break;
 	default:
 		printf("(unknown event)\n");
 		break;
@@ -1451,7 +1473,15 @@ enum opt_id {
 	OPT_NO_WAIT,
 	OPT_WAIT_TIMEOUT,
 	OPT_PORTS,
+	OPT_HB,
+	OPT_RAIL,
 };
+
+/* ocsctl_rail.h's RPC routine: call() on the ctx. */
+static int rail_call(void *x, enum nb_method m, const ProtobufCMessage *req, void *resp_out)
+{
+	return call(x, m, req, resp_out);
+}
 
 int main(int argc, char **argv)
 {
@@ -1475,6 +1505,8 @@ int main(int argc, char **argv)
 		{"no-wait", no_argument, NULL, OPT_NO_WAIT},
 		{"wait-timeout-s", required_argument, NULL, OPT_WAIT_TIMEOUT},
 		{"ports", required_argument, NULL, OPT_PORTS},
+		{"hb", required_argument, NULL, OPT_HB},
+		{"rail", required_argument, NULL, OPT_RAIL},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -1482,6 +1514,8 @@ int main(int argc, char **argv)
 			      .pod = -1,
 			      .group = -1,
 			      .node = -1,
+			      .hb = -1,
+			      .rail = -1,
 			      .wait_timeout_s = DEFAULT_WAIT_TIMEOUT_S}};
 	struct nb_client_opts co = {0};
 	struct nb_client_status st;
@@ -1489,7 +1523,8 @@ int main(int argc, char **argv)
 	const char *cmd, *sub = NULL, *arg = NULL;
 	bool used_job = false, used_device = false, used_pod = false, used_group = false,
 	     used_force = false, used_count = false, used_state = false, used_node = false,
-	     used_wait = false, used_no_wait = false, used_wait_timeout = false, used_ports = false;
+	     used_wait = false, used_no_wait = false, used_wait_timeout = false, used_ports = false,
+	     used_rail = false;
 	char err[320];
 	long v, node = -1;
 	int c, rc, nargs;
@@ -1570,6 +1605,15 @@ int main(int argc, char **argv)
 		case OPT_WAIT:
 			used_wait = true;
 			break;
+		case OPT_HB:
+		case OPT_RAIL:
+			if (!parse_int(optarg, 0, 1 << 30, &v))
+				return usage_error("--%s: '%s' is not a %s number",
+						   c == OPT_HB ? "hb" : "rail", optarg,
+						   c == OPT_HB ? "server" : "rail");
+			*(c == OPT_HB ? &x.o.hb : &x.o.rail) = (int)v;
+			used_rail = true;
+			break;
 		case OPT_NO_WAIT:
 			x.o.no_wait = true;
 			used_no_wait = true;
@@ -1636,6 +1680,15 @@ int main(int argc, char **argv)
 			if (!parse_int(arg, 0, 1 << 30, &node))
 				return usage_error("node %s: '%s' is not a node number", sub, arg);
 			want_args = 3;
+		} else if (strcmp(cmd, "gpu") == 0) {
+			if (!sub ||
+			    (strcmp(sub, "replace") && strcmp(sub, "fail") && strcmp(sub, "heal")))
+				return usage_error(
+					"gpu needs one of: replace GPU, fail GPU, heal GPU");
+			if (!arg || !parse_int(arg, 0, 1L << 40, &v))
+				return usage_error("gpu %s needs a GPU number", sub);
+			node = v;
+			want_args = 3;
 		} else if (strcmp(cmd, "drain") == 0 || strcmp(cmd, "undrain") == 0) {
 			if (!sub)
 				return usage_error("%s needs a DEVICE", cmd);
@@ -1643,14 +1696,17 @@ int main(int argc, char **argv)
 		} else if (strcmp(cmd, "status") && strcmp(cmd, "fabric") &&
 			   strcmp(cmd, "devices") && strcmp(cmd, "circuits") &&
 			   strcmp(cmd, "jobs") && strcmp(cmd, "watch") && strcmp(cmd, "rings") &&
-			   strcmp(cmd, "drift") && strcmp(cmd, "adopt") && strcmp(cmd, "clear")) {
+			   strcmp(cmd, "drift") && strcmp(cmd, "adopt") && strcmp(cmd, "clear") &&
+			   strcmp(cmd, "rail-ports")) {
 			return usage_error("unknown command '%s'", cmd);
 		}
 		if (nargs > want_args)
 			return usage_error("unexpected argument '%s'", argv[optind + want_args]);
 		if (used_job && strcmp(cmd, "circuits") && strcmp(cmd, "rings") &&
-		    strcmp(cmd, "adopt"))
-			return usage_error("--job goes with circuits, rings and adopt");
+		    strcmp(cmd, "adopt") && strcmp(cmd, "rail-ports"))
+			return usage_error("--job goes with circuits, rings, adopt and rail-ports");
+		if (used_rail && strcmp(cmd, "rail-ports"))
+			return usage_error("--hb and --rail go with rail-ports");
 		if (used_pod && strcmp(cmd, "circuits"))
 			return usage_error("--pod goes with circuits");
 		if (used_device && strcmp(cmd, "circuits") && strcmp(cmd, "drift") &&
@@ -1739,6 +1795,11 @@ int main(int argc, char **argv)
 		rc = cmd_rings(&x);
 	else if (strcmp(cmd, "node") == 0)
 		rc = cmd_node(&x, node, strcmp(sub, "fail") == 0);
+	else if (strcmp(cmd, "gpu") == 0)
+		rc = ocsctl_gpu(&(struct ocsctl_rail){x.o.json, rail_call, &x}, sub, node);
+	else if (strcmp(cmd, "rail-ports") == 0)
+		rc = ocsctl_rail_ports(&(struct ocsctl_rail){x.o.json, rail_call, &x}, x.o.hb,
+				       x.o.rail, x.o.job);
 	else if (strcmp(cmd, "drain") == 0)
 		rc = cmd_drain(&x, sub, true);
 	else if (strcmp(cmd, "undrain") == 0)

@@ -8,7 +8,8 @@ Not a test itself; imported by test_recovery.py, test_daemon_grpcio.py,
 test_daemon_reload.py, test_daemon_share.py, tests/interop/test_prometheus.py
 and tests/bench/bench_daemon_load.py; RingFleet (an OCSTrx ring domain on
 ocs-devsim transceivers) by test_ring_daemon.py and
-tests/bench/bench_ring_fault.py.
+tests/bench/bench_ring_fault.py; RailFleet (a rail-OCS fabric on ocs-devsim
+switches) by test_rail_daemon.py.
 Loopback only; every process started here is stopped by Fleet.close().
 """
 import json
@@ -59,7 +60,7 @@ class Fleet:
         self.starts = 0
         self.devsim_proc = None
         self.pw_path = os.path.join(self.work, "pw")
-        with open(self.pw_path, "w") as f:
+        with open(os.open(self.pw_path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             f.write(self.password + "\n")
         self.base = testports.reserve(self.N_DEV)
         self.state_dir = os.path.join(self.work, "state")
@@ -87,7 +88,7 @@ class Fleet:
         log = open(os.path.join(self.work, "devsim.log"), "a")
         self.devsim_proc = subprocess.Popen(
             [self.devsim, "--listen", f"127.0.0.1:{self.base}", "--count", str(self.N_DEV),
-             "--ports", "8", "--user", "ocsd", "--password", self.password,
+             "--ports", "8", "--user", "ocsd", "--password-file", self.pw_path,
              "--unidirectional", "--switch-ms", str(switch_ms)] + list(extra),
             stdout=log, stderr=log)
         log.close()
@@ -226,6 +227,34 @@ class Fleet:
                 bad.append((name, i, o))
         return bad
 
+    def _session(self, node):
+        """An ncclient session to device `node` (a ring node's agent, a switch),
+        retried like read_device."""
+        from ncclient import manager
+        from ncclient.transport.errors import TransportError
+        from ncclient.transport.errors import SessionCloseError
+        import ncclient.transport.ssh
+        ncclient.transport.ssh.TICK = 0.001
+        for attempt in range(8):
+            try:
+                m = manager.connect(host="127.0.0.1", port=self.base + node, username="ocsd",
+                                    password=self.password, hostkey_verify=False,
+                                    allow_agent=False, look_for_keys=False, timeout=10)
+                m.timeout = 10
+                return m
+            except (TransportError, SessionCloseError):
+                if attempt == 7:
+                    raise
+                time.sleep(min(0.05 * 2 ** attempt, 0.5))
+
+    def set_faults(self, node, spec):
+        """The ocs-devsim:set-faults RPC on device `node` (e.g. "node-fault",
+        "fail-port=3", "hang@confirm=3000"; "" clears every knob)."""
+        from ncclient.xml_ import to_ele
+        with self._session(node) as m:
+            m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
+                              "</set-faults>"))
+
     def close(self):
         for p in (self.ocsd, self.devsim_proc):
             if p is not None and p.poll() is None:
@@ -332,7 +361,7 @@ class RingFleet(Fleet):
                 "--model", "ocs-transceiver", "--ring-tors", str(tors),
                 "--ring-nodes-per-tor", str(per_tor), "--ring-k", str(k),
                 "--bundles", str(bundles), "--switch-us", str(switch_us),
-                "--user", "ocsd", "--password", self.password]
+                "--user", "ocsd", "--password-file", self.pw_path]
         if closed:
             args.append("--ring-closed")
         self.devsim_proc = subprocess.Popen(args, stdout=log, stderr=log)
@@ -355,25 +384,6 @@ class RingFleet(Fleet):
     def device_name(self, d):
         return f"trx-n{d}"
 
-    def _session(self, node):
-        """An ncclient session to node's agent, retried like Fleet.read_device."""
-        from ncclient import manager
-        from ncclient.transport.errors import TransportError
-        from ncclient.transport.errors import SessionCloseError
-        import ncclient.transport.ssh
-        ncclient.transport.ssh.TICK = 0.001
-        for attempt in range(8):
-            try:
-                m = manager.connect(host="127.0.0.1", port=self.base + node, username="ocsd",
-                                    password=self.password, hostkey_verify=False,
-                                    allow_agent=False, look_for_keys=False, timeout=10)
-                m.timeout = 10
-                return m
-            except (TransportError, SessionCloseError):
-                if attempt == 7:
-                    raise
-                time.sleep(min(0.05 * 2 ** attempt, 0.5))
-
     def read_node(self, node):
         """(faulty, {bundle: (path, distance, direction, peer_node or None)}) of
         node as its agent reports it (configuration and state)."""
@@ -394,10 +404,73 @@ class RingFleet(Fleet):
                     int(peer) if peer is not None else None)
         return faulty, bundles
 
-    def set_faults(self, node, spec):
-        """The ocs-devsim:set-faults RPC on node's agent (e.g. "node-fault",
-        "hang@confirm=3000"; "" clears every knob)."""
-        from ncclient.xml_ import to_ele
-        with self._session(node) as m:
-            m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
-                              "</set-faults>"))
+
+
+class RailFleet(Fleet):
+    """A rail-OCS fabric (issue 12): one ocs-devsim process serving one
+    ocs-switch per OCS group (--count groups, --unidirectional: a join is
+    two one-way cross-connects), the fabric file derived from
+    deploy/fabrics/rail-ocs.json with the sizes given, and at most one ocsd
+    on it at a time. Numbering as solvers/fabric.h: GPU g = server * rails +
+    rail; device d serves group d."""
+
+    def __init__(self, build, src, servers=6, rails=4, servers_per_ocs=3, spares=1,
+                 confirm_timeout_s=60, prefix="ocsd-rail-"):
+        self.servers, self.rails = servers, rails
+        self.spo, self.spares = servers_per_ocs, spares
+        self.active = servers_per_ocs - spares  # A
+        self.GROUPS = self.N_DEV = servers // servers_per_ocs
+        self.PER_GROUP = 1
+        self.PORTS = (servers_per_ocs + self.active) * rails
+        fabric = self._prepare(build, src, prefix, "rail-ocs.json")
+        rail = fabric["ocsd-fabric:fabric"]["rail-ocs"]
+        rail.update({"servers": servers, "rails": rails, "servers-per-ocs": servers_per_ocs,
+                     "spare-servers-per-ocs": spares})
+        self._set_access(rail["devices"], confirm_timeout_s, 5000)  # start_devices()' default
+        self._write_config(fabric)
+
+    def start_devices(self, switch_ms=5):
+        log = open(os.path.join(self.work, "devsim.log"), "w")
+        self.devsim_proc = subprocess.Popen(
+            [self.devsim, "--listen", f"127.0.0.1:{self.base}", "--count", str(self.N_DEV),
+             "--ports", str(self.PORTS), "--user", "ocsd", "--password-file", self.pw_path,
+             "--unidirectional", "--switch-ms", str(switch_ms)],
+            stdout=log, stderr=log)
+        log.close()
+        testports.wait_listening("127.0.0.1", self.base, "ocs-devsim", START_TIMEOUT_S,
+                                 count=self.N_DEV, proc=self.devsim_proc)
+
+    def device_name(self, d):
+        return f"rail-ocs-g{d}"
+
+    # the numbering of solvers/fabric.h
+    def gpu(self, server, rail):
+        return server * self.rails + rail
+
+    def gpu_port(self, gpu):
+        """(device, GPU-side port) of a GPU."""
+        s, r = divmod(gpu, self.rails)
+        return s // self.spo, (s % self.spo) * self.rails + r
+
+    def switch_port(self, rail_port):
+        """(device, switch-side port) of a rail port."""
+        per_group = self.active * self.rails
+        g, k = divmod(rail_port, per_group)
+        return g, self.spo * self.rails + k
+
+    def port_map(self):
+        """{rail port: GPU} read from every device with ncclient: rail port w
+        is joined to GPU g when both g -> w and w -> g are there. Also
+        returns the cross-connects that are not such a join (one-way ones)."""
+        joins, one_way = {}, []
+        per_group = self.active * self.rails
+        gpu_side = self.spo * self.rails
+        for d in range(self.N_DEV):
+            have = {(i, o) for (i, o, _) in self.read_device(d)}
+            for (i, o) in sorted(have):
+                if (o, i) not in have or (i < gpu_side) == (o < gpu_side):
+                    one_way.append((self.device_name(d), i, o))
+                elif i < gpu_side:
+                    s = d * self.spo + i // self.rails
+                    joins[d * per_group + (o - gpu_side)] = s * self.rails + i % self.rails
+        return joins, one_way

@@ -107,7 +107,7 @@ def devsim(base, count):
     log = open(os.path.join(FLEET.work, f"devsim-{base}.log"), "w")
     p = subprocess.Popen(
         [FLEET.devsim, "--listen", f"127.0.0.1:{base}", "--count", str(count), "--ports", "8",
-         "--user", "ocsd", "--password", FLEET.password, "--unidirectional", "--switch-ms", "5"],
+         "--user", "ocsd", "--password-file", FLEET.pw_path, "--unidirectional", "--switch-ms", "5"],
         stdout=log, stderr=log)
     log.close()
     EXTRA_DEVSIMS.append(p)

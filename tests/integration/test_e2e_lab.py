@@ -104,7 +104,7 @@ def l2_ok(devices):
 
 try:
     password = "e2e-" + os.urandom(8).hex()
-    with open(os.path.join(work, "pw"), "w") as f:
+    with open(os.open(os.path.join(work, "pw"), os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
         f.write(password + "\n")
     base = testports.reserve(N_DEV)
     with open(os.path.join(src, "deploy", "fabrics", "lab.json")) as f:
@@ -115,8 +115,9 @@ try:
                 .replace('"port-base": 18300', f'"port-base": {base}'))
     dlog = open(os.path.join(work, "devsim.log"), "w")
     procs.append(subprocess.Popen([DEVSIM, "--listen", f"127.0.0.1:{base}", "--count",
-                                   str(N_DEV), "--ports", "8", "--user", "ocsd", "--password",
-                                   password, "--unidirectional", "--switch-ms", "5"],
+                                   str(N_DEV), "--ports", "8", "--user", "ocsd",
+                                   "--password-file", os.path.join(work, "pw"),
+                                   "--unidirectional", "--switch-ms", "5"],
                                   stdout=dlog, stderr=dlog))
     testports.wait_listening("127.0.0.1", base, "ocs-devsim", 30, count=N_DEV, proc=procs[-1])
     starts = 0

@@ -6,7 +6,8 @@
 # waiting for a slow job (--wait, --no-wait, --wait-timeout-s); jobs over
 # 25,000 jobs in pages; then a
 # second server playing an OCSTrx ring domain (--ring) for ring jobs,
-# rings, node fail/heal and ring and node events.
+# rings, node fail/heal and ring and node events; the rail-OCS commands' usage errors and
+# their refusal on a leaf-spine fabric.
 set -euo pipefail
 ocsctl=$1
 server_bin=$2
@@ -331,6 +332,12 @@ has err "FAILED_PRECONDITION: rings exist only on an ocstrx-ring domain; this fa
 # shellcheck disable=SC2046
 expect 1 "node fail on a leaf-spine fabric" -- $(as operator) node fail 1
 has err "FAILED_PRECONDITION: node: nodes exist only on an ocstrx-ring domain" "node refused by kind"
+# shellcheck disable=SC2046
+expect 1 "gpu replace on a leaf-spine fabric" -- $(as scheduler) gpu replace 1
+has err "FAILED_PRECONDITION: gpu: GPU swaps exist only on a rail-ocs fabric" "gpu refused by kind"
+# shellcheck disable=SC2046
+expect 1 "rail-ports on a leaf-spine fabric" -- $(as viewer) rail-ports
+has err "rail ports exist only on a rail-ocs fabric" "rail-ports refused by kind"
 
 # --- the ring domain: a second server (mTLS, same CA), 32 nodes x 4 GPUs ---
 "$server_bin" --ring --ca "$c/ca.pem" --cert "$c/server.pem" --key "$c/server.key" \
@@ -461,6 +468,11 @@ expect 2 "node with a bad subcommand" -- --insecure node break 3
 expect 2 "--node on the wrong command" -- --insecure jobs --node 3
 expect 2 "--pod on rings" -- --insecure rings --pod 1
 expect 2 "bad --node" -- --insecure rings --node -1
+expect 2 "gpu without subcommand" -- --insecure gpu
+expect 2 "gpu replace without a number" -- --insecure gpu replace
+expect 2 "gpu with a bad subcommand" -- --insecure gpu break 3
+expect 2 "--hb on the wrong command" -- --insecure jobs --hb 1
+expect 2 "bad --rail" -- --insecure rail-ports --rail x
 
 for args in "status" "fabric" "jobs" "rings" "rings --node 2" "job show tp8" "job plan $work/ring.json"; do
   # shellcheck disable=SC2046,SC2086

@@ -338,15 +338,18 @@ static void on_notif(void *arg, const struct sb_notif *n)
 	pthread_mutex_unlock(&notifs.mu);
 }
 
-/* How many notifications match (kind, node, faulty/bundle; -1: any). */
+/* How many notifications match (kind, node or port, faulty/bundle/port_up; -1: any). */
 static int count_notifs(enum sb_notif_kind kind, long source, long node, int detail)
 {
 	int c = 0;
 	pthread_mutex_lock(&notifs.mu);
 	for (int i = 0; i < notifs.n; i++) {
 		const struct sb_notif *n = &notifs.got[i];
+		bool port = kind == SB_NOTIF_PORT_STATE;
 		if (n->kind != kind || (source >= 0 && n->source != (size_t)source) ||
-		    (node >= 0 && n->node != (uint32_t)node))
+		    (node >= 0 && (port ? n->port != node : n->node != (uint32_t)node)))
+			continue;
+		if (detail >= 0 && port && n->port_up != (detail == 1))
 			continue;
 		if (detail >= 0 && kind == SB_NOTIF_NODE_FAULT && n->faulty != (detail == 1))
 			continue;
@@ -492,6 +495,86 @@ static void test_node_fault(void **state)
 	struct layout idle;
 	layout_idle(&idle, NODES, false);
 	run_ok(&idle, all12, NODES);
+}
+
+/*
+ * A rail OCS reports a GPU fault: on an ocs-switch, set-faults fail-port=P
+ * sends port-state-change (P, failed) to every subscribed session, which
+ * the listener delivers as SB_NOTIF_PORT_STATE (port P, port_up false);
+ * clearing it sends (P, up). A port failed before and after a set-faults is
+ * not reported again; another device hears nothing.
+ */
+static void test_port_state_change(void **state)
+{
+	struct tl_fleet sw;
+	const char *extra[] = {"--ports", "8", NULL};
+	assert_int_equal(tl_fleet_start(&sw, 2, extra), 0);
+	pthread_mutex_lock(&notifs.mu);
+	notifs.n = 0;
+	pthread_mutex_unlock(&notifs.mu);
+	struct sb_listener *lis;
+	assert_int_equal(sb_listener_new(drv, on_notif, NULL, &lis), 0);
+	/* device 0 twice (two subscribed sessions), device 1 once */
+	static const int dev_of[] = {0, 0, 1};
+	for (int i = 0; i < 3; i++) {
+		struct sb_device_config c = tl_device_config(&sw, dev_of[i]);
+		assert_int_equal(sb_listener_add(lis, &c, (size_t)(400 + i)), 0);
+	}
+	assert_int_equal(sb_listener_start(lis), 0);
+	for (int i = 0; i < 3; i++)
+		wait_notifs(1, SB_NOTIF_SUBSCRIBED, 400 + i, -1, -1);
+	struct sb_device_config c = tl_device_config(&sw, 0);
+	struct sb_device *d;
+	struct sb_error err = {0};
+	assert_int_equal(sb_device_new(drv, &c, &d), 0);
+	assert_int_equal(sb_device_connect(d, &err), 0);
+#define SET_FAULTS(spec)                                                                           \
+	"<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>" spec "</spec></set-faults>"
+
+	assert_int_equal(sb_device_rpc_xml(d, SET_FAULTS("fail-port=3"), &err), 0);
+	wait_notifs(1, SB_NOTIF_PORT_STATE, 400, 3, 0);
+	wait_notifs(1, SB_NOTIF_PORT_STATE, 401, 3, 0);
+	/* port 3 stays failed, port 5 fails (named twice: reported once) */
+	assert_int_equal(
+		sb_device_rpc_xml(d, SET_FAULTS("fail-port=5,fail-port=3,fail-port=5"), &err), 0);
+	wait_notifs(1, SB_NOTIF_PORT_STATE, 400, 5, 0);
+	wait_notifs(1, SB_NOTIF_PORT_STATE, 401, 5, 0);
+	/* cleared: both ports are up again */
+	assert_int_equal(sb_device_rpc_xml(d, SET_FAULTS(""), &err), 0);
+	wait_notifs(1, SB_NOTIF_PORT_STATE, 400, 3, 1);
+	wait_notifs(1, SB_NOTIF_PORT_STATE, 400, 5, 1);
+	wait_notifs(1, SB_NOTIF_PORT_STATE, 401, 5, 1);
+	/* a port the device lacks is refused, naming the range, and sends nothing */
+	assert_int_equal(sb_device_rpc_xml(d, SET_FAULTS("fail-port=8"), &err), -EREMOTEIO);
+	assert_non_null(strstr(err.message, "ports 0..7"));
+	/* a marker after everything: the notifications before it have arrived */
+	assert_int_equal(sb_device_rpc_xml(d,
+					   "<emit-notification xmlns=\"urn:ocsd:yang:ocs-devsim\">"
+					   "<kind>connection-failed</kind><port>1</port>"
+					   "</emit-notification>",
+					   &err),
+			 0);
+	wait_notifs(1, SB_NOTIF_OTHER, 400, -1, -1);
+	wait_notifs(1, SB_NOTIF_OTHER, 401, -1, -1);
+	for (int s = 400; s <= 401; s++) {
+		assert_int_equal(count_notifs(SB_NOTIF_PORT_STATE, s, -1, -1), 4);
+		assert_int_equal(count_notifs(SB_NOTIF_PORT_STATE, s, 3, 0), 1);
+		assert_int_equal(count_notifs(SB_NOTIF_PORT_STATE, s, 5, 0), 1);
+	}
+	assert_int_equal(count_notifs(SB_NOTIF_PORT_STATE, 402, -1, -1), 0);
+	/* the same knob on device 1 reaches its own subscriber only */
+	struct sb_device_config c1 = tl_device_config(&sw, 1);
+	struct sb_device *d1;
+	assert_int_equal(sb_device_new(drv, &c1, &d1), 0);
+	assert_int_equal(sb_device_connect(d1, &err), 0);
+	assert_int_equal(sb_device_rpc_xml(d1, SET_FAULTS("fail-port=0"), &err), 0);
+	wait_notifs(1, SB_NOTIF_PORT_STATE, 402, 0, 0);
+	assert_int_equal(count_notifs(SB_NOTIF_PORT_STATE, 400, 0, -1), 0);
+#undef SET_FAULTS
+	sb_device_free(d);
+	sb_device_free(d1);
+	sb_listener_free(lis);
+	assert_int_equal(tl_fleet_stop(&sw), 0);
 }
 
 /* A closed domain of 6 nodes: a ring may wrap from the last position to the first. */
@@ -646,6 +729,7 @@ int main(void)
 		cmocka_unit_test(test_closed_domain_wraps),
 		cmocka_unit_test(test_listener_reconnects),
 		cmocka_unit_test(test_listener_tls),
+		cmocka_unit_test(test_port_state_change),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -249,8 +251,8 @@ static void test_errors_name_the_option(void **state)
 static void test_combinations(void **state)
 {
 	expect_refused("--listen ADDR:PORT is required", "--user", "u", "--password", "p", NULL);
-	expect_refused("--user and --password and/or --authorized-key", "--listen", "h:1", "--user",
-		       "u", NULL);
+	expect_refused("--user and --password (or --password-file) and/or --authorized-key",
+		       "--listen", "h:1", "--user", "u", NULL);
 	expect_refused("--user and --password", "--listen", "h:1", "--password", "p", NULL);
 	expect_refused("TLS needs --tls-cert, --tls-key, --tls-ca and --user", "--listen", "h:1",
 		       "--user", "u", "--tls-cert", "c", "--tls-key", "k", NULL);
@@ -312,6 +314,7 @@ static const struct {
 	{"--ports N", "[64]"},
 	{"--user U", "[required]"},
 	{"--password P", "[none]"},
+	{"--password-file FILE", "[none]"},
 	{"--authorized-key FILE", "[none]"},
 	{"--hostkey FILE", "[a fresh ECDSA key in /tmp, removed at exit]"},
 	{"--tls-cert FILE", "[none: SSH]"},
@@ -373,6 +376,112 @@ static void test_help_lists_every_option(void **state)
 	free(text);
 }
 
+/* Writes content (len bytes) to a new file of dir with the given mode; its path in path. */
+static void write_file(const char *dir, const char *name, const char *content, size_t len,
+		       mode_t mode, char *path, size_t path_len)
+{
+	snprintf(path, path_len, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(content, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/* Parses SSH options with --password-file path; the password read, or NULL when refused. */
+static char *password_from(const char *path, char **err)
+{
+	struct devsim_opts o;
+	int rc = parse(&o, err, "--listen", "h:1", "--user", "u", "--password-file", path, NULL);
+	char *pw = rc == DEVSIM_OPTS_RUN ? strdup(o.password) : NULL;
+	if (rc == DEVSIM_OPTS_RUN)
+		assert_ptr_equal(o.password, o.password_secret);
+	else
+		assert_int_equal(rc, -EINVAL);
+	devsim_opts_clear(&o);
+	assert_null(o.password_secret);
+	return pw;
+}
+
+/*
+ * --password-file: the first line without its line end; a missing, empty or
+ * unreadable file refused naming the option and the file; a file every user
+ * may read accepted with a warning; not together with --password.
+ */
+static void test_password_file(void **state)
+{
+	char dir[] = "/tmp/devsim-opts-XXXXXX", path[300], *err = NULL, *pw;
+	assert_non_null(mkdtemp(dir));
+	static const struct {
+		const char *name, *content, *password;
+	} good[] = {
+		{"plain", "s3cret\n", "s3cret"},
+		{"crlf", "s3cret\r\n", "s3cret"},
+		{"no-newline", "s3cret", "s3cret"},
+		{"two-lines", "first line\nsecond\n", "first line"},
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		write_file(dir, good[i].name, good[i].content, strlen(good[i].content), 0600, path,
+			   sizeof(path));
+		pw = password_from(path, &err);
+		if (!pw || strcmp(pw, good[i].password) || *err)
+			fail_msg("%s: password '%s', message '%s'", good[i].name,
+				 pw ? pw : "(null)", err);
+		free(pw);
+		free(err);
+	}
+	/* readable by every user: accepted, with a warning naming the file and its mode */
+	write_file(dir, "shared", "s3cret\n", 7, 0644, path, sizeof(path));
+	pw = password_from(path, &err);
+	assert_string_equal(pw, "s3cret");
+	assert_non_null(strstr(err, "warning: --password-file"));
+	assert_non_null(strstr(err, "readable by every user (mode 0644)"));
+	assert_non_null(strstr(err, path));
+	free(pw);
+	free(err);
+	/* refused, naming the option and the reason */
+	static const struct {
+		const char *name, *content;
+		size_t len;
+		const char *why;
+	} bad[] = {
+		{"empty", "", 0, "the first line is empty"},
+		{"empty-first-line", "\nsecond\n", 8, "the first line is empty"},
+		{"newline-only", "\r\n", 2, "the first line is empty"},
+		{"nul", "ab\0cd\n", 6, "NUL byte"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		write_file(dir, bad[i].name, bad[i].content, bad[i].len, 0600, path, sizeof(path));
+		assert_null(password_from(path, &err));
+		if (!strstr(err, "--password-file: ") || !strstr(err, path) ||
+		    !strstr(err, bad[i].why))
+			fail_msg("%s: message '%s', expected '%s'", bad[i].name, err, bad[i].why);
+		free(err);
+	}
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	assert_null(password_from(path, &err));
+	assert_non_null(strstr(err, "--password-file: cannot read"));
+	assert_non_null(strstr(err, "No such file or directory"));
+	free(err);
+	assert_null(password_from(dir, &err)); /* a directory */
+	assert_non_null(strstr(err, "--password-file: cannot read"));
+	free(err);
+	snprintf(path, sizeof(path), "%s/plain", dir);
+	expect_refused("--password-file: give --password or --password-file, not both", "--listen",
+		       "h:1", "--user", "u", "--password", "p", "--password-file", path, NULL);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, good[i].name);
+		unlink(path);
+	}
+	static const char *const others[] = {"shared", "empty", "empty-first-line", "newline-only",
+					     "nul"};
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, others[i]);
+		unlink(path);
+	}
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_clear_accepts_null(void **state)
 {
 	devsim_opts_clear(NULL);
@@ -390,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_combinations),
 		cmocka_unit_test(test_help_request),
 		cmocka_unit_test(test_help_lists_every_option),
+		cmocka_unit_test(test_password_file),
 		cmocka_unit_test(test_clear_accepts_null),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -86,6 +86,10 @@ static void test_edit_operations(void **state)
 	/* merge changes a leaf in place (no second <output>) */
 	assert_int_equal(edit(&tree, XC(0, 2), DS_OP_MERGE, got, sizeof(got)), DS_ERR_OK);
 	assert_string_equal(got, "0>2,1>0");
+	/* a merge of the value a leaf already has is accepted and changes nothing
+	 * (it was refused as "invalid value": found by fuzz_devsim_edit) */
+	assert_int_equal(edit(&tree, XC(0, 2) XC(1, 0), DS_OP_MERGE, got, sizeof(got)), DS_ERR_OK);
+	assert_string_equal(got, "0>2,1>0");
 	/* create on an existing entry: data-exists, and the caller keeps its copy */
 	assert_int_equal(edit(&tree,
 			      "<connection nc:operation=\"create\"><input>1</input>"

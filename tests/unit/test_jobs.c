@@ -17,7 +17,10 @@
  * state instead of circuits): placement and release with every bundle
  * checked against the physical model independently, a node fault stored
  * first and repaired ahead of queued work, a rolled-back repair retried, a
- * healed node reset, and a stored fault repaired after a restart.
+ * healed node reset, and a stored fault repaired after a restart. Rail
+ * jobs run on a rail-OCS fabric (setup_rail: the initial port map stored,
+ * the rail state's GPU check): no plan, an empty change set, GPUs held,
+ * spare, faulty or a leaf demand refused, release, restart.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -38,6 +41,7 @@
 #include "fabric_state.h"
 #include "jobs.h"
 #include "pool.h"
+#include "rails.h"
 #include "rings.h"
 #include "store.h"
 #include "txn.h"
@@ -55,6 +59,13 @@ static const char ring_json[] =
 	"{\"ocsd-fabric:fabric\": {\"name\": \"hbd\", \"ocstrx-ring\": {\"tors\": 16,"
 	" \"nodes-per-tor\": 4, \"gpus-per-node\": 4, \"k-hops\": 3, \"bundles\": 2,"
 	" \"devices\": {\"address\": \"127.0.0.1\", \"port-base\": 18400,"
+	" \"password-file\": \"/etc/ocsd/device-password\", \"accept-any-host-key\": true}}}}";
+
+/* A rail-OCS fabric: 6 servers of 4 GPUs, 3 per OCS group (the last a spare). */
+static const char rail_json[] =
+	"{\"ocsd-fabric:fabric\": {\"name\": \"rails\", \"rail-ocs\": {\"servers\": 6,"
+	" \"rails\": 4, \"servers-per-ocs\": 3, \"spare-servers-per-ocs\": 1,"
+	" \"devices\": {\"address\": \"127.0.0.1\", \"port-base\": 18500,"
 	" \"password-file\": \"/etc/ocsd/device-password\", \"accept-any-host-key\": true}}}}";
 
 #define MAX_TASKS   1024
@@ -103,6 +114,7 @@ struct fx {
 	size_t n_ring_copy;
 	struct hbd_bundle *bundle_copy;
 	size_t n_bundle_copy;
+	struct rl_state *rl; /* rail-OCS fabrics: the jobs' GPU check */
 	enum rg_change events[32];
 	int64_t reactions[32];
 	size_t n_events;
@@ -312,6 +324,8 @@ static void open_jm(struct fx *f)
 			    .txn_ctx = f,
 			    .devs = f->devs,
 			    .rings = f->rings,
+			    .gpus_check = f->rl ? rl_check_job_gpus : NULL,
+			    .gpus_check_ctx = f->rl,
 			    .events = {f, on_job_changed, NULL, NULL, on_store_failed,
 				       on_ring_changed, on_node_changed}};
 	char err[256];
@@ -372,6 +386,40 @@ static int setup_ring(void **state)
 	return setup_fabric(state, ring_json);
 }
 
+/* The rail fabric with its initial port map stored (as railswap.c adopts it). */
+static int setup_rail(void **state)
+{
+	struct fx *f;
+	struct rail_port_map m = {0};
+	struct ocs_xc *xcs = NULL;
+	struct st_circuit *adds;
+	size_t n = 0;
+	int64_t txn;
+
+	if (setup_fabric(state, rail_json) != 0)
+		return -1;
+	f = *state;
+	jm_free(f->jm);
+	f->rl = rl_new(&f->cfg->rail);
+	if (!f->rl || rail_port_map_init(&m, &f->cfg->rail) != 0 ||
+	    rail_port_map_xcs(&f->cfg->rail, &m, &xcs, &n) != 0)
+		return -1;
+	rail_port_map_clear(&m);
+	adds = calloc(n, sizeof(*adds));
+	for (size_t i = 0; adds && i < n; i++) {
+		adds[i].xc = xcs[i];
+		snprintf(adds[i].job_id, sizeof(adds[i].job_id), "%s", ST_RAIL_OWNER);
+	}
+	if (!adds || st_intent_begin(f->store, ST_RAIL_OWNER, NULL, 0, adds, n, NULL, 0, 1, &txn) ||
+	    st_intent_finish(f->store, txn, ST_INTENT_CONFIRMED, "ok", 1) ||
+	    fs_apply(f->fs, NULL, 0, adds, n) || rl_load_map(f->rl, f->fs))
+		return -1;
+	free(adds);
+	free(xcs);
+	open_jm(f);
+	return 0;
+}
+
 /* The per-state counters agree with a scan of the table. */
 static void check_counts(struct fx *f)
 {
@@ -400,6 +448,7 @@ static int teardown(void **state)
 	rg_rings_free(f->ring_copy, f->n_ring_copy);
 	free(f->bundle_copy);
 	rg_free(f->rings);
+	rl_free(f->rl);
 	dev_free(f->devs);
 	fs_free(f->fs);
 	st_close(f->store);
@@ -1284,6 +1333,95 @@ static void test_ring_restart_repairs(void **state)
 	assert_int_equal(job(f, "c")->state, JM_ACTIVE);
 }
 
+/* ---- rail-OCS jobs (kind_rail.c) ---- */
+
+static struct jm_spec rail_spec(const char *id, const int64_t *gpus, size_t n)
+{
+	return (struct jm_spec){.id = id,
+				.rail = true,
+				.raw = id,
+				.raw_len = strlen(id),
+				.gpus = gpus,
+				.n_gpus = n};
+}
+
+/* The last answer's error: status and a word of its message, and its field. */
+static void check_refusal(struct fx *f, enum jm_status st, const char *field, const char *word)
+{
+	const struct jm_error *e = &f->answers[f->n_answers - 1].err;
+
+	assert_int_equal(e->status, st);
+	assert_string_equal(e->field, field);
+	assert_non_null(strstr(e->message, word));
+}
+
+/*
+ * A rail job is its GPUs: no plan, an empty change set, ACTIVE; a GPU held
+ * by another live job, a spare's, a faulty one and a leaf demand are
+ * refused creating nothing; a release frees the GPUs; a job left
+ * PROGRAMMING by a restart is programmed again.
+ */
+static void test_rail_jobs(void **state)
+{
+	struct fx *f = *state;
+	static const int64_t g01[] = {0, 1}, g12[] = {1, 2}, g8[] = {8}, g3[] = {3}, g1[] = {1},
+			     g5[] = {5};
+	struct jm_spec s = rail_spec("r1", g01, 2);
+	size_t circuits = fs_count(f->fs);
+
+	jm_submit(f->jm, &s, on_answer, f);
+	assert_int_equal(run_plans(f), 0); /* nothing to plan */
+	assert_int_equal(job(f, "r1")->state, JM_PROGRAMMING);
+	assert_true(f->txn_open);
+	assert_int_equal(f->change.n_additions + f->change.n_removals, 0);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "r1")->state, JM_ACTIVE);
+	assert_int_equal(stored_state(f, "r1"), JM_ACTIVE);
+	assert_int_equal(f->answers[0].state, JM_ACTIVE);
+	assert_int_equal(fs_count(f->fs), circuits); /* the port map is untouched */
+
+	s = rail_spec("r2", g12, 2);
+	jm_submit(f->jm, &s, on_answer, f);
+	check_refusal(f, JM_PRECONDITION, "placement.gpus[0].gpu", "held by job r1");
+	s = rail_spec("r2", g8, 1);
+	jm_submit(f->jm, &s, on_answer, f);
+	check_refusal(f, JM_PRECONDITION, "placement.gpus[0].gpu", "spare");
+	rl_set_faulty(f->rl, 3, true, "operator", 7);
+	s = rail_spec("r2", g3, 1);
+	jm_submit(f->jm, &s, on_answer, f);
+	check_refusal(f, JM_PRECONDITION, "placement.gpus[0].gpu", "faulty");
+	s = spec_of("r2", NULL, small_demand, 1);
+	jm_submit(f->jm, &s, on_answer, f);
+	check_refusal(f, JM_PRECONDITION, "leaf_demand", "rail-ocs");
+	assert_null(jm_find(f->jm, "r2"));
+	assert_false(f->txn_open);
+
+	jm_release(f->jm, "r1", on_answer, f);
+	assert_true(f->txn_open);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "r1")->state, JM_RELEASED);
+	s = rail_spec("r2", g1, 1);
+	jm_submit(f->jm, &s, on_answer, f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "r2")->state, JM_ACTIVE);
+
+	/* a restart while r3 is PROGRAMMING: programmed again, then ACTIVE */
+	s = rail_spec("r3", g5, 1);
+	jm_submit(f->jm, &s, on_answer, f);
+	assert_int_equal(stored_state(f, "r3"), JM_PROGRAMMING);
+	f->txn_open = false;
+	jm_stop(f->jm);
+	jm_free(f->jm);
+	f->n_answers = 0;
+	open_jm(f);
+	assert_int_equal(jm_set_gpus(f->jm, "r3", g5, 1), 0);
+	assert_int_equal(jm_recover(f->jm), 0);
+	assert_true(f->txn_open);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "r3")->state, JM_ACTIVE);
+	assert_int_equal(job(f, "r2")->state, JM_ACTIVE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1315,6 +1453,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ring_fault_repair, setup_ring, teardown),
 		cmocka_unit_test_setup_teardown(test_ring_restart_repairs, setup_ring, teardown),
 		cmocka_unit_test_setup_teardown(test_ring_drained_node, setup_ring, teardown),
+		cmocka_unit_test_setup_teardown(test_rail_jobs, setup_rail, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,7 +9,8 @@
  * retention (st_prune: age and count limits, batches, what is never
  * deleted), and writes that fail (another connection holding the write
  * lock, a failure injected half-way through a transaction) leaving the
- * store as it was.
+ * store as it was; the faulty GPUs, swap intents and jobs' moved GPUs of
+ * rail-OCS fabrics (schema 5).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -483,7 +484,7 @@ static void test_unknown_schema_refused(void **state)
 					    -1, &q, NULL),
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(q, 0), "5");
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "6");
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 	assert_true(st_open("/nonexistent-dir/x.db", &st, err, sizeof(err)) < 0);
@@ -781,11 +782,27 @@ static void test_upgrade_2_to_4(void **state)
 
 	st = open_traced(f->path, t);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 5); /* the current version */
+			 6); /* the current version */
 	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
 					   " ('jobs_seq', 'jobs_finished', 'intents_job',"
 					   " 'intents_open', 'intents_finished')"),
 			 5);
+	/* version 6: the intent detail tables have an id primary key (what
+	 * SQLite's session extension needs), the old rows with their rowids */
+	assert_int_equal(raw_long(f->path,
+				  "SELECT COUNT(*) FROM pragma_table_info('intent_xcs'),"
+				  " pragma_table_info('intent_links') l,"
+				  " pragma_table_info('intent_rings') r,"
+				  " pragma_table_info('intent_bundles') b"
+				  " WHERE pragma_table_info.name = 'id' AND"
+				  " pragma_table_info.pk = 1 AND l.name = 'id' AND l.pk = 1"
+				  " AND r.name = 'id' AND r.pk = 1 AND b.name = 'id' AND b.pk = 1"),
+			 1);
+	assert_int_equal(
+		raw_long(f->path,
+			 "SELECT COUNT(*) FROM intent_xcs WHERE"
+			 " (id = 1 AND job_id = 'p-old') OR (id = 2 AND job_id = 'p-live')"),
+		2);
 	assert_int_equal(st_job_get(st, "p-live", &got), 0);
 	assert_string_equal(got.state, "ACTIVE");
 	st_job_clear(&got);
@@ -800,11 +817,11 @@ static void test_upgrade_2_to_4(void **state)
 	st_close(st);
 	free(t);
 
-	/* opened again: nothing to upgrade, still version 4 */
+	/* opened again: nothing to upgrade, still version 5 */
 	st = open_store(f->path);
 	st_close(st);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 5); /* the current version */
+			 6); /* the current version */
 }
 
 /* ---- OCSTrx rings (schema 4) ---- */
@@ -957,7 +974,7 @@ static void test_upgrade_3_to_4(void **state)
 			  " UPDATE meta SET value = '3' WHERE key = 'schema_version';");
 	st = open_store(f->path);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 5); /* the current version */
+			 6); /* the current version */
 	assert_int_equal(st_job_get(st, "old", &got), 0);
 	st_job_clear(&got);
 	assert_int_equal(st_ring_intent_begin(st, "old", &r, 1, NULL, 0, NULL, 2, &txn), 0);
@@ -1293,6 +1310,93 @@ static void test_write_fails_midway(void **state)
 	st_close(st);
 }
 
+/* ---- rail-OCS fabrics (schema 5) ---- */
+
+static int collect_rail_fault(void *ctx, int64_t gpu, const char *source, int64_t since_ms)
+{
+	char *out = ctx;
+
+	snprintf(out + strlen(out), 256 - strlen(out), "%lld:%s:%lld;", (long long)gpu, source,
+		 (long long)since_ms);
+	return 0;
+}
+
+static int collect_rail_move(void *ctx, const struct st_rail_job_move *m)
+{
+	char *out = ctx;
+
+	snprintf(out + strlen(out), 256 - strlen(out), "%s@%lld:%lld:%lld->%lld@%lld;", m->job_id,
+		 (long long)m->txn_id, (long long)m->rail_port, (long long)m->old_gpu,
+		 (long long)m->new_gpu, (long long)m->moved_ms);
+	return 0;
+}
+
+/*
+ * A swap's intent: nothing of it counts until confirmed; confirmed, its
+ * circuits, the GPU's fault and the jobs' moves land together; rolled back,
+ * none of them; faults set and cleared on their own; and retention deletes
+ * a finished swap intent with its rows (foreign keys allow it).
+ */
+static void test_rail(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct st_circuit add[2] = {{{0, 0, 1, 12}, ST_RAIL_OWNER}, {{0, 0, 12, 1}, ST_RAIL_OWNER}};
+	struct ocs_xc del[2] = {{0, 0, 0, 12}, {0, 0, 12, 0}};
+	struct st_rail_move moves[2] = {{0, 0, 1, "job-a"}, {3, 1, -1, ""}};
+	struct st_rail_swap swap = {7, "idle-gpu", "operator", 42, moves, 2};
+	struct circuits cs = {0};
+	char faults[256] = "", moved[256] = "";
+	int64_t txn, txn2;
+	size_t n = 9;
+
+	/* the initial joins, stored as any intent */
+	assert_int_equal(st_intent_begin(st, ST_RAIL_OWNER, NULL, 0,
+					 (struct st_circuit[]){{{0, 0, 0, 12}, ST_RAIL_OWNER},
+							       {{0, 0, 12, 0}, ST_RAIL_OWNER}},
+					 2, NULL, 0, 1, &txn),
+			 0);
+	assert_int_equal(st_intent_finish(st, txn, ST_INTENT_CONFIRMED, "ok", 2), 0);
+	assert_int_equal(st_rail_intent_begin(st, NULL, 1, add, 2, &swap, 3, &txn), -EINVAL);
+	/* rolled back: nothing of it counts */
+	assert_int_equal(st_rail_intent_begin(st, del, 2, add, 2, &swap, 3, &txn), 0);
+	assert_int_equal(st_intent_finish(st, txn, ST_INTENT_ROLLED_BACK, "no", 4), 0);
+	assert_int_equal(st_rail_fault_list(st, collect_rail_fault, faults), 0);
+	assert_int_equal(st_rail_move_list(st, collect_rail_move, moved), 0);
+	assert_string_equal(faults, "");
+	assert_string_equal(moved, "");
+	/* confirmed: circuits, the fault and job-a's move together */
+	assert_int_equal(st_rail_intent_begin(st, del, 2, add, 2, &swap, 5, &txn2), 0);
+	assert_int_equal(st_intent_finish(st, txn2, ST_INTENT_CONFIRMED, "ok", 6), 0);
+	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
+	assert_int_equal(cs.n, 2);
+	assert_int_equal(cs.items[0].xc.in, 1);
+	assert_string_equal(cs.items[0].job_id, ST_RAIL_OWNER);
+	assert_int_equal(st_rail_fault_list(st, collect_rail_fault, faults), 0);
+	assert_string_equal(faults, "7:operator:42;");
+	assert_int_equal(st_rail_move_list(st, collect_rail_move, moved), 0);
+	snprintf(faults, sizeof(faults), "job-a@%lld:0:0->1@6;", (long long)txn2);
+	assert_string_equal(moved, faults);
+	/* a GPU already faulty keeps its first source; healthy removes it */
+	assert_int_equal(st_rail_fault_set(st, 7, true, "device", 99), 0);
+	assert_int_equal(st_rail_fault_set(st, 9, true, "device", 99), 0);
+	faults[0] = '\0';
+	assert_int_equal(st_rail_fault_list(st, collect_rail_fault, faults), 0);
+	assert_string_equal(faults, "7:operator:42;9:device:99;");
+	assert_int_equal(st_rail_fault_set(st, 7, false, NULL, 0), 0);
+	assert_int_equal(st_rail_fault_set(st, -1, true, "device", 0), -EINVAL);
+	faults[0] = '\0';
+	assert_int_equal(st_rail_fault_list(st, collect_rail_fault, faults), 0);
+	assert_string_equal(faults, "9:device:99;");
+	/* retention: finished swap intents go with their rows; the moves of a live job stay */
+	assert_int_equal(st_prune(st, 100 * DAY_MS, DAY_MS, 10000, 100, &n, NULL, NULL), 0);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intents"), 0);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM rail_intents"), 0);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM rail_intent_moves"), 0);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM rail_job_moves"), 1);
+	st_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1314,6 +1418,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_prune_batches, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_refused_while_locked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_fails_midway, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rail, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,54 @@
+/*
+ * kind_rail.c - the rail job kind (rail-OCS fabrics, issue 12): a job is
+ * the GPUs it holds (JobSpec.placement.gpus, GPU id = server * rails +
+ * rail, spares included; solvers/fabric.h). There is nothing to plan and
+ * no circuit of its own: the port map joins every active server's GPUs to
+ * the rails whatever the jobs, so a job goes PENDING -> PROGRAMMING (an
+ * empty change set) -> ACTIVE, and a release frees its GPUs. What the job
+ * manager checks on top (jobs.c): each GPU healthy and joined to a rail
+ * port (jm_deps.gpus_check), and held by no other live job.
+ */
+#include <stdio.h>
+
+#include "config.h"
+#include "jobs_internal.h"
+#include "jobs_util.h"
+
+static bool rail_check(const struct ocsd_config *cfg, const struct jm_spec *spec,
+		       struct jm_error *err)
+{
+	int64_t n_gpus = ocs_rail_gpus(&cfg->rail);
+
+	if (cfg->kind != CFG_RAIL_OCS) {
+		jm_set_error(err, JM_PRECONDITION, "placement", "the fabric is %s, not a rail-ocs",
+			     cfg_kind_name(cfg->kind));
+		return false;
+	}
+	if (spec->n_gpus == 0) {
+		jm_set_error(err, JM_INVALID, "placement.gpus",
+			     "required: the job's GPUs (server * %d + rail)", cfg->rail.rails);
+		return false;
+	}
+	for (size_t i = 0; i < spec->n_gpus; i++)
+		if (spec->gpus[i] < 0 || spec->gpus[i] >= n_gpus) {
+			char field[64];
+
+			snprintf(field, sizeof(field), "placement.gpus[%zu].gpu", i);
+			jm_set_error(err, JM_INVALID, field,
+				     "gpu %lld is not a GPU of the fabric (0..%lld)",
+				     (long long)spec->gpus[i], (long long)n_gpus - 1);
+			return false;
+		}
+	return true;
+}
+
+const struct jm_kind jm_kind_rail = {
+	.name = "rail",
+	.rings = false,
+	.gpus_only = true,
+	.demand = OCS_PLANNER_LEAF_DEMAND, /* unused: rail jobs take no planner */
+	.demand_name = "GPUs",
+	.check = rail_check,
+	.plan = NULL,
+	.figures = NULL,
+};

@@ -1,0 +1,79 @@
+/*
+ * leader.h - leader election among ocsd replicas with an etcd lease
+ * (--replica-id, --advertise): the leader key P "leader" holds
+ * "REPLICA-ID ADVERTISE" under the leader's lease; a replica leads from the
+ * etcd transaction that created the key (its create revision is the fence
+ * of every store write, st_etcd_set_fence) until its lease ends.
+ *
+ * The lease (TTL default 1 s) is kept alive at TTL/3 by a thread of its own
+ * with its own etcd client, so a long store write or a busy loop never lets
+ * it lapse. When a keep-alive finds the lease gone, or none succeeded for a
+ * TTL counted from when the last good one was sent (so never later than
+ * etcd's own count), on_lost is called on that thread: the replica no
+ * longer leads and must stop touching devices at once.
+ *
+ * Threading: ld_new, ld_campaign, ld_resign, ld_free on one thread;
+ * on_lost runs on the keep-alive thread.
+ */
+#ifndef OCSD_LEADER_H
+#define OCSD_LEADER_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "etcd.h"
+
+struct leader;
+
+struct ld_opts {
+	const char *replica_id; /* this replica's name */
+	const char *advertise;	/* HOST:PORT clients reach it on */
+	const char *prefix;	/* the store's key prefix; the key is prefix "leader" */
+	int ttl_s;		/* lease TTL; 0: 1 */
+};
+
+/*
+ * A candidate with its own etcd client (etcd: the endpoints and TLS files;
+ * its timeout is cut to TTL/3). Nothing is sent yet. 0 or a negative code
+ * with a message in err. Caller frees with ld_free() (accepts NULL).
+ */
+int ld_new(const struct etcd_opts *etcd, const struct ld_opts *opts, struct leader **out, char *err,
+	   size_t err_len);
+
+/*
+ * Blocks until this replica leads: grants a lease, creates the leader key
+ * in a transaction that requires it absent, and starts the keep-alive
+ * thread. While another replica leads, tries again every TTL/3. Returns 0
+ * (leading), -ETIMEDOUT after timeout_ms (< 0: no limit), -EINTR once
+ * *stop is set (a signal handler's flag; may be NULL), or an etcd error
+ * that is not "unreachable" (those are retried).
+ */
+int ld_campaign(struct leader *ld, int timeout_ms, volatile sig_atomic_t *stop,
+		void (*on_lost)(void *ctx, const char *why), void *ctx);
+
+/* The leader key and its create revision (the fence), and the lease, once leading. */
+const char *ld_key(const struct leader *ld);
+int64_t ld_revision(const struct leader *ld);
+int64_t ld_lease(const struct leader *ld);
+
+/*
+ * The current leader's "REPLICA-ID ADVERTISE" into buf ("" when none);
+ * 0 or an etcd error.
+ */
+int ld_current(struct leader *ld, char *buf, size_t len);
+
+/*
+ * Proves, in one etcd transaction, that the leader key still has this
+ * replica's create revision: 0, -EPERM (another replica's key, or none:
+ * "not the leader"), or -EIO (etcd did not answer: nothing proven), with
+ * the reason in why. Thread-safe: its own etcd client under a mutex.
+ */
+int ld_check(struct leader *ld, char *why, size_t why_len);
+
+/* Stops the keep-alive and revokes the lease (the key goes at once). */
+int ld_resign(struct leader *ld);
+/* Stops the keep-alive thread without revoking (the lease then expires). */
+void ld_free(struct leader *ld);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * rail_api.h - the rail-OCS part of the ocs.v1 API (issue 12): ReplaceGpu,
+ * MarkGpu and ListRailPorts served from the rail state (rails.h) and the
+ * swaps (railswap.h), the rail fields of GetFabric and of a Job, and the
+ * RailEvent and GpuEvent of Events.Watch. api.c hands it the decoded,
+ * validated requests of a rail-OCS fabric on the loop thread; errors of
+ * the swaps go back through api.c's one mapping to gRPC (ra_deps.fail).
+ *
+ * Ownership: the ra object borrows everything in ra_deps; the server is
+ * attached once it exists (ra_attach). Threading: loop thread only.
+ */
+#ifndef OCSD_RAIL_API_H
+#define OCSD_RAIL_API_H
+
+#include "arena.h"
+#include "jobs.h"
+#include "nb.h"
+#include "railswap.h"
+
+struct devices;
+struct ocsd_config;
+struct rl_state;
+
+struct ra_deps {
+	const struct ocsd_config *cfg;
+	struct rl_state *rl;
+	struct rsw *rsw;
+	struct devices *devs;
+	/* answers call with a job manager error (api.c's mapping to gRPC) */
+	void (*fail)(struct nb_call *call, const struct jm_error *err);
+};
+
+struct ra;
+
+/* NULL on allocation failure; ra_free accepts NULL. */
+struct ra *ra_new(const struct ra_deps *deps);
+void ra_free(struct ra *ra);
+/* The server events are published on (NULL: none yet). */
+void ra_attach(struct ra *ra, struct nb_server *server);
+/* The swaps, once they exist (created after the API: they publish through it). */
+void ra_attach_swaps(struct ra *ra, struct rsw *rsw);
+/* The swaps' events -> RailEvent and GpuEvent (pass as rsw_deps.events). */
+struct rsw_events ra_events(struct ra *ra);
+
+void ra_serve_replace(struct ra *ra, struct nb_call *call, const Ocs__V1__ReplaceGpuRequest *req);
+void ra_serve_mark(struct ra *ra, struct nb_call *call, const Ocs__V1__MarkGpuRequest *req);
+void ra_serve_list_ports(struct ra *ra, struct nb_call *call,
+			 const Ocs__V1__ListRailPortsRequest *req);
+/* The rail fields of GetFabric (kind, sizes, faulty GPUs). */
+void ra_fill_fabric(const struct ra *ra, Ocs__V1__FabricSummary *r);
+/* A rail job's GPUs now and its moves into m (allocated in ar). */
+void ra_fill_job(const struct ra *ra, struct arena *ar, const struct jm_job *job, Ocs__V1__Job *m);
+
+#endif

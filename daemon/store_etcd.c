@@ -1,0 +1,707 @@
+/*
+ * store_etcd.c - the etcd backend of the state store (store_etcd.h): a
+ * replicated log of SQLite changesets in etcd, applied to an in-memory
+ * SQLite copy (store.c through store_repl.h).
+ *
+ * The copy's position is (seq, head_rev): the last entry applied and the
+ * mod revision the head key had when that entry was written. Invariants:
+ *  1. The copy holds exactly the entries 1..seq of the log (or a snapshot at
+ *     some s <= seq and the entries s+1..seq), applied in order.
+ *  2. A write is published as entry seq+1 only by an etcd transaction whose
+ *     compare proves the head still has mod revision head_rev, i.e. that
+ *     the log ends at seq: the log is a single chain, never a fork.
+ *  3. The local COMMIT follows a successful publish; a failed one rolls the
+ *     write back. When the outcome is unknown (etcd did not answer) the
+ *     entry is looked for; if that fails too, the copy is marked stale and
+ *     catches up (st_etcd_sync) before its next write, which then either
+ *     finds its own entry in the log or not: either way invariant 1 holds.
+ *  4. Deleted log entries are only those a snapshot covers; a replica that
+ *     finds a gap (the entry after its seq is gone) loads the snapshot.
+ *
+ * States of a copy: current (seq = head), behind (a watch event or a
+ * failed compare says so: sync), stale (outcome unknown: sync before the
+ * next write). Snapshots are written before a write begins (prepare hook),
+ * when snapshot_every entries passed since the last one, so that the image
+ * is of committed data only.
+ */
+#include "store_etcd.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store_repl.h"
+
+#define ST_ETCD_SNAPSHOT_EVERY 1000
+#define ST_ETCD_CHUNK_BYTES    (1u << 20)
+/* The largest snapshot image a replica loads (a record saying more is refused). */
+#define ST_ETCD_MAX_SNAPSHOT (4ull << 30)
+/* Log entries and snapshot chunks read per range request (bounded answers). */
+#define ST_ETCD_PAGE 128
+
+struct st_etcd {
+	struct st_store *st; /* the copy; owns this backend */
+	struct etcd_client *c;
+	char *prefix;
+	char head_key[600], snap_key[600], log_prefix[600], snap_prefix[600];
+	uint64_t seq;	   /* the last entry applied */
+	int64_t head_rev;  /* the head's mod revision at seq; 0: no head yet */
+	int64_t rev_seen;  /* the etcd revision the copy is known current at */
+	bool stale;	   /* outcome of a write unknown: sync before the next */
+	uint64_t snap_seq; /* the newest snapshot known (written or loaded) */
+	unsigned snapshot_every;
+	size_t chunk_bytes;
+	void *genesis; /* image of the empty store (sqlite3 memory) */
+	size_t genesis_len;
+	uint8_t *fence_key;
+	size_t fence_key_len;
+	int64_t fence_rev;
+	struct etcd_watch *watch;
+	void (*on_change)(void *ctx);
+	void *on_change_ctx;
+	char error[768];
+};
+
+static void set_error(struct st_etcd *se, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void set_error(struct st_etcd *se, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(se->error, sizeof(se->error), fmt, ap);
+	va_end(ap);
+}
+
+const char *st_etcd_last_error(const struct st_etcd *se)
+{
+	return se->error;
+}
+
+struct etcd_client *st_etcd_client(struct st_etcd *se)
+{
+	return se->c;
+}
+
+uint64_t st_etcd_seq(const struct st_etcd *se)
+{
+	return se->seq;
+}
+
+/* A failure of the etcd client: the store's code, and the client's words. */
+static int etcd_failed(struct st_etcd *se, const char *what, int rc)
+{
+	set_error(se, "etcd: %s: %s", what,
+		  *etcd_last_error(se->c) ? etcd_last_error(se->c) : strerror(-rc));
+	return rc == -ENOMEM ? -ENOMEM : -EIO;
+}
+
+static void log_key(const struct st_etcd *se, uint64_t seq, char *key, size_t len)
+{
+	snprintf(key, len, "%s%016" PRIx64, se->log_prefix, seq);
+}
+
+/* The sequence number of a log key; 0 when it is not one. */
+static uint64_t log_seq(const struct st_etcd *se, const uint8_t *key, size_t len)
+{
+	size_t plen = strlen(se->log_prefix);
+	char digits[17];
+	char *end;
+	uint64_t seq;
+
+	if (len != plen + 16 || memcmp(key, se->log_prefix, plen) != 0)
+		return 0;
+	memcpy(digits, key + plen, 16);
+	digits[16] = 0;
+	seq = strtoull(digits, &end, 16);
+	return *end ? 0 : seq;
+}
+
+/* ---- reading etcd into the copy ---- */
+
+/* Loads the snapshot etcd has at revision rev (none: the empty store). */
+static int load_snapshot(struct st_etcd *se, int64_t rev)
+{
+	struct etcd_kvs r;
+	unsigned long long seq = 0, chunks = 0, bytes = 0, tag = 0;
+	char prefix[700], err[256];
+	uint8_t *image = NULL, *end;
+	size_t got = 0, end_len;
+	int rc = etcd_range(se->c, se->snap_key, strlen(se->snap_key), NULL, 0, 0, rev, &r);
+
+	if (rc)
+		return etcd_failed(se, "reading the snapshot", rc);
+	if (r.n == 0) {
+		etcd_kvs_clear(&r);
+		rc = st_image_load(se->st, se->genesis, se->genesis_len, err, sizeof(err));
+		if (rc)
+			set_error(se, "resetting the copy: %s", err);
+		se->seq = 0;
+		return rc;
+	}
+	if (sscanf((const char *)r.kvs[0].value, "%llu %llu %llu %llx", &seq, &chunks, &bytes,
+		   &tag) != 4 ||
+	    seq == 0 || chunks == 0 || bytes == 0 || bytes > ST_ETCD_MAX_SNAPSHOT ||
+	    chunks > bytes) {
+		set_error(se, "etcd: %s: not a snapshot record", se->snap_key);
+		etcd_kvs_clear(&r);
+		return -EPROTO;
+	}
+	etcd_kvs_clear(&r);
+	image = malloc(bytes);
+	snprintf(prefix, sizeof(prefix), "%s%016llx-%016llx/", se->snap_prefix, seq, tag);
+	end = etcd_prefix_end(prefix, strlen(prefix), &end_len);
+	if (!image || !end) {
+		free(image);
+		free(end);
+		return -ENOMEM;
+	}
+	/* chunk keys sort in order; read them a page at a time */
+	for (unsigned long long i = 0; i < chunks && rc == 0;) {
+		char from[720];
+
+		snprintf(from, sizeof(from), "%s%08llx", prefix, i);
+		rc = etcd_range(se->c, from, strlen(from), end, end_len, 8, rev, &r);
+		if (rc) {
+			rc = etcd_failed(se, "reading the snapshot", rc);
+			break;
+		}
+		if (r.n == 0)
+			rc = -EPROTO;
+		for (size_t k = 0; rc == 0 && k < r.n; k++, i++) {
+			if (got + r.kvs[k].value_len > bytes)
+				rc = -EPROTO;
+			else
+				memcpy(image + got, r.kvs[k].value, r.kvs[k].value_len);
+			got += r.kvs[k].value_len;
+		}
+		etcd_kvs_clear(&r);
+	}
+	free(end);
+	if (rc == 0 && got != bytes)
+		rc = -EPROTO;
+	if (rc == -EPROTO)
+		set_error(se, "etcd: snapshot %llu: chunks missing or larger than recorded", seq);
+	if (rc == 0) {
+		rc = st_image_load(se->st, image, bytes, err, sizeof(err));
+		if (rc)
+			set_error(se, "etcd: snapshot %llu: %s", seq, err);
+	}
+	free(image);
+	if (rc == 0) {
+		se->seq = seq;
+		se->snap_seq = seq;
+	}
+	return rc;
+}
+
+/* Applies one entry (its seq must follow the copy's). */
+static int apply_entry(struct st_etcd *se, uint64_t seq, const struct etcd_kv *kv)
+{
+	int rc;
+
+	if (seq != se->seq + 1) {
+		set_error(se, "etcd: log entry %" PRIu64 " after %" PRIu64, seq, se->seq);
+		return -EPROTO;
+	}
+	rc = st_apply_changeset(se->st, kv->value, kv->value_len);
+	if (rc) {
+		set_error(se, "log entry %" PRIu64 " does not apply to this copy (%s)", seq,
+			  strerror(-rc));
+		return rc;
+	}
+	se->seq = seq;
+	se->head_rev = kv->mod_revision;
+	return 0;
+}
+
+/*
+ * Applies the entries after the copy's seq up to head_seq, as etcd had them
+ * at revision rev. *gap: the next entry is gone (a snapshot covers it).
+ */
+static int read_log(struct st_etcd *se, uint64_t head_seq, int64_t rev, bool *gap)
+{
+	uint8_t *end;
+	size_t end_len;
+	int rc = 0;
+
+	*gap = false;
+	end = etcd_prefix_end(se->log_prefix, strlen(se->log_prefix), &end_len);
+	if (!end)
+		return -ENOMEM;
+	while (rc == 0 && se->seq < head_seq) {
+		struct etcd_kvs r;
+		char from[700];
+
+		log_key(se, se->seq + 1, from, sizeof(from));
+		rc = etcd_range(se->c, from, strlen(from), end, end_len, ST_ETCD_PAGE, rev, &r);
+		if (rc) {
+			rc = etcd_failed(se, "reading the log", rc);
+			break;
+		}
+		if (r.n == 0 || log_seq(se, r.kvs[0].key, r.kvs[0].key_len) != se->seq + 1) {
+			*gap = true;
+			etcd_kvs_clear(&r);
+			break;
+		}
+		for (size_t i = 0; rc == 0 && i < r.n; i++)
+			rc = apply_entry(se, log_seq(se, r.kvs[i].key, r.kvs[i].key_len),
+					 &r.kvs[i]);
+		etcd_kvs_clear(&r);
+	}
+	free(end);
+	return rc;
+}
+
+/*
+ * Catches up: reads the head, then the log after seq (or the snapshot and
+ * the log after it when the log has a gap or the copy does not fit it), all
+ * at the head's revision.
+ */
+static int sync_copy(struct st_etcd *se)
+{
+	struct etcd_kvs r;
+	unsigned long long head_seq = 0;
+	int64_t head_mod = 0, rev;
+	bool gap = false;
+	int rc = etcd_range(se->c, se->head_key, strlen(se->head_key), NULL, 0, 0, 0, &r);
+
+	if (rc)
+		return etcd_failed(se, "reading the head", rc);
+	rev = r.revision;
+	if (r.n == 1) {
+		head_mod = r.kvs[0].mod_revision;
+		if (sscanf((const char *)r.kvs[0].value, "%llu", &head_seq) != 1)
+			rc = -EPROTO;
+	}
+	etcd_kvs_clear(&r);
+	if (rc || head_seq < se->seq) {
+		set_error(se, "etcd: %s is %llu, behind this copy's %" PRIu64 " (etcd lost data?)",
+			  se->head_key, head_seq, se->seq);
+		return -EPROTO;
+	}
+	rc = read_log(se, head_seq, rev, &gap);
+	for (int attempt = 0; attempt < 2 && (gap || rc == -EPROTO || se->seq != head_seq);
+	     attempt++) {
+		/* start over from the snapshot (or the empty store) */
+		rc = load_snapshot(se, rev);
+		if (rc == 0)
+			rc = read_log(se, head_seq, rev, &gap);
+		if (rc == -EIO || rc == -ENOMEM)
+			break;
+	}
+	if (rc == 0 && se->seq != head_seq) {
+		set_error(se, "etcd: the log does not reach its head %llu (copy at %" PRIu64 ")",
+			  head_seq, se->seq);
+		rc = -EPROTO;
+	}
+	if (rc)
+		return rc;
+	se->head_rev = head_mod;
+	se->rev_seen = rev;
+	se->stale = false;
+	return 0;
+}
+
+int st_etcd_sync(struct st_etcd *se)
+{
+	bool changed;
+	uint64_t before = se->seq;
+	int rc = sync_copy(se);
+
+	changed = se->seq != before;
+	if (rc == 0 && changed && se->on_change)
+		se->on_change(se->on_change_ctx);
+	return rc;
+}
+
+/* ---- writing: the log entry, the fence, snapshots ---- */
+
+/* Why a publish's compare failed: the fence (-EPERM) or the head (-EBUSY). */
+static int compare_failed(struct st_etcd *se)
+{
+	if (se->fence_key) {
+		struct etcd_kvs r;
+		int rc = etcd_range(se->c, se->fence_key, se->fence_key_len, NULL, 0, 0, 0, &r);
+		bool held = rc == 0 && r.n == 1 && r.kvs[0].create_revision == se->fence_rev;
+
+		etcd_kvs_clear(&r);
+		if (rc == 0 && !held) {
+			set_error(se, "etcd: the leader key is no longer this replica's: not the "
+				      "leader");
+			return -EPERM;
+		}
+	}
+	set_error(se, "etcd: another writer extended the log past entry %" PRIu64, se->seq);
+	se->stale = true;
+	return -EBUSY;
+}
+
+/* The outcome of a publish etcd did not answer: is entry seq ours? */
+static int publish_unknown(struct st_etcd *se, const char *key, const void *changeset, size_t len,
+			   int txn_rc)
+{
+	struct etcd_kvs r;
+	int rc;
+
+	/* the transaction's failure is the one to report */
+	set_error(se, "etcd: writing the log: %s",
+		  *etcd_last_error(se->c) ? etcd_last_error(se->c) : strerror(-txn_rc));
+	rc = etcd_range(se->c, key, strlen(key), NULL, 0, 0, 0, &r);
+	if (rc == 0 && r.n == 1 && r.kvs[0].value_len == len &&
+	    memcmp(r.kvs[0].value, changeset, len) == 0) {
+		se->seq++;
+		se->head_rev = r.kvs[0].mod_revision;
+		etcd_kvs_clear(&r);
+		return 0;
+	}
+	etcd_kvs_clear(&r);
+	se->stale = true; /* it may still land: read the log before the next write */
+	return txn_rc == -ENOMEM ? -ENOMEM : -EIO;
+}
+
+static int publish(void *ctx, const void *changeset, size_t len)
+{
+	struct st_etcd *se = ctx;
+	char key[700], head[32];
+	struct etcd_cmp cmps[2] = {
+		{.key = se->head_key,
+		 .key_len = strlen(se->head_key),
+		 .target = ETCD_CMP_MOD,
+		 .result = ETCD_CMP_EQUAL,
+		 .number = se->head_rev},
+		{.key = se->fence_key,
+		 .key_len = se->fence_key_len,
+		 .target = ETCD_CMP_CREATE,
+		 .result = ETCD_CMP_EQUAL,
+		 .number = se->fence_rev},
+	};
+	struct etcd_op ops[2];
+	bool succeeded;
+	int64_t rev;
+	int rc;
+
+	log_key(se, se->seq + 1, key, sizeof(key));
+	snprintf(head, sizeof(head), "%" PRIu64, se->seq + 1);
+	ops[0] = (struct etcd_op){.kind = ETCD_OP_PUT,
+				  .key = key,
+				  .key_len = strlen(key),
+				  .value = changeset,
+				  .value_len = len};
+	ops[1] = (struct etcd_op){.kind = ETCD_OP_PUT,
+				  .key = se->head_key,
+				  .key_len = strlen(se->head_key),
+				  .value = head,
+				  .value_len = strlen(head)};
+	rc = etcd_txn(se->c, cmps, se->fence_key ? 2 : 1, ops, 2, NULL, 0, &succeeded, &rev);
+	/* etcd's UNAVAILABLE and timeouts do not say whether the entry went in */
+	if (rc)
+		return publish_unknown(se, key, changeset, len, rc);
+	if (!succeeded)
+		return compare_failed(se);
+	se->seq++;
+	se->head_rev = rev;
+	se->rev_seen = rev;
+	return 0;
+}
+
+/*
+ * The chunk prefix of the snapshot recorded in etcd (old: "" when none).
+ * Chunks carry a random tag beside the seq: two replicas that both write a
+ * snapshot of the same seq (a deposed leader and its successor) never mix
+ * their chunks, since only the tag the switch records is ever read.
+ */
+static int current_snapshot(struct st_etcd *se, char *old, size_t len)
+{
+	struct etcd_kvs r;
+	unsigned long long seq, chunks, bytes, tag;
+	int rc = etcd_range(se->c, se->snap_key, strlen(se->snap_key), NULL, 0, 0, 0, &r);
+
+	if (rc)
+		return etcd_failed(se, "reading the snapshot", rc);
+	old[0] = 0;
+	if (r.n == 1 && sscanf((const char *)r.kvs[0].value, "%llu %llu %llu %llx", &seq, &chunks,
+			       &bytes, &tag) == 4)
+		snprintf(old, len, "%s%016llx-%016llx/", se->snap_prefix, seq, tag);
+	etcd_kvs_clear(&r);
+	return 0;
+}
+
+static uint64_t random_tag(void)
+{
+	uint64_t tag = 0;
+	FILE *f = fopen("/dev/urandom", "rb");
+
+	if (!f || fread(&tag, sizeof(tag), 1, f) != 1)
+		tag = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (f)
+		fclose(f);
+	return tag;
+}
+
+/* Writes the copy as snapshot seq: chunks first, then one fenced switch. */
+static int write_snapshot(struct st_etcd *se)
+{
+	void *image;
+	size_t len, n_chunks, old_end_len, log_end_len;
+	char meta[96], prefix[700], old_prefix[700], log_end[700];
+	uint8_t *old_end = NULL;
+	uint64_t seq = se->seq, tag = random_tag();
+	int rc = current_snapshot(se, old_prefix, sizeof(old_prefix));
+
+	if (rc == 0)
+		rc = st_image_save(se->st, &image, &len);
+	if (rc)
+		return rc;
+	n_chunks = (len + se->chunk_bytes - 1) / se->chunk_bytes;
+	snprintf(prefix, sizeof(prefix), "%s%016" PRIx64 "-%016" PRIx64 "/", se->snap_prefix, seq,
+		 tag);
+	for (size_t i = 0; rc == 0 && i < n_chunks; i++) {
+		char key[720];
+		size_t off = i * se->chunk_bytes;
+		size_t n = len - off < se->chunk_bytes ? len - off : se->chunk_bytes;
+
+		snprintf(key, sizeof(key), "%s%08zx", prefix, i);
+		rc = etcd_put(se->c, key, strlen(key), (const uint8_t *)image + off, n, 0, NULL);
+	}
+	st_image_free(image);
+	if (rc)
+		return etcd_failed(se, "writing a snapshot", rc);
+	snprintf(meta, sizeof(meta), "%" PRIu64 " %zu %zu %" PRIx64, seq, n_chunks, len, tag);
+	old_end = etcd_prefix_end(old_prefix, strlen(old_prefix), &old_end_len);
+	log_key(se, seq + 1, log_end, sizeof(log_end));
+	log_end_len = strlen(log_end);
+	if (!old_end)
+		return -ENOMEM;
+	struct etcd_cmp cmps[2] = {
+		{.key = se->head_key,
+		 .key_len = strlen(se->head_key),
+		 .target = ETCD_CMP_MOD,
+		 .result = ETCD_CMP_EQUAL,
+		 .number = se->head_rev},
+		{.key = se->fence_key,
+		 .key_len = se->fence_key_len,
+		 .target = ETCD_CMP_CREATE,
+		 .result = ETCD_CMP_EQUAL,
+		 .number = se->fence_rev},
+	};
+	/* the entries the snapshot covers and the previous snapshot go with the switch */
+	struct etcd_op ops[3] = {
+		{.kind = ETCD_OP_PUT,
+		 .key = se->snap_key,
+		 .key_len = strlen(se->snap_key),
+		 .value = meta,
+		 .value_len = strlen(meta)},
+		{.kind = ETCD_OP_DELETE,
+		 .key = se->log_prefix,
+		 .key_len = strlen(se->log_prefix),
+		 .range_end = log_end,
+		 .range_end_len = log_end_len},
+		{.kind = ETCD_OP_DELETE,
+		 .key = old_prefix,
+		 .key_len = strlen(old_prefix),
+		 .range_end = old_end,
+		 .range_end_len = old_end_len},
+	};
+	bool succeeded;
+
+	rc = etcd_txn(se->c, cmps, se->fence_key ? 2 : 1, ops, old_prefix[0] ? 3 : 2, NULL, 0,
+		      &succeeded, NULL);
+	free(old_end);
+	if (rc)
+		return etcd_failed(se, "switching to a snapshot", rc);
+	if (!succeeded) { /* the log moved on: its chunks are left for the next one */
+		uint8_t *end = etcd_prefix_end(prefix, strlen(prefix), &log_end_len);
+
+		if (end)
+			(void)etcd_delete(se->c, prefix, strlen(prefix), end, log_end_len, NULL);
+		free(end);
+		return compare_failed(se);
+	}
+	se->snap_seq = seq;
+	return 0;
+}
+
+static int prepare(void *ctx)
+{
+	struct st_etcd *se = ctx;
+	int rc = 0;
+
+	if (se->stale)
+		rc = st_etcd_sync(se);
+	/* a failed snapshot is tried again after the next snapshot_every entries */
+	if (rc == 0 && se->seq >= se->snap_seq + se->snapshot_every) {
+		if (write_snapshot(se) != 0)
+			se->snap_seq = se->seq;
+	}
+	return rc;
+}
+
+static void local_commit_failed(void *ctx)
+{
+	struct st_etcd *se = ctx;
+
+	se->stale = true;
+}
+
+static void destroy(void *ctx)
+{
+	struct st_etcd *se = ctx;
+
+	etcd_watch_free(se->watch);
+	etcd_client_free(se->c);
+	st_image_free(se->genesis);
+	free(se->fence_key);
+	free(se->prefix);
+	free(se);
+}
+
+static const char *last_error(void *ctx)
+{
+	const struct st_etcd *se = ctx;
+
+	return se->error;
+}
+
+static const struct st_repl_hooks etcd_hooks = {
+	.prepare = prepare,
+	.publish = publish,
+	.local_commit_failed = local_commit_failed,
+	.last_error = last_error,
+	.destroy = destroy,
+};
+
+/* ---- following other writers ---- */
+
+static void on_watch(void *ctx, enum etcd_watch_status status, const struct etcd_event *evs,
+		     size_t n, int64_t revision)
+{
+	struct st_etcd *se = ctx;
+	uint64_t before = se->seq;
+	bool resync = false;
+
+	if (status == ETCD_WATCH_DOWN)
+		return;
+	if (status == ETCD_WATCH_COMPACTED) {
+		/* the watch stopped: re-read, then watch from what was read */
+		if (sync_copy(se) == 0)
+			etcd_watch_resume(se->watch, se->rev_seen + 1);
+		else
+			etcd_watch_resume(se->watch, revision);
+		goto out;
+	}
+	for (size_t i = 0; i < n && !resync; i++) {
+		uint64_t seq = log_seq(se, evs[i].kv.key, evs[i].kv.key_len);
+
+		if (evs[i].is_delete || seq == 0 || seq <= se->seq)
+			continue; /* pruned entries; our own writes */
+		if (seq != se->seq + 1 || apply_entry(se, seq, &evs[i].kv) != 0)
+			resync = true;
+	}
+	if (resync && sync_copy(se) != 0)
+		se->stale = true;
+	if (!se->stale && revision > se->rev_seen)
+		se->rev_seen = revision;
+out:
+	if (se->seq != before && se->on_change)
+		se->on_change(se->on_change_ctx);
+}
+
+int st_etcd_follow(struct st_etcd *se, struct event_base *base, void (*on_change)(void *ctx),
+		   void *ctx)
+{
+	uint8_t *end;
+	size_t end_len;
+	int rc;
+
+	etcd_watch_free(se->watch);
+	se->watch = NULL;
+	se->on_change = on_change;
+	se->on_change_ctx = ctx;
+	end = etcd_prefix_end(se->log_prefix, strlen(se->log_prefix), &end_len);
+	if (!end)
+		return -ENOMEM;
+	rc = etcd_watch_new(se->c, base, se->log_prefix, strlen(se->log_prefix), end, end_len,
+			    se->rev_seen + 1, on_watch, se, &se->watch);
+	free(end);
+	return rc;
+}
+
+int st_etcd_set_fence(struct st_etcd *se, const void *key, size_t key_len, int64_t create_revision)
+{
+	uint8_t *copy = NULL;
+
+	if (key) {
+		copy = malloc(key_len ? key_len : 1);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, key, key_len);
+	}
+	free(se->fence_key);
+	se->fence_key = copy;
+	se->fence_key_len = key_len;
+	se->fence_rev = create_revision;
+	return 0;
+}
+
+/* ---- opening ---- */
+
+int st_etcd_open(const struct st_etcd_opts *opts, struct st_store **st_out, struct st_etcd **se_out,
+		 char *err, size_t err_len)
+{
+	struct st_etcd *se = calloc(1, sizeof(*se));
+	struct st_store *st = NULL;
+	size_t plen = opts->prefix ? strlen(opts->prefix) : 0;
+	int rc;
+
+	*st_out = NULL;
+	*se_out = NULL;
+	if (!se)
+		return -ENOMEM;
+	if (plen == 0 || opts->prefix[plen - 1] != '/' || plen > 500) {
+		snprintf(err, err_len, "--etcd-prefix: '%s' must end with '/' (at most 500 bytes)",
+			 opts->prefix ? opts->prefix : "");
+		free(se);
+		return -EINVAL;
+	}
+	se->prefix = strdup(opts->prefix);
+	snprintf(se->head_key, sizeof(se->head_key), "%shead", opts->prefix);
+	snprintf(se->snap_key, sizeof(se->snap_key), "%ssnap", opts->prefix);
+	snprintf(se->log_prefix, sizeof(se->log_prefix), "%slog/", opts->prefix);
+	snprintf(se->snap_prefix, sizeof(se->snap_prefix), "%ssnap/", opts->prefix);
+	se->snapshot_every = opts->snapshot_every ? opts->snapshot_every : ST_ETCD_SNAPSHOT_EVERY;
+	se->chunk_bytes =
+		opts->snapshot_chunk_bytes ? opts->snapshot_chunk_bytes : ST_ETCD_CHUNK_BYTES;
+	if (!se->prefix) {
+		free(se);
+		return -ENOMEM;
+	}
+	rc = etcd_client_new(&opts->etcd, &se->c, err, err_len);
+	if (rc == 0)
+		rc = st_open_memory(&st, err, err_len);
+	if (rc == 0)
+		rc = st_image_save(st, &se->genesis, &se->genesis_len);
+	if (rc) {
+		st_close(st);
+		destroy(se);
+		return rc;
+	}
+	se->st = st;
+	st_set_repl(st, &etcd_hooks, se); /* st owns se from here */
+	rc = sync_copy(se);
+	if (rc) {
+		snprintf(err, err_len, "%s", se->error);
+		st_close(st);
+		return rc;
+	}
+	*st_out = st;
+	*se_out = se;
+	return 0;
+}

@@ -1,0 +1,67 @@
+/*
+ * store_repl.h - what a replicated store backend (store_etcd.c) needs of the
+ * SQLite store (store.c): an in-memory local copy with ocsd's schema, a hook
+ * that receives every write transaction as one SQLite changeset before it
+ * commits locally, the applying of changesets written by another replica,
+ * and whole-database images for snapshots.
+ *
+ * The SQLite engine stays the one query engine; the backend only decides
+ * whether a write may commit (its changeset reached the replicated log) and
+ * feeds the copy what other replicas wrote. store.c calls the backend only
+ * through these hooks, so the two files never call each other.
+ *
+ * Threading: as store.h (the store's thread only).
+ */
+#ifndef OCSD_STORE_REPL_H
+#define OCSD_STORE_REPL_H
+
+#include <stddef.h>
+
+#include "store.h"
+
+struct st_repl_hooks {
+	/*
+	 * Called before every write transaction begins (the copy may still be
+	 * changed here: e.g. catch up with the log). Non-zero refuses the
+	 * write with that code.
+	 */
+	int (*prepare)(void *ctx);
+	/*
+	 * Called inside every write transaction that changed something, with
+	 * its changeset, before the local COMMIT. 0: the change is replicated,
+	 * commit; else the transaction is rolled back and the write returns
+	 * this code.
+	 */
+	int (*publish)(void *ctx, const void *changeset, size_t len);
+	/* The local COMMIT failed after publish succeeded: the copy lags. */
+	void (*local_commit_failed)(void *ctx);
+	/* Why the last write it refused failed (st_strerror). */
+	const char *(*last_error)(void *ctx);
+	/* st_close(): free the backend (ctx). */
+	void (*destroy)(void *ctx);
+};
+
+/* A store in memory with the current schema (the local copy). As st_open. */
+int st_open_memory(struct st_store **out, char *err, size_t err_len);
+/*
+ * Makes st replicated: from now on every write goes through hooks->publish
+ * and any commit that bypasses it fails. hooks and ctx must outlive st;
+ * st_close() calls hooks->destroy(ctx).
+ */
+void st_set_repl(struct st_store *st, const struct st_repl_hooks *hooks, void *ctx);
+/*
+ * Applies a changeset another replica published, in one transaction.
+ * -EPROTO when it does not fit this copy (the rows it changes are not as it
+ * expects: the copies differ); then nothing was applied.
+ */
+int st_apply_changeset(struct st_store *st, const void *changeset, size_t len);
+/* The whole database as bytes (caller frees with st_image_free()). */
+int st_image_save(struct st_store *st, void **image, size_t *len);
+void st_image_free(void *image);
+/*
+ * Replaces the whole database with an image made by st_image_save (copied).
+ * -EPROTO with a message in err when its schema version is not this ocsd's.
+ */
+int st_image_load(struct st_store *st, const void *image, size_t len, char *err, size_t err_len);
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * bench_store_etcd.c - the state store on etcd next to SQLite, in the same
+ * run (issue 15): the latency of small writes (st_job_put, st_job_set_state),
+ * of a job's intent and confirm (st_intent_begin + st_intent_finish) with 64
+ * and with 16,384 cross-connects, the changeset bytes such writes put in
+ * etcd, and how long a new replica takes to load the copy from etcd (log
+ * replay, and from a snapshot). Prints medians and p99 over the repetitions.
+ * The etcd is a real single-member one on loopback (etcd_harness.h), its
+ * data on /tmp; the SQLite file on /tmp too (WAL, synchronous=FULL).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "etcd.h"
+#include "etcd_harness.h"
+#include "store.h"
+#include "store_etcd.h"
+
+#define SMALL_WRITES 200
+#define INTENTS	     20
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void report(const char *what, const char *backend, double *ms, int n)
+{
+	qsort(ms, (size_t)n, sizeof(*ms), cmp_double);
+	printf("%-34s %-7s p50 %8.3f ms  p99 %8.3f ms  (n=%d)\n", what, backend, ms[n / 2],
+	       ms[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], n);
+}
+
+static int small_writes(struct st_store *st, const char *backend)
+{
+	double ms[SMALL_WRITES];
+
+	for (int i = 0; i < SMALL_WRITES; i++) {
+		char id[32];
+		struct st_job j = {.id = id,
+				   .state = "PENDING",
+				   .request = "0123456789abcdef0123456789abcdef",
+				   .request_len = 32,
+				   .created_ms = i,
+				   .updated_ms = i};
+		double t0;
+
+		snprintf(id, sizeof(id), "job-%d", i);
+		t0 = now_s();
+		if (st_job_put(st, &j) != 0 || st_job_set_state(st, id, "ACTIVE", NULL, i) != 0)
+			return -1;
+		ms[i] = (now_s() - t0) * 1000 / 2;
+	}
+	report("small write (job put, set state)", backend, ms, SMALL_WRITES);
+	return 0;
+}
+
+static int intents(struct st_store *st, const char *backend, size_t n_xcs, int reps)
+{
+	struct st_circuit *adds = calloc(n_xcs, sizeof(*adds));
+	double ms[INTENTS];
+	char what[64];
+
+	if (!adds)
+		return -1;
+	for (int r = 0; r < reps; r++) {
+		int64_t txn;
+		double t0;
+
+		for (size_t i = 0; i < n_xcs; i++) {
+			/* ports no earlier round or run used (the circuits stay) */
+			adds[i].xc = (struct ocs_xc){(int)(i / 4096), (int)(i % 4096) / 64,
+						     (int)(i % 64) + 64 * r + (int)n_xcs * 100, r};
+			snprintf(adds[i].job_id, sizeof(adds[i].job_id), "bench-%d", r);
+		}
+		t0 = now_s();
+		if (st_intent_begin(st, adds[0].job_id, NULL, 0, adds, n_xcs, NULL, 0, r, &txn) ||
+		    st_intent_finish(st, txn, ST_INTENT_CONFIRMED, NULL, r)) {
+			free(adds);
+			return -1;
+		}
+		ms[r] = (now_s() - t0) * 1000;
+	}
+	snprintf(what, sizeof(what), "intent+confirm, %zu xcs", n_xcs);
+	report(what, backend, ms, reps);
+	free(adds);
+	return 0;
+}
+
+/* Bytes under prefix in etcd (keys and values) and how many keys. */
+static void etcd_bytes(struct st_etcd *se, const char *prefix, const char *what)
+{
+	struct etcd_kvs r;
+	size_t end_len, bytes = 0, biggest = 0;
+	uint8_t *end = etcd_prefix_end(prefix, strlen(prefix), &end_len);
+
+	if (!end ||
+	    etcd_range(st_etcd_client(se), prefix, strlen(prefix), end, end_len, 0, 0, &r) != 0) {
+		free(end);
+		return;
+	}
+	for (size_t i = 0; i < r.n; i++) {
+		bytes += r.kvs[i].key_len + r.kvs[i].value_len;
+		if (r.kvs[i].value_len > biggest)
+			biggest = r.kvs[i].value_len;
+	}
+	printf("%-34s %zu keys, %zu bytes, largest value %zu bytes\n", what, r.n, bytes, biggest);
+	etcd_kvs_clear(&r);
+	free(end);
+}
+
+static int load_time(struct eh_etcd *e, const char *prefix, const char *what)
+{
+	struct st_etcd_opts o = {.etcd = {.endpoints = e->endpoint}, .prefix = prefix};
+	double ms[5];
+	char err[512];
+
+	for (int i = 0; i < 5; i++) {
+		struct st_store *st;
+		struct st_etcd *se;
+		double t0 = now_s();
+
+		if (st_etcd_open(&o, &st, &se, err, sizeof(err)) != 0) {
+			fprintf(stderr, "%s\n", err);
+			return -1;
+		}
+		ms[i] = (now_s() - t0) * 1000;
+		st_close(st);
+	}
+	report(what, "etcd", ms, 5);
+	return 0;
+}
+
+int main(void)
+{
+	struct eh_etcd e;
+	struct st_store *sq = NULL, *et = NULL;
+	struct st_etcd *se;
+	struct st_etcd_opts o = {.prefix = "/bench/a/", .snapshot_every = 1000000};
+	char path[128], err[512];
+	int rc = 1;
+
+	if (eh_start(&e, false) != 0)
+		return 1;
+	o.etcd.endpoints = e.endpoint;
+	snprintf(path, sizeof(path), "/tmp/bench-store-etcd-%d.db", (int)getpid());
+	if (st_open(path, &sq, err, sizeof(err)) != 0 ||
+	    st_etcd_open(&o, &et, &se, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		goto out;
+	}
+	if (small_writes(sq, "sqlite") || small_writes(et, "etcd") ||
+	    intents(sq, "sqlite", 64, 20) || intents(et, "etcd", 64, 20) ||
+	    intents(sq, "sqlite", 16384, 5) || intents(et, "etcd", 16384, 5)) {
+		fprintf(stderr, "a write failed: %s\n", st_etcd_last_error(se));
+		goto out;
+	}
+	etcd_bytes(se, "/bench/a/log/", "etcd log after the runs:");
+	if (load_time(&e, "/bench/a/", "new replica, log replay") != 0)
+		goto out;
+	/* the same state as a snapshot: written on the next write */
+	st_close(et);
+	o.snapshot_every = 1;
+	if (st_etcd_open(&o, &et, &se, err, sizeof(err)) != 0 || st_drain_set(et, "x", true) != 0)
+		goto out;
+	etcd_bytes(se, "/bench/a/snap/", "snapshot:");
+	if (load_time(&e, "/bench/a/", "new replica, from the snapshot") != 0)
+		goto out;
+	rc = 0;
+out:
+	st_close(sq);
+	st_close(et);
+	unlink(path);
+	snprintf(err, sizeof(err), "%s-wal", path);
+	unlink(err);
+	snprintf(err, sizeof(err), "%s-shm", path);
+	unlink(err);
+	eh_stop(&e);
+	return rc;
+}

@@ -1,0 +1,37 @@
+/*
+ * etcd_harness.h - a real single-member etcd (Debian's etcd-server) for the
+ * tests of the etcd client and store: started on reserved loopback ports
+ * (tests/integration/testports.py through sb_testlib) with a fresh data
+ * directory, optionally serving TLS with certificates made at test time
+ * (tests/integration/nb_make_certs.sh), and stopped, paused or restarted by
+ * the test.
+ *
+ * Single-threaded helpers for test programs; not part of any library.
+ */
+#ifndef OCSD_ETCD_HARNESS_H
+#define OCSD_ETCD_HARNESS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct eh_etcd {
+	pid_t pid; /* 0 while stopped */
+	int client_port, peer_port;
+	bool tls;
+	char dir[256];			   /* data directory, certificates in dir/certs */
+	char endpoint[128];		   /* http(s)://127.0.0.1:client_port */
+	char ca[300], cert[300], key[300]; /* TLS: a client certificate of the CA */
+	char server_cert[300], server_key[300];
+};
+
+/* Starts etcd and waits until it serves (a range answers). 0 or -1 (printed why). */
+int eh_start(struct eh_etcd *e, bool tls);
+/* Stops it (SIGTERM, wait) and keeps the data directory; eh_restart starts it again. */
+void eh_kill(struct eh_etcd *e);
+int eh_restart(struct eh_etcd *e);
+/* Stops it and deletes the data directory (accepts a stopped one). */
+void eh_stop(struct eh_etcd *e);
+/* A port with no listener (reserved, so nobody else takes it). */
+int eh_dead_port(void);
+
+#endif

@@ -1,0 +1,590 @@
+/*
+ * test_store_etcd.c - the etcd backend of the state store
+ * (daemon/store_etcd.c) against a real single-member etcd (etcd_harness.h).
+ *
+ * The oracle is the plain SQLite store: every step runs the same store.h
+ * call on a SQLite file and on the etcd store, and after each step a dump
+ * of everything the read API returns (jobs, idempotency keys, open intents
+ * with their cross-connects, rings and bundles, circuits, links, rings,
+ * faults, drains) must be identical on both. Then: a second replica
+ * following through a watch converges to the same dump; a replica opened
+ * later (empty copy, from etcd alone) too, with and without snapshots and
+ * after a compaction; a write from a copy that is behind is refused
+ * (-EBUSY) and nothing forks; a write with etcd down is refused (-EIO)
+ * and leaves every copy unchanged; the fence refuses writes once the
+ * leader key is gone (-EPERM).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "etcd.h"
+#include "etcd_harness.h"
+#include "store.h"
+#include "store_etcd.h"
+
+static struct eh_etcd etcd;
+static int prefix_n;
+
+static int group_setup(void **state)
+{
+	(void)state;
+	return eh_start(&etcd, false) == 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	eh_stop(&etcd);
+	return 0;
+}
+
+/* ---- the dump: everything the read API says, as text ---- */
+
+struct dump {
+	char *text;
+	size_t len, cap;
+};
+
+static void out(struct dump *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void out(struct dump *d, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (d->len + (size_t)n + 1 > d->cap) {
+		d->cap = (d->len + (size_t)n + 1) * 2;
+		d->text = realloc(d->text, d->cap);
+		assert_non_null(d->text);
+	}
+	va_start(ap, fmt);
+	vsnprintf(d->text + d->len, d->cap - d->len, fmt, ap);
+	va_end(ap);
+	d->len += (size_t)n;
+}
+
+static int dump_job(void *ctx, const struct st_job *j)
+{
+	struct dump *d = ctx;
+
+	out(d, "job %s key=%s state=%s reason=%s created=%lld updated=%lld req=", j->id,
+	    j->idempotency_key ? j->idempotency_key : "-", j->state, j->reason ? j->reason : "-",
+	    (long long)j->created_ms, (long long)j->updated_ms);
+	for (size_t i = 0; i < j->request_len; i++)
+		out(d, "%02x", ((const uint8_t *)j->request)[i]);
+	out(d, "\n");
+	return 0;
+}
+
+static void dump_ring(struct dump *d, const struct rg_ring *r)
+{
+	out(d, " ring %s/%d m=%d change=%s failed=%d reason=%s at=%lld nodes=", r->job_id, r->index,
+	    r->m, st_ring_change_name(r->last_change), r->failed_node, r->reason,
+	    (long long)r->changed_ms);
+	for (int i = 0; i < r->m; i++)
+		out(d, "%d,", r->nodes[i]);
+	out(d, "\n");
+}
+
+static int dump_intent(void *ctx, const struct st_intent *in)
+{
+	struct dump *d = ctx;
+
+	out(d, "intent %lld job=%s state=%s\n", (long long)in->txn_id, in->job_id,
+	    st_intent_state_name(in->state));
+	for (size_t i = 0; i < in->n_removals; i++)
+		out(d, " del %d.%d %d->%d\n", in->removals[i].group, in->removals[i].device,
+		    in->removals[i].in, in->removals[i].out);
+	for (size_t i = 0; i < in->n_additions; i++)
+		out(d, " add %d.%d %d->%d %s\n", in->additions[i].xc.group,
+		    in->additions[i].xc.device, in->additions[i].xc.in, in->additions[i].xc.out,
+		    in->additions[i].job_id);
+	for (size_t i = 0; in->has_rings && i < in->n_rings; i++)
+		dump_ring(d, &in->rings[i]);
+	for (size_t i = 0; i < in->n_bundles; i++)
+		out(d, " bundle %d/%d path=%d dist=%d dir=%d\n", in->bundles[i].node,
+		    in->bundles[i].bundle, in->bundles[i].path, in->bundles[i].distance,
+		    in->bundles[i].dir);
+	return 0;
+}
+
+static int dump_circuit(void *ctx, const struct st_circuit *c)
+{
+	out(ctx, "circuit %d.%d %d->%d %s\n", c->xc.group, c->xc.device, c->xc.in, c->xc.out,
+	    c->job_id);
+	return 0;
+}
+
+static int dump_link(void *ctx, const struct st_link *l)
+{
+	out(ctx, "link %s %d-%d/%d x%d\n", l->job_id, l->a, l->b, l->h, l->links);
+	return 0;
+}
+
+static int dump_rings(void *ctx, const struct rg_ring *r)
+{
+	dump_ring(ctx, r);
+	return 0;
+}
+
+static int dump_fault(void *ctx, int node, const char *source, int64_t since_ms)
+{
+	out(ctx, "fault %d %s %lld\n", node, source, (long long)since_ms);
+	return 0;
+}
+
+static int dump_drain(void *ctx, const char *device)
+{
+	out(ctx, "drained %s\n", device);
+	return 0;
+}
+
+/* Caller frees. */
+static char *dump(struct st_store *st)
+{
+	struct dump d = {0};
+	char *id = NULL;
+
+	out(&d, "-\n");
+	assert_int_equal(st_job_list(st, dump_job, &d), 0);
+	assert_int_equal(st_intent_list_open(st, dump_intent, &d), 0);
+	assert_int_equal(st_circuit_list(st, NULL, dump_circuit, &d), 0);
+	assert_int_equal(st_circuit_list(st, "j2", dump_circuit, &d), 0);
+	assert_int_equal(st_link_list(st, dump_link, &d), 0);
+	assert_int_equal(st_ring_list(st, dump_rings, &d), 0);
+	assert_int_equal(st_fault_list(st, dump_fault, &d), 0);
+	assert_int_equal(st_drain_list(st, dump_drain, &d), 0);
+	if (st_job_by_key(st, "key-1", &id) == 0)
+		out(&d, "key-1 -> %s\n", id);
+	free(id);
+	return d.text;
+}
+
+static void assert_same(struct st_store *a, struct st_store *b)
+{
+	char *da = dump(a), *db = dump(b);
+
+	if (strcmp(da, db) != 0)
+		fprintf(stderr, "--- one:\n%s--- other:\n%s", da, db);
+	assert_string_equal(da, db);
+	free(da);
+	free(db);
+}
+
+/* ---- stores ---- */
+
+static void new_prefix(char *prefix, size_t len)
+{
+	snprintf(prefix, len, "/ocsd/test-%d-%d/", (int)getpid(), ++prefix_n);
+}
+
+static struct st_store *open_etcd(const char *prefix, unsigned snapshot_every, struct st_etcd **se)
+{
+	struct st_etcd_opts o = {.etcd = {.endpoints = etcd.endpoint, .timeout_ms = 1000},
+				 .prefix = prefix,
+				 .snapshot_every = snapshot_every,
+				 .snapshot_chunk_bytes = 4096};
+	struct st_store *st = NULL;
+	char err[512];
+	int rc = st_etcd_open(&o, &st, se, err, sizeof(err));
+
+	if (rc)
+		fprintf(stderr, "st_etcd_open: %s\n", err);
+	assert_int_equal(rc, 0);
+	return st;
+}
+
+static struct st_store *open_sqlite(char *path, size_t len)
+{
+	struct st_store *st = NULL;
+	char err[256];
+
+	snprintf(path, len, "/tmp/ocsd-test-store-etcd-%d-%d.db", (int)getpid(), ++prefix_n);
+	assert_int_equal(st_open(path, &st, err, sizeof(err)), 0);
+	return st;
+}
+
+static void remove_sqlite(const char *path)
+{
+	char p[300];
+
+	unlink(path);
+	snprintf(p, sizeof(p), "%s-wal", path);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", path);
+	unlink(p);
+}
+
+/* ---- the steps, each run on both stores ---- */
+
+#define BOTH(call)                                                                                 \
+	do {                                                                                       \
+		struct st_store *st_ = ref;                                                        \
+		int rc_ref_ = (call);                                                              \
+		st_ = dut;                                                                         \
+		int rc_dut_ = (call);                                                              \
+		assert_int_equal(rc_dut_, rc_ref_);                                                \
+		assert_same(ref, dut);                                                             \
+	} while (0)
+
+static int put_job(struct st_store *st, const char *id, const char *key, const char *state,
+		   int64_t ms)
+{
+	struct st_job j = {.id = (char *)id,
+			   .idempotency_key = (char *)key,
+			   .state = (char *)state,
+			   .request = "\x01\x00\xff",
+			   .request_len = 3,
+			   .created_ms = ms,
+			   .updated_ms = ms};
+
+	return st_job_put(st, &j);
+}
+
+static int begin_leaf(struct st_store *st, const char *job, int64_t ms, int64_t *txn)
+{
+	const struct ocs_xc del[] = {{0, 1, 2, 3}};
+	struct st_circuit add[] = {
+		{{0, 1, 4, 5}, "j1"}, {{1, 0, 5, 4}, "j1"}, {{1, 2, 7, 8}, "j2"}};
+	struct st_link links[] = {{"j1", 0, 1, 0, 2}, {"j2", 1, 2, 1, 1}};
+
+	return st_intent_begin(st, job, del, 1, add, 3, links, 2, ms, txn);
+}
+
+static int begin_ring(struct st_store *st, int64_t ms, int64_t *txn)
+{
+	int nodes[] = {3, 4, 5, 6};
+	struct rg_ring rings[] = {
+		{.job_id = "j3",
+		 .index = 0,
+		 .nodes = nodes,
+		 .m = 4,
+		 .last_change = RG_PLACED,
+		 .failed_node = -1,
+		 .changed_ms = ms},
+		{.job_id = "j3",
+		 .index = 1,
+		 .nodes = NULL,
+		 .m = 0,
+		 .last_change = RG_LOST,
+		 .failed_node = 9,
+		 .reason = "node 9 failed",
+		 .changed_ms = ms},
+	};
+	struct st_bundle bundles[] = {{3, 0, 1, 1, 0}, {4, 1, 1, 2, 1}};
+	struct st_fault fault = {.node = 9, .source = "agent", .since_ms = ms};
+
+	return st_ring_intent_begin(st, "j3", rings, 2, bundles, 2, &fault, ms, txn);
+}
+
+static void run_steps(struct st_store *ref, struct st_store *dut, int rounds)
+{
+	for (int r = 0; r < rounds; r++) {
+		char j1[16], j2[16], key[16];
+		int64_t t1 = 0, t2 = 0, t3 = 0, ms = 1000 * r;
+
+		snprintf(j1, sizeof(j1), "j1-%d", r);
+		snprintf(j2, sizeof(j2), "j2-%d", r);
+		if (r == 0) { /* dump() lists the circuits of "j2" on their own */
+			snprintf(j1, sizeof(j1), "j1");
+			snprintf(j2, sizeof(j2), "j2");
+		}
+		snprintf(key, sizeof(key), "key-%d", r + 1);
+		BOTH(put_job(st_, j1, key, "PENDING", ms + 1));
+		BOTH(put_job(st_, j2, NULL, "PENDING", ms + 2));
+		BOTH(put_job(st_, "j3", NULL, "PENDING", ms + 3));
+		/* refused writes change nothing, on either store */
+		BOTH(put_job(st_, "other", key, "PENDING", ms + 4));
+		BOTH(st_job_set_state(st_, "none", "ACTIVE", NULL, ms + 5));
+		BOTH(st_job_set_state(st_, j1, "PROGRAMMING", NULL, ms + 5));
+		BOTH(begin_leaf(st_, j1, ms + 6, &t1));
+		assert_true(t1 > 0);
+		BOTH(st_intent_finish(st_, t1, ST_INTENT_CONFIRMED, NULL, ms + 7));
+		BOTH(st_intent_finish(st_, t1, ST_INTENT_CONFIRMED, NULL, ms + 7));
+		BOTH(begin_leaf(st_, j2, ms + 8, &t2));
+		BOTH(st_intent_finish(st_, t2, ST_INTENT_ROLLED_BACK, "device 3 refused", ms + 9));
+		BOTH(begin_ring(st_, ms + 10, &t3));
+		BOTH(st_intent_finish(st_, t3, ST_INTENT_CONFIRMED, NULL, ms + 11));
+		BOTH(begin_leaf(st_, "j3", ms + 12, &t2)); /* left open */
+		BOTH(st_fault_set(st_, 2, true, "operator", ms + 13));
+		BOTH(st_fault_set(st_, 2, true, "again", ms + 14)); /* idempotent */
+		BOTH(st_fault_set(st_, 9, false, NULL, ms + 14));
+		BOTH(st_drain_set(st_, "ocs-3", true));
+		BOTH(st_drain_set(st_, "ocs-3", true));
+		BOTH(st_drain_set(st_, "ocs-4", true));
+		BOTH(st_drain_set(st_, "ocs-4", false));
+		BOTH(st_job_set_state(st_, j2, "RELEASED", "done", ms + 15));
+		BOTH(st_job_put(st_, &(struct st_job){.id = j1,
+						      .idempotency_key = key,
+						      .state = "ACTIVE",
+						      .reason = "replaced",
+						      .created_ms = 1,
+						      .updated_ms = ms + 16}));
+		size_t n_ref = 0, n_dut = 0;
+
+		assert_int_equal(st_prune(ref, ms + 100000, 10, 0, 100, &n_ref, NULL, NULL), 0);
+		assert_int_equal(st_prune(dut, ms + 100000, 10, 0, 100, &n_dut, NULL, NULL), 0);
+		assert_int_equal(n_ref, n_dut);
+		assert_true(n_ref > 0);
+		assert_same(ref, dut);
+	}
+}
+
+static void run_base(struct event_base *base, int ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+/* Runs base until b's copy reaches seq (or 5 s). */
+static void follow_until(struct event_base *base, struct st_etcd *b, uint64_t seq)
+{
+	for (int i = 0; i < 250 && st_etcd_seq(b) < seq; i++)
+		run_base(base, 20);
+	assert_int_equal(st_etcd_seq(b), seq);
+}
+
+static int changes;
+
+static void on_change(void *ctx)
+{
+	(void)ctx;
+	changes++;
+}
+
+static void test_every_operation(void **state)
+{
+	char prefix[96], path[128];
+	struct st_etcd *a_se, *b_se, *c_se;
+	struct st_store *ref = open_sqlite(path, sizeof(path));
+	struct st_store *dut, *b, *c;
+	struct event_base *base = event_base_new();
+
+	(void)state;
+	new_prefix(prefix, sizeof(prefix));
+	dut = open_etcd(prefix, 0, &a_se);
+	/* a second replica, following from the start */
+	b = open_etcd(prefix, 0, &b_se);
+	changes = 0;
+	assert_int_equal(st_etcd_follow(b_se, base, on_change, NULL), 0);
+	run_steps(ref, dut, 2);
+	assert_true(st_etcd_seq(a_se) > 20);
+	follow_until(base, b_se, st_etcd_seq(a_se));
+	assert_true(changes > 0);
+	assert_same(ref, b);
+	/* a replica started now: an empty copy, everything from etcd */
+	c = open_etcd(prefix, 0, &c_se);
+	assert_int_equal(st_etcd_seq(c_se), st_etcd_seq(a_se));
+	assert_same(ref, c);
+	st_close(c);
+	st_close(b);
+	st_close(dut);
+	st_close(ref);
+	remove_sqlite(path);
+	event_base_free(base);
+}
+
+static void test_snapshots(void **state)
+{
+	char prefix[96], path[128], key[160];
+	struct st_etcd *a_se, *c_se;
+	struct st_store *ref = open_sqlite(path, sizeof(path));
+	struct st_store *dut, *c;
+	struct etcd_kvs r;
+	uint8_t *end;
+	size_t end_len;
+
+	(void)state;
+	new_prefix(prefix, sizeof(prefix));
+	/* a snapshot every 10 entries, in 4 KiB chunks */
+	dut = open_etcd(prefix, 10, &a_se);
+	run_steps(ref, dut, 3);
+	/* the log before the newest snapshot is gone, the snapshot is there in chunks */
+	snprintf(key, sizeof(key), "%slog/", prefix);
+	end = etcd_prefix_end(key, strlen(key), &end_len);
+	assert_int_equal(etcd_range(st_etcd_client(a_se), key, strlen(key), end, end_len, 0, 0, &r),
+			 0);
+	assert_true(r.n < 10);
+	etcd_kvs_clear(&r);
+	free(end);
+	snprintf(key, sizeof(key), "%ssnap/", prefix);
+	end = etcd_prefix_end(key, strlen(key), &end_len);
+	assert_int_equal(etcd_range(st_etcd_client(a_se), key, strlen(key), end, end_len, 0, 0, &r),
+			 0);
+	assert_true(r.n >= 2); /* the image is larger than one 4 KiB chunk */
+	/* one snapshot only: every chunk has the same seq-tag prefix */
+	for (size_t i = 1; i < r.n; i++)
+		assert_memory_equal(r.kvs[i].key, r.kvs[0].key, strlen(key) + 33);
+	etcd_kvs_clear(&r);
+	free(end);
+	/* a new replica starts from the snapshot and the log after it */
+	c = open_etcd(prefix, 10, &c_se);
+	assert_int_equal(st_etcd_seq(c_se), st_etcd_seq(a_se));
+	assert_same(ref, c);
+	st_close(c);
+	st_close(dut);
+	st_close(ref);
+	remove_sqlite(path);
+}
+
+static void test_behind_and_compacted(void **state)
+{
+	char prefix[96], path[128];
+	struct st_etcd *a_se, *b_se;
+	struct st_store *ref = open_sqlite(path, sizeof(path));
+	struct st_store *dut, *b;
+	struct event_base *base = event_base_new();
+	int64_t rev;
+	uint64_t seq;
+
+	(void)state;
+	new_prefix(prefix, sizeof(prefix));
+	dut = open_etcd(prefix, 0, &a_se);
+	b = open_etcd(prefix, 0, &b_se);
+	BOTH(put_job(st_, "j1", "key-1", "PENDING", 1));
+	seq = st_etcd_seq(a_se);
+	/* b is behind: its write is refused and forks nothing */
+	assert_int_equal(put_job(b, "jb", NULL, "PENDING", 2), -EBUSY);
+	assert_non_null(strstr(st_etcd_last_error(b_se), "another writer"));
+	assert_int_equal(st_etcd_seq(b_se), 0);
+	/* its next write catches up first, then goes in after a's */
+	assert_int_equal(put_job(b, "jb", NULL, "PENDING", 2), 0);
+	assert_int_equal(st_etcd_seq(b_se), seq + 1);
+	assert_int_equal(put_job(ref, "jb", NULL, "PENDING", 2), 0);
+	assert_same(ref, b);
+	/* a is behind now: refused, then current */
+	assert_int_equal(put_job(dut, "jc", NULL, "PENDING", 3), -EBUSY);
+	assert_int_equal(st_job_get(dut, "jc", &(struct st_job){0}), -ENOENT);
+	BOTH(st_job_set_state(st_, "jb", "ACTIVE", NULL, 3));
+
+	/* b follows from here; a writes; etcd compacts before b's watch reads */
+	assert_int_equal(st_etcd_sync(b_se), 0);
+	assert_int_equal(st_etcd_follow(b_se, base, NULL, NULL), 0);
+	BOTH(put_job(st_, "j2", NULL, "PENDING", 4));
+	BOTH(put_job(st_, "j3", NULL, "PENDING", 5));
+	assert_int_equal(etcd_put(st_etcd_client(a_se), "/unrelated", 10, "x", 1, 0, &rev), 0);
+	assert_int_equal(etcd_compact(st_etcd_client(a_se), rev), 0);
+	follow_until(base, b_se, st_etcd_seq(a_se));
+	assert_same(ref, b);
+	/* and it keeps following after the re-read */
+	BOTH(st_drain_set(st_, "ocs-1", true));
+	follow_until(base, b_se, st_etcd_seq(a_se));
+	assert_same(ref, b);
+	st_close(b);
+	st_close(dut);
+	st_close(ref);
+	remove_sqlite(path);
+	event_base_free(base);
+}
+
+static void test_etcd_down(void **state)
+{
+	char prefix[96], path[128];
+	struct st_etcd *a_se, *c_se;
+	struct st_store *ref = open_sqlite(path, sizeof(path));
+	struct st_store *dut, *c;
+	uint64_t seq;
+	char *before;
+
+	(void)state;
+	new_prefix(prefix, sizeof(prefix));
+	dut = open_etcd(prefix, 0, &a_se);
+	BOTH(put_job(st_, "j1", "key-1", "PENDING", 1));
+	seq = st_etcd_seq(a_se);
+	before = dump(dut);
+	eh_kill(&etcd);
+	/* refused cleanly, naming etcd; the copy is unchanged and still reads */
+	assert_int_equal(put_job(dut, "j2", NULL, "PENDING", 2), -EIO);
+	assert_non_null(strstr(st_etcd_last_error(a_se), "etcd"));
+	assert_int_equal(st_drain_set(dut, "ocs-1", true), -EIO);
+	char *after = dump(dut);
+
+	assert_string_equal(before, after);
+	free(after);
+	free(before);
+	assert_int_equal(st_etcd_seq(a_se), seq);
+	/* etcd back: writes go through again, and a new replica agrees */
+	assert_int_equal(eh_restart(&etcd), 0);
+	BOTH(put_job(st_, "j2", NULL, "PENDING", 2));
+	c = open_etcd(prefix, 0, &c_se);
+	assert_same(ref, c);
+	st_close(c);
+
+	/* paused etcd: the outcome is unknown (a timeout); the copy marks
+	 * itself stale and settles from the log before the next write */
+	kill(etcd.pid, SIGSTOP);
+	assert_int_equal(put_job(dut, "j3", NULL, "PENDING", 3), -EIO);
+	kill(etcd.pid, SIGCONT);
+	c = open_etcd(prefix, 0, &c_se);
+	/* whichever way it went, the next write makes a agree with etcd */
+	assert_int_equal(st_drain_set(dut, "ocs-9", true), 0);
+	assert_int_equal(st_etcd_sync(c_se), 0);
+	assert_same(dut, c);
+	st_close(c);
+	st_close(dut);
+	st_close(ref);
+	remove_sqlite(path);
+}
+
+static void test_fence(void **state)
+{
+	char prefix[96], leader[128];
+	struct st_etcd *a_se;
+	struct st_store *a;
+	struct etcd_client *c;
+	int64_t lease, rev;
+	struct etcd_kvs r;
+
+	(void)state;
+	new_prefix(prefix, sizeof(prefix));
+	a = open_etcd(prefix, 0, &a_se);
+	c = st_etcd_client(a_se);
+	snprintf(leader, sizeof(leader), "%sleader", prefix);
+	assert_int_equal(etcd_lease_grant(c, 5, &lease, NULL), 0);
+	assert_int_equal(etcd_put(c, leader, strlen(leader), "a", 1, lease, &rev), 0);
+	assert_int_equal(st_etcd_set_fence(a_se, leader, strlen(leader), rev), 0);
+	assert_int_equal(put_job(a, "j1", NULL, "PENDING", 1), 0);
+	/* the lease ends (a deposed leader): the next write is refused as such */
+	assert_int_equal(etcd_lease_revoke(c, lease), 0);
+	assert_int_equal(put_job(a, "j2", NULL, "PENDING", 2), -EPERM);
+	assert_non_null(strstr(st_etcd_last_error(a_se), "not the leader"));
+	assert_int_equal(st_job_get(a, "j2", &(struct st_job){0}), -ENOENT);
+	/* another replica's leader key of the same name does not pass the fence */
+	assert_int_equal(etcd_put(c, leader, strlen(leader), "b", 1, 0, NULL), 0);
+	assert_int_equal(put_job(a, "j2", NULL, "PENDING", 2), -EPERM);
+	/* nothing of the refused writes reached the log */
+	assert_int_equal(etcd_range(c, leader, strlen(leader), NULL, 0, 0, 0, &r), 0);
+	etcd_kvs_clear(&r);
+	assert_int_equal(st_etcd_seq(a_se), 1);
+	st_close(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_operation),
+		cmocka_unit_test(test_snapshots),
+		cmocka_unit_test(test_behind_and_compacted),
+		cmocka_unit_test(test_etcd_down),
+		cmocka_unit_test(test_fence),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
