@@ -47,7 +47,9 @@
  *
  * Invariants:
  *  1. At most one transaction runs; its intent is stored before any device
- *     is touched and its outcome before the next starts (txn.c).
+ *     is touched (a ring transaction's: before any device is confirmed,
+ *     while the devices prepare) and its outcome before the next starts
+ *     (txn.c).
  *  2. A plan is applied only if the circuits did not change since its
  *     snapshot (fs_generation), so plans never overlap.
  *  3. Every plan passes l2_check() on the whole fabric before it is queued,
@@ -1138,10 +1140,11 @@ void jm_retry_repairs(struct jm *jm)
 /*
  * The fast path of a fault: when the job holding the node can be repaired
  * at once (no transaction running, the job ACTIVE and idle), the fault is
- * stored with the repair's intent in one SQLite transaction (one commit
- * between the notification and the devices instead of two). 0, or -errno
- * with nothing stored and nothing changed (the caller takes the ordinary
- * path then).
+ * stored with the repair's intent in one SQLite transaction, committed
+ * while the devices prepare (txn.c). 0 (a commit that fails then rolls the
+ * repair back and stops writes, through the outcome), or -errno with
+ * nothing stored and nothing changed (the caller takes the ordinary path
+ * then).
  */
 static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char *source)
 {

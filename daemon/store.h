@@ -8,7 +8,9 @@
  * The rules that make recovery possible (ARCHITECTURE.md section 5, #3):
  *  1. A job is stored before the client is told it was accepted.
  *  2. A transaction's intent (every cross-connect it removes and adds) is
- *     stored before any device is touched: st_intent_begin().
+ *     stored before any device is touched: st_intent_begin(). A ring
+ *     transaction's (st_ring_intent_begin) is stored while its devices
+ *     prepare, before any is confirmed (txn.c says why that is enough).
  *  3. Its outcome and the resulting circuit table change are stored in one
  *     SQLite transaction: st_intent_finish(). A crash between 2 and 3 leaves
  *     an open intent, which recovery resolves by reading the devices back.

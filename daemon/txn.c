@@ -4,10 +4,43 @@
  * minus the removals, plus the additions), checked by the independent L2
  * checker on the whole fabric before any device is touched and again on
  * what the devices report back.
+ *
+ * A ring transaction stores its intent (and the fault that started it)
+ * WHILE the devices prepare, instead of before: the SQLite commit
+ * (synchronous=FULL, an fsync of a few ms) was the largest part of the
+ * controller's share of a fault reaction. The loop starts the engine, then
+ * commits; the verify hook of the read-back, which runs before the confirm,
+ * waits until the commit is durable (the gate):
+ *
+ *   loop:    txn_start --engine start--> commit intent+fault --> gate open
+ *                            |                 (fsync)              |
+ *   engine:                  `-> lock, edit, validate, confirmed commit,
+ *                                read back --> verify: wait for the gate
+ *                                              --> fence (replicas) -->
+ *                                              confirm (durable) or
+ *                                              roll back (not stored)
+ *
+ * Why nothing is lost: before the confirm nothing on a device is final.
+ * Every device holds the change under a confirmed commit bound to the
+ * engine's session, so if ocsd dies before the commit is durable, no
+ * confirm was sent and every device reverts (at once when its session
+ * drops, by the confirmed-commit timeout at the latest); the store still
+ * says what the devices hold after the revert. The fault that started the
+ * repair is not lost either: the node's `faulty` state on its agent is
+ * sticky and is read again after the restart's resubscription
+ * (faults.h). If the commit fails, the gate says so: the verify hook
+ * refuses, every device is rolled back and the outcome reports the store
+ * failure (the job manager then stops serving writes). So the order that
+ * matters is kept: the intent is durable before any change becomes final,
+ * i.e. before the first confirm. On a replicated store the commit returns
+ * once the changeset is in etcd (store.c, write_commit): that wait is
+ * overlapped too, and the fence (txn_deps.fence) runs after the gate.
+ * Switch (circuit) and rail transactions keep the intent-first order.
  */
 #include "txn.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +50,7 @@
 #include "drift.h"
 #include "fabric_state.h"
 #include "l2check.h"
+#include "log.h"
 #include "loop.h"
 #include "rail_swap.h"
 #include "rings.h"
@@ -60,6 +94,15 @@ struct txn {
 	struct sb_bundle **sb_targets;
 	struct hbd_bundle **hbd_targets;
 	bool *reachable;
+	/* the gate (see the diagram above): 0 while the intent is being
+	 * stored, 1 when it is durable, -errno when it could not be stored */
+	pthread_mutex_t gate_mu;
+	pthread_cond_t gate_cv;
+	int gate;
+	char intent_error[200]; /* why the intent could not be stored */
+	/* the profile of a ring transaction (CLOCK_MONOTONIC us) */
+	int64_t intent_us, gate_wait_us;
+	bool fault; /* a repair that stores its fault with the intent */
 };
 
 struct txn_driver *txn_driver_new(const struct txn_deps *deps)
@@ -97,6 +140,8 @@ static void free_txn(struct txn *tx)
 	free(tx->others);
 	free(tx->removals);
 	free(tx->adds);
+	pthread_mutex_destroy(&tx->gate_mu);
+	pthread_cond_destroy(&tx->gate_cv);
 	free(tx);
 }
 
@@ -297,6 +342,21 @@ static int verify_rings(void *arg, enum sb_verify_phase phase, const struct sb_d
 	const struct rg_state *rg = tx->drv->d.rings;
 	int bundles = rg_domain(rg)->bundles;
 
+	if (phase == SB_VERIFY_READBACK) {
+		int64_t t0 = clk_mono_us(tx->drv->d.clock);
+		int gate;
+
+		pthread_mutex_lock(&tx->gate_mu);
+		while (!tx->gate)
+			pthread_cond_wait(&tx->gate_cv, &tx->gate_mu);
+		gate = tx->gate;
+		pthread_mutex_unlock(&tx->gate_mu);
+		tx->gate_wait_us = clk_mono_us(tx->drv->d.clock) - t0;
+		if (gate < 0) {
+			snprintf(why, why_len, "%s", tx->intent_error);
+			return gate;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		int node = tx->dev_ids[devices[i].index];
 		const struct hbd_bundle *plan = tx->hbd_targets[devices[i].index];
@@ -462,6 +522,54 @@ static void on_engine_done(void *arg, const struct sb_txn_result *r)
 	loop_post(tx->drv->d.loop, &tx->done_node, on_loop_done);
 }
 
+/* Hands tx's plan to the engine: 0, or the engine's -errno with nothing touched. */
+static int start_engine(struct txn_driver *drv, struct txn *tx)
+{
+	/* plan.id keys the engine's persist hooks, which the driver does not use:
+	 * 0 for a ring transaction, whose intent is stored after the start */
+	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->devs, tx->n_devs};
+	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_fenced, tx};
+	tx->started_us = clk_mono_us(drv->d.clock);
+	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
+					   .connect_timeout_ms = drv->d.connect_timeout_ms};
+	return sb_engine_start(drv->d.engine, &tx->plan, &tx->hooks, &tx->opts, on_engine_done, tx,
+			       &tx->handle);
+}
+
+/*
+ * A ring transaction on healthy nodes: the engine first, then the intent
+ * (and the fault) stored while the devices prepare; the gate tells the
+ * verify hook how the commit went (diagram at the top). 0: done() will be
+ * called, also when the intent could not be stored (the devices are then
+ * rolled back and the outcome says store_failed). Otherwise the engine's
+ * -errno, nothing touched and nothing stored.
+ */
+static int start_overlapped(struct txn_driver *drv, struct txn *tx, const struct st_fault *fault,
+			    char *why, size_t why_len)
+{
+	int64_t t0;
+	int rc = start_engine(drv, tx);
+
+	if (rc) {
+		snprintf(why, why_len, "the transaction could not start (%s); nothing was touched",
+			 strerror(-rc));
+		return rc;
+	}
+	t0 = clk_mono_us(drv->d.clock);
+	tx->fault = fault != NULL;
+	rc = ring_intent(drv, tx, fault);
+	tx->intent_us = clk_mono_us(drv->d.clock) - t0;
+	if (rc)
+		snprintf(tx->intent_error, sizeof(tx->intent_error),
+			 "cannot store the transaction intent (%s): no device was confirmed",
+			 st_strerror(drv->d.store, rc));
+	pthread_mutex_lock(&tx->gate_mu);
+	tx->gate = rc ? (rc < 0 ? rc : -EIO) : 1;
+	pthread_cond_broadcast(&tx->gate_cv);
+	pthread_mutex_unlock(&tx->gate_mu);
+	return 0;
+}
+
 int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *arg, char *why,
 	      size_t why_len)
 {
@@ -474,8 +582,11 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 		return -EBUSY;
 	}
 	tx = calloc(1, sizeof(*tx));
-	if (tx)
+	if (tx) {
 		tx->ring = c->ring && drv->d.rings;
+		pthread_mutex_init(&tx->gate_mu, NULL);
+		pthread_cond_init(&tx->gate_cv, NULL);
+	}
 	if (!tx || copy_change(tx, c) != 0 ||
 	    (tx->ring ? build_ring_targets(drv, tx, c) : build_targets(drv, tx)) != 0) {
 		free_txn(tx);
@@ -492,6 +603,14 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 
 		finish(tx, &r);
 		return 0;
+	}
+	if (tx->ring && tx->n_devs > 0) {
+		rc = start_overlapped(drv, tx, c->fault, why, why_len);
+		if (rc) {
+			drv->running = NULL;
+			free_txn(tx);
+		}
+		return rc;
 	}
 	if (tx->ring)
 		rc = ring_intent(drv, tx, c->fault);
@@ -520,13 +639,7 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 		finish(tx, &r);
 		return 0;
 	}
-	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->devs, tx->n_devs};
-	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_fenced, tx};
-	tx->started_us = clk_mono_us(drv->d.clock);
-	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
-					   .connect_timeout_ms = drv->d.connect_timeout_ms};
-	rc = sb_engine_start(drv->d.engine, &tx->plan, &tx->hooks, &tx->opts, on_engine_done, tx,
-			     &tx->handle);
+	rc = start_engine(drv, tx);
 	if (rc) {
 		/* Nothing was touched: the intent is closed as rolled back. A failure to
 		 * store that leaves it open, and recovery finds the devices unchanged. */
@@ -582,6 +695,10 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 				 (long long)tx->txn_id, strerror(-rc));
 		}
 	}
+	if (tx->gate < 0) {
+		o.store_failed = true;
+		snprintf(store_error, sizeof(store_error), "%s", tx->intent_error);
+	}
 	if (tx->ring && o.result == TXN_CONFIRMED && !o.store_failed &&
 	    rg_set_job_rings(drv->d.rings, tx->job_id, tx->rings, tx->n_rings) != 0) {
 		o.store_failed = true;
@@ -613,7 +730,20 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	o.n_devices = names ? tx->n_devs : 0;
 	o.store_error = store_error;
 	o.finished_us = tx->finished_us ? tx->finished_us : clk_mono_us(drv->d.clock);
-	o.engine_us = tx->finished_us ? tx->finished_us - tx->started_us : 0;
+	/* the devices' time: a wait for the intent is the controller's */
+	o.engine_us = tx->finished_us ? tx->finished_us - tx->started_us - tx->gate_wait_us : 0;
+	if (tx->ring && tx->handle)
+		log_msg(LOG_INFO,
+			"transaction %lld (job %s%s) profile: intent commit %lld us (overlapped), "
+			"verify "
+			"waited %lld us for it, engine %lld us (prepare %lld, commit %lld, verify "
+			"%lld, confirm %lld ms)",
+			(long long)tx->txn_id, tx->job_id, tx->fault ? ", fault repair" : "",
+			(long long)tx->intent_us, (long long)tx->gate_wait_us,
+			(long long)o.engine_us, (long long)r->step_ms[SB_STEP_PREPARE],
+			(long long)r->step_ms[SB_STEP_COMMIT],
+			(long long)r->step_ms[SB_STEP_VERIFY],
+			(long long)r->step_ms[SB_STEP_CONFIRM]);
 	drv->running = NULL;
 	tx->done(tx->done_arg, &o);
 	free(names);

@@ -18,7 +18,9 @@
  *
  * Invariants:
  *  1. The intent is in the store before any device is touched (st_intent_begin
- *     returns before sb_engine_start).
+ *     returns before sb_engine_start); for a ring transaction, before any
+ *     device is confirmed: it is stored while the devices prepare, and the
+ *     confirm waits until it is durable (txn.c, the diagram at the top).
  *  2. The outcome and the circuit change are stored before done() runs; when
  *     that store write fails, done() says so (store_failed) and the circuit
  *     table in memory is reloaded from the store, which recovery reconciles
@@ -26,8 +28,9 @@
  *  3. One transaction at a time per driver (the caller's rule: -EBUSY).
  *
  * In a ring domain the change is rings and bundle settings instead: the
- * intent is stored with st_ring_intent_begin, and once confirmed the ring
- * state (rings.h) takes the job's new rings.
+ * intent is stored with st_ring_intent_begin (overlapped with the devices'
+ * prepare steps, invariant 1), and once confirmed the ring state (rings.h)
+ * takes the job's new rings.
  *
  * Threading: every function on the loop thread; the engine's threads only
  * run the verify hook (the L2 checker, or the ring check on copies made at
@@ -102,7 +105,9 @@ struct txn_outcome {
 	size_t n_devices;
 	bool store_failed; /* the outcome could not be stored */
 	const char *store_error;
-	/* the engine's time (device steps included) and when it finished (CLOCK_MONOTONIC) */
+	/* the engine's time (device steps included; a wait of the confirm for the
+	 * intent's commit excluded: that is the controller's) and when it
+	 * finished (CLOCK_MONOTONIC) */
 	int64_t engine_us;
 	int64_t finished_us;
 };
@@ -144,8 +149,10 @@ void txn_driver_free(struct txn_driver *d);
 
 /*
  * Starts change c on driver (a struct txn_driver *). 0: done(arg, outcome)
- * is called later on the loop, exactly once. Otherwise nothing was touched
- * and done is never called: -EBUSY (a transaction is running), -EIO (the
+ * is called later on the loop, exactly once (for a ring transaction also
+ * when its intent could not be stored: every device is then rolled back
+ * and the outcome says store_failed). Otherwise nothing was touched and
+ * done is never called: -EBUSY (a transaction is running), -EIO (the
  * intent could not be stored), -ENOMEM or the engine's error, with why set.
  */
 int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *arg, char *why,

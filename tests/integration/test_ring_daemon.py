@@ -20,13 +20,23 @@ Checks, in order:
   - kill -9 ocsd while the repair of a second job's ring waits in the
     confirm of a neighbour (hang@confirm): after the restart the node is
     still faulty, the ring is bypassed, and every node holds what the store
-    says (ListRings).
+    says (ListRings);
+  - kill -9 ocsd while the repair's fault and intent are not durable yet
+    (this test holds the store's SQLite write lock; the nodes are already
+    edited, unconfirmed): after the restart no intent was left open, the
+    fault is read again from the node and repaired, and every node holds
+    what the store says;
+  - the repair's intent cannot be stored (the lock held past ocsd's busy
+    timeout): every node is rolled back and ocsd refuses writes
+    (UNAVAILABLE); once the lock is gone the repair's retry (every second)
+    applies and every node holds what ListRings says.
 
 usage: test_ring_daemon.py BUILD_DIR SOURCE_DIR
 """
 import atexit
 import os
 import queue
+import sqlite3
 import sys
 import threading
 import time
@@ -239,6 +249,90 @@ def main():
           "after the restart: the node is still faulty (stored)")
     check_nodes(c, "after kill -9 and restart", skip=(victim,))
     check("left open" in FLEET.log(), "recovery resolved the repair left open")
+    FLEET.set_faults(victim, "")
+
+    # ---- kill -9 while the repair's intent is not durable yet (txn.c stores
+    # it while the devices prepare; the confirm waits for the commit). This
+    # test holds the store's SQLite write lock, so ocsd's commit of the fault
+    # and the intent waits (busy timeout 5 s) while the nodes are edited.
+    first_victim = victim
+    c.jobs.SubmitJob(ring_job("j3", rings=1), timeout=TIMEOUT_S)
+    ring = c.rings("j3")[0]
+    want = expected_bundles(c.rings())
+    victim = middle_node(ring)
+    others = [n for n in ring.nodes if n != victim]
+    open_before = FLEET.log().count("left open")
+    db = sqlite3.connect(os.path.join(FLEET.state_dir, "ocsd.db"), isolation_level=None,
+                         timeout=10)
+    db.execute("BEGIN IMMEDIATE")
+    FLEET.set_faults(victim, "node-fault")
+    touched = None
+    deadline = time.time() + 3
+    while time.time() < deadline and touched is None:
+        for n in others:
+            _, bundles = FLEET.read_node(n)
+            if any(bundles.get(b, ("loopback", 0, None, None))[3] != want[n][b]
+                   for b in (0, 1)):
+                touched = n
+                break
+    window = "job j3: ring 0 lost node" not in FLEET.log()
+    FLEET.kill_ocsd()
+    db.execute("ROLLBACK")
+    db.close()
+    check(touched is not None, "a node of j3's ring was edited while the store was locked")
+    check(window, "killed before the fault and the intent were stored")
+    FLEET.start_ocsd()
+    c = Client()
+    deadline = time.time() + TIMEOUT_S
+    now = None
+    while time.time() < deadline:
+        now = c.rings("j3")[0]
+        if victim not in now.nodes:
+            break
+        time.sleep(0.1)
+    check(now is not None and victim not in now.nodes and
+          now.last_change in (fabric_pb2.RING_CHANGE_BYPASSED, fabric_pb2.RING_CHANGE_REPLACED),
+          f"after the restart: the fault of node {victim} was read again and repaired")
+    check(c.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=TIMEOUT_S).nodes_faulty == 2,
+          "after the restart: both faulty nodes known")
+    check(FLEET.log().count("left open") == open_before,
+          "no intent was left open (none was stored before the kill)")
+    check_nodes(c, "after kill -9 before the intent was durable", skip=(first_victim, victim))
+    FLEET.set_faults(victim, "")
+
+    # ---- the intent cannot be stored (the write lock is held past ocsd's 5 s
+    # busy timeout): the confirm is never sent, every node is rolled back,
+    # and ocsd stops serving writes
+    skip = (first_victim, victim)
+    c.jobs.SubmitJob(ring_job("j4", rings=1), timeout=TIMEOUT_S)
+    ring = c.rings("j4")[0]
+    victim = middle_node(ring)
+    db = sqlite3.connect(os.path.join(FLEET.state_dir, "ocsd.db"), isolation_level=None,
+                         timeout=10)
+    db.execute("BEGIN IMMEDIATE")
+    FLEET.set_faults(victim, "node-fault")
+    deadline = time.time() + TIMEOUT_S
+    while time.time() < deadline and "job j4: the ring repair was not applied" not in FLEET.log():
+        time.sleep(0.1)
+    log = FLEET.log()
+    line = next((ln for ln in log.splitlines() if "job j4: the ring repair was not applied" in ln),
+                "")
+    check("cannot store the transaction intent" in log and "rolled back" in line,
+          "intent not stored: the repair was rolled back on every node")
+    try:
+        c.jobs.SubmitJob(ring_job("j5", rings=1), timeout=TIMEOUT_S)
+        code = None
+    except grpc.RpcError as e:
+        code = e.code()
+    check(code == grpc.StatusCode.UNAVAILABLE, f"intent not stored: writes refused ({code})")
+    db.execute("ROLLBACK")
+    db.close()
+    # the repair is tried again every second; once the store takes writes it applies
+    deadline = time.time() + TIMEOUT_S
+    while time.time() < deadline and victim in c.rings("j4")[0].nodes:
+        time.sleep(0.1)
+    check(victim not in c.rings("j4")[0].nodes, "store writable again: the repair's retry applied")
+    check_nodes(c, "after the retried repair", skip=skip + (victim,))
     FLEET.set_faults(victim, "")
     FLEET.close()
 
