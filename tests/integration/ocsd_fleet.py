@@ -239,8 +239,10 @@ class Fleet:
             try:
                 m = manager.connect(host="127.0.0.1", port=self.base + node, username="ocsd",
                                     password=self.password, hostkey_verify=False,
-                                    allow_agent=False, look_for_keys=False, timeout=10)
-                m.timeout = 10
+                                    allow_agent=False, look_for_keys=False, timeout=30)
+                # 30 s: one ocs-devsim serves every node, and under ASan on a
+                # loaded 2-core machine a read took longer than 10 s
+                m.timeout = 30
                 return m
             except (TransportError, SessionCloseError):
                 if attempt == 7:
