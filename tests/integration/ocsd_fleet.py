@@ -14,11 +14,13 @@ Loopback only; every process started here is stopped by Fleet.close().
 """
 import json
 import os
+import queue
 import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -476,3 +478,35 @@ class RailFleet(Fleet):
                     s = d * self.spo + i // self.rails
                     joins[d * per_group + (o - gpu_side)] = s * self.rails + i % self.rails
         return joins, one_way
+
+
+class Watcher:
+    """Collects the events of one Watch call (a gRPC response stream) on a
+    thread; wait() returns the first one a predicate accepts."""
+
+    def __init__(self, call, timeout_s):
+        self.q = queue.Queue()
+        self.call = call
+        self.timeout_s = timeout_s
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        try:
+            for ev in self.call:
+                self.q.put(ev)
+        except Exception:  # the call cancelled or ended: no more events
+            pass
+
+    def wait(self, pred, timeout=None):
+        deadline = time.time() + (self.timeout_s if timeout is None else timeout)
+        while time.time() < deadline:
+            try:
+                ev = self.q.get(timeout=max(0.01, deadline - time.time()))
+            except queue.Empty:
+                break
+            if pred(ev):
+                return ev
+        return None
+
+    def close(self):
+        self.call.cancel()

@@ -41,7 +41,6 @@ usage: test_rail_daemon.py BUILD_DIR SOURCE_DIR
 import atexit
 import json
 import os
-import queue
 import subprocess
 import sys
 import threading
@@ -93,34 +92,6 @@ class Client:
         return self.jobs.GetJob(jobs_pb2.GetJobRequest(id=job_id), timeout=TIMEOUT_S).job
 
 
-class Watcher:
-    """Collects rail and GPU events on a thread."""
-
-    def __init__(self, client):
-        self.q = queue.Queue()
-        self.call = client.events.Watch(events_pb2.WatchRequest(rings=True))
-        threading.Thread(target=self._run, daemon=True).start()
-
-    def _run(self):
-        try:
-            for ev in self.call:
-                self.q.put(ev)
-        except grpc.RpcError:
-            pass
-
-    def wait(self, pred, timeout=TIMEOUT_S):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                ev = self.q.get(timeout=max(0.01, deadline - time.time()))
-            except queue.Empty:
-                break
-            if pred(ev):
-                return ev
-        return None
-
-    def close(self):
-        self.call.cancel()
 
 
 def ocsctl(*args):
@@ -184,7 +155,7 @@ def main():
     FLEET.start_devices()
     FLEET.start_ocsd()
     c = Client()
-    w = Watcher(c)
+    w = ocsd_fleet.Watcher(c.events.Watch(events_pb2.WatchRequest(rings=True)), TIMEOUT_S)
 
     # ---- start-up: the initial port map on empty devices
     ports = wait_map(c)

@@ -35,10 +35,8 @@ usage: test_ring_daemon.py BUILD_DIR SOURCE_DIR
 """
 import atexit
 import os
-import queue
 import sqlite3
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -76,34 +74,6 @@ class Client:
                                      timeout=TIMEOUT_S).rings
 
 
-class Watcher:
-    """Collects ring and node events on a thread."""
-
-    def __init__(self, client):
-        self.q = queue.Queue()
-        self.call = client.events.Watch(events_pb2.WatchRequest(rings=True))
-        threading.Thread(target=self._run, daemon=True).start()
-
-    def _run(self):
-        try:
-            for ev in self.call:
-                self.q.put(ev)
-        except grpc.RpcError:
-            pass
-
-    def wait(self, pred, timeout=TIMEOUT_S):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                ev = self.q.get(timeout=max(0.01, deadline - time.time()))
-            except queue.Empty:
-                break
-            if pred(ev):
-                return ev
-        return None
-
-    def close(self):
-        self.call.cancel()
 
 
 def ring_job(job_id, tp=16, rings=3):
@@ -148,7 +118,7 @@ def main():
     FLEET.start_devices()
     FLEET.start_ocsd()
     c = Client()
-    w = Watcher(c)
+    w = ocsd_fleet.Watcher(c.events.Watch(events_pb2.WatchRequest(rings=True)), TIMEOUT_S)
 
     # ---- every node's agent is read once its subscription is up (ListDevices)
     deadline = time.time() + TIMEOUT_S
