@@ -75,7 +75,7 @@ if [ "$release" = 1 ]; then
 fi
 if [ "$sanitize" = 1 ]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON
+    LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON
 fi
 if [ "$fuzz" = 1 ]; then
   fuzz_suite 30
