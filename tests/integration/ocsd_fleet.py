@@ -12,6 +12,7 @@ tests/bench/bench_ring_fault.py; RailFleet (a rail-OCS fabric on ocs-devsim
 switches) by test_rail_daemon.py.
 Loopback only; every process started here is stopped by Fleet.close().
 """
+import faulthandler
 import json
 import os
 import queue
@@ -25,6 +26,11 @@ import time
 import xml.etree.ElementTree as ET
 
 import testports
+
+# A test process that dies of a signal (an abort in grpcio's or libssh's C
+# code, say) prints every Python thread's stack on stderr, which ctest keeps:
+# a crash seen once under load is then diagnosable from its log.
+faulthandler.enable()
 
 NS = "urn:ocsd:yang:ocs-switch"
 START_TIMEOUT_S = 30
