@@ -27,6 +27,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "store_repl.h"
 
 struct fixture {
 	char dir[64];
@@ -1193,6 +1194,74 @@ static int64_t monotonic_ms(void)
 }
 
 /*
+ * A replica that loads a snapshot an older ocsd wrote (schema 6, no
+ * intent_decisions) upgrades it as a file is upgraded at open, so that every
+ * replica loading it has the same copy; an image of an unknown version is
+ * refused.
+ */
+static void test_image_upgrade(void **state)
+{
+	struct st_store *a = NULL, *b = NULL;
+	struct st_circuit add[] = {{{0, 0, 1, 2}, "ji"}};
+	struct st_intent got = {0};
+	void *image = NULL;
+	unsigned char *old;
+	sqlite3_int64 old_len = 0;
+	size_t len = 0;
+	sqlite3 *raw;
+	char err[256] = "";
+	int64_t txn;
+
+	(void)state;
+	assert_int_equal(st_open_memory(&a, err, sizeof(err)), 0);
+	assert_int_equal(st_intent_begin(a, "ji", NULL, 0, add, 1, NULL, 0, 1, &txn), 0);
+	assert_int_equal(st_image_save(a, &image, &len), 0);
+	/* the same image as schema 6 wrote it */
+	old = sqlite3_malloc64(len);
+	assert_non_null(old);
+	memcpy(old, image, len);
+	assert_int_equal(sqlite3_open(":memory:", &raw), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_deserialize(raw, "main", old, (sqlite3_int64)len, (sqlite3_int64)len,
+				    SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE),
+		SQLITE_OK);
+	assert_int_equal(sqlite3_exec(raw,
+				      "DROP TABLE intent_decisions;"
+				      " UPDATE meta SET value = '6' WHERE key = 'schema_version';",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	old = sqlite3_serialize(raw, "main", &old_len, 0);
+	assert_non_null(old);
+	sqlite3_close(raw);
+
+	assert_int_equal(st_open_memory(&b, err, sizeof(err)), 0);
+	assert_int_equal(st_image_load(b, old, (size_t)old_len, err, sizeof(err)), 0);
+	assert_int_equal(st_intent_list_open(b, collect_intent, &got), 0);
+	assert_int_equal(got.txn_id, txn);
+	assert_int_equal(st_intent_decide(b, txn, 2), 0);
+	got = (struct st_intent){0};
+	assert_int_equal(st_intent_list_open(b, collect_intent, &got), 0);
+	assert_true(got.decided);
+	/* a newer version than this ocsd knows is refused */
+	assert_int_equal(sqlite3_open(":memory:", &raw), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_exec(raw,
+			     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+			     " INSERT INTO meta VALUES('schema_version', '8');",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	sqlite3_free(old);
+	old = sqlite3_serialize(raw, "main", &old_len, 0);
+	sqlite3_close(raw);
+	assert_int_equal(st_image_load(b, old, (size_t)old_len, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "schema version 8"));
+	sqlite3_free(old);
+	st_image_free(image);
+	st_close(a);
+	st_close(b);
+}
+
+/*
  * The decision to commit (st_intent_decide): only for an open intent, once;
  * the intent stays open (recovery sees it decided) until its outcome, which
  * is stored as any other; retention deletes it with its intent. A version-6
@@ -1473,6 +1542,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_intents_and_circuits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_intents_settled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intent_decide, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_image_upgrade, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drained_devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_schema_refused, setup, teardown),
