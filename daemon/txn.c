@@ -705,9 +705,9 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	}
 	tx = calloc(1, sizeof(*tx));
 	if (tx) {
-		tx->ring = c->ring && drv->d.rings;
 		pthread_condattr_t ca;
 
+		tx->ring = c->ring && drv->d.rings;
 		pthread_mutex_init(&tx->gate_mu, NULL);
 		pthread_condattr_init(&ca);
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
