@@ -4,8 +4,8 @@ was decided (issue 15 part 4: the confirm gate records the intent's
 outcome before any confirm).
 
 The real ocsd (SQLite store) on the lab fleet; every device's first
-confirm hangs 4 s and then drops the session (ocs-devsim faults
-hang@confirm=4000,drop@confirm), so that the devices revert the
+confirm hangs 8 s and then drops the session (ocs-devsim faults
+hang@confirm=8000,drop@confirm), so that the devices revert the
 unconfirmed commit as a device does when its controller dies:
   1. a job is submitted; once the store holds the decision
      (intent_decisions) and before any confirm is answered, ocsd is
@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ocsd_fleet  # noqa: E402
 
 BUILD, SRC = sys.argv[1], sys.argv[2]
-HANG_MS = 4000
+HANG_MS = 8000  # long enough for a loaded machine to see the decision and kill
 
 fleet = ocsd_fleet.Fleet(BUILD, SRC, confirm_timeout_s=30, prefix="ocsd-decided-")
 script = ocsd_fleet.Script("decided_recovery", fleet)
@@ -96,8 +96,8 @@ def main():
             break
         time.sleep(0.2)
     check(not any(devices.values()), f"devices reverted after the kill: {devices}")
-    check(store_rows(f"SELECT state FROM intents WHERE txn_id = {txn}") == [("open",)],
-          "the intent is open before the restart")
+    rows = store_rows(f"SELECT state, detail FROM intents WHERE txn_id = {txn}")
+    check(rows == [("open", None)], f"the intent is open before the restart: {rows}")
 
     # 3. restart: recovery finishes the decided intent
     t0 = time.time()
