@@ -15,12 +15,18 @@
 #include "log.h"
 #include "rings.h"
 #include "sb_device.h"
+#include "sb_txn.h"
 #include "store.h"
 
 static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_intent *in);
+static enum st_intent_state finish_decided(const struct st_intent *in,
+					   const struct sb_txn_device *devs, size_t n, bool all_pre,
+					   char *detail, size_t len);
 
 /* How long recovery waits for a node's session (start-up only). */
 #define REC_CONNECT_MS 5000
+/* At most this many threads program devices when a decided intent is finished. */
+#define REC_ENGINE_THREADS 8
 
 /* Bundles b (n, any order) of node as a full array of `bundles` entries (absent: loopback). */
 static void full_bundles(int bundles, const struct sb_bundle *b, size_t n, size_t stride,
@@ -51,7 +57,8 @@ static bool same_bundles(const struct sb_bundle *a, const struct sb_bundle *b, i
  * before (pre). false when it cannot be read (why in detail).
  */
 static bool read_node(const struct rec_deps *rd, const struct st_intent *in, int node,
-		      bool *at_target, bool *at_pre, char *detail, size_t len)
+		      bool *at_target, bool *at_pre, struct sb_bundle *want_out, char *detail,
+		      size_t len)
 {
 	int bundles = rg_domain(rd->rings)->bundles;
 	struct sb_bundle got[bundles], want[bundles], pre[bundles];
@@ -84,41 +91,57 @@ static bool read_node(const struct rec_deps *rd, const struct st_intent *in, int
 			(struct sb_bundle){old[k].bundle, old[k].path, old[k].distance, old[k].dir};
 	*at_target = same_bundles(got, want, bundles);
 	*at_pre = same_bundles(got, pre, bundles);
+	memcpy(want_out, want, sizeof(want));
 	return true;
 }
 
-/* resolve_intent for an intent of a ring domain. */
+/*
+ * resolve_intent for an intent of a ring domain: as resolve_circuit_intent,
+ * the nodes' bundles read back against the intent's settings (target) and
+ * what the ring state says each node held (pre-image).
+ */
 static int resolve_ring_intent(const struct rec_deps *rd, const struct st_intent *in)
 {
-	int n_nodes = rg_nodes(rd->rings);
+	int n_nodes = rg_nodes(rd->rings), bundles = rg_domain(rd->rings)->bundles;
 	char *seen = calloc((size_t)n_nodes + 1, 1);
-	bool all_target = true, all_pre = true;
+	struct sb_bundle *wants = calloc((size_t)n_nodes * (size_t)bundles + 1, sizeof(*wants));
+	struct sb_txn_device *devs = calloc((size_t)n_nodes + 1, sizeof(*devs));
+	bool all_target = true, all_pre = true, all_read = true;
 	enum st_intent_state outcome;
 	char detail[512] = "";
+	size_t n = 0;
+	int rc = 0;
 
-	if (!seen)
-		return -ENOMEM;
+	if (!seen || !wants || !devs) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < in->n_bundles; i++) {
 		int node = in->bundles[i].node;
+		struct sb_bundle *want = &wants[(size_t)node * (size_t)bundles];
 		bool at_target = false, at_pre = false;
 
 		if (node < 0 || node >= n_nodes || seen[node])
 			continue;
 		seen[node] = 1;
-		if (!read_node(rd, in, node, &at_target, &at_pre, detail, sizeof(detail))) {
-			all_target = all_pre = false;
+		if (!read_node(rd, in, node, &at_target, &at_pre, want, detail, sizeof(detail))) {
+			all_target = all_pre = all_read = false;
 			continue;
 		}
 		all_target &= at_target;
 		all_pre &= at_pre;
+		if (!at_target)
+			devs[n++] = (struct sb_txn_device){dev_handle(rd->devs, node, DEV_ROLE_TXN),
+							   NULL, 0, want, (size_t)bundles};
 		if (!at_target && !at_pre)
 			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 				 "node %d holds neither the old nor the new settings; ", node);
 	}
-	free(seen);
-	if (all_target && !all_pre) {
+	if (all_target && (!all_pre || in->decided)) {
 		outcome = ST_INTENT_CONFIRMED;
 		snprintf(detail, sizeof(detail), "recovered after restart: nodes hold the target");
+	} else if (in->decided && all_read) {
+		outcome = finish_decided(in, devs, n, all_pre, detail, sizeof(detail));
 	} else if (all_pre) {
 		outcome = ST_INTENT_ROLLED_BACK;
 		snprintf(detail, sizeof(detail),
@@ -126,13 +149,18 @@ static int resolve_ring_intent(const struct rec_deps *rd, const struct st_intent
 	} else {
 		outcome = ST_INTENT_FAILED;
 	}
-	log_msg(LOG_NOTICE, "ring transaction %lld of job %s left open: %s, %s",
-		(long long)in->txn_id, in->job_id, st_intent_state_name(outcome), detail);
+	log_msg(LOG_NOTICE, "ring transaction %lld of job %s left open%s: %s, %s",
+		(long long)in->txn_id, in->job_id, in->decided ? " (decided)" : "",
+		st_intent_state_name(outcome), detail);
 	if (st_intent_finish(rd->store, in->txn_id, outcome, detail, clk_wall_ms(rd->clock)) != 0)
-		return -EIO;
-	if (outcome == ST_INTENT_CONFIRMED)
-		return rg_set_job_rings(rd->rings, in->job_id, in->rings, in->n_rings);
-	return 0;
+		rc = -EIO;
+	else if (outcome == ST_INTENT_CONFIRMED)
+		rc = rg_set_job_rings(rd->rings, in->job_id, in->rings, in->n_rings);
+out:
+	free(devs);
+	free(wants);
+	free(seen);
+	return rc;
 }
 
 static int resolve_intent(void *arg, const struct st_intent *in)
@@ -145,62 +173,182 @@ static int resolve_intent(void *arg, const struct st_intent *in)
 }
 
 /*
+ * The target of device d for intent in, from what it holds (rb): every
+ * cross-connect whose input the intent neither removes nor adds on d (so
+ * an unowned one stays, as a transaction keeps it), then the intent's
+ * additions on d. Caller frees *out. 0 or -ENOMEM.
+ */
+static int roll_forward_target(const struct rec_deps *rd, const struct st_intent *in, int d,
+			       const struct dev_readback *rb, struct sb_xc **out, size_t *n_out)
+{
+	const struct ocs_fabric *f = rd->fabric;
+	struct sb_xc *t = malloc((rb->n + in->n_additions + 1) * sizeof(*t));
+	size_t n = 0;
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < rb->n; i++) {
+		bool replaced = false;
+
+		for (size_t r = 0; r < in->n_removals && !replaced; r++)
+			replaced = ocs_fabric_device_id(f, in->removals[r].group,
+							in->removals[r].device) == d &&
+				   in->removals[r].in == rb->xcs[i].in;
+		for (size_t a = 0; a < in->n_additions && !replaced; a++)
+			replaced = ocs_fabric_device_id(f, in->additions[a].xc.group,
+							in->additions[a].xc.device) == d &&
+				   in->additions[a].xc.in == rb->xcs[i].in;
+		if (!replaced)
+			t[n++] = rb->xcs[i];
+	}
+	for (size_t a = 0; a < in->n_additions; a++)
+		if (ocs_fabric_device_id(f, in->additions[a].xc.group,
+					 in->additions[a].xc.device) == d)
+			t[n++] = (struct sb_xc){(uint16_t)in->additions[a].xc.in,
+						(uint16_t)in->additions[a].xc.out};
+	qsort(t, n, sizeof(*t), sb_xc_cmp);
+	*out = t;
+	*n_out = n;
+	return 0;
+}
+
+/*
+ * Finishes a decided intent (st_intent_decide: its commit was decided and
+ * the confirms were being sent when the previous run ended): devs (n, not
+ * empty), the devices that do not hold the target (reverted: their confirm
+ * was never sent) with their targets, get them in one transaction of a
+ * small engine of recovery's own. Returns the outcome to record: CONFIRMED
+ * when they hold the target now, else ROLLED_BACK when every device was
+ * and is back at the pre-image (all_pre), FAILED otherwise; detail says
+ * why.
+ */
+static enum st_intent_state finish_decided(const struct st_intent *in,
+					   const struct sb_txn_device *devs, size_t n, bool all_pre,
+					   char *detail, size_t len)
+{
+	struct sb_txn_plan plan = {(uint64_t)in->txn_id, devs, n};
+	struct sb_txn_result r = {0};
+	struct sb_engine *engine = NULL;
+	int rc = sb_engine_new(n < REC_ENGINE_THREADS ? (int)n : REC_ENGINE_THREADS, &engine);
+	enum st_intent_state outcome = all_pre ? ST_INTENT_ROLLED_BACK : ST_INTENT_FAILED;
+
+	if (rc == 0)
+		rc = sb_engine_run(engine, &plan, NULL, NULL, &r);
+	if (rc == 0 && r.outcome == SB_TXN_COMMITTED) {
+		outcome = ST_INTENT_CONFIRMED;
+		snprintf(detail, len,
+			 "recovered after restart: decided, finished on %zu device(s) that had "
+			 "reverted",
+			 n);
+	} else {
+		snprintf(detail, len,
+			 "recovered after restart: decided, but %zu device(s) that had reverted "
+			 "could not be programmed again (%s)",
+			 n, rc ? strerror(-rc) : r.message);
+	}
+	sb_txn_result_clear(&r);
+	sb_engine_free(engine);
+	return outcome;
+}
+
+/* finish_decided for an intent of circuits: the devices not at_target. */
+static enum st_intent_state roll_forward(const struct rec_deps *rd, const struct st_intent *in,
+					 const struct dev_readback *rbs, const bool *touched,
+					 const bool *at_target, bool all_pre, char *detail,
+					 size_t len)
+{
+	int n_dev = ocs_fabric_devices(rd->fabric);
+	struct sb_txn_device *devs = calloc((size_t)n_dev + 1, sizeof(*devs));
+	struct sb_xc **targets = calloc((size_t)n_dev + 1, sizeof(*targets));
+	enum st_intent_state outcome = ST_INTENT_FAILED;
+	size_t n = 0;
+	int rc = devs && targets ? 0 : -ENOMEM;
+
+	for (int d = 0; rc == 0 && d < n_dev; d++) {
+		if (!touched[d] || at_target[d])
+			continue;
+		rc = roll_forward_target(rd, in, d, &rbs[d], &targets[n], &devs[n].n_target);
+		devs[n].dev = dev_handle(rd->devs, d, DEV_ROLE_TXN);
+		devs[n].target = targets[n];
+		n++;
+	}
+	if (rc == 0)
+		outcome = finish_decided(in, devs, n, all_pre, detail, len);
+	else
+		snprintf(detail, len, "recovered after restart: decided, out of memory");
+	for (size_t i = 0; targets && i < n; i++)
+		free(targets[i]);
+	free(targets);
+	free(devs);
+	return outcome;
+}
+
+/*
  * Resolves one transaction a previous run left open. Confirmed commits are
  * tied to the session that made them, so the devices of a run that died
- * reverted when its sessions closed; every touched device is read back. All at the target:
- * the transaction had been confirmed; all at the pre-image: rolled back;
- * anything else: failed, and the difference is reported as drift.
+ * reverted when its sessions closed; every touched device is read back. All
+ * at the target: the transaction had been confirmed. A decided intent
+ * (st_intent_decide) is finished: devices that reverted get the target
+ * again (roll_forward). An undecided one whose devices are all at the
+ * pre-image: rolled back. Anything else (a device unreadable, or holding
+ * neither): failed, and the difference is reported as drift.
  */
 static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_intent *in)
 {
 	const struct ocs_fabric *f = rd->fabric;
 	int n_dev = ocs_fabric_devices(f);
-	char *touched = calloc((size_t)n_dev, 1);
-	bool all_target = true, all_pre = true;
+	bool *touched = calloc((size_t)n_dev + 1, sizeof(*touched));
+	bool *at_target = calloc((size_t)n_dev + 1, sizeof(*at_target));
+	struct dev_readback *rbs = calloc((size_t)n_dev + 1, sizeof(*rbs));
+	bool all_target = true, all_pre = true, all_read = true;
 	enum st_intent_state outcome;
 	char detail[512] = "";
+	int rc = 0;
 
-	if (!touched)
-		return -ENOMEM;
+	if (!touched || !at_target || !rbs) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < in->n_removals; i++)
-		touched[ocs_fabric_device_id(f, in->removals[i].group, in->removals[i].device)] = 1;
+		touched[ocs_fabric_device_id(f, in->removals[i].group, in->removals[i].device)] =
+			true;
 	for (size_t i = 0; i < in->n_additions; i++)
 		touched[ocs_fabric_device_id(f, in->additions[i].xc.group,
-					     in->additions[i].xc.device)] = 1;
+					     in->additions[i].xc.device)] = true;
 	for (int d = 0; d < n_dev; d++) {
-		struct dev_readback rb;
 		struct dev_diff to_pre = {0}, to_target = {0};
 
 		if (!touched[d])
 			continue;
 		/* The routine of devices.h: read back, compare with before and after. */
-		if (dev_read(rd->devs, d, DEV_ROLE_TXN, &rb) != 0 ||
-		    dev_compare(rd->devs, d, NULL, rb.xcs, rb.n, &to_pre) != 0 ||
-		    dev_compare(rd->devs, d, in, rb.xcs, rb.n, &to_target) != 0) {
-			all_target = all_pre = false;
+		if (dev_read(rd->devs, d, DEV_ROLE_TXN, &rbs[d]) != 0 ||
+		    dev_compare(rd->devs, d, NULL, rbs[d].xcs, rbs[d].n, &to_pre) != 0 ||
+		    dev_compare(rd->devs, d, in, rbs[d].xcs, rbs[d].n, &to_target) != 0) {
+			all_target = all_pre = all_read = false;
 			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 				 "%s unreadable (%s); ", dev_name(rd->devs, d),
-				 rb.ok ? "out of memory" : rb.error);
+				 rbs[d].ok ? "out of memory" : rbs[d].error);
 		} else {
-			bool at_target = dev_diff_equal(&to_target);
 			bool at_pre = dev_diff_equal(&to_pre);
 
-			all_target &= at_target;
+			at_target[d] = dev_diff_equal(&to_target);
+			all_target &= at_target[d];
 			all_pre &= at_pre;
-			if (!at_target && !at_pre)
+			if (!at_target[d] && !at_pre)
 				snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 					 "%s holds neither the old nor the new configuration; ",
 					 dev_name(rd->devs, d));
 		}
-		dev_readback_clear(&rb);
 		dev_diff_clear(&to_pre);
 		dev_diff_clear(&to_target);
 	}
-	free(touched);
-	if (all_target && !all_pre) {
+	if (all_target && (!all_pre || in->decided)) {
 		outcome = ST_INTENT_CONFIRMED;
 		snprintf(detail, sizeof(detail),
 			 "recovered after restart: devices hold the target");
+	} else if (in->decided && all_read) {
+		outcome = roll_forward(rd, in, rbs, touched, at_target, all_pre, detail,
+				       sizeof(detail));
 	} else if (all_pre) {
 		outcome = ST_INTENT_ROLLED_BACK;
 		snprintf(detail, sizeof(detail),
@@ -209,14 +357,19 @@ static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_int
 	} else {
 		outcome = ST_INTENT_FAILED;
 	}
-	log_msg(LOG_NOTICE, "transaction %lld of job %s left open: %s, %s", (long long)in->txn_id,
-		in->job_id, st_intent_state_name(outcome), detail);
+	log_msg(LOG_NOTICE, "transaction %lld of job %s left open%s: %s, %s", (long long)in->txn_id,
+		in->job_id, in->decided ? " (decided)" : "", st_intent_state_name(outcome), detail);
 	if (st_intent_finish(rd->store, in->txn_id, outcome, detail, clk_wall_ms(rd->clock)) != 0)
-		return -EIO;
-	if (outcome == ST_INTENT_CONFIRMED)
-		return fs_apply(rd->fs, in->removals, in->n_removals, in->additions,
-				in->n_additions);
-	return 0;
+		rc = -EIO;
+	else if (outcome == ST_INTENT_CONFIRMED)
+		rc = fs_apply(rd->fs, in->removals, in->n_removals, in->additions, in->n_additions);
+out:
+	for (int d = 0; rbs && d < n_dev; d++)
+		dev_readback_clear(&rbs[d]);
+	free(rbs);
+	free(at_target);
+	free(touched);
+	return rc;
 }
 
 int rec_resolve_open(const struct rec_deps *d)

@@ -7,12 +7,19 @@
  * nodes' bundles are read back against the intent's settings (target) and
  * what the stored rings say each node holds (the old state).
  *
+ * An intent whose commit was decided (st_intent_decide: the previous run
+ * was sending the confirms) is finished instead: the devices that reverted
+ * get the target again in one transaction of recovery's own engine, and
+ * the intent is confirmed once every device holds it (rolled back or failed
+ * if that transaction fails, as the devices then say).
+ *
  * Confirmed commits are tied to the NETCONF session that made them, so the
  * devices of a run that died reverted when its sessions closed; a frozen
  * run is covered by the confirm timeout.
  *
  * Runs on the loop thread before the job manager resumes its jobs
- * (jm_recover); it blocks while it reads devices (start-up only).
+ * (jm_recover) and before any transaction; it blocks while it reads and
+ * programs devices (start-up only).
  */
 #ifndef OCSD_RECOVERY_H
 #define OCSD_RECOVERY_H

@@ -1,12 +1,14 @@
 /*
  * store.c - the SQLite implementation of store.h.
  *
- * Schema (version 6):
+ * Schema (version 7):
  *   meta(key PK, value)                     'schema_version'
  *   jobs(id PK, idempotency_key UNIQUE, state, reason, request BLOB,
  *        created_ms, updated_ms, seq)       seq keeps creation order
  *   intents(txn_id PK AUTOINCREMENT, job_id, state, detail, created_ms,
  *           finished_ms)
+ *   intent_decisions(txn_id PK, decided_ms) intents whose commit was decided
+ *                                           (st_intent_decide): confirms follow
  *   intent_xcs(id PK, txn_id, op 'del'|'add', grp, device, in_port, out_port, job_id)
  *   intent_links(id PK, txn_id, job_id, a, b, h, links)  links an intent gives jobs
  *   circuits(grp, device, in_port PK together, out_port, job_id)
@@ -41,9 +43,12 @@
  * rail tables (rail-OCS fabrics); 6 gave intent_xcs, intent_links,
  * intent_rings and intent_bundles an id INTEGER PRIMARY KEY (SQLite's
  * session extension, which replicated stores use, skips tables without
- * one). An
+ * one); 7 added intent_decisions (a table rather than a column of intents:
+ * a changeset applies only to a table of the same columns, so the log
+ * entries an older ocsd wrote to etcd still apply to a new copy). An
  * older file is upgraded in place at open, in one transaction with the new
- * version number; a newer one is refused.
+ * version number; a newer one is refused. An older snapshot image is
+ * upgraded the same way when a replica loads it (st_image_load).
  *
  * sqlite3_finalize()'s result is not checked: it repeats the error of the
  * statement's last sqlite3_step(), which every caller already checked.
@@ -66,7 +71,7 @@
 
 #include <sqlite3.h>
 
-#define ST_SCHEMA_VERSION 6
+#define ST_SCHEMA_VERSION 7
 /* How long a write waits for another connection's lock by default. */
 #define ST_BUSY_TIMEOUT_MS 5000
 
@@ -156,7 +161,10 @@ static const char *const schema_sql =
 	"CREATE TABLE IF NOT EXISTS rail_job_moves("
 	" job_id TEXT NOT NULL, txn_id INTEGER NOT NULL, rail_port INTEGER NOT NULL,"
 	" old_gpu INTEGER NOT NULL, new_gpu INTEGER NOT NULL, moved_ms INTEGER NOT NULL,"
-	" PRIMARY KEY(job_id, txn_id, rail_port));";
+	" PRIMARY KEY(job_id, txn_id, rail_port));"
+	/* version 7 */
+	"CREATE TABLE IF NOT EXISTS intent_decisions("
+	" txn_id INTEGER PRIMARY KEY REFERENCES intents(txn_id), decided_ms INTEGER NOT NULL);";
 
 /*
  * Version 6 (replicated stores, docs/replicas.md): SQLite's session
@@ -615,13 +623,22 @@ int st_image_load(struct st_store *st, const void *image, size_t len, char *err,
 		SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE));
 	if (rc == 0)
 		rc = read_version(st, &version);
-	if (rc == 0 && version != ST_SCHEMA_VERSION) {
+	if (rc == 0 && (version < 6 || version > ST_SCHEMA_VERSION)) {
 		snprintf(err, err_len, "snapshot of schema version %d, this ocsd knows %d", version,
 			 ST_SCHEMA_VERSION);
 		return -EPROTO;
 	}
-	if (rc)
+	if (rc) {
 		snprintf(err, err_len, "snapshot: %s", sqlite3_errmsg(st->db));
+		return rc;
+	}
+	if (version < ST_SCHEMA_VERSION) {
+		/* an older replica's snapshot: upgraded here as a file would be at open;
+		 * every replica loading it does the same, so the copies stay equal */
+		st->commit_allowed = true;
+		rc = open_schema(st, "snapshot", err, err_len);
+		st->commit_allowed = false;
+	}
 	return rc;
 }
 
@@ -891,20 +908,14 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 	return 0;
 }
 
-int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
-		     const char *detail, int64_t now_ms)
+/* Inside a write transaction: 0 when intent txn_id is open, -ENOENT, -EALREADY or -errno. */
+static int check_open(struct st_store *st, int64_t txn_id)
 {
 	sqlite3_stmt *s = NULL;
-	int rc;
+	int rc = prepare(st, "SELECT state FROM intents WHERE txn_id = ?1", &s);
 
-	if (outcome == ST_INTENT_OPEN || (unsigned)outcome > ST_INTENT_FAILED)
-		return -EINVAL;
-	rc = write_begin(st);
 	if (rc)
 		return rc;
-	rc = prepare(st, "SELECT state FROM intents WHERE txn_id = ?1", &s);
-	if (rc)
-		goto rollback;
 	rc = sqlite3_bind_int64(s, 1, txn_id) ? bind_error(st) : sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
 		const unsigned char *state = sqlite3_column_text(s, 0);
@@ -916,7 +927,44 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 		rc = sql_rc(rc);
 	}
 	sqlite3_finalize(s);
-	s = NULL;
+	return rc;
+}
+
+int st_intent_decide(struct st_store *st, int64_t txn_id, int64_t now_ms)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = write_begin(st);
+
+	if (rc)
+		return rc;
+	rc = check_open(st, txn_id);
+	if (rc == 0)
+		rc = prepare(st, "INSERT INTO intent_decisions(txn_id, decided_ms) VALUES(?1, ?2)",
+			     &s);
+	if (rc == 0)
+		rc = sqlite3_bind_int64(s, 1, txn_id) || sqlite3_bind_int64(s, 2, now_ms)
+			     ? bind_error(st)
+			     : sql_rc(sqlite3_step(s));
+	sqlite3_finalize(s);
+	if (rc == 0)
+		rc = write_commit(st);
+	if (rc)
+		rollback(st);
+	return rc;
+}
+
+int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
+		     const char *detail, int64_t now_ms)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (outcome == ST_INTENT_OPEN || (unsigned)outcome > ST_INTENT_FAILED)
+		return -EINVAL;
+	rc = write_begin(st);
+	if (rc)
+		return rc;
+	rc = check_open(st, txn_id);
 	if (rc)
 		goto rollback;
 	rc = prepare(st,
@@ -1364,7 +1412,7 @@ int st_fault_list(struct st_store *st,
 }
 
 /*
- * Calls fn for every intent the query (txn_id, job_id, state; a state
+ * Calls fn for every intent the query (txn_id, job_id, state, decided; a state
  * written as a literal, so that the partial index intents_open serves the
  * open ones) selects, oldest first.
  */
@@ -1382,6 +1430,7 @@ static int list_intents(struct st_store *st, const char *sql,
 
 		snprintf(in.job_id, sizeof(in.job_id), "%s", sqlite3_column_text(s, 1));
 		in.state = intent_parse((const char *)sqlite3_column_text(s, 2));
+		in.decided = sqlite3_column_int(s, 3) != 0;
 		r = read_intent_xcs(st, &in);
 		if (r == 0)
 			r = read_intent_rings(st, &in);
@@ -1401,18 +1450,19 @@ int st_intent_list_open(struct st_store *st, int (*fn)(void *ctx, const struct s
 			void *ctx)
 {
 	return list_intents(st,
-			    "SELECT txn_id, job_id, state FROM intents WHERE state = 'open'"
-			    " ORDER BY txn_id",
+			    "SELECT txn_id, job_id, state, txn_id IN (SELECT txn_id FROM"
+			    " intent_decisions) FROM intents WHERE state = 'open' ORDER BY txn_id",
 			    fn, ctx);
 }
 
 int st_intent_list_failed(struct st_store *st, int (*fn)(void *ctx, const struct st_intent *intent),
 			  void *ctx)
 {
-	return list_intents(st,
-			    "SELECT txn_id, job_id, state FROM intents WHERE state = 'failed'"
-			    " ORDER BY txn_id",
-			    fn, ctx);
+	return list_intents(
+		st,
+		"SELECT txn_id, job_id, state, txn_id IN (SELECT txn_id FROM"
+		" intent_decisions) FROM intents WHERE state = 'failed' ORDER BY txn_id",
+		fn, ctx);
 }
 
 int st_intent_settle(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
@@ -1821,8 +1871,8 @@ static int run_each(struct st_store *st, const char *const *sql, sqlite3_stmt **
 	return 0;
 }
 
-#define N_JOB_DELETES	 11
-#define N_INTENT_DELETES 8
+#define N_JOB_DELETES	 12
+#define N_INTENT_DELETES 9
 
 /* Deletes the picked jobs, children before their parents (foreign keys). */
 static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
@@ -1837,6 +1887,8 @@ static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
 		"DELETE FROM intent_bundles WHERE txn_id IN"
 		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
 		"DELETE FROM ring_intents WHERE txn_id IN"
+		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
+		"DELETE FROM intent_decisions WHERE txn_id IN"
 		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
 		"DELETE FROM intents WHERE job_id = ?1",
 		"DELETE FROM job_links WHERE job_id = ?1",
@@ -1865,6 +1917,7 @@ static int prune_delete_intents(struct st_store *st, const struct prune_batch *b
 		"DELETE FROM ring_intents WHERE txn_id = ?1",
 		"DELETE FROM rail_intent_moves WHERE txn_id = ?1",
 		"DELETE FROM rail_intents WHERE txn_id = ?1",
+		"DELETE FROM intent_decisions WHERE txn_id = ?1",
 		"DELETE FROM intents WHERE txn_id = ?1",
 	};
 	sqlite3_stmt *stmts[N_INTENT_DELETES] = {NULL};

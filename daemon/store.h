@@ -11,10 +11,16 @@
  *     stored before any device is touched: st_intent_begin(). A ring
  *     transaction's (st_ring_intent_begin) is stored while its devices
  *     prepare, before any is confirmed (txn.c says why that is enough).
- *  3. Its outcome and the resulting circuit table change are stored in one
- *     SQLite transaction: st_intent_finish(). A crash between 2 and 3 leaves
- *     an open intent, which recovery resolves by reading the devices back.
- *  4. The circuits table is therefore always the state of the last
+ *  3. Once every device holds the change unconfirmed and before the first
+ *     confirm is sent, the decision to commit is stored: st_intent_decide()
+ *     (on etcd that write is the leader's fence: a replica that no longer
+ *     leads cannot store it, and then sends no confirm).
+ *  4. Its outcome and the resulting circuit table change are stored in one
+ *     SQLite transaction: st_intent_finish(). A crash between 2 and 4 leaves
+ *     an open intent, which recovery resolves by reading the devices back:
+ *     an undecided one is confirmed only if the devices hold it, a decided
+ *     one is finished (the devices that reverted are programmed again).
+ *  5. The circuits table is therefore always the state of the last
  *     confirmed transaction: what the devices should hold. The same goes
  *     for the jobs' leaf-spine links, which travel in the intent.
  *
@@ -22,7 +28,7 @@
  * deleted by st_prune() once past the retention the caller gives.
  *
  * Writes that fail: every write (st_job_put, st_job_set_state,
- * st_intent_begin, st_intent_finish, st_drain_set, st_prune) is one SQLite
+ * st_intent_begin, st_intent_decide, st_intent_finish, st_drain_set, st_prune) is one SQLite
  * transaction. It returns 0 once committed, or a negative errno-style code
  * and then has changed nothing: the store is as before the call, and the
  * caller decides (fail the operation, or stop serving writes). Nothing here
@@ -158,6 +164,17 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 		     const char *detail, int64_t now_ms);
 
 /*
+ * Records that the commit of open intent txn_id is decided: every device
+ * holds it unconfirmed and the confirms are about to be sent (txn.c, the
+ * confirm gate). The intent stays open until st_intent_finish(); recovery
+ * finishes a decided intent instead of rolling it back (recovery.h).
+ * -ENOENT: no such intent; -EALREADY: not open any more; -EEXIST: already
+ * decided; else a failed write's code (on etcd -EPERM: this replica does not
+ * lead any more) and nothing was recorded.
+ */
+int st_intent_decide(struct st_store *st, int64_t txn_id, int64_t now_ms);
+
+/*
  * A node fault stored together with the intent of the repair it causes
  * (st_ring_intent_begin), in the same SQLite transaction: one commit
  * between the fault and the devices, and still never a repair without its
@@ -180,6 +197,7 @@ struct st_intent {
 	int64_t txn_id;
 	char job_id[128];
 	enum st_intent_state state;
+	bool decided; /* st_intent_decide() recorded it */
 	struct ocs_xc *removals;
 	size_t n_removals;
 	struct st_circuit *additions;

@@ -5,37 +5,69 @@
  * checker on the whole fabric before any device is touched and again on
  * what the devices report back.
  *
+ * Every transaction passes the confirm gate: once the devices read back
+ * right, and before the first confirm, the verify hook (engine thread)
+ * hands st_intent_decide() to the loop, which owns the store, and waits for
+ * its answer. The decision is the transaction's outcome written before the
+ * confirms: on etcd it is one etcd transaction that also compares the
+ * leader key's create revision (store_etcd.c), so a replica that does not
+ * lead any more cannot store it (-EPERM) and sends no confirm; on SQLite it
+ * is a local commit (synchronous=FULL). If it fails, every device is rolled
+ * back. Recovery finishes a decided intent and rolls an undecided one back
+ * (recovery.h).
+ *
  * A ring transaction stores its intent (and the fault that started it)
  * WHILE the devices prepare, instead of before: the SQLite commit
  * (synchronous=FULL, an fsync of a few ms) was the largest part of the
  * controller's share of a fault reaction. The loop starts the engine, then
- * commits; the verify hook of the read-back, which runs before the confirm,
- * waits until the commit is durable (the gate):
+ * commits; the verify hook of the read-back waits until the commit is
+ * durable (the gate) before it asks for the decision:
  *
- *   loop:    txn_start --engine start--> commit intent+fault --> gate open
- *                            |                 (fsync)              |
- *   engine:                  `-> lock, edit, validate, confirmed commit,
- *                                read back --> verify: wait for the gate
- *                                              --> fence (replicas) -->
- *                                              confirm (durable) or
- *                                              roll back (not stored)
+ *   loop:    txn_start --engine start--> commit intent+fault --> gate open ... decide
+ *                            |                 (fsync)              |         ^   |
+ *   engine:                  `-> lock, edit, validate, confirmed commit,      |   |
+ *                                read back --> verify: wait for the gate      |   |
+ *                                              --> post the decision ---------'   |
+ *                                              --> wait for it <------------------'
+ *                                              --> confirm (decided) or
+ *                                                  roll back (not stored)
+ *
+ * Switch (circuit) and rail transactions store the intent before the
+ * engine starts, then pass the same decision.
  *
  * Why nothing is lost: before the confirm nothing on a device is final.
  * Every device holds the change under a confirmed commit bound to the
- * engine's session, so if ocsd dies before the commit is durable, no
+ * engine's session, so if ocsd dies before the decision is durable, no
  * confirm was sent and every device reverts (at once when its session
  * drops, by the confirmed-commit timeout at the latest); the store still
  * says what the devices hold after the revert. The fault that started the
  * repair is not lost either: the node's `faulty` state on its agent is
  * sticky and is read again after the restart's resubscription
- * (faults.h). If the commit fails, the gate says so: the verify hook
- * refuses, every device is rolled back and the outcome reports the store
- * failure (the job manager then stops serving writes). So the order that
- * matters is kept: the intent is durable before any change becomes final,
- * i.e. before the first confirm. On a replicated store the commit returns
- * once the changeset is in etcd (store.c, write_commit): that wait is
- * overlapped too, and the fence (txn_deps.fence) runs after the gate.
- * Switch (circuit) and rail transactions keep the intent-first order.
+ * (faults.h). If the intent's commit fails, the gate says so: the verify
+ * hook refuses, every device is rolled back and the outcome reports the
+ * store failure (the job manager then stops serving writes). So the order
+ * that matters is kept: the intent, then the decision, are durable before
+ * any change becomes final, i.e. before the first confirm. On a replicated
+ * store a commit returns once the changeset is in etcd (store.c,
+ * write_commit): the intent's wait is overlapped too.
+ *
+ * Why the gate cannot deadlock (the engine thread waits for the loop):
+ *  1. The loop never waits for an engine thread while that thread may be in
+ *     the verify hook: it joins a transaction (sb_txn_join) only after the
+ *     engine posted its end, and the daemon stops its loop only once no
+ *     transaction runs (it drains first), before exec_sb_free() waits for
+ *     the engine's tasks.
+ *  2. The loop thread never runs engine tasks (only executor threads help
+ *     in exec_wait()), and the engine holds no lock the loop takes while it
+ *     waits: gate_mu is held for flag changes only, never across the store
+ *     write, and the loop uses the transactions' device handles only at
+ *     start-up, before any transaction (recovery, adoption, the rail port
+ *     map; the keepalive reads on the executor, under a claim it only tries).
+ *  3. Should the loop still be gone (stopped without draining), the engine
+ *     withdraws a decision not picked up within half the confirm timeout,
+ *     the loop writes nothing for a withdrawn one (the node is still run,
+ *     by loop_free() at the latest, before the transaction's end is), and
+ *     the transaction rolls back.
  */
 #include "txn.h"
 
@@ -44,6 +76,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "devices.h"
@@ -100,8 +133,17 @@ struct txn {
 	pthread_cond_t gate_cv;
 	int gate;
 	char intent_error[200]; /* why the intent could not be stored */
-	/* the profile of a ring transaction (CLOCK_MONOTONIC us) */
-	int64_t intent_us, gate_wait_us;
+	/* the confirm gate's decision (diagram above), under gate_mu: posted to
+	 * the loop, being written there, withdrawn by the engine thread that
+	 * stopped waiting (the loop then writes nothing), or done with the
+	 * store's answer in decide_rc */
+	enum { DECIDE_NONE, DECIDE_POSTED, DECIDE_WRITING, DECIDE_WITHDRAWN, DECIDE_DONE } decide;
+	int decide_rc;
+	char decide_error[200];
+	struct loop_node decide_node; /* posts on_loop_decide to the loop */
+	/* the profile (CLOCK_MONOTONIC us): the intent's commit of a ring
+	 * transaction and the verify hook's waits for it and for the decision */
+	int64_t intent_us, gate_wait_us, decide_wait_us;
 	bool fault; /* a repair that stores its fault with the intent */
 };
 
@@ -196,24 +238,104 @@ static int verify_l2(void *arg, enum sb_verify_phase phase, const struct sb_devi
 	return bad ? -EPROTO : 0;
 }
 
+/* Loop thread: stores the decision the confirm gate waits for (unless withdrawn). */
+static void on_loop_decide(struct loop_node *n)
+{
+	struct txn *tx = OCSD_CONTAINER_OF(n, struct txn, decide_node);
+	struct st_store *store = tx->drv->d.store;
+	int rc;
+
+	pthread_mutex_lock(&tx->gate_mu);
+	if (tx->decide == DECIDE_WITHDRAWN) {
+		pthread_mutex_unlock(&tx->gate_mu);
+		return;
+	}
+	tx->decide = DECIDE_WRITING;
+	pthread_mutex_unlock(&tx->gate_mu);
+	rc = st_intent_decide(store, tx->txn_id, clk_wall_ms(tx->drv->d.clock));
+	pthread_mutex_lock(&tx->gate_mu);
+	if (rc == -EPERM)
+		snprintf(tx->decide_error, sizeof(tx->decide_error),
+			 "not the leader any more (%s): no confirm", st_strerror(store, rc));
+	else if (rc)
+		snprintf(tx->decide_error, sizeof(tx->decide_error),
+			 "cannot store the decision to commit transaction %lld (%s): no confirm",
+			 (long long)tx->txn_id, st_strerror(store, rc));
+	tx->decide_rc = rc;
+	tx->decide = DECIDE_DONE;
+	pthread_cond_broadcast(&tx->gate_cv);
+	pthread_mutex_unlock(&tx->gate_mu);
+}
+
+/*
+ * The confirm gate (engine thread): hands st_intent_decide to the loop and
+ * waits for its answer. 0: decided, the confirms may go; else the store's
+ * code (why set) and no confirm. A decision the loop has not picked up
+ * within half the confirm timeout is withdrawn (only a stopped loop is that
+ * late; a confirm after the timeout would find every device reverted).
+ */
+static int decide(struct txn *tx, char *why, size_t why_len)
+{
+	const struct txn_deps *d = &tx->drv->d;
+	int wait_ms = (d->confirm_timeout_s > 0 ? d->confirm_timeout_s : 30) * 500;
+	int64_t t0 = clk_mono_us(d->clock);
+	struct timespec until;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&tx->gate_mu);
+	tx->decide = DECIDE_POSTED;
+	pthread_mutex_unlock(&tx->gate_mu);
+	loop_post(d->loop, &tx->decide_node, on_loop_decide);
+	pthread_mutex_lock(&tx->gate_mu);
+	while (tx->decide == DECIDE_POSTED || tx->decide == DECIDE_WRITING) {
+		/* once the loop writes, the store's own timeouts bound the wait */
+		if (tx->decide == DECIDE_WRITING)
+			pthread_cond_wait(&tx->gate_cv, &tx->gate_mu);
+		else if (pthread_cond_timedwait(&tx->gate_cv, &tx->gate_mu, &until) == ETIMEDOUT &&
+			 tx->decide == DECIDE_POSTED)
+			tx->decide = DECIDE_WITHDRAWN;
+	}
+	if (tx->decide == DECIDE_WITHDRAWN) {
+		rc = -ETIMEDOUT;
+		snprintf(why, why_len,
+			 "the decision to commit was not stored within %d ms (the event loop did "
+			 "not take it): no confirm",
+			 wait_ms);
+	} else {
+		rc = tx->decide_rc;
+		if (rc)
+			snprintf(why, why_len, "%s", tx->decide_error);
+	}
+	pthread_mutex_unlock(&tx->gate_mu);
+	tx->decide_wait_us = clk_mono_us(d->clock) - t0;
+	return rc;
+}
+
 /*
  * The verify hook: the kind's checks, then, once the devices read back
- * right and only then, the fence (txn_deps.fence): the confirm that follows
- * is sent only after this replica proved it still leads.
+ * right and only then, the confirm gate's decision: the confirms that
+ * follow are sent only once the store holds it (on etcd, in the same etcd
+ * transaction as the proof that this replica still leads).
  */
 static int verify_rings(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
 			size_t n, char *why, size_t why_len);
 
-static int verify_fenced(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
-			 size_t n, char *why, size_t why_len)
+static int verify_gated(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
+			size_t n, char *why, size_t why_len)
 {
 	struct txn *tx = arg;
-	const struct txn_deps *d = &tx->drv->d;
 	int rc = tx->ring ? verify_rings(arg, phase, devices, n, why, why_len)
 			  : verify_l2(arg, phase, devices, n, why, why_len);
 
-	if (rc == 0 && phase == SB_VERIFY_READBACK && d->fence)
-		rc = d->fence(d->fence_ctx, why, why_len);
+	if (rc == 0 && phase == SB_VERIFY_READBACK)
+		rc = decide(tx, why, why_len);
 	return rc;
 }
 
@@ -528,7 +650,7 @@ static int start_engine(struct txn_driver *drv, struct txn *tx)
 	/* plan.id keys the engine's persist hooks, which the driver does not use:
 	 * 0 for a ring transaction, whose intent is stored after the start */
 	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->devs, tx->n_devs};
-	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_fenced, tx};
+	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_gated, tx};
 	tx->started_us = clk_mono_us(drv->d.clock);
 	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
 					   .connect_timeout_ms = drv->d.connect_timeout_ms};
@@ -583,9 +705,14 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	}
 	tx = calloc(1, sizeof(*tx));
 	if (tx) {
+		pthread_condattr_t ca;
+
 		tx->ring = c->ring && drv->d.rings;
 		pthread_mutex_init(&tx->gate_mu, NULL);
-		pthread_cond_init(&tx->gate_cv, NULL);
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&tx->gate_cv, &ca);
+		pthread_condattr_destroy(&ca);
 	}
 	if (!tx || copy_change(tx, c) != 0 ||
 	    (tx->ring ? build_ring_targets(drv, tx, c) : build_targets(drv, tx)) != 0) {
@@ -730,8 +857,10 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	o.n_devices = names ? tx->n_devs : 0;
 	o.store_error = store_error;
 	o.finished_us = tx->finished_us ? tx->finished_us : clk_mono_us(drv->d.clock);
-	/* the devices' time: a wait for the intent is the controller's */
-	o.engine_us = tx->finished_us ? tx->finished_us - tx->started_us - tx->gate_wait_us : 0;
+	/* the devices' time: a wait for the intent or the decision is the controller's */
+	o.engine_us = tx->finished_us ? tx->finished_us - tx->started_us - tx->gate_wait_us -
+						tx->decide_wait_us
+				      : 0;
 	if (tx->ring && tx->handle)
 		log_msg(LOG_INFO,
 			"transaction %lld (job %s%s) profile: intent commit %lld us (overlapped), "

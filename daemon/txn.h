@@ -10,22 +10,28 @@
  * pointer jm_deps.txn_start (txn_start() here), so that tests can drive the
  * job manager with a fake engine.
  *
- *   txn_start --> intent stored --> sb_engine_start ... --> (loop) outcome
- *       |               |                                     stored, circuits
- *       |               `-- store refused: -EIO, nothing      applied (confirmed),
- *       |                   was touched                       done() called
- *       `-- nothing to change on any device: done() at once, TXN_CONFIRMED
+ *   txn_start --> intent stored --> sb_engine_start ... read back right
+ *       |               |                --> (loop) decision stored --> confirm
+ *       |               |                    `-- refused: roll back  --> (loop) outcome
+ *       |               `-- store refused: -EIO, nothing                 stored, circuits
+ *       |                   was touched                                  applied (confirmed),
+ *       `-- nothing to change on any device: done() at once,             done() called
+ *           TXN_CONFIRMED
  *
  * Invariants:
  *  1. The intent is in the store before any device is touched (st_intent_begin
  *     returns before sb_engine_start); for a ring transaction, before any
  *     device is confirmed: it is stored while the devices prepare, and the
  *     confirm waits until it is durable (txn.c, the diagram at the top).
- *  2. The outcome and the circuit change are stored before done() runs; when
+ *  2. No device is confirmed before the decision to commit is stored
+ *     (st_intent_decide, on the loop; the verify hook waits for it): on a
+ *     replicated store that write is fenced by the leader key, so a replica
+ *     that does not lead any more confirms nothing and rolls back.
+ *  3. The outcome and the circuit change are stored before done() runs; when
  *     that store write fails, done() says so (store_failed) and the circuit
  *     table in memory is reloaded from the store, which recovery reconciles
  *     with the devices at the next start.
- *  3. One transaction at a time per driver (the caller's rule: -EBUSY).
+ *  4. One transaction at a time per driver (the caller's rule: -EBUSY).
  *
  * In a ring domain the change is rings and bundle settings instead: the
  * intent is stored with st_ring_intent_begin (overlapped with the devices'
@@ -34,7 +40,8 @@
  *
  * Threading: every function on the loop thread; the engine's threads only
  * run the verify hook (the L2 checker, or the ring check on copies made at
- * the start) and post the completion.
+ * the start; then the decision, posted to the loop and waited for) and post
+ * the completion.
  */
 #ifndef OCSD_TXN_H
 #define OCSD_TXN_H
@@ -132,13 +139,6 @@ struct txn_deps {
 	const struct clk *clock;
 	int confirm_timeout_s;
 	int connect_timeout_ms;
-	/*
-	 * Replicas: called on an engine thread after a read-back passed and
-	 * before the confirm (thread-safe); non-zero (why set) withholds the
-	 * confirm and rolls the transaction back. NULL: no fence.
-	 */
-	int (*fence)(void *ctx, char *why, size_t why_len);
-	void *fence_ctx;
 };
 
 struct txn_driver;

@@ -3,12 +3,11 @@
  * real files: jobs, idempotency keys, the intent log and the circuit table,
  * durability across a process killed without closing the store, refusal of
  * a file from an unknown schema version and the in-place upgrades (1, 2
- * and 3 to 4), the rings, ring intents and node faults of OCSTrx ring
- * domains, the query plans of the store's own statements (captured from its
- * connection with a trace hook, so the test checks the SQL store.c runs),
- * retention (st_prune: age and count limits, batches, what is never
- * deleted), and writes that fail (another connection holding the write
- * lock, a failure injected half-way through a transaction) leaving the
+ * and 3 to 4, 6 to 7), the decision to commit an intent (st_intent_decide), the rings, ring intents
+ * and node faults of OCSTrx ring domains, the query plans of the store's own statements (captured
+ * from its connection with a trace hook, so the test checks the SQL store.c runs), retention
+ * (st_prune: age and count limits, batches, what is never deleted), and writes that fail (another
+ * connection holding the write lock, a failure injected half-way through a transaction) leaving the
  * store as it was; the faulty GPUs, swap intents and jobs' moved GPUs of
  * rail-OCS fabrics (schema 5).
  */
@@ -28,6 +27,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "store_repl.h"
 
 struct fixture {
 	char dir[64];
@@ -194,6 +194,7 @@ static int collect_intent(void *ctx, const struct st_intent *in)
 	snprintf(out->job_id, sizeof(out->job_id), "%s", in->job_id);
 	out->n_removals = in->n_removals;
 	out->n_additions = in->n_additions;
+	out->decided = in->decided;
 	return 0;
 }
 
@@ -453,13 +454,13 @@ static void test_unknown_schema_refused(void **state)
 	st_close(st);
 	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db,
-				      "UPDATE meta SET value = '7' WHERE key = 'schema_version'",
+				      "UPDATE meta SET value = '8' WHERE key = 'schema_version'",
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(st_open(f->path, &st, err, sizeof(err)), -EPROTO);
 	assert_null(st);
-	assert_non_null(strstr(err, "schema version 7"));
+	assert_non_null(strstr(err, "schema version 8"));
 
 	/* a version-1 file (no link tables) is upgraded in place, jobs kept */
 	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
@@ -484,7 +485,7 @@ static void test_unknown_schema_refused(void **state)
 					    -1, &q, NULL),
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(q, 0), "6");
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "7");
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 	assert_true(st_open("/nonexistent-dir/x.db", &st, err, sizeof(err)) < 0);
@@ -782,7 +783,7 @@ static void test_upgrade_2_to_4(void **state)
 
 	st = open_traced(f->path, t);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 6); /* the current version */
+			 7); /* the current version */
 	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
 					   " ('jobs_seq', 'jobs_finished', 'intents_job',"
 					   " 'intents_open', 'intents_finished')"),
@@ -817,11 +818,11 @@ static void test_upgrade_2_to_4(void **state)
 	st_close(st);
 	free(t);
 
-	/* opened again: nothing to upgrade, still version 5 */
+	/* opened again: nothing to upgrade, still the current version */
 	st = open_store(f->path);
 	st_close(st);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 6); /* the current version */
+			 7); /* the current version */
 }
 
 /* ---- OCSTrx rings (schema 4) ---- */
@@ -974,7 +975,7 @@ static void test_upgrade_3_to_4(void **state)
 			  " UPDATE meta SET value = '3' WHERE key = 'schema_version';");
 	st = open_store(f->path);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 6); /* the current version */
+			 7); /* the current version */
 	assert_int_equal(st_job_get(st, "old", &got), 0);
 	st_job_clear(&got);
 	assert_int_equal(st_ring_intent_begin(st, "old", &r, 1, NULL, 0, NULL, 2, &txn), 0);
@@ -1193,6 +1194,141 @@ static int64_t monotonic_ms(void)
 }
 
 /*
+ * A replica that loads a snapshot an older ocsd wrote (schema 6, no
+ * intent_decisions) upgrades it as a file is upgraded at open, so that every
+ * replica loading it has the same copy; an image of an unknown version is
+ * refused.
+ */
+static void test_image_upgrade(void **state)
+{
+	struct st_store *a = NULL, *b = NULL;
+	struct st_circuit add[] = {{{0, 0, 1, 2}, "ji"}};
+	struct st_intent got = {0};
+	void *image = NULL;
+	unsigned char *old;
+	sqlite3_int64 old_len = 0;
+	size_t len = 0;
+	sqlite3 *raw;
+	char err[256] = "";
+	int64_t txn;
+
+	(void)state;
+	assert_int_equal(st_open_memory(&a, err, sizeof(err)), 0);
+	assert_int_equal(st_intent_begin(a, "ji", NULL, 0, add, 1, NULL, 0, 1, &txn), 0);
+	assert_int_equal(st_image_save(a, &image, &len), 0);
+	/* the same image as schema 6 wrote it */
+	old = sqlite3_malloc64(len);
+	assert_non_null(old);
+	memcpy(old, image, len);
+	assert_int_equal(sqlite3_open(":memory:", &raw), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_deserialize(raw, "main", old, (sqlite3_int64)len, (sqlite3_int64)len,
+				    SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE),
+		SQLITE_OK);
+	assert_int_equal(sqlite3_exec(raw,
+				      "DROP TABLE intent_decisions;"
+				      " UPDATE meta SET value = '6' WHERE key = 'schema_version';",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	old = sqlite3_serialize(raw, "main", &old_len, 0);
+	assert_non_null(old);
+	sqlite3_close(raw);
+
+	assert_int_equal(st_open_memory(&b, err, sizeof(err)), 0);
+	assert_int_equal(st_image_load(b, old, (size_t)old_len, err, sizeof(err)), 0);
+	assert_int_equal(st_intent_list_open(b, collect_intent, &got), 0);
+	assert_int_equal(got.txn_id, txn);
+	assert_int_equal(st_intent_decide(b, txn, 2), 0);
+	got = (struct st_intent){0};
+	assert_int_equal(st_intent_list_open(b, collect_intent, &got), 0);
+	assert_true(got.decided);
+	/* a newer version than this ocsd knows is refused */
+	assert_int_equal(sqlite3_open(":memory:", &raw), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_exec(raw,
+			     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+			     " INSERT INTO meta VALUES('schema_version', '8');",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	sqlite3_free(old);
+	old = sqlite3_serialize(raw, "main", &old_len, 0);
+	sqlite3_close(raw);
+	assert_int_equal(st_image_load(b, old, (size_t)old_len, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "schema version 8"));
+	sqlite3_free(old);
+	st_image_free(image);
+	st_close(a);
+	st_close(b);
+}
+
+/*
+ * The decision to commit (st_intent_decide): only for an open intent, once;
+ * the intent stays open (recovery sees it decided) until its outcome, which
+ * is stored as any other; retention deletes it with its intent. A version-6
+ * file (no intent_decisions) is upgraded to 7 with its open intent kept.
+ */
+static void test_intent_decide(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct st_circuit add[] = {{{0, 0, 1, 2}, "jd"}};
+	struct st_intent got = {0};
+	struct circuits cs = {0};
+	int64_t t1, t2, t3;
+	size_t n;
+
+	put_job(st, "jd", NULL, "RELEASED", 1);
+	assert_int_equal(st_intent_begin(st, "jd", NULL, 0, add, 1, NULL, 0, 10, &t1), 0);
+	assert_int_equal(st_intent_list_open(st, collect_intent, &got), 0);
+	assert_int_equal(got.txn_id, t1);
+	assert_false(got.decided);
+	assert_int_equal(st_intent_decide(st, t1, 11), 0);
+	assert_int_equal(raw_long(f->path, "SELECT decided_ms FROM intent_decisions"), 11);
+	assert_int_equal(st_intent_decide(st, t1, 12), -EEXIST);
+	assert_int_equal(st_intent_decide(st, 999, 12), -ENOENT);
+	got = (struct st_intent){0};
+	assert_int_equal(st_intent_list_open(st, collect_intent, &got), 0);
+	assert_int_equal(got.txn_id, t1);
+	assert_true(got.decided);
+	/* decided is not confirmed: the circuits wait for the outcome */
+	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
+	assert_int_equal(cs.n, 0);
+	assert_int_equal(st_intent_finish(st, t1, ST_INTENT_CONFIRMED, NULL, 13), 0);
+	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
+	assert_int_equal(cs.n, 1);
+	assert_int_equal(st_intent_decide(st, t1, 14), -EALREADY);
+	/* an undecided intent is listed so; a failed one is listed decided if it was */
+	assert_int_equal(st_intent_begin(st, "jd", NULL, 0, add, 1, NULL, 0, 20, &t2), 0);
+	assert_int_equal(st_intent_decide(st, t2, 21), 0);
+	assert_int_equal(st_intent_finish(st, t2, ST_INTENT_FAILED, "confirm lost", 22), 0);
+	got = (struct st_intent){0};
+	assert_int_equal(st_intent_list_failed(st, collect_intent, &got), 0);
+	assert_int_equal(got.txn_id, t2);
+	assert_true(got.decided);
+	assert_int_equal(st_intent_settle(st, t2, ST_INTENT_ROLLED_BACK, "back", 23), 0);
+	/* retention deletes the finished intents with their decisions (foreign keys) */
+	raw_exec(f->path, "DELETE FROM circuits;");
+	assert_int_equal(st_prune(st, 100 * DAY_MS, DAY_MS, 0, 100, &n, NULL, NULL), 0);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intents"), 0);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intent_decisions"), 0);
+
+	/* a version-6 file: upgraded in place, its open intent kept and decidable */
+	assert_int_equal(st_intent_begin(st, "jd", NULL, 0, add, 1, NULL, 0, 30, &t3), 0);
+	st_close(st);
+	raw_exec(f->path, "DROP TABLE intent_decisions;"
+			  " UPDATE meta SET value = '6' WHERE key = 'schema_version';");
+	st = open_store(f->path);
+	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
+			 7);
+	got = (struct st_intent){0};
+	assert_int_equal(st_intent_list_open(st, collect_intent, &got), 0);
+	assert_int_equal(got.txn_id, t3);
+	assert_false(got.decided);
+	assert_int_equal(st_intent_decide(st, t3, 31), 0);
+	st_close(st);
+}
+
+/*
  * Another connection holds the write lock (BEGIN EXCLUSIVE): every write
  * waits the busy timeout, then fails with -EBUSY and changes nothing; reads
  * go on (WAL); once the lock is gone the same writes succeed.
@@ -1405,6 +1541,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_job_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intents_and_circuits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_intents_settled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_intent_decide, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_image_upgrade, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drained_devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_schema_refused, setup, teardown),

@@ -12,7 +12,8 @@
  * after a compaction; a write from a copy that is behind is refused
  * (-EBUSY) and nothing forks; a write with etcd down is refused (-EIO)
  * and leaves every copy unchanged; the fence refuses writes once the
- * leader key is gone (-EPERM).
+ * leader key is gone (-EPERM), the confirm gate's decision among them (its
+ * log entry holds the decision and nothing else).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -27,6 +28,10 @@
 
 #include <cmocka.h>
 #include <event2/event.h>
+/* the session extension's changeset reader (Debian's libsqlite3 has it; store.c too) */
+#define SQLITE_ENABLE_SESSION
+#define SQLITE_ENABLE_PREUPDATE_HOOK
+#include <sqlite3.h>
 
 #include "etcd.h"
 #include "etcd_harness.h"
@@ -104,8 +109,8 @@ static int dump_intent(void *ctx, const struct st_intent *in)
 {
 	struct dump *d = ctx;
 
-	out(d, "intent %lld job=%s state=%s\n", (long long)in->txn_id, in->job_id,
-	    st_intent_state_name(in->state));
+	out(d, "intent %lld job=%s state=%s%s\n", (long long)in->txn_id, in->job_id,
+	    st_intent_state_name(in->state), in->decided ? " decided" : "");
 	for (size_t i = 0; i < in->n_removals; i++)
 		out(d, " del %d.%d %d->%d\n", in->removals[i].group, in->removals[i].device,
 		    in->removals[i].in, in->removals[i].out);
@@ -319,7 +324,10 @@ static void run_steps(struct st_store *ref, struct st_store *dut, int rounds)
 		BOTH(st_intent_finish(st_, t2, ST_INTENT_ROLLED_BACK, "device 3 refused", ms + 9));
 		BOTH(begin_ring(st_, ms + 10, &t3));
 		BOTH(st_intent_finish(st_, t3, ST_INTENT_CONFIRMED, NULL, ms + 11));
-		BOTH(begin_leaf(st_, "j3", ms + 12, &t2)); /* left open */
+		BOTH(begin_leaf(st_, "j3", ms + 12, &t2)); /* left open, decided */
+		BOTH(st_intent_decide(st_, t2, ms + 12));
+		BOTH(st_intent_decide(st_, t2, ms + 12)); /* -EEXIST */
+		BOTH(st_intent_decide(st_, t1, ms + 12)); /* -EALREADY */
 		BOTH(st_fault_set(st_, 2, true, "operator", ms + 13));
 		BOTH(st_fault_set(st_, 2, true, "again", ms + 14)); /* idempotent */
 		BOTH(st_fault_set(st_, 9, false, NULL, ms + 14));
@@ -575,6 +583,80 @@ static void test_fence(void **state)
 	st_close(a);
 }
 
+/*
+ * The confirm gate's write (txn.c): st_intent_decide is one log entry whose
+ * changeset records the decision, written by the etcd transaction that
+ * compares the leader key (the fence); once the key is not this replica's,
+ * the decision is refused (-EPERM) and nothing reaches the log, so no
+ * confirm may follow. A replica opened later sees the intent decided.
+ */
+static void test_decide_fenced(void **state)
+{
+	char prefix[96], leader[128], key[160];
+	struct st_etcd *a_se, *b_se;
+	struct st_store *a, *b;
+	struct etcd_client *c;
+	struct etcd_kvs r, h;
+	sqlite3_changeset_iter *it = NULL;
+	int64_t lease, rev, t1, t2;
+	int n_changes = 0, op, ncol, indirect;
+	const char *table;
+	sqlite3_value *v;
+	char *got;
+
+	(void)state;
+	new_prefix(prefix, sizeof(prefix));
+	a = open_etcd(prefix, 0, &a_se);
+	c = st_etcd_client(a_se);
+	snprintf(leader, sizeof(leader), "%sleader", prefix);
+	assert_int_equal(etcd_lease_grant(c, 5, &lease, NULL), 0);
+	assert_int_equal(etcd_put(c, leader, strlen(leader), "a", 1, lease, &rev), 0);
+	assert_int_equal(st_etcd_set_fence(a_se, leader, strlen(leader), rev), 0);
+	assert_int_equal(begin_leaf(a, "j1", 10, &t1), 0);
+	assert_int_equal(begin_leaf(a, "j2", 11, &t2), 0);
+	assert_int_equal(st_intent_decide(a, t1, 12), 0);
+	/* the newest log entry is the decision, put with the head in one transaction */
+	snprintf(key, sizeof(key), "%slog/%016llx", prefix, (unsigned long long)st_etcd_seq(a_se));
+	assert_int_equal(etcd_range(c, key, strlen(key), NULL, 0, 0, 0, &r), 0);
+	assert_int_equal(r.n, 1);
+	snprintf(key, sizeof(key), "%shead", prefix);
+	assert_int_equal(etcd_range(c, key, strlen(key), NULL, 0, 0, 0, &h), 0);
+	assert_int_equal(h.n, 1);
+	assert_int_equal(r.kvs[0].mod_revision, h.kvs[0].mod_revision);
+	etcd_kvs_clear(&h);
+	assert_int_equal(
+		sqlite3changeset_start(&it, (int)r.kvs[0].value_len, (void *)r.kvs[0].value),
+		SQLITE_OK);
+	while (sqlite3changeset_next(it) == SQLITE_ROW) {
+		assert_int_equal(sqlite3changeset_op(it, &table, &ncol, &op, &indirect), SQLITE_OK);
+		assert_string_equal(table, "intent_decisions");
+		assert_int_equal(op, SQLITE_INSERT);
+		assert_int_equal(sqlite3changeset_new(it, 0, &v), SQLITE_OK);
+		assert_int_equal(sqlite3_value_int64(v), t1);
+		assert_int_equal(sqlite3changeset_new(it, 1, &v), SQLITE_OK);
+		assert_int_equal(sqlite3_value_int64(v), 12);
+		n_changes++;
+	}
+	assert_int_equal(sqlite3changeset_finalize(it), SQLITE_OK);
+	assert_int_equal(n_changes, 1);
+	etcd_kvs_clear(&r);
+
+	/* the lease ends (a deposed leader): the decision is refused, the log unchanged */
+	assert_int_equal(etcd_lease_revoke(c, lease), 0);
+	assert_int_equal(st_intent_decide(a, t2, 13), -EPERM);
+	assert_non_null(strstr(st_strerror(a, -EPERM), "not the leader"));
+	assert_int_equal(st_etcd_seq(a_se), 3);
+	b = open_etcd(prefix, 0, &b_se);
+	assert_int_equal(st_etcd_seq(b_se), 3);
+	got = dump(b);
+	assert_non_null(strstr(got, "job=j1 state=open decided\n"));
+	assert_non_null(strstr(got, "job=j2 state=open\n"));
+	free(got);
+	assert_same(a, b);
+	st_close(b);
+	st_close(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -583,6 +665,7 @@ int main(void)
 		cmocka_unit_test(test_behind_and_compacted),
 		cmocka_unit_test(test_etcd_down),
 		cmocka_unit_test(test_fence),
+		cmocka_unit_test(test_decide_fenced),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
