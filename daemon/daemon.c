@@ -902,8 +902,6 @@ static int start_jobs(struct od *od)
 				      .rail = od->rl ? &od->cfg->rail : NULL,
 				      .clock = NULL,
 				      .confirm_timeout_s = (int)od->cfg->access.confirm_timeout_s,
-				      .fence = rp_fence,
-				      .fence_ctx = od->rp,
 				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms};
 
 		rc = rec_resolve_open(&rd);
