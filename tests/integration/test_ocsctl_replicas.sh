@@ -187,13 +187,15 @@ hasnt err "no server took the call" "a refusal is not a failover"
 expect 2 "an empty address" -- --insecure --server "$F,,$L" jobs
 has err "--server: an empty address in '$F,,$L'" "empty address named"
 
-# --- TLS: one client certificate, each address's host checked ---
+# --- TLS: one client certificate, each address's host checked (IP
+# literals: a name such as localhost goes through c-ares, whose lookup
+# leaks 10 bytes that LeakSanitizer reports in the sanitizer build) ---
 # shellcheck disable=SC2046
 expect 3 "a host the certificate does not name" -- $(as viewer) --server "$W" jobs
 # shellcheck disable=SC2046
-expect 0 "the next server after a name mismatch" -- $(as viewer) \
-  --server "$W,localhost:${F##*:}" status
-row "server" "localhost:${F##*:}" "localhost is in the certificate"
+expect 0 "the next server after a name mismatch" -- $(as viewer) --server "$W,$F" status
+row "server" "$F" "the follower's host is in its certificate"
+
 
 # --- status: the replica fields (41-46) ---
 # shellcheck disable=SC2046
