@@ -4,7 +4,10 @@
  *
  * Every command is one RPC (status: two) whose answer is printed as an
  * aligned table or key/value block for people, or as JSON with --json
- * (the response message itself, field names as in the proto). Exit codes:
+ * (the response message itself, field names as in the proto). With
+ * several --server addresses (ocsd replicas) ocsctl_servers.c picks the
+ * replica that answers and follows a follower's redirect to the leader.
+ * Exit codes:
  * 0 ok, 1 the server refused (any non-OK status), 2 usage or input error,
  * 3 the server could not be reached. northbound/README.md documents every
  * command and flag.
@@ -25,6 +28,7 @@
 #include "nb_internal.h"
 #include "ocs_json.h"
 #include "ocsctl_rail.h"
+#include "ocsctl_servers.h"
 #include "pbjson.h"
 
 enum exit_code {
@@ -64,7 +68,7 @@ struct opts {
 
 struct ctx {
 	struct opts o;
-	struct nb_client *client;
+	struct ocsctl_servers *servers; /* the --server list, one of them in use */
 };
 
 static const char usage_text[] =
@@ -115,7 +119,11 @@ static const char usage_text[] =
 	"                             and nodes (stop after N with --count)\n"
 	"\n"
 	"options:\n"
-	"  --server HOST:PORT   server address (default $OCSD_SERVER, else " DEFAULT_SERVER ")\n"
+	"  --server HOST:PORT[,HOST:PORT..]\n"
+	"                       server address, or the addresses of ocsd replicas: calls go\n"
+	"                       to the first that answers, writes follow a follower's\n"
+	"                       redirect to the leader (default $OCSD_SERVER, else\n"
+	"                       " DEFAULT_SERVER ")\n"
 	"  --ca FILE            CA certificate (PEM) that signed the server certificate\n"
 	"                       (default $OCSCTL_CA)\n"
 	"  --cert FILE          client certificate (PEM); its OU is the role ($OCSCTL_CERT)\n"
@@ -330,10 +338,19 @@ static uint64_t ids(unsigned lo, unsigned hi)
 
 /* ---- calls -------------------------------------------------------------- */
 
-static int report_failure(const struct nb_client_status *st)
+/* Prints why a call failed; when no server of the --server list took it,
+ * every server tried and why. */
+static int report_failure(const struct ctx *x, const struct nb_client_status *st)
 {
+	const char *trail = ocsctl_servers_trail(x->servers);
+
+	if (trail[0]) {
+		fprintf(stderr, "ocsctl: %s:\n%s", st->message, trail);
+		return st->unreachable ? EXIT_UNREACHABLE : EXIT_REFUSED;
+	}
 	if (st->unreachable) {
-		fprintf(stderr, "ocsctl: cannot reach the server: %s\n", st->message);
+		fprintf(stderr, "ocsctl: cannot reach %s: %s\n", ocsctl_servers_current(x->servers),
+			st->message);
 		return EXIT_UNREACHABLE;
 	}
 	fprintf(stderr, "ocsctl: %s: %s\n", nb_code_name((enum nb_code)st->code), st->message);
@@ -346,9 +363,9 @@ static int call(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, vo
 	const struct nb_method_info *info = nb_method_info(m);
 	struct nb_client_status st;
 
-	if (nb_client_unary(x->client, info->path, req, info->response,
-			    (ProtobufCMessage **)resp_out, &st))
-		return report_failure(&st);
+	if (ocsctl_servers_unary(x->servers, info->path, req, info->response,
+				 (ProtobufCMessage **)resp_out, &st))
+		return report_failure(x, &st);
 	return EXIT_OK;
 }
 
@@ -593,6 +610,48 @@ static bool ring_domain(const Ocs__V1__FabricSummary *f)
 	return strcmp(f->kind, "ocstrx-ring") == 0;
 }
 
+/*
+ * status's replica rows (issue 15 #6), none when ocsd runs alone (no
+ * replica id): "replica a (follower)", "leader b at HOST:PORT" and
+ * "replicas a HOST:PORT, b HOST:PORT (leader)"; then "store problem" when
+ * the store refuses writes.
+ */
+static void replica_rows(struct table *t, const Ocs__V1__FabricSummary *f)
+{
+	char *row[2];
+
+	if (f->replica_id[0]) {
+		char *list = fmt("%s", f->n_replicas ? "" : "-");
+
+		row[0] = fmt("replica");
+		row[1] = fmt("%s (%s)", f->replica_id, f->role[0] ? f->role : "unknown role");
+		table_add(t, row);
+		row[0] = fmt("leader");
+		if (f->leader_id[0] || f->leader_address[0])
+			row[1] = fmt("%s at %s", f->leader_id[0] ? f->leader_id : "?",
+				     f->leader_address[0] ? f->leader_address : "?");
+		else
+			row[1] = fmt("none known");
+		table_add(t, row);
+		for (size_t i = 0; i < f->n_replicas; i++) {
+			const Ocs__V1__Replica *r = f->replicas[i];
+			char *next = fmt("%s%s%s %s%s", list, i ? ", " : "", r->id, r->address,
+					 r->leader ? " (leader)" : "");
+
+			free(list);
+			list = next;
+		}
+		row[0] = fmt("replicas");
+		row[1] = list;
+		table_add(t, row);
+	}
+	if (f->store_problem[0]) {
+		row[0] = fmt("store problem");
+		row[1] = fmt("%s", f->store_problem);
+		table_add(t, row);
+	}
+}
+
 static int cmd_status(struct ctx *x)
 {
 	Grpc__Health__V1__HealthCheckRequest hreq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
@@ -608,9 +667,9 @@ static int cmd_status(struct ctx *x)
 		return rc;
 	}
 	if (x->o.json) {
-		json_t *v =
-			json_pack("{s:s, s:o, s:o}", "server", x->o.server, "health",
-				  pbjson_write(&health->base), "fabric", pbjson_write(&f->base));
+		json_t *v = json_pack(
+			"{s:s, s:o, s:o}", "server", ocsctl_servers_current(x->servers), "health",
+			pbjson_write(&health->base), "fabric", pbjson_write(&f->base));
 
 		rc = print_json_value(v, true);
 		json_decref(v);
@@ -618,8 +677,8 @@ static int cmd_status(struct ctx *x)
 		struct table t = {.cols = 2};
 		char *row[2];
 
-		row[0] = fmt("server");
-		row[1] = fmt("%s", x->o.server);
+		row[0] = fmt("server"); /* the one that answered */
+		row[1] = fmt("%s", ocsctl_servers_current(x->servers));
 		table_add(&t, row);
 		row[0] = fmt("health");
 		row[1] = enum_short(
@@ -632,6 +691,7 @@ static int cmd_status(struct ctx *x)
 		row[0] = fmt("store");
 		row[1] = fmt("%s", f->store);
 		table_add(&t, row);
+		replica_rows(&t, f);
 		row[0] = fmt("fabric");
 		if (ring_domain(f))
 			row[1] =
@@ -915,13 +975,13 @@ static int report_unanswered(struct ctx *x, const char *id, const char *why)
 	struct nb_client_status st;
 
 	req.id = (char *)id;
-	nb_client_set_timeout(x->client, x->o.timeout_ms);
+	ocsctl_servers_set_timeout(x->servers, x->o.timeout_ms);
 	for (;;) {
 		Ocs__V1__GetJobResponse *r;
 		const struct nb_method_info *info = nb_method_info(NB_JOBS_GET_JOB);
 
-		if (nb_client_unary(x->client, info->path, &req.base, info->response,
-				    (ProtobufCMessage **)&r, &st) == 0) {
+		if (ocsctl_servers_unary(x->servers, info->path, &req.base, info->response,
+					 (ProtobufCMessage **)&r, &st) == 0) {
 			char *state = enum_short(&ocs__v1__job_state__descriptor,
 						 r->job ? r->job->state : 0);
 
@@ -953,7 +1013,7 @@ static int report_unanswered(struct ctx *x, const char *id, const char *why)
 			"searched); look again with ocsctl job show %s\n",
 			id, why, id);
 	else
-		report_failure(&st);
+		report_failure(x, &st);
 	return EXIT_IN_PROGRESS;
 }
 
@@ -970,15 +1030,15 @@ static int submit(struct ctx *x, Ocs__V1__JobSpec *spec, Ocs__V1__SubmitJobRespo
 	char why[64];
 	int rc;
 
-	nb_client_set_timeout(x->client,
-			      x->o.no_wait ? NO_WAIT_GRACE_MS : (int)(x->o.wait_timeout_s * 1000));
-	rc = nb_client_unary(x->client, info->path, &spec->base, info->response,
-			     (ProtobufCMessage **)r, &st);
-	nb_client_set_timeout(x->client, x->o.timeout_ms);
+	ocsctl_servers_set_timeout(x->servers, x->o.no_wait ? NO_WAIT_GRACE_MS
+							    : (int)(x->o.wait_timeout_s * 1000));
+	rc = ocsctl_servers_unary(x->servers, info->path, &spec->base, info->response,
+				  (ProtobufCMessage **)r, &st);
+	ocsctl_servers_set_timeout(x->servers, x->o.timeout_ms);
 	if (rc == 0)
 		return EXIT_OK;
 	if (st.code != NB_DEADLINE_EXCEEDED || st.unreachable)
-		return report_failure(&st);
+		return report_failure(x, &st);
 	if (x->o.no_wait)
 		snprintf(why, sizeof(why), "after --timeout-ms %d", x->o.timeout_ms);
 	else
@@ -1383,23 +1443,25 @@ static void print_event(const Ocs__V1__Event *e)
 static int cmd_watch(struct ctx *x)
 {
 	Ocs__V1__WatchRequest req = OCS__V1__WATCH_REQUEST__INIT;
+	/* Any replica serves Watch: the one connected to. */
+	struct nb_client *client = ocsctl_servers_client(x->servers);
 	struct nb_client_status st;
 	long seen = 0;
 
-	if (nb_client_stream_open(x->client, nb_method_path(NB_EVENTS_WATCH), &req.base, &st))
-		return report_failure(&st);
+	if (nb_client_stream_open(client, nb_method_path(NB_EVENTS_WATCH), &req.base, &st))
+		return report_failure(x, &st);
 	for (;;) {
 		Ocs__V1__Event *e;
-		int rc = nb_client_stream_next(x->client, &ocs__v1__event__descriptor,
+		int rc = nb_client_stream_next(client, &ocs__v1__event__descriptor,
 					       (ProtobufCMessage **)&e, &st);
 
 		if (rc != 0) {
-			nb_client_stream_close(x->client);
-			return report_failure(&st);
+			nb_client_stream_close(client);
+			return report_failure(x, &st);
 		}
 		if (x->o.json && print_json(&e->base, false) != EXIT_OK) {
 			free_msg(e);
-			nb_client_stream_close(x->client);
+			nb_client_stream_close(client);
 			return EXIT_REFUSED;
 		}
 		if (!x->o.json)
@@ -1409,7 +1471,7 @@ static int cmd_watch(struct ctx *x)
 		if (x->o.count && ++seen >= x->o.count)
 			break;
 	}
-	nb_client_stream_close(x->client);
+	nb_client_stream_close(client);
 	return EXIT_OK;
 }
 
@@ -1760,24 +1822,28 @@ int main(int argc, char **argv)
 		if (rc)
 			return rc;
 	}
-	co.target = x.o.server;
 	co.insecure = x.o.insecure;
 	co.ca_file = x.o.ca;
 	co.cert_file = x.o.cert;
 	co.key_file = x.o.key;
 	co.timeout_ms = x.o.timeout_ms;
 	co.max_message_bytes = 64u << 20;
-	x.client = nb_client_new(&co, err, sizeof(err));
-	if (!x.client) {
-		fprintf(stderr, "ocsctl: %s\n", err);
+	x.servers = ocsctl_servers_new(x.o.server, &co, err, sizeof(err));
+	if (!x.servers) {
 		free_msg(spec);
-		return EXIT_USAGE;
+		return usage_error("%s", err);
 	}
-	if (nb_client_connect(x.client, &st)) {
-		fprintf(stderr, "ocsctl: cannot reach %s: %s\n", x.o.server, st.message);
-		nb_client_free(x.client);
+	if (ocsctl_servers_connect(x.servers, &st)) {
+		if (!st.unreachable) /* the TLS files: the same for every server */
+			fprintf(stderr, "ocsctl: %s\n", st.message);
+		else if (ocsctl_servers_listed(x.servers) == 1)
+			fprintf(stderr, "ocsctl: cannot reach %s: %s\n", x.o.server, st.message);
+		else
+			fprintf(stderr, "ocsctl: cannot reach any of the %zu servers:\n%s",
+				ocsctl_servers_listed(x.servers), ocsctl_servers_trail(x.servers));
+		ocsctl_servers_free(x.servers);
 		free_msg(spec);
-		return EXIT_UNREACHABLE;
+		return st.unreachable ? EXIT_UNREACHABLE : EXIT_USAGE;
 	}
 	if (strcmp(cmd, "status") == 0)
 		rc = cmd_status(&x);
@@ -1814,7 +1880,7 @@ int main(int argc, char **argv)
 		rc = cmd_job_file(&x, spec, strcmp(sub, "submit") == 0);
 	else
 		rc = cmd_job_id(&x, arg, strcmp(sub, "release") == 0);
-	nb_client_free(x.client);
+	ocsctl_servers_free(x.servers);
 	free_msg(spec);
 	return rc;
 }

@@ -18,9 +18,22 @@
  * bypass does) and publishes a node and a ring event, MarkNode healthy
  * frees the node, ListRings answers from the node table.
  *
+ * With --replica-id ID it plays one ocsd replica on etcd (issue 15), so
+ * that ocsctl's leader finding is tested without etcd: GetFabric names the
+ * replica, its role, the leader and the live replicas, and
+ * Check("ocs.v1.Jobs") is SERVING on the leader only. With --leader
+ * ID@HOST:PORT it is a follower: it answers the reads a follower serves
+ * (GetJob, ListJobs, ListCircuits, ListDevices, GetFabric, Watch) and
+ * refuses every other call "UNAVAILABLE: not the leader; leader is
+ * HOST:PORT" (HOST:PORT "self": its own address, a redirect loop). Without
+ * --leader it leads. --peer ID@HOST:PORT (up to 4) adds a live follower to
+ * the replica list. --store-problem TEXT (with or without a replica id)
+ * fills GetFabric's store_problem.
+ *
  * Usage: nb_test_server [--listen ADDR] [--insecure] [--ca F --cert F --key F]
  *                       [--max-message-bytes N] [--queue N] [--max-streams N]
- *                       [--ring] [--jobs N]
+ *                       [--ring] [--jobs N] [--replica-id ID [--leader ID@ADDR]
+ *                       [--peer ID@ADDR]..] [--store-problem TEXT]
  * Prints "port N" on stdout once serving; SIGTERM/SIGINT shut it down.
  * Magic job ids: "unavailable-*" fail with UNAVAILABLE, "full-*" with
  * RESOURCE_EXHAUSTED (to test how clients report refusals); PlanJob of
@@ -52,6 +65,7 @@
 #define RING_NODES	   (RING_TORS * RING_NODES_PER_TOR)
 #define RING_GPUS_PER_NODE 4
 #define RING_K_HOPS	   2
+#define MAX_PEERS	   4
 
 struct work {
 	struct nb_call *call;
@@ -101,6 +115,15 @@ struct fake {
 	/* --ring: per node, the job row holding it (-1: none) and whether it failed */
 	int node_job[RING_NODES];
 	bool node_faulty[RING_NODES];
+	/* --replica-id: set before serving, read-only after */
+	const char *replica_id;			 /* NULL: ocsd alone */
+	char self_address[64];			 /* 127.0.0.1:PORT */
+	const char *leader_id;			 /* NULL: this replica leads */
+	char leader_address[64];		 /* a follower's leader ("self" resolved) */
+	Ocs__V1__Replica replica[2 + MAX_PEERS]; /* self, leader, peers */
+	Ocs__V1__Replica *replicas[2 + MAX_PEERS];
+	size_t n_replicas;
+	const char *store_problem;
 };
 
 static int64_t now_ms(void)
@@ -991,6 +1014,22 @@ out:
 }
 
 /* GetFabric of the ring domain: on the worker, which owns the node table. */
+/* GetFabric's replica fields (41-46): empty when ocsd runs alone. */
+static void fill_replica_fields(struct fake *f, Ocs__V1__FabricSummary *s)
+{
+	if (f->store_problem)
+		s->store_problem = (char *)f->store_problem;
+	if (!f->replica_id)
+		return;
+	s->store = "etcd";
+	s->replica_id = (char *)f->replica_id;
+	s->role = f->leader_id ? "follower" : "leader";
+	s->leader_id = (char *)(f->leader_id ? f->leader_id : f->replica_id);
+	s->leader_address = f->leader_id ? f->leader_address : f->self_address;
+	s->replicas = f->replicas;
+	s->n_replicas = f->n_replicas;
+}
+
 static void do_ring_fabric(struct fake *f, struct nb_call *call)
 {
 	Ocs__V1__FabricSummary s = OCS__V1__FABRIC_SUMMARY__INIT;
@@ -1018,7 +1057,16 @@ static void do_ring_fabric(struct fake *f, struct nb_call *call)
 		for (int k = 0; f->jobs[i].rings && k < f->jobs[i].rings->n; k++)
 			s.rings_active += f->jobs[i].rings->ring[k].n > 0;
 	}
+	fill_replica_fields(f, &s);
 	nb_call_reply(call, &s.base);
+}
+
+/* The calls a follower answers itself (issue 15 #3); the others go to the
+ * leader. */
+static bool follower_serves(enum nb_method m)
+{
+	return m == NB_JOBS_GET_JOB || m == NB_JOBS_LIST_JOBS || m == NB_FABRIC_LIST_CIRCUITS ||
+	       m == NB_FABRIC_LIST_DEVICES || m == NB_FABRIC_GET_FABRIC;
 }
 
 static void serve(struct fake *f, struct work *w)
@@ -1026,6 +1074,11 @@ static void serve(struct fake *f, struct work *w)
 	struct nb_call *call = w->call;
 	struct job_row *r;
 
+	if (f->replica_id && f->leader_id && !follower_serves(nb_call_method(call))) {
+		nb_call_fail(call, NB_UNAVAILABLE, "", "not the leader; leader is %s",
+			     f->leader_address);
+		return;
+	}
 	switch (nb_call_method(call)) {
 	case NB_FABRIC_LIST_DEVICES:
 		do_list_devices(f, call, w->req);
@@ -1159,6 +1212,7 @@ static void h_get_fabric(void *ctx, struct nb_call *call, const Ocs__V1__GetFabr
 	s.devices = GROUPS * DEVICES_PER_GROUP;
 	s.devices_connected = s.devices;
 	s.version = "nb_test_server";
+	fill_replica_fields(ctx, &s);
 	nb_call_reply(call, &s.base);
 }
 
@@ -1182,14 +1236,66 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: nb_test_server [--listen ADDR] [--insecure] [--ca F --cert F "
 			"--key F] [--max-message-bytes N] [--queue N] [--max-streams N] [--ring] "
-			"[--jobs N]\n");
+			"[--jobs N] [--replica-id ID [--leader ID@ADDR] [--peer ID@ADDR]..] "
+			"[--store-problem TEXT]\n");
 	exit(2);
+}
+
+/* "ID@ADDR" -> r (pointing into arg, which it splits); false if malformed. */
+static bool parse_replica(char *arg, Ocs__V1__Replica *r)
+{
+	char *at = strchr(arg, '@');
+
+	if (!at || at == arg || !at[1])
+		return false;
+	*at = '\0';
+	ocs__v1__replica__init(r);
+	r->id = arg;
+	r->address = at + 1;
+	return true;
+}
+
+/*
+ * Once the port is known: the replica's own address, "self" resolved, the
+ * replica list (self, the leader, the peers) and the health of ocs.v1.Jobs.
+ */
+static void replica_start(struct fake *f, const char *listen_addr, Ocs__V1__Replica *leader,
+			  Ocs__V1__Replica *peers, size_t n_peers)
+{
+	const char *colon = strrchr(listen_addr, ':');
+	int host_len = colon ? (int)(colon - listen_addr) : 0;
+
+	snprintf(f->self_address, sizeof(f->self_address), "%.*s:%d", host_len, listen_addr,
+		 nb_server_port(f->server));
+	ocs__v1__replica__init(&f->replica[0]);
+	f->replica[0].id = (char *)f->replica_id;
+	f->replica[0].address = f->self_address;
+	f->replica[0].leader = !f->leader_id;
+	f->n_replicas = 1;
+	if (f->leader_id) {
+		snprintf(f->leader_address, sizeof(f->leader_address), "%s",
+			 strcmp(leader->address, "self") ? leader->address : f->self_address);
+		f->replica[1] = *leader;
+		f->replica[1].address = f->leader_address;
+		f->replica[1].leader = true;
+		f->n_replicas = 2;
+	}
+	for (size_t i = 0; i < n_peers; i++)
+		f->replica[f->n_replicas++] = peers[i];
+	for (size_t i = 0; i < f->n_replicas; i++)
+		f->replicas[i] = &f->replica[i];
+	nb_server_set_health(
+		f->server, "ocs.v1.Jobs",
+		f->leader_id ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
+			     : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING);
 }
 
 int main(int argc, char **argv)
 {
 	static struct fake f;
 	struct nb_server_config cfg = {0};
+	Ocs__V1__Replica leader, peers[MAX_PEERS];
+	size_t n_peers = 0;
 	int bulk = 0;
 	struct nb_error err;
 	pthread_t tid;
@@ -1228,9 +1334,20 @@ int main(int argc, char **argv)
 			cfg.max_streams = atoi(v);
 		else if (strcmp(a, "--jobs") == 0)
 			bulk = atoi(v);
+		else if (strcmp(a, "--replica-id") == 0)
+			f.replica_id = v;
+		else if (strcmp(a, "--leader") == 0 && parse_replica(argv[i], &leader))
+			f.leader_id = leader.id;
+		else if (strcmp(a, "--peer") == 0 && n_peers < MAX_PEERS &&
+			 parse_replica(argv[i], &peers[n_peers]))
+			n_peers++;
+		else if (strcmp(a, "--store-problem") == 0)
+			f.store_problem = v;
 		else
 			usage();
 	}
+	if (!f.replica_id && (f.leader_id || n_peers))
+		usage();
 	cfg.limits =
 		(struct nb_limits){.pods = PODS,
 				   .leaves_per_pod = LEAVES_PER_POD,
@@ -1276,6 +1393,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nb_test_server: %s: %s\n", err.field, err.message);
 		return 1;
 	}
+	if (f.replica_id)
+		replica_start(&f, cfg.listen_addr, &leader, peers, n_peers);
 	pthread_create(&tid, NULL, worker, &f);
 	printf("port %d\n", nb_server_port(f.server));
 	fflush(stdout);
