@@ -96,6 +96,18 @@ static bool read_node(const struct rec_deps *rd, const struct st_intent *in, int
 }
 
 /*
+ * Whether device d's commit can still be an unconfirmed one: its strategy
+ * is a confirmed commit (the dead-man switch). A device without it commits
+ * for good, so what it holds is final whoever sent it.
+ */
+static bool holds_unconfirmed(const struct rec_deps *rd, int d)
+{
+	const struct sb_device *h = dev_handle(rd->devs, d, DEV_ROLE_TXN);
+
+	return h && sb_device_strategy(h) == SB_STRATEGY_CONFIRMED;
+}
+
+/*
  * resolve_intent for an intent of a ring domain: as resolve_circuit_intent,
  * the nodes' bundles read back against the intent's settings (target) and
  * what the ring state says each node held (pre-image).
@@ -106,11 +118,11 @@ static int resolve_ring_intent(const struct rec_deps *rd, const struct st_intent
 	char *seen = calloc((size_t)n_nodes + 1, 1);
 	struct sb_bundle *wants = calloc((size_t)n_nodes * (size_t)bundles + 1, sizeof(*wants));
 	struct sb_txn_device *devs = calloc((size_t)n_nodes + 1, sizeof(*devs));
-	bool all_target = true, all_pre = true, all_read = true;
+	bool all_target = true, all_pre = true, all_read = true, all_known = true;
 	enum st_intent_state outcome;
 	char detail[512] = "";
 	size_t n = 0;
-	int rc = 0;
+	int unconfirmed = 0, rc = 0;
 
 	if (!seen || !wants || !devs) {
 		rc = -ENOMEM;
@@ -130,14 +142,26 @@ static int resolve_ring_intent(const struct rec_deps *rd, const struct st_intent
 		}
 		all_target &= at_target;
 		all_pre &= at_pre;
+		if (at_target && !at_pre && holds_unconfirmed(rd, node))
+			unconfirmed++;
 		if (!at_target)
 			devs[n++] = (struct sb_txn_device){dev_handle(rd->devs, node, DEV_ROLE_TXN),
 							   NULL, 0, want, (size_t)bundles};
 		if (!at_target && !at_pre)
+			all_known = false;
+		if (!at_target && !at_pre)
 			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 				 "node %d holds neither the old nor the new settings; ", node);
 	}
-	if (all_target && (!all_pre || in->decided)) {
+	if (!in->decided && unconfirmed > 0 && all_read && all_known) {
+		/* as resolve_circuit_intent: never decided, so never confirmed */
+		outcome = ST_INTENT_ROLLED_BACK;
+		snprintf(detail, sizeof(detail),
+			 "recovered: never decided, so never confirmed; %d node(s) still show "
+			 "another run's unconfirmed commit, which reverts by itself at its "
+			 "confirm timeout",
+			 unconfirmed);
+	} else if (all_target && (!all_pre || in->decided)) {
 		outcome = ST_INTENT_CONFIRMED;
 		snprintf(detail, sizeof(detail), "recovered after restart: nodes hold the target");
 	} else if (in->decided && all_read) {
@@ -286,8 +310,13 @@ static enum st_intent_state roll_forward(const struct rec_deps *rd, const struct
 /*
  * Resolves one transaction a previous run left open. Confirmed commits are
  * tied to the session that made them, so the devices of a run that died
- * reverted when its sessions closed; every touched device is read back. All
- * at the target: the transaction had been confirmed. A decided intent
+ * reverted when its sessions closed; every touched device is read back.
+ * A run that did not die (a leader paused and deposed) still holds its
+ * sessions, and its unconfirmed commit shows on the devices until their
+ * confirm timeout: since a confirm is sent only after the decision is
+ * stored (txn.c), an undecided intent was never confirmed and is rolled
+ * back, whatever confirmed-commit devices show now. Otherwise, all at the
+ * target: the transaction had been confirmed. A decided intent
  * (st_intent_decide) is finished: devices that reverted get the target
  * again (roll_forward). An undecided one whose devices are all at the
  * pre-image: rolled back. Anything else (a device unreadable, or holding
@@ -300,10 +329,10 @@ static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_int
 	bool *touched = calloc((size_t)n_dev + 1, sizeof(*touched));
 	bool *at_target = calloc((size_t)n_dev + 1, sizeof(*at_target));
 	struct dev_readback *rbs = calloc((size_t)n_dev + 1, sizeof(*rbs));
-	bool all_target = true, all_pre = true, all_read = true;
+	bool all_target = true, all_pre = true, all_read = true, all_known = true;
 	enum st_intent_state outcome;
 	char detail[512] = "";
-	int rc = 0;
+	int unconfirmed = 0, rc = 0;
 
 	if (!touched || !at_target || !rbs) {
 		rc = -ENOMEM;
@@ -334,15 +363,29 @@ static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_int
 			at_target[d] = dev_diff_equal(&to_target);
 			all_target &= at_target[d];
 			all_pre &= at_pre;
-			if (!at_target[d] && !at_pre)
+			if (at_target[d] && !at_pre && holds_unconfirmed(rd, d))
+				unconfirmed++;
+			if (!at_target[d] && !at_pre) {
+				all_known = false;
 				snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 					 "%s holds neither the old nor the new configuration; ",
 					 dev_name(rd->devs, d));
+			}
 		}
 		dev_diff_clear(&to_pre);
 		dev_diff_clear(&to_target);
 	}
-	if (all_target && (!all_pre || in->decided)) {
+	if (!in->decided && unconfirmed > 0 && all_read && all_known) {
+		/* Never decided, so never confirmed: the commit these devices show
+		 * is another run's unconfirmed one (a paused or deposed leader's,
+		 * whose session is still open) and reverts at its confirm timeout. */
+		outcome = ST_INTENT_ROLLED_BACK;
+		snprintf(detail, sizeof(detail),
+			 "recovered: never decided, so never confirmed; %d device(s) still "
+			 "show another run's unconfirmed commit, which reverts by itself at its "
+			 "confirm timeout",
+			 unconfirmed);
+	} else if (all_target && (!all_pre || in->decided)) {
 		outcome = ST_INTENT_CONFIRMED;
 		snprintf(detail, sizeof(detail),
 			 "recovered after restart: devices hold the target");

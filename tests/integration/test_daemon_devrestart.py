@@ -122,9 +122,15 @@ def main():
     fleet.devsim_proc.send_signal(signal.SIGTERM)
     fleet.devsim_proc.wait(timeout=30)
     wait_all(disconnected, "after ocs-devsim stopped")
+    # ListDevices can say DISCONNECTED before the last DeviceEvents reach
+    # this client's Watch thread: wait for them, within the same bound
     seen = set()
-    while not events.empty():
-        name, state = events.get()
+    deadline = time.time() + SETTLE_S
+    while len(seen) < fleet.N_DEV and time.time() < deadline:
+        try:
+            name, state = events.get(timeout=0.2)
+        except queue.Empty:
+            continue
         if state == disconnected:
             seen.add(name)
     check(len(seen) == fleet.N_DEV, f"DeviceEvent DISCONNECTED for {len(seen)} of "
