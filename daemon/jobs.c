@@ -366,8 +366,10 @@ static void store_failed(struct jm *jm, const char *what)
  * memory even when the store refuses it, since what it records already
  * happened (a plan refused, devices changed); the job manager then stops
  * serving writes and recovery sets the store right at the next start.
+ * Returns the store's answer (0, or why it refused: -EPERM when this
+ * replica is not the leader any more).
  */
-static void set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const char *reason)
+static int set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const char *reason)
 {
 	bool was_live = jl_holds_leaves(j->pub.state);
 	int rc;
@@ -389,15 +391,30 @@ static void set_state(struct jm *jm, struct job_rt *j, enum jm_state state, cons
 	}
 	if (jm->d.events.job_changed)
 		jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
+	return rc;
 }
 
+/*
+ * Fails j and answers its waiters with err. When the store refuses FAILED
+ * because this replica is not the leader any more, the job stays accepted
+ * in the store and the new leader runs it (jm_recover): its waiters are
+ * told that, never err's "nothing changed", which would not be true.
+ */
 static void fail_job(struct jm *jm, struct job_rt *j, const struct jm_error *err)
 {
 	char reason[sizeof(err->field) + sizeof(err->message) + 4];
+	struct jm_error deposed;
 
 	snprintf(reason, sizeof(reason), "%s%s%s", err->field, err->field[0] ? ": " : "",
 		 err->message);
-	set_state(jm, j, JM_FAILED, reason);
+	if (set_state(jm, j, JM_FAILED, reason) == -EPERM) {
+		jm_set_error(&deposed, JM_UNAVAILABLE, "",
+			     "not the leader any more: job %s stays accepted in the store and the "
+			     "new leader runs it; ask the leader (GetJob)",
+			     j->pub.id);
+		settle(j, &deposed);
+		return;
+	}
 	settle(j, err);
 }
 
