@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -213,6 +214,15 @@ static void end_conn(struct devsim_server *srv, struct conn *c)
 /* Serves what the session has buffered; false when the session ended. */
 static bool serve_conn(struct conn *c)
 {
+	/* libnetconf2 writes a reply in several pieces (SSH packets or TLS
+	 * records: chunk header, body, end of chunks). Corked, the replies to
+	 * what the client sent leave together in one TCP segment once nothing
+	 * more is buffered, and the client wakes up once instead of once per
+	 * piece. A client that waits for each reply has one RPC buffered at a
+	 * time; a pipelined pair is answered in one segment. */
+	int on = 1, off = 0;
+	setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+	bool alive = true;
 	for (;;) {
 		struct nc_session *s = NULL;
 		int r = nc_ps_poll(c->ps, 0, &s);
@@ -220,11 +230,15 @@ static bool serve_conn(struct conn *c)
 		 * RPC) leaves the session invalid without SESSION_TERM: end it too,
 		 * or its locks would outlive it */
 		if ((r & (NC_PSPOLL_SESSION_TERM | NC_PSPOLL_SESSION_ERROR | NC_PSPOLL_ERROR)) ||
-		    nc_session_get_status(c->s) != NC_STATUS_RUNNING)
-			return false;
+		    nc_session_get_status(c->s) != NC_STATUS_RUNNING) {
+			alive = false;
+			break;
+		}
 		if (!(r & NC_PSPOLL_RPC))
-			return true; /* nothing more buffered */
+			break; /* nothing more buffered */
 	}
+	setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+	return alive;
 }
 
 static void *worker_main(void *arg)
