@@ -156,10 +156,13 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 			return 1;
 	}
 	/* warm start, as the daemon does before READY: every session in parallel */
+	double ccpu0 = self_cpu_ms(), csim0 = proc_cpu_ms(fleet.pid);
 	int64_t c0 = sb_now_ms();
 	size_t up = sb_device_connect_many(devs, (size_t)devices, 16, c0 + 30000, NULL);
-	printf("%s: %zu of %d devices connected in parallel (16 at a time) in %lld ms\n", tr, up,
-	       devices, (long long)(sb_now_ms() - c0));
+	printf("%s: %zu of %d devices connected in parallel (16 at a time) in %lld ms (CPU: "
+	       "controller %.0f ms, ocs-devsim %.0f ms)\n",
+	       tr, up, devices, (long long)(sb_now_ms() - c0), self_cpu_ms() - ccpu0,
+	       proc_cpu_ms(fleet.pid) - csim0);
 	static struct sb_xc xcs[DEVICES][XCS];
 	struct sb_txn_device pd[DEVICES];
 	int group[DEVICES], device[DEVICES];
