@@ -170,6 +170,15 @@ struct sb_txn_options {
 	int verify_timeout_ms;	 /* wait for `connected` in step 3 [2000] */
 	int connect_timeout_ms;	 /* per device, including backoff retries [3000] */
 	int rollback_timeout_ms; /* per device, retries included [10000] */
+	/*
+	 * How a step's device work runs (sb_txn.c, "Threads"): by default one
+	 * coroutine per device in a loop of coroutines (sb_exec.h) per
+	 * executor task, at most devices_per_loop devices per loop [0: every
+	 * device of the plan in one loop]; thread_per_device: one executor
+	 * task per device instead, each blocking on its own RPCs [false].
+	 */
+	int devices_per_loop;
+	bool thread_per_device;
 };
 
 struct sb_txn_counters {
