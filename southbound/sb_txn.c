@@ -179,14 +179,43 @@
  * Threads: continuations, not waits. Everything runs as tasks on the
  * engine's executor (sb_exec.h) and no task ever waits for another, so the
  * executor cannot deadlock whatever its thread count. sb_engine_start()
- * submits the transaction's first task (plan check, intent hook). A step
- * submits one task per device (each dev_ctx embeds its task); every task
- * decrements the step's `remaining`, and the one that brings it to zero
- * runs step_done(), which applies the diagram above and submits the next
- * step, the rollback, or ends the transaction (persist_outcome, then the
- * owner's callback). So hooks run on whichever executor thread finished a
- * step, one at a time per transaction. sb_engine_run() is sb_engine_start()
- * plus a wait on a condition variable, for callers outside the executor.
+ * submits the transaction's first task (plan check, intent hook). Steps 1-4
+ * submit one task per slice of devices (every device in one slice unless
+ * opts.devices_per_loop; loop_slice): the task runs its devices' step
+ * functions as coroutines of one loop (sb_exec_loop) on its thread. Each
+ * coroutine is the same blocking code as before: it sends its RPC, and
+ * where it would wait for the reply (sb_wire's read, sb_exec_wait_fd) or
+ * sleep (the switch time, the read-back polls: sb_exec_sleep_until_us) it
+ * yields, so all the slice's RPCs leave before the first reply is read and
+ * one epoll wake-up serves every reply that has arrived: no thread
+ * hand-off per device and round trip (issue 13, fourth pass). The steps,
+ * the RPCs, their order per device, their deadlines and every invariant
+ * above are those of the per-device code; only who waits changed.
+ *
+ *     step k:  slice task ── loop ──┬─ dev 0: lock ..wait.. reply ─ edit+validate ..
+ *                                   ├─ dev 1: lock ..wait.. reply ─ ...
+ *                                   └─ dev n: ...        (one epoll for all)
+ *              a device that must connect (or whose claim a keepalive
+ *              holds) ── hand_off() ──> its own task, blocking as before
+ *              last slice / task to end ──> step_done() ──> step k+1
+ *
+ * Blocking that does not go through the two yields blocks the whole loop:
+ * a connect. So prepare hands a device without a live session (and one a
+ * keepalive holds) to a task of its own (hand_off; `remaining` counts it
+ * before the coroutine returns), and the rollback - reconnects, retries
+ * with sleeps until rollback_timeout_ms - keeps a task per device. A
+ * session found dead by sb_device_connect()'s idle check, and R1's retry
+ * after a session lost in prepare, reconnect inside the loop (rare;
+ * the other devices' replies wait in their sockets meanwhile, and are
+ * read even if their deadline passed during it: only a wait times out).
+ * opts.thread_per_device runs every step as one task per device, each
+ * dev_ctx's embedded task, which every device task decrements from
+ * `remaining`; the last one runs step_done(), which applies the diagram
+ * above and submits the next step, the rollback, or ends the transaction
+ * (persist_outcome, then the owner's callback). So hooks run on whichever
+ * executor thread finished a step, one at a time per transaction.
+ * sb_engine_run() is sb_engine_start() plus a wait on a condition
+ * variable, for callers outside the executor.
  */
 #include "sb_txn.h"
 
