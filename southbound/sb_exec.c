@@ -310,6 +310,10 @@ static void loop_wait(struct sb_exec_loop *l)
 	}
 	struct epoll_event ev[64];
 	int k = epoll_pwait2(l->epfd, ev, 64, tsp, NULL);
+	if (k < 0 && errno == ENOSYS) /* a kernel before 5.11: millisecond timeouts */
+		k = epoll_wait(l->epfd, ev, 64,
+			       tsp ? (int)(ts.tv_sec * 1000 + (ts.tv_nsec + 999999) / 1000000)
+				   : -1);
 	for (int i = 0; i < k; i++) {
 		size_t idx = (size_t)(ev[i].data.u64 >> 32);
 		int fd = (int)(uint32_t)ev[i].data.u64;
