@@ -179,14 +179,43 @@
  * Threads: continuations, not waits. Everything runs as tasks on the
  * engine's executor (sb_exec.h) and no task ever waits for another, so the
  * executor cannot deadlock whatever its thread count. sb_engine_start()
- * submits the transaction's first task (plan check, intent hook). A step
- * submits one task per device (each dev_ctx embeds its task); every task
- * decrements the step's `remaining`, and the one that brings it to zero
- * runs step_done(), which applies the diagram above and submits the next
- * step, the rollback, or ends the transaction (persist_outcome, then the
- * owner's callback). So hooks run on whichever executor thread finished a
- * step, one at a time per transaction. sb_engine_run() is sb_engine_start()
- * plus a wait on a condition variable, for callers outside the executor.
+ * submits the transaction's first task (plan check, intent hook). Steps 1-4
+ * submit one task per slice of devices (every device in one slice unless
+ * opts.devices_per_loop; loop_slice): the task runs its devices' step
+ * functions as coroutines of one loop (sb_exec_loop) on its thread. Each
+ * coroutine is the same blocking code as before: it sends its RPC, and
+ * where it would wait for the reply (sb_wire's read, sb_exec_wait_fd) or
+ * sleep (the switch time, the read-back polls: sb_exec_sleep_until_us) it
+ * yields, so all the slice's RPCs leave before the first reply is read and
+ * one epoll wake-up serves every reply that has arrived: no thread
+ * hand-off per device and round trip (issue 13, fourth pass). The steps,
+ * the RPCs, their order per device, their deadlines and every invariant
+ * above are those of the per-device code; only who waits changed.
+ *
+ *     step k:  slice task ── loop ──┬─ dev 0: lock ..wait.. reply ─ edit+validate ..
+ *                                   ├─ dev 1: lock ..wait.. reply ─ ...
+ *                                   └─ dev n: ...        (one epoll for all)
+ *              a device that must connect (or whose claim a keepalive
+ *              holds) ── hand_off() ──> its own task, blocking as before
+ *              last slice / task to end ──> step_done() ──> step k+1
+ *
+ * Blocking that does not go through the two yields blocks the whole loop:
+ * a connect. So prepare hands a device without a live session (and one a
+ * keepalive holds) to a task of its own (hand_off; `remaining` counts it
+ * before the coroutine returns), and the rollback - reconnects, retries
+ * with sleeps until rollback_timeout_ms - keeps a task per device. A
+ * session found dead by sb_device_connect()'s idle check, and R1's retry
+ * after a session lost in prepare, reconnect inside the loop (rare;
+ * the other devices' replies wait in their sockets meanwhile, and are
+ * read even if their deadline passed during it: only a wait times out).
+ * opts.thread_per_device runs every step as one task per device, each
+ * dev_ctx's embedded task, which every device task decrements from
+ * `remaining`; the last one runs step_done(), which applies the diagram
+ * above and submits the next step, the rollback, or ends the transaction
+ * (persist_outcome, then the owner's callback). So hooks run on whichever
+ * executor thread finished a step, one at a time per transaction.
+ * sb_engine_run() is sb_engine_start() plus a wait on a condition
+ * variable, for callers outside the executor.
  */
 #include "sb_txn.h"
 
@@ -201,10 +230,16 @@
 
 /* ---- engine ------------------------------------------------------------ */
 
+#define SPARE_LOOPS 8
+
 struct sb_engine {
 	struct sb_executor x;
 	struct sb_exec_pool *own; /* the engine's own pool, or NULL */
 	struct sb_txn_counters counters;
+	/* loops (and their stacks) kept between steps; loops_mu guards both */
+	pthread_mutex_t loops_mu;
+	struct sb_exec_loop *spare[SPARE_LOOPS];
+	int n_spare;
 };
 
 int sb_engine_new_on(const struct sb_executor *x, struct sb_engine **out)
@@ -215,6 +250,7 @@ int sb_engine_new_on(const struct sb_executor *x, struct sb_engine **out)
 	if (!e)
 		return -ENOMEM;
 	e->x = *x;
+	pthread_mutex_init(&e->loops_mu, NULL);
 	*out = e;
 	return 0;
 }
@@ -239,7 +275,36 @@ void sb_engine_free(struct sb_engine *e)
 	if (!e)
 		return;
 	sb_exec_pool_free(e->own);
+	for (int i = 0; i < e->n_spare; i++)
+		sb_exec_loop_free(e->spare[i]);
+	pthread_mutex_destroy(&e->loops_mu);
 	free(e);
+}
+
+/* A loop for one slice of a step: a spare one, or a new one (NULL: none to be had). */
+static struct sb_exec_loop *take_loop(struct sb_engine *e)
+{
+	struct sb_exec_loop *l = NULL;
+	pthread_mutex_lock(&e->loops_mu);
+	if (e->n_spare)
+		l = e->spare[--e->n_spare];
+	pthread_mutex_unlock(&e->loops_mu);
+	if (!l && sb_exec_loop_new(&l))
+		l = NULL;
+	return l;
+}
+
+static void put_loop(struct sb_engine *e, struct sb_exec_loop *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&e->loops_mu);
+	if (e->n_spare < SPARE_LOOPS) {
+		e->spare[e->n_spare++] = l;
+		l = NULL;
+	}
+	pthread_mutex_unlock(&e->loops_mu);
+	sb_exec_loop_free(l);
 }
 
 const struct sb_txn_counters *sb_engine_counters(const struct sb_engine *e)
@@ -311,8 +376,16 @@ struct dev_ctx {
 	size_t n_pre_b;
 	struct sb_bundle_state *readback_b;
 	size_t n_readback_b;
-	bool ok; /* the current step succeeded */
+	bool ok;      /* the current step succeeded */
+	bool in_loop; /* the current step runs as a coroutine of a slice's loop */
 	struct sb_txn_device_result *res;
+};
+
+/* One executor task of a step that runs devices [first, first + n) in a loop. */
+struct loop_slice {
+	struct sb_exec_task task;
+	struct txn *t;
+	size_t first, n;
 };
 
 struct txn {
@@ -325,7 +398,9 @@ struct txn {
 	struct sb_exec_task start; /* the first task: txn_begin() */
 	enum sb_txn_step step;	   /* the step whose device tasks run */
 	void (*step_fn)(void *dev_ctx);
-	atomic_size_t remaining; /* device tasks of the step still running */
+	atomic_size_t remaining;   /* tasks of the step still running (devices or slices) */
+	struct loop_slice *slices; /* the loop tasks of a step, n_slices of them */
+	size_t n_slices;
 	int64_t t_start, t_step;
 	/* The owner's continuation, called last; the txn is the owner's again. */
 	void (*finished)(struct txn *t);
@@ -467,9 +542,7 @@ static int read_pre_image(struct dev_ctx *d, struct sb_error *err)
  */
 static void wait_switch_time(const struct dev_ctx *d)
 {
-	int64_t left = d->committed_us + sb_device_switch_us(d->dev) - now_us();
-	if (left > 0)
-		nanosleep(&(struct timespec){left / 1000000, (left % 1000000) * 1000}, NULL);
+	sb_exec_sleep_until_us(d->committed_us + sb_device_switch_us(d->dev));
 }
 
 /* Whether running (read now) equals the pre-image, and whether it equals the target. */
@@ -551,6 +624,8 @@ static int prepare_once(struct dev_ctx *d, bool retry, struct sb_error *err)
 	return sb_device_edit_xcs_validate(d->dev, d->pre, d->n_pre, d->target, d->n_target, err);
 }
 
+static void hand_off(struct dev_ctx *d);
+
 /*
  * Step 1. A session lost in the middle (-ECONNRESET: the device restarted,
  * or closed the session) is retried ONCE on a fresh session (R1 at the
@@ -565,8 +640,16 @@ static void job_prepare(void *arg)
 	struct sb_error err = {0};
 	d->ok = true;
 	/* the device is ours until txn_end: a keepalive pass leaves it alone */
-	sb_device_claim(d->dev);
-	d->claimed = true;
+	if (!d->claimed) {
+		if (d->in_loop && !sb_device_try_claim(d->dev))
+			return hand_off(d); /* a keepalive holds it: wait on a thread */
+		if (!d->in_loop)
+			sb_device_claim(d->dev);
+		d->claimed = true;
+	}
+	/* a connect (with its backoff) would block every device of the loop */
+	if (d->in_loop && !sb_device_connected(d->dev))
+		return hand_off(d);
 	int rc = prepare_once(d, false, &err);
 	if (rc == -ECONNRESET) {
 		free(d->pre);
@@ -716,8 +799,7 @@ static void job_verify_bundles(struct dev_ctx *d)
 				 d->t->opts.verify_timeout_ms);
 			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -ETIMEDOUT, msg);
 		}
-		struct timespec ts = {0, poll_us * 1000};
-		nanosleep(&ts, NULL);
+		sb_exec_sleep_until_us(now_us() + poll_us);
 		if (poll_us < 2000)
 			poll_us *= 2;
 	}
@@ -768,8 +850,7 @@ static void job_verify(void *arg)
 				 pending, d->t->opts.verify_timeout_ms);
 			return fail_dev_msg(d, SB_STEP_VERIFY, "get", -ETIMEDOUT, msg);
 		}
-		struct timespec ts = {0, poll_ms * 1000000};
-		nanosleep(&ts, NULL);
+		sb_exec_sleep_until_us(now_us() + poll_ms * 1000);
 		if (poll_ms < 8)
 			poll_ms *= 2;
 	}
@@ -905,16 +986,71 @@ static void job_rollback(void *arg)
 
 static void step_done(struct txn *t);
 
+/* A device task or loop slice of the step has ended; the last one moves the transaction on. */
+static void step_task_done(struct txn *t)
+{
+	/* the others must not touch t afterwards (it may be finished and freed) */
+	if (atomic_fetch_sub(&t->remaining, 1) == 1)
+		step_done(t);
+}
+
 static void dev_task_run(struct sb_exec_task *x)
 {
 	struct dev_ctx *d = (struct dev_ctx *)x; /* task is the first member */
 	struct txn *t = d->t;
 
+	d->in_loop = false;
 	t->step_fn(d);
-	/* The last device of the step moves the transaction on; the others
-	 * must not touch t afterwards (it may be finished and freed). */
-	if (atomic_fetch_sub(&t->remaining, 1) == 1)
-		step_done(t);
+	step_task_done(t);
+}
+
+/*
+ * Moves the rest of a device's step from its loop to an executor task of
+ * its own (a blocking connect or claim). Called by the coroutine, which
+ * returns right after: its slice still counts in `remaining`, so the step
+ * cannot end before the task does.
+ */
+static void hand_off(struct dev_ctx *d)
+{
+	struct txn *t = d->t;
+	struct sb_executor x = t->e->x;
+	d->in_loop = false;
+	atomic_fetch_add(&t->remaining, 1);
+	d->task.run = dev_task_run;
+	x.submit(x.ctx, &d->task);
+}
+
+static void dev_coro_run(void *arg)
+{
+	struct dev_ctx *d = arg;
+	d->t->step_fn(d);
+}
+
+/* A slice of the step: its devices as coroutines of one loop on this executor thread. */
+static void slice_run(struct sb_exec_task *x)
+{
+	struct loop_slice *s = (struct loop_slice *)x; /* task is the first member */
+	struct txn *t = s->t;
+	struct dev_ctx *devs = t->devs + s->first;
+	struct sb_exec_loop *l = take_loop(t->e);
+	bool looped = false;
+	for (size_t i = 0; l && i < s->n; i++) {
+		devs[i].in_loop = true;
+		if (sb_exec_loop_add(l, dev_coro_run, &devs[i]))
+			break;
+		looped = i + 1 == s->n;
+	}
+	if (!looped || sb_exec_loop_run(l)) {
+		/* no loop to be had (out of memory): one device after the other */
+		sb_exec_loop_free(l);
+		l = NULL;
+		for (size_t i = 0; i < s->n; i++) {
+			devs[i].in_loop = false;
+			t->step_fn(&devs[i]);
+		}
+	}
+	put_loop(t->e, l);
+	step_task_done(t);
 }
 
 /* Runs fn on every device in parallel; step_done() follows the last one. */
@@ -930,6 +1066,16 @@ static void launch_step(struct txn *t, enum sb_txn_step step, void (*fn)(void *)
 	atomic_store(&t->remaining, n);
 	for (size_t i = 0; i < n; i++)
 		devs[i].ok = true;
+	/* the rollback (retries, reconnects, sleeps) keeps a task per device */
+	if (t->n_slices && step != SB_STEP_ROLLBACK) {
+		struct loop_slice *slices = t->slices;
+		size_t n_slices = t->n_slices;
+		atomic_store(&t->remaining, n_slices);
+		/* Only locals after the first submit: the last task may end t. */
+		for (size_t i = 0; i < n_slices; i++)
+			x.submit(x.ctx, &slices[i].task);
+		return;
+	}
 	/* Only locals after the first submit: the last task may end t. */
 	for (size_t i = 0; i < n; i++) {
 		devs[i].task.run = dev_task_run;
@@ -1108,6 +1254,8 @@ static void txn_end(struct txn *t, bool persist)
 	}
 	free(t->devs);
 	t->devs = NULL;
+	free(t->slices);
+	t->slices = NULL;
 	t->finished(t);
 }
 
@@ -1255,6 +1403,19 @@ static int txn_setup(struct txn *t, const struct sb_txn_plan *plan,
 			       d->n_target_b * sizeof(struct sb_bundle));
 		qsort(d->target_b, d->n_target_b, sizeof(struct sb_bundle), sb_bundle_cmp);
 		d->res = &r->devices[i];
+	}
+	if (!t->opts.thread_per_device) {
+		size_t per = t->opts.devices_per_loop > 0 ? (size_t)t->opts.devices_per_loop : n;
+		size_t k = (n + per - 1) / per;
+		t->slices = calloc(k, sizeof(*t->slices));
+		/* without memory for them, every step runs a task per device */
+		for (size_t i = 0; t->slices && i < k; i++) {
+			t->slices[i] = (struct loop_slice){.task.run = slice_run,
+							   .t = t,
+							   .first = i * per,
+							   .n = i + 1 < k ? per : n - i * per};
+		}
+		t->n_slices = t->slices ? k : 0;
 	}
 	atomic_fetch_add(&t->e->counters.started, 1);
 	t->start.run = txn_begin;

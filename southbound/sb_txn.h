@@ -27,9 +27,15 @@
  * to sb_engine_new_on() the way hiredis takes the caller's loop (the
  * daemon passes its one executor), or a small pool of its own from
  * sb_engine_new() for tools and tests. It creates no thread per
- * transaction: each step runs one task per device, so device I/O is
- * parallel and every RPC has the device's deadline (sb_device.h), and the
- * last task of a step starts the next (no task waits for another).
+ * transaction. Each step runs its devices as coroutines of a loop
+ * (sb_exec.h) inside one executor task (or a few: devices_per_loop), so
+ * every device's RPC is out before the first reply is read, replies are
+ * read as their sockets become readable, and every RPC keeps the device's
+ * deadline (sb_device.h); the rollback, and a device that must connect
+ * first, run one task per device (so does every step with
+ * thread_per_device). The last task of a step starts the next (no task
+ * waits for another); a loop task occupies its executor thread for its
+ * step.
  * sb_engine_start() queues the transaction and returns; `done` is called
  * from an executor thread, and sb_txn_join() returns the result.
  * sb_engine_run() blocks the calling thread until the outcome is known: it
@@ -170,6 +176,15 @@ struct sb_txn_options {
 	int verify_timeout_ms;	 /* wait for `connected` in step 3 [2000] */
 	int connect_timeout_ms;	 /* per device, including backoff retries [3000] */
 	int rollback_timeout_ms; /* per device, retries included [10000] */
+	/*
+	 * How a step's device work runs (sb_txn.c, "Threads"): by default one
+	 * coroutine per device in a loop of coroutines (sb_exec.h) per
+	 * executor task, at most devices_per_loop devices per loop [0: every
+	 * device of the plan in one loop]; thread_per_device: one executor
+	 * task per device instead, each blocking on its own RPCs [false].
+	 */
+	int devices_per_loop;
+	bool thread_per_device;
 };
 
 struct sb_txn_counters {

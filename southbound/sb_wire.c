@@ -14,9 +14,11 @@
 #define _GNU_SOURCE
 #include "sb_wire.h"
 
+#include "sb_exec.h"
 #include "sb_frame.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libssh/libssh.h>
 #include <nc_client.h>
 #include <openssl/err.h>
@@ -58,6 +60,7 @@ struct nc2_session_head {
 };
 
 struct sb_wire {
+	int fd;		     /* the transport's socket */
 	ssh_channel channel; /* SSH, or NULL */
 	SSL *tls;	     /* TLS, or NULL */
 	enum sb_frame_mode mode;
@@ -91,10 +94,16 @@ static int probe(struct nc_session *ns, int ssh_fd, struct sb_wire *w)
 		    ssh_channel_get_session(ch) != s || !ssh_channel_is_open(ch))
 			return -ENOTSUP;
 		w->channel = ch;
+		w->fd = ssh_fd;
 	} else if (h->ti_type == NC_TI_OPENSSL) {
 		if (!h->ti.tls || !SSL_is_init_finished(h->ti.tls))
 			return -ENOTSUP;
 		w->tls = h->ti.tls;
+		w->fd = SSL_get_fd(w->tls);
+		/* SSL_read must return WANT_READ rather than block in recv() */
+		int fl = w->fd < 0 ? -1 : fcntl(w->fd, F_GETFL);
+		if (fl < 0 || !(fl & O_NONBLOCK))
+			return -ENOTSUP;
 	} else {
 		return -ENOTSUP;
 	}
@@ -130,19 +139,15 @@ void sb_wire_free(struct sb_wire *w)
 	free(w);
 }
 
-/* Waits for the socket of the TLS connection until deadline: 0, -ETIMEDOUT, -ECONNRESET. */
-static int tls_wait(struct sb_wire *w, short events, int64_t deadline_ms)
+/*
+ * Waits for the transport's socket until deadline (sb_exec_wait_fd: in a
+ * coroutine of the engine's loop this yields to the loop): 0 (try again),
+ * -ETIMEDOUT, -ECONNRESET.
+ */
+static int wait_socket(struct sb_wire *w, short events, int64_t deadline_ms)
 {
-	int64_t left = deadline_ms - mono_ms();
-	if (left <= 0)
-		return -ETIMEDOUT;
-	struct pollfd p = {.fd = SSL_get_fd(w->tls), .events = events};
-	int r = poll(&p, 1, (int)left);
-	if (r == 0)
-		return -ETIMEDOUT;
-	if (r < 0)
-		return errno == EINTR ? 0 : -ECONNRESET;
-	return 0;
+	int r = sb_exec_wait_fd(w->fd, events, deadline_ms);
+	return r > 0 ? 0 : r == 0 ? -ETIMEDOUT : -ECONNRESET;
 }
 
 /* What SSL_read/SSL_write's failure r asks for: a wait (0 after it), or the end. */
@@ -150,9 +155,9 @@ static int tls_retry(struct sb_wire *w, int r, int64_t deadline_ms)
 {
 	switch (SSL_get_error(w->tls, r)) {
 	case SSL_ERROR_WANT_READ:
-		return tls_wait(w, POLLIN, deadline_ms);
+		return wait_socket(w, POLLIN, deadline_ms);
 	case SSL_ERROR_WANT_WRITE:
-		return tls_wait(w, POLLOUT, deadline_ms);
+		return wait_socket(w, POLLOUT, deadline_ms);
 	default:
 		return -ECONNRESET;
 	}
@@ -187,35 +192,44 @@ static int write_all(struct sb_wire *w, const char *p, size_t n, int64_t deadlin
 	return 0;
 }
 
-/* Reads at most `want` bytes into buf: how many (> 0), or a negative errno. */
+/*
+ * Reads at most `want` bytes into buf: how many (> 0), or a negative errno.
+ * What already arrived is read without waiting, even past the deadline (no
+ * reply that came in time is lost to a late look); only a wait can time
+ * out. libssh reads the socket itself: ssh_channel_poll() takes in what
+ * the socket holds without blocking, and the wait on the socket comes only
+ * when that found nothing (the channel's buffer and the socket empty, or a
+ * packet not complete yet). A TLS socket is non-blocking (checked at open):
+ * SSL_read() says when it needs the socket.
+ */
 static int read_some(struct sb_wire *w, char *buf, size_t want, int64_t deadline_ms)
 {
 	for (;;) {
-		int64_t left = deadline_ms - mono_ms();
-		if (left <= 0)
-			return -ETIMEDOUT;
+		int rc;
 		if (w->channel) {
-			int avail = ssh_channel_poll_timeout(w->channel, (int)left, 0);
+			int avail = ssh_channel_poll(w->channel, 0);
 			if (avail == SSH_ERROR || avail == SSH_EOF)
 				return -ECONNRESET;
-			if (avail <= 0)
-				continue; /* the deadline is checked above */
-			if ((size_t)avail < want)
-				want = (size_t)avail;
-			int r = ssh_channel_read_nonblocking(w->channel, buf, (uint32_t)want, 0);
-			if (r == SSH_ERROR || r == SSH_EOF)
-				return -ECONNRESET;
-			if (r > 0)
-				return r;
+			if (avail > 0) {
+				if ((size_t)avail < want)
+					want = (size_t)avail;
+				int r = ssh_channel_read_nonblocking(w->channel, buf,
+								     (uint32_t)want, 0);
+				if (r == SSH_ERROR || r == SSH_EOF)
+					return -ECONNRESET;
+				if (r > 0)
+					return r;
+			}
+			rc = wait_socket(w, POLLIN, deadline_ms);
 		} else {
 			ERR_clear_error();
 			int r = SSL_read(w->tls, buf, (int)want);
 			if (r > 0)
 				return r;
-			int rc = tls_retry(w, r, deadline_ms);
-			if (rc)
-				return rc;
+			rc = tls_retry(w, r, deadline_ms);
 		}
+		if (rc)
+			return rc;
 	}
 }
 

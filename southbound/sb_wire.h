@@ -28,7 +28,13 @@
  * session on the expected socket; the TLS handshake is finished); if the
  * proof fails it refuses (-ENOTSUP) instead of guessing.
  *
- * Not thread-safe: a wire is used by its device's thread only.
+ * Waiting: every wait for the socket goes through sb_exec_wait_fd()
+ * (sb_exec.h), so a wire used from a coroutine of the engine's loop yields
+ * to the loop instead of blocking its thread; what has arrived is read
+ * without waiting. TLS sessions must be non-blocking (libnetconf2 2.0 makes
+ * them so; sb_wire_open() refuses others).
+ *
+ * Not thread-safe: a wire is used by its device's thread (or coroutine) only.
  */
 #ifndef OCS_SB_WIRE_H
 #define OCS_SB_WIRE_H

@@ -28,7 +28,10 @@
  * simulator's share).
  *   usage: bench_sb_txn [runs] [--devices 16,64,256] [--switch-ms 0,25]
  *                       [--transport ssh|tls|both] [--no-rpc-costs] [--no-trx]
- *                       [--pin]
+ *                       [--pin] [--thread-per-device] [--devices-per-loop N]
+ * --thread-per-device runs each device's step as its own executor task (the
+ * engine before its loop of coroutines), --devices-per-loop N splits a step
+ * into loops of at most N devices (sb_txn_options): for A/B runs.
  */
 #define _GNU_SOURCE /* sched_setaffinity */
 #include "sb_testlib.h"
@@ -105,6 +108,10 @@ static void pin_to(pid_t pid, int cpu)
 	if (sched_setaffinity(pid, sizeof(set), &set))
 		perror("sched_setaffinity");
 }
+
+/* --thread-per-device, --devices-per-loop N: how the engine runs a step (sb_txn_options) */
+static bool thread_per_device;
+static int devices_per_loop;
 
 /* The controller's CPU per transaction of the last run at each device count (for the fit). */
 static double fit_cpu[8];
@@ -195,7 +202,9 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 			.id = (uint64_t)(r + 2), .devices = pd, .n_devices = (size_t)devices};
 		struct sb_txn_options opts = {.confirm_timeout_s = 60,
 					      .verify_timeout_ms = 5000,
-					      .connect_timeout_ms = 30000};
+					      .connect_timeout_ms = 30000,
+					      .devices_per_loop = devices_per_loop,
+					      .thread_per_device = thread_per_device};
 		struct sb_txn_result res;
 		if (sb_engine_run(eng, &plan, &hooks, &opts, &res) ||
 		    res.outcome != SB_TXN_COMMITTED) {
@@ -407,7 +416,9 @@ static int trx_run(void)
 					      {.dev = devs[1], .bundles = &b1, .n_bundles = 1}};
 		struct sb_txn_plan plan = {.id = (uint64_t)(r + 2), .devices = pd, .n_devices = N};
 		struct sb_txn_result res;
-		if (sb_engine_run(eng, &plan, NULL, NULL, &res) ||
+		struct sb_txn_options opts = {.devices_per_loop = devices_per_loop,
+					      .thread_per_device = thread_per_device};
+		if (sb_engine_run(eng, &plan, NULL, &opts, &res) ||
 		    res.outcome != SB_TXN_COMMITTED) {
 			fprintf(stderr, "transceiver run %d: %s\n", r, res.message);
 			rc = 1;
@@ -458,6 +469,8 @@ int main(int argc, char **argv)
 						 {"no-rpc-costs", no_argument, NULL, 'c'},
 						 {"no-trx", no_argument, NULL, 'x'},
 						 {"pin", no_argument, NULL, 'p'},
+						 {"thread-per-device", no_argument, NULL, 'T'},
+						 {"devices-per-loop", required_argument, NULL, 'L'},
 						 {NULL, 0, NULL, 0}};
 	for (int o; (o = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
 		if (o == 'd' && (n_devices = parse_list(optarg, devices, 8, 1, DEVICES)))
@@ -477,6 +490,12 @@ int main(int argc, char **argv)
 			pin_to(0, 0);
 			continue;
 		}
+		if (o == 'T') {
+			thread_per_device = true;
+			continue;
+		}
+		if (o == 'L' && (devices_per_loop = atoi(optarg)) > 0)
+			continue;
 		if (o == 'c' || o == 'x') {
 			costs = costs && o != 'c';
 			trx = trx && o != 'x';
@@ -484,7 +503,8 @@ int main(int argc, char **argv)
 		}
 		fprintf(stderr,
 			"usage: bench_sb_txn [runs] [--devices 16,64,256] [--switch-ms "
-			"0,25] [--transport ssh|tls|both] [--no-rpc-costs] [--no-trx] [--pin]\n");
+			"0,25] [--transport ssh|tls|both] [--no-rpc-costs] [--no-trx] [--pin] "
+			"[--thread-per-device] [--devices-per-loop N]\n");
 		return 2;
 	}
 	int runs = optind < argc ? atoi(argv[optind]) : 20;
