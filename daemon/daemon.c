@@ -115,9 +115,10 @@ struct od {
 	int state_lock;		     /* DIR/ocsd.lock, flock()ed for ocsd's lifetime (-1 none) */
 	/* replicas (docs/replicas.md): the phase running now, and why it ends */
 	enum od_phase phase;
-	struct fw *fw; /* the follower phase's view of the store copy */
-	bool stopping; /* SIGTERM/SIGINT: no further phase */
-	bool restart;  /* the leader phase starts again (its store failed, etcd is back) */
+	struct fw *fw;	  /* the follower phase's view of the store copy */
+	bool stopping;	  /* SIGTERM/SIGINT: no further phase */
+	bool restart;	  /* the leader phase starts again (its store failed, etcd is back) */
+	char listen[300]; /* --listen with port 0: the port the first phase got */
 };
 
 static void log_config_errors(const char *path, const struct cfg_errors *errs)
@@ -891,9 +892,10 @@ static int start_server(struct od *od)
 	const struct od_options *o = od->opts;
 	struct nb_server_config sc = {0};
 	struct nb_error nerr = {0};
+	size_t n;
 	int rc;
 
-	sc.listen_addr = o->listen;
+	sc.listen_addr = od->listen[0] ? od->listen : o->listen;
 	sc.insecure = o->insecure;
 	sc.tls_ca_file = o->tls_ca;
 	sc.tls_cert_file = o->tls_cert;
@@ -901,10 +903,18 @@ static int start_server(struct od *od)
 	sc.limits = api_limits(od->cfg);
 	sc.handlers = api_handlers(od->api);
 	rc = nb_server_create(&sc, &od->server, &nerr);
-	if (rc)
+	if (rc) {
 		log_msg(LOG_ERR, "gRPC server: %s%s%s", nerr.field, nerr.field[0] ? ": " : "",
 			nerr.message);
-	return rc;
+		return rc;
+	}
+	/* port 0 picks a port once: the next phases listen on the same one */
+	n = strlen(o->listen);
+	if (!od->listen[0] && n >= 2 && strcmp(o->listen + n - 2, ":0") == 0 &&
+	    n + 8 < sizeof(od->listen))
+		snprintf(od->listen, sizeof(od->listen), "%.*s:%d", (int)(n - 2), o->listen,
+			 nb_server_port(od->server));
+	return 0;
 }
 
 /* Job manager, API and gRPC server (every kind of fabric). */
@@ -1208,6 +1218,7 @@ static int start_follower(struct od *od)
 static int start_leader(struct od *od)
 {
 	char err[600];
+	int64_t t0 = clk_mono_us(NULL);
 	int rc;
 
 	rp_set_campaign(od->rp, false);
@@ -1232,6 +1243,10 @@ static int start_leader(struct od *od)
 	od->phase = OD_PHASE_LEADER;
 	rp_leading(od->rp);
 	update_health(od);
+	log_msg(LOG_NOTICE,
+		"leader: serving writes on gRPC %s (port %d), %lld ms after taking the lead",
+		od->opts->listen, nb_server_port(od->server),
+		(long long)((clk_mono_us(NULL) - t0) / 1000));
 	return 0;
 }
 
