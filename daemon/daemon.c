@@ -119,6 +119,7 @@ struct od {
 	bool stopping;	  /* SIGTERM/SIGINT: no further phase */
 	bool restart;	  /* the leader phase starts again (its store failed, etcd is back) */
 	char listen[300]; /* --listen with port 0: the port the first phase got */
+	struct sb_device **warm; /* a follower's: the transaction sessions a takeover starts with */
 };
 
 static void log_config_errors(const char *path, const struct cfg_errors *errs)
@@ -319,13 +320,15 @@ static int apply_access(struct od *od, struct ocsd_config *next, const char *pas
 	struct cfg_access old = od->cfg->access;
 	int rc = 0;
 
-	for (int i = 0; od->devs && i < next->n_devices && !rc; i++) {
+	for (int i = 0; (od->devs || od->warm) && i < next->n_devices && !rc; i++) {
 		struct sb_device_config dc;
 
 		rc = device_settings(next, i, password, &dc);
-		if (!rc)
+		if (!rc && od->warm && od->warm[i])
+			rc = sb_device_set_config(od->warm[i], &dc);
+		if (!rc && od->devs)
 			rc = sb_device_set_config(dev_handle(od->devs, i, DEV_ROLE_TXN), &dc);
-		if (!rc)
+		if (!rc && od->devs)
 			rc = sb_device_set_config(dev_handle(od->devs, i, DEV_ROLE_RECON), &dc);
 		memset(dc.password, 0, sizeof(dc.password));
 	}
@@ -558,7 +561,6 @@ static void phase_teardown(struct od *od)
 	fw_free(od->fw); /* the follower's view, once its server is gone */
 	sb_engine_free(od->engine);
 	dev_free(od->devs); /* and the device handles, before their driver */
-	sb_driver_free(od->driver);
 	fs_free(od->fs);
 	dr_free(od->drift);
 	api_free(od->api);
@@ -586,7 +588,6 @@ static void phase_teardown(struct od *od)
 	od->fw = NULL;
 	od->engine = NULL;
 	od->devs = NULL;
-	od->driver = NULL;
 	od->fs = NULL;
 	od->drift = NULL;
 	od->api = NULL;
@@ -600,7 +601,11 @@ static void phase_teardown(struct od *od)
 static void od_teardown(struct od *od)
 {
 	phase_teardown(od);
-	rp_stop(od->rp); /* no role change reaches the loop any more */
+	for (int i = 0; od->warm && i < od->cfg->n_devices; i++)
+		sb_device_free(od->warm[i]);
+	free(od->warm);
+	sb_driver_free(od->driver); /* after every device handle */
+	rp_stop(od->rp);	    /* no role change reaches the loop any more */
 	mh_stop(od->http);
 	if (od->sig_term)
 		event_free(od->sig_term);
@@ -707,8 +712,12 @@ static int open_devices(struct od *od, enum dev_role role)
 		struct sb_device *h = NULL;
 
 		rc = device_settings(od->cfg, i, od->password, &dc);
-		if (!rc)
+		if (!rc && role == DEV_ROLE_TXN && od->warm && od->warm[i]) {
+			h = od->warm[i]; /* connected while following: the devices take it over */
+			od->warm[i] = NULL;
+		} else if (!rc) {
 			rc = sb_device_new(od->driver, &dc, &h);
+		}
 		memset(dc.password, 0, sizeof(dc.password));
 		if (!rc)
 			dev_set_handle(od->devs, i, role, h);
@@ -743,7 +752,8 @@ static unsigned od_io_tasks(const struct od *od)
 /* The NETCONF driver, two sets of device handles and the transaction engine. */
 static int start_southbound(struct od *od)
 {
-	int rc = sb_driver_new(NULL, &od->driver);
+	/* one driver for the process (libnetconf2's client state), kept across phases */
+	int rc = od->driver ? 0 : sb_driver_new(NULL, &od->driver);
 
 	if (rc) {
 		log_msg(LOG_ERR, "devices: cannot set up the NETCONF driver: %s", strerror(-rc));
@@ -1186,6 +1196,43 @@ static void on_replica_check(evutil_socket_t fd, short what, void *arg)
 	on_replica_change(arg);
 }
 
+/*
+ * A follower connects the transaction sessions a takeover starts with
+ * (warm start, before its server serves): the leader phase takes them
+ * over (open_devices), so the failover does not wait for 16 SSH
+ * handshakes. Nothing is sent on them but NETCONF's hello. A failure
+ * only leaves the leader phase to connect them itself.
+ */
+static void warm_for_takeover(struct od *od)
+{
+	int n = od->cfg->n_devices;
+	int64_t t0 = sb_now_ms();
+	size_t up;
+
+	if (!od->opts->warm_start_ms || n == 0 || !od->opts->replica.replica_id)
+		return;
+	if (od->cfg->access.password_file && !od->password[0] &&
+	    read_secret(od->cfg->access.password_file, od->password, sizeof(od->password)) != 0)
+		return; /* the leader phase says why */
+	if (!od->warm && !(od->warm = calloc((size_t)n, sizeof(*od->warm))))
+		return;
+	if (!od->driver && sb_driver_new(NULL, &od->driver) != 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		struct sb_device_config dc;
+
+		if (!od->warm[i] && device_settings(od->cfg, i, od->password, &dc) == 0)
+			(void)sb_device_new(od->driver, &dc, &od->warm[i]); /* NULL: made later */
+		memset(dc.password, 0, sizeof(dc.password));
+		if (!od->warm[i])
+			return;
+	}
+	up = sb_device_connect_many(od->warm, (size_t)n, n < 32 ? n : 32,
+				    t0 + (int64_t)od->opts->warm_start_ms, NULL);
+	log_msg(LOG_INFO, "follower: %zu of %d devices' sessions ready for a takeover in %lld ms",
+		up, n, (long long)(sb_now_ms() - t0));
+}
+
 /* A follower: the store copy's view, the gRPC server refusing writes. */
 static int start_follower(struct od *od)
 {
@@ -1203,7 +1250,10 @@ static int start_follower(struct od *od)
 	fd.api = od->api = api_new(&ad);
 	if (!od->api)
 		return -ENOMEM;
-	if ((rc = fw_new(&fd, &od->fw)) != 0 || (rc = start_server(od)) != 0)
+	if ((rc = fw_new(&fd, &od->fw)) != 0)
+		return rc;
+	warm_for_takeover(od);
+	if ((rc = start_server(od)) != 0)
 		return rc;
 	api_attach(od->api, fw_jm(od->fw), od->server);
 	od->phase = OD_PHASE_FOLLOWER;
