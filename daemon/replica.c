@@ -32,6 +32,11 @@
  *     leader phase and starts the follower phase (daemon.c).
  *  3. Without --replica-id the replica is LEADER for good; the thread
  *     only probes etcd, and writes are refused while it cannot be reached.
+ *  4. A replica campaigns only while its follower phase runs
+ *     (rp_set_campaign): the teardown of a leader phase waits for its
+ *     running transaction, so that transaction's confirm is proven (or
+ *     refused) against its own term's revision before a new term can
+ *     replace it in ld_check.
  */
 #include "replica.h"
 
