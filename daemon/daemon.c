@@ -1259,8 +1259,6 @@ static int start_follower(struct od *od)
 	od->phase = OD_PHASE_FOLLOWER;
 	update_health(od);
 	rp_set_campaign(od->rp, true);
-	log_msg(LOG_NOTICE, "follower: serving reads from the store copy on gRPC %s (port %d)",
-		od->opts->listen, nb_server_port(od->server));
 	return 0;
 }
 
@@ -1268,7 +1266,6 @@ static int start_follower(struct od *od)
 static int start_leader(struct od *od)
 {
 	char err[600];
-	int64_t t0 = clk_mono_us(NULL);
 	int rc;
 
 	rp_set_campaign(od->rp, false);
@@ -1293,10 +1290,6 @@ static int start_leader(struct od *od)
 	od->phase = OD_PHASE_LEADER;
 	rp_leading(od->rp);
 	update_health(od);
-	log_msg(LOG_NOTICE,
-		"leader: serving writes on gRPC %s (port %d), %lld ms after taking the lead",
-		od->opts->listen, nb_server_port(od->server),
-		(long long)((clk_mono_us(NULL) - t0) / 1000));
 	return 0;
 }
 
@@ -1345,9 +1338,21 @@ int od_run(const struct od_options *opts)
 	for (;;) {
 		enum rp_role role = rp_role(od.rp);
 		bool lead = role == RP_RECOVERING || role == RP_LEADER;
+		int64_t t0 = clk_mono_us(NULL);
 		int phase_rc = lead ? start_leader(&od) : start_follower(&od);
 
 		od.restart = false;
+		/* the first phase's line is the start line below (tests read its ports) */
+		if (phase_rc == 0 && ready && lead)
+			log_msg(LOG_NOTICE,
+				"leader: serving writes on gRPC %s (port %d), %lld ms after taking "
+				"the lead",
+				opts->listen, nb_server_port(od.server),
+				(long long)((clk_mono_us(NULL) - t0) / 1000));
+		else if (phase_rc == 0 && ready)
+			log_msg(LOG_NOTICE,
+				"follower: serving reads from the store copy on gRPC %s (port %d)",
+				opts->listen, nb_server_port(od.server));
 		if (phase_rc == 0 && !ready) {
 			log_msg(LOG_NOTICE,
 				"ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s "
