@@ -371,8 +371,14 @@ def replicas():
             check(why is not None and (why.startswith("not the leader")
                                        or "etcd unreachable since" in why),
                   f"{r.name} with etcd down: {why}")
-            f = r.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=RPC_TIMEOUT_S)
-            check("etcd unreachable" in f.store_problem, f"{r.name}: {f.store_problem}")
+            deadline = time.time() + 10  # each replica's own probe notices
+            while time.time() < deadline:
+                f = r.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=RPC_TIMEOUT_S)
+                if "etcd unreachable" in f.store_problem:
+                    break
+                time.sleep(0.05)
+            check("etcd unreachable" in f.store_problem,
+                  f"{r.name}'s store_problem: {f.store_problem!r}")
         check(device_circuits() == before, "devices changed while etcd was down")
 
         # a replica started while etcd is down comes up and says why
@@ -394,9 +400,11 @@ def replicas():
             while time.time() < deadline:
                 try:
                     j = c.jobs.GetJob(jobs_pb2.GetJobRequest(id="e7"), timeout=5).job
-                    break
+                    if j.state == jobs_pb2.JOB_STATE_ACTIVE:
+                        break
                 except grpc.RpcError:
-                    time.sleep(0.1)
+                    pass
+                time.sleep(0.1)
             check(j is not None and j.state == jobs_pb2.JOB_STATE_ACTIVE,
                   f"c's copy after etcd came back: {j}")
             c.stop()  # a leader or a follower: the others go on
