@@ -1,7 +1,9 @@
 /*
  * daemon.c - implementation of daemon.h: start-up, signals, systemd
  * notifications, the watchdog and the metrics sampled from the in-memory
- * state before each scrape.
+ * state before each scrape; with replicas, the phases a role calls for
+ * (od_run: a follower phase, a leader phase, one after the other on the
+ * same loop; roles in replica.c, docs/replicas.md).
  *
  * Return values left unchecked here, and why that is safe: sd_notify() (a
  * notification systemd does not get is only a status line lost; outside
