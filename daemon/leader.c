@@ -22,10 +22,8 @@
 #include <unistd.h>
 
 struct leader {
-	struct etcd_client *c;	 /* the campaigning thread's */
-	struct etcd_client *ka;	 /* the keep-alive thread's */
-	struct etcd_client *chk; /* ld_check's, under chk_mu */
-	pthread_mutex_t chk_mu;
+	struct etcd_client *c;	/* the campaigning thread's */
+	struct etcd_client *ka; /* the keep-alive thread's */
 	char key[600], value[600];
 	int ttl_s;
 	int64_t lease, revision;
@@ -71,12 +69,9 @@ int ld_new(const struct etcd_opts *etcd, const struct ld_opts *opts, struct lead
 	snprintf(ld->value, sizeof(ld->value), "%s %s", opts->replica_id, opts->advertise);
 	pthread_mutex_init(&ld->mu, NULL);
 	pthread_cond_init(&ld->cv, NULL);
-	pthread_mutex_init(&ld->chk_mu, NULL);
 	rc = etcd_client_new(etcd, &ld->c, err, err_len);
 	if (rc == 0)
 		rc = etcd_client_new(&ko, &ld->ka, err, err_len);
-	if (rc == 0)
-		rc = etcd_client_new(&ko, &ld->chk, err, err_len);
 	if (rc) {
 		ld_free(ld);
 		return rc;
@@ -152,9 +147,7 @@ static int try_lead(struct leader *ld)
 	put.lease = ld->lease;
 	rc = etcd_txn(ld->c, &cmp, 1, &put, 1, NULL, 0, &succeeded, &rev);
 	if (rc == 0 && succeeded) {
-		pthread_mutex_lock(&ld->chk_mu); /* ld_check reads it on another thread */
 		ld->revision = rev;
-		pthread_mutex_unlock(&ld->chk_mu);
 		return 1;
 	}
 	(void)etcd_lease_revoke(ld->c, ld->lease); /* else it expires by itself */
@@ -233,34 +226,6 @@ int ld_current(struct leader *ld, char *buf, size_t len)
 	return rc;
 }
 
-int ld_check(struct leader *ld, char *why, size_t why_len)
-{
-	struct etcd_cmp cmp = {.key = ld->key,
-			       .key_len = strlen(ld->key),
-			       .target = ETCD_CMP_CREATE,
-			       .result = ETCD_CMP_EQUAL};
-	bool succeeded = false;
-	int rc;
-
-	pthread_mutex_lock(&ld->chk_mu);
-	cmp.number = ld->revision;
-	rc = etcd_txn(ld->chk, &cmp, 1, NULL, 0, NULL, 0, &succeeded, NULL);
-	if (rc)
-		snprintf(why, why_len, "cannot prove leadership before the confirm: %s",
-			 etcd_last_error(ld->chk));
-	pthread_mutex_unlock(&ld->chk_mu);
-	if (rc)
-		return -EIO;
-	if (!succeeded) {
-		snprintf(why, why_len,
-			 "not the leader any more (%s is not this replica's): no "
-			 "confirm",
-			 ld->key);
-		return -EPERM;
-	}
-	return 0;
-}
-
 static void stop_thread(struct leader *ld)
 {
 	if (!ld->running)
@@ -291,8 +256,6 @@ void ld_free(struct leader *ld)
 	stop_thread(ld);
 	etcd_client_free(ld->c);
 	etcd_client_free(ld->ka);
-	etcd_client_free(ld->chk);
-	pthread_mutex_destroy(&ld->chk_mu);
 	pthread_mutex_destroy(&ld->mu);
 	pthread_cond_destroy(&ld->cv);
 	free(ld);

@@ -13,8 +13,7 @@
  * longer leads and must stop touching devices at once.
  *
  * Threading: ld_new, ld_campaign, ld_try, ld_current, ld_revision,
- * ld_resign, ld_free on one thread; on_lost runs on the keep-alive thread;
- * ld_check on any.
+ * ld_resign, ld_free on one thread; on_lost runs on the keep-alive thread.
  */
 #ifndef OCSD_LEADER_H
 #define OCSD_LEADER_H
@@ -72,13 +71,6 @@ int64_t ld_lease(const struct leader *ld);
  */
 int ld_current(struct leader *ld, char *buf, size_t len);
 
-/*
- * Proves, in one etcd transaction, that the leader key still has this
- * replica's create revision: 0, -EPERM (another replica's key, or none:
- * "not the leader"), or -EIO (etcd did not answer: nothing proven), with
- * the reason in why. Thread-safe: its own etcd client under a mutex.
- */
-int ld_check(struct leader *ld, char *why, size_t why_len);
 
 /* Stops the keep-alive and revokes the lease (the key goes at once). */
 int ld_resign(struct leader *ld);

@@ -24,9 +24,10 @@
  * Invariants:
  *  1. Only RECOVERING and LEADER write to the store or touch a device, and
  *     every store write is fenced with the leader key's create revision of
- *     the current term (st_etcd_set_fence in rp_take_lead), every confirm
- *     proven by rp_fence: a deposed replica that still runs its leader
- *     phase for a moment can neither write nor confirm.
+ *     the current term (st_etcd_set_fence in rp_take_lead), and every
+ *     confirm waits for such a write (the intent's decision, txn.c): a
+ *     deposed replica that still runs its leader phase for a moment can
+ *     neither write nor confirm.
  *  2. The thread leaves RECOVERING or LEADER only for FOLLOWER (on_lost,
  *     or the leader key seen as not this term's); the loop then ends the
  *     leader phase and starts the follower phase (daemon.c).
@@ -34,9 +35,9 @@
  *     only probes etcd, and writes are refused while it cannot be reached.
  *  4. A replica campaigns only while its follower phase runs
  *     (rp_set_campaign): the teardown of a leader phase waits for its
- *     running transaction, so that transaction's confirm is proven (or
+ *     running transaction, so that transaction's decision is written (or
  *     refused) against its own term's revision before a new term can
- *     replace it in ld_check.
+ *     replace the fence.
  */
 #include "replica.h"
 
@@ -646,7 +647,9 @@ int rp_write_refusal(struct replica *rp, char *why, size_t why_len)
 			snprintf(why, why_len, "not the leader; leader is %s",
 				 leader_address(rp->leader_value));
 		else
-			snprintf(why, why_len, "not the leader; no leader yet");
+			snprintf(why, why_len, "not the leader; no leader yet%s%s%s",
+				 rp->problem[0] ? " (" : "", rp->problem,
+				 rp->problem[0] ? ")" : "");
 		rc = -EAGAIN;
 	} else if (rp->problem[0]) {
 		snprintf(why, why_len, "the state store refuses writes (%s); nothing changed",
@@ -677,13 +680,6 @@ void rp_status(struct replica *rp, struct rp_status *out)
 	out->n_replicas = rp->n_members;
 	snprintf(out->store_problem, sizeof(out->store_problem), "%s", rp->problem);
 	pthread_mutex_unlock(&rp->mu);
-}
-
-int rp_fence(void *ctx, char *why, size_t why_len)
-{
-	struct replica *rp = ctx;
-
-	return rp->leader ? ld_check(rp->leader, why, why_len) : 0;
 }
 
 void rp_free(struct replica *rp)

@@ -112,13 +112,6 @@ struct rp_status {
 };
 void rp_status(struct replica *rp, struct rp_status *out);
 
-/*
- * txn_deps.fence: 0 without --replica-id; else one etcd transaction that
- * proves the leader key is still this replica's, -EPERM (not the leader)
- * or -EIO (etcd did not answer: no proof, no confirm), with why set.
- * Thread-safe (an engine thread calls it).
- */
-int rp_fence(void *rp, char *why, size_t why_len);
 
 struct st_store *rp_store(struct replica *rp);
 /* "sqlite" or "etcd" (GetFabric's store field). */
