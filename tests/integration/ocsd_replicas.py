@@ -438,7 +438,9 @@ def _log_time(stamp):
 
 
 TRACE_KEEP = 64
-RECONNECT = [("grpc.initial_reconnect_backoff_ms", 50), ("grpc.min_reconnect_backoff_ms", 50),
+# gRPC core also takes the minimum backoff as the connect timeout: it stays
+# at 1 s: a stalled connection attempt ends soon (see Client._connect)
+RECONNECT = [("grpc.initial_reconnect_backoff_ms", 50), ("grpc.min_reconnect_backoff_ms", 1000),
              ("grpc.max_reconnect_backoff_ms", 200)]
 NOT_LEADER = re.compile(r"not the leader; leader is (\S+)")
 
@@ -455,16 +457,27 @@ class Client:
         from ocs.v1 import fabric_pb2_grpc, jobs_pb2_grpc
         self.grpc = grpc
         self.reps, self.timeout = reps, rpc_timeout_s
-        # a replica refuses connections while it is a standby or restarting:
-        # gRPC's default reconnect backoff (1 s growing to 120 s) would keep
-        # the client away from a new leader long after it serves
-        self.chans = [grpc.insecure_channel(r.advertise, options=RECONNECT)
-                      for r in reps.reps]
-        self.jobs = [jobs_pb2_grpc.JobsStub(c) for c in self.chans]
-        self.fabric = [fabric_pb2_grpc.FabricStub(c) for c in self.chans]
+        self._stubs = (jobs_pb2_grpc.JobsStub, fabric_pb2_grpc.FabricStub)
+        n = len(reps.reps)
+        self.chans, self.jobs, self.fabric = [None] * n, [None] * n, [None] * n
+        for k in range(n):
+            self._connect(k)
         self.hint = 0
         self.redirects = 0
         self.trace = []  # the last TRACE_KEEP failed attempts: (time, replica, code, details)
+
+    def _connect(self, k):
+        """A new channel to replica k. A replica refuses connections while it
+        is a standby or restarting; a channel that saw that keeps backing off
+        (gRPC's default: 1 s growing to 120 s), and one whose first
+        connection to a replica that had just started stalled kept failing
+        for seconds after the replica served (seen on this machine): a new
+        channel after every failed connection avoids both."""
+        if self.chans[k] is not None:
+            self.chans[k].close()
+        self.chans[k] = self.grpc.insecure_channel(self.reps.reps[k].advertise, options=RECONNECT)
+        self.jobs[k] = self._stubs[0](self.chans[k])
+        self.fabric[k] = self._stubs[1](self.chans[k])
 
     def close(self):
         for c in self.chans:
@@ -504,6 +517,7 @@ class Client:
                         continue
                 elif code == grpc.StatusCode.UNAVAILABLE and _never_sent(details):
                     last = f"{self.reps.reps[k].id}: {details}"
+                    self._connect(k)
                 elif write:
                     # reached a replica (or may have): the write may have happened
                     if code in (grpc.StatusCode.INVALID_ARGUMENT,
@@ -572,4 +586,4 @@ def _never_sent(details):
     (so the request never reached the replica)."""
     d = details.lower()
     return ("connection refused" in d or "failed to connect" in d
-            or "connect failed" in d or "no route" in d)
+            or "connect failed" in d or "no route" in d or "handshaker shutdown" in d)
