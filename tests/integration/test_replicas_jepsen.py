@@ -9,7 +9,8 @@ systemd's Restart=always would).
 The run (DURATION_S, default 60 s): four client threads (python3-grpcio,
 each owning a leaf pair across two pods, up to two live jobs of 1-2 links
 each) submit and release jobs through whichever replica leads, while a
-nemesis, at random times drawn from the seed (printed), does one of:
+nemesis, at random times drawn from the seed (printed), does one of
+(each once per four faults, in a seeded order):
 kill -9 the leader; SIGSTOP the leader for 1-3 s then SIGCONT; kill -9 one
 etcd member and start it again 2-5 s later; restart (SIGTERM, start) a
 follower. A sampler reads every device over its own NETCONF sessions
@@ -43,8 +44,9 @@ a leader is waited for, the jobs settle and the confirm timeout passes, and:
      was answered by a replica whose term (as the watch saw it, 2 s of
      slack for the watch's delay) overlaps the call.
 It prints the operations by kind and outcome, the faults injected by kind,
-the failovers (leader terms after the first) and the longest write
-unavailability (the longest time without an acknowledged write).
+the failovers (leader terms after the first), the longest write
+unavailability (the longest time without an acknowledged write) and, for
+each leader fault, the time to the next acknowledged write.
 
 The etcd-down case, after the checks: every etcd member stopped, writes are
 refused cleanly (an error naming etcd, within the client deadline), the
@@ -180,9 +182,13 @@ def leader_now():
 
 def nemesis(stop):
     rng = random.Random(SEED)
-    kinds = ("kill-leader", "pause-leader", "kill-etcd-member", "restart-follower")
+    kinds = ["kill-leader", "pause-leader", "kill-etcd-member", "restart-follower"]
+    order = []
     while not stop.wait(rng.uniform(3, 7)):
-        kind = rng.choice(kinds)
+        if not order:  # every kind once per four faults, in a seeded order
+            order = list(kinds)
+            rng.shuffle(order)
+        kind = order.pop()
         now = time.time()
         if kind in ("kill-leader", "pause-leader"):
             k = leader_now()
@@ -508,6 +514,12 @@ def main():
     print(f"failovers: {max(0, len(terms) - 1)} (leader terms: " + ", ".join(
         f"{t['holder']}@{t['create']}" for t in terms) + ")", flush=True)
     print(f"longest write unavailability: {gap:.2f} s (from {gap_at - t0:.2f} s into the run)")
+    acks = sorted(op["end"] for op in ops if op["outcome"] == "ok")
+    for (when, kind, detail) in faults:
+        if kind in ("kill-leader", "pause-leader") and not detail.startswith("skipped"):
+            nxt = next((a for a in acks if a > when), None)
+            print(f"  {kind} at {when - t0:.2f} s: next acknowledged write "
+                  + (f"{nxt - when:.2f} s later" if nxt else "never"))
     print(f"jobs at the end: {collections.Counter(NAME(j.state) for j in jobs.values())}, "
           f"{held} cross-connects on the devices; sampler: {sampler.rounds} rounds, "
           f"{len(sampler.transient)} transient one-way sightings, {sampler.errors} read errors;"
