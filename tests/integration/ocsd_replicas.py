@@ -17,11 +17,13 @@ a new etcd leader within one lease after losing its own (docs/replicas.md).
 
 The client (Client) talks to whichever replica leads: it tries the replica
 it last found leading, then every other one; an UNAVAILABLE "not the leader;
-leader is HOST:PORT" sends it there, and a connection refused (a standby
-that serves nothing, a replica being restarted) to the next. Outcomes are
-three-valued, as Jepsen's: ok (acknowledged), fail (certainly not done:
-never reached a leader, or refused before anything changed) and info
-(indeterminate: it may or may not have happened).
+leader is HOST:PORT" sends it there, and another "not the leader" (no leader
+yet) or a connection refused (a standby that serves nothing, a replica being
+restarted) to the next. Outcomes are three-valued, as Jepsen's: ok
+(acknowledged), fail (certainly not done: never reached a leader, refused by
+a follower, or refused by the leader with "nothing changed" or a
+precondition/argument error) and info (indeterminate: it may or may not have
+happened, e.g. a timeout or a connection lost after the call was sent).
 
 Not a test itself. Used by test_replicas_jepsen.py; API:
 
@@ -384,15 +386,22 @@ class Replicas:
 
     def serving_leader(self):
         """Indexes of the replicas whose Check("ocs.v1.Jobs") is SERVING. A
-        daemon without per-service health (answers NOT_FOUND) serves only
-        while it leads: Check("") SERVING counts then."""
+        daemon without per-service health answers NOT_FOUND: then a replica
+        counts when Check("") is SERVING and etcd's leader key names it."""
         out = []
         for k, r in enumerate(self.reps):
             if not r.running() or r.paused:
                 continue
             s = self.health(k, "ocs.v1.Jobs")
-            if s == "SERVING" or (s == "UNKNOWN_SERVICE" and self.health(k, "") == "SERVING"):
+            if s == "SERVING":
                 out.append(k)
+            elif s == "UNKNOWN_SERVICE" and self.health(k, "") == "SERVING":
+                try:
+                    holder, _ = self.etcd_leader()
+                except RuntimeError:
+                    holder = None
+                if holder == k:
+                    out.append(k)
         return out
 
     def etcd_leader(self):
@@ -508,13 +517,17 @@ class Client:
                 self.trace.append((time.time(), self.reps.reps[k].id, code.name, details))
                 del self.trace[:-TRACE_KEEP]
                 m = NOT_LEADER.search(details)
-                if code == grpc.StatusCode.UNAVAILABLE and m:
-                    j = self._index_of(m.group(1))
+                if code == grpc.StatusCode.UNAVAILABLE and "not the leader" in details:
+                    # a follower did nothing; it names the leader when it knows one
+                    j = self._index_of(m.group(1)) if m else None
                     last = f"{self.reps.reps[k].id}: {details}"
                     if j is not None and j != k:
                         self.redirects += 1
                         k = j
                         continue
+                elif write and code == grpc.StatusCode.UNAVAILABLE and "nothing changed" in details:
+                    # the leader refused it before changing anything (e.g. etcd unreachable)
+                    return "fail", None, f"{self.reps.reps[k].id}: {code.name}: {details}"
                 elif code == grpc.StatusCode.UNAVAILABLE and _never_sent(details):
                     last = f"{self.reps.reps[k].id}: {details}"
                     self._connect(k)
@@ -564,6 +577,14 @@ class Client:
                 if not token:
                     return out
         return self._call(fn, deadline_s or self.timeout, False)
+
+    def summary(self, k, timeout_s=2):
+        """GetFabric of replica k itself (no leader search), or None."""
+        from ocs.v1 import fabric_pb2
+        try:
+            return self.fabric[k].GetFabric(fabric_pb2.GetFabricRequest(), timeout=timeout_s)
+        except self.grpc.RpcError:
+            return None
 
     def list_circuits(self, deadline_s=None):
         """Every circuit, all pages."""

@@ -49,9 +49,11 @@ unavailability (the longest time without an acknowledged write) and, for
 each leader fault, the time to the next acknowledged write.
 
 The etcd-down case, after the checks: every etcd member stopped, writes are
-refused cleanly (an error naming etcd, within the client deadline), the
-devices are untouched (read before and after), and once etcd is back a
-submit succeeds without any replica having been restarted.
+refused cleanly (an error naming etcd, within the client deadline), at once
+and 3 s later (after the lease's TTL), a live replica's GetFabric says why
+(store_problem names etcd), the devices are untouched (read before and
+after), and once etcd is back a submit succeeds without any replica having
+been restarted.
 
 usage: test_replicas_jepsen.py BUILD_DIR SOURCE_DIR [DURATION_S] [SEED]
 """
@@ -159,7 +161,9 @@ def client_loop(t, stop):
                 outcome, ans, detail = c.release(jid, deadline_s=OP_DEADLINE_S)
                 op.update(end=time.time(), outcome=outcome, detail=detail,
                           state=ans.job.state if ans else None)
-                if outcome == "ok" or (outcome == "fail" and not detail.startswith("deadline")):
+                # only a release done, or a job that does not exist, frees the
+                # slot (a refused release leaves the job holding its GPUs)
+                if outcome == "ok" or (outcome == "fail" and "NOT_FOUND" in detail):
                     del live[s]
             history.add(op)
             stop.wait(rng.uniform(0.02, 0.2))
@@ -195,13 +199,14 @@ def nemesis(stop):
             if k is None:
                 faults.append((now, kind, "skipped: no leader"))
                 continue
+            # the fault's time is the signal's, not the look-up's before it
             if kind == "kill-leader":
                 reps.kill(k)
-                faults.append((now, kind, reps.reps[k].id))
+                faults.append((time.time(), kind, reps.reps[k].id))
             else:
                 pause = rng.uniform(1, 3)
                 reps.pause(k)
-                faults.append((now, kind, f"{reps.reps[k].id} {pause:.1f} s"))
+                faults.append((time.time(), kind, f"{reps.reps[k].id} {pause:.1f} s"))
                 time.sleep(pause)
                 reps.resume(k)
         elif kind == "kill-etcd-member":
@@ -449,6 +454,14 @@ def etcd_down(c):
         check(outcome != "ok", f"down-{n} acknowledged with etcd down")
         check(took <= OP_DEADLINE_S + 2, f"down-{n} took {took:.1f} s (deadline {OP_DEADLINE_S} s)")
         check("etcd" in detail, f"down-{n}'s error does not name etcd: {detail}")
+    # health says why: a live replica's GetFabric names etcd in store_problem
+    problems = {}
+    for k, r in enumerate(reps.reps):
+        fab = c.summary(k)
+        problems[r.id] = fab.store_problem if fab else None
+    print(f"etcd down: store_problem per replica: {problems}", flush=True)
+    check(any(p and "etcd" in p for p in problems.values()),
+          f"no replica's GetFabric names etcd in store_problem: {problems}")
     check(fleet.read_devices() == before, "devices changed while etcd was down")
     cluster.start()
     began = time.time()
@@ -524,9 +537,10 @@ def main():
           f"{held} cross-connects on the devices; sampler: {sampler.rounds} rounds, "
           f"{len(sampler.transient)} transient one-way sightings, {sampler.errors} read errors;"
           f" client redirects {c.redirects}", flush=True)
-    for op in [op for op in ops if op["outcome"] != "ok"][:12]:
-        print(f"  {op['start'] - t0:6.2f} s {op['kind']} {op['job']} {op['outcome']}: "
-              f"{op['detail'][:200]}")
+    why = collections.Counter((op["kind"], op["outcome"], re.sub(r"\d+", "N", op["detail"])[:90])
+                              for op in ops if op["outcome"] != "ok")
+    for (kind, outcome, detail), n in why.most_common(10):
+        print(f"  {n:4d} x {kind} {outcome}: {detail}")
     for s in sampler.transient[:5]:
         print(f"  transient one-way at {s[0] - t0:.2f} s: {s[1]}")
 
