@@ -13,7 +13,7 @@ nemesis, at random times drawn from the seed (printed), does one of
 (each once per four faults, in a seeded order):
 kill -9 the leader; SIGSTOP the leader for 1-3 s then SIGCONT; kill -9 one
 etcd member and start it again 2-5 s later; restart (SIGTERM, start) a
-follower. A sampler reads every device over its own NETCONF sessions
+follower. A sampler (4 threads) reads every device over its own NETCONF sessions
 (ncclient) every 50 ms. Every operation is recorded with its outcome: ok
 (acknowledged), fail (certainly not done: refused before anything changed,
 or no leader reached) or info (indeterminate: it may or may not have
@@ -79,6 +79,7 @@ OP_DEADLINE_S = 10     # one operation, redirects and retries included
 SLOTS = [(0, 2), (1, 3), (4, 6), (5, 7)]  # leaf pairs, each across two pods
 MAX_LIVE = 2           # live jobs per client thread
 SAMPLE_S = 0.05
+SAMPLER_THREADS = 4    # each reads 2 of the 8 device pairs
 WATCH_SLACK_S = 2.0
 SETTLE_S = 60
 
@@ -228,19 +229,23 @@ def nemesis(stop):
 
 
 class Sampler:
-    """Reads every device over its own ncclient sessions, a round every
-    SAMPLE_S, pair by pair (devices 2m, 2m+1), and records one-way
-    cross-connects: `persistent` the ones still there when the pair is read
-    again at once and 100 ms later, `transient` the others."""
+    """Reads every device over its own ncclient sessions, pair by pair
+    (devices 2m, 2m+1), each pair every SAMPLE_S at most (SAMPLER_THREADS
+    threads, each owning some pairs; slower when a round of its pairs takes
+    longer), and records one-way cross-connects: `persistent` the ones still
+    there when the pair is read again at once and 100 ms later, `transient`
+    the others. `pair_reads` counts the pair reads, for the achieved rate."""
 
     def __init__(self):
         self.sessions = {}
-        self.rounds = 0
+        self.lock = threading.Lock()  # guards the lists and counters below
+        self.pair_reads = 0
         self.transient = []
         self.persistent = []
         self.errors = 0
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
+                        for i in range(SAMPLER_THREADS)]
 
     def _read(self, d):
         from ncclient import manager
@@ -268,10 +273,11 @@ class Sampler:
         return {(fleet.device_name(d), i, o) for d in (a, a + 1) for (i, o) in have[d]
                 if i == o or (o, i) not in have[d ^ 1]}
 
-    def _run(self):
+    def _run(self, i):
+        mine = [a for a in range(0, fleet.N_DEV, 2) if (a // 2) % SAMPLER_THREADS == i]
         while not self.stop.is_set():
             began = time.time()
-            for a in range(0, fleet.N_DEV, 2):
+            for a in mine:
                 try:
                     bad = self._pair(a)
                     if bad:
@@ -279,21 +285,32 @@ class Sampler:
                         again = self._pair(a) & bad
                         time.sleep(0.1)
                         still = self._pair(a) & again if again else set()
-                        (self.persistent if still else self.transient).append(
-                            (seen, sorted(bad), sorted(still)))
+                        with self.lock:
+                            (self.persistent if still else self.transient).append(
+                                (seen, sorted(bad), sorted(still)))
+                    with self.lock:
+                        self.pair_reads += 1
                 except Exception:  # noqa: BLE001 - a session lost; reopened next round
-                    self.errors += 1
-            self.rounds += 1
+                    with self.lock:
+                        self.errors += 1
             self.stop.wait(max(0.0, SAMPLE_S - (time.time() - began)))
 
     def start(self):
         for d in range(fleet.N_DEV):  # one session after another
             self._read(d)
-        self.thread.start()
+        self.began = time.time()
+        for t in self.threads:
+            t.start()
+
+    def interval(self):
+        """The mean time between two reads of one pair so far."""
+        pairs = fleet.N_DEV // 2
+        return (time.time() - self.began) * pairs / max(1, self.pair_reads)
 
     def close(self):
         self.stop.set()
-        self.thread.join(30)
+        for t in self.threads:
+            t.join(30)
         for m in self.sessions.values():
             try:
                 m.close_session()
@@ -508,8 +525,9 @@ def main():
     ops = history.snapshot()
     check_jobs(ops, jobs)
     held = check_devices(c, jobs)
+    interval = sampler.interval()
     sampler.close()
-    check(sampler.rounds >= DURATION_S / 2, f"only {sampler.rounds} sampler rounds")
+    check(sampler.pair_reads >= DURATION_S * 8, f"only {sampler.pair_reads} pair reads")
     check(not sampler.persistent, f"one-way circuits sampled: {sampler.persistent[:5]}")
     watch_events = watch.snapshot()
     terms = leader_terms(watch_events)
@@ -534,7 +552,8 @@ def main():
             print(f"  {kind} at {when - t0:.2f} s: next acknowledged write "
                   + (f"{nxt - when:.2f} s later" if nxt else "never"))
     print(f"jobs at the end: {collections.Counter(NAME(j.state) for j in jobs.values())}, "
-          f"{held} cross-connects on the devices; sampler: {sampler.rounds} rounds, "
+          f"{held} cross-connects on the devices; sampler: {sampler.pair_reads} pair reads, "
+          f"each pair every {interval * 1000:.0f} ms, "
           f"{len(sampler.transient)} transient one-way sightings, {sampler.errors} read errors;"
           f" client redirects {c.redirects}", flush=True)
     why = collections.Counter((op["kind"], op["outcome"], re.sub(r"\d+", "N", op["detail"])[:90])
