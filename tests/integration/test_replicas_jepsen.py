@@ -55,7 +55,7 @@ and 3 s later (after the lease's TTL), a live replica's GetFabric says why
 after), and once etcd is back a submit succeeds without any replica having
 been restarted.
 
-Last, issue 15's fence case on its own: with a 3 s switching time between
+Last, issue 15's fence case on its own: with a 5 s switching time between
 commit and confirm, the leader is paused right after its commit reached the
 devices, a new leader takes over, the old one is resumed: it makes nothing
 ACTIVE, the devices end up exactly as the new leader's state says, and the
@@ -88,6 +88,8 @@ SAMPLE_S = 0.05
 SAMPLER_THREADS = 4    # each reads 2 of the 8 device pairs
 WATCH_SLACK_S = 2.0
 SETTLE_S = 60
+FENCE_SWITCH_S = 5
+FENCE_CONFIRM_TIMEOUT_S = 8
 
 print(f"replicas_jepsen: {DURATION_S:g} s, seed {SEED}", flush=True)
 fleet = ocsd_fleet.Fleet(BUILD, SRC, confirm_timeout_s=CONFIRM_TIMEOUT_S,
@@ -161,6 +163,11 @@ def client_loop(t, stop):
                           state=ans.job.state if ans else None)
                 if outcome == "info" or (outcome == "ok" and ans.job.state != FAILED):
                     live[s] = jid
+                held = re.search(r"is held by job (t%d-\d+) " % t, detail)
+                if outcome == "fail" and held:
+                    # an earlier job of this thread holds the slot although its
+                    # submission was refused (check 1 reports that): release it
+                    live[s] = held.group(1)
             else:
                 s = rng.choice(sorted(live))
                 jid = live[s]
@@ -503,7 +510,7 @@ def etcd_down(c):
 
 def pause_between_commit_and_confirm(c):
     """Issue 15's fence test: the leader paused (SIGSTOP) while a
-    transaction waits between its confirmed commit and its confirm (3 s
+    transaction waits between its confirmed commit and its confirm (5 s
     switching time), a new leader takes over, the old one is resumed
     (SIGCONT). The old leader must not confirm (no "job ACTIVE" from it,
     its answer not ACTIVE), the devices end up exactly as the new leader's
@@ -512,7 +519,11 @@ def pause_between_commit_and_confirm(c):
     import json
     with open(fleet.cfg) as f:
         fabric = json.load(f)
-    fabric["ocsd-fabric:fabric"]["devices"]["switch-time-us"] = 3000000
+    # 5 s between commit and confirm: time to see the commit on the devices
+    # (a read of all 16 takes 1-2 s on a loaded machine) and pause before
+    # the confirm; the devices' confirm timeout outlasts it
+    fabric["ocsd-fabric:fabric"]["devices"]["switch-time-us"] = FENCE_SWITCH_S * 1000000
+    fabric["ocsd-fabric:fabric"]["devices"]["confirm-timeout-s"] = FENCE_CONFIRM_TIMEOUT_S
     slow = os.path.join(fleet.work, "fabric-slow.json")
     with open(slow, "w") as f:
         json.dump(fabric, f)
@@ -542,6 +553,11 @@ def pause_between_commit_and_confirm(c):
     pid = reps.reps[old].proc.pid
     reps.pause(old)
     paused_at = time.time()
+    began = [line for line in reps.reps[old].log().splitlines()
+             if f"ocsd[{pid}]" in line and "job submitted" in line and "fence-1" in line]
+    print(f"fence: paused {reps.reps[old].id} "
+          + (f"{paused_at - ocsd_replicas._log_time(began[0].split('Z ')[0]):.2f} s after it "
+             "took the submission" if began else "(no submission logged yet)"), flush=True)
     new = None
     while time.time() < paused_at + 20 and new is None:
         found = [k for k in reps.serving_leader() if k != old]
@@ -561,7 +577,7 @@ def pause_between_commit_and_confirm(c):
                  if f"ocsd[{pid}]" in line and "fence-1" in line]
     check(not any("job ACTIVE" in line for line in old_lines),
           f"the paused leader made fence-1 ACTIVE: {old_lines}")
-    time.sleep(CONFIRM_TIMEOUT_S + 1)  # an unconfirmed commit has reverted by now
+    time.sleep(FENCE_CONFIRM_TIMEOUT_S + 1)  # an unconfirmed commit has reverted by now
     reps.wait_leader(60)
     jobs = settle(c)
     j = jobs.get("fence-1")
