@@ -13,12 +13,15 @@ nemesis, at random times drawn from the seed (printed), does one of
 (each once per four faults, in a seeded order):
 kill -9 the leader; SIGSTOP the leader for 1-3 s then SIGCONT; kill -9 one
 etcd member and start it again 2-5 s later; restart (SIGTERM, start) a
-follower. A sampler (4 threads) reads every device over its own NETCONF sessions
-(ncclient) every 50 ms. Every operation is recorded with its outcome: ok
-(acknowledged), fail (certainly not done: refused before anything changed,
-or no leader reached) or info (indeterminate: it may or may not have
-happened, e.g. a timeout or a connection reset; the checks allow both for
-those, never for an acknowledged one).
+follower. A sampler (4 threads, 2 device pairs each) reads every device
+over its own NETCONF sessions (ncclient), each pair every 50 ms at most
+(the interval reached is printed: about 100 ms on the loaded 2-core test
+machine). Every operation is recorded with its outcome: ok (acknowledged),
+fail (certainly not done: refused by a follower, refused by the leader
+saying "nothing changed", a precondition error, or no leader reached) or
+info (indeterminate: it may or may not have happened, e.g. a timeout or a
+connection reset; the checks allow both for those, never for an
+acknowledged or a refused one).
 
 Then everything is healed (etcd members started, paused replicas resumed),
 a leader is waited for, the jobs settle and the confirm timeout passes, and:
