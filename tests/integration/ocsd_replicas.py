@@ -34,8 +34,10 @@ Not a test itself. Used by test_replicas_jepsen.py; API:
     i = reps.wait_leader(30)           # index of the serving leader
     reps.kill(i) / pause(i) / resume(i) / restart(i) / stop(i) / start(i)
     cluster.kill_member(k) / start_member(k)
-    c = reps.client(); outcome, job, detail = c.submit(spec)
-    reps.close(); cluster.stop()
+    c = reps.client(); outcome, answer, detail = c.submit(spec)
+    watch = KeyWatch(cluster, reps.leader_key)   # the leader key's events
+    reps.terms()                       # "rK leads (revision R)" from the logs
+    reps.close(); watch.close(); cluster.stop()
 
 Loopback only; every process started here is stopped by close()/stop().
 """
@@ -49,8 +51,8 @@ import time
 
 import testports
 
-RESTART_DELAY_S = 0.2  # systemd's RestartSec of the 3-replica unit
-ETCDCTL_TIMEOUT_S = 10
+RESTART_DELAY_S = 0.2  # as systemd's Restart=always with RestartSec=200ms
+ETCDCTL_TIMEOUT_S = 30  # a whole etcdctl run (its own command timeout is 5 s)
 
 
 class EtcdCluster:
@@ -139,7 +141,7 @@ class EtcdCluster:
         """etcdctl (the client nobody here wrote) on every member, or the given endpoints."""
         return subprocess.run(["etcdctl", "--endpoints", endpoints or self.endpoints,
                                "--command-timeout=5s"] + list(args),
-                              capture_output=True, text=True, timeout=ETCDCTL_TIMEOUT_S + 20)
+                              capture_output=True, text=True, timeout=ETCDCTL_TIMEOUT_S)
 
     def get_json(self, key):
         """etcdctl get -w json KEY: the first kv as a dict with the value
