@@ -476,7 +476,8 @@ def check_leadership(terms, ops):
                  and (t["t_delete"] is None or op["start"] <= t["t_delete"]) for t in terms)
         check(ok, f"{op['kind']} {op['job']} acknowledged by {rid} between "
               f"{op['start']:.3f} and {op['end']:.3f}, outside its terms "
-              f"{[(t['create'], t['t_create'], t['t_delete']) for t in terms if t['holder'] == rid]}")
+              + str([(t["create"], t["t_create"], t["t_delete"])
+                     for t in terms if t["holder"] == rid]))
 
 
 def longest_gap(ops, t0, t1):
@@ -497,7 +498,8 @@ def etcd_down(c):
     for n, wait_s in enumerate((0, 3)):
         time.sleep(wait_s)
         began = time.time()
-        outcome, ans, detail = c.submit(spec(f"down-{n}", SLOTS[0], MAX_LIVE, 1), deadline_s=OP_DEADLINE_S)
+        outcome, ans, detail = c.submit(spec(f"down-{n}", SLOTS[0], MAX_LIVE, 1),
+                                        deadline_s=OP_DEADLINE_S)
         took = time.time() - began
         print(f"etcd down: submit {n} after {wait_s} s: {outcome} in {took:.2f} s: {detail}",
               flush=True)
