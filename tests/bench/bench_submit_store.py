@@ -9,8 +9,11 @@ always runs first on a machine whose load drifts); ocsd is started afresh
 for every round, on the state the previous rounds left.
 
 Measured on each ocsd:
-  submit   SubmitJob + ReleaseJob of fresh small jobs, 4 clients on disjoint
-           leaf pairs (real device transactions, 1..4 links). Per job: the
+  submit   SubmitJob + ReleaseJob of fresh small jobs on disjoint leaf pairs
+           (real device transactions, 1..4 links), first 1 client alone
+           (the latency of one submission), then 4 at once (submissions
+           queue behind each other: the latency a busy scheduler sees).
+           Per job: the
            RPC's own answer (SubmitJob answers when the job is ACTIVE, see
            northbound/README.md) and submit-to-ACTIVE as a Watch client sees
            it (the JobEvent ACTIVE received on a Watch stream opened before
@@ -26,8 +29,9 @@ ratio etcd/sqlite. Every answer is checked (submissions ACTIVE, releases
 RELEASED, plans placing every link, an ACTIVE event for every acknowledged
 submission); a failure fails the run, a slow figure never does.
 
-etcd: one member, `--heartbeat-interval 50 --election-timeout 500` as the
-replica tests run it, data directory in the work directory (on /tmp, as
+etcd: one member started by tests/integration/ocsd_replicas.py's
+EtcdCluster (`--heartbeat-interval 50 --election-timeout 500`, as the
+replica tests run it), data directory in the work directory (on /tmp, as
 SQLite's file), client URL on a reserved loopback port.
 
 usage: bench_submit_store.py BUILD_DIR SOURCE_DIR [SECONDS_PER_LOAD] [ROUNDS]
@@ -35,9 +39,7 @@ usage: bench_submit_store.py BUILD_DIR SOURCE_DIR [SECONDS_PER_LOAD] [ROUNDS]
 """
 import multiprocessing
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -111,7 +113,7 @@ def worker(gen, target, index, commands, out):
 
 class Clients:
     """PLAN_CLIENTS connected worker processes on one ocsd; the first
-    len(CYCLE_SLOTS) also run the submit load."""
+    len(CYCLE_SLOTS) also run the submit loads."""
 
     def __init__(self, ctx, gen, target):
         self.out = ctx.Queue()
@@ -125,8 +127,7 @@ class Clients:
             self.close()
             raise RuntimeError("; ".join(e for e in errors if e))
 
-    def run(self, kind, tag, seconds):
-        clients = len(CYCLE_SLOTS) if kind == "submit" else PLAN_CLIENTS
+    def run(self, kind, tag, seconds, clients=PLAN_CLIENTS):
         start_at = time.time() + 0.3
         for q in self.commands[:clients]:
             q.put((kind, tag, start_at, seconds))
@@ -174,47 +175,6 @@ class ActiveTimes:
         self.thread.join(timeout=10)
 
 
-class Etcd:
-    """One etcd member on two reserved loopback ports; data in `work`."""
-
-    def __init__(self, work, testports):
-        self.client = testports.reserve(2)
-        self.url = "http://127.0.0.1:%d" % self.client
-        self.peer = "http://127.0.0.1:%d" % (self.client + 1)
-        self.data = os.path.join(work, "etcd")
-        self.log_path = os.path.join(work, "etcd.log")
-        self.proc = None
-        self.testports = testports
-
-    def start(self):
-        with open(self.log_path, "a") as log:
-            self.proc = subprocess.Popen(
-                ["etcd", "--name", "m1", "--data-dir", self.data,
-                 "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
-                 "--listen-peer-urls", self.peer, "--initial-advertise-peer-urls", self.peer,
-                 "--initial-cluster", "m1=" + self.peer,
-                 "--heartbeat-interval", "50", "--election-timeout", "500"],
-                stdout=log, stderr=log)
-        self.testports.wait_listening("127.0.0.1", self.client, "etcd", 30, proc=self.proc)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            r = subprocess.run(["etcdctl", "--endpoints", self.url, "--command-timeout=5s",
-                                "endpoint", "health"], capture_output=True, timeout=30)
-            if r.returncode == 0:
-                return
-            time.sleep(0.1)
-        raise RuntimeError("etcd did not become healthy")
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
 def percentile(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(p / 100.0 * len(values)))]
@@ -227,31 +187,36 @@ def one_round(fleet, ctx, gen, store, etcd, tag, seconds, figures):
 
     fleet.state_dir = os.path.join(fleet.work, "state-" + store)
     os.makedirs(fleet.state_dir, exist_ok=True)
-    extra = ["--store", "etcd", "--etcd-endpoints", etcd.url] if store == "etcd" else []
+    extra = ["--store", "etcd", "--etcd-endpoints", etcd.endpoints] if store == "etcd" else []
     fleet.start_ocsd(*extra, reconcile_s=60)
     ch = grpc.insecure_channel(fleet.target)
     watch = ActiveTimes(ch, events_pb2, events_pb2_grpc, jobs_pb2)
     clients = Clients(ctx, gen, fleet.target)
     try:
-        clients.run("submit", tag + "-warm", 0.5)  # the first transaction opens the sessions
-        rows = clients.run("submit", tag, seconds)
+        clients.run("submit", tag + "-warm", 0.5, 1)  # the first transaction opens the sessions
+        rows1 = clients.run("submit", tag + "-1", seconds, 1)
+        rows = clients.run("submit", tag, seconds, len(CYCLE_SLOTS))
         plans = clients.run("plan", tag, seconds)
         time.sleep(0.5)  # the last ACTIVE events are on their way
     finally:
         clients.close()
         watch.close()
         ch.close()
-    missing = [r[0] for r in rows if r[0] not in watch.seen]
+    missing = [r[0] for r in rows + rows1 if r[0] not in watch.seen]
     if missing:
         raise RuntimeError("%s: no ACTIVE event for %d acknowledged jobs (%s ...)"
                            % (store, len(missing), missing[0]))
     f = figures[store]
+    f["submit1"] += [(t1 - t0) * 1e3 for (_, t0, t1, _) in rows1]
+    f["active1"] += [(watch.seen[j] - t0) * 1e3 for (j, t0, _, _) in rows1]
+    f["release1"] += [(t2 - t1) * 1e3 for (_, _, t1, t2) in rows1]
     f["submit"] += [(t1 - t0) * 1e3 for (_, t0, t1, _) in rows]
     f["active"] += [(watch.seen[j] - t0) * 1e3 for (j, t0, _, _) in rows]
     f["release"] += [(t2 - t1) * 1e3 for (_, _, t1, t2) in rows]
     f["plans"].append(plans / seconds)
-    print("  %-6s %s: %4d submissions, %6.0f plans/s, submit p50 %.1f ms"
-          % (store, tag, len(rows), plans / seconds,
+    print("  %-6s %s: %4d + %4d submissions, %6.0f plans/s, submit p50 %.1f / %.1f ms"
+          % (store, tag, len(rows1), len(rows), plans / seconds,
+             percentile([(t1 - t0) * 1e3 for (_, t0, t1, _) in rows1], 50),
              percentile([(t1 - t0) * 1e3 for (_, t0, t1, _) in rows], 50)), flush=True)
     code = fleet.stop_ocsd()
     if code != 0:
@@ -264,41 +229,48 @@ def main():
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     sys.path.insert(0, os.path.join(src, "tests", "integration"))
     import ocsd_fleet
-    import testports
+    import ocsd_replicas
 
     fleet = ocsd_fleet.Fleet(build, src, prefix="ocsd-bench-store-")
     gen = os.path.join(fleet.work, "gen")
     ocsd_fleet.gen_stubs(os.path.join(src, "proto"), gen)
-    etcd = Etcd(fleet.work, testports)
+    etcd = ocsd_replicas.EtcdCluster(fleet.work, members=1)
     ctx = multiprocessing.get_context("spawn")  # no gRPC state crosses a fork
-    figures = {s: {"submit": [], "active": [], "release": [], "plans": []}
+    figures = {s: {k: [] for k in ("submit1", "active1", "release1", "submit", "active",
+                                   "release", "plans")}
                for s in ("sqlite", "etcd")}
     ok = False
     try:
         etcd.start()
         fleet.start_devices()
         print("submit latency and dry-run plans/s, SQLite file vs single-member etcd on "
-              "loopback: lab fabric, 16 devsim devices, %d submit and %d plan clients, "
+              "loopback: lab fabric, 16 devsim devices, 1 then %d submit and %d plan clients, "
               "%d rounds of %.1f s per load, %d cores"
               % (len(CYCLE_SLOTS), PLAN_CLIENTS, rounds, seconds, os.cpu_count()), flush=True)
         for r in range(rounds):
             order = ("sqlite", "etcd") if r % 2 == 0 else ("etcd", "sqlite")
             for store in order:
                 one_round(fleet, ctx, gen, store, etcd, "r%d" % r, seconds, figures)
-        print("%-34s %10s %10s %12s" % ("", "sqlite", "etcd", "etcd/sqlite"))
-        for label, key, p in (("SubmitJob answer p50 (ms)", "submit", 50),
-                              ("SubmitJob answer p99 (ms)", "submit", 99),
-                              ("submit to ACTIVE (Watch) p50 (ms)", "active", 50),
-                              ("submit to ACTIVE (Watch) p99 (ms)", "active", 99),
-                              ("ReleaseJob answer p50 (ms)", "release", 50),
-                              ("ReleaseJob answer p99 (ms)", "release", 99)):
+        print("%-34s %10s %10s %12s" % ("ms (plans/s last)", "sqlite", "etcd", "etcd/sqlite"))
+        rows = []
+        for n, sfx in (("1 client", "1"), ("%d clients" % len(CYCLE_SLOTS), "")):
+            rows += [("SubmitJob answer p50, " + n, "submit" + sfx, 50),
+                     ("SubmitJob answer p99, " + n, "submit" + sfx, 99),
+                     ("submit to ACTIVE p50, " + n, "active" + sfx, 50),
+                     ("submit to ACTIVE p99, " + n, "active" + sfx, 99),
+                     ("ReleaseJob answer p50, " + n, "release" + sfx, 50),
+                     ("ReleaseJob answer p99, " + n, "release" + sfx, 99)]
+        for label, key, p in rows:
             s = percentile(figures["sqlite"][key], p)
             e = percentile(figures["etcd"][key], p)
             print("%-34s %10.1f %10.1f %12.2f" % (label, s, e, e / s))
         s = statistics.median(figures["sqlite"]["plans"])
         e = statistics.median(figures["etcd"]["plans"])
         print("%-34s %10.0f %10.0f %12.2f" % ("dry-run PlanJob (plans/s)", s, e, e / s))
-        print("%-34s %10d %10d" % ("submissions measured", len(figures["sqlite"]["submit"]),
+        print("%-34s %10d %10d" % ("submissions measured (1 / %d clients)" % len(CYCLE_SLOTS),
+                                   len(figures["sqlite"]["submit1"]),
+                                   len(figures["etcd"]["submit1"])))
+        print("%-34s %10d %10d" % ("", len(figures["sqlite"]["submit"]),
                                    len(figures["etcd"]["submit"])), flush=True)
         ok = True
     finally:
@@ -306,8 +278,9 @@ def main():
         etcd.stop()
         if not ok:
             fleet.dump_logs()
-            if os.path.exists(etcd.log_path):
-                with open(etcd.log_path, errors="replace") as f:
+            log_path = os.path.join(fleet.work, "etcd-m1.log")
+            if os.path.exists(log_path):
+                with open(log_path, errors="replace") as f:
                     print("--- etcd.log (tail)\n" + "".join(f.readlines()[-20:]))
         fleet.remove()
     return 0 if ok else 1
