@@ -126,8 +126,9 @@ cp "$ex/replica.env" "$stage/etc/ocsd/replica.env"
 if command -v systemd-analyze >/dev/null; then
   systemd-analyze verify --root="$stage" ocsd.service >"$work/verify.log" 2>&1 || true
   # A file:line message is a mistake in the unit or the drop-in; what the
-  # scratch root lacks (sysinit.target, /bin/kill) is not.
-  if grep -qE '\.(service|conf):[0-9]+:|ocsd.* not executable' "$work/verify.log"; then
+  # scratch root lacks (sysinit.target, /bin/kill, the unit naming the
+  # build's prefix when it is not /usr) is not.
+  if grep -qE '\.(service|conf):[0-9]+:|Command /usr/sbin/ocsd is not' "$work/verify.log"; then
     bad "systemd-analyze verify of ocsd.service with the replica drop-in: $(cat "$work/verify.log")"
   else ok "systemd-analyze verify: ocsd.service with the replica drop-in"; fi
 else echo "skip: no systemd-analyze"; fi
@@ -172,7 +173,8 @@ for _ in $(seq 300); do
   kill -0 "$replica_pid" 2>/dev/null || break
   sleep 0.1
 done
-if [ -z "$port" ]; then bad "replica ocsd-a did not serve: $(tail -20 "$work/replica.log")"
+if [ -z "$port" ]; then bad "replica ocsd-a did not serve: $(tail -20 "$work/replica.log")
+etcd: $(tail -5 "$work/etcd.log")"
 elif "$stage/usr/bin/ocsctl" --server "127.0.0.1:$port" --ca "$etc/tls/clients-ca.pem" \
   --cert "$etc/tls/alice.pem" --key "$etc/tls/alice.key" --json status >"$work/status.json" 2>&1 &&
   grep -q '"store": *"etcd"' "$work/status.json"; then
