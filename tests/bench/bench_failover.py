@@ -16,9 +16,9 @@ clock (everything runs on this machine):
   lease     kill -9 to the leader key's DELETE (the lease expired), seen by
             a watch on the key (ocsd_replicas.KeyWatch, etcdctl)
   campaign  that DELETE to the new leader's log line "replica rK leads"
-  recovery  that line to the new leader serving writes (its log line "gRPC
-            on" for a standby that served nothing; for a follower that
-            already served reads, its line saying it serves as leader)
+  recovery  that line to the new leader serving writes (its log line
+            "leader: serving writes" for a follower that served reads, its
+            start line "... gRPC on" for a standby that served nothing)
   write     serving to the release's acknowledgement (the client finding
             the new leader and the release's own device transaction)
 Printed: median, p99 and max of the total and of each part, against the
@@ -37,10 +37,12 @@ import time
 TARGET_S = 2.0
 WRITE_DEADLINE_S = 30
 SETTLE_S = 1.5  # after the victim is back: its standby copy loaded
-# The log lines that end a campaign and a recovery; the second alternative
-# is a follower (serving reads already) switching to leader.
+# The log lines that end a campaign and a recovery: a follower that serves
+# reads logs "leader: serving writes" when it has recovered; a standby that
+# served nothing logs its start line ("... gRPC on ...") then.
 LEADS = re.compile(r"^(\S+)Z ocsd\[\d+\] <\d+> \w+: replica (\S+) leads \(leader key revision")
-SERVES = re.compile(r"^(\S+)Z ocsd\[\d+\] <\d+> \w+: .*(?:gRPC on |replica \S+ serves as leader)")
+SERVES = [re.compile(r"^(\S+)Z ocsd\[\d+\] <\d+> \w+: leader: serving writes"),
+          re.compile(r"^(\S+)Z ocsd\[\d+\] <\d+> \w+: .*gRPC on ")]
 NOT_LEADER = re.compile(r"not the leader; leader is (\S+)")
 ATTEMPT_TIMEOUT_S = 10
 
@@ -137,7 +139,9 @@ def one_kill(n, reps, watch, jobs_pb2, ocsd_replicas, out):
     expired = next((t for (t, kind, _, _, _) in watch.snapshot()[seen:] if kind == "DELETE"),
                    None)
     lead = log_after(rep, killed, LEADS, ocsd_replicas._log_time)
-    serve = log_after(rep, lead or killed, SERVES, ocsd_replicas._log_time)
+    serve = None
+    for pattern in SERVES:
+        serve = serve or log_after(rep, lead or killed, pattern, ocsd_replicas._log_time)
     row = {"total": acked - killed}
     if os.environ.get("BENCH_DEBUG"):
         print("debug:", expired, lead, serve, watch.snapshot()[seen:])
