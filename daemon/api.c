@@ -32,6 +32,7 @@
 #include "metrics.h"
 #include "planners.h"
 #include "rail_api.h"
+#include "replica.h"
 #include "rings.h"
 #include "store.h"
 
@@ -76,6 +77,7 @@ struct api_req {
 	struct nb_call *call;
 	const void *msg;
 	void (*serve)(struct api *api, struct nb_call *call, const void *msg);
+	bool write; /* changes state or devices: only the leader serves it */
 	struct loop_node node;
 };
 
@@ -191,6 +193,16 @@ static void on_cancel_check(evutil_socket_t fd, short what, void *arg)
 	jm_cancel_gone(api->jm, call_gone);
 	if (jm_answering(api->jm))
 		arm_cancel_check(api);
+}
+
+void api_follow(struct api *api, struct jm *jm, struct fs_state *fs, struct devices *devs,
+		struct rg_state *rings, struct ra *rail)
+{
+	api->d.fs = fs;
+	api->d.devs = devs;
+	api->d.rings = rings;
+	api->d.rail = rail;
+	api_attach(api, jm, api->server);
 }
 
 void api_stopping(struct api *api)
@@ -914,12 +926,51 @@ static void serve_list_jobs(struct api *api, struct nb_call *call, const void *m
 
 /* ---- Fabric ---- */
 
+/*
+ * GetFabric's replica fields (41-46) and the store's name, from the
+ * replica's status (replica.h); the strings live in ar.
+ */
+static void fill_replica(struct api *api, struct arena *ar, Ocs__V1__FabricSummary *r)
+{
+	struct rp_status st;
+
+	r->store = (char *)api->d.store;
+	if (!api->d.rp)
+		return;
+	rp_status(api->d.rp, &st);
+	r->replica_id = ar_strdup(ar, st.replica_id);
+	r->role = ar_strdup(ar, st.role);
+	r->leader_id = ar_strdup(ar, st.leader_id);
+	r->leader_address = ar_strdup(ar, st.leader_address);
+	r->store_problem = ar_strdup(ar, st.store_problem);
+	r->replicas =
+		ar_alloc(ar, (size_t)(st.n_replicas ? st.n_replicas : 1) * sizeof(*r->replicas));
+	for (int i = 0; r->replicas && i < st.n_replicas; i++) {
+		Ocs__V1__Replica *m = ar_alloc(ar, sizeof(*m));
+
+		if (!m)
+			break;
+		ocs__v1__replica__init(m);
+		m->id = ar_strdup(ar, st.replicas[i].id);
+		m->address = ar_strdup(ar, st.replicas[i].address);
+		m->leader = strcmp(st.replicas[i].id, st.leader_id) == 0;
+		r->replicas[r->n_replicas++] = m;
+	}
+	if (!r->replica_id || !r->role || !r->leader_id || !r->leader_address ||
+	    !r->store_problem) {
+		/* out of memory: the summary without its replica fields */
+		r->replica_id = r->role = r->leader_id = r->leader_address = r->store_problem = "";
+		r->n_replicas = 0;
+	}
+}
+
 /* GetFabric for a ring domain: its sizes and how its nodes are used. */
 static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
 {
 	const struct ocs_ring_domain *d = &api->d.cfg->ring;
 	Ocs__V1__FabricSummary r = OCS__V1__FABRIC_SUMMARY__INIT;
 	uint8_t *use = rg_use_snapshot(api->d.rings, NULL);
+	struct arena ar = {0};
 
 	r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
 	r.wiring = "";
@@ -928,7 +979,7 @@ static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
 	r.devices_drained = dev_n_drained(api->d.devs);
 	r.jobs_active = (int)jm_count_state(api->jm, JM_ACTIVE);
 	r.version = (char *)api->d.version;
-	r.store = (char *)api->d.store;
+	fill_replica(api, &ar, &r);
 	r.nodes = ocs_ring_nodes(d);
 	r.tors = d->tors;
 	r.nodes_per_tor = d->nodes_per_tor;
@@ -944,6 +995,7 @@ static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
 	/* devices_connected: ring domains have no reconciliation pass; a node's
 	 * session is known from its transactions only */
 	nb_call_reply(call, &r.base);
+	ar_free_all(&ar);
 }
 
 static void serve_get_fabric(struct api *api, struct nb_call *call, const void *msg)
@@ -952,6 +1004,7 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 	Ocs__V1__FabricSummary r = OCS__V1__FABRIC_SUMMARY__INIT;
 	int64_t cabled;
 	int active = (int)jm_count_state(api->jm, JM_ACTIVE);
+	struct arena ar = {0};
 
 	if (api->d.rings) {
 		serve_get_ring_fabric(api, call);
@@ -972,8 +1025,10 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 		r.ocs_ports_used = (int64_t)fs_count(api->d.fs);
 		r.ocs_ports_free = (int64_t)ocs_fabric_devices(f) * f->k_ocs - r.ocs_ports_used;
 		r.version = (char *)api->d.version;
+		fill_replica(api, &ar, &r);
 		ra_fill_fabric(api->d.rail, &r);
 		nb_call_reply(call, &r.base);
+		ar_free_all(&ar);
 		return;
 	}
 	cabled = (int64_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
@@ -1000,9 +1055,10 @@ static void serve_get_fabric(struct api *api, struct nb_call *call, const void *
 	r.ocs_ports_used = (int64_t)fs_count(api->d.fs);
 	r.ocs_ports_free = cabled - r.ocs_ports_used;
 	r.version = (char *)api->d.version;
-	r.store = (char *)api->d.store;
+	fill_replica(api, &ar, &r);
 	r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
 	nb_call_reply(call, &r.base);
+	ar_free_all(&ar);
 }
 
 /* ---- Rings (OCSTrx ring domains) ---- */
@@ -1551,8 +1607,12 @@ static void serve_clear(struct api *api, struct nb_call *call, const void *msg)
 static void dispatch(struct loop_node *n)
 {
 	struct api_req *r = OCSD_CONTAINER_OF(n, struct api_req, node);
+	char why[800];
 
-	if (r->api->stopping || !r->api->jm)
+	/* a follower, or a leader whose etcd cannot be reached (replica.h) */
+	if (r->write && r->api->d.rp && rp_write_refusal(r->api->d.rp, why, sizeof(why)) != 0)
+		nb_call_fail(r->call, NB_UNAVAILABLE, "", "%s", why);
+	else if (r->api->stopping || !r->api->jm)
 		nb_call_fail(r->call, NB_UNAVAILABLE, "", "ocsd is shutting down");
 	else
 		r->serve(r->api, r->call, r->msg);
@@ -1560,7 +1620,7 @@ static void dispatch(struct loop_node *n)
 }
 
 static void post(struct api *api, struct nb_call *call, const void *msg,
-		 void (*serve)(struct api *, struct nb_call *, const void *))
+		 void (*serve)(struct api *, struct nb_call *, const void *), bool write)
 {
 	struct api_req *r = malloc(sizeof(*r));
 
@@ -1568,32 +1628,38 @@ static void post(struct api *api, struct nb_call *call, const void *msg,
 		nb_call_fail(call, NB_UNAVAILABLE, "", "out of memory");
 		return;
 	}
-	*r = (struct api_req){api, call, msg, serve, {NULL, NULL}};
+	*r = (struct api_req){api, call, msg, serve, write, {NULL, NULL}};
 	loop_post(api->d.loop, &r->node, dispatch);
 }
 
 #define HANDLER(name, type, serve_fn)                                                              \
 	static void name(void *ctx, struct nb_call *call, const type *req)                         \
 	{                                                                                          \
-		post(ctx, call, req, serve_fn);                                                    \
+		post(ctx, call, req, serve_fn, false);                                             \
+	}
+/* A write (or a plan, which needs the leader's planners and state). */
+#define WRITE_HANDLER(name, type, serve_fn)                                                        \
+	static void name(void *ctx, struct nb_call *call, const type *req)                         \
+	{                                                                                          \
+		post(ctx, call, req, serve_fn, true);                                              \
 	}
 
 HANDLER(h_list_drift, Ocs__V1__ListDriftRequest, serve_list_drift)
-HANDLER(h_adopt, Ocs__V1__AdoptCrossConnectsRequest, serve_adopt)
-HANDLER(h_clear, Ocs__V1__ClearCrossConnectsRequest, serve_clear)
+WRITE_HANDLER(h_adopt, Ocs__V1__AdoptCrossConnectsRequest, serve_adopt)
+WRITE_HANDLER(h_clear, Ocs__V1__ClearCrossConnectsRequest, serve_clear)
 HANDLER(h_get_fabric, Ocs__V1__GetFabricRequest, serve_get_fabric)
 HANDLER(h_list_devices, Ocs__V1__ListDevicesRequest, serve_list_devices)
 HANDLER(h_list_circuits, Ocs__V1__ListCircuitsRequest, serve_list_circuits)
-HANDLER(h_drain_device, Ocs__V1__DrainDeviceRequest, serve_drain_device)
-HANDLER(h_undrain_device, Ocs__V1__UndrainDeviceRequest, serve_undrain_device)
-HANDLER(h_mark_node, Ocs__V1__MarkNodeRequest, serve_mark_node)
+WRITE_HANDLER(h_drain_device, Ocs__V1__DrainDeviceRequest, serve_drain_device)
+WRITE_HANDLER(h_undrain_device, Ocs__V1__UndrainDeviceRequest, serve_undrain_device)
+WRITE_HANDLER(h_mark_node, Ocs__V1__MarkNodeRequest, serve_mark_node)
 HANDLER(h_list_rings, Ocs__V1__ListRingsRequest, serve_list_rings)
-HANDLER(h_replace_gpu, Ocs__V1__ReplaceGpuRequest, serve_replace_gpu)
-HANDLER(h_mark_gpu, Ocs__V1__MarkGpuRequest, serve_mark_gpu)
+WRITE_HANDLER(h_replace_gpu, Ocs__V1__ReplaceGpuRequest, serve_replace_gpu)
+WRITE_HANDLER(h_mark_gpu, Ocs__V1__MarkGpuRequest, serve_mark_gpu)
 HANDLER(h_list_rail_ports, Ocs__V1__ListRailPortsRequest, serve_list_rail_ports)
-HANDLER(h_submit_job, Ocs__V1__JobSpec, serve_submit)
-HANDLER(h_plan_job, Ocs__V1__JobSpec, serve_plan)
-HANDLER(h_release_job, Ocs__V1__ReleaseJobRequest, serve_release)
+WRITE_HANDLER(h_submit_job, Ocs__V1__JobSpec, serve_submit)
+WRITE_HANDLER(h_plan_job, Ocs__V1__JobSpec, serve_plan)
+WRITE_HANDLER(h_release_job, Ocs__V1__ReleaseJobRequest, serve_release)
 HANDLER(h_get_job, Ocs__V1__GetJobRequest, serve_get_job)
 HANDLER(h_list_jobs, Ocs__V1__ListJobsRequest, serve_list_jobs)
 

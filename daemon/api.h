@@ -27,6 +27,7 @@ struct loop;
 struct mx_registry;
 struct rg_state;
 struct ocsd_config;
+struct replica;
 struct st_store;
 
 struct api_deps {
@@ -39,7 +40,9 @@ struct api_deps {
 	struct ra *rail;	 /* rail-OCS fabrics: rail_api.h; NULL otherwise */
 	struct mx_registry *reg; /* RPC and plan metrics are registered here */
 	const char *version;
-	const char *store; /* the store backend's name (GetFabric) */
+	const char *store;  /* the store backend's name (GetFabric) */
+	struct replica *rp; /* writes refused while it says so; GetFabric's replica
+			     * fields (NULL: writes always taken, no replica fields) */
 };
 
 /* Caller frees with api_free() (accepts NULL). */
@@ -59,6 +62,13 @@ struct jm_events api_job_events(struct api *api);
 struct recon_events api_recon_events(struct api *api);
 /* Restores drained devices (dev_restore_drained) and decodes the stored request of every job. */
 int api_restore_jobs(struct api *api);
+/*
+ * The follower phase's state, refreshed from the store copy (follower.h):
+ * the API serves from these from now on (jm as api_attach; the server
+ * stays). The caller frees the previous ones afterwards.
+ */
+void api_follow(struct api *api, struct jm *jm, struct fs_state *fs, struct devices *devs,
+		struct rg_state *rings, struct ra *rail);
 /* Marks the API as stopping: new requests get UNAVAILABLE. */
 void api_stopping(struct api *api);
 

@@ -37,6 +37,7 @@
 #include "exec_sb.h"
 #include "fabric_state.h"
 #include "faults.h"
+#include "follower.h"
 #include "jobs.h"
 #include "log.h"
 #include "loop.h"
@@ -66,6 +67,13 @@
  */
 #define OD_PRUNE_INTERVAL_S 60
 #define OD_PRUNE_BATCH	    100
+
+/*
+ * What runs between two role changes (replica.c draws the roles): a
+ * follower serves reads from the store copy and refuses writes, a leader
+ * is the whole daemon. Without --replica-id ocsd is always a leader.
+ */
+enum od_phase { OD_PHASE_NONE, OD_PHASE_FOLLOWER, OD_PHASE_LEADER };
 
 struct od {
 	const struct od_options *opts;
@@ -105,6 +113,13 @@ struct od {
 	struct txn_driver *rail_txn; /* rail-OCS fabrics: the swaps' transactions */
 	char password[128];	     /* the password-file's secret the devices use ("" none) */
 	int state_lock;		     /* DIR/ocsd.lock, flock()ed for ocsd's lifetime (-1 none) */
+	/* replicas (docs/replicas.md): the phase running now, and why it ends */
+	enum od_phase phase;
+	struct fw *fw;	  /* the follower phase's view of the store copy */
+	bool stopping;	  /* SIGTERM/SIGINT: no further phase */
+	bool restart;	  /* the leader phase starts again (its store failed, etcd is back) */
+	char listen[300]; /* --listen with port 0: the port the first phase got */
+	struct sb_device **warm; /* a follower's: the transaction sessions a takeover starts with */
 };
 
 static void log_config_errors(const char *path, const struct cfg_errors *errs)
@@ -231,6 +246,7 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 	struct od *od = arg;
 	struct timeval tick = {0, 50000};
 
+	od->stopping = true;
 	if (od->drain)
 		return;
 	log_msg(LOG_NOTICE, "signal %d: stopping after the running transaction", (int)sig);
@@ -304,13 +320,15 @@ static int apply_access(struct od *od, struct ocsd_config *next, const char *pas
 	struct cfg_access old = od->cfg->access;
 	int rc = 0;
 
-	for (int i = 0; od->devs && i < next->n_devices && !rc; i++) {
+	for (int i = 0; (od->devs || od->warm) && i < next->n_devices && !rc; i++) {
 		struct sb_device_config dc;
 
 		rc = device_settings(next, i, password, &dc);
-		if (!rc)
+		if (!rc && od->warm && od->warm[i])
+			rc = sb_device_set_config(od->warm[i], &dc);
+		if (!rc && od->devs)
 			rc = sb_device_set_config(dev_handle(od->devs, i, DEV_ROLE_TXN), &dc);
-		if (!rc)
+		if (!rc && od->devs)
 			rc = sb_device_set_config(dev_handle(od->devs, i, DEV_ROLE_RECON), &dc);
 		memset(dc.password, 0, sizeof(dc.password));
 	}
@@ -500,8 +518,14 @@ static int add_signal(struct od *od, struct event **ev, int sig,
 	return *ev && event_add(*ev, NULL) == 0 ? 0 : -ENOMEM;
 }
 
-static void od_teardown(struct od *od)
+/*
+ * Ends the running phase: everything start_leader or start_follower made,
+ * in the order a stop needs (the loop, the metrics endpoint, the signals
+ * and the store stay for the next phase). Every pointer is NULL afterwards.
+ */
+static void phase_teardown(struct od *od)
 {
+	od->phase = OD_PHASE_NONE;
 	if (od->recon_timer)
 		event_free(od->recon_timer);
 	if (od->prune_timer)
@@ -534,9 +558,9 @@ static void od_teardown(struct od *od)
 	nb_server_destroy(od->server);
 	if (od->loop)
 		loop_run_posted(od->loop);
+	fw_free(od->fw); /* the follower's view, once its server is gone */
 	sb_engine_free(od->engine);
 	dev_free(od->devs); /* and the device handles, before their driver */
-	sb_driver_free(od->driver);
 	fs_free(od->fs);
 	dr_free(od->drift);
 	api_free(od->api);
@@ -544,6 +568,44 @@ static void od_teardown(struct od *od)
 	rl_free(od->rl);
 	if (od->drain)
 		event_free(od->drain);
+	/* every user stopped; what its draining tasks post runs here, before the
+	 * fault listener and the rings they may name go */
+	pool_free(od->pool);
+	exec_free(od->exec);
+	if (od->loop)
+		loop_run_posted(od->loop);
+	flt_free(od->faults);
+	rg_free(od->rings);
+	od->recon_timer = od->prune_timer = od->repair_timer = od->drain = NULL;
+	od->recon = NULL;
+	od->ka = NULL;
+	od->faults = NULL;
+	od->jm = NULL;
+	od->server = NULL;
+	od->exec_sb = NULL;
+	od->rsw = NULL;
+	od->txn = od->rail_txn = NULL;
+	od->fw = NULL;
+	od->engine = NULL;
+	od->devs = NULL;
+	od->fs = NULL;
+	od->drift = NULL;
+	od->api = NULL;
+	od->ra = NULL;
+	od->rl = NULL;
+	od->pool = NULL;
+	od->exec = NULL;
+	od->rings = NULL;
+}
+
+static void od_teardown(struct od *od)
+{
+	phase_teardown(od);
+	for (int i = 0; od->warm && i < od->cfg->n_devices; i++)
+		sb_device_free(od->warm[i]);
+	free(od->warm);
+	sb_driver_free(od->driver); /* after every device handle */
+	rp_stop(od->rp);	    /* no role change reaches the loop any more */
 	mh_stop(od->http);
 	if (od->sig_term)
 		event_free(od->sig_term);
@@ -553,12 +615,7 @@ static void od_teardown(struct od *od)
 		event_free(od->sig_hup);
 	if (od->watchdog)
 		event_free(od->watchdog);
-	/* Last: every user stopped; nodes its draining tasks post run in loop_free. */
-	pool_free(od->pool);
-	exec_free(od->exec);
 	loop_free(od->loop);
-	flt_free(od->faults);
-	rg_free(od->rings);
 	mx_registry_free(od->reg);
 	rp_free(od->rp);
 	if (od->state_lock >= 0)
@@ -655,8 +712,12 @@ static int open_devices(struct od *od, enum dev_role role)
 		struct sb_device *h = NULL;
 
 		rc = device_settings(od->cfg, i, od->password, &dc);
-		if (!rc)
+		if (!rc && role == DEV_ROLE_TXN && od->warm && od->warm[i]) {
+			h = od->warm[i]; /* connected while following: the devices take it over */
+			od->warm[i] = NULL;
+		} else if (!rc) {
 			rc = sb_device_new(od->driver, &dc, &h);
+		}
 		memset(dc.password, 0, sizeof(dc.password));
 		if (!rc)
 			dev_set_handle(od->devs, i, role, h);
@@ -691,7 +752,8 @@ static unsigned od_io_tasks(const struct od *od)
 /* The NETCONF driver, two sets of device handles and the transaction engine. */
 static int start_southbound(struct od *od)
 {
-	int rc = sb_driver_new(NULL, &od->driver);
+	/* one driver for the process (libnetconf2's client state), kept across phases */
+	int rc = od->driver ? 0 : sb_driver_new(NULL, &od->driver);
 
 	if (rc) {
 		log_msg(LOG_ERR, "devices: cannot set up the NETCONF driver: %s", strerror(-rc));
@@ -834,6 +896,37 @@ static int check_existing(struct od *od)
 	return rc;
 }
 
+/* The gRPC server over od->api (both phases). 0 or -errno (logged). */
+static int start_server(struct od *od)
+{
+	const struct od_options *o = od->opts;
+	struct nb_server_config sc = {0};
+	struct nb_error nerr = {0};
+	size_t n;
+	int rc;
+
+	sc.listen_addr = od->listen[0] ? od->listen : o->listen;
+	sc.insecure = o->insecure;
+	sc.tls_ca_file = o->tls_ca;
+	sc.tls_cert_file = o->tls_cert;
+	sc.tls_key_file = o->tls_key;
+	sc.limits = api_limits(od->cfg);
+	sc.handlers = api_handlers(od->api);
+	rc = nb_server_create(&sc, &od->server, &nerr);
+	if (rc) {
+		log_msg(LOG_ERR, "gRPC server: %s%s%s", nerr.field, nerr.field[0] ? ": " : "",
+			nerr.message);
+		return rc;
+	}
+	/* port 0 picks a port once: the next phases listen on the same one */
+	n = strlen(o->listen);
+	if (!od->listen[0] && n >= 2 && strcmp(o->listen + n - 2, ":0") == 0 &&
+	    n + 8 < sizeof(od->listen))
+		snprintf(od->listen, sizeof(od->listen), "%.*s:%d", (int)(n - 2), o->listen,
+			 nb_server_port(od->server));
+	return 0;
+}
+
 /* Job manager, API and gRPC server (every kind of fabric). */
 static int start_jobs(struct od *od)
 {
@@ -842,9 +935,8 @@ static int start_jobs(struct od *od)
 			      .loop = od->loop,
 			      .reg = od->reg,
 			      .version = OCSD_VERSION,
-			      .store = rp_store_name(od->rp)};
-	struct nb_server_config sc = {0};
-	struct nb_error nerr = {0};
+			      .store = rp_store_name(od->rp),
+			      .rp = od->rp};
 	struct jm_deps jd = {0};
 	char err[256];
 	int rc;
@@ -964,19 +1056,8 @@ static int start_jobs(struct od *od)
 		log_msg(LOG_ERR, "recovery failed: %s", strerror(-rc));
 		return rc;
 	}
-	sc.listen_addr = o->listen;
-	sc.insecure = o->insecure;
-	sc.tls_ca_file = o->tls_ca;
-	sc.tls_cert_file = o->tls_cert;
-	sc.tls_key_file = o->tls_key;
-	sc.limits = api_limits(od->cfg);
-	sc.handlers = api_handlers(od->api);
-	rc = nb_server_create(&sc, &od->server, &nerr);
-	if (rc) {
-		log_msg(LOG_ERR, "gRPC server: %s%s%s", nerr.field, nerr.field[0] ? ": " : "",
-			nerr.message);
+	if ((rc = start_server(od)) != 0)
 		return rc;
-	}
 	api_attach(od->api, od->jm, od->server);
 	if (o->keepalive_interval_ms) {
 		struct ka_deps kd = {.loop = od->loop,
@@ -1050,12 +1131,182 @@ static int lock_state_dir(struct od *od, const char *dir)
 	return 0;
 }
 
+/*
+ * grpc.health.v1: "" stays SERVING on every live replica; "ocs.v1.Jobs" is
+ * SERVING only on a leader that takes writes (its etcd answers, its job
+ * manager serves).
+ */
+static void update_health(struct od *od)
+{
+	char why[800];
+	bool serving = od->phase == OD_PHASE_LEADER && !od->stopping &&
+		       rp_write_refusal(od->rp, why, sizeof(why)) == 0 && od->jm &&
+		       jm_serving(od->jm, NULL);
+
+	if (od->server)
+		nb_server_set_health(
+			od->server, "ocs.v1.Jobs",
+			serving ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
+				: GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+}
+
+/*
+ * rp_start's on_change, on the loop: the role, the leader, the replicas or
+ * etcd's health changed. Ends the phase when the role calls for the other
+ * one (od_run starts it), or a leader whose store failed once etcd answers
+ * again (it starts again as after a crash: recovery sets the store right).
+ */
+static void on_replica_change(void *ctx)
+{
+	struct od *od = ctx;
+	enum rp_role role = rp_role(od->rp);
+	char why[800];
+	bool store_ok = rp_write_refusal(od->rp, why, sizeof(why)) == 0;
+	int rc;
+
+	if (od->phase == OD_PHASE_NONE)
+		return;
+	update_health(od);
+	if (od->stopping)
+		return;
+	if (od->phase == OD_PHASE_FOLLOWER && role == RP_RECOVERING) {
+		loop_stop(od->loop);
+	} else if (od->phase == OD_PHASE_LEADER && role == RP_FOLLOWER) {
+		log_msg(LOG_WARNING, "not the leader any more: ending the leader phase");
+		if (od->api)
+			api_stopping(od->api);
+		loop_stop(od->loop);
+	} else if (od->phase == OD_PHASE_FOLLOWER && (rc = rp_catch_up(od->rp)) > 0) {
+		fw_refresh(od->fw); /* the copy opened while etcd was down is loaded */
+	} else if (od->phase == OD_PHASE_LEADER && store_ok && od->jm &&
+		   !jm_serving(od->jm, NULL) && rp_etcd(od->rp)) {
+		log_msg(LOG_NOTICE,
+			"the state store answers again: starting again as after a crash");
+		od->restart = true;
+		if (od->api)
+			api_stopping(od->api);
+		loop_stop(od->loop);
+	}
+}
+
+static void on_replica_check(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	on_replica_change(arg);
+}
+
+/*
+ * A follower connects the transaction sessions a takeover starts with
+ * (warm start, before its server serves): the leader phase takes them
+ * over (open_devices), so the failover does not wait for 16 SSH
+ * handshakes. Nothing is sent on them but NETCONF's hello. A failure
+ * only leaves the leader phase to connect them itself.
+ */
+static void warm_for_takeover(struct od *od)
+{
+	int n = od->cfg->n_devices;
+	int64_t t0 = sb_now_ms();
+	size_t up;
+
+	if (!od->opts->warm_start_ms || n == 0 || !od->opts->replica.replica_id)
+		return;
+	if (od->cfg->access.password_file && !od->password[0] &&
+	    read_secret(od->cfg->access.password_file, od->password, sizeof(od->password)) != 0)
+		return; /* the leader phase says why */
+	if (!od->warm && !(od->warm = calloc((size_t)n, sizeof(*od->warm))))
+		return;
+	if (!od->driver && sb_driver_new(NULL, &od->driver) != 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		struct sb_device_config dc;
+
+		if (!od->warm[i] && device_settings(od->cfg, i, od->password, &dc) == 0)
+			(void)sb_device_new(od->driver, &dc, &od->warm[i]); /* NULL: made later */
+		memset(dc.password, 0, sizeof(dc.password));
+		if (!od->warm[i])
+			return;
+	}
+	up = sb_device_connect_many(od->warm, (size_t)n, n < 32 ? n : 32,
+				    t0 + (int64_t)od->opts->warm_start_ms, NULL);
+	log_msg(LOG_INFO, "follower: %zu of %d devices' sessions ready for a takeover in %lld ms",
+		up, n, (long long)(sb_now_ms() - t0));
+}
+
+/* A follower: the store copy's view, the gRPC server refusing writes. */
+static int start_follower(struct od *od)
+{
+	struct api_deps ad = {.cfg = od->cfg,
+			      .loop = od->loop,
+			      .reg = od->reg,
+			      .version = OCSD_VERSION,
+			      .store = rp_store_name(od->rp),
+			      .rp = od->rp};
+	struct fw_deps fd = {od->cfg, od->store, rp_etcd(od->rp), od->loop, NULL};
+	int rc;
+
+	if (rp_catch_up(od->rp) < 0)
+		log_msg(LOG_WARNING, "follower: etcd does not answer: serving the copy as it is");
+	fd.api = od->api = api_new(&ad);
+	if (!od->api)
+		return -ENOMEM;
+	if ((rc = fw_new(&fd, &od->fw)) != 0)
+		return rc;
+	warm_for_takeover(od);
+	if ((rc = start_server(od)) != 0)
+		return rc;
+	api_attach(od->api, fw_jm(od->fw), od->server);
+	od->phase = OD_PHASE_FOLLOWER;
+	update_health(od);
+	rp_set_campaign(od->rp, true);
+	log_msg(LOG_NOTICE, "follower: serving reads from the store copy on gRPC %s (port %d)",
+		od->opts->listen, nb_server_port(od->server));
+	return 0;
+}
+
+/* The leader: the whole daemon, started exactly as after a crash. */
+static int start_leader(struct od *od)
+{
+	char err[600];
+	int64_t t0 = clk_mono_us(NULL);
+	int rc;
+
+	rp_set_campaign(od->rp, false);
+	if ((rc = rp_take_lead(od->rp, err, sizeof(err))) != 0) {
+		log_msg(LOG_ERR, "replica: cannot take the lead: %s", err);
+		return rc;
+	}
+	od->exec = exec_new(od_solver_tasks(od->opts) + od_io_tasks(od));
+	od->pool = od->exec ? pool_new(od->loop, od->exec, od_solver_tasks(od->opts),
+				       OD_SOLVER_QUEUE_MAX)
+			    : NULL;
+	if (!od->pool) {
+		log_msg(LOG_ERR, "cannot start the solver pool");
+		return -ENOMEM;
+	}
+	if ((rc = start_jobs(od)) != 0)
+		return rc;
+	if ((rc = start_retention(od)) != 0) {
+		log_msg(LOG_ERR, "cannot start the retention timer");
+		return rc;
+	}
+	od->phase = OD_PHASE_LEADER;
+	rp_leading(od->rp);
+	update_health(od);
+	log_msg(LOG_NOTICE,
+		"leader: serving writes on gRPC %s (port %d), %lld ms after taking the lead",
+		od->opts->listen, nb_server_port(od->server),
+		(long long)((clk_mono_us(NULL) - t0) / 1000));
+	return 0;
+}
+
 int od_run(const struct od_options *opts)
 {
 	struct od od = {.opts = opts, .state_lock = -1};
 	struct cfg_errors errs = {0};
 	char err[512];
 	int rc = OD_EXIT_FAILURE;
+	bool ready = false;
 
 	if (cfg_load_file(opts->config_path, &od.cfg, &errs) != 0) {
 		log_config_errors(opts->config_path, &errs);
@@ -1076,20 +1327,6 @@ int od_run(const struct od_options *opts)
 		goto out;
 	}
 	od.store = rp_store(od.rp);
-	/* a standby replica waits here until it leads, then starts as after a restart */
-	if (rp_lead(od.rp, err, sizeof(err)) != 0) {
-		log_msg(LOG_ERR, "replica: %s", err);
-		goto out;
-	}
-	od.exec = exec_new(od_solver_tasks(opts) + od_io_tasks(&od));
-	od.pool = od.exec ? pool_new(od.loop, od.exec, od_solver_tasks(opts), OD_SOLVER_QUEUE_MAX)
-			  : NULL;
-	if (!od.pool) {
-		log_msg(LOG_ERR, "cannot start the solver pool");
-		goto out;
-	}
-	if (start_jobs(&od) != 0)
-		goto out;
 	od.http = mh_start(loop_base(od.loop), opts->metrics_listen, od.reg, sample_metrics, &od,
 			   err, sizeof(err));
 	if (!od.http) {
@@ -1098,21 +1335,53 @@ int od_run(const struct od_options *opts)
 	}
 	if (add_signal(&od, &od.sig_term, SIGTERM, on_stop_signal) != 0 ||
 	    add_signal(&od, &od.sig_int, SIGINT, on_stop_signal) != 0 ||
-	    add_signal(&od, &od.sig_hup, SIGHUP, on_reload) != 0 || start_watchdog(&od) != 0 ||
-	    start_retention(&od) != 0) {
-		log_msg(LOG_ERR,
-			"cannot install signal handlers, the watchdog or the retention timer");
+	    add_signal(&od, &od.sig_hup, SIGHUP, on_reload) != 0 || start_watchdog(&od) != 0) {
+		log_msg(LOG_ERR, "cannot install signal handlers or the watchdog");
 		goto out;
 	}
-	log_msg(LOG_NOTICE,
-		"ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s (port %d), "
-		"gRPC on %s (port %d%s), %u executor threads (%u for planners)",
-		OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind), od.cfg->n_devices,
-		rp_describe(od.rp), opts->metrics_listen, mh_port(od.http), opts->listen,
-		od.server ? nb_server_port(od.server) : 0, opts->insecure ? ", insecure" : "",
-		exec_threads(od.exec), pool_workers(od.pool));
-	sd_notifyf(0, "READY=1\nSTATUS=running fabric %s", od.cfg->name);
-	rc = loop_run(od.loop) == 0 ? OD_EXIT_OK : OD_EXIT_FAILURE;
+	if (rp_start(od.rp, od.loop, on_replica_change, &od) != 0)
+		goto out;
+	/* one phase after the other, until a stop signal (docs/replicas.md) */
+	for (;;) {
+		enum rp_role role = rp_role(od.rp);
+		bool lead = role == RP_RECOVERING || role == RP_LEADER;
+		int phase_rc = lead ? start_leader(&od) : start_follower(&od);
+
+		od.restart = false;
+		if (phase_rc == 0 && !ready) {
+			log_msg(LOG_NOTICE,
+				"ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s "
+				"(port %d), gRPC on %s (port %d%s), %s",
+				OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind),
+				od.cfg->n_devices, rp_describe(od.rp), opts->metrics_listen,
+				mh_port(od.http), opts->listen,
+				od.server ? nb_server_port(od.server) : 0,
+				opts->insecure ? ", insecure" : "", lead ? "leader" : "follower");
+			sd_notifyf(0, "READY=1\nSTATUS=running fabric %s", od.cfg->name);
+			ready = true;
+		}
+		if (phase_rc == 0) {
+			struct timeval now = {0, 0};
+
+			/* a change while the phase started: looked at once the loop runs
+			 * (a loop_stop before loop_run would be lost) */
+			if (event_base_once(loop_base(od.loop), -1, EV_TIMEOUT, on_replica_check,
+					    &od, &now) != 0)
+				phase_rc = -ENOMEM;
+			else
+				phase_rc = loop_run(od.loop) == 0 ? 0 : -EIO;
+		}
+		phase_teardown(&od);
+		if (lead && !od.restart)
+			rp_follow(od.rp);
+		if (od.stopping) {
+			rc = phase_rc == 0 ? OD_EXIT_OK : OD_EXIT_FAILURE;
+			break;
+		}
+		/* a replica whose leader phase failed follows again; else ocsd stops */
+		if (phase_rc != 0 && !(lead && opts->replica.replica_id))
+			break;
+	}
 out:
 	od_teardown(&od);
 	return rc;

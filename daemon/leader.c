@@ -152,12 +152,36 @@ static int try_lead(struct leader *ld)
 	put.lease = ld->lease;
 	rc = etcd_txn(ld->c, &cmp, 1, &put, 1, NULL, 0, &succeeded, &rev);
 	if (rc == 0 && succeeded) {
+		pthread_mutex_lock(&ld->chk_mu); /* ld_check reads it on another thread */
 		ld->revision = rev;
+		pthread_mutex_unlock(&ld->chk_mu);
 		return 1;
 	}
 	(void)etcd_lease_revoke(ld->c, ld->lease); /* else it expires by itself */
 	ld->lease = 0;
 	return rc;
+}
+
+static void stop_thread(struct leader *ld);
+
+int ld_try(struct leader *ld, void (*on_lost)(void *ctx, const char *why), void *ctx)
+{
+	int rc;
+
+	stop_thread(ld); /* the keep-alive of an earlier term, ended by on_lost */
+	rc = try_lead(ld);
+	if (rc != 1)
+		return rc;
+	ld->on_lost = on_lost;
+	ld->ctx = ctx;
+	ld->stop = false;
+	if (pthread_create(&ld->thread, NULL, keepalive_main, ld) != 0) {
+		(void)etcd_lease_revoke(ld->c, ld->lease);
+		ld->lease = 0;
+		return -EAGAIN;
+	}
+	ld->running = true;
+	return 1;
 }
 
 int ld_campaign(struct leader *ld, int timeout_ms, volatile sig_atomic_t *stop,
@@ -170,9 +194,9 @@ int ld_campaign(struct leader *ld, int timeout_ms, volatile sig_atomic_t *stop,
 
 		if (stop && *stop)
 			return -EINTR;
-		rc = try_lead(ld);
+		rc = ld_try(ld, on_lost, ctx);
 		if (rc == 1)
-			break;
+			return 0;
 		/* unreachable or unavailable etcd: wait for it like for a leader */
 		if (rc < 0 && rc != -ECONNREFUSED && rc != -ETIMEDOUT && rc != -ENOENT)
 			return rc;
@@ -180,15 +204,6 @@ int ld_campaign(struct leader *ld, int timeout_ms, volatile sig_atomic_t *stop,
 			return -ETIMEDOUT;
 		usleep((useconds_t)ld->ttl_s * 1000000 / 3);
 	}
-	ld->on_lost = on_lost;
-	ld->ctx = ctx;
-	ld->stop = false;
-	if (pthread_create(&ld->thread, NULL, keepalive_main, ld) != 0) {
-		(void)etcd_lease_revoke(ld->c, ld->lease);
-		return -EAGAIN;
-	}
-	ld->running = true;
-	return 0;
 }
 
 const char *ld_key(const struct leader *ld)
@@ -223,12 +238,12 @@ int ld_check(struct leader *ld, char *why, size_t why_len)
 	struct etcd_cmp cmp = {.key = ld->key,
 			       .key_len = strlen(ld->key),
 			       .target = ETCD_CMP_CREATE,
-			       .result = ETCD_CMP_EQUAL,
-			       .number = ld->revision};
+			       .result = ETCD_CMP_EQUAL};
 	bool succeeded = false;
 	int rc;
 
 	pthread_mutex_lock(&ld->chk_mu);
+	cmp.number = ld->revision;
 	rc = etcd_txn(ld->chk, &cmp, 1, NULL, 0, NULL, 0, &succeeded, NULL);
 	if (rc)
 		snprintf(why, why_len, "cannot prove leadership before the confirm: %s",

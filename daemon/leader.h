@@ -12,8 +12,9 @@
  * etcd's own count), on_lost is called on that thread: the replica no
  * longer leads and must stop touching devices at once.
  *
- * Threading: ld_new, ld_campaign, ld_resign, ld_free on one thread;
- * on_lost runs on the keep-alive thread.
+ * Threading: ld_new, ld_campaign, ld_try, ld_current, ld_revision,
+ * ld_resign, ld_free on one thread; on_lost runs on the keep-alive thread;
+ * ld_check on any.
  */
 #ifndef OCSD_LEADER_H
 #define OCSD_LEADER_H
@@ -51,6 +52,14 @@ int ld_new(const struct etcd_opts *etcd, const struct ld_opts *opts, struct lead
  */
 int ld_campaign(struct leader *ld, int timeout_ms, volatile sig_atomic_t *stop,
 		void (*on_lost)(void *ctx, const char *why), void *ctx);
+
+/*
+ * One try of the campaign (never blocks for longer than its two or three
+ * etcd requests): 1 leading (the keep-alive thread runs; on_lost as for
+ * ld_campaign), 0 another replica leads, or an etcd error. May be called
+ * again after on_lost or ld_resign (a new term, a new revision).
+ */
+int ld_try(struct leader *ld, void (*on_lost)(void *ctx, const char *why), void *ctx);
 
 /* The leader key and its create revision (the fence), and the lease, once leading. */
 const char *ld_key(const struct leader *ld);

@@ -104,6 +104,28 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+/*
+ * The same family registered again (same kind, help and labels): a part of
+ * the daemon that starts again (a replica's leader and follower phases,
+ * docs/replicas.md) gets its family back and keeps its series.
+ */
+static bool same_family(const struct mx_family *f, enum mx_kind kind, const char *help,
+			const char *const *labels)
+{
+	size_t n = 0;
+
+	if (f->kind != kind || strcmp(f->help, help) != 0)
+		return false;
+	while (labels && labels[n])
+		n++;
+	if (n != f->n_labels)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(f->labels[i], labels[i]) != 0)
+			return false;
+	return true;
+}
+
 static struct mx_family *add_family(struct mx_registry *reg, enum mx_kind kind, const char *name,
 				    const char *help, const char *const *labels)
 {
@@ -113,7 +135,8 @@ static struct mx_family *add_family(struct mx_registry *reg, enum mx_kind kind, 
 		return NULL;
 	for (size_t i = 0; i < reg->n; i++)
 		if (strcmp(reg->families[i]->name, name) == 0)
-			return NULL;
+			return same_family(reg->families[i], kind, help, labels) ? reg->families[i]
+										 : NULL;
 	if (reg->n == reg->cap) {
 		size_t ncap = reg->cap ? reg->cap * 2 : 16;
 		struct mx_family **fams = realloc(reg->families, ncap * sizeof(*fams));
@@ -173,6 +196,11 @@ struct mx_family *mx_histogram(struct mx_registry *reg, const char *name, const 
 	f = add_family(reg, MX_HISTOGRAM, name, help, labels);
 	if (!f)
 		return NULL;
+	if (f->bounds) /* registered again: the same bounds */
+		return f->n_bounds == n_bounds &&
+				       memcmp(f->bounds, bounds, n_bounds * sizeof(*bounds)) == 0
+			       ? f
+			       : NULL;
 	f->bounds = malloc(n_bounds * sizeof(*bounds));
 	if (!f->bounds) {
 		/* Leave the family registered but unusable: mx_observe refuses it. */

@@ -27,7 +27,9 @@ void mx_registry_free(struct mx_registry *reg);
  * Registers a family. `labels` is a NULL-terminated array of label names
  * (NULL for none). Histogram bounds are the upper bounds of the finite
  * buckets, strictly increasing; +Inf is implicit. Returns NULL on a bad name,
- * a duplicate, or out of memory. The registry owns the family.
+ * a duplicate, or out of memory. The registry owns the family. Registering
+ * the same family again (same kind, help, labels and bounds) returns it with
+ * its series: a part of the daemon that starts again keeps its figures.
  */
 struct mx_family *mx_counter(struct mx_registry *reg, const char *name, const char *help,
 			     const char *const *labels);

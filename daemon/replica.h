@@ -8,14 +8,18 @@
  * ocsd_etcd_request_duration_seconds and ocsd_etcd_request_failures_total
  * by operation, ocsd_leader and ocsd_leader_changes_total. docs/replicas.md.
  *
- * Threading: the loop thread only, as the store.
+ * Threading: the loop thread only, as the store, except where a call says
+ * thread-safe; rp_start runs a thread of its own (replica.c).
  */
 #ifndef OCSD_REPLICA_H
 #define OCSD_REPLICA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
+struct loop;
 struct mx_registry;
+struct st_etcd;
 struct st_store;
 struct replica;
 
@@ -46,15 +50,67 @@ int rp_open(const struct rp_opts *o, const char *state_dir, const char *fabric_n
 void rp_free(struct replica *rp);
 
 /*
- * With --replica-id: blocks until this replica leads (a standby waits;
- * SIGTERM ends it as any process), then fences every store write with the
- * leader key and catches the copy up, so that the start that follows
- * (recovery included) runs exactly as a restart does. If the lease is lost
- * later, the process exits at once (status 1): the devices revert an
- * unconfirmed commit by themselves, and only the new leader touches them.
- * Without --replica-id: 0 at once. 0 or a negative code with err.
+ * Roles of a replica (the state machine is drawn in replica.c). Without
+ * --replica-id ocsd always leads (RP_LEADER).
  */
-int rp_lead(struct replica *rp, char *err, size_t err_len);
+enum rp_role { RP_FOLLOWER, RP_CAMPAIGNING, RP_RECOVERING, RP_LEADER };
+
+/*
+ * Starts the replica's own thread (etcd only; nothing with sqlite): it
+ * registers P "replicas/<id>" = advertise under a lease of its own, reads
+ * who leads and which replicas live every RP_POLL_MS, probes etcd (the
+ * reason it cannot be reached is the store problem), and campaigns while
+ * campaigning is allowed (rp_set_campaign) and no replica leads.
+ * on_change(ctx) runs on the loop thread (posted) whenever the role, the
+ * leader, the replicas or the store problem changed. 0 or -errno.
+ */
+int rp_start(struct replica *rp, struct loop *loop, void (*on_change)(void *ctx), void *ctx);
+/* Stops that thread (before the loop goes); on_change is not called any more. */
+void rp_stop(struct replica *rp);
+
+/* The role now (thread-safe). */
+enum rp_role rp_role(struct replica *rp);
+/* Allows or stops campaigning (the follower phase allows it). Thread-safe. */
+void rp_set_campaign(struct replica *rp, bool campaign);
+/*
+ * On the loop thread, once rp_role() is RP_RECOVERING: fences every store
+ * write with this replica's leader key and catches the copy up, so that the
+ * start that follows (recovery included) runs exactly as a restart does.
+ * 0, or a negative code with err (then the replica resigns and follows).
+ */
+int rp_take_lead(struct replica *rp, char *err, size_t err_len);
+/* The leader phase serves writes now: RP_RECOVERING -> RP_LEADER. */
+void rp_leading(struct replica *rp);
+/* On the loop thread, after the leader phase ended: the fence goes, ocsd_leader 0. */
+void rp_follow(struct replica *rp);
+/* The follower phase's copy: catches it up if it may be behind (etcd only):
+ * 1 caught up, 0 nothing to do, or a negative code (etcd does not answer). */
+int rp_catch_up(struct replica *rp);
+/* The etcd store backend (NULL with sqlite), for st_etcd_follow. */
+struct st_etcd *rp_etcd(struct replica *rp);
+
+/*
+ * Whether this replica may write now: 0, or -EAGAIN with the refusal in why
+ * (exactly "not the leader; leader is HOST:PORT" or "not the leader; no
+ * leader yet" on a follower; on a leader whose etcd cannot be reached,
+ * etcd's reason). Thread-safe.
+ */
+int rp_write_refusal(struct replica *rp, char *why, size_t why_len);
+
+/* What GetFabric shows (fields 41-46). */
+#define RP_MAX_REPLICAS 16
+struct rp_member {
+	char id[128], address[256];
+};
+struct rp_status {
+	const char *replica_id; /* "" alone */
+	const char *role;	/* "leader" or "follower" ("" alone) */
+	char leader_id[128], leader_address[256];
+	struct rp_member replicas[RP_MAX_REPLICAS]; /* the live ones, by id */
+	int n_replicas;
+	char store_problem[700]; /* "" or why writes are refused */
+};
+void rp_status(struct replica *rp, struct rp_status *out);
 
 /*
  * txn_deps.fence: 0 without --replica-id; else one etcd transaction that

@@ -634,6 +634,19 @@ int st_etcd_follow(struct st_etcd *se, struct event_base *base, void (*on_change
 	return rc;
 }
 
+void st_etcd_unfollow(struct st_etcd *se)
+{
+	etcd_watch_free(se->watch);
+	se->watch = NULL;
+	se->on_change = NULL;
+	se->on_change_ctx = NULL;
+}
+
+bool st_etcd_stale(const struct st_etcd *se)
+{
+	return se->stale;
+}
+
 int st_etcd_set_fence(struct st_etcd *se, const void *key, size_t key_len, int64_t create_revision)
 {
 	uint8_t *copy = NULL;
@@ -696,6 +709,11 @@ int st_etcd_open(const struct st_etcd_opts *opts, struct st_store **st_out, stru
 	se->st = st;
 	st_set_repl(st, &etcd_hooks, se); /* st owns se from here */
 	rc = sync_copy(se);
+	if (rc == -EIO && opts->offline_ok) {
+		/* an empty copy, caught up by st_etcd_sync once etcd answers */
+		se->stale = true;
+		rc = 0;
+	}
 	if (rc) {
 		snprintf(err, err_len, "%s", se->error);
 		st_close(st);

@@ -30,6 +30,7 @@
 #ifndef OCSD_STORE_ETCD_H
 #define OCSD_STORE_ETCD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,9 @@ struct st_etcd_opts {
 	const char *prefix;	     /* e.g. "/ocsd/lab/"; must end with '/' */
 	unsigned snapshot_every;     /* entries between snapshots; 0: 1000 */
 	size_t snapshot_chunk_bytes; /* 0: 1 MiB (etcd's request limit is 1.5 MiB) */
+	/* etcd unreachable at open: an empty copy marked stale instead of an
+	 * error (a follower that starts while etcd is down; st_etcd_sync later) */
+	bool offline_ok;
 };
 
 /*
@@ -66,6 +70,12 @@ int st_etcd_sync(struct st_etcd *se);
  */
 int st_etcd_follow(struct st_etcd *se, struct event_base *base, void (*on_change)(void *ctx),
 		   void *ctx);
+
+/* Stops following (the watch ends; on_change is not called any more). */
+void st_etcd_unfollow(struct st_etcd *se);
+/* True while the copy may be behind etcd by more than the watch brings
+ * (opened offline, or a write's outcome unknown): st_etcd_sync. */
+bool st_etcd_stale(const struct st_etcd *se);
 
 /*
  * The fence of every later write: key's create revision must be

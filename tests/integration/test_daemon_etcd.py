@@ -14,10 +14,20 @@ lab fleet of 16 ocs-devsim devices, all on loopback:
     the devices are untouched, ocsd_store_errors_total counts it, and
     /metrics (with the etcd latency histogram) passes promtool;
   - etcd back: the same submission goes through, a release too;
-  - two replicas (--replica-id a, b): a leads (ocsd_leader 1), b waits as
-    a standby without serving; a killed with -9: b leads, recovers as after
-    a restart and serves the same jobs and circuits, and the time from the
-    kill to b's first acknowledged write is printed;
+  - etcd stopped: ocs.v1.Jobs NOT_SERVING, GetFabric's store_problem says
+    why, writes refused naming it; etcd back: serving again by itself;
+  - two replicas (--replica-id a, b) on fixed ports: a leads, b follows:
+    health per service, GetFabric's replica fields, b's Watch sees a's job
+    go ACTIVE, b answers GetJob/ListJobs/ListCircuits from its copy, a
+    write on b gets exactly "not the leader; leader is HOST:PORT"; the
+    leader killed with -9 five times (the killed one comes back as a
+    follower): the follower takes over, the job submitted before is still
+    ACTIVE, the devices hold what the state says, and the times from the
+    kill to the first acknowledged write are printed with their median;
+  - etcd stopped under the replicas: writes refused on both, store_problem
+    set, the devices untouched; a third replica started while etcd is down
+    comes up and says why; etcd back: writes taken again, and the third
+    replica's copy has the new job;
   - the fence before the confirm: a leader whose key is deleted while a
     transaction waits for the devices' switching time (between commit and
     confirm) does not confirm: the job fails naming it, and the devices
@@ -25,6 +35,7 @@ lab fleet of 16 ocs-devsim devices, all on loopback:
 
 usage: test_daemon_etcd.py BUILD_DIR SOURCE_DIR
 """
+import calendar
 import json
 import os
 import re
@@ -34,6 +45,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ocsd_fleet  # noqa: E402
@@ -48,6 +60,8 @@ script = ocsd_fleet.Script("test_daemon_etcd", fleet)
 check = script.check
 ocsd_fleet.gen_stubs(os.path.join(SRC, "proto"), os.path.join(fleet.work, "gen"))
 import grpc  # noqa: E402
+from grpc.health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
+from ocs.v1 import events_pb2, events_pb2_grpc, fabric_pb2, fabric_pb2_grpc  # noqa: E402
 from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
 
 
@@ -145,59 +159,260 @@ def start_ocsd(*extra):
     return wait_serving(fleet.target)
 
 
-def replicas():
-    """a leads, b is a standby; a killed: b takes over."""
-    ch, stub = start_ocsd("--replica-id", "a", "--advertise", "127.0.0.1:1")
-    check(re.search(r"^ocsd_leader 1$", fleet.metrics(), re.M), "a: ocsd_leader 1")
-    b_dir = os.path.join(fleet.work, "state-b")
-    os.makedirs(b_dir)
-    b_log = os.path.join(fleet.work, "ocsd-b.log")
-    with open(b_log, "w") as log:
-        b = subprocess.Popen(
-            [fleet.ocsd_bin, "--config", fleet.cfg, "--state-dir", b_dir, "--listen",
-             "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--insecure",
-             "--reconcile-interval-s", "1", "--store", "etcd", "--etcd-endpoints", etcd.url,
-             "--replica-id", "b", "--advertise", "127.0.0.1:2"], stdout=log, stderr=log)
+class Replica:
+    """One ocsd replica on its own reserved gRPC port (its --advertise), its
+    own state directory and log."""
+
+    def __init__(self, name):
+        self.name = name
+        self.port = testports.reserve(1)
+        self.addr = f"127.0.0.1:{self.port}"
+        self.dir = os.path.join(fleet.work, "state-" + name)
+        self.log_path = os.path.join(fleet.work, f"ocsd-{name}.log")
+        self.proc = None
+        self.ch = None
+
+    def start(self):
+        os.makedirs(self.dir, exist_ok=True)
+        with open(self.log_path, "a") as log:
+            self.proc = subprocess.Popen(
+                [fleet.ocsd_bin, "--config", fleet.cfg, "--state-dir", self.dir,
+                 "--listen", self.addr, "--metrics-listen", "127.0.0.1:0", "--insecure",
+                 "--reconcile-interval-s", "1", "--store", "etcd", "--etcd-endpoints",
+                 etcd.url, "--replica-id", self.name, "--advertise", self.addr],
+                stdout=log, stderr=log)
+        # reconnect at once: a replica's server restarts when its role changes,
+        # and the default backoff (1 s, growing) would count in the failover
+        self.ch = grpc.insecure_channel(self.addr, options=[
+            ("grpc.initial_reconnect_backoff_ms", 20), ("grpc.min_reconnect_backoff_ms", 20),
+            ("grpc.max_reconnect_backoff_ms", 100)])
+        self.jobs = jobs_pb2_grpc.JobsStub(self.ch)
+        self.fabric = fabric_pb2_grpc.FabricStub(self.ch)
+        self.health = health_pb2_grpc.HealthStub(self.ch)
+        self.events = events_pb2_grpc.EventsStub(self.ch)
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def serving(self, service):
+        """The health of service; None while the replica does not answer."""
+        try:
+            return self.health.Check(health_pb2.HealthCheckRequest(service=service),
+                                     timeout=2).status
+        except grpc.RpcError:
+            return None
+
+    def wait(self, service, status, timeout_s=60):
+        deadline = time.time() + timeout_s
+        while time.time() < deadline and self.proc.poll() is None:
+            if self.serving(service) == status:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.ch.close()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            rc = self.proc.wait(timeout=60)
+            check(rc == 0, f"{self.name}'s exit status after SIGTERM: {rc}\n"
+                  + self.log()[-3000:])
+        if self.ch:
+            self.ch.close()
+
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def refused(call, *args):
+    """The details of the UNAVAILABLE a write gets; None when it was taken."""
     try:
-        deadline = time.time() + 30
-        while "standby until it leads (leader now: a 127.0.0.1:1)" not in open(b_log).read():
-            check(time.time() < deadline and b.poll() is None, "b never became a standby")
-            if time.time() >= deadline or b.poll() is not None:
-                return
-            time.sleep(0.1)
-        time.sleep(2)  # several lease periods: b must still wait
-        check("gRPC on" not in open(b_log).read(), "b serves while a leads")
-        r = stub.SubmitJob(spec("e3", 4, 6, 1), timeout=RPC_TIMEOUT_S)
-        check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"e3 on a: {r.job.reason}")
-        before = ocsd_circuits()
-        ch.close()
-        killed = time.time()
-        fleet.kill_ocsd()
-        port = None
-        while time.time() < killed + 60 and port is None and b.poll() is None:
-            m = re.search(r"gRPC on \S+ \(port (\d+)", open(b_log).read())
-            port = int(m.group(1)) if m else None
+        call(*args, timeout=RPC_TIMEOUT_S)
+        return None
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.UNAVAILABLE, f"refusal code {e.code()}")
+        return e.details()
+
+
+def first_write(r, write):
+    """Retries write on replica r until it is taken; its answer. A follower
+    refuses writes (UNAVAILABLE); while it becomes the leader its server
+    restarts (calls in flight end CANCELLED, new ones UNAVAILABLE). Each try
+    on a channel of its own, as a client that retries at once would: a
+    channel's reconnect backoff is not the replica's failover."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        ch = grpc.insecure_channel(r.addr, options=[("grpc.use_local_subchannel_pool", 1)])
+        try:
+            return write(jobs_pb2_grpc.JobsStub(ch))
+        except grpc.RpcError as e:
+            if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                raise
             time.sleep(0.02)
-        check(port is not None, "b did not take over:\n" + open(b_log).read()[-3000:])
-        if port is None:
-            return
-        ch_b, stub_b = wait_serving(f"127.0.0.1:{port}")
-        r = stub_b.SubmitJob(spec("e4", 5, 7, 1), timeout=RPC_TIMEOUT_S)
-        took = time.time() - killed
-        check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"e4 on b: {r.job.reason}")
-        print(f"failover: {took:.2f} s from kill -9 of the leader to the standby's "
-              "first acknowledged write (lease TTL 1 s, warm start included)", flush=True)
-        j = stub_b.GetJob(jobs_pb2.GetJobRequest(id="e3"), timeout=RPC_TIMEOUT_S).job
+        finally:
+            ch.close()
+    raise RuntimeError(f"{r.name} took no write within 60 s")
+
+
+def find_leader(rs, timeout_s=30):
+    """The replica of rs whose ocs.v1.Jobs is SERVING (None: none within the time)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        for r in rs:
+            if r.proc.poll() is None and r.serving("ocs.v1.Jobs") == SERVING:
+                return r
+        time.sleep(0.05)
+    return None
+
+
+def replicas():
+    """Two replicas: a leads, b follows (reads, redirects, health, Watch);
+    the leader killed with -9, again and again: the other takes over."""
+    a, b = Replica("a"), Replica("b")
+    try:
+        a.start()
+        check(a.wait("ocs.v1.Jobs", SERVING), "a never led:\n" + a.log()[-3000:])
+        b.start()
+        check(b.wait("", SERVING), "b does not serve:\n" + b.log()[-3000:])
+        check(b.serving("ocs.v1.Jobs") == NOT_SERVING, "b's Jobs health")
+        check(a.serving("") == SERVING, "a's health")
+        fa = a.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=RPC_TIMEOUT_S)
+        check(fa.role == "leader" and fa.replica_id == "a" and fa.leader_id == "a"
+              and fa.store_problem == "", f"a's GetFabric: {fa}")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            fb = b.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=RPC_TIMEOUT_S)
+            if len(fb.replicas) == 2:
+                break
+            time.sleep(0.1)
+        check(fb.role == "follower" and fb.leader_id == "a" and fb.leader_address == a.addr
+              and sorted((x.id, x.address, x.leader) for x in fb.replicas)
+              == [("a", a.addr, True), ("b", b.addr, False)], f"b's GetFabric: {fb}")
+
+        # b's Watch sees a's job go ACTIVE; b reads it from its copy
+        w = ocsd_fleet.Watcher(b.events.Watch(events_pb2.WatchRequest(jobs=True)),
+                               RPC_TIMEOUT_S)
+        time.sleep(0.5)
+        r = a.jobs.SubmitJob(spec("e3", 4, 6, 1), timeout=RPC_TIMEOUT_S)
+        check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"e3 on a: {r.job.reason}")
+        ev = w.wait(lambda e: e.WhichOneof("kind") == "job" and e.job.job_id == "e3"
+                    and e.job.state == jobs_pb2.JOB_STATE_ACTIVE, timeout=10)
+        check(ev is not None, "b's Watch saw no JobEvent e3 ACTIVE")
+        w.close()
+        j = b.jobs.GetJob(jobs_pb2.GetJobRequest(id="e3"), timeout=RPC_TIMEOUT_S).job
         check(j.state == jobs_pb2.JOB_STATE_ACTIVE, f"e3 on b: {j.state}")
-        fleet.grpc_port = port
-        after = ocsd_circuits()
-        check(before <= after and after == device_circuits(), "b's circuits and the devices")
-        ch_b.close()
+        ids = {x.spec.id for x in b.jobs.ListJobs(jobs_pb2.ListJobsRequest(),
+                                             timeout=RPC_TIMEOUT_S).jobs}
+        check({"e2", "e3"} <= ids, f"b's ListJobs: {ids}")
+        fleet.grpc_port = b.port
+        on_b = ocsd_circuits()
+        fleet.grpc_port = a.port
+        check(on_b == ocsd_circuits() == device_circuits(), "b's circuits, a's, the devices")
+
+        # writes on the follower: the exact redirect
+        why = refused(b.jobs.SubmitJob, spec("e5", 5, 7, 1))
+        check(why == f"not the leader; leader is {a.addr}", f"b's refusal: {why}")
+        why = refused(b.jobs.ReleaseJob, jobs_pb2.ReleaseJobRequest(id="e3"))
+        check(why == f"not the leader; leader is {a.addr}", f"b's refusal: {why}")
+
+        # kill -9 the leader, five times: the follower takes over and serves
+        # writes; the killed one comes back as a follower
+        took = []
+        leader, follower = a, b
+        for k in range(5):
+            job = f"f{k // 2}"
+            killed = time.time()
+            leader.kill()
+            if k % 2 == 0:
+                r = first_write(follower, lambda x: x.SubmitJob(
+                    spec(job, 5, 7, 1), timeout=RPC_TIMEOUT_S))
+                check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"{job}: {r.job.reason}")
+            else:
+                r = first_write(follower, lambda x: x.ReleaseJob(
+                    jobs_pb2.ReleaseJobRequest(id=job), timeout=RPC_TIMEOUT_S))
+                check(r.job.state == jobs_pb2.JOB_STATE_RELEASED, f"{job}: {r.job.reason}")
+            took.append(time.time() - killed)
+            stamps = {}
+            for key, pat in (("leads", r"replica \w+ leads \(leader key"),
+                             ("serves", r"leader: serving writes")):
+                m = re.findall(r"^(\S+)Z ocsd\[\d+\] .*" + pat, follower.log(), re.M)
+                if m:
+                    t = calendar.timegm(time.strptime(m[-1][:19], "%Y-%m-%dT%H:%M:%S"))
+                    stamps[key] = t + float("0" + m[-1][19:]) - killed
+            print("failover %d: %s took the lead %.2f s after the kill, served writes at "
+                  "%.2f s, first write acknowledged at %.2f s"
+                  % (k, follower.name, stamps.get("leads", -1), stamps.get("serves", -1),
+                     took[-1]), flush=True)
+            j = follower.jobs.GetJob(jobs_pb2.GetJobRequest(id="e3"), timeout=RPC_TIMEOUT_S)
+            check(j.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"e3 after failover {k}")
+            fleet.grpc_port = follower.port
+            check(ocsd_circuits() == device_circuits(), f"circuits after failover {k}")
+            leader.start()
+            check(leader.wait("", SERVING), f"{leader.name} back as a follower")
+            check(leader.serving("ocs.v1.Jobs") == NOT_SERVING, f"{leader.name} follows")
+            leader, follower = follower, leader
+        took.sort()
+        print("failover: %s s from kill -9 of the leader to the follower's first "
+              "acknowledged write (lease TTL 1 s); median %.2f s"
+              % (" ".join("%.2f" % t for t in took), took[len(took) // 2]), flush=True)
+
+        # etcd down: both refuse writes, say why, the devices stay; back by itself
+        before = device_circuits()
+        etcd.stop()
+        check(leader.wait("ocs.v1.Jobs", NOT_SERVING, 10), "the leader's health, etcd down")
+        for r in (leader, follower):
+            why = refused(r.jobs.SubmitJob, spec("e7", 0, 2, 1))
+            check(why is not None and (why.startswith("not the leader")
+                                       or "etcd unreachable since" in why),
+                  f"{r.name} with etcd down: {why}")
+            f = r.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=RPC_TIMEOUT_S)
+            check("etcd unreachable" in f.store_problem, f"{r.name}: {f.store_problem}")
+        check(device_circuits() == before, "devices changed while etcd was down")
+
+        # a replica started while etcd is down comes up and says why
+        c = Replica("c")
+        c.start()
+        try:
+            check(c.wait("", SERVING), "c does not serve with etcd down:\n" + c.log()[-3000:])
+            f = c.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=RPC_TIMEOUT_S)
+            check(f.role == "follower" and "etcd unreachable" in f.store_problem,
+                  f"c with etcd down: {f}")
+            etcd.start()
+            now = find_leader((a, b, c))
+            check(now is not None, "no leader after etcd came back")
+            r = first_write(now, lambda x: x.SubmitJob(spec("e7", 0, 2, 1),
+                                                            timeout=RPC_TIMEOUT_S))
+            check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"e7 after etcd came back: {r}")
+            deadline = time.time() + 30
+            j = None
+            while time.time() < deadline:
+                try:
+                    j = c.jobs.GetJob(jobs_pb2.GetJobRequest(id="e7"), timeout=5).job
+                    break
+                except grpc.RpcError:
+                    time.sleep(0.1)
+            check(j is not None and j.state == jobs_pb2.JOB_STATE_ACTIVE,
+                  f"c's copy after etcd came back: {j}")
+            c.stop()  # a leader or a follower: the others go on
+            now = find_leader((a, b))
+            check(now is not None, "no leader after c stopped")
+            fleet.grpc_port = now.port
+            check(ocsd_circuits() == device_circuits(),
+                  "devices and state after etcd returned")
+            r = first_write(now, lambda x: x.ReleaseJob(
+                jobs_pb2.ReleaseJobRequest(id="e7"), timeout=RPC_TIMEOUT_S))
+            check(r.job.state == jobs_pb2.JOB_STATE_RELEASED, f"release e7: {r.job.reason}")
+        finally:
+            c.stop()
     finally:
-        if b.poll() is None:
-            b.send_signal(signal.SIGTERM)
-            check(b.wait(timeout=60) == 0, "b's exit status after SIGTERM:\n"
-                  + open(b_log).read()[-3000:])
+        a.stop()
+        b.stop()
 
 
 def main():
@@ -238,22 +453,46 @@ def main():
     except grpc.RpcError as e:
         check(e.code() == grpc.StatusCode.UNAVAILABLE, f"e2: {e.code()}")
         check("etcd" in (e.details() or ""), f"e2's message names etcd: {e.details()}")
+    # health and GetFabric say why (the probe notices within its period)
+    health = health_pb2_grpc.HealthStub(ch)
+    deadline = time.time() + 10
+    while time.time() < deadline and health.Check(
+            health_pb2.HealthCheckRequest(service="ocs.v1.Jobs"), timeout=5).status != NOT_SERVING:
+        time.sleep(0.05)
+    check(health.Check(health_pb2.HealthCheckRequest(service="ocs.v1.Jobs"), timeout=5).status
+          == NOT_SERVING, "ocs.v1.Jobs serving with etcd down")
+    check(health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == SERVING,
+          "the server's health with etcd down")
+    f = fabric_pb2_grpc.FabricStub(ch).GetFabric(fabric_pb2.GetFabricRequest(), timeout=5)
+    check(f.store_problem.startswith("etcd unreachable since ") and f.role == "",
+          f"GetFabric with etcd down: {f.store_problem!r} {f.role!r}")
+    try:
+        stub.SubmitJob(spec("e2", 1, 3, 1), timeout=RPC_TIMEOUT_S)
+        check(False, "e2 accepted with etcd down (after the probe noticed)")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.UNAVAILABLE and "etcd unreachable" in e.details(),
+              f"e2 refused: {e.code()} {e.details()}")
     check(device_circuits() == before, "devices changed while etcd was down")
     text = fleet.metrics()
-    errors = metric(text, "ocsd_store_errors_total", 'backend="etcd"')
-    check(errors is not None and errors >= 1, f"ocsd_store_errors_total {errors}")
-    check((metric(text, "ocsd_etcd_request_duration_seconds_count", 'op="txn"') or 0) >= 1,
-          "etcd txn latencies recorded")
+    check(metric(text, "ocsd_store_errors_total", 'backend="etcd"') is not None,
+          "ocsd_store_errors_total{backend=etcd}")
     lint = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
                           capture_output=True, timeout=60)
     check(lint.returncode == 0, f"promtool: {lint.stdout} {lint.stderr}")
 
-    # etcd back: the retry goes through, the release too
+    # etcd back: the retry goes through without restarting ocsd, the release too
     etcd.start()
+    deadline = time.time() + 30
+    while time.time() < deadline and health.Check(
+            health_pb2.HealthCheckRequest(service="ocs.v1.Jobs"), timeout=5).status != SERVING:
+        time.sleep(0.05)
+    check(fleet.ocsd.poll() is None, "ocsd still runs")
     r = stub.SubmitJob(spec("e2", 1, 3, 1), timeout=RPC_TIMEOUT_S)
     check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"e2 after etcd returned: {r.job.reason}")
     r = stub.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="e1"), timeout=RPC_TIMEOUT_S)
     check(r.job.state == jobs_pb2.JOB_STATE_RELEASED, f"release e1: {r.job.reason}")
+    check((metric(fleet.metrics(), "ocsd_etcd_request_duration_seconds_count", 'op="txn"')
+           or 0) >= 1, "etcd txn latencies recorded")
     check(ocsd_circuits() == device_circuits(),
           "devices and ocsd agree at the end")
     ch.close()
@@ -275,6 +514,17 @@ def fence():
         ch, stub = start_ocsd("--replica-id", "c", "--advertise", "127.0.0.1:3")
     finally:
         fleet.cfg = normal
+    # c starts as a follower, then leads (port 0 stays the port it got)
+    health = health_pb2_grpc.HealthStub(ch)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if health.Check(health_pb2.HealthCheckRequest(service="ocs.v1.Jobs"),
+                            timeout=2).status == SERVING:
+                break
+        except grpc.RpcError:
+            pass
+        time.sleep(0.05)
     before = device_circuits()
     out = {}
 
@@ -304,7 +554,15 @@ def fence():
 def run():
     try:
         main()
+    except Exception:
+        traceback.print_exc()  # where, next to the logs Script dumps
+        raise
     finally:
+        for name in ("a", "b", "c"):
+            path = os.path.join(fleet.work, f"ocsd-{name}.log")
+            if script.failures and os.path.exists(path):
+                with open(path, errors="replace") as f:
+                    print(f"--- ocsd-{name}.log (tail)\n" + f.read()[-6000:], flush=True)
         etcd.stop()
 
 

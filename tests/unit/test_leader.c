@@ -5,7 +5,9 @@
  * over within TTL + TTL/3 (+ slack) once the leader stops renewing, the
  * deposed leader learns it (on_lost) and its fenced store writes are
  * refused (-EPERM) while the new leader's go through; a resign hands over
- * at once; a stop flag ends a campaign.
+ * at once; a stop flag ends a campaign; a single try (ld_try) never
+ * waits, and a replica whose term ended leads again with a new revision
+ * that fences out the old term's writes.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -180,11 +182,64 @@ static void test_lost_and_stop(void **state)
 	etcd_client_free(c);
 }
 
+/*
+ * ld_try, the replica thread's single attempt (replica.c): it never waits
+ * for a leader to go, and a replica that lost its term can lead again with
+ * a new revision, which fences out every write of the old term.
+ */
+static void test_try_and_new_term(void **state)
+{
+	const char *prefix = "/ocsd/leader-try/";
+	struct leader *a = candidate(prefix, "a", "h:1"), *b = candidate(prefix, "b", "h:2");
+	struct etcd_opts eo = {.endpoints = etcd.endpoint};
+	struct etcd_client *c;
+	struct st_etcd *se;
+	struct st_store *st = store(prefix, &se);
+	char err[256], who[64];
+	int64_t first;
+	double t0;
+
+	(void)state;
+	lost_calls = 0;
+	assert_int_equal(ld_try(a, on_lost, NULL), 1);
+	first = ld_revision(a);
+	t0 = mono_s();
+	assert_int_equal(ld_try(b, on_lost, NULL), 0); /* a leads: no wait */
+	assert_true(mono_s() - t0 < 0.5);
+	assert_int_equal(st_etcd_set_fence(se, ld_key(a), strlen(ld_key(a)), first), 0);
+	assert_int_equal(put(st, "t1"), 0);
+
+	/* a's term ends (its lease revoked): on_lost, then a new term for a */
+	assert_int_equal(etcd_client_new(&eo, &c, err, sizeof(err)), 0);
+	assert_int_equal(etcd_lease_revoke(c, ld_lease(a)), 0);
+	for (int i = 0; i < 20 && lost_calls == 0; i++)
+		usleep(100000);
+	assert_int_equal(lost_calls, 1);
+	assert_int_equal(ld_try(a, on_lost, NULL), 1);
+	assert_true(ld_revision(a) > first);
+	assert_int_equal(ld_current(b, who, sizeof(who)), 0);
+	assert_string_equal(who, "a h:1");
+	/* the old term's fence refuses; the new term's takes writes */
+	assert_int_equal(put(st, "t2"), -EPERM);
+	assert_int_equal(st_etcd_set_fence(se, ld_key(a), strlen(ld_key(a)), ld_revision(a)), 0);
+	assert_int_equal(st_etcd_sync(se), 0);
+	assert_int_equal(put(st, "t2"), 0);
+	/* a resigns: b's next try leads */
+	assert_int_equal(ld_resign(a), 0);
+	assert_int_equal(ld_try(b, on_lost, NULL), 1);
+	assert_int_equal(lost_calls, 1);
+	ld_free(a);
+	ld_free(b);
+	etcd_client_free(c);
+	st_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_leader_and_failover),
 		cmocka_unit_test(test_lost_and_stop),
+		cmocka_unit_test(test_try_and_new_term),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -1,0 +1,219 @@
+/*
+ * follower.c - a follower's read-only view of the store copy (follower.h).
+ *
+ * A view is every object the API reads: the fabric state (leaf-spine and
+ * rail fabrics), the rings (ring domains), the rail port map and its API
+ * (rail-OCS fabrics), the device records (drains; no session: a follower
+ * never connects to a device) and a job manager that only holds the job
+ * table (no planner, no transaction driver: the API refuses every write
+ * before it reaches it). A refresh builds a whole new view, swaps it into
+ * the API, publishes the jobs whose state changed and frees the old one,
+ * so that a read always sees one consistent copy. Ownership: the fw owns
+ * its current view; the API borrows it until the next api_follow.
+ */
+#include "follower.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include <event2/event.h>
+
+#include "api.h"
+#include "clock.h"
+#include "config.h"
+#include "devices.h"
+#include "fabric_state.h"
+#include "jobs.h"
+#include "log.h"
+#include "loop.h"
+#include "rail_api.h"
+#include "rails.h"
+#include "rings.h"
+#include "store_etcd.h"
+
+/* Log entries that arrive within this many ms are taken in one refresh. */
+#define FW_REFRESH_MS 20
+
+struct fw_view {
+	struct fs_state *fs;
+	struct rg_state *rings;
+	struct rl_state *rl;
+	struct ra *ra;
+	struct devices *devs;
+	struct jm *jm;
+};
+
+struct fw {
+	struct fw_deps d;
+	struct fw_view v;
+	struct event *refresh;
+};
+
+static void view_free(struct fw_view *v)
+{
+	jm_free(v->jm);
+	ra_free(v->ra);
+	rl_free(v->rl);
+	dev_free(v->devs);
+	rg_free(v->rings);
+	fs_free(v->fs);
+	memset(v, 0, sizeof(*v));
+}
+
+static int new_devs(const struct fw *fw, struct fw_view *v)
+{
+	const struct ocsd_config *cfg = fw->d.cfg;
+	const char **names = calloc((size_t)cfg->n_devices + 1, sizeof(*names));
+	struct dev_deps dd;
+
+	if (!names)
+		return -ENOMEM;
+	for (int i = 0; i < cfg->n_devices; i++)
+		names[i] = cfg->devices[i].name;
+	dd = (struct dev_deps){&cfg->fabric,	 v->fs,
+			       fw->d.store,	 names,
+			       cfg->n_devices,	 (int)cfg->access.rpc_timeout_ms,
+			       clk_wall_ms(NULL)};
+	v->devs = dev_new(&dd);
+	free(names);
+	return v->devs ? dev_restore_drained(v->devs) : -ENOMEM;
+}
+
+/* The view of the copy as it is now; 0 or -errno (v freed). */
+static int view_build(const struct fw *fw, struct fw_view *v)
+{
+	const struct ocsd_config *cfg = fw->d.cfg;
+	struct jm_deps jd = {0};
+	char err[256];
+	int rc = 0;
+
+	memset(v, 0, sizeof(*v));
+	if (cfg->kind == CFG_OCSTRX_RING) {
+		v->rings = rg_new(&cfg->ring);
+		rc = v->rings ? rg_load(v->rings, fw->d.store) : -ENOMEM;
+	} else {
+		v->fs = fs_new(&cfg->fabric);
+		rc = v->fs ? fs_load(v->fs, fw->d.store) : -ENOMEM;
+	}
+	if (rc == 0)
+		rc = new_devs(fw, v);
+	if (rc == 0 && cfg->kind == CFG_RAIL_OCS) {
+		struct ra_deps rd = {cfg, NULL, NULL, v->devs, api_fail};
+
+		rd.rl = v->rl = rl_new(&cfg->rail);
+		rc = v->rl ? rl_load_faults(v->rl, fw->d.store) : -ENOMEM;
+		if (rc == 0)
+			rc = rl_load_map(v->rl, v->fs);
+		if (rc == 0 && !(v->ra = ra_new(&rd)))
+			rc = -ENOMEM;
+	}
+	jd = (struct jm_deps){.cfg = cfg,
+			      .store = fw->d.store,
+			      .fs = v->fs,
+			      .devs = v->devs,
+			      .rings = v->rings,
+			      .gpus_check = v->rl ? rl_check_job_gpus : NULL,
+			      .gpus_check_ctx = v->rl,
+			      .events = api_job_events(fw->d.api)};
+	if (rc == 0 && (rc = jm_new(&jd, &v->jm, err, sizeof(err))) != 0)
+		log_msg(LOG_ERR, "follower: %s", err);
+	if (rc) {
+		log_msg(LOG_ERR, "follower: cannot build the view of the store copy: %s",
+			strerror(-rc));
+		view_free(v);
+	}
+	return rc;
+}
+
+/* Publishes every job of now whose state differs from the one in before. */
+static void publish_changes(struct fw *fw, const struct jm *before, const struct jm *now)
+{
+	struct jm_events ev = api_job_events(fw->d.api);
+
+	for (size_t i = 0; i < jm_count(now); i++) {
+		const struct jm_job *job = jm_at(now, i);
+		const struct jm_job *old = before ? jm_find(before, job->id) : NULL;
+
+		if (!old || old->state != job->state || strcmp(old->reason, job->reason) != 0)
+			ev.job_changed(ev.ctx, job);
+	}
+}
+
+void fw_refresh(struct fw *fw)
+{
+	struct fw_view v, old;
+
+	if (view_build(fw, &v) != 0)
+		return; /* the API keeps the previous view; the next change tries again */
+	old = fw->v;
+	fw->v = v;
+	api_follow(fw->d.api, v.jm, v.fs, v.devs, v.rings, v.ra);
+	/* restores the jobs' decoded requests (GetJob's spec) and the drains */
+	if (api_restore_jobs(fw->d.api) != 0)
+		log_msg(LOG_WARNING, "follower: out of memory restoring the jobs' requests");
+	publish_changes(fw, old.jm, v.jm);
+	view_free(&old);
+}
+
+static void on_refresh(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	fw_refresh(arg);
+}
+
+/* st_etcd_follow's on_change: the copy applied entries of the log. */
+static void on_copy_changed(void *ctx)
+{
+	struct fw *fw = ctx;
+	struct timeval tv = {0, FW_REFRESH_MS * 1000};
+
+	if (!evtimer_pending(fw->refresh, NULL) && evtimer_add(fw->refresh, &tv) != 0)
+		fw_refresh(fw);
+}
+
+int fw_new(const struct fw_deps *deps, struct fw **out)
+{
+	struct fw *fw = calloc(1, sizeof(*fw));
+	int rc;
+
+	*out = NULL;
+	if (!fw)
+		return -ENOMEM;
+	fw->d = *deps;
+	fw->refresh = evtimer_new(loop_base(deps->loop), on_refresh, fw);
+	rc = fw->refresh ? view_build(fw, &fw->v) : -ENOMEM;
+	if (rc == 0) {
+		api_follow(deps->api, fw->v.jm, fw->v.fs, fw->v.devs, fw->v.rings, fw->v.ra);
+		rc = api_restore_jobs(deps->api);
+	}
+	if (rc == 0 && deps->se)
+		rc = st_etcd_follow(deps->se, loop_base(deps->loop), on_copy_changed, fw);
+	if (rc) {
+		log_msg(LOG_ERR, "follower: cannot follow the store: %s", strerror(-rc));
+		fw_free(fw);
+		return rc;
+	}
+	*out = fw;
+	return 0;
+}
+
+void fw_free(struct fw *fw)
+{
+	if (!fw)
+		return;
+	if (fw->d.se)
+		st_etcd_unfollow(fw->d.se);
+	if (fw->refresh)
+		event_free(fw->refresh);
+	view_free(&fw->v);
+	free(fw);
+}
+
+struct jm *fw_jm(struct fw *fw)
+{
+	return fw->v.jm;
+}

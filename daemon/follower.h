@@ -1,0 +1,45 @@
+/*
+ * follower.h - what a follower replica serves (docs/replicas.md): a
+ * read-only view of the fabric built from the store copy, which follows
+ * the leader's log through an etcd watch. The view (circuits, rings, rail
+ * port map, device drains and the job table) is rebuilt from the copy
+ * after each change the watch brings (coalesced, FW_REFRESH_MS), handed to
+ * the API (api_follow), and every job whose state changed is published
+ * as a JobEvent to Events.Watch. Nothing here writes to the store or
+ * talks to a device.
+ *
+ * Threading: the loop thread only.
+ */
+#ifndef OCSD_FOLLOWER_H
+#define OCSD_FOLLOWER_H
+
+struct api;
+struct loop;
+struct ocsd_config;
+struct st_etcd;
+struct st_store;
+struct jm;
+
+struct fw_deps {
+	const struct ocsd_config *cfg;
+	struct st_store *store; /* the copy */
+	struct st_etcd *se;	/* its etcd backend, followed (NULL: never refreshed) */
+	struct loop *loop;
+	struct api *api; /* serves the view; set before its server starts */
+};
+
+struct fw;
+
+/*
+ * Builds the first view from the copy, hands it to the API and follows
+ * the copy. 0 or a negative code (logged). Caller frees with fw_free()
+ * (accepts NULL) after the API's server is gone.
+ */
+int fw_new(const struct fw_deps *deps, struct fw **out);
+void fw_free(struct fw *fw);
+/* Rebuilds the view now (e.g. after the copy caught up with etcd). */
+void fw_refresh(struct fw *fw);
+/* The view's job table (for api_attach). */
+struct jm *fw_jm(struct fw *fw);
+
+#endif
