@@ -166,18 +166,28 @@ cmd=$(printf '%s\n' "$cmd" | sed -e "s|/usr/sbin/ocsd|$stage/usr/sbin/ocsd|" -e 
 mkdir -p "$work/state-replica"
 (set -a && . "$work/replica.env" && STATE_DIRECTORY=$work/state-replica && eval "exec $cmd") 2>"$work/replica.log" &
 replica_pid=$!
+# ocsctl status names the etcd store; a follower that takes the lead
+# restarts its gRPC server, so refusals for a moment are tried again
+status_ok() {
+  for _ in $(seq 20); do
+    "$stage/usr/bin/ocsctl" --server "127.0.0.1:$port" --ca "$etc/tls/clients-ca.pem" \
+      --cert "$etc/tls/alice.pem" --key "$etc/tls/alice.key" --json status >"$work/status.json" 2>&1 &&
+      grep -q '"store": *"etcd"' "$work/status.json" && return 0
+    sleep 0.5
+  done
+  return 1
+}
 port=""
 for _ in $(seq 300); do
   port=$(sed -n 's/.*gRPC on [^ ]* (port \([0-9]*\).*/\1/p' "$work/replica.log" | head -1)
-  [ -n "$port" ] && break
+  [ -n "$port" ] && grep -q "replica ocsd-a leads" "$work/replica.log" && break
+  port=""
   kill -0 "$replica_pid" 2>/dev/null || break
   sleep 0.1
 done
 if [ -z "$port" ]; then bad "replica ocsd-a did not serve: $(tail -20 "$work/replica.log")
 etcd: $(tail -5 "$work/etcd.log")"
-elif "$stage/usr/bin/ocsctl" --server "127.0.0.1:$port" --ca "$etc/tls/clients-ca.pem" \
-  --cert "$etc/tls/alice.pem" --key "$etc/tls/alice.key" --json status >"$work/status.json" 2>&1 &&
-  grep -q '"store": *"etcd"' "$work/status.json"; then
+elif status_ok; then
   ok "replica ocsd-a from the drop-in leads on the TLS etcd of etcd.env"
 else bad "replica status: $(cat "$work/status.json")"; fi
 
