@@ -6,7 +6,8 @@ tests/integration/ocsd_replicas.py (its supervisor restarts a killed
 replica 200 ms after its exit, as the 3-replica systemd unit does).
 
 Each of KILLS rounds: a job is ACTIVE (submitted through the leader), every
-replica runs and the previous victim is back as a standby; the leader gets
+replica runs and the previous victim is back (a follower; a standby on a
+daemon without followers); the leader gets
 `kill -9`; a client releases the job until a replica acknowledges it
 (RELEASED): it tries every replica (the killed one last), a fresh channel
 each attempt, follows "not the leader; leader is ..." redirects, and starts
@@ -37,7 +38,7 @@ import time
 
 TARGET_S = 2.0
 WRITE_DEADLINE_S = 30
-SETTLE_S = 1.5  # after the victim is back: its standby copy loaded
+SETTLE_S = 1.5  # after the victim is back: its copy loaded
 # The log lines that end a campaign and a recovery: a follower that serves
 # reads logs "leader: serving writes" when it has recovered; a standby that
 # served nothing logs its start line ("... gRPC on ...") then.
