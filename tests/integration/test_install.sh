@@ -7,13 +7,22 @@
 # unprivileged user (nobody, when this runs as root), with /etc/ocsd
 # replaced by a scratch directory; the files they make have the documented
 # modes, and the installed ocsd serves the installed ocsctl with them.
+# Last, the 3-replica example of deploy/replicas (docs/replicas.md "Running
+# three replicas"): the drop-in merged into the installed unit passes
+# systemd-analyze verify, etcd-certs.sh makes certificates that verify with
+# the key usages etcd's gateway needs, and one etcd member started from
+# etcd.env with them serves the installed ocsd started with the drop-in's own
+# ExecStart and replica.env (addresses and /etc paths moved to loopback and
+# the scratch tree): it leads on the etcd store over TLS.
 set -euo pipefail
 build=$1
 src=$2
 work=$(mktemp -d /tmp/test_install.XXXXXX)
 ocsd_pid=""
+replica_pid=""
+etcd_pid=""
 cleanup() {
-  if [ -n "$ocsd_pid" ]; then kill "$ocsd_pid" 2>/dev/null || true; wait "$ocsd_pid" 2>/dev/null || true; fi
+  for p in $ocsd_pid $replica_pid $etcd_pid; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -101,6 +110,86 @@ elif "$stage/usr/bin/ocsctl" --server "127.0.0.1:$port" --ca "$etc/tls/clients-c
   --cert "$etc/tls/alice.pem" --key "$etc/tls/alice.key" devices >"$work/ctl.out" 2>&1; then
   ok "installed ocsctl, as alice (operator), served by the installed ocsd"
 else bad "ocsctl: $(cat "$work/ctl.out")"; fi
+
+kill "$ocsd_pid" 2>/dev/null || true
+wait "$ocsd_pid" 2>/dev/null || true
+ocsd_pid=""
+
+# 4. the 3-replica example
+ex=$stage/usr/share/doc/ocsd/examples/replicas
+for f in ocsd-replica.conf replica.env etcd.env etcd-certs.sh; do
+  if [ -f "$ex/$f" ]; then ok "examples/replicas/$f"; else bad "examples/replicas/$f not installed"; fi
+done
+mkdir -p "$stage/etc/systemd/system/ocsd.service.d" "$stage/etc/ocsd"
+cp "$ex/ocsd-replica.conf" "$stage/etc/systemd/system/ocsd.service.d/replica.conf"
+cp "$ex/replica.env" "$stage/etc/ocsd/replica.env"
+if command -v systemd-analyze >/dev/null; then
+  systemd-analyze verify --root="$stage" ocsd.service >"$work/verify.log" 2>&1 || true
+  # A file:line message is a mistake in the unit or the drop-in; what the
+  # scratch root lacks (sysinit.target, /bin/kill, the unit naming the
+  # build's prefix when it is not /usr) is not.
+  if grep -qE '\.(service|conf):[0-9]+:|Command /usr/sbin/ocsd is not' "$work/verify.log"; then
+    bad "systemd-analyze verify of ocsd.service with the replica drop-in: $(cat "$work/verify.log")"
+  else ok "systemd-analyze verify: ocsd.service with the replica drop-in"; fi
+else echo "skip: no systemd-analyze"; fi
+# The drop-in's ExecStart, continuation lines joined
+cmd=$(awk '/^ExecStart=./ { on = 1; sub(/^ExecStart=/, "") }
+  on { line = $0; more = sub(/\\$/, "", line); printf "%s ", line; if (!more) on = 0 }' "$ex/ocsd-replica.conf")
+"$stage/usr/sbin/ocsd" --help >"$work/help.txt" 2>&1 || true
+case $cmd in *"--store etcd"*"--replica-id"*) ok "the drop-in's ExecStart: --store etcd, --replica-id" ;;
+  *) bad "the drop-in's ExecStart: $cmd" ;; esac
+for opt in $(printf '%s\n' "$cmd" | grep -oE -- '--[a-z-]+' | sort -u); do
+  grep -q -- " $opt " "$work/help.txt" || bad "the drop-in's $opt is not an ocsd option"
+done
+tls=$etc/etcd
+sh "$ex/etcd-certs.sh" "$tls" etcd-1=127.0.0.1 >"$work/certs.log" 2>&1 || bad "etcd-certs.sh: $(cat "$work/certs.log")"
+for c in etcd-1 ocsd-client; do
+  if openssl verify -CAfile "$tls/ca.pem" "$tls/$c.pem" >/dev/null 2>&1; then ok "$c.pem signed by the etcd CA"
+  else bad "$c.pem does not verify"; fi
+done
+openssl x509 -in "$tls/etcd-1.pem" -noout -ext extendedKeyUsage 2>/dev/null | grep -q 'Server Authentication, TLS Web Client Authentication' &&
+  ok "member certificate: serverAuth and clientAuth" || bad "member certificate's key usage"
+[ "$(mode "$tls/etcd-1.key")" = 600 ] && [ "$(mode "$tls/ocsd-client.key")" = 600 ] && ok "etcd keys are 0600" || bad "etcd key modes"
+c=$(/usr/bin/python3 "$src/tests/integration/testports.py" reserve --count 2 --owner $$)
+p=$((c + 1))
+sed -e "/^ETCD_LISTEN_CLIENT_URLS=/c ETCD_LISTEN_CLIENT_URLS=https://127.0.0.1:$c" \
+  -e "/^ETCD_INITIAL_CLUSTER=/c ETCD_INITIAL_CLUSTER=etcd-1=https://127.0.0.1:$p" \
+  -e "s|^ETCD_DATA_DIR=.*|ETCD_DATA_DIR=$work/etcd-data|" -e "s|/etc/etcd/tls/|$tls/|" \
+  -e "s|10.0.0.1:2379|127.0.0.1:$c|" -e "s|10.0.0.1:2380|127.0.0.1:$p|" "$ex/etcd.env" >"$work/etcd.env"
+(set -a && . "$work/etcd.env" && exec etcd) >"$work/etcd.log" 2>&1 &
+etcd_pid=$!
+/usr/bin/python3 "$src/tests/integration/testports.py" wait --name etcd --timeout 30 --pid "$etcd_pid" 127.0.0.1 "$c" ||
+  bad "etcd from etcd.env did not listen: $(tail -5 "$work/etcd.log")"
+sed -e "s|^OCSD_ETCD_ENDPOINTS=.*|OCSD_ETCD_ENDPOINTS=https://127.0.0.1:$c|" "$ex/replica.env" >"$work/replica.env"
+cmd=$(printf '%s\n' "$cmd" | sed -e "s|/usr/sbin/ocsd|$stage/usr/sbin/ocsd|" -e "s|/etc/ocsd/|$etc/|g" \
+  -e 's|0.0.0.0:50051|127.0.0.1:0|' -e 's|127.0.0.1:9464|127.0.0.1:0|')
+mkdir -p "$work/state-replica"
+(set -a && . "$work/replica.env" && STATE_DIRECTORY=$work/state-replica && eval "exec $cmd") 2>"$work/replica.log" &
+replica_pid=$!
+# ocsctl status names the etcd store; a follower that takes the lead
+# restarts its gRPC server, so refusals for a moment are tried again
+status_ok() {
+  for _ in $(seq 20); do
+    "$stage/usr/bin/ocsctl" --server "127.0.0.1:$port" --ca "$etc/tls/clients-ca.pem" \
+      --cert "$etc/tls/alice.pem" --key "$etc/tls/alice.key" --json status >"$work/status.json" 2>&1 &&
+      grep -q '"store": *"etcd"' "$work/status.json" && return 0
+    sleep 0.5
+  done
+  return 1
+}
+port=""
+for _ in $(seq 300); do
+  port=$(sed -n 's/.*gRPC on [^ ]* (port \([0-9]*\).*/\1/p' "$work/replica.log" | head -1)
+  [ -n "$port" ] && grep -q "replica ocsd-a leads" "$work/replica.log" && break
+  port=""
+  kill -0 "$replica_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$port" ]; then bad "replica ocsd-a did not serve: $(tail -20 "$work/replica.log")
+etcd: $(tail -5 "$work/etcd.log")"
+elif status_ok; then
+  ok "replica ocsd-a from the drop-in leads on the TLS etcd of etcd.env"
+else bad "replica status: $(cat "$work/status.json")"; fi
 
 [ "$fail" -eq 0 ] && echo "test_install: OK" || echo "test_install: $fail FAILED"
 [ "$fail" -eq 0 ]
