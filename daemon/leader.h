@@ -71,7 +71,6 @@ int64_t ld_lease(const struct leader *ld);
  */
 int ld_current(struct leader *ld, char *buf, size_t len);
 
-
 /* Stops the keep-alive and revokes the lease (the key goes at once). */
 int ld_resign(struct leader *ld);
 /* Stops the keep-alive thread without revoking (the lease then expires). */

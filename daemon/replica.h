@@ -112,7 +112,6 @@ struct rp_status {
 };
 void rp_status(struct replica *rp, struct rp_status *out);
 
-
 struct st_store *rp_store(struct replica *rp);
 /* "sqlite" or "etcd" (GetFabric's store field). */
 const char *rp_store_name(const struct replica *rp);
