@@ -44,31 +44,7 @@ port=$(awk '/^port /{print $2}' "$work/server.out")
 [ -n "$port" ] || { echo "server did not start"; cat "$work/server.err"; exit 1; }
 export OCSD_SERVER=127.0.0.1:$port
 
-failures=0
-# expect CODE DESCRIPTION -- command...: runs ocsctl, checks the exit code,
-# keeps stdout in $work/out and stderr in $work/err.
-expect() {
-  local want=$1 what=$2
-  shift 3
-  local got=0
-  "$ocsctl" "$@" >"$work/out" 2>"$work/err" || got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL: $what: exit $got, want $want"
-    sed 's/^/  stdout: /' "$work/out"
-    sed 's/^/  stderr: /' "$work/err"
-    failures=$((failures + 1))
-  else
-    echo "ok: $what"
-  fi
-}
-# has FILE PATTERN DESCRIPTION: the last output contains a fixed string.
-has() {
-  if ! grep -qF -- "$2" "$work/$1"; then
-    echo "FAIL: $3: '$2' not in $1:"
-    sed 's/^/  /' "$work/$1"
-    failures=$((failures + 1))
-  fi
-}
+. "$(dirname "$0")/ocsctl_expect.sh"
 
 as() { # role -> TLS flags
   echo "--ca $c/ca.pem --cert $c/$1.pem --key $c/$1.key"

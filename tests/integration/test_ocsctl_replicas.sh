@@ -67,38 +67,7 @@ start alone
 A=127.0.0.1:$port
 unset OCSD_SERVER
 
-failures=0
-# expect CODE DESCRIPTION -- command...: runs ocsctl, checks the exit code,
-# keeps stdout in $work/out and stderr in $work/err.
-expect() {
-  local want=$1 what=$2
-  shift 3
-  local got=0
-  "$ocsctl" "$@" >"$work/out" 2>"$work/err" || got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL: $what: exit $got, want $want"
-    sed 's/^/  stdout: /' "$work/out"
-    sed 's/^/  stderr: /' "$work/err"
-    failures=$((failures + 1))
-  else
-    echo "ok: $what"
-  fi
-}
-# has FILE PATTERN DESCRIPTION / hasnt FILE PATTERN DESCRIPTION: fixed strings.
-has() {
-  if ! grep -qF -- "$2" "$work/$1"; then
-    echo "FAIL: $3: '$2' not in $1:"
-    sed 's/^/  /' "$work/$1"
-    failures=$((failures + 1))
-  fi
-}
-hasnt() {
-  if grep -qF -- "$2" "$work/$1"; then
-    echo "FAIL: $3: '$2' in $1:"
-    sed 's/^/  /' "$work/$1"
-    failures=$((failures + 1))
-  fi
-}
+. "$(dirname "$0")/ocsctl_expect.sh"
 # row KEY VALUE DESCRIPTION: stdout has the key/value row "KEY  VALUE"
 # (the key column as wide as the longest key).
 row() {
