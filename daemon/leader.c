@@ -150,6 +150,20 @@ static int try_lead(struct leader *ld)
 		ld->revision = rev;
 		return 1;
 	}
+	/* An answer lost on the way makes the client send the transaction
+	 * again to the next endpoint, where the compare fails on the key its
+	 * first attempt created: a key under this try's lease is ours. */
+	if (rc == 0 || rc == -ETIMEDOUT) {
+		struct etcd_kvs r;
+		bool ours = etcd_range(ld->c, ld->key, strlen(ld->key), NULL, 0, 0, 0, &r) == 0 &&
+			    r.n == 1 && r.kvs[0].lease == ld->lease;
+
+		if (ours)
+			ld->revision = r.kvs[0].create_revision;
+		etcd_kvs_clear(&r);
+		if (ours)
+			return 1;
+	}
 	(void)etcd_lease_revoke(ld->c, ld->lease); /* else it expires by itself */
 	ld->lease = 0;
 	return rc;

@@ -324,7 +324,23 @@ int st_etcd_sync(struct st_etcd *se)
 
 /* ---- writing: the log entry, the fence, snapshots ---- */
 
-/* Why a publish's compare failed: the fence (-EPERM) or the head (-EBUSY). */
+/* Is log entry seq + 1 (key) exactly changeset? 1 yes (se advanced), 0 no, < 0 etcd's error. */
+static int entry_is_ours(struct st_etcd *se, const char *key, const void *changeset, size_t len)
+{
+	struct etcd_kvs r;
+	int rc = etcd_range(se->c, key, strlen(key), NULL, 0, 0, 0, &r);
+	bool ours = rc == 0 && r.n == 1 && r.kvs[0].value_len == len &&
+		    memcmp(r.kvs[0].value, changeset, len) == 0;
+
+	if (ours) {
+		se->seq++;
+		se->head_rev = r.kvs[0].mod_revision;
+	}
+	etcd_kvs_clear(&r);
+	return rc ? rc : ours;
+}
+
+/* Why a fenced write's compare failed: the fence (-EPERM) or another writer (-EBUSY). */
 static int compare_failed(struct st_etcd *se)
 {
 	if (se->fence_key) {
@@ -344,25 +360,28 @@ static int compare_failed(struct st_etcd *se)
 	return -EBUSY;
 }
 
+/*
+ * A publish whose compare failed: the entry may be ours after all (0). The
+ * client sends a transaction again to the next endpoint when the first
+ * attempt's answer is lost, and that attempt may have gone in (under the
+ * fence: etcd compares and writes at once); else compare_failed says why.
+ */
+static int publish_refused(struct st_etcd *se, const char *key, const void *changeset, size_t len)
+{
+	if (entry_is_ours(se, key, changeset, len) == 1)
+		return 0;
+	return compare_failed(se);
+}
+
 /* The outcome of a publish etcd did not answer: is entry seq ours? */
 static int publish_unknown(struct st_etcd *se, const char *key, const void *changeset, size_t len,
 			   int txn_rc)
 {
-	struct etcd_kvs r;
-	int rc;
-
 	/* the transaction's failure is the one to report */
 	set_error(se, "etcd: writing the log: %s",
 		  *etcd_last_error(se->c) ? etcd_last_error(se->c) : strerror(-txn_rc));
-	rc = etcd_range(se->c, key, strlen(key), NULL, 0, 0, 0, &r);
-	if (rc == 0 && r.n == 1 && r.kvs[0].value_len == len &&
-	    memcmp(r.kvs[0].value, changeset, len) == 0) {
-		se->seq++;
-		se->head_rev = r.kvs[0].mod_revision;
-		etcd_kvs_clear(&r);
+	if (entry_is_ours(se, key, changeset, len) == 1)
 		return 0;
-	}
-	etcd_kvs_clear(&r);
 	se->stale = true; /* it may still land: read the log before the next write */
 	return txn_rc == -ENOMEM ? -ENOMEM : -EIO;
 }
@@ -405,7 +424,7 @@ static int publish(void *ctx, const void *changeset, size_t len)
 	if (rc)
 		return publish_unknown(se, key, changeset, len, rc);
 	if (!succeeded)
-		return compare_failed(se);
+		return publish_refused(se, key, changeset, len);
 	se->seq++;
 	se->head_rev = rev;
 	se->rev_seen = rev;

@@ -1,14 +1,20 @@
 /*
- * etcd_harness.c - starts and stops a real etcd for tests (etcd_harness.h).
+ * etcd_harness.c - starts and stops a real etcd for tests, and relays to it
+ * through a relay that can lose an answer (etcd_harness.h).
  */
+#define _GNU_SOURCE /* memmem */
 #include "etcd_harness.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -185,4 +191,186 @@ void eh_stop(struct eh_etcd *e)
 int eh_dead_port(void)
 {
 	return tl_ports_reserve(1);
+}
+
+/* ---- the relay ---- */
+
+#define EH_PAIRS 8
+
+struct eh_proxy {
+	int listen_fd, target_port, wake[2];
+	pthread_t thread;
+	pthread_mutex_t mu; /* guards arm, lost */
+	int arm;	    /* > 0: the answer to the arm-th request from now is lost */
+	int lost;
+	struct {
+		int client, server; /* -1: free */
+		bool doomed;	    /* its answer is lost */
+	} pairs[EH_PAIRS];
+};
+
+static void pair_close(struct eh_proxy *p, int i)
+{
+	close(p->pairs[i].client);
+	close(p->pairs[i].server);
+	p->pairs[i].client = p->pairs[i].server = -1;
+	p->pairs[i].doomed = false;
+}
+
+static void proxy_accept(struct eh_proxy *p)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)p->target_port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int c = accept(p->listen_fd, NULL, NULL), s, i;
+
+	if (c < 0)
+		return;
+	for (i = 0; i < EH_PAIRS && p->pairs[i].client >= 0; i++)
+		;
+	s = i < EH_PAIRS ? socket(AF_INET, SOCK_STREAM, 0) : -1;
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		if (s >= 0)
+			close(s);
+		close(c);
+		return;
+	}
+	p->pairs[i].client = c;
+	p->pairs[i].server = s;
+}
+
+/* Relays what fd has; false when the pair is done. */
+static bool relay(struct eh_proxy *p, int i, bool from_client)
+{
+	char buf[16384];
+	int from = from_client ? p->pairs[i].client : p->pairs[i].server;
+	int to = from_client ? p->pairs[i].server : p->pairs[i].client;
+	ssize_t n = read(from, buf, sizeof(buf));
+
+	if (n <= 0)
+		return false;
+	pthread_mutex_lock(&p->mu);
+	/* each request starts with its request line (the client writes a
+	 * request in one go and waits for its answer) */
+	for (const char *at = buf;
+	     from_client && p->arm > 0 && (at = memmem(at, (size_t)(buf + n - at), "POST /", 6));
+	     at += 6)
+		if (--p->arm == 0)
+			p->pairs[i].doomed = true;
+	if (!from_client && p->pairs[i].doomed) {
+		p->lost++;
+		pthread_mutex_unlock(&p->mu);
+		return false; /* etcd answered: the client never hears it */
+	}
+	pthread_mutex_unlock(&p->mu);
+	return write(to, buf, (size_t)n) == n;
+}
+
+static void *proxy_main(void *arg)
+{
+	struct eh_proxy *p = arg;
+
+	for (;;) {
+		struct pollfd fds[2 + 2 * EH_PAIRS];
+		int n = 2;
+
+		fds[0] = (struct pollfd){.fd = p->wake[0], .events = POLLIN};
+		fds[1] = (struct pollfd){.fd = p->listen_fd, .events = POLLIN};
+		for (int i = 0; i < EH_PAIRS; i++) {
+			fds[n++] = (struct pollfd){.fd = p->pairs[i].client, .events = POLLIN};
+			fds[n++] = (struct pollfd){.fd = p->pairs[i].server, .events = POLLIN};
+		}
+		if (poll(fds, (nfds_t)n, -1) < 0 && errno != EINTR)
+			break;
+		if (fds[0].revents)
+			break;
+		if (fds[1].revents & POLLIN)
+			proxy_accept(p);
+		for (int i = 0; i < EH_PAIRS; i++) {
+			bool ok = true;
+
+			if (p->pairs[i].client < 0)
+				continue;
+			if (fds[2 + 2 * i].revents)
+				ok = relay(p, i, true);
+			if (ok && fds[3 + 2 * i].revents)
+				ok = relay(p, i, false);
+			if (!ok)
+				pair_close(p, i);
+		}
+	}
+	for (int i = 0; i < EH_PAIRS; i++)
+		if (p->pairs[i].client >= 0)
+			pair_close(p, i);
+	return NULL;
+}
+
+int eh_proxy_start(int target_port, char *endpoint, size_t len, struct eh_proxy **out)
+{
+	struct eh_proxy *p = calloc(1, sizeof(*p));
+	int port = tl_ports_reserve(1), one = 1;
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+
+	*out = NULL;
+	if (!p || port <= 0)
+		goto fail;
+	p->listen_fd = p->wake[0] = p->wake[1] = -1;
+	p->target_port = target_port;
+	for (int i = 0; i < EH_PAIRS; i++)
+		p->pairs[i].client = p->pairs[i].server = -1;
+	p->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (p->listen_fd < 0 ||
+	    setsockopt(p->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    bind(p->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(p->listen_fd, 8) != 0 || pipe(p->wake) != 0)
+		goto fail;
+	pthread_mutex_init(&p->mu, NULL);
+	if (pthread_create(&p->thread, NULL, proxy_main, p) != 0)
+		goto fail;
+	snprintf(endpoint, len, "http://127.0.0.1:%d", port);
+	*out = p;
+	return 0;
+fail:
+	fprintf(stderr, "etcd relay: cannot start: %s\n", strerror(errno));
+	if (p) {
+		for (int i = 0; i < 2; i++)
+			if (p->wake[i] >= 0)
+				close(p->wake[i]);
+		if (p->listen_fd >= 0)
+			close(p->listen_fd);
+	}
+	free(p);
+	return -1;
+}
+
+void eh_proxy_lose_answer(struct eh_proxy *p, int nth)
+{
+	pthread_mutex_lock(&p->mu);
+	p->arm = nth;
+	pthread_mutex_unlock(&p->mu);
+}
+
+int eh_proxy_lost(struct eh_proxy *p)
+{
+	int n;
+
+	pthread_mutex_lock(&p->mu);
+	n = p->lost;
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
+void eh_proxy_stop(struct eh_proxy *p)
+{
+	if (!p)
+		return;
+	if (write(p->wake[1], "x", 1) == 1)
+		pthread_join(p->thread, NULL);
+	close(p->wake[0]);
+	close(p->wake[1]);
+	close(p->listen_fd);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
 }

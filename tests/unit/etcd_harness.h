@@ -34,4 +34,22 @@ void eh_stop(struct eh_etcd *e);
 /* A port with no listener (reserved, so nobody else takes it). */
 int eh_dead_port(void);
 
+/*
+ * A loopback TCP relay to etcd (a thread) that can lose one answer: armed
+ * with eh_proxy_lose_answer(p, n), it relays the n-th request from now
+ * (1: the next) to etcd and, when etcd's answer arrives, closes the
+ * client's connection instead of relaying it, as a network that fails at
+ * that moment would. The client then cannot know whether that request
+ * took effect.
+ */
+struct eh_proxy;
+
+/* Relays 127.0.0.1:<new port> to 127.0.0.1:target_port; endpoint gets
+ * "http://127.0.0.1:<port>". 0 or -1. */
+int eh_proxy_start(int target_port, char *endpoint, size_t len, struct eh_proxy **out);
+void eh_proxy_lose_answer(struct eh_proxy *p, int nth);
+/* The answers lost so far. */
+int eh_proxy_lost(struct eh_proxy *p);
+void eh_proxy_stop(struct eh_proxy *p);
+
 #endif

@@ -7,7 +7,8 @@
  * refused (-EPERM) while the new leader's go through; a resign hands over
  * at once; a stop flag ends a campaign; a single try (ld_try) never
  * waits, and a replica whose term ended leads again with a new revision
- * that fences out the old term's writes.
+ * that fences out the old term's writes; a try whose answer is lost on the
+ * way (sent again by the client, refused by the compare) still leads.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -234,12 +235,58 @@ static void test_try_and_new_term(void **state)
 	st_close(st);
 }
 
+/*
+ * The key-creating transaction's answer is lost: the client sends it
+ * again, whose compare fails on the key the first attempt created. The key
+ * is under this try's lease, so the try leads (a replica that did not know
+ * would hold the key for as long as etcd kept the lease, with nobody
+ * leading), and its revision is the key's.
+ */
+static void test_try_answer_lost(void **state)
+{
+	const char *prefix = "/ocsd/leader-lost/";
+	char relayed[64], endpoints[200], err[256], who[64];
+	struct eh_proxy *relay;
+	struct etcd_opts eo = {.endpoints = endpoints, .timeout_ms = 1000};
+	struct ld_opts lo = {.replica_id = "a", .advertise = "h:1", .prefix = prefix, .ttl_s = 1};
+	struct leader *a, *b = candidate(prefix, "b", "h:2");
+	struct etcd_client *c;
+	struct etcd_kvs r;
+
+	(void)state;
+	assert_int_equal(eh_proxy_start(etcd.client_port, relayed, sizeof(relayed), &relay), 0);
+	snprintf(endpoints, sizeof(endpoints), "%s,%s", relayed, etcd.endpoint);
+	assert_int_equal(ld_new(&eo, &lo, &a, err, sizeof(err)), 0);
+	/* a try is a lease grant, then the transaction: lose the second answer */
+	eh_proxy_lose_answer(relay, 2);
+	assert_int_equal(ld_try(a, on_lost, NULL), 1);
+	assert_int_equal(eh_proxy_lost(relay), 1);
+	assert_int_equal(ld_current(b, who, sizeof(who)), 0);
+	assert_string_equal(who, "a h:1");
+	eo.endpoints = etcd.endpoint;
+	assert_int_equal(etcd_client_new(&eo, &c, err, sizeof(err)), 0);
+	assert_int_equal(etcd_range(c, ld_key(a), strlen(ld_key(a)), NULL, 0, 0, 0, &r), 0);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.kvs[0].create_revision, ld_revision(a));
+	assert_int_equal(r.kvs[0].lease, ld_lease(a));
+	etcd_kvs_clear(&r);
+	/* it is a real term: b cannot lead until a resigns */
+	assert_int_equal(ld_try(b, on_lost, NULL), 0);
+	assert_int_equal(ld_resign(a), 0);
+	assert_int_equal(ld_try(b, on_lost, NULL), 1);
+	ld_free(a);
+	ld_free(b);
+	etcd_client_free(c);
+	eh_proxy_stop(relay);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_leader_and_failover),
 		cmocka_unit_test(test_lost_and_stop),
 		cmocka_unit_test(test_try_and_new_term),
+		cmocka_unit_test(test_try_answer_lost),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
