@@ -89,6 +89,8 @@ struct od {
 	struct mx_registry *reg;
 	struct mh_server *http;
 	struct event *sig_term, *sig_int, *sig_hup, *watchdog, *drain;
+	struct event *replica_tick; /* rp_beat, and on_replica_change now and then */
+	unsigned ticks;
 	struct sb_driver *driver;
 	struct devices *devs; /* every device's handles, session, health and drain */
 	struct sb_engine *engine;
@@ -617,6 +619,8 @@ static void od_teardown(struct od *od)
 		event_free(od->sig_hup);
 	if (od->watchdog)
 		event_free(od->watchdog);
+	if (od->replica_tick)
+		event_free(od->replica_tick);
 	loop_free(od->loop);
 	mx_registry_free(od->reg);
 	rp_free(od->rp);
@@ -1196,6 +1200,35 @@ static void on_replica_check(evutil_socket_t fd, short what, void *arg)
 	on_replica_change(arg);
 }
 
+/* Ticks per on_replica_change of the tick: every half second. */
+#define OD_TICKS_PER_CHECK (500 / RP_BEAT_MS)
+
+/*
+ * Every RP_BEAT_MS, on the loop, in every phase: the loop is alive
+ * (rp_beat), and every half second the role and the store are looked at
+ * as after a change: a leader whose store write failed while the replica's
+ * thread saw etcd answer (a member killed under one write) has no change
+ * to wait for, and starts again as after a crash.
+ */
+static void on_replica_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct od *od = arg;
+
+	(void)fd;
+	(void)what;
+	rp_beat(od->rp);
+	if (++od->ticks % OD_TICKS_PER_CHECK == 0)
+		on_replica_change(od);
+}
+
+static int start_replica_tick(struct od *od)
+{
+	struct timeval tv = {0, RP_BEAT_MS * 1000};
+
+	od->replica_tick = event_new(loop_base(od->loop), -1, EV_PERSIST, on_replica_tick, od);
+	return od->replica_tick && event_add(od->replica_tick, &tv) == 0 ? 0 : -ENOMEM;
+}
+
 /*
  * A follower connects the transaction sessions a takeover starts with
  * (warm start, before its server serves): the leader phase takes them
@@ -1334,6 +1367,10 @@ int od_run(const struct od_options *opts)
 	}
 	if (rp_start(od.rp, od.loop, on_replica_change, &od) != 0)
 		goto out;
+	if (start_replica_tick(&od) != 0) {
+		log_msg(LOG_ERR, "cannot start the replica's timer");
+		goto out;
+	}
 	/* one phase after the other, until a stop signal (docs/replicas.md) */
 	for (;;) {
 		enum rp_role role = rp_role(od.rp);

@@ -38,6 +38,11 @@
  *     running transaction, so that transaction's decision is written (or
  *     refused) against its own term's revision before a new term can
  *     replace the fence.
+ *  5. A replica campaigns only while its loop runs (rp_beat within
+ *     RP_LOOP_STALL_MS), and a LEADER whose loop stopped resigns: leading
+ *     takes the thread and the loop both. RECOVERING is exempt: the start
+ *     of a leader phase (recovery reading every device back) runs before
+ *     the loop does, bounded by the devices' own timeouts.
  */
 #include "replica.h"
 
@@ -80,6 +85,7 @@ struct replica {
 	pthread_mutex_t mu;    /* guards the fields below */
 	pthread_cond_t cv;
 	bool stop, campaign, posted;
+	int64_t beat_ms; /* the loop's last rp_beat (mono_ms) */
 	enum rp_role role;
 	char leader_value[600]; /* "ID ADVERTISE" of the leader key; "" none known */
 	struct rp_member members[RP_MAX_REPLICAS];
@@ -396,6 +402,7 @@ static void poll_once(struct replica *rp, bool campaign)
 {
 	struct rp_seen seen = {.n_members = 0};
 	bool changed, replica = rp->opts.replica_id != NULL;
+	int64_t stalled_ms;
 	enum rp_role role;
 	int rc = replica ? keep_member(rp) : 0;
 
@@ -436,18 +443,27 @@ static void poll_once(struct replica *rp, bool campaign)
 	memcpy(rp->members, seen.members, sizeof(seen.members));
 	rp->n_members = seen.n_members;
 	role = rp->role;
+	stalled_ms = mono_ms() - rp->beat_ms;
 	if (changed)
 		post_locked(rp);
 	pthread_mutex_unlock(&rp->mu);
 	if (!replica)
 		return;
-	if ((role == RP_RECOVERING || role == RP_LEADER) && !key_is_ours(rp, &seen)) {
+	if (role == RP_LEADER && stalled_ms >= RP_LOOP_STALL_MS) {
+		char why[120];
+
+		snprintf(why, sizeof(why), "the event loop has not run for %lld ms: lead given up",
+			 (long long)stalled_ms);
+		(void)ld_resign(rp->leader);
+		on_lost(rp, why);
+	} else if ((role == RP_RECOVERING || role == RP_LEADER) && !key_is_ours(rp, &seen)) {
 		(void)ld_resign(rp->leader);
 		on_lost(rp, "the leader key is not this replica's any more");
 	} else if (role == RP_FOLLOWER && key_is_ours(rp, &seen) && ld_lease(rp->leader)) {
 		/* a term that ended here: its key goes now, not at its lease's end */
 		(void)ld_resign(rp->leader);
-	} else if (role == RP_FOLLOWER && campaign && !seen.leader[0]) {
+	} else if (role == RP_FOLLOWER && campaign && !seen.leader[0] &&
+		   stalled_ms < RP_LOOP_STALL_MS) {
 		pthread_mutex_lock(&rp->mu);
 		rp->role = RP_CAMPAIGNING;
 		pthread_mutex_unlock(&rp->mu);
@@ -519,6 +535,7 @@ int rp_start(struct replica *rp, struct loop *loop, void (*on_change)(void *ctx)
 	rp->loop = loop;
 	rp->on_change = on_change;
 	rp->on_change_ctx = ctx;
+	rp->beat_ms = mono_ms();
 	if (pthread_create(&rp->thread, NULL, watch_main, rp) != 0)
 		return -EAGAIN;
 	rp->thread_running = true;
@@ -593,6 +610,14 @@ void rp_leading(struct replica *rp)
 	pthread_mutex_lock(&rp->mu);
 	if (rp->role == RP_RECOVERING)
 		rp->role = RP_LEADER;
+	rp->beat_ms = mono_ms(); /* the loop runs from now on */
+	pthread_mutex_unlock(&rp->mu);
+}
+
+void rp_beat(struct replica *rp)
+{
+	pthread_mutex_lock(&rp->mu);
+	rp->beat_ms = mono_ms();
 	pthread_mutex_unlock(&rp->mu);
 }
 

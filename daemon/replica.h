@@ -68,6 +68,17 @@ int rp_start(struct replica *rp, struct loop *loop, void (*on_change)(void *ctx)
 /* Stops that thread (before the loop goes); on_change is not called any more. */
 void rp_stop(struct replica *rp);
 
+/*
+ * The loop is alive: called on the loop thread every RP_BEAT_MS (daemon.c's
+ * tick). A replica whose loop has not beaten for RP_LOOP_STALL_MS does not
+ * campaign, and a leader's gives up the lead (its lease revoked at once):
+ * the keep-alive runs on its own thread, so without this a replica whose
+ * loop hangs would hold the lead, serving nothing, for as long as it lives.
+ */
+void rp_beat(struct replica *rp);
+#define RP_BEAT_MS	 100
+#define RP_LOOP_STALL_MS 5000
+
 /* The role now (thread-safe). */
 enum rp_role rp_role(struct replica *rp);
 /* Allows or stops campaigning (the follower phase allows it). Thread-safe. */

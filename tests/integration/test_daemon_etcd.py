@@ -28,6 +28,9 @@ lab fleet of 16 ocs-devsim devices, all on loopback:
     set, the devices untouched; a third replica started while etcd is down
     comes up and says why; etcd back: writes taken again, and the third
     replica's copy has the new job;
+  - a leader whose event loop stops (blocked on a FIFO) gives up the lead
+    within RP_LOOP_STALL_MS: the other replica serves writes; once the
+    loop runs again the old leader follows;
   - the fence before the confirm: a leader whose key is deleted while a
     transaction waits for the devices' switching time (between commit and
     confirm) does not confirm: the job fails naming it, and the devices
@@ -163,8 +166,9 @@ class Replica:
     """One ocsd replica on its own reserved gRPC port (its --advertise), its
     own state directory and log."""
 
-    def __init__(self, name):
+    def __init__(self, name, cfg=None):
         self.name = name
+        self.cfg = cfg or fleet.cfg
         self.port = testports.reserve(1)
         self.addr = f"127.0.0.1:{self.port}"
         self.dir = os.path.join(fleet.work, "state-" + name)
@@ -176,7 +180,7 @@ class Replica:
         os.makedirs(self.dir, exist_ok=True)
         with open(self.log_path, "a") as log:
             self.proc = subprocess.Popen(
-                [fleet.ocsd_bin, "--config", fleet.cfg, "--state-dir", self.dir,
+                [fleet.ocsd_bin, "--config", self.cfg, "--state-dir", self.dir,
                  "--listen", self.addr, "--metrics-listen", "127.0.0.1:0", "--insecure",
                  "--reconcile-interval-s", "1", "--store", "etcd", "--etcd-endpoints",
                  etcd.url, "--replica-id", self.name, "--advertise", self.addr],
@@ -506,7 +510,72 @@ def main():
     ch.close()
     check(fleet.stop_ocsd() == 0, "ocsd's exit status after SIGTERM")
     replicas()
+    stalled_loop()
     fence()
+
+
+def stalled_loop():
+    """A leader whose event loop stops (its other threads running on, the
+    lease's keep-alive among them) gives up the lead: the other replica
+    serves writes within RP_LOOP_STALL_MS (5 s) + the TTL. The loop is
+    stopped for real: SIGHUP makes it re-read its fabric file, which is a
+    FIFO nobody writes to yet, so open() blocks the loop thread alone."""
+    own = os.path.join(fleet.work, "fabric-stall.json")
+    shutil.copy(fleet.cfg, own)
+    p, q = Replica("p", own), Replica("q")
+    try:
+        p.start()
+        check(p.wait("ocs.v1.Jobs", SERVING), "p never led:\n" + p.log()[-3000:])
+        q.start()
+        check(q.wait("", SERVING), "q does not serve:\n" + q.log()[-3000:])
+        os.rename(own, own + ".real")
+        os.mkfifo(own)
+        p.proc.send_signal(signal.SIGHUP)
+        stalled = time.time()
+        # the first write q takes (each try on a fresh channel): f2's release
+        r = first_write(q, lambda s: s.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="f2"),
+                                                  timeout=RPC_TIMEOUT_S))
+        took = time.time() - stalled
+        check(r.job.state == jobs_pb2.JOB_STATE_RELEASED, f"release f2 on q: {r.job.reason}")
+        print(f"stalled loop: q took its first write {took:.2f} s after p's loop stopped",
+              flush=True)
+        check(took <= 5 + 1 + 4, f"q took over after {took:.1f} s (5 s stall + 1 s TTL)")
+        check(p.proc.poll() is None, "p exited")
+        check("the event loop has not run for" in p.log(), "p does not say why it gave up")
+        r = first_write(q, lambda s: s.SubmitJob(spec("st1", 5, 7, 1), timeout=RPC_TIMEOUT_S))
+        check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"st1 on q: {r.job.reason}")
+        # p's loop runs again (a writer opens the FIFO: p's open returns, the
+        # loader refuses a file that is not regular, the configuration stays)
+        os.close(os.open(own, os.O_WRONLY | os.O_NONBLOCK))
+        os.replace(own + ".real", own)
+        deadline = time.time() + 30
+        fp = None
+        while time.time() < deadline:
+            try:
+                fp = p.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=2)
+                if fp.role == "follower" and fp.leader_id == "q":
+                    break
+            except grpc.RpcError:
+                pass
+            time.sleep(0.1)
+        check(fp is not None and fp.role == "follower" and fp.leader_id == "q",
+              f"p after its loop ran again: {fp}")
+        check(q.serving("ocs.v1.Jobs") == SERVING, "q stopped leading")
+        r = first_write(q, lambda s: s.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="st1"),
+                                                  timeout=RPC_TIMEOUT_S))
+        check(r.job.state == jobs_pb2.JOB_STATE_RELEASED, f"release st1: {r.job.reason}")
+        fleet.grpc_port, port = q.port, fleet.grpc_port
+        check(ocsd_circuits() == device_circuits(), "devices and ocsd agree after the stall")
+        fleet.grpc_port = port
+    finally:
+        if os.path.exists(own + ".real"):  # a failure while the FIFO was in place
+            try:  # p's loop may still wait on it: let it go
+                fd = os.open(own, os.O_WRONLY | os.O_NONBLOCK)
+                os.close(fd)
+            except OSError:
+                pass
+        q.stop()
+        p.stop()
 
 
 def fence():
@@ -566,7 +635,7 @@ def run():
         traceback.print_exc()  # where, next to the logs Script dumps
         raise
     finally:
-        for name in ("a", "b", "c"):
+        for name in ("a", "b", "c", "p", "q"):
             path = os.path.join(fleet.work, f"ocsd-{name}.log")
             if script.failures and os.path.exists(path):
                 with open(path, errors="replace") as f:
