@@ -44,6 +44,7 @@ Loopback only; every process started here is stopped by close()/stop().
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -253,6 +254,22 @@ class Replica:
             return ""
 
 
+def dump_stacks(pid, log_path, why):
+    """Appends every thread's stack of process pid (gdb, when installed) to
+    its log: a replica that does not stop is a hung event loop, and the
+    stacks say where."""
+    if not shutil.which("gdb"):
+        return
+    try:
+        out = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex",
+                              "thread apply all bt"], capture_output=True, text=True,
+                             timeout=60).stdout
+    except (subprocess.TimeoutExpired, OSError) as e:
+        out = f"gdb: {e}"
+    with open(log_path, "a") as log:
+        log.write(f"=== stacks of pid {pid} ({why})\n{out}\n")
+
+
 class Replicas:
     """N replicas of ocsd on `fleet` (an ocsd_fleet.Fleet whose devices run)
     and `cluster` (a started EtcdCluster), under a supervisor thread."""
@@ -338,6 +355,7 @@ class Replicas:
         try:
             code = r.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            dump_stacks(r.proc.pid, r.log_path, f"ignored SIGTERM for {timeout_s} s")
             r.proc.kill()
             r.proc.wait()
             code = None

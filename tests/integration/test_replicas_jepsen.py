@@ -27,7 +27,8 @@ Then everything is healed (etcd members started, paused replicas resumed),
 a leader is waited for, the jobs settle and the confirm timeout passes, and:
   1. every acknowledged submit (answered ACTIVE) is ACTIVE, or RELEASED if
      its release was acknowledged (either if the release was
-     indeterminate); one answered FAILED stays FAILED; one whose release
+     indeterminate); one answered FAILED, or refused because its
+     transaction failed on the devices, is FAILED; one whose release
      was answered NOT_FOUND does not exist; one refused does not exist
      (read through the leader);
   2. the devices (read back with ncclient) hold exactly the cross-connects
@@ -396,6 +397,11 @@ def check_jobs(ops, jobs):
             want = ("RELEASED",) if rel_ok else ("ACTIVE", "RELEASED") if rel_info else ("ACTIVE",)
         elif sub["outcome"] == "ok" and sub["state"] == FAILED:
             want = ("FAILED",)
+        elif sub["outcome"] == "fail" and ": devices: " in sub["detail"]:
+            # taken, then its transaction failed on the devices (a paused
+            # old leader's session still holding a device's lock) and was
+            # rolled back: the job is stored FAILED and holds nothing
+            want = ("FAILED",)
         elif sub["outcome"] == "fail":
             want = ("absent",)
         elif rel_ok:
@@ -704,8 +710,12 @@ def run():
         if reps:
             if script.failures:
                 for r in reps.reps:
+                    text = r.log()
                     print(f"--- {r.id} log (tail)")
-                    print("".join(r.log().splitlines(True)[-25:]))
+                    print("".join(text.splitlines(True)[-25:]))
+                    # a replica that ignored SIGTERM: its threads' stacks
+                    for dump in re.findall(r"=== stacks of .*?(?=\n=== |\Z)", text, re.S):
+                        print(dump[:20000])
             reps.close()
         cluster.stop()
 
