@@ -530,6 +530,10 @@ static int add_signal(struct od *od, struct event **ev, int sig,
 static void phase_teardown(struct od *od)
 {
 	od->phase = OD_PHASE_NONE;
+	/* every call answered from here on is refused (the loop still answers
+	 * the ones the server drains below, while their objects go) */
+	if (od->api)
+		api_stopping(od->api);
 	if (od->recon_timer)
 		event_free(od->recon_timer);
 	if (od->prune_timer)
@@ -548,7 +552,10 @@ static void phase_teardown(struct od *od)
 	if (od->pool)
 		pool_stop(od->pool);
 	/* Then a transaction in progress: it ends (rolled back if need be) and
-	 * posts its outcome, which the job manager takes below. */
+	 * posts its outcome, which the job manager takes below. The loop takes
+	 * no decision to confirm from here on: the engine need not wait for one. */
+	txn_driver_withdraw(od->txn);
+	txn_driver_withdraw(od->rail_txn);
 	exec_sb_free(od->exec_sb);
 	if (od->loop)
 		loop_run_posted(od->loop);
@@ -902,6 +909,13 @@ static int check_existing(struct od *od)
 	return rc;
 }
 
+/* nb_server_destroy's drain: the loop thread destroys the server, and
+ * answers the calls handed out, through what their handlers posted. */
+static void drain_posted(void *ctx)
+{
+	loop_run_posted(ctx);
+}
+
 /* The gRPC server over od->api (both phases). 0 or -errno (logged). */
 static int start_server(struct od *od)
 {
@@ -918,6 +932,8 @@ static int start_server(struct od *od)
 	sc.tls_key_file = o->tls_key;
 	sc.limits = api_limits(od->cfg);
 	sc.handlers = api_handlers(od->api);
+	sc.drain = drain_posted;
+	sc.drain_ctx = od->loop;
 	rc = nb_server_create(&sc, &od->server, &nerr);
 	if (rc) {
 		log_msg(LOG_ERR, "gRPC server: %s%s%s", nerr.field, nerr.field[0] ? ": " : "",

@@ -40,8 +40,9 @@
  *     replace the fence.
  *  5. A replica campaigns only while its loop runs (rp_beat within
  *     RP_LOOP_STALL_MS), and a LEADER whose loop stopped resigns: leading
- *     takes the thread and the loop both. RECOVERING is exempt: the start
- *     of a leader phase (recovery reading every device back) runs before
+ *     takes the thread and the loop both. RECOVERING gets
+ *     RP_RECOVERY_STALL_MS: the end of the follower phase and the start of
+ *     the leader phase (recovery reading every device back) run before
  *     the loop does, bounded by the devices' own timeouts.
  */
 #include "replica.h"
@@ -449,7 +450,8 @@ static void poll_once(struct replica *rp, bool campaign)
 	pthread_mutex_unlock(&rp->mu);
 	if (!replica)
 		return;
-	if (role == RP_LEADER && stalled_ms >= RP_LOOP_STALL_MS) {
+	if ((role == RP_LEADER && stalled_ms >= RP_LOOP_STALL_MS) ||
+	    (role == RP_RECOVERING && stalled_ms >= RP_RECOVERY_STALL_MS)) {
 		char why[120];
 
 		snprintf(why, sizeof(why), "the event loop has not run for %lld ms: lead given up",

@@ -78,6 +78,9 @@ void rp_stop(struct replica *rp);
 void rp_beat(struct replica *rp);
 #define RP_BEAT_MS	 100
 #define RP_LOOP_STALL_MS 5000
+/* The same for RECOVERING, whose loop does not run while the follower
+ * phase ends and the leader phase starts (recovery reads every device). */
+#define RP_RECOVERY_STALL_MS 60000
 
 /* The role now (thread-safe). */
 enum rp_role rp_role(struct replica *rp);

@@ -63,7 +63,9 @@
  *     write, and the loop uses the transactions' device handles only at
  *     start-up, before any transaction (recovery, adoption, the rail port
  *     map; the keepalive reads on the executor, under a claim it only tries).
- *  3. Should the loop still be gone (stopped without draining), the engine
+ *  3. A phase that ends withdraws the decision (txn_driver_withdraw,
+ *     before it waits for the engine: the loop takes no decision then).
+ *     Should the loop still be gone (stopped without draining), the engine
  *     withdraws a decision not picked up within half the confirm timeout,
  *     the loop writes nothing for a withdrawn one (the node is still run,
  *     by loop_free() at the latest, before the transaction's end is), and
@@ -138,6 +140,7 @@ struct txn {
 	 * stopped waiting (the loop then writes nothing), or done with the
 	 * store's answer in decide_rc */
 	enum { DECIDE_NONE, DECIDE_POSTED, DECIDE_WRITING, DECIDE_WITHDRAWN, DECIDE_DONE } decide;
+	bool no_decision; /* txn_driver_withdraw: no decision is taken any more */
 	int decide_rc;
 	char decide_error[200];
 	struct loop_node decide_node; /* posts on_loop_decide to the loop */
@@ -159,6 +162,20 @@ struct txn_driver *txn_driver_new(const struct txn_deps *deps)
 void txn_driver_free(struct txn_driver *d)
 {
 	free(d);
+}
+
+void txn_driver_withdraw(struct txn_driver *d)
+{
+	struct txn *tx = d ? d->running : NULL;
+
+	if (!tx)
+		return;
+	pthread_mutex_lock(&tx->gate_mu);
+	tx->no_decision = true;
+	if (tx->decide == DECIDE_POSTED)
+		tx->decide = DECIDE_WITHDRAWN; /* the loop writes nothing for it */
+	pthread_cond_broadcast(&tx->gate_cv);
+	pthread_mutex_unlock(&tx->gate_mu);
 }
 
 static void free_txn(struct txn *tx)
@@ -290,9 +307,10 @@ static int decide(struct txn *tx, char *why, size_t why_len)
 		until.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&tx->gate_mu);
-	tx->decide = DECIDE_POSTED;
+	tx->decide = tx->no_decision ? DECIDE_WITHDRAWN : DECIDE_POSTED;
 	pthread_mutex_unlock(&tx->gate_mu);
-	loop_post(d->loop, &tx->decide_node, on_loop_decide);
+	if (tx->decide == DECIDE_POSTED)
+		loop_post(d->loop, &tx->decide_node, on_loop_decide);
 	pthread_mutex_lock(&tx->gate_mu);
 	while (tx->decide == DECIDE_POSTED || tx->decide == DECIDE_WRITING) {
 		/* once the loop writes, the store's own timeouts bound the wait */
@@ -302,7 +320,12 @@ static int decide(struct txn *tx, char *why, size_t why_len)
 			 tx->decide == DECIDE_POSTED)
 			tx->decide = DECIDE_WITHDRAWN;
 	}
-	if (tx->decide == DECIDE_WITHDRAWN) {
+	if (tx->decide == DECIDE_WITHDRAWN && tx->no_decision) {
+		rc = -ECANCELED;
+		snprintf(why, why_len,
+			 "ocsd stopped leading or is stopping before the decision to commit was "
+			 "stored: no confirm");
+	} else if (tx->decide == DECIDE_WITHDRAWN) {
 		rc = -ETIMEDOUT;
 		snprintf(why, why_len,
 			 "the decision to commit was not stored within %d ms (the event loop did "

@@ -146,6 +146,13 @@ struct txn_driver;
 /* Caller frees with txn_driver_free() (accepts NULL; no transaction may be running). */
 struct txn_driver *txn_driver_new(const struct txn_deps *deps);
 void txn_driver_free(struct txn_driver *d);
+/*
+ * On the loop thread, when the phase ends (SIGTERM, the lead lost): the
+ * running transaction's decision will not be taken, so the engine stops
+ * waiting for it at once (no confirm; the transaction rolls back) instead
+ * of after half the confirm timeout. Accepts NULL and an idle driver.
+ */
+void txn_driver_withdraw(struct txn_driver *d);
 
 /*
  * Starts change c on driver (a struct txn_driver *). 0: done(arg, outcome)

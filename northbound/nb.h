@@ -35,7 +35,10 @@
  *   by that answer (possibly before it returns): do not touch either after
  *   answering. Answering a call that the client cancelled is fine (the
  *   answer is dropped); nb_call_cancelled() lets the daemon skip work.
- * - nb_server_destroy() blocks until every handed-out call was answered.
+ * - nb_server_destroy() blocks until every handed-out call was answered
+ *   (running nb_server_config.drain meanwhile). A call whose request is
+ *   read after nb_server_shutdown() is answered UNAVAILABLE by the server
+ *   itself, never handed out.
  *
  * Roles (from the client certificate's subject OU, exactly one of):
  *   viewer     reads: GetFabric, ListDevices, ListCircuits, ListRings, ListDrift,
@@ -300,6 +303,13 @@ struct nb_server_config {
 	/* nb_server_destroy(): how long calls may take to end by themselves
 	 * before the rest are cancelled; 0: 2000 ms. */
 	int shutdown_grace_ms;
+	/* Run by nb_server_destroy(), outside its lock, every NB_DRAIN_MS while
+	 * it waits for handed-out calls to be answered (NULL: not at all):
+	 * when the thread that destroys the server is the one that answers
+	 * (the daemon's loop), this runs what handlers posted to it, which
+	 * would otherwise wait for that thread forever. */
+	void (*drain)(void *ctx);
+	void *drain_ctx;
 	struct nb_limits limits;
 	struct nb_handlers handlers;
 };

@@ -60,6 +60,7 @@
 #define NB_MAX_THREADS		       16
 #define NB_DEFAULT_SHUTDOWN_GRACE_MS   2000
 #define NB_DEFAULT_MAX_CALLS_IN_FLIGHT 4096
+#define NB_DRAIN_MS		       20 /* nb_server_config.drain's period */
 
 enum call_state { ST_REQUESTED, ST_RECEIVING, ST_DISPATCHED, ST_STREAMING, ST_FINISHING };
 enum op_kind { OP_NEW_CALL, OP_RECV, OP_CLOSE, OP_WRITE, OP_FINISH, OP_SERVER_SHUTDOWN };
@@ -126,6 +127,8 @@ struct nb_server {
 	bool insecure;
 	struct nb_limits limits;
 	struct nb_handlers handlers;
+	void (*drain)(void *ctx);
+	void *drain_ctx;
 	int guarded_fds[4]; /* listening sockets nb_accept.c guards */
 	int n_guarded;
 	pthread_t threads[NB_MAX_THREADS];
@@ -684,6 +687,11 @@ static bool serve_request(struct nb_call *c)
 		}
 		return false;
 	default:
+		/* nb_server_destroy may be waiting already: hand out nothing new */
+		if (s->shutting_down) {
+			start_finish(c, NB_UNAVAILABLE, "server: shutting down", NULL);
+			return false;
+		}
 		if (s->calls_held >= s->max_calls_in_flight) {
 			char msg[160];
 
@@ -1093,6 +1101,8 @@ int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
 	s->max_streams = cfg->max_streams ? cfg->max_streams : NB_DEFAULT_MAX_STREAMS;
 	s->shutdown_grace_ms =
 		cfg->shutdown_grace_ms ? cfg->shutdown_grace_ms : NB_DEFAULT_SHUTDOWN_GRACE_MS;
+	s->drain = cfg->drain;
+	s->drain_ctx = cfg->drain_ctx;
 	s->max_calls_in_flight = cfg->max_calls_in_flight ? cfg->max_calls_in_flight
 							  : NB_DEFAULT_MAX_CALLS_IN_FLIGHT;
 	s->insecure = cfg->insecure;
@@ -1216,29 +1226,47 @@ void nb_server_destroy(struct nb_server *s)
 		}
 	}
 	/* Grace period: streams end with their status and the daemon answers;
-	 * then whatever is left (a client that stopped reading) is cancelled. */
+	 * then whatever is left (a client that stopped reading) is cancelled.
+	 * A call handed out stays until the daemon answers it: drain runs what
+	 * the handlers posted meanwhile. */
 	pthread_mutex_lock(&s->mu);
 	{
-		struct timespec deadline;
+		uint64_t grace_end = now_ns() + (uint64_t)s->shutdown_grace_ms * 1000000u;
 		bool cancelled = false;
 
-		clock_gettime(CLOCK_REALTIME, &deadline);
-		deadline.tv_sec += s->shutdown_grace_ms / 1000;
-		deadline.tv_nsec += (long)(s->shutdown_grace_ms % 1000) * 1000000L;
-		if (deadline.tv_nsec >= 1000000000L) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000L;
-		}
 		while (!s->shutdown_done || s->live_calls > 0) {
-			if (!cancelled &&
-			    pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == ETIMEDOUT) {
+			uint64_t now = now_ns(), wait_ns = UINT64_MAX;
+			struct timespec until;
+
+			if (!cancelled && now >= grace_end) {
 				cancelled = true;
 				pthread_mutex_unlock(&s->mu);
 				grpc_server_cancel_all_calls(s->server);
 				pthread_mutex_lock(&s->mu);
-			} else if (cancelled) {
-				pthread_cond_wait(&s->cv, &s->mu);
+				continue;
 			}
+			if (s->drain) {
+				pthread_mutex_unlock(&s->mu);
+				s->drain(s->drain_ctx);
+				pthread_mutex_lock(&s->mu);
+				if (s->shutdown_done && s->live_calls == 0)
+					break;
+				wait_ns = (uint64_t)NB_DRAIN_MS * 1000000u;
+			}
+			if (!cancelled && grace_end - now < wait_ns)
+				wait_ns = grace_end - now;
+			if (wait_ns == UINT64_MAX) {
+				pthread_cond_wait(&s->cv, &s->mu);
+				continue;
+			}
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += (time_t)(wait_ns / 1000000000u);
+			until.tv_nsec += (long)(wait_ns % 1000000000u);
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			(void)pthread_cond_timedwait(&s->cv, &s->mu, &until);
 		}
 	}
 	pthread_mutex_unlock(&s->mu);

@@ -4,7 +4,8 @@
  * (ocsctl's nb_client): answers from other threads, answers after the
  * client gave up, wrong response types, oversized responses, missing
  * handlers, call_done reports, health changes and event
- * sequence numbers. The handlers here are test-only.
+ * sequence numbers, a destroy that drains calls posted late to the
+ * thread destroying the server. The handlers here are test-only.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -553,6 +554,90 @@ static void test_calls_in_flight_bounded(void **state)
 	nb_server_destroy(server);
 }
 
+/*
+ * The daemon's loop thread destroys the server and is also the thread that
+ * answers: a handler that posts its call to the loop late (its gRPC thread
+ * preempted between reading the request and posting; here a 200 ms sleep)
+ * posts after the loop's last run before nb_server_destroy. destroy must
+ * run the config's drain while it waits, or it waits forever for a call
+ * only it could answer (a replica's loop hung that way when it took the
+ * lead: nothing logged, SIGTERM ignored, its lease kept alive).
+ */
+static struct nb_call *late_posted;
+static int late_entered, late_drained;
+
+static void h_post_late(void *ctx, struct nb_call *call, const Ocs__V1__UndrainDeviceRequest *req)
+{
+	pthread_mutex_lock(&fx.mu);
+	late_entered = 1;
+	pthread_mutex_unlock(&fx.mu);
+	usleep(200 * 1000);
+	pthread_mutex_lock(&fx.mu);
+	late_posted = call; /* the "loop_post" */
+	pthread_mutex_unlock(&fx.mu);
+}
+
+/* The owner's queue, run by the owner thread (and by destroy's drain). */
+static void run_posted(void *ctx)
+{
+	Ocs__V1__UndrainDeviceResponse resp = OCS__V1__UNDRAIN_DEVICE_RESPONSE__INIT;
+	struct nb_call *call;
+
+	pthread_mutex_lock(&fx.mu);
+	call = late_posted;
+	late_posted = NULL;
+	pthread_mutex_unlock(&fx.mu);
+	if (call) {
+		assert_int_equal(nb_call_reply(call, &resp.base), 0);
+		late_drained++;
+	}
+}
+
+static void test_destroy_drains_late_posts(void **state)
+{
+	struct nb_server_config cfg = {0};
+	struct nb_client_opts co = {0};
+	struct nb_server *server;
+	struct nb_error err;
+	struct bg_call bg = {0};
+	pthread_t t;
+	char target[64], msg[128];
+	int entered = 0;
+
+	cfg.listen_addr = "127.0.0.1:0";
+	cfg.insecure = true;
+	cfg.shutdown_grace_ms = 5000;
+	cfg.limits =
+		(struct nb_limits){.pods = 2, .leaves_per_pod = 2, .gpus_per_leaf = 4, .groups = 2};
+	cfg.handlers.undrain_device = h_post_late;
+	cfg.drain = run_posted;
+	assert_int_equal(nb_server_create(&cfg, &server, &err), 0);
+	snprintf(target, sizeof(target), "127.0.0.1:%d", nb_server_port(server));
+	co.target = target;
+	co.insecure = true;
+	co.timeout_ms = 10000;
+	bg.client = nb_client_new(&co, msg, sizeof(msg));
+	assert_non_null(bg.client);
+	assert_int_equal(pthread_create(&t, NULL, call_in_background, &bg), 0);
+	for (int i = 0; i < 500 && !entered; i++) { /* bounded: 5 s */
+		usleep(10 * 1000);
+		pthread_mutex_lock(&fx.mu);
+		entered = late_entered;
+		pthread_mutex_unlock(&fx.mu);
+	}
+	assert_true(entered);
+	/* the owner's teardown: shutdown, its last run, destroy */
+	nb_server_shutdown(server);
+	run_posted(NULL);
+	assert_int_equal(late_drained, 0); /* not posted yet */
+	nb_server_destroy(server);
+	/* destroy ran the drain, which answered the call, well within the grace */
+	assert_int_equal(late_drained, 1);
+	pthread_join(t, NULL);
+	assert_int_equal(bg.st.code, NB_OK);
+	nb_client_free(bg.client);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_event_filters),
 		cmocka_unit_test(test_call_done),
 		cmocka_unit_test(test_calls_in_flight_bounded),
+		cmocka_unit_test(test_destroy_drains_late_posts),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
