@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # README command (b): installs what the build and the tests need, builds ocsd
-# three times and runs the default test suite (every label except bench and
-# jepsen) on
+# three times and runs the default test suite (every label except bench) on
 # two of them: RelWithDebInfo (tested), Release (-O3, built only: warnings
 # only the optimizer finds must break CI, not a packager's build) and
 # ASan+UBSan (tested).
@@ -12,9 +11,6 @@
 #   tests/run.sh --no-sanitize   skip the sanitizer build
 #   tests/run.sh --no-release    skip the Release build
 #   tests/run.sh --bench         also run the benchmarks (label bench)
-#   tests/run.sh --jepsen        also run the Jepsen-style replica test (label
-#                                jepsen: opt-in while issue 15's etcd-back
-#                                defect is open, see tests/README.md)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -22,11 +18,10 @@ cd "$top"
 sanitize=1
 release=1
 bench=0
-jepsen=0
 fuzz=1
 fuzz_hours=""
 usage() {
-  echo "usage: tests/run.sh [--no-sanitize] [--no-release] [--no-fuzz] [--bench] [--jepsen] [--fuzz-hours N]" >&2
+  echo "usage: tests/run.sh [--no-sanitize] [--no-release] [--no-fuzz] [--bench] [--fuzz-hours N]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -35,7 +30,6 @@ while [ $# -gt 0 ]; do
     --no-release) release=0 ;;
     --no-fuzz) fuzz=0 ;;
     --bench) bench=1 ;;
-    --jepsen) jepsen=1 ;;
     --fuzz-hours)
       [ $# -ge 2 ] && [[ $2 =~ ^[0-9]+(\.[0-9]+)?$ ]] || usage
       fuzz_hours=$2
@@ -58,7 +52,7 @@ build() { # build-dir, cmake args...
 }
 run_suite() { # build-dir, cmake args...
   build "$@"
-  (cd "$1" && ctest --output-on-failure -j "$jobs" -LE 'bench|jepsen')
+  (cd "$1" && ctest --output-on-failure -j "$jobs" -LE bench)
 }
 
 fuzz_suite() { # seconds per harness
@@ -88,7 +82,4 @@ if [ "$fuzz" = 1 ]; then
 fi
 if [ "$bench" = 1 ]; then
   (cd build && ctest --output-on-failure -L bench)
-fi
-if [ "$jepsen" = 1 ]; then
-  (cd build && ctest --output-on-failure -L jepsen)
 fi
