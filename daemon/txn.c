@@ -49,7 +49,7 @@
  * that matters is kept: the intent, then the decision, are durable before
  * any change becomes final, i.e. before the first confirm. On a replicated
  * store a commit returns once the changeset is in etcd (store.c,
- * write_commit): the intent's wait is overlapped too.
+ * st_write_commit): the intent's wait is overlapped too.
  *
  * Why the gate cannot deadlock (the engine thread waits for the loop):
  *  1. The loop never waits for an engine thread while that thread may be in

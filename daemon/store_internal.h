@@ -1,0 +1,112 @@
+/*
+ * store_internal.h - what the files of the SQLite state store (store.h)
+ * share: the store handle behind struct st_store, the SQL helpers and the
+ * write transaction of store.c, and the two pieces one table file lends
+ * another. Not for use outside the store; like store.h, one handle belongs
+ * to one thread (the event loop).
+ *
+ * Files (no file calls back into one that calls it; checked by the
+ * callgraph test):
+ *
+ *   store.c          the connection: schema and migrations, open/close,
+ *                    the write transaction, replication hooks, images
+ *   store_jobs.c     jobs, drained devices, plan figures, emptiness
+ *   store_intents.c  the intent log, committed circuits and links
+ *   store_rings.c    OCSTrx rings, ring intents, faulty nodes
+ *   store_rail.c     rail-OCS swaps, faulty GPUs, the jobs' moved GPUs
+ *   store_prune.c    retention (st_prune)
+ *
+ *   store_rail.c --> store_intents.c --> store_rings.c --> store.c
+ *   store_jobs.c, store_prune.c --> store.c
+ */
+#ifndef OCSD_STORE_INTERNAL_H
+#define OCSD_STORE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+#include "store_repl.h"
+
+struct st_store {
+	sqlite3 *db;
+	/* a replicated store (store_repl.h); NULL for a plain SQLite file */
+	const struct st_repl_hooks *repl;
+	void *repl_ctx;
+	sqlite3_session *session; /* the open write transaction's changes */
+	bool commit_allowed;	  /* st_write_commit() or a changeset apply is committing */
+	bool repl_failed;	  /* the last write failed in the replication */
+	void (*on_error)(void *ctx, int rc);
+	void *on_error_ctx;
+};
+
+/* The lifecycle states of a job that is over (store.h, st_prune). */
+#define ST_FINISHED_JOB "state IN ('RELEASED', 'FAILED')"
+
+/* ---- store.c: SQL helpers ---- */
+
+/*
+ * Maps an SQLite result (extended result codes are on) to the errno-style
+ * codes of this module.
+ */
+int st_sql_rc(int rc);
+/* The error of the sqlite3_bind_*() call on st that just failed. */
+int st_bind_error(struct st_store *st);
+int st_exec(struct st_store *st, const char *sql);
+int st_prepare(struct st_store *st, const char *sql, sqlite3_stmt **stmt);
+/*
+ * Binds text, or NULL when v is NULL. Returns an SQLite result code. The
+ * text is not copied: every statement here is finalized before its
+ * arguments go away.
+ */
+int st_bind_text(sqlite3_stmt *s, int i, const char *v);
+/*
+ * Runs s again with new arguments. Its reset's return is the previous
+ * step's result, which the caller already checked.
+ */
+void st_rearm(sqlite3_stmt *s);
+/*
+ * Returns items (n used of *cap elements of elem bytes) with room for one
+ * more: items itself, or a larger copy (*cap updated). NULL when out of
+ * memory; items is still valid then.
+ */
+void *st_grow(void *items, size_t *cap, size_t n, size_t elem);
+
+/* ---- store.c: the write transaction ---- */
+
+/*
+ * Every write transaction starts with st_write_begin() and ends with
+ * st_write_commit() or st_rollback(). On a replicated store (store_repl.h)
+ * the commit first hands the transaction's changeset to the replication's
+ * publish hook; any other commit is refused. On failure of st_write_commit()
+ * the transaction is still open: the caller rolls it back. st_rollback()
+ * has no result: nothing of the transaction was committed either way.
+ */
+int st_write_begin(struct st_store *st);
+int st_write_commit(struct st_store *st);
+void st_rollback(struct st_store *st);
+/* One statement as a write transaction of its own. */
+int st_step_write(struct st_store *st, sqlite3_stmt *s);
+
+/* ---- store_intents.c ---- */
+
+/*
+ * The rows of an intent (intents, intent_xcs, intent_links), inside the
+ * caller's write transaction; *txn_id is the new intent's id.
+ */
+int st_intent_insert(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
+		     size_t n_removals, const struct st_circuit *additions, size_t n_additions,
+		     const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id);
+
+/* ---- store_rings.c ---- */
+
+/*
+ * The ring part of an open intent (nothing for an intent of circuits):
+ * in->rings and in->bundles, freed by st_intent_clear().
+ */
+int st_read_intent_rings(struct st_store *st, struct st_intent *in);
+
+#endif
