@@ -20,7 +20,7 @@
 #include "rings.h"
 #include "store.h"
 
-/* ---- the daemon's enums in the API, each mapped once ---- */
+/* ---- transaction outcomes, each mapped once ---- */
 
 /* The `outcome` label of the transaction metrics. */
 static const char *txn_result_label(enum txn_result r)
