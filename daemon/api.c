@@ -1,15 +1,17 @@
 /*
- * api.c - implementation of api.h: request hand-off to the loop, protobuf
- * <-> job manager conversions, replies built in a per-request arena.
+ * api.c - implementation of api.h: the API's life (api_new, api_attach,
+ * api_follow), request hand-off from gRPC threads to the loop and the
+ * handler table, the Jobs service (protobuf <-> job manager conversions,
+ * replies built in a per-request arena), the fabric limits and the jobs'
+ * requests decoded at start. The Fabric service is in api_fabric.c, the
+ * events in api_events.c, the shared messages in api_pb.c (api_internal.h).
  *
  * Return values left unchecked here, and why that is safe:
  *  - nb_call_reply() and nb_call_fail() always answer the call (a reply that
  *    cannot be sent is replaced by an error status); their result only says
  *    which happened.
- *  - nb_server_publish() returns the sequence number stamped on the event;
- *    a subscriber too far behind is ended by the northbound itself.
- *  - mx_add(), mx_set() and mx_observe() fail only when a new label series
- *    cannot be allocated: one metric sample is lost, no daemon state.
+ *  - mx_add() and mx_observe() fail only when a new label series cannot be
+ *    allocated: one metric sample is lost, no daemon state.
  */
 #include "api.h"
 
@@ -19,12 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adopt.h"
+#include "api_internal.h"
 #include "arena.h"
-#include "clock.h"
 #include "config.h"
 #include "devices.h"
-#include "drift.h"
 #include "fabric_state.h"
 #include "jobs.h"
 #include "log.h"
@@ -34,22 +34,6 @@
 #include "rail_api.h"
 #include "replica.h"
 #include "rings.h"
-#include "store.h"
-
-struct api {
-	struct api_deps d;
-	struct jm *jm;
-	struct nb_server *server;
-	bool stopping;
-	struct mx_family *m_rpcs, *m_rpc_seconds, *m_plan_seconds, *m_txns, *m_txn_seconds;
-	struct mx_family *m_rollbacks, *m_rollback_failures, *m_drift, *m_unreachable;
-	struct mx_family *m_recon_seconds;
-	struct mx_family *m_repairs, *m_reaction_seconds; /* ring domains */
-	size_t drift_published;				  /* in the current pass */
-	/* While plans whose caller may go away wait: every API_CANCEL_CHECK_MS,
-	 * the ones whose call was cancelled (or passed its deadline) stop. */
-	struct event *cancel_check;
-};
 
 #define API_CANCEL_CHECK_MS 100
 
@@ -210,147 +194,7 @@ void api_stopping(struct api *api)
 	api->stopping = true;
 }
 
-/* ---- the daemon's enums in the API, each mapped once ---- */
-
-static Ocs__V1__JobState job_state_pb(enum jm_state s)
-{
-	switch (s) {
-	case JM_PENDING:
-		return OCS__V1__JOB_STATE__JOB_STATE_PENDING;
-	case JM_PLANNING:
-		return OCS__V1__JOB_STATE__JOB_STATE_PLANNING;
-	case JM_PROGRAMMING:
-		return OCS__V1__JOB_STATE__JOB_STATE_PROGRAMMING;
-	case JM_ACTIVE:
-		return OCS__V1__JOB_STATE__JOB_STATE_ACTIVE;
-	case JM_RELEASING:
-		return OCS__V1__JOB_STATE__JOB_STATE_RELEASING;
-	case JM_RELEASED:
-		return OCS__V1__JOB_STATE__JOB_STATE_RELEASED;
-	case JM_FAILED:
-		return OCS__V1__JOB_STATE__JOB_STATE_FAILED;
-	}
-	return OCS__V1__JOB_STATE__JOB_STATE_UNSPECIFIED;
-}
-
-/* The `outcome` label of the transaction metrics. */
-static const char *txn_result_label(enum txn_result r)
-{
-	switch (r) {
-	case TXN_CONFIRMED:
-		return "committed";
-	case TXN_REFUSED:
-		return "refused";
-	case TXN_ROLLED_BACK:
-		return "rolled_back";
-	case TXN_FAILED:
-		return "failed";
-	}
-	return "failed";
-}
-
-static Ocs__V1__TransactionOutcome txn_result_pb(enum txn_result r)
-{
-	switch (r) {
-	case TXN_CONFIRMED:
-		return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_COMMITTED;
-	case TXN_REFUSED:
-	case TXN_ROLLED_BACK:
-		return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLED_BACK;
-	case TXN_FAILED:
-		return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLBACK_FAILED;
-	}
-	return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_UNSPECIFIED;
-}
-
-static enum nb_code map_status(enum jm_status s)
-{
-	switch (s) {
-	case JM_OK:
-		return NB_OK;
-	case JM_INVALID:
-		return NB_INVALID_ARGUMENT;
-	case JM_NOT_FOUND:
-		return NB_NOT_FOUND;
-	case JM_EXISTS:
-		return NB_ALREADY_EXISTS;
-	case JM_EXHAUSTED:
-		return NB_RESOURCE_EXHAUSTED;
-	case JM_PRECONDITION:
-		return NB_FAILED_PRECONDITION;
-	case JM_UNAVAILABLE:
-		return NB_UNAVAILABLE;
-	case JM_ABORTED:
-		return NB_ABORTED;
-	case JM_CANCELLED:
-		return NB_CANCELLED;
-	case JM_INTERNAL:
-		break;
-	}
-	return NB_INTERNAL;
-}
-
-static void fail_jm(struct nb_call *call, const struct jm_error *err)
-{
-	nb_call_fail(call, map_status(err->status), err->field, "%s", err->message);
-}
-
-void api_fail(struct nb_call *call, const struct jm_error *err)
-{
-	fail_jm(call, err);
-}
-
-/* ---- building replies ---- */
-
-static const char *device_name(const struct api *api, const struct ocs_xc *xc)
-{
-	int id = ocs_fabric_device_id(&api->d.cfg->fabric, xc->group, xc->device);
-
-	return id >= 0 && id < api->d.cfg->n_devices ? api->d.cfg->devices[id].name : "?";
-}
-
-static Ocs__V1__CrossConnect *build_xc(struct api *api, struct arena *ar, const struct ocs_xc *xc)
-{
-	Ocs__V1__CrossConnect *m = ar_alloc(ar, sizeof(*m));
-
-	if (!m)
-		return NULL;
-	ocs__v1__cross_connect__init(m);
-	m->device = (char *)device_name(api, xc);
-	m->in_port = xc->in;
-	m->out_port = xc->out;
-	return m;
-}
-
-static Ocs__V1__Circuit **build_circuits(struct api *api, struct arena *ar,
-					 const struct fs_circuit *cs, size_t n)
-{
-	Ocs__V1__Circuit **out = ar_alloc(ar, (n ? n : 1) * sizeof(*out));
-
-	for (size_t i = 0; out && i < n; i++) {
-		Ocs__V1__Circuit *c = ar_alloc(ar, sizeof(*c));
-		Ocs__V1__CrossConnect **xcs = ar_alloc(ar, 2 * sizeof(*xcs));
-
-		if (!c || !xcs)
-			return NULL;
-		ocs__v1__circuit__init(c);
-		c->job_id = ar_strdup(ar, cs[i].job_id ? cs[i].job_id : "");
-		c->group = cs[i].a.h;
-		c->pod_a = cs[i].a.pod;
-		c->port_a = cs[i].a.k;
-		c->pod_b = cs[i].b.pod;
-		c->port_b = cs[i].b.k;
-		xcs[0] = build_xc(api, ar, &cs[i].xc_ab);
-		c->n_cross_connects = 1;
-		if (cs[i].complete) {
-			xcs[1] = build_xc(api, ar, &cs[i].xc_ba);
-			c->n_cross_connects = 2;
-		}
-		c->cross_connects = xcs;
-		out[i] = c;
-	}
-	return out;
-}
+/* ---- Jobs ---- */
 
 static Ocs__V1__PlanFigures *build_figures(struct arena *ar, const struct jm_figures *fig)
 {
@@ -412,54 +256,6 @@ static Ocs__V1__PlanFigures *build_figures(struct arena *ar, const struct jm_fig
 	return m;
 }
 
-static Ocs__V1__RingChange ring_change_pb(enum rg_change c)
-{
-	switch (c) {
-	case RG_PLACED:
-		return OCS__V1__RING_CHANGE__RING_CHANGE_PLACED;
-	case RG_BYPASSED:
-		return OCS__V1__RING_CHANGE__RING_CHANGE_BYPASSED;
-	case RG_REPLACED:
-		return OCS__V1__RING_CHANGE__RING_CHANGE_REPLACED;
-	case RG_LOST:
-		return OCS__V1__RING_CHANGE__RING_CHANGE_LOST;
-	case RG_RELEASED:
-		return OCS__V1__RING_CHANGE__RING_CHANGE_RELEASED;
-	}
-	return OCS__V1__RING_CHANGE__RING_CHANGE_UNSPECIFIED;
-}
-
-/* A Ring message (allocated in ar; NULL when it runs out). */
-static Ocs__V1__Ring *build_ring(struct arena *ar, const struct rg_ring *r)
-{
-	Ocs__V1__Ring *m = ar_alloc(ar, sizeof(*m));
-	int32_t *nodes = ar_alloc(ar, (size_t)(r->m ? r->m : 1) * sizeof(*nodes));
-
-	if (!m || !nodes)
-		return NULL;
-	ocs__v1__ring__init(m);
-	m->job_id = ar_strdup(ar, r->job_id);
-	m->index = r->index;
-	for (int k = 0; k < r->m; k++)
-		nodes[k] = r->nodes[k];
-	m->nodes = nodes;
-	m->n_nodes = (size_t)r->m;
-	m->last_change = ring_change_pb(r->last_change);
-	m->failed_node = r->failed_node;
-	m->reason = ar_strdup(ar, r->reason);
-	return m;
-}
-
-static Ocs__V1__Ring **build_rings(struct arena *ar, const struct rg_ring *r, size_t n)
-{
-	Ocs__V1__Ring **v = ar_alloc(ar, (n ? n : 1) * sizeof(*v));
-
-	for (size_t i = 0; v && i < n; i++)
-		if (!(v[i] = build_ring(ar, &r[i])))
-			return NULL;
-	return v;
-}
-
 /*
  * A Job message. The spec is decoded from the stored request; *spec_out
  * must be freed with ocs__v1__job_spec__free_unpacked() after the reply.
@@ -477,7 +273,7 @@ static Ocs__V1__Job *build_job(struct api *api, struct arena *ar, const struct j
 	ocs__v1__job__init(m);
 	*spec_out = ocs__v1__job_spec__unpack(NULL, job->raw_len, job->raw);
 	m->spec = *spec_out;
-	m->state = job_state_pb(job->state);
+	m->state = api_job_state_pb(job->state);
 	m->reason = ar_strdup(ar, job->reason);
 	m->figures = build_figures(ar, &job->figures);
 	m->created_unix_ms = job->created_ms;
@@ -485,7 +281,7 @@ static Ocs__V1__Job *build_job(struct api *api, struct arena *ar, const struct j
 	if (job->is_ring && api->d.rings) {
 		const struct rg_ring *rings = rg_job_rings(api->d.rings, job->id, &n);
 
-		m->rings = build_rings(ar, rings, n);
+		m->rings = api_build_rings(ar, rings, n);
 		m->n_rings = m->rings ? n : 0;
 		return ar->failed ? NULL : m;
 	}
@@ -495,14 +291,12 @@ static Ocs__V1__Job *build_job(struct api *api, struct arena *ar, const struct j
 	}
 	cs = fs_circuits(api->d.fs, job->id, -1, -1, &n);
 	if (cs) {
-		m->circuits = build_circuits(api, ar, cs, n);
+		m->circuits = api_build_circuits(api, ar, cs, n);
 		m->n_circuits = m->circuits ? n : 0;
 		free(cs);
 	}
 	return ar->failed ? NULL : m;
 }
-
-/* ---- Jobs ---- */
 
 /* The workload of a parallelism spec: 0 fields take their defaults. */
 static struct jm_workload *workload_from_pb(const struct api *api, const Ocs__V1__JobSpec *pb)
@@ -675,7 +469,7 @@ static void answer_job(struct api *api, struct nb_call *call, const struct jm_er
 	Ocs__V1__Job *m;
 
 	if (err) {
-		fail_jm(call, err);
+		api_fail(call, err);
 		return;
 	}
 	m = build_job(api, &ar, job, &spec);
@@ -781,12 +575,12 @@ static void answer_plan(void *ctx, const struct jm_error *err, const struct jm_j
 
 	free(ac);
 	if (err) {
-		fail_jm(call, err);
+		api_fail(call, err);
 		return;
 	}
 	if (job->is_ring) {
 		r.figures = build_figures(&ar, &job->figures);
-		r.rings = build_rings(&ar, job->plan_rings, job->n_plan_rings);
+		r.rings = api_build_rings(&ar, job->plan_rings, job->n_plan_rings);
 		r.n_rings = r.rings ? job->n_plan_rings : 0;
 		if (ar.failed)
 			nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
@@ -806,7 +600,7 @@ static void answer_plan(void *ctx, const struct jm_error *err, const struct jm_j
 	}
 	r.figures = build_figures(&ar, &job->figures);
 	if (cs) {
-		r.circuits = build_circuits(api, &ar, cs, n);
+		r.circuits = api_build_circuits(api, &ar, cs, n);
 		r.n_circuits = r.circuits ? n : 0;
 	}
 	if (!cs || ar.failed)
@@ -858,7 +652,7 @@ static void serve_get_job(struct api *api, struct nb_call *call, const void *msg
 
 	if (!job) {
 		snprintf(err.message, sizeof(err.message), "no job %s", req->id);
-		fail_jm(call, &err);
+		api_fail(call, &err);
 		return;
 	}
 	answer_job(api, call, NULL, job, false, false);
@@ -892,7 +686,7 @@ static void serve_list_jobs(struct api *api, struct nb_call *call, const void *m
 		const struct jm_job *job = jm_at(api->jm, i);
 
 		if (req->state != OCS__V1__JOB_STATE__JOB_STATE_UNSPECIFIED &&
-		    req->state != job_state_pb(job->state))
+		    req->state != api_job_state_pb(job->state))
 			continue;
 		if (after && strcmp(job->id, after) <= 0)
 			continue;
@@ -922,684 +716,6 @@ static void serve_list_jobs(struct api *api, struct nb_call *call, const void *m
 	free(specs);
 	free(cand);
 	ar_free_all(&ar);
-}
-
-/* ---- Fabric ---- */
-
-/*
- * GetFabric's replica fields (41-46) and the store's name, from the
- * replica's status (replica.h); the strings live in ar.
- */
-static void fill_replica(struct api *api, struct arena *ar, Ocs__V1__FabricSummary *r)
-{
-	struct rp_status st;
-
-	r->store = (char *)api->d.store;
-	if (!api->d.rp)
-		return;
-	rp_status(api->d.rp, &st);
-	r->replica_id = ar_strdup(ar, st.replica_id);
-	r->role = ar_strdup(ar, st.role);
-	r->leader_id = ar_strdup(ar, st.leader_id);
-	r->leader_address = ar_strdup(ar, st.leader_address);
-	r->store_problem = ar_strdup(ar, st.store_problem);
-	r->replicas =
-		ar_alloc(ar, (size_t)(st.n_replicas ? st.n_replicas : 1) * sizeof(*r->replicas));
-	for (int i = 0; r->replicas && i < st.n_replicas; i++) {
-		Ocs__V1__Replica *m = ar_alloc(ar, sizeof(*m));
-
-		if (!m)
-			break;
-		ocs__v1__replica__init(m);
-		m->id = ar_strdup(ar, st.replicas[i].id);
-		m->address = ar_strdup(ar, st.replicas[i].address);
-		m->leader = strcmp(st.replicas[i].id, st.leader_id) == 0;
-		r->replicas[r->n_replicas++] = m;
-	}
-	if (!r->replica_id || !r->role || !r->leader_id || !r->leader_address ||
-	    !r->store_problem) {
-		/* out of memory: the summary without its replica fields */
-		r->replica_id = r->role = r->leader_id = r->leader_address = r->store_problem = "";
-		r->n_replicas = 0;
-	}
-}
-
-/* GetFabric for a ring domain: its sizes and how its nodes are used. */
-static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
-{
-	const struct ocs_ring_domain *d = &api->d.cfg->ring;
-	Ocs__V1__FabricSummary r = OCS__V1__FABRIC_SUMMARY__INIT;
-	uint8_t *use = rg_use_snapshot(api->d.rings, NULL);
-	struct arena ar = {0};
-
-	r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
-	r.wiring = "";
-	r.gpus = ocs_ring_gpus(d);
-	r.devices = api->d.cfg->n_devices;
-	r.devices_drained = dev_n_drained(api->d.devs);
-	r.jobs_active = (int)jm_count_state(api->jm, JM_ACTIVE);
-	r.version = (char *)api->d.version;
-	fill_replica(api, &ar, &r);
-	r.nodes = ocs_ring_nodes(d);
-	r.tors = d->tors;
-	r.nodes_per_tor = d->nodes_per_tor;
-	r.gpus_per_node = d->gpus_per_node;
-	r.k_hops = d->k_hops;
-	r.bundles = d->bundles;
-	r.closed = d->closed;
-	r.rings_active = (int32_t)rg_active(api->d.rings);
-	r.nodes_faulty = (int32_t)rg_n_faulty(api->d.rings);
-	for (int i = 0; use && i < r.nodes; i++)
-		r.nodes_busy += use[i] == HBD_NODE_BUSY;
-	free(use);
-	/* devices_connected: ring domains have no reconciliation pass; a node's
-	 * session is known from its transactions only */
-	nb_call_reply(call, &r.base);
-	ar_free_all(&ar);
-}
-
-static void serve_get_fabric(struct api *api, struct nb_call *call, const void *msg)
-{
-	const struct ocs_fabric *f = &api->d.cfg->fabric;
-	Ocs__V1__FabricSummary r = OCS__V1__FABRIC_SUMMARY__INIT;
-	int64_t cabled;
-	int active = (int)jm_count_state(api->jm, JM_ACTIVE);
-	struct arena ar = {0};
-
-	if (api->d.rings) {
-		serve_get_ring_fabric(api, call);
-		return;
-	}
-	if (api->d.rail) {
-		r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
-		r.devices = api->d.cfg->n_devices;
-		for (int i = 0; i < api->d.cfg->n_devices; i++) {
-			struct dev_status ds;
-
-			if (dev_status(api->d.devs, i, &ds) == 0)
-				r.devices_connected += ds.health == DEV_HEALTH_HEALTHY;
-		}
-		r.devices_drained = dev_n_drained(api->d.devs);
-		r.jobs_active = active;
-		r.circuits_active = (int32_t)(fs_count(api->d.fs) / 2);
-		r.ocs_ports_used = (int64_t)fs_count(api->d.fs);
-		r.ocs_ports_free = (int64_t)ocs_fabric_devices(f) * f->k_ocs - r.ocs_ports_used;
-		r.version = (char *)api->d.version;
-		fill_replica(api, &ar, &r);
-		ra_fill_fabric(api->d.rail, &r);
-		nb_call_reply(call, &r.base);
-		ar_free_all(&ar);
-		return;
-	}
-	cabled = (int64_t)ocs_fabric_devices(f) * ocs_fabric_device_ports_used(f);
-
-	r.wiring = (char *)ocs_wiring_name(f->wiring);
-	r.pods = f->pods;
-	r.k_leaf = f->k_leaf;
-	r.k_spine = f->k_spine;
-	r.tau = f->tau;
-	r.k_ocs = f->k_ocs;
-	r.groups = ocs_fabric_groups(f);
-	r.leaves = ocs_fabric_leaves(f);
-	r.gpus = ocs_fabric_gpus(f);
-	r.devices = api->d.cfg->n_devices;
-	for (int i = 0; i < api->d.cfg->n_devices; i++) {
-		struct dev_status ds;
-
-		if (dev_status(api->d.devs, i, &ds) == 0)
-			r.devices_connected += ds.health == DEV_HEALTH_HEALTHY;
-	}
-	r.devices_drained = dev_n_drained(api->d.devs);
-	r.circuits_active = (int32_t)(fs_count(api->d.fs) / 2);
-	r.jobs_active = active;
-	r.ocs_ports_used = (int64_t)fs_count(api->d.fs);
-	r.ocs_ports_free = cabled - r.ocs_ports_used;
-	r.version = (char *)api->d.version;
-	fill_replica(api, &ar, &r);
-	r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
-	nb_call_reply(call, &r.base);
-	ar_free_all(&ar);
-}
-
-/* ---- Rings (OCSTrx ring domains) ---- */
-
-static void serve_mark_node(struct api *api, struct nb_call *call, const void *msg)
-{
-	const Ocs__V1__MarkNodeRequest *req = msg;
-	Ocs__V1__MarkNodeResponse r = OCS__V1__MARK_NODE_RESPONSE__INIT;
-	bool faulty = req->condition == OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY;
-	struct jm_error err = {0};
-	const char *job = NULL;
-	char *jobs[1];
-
-	if (jm_mark_node(api->jm, req->node, faulty, "operator", clk_mono_us(NULL), &job, &err) !=
-	    0) {
-		fail_jm(call, &err);
-		return;
-	}
-	r.node = req->node;
-	r.condition = req->condition;
-	if (job) {
-		jobs[0] = (char *)job;
-		r.affected_jobs = jobs;
-		r.n_affected_jobs = 1;
-	}
-	nb_call_reply(call, &r.base);
-}
-
-static void serve_list_rings(struct api *api, struct nb_call *call, const void *msg)
-{
-	const Ocs__V1__ListRingsRequest *req = msg;
-	Ocs__V1__ListRingsResponse r = OCS__V1__LIST_RINGS_RESPONSE__INIT;
-	size_t n = api->d.rings ? rg_count(api->d.rings) : 0;
-	struct arena ar = {0};
-
-	r.rings = ar_alloc(&ar, (n ? n : 1) * sizeof(*r.rings));
-	for (size_t i = 0; r.rings && i < n; i++) {
-		const struct rg_ring *g = rg_at(api->d.rings, i);
-		bool has = !req->has_node;
-
-		if (req->job_id && req->job_id[0] && strcmp(req->job_id, g->job_id) != 0)
-			continue;
-		for (int k = 0; !has && k < g->m; k++)
-			has = g->nodes[k] == req->node;
-		if (has && (r.rings[r.n_rings] = build_ring(&ar, g)) != NULL)
-			r.n_rings++;
-	}
-	if (ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
-	ar_free_all(&ar);
-}
-
-/* ---- Rail-OCS fabrics (rail_api.c) ---- */
-
-static void serve_replace_gpu(struct api *api, struct nb_call *call, const void *msg)
-{
-	ra_serve_replace(api->d.rail, call, msg);
-}
-
-static void serve_mark_gpu(struct api *api, struct nb_call *call, const void *msg)
-{
-	ra_serve_mark(api->d.rail, call, msg);
-}
-
-static void serve_list_rail_ports(struct api *api, struct nb_call *call, const void *msg)
-{
-	ra_serve_list_ports(api->d.rail, call, msg);
-}
-
-static int find_device(const struct api *api, const char *name)
-{
-	return dev_find(api->d.devs, name);
-}
-
-static Ocs__V1__SessionState session_pb(enum dev_session s)
-{
-	switch (s) {
-	case DEV_SESSION_CONNECTED:
-		return OCS__V1__SESSION_STATE__SESSION_STATE_CONNECTED;
-	case DEV_SESSION_DISCONNECTED:
-		return OCS__V1__SESSION_STATE__SESSION_STATE_DISCONNECTED;
-	case DEV_SESSION_CONNECTING:
-	default:
-		return OCS__V1__SESSION_STATE__SESSION_STATE_CONNECTING;
-	}
-}
-
-static Ocs__V1__DeviceHealth health_pb(enum dev_health h)
-{
-	switch (h) {
-	case DEV_HEALTH_HEALTHY:
-		return OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_HEALTHY;
-	case DEV_HEALTH_UNREACHABLE:
-		return OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNREACHABLE;
-	case DEV_HEALTH_UNKNOWN:
-	default:
-		return OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_UNSPECIFIED;
-	}
-}
-
-static Ocs__V1__Device *build_device(struct api *api, struct arena *ar, int id)
-{
-	const struct ocs_fabric *f = &api->d.cfg->fabric;
-	const struct cfg_device *cd = &api->d.cfg->devices[id];
-	Ocs__V1__Device *m = ar_alloc(ar, sizeof(*m));
-	char addr[300];
-	size_t used = 0;
-	struct dev_status ds;
-
-	if (!m || dev_status(api->d.devs, id, &ds) != 0)
-		return NULL;
-	dev_xcs(api->d.devs, id, &used);
-	ocs__v1__device__init(m);
-	snprintf(addr, sizeof(addr), "%s:%u", cd->address, cd->port);
-	m->name = (char *)cd->name;
-	/* a ring domain's devices are its nodes' agents: one group, index = node */
-	m->group = api->d.rings ? 0 : ocs_fabric_device_group(f, id);
-	m->index = api->d.rings ? id : ocs_fabric_device_in_group(f, id);
-	m->address = ar_strdup(ar, addr);
-	/* Session and health: what the last reconciliation pass found. */
-	m->session = session_pb(ds.session);
-	m->session_error = ar_strdup(ar, ds.session_error);
-	m->session_since_unix_ms = ds.since_ms;
-	m->health = health_pb(ds.health);
-	m->drained = ds.drained;
-	m->ports_total = f->k_ocs;
-	m->ports_used = (int32_t)used;
-	m->circuits = (int32_t)used;
-	return m;
-}
-
-static void serve_list_devices(struct api *api, struct nb_call *call, const void *msg)
-{
-	const Ocs__V1__ListDevicesRequest *req = msg;
-	Ocs__V1__ListDevicesResponse r = OCS__V1__LIST_DEVICES_RESPONSE__INIT;
-	struct arena ar = {0};
-	int n = api->d.cfg->n_devices;
-
-	r.devices = ar_alloc(&ar, (size_t)(n ? n : 1) * sizeof(*r.devices));
-	for (int i = 0; r.devices && i < n; i++) {
-		if (req->has_group &&
-		    (api->d.rings ? 0 : ocs_fabric_device_group(&api->d.cfg->fabric, i)) !=
-			    req->group)
-			continue;
-		r.devices[r.n_devices] = build_device(api, &ar, i);
-		if (r.devices[r.n_devices])
-			r.n_devices++;
-	}
-	if (ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
-	ar_free_all(&ar);
-}
-
-static struct nb_circuit_key circuit_key(const struct fs_circuit *c)
-{
-	return (struct nb_circuit_key){c->a.h, c->a.pod, c->a.k, c->b.pod, c->b.k};
-}
-
-static int cmp_circuit(const void *a, const void *b)
-{
-	struct nb_circuit_key x = circuit_key(a), y = circuit_key(b);
-
-	return nb_circuit_key_cmp(&x, &y);
-}
-
-/*
- * Keeps the page of cs (n circuits, filtered) after req's token, in key
- * order, at the front of cs; sets *next to the token for the rest, if any.
- */
-static void page_circuits(const Ocs__V1__ListCircuitsRequest *req, struct fs_circuit *cs, size_t *n,
-			  char *token, size_t token_len, char **next)
-{
-	size_t page = nb_page_size(NB_FABRIC_LIST_CIRCUITS, req->page_size), kept = 0;
-	struct nb_circuit_key after;
-	bool resume = nb_circuits_token_after(req->page_token, &after);
-
-	for (size_t i = 0; i < *n; i++) {
-		struct nb_circuit_key k = circuit_key(&cs[i]);
-
-		if (!resume || nb_circuit_key_cmp(&k, &after) > 0)
-			cs[kept++] = cs[i];
-	}
-	qsort(cs, kept, sizeof(*cs), cmp_circuit);
-	if (kept > page) {
-		struct nb_circuit_key last = circuit_key(&cs[page - 1]);
-
-		nb_circuits_token(&last, token, token_len);
-		*next = token;
-		kept = page;
-	}
-	*n = kept;
-}
-
-static void serve_list_circuits(struct api *api, struct nb_call *call, const void *msg)
-{
-	const Ocs__V1__ListCircuitsRequest *req = msg;
-	Ocs__V1__ListCircuitsResponse r = OCS__V1__LIST_CIRCUITS_RESPONSE__INIT;
-	int device = -1;
-	struct fs_circuit *cs;
-	struct arena ar = {0};
-	char token[NB_PAGE_TOKEN_MAX_LEN + 1];
-	size_t n = 0;
-
-	if (req->device && *req->device) {
-		device = find_device(api, req->device);
-		if (device < 0) {
-			nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", req->device);
-			return;
-		}
-	}
-	/* a ring domain has no circuits (no fabric state): an empty list */
-	cs = api->d.fs ? fs_circuits(api->d.fs, req->job_id && *req->job_id ? req->job_id : NULL,
-				     device, req->has_pod ? req->pod : -1, &n)
-		       : calloc(1, sizeof(*cs));
-	if (cs)
-		page_circuits(req, cs, &n, token, sizeof(token), &r.next_page_token);
-	if (cs) {
-		r.circuits = build_circuits(api, &ar, cs, n);
-		r.n_circuits = r.circuits ? n : 0;
-	}
-	if (!cs || ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
-	free(cs);
-	ar_free_all(&ar);
-}
-
-static void publish_device(struct api *api, Ocs__V1__Device *d)
-{
-	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
-	Ocs__V1__DeviceEvent de = OCS__V1__DEVICE_EVENT__INIT;
-
-	if (!api->server || !d)
-		return;
-	de.device = d->name;
-	de.session = d->session;
-	de.health = d->health;
-	de.drained = d->drained;
-	de.session_error = d->session_error;
-	ev.kind_case = OCS__V1__EVENT__KIND_DEVICE;
-	ev.device = &de;
-	nb_server_publish(api->server, &ev);
-}
-
-/* Jobs holding circuits on device id (arena strings). */
-static char **jobs_on_device(struct api *api, struct arena *ar, int id, size_t *n)
-{
-	size_t nc = 0;
-	struct fs_circuit *cs = api->d.fs ? fs_circuits(api->d.fs, NULL, id, -1, &nc) : NULL;
-	char **names = ar_alloc(ar, (nc ? nc : 1) * sizeof(*names));
-
-	*n = 0;
-	for (size_t i = 0; cs && names && i < nc; i++) {
-		bool seen = false;
-
-		for (size_t k = 0; k < *n && !seen; k++)
-			seen = strcmp(names[k], cs[i].job_id) == 0;
-		if (!seen)
-			names[(*n)++] = ar_strdup(ar, cs[i].job_id);
-	}
-	free(cs);
-	return names;
-}
-
-static void serve_drain(struct api *api, struct nb_call *call, const void *msg, bool drain)
-{
-	const char *name = drain ? ((const Ocs__V1__DrainDeviceRequest *)msg)->device
-				 : ((const Ocs__V1__UndrainDeviceRequest *)msg)->device;
-	bool force = drain && ((const Ocs__V1__DrainDeviceRequest *)msg)->force;
-	int id = find_device(api, name);
-	struct arena ar = {0};
-	char **jobs;
-	size_t n_jobs = 0;
-	int rc;
-
-	if (id < 0) {
-		nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", name);
-		return;
-	}
-	jobs = jobs_on_device(api, &ar, id, &n_jobs);
-	if (drain && n_jobs && !force) {
-		nb_call_fail(call, NB_FAILED_PRECONDITION, "force",
-			     "%s holds circuits of %zu running job(s) (first: %s); they stay in "
-			     "place, set force to drain anyway",
-			     name, n_jobs, jobs[0]);
-		ar_free_all(&ar);
-		return;
-	}
-	rc = dev_set_drained(api->d.devs, id, drain);
-	if (rc) {
-		nb_call_fail(call, NB_UNAVAILABLE, "",
-			     "cannot store the drain state (%s); nothing "
-			     "changed",
-			     strerror(-rc));
-		ar_free_all(&ar);
-		return;
-	}
-	log_job(LOG_NOTICE, NULL, nb_call_peer(call), "device %s %s%s (%zu running job(s) on it)",
-		name, drain ? "drained" : "undrained", force ? " (forced)" : "", n_jobs);
-	if (drain) {
-		Ocs__V1__DrainDeviceResponse r = OCS__V1__DRAIN_DEVICE_RESPONSE__INIT;
-
-		r.device = build_device(api, &ar, id);
-		r.affected_jobs = jobs;
-		r.n_affected_jobs = n_jobs;
-		publish_device(api, r.device);
-		nb_call_reply(call, &r.base);
-	} else {
-		Ocs__V1__UndrainDeviceResponse r = OCS__V1__UNDRAIN_DEVICE_RESPONSE__INIT;
-
-		r.device = build_device(api, &ar, id);
-		publish_device(api, r.device);
-		nb_call_reply(call, &r.base);
-	}
-	ar_free_all(&ar);
-}
-
-static void serve_drain_device(struct api *api, struct nb_call *call, const void *msg)
-{
-	serve_drain(api, call, msg, true);
-}
-
-static void serve_undrain_device(struct api *api, struct nb_call *call, const void *msg)
-{
-	serve_drain(api, call, msg, false);
-}
-
-/* ---- what no job owns (issue 14 #2, drift.h and adopt.h) ---- */
-
-static void serve_list_drift(struct api *api, struct nb_call *call, const void *msg)
-{
-	const char *name = ((const Ocs__V1__ListDriftRequest *)msg)->device;
-	int one = name[0] ? find_device(api, name) : -1;
-	Ocs__V1__ListDriftResponse r = OCS__V1__LIST_DRIFT_RESPONSE__INIT;
-	size_t total = 0, k = 0, n;
-	struct arena ar = {0};
-
-	if (name[0] && one < 0) {
-		nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", name);
-		return;
-	}
-	for (int d = 0; d < dev_count(api->d.devs); d++) {
-		if (one >= 0 && d != one)
-			continue;
-		(void)dr_device_unowned(api->d.drift, d, &n);
-		total += n;
-		(void)dr_device_missing(api->d.drift, d, &n);
-		total += n;
-		r.n_unverified_devices += dr_device_unverified(api->d.drift, d);
-	}
-	r.cross_connects = ar_alloc(&ar, (total + 1) * sizeof(*r.cross_connects));
-	r.unverified_devices = ar_alloc(&ar, (r.n_unverified_devices + 1) * sizeof(char *));
-	r.n_unverified_devices = 0;
-	for (int d = 0; d < dev_count(api->d.devs) && !ar.failed; d++) {
-		if (one >= 0 && d != one)
-			continue;
-		for (int missing = 0; missing < 2; missing++) {
-			const struct sb_xc *x = missing ? dr_device_missing(api->d.drift, d, &n)
-							: dr_device_unowned(api->d.drift, d, &n);
-
-			for (size_t i = 0; i < n && !ar.failed; i++) {
-				Ocs__V1__DriftCrossConnect *c = ar_alloc(&ar, sizeof(*c));
-
-				if (!c)
-					break;
-				ocs__v1__drift_cross_connect__init(c);
-				c->device = (char *)dev_name(api->d.devs, d);
-				c->in_port = x[i].in;
-				c->out_port = x[i].out;
-				c->missing = missing;
-				r.cross_connects[k++] = c;
-			}
-		}
-		if (dr_device_unverified(api->d.drift, d))
-			r.unverified_devices[r.n_unverified_devices++] =
-				(char *)dev_name(api->d.devs, d);
-	}
-	r.n_cross_connects = k;
-	if (ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
-	ar_free_all(&ar);
-}
-
-/* The request's scope as adopt.h's; false when the device is unknown (answered). */
-static bool drift_scope(struct api *api, struct nb_call *call, const Ocs__V1__DriftScope *s,
-			struct adopt_scope *out)
-{
-	*out = (struct adopt_scope){.device = -1};
-	if (!s)
-		return true;
-	if (s->device[0] && (out->device = find_device(api, s->device)) < 0) {
-		nb_call_fail(call, NB_NOT_FOUND, "scope.device", "no device %s", s->device);
-		return false;
-	}
-	out->has_ports = s->has_ports;
-	out->in = s->in_port;
-	out->out = s->out_port;
-	return true;
-}
-
-static void serve_adopt(struct api *api, struct nb_call *call, const void *msg)
-{
-	const Ocs__V1__AdoptCrossConnectsRequest *q = msg;
-	Ocs__V1__AdoptCrossConnectsResponse r = OCS__V1__ADOPT_CROSS_CONNECTS_RESPONSE__INIT;
-	struct adopt_scope scope;
-	struct jm_error err;
-	struct ocs_xc *xcs = NULL;
-	struct fs_circuit *cs = NULL;
-	struct arena ar = {0};
-	Ocs__V1__JobSpec spec = OCS__V1__JOB_SPEC__INIT; /* the request GetJob hands back */
-	char id[NB_ID_MAX_LEN + 1];
-	uint8_t *raw;
-	size_t n = 0, raw_len;
-
-	if (!drift_scope(api, call, q->scope, &scope))
-		return;
-	if (q->job_id[0])
-		snprintf(id, sizeof(id), "%s", q->job_id);
-	else
-		snprintf(id, sizeof(id), "adopted-%lld", (long long)(clk_wall_ms(NULL) / 1000));
-	spec.id = id;
-	raw_len = ocs__v1__job_spec__get_packed_size(&spec);
-	raw = malloc(raw_len + 1);
-	if (!raw) {
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
-		return;
-	}
-	ocs__v1__job_spec__pack(&spec, raw);
-	if (adopt_select(api->d.drift, api->d.fs, api->d.devs, &api->d.cfg->fabric, &scope, false,
-			 &xcs, &n, &err) != 0 ||
-	    jm_adopt(api->jm, id, raw, raw_len, xcs, n, &err) != 0) {
-		free(xcs);
-		free(raw);
-		fail_jm(call, &err);
-		return;
-	}
-	free(raw);
-	dr_forget(api->d.drift, xcs, n);
-	free(xcs);
-	log_job(LOG_NOTICE, id, nb_call_peer(call), "adopted %zu cross-connect(s) as job %s", n,
-		id);
-	cs = fs_circuits(api->d.fs, id, -1, -1, &n);
-	r.job_id = id;
-	r.circuits = cs ? build_circuits(api, &ar, cs, n) : NULL;
-	r.n_circuits = r.circuits ? n : 0;
-	if (!cs || ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
-	free(cs);
-	ar_free_all(&ar);
-}
-
-/* A clear waiting for its transaction. */
-struct clear_call {
-	struct api *api;
-	struct nb_call *call;
-	struct ocs_xc *xcs;
-	size_t n;
-};
-
-static void clear_done(void *arg, const struct txn_outcome *o)
-{
-	struct clear_call *cc = arg;
-	struct api *api = cc->api;
-	Ocs__V1__ClearCrossConnectsResponse r = OCS__V1__CLEAR_CROSS_CONNECTS_RESPONSE__INIT;
-	struct arena ar = {0};
-
-	if (o->result == TXN_CONFIRMED) {
-		dr_forget(api->d.drift, cc->xcs, cc->n);
-		log_job(LOG_NOTICE, NULL, nb_call_peer(cc->call),
-			"cleared %zu unowned cross-connect(s) from the devices", cc->n);
-		r.cross_connects = ar_alloc(&ar, (cc->n + 1) * sizeof(*r.cross_connects));
-		for (size_t i = 0; r.cross_connects && i < cc->n; i++) {
-			Ocs__V1__CrossConnect *c = ar_alloc(&ar, sizeof(*c));
-
-			if (!c)
-				break;
-			ocs__v1__cross_connect__init(c);
-			c->device = (char *)device_name(api, &cc->xcs[i]);
-			c->in_port = cc->xcs[i].in;
-			c->out_port = cc->xcs[i].out;
-			r.cross_connects[r.n_cross_connects++] = c;
-		}
-		if (ar.failed)
-			nb_call_fail(cc->call, NB_INTERNAL, "", "out of memory building the reply");
-		else
-			nb_call_reply(cc->call, &r.base);
-	} else if (o->result == TXN_FAILED) {
-		nb_call_fail(cc->call, NB_INTERNAL, "",
-			     "devices: %s; a rollback could not be proven: the fabric needs "
-			     "reconciliation",
-			     o->message);
-	} else {
-		nb_call_fail(cc->call, NB_UNAVAILABLE, "", "devices: %s; nothing changed",
-			     o->message);
-	}
-	ar_free_all(&ar);
-	free(cc->xcs);
-	free(cc);
-}
-
-static void serve_clear(struct api *api, struct nb_call *call, const void *msg)
-{
-	const Ocs__V1__ClearCrossConnectsRequest *q = msg;
-	struct clear_call *cc;
-	struct adopt_scope scope;
-	struct jm_error err;
-	struct txn_change c;
-	char why[400] = "";
-	int rc;
-
-	if (!drift_scope(api, call, q->scope, &scope))
-		return;
-	cc = calloc(1, sizeof(*cc));
-	if (!cc) {
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
-		return;
-	}
-	*cc = (struct clear_call){api, call, NULL, 0};
-	if (adopt_select(api->d.drift, api->d.fs, api->d.devs, &api->d.cfg->fabric, &scope, true,
-			 &cc->xcs, &cc->n, &err) != 0) {
-		free(cc);
-		fail_jm(call, &err);
-		return;
-	}
-	c = (struct txn_change){.job_id = "ocsd-clear", .removals = cc->xcs, .n_removals = cc->n};
-	rc = jm_external_txn(api->jm, &c, clear_done, cc, why, sizeof(why));
-	if (rc) {
-		nb_call_fail(call, rc == -ENOMEM ? NB_INTERNAL : NB_UNAVAILABLE, "",
-			     "%s; nothing changed", why);
-		free(cc->xcs);
-		free(cc);
-	}
 }
 
 /* ---- hand-off from gRPC threads ---- */
@@ -1644,19 +760,19 @@ static void post(struct api *api, struct nb_call *call, const void *msg,
 		post(ctx, call, req, serve_fn, true);                                              \
 	}
 
-HANDLER(h_list_drift, Ocs__V1__ListDriftRequest, serve_list_drift)
-WRITE_HANDLER(h_adopt, Ocs__V1__AdoptCrossConnectsRequest, serve_adopt)
-WRITE_HANDLER(h_clear, Ocs__V1__ClearCrossConnectsRequest, serve_clear)
-HANDLER(h_get_fabric, Ocs__V1__GetFabricRequest, serve_get_fabric)
-HANDLER(h_list_devices, Ocs__V1__ListDevicesRequest, serve_list_devices)
-HANDLER(h_list_circuits, Ocs__V1__ListCircuitsRequest, serve_list_circuits)
-WRITE_HANDLER(h_drain_device, Ocs__V1__DrainDeviceRequest, serve_drain_device)
-WRITE_HANDLER(h_undrain_device, Ocs__V1__UndrainDeviceRequest, serve_undrain_device)
-WRITE_HANDLER(h_mark_node, Ocs__V1__MarkNodeRequest, serve_mark_node)
-HANDLER(h_list_rings, Ocs__V1__ListRingsRequest, serve_list_rings)
-WRITE_HANDLER(h_replace_gpu, Ocs__V1__ReplaceGpuRequest, serve_replace_gpu)
-WRITE_HANDLER(h_mark_gpu, Ocs__V1__MarkGpuRequest, serve_mark_gpu)
-HANDLER(h_list_rail_ports, Ocs__V1__ListRailPortsRequest, serve_list_rail_ports)
+HANDLER(h_list_drift, Ocs__V1__ListDriftRequest, api_serve_list_drift)
+WRITE_HANDLER(h_adopt, Ocs__V1__AdoptCrossConnectsRequest, api_serve_adopt)
+WRITE_HANDLER(h_clear, Ocs__V1__ClearCrossConnectsRequest, api_serve_clear)
+HANDLER(h_get_fabric, Ocs__V1__GetFabricRequest, api_serve_get_fabric)
+HANDLER(h_list_devices, Ocs__V1__ListDevicesRequest, api_serve_list_devices)
+HANDLER(h_list_circuits, Ocs__V1__ListCircuitsRequest, api_serve_list_circuits)
+WRITE_HANDLER(h_drain_device, Ocs__V1__DrainDeviceRequest, api_serve_drain_device)
+WRITE_HANDLER(h_undrain_device, Ocs__V1__UndrainDeviceRequest, api_serve_undrain_device)
+WRITE_HANDLER(h_mark_node, Ocs__V1__MarkNodeRequest, api_serve_mark_node)
+HANDLER(h_list_rings, Ocs__V1__ListRingsRequest, api_serve_list_rings)
+WRITE_HANDLER(h_replace_gpu, Ocs__V1__ReplaceGpuRequest, api_serve_replace_gpu)
+WRITE_HANDLER(h_mark_gpu, Ocs__V1__MarkGpuRequest, api_serve_mark_gpu)
+HANDLER(h_list_rail_ports, Ocs__V1__ListRailPortsRequest, api_serve_list_rail_ports)
 WRITE_HANDLER(h_submit_job, Ocs__V1__JobSpec, serve_submit)
 WRITE_HANDLER(h_plan_job, Ocs__V1__JobSpec, serve_plan)
 WRITE_HANDLER(h_release_job, Ocs__V1__ReleaseJobRequest, serve_release)
@@ -1748,190 +864,6 @@ struct nb_limits api_limits(const struct ocsd_config *cfg)
 			.takes_parallelism = p->demand == OCS_PLANNER_PARALLELISM,
 		};
 	return l;
-}
-
-/* ---- events ---- */
-
-static void ev_job(void *ctx, const struct jm_job *job)
-{
-	struct api *api = ctx;
-	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
-	Ocs__V1__JobEvent je = OCS__V1__JOB_EVENT__INIT;
-
-	if (!api->server)
-		return;
-	je.job_id = (char *)job->id;
-	je.state = job_state_pb(job->state);
-	je.reason = (char *)job->reason;
-	ev.kind_case = OCS__V1__EVENT__KIND_JOB;
-	ev.job = &je;
-	nb_server_publish(api->server, &ev);
-}
-
-static void ev_txn(void *ctx, const char *job_id, const struct txn_outcome *o)
-{
-	struct api *api = ctx;
-	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
-	Ocs__V1__TransactionEvent te = OCS__V1__TRANSACTION_EVENT__INIT;
-	const char *label = txn_result_label(o->result);
-
-	mx_add(api->m_txns, &label, 1);
-	mx_observe(api->m_txn_seconds, &label, (double)o->total_ms / 1000.0);
-	if (o->result == TXN_ROLLED_BACK || o->result == TXN_FAILED)
-		mx_add(api->m_rollbacks, NULL, 1);
-	mx_add(api->m_rollback_failures, NULL, (double)o->rollback_failures);
-	if (!api->server)
-		return;
-	te.transaction_id = o->txn_id;
-	te.job_id = (char *)job_id;
-	te.outcome = txn_result_pb(o->result);
-	te.devices = (char **)o->devices;
-	te.n_devices = o->n_devices;
-	te.reason = (char *)o->message;
-	ev.kind_case = OCS__V1__EVENT__KIND_TRANSACTION;
-	ev.transaction = &te;
-	nb_server_publish(api->server, &ev);
-}
-
-static void ev_plan(void *ctx, const char *planner, double seconds)
-{
-	struct api *api = ctx;
-
-	mx_observe(api->m_plan_seconds, &planner, seconds);
-}
-
-/* The job manager serves no more writes (it logged the reason, and every
- * write it refuses carries it): health says so, so that load balancers and
- * operators see it. */
-static void ev_store_failed(void *ctx, const char *reason)
-{
-	struct api *api = ctx;
-
-	(void)reason;
-	if (api->server)
-		nb_server_set_health(
-			api->server, "",
-			GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
-}
-
-static void ev_ring(void *ctx, const struct rg_ring *now, const int *old, int n_old,
-		    int64_t reaction_us, int64_t devices_us)
-{
-	struct api *api = ctx;
-	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
-	Ocs__V1__RingEvent re = OCS__V1__RING_EVENT__INIT;
-	struct arena ar = {0};
-	int32_t *olds = ar_alloc(&ar, (size_t)(n_old > 0 ? n_old : 1) * sizeof(*olds));
-	bool repair = now->last_change == RG_BYPASSED || now->last_change == RG_REPLACED ||
-		      now->last_change == RG_LOST;
-
-	if (repair) {
-		const char *kind = st_ring_change_name(now->last_change);
-
-		mx_add(api->m_repairs, &kind, 1);
-		if (now->last_change != RG_LOST && reaction_us > 0)
-			mx_observe(api->m_reaction_seconds, NULL, (double)reaction_us / 1e6);
-	}
-	if (!api->server || !olds) {
-		ar_free_all(&ar);
-		return;
-	}
-	re.ring = build_ring(&ar, now);
-	if (now->last_change == RG_RELEASED && re.ring)
-		re.ring->n_nodes = 0; /* released: it holds no node now */
-	for (int i = 0; i < n_old; i++)
-		olds[i] = old[i];
-	re.old_nodes = olds;
-	re.n_old_nodes = n_old > 0 ? (size_t)n_old : 0;
-	re.reaction_us = reaction_us;
-	re.devices_us = devices_us;
-	ev.kind_case = OCS__V1__EVENT__KIND_RING;
-	ev.ring = &re;
-	if (re.ring)
-		nb_server_publish(api->server, &ev);
-	ar_free_all(&ar);
-}
-
-static void ev_node(void *ctx, int node, bool faulty, const char *source)
-{
-	struct api *api = ctx;
-	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
-	Ocs__V1__NodeEvent ne = OCS__V1__NODE_EVENT__INIT;
-
-	if (!api->server)
-		return;
-	ne.node = node;
-	ne.condition = faulty ? OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY
-			      : OCS__V1__NODE_CONDITION__NODE_CONDITION_HEALTHY;
-	ne.source = (char *)source;
-	ev.kind_case = OCS__V1__EVENT__KIND_NODE;
-	ev.node = &ne;
-	nb_server_publish(api->server, &ev);
-}
-
-struct jm_events api_job_events(struct api *api)
-{
-	return (struct jm_events){.ctx = api,
-				  .job_changed = ev_job,
-				  .transaction_done = ev_txn,
-				  .plan_finished = ev_plan,
-				  .store_failed = ev_store_failed,
-				  .ring_changed = ev_ring,
-				  .node_changed = ev_node};
-}
-
-/* At most this many DriftEvents per pass; the metric counts them all. */
-#define API_MAX_DRIFT_EVENTS 256
-
-static void ev_drift(void *ctx, const char *device, int in, int out, bool missing)
-{
-	struct api *api = ctx;
-	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
-	Ocs__V1__DriftEvent de = OCS__V1__DRIFT_EVENT__INIT;
-
-	if (!api->server || api->drift_published++ >= API_MAX_DRIFT_EVENTS)
-		return;
-	de.device = (char *)device;
-	de.in_port = in;
-	de.out_port = out;
-	de.missing = missing;
-	ev.kind_case = OCS__V1__EVENT__KIND_DRIFT;
-	ev.drift = &de;
-	nb_server_publish(api->server, &ev);
-}
-
-static void ev_device_read(void *ctx, int id, bool ok, bool connected, const char *error)
-{
-	struct api *api = ctx;
-	struct arena ar = {0};
-
-	if (!dev_note_read(api->d.devs, id, ok, connected, error, clk_wall_ms(NULL)))
-		return;
-	publish_device(api, build_device(api, &ar, id));
-	ar_free_all(&ar);
-}
-
-static void ev_recon_done(void *ctx, const struct recon_report *r)
-{
-	struct api *api = ctx;
-
-	api->drift_published = 0;
-	if (r->discarded)
-		return; /* the fabric changed meanwhile: the next pass will tell */
-	mx_set(api->m_drift, (const char *[]){"unowned"}, (double)r->unowned);
-	mx_set(api->m_drift, (const char *[]){"missing"}, (double)r->missing);
-	mx_set(api->m_unreachable, NULL, (double)r->unreachable);
-	mx_observe(api->m_recon_seconds, NULL, r->duration_s);
-	if (r->unowned || r->missing || r->unreachable)
-		log_msg(LOG_WARNING,
-			"reconciliation: %zu unowned and %zu missing cross-connect(s), %zu "
-			"device(s) unreachable",
-			r->unowned, r->missing, r->unreachable);
-}
-
-struct recon_events api_recon_events(struct api *api)
-{
-	return (struct recon_events){api, ev_drift, ev_device_read, ev_recon_done};
 }
 
 int api_restore_jobs(struct api *api)

@@ -1,0 +1,254 @@
+/*
+ * api_events.c - what the daemon reports as it happens: job, transaction,
+ * ring, node, drift and device events to Events.Watch (northbound
+ * nb_server_publish), and the metrics of transactions, plans, repairs and
+ * reconciliation passes. The job manager's events (api_job_events) and the
+ * reconciliation's (api_recon_events) arrive here on the loop thread.
+ *
+ * Return values left unchecked here, and why that is safe:
+ *  - nb_server_publish() returns the sequence number stamped on the event;
+ *    a subscriber too far behind is ended by the northbound itself.
+ *  - mx_add(), mx_set() and mx_observe() fail only when a new label series
+ *    cannot be allocated: one metric sample is lost, no daemon state.
+ */
+#include "api_internal.h"
+#include "arena.h"
+#include "clock.h"
+#include "devices.h"
+#include "log.h"
+#include "metrics.h"
+#include "rings.h"
+#include "store.h"
+
+/* ---- transaction outcomes, each mapped once ---- */
+
+/* The `outcome` label of the transaction metrics. */
+static const char *txn_result_label(enum txn_result r)
+{
+	switch (r) {
+	case TXN_CONFIRMED:
+		return "committed";
+	case TXN_REFUSED:
+		return "refused";
+	case TXN_ROLLED_BACK:
+		return "rolled_back";
+	case TXN_FAILED:
+		return "failed";
+	}
+	return "failed";
+}
+
+static Ocs__V1__TransactionOutcome txn_result_pb(enum txn_result r)
+{
+	switch (r) {
+	case TXN_CONFIRMED:
+		return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_COMMITTED;
+	case TXN_REFUSED:
+	case TXN_ROLLED_BACK:
+		return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLED_BACK;
+	case TXN_FAILED:
+		return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_ROLLBACK_FAILED;
+	}
+	return OCS__V1__TRANSACTION_OUTCOME__TRANSACTION_OUTCOME_UNSPECIFIED;
+}
+
+void api_publish_device(struct api *api, Ocs__V1__Device *d)
+{
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__DeviceEvent de = OCS__V1__DEVICE_EVENT__INIT;
+
+	if (!api->server || !d)
+		return;
+	de.device = d->name;
+	de.session = d->session;
+	de.health = d->health;
+	de.drained = d->drained;
+	de.session_error = d->session_error;
+	ev.kind_case = OCS__V1__EVENT__KIND_DEVICE;
+	ev.device = &de;
+	nb_server_publish(api->server, &ev);
+}
+
+/* ---- events ---- */
+
+static void ev_job(void *ctx, const struct jm_job *job)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__JobEvent je = OCS__V1__JOB_EVENT__INIT;
+
+	if (!api->server)
+		return;
+	je.job_id = (char *)job->id;
+	je.state = api_job_state_pb(job->state);
+	je.reason = (char *)job->reason;
+	ev.kind_case = OCS__V1__EVENT__KIND_JOB;
+	ev.job = &je;
+	nb_server_publish(api->server, &ev);
+}
+
+static void ev_txn(void *ctx, const char *job_id, const struct txn_outcome *o)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__TransactionEvent te = OCS__V1__TRANSACTION_EVENT__INIT;
+	const char *label = txn_result_label(o->result);
+
+	mx_add(api->m_txns, &label, 1);
+	mx_observe(api->m_txn_seconds, &label, (double)o->total_ms / 1000.0);
+	if (o->result == TXN_ROLLED_BACK || o->result == TXN_FAILED)
+		mx_add(api->m_rollbacks, NULL, 1);
+	mx_add(api->m_rollback_failures, NULL, (double)o->rollback_failures);
+	if (!api->server)
+		return;
+	te.transaction_id = o->txn_id;
+	te.job_id = (char *)job_id;
+	te.outcome = txn_result_pb(o->result);
+	te.devices = (char **)o->devices;
+	te.n_devices = o->n_devices;
+	te.reason = (char *)o->message;
+	ev.kind_case = OCS__V1__EVENT__KIND_TRANSACTION;
+	ev.transaction = &te;
+	nb_server_publish(api->server, &ev);
+}
+
+static void ev_plan(void *ctx, const char *planner, double seconds)
+{
+	struct api *api = ctx;
+
+	mx_observe(api->m_plan_seconds, &planner, seconds);
+}
+
+/* The job manager serves no more writes (it logged the reason, and every
+ * write it refuses carries it): health says so, so that load balancers and
+ * operators see it. */
+static void ev_store_failed(void *ctx, const char *reason)
+{
+	struct api *api = ctx;
+
+	(void)reason;
+	if (api->server)
+		nb_server_set_health(
+			api->server, "",
+			GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+}
+
+static void ev_ring(void *ctx, const struct rg_ring *now, const int *old, int n_old,
+		    int64_t reaction_us, int64_t devices_us)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__RingEvent re = OCS__V1__RING_EVENT__INIT;
+	struct arena ar = {0};
+	int32_t *olds = ar_alloc(&ar, (size_t)(n_old > 0 ? n_old : 1) * sizeof(*olds));
+	bool repair = now->last_change == RG_BYPASSED || now->last_change == RG_REPLACED ||
+		      now->last_change == RG_LOST;
+
+	if (repair) {
+		const char *kind = st_ring_change_name(now->last_change);
+
+		mx_add(api->m_repairs, &kind, 1);
+		if (now->last_change != RG_LOST && reaction_us > 0)
+			mx_observe(api->m_reaction_seconds, NULL, (double)reaction_us / 1e6);
+	}
+	if (!api->server || !olds) {
+		ar_free_all(&ar);
+		return;
+	}
+	re.ring = api_build_ring(&ar, now);
+	if (now->last_change == RG_RELEASED && re.ring)
+		re.ring->n_nodes = 0; /* released: it holds no node now */
+	for (int i = 0; i < n_old; i++)
+		olds[i] = old[i];
+	re.old_nodes = olds;
+	re.n_old_nodes = n_old > 0 ? (size_t)n_old : 0;
+	re.reaction_us = reaction_us;
+	re.devices_us = devices_us;
+	ev.kind_case = OCS__V1__EVENT__KIND_RING;
+	ev.ring = &re;
+	if (re.ring)
+		nb_server_publish(api->server, &ev);
+	ar_free_all(&ar);
+}
+
+static void ev_node(void *ctx, int node, bool faulty, const char *source)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__NodeEvent ne = OCS__V1__NODE_EVENT__INIT;
+
+	if (!api->server)
+		return;
+	ne.node = node;
+	ne.condition = faulty ? OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY
+			      : OCS__V1__NODE_CONDITION__NODE_CONDITION_HEALTHY;
+	ne.source = (char *)source;
+	ev.kind_case = OCS__V1__EVENT__KIND_NODE;
+	ev.node = &ne;
+	nb_server_publish(api->server, &ev);
+}
+
+struct jm_events api_job_events(struct api *api)
+{
+	return (struct jm_events){.ctx = api,
+				  .job_changed = ev_job,
+				  .transaction_done = ev_txn,
+				  .plan_finished = ev_plan,
+				  .store_failed = ev_store_failed,
+				  .ring_changed = ev_ring,
+				  .node_changed = ev_node};
+}
+
+/* At most this many DriftEvents per pass; the metric counts them all. */
+#define API_MAX_DRIFT_EVENTS 256
+
+static void ev_drift(void *ctx, const char *device, int in, int out, bool missing)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__DriftEvent de = OCS__V1__DRIFT_EVENT__INIT;
+
+	if (!api->server || api->drift_published++ >= API_MAX_DRIFT_EVENTS)
+		return;
+	de.device = (char *)device;
+	de.in_port = in;
+	de.out_port = out;
+	de.missing = missing;
+	ev.kind_case = OCS__V1__EVENT__KIND_DRIFT;
+	ev.drift = &de;
+	nb_server_publish(api->server, &ev);
+}
+
+static void ev_device_read(void *ctx, int id, bool ok, bool connected, const char *error)
+{
+	struct api *api = ctx;
+	struct arena ar = {0};
+
+	if (!dev_note_read(api->d.devs, id, ok, connected, error, clk_wall_ms(NULL)))
+		return;
+	api_publish_device(api, api_build_device(api, &ar, id));
+	ar_free_all(&ar);
+}
+
+static void ev_recon_done(void *ctx, const struct recon_report *r)
+{
+	struct api *api = ctx;
+
+	api->drift_published = 0;
+	if (r->discarded)
+		return; /* the fabric changed meanwhile: the next pass will tell */
+	mx_set(api->m_drift, (const char *[]){"unowned"}, (double)r->unowned);
+	mx_set(api->m_drift, (const char *[]){"missing"}, (double)r->missing);
+	mx_set(api->m_unreachable, NULL, (double)r->unreachable);
+	mx_observe(api->m_recon_seconds, NULL, r->duration_s);
+	if (r->unowned || r->missing || r->unreachable)
+		log_msg(LOG_WARNING,
+			"reconciliation: %zu unowned and %zu missing cross-connect(s), %zu "
+			"device(s) unreachable",
+			r->unowned, r->missing, r->unreachable);
+}
+
+struct recon_events api_recon_events(struct api *api)
+{
+	return (struct recon_events){api, ev_drift, ev_device_read, ev_recon_done};
+}

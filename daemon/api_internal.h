@@ -1,0 +1,85 @@
+/*
+ * api_internal.h - what the files of the API (api.h) share: struct api
+ * itself, the protobuf messages built from daemon state (api_pb.c), the
+ * Fabric service's RPCs (api_fabric.c) and the device event (api_events.c).
+ * Not for use outside the API; everything here runs on the event-loop
+ * thread.
+ *
+ * Call graph (no file calls back into one that calls it; checked by the
+ * callgraph test):
+ *
+ *   api.c --> api_fabric.c --> api_events.c
+ *     |            |               |
+ *     `------------+---------------+--> api_pb.c
+ *
+ * api.c owns struct api (api_new/api_free), the hand-off from gRPC threads
+ * and the Jobs service; the handler table there names every serve function.
+ */
+#ifndef OCSD_API_INTERNAL_H
+#define OCSD_API_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api.h"
+#include "jobs.h"
+#include "nb.h"
+
+struct arena;
+struct event;
+struct mx_family;
+struct ocs_xc;
+struct fs_circuit;
+struct rg_ring;
+
+struct api {
+	struct api_deps d;
+	struct jm *jm;
+	struct nb_server *server;
+	bool stopping;
+	struct mx_family *m_rpcs, *m_rpc_seconds, *m_plan_seconds, *m_txns, *m_txn_seconds;
+	struct mx_family *m_rollbacks, *m_rollback_failures, *m_drift, *m_unreachable;
+	struct mx_family *m_recon_seconds;
+	struct mx_family *m_repairs, *m_reaction_seconds; /* ring domains */
+	size_t drift_published;				  /* in the current pass */
+	/* While plans whose caller may go away wait: every API_CANCEL_CHECK_MS,
+	 * the ones whose call was cancelled (or passed its deadline) stop. */
+	struct event *cancel_check;
+};
+
+/* ---- api_pb.c: messages built in a per-request arena (NULL when it runs out) ---- */
+
+Ocs__V1__JobState api_job_state_pb(enum jm_state s);
+/* The cross-connect's device name (static config string, "?" when unknown). */
+const char *api_device_name(const struct api *api, const struct ocs_xc *xc);
+Ocs__V1__Circuit **api_build_circuits(struct api *api, struct arena *ar,
+				      const struct fs_circuit *cs, size_t n);
+/* A Ring message (allocated in ar; NULL when it runs out). */
+Ocs__V1__Ring *api_build_ring(struct arena *ar, const struct rg_ring *r);
+Ocs__V1__Ring **api_build_rings(struct arena *ar, const struct rg_ring *r, size_t n);
+/* A Device message: its session, health and drain (NULL: unknown id or out of memory). */
+Ocs__V1__Device *api_build_device(struct api *api, struct arena *ar, int id);
+
+/* ---- api_events.c ---- */
+
+/* A DeviceEvent to Events.Watch (nothing without a server or a device). */
+void api_publish_device(struct api *api, Ocs__V1__Device *d);
+
+/* ---- api_fabric.c: the Fabric service, served on the loop (msg: its request) ---- */
+
+void api_serve_get_fabric(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_list_devices(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_list_circuits(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_drain_device(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_undrain_device(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_mark_node(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_list_rings(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_list_drift(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_clear(struct api *api, struct nb_call *call, const void *msg);
+/* Rail-OCS fabrics only (rail_api.c). */
+void api_serve_replace_gpu(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_mark_gpu(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_list_rail_ports(struct api *api, struct nb_call *call, const void *msg);
+
+#endif
