@@ -34,6 +34,8 @@ enum exit_code {
 	EXIT_IN_PROGRESS = 4, /* submit: ocsctl stopped waiting, the job goes on */
 };
 
+/* The command line as main() parsed it; the strings are argv's, the
+ * environment's or DEFAULT_SERVER (none is freed). */
 struct opts {
 	const char *server;
 	bool insecure;
@@ -52,6 +54,7 @@ struct opts {
 	int in_port, out_port;
 };
 
+/* What every command gets; main() owns it and frees the server list. */
 struct ctx {
 	struct opts o;
 	struct ocsctl_servers *servers; /* the --server list, one of them in use */
@@ -73,7 +76,7 @@ void out_table_add(struct out_table *t, char **row);
 void out_table_print(struct out_table *t);
 /* "JOB_STATE_ACTIVE" -> "active"; caller frees. */
 char *out_enum_short(const ProtobufCEnumDescriptor *d, int value);
-/* "2026-11-25T00:17:40.123Z", "-" for 0; caller frees. */
+/* "2026-11-25T00:17:40.123Z" (UTC), "-" when unix_ms <= 0; caller frees. */
 char *out_time_text(int64_t unix_ms);
 /* Prints v (NULL: building it failed) and a newline; returns an exit code. */
 int out_print_json_value(const json_t *v, bool pretty);
