@@ -16,7 +16,7 @@
 
 struct ocsctl_rail {
 	bool json;
-	/* one RPC: 0, or the exit code after printing why (ocsctl.c's call()) */
+	/* one RPC: 0, or the exit code after printing why (ocsctl_rpc.c's rpc_call()) */
 	int (*call)(void *x, enum nb_method m, const ProtobufCMessage *req, void *resp_out);
 	void *x;
 };

@@ -1,0 +1,155 @@
+/*
+ * ocsctl_internal.h - what the files of ocsctl share: the exit codes, the
+ * parsed command line (struct opts) and the call context (struct ctx), and
+ * the functions each file offers the others. Not for use outside ocsctl;
+ * ocsctl is single-threaded.
+ *
+ * Call graph (no file calls back into one that calls it):
+ *
+ *   ocsctl.c (usage, options, main) --> ocsctl_jobs.c, ocsctl_fabric.c,
+ *                                        ocsctl_rail.c
+ *   ocsctl_jobs.c, ocsctl_fabric.c --> ocsctl_rpc.c, ocsctl_out.c
+ *   ocsctl_rpc.c --> ocsctl_servers.c;  ocsctl_out.c --> ocsctl_rail.c
+ *
+ * Every command function returns ocsctl's exit code after printing the
+ * answer, or why there is none.
+ */
+#ifndef OCSCTL_INTERNAL_H
+#define OCSCTL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nb.h"
+#include "nb_client.h"
+#include "ocs_json.h"
+#include "ocsctl_servers.h"
+
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_REFUSED = 1,
+	EXIT_USAGE = 2,
+	EXIT_UNREACHABLE = 3,
+	EXIT_IN_PROGRESS = 4, /* submit: ocsctl stopped waiting, the job goes on */
+};
+
+/* The command line as main() parsed it; the strings are argv's, the
+ * environment's or DEFAULT_SERVER (none is freed). */
+struct opts {
+	const char *server;
+	bool insecure;
+	const char *ca, *cert, *key;
+	bool json;
+	int timeout_ms;
+	const char *job, *device;
+	int pod, group, node; /* -1: no filter */
+	int hb, rail;	      /* rail-ports: server and rail filters, -1: none */
+	bool force;
+	long count;	     /* watch: stop after this many events; 0 = forever */
+	int state;	     /* jobs: JobState filter; 0 = every state */
+	bool no_wait;	     /* job submit: return once the job is accepted */
+	long wait_timeout_s; /* job submit: how long to wait for the outcome */
+	bool has_ports;	     /* adopt, clear: one cross-connect of --device */
+	int in_port, out_port;
+};
+
+/* What every command gets; main() owns it and frees the server list. */
+struct ctx {
+	struct opts o;
+	struct ocsctl_servers *servers; /* the --server list, one of them in use */
+};
+
+/* ---- ocsctl_out.c: output, as tables, key/value blocks or JSON ---------- */
+
+struct out_table {
+	int cols;
+	char **cells; /* rows * cols, malloc'd strings */
+	size_t rows, cap;
+};
+
+/* printf into a new string (caller frees); exits on out of memory. */
+char *out_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+/* Adds a row of t->cols strings (takes ownership). */
+void out_table_add(struct out_table *t, char **row);
+/* Prints t with its columns aligned and empties it. */
+void out_table_print(struct out_table *t);
+/* "JOB_STATE_ACTIVE" -> "active"; caller frees. */
+char *out_enum_short(const ProtobufCEnumDescriptor *d, int value);
+/* "2026-11-25T00:17:40.123Z" (UTC), "-" when unix_ms <= 0; caller frees. */
+char *out_time_text(int64_t unix_ms);
+/* Prints v (NULL: building it failed) and a newline; returns an exit code. */
+int out_print_json_value(const json_t *v, bool pretty);
+/* Prints m as JSON; returns an exit code. */
+int out_print_json(const ProtobufCMessage *m, bool pretty);
+/* "name value" rows of m's scalar fields whose number is set in want. */
+void out_kv_rows(struct out_table *t, const ProtobufCMessage *m, uint64_t want);
+void out_print_kv_pick(const ProtobufCMessage *m, uint64_t want);
+/* Bits lo..hi (field numbers) set. */
+uint64_t out_ids(unsigned lo, unsigned hi);
+void out_circuits_table(Ocs__V1__Circuit **cs, size_t n);
+void out_print_figures(const Ocs__V1__PlanFigures *fig);
+void out_rings_table(Ocs__V1__Ring **rs, size_t n);
+/* The GPUs a job holds. */
+long long out_job_gpus(const Ocs__V1__Job *j);
+void out_print_job(const Ocs__V1__Job *job);
+/* rings --json; NULL when out of memory. Caller frees (json_decref). */
+json_t *out_rings_json(const Ocs__V1__ListRingsResponse *r);
+/* watch's line of an event: "SEQ TIME what". */
+void out_print_event(const Ocs__V1__Event *e);
+
+/* ---- ocsctl_rpc.c: calls to the --server list ---------------------------- */
+
+/* Prints why a call failed; returns the exit code. */
+int rpc_report_failure(const struct ctx *x, const struct nb_client_status *st);
+/* One RPC: EXIT_OK and *resp_out (caller frees), or prints why and returns the exit code. */
+int rpc_call(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, void *resp_out);
+/* protobuf_c_message_free_unpacked(); NULL is fine. */
+void rpc_free_msg(void *m);
+
+/*
+ * Every page of a ListJobs or ListCircuits answer (issue 14 #5): the page
+ * messages are kept (the items point into them) until rpc_pages_free().
+ */
+struct rpc_pages {
+	ProtobufCMessage **msgs;
+	size_t n_msgs;
+	void **items; /* Ocs__V1__Job * or Ocs__V1__Circuit * */
+	size_t n_items;
+};
+
+void rpc_pages_free(struct rpc_pages *pg);
+/* Calls m (ListJobs or ListCircuits) until the last page; *token is the
+ * request's page_token field. pg is freed by the caller, even on failure. */
+int rpc_follow_pages(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, char **token,
+		     struct rpc_pages *pg);
+
+/* ---- ocsctl_jobs.c: the job commands (the Jobs service) ------------------ */
+
+/* Reads a JobSpec from a JSON file: EXIT_OK and *out (caller frees), or
+ * EXIT_USAGE after printing why. */
+int jobs_load_job_file(const char *path, Ocs__V1__JobSpec **out);
+int jobs_cmd_jobs(struct ctx *x);
+/* job submit FILE (submit_it) or job plan FILE. */
+int jobs_cmd_job_file(struct ctx *x, Ocs__V1__JobSpec *spec, bool submit_it);
+/* job release ID (release) or job show ID. */
+int jobs_cmd_job_id(struct ctx *x, const char *id, bool release);
+
+/* ---- ocsctl_fabric.c: the fabric, device, circuit, drift, ring and node
+ * commands (the Fabric service), status and watch -------------------------- */
+
+int fabric_cmd_status(struct ctx *x);
+int fabric_cmd_fabric(struct ctx *x);
+int fabric_cmd_devices(struct ctx *x);
+int fabric_cmd_circuits(struct ctx *x);
+/* drain DEVICE (drain) or undrain DEVICE. */
+int fabric_cmd_drain(struct ctx *x, const char *device, bool drain);
+int fabric_cmd_drift(struct ctx *x);
+int fabric_cmd_adopt(struct ctx *x);
+int fabric_cmd_clear(struct ctx *x);
+int fabric_cmd_rings(struct ctx *x);
+/* node fail NODE (fail) or node heal NODE. */
+int fabric_cmd_node(struct ctx *x, long node, bool fail);
+int fabric_cmd_watch(struct ctx *x);
+
+#endif
