@@ -7,7 +7,7 @@
  *
  * Return values left unchecked here, and why that is safe: sd_notify() (a
  * notification systemd does not get is only a status line lost; outside
- * systemd it does nothing), mx_set()/mx_add() (see api.c), and fclose() of a
+ * systemd it does nothing), mx_set()/mx_add() (see api_events.c), and fclose() of a
  * file opened for reading.
  */
 #include "daemon.h"

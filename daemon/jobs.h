@@ -15,7 +15,7 @@
  *
  * This module knows nothing of gRPC: requests come in as plain structs,
  * answers go out through a callback with a structured status that the API
- * layer (api.c) maps to gRPC exactly once.
+ * layer (api_pb.c) maps to gRPC exactly once.
  *
  * Threading: every function here runs on the event-loop thread.
  */
@@ -41,7 +41,7 @@ struct ocsd_config;
 struct pool_task;
 struct st_store;
 
-/* Stored by name (jm_state_name); mapped to ocs.v1.JobState once, in api.c. */
+/* Stored by name (jm_state_name); mapped to ocs.v1.JobState once, in api_pb.c. */
 enum jm_state {
 	JM_PENDING = 1,
 	JM_PLANNING = 2,

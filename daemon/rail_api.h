@@ -2,9 +2,9 @@
  * rail_api.h - the rail-OCS part of the ocs.v1 API (issue 12): ReplaceGpu,
  * MarkGpu and ListRailPorts served from the rail state (rails.h) and the
  * swaps (railswap.h), the rail fields of GetFabric and of a Job, and the
- * RailEvent and GpuEvent of Events.Watch. api.c hands it the decoded,
+ * RailEvent and GpuEvent of Events.Watch. api_fabric.c hands it the decoded,
  * validated requests of a rail-OCS fabric on the loop thread; errors of
- * the swaps go back through api.c's one mapping to gRPC (ra_deps.fail).
+ * the swaps go back through api_pb.c's one mapping to gRPC (ra_deps.fail).
  *
  * Ownership: the ra object borrows everything in ra_deps; the server is
  * attached once it exists (ra_attach). Threading: loop thread only.
@@ -26,7 +26,7 @@ struct ra_deps {
 	struct rl_state *rl;
 	struct rsw *rsw;
 	struct devices *devs;
-	/* answers call with a job manager error (api.c's mapping to gRPC) */
+	/* answers call with a job manager error (api_pb.c's mapping to gRPC) */
 	void (*fail)(struct nb_call *call, const struct jm_error *err);
 };
 

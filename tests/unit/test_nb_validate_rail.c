@@ -5,8 +5,8 @@
  * and the requests that need another kind of fabric. Each case builds a
  * request, packs it to wire bytes and decodes it the way the gRPC thread
  * does (nb_decode_request); the expected status, field and a word of the
- * message are checked. (test_nb_validate.c, already 1,500 lines, covers the
- * leaf-spine and ring kinds.)
+ * message are checked. (test_nb_validate.c and test_nb_validate_random.c
+ * cover the leaf-spine and ring kinds.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
