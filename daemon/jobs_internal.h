@@ -119,8 +119,9 @@ struct jm {
 /*
  * jobs_table.c: the job table, the transaction queue, the waiters and the
  * state changes (each stored before it is published: invariant 5 of
- * jobs.c). Calls nothing of the job manager's other files.
+ * jobs.c). Calls nothing above it (jobs.c and the files calling jobs.c).
  */
+/* The wall clock in ms (the injectable clock of jm_deps). */
 int64_t jm_now_ms(const struct jm *jm);
 /* Frees j and everything it owns (its waiters excepted); NULL: nothing. */
 void jm_job_free(struct job_rt *j);
