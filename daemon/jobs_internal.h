@@ -6,9 +6,14 @@
  * Call graph (no file calls back into one that calls it; checked by the
  * callgraph test):
  *
+ *   jobs_recover.c, jobs_external.c  (start-up, adoption: call jobs.c
+ *     |                               and what jobs.c calls)
+ *     v
  *   jobs.c --> jobs_plan.c --> jobs_move.c
  *     |   \        ^
  *     |    \--> kind_leaf.c, kind_parallelism.c, kind_ring.c --> jobs_ring.c
+ *     |--> jobs_spec.c --> kind_*.c, jobs_links.c
+ *     |--> jobs_table.c --> jobs_links.c
  *     |--> jobs_links.c, jobs_ring.c
  *     `--> jobs_util.c  (and everything else calls jobs_util.c)
  *
@@ -70,6 +75,139 @@ struct job_rt {
 	struct rg_ring *prev_rings;
 	size_t n_prev_rings;
 };
+
+/*
+ * The job manager. Owned by the daemon (jm_new / jm_free, jobs_recover.c);
+ * the table, the transaction queue and every job in it are touched on the
+ * event-loop thread only.
+ */
+struct jm {
+	struct jm_deps d;
+	const struct ocs_fabric *f;
+	struct job_rt **jobs; /* every job, in creation order */
+	size_t n_jobs, cap_jobs;
+	struct job_rt **live; /* jobs that hold leaves (jl_holds_leaves); room for n_jobs */
+	size_t n_live;
+	struct strmap by_id, by_key;
+	size_t n_state[JM_FAILED + 1];		/* jobs in each state (metrics, without a scan) */
+	struct job_rt *queue_head, *queue_tail; /* waiting for a transaction, FIFO */
+	struct job_rt *txn_job;			/* the job whose transaction runs */
+	bool stopping;				/* no new transaction starts */
+	struct jp_task *answering; /* dry runs and searches before a job exists (cancellable) */
+	struct {
+		bool running; /* a transaction of no job (jm_external_txn) */
+		txn_done_fn done;
+		void *arg;
+		char job_id[72]; /* the name its intent is stored under */
+	} external;
+	unsigned long plan_seq; /* last plan started */
+	bool not_serving;	/* a store write failed: no further writes */
+	char not_serving_reason[600];
+	/*
+	 * Ring domains: nodes marked healthy again whose bundles still hold
+	 * what they had when they failed (a faulty node is never programmed),
+	 * set back to loopback by transactions of this pseudo job (never in
+	 * the table; id JM_RESET_JOB), queued like a repair.
+	 */
+	struct job_rt reset;
+	int *reset_nodes;
+	size_t n_reset, cap_reset;
+};
+
+#define JM_RESET_JOB "ocsd-node-reset"
+
+/*
+ * jobs_table.c: the job table, the transaction queue, the waiters and the
+ * state changes (each stored before it is published: invariant 5 of
+ * jobs.c). Calls nothing above it (jobs.c and the files calling jobs.c).
+ */
+/* The wall clock in ms (the injectable clock of jm_deps). */
+int64_t jm_now_ms(const struct jm *jm);
+/* Frees j and everything it owns (its waiters excepted); NULL: nothing. */
+void jm_job_free(struct job_rt *j);
+/* The job named id (the table keeps it), or NULL. */
+struct job_rt *jm_job_find(const struct jm *jm, const char *id);
+/* Adds j to the table and the indexes, with room in `live` for it. 0 or -ENOMEM. */
+int jm_table_add(struct jm *jm, struct job_rt *j);
+/* Keeps `live` in step with j's state (never allocates: invariant 6). */
+void jm_track_live(struct jm *jm, struct job_rt *j, bool was_live);
+/* The queue of transactions (intrusive: never fails). A repair goes ahead
+ * of every queued job (jm_enqueue_first); jm_dequeue: NULL when empty. */
+void jm_enqueue_first(struct jm *jm, struct job_rt *j);
+void jm_enqueue(struct jm *jm, struct job_rt *j);
+struct job_rt *jm_dequeue(struct jm *jm);
+/* A waiter answered when j settles. 0 or -ENOMEM. */
+int jm_add_waiter(struct job_rt *j, jm_answer_fn fn, void *ctx, bool created);
+/* Answers every waiter of j (err NULL: success). */
+void jm_settle(struct job_rt *j, const struct jm_error *err);
+/*
+ * A release requested during programming failed: the submitters' job
+ * became ACTIVE (their request succeeded), only the releasers get err.
+ */
+void jm_settle_failed_release(struct job_rt *j, const struct jm_error *err);
+/* Invariant 5: no further writes; the daemon reports why. */
+void jm_store_failed(struct jm *jm, const char *what);
+/*
+ * Moves j to state, stored first (invariant 5). The change is made in
+ * memory even when the store refuses it, since what it records already
+ * happened (a plan refused, devices changed); the job manager then stops
+ * serving writes and recovery sets the store right at the next start.
+ * Returns the store's answer (0, or why it refused: -EPERM when this
+ * replica is not the leader any more).
+ */
+int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const char *reason);
+/*
+ * Fails j and answers its waiters with err. When the store refuses FAILED
+ * because this replica is not the leader any more, the job stays accepted
+ * in the store and the new leader runs it (jm_recover): its waiters are
+ * told that, never err's "nothing changed", which would not be true.
+ */
+void jm_fail_job(struct jm *jm, struct job_rt *j, const struct jm_error *err);
+/* The refusal every write gets once the store failed; true when refused. */
+bool jm_refuse_write(const struct jm *jm, jm_answer_fn answer, void *ctx);
+/*
+ * Stores the figures of the plan j is about to be programmed with, so that
+ * they outlive a restart (issue 14 #14). Before any device is touched: a
+ * failed write refuses the job (UNAVAILABLE, nothing changed). 0 or -1
+ * with err set.
+ */
+int jm_store_figures(struct jm *jm, struct job_rt *j, struct jm_error *err);
+/* The list of tasks whose caller may go away (jm_cancel_gone); the task
+ * stays the pool's, the list only points at it. */
+void jm_answering_add(struct jm *jm, struct jp_task *t);
+void jm_answering_del(struct jm *jm, struct jp_task *t);
+
+/*
+ * jobs_spec.c: a request's checks and what a job takes from it. Field
+ * names in errors follow the API's JobSpec.
+ */
+const struct jm_kind *jm_kind_of(const struct jm_workload *wl);
+const struct jm_kind *jm_spec_kind(const struct jm_spec *spec);
+const char *jm_planner_of(const struct jm_spec *spec);
+/*
+ * A GPU belongs to one live job at a time (issue 14 #9): refused with
+ * FAILED_PRECONDITION naming the first GPU that a live job other than self
+ * holds, and that job. Work grows with the live jobs' GPUs only.
+ */
+bool jm_gpus_free(const struct jm *jm, const char *self, const int64_t *gpus, size_t n,
+		  const struct jm_workload *wl, struct jm_error *err);
+/* Copies gpus into job->gpus (none: a workload's stay where they are). 0 or -ENOMEM. */
+int jm_copy_gpus(struct jm_job *job, const int64_t *gpus, size_t n);
+/* Checks a spec against the fabric; field names follow the API's JobSpec. */
+bool jm_check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_error *err);
+/* The id, key, planner, kind and ring of spec into j (nothing allocated). */
+void jm_copy_spec(struct job_rt *j, const struct jm_spec *spec);
+
+/*
+ * jobs.c: what start-up, recovery and the transactions of no job
+ * (jobs_recover.c, jobs_external.c) need of the state machine.
+ * jm_start_planning: plans j (PLANNING) or fails it. jm_pump: starts the
+ * next queued transaction when none is running. jm_queue_repairs: queues
+ * the repair of j's first ring holding a faulty node, ahead of all work.
+ */
+void jm_start_planning(struct jm *jm, struct job_rt *j);
+void jm_pump(struct jm *jm);
+void jm_queue_repairs(struct jm *jm, struct job_rt *j);
 
 /* jobs_links.c: states in which a job stands on its leaves. */
 bool jl_holds_leaves(enum jm_state s);

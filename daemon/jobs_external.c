@@ -1,0 +1,146 @@
+/*
+ * jobs_external.c - what no job owns (issue 14 #2): circuits found on the
+ * devices adopted as a job of their own (jm_adopt, stored ACTIVE with a
+ * confirmed intent, no device touched), and the transactions that are no
+ * job's (clearing unowned cross-connects), run one at a time with the
+ * jobs' (jm_external_txn).
+ */
+#include "jobs_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric_state.h"
+#include "jobs_util.h"
+
+int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
+	     const struct ocs_xc *xcs, size_t n, struct jm_error *err)
+{
+	struct job_rt *j;
+	struct st_circuit *adds;
+	struct st_job row;
+	int64_t txn_id = 0;
+	int rc;
+
+	if (jm->not_serving || jm->stopping) {
+		jm_set_error(err, JM_UNAVAILABLE, "", "%s; nothing changed",
+			     jm->stopping ? "ocsd is shutting down" : jm->not_serving_reason);
+		return -1;
+	}
+	if (jm_job_find(jm, id)) {
+		jm_set_error(err, JM_EXISTS, "job_id", "job %s exists; name a new job", id);
+		return -1;
+	}
+	j = calloc(1, sizeof(*j));
+	adds = calloc(n + 1, sizeof(*adds));
+	if (!j || !adds || !(j->pub.demand = malloc(sizeof(*j->pub.demand))) ||
+	    !(j->pub.raw = malloc(raw_len ? raw_len : 1))) {
+		free(adds);
+		jm_job_free(j);
+		jm_set_error(err, JM_INTERNAL, "", "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		adds[i].xc = xcs[i];
+		snprintf(adds[i].job_id, sizeof(adds[i].job_id), "%s", id);
+	}
+	snprintf(j->pub.id, sizeof(j->pub.id), "%s", id);
+	if (raw_len)
+		memcpy(j->pub.raw, raw, raw_len);
+	j->pub.raw_len = raw_len;
+	snprintf(j->pub.planner, sizeof(j->pub.planner), "adopted");
+	snprintf(j->pub.figures.planner, sizeof(j->pub.figures.planner), "adopted");
+	j->pub.figures.circuits_new = (int)(n / 2);
+	j->kind = &jm_kind_leaf;
+	j->pub.state = JM_PROGRAMMING;
+	j->pub.created_ms = j->pub.updated_ms = jm_now_ms(jm);
+	row = (struct st_job){j->pub.id,  NULL,		  "PROGRAMMING",     NULL,
+			      j->pub.raw, j->pub.raw_len, j->pub.created_ms, j->pub.created_ms};
+	rc = jm_table_add(jm, j);
+	if (rc) {
+		free(adds);
+		jm_job_free(j);
+		jm_set_error(err, JM_INTERNAL, "", "out of memory");
+		return -1;
+	}
+	jm_track_live(jm, j, false);
+	/* Stored PROGRAMMING first: recovery finds an intent left open
+	 * confirmed (the devices hold them) and the job ACTIVE. */
+	rc = st_job_put(jm->d.store, &row);
+	if (rc) {
+		free(adds);
+		jm_set_error(err, JM_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
+			     strerror(-rc));
+		/* never seen by anyone: forget it again (as create_job does) */
+		jm->n_state[j->pub.state]--;
+		jm->n_state[JM_RELEASED]++;
+		j->pub.state = JM_RELEASED;
+		jm_track_live(jm, j, true);
+		(void)jm_forget(jm, j->pub.id);
+		return -1;
+	}
+	if (jm_store_figures(jm, j, err) != 0)
+		rc = -EIO;
+	if (rc == 0)
+		rc = st_intent_begin(jm->d.store, id, NULL, 0, adds, n, NULL, 0, jm_now_ms(jm),
+				     &txn_id);
+	if (rc == 0)
+		rc = st_intent_finish(jm->d.store, txn_id, ST_INTENT_CONFIRMED,
+				      "adopted: the devices held these cross-connects",
+				      jm_now_ms(jm));
+	if (rc == 0)
+		rc = fs_apply(jm->d.fs, NULL, 0, adds, n);
+	free(adds);
+	if (rc) {
+		jm_set_error(err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "",
+			     "cannot store the adopted circuits (%s); nothing changed",
+			     strerror(rc < 0 ? -rc : rc));
+		/* a row may be stored: it holds no circuit, so it is simply failed */
+		jm_set_state(jm, j, JM_FAILED, err->message);
+		return -1;
+	}
+	jm_set_state(jm, j, JM_ACTIVE, NULL);
+	return 0;
+}
+
+static void external_done(void *arg, const struct txn_outcome *o)
+{
+	struct jm *jm = arg;
+
+	jm->external.running = false;
+	if (o->store_failed)
+		jm_store_failed(jm, o->store_error);
+	if (jm->d.events.transaction_done && o->txn_id)
+		jm->d.events.transaction_done(jm->d.events.ctx, jm->external.job_id, o);
+	jm->external.done(jm->external.arg, o);
+	jm_pump(jm);
+}
+
+int jm_external_txn(struct jm *jm, const struct txn_change *c, txn_done_fn done, void *arg,
+		    char *why, size_t why_len)
+{
+	int rc;
+
+	if (jm->not_serving) {
+		snprintf(why, why_len, "%s", jm->not_serving_reason);
+		return -EIO;
+	}
+	if (jm->stopping) {
+		snprintf(why, why_len, "ocsd is shutting down");
+		return -ESHUTDOWN;
+	}
+	if (jm->txn_job || jm->external.running) {
+		snprintf(why, why_len, "a transaction is running; try again");
+		return -EBUSY;
+	}
+	jm->external.running = true;
+	jm->external.done = done;
+	jm->external.arg = arg;
+	snprintf(jm->external.job_id, sizeof(jm->external.job_id), "%s", c->job_id);
+	rc = jm->d.txn_start(jm->d.txn_ctx, c, external_done, jm, why, why_len);
+	if (rc)
+		jm->external.running = false;
+	return rc;
+}
