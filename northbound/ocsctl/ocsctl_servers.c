@@ -214,7 +214,10 @@ int ocsctl_servers_connect(struct ocsctl_servers *s, struct nb_client_status *st
 /*
  * The leader a refusal names: "not the leader; leader is HOST:PORT" (with
  * or without a field in front) -> HOST:PORT in out. True when the answer
- * is such a redirect (out "" when it names no leader).
+ * is such a redirect (out "" when it names no leader: "not the leader; no
+ * leader yet"). Only that refusal: "not the leader any more: job X stays
+ * accepted ..." is a leader deposed while it handled the call, whose
+ * answer the operator must see.
  */
 static bool redirect_target(const struct nb_client_status *st, char *out, size_t len)
 {
@@ -224,7 +227,7 @@ static bool redirect_target(const struct nb_client_status *st, char *out, size_t
 	out[0] = '\0';
 	if (st->code != NB_UNAVAILABLE || st->unreachable)
 		return false;
-	p = strstr(st->message, "not the leader");
+	p = strstr(st->message, "not the leader;");
 	if (!p)
 		return false;
 	q = strstr(p, "leader is ");

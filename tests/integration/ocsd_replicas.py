@@ -17,9 +17,11 @@ a new etcd leader within one lease after losing its own (docs/replicas.md).
 
 The client (Client) talks to whichever replica leads: it tries the replica
 it last found leading, then every other one; an UNAVAILABLE "not the leader;
-leader is HOST:PORT" sends it there, and another "not the leader" (no leader
-yet) or a connection refused (a standby that serves nothing, a replica being
-restarted) to the next. Outcomes are three-valued, as Jepsen's: ok
+leader is HOST:PORT" sends it there, and "not the leader; no leader yet" or a
+connection refused (a standby that serves nothing, a replica being
+restarted) to the next. Only the "not the leader;" refusal says nothing was
+done: "not the leader any more: job X stays accepted ..." (a leader deposed
+while it handled the call) is indeterminate. Outcomes are three-valued, as Jepsen's: ok
 (acknowledged), fail (certainly not done: never reached a leader, refused by
 a follower, or refused by the leader with "nothing changed" or a
 precondition/argument error) and info (indeterminate: it may or may not have
@@ -537,8 +539,12 @@ class Client:
                 self.trace.append((time.time(), self.reps.reps[k].id, code.name, details))
                 del self.trace[:-TRACE_KEEP]
                 m = NOT_LEADER.search(details)
-                if code == grpc.StatusCode.UNAVAILABLE and "not the leader" in details:
-                    # a follower did nothing; it names the leader when it knows one
+                if code == grpc.StatusCode.UNAVAILABLE and "not the leader;" in details:
+                    # a replica that is not the leader refused it before doing
+                    # anything ("not the leader; leader is X" / "; no leader
+                    # yet"); "not the leader any more: job X stays accepted"
+                    # and a store failure naming the lost lead are not that:
+                    # the job may be stored, and the next leader runs it
                     j = self._index_of(m.group(1)) if m else None
                     last = f"{self.reps.reps[k].id}: {details}"
                     if j is not None and j != k:
