@@ -297,6 +297,7 @@ static int decide(struct txn *tx, char *why, size_t why_len)
 	int wait_ms = (d->confirm_timeout_s > 0 ? d->confirm_timeout_s : 30) * 500;
 	int64_t t0 = clk_mono_us(d->clock);
 	struct timespec until;
+	bool post;
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &until);
@@ -307,9 +308,10 @@ static int decide(struct txn *tx, char *why, size_t why_len)
 		until.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&tx->gate_mu);
-	tx->decide = tx->no_decision ? DECIDE_WITHDRAWN : DECIDE_POSTED;
+	post = !tx->no_decision;
+	tx->decide = post ? DECIDE_POSTED : DECIDE_WITHDRAWN;
 	pthread_mutex_unlock(&tx->gate_mu);
-	if (tx->decide == DECIDE_POSTED)
+	if (post)
 		loop_post(d->loop, &tx->decide_node, on_loop_decide);
 	pthread_mutex_lock(&tx->gate_mu);
 	while (tx->decide == DECIDE_POSTED || tx->decide == DECIDE_WRITING) {
