@@ -147,9 +147,12 @@
  *      back and read back (retrying until rollback_timeout_ms while a stale
  *      session of ours, stuck in a hung RPC, still holds the candidate
  *      lock). Devices already confirmed get a compensating edit from their
- *      pre-image. The outcome is ROLLED_BACK only when every read-back
- *      equals the pre-image, FAILED otherwise, with the device and the
- *      reason in the result. Nothing is only logged.
+ *      pre-image, unless hooks.compensate refuses it (the daemon: the
+ *      transaction's decision to commit can no longer be withdrawn, its
+ *      replica being deposed; the new leader finishes it), which fails
+ *      that device's rollback at once. The outcome is ROLLED_BACK only when
+ *      every read-back equals the pre-image, FAILED otherwise, with the
+ *      device and the reason in the result. Nothing is only logged.
  *  I6. Running is never locked across a confirmed commit; the candidate
  *      lock taken in step 1 is released on every path (or dies with the
  *      session).
@@ -931,6 +934,17 @@ static int rollback_once(struct dev_ctx *d, struct sb_error *err)
 		d->locked = false;
 		return 0;
 	}
+	if (!same && d->t->hooks && d->t->hooks->compensate) {
+		char why[sizeof(err->message)] = "";
+
+		if ((rc = d->t->hooks->compensate(d->t->hooks->arg, why, sizeof(why)))) {
+			*err = (struct sb_error){.code = -EPERM};
+			snprintf(err->device, sizeof(err->device), "%s", sb_device_name(d->dev));
+			snprintf(err->operation, sizeof(err->operation), "rollback");
+			snprintf(err->message, sizeof(err->message), "%s", why);
+			return -EPERM;
+		}
+	}
 	if (!same) {
 		/* compensating edit from the pre-image */
 		if (!d->locked) {
@@ -972,7 +986,8 @@ static void job_rollback(void *arg)
 	int64_t deadline = sb_now_ms() + d->t->opts.rollback_timeout_ms;
 	int rc;
 	while ((rc = rollback_once(d, &err))) {
-		if (rc == -ESTALE || sb_now_ms() >= deadline) {
+		/* a stale image, or a compensating edit refused (hooks.compensate) */
+		if (rc == -ESTALE || rc == -EPERM || sb_now_ms() >= deadline) {
 			sb_device_forget_image(d->dev); /* what running holds is unknown */
 			d->res->outcome = SB_DEV_ROLLBACK_FAILED;
 			d->res->rollback_error = err;
