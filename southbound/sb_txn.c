@@ -129,6 +129,12 @@
  *      sb_device_forget_image() closes that window. A transceiver's edit
  *      replaces its node's entry, so there the read-back sees no drift at
  *      all and S2 and the reconciliation are what catch it.
+ *  S4. A confirmed-commit device whose commit was never confirmed (no
+ *      confirm sent) and whose committing session is gone (R2: the device
+ *      reverted that commit when it ended) gets no compensating edit even
+ *      when running shows the target: it is another session's (a new
+ *      leader that fenced ours off and programmed the same target,
+ *      daemon/recovery.c), not ours.
  *
  * Invariants (each one is exercised by tests/integration/test_sb_txn*.c):
  *  I1. No device receives any RPC before the plan passed the verify
@@ -368,6 +374,8 @@ struct dev_ctx {
 	bool locked;	      /* holds the candidate (or running) lock */
 	bool edited;	      /* the candidate holds the change */
 	bool maybe_committed; /* a commit (or running edit) was sent */
+	uint64_t commit_session; /* sb_device_reconnects() when it was sent */
+	bool confirm_sent;	 /* the confirming commit was sent */
 	bool confirmed;
 	struct sb_xc *readback;
 	size_t n_readback;
@@ -675,6 +683,7 @@ static void job_commit(void *arg)
 	struct sb_error err = {0};
 	d->ok = true;
 	d->maybe_committed = true;
+	d->commit_session = sb_device_reconnects(d->dev);
 	int rc;
 	switch (sb_device_strategy(d->dev)) {
 	case SB_STRATEGY_CONFIRMED:
@@ -864,6 +873,7 @@ static void job_confirm(void *arg)
 	struct dev_ctx *d = arg;
 	struct sb_error err = {0};
 	d->ok = true;
+	d->confirm_sent = true;
 	/* only the committing session may confirm: if it is gone, the device
 	 * has reverted by itself and the transaction rolls back */
 	if (sb_device_strategy(d->dev) == SB_STRATEGY_CONFIRMED &&
@@ -929,6 +939,19 @@ static int rollback_once(struct dev_ctx *d, struct sb_error *err)
 		d->res->stale_image = true;
 		if (d->maybe_committed && d->confirmed)
 			return stale_image(d, err);
+		if (d->locked && sb_device_unlock(d->dev, ds, err))
+			sb_device_disconnect(d->dev);
+		d->locked = false;
+		return 0;
+	}
+	if (!same && is_target && d->maybe_committed && !d->confirm_sent &&
+	    sb_device_strategy(d->dev) == SB_STRATEGY_CONFIRMED &&
+	    sb_device_reconnects(d->dev) != d->commit_session) {
+		/* S4: our commit was never confirmed and its session is gone, so
+		 * the device reverted it: the target it shows is another
+		 * session's (a new leader's, after it fenced ours off). */
+		sb_device_forget_image(d->dev);
+		d->res->stale_image = true;
 		if (d->locked && sb_device_unlock(d->dev, ds, err))
 			sb_device_disconnect(d->dev);
 		d->locked = false;
