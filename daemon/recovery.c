@@ -203,9 +203,12 @@ static int resolve_ring_intent(const struct rec_deps *rd, const struct st_intent
 	for (size_t i = 0; i < in->n_bundles; i++) {
 		int node = in->bundles[i].node;
 
-		if (node >= 0 && node < n_nodes && !fenced[node])
+		if (node >= 0 && node < n_nodes && !seen[node]) {
+			seen[node] = 1; /* fenced once per node */
 			fenced[node] = fence_device(rd, in, node);
+		}
 	}
+	memset(seen, 0, (size_t)n_nodes + 1);
 	for (size_t i = 0; i < in->n_bundles; i++) {
 		int node = in->bundles[i].node;
 		struct sb_bundle *want = &wants[(size_t)node * (size_t)bundles];
