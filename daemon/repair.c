@@ -89,11 +89,13 @@ void rep_device(struct rep *r, int device, const struct sb_xc *missing, size_t n
 		const struct sb_xc *unowned, size_t n_unowned)
 {
 	size_t n_run;
-	const struct st_circuit *run = dev_xcs(r->d.devs, device, &n_run);
-	const char *name = dev_name(r->d.devs, device);
+	const struct st_circuit *run;
+	const char *name;
 
 	if (device < 0 || device >= r->n_devices || n_missing == 0)
 		return;
+	run = dev_xcs(r->d.devs, device, &n_run);
+	name = dev_name(r->d.devs, device);
 	if (r->n_cur + n_missing > r->cap_cur) {
 		size_t cap = (r->n_cur + n_missing) * 2;
 		struct st_circuit *p = realloc(r->cur, cap * sizeof(*p));
