@@ -46,8 +46,7 @@ struct rep {
 	struct st_circuit *inflight;
 	size_t n_inflight;
 	int failures;
-	int64_t next_us;      /* no attempt before (backing off) */
-	char last_error[300]; /* why the last attempt failed ("" none) */
+	int64_t next_us; /* no attempt before (backing off) */
 };
 
 struct rep *rep_new(const struct rep_deps *deps)
@@ -246,7 +245,6 @@ static void failed(struct rep *r, const struct st_circuit *xcs, size_t n, const 
 	int64_t wait = backoff_us(++r->failures);
 
 	r->next_us = clk_mono_us(r->d.clock) + wait;
-	snprintf(r->last_error, sizeof(r->last_error), "%s", why);
 	snprintf(text, sizeof(text),
 		 "the repair did not go through (%s); next try in %" PRId64 " s", why,
 		 wait / 1000000);
@@ -270,7 +268,6 @@ static void repair_done(void *arg, const struct txn_outcome *o)
 			r->n_inflight, o->txn_id, o->n_devices);
 		r->failures = 0;
 		r->next_us = 0;
-		r->last_error[0] = '\0';
 		if (r->d.events.outcome)
 			r->d.events.outcome(r->d.events.ctx, "repaired", r->n_inflight);
 	} else {
