@@ -50,6 +50,7 @@
 #include "rails.h"
 #include "railswap.h"
 #include "reconcile.h"
+#include "repair.h"
 #include "keepalive.h"
 #include "recovery.h"
 #include "rings.h"
@@ -102,7 +103,8 @@ struct od {
 	struct nb_server *server;
 	struct recon *recon;
 	struct event *recon_timer;
-	struct ka *ka; /* the transaction sessions' keepalive */
+	struct rep *repair; /* circuits of live jobs missing on the devices (leaf-spine) */
+	struct ka *ka;	    /* the transaction sessions' keepalive */
 	struct event *prune_timer;
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 	struct mx_family *m_pruned;
@@ -426,7 +428,13 @@ static int start_reconciliation(struct od *od)
 				.busy = od->rsw ? rsw_busy : NULL,
 				.busy_ctx = od->rsw};
 	struct timeval tv = {(time_t)od->opts->reconcile_interval_s, 0};
+	struct rep_deps pd = {.devs = od->devs, .jm = od->jm, .events = api_repair_events(od->api)};
 
+	/* Rail-OCS fabrics: no job owns a cross-connect (the rail port map's
+	 * owner is no job), so there is nothing to repair. */
+	if (!od->rsw && !(od->repair = rep_new(&pd)))
+		return -ENOMEM;
+	rd.repair = od->repair;
 	od->recon = recon_new(&rd);
 	if (!od->recon)
 		return -ENOMEM;
@@ -563,7 +571,8 @@ static void phase_teardown(struct od *od)
 	jm_free(od->jm);
 	if (od->loop)
 		loop_run_posted(od->loop);
-	rsw_free(od->rsw); /* answers requests still waiting */
+	rep_free(od->repair); /* its transaction's outcome was taken above */
+	rsw_free(od->rsw);    /* answers requests still waiting */
 	txn_driver_free(od->txn);
 	txn_driver_free(od->rail_txn);
 	nb_server_destroy(od->server);
@@ -589,6 +598,7 @@ static void phase_teardown(struct od *od)
 	rg_free(od->rings);
 	od->recon_timer = od->prune_timer = od->repair_timer = od->drain = NULL;
 	od->recon = NULL;
+	od->repair = NULL;
 	od->ka = NULL;
 	od->faults = NULL;
 	od->jm = NULL;

@@ -330,6 +330,15 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 int jm_external_txn(struct jm *jm, const struct txn_change *c, txn_done_fn done, void *arg,
 		    char *why, size_t why_len);
 
+/*
+ * Tells a live job about its circuits (circuit repair, repair.h): note
+ * ("" clears it) becomes its reason, as GetJob shows it, and a job_changed
+ * event goes out when it changed. Kept in memory only (the reconciliation
+ * after a restart finds the same again); the next state change replaces
+ * it. 0, or -ENOENT (no such job, or not ACTIVE).
+ */
+int jm_note(struct jm *jm, const char *id, const char *note);
+
 /* Releases a job; answered when RELEASED (or FAILED). */
 void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx);
 
