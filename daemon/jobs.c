@@ -515,19 +515,22 @@ static void release_failed(struct jm *jm, struct job_rt *j, bool unproven,
 			   const struct jm_error *why)
 {
 	struct jm_error err = *why;
+	size_t n = held_count(jm, j);
 
 	if (!unproven && !j->pub.holding) {
 		jm_set_state(jm, j, JM_ACTIVE, why->message);
 		jm_settle_failed_release(j, why);
 		return;
 	}
-	jm_set_holding(jm, j, true);
-	jm_set_error(&err, why->status, why->field,
-		     "release of job %s did not take effect: %s; it still holds its %zu %s%s: "
-		     "release it again",
-		     j->pub.id, why->message, held_count(jm, j),
-		     j->kind->rings ? "ring(s)" : "cross-connect(s)",
-		     unproven ? " (what the devices hold is settled once they answer again)" : "");
+	jm_set_holding(jm, j, n > 0);
+	if (n)
+		jm_set_error(&err, why->status, why->field,
+			     "release of job %s did not take effect: %s; it still holds its %zu "
+			     "%s%s: release it again",
+			     j->pub.id, why->message, n,
+			     j->kind->rings ? "ring(s)" : "cross-connect(s)",
+			     unproven ? " (what the devices hold is settled once they answer again)"
+				      : "");
 	jm_set_state(jm, j, JM_FAILED, err.message);
 	if (unproven)
 		jm_settle(j, &err);
