@@ -136,7 +136,8 @@ static unsigned long current_gen(const struct jm *jm)
  * The inputs of a global re-plan (allow_moving_other_jobs): every job that
  * owns configured cross-connects, with its demand. When one's demand is
  * not known (a parallelism job restored from the store, not planned since)
- * its circuits could not be planned again: the job is planned pinned.
+ * its circuits could not be planned again, and those of a FAILED job that
+ * holds them wait for its release, not a move: the job is planned pinned.
  * 0 or -ENOMEM.
  */
 static int prepare_replan(struct jm *jm, struct jp_task *t, const char *self)
@@ -160,10 +161,11 @@ static int prepare_replan(struct jm *jm, struct jp_task *t, const char *self)
 		if (k == t->n_names) {
 			const struct job_rt *o = jm_job_find(jm, owner);
 
-			if (!o || o->pub.n_demand == 0 || k > jm->n_live) {
+			if (!o || o->pub.n_demand == 0 || o->pub.holding || k > jm->n_live) {
 				log_msg(LOG_NOTICE,
-					"job %s: the demand of job %s is not known yet; planned "
-					"without moving other jobs' circuits",
+					"job %s: the demand of job %s is not known yet, or its "
+					"circuits wait for a release; planned without moving other "
+					"jobs' circuits",
 					self, owner);
 				t->replan = false;
 				return 0;
