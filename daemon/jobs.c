@@ -1295,6 +1295,7 @@ static const struct st_circuit *owner_at(const struct jm *jm, const struct ocs_x
 bool jm_may_take_effect(const struct jm *jm, const struct st_intent *in)
 {
 	const struct job_rt *j = jm_job_find(jm, in->job_id);
+	struct jm_error err;
 
 	if (!j || j->pub.state != JM_FAILED || j->queued || jm->txn_job == j || j->kind->rings ||
 	    !jm->d.fs)
@@ -1311,14 +1312,18 @@ bool jm_may_take_effect(const struct jm *jm, const struct st_intent *in)
 		}
 		return true;
 	}
-	/* its submission: additions of its own on free inputs only */
+	/* its submission: additions of its own on free inputs only, while its
+	 * GPUs and leaves are still nobody else's (they were free while it
+	 * was FAILED holding nothing) */
 	if (in->n_removals || !in->n_additions)
 		return false;
 	for (size_t i = 0; i < in->n_additions; i++)
 		if (strcmp(in->additions[i].job_id, j->pub.id) ||
 		    owner_at(jm, &in->additions[i].xc))
 			return false;
-	return true;
+	return jm_gpus_free(jm, j->pub.id, j->pub.gpus, j->pub.n_gpus, j->pub.workload, &err) &&
+	       jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
+			      j->pub.n_demand, j->pub.workload, &err);
 }
 
 void jm_unproven_settled(struct jm *jm, const struct st_intent *in, bool took_effect)

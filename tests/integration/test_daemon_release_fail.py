@@ -25,6 +25,9 @@ get), on a fresh ACTIVE job:
      It is the job released at the next step.
 Once, between 2 and 3 of a step whose release ended FAILED, ocsd is killed
 and started again: the job is still FAILED holding its circuits.
+Last, a submission whose read-back is garbled on every device (ROLLBACK
+NOT PROVEN) is FAILED holding nothing; settled by the keepalive at the
+pre-image, the devices hold nothing and a new job gets exactly one set.
 On the code before the fix the second release answered RELEASED at once
 and left the circuits in the table and on the devices.
 
@@ -224,6 +227,34 @@ def main():
         exactly_one_set(job)
         print(f"{step}: {time.time() - t_step:.1f} s", flush=True)
     print(f"releases that ended FAILED: {failed_steps}", flush=True)
+
+    # A submission whose rollback is not proven holds nothing; once settled
+    # its GPUs get exactly one set.
+    said, took = release(job.spec.id)
+    check(said == "released", f"release {job.spec.id}: {said}")
+    for d in range(fleet.N_DEV):
+        fleet.set_faults(d, "garble@get+")
+    try:
+        r = stubs["jobs"].SubmitJob(spec("rf-s"), timeout=120)
+        said = name(r.job.state)
+    except grpc.RpcError as e:
+        said = f"{e.code().name}: {e.details()}"
+    j = get("rf-s")
+    print(f"submit with every get garbled: {said!r}; GetJob {name(j.state)} ({j.reason})",
+          flush=True)
+    check(j.state == jobs_pb2.JOB_STATE_FAILED and not j.circuits and not table(),
+          f"rf-s: {name(j.state)} with {len(j.circuits)} circuits, {len(table())} in the table")
+    for d in range(fleet.N_DEV):
+        fleet.set_faults(d, "")
+    deadline = time.time() + SETTLE_S
+    while PROVEN not in j.reason and time.time() < deadline:
+        time.sleep(0.2)
+        j = get("rf-s")
+    print(f"rf-s settled: {name(j.state)} ({j.reason})", flush=True)
+    check(j.state == jobs_pb2.JOB_STATE_FAILED and PROVEN in j.reason and not j.circuits,
+          f"rf-s not settled within {SETTLE_S} s: {name(j.state)} {j.reason}")
+    check(not devices(), f"rf-s: the devices hold {sorted(devices())}")
+    exactly_one_set(submit("rf-t", "after the unproven submission"))
     check(failed_steps, "no garbled step made a release fail unproven: nothing was tested")
     check(restarted, "no restart was tested")
 

@@ -1149,11 +1149,20 @@ static void test_release_not_proven(void **state)
 /*
  * A submission whose rollback was not proven: FAILED holding nothing
  * (released at once); found at its target it becomes ACTIVE with the
- * circuits it added, and its release is a real one.
+ * circuits it added, and its release is a real one; unless its GPUs went
+ * to another job meanwhile.
  */
 static void test_submit_not_proven(void **state)
 {
 	struct fx *f = *state;
+	static const int64_t gpus[] = {4};
+	static const struct lc_demand other_leaves[] = {{4, 6, 2}};
+	struct jm_spec g1 = spec_of("g1", NULL, small_demand, 1);
+	struct jm_spec g2 = spec_of("g2", NULL, other_leaves, 1);
+	struct st_intent in = {0};
+
+	g1.gpus = g2.gpus = gpus;
+	g1.n_gpus = g2.n_gpus = 1;
 
 	submit_to_txn(f, "w");
 	finish_txn(f, TXN_FAILED, false);
@@ -1180,6 +1189,19 @@ static void test_submit_not_proven(void **state)
 	finish_txn(f, TXN_CONFIRMED, false);
 	assert_int_equal(job(f, "w")->state, JM_RELEASED);
 	assert_int_equal(fs_count(f->fs), 0);
+
+	/* its GPUs went to another job meanwhile: found at its target, not entered */
+	jm_submit(f->jm, &g1, on_answer, f);
+	run_plans(f);
+	finish_txn(f, TXN_FAILED, false);
+	jm_submit(f->jm, &g2, on_answer, f);
+	run_plans(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "g2")->state, JM_ACTIVE);
+	assert_int_equal(st_intent_list_failed(f->store, copy_failed, &in), 0);
+	assert_string_equal(in.job_id, "g1");
+	assert_false(jm_may_take_effect(f->jm, &in));
+	st_intent_clear(&in);
 }
 
 static void test_forget(void **state)
