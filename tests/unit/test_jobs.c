@@ -1035,8 +1035,10 @@ static int copy_failed(void *ctx, const struct st_intent *got)
 	in->additions = malloc((got->n_additions + 1) * sizeof(*got->additions));
 	assert_non_null(in->removals);
 	assert_non_null(in->additions);
-	memcpy(in->removals, got->removals, got->n_removals * sizeof(*got->removals));
-	memcpy(in->additions, got->additions, got->n_additions * sizeof(*got->additions));
+	if (got->n_removals)
+		memcpy(in->removals, got->removals, got->n_removals * sizeof(*got->removals));
+	if (got->n_additions)
+		memcpy(in->additions, got->additions, got->n_additions * sizeof(*got->additions));
 	in->rings = NULL;
 	in->bundles = NULL;
 	return 0;
