@@ -151,7 +151,7 @@ static int pick_failed(void *ctx, const struct st_intent *in)
  */
 static void settle_done(struct ka *k)
 {
-	bool all_pre = true, all_target = true;
+	bool all_pre = true, all_target = true, taken = false;
 	char detail[512] = "";
 	int rc;
 
@@ -189,7 +189,7 @@ static void settle_done(struct ka *k)
 				      clk_wall_ms(NULL));
 		if (rc == 0)
 			jm_unproven_settled(k->d.jm, &k->settle, false);
-	} else if (all_target && jm_may_take_effect(k->d.jm, &k->settle)) {
+	} else if ((taken = all_target && jm_may_take_effect(k->d.jm, &k->settle))) {
 		snprintf(detail, sizeof(detail),
 			 "took effect: every device read back at the target after the devices "
 			 "came back; applied to the circuit table");
@@ -217,9 +217,9 @@ static void settle_done(struct ka *k)
 				      clk_wall_ms(NULL));
 		give_up(k, k->settle.txn_id);
 	}
-	log_msg(all_pre || all_target ? LOG_NOTICE : LOG_WARNING,
-		"transaction %lld of job %s: %s%s", (long long)k->settle.txn_id, k->settle.job_id,
-		detail, rc ? " (the store could not record it)" : "");
+	log_msg(all_pre || taken ? LOG_NOTICE : LOG_WARNING, "transaction %lld of job %s: %s%s",
+		(long long)k->settle.txn_id, k->settle.job_id, detail,
+		rc ? " (the store could not record it)" : "");
 }
 
 static void pass_done(struct loop_node *n)
