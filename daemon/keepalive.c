@@ -172,6 +172,10 @@ static void settle_done(struct ka *k)
 		}
 		all_pre &= dev_diff_equal(&to_pre);
 		all_target &= dev_diff_equal(&to_target);
+		/* not what the circuit table says: the transaction session's image
+		 * of it (its next pre-image, sb_device.h) is stale; read again */
+		if (!dev_diff_equal(&to_pre))
+			sb_device_forget_image(dev_handle(k->d.devs, d, DEV_ROLE_TXN));
 		if (!dev_diff_equal(&to_pre))
 			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 				 "%s holds %s; ", dev_name(k->d.devs, d),

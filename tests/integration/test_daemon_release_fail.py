@@ -25,6 +25,9 @@ get), on a fresh ACTIVE job:
      It is the job released at the next step.
 Once, between 2 and 3 of a step whose release ended FAILED, ocsd is killed
 and started again: the job is still FAILED holding its circuits.
+Then a release unproven the same way whose job's cross-connects are
+removed from the devices behind ocsd's back (as if it had taken effect):
+settled at the target, the job is RELEASED and nothing of it is left.
 Last, a submission whose read-back is garbled on every device (ROLLBACK
 NOT PROVEN) is FAILED holding nothing; settled by the keepalive at the
 pre-image, the devices hold nothing and a new job gets exactly one set.
@@ -45,6 +48,7 @@ BUILD, SRC = sys.argv[1], sys.argv[2]
 STEPS = ["lock", "edit", "validate", "commit", "confirm", "unlock", "get"]
 SETTLE_S = 40  # keepalive (0.5 s) + reconnect + read-back, on a loaded machine
 GPUS = [(0, 0), (1, 0), (16, 2), (17, 2)]  # (gpu, leaf)
+NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
 PROVEN = "proven once the devices answered again"  # the reason once settled at the pre-image
 
 fleet = ocsd_fleet.Fleet(BUILD, SRC, confirm_timeout_s=30, prefix="ocsd-relfail-")
@@ -59,6 +63,20 @@ def short_deadlines():
     dev["rpc-timeout-ms"] = 1000
     dev["rollback-timeout-ms"] = 2000
     fleet._write_config(fabric)
+
+
+def remove_behind_back(d, pairs):
+    """Deletes cross-connects [(in, out)] from device d over NETCONF."""
+    from ncclient import manager
+    body = "".join(f'<connection nc:operation="delete"><input>{i}</input>'
+                   f"<output>{o}</output></connection>" for i, o in pairs)
+    cfg = (f'<nc:config xmlns:nc="{NC}"><cross-connects xmlns="{ocsd_fleet.NS}">{body}'
+           "</cross-connects></nc:config>")
+    with manager.connect(host="127.0.0.1", port=fleet.base + d, username="ocsd",
+                         password=fleet.password, hostkey_verify=False, allow_agent=False,
+                         look_for_keys=False, timeout=10) as m:
+        m.edit_config(target="candidate", config=cfg)
+        m.commit()
 
 
 def main():
@@ -227,6 +245,29 @@ def main():
         exactly_one_set(job)
         print(f"{step}: {time.time() - t_step:.1f} s", flush=True)
     print(f"releases that ended FAILED: {failed_steps}", flush=True)
+
+    # The release took effect after all: a release unproven (get garbled),
+    # then the job's cross-connects removed from the devices behind ocsd's
+    # back, as the release would have left them. Settled at the target: the
+    # job is RELEASED and the circuit table drops them.
+    xcs = job_xcs(job)
+    dev = min(by_name[x[0]] for x in xcs)
+    fleet.set_faults(dev, "garble@get+")
+    said, took = release(job.spec.id)
+    j = get(job.spec.id)
+    print(f"target: release said {said!r}; GetJob {name(j.state)}", flush=True)
+    holds_consistent(job.spec.id, xcs, dev, "target: after the failed release")
+    for d in sorted({by_name[x[0]] for x in xcs}):
+        remove_behind_back(d, [(i, o) for (n_, i, o) in xcs if n_ == fleet.device_name(d)])
+    fleet.set_faults(dev, "")
+    deadline = time.time() + SETTLE_S
+    while j.state == jobs_pb2.JOB_STATE_FAILED and time.time() < deadline:
+        time.sleep(0.2)
+        j = get(job.spec.id)
+    print(f"target: settled: {name(j.state)} ({j.reason})", flush=True)
+    gone(job.spec.id, xcs, "target: settled")
+    job = submit("rf-r", "after the release took effect")
+    exactly_one_set(job)
 
     # A submission whose rollback is not proven holds nothing; once settled
     # its GPUs get exactly one set.
