@@ -35,8 +35,8 @@
  * found, for the reconciliation's drift report and the operator, and it is
  * not read again in this run. A device read back other than the circuit
  * table said has its transaction session's image forgotten (sb_device.h):
- * the next transaction reads it again instead of editing from a stale one. Circuit intents only (ring domains:
- * recovery).
+ * the next transaction reads it again instead of editing from a stale one. Circuit intents only
+ * (ring domains: recovery).
  *
  * Threading: ka_new, ka_free on the loop thread; the pass runs on the
  * executor and posts its findings back (one loop_post per pass).
