@@ -290,7 +290,8 @@ static enum cfg_change config_change(const struct ocsd_config *a, const struct o
 	    memcmp(&a->fabric, &b->fabric, sizeof(a->fabric)) != 0 ||
 	    memcmp(&a->ring, &b->ring, sizeof(a->ring)) != 0 ||
 	    memcmp(&a->rail, &b->rail, sizeof(a->rail)) != 0 ||
-	    x->confirm_timeout_s != y->confirm_timeout_s)
+	    x->confirm_timeout_s != y->confirm_timeout_s ||
+	    x->rollback_timeout_ms != y->rollback_timeout_ms)
 		return CHANGE_RESTART;
 	for (int i = 0; i < a->n_devices; i++) {
 		const struct cfg_device *p = &a->devices[i], *q = &b->devices[i];
@@ -1026,7 +1027,9 @@ static int start_jobs(struct od *od)
 				      .rail = od->rl ? &od->cfg->rail : NULL,
 				      .clock = NULL,
 				      .confirm_timeout_s = (int)od->cfg->access.confirm_timeout_s,
-				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms};
+				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms,
+				      .rollback_timeout_ms =
+					      (int)od->cfg->access.rollback_timeout_ms};
 
 		rc = rec_resolve_open(&rd);
 		if (rc) {
