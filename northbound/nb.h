@@ -386,7 +386,8 @@ const char *nb_fabric_kind_name(enum nb_fabric_kind k); /* "leaf-spine-ocs", ...
 /*
  * The role a PEM client certificate grants: its subject must hold exactly
  * one OU among "scheduler", "operator", "viewer". Writes the subject CN to
- * cn (may be NULL). NB_ROLE_NONE when unparsable or no single role OU.
+ * cn (may be NULL). NB_ROLE_NONE when unparsable or no single role OU, and
+ * when any OU holds a NUL byte ("operator\0viewer"), which it logs.
  */
 enum nb_role nb_role_from_cert_pem(const char *pem, size_t len, char *cn, size_t cn_len);
 
