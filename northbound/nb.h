@@ -272,6 +272,16 @@ struct nb_handlers {
 	 */
 	void (*call_done)(void *ctx, enum nb_method method, enum nb_code code,
 			  uint64_t duration_us);
+	/*
+	 * Optional: whether a service set SERVING (nb_server_set_health) still
+	 * serves at this instant; false answers NOT_SERVING to Health.Check and
+	 * to a new Health.Watch's first message (the daemon then sets the
+	 * health itself, which Watch streams get). For what can go stale
+	 * before the daemon's own threads notice, e.g. a leader's lease after a
+	 * pause. Called with the server's lock held, from gRPC's threads: must
+	 * not block and must not call the server.
+	 */
+	bool (*serving_now)(void *ctx, const char *service);
 };
 
 struct nb_server_config {
