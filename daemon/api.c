@@ -815,6 +815,15 @@ static void h_call_done(void *ctx, enum nb_method method, enum nb_code code, uin
 	loop_post(((struct api *)ctx)->d.loop, &d->node, record_rpc);
 }
 
+/* From gRPC's threads, under the server's lock (nb.h): a leader whose
+ * lease may have ended does not serve writes, even before it noticed. */
+static bool h_serving_now(void *ctx, const char *service)
+{
+	struct api *api = ctx;
+
+	return !api->d.rp || strcmp(service, "ocs.v1.Jobs") != 0 || rp_lease_sure(api->d.rp);
+}
+
 struct nb_handlers api_handlers(struct api *api)
 {
 	return (struct nb_handlers){
@@ -838,6 +847,7 @@ struct nb_handlers api_handlers(struct api *api)
 		.get_job = h_get_job,
 		.list_jobs = h_list_jobs,
 		.call_done = h_call_done,
+		.serving_now = h_serving_now,
 	};
 }
 

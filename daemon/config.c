@@ -641,7 +641,10 @@ int cfg_load_file(const char *path, struct ocsd_config **out, struct cfg_errors 
 	int fd, rc;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer, and
+	 * SIGHUP reads this file on the event loop. Only a regular file passes
+	 * the check below, where O_NONBLOCK changes nothing. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		rc = -errno;
 		add_error(errs, "/", "cannot read %s: %s", path, strerror(errno));

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -382,8 +383,9 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 		   (rc = read_secret(next->access.password_file, password, sizeof(password))) !=
 			   0) {
 		log_msg(LOG_WARNING,
-			"devices: cannot read password-file %s (%s): the running "
-			"configuration stays",
+			"devices: cannot read password-file %s (%s; it must be a regular "
+			"file whose first line is the password): the running configuration "
+			"stays",
 			next->access.password_file, strerror(-rc));
 		result = "invalid";
 	} else if (change == CHANGE_NONE && (!od->devs || strcmp(password, od->password) == 0)) {
@@ -651,11 +653,24 @@ static void od_teardown(struct od *od)
 /* Reads the first line of a secret file (password). 0 or -errno. */
 static int read_secret(const char *path, char *out, size_t size)
 {
-	FILE *f = fopen(path, "re");
+	/* Not blocking (a FIFO would wait for a writer, on the event loop when
+	 * SIGHUP reads it): only a regular file is read. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	FILE *f;
 	size_t n;
 
-	if (!f)
+	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		(void)close(fd); /* read-only: nothing to flush */
+		return -EINVAL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		(void)close(fd); /* read-only: nothing to flush */
+		return -ENOMEM;
+	}
 	if (!fgets(out, (int)size, f)) {
 		fclose(f);
 		return -EINVAL;
@@ -727,8 +742,10 @@ static int open_devices(struct od *od, enum dev_role role)
 
 	if (a->password_file && !od->password[0] &&
 	    (rc = read_secret(a->password_file, od->password, sizeof(od->password))) != 0) {
-		log_msg(LOG_ERR, "devices: cannot read password-file %s: %s", a->password_file,
-			strerror(-rc));
+		log_msg(LOG_ERR,
+			"devices: cannot read password-file %s: %s (it must be a regular file "
+			"whose first line is the password)",
+			a->password_file, strerror(-rc));
 		return rc;
 	}
 	for (int i = 0; i < od->cfg->n_devices; i++) {

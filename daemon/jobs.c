@@ -673,7 +673,7 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 
 	jm->txn_job = NULL;
 	if (j->kind->rings && o->store_failed)
-		jm_store_failed(jm, o->store_error);
+		jm_store_failed(jm, o->store_error, o->store_rc);
 	if (j->kind->rings && jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
 	if (j->kind->rings && j->repair) {
@@ -688,12 +688,13 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 		goto settle_state;
 	}
 	if (o->store_failed)
-		jm_store_failed(jm, o->store_error);
+		jm_store_failed(jm, o->store_error, o->store_rc);
 	if (o->result == TXN_CONFIRMED &&
 	    jl_apply(jm->live, jm->n_live, j, release ? NULL : j->change.links,
 		     release ? 0 : j->change.n_links) != 0)
 		/* the store has the links: the next start loads them */
-		jm_store_failed(jm, "out of memory while applying a plan's leaf-spine links");
+		jm_store_failed(jm, "out of memory while applying a plan's leaf-spine links",
+				-ENOMEM);
 	jp_change_clear(&j->change);
 	if (jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);

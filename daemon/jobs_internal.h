@@ -151,8 +151,11 @@ void jm_settle(struct job_rt *j, const struct jm_error *err);
  * became ACTIVE (their request succeeded), only the releasers get err.
  */
 void jm_settle_failed_release(struct job_rt *j, const struct jm_error *err);
-/* Invariant 5: no further writes; the daemon reports why. */
-void jm_store_failed(struct jm *jm, const char *what);
+/*
+ * Invariant 5: no further writes; the daemon reports why. rc: the store's
+ * code (-EPERM on etcd: this replica does not lead any more).
+ */
+void jm_store_failed(struct jm *jm, const char *what, int rc);
 /*
  * Moves j to state, stored first (invariant 5). The change is made in
  * memory even when the store refuses it, since what it records already

@@ -281,15 +281,38 @@ void jm_settle_failed_release(struct job_rt *j, const struct jm_error *err)
 	}
 }
 
-/* Invariant 5: no further writes; the daemon reports why. */
-void jm_store_failed(struct jm *jm, const char *what)
+/*
+ * Invariant 5: no further writes; the daemon reports why, saying what
+ * happens next (daemon.c): a deposed replica (the fence refused the write)
+ * ends its leader phase and follows; on etcd, once etcd answers again, the
+ * leader phase starts again as after a crash; on SQLite only a restart
+ * does, and that needs an operator.
+ */
+void jm_store_failed(struct jm *jm, const char *what, int rc)
 {
+	int level = LOG_CRIT;
+
 	if (jm->not_serving)
 		return;
 	jm->not_serving = true;
-	snprintf(jm->not_serving_reason, sizeof(jm->not_serving_reason),
-		 "the state store failed (%s): ocsd serves no writes until it is restarted", what);
-	log_msg(LOG_CRIT, "%s", jm->not_serving_reason);
+	if (rc == -EPERM && st_replicated(jm->d.store)) {
+		level = LOG_WARNING;
+		snprintf(jm->not_serving_reason, sizeof(jm->not_serving_reason),
+			 "the state store refused a write (%s): this replica is not the leader "
+			 "any more; it serves no writes and follows the new leader",
+			 what);
+	} else if (st_replicated(jm->d.store)) {
+		level = LOG_ERR;
+		snprintf(jm->not_serving_reason, sizeof(jm->not_serving_reason),
+			 "the state store failed (%s): ocsd serves no writes until etcd answers "
+			 "again, then starts again as after a crash",
+			 what);
+	} else {
+		snprintf(jm->not_serving_reason, sizeof(jm->not_serving_reason),
+			 "the state store failed (%s): ocsd serves no writes until it is restarted",
+			 what);
+	}
+	log_msg(level, "%s", jm->not_serving_reason);
 	if (jm->d.events.store_failed)
 		jm->d.events.store_failed(jm->d.events.ctx, jm->not_serving_reason);
 }
@@ -320,7 +343,7 @@ int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const cha
 
 		snprintf(what, sizeof(what), "job %s: cannot store state %s: %s", j->pub.id,
 			 jm_state_name(state), st_strerror(jm->d.store, rc));
-		jm_store_failed(jm, what);
+		jm_store_failed(jm, what, rc);
 	}
 	if (jm->d.events.job_changed)
 		jm->d.events.job_changed(jm->d.events.ctx, &j->pub);

@@ -67,6 +67,8 @@ void st_close(struct st_store *st);
  * etcd and the endpoint); else strerror(-rc). Valid until the next call.
  */
 const char *st_strerror(struct st_store *st, int rc);
+/* True on a replicated store (--store etcd), false on a plain SQLite file. */
+bool st_replicated(const struct st_store *st);
 /*
  * fn (NULL: none) is called with the code of every write transaction that
  * failed to begin or to commit (the disk, a lock or etcd refused it), not

@@ -843,6 +843,7 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 
 		if (rc) {
 			o.store_failed = true;
+			o.store_rc = rc;
 			snprintf(store_error, sizeof(store_error),
 				 "cannot store the outcome of transaction %lld (%s)",
 				 (long long)tx->txn_id, strerror(-rc));
@@ -850,11 +851,13 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	}
 	if (tx->gate < 0) {
 		o.store_failed = true;
+		o.store_rc = tx->gate;
 		snprintf(store_error, sizeof(store_error), "%s", tx->intent_error);
 	}
 	if (tx->ring && o.result == TXN_CONFIRMED && !o.store_failed &&
 	    rg_set_job_rings(drv->d.rings, tx->job_id, tx->rings, tx->n_rings) != 0) {
 		o.store_failed = true;
+		o.store_rc = -ENOMEM;
 		snprintf(store_error, sizeof(store_error),
 			 "cannot apply transaction %lld to the ring state in memory",
 			 (long long)tx->txn_id);
@@ -863,6 +866,7 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	    fs_apply(drv->d.fs, tx->removals, tx->n_removals, tx->adds, tx->n_adds) != 0 &&
 	    fs_load(drv->d.fs, drv->d.store) != 0) {
 		o.store_failed = true;
+		o.store_rc = -ENOMEM;
 		snprintf(store_error, sizeof(store_error),
 			 "cannot apply transaction %lld to the circuit table in memory, nor reload "
 			 "it from the store",
