@@ -1338,9 +1338,13 @@ void jm_unproven_settled(struct jm *jm, const struct st_intent *in, bool took_ef
 	n = held_count(jm, j);
 	if (took_effect) {
 		jm_set_holding(jm, j, false);
-		if (n && jm_reload_links(jm) != 0)
-			jm_store_failed(jm, "cannot reload the leaf-spine links after a "
-					    "transaction settled");
+		int rc = n ? jm_reload_links(jm) : 0;
+
+		if (rc != 0)
+			jm_store_failed(jm,
+					"cannot reload the leaf-spine links after a "
+					"transaction settled",
+					rc);
 		snprintf(reason, sizeof(reason),
 			 "transaction %lld took effect after all (read back once the devices "
 			 "answered again)",
