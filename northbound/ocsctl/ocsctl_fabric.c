@@ -464,10 +464,14 @@ int fabric_cmd_watch(struct ctx *x)
 			out_print_event(e);
 		rpc_free_msg(e);
 		if (fflush(stdout) == EOF || ferror(stdout)) {
-			/* the reader went away (SIGPIPE is ignored): stop */
-			fprintf(stderr, "ocsctl: cannot write the events: %s\n", strerror(errno));
+			/* SIGPIPE is ignored: a reader that went away (watch | head)
+			 * had enough, like --count; another failure is reported */
+			int werr = errno;
+			if (werr != EPIPE)
+				fprintf(stderr, "ocsctl: cannot write the events: %s\n",
+					strerror(werr));
 			nb_client_stream_close(client);
-			return EXIT_REFUSED;
+			return werr == EPIPE ? EXIT_OK : EXIT_REFUSED;
 		}
 		if (x->o.count && ++seen >= x->o.count)
 			break;
