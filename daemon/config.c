@@ -295,6 +295,7 @@ static void read_access(const struct lyd_node *devices, struct cfg_access *a)
 				 strcmp(leaf_value(devices, "accept-any-host-key"), "true") == 0;
 	a->rpc_timeout_ms = (uint32_t)leaf_int(devices, "rpc-timeout-ms", 5000);
 	a->confirm_timeout_s = (uint32_t)leaf_int(devices, "confirm-timeout-s", 60);
+	a->rollback_timeout_ms = (uint32_t)leaf_int(devices, "rollback-timeout-ms", 10000);
 	a->switch_time_us = (uint32_t)leaf_int(devices, "switch-time-us", 0);
 }
 

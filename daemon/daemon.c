@@ -50,6 +50,7 @@
 #include "rails.h"
 #include "railswap.h"
 #include "reconcile.h"
+#include "repair.h"
 #include "keepalive.h"
 #include "recovery.h"
 #include "rings.h"
@@ -102,7 +103,8 @@ struct od {
 	struct nb_server *server;
 	struct recon *recon;
 	struct event *recon_timer;
-	struct ka *ka; /* the transaction sessions' keepalive */
+	struct rep *repair; /* circuits of live jobs missing on the devices (leaf-spine) */
+	struct ka *ka;	    /* the transaction sessions' keepalive */
 	struct event *prune_timer;
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 	struct mx_family *m_pruned;
@@ -288,7 +290,8 @@ static enum cfg_change config_change(const struct ocsd_config *a, const struct o
 	    memcmp(&a->fabric, &b->fabric, sizeof(a->fabric)) != 0 ||
 	    memcmp(&a->ring, &b->ring, sizeof(a->ring)) != 0 ||
 	    memcmp(&a->rail, &b->rail, sizeof(a->rail)) != 0 ||
-	    x->confirm_timeout_s != y->confirm_timeout_s)
+	    x->confirm_timeout_s != y->confirm_timeout_s ||
+	    x->rollback_timeout_ms != y->rollback_timeout_ms)
 		return CHANGE_RESTART;
 	for (int i = 0; i < a->n_devices; i++) {
 		const struct cfg_device *p = &a->devices[i], *q = &b->devices[i];
@@ -426,7 +429,13 @@ static int start_reconciliation(struct od *od)
 				.busy = od->rsw ? rsw_busy : NULL,
 				.busy_ctx = od->rsw};
 	struct timeval tv = {(time_t)od->opts->reconcile_interval_s, 0};
+	struct rep_deps pd = {.devs = od->devs, .jm = od->jm, .events = api_repair_events(od->api)};
 
+	/* Rail-OCS fabrics: no job owns a cross-connect (the rail port map's
+	 * owner is no job), so there is nothing to repair. */
+	if (!od->rsw && !(od->repair = rep_new(&pd)))
+		return -ENOMEM;
+	rd.repair = od->repair;
 	od->recon = recon_new(&rd);
 	if (!od->recon)
 		return -ENOMEM;
@@ -563,7 +572,8 @@ static void phase_teardown(struct od *od)
 	jm_free(od->jm);
 	if (od->loop)
 		loop_run_posted(od->loop);
-	rsw_free(od->rsw); /* answers requests still waiting */
+	rep_free(od->repair); /* its transaction's outcome was taken above */
+	rsw_free(od->rsw);    /* answers requests still waiting */
 	txn_driver_free(od->txn);
 	txn_driver_free(od->rail_txn);
 	nb_server_destroy(od->server);
@@ -589,6 +599,7 @@ static void phase_teardown(struct od *od)
 	rg_free(od->rings);
 	od->recon_timer = od->prune_timer = od->repair_timer = od->drain = NULL;
 	od->recon = NULL;
+	od->repair = NULL;
 	od->ka = NULL;
 	od->faults = NULL;
 	od->jm = NULL;
@@ -1016,7 +1027,9 @@ static int start_jobs(struct od *od)
 				      .rail = od->rl ? &od->cfg->rail : NULL,
 				      .clock = NULL,
 				      .confirm_timeout_s = (int)od->cfg->access.confirm_timeout_s,
-				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms};
+				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms,
+				      .rollback_timeout_ms =
+					      (int)od->cfg->access.rollback_timeout_ms};
 
 		rc = rec_resolve_open(&rd);
 		if (rc) {

@@ -144,3 +144,17 @@ int jm_external_txn(struct jm *jm, const struct txn_change *c, txn_done_fn done,
 		jm->external.running = false;
 	return rc;
 }
+
+int jm_note(struct jm *jm, const char *id, const char *note)
+{
+	struct job_rt *j = jm_job_find(jm, id);
+
+	if (!j || j->pub.state != JM_ACTIVE)
+		return -ENOENT;
+	if (strcmp(j->pub.reason, note) == 0)
+		return 0;
+	snprintf(j->pub.reason, sizeof(j->pub.reason), "%s", note);
+	if (jm->d.events.job_changed)
+		jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
+	return 0;
+}

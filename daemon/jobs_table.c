@@ -124,10 +124,16 @@ int jm_table_add(struct jm *jm, struct job_rt *j)
 	return 0;
 }
 
+/* A job is live while it stands on its leaves, or holds circuits after a failed release. */
+static bool job_is_live(const struct job_rt *j)
+{
+	return jl_holds_leaves(j->pub.state) || j->pub.holding;
+}
+
 /* Keeps `live` in step with j's state (never allocates: invariant 6). */
 void jm_track_live(struct jm *jm, struct job_rt *j, bool was_live)
 {
-	bool is_live = jl_holds_leaves(j->pub.state);
+	bool is_live = job_is_live(j);
 
 	if (is_live && !was_live) {
 		j->live_at = jm->n_live;
@@ -147,7 +153,8 @@ int jm_forget(struct jm *jm, const char *id)
 
 	if (!j)
 		return -ENOENT;
-	if ((j->pub.state != JM_RELEASED && j->pub.state != JM_FAILED) || j->waiters || j->queued)
+	if ((j->pub.state != JM_RELEASED && j->pub.state != JM_FAILED) || j->pub.holding ||
+	    j->waiters || j->queued)
 		return -EBUSY;
 	for (i = 0; i < jm->n_jobs && jm->jobs[i] != j; i++)
 		;
@@ -159,6 +166,32 @@ int jm_forget(struct jm *jm, const char *id)
 		strmap_del(&jm->by_key, j->pub.key);
 	jm_job_free(j);
 	return 0;
+}
+
+static int load_link(void *arg, const struct st_link *l)
+{
+	struct jm *jm = arg;
+	struct job_rt *j = jm_job_find(jm, l->job_id);
+	struct st_link *g;
+
+	if (!j)
+		return 0; /* a job the store no longer has */
+	g = realloc(j->links, (j->n_links + 1) * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	j->links = g;
+	j->links[j->n_links++] = *l;
+	return 0;
+}
+
+int jm_reload_links(struct jm *jm)
+{
+	for (size_t i = 0; i < jm->n_jobs; i++) {
+		free(jm->jobs[i]->links);
+		jm->jobs[i]->links = NULL;
+		jm->jobs[i]->n_links = 0;
+	}
+	return st_link_list(jm->d.store, load_link, jm);
 }
 
 /* ---- the queue of transactions (intrusive: never fails) ---- */
@@ -271,7 +304,7 @@ void jm_store_failed(struct jm *jm, const char *what)
  */
 int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const char *reason)
 {
-	bool was_live = jl_holds_leaves(j->pub.state);
+	bool was_live = job_is_live(j);
 	int rc;
 
 	jm->n_state[j->pub.state]--;
@@ -292,6 +325,14 @@ int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const cha
 	if (jm->d.events.job_changed)
 		jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
 	return rc;
+}
+
+void jm_set_holding(struct jm *jm, struct job_rt *j, bool holding)
+{
+	bool was_live = job_is_live(j);
+
+	j->pub.holding = holding;
+	jm_track_live(jm, j, was_live);
 }
 
 /*

@@ -225,8 +225,11 @@ int st_intent_list_failed(struct st_store *st, int (*fn)(void *ctx, const struct
 /*
  * Settles a failed intent once its devices could be read again (the
  * keepalive, keepalive.h): ROLLED_BACK when every device it touched is back
- * at the pre-image, or FAILED again with a new detail. The circuits are not
- * touched. 0, -EALREADY (not failed), -EINVAL, or the store's -errno.
+ * at the pre-image, CONFIRMED when every one holds its target (the
+ * intent's circuits and links are then applied as st_intent_finish does,
+ * atomically with the outcome), or FAILED again with a new detail.
+ * 0, -EALREADY (not failed), -EINVAL, or the store's -errno (nothing
+ * changed).
  */
 int st_intent_settle(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms);

@@ -678,7 +678,8 @@ static int start_engine(struct txn_driver *drv, struct txn *tx)
 	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_gated, tx};
 	tx->started_us = clk_mono_us(drv->d.clock);
 	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
-					   .connect_timeout_ms = drv->d.connect_timeout_ms};
+					   .connect_timeout_ms = drv->d.connect_timeout_ms,
+					   .rollback_timeout_ms = drv->d.rollback_timeout_ms};
 	return sb_engine_start(drv->d.engine, &tx->plan, &tx->hooks, &tx->opts, on_engine_done, tx,
 			       &tx->handle);
 }

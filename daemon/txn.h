@@ -139,6 +139,7 @@ struct txn_deps {
 	const struct clk *clock;
 	int confirm_timeout_s;
 	int connect_timeout_ms;
+	int rollback_timeout_ms; /* per device (sb_txn_options); 0: the engine's default */
 };
 
 struct txn_driver;
