@@ -108,6 +108,11 @@ struct api *api_new(const struct api_deps *deps)
 	api->m_recon_seconds = mx_histogram(deps->reg, "ocsd_reconcile_duration_seconds",
 					    "Time to read back every device.", NULL,
 					    mx_latency_buckets_s, mx_latency_buckets_n);
+	api->m_circuit_repairs = mx_counter(
+		deps->reg, "ocsd_circuit_repairs_total",
+		"Cross-connects of live jobs found missing on the devices: programmed again "
+		"(repaired), a repair that did not go through (failed), or not tried (blocked).",
+		(const char *const[]){"outcome", NULL});
 	api->m_repairs = mx_counter(deps->reg, "ocsd_ring_repairs_total",
 				    "OCSTrx rings repaired after a node fault, by kind.",
 				    (const char *const[]){"kind", NULL});
@@ -116,12 +121,15 @@ struct api *api_new(const struct api_deps *deps)
 		"From a node fault reaching ocsd to the repaired ring confirmed on every node.",
 		NULL, mx_latency_buckets_s, mx_latency_buckets_n);
 	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds || !api->m_repairs ||
-	    !api->m_reaction_seconds) {
+	    !api->m_reaction_seconds || !api->m_circuit_repairs) {
 		api_free(api);
 		return NULL;
 	}
 	/* Counters exist from the start, at 0. */
 	mx_add(api->m_rollbacks, NULL, 0);
+	for (int i = 0; i < 3; i++)
+		mx_add(api->m_circuit_repairs,
+		       &(const char *[]){"repaired", "failed", "blocked"}[i], 0);
 	mx_add(api->m_rollback_failures, NULL, 0);
 	return api;
 }
@@ -807,6 +815,15 @@ static void h_call_done(void *ctx, enum nb_method method, enum nb_code code, uin
 	loop_post(((struct api *)ctx)->d.loop, &d->node, record_rpc);
 }
 
+/* From gRPC's threads, under the server's lock (nb.h): a leader whose
+ * lease may have ended does not serve writes, even before it noticed. */
+static bool h_serving_now(void *ctx, const char *service)
+{
+	struct api *api = ctx;
+
+	return !api->d.rp || strcmp(service, "ocs.v1.Jobs") != 0 || rp_lease_sure(api->d.rp);
+}
+
 struct nb_handlers api_handlers(struct api *api)
 {
 	return (struct nb_handlers){
@@ -830,6 +847,7 @@ struct nb_handlers api_handlers(struct api *api)
 		.get_job = h_get_job,
 		.list_jobs = h_list_jobs,
 		.call_done = h_call_done,
+		.serving_now = h_serving_now,
 	};
 }
 

@@ -15,6 +15,7 @@
 
 #include "nb.h"
 #include "reconcile.h"
+#include "repair.h"
 
 struct api;
 struct devices;
@@ -60,6 +61,8 @@ void api_fail(struct nb_call *call, const struct jm_error *err);
 struct jm_events api_job_events(struct api *api);
 /* Reconciliation results -> DriftEvents and drift metrics (recon_deps.events). */
 struct recon_events api_recon_events(struct api *api);
+/* Circuit repairs -> ocsd_circuit_repairs_total (rep_deps.events). */
+struct rep_events api_repair_events(struct api *api);
 /* Restores drained devices (dev_restore_drained) and decodes the stored request of every job. */
 int api_restore_jobs(struct api *api);
 /*

@@ -2,8 +2,9 @@
  * api_events.c - what the daemon reports as it happens: job, transaction,
  * ring, node, drift and device events to Events.Watch (northbound
  * nb_server_publish), and the metrics of transactions, plans, repairs and
- * reconciliation passes. The job manager's events (api_job_events) and the
- * reconciliation's (api_recon_events) arrive here on the loop thread.
+ * reconciliation passes. The job manager's events (api_job_events), the
+ * reconciliation's (api_recon_events) and the circuit repair's
+ * (api_repair_events) arrive here on the loop thread.
  *
  * Return values left unchecked here, and why that is safe:
  *  - nb_server_publish() returns the sequence number stamped on the event;
@@ -251,4 +252,16 @@ static void ev_recon_done(void *ctx, const struct recon_report *r)
 struct recon_events api_recon_events(struct api *api)
 {
 	return (struct recon_events){api, ev_drift, ev_device_read, ev_recon_done};
+}
+
+static void ev_repair(void *ctx, const char *outcome, size_t n)
+{
+	struct api *api = ctx;
+
+	mx_add(api->m_circuit_repairs, &outcome, (double)n);
+}
+
+struct rep_events api_repair_events(struct api *api)
+{
+	return (struct rep_events){api, ev_repair};
 }

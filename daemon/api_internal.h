@@ -40,6 +40,7 @@ struct api {
 	struct mx_family *m_rpcs, *m_rpc_seconds, *m_plan_seconds, *m_txns, *m_txn_seconds;
 	struct mx_family *m_rollbacks, *m_rollback_failures, *m_drift, *m_unreachable;
 	struct mx_family *m_recon_seconds;
+	struct mx_family *m_circuit_repairs;		  /* leaf-spine: repair.h */
 	struct mx_family *m_repairs, *m_reaction_seconds; /* ring domains */
 	size_t drift_published;				  /* in the current pass */
 	/* While plans whose caller may go away wait: every API_CANCEL_CHECK_MS,

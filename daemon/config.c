@@ -295,6 +295,7 @@ static void read_access(const struct lyd_node *devices, struct cfg_access *a)
 				 strcmp(leaf_value(devices, "accept-any-host-key"), "true") == 0;
 	a->rpc_timeout_ms = (uint32_t)leaf_int(devices, "rpc-timeout-ms", 5000);
 	a->confirm_timeout_s = (uint32_t)leaf_int(devices, "confirm-timeout-s", 60);
+	a->rollback_timeout_ms = (uint32_t)leaf_int(devices, "rollback-timeout-ms", 10000);
 	a->switch_time_us = (uint32_t)leaf_int(devices, "switch-time-us", 0);
 }
 
@@ -640,7 +641,10 @@ int cfg_load_file(const char *path, struct ocsd_config **out, struct cfg_errors 
 	int fd, rc;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer, and
+	 * SIGHUP reads this file on the event loop. Only a regular file passes
+	 * the check below, where O_NONBLOCK changes nothing. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		rc = -errno;
 		add_error(errs, "/", "cannot read %s: %s", path, strerror(errno));

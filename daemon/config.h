@@ -58,7 +58,8 @@ struct cfg_access {
 	bool accept_any_host_key;
 	uint32_t rpc_timeout_ms;
 	uint32_t confirm_timeout_s;
-	uint32_t switch_time_us; /* 0: read back at once */
+	uint32_t rollback_timeout_ms; /* a transaction's rollback per device, retries included */
+	uint32_t switch_time_us;      /* 0: read back at once */
 };
 
 struct ocsd_config {

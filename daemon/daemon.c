@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +51,7 @@
 #include "rails.h"
 #include "railswap.h"
 #include "reconcile.h"
+#include "repair.h"
 #include "keepalive.h"
 #include "recovery.h"
 #include "rings.h"
@@ -102,7 +104,8 @@ struct od {
 	struct nb_server *server;
 	struct recon *recon;
 	struct event *recon_timer;
-	struct ka *ka; /* the transaction sessions' keepalive */
+	struct rep *repair; /* circuits of live jobs missing on the devices (leaf-spine) */
+	struct ka *ka;	    /* the transaction sessions' keepalive */
 	struct event *prune_timer;
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
 	struct mx_family *m_pruned;
@@ -288,7 +291,8 @@ static enum cfg_change config_change(const struct ocsd_config *a, const struct o
 	    memcmp(&a->fabric, &b->fabric, sizeof(a->fabric)) != 0 ||
 	    memcmp(&a->ring, &b->ring, sizeof(a->ring)) != 0 ||
 	    memcmp(&a->rail, &b->rail, sizeof(a->rail)) != 0 ||
-	    x->confirm_timeout_s != y->confirm_timeout_s)
+	    x->confirm_timeout_s != y->confirm_timeout_s ||
+	    x->rollback_timeout_ms != y->rollback_timeout_ms)
 		return CHANGE_RESTART;
 	for (int i = 0; i < a->n_devices; i++) {
 		const struct cfg_device *p = &a->devices[i], *q = &b->devices[i];
@@ -379,8 +383,9 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 		   (rc = read_secret(next->access.password_file, password, sizeof(password))) !=
 			   0) {
 		log_msg(LOG_WARNING,
-			"devices: cannot read password-file %s (%s): the running "
-			"configuration stays",
+			"devices: cannot read password-file %s (%s; it must be a regular "
+			"file whose first line is the password): the running configuration "
+			"stays",
 			next->access.password_file, strerror(-rc));
 		result = "invalid";
 	} else if (change == CHANGE_NONE && (!od->devs || strcmp(password, od->password) == 0)) {
@@ -426,7 +431,13 @@ static int start_reconciliation(struct od *od)
 				.busy = od->rsw ? rsw_busy : NULL,
 				.busy_ctx = od->rsw};
 	struct timeval tv = {(time_t)od->opts->reconcile_interval_s, 0};
+	struct rep_deps pd = {.devs = od->devs, .jm = od->jm, .events = api_repair_events(od->api)};
 
+	/* Rail-OCS fabrics: no job owns a cross-connect (the rail port map's
+	 * owner is no job), so there is nothing to repair. */
+	if (!od->rsw && !(od->repair = rep_new(&pd)))
+		return -ENOMEM;
+	rd.repair = od->repair;
 	od->recon = recon_new(&rd);
 	if (!od->recon)
 		return -ENOMEM;
@@ -563,7 +574,8 @@ static void phase_teardown(struct od *od)
 	jm_free(od->jm);
 	if (od->loop)
 		loop_run_posted(od->loop);
-	rsw_free(od->rsw); /* answers requests still waiting */
+	rep_free(od->repair); /* its transaction's outcome was taken above */
+	rsw_free(od->rsw);    /* answers requests still waiting */
 	txn_driver_free(od->txn);
 	txn_driver_free(od->rail_txn);
 	nb_server_destroy(od->server);
@@ -589,6 +601,7 @@ static void phase_teardown(struct od *od)
 	rg_free(od->rings);
 	od->recon_timer = od->prune_timer = od->repair_timer = od->drain = NULL;
 	od->recon = NULL;
+	od->repair = NULL;
 	od->ka = NULL;
 	od->faults = NULL;
 	od->jm = NULL;
@@ -640,11 +653,24 @@ static void od_teardown(struct od *od)
 /* Reads the first line of a secret file (password). 0 or -errno. */
 static int read_secret(const char *path, char *out, size_t size)
 {
-	FILE *f = fopen(path, "re");
+	/* Not blocking (a FIFO would wait for a writer, on the event loop when
+	 * SIGHUP reads it): only a regular file is read. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	FILE *f;
 	size_t n;
 
-	if (!f)
+	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		(void)close(fd); /* read-only: nothing to flush */
+		return -EINVAL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		(void)close(fd); /* read-only: nothing to flush */
+		return -ENOMEM;
+	}
 	if (!fgets(out, (int)size, f)) {
 		fclose(f);
 		return -EINVAL;
@@ -716,8 +742,10 @@ static int open_devices(struct od *od, enum dev_role role)
 
 	if (a->password_file && !od->password[0] &&
 	    (rc = read_secret(a->password_file, od->password, sizeof(od->password))) != 0) {
-		log_msg(LOG_ERR, "devices: cannot read password-file %s: %s", a->password_file,
-			strerror(-rc));
+		log_msg(LOG_ERR,
+			"devices: cannot read password-file %s: %s (it must be a regular file "
+			"whose first line is the password)",
+			a->password_file, strerror(-rc));
 		return rc;
 	}
 	for (int i = 0; i < od->cfg->n_devices; i++) {
@@ -1016,7 +1044,9 @@ static int start_jobs(struct od *od)
 				      .rail = od->rl ? &od->cfg->rail : NULL,
 				      .clock = NULL,
 				      .confirm_timeout_s = (int)od->cfg->access.confirm_timeout_s,
-				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms};
+				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms,
+				      .rollback_timeout_ms =
+					      (int)od->cfg->access.rollback_timeout_ms};
 
 		rc = rec_resolve_open(&rd);
 		if (rc) {

@@ -19,11 +19,42 @@
  *              intent not stored .......... FAILED (release: stays ACTIVE)
  *              started .................... (transaction running)
  *   txn_done:  confirmed .................. ACTIVE   (release: RELEASED)
- *              rolled back / refused ...... FAILED   (release: stays ACTIVE)
- *              rollback unproven .......... FAILED   (release: FAILED)
- *   release:   ACTIVE --> RELEASING, queued --> transaction --> RELEASED
- *              PENDING/PLANNING/FAILED --> RELEASED at once (nothing on devices)
+ *              rolled back / refused ...... FAILED   (release: as before it)
+ *              rollback unproven .......... FAILED   (release: FAILED, holding)
+ *   release:   ACTIVE, FAILED holding --> RELEASING, queued --> transaction
+ *                  --> RELEASED
+ *              PENDING/PLANNING/FAILED not holding --> RELEASED at once
+ *                  (nothing of it on the devices, or nothing proven there:
+ *                  see "unproven" below)
  *              PROGRAMMING: released after its transaction
+ *
+ * Release not proven (FAILED, holding). A release whose rollback could not
+ * be proven changed nothing in the circuit table (an intent reaches it only
+ * confirmed), so the job still owns every cross-connect it had there, and
+ * the devices may hold them or not. The job says so: FAILED (its last
+ * operation failed and its circuits are not proven, so a scheduler must not
+ * run work on them as if it were ACTIVE) with pub.holding set and a reason
+ * naming how many cross-connects it still holds (GetJob lists them). While
+ * it holds them it stays live: its GPUs, leaves and ports are nobody
+ * else's, a resubmission of it is refused, retention keeps it, and a
+ * release runs a real release transaction (its targets are the circuit
+ * table without the job, whatever the devices hold now). A release that
+ * rolls back leaves it FAILED holding again. At a restart a FAILED job that
+ * owns circuits in the table is holding again (jm_recover).
+ *
+ * Unproven intents settled (keepalive.h), for a FAILED job with no
+ * transaction queued or running:
+ *
+ *   FAILED holding --devices at the pre-image--> FAILED holding (reason:
+ *                                                rollback proven; release again)
+ *                  --devices at the target-----> RELEASED (circuits dropped
+ *                                                from the table)
+ *   FAILED (submit) --at the pre-image---------> FAILED (reason: proven)
+ *                   --at the target (additions-> ACTIVE (the circuits it
+ *                     only)                      added are entered as its own)
+ *
+ * Anything else (devices at neither, a job that moved on meanwhile) leaves
+ * the intent FAILED for the drift report and the operator, as before.
  *
  * Drains (devices.c holds the flags): a drained device gets no new
  * circuits. Pinned plans see blockers on its free ports; a plan allowed to
@@ -105,7 +136,8 @@ static unsigned long current_gen(const struct jm *jm)
  * The inputs of a global re-plan (allow_moving_other_jobs): every job that
  * owns configured cross-connects, with its demand. When one's demand is
  * not known (a parallelism job restored from the store, not planned since)
- * its circuits could not be planned again: the job is planned pinned.
+ * its circuits could not be planned again, and those of a FAILED job that
+ * holds them wait for its release, not a move: the job is planned pinned.
  * 0 or -ENOMEM.
  */
 static int prepare_replan(struct jm *jm, struct jp_task *t, const char *self)
@@ -129,10 +161,11 @@ static int prepare_replan(struct jm *jm, struct jp_task *t, const char *self)
 		if (k == t->n_names) {
 			const struct job_rt *o = jm_job_find(jm, owner);
 
-			if (!o || o->pub.n_demand == 0 || k > jm->n_live) {
+			if (!o || o->pub.n_demand == 0 || o->pub.holding || k > jm->n_live) {
 				log_msg(LOG_NOTICE,
-					"job %s: the demand of job %s is not known yet; planned "
-					"without moving other jobs' circuits",
+					"job %s: the demand of job %s is not known yet, or its "
+					"circuits wait for a release; planned without moving other "
+					"jobs' circuits",
 					self, owner);
 				t->replan = false;
 				return 0;
@@ -460,6 +493,53 @@ static int start_ring_txn(struct jm *jm, struct job_rt *j, bool release,
 	return jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, why_len);
 }
 
+/* The cross-connects (ring jobs: rings) j owns in the circuit table (the ring state). */
+static size_t held_count(const struct jm *jm, const struct job_rt *j)
+{
+	size_t n = 0;
+
+	if (j->kind->rings) {
+		(void)rg_job_rings(jm->d.rings, j->pub.id, &n);
+		return n;
+	}
+	for (size_t i = 0; i < fs_count(jm->d.fs); i++)
+		n += strcmp(fs_at(jm->d.fs, i)->job_id, j->pub.id) == 0;
+	return n;
+}
+
+/*
+ * j's release did not take effect: j keeps what it holds. Unproven (or
+ * already holding): FAILED holding, with a reason saying what it holds;
+ * else ACTIVE again (rolled back: nothing changed). The releasers get the
+ * reason.
+ */
+static void release_failed(struct jm *jm, struct job_rt *j, bool unproven,
+			   const struct jm_error *why)
+{
+	struct jm_error err = *why;
+	size_t n = held_count(jm, j);
+
+	if (!unproven && !j->pub.holding) {
+		jm_set_state(jm, j, JM_ACTIVE, why->message);
+		jm_settle_failed_release(j, why);
+		return;
+	}
+	jm_set_holding(jm, j, n > 0);
+	if (n)
+		jm_set_error(&err, why->status, why->field,
+			     "release of job %s did not take effect: %s; it still holds its %zu "
+			     "%s%s: release it again",
+			     j->pub.id, why->message, n,
+			     j->kind->rings ? "ring(s)" : "cross-connect(s)",
+			     unproven ? " (what the devices hold is settled once they answer again)"
+				      : "");
+	jm_set_state(jm, j, JM_FAILED, err.message);
+	if (unproven)
+		jm_settle(j, &err);
+	else
+		jm_settle_failed_release(j, &err);
+}
+
 /* Starts j's transaction: its plan's change set, or the removal of its circuits. */
 static void start_txn(struct jm *jm, struct job_rt *j)
 {
@@ -491,8 +571,7 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 			j->repair_failed = true;
 			jp_change_clear(&j->change);
 		} else if (release) {
-			jm_set_state(jm, j, JM_ACTIVE, why);
-			jm_settle(j, &err);
+			release_failed(jm, j, false, &err);
 		} else {
 			jm_fail_job(jm, j, &err);
 		}
@@ -506,8 +585,7 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 			.job_id = j->pub.id, .release = true, .removals = mine, .n_removals = n};
 		if (!mine) {
 			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
-			jm_set_state(jm, j, JM_ACTIVE, err.message);
-			jm_settle(j, &err);
+			release_failed(jm, j, false, &err);
 			return;
 		}
 	}
@@ -519,8 +597,7 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 	jm->txn_job = NULL;
 	jm_set_error(&err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "", "%s", why);
 	if (release) {
-		jm_set_state(jm, j, JM_ACTIVE, why);
-		jm_settle(j, &err);
+		release_failed(jm, j, false, &err);
 	} else {
 		jm_fail_job(jm, j, &err);
 	}
@@ -596,7 +673,7 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 
 	jm->txn_job = NULL;
 	if (j->kind->rings && o->store_failed)
-		jm_store_failed(jm, o->store_error);
+		jm_store_failed(jm, o->store_error, o->store_rc);
 	if (j->kind->rings && jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
 	if (j->kind->rings && j->repair) {
@@ -611,12 +688,13 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 		goto settle_state;
 	}
 	if (o->store_failed)
-		jm_store_failed(jm, o->store_error);
+		jm_store_failed(jm, o->store_error, o->store_rc);
 	if (o->result == TXN_CONFIRMED &&
 	    jl_apply(jm->live, jm->n_live, j, release ? NULL : j->change.links,
 		     release ? 0 : j->change.n_links) != 0)
 		/* the store has the links: the next start loads them */
-		jm_store_failed(jm, "out of memory while applying a plan's leaf-spine links");
+		jm_store_failed(jm, "out of memory while applying a plan's leaf-spine links",
+				-ENOMEM);
 	jp_change_clear(&j->change);
 	if (jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
@@ -632,14 +710,11 @@ settle_state:
 			     "fabric needs reconciliation",
 			     o->message, o->rollback_failures);
 	if (release && o->result == TXN_CONFIRMED) {
+		jm_set_holding(jm, j, false);
 		jm_set_state(jm, j, JM_RELEASED, NULL);
 		jm_settle(j, NULL);
 	} else if (release) {
-		jm_set_state(jm, j, o->result == TXN_FAILED ? JM_FAILED : JM_ACTIVE, err.message);
-		if (o->result == TXN_FAILED)
-			jm_settle(j, &err);
-		else
-			jm_settle_failed_release(j, &err);
+		release_failed(jm, j, o->result == TXN_FAILED, &err);
 	} else if (o->result == TXN_CONFIRMED) {
 		jm_set_state(jm, j, JM_ACTIVE, NULL);
 		if (j->release_requested) {
@@ -902,6 +977,15 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 		jm_set_error(&err, JM_EXISTS, "id",
 			     "job %s exists with a different request (state %s)", spec->id,
 			     jm_state_name(j->pub.state));
+		answer(ctx, &err, NULL, false, NULL, 0);
+		return true;
+	}
+	if (j->pub.state == JM_FAILED && j->pub.holding) {
+		jm_set_error(&err, JM_PRECONDITION, "id",
+			     "job %s still holds %zu %s from a release that did not take effect; "
+			     "release it first",
+			     j->pub.id, held_count(jm, j),
+			     j->kind->rings ? "ring(s)" : "cross-connect(s)");
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return true;
 	}
@@ -1168,10 +1252,18 @@ void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
 	case JM_PENDING:
 	case JM_PLANNING:
 	case JM_FAILED:
-		/* Nothing of the job is on the devices (a FAILED apply rolled back). */
-		jm_set_state(jm, j, JM_RELEASED, NULL);
-		jm_settle(j, NULL);
-		return;
+		if (!j->pub.holding) {
+			/* Nothing of the job is on the devices (a FAILED apply
+			 * rolled back), or nothing was proven there (its intent
+			 * is settled by the keepalive: drift then). */
+			jm_set_state(jm, j, JM_RELEASED, NULL);
+			jm_settle(j, NULL);
+			return;
+		}
+		/* holding: a real release, as for an ACTIVE job */
+		jm_set_state(jm, j, JM_RELEASING, NULL);
+		jm_enqueue(jm, j);
+		break;
 	case JM_PROGRAMMING:
 		j->release_requested = true; /* after its transaction */
 		break;
@@ -1184,4 +1276,93 @@ void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
 		break;
 	}
 	jm_pump(jm);
+}
+
+/* ---- unproven transactions settled (keepalive.h) ---- */
+
+/* The circuit owning the input of xc in the table, or NULL. */
+static const struct st_circuit *owner_at(const struct jm *jm, const struct ocs_xc *xc)
+{
+	size_t n = 0;
+	const struct st_circuit *run = fs_device_circuits(
+		jm->d.fs, ocs_fabric_device_id(jm->f, xc->group, xc->device), &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (run[i].xc.in == xc->in)
+			return &run[i];
+	return NULL;
+}
+
+bool jm_may_take_effect(const struct jm *jm, const struct st_intent *in)
+{
+	const struct job_rt *j = jm_job_find(jm, in->job_id);
+	struct jm_error err;
+
+	if (!j || j->pub.state != JM_FAILED || j->queued || jm->txn_job == j || j->kind->rings ||
+	    !jm->d.fs)
+		return false;
+	if (j->pub.holding) {
+		/* its release: removals of its own circuits only */
+		if (in->n_additions || !in->n_removals)
+			return false;
+		for (size_t i = 0; i < in->n_removals; i++) {
+			const struct st_circuit *c = owner_at(jm, &in->removals[i]);
+
+			if (!c || c->xc.out != in->removals[i].out || strcmp(c->job_id, j->pub.id))
+				return false;
+		}
+		return true;
+	}
+	/* its submission: additions of its own on free inputs only, while its
+	 * GPUs and leaves are still nobody else's (they were free while it
+	 * was FAILED holding nothing) */
+	if (in->n_removals || !in->n_additions)
+		return false;
+	for (size_t i = 0; i < in->n_additions; i++)
+		if (strcmp(in->additions[i].job_id, j->pub.id) ||
+		    owner_at(jm, &in->additions[i].xc))
+			return false;
+	return jm_gpus_free(jm, j->pub.id, j->pub.gpus, j->pub.n_gpus, j->pub.workload, &err) &&
+	       jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
+			      j->pub.n_demand, j->pub.workload, &err);
+}
+
+void jm_unproven_settled(struct jm *jm, const struct st_intent *in, bool took_effect)
+{
+	struct job_rt *j = jm_job_find(jm, in->job_id);
+	char reason[sizeof(j->pub.reason)];
+	size_t n;
+
+	if (!j || j->pub.state != JM_FAILED || j->queued || jm->txn_job == j || j->kind->rings)
+		return;
+	n = held_count(jm, j);
+	if (took_effect) {
+		jm_set_holding(jm, j, false);
+		int rc = n ? jm_reload_links(jm) : 0;
+
+		if (rc != 0)
+			jm_store_failed(jm,
+					"cannot reload the leaf-spine links after a "
+					"transaction settled",
+					rc);
+		snprintf(reason, sizeof(reason),
+			 "transaction %lld took effect after all (read back once the devices "
+			 "answered again)",
+			 (long long)in->txn_id);
+		jm_set_state(jm, j, n ? JM_ACTIVE : JM_RELEASED, reason);
+	} else if (j->pub.holding) {
+		snprintf(reason, sizeof(reason),
+			 "release of job %s did not take effect (transaction %lld rolled back, "
+			 "proven once the devices answered again); it still holds its %zu "
+			 "cross-connect(s): release it again",
+			 j->pub.id, (long long)in->txn_id, n);
+		jm_set_state(jm, j, JM_FAILED, reason);
+	} else {
+		snprintf(reason, sizeof(reason),
+			 "%.300s (transaction %lld rolled back, proven once the devices answered "
+			 "again)",
+			 j->pub.reason, (long long)in->txn_id);
+		jm_set_state(jm, j, JM_FAILED, reason);
+	}
+	log_msg(LOG_NOTICE, "job %s: %s", j->pub.id, j->pub.reason);
 }

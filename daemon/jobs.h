@@ -40,6 +40,7 @@ struct ocs_pool;
 struct ocsd_config;
 struct pool_task;
 struct st_store;
+struct st_intent;
 
 /* Stored by name (jm_state_name); mapped to ocs.v1.JobState once, in api_pb.c. */
 enum jm_state {
@@ -195,6 +196,10 @@ struct jm_job {
 	int64_t updated_ms;
 	int64_t *gpus; /* placement.gpus (owned); a live job holds them alone */
 	size_t n_gpus;
+	/* FAILED while it still owns circuits (rings) on the devices: its
+	 * release did not take effect (ROLLBACK NOT PROVEN, or settled at the
+	 * pre-image). It keeps its GPUs and ports; only a release ends it. */
+	bool holding;
 };
 
 /*
@@ -330,6 +335,15 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 int jm_external_txn(struct jm *jm, const struct txn_change *c, txn_done_fn done, void *arg,
 		    char *why, size_t why_len);
 
+/*
+ * Tells a live job about its circuits (circuit repair, repair.h): note
+ * ("" clears it) becomes its reason, as GetJob shows it, and a job_changed
+ * event goes out when it changed. Kept in memory only (the reconciliation
+ * after a restart finds the same again); the next state change replaces
+ * it. 0, or -ENOENT (no such job, or not ACTIVE).
+ */
+int jm_note(struct jm *jm, const char *id, const char *note);
+
 /* Releases a job; answered when RELEASED (or FAILED). */
 void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx);
 
@@ -386,6 +400,20 @@ double jm_max_contention(const struct jm *jm);
 const struct jm_job *jm_at(const struct jm *jm, size_t i);
 /* True while a transaction is running. */
 bool jm_busy(const struct jm *jm);
+
+/*
+ * Failed transactions settled once their devices answer again (the
+ * keepalive, keepalive.h). jm_may_take_effect: true when failed intent `in`
+ * may be applied to the circuit table because its devices read back at its
+ * target: it is the release of a FAILED job that holds the circuits it
+ * removes, or the submission (additions only) of a FAILED job that holds
+ * none, and neither has a transaction queued or running. jm_unproven_settled:
+ * the intent was settled (took_effect: applied to the circuit table, else
+ * proven rolled back); the job follows what was proven (jobs.c, "release
+ * not proven").
+ */
+bool jm_may_take_effect(const struct jm *jm, const struct st_intent *in);
+void jm_unproven_settled(struct jm *jm, const struct st_intent *in, bool took_effect);
 /*
  * Starts no further transaction (shutdown). Jobs still queued keep their
  * stored state and resume at the next start (jm_recover). jm_free() then

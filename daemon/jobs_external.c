@@ -111,7 +111,7 @@ static void external_done(void *arg, const struct txn_outcome *o)
 
 	jm->external.running = false;
 	if (o->store_failed)
-		jm_store_failed(jm, o->store_error);
+		jm_store_failed(jm, o->store_error, o->store_rc);
 	if (jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, jm->external.job_id, o);
 	jm->external.done(jm->external.arg, o);
@@ -143,4 +143,18 @@ int jm_external_txn(struct jm *jm, const struct txn_change *c, txn_done_fn done,
 	if (rc)
 		jm->external.running = false;
 	return rc;
+}
+
+int jm_note(struct jm *jm, const char *id, const char *note)
+{
+	struct job_rt *j = jm_job_find(jm, id);
+
+	if (!j || j->pub.state != JM_ACTIVE)
+		return -ENOENT;
+	if (strcmp(j->pub.reason, note) == 0)
+		return 0;
+	snprintf(j->pub.reason, sizeof(j->pub.reason), "%s", note);
+	if (jm->d.events.job_changed)
+		jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
+	return 0;
 }

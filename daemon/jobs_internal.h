@@ -86,7 +86,8 @@ struct jm {
 	const struct ocs_fabric *f;
 	struct job_rt **jobs; /* every job, in creation order */
 	size_t n_jobs, cap_jobs;
-	struct job_rt **live; /* jobs that hold leaves (jl_holds_leaves); room for n_jobs */
+	struct job_rt *
+		*live; /* jobs that hold leaves or circuits (jm_track_live); room for n_jobs */
 	size_t n_live;
 	struct strmap by_id, by_key;
 	size_t n_state[JM_FAILED + 1];		/* jobs in each state (metrics, without a scan) */
@@ -129,8 +130,13 @@ void jm_job_free(struct job_rt *j);
 struct job_rt *jm_job_find(const struct jm *jm, const char *id);
 /* Adds j to the table and the indexes, with room in `live` for it. 0 or -ENOMEM. */
 int jm_table_add(struct jm *jm, struct job_rt *j);
-/* Keeps `live` in step with j's state (never allocates: invariant 6). */
+/* Keeps `live` in step with j's state (never allocates: invariant 6): a
+ * job is live in the states of jl_holds_leaves, and while pub.holding. */
 void jm_track_live(struct jm *jm, struct job_rt *j, bool was_live);
+/* Every job's leaf-spine links read again from the store. 0 or -errno. */
+int jm_reload_links(struct jm *jm);
+/* Sets pub.holding (not stored: the circuit table says it at a restart). */
+void jm_set_holding(struct jm *jm, struct job_rt *j, bool holding);
 /* The queue of transactions (intrusive: never fails). A repair goes ahead
  * of every queued job (jm_enqueue_first); jm_dequeue: NULL when empty. */
 void jm_enqueue_first(struct jm *jm, struct job_rt *j);
@@ -145,8 +151,11 @@ void jm_settle(struct job_rt *j, const struct jm_error *err);
  * became ACTIVE (their request succeeded), only the releasers get err.
  */
 void jm_settle_failed_release(struct job_rt *j, const struct jm_error *err);
-/* Invariant 5: no further writes; the daemon reports why. */
-void jm_store_failed(struct jm *jm, const char *what);
+/*
+ * Invariant 5: no further writes; the daemon reports why. rc: the store's
+ * code (-EPERM on etcd: this replica does not lead any more).
+ */
+void jm_store_failed(struct jm *jm, const char *what, int rc);
 /*
  * Moves j to state, stored first (invariant 5). The change is made in
  * memory even when the store refuses it, since what it records already

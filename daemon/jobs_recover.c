@@ -4,7 +4,8 @@
  * gives each stored job back its request (jm_set_demand, jm_set_gpus,
  * jm_set_ring), and jm_recover, run after recovery.c settled the open
  * intents, loads the leaf-spine links and resumes the accepted work
- * (planned again, queued, or found ACTIVE). jm_free answers every waiter
+ * (planned again, queued, found ACTIVE, or FAILED still holding its
+ * circuits: jobs.c, "release not proven"). jm_free answers every waiter
  * that the job goes on at the next start (issue 14 #7).
  */
 #include "jobs_internal.h"
@@ -79,22 +80,6 @@ static int load_figures(void *arg, const char *job_id, const char *text)
 	}
 	jm_figures_clear(&j->pub.figures);
 	j->pub.figures = fig;
-	return 0;
-}
-
-static int load_link(void *arg, const struct st_link *l)
-{
-	struct jm *jm = arg;
-	struct job_rt *j = jm_job_find(jm, l->job_id);
-	struct st_link *g;
-
-	if (!j)
-		return 0; /* a job the store no longer has */
-	g = realloc(j->links, (j->n_links + 1) * sizeof(*g));
-	if (!g)
-		return -ENOMEM;
-	j->links = g;
-	j->links[j->n_links++] = *l;
 	return 0;
 }
 
@@ -224,12 +209,7 @@ int jm_recover(struct jm *jm)
 	int rc;
 
 	/* after recovery: intents finished as confirmed carried links */
-	for (size_t i = 0; i < jm->n_jobs; i++) {
-		free(jm->jobs[i]->links);
-		jm->jobs[i]->links = NULL;
-		jm->jobs[i]->n_links = 0;
-	}
-	rc = st_link_list(jm->d.store, load_link, jm);
+	rc = jm_reload_links(jm);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < jm->n_jobs; i++) {
@@ -270,6 +250,18 @@ int jm_recover(struct jm *jm)
 			break;
 		case JM_RELEASING:
 			jm_enqueue(jm, j);
+			break;
+		case JM_FAILED:
+			/* Its release did not take effect: it holds what the table
+			 * says it owns until a release does (jobs.c). */
+			if (j->kind->rings)
+				rg_job_rings(jm->d.rings, j->pub.id, &n_xcs);
+			else if ((xcs = fs_job_xcs(jm->d.fs, j->pub.id, &n_xcs)) != NULL)
+				free(xcs);
+			else
+				return -ENOMEM;
+			if (n_xcs)
+				jm_set_holding(jm, j, true);
 			break;
 		default:
 			break;

@@ -124,10 +124,16 @@ int jm_table_add(struct jm *jm, struct job_rt *j)
 	return 0;
 }
 
+/* A job is live while it stands on its leaves, or holds circuits after a failed release. */
+static bool job_is_live(const struct job_rt *j)
+{
+	return jl_holds_leaves(j->pub.state) || j->pub.holding;
+}
+
 /* Keeps `live` in step with j's state (never allocates: invariant 6). */
 void jm_track_live(struct jm *jm, struct job_rt *j, bool was_live)
 {
-	bool is_live = jl_holds_leaves(j->pub.state);
+	bool is_live = job_is_live(j);
 
 	if (is_live && !was_live) {
 		j->live_at = jm->n_live;
@@ -147,7 +153,8 @@ int jm_forget(struct jm *jm, const char *id)
 
 	if (!j)
 		return -ENOENT;
-	if ((j->pub.state != JM_RELEASED && j->pub.state != JM_FAILED) || j->waiters || j->queued)
+	if ((j->pub.state != JM_RELEASED && j->pub.state != JM_FAILED) || j->pub.holding ||
+	    j->waiters || j->queued)
 		return -EBUSY;
 	for (i = 0; i < jm->n_jobs && jm->jobs[i] != j; i++)
 		;
@@ -159,6 +166,32 @@ int jm_forget(struct jm *jm, const char *id)
 		strmap_del(&jm->by_key, j->pub.key);
 	jm_job_free(j);
 	return 0;
+}
+
+static int load_link(void *arg, const struct st_link *l)
+{
+	struct jm *jm = arg;
+	struct job_rt *j = jm_job_find(jm, l->job_id);
+	struct st_link *g;
+
+	if (!j)
+		return 0; /* a job the store no longer has */
+	g = realloc(j->links, (j->n_links + 1) * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	j->links = g;
+	j->links[j->n_links++] = *l;
+	return 0;
+}
+
+int jm_reload_links(struct jm *jm)
+{
+	for (size_t i = 0; i < jm->n_jobs; i++) {
+		free(jm->jobs[i]->links);
+		jm->jobs[i]->links = NULL;
+		jm->jobs[i]->n_links = 0;
+	}
+	return st_link_list(jm->d.store, load_link, jm);
 }
 
 /* ---- the queue of transactions (intrusive: never fails) ---- */
@@ -248,15 +281,38 @@ void jm_settle_failed_release(struct job_rt *j, const struct jm_error *err)
 	}
 }
 
-/* Invariant 5: no further writes; the daemon reports why. */
-void jm_store_failed(struct jm *jm, const char *what)
+/*
+ * Invariant 5: no further writes; the daemon reports why, saying what
+ * happens next (daemon.c): a deposed replica (the fence refused the write)
+ * ends its leader phase and follows; on etcd, once etcd answers again, the
+ * leader phase starts again as after a crash; on SQLite only a restart
+ * does, and that needs an operator.
+ */
+void jm_store_failed(struct jm *jm, const char *what, int rc)
 {
+	int level = LOG_CRIT;
+
 	if (jm->not_serving)
 		return;
 	jm->not_serving = true;
-	snprintf(jm->not_serving_reason, sizeof(jm->not_serving_reason),
-		 "the state store failed (%s): ocsd serves no writes until it is restarted", what);
-	log_msg(LOG_CRIT, "%s", jm->not_serving_reason);
+	if (rc == -EPERM && st_replicated(jm->d.store)) {
+		level = LOG_WARNING;
+		snprintf(jm->not_serving_reason, sizeof(jm->not_serving_reason),
+			 "the state store refused a write (%s): this replica is not the leader "
+			 "any more; it serves no writes and follows the new leader",
+			 what);
+	} else if (st_replicated(jm->d.store)) {
+		level = LOG_ERR;
+		snprintf(jm->not_serving_reason, sizeof(jm->not_serving_reason),
+			 "the state store failed (%s): ocsd serves no writes until etcd answers "
+			 "again, then starts again as after a crash",
+			 what);
+	} else {
+		snprintf(jm->not_serving_reason, sizeof(jm->not_serving_reason),
+			 "the state store failed (%s): ocsd serves no writes until it is restarted",
+			 what);
+	}
+	log_msg(level, "%s", jm->not_serving_reason);
 	if (jm->d.events.store_failed)
 		jm->d.events.store_failed(jm->d.events.ctx, jm->not_serving_reason);
 }
@@ -271,7 +327,7 @@ void jm_store_failed(struct jm *jm, const char *what)
  */
 int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const char *reason)
 {
-	bool was_live = jl_holds_leaves(j->pub.state);
+	bool was_live = job_is_live(j);
 	int rc;
 
 	jm->n_state[j->pub.state]--;
@@ -287,11 +343,19 @@ int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const cha
 
 		snprintf(what, sizeof(what), "job %s: cannot store state %s: %s", j->pub.id,
 			 jm_state_name(state), st_strerror(jm->d.store, rc));
-		jm_store_failed(jm, what);
+		jm_store_failed(jm, what, rc);
 	}
 	if (jm->d.events.job_changed)
 		jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
 	return rc;
+}
+
+void jm_set_holding(struct jm *jm, struct job_rt *j, bool holding)
+{
+	bool was_live = job_is_live(j);
+
+	j->pub.holding = holding;
+	jm_track_live(jm, j, was_live);
 }
 
 /*

@@ -13,7 +13,9 @@
  * table's generation); the pass reads those devices whose keepalive found
  * a session up, holding each one's claim; pass_done compares and settles
  * (or keeps the intent for the next pass while a device is unreadable;
- * discards the reads if the circuit table changed or a transaction runs).
+ * discards the reads if the circuit table changed or a transaction runs),
+ * applying an intent found at its target to the circuit table when the
+ * job manager agrees (jm_may_take_effect), and tells the job manager.
  *
  * Ownership: `found`, `settle` and `reads` belong to the pass from on_timer
  * until pass_done runs on the loop; `running` and `given_up` are the loop's.
@@ -149,7 +151,7 @@ static int pick_failed(void *ctx, const struct st_intent *in)
  */
 static void settle_done(struct ka *k)
 {
-	bool all_pre = true, all_target = true;
+	bool all_pre = true, all_target = true, taken = false;
 	char detail[512] = "";
 	int rc;
 
@@ -170,6 +172,10 @@ static void settle_done(struct ka *k)
 		}
 		all_pre &= dev_diff_equal(&to_pre);
 		all_target &= dev_diff_equal(&to_target);
+		/* not what the circuit table says: the transaction session's image
+		 * of it (its next pre-image, sb_device.h) is stale; read again */
+		if (!dev_diff_equal(&to_pre))
+			sb_device_forget_image(dev_handle(k->d.devs, d, DEV_ROLE_TXN));
 		if (!dev_diff_equal(&to_pre))
 			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 				 "%s holds %s; ", dev_name(k->d.devs, d),
@@ -185,6 +191,26 @@ static void settle_done(struct ka *k)
 			 "the pre-image");
 		rc = st_intent_settle(k->d.store, k->settle.txn_id, ST_INTENT_ROLLED_BACK, detail,
 				      clk_wall_ms(NULL));
+		if (rc == 0)
+			jm_unproven_settled(k->d.jm, &k->settle, false);
+	} else if ((taken = all_target && jm_may_take_effect(k->d.jm, &k->settle))) {
+		snprintf(detail, sizeof(detail),
+			 "took effect: every device read back at the target after the devices "
+			 "came back; applied to the circuit table");
+		rc = st_intent_settle(k->d.store, k->settle.txn_id, ST_INTENT_CONFIRMED, detail,
+				      clk_wall_ms(NULL));
+		if (rc == 0 &&
+		    fs_apply(k->d.fs, k->settle.removals, k->settle.n_removals, k->settle.additions,
+			     k->settle.n_additions) != 0 &&
+		    fs_load(k->d.fs, k->d.store) != 0)
+			log_msg(LOG_CRIT,
+				"transaction %lld: the circuit table in memory could not "
+				"be updated nor reloaded",
+				(long long)k->settle.txn_id);
+		if (rc == 0)
+			jm_unproven_settled(k->d.jm, &k->settle, true);
+		else
+			give_up(k, k->settle.txn_id);
 	} else {
 		snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 			 "read back after the devices came back%s",
@@ -195,7 +221,7 @@ static void settle_done(struct ka *k)
 				      clk_wall_ms(NULL));
 		give_up(k, k->settle.txn_id);
 	}
-	log_msg(all_pre ? LOG_NOTICE : LOG_WARNING, "transaction %lld of job %s: %s%s",
+	log_msg(all_pre || taken ? LOG_NOTICE : LOG_WARNING, "transaction %lld of job %s: %s%s",
 		(long long)k->settle.txn_id, k->settle.job_id, detail,
 		rc ? " (the store could not record it)" : "");
 }

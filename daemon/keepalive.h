@@ -23,10 +23,20 @@
  * devices whose session is up) and, on the loop, compares them with the
  * circuit table (the pre-image: a failed intent never reached it) and with
  * the intent applied. All at the pre-image: the intent becomes ROLLED_BACK
- * ("rollback proven after the devices came back"). Anything else (the
- * target, or neither) leaves it FAILED with what was found, for the
- * reconciliation's drift report and the operator, and it is not read
- * again in this run. Circuit intents only (ring domains: recovery).
+ * ("rollback proven after the devices came back"). All at the target, for
+ * the release of a job that still holds the circuits it removes or the
+ * submission (additions only) of a failed job (jm_may_take_effect): the
+ * intent becomes CONFIRMED ("took effect") and is applied to the circuit
+ * table, as a confirmed transaction would have been. Either way the job
+ * follows what was proven (jm_unproven_settled; jobs.c, "release not
+ * proven"): a release at the target is RELEASED, at the pre-image the job
+ * still holds its circuits and a release runs again. Anything else (the
+ * target of another intent, or neither) leaves it FAILED with what was
+ * found, for the reconciliation's drift report and the operator, and it is
+ * not read again in this run. A device read back other than the circuit
+ * table said has its transaction session's image forgotten (sb_device.h):
+ * the next transaction reads it again instead of editing from a stale one. Circuit intents only
+ * (ring domains: recovery).
  *
  * Threading: ka_new, ka_free on the loop thread; the pass runs on the
  * executor and posts its findings back (one loop_post per pass).
@@ -58,7 +68,7 @@ struct ka_deps {
 	const struct ocs_fabric *fabric;
 	struct fs_state *fs;
 	struct st_store *store;
-	const struct jm *jm; /* jm_busy(): no settling while a transaction runs */
+	struct jm *jm; /* jm_busy(): no settling while a transaction runs; told the outcome */
 	/* the engine's count of failed transactions (sb_engine_counters()->failed):
 	 * when it moves, the store is asked for failed intents */
 	const atomic_uint_least64_t *failed;

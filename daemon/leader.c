@@ -29,9 +29,12 @@ struct leader {
 	int64_t lease, revision;
 	pthread_t thread;
 	bool running;
-	pthread_mutex_t mu; /* guards stop */
+	pthread_mutex_t mu; /* guards stop and renewed_ms */
 	pthread_cond_t cv;
 	bool stop;
+	/* when the last request etcd answered for the lease (its grant, or a
+	 * keep-alive) was sent, mono_ms: the lease lasts at most a TTL from it */
+	int64_t renewed_ms;
 	void (*on_lost)(void *ctx, const char *why);
 	void *ctx;
 };
@@ -112,8 +115,12 @@ static void *keepalive_main(void *arg)
 			return NULL;
 		sent = mono_ms();
 		rc = etcd_lease_keepalive(ld->ka, ld->lease, &ttl);
-		if (rc == 0)
+		if (rc == 0) {
 			last_ok_sent = sent;
+			pthread_mutex_lock(&ld->mu);
+			ld->renewed_ms = sent;
+			pthread_mutex_unlock(&ld->mu);
+		}
 		if (rc == -ENOENT) {
 			lost(ld, "the leader lease expired");
 			return NULL;
@@ -139,11 +146,14 @@ static int try_lead(struct leader *ld)
 			      .value = ld->value,
 			      .value_len = strlen(ld->value)};
 	bool succeeded;
-	int64_t rev;
+	int64_t rev, sent = mono_ms();
 	int rc = etcd_lease_grant(ld->c, ld->ttl_s, &ld->lease, NULL);
 
 	if (rc)
 		return rc;
+	pthread_mutex_lock(&ld->mu);
+	ld->renewed_ms = sent;
+	pthread_mutex_unlock(&ld->mu);
 	put.lease = ld->lease;
 	rc = etcd_txn(ld->c, &cmp, 1, &put, 1, NULL, 0, &succeeded, &rev);
 	if (rc == 0 && succeeded) {
@@ -226,6 +236,21 @@ int64_t ld_revision(const struct leader *ld)
 int64_t ld_lease(const struct leader *ld)
 {
 	return ld->lease;
+}
+
+int64_t ld_lease_age_ms(struct leader *ld)
+{
+	int64_t renewed;
+
+	pthread_mutex_lock(&ld->mu);
+	renewed = ld->renewed_ms;
+	pthread_mutex_unlock(&ld->mu);
+	return mono_ms() - renewed;
+}
+
+int ld_ttl_ms(const struct leader *ld)
+{
+	return ld->ttl_s * 1000;
 }
 
 int ld_current(struct leader *ld, char *buf, size_t len)

@@ -13,7 +13,8 @@
  * longer leads and must stop touching devices at once.
  *
  * Threading: ld_new, ld_campaign, ld_try, ld_current, ld_revision,
- * ld_resign, ld_free on one thread; on_lost runs on the keep-alive thread.
+ * ld_resign, ld_free on one thread; on_lost runs on the keep-alive thread;
+ * ld_lease_age_ms and ld_ttl_ms from any thread.
  */
 #ifndef OCSD_LEADER_H
 #define OCSD_LEADER_H
@@ -64,6 +65,16 @@ int ld_try(struct leader *ld, void (*on_lost)(void *ctx, const char *why), void 
 const char *ld_key(const struct leader *ld);
 int64_t ld_revision(const struct leader *ld);
 int64_t ld_lease(const struct leader *ld);
+
+/*
+ * How long ago (ms, CLOCK_MONOTONIC) the last lease request etcd answered
+ * (the grant or a keep-alive) was sent. From ld_ttl_ms() on, etcd may have
+ * ended the lease: a replica awake again after a pause (SIGSTOP, a stalled
+ * VM) knows at once that it may not lead any more, before the keep-alive
+ * thread has asked etcd.
+ */
+int64_t ld_lease_age_ms(struct leader *ld);
+int ld_ttl_ms(const struct leader *ld);
 
 /*
  * The current leader's "REPLICA-ID ADVERTISE" into buf ("" when none);

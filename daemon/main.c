@@ -5,6 +5,7 @@
  * Exit codes: 0 success, 1 runtime failure, 2 invalid configuration or usage.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,22 @@ static void raise_nofile_limit(void)
 			(unsigned long long)rl.rlim_max);
 }
 
+/*
+ * SIGPIPE is ignored, process-wide and before any thread exists (every
+ * thread inherits the disposition): a peer that resets its connection - a
+ * device, a gRPC client, a metrics scraper, etcd - then makes the next
+ * write on that socket fail with EPIPE, which each caller handles, instead
+ * of killing ocsd. OpenSSL and libssh write to their sockets without
+ * MSG_NOSIGNAL (an SSL_read that answers a reset with an alert is enough:
+ * issue H1).
+ */
+static void ignore_sigpipe(void)
+{
+	struct sigaction sa = {.sa_handler = SIG_IGN};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -168,6 +185,7 @@ int main(int argc, char **argv)
 	long n;
 	int opt;
 
+	ignore_sigpipe();
 	run.state_dir = getenv("STATE_DIRECTORY") ? getenv("STATE_DIRECTORY") : "/var/lib/ocsd";
 	while ((opt = getopt_long(argc, argv, "c:f:s:m:t:l:A:C:K:IR:D:J:W:k:axVh", options,
 				  NULL)) != -1) {

@@ -23,6 +23,10 @@ struct rsw_req {
 	struct rsw_req *next;
 	int64_t gpu;
 	bool replace; /* ReplaceGpu: a refusal changes nothing */
+	/* A mark that waited for the swap in flight (see rsw_mark): its
+	 * condition is stored when it starts, before anything else queued. */
+	bool deferred;
+	bool faulty;
 	char source[16];
 	int64_t received_us;
 	rsw_answer_fn answer; /* NULL: nobody waits */
@@ -394,6 +398,23 @@ static void start_swap(struct rsw *s)
 	char why[800] = "";
 	int rc, group;
 
+	if (q->deferred) {
+		rc = set_condition(s, q->gpu, q->faulty, q->source);
+		if (rc) {
+			snprintf(why, sizeof(why),
+				 "cannot store the GPU's condition (%s); nothing changed",
+				 strerror(-rc));
+			answer_error(q, JM_UNAVAILABLE, "gpu", why);
+			clear_current(s);
+			return;
+		}
+		if (!q->faulty || rl_gpu_port(s->d.rl, q->gpu) == RAIL_NONE) {
+			if (q->answer)
+				q->answer(q->ctx, NULL, NULL);
+			clear_current(s);
+			return;
+		}
+	}
 	if (!s->ready) {
 		snprintf(why, sizeof(why), "the rail port map is not on the devices: %s", s->why);
 		answer_error(q, JM_PRECONDITION, "gpu", why);
@@ -522,6 +543,56 @@ void rsw_replace(struct rsw *s, int64_t gpu, const char *source, rsw_answer_fn a
 	enqueue(s, gpu, true, source, clk_mono_us(NULL), answer, ctx);
 }
 
+/*
+ * True when gpu must wait to change its condition: the swap in flight puts
+ * it on a rail port (it chose it as a healthy idle GPU; marked faulty now,
+ * the swap would confirm onto a faulty GPU), or a mark of it waits already
+ * (marks of one GPU keep their order).
+ */
+static bool mark_waits(const struct rsw *s, int64_t gpu)
+{
+	for (const struct rsw_req *q = s->head; q && q->deferred; q = q->next)
+		if (q->gpu == gpu)
+			return true;
+	if (!s->busy || !s->cur)
+		return false;
+	for (size_t i = 0; i < s->res.n_changes; i++)
+		if (s->res.changes[i].new_gpu == gpu)
+			return true;
+	return false;
+}
+
+/* Queues a mark that waits for the swap in flight: after the marks that
+ * wait already, ahead of every other request (which would plan with it). */
+static void defer_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source,
+		       int64_t received_us, rsw_answer_fn answer, void *ctx)
+{
+	struct rsw_req *q = calloc(1, sizeof(*q));
+	struct rsw_req **at = &s->head;
+
+	if (!q) {
+		struct rsw_req tmp = {.answer = answer, .ctx = ctx};
+
+		answer_error(&tmp, JM_INTERNAL, "", "out of memory");
+		return;
+	}
+	*q = (struct rsw_req){.gpu = gpu,
+			      .deferred = true,
+			      .faulty = faulty,
+			      .received_us = received_us,
+			      .answer = answer,
+			      .ctx = ctx};
+	snprintf(q->source, sizeof(q->source), "%s", source);
+	while (*at && (*at)->deferred)
+		at = &(*at)->next;
+	q->next = *at;
+	*at = q;
+	if (!q->next)
+		s->tail = q;
+	log_msg(LOG_NOTICE, "gpu %lld: marked %s once the swap in flight onto it is finished",
+		(long long)gpu, faulty ? "faulty" : "healthy");
+}
+
 void rsw_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source, int64_t received_us,
 	      rsw_answer_fn answer, void *ctx)
 {
@@ -531,6 +602,10 @@ void rsw_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source, int64
 
 	if (gpu < 0 || gpu >= s->n_gpus) {
 		answer_error(&q, JM_INVALID, "gpu", "not a GPU of the fabric");
+		return;
+	}
+	if (mark_waits(s, gpu)) {
+		defer_mark(s, gpu, faulty, source, received_us, answer, ctx);
 		return;
 	}
 	rc = set_condition(s, gpu, faulty, source);

@@ -28,6 +28,10 @@
  *    refused the GPU stays faulty on its port and is tried again every
  *    second (logged once), so a released job or a healed server frees the
  *    way later.
+ *  - No swap confirms onto a GPU marked faulty: rail_swap never picks one,
+ *    and a mark of a GPU the swap in flight moves onto a rail port waits
+ *    for that swap (queued ahead of every other request, its condition
+ *    stored when it starts; marks of that GPU keep their order).
  *  - A faulty GPU stays out until MarkGpu HEALTHY, light back or not; a
  *    server whose GPUs are all healthy, idle and joined to nothing is a
  *    spare again (rail_swap.h).
@@ -117,8 +121,9 @@ int rsw_start(struct rsw *s);
 /* ReplaceGpu: see the rules above. answer is called once, maybe before this returns. */
 void rsw_replace(struct rsw *s, int64_t gpu, const char *source, rsw_answer_fn answer, void *ctx);
 /*
- * MarkGpu / a device's fault: the condition is stored and applied first;
- * FAULTY then swaps the GPU out if it serves a rail port (answered once the
+ * MarkGpu / a device's fault: the condition is stored and applied first
+ * (after the swap in flight when that swap moves onto this GPU); FAULTY
+ * then swaps the GPU out if it serves a rail port (answered once the
  * swap settled, refusals included as rep->res->kind REFUSED). received_us
  * (CLOCK_MONOTONIC) is when the fault reached ocsd. answer may be NULL.
  */

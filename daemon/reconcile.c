@@ -24,6 +24,7 @@
 #include "exec.h"
 #include "jobs.h"
 #include "loop.h"
+#include "repair.h"
 #include "sb_device.h"
 
 #define RECON_READERS 8
@@ -116,6 +117,9 @@ static void pass_done(struct loop_node *n)
 		if (r->d.drift)
 			(void)dr_set(r->d.drift, d, diff.unowned, diff.n_unowned, diff.missing,
 				     diff.n_missing);
+		if (r->d.repair)
+			rep_device(r->d.repair, d, diff.missing, diff.n_missing, diff.unowned,
+				   diff.n_unowned);
 		/* Expected but absent, then present but owned by no job. */
 		rep.missing += diff.n_missing;
 		rep.unowned += diff.n_unowned;
@@ -127,6 +131,8 @@ static void pass_done(struct loop_node *n)
 					  diff.unowned[i].out, false);
 		dev_diff_clear(&diff);
 	}
+	if (r->d.repair && !rep.discarded && !atomic_load(&r->stop))
+		rep_pass_done(r->d.repair);
 	for (int d = 0; d < r->n_devices; d++)
 		dev_readback_clear(&r->reads[d]);
 	free(r->reads);

@@ -3,8 +3,9 @@
  * cross-connects and compares them with what the state store says the
  * devices should hold. A cross-connect on a device that no job owns
  * (`unowned`) or one a job owns that the device lacks (`missing`) is drift:
- * it is reported (event and metric), never repaired behind the operator's
- * back (fail static).
+ * it is reported (event and metric). What no job owns is never touched
+ * (fail static); what a live job owns and the devices lack is handed to
+ * the circuit repair (repair.h), which programs it again or tells the job.
  *
  * A pass uses its own device sessions (handles separate from the ones
  * transactions use, so neither waits for the other); device reads
@@ -28,6 +29,7 @@ struct exec;
 struct fs_state;
 struct jm;
 struct loop;
+struct rep;
 
 struct recon_report {
 	bool discarded; /* the fabric changed during the pass: nothing compared */
@@ -59,6 +61,8 @@ struct recon_deps {
 	struct dr_table
 		*drift; /* gets each compared device's unowned cross-connects (NULL: none) */
 	struct recon_events events;
+	/* Leaf-spine fabrics: gets what each compared pass found missing (NULL: none). */
+	struct rep *repair;
 	/* Rail-OCS fabrics: true while a swap's transaction runs (its own
 	 * driver, railswap.h): a pass ending then is discarded like one ending
 	 * during a job's transaction. NULL: none. */

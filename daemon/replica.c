@@ -289,20 +289,47 @@ static void post_locked(struct replica *rp)
 	loop_post(rp->loop, &rp->node, on_posted);
 }
 
-/* On the keep-alive thread (leader.h): this replica may no longer touch a device. */
+/*
+ * On the keep-alive thread (leader.h) or the replica's: this replica may no
+ * longer touch a device. Both may find the loss (the lease gone, the key
+ * another's): logged by the first only.
+ */
 static void on_lost(void *ctx, const char *why)
 {
 	struct replica *rp = ctx;
+	bool was_leading;
 
-	log_msg(LOG_CRIT,
-		"replica %s: leadership lost (%s): back to follower; unconfirmed device commits "
-		"revert by themselves and the new leader recovers",
-		rp->opts.replica_id, why);
 	pthread_mutex_lock(&rp->mu);
-	if (rp->role == RP_RECOVERING || rp->role == RP_LEADER)
+	was_leading = rp->role == RP_RECOVERING || rp->role == RP_LEADER;
+	if (was_leading) {
+		size_t n = strlen(rp->opts.replica_id);
+
 		rp->role = RP_FOLLOWER;
+		/* not the leader any more: who is, the thread reads from etcd */
+		if (strncmp(rp->leader_value, rp->opts.replica_id, n) == 0 &&
+		    rp->leader_value[n] == ' ')
+			rp->leader_value[0] = '\0';
+	}
 	post_locked(rp);
 	pthread_mutex_unlock(&rp->mu);
+	if (was_leading)
+		log_msg(LOG_CRIT,
+			"replica %s: leadership lost (%s): back to follower; unconfirmed device "
+			"commits revert by themselves and the new leader recovers",
+			rp->opts.replica_id, why);
+}
+
+/*
+ * With rp->mu held: a LEADER whose lease was last renewed a TTL ago or more
+ * may have been deposed already (a pause: its threads all stopped); it says
+ * it leads only while the lease is surely its own. Writes stay fenced either
+ * way (invariant 1); this keeps GetFabric, health and refusals true in the
+ * moment before its threads notice.
+ */
+static bool leads_surely_locked(struct replica *rp)
+{
+	return rp->role == RP_LEADER &&
+	       (!rp->leader || ld_lease_age_ms(rp->leader) < ld_ttl_ms(rp->leader));
 }
 
 /* Keeps P "replicas/<id>" under this replica's own lease. 0 or an etcd error. */
@@ -669,7 +696,13 @@ int rp_write_refusal(struct replica *rp, char *why, size_t why_len)
 	if (!rp->etcd)
 		return 0;
 	pthread_mutex_lock(&rp->mu);
-	if (rp->opts.replica_id && rp->role != RP_LEADER) {
+	if (rp->opts.replica_id && rp->role == RP_LEADER && !leads_surely_locked(rp)) {
+		snprintf(why, why_len,
+			 "not the leader; no leader known: this replica's lease was last renewed "
+			 "%lld ms ago (TTL %d ms)",
+			 (long long)ld_lease_age_ms(rp->leader), ld_ttl_ms(rp->leader));
+		rc = -EAGAIN;
+	} else if (rp->opts.replica_id && rp->role != RP_LEADER) {
 		if (rp->leader_value[0] && rp->role == RP_FOLLOWER)
 			snprintf(why, why_len, "not the leader; leader is %s",
 				 leader_address(rp->leader_value));
@@ -687,6 +720,16 @@ int rp_write_refusal(struct replica *rp, char *why, size_t why_len)
 	return rc;
 }
 
+bool rp_lease_sure(struct replica *rp)
+{
+	bool sure;
+
+	pthread_mutex_lock(&rp->mu);
+	sure = rp->role != RP_LEADER || leads_surely_locked(rp);
+	pthread_mutex_unlock(&rp->mu);
+	return sure;
+}
+
 void rp_status(struct replica *rp, struct rp_status *out)
 {
 	const char *sp;
@@ -696,8 +739,12 @@ void rp_status(struct replica *rp, struct rp_status *out)
 	out->role = "";
 	pthread_mutex_lock(&rp->mu);
 	if (rp->opts.replica_id)
-		out->role = rp->role == RP_LEADER ? "leader" : "follower";
-	sp = strchr(rp->leader_value, ' ');
+		out->role = leads_surely_locked(rp) ? "leader" : "follower";
+	/* a leader not sure of its lease knows no leader: not itself, and what
+	 * its thread read before may be older than the TTL too */
+	sp = rp->opts.replica_id && rp->role == RP_LEADER && !leads_surely_locked(rp)
+		     ? NULL
+		     : strchr(rp->leader_value, ' ');
 	if (sp) {
 		snprintf(out->leader_id, sizeof(out->leader_id), "%.*s",
 			 (int)(sp - rp->leader_value), rp->leader_value);

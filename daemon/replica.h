@@ -106,10 +106,19 @@ struct st_etcd *rp_etcd(struct replica *rp);
 /*
  * Whether this replica may write now: 0, or -EAGAIN with the refusal in why
  * (exactly "not the leader; leader is HOST:PORT" or "not the leader; no
- * leader yet" on a follower; on a leader whose etcd cannot be reached,
- * etcd's reason). Thread-safe.
+ * leader yet" on a follower; "not the leader; no leader known: this
+ * replica's lease was last renewed N ms ago (TTL T ms)" on a leader whose
+ * lease may have ended, e.g. awake after a pause, before its threads have
+ * asked etcd; on a leader whose etcd cannot be reached, etcd's reason).
+ * Thread-safe.
  */
 int rp_write_refusal(struct replica *rp, char *why, size_t why_len);
+/*
+ * False only on a leader whose lease may have ended (last renewed a TTL
+ * ago or more): it says it leads only while it surely does (GetFabric's
+ * role, health). Thread-safe, never blocks on etcd.
+ */
+bool rp_lease_sure(struct replica *rp);
 
 /* What GetFabric shows (fields 41-46). */
 #define RP_MAX_REPLICAS 16

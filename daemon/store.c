@@ -490,6 +490,11 @@ const char *st_strerror(struct st_store *st, int rc)
 	return strerror(rc < 0 ? -rc : rc);
 }
 
+bool st_replicated(const struct st_store *st)
+{
+	return st && st->repl;
+}
+
 void st_set_error_observer(struct st_store *st, void (*fn)(void *ctx, int rc), void *ctx)
 {
 	st->on_error = fn;

@@ -67,6 +67,8 @@ void st_close(struct st_store *st);
  * etcd and the endpoint); else strerror(-rc). Valid until the next call.
  */
 const char *st_strerror(struct st_store *st, int rc);
+/* True on a replicated store (--store etcd), false on a plain SQLite file. */
+bool st_replicated(const struct st_store *st);
 /*
  * fn (NULL: none) is called with the code of every write transaction that
  * failed to begin or to commit (the disk, a lock or etcd refused it), not
@@ -235,8 +237,11 @@ int st_intent_list_failed(struct st_store *st, int (*fn)(void *ctx, const struct
 /*
  * Settles a failed intent once its devices could be read again (the
  * keepalive, keepalive.h): ROLLED_BACK when every device it touched is back
- * at the pre-image, or FAILED again with a new detail. The circuits are not
- * touched. 0, -EALREADY (not failed), -EINVAL, or the store's -errno.
+ * at the pre-image, CONFIRMED when every one holds its target (the
+ * intent's circuits and links are then applied as st_intent_finish does,
+ * atomically with the outcome), or FAILED again with a new detail.
+ * 0, -EALREADY (not failed), -EINVAL, or the store's -errno (nothing
+ * changed).
  */
 int st_intent_settle(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms);

@@ -202,6 +202,45 @@ int st_intent_undecide(struct st_store *st, int64_t txn_id)
 	return rc;
 }
 
+/*
+ * Applies intent txn_id's removals and additions to the circuits table and
+ * its links to their jobs (and a ring or rail intent's rows), inside the
+ * caller's write transaction.
+ */
+static int apply_confirmed(struct st_store *st, int64_t txn_id, int64_t now_ms)
+{
+	char sql[2048];
+
+	/* Removals first: an addition may reuse an input port it frees. */
+	snprintf(sql, sizeof(sql),
+		 "DELETE FROM circuits WHERE (grp, device, in_port) IN"
+		 " (SELECT grp, device, in_port FROM intent_xcs"
+		 "  WHERE txn_id = %lld AND op = 'del');"
+		 "INSERT INTO circuits(grp, device, in_port, out_port, job_id)"
+		 " SELECT grp, device, in_port, out_port, job_id FROM intent_xcs"
+		 " WHERE txn_id = %lld AND op = 'add';"
+		 "DELETE FROM job_links WHERE job_id IN"
+		 " (SELECT job_id FROM intents WHERE txn_id = %lld"
+		 "  UNION SELECT job_id FROM intent_links WHERE txn_id = %lld);"
+		 "INSERT INTO job_links(job_id, a, b, h, links)"
+		 " SELECT job_id, a, b, h, links FROM intent_links WHERE txn_id = %lld;"
+		 "DELETE FROM rings WHERE job_id IN (SELECT job_id FROM intents"
+		 " WHERE txn_id = %lld AND txn_id IN (SELECT txn_id FROM ring_intents));"
+		 "INSERT INTO rings(job_id, ring, nodes, last_change, failed_node, reason,"
+		 " changed_ms) SELECT i.job_id, r.ring, r.nodes, r.last_change,"
+		 " r.failed_node, r.reason, r.changed_ms FROM intent_rings r"
+		 " JOIN intents i USING(txn_id) WHERE r.txn_id = %lld;"
+		 "INSERT OR IGNORE INTO rail_gpu_faults(gpu, source, since_ms)"
+		 " SELECT gpu, source, since_ms FROM rail_intents WHERE txn_id = %lld;"
+		 "INSERT INTO rail_job_moves(job_id, txn_id, rail_port, old_gpu, new_gpu,"
+		 " moved_ms) SELECT job_id, txn_id, rail_port, old_gpu, new_gpu, %lld"
+		 " FROM rail_intent_moves WHERE txn_id = %lld AND job_id <> '';",
+		 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
+		 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
+		 (long long)now_ms, (long long)txn_id);
+	return st_exec(st, sql);
+}
+
 int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms)
 {
@@ -232,36 +271,7 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 	if (rc)
 		goto rollback;
 	if (outcome == ST_INTENT_CONFIRMED) {
-		char sql[2048];
-
-		/* Removals first: an addition may reuse an input port it frees. */
-		snprintf(sql, sizeof(sql),
-			 "DELETE FROM circuits WHERE (grp, device, in_port) IN"
-			 " (SELECT grp, device, in_port FROM intent_xcs"
-			 "  WHERE txn_id = %lld AND op = 'del');"
-			 "INSERT INTO circuits(grp, device, in_port, out_port, job_id)"
-			 " SELECT grp, device, in_port, out_port, job_id FROM intent_xcs"
-			 " WHERE txn_id = %lld AND op = 'add';"
-			 "DELETE FROM job_links WHERE job_id IN"
-			 " (SELECT job_id FROM intents WHERE txn_id = %lld"
-			 "  UNION SELECT job_id FROM intent_links WHERE txn_id = %lld);"
-			 "INSERT INTO job_links(job_id, a, b, h, links)"
-			 " SELECT job_id, a, b, h, links FROM intent_links WHERE txn_id = %lld;"
-			 "DELETE FROM rings WHERE job_id IN (SELECT job_id FROM intents"
-			 " WHERE txn_id = %lld AND txn_id IN (SELECT txn_id FROM ring_intents));"
-			 "INSERT INTO rings(job_id, ring, nodes, last_change, failed_node, reason,"
-			 " changed_ms) SELECT i.job_id, r.ring, r.nodes, r.last_change,"
-			 " r.failed_node, r.reason, r.changed_ms FROM intent_rings r"
-			 " JOIN intents i USING(txn_id) WHERE r.txn_id = %lld;"
-			 "INSERT OR IGNORE INTO rail_gpu_faults(gpu, source, since_ms)"
-			 " SELECT gpu, source, since_ms FROM rail_intents WHERE txn_id = %lld;"
-			 "INSERT INTO rail_job_moves(job_id, txn_id, rail_port, old_gpu, new_gpu,"
-			 " moved_ms) SELECT job_id, txn_id, rail_port, old_gpu, new_gpu, %lld"
-			 " FROM rail_intent_moves WHERE txn_id = %lld AND job_id <> '';",
-			 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
-			 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
-			 (long long)now_ms, (long long)txn_id);
-		rc = st_exec(st, sql);
+		rc = apply_confirmed(st, txn_id, now_ms);
 		if (rc)
 			goto rollback;
 	}
@@ -404,24 +414,35 @@ int st_intent_settle(struct st_store *st, int64_t txn_id, enum st_intent_state o
 	sqlite3_stmt *s = NULL;
 	int rc;
 
-	if (outcome != ST_INTENT_ROLLED_BACK && outcome != ST_INTENT_FAILED)
+	if (outcome != ST_INTENT_ROLLED_BACK && outcome != ST_INTENT_FAILED &&
+	    outcome != ST_INTENT_CONFIRMED)
 		return -EINVAL;
+	rc = st_write_begin(st);
+	if (rc)
+		return rc;
 	rc = st_prepare(st,
 			"UPDATE intents SET state = ?2, detail = ?3, finished_ms = ?4"
 			" WHERE txn_id = ?1 AND state = 'failed'",
 			&s);
 	if (rc)
-		return rc;
+		goto rollback;
 	if (sqlite3_bind_int64(s, 1, txn_id) || st_bind_text(s, 2, st_intent_state_name(outcome)) ||
-	    st_bind_text(s, 3, detail) || sqlite3_bind_int64(s, 4, now_ms)) {
-		sqlite3_finalize(s);
-		return st_bind_error(st);
-	}
-	rc = st_step_write(st, s);
+	    st_bind_text(s, 3, detail) || sqlite3_bind_int64(s, 4, now_ms))
+		rc = st_bind_error(st);
+	else
+		rc = st_sql_rc(sqlite3_step(s));
 	sqlite3_finalize(s);
-	if (rc)
-		return rc;
-	return sqlite3_changes(st->db) ? 0 : -EALREADY;
+	if (rc == 0 && !sqlite3_changes(st->db))
+		rc = -EALREADY;
+	if (rc == 0 && outcome == ST_INTENT_CONFIRMED)
+		rc = apply_confirmed(st, txn_id, now_ms);
+	if (rc == 0)
+		rc = st_write_commit(st);
+	if (rc == 0)
+		return 0;
+rollback:
+	st_rollback(st);
+	return rc;
 }
 
 int st_circuit_list(struct st_store *st, const char *job_id,

@@ -770,7 +770,8 @@ static int start_engine(struct txn_driver *drv, struct txn *tx)
 	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_gated, compensate, tx};
 	tx->started_us = clk_mono_us(drv->d.clock);
 	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
-					   .connect_timeout_ms = drv->d.connect_timeout_ms};
+					   .connect_timeout_ms = drv->d.connect_timeout_ms,
+					   .rollback_timeout_ms = drv->d.rollback_timeout_ms};
 	return sb_engine_start(drv->d.engine, &tx->plan, &tx->hooks, &tx->opts, on_engine_done, tx,
 			       &tx->handle);
 }
@@ -934,6 +935,7 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 
 		if (rc) {
 			o.store_failed = true;
+			o.store_rc = rc;
 			snprintf(store_error, sizeof(store_error),
 				 "cannot store the outcome of transaction %lld (%s)",
 				 (long long)tx->txn_id, strerror(-rc));
@@ -941,11 +943,13 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	}
 	if (tx->gate < 0) {
 		o.store_failed = true;
+		o.store_rc = tx->gate;
 		snprintf(store_error, sizeof(store_error), "%s", tx->intent_error);
 	}
 	if (tx->ring && o.result == TXN_CONFIRMED && !o.store_failed &&
 	    rg_set_job_rings(drv->d.rings, tx->job_id, tx->rings, tx->n_rings) != 0) {
 		o.store_failed = true;
+		o.store_rc = -ENOMEM;
 		snprintf(store_error, sizeof(store_error),
 			 "cannot apply transaction %lld to the ring state in memory",
 			 (long long)tx->txn_id);
@@ -954,6 +958,7 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	    fs_apply(drv->d.fs, tx->removals, tx->n_removals, tx->adds, tx->n_adds) != 0 &&
 	    fs_load(drv->d.fs, drv->d.store) != 0) {
 		o.store_failed = true;
+		o.store_rc = -ENOMEM;
 		snprintf(store_error, sizeof(store_error),
 			 "cannot apply transaction %lld to the circuit table in memory, nor reload "
 			 "it from the store",

@@ -112,6 +112,7 @@ struct txn_outcome {
 	size_t n_devices;
 	bool store_failed; /* the outcome could not be stored */
 	const char *store_error;
+	int store_rc; /* then why (< 0; on etcd -EPERM: this replica does not lead any more) */
 	/* the engine's time (device steps included; a wait of the confirm for the
 	 * intent's commit excluded: that is the controller's) and when it
 	 * finished (CLOCK_MONOTONIC) */
@@ -139,6 +140,7 @@ struct txn_deps {
 	const struct clk *clock;
 	int confirm_timeout_s;
 	int connect_timeout_ms;
+	int rollback_timeout_ms; /* per device (sb_txn_options); 0: the engine's default */
 };
 
 struct txn_driver;

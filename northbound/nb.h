@@ -272,6 +272,16 @@ struct nb_handlers {
 	 */
 	void (*call_done)(void *ctx, enum nb_method method, enum nb_code code,
 			  uint64_t duration_us);
+	/*
+	 * Optional: whether a service set SERVING (nb_server_set_health) still
+	 * serves at this instant; false answers NOT_SERVING to Health.Check and
+	 * to a new Health.Watch's first message (the daemon then sets the
+	 * health itself, which Watch streams get). For what can go stale
+	 * before the daemon's own threads notice, e.g. a leader's lease after a
+	 * pause. Called with the server's lock held, from gRPC's threads: must
+	 * not block and must not call the server.
+	 */
+	bool (*serving_now)(void *ctx, const char *service);
 };
 
 struct nb_server_config {
@@ -386,7 +396,8 @@ const char *nb_fabric_kind_name(enum nb_fabric_kind k); /* "leaf-spine-ocs", ...
 /*
  * The role a PEM client certificate grants: its subject must hold exactly
  * one OU among "scheduler", "operator", "viewer". Writes the subject CN to
- * cn (may be NULL). NB_ROLE_NONE when unparsable or no single role OU.
+ * cn (may be NULL). NB_ROLE_NONE when unparsable or no single role OU, and
+ * when any OU holds a NUL byte ("operator\0viewer"), which it logs.
  */
 enum nb_role nb_role_from_cert_pem(const char *pem, size_t len, char *cn, size_t cn_len);
 

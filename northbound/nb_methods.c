@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <grpc/support/log.h>
 #include <openssl/bio.h>
 #include <openssl/objects.h>
 #include <openssl/pem.h>
@@ -214,6 +215,7 @@ enum nb_role nb_role_from_cert_pem(const char *pem, size_t len, char *cn, size_t
 {
 	enum nb_role role = NB_ROLE_NONE;
 	int roles_seen = 0;
+	bool nul_ou = false;
 	BIO *bio;
 	X509 *cert;
 	X509_NAME *subject;
@@ -241,6 +243,14 @@ enum nb_role nb_role_from_cert_pem(const char *pem, size_t len, char *cn, size_t
 
 		if (n < 0)
 			continue;
+		/* The compare below reads a C string: an OU of "operator\0viewer"
+		 * would read as "operator". An OU holding a NUL is not a name
+		 * anyone meant; the certificate grants nothing. */
+		if (memchr(utf8, '\0', (size_t)n)) {
+			nul_ou = true;
+			OPENSSL_free(utf8);
+			continue;
+		}
 		r = role_from_ou((const char *)utf8);
 		OPENSSL_free(utf8);
 		if (r != NB_ROLE_NONE) {
@@ -248,6 +258,8 @@ enum nb_role nb_role_from_cert_pem(const char *pem, size_t len, char *cn, size_t
 			roles_seen++;
 		}
 	}
+	if (nul_ou) /* the CN is not quoted: it is the sender's bytes */
+		gpr_log(GPR_ERROR, "client certificate refused a role: an OU holds a NUL byte");
 	X509_free(cert);
-	return roles_seen == 1 ? role : NB_ROLE_NONE;
+	return roles_seen == 1 && !nul_ou ? role : NB_ROLE_NONE;
 }

@@ -27,7 +27,8 @@
  * Invariants:
  *  1. One mutex (server->mu) guards every call's state, the watcher list
  *     and the health table; grpc_call_start_batch is called under it, and
- *     handlers and call_done are called without it.
+ *     handlers and call_done are called without it (serving_now, which
+ *     never blocks nor calls the server, with it).
  *  2. A call is freed exactly once: when ops_pending == 0, held == false
  *     and state is FINISHING (or the REQUESTED slot was cancelled).
  *  3. At most one SEND_MESSAGE is outstanding per call; SEND_STATUS is
@@ -459,6 +460,16 @@ static struct health_entry *health_find(struct nb_server *s, const char *service
 	return NULL;
 }
 
+/* Under mu: h's status at this instant (nb_handlers.serving_now). */
+static Grpc__Health__V1__HealthCheckResponse__ServingStatus health_now(struct nb_server *s,
+								       const struct health_entry *h)
+{
+	if (h->status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING &&
+	    s->handlers.serving_now && !s->handlers.serving_now(s->handlers.ctx, h->service))
+		return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
+	return h->status;
+}
+
 static grpc_slice pack_health(Grpc__Health__V1__HealthCheckResponse__ServingStatus status)
 {
 	Grpc__Health__V1__HealthCheckResponse r = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
@@ -639,7 +650,7 @@ static bool serve_request(struct nb_call *c)
 			start_finish(c, NB_NOT_FOUND, msg, NULL);
 			return false;
 		}
-		packed = pack_health(h->status);
+		packed = pack_health(health_now(s, h));
 		start_finish(c, NB_OK, "", grpc_raw_byte_buffer_create(&packed, 1));
 		grpc_slice_unref(packed);
 		return false;
@@ -680,7 +691,7 @@ static bool serve_request(struct nb_call *c)
 			}
 			h = health_find(s, r->service);
 			packed = pack_health(
-				h ? h->status
+				h ? health_now(s, h)
 				  : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN);
 			stream_push(c, packed);
 			grpc_slice_unref(packed);

@@ -59,7 +59,8 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 	if (!at) {
 		snprintf(err, err_len,
 			 "fault '%s': expected refuse@STEP, drop@STEP, hang@STEP=MS, "
-			 "noeffect@commit, fail-port=P or node-fault",
+			 "noeffect@commit, garble@STEP, trickle@STEP=MS, endless@STEP, "
+			 "fail-port=P or node-fault",
 			 knob);
 		return -EINVAL;
 	}
@@ -98,10 +99,20 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 			snprintf(err, err_len, "fault '%s': hang time must be 0..600000 ms", knob);
 			return -EINVAL;
 		}
+	} else if (action_len == 6 && !strncmp(knob, "garble", 6) && !eq) {
+		f->garble_mask |= bit;
+	} else if (action_len == 7 && !strncmp(knob, "endless", 7) && !eq) {
+		f->endless_mask |= bit;
+	} else if (action_len == 7 && !strncmp(knob, "trickle", 7) && eq) {
+		if (parse_uint(value, 60000, &f->trickle_ms[step]) || !f->trickle_ms[step]) {
+			snprintf(err, err_len, "fault '%s': trickle delay must be 1..60000 ms",
+				 knob);
+			return -EINVAL;
+		}
 	} else {
 		snprintf(err, err_len,
 			 "fault '%s': expected refuse@STEP, drop@STEP, hang@STEP=MS, "
-			 "noeffect@commit",
+			 "noeffect@commit, garble@STEP, trickle@STEP=MS, endless@STEP",
 			 knob);
 		return -EINVAL;
 	}

@@ -8,6 +8,14 @@
  *   hang@STEP=MS       sleep MS milliseconds before handling the RPC
  *   noeffect@commit    answer <ok/> to commit but change nothing (the
  *                      netconfd defect of TOOLCHAIN.md)
+ *   garble@STEP        replace the reply by broken framing (NETCONF 1.1:
+ *                      "\n#12abc\n<rpc-reply/>\n##\n", a chunk size that is
+ *                      not a number; 1.0: a message that is not XML); the
+ *                      session stays open
+ *   trickle@STEP=MS    send the real reply one byte every MS milliseconds
+ *   endless@STEP       instead of the reply, the chunk header
+ *                      "\n#4294967295\n" and then junk, 64 bytes every 50
+ *                      ms, for as long as the session is open
  *   fail-port=P        port P fails: oper-state failed, its connections
  *                      report status failed; a set-faults that sets it
  *                      sends port-state-change (P, failed), one that
@@ -53,8 +61,11 @@ struct devsim_faults {
 	uint32_t refuse_mask; /* bit per enum devsim_step */
 	uint32_t drop_mask;
 	uint32_t noeffect_mask;
+	uint32_t garble_mask;
+	uint32_t endless_mask;
 	uint32_t sticky_mask; /* steps whose knobs do not clear after firing */
 	int hang_ms[DEVSIM_STEP_COUNT];
+	int trickle_ms[DEVSIM_STEP_COUNT]; /* 0: the reply leaves at once */
 	int failed_ports[DEVSIM_MAX_FAILED_PORTS];
 	int n_failed_ports;
 	bool node_fault;

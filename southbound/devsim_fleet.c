@@ -1201,7 +1201,8 @@ char *devsim_fleet_datastore_xml(struct devsim_device *d, bool candidate)
 }
 
 struct nc_server_reply *devsim_fleet_rpc(struct devsim_device *d, const struct lyd_node *rpc,
-					 struct nc_session *s, int fd)
+					 struct nc_session *s, int fd,
+					 struct devsim_wire_fault *wire)
 {
 	const struct devsim_fleet *f = d->fleet;
 	pthread_mutex_lock(&d->mu);
@@ -1213,9 +1214,19 @@ struct nc_server_reply *devsim_fleet_rpc(struct devsim_device *d, const struct l
 		d->faults.refuse_mask &= ~bit;
 		d->faults.drop_mask &= ~bit;
 		d->faults.noeffect_mask &= ~bit;
+		d->faults.garble_mask &= ~bit;
+		d->faults.endless_mask &= ~bit;
 		d->faults.hang_ms[step] = 0;
+		d->faults.trickle_ms[step] = 0;
 	}
 	pthread_mutex_unlock(&d->mu);
+	*wire = (struct devsim_wire_fault){.kind = DEVSIM_WIRE_NORMAL};
+	if (step >= 0 && (faults.endless_mask & (1u << step)))
+		wire->kind = DEVSIM_WIRE_ENDLESS;
+	else if (step >= 0 && (faults.garble_mask & (1u << step)))
+		wire->kind = DEVSIM_WIRE_GARBLE;
+	else if (step >= 0 && faults.trickle_ms[step] > 0)
+		*wire = (struct devsim_wire_fault){DEVSIM_WIRE_TRICKLE, faults.trickle_ms[step]};
 	if (step >= 0 && faults.hang_ms[step] > 0)
 		usleep((useconds_t)faults.hang_ms[step] * 1000);
 	if (step >= 0 && (faults.drop_mask & (1u << step))) {

@@ -15,6 +15,7 @@
 #define OCS_DEVSIM_FLEET_H
 
 #include "devsim_opts.h"
+#include "devsim_wire.h"
 
 #include <libyang/libyang.h>
 #include <nc_server.h>
@@ -55,10 +56,13 @@ struct devsim_device *devsim_fleet_device(struct devsim_fleet *fleet, int index)
 /*
  * Answers one RPC of session s on device d: the fault knobs of the RPC's
  * step first (hang, drop: shuts socket fd down, refuse), then the
- * operation. The caller (libnetconf2) frees the reply.
+ * operation. *wire says what the knobs garble, trickle and endless do to
+ * the reply on its way out (devsim_wire.h). The caller (libnetconf2) frees
+ * the reply.
  */
 struct nc_server_reply *devsim_fleet_rpc(struct devsim_device *d, const struct lyd_node *rpc,
-					 struct nc_session *s, int fd);
+					 struct nc_session *s, int fd,
+					 struct devsim_wire_fault *wire);
 /*
  * The operation of one RPC on device d for session id sid, without a
  * NETCONF session and without the fault knobs: what ocs-devsim does with

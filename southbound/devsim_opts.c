@@ -387,8 +387,9 @@ void devsim_opts_help(FILE *out)
 		print_wrapped(out, text, width + 6);
 	}
 	fprintf(out, "Fault SPEC: refuse@STEP, drop@STEP, hang@STEP=MS, noeffect@commit, "
-		     "fail-port=P,\nnode-fault, comma-separated; STEP+ makes a step's knobs "
-		     "sticky\n(southbound/README.md).\n");
+		     "garble@STEP,\ntrickle@STEP=MS, endless@STEP, fail-port=P, node-fault, "
+		     "comma-separated;\nSTEP+ makes a step's knobs sticky "
+		     "(southbound/README.md).\n");
 }
 
 /* An ocs-switch takes no ring geometry: a ring option there is a mistake. */

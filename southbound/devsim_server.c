@@ -7,7 +7,8 @@
  * sockets and run the RPC callback (see "Workers"); one timer thread
  * reverts expired confirmed commits. Every thread gets the server through
  * its start argument; the RPC callback, which libnetconf2 calls without
- * one, gets its device and socket from the session's data.
+ * one, gets its device and socket from the session's data, and the server
+ * (for the reply faults of devsim_wire.h) from a thread-local.
  *
  * Locks: conns_mu guards the list of live sessions, bind_mu the table of
  * bound sockets; neither is held while a device mutex (devsim_fleet.h) is
@@ -163,6 +164,9 @@ static void session_gone(struct devsim_server *srv, struct nc_session *s)
 	devsim_fleet_session_ended(sd->dev, s);
 }
 
+/* The server of this thread (workers, acceptors), for rpc_clb. */
+static _Thread_local struct devsim_server *tl_srv;
+
 /*
  * Workers. nc_ps_poll() with a timeout waits by checking every session of
  * its pollsession in a sleep loop, which made an idle simulator of 256
@@ -239,7 +243,12 @@ static struct nc_server_reply *rpc_clb(struct lyd_node *rpc, struct nc_session *
 		return reply_error(session, NC_ERR_OP_FAILED, "session is not bound to a device");
 	if (!strcmp(LYD_NAME(rpc), "kill-session"))
 		return kill_session(sd, rpc, session);
-	return devsim_fleet_rpc(sd->dev, rpc, session, sd->fd);
+	struct devsim_wire_fault wire;
+	struct nc_server_reply *reply = devsim_fleet_rpc(sd->dev, rpc, session, sd->fd, &wire);
+	/* libnetconf2 writes the reply on this thread once we return */
+	devsim_wire_arm(&wire, sd->fd, nc_session_get_version(session) == 1,
+			tl_srv ? &tl_srv->stop : NULL);
+	return reply;
 }
 
 static void end_conn(struct devsim_server *srv, struct conn *c)
@@ -275,6 +284,7 @@ static bool serve_conn(struct conn *c)
 	for (;;) {
 		struct nc_session *s = NULL;
 		int r = nc_ps_poll(c->ps, 0, &s);
+		devsim_wire_disarm(); /* the reply of that RPC, if any, is written */
 		/* a reply that could not be written (the client gave up on a hung
 		 * RPC) leaves the session invalid without SESSION_TERM: end it too,
 		 * or its locks would outlive it */
@@ -293,6 +303,7 @@ static bool serve_conn(struct conn *c)
 static void *worker_main(void *arg)
 {
 	struct devsim_server *srv = arg;
+	tl_srv = srv;
 	while (!atomic_load(&srv->stop)) {
 		struct epoll_event ev;
 		if (epoll_wait(srv->epfd, &ev, 1, WORKER_POLL_MS) != 1)
@@ -334,6 +345,7 @@ static void add_conn(struct devsim_server *srv, struct nc_session *s)
 static void *accept_main(void *arg)
 {
 	struct devsim_server *srv = arg;
+	tl_srv = srv;
 	while (!atomic_load(&srv->stop)) {
 		struct nc_session *s = NULL;
 		NC_MSG_TYPE m = nc_accept(ACCEPT_POLL_MS, &s);

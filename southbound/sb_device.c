@@ -31,7 +31,9 @@
 #include <sys/socket.h>
 #include <libyang/libyang.h>
 #include <nc_client.h>
+#include <nc_server.h> /* nc_session_set_status() */
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,16 +379,56 @@ void sb_device_forget_image(struct sb_device *dev)
 		atomic_store(&dev->image_forget, true);
 }
 
-void sb_device_disconnect(struct sb_device *dev)
+/*
+ * nc_session_free() with SIGPIPE held off this thread: OpenSSL writes its
+ * close_notify (and libnetconf2 its <close-session>) with write(2) on a
+ * socket that may be reset or shut down, and a library must not count on
+ * its process ignoring SIGPIPE (ocsd does). A SIGPIPE raised meanwhile is
+ * taken off the thread before the mask is restored.
+ */
+static void free_session(struct nc_session *s)
 {
-	drop_image(dev);	 /* the image is the session's */
+	sigset_t pipe_set, old, pending;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	bool was_pending = !sigpending(&pending) && sigismember(&pending, SIGPIPE);
+	nc_session_free(s, NULL);
+	if (!was_pending && !sigpending(&pending) && sigismember(&pending, SIGPIPE))
+		sigtimedwait(&pipe_set, NULL, &(struct timespec){0, 0});
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * Ends the session. One out of step (an RPC timed out or broke the
+ * protocol) or whose peer is gone is not asked to close: libnetconf2's
+ * <close-session> would first read what is left of a late reply, without
+ * a deadline of ours (issue H M1: a trickled reply held a release for 70 s,
+ * an endless chunk for 67 s). Its socket is shut down and the session
+ * marked invalid, so that freeing it reads nothing and writes nothing that
+ * could wait. A session in step gets its <close-session>.
+ */
+static void drop_session(struct sb_device *dev, bool out_of_step)
+{
+	drop_image(dev); /* the image is the session's */
+	if (out_of_step && dev->session) {
+		sb_wire_shutdown(dev->wire);
+		if (dev->fd >= 0)
+			shutdown(dev->fd, SHUT_RDWR);
+		nc_session_set_status(dev->session, NC_STATUS_INVALID);
+	}
 	sb_wire_free(dev->wire); /* before the session whose transport it uses */
 	dev->wire = NULL;
 	if (dev->session) {
-		nc_session_free(dev->session, NULL);
+		free_session(dev->session);
 		dev->session = NULL;
 	}
 	dev->fd = -1;
+}
+
+void sb_device_disconnect(struct sb_device *dev)
+{
+	drop_session(dev, false);
 }
 
 /* Applies the host-key policy to a connected libssh session. */
@@ -539,7 +581,7 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 	 * the caller's first RPC fails on it */
 	if (dev->session && dev->fd >= 0 && socket_dead(dev->fd)) {
 		atomic_fetch_add(&dev->drv->counters.sessions_lost, 1);
-		sb_device_disconnect(dev);
+		drop_session(dev, true);
 	}
 	if (sb_device_connected(dev))
 		return 0;
@@ -750,7 +792,7 @@ static int wire_failed(struct sb_device *dev, const char *opname, int rc, const 
 		       struct sb_error *err)
 {
 	struct sb_driver *drv = dev->drv;
-	sb_device_disconnect(dev);
+	drop_session(dev, true);
 	if (rc == -ETIMEDOUT) {
 		atomic_fetch_add(&drv->counters.rpc_timeouts, 1);
 		return set_err(err, dev, opname, rc, "no reply within %d ms",

@@ -28,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #define NC_BASE_NS "urn:ietf:params:xml:ns:netconf:base:1.0"
@@ -70,6 +72,8 @@ struct sb_wire {
 	char *out;	   /* send buffer */
 	size_t out_len, out_cap;
 	struct sb_deframer in;
+	bool late;	  /* this sb_wire_recv() is past its deadline */
+	size_t late_left; /* ... and may still read this much (recv_msg) */
 };
 
 static int64_t mono_ms(void)
@@ -128,6 +132,12 @@ int sb_wire_open(struct nc_session *ns, int ssh_fd, struct sb_wire **out)
 	w->trace = getenv("SB_NC_DEBUG") != NULL;
 	*out = w;
 	return 0;
+}
+
+void sb_wire_shutdown(struct sb_wire *w)
+{
+	if (w && w->fd >= 0)
+		shutdown(w->fd, SHUT_RDWR);
 }
 
 void sb_wire_free(struct sb_wire *w)
@@ -195,12 +205,11 @@ static int write_all(struct sb_wire *w, const char *p, size_t n, int64_t deadlin
 /*
  * Reads at most `want` bytes into buf: how many (> 0), or a negative errno.
  * What already arrived is read without waiting, even past the deadline (no
- * reply that came in time is lost to a late look); only a wait can time
- * out. libssh reads the socket itself: ssh_channel_poll() takes in what
- * the socket holds without blocking, and the wait on the socket comes only
- * when that found nothing (the channel's buffer and the socket empty, or a
- * packet not complete yet). A TLS socket is non-blocking (checked at open):
- * SSL_read() says when it needs the socket.
+ * reply that came in time is lost to a late look; recv_msg() bounds how
+ * much that is); only a wait can time out. libssh reads the socket itself: ssh_channel_poll() takes
+ * in what the socket holds without blocking, and the wait on the socket comes only when that found
+ * nothing (the channel's buffer and the socket empty, or a packet not complete yet). A TLS socket
+ * is non-blocking (checked at open): SSL_read() says when it needs the socket.
  */
 static int read_some(struct sb_wire *w, char *buf, size_t want, int64_t deadline_ms)
 {
@@ -233,7 +242,36 @@ static int read_some(struct sb_wire *w, char *buf, size_t want, int64_t deadline
 	}
 }
 
-/* Receives one whole message into w->in. */
+/*
+ * What had arrived for this wire when it is asked: the plaintext the
+ * transport holds (the SSH channel's buffer, which ssh_channel_poll() first
+ * fills from the socket, or TLS's decrypted record) plus the bytes the
+ * socket holds still encrypted (an upper bound of the plaintext they carry).
+ */
+static size_t arrived(struct sb_wire *w)
+{
+	size_t n = 0;
+	if (w->channel) {
+		int avail = ssh_channel_poll(w->channel, 0);
+		n += avail > 0 ? (size_t)avail : 0;
+	} else {
+		int pending = SSL_pending(w->tls);
+		n += pending > 0 ? (size_t)pending : 0;
+	}
+	int sock = 0;
+	if (ioctl(w->fd, FIONREAD, &sock) == 0 && sock > 0)
+		n += (size_t)sock;
+	return n;
+}
+
+/*
+ * Receives one whole message into w->in. The deadline bounds the whole
+ * reply, notifications before it included (issue H M1: a device that trickles its reply, or sends a
+ * chunk that never ends, kept a reader that read whatever had arrived going far past it): once it
+ * has passed, only what had arrived by then is read, without waiting (w->late_left, counted from
+ * the first look past the deadline in this sb_wire_recv()); a reply it does not complete is a
+ * timeout.
+ */
 static int recv_msg(struct sb_wire *w, int64_t deadline_ms)
 {
 	char buf[READ_PIECE];
@@ -242,9 +280,21 @@ static int recv_msg(struct sb_wire *w, int64_t deadline_ms)
 		size_t want = sb_deframer_want(&w->in);
 		if (!want)
 			return w->in.error ? w->in.error : -EPROTO;
-		int r = read_some(w, buf, want < sizeof(buf) ? want : sizeof(buf), deadline_ms);
+		if (want > sizeof(buf))
+			want = sizeof(buf);
+		if (!w->late && mono_ms() >= deadline_ms) {
+			w->late = true;
+			w->late_left = arrived(w);
+		}
+		if (w->late && !w->late_left)
+			return -ETIMEDOUT;
+		if (w->late && want > w->late_left)
+			want = w->late_left;
+		int r = read_some(w, buf, want, deadline_ms);
 		if (r < 0)
 			return r;
+		if (w->late)
+			w->late_left -= (size_t)r < w->late_left ? (size_t)r : w->late_left;
 		ssize_t used = sb_deframer_feed(&w->in, buf, (size_t)r);
 		if (used < 0)
 			return (int)used;
@@ -319,6 +369,7 @@ int sb_wire_recv(struct sb_wire *w, int64_t deadline_ms, struct sb_reply *reply)
 		return -EINVAL;
 	char msgid[32];
 	snprintf(msgid, sizeof(msgid), "ocsd-%llu", (unsigned long long)(w->answered + 1));
+	w->late = false;
 	int rc;
 	for (;;) {
 		if ((rc = recv_msg(w, deadline_ms)))

@@ -59,6 +59,12 @@ struct sb_wire;
 int sb_wire_open(struct nc_session *ns, int ssh_fd, struct sb_wire **out);
 /* Frees the wire (not the session). NULL is fine. */
 void sb_wire_free(struct sb_wire *w);
+/*
+ * Shuts the transport's socket down (both ways): for a session out of step,
+ * so that nothing - libnetconf2's <close-session> when the session is
+ * freed - reads what is left of a late reply. NULL is fine.
+ */
+void sb_wire_shutdown(struct sb_wire *w);
 
 /* Most RPCs outstanding at once on a wire (sb_wire_send). */
 #define SB_WIRE_MAX_PIPELINE 4
@@ -78,8 +84,10 @@ int sb_wire_send(struct sb_wire *w, const char *const *ops, size_t n, int64_t de
 /*
  * Waits until deadline_ms (sb_now_ms() clock) for the reply to the oldest
  * RPC sent and not yet answered, skipping notifications; its message-id
- * must be that RPC's. *reply points into the wire's buffer, valid until the
- * next call. 0 (reply->kind says what came: OK, DATA, ERROR or EMPTY),
+ * must be that RPC's. The deadline bounds the whole reply: past it, only
+ * what had arrived by then is read (no wait), and a reply that is still
+ * not complete is -ETIMEDOUT, however fast the device keeps sending. *reply points into the wire's
+ * buffer, valid until the next call. 0 (reply->kind says what came: OK, DATA, ERROR or EMPTY),
  * -EINVAL (no RPC outstanding), -ETIMEDOUT, -ECONNRESET (transport closed
  * or failed), -EPROTO (broken framing, a reply the scanner cannot read or
  * with another message-id: reply->error says which), -EMSGSIZE (reply

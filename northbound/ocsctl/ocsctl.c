@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,8 @@ static const char usage_text[] =
 	"                             --wait-timeout-s (default 900); --no-wait returns once\n"
 	"                             the job is accepted\n"
 	"  job plan FILE              dry run: the plan and its figures, nothing changes\n"
-	"  job release ID             remove a job's circuits or rings\n"
+	"  job release ID             remove a job's circuits or rings (again when a\n"
+	"                             FAILED job still lists circuits)\n"
 	"  job show ID                a job, its plan figures and circuits or rings\n"
 	"  rings [--job ID] [--node N]\n"
 	"                             TP rings in place on an OCSTrx ring domain\n"
@@ -78,7 +80,8 @@ static const char usage_text[] =
 	"                             remove unowned cross-connects from the devices, whole\n"
 	"                             circuits, in one transaction\n"
 	"  watch [--count N]          stream events: jobs, devices, transactions, drift, rings\n"
-	"                             and nodes (stop after N with --count)\n"
+	"                             and nodes (stop after N with --count, or when\n"
+	"                             the reader of stdout goes away)\n"
 	"\n"
 	"options:\n"
 	"  --server HOST:PORT[,HOST:PORT..]\n"
@@ -228,6 +231,11 @@ int main(int argc, char **argv)
 	long v, node = -1;
 	int c, rc, nargs;
 
+	/* a server that resets the connection, or a reader of stdout that goes
+	 * away (ocsctl watch | head), fails the write with EPIPE instead of
+	 * killing ocsctl unannounced (gRPC and OpenSSL write without
+	 * MSG_NOSIGNAL); watch stops when stdout fails */
+	signal(SIGPIPE, SIG_IGN);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {

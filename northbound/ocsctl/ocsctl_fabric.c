@@ -3,6 +3,7 @@
  * event stream): status, fabric, devices, circuits, drain and undrain,
  * drift, adopt and clear (issue 14 #2), rings, node fail|heal, and watch.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -461,8 +462,17 @@ int fabric_cmd_watch(struct ctx *x)
 		}
 		if (!x->o.json)
 			out_print_event(e);
-		fflush(stdout);
 		rpc_free_msg(e);
+		if (fflush(stdout) == EOF || ferror(stdout)) {
+			/* SIGPIPE is ignored: a reader that went away (watch | head)
+			 * had enough, like --count; another failure is reported */
+			int werr = errno;
+			if (werr != EPIPE)
+				fprintf(stderr, "ocsctl: cannot write the events: %s\n",
+					strerror(werr));
+			nb_client_stream_close(client);
+			return werr == EPIPE ? EXIT_OK : EXIT_REFUSED;
+		}
 		if (x->o.count && ++seen >= x->o.count)
 			break;
 	}

@@ -9,6 +9,7 @@
  * I/O helpers of io.h. The what-if models (models.def; rail.c: rail-only) and
  * hbd-ring (hbd.c) are subcommands outside the planner catalogue.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -72,6 +73,9 @@ int main(int argc, char **argv)
 {
 	const struct ocs_planner *p;
 
+	/* a reader of --out or stdout that goes away fails the write (exit 1)
+	 * instead of killing ocsplan unannounced */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);
 		return OCSPLAN_EXIT_INVALID;

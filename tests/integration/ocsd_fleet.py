@@ -42,17 +42,40 @@ class Fleet:
     and at most one ocsd on it at a time.
 
     build, src: the build and source trees. ocsd_args: extra daemon options
-    (e.g. TLS files; without them ocsd runs --insecure on loopback)."""
+    (e.g. TLS files; without them ocsd runs --insecure on loopback).
+    transport: "ssh" (password) or "tls": the devices serve NETCONF over TLS
+    with certificates made afresh in the work directory by
+    nb_make_certs.sh (server.pem for the devices, operator.pem as ocsd's
+    client certificate, both of ca.pem); read_device and set_faults then
+    speak NETCONF over TLS themselves (ncclient 0.6 has no TLS)."""
 
     N_DEV = 16
     GROUPS = 4
     PER_GROUP = 4
 
-    def __init__(self, build, src, confirm_timeout_s=60, prefix="ocsd-fleet-"):
+    def __init__(self, build, src, confirm_timeout_s=60, prefix="ocsd-fleet-", transport="ssh"):
         fabric = self._prepare(build, src, prefix, "lab.json")
         dev = fabric["ocsd-fabric:fabric"]["devices"]
         self._set_access(dev, confirm_timeout_s, 5000)  # start_devices()' default switch time
+        self.transport = transport
+        if transport == "tls":
+            self.certs = os.path.join(self.work, "certs")
+            subprocess.run(["bash", os.path.join(src, "tests", "integration", "nb_make_certs.sh"),
+                            self.certs], check=True, stdout=subprocess.DEVNULL)
+            dev["transport"] = "tls"
+            dev["certificate-file"] = os.path.join(self.certs, "operator.pem")
+            dev["private-key-file"] = os.path.join(self.certs, "operator.key")
+            dev["ca-file"] = os.path.join(self.certs, "ca.pem")
         self._write_config(fabric)
+
+    def _devsim_credentials(self):
+        """ocs-devsim's options for the fleet's transport."""
+        if self.transport == "tls":
+            c = self.certs
+            return ["--user", "ocsd", "--tls-cert", os.path.join(c, "server.pem"),
+                    "--tls-key", os.path.join(c, "server.key"),
+                    "--tls-ca", os.path.join(c, "ca.pem")]
+        return ["--user", "ocsd", "--password-file", self.pw_path]
 
     def _prepare(self, build, src, prefix, fabric_file):
         """What every fleet has: binaries, a work directory with the device
@@ -67,6 +90,7 @@ class Fleet:
         self.grpc_port = self.metrics_port = 0
         self.starts = 0
         self.devsim_proc = None
+        self.transport = "ssh"
         self.pw_path = os.path.join(self.work, "pw")
         with open(os.open(self.pw_path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             f.write(self.password + "\n")
@@ -96,8 +120,8 @@ class Fleet:
         log = open(os.path.join(self.work, "devsim.log"), "a")
         self.devsim_proc = subprocess.Popen(
             [self.devsim, "--listen", f"127.0.0.1:{self.base}", "--count", str(self.N_DEV),
-             "--ports", "8", "--user", "ocsd", "--password-file", self.pw_path,
-             "--unidirectional", "--switch-ms", str(switch_ms)] + list(extra),
+             "--ports", "8"] + self._devsim_credentials() +
+            ["--unidirectional", "--switch-ms", str(switch_ms)] + list(extra),
             stdout=log, stderr=log)
         log.close()
         testports.wait_listening("127.0.0.1", self.base, "ocs-devsim", START_TIMEOUT_S,
@@ -165,8 +189,9 @@ class Fleet:
     def device_name(self, d):
         return f"ocs-g{d // self.PER_GROUP}-d{d % self.PER_GROUP}"
 
-    def read_device(self, d):
-        """[(in, out, status)] of device d, read over NETCONF. ocs-devsim
+    def read_device(self, d, datastore=None):
+        """[(in, out, status)] of device d, read over NETCONF (a <get>; with
+        datastore "candidate", a <get-config> of it). ocs-devsim
         closes a session right after its hello when it cannot tell which
         device the session's socket belongs to (see southbound/README.md);
         nothing was read then, so the read is tried again (up to 8 times, backing
@@ -176,6 +201,11 @@ class Fleet:
         a session that is gone and ends in TimeoutExpiredError: retried too (the
         daemon_delta flake of issue 10, right after ocsd restarts and opens its 16
         sessions)."""
+        subtree = f'<filter type="subtree"><cross-connects xmlns="{NS}"/></filter>'
+        if self.transport == "tls":
+            op = (f"<get-config><source><{datastore}/></source>{subtree}</get-config>"
+                  if datastore else f"<get>{subtree}</get>")
+            return self._rows(self.tls_rpc(d, op))
         from ncclient import manager
         from ncclient.operations.errors import TimeoutExpiredError
         from ncclient.transport.errors import TransportError
@@ -189,7 +219,9 @@ class Fleet:
                                      allow_agent=False, look_for_keys=False,
                                      timeout=10) as m:
                     m.timeout = 10  # the get's own deadline (ncclient's default: 30 s)
-                    reply = m.get(filter=("subtree", f'<cross-connects xmlns="{NS}"/>'))
+                    flt = ("subtree", f'<cross-connects xmlns="{NS}"/>')
+                    reply = (m.get_config(source=datastore, filter=flt) if datastore
+                             else m.get(filter=flt))
                 break
             except (TransportError, SessionCloseError, TimeoutExpiredError) as e:
                 if attempt == 7:
@@ -197,12 +229,69 @@ class Fleet:
                 if isinstance(e, TimeoutExpiredError):
                     print(f"{self.device_name(d)}: read timed out, reading again", flush=True)
                 time.sleep(min(0.05 * 2 ** attempt, 0.5))
+        return self._rows(reply.data_xml)
+
+    @staticmethod
+    def _rows(xml):
         rows = []
-        for conn in ET.fromstring(reply.data_xml).iter(f"{{{NS}}}connection"):
+        for conn in ET.fromstring(xml).iter(f"{{{NS}}}connection"):
             rows.append((int(conn.findtext(f"{{{NS}}}input")),
                          int(conn.findtext(f"{{{NS}}}output")),
                          conn.findtext(f"{{{NS}}}status") or ""))
         return sorted(rows)
+
+    def tls_rpc(self, d, op):
+        """One RPC (op: the operation's XML) to device d over NETCONF 1.1 on
+        TLS with the fleet's client certificate; returns the <rpc-reply> XML.
+        Retried like read_device when the device closes the session after
+        its hello; an <rpc-error> raises RuntimeError."""
+        import socket
+        import ssl
+        ctx = ssl.create_default_context(cafile=os.path.join(self.certs, "ca.pem"))
+        ctx.load_cert_chain(os.path.join(self.certs, "operator.pem"),
+                            os.path.join(self.certs, "operator.key"))
+        hello = ('<hello xmlns="urn:ietf:params:xml:ns:netconf:base:1.0"><capabilities>'
+                 "<capability>urn:ietf:params:netconf:base:1.1</capability>"
+                 "</capabilities></hello>]]>]]>").encode()
+        rpc = ('<rpc xmlns="urn:ietf:params:xml:ns:netconf:base:1.0" message-id="1">'
+               f"{op}</rpc>").encode()
+        for attempt in range(8):
+            try:
+                with socket.create_connection(("127.0.0.1", self.base + d), timeout=30) as raw, \
+                        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                    s.sendall(hello + b"\n#%d\n" % len(rpc) + rpc + b"\n##\n")
+                    buf = b""
+                    while b"]]>]]>" not in buf:
+                        buf += self._recv(s)
+                    buf = buf.split(b"]]>]]>", 1)[1]
+                    reply = b""
+                    while True:  # RFC 6242 chunks up to the end-of-chunks marker
+                        while not re.match(rb"\n#(#|\d+)\n", buf):
+                            buf += self._recv(s)
+                        m = re.match(rb"\n#(#|\d+)\n", buf)
+                        buf = buf[m.end():]
+                        if m.group(1) == b"#":
+                            break
+                        n = int(m.group(1))
+                        while len(buf) < n:
+                            buf += self._recv(s)
+                        reply, buf = reply + buf[:n], buf[n:]
+                break
+            except (OSError, EOFError):
+                if attempt == 7:
+                    raise
+                time.sleep(min(0.05 * 2 ** attempt, 0.5))
+        text = reply.decode()
+        if "<rpc-error>" in text:
+            raise RuntimeError(f"{self.device_name(d)}: {text}")
+        return text
+
+    @staticmethod
+    def _recv(s):
+        data = s.recv(65536)
+        if not data:
+            raise EOFError("the device closed the session")
+        return data
 
     def read_devices(self):
         """{device name: [(in, out, status)]} for every device, read one after
@@ -260,6 +349,10 @@ class Fleet:
     def set_faults(self, node, spec):
         """The ocs-devsim:set-faults RPC on device `node` (e.g. "node-fault",
         "fail-port=3", "hang@confirm=3000"; "" clears every knob)."""
+        if self.transport == "tls":
+            self.tls_rpc(node, f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
+                         "</set-faults>")
+            return
         from ncclient.xml_ import to_ele
         with self._session(node) as m:
             m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'

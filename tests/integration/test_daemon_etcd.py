@@ -28,7 +28,8 @@ lab fleet of 16 ocs-devsim devices, all on loopback:
     set, the devices untouched; a third replica started while etcd is down
     comes up and says why; etcd back: writes taken again, and the third
     replica's copy has the new job;
-  - a leader whose event loop stops (blocked on a FIFO) gives up the lead
+  - a leader whose event loop stops (its thread alone held in a ptrace
+    stop) gives up the lead
     within RP_LOOP_STALL_MS: the other replica serves writes; once the
     loop runs again the old leader follows;
   - the fence before the confirm: a leader whose key is deleted while a
@@ -514,23 +515,58 @@ def main():
     fence()
 
 
+class LoopThreadStop:
+    """Stops ONE thread of a child process for real, its other threads
+    running on: ptrace(PTRACE_SEIZE) + PTRACE_INTERRUPT on that thread
+    alone (ocsd runs its event loop on its main thread, whose id is the
+    pid), PTRACE_DETACH to let it run again. No hook in the daemon. The
+    ptrace calls must come from this Python thread; the kernel detaches by
+    itself if this process dies."""
+    SEIZE, INTERRUPT, DETACH, WALL = 0x4206, 0x4207, 17, 0x40000000
+
+    def __init__(self, tid):
+        import ctypes
+        self.ctypes, self.tid, self.held = ctypes, tid, False
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p,
+                                     ctypes.c_void_p]
+
+    def _ptrace(self, req):
+        if self.libc.ptrace(req, self.tid, None, None) != 0:
+            e = self.ctypes.get_errno()
+            raise OSError(e, f"ptrace({req:#x}, {self.tid}): {os.strerror(e)}")
+
+    def stop(self):
+        self._ptrace(self.SEIZE)
+        self.held = True
+        self._ptrace(self.INTERRUPT)
+        # the thread is stopped once this reports it (consumed here, so
+        # Popen.poll() never sees a ptrace stop)
+        _, status = os.waitpid(self.tid, self.WALL)
+        if not os.WIFSTOPPED(status):
+            raise OSError(0, f"thread {self.tid} did not stop: status {status:#x}")
+
+    def resume(self):
+        if self.held:
+            self.held = False
+            self._ptrace(self.DETACH)
+
+
 def stalled_loop():
     """A leader whose event loop stops (its other threads running on, the
     lease's keep-alive among them) gives up the lead: the other replica
     serves writes within RP_LOOP_STALL_MS (5 s) + the TTL. The loop is
-    stopped for real: SIGHUP makes it re-read its fabric file, which is a
-    FIFO nobody writes to yet, so open() blocks the loop thread alone."""
-    own = os.path.join(fleet.work, "fabric-stall.json")
-    shutil.copy(fleet.cfg, own)
-    p, q = Replica("p", own), Replica("q")
+    stopped for real: its thread alone is held in a ptrace stop
+    (LoopThreadStop) until q has taken two writes."""
+    p, q = Replica("p"), Replica("q")
+    hold = None
     try:
         p.start()
         check(p.wait("ocs.v1.Jobs", SERVING), "p never led:\n" + p.log()[-3000:])
         q.start()
         check(q.wait("", SERVING), "q does not serve:\n" + q.log()[-3000:])
-        os.rename(own, own + ".real")
-        os.mkfifo(own)
-        p.proc.send_signal(signal.SIGHUP)
+        hold = LoopThreadStop(p.proc.pid)
+        hold.stop()
         stalled = time.time()
         # the first write q takes (each try on a fresh channel): f2's release
         r = first_write(q, lambda s: s.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="f2"),
@@ -544,10 +580,8 @@ def stalled_loop():
         check("the event loop has not run for" in p.log(), "p does not say why it gave up")
         r = first_write(q, lambda s: s.SubmitJob(spec("st1", 5, 7, 1), timeout=RPC_TIMEOUT_S))
         check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"st1 on q: {r.job.reason}")
-        # p's loop runs again (a writer opens the FIFO: p's open returns, the
-        # loader refuses a file that is not regular, the configuration stays)
-        os.close(os.open(own, os.O_WRONLY | os.O_NONBLOCK))
-        os.replace(own + ".real", own)
+        # p's loop runs again
+        hold.resume()
         deadline = time.time() + 30
         fp = None
         while time.time() < deadline:
@@ -568,12 +602,8 @@ def stalled_loop():
         check(ocsd_circuits() == device_circuits(), "devices and ocsd agree after the stall")
         fleet.grpc_port = port
     finally:
-        if os.path.exists(own + ".real"):  # a failure while the FIFO was in place
-            try:  # p's loop may still wait on it: let it go
-                fd = os.open(own, os.O_WRONLY | os.O_NONBLOCK)
-                os.close(fd)
-            except OSError:
-                pass
+        if hold:  # a failure while p's loop was held: let it go
+            hold.resume()
         q.stop()
         p.stop()
 

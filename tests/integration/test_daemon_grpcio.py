@@ -7,7 +7,8 @@ certificates made by nb_make_certs.sh (roles from the subject OU).
 Checks:
   - roles: viewer reads only, scheduler submits/plans/releases but may not
     drain, operator drains and undrains; clients without a certificate or
-    with one from another CA cannot connect;
+    with one from another CA cannot connect; an OU of "operator\0viewer"
+    (made here with python3-cryptography) grants no role and is logged;
   - the job lifecycle: PlanJob touches no device, SubmitJob -> ACTIVE with
     the circuits on the devices (read back with ncclient), GetJob, ListJobs
     (with a state filter), ListCircuits filters, idempotent resubmission,
@@ -25,6 +26,7 @@ import atexit
 import os
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,6 +42,42 @@ CERTS = os.path.join(FLEET.work, "certs")
 ocsd_fleet.gen_stubs(os.path.join(SRC, "proto"), os.path.join(FLEET.work, "gen"))
 subprocess.run(["bash", os.path.join(SRC, "tests", "integration", "nb_make_certs.sh"), CERTS],
                check=True)
+
+
+def make_nul_ou_cert(name, ou):
+    """A client certificate signed by the test CA whose subject OU is `ou`
+    byte for byte (openssl's -subj cannot carry a NUL; cryptography can)."""
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    with open(os.path.join(CERTS, "ca.pem"), "rb") as f:
+        ca = x509.load_pem_x509_certificate(f.read())
+    with open(os.path.join(CERTS, "ca.key"), "rb") as f:
+        ca_key = serialization.load_pem_private_key(f.read(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    crt = (x509.CertificateBuilder()
+           .subject_name(x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "ocsd-test"),
+                                    x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, ou),
+                                    x509.NameAttribute(NameOID.COMMON_NAME, "nul")]))
+           .issuer_name(ca.subject).public_key(key.public_key())
+           .serial_number(x509.random_serial_number())
+           .not_valid_before(now - datetime.timedelta(minutes=5))
+           .not_valid_after(now + datetime.timedelta(days=1))
+           .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), False)
+           .sign(ca_key, hashes.SHA256()))
+    with open(os.path.join(CERTS, name + ".pem"), "wb") as f:
+        f.write(crt.public_bytes(serialization.Encoding.PEM))
+    with open(os.path.join(CERTS, name + ".key"), "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM,
+                                  serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+
+
+# An OU that reads "operator" up to its NUL: it must grant no role at all.
+make_nul_ou_cert("nulou", "operator\0viewer")
 import grpc  # noqa: E402
 from ocs.v1 import fabric_pb2, fabric_pb2_grpc  # noqa: E402
 from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
@@ -155,13 +193,23 @@ class DaemonTest(unittest.TestCase):
                          fabric_pb2.UndrainDeviceRequest(device="ocs-g1-d1"),
                          grpc.StatusCode.PERMISSION_DENIED,
                          f"role {role} may not call Fabric/UndrainDevice (needs operator)")
-        for role in ("norole", "tworoles"):
+        for role in ("norole", "tworoles", "nulou"):
             ch = tls_channel(role)
             self.refused(jobs_pb2_grpc.JobsStub(ch).ListJobs, jobs_pb2.ListJobsRequest(),
                          grpc.StatusCode.PERMISSION_DENIED,
                          "client certificate has no role (its subject needs exactly one OU "
                          "of scheduler, operator, viewer)")
             ch.close()
+        # "operator\0viewer" drains nothing, and ocsd says why in its log.
+        ch = tls_channel("nulou")
+        self.refused(fabric_pb2_grpc.FabricStub(ch).DrainDevice,
+                     fabric_pb2.DrainDeviceRequest(device="ocs-g1-d1"),
+                     grpc.StatusCode.PERMISSION_DENIED)
+        ch.close()
+        deadline = time.monotonic() + TIMEOUT_S
+        while "an OU holds a NUL byte" not in FLEET.log() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertIn("an OU holds a NUL byte", FLEET.log())
         # Every role reads.
         for role in ("viewer", "scheduler", "operator"):
             self.jobs(role).ListJobs(jobs_pb2.ListJobsRequest(), timeout=TIMEOUT_S)

@@ -9,7 +9,10 @@ client, devices read back with ncclient).
      changed on any device (the devices were reached with the new ports);
   3. the file points at the fleet again; SIGHUP `applied`; a submission goes
      ACTIVE with its circuits on the devices;
-  4. a change of the fabric itself is `restart_needed` and nothing of it is
+  4. a FIFO in place of the fabric file: SIGHUP logs "PATH is not a regular
+     file" and counts `invalid` without waiting for a writer (the event loop
+     answers ListJobs at once); the file back, SIGHUP `unchanged`;
+  5. a change of the fabric itself is `restart_needed` and nothing of it is
      applied: ocsd keeps working on the running configuration.
 
 usage: test_daemon_reload.py BUILD_DIR SOURCE_DIR
@@ -77,6 +80,38 @@ def held():
     return {name: [(i, o) for i, o, _ in rows] for name, rows in fleet.read_devices().items()}
 
 
+def fifo_step(stub):
+    saved = fleet.cfg + ".saved"
+    os.rename(fleet.cfg, saved)
+    os.mkfifo(fleet.cfg)
+    try:
+        fleet.ocsd.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + TIMEOUT_S
+        refusal = f"{fleet.cfg} is not a regular file"
+        while refusal not in fleet.log() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(refusal in fleet.log(), f"a FIFO as fabric file: no log line '{refusal}'")
+        # The loop answers at once: ListJobs is served on the event loop.
+        t0 = time.monotonic()
+        try:
+            stub.ListJobs(jobs_pb2.ListJobsRequest(), timeout=2)
+            took = time.monotonic() - t0
+            check(took < 2, f"ListJobs took {took:.2f} s after SIGHUP on a FIFO")
+        except grpc.RpcError as e:
+            check(False, f"ListJobs after SIGHUP on a FIFO: {e.code()} {e.details()}")
+        check(reloads("invalid") >= 1, "a FIFO as fabric file is not counted invalid")
+    finally:
+        # Release a reader stuck in open() (the bug), so the test ends.
+        try:
+            os.close(os.open(fleet.cfg, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        os.remove(fleet.cfg)
+        os.rename(saved, fleet.cfg)
+    check(sighup("unchanged"), "fabric file back after a FIFO: reload not counted unchanged")
+    check(fleet.ocsd.poll() is None, "ocsd died on a FIFO as fabric file")
+
+
 def main():
     fleet.start_devices()
     fleet.start_ocsd()
@@ -113,7 +148,11 @@ def main():
     check(sum(map(len, after.values())) > sum(map(len, first.values())),
           "the job after the reload has no circuits on the devices")
 
-    # 4. the fabric itself: reported, not applied
+    # 4. a FIFO in place of the fabric file: refused without waiting for a
+    #    writer; the event loop keeps serving; the file back, reload works
+    fifo_step(stub)
+
+    # 5. the fabric itself: reported, not applied
     write_fabric(lambda f: f.update({"pods": 2}))
     check(sighup("restart_needed"), "a changed fabric is not reported restart_needed")
     r = stub.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="after"), timeout=TIMEOUT_S)

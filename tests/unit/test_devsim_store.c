@@ -198,6 +198,48 @@ static void test_fault_parser(void **state)
 	assert_non_null(strstr(err, "node-fault"));
 }
 
+/* The reply faults: garble, trickle (with its delay) and endless, one-shot or sticky. */
+static void test_fault_parser_reply(void **state)
+{
+	(void)state;
+	struct devsim_faults f;
+	char err[256];
+	assert_int_equal(devsim_faults_parse("garble@commit,trickle@get=250,endless@lock", &f, err,
+					     sizeof(err)),
+			 0);
+	assert_int_equal(f.garble_mask, 1u << DEVSIM_STEP_COMMIT);
+	assert_int_equal(f.endless_mask, 1u << DEVSIM_STEP_LOCK);
+	assert_int_equal(f.trickle_ms[DEVSIM_STEP_GET], 250);
+	assert_int_equal(f.trickle_ms[DEVSIM_STEP_COMMIT], 0);
+	assert_int_equal(f.hang_ms[DEVSIM_STEP_GET], 0);
+	assert_int_equal(f.refuse_mask | f.drop_mask | f.sticky_mask, 0);
+	assert_int_equal(devsim_faults_parse("garble@edit+,trickle@confirm=5+,endless@validate+",
+					     &f, err, sizeof(err)),
+			 0);
+	assert_int_equal(f.sticky_mask, (1u << DEVSIM_STEP_EDIT) | (1u << DEVSIM_STEP_CONFIRM) |
+						(1u << DEVSIM_STEP_VALIDATE));
+	assert_int_equal(f.garble_mask, 1u << DEVSIM_STEP_EDIT);
+	assert_int_equal(f.trickle_ms[DEVSIM_STEP_CONFIRM], 5);
+	assert_int_equal(f.endless_mask, 1u << DEVSIM_STEP_VALIDATE);
+	/* the empty spec clears them */
+	assert_int_equal(devsim_faults_parse("", &f, err, sizeof(err)), 0);
+	assert_int_equal(f.garble_mask | f.endless_mask | (uint32_t)f.trickle_ms[DEVSIM_STEP_GET],
+			 0);
+	/* trickle needs a delay of 1..60000 ms; garble and endless take none */
+	assert_int_equal(devsim_faults_parse("trickle@get", &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "trickle@get"));
+	assert_int_equal(devsim_faults_parse("trickle@get=0", &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "trickle delay"));
+	assert_int_equal(devsim_faults_parse("trickle@get=60001", &f, err, sizeof(err)), -EINVAL);
+	assert_int_equal(devsim_faults_parse("trickle@get=slow", &f, err, sizeof(err)), -EINVAL);
+	assert_int_equal(devsim_faults_parse("garble@commit=5", &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "garble@STEP"));
+	assert_int_equal(devsim_faults_parse("endless@commit=1", &f, err, sizeof(err)), -EINVAL);
+	assert_int_equal(devsim_faults_parse("endless@forever", &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown step"));
+	assert_int_equal(devsim_faults_parse("garbled@commit", &f, err, sizeof(err)), -EINVAL);
+}
+
 /* node-fault: a state knob of ocs-transceiver devices, alone or with others. */
 static void test_fault_parser_node_fault(void **state)
 {
@@ -229,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_subtree_filter),
 		cmocka_unit_test(test_fault_parser),
 		cmocka_unit_test(test_fault_parser_node_fault),
+		cmocka_unit_test(test_fault_parser_reply),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

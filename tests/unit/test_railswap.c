@@ -14,7 +14,10 @@
  * conditions); case 1 and case 2 move the jobs' GPUs and store the moves
  * with the outcome; a rolled-back swap changes nothing; a fault whose swap
  * is refused stays faulty and is swapped by the retry once a job released
- * its GPUs; a restart gives the jobs their moved GPUs back from the store.
+ * its GPUs; a restart gives the jobs their moved GPUs back from the store;
+ * a GPU marked faulty while the swap in flight moves a job onto it waits
+ * for that swap, then is swapped out at once (no swap confirms onto a GPU
+ * marked faulty).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -70,6 +73,7 @@ struct fx {
 	bool has_err;
 	enum rail_swap_kind kind;
 	int swapped_events, gpu_events;
+	int landed_on_faulty; /* confirmed swaps that put a faulty GPU on a rail port */
 };
 
 static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn done, void *arg,
@@ -150,8 +154,12 @@ static void on_swap(void *ctx, const struct jm_error *err, const struct rsw_repo
 
 static void ev_swapped(void *ctx, const struct rsw_report *rep)
 {
-	(void)rep;
-	((struct fx *)ctx)->swapped_events++;
+	struct fx *f = ctx;
+
+	f->swapped_events++;
+	for (size_t i = 0; i < rep->n_moves; i++)
+		if (rep->moves[i].new_gpu >= 0 && rl_faulty(f->rl, rep->moves[i].new_gpu))
+			f->landed_on_faulty++;
 }
 
 static void ev_gpu(void *ctx, int64_t gpu, bool faulty, const char *source)
@@ -445,10 +453,60 @@ static void test_swaps(void **state)
 	check_map(f, map);
 }
 
+/*
+ * A GPU marked faulty while the swap in flight moves a job onto it: the
+ * swap never confirms onto a GPU already marked faulty on the loop; the
+ * mark waits for it, then the GPU is swapped out at once (not a second
+ * later by the retry). Case 1 (idle GPU 7 of server 1, then spare server
+ * 2 takes over) and case 2 (spare server 5's GPU 21, whose own swap has
+ * no way left: refused, it stays faulty on its port as any refused fault).
+ */
+static void test_mark_during_swap(void **state)
+{
+	struct fx *f = *state;
+	static const int64_t b[] = {4, 5, 6}, c[] = {12, 13, 14, 15};
+	int64_t map[16];
+
+	store_initial_map(f);
+	submit(f, "b", b, 3);
+	rsw_replace(f->rsw, 6, "scheduler", on_swap, f); /* case 1: idle GPU 7 */
+	assert_true(f->open);
+	rsw_mark(f->rsw, 7, true, "operator", 0, on_swap, f);
+	finish(f, TXN_CONFIRMED);
+	assert_int_equal(f->landed_on_faulty, 0);
+	assert_int_equal(f->answers, 1); /* ReplaceGpu's; MarkGpu's waits for its swap */
+	check_gpus(f, "b", (const int64_t[]){4, 5, 7}, 3);
+	assert_true(rl_faulty(f->rl, 7));
+	assert_true(f->open); /* GPU 7's swap, right away */
+	finish(f, TXN_CONFIRMED);
+	assert_int_equal(f->answers, 2);
+	assert_false(f->has_err);
+	assert_int_equal(f->kind, RAIL_SWAP_SPARE_SERVER);
+	assert_int_equal(f->landed_on_faulty, 0);
+	check_map(f, map);
+	for (int64_t p = 0; p < 16; p++)
+		assert_true(map[p] < 0 || !rl_faulty(f->rl, map[p]));
+	check_gpus(f, "b", (const int64_t[]){8, 9, 10}, 3);
+
+	submit(f, "c", c, 4);
+	rsw_replace(f->rsw, 14, "scheduler", on_swap, f); /* case 2: spare server 5 */
+	assert_true(f->open);
+	rsw_mark(f->rsw, 21, true, "device", 0, on_swap, f);
+	assert_false(rl_faulty(f->rl, 21));
+	finish(f, TXN_CONFIRMED);
+	assert_int_equal(f->landed_on_faulty, 0);
+	assert_int_equal(f->answers, 4);
+	assert_int_equal(f->kind, RAIL_SWAP_REFUSED);
+	assert_true(rl_faulty(f->rl, 21));
+	assert_false(f->open);
+	check_gpus(f, "c", (const int64_t[]){20, 21, 22, 23}, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_swaps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mark_during_swap, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

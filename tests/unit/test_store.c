@@ -184,8 +184,8 @@ static void test_intents_and_circuits(void **state)
 /*
  * A failed intent (rollback not proven) is listed by st_intent_list_failed
  * and settled once by st_intent_settle (the keepalive's read-back): rolled
- * back, or failed again with a new detail; never an open or finished one,
- * and the circuits are not touched.
+ * back or failed again with a new detail (the circuits are not touched), or
+ * confirmed (its circuits applied); never an open or finished one.
  */
 static int count_circuits(void *ctx, const struct st_circuit *c)
 {
@@ -211,7 +211,8 @@ static void test_failed_intents_settled(void **state)
 	assert_int_equal(got.n_additions, 1);
 	/* only a failed intent, to rolled back or failed */
 	assert_int_equal(st_intent_settle(st, t_open, ST_INTENT_ROLLED_BACK, "x", 13), -EALREADY);
-	assert_int_equal(st_intent_settle(st, t_failed, ST_INTENT_CONFIRMED, "x", 13), -EINVAL);
+	assert_int_equal(st_intent_settle(st, t_failed, ST_INTENT_OPEN, "x", 13), -EINVAL);
+	assert_int_equal(st_intent_settle(st, t_open, ST_INTENT_CONFIRMED, "x", 13), -EALREADY);
 	assert_int_equal(st_intent_settle(st, t_failed, ST_INTENT_ROLLED_BACK, "proven later", 14),
 			 0);
 	assert_int_equal(st_intent_settle(st, t_failed, ST_INTENT_ROLLED_BACK, "again", 15),
@@ -231,6 +232,16 @@ static void test_failed_intents_settled(void **state)
 	assert_int_equal(st_circuit_list(st, NULL, count_circuits, &n), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(st_intent_finish(st, t_open, ST_INTENT_ROLLED_BACK, NULL, 19), 0);
+	/* found at the target: CONFIRMED applies its circuits, once */
+	assert_int_equal(st_intent_settle(st, t_again, ST_INTENT_CONFIRMED, "took effect", 20), 0);
+	assert_int_equal(st_intent_settle(st, t_again, ST_INTENT_CONFIRMED, "again", 21),
+			 -EALREADY);
+	n = 0;
+	assert_int_equal(st_circuit_list(st, "jf", count_circuits, &n), 0);
+	assert_int_equal(n, 1);
+	got = (struct st_intent){0};
+	assert_int_equal(st_intent_list_failed(st, collect_intent, &got), 0);
+	assert_int_equal(got.txn_id, 0);
 	st_close(st);
 }
 
