@@ -108,6 +108,77 @@ static bool holds_unconfirmed(const struct rec_deps *rd, int d)
 }
 
 /*
+ * The fence (docs/replicas.md, "A paused leader"). A previous leader that
+ * was paused, not dead, still holds its device sessions, and a commit of
+ * its that was never confirmed stays on a device until that session ends
+ * or its confirm timeout passes: what the device shows then proves
+ * nothing. ocsd's own protocol holds the candidate lock from before the
+ * commit until after the confirm (sb_txn.c I6), so on a confirmed-commit
+ * device "recovery holds the lock" proves that no commit of ocsd's is
+ * pending there, and "another session holds it" says one may be. So
+ * before it reads a confirmed-commit device an open intent touched,
+ * recovery takes the device's candidate lock; when another session holds
+ * it (lock-denied names it in error-info), that session is ended with
+ * <kill-session> (RFC 6241 7.9: its locks are released and its
+ * unconfirmed commit reverts) and the lock taken again. What the device
+ * holds under the lock is then final. Kills are confined to this: the
+ * recovery of an open intent of ocsd's, on the devices it touched, each
+ * one logged. A device not fenced (the lock still refused, the kill
+ * refused) keeps proving nothing: its target is never taken for done.
+ *
+ * Chosen over confirmed commits with persist/persist-id derived from the
+ * transaction id (a successor could then confirm or cancel the pending
+ * commit itself): those outlive their session, so the immediate revert
+ * when ocsd dies (I3) and the rollback path would change.
+ */
+#define REC_FENCE_TRIES 3
+
+/* Takes device d's candidate lock for the recovery of in (see above); true when held. */
+static bool fence_device(const struct rec_deps *rd, const struct st_intent *in, int d)
+{
+	struct sb_device *h = dev_handle(rd->devs, d, DEV_ROLE_TXN);
+	struct sb_error err = {0};
+
+	if (!h || sb_device_connect_until(h, sb_now_ms() + REC_CONNECT_MS, &err) != 0 ||
+	    sb_device_strategy(h) != SB_STRATEGY_CONFIRMED)
+		return false;
+	for (int i = 0; i < REC_FENCE_TRIES; i++) {
+		uint32_t holder;
+
+		if (sb_device_lock(h, SB_DS_CANDIDATE, &err) == 0)
+			return true;
+		holder = err.session_id;
+		if (err.code != -EREMOTEIO || !holder)
+			break;
+		log_msg(LOG_WARNING,
+			"transaction %lld of job %s left open: %s: kill-session %u, which holds "
+			"the candidate lock and may hold an unconfirmed commit of a previous "
+			"leader",
+			(long long)in->txn_id, in->job_id, sb_device_name(h), holder);
+		if (sb_device_kill_session(h, holder, &err) != 0)
+			break;
+	}
+	log_msg(LOG_WARNING,
+		"transaction %lld of job %s left open: %s: cannot take the candidate lock (%s): "
+		"what it holds may be another session's unconfirmed commit",
+		(long long)in->txn_id, in->job_id, sb_device_name(h), err.message);
+	return false;
+}
+
+/* Releases the locks fence_device() took (n devices, fenced[d]). */
+static void unfence(const struct rec_deps *rd, bool *fenced, int n)
+{
+	for (int d = 0; d < n; d++) {
+		struct sb_error err = {0};
+
+		if (fenced[d] &&
+		    sb_device_unlock(dev_handle(rd->devs, d, DEV_ROLE_TXN), SB_DS_CANDIDATE, &err))
+			sb_device_disconnect(dev_handle(rd->devs, d, DEV_ROLE_TXN));
+		fenced[d] = false;
+	}
+}
+
+/*
  * resolve_intent for an intent of a ring domain: as resolve_circuit_intent,
  * the nodes' bundles read back against the intent's settings (target) and
  * what the ring state says each node held (pre-image).
@@ -118,20 +189,30 @@ static int resolve_ring_intent(const struct rec_deps *rd, const struct st_intent
 	char *seen = calloc((size_t)n_nodes + 1, 1);
 	struct sb_bundle *wants = calloc((size_t)n_nodes * (size_t)bundles + 1, sizeof(*wants));
 	struct sb_txn_device *devs = calloc((size_t)n_nodes + 1, sizeof(*devs));
+	bool *fenced = calloc((size_t)n_nodes + 1, sizeof(*fenced));
 	bool all_target = true, all_pre = true, all_read = true, all_known = true;
 	enum st_intent_state outcome;
 	char detail[512] = "";
 	size_t n = 0;
 	int unconfirmed = 0, rc = 0;
 
-	if (!seen || !wants || !devs) {
+	if (!seen || !wants || !devs || !fenced) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < in->n_bundles; i++) {
 		int node = in->bundles[i].node;
+
+		if (node >= 0 && node < n_nodes && !seen[node]) {
+			seen[node] = 1; /* fenced once per node */
+			fenced[node] = fence_device(rd, in, node);
+		}
+	}
+	memset(seen, 0, (size_t)n_nodes + 1);
+	for (size_t i = 0; i < in->n_bundles; i++) {
+		int node = in->bundles[i].node;
 		struct sb_bundle *want = &wants[(size_t)node * (size_t)bundles];
-		bool at_target = false, at_pre = false;
+		bool at_target = false, at_pre = false, unproven;
 
 		if (node < 0 || node >= n_nodes || seen[node])
 			continue;
@@ -140,10 +221,14 @@ static int resolve_ring_intent(const struct rec_deps *rd, const struct st_intent
 			all_target = all_pre = all_read = false;
 			continue;
 		}
-		all_target &= at_target;
+		/* as resolve_circuit_intent: a target the fence did not prove */
+		unproven = at_target && !at_pre && holds_unconfirmed(rd, node) && !fenced[node];
+		unconfirmed += unproven;
+		if (unproven && in->decided)
+			devs[n++] = (struct sb_txn_device){dev_handle(rd->devs, node, DEV_ROLE_TXN),
+							   NULL, 0, want, (size_t)bundles};
+		all_target &= at_target && !(unproven && in->decided);
 		all_pre &= at_pre;
-		if (at_target && !at_pre && holds_unconfirmed(rd, node))
-			unconfirmed++;
 		if (!at_target)
 			devs[n++] = (struct sb_txn_device){dev_handle(rd->devs, node, DEV_ROLE_TXN),
 							   NULL, 0, want, (size_t)bundles};
@@ -153,6 +238,7 @@ static int resolve_ring_intent(const struct rec_deps *rd, const struct st_intent
 			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 				 "node %d holds neither the old nor the new settings; ", node);
 	}
+	unfence(rd, fenced, n_nodes); /* before finish_decided's engine locks them */
 	if (!in->decided && unconfirmed > 0 && all_read && all_known) {
 		/* as resolve_circuit_intent: never decided, so never confirmed */
 		outcome = ST_INTENT_ROLLED_BACK;
@@ -181,6 +267,7 @@ static int resolve_ring_intent(const struct rec_deps *rd, const struct st_intent
 	else if (outcome == ST_INTENT_CONFIRMED)
 		rc = rg_set_job_rings(rd->rings, in->job_id, in->rings, in->n_rings);
 out:
+	free(fenced);
 	free(devs);
 	free(wants);
 	free(seen);
@@ -310,17 +397,21 @@ static enum st_intent_state roll_forward(const struct rec_deps *rd, const struct
 /*
  * Resolves one transaction a previous run left open. Confirmed commits are
  * tied to the session that made them, so the devices of a run that died
- * reverted when its sessions closed; every touched device is read back.
- * A run that did not die (a leader paused and deposed) still holds its
- * sessions, and its unconfirmed commit shows on the devices until their
- * confirm timeout: since a confirm is sent only after the decision is
- * stored (txn.c), an undecided intent was never confirmed and is rolled
- * back, whatever confirmed-commit devices show now. Otherwise, all at the
+ * reverted when its sessions closed. A run that did not die (a leader
+ * paused and deposed) still holds its sessions, and its unconfirmed commit
+ * shows on the devices: every touched confirmed-commit device is fenced
+ * first (fence_device: its lock taken, the holder's session killed, so
+ * that commit reverts), then every touched device is read back. All at the
  * target: the transaction had been confirmed. A decided intent
- * (st_intent_decide) is finished: devices that reverted get the target
- * again (roll_forward). An undecided one whose devices are all at the
- * pre-image: rolled back. Anything else (a device unreadable, or holding
- * neither): failed, and the difference is reported as drift.
+ * (st_intent_decide) is finished: devices that reverted, and any that
+ * showed the target without the fence's proof, get the target again under
+ * recovery's own sessions (roll_forward), so it is confirmed there. An
+ * undecided one whose devices are all at the pre-image: rolled back. An
+ * undecided one some unfenced device of which still shows a commit: since
+ * a confirm is sent only after the decision is stored (txn.c), it was
+ * never confirmed and is rolled back; that commit reverts at its confirm
+ * timeout. Anything else (a device unreadable, or holding neither):
+ * failed, and the difference is reported as drift.
  */
 static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_intent *in)
 {
@@ -328,13 +419,14 @@ static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_int
 	int n_dev = ocs_fabric_devices(f);
 	bool *touched = calloc((size_t)n_dev + 1, sizeof(*touched));
 	bool *at_target = calloc((size_t)n_dev + 1, sizeof(*at_target));
+	bool *fenced = calloc((size_t)n_dev + 1, sizeof(*fenced));
 	struct dev_readback *rbs = calloc((size_t)n_dev + 1, sizeof(*rbs));
 	bool all_target = true, all_pre = true, all_read = true, all_known = true;
 	enum st_intent_state outcome;
 	char detail[512] = "";
 	int unconfirmed = 0, rc = 0;
 
-	if (!touched || !at_target || !rbs) {
+	if (!touched || !at_target || !fenced || !rbs) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -344,6 +436,9 @@ static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_int
 	for (size_t i = 0; i < in->n_additions; i++)
 		touched[ocs_fabric_device_id(f, in->additions[i].xc.group,
 					     in->additions[i].xc.device)] = true;
+	for (int d = 0; d < n_dev; d++)
+		if (touched[d])
+			fenced[d] = fence_device(rd, in, d);
 	for (int d = 0; d < n_dev; d++) {
 		struct dev_diff to_pre = {0}, to_target = {0};
 
@@ -359,13 +454,17 @@ static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_int
 				 rbs[d].ok ? "out of memory" : rbs[d].error);
 		} else {
 			bool at_pre = dev_diff_equal(&to_pre);
+			bool shows_target = dev_diff_equal(&to_target);
+			/* shown by a commit that may be unconfirmed: not proven */
+			bool unproven =
+				shows_target && !at_pre && holds_unconfirmed(rd, d) && !fenced[d];
 
-			at_target[d] = dev_diff_equal(&to_target);
+			unconfirmed += unproven;
+			/* a decided intent: roll_forward programs it under our session */
+			at_target[d] = shows_target && !(unproven && in->decided);
 			all_target &= at_target[d];
 			all_pre &= at_pre;
-			if (at_target[d] && !at_pre && holds_unconfirmed(rd, d))
-				unconfirmed++;
-			if (!at_target[d] && !at_pre) {
+			if (!shows_target && !at_pre) {
 				all_known = false;
 				snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 					 "%s holds neither the old nor the new configuration; ",
@@ -375,6 +474,7 @@ static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_int
 		dev_diff_clear(&to_pre);
 		dev_diff_clear(&to_target);
 	}
+	unfence(rd, fenced, n_dev); /* before roll_forward's engine locks them */
 	if (!in->decided && unconfirmed > 0 && all_read && all_known) {
 		/* Never decided, so never confirmed: the commit these devices show
 		 * is another run's unconfirmed one (a paused or deposed leader's,
@@ -410,6 +510,7 @@ out:
 	for (int d = 0; rbs && d < n_dev; d++)
 		dev_readback_clear(&rbs[d]);
 	free(rbs);
+	free(fenced);
 	free(at_target);
 	free(touched);
 	return rc;

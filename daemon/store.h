@@ -175,6 +175,16 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
  * lead any more) and nothing was recorded.
  */
 int st_intent_decide(struct st_store *st, int64_t txn_id, int64_t now_ms);
+/*
+ * Withdraws the decision to commit of open intent txn_id before the
+ * transaction undoes a device it may have confirmed (a compensating edit,
+ * txn.c): from then on recovery rolls the intent back instead of finishing
+ * it. On etcd the write is fenced like every other: -EPERM when this
+ * replica does not lead any more, and then the decision stands (the new
+ * leader finishes it) and no device may be undone. -ENOENT, -EALREADY as
+ * st_intent_decide; 0 also when it was not decided.
+ */
+int st_intent_undecide(struct st_store *st, int64_t txn_id);
 
 /*
  * A node fault stored together with the intent of the repair it causes

@@ -1,8 +1,8 @@
 /*
  * store_intents.c - the intent log of store.h (rules 2 to 4 there): an
  * intent stored before any device is touched (st_intent_begin), the
- * decision to commit (st_intent_decide), the outcome with the change of the
- * committed circuits, links, rings and rail moves in one transaction
+ * decision to commit (st_intent_decide) and its withdrawal (st_intent_undecide), the outcome with
+ * the change of the committed circuits, links, rings and rail moves in one transaction
  * (st_intent_finish); the open and failed intents recovery reads back, and
  * the committed circuits and leaf-spine links. The ring part of an intent
  * is read by store_rings.c; rail swaps add their rows in store_rail.c.
@@ -173,6 +173,27 @@ int st_intent_decide(struct st_store *st, int64_t txn_id, int64_t now_ms)
 		rc = sqlite3_bind_int64(s, 1, txn_id) || sqlite3_bind_int64(s, 2, now_ms)
 			     ? st_bind_error(st)
 			     : st_sql_rc(sqlite3_step(s));
+	sqlite3_finalize(s);
+	if (rc == 0)
+		rc = st_write_commit(st);
+	if (rc)
+		st_rollback(st);
+	return rc;
+}
+
+int st_intent_undecide(struct st_store *st, int64_t txn_id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = st_write_begin(st);
+
+	if (rc)
+		return rc;
+	rc = check_open(st, txn_id);
+	if (rc == 0)
+		rc = st_prepare(st, "DELETE FROM intent_decisions WHERE txn_id = ?1", &s);
+	if (rc == 0)
+		rc = sqlite3_bind_int64(s, 1, txn_id) ? st_bind_error(st)
+						      : st_sql_rc(sqlite3_step(s));
 	sqlite3_finalize(s);
 	if (rc == 0)
 		rc = st_write_commit(st);

@@ -148,6 +148,19 @@ struct txn {
 	 * transaction and the verify hook's waits for it and for the decision */
 	int64_t intent_us, gate_wait_us, decide_wait_us;
 	bool fault; /* a repair that stores its fault with the intent */
+	/* the withdrawal of the stored decision before a compensating edit
+	 * (compensate()), under gate_mu like the decision; one for all the
+	 * transaction's devices */
+	enum {
+		UNDECIDE_NONE,
+		UNDECIDE_POSTED,
+		UNDECIDE_WRITING,
+		UNDECIDE_WITHDRAWN,
+		UNDECIDE_DONE
+	} undecide;
+	int undecide_rc;
+	char undecide_error[160]; /* the store's reason, written on the loop */
+	struct loop_node undecide_node;
 };
 
 struct txn_driver *txn_driver_new(const struct txn_deps *deps)
@@ -174,6 +187,8 @@ void txn_driver_withdraw(struct txn_driver *d)
 	tx->no_decision = true;
 	if (tx->decide == DECIDE_POSTED)
 		tx->decide = DECIDE_WITHDRAWN; /* the loop writes nothing for it */
+	if (tx->undecide == UNDECIDE_POSTED)
+		tx->undecide = UNDECIDE_WITHDRAWN;
 	pthread_cond_broadcast(&tx->gate_cv);
 	pthread_mutex_unlock(&tx->gate_mu);
 }
@@ -282,6 +297,83 @@ static void on_loop_decide(struct loop_node *n)
 	tx->decide = DECIDE_DONE;
 	pthread_cond_broadcast(&tx->gate_cv);
 	pthread_mutex_unlock(&tx->gate_mu);
+}
+
+/* Loop thread: withdraws the stored decision compensate() waits for (unless withdrawn). */
+static void on_loop_undecide(struct loop_node *n)
+{
+	struct txn *tx = OCSD_CONTAINER_OF(n, struct txn, undecide_node);
+	int rc;
+
+	pthread_mutex_lock(&tx->gate_mu);
+	if (tx->undecide == UNDECIDE_WITHDRAWN) {
+		pthread_mutex_unlock(&tx->gate_mu);
+		return;
+	}
+	tx->undecide = UNDECIDE_WRITING;
+	pthread_mutex_unlock(&tx->gate_mu);
+	rc = st_intent_undecide(tx->drv->d.store, tx->txn_id);
+	pthread_mutex_lock(&tx->gate_mu);
+	if (rc)
+		snprintf(tx->undecide_error, sizeof(tx->undecide_error), "%s",
+			 rc == -EPERM ? "not the leader any more"
+				      : st_strerror(tx->drv->d.store, rc));
+	tx->undecide_rc = rc;
+	tx->undecide = UNDECIDE_DONE;
+	pthread_cond_broadcast(&tx->gate_cv);
+	pthread_mutex_unlock(&tx->gate_mu);
+}
+
+/*
+ * hooks.compensate (engine threads): a compensating edit undoes what a
+ * device may hold for good. Before the decision to commit was stored that
+ * is the transaction's own business. After it, the store says "commit",
+ * and whoever recovers the intent finishes it (recovery.c): a replica
+ * deposed while its confirms were under way (paused, its sessions killed
+ * by the new leader's recovery) would undo the target the new leader has
+ * just made durable. So the decision is withdrawn first, by a store write
+ * that on etcd is fenced like every other: a replica that does not lead
+ * any more cannot, and then sends no compensating edit (its rollback
+ * fails: ROLLBACK NOT PROVEN, and the new leader's recovery settles the
+ * devices). Asked by the first device; the others wait for its answer.
+ */
+static int compensate(void *arg, char *why, size_t why_len)
+{
+	struct txn *tx = arg;
+	const struct txn_deps *d = &tx->drv->d;
+	int wait_ms = (d->confirm_timeout_s > 0 ? d->confirm_timeout_s : 30) * 500;
+	struct timespec until;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += wait_ms / 1000 + 1;
+	pthread_mutex_lock(&tx->gate_mu);
+	if (tx->decide != DECIDE_DONE || tx->decide_rc != 0) {
+		pthread_mutex_unlock(&tx->gate_mu);
+		return 0; /* never decided: nothing to withdraw */
+	}
+	if (tx->undecide == UNDECIDE_NONE) {
+		tx->undecide = tx->no_decision ? UNDECIDE_WITHDRAWN : UNDECIDE_POSTED;
+		if (tx->undecide == UNDECIDE_POSTED)
+			loop_post(d->loop, &tx->undecide_node, on_loop_undecide);
+	}
+	while (tx->undecide == UNDECIDE_POSTED || tx->undecide == UNDECIDE_WRITING) {
+		if (tx->undecide == UNDECIDE_WRITING)
+			pthread_cond_wait(&tx->gate_cv, &tx->gate_mu);
+		else if (pthread_cond_timedwait(&tx->gate_cv, &tx->gate_mu, &until) == ETIMEDOUT &&
+			 tx->undecide == UNDECIDE_POSTED)
+			tx->undecide = UNDECIDE_WITHDRAWN;
+	}
+	rc = tx->undecide == UNDECIDE_DONE ? tx->undecide_rc : -ECANCELED;
+	if (rc)
+		snprintf(why, why_len,
+			 "the decision to commit transaction %lld stands (%s): no compensating "
+			 "edit; whoever leads finishes it",
+			 (long long)tx->txn_id,
+			 rc == -ECANCELED ? "ocsd stopped leading or is stopping"
+					  : tx->undecide_error);
+	pthread_mutex_unlock(&tx->gate_mu);
+	return rc;
 }
 
 /*
@@ -675,7 +767,7 @@ static int start_engine(struct txn_driver *drv, struct txn *tx)
 	/* plan.id keys the engine's persist hooks, which the driver does not use:
 	 * 0 for a ring transaction, whose intent is stored after the start */
 	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->devs, tx->n_devs};
-	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_gated, tx};
+	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_gated, compensate, tx};
 	tx->started_us = clk_mono_us(drv->d.clock);
 	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
 					   .connect_timeout_ms = drv->d.connect_timeout_ms,

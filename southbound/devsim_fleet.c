@@ -7,6 +7,7 @@
  * (merge/replace/create/delete/remove, rollback-on-error), validate, commit,
  * confirmed-commit 1.1 (timeout revert, persist/persist-id, revert when the
  * issuing session dies without persist), cancel-commit, discard-changes,
+ * kill-session (with devsim_server.c, which ends the session),
  * get/get-config with subtree filters, get-schema (the loaded modules, and
  * other IETF modules from --ietf-dir), create-subscription and
  * notifications, and the fault knobs of devsim_fault.h (settable at start
@@ -62,6 +63,7 @@ extern const char sb_yang_ocs_transceiver[];
 extern const char sb_yang_ocs_devsim[];
 
 #define MAX_SUBSCRIBERS		  8
+#define MAX_KILLED		  8 /* killed sessions remembered per device */
 #define DEFAULT_CONFIRM_TIMEOUT_S 600
 #define MAX_SCHEMA_BYTES	  (1 << 20) /* a module file served by get-schema */
 
@@ -107,6 +109,10 @@ struct devsim_device {
 	struct nc_session *subscribers[MAX_SUBSCRIBERS];
 	int n_subscribers;
 	bool fault_spread; /* set-faults failed the node: the peers must hear of it */
+	/* sessions ended by <kill-session>, the last MAX_KILLED: an RPC of one
+	 * that was already read (a hung one) must not run after the kill */
+	uint32_t killed[MAX_KILLED];
+	unsigned n_killed;
 };
 
 static int64_t now_us(void)
@@ -1087,6 +1093,9 @@ static struct nc_server_reply *dispatch(struct devsim_device *d, const struct ly
 {
 	const struct devsim_fleet *f = d->fleet;
 	const char *name = LYD_NAME(rpc);
+	for (int i = 0; sid && i < MAX_KILLED; i++)
+		if (d->killed[i] == sid)
+			return reply_err(f, NC_ERR_OP_FAILED, "the session was killed", NULL);
 	if (!strcmp(name, "lock") || !strcmp(name, "unlock"))
 		return rpc_lock(d, rpc, sid, !strcmp(name, "lock"));
 	if (!strcmp(name, "edit-config"))
@@ -1245,10 +1254,9 @@ struct nc_server_reply *devsim_fleet_rpc(struct devsim_device *d, const struct l
 	return reply;
 }
 
-void devsim_fleet_session_ended(struct devsim_device *d, struct nc_session *s)
+/* What the end of session sid releases on d (mutex held). */
+static void release_sid(struct devsim_device *d, uint32_t sid)
 {
-	uint32_t sid = nc_session_get_id(s);
-	pthread_mutex_lock(&d->mu);
 	if (d->lock_running_sid == sid)
 		d->lock_running_sid = 0;
 	if (d->lock_candidate_sid == sid) {
@@ -1259,7 +1267,21 @@ void devsim_fleet_session_ended(struct devsim_device *d, struct nc_session *s)
 	}
 	if (d->cc_active && !d->cc_persist && d->cc_sid == sid)
 		revert_confirmed_commit(d);
+}
+
+void devsim_fleet_session_ended(struct devsim_device *d, struct nc_session *s)
+{
+	pthread_mutex_lock(&d->mu);
+	release_sid(d, nc_session_get_id(s));
 	drop_subscriber(d, s);
+	pthread_mutex_unlock(&d->mu);
+}
+
+void devsim_fleet_session_killed(struct devsim_device *d, uint32_t sid)
+{
+	pthread_mutex_lock(&d->mu);
+	release_sid(d, sid);
+	d->killed[d->n_killed++ % MAX_KILLED] = sid;
 	pthread_mutex_unlock(&d->mu);
 }
 

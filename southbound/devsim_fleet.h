@@ -81,6 +81,14 @@ char *devsim_fleet_datastore_xml(struct devsim_device *d, bool candidate);
 /* Session s of device d ended: releases its locks, reverts its unconfirmed commit unless
  * persistent. */
 void devsim_fleet_session_ended(struct devsim_device *d, struct nc_session *s);
+/*
+ * <kill-session> of session sid on device d (RFC 6241 7.9; the server ends
+ * the session itself, devsim_server.c): what the session's end does at
+ * once (locks released, its unconfirmed commit reverted unless
+ * persistent), and every RPC of sid still running or arriving later is
+ * refused, as an operation of a terminated session.
+ */
+void devsim_fleet_session_killed(struct devsim_device *d, uint32_t sid);
 /* Reverts every confirmed commit whose timeout has passed. */
 void devsim_fleet_expire_commits(struct devsim_fleet *fleet);
 

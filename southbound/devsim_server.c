@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@
 
 /* A session's data (nc_session_set_data): the device it is bound to. Freed with the session. */
 struct session_data {
+	struct devsim_server *srv;
 	struct devsim_device *dev;
 	int dev_index;
 	int fd; /* the session's socket */
@@ -165,24 +167,6 @@ static void session_gone(struct devsim_server *srv, struct nc_session *s)
 /* The server of this thread (workers, acceptors), for rpc_clb. */
 static _Thread_local struct devsim_server *tl_srv;
 
-/* libnetconf2's RPC callback (process-global, no user data: see the header). */
-static struct nc_server_reply *rpc_clb(struct lyd_node *rpc, struct nc_session *session)
-{
-	struct session_data *sd = nc_session_get_data(session);
-	if (!sd || !sd->dev) {
-		struct lyd_node *e =
-			nc_err(nc_session_get_ctx(session), NC_ERR_OP_FAILED, NC_ERR_TYPE_APP);
-		nc_err_set_msg(e, "session is not bound to a device", "en");
-		return nc_server_reply_err(e);
-	}
-	struct devsim_wire_fault wire;
-	struct nc_server_reply *reply = devsim_fleet_rpc(sd->dev, rpc, session, sd->fd, &wire);
-	/* libnetconf2 writes the reply on this thread once we return */
-	devsim_wire_arm(&wire, sd->fd, nc_session_get_version(session) == 1,
-			tl_srv ? &tl_srv->stop : NULL);
-	return reply;
-}
-
 /*
  * Workers. nc_ps_poll() with a timeout waits by checking every session of
  * its pollsession in a sleep loop, which made an idle simulator of 256
@@ -201,6 +185,71 @@ struct conn {
 	int fd;
 	struct conn *prev, *next; /* srv->conns */
 };
+
+static struct nc_server_reply *reply_error(struct nc_session *session, NC_ERR tag, const char *msg)
+{
+	struct lyd_node *e = tag == NC_ERR_INVALID_VALUE
+				     ? nc_err(nc_session_get_ctx(session), tag, NC_ERR_TYPE_PROT)
+				     : nc_err(nc_session_get_ctx(session), tag, NC_ERR_TYPE_APP);
+	nc_err_set_msg(e, msg, "en");
+	return nc_server_reply_err(e);
+}
+
+/*
+ * <kill-session> (RFC 6241 7.9) on a session of device sd->dev: another
+ * session of the same device (each device is a server of its own) ends.
+ * Its socket is shut down at once, so it can send nothing more and its
+ * worker ends it (end_conn) as soon as it is free, and the device releases
+ * its locks and reverts its unconfirmed commit before the <ok/>, as the
+ * RFC requires. conns_mu is released before the device mutex is taken.
+ */
+static struct nc_server_reply *kill_session(struct session_data *sd, const struct lyd_node *rpc,
+					    struct nc_session *session)
+{
+	struct devsim_server *srv = sd->srv;
+	struct lyd_node *n = NULL;
+	uint32_t sid = 0;
+	bool found = false;
+
+	if (!lyd_find_path(rpc, "session-id", 0, &n))
+		sid = (uint32_t)strtoul(lyd_get_value(n), NULL, 10);
+	if (!sid || sid == nc_session_get_id(session))
+		return reply_error(session, NC_ERR_INVALID_VALUE,
+				   "kill-session: not another session's id");
+	pthread_mutex_lock(&srv->conns_mu);
+	for (struct conn *c = srv->conns; c && !found; c = c->next) {
+		struct session_data *o = nc_session_get_data(c->s);
+		if (o && o->dev == sd->dev && nc_session_get_id(c->s) == sid) {
+			shutdown(c->fd, SHUT_RDWR);
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&srv->conns_mu);
+	if (!found)
+		return reply_error(session, NC_ERR_INVALID_VALUE,
+				   "kill-session: no such session on this device");
+	devsim_fleet_session_killed(sd->dev, sid);
+	if (srv->trace)
+		fprintf(stderr, "devsim: device %d session %u killed by session %u\n",
+			sd->dev_index, sid, nc_session_get_id(session));
+	return nc_server_reply_ok();
+}
+
+/* libnetconf2's RPC callback (process-global, no user data: see the header). */
+static struct nc_server_reply *rpc_clb(struct lyd_node *rpc, struct nc_session *session)
+{
+	struct session_data *sd = nc_session_get_data(session);
+	if (!sd || !sd->dev)
+		return reply_error(session, NC_ERR_OP_FAILED, "session is not bound to a device");
+	if (!strcmp(LYD_NAME(rpc), "kill-session"))
+		return kill_session(sd, rpc, session);
+	struct devsim_wire_fault wire;
+	struct nc_server_reply *reply = devsim_fleet_rpc(sd->dev, rpc, session, sd->fd, &wire);
+	/* libnetconf2 writes the reply on this thread once we return */
+	devsim_wire_arm(&wire, sd->fd, nc_session_get_version(session) == 1,
+			tl_srv ? &tl_srv->stop : NULL);
+	return reply;
+}
 
 static void end_conn(struct devsim_server *srv, struct conn *c)
 {
@@ -303,6 +352,8 @@ static void *accept_main(void *arg)
 		if (m != NC_MSG_HELLO || !s)
 			continue;
 		struct session_data *sd = calloc(1, sizeof(*sd));
+		if (sd)
+			sd->srv = srv;
 		if (!sd || bind_session(srv, s, sd)) {
 			if (srv->trace)
 				fprintf(stderr,

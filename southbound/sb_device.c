@@ -100,6 +100,7 @@ static int set_err(struct sb_error *err, const struct sb_device *dev, const char
 {
 	if (err) {
 		err->code = code;
+		err->session_id = 0;
 		snprintf(err->device, sizeof(err->device), "%s", dev->cfg.name);
 		snprintf(err->operation, sizeof(err->operation), "%s", op);
 		va_list ap;
@@ -849,8 +850,10 @@ static int do_ops(struct sb_device *dev, const char *const *ops, const char *con
 			return wire_failed(dev, opnames[i], rc, &r, err);
 		if (r.kind == SB_REPLY_ERROR) {
 			atomic_fetch_add(&drv->counters.rpc_errors, 1);
-			if (!first)
-				first = set_err(err, dev, opnames[i], -EREMOTEIO, "%s", r.error);
+			if (!first &&
+			    (first = set_err(err, dev, opnames[i], -EREMOTEIO, "%s", r.error)) &&
+			    err)
+				err->session_id = r.session_id;
 		} else if (r.kind != SB_REPLY_OK && !(reply && i == n - 1) && !first) {
 			first = set_err(err, dev, opnames[i], -EPROTO,
 					"unexpected reply: no <ok/>");
@@ -877,6 +880,13 @@ int sb_device_lock(struct sb_device *dev, enum sb_datastore ds, struct sb_error 
 	char op[64];
 	snprintf(op, sizeof(op), "<lock><target><%s/></target></lock>", ds_name(ds));
 	return do_op(dev, op, "lock", NULL, err);
+}
+
+int sb_device_kill_session(struct sb_device *dev, uint32_t sid, struct sb_error *err)
+{
+	char op[96];
+	snprintf(op, sizeof(op), "<kill-session><session-id>%u</session-id></kill-session>", sid);
+	return do_op(dev, op, "kill-session", NULL, err);
 }
 
 int sb_device_unlock(struct sb_device *dev, enum sb_datastore ds, struct sb_error *err)

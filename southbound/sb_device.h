@@ -133,6 +133,9 @@ struct sb_error {
 	char device[64];
 	char operation[24]; /* "connect", "lock", "edit-config", ... */
 	char message[320];
+	/* an <rpc-error>'s error-info session-id: for a refused lock, the
+	 * session that holds it (0: none given) */
+	uint32_t session_id;
 };
 
 /* One one-way cross-connect of an ocs-switch device. */
@@ -305,6 +308,7 @@ enum sb_datastore {
 	SB_DS_CANDIDATE,
 };
 
+/* A lock another session holds fails with -EREMOTEIO and err->session_id its holder. */
 int sb_device_lock(struct sb_device *dev, enum sb_datastore ds, struct sb_error *err);
 int sb_device_unlock(struct sb_device *dev, enum sb_datastore ds, struct sb_error *err);
 int sb_device_discard(struct sb_device *dev, struct sb_error *err);
@@ -315,6 +319,13 @@ int sb_device_validate(struct sb_device *dev, struct sb_error *err);
  */
 int sb_device_commit(struct sb_device *dev, int confirm_timeout_s, const char *persist,
 		     const char *persist_id, struct sb_error *err);
+/*
+ * <kill-session> of session sid (RFC 6241 7.9): the device ends it,
+ * releases its locks and reverts its unconfirmed commit (one without
+ * persist). Only the daemon's recovery fences a previous leader's session
+ * with it (daemon/recovery.c).
+ */
+int sb_device_kill_session(struct sb_device *dev, uint32_t sid, struct sb_error *err);
 int sb_device_cancel_commit(struct sb_device *dev, const char *persist_id, struct sb_error *err);
 
 /*

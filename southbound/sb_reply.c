@@ -364,6 +364,26 @@ static const char *attr_value(const struct el *e, const char *name, size_t *len)
 	return NULL;
 }
 
+/* An <error-info> (its start tag read): its <session-id>, when out has none yet. */
+static int error_info(struct cur *c, const struct el *e, struct sb_reply *out)
+{
+	struct el ch;
+	char text[16];
+	int rc;
+	while (!(rc = next_child(c, e, &ch))) {
+		if (!el_is(&ch, "session-id")) {
+			rc = skip_element(c, &ch, NULL);
+		} else if (!(rc = leaf_text(c, &ch, text, sizeof(text))) && !out->session_id) {
+			char *end = NULL;
+			unsigned long v = strtoul(text, &end, 10);
+			out->session_id = end != text && !*end && v <= UINT32_MAX ? (uint32_t)v : 0;
+		}
+		if (rc)
+			return -EPROTO;
+	}
+	return rc < 0 ? rc : 0;
+}
+
 /* Appends one <rpc-error> (its start tag read) to out->error. */
 static int rpc_error(struct cur *c, const struct el *e, struct sb_reply *out)
 {
@@ -377,6 +397,8 @@ static int rpc_error(struct cur *c, const struct el *e, struct sb_reply *out)
 			rc = leaf_text(c, &ch, msg, sizeof(msg));
 		else if (el_is(&ch, "error-path"))
 			rc = leaf_text(c, &ch, path, sizeof(path));
+		else if (el_is(&ch, "error-info"))
+			rc = error_info(c, &ch, out);
 		else
 			rc = skip_element(c, &ch, NULL);
 		if (rc)

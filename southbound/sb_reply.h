@@ -38,6 +38,9 @@ struct sb_reply {
 	size_t data_len;
 	/* "error-tag: error-message at error-path" for each <rpc-error>, "; " between */
 	char error[300];
+	/* the first <error-info>/<session-id> of the errors (lock-denied: the
+	 * session holding the lock, RFC 6241 appendix A); 0 when none */
+	uint32_t session_id;
 };
 
 /*

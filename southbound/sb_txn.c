@@ -129,6 +129,12 @@
  *      sb_device_forget_image() closes that window. A transceiver's edit
  *      replaces its node's entry, so there the read-back sees no drift at
  *      all and S2 and the reconciliation are what catch it.
+ *  S4. A confirmed-commit device whose commit was never confirmed (no
+ *      confirm sent) and whose committing session is gone (R2: the device
+ *      reverted that commit when it ended) gets no compensating edit even
+ *      when running shows the target: it is another session's (a new
+ *      leader that fenced ours off and programmed the same target,
+ *      daemon/recovery.c), not ours.
  *
  * Invariants (each one is exercised by tests/integration/test_sb_txn*.c):
  *  I1. No device receives any RPC before the plan passed the verify
@@ -147,9 +153,12 @@
  *      back and read back (retrying until rollback_timeout_ms while a stale
  *      session of ours, stuck in a hung RPC, still holds the candidate
  *      lock). Devices already confirmed get a compensating edit from their
- *      pre-image. The outcome is ROLLED_BACK only when every read-back
- *      equals the pre-image, FAILED otherwise, with the device and the
- *      reason in the result. Nothing is only logged.
+ *      pre-image, unless hooks.compensate refuses it (the daemon: the
+ *      transaction's decision to commit can no longer be withdrawn, its
+ *      replica being deposed; the new leader finishes it), which fails
+ *      that device's rollback at once. The outcome is ROLLED_BACK only when
+ *      every read-back equals the pre-image, FAILED otherwise, with the
+ *      device and the reason in the result. Nothing is only logged.
  *  I6. Running is never locked across a confirmed commit; the candidate
  *      lock taken in step 1 is released on every path (or dies with the
  *      session).
@@ -365,6 +374,8 @@ struct dev_ctx {
 	bool locked;	      /* holds the candidate (or running) lock */
 	bool edited;	      /* the candidate holds the change */
 	bool maybe_committed; /* a commit (or running edit) was sent */
+	uint64_t commit_session; /* sb_device_reconnects() when it was sent */
+	bool confirm_sent;	 /* the confirming commit was sent */
 	bool confirmed;
 	struct sb_xc *readback;
 	size_t n_readback;
@@ -672,6 +683,7 @@ static void job_commit(void *arg)
 	struct sb_error err = {0};
 	d->ok = true;
 	d->maybe_committed = true;
+	d->commit_session = sb_device_reconnects(d->dev);
 	int rc;
 	switch (sb_device_strategy(d->dev)) {
 	case SB_STRATEGY_CONFIRMED:
@@ -861,6 +873,7 @@ static void job_confirm(void *arg)
 	struct dev_ctx *d = arg;
 	struct sb_error err = {0};
 	d->ok = true;
+	d->confirm_sent = true;
 	/* only the committing session may confirm: if it is gone, the device
 	 * has reverted by itself and the transaction rolls back */
 	if (sb_device_strategy(d->dev) == SB_STRATEGY_CONFIRMED &&
@@ -931,6 +944,30 @@ static int rollback_once(struct dev_ctx *d, struct sb_error *err)
 		d->locked = false;
 		return 0;
 	}
+	if (!same && is_target && d->maybe_committed && !d->confirm_sent &&
+	    sb_device_strategy(d->dev) == SB_STRATEGY_CONFIRMED &&
+	    sb_device_reconnects(d->dev) != d->commit_session) {
+		/* S4: our commit was never confirmed and its session is gone, so
+		 * the device reverted it: the target it shows is another
+		 * session's (a new leader's, after it fenced ours off). */
+		sb_device_forget_image(d->dev);
+		d->res->stale_image = true;
+		if (d->locked && sb_device_unlock(d->dev, ds, err))
+			sb_device_disconnect(d->dev);
+		d->locked = false;
+		return 0;
+	}
+	if (!same && d->t->hooks && d->t->hooks->compensate) {
+		char why[sizeof(err->message)] = "";
+
+		if ((rc = d->t->hooks->compensate(d->t->hooks->arg, why, sizeof(why)))) {
+			*err = (struct sb_error){.code = -EPERM};
+			snprintf(err->device, sizeof(err->device), "%s", sb_device_name(d->dev));
+			snprintf(err->operation, sizeof(err->operation), "rollback");
+			snprintf(err->message, sizeof(err->message), "%s", why);
+			return -EPERM;
+		}
+	}
 	if (!same) {
 		/* compensating edit from the pre-image */
 		if (!d->locked) {
@@ -972,7 +1009,8 @@ static void job_rollback(void *arg)
 	int64_t deadline = sb_now_ms() + d->t->opts.rollback_timeout_ms;
 	int rc;
 	while ((rc = rollback_once(d, &err))) {
-		if (rc == -ESTALE || sb_now_ms() >= deadline) {
+		/* a stale image, or a compensating edit refused (hooks.compensate) */
+		if (rc == -ESTALE || rc == -EPERM || sb_now_ms() >= deadline) {
 			sb_device_forget_image(d->dev); /* what running holds is unknown */
 			d->res->outcome = SB_DEV_ROLLBACK_FAILED;
 			d->res->rollback_error = err;

@@ -168,6 +168,16 @@ struct sb_txn_hooks {
 	void (*persist_outcome)(void *arg, const struct sb_txn_plan *plan,
 				const struct sb_txn_result *result);
 	sb_verify_fn verify; /* NULL skips the L2 checks (tests of the engine only) */
+	/*
+	 * Before the rollback's first compensating edit of a device (any
+	 * thread of the engine; may be called once per device, concurrently):
+	 * non-zero (why filled) means no compensating edit may be sent, and
+	 * the device's rollback fails at once with that reason (ROLLBACK NOT
+	 * PROVEN). NULL: always allowed. The daemon refuses when it cannot
+	 * withdraw the transaction's stored decision to commit (it does not
+	 * lead any more: the new leader finishes that decision, txn.c).
+	 */
+	int (*compensate)(void *arg, char *why, size_t why_len);
 	void *arg;
 };
 

@@ -3,7 +3,9 @@
 ocs-devsim through a full cycle: capabilities, lock, edit-config, validate,
 confirmed commit with persist, state read-back (pending -> connected),
 confirm with persist-id, confirmed commit that times out and reverts,
-cancel-commit, discard-changes, subtree filters, get-schema, the
+cancel-commit, discard-changes, kill-session (lock-denied names the
+holder; the killed session's lock and unconfirmed commit go with it, and
+the session ends), subtree filters, get-schema, the
 bidirectional refusal of a one-way circuit, a notification, and the
 ocs-transceiver model (path selection settling from pending to active).
 
@@ -167,6 +169,31 @@ def main():
         m.commit(confirmed=True, timeout="60")
         m.cancel_commit()
         assert set(connections(m.get_config(source="running"))) == {0, 1}
+
+        # kill-session (RFC 6241 7.9): another session holds the lock and an
+        # unconfirmed commit; lock-denied names it, the kill reverts the commit
+        m3 = connect(port)
+        m3.lock("candidate")
+        m3.edit_config(target="candidate", config=config(xc(4, 5) + xc(5, 4)))
+        m3.commit(confirmed=True, timeout="60")
+        try:
+            m.lock("candidate")
+            assert False, "lock granted while another session holds it"
+        except RPCError as e:
+            assert e.tag == "lock-denied", e.tag
+            assert str(m3.session_id) in (e.info or ""), e.info
+        expect_error(lambda: m.dispatch(to_ele(
+            '<kill-session xmlns="%s"><session-id>%s</session-id></kill-session>'
+            % (NC, m.session_id))), "not another session")
+        m.dispatch(to_ele('<kill-session xmlns="%s"><session-id>%s</session-id>'
+                          '</kill-session>' % (NC, m3.session_id)))
+        assert set(connections(m.get_config(source="running"))) == {0, 1}
+        m.lock("candidate")
+        m.unlock("candidate")
+        deadline = time.time() + 10
+        while m3.connected and time.time() < deadline:
+            time.sleep(0.05)
+        assert not m3.connected, "the killed session still runs"
 
         # the device refuses a one-way circuit; discard-changes drops it
         m.edit_config(target="candidate", config=config(xc(6, 7)))

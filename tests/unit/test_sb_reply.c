@@ -76,6 +76,20 @@ static void test_rpc_errors(void **state)
 			    "in-use: lock held by session 5 & <x> \xc3\xa9"
 			    "A; invalid-value: output <70000> out of range at "
 			    "/ocs:cross-connects/ocs:connection[ocs:input='3']/ocs:output");
+	/* lock-denied's holder, from <error-info> (recovery kills that session) */
+	assert_int_equal(r.session_id, 5);
+	assert_int_equal(scan("<rpc-reply><rpc-error><error-tag>lock-denied</error-tag>"
+			      "<error-info><bad-element>x</bad-element><session-id> 4294967295 "
+			      "</session-id></error-info></rpc-error></rpc-reply>",
+			      NULL, &r),
+			 0);
+	assert_int_equal(r.session_id, 4294967295u);
+	assert_int_equal(scan("<rpc-reply><rpc-error><error-tag>lock-denied</error-tag>"
+			      "<error-info><session-id>4294967296</session-id></error-info>"
+			      "</rpc-error></rpc-reply>",
+			      NULL, &r),
+			 0);
+	assert_int_equal(r.session_id, 0); /* out of range: none */
 	/* an error wins over <ok/> */
 	assert_int_equal(scan("<rpc-reply><ok/><rpc-error><error-tag>x</error-tag></rpc-error>"
 			      "</rpc-reply>",
