@@ -339,3 +339,23 @@ bool tl_same(const struct sb_xc *a, size_t na, const struct sb_xc *b, size_t nb)
 	free(y);
 	return same;
 }
+
+int tl_set_faults(struct sb_device *d, const char *spec, struct sb_error *err)
+{
+	char xml[256];
+	int rc = -EINVAL;
+
+	*err = (struct sb_error){0};
+	if (snprintf(xml, sizeof(xml),
+		     "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>",
+		     spec) >= (int)sizeof(xml))
+		return rc;
+	for (int attempt = 0; attempt < 5; attempt++) {
+		rc = sb_device_connect_until(d, sb_now_ms() + 3000, err);
+		if (rc == 0)
+			rc = sb_device_rpc_xml(d, xml, err);
+		if (rc == 0)
+			return 0;
+	}
+	return rc;
+}

@@ -107,5 +107,11 @@ int tl_verify(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs 
 /* Reads running of every device (connecting as needed); 0 or -errno. */
 int tl_read_running(struct sb_device *dev, struct sb_xc **out, size_t *n);
 bool tl_same(const struct sb_xc *a, size_t na, const struct sb_xc *b, size_t nb);
+/*
+ * Replaces device d's ocs-devsim fault knobs with spec (ocs-devsim:set-faults;
+ * "" clears them), reconnecting first when needed; up to 5 tries, for a
+ * session a previous fault left dead. 0, or the last error (in *err).
+ */
+int tl_set_faults(struct sb_device *d, const char *spec, struct sb_error *err);
 
 #endif

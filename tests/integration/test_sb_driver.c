@@ -67,13 +67,10 @@ static void sleep_ms(int ms)
 
 static void set_faults(struct sb_device *d, const char *spec)
 {
-	char xml[256];
 	struct sb_error err;
-	snprintf(xml, sizeof(xml),
-		 "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>",
-		 spec);
-	assert_int_equal(sb_device_connect_until(d, sb_now_ms() + 3000, &err), 0);
-	OK(sb_device_rpc_xml(d, xml, &err));
+
+	if (tl_set_faults(d, spec, &err))
+		fail_msg("set-faults on %s: %s", sb_device_name(d), err.message);
 }
 
 static void test_capabilities_and_strategy(void **state)

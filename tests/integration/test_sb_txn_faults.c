@@ -77,17 +77,10 @@ static int teardown(void **state)
 
 static void set_faults(struct sb_device *d, const char *spec)
 {
-	char xml[256];
 	struct sb_error err;
-	snprintf(xml, sizeof(xml),
-		 "<set-faults xmlns=\"urn:ocsd:yang:ocs-devsim\"><spec>%s</spec></set-faults>",
-		 spec);
-	for (int attempt = 0; attempt < 5; attempt++) {
-		if (!sb_device_connect_until(d, sb_now_ms() + 3000, &err) &&
-		    !sb_device_rpc_xml(d, xml, &err))
-			return;
-	}
-	fail_msg("set-faults on %s: %s", sb_device_name(d), err.message);
+
+	if (tl_set_faults(d, spec, &err))
+		fail_msg("set-faults on %s: %s", sb_device_name(d), err.message);
 }
 
 /*
