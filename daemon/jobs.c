@@ -508,6 +508,24 @@ static size_t held_count(const struct jm *jm, const struct job_rt *j)
 }
 
 /*
+ * A release whose outcome this replica could not store because it is not
+ * the leader any more (the fence refused the write): its intent may be
+ * decided, and then the new leader finishes it (recovery.c), so "nothing
+ * changed" would not be true. Its waiters are told who settles it, as
+ * jm_fail_job tells a submission's.
+ */
+static void release_deposed(struct job_rt *j)
+{
+	struct jm_error err;
+
+	jm_set_error(&err, JM_UNAVAILABLE, "",
+		     "not the leader any more: the release of job %s stays in the store and the "
+		     "new leader settles it; ask the leader (GetJob)",
+		     j->pub.id);
+	jm_settle_failed_release(j, &err);
+}
+
+/*
  * j's release did not take effect: j keeps what it holds. Unproven (or
  * already holding): FAILED holding, with a reason saying what it holds;
  * else ACTIVE again (rolled back: nothing changed). The releasers get the
@@ -520,8 +538,10 @@ static void release_failed(struct jm *jm, struct job_rt *j, bool unproven,
 	size_t n = held_count(jm, j);
 
 	if (!unproven && !j->pub.holding) {
-		jm_set_state(jm, j, JM_ACTIVE, why->message);
-		jm_settle_failed_release(j, why);
+		if (jm_set_state(jm, j, JM_ACTIVE, why->message) == -EPERM)
+			release_deposed(j);
+		else
+			jm_settle_failed_release(j, why);
 		return;
 	}
 	jm_set_holding(jm, j, n > 0);
@@ -533,8 +553,9 @@ static void release_failed(struct jm *jm, struct job_rt *j, bool unproven,
 			     j->kind->rings ? "ring(s)" : "cross-connect(s)",
 			     unproven ? " (what the devices hold is settled once they answer again)"
 				      : "");
-	jm_set_state(jm, j, JM_FAILED, err.message);
-	if (unproven)
+	if (jm_set_state(jm, j, JM_FAILED, err.message) == -EPERM)
+		release_deposed(j);
+	else if (unproven)
 		jm_settle(j, &err);
 	else
 		jm_settle_failed_release(j, &err);
