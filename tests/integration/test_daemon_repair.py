@@ -148,10 +148,17 @@ def main():
               f"{what}: GetJob r1 reason {job.reason!r} does not name {words}")
         check(job.state == jobs_pb2.JOB_STATE_ACTIVE,
               f"{what}: r1 is {jobs_pb2.JobState.Name(job.state)}")
+        # the event may reach the Watch stream after GetJob shows the reason
+        def told(e):
+            return (e[0] == "job" and e[1] == "r1" and e[2] == jobs_pb2.JOB_STATE_ACTIVE and
+                    all(w in e[3] for w in words))
+
         evs = drain_events()
-        check(any(e[0] == "job" and e[1] == "r1" and e[2] == jobs_pb2.JOB_STATE_ACTIVE and
-                  all(w in e[3] for w in words) for e in evs),
-              f"{what}: no JobEvent for r1 naming {words}: {evs}")
+        t1 = time.time()
+        while not any(told(e) for e in evs) and time.time() < t1 + 10:
+            time.sleep(0.1)
+            evs += drain_events()
+        check(any(told(e) for e in evs), f"{what}: no JobEvent for r1 naming {words}: {evs}")
 
     gpus = [jobs_pb2.GpuPlacement(gpu=8 * leaf + k, leaf=leaf, pod=leaf // 2)
             for leaf in (0, 2) for k in range(2)]
