@@ -36,8 +36,8 @@
 #include "config.h"
 #include "devices.h"
 #include "drift.h"
-#include "exec.h"
-#include "exec_sb.h"
+#include "executor.h"
+#include "executor_sb.h"
 #include "fabric_state.h"
 #include "faults.h"
 #include "follower.h"
@@ -49,7 +49,7 @@
 #include "pool.h"
 #include "rail_api.h"
 #include "rails.h"
-#include "railswap.h"
+#include "gpu_swaps.h"
 #include "reconcile.h"
 #include "repair.h"
 #include "keepalive.h"
@@ -57,7 +57,7 @@
 #include "rings.h"
 #include "sb_txn.h"
 #include "store.h"
-#include "txn.h"
+#include "txn_driver.h"
 
 #define OD_EXIT_OK	0
 #define OD_EXIT_FAILURE 1

@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "exec.h"
-#include "exec_sb.h"
+#include "executor.h"
+#include "executor_sb.h"
 #include "loop.h"
 
 /* Submitting cannot fail: exec_submit() returns nothing to check. */

@@ -22,7 +22,7 @@
 #include "rails.h"
 #include "rings.h"
 #include "store.h"
-#include "txn.h"
+#include "txn_driver.h"
 
 #define MAX_TASKS   1024
 #define MAX_ANSWERS 16

@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "exec.h"
+#include "executor.h"
 #include "loop.h"
 #include "pool.h"
 

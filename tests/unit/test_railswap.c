@@ -39,9 +39,9 @@
 #include "jobs.h"
 #include "pool.h"
 #include "rails.h"
-#include "railswap.h"
+#include "gpu_swaps.h"
 #include "store.h"
-#include "txn.h"
+#include "txn_driver.h"
 
 static const char rail_json[] =
 	"{\"ocsd-fabric:fabric\": {\"name\": \"rails\", \"rail-ocs\": {\"servers\": 6,"

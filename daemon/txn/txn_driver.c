@@ -71,7 +71,7 @@
  *     by loop_free() at the latest, before the transaction's end is), and
  *     the transaction rolls back.
  */
-#include "txn.h"
+#include "txn_driver.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -15,7 +15,7 @@
 #include "arena.h"
 #include "jobs.h"
 #include "nb.h"
-#include "railswap.h"
+#include "gpu_swaps.h"
 
 struct devices;
 struct ocsd_config;

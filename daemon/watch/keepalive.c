@@ -33,7 +33,7 @@
 
 #include "clock.h"
 #include "devices.h"
-#include "exec.h"
+#include "executor.h"
 #include "fabric_state.h"
 #include "jobs.h"
 #include "log.h"

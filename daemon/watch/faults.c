@@ -15,7 +15,7 @@
 
 #include "clock.h"
 #include "devices.h"
-#include "exec.h"
+#include "executor.h"
 #include "jobs.h"
 #include "log.h"
 #include "loop.h"

@@ -13,7 +13,7 @@
  * back (a pump touches the adapter until it unlocks mu for the last time).
  * Never held while an engine task runs or across exec_submit().
  */
-#include "exec_sb.h"
+#include "executor_sb.h"
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -28,7 +28,7 @@
 
 #include "delta_plan.h"
 #include "leafcentric.h"
-#include "txn.h"
+#include "txn_driver.h"
 
 struct clk;
 struct devices;

@@ -9,7 +9,7 @@
  * must run the task that finishes its group. No lock is held while a task
  * runs, and the executor never touches a task once its run was called.
  */
-#include "exec.h"
+#include "executor.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

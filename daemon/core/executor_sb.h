@@ -16,7 +16,7 @@
 #ifndef OCSD_EXEC_SB_H
 #define OCSD_EXEC_SB_H
 
-#include "exec.h"
+#include "executor.h"
 #include "sb_exec.h"
 
 struct exec_sb;

@@ -54,7 +54,7 @@
 #include "jobs.h"
 #include "rail_swap.h"
 #include "store.h"
-#include "txn.h"
+#include "txn_driver.h"
 
 struct devices;
 struct fs_state;

@@ -3,7 +3,7 @@
  * transaction at a time on the swaps' own transaction driver, and the
  * start-up programming (or adoption) of the initial port map.
  */
-#include "railswap.h"
+#include "gpu_swaps.h"
 
 #include <errno.h>
 #include <stdio.h>

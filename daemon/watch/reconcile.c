@@ -21,7 +21,7 @@
 #include "devices.h"
 #include "drift.h"
 #include "fabric_state.h"
-#include "exec.h"
+#include "executor.h"
 #include "jobs.h"
 #include "loop.h"
 #include "repair.h"

@@ -23,7 +23,7 @@
 #include "sb_device.h"
 #include "loop.h"
 #include "store.h"
-#include "txn.h"
+#include "txn_driver.h"
 
 /* The pseudo-job a start-up clear's intent is stored under (no job row). */
 #define ADOPT_CLEAR_JOB "ocsd-clear-at-start"

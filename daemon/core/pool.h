@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "exec.h"
+#include "executor.h"
 #include "loop.h"
 #include "ocs_pool.h"
 
