@@ -469,7 +469,7 @@ static void free_spec(struct jm_spec *spec)
 	free((void *)spec->gpus);
 }
 
-static void answer_job(struct api *api, struct nb_call *call, const struct jm_error *err,
+static void answer_job(struct api *api, struct nb_call *call, const struct err_info *err,
 		       const struct jm_job *job, bool created, bool submit)
 {
 	struct arena ar = {0};
@@ -505,7 +505,7 @@ static void answer_job(struct api *api, struct nb_call *call, const struct jm_er
 	ar_free_all(&ar);
 }
 
-static void answer_submit(void *ctx, const struct jm_error *err, const struct jm_job *job,
+static void answer_submit(void *ctx, const struct err_info *err, const struct jm_job *job,
 			  bool created, const struct ocs_xc *xcs, size_t n)
 {
 	struct api_call *ac = ctx;
@@ -523,7 +523,7 @@ static void answer_submit(void *ctx, const struct jm_error *err, const struct jm
 	free(ac);
 }
 
-static void answer_other(void *ctx, const struct jm_error *err, const struct jm_job *job,
+static void answer_other(void *ctx, const struct err_info *err, const struct jm_job *job,
 			 bool created, const struct ocs_xc *xcs, size_t n)
 {
 	struct api_call *ac = ctx;
@@ -568,7 +568,7 @@ static void serve_submit(struct api *api, struct nb_call *call, const void *msg)
 	serve_spec(api, call, msg, jm_submit, answer_submit);
 }
 
-static void answer_plan(void *ctx, const struct jm_error *err, const struct jm_job *job,
+static void answer_plan(void *ctx, const struct err_info *err, const struct jm_job *job,
 			bool created, const struct ocs_xc *xcs, size_t n_xcs)
 {
 	struct api_call *ac = ctx;
@@ -626,7 +626,7 @@ static void serve_plan(struct api *api, struct nb_call *call, const void *msg)
 	serve_spec(api, call, msg, jm_plan, answer_plan);
 }
 
-static void answer_release(void *ctx, const struct jm_error *err, const struct jm_job *job,
+static void answer_release(void *ctx, const struct err_info *err, const struct jm_job *job,
 			   bool created, const struct ocs_xc *xcs, size_t n)
 {
 	struct api_call *ac = ctx;
@@ -656,7 +656,7 @@ static void serve_get_job(struct api *api, struct nb_call *call, const void *msg
 {
 	const Ocs__V1__GetJobRequest *req = msg;
 	const struct jm_job *job = jm_find(api->jm, req->id);
-	struct jm_error err = {JM_NOT_FOUND, "id", ""};
+	struct err_info err = {ERR_NOT_FOUND, "id", ""};
 
 	if (!job) {
 		snprintf(err.message, sizeof(err.message), "no job %s", req->id);

@@ -23,7 +23,7 @@ struct dr_table;
 struct ra;
 struct fs_state;
 struct jm;
-struct jm_error;
+struct err_info;
 struct loop;
 struct mx_registry;
 struct rg_state;
@@ -56,7 +56,7 @@ struct nb_handlers api_handlers(struct api *api);
 /* Fabric limits for request validation. */
 struct nb_limits api_limits(const struct ocsd_config *cfg);
 /* answers call with a job manager error, mapped to gRPC (ra_deps.fail) */
-void api_fail(struct nb_call *call, const struct jm_error *err);
+void api_fail(struct nb_call *call, const struct err_info *err);
 /* Job manager events -> Events.Watch (pass as jm_deps.events). */
 struct jm_events api_job_events(struct api *api);
 /* Reconciliation results -> DriftEvents and drift metrics (recon_deps.events). */

@@ -173,7 +173,7 @@ void api_serve_mark_node(struct api *api, struct nb_call *call, const void *msg)
 	const Ocs__V1__MarkNodeRequest *req = msg;
 	Ocs__V1__MarkNodeResponse r = OCS__V1__MARK_NODE_RESPONSE__INIT;
 	bool faulty = req->condition == OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY;
-	struct jm_error err = {0};
+	struct err_info err = {0};
 	const char *job = NULL;
 	char *jobs[1];
 
@@ -502,7 +502,7 @@ void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 	const Ocs__V1__AdoptCrossConnectsRequest *q = msg;
 	Ocs__V1__AdoptCrossConnectsResponse r = OCS__V1__ADOPT_CROSS_CONNECTS_RESPONSE__INIT;
 	struct adopt_scope scope;
-	struct jm_error err;
+	struct err_info err;
 	struct ocs_xc *xcs = NULL;
 	struct fs_circuit *cs = NULL;
 	struct arena ar = {0};
@@ -604,7 +604,7 @@ void api_serve_clear(struct api *api, struct nb_call *call, const void *msg)
 	const Ocs__V1__ClearCrossConnectsRequest *q = msg;
 	struct clear_call *cc;
 	struct adopt_scope scope;
-	struct jm_error err;
+	struct err_info err;
 	struct txn_change c;
 	char why[400] = "";
 	int rc;

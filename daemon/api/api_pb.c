@@ -40,34 +40,34 @@ Ocs__V1__JobState api_job_state_pb(enum jm_state s)
 	return OCS__V1__JOB_STATE__JOB_STATE_UNSPECIFIED;
 }
 
-static enum nb_code map_status(enum jm_status s)
+static enum nb_code map_status(enum err_status s)
 {
 	switch (s) {
-	case JM_OK:
+	case ERR_OK:
 		return NB_OK;
-	case JM_INVALID:
+	case ERR_INVALID:
 		return NB_INVALID_ARGUMENT;
-	case JM_NOT_FOUND:
+	case ERR_NOT_FOUND:
 		return NB_NOT_FOUND;
-	case JM_EXISTS:
+	case ERR_EXISTS:
 		return NB_ALREADY_EXISTS;
-	case JM_EXHAUSTED:
+	case ERR_EXHAUSTED:
 		return NB_RESOURCE_EXHAUSTED;
-	case JM_PRECONDITION:
+	case ERR_PRECONDITION:
 		return NB_FAILED_PRECONDITION;
-	case JM_UNAVAILABLE:
+	case ERR_UNAVAILABLE:
 		return NB_UNAVAILABLE;
-	case JM_ABORTED:
+	case ERR_ABORTED:
 		return NB_ABORTED;
-	case JM_CANCELLED:
+	case ERR_CANCELLED:
 		return NB_CANCELLED;
-	case JM_INTERNAL:
+	case ERR_INTERNAL:
 		break;
 	}
 	return NB_INTERNAL;
 }
 
-void api_fail(struct nb_call *call, const struct jm_error *err)
+void api_fail(struct nb_call *call, const struct err_info *err)
 {
 	nb_call_fail(call, map_status(err->status), err->field, "%s", err->message);
 }

@@ -111,7 +111,7 @@ static Ocs__V1__RailSwap *build_swap(const struct ra *ra, struct arena *ar,
 	return ar->failed ? NULL : m;
 }
 
-static void answer_swap(void *ctx, const struct jm_error *err, const struct rsw_report *rep)
+static void answer_swap(void *ctx, const struct err_info *err, const struct rsw_report *rep)
 {
 	struct ra_call *rc = ctx;
 	struct ra *ra = rc->ra;

@@ -27,7 +27,7 @@ struct ra_deps {
 	struct rsw *rsw;
 	struct devices *devs;
 	/* answers call with a job manager error (api_pb.c's mapping to gRPC) */
-	void (*fail)(struct nb_call *call, const struct jm_error *err);
+	void (*fail)(struct nb_call *call, const struct err_info *err);
 };
 
 struct ra;

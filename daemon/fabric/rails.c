@@ -11,8 +11,7 @@
 #include <string.h>
 
 #include "fabric_state.h"
-#include "jobs.h"
-#include "jobs_util.h"
+#include "error.h"
 #include "store.h"
 
 struct rl_state {
@@ -167,7 +166,7 @@ int rl_n_faulty(const struct rl_state *rl)
 	return rl->n_faulty;
 }
 
-bool rl_check_job_gpus(void *arg, const int64_t *gpus, size_t n, struct jm_error *err)
+bool rl_check_job_gpus(void *arg, const int64_t *gpus, size_t n, struct err_info *err)
 {
 	const struct rl_state *rl = arg;
 
@@ -177,20 +176,19 @@ bool rl_check_job_gpus(void *arg, const int64_t *gpus, size_t n, struct jm_error
 
 		snprintf(field, sizeof(field), "placement.gpus[%zu].gpu", i);
 		if (g < 0 || g >= rl->n_gpus) {
-			jm_set_error(err, JM_INVALID, field,
-				     "gpu %lld is not a GPU of the fabric (0..%lld)", (long long)g,
-				     (long long)rl->n_gpus - 1);
+			err_set(err, ERR_INVALID, field,
+				"gpu %lld is not a GPU of the fabric (0..%lld)", (long long)g,
+				(long long)rl->n_gpus - 1);
 			return false;
 		}
 		if (rl->faulty[g]) {
-			jm_set_error(err, JM_PRECONDITION, field,
-				     "gpu %lld is faulty (marked by %s); mark it healthy first",
-				     (long long)g, rl->source[g]);
+			err_set(err, ERR_PRECONDITION, field,
+				"gpu %lld is faulty (marked by %s); mark it healthy first",
+				(long long)g, rl->source[g]);
 			return false;
 		}
 		if (rl->port_of[g] == RAIL_NONE) {
-			jm_set_error(
-				err, JM_PRECONDITION, field,
+			err_set(err, ERR_PRECONDITION, field,
 				"gpu %lld (server %d rail %d) is joined to no rail port: it is "
 				"a spare",
 				(long long)g, ocs_rail_gpu_server(&rl->r, g),

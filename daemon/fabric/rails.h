@@ -29,11 +29,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
 #include "fabric.h"
 #include "rail_swap.h"
 
 struct fs_state;
-struct jm_error;
 struct st_store;
 struct rl_state;
 
@@ -81,6 +81,6 @@ int rl_n_faulty(const struct rl_state *rl);
  * and joined to a rail port (FAILED_PRECONDITION), naming the field
  * placement.gpus[i].gpu. Holding by other jobs is the job manager's check.
  */
-bool rl_check_job_gpus(void *arg, const int64_t *gpus, size_t n, struct jm_error *err);
+bool rl_check_job_gpus(void *arg, const int64_t *gpus, size_t n, struct err_info *err);
 
 #endif

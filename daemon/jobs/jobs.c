@@ -285,7 +285,7 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 void jm_start_planning(struct jm *jm, struct job_rt *j)
 {
 	struct jp_task *t;
-	struct jm_error err;
+	struct err_info err;
 	int rc;
 
 	if (j->kind->gpus_only) {
@@ -303,7 +303,7 @@ void jm_start_planning(struct jm *jm, struct job_rt *j)
 	if (j->pub.state != JM_PLANNING)
 		jm_set_state(jm, j, JM_PLANNING, NULL);
 	if (!t) {
-		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+		err_set(&err, ERR_INTERNAL, "", "out of memory");
 		jm_fail_job(jm, j, &err);
 		return;
 	}
@@ -313,8 +313,8 @@ void jm_start_planning(struct jm *jm, struct job_rt *j)
 	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
 	if (rc) {
 		jp_task_free(t);
-		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
-			     strerror(-rc));
+		err_set(&err, ERR_EXHAUSTED, "", "the planner queue is full (%s); try again",
+			strerror(-rc));
 		jm_fail_job(jm, j, &err);
 	}
 }
@@ -346,13 +346,13 @@ static void answer_dry_run(struct jp_task *t)
 		shadow.figures = t->fig;
 		shadow.plan_rings = t->change.rings;
 		shadow.n_plan_rings = t->change.n_rings;
-		if (!t->refused || t->err.status == JM_EXHAUSTED)
+		if (!t->refused || t->err.status == ERR_EXHAUSTED)
 			t->answer(t->ctx, NULL, &shadow, false, NULL, 0);
 		else
 			t->answer(t->ctx, &t->err, NULL, false, NULL, 0);
 		return;
 	}
-	if (t->plan && (!t->refused || t->err.status == JM_EXHAUSTED)) {
+	if (t->plan && (!t->refused || t->err.status == ERR_EXHAUSTED)) {
 		/* A dry run reports what does not fit as figures, not as an error. */
 		shadow.figures = t->fig;
 		t->answer(t->ctx, NULL, &shadow, false, t->added, t->n_added);
@@ -366,7 +366,7 @@ static void plan_done(struct pool_task *pt)
 	struct jp_task *t = OCSD_CONTAINER_OF(pt, struct jp_task, pool);
 	struct jm *jm = t->owner;
 	struct job_rt *j;
-	struct jm_error err = {0};
+	struct err_info err = {0};
 	bool planned = t->kind->rings ? !t->refused : !t->kind_rc && t->rc == 0 && t->plan;
 
 	if (t->dry || t->search_only)
@@ -418,9 +418,8 @@ static void plan_done(struct pool_task *pt)
 		return;
 	}
 	if (t->gen != current_gen(jm) && planned)
-		jm_set_error(&err, JM_UNAVAILABLE, "",
-			     "the fabric changed during each of %d plans; try again",
-			     JM_MAX_REPLANS);
+		err_set(&err, ERR_UNAVAILABLE, "",
+			"the fabric changed during each of %d plans; try again", JM_MAX_REPLANS);
 	else if (t->refused)
 		err = t->err;
 	if (planned || (t->kind->rings && t->fig.has_ring)) {
@@ -428,7 +427,7 @@ static void plan_done(struct pool_task *pt)
 		j->pub.figures = t->fig;
 		t->fig = (struct jm_figures){0};
 	}
-	if (err.status != JM_OK) {
+	if (err.status != ERR_OK) {
 		jp_task_free(t);
 		jm_fail_job(jm, j, &err);
 		return;
@@ -516,12 +515,12 @@ static size_t held_count(const struct jm *jm, const struct job_rt *j)
  */
 static void release_deposed(struct job_rt *j)
 {
-	struct jm_error err;
+	struct err_info err;
 
-	jm_set_error(&err, JM_UNAVAILABLE, "",
-		     "not the leader any more: the release of job %s stays in the store and the "
-		     "new leader settles it; ask the leader (GetJob)",
-		     j->pub.id);
+	err_set(&err, ERR_UNAVAILABLE, "",
+		"not the leader any more: the release of job %s stays in the store and the "
+		"new leader settles it; ask the leader (GetJob)",
+		j->pub.id);
 	jm_settle_failed_release(j, &err);
 }
 
@@ -532,9 +531,9 @@ static void release_deposed(struct job_rt *j)
  * reason.
  */
 static void release_failed(struct jm *jm, struct job_rt *j, bool unproven,
-			   const struct jm_error *why)
+			   const struct err_info *why)
 {
-	struct jm_error err = *why;
+	struct err_info err = *why;
 	size_t n = held_count(jm, j);
 
 	if (!unproven && !j->pub.holding) {
@@ -546,13 +545,12 @@ static void release_failed(struct jm *jm, struct job_rt *j, bool unproven,
 	}
 	jm_set_holding(jm, j, n > 0);
 	if (n)
-		jm_set_error(&err, why->status, why->field,
-			     "release of job %s did not take effect: %s; it still holds its %zu "
-			     "%s%s: release it again",
-			     j->pub.id, why->message, n,
-			     j->kind->rings ? "ring(s)" : "cross-connect(s)",
-			     unproven ? " (what the devices hold is settled once they answer again)"
-				      : "");
+		err_set(&err, why->status, why->field,
+			"release of job %s did not take effect: %s; it still holds its %zu "
+			"%s%s: release it again",
+			j->pub.id, why->message, n, j->kind->rings ? "ring(s)" : "cross-connect(s)",
+			unproven ? " (what the devices hold is settled once they answer again)"
+				 : "");
 	if (jm_set_state(jm, j, JM_FAILED, err.message) == -EPERM)
 		release_deposed(j);
 	else if (unproven)
@@ -574,7 +572,7 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 			       .links = j->change.links,
 			       .n_links = j->change.n_links};
 	struct ocs_xc *mine = NULL;
-	struct jm_error err;
+	struct err_info err;
 	char why[400] = "";
 	int rc;
 
@@ -584,7 +582,7 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 		if (rc == 0)
 			return;
 		jm->txn_job = NULL;
-		jm_set_error(&err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "", "%s", why);
+		err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "", "%s", why);
 		if (j->repair) {
 			log_msg(LOG_ERR, "job %s: the ring repair could not start: %s", j->pub.id,
 				why);
@@ -605,7 +603,7 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 		c = (struct txn_change){
 			.job_id = j->pub.id, .release = true, .removals = mine, .n_removals = n};
 		if (!mine) {
-			jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+			err_set(&err, ERR_INTERNAL, "", "out of memory");
 			release_failed(jm, j, false, &err);
 			return;
 		}
@@ -616,7 +614,7 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 	if (rc == 0)
 		return;
 	jm->txn_job = NULL;
-	jm_set_error(&err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "", "%s", why);
+	err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "", "%s", why);
 	if (release) {
 		release_failed(jm, j, false, &err);
 	} else {
@@ -690,7 +688,7 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	struct jm *jm = arg;
 	struct job_rt *j = jm->txn_job;
 	bool release = j->pub.state == JM_RELEASING;
-	struct jm_error err = {0};
+	struct err_info err = {0};
 
 	jm->txn_job = NULL;
 	if (j->kind->rings && o->store_failed)
@@ -722,14 +720,13 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 settle_state:
 	if (o->result == TXN_ROLLED_BACK || o->result == TXN_REFUSED)
 		/* said once: the driver's message usually says it already */
-		jm_set_error(&err, JM_UNAVAILABLE, "", "devices: %s%s; nothing changed", o->message,
-			     strstr(o->message, "rolled back") ? ""
-							       : "; every device was rolled back");
+		err_set(&err, ERR_UNAVAILABLE, "", "devices: %s%s; nothing changed", o->message,
+			strstr(o->message, "rolled back") ? "" : "; every device was rolled back");
 	else if (o->result == TXN_FAILED)
-		jm_set_error(&err, JM_INTERNAL, "",
-			     "devices: %s; a rollback could not be proven (%zu device(s)): the "
-			     "fabric needs reconciliation",
-			     o->message, o->rollback_failures);
+		err_set(&err, ERR_INTERNAL, "",
+			"devices: %s; a rollback could not be proven (%zu device(s)): the "
+			"fabric needs reconciliation",
+			o->message, o->rollback_failures);
 	if (release && o->result == TXN_CONFIRMED) {
 		jm_set_holding(jm, j, false);
 		jm_set_state(jm, j, JM_RELEASED, NULL);
@@ -889,7 +886,7 @@ static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char 
 }
 
 int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64_t received_us,
-		 const char **affected_job, struct jm_error *err)
+		 const char **affected_job, struct err_info *err)
 {
 	const struct rg_ring *holder;
 	struct job_rt *j = NULL;
@@ -897,17 +894,16 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 
 	*affected_job = NULL;
 	if (!jm->d.rings) {
-		jm_set_error(err, JM_PRECONDITION, "node", "the fabric is not an ocstrx-ring");
+		err_set(err, ERR_PRECONDITION, "node", "the fabric is not an ocstrx-ring");
 		return -1;
 	}
 	if (node < 0 || node >= rg_nodes(jm->d.rings)) {
-		jm_set_error(err, JM_INVALID, "node", "%d is not a node of the domain (0..%d)",
-			     node, rg_nodes(jm->d.rings) - 1);
+		err_set(err, ERR_INVALID, "node", "%d is not a node of the domain (0..%d)", node,
+			rg_nodes(jm->d.rings) - 1);
 		return -1;
 	}
 	if (jm->not_serving) {
-		jm_set_error(err, JM_UNAVAILABLE, "", "%s; nothing changed",
-			     jm->not_serving_reason);
+		err_set(err, ERR_UNAVAILABLE, "", "%s; nothing changed", jm->not_serving_reason);
 		return -1;
 	}
 	holder = rg_holder(jm->d.rings, node);
@@ -925,9 +921,9 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 	if (rg_faulty(jm->d.rings, node) != faulty) {
 		rc = st_fault_set(jm->d.store, node, faulty, source, jm_now_ms(jm));
 		if (rc) {
-			jm_set_error(err, JM_UNAVAILABLE, "",
-				     "cannot store the node's condition (%s); nothing changed",
-				     st_strerror(jm->d.store, rc));
+			err_set(err, ERR_UNAVAILABLE, "",
+				"cannot store the node's condition (%s); nothing changed",
+				st_strerror(jm->d.store, rc));
 			return -1;
 		}
 		rg_set_faulty(jm->d.rings, node, faulty, source, jm_now_ms(jm));
@@ -980,14 +976,14 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 			    void *ctx)
 {
 	struct job_rt *j = jm_job_find(jm, spec->id);
-	struct jm_error err = {0};
+	struct err_info err = {0};
 
 	if (!j && spec->idempotency_key && *spec->idempotency_key) {
 		const struct job_rt *other = strmap_get(&jm->by_key, spec->idempotency_key);
 
 		if (other) {
-			jm_set_error(&err, JM_EXISTS, "idempotency_key", "already used by job %s",
-				     other->pub.id);
+			err_set(&err, ERR_EXISTS, "idempotency_key", "already used by job %s",
+				other->pub.id);
 			answer(ctx, &err, NULL, false, NULL, 0);
 			return true;
 		}
@@ -995,18 +991,17 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 	if (!j)
 		return false;
 	if (j->pub.raw_len != spec->raw_len || memcmp(j->pub.raw, spec->raw, spec->raw_len) != 0) {
-		jm_set_error(&err, JM_EXISTS, "id",
-			     "job %s exists with a different request (state %s)", spec->id,
-			     jm_state_name(j->pub.state));
+		err_set(&err, ERR_EXISTS, "id", "job %s exists with a different request (state %s)",
+			spec->id, jm_state_name(j->pub.state));
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return true;
 	}
 	if (j->pub.state == JM_FAILED && j->pub.holding) {
-		jm_set_error(&err, JM_PRECONDITION, "id",
-			     "job %s still holds %zu %s from a release that did not take effect; "
-			     "release it first",
-			     j->pub.id, held_count(jm, j),
-			     j->kind->rings ? "ring(s)" : "cross-connect(s)");
+		err_set(&err, ERR_PRECONDITION, "id",
+			"job %s still holds %zu %s from a release that did not take effect; "
+			"release it first",
+			j->pub.id, held_count(jm, j),
+			j->kind->rings ? "ring(s)" : "cross-connect(s)");
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return true;
 	}
@@ -1043,7 +1038,7 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 		goto oom;
 	return true;
 oom:
-	jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+	err_set(&err, ERR_INTERNAL, "", "out of memory");
 	answer(ctx, &err, NULL, false, NULL, 0);
 	return true;
 }
@@ -1052,7 +1047,7 @@ oom:
 static void create_job(struct jm *jm, const struct jm_spec *spec, const struct jp_task *search,
 		       jm_answer_fn answer, void *ctx)
 {
-	struct jm_error err = {0};
+	struct err_info err = {0};
 	struct st_job row;
 	struct job_rt *j = calloc(1, sizeof(*j));
 	int rc;
@@ -1099,8 +1094,8 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct j
 	/* Durable before anything else happens: nothing accepted is lost. */
 	rc = st_job_put(jm->d.store, &row);
 	if (rc) {
-		jm_set_error(&err, JM_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
-			     st_strerror(jm->d.store, rc));
+		err_set(&err, ERR_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
+			st_strerror(jm->d.store, rc));
 		free(j->waiters);
 		j->waiters = NULL;
 		/* never seen by anyone: forget it again */
@@ -1117,7 +1112,7 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct j
 	jm_start_planning(jm, j);
 	return;
 oom:
-	jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+	err_set(&err, ERR_INTERNAL, "", "out of memory");
 	answer(ctx, &err, NULL, false, NULL, 0);
 }
 
@@ -1125,7 +1120,7 @@ oom:
 static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer,
 			    void *ctx)
 {
-	struct jm_error err = {0};
+	struct err_info err = {0};
 	struct jp_task *t =
 		new_task(jm, &jm_kind_parallelism, spec->id, jm_planner_of(spec),
 			 spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL, NULL);
@@ -1143,7 +1138,7 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 	}
 	if (!t || !t->sub.id || !t->sub.key || !t->sub.raw) {
 		jp_task_free(t);
-		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+		err_set(&err, ERR_INTERNAL, "", "out of memory");
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
@@ -1152,8 +1147,8 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
 	if (rc) {
 		jp_task_free(t);
-		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
-			     strerror(-rc));
+		err_set(&err, ERR_EXHAUSTED, "", "the planner queue is full (%s); try again",
+			strerror(-rc));
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
@@ -1163,7 +1158,7 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 /* A new submission's workload was searched: refuse it, or create the job with its demand. */
 static void submit_searched(struct jm *jm, struct jp_task *t)
 {
-	struct jm_error err = {0};
+	struct err_info err = {0};
 	struct jm_spec spec = {.id = t->sub.id,
 			       .idempotency_key = t->sub.key,
 			       .planner = t->planner,
@@ -1178,7 +1173,7 @@ static void submit_searched(struct jm *jm, struct jp_task *t)
 		t->answer(t->ctx, &t->kind_err, NULL, false, NULL, 0);
 	} else if (jm->stopping) {
 		/* Nothing was stored: the caller may submit again to the next run. */
-		jm_set_error(&err, JM_UNAVAILABLE, "", "ocsd is shutting down; nothing changed");
+		err_set(&err, ERR_UNAVAILABLE, "", "ocsd is shutting down; nothing changed");
 		t->answer(t->ctx, &err, NULL, false, NULL, 0);
 	} else if (jm_refuse_write(jm, t->answer, t->ctx)) {
 		return;
@@ -1193,7 +1188,7 @@ static void submit_searched(struct jm *jm, struct jp_task *t)
 
 void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx)
 {
-	struct jm_error err = {0};
+	struct err_info err = {0};
 
 	if (submit_existing(jm, spec, answer, ctx) || jm_refuse_write(jm, answer, ctx))
 		return;
@@ -1209,7 +1204,7 @@ void jm_submit(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, v
 
 void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, void *ctx)
 {
-	struct jm_error err = {0};
+	struct err_info err = {0};
 	struct jp_task *t;
 	int rc;
 
@@ -1229,7 +1224,7 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 		     spec->allow_moving_other_jobs, spec->demand, spec->n_demand, spec->workload,
 		     NULL, spec->ring);
 	if (!t) {
-		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+		err_set(&err, ERR_INTERNAL, "", "out of memory");
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
@@ -1239,8 +1234,8 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
 	if (rc) {
 		jp_task_free(t);
-		jm_set_error(&err, JM_EXHAUSTED, "", "the planner queue is full (%s); try again",
-			     strerror(-rc));
+		err_set(&err, ERR_EXHAUSTED, "", "the planner queue is full (%s); try again",
+			strerror(-rc));
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
@@ -1250,10 +1245,10 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
 {
 	struct job_rt *j = jm_job_find(jm, id);
-	struct jm_error err = {0};
+	struct err_info err = {0};
 
 	if (!j) {
-		jm_set_error(&err, JM_NOT_FOUND, "id", "no job %s", id);
+		err_set(&err, ERR_NOT_FOUND, "id", "no job %s", id);
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
@@ -1264,7 +1259,7 @@ void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
 	if (jm_refuse_write(jm, answer, ctx))
 		return;
 	if (jm_add_waiter(j, answer, ctx, false) != 0) {
-		jm_set_error(&err, JM_INTERNAL, "", "out of memory");
+		err_set(&err, ERR_INTERNAL, "", "out of memory");
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return;
 	}
@@ -1317,7 +1312,7 @@ static const struct st_circuit *owner_at(const struct jm *jm, const struct ocs_x
 bool jm_may_take_effect(const struct jm *jm, const struct st_intent *in)
 {
 	const struct job_rt *j = jm_job_find(jm, in->job_id);
-	struct jm_error err;
+	struct err_info err;
 
 	if (!j || j->pub.state != JM_FAILED || j->queued || jm->txn_job == j || j->kind->rings ||
 	    !jm->d.fs)

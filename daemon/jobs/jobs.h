@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "delta_plan.h"
+#include "error.h"
 #include "leafcentric.h"
 #include "txn_driver.h"
 
@@ -54,27 +55,6 @@ enum jm_state {
 };
 
 const char *jm_state_name(enum jm_state s);
-
-enum jm_status {
-	JM_OK = 0,
-	JM_INVALID, /* the request names a bad field */
-	JM_NOT_FOUND,
-	JM_EXISTS,	 /* same id, different request */
-	JM_EXHAUSTED,	 /* no capacity: says what is missing */
-	JM_PRECONDITION, /* e.g. releasing a job that is being programmed */
-	JM_UNAVAILABLE,	 /* devices unreachable or store failing: nothing changed */
-	JM_INTERNAL,
-	/* ocsd stopped before the job settled: it is stored and carried out
-	 * at the next start (GetJob tells the outcome then) */
-	JM_ABORTED,
-	JM_CANCELLED, /* the caller went away before the answer (nothing stored) */
-};
-
-struct jm_error {
-	enum jm_status status;
-	char field[128];
-	char message[512];
-};
 
 /* What DELTA planned for a parallelism demand (one training iteration). */
 struct jm_delta_figures {
@@ -207,7 +187,7 @@ struct jm_job {
  * request was refused before a job existed); plan (dry runs only) the
  * cross-connects the job would get. Called once per request, on the loop.
  */
-typedef void (*jm_answer_fn)(void *ctx, const struct jm_error *err, const struct jm_job *job,
+typedef void (*jm_answer_fn)(void *ctx, const struct err_info *err, const struct jm_job *job,
 			     bool created, const struct ocs_xc *plan_xcs, size_t n_plan_xcs);
 
 struct jm_events {
@@ -267,7 +247,7 @@ struct jm_deps {
 	 * pass this check before it is stored (rails.h rl_check_job_gpus: in
 	 * the fabric, healthy, joined to a rail port); NULL otherwise.
 	 */
-	bool (*gpus_check)(void *ctx, const int64_t *gpus, size_t n, struct jm_error *err);
+	bool (*gpus_check)(void *ctx, const int64_t *gpus, size_t n, struct err_info *err);
 	void *gpus_check_ctx;
 	struct jm_events events;
 };
@@ -304,7 +284,7 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
  * Stops the planning of requests whose caller is gone: gone(ctx) is asked
  * for the ctx of every dry run (jm_plan) and every new parallelism
  * submission still searching (nothing stored yet); a DELTA search of one
- * that is gone stops within a generation and is answered JM_CANCELLED.
+ * that is gone stops within a generation and is answered ERR_CANCELLED.
  * Planning of stored jobs always goes on (they were accepted). The daemon
  * calls it every 100 ms while such requests wait (issue 14 #8).
  */
@@ -320,11 +300,11 @@ bool jm_answering(const struct jm *jm);
  * "adopted" and no demand, its circuits stored through an intent confirmed
  * at once (no device is touched); jm_release() removes them like any job's.
  * The caller checked that they form whole two-way circuits clear of every
- * stored one. 0, or -1 with err (JM_EXISTS: the id is taken; JM_UNAVAILABLE:
+ * stored one. 0, or -1 with err (ERR_EXISTS: the id is taken; ERR_UNAVAILABLE:
  * stopping or the store refused, nothing changed).
  */
 int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
-	     const struct ocs_xc *xcs, size_t n, struct jm_error *err);
+	     const struct ocs_xc *xcs, size_t n, struct err_info *err);
 /*
  * Runs a transaction that is no job's (clearing unowned cross-connects) when
  * none is running; queued jobs wait for it (jm_busy() is true meanwhile). 0:
@@ -375,7 +355,7 @@ int jm_set_ring(struct jm *jm, const char *id, const struct jm_ring_request *req
  * err set (store failed, not a ring domain, node out of range).
  */
 int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64_t received_us,
-		 const char **affected_job, struct jm_error *err);
+		 const char **affected_job, struct err_info *err);
 
 /*
  * Ring domains: repairs (and resets of healed nodes to loopback) whose
@@ -417,8 +397,8 @@ void jm_unproven_settled(struct jm *jm, const struct st_intent *in, bool took_ef
 /*
  * Starts no further transaction (shutdown). Jobs still queued keep their
  * stored state and resume at the next start (jm_recover). jm_free() then
- * answers their waiters JM_ABORTED (the job is stored and will be carried
- * out), never JM_UNAVAILABLE, which means nothing changed (issue 14 #7).
+ * answers their waiters ERR_ABORTED (the job is stored and will be carried
+ * out), never ERR_UNAVAILABLE, which means nothing changed (issue 14 #7).
  */
 void jm_stop(struct jm *jm);
 

@@ -16,7 +16,7 @@
 #include "jobs_util.h"
 
 int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
-	     const struct ocs_xc *xcs, size_t n, struct jm_error *err)
+	     const struct ocs_xc *xcs, size_t n, struct err_info *err)
 {
 	struct job_rt *j;
 	struct st_circuit *adds;
@@ -25,12 +25,12 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 	int rc;
 
 	if (jm->not_serving || jm->stopping) {
-		jm_set_error(err, JM_UNAVAILABLE, "", "%s; nothing changed",
-			     jm->stopping ? "ocsd is shutting down" : jm->not_serving_reason);
+		err_set(err, ERR_UNAVAILABLE, "", "%s; nothing changed",
+			jm->stopping ? "ocsd is shutting down" : jm->not_serving_reason);
 		return -1;
 	}
 	if (jm_job_find(jm, id)) {
-		jm_set_error(err, JM_EXISTS, "job_id", "job %s exists; name a new job", id);
+		err_set(err, ERR_EXISTS, "job_id", "job %s exists; name a new job", id);
 		return -1;
 	}
 	j = calloc(1, sizeof(*j));
@@ -39,7 +39,7 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 	    !(j->pub.raw = malloc(raw_len ? raw_len : 1))) {
 		free(adds);
 		jm_job_free(j);
-		jm_set_error(err, JM_INTERNAL, "", "out of memory");
+		err_set(err, ERR_INTERNAL, "", "out of memory");
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -62,7 +62,7 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 	if (rc) {
 		free(adds);
 		jm_job_free(j);
-		jm_set_error(err, JM_INTERNAL, "", "out of memory");
+		err_set(err, ERR_INTERNAL, "", "out of memory");
 		return -1;
 	}
 	jm_track_live(jm, j, false);
@@ -71,8 +71,8 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 	rc = st_job_put(jm->d.store, &row);
 	if (rc) {
 		free(adds);
-		jm_set_error(err, JM_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
-			     strerror(-rc));
+		err_set(err, ERR_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
+			strerror(-rc));
 		/* never seen by anyone: forget it again (as create_job does) */
 		jm->n_state[j->pub.state]--;
 		jm->n_state[JM_RELEASED]++;
@@ -94,9 +94,9 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 		rc = fs_apply(jm->d.fs, NULL, 0, adds, n);
 	free(adds);
 	if (rc) {
-		jm_set_error(err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "",
-			     "cannot store the adopted circuits (%s); nothing changed",
-			     strerror(rc < 0 ? -rc : rc));
+		err_set(err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
+			"cannot store the adopted circuits (%s); nothing changed",
+			strerror(rc < 0 ? -rc : rc));
 		/* a row may be stored: it holds no circuit, so it is simply failed */
 		jm_set_state(jm, j, JM_FAILED, err->message);
 		return -1;

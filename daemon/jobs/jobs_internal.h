@@ -145,12 +145,12 @@ struct job_rt *jm_dequeue(struct jm *jm);
 /* A waiter answered when j settles. 0 or -ENOMEM. */
 int jm_add_waiter(struct job_rt *j, jm_answer_fn fn, void *ctx, bool created);
 /* Answers every waiter of j (err NULL: success). */
-void jm_settle(struct job_rt *j, const struct jm_error *err);
+void jm_settle(struct job_rt *j, const struct err_info *err);
 /*
  * A release requested during programming failed: the submitters' job
  * became ACTIVE (their request succeeded), only the releasers get err.
  */
-void jm_settle_failed_release(struct job_rt *j, const struct jm_error *err);
+void jm_settle_failed_release(struct job_rt *j, const struct err_info *err);
 /*
  * Invariant 5: no further writes; the daemon reports why. rc: the store's
  * code (-EPERM on etcd: this replica does not lead any more).
@@ -171,7 +171,7 @@ int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const cha
  * in the store and the new leader runs it (jm_recover): its waiters are
  * told that, never err's "nothing changed", which would not be true.
  */
-void jm_fail_job(struct jm *jm, struct job_rt *j, const struct jm_error *err);
+void jm_fail_job(struct jm *jm, struct job_rt *j, const struct err_info *err);
 /* The refusal every write gets once the store failed; true when refused. */
 bool jm_refuse_write(const struct jm *jm, jm_answer_fn answer, void *ctx);
 /*
@@ -180,7 +180,7 @@ bool jm_refuse_write(const struct jm *jm, jm_answer_fn answer, void *ctx);
  * failed write refuses the job (UNAVAILABLE, nothing changed). 0 or -1
  * with err set.
  */
-int jm_store_figures(struct jm *jm, struct job_rt *j, struct jm_error *err);
+int jm_store_figures(struct jm *jm, struct job_rt *j, struct err_info *err);
 /* The list of tasks whose caller may go away (jm_cancel_gone); the task
  * stays the pool's, the list only points at it. */
 void jm_answering_add(struct jm *jm, struct jp_task *t);
@@ -199,11 +199,11 @@ const char *jm_planner_of(const struct jm_spec *spec);
  * holds, and that job. Work grows with the live jobs' GPUs only.
  */
 bool jm_gpus_free(const struct jm *jm, const char *self, const int64_t *gpus, size_t n,
-		  const struct jm_workload *wl, struct jm_error *err);
+		  const struct jm_workload *wl, struct err_info *err);
 /* Copies gpus into job->gpus (none: a workload's stay where they are). 0 or -ENOMEM. */
 int jm_copy_gpus(struct jm_job *job, const int64_t *gpus, size_t n);
 /* Checks a spec against the fabric; field names follow the API's JobSpec. */
-bool jm_check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_error *err);
+bool jm_check_spec(struct jm *jm, const struct jm_spec *spec, struct err_info *err);
 /* The id, key, planner, kind and ring of spec into j (nothing allocated). */
 void jm_copy_spec(struct job_rt *j, const struct jm_spec *spec);
 
@@ -227,7 +227,7 @@ bool jl_holds_leaves(enum jm_state s);
  */
 bool jl_leaves_free(const struct ocs_fabric *f, struct job_rt *const *live, size_t n_live,
 		    const char *self, const struct lc_demand *demand, size_t n,
-		    const struct jm_workload *wl, struct jm_error *err);
+		    const struct jm_workload *wl, struct err_info *err);
 /* The leaf-spine usage of every live job but self (caller frees *out). 0 or -ENOMEM. */
 int jl_others_usage(struct job_rt *const *live, size_t n_live, const char *self,
 		    struct lc_leaf_usage **out, size_t *n_out);

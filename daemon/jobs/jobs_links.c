@@ -62,7 +62,7 @@ static const struct jm_job *unshared_owner(const struct ocs_fabric *f, struct jo
  */
 bool jl_leaves_free(const struct ocs_fabric *f, struct job_rt *const *live, size_t n_live,
 		    const char *self, const struct lc_demand *demand, size_t n,
-		    const struct jm_workload *wl, struct jm_error *err)
+		    const struct jm_workload *wl, struct err_info *err)
 {
 	size_t count = wl ? wl->n_gpus : n;
 
@@ -81,10 +81,10 @@ bool jl_leaves_free(const struct ocs_fabric *f, struct job_rt *const *live, size
 
 			if (!other)
 				continue;
-			jm_set_error(err, JM_EXHAUSTED, "",
-				     "leaf %d is held by job %s (%s), whose leaf-spine links were "
-				     "stored by an older ocsd: its leaves cannot be shared",
-				     leaves[l], other->id, jm_state_name(other->state));
+			err_set(err, ERR_EXHAUSTED, "",
+				"leaf %d is held by job %s (%s), whose leaf-spine links were "
+				"stored by an older ocsd: its leaves cannot be shared",
+				leaves[l], other->id, jm_state_name(other->state));
 			snprintf(err->field, sizeof(err->field),
 				 wl ? "placement.gpus[%zu]" : "leaf_demand.pairs[%zu]", i);
 			return false;

@@ -352,7 +352,7 @@ void jp_plan_leaf(struct jp_task *t)
 /* ---- after the plan (pool side) ---- */
 
 /* Why a plan cannot be applied (true, err set), or false when it can. */
-static bool plan_refusal(const struct jp_task *t, struct jm_error *err)
+static bool plan_refusal(const struct jp_task *t, struct err_info *err)
 {
 	/* A parallelism job's leaf demand is the search's, not the caller's. */
 	const char *demand_field = t->has_delta ? "parallelism" : "leaf_demand";
@@ -365,20 +365,19 @@ static bool plan_refusal(const struct jp_task *t, struct jm_error *err)
 		return true;
 	}
 	if (t->rc == -EINVAL) {
-		jm_set_error(err, t->has_delta ? JM_INTERNAL : JM_INVALID, demand_field,
-			     "the planner refused the %sdemand",
-			     t->has_delta ? "planned leaf " : "");
+		err_set(err, t->has_delta ? ERR_INTERNAL : ERR_INVALID, demand_field,
+			"the planner refused the %sdemand", t->has_delta ? "planned leaf " : "");
 		return true;
 	}
 	if (t->rc) {
-		jm_set_error(err, JM_INTERNAL, "", "planner failed: %s", strerror(-t->rc));
+		err_set(err, ERR_INTERNAL, "", "planner failed: %s", strerror(-t->rc));
 		return true;
 	}
 	if (t->l2_violations) {
-		jm_set_error(err, JM_INTERNAL, "",
-			     "the plan failed the L2 symmetry check (%d violations, first: %s); "
-			     "nothing was touched",
-			     t->l2_violations, t->l2_reason);
+		err_set(err, ERR_INTERNAL, "",
+			"the plan failed the L2 symmetry check (%d violations, first: %s); "
+			"nothing was touched",
+			t->l2_violations, t->l2_reason);
 		return true;
 	}
 	if (t->plan->n_unplaced) {
@@ -387,25 +386,24 @@ static bool plan_refusal(const struct jp_task *t, struct jm_error *err)
 
 		for (size_t i = 0; i < t->plan->n_unplaced; i++)
 			links += u[i].links;
-		jm_set_error(err, JM_EXHAUSTED, demand_field,
-			     "%d link(s) in %zu leaf pair(s) do not fit on the free spine ports%s "
-			     "(first: leaves %d-%d, %d link(s))%s; nothing was touched",
-			     links, t->plan->n_unplaced,
-			     t->n_usage ? " or the uplinks other jobs leave on shared leaves" : "",
-			     u[0].a, u[0].b, u[0].links, drain_note);
+		err_set(err, ERR_EXHAUSTED, demand_field,
+			"%d link(s) in %zu leaf pair(s) do not fit on the free spine ports%s "
+			"(first: leaves %d-%d, %d link(s))%s; nothing was touched",
+			links, t->plan->n_unplaced,
+			t->n_usage ? " or the uplinks other jobs leave on shared leaves" : "",
+			u[0].a, u[0].b, u[0].links, drain_note);
 		return true;
 	}
 	if (t->plan->unrealized_circuits) {
-		jm_set_error(err, JM_EXHAUSTED, demand_field,
-			     "%zu circuit(s) found no free OCS ports (first: pods %d-%d in group "
-			     "%d)%s; nothing was touched",
-			     t->plan->unrealized_circuits, t->plan->unrealized[0].i,
-			     t->plan->unrealized[0].j, t->plan->unrealized[0].h, drain_note);
+		err_set(err, ERR_EXHAUSTED, demand_field,
+			"%zu circuit(s) found no free OCS ports (first: pods %d-%d in group "
+			"%d)%s; nothing was touched",
+			t->plan->unrealized_circuits, t->plan->unrealized[0].i,
+			t->plan->unrealized[0].j, t->plan->unrealized[0].h, drain_note);
 		return true;
 	}
 	if (t->over_leaf >= 0) {
-		jm_set_error(
-			err, JM_EXHAUSTED, demand_field,
+		err_set(err, ERR_EXHAUSTED, demand_field,
 			"leaf %d is shared with other jobs: its uplinks to spine %d would carry %d "
 			"links (tau %d), which polarizes routing; nothing was touched",
 			t->over_leaf, t->over_spine, t->over_load, t->f.tau);
@@ -551,7 +549,7 @@ void jp_work(struct jp_task *t)
 	t->conf_sorted = malloc((t->n_configured ? t->n_configured : 1) * sizeof(*t->conf_sorted));
 	if (!t->conf_sorted) {
 		t->kind_rc = -ENOMEM;
-		jm_set_error(&t->kind_err, JM_INTERNAL, "", "out of memory");
+		err_set(&t->kind_err, ERR_INTERNAL, "", "out of memory");
 	} else {
 		memcpy(t->conf_sorted, t->existing, t->n_configured * sizeof(*t->existing));
 		qsort(t->conf_sorted, t->n_configured, sizeof(*t->conf_sorted), ocs_xc_cmp_in_out);
@@ -564,13 +562,13 @@ void jp_work(struct jp_task *t)
 		return;
 	if (find_added(t) != 0) {
 		t->refused = true;
-		jm_set_error(&t->err, JM_INTERNAL, "", "out of memory");
+		err_set(&t->err, ERR_INTERNAL, "", "out of memory");
 		return;
 	}
 	n_new = t->l2_violations ? 0 : t->refused ? (long)t->n_added : make_change(t);
 	if (n_new < 0) {
 		t->refused = true;
-		jm_set_error(&t->err, JM_INTERNAL, "", "out of memory");
+		err_set(&t->err, ERR_INTERNAL, "", "out of memory");
 		return;
 	}
 	fill_figures(&t->fig, t, (size_t)n_new);

@@ -46,7 +46,7 @@ struct jm_kind {
 	bool gpus_only;
 	/* Loop side: the spec against the fabric; false with err naming the field. */
 	bool (*check)(const struct ocsd_config *cfg, const struct jm_spec *spec,
-		      struct jm_error *err);
+		      struct err_info *err);
 	/* Pool side, pure: plans t (t->plan, or t->kind_rc with t->kind_err). */
 	void (*plan)(struct jp_task *t);
 	/* The kind's own figures, added to the generic ones. */
@@ -138,7 +138,7 @@ struct jp_task {
 	struct jm_ring_request ring;
 	/* results: the kind's */
 	int kind_rc; /* the kind refused before planning (e.g. the DELTA search) */
-	struct jm_error kind_err;
+	struct err_info kind_err;
 	bool has_delta;
 	struct jm_delta_figures delta;
 	bool report_search; /* the search's time goes into this plan's metric */
@@ -156,7 +156,7 @@ struct jp_task {
 	char l2_reason[200];
 	/* results: what jp_work concluded */
 	bool refused;
-	struct jm_error err; /* why, when refused */
+	struct err_info err; /* why, when refused */
 	struct jp_change change;
 	struct ocs_xc *added; /* new cross-connects (dry runs show them) */
 	size_t n_added;

@@ -118,7 +118,7 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 
 void jm_free(struct jm *jm)
 {
-	struct jm_error err;
+	struct err_info err;
 
 	if (!jm)
 		return;
@@ -131,13 +131,13 @@ void jm_free(struct jm *jm)
 		 * start (jm_recover), so "nothing changed" (UNAVAILABLE) would be
 		 * untrue: its callers learn that it goes on (issue 14 #7).
 		 */
-		jm_set_error(&err, JM_ABORTED, "",
-			     "ocsd is shutting down: job %s is stored (%s) and is carried out "
-			     "when ocsd starts again; GetJob tells its outcome then%s",
-			     j->pub.id, jm_state_name(j->pub.state),
-			     j->release_requested ? " (a release asked for while it was "
-						    "programmed is not kept: release it again)"
-						  : "");
+		err_set(&err, ERR_ABORTED, "",
+			"ocsd is shutting down: job %s is stored (%s) and is carried out "
+			"when ocsd starts again; GetJob tells its outcome then%s",
+			j->pub.id, jm_state_name(j->pub.state),
+			j->release_requested ? " (a release asked for while it was "
+					       "programmed is not kept: release it again)"
+					     : "");
 		jm_settle(j, &err);
 		jm_job_free(j);
 	}

@@ -68,7 +68,7 @@ static const int64_t *gpus_of(const int64_t *gpus, size_t n, const struct jm_wor
  * holds, and that job. Work grows with the live jobs' GPUs only.
  */
 bool jm_gpus_free(const struct jm *jm, const char *self, const int64_t *gpus, size_t n,
-		  const struct jm_workload *wl, struct jm_error *err)
+		  const struct jm_workload *wl, struct err_info *err)
 {
 	const int64_t *mine = gpus_of(gpus, n, wl, &n);
 	int64_t *sorted;
@@ -77,7 +77,7 @@ bool jm_gpus_free(const struct jm *jm, const char *self, const int64_t *gpus, si
 		return true;
 	sorted = malloc(n * sizeof(*sorted));
 	if (!sorted) {
-		jm_set_error(err, JM_INTERNAL, "", "out of memory");
+		err_set(err, ERR_INTERNAL, "", "out of memory");
 		return false;
 	}
 	memcpy(sorted, mine, n * sizeof(*sorted));
@@ -96,9 +96,9 @@ bool jm_gpus_free(const struct jm *jm, const char *self, const int64_t *gpus, si
 				continue;
 			for (at = 0; mine[at] != theirs[g]; at++)
 				;
-			jm_set_error(err, JM_PRECONDITION, "",
-				     "gpu %lld is held by job %s (%s); release it first",
-				     (long long)theirs[g], o->id, jm_state_name(o->state));
+			err_set(err, ERR_PRECONDITION, "",
+				"gpu %lld is held by job %s (%s); release it first",
+				(long long)theirs[g], o->id, jm_state_name(o->state));
 			snprintf(err->field, sizeof(err->field), "placement.gpus[%zu].gpu", at);
 			free(sorted);
 			return false;
@@ -126,7 +126,7 @@ int jm_copy_gpus(struct jm_job *job, const int64_t *gpus, size_t n)
 }
 
 /* Checks a spec against the fabric; field names follow the API's JobSpec. */
-bool jm_check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_error *err)
+bool jm_check_spec(struct jm *jm, const struct jm_spec *spec, struct err_info *err)
 {
 	const struct jm_kind *kind = jm_spec_kind(spec);
 	const char *planner = spec->planner && *spec->planner ? spec->planner : NULL;
@@ -141,21 +141,21 @@ bool jm_check_spec(struct jm *jm, const struct jm_spec *spec, struct jm_error *e
 		       jm_gpus_free(jm, spec->id ? spec->id : "", spec->gpus, spec->n_gpus, NULL,
 				    err);
 	if (jm->d.gpus_check) {
-		jm_set_error(err, JM_PRECONDITION, spec->workload ? "parallelism" : "leaf_demand",
-			     "the fabric is a rail-ocs: a job is its GPUs (placement.gpus)");
+		err_set(err, ERR_PRECONDITION, spec->workload ? "parallelism" : "leaf_demand",
+			"the fabric is a rail-ocs: a job is its GPUs (placement.gpus)");
 		return false;
 	}
 	if (jm->d.rings) {
-		jm_set_error(err, JM_PRECONDITION, spec->workload ? "parallelism" : "leaf_demand",
-			     "the fabric is an ocstrx-ring: jobs ask for rings (ring)");
+		err_set(err, ERR_PRECONDITION, spec->workload ? "parallelism" : "leaf_demand",
+			"the fabric is an ocstrx-ring: jobs ask for rings (ring)");
 		return false;
 	}
 	if (planner && (!p || p->demand != kind->demand)) {
 		char list[200];
 
 		planner_list(kind, list, sizeof(list));
-		jm_set_error(err, JM_INVALID, "options.planner", "\"%s\" does not plan %s (%s)",
-			     planner, kind->demand_name, list);
+		err_set(err, ERR_INVALID, "options.planner", "\"%s\" does not plan %s (%s)",
+			planner, kind->demand_name, list);
 		return false;
 	}
 	if (!kind->check(jm->d.cfg, spec, err))

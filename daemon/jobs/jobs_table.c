@@ -249,7 +249,7 @@ int jm_add_waiter(struct job_rt *j, jm_answer_fn fn, void *ctx, bool created)
 }
 
 /* Answers every waiter of j (err NULL: success). */
-void jm_settle(struct job_rt *j, const struct jm_error *err)
+void jm_settle(struct job_rt *j, const struct err_info *err)
 {
 	struct waiter *w = j->waiters;
 
@@ -267,7 +267,7 @@ void jm_settle(struct job_rt *j, const struct jm_error *err)
  * A release requested during programming failed: the submitters' job
  * became ACTIVE (their request succeeded), only the releasers get err.
  */
-void jm_settle_failed_release(struct job_rt *j, const struct jm_error *err)
+void jm_settle_failed_release(struct job_rt *j, const struct err_info *err)
 {
 	struct waiter *w = j->waiters;
 
@@ -364,18 +364,18 @@ void jm_set_holding(struct jm *jm, struct job_rt *j, bool holding)
  * in the store and the new leader runs it (jm_recover): its waiters are
  * told that, never err's "nothing changed", which would not be true.
  */
-void jm_fail_job(struct jm *jm, struct job_rt *j, const struct jm_error *err)
+void jm_fail_job(struct jm *jm, struct job_rt *j, const struct err_info *err)
 {
 	char reason[sizeof(err->field) + sizeof(err->message) + 4];
-	struct jm_error deposed;
+	struct err_info deposed;
 
 	snprintf(reason, sizeof(reason), "%s%s%s", err->field, err->field[0] ? ": " : "",
 		 err->message);
 	if (jm_set_state(jm, j, JM_FAILED, reason) == -EPERM) {
-		jm_set_error(&deposed, JM_UNAVAILABLE, "",
-			     "not the leader any more: job %s stays accepted in the store and the "
-			     "new leader runs it; ask the leader (GetJob)",
-			     j->pub.id);
+		err_set(&deposed, ERR_UNAVAILABLE, "",
+			"not the leader any more: job %s stays accepted in the store and the "
+			"new leader runs it; ask the leader (GetJob)",
+			j->pub.id);
 		jm_settle(j, &deposed);
 		return;
 	}
@@ -385,11 +385,11 @@ void jm_fail_job(struct jm *jm, struct job_rt *j, const struct jm_error *err)
 /* The refusal every write gets once the store failed; true when refused. */
 bool jm_refuse_write(const struct jm *jm, jm_answer_fn answer, void *ctx)
 {
-	struct jm_error err;
+	struct err_info err;
 
 	if (!jm->not_serving)
 		return false;
-	jm_set_error(&err, JM_UNAVAILABLE, "", "%s; nothing changed", jm->not_serving_reason);
+	err_set(&err, ERR_UNAVAILABLE, "", "%s; nothing changed", jm->not_serving_reason);
 	answer(ctx, &err, NULL, false, NULL, 0);
 	return true;
 }
@@ -400,7 +400,7 @@ bool jm_refuse_write(const struct jm *jm, jm_answer_fn answer, void *ctx)
  * failed write refuses the job (UNAVAILABLE, nothing changed). 0 or -1
  * with err set.
  */
-int jm_store_figures(struct jm *jm, struct job_rt *j, struct jm_error *err)
+int jm_store_figures(struct jm *jm, struct job_rt *j, struct err_info *err)
 {
 	char *text = jm_figures_encode(&j->pub.figures);
 	int rc = text ? st_figures_put(jm->d.store, j->pub.id, text) : -ENOMEM;
@@ -408,8 +408,8 @@ int jm_store_figures(struct jm *jm, struct job_rt *j, struct jm_error *err)
 	free(text);
 	if (rc == 0)
 		return 0;
-	jm_set_error(err, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "",
-		     "cannot store the plan's figures (%s); nothing changed", strerror(-rc));
+	err_set(err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
+		"cannot store the plan's figures (%s); nothing changed", strerror(-rc));
 	return -1;
 }
 

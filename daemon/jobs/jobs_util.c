@@ -4,7 +4,6 @@
  */
 #include "jobs_util.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,18 +27,6 @@ bool jm_state_parse(const char *name, enum jm_state *out)
 			return true;
 		}
 	return false;
-}
-
-void jm_set_error(struct jm_error *e, enum jm_status status, const char *field, const char *fmt,
-		  ...)
-{
-	va_list ap;
-
-	e->status = status;
-	snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
-	va_start(ap, fmt);
-	vsnprintf(e->message, sizeof(e->message), fmt, ap);
-	va_end(ap);
 }
 
 void jm_figures_clear(struct jm_figures *fig)

@@ -11,18 +11,18 @@
 #include "jobs_util.h"
 
 static bool leaf_check(const struct ocsd_config *cfg, const struct jm_spec *spec,
-		       struct jm_error *err)
+		       struct err_info *err)
 {
 	struct lc_problem p;
 
 	if (spec->n_demand == 0) {
-		jm_set_error(err, JM_INVALID, "leaf_demand.pairs", "the job asks for no links");
+		err_set(err, ERR_INVALID, "leaf_demand.pairs", "the job asks for no links");
 		return false;
 	}
 	if (lc_validate(&cfg->fabric, spec->demand, spec->n_demand, NULL, 0, &p, 1) > 0) {
 		const char *idx = strchr(p.field, '[');
 
-		jm_set_error(err, JM_INVALID, "", "%s", p.reason);
+		err_set(err, ERR_INVALID, "", "%s", p.reason);
 		snprintf(err->field, sizeof(err->field), "leaf_demand.pairs%s", idx ? idx : "");
 		return false;
 	}

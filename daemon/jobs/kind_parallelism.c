@@ -138,16 +138,16 @@ static void parallelism_plan(struct jp_task *t)
 			t->kind_rc = rc;
 			delta_field(derr.field, field, sizeof(field));
 			if (rc == -EINVAL)
-				jm_set_error(&t->kind_err, JM_INVALID, field, "%s", derr.reason);
+				err_set(&t->kind_err, ERR_INVALID, field, "%s", derr.reason);
 			else if (rc == -ECANCELED)
-				jm_set_error(&t->kind_err, JM_CANCELLED, "",
-					     "the caller went away: the search stopped");
+				err_set(&t->kind_err, ERR_CANCELLED, "",
+					"the caller went away: the search stopped");
 			else if (rc == -ENOSPC)
-				jm_set_error(&t->kind_err, JM_EXHAUSTED, field,
-					     "%s; nothing was touched", derr.reason);
+				err_set(&t->kind_err, ERR_EXHAUSTED, field,
+					"%s; nothing was touched", derr.reason);
 			else
-				jm_set_error(&t->kind_err, JM_INTERNAL, "",
-					     "DELTA planner failed: %s", strerror(-rc));
+				err_set(&t->kind_err, ERR_INTERNAL, "", "DELTA planner failed: %s",
+					strerror(-rc));
 			return;
 		}
 		free(t->demand);
@@ -166,14 +166,13 @@ static void parallelism_plan(struct jp_task *t)
  * where a refusal is a bug, not the caller's.
  */
 static bool parallelism_check(const struct ocsd_config *cfg, const struct jm_spec *spec,
-			      struct jm_error *err)
+			      struct err_info *err)
 {
 	struct lc_problem p;
 
 	if (spec->n_demand &&
 	    lc_validate(&cfg->fabric, spec->demand, spec->n_demand, NULL, 0, &p, 1) > 0) {
-		jm_set_error(err, JM_INTERNAL, "", "the planned leaf demand is invalid: %s",
-			     p.reason);
+		err_set(err, ERR_INTERNAL, "", "the planned leaf demand is invalid: %s", p.reason);
 		return false;
 	}
 	return true;

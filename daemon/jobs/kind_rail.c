@@ -15,18 +15,18 @@
 #include "jobs_util.h"
 
 static bool rail_check(const struct ocsd_config *cfg, const struct jm_spec *spec,
-		       struct jm_error *err)
+		       struct err_info *err)
 {
 	int64_t n_gpus = ocs_rail_gpus(&cfg->rail);
 
 	if (cfg->kind != CFG_RAIL_OCS) {
-		jm_set_error(err, JM_PRECONDITION, "placement", "the fabric is %s, not a rail-ocs",
-			     cfg_kind_name(cfg->kind));
+		err_set(err, ERR_PRECONDITION, "placement", "the fabric is %s, not a rail-ocs",
+			cfg_kind_name(cfg->kind));
 		return false;
 	}
 	if (spec->n_gpus == 0) {
-		jm_set_error(err, JM_INVALID, "placement.gpus",
-			     "required: the job's GPUs (server * %d + rail)", cfg->rail.rails);
+		err_set(err, ERR_INVALID, "placement.gpus",
+			"required: the job's GPUs (server * %d + rail)", cfg->rail.rails);
 		return false;
 	}
 	for (size_t i = 0; i < spec->n_gpus; i++)
@@ -34,9 +34,9 @@ static bool rail_check(const struct ocsd_config *cfg, const struct jm_spec *spec
 			char field[64];
 
 			snprintf(field, sizeof(field), "placement.gpus[%zu].gpu", i);
-			jm_set_error(err, JM_INVALID, field,
-				     "gpu %lld is not a GPU of the fabric (0..%lld)",
-				     (long long)spec->gpus[i], (long long)n_gpus - 1);
+			err_set(err, ERR_INVALID, field,
+				"gpu %lld is not a GPU of the fabric (0..%lld)",
+				(long long)spec->gpus[i], (long long)n_gpus - 1);
 			return false;
 		}
 	return true;

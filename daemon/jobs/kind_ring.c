@@ -17,37 +17,36 @@
 #include "jobs_util.h"
 
 static bool ring_check(const struct ocsd_config *cfg, const struct jm_spec *spec,
-		       struct jm_error *err)
+		       struct err_info *err)
 {
 	const struct jm_ring_request *r = spec->ring;
 	const struct ocs_ring_domain *d = &cfg->ring;
 	enum hbd_orch orch;
 
 	if (cfg->kind != CFG_OCSTRX_RING) {
-		jm_set_error(err, JM_PRECONDITION, "ring", "the fabric is %s, not an ocstrx-ring",
-			     cfg_kind_name(cfg->kind));
+		err_set(err, ERR_PRECONDITION, "ring", "the fabric is %s, not an ocstrx-ring",
+			cfg_kind_name(cfg->kind));
 		return false;
 	}
 	if (r->tp <= 0 || r->tp % d->gpus_per_node != 0) {
-		jm_set_error(err, JM_INVALID, "ring.tp",
-			     "%d is not a multiple of the %d GPUs per node", r->tp,
-			     d->gpus_per_node);
+		err_set(err, ERR_INVALID, "ring.tp", "%d is not a multiple of the %d GPUs per node",
+			r->tp, d->gpus_per_node);
 		return false;
 	}
 	if (r->gpus < 0 || r->gpus % r->tp != 0 || r->gpus > ocs_ring_gpus(d)) {
-		jm_set_error(err, JM_INVALID, "ring.gpus",
-			     "%lld is not a multiple of tp %d within the domain's %lld GPUs",
-			     (long long)r->gpus, r->tp, (long long)ocs_ring_gpus(d));
+		err_set(err, ERR_INVALID, "ring.gpus",
+			"%lld is not a multiple of tp %d within the domain's %lld GPUs",
+			(long long)r->gpus, r->tp, (long long)ocs_ring_gpus(d));
 		return false;
 	}
 	if (r->rings < 0 || (r->rings && r->gpus)) {
-		jm_set_error(err, JM_INVALID, "ring.rings", "%d: give gpus or rings, not both",
-			     r->rings);
+		err_set(err, ERR_INVALID, "ring.rings", "%d: give gpus or rings, not both",
+			r->rings);
 		return false;
 	}
 	if (r->orchestration[0] && hbd_orch_parse(r->orchestration, &orch) != 0) {
-		jm_set_error(err, JM_INVALID, "ring.orchestration",
-			     "\"%s\" is not dcn-free, fat-tree or greedy", r->orchestration);
+		err_set(err, ERR_INVALID, "ring.orchestration",
+			"\"%s\" is not dcn-free, fat-tree or greedy", r->orchestration);
 		return false;
 	}
 	return true;
@@ -71,22 +70,22 @@ static void ring_plan(struct jp_task *t)
 
 	t->refused = true;
 	if (jr_request(&t->ring, &t->domain, &req) != 0) {
-		jm_set_error(&t->err, JM_INVALID, "ring.orchestration", "unknown orchestration");
+		err_set(&t->err, ERR_INVALID, "ring.orchestration", "unknown orchestration");
 		return;
 	}
 	rc = hbd_plan(&t->domain, t->use, &req, &p, &e);
 	p.plan_us = clk_mono_us(t->clock) - start;
 	if (rc == -ENOSPC) {
-		jm_set_error(&t->err, JM_EXHAUSTED, t->ring.gpus ? "ring.gpus" : "ring.rings",
-			     "%d ring(s) of %d nodes needed, %d available: %s", p.rings_needed,
-			     t->ring.tp / t->domain.gpus_per_node, p.rings_available, e.reason);
+		err_set(&t->err, ERR_EXHAUSTED, t->ring.gpus ? "ring.gpus" : "ring.rings",
+			"%d ring(s) of %d nodes needed, %d available: %s", p.rings_needed,
+			t->ring.tp / t->domain.gpus_per_node, p.rings_available, e.reason);
 	} else if (rc == -EINVAL) {
-		jm_set_error(&t->err, JM_INVALID, "", "%s", e.reason);
+		err_set(&t->err, ERR_INVALID, "", "%s", e.reason);
 		ring_field(e.field, t->err.field, sizeof(t->err.field));
 	} else if (rc) {
-		jm_set_error(&t->err, JM_INTERNAL, "", "ring plan: %s", strerror(-rc));
+		err_set(&t->err, ERR_INTERNAL, "", "ring plan: %s", strerror(-rc));
 	} else if (jr_plan_change(&t->domain, &p, &t->change) != 0) {
-		jm_set_error(&t->err, JM_INTERNAL, "", "out of memory");
+		err_set(&t->err, ERR_INTERNAL, "", "out of memory");
 	} else {
 		t->refused = false;
 	}

@@ -269,7 +269,7 @@ static void name_xc(const struct ocs_fabric *f, const struct devices *devs, cons
 static bool selectable(const struct ocs_fabric *f, const struct dr_table *t,
 		       const struct fs_state *fs, const struct devices *devs,
 		       const struct ocs_xc *x, bool clear, struct ocs_xc *p, bool *has_p,
-		       struct jm_error *err)
+		       struct err_info *err)
 {
 	const struct st_circuit *c;
 	char a[96], b[96];
@@ -279,33 +279,32 @@ static bool selectable(const struct ocs_fabric *f, const struct dr_table *t,
 	if (*has_p)
 		name_xc(f, devs, p, b, sizeof(b));
 	if (!clear && !(*has_p && dr_is_unowned(t, p))) {
-		jm_set_error(err, JM_PRECONDITION, "scope",
-			     "%s is one-way (%s%s is not on the devices): it cannot be adopted; "
-			     "clear it",
-			     a, *has_p ? "its other half " : "it has no other half",
-			     *has_p ? b : "");
+		err_set(err, ERR_PRECONDITION, "scope",
+			"%s is one-way (%s%s is not on the devices): it cannot be adopted; "
+			"clear it",
+			a, *has_p ? "its other half " : "it has no other half", *has_p ? b : "");
 		return false;
 	}
 	if (clear && *has_p && fs_contains(fs, p)) {
-		jm_set_error(err, JM_PRECONDITION, "scope",
-			     "%s is the other half of a circuit of a job (%s): never clear half of "
-			     "a job's circuit; release the job",
-			     a, b);
+		err_set(err, ERR_PRECONDITION, "scope",
+			"%s is the other half of a circuit of a job (%s): never clear half of "
+			"a job's circuit; release the job",
+			a, b);
 		return false;
 	}
 	/* its ports (the input alone for a clear: removals go by input) */
 	if ((c = stored_on(f, fs, x)) && (!clear || c->xc.in == x->in)) {
-		jm_set_error(err, JM_PRECONDITION, "scope",
-			     "%s collides with job %s's cross-connect %d->%d on that device; "
-			     "release the job first",
-			     a, c->job_id, c->xc.in, c->xc.out);
+		err_set(err, ERR_PRECONDITION, "scope",
+			"%s collides with job %s's cross-connect %d->%d on that device; "
+			"release the job first",
+			a, c->job_id, c->xc.in, c->xc.out);
 		return false;
 	}
 	if (!clear && (c = stored_on(f, fs, p))) {
-		jm_set_error(err, JM_PRECONDITION, "scope",
-			     "%s collides with job %s's cross-connect %d->%d on that device; "
-			     "release the job first",
-			     b, c->job_id, c->xc.in, c->xc.out);
+		err_set(err, ERR_PRECONDITION, "scope",
+			"%s collides with job %s's cross-connect %d->%d on that device; "
+			"release the job first",
+			b, c->job_id, c->xc.in, c->xc.out);
 		return false;
 	}
 	*has_p = *has_p && dr_is_unowned(t, p);
@@ -314,7 +313,7 @@ static bool selectable(const struct ocs_fabric *f, const struct dr_table *t,
 
 int adopt_select(const struct dr_table *t, const struct fs_state *fs, const struct devices *devs,
 		 const struct ocs_fabric *f, const struct adopt_scope *scope, bool clear,
-		 struct ocs_xc **out, size_t *n, struct jm_error *err)
+		 struct ocs_xc **out, size_t *n, struct err_info *err)
 {
 	size_t cap = 2 * dr_count(t) + 2, k = 0;
 	struct ocs_xc *sel = malloc(cap * sizeof(*sel));
@@ -324,7 +323,7 @@ int adopt_select(const struct dr_table *t, const struct fs_state *fs, const stru
 	*out = NULL;
 	*n = 0;
 	if (!sel) {
-		jm_set_error(err, JM_INTERNAL, "", "out of memory");
+		err_set(err, ERR_INTERNAL, "", "out of memory");
 		return -1;
 	}
 	for (int id = first; id <= last; id++) {
@@ -351,15 +350,14 @@ int adopt_select(const struct dr_table *t, const struct fs_state *fs, const stru
 	if (k == 0) {
 		free(sel);
 		if (scope->has_ports)
-			jm_set_error(
-				err, JM_NOT_FOUND, "scope.in_port",
+			err_set(err, ERR_NOT_FOUND, "scope.in_port",
 				"%s holds no unowned cross-connect %d->%d (ListDrift lists them)",
 				dev_name(devs, scope->device), scope->in, scope->out);
 		else
-			jm_set_error(err, JM_NOT_FOUND, "scope.device",
-				     "no unowned cross-connect%s%s (ListDrift lists them)",
-				     scope->device < 0 ? "" : " on ",
-				     scope->device < 0 ? "" : dev_name(devs, scope->device));
+			err_set(err, ERR_NOT_FOUND, "scope.device",
+				"no unowned cross-connect%s%s (ListDrift lists them)",
+				scope->device < 0 ? "" : " on ",
+				scope->device < 0 ? "" : dev_name(devs, scope->device));
 		return -1;
 	}
 	qsort(sel, k, sizeof(*sel), ocs_xc_cmp_in_out);

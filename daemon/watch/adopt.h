@@ -86,6 +86,6 @@ struct adopt_scope {
  */
 int adopt_select(const struct dr_table *t, const struct fs_state *fs, const struct devices *devs,
 		 const struct ocs_fabric *f, const struct adopt_scope *scope, bool clear,
-		 struct ocs_xc **out, size_t *n, struct jm_error *err);
+		 struct ocs_xc **out, size_t *n, struct err_info *err);
 
 #endif

@@ -44,7 +44,7 @@ struct flt_msg {
 
 static void mark(struct faults *f, int node, int64_t received_us)
 {
-	struct jm_error err = {0};
+	struct err_info err = {0};
 	const char *job = NULL;
 
 	if (jm_mark_node(f->d.jm, node, true, "device", received_us, &job, &err) != 0)

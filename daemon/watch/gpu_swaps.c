@@ -74,11 +74,11 @@ struct rsw *rsw_new(const struct rsw_deps *deps)
 	return s;
 }
 
-static void answer_error(struct rsw_req *q, enum jm_status st, const char *field, const char *msg)
+static void answer_error(struct rsw_req *q, enum err_status st, const char *field, const char *msg)
 {
-	struct jm_error err;
+	struct err_info err;
 
-	jm_set_error(&err, st, field, "%s", msg);
+	err_set(&err, st, field, "%s", msg);
 	if (q->answer)
 		q->answer(q->ctx, &err, NULL);
 }
@@ -91,11 +91,11 @@ void rsw_free(struct rsw *s)
 		struct rsw_req *q = s->head;
 
 		s->head = q->next;
-		answer_error(q, JM_UNAVAILABLE, "", "ocsd is shutting down");
+		answer_error(q, ERR_UNAVAILABLE, "", "ocsd is shutting down");
 		free(q);
 	}
 	if (s->cur) /* its transaction is gone with the driver */
-		answer_error(s->cur, JM_UNAVAILABLE, "", "ocsd is shutting down");
+		answer_error(s->cur, ERR_UNAVAILABLE, "", "ocsd is shutting down");
 	free(s->cur);
 	rail_swap_result_clear(&s->res);
 	free(s->cur_moves);
@@ -262,7 +262,7 @@ static void swap_done(void *arg, const struct txn_outcome *o)
 	struct rsw *s = arg;
 	struct rsw_req *q = s->cur;
 	struct rsw_report rep = report_of(s);
-	struct jm_error err = {0};
+	struct err_info err = {0};
 
 	s->busy = false;
 	rep.txn_id = o->txn_id;
@@ -313,19 +313,18 @@ static void swap_done(void *arg, const struct txn_outcome *o)
 			q->answer(q->ctx, NULL, &rep);
 	} else {
 		if (o->store_failed)
-			jm_set_error(&err, JM_UNAVAILABLE, "gpu",
-				     "the swap's outcome could not be stored (%s); recovery sets "
-				     "store and devices right at the next start",
-				     o->store_error);
+			err_set(&err, ERR_UNAVAILABLE, "gpu",
+				"the swap's outcome could not be stored (%s); recovery sets "
+				"store and devices right at the next start",
+				o->store_error);
 		else
-			jm_set_error(&err, JM_UNAVAILABLE, "gpu",
-				     "the swap's transaction %s (%s)%s",
-				     o->result == TXN_FAILED ? "failed and its rollback could not "
-							       "be proven"
-							     : "was rolled back",
-				     o->message ? o->message : "",
-				     o->result == TXN_FAILED ? "; reconciliation reports the drift"
-							     : "; nothing changed");
+			err_set(&err, ERR_UNAVAILABLE, "gpu", "the swap's transaction %s (%s)%s",
+				o->result == TXN_FAILED ? "failed and its rollback could not "
+							  "be proven"
+							: "was rolled back",
+				o->message ? o->message : "",
+				o->result == TXN_FAILED ? "; reconciliation reports the drift"
+							: "; nothing changed");
 		log_msg(LOG_ERR, "gpu %lld: %s%s", (long long)s->res.failed_gpu, err.message,
 			q->replace ? "" : "; tried again in a second");
 		if (q->answer)
@@ -364,14 +363,14 @@ static int build_change(struct rsw *s)
 }
 
 /* A refusal of the current request: answered, and for a fault logged once. */
-static void refuse(struct rsw *s, enum jm_status st, const char *msg)
+static void refuse(struct rsw *s, enum err_status st, const char *msg)
 {
 	struct rsw_req *q = s->cur;
 	struct rsw_report rep = report_of(s);
-	struct jm_error err;
+	struct err_info err;
 	int64_t gpu = q->gpu;
 
-	jm_set_error(&err, st, "gpu", "%s", msg);
+	err_set(&err, st, "gpu", "%s", msg);
 	if (!q->replace && !s->quiet[gpu]) {
 		s->quiet[gpu] = 1;
 		log_msg(LOG_ERR,
@@ -404,7 +403,7 @@ static void start_swap(struct rsw *s)
 			snprintf(why, sizeof(why),
 				 "cannot store the GPU's condition (%s); nothing changed",
 				 strerror(-rc));
-			answer_error(q, JM_UNAVAILABLE, "gpu", why);
+			answer_error(q, ERR_UNAVAILABLE, "gpu", why);
 			clear_current(s);
 			return;
 		}
@@ -417,7 +416,7 @@ static void start_swap(struct rsw *s)
 	}
 	if (!s->ready) {
 		snprintf(why, sizeof(why), "the rail port map is not on the devices: %s", s->why);
-		answer_error(q, JM_PRECONDITION, "gpu", why);
+		answer_error(q, ERR_PRECONDITION, "gpu", why);
 		clear_current(s);
 		return;
 	}
@@ -431,7 +430,7 @@ static void start_swap(struct rsw *s)
 	rc = flags ? rail_swap(&s->r, rl_map(s->d.rl), flags, q->gpu, &s->res) : -ENOMEM;
 	free(flags);
 	if (rc) {
-		answer_error(q, rc == -ENOMEM ? JM_INTERNAL : JM_INVALID, "gpu",
+		answer_error(q, rc == -ENOMEM ? ERR_INTERNAL : ERR_INVALID, "gpu",
 			     rc == -ENOMEM ? "out of memory" : "not a GPU of the fabric");
 		clear_current(s);
 		return;
@@ -443,7 +442,7 @@ static void start_swap(struct rsw *s)
 		if (rc) {
 			snprintf(why, sizeof(why), "cannot store the GPU's condition (%s)",
 				 strerror(-rc));
-			answer_error(q, JM_UNAVAILABLE, "gpu", why);
+			answer_error(q, ERR_UNAVAILABLE, "gpu", why);
 		} else if (q->answer) {
 			struct rsw_report rep = report_of(s);
 
@@ -458,17 +457,17 @@ static void start_swap(struct rsw *s)
 			 "program it; undrain it first%s",
 			 (long long)q->gpu, dev_name(s->d.devs, group), group,
 			 q->replace ? "" : " (the GPU is marked faulty and swapped out then)");
-		refuse(s, JM_PRECONDITION, why);
+		refuse(s, ERR_PRECONDITION, why);
 		clear_current(s);
 		return;
 	}
 	if (s->res.kind == RAIL_SWAP_REFUSED) {
-		refuse(s, JM_EXHAUSTED, s->res.reason);
+		refuse(s, ERR_EXHAUSTED, s->res.reason);
 		clear_current(s);
 		return;
 	}
 	if (build_change(s) != 0) {
-		answer_error(q, JM_INTERNAL, "", "out of memory");
+		answer_error(q, ERR_INTERNAL, "", "out of memory");
 		clear_current(s);
 		return;
 	}
@@ -490,7 +489,7 @@ static void start_swap(struct rsw *s)
 	rc = s->d.txn_start(s->d.txn_ctx, &c, swap_done, s, why, sizeof(why));
 	if (rc) {
 		s->busy = false;
-		answer_error(q, rc == -ENOMEM ? JM_INTERNAL : JM_UNAVAILABLE, "gpu", why);
+		answer_error(q, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "gpu", why);
 		clear_current(s);
 	}
 }
@@ -515,7 +514,7 @@ static void enqueue(struct rsw *s, int64_t gpu, bool replace, const char *source
 	if (!q) {
 		struct rsw_req tmp = {.answer = answer, .ctx = ctx};
 
-		answer_error(&tmp, JM_INTERNAL, "", "out of memory");
+		answer_error(&tmp, ERR_INTERNAL, "", "out of memory");
 		return;
 	}
 	*q = (struct rsw_req){.gpu = gpu,
@@ -537,7 +536,7 @@ void rsw_replace(struct rsw *s, int64_t gpu, const char *source, rsw_answer_fn a
 	struct rsw_req q = {.answer = answer, .ctx = ctx};
 
 	if (gpu < 0 || gpu >= s->n_gpus) {
-		answer_error(&q, JM_INVALID, "gpu", "not a GPU of the fabric");
+		answer_error(&q, ERR_INVALID, "gpu", "not a GPU of the fabric");
 		return;
 	}
 	enqueue(s, gpu, true, source, clk_mono_us(NULL), answer, ctx);
@@ -573,7 +572,7 @@ static void defer_mark(struct rsw *s, int64_t gpu, bool faulty, const char *sour
 	if (!q) {
 		struct rsw_req tmp = {.answer = answer, .ctx = ctx};
 
-		answer_error(&tmp, JM_INTERNAL, "", "out of memory");
+		answer_error(&tmp, ERR_INTERNAL, "", "out of memory");
 		return;
 	}
 	*q = (struct rsw_req){.gpu = gpu,
@@ -601,7 +600,7 @@ void rsw_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source, int64
 	int rc;
 
 	if (gpu < 0 || gpu >= s->n_gpus) {
-		answer_error(&q, JM_INVALID, "gpu", "not a GPU of the fabric");
+		answer_error(&q, ERR_INVALID, "gpu", "not a GPU of the fabric");
 		return;
 	}
 	if (mark_waits(s, gpu)) {
@@ -612,7 +611,7 @@ void rsw_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source, int64
 	if (rc) {
 		snprintf(why, sizeof(why), "cannot store the GPU's condition (%s); nothing changed",
 			 strerror(-rc));
-		answer_error(&q, JM_UNAVAILABLE, "gpu", why);
+		answer_error(&q, ERR_UNAVAILABLE, "gpu", why);
 		return;
 	}
 	if (!faulty || rl_gpu_port(s->d.rl, gpu) == RAIL_NONE) {

@@ -77,7 +77,7 @@ struct rsw_report {
 };
 
 /* The answer to a request: err NULL on success; rep NULL when it was refused before rail_swap. */
-typedef void (*rsw_answer_fn)(void *ctx, const struct jm_error *err, const struct rsw_report *rep);
+typedef void (*rsw_answer_fn)(void *ctx, const struct err_info *err, const struct rsw_report *rep);
 
 struct rsw_events {
 	void *ctx;

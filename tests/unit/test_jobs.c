@@ -47,7 +47,7 @@ static void test_submit_to_active(void **state)
 	assert_int_equal(stored_state(f, "j1"), JM_ACTIVE);
 	assert_int_equal(j->updated_ms - j->created_ms, 2500); /* virtual time */
 	assert_int_equal(f->n_answers, 1);
-	assert_int_equal(f->answers[0].err.status, JM_OK);
+	assert_int_equal(f->answers[0].err.status, ERR_OK);
 	assert_true(f->answers[0].created);
 	assert_int_equal(f->answers[0].state, JM_ACTIVE);
 	assert_int_equal(fs_count(f->fs), 4);
@@ -75,12 +75,12 @@ static void test_idempotency(void **state)
 	assert_int_equal(f->answers[2].state, JM_ACTIVE);
 	assert_false(f->answers[2].created);
 	jm_submit(f->jm, &other, on_answer, f);
-	assert_int_equal(f->answers[3].err.status, JM_EXISTS);
+	assert_int_equal(f->answers[3].err.status, ERR_EXISTS);
 	assert_string_equal(f->answers[3].err.field, "idempotency_key");
 	changed.raw = "j1 changed";
 	changed.raw_len = strlen(changed.raw);
 	jm_submit(f->jm, &changed, on_answer, f);
-	assert_int_equal(f->answers[4].err.status, JM_EXISTS);
+	assert_int_equal(f->answers[4].err.status, ERR_EXISTS);
 	assert_string_equal(f->answers[4].err.field, "id");
 	assert_int_equal(f->n_txns, 1);
 	assert_int_equal(jm_count(f->jm), 1);
@@ -99,7 +99,7 @@ static void test_bad_input_creates_nothing(void **state)
 	wrong_planner.planner = "delta-fast";
 	jm_submit(f->jm, &wrong_planner, on_answer, f);
 	assert_int_equal(f->n_answers, 3);
-	assert_int_equal(f->answers[0].err.status, JM_INVALID);
+	assert_int_equal(f->answers[0].err.status, ERR_INVALID);
 	assert_string_equal(f->answers[0].err.field, "leaf_demand.pairs[0]");
 	assert_string_equal(f->answers[1].err.field, "leaf_demand.pairs");
 	assert_string_equal(f->answers[2].err.field, "options.planner");
@@ -127,7 +127,7 @@ static void test_does_not_fit_fails_untouched(void **state)
 	assert_int_equal(job(f, "big")->state, JM_FAILED);
 	assert_int_equal(stored_state(f, "big"), JM_FAILED);
 	assert_int_equal(f->n_answers, 1);
-	assert_int_equal(f->answers[0].err.status, JM_EXHAUSTED);
+	assert_int_equal(f->answers[0].err.status, ERR_EXHAUSTED);
 	assert_string_equal(f->answers[0].err.field, "leaf_demand");
 	assert_int_equal(f->n_txns, 0);
 	assert_int_equal(fs_count(f->fs), 16); /* full's circuits only */
@@ -144,7 +144,7 @@ static void test_drained_devices(void **state)
 	jm_submit(f->jm, &s, on_answer, f);
 	run_plans(f);
 	assert_int_equal(job(f, "dr")->state, JM_FAILED);
-	assert_int_equal(f->answers[0].err.status, JM_EXHAUSTED);
+	assert_int_equal(f->answers[0].err.status, ERR_EXHAUSTED);
 	assert_non_null(strstr(f->answers[0].err.message, "do not fit"));
 	assert_int_equal(f->n_txns, 0);
 	/* undrained, the same request runs again and fits */
@@ -178,7 +178,7 @@ static void test_drain_holds_when_moving_other_jobs(void **state)
 	jm_submit(f->jm, &b, on_answer, f);
 	run_plans(f);
 	if (job(f, "b")->state == JM_FAILED) {
-		assert_int_equal(f->answers[1].err.status, JM_EXHAUSTED);
+		assert_int_equal(f->answers[1].err.status, ERR_EXHAUSTED);
 		return;
 	}
 	assert_true(f->txn_open);
@@ -201,7 +201,7 @@ static void test_dry_run(void **state)
 	jm_plan(f->jm, &s, on_answer, f);
 	assert_int_equal(run_plans(f), 1);
 	assert_int_equal(f->n_answers, 1);
-	assert_int_equal(f->answers[0].err.status, JM_OK);
+	assert_int_equal(f->answers[0].err.status, ERR_OK);
 	assert_int_equal(f->answers[0].n_plan_xcs, 4);
 	assert_null(jm_find(f->jm, "dry"));
 	assert_int_equal(f->n_txns, 0);
@@ -238,12 +238,12 @@ static void test_engine_outcomes(void **state)
 	submit_to_txn(f, "rb");
 	finish_txn(f, TXN_ROLLED_BACK, false);
 	assert_int_equal(job(f, "rb")->state, JM_FAILED);
-	assert_int_equal(f->answers[0].err.status, JM_UNAVAILABLE);
+	assert_int_equal(f->answers[0].err.status, ERR_UNAVAILABLE);
 	assert_non_null(strstr(f->answers[0].err.message, "rolled back"));
 	submit_to_txn(f, "fl");
 	finish_txn(f, TXN_FAILED, false);
 	assert_int_equal(job(f, "fl")->state, JM_FAILED);
-	assert_int_equal(f->answers[1].err.status, JM_INTERNAL);
+	assert_int_equal(f->answers[1].err.status, ERR_INTERNAL);
 	assert_non_null(strstr(f->answers[1].err.message, "reconciliation"));
 	/* the engine refuses to start (the intent could not be stored) */
 	f->txn_refuses = EIO;
@@ -258,7 +258,7 @@ static void test_engine_outcomes(void **state)
 	run_plans(f);
 	assert_int_equal(job(f, "ns")->state, JM_FAILED);
 	assert_int_equal(stored_state(f, "ns"), JM_FAILED);
-	assert_int_equal(f->answers[2].err.status, JM_UNAVAILABLE);
+	assert_int_equal(f->answers[2].err.status, ERR_UNAVAILABLE);
 	assert_int_equal(fs_count(f->fs), 0);
 	/* a FAILED job submitted again runs again */
 	f->txn_refuses = 0;
@@ -273,7 +273,7 @@ static void test_engine_outcomes(void **state)
 	run_plans(f);
 	finish_txn(f, TXN_CONFIRMED, false);
 	assert_int_equal(job(f, "ns")->state, JM_ACTIVE);
-	assert_int_equal(f->answers[3].err.status, JM_OK);
+	assert_int_equal(f->answers[3].err.status, ERR_OK);
 }
 
 static void test_release(void **state)
@@ -289,18 +289,18 @@ static void test_release(void **state)
 	/* a release the devices roll back leaves the job ACTIVE */
 	finish_txn(f, TXN_ROLLED_BACK, false);
 	assert_int_equal(job(f, "r")->state, JM_ACTIVE);
-	assert_int_equal(f->answers[1].err.status, JM_UNAVAILABLE);
+	assert_int_equal(f->answers[1].err.status, ERR_UNAVAILABLE);
 	jm_release(f->jm, "r", on_answer, f);
 	finish_txn(f, TXN_CONFIRMED, false);
 	assert_int_equal(job(f, "r")->state, JM_RELEASED);
 	assert_int_equal(stored_state(f, "r"), JM_RELEASED);
-	assert_int_equal(f->answers[2].err.status, JM_OK);
+	assert_int_equal(f->answers[2].err.status, ERR_OK);
 	assert_int_equal(fs_count(f->fs), 0);
 	/* again: answered at once */
 	jm_release(f->jm, "r", on_answer, f);
 	assert_int_equal(f->answers[3].state, JM_RELEASED);
 	jm_release(f->jm, "nope", on_answer, f);
-	assert_int_equal(f->answers[4].err.status, JM_NOT_FOUND);
+	assert_int_equal(f->answers[4].err.status, ERR_NOT_FOUND);
 }
 
 static void test_release_before_and_during_programming(void **state)
@@ -328,7 +328,7 @@ static void test_release_before_and_during_programming(void **state)
 	assert_int_equal(job(f, "q")->state, JM_RELEASED);
 	assert_int_equal(f->n_answers, 4);
 	for (size_t i = 2; i < 4; i++) {
-		assert_int_equal(f->answers[i].err.status, JM_OK);
+		assert_int_equal(f->answers[i].err.status, ERR_OK);
 		assert_int_equal(f->answers[i].state, JM_RELEASED);
 	}
 	assert_int_equal(fs_count(f->fs), 0);
@@ -342,8 +342,8 @@ static void test_release_before_and_during_programming(void **state)
 	assert_int_equal(job(f, "s")->state, JM_ACTIVE);
 	assert_int_equal(f->n_answers, 6);
 	/* waiters are answered newest first: the releaser, then the submitter */
-	assert_int_equal(f->answers[4].err.status, JM_UNAVAILABLE);
-	assert_int_equal(f->answers[5].err.status, JM_OK);
+	assert_int_equal(f->answers[4].err.status, ERR_UNAVAILABLE);
+	assert_int_equal(f->answers[5].err.status, ERR_OK);
 	assert_int_equal(f->answers[5].state, JM_ACTIVE);
 	assert_true(f->answers[5].created);
 }
@@ -357,7 +357,7 @@ static void test_store_write_refused_creates_nothing(void **state)
 	       "SELECT RAISE(ABORT, 'injected'); END;");
 	jm_submit(f->jm, &s, on_answer, f);
 	assert_int_equal(f->n_answers, 1);
-	assert_int_equal(f->answers[0].err.status, JM_UNAVAILABLE);
+	assert_int_equal(f->answers[0].err.status, ERR_UNAVAILABLE);
 	assert_non_null(strstr(f->answers[0].err.message, "cannot store the job"));
 	assert_null(jm_find(f->jm, "x"));
 	assert_int_equal(f->n_tasks, 0);
@@ -381,21 +381,21 @@ static void test_store_write_fails_mid_flight(void **state)
 	/* the devices changed: the job becomes ACTIVE, the store cannot say so */
 	finish_txn(f, TXN_CONFIRMED, false);
 	assert_int_equal(job(f, "m")->state, JM_ACTIVE);
-	assert_int_equal(f->answers[0].err.status, JM_OK);
+	assert_int_equal(f->answers[0].err.status, ERR_OK);
 	assert_false(jm_serving(f->jm, &why));
 	assert_non_null(strstr(why, "cannot store state ACTIVE"));
 	assert_true(f->store_failed_seen);
 	/* no further writes, each refused with the reason */
 	jm_submit(f->jm, &later, on_answer, f);
-	assert_int_equal(f->answers[1].err.status, JM_UNAVAILABLE);
+	assert_int_equal(f->answers[1].err.status, ERR_UNAVAILABLE);
 	assert_non_null(strstr(f->answers[1].err.message, "serves no writes"));
 	jm_release(f->jm, "m", on_answer, f);
-	assert_int_equal(f->answers[2].err.status, JM_UNAVAILABLE);
+	assert_int_equal(f->answers[2].err.status, ERR_UNAVAILABLE);
 	assert_null(jm_find(f->jm, "later"));
 	/* reads and dry runs still work */
 	jm_plan(f->jm, &later, on_answer, f);
 	run_plans(f);
-	assert_int_equal(f->answers[3].err.status, JM_OK);
+	assert_int_equal(f->answers[3].err.status, ERR_OK);
 	sql(f, "DROP TRIGGER no_update;");
 }
 
@@ -417,10 +417,10 @@ static void test_planner_queue_full(void **state)
 	f->pool_refuses = EAGAIN;
 	jm_submit(f->jm, &s, on_answer, f);
 	assert_int_equal(job(f, "qf")->state, JM_FAILED);
-	assert_int_equal(f->answers[0].err.status, JM_EXHAUSTED);
+	assert_int_equal(f->answers[0].err.status, ERR_EXHAUSTED);
 	assert_non_null(strstr(f->answers[0].err.message, "planner queue is full"));
 	jm_plan(f->jm, &s, on_answer, f);
-	assert_int_equal(f->answers[1].err.status, JM_EXHAUSTED);
+	assert_int_equal(f->answers[1].err.status, ERR_EXHAUSTED);
 }
 
 /* A client that went away: its answer still comes exactly once, others are unaffected. */
@@ -428,7 +428,7 @@ struct gone {
 	int answered;
 };
 
-static void on_gone_answer(void *ctx, const struct jm_error *err, const struct jm_job *job,
+static void on_gone_answer(void *ctx, const struct err_info *err, const struct jm_job *job,
 			   bool created, const struct ocs_xc *plan_xcs, size_t n_plan_xcs)
 {
 	(void)err, (void)job, (void)created, (void)plan_xcs, (void)n_plan_xcs;
@@ -463,7 +463,7 @@ static void test_shutdown_mid_plan_resumes(void **state)
 	jm_free(f->jm);
 	assert_int_equal(f->n_answers, 1);
 	/* stored and resumed at the next start: not UNAVAILABLE (issue 14 #7) */
-	assert_int_equal(f->answers[0].err.status, JM_ABORTED);
+	assert_int_equal(f->answers[0].err.status, ERR_ABORTED);
 	assert_non_null(strstr(f->answers[0].err.message, "carried out when ocsd starts again"));
 	assert_int_equal(stored_state(f, "sd"), JM_PROGRAMMING);
 	/* the next run plans it again and takes it to ACTIVE */
@@ -551,7 +551,7 @@ static void test_many_jobs_index(void **state)
 		assert_true((jm_find(f->jm, ids[i]) != NULL) == (i % 2 == 1));
 		jm_submit(f->jm, &s, on_answer, f);
 		if (i % 2) {
-			assert_int_equal(f->answers[0].err.status, JM_EXISTS);
+			assert_int_equal(f->answers[0].err.status, ERR_EXISTS);
 			f->n_answers = 0;
 		} else {
 			jm_release(f->jm, "other", on_answer, f);
@@ -648,7 +648,7 @@ static void test_ring_submit_release(void **state)
 				       .raw_len = 4};
 
 		jm_submit(f->jm, &leaf, on_answer, f);
-		assert_int_equal(f->answers[1].err.status, JM_PRECONDITION);
+		assert_int_equal(f->answers[1].err.status, ERR_PRECONDITION);
 	}
 	/* more rings than the domain has nodes: RESOURCE_EXHAUSTED, nothing touched */
 	{
@@ -658,7 +658,7 @@ static void test_ring_submit_release(void **state)
 		jm_submit(f->jm, &b, on_answer, f);
 		run_plans(f);
 		assert_false(f->txn_open);
-		assert_int_equal(f->answers[2].err.status, JM_EXHAUSTED);
+		assert_int_equal(f->answers[2].err.status, ERR_EXHAUSTED);
 		assert_string_equal(f->answers[2].err.field, "ring.rings");
 	}
 	jm_release(f->jm, "r1", on_answer, f);
@@ -686,7 +686,7 @@ static void test_ring_fault_repair(void **state)
 	struct fx *f = *state;
 	struct jm_ring_request r = {.tp = 16, .rings = 2};
 	struct jm_spec s1 = ring_spec("a", &r), s2 = ring_spec("b", &r);
-	struct jm_error err = {0};
+	struct err_info err = {0};
 	const char *affected = NULL;
 	const struct rg_ring *ring;
 	int victim, before[4];
@@ -760,7 +760,7 @@ static void test_ring_fault_repair(void **state)
 	assert_int_equal(rg_faulty(f->rings, victim), false);
 	/* out of range */
 	assert_int_equal(jm_mark_node(f->jm, 64, true, "operator", 0, &affected, &err), -1);
-	assert_int_equal(err.status, JM_INVALID);
+	assert_int_equal(err.status, ERR_INVALID);
 }
 
 /* A drained node gets no new ring: the plan goes around it. */
@@ -787,7 +787,7 @@ static void test_ring_restart_repairs(void **state)
 	struct fx *f = *state;
 	struct jm_ring_request r = {.tp = 16, .rings = 1};
 	struct jm_spec s = ring_spec("c", &r);
-	struct jm_error err = {0};
+	struct err_info err = {0};
 	const char *affected = NULL;
 	const struct rg_ring *ring;
 	int victim;
@@ -861,17 +861,17 @@ static void test_rail_jobs(void **state)
 
 	s = rail_spec("r2", g12, 2);
 	jm_submit(f->jm, &s, on_answer, f);
-	check_refusal(f, JM_PRECONDITION, "placement.gpus[0].gpu", "held by job r1");
+	check_refusal(f, ERR_PRECONDITION, "placement.gpus[0].gpu", "held by job r1");
 	s = rail_spec("r2", g8, 1);
 	jm_submit(f->jm, &s, on_answer, f);
-	check_refusal(f, JM_PRECONDITION, "placement.gpus[0].gpu", "spare");
+	check_refusal(f, ERR_PRECONDITION, "placement.gpus[0].gpu", "spare");
 	rl_set_faulty(f->rl, 3, true, "operator", 7);
 	s = rail_spec("r2", g3, 1);
 	jm_submit(f->jm, &s, on_answer, f);
-	check_refusal(f, JM_PRECONDITION, "placement.gpus[0].gpu", "faulty");
+	check_refusal(f, ERR_PRECONDITION, "placement.gpus[0].gpu", "faulty");
 	s = spec_of("r2", NULL, small_demand, 1);
 	jm_submit(f->jm, &s, on_answer, f);
-	check_refusal(f, JM_PRECONDITION, "leaf_demand", "rail-ocs");
+	check_refusal(f, ERR_PRECONDITION, "leaf_demand", "rail-ocs");
 	assert_null(jm_find(f->jm, "r2"));
 	assert_false(f->txn_open);
 

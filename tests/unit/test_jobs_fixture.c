@@ -192,7 +192,7 @@ void finish_txn(struct fx *f, enum txn_result result, bool store_failed)
 	f->done(f->done_arg, &o);
 }
 
-void on_answer(void *ctx, const struct jm_error *err, const struct jm_job *job, bool created,
+void on_answer(void *ctx, const struct err_info *err, const struct jm_job *job, bool created,
 	       const struct ocs_xc *plan_xcs, size_t n_plan_xcs)
 {
 	struct fx *f = ctx;
@@ -453,9 +453,9 @@ const struct jm_job *job(struct fx *f, const char *id)
 }
 
 /* The last answer's error: status and a word of its message, and its field. */
-void check_refusal(struct fx *f, enum jm_status st, const char *field, const char *word)
+void check_refusal(struct fx *f, enum err_status st, const char *field, const char *word)
 {
-	const struct jm_error *e = &f->answers[f->n_answers - 1].err;
+	const struct err_info *e = &f->answers[f->n_answers - 1].err;
 
 	assert_int_equal(e->status, st);
 	assert_string_equal(e->field, field);

@@ -28,7 +28,7 @@
 #define MAX_ANSWERS 16
 
 struct answer {
-	struct jm_error err;
+	struct err_info err;
 	enum jm_state state; /* of the job answered with (0: none) */
 	bool created;
 	size_t n_plan_xcs;
@@ -94,7 +94,7 @@ size_t run_plans(struct fx *f);
  * failed). */
 void finish_txn(struct fx *f, enum txn_result result, bool store_failed);
 /* The answer callback: records the answer in f->answers (ctx is the struct fx). */
-void on_answer(void *ctx, const struct jm_error *err, const struct jm_job *job, bool created,
+void on_answer(void *ctx, const struct err_info *err, const struct jm_job *job, bool created,
 	       const struct ocs_xc *plan_xcs, size_t n_plan_xcs);
 
 /* Runs SQL on a second connection to the store (fault injection). */
@@ -111,7 +111,7 @@ struct jm_spec spec_of(const char *id, const char *key, const struct lc_demand *
 /* Job id in memory (the test fails if it is not there). */
 const struct jm_job *job(struct fx *f, const char *id);
 /* The last answer's error: status and a word of its message, and its field. */
-void check_refusal(struct fx *f, enum jm_status st, const char *field, const char *word);
+void check_refusal(struct fx *f, enum err_status st, const char *field, const char *word);
 /* Submits id and takes it to PROGRAMMING with its transaction open. */
 void submit_to_txn(struct fx *f, const char *id);
 

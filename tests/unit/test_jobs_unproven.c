@@ -101,9 +101,9 @@ static void test_release_not_proven(void **state)
 	assert_non_null(strstr(f->answers[f->n_answers - 1].err.message, "release it again"));
 	assert_int_equal(fs_count(f->fs), 4);
 	jm_submit(f->jm, &other, on_answer, f);
-	check_refusal(f, JM_PRECONDITION, "placement.gpus[0].gpu", "held by job u (FAILED)");
+	check_refusal(f, ERR_PRECONDITION, "placement.gpus[0].gpu", "held by job u (FAILED)");
 	jm_submit(f->jm, &s, on_answer, f);
-	check_refusal(f, JM_PRECONDITION, "id", "release it first");
+	check_refusal(f, ERR_PRECONDITION, "id", "release it first");
 	assert_int_equal(jm_forget(f->jm, "u"), -EBUSY);
 
 	/* the devices came back at the pre-image: it still holds them */
@@ -133,7 +133,7 @@ static void test_release_not_proven(void **state)
 	assert_int_equal(job(f, "u")->state, JM_FAILED);
 	assert_true(job(f, "u")->holding);
 	jm_submit(f->jm, &other, on_answer, f);
-	check_refusal(f, JM_PRECONDITION, "placement.gpus[0].gpu", "held by job u (FAILED)");
+	check_refusal(f, ERR_PRECONDITION, "placement.gpus[0].gpu", "held by job u (FAILED)");
 
 	/* the devices came back at the target: the release took effect */
 	settle_failed(f, true);

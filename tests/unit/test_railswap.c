@@ -69,7 +69,7 @@ struct fx {
 	void *done_arg;
 	/* the last swap answer */
 	int answers;
-	struct jm_error err;
+	struct err_info err;
 	bool has_err;
 	enum rail_swap_kind kind;
 	int swapped_events, gpu_events;
@@ -141,7 +141,7 @@ static int no_plans(void *ctx, struct pool_task *t)
 	return -EINVAL;
 }
 
-static void on_swap(void *ctx, const struct jm_error *err, const struct rsw_report *rep)
+static void on_swap(void *ctx, const struct err_info *err, const struct rsw_report *rep)
 {
 	struct fx *f = ctx;
 
@@ -170,7 +170,7 @@ static void ev_gpu(void *ctx, int64_t gpu, bool faulty, const char *source)
 	((struct fx *)ctx)->gpu_events++;
 }
 
-static void on_job_answer(void *ctx, const struct jm_error *err, const struct jm_job *job,
+static void on_job_answer(void *ctx, const struct err_info *err, const struct jm_job *job,
 			  bool created, const struct ocs_xc *xcs, size_t n)
 {
 	(void)ctx;
@@ -181,7 +181,7 @@ static void on_job_answer(void *ctx, const struct jm_error *err, const struct jm
 	assert_int_equal(job->state, JM_ACTIVE);
 }
 
-static void on_job_released(void *ctx, const struct jm_error *err, const struct jm_job *job,
+static void on_job_released(void *ctx, const struct err_info *err, const struct jm_job *job,
 			    bool created, const struct ocs_xc *xcs, size_t n)
 {
 	(void)ctx;
@@ -406,7 +406,7 @@ static void test_swaps(void **state)
 	rsw_replace(f->rsw, 0, "scheduler", on_swap, f);
 	assert_false(f->open);
 	assert_true(f->has_err);
-	assert_int_equal(f->err.status, JM_EXHAUSTED);
+	assert_int_equal(f->err.status, ERR_EXHAUSTED);
 	assert_non_null(strstr(f->err.message, "no idle GPU in server 0"));
 	assert_false(rl_faulty(f->rl, 0));
 	assert_int_equal(rows(f, "SELECT COUNT(*) FROM intents"), intents);
@@ -418,7 +418,7 @@ static void test_swaps(void **state)
 	rsw_replace(f->rsw, 13, "scheduler", on_swap, f);
 	finish(f, TXN_ROLLED_BACK);
 	assert_true(f->has_err);
-	assert_int_equal(f->err.status, JM_UNAVAILABLE);
+	assert_int_equal(f->err.status, ERR_UNAVAILABLE);
 	assert_false(rl_faulty(f->rl, 13));
 	check_map(f, map);
 	assert_memory_equal(map, before, sizeof(map));
