@@ -428,7 +428,7 @@ static int start_reconciliation(struct od *od)
 				.devs = od->devs,
 				.drift = od->drift,
 				.events = api_recon_events(od->api),
-				.busy = od->rsw ? rsw_busy : NULL,
+				.busy = od->rsw ? gsw_busy : NULL,
 				.busy_ctx = od->rsw};
 	struct timeval tv = {(time_t)od->opts->reconcile_interval_s, 0};
 	struct rep_deps pd = {.devs = od->devs, .jm = od->jm, .events = api_repair_events(od->api)};
@@ -575,7 +575,7 @@ static void phase_teardown(struct od *od)
 	if (od->loop)
 		loop_run_posted(od->loop);
 	rep_free(od->repair); /* its transaction's outcome was taken above */
-	rsw_free(od->rsw);    /* answers requests still waiting */
+	gsw_free(od->rsw);    /* answers requests still waiting */
 	txn_driver_free(od->txn);
 	txn_driver_free(od->rail_txn);
 	nb_server_destroy(od->server);
@@ -870,7 +870,7 @@ static void on_repair_timer(evutil_socket_t fd, short what, void *arg)
 	struct od *od = arg;
 
 	if (od->rsw)
-		rsw_retry(od->rsw);
+		gsw_retry(od->rsw);
 	else if (od->jm)
 		jm_retry_repairs(od->jm);
 }
@@ -884,7 +884,7 @@ static int start_faults(struct od *od)
 {
 	struct sb_device_config *dc = calloc((size_t)od->cfg->n_devices + 1, sizeof(*dc));
 	struct flt_deps fd = {od->loop, od->exec,   od->rsw ? NULL : od->jm,
-			      od->devs, od->driver, od->rsw ? rsw_port_state : NULL,
+			      od->devs, od->driver, od->rsw ? gsw_port_state : NULL,
 			      od->rsw};
 	int rc = dc ? 0 : -ENOMEM;
 
@@ -1031,8 +1031,8 @@ static int start_jobs(struct od *od)
 		return rc;
 	warm_start(od);
 	{
-		struct rec_deps rd = {&od->cfg->fabric, od->store, od->fs,
-				      od->devs,		NULL,	   od->rings};
+		struct recov_deps rd = {&od->cfg->fabric, od->store, od->fs,
+					od->devs,	  NULL,	     od->rings};
 		struct txn_deps td = {.fabric = &od->cfg->fabric,
 				      .fs = od->fs,
 				      .store = od->store,
@@ -1048,7 +1048,7 @@ static int start_jobs(struct od *od)
 				      .rollback_timeout_ms =
 					      (int)od->cfg->access.rollback_timeout_ms};
 
-		rc = rec_resolve_open(&rd);
+		rc = recov_resolve_open(&rd);
 		if (rc) {
 			log_msg(LOG_ERR, "recovery of open transactions failed: %s", strerror(-rc));
 			return rc;
@@ -1057,13 +1057,13 @@ static int start_jobs(struct od *od)
 		if (!od->txn)
 			return -ENOMEM;
 		/* rail-OCS fabrics: the swaps adopt or program the initial port
-		 * map themselves (railswap.h) */
+		 * map themselves (gpu_swaps.h) */
 		if (od->fs && !od->rl && (rc = check_existing(od)) != 0)
 			return rc;
 		if (od->rl) {
 			/* The swaps' own driver: rail jobs program nothing (kind_rail.c),
 			 * so the jobs' driver never touches a device. */
-			struct rsw_deps sd = {.cfg = od->cfg,
+			struct gsw_deps sd = {.cfg = od->cfg,
 					      .store = od->store,
 					      .fs = od->fs,
 					      .rl = od->rl,
@@ -1072,7 +1072,7 @@ static int start_jobs(struct od *od)
 					      .events = ra_events(od->ra)};
 
 			sd.txn_ctx = od->rail_txn = txn_driver_new(&td);
-			od->rsw = od->rail_txn ? rsw_new(&sd) : NULL;
+			od->rsw = od->rail_txn ? gsw_new(&sd) : NULL;
 			if (!od->rsw)
 				return -ENOMEM;
 			ra_attach_swaps(od->ra, od->rsw);
@@ -1100,8 +1100,8 @@ static int start_jobs(struct od *od)
 	}
 	api_attach(od->api, od->jm, NULL);
 	if (od->rsw)
-		rsw_attach(od->rsw, od->jm);
-	if ((rc = api_restore_jobs(od->api)) != 0 || (od->rsw && (rc = rsw_start(od->rsw)) != 0) ||
+		gsw_attach(od->rsw, od->jm);
+	if ((rc = api_restore_jobs(od->api)) != 0 || (od->rsw && (rc = gsw_start(od->rsw)) != 0) ||
 	    (rc = jm_recover(od->jm)) != 0) {
 		log_msg(LOG_ERR, "recovery failed: %s", strerror(-rc));
 		return rc;

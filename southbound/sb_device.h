@@ -323,7 +323,7 @@ int sb_device_commit(struct sb_device *dev, int confirm_timeout_s, const char *p
  * <kill-session> of session sid (RFC 6241 7.9): the device ends it,
  * releases its locks and reverts its unconfirmed commit (one without
  * persist). Only the daemon's recovery fences a previous leader's session
- * with it (daemon/recovery.c).
+ * with it (daemon/txn/recovery.c).
  */
 int sb_device_kill_session(struct sb_device *dev, uint32_t sid, struct sb_error *err);
 int sb_device_cancel_commit(struct sb_device *dev, const char *persist_id, struct sb_error *err);

@@ -2,7 +2,7 @@
  * sb_exec.h - where the transaction engine runs its work: the caller's
  * executor, the way hiredis takes the caller's event loop. southbound never
  * depends on daemon/, so it declares this small interface; the daemon
- * passes an adapter over its one executor (daemon/exec_sb.c), and tools and
+ * passes an adapter over its one executor (daemon/core/executor_sb.c), and tools and
  * tests that have no executor use the small pool below.
  *
  * A task is embedded in the submitter's struct (the engine's per-device

@@ -137,7 +137,7 @@
  *      reverted that commit when it ended) gets no compensating edit even
  *      when running shows the target: it is another session's (a new
  *      leader that fenced ours off and programmed the same target,
- *      daemon/recovery.c), not ours.
+ *      daemon/txn/recovery.c), not ours.
  *
  * Invariants (each one is exercised by tests/integration/test_sb_txn*.c):
  *  I1. No device receives any RPC before the plan passed the verify

@@ -175,7 +175,7 @@ struct sb_txn_hooks {
 	 * the device's rollback fails at once with that reason (ROLLBACK NOT
 	 * PROVEN). NULL: always allowed. The daemon refuses when it cannot
 	 * withdraw the transaction's stored decision to commit (it does not
-	 * lead any more: the new leader finishes that decision, txn.c).
+	 * lead any more: the new leader finishes that decision, txn_driver.c).
 	 */
 	int (*compensate)(void *arg, char *why, size_t why_len);
 	void *arg;

@@ -903,7 +903,7 @@ int api_restore_jobs(struct api *api)
 			rc = jm_set_ring(api->jm, job->id, spec.ring);
 			free_spec(&spec);
 		} else if (rc == 0 && spec.rail) {
-			/* a rail job is its GPUs (the swaps' moves are applied by railswap.c) */
+			/* a rail job is its GPUs (the swaps' moves are applied by gpu_swaps.c) */
 			rc = jm_set_gpus(api->jm, job->id, spec.gpus, spec.n_gpus);
 			free_spec(&spec);
 		} else if (rc == 0) {

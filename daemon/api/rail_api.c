@@ -70,7 +70,7 @@ static Ocs__V1__RailSwapKind swap_kind_pb(enum rail_swap_kind k)
 
 /* A swap as a RailSwap (rep NULL: the GPU served no rail port, nothing moved). */
 static Ocs__V1__RailSwap *build_swap(const struct ra *ra, struct arena *ar,
-				     const struct rsw_report *rep, int64_t gpu)
+				     const struct gsw_report *rep, int64_t gpu)
 {
 	Ocs__V1__RailSwap *m = ar_alloc(ar, sizeof(*m));
 	const struct ocs_rail_fabric *r = &ra->d.cfg->rail;
@@ -111,7 +111,7 @@ static Ocs__V1__RailSwap *build_swap(const struct ra *ra, struct arena *ar,
 	return ar->failed ? NULL : m;
 }
 
-static void answer_swap(void *ctx, const struct err_info *err, const struct rsw_report *rep)
+static void answer_swap(void *ctx, const struct err_info *err, const struct gsw_report *rep)
 {
 	struct ra_call *rc = ctx;
 	struct ra *ra = rc->ra;
@@ -160,7 +160,7 @@ void ra_serve_replace(struct ra *ra, struct nb_call *call, const Ocs__V1__Replac
 	struct ra_call *rc = new_call(ra, call, req->gpu);
 
 	if (rc)
-		rsw_replace(ra->d.rsw, req->gpu, nb_role_name(nb_call_role(call)), answer_swap, rc);
+		gsw_replace(ra->d.rsw, req->gpu, nb_role_name(nb_call_role(call)), answer_swap, rc);
 }
 
 void ra_serve_mark(struct ra *ra, struct nb_call *call, const Ocs__V1__MarkGpuRequest *req)
@@ -172,7 +172,7 @@ void ra_serve_mark(struct ra *ra, struct nb_call *call, const Ocs__V1__MarkGpuRe
 		return;
 	rc->mark = true;
 	rc->condition = req->condition;
-	rsw_mark(ra->d.rsw, req->gpu, faulty, "operator", clk_mono_us(NULL), answer_swap, rc);
+	gsw_mark(ra->d.rsw, req->gpu, faulty, "operator", clk_mono_us(NULL), answer_swap, rc);
 }
 
 static Ocs__V1__GpuCondition condition_pb(const struct ra *ra, int64_t gpu)
@@ -195,7 +195,7 @@ void ra_serve_list_ports(struct ra *ra, struct nb_call *call,
 	struct arena ar = {0};
 	bool more = false;
 
-	if (!holder || rsw_holders(ra->d.rsw, holder) != 0) {
+	if (!holder || gsw_holders(ra->d.rsw, holder) != 0) {
 		free(holder);
 		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
 		return;
@@ -273,7 +273,7 @@ void ra_fill_fabric(const struct ra *ra, Ocs__V1__FabricSummary *r)
 void ra_fill_job(const struct ra *ra, struct arena *ar, const struct jm_job *job, Ocs__V1__Job *m)
 {
 	size_t n = 0;
-	struct st_rail_job_move *moves = rsw_job_moves(ra->d.rsw, job->id, &n);
+	struct st_rail_job_move *moves = gsw_job_moves(ra->d.rsw, job->id, &n);
 
 	m->gpus = ar_alloc(ar, (job->n_gpus ? job->n_gpus : 1) * sizeof(*m->gpus));
 	for (size_t i = 0; m->gpus && i < job->n_gpus; i++)
@@ -296,7 +296,7 @@ void ra_fill_job(const struct ra *ra, struct arena *ar, const struct jm_job *job
 
 /* ---- events ---- */
 
-static void ev_swapped(void *ctx, const struct rsw_report *rep)
+static void ev_swapped(void *ctx, const struct gsw_report *rep)
 {
 	struct ra *ra = ctx;
 	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
@@ -333,7 +333,7 @@ static void ev_gpu(void *ctx, int64_t gpu, bool faulty, const char *source)
 	nb_server_publish(ra->server, &ev);
 }
 
-struct rsw_events ra_events(struct ra *ra)
+struct gsw_events ra_events(struct ra *ra)
 {
-	return (struct rsw_events){.ctx = ra, .swapped = ev_swapped, .gpu_changed = ev_gpu};
+	return (struct gsw_events){.ctx = ra, .swapped = ev_swapped, .gpu_changed = ev_gpu};
 }

@@ -1,7 +1,7 @@
 /*
  * rail_api.h - the rail-OCS part of the ocs.v1 API (issue 12): ReplaceGpu,
  * MarkGpu and ListRailPorts served from the rail state (rails.h) and the
- * swaps (railswap.h), the rail fields of GetFabric and of a Job, and the
+ * swaps (gpu_swaps.h), the rail fields of GetFabric and of a Job, and the
  * RailEvent and GpuEvent of Events.Watch. api_fabric.c hands it the decoded,
  * validated requests of a rail-OCS fabric on the loop thread; errors of
  * the swaps go back through api_pb.c's one mapping to gRPC (ra_deps.fail).
@@ -39,8 +39,8 @@ void ra_free(struct ra *ra);
 void ra_attach(struct ra *ra, struct nb_server *server);
 /* The swaps, once they exist (created after the API: they publish through it). */
 void ra_attach_swaps(struct ra *ra, struct rsw *rsw);
-/* The swaps' events -> RailEvent and GpuEvent (pass as rsw_deps.events). */
-struct rsw_events ra_events(struct ra *ra);
+/* The swaps' events -> RailEvent and GpuEvent (pass as gsw_deps.events). */
+struct gsw_events ra_events(struct ra *ra);
 
 void ra_serve_replace(struct ra *ra, struct nb_call *call, const Ocs__V1__ReplaceGpuRequest *req);
 void ra_serve_mark(struct ra *ra, struct nb_call *call, const Ocs__V1__MarkGpuRequest *req);

@@ -1,5 +1,5 @@
 /*
- * exec.c - implementation of exec.h.
+ * executor.c - implementation of executor.h.
  *
  * Lock: `mu` guards the queue (head, tail), stopping, n_helpers_asleep and
  * every exec_wait's pending count. `work_cv` wakes workers (a task arrived,

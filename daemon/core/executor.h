@@ -1,9 +1,9 @@
 /*
- * exec.h - the daemon's one executor: a fixed set of worker threads and an
+ * executor.h - the daemon's one executor: a fixed set of worker threads and an
  * intrusive FIFO of tasks. Everything that runs off the loop thread runs
  * here: planner tasks (pool.c, capped at --solver-threads at a time, and
  * their parallel loops through exec_parallel_for), transaction steps and
- * device I/O (exec_sb.c adapts it for southbound/sb_txn) and
+ * device I/O (executor_sb.c adapts it for southbound/sb_txn) and
  * reconciliation reads (reconcile.c). No module creates threads of its own.
  *
  * Tasks are embedded in the caller's struct (OCSD_CONTAINER_OF from loop.h

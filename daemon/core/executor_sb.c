@@ -1,5 +1,5 @@
 /*
- * exec_sb.c - implementation of exec_sb.h.
+ * executor_sb.c - implementation of executor_sb.h.
  *
  * A pump is an executor task that runs one queued engine task, then
  * resubmits itself while engine tasks are queued, or goes back on the idle

@@ -1,6 +1,6 @@
 /*
- * exec_sb.h - the adapter that runs the transaction engine's tasks
- * (southbound/sb_exec.h) on the daemon's executor (exec.h), at most
+ * executor_sb.h - the adapter that runs the transaction engine's tasks
+ * (southbound/sb_exec.h) on the daemon's executor (executor.h), at most
  * `max_running` at once so that device I/O, which blocks a thread for up
  * to an RPC deadline, never occupies every executor thread.
  *

@@ -1,6 +1,6 @@
 /*
  * pool.h - the solver pool: planner tasks run on the daemon's executor
- * (exec.h), at most `max_running` at a time, behind a bounded queue, and
+ * (executor.h), at most `max_running` at a time, behind a bounded queue, and
  * each result is handed back to the event loop (nginx-style: a bounded task
  * queue, workers, completion delivered on the loop).
  *

@@ -13,7 +13,7 @@
  *    circuits of a job (their ports are occupied); a device holding any
  *    other unowned cross-connect (one-way, colliding with a stored one, not
  *    cabled), or not verified yet, takes no new circuit (as if drained).
- *  - The transaction's view (txn.c): a device's unowned cross-connects stay
+ *  - The transaction's view (txn_driver.c): a device's unowned cross-connects stay
  *    in its target, so a transaction touching the device keeps them.
  *  - What the operator decides about them at start: adopt.h.
  *

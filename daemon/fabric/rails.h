@@ -8,12 +8,12 @@
  * Where each fact comes from:
  *  - the port map is the circuit table (fabric_state.h): every join is two
  *    cross-connects owned by ST_RAIL_OWNER, so a swap's transaction
- *    (txn.c) and recovery (recovery.c) keep it exactly as they keep
+ *    (txn_driver.c) and recovery (recovery.c) keep it exactly as they keep
  *    circuits; rl_load_map() rebuilds the map from it after each change;
  *  - faulty GPUs are stored (st_rail_fault_set, or with a swap's intent)
  *    and loaded at start (rl_load_faults);
  *  - which job holds a GPU is the job manager's (jm_job.gpus): callers
- *    pass it in where it matters (railswap.c), this module never reads
+ *    pass it in where it matters (gpu_swaps.c), this module never reads
  *    jobs, so the job manager may call it.
  *
  * The devices of a rail-OCS fabric are numbered by OCS group (device id =

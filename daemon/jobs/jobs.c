@@ -5,7 +5,7 @@
  * jobs_table.c stores and publishes each change (jm_set_state),
  * jobs_recover.c resumes the stored jobs at start-up and jobs_external.c
  * enters adopted circuits as ACTIVE jobs. The stages it drives (planning
- * in jobs_plan.c with the job's kind, the transaction driver txn.c) only
+ * in jobs_plan.c with the job's kind, the transaction driver txn_driver.c) only
  * return results to it.
  *
  * Job state machine (all transitions on the loop thread):
@@ -84,7 +84,7 @@
  *  1. At most one transaction runs; its intent is stored before any device
  *     is touched (a ring transaction's: before any device is confirmed,
  *     while the devices prepare) and its outcome before the next starts
- *     (txn.c).
+ *     (txn_driver.c).
  *  2. A plan is applied only if the circuits did not change since its
  *     snapshot (fs_generation), so plans never overlap.
  *  3. Every plan passes l2_check() on the whole fabric before it is queued,
@@ -844,7 +844,7 @@ void jm_retry_repairs(struct jm *jm)
  * The fast path of a fault: when the job holding the node can be repaired
  * at once (no transaction running, the job ACTIVE and idle), the fault is
  * stored with the repair's intent in one SQLite transaction, committed
- * while the devices prepare (txn.c). 0 (a commit that fails then rolls the
+ * while the devices prepare (txn_driver.c). 0 (a commit that fails then rolls the
  * repair back and stops writes, through the outcome), or -errno with
  * nothing stored and nothing changed (the caller takes the ordinary path
  * then).

@@ -193,7 +193,7 @@ typedef void (*jm_answer_fn)(void *ctx, const struct err_info *err, const struct
 struct jm_events {
 	void *ctx;
 	void (*job_changed)(void *ctx, const struct jm_job *job);
-	/* What one device transaction of job_id did (txn.h), for events and metrics. */
+	/* What one device transaction of job_id did (txn_driver.h), for events and metrics. */
 	void (*transaction_done)(void *ctx, const char *job_id, const struct txn_outcome *o);
 	void (*plan_finished)(void *ctx, const char *planner, double seconds);
 	/*
@@ -235,7 +235,7 @@ struct jm_deps {
 	void *plan_ctx;
 	/* Where a planner runs its own parallel loops (NULL: serially). */
 	const struct ocs_pool *solver_pool;
-	/* txn_start() of txn.h on a struct txn_driver. */
+	/* txn_start() of txn_driver.h on a struct txn_driver. */
 	int (*txn_start)(void *ctx, const struct txn_change *c, txn_done_fn done, void *arg,
 			 char *why, size_t why_len);
 	void *txn_ctx;

@@ -17,7 +17,7 @@
  *     |--> jobs_links.c, jobs_ring.c
  *     `--> jobs_util.c  (and everything else calls jobs_util.c)
  *
- * The transaction driver (txn.c) and the planner pool are reached through
+ * The transaction driver (txn_driver.c) and the planner pool are reached through
  * function pointers in struct jm_deps; recovery (recovery.c) is run by the
  * daemon before jm_recover().
  */

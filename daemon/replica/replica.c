@@ -25,7 +25,7 @@
  *  1. Only RECOVERING and LEADER write to the store or touch a device, and
  *     every store write is fenced with the leader key's create revision of
  *     the current term (st_etcd_set_fence in rp_take_lead), and every
- *     confirm waits for such a write (the intent's decision, txn.c): a
+ *     confirm waits for such a write (the intent's decision, txn_driver.c): a
  *     deposed replica that still runs its leader phase for a moment can
  *     neither write nor confirm.
  *  2. The thread leaves RECOVERING or LEADER only for FOLLOWER (on_lost,

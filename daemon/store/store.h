@@ -10,7 +10,7 @@
  *  2. A transaction's intent (every cross-connect it removes and adds) is
  *     stored before any device is touched: st_intent_begin(). A ring
  *     transaction's (st_ring_intent_begin) is stored while its devices
- *     prepare, before any is confirmed (txn.c says why that is enough).
+ *     prepare, before any is confirmed (txn_driver.c says why that is enough).
  *  3. Once every device holds the change unconfirmed and before the first
  *     confirm is sent, the decision to commit is stored: st_intent_decide()
  *     (on etcd that write is the leader's fence: a replica that no longer
@@ -167,7 +167,7 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 
 /*
  * Records that the commit of open intent txn_id is decided: every device
- * holds it unconfirmed and the confirms are about to be sent (txn.c, the
+ * holds it unconfirmed and the confirms are about to be sent (txn_driver.c, the
  * confirm gate). The intent stays open until st_intent_finish(); recovery
  * finishes a decided intent instead of rolling it back (recovery.h).
  * -ENOENT: no such intent; -EALREADY: not open any more; -EEXIST: already
@@ -178,7 +178,7 @@ int st_intent_decide(struct st_store *st, int64_t txn_id, int64_t now_ms);
 /*
  * Withdraws the decision to commit of open intent txn_id before the
  * transaction undoes a device it may have confirmed (a compensating edit,
- * txn.c): from then on recovery rolls the intent back instead of finishing
+ * txn_driver.c): from then on recovery rolls the intent back instead of finishing
  * it. On etcd the write is fenced like every other: -EPERM when this
  * replica does not lead any more, and then the decision stands (the new
  * leader finishes it) and no device may be undone. -ENOENT, -EALREADY as

@@ -18,15 +18,15 @@
 #include "sb_txn.h"
 #include "store.h"
 
-static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_intent *in);
+static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_intent *in);
 static enum st_intent_state finish_decided(const struct st_intent *in,
 					   const struct sb_txn_device *devs, size_t n, bool all_pre,
 					   char *detail, size_t len);
 
 /* How long recovery waits for a node's session (start-up only). */
-#define REC_CONNECT_MS 5000
+#define RECOV_CONNECT_MS 5000
 /* At most this many threads program devices when a decided intent is finished. */
-#define REC_ENGINE_THREADS 8
+#define RECOV_ENGINE_THREADS 8
 
 /* Bundles b (n, any order) of node as a full array of `bundles` entries (absent: loopback). */
 static void full_bundles(int bundles, const struct sb_bundle *b, size_t n, size_t stride,
@@ -56,7 +56,7 @@ static bool same_bundles(const struct sb_bundle *a, const struct sb_bundle *b, i
  * intent's settings for it (target) and what the ring state says it held
  * before (pre). false when it cannot be read (why in detail).
  */
-static bool read_node(const struct rec_deps *rd, const struct st_intent *in, int node,
+static bool read_node(const struct recov_deps *rd, const struct st_intent *in, int node,
 		      bool *at_target, bool *at_pre, struct sb_bundle *want_out, char *detail,
 		      size_t len)
 {
@@ -69,7 +69,7 @@ static bool read_node(const struct rec_deps *rd, const struct st_intent *in, int
 
 	struct sb_device *h = dev_handle(rd->devs, node, DEV_ROLE_TXN);
 
-	if (!h || sb_device_connect_until(h, sb_now_ms() + REC_CONNECT_MS, &err) != 0 ||
+	if (!h || sb_device_connect_until(h, sb_now_ms() + RECOV_CONNECT_MS, &err) != 0 ||
 	    sb_device_read_bundles(h, false, SB_DS_RUNNING, &st, &n, NULL, &err) != 0) {
 		snprintf(detail + strlen(detail), len - strlen(detail), "node %d unreadable (%s); ",
 			 node, err.message);
@@ -100,7 +100,7 @@ static bool read_node(const struct rec_deps *rd, const struct st_intent *in, int
  * is a confirmed commit (the dead-man switch). A device without it commits
  * for good, so what it holds is final whoever sent it.
  */
-static bool holds_unconfirmed(const struct rec_deps *rd, int d)
+static bool holds_unconfirmed(const struct recov_deps *rd, int d)
 {
 	const struct sb_device *h = dev_handle(rd->devs, d, DEV_ROLE_TXN);
 
@@ -131,18 +131,18 @@ static bool holds_unconfirmed(const struct rec_deps *rd, int d)
  * commit itself): those outlive their session, so the immediate revert
  * when ocsd dies (I3) and the rollback path would change.
  */
-#define REC_FENCE_TRIES 3
+#define RECOV_FENCE_TRIES 3
 
 /* Takes device d's candidate lock for the recovery of in (see above); true when held. */
-static bool fence_device(const struct rec_deps *rd, const struct st_intent *in, int d)
+static bool fence_device(const struct recov_deps *rd, const struct st_intent *in, int d)
 {
 	struct sb_device *h = dev_handle(rd->devs, d, DEV_ROLE_TXN);
 	struct sb_error err = {0};
 
-	if (!h || sb_device_connect_until(h, sb_now_ms() + REC_CONNECT_MS, &err) != 0 ||
+	if (!h || sb_device_connect_until(h, sb_now_ms() + RECOV_CONNECT_MS, &err) != 0 ||
 	    sb_device_strategy(h) != SB_STRATEGY_CONFIRMED)
 		return false;
-	for (int i = 0; i < REC_FENCE_TRIES; i++) {
+	for (int i = 0; i < RECOV_FENCE_TRIES; i++) {
 		uint32_t holder;
 
 		if (sb_device_lock(h, SB_DS_CANDIDATE, &err) == 0)
@@ -166,7 +166,7 @@ static bool fence_device(const struct rec_deps *rd, const struct st_intent *in, 
 }
 
 /* Releases the locks fence_device() took (n devices, fenced[d]). */
-static void unfence(const struct rec_deps *rd, bool *fenced, int n)
+static void unfence(const struct recov_deps *rd, bool *fenced, int n)
 {
 	for (int d = 0; d < n; d++) {
 		struct sb_error err = {0};
@@ -183,7 +183,7 @@ static void unfence(const struct rec_deps *rd, bool *fenced, int n)
  * the nodes' bundles read back against the intent's settings (target) and
  * what the ring state says each node held (pre-image).
  */
-static int resolve_ring_intent(const struct rec_deps *rd, const struct st_intent *in)
+static int resolve_ring_intent(const struct recov_deps *rd, const struct st_intent *in)
 {
 	int n_nodes = rg_nodes(rd->rings), bundles = rg_domain(rd->rings)->bundles;
 	char *seen = calloc((size_t)n_nodes + 1, 1);
@@ -276,7 +276,7 @@ out:
 
 static int resolve_intent(void *arg, const struct st_intent *in)
 {
-	const struct rec_deps *rd = arg;
+	const struct recov_deps *rd = arg;
 
 	if (in->has_rings)
 		return rd->rings ? resolve_ring_intent(rd, in) : -EINVAL;
@@ -289,7 +289,7 @@ static int resolve_intent(void *arg, const struct st_intent *in)
  * an unowned one stays, as a transaction keeps it), then the intent's
  * additions on d. Caller frees *out. 0 or -ENOMEM.
  */
-static int roll_forward_target(const struct rec_deps *rd, const struct st_intent *in, int d,
+static int roll_forward_target(const struct recov_deps *rd, const struct st_intent *in, int d,
 			       const struct dev_readback *rb, struct sb_xc **out, size_t *n_out)
 {
 	const struct ocs_fabric *f = rd->fabric;
@@ -340,7 +340,7 @@ static enum st_intent_state finish_decided(const struct st_intent *in,
 	struct sb_txn_plan plan = {(uint64_t)in->txn_id, devs, n};
 	struct sb_txn_result r = {0};
 	struct sb_engine *engine = NULL;
-	int rc = sb_engine_new(n < REC_ENGINE_THREADS ? (int)n : REC_ENGINE_THREADS, &engine);
+	int rc = sb_engine_new(n < RECOV_ENGINE_THREADS ? (int)n : RECOV_ENGINE_THREADS, &engine);
 	enum st_intent_state outcome = all_pre ? ST_INTENT_ROLLED_BACK : ST_INTENT_FAILED;
 
 	if (rc == 0)
@@ -363,7 +363,7 @@ static enum st_intent_state finish_decided(const struct st_intent *in,
 }
 
 /* finish_decided for an intent of circuits: the devices not at_target. */
-static enum st_intent_state roll_forward(const struct rec_deps *rd, const struct st_intent *in,
+static enum st_intent_state roll_forward(const struct recov_deps *rd, const struct st_intent *in,
 					 const struct dev_readback *rbs, const bool *touched,
 					 const bool *at_target, bool all_pre, char *detail,
 					 size_t len)
@@ -408,12 +408,12 @@ static enum st_intent_state roll_forward(const struct rec_deps *rd, const struct
  * recovery's own sessions (roll_forward), so it is confirmed there. An
  * undecided one whose devices are all at the pre-image: rolled back. An
  * undecided one some unfenced device of which still shows a commit: since
- * a confirm is sent only after the decision is stored (txn.c), it was
+ * a confirm is sent only after the decision is stored (txn_driver.c), it was
  * never confirmed and is rolled back; that commit reverts at its confirm
  * timeout. Anything else (a device unreadable, or holding neither):
  * failed, and the difference is reported as drift.
  */
-static int resolve_circuit_intent(const struct rec_deps *rd, const struct st_intent *in)
+static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_intent *in)
 {
 	const struct ocs_fabric *f = rd->fabric;
 	int n_dev = ocs_fabric_devices(f);
@@ -516,7 +516,7 @@ out:
 	return rc;
 }
 
-int rec_resolve_open(const struct rec_deps *d)
+int recov_resolve_open(const struct recov_deps *d)
 {
 	return st_intent_list_open(d->store, resolve_intent, (void *)d);
 }

@@ -31,7 +31,7 @@ struct ocs_fabric;
 struct rg_state;
 struct st_store;
 
-struct rec_deps {
+struct recov_deps {
 	const struct ocs_fabric *fabric;
 	struct st_store *store;
 	struct fs_state *fs;
@@ -43,6 +43,6 @@ struct rec_deps {
 };
 
 /* Resolves every open intent. 0, or -errno when the store failed (then ocsd must not start). */
-int rec_resolve_open(const struct rec_deps *d);
+int recov_resolve_open(const struct recov_deps *d);
 
 #endif

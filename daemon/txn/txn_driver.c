@@ -1,5 +1,5 @@
 /*
- * txn.c - implementation of txn.h: a change set becomes per-device target
+ * txn_driver.c - implementation of txn_driver.h: a change set becomes per-device target
  * configurations (what the circuit table says each touched device holds,
  * minus the removals, plus the additions), checked by the independent L2
  * checker on the whole fabric before any device is touched and again on

@@ -1,5 +1,5 @@
 /*
- * txn.h - the transaction driver: takes one change set (cross-connects to
+ * txn_driver.h - the transaction driver: takes one change set (cross-connects to
  * remove and to add, with their owners, and the leaf-spine links that come
  * with it), stores its intent, runs it as one all-or-nothing transaction on
  * the southbound engine, stores the outcome together with the circuit-table
@@ -22,7 +22,7 @@
  *  1. The intent is in the store before any device is touched (st_intent_begin
  *     returns before sb_engine_start); for a ring transaction, before any
  *     device is confirmed: it is stored while the devices prepare, and the
- *     confirm waits until it is durable (txn.c, the diagram at the top).
+ *     confirm waits until it is durable (txn_driver.c, the diagram at the top).
  *  2. No device is confirmed before the decision to commit is stored
  *     (st_intent_decide, on the loop; the verify hook waits for it): on a
  *     replicated store that write is fenced by the leader key, so a replica

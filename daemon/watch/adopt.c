@@ -2,7 +2,7 @@
  * adopt.c - implementation of adopt.h. The devices are read one after the
  * other on the transaction handles (warm start connected them already);
  * an adoption is store writes only (the devices do not change), a clear is
- * one transaction of the driver (txn.h), waited for here by running what
+ * one transaction of the driver (txn_driver.h), waited for here by running what
  * the loop was posted until its outcome arrives.
  */
 #include "adopt.h"

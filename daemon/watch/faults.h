@@ -6,7 +6,7 @@
  * (jm_mark_node), which stores the fault and repairs the ring holding the
  * node; on a rail-OCS fabric port-state-change notifications (a GPU-side
  * port losing light is a GPU fault) are handed to the port_state callback
- * (railswap.c), and nothing is read after a subscription (reconciliation
+ * (gpu_swaps.c), and nothing is read after a subscription (reconciliation
  * reads those devices).
  *
  * After each (re)subscription the node is read (its `faulty` state, on the

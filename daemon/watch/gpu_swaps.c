@@ -1,5 +1,5 @@
 /*
- * railswap.c - implementation of railswap.h: a FIFO of swap requests, one
+ * gpu_swaps.c - implementation of gpu_swaps.h: a FIFO of swap requests, one
  * transaction at a time on the swaps' own transaction driver, and the
  * start-up programming (or adoption) of the initial port map.
  */
@@ -19,26 +19,26 @@
 #include "rails.h"
 
 /* One request: ReplaceGpu, a fault (MarkGpu, a device) or a retry. */
-struct rsw_req {
-	struct rsw_req *next;
+struct gsw_req {
+	struct gsw_req *next;
 	int64_t gpu;
 	bool replace; /* ReplaceGpu: a refusal changes nothing */
-	/* A mark that waited for the swap in flight (see rsw_mark): its
+	/* A mark that waited for the swap in flight (see gsw_mark): its
 	 * condition is stored when it starts, before anything else queued. */
 	bool deferred;
 	bool faulty;
 	char source[16];
 	int64_t received_us;
-	rsw_answer_fn answer; /* NULL: nobody waits */
+	gsw_answer_fn answer; /* NULL: nobody waits */
 	void *ctx;
 };
 
 struct rsw {
-	struct rsw_deps d;
+	struct gsw_deps d;
 	struct jm *jm;
 	struct ocs_rail_fabric r;
 	int64_t n_gpus;
-	struct rsw_req *head, *tail;
+	struct gsw_req *head, *tail;
 	bool busy; /* our transaction is running */
 	bool ready;
 	char why[640]; /* why not ready */
@@ -47,7 +47,7 @@ struct rsw {
 	size_t n_moves, cap_moves;
 	uint8_t *quiet; /* by GPU: a refusal of its fault swap was logged */
 	/* the swap running */
-	struct rsw_req *cur;
+	struct gsw_req *cur;
 	struct rail_swap_result res;
 	struct st_rail_move *cur_moves;
 	size_t n_cur_moves;
@@ -56,7 +56,7 @@ struct rsw {
 	bool was_faulty;
 };
 
-struct rsw *rsw_new(const struct rsw_deps *deps)
+struct rsw *gsw_new(const struct gsw_deps *deps)
 {
 	struct rsw *s = calloc(1, sizeof(*s));
 
@@ -74,7 +74,7 @@ struct rsw *rsw_new(const struct rsw_deps *deps)
 	return s;
 }
 
-static void answer_error(struct rsw_req *q, enum err_status st, const char *field, const char *msg)
+static void answer_error(struct gsw_req *q, enum err_status st, const char *field, const char *msg)
 {
 	struct err_info err;
 
@@ -83,12 +83,12 @@ static void answer_error(struct rsw_req *q, enum err_status st, const char *fiel
 		q->answer(q->ctx, &err, NULL);
 }
 
-void rsw_free(struct rsw *s)
+void gsw_free(struct rsw *s)
 {
 	if (!s)
 		return;
 	while (s->head) {
-		struct rsw_req *q = s->head;
+		struct gsw_req *q = s->head;
 
 		s->head = q->next;
 		answer_error(q, ERR_UNAVAILABLE, "", "ocsd is shutting down");
@@ -105,17 +105,17 @@ void rsw_free(struct rsw *s)
 	free(s);
 }
 
-void rsw_attach(struct rsw *s, struct jm *jm)
+void gsw_attach(struct rsw *s, struct jm *jm)
 {
 	s->jm = jm;
 }
 
-bool rsw_busy(void *arg)
+bool gsw_busy(void *arg)
 {
 	return ((const struct rsw *)arg)->busy;
 }
 
-bool rsw_ready(const struct rsw *s, const char **why)
+bool gsw_ready(const struct rsw *s, const char **why)
 {
 	if (why)
 		*why = s->why;
@@ -127,7 +127,7 @@ static bool live(const struct jm_job *j)
 	return j->state != JM_RELEASED && j->state != JM_FAILED;
 }
 
-int rsw_holders(const struct rsw *s, const char **holder)
+int gsw_holders(const struct rsw *s, const char **holder)
 {
 	for (int64_t g = 0; g < s->n_gpus; g++)
 		holder[g] = NULL;
@@ -143,7 +143,7 @@ int rsw_holders(const struct rsw *s, const char **holder)
 	return 0;
 }
 
-struct st_rail_job_move *rsw_job_moves(const struct rsw *s, const char *job_id, size_t *n)
+struct st_rail_job_move *gsw_job_moves(const struct rsw *s, const char *job_id, size_t *n)
 {
 	struct st_rail_job_move *out = NULL;
 	size_t k = 0;
@@ -249,9 +249,9 @@ static void clear_current(struct rsw *s)
 }
 
 /* The report of the current swap (no transaction yet). */
-static struct rsw_report report_of(const struct rsw *s)
+static struct gsw_report report_of(const struct rsw *s)
 {
-	return (struct rsw_report){.res = &s->res,
+	return (struct gsw_report){.res = &s->res,
 				   .moves = s->cur_moves,
 				   .n_moves = s->n_cur_moves,
 				   .source = s->cur->source};
@@ -260,8 +260,8 @@ static struct rsw_report report_of(const struct rsw *s)
 static void swap_done(void *arg, const struct txn_outcome *o)
 {
 	struct rsw *s = arg;
-	struct rsw_req *q = s->cur;
-	struct rsw_report rep = report_of(s);
+	struct gsw_req *q = s->cur;
+	struct gsw_report rep = report_of(s);
 	struct err_info err = {0};
 
 	s->busy = false;
@@ -341,7 +341,7 @@ static int build_change(struct rsw *s)
 
 	s->cur_moves = calloc(s->res.n_changes + 1, sizeof(*s->cur_moves));
 	s->adds = calloc(s->res.n_additions + 1, sizeof(*s->adds));
-	if (!holder || !s->cur_moves || !s->adds || rsw_holders(s, holder) != 0) {
+	if (!holder || !s->cur_moves || !s->adds || gsw_holders(s, holder) != 0) {
 		free(holder);
 		return -ENOMEM;
 	}
@@ -365,8 +365,8 @@ static int build_change(struct rsw *s)
 /* A refusal of the current request: answered, and for a fault logged once. */
 static void refuse(struct rsw *s, enum err_status st, const char *msg)
 {
-	struct rsw_req *q = s->cur;
-	struct rsw_report rep = report_of(s);
+	struct gsw_req *q = s->cur;
+	struct gsw_report rep = report_of(s);
 	struct err_info err;
 	int64_t gpu = q->gpu;
 
@@ -390,7 +390,7 @@ static void refuse(struct rsw *s, enum err_status st, const char *msg)
 /* Starts the current request (s->cur); it is finished here unless a transaction runs. */
 static void start_swap(struct rsw *s)
 {
-	struct rsw_req *q = s->cur;
+	struct gsw_req *q = s->cur;
 	struct txn_change c;
 	struct st_rail_swap sw;
 	uint8_t *flags;
@@ -444,7 +444,7 @@ static void start_swap(struct rsw *s)
 				 strerror(-rc));
 			answer_error(q, ERR_UNAVAILABLE, "gpu", why);
 		} else if (q->answer) {
-			struct rsw_report rep = report_of(s);
+			struct gsw_report rep = report_of(s);
 
 			q->answer(q->ctx, NULL, &rep);
 		}
@@ -507,17 +507,17 @@ static void run_next(struct rsw *s)
 }
 
 static void enqueue(struct rsw *s, int64_t gpu, bool replace, const char *source,
-		    int64_t received_us, rsw_answer_fn answer, void *ctx)
+		    int64_t received_us, gsw_answer_fn answer, void *ctx)
 {
-	struct rsw_req *q = calloc(1, sizeof(*q));
+	struct gsw_req *q = calloc(1, sizeof(*q));
 
 	if (!q) {
-		struct rsw_req tmp = {.answer = answer, .ctx = ctx};
+		struct gsw_req tmp = {.answer = answer, .ctx = ctx};
 
 		answer_error(&tmp, ERR_INTERNAL, "", "out of memory");
 		return;
 	}
-	*q = (struct rsw_req){.gpu = gpu,
+	*q = (struct gsw_req){.gpu = gpu,
 			      .replace = replace,
 			      .received_us = received_us,
 			      .answer = answer,
@@ -531,9 +531,9 @@ static void enqueue(struct rsw *s, int64_t gpu, bool replace, const char *source
 	run_next(s);
 }
 
-void rsw_replace(struct rsw *s, int64_t gpu, const char *source, rsw_answer_fn answer, void *ctx)
+void gsw_replace(struct rsw *s, int64_t gpu, const char *source, gsw_answer_fn answer, void *ctx)
 {
-	struct rsw_req q = {.answer = answer, .ctx = ctx};
+	struct gsw_req q = {.answer = answer, .ctx = ctx};
 
 	if (gpu < 0 || gpu >= s->n_gpus) {
 		answer_error(&q, ERR_INVALID, "gpu", "not a GPU of the fabric");
@@ -550,7 +550,7 @@ void rsw_replace(struct rsw *s, int64_t gpu, const char *source, rsw_answer_fn a
  */
 static bool mark_waits(const struct rsw *s, int64_t gpu)
 {
-	for (const struct rsw_req *q = s->head; q && q->deferred; q = q->next)
+	for (const struct gsw_req *q = s->head; q && q->deferred; q = q->next)
 		if (q->gpu == gpu)
 			return true;
 	if (!s->busy || !s->cur)
@@ -564,18 +564,18 @@ static bool mark_waits(const struct rsw *s, int64_t gpu)
 /* Queues a mark that waits for the swap in flight: after the marks that
  * wait already, ahead of every other request (which would plan with it). */
 static void defer_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source,
-		       int64_t received_us, rsw_answer_fn answer, void *ctx)
+		       int64_t received_us, gsw_answer_fn answer, void *ctx)
 {
-	struct rsw_req *q = calloc(1, sizeof(*q));
-	struct rsw_req **at = &s->head;
+	struct gsw_req *q = calloc(1, sizeof(*q));
+	struct gsw_req **at = &s->head;
 
 	if (!q) {
-		struct rsw_req tmp = {.answer = answer, .ctx = ctx};
+		struct gsw_req tmp = {.answer = answer, .ctx = ctx};
 
 		answer_error(&tmp, ERR_INTERNAL, "", "out of memory");
 		return;
 	}
-	*q = (struct rsw_req){.gpu = gpu,
+	*q = (struct gsw_req){.gpu = gpu,
 			      .deferred = true,
 			      .faulty = faulty,
 			      .received_us = received_us,
@@ -592,10 +592,10 @@ static void defer_mark(struct rsw *s, int64_t gpu, bool faulty, const char *sour
 		(long long)gpu, faulty ? "faulty" : "healthy");
 }
 
-void rsw_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source, int64_t received_us,
-	      rsw_answer_fn answer, void *ctx)
+void gsw_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source, int64_t received_us,
+	      gsw_answer_fn answer, void *ctx)
 {
-	struct rsw_req q = {.answer = answer, .ctx = ctx};
+	struct gsw_req q = {.answer = answer, .ctx = ctx};
 	char why[160];
 	int rc;
 
@@ -622,7 +622,7 @@ void rsw_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source, int64
 	enqueue(s, gpu, false, source, received_us, answer, ctx);
 }
 
-void rsw_port_state(void *arg, int device, int port, bool up, int64_t received_us)
+void gsw_port_state(void *arg, int device, int port, bool up, int64_t received_us)
 {
 	struct rsw *s = arg;
 	struct ocs_rail_port_owner o;
@@ -649,20 +649,20 @@ void rsw_port_state(void *arg, int device, int port, bool up, int64_t received_u
 	}
 	log_msg(LOG_WARNING, "device %s: gpu %lld (port %d) lost light: a GPU fault",
 		dev_name(s->d.devs, device), (long long)o.gpu, port);
-	rsw_mark(s, o.gpu, true, "device", received_us, NULL, NULL);
+	gsw_mark(s, o.gpu, true, "device", received_us, NULL, NULL);
 }
 
 static bool queued(const struct rsw *s, int64_t gpu)
 {
 	if (s->cur && s->cur->gpu == gpu)
 		return true;
-	for (const struct rsw_req *q = s->head; q; q = q->next)
+	for (const struct gsw_req *q = s->head; q; q = q->next)
 		if (q->gpu == gpu)
 			return true;
 	return false;
 }
 
-void rsw_retry(struct rsw *s)
+void gsw_retry(struct rsw *s)
 {
 	if (!s->ready)
 		return;
@@ -726,7 +726,7 @@ static bool same_xcs(const struct sb_xc *a, size_t n_a, const struct ocs_xc *b, 
 
 /*
  * Reads every device and programs, adopts or leaves alone the initial port
- * map (railswap.h). Nothing here fails ocsd's start but the store.
+ * map (gpu_swaps.h). Nothing here fails ocsd's start but the store.
  */
 static int init_map(struct rsw *s, const struct ocs_xc *xcs, size_t n)
 {
@@ -818,7 +818,7 @@ static int init_map(struct rsw *s, const struct ocs_xc *xcs, size_t n)
 	return 0;
 }
 
-int rsw_start(struct rsw *s)
+int gsw_start(struct rsw *s)
 {
 	struct rail_port_map m = {0};
 	struct ocs_xc *xcs = NULL;

@@ -1,12 +1,12 @@
 /*
- * railswap.h - GPU swaps on a rail-OCS fabric (issue 12, the Rail-only
+ * gpu_swaps.h - GPU swaps on a rail-OCS fabric (issue 12, the Rail-only
  * paper's section IV-C): the daemon half of solvers/rail_swap.h.
  *
  * A swap is asked for by ReplaceGpu (operator or scheduler), by MarkGpu
  * FAULTY or by a GPU fault a device reports (port-state-change: the GPU's
  * GPU-side port lost light, faults.c). rail_swap() answers it on the loop
  * (it is pure and takes microseconds) against the port map (rails.h), the
- * faulty GPUs and the GPUs the live jobs hold; then ONE transaction (txn.c:
+ * faulty GPUs and the GPUs the live jobs hold; then ONE transaction (txn_driver.c:
  * intent stored with the swap, confirmed commit, read-back with the rail
  * L2 check, all or nothing) re-joins the rail ports on every device
  * involved. Swaps run one at a time, in the order asked; rail jobs never
@@ -64,7 +64,7 @@ struct rl_state;
 struct st_store;
 
 /* What one swap did (valid during the callback only). */
-struct rsw_report {
+struct gsw_report {
 	const struct rail_swap_result *res; /* the solver's answer */
 	const struct st_rail_move *moves;   /* res->changes with the job holding each old GPU */
 	size_t n_moves;
@@ -77,17 +77,17 @@ struct rsw_report {
 };
 
 /* The answer to a request: err NULL on success; rep NULL when it was refused before rail_swap. */
-typedef void (*rsw_answer_fn)(void *ctx, const struct err_info *err, const struct rsw_report *rep);
+typedef void (*gsw_answer_fn)(void *ctx, const struct err_info *err, const struct gsw_report *rep);
 
-struct rsw_events {
+struct gsw_events {
 	void *ctx;
 	/* A swap was confirmed (or, after a fault, refused: rep->res->kind REFUSED). */
-	void (*swapped)(void *ctx, const struct rsw_report *rep);
+	void (*swapped)(void *ctx, const struct gsw_report *rep);
 	/* A GPU's condition changed. */
 	void (*gpu_changed)(void *ctx, int64_t gpu, bool faulty, const char *source);
 };
 
-struct rsw_deps {
+struct gsw_deps {
 	const struct ocsd_config *cfg; /* kind CFG_RAIL_OCS */
 	struct st_store *store;
 	struct fs_state *fs; /* the circuit table: the port map's joins */
@@ -97,16 +97,16 @@ struct rsw_deps {
 	int (*txn_start)(void *ctx, const struct txn_change *c, txn_done_fn done, void *arg,
 			 char *why, size_t why_len);
 	void *txn_ctx;
-	struct rsw_events events;
+	struct gsw_events events;
 };
 
 struct rsw;
 
-/* Caller frees with rsw_free() (accepts NULL; answers waiting requests UNAVAILABLE). */
-struct rsw *rsw_new(const struct rsw_deps *deps);
-void rsw_free(struct rsw *s);
+/* Caller frees with gsw_free() (accepts NULL; answers waiting requests UNAVAILABLE). */
+struct rsw *gsw_new(const struct gsw_deps *deps);
+void gsw_free(struct rsw *s);
 /* The job manager, once it exists (its jobs hold GPUs). */
-void rsw_attach(struct rsw *s, struct jm *jm);
+void gsw_attach(struct rsw *s, struct jm *jm);
 
 /*
  * Start-up, after recovery and after the jobs were loaded (api_restore_jobs)
@@ -116,10 +116,10 @@ void rsw_attach(struct rsw *s, struct jm *jm);
  * (reading the devices: blocks, start-up only). 0, or -errno when the store
  * could not be read (ocsd must not start).
  */
-int rsw_start(struct rsw *s);
+int gsw_start(struct rsw *s);
 
 /* ReplaceGpu: see the rules above. answer is called once, maybe before this returns. */
-void rsw_replace(struct rsw *s, int64_t gpu, const char *source, rsw_answer_fn answer, void *ctx);
+void gsw_replace(struct rsw *s, int64_t gpu, const char *source, gsw_answer_fn answer, void *ctx);
 /*
  * MarkGpu / a device's fault: the condition is stored and applied first
  * (after the swap in flight when that swap moves onto this GPU); FAULTY
@@ -127,25 +127,25 @@ void rsw_replace(struct rsw *s, int64_t gpu, const char *source, rsw_answer_fn a
  * swap settled, refusals included as rep->res->kind REFUSED). received_us
  * (CLOCK_MONOTONIC) is when the fault reached ocsd. answer may be NULL.
  */
-void rsw_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source, int64_t received_us,
-	      rsw_answer_fn answer, void *ctx);
+void gsw_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source, int64_t received_us,
+	      gsw_answer_fn answer, void *ctx);
 /* faults.c's port_state callback (arg: the struct rsw). */
-void rsw_port_state(void *arg, int device, int port, bool up, int64_t received_us);
+void gsw_port_state(void *arg, int device, int port, bool up, int64_t received_us);
 /* Every second: faulty GPUs still on a rail port are swapped again (after a failed or refused try).
  */
-void rsw_retry(struct rsw *s);
+void gsw_retry(struct rsw *s);
 
 /* True while a transaction of the swaps runs (recon_deps.busy; arg: the struct rsw). */
-bool rsw_busy(void *arg);
+bool gsw_busy(void *arg);
 /* True once the port map is on the devices (and in the store). */
-bool rsw_ready(const struct rsw *s, const char **why);
+bool gsw_ready(const struct rsw *s, const char **why);
 /* A job's moved GPUs, oldest first: malloc'd (caller frees), NULL with *n 0 when none. */
-struct st_rail_job_move *rsw_job_moves(const struct rsw *s, const char *job_id, size_t *n);
+struct st_rail_job_move *gsw_job_moves(const struct rsw *s, const char *job_id, size_t *n);
 /*
  * Fills holder[g] (ocs_rail_gpus() entries) with the id of the live job
  * holding GPU g, NULL when idle; the ids are the job manager's, valid until
  * the jobs change (use them within the current loop turn). 0 or -ENOMEM.
  */
-int rsw_holders(const struct rsw *s, const char **holder);
+int gsw_holders(const struct rsw *s, const char **holder);
 
 #endif

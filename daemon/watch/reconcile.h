@@ -64,7 +64,7 @@ struct recon_deps {
 	/* Leaf-spine fabrics: gets what each compared pass found missing (NULL: none). */
 	struct rep *repair;
 	/* Rail-OCS fabrics: true while a swap's transaction runs (its own
-	 * driver, railswap.h): a pass ending then is discarded like one ending
+	 * driver, gpu_swaps.h): a pass ending then is discarded like one ending
 	 * during a job's transaction. NULL: none. */
 	bool (*busy)(void *ctx);
 	void *busy_ctx;

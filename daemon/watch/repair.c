@@ -295,7 +295,7 @@ static void start_repair(struct rep *r, struct st_circuit *xcs, size_t n)
 		return;
 	}
 	/* Removed and added again: the touched devices' targets are their runs
-	 * as stored (txn.c), the circuit table ends as it was. */
+	 * as stored (txn_driver.c), the circuit table ends as it was. */
 	for (size_t i = 0; i < n; i++)
 		removals[i] = xcs[i].xc;
 	c.removals = removals;

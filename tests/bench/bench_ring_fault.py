@@ -18,7 +18,7 @@ included); the controller's share is the difference.
 Prints the median and p99 of both, of the controller's share and of the
 reaction minus the devices' switching time (issue 11's own definition of
 the controller's share), and from ocsd's log the profile of each repair
-transaction (txn.c: the intent's commit, overlapped with the prepare
+transaction (txn_driver.c: the intent's commit, overlapped with the prepare
 steps, how long the confirm waited for it, the engine's steps), with the
 target (controller share <= 5 ms at p99). Exit 0 when the run completed
 (the figures are recorded in tests/bench/README.md), 1 on an error.
@@ -190,7 +190,7 @@ def main():
 
 
 def profile(log):
-    """Medians and p99 of the repair transactions' profile lines (txn.c)."""
+    """Medians and p99 of the repair transactions' profile lines (txn_driver.c)."""
     rows = [tuple(int(x) for x in m) for m in PROFILE.findall(log)]
     if not rows:
         print("no transaction profile in the log (an ocsd before the overlapped intent)")

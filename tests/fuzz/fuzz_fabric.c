@@ -1,5 +1,5 @@
 /*
- * fuzz_fabric.c - libFuzzer harness: the fabric file (daemon/config.c):
+ * fuzz_fabric.c - libFuzzer harness: the fabric file (daemon/fabric/config.c):
  * JSON parsing and validation by libyang against ocsd-fabric.yang, then the
  * semantic checks YANG cannot express, then, for a file accepted, the
  * summary and the warnings --check-config prints (every derived size). A

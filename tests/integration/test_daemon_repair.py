@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_daemon_repair.py - a live job whose cross-connects the devices lost
-is programmed again, or told (circuit repair, daemon/repair.h), on the REAL
+is programmed again, or told (circuit repair, daemon/watch/repair.h), on the REAL
 ocsd (lab fabric, 16 ocs-devsim devices, python3-grpcio client, devices
 read and edited behind ocsd's back with ncclient), reconciliation every
 second:

@@ -221,7 +221,7 @@ def main():
     check("left open" in FLEET.log(), "recovery resolved the repair left open")
     FLEET.set_faults(victim, "")
 
-    # ---- kill -9 while the repair's intent is not durable yet (txn.c stores
+    # ---- kill -9 while the repair's intent is not durable yet (txn_driver.c stores
     # it while the devices prepare; the confirm waits for the commit). This
     # test holds the store's SQLite write lock, so ocsd's commit of the fault
     # and the intent waits (busy timeout 5 s) while the nodes are edited.

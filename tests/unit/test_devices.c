@@ -1,7 +1,7 @@
 /*
  * test_devices.c - unit tests of the daemon's per-device facts
- * (daemon/devices.c) and the per-device index of cross-connects it exposes
- * (daemon/fabric_state.c): sorted per-device runs kept through inserts and
+ * (daemon/fabric/devices.c) and the per-device index of cross-connects it exposes
+ * (daemon/fabric/fabric_state.c): sorted per-device runs kept through inserts and
  * removals, per-device circuit views equal to the fabric-wide ones, the
  * read-back comparison (equal, unowned, missing, with a change applied),
  * drain stored in and restored from a real SQLite store, session state

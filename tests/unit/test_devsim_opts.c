@@ -1,5 +1,5 @@
 /*
- * test_devsim_opts.c - ocs-devsim's command line (southbound/devsim_opts.c):
+ * test_devsim_opts.c - ocs-devsim's command line (southbound/devsim/devsim_opts.c):
  * defaults, every option reaching its setting, the checks across options,
  * error messages that name the option, and a --help that lists every option
  * with its default. The expected options and defaults are written out here,

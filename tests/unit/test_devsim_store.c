@@ -1,7 +1,7 @@
 /*
  * test_devsim_store.c - unit tests of ocs-devsim's datastore engine
- * (southbound/devsim_store.h: edit-config operations, subtree filters) and
- * of its fault-spec parser (southbound/devsim_fault.h), on libyang trees
+ * (southbound/devsim/devsim_store.h: edit-config operations, subtree filters) and
+ * of its fault-spec parser (southbound/devsim/devsim_fault.h), on libyang trees
  * of the ocs-switch module without any network.
  */
 #include "devsim_fault.h"

@@ -1,6 +1,6 @@
 /*
- * test_drift.c - unit tests of the drift table (daemon/drift.c, issue 14
- * #2) and of the plan figures' text (daemon/jobs_figures.c, #14):
+ * test_drift.c - unit tests of the drift table (daemon/fabric/drift.c, issue 14
+ * #2) and of the plan figures' text (daemon/jobs/jobs_figures.c, #14):
  *  - unowned two-way circuits become the planner's blockers, one-way or
  *    colliding cross-connects and unverified devices block their devices,
  *    for every wiring;

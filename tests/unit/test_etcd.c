@@ -1,5 +1,5 @@
 /*
- * test_etcd.c - the etcd client (daemon/etcd.c) against a real single-member
+ * test_etcd.c - the etcd client (daemon/replica/etcd.c) against a real single-member
  * etcd started by the test (etcd_harness.h): keys with every byte value,
  * ranges with limits and revisions, deletes, transactions whose compare
  * holds or fails, leases that are kept alive and then expire, watches that

@@ -1,6 +1,6 @@
 /*
- * test_exec.c - unit tests of the daemon's one executor (daemon/exec.c)
- * and its adapter for the transaction engine (daemon/exec_sb.c): tasks
+ * test_exec.c - unit tests of the daemon's one executor (daemon/core/executor.c)
+ * and its adapter for the transaction engine (daemon/core/executor_sb.c): tasks
  * submitted from many threads all run exactly once, submitting has no
  * failure path, nested waits and parallel loops on a 1-thread executor do
  * not deadlock (helping), exec_free() drains what is queued and what

@@ -1,6 +1,6 @@
 /*
  * test_fabric_state.c - unit tests of the daemon's view of configured
- * cross-connects (daemon/fabric_state.c): applying confirmed changes,
+ * cross-connects (daemon/fabric/fabric_state.c): applying confirmed changes,
  * per-job and per-device views, generation counting, and pairing
  * cross-connects into bidirectional circuits for every wiring.
  */

@@ -1,5 +1,5 @@
 /*
- * test_jobs.c - the job manager (daemon/jobs.c) on a fake transaction
+ * test_jobs.c - the job manager (daemon/jobs/jobs.c) on a fake transaction
  * engine, a fake planner pool and virtual time, over a real SQLite store
  * (the fixture and its fakes: test_jobs_fixture.c; releases and
  * submissions whose rollback was not proven: test_jobs_unproven.c).

@@ -9,7 +9,7 @@
  * keeps the planning tasks until the test runs them (work, then done, as
  * the pool and the loop would), and txn_start keeps the change set until
  * the test says how the transaction ended. The fake engine does on its
- * side what the real driver (txn.c) does: it stores the intent and the
+ * side what the real driver (txn_driver.c) does: it stores the intent and the
  * outcome, and applies a confirmed change to the circuit table. Store
  * failures are real: a trigger added through a second SQLite connection
  * (sql) makes the chosen writes fail.
@@ -316,7 +316,7 @@ int setup_ring(void **state)
 	return setup_fabric(state, ring_json);
 }
 
-/* The rail fabric with its initial port map stored (as railswap.c adopts it). */
+/* The rail fabric with its initial port map stored (as gpu_swaps.c adopts it). */
 int setup_rail(void **state)
 {
 	struct fx *f;

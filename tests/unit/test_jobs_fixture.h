@@ -1,6 +1,6 @@
 /*
  * test_jobs_fixture.h - what the job manager's unit tests (test_jobs.c,
- * test_jobs_unproven.c) share: a job manager (daemon/jobs.c) on a fake
+ * test_jobs_unproven.c) share: a job manager (daemon/jobs/jobs.c) on a fake
  * planner pool, a fake transaction engine and a fake clock over a real
  * SQLite store in a temporary directory, the answers and events it gave,
  * and the helpers every test uses. Every helper fails the running cmocka

@@ -1,5 +1,5 @@
 /*
- * test_jobs_unproven.c - the job manager (daemon/jobs.c) with releases and
+ * test_jobs_unproven.c - the job manager (daemon/jobs/jobs.c) with releases and
  * submissions whose rollback was not proven (hardening H2), on the fake
  * engine, pool and clock of test_jobs_fixture.c over a real SQLite store:
  * the engine ends the transaction FAILED (rollback failures), and the

@@ -1,5 +1,5 @@
 /*
- * test_leader.c - leader election with an etcd lease (daemon/leader.c)
+ * test_leader.c - leader election with an etcd lease (daemon/replica/leader.c)
  * against a real etcd (etcd_harness.h): exactly one of two candidates
  * leads while the leader's keep-alive runs (several TTLs), the other takes
  * over within TTL + TTL/3 (+ slack) once the leader stops renewing, the

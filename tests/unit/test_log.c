@@ -1,5 +1,5 @@
 /*
- * test_log.c - ocsd's logger (daemon/log.c) off journald: one line format
+ * test_log.c - ocsd's logger (daemon/core/log.c) off journald: one line format
  * with a UTC timestamp, the pid and the priority, and the messages of gRPC
  * core, libnetconf2 and libevent routed through it with their source named
  * (each library is made to complain for real: an invalid argument to

@@ -1,6 +1,6 @@
 /*
- * test_loop_pool.c - unit tests of the event loop hand-off (daemon/loop.c)
- * and the solver pool (daemon/pool.c): posts from many threads all run on
+ * test_loop_pool.c - unit tests of the event loop hand-off (daemon/core/loop.c)
+ * and the solver pool (daemon/core/pool.c): posts from many threads all run on
  * the loop thread in per-thread order, posting has no failure path and
  * nothing posted is lost at shutdown (nodes posted while loop_free drains
  * included), pool back-pressure with -EBUSY at exactly max_running +

@@ -1,5 +1,5 @@
 /*
- * test_metrics.c - unit tests of the metric registry (daemon/metrics.c):
+ * test_metrics.c - unit tests of the metric registry (daemon/core/metrics.c):
  * naming rules, counter/gauge/histogram semantics, exact exposition text,
  * and acceptance of a realistic registry by Prometheus' own `promtool
  * check metrics` (a checker nobody here wrote).

@@ -1,6 +1,6 @@
 /*
  * test_store_etcd.c - the etcd backend of the state store
- * (daemon/store_etcd.c) against a real single-member etcd (etcd_harness.h).
+ * (daemon/replica/store_etcd.c) against a real single-member etcd (etcd_harness.h).
  *
  * The oracle is the plain SQLite store: every step runs the same store.h
  * call on a SQLite file and on the etcd store, and after each step a dump
@@ -586,7 +586,7 @@ static void test_fence(void **state)
 }
 
 /*
- * The confirm gate's write (txn.c): st_intent_decide is one log entry whose
+ * The confirm gate's write (txn_driver.c): st_intent_decide is one log entry whose
  * changeset records the decision, written by the etcd transaction that
  * compares the leader key (the fence); once the key is not this replica's,
  * the decision is refused (-EPERM) and nothing reaches the log, so no

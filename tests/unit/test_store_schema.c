@@ -1,6 +1,6 @@
 /*
  * test_store_schema.c - unit tests of the state store's schema
- * (daemon/store.c) on real files: refusal of a file or snapshot image of
+ * (daemon/store/store.c) on real files: refusal of a file or snapshot image of
  * an unknown schema version, the in-place upgrades of a file (1 and 2 to
  * the current version) and of an older replica's snapshot image (6 to 7),
  * and the query plans of the store's own statements (captured from its

@@ -1,13 +1,13 @@
 /*
- * test_railswap.c - GPU swaps on a rail-OCS fabric (daemon/railswap.c) with
+ * test_gpu_swaps.c - GPU swaps on a rail-OCS fabric (daemon/watch/gpu_swaps.c) with
  * the real rail state, the real job manager and a real SQLite store, on a
  * fake transaction engine: txn_start keeps the change set until the test
- * says how it ended, and a confirmed one is stored and applied as txn.c
+ * says how it ended, and a confirmed one is stored and applied as txn_driver.c
  * does (st_intent_finish, fs_apply). The fabric: 6 servers of 4 GPUs, 3 per
  * OCS group, the last of each group a spare.
  *
  * After every swap an independent check reads the port map back from the
- * circuit table (rail_port_map_from_xcs, not railswap's bookkeeping): every
+ * circuit table (rail_port_map_from_xcs, not gpu_swaps.c's bookkeeping): every
  * rail port joined to at most one GPU, no GPU on two ports, no faulty GPU
  * on a port the swap was for, and the jobs' GPUs are exactly the GPUs on
  * their ports. Checked: refusals change nothing (store rows, circuits, GPU
@@ -141,7 +141,7 @@ static int no_plans(void *ctx, struct pool_task *t)
 	return -EINVAL;
 }
 
-static void on_swap(void *ctx, const struct err_info *err, const struct rsw_report *rep)
+static void on_swap(void *ctx, const struct err_info *err, const struct gsw_report *rep)
 {
 	struct fx *f = ctx;
 
@@ -152,7 +152,7 @@ static void on_swap(void *ctx, const struct err_info *err, const struct rsw_repo
 	f->kind = rep ? rep->res->kind : RAIL_SWAP_NONE;
 }
 
-static void ev_swapped(void *ctx, const struct rsw_report *rep)
+static void ev_swapped(void *ctx, const struct gsw_report *rep)
 {
 	struct fx *f = ctx;
 
@@ -203,7 +203,7 @@ static void open_all(struct fx *f)
 			     .devs = f->devs,
 			     .gpus_check = rl_check_job_gpus,
 			     .gpus_check_ctx = f->rl};
-	struct rsw_deps sd = {.cfg = f->cfg,
+	struct gsw_deps sd = {.cfg = f->cfg,
 			      .store = f->store,
 			      .fs = f->fs,
 			      .rl = f->rl,
@@ -214,9 +214,9 @@ static void open_all(struct fx *f)
 	char err[256];
 
 	assert_int_equal(jm_new(&jd, &f->jm, err, sizeof(err)), 0);
-	f->rsw = rsw_new(&sd);
+	f->rsw = gsw_new(&sd);
 	assert_non_null(f->rsw);
-	rsw_attach(f->rsw, f->jm);
+	gsw_attach(f->rsw, f->jm);
 }
 
 static int setup(void **state)
@@ -226,7 +226,7 @@ static int setup(void **state)
 	const char *names[2];
 	char err[256];
 
-	snprintf(f->dir, sizeof(f->dir), "/tmp/ocsd-railswap-XXXXXX");
+	snprintf(f->dir, sizeof(f->dir), "/tmp/ocsd-gpu-swaps-XXXXXX");
 	if (!mkdtemp(f->dir))
 		return -1;
 	snprintf(f->path, sizeof(f->path), "%s/state.db", f->dir);
@@ -250,7 +250,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	char cmd[128];
 
-	rsw_free(f->rsw);
+	gsw_free(f->rsw);
 	jm_free(f->jm);
 	free(f->removals);
 	free(f->additions);
@@ -266,7 +266,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* The initial map, stored as an adopted intent (rsw_start then finds it). */
+/* The initial map, stored as an adopted intent (gsw_start then finds it). */
 static void store_initial_map(struct fx *f)
 {
 	struct rail_port_map m = {0};
@@ -289,8 +289,8 @@ static void store_initial_map(struct fx *f)
 	assert_int_equal(fs_apply(f->fs, NULL, 0, adds, n), 0);
 	free(adds);
 	free(xcs);
-	assert_int_equal(rsw_start(f->rsw), 0);
-	assert_true(rsw_ready(f->rsw, NULL));
+	assert_int_equal(gsw_start(f->rsw), 0);
+	assert_true(gsw_ready(f->rsw, NULL));
 }
 
 static void submit(struct fx *f, const char *id, const int64_t *gpus, size_t n)
@@ -379,7 +379,7 @@ static void test_swaps(void **state)
 	submit(f, "b", b, 4);
 
 	/* case 1: idle GPU 3 takes rail port 1 */
-	rsw_replace(f->rsw, 1, "scheduler", on_swap, f);
+	gsw_replace(f->rsw, 1, "scheduler", on_swap, f);
 	assert_int_equal(f->answers, 0); /* waits for the devices */
 	finish(f, TXN_CONFIRMED);
 	assert_int_equal(f->answers, 1);
@@ -392,7 +392,7 @@ static void test_swaps(void **state)
 	check_gpus(f, "a", (const int64_t[]){0, 3, 2}, 3);
 
 	/* case 2: server 1 onto spare server 2, the moves stored with the outcome */
-	rsw_replace(f->rsw, 6, "scheduler", on_swap, f);
+	gsw_replace(f->rsw, 6, "scheduler", on_swap, f);
 	finish(f, TXN_CONFIRMED);
 	assert_int_equal(f->kind, RAIL_SWAP_SPARE_SERVER);
 	check_map(f, map);
@@ -403,7 +403,7 @@ static void test_swaps(void **state)
 	/* a refusal changes nothing */
 	memcpy(before, map, sizeof(map));
 	intents = rows(f, "SELECT COUNT(*) FROM intents");
-	rsw_replace(f->rsw, 0, "scheduler", on_swap, f);
+	gsw_replace(f->rsw, 0, "scheduler", on_swap, f);
 	assert_false(f->open);
 	assert_true(f->has_err);
 	assert_int_equal(f->err.status, ERR_EXHAUSTED);
@@ -415,7 +415,7 @@ static void test_swaps(void **state)
 	assert_memory_equal(map, before, sizeof(map));
 
 	/* rolled back: nothing changes, the GPU stays healthy */
-	rsw_replace(f->rsw, 13, "scheduler", on_swap, f);
+	gsw_replace(f->rsw, 13, "scheduler", on_swap, f);
 	finish(f, TXN_ROLLED_BACK);
 	assert_true(f->has_err);
 	assert_int_equal(f->err.status, ERR_UNAVAILABLE);
@@ -424,15 +424,15 @@ static void test_swaps(void **state)
 	assert_memory_equal(map, before, sizeof(map));
 
 	/* a fault refused stays faulty on its port; the retry swaps it once a is gone */
-	rsw_mark(f->rsw, 0, true, "device", 0, on_swap, f);
+	gsw_mark(f->rsw, 0, true, "device", 0, on_swap, f);
 	assert_false(f->has_err);
 	assert_int_equal(f->kind, RAIL_SWAP_REFUSED);
 	assert_true(rl_faulty(f->rl, 0));
 	assert_int_equal(rl_gpu_port(f->rl, 0), 0);
-	rsw_retry(f->rsw);
+	gsw_retry(f->rsw);
 	assert_false(f->open); /* still no way */
 	jm_release(f->jm, "a", on_job_released, f);
-	rsw_retry(f->rsw);
+	gsw_retry(f->rsw);
 	assert_true(f->open); /* a's GPUs 2 and 3 of server 0 are idle now: case 1 */
 	finish(f, TXN_CONFIRMED);
 	check_map(f, map);
@@ -440,13 +440,13 @@ static void test_swaps(void **state)
 	assert_true(map[0] == 2 || map[0] == 3);
 
 	/* a restart: the jobs' moved GPUs come back from the store */
-	rsw_free(f->rsw);
+	gsw_free(f->rsw);
 	jm_free(f->jm);
 	rl_free(f->rl);
 	f->rl = rl_new(&f->cfg->rail);
 	open_all(f);
 	assert_int_equal(jm_set_gpus(f->jm, "b", b, 4), 0); /* as api_restore_jobs does */
-	assert_int_equal(rsw_start(f->rsw), 0);
+	assert_int_equal(gsw_start(f->rsw), 0);
 	assert_int_equal(jm_recover(f->jm), 0);
 	check_gpus(f, "b", (const int64_t[]){8, 9, 10, 11}, 4);
 	assert_true(rl_faulty(f->rl, 0) && rl_faulty(f->rl, 1) && rl_faulty(f->rl, 6));
@@ -469,9 +469,9 @@ static void test_mark_during_swap(void **state)
 
 	store_initial_map(f);
 	submit(f, "b", b, 3);
-	rsw_replace(f->rsw, 6, "scheduler", on_swap, f); /* case 1: idle GPU 7 */
+	gsw_replace(f->rsw, 6, "scheduler", on_swap, f); /* case 1: idle GPU 7 */
 	assert_true(f->open);
-	rsw_mark(f->rsw, 7, true, "operator", 0, on_swap, f);
+	gsw_mark(f->rsw, 7, true, "operator", 0, on_swap, f);
 	finish(f, TXN_CONFIRMED);
 	assert_int_equal(f->landed_on_faulty, 0);
 	assert_int_equal(f->answers, 1); /* ReplaceGpu's; MarkGpu's waits for its swap */
@@ -489,9 +489,9 @@ static void test_mark_during_swap(void **state)
 	check_gpus(f, "b", (const int64_t[]){8, 9, 10}, 3);
 
 	submit(f, "c", c, 4);
-	rsw_replace(f->rsw, 14, "scheduler", on_swap, f); /* case 2: spare server 5 */
+	gsw_replace(f->rsw, 14, "scheduler", on_swap, f); /* case 2: spare server 5 */
 	assert_true(f->open);
-	rsw_mark(f->rsw, 21, true, "device", 0, on_swap, f);
+	gsw_mark(f->rsw, 21, true, "device", 0, on_swap, f);
 	assert_false(rl_faulty(f->rl, 21));
 	finish(f, TXN_CONFIRMED);
 	assert_int_equal(f->landed_on_faulty, 0);
