@@ -81,14 +81,8 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
 	size_t *first = malloc((size_t)(nl ? nl : 1) * sizeof(*first));
 
 	if (!used || !start || !order || !pair_ok || !mark || !first) {
-		free(used);
-		free(start);
-		free(order);
-		free(pair_ok);
-		free(mark);
-		free(first);
 		problem(&p, "demand", 0, "cannot check: out of memory");
-		return p.count;
+		goto out;
 	}
 	for (size_t i = 0; i < n_demand; i++) {
 		const struct lc_demand *d = &demand[i];
@@ -151,13 +145,14 @@ int lc_validate(const struct ocs_fabric *f, const struct lc_demand *demand, size
 			first[hi] = order[at];
 		}
 	}
+	validate_existing(f, existing, n_existing, &p);
+out:
 	free(used);
 	free(start);
 	free(order);
 	free(pair_ok);
 	free(mark);
 	free(first);
-	validate_existing(f, existing, n_existing, &p);
 	return p.count;
 }
 
