@@ -19,8 +19,11 @@
  *
  * About 1,100 lines: the unit model, the methods, the capacity pass, the
  * contention repair and the outputs all read and write struct work and
- * struct placed, one plan's state. Kept in one file so that both stay
- * private to it rather than go into a shared internal header.
+ * struct placed, one plan's state, and call each other both ways (the
+ * repair moves units with unit_move() and place_leftover() of the capacity
+ * pass, and choose_spines() runs the repair), so a file cut between them
+ * would be a call cycle and would publish both structs in a header. Kept
+ * in one file.
  */
 #include "leafcentric.h"
 
