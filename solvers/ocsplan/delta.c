@@ -61,23 +61,9 @@ static json_t *dio_read_json(const struct ocsplan_io *io, struct ocsplan_problem
 {
 	FILE *fp = io->in_path ? fopen(io->in_path, "rb") : stdin;
 	const char *name = io->in_path ? io->in_path : "stdin";
-	size_t len = 0, cap = 1 << 16;
-	char *text = fp ? malloc(cap) : NULL;
-	struct ocs_json_error err;
+	size_t len = 0;
+	char *text = fp ? ocsplan_slurp(fp, &len) : NULL;
 
-	while (text) {
-		len += fread(text + len, 1, cap - len, fp);
-		if (len < cap)
-			break;
-		char *bigger = realloc(text, cap *= 2);
-		if (!bigger)
-			free(text);
-		text = bigger;
-	}
-	if (text && ferror(fp)) {
-		free(text);
-		text = NULL;
-	}
 	if (fp && fp != stdin)
 		fclose(fp);
 	if (!text) {
@@ -85,16 +71,9 @@ static json_t *dio_read_json(const struct ocsplan_io *io, struct ocsplan_problem
 		*exit_code = OCSPLAN_EXIT_FAILURE;
 		return NULL;
 	}
-	json_t *v = ocs_json_parse(text, len, &err);
+	json_t *v = ocsplan_parse_json(text, len, p, exit_code);
 	free(text);
-	if (v)
-		return v;
-	if (err.duplicate_key)
-		ocsplan_problem(p, err.path[0] ? err.path : "input", "%s", err.message);
-	else
-		ocsplan_problem(p, "input", "malformed JSON: %s", err.message);
-	*exit_code = OCSPLAN_EXIT_INVALID;
-	return NULL;
+	return v;
 }
 
 /* answer NULL: building it ran out of memory. */
