@@ -5,7 +5,6 @@
  * also detects cycles), and answers port-accounting questions.
  */
 #include "delta_dag.h"
-#include "delta_sim.h"
 
 #include <errno.h>
 #include <math.h>
@@ -260,7 +259,7 @@ static int build_graph(struct delta_problem *p, struct delta_error *err)
 	return 0;
 }
 
-struct delta_problem *delta_problem_new(const struct delta_dag *dag, struct delta_error *err)
+struct delta_problem *delta_problem_compile(const struct delta_dag *dag, struct delta_error *err)
 {
 	if (!dag) {
 		delta_error_set(err, "dag", "missing");
@@ -293,14 +292,12 @@ struct delta_problem *delta_problem_new(const struct delta_dag *dag, struct delt
 		delta_problem_free(p);
 		return NULL;
 	}
-	struct delta_sim_result ideal;
-	if (delta_simulate_ideal(p, &ideal, NULL, NULL)) {
-		delta_error_set(err, "memory", "out of memory");
-		delta_problem_free(p);
-		return NULL;
-	}
-	p->ideal_critical_ms = ideal.critical_comm_ms;
 	return p;
+}
+
+void delta_problem_set_ideal_critical_ms(struct delta_problem *p, double ms)
+{
+	p->ideal_critical_ms = ms;
 }
 
 int delta_problem_pods(const struct delta_problem *p)

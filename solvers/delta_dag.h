@@ -79,8 +79,15 @@ struct delta_problem;
  * links covering every task's pod pair. Returns NULL with err filled on a
  * bad input or on allocation failure (field "memory"). Caller frees with
  * delta_problem_free().
+ *
+ * Callers build a problem with delta_problem_new() (delta_sim.h): it calls
+ * this, runs the ideal schedule on the result and records its critical time
+ * with delta_problem_set_ideal_critical_ms(), which every simulation divides
+ * by. Kept there so that the DAG does not call the simulator that reads it.
  */
-struct delta_problem *delta_problem_new(const struct delta_dag *dag, struct delta_error *err);
+struct delta_problem *delta_problem_compile(const struct delta_dag *dag, struct delta_error *err);
+/* For delta_problem_new() only, before the problem is shared. */
+void delta_problem_set_ideal_critical_ms(struct delta_problem *p, double ms);
 void delta_problem_free(struct delta_problem *p);
 
 int delta_problem_pods(const struct delta_problem *p);

@@ -11,6 +11,10 @@
  * rate changes. Pending starts wait in a global min-heap keyed by time.
  * Ties in both heaps break on the task index, which keeps the run
  * deterministic.
+ *
+ * delta_problem_new() lives here too: it compiles the DAG (delta_dag.c) and
+ * stores the critical time of the ideal schedule, the divisor of every nct,
+ * so that delta_dag.c never calls the simulator.
  */
 #include "delta_sim.h"
 
@@ -354,4 +358,20 @@ int delta_simulate_ideal(const struct delta_problem *p, struct delta_sim_result 
 		free(finish);
 	free(det);
 	return rc;
+}
+
+struct delta_problem *delta_problem_new(const struct delta_dag *dag, struct delta_error *err)
+{
+	struct delta_problem *p = delta_problem_compile(dag, err);
+	struct delta_sim_result ideal;
+
+	if (!p)
+		return NULL;
+	if (delta_simulate_ideal(p, &ideal, NULL, NULL)) {
+		delta_error_set(err, "memory", "out of memory");
+		delta_problem_free(p);
+		return NULL;
+	}
+	delta_problem_set_ideal_critical_ms(p, ideal.critical_comm_ms);
+	return p;
 }

@@ -32,6 +32,14 @@
 
 #include "delta_dag.h"
 
+/*
+ * Validates and compiles a DAG (delta_problem_compile() in delta_dag.h, same
+ * errors) and records the critical time of its ideal schedule. Returns NULL
+ * with err filled on a bad input or on allocation failure (field "memory").
+ * Caller frees with delta_problem_free().
+ */
+struct delta_problem *delta_problem_new(const struct delta_dag *dag, struct delta_error *err);
+
 struct delta_sim_result {
 	double makespan_ms;
 	double critical_comm_ms;

@@ -14,17 +14,17 @@
  * realized by the leaf-centric planner (solvers/leafcentric.h). Formats,
  * options and errors are documented in solvers/README.md.
  *
- * The request/answer plumbing (options --in/--out/--pretty, exit codes,
- * "field: reason" problems) follows the contract shared by every ocsplan
- * subcommand but lives in this file, so the family stands on its own; it
- * needs the planner family only for --leaf-centric (leafcentric.h). Wiring:
+ * The request/answer plumbing is io.h's (options --in/--out/--pretty, exit
+ * codes, "field: reason" problems, unknown fields, answer building), except
+ * reading, writing and the typed look-ups, which keep this family's messages
+ * (below). It needs the planner family only for --leaf-centric (leaf.h,
+ * leafcentric.h). Wiring:
  * the parallelism planners of the catalogue (solvers/planners.h), one
  * OCSPLAN_FAMILY line in families.def and delta.c in CMakeLists.txt.
  *
  * Single-threaded except for the optional fitness pool (--threads).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <limits.h>
 #include <math.h>
@@ -50,116 +50,41 @@
 int ocsplan_delta_main(const struct ocs_planner *planner, int argc, char **argv);
 
 /*
- * Request/answer plumbing, the same contract as every ocsplan subcommand:
- * --in FILE (default stdin), --out FILE (default stdout), --pretty; the
- * answer goes to the output with exit 0; invalid input prints one
- * "field: reason" line per problem on stderr, nothing on stdout, exit 2;
- * I/O or memory failures exit 1. Kept here so that this family does not
- * depend on another family's files.
+ * Reading the request, writing the answer and the typed look-ups follow the
+ * contract of io.h with this family's own messages, which differ from
+ * io.c's in a few words: a file that cannot be opened or read, a string or
+ * array member of another type, a negative number where the range starts
+ * at 0.
  */
-enum {
-	DELTA_EXIT_OK = 0,
-	DELTA_EXIT_FAILURE = 1,
-	DELTA_EXIT_INVALID = 2,
-};
-
-struct delta_io {
-	const char *in_path;
-	const char *out_path;
-	bool pretty;
-};
-
-struct delta_problems {
-	int count;
-};
-
-static void dproblem(struct delta_problems *p, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void dproblem(struct delta_problems *p, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", field);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	p->count++;
-}
-
-/* 1: consumed a shared option (and its value), 0: not one, -1: value missing. */
-static int dio_option(struct delta_io *io, int argc, char **argv, int *i, struct delta_problems *p)
-{
-	const char **target;
-
-	if (!strcmp(argv[*i], "--pretty")) {
-		io->pretty = true;
-		return 1;
-	}
-	if (!strcmp(argv[*i], "--in"))
-		target = &io->in_path;
-	else if (!strcmp(argv[*i], "--out"))
-		target = &io->out_path;
-	else
-		return 0;
-	if (*i + 1 >= argc) {
-		dproblem(p, argv[*i], "needs a file name");
-		return -1;
-	}
-	*target = argv[++*i];
-	return 1;
-}
-
-static json_t *dio_read_json(const struct delta_io *io, struct delta_problems *p, int *exit_code)
+static json_t *dio_read_json(const struct ocsplan_io *io, struct ocsplan_problems *p,
+			     int *exit_code)
 {
 	FILE *fp = io->in_path ? fopen(io->in_path, "rb") : stdin;
 	const char *name = io->in_path ? io->in_path : "stdin";
-	size_t len = 0, cap = 1 << 16;
-	char *text = fp ? malloc(cap) : NULL;
-	struct ocs_json_error err;
+	size_t len = 0;
+	char *text = fp ? ocsplan_slurp(fp, &len) : NULL;
 
-	while (text) {
-		len += fread(text + len, 1, cap - len, fp);
-		if (len < cap)
-			break;
-		char *bigger = realloc(text, cap *= 2);
-		if (!bigger)
-			free(text);
-		text = bigger;
-	}
-	if (text && ferror(fp)) {
-		free(text);
-		text = NULL;
-	}
 	if (fp && fp != stdin)
 		fclose(fp);
 	if (!text) {
 		fprintf(stderr, "ocsplan: cannot read %s: %s\n", name, strerror(errno));
-		*exit_code = DELTA_EXIT_FAILURE;
+		*exit_code = OCSPLAN_EXIT_FAILURE;
 		return NULL;
 	}
-	json_t *v = ocs_json_parse(text, len, &err);
+	json_t *v = ocsplan_parse_json(text, len, p, exit_code);
 	free(text);
-	if (v)
-		return v;
-	if (err.duplicate_key)
-		dproblem(p, err.path[0] ? err.path : "input", "%s", err.message);
-	else
-		dproblem(p, "input", "malformed JSON: %s", err.message);
-	*exit_code = DELTA_EXIT_INVALID;
-	return NULL;
+	return v;
 }
 
 /* answer NULL: building it ran out of memory. */
-static int dio_write_json(const struct delta_io *io, const json_t *answer)
+static int dio_write_json(const struct ocsplan_io *io, const json_t *answer)
 {
 	char *text = answer ? ocs_json_dumps(answer, io->pretty) : NULL;
 	const char *name = io->out_path ? io->out_path : "stdout";
 
 	if (!text) {
 		fprintf(stderr, "ocsplan: out of memory while writing the answer\n");
-		return DELTA_EXIT_FAILURE;
+		return OCSPLAN_EXIT_FAILURE;
 	}
 	size_t len = strlen(text);
 	FILE *fp = io->out_path ? fopen(io->out_path, "wb") : stdout;
@@ -169,9 +94,9 @@ static int dio_write_json(const struct delta_io *io, const json_t *answer)
 	free(text);
 	if (!ok) {
 		fprintf(stderr, "ocsplan: cannot write %s: %s\n", name, strerror(errno));
-		return DELTA_EXIT_FAILURE;
+		return OCSPLAN_EXIT_FAILURE;
 	}
-	return DELTA_EXIT_OK;
+	return OCSPLAN_EXIT_OK;
 }
 
 static void field_name(char *out, size_t len, const char *where, const char *key)
@@ -184,7 +109,7 @@ static void field_name(char *out, size_t len, const char *where, const char *key
 
 /* Integer member in min..max; problems name "where.key". */
 static bool dget_int(const json_t *obj, const char *where, const char *key, int64_t min,
-		     int64_t max, int *out, struct delta_problems *p)
+		     int64_t max, int *out, struct ocsplan_problems *p)
 {
 	const json_t *v = json_object_get(obj, key);
 	char field[96];
@@ -192,18 +117,18 @@ static bool dget_int(const json_t *obj, const char *where, const char *key, int6
 
 	field_name(field, sizeof(field), where, key);
 	if (!v) {
-		dproblem(p, field, "missing");
+		ocsplan_problem(p, field, "missing");
 		return false;
 	}
 	if (!json_is_integer(v)) {
-		dproblem(p, field, "must be an integer, not %s",
-			 json_is_real(v) ? "a fraction" : ocs_json_type_name(v));
+		ocsplan_problem(p, field, "must be an integer, not %s",
+				json_is_real(v) ? "a fraction" : ocs_json_type_name(v));
 		return false;
 	}
 	x = json_integer_value(v);
 	if (x < min || x > max) {
-		dproblem(p, field, "%lld out of range %lld..%lld", (long long)x, (long long)min,
-			 (long long)max);
+		ocsplan_problem(p, field, "%lld out of range %lld..%lld", (long long)x,
+				(long long)min, (long long)max);
 		return false;
 	}
 	*out = (int)x;
@@ -211,14 +136,14 @@ static bool dget_int(const json_t *obj, const char *where, const char *key, int6
 }
 
 static bool dget_string(const json_t *obj, const char *where, const char *key, const char **out,
-			struct delta_problems *p)
+			struct ocsplan_problems *p)
 {
 	const json_t *v = json_object_get(obj, key);
 	char field[96];
 
 	field_name(field, sizeof(field), where, key);
 	if (!json_is_string(v)) {
-		dproblem(p, field, v ? "must be a string" : "missing");
+		ocsplan_problem(p, field, v ? "must be a string" : "missing");
 		return false;
 	}
 	*out = json_string_value(v);
@@ -227,7 +152,7 @@ static bool dget_string(const json_t *obj, const char *where, const char *key, c
 
 /* Array member; an absent optional one gives *out = NULL and true. */
 static bool dget_array(const json_t *obj, const char *where, const char *key, bool optional,
-		       const json_t **out, struct delta_problems *p)
+		       const json_t **out, struct ocsplan_problems *p)
 {
 	char field[96];
 
@@ -235,37 +160,19 @@ static bool dget_array(const json_t *obj, const char *where, const char *key, bo
 	field_name(field, sizeof(field), where, key);
 	if (!*out) {
 		if (!optional)
-			dproblem(p, field, "missing");
+			ocsplan_problem(p, field, "missing");
 		return optional;
 	}
 	if (!json_is_array(*out)) {
-		dproblem(p, field, "must be an array");
+		ocsplan_problem(p, field, "must be an array");
 		*out = NULL;
 		return false;
 	}
 	return true;
 }
 
-static void dunknown_fields(const json_t *obj, const char *where, const char *const *known,
-			    struct delta_problems *p)
-{
-	char field[96];
-
-	for (void *it = json_object_iter((json_t *)obj); it;
-	     it = json_object_iter_next((json_t *)obj, it)) {
-		const char *key = json_object_iter_key(it);
-		bool ok = false;
-		for (const char *const *k = known; *k && !ok; k++)
-			ok = !strcmp(*k, key);
-		if (!ok) {
-			field_name(field, sizeof(field), where, key);
-			dproblem(p, field, "unknown field");
-		}
-	}
-}
-
 struct options {
-	struct delta_io io;
+	struct ocsplan_io io;
 	int threads;
 	int leaf_centric;
 	int seed_set, gens_set, stall_set, budget_set;
@@ -304,7 +211,7 @@ static double now_ms(void *ctx)
 
 /* A number member; absent and optional leaves *out unchanged. */
 static bool get_number(const json_t *obj, const char *where, const char *key, bool optional,
-		       double min, double *out, struct delta_problems *p)
+		       double min, double *out, struct ocsplan_problems *p)
 {
 	const json_t *v = json_object_get(obj, key);
 	char field[96];
@@ -312,16 +219,16 @@ static bool get_number(const json_t *obj, const char *where, const char *key, bo
 	field_name(field, sizeof(field), where, key);
 	if (!v) {
 		if (!optional)
-			dproblem(p, field, "missing");
+			ocsplan_problem(p, field, "missing");
 		return optional;
 	}
 	if (!json_is_number(v)) {
-		dproblem(p, field, "must be a number, not %s", ocs_json_type_name(v));
+		ocsplan_problem(p, field, "must be a number, not %s", ocs_json_type_name(v));
 		return false;
 	}
 	double d = json_number_value(v);
 	if (!isfinite(d) || d < min) {
-		dproblem(p, field, "must be a number >= %g, got %g", min, d);
+		ocsplan_problem(p, field, "must be a number >= %g, got %g", min, d);
 		return false;
 	}
 	*out = d;
@@ -330,13 +237,13 @@ static bool get_number(const json_t *obj, const char *where, const char *key, bo
 
 /* An optional integer member: absent leaves *out unchanged. */
 static void get_opt_int(const json_t *obj, const char *where, const char *key, int64_t min,
-			int64_t max, int *out, struct delta_problems *p)
+			int64_t max, int *out, struct ocsplan_problems *p)
 {
 	if (json_object_get(obj, key))
 		dget_int(obj, where, key, min, max, out, p);
 }
 
-static void parse_ga(const json_t *top, struct request *r, struct delta_problems *p)
+static void parse_ga(const json_t *top, struct request *r, struct ocsplan_problems *p)
 {
 	int seed = (int)r->ga.seed;
 	get_opt_int(top, "", "seed", 0, INT_MAX, &seed, p);
@@ -353,7 +260,7 @@ static int find_id(const struct request *r, const char *id)
 	return -1;
 }
 
-static void parse_dag(const json_t *top, struct request *r, struct delta_problems *p)
+static void parse_dag(const json_t *top, struct request *r, struct ocsplan_problems *p)
 {
 	static const char *const known[] = {
 		"pods", "port_budget",	   "bandwidth_gbps", "tasks", "deps",
@@ -364,14 +271,14 @@ static void parse_dag(const json_t *top, struct request *r, struct delta_problem
 	const json_t *budget, *tasks, *deps;
 	char where[48];
 
-	dunknown_fields(top, "", known, p);
+	ocsplan_unknown_fields(top, "", known, p);
 	dget_int(top, "", "pods", 2, 1 << 16, &r->pods, p);
 	get_number(top, "", "bandwidth_gbps", false, 0, &r->bandwidth_gbps, p);
 	parse_ga(top, r, p);
 	if (dget_array(top, "", "port_budget", false, &budget, p)) {
 		if ((int)json_array_size(budget) != r->pods) {
-			dproblem(p, "port_budget", "needs %d entries (one per pod), has %zu",
-				 r->pods, json_array_size(budget));
+			ocsplan_problem(p, "port_budget", "needs %d entries (one per pod), has %zu",
+					r->pods, json_array_size(budget));
 		} else {
 			r->budget = calloc((size_t)r->pods, sizeof(int));
 			for (int i = 0; r->budget && i < r->pods; i++) {
@@ -379,7 +286,7 @@ static void parse_dag(const json_t *top, struct request *r, struct delta_problem
 				int64_t v = json_is_integer(e) ? json_integer_value(e) : -1;
 				if (v < 0 || v > INT_MAX) {
 					snprintf(where, sizeof(where), "port_budget[%d]", i);
-					dproblem(p, where, "must be an integer >= 0");
+					ocsplan_problem(p, where, "must be an integer >= 0");
 				} else {
 					r->budget[i] = (int)v;
 				}
@@ -391,7 +298,7 @@ static void parse_dag(const json_t *top, struct request *r, struct delta_problem
 		r->tasks = calloc((size_t)r->n_tasks + 1, sizeof(*r->tasks));
 		r->ids = calloc((size_t)r->n_tasks + 1, sizeof(char *));
 		if (!r->tasks || !r->ids) {
-			dproblem(p, "tasks", "out of memory");
+			ocsplan_problem(p, "tasks", "out of memory");
 			return;
 		}
 		for (int t = 0; t < r->n_tasks; t++) {
@@ -400,13 +307,13 @@ static void parse_dag(const json_t *top, struct request *r, struct delta_problem
 			const char *id = NULL;
 			snprintf(where, sizeof(where), "tasks[%d]", t);
 			if (!json_is_object(e)) {
-				dproblem(p, where, "must be an object");
+				ocsplan_problem(p, where, "must be an object");
 				continue;
 			}
-			dunknown_fields(e, where, task_keys, p);
+			ocsplan_unknown_fields(e, where, task_keys, p);
 			if (dget_string(e, where, "id", &id, p)) {
 				if (find_id(r, id) >= 0)
-					dproblem(p, where, "duplicate id \"%s\"", id);
+					ocsplan_problem(p, where, "duplicate id \"%s\"", id);
 				r->ids[t] = strdup(id);
 			}
 			dget_int(e, where, "src_pod", 0, INT_MAX, &m->src_pod, p);
@@ -421,7 +328,7 @@ static void parse_dag(const json_t *top, struct request *r, struct delta_problem
 	r->n_deps = (int)json_array_size(deps);
 	r->deps = calloc((size_t)r->n_deps + 1, sizeof(*r->deps));
 	if (!r->deps) {
-		dproblem(p, "deps", "out of memory");
+		ocsplan_problem(p, "deps", "out of memory");
 		return;
 	}
 	for (int d = 0; d < r->n_deps; d++) {
@@ -429,25 +336,25 @@ static void parse_dag(const json_t *top, struct request *r, struct delta_problem
 		const char *pre = NULL, *post = NULL;
 		snprintf(where, sizeof(where), "deps[%d]", d);
 		if (!json_is_object(e)) {
-			dproblem(p, where, "must be an object");
+			ocsplan_problem(p, where, "must be an object");
 			continue;
 		}
-		dunknown_fields(e, where, dep_keys, p);
+		ocsplan_unknown_fields(e, where, dep_keys, p);
 		if (dget_string(e, where, "pre", &pre, p) &&
 		    (r->deps[d].pre = find_id(r, pre)) < 0) {
 			snprintf(where, sizeof(where), "deps[%d].pre", d);
-			dproblem(p, where, "unknown task \"%s\"", pre);
+			ocsplan_problem(p, where, "unknown task \"%s\"", pre);
 		}
 		if (dget_string(e, where, "post", &post, p) &&
 		    (r->deps[d].post = find_id(r, post)) < 0) {
 			snprintf(where, sizeof(where), "deps[%d].post", d);
-			dproblem(p, where, "unknown task \"%s\"", post);
+			ocsplan_problem(p, where, "unknown task \"%s\"", post);
 		}
 		get_number(e, where, "delay_ms", true, 0, &r->deps[d].delay_ms, p);
 	}
 }
 
-static void parse_fabric(const json_t *fab, struct request *r, struct delta_problems *p)
+static void parse_fabric(const json_t *fab, struct request *r, struct ocsplan_problems *p)
 {
 	static const char *const known[] = {"pods",  "k_leaf", "k_spine", "tau",
 					    "k_ocs", "wiring", NULL};
@@ -456,10 +363,10 @@ static void parse_fabric(const json_t *fab, struct request *r, struct delta_prob
 	bool ok = true;
 
 	if (!json_is_object(fab)) {
-		dproblem(p, "fabric", "must be an object");
+		ocsplan_problem(p, "fabric", "must be an object");
 		return;
 	}
-	dunknown_fields(fab, "fabric", known, p);
+	ocsplan_unknown_fields(fab, "fabric", known, p);
 	ok &= dget_int(fab, "fabric", "pods", 0, 1 << 16, &r->fabric.pods, p);
 	ok &= dget_int(fab, "fabric", "k_leaf", 0, 1 << 12, &r->fabric.k_leaf, p);
 	ok &= dget_int(fab, "fabric", "k_spine", 0, 1 << 12, &r->fabric.k_spine, p);
@@ -467,7 +374,8 @@ static void parse_fabric(const json_t *fab, struct request *r, struct delta_prob
 	ok &= dget_int(fab, "fabric", "k_ocs", 0, 1 << 20, &r->fabric.k_ocs, p);
 	if (dget_string(fab, "fabric", "wiring", &wiring, p) &&
 	    ocs_wiring_parse(wiring, &r->fabric.wiring) != 0) {
-		dproblem(p, "fabric.wiring", "\"%s\" is not straight, dual or cross", wiring);
+		ocsplan_problem(p, "fabric.wiring", "\"%s\" is not straight, dual or cross",
+				wiring);
 		ok = false;
 	}
 	if (!ok || !wiring)
@@ -479,29 +387,29 @@ static void parse_fabric(const json_t *fab, struct request *r, struct delta_prob
 		for (char *c = field; *c; c++)
 			if (*c == '-')
 				*c = '_';
-		dproblem(p, field, "%s", fp[i].reason);
+		ocsplan_problem(p, field, "%s", fp[i].reason);
 	}
 	r->has_fabric = n == 0;
 	r->spec.fabric_pods = r->fabric.pods;
 }
 
 static bool get_object(const json_t *top, const char *key, bool optional, const json_t **out,
-		       struct delta_problems *p)
+		       struct ocsplan_problems *p)
 {
 	*out = json_object_get(top, key);
 	if (!*out) {
 		if (!optional)
-			dproblem(p, key, "missing");
+			ocsplan_problem(p, key, "missing");
 		return false;
 	}
 	if (!json_is_object(*out)) {
-		dproblem(p, key, "must be an object");
+		ocsplan_problem(p, key, "must be an object");
 		return false;
 	}
 	return true;
 }
 
-static void parse_workload(const json_t *top, struct request *r, struct delta_problems *p)
+static void parse_workload(const json_t *top, struct request *r, struct ocsplan_problems *p)
 {
 	static const char *const known[] = {"model",	      "parallelism", "training",
 					    "hardware",	      "placement",   "bandwidth_gbps",
@@ -521,11 +429,11 @@ static void parse_workload(const json_t *top, struct request *r, struct delta_pr
 	const json_t *o;
 
 	r->is_workload = 1;
-	dunknown_fields(top, "", known, p);
+	ocsplan_unknown_fields(top, "", known, p);
 	get_number(top, "", "bandwidth_gbps", false, 0, &q->bandwidth_gbps, p);
 	parse_ga(top, r, p);
 	if (get_object(top, "model", false, &o, p)) {
-		dunknown_fields(o, "model", model_keys, p);
+		ocsplan_unknown_fields(o, "model", model_keys, p);
 		dget_int(o, "model", "layers", 1, INT_MAX, &q->layers, p);
 		dget_int(o, "model", "hidden", 1, INT_MAX, &q->hidden, p);
 		dget_int(o, "model", "ffn", 1, INT_MAX, &q->ffn, p);
@@ -536,7 +444,7 @@ static void parse_workload(const json_t *top, struct request *r, struct delta_pr
 		get_opt_int(o, "model", "ffn_matrices", 0, INT_MAX, &q->ffn_matrices, p);
 	}
 	if (get_object(top, "parallelism", false, &o, p)) {
-		dunknown_fields(o, "parallelism", par_keys, p);
+		ocsplan_unknown_fields(o, "parallelism", par_keys, p);
 		dget_int(o, "parallelism", "tp", 1, INT_MAX, &q->tp, p);
 		dget_int(o, "parallelism", "pp", 1, INT_MAX, &q->pp, p);
 		get_opt_int(o, "parallelism", "dp", 1, INT_MAX, &q->dp, p);
@@ -544,13 +452,13 @@ static void parse_workload(const json_t *top, struct request *r, struct delta_pr
 		get_opt_int(o, "parallelism", "expert_tp", 1, INT_MAX, &q->etp, p);
 	}
 	if (get_object(top, "training", false, &o, p)) {
-		dunknown_fields(o, "training", train_keys, p);
+		ocsplan_unknown_fields(o, "training", train_keys, p);
 		dget_int(o, "training", "seq_len", 1, INT_MAX, &q->seq_len, p);
 		get_opt_int(o, "training", "micro_batch", 1, INT_MAX, &q->micro_batch, p);
 		dget_int(o, "training", "micro_batches", 1, 1 << 20, &q->micro_batches, p);
 	}
 	if (get_object(top, "hardware", true, &o, p)) {
-		dunknown_fields(o, "hardware", hw_keys, p);
+		ocsplan_unknown_fields(o, "hardware", hw_keys, p);
 		get_number(o, "hardware", "gpu_tflops", true, 0, &q->gpu_tflops, p);
 		get_number(o, "hardware", "efficiency", true, 0, &q->efficiency, p);
 		get_number(o, "hardware", "intra_pod_gbps", true, 0, &q->intra_pod_gbps, p);
@@ -558,7 +466,7 @@ static void parse_workload(const json_t *top, struct request *r, struct delta_pr
 		get_opt_int(o, "hardware", "grad_bytes", 1, 64, &q->grad_bytes, p);
 	}
 	if (get_object(top, "placement", false, &o, p)) {
-		dunknown_fields(o, "placement", place_keys, p);
+		ocsplan_unknown_fields(o, "placement", place_keys, p);
 		get_opt_int(o, "placement", "gpus", 1, INT_MAX, &q->gpus, p);
 		dget_int(o, "placement", "gpus_per_pod_per_replica", 1, INT_MAX,
 			 &q->gpus_per_pod_per_replica, p);
@@ -576,11 +484,11 @@ static void parse_workload(const json_t *top, struct request *r, struct delta_pr
 				if (r->gpu_ids[i] < 0) {
 					char field[64];
 					snprintf(field, sizeof(field), "placement.gpu_ids[%zu]", i);
-					dproblem(p, field, "must be an integer >= 0");
+					ocsplan_problem(p, field, "must be an integer >= 0");
 				}
 			}
 			if (!r->gpu_ids)
-				dproblem(p, "placement.gpu_ids", "out of memory");
+				ocsplan_problem(p, "placement.gpu_ids", "out of memory");
 		}
 	}
 	if (get_object(top, "fabric", true, &o, p))
@@ -624,11 +532,11 @@ static bool set_leaf_plan(json_t *answer, const struct delta_leaf_links *d, size
 }
 
 static int parse_options(const struct ocs_planner *planner, int argc, char **argv,
-			 struct options *o, struct delta_problems *p)
+			 struct options *o, struct ocsplan_problems *p)
 {
 	o->threads = 1;
 	for (int i = 1; i < argc; i++) {
-		int used = dio_option(&o->io, argc, argv, &i, p);
+		int used = ocsplan_io_option(&o->io, argc, argv, &i, p);
 		if (used)
 			continue;
 		const char *opt = argv[i];
@@ -651,11 +559,11 @@ static int parse_options(const struct ocs_planner *planner, int argc, char **arg
 		else if (!strcmp(opt, "--time-budget-ms"))
 			dv = &o->time_budget_ms, set = &o->budget_set;
 		else {
-			dproblem(p, opt, "unknown option for %s", planner->name);
+			ocsplan_problem(p, opt, "unknown option for %s", planner->name);
 			continue;
 		}
 		if (i + 1 >= argc) {
-			dproblem(p, opt, "needs a value");
+			ocsplan_problem(p, opt, "needs a value");
 			continue;
 		}
 		char *end;
@@ -663,12 +571,12 @@ static int parse_options(const struct ocs_planner *planner, int argc, char **arg
 		if (dv) {
 			*dv = strtod(val, &end);
 			if (*end || *dv < 0)
-				dproblem(p, opt, "\"%s\" is not a number >= 0", val);
+				ocsplan_problem(p, opt, "\"%s\" is not a number >= 0", val);
 		} else {
 			long v = strtol(val, &end, 10);
 			long min = (iv == &o->threads || iv == &o->stall_generations) ? 1 : 0;
 			if (*end || v < min || v > INT_MAX)
-				dproblem(p, opt, "\"%s\" is not a valid count", val);
+				ocsplan_problem(p, opt, "\"%s\" is not a valid count", val);
 			else if (lv)
 				o->seed = v;
 			else
@@ -678,7 +586,7 @@ static int parse_options(const struct ocs_planner *planner, int argc, char **arg
 			*set = 1;
 	}
 	if (o->threads > 64)
-		dproblem(p, "--threads", "at most 64");
+		ocsplan_problem(p, "--threads", "at most 64");
 	return p->count ? -1 : 0;
 }
 
@@ -692,7 +600,7 @@ struct run {
 };
 
 static int plan(const struct ocs_planner *planner, struct request *r, const struct options *o,
-		struct run *run, struct delta_problems *p)
+		struct run *run, struct ocsplan_problems *p)
 {
 	struct delta_error err;
 	struct delta_dag dag = {.pods = r->pods,
@@ -705,40 +613,40 @@ static int plan(const struct ocs_planner *planner, struct request *r, const stru
 	if (r->is_workload) {
 		int rc = delta_workload_build(&r->spec, &run->wl, &err);
 		if (rc) {
-			dproblem(p, err.field, "%s", err.reason);
-			return rc == -EINVAL ? DELTA_EXIT_INVALID : DELTA_EXIT_FAILURE;
+			ocsplan_problem(p, err.field, "%s", err.reason);
+			return rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
 		}
 		dag = run->wl->dag;
 		if (r->gpu_ids && (long)r->n_gpu_ids != delta_workload_gpus(run->wl)) {
-			dproblem(p, "placement.gpu_ids",
-				 "needs %ld entries (the job's GPUs in rank order), has %zu",
-				 delta_workload_gpus(run->wl), r->n_gpu_ids);
-			return DELTA_EXIT_INVALID;
+			ocsplan_problem(p, "placement.gpu_ids",
+					"needs %ld entries (the job's GPUs in rank order), has %zu",
+					delta_workload_gpus(run->wl), r->n_gpu_ids);
+			return OCSPLAN_EXIT_INVALID;
 		}
 		if (r->gpu_ids && !r->has_fabric) {
-			dproblem(p, "placement.gpu_ids", "needs a fabric to check against");
-			return DELTA_EXIT_INVALID;
+			ocsplan_problem(p, "placement.gpu_ids", "needs a fabric to check against");
+			return OCSPLAN_EXIT_INVALID;
 		}
 		if (r->gpu_ids) {
 			rc = delta_check_gpu_ids(&r->fabric, run->wl, r->gpu_ids, &err);
 			if (rc) {
-				dproblem(p, err.field, "%s", err.reason);
-				return rc == -EINVAL ? DELTA_EXIT_INVALID : DELTA_EXIT_FAILURE;
+				ocsplan_problem(p, err.field, "%s", err.reason);
+				return rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
 			}
 		}
 	}
 	run->prob = delta_problem_new(&dag, &err);
 	if (!run->prob) {
-		dproblem(p, err.field, "%s", err.reason);
-		return strcmp(err.field, "memory") ? DELTA_EXIT_INVALID : DELTA_EXIT_FAILURE;
+		ocsplan_problem(p, err.field, "%s", err.reason);
+		return strcmp(err.field, "memory") ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
 	}
 	int n = delta_problem_n_tasks(run->prob), L = delta_problem_n_links(run->prob), rc;
 	run->x = calloc((size_t)L, sizeof(int));
 	run->start = calloc((size_t)n, sizeof(double));
 	run->finish = calloc((size_t)n, sizeof(double));
 	if (!run->x || !run->start || !run->finish) {
-		dproblem(p, "input", "out of memory");
-		return DELTA_EXIT_FAILURE;
+		ocsplan_problem(p, "input", "out of memory");
+		return OCSPLAN_EXIT_FAILURE;
 	}
 	if (planner->id == OCS_PLANNER_DELTA_FAST) {
 		struct ocs_pool_pthread *pool =
@@ -765,15 +673,15 @@ static int plan(const struct ocs_planner *planner, struct request *r, const stru
 		rc = delta_baseline_plan(run->prob, kind, run->x, &err);
 	}
 	if (rc) {
-		dproblem(p, err.field, "%s", err.reason);
-		return rc == -ENOMEM ? DELTA_EXIT_FAILURE : DELTA_EXIT_INVALID;
+		ocsplan_problem(p, err.field, "%s", err.reason);
+		return rc == -ENOMEM ? OCSPLAN_EXIT_FAILURE : OCSPLAN_EXIT_INVALID;
 	}
 	rc = delta_simulate(run->prob, run->x, &run->res, run->start, run->finish);
 	if (rc) {
-		dproblem(p, "tasks", "the plan leaves a task without circuits");
-		return DELTA_EXIT_INVALID;
+		ocsplan_problem(p, "tasks", "the plan leaves a task without circuits");
+		return OCSPLAN_EXIT_INVALID;
 	}
-	return DELTA_EXIT_OK;
+	return OCSPLAN_EXIT_OK;
 }
 
 static int write_answer(const struct ocs_planner *planner, const struct request *r,
@@ -835,7 +743,7 @@ static int write_answer(const struct ocs_planner *planner, const struct request 
 int ocsplan_delta_main(const struct ocs_planner *planner, int argc, char **argv)
 {
 	struct options o = {0};
-	struct delta_problems p = {0};
+	struct ocsplan_problems p = {0};
 	struct request r = {0};
 	struct run run = {0};
 	struct delta_leaf_links *leaves = NULL;
@@ -845,37 +753,37 @@ int ocsplan_delta_main(const struct ocs_planner *planner, int argc, char **argv)
 	int code;
 
 	if (parse_options(planner, argc, argv, &o, &p))
-		return DELTA_EXIT_INVALID;
+		return OCSPLAN_EXIT_INVALID;
 	json_t *top = dio_read_json(&o.io, &p, &code);
 	if (!top)
 		return code;
 	delta_workload_defaults(&r.spec);
 	delta_ga_defaults(&r.ga);
 	if (!json_is_object(top))
-		dproblem(&p, "input",
-			 "must be a JSON object (an explicit DAG or a "
-			 "parallelism spec)");
+		ocsplan_problem(&p, "input",
+				"must be a JSON object (an explicit DAG or a "
+				"parallelism spec)");
 	else if (json_object_get(top, "tasks"))
 		parse_dag(top, &r, &p);
 	else if (json_object_get(top, "parallelism"))
 		parse_workload(top, &r, &p);
 	else
-		dproblem(&p, "input",
-			 "needs \"tasks\" (explicit DAG) or \"parallelism\" "
-			 "(parallelism spec)");
+		ocsplan_problem(&p, "input",
+				"needs \"tasks\" (explicit DAG) or \"parallelism\" "
+				"(parallelism spec)");
 	json_decref(top);
 	if (o.leaf_centric && p.count == 0 && (!r.is_workload || !r.has_fabric))
-		dproblem(&p, "--leaf-centric",
-			 "needs a parallelism spec with a fabric (an explicit DAG has no "
-			 "GPU placement)");
-	code = p.count ? DELTA_EXIT_INVALID : plan(planner, &r, &o, &run, &p);
-	if (code == DELTA_EXIT_OK && o.leaf_centric) {
+		ocsplan_problem(&p, "--leaf-centric",
+				"needs a parallelism spec with a fabric (an explicit DAG has no "
+				"GPU placement)");
+	code = p.count ? OCSPLAN_EXIT_INVALID : plan(planner, &r, &o, &run, &p);
+	if (code == OCSPLAN_EXIT_OK && o.leaf_centric) {
 		struct delta_error err;
 		int rc = delta_leaf_demand(&r.fabric, run.wl, run.prob, run.x, r.gpu_ids, &leaves,
 					   &n_leaves, &unplaced, &err);
 		if (rc) {
-			dproblem(&p, err.field, "%s", err.reason);
-			code = rc == -EINVAL ? DELTA_EXIT_INVALID : DELTA_EXIT_FAILURE;
+			ocsplan_problem(&p, err.field, "%s", err.reason);
+			code = rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
 		} else {
 			struct lc_demand *d = calloc(n_leaves + 1, sizeof(*d));
 			struct lc_options lo = {.realize = true};
@@ -887,11 +795,11 @@ int ocsplan_delta_main(const struct ocs_planner *planner, int argc, char **argv)
 			if (rc) {
 				fprintf(stderr, "ocsplan: leaf-centric planning failed: %s\n",
 					strerror(-rc));
-				code = rc == -EINVAL ? DELTA_EXIT_INVALID : DELTA_EXIT_FAILURE;
+				code = rc == -EINVAL ? OCSPLAN_EXIT_INVALID : OCSPLAN_EXIT_FAILURE;
 			}
 		}
 	}
-	if (code == DELTA_EXIT_OK)
+	if (code == OCSPLAN_EXIT_OK)
 		code = write_answer(planner, &r, &o, &run, leaves, n_leaves, unplaced, lp);
 	lc_plan_free(lp);
 	free(leaves);

@@ -46,7 +46,7 @@ int ocsplan_io_option(struct ocsplan_io *io, int argc, char **argv, int *i,
 	return 1;
 }
 
-static char *slurp(FILE *fp, size_t *len)
+char *ocsplan_slurp(FILE *fp, size_t *len)
 {
 	size_t cap = 1 << 16, n = 0;
 	char *buf = malloc(cap);
@@ -78,7 +78,6 @@ static char *slurp(FILE *fp, size_t *len)
 json_t *ocsplan_read_json(const struct ocsplan_io *io, struct ocsplan_problems *p, int *exit_code)
 {
 	FILE *fp = io->in_path ? fopen(io->in_path, "rb") : stdin;
-	struct ocs_json_error err;
 	size_t len = 0;
 	char *text;
 	json_t *v;
@@ -88,7 +87,7 @@ json_t *ocsplan_read_json(const struct ocsplan_io *io, struct ocsplan_problems *
 		*exit_code = OCSPLAN_EXIT_FAILURE;
 		return NULL;
 	}
-	text = slurp(fp, &len);
+	text = ocsplan_slurp(fp, &len);
 	if (fp != stdin)
 		fclose(fp);
 	if (!text) {
@@ -96,8 +95,16 @@ json_t *ocsplan_read_json(const struct ocsplan_io *io, struct ocsplan_problems *
 		*exit_code = OCSPLAN_EXIT_FAILURE;
 		return NULL;
 	}
-	v = ocs_json_parse(text, len, &err);
+	v = ocsplan_parse_json(text, len, p, exit_code);
 	free(text);
+	return v;
+}
+
+json_t *ocsplan_parse_json(const char *text, size_t len, struct ocsplan_problems *p, int *exit_code)
+{
+	struct ocs_json_error err;
+	json_t *v = ocs_json_parse(text, len, &err);
+
 	if (v)
 		return v;
 	if (err.duplicate_key)

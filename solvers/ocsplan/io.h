@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ocs_json.h"
 
@@ -60,6 +61,17 @@ int ocsplan_io_option(struct ocsplan_io *io, int argc, char **argv, int *i,
  * top level).
  */
 json_t *ocsplan_read_json(const struct ocsplan_io *io, struct ocsplan_problems *p, int *exit_code);
+
+/*
+ * The two steps of ocsplan_read_json(), for a subcommand that opens its
+ * input with messages of its own (delta.c). ocsplan_slurp() reads fp to
+ * its end: the text (caller frees) and its length, or NULL on a read error
+ * or out of memory. ocsplan_parse_json() parses text (left to the caller)
+ * and reports malformed JSON or a repeated key as ocsplan_read_json() does.
+ */
+char *ocsplan_slurp(FILE *fp, size_t *len);
+json_t *ocsplan_parse_json(const char *text, size_t len, struct ocsplan_problems *p,
+			   int *exit_code);
 
 /*
  * Writes the answer and a newline to the output (compact, or indented with

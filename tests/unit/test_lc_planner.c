@@ -1,6 +1,6 @@
 /*
  * test_lc_planner.c - unit tests of the planning API (solvers/leafcentric.c,
- * realize.c) on hand-made requests: validation messages, a non-power-of-two
+ * leafcentric_request.c, realize.c) on hand-made requests: validation messages, a non-power-of-two
  * H, pod-centric polarization next to leaf-centric, pinned ports exhausting
  * a spine (unplaced demand reported, never dropped), determinism and
  * realization input checks. The generated-instance guarantees live in
