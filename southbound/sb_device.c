@@ -262,11 +262,6 @@ enum sb_model sb_device_model(const struct sb_device *dev)
 	return dev->cfg.model;
 }
 
-uint32_t sb_device_node(const struct sb_device *dev)
-{
-	return dev->cfg.node;
-}
-
 int sb_device_switch_us(const struct sb_device *dev)
 {
 	return dev->cfg.switch_us > 0 ? dev->cfg.switch_us : 0;
