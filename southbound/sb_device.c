@@ -312,30 +312,31 @@ static bool image_valid(struct sb_device *dev)
 	return dev->image_known && sb_device_connected(dev);
 }
 
-int sb_device_image_xcs(struct sb_device *dev, struct sb_xc **out, size_t *n)
+/* A copy of the image of cross-connects or bundles (elements of size sz); caller frees. */
+static int copy_image(struct sb_device *dev, bool bundles, size_t sz, void **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	if (!image_valid(dev) || !dev->image)
+	if (!image_valid(dev)) /* may drop the image: read it after */
 		return -ENOENT;
-	if (!(*out = malloc((dev->n_image ? dev->n_image : 1) * sizeof(**out))))
+	const void *image = bundles ? (const void *)dev->image_b : (const void *)dev->image;
+	if (!image)
+		return -ENOENT;
+	if (!(*out = malloc((dev->n_image ? dev->n_image : 1) * sz)))
 		return -ENOMEM;
-	memcpy(*out, dev->image, dev->n_image * sizeof(**out));
+	memcpy(*out, image, dev->n_image * sz);
 	*n = dev->n_image;
 	return 0;
 }
 
+int sb_device_image_xcs(struct sb_device *dev, struct sb_xc **out, size_t *n)
+{
+	return copy_image(dev, false, sizeof(**out), (void **)out, n);
+}
+
 int sb_device_image_bundles(struct sb_device *dev, struct sb_bundle **out, size_t *n)
 {
-	*out = NULL;
-	*n = 0;
-	if (!image_valid(dev) || !dev->image_b)
-		return -ENOENT;
-	if (!(*out = malloc((dev->n_image ? dev->n_image : 1) * sizeof(**out))))
-		return -ENOMEM;
-	memcpy(*out, dev->image_b, dev->n_image * sizeof(**out));
-	*n = dev->n_image;
-	return 0;
+	return copy_image(dev, true, sizeof(**out), (void **)out, n);
 }
 
 /* Records an image of n elements of size sz (xcs or bundles); forgets it without memory. */
@@ -767,9 +768,10 @@ static void sb_append(struct strbuf *b, const char *fmt, ...)
 	}
 }
 
-/* Appends s as XML character data. */
-static void sb_append_text(struct strbuf *b, const char *s)
+/* Appends the leaf <name>s</name>, s as XML character data. */
+static void sb_append_leaf(struct strbuf *b, const char *name, const char *s)
 {
+	sb_append(b, "<%s>", name);
 	for (; *s; s++) {
 		const char *e = *s == '<'   ? "&lt;"
 				: *s == '>' ? "&gt;"
@@ -780,6 +782,7 @@ static void sb_append_text(struct strbuf *b, const char *s)
 		else
 			sb_append(b, "%c", *s);
 	}
+	sb_append(b, "</%s>", name);
 }
 
 /* The session is out of step after a failed send or receive: drop it and say why. */
@@ -920,17 +923,11 @@ int sb_device_commit(struct sb_device *dev, int confirm_timeout_s, const char *p
 	if (confirm_timeout_s > 0) {
 		sb_append(&b, "<confirmed/><confirm-timeout>%d</confirm-timeout>",
 			  confirm_timeout_s);
-		if (persist) {
-			sb_append(&b, "<persist>");
-			sb_append_text(&b, persist);
-			sb_append(&b, "</persist>");
-		}
+		if (persist)
+			sb_append_leaf(&b, "persist", persist);
 	}
-	if (persist_id) {
-		sb_append(&b, "<persist-id>");
-		sb_append_text(&b, persist_id);
-		sb_append(&b, "</persist-id>");
-	}
+	if (persist_id)
+		sb_append_leaf(&b, "persist-id", persist_id);
 	sb_append(&b, "</commit>");
 	return do_built(dev, &b, confirm_timeout_s > 0 ? "commit-confirmed" : "commit", err);
 }
@@ -939,11 +936,8 @@ int sb_device_cancel_commit(struct sb_device *dev, const char *persist_id, struc
 {
 	struct strbuf b = {0};
 	sb_append(&b, "<cancel-commit>");
-	if (persist_id) {
-		sb_append(&b, "<persist-id>");
-		sb_append_text(&b, persist_id);
-		sb_append(&b, "</persist-id>");
-	}
+	if (persist_id)
+		sb_append_leaf(&b, "persist-id", persist_id);
 	sb_append(&b, "</cancel-commit>");
 	return do_built(dev, &b, "cancel-commit", err);
 }

@@ -625,48 +625,49 @@ static void notify_subscribers(struct devsim_device *d, struct lyd_node *event)
 	lyd_free_all(event);
 }
 
-/* node-fault for the device's node with its present state (device mutex held). */
-static void notify_node_fault(struct devsim_device *d)
+/*
+ * A notification of two leaves, where the first leaf makes the event; none
+ * when it cannot be made (device mutex held).
+ */
+static void notify_two_leaves(struct devsim_device *d, const char *path_a, const char *a,
+			      const char *path_b, const char *b)
 {
 	const struct devsim_fleet *f = d->fleet;
 	struct lyd_node *ev = NULL;
-	char node[16];
-	snprintf(node, sizeof(node), "%u", d->node);
-	lyd_new_path(NULL, f->ctx, "/ocs-transceiver:node-fault/node", node, 0, &ev);
+	lyd_new_path(NULL, f->ctx, path_a, a, 0, &ev);
 	if (!ev)
 		return;
-	lyd_new_path(ev, f->ctx, "/ocs-transceiver:node-fault/faulty",
-		     atomic_load(&f->faulty[d->index]) ? "true" : "false", 0, NULL);
+	lyd_new_path(ev, f->ctx, path_b, b, 0, NULL);
 	notify_subscribers(d, ev);
+}
+
+/* node-fault for the device's node with its present state (device mutex held). */
+static void notify_node_fault(struct devsim_device *d)
+{
+	char node[16];
+	snprintf(node, sizeof(node), "%u", d->node);
+	notify_two_leaves(d, "/ocs-transceiver:node-fault/node", node,
+			  "/ocs-transceiver:node-fault/faulty",
+			  atomic_load(&d->fleet->faulty[d->index]) ? "true" : "false");
 }
 
 /* loss-of-light for a bundle of the device's node (device mutex held). */
 static void notify_loss_of_light(struct devsim_device *d, int bundle)
 {
-	const struct devsim_fleet *f = d->fleet;
-	struct lyd_node *ev = NULL;
-	char node[16], b[8];
+	char node[16], b[16];
 	snprintf(node, sizeof(node), "%u", d->node);
 	snprintf(b, sizeof(b), "%d", bundle);
-	lyd_new_path(NULL, f->ctx, "/ocs-transceiver:loss-of-light/node", node, 0, &ev);
-	if (!ev)
-		return;
-	lyd_new_path(ev, f->ctx, "/ocs-transceiver:loss-of-light/bundle", b, 0, NULL);
-	notify_subscribers(d, ev);
+	notify_two_leaves(d, "/ocs-transceiver:loss-of-light/node", node,
+			  "/ocs-transceiver:loss-of-light/bundle", b);
 }
 
 /* port-state-change for a port of an ocs-switch device (device mutex held). */
 static void notify_port_state(struct devsim_device *d, int port, const char *oper_state)
 {
-	const struct devsim_fleet *f = d->fleet;
-	struct lyd_node *ev = NULL;
 	char p[16];
 	snprintf(p, sizeof(p), "%d", port);
-	lyd_new_path(NULL, f->ctx, "/ocs-switch:port-state-change/port", p, 0, &ev);
-	if (!ev)
-		return;
-	lyd_new_path(ev, f->ctx, "/ocs-switch:port-state-change/oper-state", oper_state, 0, NULL);
-	notify_subscribers(d, ev);
+	notify_two_leaves(d, "/ocs-switch:port-state-change/port", p,
+			  "/ocs-switch:port-state-change/oper-state", oper_state);
 }
 
 /* port-state-change `oper_state` for each port fail-port names in `in` but not in `out`, once. */
