@@ -631,6 +631,27 @@ static void on_new_call(struct nb_call *c)
 	}
 }
 
+/*
+ * Under mu: refuses a new call while the server shuts down, or when n of
+ * max are taken ("WHO: N WHAT, at most MAX; ADVICE"). True when refused.
+ */
+static bool refuse_new(struct nb_call *c, int n, int max, const char *who, const char *what,
+		       const char *advice)
+{
+	if (c->srv->shutting_down) {
+		start_finish(c, NB_UNAVAILABLE, "server: shutting down", NULL);
+		return true;
+	}
+	if (n >= max) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "%s: %d %s, at most %d; %s", who, n, what, max, advice);
+		start_finish(c, NB_RESOURCE_EXHAUSTED, msg, NULL);
+		return true;
+	}
+	return false;
+}
+
 /* Under mu: the request has been decoded and validated; serve it. Returns
  * true when a daemon handler must be called (after unlocking). */
 static bool serve_request(struct nb_call *c)
@@ -657,19 +678,9 @@ static bool serve_request(struct nb_call *c)
 	}
 	case NB_HEALTH_WATCH:
 	case NB_EVENTS_WATCH:
-		if (s->shutting_down) {
-			start_finish(c, NB_UNAVAILABLE, "server: shutting down", NULL);
+		if (refuse_new(c, s->n_watchers, s->max_streams, "watch", "streams open",
+			       "close one or retry later"))
 			return false;
-		}
-		if (s->n_watchers >= s->max_streams) {
-			char msg[160];
-
-			snprintf(msg, sizeof(msg),
-				 "watch: %d streams open, at most %d; close one or retry later",
-				 s->n_watchers, s->max_streams);
-			start_finish(c, NB_RESOURCE_EXHAUSTED, msg, NULL);
-			return false;
-		}
 		c->state = ST_STREAMING;
 		link_watcher(c);
 		c->stream_counted = true;
@@ -699,19 +710,9 @@ static bool serve_request(struct nb_call *c)
 		return false;
 	default:
 		/* nb_server_destroy may be waiting already: hand out nothing new */
-		if (s->shutting_down) {
-			start_finish(c, NB_UNAVAILABLE, "server: shutting down", NULL);
+		if (refuse_new(c, s->calls_held, s->max_calls_in_flight, "server",
+			       "calls in flight", "retry later"))
 			return false;
-		}
-		if (s->calls_held >= s->max_calls_in_flight) {
-			char msg[160];
-
-			snprintf(msg, sizeof(msg),
-				 "server: %d calls in flight, at most %d; retry later",
-				 s->calls_held, s->max_calls_in_flight);
-			start_finish(c, NB_RESOURCE_EXHAUSTED, msg, NULL);
-			return false;
-		}
 		c->state = ST_DISPATCHED;
 		c->held = true;
 		s->calls_held++;
