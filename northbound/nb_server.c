@@ -34,6 +34,10 @@
  *  3. At most one SEND_MESSAGE is outstanding per call; SEND_STATUS is
  *     started only when no SEND_MESSAGE is (finish_pending defers it).
  *  4. nb_code -> grpc_status_code happens in start_finish() only.
+ *
+ * The server's start and end (configuration, credentials, threads, the
+ * shutdown with its grace period) are in nb_server_life.c; the structs
+ * both files use are in nb_server_internal.h.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -51,106 +55,12 @@
 #include <grpc/support/time.h>
 
 #include "nb_internal.h"
+#include "nb_server_internal.h"
 
-#define NB_REQUEST_SLOTS	       16 /* new-call requests kept outstanding */
-#define NB_DEFAULT_THREADS	       2
-#define NB_DEFAULT_STREAM_QUEUE	       1024
-#define NB_DEFAULT_MAX_STREAMS	       1000
-#define NB_STREAM_QUEUE_FIRST	       8  /* first ring size; doubles up to the bound */
-#define NB_TRIM_MIN_STREAMS	       64 /* see call_free() */
-#define NB_MAX_THREADS		       16
-#define NB_DEFAULT_SHUTDOWN_GRACE_MS   2000
-#define NB_DEFAULT_MAX_CALLS_IN_FLIGHT 4096
-#define NB_DRAIN_MS		       20 /* nb_server_config.drain's period */
+#define NB_STREAM_QUEUE_FIRST 8	 /* first ring size; doubles up to the bound */
+#define NB_TRIM_MIN_STREAMS   64 /* see call_free() */
 
-enum call_state { ST_REQUESTED, ST_RECEIVING, ST_DISPATCHED, ST_STREAMING, ST_FINISHING };
-enum op_kind { OP_NEW_CALL, OP_RECV, OP_CLOSE, OP_WRITE, OP_FINISH, OP_SERVER_SHUTDOWN };
-
-struct nb_tag {
-	struct nb_call *call;
-	enum op_kind op;
-};
-
-struct health_entry {
-	char *service;
-	Grpc__Health__V1__HealthCheckResponse__ServingStatus status;
-	struct health_entry *next;
-};
-
-struct nb_call {
-	struct nb_server *srv;
-	grpc_call *call;
-	grpc_call_details details;
-	grpc_metadata_array request_md;
-	struct nb_tag tag_new, tag_recv, tag_close, tag_write, tag_finish;
-	enum call_state state;
-	enum nb_method method;
-	enum nb_role role;
-	char peer[128];
-	uint64_t start_ns;
-	int ops_pending;
-	bool held; /* handed to the daemon, not answered yet */
-	bool initial_md_sent;
-	bool cancelled;
-	int close_cancelled; /* written by RECV_CLOSE_ON_SERVER */
-	grpc_byte_buffer *recv_buf;
-	ProtobufCMessage *request;
-	/* FINISHING */
-	enum nb_code final_code;
-	grpc_slice status_details;
-	bool status_details_set;
-	grpc_byte_buffer *finish_buf;
-	/* STREAMING: a ring of packed messages, one write at a time; grown on
-	 * demand (doubling) up to stream_queue_max, freed when the stream ends */
-	grpc_slice *queue;
-	int queue_cap, queue_head, queue_len;
-	bool writing;
-	grpc_byte_buffer *write_buf;
-	bool finish_pending;
-	bool stream_counted; /* counted in server->stream_calls */
-	enum nb_code pending_code;
-	char pending_msg[256];
-	Ocs__V1__WatchRequest *watch; /* Events.Watch filter */
-	char *health_service;	      /* Health.Watch service */
-	struct nb_call *next_watcher, *prev_watcher;
-};
-
-struct nb_server {
-	grpc_server *server;
-	grpc_completion_queue *cq;
-	int port;
-	size_t max_message_bytes;
-	int stream_queue_max;
-	int max_streams;
-	int shutdown_grace_ms;
-	int max_calls_in_flight;
-	enum nb_role insecure_role;
-	bool insecure;
-	struct nb_limits limits;
-	struct nb_handlers handlers;
-	void (*drain)(void *ctx);
-	void *drain_ctx;
-	int guarded_fds[4]; /* listening sockets nb_accept.c guards */
-	int n_guarded;
-	pthread_t threads[NB_MAX_THREADS];
-	int n_threads;
-
-	pthread_mutex_t mu; /* guards everything below and every call's state */
-	pthread_cond_t cv;  /* signalled when live_calls drops or shutdown completes */
-	int live_calls;
-	int calls_held; /* handed to the daemon, not answered yet */
-	bool shutting_down;
-	bool shutdown_done;
-	struct nb_tag tag_shutdown;
-	struct nb_call *watchers;
-	int n_watchers; /* streams linked in watchers (max_streams caps it) */
-	/* Stream calls not freed yet, and their peak since the last trim. */
-	int stream_calls, stream_calls_peak;
-	struct health_entry *health;
-	uint64_t event_seq;
-};
-
-static uint64_t now_ns(void)
+uint64_t nbs_now_ns(void)
 {
 	struct timespec ts;
 
@@ -168,7 +78,7 @@ static int64_t now_unix_ms(void)
 
 /* ---- call allocation and the request slots ---------------------------- */
 
-static void request_new_call(struct nb_server *s)
+void nbs_request_new_call(struct nb_server *s)
 {
 	struct nb_call *c = calloc(1, sizeof(*c));
 
@@ -214,7 +124,7 @@ static void call_free(struct nb_call *c)
 
 	if (c->call && s->handlers.call_done && c->method != NB_METHOD_COUNT)
 		s->handlers.call_done(s->handlers.ctx, c->method, c->final_code,
-				      (now_ns() - c->start_ns) / 1000);
+				      (nbs_now_ns() - c->start_ns) / 1000);
 	if (c->call)
 		grpc_call_unref(c->call);
 	grpc_call_details_destroy(&c->details);
@@ -342,7 +252,7 @@ static void format_error(char *buf, size_t len, const struct nb_error *err)
 }
 
 /* Under mu: finish a stream now, or after the write in flight. */
-static void finish_stream(struct nb_call *c, enum nb_code code, const char *message)
+void nbs_finish_stream(struct nb_call *c, enum nb_code code, const char *message)
 {
 	if (c->state != ST_STREAMING)
 		return;
@@ -379,7 +289,7 @@ static void stream_pump(struct nb_call *c)
 	} else {
 		grpc_byte_buffer_destroy(c->write_buf);
 		c->write_buf = NULL;
-		finish_stream(c, NB_INTERNAL, "stream: write refused");
+		nbs_finish_stream(c, NB_INTERNAL, "stream: write refused");
 	}
 }
 
@@ -426,7 +336,7 @@ static void stream_overflow(struct nb_call *c)
 		 c->srv->stream_queue_max);
 	if (c->writing)
 		grpc_call_cancel_with_status(c->call, GRPC_STATUS_RESOURCE_EXHAUSTED, msg, NULL);
-	finish_stream(c, NB_RESOURCE_EXHAUSTED, msg);
+	nbs_finish_stream(c, NB_RESOURCE_EXHAUSTED, msg);
 }
 
 /* Under mu: queue a packed message (takes a new reference on it). */
@@ -522,8 +432,8 @@ uint64_t nb_server_publish(struct nb_server *s, const Ocs__V1__Event *event)
 }
 
 /* Under mu. */
-static void set_health_locked(struct nb_server *s, const char *service,
-			      Grpc__Health__V1__HealthCheckResponse__ServingStatus status)
+void nbs_set_health_locked(struct nb_server *s, const char *service,
+			   Grpc__Health__V1__HealthCheckResponse__ServingStatus status)
 {
 	struct health_entry *h = health_find(s, service);
 	grpc_slice packed;
@@ -556,7 +466,7 @@ void nb_server_set_health(struct nb_server *s, const char *service,
 			  Grpc__Health__V1__HealthCheckResponse__ServingStatus status)
 {
 	pthread_mutex_lock(&s->mu);
-	set_health_locked(s, service ? service : "", status);
+	nbs_set_health_locked(s, service ? service : "", status);
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -591,7 +501,7 @@ static void on_new_call(struct nb_call *c)
 	grpc_op ops[2];
 	char msg[256];
 
-	c->start_ns = now_ns();
+	c->start_ns = nbs_now_ns();
 	c->state = ST_RECEIVING;
 	c->method = nb_method_from_path((const char *)GRPC_SLICE_START_PTR(*path),
 					GRPC_SLICE_LENGTH(*path));
@@ -631,6 +541,27 @@ static void on_new_call(struct nb_call *c)
 	}
 }
 
+/*
+ * Under mu: refuses a new call while the server shuts down, or when n of
+ * max are taken ("WHO: N WHAT, at most MAX; ADVICE"). True when refused.
+ */
+static bool refuse_new(struct nb_call *c, int n, int max, const char *who, const char *what,
+		       const char *advice)
+{
+	if (c->srv->shutting_down) {
+		start_finish(c, NB_UNAVAILABLE, "server: shutting down", NULL);
+		return true;
+	}
+	if (n >= max) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "%s: %d %s, at most %d; %s", who, n, what, max, advice);
+		start_finish(c, NB_RESOURCE_EXHAUSTED, msg, NULL);
+		return true;
+	}
+	return false;
+}
+
 /* Under mu: the request has been decoded and validated; serve it. Returns
  * true when a daemon handler must be called (after unlocking). */
 static bool serve_request(struct nb_call *c)
@@ -657,19 +588,9 @@ static bool serve_request(struct nb_call *c)
 	}
 	case NB_HEALTH_WATCH:
 	case NB_EVENTS_WATCH:
-		if (s->shutting_down) {
-			start_finish(c, NB_UNAVAILABLE, "server: shutting down", NULL);
+		if (refuse_new(c, s->n_watchers, s->max_streams, "watch", "streams open",
+			       "close one or retry later"))
 			return false;
-		}
-		if (s->n_watchers >= s->max_streams) {
-			char msg[160];
-
-			snprintf(msg, sizeof(msg),
-				 "watch: %d streams open, at most %d; close one or retry later",
-				 s->n_watchers, s->max_streams);
-			start_finish(c, NB_RESOURCE_EXHAUSTED, msg, NULL);
-			return false;
-		}
 		c->state = ST_STREAMING;
 		link_watcher(c);
 		c->stream_counted = true;
@@ -699,19 +620,9 @@ static bool serve_request(struct nb_call *c)
 		return false;
 	default:
 		/* nb_server_destroy may be waiting already: hand out nothing new */
-		if (s->shutting_down) {
-			start_finish(c, NB_UNAVAILABLE, "server: shutting down", NULL);
+		if (refuse_new(c, s->calls_held, s->max_calls_in_flight, "server",
+			       "calls in flight", "retry later"))
 			return false;
-		}
-		if (s->calls_held >= s->max_calls_in_flight) {
-			char msg[160];
-
-			snprintf(msg, sizeof(msg),
-				 "server: %d calls in flight, at most %d; retry later",
-				 s->calls_held, s->max_calls_in_flight);
-			start_finish(c, NB_RESOURCE_EXHAUSTED, msg, NULL);
-			return false;
-		}
 		c->state = ST_DISPATCHED;
 		c->held = true;
 		s->calls_held++;
@@ -804,7 +715,7 @@ static void on_close(struct nb_call *c)
 	if (c->close_cancelled)
 		c->cancelled = true;
 	if (c->state == ST_STREAMING)
-		finish_stream(c, NB_CANCELLED, "stream: cancelled by the client");
+		nbs_finish_stream(c, NB_CANCELLED, "stream: cancelled by the client");
 }
 
 static void on_write(struct nb_call *c, bool ok)
@@ -818,13 +729,13 @@ static void on_write(struct nb_call *c, bool ok)
 		return;
 	}
 	if (!ok) {
-		finish_stream(c, NB_CANCELLED, "stream: client gone");
+		nbs_finish_stream(c, NB_CANCELLED, "stream: client gone");
 		return;
 	}
 	stream_pump(c);
 }
 
-static void handle_event(struct nb_server *s, struct nb_tag *tag, bool ok)
+void nbs_handle_event(struct nb_server *s, struct nb_tag *tag, bool ok)
 {
 	struct nb_call *c = tag->call;
 	bool run_handler = false, free_it;
@@ -844,7 +755,7 @@ static void handle_event(struct nb_server *s, struct nb_tag *tag, bool ok)
 			break;
 		}
 		if (!s->shutting_down)
-			request_new_call(s);
+			nbs_request_new_call(s);
 		on_new_call(c);
 		break;
 	case OP_RECV:
@@ -868,7 +779,7 @@ static void handle_event(struct nb_server *s, struct nb_tag *tag, bool ok)
 		call_free(c);
 }
 
-static void *cq_thread(void *arg)
+void *nbs_cq_thread(void *arg)
 {
 	struct nb_server *s = arg;
 
@@ -879,7 +790,7 @@ static void *cq_thread(void *arg)
 		if (ev.type == GRPC_QUEUE_SHUTDOWN)
 			break;
 		if (ev.type == GRPC_OP_COMPLETE)
-			handle_event(s, ev.tag, ev.success != 0);
+			nbs_handle_event(s, ev.tag, ev.success != 0);
 	}
 	return NULL;
 }
@@ -982,319 +893,4 @@ bool nb_call_cancelled(const struct nb_call *c)
 	cancelled = c->cancelled || c->srv->shutting_down;
 	pthread_mutex_unlock(&c->srv->mu);
 	return cancelled;
-}
-
-/* ---- server lifetime ---------------------------------------------------- */
-
-static bool is_loopback(const char *addr)
-{
-	if (strncmp(addr, "127.", 4) == 0 || strncmp(addr, "localhost:", 10) == 0 ||
-	    strncmp(addr, "[::1]:", 6) == 0 || strncmp(addr, "ipv4:127.", 9) == 0 ||
-	    strncmp(addr, "ipv6:[::1]:", 11) == 0 || strncmp(addr, "unix:", 5) == 0)
-		return true;
-	return false;
-}
-
-static char *read_file(const char *path, const char *field, struct nb_error *err)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f) {
-		nb_error_set(err, NB_INVALID_ARGUMENT, field, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || n > 1 << 20 || fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		nb_error_set(err, NB_INVALID_ARGUMENT, field, "%s: unreadable or over 1 MiB", path);
-		return NULL;
-	}
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	if (!buf) {
-		nb_error_set(err, NB_INVALID_ARGUMENT, field, "%s: read failed", path);
-		return NULL;
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
-static grpc_server_credentials *make_credentials(const struct nb_server_config *cfg,
-						 struct nb_error *err)
-{
-	grpc_ssl_pem_key_cert_pair pair;
-	grpc_server_credentials *creds = NULL;
-	char *ca, *cert = NULL, *key = NULL;
-
-	if (cfg->insecure)
-		return grpc_insecure_server_credentials_create();
-	if (!cfg->tls_ca_file || !cfg->tls_cert_file || !cfg->tls_key_file) {
-		nb_error_set(err, NB_INVALID_ARGUMENT,
-			     !cfg->tls_ca_file	   ? "tls_ca_file"
-			     : !cfg->tls_cert_file ? "tls_cert_file"
-						   : "tls_key_file",
-			     "required unless insecure is set");
-		return NULL;
-	}
-	ca = read_file(cfg->tls_ca_file, "tls_ca_file", err);
-	if (ca)
-		cert = read_file(cfg->tls_cert_file, "tls_cert_file", err);
-	if (cert)
-		key = read_file(cfg->tls_key_file, "tls_key_file", err);
-	if (key) {
-		pair.private_key = key;
-		pair.cert_chain = cert;
-		creds = grpc_ssl_server_credentials_create_ex(
-			ca, &pair, 1, GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY,
-			NULL);
-		if (!creds)
-			nb_error_set(err, NB_INVALID_ARGUMENT, "tls_cert_file",
-				     "gRPC refused the TLS credentials");
-	}
-	free(ca);
-	free(cert);
-	free(key);
-	return creds;
-}
-
-static const char *const served_services[] = {"", "ocs.v1.Fabric", "ocs.v1.Jobs", "ocs.v1.Events"};
-
-int nb_server_create(const struct nb_server_config *cfg, struct nb_server **out,
-		     struct nb_error *err)
-{
-	struct nb_server *s;
-	grpc_server_credentials *creds;
-	grpc_arg args[3];
-	grpc_channel_args channel_args = {3, args};
-	char recv_key[] = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-	char send_key[] = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
-	char reuse_key[] = GRPC_ARG_ALLOW_REUSEPORT;
-	int threads;
-
-	*out = NULL;
-	if (!cfg->listen_addr || !cfg->listen_addr[0])
-		return nb_error_set(err, NB_INVALID_ARGUMENT, "listen_addr", "required");
-	if (cfg->insecure && !is_loopback(cfg->listen_addr))
-		return nb_error_set(err, NB_INVALID_ARGUMENT, "listen_addr",
-				    "%s is not a loopback address; insecure serving is only "
-				    "allowed on 127.0.0.0/8, [::1] or localhost",
-				    cfg->listen_addr);
-	if (nb_limits_check(&cfg->limits, err))
-		return -EINVAL;
-	if (cfg->max_message_bytes > (size_t)1 << 30)
-		return nb_error_set(err, NB_INVALID_ARGUMENT, "max_message_bytes",
-				    "%zu is over 1 GiB", cfg->max_message_bytes);
-	threads = cfg->threads ? cfg->threads : NB_DEFAULT_THREADS;
-	if (threads < 1 || threads > NB_MAX_THREADS)
-		return nb_error_set(err, NB_INVALID_ARGUMENT, "threads", "%d is outside 1..%d",
-				    cfg->threads, NB_MAX_THREADS);
-	if (cfg->max_calls_in_flight < 0)
-		return nb_error_set(err, NB_INVALID_ARGUMENT, "max_calls_in_flight", "negative");
-	if (cfg->shutdown_grace_ms < 0)
-		return nb_error_set(err, NB_INVALID_ARGUMENT, "shutdown_grace_ms", "negative");
-	if (cfg->stream_queue_max < 0)
-		return nb_error_set(err, NB_INVALID_ARGUMENT, "stream_queue_max", "negative");
-	if (cfg->max_streams < 0)
-		return nb_error_set(err, NB_INVALID_ARGUMENT, "max_streams", "negative");
-
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "", "out of memory");
-	s->max_message_bytes =
-		cfg->max_message_bytes ? cfg->max_message_bytes : NB_DEFAULT_MAX_MESSAGE_BYTES;
-	s->stream_queue_max =
-		cfg->stream_queue_max ? cfg->stream_queue_max : NB_DEFAULT_STREAM_QUEUE;
-	s->max_streams = cfg->max_streams ? cfg->max_streams : NB_DEFAULT_MAX_STREAMS;
-	s->shutdown_grace_ms =
-		cfg->shutdown_grace_ms ? cfg->shutdown_grace_ms : NB_DEFAULT_SHUTDOWN_GRACE_MS;
-	s->drain = cfg->drain;
-	s->drain_ctx = cfg->drain_ctx;
-	s->max_calls_in_flight = cfg->max_calls_in_flight ? cfg->max_calls_in_flight
-							  : NB_DEFAULT_MAX_CALLS_IN_FLIGHT;
-	s->insecure = cfg->insecure;
-	s->insecure_role = cfg->insecure_role ? cfg->insecure_role : NB_ROLE_OPERATOR;
-	s->limits = cfg->limits;
-	s->handlers = cfg->handlers;
-	s->tag_shutdown = (struct nb_tag){NULL, OP_SERVER_SHUTDOWN};
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
-
-	grpc_init();
-	creds = make_credentials(cfg, err);
-	if (!creds) {
-		grpc_shutdown();
-		pthread_cond_destroy(&s->cv);
-		pthread_mutex_destroy(&s->mu);
-		free(s);
-		return -EINVAL;
-	}
-	args[0].type = GRPC_ARG_INTEGER;
-	args[0].key = recv_key;
-	args[0].value.integer = (int)s->max_message_bytes;
-	args[1].type = GRPC_ARG_INTEGER;
-	args[1].key = send_key;
-	args[1].value.integer = (int)s->max_message_bytes;
-	/* gRPC sets SO_REUSEPORT by default: a second server could then bind the
-	 * same address and take half the calls. An address in use is refused. */
-	args[2].type = GRPC_ARG_INTEGER;
-	args[2].key = reuse_key;
-	args[2].value.integer = 0;
-	s->cq = grpc_completion_queue_create_for_next(NULL);
-	s->server = grpc_server_create(&channel_args, NULL);
-	grpc_server_register_completion_queue(s->server, s->cq, NULL);
-	s->port = grpc_server_add_http2_port(s->server, cfg->listen_addr, creds);
-	grpc_server_credentials_release(creds);
-	if (s->port <= 0) {
-		nb_error_set(err, NB_UNAVAILABLE, "listen_addr",
-			     "cannot listen on %s (address in use by another process, or not "
-			     "a local address)",
-			     cfg->listen_addr);
-		grpc_server_destroy(s->server);
-		grpc_completion_queue_shutdown(s->cq);
-		while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL)
-			       .type != GRPC_QUEUE_SHUTDOWN)
-			;
-		grpc_completion_queue_destroy(s->cq);
-		grpc_shutdown();
-		pthread_cond_destroy(&s->cv);
-		pthread_mutex_destroy(&s->mu);
-		free(s);
-		return -EADDRINUSE;
-	}
-	if (strncmp(cfg->listen_addr, "unix:", 5) != 0) {
-		int n = nb_accept_guard(s->port, s->guarded_fds,
-					(int)(sizeof(s->guarded_fds) / sizeof(s->guarded_fds[0])));
-
-		s->n_guarded = n > 0 ? n : 0;
-		if (n <= 0)
-			gpr_log(GPR_ERROR,
-				"gRPC listener on port %d is not guarded against descriptor "
-				"exhaustion (%d)",
-				s->port, n);
-	}
-	grpc_server_start(s->server);
-	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i < sizeof(served_services) / sizeof(served_services[0]); i++)
-		set_health_locked(s, served_services[i],
-				  GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING);
-	for (int i = 0; i < NB_REQUEST_SLOTS; i++)
-		request_new_call(s);
-	pthread_mutex_unlock(&s->mu);
-	for (s->n_threads = 0; s->n_threads < threads; s->n_threads++)
-		if (pthread_create(&s->threads[s->n_threads], NULL, cq_thread, s))
-			break;
-	if (s->n_threads == 0) {
-		nb_server_destroy(s);
-		return nb_error_set(err, NB_RESOURCE_EXHAUSTED, "threads",
-				    "cannot start a completion-queue thread");
-	}
-	*out = s;
-	return 0;
-}
-
-int nb_server_port(const struct nb_server *s)
-{
-	return s->port;
-}
-
-void nb_server_shutdown(struct nb_server *s)
-{
-	pthread_mutex_lock(&s->mu);
-	if (s->shutting_down) {
-		pthread_mutex_unlock(&s->mu);
-		return;
-	}
-	s->shutting_down = true;
-	for (struct health_entry *h = s->health; h; h = h->next)
-		set_health_locked(
-			s, h->service,
-			GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
-	while (s->watchers)
-		finish_stream(s->watchers, NB_UNAVAILABLE, "server: shutting down");
-	pthread_mutex_unlock(&s->mu);
-	nb_accept_unguard(s->guarded_fds, s->n_guarded); /* before gRPC closes them */
-	grpc_server_shutdown_and_notify(s->server, s->cq, &s->tag_shutdown);
-}
-
-void nb_server_destroy(struct nb_server *s)
-{
-	if (!s)
-		return;
-	nb_server_shutdown(s);
-	if (s->n_threads == 0) {
-		/* Only when create failed to start a thread: drain here. */
-		while (!s->shutdown_done || s->live_calls > 0) {
-			grpc_event ev = grpc_completion_queue_next(
-				s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-
-			if (ev.type == GRPC_OP_COMPLETE)
-				handle_event(s, ev.tag, ev.success != 0);
-		}
-	}
-	/* Grace period: streams end with their status and the daemon answers;
-	 * then whatever is left (a client that stopped reading) is cancelled.
-	 * A call handed out stays until the daemon answers it: drain runs what
-	 * the handlers posted meanwhile. */
-	pthread_mutex_lock(&s->mu);
-	{
-		uint64_t grace_end = now_ns() + (uint64_t)s->shutdown_grace_ms * 1000000u;
-		bool cancelled = false;
-
-		while (!s->shutdown_done || s->live_calls > 0) {
-			uint64_t now = now_ns(), wait_ns = UINT64_MAX;
-			struct timespec until;
-
-			if (!cancelled && now >= grace_end) {
-				cancelled = true;
-				pthread_mutex_unlock(&s->mu);
-				grpc_server_cancel_all_calls(s->server);
-				pthread_mutex_lock(&s->mu);
-				continue;
-			}
-			if (s->drain) {
-				pthread_mutex_unlock(&s->mu);
-				s->drain(s->drain_ctx);
-				pthread_mutex_lock(&s->mu);
-				if (s->shutdown_done && s->live_calls == 0)
-					break;
-				wait_ns = (uint64_t)NB_DRAIN_MS * 1000000u;
-			}
-			if (!cancelled && grace_end - now < wait_ns)
-				wait_ns = grace_end - now;
-			if (wait_ns == UINT64_MAX) {
-				pthread_cond_wait(&s->cv, &s->mu);
-				continue;
-			}
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += (time_t)(wait_ns / 1000000000u);
-			until.tv_nsec += (long)(wait_ns % 1000000000u);
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
-			(void)pthread_cond_timedwait(&s->cv, &s->mu, &until);
-		}
-	}
-	pthread_mutex_unlock(&s->mu);
-	grpc_completion_queue_shutdown(s->cq);
-	for (int i = 0; i < s->n_threads; i++)
-		pthread_join(s->threads[i], NULL);
-	grpc_server_destroy(s->server);
-	grpc_completion_queue_destroy(s->cq);
-	while (s->health) {
-		struct health_entry *h = s->health;
-
-		s->health = h->next;
-		free(h->service);
-		free(h);
-	}
-	pthread_cond_destroy(&s->cv);
-	pthread_mutex_destroy(&s->mu);
-	free(s);
-	grpc_shutdown();
 }

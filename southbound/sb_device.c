@@ -1,6 +1,10 @@
 /*
  * sb_device.c - the NETCONF device driver (see sb_device.h for the API,
- * threading and error rules).
+ * threading and error rules): the driver, device handles and their
+ * sessions (connect over SSH or TLS, host keys, capabilities and strategy,
+ * backoff, keepalive, drop), claims and the verified image. The RPCs on a
+ * session are in sb_device_rpc.c; the structs both files use are in
+ * sb_device_internal.h.
  *
  * Quirks handled here, found by interop testing against servers nobody in
  * this project wrote (../shared/design/TOOLCHAIN.md):
@@ -15,12 +19,13 @@
  *
  * libnetconf2 sets sessions up (transport, <hello>, capabilities); the RPCs
  * themselves go over the session's transport in ocsd's own framing and
- * their replies are scanned without libyang (sb_wire.h, sb_reply.h).
+ * their replies are scanned without libyang (sb_device_rpc.c, sb_wire.h,
+ * sb_reply.h).
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "sb_device.h"
 
-#include "sb_reply.h"
+#include "sb_device_internal.h"
 #include "sb_wire.h"
 
 #include <errno.h>
@@ -44,48 +49,6 @@ extern const char sb_yang_ocs_switch[];
 extern const char sb_yang_ocs_transceiver[];
 extern const char sb_yang_ocs_devsim[];
 
-#define OCS_NS	   "urn:ocsd:yang:ocs-switch"
-#define NC_NS	   "urn:ietf:params:xml:ns:netconf:base:1.0"
-#define TRX_NS	   "urn:ocsd:yang:ocs-transceiver"
-#define XC_FILTER  "<cross-connects xmlns=\"" OCS_NS "\"/>"
-#define TRX_FILTER "<transceivers xmlns=\"" TRX_NS "\"/>"
-
-struct sb_driver {
-	struct ly_ctx *ctx;
-	pthread_mutex_t connect_mu; /* serializes session setup (may extend ctx) */
-	struct sb_driver_counters counters;
-};
-
-struct sb_device {
-	struct sb_driver *drv;
-	struct sb_device_config cfg;
-	struct nc_session *session;
-	struct sb_wire *wire; /* ocsd's RPC traffic on the session (sb_wire.h), made at first use */
-	struct sb_capabilities caps;
-	enum sb_strategy strategy;
-	int backoff_ms;		 /* current reconnect delay, 0 after a success */
-	int64_t next_attempt_ms; /* no connect before this time */
-	char hostkey_error[320];
-	int fd; /* the SSH session's socket, -1 otherwise */
-	/* settings staged by sb_device_set_config() from any thread, taken by
-	 * the device's next connect (guarded by staged_mu) */
-	pthread_mutex_t staged_mu;
-	bool staged;
-	struct sb_device_config staged_cfg;
-	/* who uses the device (sb_device_claim): a transaction, or a keepalive pass */
-	pthread_mutex_t claim_mu;
-	pthread_cond_t claim_cv;
-	bool claimed; /* guarded by claim_mu */
-	bool ever_connected;
-	atomic_uint_least64_t reconnects; /* sessions opened after the first */
-	/* the last verified image of running in this session (sb_device.h) */
-	bool image_known;
-	atomic_bool image_forget;  /* set by sb_device_forget_image() from any thread */
-	struct sb_xc *image;	   /* switch: cross-connects, sorted */
-	struct sb_bundle *image_b; /* transceiver: bundles, sorted */
-	size_t n_image;
-};
-
 int64_t sb_now_ms(void)
 {
 	struct timespec ts;
@@ -93,10 +56,8 @@ int64_t sb_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int set_err(struct sb_error *err, const struct sb_device *dev, const char *op, int code,
-		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int set_err(struct sb_error *err, const struct sb_device *dev, const char *op, int code,
-		   const char *fmt, ...)
+int sbd_set_err(struct sb_error *err, const struct sb_device *dev, const char *op, int code,
+		const char *fmt, ...)
 {
 	if (err) {
 		err->code = code;
@@ -262,11 +223,6 @@ enum sb_model sb_device_model(const struct sb_device *dev)
 	return dev->cfg.model;
 }
 
-uint32_t sb_device_node(const struct sb_device *dev)
-{
-	return dev->cfg.node;
-}
-
 int sb_device_switch_us(const struct sb_device *dev)
 {
 	return dev->cfg.switch_us > 0 ? dev->cfg.switch_us : 0;
@@ -317,30 +273,31 @@ static bool image_valid(struct sb_device *dev)
 	return dev->image_known && sb_device_connected(dev);
 }
 
-int sb_device_image_xcs(struct sb_device *dev, struct sb_xc **out, size_t *n)
+/* A copy of the image of cross-connects or bundles (elements of size sz); caller frees. */
+static int copy_image(struct sb_device *dev, bool bundles, size_t sz, void **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	if (!image_valid(dev) || !dev->image)
+	if (!image_valid(dev)) /* may drop the image: read it after */
 		return -ENOENT;
-	if (!(*out = malloc((dev->n_image ? dev->n_image : 1) * sizeof(**out))))
+	const void *image = bundles ? (const void *)dev->image_b : (const void *)dev->image;
+	if (!image)
+		return -ENOENT;
+	if (!(*out = malloc((dev->n_image ? dev->n_image : 1) * sz)))
 		return -ENOMEM;
-	memcpy(*out, dev->image, dev->n_image * sizeof(**out));
+	memcpy(*out, image, dev->n_image * sz);
 	*n = dev->n_image;
 	return 0;
 }
 
+int sb_device_image_xcs(struct sb_device *dev, struct sb_xc **out, size_t *n)
+{
+	return copy_image(dev, false, sizeof(**out), (void **)out, n);
+}
+
 int sb_device_image_bundles(struct sb_device *dev, struct sb_bundle **out, size_t *n)
 {
-	*out = NULL;
-	*n = 0;
-	if (!image_valid(dev) || !dev->image_b)
-		return -ENOENT;
-	if (!(*out = malloc((dev->n_image ? dev->n_image : 1) * sizeof(**out))))
-		return -ENOMEM;
-	memcpy(*out, dev->image_b, dev->n_image * sizeof(**out));
-	*n = dev->n_image;
-	return 0;
+	return copy_image(dev, true, sizeof(**out), (void **)out, n);
 }
 
 /* Records an image of n elements of size sz (xcs or bundles); forgets it without memory. */
@@ -408,7 +365,7 @@ static void free_session(struct nc_session *s)
  * marked invalid, so that freeing it reads nothing and writes nothing that
  * could wait. A session in step gets its <close-session>.
  */
-static void drop_session(struct sb_device *dev, bool out_of_step)
+void sbd_drop_session(struct sb_device *dev, bool out_of_step)
 {
 	drop_image(dev); /* the image is the session's */
 	if (out_of_step && dev->session) {
@@ -428,7 +385,17 @@ static void drop_session(struct sb_device *dev, bool out_of_step)
 
 void sb_device_disconnect(struct sb_device *dev)
 {
-	drop_session(dev, false);
+	sbd_drop_session(dev, false);
+}
+
+int sb_device_poll_fd(const struct sb_device *dev)
+{
+	return dev->session ? dev->fd : -1;
+}
+
+struct nc_session *sb_device_nc_session(struct sb_device *dev)
+{
+	return dev->session;
 }
 
 /* Applies the host-key policy to a connected libssh session. */
@@ -581,15 +548,15 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 	 * the caller's first RPC fails on it */
 	if (dev->session && dev->fd >= 0 && socket_dead(dev->fd)) {
 		atomic_fetch_add(&dev->drv->counters.sessions_lost, 1);
-		drop_session(dev, true);
+		sbd_drop_session(dev, true);
 	}
 	if (sb_device_connected(dev))
 		return 0;
 	sb_device_disconnect(dev);
 	int64_t now = sb_now_ms();
 	if (now < dev->next_attempt_ms)
-		return set_err(err, dev, "connect", -EAGAIN, "backing off for %lld ms",
-			       (long long)(dev->next_attempt_ms - now));
+		return sbd_set_err(err, dev, "connect", -EAGAIN, "backing off for %lld ms",
+				   (long long)(dev->next_attempt_ms - now));
 	struct sb_driver *drv = dev->drv;
 	dev->hostkey_error[0] = '\0';
 	if (dev->cfg.transport == SB_TRANSPORT_TLS) {
@@ -607,7 +574,7 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 		if (dev->backoff_ms > dev->cfg.backoff_max_ms)
 			dev->backoff_ms = dev->cfg.backoff_max_ms;
 		dev->next_attempt_ms = sb_now_ms() + dev->backoff_ms;
-		return set_err(
+		return sbd_set_err(
 			err, dev, "connect", -ECONNREFUSED, "cannot open a %s session to %s:%u%s%s",
 			dev->cfg.transport == SB_TRANSPORT_TLS ? "TLS" : "SSH", dev->cfg.host,
 			dev->cfg.port, dev->hostkey_error[0] ? ": " : "", dev->hostkey_error);
@@ -623,8 +590,8 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 	detect_capabilities(dev);
 	if (dev->strategy == SB_STRATEGY_NONE) {
 		sb_device_disconnect(dev);
-		return set_err(err, dev, "connect", -ENOTSUP,
-			       "device offers neither :candidate nor :writable-running");
+		return sbd_set_err(err, dev, "connect", -ENOTSUP,
+				   "device offers neither :candidate nor :writable-running");
 	}
 	return 0;
 }
@@ -637,8 +604,8 @@ int sb_device_connect_until(struct sb_device *dev, int64_t deadline_ms, struct s
 			return rc;
 		int64_t now = sb_now_ms();
 		if (now >= deadline_ms)
-			return rc == -EAGAIN ? set_err(err, dev, "connect", -ETIMEDOUT,
-						       "no session before the deadline")
+			return rc == -EAGAIN ? sbd_set_err(err, dev, "connect", -ETIMEDOUT,
+							   "no session before the deadline")
 					     : rc;
 		int64_t wait_ms = dev->next_attempt_ms - now;
 		if (wait_ms > deadline_ms - now)
@@ -686,7 +653,7 @@ uint64_t sb_device_reconnects(const struct sb_device *dev)
 int sb_device_keepalive(struct sb_device *dev, struct sb_error *err)
 {
 	if (!sb_device_try_claim(dev))
-		return set_err(err, dev, "keepalive", -EBUSY, "in use");
+		return sbd_set_err(err, dev, "keepalive", -EBUSY, "in use");
 	/* sb_device_connect does the work: no RPC on a live session, the dead
 	 * one replaced, the backoff honoured (-EAGAIN while it runs) */
 	int rc = sb_device_connect(dev, err);
@@ -734,465 +701,4 @@ size_t sb_device_connect_many(struct sb_device *const *devs, size_t n, int paral
 		pthread_join(tid[i], NULL);
 	free(tid);
 	return atomic_load(&cm.connected);
-}
-
-/* ---- RPCs --------------------------------------------------------------- */
-
-/* A growing string buffer for RPC XML. */
-struct strbuf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sb_append(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_append(struct strbuf *b, const char *fmt, ...)
-{
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0 || b->oom) {
-			b->oom = true;
-			return;
-		}
-		if (b->s && b->len + (size_t)n < b->cap) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-		char *s = realloc(b->s, cap);
-		if (!s) {
-			b->oom = true;
-			return;
-		}
-		b->s = s;
-		b->cap = cap;
-	}
-}
-
-/* Appends s as XML character data. */
-static void sb_append_text(struct strbuf *b, const char *s)
-{
-	for (; *s; s++) {
-		const char *e = *s == '<'   ? "&lt;"
-				: *s == '>' ? "&gt;"
-				: *s == '&' ? "&amp;"
-					    : NULL;
-		if (e)
-			sb_append(b, "%s", e);
-		else
-			sb_append(b, "%c", *s);
-	}
-}
-
-/* The session is out of step after a failed send or receive: drop it and say why. */
-static int wire_failed(struct sb_device *dev, const char *opname, int rc, const struct sb_reply *r,
-		       struct sb_error *err)
-{
-	struct sb_driver *drv = dev->drv;
-	drop_session(dev, true);
-	if (rc == -ETIMEDOUT) {
-		atomic_fetch_add(&drv->counters.rpc_timeouts, 1);
-		return set_err(err, dev, opname, rc, "no reply within %d ms",
-			       dev->cfg.rpc_timeout_ms);
-	}
-	atomic_fetch_add(&drv->counters.sessions_lost, 1);
-	if (rc == -ECONNRESET)
-		return set_err(err, dev, opname, rc, "session lost");
-	return set_err(err, dev, opname, rc == -ENOMEM ? -ENOMEM : -EPROTO, "unexpected reply: %s",
-		       r->error);
-}
-
-/*
- * Runs n RPCs on the session's transport (sb_wire.h) with the device's
- * deadline: all of them sent in one write (pipelined when n > 1: the caller
- * has argued that the later ones are safe to send before the earlier ones
- * are answered), then every reply read in order, so that the session stays
- * in step whatever they say. ops[i] is an operation's XML (NULL: out of
- * memory building it), opnames[i] its name for errors. A reply that is not
- * <ok/> is an error, except the last one when `reply` takes it (then the
- * caller checks its kind; it points into the wire's buffer until the next
- * RPC). Returns the first error in sending order: the later replies are
- * read and ignored. A session that missed its deadline or broke the
- * protocol is out of step and dropped.
- */
-static int do_ops(struct sb_device *dev, const char *const *ops, const char *const *opnames,
-		  size_t n, struct sb_reply *reply, struct sb_error *err)
-{
-	struct sb_driver *drv = dev->drv;
-	for (size_t i = 0; i < n; i++)
-		if (!ops[i])
-			return set_err(err, dev, opnames[i], -ENOMEM, "cannot build the RPC");
-	if (!sb_device_connected(dev)) {
-		sb_device_disconnect(dev);
-		return set_err(err, dev, opnames[0], -ECONNRESET, "no session");
-	}
-	if (!dev->wire) {
-		int rc = sb_wire_open(dev->session, dev->fd, &dev->wire);
-		if (rc)
-			return set_err(err, dev, opnames[0], rc, "%s",
-				       rc == -ENOMEM
-					       ? "out of memory"
-					       : "cannot take over the session's transport "
-						 "(not a libnetconf2 2.0 SSH or TLS session)");
-	}
-	atomic_fetch_add(&drv->counters.rpcs, n);
-	int64_t deadline = sb_now_ms() + dev->cfg.rpc_timeout_ms;
-	struct sb_reply r = {0};
-	int rc = sb_wire_send(dev->wire, ops, n, deadline);
-	if (rc)
-		return wire_failed(dev, opnames[0], rc, &r, err);
-	int first = 0;
-	for (size_t i = 0; i < n; i++) {
-		if ((rc = sb_wire_recv(dev->wire, deadline, &r)))
-			return wire_failed(dev, opnames[i], rc, &r, err);
-		if (r.kind == SB_REPLY_ERROR) {
-			atomic_fetch_add(&drv->counters.rpc_errors, 1);
-			if (!first &&
-			    (first = set_err(err, dev, opnames[i], -EREMOTEIO, "%s", r.error)) &&
-			    err)
-				err->session_id = r.session_id;
-		} else if (r.kind != SB_REPLY_OK && !(reply && i == n - 1) && !first) {
-			first = set_err(err, dev, opnames[i], -EPROTO,
-					"unexpected reply: no <ok/>");
-		}
-	}
-	if (!first && reply)
-		*reply = r;
-	return first;
-}
-
-static int do_op(struct sb_device *dev, const char *op, const char *opname, struct sb_reply *reply,
-		 struct sb_error *err)
-{
-	return do_ops(dev, &op, &opname, 1, reply, err);
-}
-
-static const char *ds_name(enum sb_datastore ds)
-{
-	return ds == SB_DS_CANDIDATE ? "candidate" : "running";
-}
-
-int sb_device_lock(struct sb_device *dev, enum sb_datastore ds, struct sb_error *err)
-{
-	char op[64];
-	snprintf(op, sizeof(op), "<lock><target><%s/></target></lock>", ds_name(ds));
-	return do_op(dev, op, "lock", NULL, err);
-}
-
-int sb_device_kill_session(struct sb_device *dev, uint32_t sid, struct sb_error *err)
-{
-	char op[96];
-	snprintf(op, sizeof(op), "<kill-session><session-id>%u</session-id></kill-session>", sid);
-	return do_op(dev, op, "kill-session", NULL, err);
-}
-
-int sb_device_unlock(struct sb_device *dev, enum sb_datastore ds, struct sb_error *err)
-{
-	char op[64];
-	snprintf(op, sizeof(op), "<unlock><target><%s/></target></unlock>", ds_name(ds));
-	return do_op(dev, op, "unlock", NULL, err);
-}
-
-int sb_device_discard(struct sb_device *dev, struct sb_error *err)
-{
-	return do_op(dev, "<discard-changes/>", "discard-changes", NULL, err);
-}
-
-#define VALIDATE_OP "<validate><source><candidate/></source></validate>"
-
-int sb_device_validate(struct sb_device *dev, struct sb_error *err)
-{
-	return do_op(dev, VALIDATE_OP, "validate", NULL, err);
-}
-
-/* Runs the operation built in b (freed here). */
-static int do_built(struct sb_device *dev, struct strbuf *b, const char *opname,
-		    struct sb_error *err)
-{
-	int rc = do_op(dev, b->oom ? NULL : b->s, opname, NULL, err);
-	free(b->s);
-	return rc;
-}
-
-int sb_device_commit(struct sb_device *dev, int confirm_timeout_s, const char *persist,
-		     const char *persist_id, struct sb_error *err)
-{
-	struct strbuf b = {0};
-	sb_append(&b, "<commit>");
-	if (confirm_timeout_s > 0) {
-		sb_append(&b, "<confirmed/><confirm-timeout>%d</confirm-timeout>",
-			  confirm_timeout_s);
-		if (persist) {
-			sb_append(&b, "<persist>");
-			sb_append_text(&b, persist);
-			sb_append(&b, "</persist>");
-		}
-	}
-	if (persist_id) {
-		sb_append(&b, "<persist-id>");
-		sb_append_text(&b, persist_id);
-		sb_append(&b, "</persist-id>");
-	}
-	sb_append(&b, "</commit>");
-	return do_built(dev, &b, confirm_timeout_s > 0 ? "commit-confirmed" : "commit", err);
-}
-
-int sb_device_cancel_commit(struct sb_device *dev, const char *persist_id, struct sb_error *err)
-{
-	struct strbuf b = {0};
-	sb_append(&b, "<cancel-commit>");
-	if (persist_id) {
-		sb_append(&b, "<persist-id>");
-		sb_append_text(&b, persist_id);
-		sb_append(&b, "</persist-id>");
-	}
-	sb_append(&b, "</cancel-commit>");
-	return do_built(dev, &b, "cancel-commit", err);
-}
-
-int sb_device_rpc_xml(struct sb_device *dev, const char *xml, struct sb_error *err)
-{
-	return do_op(dev, xml, "rpc", NULL, err);
-}
-
-int sb_device_subscribe(struct sb_device *dev, struct sb_error *err)
-{
-	return do_op(dev,
-		     "<create-subscription "
-		     "xmlns=\"urn:ietf:params:xml:ns:netconf:notification:1.0\"/>",
-		     "create-subscription", NULL, err);
-}
-
-int sb_device_poll_fd(const struct sb_device *dev)
-{
-	return dev->session ? dev->fd : -1;
-}
-
-struct nc_session *sb_device_nc_session(struct sb_device *dev)
-{
-	return dev->session;
-}
-
-/* Starts an edit-config of ds in b; the caller appends the <config> content. */
-static void edit_begin(struct sb_device *dev, enum sb_datastore ds, struct strbuf *b)
-{
-	sb_append(b,
-		  "<edit-config><target><%s/></target><default-operation>merge</"
-		  "default-operation>%s<config>",
-		  ds_name(ds),
-		  dev->caps.rollback_on_error ? "<error-option>rollback-on-error</error-option>"
-					      : "");
-}
-
-/*
- * Ends and runs the edit-config begun in b (freed here); then_validate:
- * a <validate> of the candidate pipelined behind it (sb_device_edit_*_validate).
- */
-static int edit_rpc(struct sb_device *dev, enum sb_datastore ds, struct strbuf *b,
-		    bool then_validate, struct sb_error *err)
-{
-	if (ds == SB_DS_RUNNING && !dev->caps.writable_running) {
-		free(b->s);
-		return set_err(err, dev, "edit-config", -ENOTSUP, "running is not writable");
-	}
-	sb_append(b, "</config></edit-config>");
-	atomic_fetch_add(&dev->drv->counters.edits, 1);
-	if (!then_validate)
-		return do_built(dev, b, "edit-config", err);
-	const char *ops[] = {b->oom ? NULL : b->s, VALIDATE_OP};
-	const char *names[] = {"edit-config", "validate"};
-	int rc = do_ops(dev, ops, names, 2, NULL, err);
-	free(b->s);
-	return rc;
-}
-
-static int find_xc(const struct sb_xc *xcs, size_t n, uint16_t in)
-{
-	for (size_t i = 0; i < n; i++)
-		if (xcs[i].in == in)
-			return (int)i;
-	return -1;
-}
-
-static int edit_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *current,
-		    size_t n_current, const struct sb_xc *target, size_t n_target,
-		    bool then_validate, struct sb_error *err)
-{
-	struct strbuf b = {0};
-	edit_begin(dev, ds, &b);
-	sb_append(&b, "<cross-connects xmlns=\"%s\" xmlns:nc=\"%s\">", OCS_NS, NC_NS);
-	/* removals first: inputs the target no longer uses */
-	for (size_t i = 0; i < n_current; i++)
-		if (find_xc(target, n_target, current[i].in) < 0)
-			sb_append(&b,
-				  "<connection "
-				  "nc:operation=\"remove\"><input>%u</input></connection>",
-				  current[i].in);
-	/* then additions and changed outputs */
-	for (size_t i = 0; i < n_target; i++) {
-		int c = find_xc(current, n_current, target[i].in);
-		if (c >= 0 && current[c].out == target[i].out)
-			continue;
-		sb_append(&b, "<connection><input>%u</input><output>%u</output></connection>",
-			  target[i].in, target[i].out);
-	}
-	sb_append(&b, "</cross-connects>");
-	return edit_rpc(dev, ds, &b, then_validate, err);
-}
-
-int sb_device_edit_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *current,
-		       size_t n_current, const struct sb_xc *target, size_t n_target,
-		       struct sb_error *err)
-{
-	return edit_xcs(dev, ds, current, n_current, target, n_target, false, err);
-}
-
-int sb_device_edit_xcs_validate(struct sb_device *dev, const struct sb_xc *current,
-				size_t n_current, const struct sb_xc *target, size_t n_target,
-				struct sb_error *err)
-{
-	return edit_xcs(dev, SB_DS_CANDIDATE, current, n_current, target, n_target, true, err);
-}
-
-int sb_device_replace_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *xcs,
-			  size_t n, struct sb_error *err)
-{
-	struct strbuf b = {0};
-	edit_begin(dev, ds, &b);
-	sb_append(&b, "<cross-connects xmlns=\"%s\" xmlns:nc=\"%s\" nc:operation=\"replace\">",
-		  OCS_NS, NC_NS);
-	for (size_t i = 0; i < n; i++)
-		sb_append(&b, "<connection><input>%u</input><output>%u</output></connection>",
-			  xcs[i].in, xcs[i].out);
-	sb_append(&b, "</cross-connects>");
-	return edit_rpc(dev, ds, &b, false, err);
-}
-
-int sb_xc_cmp(const void *a, const void *b)
-{
-	const struct sb_xc *x = a, *y = b;
-	return x->in != y->in ? (int)x->in - (int)y->in : (int)x->out - (int)y->out;
-}
-
-/*
- * <get> (with_state) or <get-config> of ds with the subtree `filter`;
- * *reply gets the reply, whose data point into the session's wire buffer
- * until the next RPC.
- */
-static int read_data(struct sb_device *dev, bool with_state, enum sb_datastore ds,
-		     const char *filter, const char *opname, struct sb_reply *reply,
-		     struct sb_error *err)
-{
-	char op[256];
-	if (with_state)
-		snprintf(op, sizeof(op), "<get><filter type=\"subtree\">%s</filter></get>", filter);
-	else
-		snprintf(op, sizeof(op),
-			 "<get-config><source><%s/></source><filter "
-			 "type=\"subtree\">%s</filter></get-config>",
-			 ds_name(ds), filter);
-	int rc = do_op(dev, op, opname, reply, err);
-	if (rc)
-		return rc;
-	if (reply->kind != SB_REPLY_DATA)
-		return set_err(err, dev, opname, -EPROTO, "reply without <data>");
-	return 0;
-}
-
-int sb_device_read_xcs(struct sb_device *dev, bool with_state, enum sb_datastore ds,
-		       struct sb_xc_state **out, size_t *n, struct sb_error *err)
-{
-	const char *opname = with_state ? "get" : "get-config";
-	struct sb_reply r;
-	*out = NULL;
-	*n = 0;
-	int rc = read_data(dev, with_state, ds, XC_FILTER, opname, &r, err);
-	if (rc)
-		return rc;
-	rc = sb_reply_xcs(r.data, r.data_len, out, n);
-	if (rc)
-		return set_err(err, dev, opname, rc, "%s",
-			       rc == -ENOMEM ? "out of memory"
-					     : "unexpected reply: cross-connects not readable");
-	return 0;
-}
-
-/* ---- ocs-transceiver ---------------------------------------------------- */
-
-int sb_bundle_cmp(const void *a, const void *b)
-{
-	const struct sb_bundle *x = a, *y = b;
-	return (int)x->bundle - (int)y->bundle;
-}
-
-bool sb_bundle_equal(const struct sb_bundle *a, const struct sb_bundle *b)
-{
-	if (a->bundle != b->bundle || a->path != b->path)
-		return false;
-	return a->path == 0 || (a->distance == b->distance && a->dir == b->dir);
-}
-
-int sb_device_read_bundles(struct sb_device *dev, bool with_state, enum sb_datastore ds,
-			   struct sb_bundle_state **out, size_t *n, bool *node_faulty,
-			   struct sb_error *err)
-{
-	const char *opname = with_state ? "get" : "get-config";
-	*out = NULL;
-	*n = 0;
-	if (node_faulty)
-		*node_faulty = false;
-	if (dev->cfg.model != SB_MODEL_TRANSCEIVER)
-		return set_err(err, dev, opname, -ENOTSUP, "not an ocs-transceiver device");
-	struct sb_reply r;
-	int rc = read_data(dev, with_state, ds, TRX_FILTER, opname, &r, err);
-	if (rc)
-		return rc;
-	rc = sb_reply_bundles(r.data, r.data_len, dev->cfg.node, out, n, node_faulty);
-	if (rc)
-		return set_err(err, dev, opname, rc, "%s",
-			       rc == -ENOMEM ? "out of memory"
-					     : "unexpected reply: bundles not readable");
-	return 0;
-}
-
-static int edit_bundles(struct sb_device *dev, enum sb_datastore ds, const struct sb_bundle *target,
-			size_t n, bool then_validate, struct sb_error *err)
-{
-	if (dev->cfg.model != SB_MODEL_TRANSCEIVER)
-		return set_err(err, dev, "edit-config", -ENOTSUP, "not an ocs-transceiver device");
-	struct strbuf b = {0};
-	edit_begin(dev, ds, &b);
-	/* replace the node's entry: the bundles it holds are exactly target */
-	sb_append(&b,
-		  "<transceivers xmlns=\"%s\" xmlns:nc=\"%s\"><node "
-		  "nc:operation=\"replace\"><id>%u</id>",
-		  TRX_NS, NC_NS, dev->cfg.node);
-	for (size_t i = 0; i < n; i++) {
-		const struct sb_bundle *t = &target[i];
-		if (t->path)
-			sb_append(&b,
-				  "<bundle><id>%u</id><path>external</path><external><distance>%u"
-				  "</distance><direction>%s</direction></external></bundle>",
-				  t->bundle, t->distance, t->dir ? "down" : "up");
-		else
-			sb_append(&b, "<bundle><id>%u</id><path>loopback</path></bundle>",
-				  t->bundle);
-	}
-	sb_append(&b, "</node></transceivers>");
-	return edit_rpc(dev, ds, &b, then_validate, err);
-}
-
-int sb_device_edit_bundles(struct sb_device *dev, enum sb_datastore ds,
-			   const struct sb_bundle *target, size_t n, struct sb_error *err)
-{
-	return edit_bundles(dev, ds, target, n, false, err);
-}
-
-int sb_device_edit_bundles_validate(struct sb_device *dev, const struct sb_bundle *target, size_t n,
-				    struct sb_error *err)
-{
-	return edit_bundles(dev, SB_DS_CANDIDATE, target, n, true, err);
 }

@@ -221,8 +221,6 @@ int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg,
 void sb_device_free(struct sb_device *dev);
 const char *sb_device_name(const struct sb_device *dev);
 enum sb_model sb_device_model(const struct sb_device *dev);
-/* The node of an SB_MODEL_TRANSCEIVER device (its config's node). */
-uint32_t sb_device_node(const struct sb_device *dev);
 /* The config's switch_us: the device's switching time in microseconds (0 unknown). */
 int sb_device_switch_us(const struct sb_device *dev);
 

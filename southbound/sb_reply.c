@@ -497,17 +497,23 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *v)
 	return 0;
 }
 
+/*
+ * A status leaf's value as its enum: the enums of sb_device.h number their
+ * states from 1 in the order of names (n of them) and keep 0 for unknown.
+ */
+static int status_value(const char *s, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i + 1;
+	return 0;
+}
+
 static enum sb_xc_status xc_status(const char *s)
 {
-	if (!strcmp(s, "connected"))
-		return SB_XC_STATUS_CONNECTED;
-	if (!strcmp(s, "pending"))
-		return SB_XC_STATUS_PENDING;
-	if (!strcmp(s, "failed"))
-		return SB_XC_STATUS_FAILED;
-	if (!strcmp(s, "invalid"))
-		return SB_XC_STATUS_INVALID;
-	return SB_XC_STATUS_UNKNOWN;
+	/* SB_XC_STATUS_CONNECTED .. SB_XC_STATUS_INVALID */
+	static const char *const names[] = {"connected", "pending", "failed", "invalid"};
+	return (enum sb_xc_status)status_value(s, names, 4);
 }
 
 static int cmp_xc_state(const void *a, const void *b)
@@ -528,6 +534,32 @@ static int grow(void **v, size_t *cap, size_t n, size_t sz)
 	*v = g;
 	*cap = c;
 	return 0;
+}
+
+/*
+ * The next top-level element of <data> named `name` (start tag read into
+ * *top), skipping the others: 0, 1 at the end of <data>, or a negative
+ * errno (or skip_element's answer) when the data is malformed.
+ */
+static int next_top(struct cur *c, const char *name, struct el *top)
+{
+	int rc;
+	while (!(rc = next_child(c, NULL, top))) {
+		if (el_is(top, name))
+			return 0;
+		if ((rc = skip_element(c, top, NULL)))
+			return rc;
+	}
+	return rc;
+}
+
+/* Frees a list being read into *out (n entries) and leaves none; returns rc. */
+static int drop_list(void **out, size_t *n, int rc)
+{
+	free(*out);
+	*out = NULL;
+	*n = 0;
+	return rc;
 }
 
 /* One <connection> (start tag read): *have says whether it had input and output. */
@@ -570,12 +602,7 @@ int sb_reply_xcs(const char *data, size_t len, struct sb_xc_state **out, size_t 
 	int rc;
 	*out = NULL;
 	*n = 0;
-	while (!(rc = next_child(&c, NULL, &top))) {
-		if (!el_is(&top, "cross-connects")) {
-			if ((rc = skip_element(&c, &top, NULL)))
-				break;
-			continue;
-		}
+	while (!(rc = next_top(&c, "cross-connects", &top))) {
 		while (!(rc = next_child(&c, &top, &conn))) {
 			if (!el_is(&conn, "connection")) {
 				if ((rc = skip_element(&c, &conn, NULL)))
@@ -595,12 +622,8 @@ int sb_reply_xcs(const char *data, size_t len, struct sb_xc_state **out, size_t 
 		if (rc < 0)
 			break;
 	}
-	if (rc < 0) {
-		free(*out);
-		*out = NULL;
-		*n = 0;
-		return rc;
-	}
+	if (rc < 0)
+		return drop_list((void **)out, n, rc);
 	if (*n)
 		qsort(*out, *n, sizeof(**out), cmp_xc_state);
 	return 0;
@@ -610,13 +633,9 @@ int sb_reply_xcs(const char *data, size_t len, struct sb_xc_state **out, size_t 
 
 static enum sb_path_status path_status(const char *s)
 {
-	if (!strcmp(s, "active"))
-		return SB_PATH_ACTIVE;
-	if (!strcmp(s, "pending"))
-		return SB_PATH_PENDING;
-	if (!strcmp(s, "failed"))
-		return SB_PATH_FAILED;
-	return SB_PATH_UNKNOWN;
+	/* SB_PATH_ACTIVE .. SB_PATH_FAILED */
+	static const char *const names[] = {"active", "pending", "failed"};
+	return (enum sb_path_status)status_value(s, names, 3);
 }
 
 /* A path as named in <external> or <path-status>: kind, distance, direction. */
@@ -798,12 +817,7 @@ int sb_reply_bundles(const char *data, size_t len, uint32_t node, struct sb_bund
 	*n = 0;
 	if (faulty)
 		*faulty = false;
-	while (!(rc = next_child(&c, NULL, &top))) {
-		if (!el_is(&top, "transceivers")) {
-			if ((rc = skip_element(&c, &top, NULL)))
-				break;
-			continue;
-		}
+	while (!(rc = next_top(&c, "transceivers", &top))) {
 		while (!(rc = next_child(&c, &top, &ch))) {
 			rc = el_is(&ch, "node") ? read_node(&c, &ch, node, out, n, &cap, faulty)
 						: skip_element(&c, &ch, NULL);
@@ -813,17 +827,10 @@ int sb_reply_bundles(const char *data, size_t len, uint32_t node, struct sb_bund
 		if (rc < 0)
 			break;
 	}
-	if (rc < 0) {
-		free(*out);
-		*out = NULL;
-		*n = 0;
-		return rc;
-	}
-	if (!*n) { /* entries of other nodes were read and dropped */
-		free(*out);
-		*out = NULL;
-	} else {
-		qsort(*out, *n, sizeof(**out), cmp_bundle_state);
-	}
+	if (rc < 0)
+		return drop_list((void **)out, n, rc);
+	if (!*n) /* entries of other nodes were read and dropped */
+		return drop_list((void **)out, n, 0);
+	qsort(*out, *n, sizeof(**out), cmp_bundle_state);
 	return 0;
 }

@@ -208,13 +208,15 @@
  *                                   ├─ dev 1: lock ..wait.. reply ─ ...
  *                                   └─ dev n: ...        (one epoll for all)
  *              a device that must connect (or whose claim a keepalive
- *              holds) ── sbt_hand_off() ──> its own task, blocking as before
+ *              holds) ── wants_thread ──> hand_off() ──> its own task,
+ *                                                        blocking as before
  *              last slice / task to end ──> step_done() ──> step k+1
  *
  * Blocking that does not go through the two yields blocks the whole loop:
  * a connect. So prepare hands a device without a live session (and one a
- * keepalive holds) to a task of its own (sbt_hand_off; `remaining` counts it
- * before the coroutine returns), and the rollback - reconnects, retries
+ * keepalive holds) to a task of its own (the job sets wants_thread and
+ * returns, the coroutine calls hand_off; `remaining` counts the task
+ * before the coroutine ends), and the rollback - reconnects, retries
  * with sleeps until rollback_timeout_ms - keeps a task per device. A
  * session found dead by sb_device_connect()'s idle check, and R1's retry
  * after a session lost in prepare, reconnect inside the loop (rare;
@@ -376,15 +378,16 @@ static void dev_task_run(struct sb_exec_task *x)
 
 /*
  * Moves the rest of a device's step from its loop to an executor task of
- * its own (a blocking connect or claim). Called by the coroutine, which
- * returns right after: its slice still counts in `remaining`, so the step
- * cannot end before the task does.
+ * its own (a blocking connect or claim). Called as the coroutine ends: its
+ * slice still counts in `remaining`, so the step cannot end before the
+ * task does.
  */
-void sbt_hand_off(struct dev_ctx *d)
+static void hand_off(struct dev_ctx *d)
 {
 	struct txn *t = d->t;
 	struct sb_executor x = t->e->x;
 	d->in_loop = false;
+	d->wants_thread = false;
 	atomic_fetch_add(&t->remaining, 1);
 	d->task.run = dev_task_run;
 	x.submit(x.ctx, &d->task);
@@ -394,6 +397,8 @@ static void dev_coro_run(void *arg)
 {
 	struct dev_ctx *d = arg;
 	d->t->step_fn(d);
+	if (d->wants_thread) /* the job would block the loop (sb_txn_internal.h) */
+		hand_off(d);
 }
 
 /* A slice of the step: its devices as coroutines of one loop on this executor thread. */

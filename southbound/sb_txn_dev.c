@@ -240,6 +240,16 @@ static int prepare_once(struct dev_ctx *d, bool retry, struct sb_error *err)
 }
 
 /*
+ * Ends a job running as a coroutine of a slice's loop before it blocks:
+ * the driver moves the rest of the step to an executor task of its own
+ * (sb_txn.c's dev_coro_run), where the job runs again with in_loop false.
+ */
+static void ask_for_thread(struct dev_ctx *d)
+{
+	d->wants_thread = true;
+}
+
+/*
  * Step 1. A session lost in the middle (-ECONNRESET: the device restarted,
  * or closed the session) is retried ONCE on a fresh session (R1 at the
  * top): nothing was committed on the device, and the session's end released
@@ -255,14 +265,14 @@ void sbt_job_prepare(void *arg)
 	/* the device is ours until txn_end: a keepalive pass leaves it alone */
 	if (!d->claimed) {
 		if (d->in_loop && !sb_device_try_claim(d->dev))
-			return sbt_hand_off(d); /* a keepalive holds it: wait on a thread */
+			return ask_for_thread(d); /* a keepalive holds it: wait on a thread */
 		if (!d->in_loop)
 			sb_device_claim(d->dev);
 		d->claimed = true;
 	}
 	/* a connect (with its backoff) would block every device of the loop */
 	if (d->in_loop && !sb_device_connected(d->dev))
-		return sbt_hand_off(d);
+		return ask_for_thread(d);
 	int rc = prepare_once(d, false, &err);
 	if (rc == -ECONNRESET) {
 		free(d->pre);

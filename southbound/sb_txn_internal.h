@@ -12,10 +12,11 @@
  *   sb_txn_dev.c  what one device does in each step (the sbt_job_*)
  *
  * Calls go one way, sb_txn.c --> sb_txn_dev.c: the driver runs the jobs
- * and fails device 0 when the L2 check refuses (sbt_fail_dev_msg). The
- * one call back is sbt_hand_off(): a job running as a coroutine of a
- * slice's loop moves itself to an executor task of its own, which belongs
- * to the driver's scheduling of a step.
+ * and fails device 0 when the L2 check refuses (sbt_fail_dev_msg). A job
+ * never calls the driver back: one running as a coroutine of a slice's
+ * loop that would block (a connect, a claim a keepalive holds) sets
+ * dev_ctx.wants_thread and returns, and the driver, which owns the
+ * scheduling of a step, moves it to an executor task of its own.
  */
 #ifndef OCSD_SB_TXN_INTERNAL_H
 #define OCSD_SB_TXN_INTERNAL_H
@@ -79,8 +80,9 @@ struct dev_ctx {
 	size_t n_pre_b;
 	struct sb_bundle_state *readback_b;
 	size_t n_readback_b;
-	bool ok;      /* the current step succeeded */
-	bool in_loop; /* the current step runs as a coroutine of a slice's loop */
+	bool ok;	   /* the current step succeeded */
+	bool in_loop;	   /* the current step runs as a coroutine of a slice's loop */
+	bool wants_thread; /* set by a job in a loop that must block: the driver hands it off */
 	struct sb_txn_device_result *res;
 };
 
@@ -101,15 +103,6 @@ struct txn {
 	/* The owner's continuation, called last; the txn is the owner's again. */
 	void (*finished)(struct txn *t);
 };
-
-/* ---- sb_txn.c: the driver ---- */
-
-/*
- * Moves the rest of a device's step from its loop to an executor task of
- * its own (a blocking connect or claim). Called by the coroutine, which
- * returns right after.
- */
-void sbt_hand_off(struct dev_ctx *d);
 
 /* ---- sb_txn_dev.c: the device jobs (t->step_fn, one call per device) ---- */
 

@@ -392,13 +392,3 @@ int sb_wire_recv(struct sb_wire *w, int64_t deadline_ms, struct sb_reply *reply)
 			 SB_WIRE_MAX_REPLY);
 	return rc;
 }
-
-int sb_wire_rpc(struct sb_wire *w, const char *op, int64_t deadline_ms, struct sb_reply *reply)
-{
-	int rc = sb_wire_send(w, &op, 1, deadline_ms);
-	if (rc) {
-		*reply = (struct sb_reply){0};
-		return rc;
-	}
-	return sb_wire_recv(w, deadline_ms, reply);
-}

@@ -95,11 +95,4 @@ int sb_wire_send(struct sb_wire *w, const char *const *ops, size_t n, int64_t de
  */
 int sb_wire_recv(struct sb_wire *w, int64_t deadline_ms, struct sb_reply *reply);
 
-/*
- * One RPC: sb_wire_send() of op, then sb_wire_recv() of its reply (errors
- * of both). After any error of the three calls the session is out of
- * step: drop it.
- */
-int sb_wire_rpc(struct sb_wire *w, const char *op, int64_t deadline_ms, struct sb_reply *reply);
-
 #endif

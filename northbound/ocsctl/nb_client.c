@@ -222,6 +222,20 @@ static ProtobufCMessage *unpack(grpc_byte_buffer *b, const ProtobufCMessageDescr
 	return m;
 }
 
+/*
+ * The first four ops of a call with one request: initial metadata, the
+ * request (out), close, and the server's initial metadata into md.
+ */
+static void send_request_ops(grpc_op ops[4], grpc_byte_buffer *out, grpc_metadata_array *md)
+{
+	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	ops[1].op = GRPC_OP_SEND_MESSAGE;
+	ops[1].data.send_message.send_message = out;
+	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+	ops[3].data.recv_initial_metadata.recv_initial_metadata = md;
+}
+
 int nb_client_unary(struct nb_client *c, const char *path, const ProtobufCMessage *req,
 		    const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
 		    struct nb_client_status *st)
@@ -242,12 +256,7 @@ int nb_client_unary(struct nb_client *c, const char *path, const ProtobufCMessag
 	grpc_metadata_array_init(&md);
 	grpc_metadata_array_init(&trailing);
 	memset(ops, 0, sizeof(ops));
-	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-	ops[1].op = GRPC_OP_SEND_MESSAGE;
-	ops[1].data.send_message.send_message = out;
-	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-	ops[3].data.recv_initial_metadata.recv_initial_metadata = &md;
+	send_request_ops(ops, out, &md);
 	ops[4].op = GRPC_OP_RECV_MESSAGE;
 	ops[4].data.recv_message.recv_message = &in;
 	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
@@ -292,12 +301,7 @@ int nb_client_stream_open(struct nb_client *c, const char *path, const ProtobufC
 	grpc_metadata_array_init(&c->stream_trailing);
 	c->stream_details = grpc_empty_slice();
 	memset(ops, 0, sizeof(ops));
-	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-	ops[1].op = GRPC_OP_SEND_MESSAGE;
-	ops[1].data.send_message.send_message = out;
-	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-	ops[3].data.recv_initial_metadata.recv_initial_metadata = &c->stream_md;
+	send_request_ops(ops, out, &c->stream_md);
 	if (grpc_call_start_batch(c->stream, ops, 4, &tag, NULL) != GRPC_CALL_OK) {
 		grpc_byte_buffer_destroy(out);
 		st->code = GRPC_STATUS_INTERNAL;

@@ -169,10 +169,6 @@ int fabric_cmd_devices(struct ctx *x)
 	Ocs__V1__ListDevicesRequest req = OCS__V1__LIST_DEVICES_REQUEST__INIT;
 	Ocs__V1__ListDevicesResponse *r;
 	struct out_table t = {.cols = 11};
-	char *head[11] = {out_fmt("NAME"),     out_fmt("GROUP"),     out_fmt("INDEX"),
-			  out_fmt("ADDRESS"),  out_fmt("SESSION"),   out_fmt("SINCE"),
-			  out_fmt("HEALTH"),   out_fmt("DRAINED"),   out_fmt("PORTS"),
-			  out_fmt("CIRCUITS"), out_fmt("LAST ERROR")};
 	int rc;
 
 	if (x->o.group >= 0) {
@@ -180,18 +176,17 @@ int fabric_cmd_devices(struct ctx *x)
 		req.group = x->o.group;
 	}
 	rc = rpc_call(x, NB_FABRIC_LIST_DEVICES, &req.base, &r);
-	if (rc) {
-		for (int i = 0; i < 11; i++)
-			free(head[i]);
+	if (rc)
 		return rc;
-	}
 	if (x->o.json) {
-		for (int i = 0; i < 11; i++)
-			free(head[i]);
 		rc = out_print_json(&r->base, true);
 		rpc_free_msg(r);
 		return rc;
 	}
+	char *head[11] = {out_fmt("NAME"),     out_fmt("GROUP"),     out_fmt("INDEX"),
+			  out_fmt("ADDRESS"),  out_fmt("SESSION"),   out_fmt("SINCE"),
+			  out_fmt("HEALTH"),   out_fmt("DRAINED"),   out_fmt("PORTS"),
+			  out_fmt("CIRCUITS"), out_fmt("LAST ERROR")};
 	out_table_add(&t, head);
 	for (size_t i = 0; i < r->n_devices; i++) {
 		const Ocs__V1__Device *d = r->devices[i];
@@ -290,24 +285,19 @@ int fabric_cmd_drift(struct ctx *x)
 	Ocs__V1__ListDriftRequest req = OCS__V1__LIST_DRIFT_REQUEST__INIT;
 	Ocs__V1__ListDriftResponse *r;
 	struct out_table t = {.cols = 4};
-	char *head[4] = {out_fmt("DEVICE"), out_fmt("IN"), out_fmt("OUT"), out_fmt("DRIFT")};
 	int rc;
 
 	if (x->o.device)
 		req.device = (char *)x->o.device;
 	rc = rpc_call(x, NB_FABRIC_LIST_DRIFT, &req.base, &r);
-	if (rc) {
-		for (int i = 0; i < 4; i++)
-			free(head[i]);
+	if (rc)
 		return rc;
-	}
 	if (x->o.json) {
-		for (int i = 0; i < 4; i++)
-			free(head[i]);
 		rc = out_print_json(&r->base, true);
 		rpc_free_msg(r);
 		return rc;
 	}
+	char *head[4] = {out_fmt("DEVICE"), out_fmt("IN"), out_fmt("OUT"), out_fmt("DRIFT")};
 	out_table_add(&t, head);
 	for (size_t i = 0; i < r->n_cross_connects; i++) {
 		const Ocs__V1__DriftCrossConnect *c = r->cross_connects[i];

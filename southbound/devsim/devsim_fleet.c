@@ -38,9 +38,15 @@
  * atomic array every device reads without a lock, and the loss-of-light
  * notifications are sent after the faulty device's mutex is released,
  * visiting the other devices one at a time (fleet_node_fault_spread()).
+ *
+ * This file holds the fleet, its devices' state, the rules they check and
+ * the notifications they send; what each RPC does to a device is in
+ * devsim_fleet_rpc.c (the structs both files use: devsim_fleet_internal.h).
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "devsim_fleet.h"
+
+#include "devsim_fleet_internal.h"
 #include "devsim_store.h"
 
 #include <errno.h>
@@ -62,59 +68,6 @@ extern const char sb_yang_ocs_switch[];
 extern const char sb_yang_ocs_transceiver[];
 extern const char sb_yang_ocs_devsim[];
 
-#define MAX_SUBSCRIBERS		  8
-#define MAX_KILLED		  8 /* killed sessions remembered per device */
-#define DEFAULT_CONFIRM_TIMEOUT_S 600
-#define MAX_SCHEMA_BYTES	  (1 << 20) /* a module file served by get-schema */
-
-struct devsim_fleet {
-	const struct ly_ctx *ctx; /* borrowed */
-	enum devsim_model model;
-	int ports; /* per device */
-	int switch_us;
-	bool bidirectional;
-	/* ocs-transceiver: the ring domain (solvers/fabric.h numbering) */
-	int node_base, ring_tors, ring_nodes_per_tor, ring_k, bundles;
-	bool ring_closed;
-	atomic_bool *faulty;  /* per device: its node is faulty (read by every device) */
-	const char *ietf_dir; /* borrowed: IETF modules served by get-schema */
-	struct devsim_device *devs;
-	int count;
-};
-
-struct devsim_device {
-	const struct devsim_fleet *fleet; /* the settings every device shares */
-	int index;			  /* in the fleet */
-	uint32_t node;			  /* ocs-transceiver: the node served */
-	pthread_mutex_t mu;		  /* guards every field below */
-	struct lyd_node *running;
-	struct lyd_node *candidate;
-	bool candidate_dirty;	   /* false: candidate is a copy of running */
-	bool candidate_valid;	   /* candidate passed <validate> since its last edit */
-	uint32_t lock_running_sid; /* 0 = unlocked */
-	uint32_t lock_candidate_sid;
-	/* pending confirmed commit */
-	bool cc_active;
-	struct lyd_node *cc_backup; /* running before the confirmed commit */
-	uint32_t cc_sid;
-	char *cc_persist; /* persist id, NULL when not persistent */
-	int64_t cc_deadline_ms;
-	/* ocs-switch: per input port, current output (-1 none) and when it was
-	 * set; ocs-transceiver: per bundle, the selected path (path_code()) and
-	 * when it was selected, and the node it reaches (peer, -1 none) */
-	int *cur_out;
-	int64_t *since_us;
-	int *peer;
-	struct devsim_faults faults;
-	struct nc_session *subscribers[MAX_SUBSCRIBERS];
-	int n_subscribers;
-	bool fault_spread; /* set-faults failed the node: the peers must hear of it */
-	/* sessions ended by <kill-session>, the last MAX_KILLED: an RPC of one
-	 * that was already read (a hung one) must not run after the kill */
-	uint32_t killed[MAX_KILLED];
-	unsigned n_killed;
-};
-
 static int64_t now_us(void)
 {
 	struct timespec ts;
@@ -122,7 +75,7 @@ static int64_t now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int64_t now_ms(void)
+int64_t fleet_now_ms(void)
 {
 	return now_us() / 1000;
 }
@@ -179,8 +132,8 @@ static int path_code(const struct lyd_node *bundle, int *distance, bool *down)
 
 /* ---- replies ------------------------------------------------------------ */
 
-static struct nc_server_reply *reply_err(const struct devsim_fleet *f, NC_ERR tag, const char *msg,
-					 const char *path)
+struct nc_server_reply *fleet_reply_err(const struct devsim_fleet *f, NC_ERR tag, const char *msg,
+					const char *path)
 {
 	struct lyd_node *e;
 	switch (tag) {
@@ -203,7 +156,7 @@ static struct nc_server_reply *reply_err(const struct devsim_fleet *f, NC_ERR ta
 	return nc_server_reply_err(e);
 }
 
-static struct nc_server_reply *reply_lock_denied(const struct devsim_fleet *f, uint32_t holder)
+struct nc_server_reply *fleet_reply_lock_denied(const struct devsim_fleet *f, uint32_t holder)
 {
 	struct lyd_node *e = nc_err(f->ctx, NC_ERR_LOCK_DENIED, holder);
 	char msg[96];
@@ -364,8 +317,8 @@ static int check_device_rules(const struct devsim_device *d, const struct lyd_no
 }
 
 /* Full validation of a datastore copy: YANG constraints, then device rules. */
-static int validate_tree(const struct devsim_device *d, const struct lyd_node *tree, char *msg,
-			 size_t msg_len, char *path, size_t path_len)
+int fleet_validate_tree(const struct devsim_device *d, const struct lyd_node *tree, char *msg,
+			size_t msg_len, char *path, size_t path_len)
 {
 	const struct devsim_fleet *f = d->fleet;
 	struct lyd_node *copy = NULL;
@@ -418,7 +371,7 @@ static void set_running_bundles(struct devsim_device *d, int64_t t)
 }
 
 /* Installs a new running tree (takes ownership) and updates switch timing. */
-static void set_running(struct devsim_device *d, struct lyd_node *tree)
+void fleet_set_running(struct devsim_device *d, struct lyd_node *tree)
 {
 	const struct devsim_fleet *f = d->fleet;
 	lyd_free_all(d->running);
@@ -444,7 +397,7 @@ static void set_running(struct devsim_device *d, struct lyd_node *tree)
 	free(out);
 }
 
-static struct lyd_node *dup_tree(const struct lyd_node *tree)
+struct lyd_node *fleet_dup_tree(const struct lyd_node *tree)
 {
 	struct lyd_node *copy = NULL;
 	if (tree)
@@ -452,15 +405,15 @@ static struct lyd_node *dup_tree(const struct lyd_node *tree)
 	return copy;
 }
 
-static void revert_confirmed_commit(struct devsim_device *d)
+void fleet_revert_confirmed_commit(struct devsim_device *d)
 {
-	set_running(d, d->cc_backup);
+	fleet_set_running(d, d->cc_backup);
 	d->cc_backup = NULL;
 	d->cc_active = false;
 	free(d->cc_persist);
 	d->cc_persist = NULL;
 	lyd_free_all(d->candidate);
-	d->candidate = dup_tree(d->running);
+	d->candidate = fleet_dup_tree(d->running);
 	d->candidate_dirty = false;
 }
 
@@ -473,7 +426,7 @@ static bool faults_fail_port(const struct devsim_faults *fa, int port)
 	return false;
 }
 
-static bool port_failed(const struct devsim_device *d, int port)
+bool fleet_port_failed(const struct devsim_device *d, int port)
 {
 	return faults_fail_port(&d->faults, port);
 }
@@ -492,11 +445,11 @@ static void add_leaf(struct lyd_node *parent, const struct lys_module *mod, cons
 }
 
 /* Builds running + state data of an ocs-switch device. */
-static struct lyd_node *switch_state(struct devsim_device *d, bool with_ports)
+struct lyd_node *fleet_switch_state(struct devsim_device *d, bool with_ports)
 {
 	const struct devsim_fleet *f = d->fleet;
 	const struct lys_module *mod = ly_ctx_get_module_implemented(f->ctx, "ocs-switch");
-	struct lyd_node *tree = dup_tree(d->running), *info = NULL, *ports = NULL, *node;
+	struct lyd_node *tree = fleet_dup_tree(d->running), *info = NULL, *ports = NULL, *node;
 	int64_t t = now_us();
 	if (!with_ports)
 		goto connections; /* the filter does not look at ports: spare the work */
@@ -522,7 +475,7 @@ static struct lyd_node *switch_state(struct devsim_device *d, bool with_ports)
 			if (lyd_find_sibling_val(lyd_child(ports), s, key, 0, &node))
 				lyd_new_list(ports, mod, "port", 0, &node, key);
 		}
-		const char *st = port_failed(d, p) ? "failed" : lit[p] ? "up" : "down";
+		const char *st = fleet_port_failed(d, p) ? "failed" : lit[p] ? "up" : "down";
 		add_leaf(node, mod, "oper-state", "%s", st);
 		add_leaf(node, mod, "input-power", "%s", lit[p] ? "-2.50" : "-40.00");
 		add_leaf(node, mod, "output-power", "%s", lit[p] ? "-3.10" : "-40.00");
@@ -538,10 +491,10 @@ connections:;
 			if (o < 0 || o >= f->ports || in >= f->ports) {
 				add_leaf(c, mod, "status", "invalid");
 				add_leaf(c, mod, "reason", "port out of range");
-			} else if (port_failed(d, in) || port_failed(d, o)) {
+			} else if (fleet_port_failed(d, in) || fleet_port_failed(d, o)) {
 				add_leaf(c, mod, "status", "failed");
 				add_leaf(c, mod, "reason", "port %d failed",
-					 port_failed(d, in) ? in : o);
+					 fleet_port_failed(d, in) ? in : o);
 			} else if (t < d->since_us[in] + f->switch_us) {
 				add_leaf(c, mod, "status", "pending");
 			} else {
@@ -554,11 +507,11 @@ connections:;
 }
 
 /* Builds running + state data of an ocs-transceiver agent. */
-static struct lyd_node *transceiver_state(struct devsim_device *d)
+struct lyd_node *fleet_transceiver_state(struct devsim_device *d)
 {
 	const struct devsim_fleet *f = d->fleet;
 	const struct lys_module *mod = ly_ctx_get_module_implemented(f->ctx, "ocs-transceiver");
-	struct lyd_node *tree = dup_tree(d->running), *n = NULL, *b;
+	struct lyd_node *tree = fleet_dup_tree(d->running), *n = NULL, *b;
 	int64_t t = now_us();
 	bool faulty = atomic_load(&f->faulty[d->index]);
 	char path[96], id[16];
@@ -610,7 +563,7 @@ static struct lyd_node *transceiver_state(struct devsim_device *d)
 
 /* ---- notifications ------------------------------------------------------ */
 
-static void notify_subscribers(struct devsim_device *d, struct lyd_node *event)
+void fleet_notify_subscribers(struct devsim_device *d, struct lyd_node *event)
 {
 	char tbuf[64];
 	time_t t = time(NULL);
@@ -625,48 +578,49 @@ static void notify_subscribers(struct devsim_device *d, struct lyd_node *event)
 	lyd_free_all(event);
 }
 
-/* node-fault for the device's node with its present state (device mutex held). */
-static void notify_node_fault(struct devsim_device *d)
+/*
+ * A notification of two leaves, where the first leaf makes the event; none
+ * when it cannot be made (device mutex held).
+ */
+static void notify_two_leaves(struct devsim_device *d, const char *path_a, const char *a,
+			      const char *path_b, const char *b)
 {
 	const struct devsim_fleet *f = d->fleet;
 	struct lyd_node *ev = NULL;
-	char node[16];
-	snprintf(node, sizeof(node), "%u", d->node);
-	lyd_new_path(NULL, f->ctx, "/ocs-transceiver:node-fault/node", node, 0, &ev);
+	lyd_new_path(NULL, f->ctx, path_a, a, 0, &ev);
 	if (!ev)
 		return;
-	lyd_new_path(ev, f->ctx, "/ocs-transceiver:node-fault/faulty",
-		     atomic_load(&f->faulty[d->index]) ? "true" : "false", 0, NULL);
-	notify_subscribers(d, ev);
+	lyd_new_path(ev, f->ctx, path_b, b, 0, NULL);
+	fleet_notify_subscribers(d, ev);
+}
+
+/* node-fault for the device's node with its present state (device mutex held). */
+void fleet_notify_node_fault(struct devsim_device *d)
+{
+	char node[16];
+	snprintf(node, sizeof(node), "%u", d->node);
+	notify_two_leaves(d, "/ocs-transceiver:node-fault/node", node,
+			  "/ocs-transceiver:node-fault/faulty",
+			  atomic_load(&d->fleet->faulty[d->index]) ? "true" : "false");
 }
 
 /* loss-of-light for a bundle of the device's node (device mutex held). */
-static void notify_loss_of_light(struct devsim_device *d, int bundle)
+void fleet_notify_loss_of_light(struct devsim_device *d, int bundle)
 {
-	const struct devsim_fleet *f = d->fleet;
-	struct lyd_node *ev = NULL;
-	char node[16], b[8];
+	char node[16], b[16];
 	snprintf(node, sizeof(node), "%u", d->node);
 	snprintf(b, sizeof(b), "%d", bundle);
-	lyd_new_path(NULL, f->ctx, "/ocs-transceiver:loss-of-light/node", node, 0, &ev);
-	if (!ev)
-		return;
-	lyd_new_path(ev, f->ctx, "/ocs-transceiver:loss-of-light/bundle", b, 0, NULL);
-	notify_subscribers(d, ev);
+	notify_two_leaves(d, "/ocs-transceiver:loss-of-light/node", node,
+			  "/ocs-transceiver:loss-of-light/bundle", b);
 }
 
 /* port-state-change for a port of an ocs-switch device (device mutex held). */
 static void notify_port_state(struct devsim_device *d, int port, const char *oper_state)
 {
-	const struct devsim_fleet *f = d->fleet;
-	struct lyd_node *ev = NULL;
 	char p[16];
 	snprintf(p, sizeof(p), "%d", port);
-	lyd_new_path(NULL, f->ctx, "/ocs-switch:port-state-change/port", p, 0, &ev);
-	if (!ev)
-		return;
-	lyd_new_path(ev, f->ctx, "/ocs-switch:port-state-change/oper-state", oper_state, 0, NULL);
-	notify_subscribers(d, ev);
+	notify_two_leaves(d, "/ocs-switch:port-state-change/port", p,
+			  "/ocs-switch:port-state-change/oper-state", oper_state);
 }
 
 /* port-state-change `oper_state` for each port fail-port names in `in` but not in `out`, once. */
@@ -690,7 +644,7 @@ static void notify_ports_between(struct devsim_device *d, const struct devsim_fa
  * how a rail OCS reports a GPU fault and its end). A port named twice is
  * reported once; a port failed before and after is not reported again.
  */
-static void notify_failed_ports(struct devsim_device *d, const struct devsim_faults *before)
+void fleet_notify_failed_ports(struct devsim_device *d, const struct devsim_faults *before)
 {
 	notify_ports_between(d, &d->faults, before, "failed");
 	notify_ports_between(d, before, &d->faults, "up");
@@ -701,7 +655,7 @@ static void notify_failed_ports(struct devsim_device *d, const struct devsim_fau
  * reaches `node` sends loss-of-light for that bundle. Called with no device
  * mutex held; takes one at a time.
  */
-static void fleet_node_fault_spread(const struct devsim_fleet *f, const struct devsim_device *from)
+void fleet_node_fault_spread(const struct devsim_fleet *f, const struct devsim_device *from)
 {
 	for (int i = 0; i < f->count; i++) {
 		struct devsim_device *e = &f->devs[i];
@@ -710,7 +664,7 @@ static void fleet_node_fault_spread(const struct devsim_fleet *f, const struct d
 		pthread_mutex_lock(&e->mu);
 		for (int b = 0; b < f->bundles; b++)
 			if (e->peer[b] == (int)from->node)
-				notify_loss_of_light(e, b);
+				fleet_notify_loss_of_light(e, b);
 		pthread_mutex_unlock(&e->mu);
 	}
 }
@@ -720,470 +674,6 @@ static void drop_subscriber(struct devsim_device *d, struct nc_session *s)
 	for (int i = 0; i < d->n_subscribers; i++)
 		if (d->subscribers[i] == s)
 			d->subscribers[i] = d->subscribers[--d->n_subscribers];
-}
-
-/* ---- RPC handlers (device mutex held) ----------------------------------- */
-
-static NC_DATASTORE datastore_of(const struct lyd_node *rpc, const char *container)
-{
-	struct lyd_node *c = NULL;
-	if (lyd_find_path(rpc, container, 0, &c) || !lyd_child(c))
-		return NC_DATASTORE_ERROR;
-	const char *n = LYD_NAME(lyd_child(c));
-	if (!strcmp(n, "running"))
-		return NC_DATASTORE_RUNNING;
-	if (!strcmp(n, "candidate"))
-		return NC_DATASTORE_CANDIDATE;
-	if (!strcmp(n, "startup"))
-		return NC_DATASTORE_STARTUP;
-	return NC_DATASTORE_ERROR;
-}
-
-static const char *child_value(const struct lyd_node *rpc, const char *name)
-{
-	struct lyd_node *c = NULL;
-	if (lyd_find_path(rpc, name, 0, &c))
-		return NULL;
-	return lyd_get_value(c);
-}
-
-static struct nc_server_reply *rpc_lock(struct devsim_device *d, const struct lyd_node *rpc,
-					uint32_t sid, bool lock)
-{
-	const struct devsim_fleet *f = d->fleet;
-	NC_DATASTORE ds = datastore_of(rpc, "target");
-	uint32_t *holder = ds == NC_DATASTORE_RUNNING	  ? &d->lock_running_sid
-			   : ds == NC_DATASTORE_CANDIDATE ? &d->lock_candidate_sid
-							  : NULL;
-	if (!holder)
-		return reply_err(f, NC_ERR_INVALID_VALUE, "target must be running or candidate",
-				 NULL);
-	if (!lock) {
-		if (*holder != sid)
-			return reply_err(f, NC_ERR_OP_FAILED,
-					 "the datastore is not locked by this session", NULL);
-		*holder = 0;
-		return nc_server_reply_ok();
-	}
-	if (*holder)
-		return reply_lock_denied(f, *holder);
-	if (ds == NC_DATASTORE_CANDIDATE && d->candidate_dirty)
-		return reply_lock_denied(f, 0);
-	*holder = sid;
-	return nc_server_reply_ok();
-}
-
-static struct nc_server_reply *rpc_edit(struct devsim_device *d, const struct lyd_node *rpc,
-					uint32_t sid)
-{
-	const struct devsim_fleet *f = d->fleet;
-	if (datastore_of(rpc, "target") != NC_DATASTORE_CANDIDATE)
-		return reply_err(f, NC_ERR_OP_NOT_SUPPORTED,
-				 "only the candidate datastore is writable (no :writable-running)",
-				 NULL);
-	if (d->lock_candidate_sid && d->lock_candidate_sid != sid)
-		return reply_err(f, NC_ERR_IN_USE, "the candidate is locked by another session",
-				 NULL);
-	int dflt = DS_OP_MERGE;
-	const char *dop = child_value(rpc, "default-operation");
-	if (dop && (dflt = ds_op_parse(dop)) < 0)
-		return reply_err(f, NC_ERR_INVALID_VALUE, "bad default-operation", NULL);
-	struct lyd_node *config = NULL, *edit = NULL;
-	char msg[512] = "", path[512] = "";
-	if (lyd_find_path(rpc, "config", 0, &config))
-		return reply_err(f, NC_ERR_MISSING_ELEM, "edit-config without <config>", NULL);
-	if (ds_parse_any(f->ctx, config, 0, &edit, msg, sizeof(msg)))
-		return reply_err(f, NC_ERR_INVALID_VALUE, msg, NULL);
-	struct lyd_node *work = dup_tree(d->candidate);
-	enum ds_error e =
-		ds_apply_edit(&work, edit, (enum ds_op)dflt, msg, sizeof(msg), path, sizeof(path));
-	lyd_free_all(edit);
-	if (e != DS_ERR_OK) {
-		lyd_free_all(work);
-		NC_ERR tag = e == DS_ERR_DATA_EXISTS	? NC_ERR_DATA_EXISTS
-			     : e == DS_ERR_DATA_MISSING ? NC_ERR_DATA_MISSING
-							: NC_ERR_INVALID_VALUE;
-		return reply_err(f, tag, msg, path);
-	}
-	lyd_free_all(d->candidate);
-	d->candidate = work;
-	d->candidate_dirty = true;
-	d->candidate_valid = false;
-	return nc_server_reply_ok();
-}
-
-static struct nc_server_reply *rpc_validate(struct devsim_device *d, const struct lyd_node *rpc)
-{
-	const struct devsim_fleet *f = d->fleet;
-	NC_DATASTORE ds = datastore_of(rpc, "source");
-	char msg[512] = "", path[512] = "";
-	const struct lyd_node *tree = ds == NC_DATASTORE_RUNNING ? d->running : d->candidate;
-	if (ds != NC_DATASTORE_RUNNING && ds != NC_DATASTORE_CANDIDATE)
-		return reply_err(f, NC_ERR_INVALID_VALUE,
-				 "validate source must be running or candidate", NULL);
-	if (validate_tree(d, tree, msg, sizeof(msg), path, sizeof(path)))
-		return reply_err(f, NC_ERR_INVALID_VALUE, msg, path);
-	if (ds == NC_DATASTORE_CANDIDATE)
-		d->candidate_valid = true;
-	return nc_server_reply_ok();
-}
-
-static struct nc_server_reply *rpc_commit(struct devsim_device *d, const struct lyd_node *rpc,
-					  uint32_t sid, bool noeffect)
-{
-	const struct devsim_fleet *f = d->fleet;
-	struct lyd_node *n = NULL;
-	bool confirmed = !lyd_find_path(rpc, "confirmed", 0, &n);
-	const char *timeout_s = child_value(rpc, "confirm-timeout");
-	const char *persist = child_value(rpc, "persist");
-	const char *persist_id = child_value(rpc, "persist-id");
-	if (d->lock_candidate_sid && d->lock_candidate_sid != sid)
-		return reply_err(f, NC_ERR_IN_USE, "the candidate is locked by another session",
-				 NULL);
-	if (d->lock_running_sid && d->lock_running_sid != sid)
-		return reply_err(f, NC_ERR_IN_USE, "running is locked by another session", NULL);
-	if (d->cc_active) {
-		/* confirming (or extending) commit: must come from the owner */
-		if (d->cc_persist ? (!persist_id || strcmp(persist_id, d->cc_persist))
-				  : (d->cc_sid != sid))
-			return reply_err(
-				f, NC_ERR_INVALID_VALUE,
-				"a confirmed commit is pending; the confirming commit must "
-				"come from its session or carry its persist-id",
-				NULL);
-	} else if (persist_id) {
-		return reply_err(f, NC_ERR_INVALID_VALUE,
-				 "no confirmed commit is pending for this persist-id",
-				 "/ietf-netconf:commit/persist-id");
-	}
-	/* a clean candidate is a copy of running (valid when it was committed),
-	 * and one validated since its last edit need not be validated again:
-	 * a confirming commit costs no tree work, as on real devices */
-	bool changes = d->candidate_dirty;
-	char msg[512] = "", path[512] = "";
-	if (changes && !d->candidate_valid &&
-	    validate_tree(d, d->candidate, msg, sizeof(msg), path, sizeof(path)))
-		return reply_err(f, NC_ERR_INVALID_VALUE, msg, path);
-	if (noeffect)
-		return nc_server_reply_ok(); /* the faulty device pretends */
-	if (confirmed) {
-		if (!d->cc_active) {
-			d->cc_backup = dup_tree(d->running);
-			d->cc_active = true;
-		}
-		d->cc_sid = sid;
-		free(d->cc_persist);
-		d->cc_persist = persist ? strdup(persist) : NULL;
-		long t = timeout_s ? atol(timeout_s) : DEFAULT_CONFIRM_TIMEOUT_S;
-		d->cc_deadline_ms = now_ms() + t * 1000;
-	} else if (d->cc_active) {
-		lyd_free_all(d->cc_backup);
-		d->cc_backup = NULL;
-		d->cc_active = false;
-		free(d->cc_persist);
-		d->cc_persist = NULL;
-	}
-	if (changes)
-		set_running(d, dup_tree(d->candidate));
-	d->candidate_dirty = false;
-	return nc_server_reply_ok();
-}
-
-static struct nc_server_reply *rpc_cancel(struct devsim_device *d, const struct lyd_node *rpc,
-					  uint32_t sid)
-{
-	const struct devsim_fleet *f = d->fleet;
-	const char *persist_id = child_value(rpc, "persist-id");
-	if (!d->cc_active)
-		return reply_err(f, NC_ERR_OP_FAILED, "no confirmed commit is pending", NULL);
-	if (d->cc_persist ? (!persist_id || strcmp(persist_id, d->cc_persist)) : d->cc_sid != sid)
-		return reply_err(f, NC_ERR_INVALID_VALUE,
-				 "cancel-commit must come from the committing session or carry "
-				 "its persist-id",
-				 NULL);
-	revert_confirmed_commit(d);
-	return nc_server_reply_ok();
-}
-
-static struct nc_server_reply *rpc_get(struct devsim_device *d, const struct lyd_node *rpc,
-				       bool config_only)
-{
-	const struct devsim_fleet *f = d->fleet;
-	struct lyd_node *fnode = NULL, *filter = NULL, *selected = NULL, *full = NULL;
-	char msg[256] = "";
-	bool has_filter = !lyd_find_path(rpc, "filter", 0, &fnode);
-	if (has_filter && ds_parse_any(f->ctx, fnode, 1, &filter, msg, sizeof(msg)))
-		return reply_err(f, NC_ERR_INVALID_VALUE, msg, NULL);
-	bool with_ports = !has_filter;
-	for (const struct lyd_node *sel = filter; sel; sel = sel->next)
-		with_ports |= strcmp(LYD_NAME(sel), "cross-connects") != 0;
-	if (config_only) {
-		NC_DATASTORE ds = datastore_of(rpc, "source");
-		if (ds != NC_DATASTORE_RUNNING && ds != NC_DATASTORE_CANDIDATE) {
-			lyd_free_all(filter);
-			return reply_err(f, NC_ERR_INVALID_VALUE,
-					 "source must be running or candidate", NULL);
-		}
-		full = dup_tree(ds == NC_DATASTORE_RUNNING ? d->running : d->candidate);
-	} else if (!has_filter || filter) { /* an empty filter selects nothing */
-		full = f->model == DEVSIM_MODEL_SWITCH ? switch_state(d, with_ports)
-						       : transceiver_state(d);
-	}
-	if (has_filter && !filter) {
-		lyd_free_all(full);
-		full = NULL;
-	}
-	int rc = ds_subtree_filter(f->ctx, full, filter, &selected);
-	lyd_free_all(full);
-	lyd_free_all(filter);
-	if (rc)
-		return reply_err(f, NC_ERR_INVALID_VALUE, "unsupported subtree filter", NULL);
-	struct lyd_node *output = NULL;
-	if (lyd_dup_single(rpc, NULL, 0, &output) ||
-	    lyd_new_any(output, NULL, "data", selected, 1, LYD_ANYDATA_DATATREE, 1, NULL)) {
-		lyd_free_all(selected);
-		lyd_free_all(output);
-		return reply_err(f, NC_ERR_OP_FAILED, "cannot build the reply", NULL);
-	}
-	return nc_server_reply_data(output, NC_WD_EXPLICIT, NC_PARAMTYPE_FREE);
-}
-
-static struct nc_server_reply *rpc_emit(struct devsim_device *d, const struct lyd_node *rpc)
-{
-	const struct devsim_fleet *f = d->fleet;
-	const char *kind = child_value(rpc, "kind");
-	const char *port = child_value(rpc, "port");
-	struct lyd_node *ev = NULL;
-	char path[128];
-	bool trx_kind = !strcmp(kind, "node-fault") || !strcmp(kind, "loss-of-light");
-	if (trx_kind != (f->model == DEVSIM_MODEL_TRANSCEIVER))
-		return reply_err(f, NC_ERR_OP_NOT_SUPPORTED,
-				 trx_kind ? "only ocs-transceiver devices emit this kind"
-					  : "only ocs-switch devices emit this kind",
-				 "/ocs-devsim:emit-notification/kind");
-	if (trx_kind) {
-		const char *bundle = child_value(rpc, "bundle");
-		int b = bundle ? atoi(bundle) : 0;
-		if (!strcmp(kind, "node-fault")) {
-			notify_node_fault(d);
-		} else if (b >= f->bundles) {
-			return reply_err(f, NC_ERR_INVALID_VALUE, "no such bundle on this node",
-					 "/ocs-devsim:emit-notification/bundle");
-		} else {
-			notify_loss_of_light(d, b);
-		}
-		return nc_server_reply_ok();
-	}
-	if (!port)
-		return reply_err(f, NC_ERR_MISSING_ELEM, "this kind needs a port",
-				 "/ocs-devsim:emit-notification/port");
-	if (!strcmp(kind, "port-state-change")) {
-		snprintf(path, sizeof(path), "/ocs-switch:port-state-change/port");
-		lyd_new_path(NULL, f->ctx, path, port, 0, &ev);
-		lyd_new_path(ev, f->ctx, "/ocs-switch:port-state-change/oper-state",
-			     port_failed(d, atoi(port)) ? "failed" : "up", 0, NULL);
-	} else {
-		int in = atoi(port);
-		int o = (in >= 0 && in < f->ports) ? d->cur_out[in] : -1;
-		char ob[16];
-		snprintf(ob, sizeof(ob), "%d", o < 0 ? 0 : o);
-		lyd_new_path(NULL, f->ctx, "/ocs-switch:connection-failed/input", port, 0, &ev);
-		lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/output", ob, 0, NULL);
-		lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/reason",
-			     "injected by emit-notification", 0, NULL);
-	}
-	if (!ev)
-		return reply_err(f, NC_ERR_INVALID_VALUE, "cannot build the notification", NULL);
-	notify_subscribers(d, ev);
-	return nc_server_reply_ok();
-}
-
-/*
- * The text of a module the simulator does not load, from the IETF module
- * directory (libnetconf2 clients ask every server for the NMDA modules they
- * use themselves): the revision asked for, else the newest file. NULL when
- * there is none, or when the name or revision from the network could be
- * anything but a module file name. Caller frees.
- */
-static char *schema_from_dir(const struct devsim_fleet *f, const char *id, const char *rev)
-{
-	char pattern[PATH_MAX];
-	glob_t g = {0};
-	char *text = NULL;
-	size_t n_id =
-		strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.");
-	if (!*id || id[0] == '.' || id[n_id] || strlen(id) > 64 ||
-	    (rev && *rev && (strlen(rev) != 10 || rev[strspn(rev, "0123456789-")])))
-		return NULL;
-	snprintf(pattern, sizeof(pattern), "%s/%s@%s.yang", f->ietf_dir, id,
-		 rev && *rev ? rev : "[0-9]*");
-	if (glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0) {
-		/* sorted: the last name is the newest revision */
-		FILE *file = fopen(g.gl_pathv[g.gl_pathc - 1], "re");
-		text = file ? calloc(1, MAX_SCHEMA_BYTES + 2) : NULL;
-		size_t n = text ? fread(text, 1, MAX_SCHEMA_BYTES + 1, file) : 0;
-		if (text && (n == 0 || n > MAX_SCHEMA_BYTES)) { /* empty, or not a module */
-			free(text);
-			text = NULL;
-		}
-		if (file)
-			fclose(file);
-	}
-	globfree(&g);
-	return text;
-}
-
-/* get-schema (RFC 6022): the module text as libyang prints it. */
-static struct nc_server_reply *rpc_get_schema(const struct devsim_device *d,
-					      const struct lyd_node *rpc)
-{
-	const struct devsim_fleet *f = d->fleet;
-	const char *id = child_value(rpc, "identifier");
-	const char *rev = child_value(rpc, "version");
-	const char *fmt = child_value(rpc, "format");
-	if (fmt && !strstr(fmt, "yang"))
-		return reply_err(f, NC_ERR_INVALID_VALUE, "only the yang format is served",
-				 "/ietf-netconf-monitoring:get-schema/format");
-	const struct lys_module *mod = rev && *rev ? ly_ctx_get_module(f->ctx, id, rev)
-						   : ly_ctx_get_module_latest(f->ctx, id);
-	char *text = mod ? NULL : schema_from_dir(f, id ? id : "", rev);
-	if (!mod && !text)
-		return reply_err(f, NC_ERR_INVALID_VALUE, "no such schema",
-				 "/ietf-netconf-monitoring:get-schema/identifier");
-	struct lyd_node *output = NULL;
-	if ((mod && lys_print_mem(&text, mod, LYS_OUT_YANG, 0)) ||
-	    lyd_dup_single(rpc, NULL, 0, &output) ||
-	    lyd_new_any(output, NULL, "data", text, 1, LYD_ANYDATA_STRING, 1, NULL)) {
-		free(text);
-		lyd_free_all(output);
-		return reply_err(f, NC_ERR_OP_FAILED, "cannot print the schema", NULL);
-	}
-	return nc_server_reply_data(output, NC_WD_EXPLICIT, NC_PARAMTYPE_FREE);
-}
-
-/* Classifies an RPC into the fault steps; -1 for RPCs faults never touch. */
-static int step_of(struct devsim_device *d, const struct lyd_node *rpc)
-{
-	const char *n = LYD_NAME(rpc);
-	if (!strcmp(n, "lock"))
-		return DEVSIM_STEP_LOCK;
-	if (!strcmp(n, "unlock"))
-		return DEVSIM_STEP_UNLOCK;
-	if (!strcmp(n, "edit-config"))
-		return DEVSIM_STEP_EDIT;
-	if (!strcmp(n, "validate"))
-		return DEVSIM_STEP_VALIDATE;
-	if (!strcmp(n, "commit")) {
-		struct lyd_node *c = NULL;
-		bool confirmed = !lyd_find_path(rpc, "confirmed", 0, &c);
-		return (d->cc_active && !confirmed) ? DEVSIM_STEP_CONFIRM : DEVSIM_STEP_COMMIT;
-	}
-	if (!strcmp(n, "cancel-commit"))
-		return DEVSIM_STEP_CANCEL;
-	if (!strcmp(n, "discard-changes"))
-		return DEVSIM_STEP_DISCARD;
-	if (!strcmp(n, "get") || !strcmp(n, "get-config"))
-		return DEVSIM_STEP_GET;
-	return -1;
-}
-
-/* The operation itself, device mutex held. s: the session (NULL: none), sid its id. */
-static struct nc_server_reply *dispatch(struct devsim_device *d, const struct lyd_node *rpc,
-					struct nc_session *s, uint32_t sid, bool noeffect)
-{
-	const struct devsim_fleet *f = d->fleet;
-	const char *name = LYD_NAME(rpc);
-	for (int i = 0; sid && i < MAX_KILLED; i++)
-		if (d->killed[i] == sid)
-			return reply_err(f, NC_ERR_OP_FAILED, "the session was killed", NULL);
-	if (!strcmp(name, "lock") || !strcmp(name, "unlock"))
-		return rpc_lock(d, rpc, sid, !strcmp(name, "lock"));
-	if (!strcmp(name, "edit-config"))
-		return rpc_edit(d, rpc, sid);
-	if (!strcmp(name, "validate"))
-		return rpc_validate(d, rpc);
-	if (!strcmp(name, "commit"))
-		return rpc_commit(d, rpc, sid, noeffect);
-	if (!strcmp(name, "cancel-commit"))
-		return rpc_cancel(d, rpc, sid);
-	if (!strcmp(name, "discard-changes")) {
-		if (d->lock_candidate_sid && d->lock_candidate_sid != sid)
-			return reply_err(f, NC_ERR_IN_USE,
-					 "the candidate is locked by another session", NULL);
-		lyd_free_all(d->candidate);
-		d->candidate = dup_tree(d->running);
-		d->candidate_dirty = false;
-		return nc_server_reply_ok();
-	}
-	if (!strcmp(name, "get"))
-		return rpc_get(d, rpc, false);
-	if (!strcmp(name, "get-config"))
-		return rpc_get(d, rpc, true);
-	if (!strcmp(name, "create-subscription")) {
-		if (!s)
-			return reply_err(f, NC_ERR_OP_NOT_SUPPORTED,
-					 "create-subscription needs a NETCONF session", NULL);
-		if (d->n_subscribers >= MAX_SUBSCRIBERS)
-			return reply_err(f, NC_ERR_RES_DENIED, "too many subscribers", NULL);
-		d->subscribers[d->n_subscribers++] = s;
-		nc_session_inc_notif_status(s);
-		return nc_server_reply_ok();
-	}
-	if (!strcmp(name, "set-faults")) {
-		char err[256];
-		struct devsim_faults nf;
-		if (devsim_faults_parse(child_value(rpc, "spec"), &nf, err, sizeof(err)))
-			return reply_err(f, NC_ERR_INVALID_VALUE, err,
-					 "/ocs-devsim:set-faults/spec");
-		if (nf.node_fault && f->model != DEVSIM_MODEL_TRANSCEIVER)
-			return reply_err(f, NC_ERR_INVALID_VALUE,
-					 "node-fault: only ocs-transceiver devices have a node",
-					 "/ocs-devsim:set-faults/spec");
-		for (int i = 0; i < nf.n_failed_ports; i++)
-			if (f->model == DEVSIM_MODEL_SWITCH && nf.failed_ports[i] >= f->ports) {
-				snprintf(err, sizeof(err),
-					 "fail-port=%d: the device has ports 0..%d",
-					 nf.failed_ports[i], f->ports - 1);
-				return reply_err(f, NC_ERR_INVALID_VALUE, err,
-						 "/ocs-devsim:set-faults/spec");
-			}
-		struct devsim_faults before = d->faults;
-		d->faults = nf;
-		if (f->model == DEVSIM_MODEL_SWITCH)
-			notify_failed_ports(d, &before);
-		if (f->model == DEVSIM_MODEL_TRANSCEIVER &&
-		    atomic_exchange(&f->faulty[d->index], nf.node_fault) != nf.node_fault) {
-			notify_node_fault(d);
-			/* the peers lose light after this mutex is released */
-			d->fault_spread = nf.node_fault;
-		}
-		return nc_server_reply_ok();
-	}
-	if (!strcmp(name, "get-schema"))
-		return rpc_get_schema(d, rpc);
-	if (!strcmp(name, "emit-notification"))
-		return rpc_emit(d, rpc);
-	return reply_err(f, NC_ERR_OP_NOT_SUPPORTED, "operation not supported by ocs-devsim", NULL);
-}
-
-/* dispatch() under the device mutex, then the node fault's spread to the peers. */
-static struct nc_server_reply *dispatch_locked(struct devsim_device *d, const struct lyd_node *rpc,
-					       struct nc_session *s, uint32_t sid, bool noeffect)
-{
-	pthread_mutex_lock(&d->mu);
-	struct nc_server_reply *reply = dispatch(d, rpc, s, sid, noeffect);
-	bool spread = d->fault_spread;
-	d->fault_spread = false;
-	pthread_mutex_unlock(&d->mu);
-	if (spread) /* before the reply: the client sees every effect of set-faults */
-		fleet_node_fault_spread(d->fleet, d);
-	return reply;
-}
-
-struct nc_server_reply *devsim_fleet_rpc_sid(struct devsim_device *d, const struct lyd_node *rpc,
-					     uint32_t sid)
-{
-	return dispatch_locked(d, rpc, NULL, sid, false);
 }
 
 char *devsim_fleet_datastore_xml(struct devsim_device *d, bool candidate)
@@ -1200,60 +690,6 @@ char *devsim_fleet_datastore_xml(struct devsim_device *d, bool candidate)
 	return xml ? xml : strdup("");
 }
 
-struct nc_server_reply *devsim_fleet_rpc(struct devsim_device *d, const struct lyd_node *rpc,
-					 struct nc_session *s, int fd,
-					 struct devsim_wire_fault *wire)
-{
-	const struct devsim_fleet *f = d->fleet;
-	pthread_mutex_lock(&d->mu);
-	int step = step_of(d, rpc);
-	struct devsim_faults faults = d->faults;
-	if (step >= 0 && !(faults.sticky_mask & (1u << step))) {
-		/* one-shot knobs clear as they fire */
-		uint32_t bit = 1u << step;
-		d->faults.refuse_mask &= ~bit;
-		d->faults.drop_mask &= ~bit;
-		d->faults.noeffect_mask &= ~bit;
-		d->faults.garble_mask &= ~bit;
-		d->faults.endless_mask &= ~bit;
-		d->faults.hang_ms[step] = 0;
-		d->faults.trickle_ms[step] = 0;
-	}
-	pthread_mutex_unlock(&d->mu);
-	*wire = (struct devsim_wire_fault){.kind = DEVSIM_WIRE_NORMAL};
-	if (step >= 0 && (faults.endless_mask & (1u << step)))
-		wire->kind = DEVSIM_WIRE_ENDLESS;
-	else if (step >= 0 && (faults.garble_mask & (1u << step)))
-		wire->kind = DEVSIM_WIRE_GARBLE;
-	else if (step >= 0 && faults.trickle_ms[step] > 0)
-		*wire = (struct devsim_wire_fault){DEVSIM_WIRE_TRICKLE, faults.trickle_ms[step]};
-	if (step >= 0 && faults.hang_ms[step] > 0)
-		usleep((useconds_t)faults.hang_ms[step] * 1000);
-	if (step >= 0 && (faults.drop_mask & (1u << step))) {
-		shutdown(fd, SHUT_RDWR);
-		return reply_err(f, NC_ERR_OP_FAILED, "session dropped by fault injection", NULL);
-	}
-	if (step >= 0 && (faults.refuse_mask & (1u << step))) {
-		char msg[96];
-		snprintf(msg, sizeof(msg), "refused by fault injection (refuse@%s)",
-			 devsim_step_name((enum devsim_step)step));
-		return reply_err(f, NC_ERR_OP_FAILED, msg, NULL);
-	}
-
-	bool noeffect =
-		step == DEVSIM_STEP_COMMIT && (faults.noeffect_mask & (1u << DEVSIM_STEP_COMMIT));
-	struct nc_server_reply *reply = dispatch_locked(d, rpc, s, nc_session_get_id(s), noeffect);
-	if (step >= 0 && faults.hang_ms[step] > 0) {
-		/* after a hang the client may have given up and closed: like a
-		 * device whose TCP stack notices, end the session so its locks and
-		 * unconfirmed commit do not outlive it */
-		struct pollfd p = {fd, POLLRDHUP, 0};
-		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-			shutdown(fd, SHUT_RDWR);
-	}
-	return reply;
-}
-
 /* What the end of session sid releases on d (mutex held). */
 static void release_sid(struct devsim_device *d, uint32_t sid)
 {
@@ -1262,11 +698,11 @@ static void release_sid(struct devsim_device *d, uint32_t sid)
 	if (d->lock_candidate_sid == sid) {
 		d->lock_candidate_sid = 0;
 		lyd_free_all(d->candidate);
-		d->candidate = dup_tree(d->running);
+		d->candidate = fleet_dup_tree(d->running);
 		d->candidate_dirty = false;
 	}
 	if (d->cc_active && !d->cc_persist && d->cc_sid == sid)
-		revert_confirmed_commit(d);
+		fleet_revert_confirmed_commit(d);
 }
 
 void devsim_fleet_session_ended(struct devsim_device *d, struct nc_session *s)
@@ -1287,12 +723,12 @@ void devsim_fleet_session_killed(struct devsim_device *d, uint32_t sid)
 
 void devsim_fleet_expire_commits(struct devsim_fleet *fleet)
 {
-	int64_t t = now_ms();
+	int64_t t = fleet_now_ms();
 	for (int i = 0; i < fleet->count; i++) {
 		struct devsim_device *d = &fleet->devs[i];
 		pthread_mutex_lock(&d->mu);
 		if (d->cc_active && t >= d->cc_deadline_ms)
-			revert_confirmed_commit(d);
+			fleet_revert_confirmed_commit(d);
 		pthread_mutex_unlock(&d->mu);
 	}
 }
