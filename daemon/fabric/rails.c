@@ -26,16 +26,6 @@ struct rl_state {
 	int n_faulty;
 };
 
-void rl_device_layout(const struct ocs_rail_fabric *r, struct ocs_fabric *out)
-{
-	*out = (struct ocs_fabric){.pods = ocs_rail_device_ports(r),
-				   .k_leaf = ocs_rail_groups(r),
-				   .k_spine = 1,
-				   .tau = 1,
-				   .k_ocs = ocs_rail_device_ports(r),
-				   .wiring = OCS_WIRING_STRAIGHT};
-}
-
 struct rl_state *rl_new(const struct ocs_rail_fabric *r)
 {
 	struct rl_state *rl = calloc(1, sizeof(*rl));
