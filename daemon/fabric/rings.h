@@ -28,29 +28,7 @@
 
 #include "fabric.h"
 #include "hbd_ring.h"
-
-struct st_store;
-
-/* How a ring came to be what it is (ocs.v1.RingChange; stored by name: st_ring_change_name). */
-enum rg_change {
-	RG_PLACED = 1,
-	RG_BYPASSED,
-	RG_REPLACED,
-	RG_LOST,
-	RG_RELEASED,
-};
-
-/* One TP ring of a job. */
-struct rg_ring {
-	char job_id[72];
-	int index;  /* within the job, 0.. */
-	int *nodes; /* m entries in ring order (owned by whoever holds the record) */
-	int m;	    /* 0 when lost */
-	enum rg_change last_change;
-	int failed_node; /* bypassed, replaced, lost: the node that failed; -1 otherwise */
-	char reason[200];
-	int64_t changed_ms;
-};
+#include "store.h" /* the ring records: enum rg_change, struct rg_ring */
 
 /* Deep copies n rings (NULL on allocation failure; n 0 gives a non-NULL empty array). */
 struct rg_ring *rg_rings_dup(const struct rg_ring *rings, size_t n);
