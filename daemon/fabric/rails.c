@@ -63,11 +63,6 @@ void rl_free(struct rl_state *rl)
 	free(rl);
 }
 
-const struct ocs_rail_fabric *rl_fabric(const struct rl_state *rl)
-{
-	return &rl->r;
-}
-
 int rl_load_map(struct rl_state *rl, const struct fs_state *fs)
 {
 	size_t n = fs_count(fs), k = 0;

@@ -41,8 +41,6 @@ struct rl_state *rl_new(const struct ocs_rail_fabric *r);
 /* Accepts NULL. */
 void rl_free(struct rl_state *rl);
 
-const struct ocs_rail_fabric *rl_fabric(const struct rl_state *rl);
-
 /* Rebuilds the port map (and its inverse) from fs's ST_RAIL_OWNER joins. 0 or -ENOMEM. */
 int rl_load_map(struct rl_state *rl, const struct fs_state *fs);
 /* Loads the faulty GPUs from the store (GPUs outside the fabric are skipped). 0 or -errno. */

@@ -3,9 +3,10 @@
  * index of who holds which node that the planner snapshots, the API,
  * transactions and recovery read.
  *
- *   per node:  its condition (healthy or faulty, and who said so), the job
- *              and ring holding it, and so the bundle settings it should
- *              hold (solvers/hbd_ring.h: its ring's, or every bundle on
+ *   per node:  its condition (healthy or faulty; who said so and when
+ *              are the store's, st_fault_list), the job and ring holding
+ *              it, and so the bundle settings it should hold
+ *              (solvers/hbd_ring.h: its ring's, or every bundle on
  *              loopback);
  *   per job:   its rings, in ring order, with how each came to be (placed,
  *              bypassed, re-placed, lost) and the node whose failure
@@ -66,11 +67,11 @@ size_t rg_active(const struct rg_state *rg);
 /* The ring holding node (NULL when it is free or faulty and in no ring). */
 const struct rg_ring *rg_holder(const struct rg_state *rg, int node);
 
-/* Node conditions. source: "device" or "operator". */
+/* Node conditions. source: "device" or "operator" (the caller stored both; only the condition is
+ * kept here). */
 void rg_set_faulty(struct rg_state *rg, int node, bool faulty, const char *source,
 		   int64_t since_ms);
 bool rg_faulty(const struct rg_state *rg, int node);
-const char *rg_fault_source(const struct rg_state *rg, int node); /* "" when healthy */
 size_t rg_n_faulty(const struct rg_state *rg);
 
 /*
