@@ -14,7 +14,7 @@
  */
 #define _GNU_SOURCE /* vasprintf */
 #include "config.h"
-#include "rails.h"
+#include "rail_layout.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -513,7 +513,7 @@ static int build_config(const struct lyd_node *fabric, struct ocsd_config *cfg,
 		if (n == 0) {
 			cfg->n_devices = ocs_rail_groups(r);
 			/* how the circuit table, transactions and recovery number its devices */
-			rl_device_layout(r, &cfg->fabric);
+			rail_layout_devices(r, &cfg->fabric);
 		}
 	} else {
 		struct ocs_fabric *f = &cfg->fabric;

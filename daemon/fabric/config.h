@@ -66,7 +66,7 @@ struct ocsd_config {
 	char name[65];
 	enum cfg_kind kind;
 	struct ocs_fabric fabric;    /* CFG_LEAF_SPINE_OCS; CFG_RAIL_OCS: its device layout
-				      * (rails.h rl_device_layout) */
+				      * (rail_layout_devices) */
 	struct ocs_ring_domain ring; /* CFG_OCSTRX_RING */
 	struct ocs_rail_fabric rail; /* CFG_RAIL_OCS */
 	struct cfg_access access;

@@ -26,16 +26,6 @@ struct rl_state {
 	int n_faulty;
 };
 
-void rl_device_layout(const struct ocs_rail_fabric *r, struct ocs_fabric *out)
-{
-	*out = (struct ocs_fabric){.pods = ocs_rail_device_ports(r),
-				   .k_leaf = ocs_rail_groups(r),
-				   .k_spine = 1,
-				   .tau = 1,
-				   .k_ocs = ocs_rail_device_ports(r),
-				   .wiring = OCS_WIRING_STRAIGHT};
-}
-
 struct rl_state *rl_new(const struct ocs_rail_fabric *r)
 {
 	struct rl_state *rl = calloc(1, sizeof(*rl));
@@ -71,11 +61,6 @@ void rl_free(struct rl_state *rl)
 	free(rl->source);
 	free(rl->since_ms);
 	free(rl);
-}
-
-const struct ocs_rail_fabric *rl_fabric(const struct rl_state *rl)
-{
-	return &rl->r;
 }
 
 int rl_load_map(struct rl_state *rl, const struct fs_state *fs)

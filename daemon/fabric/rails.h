@@ -17,8 +17,7 @@
  *    jobs, so the job manager may call it.
  *
  * The devices of a rail-OCS fabric are numbered by OCS group (device id =
- * group); the circuit machinery indexes devices through a struct
- * ocs_fabric, so rl_device_layout() gives the fabric of that shape.
+ * group): solvers/rail_layout.h gives the struct ocs_fabric of that shape.
  *
  * Threading: every function on the loop thread.
  */
@@ -37,21 +36,10 @@ struct fs_state;
 struct st_store;
 struct rl_state;
 
-/*
- * The device layout of rail fabric r as a leaf-spine struct ocs_fabric:
- * one group per OCS group, one device in each (device id = group), every
- * device port an input and an output (k_ocs = (S + A) * R). Only its
- * device numbering means anything: the circuit table, the devices' runs,
- * transactions and recovery use that and nothing else of it.
- */
-void rl_device_layout(const struct ocs_rail_fabric *r, struct ocs_fabric *out);
-
 /* An empty state for a valid fabric (r copied); NULL on allocation failure. */
 struct rl_state *rl_new(const struct ocs_rail_fabric *r);
 /* Accepts NULL. */
 void rl_free(struct rl_state *rl);
-
-const struct ocs_rail_fabric *rl_fabric(const struct rl_state *rl);
 
 /* Rebuilds the port map (and its inverse) from fs's ST_RAIL_OWNER joins. 0 or -ENOMEM. */
 int rl_load_map(struct rl_state *rl, const struct fs_state *fs);

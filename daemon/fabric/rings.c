@@ -18,9 +18,8 @@ struct rg_state {
 	int n_nodes;
 	struct rg_ring *rings; /* job by job, each job's rings by index */
 	size_t n_rings, cap_rings;
-	int *holder;	    /* per node: index into rings, -1 when free */
-	bool *faulty;	    /* per node */
-	char (*source)[16]; /* per node: who marked it faulty */
+	int *holder;  /* per node: index into rings, -1 when free */
+	bool *faulty; /* per node */
 	size_t n_faulty;
 	unsigned long gen;
 };
@@ -63,8 +62,7 @@ struct rg_state *rg_new(const struct ocs_ring_domain *d)
 	rg->n_nodes = ocs_ring_nodes(d);
 	rg->holder = malloc((size_t)(rg->n_nodes + 1) * sizeof(*rg->holder));
 	rg->faulty = calloc((size_t)rg->n_nodes + 1, sizeof(*rg->faulty));
-	rg->source = calloc((size_t)rg->n_nodes + 1, sizeof(*rg->source));
-	if (!rg->holder || !rg->faulty || !rg->source) {
+	if (!rg->holder || !rg->faulty) {
 		rg_free(rg);
 		return NULL;
 	}
@@ -80,7 +78,6 @@ void rg_free(struct rg_state *rg)
 	rg_rings_free(rg->rings, rg->n_rings);
 	free(rg->holder);
 	free(rg->faulty);
-	free(rg->source);
 	free(rg);
 }
 
@@ -189,24 +186,20 @@ const struct rg_ring *rg_holder(const struct rg_state *rg, int node)
 
 void rg_set_faulty(struct rg_state *rg, int node, bool faulty, const char *source, int64_t since_ms)
 {
-	(void)since_ms; /* kept by the store; the API reports conditions, not times */
+	/* who said so and when are kept by the store (st_fault_list); the API reports conditions */
+	(void)source;
+	(void)since_ms;
 	if (node < 0 || node >= rg->n_nodes)
 		return;
 	if (rg->faulty[node] != faulty)
 		rg->n_faulty += faulty ? 1 : (size_t)-1;
 	rg->faulty[node] = faulty;
-	snprintf(rg->source[node], sizeof(rg->source[node]), "%s", faulty && source ? source : "");
 	rg->gen++;
 }
 
 bool rg_faulty(const struct rg_state *rg, int node)
 {
 	return node >= 0 && node < rg->n_nodes && rg->faulty[node];
-}
-
-const char *rg_fault_source(const struct rg_state *rg, int node)
-{
-	return node >= 0 && node < rg->n_nodes ? rg->source[node] : "";
 }
 
 size_t rg_n_faulty(const struct rg_state *rg)

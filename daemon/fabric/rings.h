@@ -3,9 +3,10 @@
  * index of who holds which node that the planner snapshots, the API,
  * transactions and recovery read.
  *
- *   per node:  its condition (healthy or faulty, and who said so), the job
- *              and ring holding it, and so the bundle settings it should
- *              hold (solvers/hbd_ring.h: its ring's, or every bundle on
+ *   per node:  its condition (healthy or faulty; who said so and when
+ *              are the store's, st_fault_list), the job and ring holding
+ *              it, and so the bundle settings it should hold
+ *              (solvers/hbd_ring.h: its ring's, or every bundle on
  *              loopback);
  *   per job:   its rings, in ring order, with how each came to be (placed,
  *              bypassed, re-placed, lost) and the node whose failure
@@ -28,29 +29,7 @@
 
 #include "fabric.h"
 #include "hbd_ring.h"
-
-struct st_store;
-
-/* How a ring came to be what it is (ocs.v1.RingChange; stored by name: st_ring_change_name). */
-enum rg_change {
-	RG_PLACED = 1,
-	RG_BYPASSED,
-	RG_REPLACED,
-	RG_LOST,
-	RG_RELEASED,
-};
-
-/* One TP ring of a job. */
-struct rg_ring {
-	char job_id[72];
-	int index;  /* within the job, 0.. */
-	int *nodes; /* m entries in ring order (owned by whoever holds the record) */
-	int m;	    /* 0 when lost */
-	enum rg_change last_change;
-	int failed_node; /* bypassed, replaced, lost: the node that failed; -1 otherwise */
-	char reason[200];
-	int64_t changed_ms;
-};
+#include "store.h" /* the ring records: enum rg_change, struct rg_ring */
 
 /* Deep copies n rings (NULL on allocation failure; n 0 gives a non-NULL empty array). */
 struct rg_ring *rg_rings_dup(const struct rg_ring *rings, size_t n);
@@ -88,11 +67,11 @@ size_t rg_active(const struct rg_state *rg);
 /* The ring holding node (NULL when it is free or faulty and in no ring). */
 const struct rg_ring *rg_holder(const struct rg_state *rg, int node);
 
-/* Node conditions. source: "device" or "operator". */
+/* Node conditions. source: "device" or "operator" (the caller stored both; only the condition is
+ * kept here). */
 void rg_set_faulty(struct rg_state *rg, int node, bool faulty, const char *source,
 		   int64_t since_ms);
 bool rg_faulty(const struct rg_state *rg, int node);
-const char *rg_fault_source(const struct rg_state *rg, int node); /* "" when healthy */
 size_t rg_n_faulty(const struct rg_state *rg);
 
 /*

@@ -17,12 +17,11 @@
  * messages, one JSON object each, as they complete; a message is bounded
  * by max_event_bytes.
  *
- * A watch owns its connection on the caller's base. Every restart
- * (reconnect after a broken stream, resume after a compaction) goes through
- * a zero-delay timer, so that the old connection is freed outside its own
- * callbacks.
+ * The watches, which live on the caller's base instead, are in
+ * etcd_watch.c; what the two files share is etcd_internal.h.
  */
 #include "etcd.h"
+#include "etcd_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -47,32 +46,6 @@
 #define ETCD_DEFAULT_TIMEOUT_MS	  2000
 #define ETCD_DEFAULT_MAX_RESPONSE (64u << 20)
 #define ETCD_DEFAULT_MAX_EVENT	  (8u << 20)
-/* A watch stream is re-opened after this long without a byte (a silent peer). */
-#define ETCD_WATCH_IDLE_S 60
-/* Delay before a broken watch reconnects (to the next endpoint). */
-#define ETCD_WATCH_RETRY_MS 200
-
-struct etcd_endpoint {
-	char *host; /* without brackets */
-	int port;
-	bool tls;
-};
-
-struct etcd_client {
-	struct event_base *base; /* private: blocking calls only */
-	SSL_CTX *ssl;		 /* NULL without https endpoints */
-	struct etcd_endpoint *eps;
-	size_t n_eps;
-	size_t cur; /* the endpoint that answered last */
-	struct evhttp_connection *conn;
-	size_t conn_ep;
-	unsigned conn_uses;
-	int timeout_ms;
-	size_t max_response_bytes, max_event_bytes;
-	void (*observe)(void *ctx, const char *op, double seconds, int rc);
-	void *observe_ctx;
-	char error[512];
-};
 
 static void set_error(struct etcd_client *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -149,7 +122,7 @@ static int set_b64(json_t *obj, const char *name, const void *data, size_t len)
 	return 0;
 }
 
-static int set_i64(json_t *obj, const char *name, int64_t v)
+int etcd_set_i64(json_t *obj, const char *name, int64_t v)
 {
 	char text[32];
 
@@ -158,7 +131,7 @@ static int set_i64(json_t *obj, const char *name, int64_t v)
 }
 
 /* A 64-bit number the gateway sends as a string (or a plain number); 0 if absent. */
-static int64_t get_i64(const json_t *obj, const char *name)
+int64_t etcd_get_i64(const json_t *obj, const char *name)
 {
 	const json_t *v = json_object_get(obj, name);
 
@@ -169,7 +142,7 @@ static int64_t get_i64(const json_t *obj, const char *name)
 	return 0;
 }
 
-static int kv_from_json(const json_t *o, struct etcd_kv *kv)
+int etcd_kv_from_json(const json_t *o, struct etcd_kv *kv)
 {
 	const json_t *k = json_object_get(o, "key"), *v = json_object_get(o, "value");
 	int rc;
@@ -186,14 +159,14 @@ static int kv_from_json(const json_t *o, struct etcd_kv *kv)
 		memset(kv, 0, sizeof(*kv));
 		return rc;
 	}
-	kv->create_revision = get_i64(o, "create_revision");
-	kv->mod_revision = get_i64(o, "mod_revision");
-	kv->version = get_i64(o, "version");
-	kv->lease = get_i64(o, "lease");
+	kv->create_revision = etcd_get_i64(o, "create_revision");
+	kv->mod_revision = etcd_get_i64(o, "mod_revision");
+	kv->version = etcd_get_i64(o, "version");
+	kv->lease = etcd_get_i64(o, "lease");
 	return 0;
 }
 
-static void kv_clear(struct etcd_kv *kv)
+void etcd_kv_clear(struct etcd_kv *kv)
 {
 	free(kv->key);
 	free(kv->value);
@@ -205,7 +178,7 @@ void etcd_kvs_clear(struct etcd_kvs *r)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->n; i++)
-		kv_clear(&r->kvs[i]);
+		etcd_kv_clear(&r->kvs[i]);
 	free(r->kvs);
 	memset(r, 0, sizeof(*r));
 }
@@ -373,8 +346,8 @@ void etcd_client_free(struct etcd_client *c)
 }
 
 /* A new connection to ep on base (TLS with host or IP verification when https). */
-static struct evhttp_connection *conn_new(struct etcd_client *c, struct event_base *base,
-					  const struct etcd_endpoint *ep)
+struct evhttp_connection *etcd_conn_new(struct etcd_client *c, struct event_base *base,
+					const struct etcd_endpoint *ep)
 {
 	struct bufferevent *bev = NULL;
 	struct evhttp_connection *conn;
@@ -412,6 +385,18 @@ static struct evhttp_connection *conn_new(struct etcd_client *c, struct event_ba
 	return conn;
 }
 
+void etcd_request_body(struct evhttp_request *req, const struct etcd_endpoint *ep, const char *body)
+{
+	char host[300];
+
+	snprintf(host, sizeof(host), strchr(ep->host, ':') ? "[%s]:%d" : "%s:%d", ep->host,
+		 ep->port);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", host);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+			  "application/json");
+	evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
+}
+
 /* ---- one blocking request ---- */
 
 struct call {
@@ -423,7 +408,7 @@ struct call {
 };
 
 /* The first complete JSON object at the start of buf, if any (removed from buf). */
-static int take_message(struct evbuffer *buf, size_t max, json_t **msg)
+int etcd_take_message(struct evbuffer *buf, size_t max, json_t **msg)
 {
 	size_t len, skip = 0;
 	const char *data;
@@ -466,7 +451,7 @@ static void call_chunk(struct evhttp_request *req, void *arg)
 		}
 		return;
 	}
-	rc = take_message(call->body, call->c->max_event_bytes, &call->message);
+	rc = etcd_take_message(call->body, call->c->max_event_bytes, &call->message);
 	if (rc || call->message) {
 		call->too_big = rc == -E2BIG;
 		call->http_code = rc ? 0 : evhttp_request_get_response_code(req);
@@ -504,11 +489,11 @@ static int gateway_error(struct etcd_client *c, const struct etcd_endpoint *ep, 
 {
 	const json_t *e = json_object_get(j, "error");
 	const char *msg = json_string_value(json_object_get(j, "message"));
-	int64_t code = get_i64(j, "code");
+	int64_t code = etcd_get_i64(j, "code");
 
 	if (json_is_object(e)) { /* a streamed error: {"error": {"grpc_code", "message"}} */
 		msg = json_string_value(json_object_get(e, "message"));
-		code = get_i64(e, "grpc_code");
+		code = etcd_get_i64(e, "grpc_code");
 	} else if (!msg) {
 		msg = json_string_value(e);
 	}
@@ -546,18 +531,17 @@ static int call_once(struct etcd_client *c, size_t i, const char *path, const ch
 	struct evhttp_request *req;
 	struct event *timer;
 	struct timeval tv = {c->timeout_ms / 1000, (c->timeout_ms % 1000) * 1000};
-	char host[300];
 	json_error_t jerr;
 	json_t *j;
 	int rc;
 
 	if (stream) {
-		conn = conn_new(c, c->base, ep); /* a stream's connection is not reusable */
+		conn = etcd_conn_new(c, c->base, ep); /* a stream's connection is not reusable */
 	} else {
 		if (c->conn && c->conn_ep != i)
 			conn_drop(c);
 		if (!c->conn) {
-			c->conn = conn_new(c, c->base, ep);
+			c->conn = etcd_conn_new(c, c->base, ep);
 			c->conn_ep = i;
 		}
 		conn = c->conn;
@@ -573,12 +557,7 @@ static int call_once(struct etcd_client *c, size_t i, const char *path, const ch
 		goto out;
 	}
 	evhttp_request_set_chunked_cb(req, call_chunk);
-	snprintf(host, sizeof(host), strchr(ep->host, ':') ? "[%s]:%d" : "%s:%d", ep->host,
-		 ep->port);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", host);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "application/json");
-	evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
+	etcd_request_body(req, ep, body);
 	/* evhttp frees req, whatever happens, from here on */
 	if (evhttp_make_request(conn, req, EVHTTP_REQ_POST, path) != 0) {
 		set_error(c, "etcd %s:%d: cannot send", ep->host, ep->port);
@@ -711,8 +690,8 @@ out:
 
 /* ---- KV ---- */
 
-static int range_body(json_t *o, const void *key, size_t key_len, const void *range_end,
-		      size_t range_end_len)
+int etcd_range_body(json_t *o, const void *key, size_t key_len, const void *range_end,
+		    size_t range_end_len)
 {
 	int rc = set_b64(o, "key", key, key_len);
 
@@ -727,7 +706,7 @@ static int kvs_from_json(const json_t *j, struct etcd_kvs *out)
 	size_t n = json_array_size(arr);
 
 	memset(out, 0, sizeof(*out));
-	out->revision = get_i64(json_object_get(j, "header"), "revision");
+	out->revision = etcd_get_i64(json_object_get(j, "header"), "revision");
 	out->more = json_is_true(json_object_get(j, "more"));
 	if (n == 0)
 		return 0;
@@ -735,7 +714,7 @@ static int kvs_from_json(const json_t *j, struct etcd_kvs *out)
 	if (!out->kvs)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		int rc = kv_from_json(json_array_get(arr, i), &out->kvs[i]);
+		int rc = etcd_kv_from_json(json_array_get(arr, i), &out->kvs[i]);
 
 		if (rc) {
 			etcd_kvs_clear(out);
@@ -750,13 +729,13 @@ int etcd_range(struct etcd_client *c, const void *key, size_t key_len, const voi
 	       size_t range_end_len, int64_t limit, int64_t revision, struct etcd_kvs *out)
 {
 	json_t *body = json_object(), *reply;
-	int rc = body ? range_body(body, key, key_len, range_end, range_end_len) : -ENOMEM;
+	int rc = body ? etcd_range_body(body, key, key_len, range_end, range_end_len) : -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
 	if (rc == 0 && limit > 0)
-		rc = set_i64(body, "limit", limit);
+		rc = etcd_set_i64(body, "limit", limit);
 	if (rc == 0 && revision > 0)
-		rc = set_i64(body, "revision", revision);
+		rc = etcd_set_i64(body, "revision", revision);
 	if (rc) {
 		json_decref(body);
 		return rc;
@@ -769,9 +748,9 @@ int etcd_range(struct etcd_client *c, const void *key, size_t key_len, const voi
 	return rc;
 }
 
-static int64_t header_revision(const json_t *j)
+int64_t etcd_header_revision(const json_t *j)
 {
-	return get_i64(json_object_get(j, "header"), "revision");
+	return etcd_get_i64(json_object_get(j, "header"), "revision");
 }
 
 int etcd_put(struct etcd_client *c, const void *key, size_t key_len, const void *value,
@@ -783,7 +762,7 @@ int etcd_put(struct etcd_client *c, const void *key, size_t key_len, const void 
 	if (rc == 0)
 		rc = set_b64(body, "value", value, value_len);
 	if (rc == 0 && lease)
-		rc = set_i64(body, "lease", lease);
+		rc = etcd_set_i64(body, "lease", lease);
 	if (rc) {
 		json_decref(body);
 		return rc;
@@ -791,7 +770,7 @@ int etcd_put(struct etcd_client *c, const void *key, size_t key_len, const void 
 	rc = request(c, "put", "/v3/kv/put", body, false, &reply);
 	if (rc == 0) {
 		if (revision)
-			*revision = header_revision(reply);
+			*revision = etcd_header_revision(reply);
 		json_decref(reply);
 	}
 	return rc;
@@ -801,7 +780,7 @@ int etcd_delete(struct etcd_client *c, const void *key, size_t key_len, const vo
 		size_t range_end_len, int64_t *deleted)
 {
 	json_t *body = json_object(), *reply;
-	int rc = body ? range_body(body, key, key_len, range_end, range_end_len) : -ENOMEM;
+	int rc = body ? etcd_range_body(body, key, key_len, range_end, range_end_len) : -ENOMEM;
 
 	if (rc) {
 		json_decref(body);
@@ -810,7 +789,7 @@ int etcd_delete(struct etcd_client *c, const void *key, size_t key_len, const vo
 	rc = request(c, "delete", "/v3/kv/deleterange", body, false, &reply);
 	if (rc == 0) {
 		if (deleted)
-			*deleted = get_i64(reply, "deleted");
+			*deleted = etcd_get_i64(reply, "deleted");
 		json_decref(reply);
 	}
 	return rc;
@@ -828,8 +807,9 @@ static json_t *cmp_json(const struct etcd_cmp *cmp)
 			json_object_set_new(o, "result", json_string(results[cmp->result]))))
 		rc = -ENOMEM;
 	if (rc == 0)
-		rc = cmp->target == ETCD_CMP_VALUE ? set_b64(o, "value", cmp->value, cmp->value_len)
-						   : set_i64(o, fields[cmp->target], cmp->number);
+		rc = cmp->target == ETCD_CMP_VALUE
+			     ? set_b64(o, "value", cmp->value, cmp->value_len)
+			     : etcd_set_i64(o, fields[cmp->target], cmp->number);
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -845,7 +825,7 @@ static json_t *op_json(const struct etcd_op *op)
 	if (rc == 0 && op->kind == ETCD_OP_PUT) {
 		rc = set_b64(inner, "value", op->value, op->value_len);
 		if (rc == 0 && op->lease)
-			rc = set_i64(inner, "lease", op->lease);
+			rc = etcd_set_i64(inner, "lease", op->lease);
 	} else if (rc == 0 && op->range_end) {
 		rc = set_b64(inner, "range_end", op->range_end, op->range_end_len);
 	}
@@ -893,7 +873,7 @@ int etcd_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
 	if (rc == 0) {
 		*succeeded = json_is_true(json_object_get(reply, "succeeded"));
 		if (revision)
-			*revision = header_revision(reply);
+			*revision = etcd_header_revision(reply);
 		json_decref(reply);
 	}
 	return rc;
@@ -902,7 +882,7 @@ int etcd_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
 int etcd_compact(struct etcd_client *c, int64_t revision)
 {
 	json_t *body = json_object(), *reply;
-	int rc = body ? set_i64(body, "revision", revision) : -ENOMEM;
+	int rc = body ? etcd_set_i64(body, "revision", revision) : -ENOMEM;
 
 	if (rc == 0 && json_object_set_new(body, "physical", json_true()))
 		rc = -ENOMEM;
@@ -921,7 +901,7 @@ static int lease_call(struct etcd_client *c, const char *op, const char *path, i
 		      bool stream, json_t **reply)
 {
 	json_t *body = json_object();
-	int rc = body ? set_i64(body, "ID", id) : -ENOMEM;
+	int rc = body ? etcd_set_i64(body, "ID", id) : -ENOMEM;
 
 	if (rc) {
 		json_decref(body);
@@ -933,7 +913,7 @@ static int lease_call(struct etcd_client *c, const char *op, const char *path, i
 int etcd_lease_grant(struct etcd_client *c, int64_t ttl_s, int64_t *id, int64_t *granted_ttl_s)
 {
 	json_t *body = json_object(), *reply;
-	int rc = body ? set_i64(body, "TTL", ttl_s) : -ENOMEM;
+	int rc = body ? etcd_set_i64(body, "TTL", ttl_s) : -ENOMEM;
 
 	if (rc) {
 		json_decref(body);
@@ -941,9 +921,9 @@ int etcd_lease_grant(struct etcd_client *c, int64_t ttl_s, int64_t *id, int64_t 
 	}
 	rc = request(c, "lease_grant", "/v3/lease/grant", body, false, &reply);
 	if (rc == 0) {
-		*id = get_i64(reply, "ID");
+		*id = etcd_get_i64(reply, "ID");
 		if (granted_ttl_s)
-			*granted_ttl_s = get_i64(reply, "TTL");
+			*granted_ttl_s = etcd_get_i64(reply, "TTL");
 		json_decref(reply);
 		if (*id == 0) {
 			set_error(c, "etcd: lease grant answered without an ID");
@@ -959,7 +939,7 @@ int etcd_lease_keepalive(struct etcd_client *c, int64_t id, int64_t *ttl_s)
 	int rc = lease_call(c, "lease_keepalive", "/v3/lease/keepalive", id, true, &reply);
 
 	if (rc == 0) {
-		*ttl_s = get_i64(reply, "TTL");
+		*ttl_s = etcd_get_i64(reply, "TTL");
 		json_decref(reply);
 		if (*ttl_s <= 0) { /* etcd answers an expired lease with no TTL */
 			set_error(c, "etcd: lease %lld expired", (long long)id);
@@ -984,7 +964,7 @@ int etcd_lease_ttl(struct etcd_client *c, int64_t id, int64_t *ttl_s)
 	int rc = lease_call(c, "lease_ttl", "/v3/lease/timetolive", id, false, &reply);
 
 	if (rc == 0) {
-		*ttl_s = get_i64(reply, "TTL");
+		*ttl_s = etcd_get_i64(reply, "TTL");
 		json_decref(reply);
 		if (*ttl_s < 0) { /* -1: expired or unknown */
 			set_error(c, "etcd: lease %lld expired", (long long)id);
@@ -992,255 +972,4 @@ int etcd_lease_ttl(struct etcd_client *c, int64_t id, int64_t *ttl_s)
 		}
 	}
 	return rc;
-}
-
-/* ---- watches ---- */
-
-struct etcd_watch {
-	struct etcd_client *c;
-	struct event_base *base;
-	uint8_t *key, *range_end;
-	size_t key_len, range_end_len;
-	int64_t next_rev; /* where a (re)opened stream starts; 0: now */
-	etcd_watch_fn fn;
-	void *ctx;
-	size_t ep;
-	struct evhttp_connection *conn;
-	struct evbuffer *pending;
-	struct event *restart; /* zero-delay or backoff timer */
-	bool stopped;	       /* after COMPACTED, until etcd_watch_resume */
-	bool broken;	       /* the stream ended: reconnect on the next endpoint */
-};
-
-static void watch_schedule(struct etcd_watch *w, int delay_ms)
-{
-	struct timeval tv = {delay_ms / 1000, (delay_ms % 1000) * 1000};
-
-	evtimer_add(w->restart, &tv);
-}
-
-static void watch_broken(struct etcd_watch *w)
-{
-	if (w->broken || w->stopped || evtimer_pending(w->restart, NULL))
-		return;
-	w->broken = true;
-	w->fn(w->ctx, ETCD_WATCH_DOWN, NULL, 0, w->next_rev);
-	watch_schedule(w, ETCD_WATCH_RETRY_MS);
-}
-
-static void watch_events(struct etcd_watch *w, const json_t *events)
-{
-	size_t n = json_array_size(events), got = 0;
-	struct etcd_event *evs = n ? calloc(n, sizeof(*evs)) : NULL;
-
-	if (n && !evs) {
-		watch_broken(w); /* out of memory: re-read these events later */
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const json_t *e = json_array_get(events, i);
-
-		evs[got].is_delete =
-			json_is_string(json_object_get(e, "type")) &&
-			strcmp(json_string_value(json_object_get(e, "type")), "DELETE") == 0;
-		if (kv_from_json(json_object_get(e, "kv"), &evs[got].kv) != 0)
-			break;
-		got++;
-	}
-	if (got < n) {
-		for (size_t i = 0; i < got; i++)
-			kv_clear(&evs[i].kv);
-		free(evs);
-		watch_broken(w);
-		return;
-	}
-	if (n) {
-		w->next_rev = evs[n - 1].kv.mod_revision + 1;
-		w->fn(w->ctx, ETCD_WATCH_EVENTS, evs, n, evs[n - 1].kv.mod_revision);
-	}
-	for (size_t i = 0; i < n; i++)
-		kv_clear(&evs[i].kv);
-	free(evs);
-}
-
-static void watch_message(struct etcd_watch *w, const json_t *m)
-{
-	const json_t *r = json_object_get(m, "result");
-	int64_t compact;
-
-	if (!json_is_object(r)) {
-		watch_broken(w);
-		return;
-	}
-	compact = get_i64(r, "compact_revision");
-	if (json_is_true(json_object_get(r, "created")) && w->next_rev == 0)
-		w->next_rev = header_revision(r) + 1;
-	if (compact > 0) {
-		w->stopped = true;
-		w->fn(w->ctx, ETCD_WATCH_COMPACTED, NULL, 0, compact);
-		if (!w->stopped) /* resumed from the callback: restart runs */
-			return;
-		watch_schedule(w, 0); /* frees the canceled stream */
-		return;
-	}
-	if (json_is_true(json_object_get(r, "canceled"))) {
-		watch_broken(w);
-		return;
-	}
-	watch_events(w, json_object_get(r, "events"));
-}
-
-static void watch_chunk(struct evhttp_request *req, void *arg)
-{
-	struct etcd_watch *w = arg;
-
-	/* a restart is due (broken, compacted, resumed): this stream is done */
-	if (w->broken || w->stopped || evtimer_pending(w->restart, NULL))
-		return;
-	evbuffer_add_buffer(w->pending, evhttp_request_get_input_buffer(req));
-	for (;;) {
-		json_t *m;
-		int rc = take_message(w->pending, w->c->max_event_bytes, &m);
-
-		if (rc) {
-			watch_broken(w);
-			return;
-		}
-		if (!m)
-			return;
-		watch_message(w, m);
-		json_decref(m);
-		if (w->broken || w->stopped || evtimer_pending(w->restart, NULL))
-			return;
-	}
-}
-
-static void watch_done(struct evhttp_request *req, void *arg)
-{
-	struct etcd_watch *w = arg;
-
-	(void)req;
-	watch_broken(w);
-}
-
-static int watch_open(struct etcd_watch *w)
-{
-	const struct etcd_endpoint *ep = &w->c->eps[w->ep];
-	json_t *body = json_object(), *create = json_object();
-	struct evhttp_request *req;
-	struct timeval idle = {ETCD_WATCH_IDLE_S, 0};
-	char host[300], *text = NULL;
-	int rc = body && create
-			 ? range_body(create, w->key, w->key_len, w->range_end, w->range_end_len)
-			 : -ENOMEM;
-
-	if (rc == 0 && w->next_rev > 0)
-		rc = set_i64(create, "start_revision", w->next_rev);
-	if (rc == 0 && json_object_set_new(body, "create_request", create) != 0)
-		rc = -ENOMEM;
-	create = NULL;
-	if (rc == 0 && !(text = json_dumps(body, JSON_COMPACT)))
-		rc = -ENOMEM;
-	json_decref(body);
-	json_decref(create);
-	if (rc)
-		return rc;
-	w->conn = conn_new(w->c, w->base, ep);
-	req = w->conn ? evhttp_request_new(watch_done, w) : NULL;
-	if (!req) {
-		free(text);
-		return -ENOMEM;
-	}
-	evhttp_connection_set_timeout_tv(w->conn, &idle);
-	evhttp_request_set_chunked_cb(req, watch_chunk);
-	snprintf(host, sizeof(host), strchr(ep->host, ':') ? "[%s]:%d" : "%s:%d", ep->host,
-		 ep->port);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", host);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "application/json");
-	evbuffer_add(evhttp_request_get_output_buffer(req), text, strlen(text));
-	free(text);
-	evbuffer_drain(w->pending, evbuffer_get_length(w->pending));
-	w->broken = false;
-	if (evhttp_make_request(w->conn, req, EVHTTP_REQ_POST, "/v3/watch") != 0)
-		return -EIO;
-	return 0;
-}
-
-static void watch_restart(evutil_socket_t fd, short what, void *arg)
-{
-	struct etcd_watch *w = arg;
-
-	(void)fd;
-	(void)what;
-	if (w->conn)
-		evhttp_connection_free(w->conn);
-	w->conn = NULL;
-	if (w->stopped)
-		return;
-	if (w->broken)
-		w->ep = (w->ep + 1) % w->c->n_eps;
-	if (watch_open(w) != 0) {
-		w->broken = false;
-		watch_broken(w);
-	}
-}
-
-int etcd_watch_new(struct etcd_client *c, struct event_base *base, const void *key, size_t key_len,
-		   const void *range_end, size_t range_end_len, int64_t start_revision,
-		   etcd_watch_fn fn, void *ctx, struct etcd_watch **out)
-{
-	struct etcd_watch *w = calloc(1, sizeof(*w));
-
-	*out = NULL;
-	if (!w)
-		return -ENOMEM;
-	w->c = c;
-	w->base = base;
-	w->fn = fn;
-	w->ctx = ctx;
-	w->ep = c->cur;
-	w->next_rev = start_revision;
-	w->key = malloc(key_len ? key_len : 1);
-	w->key_len = key_len;
-	if (range_end) {
-		w->range_end = malloc(range_end_len ? range_end_len : 1);
-		w->range_end_len = range_end_len;
-	}
-	w->pending = evbuffer_new();
-	w->restart = evtimer_new(base, watch_restart, w);
-	if (!w->key || (range_end && !w->range_end) || !w->pending || !w->restart) {
-		etcd_watch_free(w);
-		return -ENOMEM;
-	}
-	memcpy(w->key, key, key_len);
-	if (range_end)
-		memcpy(w->range_end, range_end, range_end_len);
-	watch_schedule(w, 0);
-	*out = w;
-	return 0;
-}
-
-int etcd_watch_resume(struct etcd_watch *w, int64_t start_revision)
-{
-	w->next_rev = start_revision;
-	w->stopped = false;
-	w->broken = false;
-	watch_schedule(w, 0);
-	return 0;
-}
-
-void etcd_watch_free(struct etcd_watch *w)
-{
-	if (!w)
-		return;
-	if (w->restart)
-		event_free(w->restart);
-	if (w->conn)
-		evhttp_connection_free(w->conn);
-	if (w->pending)
-		evbuffer_free(w->pending);
-	free(w->key);
-	free(w->range_end);
-	free(w);
 }

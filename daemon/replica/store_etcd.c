@@ -386,22 +386,32 @@ static int publish_unknown(struct st_etcd *se, const char *key, const void *chan
 	return txn_rc == -ENOMEM ? -ENOMEM : -EIO;
 }
 
+/*
+ * The compares every write of the log makes (cmps has room for two): the
+ * head is as this copy last read it, and, with a fence, the leader key is
+ * still the one this replica created. Returns how many.
+ */
+static size_t write_cmps(const struct st_etcd *se, struct etcd_cmp *cmps)
+{
+	cmps[0] = (struct etcd_cmp){.key = se->head_key,
+				    .key_len = strlen(se->head_key),
+				    .target = ETCD_CMP_MOD,
+				    .result = ETCD_CMP_EQUAL,
+				    .number = se->head_rev};
+	cmps[1] = (struct etcd_cmp){.key = se->fence_key,
+				    .key_len = se->fence_key_len,
+				    .target = ETCD_CMP_CREATE,
+				    .result = ETCD_CMP_EQUAL,
+				    .number = se->fence_rev};
+	return se->fence_key ? 2 : 1;
+}
+
 static int publish(void *ctx, const void *changeset, size_t len)
 {
 	struct st_etcd *se = ctx;
 	char key[700], head[32];
-	struct etcd_cmp cmps[2] = {
-		{.key = se->head_key,
-		 .key_len = strlen(se->head_key),
-		 .target = ETCD_CMP_MOD,
-		 .result = ETCD_CMP_EQUAL,
-		 .number = se->head_rev},
-		{.key = se->fence_key,
-		 .key_len = se->fence_key_len,
-		 .target = ETCD_CMP_CREATE,
-		 .result = ETCD_CMP_EQUAL,
-		 .number = se->fence_rev},
-	};
+	struct etcd_cmp cmps[2];
+	size_t n_cmps = write_cmps(se, cmps);
 	struct etcd_op ops[2];
 	bool succeeded;
 	int64_t rev;
@@ -419,7 +429,7 @@ static int publish(void *ctx, const void *changeset, size_t len)
 				  .key_len = strlen(se->head_key),
 				  .value = head,
 				  .value_len = strlen(head)};
-	rc = etcd_txn(se->c, cmps, se->fence_key ? 2 : 1, ops, 2, NULL, 0, &succeeded, &rev);
+	rc = etcd_txn(se->c, cmps, n_cmps, ops, 2, NULL, 0, &succeeded, &rev);
 	/* etcd's UNAVAILABLE and timeouts do not say whether the entry went in */
 	if (rc)
 		return publish_unknown(se, key, changeset, len, rc);
@@ -499,18 +509,8 @@ static int write_snapshot(struct st_etcd *se)
 	log_end_len = strlen(log_end);
 	if (!old_end)
 		return -ENOMEM;
-	struct etcd_cmp cmps[2] = {
-		{.key = se->head_key,
-		 .key_len = strlen(se->head_key),
-		 .target = ETCD_CMP_MOD,
-		 .result = ETCD_CMP_EQUAL,
-		 .number = se->head_rev},
-		{.key = se->fence_key,
-		 .key_len = se->fence_key_len,
-		 .target = ETCD_CMP_CREATE,
-		 .result = ETCD_CMP_EQUAL,
-		 .number = se->fence_rev},
-	};
+	struct etcd_cmp cmps[2];
+	size_t n_cmps = write_cmps(se, cmps);
 	/* the entries the snapshot covers and the previous snapshot go with the switch */
 	struct etcd_op ops[3] = {
 		{.kind = ETCD_OP_PUT,
@@ -531,8 +531,7 @@ static int write_snapshot(struct st_etcd *se)
 	};
 	bool succeeded;
 
-	rc = etcd_txn(se->c, cmps, se->fence_key ? 2 : 1, ops, old_prefix[0] ? 3 : 2, NULL, 0,
-		      &succeeded, NULL);
+	rc = etcd_txn(se->c, cmps, n_cmps, ops, old_prefix[0] ? 3 : 2, NULL, 0, &succeeded, NULL);
 	free(old_end);
 	if (rc)
 		return etcd_failed(se, "switching to a snapshot", rc);

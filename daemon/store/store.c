@@ -3,8 +3,8 @@
  * migrations, opening and closing, the SQL helpers and the write
  * transaction every write of the store goes through, the hooks of a
  * replicated store and whole-database images. The reads and writes of the
- * tables are in store_jobs.c, store_intents.c, store_rings.c, store_rail.c
- * and store_prune.c (what they share: store_internal.h).
+ * tables are in store_jobs.c, store_intents.c, store_rings.c, store_rail.c,
+ * store_faults.c and store_prune.c (what they share: store_internal.h).
  *
  * Schema (version 7):
  *   meta(key PK, value)                     'schema_version'
@@ -323,17 +323,22 @@ int st_write_commit(struct st_store *st)
 }
 
 /* One statement as a write transaction of its own. */
+int st_write_end(struct st_store *st, int rc)
+{
+	if (rc == 0)
+		rc = st_write_commit(st);
+	if (rc)
+		st_rollback(st);
+	return rc;
+}
+
 int st_step_write(struct st_store *st, sqlite3_stmt *s)
 {
 	int rc = st_write_begin(st);
 
 	if (rc == 0)
 		rc = st_sql_rc(sqlite3_step(s));
-	if (rc == 0)
-		rc = st_write_commit(st);
-	if (rc)
-		st_rollback(st);
-	return rc;
+	return st_write_end(st, rc);
 }
 
 static int commit_guard(void *arg)
@@ -383,6 +388,41 @@ void *st_grow(void *items, size_t *cap, size_t n, size_t elem)
 	if (p)
 		*cap = want;
 	return p;
+}
+
+int st_intent_rows(struct st_store *st, const char *sql, int64_t txn_id, size_t n,
+		   int (*bind)(sqlite3_stmt *s, size_t i, const void *ctx), const void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc = st_prepare(st, sql, &s);
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		st_rearm(s);
+		rc = sqlite3_bind_int64(s, 1, txn_id) ? SQLITE_ERROR
+		     : bind			      ? bind(s, i, ctx)
+						      : SQLITE_OK;
+		rc = rc < 0 ? rc : rc ? st_bind_error(st) : st_sql_rc(sqlite3_step(s));
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int st_intent_row(struct st_store *st, const char *job_id, int64_t now_ms, int64_t *txn_id)
+{
+	sqlite3_stmt *s;
+	int rc = st_prepare(
+		st, "INSERT INTO intents(job_id, state, created_ms) VALUES(?1, 'open', ?2)", &s);
+
+	if (rc)
+		return rc;
+	if (st_bind_text(s, 1, job_id) || sqlite3_bind_int64(s, 2, now_ms))
+		rc = st_bind_error(st);
+	else
+		rc = st_sql_rc(sqlite3_step(s));
+	sqlite3_finalize(s);
+	if (rc == 0)
+		*txn_id = sqlite3_last_insert_rowid(st->db);
+	return rc;
 }
 
 /* The schema version of the open file; 0 for a new (empty) file. */
@@ -442,6 +482,18 @@ static int open_schema(struct st_store *st, const char *path, char *err, size_t 
 	return rc;
 }
 
+/* The end of opening st: on rc 0 *out is st, else st is closed and freed. Returns rc. */
+static int open_done(struct st_store *st, int rc, struct st_store **out)
+{
+	if (rc == 0) {
+		*out = st;
+		return 0;
+	}
+	sqlite3_close(st->db);
+	free(st);
+	return rc;
+}
+
 int st_open(const char *path, struct st_store **out, char *err, size_t err_len)
 {
 	struct st_store *st = calloc(1, sizeof(*st));
@@ -461,8 +513,7 @@ int st_open(const char *path, struct st_store **out, char *err, size_t err_len)
 	if (rc != SQLITE_OK) {
 		snprintf(err, err_len, "cannot open %s: %s", path,
 			 st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
-		rc = st_sql_rc(rc) ? st_sql_rc(rc) : -EIO;
-		goto fail;
+		return open_done(st, st_sql_rc(rc) ? st_sql_rc(rc) : -EIO, out);
 	}
 	sqlite3_extended_result_codes(st->db, 1);
 	sqlite3_busy_timeout(st->db, ST_BUSY_TIMEOUT_MS);
@@ -470,17 +521,9 @@ int st_open(const char *path, struct st_store **out, char *err, size_t err_len)
 		     "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
 	if (rc) {
 		snprintf(err, err_len, "%s: %s", path, sqlite3_errmsg(st->db));
-		goto fail;
+		return open_done(st, rc, out);
 	}
-	rc = open_schema(st, path, err, err_len);
-	if (rc)
-		goto fail;
-	*out = st;
-	return 0;
-fail:
-	sqlite3_close(st->db);
-	free(st);
-	return rc;
+	return open_done(st, open_schema(st, path, err, err_len), out);
 }
 
 const char *st_strerror(struct st_store *st, int rc)
@@ -531,21 +574,13 @@ int st_open_memory(struct st_store **out, char *err, size_t err_len)
 			     NULL);
 	if (rc != SQLITE_OK) {
 		snprintf(err, err_len, "cannot open an in-memory copy: %s", sqlite3_errstr(rc));
-		rc = st_sql_rc(rc) ? st_sql_rc(rc) : -EIO;
-		goto fail;
+		return open_done(st, st_sql_rc(rc) ? st_sql_rc(rc) : -EIO, out);
 	}
 	sqlite3_extended_result_codes(st->db, 1);
 	rc = st_exec(st, "PRAGMA foreign_keys=ON;");
 	if (rc == 0)
 		rc = open_schema(st, "in-memory copy", err, err_len);
-	if (rc)
-		goto fail;
-	*out = st;
-	return 0;
-fail:
-	sqlite3_close(st->db);
-	free(st);
-	return rc;
+	return open_done(st, rc, out);
 }
 
 void st_set_repl(struct st_store *st, const struct st_repl_hooks *hooks, void *ctx)

@@ -48,9 +48,35 @@
 #include <stdint.h>
 
 #include "fabric.h"
-#include "rings.h"
 
 struct st_store;
+
+/*
+ * The ring records of an OCSTrx ring domain as the store keeps them (the
+ * rings table, a ring intent). They live here, below the ring state that
+ * holds them in memory (fabric/rings.h, prefix rg_, whose name they keep).
+ */
+
+/* How a ring came to be what it is (ocs.v1.RingChange; stored by name: st_ring_change_name). */
+enum rg_change {
+	RG_PLACED = 1,
+	RG_BYPASSED,
+	RG_REPLACED,
+	RG_LOST,
+	RG_RELEASED,
+};
+
+/* One TP ring of a job. */
+struct rg_ring {
+	char job_id[72];
+	int index;  /* within the job, 0.. */
+	int *nodes; /* m entries in ring order (owned by whoever holds the record) */
+	int m;	    /* 0 when lost */
+	enum rg_change last_change;
+	int failed_node; /* bypassed, replaced, lost: the node that failed; -1 otherwise */
+	char reason[200];
+	int64_t changed_ms;
+};
 
 /*
  * Opens (creating if needed) the store at path; a file of an older schema

@@ -35,42 +35,32 @@ static enum st_intent_state intent_parse(const char *s)
 	return ST_INTENT_FAILED;
 }
 
-/*
- * Maps an SQLite result (extended result codes are on) to the errno-style
- * codes of this module.
- */
-static int insert_xc(struct st_store *st, sqlite3_stmt *s, int64_t txn, const char *op,
-		     const struct ocs_xc *xc, const char *job_id)
+/* An intent's cross-connects as rows of intent_xcs: its removals, then its additions. */
+struct xc_rows {
+	const struct ocs_xc *removals;
+	size_t n_removals;
+	const struct st_circuit *additions;
+};
+
+static int bind_xc(sqlite3_stmt *s, size_t i, const void *ctx)
 {
-	st_rearm(s);
-	if (sqlite3_bind_int64(s, 1, txn) || st_bind_text(s, 2, op) ||
-	    sqlite3_bind_int(s, 3, xc->group) || sqlite3_bind_int(s, 4, xc->device) ||
-	    sqlite3_bind_int(s, 5, xc->in) || sqlite3_bind_int(s, 6, xc->out) ||
-	    st_bind_text(s, 7, job_id))
-		return st_bind_error(st);
-	return st_sql_rc(sqlite3_step(s));
+	const struct xc_rows *r = ctx;
+	bool del = i < r->n_removals;
+	const struct ocs_xc *xc = del ? &r->removals[i] : &r->additions[i - r->n_removals].xc;
+
+	return st_bind_text(s, 2, del ? "del" : "add") || sqlite3_bind_int(s, 3, xc->group) ||
+	       sqlite3_bind_int(s, 4, xc->device) || sqlite3_bind_int(s, 5, xc->in) ||
+	       sqlite3_bind_int(s, 6, xc->out) ||
+	       st_bind_text(s, 7, del ? NULL : r->additions[i - r->n_removals].job_id);
 }
 
-static int insert_links(struct st_store *st, int64_t txn, const struct st_link *links,
-			size_t n_links)
+static int bind_link(sqlite3_stmt *s, size_t i, const void *ctx)
 {
-	sqlite3_stmt *s;
-	int rc = st_prepare(st,
-			    "INSERT INTO intent_links(txn_id, job_id, a, b, h, links)"
-			    " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-			    &s);
+	const struct st_link *l = &((const struct st_link *)ctx)[i];
 
-	for (size_t i = 0; rc == 0 && i < n_links; i++) {
-		st_rearm(s);
-		if (sqlite3_bind_int64(s, 1, txn) || st_bind_text(s, 2, links[i].job_id) ||
-		    sqlite3_bind_int(s, 3, links[i].a) || sqlite3_bind_int(s, 4, links[i].b) ||
-		    sqlite3_bind_int(s, 5, links[i].h) || sqlite3_bind_int(s, 6, links[i].links))
-			rc = st_bind_error(st);
-		else
-			rc = st_sql_rc(sqlite3_step(s));
-	}
-	sqlite3_finalize(s);
-	return rc;
+	return st_bind_text(s, 2, l->job_id) || sqlite3_bind_int(s, 3, l->a) ||
+	       sqlite3_bind_int(s, 4, l->b) || sqlite3_bind_int(s, 5, l->h) ||
+	       sqlite3_bind_int(s, 6, l->links);
 }
 
 /* The rows of an intent, inside the caller's SQLite transaction. */
@@ -78,34 +68,21 @@ int st_intent_insert(struct st_store *st, const char *job_id, const struct ocs_x
 		     size_t n_removals, const struct st_circuit *additions, size_t n_additions,
 		     const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id)
 {
-	sqlite3_stmt *s = NULL;
+	struct xc_rows xcs = {removals, n_removals, additions};
 	int64_t txn;
-	int rc;
+	int rc = st_intent_row(st, job_id, now_ms, &txn);
 
-	rc = st_prepare(st, "INSERT INTO intents(job_id, state, created_ms) VALUES(?1, 'open', ?2)",
-			&s);
-	if (rc)
-		return rc;
-	if (st_bind_text(s, 1, job_id) || sqlite3_bind_int64(s, 2, now_ms))
-		rc = st_bind_error(st);
-	else
-		rc = st_sql_rc(sqlite3_step(s));
-	sqlite3_finalize(s);
-	s = NULL;
-	if (rc)
-		return rc;
-	txn = sqlite3_last_insert_rowid(st->db);
-	rc = st_prepare(st,
+	if (rc == 0)
+		rc = st_intent_rows(
+			st,
 			"INSERT INTO intent_xcs(txn_id, op, grp, device, in_port, out_port, job_id)"
 			" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-			&s);
-	for (size_t i = 0; rc == 0 && i < n_removals; i++)
-		rc = insert_xc(st, s, txn, "del", &removals[i], NULL);
-	for (size_t i = 0; rc == 0 && i < n_additions; i++)
-		rc = insert_xc(st, s, txn, "add", &additions[i].xc, additions[i].job_id);
-	sqlite3_finalize(s);
+			txn, n_removals + n_additions, bind_xc, &xcs);
 	if (rc == 0)
-		rc = insert_links(st, txn, links, n_links);
+		rc = st_intent_rows(st,
+				    "INSERT INTO intent_links(txn_id, job_id, a, b, h, links)"
+				    " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+				    txn, n_links, bind_link, links);
 	if (rc == 0)
 		*txn_id = txn;
 	return rc;
@@ -126,14 +103,10 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 		return rc;
 	rc = st_intent_insert(st, job_id, removals, n_removals, additions, n_additions, links,
 			      n_links, now_ms, &txn);
+	rc = st_write_end(st, rc);
 	if (rc == 0)
-		rc = st_write_commit(st);
-	if (rc) {
-		st_rollback(st);
-		return rc;
-	}
-	*txn_id = txn;
-	return 0;
+		*txn_id = txn;
+	return rc;
 }
 
 /* Inside a write transaction: 0 when intent txn_id is open, -ENOENT, -EALREADY or -errno. */
@@ -158,7 +131,8 @@ static int check_open(struct st_store *st, int64_t txn_id)
 	return rc;
 }
 
-int st_intent_decide(struct st_store *st, int64_t txn_id, int64_t now_ms)
+/* Records (decided) or withdraws the decision to commit open intent txn_id: one write. */
+static int set_decision(struct st_store *st, int64_t txn_id, bool decided, int64_t now_ms)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = st_write_begin(st);
@@ -167,39 +141,28 @@ int st_intent_decide(struct st_store *st, int64_t txn_id, int64_t now_ms)
 		return rc;
 	rc = check_open(st, txn_id);
 	if (rc == 0)
-		rc = st_prepare(
-			st, "INSERT INTO intent_decisions(txn_id, decided_ms) VALUES(?1, ?2)", &s);
+		rc = st_prepare(st,
+				decided ? "INSERT INTO intent_decisions(txn_id, decided_ms)"
+					  " VALUES(?1, ?2)"
+					: "DELETE FROM intent_decisions WHERE txn_id = ?1",
+				&s);
 	if (rc == 0)
-		rc = sqlite3_bind_int64(s, 1, txn_id) || sqlite3_bind_int64(s, 2, now_ms)
+		rc = sqlite3_bind_int64(s, 1, txn_id) ||
+				     (decided && sqlite3_bind_int64(s, 2, now_ms))
 			     ? st_bind_error(st)
 			     : st_sql_rc(sqlite3_step(s));
 	sqlite3_finalize(s);
-	if (rc == 0)
-		rc = st_write_commit(st);
-	if (rc)
-		st_rollback(st);
-	return rc;
+	return st_write_end(st, rc);
+}
+
+int st_intent_decide(struct st_store *st, int64_t txn_id, int64_t now_ms)
+{
+	return set_decision(st, txn_id, true, now_ms);
 }
 
 int st_intent_undecide(struct st_store *st, int64_t txn_id)
 {
-	sqlite3_stmt *s = NULL;
-	int rc = st_write_begin(st);
-
-	if (rc)
-		return rc;
-	rc = check_open(st, txn_id);
-	if (rc == 0)
-		rc = st_prepare(st, "DELETE FROM intent_decisions WHERE txn_id = ?1", &s);
-	if (rc == 0)
-		rc = sqlite3_bind_int64(s, 1, txn_id) ? st_bind_error(st)
-						      : st_sql_rc(sqlite3_step(s));
-	sqlite3_finalize(s);
-	if (rc == 0)
-		rc = st_write_commit(st);
-	if (rc)
-		st_rollback(st);
-	return rc;
+	return set_decision(st, txn_id, false, 0);
 }
 
 /*
@@ -241,47 +204,51 @@ static int apply_confirmed(struct st_store *st, int64_t txn_id, int64_t now_ms)
 	return st_exec(st, sql);
 }
 
+/*
+ * Records outcome and detail of intent txn_id in one write transaction;
+ * CONFIRMED also applies the intent (apply_confirmed). Finishing wants the
+ * intent open (check_open: -ENOENT, -EALREADY), settling wants it failed
+ * (-EALREADY).
+ */
+static int record_outcome(struct st_store *st, bool settle, int64_t txn_id,
+			  enum st_intent_state outcome, const char *detail, int64_t now_ms)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = st_write_begin(st);
+
+	if (rc)
+		return rc;
+	rc = settle ? 0 : check_open(st, txn_id);
+	if (rc == 0)
+		rc = st_prepare(
+			st,
+			settle ? "UPDATE intents SET state = ?2, detail = ?3, finished_ms = ?4"
+				 " WHERE txn_id = ?1 AND state = 'failed'"
+			       : "UPDATE intents SET state = ?2, detail = ?3, finished_ms = ?4"
+				 " WHERE txn_id = ?1",
+			&s);
+	if (rc == 0) {
+		if (sqlite3_bind_int64(s, 1, txn_id) ||
+		    st_bind_text(s, 2, st_intent_state_name(outcome)) ||
+		    st_bind_text(s, 3, detail) || sqlite3_bind_int64(s, 4, now_ms))
+			rc = st_bind_error(st);
+		else
+			rc = st_sql_rc(sqlite3_step(s));
+		sqlite3_finalize(s);
+	}
+	if (rc == 0 && !sqlite3_changes(st->db))
+		rc = -EALREADY;
+	if (rc == 0 && outcome == ST_INTENT_CONFIRMED)
+		rc = apply_confirmed(st, txn_id, now_ms);
+	return st_write_end(st, rc);
+}
+
 int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms)
 {
-	sqlite3_stmt *s = NULL;
-	int rc;
-
 	if (outcome == ST_INTENT_OPEN || (unsigned)outcome > ST_INTENT_FAILED)
 		return -EINVAL;
-	rc = st_write_begin(st);
-	if (rc)
-		return rc;
-	rc = check_open(st, txn_id);
-	if (rc)
-		goto rollback;
-	rc = st_prepare(st,
-			"UPDATE intents SET state = ?2, detail = ?3, finished_ms = ?4"
-			" WHERE txn_id = ?1",
-			&s);
-	if (rc)
-		goto rollback;
-	if (sqlite3_bind_int64(s, 1, txn_id) || st_bind_text(s, 2, st_intent_state_name(outcome)) ||
-	    st_bind_text(s, 3, detail) || sqlite3_bind_int64(s, 4, now_ms))
-		rc = st_bind_error(st);
-	else
-		rc = st_sql_rc(sqlite3_step(s));
-	sqlite3_finalize(s);
-	s = NULL;
-	if (rc)
-		goto rollback;
-	if (outcome == ST_INTENT_CONFIRMED) {
-		rc = apply_confirmed(st, txn_id, now_ms);
-		if (rc)
-			goto rollback;
-	}
-	rc = st_write_commit(st);
-	if (rc)
-		goto rollback;
-	return 0;
-rollback:
-	st_rollback(st);
-	return rc;
+	return record_outcome(st, false, txn_id, outcome, detail, now_ms);
 }
 
 void st_intent_clear(struct st_intent *in)
@@ -411,38 +378,10 @@ int st_intent_list_failed(struct st_store *st, int (*fn)(void *ctx, const struct
 int st_intent_settle(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms)
 {
-	sqlite3_stmt *s = NULL;
-	int rc;
-
 	if (outcome != ST_INTENT_ROLLED_BACK && outcome != ST_INTENT_FAILED &&
 	    outcome != ST_INTENT_CONFIRMED)
 		return -EINVAL;
-	rc = st_write_begin(st);
-	if (rc)
-		return rc;
-	rc = st_prepare(st,
-			"UPDATE intents SET state = ?2, detail = ?3, finished_ms = ?4"
-			" WHERE txn_id = ?1 AND state = 'failed'",
-			&s);
-	if (rc)
-		goto rollback;
-	if (sqlite3_bind_int64(s, 1, txn_id) || st_bind_text(s, 2, st_intent_state_name(outcome)) ||
-	    st_bind_text(s, 3, detail) || sqlite3_bind_int64(s, 4, now_ms))
-		rc = st_bind_error(st);
-	else
-		rc = st_sql_rc(sqlite3_step(s));
-	sqlite3_finalize(s);
-	if (rc == 0 && !sqlite3_changes(st->db))
-		rc = -EALREADY;
-	if (rc == 0 && outcome == ST_INTENT_CONFIRMED)
-		rc = apply_confirmed(st, txn_id, now_ms);
-	if (rc == 0)
-		rc = st_write_commit(st);
-	if (rc == 0)
-		return 0;
-rollback:
-	st_rollback(st);
-	return rc;
+	return record_outcome(st, true, txn_id, outcome, detail, now_ms);
 }
 
 int st_circuit_list(struct st_store *st, const char *job_id,

@@ -9,15 +9,17 @@
  * callgraph test):
  *
  *   store.c          the connection: schema and migrations, open/close,
- *                    the write transaction, replication hooks, images
+ *                    the write transaction, replication hooks, images;
+ *                    the SQL helpers, an intent's own row and detail rows
  *   store_jobs.c     jobs, drained devices, plan figures, emptiness
  *   store_intents.c  the intent log, committed circuits and links
- *   store_rings.c    OCSTrx rings, ring intents, faulty nodes
- *   store_rail.c     rail-OCS swaps, faulty GPUs, the jobs' moved GPUs
+ *   store_rings.c    OCSTrx rings, ring intents
+ *   store_rail.c     rail-OCS swaps, the jobs' moved GPUs
+ *   store_faults.c   faulty nodes (ring domains) and faulty GPUs (rail-OCS)
  *   store_prune.c    retention (st_prune)
  *
- *   store_rail.c --> store_intents.c --> store_rings.c --> store.c
- *   store_jobs.c, store_prune.c --> store.c
+ *   store_rail.c --> store_intents.c --> store_rings.c --> store_faults.c
+ *   --> store.c; store_jobs.c, store_prune.c --> store.c
  */
 #ifndef OCSD_STORE_INTERNAL_H
 #define OCSD_STORE_INTERNAL_H
@@ -74,6 +76,20 @@ void st_rearm(sqlite3_stmt *s);
  * memory; items is still valid then.
  */
 void *st_grow(void *items, size_t *cap, size_t n, size_t elem);
+/*
+ * Inserts n detail rows of intent txn_id (its cross-connects, links, rings,
+ * bundles, swap) through the one statement sql, whose ?1 is the intent's
+ * id, inside the caller's write transaction: bind(s, i, ctx) binds row i's
+ * other values (NULL: it has none) and returns an SQLite result code, or
+ * a negative errno-style code that stops the insert. 0 or -errno.
+ */
+int st_intent_rows(struct st_store *st, const char *sql, int64_t txn_id, size_t n,
+		   int (*bind)(sqlite3_stmt *s, size_t i, const void *ctx), const void *ctx);
+/*
+ * The intents row of a new open intent of job_id, inside the caller's
+ * write transaction: *txn_id its id. Every kind of intent starts with it.
+ */
+int st_intent_row(struct st_store *st, const char *job_id, int64_t now_ms, int64_t *txn_id);
 
 /* ---- store.c: the write transaction ---- */
 
@@ -88,6 +104,12 @@ void *st_grow(void *items, size_t *cap, size_t n, size_t elem);
 int st_write_begin(struct st_store *st);
 int st_write_commit(struct st_store *st);
 void st_rollback(struct st_store *st);
+/*
+ * Ends the open write transaction: commits it when rc (the result of its
+ * statements) is 0, else, or when the commit fails, rolls it back. Returns
+ * rc or the commit's failure.
+ */
+int st_write_end(struct st_store *st, int rc);
 /* One statement as a write transaction of its own. */
 int st_step_write(struct st_store *st, sqlite3_stmt *s);
 
@@ -100,6 +122,14 @@ int st_step_write(struct st_store *st, sqlite3_stmt *s);
 int st_intent_insert(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
 		     size_t n_removals, const struct st_circuit *additions, size_t n_additions,
 		     const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id);
+
+/* ---- store_faults.c ---- */
+
+/*
+ * Marks fault->node faulty (as st_fault_set) inside the caller's write
+ * transaction: a ring intent and the fault that caused it in one commit.
+ */
+int st_node_fault_insert(struct st_store *st, const struct st_fault *fault);
 
 /* ---- store_rings.c ---- */
 

@@ -194,31 +194,37 @@ static int prune_pick_intents(struct st_store *st, int64_t cutoff_ms, size_t max
 	return rc;
 }
 
-/*
- * Runs each statement of sql once with ?1 bound to text, or to num when
- * text is NULL. The statements are prepared on first use into stmts (n of
- * them, NULL until then); the caller finalizes them.
- */
-static int run_each(struct st_store *st, const char *const *sql, sqlite3_stmt **stmts, size_t n,
-		    const char *text, int64_t num)
-{
-	for (size_t i = 0; i < n; i++) {
-		int rc = stmts[i] ? 0 : st_prepare(st, sql[i], &stmts[i]);
-
-		if (rc)
-			return rc;
-		st_rearm(stmts[i]);
-		if (text ? st_bind_text(stmts[i], 1, text) : sqlite3_bind_int64(stmts[i], 1, num))
-			return st_bind_error(st);
-		rc = st_sql_rc(sqlite3_step(stmts[i]));
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 #define N_JOB_DELETES	 12
 #define N_INTENT_DELETES 9
+_Static_assert(N_INTENT_DELETES <= N_JOB_DELETES, "delete_each holds N_JOB_DELETES statements");
+
+/*
+ * Runs each statement of sql (n_sql, at most N_JOB_DELETES) once for every
+ * key, ?1 bound to job_ids[k], or to txn_ids[k] when job_ids is NULL. Each
+ * statement is prepared once, on first use.
+ */
+static int delete_each(struct st_store *st, const char *const *sql, size_t n_sql,
+		       char *const *job_ids, const int64_t *txn_ids, size_t n_keys)
+{
+	sqlite3_stmt *stmts[N_JOB_DELETES] = {NULL};
+	int rc = 0;
+
+	for (size_t k = 0; rc == 0 && k < n_keys; k++)
+		for (size_t i = 0; rc == 0 && i < n_sql; i++) {
+			rc = stmts[i] ? 0 : st_prepare(st, sql[i], &stmts[i]);
+			if (rc)
+				break;
+			st_rearm(stmts[i]);
+			if (job_ids ? st_bind_text(stmts[i], 1, job_ids[k])
+				    : sqlite3_bind_int64(stmts[i], 1, txn_ids[k]))
+				rc = st_bind_error(st);
+			else
+				rc = st_sql_rc(sqlite3_step(stmts[i]));
+		}
+	for (size_t i = 0; i < n_sql; i++)
+		sqlite3_finalize(stmts[i]);
+	return rc;
+}
 
 /* Deletes the picked jobs, children before their parents (foreign keys). */
 static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
@@ -243,14 +249,8 @@ static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
 		"DELETE FROM rail_job_moves WHERE job_id = ?1",
 		"DELETE FROM jobs WHERE id = ?1",
 	};
-	sqlite3_stmt *stmts[N_JOB_DELETES] = {NULL};
-	int rc = 0;
 
-	for (size_t i = 0; rc == 0 && i < b->n_jobs; i++)
-		rc = run_each(st, sql, stmts, N_JOB_DELETES, b->job_ids[i], 0);
-	for (size_t i = 0; i < N_JOB_DELETES; i++)
-		sqlite3_finalize(stmts[i]);
-	return rc;
+	return delete_each(st, sql, N_JOB_DELETES, b->job_ids, NULL, b->n_jobs);
 }
 
 static int prune_delete_intents(struct st_store *st, const struct prune_batch *b)
@@ -266,14 +266,8 @@ static int prune_delete_intents(struct st_store *st, const struct prune_batch *b
 		"DELETE FROM intent_decisions WHERE txn_id = ?1",
 		"DELETE FROM intents WHERE txn_id = ?1",
 	};
-	sqlite3_stmt *stmts[N_INTENT_DELETES] = {NULL};
-	int rc = 0;
 
-	for (size_t i = 0; rc == 0 && i < b->n_txns; i++)
-		rc = run_each(st, sql, stmts, N_INTENT_DELETES, NULL, b->txn_ids[i]);
-	for (size_t i = 0; i < N_INTENT_DELETES; i++)
-		sqlite3_finalize(stmts[i]);
-	return rc;
+	return delete_each(st, sql, N_INTENT_DELETES, NULL, b->txn_ids, b->n_txns);
 }
 
 int st_prune(struct st_store *st, int64_t now_ms, int64_t keep_ms, size_t keep_jobs,
@@ -299,10 +293,8 @@ int st_prune(struct st_store *st, int64_t now_ms, int64_t keep_ms, size_t keep_j
 		rc = prune_pick_intents(st, cutoff_ms, max_rows - b.n_jobs, &b);
 	if (rc == 0)
 		rc = prune_delete_intents(st, &b);
-	if (rc == 0)
-		rc = st_write_commit(st);
+	rc = st_write_end(st, rc);
 	if (rc) {
-		st_rollback(st);
 		prune_batch_clear(&b);
 		return rc;
 	}

@@ -1,20 +1,36 @@
 /*
  * store_rail.c - the store's tables of rail-OCS fabrics (schema 5): a GPU
  * swap's intent (the cross-connects through store_intents.c, the swap and
- * the rail ports it re-joins here) in one transaction, the faulty GPUs and
- * the GPUs jobs hold after swaps (written when the swap's intent is
- * confirmed, st_intent_finish).
+ * the rail ports it re-joins here) in one transaction, and the GPUs jobs
+ * hold after swaps (written when the swap's intent is confirmed,
+ * st_intent_finish). The faulty GPUs are store_faults.c's.
  */
 #include "store_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 
+static int bind_swap(sqlite3_stmt *s, size_t i, const void *ctx)
+{
+	const struct st_rail_swap *swap = ctx;
+
+	(void)i;
+	return sqlite3_bind_int64(s, 2, swap->gpu) || st_bind_text(s, 3, swap->kind) ||
+	       st_bind_text(s, 4, swap->source) || sqlite3_bind_int64(s, 5, swap->since_ms);
+}
+
+static int bind_move(sqlite3_stmt *s, size_t i, const void *ctx)
+{
+	const struct st_rail_move *m = &((const struct st_rail_move *)ctx)[i];
+
+	return sqlite3_bind_int64(s, 2, m->rail_port) || sqlite3_bind_int64(s, 3, m->old_gpu) ||
+	       sqlite3_bind_int64(s, 4, m->new_gpu) || st_bind_text(s, 5, m->job_id);
+}
+
 int st_rail_intent_begin(struct st_store *st, const struct ocs_xc *removals, size_t n_removals,
 			 const struct st_circuit *additions, size_t n_additions,
 			 const struct st_rail_swap *swap, int64_t now_ms, int64_t *txn_id)
 {
-	sqlite3_stmt *s = NULL;
 	int64_t txn = 0;
 	int rc;
 
@@ -27,91 +43,20 @@ int st_rail_intent_begin(struct st_store *st, const struct ocs_xc *removals, siz
 	rc = st_intent_insert(st, ST_RAIL_OWNER, removals, n_removals, additions, n_additions, NULL,
 			      0, now_ms, &txn);
 	if (rc == 0)
-		rc = st_prepare(st,
-				"INSERT INTO rail_intents(txn_id, gpu, kind, source, since_ms)"
-				" VALUES(?1, ?2, ?3, ?4, ?5)",
-				&s);
-	if (rc == 0) {
-		if (sqlite3_bind_int64(s, 1, txn) || sqlite3_bind_int64(s, 2, swap->gpu) ||
-		    st_bind_text(s, 3, swap->kind) || st_bind_text(s, 4, swap->source) ||
-		    sqlite3_bind_int64(s, 5, swap->since_ms))
-			rc = st_bind_error(st);
-		else
-			rc = st_sql_rc(sqlite3_step(s));
-		sqlite3_finalize(s);
-	}
-	s = NULL;
+		rc = st_intent_rows(st,
+				    "INSERT INTO rail_intents(txn_id, gpu, kind, source, since_ms)"
+				    " VALUES(?1, ?2, ?3, ?4, ?5)",
+				    txn, 1, bind_swap, swap);
 	if (rc == 0)
-		rc = st_prepare(st,
-				"INSERT INTO rail_intent_moves(txn_id, rail_port, old_gpu, new_gpu,"
-				" job_id) VALUES(?1, ?2, ?3, ?4, ?5)",
-				&s);
-	for (size_t i = 0; rc == 0 && i < swap->n_moves; i++) {
-		const struct st_rail_move *m = &swap->moves[i];
-
-		st_rearm(s);
-		if (sqlite3_bind_int64(s, 1, txn) || sqlite3_bind_int64(s, 2, m->rail_port) ||
-		    sqlite3_bind_int64(s, 3, m->old_gpu) || sqlite3_bind_int64(s, 4, m->new_gpu) ||
-		    st_bind_text(s, 5, m->job_id))
-			rc = st_bind_error(st);
-		else
-			rc = st_sql_rc(sqlite3_step(s));
-	}
-	sqlite3_finalize(s);
+		rc = st_intent_rows(
+			st,
+			"INSERT INTO rail_intent_moves(txn_id, rail_port, old_gpu, new_gpu,"
+			" job_id) VALUES(?1, ?2, ?3, ?4, ?5)",
+			txn, swap->n_moves, bind_move, swap->moves);
+	rc = st_write_end(st, rc);
 	if (rc == 0)
-		rc = st_write_commit(st);
-	if (rc) {
-		st_rollback(st);
-		return rc;
-	}
-	*txn_id = txn;
-	return 0;
-}
-
-int st_rail_fault_set(struct st_store *st, int64_t gpu, bool faulty, const char *source,
-		      int64_t since_ms)
-{
-	sqlite3_stmt *s;
-	int rc = st_prepare(st,
-			    faulty ? "INSERT OR IGNORE INTO rail_gpu_faults(gpu, source, since_ms)"
-				     " VALUES(?1, ?2, ?3)"
-				   : "DELETE FROM rail_gpu_faults WHERE gpu = ?1",
-			    &s);
-
-	if (rc)
-		return rc;
-	if (gpu < 0 || (faulty && !source))
-		rc = -EINVAL;
-	else if (sqlite3_bind_int64(s, 1, gpu) ||
-		 (faulty && (st_bind_text(s, 2, source) || sqlite3_bind_int64(s, 3, since_ms))))
-		rc = st_bind_error(st);
-	else
-		rc = st_step_write(st, s);
-	sqlite3_finalize(s);
+		*txn_id = txn;
 	return rc;
-}
-
-int st_rail_fault_list(struct st_store *st,
-		       int (*fn)(void *ctx, int64_t gpu, const char *source, int64_t since_ms),
-		       void *ctx)
-{
-	sqlite3_stmt *s;
-	int rc = st_prepare(st, "SELECT gpu, source, since_ms FROM rail_gpu_faults ORDER BY gpu",
-			    &s);
-
-	if (rc)
-		return rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		int cb = fn(ctx, sqlite3_column_int64(s, 0),
-			    (const char *)sqlite3_column_text(s, 1), sqlite3_column_int64(s, 2));
-
-		if (cb) {
-			sqlite3_finalize(s);
-			return cb;
-		}
-	}
-	sqlite3_finalize(s);
-	return st_sql_rc(rc);
 }
 
 int st_rail_move_list(struct st_store *st, int (*fn)(void *ctx, const struct st_rail_job_move *m),

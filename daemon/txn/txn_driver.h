@@ -134,7 +134,7 @@ struct txn_deps {
 	 * keeps its own (unless the change removes them) and the L2 check sees
 	 * the two-way ones of the others */
 	struct dr_table *drift;
-	/* rail-OCS fabrics (fabric is then rl_device_layout()): the plan and
+	/* rail-OCS fabrics (fabric is then rail_layout_devices()): the plan and
 	 * read-back check is rail_check_xcs on every device (rail_swap.h) */
 	const struct ocs_rail_fabric *rail;
 	const struct clk *clock;
