@@ -423,8 +423,12 @@ static int check_existing(struct od *od)
 			       : od->opts->clear_existing ? ADOPT_START_CLEAR
 							  : ADOPT_START_REFUSE;
 	char why[600] = "";
-	int rc = adopt_start_check(&d, mode, why, sizeof(why));
+	void *request = api_adopted_request(ADOPT_START_JOB, &d.request_len);
+	int rc;
 
+	d.request = request;
+	rc = adopt_start_check(&d, mode, why, sizeof(why));
+	free(request);
 	if (rc)
 		log_msg(LOG_ERR, "%s", why);
 	return rc;

@@ -497,6 +497,19 @@ static bool drift_scope(struct api *api, struct nb_call *call, const Ocs__V1__Dr
 	return true;
 }
 
+void *api_adopted_request(const char *id, size_t *len)
+{
+	Ocs__V1__JobSpec spec = OCS__V1__JOB_SPEC__INIT;
+	uint8_t *raw;
+
+	spec.id = (char *)id;
+	*len = ocs__v1__job_spec__get_packed_size(&spec);
+	raw = malloc(*len + 1);
+	if (raw)
+		ocs__v1__job_spec__pack(&spec, raw);
+	return raw;
+}
+
 void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 {
 	const Ocs__V1__AdoptCrossConnectsRequest *q = msg;
@@ -506,9 +519,8 @@ void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 	struct ocs_xc *xcs = NULL;
 	struct fs_circuit *cs = NULL;
 	struct arena ar = {0};
-	Ocs__V1__JobSpec spec = OCS__V1__JOB_SPEC__INIT; /* the request GetJob hands back */
 	char id[NB_ID_MAX_LEN + 1];
-	uint8_t *raw;
+	void *raw;
 	size_t n = 0, raw_len;
 
 	if (!drift_scope(api, call, q->scope, &scope))
@@ -517,14 +529,11 @@ void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 		snprintf(id, sizeof(id), "%s", q->job_id);
 	else
 		snprintf(id, sizeof(id), "adopted-%lld", (long long)(clk_wall_ms(NULL) / 1000));
-	spec.id = id;
-	raw_len = ocs__v1__job_spec__get_packed_size(&spec);
-	raw = malloc(raw_len + 1);
+	raw = api_adopted_request(id, &raw_len); /* the request GetJob hands back */
 	if (!raw) {
 		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
 		return;
 	}
-	ocs__v1__job_spec__pack(&spec, raw);
 	if (adopt_select(api->d.drift, api->d.fs, api->d.devs, &api->d.cfg->fabric, &scope, false,
 			 &xcs, &n, &err) != 0 ||
 	    jm_adopt(api->jm, id, raw, raw_len, xcs, n, &err) != 0) {
