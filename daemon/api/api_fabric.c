@@ -7,7 +7,7 @@
  * reach these functions through api.c's handler table.
  *
  * Return values left unchecked here, and why that is safe:
- *  - nb_call_reply() and nb_call_fail() always answer the call (a reply that
+ *  - nb_call_reply() and api_fail[f]() always answer the call (a reply that
  *    cannot be sent is replaced by an error status); their result only says
  *    which happened.
  */
@@ -212,7 +212,7 @@ void api_serve_list_rings(struct api *api, struct nb_call *call, const void *msg
 			r.n_rings++;
 	}
 	if (ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
 	else
 		nb_call_reply(call, &r.base);
 	ar_free_all(&ar);
@@ -258,7 +258,7 @@ void api_serve_list_devices(struct api *api, struct nb_call *call, const void *m
 			r.n_devices++;
 	}
 	if (ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
 	else
 		nb_call_reply(call, &r.base);
 	ar_free_all(&ar);
@@ -317,7 +317,7 @@ void api_serve_list_circuits(struct api *api, struct nb_call *call, const void *
 	if (req->device && *req->device) {
 		device = find_device(api, req->device);
 		if (device < 0) {
-			nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", req->device);
+			api_failf(call, ERR_NOT_FOUND, "device", "no device %s", req->device);
 			return;
 		}
 	}
@@ -332,7 +332,7 @@ void api_serve_list_circuits(struct api *api, struct nb_call *call, const void *
 		r.n_circuits = r.circuits ? n : 0;
 	}
 	if (!cs || ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
 	else
 		nb_call_reply(call, &r.base);
 	free(cs);
@@ -371,24 +371,24 @@ static void serve_drain(struct api *api, struct nb_call *call, const void *msg, 
 	int rc;
 
 	if (id < 0) {
-		nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", name);
+		api_failf(call, ERR_NOT_FOUND, "device", "no device %s", name);
 		return;
 	}
 	jobs = jobs_on_device(api, &ar, id, &n_jobs);
 	if (drain && n_jobs && !force) {
-		nb_call_fail(call, NB_FAILED_PRECONDITION, "force",
-			     "%s holds circuits of %zu running job(s) (first: %s); they stay in "
-			     "place, set force to drain anyway",
-			     name, n_jobs, jobs[0]);
+		api_failf(call, ERR_PRECONDITION, "force",
+			  "%s holds circuits of %zu running job(s) (first: %s); they stay in "
+			  "place, set force to drain anyway",
+			  name, n_jobs, jobs[0]);
 		ar_free_all(&ar);
 		return;
 	}
 	rc = dev_set_drained(api->d.devs, id, drain);
 	if (rc) {
-		nb_call_fail(call, NB_UNAVAILABLE, "",
-			     "cannot store the drain state (%s); nothing "
-			     "changed",
-			     strerror(-rc));
+		api_failf(call, ERR_UNAVAILABLE, "",
+			  "cannot store the drain state (%s); nothing "
+			  "changed",
+			  strerror(-rc));
 		ar_free_all(&ar);
 		return;
 	}
@@ -433,7 +433,7 @@ void api_serve_list_drift(struct api *api, struct nb_call *call, const void *msg
 	struct arena ar = {0};
 
 	if (name[0] && one < 0) {
-		nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", name);
+		api_failf(call, ERR_NOT_FOUND, "device", "no device %s", name);
 		return;
 	}
 	for (int d = 0; d < dev_count(api->d.devs); d++) {
@@ -474,7 +474,7 @@ void api_serve_list_drift(struct api *api, struct nb_call *call, const void *msg
 	}
 	r.n_cross_connects = k;
 	if (ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
 	else
 		nb_call_reply(call, &r.base);
 	ar_free_all(&ar);
@@ -488,7 +488,7 @@ static bool drift_scope(struct api *api, struct nb_call *call, const Ocs__V1__Dr
 	if (!s)
 		return true;
 	if (s->device[0] && (out->device = find_device(api, s->device)) < 0) {
-		nb_call_fail(call, NB_NOT_FOUND, "scope.device", "no device %s", s->device);
+		api_failf(call, ERR_NOT_FOUND, "scope.device", "no device %s", s->device);
 		return false;
 	}
 	out->has_ports = s->has_ports;
@@ -531,7 +531,7 @@ void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 		snprintf(id, sizeof(id), "adopted-%lld", (long long)(clk_wall_ms(NULL) / 1000));
 	raw = api_adopted_request(id, &raw_len); /* the request GetJob hands back */
 	if (!raw) {
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
+		api_failf(call, ERR_INTERNAL, "", "out of memory");
 		return;
 	}
 	if (adopt_select(api->d.drift, api->d.fs, api->d.devs, &api->d.cfg->fabric, &scope, false,
@@ -552,7 +552,7 @@ void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 	r.circuits = cs ? api_build_circuits(api, &ar, cs, n) : NULL;
 	r.n_circuits = r.circuits ? n : 0;
 	if (!cs || ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
 	else
 		nb_call_reply(call, &r.base);
 	free(cs);
@@ -591,17 +591,17 @@ static void clear_done(void *arg, const struct txn_outcome *o)
 			r.cross_connects[r.n_cross_connects++] = c;
 		}
 		if (ar.failed)
-			nb_call_fail(cc->call, NB_INTERNAL, "", "out of memory building the reply");
+			api_failf(cc->call, ERR_INTERNAL, "", "out of memory building the reply");
 		else
 			nb_call_reply(cc->call, &r.base);
 	} else if (o->result == TXN_FAILED) {
-		nb_call_fail(cc->call, NB_INTERNAL, "",
-			     "devices: %s; a rollback could not be proven: the fabric needs "
-			     "reconciliation",
-			     o->message);
+		api_failf(cc->call, ERR_INTERNAL, "",
+			  "devices: %s; a rollback could not be proven: the fabric needs "
+			  "reconciliation",
+			  o->message);
 	} else {
-		nb_call_fail(cc->call, NB_UNAVAILABLE, "", "devices: %s; nothing changed",
-			     o->message);
+		api_failf(cc->call, ERR_UNAVAILABLE, "", "devices: %s; nothing changed",
+			  o->message);
 	}
 	ar_free_all(&ar);
 	free(cc->xcs);
@@ -622,7 +622,7 @@ void api_serve_clear(struct api *api, struct nb_call *call, const void *msg)
 		return;
 	cc = calloc(1, sizeof(*cc));
 	if (!cc) {
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
+		api_failf(call, ERR_INTERNAL, "", "out of memory");
 		return;
 	}
 	*cc = (struct clear_call){api, call, NULL, 0};
@@ -635,8 +635,8 @@ void api_serve_clear(struct api *api, struct nb_call *call, const void *msg)
 	c = (struct txn_change){.job_id = "ocsd-clear", .removals = cc->xcs, .n_removals = cc->n};
 	rc = jm_external_txn(api->jm, &c, clear_done, cc, why, sizeof(why));
 	if (rc) {
-		nb_call_fail(call, rc == -ENOMEM ? NB_INTERNAL : NB_UNAVAILABLE, "",
-			     "%s; nothing changed", why);
+		api_failf(call, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
+			  "%s; nothing changed", why);
 		free(cc->xcs);
 		free(cc);
 	}
