@@ -71,6 +71,15 @@ void od_sample_metrics(void *arg)
 	}
 }
 
+/* A metric family od registers: where it goes, counter or gauge, name, help, labels. */
+struct od_family {
+	struct mx_family **to;
+	bool counter;
+	const char *name;
+	const char *help;
+	const char *const *labels;
+};
+
 int od_register_metrics(struct od *od)
 {
 	const char *const version_label[] = {"version", "fabric", NULL};
@@ -78,36 +87,43 @@ int od_register_metrics(struct od *od)
 	const char *const port_labels[] = {"group", "state", NULL};
 	const char *const result_label[] = {"result", NULL};
 	struct mx_family *info, *start;
+	const struct od_family fams[] = {
+		{&info, false, "ocsd_build_info", "ocsd version and fabric name.", version_label},
+		{&start, false, "ocsd_start_time_seconds", "Unix time ocsd started.", NULL},
+		{&od->m_jobs, false, "ocsd_jobs", "Jobs by lifecycle state.", state_label},
+		{&od->m_xcs, false, "ocsd_cross_connects",
+		 "One-way cross-connects the state store says the devices hold.", NULL},
+		{&od->m_ports, false, "ocsd_ocs_input_ports",
+		 "Cabled OCS input ports per group, used and free.", port_labels},
+		{&od->m_reloads, true, "ocsd_config_reloads_total",
+		 "Fabric file re-reads (SIGHUP) by result.", result_label},
+		{&od->m_devices, false, "ocsd_devices",
+		 "Devices by state (in_service + drained = all; unreachable: "
+		 "the last reconciliation could not read them).",
+		 state_label},
+		{&od->m_contention, false, "ocsd_active_plan_max_contention",
+		 "Largest leaf-spine contention over the plans of active jobs.", NULL},
+		{&od->m_pruned, true, "ocsd_jobs_pruned_total",
+		 "Finished jobs deleted by the retention.", NULL},
+		{&od->m_rings, false, "ocsd_rings_active",
+		 "OCSTrx ring domains: rings holding nodes.", NULL},
+		{&od->m_faulty, false, "ocsd_nodes_faulty",
+		 "OCSTrx ring domains: nodes marked faulty.", NULL},
+		{&od->m_subscribed, false, "ocsd_nodes_subscribed",
+		 "OCSTrx ring domains: nodes whose fault notifications ocsd "
+		 "receives (subscription up).",
+		 NULL},
+	};
+	bool ok = true;
 
-	info = mx_gauge(od->reg, "ocsd_build_info", "ocsd version and fabric name.", version_label);
-	start = mx_gauge(od->reg, "ocsd_start_time_seconds", "Unix time ocsd started.", NULL);
-	od->m_jobs = mx_gauge(od->reg, "ocsd_jobs", "Jobs by lifecycle state.", state_label);
-	od->m_xcs = mx_gauge(od->reg, "ocsd_cross_connects",
-			     "One-way cross-connects the state store says the devices hold.", NULL);
-	od->m_ports = mx_gauge(od->reg, "ocsd_ocs_input_ports",
-			       "Cabled OCS input ports per group, used and free.", port_labels);
-	od->m_reloads = mx_counter(od->reg, "ocsd_config_reloads_total",
-				   "Fabric file re-reads (SIGHUP) by result.", result_label);
-	od->m_devices = mx_gauge(od->reg, "ocsd_devices",
-				 "Devices by state (in_service + drained = all; unreachable: "
-				 "the last reconciliation could not read them).",
-				 state_label);
-	od->m_contention =
-		mx_gauge(od->reg, "ocsd_active_plan_max_contention",
-			 "Largest leaf-spine contention over the plans of active jobs.", NULL);
-	od->m_pruned = mx_counter(od->reg, "ocsd_jobs_pruned_total",
-				  "Finished jobs deleted by the retention.", NULL);
-	od->m_rings = mx_gauge(od->reg, "ocsd_rings_active",
-			       "OCSTrx ring domains: rings holding nodes.", NULL);
-	od->m_faulty = mx_gauge(od->reg, "ocsd_nodes_faulty",
-				"OCSTrx ring domains: nodes marked faulty.", NULL);
-	od->m_subscribed = mx_gauge(od->reg, "ocsd_nodes_subscribed",
-				    "OCSTrx ring domains: nodes whose fault notifications ocsd "
-				    "receives (subscription up).",
-				    NULL);
-	if (!info || !start || !od->m_jobs || !od->m_xcs || !od->m_ports || !od->m_reloads ||
-	    !od->m_devices || !od->m_contention || !od->m_pruned || !od->m_rings || !od->m_faulty ||
-	    !od->m_subscribed)
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+		const struct od_family *f = &fams[i];
+
+		*f->to = f->counter ? mx_counter(od->reg, f->name, f->help, f->labels)
+				    : mx_gauge(od->reg, f->name, f->help, f->labels);
+		ok = ok && *f->to;
+	}
+	if (!ok)
 		return -ENOMEM;
 	mx_set(info, (const char *[]){OCSD_VERSION, od->cfg->name}, 1);
 	mx_set(start, NULL, (double)(clk_wall_ms(NULL) / 1000));

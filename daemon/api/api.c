@@ -590,10 +590,7 @@ static void answer_plan(void *ctx, const struct err_info *err, const struct jm_j
 		r.figures = build_figures(&ar, &job->figures);
 		r.rings = api_build_rings(&ar, job->plan_rings, job->n_plan_rings);
 		r.n_rings = r.rings ? job->n_plan_rings : 0;
-		if (ar.failed)
-			api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
-		else
-			nb_call_reply(call, &r.base);
+		api_reply(call, &r.base, ar.failed);
 		ar_free_all(&ar);
 		return;
 	}
@@ -611,10 +608,7 @@ static void answer_plan(void *ctx, const struct err_info *err, const struct jm_j
 		r.circuits = api_build_circuits(api, &ar, cs, n);
 		r.n_circuits = r.circuits ? n : 0;
 	}
-	if (!cs || ar.failed)
-		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, !cs || ar.failed);
 	free(cs);
 	free(adds);
 	fs_free(tmp);
@@ -714,10 +708,7 @@ static void serve_list_jobs(struct api *api, struct nb_call *call, const void *m
 		nb_jobs_token(cand[page - 1]->id, token, sizeof(token));
 		r.next_page_token = token;
 	}
-	if (!cand || !specs || ar.failed)
-		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, !cand || !specs || ar.failed);
 	for (size_t i = 0; specs && i < page; i++)
 		if (specs[i])
 			ocs__v1__job_spec__free_unpacked(specs[i], NULL);

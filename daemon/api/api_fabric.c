@@ -103,6 +103,20 @@ static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
 	ar_free_all(&ar);
 }
 
+/* The devices whose last check found them healthy (GetFabric). */
+static int32_t devices_connected(const struct api *api)
+{
+	int32_t n = 0;
+
+	for (int i = 0; i < api->d.cfg->n_devices; i++) {
+		struct dev_status ds;
+
+		if (dev_status(api->d.devs, i, &ds) == 0)
+			n += ds.health == DEV_HEALTH_HEALTHY;
+	}
+	return n;
+}
+
 void api_serve_get_fabric(struct api *api, struct nb_call *call, const void *msg)
 {
 	const struct ocs_fabric *f = &api->d.cfg->fabric;
@@ -118,12 +132,7 @@ void api_serve_get_fabric(struct api *api, struct nb_call *call, const void *msg
 	if (api->d.rail) {
 		r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
 		r.devices = api->d.cfg->n_devices;
-		for (int i = 0; i < api->d.cfg->n_devices; i++) {
-			struct dev_status ds;
-
-			if (dev_status(api->d.devs, i, &ds) == 0)
-				r.devices_connected += ds.health == DEV_HEALTH_HEALTHY;
-		}
+		r.devices_connected = devices_connected(api);
 		r.devices_drained = dev_n_drained(api->d.devs);
 		r.jobs_active = active;
 		r.circuits_active = (int32_t)(fs_count(api->d.fs) / 2);
@@ -148,12 +157,7 @@ void api_serve_get_fabric(struct api *api, struct nb_call *call, const void *msg
 	r.leaves = ocs_fabric_leaves(f);
 	r.gpus = ocs_fabric_gpus(f);
 	r.devices = api->d.cfg->n_devices;
-	for (int i = 0; i < api->d.cfg->n_devices; i++) {
-		struct dev_status ds;
-
-		if (dev_status(api->d.devs, i, &ds) == 0)
-			r.devices_connected += ds.health == DEV_HEALTH_HEALTHY;
-	}
+	r.devices_connected = devices_connected(api);
 	r.devices_drained = dev_n_drained(api->d.devs);
 	r.circuits_active = (int32_t)(fs_count(api->d.fs) / 2);
 	r.jobs_active = active;
@@ -211,10 +215,7 @@ void api_serve_list_rings(struct api *api, struct nb_call *call, const void *msg
 		if (has && (r.rings[r.n_rings] = api_build_ring(&ar, g)) != NULL)
 			r.n_rings++;
 	}
-	if (ar.failed)
-		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, ar.failed);
 	ar_free_all(&ar);
 }
 
@@ -257,10 +258,7 @@ void api_serve_list_devices(struct api *api, struct nb_call *call, const void *m
 		if (r.devices[r.n_devices])
 			r.n_devices++;
 	}
-	if (ar.failed)
-		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, ar.failed);
 	ar_free_all(&ar);
 }
 
@@ -331,10 +329,7 @@ void api_serve_list_circuits(struct api *api, struct nb_call *call, const void *
 		r.circuits = api_build_circuits(api, &ar, cs, n);
 		r.n_circuits = r.circuits ? n : 0;
 	}
-	if (!cs || ar.failed)
-		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, !cs || ar.failed);
 	free(cs);
 	ar_free_all(&ar);
 }
@@ -473,10 +468,7 @@ void api_serve_list_drift(struct api *api, struct nb_call *call, const void *msg
 				(char *)dev_name(api->d.devs, d);
 	}
 	r.n_cross_connects = k;
-	if (ar.failed)
-		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, ar.failed);
 	ar_free_all(&ar);
 }
 
@@ -551,10 +543,7 @@ void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 	r.job_id = id;
 	r.circuits = cs ? api_build_circuits(api, &ar, cs, n) : NULL;
 	r.n_circuits = r.circuits ? n : 0;
-	if (!cs || ar.failed)
-		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, !cs || ar.failed);
 	free(cs);
 	ar_free_all(&ar);
 }
@@ -590,10 +579,7 @@ static void clear_done(void *arg, const struct txn_outcome *o)
 			c->out_port = cc->xcs[i].out;
 			r.cross_connects[r.n_cross_connects++] = c;
 		}
-		if (ar.failed)
-			api_failf(cc->call, ERR_INTERNAL, "", "out of memory building the reply");
-		else
-			nb_call_reply(cc->call, &r.base);
+		api_reply(cc->call, &r.base, ar.failed);
 	} else if (o->result == TXN_FAILED) {
 		api_failf(cc->call, ERR_INTERNAL, "",
 			  "devices: %s; a rollback could not be proven: the fabric needs "

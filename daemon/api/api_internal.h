@@ -52,6 +52,8 @@ struct api {
 /* ---- api_pb.c: messages built in a per-request arena (NULL when it runs out) ---- */
 
 Ocs__V1__JobState api_job_state_pb(enum jm_state s);
+/* Answers call with r, or INTERNAL "out of memory building the reply" when failed. */
+void api_reply(struct nb_call *call, const ProtobufCMessage *r, bool failed);
 /* Answers call with status, field and a message, mapped to gRPC as api_fail maps an error. */
 __attribute__((format(printf, 4, 5))) void api_failf(struct nb_call *call, enum err_status status,
 						     const char *field, const char *fmt, ...);

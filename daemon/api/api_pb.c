@@ -7,7 +7,8 @@
  * by every file of the API (api_internal.h); calls none of them.
  *
  * Return values left unchecked here, and why that is safe:
- *  - nb_call_fail() always answers the call; its result only says how.
+ *  - nb_call_reply() and nb_call_fail() always answer the call; their result
+ *    only says how.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -85,6 +86,14 @@ void api_failf(struct nb_call *call, enum err_status status, const char *field, 
 	vsnprintf(err.message, sizeof(err.message), fmt, ap);
 	va_end(ap);
 	api_fail(call, &err);
+}
+
+void api_reply(struct nb_call *call, const ProtobufCMessage *r, bool failed)
+{
+	if (failed)
+		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
+	else
+		nb_call_reply(call, r);
 }
 
 void api_publish_condition(struct nb_server *server, bool gpu, int64_t id, bool faulty,

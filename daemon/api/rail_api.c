@@ -247,10 +247,7 @@ void ra_serve_list_ports(struct ra *ra, struct nb_call *call,
 		nb_rail_ports_token(last, token, sizeof(token));
 		resp.next_page_token = token;
 	}
-	if (ar.failed)
-		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &resp.base);
+	api_reply(call, &resp.base, ar.failed);
 	ar_free_all(&ar);
 	free(holder);
 }
