@@ -1,7 +1,7 @@
 /*
  * daemon_internal.h - what daemon.c and its parts share: the running
  * daemon's state (struct od) and the calls between its files. The files
- * call one way only (tests/unit/check_callgraph.py):
+ * call one way only (tests/unit/check_layers.py):
  *
  *   daemon_phases.c   od_run: the process's start-up, the phases one after
  *        |            the other (follower, leader), the replica's role watched
