@@ -1,29 +1,26 @@
 /*
- * daemon.c - implementation of daemon.h: start-up, signals, systemd
- * notifications, the watchdog and the metrics sampled from the in-memory
- * state before each scrape; with replicas, the phases a role calls for
- * (od_run: a follower phase, a leader phase, one after the other on the
- * same loop; roles in replica.c, docs/replicas.md).
+ * daemon.c - the leader phase's start-up and every phase's teardown, each
+ * in the order it needs (daemon_internal.h; od_run in daemon_phases.c):
+ * the job manager, its API and gRPC server, recovery, the start-up check
+ * of the devices, reconciliation, keepalive, faults, retention; signals,
+ * systemd notifications, the watchdog and the state directory's lock.
  *
  * Return values left unchecked here, and why that is safe: sd_notify() (a
  * notification systemd does not get is only a status line lost; outside
- * systemd it does nothing), mx_set()/mx_add() (see api_events.c), and fclose() of a
- * file opened for reading.
+ * systemd it does nothing) and mx_add() (see api_events.c).
  */
-#include "daemon.h"
+#include "daemon_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,11 +56,6 @@
 #include "store.h"
 #include "txn_driver.h"
 
-#define OD_EXIT_OK	0
-#define OD_EXIT_FAILURE 1
-#define OD_EXIT_CONFIG	2
-/* Planner jobs that may wait for a worker before requests are refused. */
-#define OD_SOLVER_QUEUE_MAX 1024
 /*
  * Retention: a pass every minute, in batches of at most this many rows (one
  * transaction each: 9 to 60 ms for 100 jobs with their intents on the
@@ -71,170 +63,8 @@
  */
 #define OD_PRUNE_INTERVAL_S 60
 #define OD_PRUNE_BATCH	    100
-
-/*
- * What runs between two role changes (replica.c draws the roles): a
- * follower serves reads from the store copy and refuses writes, a leader
- * is the whole daemon. Without --replica-id ocsd is always a leader.
- */
-enum od_phase { OD_PHASE_NONE, OD_PHASE_FOLLOWER, OD_PHASE_LEADER };
-
-struct od {
-	const struct od_options *opts;
-	struct ocsd_config *cfg;
-	struct replica *rp; /* the store backend; owns store */
-	struct st_store *store;
-	struct loop *loop;
-	struct exec *exec; /* the one executor: planners, device I/O, reconciliation */
-	struct exec_sb *exec_sb;
-	struct pool *pool;
-	struct mx_registry *reg;
-	struct mh_server *http;
-	struct event *sig_term, *sig_int, *sig_hup, *watchdog, *drain;
-	struct event *replica_tick; /* rp_beat, and on_replica_change now and then */
-	unsigned ticks;
-	struct sb_driver *driver;
-	struct devices *devs; /* every device's handles, session, health and drain */
-	struct sb_engine *engine;
-	struct txn_driver *txn;
-	struct fs_state *fs;
-	struct dr_table *drift; /* cross-connects no job owns (leaf-spine fabrics) */
-	struct api *api;
-	struct jm *jm;
-	struct nb_server *server;
-	struct recon *recon;
-	struct event *recon_timer;
-	struct rep *repair; /* circuits of live jobs missing on the devices (leaf-spine) */
-	struct ka *ka;	    /* the transaction sessions' keepalive */
-	struct event *prune_timer;
-	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
-	struct mx_family *m_pruned;
-	struct mx_family *m_rings, *m_faulty, *m_subscribed;
-	struct rg_state *rings;	     /* ring domains: the rings and faulty nodes */
-	struct faults *faults;	     /* ring domains: the node-fault listener */
-	struct event *repair_timer;  /* ring domains: repairs that did not go through, again;
-				      * rail-OCS fabrics: swaps of faulty GPUs, again */
-	struct rl_state *rl;	     /* rail-OCS fabrics: port map and GPU conditions */
-	struct rsw *rsw;	     /* rail-OCS fabrics: the GPU swaps */
-	struct ra *ra;		     /* rail-OCS fabrics: their API */
-	struct txn_driver *rail_txn; /* rail-OCS fabrics: the swaps' transactions */
-	char password[128];	     /* the password-file's secret the devices use ("" none) */
-	int state_lock;		     /* DIR/ocsd.lock, flock()ed for ocsd's lifetime (-1 none) */
-	/* replicas (docs/replicas.md): the phase running now, and why it ends */
-	enum od_phase phase;
-	struct fw *fw;	  /* the follower phase's view of the store copy */
-	bool stopping;	  /* SIGTERM/SIGINT: no further phase */
-	bool restart;	  /* the leader phase starts again (its store failed, etcd is back) */
-	char listen[300]; /* --listen with port 0: the port the first phase got */
-	struct sb_device **warm; /* a follower's: the transaction sessions a takeover starts with */
-};
-
-static void log_config_errors(const char *path, const struct cfg_errors *errs)
-{
-	log_msg(LOG_ERR, "%s: invalid fabric file (%d error%s)", path, errs->count,
-		errs->count == 1 ? "" : "s");
-	for (int i = 0; i < errs->count; i++)
-		log_msg(LOG_ERR, "%s: %s", errs->items[i].path, errs->items[i].message);
-}
-
-/* ---- metrics derived from the in-memory state (no scrape reads the store) ---- */
-
-/*
- * Before each scrape: job counts by state from the job manager's counters
- * and the worst contention of its live jobs, cross-connects and
- * input ports per group from the fabric state's per-device runs, devices
- * by state from devices.c.
- */
-static void sample_metrics(void *arg)
-{
-	struct od *od = arg;
-	const struct ocs_fabric *f = &od->cfg->fabric;
-	static const enum jm_state states[] = {JM_PENDING,   JM_PLANNING, JM_PROGRAMMING, JM_ACTIVE,
-					       JM_RELEASING, JM_RELEASED, JM_FAILED};
-	enum { N_STATES = sizeof(states) / sizeof(states[0]) };
-
-	mx_clear(od->m_jobs);
-	for (size_t s = 0; od->jm && s < N_STATES; s++) {
-		const char *label = jm_state_name(states[s]);
-
-		mx_set(od->m_jobs, &label, (double)jm_count_state(od->jm, states[s]));
-	}
-	if (od->jm)
-		mx_set(od->m_contention, NULL, jm_max_contention(od->jm));
-	if (od->devs) {
-		int drained = dev_n_drained(od->devs);
-
-		mx_set(od->m_devices, (const char *[]){"in_service"},
-		       (double)(dev_count(od->devs) - drained));
-		mx_set(od->m_devices, (const char *[]){"drained"}, (double)drained);
-		mx_set(od->m_devices, (const char *[]){"unreachable"},
-		       (double)dev_unreachable(od->devs));
-	}
-	mx_set(od->m_xcs, NULL, od->fs ? (double)fs_count(od->fs) : 0);
-	if (od->rings) {
-		mx_set(od->m_rings, NULL, (double)rg_active(od->rings));
-		mx_set(od->m_faulty, NULL, (double)rg_n_faulty(od->rings));
-		mx_set(od->m_subscribed, NULL, (double)flt_subscribed(od->faults));
-	}
-	if (od->fs) {
-		/* Each cross-connect occupies one input and one output port. */
-		long cabled =
-			(long)ocs_fabric_devices_per_group(f) * ocs_fabric_device_ports_used(f);
-
-		for (int h = 0; h < ocs_fabric_groups(f); h++) {
-			char group[16];
-			const char *used[] = {group, "used"}, *free_[] = {group, "free"};
-			long n = (long)fs_group_xcs(od->fs, h);
-
-			snprintf(group, sizeof(group), "%d", h);
-			mx_set(od->m_ports, used, (double)n);
-			mx_set(od->m_ports, free_, (double)(cabled - n));
-		}
-	}
-}
-
-static int register_metrics(struct od *od)
-{
-	const char *const version_label[] = {"version", "fabric", NULL};
-	const char *const state_label[] = {"state", NULL};
-	const char *const port_labels[] = {"group", "state", NULL};
-	const char *const result_label[] = {"result", NULL};
-	struct mx_family *info, *start;
-
-	info = mx_gauge(od->reg, "ocsd_build_info", "ocsd version and fabric name.", version_label);
-	start = mx_gauge(od->reg, "ocsd_start_time_seconds", "Unix time ocsd started.", NULL);
-	od->m_jobs = mx_gauge(od->reg, "ocsd_jobs", "Jobs by lifecycle state.", state_label);
-	od->m_xcs = mx_gauge(od->reg, "ocsd_cross_connects",
-			     "One-way cross-connects the state store says the devices hold.", NULL);
-	od->m_ports = mx_gauge(od->reg, "ocsd_ocs_input_ports",
-			       "Cabled OCS input ports per group, used and free.", port_labels);
-	od->m_reloads = mx_counter(od->reg, "ocsd_config_reloads_total",
-				   "Fabric file re-reads (SIGHUP) by result.", result_label);
-	od->m_devices = mx_gauge(od->reg, "ocsd_devices",
-				 "Devices by state (in_service + drained = all; unreachable: "
-				 "the last reconciliation could not read them).",
-				 state_label);
-	od->m_contention =
-		mx_gauge(od->reg, "ocsd_active_plan_max_contention",
-			 "Largest leaf-spine contention over the plans of active jobs.", NULL);
-	od->m_pruned = mx_counter(od->reg, "ocsd_jobs_pruned_total",
-				  "Finished jobs deleted by the retention.", NULL);
-	od->m_rings = mx_gauge(od->reg, "ocsd_rings_active",
-			       "OCSTrx ring domains: rings holding nodes.", NULL);
-	od->m_faulty = mx_gauge(od->reg, "ocsd_nodes_faulty",
-				"OCSTrx ring domains: nodes marked faulty.", NULL);
-	od->m_subscribed = mx_gauge(od->reg, "ocsd_nodes_subscribed",
-				    "OCSTrx ring domains: nodes whose fault notifications ocsd "
-				    "receives (subscription up).",
-				    NULL);
-	if (!info || !start || !od->m_jobs || !od->m_xcs || !od->m_ports || !od->m_reloads ||
-	    !od->m_devices || !od->m_contention || !od->m_pruned || !od->m_rings || !od->m_faulty ||
-	    !od->m_subscribed)
-		return -ENOMEM;
-	mx_set(info, (const char *[]){OCSD_VERSION, od->cfg->name}, 1);
-	mx_set(start, NULL, (double)(clk_wall_ms(NULL) / 1000));
-	return 0;
-}
+/* What evsignal_new() makes: a signal event that stays. */
+#define SIG_EVENT (EV_SIGNAL | EV_PERSIST)
 
 /* ---- signals and systemd ---- */
 
@@ -246,6 +76,15 @@ static void on_drain_tick(evutil_socket_t fd, short what, void *arg)
 	if (od->jm && jm_busy(od->jm))
 		return;
 	loop_stop(od->loop);
+}
+
+/* No new job is taken, no new call accepted. */
+static void stop_serving(struct od *od)
+{
+	if (od->jm)
+		jm_stop(od->jm);
+	if (od->server)
+		nb_server_shutdown(od->server);
 }
 
 static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
@@ -260,154 +99,9 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
 	if (od->api)
 		api_stopping(od->api);
-	if (od->jm)
-		jm_stop(od->jm);
-	if (od->server)
-		nb_server_shutdown(od->server);
-	od->drain = event_new(loop_base(od->loop), -1, EV_PERSIST, on_drain_tick, od);
-	if (!od->drain || event_add(od->drain, &tick) != 0)
+	stop_serving(od);
+	if (od_add_event(od, &od->drain, -1, EV_PERSIST, on_drain_tick, &tick) != 0)
 		loop_stop(od->loop);
-}
-
-static bool same_str(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
-/* What a re-read fabric file changes. */
-enum cfg_change {
-	CHANGE_NONE,
-	CHANGE_ACCESS,	/* only how devices are reached: applied live */
-	CHANGE_RESTART, /* the fabric itself: takes effect at the next start */
-};
-
-static enum cfg_change config_change(const struct ocsd_config *a, const struct ocsd_config *b)
-{
-	const struct cfg_access *x = &a->access, *y = &b->access;
-	bool access = false;
-
-	/* planners, stored circuits and the transaction engine depend on these */
-	if (a->kind != b->kind || a->n_devices != b->n_devices || strcmp(a->name, b->name) != 0 ||
-	    memcmp(&a->fabric, &b->fabric, sizeof(a->fabric)) != 0 ||
-	    memcmp(&a->ring, &b->ring, sizeof(a->ring)) != 0 ||
-	    memcmp(&a->rail, &b->rail, sizeof(a->rail)) != 0 ||
-	    x->confirm_timeout_s != y->confirm_timeout_s ||
-	    x->rollback_timeout_ms != y->rollback_timeout_ms)
-		return CHANGE_RESTART;
-	for (int i = 0; i < a->n_devices; i++) {
-		const struct cfg_device *p = &a->devices[i], *q = &b->devices[i];
-
-		if (p->id != q->id || strcmp(p->name, q->name) != 0)
-			return CHANGE_RESTART;
-		access |= strcmp(p->address, q->address) != 0 || p->port != q->port ||
-			  strcmp(p->host_key_sha256, q->host_key_sha256) != 0;
-	}
-	access |= x->transport != y->transport || strcmp(x->username, y->username) != 0 ||
-		  !same_str(x->password_file, y->password_file) ||
-		  !same_str(x->private_key_file, y->private_key_file) ||
-		  !same_str(x->certificate_file, y->certificate_file) ||
-		  !same_str(x->ca_file, y->ca_file) ||
-		  x->accept_any_host_key != y->accept_any_host_key ||
-		  x->rpc_timeout_ms != y->rpc_timeout_ms || x->switch_time_us != y->switch_time_us;
-	return access ? CHANGE_ACCESS : CHANGE_NONE;
-}
-
-static int read_secret(const char *path, char *out, size_t size);
-static int device_settings(const struct ocsd_config *cfg, int i, const char *password,
-			   struct sb_device_config *dc);
-
-/*
- * Applies new device access settings (addresses, ports, host keys,
- * credentials, rpc-timeout, switch time) of next, whose fabric equals the running one:
- * every device handle stages them (sb_device_set_config: a transaction in
- * progress keeps its sessions; each device reconnects with the new settings
- * when it is next used), then the running configuration takes them over.
- */
-static int apply_access(struct od *od, struct ocsd_config *next, const char *password)
-{
-	struct cfg_access old = od->cfg->access;
-	int rc = 0;
-
-	for (int i = 0; (od->devs || od->warm) && i < next->n_devices && !rc; i++) {
-		struct sb_device_config dc;
-
-		rc = device_settings(next, i, password, &dc);
-		if (!rc && od->warm && od->warm[i])
-			rc = sb_device_set_config(od->warm[i], &dc);
-		if (!rc && od->devs)
-			rc = sb_device_set_config(dev_handle(od->devs, i, DEV_ROLE_TXN), &dc);
-		if (!rc && od->devs)
-			rc = sb_device_set_config(dev_handle(od->devs, i, DEV_ROLE_RECON), &dc);
-		memset(dc.password, 0, sizeof(dc.password));
-	}
-	if (rc)
-		return rc;
-	/* the running configuration owns the new file names; next frees the old */
-	od->cfg->access = next->access;
-	next->access = old;
-	memcpy(od->cfg->devices, next->devices, (size_t)next->n_devices * sizeof(*next->devices));
-	memcpy(od->password, password, sizeof(od->password));
-	return 0;
-}
-
-/*
- * SIGHUP: re-reads and validates the fabric file. How devices are reached
- * (addresses, ports, host keys, credentials, including a changed password
- * file content, rpc-timeout) is applied at once; anything else (the fabric's
- * shape, device names, confirm-timeout) takes effect at the next start,
- * since the planners, the stored circuits and the transactions depend on it.
- */
-static void on_reload(evutil_socket_t sig, short what, void *arg)
-{
-	struct od *od = arg;
-	struct cfg_errors errs = {0};
-	struct ocsd_config *next = NULL;
-	const char *result = "unchanged";
-	char password[sizeof(od->password)] = "";
-	enum cfg_change change = CHANGE_NONE;
-	int rc = 0;
-
-	sd_notify(0, "RELOADING=1\nSTATUS=re-reading the fabric file");
-	if (cfg_load_file(od->opts->config_path, &next, &errs) != 0) {
-		log_config_errors(od->opts->config_path, &errs);
-		log_msg(LOG_WARNING, "%s is invalid: the running configuration stays",
-			od->opts->config_path);
-		result = "invalid";
-	} else if ((change = config_change(od->cfg, next)) == CHANGE_RESTART) {
-		log_msg(LOG_WARNING,
-			"%s changes the fabric, a device name or confirm-timeout-s: the change "
-			"takes effect when ocsd restarts (nothing was applied)",
-			od->opts->config_path);
-		result = "restart_needed";
-	} else if (next->access.password_file &&
-		   (rc = read_secret(next->access.password_file, password, sizeof(password))) !=
-			   0) {
-		log_msg(LOG_WARNING,
-			"devices: cannot read password-file %s (%s; it must be a regular "
-			"file whose first line is the password): the running configuration "
-			"stays",
-			next->access.password_file, strerror(-rc));
-		result = "invalid";
-	} else if (change == CHANGE_NONE && (!od->devs || strcmp(password, od->password) == 0)) {
-		log_msg(LOG_NOTICE, "%s is unchanged", od->opts->config_path);
-	} else if ((rc = apply_access(od, next, password)) != 0) {
-		log_msg(LOG_WARNING,
-			"devices: cannot apply the new access settings (%s): the "
-			"running configuration stays",
-			strerror(-rc));
-		result = "invalid";
-	} else {
-		log_msg(LOG_NOTICE,
-			"%s: new device access settings applied; each device "
-			"reconnects with them when it is next used",
-			od->opts->config_path);
-		result = "applied";
-	}
-	memset(password, 0, sizeof(password));
-	mx_add(od->m_reloads, &result, 1);
-	cfg_free(next);
-	cfg_errors_clear(&errs);
-	sd_notify(0, "READY=1\nSTATUS=running");
 }
 
 static void on_recon_timer(evutil_socket_t fd, short what, void *arg)
@@ -441,12 +135,9 @@ static int start_reconciliation(struct od *od)
 	od->recon = recon_new(&rd);
 	if (!od->recon)
 		return -ENOMEM;
-	if (od->opts->reconcile_interval_s) {
-		od->recon_timer =
-			event_new(loop_base(od->loop), -1, EV_PERSIST, on_recon_timer, od);
-		if (!od->recon_timer || event_add(od->recon_timer, &tv) != 0)
-			return -ENOMEM;
-	}
+	if (od->opts->reconcile_interval_s &&
+	    od_add_event(od, &od->recon_timer, -1, EV_PERSIST, on_recon_timer, &tv) != 0)
+		return -ENOMEM;
 	/* Report drift left from before the start at once. */
 	on_recon_timer(-1, 0, od);
 	return 0;
@@ -496,12 +187,11 @@ static void on_prune_timer(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The first retention pass runs as soon as the loop does. */
-static int start_retention(struct od *od)
+int od_start_retention(struct od *od)
 {
 	struct timeval now = {0, 0};
 
-	od->prune_timer = event_new(loop_base(od->loop), -1, 0, on_prune_timer, od);
-	return od->prune_timer && event_add(od->prune_timer, &now) == 0 ? 0 : -ENOMEM;
+	return od_add_event(od, &od->prune_timer, -1, 0, on_prune_timer, &now);
 }
 
 static void on_watchdog(evutil_socket_t fd, short what, void *arg)
@@ -520,17 +210,48 @@ static int start_watchdog(struct od *od)
 	usec /= 2;
 	tv.tv_sec = (time_t)(usec / 1000000);
 	tv.tv_usec = (suseconds_t)(usec % 1000000);
-	od->watchdog = event_new(loop_base(od->loop), -1, EV_PERSIST, on_watchdog, od);
-	if (!od->watchdog || event_add(od->watchdog, &tv) != 0)
-		return -ENOMEM;
-	return 0;
+	return od_add_event(od, &od->watchdog, -1, EV_PERSIST, on_watchdog, &tv);
 }
 
-static int add_signal(struct od *od, struct event **ev, int sig,
-		      void (*cb)(evutil_socket_t, short, void *))
+int od_add_event(struct od *od, struct event **ev, evutil_socket_t fd, short what,
+		 event_callback_fn cb, const struct timeval *tv)
 {
-	*ev = evsignal_new(loop_base(od->loop), sig, cb, od);
-	return *ev && event_add(*ev, NULL) == 0 ? 0 : -ENOMEM;
+	*ev = event_new(loop_base(od->loop), fd, what, cb, od);
+	return *ev && event_add(*ev, tv) == 0 ? 0 : -ENOMEM;
+}
+
+int od_start_signals(struct od *od)
+{
+	if (od_add_event(od, &od->sig_term, SIGTERM, SIG_EVENT, on_stop_signal, NULL) != 0 ||
+	    od_add_event(od, &od->sig_int, SIGINT, SIG_EVENT, on_stop_signal, NULL) != 0 ||
+	    od_add_event(od, &od->sig_hup, SIGHUP, SIG_EVENT, od_on_reload, NULL) != 0)
+		return -ENOMEM;
+	return start_watchdog(od);
+}
+
+struct api_deps od_api_deps(const struct od *od)
+{
+	return (struct api_deps){.cfg = od->cfg,
+				 .loop = od->loop,
+				 .reg = od->reg,
+				 .version = OCSD_VERSION,
+				 .store = rp_store_name(od->rp),
+				 .rp = od->rp};
+}
+
+/* Frees *ev (if any) and forgets it. */
+static void free_event(struct event **ev)
+{
+	if (*ev)
+		event_free(*ev);
+	*ev = NULL;
+}
+
+/* What the loop was posted, run now (while a phase is torn down). */
+static void run_posted(struct od *od)
+{
+	if (od->loop)
+		loop_run_posted(od->loop);
 }
 
 /*
@@ -538,26 +259,20 @@ static int add_signal(struct od *od, struct event **ev, int sig,
  * in the order a stop needs (the loop, the metrics endpoint, the signals
  * and the store stay for the next phase). Every pointer is NULL afterwards.
  */
-static void phase_teardown(struct od *od)
+void od_phase_teardown(struct od *od)
 {
 	od->phase = OD_PHASE_NONE;
 	/* every call answered from here on is refused (the loop still answers
 	 * the ones the server drains below, while their objects go) */
 	if (od->api)
 		api_stopping(od->api);
-	if (od->recon_timer)
-		event_free(od->recon_timer);
-	if (od->prune_timer)
-		event_free(od->prune_timer);
-	if (od->repair_timer)
-		event_free(od->repair_timer);
+	free_event(&od->recon_timer);
+	free_event(&od->prune_timer);
+	free_event(&od->repair_timer);
 	recon_free(od->recon);
 	ka_free(od->ka);
 	flt_stop(od->faults); /* no more faults reach the job manager */
-	if (od->jm)
-		jm_stop(od->jm);
-	if (od->server)
-		nb_server_shutdown(od->server);
+	stop_serving(od);
 	/* Drain the pool first: completions still arrive on the loop (and
 	 * whatever they submit is refused). */
 	if (od->pool)
@@ -568,19 +283,16 @@ static void phase_teardown(struct od *od)
 	txn_driver_withdraw(od->txn);
 	txn_driver_withdraw(od->rail_txn);
 	exec_sb_free(od->exec_sb);
-	if (od->loop)
-		loop_run_posted(od->loop);
+	run_posted(od);
 	/* Answers every caller still waiting, then the server can finish. */
 	jm_free(od->jm);
-	if (od->loop)
-		loop_run_posted(od->loop);
+	run_posted(od);
 	rep_free(od->repair); /* its transaction's outcome was taken above */
 	gsw_free(od->rsw);    /* answers requests still waiting */
 	txn_driver_free(od->txn);
 	txn_driver_free(od->rail_txn);
 	nb_server_destroy(od->server);
-	if (od->loop)
-		loop_run_posted(od->loop);
+	run_posted(od);
 	fw_free(od->fw); /* the follower's view, once its server is gone */
 	sb_engine_free(od->engine);
 	dev_free(od->devs); /* and the device handles, before their driver */
@@ -589,17 +301,14 @@ static void phase_teardown(struct od *od)
 	api_free(od->api);
 	ra_free(od->ra);
 	rl_free(od->rl);
-	if (od->drain)
-		event_free(od->drain);
+	free_event(&od->drain);
 	/* every user stopped; what its draining tasks post runs here, before the
 	 * fault listener and the rings they may name go */
 	pool_free(od->pool);
 	exec_free(od->exec);
-	if (od->loop)
-		loop_run_posted(od->loop);
+	run_posted(od);
 	flt_free(od->faults);
 	rg_free(od->rings);
-	od->recon_timer = od->prune_timer = od->repair_timer = od->drain = NULL;
 	od->recon = NULL;
 	od->repair = NULL;
 	od->ka = NULL;
@@ -622,25 +331,20 @@ static void phase_teardown(struct od *od)
 	od->rings = NULL;
 }
 
-static void od_teardown(struct od *od)
+void od_teardown(struct od *od)
 {
-	phase_teardown(od);
+	od_phase_teardown(od);
 	for (int i = 0; od->warm && i < od->cfg->n_devices; i++)
 		sb_device_free(od->warm[i]);
 	free(od->warm);
 	sb_driver_free(od->driver); /* after every device handle */
 	rp_stop(od->rp);	    /* no role change reaches the loop any more */
 	mh_stop(od->http);
-	if (od->sig_term)
-		event_free(od->sig_term);
-	if (od->sig_int)
-		event_free(od->sig_int);
-	if (od->sig_hup)
-		event_free(od->sig_hup);
-	if (od->watchdog)
-		event_free(od->watchdog);
-	if (od->replica_tick)
-		event_free(od->replica_tick);
+	free_event(&od->sig_term);
+	free_event(&od->sig_int);
+	free_event(&od->sig_hup);
+	free_event(&od->watchdog);
+	free_event(&od->replica_tick);
 	loop_free(od->loop);
 	mx_registry_free(od->reg);
 	rp_free(od->rp);
@@ -648,215 +352,6 @@ static void od_teardown(struct od *od)
 		close(od->state_lock); /* releases the flock, last */
 	cfg_free(od->cfg);
 	memset(od->password, 0, sizeof(od->password));
-}
-
-/* Reads the first line of a secret file (password). 0 or -errno. */
-static int read_secret(const char *path, char *out, size_t size)
-{
-	/* Not blocking (a FIFO would wait for a writer, on the event loop when
-	 * SIGHUP reads it): only a regular file is read. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	struct stat st;
-	FILE *f;
-	size_t n;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		(void)close(fd); /* read-only: nothing to flush */
-		return -EINVAL;
-	}
-	f = fdopen(fd, "r");
-	if (!f) {
-		(void)close(fd); /* read-only: nothing to flush */
-		return -ENOMEM;
-	}
-	if (!fgets(out, (int)size, f)) {
-		fclose(f);
-		return -EINVAL;
-	}
-	fclose(f);
-	n = strcspn(out, "\r\n");
-	out[n] = '\0';
-	return n ? 0 : -EINVAL;
-}
-
-/* Copies src when it fits (with its NUL); false otherwise. */
-static bool copy_fits(char *dst, size_t size, const char *src)
-{
-	size_t n = strlen(src);
-
-	if (n >= size)
-		return false;
-	memcpy(dst, src, n + 1);
-	return true;
-}
-
-/* The southbound settings of device i of cfg; password: the password-file's secret. */
-static int device_settings(const struct ocsd_config *cfg, int i, const char *password,
-			   struct sb_device_config *dc)
-{
-	const struct cfg_access *a = &cfg->access;
-	const struct cfg_device *d = &cfg->devices[i];
-
-	memset(dc, 0, sizeof(*dc));
-	/* config.c bounds names, addresses and user names to these sizes. */
-	if (!copy_fits(dc->name, sizeof(dc->name), d->name) ||
-	    !copy_fits(dc->host, sizeof(dc->host), d->address) ||
-	    !copy_fits(dc->username, sizeof(dc->username), a->username) ||
-	    !copy_fits(dc->password, sizeof(dc->password), password)) {
-		log_msg(LOG_ERR, "device %s: a name, address, user or password is too long",
-			d->name);
-		return -ENAMETOOLONG;
-	}
-	dc->port = d->port;
-	dc->transport = a->transport == CFG_TRANSPORT_TLS ? SB_TRANSPORT_TLS : SB_TRANSPORT_SSH;
-	if (a->private_key_file && dc->transport == SB_TRANSPORT_SSH) {
-		snprintf(dc->privkey_path, sizeof(dc->privkey_path), "%s", a->private_key_file);
-		snprintf(dc->pubkey_path, sizeof(dc->pubkey_path), "%s.pub", a->private_key_file);
-	}
-	dc->hostkey_policy = a->accept_any_host_key ? SB_HOSTKEY_ACCEPT_ANY : SB_HOSTKEY_PINNED;
-	snprintf(dc->hostkey_sha256, sizeof(dc->hostkey_sha256), "%s", d->host_key_sha256);
-	if (dc->transport == SB_TRANSPORT_TLS) {
-		snprintf(dc->tls_cert, sizeof(dc->tls_cert), "%s",
-			 a->certificate_file ? a->certificate_file : "");
-		snprintf(dc->tls_key, sizeof(dc->tls_key), "%s",
-			 a->private_key_file ? a->private_key_file : "");
-		snprintf(dc->tls_ca, sizeof(dc->tls_ca), "%s", a->ca_file ? a->ca_file : "");
-	}
-	dc->rpc_timeout_ms = (int)a->rpc_timeout_ms;
-	dc->switch_us = (int)a->switch_time_us;
-	if (cfg->kind == CFG_OCSTRX_RING) {
-		/* one transceiver agent per node; device i serves node i */
-		dc->model = SB_MODEL_TRANSCEIVER;
-		dc->node = (uint32_t)d->id;
-	}
-	return 0;
-}
-
-/* One southbound handle per configured device for role (no I/O yet). */
-static int open_devices(struct od *od, enum dev_role role)
-{
-	const struct cfg_access *a = &od->cfg->access;
-	int rc;
-
-	if (a->password_file && !od->password[0] &&
-	    (rc = read_secret(a->password_file, od->password, sizeof(od->password))) != 0) {
-		log_msg(LOG_ERR,
-			"devices: cannot read password-file %s: %s (it must be a regular file "
-			"whose first line is the password)",
-			a->password_file, strerror(-rc));
-		return rc;
-	}
-	for (int i = 0; i < od->cfg->n_devices; i++) {
-		struct sb_device_config dc;
-		struct sb_device *h = NULL;
-
-		rc = device_settings(od->cfg, i, od->password, &dc);
-		if (!rc && role == DEV_ROLE_TXN && od->warm && od->warm[i]) {
-			h = od->warm[i]; /* connected while following: the devices take it over */
-			od->warm[i] = NULL;
-		} else if (!rc) {
-			rc = sb_device_new(od->driver, &dc, &h);
-		}
-		memset(dc.password, 0, sizeof(dc.password));
-		if (!rc)
-			dev_set_handle(od->devs, i, role, h);
-		if (rc) {
-			log_msg(LOG_ERR, "device %s: %s", od->cfg->devices[i].name, strerror(-rc));
-			return rc;
-		}
-	}
-	return 0;
-}
-
-/*
- * Sizing the one executor: room for the planner tasks (--solver-threads,
- * default one per core) plus the device I/O tasks (one per device, at most
- * 64; reconciliation reads share them), so that neither kind waits for
- * threads the other blocks.
- */
-static unsigned od_solver_tasks(const struct od_options *opts)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (opts->solver_threads)
-		return opts->solver_threads;
-	return n > 0 ? (unsigned)n : 1;
-}
-
-static unsigned od_io_tasks(const struct od *od)
-{
-	return od->cfg->n_devices < 64 ? (unsigned)od->cfg->n_devices : 64;
-}
-
-/* The NETCONF driver, two sets of device handles and the transaction engine. */
-static int start_southbound(struct od *od)
-{
-	/* one driver for the process (libnetconf2's client state), kept across phases */
-	int rc = od->driver ? 0 : sb_driver_new(NULL, &od->driver);
-
-	if (rc) {
-		log_msg(LOG_ERR, "devices: cannot set up the NETCONF driver: %s", strerror(-rc));
-		return rc;
-	}
-	if ((rc = open_devices(od, DEV_ROLE_TXN)) != 0 ||
-	    (rc = open_devices(od, DEV_ROLE_RECON)) != 0)
-		return rc;
-	od->exec_sb = exec_sb_new(od->exec, od_io_tasks(od));
-	if (!od->exec_sb)
-		return -ENOMEM;
-	struct sb_executor x = exec_sb_executor(od->exec_sb);
-
-	rc = sb_engine_new_on(&x, &od->engine);
-	if (rc)
-		log_msg(LOG_ERR, "cannot start the transaction engine: %s", strerror(-rc));
-	return rc;
-}
-
-/*
- * Warm start (issue 13): connects every device's transaction session in
- * parallel, for at most --warm-start-ms, before recovery and READY, so that
- * neither recovery nor the first transaction pays for the handshakes. A
- * device still down afterwards is connected at first use, as before.
- */
-static void warm_start(struct od *od)
-{
-	int n = od->cfg->n_devices;
-	struct sb_device **h = calloc((size_t)n + 1, sizeof(*h));
-	int64_t t0 = sb_now_ms();
-	size_t up;
-
-	if (!h || !od->opts->warm_start_ms || n == 0) {
-		free(h);
-		return;
-	}
-	for (int i = 0; i < n; i++)
-		h[i] = dev_handle(od->devs, i, DEV_ROLE_TXN);
-	up = sb_device_connect_many(h, (size_t)n, n < 32 ? n : 32,
-				    t0 + (int64_t)od->opts->warm_start_ms, NULL);
-	log_msg(LOG_INFO, "warm start: %zu of %d devices connected in %lld ms", up, n,
-		(long long)(sb_now_ms() - t0));
-	free(h);
-}
-
-/* The per-device records (devices.c); their handles come with start_southbound(). */
-static int new_devices(struct od *od)
-{
-	const char **names = calloc((size_t)od->cfg->n_devices + 1, sizeof(*names));
-	struct dev_deps dd;
-
-	if (!names)
-		return -ENOMEM;
-	for (int i = 0; i < od->cfg->n_devices; i++)
-		names[i] = od->cfg->devices[i].name;
-	dd = (struct dev_deps){&od->cfg->fabric,   od->fs,
-			       od->store,	   names,
-			       od->cfg->n_devices, (int)od->cfg->access.rpc_timeout_ms,
-			       clk_wall_ms(NULL)};
-	od->devs = dev_new(&dd);
-	free(names);
-	return od->devs ? 0 : -ENOMEM;
 }
 
 /* jm_deps.plan_submit over the solver pool. */
@@ -889,15 +384,13 @@ static int start_faults(struct od *od)
 	int rc = dc ? 0 : -ENOMEM;
 
 	for (int i = 0; rc == 0 && i < od->cfg->n_devices; i++)
-		rc = device_settings(od->cfg, i, od->password, &dc[i]);
+		rc = od_device_settings(od->cfg, i, od->password, &dc[i]);
 	if (rc == 0)
 		rc = flt_start(&fd, dc, od->cfg->n_devices, &od->faults);
 	if (rc == 0) {
 		struct timeval second = {1, 0};
 
-		od->repair_timer =
-			event_new(loop_base(od->loop), -1, EV_PERSIST, on_repair_timer, od);
-		rc = od->repair_timer && event_add(od->repair_timer, &second) == 0 ? 0 : -ENOMEM;
+		rc = od_add_event(od, &od->repair_timer, -1, EV_PERSIST, on_repair_timer, &second);
 	}
 	for (int i = 0; dc && i < od->cfg->n_devices; i++)
 		memset(dc[i].password, 0, sizeof(dc[i].password));
@@ -930,8 +423,12 @@ static int check_existing(struct od *od)
 			       : od->opts->clear_existing ? ADOPT_START_CLEAR
 							  : ADOPT_START_REFUSE;
 	char why[600] = "";
-	int rc = adopt_start_check(&d, mode, why, sizeof(why));
+	void *request = api_adopted_request(ADOPT_START_JOB, &d.request_len);
+	int rc;
 
+	d.request = request;
+	rc = adopt_start_check(&d, mode, why, sizeof(why));
+	free(request);
 	if (rc)
 		log_msg(LOG_ERR, "%s", why);
 	return rc;
@@ -945,7 +442,7 @@ static void drain_posted(void *ctx)
 }
 
 /* The gRPC server over od->api (both phases). 0 or -errno (logged). */
-static int start_server(struct od *od)
+int od_start_server(struct od *od)
 {
 	const struct od_options *o = od->opts;
 	struct nb_server_config sc = {0};
@@ -978,15 +475,10 @@ static int start_server(struct od *od)
 }
 
 /* Job manager, API and gRPC server (every kind of fabric). */
-static int start_jobs(struct od *od)
+int od_start_jobs(struct od *od)
 {
 	const struct od_options *o = od->opts;
-	struct api_deps ad = {.cfg = od->cfg,
-			      .loop = od->loop,
-			      .reg = od->reg,
-			      .version = OCSD_VERSION,
-			      .store = rp_store_name(od->rp),
-			      .rp = od->rp};
+	struct api_deps ad = od_api_deps(od);
 	struct jm_deps jd = {0};
 	char err[256];
 	int rc;
@@ -1007,7 +499,7 @@ static int start_jobs(struct od *od)
 			return -EIO;
 		}
 	}
-	rc = new_devices(od);
+	rc = od_new_devices(od);
 	if (rc)
 		return rc;
 	if (od->cfg->kind == CFG_RAIL_OCS) {
@@ -1026,10 +518,10 @@ static int start_jobs(struct od *od)
 	od->api = api_new(&ad);
 	if (!od->api)
 		return -ENOMEM;
-	rc = start_southbound(od);
+	rc = od_start_southbound(od);
 	if (rc)
 		return rc;
-	warm_start(od);
+	od_warm_start(od);
 	{
 		struct recov_deps rd = {&od->cfg->fabric, od->store, od->fs,
 					od->devs,	  NULL,	     od->rings};
@@ -1106,7 +598,7 @@ static int start_jobs(struct od *od)
 		log_msg(LOG_ERR, "recovery failed: %s", strerror(-rc));
 		return rc;
 	}
-	if ((rc = start_server(od)) != 0)
+	if ((rc = od_start_server(od)) != 0)
 		return rc;
 	api_attach(od->api, od->jm, od->server);
 	if (o->keepalive_interval_ms) {
@@ -1142,7 +634,7 @@ static int start_jobs(struct od *od)
  * circuits). The file holds the owner's pid for the message a second ocsd
  * prints. The lock goes with the process (kill -9 included). 0 or -errno.
  */
-static int lock_state_dir(struct od *od, const char *dir)
+int od_lock_state_dir(struct od *od, const char *dir)
 {
 	char path[PATH_MAX], pid[32] = "";
 	ssize_t n;
@@ -1179,298 +671,4 @@ static int lock_state_dir(struct od *od, const char *dir)
 		log_msg(LOG_WARNING, "state directory %s: cannot write the pid into %s", dir, path);
 	od->state_lock = fd;
 	return 0;
-}
-
-/*
- * grpc.health.v1: "" stays SERVING on every live replica; "ocs.v1.Jobs" is
- * SERVING only on a leader that takes writes (its etcd answers, its job
- * manager serves).
- */
-static void update_health(struct od *od)
-{
-	char why[800];
-	bool serving = od->phase == OD_PHASE_LEADER && !od->stopping &&
-		       rp_write_refusal(od->rp, why, sizeof(why)) == 0 && od->jm &&
-		       jm_serving(od->jm, NULL);
-
-	if (od->server)
-		nb_server_set_health(
-			od->server, "ocs.v1.Jobs",
-			serving ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
-				: GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
-}
-
-/*
- * rp_start's on_change, on the loop: the role, the leader, the replicas or
- * etcd's health changed. Ends the phase when the role calls for the other
- * one (od_run starts it), or a leader whose store failed once etcd answers
- * again (it starts again as after a crash: recovery sets the store right).
- */
-static void on_replica_change(void *ctx)
-{
-	struct od *od = ctx;
-	enum rp_role role = rp_role(od->rp);
-	char why[800];
-	bool store_ok = rp_write_refusal(od->rp, why, sizeof(why)) == 0;
-	int rc;
-
-	if (od->phase == OD_PHASE_NONE)
-		return;
-	update_health(od);
-	if (od->stopping)
-		return;
-	if (od->phase == OD_PHASE_FOLLOWER && role == RP_RECOVERING) {
-		loop_stop(od->loop);
-	} else if (od->phase == OD_PHASE_LEADER && role == RP_FOLLOWER) {
-		log_msg(LOG_WARNING, "not the leader any more: ending the leader phase");
-		if (od->api)
-			api_stopping(od->api);
-		loop_stop(od->loop);
-	} else if (od->phase == OD_PHASE_FOLLOWER && (rc = rp_catch_up(od->rp)) > 0) {
-		fw_refresh(od->fw); /* the copy opened while etcd was down is loaded */
-	} else if (od->phase == OD_PHASE_LEADER && store_ok && od->jm &&
-		   !jm_serving(od->jm, NULL) && rp_etcd(od->rp)) {
-		log_msg(LOG_NOTICE,
-			"the state store answers again: starting again as after a crash");
-		od->restart = true;
-		if (od->api)
-			api_stopping(od->api);
-		loop_stop(od->loop);
-	}
-}
-
-static void on_replica_check(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	on_replica_change(arg);
-}
-
-/* Ticks per on_replica_change of the tick: every half second. */
-#define OD_TICKS_PER_CHECK (500 / RP_BEAT_MS)
-
-/*
- * Every RP_BEAT_MS, on the loop, in every phase: the loop is alive
- * (rp_beat), and every half second the role and the store are looked at
- * as after a change: a leader whose store write failed while the replica's
- * thread saw etcd answer (a member killed under one write) has no change
- * to wait for, and starts again as after a crash.
- */
-static void on_replica_tick(evutil_socket_t fd, short what, void *arg)
-{
-	struct od *od = arg;
-
-	(void)fd;
-	(void)what;
-	rp_beat(od->rp);
-	if (++od->ticks % OD_TICKS_PER_CHECK == 0)
-		on_replica_change(od);
-}
-
-static int start_replica_tick(struct od *od)
-{
-	struct timeval tv = {0, RP_BEAT_MS * 1000};
-
-	od->replica_tick = event_new(loop_base(od->loop), -1, EV_PERSIST, on_replica_tick, od);
-	return od->replica_tick && event_add(od->replica_tick, &tv) == 0 ? 0 : -ENOMEM;
-}
-
-/*
- * A follower connects the transaction sessions a takeover starts with
- * (warm start, before its server serves): the leader phase takes them
- * over (open_devices), so the failover does not wait for 16 SSH
- * handshakes. Nothing is sent on them but NETCONF's hello. A failure
- * only leaves the leader phase to connect them itself.
- */
-static void warm_for_takeover(struct od *od)
-{
-	int n = od->cfg->n_devices;
-	int64_t t0 = sb_now_ms();
-	size_t up;
-
-	if (!od->opts->warm_start_ms || n == 0 || !od->opts->replica.replica_id)
-		return;
-	if (od->cfg->access.password_file && !od->password[0] &&
-	    read_secret(od->cfg->access.password_file, od->password, sizeof(od->password)) != 0)
-		return; /* the leader phase says why */
-	if (!od->warm && !(od->warm = calloc((size_t)n, sizeof(*od->warm))))
-		return;
-	if (!od->driver && sb_driver_new(NULL, &od->driver) != 0)
-		return;
-	for (int i = 0; i < n; i++) {
-		struct sb_device_config dc;
-
-		if (!od->warm[i] && device_settings(od->cfg, i, od->password, &dc) == 0)
-			(void)sb_device_new(od->driver, &dc, &od->warm[i]); /* NULL: made later */
-		memset(dc.password, 0, sizeof(dc.password));
-		if (!od->warm[i])
-			return;
-	}
-	up = sb_device_connect_many(od->warm, (size_t)n, n < 32 ? n : 32,
-				    t0 + (int64_t)od->opts->warm_start_ms, NULL);
-	log_msg(LOG_INFO, "follower: %zu of %d devices' sessions ready for a takeover in %lld ms",
-		up, n, (long long)(sb_now_ms() - t0));
-}
-
-/* A follower: the store copy's view, the gRPC server refusing writes. */
-static int start_follower(struct od *od)
-{
-	struct api_deps ad = {.cfg = od->cfg,
-			      .loop = od->loop,
-			      .reg = od->reg,
-			      .version = OCSD_VERSION,
-			      .store = rp_store_name(od->rp),
-			      .rp = od->rp};
-	struct fw_deps fd = {od->cfg, od->store, rp_etcd(od->rp), od->loop, NULL};
-	int rc;
-
-	if (rp_catch_up(od->rp) < 0)
-		log_msg(LOG_WARNING, "follower: etcd does not answer: serving the copy as it is");
-	fd.api = od->api = api_new(&ad);
-	if (!od->api)
-		return -ENOMEM;
-	if ((rc = fw_new(&fd, &od->fw)) != 0)
-		return rc;
-	warm_for_takeover(od);
-	if ((rc = start_server(od)) != 0)
-		return rc;
-	api_attach(od->api, fw_jm(od->fw), od->server);
-	od->phase = OD_PHASE_FOLLOWER;
-	update_health(od);
-	rp_set_campaign(od->rp, true);
-	return 0;
-}
-
-/* The leader: the whole daemon, started exactly as after a crash. */
-static int start_leader(struct od *od)
-{
-	char err[600];
-	int rc;
-
-	rp_set_campaign(od->rp, false);
-	if ((rc = rp_take_lead(od->rp, err, sizeof(err))) != 0) {
-		log_msg(LOG_ERR, "replica: cannot take the lead: %s", err);
-		return rc;
-	}
-	od->exec = exec_new(od_solver_tasks(od->opts) + od_io_tasks(od));
-	od->pool = od->exec ? pool_new(od->loop, od->exec, od_solver_tasks(od->opts),
-				       OD_SOLVER_QUEUE_MAX)
-			    : NULL;
-	if (!od->pool) {
-		log_msg(LOG_ERR, "cannot start the solver pool");
-		return -ENOMEM;
-	}
-	if ((rc = start_jobs(od)) != 0)
-		return rc;
-	if ((rc = start_retention(od)) != 0) {
-		log_msg(LOG_ERR, "cannot start the retention timer");
-		return rc;
-	}
-	od->phase = OD_PHASE_LEADER;
-	rp_leading(od->rp);
-	update_health(od);
-	return 0;
-}
-
-int od_run(const struct od_options *opts)
-{
-	struct od od = {.opts = opts, .state_lock = -1};
-	struct cfg_errors errs = {0};
-	char err[512];
-	int rc = OD_EXIT_FAILURE;
-	bool ready = false;
-
-	if (cfg_load_file(opts->config_path, &od.cfg, &errs) != 0) {
-		log_config_errors(opts->config_path, &errs);
-		cfg_errors_clear(&errs);
-		return OD_EXIT_CONFIG;
-	}
-	if (lock_state_dir(&od, opts->state_dir) != 0)
-		goto out;
-	od.loop = loop_new();
-	od.reg = mx_registry_new();
-	if (!od.loop || !od.reg || register_metrics(&od) != 0) {
-		log_msg(LOG_ERR, "out of memory at start-up");
-		goto out;
-	}
-	if (rp_open(&opts->replica, opts->state_dir, od.cfg->name, od.reg, &od.rp, err,
-		    sizeof(err)) != 0) {
-		log_msg(LOG_ERR, "state store: %s", err);
-		goto out;
-	}
-	od.store = rp_store(od.rp);
-	od.http = mh_start(loop_base(od.loop), opts->metrics_listen, od.reg, sample_metrics, &od,
-			   err, sizeof(err));
-	if (!od.http) {
-		log_msg(LOG_ERR, "metrics endpoint: %s", err);
-		goto out;
-	}
-	if (add_signal(&od, &od.sig_term, SIGTERM, on_stop_signal) != 0 ||
-	    add_signal(&od, &od.sig_int, SIGINT, on_stop_signal) != 0 ||
-	    add_signal(&od, &od.sig_hup, SIGHUP, on_reload) != 0 || start_watchdog(&od) != 0) {
-		log_msg(LOG_ERR, "cannot install signal handlers or the watchdog");
-		goto out;
-	}
-	if (rp_start(od.rp, od.loop, on_replica_change, &od) != 0)
-		goto out;
-	if (start_replica_tick(&od) != 0) {
-		log_msg(LOG_ERR, "cannot start the replica's timer");
-		goto out;
-	}
-	/* one phase after the other, until a stop signal (docs/replicas.md) */
-	for (;;) {
-		enum rp_role role = rp_role(od.rp);
-		bool lead = role == RP_RECOVERING || role == RP_LEADER;
-		int64_t t0 = clk_mono_us(NULL);
-		int phase_rc = lead ? start_leader(&od) : start_follower(&od);
-
-		od.restart = false;
-		/* the first phase's line is the start line below (tests read its ports) */
-		if (phase_rc == 0 && ready && lead)
-			log_msg(LOG_NOTICE,
-				"leader: serving writes on gRPC %s (port %d), %lld ms after taking "
-				"the lead",
-				opts->listen, nb_server_port(od.server),
-				(long long)((clk_mono_us(NULL) - t0) / 1000));
-		else if (phase_rc == 0 && ready)
-			log_msg(LOG_NOTICE,
-				"follower: serving reads from the store copy on gRPC %s (port %d)",
-				opts->listen, nb_server_port(od.server));
-		if (phase_rc == 0 && !ready) {
-			log_msg(LOG_NOTICE,
-				"ocsd %s: fabric \"%s\" (%s, %d devices), state %s, metrics on %s "
-				"(port %d), gRPC on %s (port %d%s), %s",
-				OCSD_VERSION, od.cfg->name, cfg_kind_name(od.cfg->kind),
-				od.cfg->n_devices, rp_describe(od.rp), opts->metrics_listen,
-				mh_port(od.http), opts->listen,
-				od.server ? nb_server_port(od.server) : 0,
-				opts->insecure ? ", insecure" : "", lead ? "leader" : "follower");
-			sd_notifyf(0, "READY=1\nSTATUS=running fabric %s", od.cfg->name);
-			ready = true;
-		}
-		if (phase_rc == 0) {
-			struct timeval now = {0, 0};
-
-			/* a change while the phase started: looked at once the loop runs
-			 * (a loop_stop before loop_run would be lost) */
-			if (event_base_once(loop_base(od.loop), -1, EV_TIMEOUT, on_replica_check,
-					    &od, &now) != 0)
-				phase_rc = -ENOMEM;
-			else
-				phase_rc = loop_run(od.loop) == 0 ? 0 : -EIO;
-		}
-		phase_teardown(&od);
-		if (lead && !od.restart)
-			rp_follow(od.rp);
-		if (od.stopping) {
-			rc = phase_rc == 0 ? OD_EXIT_OK : OD_EXIT_FAILURE;
-			break;
-		}
-		/* a replica whose leader phase failed follows again; else ocsd stops */
-		if (phase_rc != 0 && !(lead && opts->replica.replica_id))
-			break;
-	}
-out:
-	od_teardown(&od);
-	return rc;
 }

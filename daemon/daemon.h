@@ -20,6 +20,9 @@
  *               a retention pass every minute) ...
  *   SIGTERM: STOPPING=1 -> refuse new requests -> wait for the running
  *            transaction -> pool drained -> waiting callers answered -> exit
+ *
+ * od_run is in daemon_phases.c; the files it calls, daemon.c first, are
+ * drawn in daemon_internal.h.
  */
 #ifndef OCSD_DAEMON_H
 #define OCSD_DAEMON_H

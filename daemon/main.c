@@ -1,6 +1,6 @@
 /*
  * main.c - the ocsd command line: check a fabric file, or run the daemon
- * (daemon.c) on one.
+ * (daemon.h: od_run) on one.
  *
  * Exit codes: 0 success, 1 runtime failure, 2 invalid configuration or usage.
  */

@@ -7,7 +7,7 @@
  * events in api_events.c, the shared messages in api_pb.c (api_internal.h).
  *
  * Return values left unchecked here, and why that is safe:
- *  - nb_call_reply() and nb_call_fail() always answer the call (a reply that
+ *  - nb_call_reply() and api_fail[f]() always answer the call (a reply that
  *    cannot be sent is replaced by an error status); their result only says
  *    which happened.
  *  - mx_add() and mx_observe() fail only when a new label series cannot be
@@ -51,7 +51,7 @@ static struct api_call *new_call(struct api *api, struct nb_call *call)
 	if (ac)
 		*ac = (struct api_call){api, call, ""};
 	else
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
+		api_failf(call, ERR_INTERNAL, "", "out of memory");
 	return ac;
 }
 
@@ -482,7 +482,7 @@ static void answer_job(struct api *api, struct nb_call *call, const struct err_i
 	}
 	m = build_job(api, &ar, job, &spec);
 	if (!m) {
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
+		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
 	} else if (submit) {
 		Ocs__V1__SubmitJobResponse r = OCS__V1__SUBMIT_JOB_RESPONSE__INIT;
 
@@ -590,10 +590,7 @@ static void answer_plan(void *ctx, const struct err_info *err, const struct jm_j
 		r.figures = build_figures(&ar, &job->figures);
 		r.rings = api_build_rings(&ar, job->plan_rings, job->n_plan_rings);
 		r.n_rings = r.rings ? job->n_plan_rings : 0;
-		if (ar.failed)
-			nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-		else
-			nb_call_reply(call, &r.base);
+		api_reply(call, &r.base, ar.failed);
 		ar_free_all(&ar);
 		return;
 	}
@@ -611,10 +608,7 @@ static void answer_plan(void *ctx, const struct err_info *err, const struct jm_j
 		r.circuits = api_build_circuits(api, &ar, cs, n);
 		r.n_circuits = r.circuits ? n : 0;
 	}
-	if (!cs || ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, !cs || ar.failed);
 	free(cs);
 	free(adds);
 	fs_free(tmp);
@@ -714,10 +708,7 @@ static void serve_list_jobs(struct api *api, struct nb_call *call, const void *m
 		nb_jobs_token(cand[page - 1]->id, token, sizeof(token));
 		r.next_page_token = token;
 	}
-	if (!cand || !specs || ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, !cand || !specs || ar.failed);
 	for (size_t i = 0; specs && i < page; i++)
 		if (specs[i])
 			ocs__v1__job_spec__free_unpacked(specs[i], NULL);
@@ -735,9 +726,9 @@ static void dispatch(struct loop_node *n)
 
 	/* a follower, or a leader whose etcd cannot be reached (replica.h) */
 	if (r->write && r->api->d.rp && rp_write_refusal(r->api->d.rp, why, sizeof(why)) != 0)
-		nb_call_fail(r->call, NB_UNAVAILABLE, "", "%s", why);
+		api_failf(r->call, ERR_UNAVAILABLE, "", "%s", why);
 	else if (r->api->stopping || !r->api->jm)
-		nb_call_fail(r->call, NB_UNAVAILABLE, "", "ocsd is shutting down");
+		api_failf(r->call, ERR_UNAVAILABLE, "", "ocsd is shutting down");
 	else
 		r->serve(r->api, r->call, r->msg);
 	free(r);
@@ -749,7 +740,7 @@ static void post(struct api *api, struct nb_call *call, const void *msg,
 	struct api_req *r = malloc(sizeof(*r));
 
 	if (!r) {
-		nb_call_fail(call, NB_UNAVAILABLE, "", "out of memory");
+		api_failf(call, ERR_UNAVAILABLE, "", "out of memory");
 		return;
 	}
 	*r = (struct api_req){api, call, msg, serve, write, {NULL, NULL}};

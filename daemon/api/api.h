@@ -63,6 +63,12 @@ struct jm_events api_job_events(struct api *api);
 struct recon_events api_recon_events(struct api *api);
 /* Circuit repairs -> ocsd_circuit_repairs_total (rep_deps.events). */
 struct rep_events api_repair_events(struct api *api);
+/*
+ * The request GetJob hands back for a job adopted from the devices
+ * (jm_adopt, adopt.h): a JobSpec naming only id. malloc'd (caller frees),
+ * *len its size; NULL out of memory.
+ */
+void *api_adopted_request(const char *id, size_t *len);
 /* Restores drained devices (dev_restore_drained) and decodes the stored request of every job. */
 int api_restore_jobs(struct api *api);
 /*

@@ -175,18 +175,8 @@ static void ev_ring(void *ctx, const struct rg_ring *now, const int *old, int n_
 static void ev_node(void *ctx, int node, bool faulty, const char *source)
 {
 	struct api *api = ctx;
-	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
-	Ocs__V1__NodeEvent ne = OCS__V1__NODE_EVENT__INIT;
 
-	if (!api->server)
-		return;
-	ne.node = node;
-	ne.condition = faulty ? OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY
-			      : OCS__V1__NODE_CONDITION__NODE_CONDITION_HEALTHY;
-	ne.source = (char *)source;
-	ev.kind_case = OCS__V1__EVENT__KIND_NODE;
-	ev.node = &ne;
-	nb_server_publish(api->server, &ev);
+	api_publish_condition(api->server, false, node, faulty, source);
 }
 
 struct jm_events api_job_events(struct api *api)

@@ -7,7 +7,7 @@
  * reach these functions through api.c's handler table.
  *
  * Return values left unchecked here, and why that is safe:
- *  - nb_call_reply() and nb_call_fail() always answer the call (a reply that
+ *  - nb_call_reply() and api_fail[f]() always answer the call (a reply that
  *    cannot be sent is replaced by an error status); their result only says
  *    which happened.
  */
@@ -103,6 +103,20 @@ static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
 	ar_free_all(&ar);
 }
 
+/* The devices whose last check found them healthy (GetFabric). */
+static int32_t devices_connected(const struct api *api)
+{
+	int32_t n = 0;
+
+	for (int i = 0; i < api->d.cfg->n_devices; i++) {
+		struct dev_status ds;
+
+		if (dev_status(api->d.devs, i, &ds) == 0)
+			n += ds.health == DEV_HEALTH_HEALTHY;
+	}
+	return n;
+}
+
 void api_serve_get_fabric(struct api *api, struct nb_call *call, const void *msg)
 {
 	const struct ocs_fabric *f = &api->d.cfg->fabric;
@@ -118,12 +132,7 @@ void api_serve_get_fabric(struct api *api, struct nb_call *call, const void *msg
 	if (api->d.rail) {
 		r.kind = (char *)cfg_kind_name(api->d.cfg->kind);
 		r.devices = api->d.cfg->n_devices;
-		for (int i = 0; i < api->d.cfg->n_devices; i++) {
-			struct dev_status ds;
-
-			if (dev_status(api->d.devs, i, &ds) == 0)
-				r.devices_connected += ds.health == DEV_HEALTH_HEALTHY;
-		}
+		r.devices_connected = devices_connected(api);
 		r.devices_drained = dev_n_drained(api->d.devs);
 		r.jobs_active = active;
 		r.circuits_active = (int32_t)(fs_count(api->d.fs) / 2);
@@ -148,12 +157,7 @@ void api_serve_get_fabric(struct api *api, struct nb_call *call, const void *msg
 	r.leaves = ocs_fabric_leaves(f);
 	r.gpus = ocs_fabric_gpus(f);
 	r.devices = api->d.cfg->n_devices;
-	for (int i = 0; i < api->d.cfg->n_devices; i++) {
-		struct dev_status ds;
-
-		if (dev_status(api->d.devs, i, &ds) == 0)
-			r.devices_connected += ds.health == DEV_HEALTH_HEALTHY;
-	}
+	r.devices_connected = devices_connected(api);
 	r.devices_drained = dev_n_drained(api->d.devs);
 	r.circuits_active = (int32_t)(fs_count(api->d.fs) / 2);
 	r.jobs_active = active;
@@ -211,10 +215,7 @@ void api_serve_list_rings(struct api *api, struct nb_call *call, const void *msg
 		if (has && (r.rings[r.n_rings] = api_build_ring(&ar, g)) != NULL)
 			r.n_rings++;
 	}
-	if (ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, ar.failed);
 	ar_free_all(&ar);
 }
 
@@ -257,10 +258,7 @@ void api_serve_list_devices(struct api *api, struct nb_call *call, const void *m
 		if (r.devices[r.n_devices])
 			r.n_devices++;
 	}
-	if (ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, ar.failed);
 	ar_free_all(&ar);
 }
 
@@ -317,7 +315,7 @@ void api_serve_list_circuits(struct api *api, struct nb_call *call, const void *
 	if (req->device && *req->device) {
 		device = find_device(api, req->device);
 		if (device < 0) {
-			nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", req->device);
+			api_failf(call, ERR_NOT_FOUND, "device", "no device %s", req->device);
 			return;
 		}
 	}
@@ -331,10 +329,7 @@ void api_serve_list_circuits(struct api *api, struct nb_call *call, const void *
 		r.circuits = api_build_circuits(api, &ar, cs, n);
 		r.n_circuits = r.circuits ? n : 0;
 	}
-	if (!cs || ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, !cs || ar.failed);
 	free(cs);
 	ar_free_all(&ar);
 }
@@ -371,24 +366,24 @@ static void serve_drain(struct api *api, struct nb_call *call, const void *msg, 
 	int rc;
 
 	if (id < 0) {
-		nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", name);
+		api_failf(call, ERR_NOT_FOUND, "device", "no device %s", name);
 		return;
 	}
 	jobs = jobs_on_device(api, &ar, id, &n_jobs);
 	if (drain && n_jobs && !force) {
-		nb_call_fail(call, NB_FAILED_PRECONDITION, "force",
-			     "%s holds circuits of %zu running job(s) (first: %s); they stay in "
-			     "place, set force to drain anyway",
-			     name, n_jobs, jobs[0]);
+		api_failf(call, ERR_PRECONDITION, "force",
+			  "%s holds circuits of %zu running job(s) (first: %s); they stay in "
+			  "place, set force to drain anyway",
+			  name, n_jobs, jobs[0]);
 		ar_free_all(&ar);
 		return;
 	}
 	rc = dev_set_drained(api->d.devs, id, drain);
 	if (rc) {
-		nb_call_fail(call, NB_UNAVAILABLE, "",
-			     "cannot store the drain state (%s); nothing "
-			     "changed",
-			     strerror(-rc));
+		api_failf(call, ERR_UNAVAILABLE, "",
+			  "cannot store the drain state (%s); nothing "
+			  "changed",
+			  strerror(-rc));
 		ar_free_all(&ar);
 		return;
 	}
@@ -433,7 +428,7 @@ void api_serve_list_drift(struct api *api, struct nb_call *call, const void *msg
 	struct arena ar = {0};
 
 	if (name[0] && one < 0) {
-		nb_call_fail(call, NB_NOT_FOUND, "device", "no device %s", name);
+		api_failf(call, ERR_NOT_FOUND, "device", "no device %s", name);
 		return;
 	}
 	for (int d = 0; d < dev_count(api->d.devs); d++) {
@@ -473,10 +468,7 @@ void api_serve_list_drift(struct api *api, struct nb_call *call, const void *msg
 				(char *)dev_name(api->d.devs, d);
 	}
 	r.n_cross_connects = k;
-	if (ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, ar.failed);
 	ar_free_all(&ar);
 }
 
@@ -488,13 +480,26 @@ static bool drift_scope(struct api *api, struct nb_call *call, const Ocs__V1__Dr
 	if (!s)
 		return true;
 	if (s->device[0] && (out->device = find_device(api, s->device)) < 0) {
-		nb_call_fail(call, NB_NOT_FOUND, "scope.device", "no device %s", s->device);
+		api_failf(call, ERR_NOT_FOUND, "scope.device", "no device %s", s->device);
 		return false;
 	}
 	out->has_ports = s->has_ports;
 	out->in = s->in_port;
 	out->out = s->out_port;
 	return true;
+}
+
+void *api_adopted_request(const char *id, size_t *len)
+{
+	Ocs__V1__JobSpec spec = OCS__V1__JOB_SPEC__INIT;
+	uint8_t *raw;
+
+	spec.id = (char *)id;
+	*len = ocs__v1__job_spec__get_packed_size(&spec);
+	raw = malloc(*len + 1);
+	if (raw)
+		ocs__v1__job_spec__pack(&spec, raw);
+	return raw;
 }
 
 void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg)
@@ -506,9 +511,8 @@ void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 	struct ocs_xc *xcs = NULL;
 	struct fs_circuit *cs = NULL;
 	struct arena ar = {0};
-	Ocs__V1__JobSpec spec = OCS__V1__JOB_SPEC__INIT; /* the request GetJob hands back */
 	char id[NB_ID_MAX_LEN + 1];
-	uint8_t *raw;
+	void *raw;
 	size_t n = 0, raw_len;
 
 	if (!drift_scope(api, call, q->scope, &scope))
@@ -517,14 +521,11 @@ void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 		snprintf(id, sizeof(id), "%s", q->job_id);
 	else
 		snprintf(id, sizeof(id), "adopted-%lld", (long long)(clk_wall_ms(NULL) / 1000));
-	spec.id = id;
-	raw_len = ocs__v1__job_spec__get_packed_size(&spec);
-	raw = malloc(raw_len + 1);
+	raw = api_adopted_request(id, &raw_len); /* the request GetJob hands back */
 	if (!raw) {
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
+		api_failf(call, ERR_INTERNAL, "", "out of memory");
 		return;
 	}
-	ocs__v1__job_spec__pack(&spec, raw);
 	if (adopt_select(api->d.drift, api->d.fs, api->d.devs, &api->d.cfg->fabric, &scope, false,
 			 &xcs, &n, &err) != 0 ||
 	    jm_adopt(api->jm, id, raw, raw_len, xcs, n, &err) != 0) {
@@ -542,10 +543,7 @@ void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg)
 	r.job_id = id;
 	r.circuits = cs ? api_build_circuits(api, &ar, cs, n) : NULL;
 	r.n_circuits = r.circuits ? n : 0;
-	if (!cs || ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &r.base);
+	api_reply(call, &r.base, !cs || ar.failed);
 	free(cs);
 	ar_free_all(&ar);
 }
@@ -581,18 +579,15 @@ static void clear_done(void *arg, const struct txn_outcome *o)
 			c->out_port = cc->xcs[i].out;
 			r.cross_connects[r.n_cross_connects++] = c;
 		}
-		if (ar.failed)
-			nb_call_fail(cc->call, NB_INTERNAL, "", "out of memory building the reply");
-		else
-			nb_call_reply(cc->call, &r.base);
+		api_reply(cc->call, &r.base, ar.failed);
 	} else if (o->result == TXN_FAILED) {
-		nb_call_fail(cc->call, NB_INTERNAL, "",
-			     "devices: %s; a rollback could not be proven: the fabric needs "
-			     "reconciliation",
-			     o->message);
+		api_failf(cc->call, ERR_INTERNAL, "",
+			  "devices: %s; a rollback could not be proven: the fabric needs "
+			  "reconciliation",
+			  o->message);
 	} else {
-		nb_call_fail(cc->call, NB_UNAVAILABLE, "", "devices: %s; nothing changed",
-			     o->message);
+		api_failf(cc->call, ERR_UNAVAILABLE, "", "devices: %s; nothing changed",
+			  o->message);
 	}
 	ar_free_all(&ar);
 	free(cc->xcs);
@@ -613,7 +608,7 @@ void api_serve_clear(struct api *api, struct nb_call *call, const void *msg)
 		return;
 	cc = calloc(1, sizeof(*cc));
 	if (!cc) {
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
+		api_failf(call, ERR_INTERNAL, "", "out of memory");
 		return;
 	}
 	*cc = (struct clear_call){api, call, NULL, 0};
@@ -626,8 +621,8 @@ void api_serve_clear(struct api *api, struct nb_call *call, const void *msg)
 	c = (struct txn_change){.job_id = "ocsd-clear", .removals = cc->xcs, .n_removals = cc->n};
 	rc = jm_external_txn(api->jm, &c, clear_done, cc, why, sizeof(why));
 	if (rc) {
-		nb_call_fail(call, rc == -ENOMEM ? NB_INTERNAL : NB_UNAVAILABLE, "",
-			     "%s; nothing changed", why);
+		api_failf(call, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
+			  "%s; nothing changed", why);
 		free(cc->xcs);
 		free(cc);
 	}

@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "api.h"
 #include "jobs.h"
@@ -51,6 +52,11 @@ struct api {
 /* ---- api_pb.c: messages built in a per-request arena (NULL when it runs out) ---- */
 
 Ocs__V1__JobState api_job_state_pb(enum jm_state s);
+/* Answers call with r, or INTERNAL "out of memory building the reply" when failed. */
+void api_reply(struct nb_call *call, const ProtobufCMessage *r, bool failed);
+/* Answers call with status, field and a message, mapped to gRPC as api_fail maps an error. */
+__attribute__((format(printf, 4, 5))) void api_failf(struct nb_call *call, enum err_status status,
+						     const char *field, const char *fmt, ...);
 /* The cross-connect's device name (static config string, "?" when unknown). */
 const char *api_device_name(const struct api *api, const struct ocs_xc *xc);
 Ocs__V1__Circuit **api_build_circuits(struct api *api, struct arena *ar,
@@ -58,6 +64,12 @@ Ocs__V1__Circuit **api_build_circuits(struct api *api, struct arena *ar,
 /* A Ring message (allocated in ar; NULL when it runs out). */
 Ocs__V1__Ring *api_build_ring(struct arena *ar, const struct rg_ring *r);
 Ocs__V1__Ring **api_build_rings(struct arena *ar, const struct rg_ring *r, size_t n);
+/*
+ * A node's (gpu false: NodeEvent) or a GPU's (GpuEvent) condition and who
+ * set it, to Events.Watch (nothing without a server).
+ */
+void api_publish_condition(struct nb_server *server, bool gpu, int64_t id, bool faulty,
+			   const char *source);
 /* A Device message: its session, health and drain (NULL: unknown id or out of memory). */
 Ocs__V1__Device *api_build_device(struct api *api, struct arena *ar, int id);
 

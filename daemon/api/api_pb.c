@@ -1,13 +1,16 @@
 /*
  * api_pb.c - the daemon's records and enums as ocs.v1 messages, each
- * mapped once: job states, job manager errors to gRPC status (api_fail),
+ * mapped once: job states, job manager errors to gRPC status (api_fail;
+ * api_failf for the API's own: every failure the API answers goes through it),
  * circuits and their cross-connects, rings, devices. Replies are built in a
  * per-request arena (arena.h) that the caller frees after answering. Used
  * by every file of the API (api_internal.h); calls none of them.
  *
  * Return values left unchecked here, and why that is safe:
- *  - nb_call_fail() always answers the call; its result only says how.
+ *  - nb_call_reply() and nb_call_fail() always answer the call; their result
+ *    only says how.
  */
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "api_internal.h"
@@ -70,6 +73,54 @@ static enum nb_code map_status(enum err_status s)
 void api_fail(struct nb_call *call, const struct err_info *err)
 {
 	nb_call_fail(call, map_status(err->status), err->field, "%s", err->message);
+}
+
+void api_failf(struct nb_call *call, enum err_status status, const char *field, const char *fmt,
+	       ...)
+{
+	struct err_info err = {.status = status};
+	va_list ap;
+
+	snprintf(err.field, sizeof(err.field), "%s", field);
+	va_start(ap, fmt);
+	vsnprintf(err.message, sizeof(err.message), fmt, ap);
+	va_end(ap);
+	api_fail(call, &err);
+}
+
+void api_reply(struct nb_call *call, const ProtobufCMessage *r, bool failed)
+{
+	if (failed)
+		api_failf(call, ERR_INTERNAL, "", "out of memory building the reply");
+	else
+		nb_call_reply(call, r);
+}
+
+void api_publish_condition(struct nb_server *server, bool gpu, int64_t id, bool faulty,
+			   const char *source)
+{
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__NodeEvent ne = OCS__V1__NODE_EVENT__INIT;
+	Ocs__V1__GpuEvent ge = OCS__V1__GPU_EVENT__INIT;
+
+	if (!server)
+		return;
+	if (gpu) {
+		ge.gpu = id;
+		ge.condition = faulty ? OCS__V1__GPU_CONDITION__GPU_CONDITION_FAULTY
+				      : OCS__V1__GPU_CONDITION__GPU_CONDITION_HEALTHY;
+		ge.source = (char *)source;
+		ev.kind_case = OCS__V1__EVENT__KIND_GPU;
+		ev.gpu = &ge;
+	} else {
+		ne.node = (int32_t)id;
+		ne.condition = faulty ? OCS__V1__NODE_CONDITION__NODE_CONDITION_FAULTY
+				      : OCS__V1__NODE_CONDITION__NODE_CONDITION_HEALTHY;
+		ne.source = (char *)source;
+		ev.kind_case = OCS__V1__EVENT__KIND_NODE;
+		ev.node = &ne;
+	}
+	nb_server_publish(server, &ev);
 }
 
 /* ---- building replies ---- */

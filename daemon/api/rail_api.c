@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_internal.h"
 #include "clock.h"
 #include "config.h"
 #include "devices.h"
@@ -125,7 +126,7 @@ static void answer_swap(void *ctx, const struct err_info *err, const struct gsw_
 	}
 	swap = build_swap(ra, &ar, rep, rc->gpu);
 	if (!swap) {
-		nb_call_fail(rc->call, NB_INTERNAL, "", "out of memory building the reply");
+		api_failf(rc->call, ERR_INTERNAL, "", "out of memory building the reply");
 	} else if (rc->mark) {
 		Ocs__V1__MarkGpuResponse r = OCS__V1__MARK_GPU_RESPONSE__INIT;
 
@@ -148,7 +149,7 @@ static struct ra_call *new_call(struct ra *ra, struct nb_call *call, int64_t gpu
 	struct ra_call *rc = calloc(1, sizeof(*rc));
 
 	if (!rc) {
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
+		api_failf(call, ERR_INTERNAL, "", "out of memory");
 		return NULL;
 	}
 	*rc = (struct ra_call){.ra = ra, .call = call, .gpu = gpu};
@@ -197,7 +198,7 @@ void ra_serve_list_ports(struct ra *ra, struct nb_call *call,
 
 	if (!holder || gsw_holders(ra->d.rsw, holder) != 0) {
 		free(holder);
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory");
+		api_failf(call, ERR_INTERNAL, "", "out of memory");
 		return;
 	}
 	if (req->page_token && req->page_token[0])
@@ -246,10 +247,7 @@ void ra_serve_list_ports(struct ra *ra, struct nb_call *call,
 		nb_rail_ports_token(last, token, sizeof(token));
 		resp.next_page_token = token;
 	}
-	if (ar.failed)
-		nb_call_fail(call, NB_INTERNAL, "", "out of memory building the reply");
-	else
-		nb_call_reply(call, &resp.base);
+	api_reply(call, &resp.base, ar.failed);
 	ar_free_all(&ar);
 	free(holder);
 }
@@ -319,18 +317,8 @@ static void ev_swapped(void *ctx, const struct gsw_report *rep)
 static void ev_gpu(void *ctx, int64_t gpu, bool faulty, const char *source)
 {
 	struct ra *ra = ctx;
-	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
-	Ocs__V1__GpuEvent ge = OCS__V1__GPU_EVENT__INIT;
 
-	if (!ra->server)
-		return;
-	ge.gpu = gpu;
-	ge.condition = faulty ? OCS__V1__GPU_CONDITION__GPU_CONDITION_FAULTY
-			      : OCS__V1__GPU_CONDITION__GPU_CONDITION_HEALTHY;
-	ge.source = (char *)source;
-	ev.kind_case = OCS__V1__EVENT__KIND_GPU;
-	ev.gpu = &ge;
-	nb_server_publish(ra->server, &ev);
+	api_publish_condition(ra->server, true, gpu, faulty, source);
 }
 
 struct gsw_events ra_events(struct ra *ra)

@@ -306,6 +306,27 @@ bool jm_answering(const struct jm *jm);
 int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 	     const struct ocs_xc *xcs, size_t n, struct err_info *err);
 /*
+ * The store writes of an adoption, jm_adopt's and the start-up adoption's
+ * (adopt.h, before any job manager runs): the job row PROGRAMMING with raw
+ * its request, its figures (planner "adopted"), an intent adding the n
+ * circuits adds (owned by id) finished confirmed with message note, with
+ * active the row ACTIVE, then adds into fs. The only writer of an adopted
+ * job's row. 0, or -errno of the first write that failed (-EIO: the
+ * figures); *row_stored says whether the row was stored.
+ */
+struct jm_adoption {
+	const char *id;
+	const void *raw;
+	size_t raw_len;
+	const struct st_circuit *adds;
+	size_t n;
+	const char *note;
+	bool active;
+	int64_t now_ms;
+};
+int jm_adopt_store(struct st_store *store, struct fs_state *fs, const struct jm_adoption *a,
+		   bool *row_stored);
+/*
  * Runs a transaction that is no job's (clearing unowned cross-connects) when
  * none is running; queued jobs wait for it (jm_busy() is true meanwhile). 0:
  * done(arg, outcome) is called once on the loop; -EBUSY (a transaction

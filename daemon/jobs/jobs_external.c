@@ -1,7 +1,8 @@
 /*
  * jobs_external.c - what no job owns (issue 14 #2): circuits found on the
  * devices adopted as a job of their own (jm_adopt, stored ACTIVE with a
- * confirmed intent, no device touched), and the transactions that are no
+ * confirmed intent, no device touched; its store writes, jm_adopt_store,
+ * also serve the start-up adoption of adopt.c), and the transactions that are no
  * job's (clearing unowned cross-connects), run one at a time with the
  * jobs' (jm_external_txn).
  */
@@ -15,13 +16,53 @@
 #include "fabric_state.h"
 #include "jobs_util.h"
 
+int jm_adopt_store(struct st_store *store, struct fs_state *fs, const struct jm_adoption *a,
+		   bool *row_stored)
+{
+	/* st_job_put only reads the row */
+	struct st_job row = {(char *)a->id,  NULL,	 "PROGRAMMING", NULL,
+			     (void *)a->raw, a->raw_len, a->now_ms,	a->now_ms};
+	struct jm_figures fig = {0};
+	char *text;
+	int64_t txn_id = 0;
+	int rc;
+
+	*row_stored = false;
+	/* Stored PROGRAMMING first: recovery finds an intent left open
+	 * confirmed (the devices hold them) and the job ACTIVE. */
+	rc = st_job_put(store, &row);
+	if (rc)
+		return rc;
+	*row_stored = true;
+	snprintf(fig.planner, sizeof(fig.planner), "adopted");
+	fig.circuits_new = (int)(a->n / 2);
+	text = jm_figures_encode(&fig);
+	if (!text || st_figures_put(store, a->id, text) != 0)
+		rc = -EIO;
+	free(text);
+	if (rc == 0)
+		rc = st_intent_begin(store, a->id, NULL, 0, a->adds, a->n, NULL, 0, a->now_ms,
+				     &txn_id);
+	if (rc == 0)
+		rc = st_intent_finish(store, txn_id, ST_INTENT_CONFIRMED, a->note, a->now_ms);
+	if (rc == 0 && a->active)
+		rc = st_job_set_state(store, a->id, "ACTIVE", NULL, a->now_ms);
+	if (rc == 0)
+		rc = fs_apply(fs, NULL, 0, a->adds, a->n);
+	return rc;
+}
+
 int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 	     const struct ocs_xc *xcs, size_t n, struct err_info *err)
 {
 	struct job_rt *j;
 	struct st_circuit *adds;
-	struct st_job row;
-	int64_t txn_id = 0;
+	struct jm_adoption a = {.id = id,
+				.raw = raw,
+				.raw_len = raw_len,
+				.n = n,
+				.note = "adopted: the devices held these cross-connects"};
+	bool row_stored;
 	int rc;
 
 	if (jm->not_serving || jm->stopping) {
@@ -34,7 +75,7 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 		return -1;
 	}
 	j = calloc(1, sizeof(*j));
-	adds = calloc(n + 1, sizeof(*adds));
+	a.adds = adds = calloc(n + 1, sizeof(*adds));
 	if (!j || !adds || !(j->pub.demand = malloc(sizeof(*j->pub.demand))) ||
 	    !(j->pub.raw = malloc(raw_len ? raw_len : 1))) {
 		free(adds);
@@ -55,9 +96,7 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 	j->pub.figures.circuits_new = (int)(n / 2);
 	j->kind = &jm_kind_leaf;
 	j->pub.state = JM_PROGRAMMING;
-	j->pub.created_ms = j->pub.updated_ms = jm_now_ms(jm);
-	row = (struct st_job){j->pub.id,  NULL,		  "PROGRAMMING",     NULL,
-			      j->pub.raw, j->pub.raw_len, j->pub.created_ms, j->pub.created_ms};
+	j->pub.created_ms = j->pub.updated_ms = a.now_ms = jm_now_ms(jm);
 	rc = jm_table_add(jm, j);
 	if (rc) {
 		free(adds);
@@ -66,11 +105,9 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 		return -1;
 	}
 	jm_track_live(jm, j, false);
-	/* Stored PROGRAMMING first: recovery finds an intent left open
-	 * confirmed (the devices hold them) and the job ACTIVE. */
-	rc = st_job_put(jm->d.store, &row);
-	if (rc) {
-		free(adds);
+	rc = jm_adopt_store(jm->d.store, jm->d.fs, &a, &row_stored);
+	free(adds);
+	if (rc && !row_stored) {
 		err_set(err, ERR_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
 			strerror(-rc));
 		/* never seen by anyone: forget it again (as create_job does) */
@@ -81,18 +118,6 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 		(void)jm_forget(jm, j->pub.id);
 		return -1;
 	}
-	if (jm_store_figures(jm, j, err) != 0)
-		rc = -EIO;
-	if (rc == 0)
-		rc = st_intent_begin(jm->d.store, id, NULL, 0, adds, n, NULL, 0, jm_now_ms(jm),
-				     &txn_id);
-	if (rc == 0)
-		rc = st_intent_finish(jm->d.store, txn_id, ST_INTENT_CONFIRMED,
-				      "adopted: the devices held these cross-connects",
-				      jm_now_ms(jm));
-	if (rc == 0)
-		rc = fs_apply(jm->d.fs, NULL, 0, adds, n);
-	free(adds);
 	if (rc) {
 		err_set(err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
 			"cannot store the adopted circuits (%s); nothing changed",

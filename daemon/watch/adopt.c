@@ -17,9 +17,7 @@
 #include "devices.h"
 #include "drift.h"
 #include "fabric_state.h"
-#include "jobs_util.h"
 #include "log.h"
-#include "ocs/v1/jobs.pb-c.h"
 #include "sb_device.h"
 #include "loop.h"
 #include "store.h"
@@ -91,15 +89,10 @@ static int adopt_all(const struct adopt_deps *d, char *why, size_t why_len)
 	struct ocs_xc *all = dr_unowned(d->drift, &n), *blk = NULL;
 	bool *blocked = calloc((size_t)dev_count(d->devs) + 1, sizeof(*blocked));
 	struct st_circuit *adds = NULL;
-	struct jm_figures fig = {0};
-	char *text = NULL;
-	int64_t txn_id = 0;
-	/* the request GetJob hands back: a JobSpec with the id */
-	Ocs__V1__JobSpec spec = OCS__V1__JOB_SPEC__INIT;
-	uint8_t raw[sizeof(ADOPT_START_JOB) + 8];
-	struct st_job row = {ADOPT_START_JOB, NULL,	"PROGRAMMING", NULL, raw, 0,
-			     d->now_ms,	      d->now_ms};
-	int rc = all && blocked ? dr_planner_view(d->drift, d->fs, &blk, &n_blk, blocked) : -ENOMEM;
+	bool row_stored;
+	int rc = all && blocked && d->request
+			 ? dr_planner_view(d->drift, d->fs, &blk, &n_blk, blocked)
+			 : -ENOMEM;
 
 	/* The planner's blockers are exactly the clean two-way circuits. */
 	if (rc == 0 && !(adds = calloc(n_blk + 1, sizeof(*adds))))
@@ -108,12 +101,6 @@ static int adopt_all(const struct adopt_deps *d, char *why, size_t why_len)
 		adds[k].xc = blk[i];
 		snprintf(adds[k].job_id, sizeof(adds[k].job_id), "%s", ADOPT_START_JOB);
 	}
-	spec.id = ADOPT_START_JOB;
-	row.request_len = ocs__v1__job_spec__pack(&spec, raw);
-	snprintf(fig.planner, sizeof(fig.planner), "adopted");
-	fig.circuits_new = (int)(k / 2);
-	if (rc == 0 && !(text = jm_figures_encode(&fig)))
-		rc = -ENOMEM;
 	if (rc == 0 && k == 0) {
 		log_msg(LOG_WARNING,
 			"--adopt-existing: the %zu cross-connect(s) found are one-way or collide: "
@@ -121,22 +108,20 @@ static int adopt_all(const struct adopt_deps *d, char *why, size_t why_len)
 			n);
 		goto out;
 	}
-	/* PROGRAMMING first: a crash before ACTIVE is resolved by recovery. */
+	/* the job manager's own writes (jm_adopt's), before it runs */
 	if (rc == 0)
-		rc = st_job_put(d->store, &row);
-	if (rc == 0)
-		rc = st_figures_put(d->store, ADOPT_START_JOB, text);
-	if (rc == 0)
-		rc = st_intent_begin(d->store, ADOPT_START_JOB, NULL, 0, adds, k, NULL, 0,
-				     d->now_ms, &txn_id);
-	if (rc == 0)
-		rc = st_intent_finish(d->store, txn_id, ST_INTENT_CONFIRMED,
-				      "adopted at start (--adopt-existing): the devices held them",
-				      d->now_ms);
-	if (rc == 0)
-		rc = st_job_set_state(d->store, ADOPT_START_JOB, "ACTIVE", NULL, d->now_ms);
-	if (rc == 0)
-		rc = fs_apply(d->fs, NULL, 0, adds, k);
+		rc = jm_adopt_store(
+			d->store, d->fs,
+			&(struct jm_adoption){.id = ADOPT_START_JOB,
+					      .raw = d->request,
+					      .raw_len = d->request_len,
+					      .adds = adds,
+					      .n = k,
+					      .note = "adopted at start (--adopt-existing): the "
+						      "devices held them",
+					      .active = true,
+					      .now_ms = d->now_ms},
+			&row_stored);
 	if (rc == 0) {
 		dr_forget(d->drift, blk, n_blk);
 		log_msg(LOG_NOTICE,
@@ -149,7 +134,6 @@ static int adopt_all(const struct adopt_deps *d, char *why, size_t why_len)
 			 strerror(-rc));
 	}
 out:
-	free(text);
 	free(adds);
 	free(blk);
 	free(blocked);

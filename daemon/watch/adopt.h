@@ -50,6 +50,10 @@ struct adopt_deps {
 	struct txn_driver *txn;
 	struct dr_table *drift; /* filled with what was read */
 	int64_t now_ms;
+	/* ADOPT_START_ADOPT: the request GetJob hands back for ADOPT_START_JOB
+	 * (api_adopted_request; NULL: out of memory). */
+	const void *request;
+	size_t request_len;
 	/* How long the devices not connected yet are tried, all in parallel;
 	 * 0: not at all (the warm start tried already). */
 	int connect_ms;

@@ -127,10 +127,10 @@ static bool live(const struct jm_job *j)
 	return j->state != JM_RELEASED && j->state != JM_FAILED;
 }
 
-int gsw_holders(const struct rsw *s, const char **holder)
+/* Calls held(ctx, gpu, job id) for every GPU of the fabric a live job holds. */
+static void each_held(const struct rsw *s, void (*held)(void *ctx, int64_t gpu, const char *id),
+		      void *ctx)
 {
-	for (int64_t g = 0; g < s->n_gpus; g++)
-		holder[g] = NULL;
 	for (size_t i = 0; s->jm && i < jm_count(s->jm); i++) {
 		const struct jm_job *j = jm_at(s->jm, i);
 
@@ -138,8 +138,29 @@ int gsw_holders(const struct rsw *s, const char **holder)
 			continue;
 		for (size_t k = 0; k < j->n_gpus; k++)
 			if (j->gpus[k] >= 0 && j->gpus[k] < s->n_gpus)
-				holder[j->gpus[k]] = j->id;
+				held(ctx, j->gpus[k], j->id);
 	}
+}
+
+static void set_holder(void *ctx, int64_t gpu, const char *id)
+{
+	const char **holder = ctx;
+
+	holder[gpu] = id;
+}
+
+static void set_held(void *ctx, int64_t gpu, const char *id)
+{
+	uint8_t *flags = ctx;
+
+	flags[gpu] |= RAIL_GPU_HELD;
+}
+
+int gsw_holders(const struct rsw *s, const char **holder)
+{
+	for (int64_t g = 0; g < s->n_gpus; g++)
+		holder[g] = NULL;
+	each_held(s, set_holder, holder);
 	return 0;
 }
 
@@ -203,15 +224,7 @@ static uint8_t *gpu_flags(const struct rsw *s)
 	for (int64_t g = 0; g < s->n_gpus; g++)
 		if (rl_faulty(s->d.rl, g))
 			flags[g] |= RAIL_GPU_FAULTY;
-	for (size_t i = 0; s->jm && i < jm_count(s->jm); i++) {
-		const struct jm_job *j = jm_at(s->jm, i);
-
-		if (!live(j))
-			continue;
-		for (size_t k = 0; k < j->n_gpus; k++)
-			if (j->gpus[k] >= 0 && j->gpus[k] < s->n_gpus)
-				flags[j->gpus[k]] |= RAIL_GPU_HELD;
-	}
+	each_held(s, set_held, flags);
 	return flags;
 }
 
@@ -506,8 +519,9 @@ static void run_next(struct rsw *s)
 	}
 }
 
-static void enqueue(struct rsw *s, int64_t gpu, bool replace, const char *source,
-		    int64_t received_us, gsw_answer_fn answer, void *ctx)
+/* A request to queue; NULL when out of memory (then answered). */
+static struct gsw_req *new_req(int64_t gpu, const char *source, int64_t received_us,
+			       gsw_answer_fn answer, void *ctx)
 {
 	struct gsw_req *q = calloc(1, sizeof(*q));
 
@@ -515,14 +529,21 @@ static void enqueue(struct rsw *s, int64_t gpu, bool replace, const char *source
 		struct gsw_req tmp = {.answer = answer, .ctx = ctx};
 
 		answer_error(&tmp, ERR_INTERNAL, "", "out of memory");
-		return;
+		return NULL;
 	}
-	*q = (struct gsw_req){.gpu = gpu,
-			      .replace = replace,
-			      .received_us = received_us,
-			      .answer = answer,
-			      .ctx = ctx};
+	*q = (struct gsw_req){.gpu = gpu, .received_us = received_us, .answer = answer, .ctx = ctx};
 	snprintf(q->source, sizeof(q->source), "%s", source);
+	return q;
+}
+
+static void enqueue(struct rsw *s, int64_t gpu, bool replace, const char *source,
+		    int64_t received_us, gsw_answer_fn answer, void *ctx)
+{
+	struct gsw_req *q = new_req(gpu, source, received_us, answer, ctx);
+
+	if (!q)
+		return;
+	q->replace = replace;
 	if (s->tail)
 		s->tail->next = q;
 	else
@@ -566,22 +587,13 @@ static bool mark_waits(const struct rsw *s, int64_t gpu)
 static void defer_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source,
 		       int64_t received_us, gsw_answer_fn answer, void *ctx)
 {
-	struct gsw_req *q = calloc(1, sizeof(*q));
+	struct gsw_req *q = new_req(gpu, source, received_us, answer, ctx);
 	struct gsw_req **at = &s->head;
 
-	if (!q) {
-		struct gsw_req tmp = {.answer = answer, .ctx = ctx};
-
-		answer_error(&tmp, ERR_INTERNAL, "", "out of memory");
+	if (!q)
 		return;
-	}
-	*q = (struct gsw_req){.gpu = gpu,
-			      .deferred = true,
-			      .faulty = faulty,
-			      .received_us = received_us,
-			      .answer = answer,
-			      .ctx = ctx};
-	snprintf(q->source, sizeof(q->source), "%s", source);
+	q->deferred = true;
+	q->faulty = faulty;
 	while (*at && (*at)->deferred)
 		at = &(*at)->next;
 	q->next = *at;
