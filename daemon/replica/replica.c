@@ -3,7 +3,7 @@
  * among the replicas on one etcd prefix (replica.h, docs/replicas.md).
  *
  * Roles (rp_role). The replica's thread (watch_main) moves between the
- * first three, the loop thread (daemon.c, through rp_take_lead, rp_leading
+ * first three, the loop thread (daemon_phases.c, through rp_take_lead, rp_leading
  * and rp_follow) runs the phase each role calls for:
  *
  *          start                      another replica's key appears
@@ -30,7 +30,7 @@
  *     neither write nor confirm.
  *  2. The thread leaves RECOVERING or LEADER only for FOLLOWER (on_lost,
  *     or the leader key seen as not this term's); the loop then ends the
- *     leader phase and starts the follower phase (daemon.c).
+ *     leader phase and starts the follower phase (daemon_phases.c).
  *  3. Without --replica-id the replica is LEADER for good; the thread
  *     only probes etcd, and writes are refused while it cannot be reached.
  *  4. A replica campaigns only while its follower phase runs

@@ -69,7 +69,7 @@ int rp_start(struct replica *rp, struct loop *loop, void (*on_change)(void *ctx)
 void rp_stop(struct replica *rp);
 
 /*
- * The loop is alive: called on the loop thread every RP_BEAT_MS (daemon.c's
+ * The loop is alive: called on the loop thread every RP_BEAT_MS (daemon_phases.c's
  * tick). A replica whose loop has not beaten for RP_LOOP_STALL_MS does not
  * campaign, and a leader's gives up the lead (its lease revoked at once):
  * the keep-alive runs on its own thread, so without this a replica whose
