@@ -113,6 +113,7 @@
 #include "drift.h"
 #include "fabric_state.h"
 #include "jobs_util.h"
+#include "kind_txn.h"
 #include "log.h"
 
 /* A plan whose snapshot went stale this often in a row is refused. */
@@ -461,6 +462,7 @@ static int start_ring_txn(struct jm *jm, struct job_rt *j, bool release,
 			  const struct st_fault *fault, char *why, size_t why_len)
 {
 	struct txn_change c = {0};
+	struct krt_change rc;
 	size_t n_prev = 0;
 	const struct rg_ring *prev = rg_job_rings(jm->d.rings, j->pub.id, &n_prev);
 
@@ -481,14 +483,14 @@ static int start_ring_txn(struct jm *jm, struct job_rt *j, bool release,
 	for (size_t i = 0; i < j->change.n_rings; i++)
 		if (!j->change.rings[i].changed_ms)
 			j->change.rings[i].changed_ms = jm_now_ms(jm);
-	c = (struct txn_change){.job_id = j->pub.id,
-				.release = release,
-				.ring = true,
-				.rings = j->change.rings,
-				.n_rings = j->change.n_rings,
-				.bundles = j->change.bundles,
-				.n_bundles = j->change.n_bundles,
-				.fault = fault};
+	rc = (struct krt_change){.rings = jm->d.rings,
+				 .job_rings = j->change.rings,
+				 .n_rings = j->change.n_rings,
+				 .bundles = j->change.bundles,
+				 .n_bundles = j->change.n_bundles,
+				 .fault = fault};
+	c = (struct txn_change){
+		.job_id = j->pub.id, .release = release, .kind = &krt_ops, .kind_change = &rc};
 	return jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, why_len);
 }
 
