@@ -999,6 +999,26 @@ oom:
 	answer(ctx, &err, NULL, false, NULL, 0);
 }
 
+/*
+ * Hands t (a search or a dry run, answered when it is done) to the planner
+ * pool and keeps it among the answering tasks; when the queue is full, t
+ * is freed and answer told so.
+ */
+static void submit_answering(struct jm *jm, struct jp_task *t, jm_answer_fn answer, void *ctx)
+{
+	struct err_info err = {0};
+	int rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
+
+	if (rc) {
+		jp_task_free(t);
+		err_set(&err, ERR_EXHAUSTED, "", "the planner queue is full (%s); try again",
+			strerror(-rc));
+		answer(ctx, &err, NULL, false, NULL, 0);
+		return;
+	}
+	jm_answering_add(jm, t);
+}
+
 /* Searches a new submission's workload on the pool, then submit_searched(). */
 static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer,
 			    void *ctx)
@@ -1007,7 +1027,6 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 	struct jp_task *t =
 		new_task(jm, &jm_kind_parallelism, spec->id, jm_planner_of(spec),
 			 spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL, NULL);
-	int rc;
 
 	if (t) {
 		t->search_only = true;
@@ -1027,15 +1046,7 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 	}
 	if (spec->raw_len)
 		memcpy(t->sub.raw, spec->raw, spec->raw_len);
-	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
-	if (rc) {
-		jp_task_free(t);
-		err_set(&err, ERR_EXHAUSTED, "", "the planner queue is full (%s); try again",
-			strerror(-rc));
-		answer(ctx, &err, NULL, false, NULL, 0);
-		return;
-	}
-	jm_answering_add(jm, t);
+	submit_answering(jm, t, answer, ctx);
 }
 
 /* A new submission's workload was searched: refuse it, or create the job with its demand. */
@@ -1089,7 +1100,6 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 {
 	struct err_info err = {0};
 	struct jp_task *t;
-	int rc;
 
 	if (!jm_check_spec(jm, spec, &err)) {
 		answer(ctx, &err, NULL, false, NULL, 0);
@@ -1114,13 +1124,5 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 	t->dry = true;
 	t->answer = answer;
 	t->ctx = ctx;
-	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
-	if (rc) {
-		jp_task_free(t);
-		err_set(&err, ERR_EXHAUSTED, "", "the planner queue is full (%s); try again",
-			strerror(-rc));
-		answer(ctx, &err, NULL, false, NULL, 0);
-		return;
-	}
-	jm_answering_add(jm, t);
+	submit_answering(jm, t, answer, ctx);
 }
