@@ -463,7 +463,7 @@ int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struc
 		      char *why, size_t why_len)
 {
 	struct txn_change c = {0};
-	struct krt_change rc;
+	struct krt_change k;
 	size_t n_prev = 0;
 	const struct rg_ring *prev = rg_job_rings(jm->d.rings, j->pub.id, &n_prev);
 
@@ -484,14 +484,14 @@ int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struc
 	for (size_t i = 0; i < j->change.n_rings; i++)
 		if (!j->change.rings[i].changed_ms)
 			j->change.rings[i].changed_ms = jm_now_ms(jm);
-	rc = (struct krt_change){.rings = jm->d.rings,
-				 .job_rings = j->change.rings,
-				 .n_rings = j->change.n_rings,
-				 .bundles = j->change.bundles,
-				 .n_bundles = j->change.n_bundles,
-				 .fault = fault};
+	k = (struct krt_change){.rings = jm->d.rings,
+				.job_rings = j->change.rings,
+				.n_rings = j->change.n_rings,
+				.bundles = j->change.bundles,
+				.n_bundles = j->change.n_bundles,
+				.fault = fault};
 	c = (struct txn_change){
-		.job_id = j->pub.id, .release = release, .kind = &krt_ops, .kind_change = &rc};
+		.job_id = j->pub.id, .release = release, .kind = &krt_ops, .kind_change = &k};
 	return jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, why_len);
 }
 

@@ -64,19 +64,19 @@ static void krt_free(void *state)
 static int krt_build(const struct txn_deps *d, const struct txn_change *c, struct txn_plan *p,
 		     void **state)
 {
-	const struct krt_change *rc = c->kind_change;
-	const struct rg_state *rg = rc->rings;
+	const struct krt_change *ch = c->kind_change;
+	const struct rg_state *rg = ch->rings;
 	int n_nodes = rg_nodes(rg), bundles = rg_domain(rg)->bundles;
 	int *slot = malloc((size_t)(n_nodes + 1) * sizeof(*slot));
-	size_t cap = rc->n_bundles + 1;
+	size_t cap = ch->n_bundles + 1;
 	struct krt_txn *t = calloc(1, sizeof(*t));
 
 	*state = t;
 	if (!t)
 		goto oom;
-	t->rg = rc->rings;
+	t->rg = ch->rings;
 	snprintf(t->job_id, sizeof(t->job_id), "%s", c->job_id);
-	t->fault = rc->fault != NULL;
+	t->fault = ch->fault != NULL;
 	t->cap = cap;
 	p->devs = calloc(cap, sizeof(*p->devs));
 	p->dev_ids = calloc(cap, sizeof(*p->dev_ids));
@@ -87,15 +87,15 @@ static int krt_build(const struct txn_deps *d, const struct txn_change *c, struc
 		goto oom;
 	for (int i = 0; i < n_nodes; i++)
 		slot[i] = -1;
-	for (size_t r = 0; r < rc->n_rings; r++)
-		for (int k = 0; k < rc->job_rings[r].m; k++) {
-			int node = rc->job_rings[r].nodes[k];
+	for (size_t r = 0; r < ch->n_rings; r++)
+		for (int k = 0; k < ch->job_rings[r].m; k++) {
+			int node = ch->job_rings[r].nodes[k];
 
 			if (node >= 0 && node < n_nodes)
 				t->reachable[node] = !rg_faulty(rg, node);
 		}
-	for (size_t i = 0; i < rc->n_bundles; i++) {
-		const struct hbd_bundle *b = &rc->bundles[i];
+	for (size_t i = 0; i < ch->n_bundles; i++) {
+		const struct hbd_bundle *b = &ch->bundles[i];
 		int node = b->node;
 
 		if (node < 0 || node >= n_nodes || b->bundle >= bundles || rg_faulty(rg, node))
@@ -124,10 +124,10 @@ static int krt_build(const struct txn_deps *d, const struct txn_change *c, struc
 			(struct sb_txn_device){dev_handle(d->devs, p->dev_ids[k], DEV_ROLE_TXN),
 					       NULL, 0, t->sb_targets[k], (size_t)bundles};
 	}
-	t->rings = rg_rings_dup(rc->job_rings, rc->n_rings);
+	t->rings = rg_rings_dup(ch->job_rings, ch->n_rings);
 	if (!t->rings)
 		goto oom;
-	t->n_rings = rc->n_rings;
+	t->n_rings = ch->n_rings;
 	free(slot);
 	return 0;
 oom:
@@ -182,11 +182,11 @@ static int krt_intent(void *state, const struct txn_deps *d, const struct txn_ch
 		      const struct txn_plan *p, int64_t *txn_id)
 {
 	const struct krt_txn *t = state;
-	const struct krt_change *rc = c->kind_change;
+	const struct krt_change *ch = c->kind_change;
 	int bundles = rg_domain(t->rg)->bundles;
 	size_t n = p->n_devs * (size_t)bundles, at = 0;
 	struct st_bundle *b = malloc((n ? n : 1) * sizeof(*b));
-	int rc_;
+	int rc;
 
 	if (!b)
 		return -ENOMEM;
@@ -197,10 +197,10 @@ static int krt_intent(void *state, const struct txn_deps *d, const struct txn_ch
 			b[at++] = (struct st_bundle){p->dev_ids[k], h->bundle, h->path, h->distance,
 						     h->dir};
 		}
-	rc_ = st_ring_intent_begin(d->store, t->job_id, t->rings, t->n_rings, b, n, rc->fault,
-				   clk_wall_ms(d->clock), txn_id);
+	rc = st_ring_intent_begin(d->store, t->job_id, t->rings, t->n_rings, b, n, ch->fault,
+				  clk_wall_ms(d->clock), txn_id);
 	free(b);
-	return rc_;
+	return rc;
 }
 
 /* Once confirmed: the ring state takes the job's new rings. */
