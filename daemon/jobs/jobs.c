@@ -5,7 +5,12 @@
  * jobs_table.c stores and publishes each change (jm_set_state),
  * jobs_recover.c resumes the stored jobs at start-up, jobs_external.c
  * enters adopted circuits as ACTIVE jobs, jobs_release.c takes releases
- * and settles unproven intents, jobs_faults.c takes node faults. The stages it drives (planning
+ * and settles unproven intents, jobs_faults.c takes node faults.
+ * Why this file is over 1,000 lines: its parts (planning, transactions,
+ * ring repairs, requests) call one another both ways (a plan's end starts
+ * a transaction or a searched submission, a transaction's end plans again
+ * or queues a repair), so they stay together; what only calls into them is
+ * carved out (jobs_release.c, jobs_faults.c). The stages it drives (planning
  * in jobs_plan.c with the job's kind, the transaction driver txn_driver.c) only
  * return results to it.
  *
