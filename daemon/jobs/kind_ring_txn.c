@@ -16,7 +16,6 @@
 #include "clock.h"
 #include "devices.h"
 #include "kind_txn.h"
-#include "log.h"
 #include "rings.h"
 #include "sb_device.h"
 
@@ -314,11 +313,11 @@ static int resolve_ring_intent(struct rg_state *rg, const struct recov_deps *rd,
 	struct sb_bundle *wants = calloc((size_t)n_nodes * (size_t)bundles + 1, sizeof(*wants));
 	struct sb_txn_device *devs = calloc((size_t)n_nodes + 1, sizeof(*devs));
 	bool *fenced = calloc((size_t)n_nodes + 1, sizeof(*fenced));
-	bool all_target = true, all_pre = true, all_read = true, all_known = true;
+	struct recov_seen shown = {true, true, true, true, 0};
 	enum st_intent_state outcome;
 	char detail[512] = "";
 	size_t n = 0;
-	int unconfirmed = 0, rc = 0;
+	int rc = 0;
 
 	if (!seen || !wants || !devs || !fenced) {
 		rc = -ENOMEM;
@@ -343,54 +342,33 @@ static int resolve_ring_intent(struct rg_state *rg, const struct recov_deps *rd,
 		seen[node] = 1;
 		if (!read_node(rg, rd, in, node, &at_target, &at_pre, want, detail,
 			       sizeof(detail))) {
-			all_target = all_pre = all_read = false;
+			shown.all_target = shown.all_pre = shown.all_read = false;
 			continue;
 		}
 		/* as recovery.c's resolve_circuit_intent: a target the fence did not prove */
 		unproven =
 			at_target && !at_pre && recov_holds_unconfirmed(rd, node) && !fenced[node];
-		unconfirmed += unproven;
+		shown.unconfirmed += unproven;
 		if (unproven && in->decided)
 			devs[n++] = (struct sb_txn_device){dev_handle(rd->devs, node, DEV_ROLE_TXN),
 							   NULL, 0, want, (size_t)bundles};
-		all_target &= at_target && !(unproven && in->decided);
-		all_pre &= at_pre;
+		shown.all_target &= at_target && !(unproven && in->decided);
+		shown.all_pre &= at_pre;
 		if (!at_target)
 			devs[n++] = (struct sb_txn_device){dev_handle(rd->devs, node, DEV_ROLE_TXN),
 							   NULL, 0, want, (size_t)bundles};
 		if (!at_target && !at_pre)
-			all_known = false;
+			shown.all_known = false;
 		if (!at_target && !at_pre)
 			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 				 "node %d holds neither the old nor the new settings; ", node);
 	}
 	recov_unfence(rd, fenced, n_nodes); /* before recov_finish_decided's engine locks them */
-	if (!in->decided && unconfirmed > 0 && all_read && all_known) {
-		/* as recovery.c's resolve_circuit_intent: never decided, so never confirmed */
-		outcome = ST_INTENT_ROLLED_BACK;
-		snprintf(detail, sizeof(detail),
-			 "recovered: never decided, so never confirmed; %d node(s) still show "
-			 "another run's unconfirmed commit, which reverts by itself at its "
-			 "confirm timeout",
-			 unconfirmed);
-	} else if (all_target && (!all_pre || in->decided)) {
-		outcome = ST_INTENT_CONFIRMED;
-		snprintf(detail, sizeof(detail), "recovered after restart: nodes hold the target");
-	} else if (in->decided && all_read) {
-		outcome = recov_finish_decided(in, devs, n, all_pre, detail, sizeof(detail));
-	} else if (all_pre) {
-		outcome = ST_INTENT_ROLLED_BACK;
-		snprintf(detail, sizeof(detail),
-			 "recovered after restart: nodes back as they were");
-	} else {
-		outcome = ST_INTENT_FAILED;
-	}
-	log_msg(LOG_NOTICE, "ring transaction %lld of job %s left open%s: %s, %s",
-		(long long)in->txn_id, in->job_id, in->decided ? " (decided)" : "",
-		st_intent_state_name(outcome), detail);
-	if (st_intent_finish(rd->store, in->txn_id, outcome, detail, clk_wall_ms(rd->clock)) != 0)
-		rc = -EIO;
-	else if (outcome == ST_INTENT_CONFIRMED)
+	if (recov_verdict(in, &shown, "node", "nodes back as they were", &outcome, detail,
+			  sizeof(detail)))
+		outcome = recov_finish_decided(in, devs, n, shown.all_pre, detail, sizeof(detail));
+	rc = recov_record(rd, in, "ring transaction", outcome, detail);
+	if (rc == 0 && outcome == ST_INTENT_CONFIRMED)
 		rc = rg_set_job_rings(rg, in->job_id, in->rings, in->n_rings);
 out:
 	free(fenced);

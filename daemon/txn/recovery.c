@@ -226,6 +226,43 @@ static enum st_intent_state roll_forward(const struct recov_deps *rd, const stru
 	return outcome;
 }
 
+bool recov_verdict(const struct st_intent *in, const struct recov_seen *s, const char *unit,
+		   const char *pre, enum st_intent_state *outcome, char *detail, size_t len)
+{
+	if (!in->decided && s->unconfirmed > 0 && s->all_read && s->all_known) {
+		/* Never decided, so never confirmed: the commit these devices show
+		 * is another run's unconfirmed one (a paused or deposed leader's,
+		 * whose session is still open) and reverts at its confirm timeout. */
+		*outcome = ST_INTENT_ROLLED_BACK;
+		snprintf(detail, len,
+			 "recovered: never decided, so never confirmed; %d %s(s) still show "
+			 "another run's unconfirmed commit, which reverts by itself at its "
+			 "confirm timeout",
+			 s->unconfirmed, unit);
+	} else if (s->all_target && (!s->all_pre || in->decided)) {
+		*outcome = ST_INTENT_CONFIRMED;
+		snprintf(detail, len, "recovered after restart: %ss hold the target", unit);
+	} else if (in->decided && s->all_read) {
+		return true;
+	} else if (s->all_pre) {
+		*outcome = ST_INTENT_ROLLED_BACK;
+		snprintf(detail, len, "recovered after restart: %s", pre);
+	} else {
+		*outcome = ST_INTENT_FAILED;
+	}
+	return false;
+}
+
+int recov_record(const struct recov_deps *rd, const struct st_intent *in, const char *what,
+		 enum st_intent_state outcome, const char *detail)
+{
+	log_msg(LOG_NOTICE, "%s %lld of job %s left open%s: %s, %s", what, (long long)in->txn_id,
+		in->job_id, in->decided ? " (decided)" : "", st_intent_state_name(outcome), detail);
+	if (st_intent_finish(rd->store, in->txn_id, outcome, detail, clk_wall_ms(rd->clock)) != 0)
+		return -EIO;
+	return 0;
+}
+
 /*
  * Resolves one transaction a previous run left open. Confirmed commits are
  * tied to the session that made them, so the devices of a run that died
@@ -253,10 +290,10 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 	bool *at_target = calloc((size_t)n_dev + 1, sizeof(*at_target));
 	bool *fenced = calloc((size_t)n_dev + 1, sizeof(*fenced));
 	struct dev_readback *rbs = calloc((size_t)n_dev + 1, sizeof(*rbs));
-	bool all_target = true, all_pre = true, all_read = true, all_known = true;
+	struct recov_seen seen = {true, true, true, true, 0};
 	enum st_intent_state outcome;
 	char detail[512] = "";
-	int unconfirmed = 0, rc = 0;
+	int rc = 0;
 
 	if (!touched || !at_target || !fenced || !rbs) {
 		rc = -ENOMEM;
@@ -280,7 +317,7 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 		if (dev_read(rd->devs, d, DEV_ROLE_TXN, &rbs[d]) != 0 ||
 		    dev_compare(rd->devs, d, NULL, rbs[d].xcs, rbs[d].n, &to_pre) != 0 ||
 		    dev_compare(rd->devs, d, in, rbs[d].xcs, rbs[d].n, &to_target) != 0) {
-			all_target = all_pre = all_read = false;
+			seen.all_target = seen.all_pre = seen.all_read = false;
 			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 				 "%s unreadable (%s); ", dev_name(rd->devs, d),
 				 rbs[d].ok ? "out of memory" : rbs[d].error);
@@ -291,13 +328,13 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 			bool unproven = shows_target && !at_pre && recov_holds_unconfirmed(rd, d) &&
 					!fenced[d];
 
-			unconfirmed += unproven;
+			seen.unconfirmed += unproven;
 			/* a decided intent: roll_forward programs it under our session */
 			at_target[d] = shows_target && !(unproven && in->decided);
-			all_target &= at_target[d];
-			all_pre &= at_pre;
+			seen.all_target &= at_target[d];
+			seen.all_pre &= at_pre;
 			if (!shows_target && !at_pre) {
-				all_known = false;
+				seen.all_known = false;
 				snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 					 "%s holds neither the old nor the new configuration; ",
 					 dev_name(rd->devs, d));
@@ -307,36 +344,12 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 		dev_diff_clear(&to_target);
 	}
 	recov_unfence(rd, fenced, n_dev); /* before roll_forward's engine locks them */
-	if (!in->decided && unconfirmed > 0 && all_read && all_known) {
-		/* Never decided, so never confirmed: the commit these devices show
-		 * is another run's unconfirmed one (a paused or deposed leader's,
-		 * whose session is still open) and reverts at its confirm timeout. */
-		outcome = ST_INTENT_ROLLED_BACK;
-		snprintf(detail, sizeof(detail),
-			 "recovered: never decided, so never confirmed; %d device(s) still "
-			 "show another run's unconfirmed commit, which reverts by itself at its "
-			 "confirm timeout",
-			 unconfirmed);
-	} else if (all_target && (!all_pre || in->decided)) {
-		outcome = ST_INTENT_CONFIRMED;
-		snprintf(detail, sizeof(detail),
-			 "recovered after restart: devices hold the target");
-	} else if (in->decided && all_read) {
-		outcome = roll_forward(rd, in, rbs, touched, at_target, all_pre, detail,
+	if (recov_verdict(in, &seen, "device", "devices back at the pre-image", &outcome, detail,
+			  sizeof(detail)))
+		outcome = roll_forward(rd, in, rbs, touched, at_target, seen.all_pre, detail,
 				       sizeof(detail));
-	} else if (all_pre) {
-		outcome = ST_INTENT_ROLLED_BACK;
-		snprintf(detail, sizeof(detail),
-			 "recovered after restart: devices back at the "
-			 "pre-image");
-	} else {
-		outcome = ST_INTENT_FAILED;
-	}
-	log_msg(LOG_NOTICE, "transaction %lld of job %s left open%s: %s, %s", (long long)in->txn_id,
-		in->job_id, in->decided ? " (decided)" : "", st_intent_state_name(outcome), detail);
-	if (st_intent_finish(rd->store, in->txn_id, outcome, detail, clk_wall_ms(rd->clock)) != 0)
-		rc = -EIO;
-	else if (outcome == ST_INTENT_CONFIRMED)
+	rc = recov_record(rd, in, "transaction", outcome, detail);
+	if (rc == 0 && outcome == ST_INTENT_CONFIRMED)
 		rc = fs_apply(rd->fs, in->removals, in->n_removals, in->additions, in->n_additions);
 out:
 	for (int d = 0; rbs && d < n_dev; d++)

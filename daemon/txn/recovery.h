@@ -71,6 +71,31 @@ bool recov_fence_device(const struct recov_deps *rd, const struct st_intent *in,
 void recov_unfence(const struct recov_deps *rd, bool *fenced, int n);
 /* Whether device d's commit can still be an unconfirmed one (a confirmed-commit device). */
 bool recov_holds_unconfirmed(const struct recov_deps *rd, int d);
+/* What reading back the devices an open intent touched showed. */
+struct recov_seen {
+	bool all_target; /* every device at the target, proven (fenced, or not unconfirmed) */
+	bool all_pre;	 /* every device at the pre-image */
+	bool all_read;	 /* every device read */
+	bool all_known;	 /* every device at the target or the pre-image */
+	int unconfirmed; /* devices showing the target without the fence's proof */
+};
+
+/*
+ * The one rule for an open intent's outcome, for every kind: into
+ * *outcome and detail (devices named `unit`, e.g. "device"; `pre` says
+ * they are back as before, e.g. "devices back at the pre-image"). true:
+ * no outcome yet, the intent is decided and every device was read, so the
+ * caller finishes it (recov_finish_decided) and that gives the outcome.
+ * FAILED leaves detail as the read-back wrote it.
+ */
+bool recov_verdict(const struct st_intent *in, const struct recov_seen *s, const char *unit,
+		   const char *pre, enum st_intent_state *outcome, char *detail, size_t len);
+/*
+ * Logs the outcome of open intent in (what: "transaction", "ring
+ * transaction") and stores it. 0 or -EIO.
+ */
+int recov_record(const struct recov_deps *rd, const struct st_intent *in, const char *what,
+		 enum st_intent_state outcome, const char *detail);
 /*
  * Finishes decided intent in on devs (n, not empty: the devices that do not
  * hold the target, with their targets) in one transaction of recovery's
