@@ -39,6 +39,7 @@
 #include "faults.h"
 #include "follower.h"
 #include "jobs.h"
+#include "kind_txn.h"
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
@@ -523,17 +524,19 @@ int od_start_jobs(struct od *od)
 		return rc;
 	od_warm_start(od);
 	{
-		struct recov_deps rd = {&od->cfg->fabric, od->store, od->fs,
-					od->devs,	  NULL,	     od->rings};
+		/* the ring kind's intents (kind_ring_txn.c): -EINVAL outside a ring domain */
+		struct recov_kind kinds[] = {{krt_owns, krt_resolve, od->rings}};
+		struct recov_deps rd = {
+			&od->cfg->fabric, od->store, od->fs, od->devs, NULL, kinds, 1};
 		struct txn_deps td = {.fabric = &od->cfg->fabric,
 				      .fs = od->fs,
 				      .store = od->store,
 				      .loop = od->loop,
 				      .engine = od->engine,
 				      .devs = od->devs,
-				      .rings = od->rings,
 				      .drift = od->drift,
-				      .rail = od->rl ? &od->cfg->rail : NULL,
+				      .check_xcs = od->rl ? krl_check_xcs : NULL,
+				      .check_ctx = &od->cfg->rail,
 				      .clock = NULL,
 				      .confirm_timeout_s = (int)od->cfg->access.confirm_timeout_s,
 				      .connect_timeout_ms = (int)od->cfg->access.rpc_timeout_ms,

@@ -3,8 +3,14 @@
  * requests that drive it (submit, dry-run plan, release). Only the job
  * manager's files change a job's state: this one runs the machine below,
  * jobs_table.c stores and publishes each change (jm_set_state),
- * jobs_recover.c resumes the stored jobs at start-up and jobs_external.c
- * enters adopted circuits as ACTIVE jobs. The stages it drives (planning
+ * jobs_recover.c resumes the stored jobs at start-up, jobs_external.c
+ * enters adopted circuits as ACTIVE jobs, jobs_release.c takes releases
+ * and settles unproven intents, jobs_faults.c takes node faults.
+ * Why this file is over 1,000 lines: its parts (planning, transactions,
+ * ring repairs, requests) call one another both ways (a plan's end starts
+ * a transaction or a searched submission, a transaction's end plans again
+ * or queues a repair), so they stay together; what only calls into them is
+ * carved out (jobs_release.c, jobs_faults.c). The stages it drives (planning
  * in jobs_plan.c with the job's kind, the transaction driver txn_driver.c) only
  * return results to it.
  *
@@ -113,6 +119,7 @@
 #include "drift.h"
 #include "fabric_state.h"
 #include "jobs_util.h"
+#include "kind_txn.h"
 #include "log.h"
 
 /* A plan whose snapshot went stale this often in a row is refused. */
@@ -121,7 +128,7 @@
 /* ---- planning ---- */
 
 /* Ring domains: drained nodes (device id = node), NULL when none is. */
-static const bool *drained_nodes(const struct jm *jm)
+const bool *jm_drained_nodes(const struct jm *jm)
 {
 	return jm->d.devs && dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL;
 }
@@ -246,7 +253,7 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 		uint8_t *use = rg_use_snapshot(jm->d.rings, self);
 
 		if (use)
-			jr_mask_drained(jm->d.rings, drained_nodes(jm), use);
+			jr_mask_drained(jm->d.rings, jm_drained_nodes(jm), use);
 
 		t = use ? jp_ring_task_new(kind, &jm->d.cfg->ring, use, rg_generation(jm->d.rings),
 					   self, ring)
@@ -457,10 +464,11 @@ static void txn_done(void *arg, const struct txn_outcome *o);
  * they were are kept for the ring events. -errno with why set when it did
  * not start.
  */
-static int start_ring_txn(struct jm *jm, struct job_rt *j, bool release,
-			  const struct st_fault *fault, char *why, size_t why_len)
+int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struct st_fault *fault,
+		      char *why, size_t why_len)
 {
 	struct txn_change c = {0};
+	struct krt_change k;
 	size_t n_prev = 0;
 	const struct rg_ring *prev = rg_job_rings(jm->d.rings, j->pub.id, &n_prev);
 
@@ -481,19 +489,19 @@ static int start_ring_txn(struct jm *jm, struct job_rt *j, bool release,
 	for (size_t i = 0; i < j->change.n_rings; i++)
 		if (!j->change.rings[i].changed_ms)
 			j->change.rings[i].changed_ms = jm_now_ms(jm);
-	c = (struct txn_change){.job_id = j->pub.id,
-				.release = release,
-				.ring = true,
-				.rings = j->change.rings,
+	k = (struct krt_change){.rings = jm->d.rings,
+				.job_rings = j->change.rings,
 				.n_rings = j->change.n_rings,
 				.bundles = j->change.bundles,
 				.n_bundles = j->change.n_bundles,
 				.fault = fault};
+	c = (struct txn_change){
+		.job_id = j->pub.id, .release = release, .kind = &krt_ops, .kind_change = &k};
 	return jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, why_len);
 }
 
 /* The cross-connects (ring jobs: rings) j owns in the circuit table (the ring state). */
-static size_t held_count(const struct jm *jm, const struct job_rt *j)
+size_t jm_held_count(const struct jm *jm, const struct job_rt *j)
 {
 	size_t n = 0;
 
@@ -534,7 +542,7 @@ static void release_failed(struct jm *jm, struct job_rt *j, bool unproven,
 			   const struct err_info *why)
 {
 	struct err_info err = *why;
-	size_t n = held_count(jm, j);
+	size_t n = jm_held_count(jm, j);
 
 	if (!unproven && !j->pub.holding) {
 		if (jm_set_state(jm, j, JM_ACTIVE, why->message) == -EPERM)
@@ -578,7 +586,7 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 
 	if (j->kind->rings) {
 		jm->txn_job = j;
-		rc = start_ring_txn(jm, j, release, NULL, why, sizeof(why));
+		rc = jm_start_ring_txn(jm, j, release, NULL, why, sizeof(why));
 		if (rc == 0)
 			return;
 		jm->txn_job = NULL;
@@ -655,8 +663,6 @@ static void publish_rings(struct jm *jm, struct job_rt *j, bool release, bool re
 					  old ? old->m : 0, reaction, repair ? o->engine_us : 0);
 	}
 }
-
-static void queue_reset(struct jm *jm);
 
 /* The end of a ring repair (or node reset): the job stays ACTIVE whatever happened. */
 static void repair_done(struct jm *jm, struct job_rt *j, const struct txn_outcome *o)
@@ -774,7 +780,7 @@ void jm_queue_repairs(struct jm *jm, struct job_rt *j)
 	if (!ring)
 		return;
 	jp_change_clear(&j->change);
-	rc = jr_repair_change(jm->d.rings, drained_nodes(jm), ring, failed, &j->pub.ring,
+	rc = jr_repair_change(jm->d.rings, jm_drained_nodes(jm), ring, failed, &j->pub.ring,
 			      jm_now_ms(jm), &j->change, &kind);
 	if (rc) {
 		log_msg(LOG_ERR, "job %s: cannot repair ring %d after node %d failed: %s",
@@ -793,7 +799,7 @@ void jm_queue_repairs(struct jm *jm, struct job_rt *j)
  * Queues the reset of the healed nodes on the list (healthy, in no ring)
  * to loopback, ahead of queued work, unless one is queued or running.
  */
-static void queue_reset(struct jm *jm)
+void jm_queue_reset(struct jm *jm)
 {
 	struct job_rt *r = &jm->reset;
 	const struct ocs_ring_domain *d;
@@ -826,124 +832,6 @@ static void queue_reset(struct jm *jm)
 	r->repair = true;
 	r->fault_us = 0;
 	jm_enqueue_first(jm, r);
-}
-
-void jm_retry_repairs(struct jm *jm)
-{
-	jm->reset.repair_failed = false;
-	queue_reset(jm);
-	for (size_t i = 0; i < jm->n_jobs; i++)
-		if (jm->jobs[i]->repair_failed) {
-			jm->jobs[i]->repair_failed = false;
-			jm_queue_repairs(jm, jm->jobs[i]);
-		}
-	jm_pump(jm);
-}
-
-/*
- * The fast path of a fault: when the job holding the node can be repaired
- * at once (no transaction running, the job ACTIVE and idle), the fault is
- * stored with the repair's intent in one SQLite transaction, committed
- * while the devices prepare (txn_driver.c). 0 (a commit that fails then rolls the
- * repair back and stops writes, through the outcome), or -errno with
- * nothing stored and nothing changed (the caller takes the ordinary path
- * then).
- */
-static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char *source)
-{
-	struct st_fault fault = {node, source, jm_now_ms(jm)};
-	const struct rg_ring *ring;
-	enum rg_change kind;
-	char why[400];
-	int failed = -1, rc;
-
-	if (jm->txn_job || jm->stopping || jm->not_serving || j->pub.state != JM_ACTIVE ||
-	    j->queued || j->repair)
-		return -EBUSY;
-	rg_set_faulty(jm->d.rings, node, true, source, fault.since_ms);
-	ring = jr_broken_ring(jm->d.rings, j->pub.id, &failed);
-	jp_change_clear(&j->change);
-	rc = ring ? jr_repair_change(jm->d.rings, drained_nodes(jm), ring, failed, &j->pub.ring,
-				     fault.since_ms, &j->change, &kind)
-		  : -EINVAL;
-	if (rc == 0) {
-		int index = ring->index;
-
-		j->repair = true;
-		jm->txn_job = j;
-		rc = start_ring_txn(jm, j, false, &fault, why, sizeof(why));
-		if (rc == 0) {
-			log_msg(LOG_NOTICE, "job %s: ring %d lost node %d: %s", j->pub.id, index,
-				failed, st_ring_change_name(kind));
-			return 0;
-		}
-		jm->txn_job = NULL;
-		j->repair = false;
-	}
-	jp_change_clear(&j->change);
-	rg_set_faulty(jm->d.rings, node, false, NULL, 0);
-	return rc;
-}
-
-int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64_t received_us,
-		 const char **affected_job, struct err_info *err)
-{
-	const struct rg_ring *holder;
-	struct job_rt *j = NULL;
-	int rc;
-
-	*affected_job = NULL;
-	if (!jm->d.rings) {
-		err_set(err, ERR_PRECONDITION, "node", "the fabric is not an ocstrx-ring");
-		return -1;
-	}
-	if (node < 0 || node >= rg_nodes(jm->d.rings)) {
-		err_set(err, ERR_INVALID, "node", "%d is not a node of the domain (0..%d)", node,
-			rg_nodes(jm->d.rings) - 1);
-		return -1;
-	}
-	if (jm->not_serving) {
-		err_set(err, ERR_UNAVAILABLE, "", "%s; nothing changed", jm->not_serving_reason);
-		return -1;
-	}
-	holder = rg_holder(jm->d.rings, node);
-	j = holder ? jm_job_find(jm, holder->job_id) : NULL;
-	if (faulty && !rg_faulty(jm->d.rings, node) && j) {
-		j->fault_us = received_us;
-		j->repair_failed = false;
-		if (repair_at_once(jm, j, node, source) == 0) {
-			if (jm->d.events.node_changed)
-				jm->d.events.node_changed(jm->d.events.ctx, node, true, source);
-			*affected_job = j->pub.id;
-			return 0;
-		}
-	}
-	if (rg_faulty(jm->d.rings, node) != faulty) {
-		rc = st_fault_set(jm->d.store, node, faulty, source, jm_now_ms(jm));
-		if (rc) {
-			err_set(err, ERR_UNAVAILABLE, "",
-				"cannot store the node's condition (%s); nothing changed",
-				st_strerror(jm->d.store, rc));
-			return -1;
-		}
-		rg_set_faulty(jm->d.rings, node, faulty, source, jm_now_ms(jm));
-		if (jm->d.events.node_changed)
-			jm->d.events.node_changed(jm->d.events.ctx, node, faulty, source);
-		if (!faulty && !rg_holder(jm->d.rings, node) &&
-		    jm->n_reset < (size_t)rg_nodes(jm->d.rings)) {
-			jm->reset_nodes[jm->n_reset++] = node;
-			queue_reset(jm);
-			jm_pump(jm);
-		}
-	}
-	if (faulty && j) {
-		*affected_job = j->pub.id;
-		j->fault_us = received_us;
-		j->repair_failed = false; /* a new fault report: try again */
-		jm_queue_repairs(jm, j);
-		jm_pump(jm);
-	}
-	return 0;
 }
 
 /* Starts the next queued transaction when none is running. */
@@ -1000,7 +888,7 @@ static bool submit_existing(struct jm *jm, const struct jm_spec *spec, jm_answer
 		err_set(&err, ERR_PRECONDITION, "id",
 			"job %s still holds %zu %s from a release that did not take effect; "
 			"release it first",
-			j->pub.id, held_count(jm, j),
+			j->pub.id, jm_held_count(jm, j),
 			j->kind->rings ? "ring(s)" : "cross-connect(s)");
 		answer(ctx, &err, NULL, false, NULL, 0);
 		return true;
@@ -1116,6 +1004,26 @@ oom:
 	answer(ctx, &err, NULL, false, NULL, 0);
 }
 
+/*
+ * Hands t (a search or a dry run, answered when it is done) to the planner
+ * pool and keeps it among the answering tasks; when the queue is full, t
+ * is freed and answer told so.
+ */
+static void submit_answering(struct jm *jm, struct jp_task *t, jm_answer_fn answer, void *ctx)
+{
+	struct err_info err = {0};
+	int rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
+
+	if (rc) {
+		jp_task_free(t);
+		err_set(&err, ERR_EXHAUSTED, "", "the planner queue is full (%s); try again",
+			strerror(-rc));
+		answer(ctx, &err, NULL, false, NULL, 0);
+		return;
+	}
+	jm_answering_add(jm, t);
+}
+
 /* Searches a new submission's workload on the pool, then submit_searched(). */
 static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer,
 			    void *ctx)
@@ -1124,7 +1032,6 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 	struct jp_task *t =
 		new_task(jm, &jm_kind_parallelism, spec->id, jm_planner_of(spec),
 			 spec->allow_moving_other_jobs, NULL, 0, spec->workload, NULL, NULL);
-	int rc;
 
 	if (t) {
 		t->search_only = true;
@@ -1144,15 +1051,7 @@ static void submit_workload(struct jm *jm, const struct jm_spec *spec, jm_answer
 	}
 	if (spec->raw_len)
 		memcpy(t->sub.raw, spec->raw, spec->raw_len);
-	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
-	if (rc) {
-		jp_task_free(t);
-		err_set(&err, ERR_EXHAUSTED, "", "the planner queue is full (%s); try again",
-			strerror(-rc));
-		answer(ctx, &err, NULL, false, NULL, 0);
-		return;
-	}
-	jm_answering_add(jm, t);
+	submit_answering(jm, t, answer, ctx);
 }
 
 /* A new submission's workload was searched: refuse it, or create the job with its demand. */
@@ -1206,7 +1105,6 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 {
 	struct err_info err = {0};
 	struct jp_task *t;
-	int rc;
 
 	if (!jm_check_spec(jm, spec, &err)) {
 		answer(ctx, &err, NULL, false, NULL, 0);
@@ -1231,154 +1129,5 @@ void jm_plan(struct jm *jm, const struct jm_spec *spec, jm_answer_fn answer, voi
 	t->dry = true;
 	t->answer = answer;
 	t->ctx = ctx;
-	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
-	if (rc) {
-		jp_task_free(t);
-		err_set(&err, ERR_EXHAUSTED, "", "the planner queue is full (%s); try again",
-			strerror(-rc));
-		answer(ctx, &err, NULL, false, NULL, 0);
-		return;
-	}
-	jm_answering_add(jm, t);
-}
-
-void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
-{
-	struct job_rt *j = jm_job_find(jm, id);
-	struct err_info err = {0};
-
-	if (!j) {
-		err_set(&err, ERR_NOT_FOUND, "id", "no job %s", id);
-		answer(ctx, &err, NULL, false, NULL, 0);
-		return;
-	}
-	if (j->pub.state == JM_RELEASED) {
-		answer(ctx, NULL, &j->pub, false, NULL, 0);
-		return;
-	}
-	if (jm_refuse_write(jm, answer, ctx))
-		return;
-	if (jm_add_waiter(j, answer, ctx, false) != 0) {
-		err_set(&err, ERR_INTERNAL, "", "out of memory");
-		answer(ctx, &err, NULL, false, NULL, 0);
-		return;
-	}
-	j->waiters->release = true;
-	switch (j->pub.state) {
-	case JM_PENDING:
-	case JM_PLANNING:
-	case JM_FAILED:
-		if (!j->pub.holding) {
-			/* Nothing of the job is on the devices (a FAILED apply
-			 * rolled back), or nothing was proven there (its intent
-			 * is settled by the keepalive: drift then). */
-			jm_set_state(jm, j, JM_RELEASED, NULL);
-			jm_settle(j, NULL);
-			return;
-		}
-		/* holding: a real release, as for an ACTIVE job */
-		jm_set_state(jm, j, JM_RELEASING, NULL);
-		jm_enqueue(jm, j);
-		break;
-	case JM_PROGRAMMING:
-		j->release_requested = true; /* after its transaction */
-		break;
-	case JM_ACTIVE:
-		jm_set_state(jm, j, JM_RELEASING, NULL);
-		jm_enqueue(jm, j);
-		break;
-	case JM_RELEASING:
-	case JM_RELEASED:
-		break;
-	}
-	jm_pump(jm);
-}
-
-/* ---- unproven transactions settled (keepalive.h) ---- */
-
-/* The circuit owning the input of xc in the table, or NULL. */
-static const struct st_circuit *owner_at(const struct jm *jm, const struct ocs_xc *xc)
-{
-	size_t n = 0;
-	const struct st_circuit *run = fs_device_circuits(
-		jm->d.fs, ocs_fabric_device_id(jm->f, xc->group, xc->device), &n);
-
-	for (size_t i = 0; i < n; i++)
-		if (run[i].xc.in == xc->in)
-			return &run[i];
-	return NULL;
-}
-
-bool jm_may_take_effect(const struct jm *jm, const struct st_intent *in)
-{
-	const struct job_rt *j = jm_job_find(jm, in->job_id);
-	struct err_info err;
-
-	if (!j || j->pub.state != JM_FAILED || j->queued || jm->txn_job == j || j->kind->rings ||
-	    !jm->d.fs)
-		return false;
-	if (j->pub.holding) {
-		/* its release: removals of its own circuits only */
-		if (in->n_additions || !in->n_removals)
-			return false;
-		for (size_t i = 0; i < in->n_removals; i++) {
-			const struct st_circuit *c = owner_at(jm, &in->removals[i]);
-
-			if (!c || c->xc.out != in->removals[i].out || strcmp(c->job_id, j->pub.id))
-				return false;
-		}
-		return true;
-	}
-	/* its submission: additions of its own on free inputs only, while its
-	 * GPUs and leaves are still nobody else's (they were free while it
-	 * was FAILED holding nothing) */
-	if (in->n_removals || !in->n_additions)
-		return false;
-	for (size_t i = 0; i < in->n_additions; i++)
-		if (strcmp(in->additions[i].job_id, j->pub.id) ||
-		    owner_at(jm, &in->additions[i].xc))
-			return false;
-	return jm_gpus_free(jm, j->pub.id, j->pub.gpus, j->pub.n_gpus, j->pub.workload, &err) &&
-	       jl_leaves_free(jm->f, jm->live, jm->n_live, j->pub.id, j->pub.demand,
-			      j->pub.n_demand, j->pub.workload, &err);
-}
-
-void jm_unproven_settled(struct jm *jm, const struct st_intent *in, bool took_effect)
-{
-	struct job_rt *j = jm_job_find(jm, in->job_id);
-	char reason[sizeof(j->pub.reason)];
-	size_t n;
-
-	if (!j || j->pub.state != JM_FAILED || j->queued || jm->txn_job == j || j->kind->rings)
-		return;
-	n = held_count(jm, j);
-	if (took_effect) {
-		jm_set_holding(jm, j, false);
-		int rc = n ? jm_reload_links(jm) : 0;
-
-		if (rc != 0)
-			jm_store_failed(jm,
-					"cannot reload the leaf-spine links after a "
-					"transaction settled",
-					rc);
-		snprintf(reason, sizeof(reason),
-			 "transaction %lld took effect after all (read back once the devices "
-			 "answered again)",
-			 (long long)in->txn_id);
-		jm_set_state(jm, j, n ? JM_ACTIVE : JM_RELEASED, reason);
-	} else if (j->pub.holding) {
-		snprintf(reason, sizeof(reason),
-			 "release of job %s did not take effect (transaction %lld rolled back, "
-			 "proven once the devices answered again); it still holds its %zu "
-			 "cross-connect(s): release it again",
-			 j->pub.id, (long long)in->txn_id, n);
-		jm_set_state(jm, j, JM_FAILED, reason);
-	} else {
-		snprintf(reason, sizeof(reason),
-			 "%.300s (transaction %lld rolled back, proven once the devices answered "
-			 "again)",
-			 j->pub.reason, (long long)in->txn_id);
-		jm_set_state(jm, j, JM_FAILED, reason);
-	}
-	log_msg(LOG_NOTICE, "job %s: %s", j->pub.id, j->pub.reason);
+	submit_answering(jm, t, answer, ctx);
 }

@@ -7,7 +7,8 @@
  * callgraph test):
  *
  *   jobs_recover.c, jobs_external.c  (start-up, adoption: call jobs.c
- *     |                               and what jobs.c calls)
+ *   jobs_faults.c, jobs_release.c     and what jobs.c calls; node faults,
+ *     |                               release and unproven settling)
  *     v
  *   jobs.c --> jobs_plan.c --> jobs_move.c
  *     |   \        ^
@@ -217,6 +218,20 @@ void jm_copy_spec(struct job_rt *j, const struct jm_spec *spec);
 void jm_start_planning(struct jm *jm, struct job_rt *j);
 void jm_pump(struct jm *jm);
 void jm_queue_repairs(struct jm *jm, struct job_rt *j);
+/*
+ * jobs.c: what the node faults (jobs_faults.c) and the release
+ * (jobs_release.c) need of it. jm_drained_nodes: ring domains' drained
+ * nodes (device id = node), NULL when none is. jm_queue_reset: queues the
+ * reset of the healed nodes on the list to loopback, ahead of queued work.
+ * jm_start_ring_txn: starts a ring job's transaction (its plan, a repair or
+ * its release; fault: stored with the intent), -errno with why set when it
+ * did not start. jm_held_count: the cross-connects (ring jobs: rings) j owns.
+ */
+const bool *jm_drained_nodes(const struct jm *jm);
+void jm_queue_reset(struct jm *jm);
+int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struct st_fault *fault,
+		      char *why, size_t why_len);
+size_t jm_held_count(const struct jm *jm, const struct job_rt *j);
 
 /* jobs_links.c: states in which a job stands on its leaves. */
 bool jl_holds_leaves(enum jm_state s);

@@ -7,12 +7,19 @@
  * empty change set) -> ACTIVE, and a release frees its GPUs. What the job
  * manager checks on top (jobs.c): each GPU healthy and joined to a rail
  * port (jm_deps.gpus_check), and held by no other live job.
+ *
+ * Its part of a transaction (kind_txn.h): the fabric's check of
+ * cross-connects (rail_check_xcs, rail_swap.h, on the port map), and a GPU
+ * swap stored with its intent (st_rail_intent_begin).
  */
 #include <stdio.h>
 
+#include "clock.h"
 #include "config.h"
 #include "jobs_internal.h"
 #include "jobs_util.h"
+#include "kind_txn.h"
+#include "rail_swap.h"
 
 static bool rail_check(const struct ocsd_config *cfg, const struct jm_spec *spec,
 		       struct err_info *err)
@@ -52,3 +59,28 @@ const struct jm_kind jm_kind_rail = {
 	.plan = NULL,
 	.figures = NULL,
 };
+
+int krl_check_xcs(const void *ctx, const struct ocs_xc *xcs, size_t n, struct l2_violation *v)
+{
+	struct rail_violation rv;
+	int bad = rail_check_xcs(ctx, xcs, n, &rv, 1);
+
+	*v = (struct l2_violation){.xc = {0, 0, 0, 0}, .reason = "out of memory"};
+	if (bad > 0) {
+		v->xc = rv.xc;
+		snprintf(v->reason, sizeof(v->reason), "%s", rv.reason);
+	}
+	return bad;
+}
+
+/* A GPU swap's intent: its cross-connects and the swap (kind_change), in one write. */
+static int krl_swap_intent(void *state, const struct txn_deps *d, const struct txn_change *c,
+			   const struct txn_plan *p, int64_t *txn_id)
+{
+	(void)state;
+	(void)p;
+	return st_rail_intent_begin(d->store, c->removals, c->n_removals, c->additions,
+				    c->n_additions, c->kind_change, clk_wall_ms(d->clock), txn_id);
+}
+
+const struct txn_kind_ops krl_swap_ops = {.intent = krl_swap_intent};

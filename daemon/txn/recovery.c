@@ -13,94 +13,21 @@
 #include "devices.h"
 #include "fabric_state.h"
 #include "log.h"
-#include "rings.h"
 #include "sb_device.h"
 #include "sb_txn.h"
 #include "store.h"
 
 static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_intent *in);
-static enum st_intent_state finish_decided(const struct st_intent *in,
-					   const struct sb_txn_device *devs, size_t n, bool all_pre,
-					   char *detail, size_t len);
 
-/* How long recovery waits for a node's session (start-up only). */
-#define RECOV_CONNECT_MS 5000
 /* At most this many threads program devices when a decided intent is finished. */
 #define RECOV_ENGINE_THREADS 8
-
-/* Bundles b (n, any order) of node as a full array of `bundles` entries (absent: loopback). */
-static void full_bundles(int bundles, const struct sb_bundle *b, size_t n, size_t stride,
-			 struct sb_bundle *out)
-{
-	for (int i = 0; i < bundles; i++)
-		out[i] = (struct sb_bundle){(uint8_t)i, 0, 0, 0};
-	for (size_t i = 0; i < n; i++) {
-		const struct sb_bundle *x =
-			(const struct sb_bundle *)((const char *)b + i * stride);
-
-		if (x->bundle < bundles)
-			out[x->bundle] = *x;
-	}
-}
-
-static bool same_bundles(const struct sb_bundle *a, const struct sb_bundle *b, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (!sb_bundle_equal(&a[i], &b[i]))
-			return false;
-	return true;
-}
-
-/*
- * Reads node back (running datastore) and says whether it holds the
- * intent's settings for it (target) and what the ring state says it held
- * before (pre). false when it cannot be read (why in detail).
- */
-static bool read_node(const struct recov_deps *rd, const struct st_intent *in, int node,
-		      bool *at_target, bool *at_pre, struct sb_bundle *want_out, char *detail,
-		      size_t len)
-{
-	int bundles = rg_domain(rd->rings)->bundles;
-	struct sb_bundle got[bundles], want[bundles], pre[bundles];
-	struct hbd_bundle old[bundles];
-	struct sb_bundle_state *st = NULL;
-	struct sb_error err = {0};
-	size_t n = 0, k = 0;
-
-	struct sb_device *h = dev_handle(rd->devs, node, DEV_ROLE_TXN);
-
-	if (!h || sb_device_connect_until(h, sb_now_ms() + RECOV_CONNECT_MS, &err) != 0 ||
-	    sb_device_read_bundles(h, false, SB_DS_RUNNING, &st, &n, NULL, &err) != 0) {
-		snprintf(detail + strlen(detail), len - strlen(detail), "node %d unreadable (%s); ",
-			 node, err.message);
-		return false;
-	}
-	full_bundles(bundles, &st[0].set, n, sizeof(*st), got);
-	free(st);
-	for (int i = 0; i < bundles; i++)
-		want[i] = (struct sb_bundle){(uint8_t)i, 0, 0, 0};
-	for (size_t i = 0; i < in->n_bundles; i++)
-		if (in->bundles[i].node == node && in->bundles[i].bundle < bundles)
-			want[in->bundles[i].bundle] =
-				(struct sb_bundle){in->bundles[i].bundle, in->bundles[i].path,
-						   in->bundles[i].distance, in->bundles[i].dir};
-	if (rg_node_bundles(rd->rings, node, old) != 0)
-		return false;
-	for (k = 0; k < (size_t)bundles; k++)
-		pre[k] =
-			(struct sb_bundle){old[k].bundle, old[k].path, old[k].distance, old[k].dir};
-	*at_target = same_bundles(got, want, bundles);
-	*at_pre = same_bundles(got, pre, bundles);
-	memcpy(want_out, want, sizeof(want));
-	return true;
-}
 
 /*
  * Whether device d's commit can still be an unconfirmed one: its strategy
  * is a confirmed commit (the dead-man switch). A device without it commits
  * for good, so what it holds is final whoever sent it.
  */
-static bool holds_unconfirmed(const struct recov_deps *rd, int d)
+bool recov_holds_unconfirmed(const struct recov_deps *rd, int d)
 {
 	const struct sb_device *h = dev_handle(rd->devs, d, DEV_ROLE_TXN);
 
@@ -134,7 +61,7 @@ static bool holds_unconfirmed(const struct recov_deps *rd, int d)
 #define RECOV_FENCE_TRIES 3
 
 /* Takes device d's candidate lock for the recovery of in (see above); true when held. */
-static bool fence_device(const struct recov_deps *rd, const struct st_intent *in, int d)
+bool recov_fence_device(const struct recov_deps *rd, const struct st_intent *in, int d)
 {
 	struct sb_device *h = dev_handle(rd->devs, d, DEV_ROLE_TXN);
 	struct sb_error err = {0};
@@ -165,8 +92,8 @@ static bool fence_device(const struct recov_deps *rd, const struct st_intent *in
 	return false;
 }
 
-/* Releases the locks fence_device() took (n devices, fenced[d]). */
-static void unfence(const struct recov_deps *rd, bool *fenced, int n)
+/* Releases the locks recov_fence_device() took (n devices, fenced[d]). */
+void recov_unfence(const struct recov_deps *rd, bool *fenced, int n)
 {
 	for (int d = 0; d < n; d++) {
 		struct sb_error err = {0};
@@ -178,108 +105,13 @@ static void unfence(const struct recov_deps *rd, bool *fenced, int n)
 	}
 }
 
-/*
- * resolve_intent for an intent of a ring domain: as resolve_circuit_intent,
- * the nodes' bundles read back against the intent's settings (target) and
- * what the ring state says each node held (pre-image).
- */
-static int resolve_ring_intent(const struct recov_deps *rd, const struct st_intent *in)
-{
-	int n_nodes = rg_nodes(rd->rings), bundles = rg_domain(rd->rings)->bundles;
-	char *seen = calloc((size_t)n_nodes + 1, 1);
-	struct sb_bundle *wants = calloc((size_t)n_nodes * (size_t)bundles + 1, sizeof(*wants));
-	struct sb_txn_device *devs = calloc((size_t)n_nodes + 1, sizeof(*devs));
-	bool *fenced = calloc((size_t)n_nodes + 1, sizeof(*fenced));
-	bool all_target = true, all_pre = true, all_read = true, all_known = true;
-	enum st_intent_state outcome;
-	char detail[512] = "";
-	size_t n = 0;
-	int unconfirmed = 0, rc = 0;
-
-	if (!seen || !wants || !devs || !fenced) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < in->n_bundles; i++) {
-		int node = in->bundles[i].node;
-
-		if (node >= 0 && node < n_nodes && !seen[node]) {
-			seen[node] = 1; /* fenced once per node */
-			fenced[node] = fence_device(rd, in, node);
-		}
-	}
-	memset(seen, 0, (size_t)n_nodes + 1);
-	for (size_t i = 0; i < in->n_bundles; i++) {
-		int node = in->bundles[i].node;
-		struct sb_bundle *want = &wants[(size_t)node * (size_t)bundles];
-		bool at_target = false, at_pre = false, unproven;
-
-		if (node < 0 || node >= n_nodes || seen[node])
-			continue;
-		seen[node] = 1;
-		if (!read_node(rd, in, node, &at_target, &at_pre, want, detail, sizeof(detail))) {
-			all_target = all_pre = all_read = false;
-			continue;
-		}
-		/* as resolve_circuit_intent: a target the fence did not prove */
-		unproven = at_target && !at_pre && holds_unconfirmed(rd, node) && !fenced[node];
-		unconfirmed += unproven;
-		if (unproven && in->decided)
-			devs[n++] = (struct sb_txn_device){dev_handle(rd->devs, node, DEV_ROLE_TXN),
-							   NULL, 0, want, (size_t)bundles};
-		all_target &= at_target && !(unproven && in->decided);
-		all_pre &= at_pre;
-		if (!at_target)
-			devs[n++] = (struct sb_txn_device){dev_handle(rd->devs, node, DEV_ROLE_TXN),
-							   NULL, 0, want, (size_t)bundles};
-		if (!at_target && !at_pre)
-			all_known = false;
-		if (!at_target && !at_pre)
-			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
-				 "node %d holds neither the old nor the new settings; ", node);
-	}
-	unfence(rd, fenced, n_nodes); /* before finish_decided's engine locks them */
-	if (!in->decided && unconfirmed > 0 && all_read && all_known) {
-		/* as resolve_circuit_intent: never decided, so never confirmed */
-		outcome = ST_INTENT_ROLLED_BACK;
-		snprintf(detail, sizeof(detail),
-			 "recovered: never decided, so never confirmed; %d node(s) still show "
-			 "another run's unconfirmed commit, which reverts by itself at its "
-			 "confirm timeout",
-			 unconfirmed);
-	} else if (all_target && (!all_pre || in->decided)) {
-		outcome = ST_INTENT_CONFIRMED;
-		snprintf(detail, sizeof(detail), "recovered after restart: nodes hold the target");
-	} else if (in->decided && all_read) {
-		outcome = finish_decided(in, devs, n, all_pre, detail, sizeof(detail));
-	} else if (all_pre) {
-		outcome = ST_INTENT_ROLLED_BACK;
-		snprintf(detail, sizeof(detail),
-			 "recovered after restart: nodes back as they were");
-	} else {
-		outcome = ST_INTENT_FAILED;
-	}
-	log_msg(LOG_NOTICE, "ring transaction %lld of job %s left open%s: %s, %s",
-		(long long)in->txn_id, in->job_id, in->decided ? " (decided)" : "",
-		st_intent_state_name(outcome), detail);
-	if (st_intent_finish(rd->store, in->txn_id, outcome, detail, clk_wall_ms(rd->clock)) != 0)
-		rc = -EIO;
-	else if (outcome == ST_INTENT_CONFIRMED)
-		rc = rg_set_job_rings(rd->rings, in->job_id, in->rings, in->n_rings);
-out:
-	free(fenced);
-	free(devs);
-	free(wants);
-	free(seen);
-	return rc;
-}
-
 static int resolve_intent(void *arg, const struct st_intent *in)
 {
 	const struct recov_deps *rd = arg;
 
-	if (in->has_rings)
-		return rd->rings ? resolve_ring_intent(rd, in) : -EINVAL;
+	for (size_t i = 0; i < rd->n_kinds; i++)
+		if (rd->kinds[i].owns(in))
+			return rd->kinds[i].resolve(rd->kinds[i].ctx, rd, in);
 	return resolve_circuit_intent(rd, in);
 }
 
@@ -333,9 +165,9 @@ static int roll_forward_target(const struct recov_deps *rd, const struct st_inte
  * and is back at the pre-image (all_pre), FAILED otherwise; detail says
  * why.
  */
-static enum st_intent_state finish_decided(const struct st_intent *in,
-					   const struct sb_txn_device *devs, size_t n, bool all_pre,
-					   char *detail, size_t len)
+enum st_intent_state recov_finish_decided(const struct st_intent *in,
+					  const struct sb_txn_device *devs, size_t n, bool all_pre,
+					  char *detail, size_t len)
 {
 	struct sb_txn_plan plan = {(uint64_t)in->txn_id, devs, n};
 	struct sb_txn_result r = {0};
@@ -362,7 +194,7 @@ static enum st_intent_state finish_decided(const struct st_intent *in,
 	return outcome;
 }
 
-/* finish_decided for an intent of circuits: the devices not at_target. */
+/* recov_finish_decided for an intent of circuits: the devices not at_target. */
 static enum st_intent_state roll_forward(const struct recov_deps *rd, const struct st_intent *in,
 					 const struct dev_readback *rbs, const bool *touched,
 					 const bool *at_target, bool all_pre, char *detail,
@@ -384,7 +216,7 @@ static enum st_intent_state roll_forward(const struct recov_deps *rd, const stru
 		n++;
 	}
 	if (rc == 0)
-		outcome = finish_decided(in, devs, n, all_pre, detail, len);
+		outcome = recov_finish_decided(in, devs, n, all_pre, detail, len);
 	else
 		snprintf(detail, len, "recovered after restart: decided, out of memory");
 	for (size_t i = 0; targets && i < n; i++)
@@ -394,13 +226,50 @@ static enum st_intent_state roll_forward(const struct recov_deps *rd, const stru
 	return outcome;
 }
 
+bool recov_verdict(const struct st_intent *in, const struct recov_seen *s, const char *unit,
+		   const char *pre, enum st_intent_state *outcome, char *detail, size_t len)
+{
+	if (!in->decided && s->unconfirmed > 0 && s->all_read && s->all_known) {
+		/* Never decided, so never confirmed: the commit these devices show
+		 * is another run's unconfirmed one (a paused or deposed leader's,
+		 * whose session is still open) and reverts at its confirm timeout. */
+		*outcome = ST_INTENT_ROLLED_BACK;
+		snprintf(detail, len,
+			 "recovered: never decided, so never confirmed; %d %s(s) still show "
+			 "another run's unconfirmed commit, which reverts by itself at its "
+			 "confirm timeout",
+			 s->unconfirmed, unit);
+	} else if (s->all_target && (!s->all_pre || in->decided)) {
+		*outcome = ST_INTENT_CONFIRMED;
+		snprintf(detail, len, "recovered after restart: %ss hold the target", unit);
+	} else if (in->decided && s->all_read) {
+		return true;
+	} else if (s->all_pre) {
+		*outcome = ST_INTENT_ROLLED_BACK;
+		snprintf(detail, len, "recovered after restart: %s", pre);
+	} else {
+		*outcome = ST_INTENT_FAILED;
+	}
+	return false;
+}
+
+int recov_record(const struct recov_deps *rd, const struct st_intent *in, const char *what,
+		 enum st_intent_state outcome, const char *detail)
+{
+	log_msg(LOG_NOTICE, "%s %lld of job %s left open%s: %s, %s", what, (long long)in->txn_id,
+		in->job_id, in->decided ? " (decided)" : "", st_intent_state_name(outcome), detail);
+	if (st_intent_finish(rd->store, in->txn_id, outcome, detail, clk_wall_ms(rd->clock)) != 0)
+		return -EIO;
+	return 0;
+}
+
 /*
  * Resolves one transaction a previous run left open. Confirmed commits are
  * tied to the session that made them, so the devices of a run that died
  * reverted when its sessions closed. A run that did not die (a leader
  * paused and deposed) still holds its sessions, and its unconfirmed commit
  * shows on the devices: every touched confirmed-commit device is fenced
- * first (fence_device: its lock taken, the holder's session killed, so
+ * first (recov_fence_device: its lock taken, the holder's session killed, so
  * that commit reverts), then every touched device is read back. All at the
  * target: the transaction had been confirmed. A decided intent
  * (st_intent_decide) is finished: devices that reverted, and any that
@@ -421,10 +290,10 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 	bool *at_target = calloc((size_t)n_dev + 1, sizeof(*at_target));
 	bool *fenced = calloc((size_t)n_dev + 1, sizeof(*fenced));
 	struct dev_readback *rbs = calloc((size_t)n_dev + 1, sizeof(*rbs));
-	bool all_target = true, all_pre = true, all_read = true, all_known = true;
+	struct recov_seen seen = {true, true, true, true, 0};
 	enum st_intent_state outcome;
 	char detail[512] = "";
-	int unconfirmed = 0, rc = 0;
+	int rc = 0;
 
 	if (!touched || !at_target || !fenced || !rbs) {
 		rc = -ENOMEM;
@@ -438,7 +307,7 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 					     in->additions[i].xc.device)] = true;
 	for (int d = 0; d < n_dev; d++)
 		if (touched[d])
-			fenced[d] = fence_device(rd, in, d);
+			fenced[d] = recov_fence_device(rd, in, d);
 	for (int d = 0; d < n_dev; d++) {
 		struct dev_diff to_pre = {0}, to_target = {0};
 
@@ -448,7 +317,7 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 		if (dev_read(rd->devs, d, DEV_ROLE_TXN, &rbs[d]) != 0 ||
 		    dev_compare(rd->devs, d, NULL, rbs[d].xcs, rbs[d].n, &to_pre) != 0 ||
 		    dev_compare(rd->devs, d, in, rbs[d].xcs, rbs[d].n, &to_target) != 0) {
-			all_target = all_pre = all_read = false;
+			seen.all_target = seen.all_pre = seen.all_read = false;
 			snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 				 "%s unreadable (%s); ", dev_name(rd->devs, d),
 				 rbs[d].ok ? "out of memory" : rbs[d].error);
@@ -456,16 +325,16 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 			bool at_pre = dev_diff_equal(&to_pre);
 			bool shows_target = dev_diff_equal(&to_target);
 			/* shown by a commit that may be unconfirmed: not proven */
-			bool unproven =
-				shows_target && !at_pre && holds_unconfirmed(rd, d) && !fenced[d];
+			bool unproven = shows_target && !at_pre && recov_holds_unconfirmed(rd, d) &&
+					!fenced[d];
 
-			unconfirmed += unproven;
+			seen.unconfirmed += unproven;
 			/* a decided intent: roll_forward programs it under our session */
 			at_target[d] = shows_target && !(unproven && in->decided);
-			all_target &= at_target[d];
-			all_pre &= at_pre;
+			seen.all_target &= at_target[d];
+			seen.all_pre &= at_pre;
 			if (!shows_target && !at_pre) {
-				all_known = false;
+				seen.all_known = false;
 				snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
 					 "%s holds neither the old nor the new configuration; ",
 					 dev_name(rd->devs, d));
@@ -474,37 +343,13 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 		dev_diff_clear(&to_pre);
 		dev_diff_clear(&to_target);
 	}
-	unfence(rd, fenced, n_dev); /* before roll_forward's engine locks them */
-	if (!in->decided && unconfirmed > 0 && all_read && all_known) {
-		/* Never decided, so never confirmed: the commit these devices show
-		 * is another run's unconfirmed one (a paused or deposed leader's,
-		 * whose session is still open) and reverts at its confirm timeout. */
-		outcome = ST_INTENT_ROLLED_BACK;
-		snprintf(detail, sizeof(detail),
-			 "recovered: never decided, so never confirmed; %d device(s) still "
-			 "show another run's unconfirmed commit, which reverts by itself at its "
-			 "confirm timeout",
-			 unconfirmed);
-	} else if (all_target && (!all_pre || in->decided)) {
-		outcome = ST_INTENT_CONFIRMED;
-		snprintf(detail, sizeof(detail),
-			 "recovered after restart: devices hold the target");
-	} else if (in->decided && all_read) {
-		outcome = roll_forward(rd, in, rbs, touched, at_target, all_pre, detail,
+	recov_unfence(rd, fenced, n_dev); /* before roll_forward's engine locks them */
+	if (recov_verdict(in, &seen, "device", "devices back at the pre-image", &outcome, detail,
+			  sizeof(detail)))
+		outcome = roll_forward(rd, in, rbs, touched, at_target, seen.all_pre, detail,
 				       sizeof(detail));
-	} else if (all_pre) {
-		outcome = ST_INTENT_ROLLED_BACK;
-		snprintf(detail, sizeof(detail),
-			 "recovered after restart: devices back at the "
-			 "pre-image");
-	} else {
-		outcome = ST_INTENT_FAILED;
-	}
-	log_msg(LOG_NOTICE, "transaction %lld of job %s left open%s: %s, %s", (long long)in->txn_id,
-		in->job_id, in->decided ? " (decided)" : "", st_intent_state_name(outcome), detail);
-	if (st_intent_finish(rd->store, in->txn_id, outcome, detail, clk_wall_ms(rd->clock)) != 0)
-		rc = -EIO;
-	else if (outcome == ST_INTENT_CONFIRMED)
+	rc = recov_record(rd, in, "transaction", outcome, detail);
+	if (rc == 0 && outcome == ST_INTENT_CONFIRMED)
 		rc = fs_apply(rd->fs, in->removals, in->n_removals, in->additions, in->n_additions);
 out:
 	for (int d = 0; rbs && d < n_dev; d++)

@@ -3,9 +3,10 @@
  * open: every device an open intent touched is read back and the intent is
  * recorded as confirmed (the devices hold the target: the circuit table is
  * updated), rolled back (they hold the old state) or failed (anything
- * else: reconciliation reports the drift). In a ring domain the touched
- * nodes' bundles are read back against the intent's settings (target) and
- * what the stored rings say each node holds (the old state).
+ * else: reconciliation reports the drift). An intent of a job kind with
+ * its own (recov_kind: the ring kind's in kind_ring_txn.c reads the
+ * touched nodes' bundles back) is resolved by that kind, with the helpers
+ * below.
  *
  * An intent whose commit was decided (st_intent_decide: the previous run
  * was sending the confirms) is finished instead: the devices that reverted
@@ -24,12 +25,28 @@
 #ifndef OCSD_RECOVERY_H
 #define OCSD_RECOVERY_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "store.h"
+
 struct clk;
 struct devices;
 struct fs_state;
 struct ocs_fabric;
-struct rg_state;
-struct st_store;
+struct recov_deps;
+struct sb_txn_device;
+
+/* How long recovery waits for a device's session (start-up only). */
+#define RECOV_CONNECT_MS 5000
+
+/* A job kind that resolves intents of its own (registered in recov_deps). */
+struct recov_kind {
+	bool (*owns)(const struct st_intent *in);
+	/* As recov_resolve_open for one intent: its outcome stored, the kind's state updated. */
+	int (*resolve)(void *ctx, const struct recov_deps *rd, const struct st_intent *in);
+	void *ctx;
+};
 
 struct recov_deps {
 	const struct ocs_fabric *fabric;
@@ -37,12 +54,55 @@ struct recov_deps {
 	struct fs_state *fs;
 	struct devices *devs; /* read-back through the transaction handles */
 	const struct clk *clock;
-	/* ring domains: the ring state loaded from the store (the pre-image of
-	 * every node), given the job's rings when an intent was confirmed */
-	struct rg_state *rings;
+	/* the kinds with intents of their own; any other intent is one of circuits */
+	const struct recov_kind *kinds;
+	size_t n_kinds;
 };
 
 /* Resolves every open intent. 0, or -errno when the store failed (then ocsd must not start). */
 int recov_resolve_open(const struct recov_deps *d);
+
+/*
+ * For a kind's resolve. Fences device d for the recovery of in (recovery.c
+ * says why: its candidate lock taken, a holder's session killed); true when
+ * held. recov_unfence releases what it took (fenced[0..n)).
+ */
+bool recov_fence_device(const struct recov_deps *rd, const struct st_intent *in, int d);
+void recov_unfence(const struct recov_deps *rd, bool *fenced, int n);
+/* Whether device d's commit can still be an unconfirmed one (a confirmed-commit device). */
+bool recov_holds_unconfirmed(const struct recov_deps *rd, int d);
+/* What reading back the devices an open intent touched showed. */
+struct recov_seen {
+	bool all_target; /* every device at the target, proven (fenced, or not unconfirmed) */
+	bool all_pre;	 /* every device at the pre-image */
+	bool all_read;	 /* every device read */
+	bool all_known;	 /* every device at the target or the pre-image */
+	int unconfirmed; /* devices showing the target without the fence's proof */
+};
+
+/*
+ * The one rule for an open intent's outcome, for every kind: into
+ * *outcome and detail (devices named `unit`, e.g. "device"; `pre` says
+ * they are back as before, e.g. "devices back at the pre-image"). true:
+ * no outcome yet, the intent is decided and every device was read, so the
+ * caller finishes it (recov_finish_decided) and that gives the outcome.
+ * FAILED leaves detail as the read-back wrote it.
+ */
+bool recov_verdict(const struct st_intent *in, const struct recov_seen *s, const char *unit,
+		   const char *pre, enum st_intent_state *outcome, char *detail, size_t len);
+/*
+ * Logs the outcome of open intent in (what: "transaction", "ring
+ * transaction") and stores it. 0 or -EIO.
+ */
+int recov_record(const struct recov_deps *rd, const struct st_intent *in, const char *what,
+		 enum st_intent_state outcome, const char *detail);
+/*
+ * Finishes decided intent in on devs (n, not empty: the devices that do not
+ * hold the target, with their targets) in one transaction of recovery's
+ * own engine; returns the outcome to record (detail says why).
+ */
+enum st_intent_state recov_finish_decided(const struct st_intent *in,
+					  const struct sb_txn_device *devs, size_t n, bool all_pre,
+					  char *detail, size_t len);
 
 #endif

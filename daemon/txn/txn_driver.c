@@ -16,9 +16,10 @@
  * back. Recovery finishes a decided intent and rolls an undecided one back
  * (recovery.h).
  *
- * A ring transaction stores its intent (and the fault that started it)
- * WHILE the devices prepare, instead of before: the SQLite commit
- * (synchronous=FULL, an fsync of a few ms) was the largest part of the
+ * An overlapped kind's transaction (txn_kind_ops.overlapped: the ring
+ * kind's, kind_ring_txn.c) stores its intent (for a ring repair, with the
+ * fault that started it) WHILE the devices prepare, instead of before: the
+ * SQLite commit (synchronous=FULL, an fsync of a few ms) was the largest part of the
  * controller's share of a fault reaction. The loop starts the engine, then
  * commits; the verify hook of the read-back waits until the commit is
  * durable (the gate) before it asks for the decision:
@@ -32,8 +33,10 @@
  *                                              --> confirm (decided) or
  *                                                  roll back (not stored)
  *
- * Switch (circuit) and rail transactions store the intent before the
- * engine starts, then pass the same decision.
+ * Every other transaction stores its intent (st_intent_begin, or a kind's
+ * txn_kind_ops.intent) before the engine starts, then passes the same
+ * decision. Whatever else differs per job kind (the targets, the check,
+ * the state in memory a confirmed change goes to) is the kind's ops.
  *
  * Why nothing is lost: before the confirm nothing on a device is final.
  * Every device holds the change under a confirmed commit bound to the
@@ -87,8 +90,6 @@
 #include "l2check.h"
 #include "log.h"
 #include "loop.h"
-#include "rail_swap.h"
-#include "rings.h"
 #include "sb_txn.h"
 
 struct txn_driver {
@@ -107,11 +108,9 @@ struct txn {
 	size_t n_removals;
 	struct st_circuit *adds;
 	size_t n_adds;
-	/* the southbound plan */
-	struct sb_txn_device *devs;
-	int *dev_ids; /* global device id of devs[i] */
+	/* the southbound plan: devices and targets (a kind's own: kind_state) */
+	struct txn_plan p;
 	struct sb_xc **targets;
-	size_t n_devs;
 	struct ocs_xc *others; /* cross-connects on devices outside the plan */
 	size_t n_others;
 	struct sb_txn_plan plan;
@@ -120,15 +119,9 @@ struct txn {
 	struct sb_txn_handle *handle;
 	struct loop_node done_node; /* posts on_loop_done to the loop */
 	int64_t started_us, finished_us;
-	/* ring transactions: the job's rings afterwards, per device the
-	 * planned settings (hbd), and per node whether an external path may
-	 * reach it (a healthy node of this job's new rings) */
-	bool ring;
-	struct rg_ring *rings;
-	size_t n_rings;
-	struct sb_bundle **sb_targets;
-	struct hbd_bundle **hbd_targets;
-	bool *reachable;
+	/* a job kind's ops (txn_driver.h; NULL: cross-connects only) and its state */
+	const struct txn_kind_ops *kind;
+	void *kind_state;
 	/* the gate (see the diagram above): 0 while the intent is being
 	 * stored, 1 when it is durable, -errno when it could not be stored */
 	pthread_mutex_t gate_mu;
@@ -144,10 +137,9 @@ struct txn {
 	int decide_rc;
 	char decide_error[200];
 	struct loop_node decide_node; /* posts on_loop_decide to the loop */
-	/* the profile (CLOCK_MONOTONIC us): the intent's commit of a ring
-	 * transaction and the verify hook's waits for it and for the decision */
+	/* the profile (CLOCK_MONOTONIC us): the intent's commit of an overlapped
+	 * kind and the verify hook's waits for it and for the decision */
 	int64_t intent_us, gate_wait_us, decide_wait_us;
-	bool fault; /* a repair that stores its fault with the intent */
 	/* the withdrawal of the stored decision before a compensating edit
 	 * (compensate()), under gate_mu like the decision; one for all the
 	 * transaction's devices */
@@ -197,20 +189,13 @@ static void free_txn(struct txn *tx)
 {
 	if (!tx)
 		return;
-	for (size_t i = 0; i < tx->n_devs; i++) {
+	for (size_t i = 0; tx->targets && i < tx->p.n_devs; i++)
 		free(tx->targets[i]);
-		if (tx->sb_targets)
-			free(tx->sb_targets[i]);
-		if (tx->hbd_targets)
-			free(tx->hbd_targets[i]);
-	}
 	free(tx->targets);
-	free(tx->sb_targets);
-	free(tx->hbd_targets);
-	free(tx->reachable);
-	rg_rings_free(tx->rings, tx->n_rings);
-	free(tx->devs);
-	free(tx->dev_ids);
+	if (tx->kind && tx->kind->free_state)
+		tx->kind->free_state(tx->kind_state);
+	free(tx->p.devs);
+	free(tx->p.dev_ids);
 	free(tx->others);
 	free(tx->removals);
 	free(tx->adds);
@@ -220,17 +205,17 @@ static void free_txn(struct txn *tx)
 }
 
 /*
- * The verify hook (engine thread): the L2 checker on the whole fabric, i.e.
- * the devices of the plan as given plus every other device as stored.
+ * The verify hook (engine thread): the fabric's check (the L2 checker
+ * unless txn_deps.check_xcs says otherwise) on the whole fabric, i.e. the
+ * devices of the plan as given plus every other device as stored.
  */
-static int verify_l2(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
-		     size_t n, char *why, size_t why_len)
+static int verify_xcs(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
+		      size_t n, char *why, size_t why_len)
 {
 	struct txn *tx = arg;
 	const struct ocs_fabric *f = tx->drv->d.fabric;
 	size_t total = tx->n_others, k = 0;
 	struct l2_violation v;
-	struct rail_violation rv;
 	struct ocs_xc *all;
 	int bad;
 
@@ -244,23 +229,17 @@ static int verify_l2(void *arg, enum sb_verify_phase phase, const struct sb_devi
 	memcpy(all, tx->others, tx->n_others * sizeof(*all));
 	k = tx->n_others;
 	for (size_t i = 0; i < n; i++) {
-		int id = tx->dev_ids[devices[i].index];
+		int id = tx->p.dev_ids[devices[i].index];
 
 		for (size_t x = 0; x < devices[i].n; x++)
 			all[k++] = (struct ocs_xc){ocs_fabric_device_group(f, id),
 						   ocs_fabric_device_in_group(f, id),
 						   devices[i].xcs[x].in, devices[i].xcs[x].out};
 	}
-	if (tx->drv->d.rail) {
-		bad = rail_check_xcs(tx->drv->d.rail, all, k, &rv, 1);
-		v = (struct l2_violation){.xc = {0, 0, 0, 0}, .reason = "out of memory"};
-		if (bad > 0) {
-			v.xc = rv.xc;
-			snprintf(v.reason, sizeof(v.reason), "%s", rv.reason);
-		}
-	} else {
+	if (tx->drv->d.check_xcs)
+		bad = tx->drv->d.check_xcs(tx->drv->d.check_ctx, all, k, &v);
+	else
 		bad = l2_check(f, all, k, &v, 1);
-	}
 	free(all);
 	if (bad)
 		snprintf(why, why_len,
@@ -441,16 +420,40 @@ static int decide(struct txn *tx, char *why, size_t why_len)
  * follow are sent only once the store holds it (on etcd, in the same etcd
  * transaction as the proof that this replica still leads).
  */
-static int verify_rings(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
-			size_t n, char *why, size_t why_len);
+/*
+ * An overlapped kind's read-back check waits until its intent is durable
+ * (the gate, diagram at the top). 0, or the intent's failure with why set.
+ */
+static int wait_gate(struct txn *tx, char *why, size_t why_len)
+{
+	int64_t t0 = clk_mono_us(tx->drv->d.clock);
+	int gate;
+
+	pthread_mutex_lock(&tx->gate_mu);
+	while (!tx->gate)
+		pthread_cond_wait(&tx->gate_cv, &tx->gate_mu);
+	gate = tx->gate;
+	pthread_mutex_unlock(&tx->gate_mu);
+	tx->gate_wait_us = clk_mono_us(tx->drv->d.clock) - t0;
+	if (gate < 0) {
+		snprintf(why, why_len, "%s", tx->intent_error);
+		return gate;
+	}
+	return 0;
+}
 
 static int verify_gated(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
 			size_t n, char *why, size_t why_len)
 {
 	struct txn *tx = arg;
-	int rc = tx->ring ? verify_rings(arg, phase, devices, n, why, why_len)
-			  : verify_l2(arg, phase, devices, n, why, why_len);
+	int rc = 0;
 
+	if (tx->kind && tx->kind->overlapped && phase == SB_VERIFY_READBACK)
+		rc = wait_gate(tx, why, why_len);
+	if (rc == 0 && tx->kind && tx->kind->verify)
+		rc = tx->kind->verify(tx->kind_state, &tx->p, phase, devices, n, why, why_len);
+	else if (rc == 0)
+		rc = verify_xcs(arg, phase, devices, n, why, why_len);
 	if (rc == 0 && phase == SB_VERIFY_READBACK)
 		rc = decide(tx, why, why_len);
 	return rc;
@@ -501,12 +504,12 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 	for (size_t i = 0; i < tx->n_adds; i++)
 		touched[ocs_fabric_device_id(f, tx->adds[i].xc.group, tx->adds[i].xc.device)] = 1;
 	for (int d = 0; d < n_dev; d++)
-		tx->n_devs += touched[d];
-	tx->devs = calloc(tx->n_devs ? tx->n_devs : 1, sizeof(*tx->devs));
-	tx->dev_ids = calloc(tx->n_devs ? tx->n_devs : 1, sizeof(*tx->dev_ids));
-	tx->targets = calloc(tx->n_devs ? tx->n_devs : 1, sizeof(*tx->targets));
+		tx->p.n_devs += touched[d];
+	tx->p.devs = calloc(tx->p.n_devs ? tx->p.n_devs : 1, sizeof(*tx->p.devs));
+	tx->p.dev_ids = calloc(tx->p.n_devs ? tx->p.n_devs : 1, sizeof(*tx->p.dev_ids));
+	tx->targets = calloc(tx->p.n_devs ? tx->p.n_devs : 1, sizeof(*tx->targets));
 	tx->others = malloc((n ? n : 1) * sizeof(*tx->others));
-	if (!tx->devs || !tx->dev_ids || !tx->targets || !tx->others)
+	if (!tx->p.devs || !tx->p.dev_ids || !tx->targets || !tx->others)
 		goto oom;
 	for (size_t i = 0; i < n; i++) {
 		const struct ocs_xc *xc = &fs_at(fs, i)->xc;
@@ -555,8 +558,8 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 				tg[m++] = (struct sb_xc){(uint16_t)tx->adds[a].xc.in,
 							 (uint16_t)tx->adds[a].xc.out};
 		tx->targets[k] = tg;
-		tx->dev_ids[k] = d;
-		tx->devs[k] =
+		tx->p.dev_ids[k] = d;
+		tx->p.devs[k] =
 			(struct sb_txn_device){.dev = dev_handle(drv->d.devs, d, DEV_ROLE_TXN),
 					       .target = tg,
 					       .n_target = m};
@@ -567,157 +570,6 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 oom:
 	free(touched);
 	return -ENOMEM;
-}
-
-/*
- * The verify hook of a ring transaction (engine thread, on the copies made
- * at the start): every external path of every node reaches the node the
- * plan says, and that node is a healthy node of this job's new rings.
- */
-static int verify_rings(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
-			size_t n, char *why, size_t why_len)
-{
-	struct txn *tx = arg;
-	const struct rg_state *rg = tx->drv->d.rings;
-	int bundles = rg_domain(rg)->bundles;
-
-	if (phase == SB_VERIFY_READBACK) {
-		int64_t t0 = clk_mono_us(tx->drv->d.clock);
-		int gate;
-
-		pthread_mutex_lock(&tx->gate_mu);
-		while (!tx->gate)
-			pthread_cond_wait(&tx->gate_cv, &tx->gate_mu);
-		gate = tx->gate;
-		pthread_mutex_unlock(&tx->gate_mu);
-		tx->gate_wait_us = clk_mono_us(tx->drv->d.clock) - t0;
-		if (gate < 0) {
-			snprintf(why, why_len, "%s", tx->intent_error);
-			return gate;
-		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		int node = tx->dev_ids[devices[i].index];
-		const struct hbd_bundle *plan = tx->hbd_targets[devices[i].index];
-
-		for (size_t b = 0; b < devices[i].n_bundles; b++) {
-			const struct sb_bundle_state *st = &devices[i].bundles[b];
-			int want = st->set.bundle < bundles ? plan[st->set.bundle].peer : -1;
-			int got = phase == SB_VERIFY_PLAN ? want : st->peer_node;
-
-			if (phase == SB_VERIFY_READBACK && got != want) {
-				snprintf(why, why_len,
-					 "read-back: node %d bundle %u reaches node %d, the plan "
-					 "says %d",
-					 node, st->set.bundle, got, want);
-				return -EPROTO;
-			}
-			if (got >= 0 && (got >= rg_nodes(rg) || !tx->reachable[got])) {
-				snprintf(why, why_len,
-					 "%s: node %d bundle %u points at node %d, which is faulty "
-					 "or "
-					 "not in a ring of job %s",
-					 phase == SB_VERIFY_PLAN ? "plan" : "read-back", node,
-					 st->set.bundle, got, tx->job_id);
-				return -EPROTO;
-			}
-		}
-	}
-	return 0;
-}
-
-/*
- * The per-node targets of a ring transaction: for every node the change
- * names (in order of first mention), every bundle as the ring state has
- * it with the change's settings applied. Faulty nodes are skipped.
- */
-static int build_ring_targets(struct txn_driver *drv, struct txn *tx, const struct txn_change *c)
-{
-	const struct rg_state *rg = drv->d.rings;
-	int n_nodes = rg_nodes(rg), bundles = rg_domain(rg)->bundles;
-	int *slot = malloc((size_t)(n_nodes + 1) * sizeof(*slot));
-	size_t cap = c->n_bundles + 1;
-
-	tx->devs = calloc(cap, sizeof(*tx->devs));
-	tx->dev_ids = calloc(cap, sizeof(*tx->dev_ids));
-	tx->targets = calloc(cap, sizeof(*tx->targets));
-	tx->sb_targets = calloc(cap, sizeof(*tx->sb_targets));
-	tx->hbd_targets = calloc(cap, sizeof(*tx->hbd_targets));
-	tx->reachable = calloc((size_t)n_nodes + 1, sizeof(*tx->reachable));
-	if (!slot || !tx->devs || !tx->dev_ids || !tx->targets || !tx->sb_targets ||
-	    !tx->hbd_targets || !tx->reachable)
-		goto oom;
-	for (int i = 0; i < n_nodes; i++)
-		slot[i] = -1;
-	for (size_t r = 0; r < c->n_rings; r++)
-		for (int k = 0; k < c->rings[r].m; k++) {
-			int node = c->rings[r].nodes[k];
-
-			if (node >= 0 && node < n_nodes)
-				tx->reachable[node] = !rg_faulty(rg, node);
-		}
-	for (size_t i = 0; i < c->n_bundles; i++) {
-		const struct hbd_bundle *b = &c->bundles[i];
-		int node = b->node;
-
-		if (node < 0 || node >= n_nodes || b->bundle >= bundles || rg_faulty(rg, node))
-			continue;
-		if (slot[node] < 0) {
-			size_t k = tx->n_devs++;
-
-			slot[node] = (int)k;
-			tx->dev_ids[k] = node;
-			tx->hbd_targets[k] = malloc((size_t)bundles * sizeof(struct hbd_bundle));
-			tx->sb_targets[k] = malloc((size_t)bundles * sizeof(struct sb_bundle));
-			if (!tx->hbd_targets[k] || !tx->sb_targets[k] ||
-			    rg_node_bundles(rg, node, tx->hbd_targets[k]) != 0)
-				goto oom;
-		}
-		tx->hbd_targets[slot[node]][b->bundle] = *b;
-	}
-	for (size_t k = 0; k < tx->n_devs; k++) {
-		for (int b = 0; b < bundles; b++) {
-			const struct hbd_bundle *h = &tx->hbd_targets[k][b];
-
-			tx->sb_targets[k][b] =
-				(struct sb_bundle){h->bundle, h->path, h->distance, h->dir};
-		}
-		tx->devs[k] = (struct sb_txn_device){
-			dev_handle(drv->d.devs, tx->dev_ids[k], DEV_ROLE_TXN), NULL, 0,
-			tx->sb_targets[k], (size_t)bundles};
-	}
-	tx->rings = rg_rings_dup(c->rings, c->n_rings);
-	if (!tx->rings)
-		goto oom;
-	tx->n_rings = c->n_rings;
-	free(slot);
-	return 0;
-oom:
-	free(slot);
-	return -ENOMEM;
-}
-
-/* Stores a ring transaction's intent: its rings and every target setting. */
-static int ring_intent(struct txn_driver *drv, struct txn *tx, const struct st_fault *fault)
-{
-	int bundles = rg_domain(drv->d.rings)->bundles;
-	size_t n = tx->n_devs * (size_t)bundles, at = 0;
-	struct st_bundle *b = malloc((n ? n : 1) * sizeof(*b));
-	int rc;
-
-	if (!b)
-		return -ENOMEM;
-	for (size_t k = 0; k < tx->n_devs; k++)
-		for (int i = 0; i < bundles; i++) {
-			const struct hbd_bundle *h = &tx->hbd_targets[k][i];
-
-			b[at++] = (struct st_bundle){tx->dev_ids[k], h->bundle, h->path,
-						     h->distance, h->dir};
-		}
-	rc = st_ring_intent_begin(drv->d.store, tx->job_id, tx->rings, tx->n_rings, b, n, fault,
-				  clk_wall_ms(drv->d.clock), &tx->txn_id);
-	free(b);
-	return rc;
 }
 
 /* Copies c into tx (the caller's arrays may go away once txn_start returns). */
@@ -765,8 +617,8 @@ static void on_engine_done(void *arg, const struct sb_txn_result *r)
 static int start_engine(struct txn_driver *drv, struct txn *tx)
 {
 	/* plan.id keys the engine's persist hooks, which the driver does not use:
-	 * 0 for a ring transaction, whose intent is stored after the start */
-	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->devs, tx->n_devs};
+	 * 0 for an overlapped kind, whose intent is stored after the start */
+	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->p.devs, tx->p.n_devs};
 	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_gated, compensate, tx};
 	tx->started_us = clk_mono_us(drv->d.clock);
 	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
@@ -776,15 +628,25 @@ static int start_engine(struct txn_driver *drv, struct txn *tx)
 			       &tx->handle);
 }
 
+/* Stores tx's intent: the kind's way, or the cross-connects' (st_intent_begin). */
+static int store_intent(struct txn_driver *drv, struct txn *tx, const struct txn_change *c)
+{
+	if (tx->kind && tx->kind->intent)
+		return tx->kind->intent(tx->kind_state, &drv->d, c, &tx->p, &tx->txn_id);
+	return st_intent_begin(drv->d.store, tx->job_id, tx->removals, tx->n_removals, tx->adds,
+			       tx->n_adds, c->release ? NULL : c->links,
+			       c->release ? 0 : c->n_links, clk_wall_ms(drv->d.clock), &tx->txn_id);
+}
+
 /*
- * A ring transaction on healthy nodes: the engine first, then the intent
- * (and the fault) stored while the devices prepare; the gate tells the
+ * An overlapped kind's transaction on devices: the engine first, then the
+ * intent (e.g. with a fault) stored while the devices prepare; the gate tells the
  * verify hook how the commit went (diagram at the top). 0: done() will be
  * called, also when the intent could not be stored (the devices are then
  * rolled back and the outcome says store_failed). Otherwise the engine's
  * -errno, nothing touched and nothing stored.
  */
-static int start_overlapped(struct txn_driver *drv, struct txn *tx, const struct st_fault *fault,
+static int start_overlapped(struct txn_driver *drv, struct txn *tx, const struct txn_change *c,
 			    char *why, size_t why_len)
 {
 	int64_t t0;
@@ -796,8 +658,7 @@ static int start_overlapped(struct txn_driver *drv, struct txn *tx, const struct
 		return rc;
 	}
 	t0 = clk_mono_us(drv->d.clock);
-	tx->fault = fault != NULL;
-	rc = ring_intent(drv, tx, fault);
+	rc = store_intent(drv, tx, c);
 	tx->intent_us = clk_mono_us(drv->d.clock) - t0;
 	if (rc)
 		snprintf(tx->intent_error, sizeof(tx->intent_error),
@@ -815,6 +676,7 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 {
 	struct txn_driver *drv = driver;
 	struct txn *tx;
+	bool overlapped;
 	int rc;
 
 	if (drv->running) {
@@ -825,7 +687,7 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	if (tx) {
 		pthread_condattr_t ca;
 
-		tx->ring = c->ring && drv->d.rings;
+		tx->kind = c->kind;
 		pthread_mutex_init(&tx->gate_mu, NULL);
 		pthread_condattr_init(&ca);
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -833,7 +695,8 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 		pthread_condattr_destroy(&ca);
 	}
 	if (!tx || copy_change(tx, c) != 0 ||
-	    (tx->ring ? build_ring_targets(drv, tx, c) : build_targets(drv, tx)) != 0) {
+	    (tx->kind && tx->kind->build ? tx->kind->build(&drv->d, c, &tx->p, &tx->kind_state)
+					 : build_targets(drv, tx)) != 0) {
 		free_txn(tx);
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
@@ -842,32 +705,23 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	tx->done = done;
 	tx->done_arg = arg;
 	drv->running = tx;
-	if (tx->n_devs == 0 && !tx->ring) {
+	overlapped = tx->kind && tx->kind->overlapped;
+	if (tx->p.n_devs == 0 && !overlapped) {
 		/* Nothing to change on any device (e.g. releasing a job without circuits). */
 		struct sb_txn_result r = {.outcome = SB_TXN_COMMITTED};
 
 		finish(tx, &r);
 		return 0;
 	}
-	if (tx->ring && tx->n_devs > 0) {
-		rc = start_overlapped(drv, tx, c->fault, why, why_len);
+	if (overlapped && tx->p.n_devs > 0) {
+		rc = start_overlapped(drv, tx, c, why, why_len);
 		if (rc) {
 			drv->running = NULL;
 			free_txn(tx);
 		}
 		return rc;
 	}
-	if (tx->ring)
-		rc = ring_intent(drv, tx, c->fault);
-	else if (c->rail_swap)
-		rc = st_rail_intent_begin(drv->d.store, tx->removals, tx->n_removals, tx->adds,
-					  tx->n_adds, c->rail_swap, clk_wall_ms(drv->d.clock),
-					  &tx->txn_id);
-	else
-		rc = st_intent_begin(drv->d.store, tx->job_id, tx->removals, tx->n_removals,
-				     tx->adds, tx->n_adds, c->release ? NULL : c->links,
-				     c->release ? 0 : c->n_links, clk_wall_ms(drv->d.clock),
-				     &tx->txn_id);
+	rc = store_intent(drv, tx, c);
 	if (rc) {
 		snprintf(why, why_len,
 			 "cannot store the transaction intent (%s); nothing was touched",
@@ -876,9 +730,9 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 		free_txn(tx);
 		return -EIO;
 	}
-	if (tx->n_devs == 0) {
-		/* A ring change on no healthy node (e.g. a lost ring of faulty nodes):
-		 * stored, nothing to program. */
+	if (tx->p.n_devs == 0) {
+		/* An overlapped kind's change on no device (e.g. a lost ring of
+		 * faulty nodes): stored, nothing to program. */
 		struct sb_txn_result r = {.outcome = SB_TXN_COMMITTED};
 
 		finish(tx, &r);
@@ -909,6 +763,7 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	enum st_intent_state state;
 	const char **names = NULL;
 	char store_error[256] = "";
+	bool own_apply;
 
 	switch (r->outcome) {
 	case SB_TXN_COMMITTED:
@@ -946,15 +801,13 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 		o.store_rc = tx->gate;
 		snprintf(store_error, sizeof(store_error), "%s", tx->intent_error);
 	}
-	if (tx->ring && o.result == TXN_CONFIRMED && !o.store_failed &&
-	    rg_set_job_rings(drv->d.rings, tx->job_id, tx->rings, tx->n_rings) != 0) {
+	own_apply = tx->kind && tx->kind->apply;
+	if (own_apply && o.result == TXN_CONFIRMED && !o.store_failed &&
+	    tx->kind->apply(tx->kind_state, tx->txn_id, store_error, sizeof(store_error)) != 0) {
 		o.store_failed = true;
 		o.store_rc = -ENOMEM;
-		snprintf(store_error, sizeof(store_error),
-			 "cannot apply transaction %lld to the ring state in memory",
-			 (long long)tx->txn_id);
 	}
-	if (!tx->ring && o.result == TXN_CONFIRMED && !o.store_failed &&
+	if (!own_apply && o.result == TXN_CONFIRMED && !o.store_failed &&
 	    fs_apply(drv->d.fs, tx->removals, tx->n_removals, tx->adds, tx->n_adds) != 0 &&
 	    fs_load(drv->d.fs, drv->d.store) != 0) {
 		o.store_failed = true;
@@ -964,32 +817,33 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 			 "it from the store",
 			 (long long)tx->txn_id);
 	}
-	if (!tx->ring && o.store_failed && fs_load(drv->d.fs, drv->d.store) != 0)
+	if (!own_apply && o.store_failed && fs_load(drv->d.fs, drv->d.store) != 0)
 		snprintf(store_error + strlen(store_error),
 			 sizeof(store_error) - strlen(store_error),
 			 "; the circuit table could not be reloaded");
-	names = calloc(tx->n_devs ? tx->n_devs : 1, sizeof(*names));
-	for (size_t i = 0; names && i < tx->n_devs; i++)
-		names[i] = sb_device_name(tx->devs[i].dev);
+	names = calloc(tx->p.n_devs ? tx->p.n_devs : 1, sizeof(*names));
+	for (size_t i = 0; names && i < tx->p.n_devs; i++)
+		names[i] = sb_device_name(tx->p.devs[i].dev);
 	o.txn_id = (uint64_t)tx->txn_id;
 	o.message = r->message;
 	o.rollback_failures = r->n_rollback_failures;
 	o.total_ms = r->total_ms;
 	o.devices = names;
-	o.n_devices = names ? tx->n_devs : 0;
+	o.n_devices = names ? tx->p.n_devs : 0;
 	o.store_error = store_error;
 	o.finished_us = tx->finished_us ? tx->finished_us : clk_mono_us(drv->d.clock);
 	/* the devices' time: a wait for the intent or the decision is the controller's */
 	o.engine_us = tx->finished_us ? tx->finished_us - tx->started_us - tx->gate_wait_us -
 						tx->decide_wait_us
 				      : 0;
-	if (tx->ring && tx->handle)
+	if (tx->kind && tx->kind->overlapped && tx->handle)
 		log_msg(LOG_INFO,
 			"transaction %lld (job %s%s) profile: intent commit %lld us (overlapped), "
 			"verify "
 			"waited %lld us for it, engine %lld us (prepare %lld, commit %lld, verify "
 			"%lld, confirm %lld ms)",
-			(long long)tx->txn_id, tx->job_id, tx->fault ? ", fault repair" : "",
+			(long long)tx->txn_id, tx->job_id,
+			tx->kind->profile_note ? tx->kind->profile_note(tx->kind_state) : "",
 			(long long)tx->intent_us, (long long)tx->gate_wait_us,
 			(long long)o.engine_us, (long long)r->step_ms[SB_STEP_PREPARE],
 			(long long)r->step_ms[SB_STEP_COMMIT],

@@ -20,9 +20,10 @@
  *
  * Invariants:
  *  1. The intent is in the store before any device is touched (st_intent_begin
- *     returns before sb_engine_start); for a ring transaction, before any
- *     device is confirmed: it is stored while the devices prepare, and the
- *     confirm waits until it is durable (txn_driver.c, the diagram at the top).
+ *     returns before sb_engine_start); for an overlapped kind (the ring
+ *     kind's, kind_ring_txn.c), before any device is confirmed: it is
+ *     stored while the devices prepare, and the confirm waits until it is
+ *     durable (txn_driver.c, the diagram at the top).
  *  2. No device is confirmed before the decision to commit is stored
  *     (st_intent_decide, on the loop; the verify hook waits for it): on a
  *     replicated store that write is fenced by the leader key, so a replica
@@ -33,15 +34,18 @@
  *     with the devices at the next start.
  *  4. One transaction at a time per driver (the caller's rule: -EBUSY).
  *
- * In a ring domain the change is rings and bundle settings instead: the
- * intent is stored with st_ring_intent_begin (overlapped with the devices'
- * prepare steps, invariant 1), and once confirmed the ring state (rings.h)
- * takes the job's new rings.
+ * A job kind whose change is more than cross-connects, or whose check,
+ * intent or state in memory differ, plugs in through its ops (struct
+ * txn_kind_ops below; the kinds' own in jobs/, e.g. the ring kind's in
+ * kind_ring_txn.c): the driver runs the gate, the decision, the engine
+ * and the outcome the same for every kind. A kind may store its intent
+ * while the devices prepare (overlapped: invariant 1 then holds for the
+ * confirms, the read-back check waits until the intent is durable).
  *
  * Threading: every function on the loop thread; the engine's threads only
- * run the verify hook (the L2 checker, or the ring check on copies made at
- * the start; then the decision, posted to the loop and waited for) and post
- * the completion.
+ * run the verify hook (the fabric's check of cross-connects, or a kind's
+ * check on copies made at the start; then the decision, posted to the loop
+ * and waited for) and post the completion.
  */
 #ifndef OCSD_TXN_H
 #define OCSD_TXN_H
@@ -50,19 +54,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "l2check.h"
+#include "sb_txn.h"
 #include "store.h"
 
 struct clk;
 struct devices;
 struct dr_table;
 struct fs_state;
-struct hbd_bundle;
 struct loop;
 struct ocs_fabric;
-struct ocs_rail_fabric;
-struct rg_ring;
-struct rg_state;
 struct sb_engine;
+struct txn_kind_ops;
 
 /* One change set (not owned by the driver: copied by txn_start). */
 struct txn_change {
@@ -75,23 +78,12 @@ struct txn_change {
 	const struct st_link *links; /* stored with the intent, become the jobs' when confirmed */
 	size_t n_links;
 	/*
-	 * OCSTrx ring domains (ring set; no cross-connects then): every ring
-	 * job_id has afterwards (none for a release) and the settings of every
-	 * bundle that changes. Each touched node gets the complete set of its
-	 * bundles (what the ring state says it holds, with these applied); a
-	 * faulty node is never touched. The verify hook checks on every node
-	 * that each external path reaches the planned neighbour, a healthy node
-	 * of job_id's rings, and never another job's ring or a faulty node.
+	 * A job kind's own part of the change (NULL: cross-connects only, as
+	 * above): its ops and what they read (the kind's, valid during
+	 * txn_start only).
 	 */
-	bool ring;
-	const struct rg_ring *rings;
-	size_t n_rings;
-	const struct hbd_bundle *bundles;
-	size_t n_bundles;
-	/* a repair started by a fault not stored yet: stored with the intent */
-	const struct st_fault *fault;
-	/* rail-OCS fabrics: a GPU swap, stored with the intent (st_rail_intent_begin) */
-	const struct st_rail_swap *rail_swap;
+	const struct txn_kind_ops *kind;
+	const void *kind_change;
 };
 
 enum txn_result {
@@ -128,19 +120,62 @@ struct txn_deps {
 	struct st_store *store;
 	struct loop *loop;
 	struct sb_engine *engine;
-	struct devices *devs;	/* transaction handles and per-device circuits */
-	struct rg_state *rings; /* ring domains: the ring state, updated when confirmed */
+	struct devices *devs; /* transaction handles and per-device circuits */
 	/* cross-connects no job owns (drift.h; NULL: none): a touched device
 	 * keeps its own (unless the change removes them) and the L2 check sees
 	 * the two-way ones of the others */
 	struct dr_table *drift;
-	/* rail-OCS fabrics (fabric is then rail_layout_devices()): the plan and
-	 * read-back check is rail_check_xcs on every device (rail_swap.h) */
-	const struct ocs_rail_fabric *rail;
+	/* the check of the whole fabric's cross-connects, of the plan and of
+	 * the read-back (NULL: the L2 checker, l2check.h); a kind's, e.g. the
+	 * rail-OCS fabric's (kind_rail.c; fabric is then rail_layout_devices()).
+	 * Returns the number of violations and the first in *v. */
+	int (*check_xcs)(const void *ctx, const struct ocs_xc *xcs, size_t n,
+			 struct l2_violation *v);
+	const void *check_ctx;
 	const struct clk *clock;
 	int confirm_timeout_s;
 	int connect_timeout_ms;
 	int rollback_timeout_ms; /* per device (sb_txn_options); 0: the engine's default */
+};
+
+/* The per-device plan of a transaction (both arrays malloc'ed; the driver frees them). */
+struct txn_plan {
+	struct sb_txn_device *devs;
+	int *dev_ids; /* global device id of devs[i] */
+	size_t n_devs;
+};
+
+/*
+ * What differs per job kind, the one place a kind plugs in (the kinds'
+ * own in jobs/). Every hook is optional: NULL takes the driver's own, the
+ * cross-connects of the change on the circuit table.
+ */
+struct txn_kind_ops {
+	/*
+	 * On the loop, in txn_start: the per-device plan of c into p and the
+	 * kind's state of the transaction into *state (freed by free_state,
+	 * also when build fails). 0 or -ENOMEM.
+	 */
+	int (*build)(const struct txn_deps *d, const struct txn_change *c, struct txn_plan *p,
+		     void **state);
+	/* Engine thread: the check of the plan and of the read-back (before the decision). */
+	int (*verify)(void *state, const struct txn_plan *p, enum sb_verify_phase phase,
+		      const struct sb_device_xcs *devices, size_t n, char *why, size_t why_len);
+	/* In txn_start: stores the intent; 0 with *txn_id set, or the store's code. */
+	int (*intent)(void *state, const struct txn_deps *d, const struct txn_change *c,
+		      const struct txn_plan *p, int64_t *txn_id);
+	/*
+	 * The intent is stored while the devices prepare (the read-back check
+	 * waits until it is durable), and also when no device needs a change
+	 * (the kind's state changes all the same).
+	 */
+	bool overlapped;
+	/* On the loop, once a confirmed outcome is stored: the kind's state in
+	 * memory takes the change. Nonzero: it did not (why set). */
+	int (*apply)(void *state, int64_t txn_id, char *why, size_t why_len);
+	/* Appended to the job in the profile's log line (e.g. ", fault repair"). */
+	const char *(*profile_note)(const void *state);
+	void (*free_state)(void *state);
 };
 
 struct txn_driver;
@@ -158,7 +193,7 @@ void txn_driver_withdraw(struct txn_driver *d);
 
 /*
  * Starts change c on driver (a struct txn_driver *). 0: done(arg, outcome)
- * is called later on the loop, exactly once (for a ring transaction also
+ * is called later on the loop, exactly once (for an overlapped kind also
  * when its intent could not be stored: every device is then rolled back
  * and the outcome says store_failed). Otherwise nothing was touched and
  * done is never called: -EBUSY (a transaction is running), -EIO (the

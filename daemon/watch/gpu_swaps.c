@@ -15,6 +15,7 @@
 #include "devices.h"
 #include "fabric_state.h"
 #include "jobs_util.h"
+#include "kind_txn.h"
 #include "log.h"
 #include "rails.h"
 
@@ -497,7 +498,8 @@ static void start_swap(struct rsw *s)
 				.n_removals = s->res.n_removals,
 				.additions = s->adds,
 				.n_additions = s->res.n_additions,
-				.rail_swap = &sw};
+				.kind = &krl_swap_ops,
+				.kind_change = &sw};
 	s->busy = true;
 	rc = s->d.txn_start(s->d.txn_ctx, &c, swap_done, s, why, sizeof(why));
 	if (rc) {

@@ -90,10 +90,11 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
 		done(arg, &o);
 		return 0;
 	}
-	rc = c->rail_swap ? st_rail_intent_begin(f->store, c->removals, c->n_removals, c->additions,
-						 c->n_additions, c->rail_swap, 1, &f->txn_id)
-			  : st_intent_begin(f->store, c->job_id, c->removals, c->n_removals,
-					    c->additions, c->n_additions, NULL, 0, 1, &f->txn_id);
+	rc = c->kind_change
+		     ? st_rail_intent_begin(f->store, c->removals, c->n_removals, c->additions,
+					    c->n_additions, c->kind_change, 1, &f->txn_id)
+		     : st_intent_begin(f->store, c->job_id, c->removals, c->n_removals,
+				       c->additions, c->n_additions, NULL, 0, 1, &f->txn_id);
 	assert_int_equal(rc, 0);
 	f->removals = malloc((c->n_removals + 1) * sizeof(*f->removals));
 	f->additions = malloc((c->n_additions + 1) * sizeof(*f->additions));

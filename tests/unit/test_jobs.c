@@ -626,7 +626,7 @@ static void test_ring_submit_release(void **state)
 	jm_submit(f->jm, &s, on_answer, f);
 	assert_int_equal(run_plans(f), 1);
 	assert_true(f->txn_open);
-	assert_true(f->change.ring);
+	assert_ptr_equal(f->change.kind, &krt_ops);
 	assert_int_equal(f->n_ring_copy, 3);
 	assert_int_equal(f->n_bundle_copy, 3 * 4 * 2);
 	check_ring_bundles(f);

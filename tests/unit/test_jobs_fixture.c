@@ -112,25 +112,26 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
 	f->change.removals = f->removals;
 	f->change.additions = f->additions;
 	f->change.links = f->links;
-	if (c->ring) {
-		struct st_bundle *sb = calloc(c->n_bundles + 1, sizeof(*sb));
+	if (c->kind == &krt_ops) {
+		const struct krt_change *rc = c->kind_change;
+		struct st_bundle *sb = calloc(rc->n_bundles + 1, sizeof(*sb));
 
 		rg_rings_free(f->ring_copy, f->n_ring_copy);
 		free(f->bundle_copy);
-		f->ring_copy = rg_rings_dup(c->rings, c->n_rings);
-		f->n_ring_copy = c->n_rings;
-		f->bundle_copy = malloc((c->n_bundles + 1) * sizeof(*f->bundle_copy));
+		f->ring_copy = rg_rings_dup(rc->job_rings, rc->n_rings);
+		f->n_ring_copy = rc->n_rings;
+		f->bundle_copy = malloc((rc->n_bundles + 1) * sizeof(*f->bundle_copy));
 		assert_non_null(f->ring_copy);
 		assert_non_null(f->bundle_copy);
 		assert_non_null(sb);
-		memcpy(f->bundle_copy, c->bundles, c->n_bundles * sizeof(*c->bundles));
-		f->n_bundle_copy = c->n_bundles;
-		for (size_t i = 0; i < c->n_bundles; i++)
-			sb[i] = (struct st_bundle){c->bundles[i].node, c->bundles[i].bundle,
-						   c->bundles[i].path, c->bundles[i].distance,
-						   c->bundles[i].dir};
-		assert_int_equal(st_ring_intent_begin(f->store, c->job_id, c->rings, c->n_rings, sb,
-						      c->n_bundles, c->fault,
+		memcpy(f->bundle_copy, rc->bundles, rc->n_bundles * sizeof(*rc->bundles));
+		f->n_bundle_copy = rc->n_bundles;
+		for (size_t i = 0; i < rc->n_bundles; i++)
+			sb[i] = (struct st_bundle){rc->bundles[i].node, rc->bundles[i].bundle,
+						   rc->bundles[i].path, rc->bundles[i].distance,
+						   rc->bundles[i].dir};
+		assert_int_equal(st_ring_intent_begin(f->store, c->job_id, rc->job_rings,
+						      rc->n_rings, sb, rc->n_bundles, rc->fault,
 						      clk_wall_ms(&f->clock.clk), &f->txn_id),
 				 0);
 		free(sb);
@@ -171,7 +172,7 @@ void finish_txn(struct fx *f, enum txn_result result, bool store_failed)
 		assert_int_equal(st_intent_finish(f->store, f->txn_id, st[result], o.message,
 						  clk_wall_ms(&f->clock.clk)),
 				 0);
-		if (result == TXN_CONFIRMED && f->change.ring)
+		if (result == TXN_CONFIRMED && f->change.kind == &krt_ops)
 			assert_int_equal(
 				rg_set_job_rings(f->rings, f->job_id, f->ring_copy, f->n_ring_copy),
 				0);

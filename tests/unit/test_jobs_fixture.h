@@ -18,6 +18,7 @@
 #include "devices.h"
 #include "fabric_state.h"
 #include "jobs.h"
+#include "kind_txn.h"
 #include "pool.h"
 #include "rails.h"
 #include "rings.h"
