@@ -378,6 +378,12 @@ static void plan_done(struct pool_task *pt)
 
 	if (t->dry || t->search_only)
 		jm_answering_del(jm, t);
+	if (t->kind_rc == -ECANCELED && jm->stopping) {
+		/* stopped by jm_stop, not by its caller: nothing was stored */
+		err_set(&t->kind_err, ERR_UNAVAILABLE, "",
+			"ocsd is shutting down; nothing changed");
+		t->err = t->kind_err;
+	}
 
 	if (t->search_only) {
 		submit_searched(jm, t);

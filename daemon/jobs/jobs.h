@@ -420,6 +420,10 @@ void jm_unproven_settled(struct jm *jm, const struct st_intent *in, bool took_ef
  * stored state and resume at the next start (jm_recover). jm_free() then
  * answers their waiters ERR_ABORTED (the job is stored and will be carried
  * out), never ERR_UNAVAILABLE, which means nothing changed (issue 14 #7).
+ * Searches and dry runs still on the solver pool are cancelled: they end at
+ * their next check (a DELTA search between generations) and answer
+ * ERR_UNAVAILABLE "ocsd is shutting down; nothing changed" (nothing of
+ * theirs is stored), so shutdown never waits for a long search to end.
  */
 void jm_stop(struct jm *jm);
 

@@ -92,6 +92,10 @@ bool jm_serving(const struct jm *jm, const char **reason)
 void jm_stop(struct jm *jm)
 {
 	jm->stopping = true;
+	/* Searches and dry runs still running answer nobody now: they stop at
+	 * their next check, so that shutdown does not wait for them to end. */
+	for (struct jp_task *t = jm->answering; t; t = t->next_answering)
+		atomic_store(&t->cancel, true);
 }
 
 /* ---- the table ---- */

@@ -28,7 +28,10 @@ ncclient):
      few seconds, since each abandoned search stops when its deadline
      passes; one such search run to its end (no deadline) takes longer
      than the three together were given, so without cancellation the cheap
-     plan would have waited for all three.
+     plan would have waited for all three. Then SIGTERM while such a search
+     runs: ocsd stops within 15 s, cleanly (exit 0; the search is cancelled
+     by the shutdown, not run to its end), and the caller is answered
+     UNAVAILABLE (or sees the server go) within its deadline.
 
 usage: test_daemon_adopt.py BUILD_DIR SOURCE_DIR
 """
@@ -284,7 +287,30 @@ def main():
           f"one search run to its end: {full_s:.2f} s ({ran})", flush=True)
     check(cheap_s < 5.0, f"the cheap plan waited {cheap_s:.2f} s behind abandoned searches")
     check(full_s > 5.0, f"a full search takes {full_s:.2f} s: the test proves nothing")
-    check(fleet.stop_ocsd() == 0, "ocsd did not stop cleanly")
+    # SIGTERM while a search runs: the shutdown cancels it rather than
+    # waiting for its end (which the search above shows takes over 5 s;
+    # it is left at most 15 s here, far less than its 120 s deadline).
+    stopped = []
+
+    def searching():
+        try:
+            s.PlanJob(delta_spec("at-stop", 100000, 10000, 16384), timeout=120)
+            stopped.append("OK")
+        except grpc.RpcError as e:
+            stopped.append(f"{e.code().name}: {e.details()}")
+
+    t2 = threading.Thread(target=searching)
+    t2.start()
+    time.sleep(1.0)
+    t3 = time.time()
+    rc = fleet.stop_ocsd(timeout_s=15)
+    stop_s = time.time() - t3
+    t2.join(timeout=30)
+    print(f"SIGTERM during a search: ocsd exited {rc} after {stop_s:.2f} s; "
+          f"the caller saw {stopped}", flush=True)
+    check(rc == 0, f"ocsd did not stop cleanly within 15 s of SIGTERM during a search ({rc})")
+    check(len(stopped) == 1 and stopped[0].startswith(("UNAVAILABLE", "CANCELLED")),
+          f"the search's caller saw {stopped}")
 
     # 8. drift on a running ocsd: listed, kept clear of, adopted, cleared
     fleet.start_ocsd()
