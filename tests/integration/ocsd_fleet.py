@@ -354,9 +354,20 @@ class Fleet:
                          "</set-faults>")
             return
         from ncclient.xml_ import to_ele
-        with self._session(node) as m:
-            m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
-                              "</set-faults>"))
+        from ncclient.transport.errors import SessionCloseError, TransportError
+        # set-faults replaces every knob, so it is safe to send again: once
+        # more on a fresh session when the simulator closed the first one
+        # under it (on a loaded machine libnetconf2's 20 s inactive-read
+        # timeout closed one mid-RPC: ring_daemon, in CI)
+        for attempt in range(2):
+            try:
+                with self._session(node) as m:
+                    m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
+                                      "</set-faults>"))
+                return
+            except (TransportError, SessionCloseError):
+                if attempt == 1:
+                    raise
 
     def close(self):
         for p in (self.ocsd, self.devsim_proc):
