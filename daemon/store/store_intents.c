@@ -92,7 +92,7 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 		    size_t n_removals, const struct st_circuit *additions, size_t n_additions,
 		    const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id)
 {
-	int64_t txn;
+	int64_t txn = 0;
 	int rc;
 
 	if (!job_id || (n_removals && !removals) || (n_additions && !additions) ||
