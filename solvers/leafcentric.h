@@ -112,6 +112,36 @@ struct lc_options {
 	 */
 	const struct lc_leaf_usage *usage;
 	size_t n_usage;
+	/*
+	 * The heuristic alone: no exact placement search when it does not fit
+	 * (lc_plan.fit is then LC_FIT_PLACED or LC_FIT_UNCHECKED). For
+	 * bench_planner section 8, which measures what the search adds.
+	 */
+	bool heuristic_only;
+};
+
+/*
+ * Whether the demand fits around the pinned cross-connects and the usage
+ * as a daemon that must not polarize needs it: every link placed and
+ * realized, and no (leaf, spine) that the plan loads carrying more than
+ * tau links with the usage (uplinks other jobs alone overload do not
+ * count).
+ */
+enum lc_fit {
+	LC_FIT_PLACED,	  /* it fits: the plan is such a placement */
+	LC_FIT_NONE,	  /* proven: no placement exists around the pinned ones */
+	LC_FIT_GAVE_UP,	  /* the exact search stopped at its step bound */
+	LC_FIT_UNCHECKED, /* not searched (pod-centric, re-plan, heuristic_only,
+			     no realization) and the heuristic's plan does not fit */
+};
+
+/* The limit that binds when nothing fits (lc_plan.limit). */
+enum lc_limit {
+	LC_LIMIT_NONE,
+	LC_LIMIT_LEAF_UPLINKS, /* a leaf's uplinks to the spines (tau per spine) */
+	LC_LIMIT_POD_PORTS,    /* a pod's free spine ports in the groups its leaves reach */
+	LC_LIMIT_DEVICE_PORTS, /* free ports exist at both pods, on no common device (pair) */
+	LC_LIMIT_TOGETHER,     /* each link fits alone; together they do not */
 };
 
 /* One problem found in a request: the field ("demand[17]") and why. */
@@ -142,6 +172,10 @@ struct lc_plan {
 	struct ocs_xc *moved;	 /* those existing cross-connects */
 	size_t n_moved;
 	double plan_ms, realize_ms;
+	enum lc_fit fit;
+	enum lc_limit limit; /* with LC_FIT_NONE */
+	char why[256];	     /* fit != LC_FIT_PLACED: what binds, in words */
+	long fit_steps;	     /* steps of the exact search (0: not run) */
 };
 
 /*
