@@ -584,7 +584,7 @@ static bool refuse_early(struct search *s, const int *usage, enum lc_limit *limi
 		}
 		*limit = LC_LIMIT_DEVICE_PORTS;
 		snprintf(why, len,
-			 "the ports of each %s: pods %d and %d have free ports in groups %s, but "
+			 "the ports of each %s: pods %d and %d have free ports in group(s) %s, but "
 			 "never on one %s (group %d: pod %d ports %s, pod %d ports %s)",
 			 device_word(s->f), q->i, q->j, l1, device_word(s->f), first, q->i, l2,
 			 q->j, l3);
