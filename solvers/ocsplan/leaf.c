@@ -240,6 +240,18 @@ static json_t *xcs_json(const struct ocs_xc *x, size_t n)
 	return arr;
 }
 
+/* Whether the demand fits (leafcentric.h, enum lc_fit) and what binds. */
+static json_t *fit_json(const struct lc_plan *pl)
+{
+	static const char *const status[] = {"placed", "none", "gave-up", "unchecked"};
+	static const char *const limit[] = {"", "leaf-uplinks", "pod-ports", "device-ports",
+					    "together"};
+
+	return json_pack("{s:s, s:s, s:s, s:I}", "status", status[pl->fit], "limit",
+			 limit[pl->limit], "why", pl->why, "search_steps",
+			 (json_int_t)pl->fit_steps);
+}
+
 json_t *ocsplan_lc_plan_json(const struct lc_plan *pl, const struct lc_options *opt)
 {
 	json_t *plan = json_object(), *assignment = json_array(), *unplaced = json_array();
@@ -268,6 +280,7 @@ json_t *ocsplan_lc_plan_json(const struct lc_plan *pl, const struct lc_options *
 	     ocsplan_set(plan, "changed_existing", json_integer((json_int_t)pl->changed_existing));
 	if (ok && opt->replan)
 		ok = ocsplan_set(plan, "moved_existing", xcs_json(pl->moved, pl->n_moved));
+	ok = ok && ocsplan_set(plan, "fit", fit_json(pl));
 	ok = ok && ocsplan_set(plan, "stats",
 			       json_pack("{s:o, s:o, s:I}", "plan_ms", ocs_json_number(pl->plan_ms),
 					 "realize_ms", ocs_json_number(pl->realize_ms),

@@ -3,7 +3,8 @@
 leaf-centric` / `pod-centric` (solvers/README.md, "Jobs sharing leaves"):
 two jobs on one leaf planned one after the other through the command line,
 the usage summed here from the first answer's spine_assignment, the combined
-load recounted here; a full leaf leaves its demand unplaced; every bad usage
+load recounted here; a full leaf leaves its demand unplaced (and, realized,
+the exact search's `fit` says so and names the leaf); every bad usage
 field exits 2 with one stderr line naming it and nothing on stdout.
 
 Usage: test_ocsplan_lc_usage.py PATH/TO/ocsplan
@@ -61,6 +62,7 @@ def two_jobs_share_leaf():
     check(second["max_contention"] == max(both.values()) / FABRIC["tau"],
           "max_contention is over both jobs: %s" % second["max_contention"])
     check(second["contention_free"] is True and second["unplaced"] == [], "contention-free")
+    check(second["fit"]["status"] == "placed", "job 2 fits: %s" % second["fit"])
     n1 = len(first["cross_connects"])
     check(second["cross_connects"][:n1] == first["cross_connects"] and
           second["changed_existing"] == 0, "job 1's cross-connects kept first")
@@ -82,6 +84,13 @@ def full_leaf_unplaced():
               "%s: leaf 0's pair unplaced: %s" % (sub, ans["unplaced"]))
         check(sum(s["links"] for s in ans["spine_assignment"]) == 1, "%s: 1-3 placed" % sub)
         check(ans["contention_free"] is False, "%s: not contention-free" % sub)
+        check(ans["fit"]["status"] == "unchecked", "%s: no search without --realize" % sub)
+    # With realization the exact search proves it and names the full leaf (issue 30).
+    rc, out, err = run("leaf-centric", {"fabric": FABRIC, "leaf_spine_usage": full,
+                                        "demand": [{"a": 0, "b": 2, "links": 1}]}, "--realize")
+    fit = json.loads(out)["fit"] if rc == 0 else {}
+    check(fit.get("status") == "none" and fit.get("limit") == "leaf-uplinks" and
+          "the uplinks of leaf 0" in fit.get("why", ""), "a full leaf, proven: %s %s" % (fit, err))
 
 
 def bad_usage():
