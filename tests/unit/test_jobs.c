@@ -145,7 +145,7 @@ static void test_drained_devices(void **state)
 	run_plans(f);
 	assert_int_equal(job(f, "dr")->state, JM_FAILED);
 	assert_int_equal(f->answers[0].err.status, ERR_EXHAUSTED);
-	assert_non_null(strstr(f->answers[0].err.message, "do not fit"));
+	assert_non_null(strstr(f->answers[0].err.message, "drained devices count as taken"));
 	assert_int_equal(f->n_txns, 0);
 	/* undrained, the same request runs again and fits */
 	for (int i = 0; i < f->cfg->n_devices; i++)
