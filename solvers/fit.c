@@ -208,6 +208,8 @@ static int circuits_possible(struct search *s, int h, int i, int j, int enough)
 {
 	int at[2] = {0, 0};
 
+	s->steps += s->K;
+
 	for (int side = 0; side < 2; side++) {
 		int me = side ? j : i, other = side ? i : j;
 
@@ -230,6 +232,8 @@ static int circuits_possible(struct search *s, int h, int i, int j, int enough)
 /* Necessary conditions on what is left: every leaf, pod and pair has room. */
 static bool bounds_hold(struct search *s)
 {
+	/* this check's work counts against the bound like option evaluations */
+	s->steps += (long)(s->n_pairs + (size_t)s->n_jl) * s->H;
 	for (size_t p = 0; p < s->n_pairs; p++) {
 		const struct pair *q = &s->pairs[p];
 		int have = 0;
