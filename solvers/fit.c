@@ -56,6 +56,9 @@ struct search {
 	int n_jl;
 	int *jl_leaf, *jl_pod, *room, *jl_left;
 	int *jl_total; /* uplinks still free over all spines (k_leaf - usage - links) */
+	/* odd-set bound: components of what is left, per root: links left,
+	 * links they can still take, and the ends they can take at one spine */
+	int *uf, *comp_need, *comp_room, *comp_h;
 	int *pod_left; /* [pod] */
 	/* Port classes: cls[k] the lowest port with k's partners; members of
 	 * class c at mem[mem_off[c] .. mem_off[c + 1]); partner classes of c at
@@ -229,6 +232,64 @@ static int circuits_possible(struct search *s, int h, int i, int j, int enough)
 	return at[0] < at[1] ? at[0] : at[1];
 }
 
+static int uf_root(int *uf, int x)
+{
+	while (uf[x] != x)
+		x = uf[x] = uf[uf[x]];
+	return x;
+}
+
+/*
+ * Odd sets: the links left inside a connected part C of the demand take two
+ * uplink ends of one spine each, so per spine at most half of what C's
+ * leaves can still take there (a leaf takes at most its room and the links
+ * it has left). Catches odd cycles that every single-leaf count passes.
+ */
+static bool odd_sets_hold(struct search *s)
+{
+	for (int x = 0; x < s->n_jl; x++) {
+		s->uf[x] = x;
+		s->comp_need[x] = 0;
+	}
+	for (size_t p = 0; p < s->n_pairs; p++) {
+		const struct pair *q = &s->pairs[p];
+		int ra, rb;
+
+		if (!q->left)
+			continue;
+		ra = uf_root(s->uf, q->a);
+		rb = uf_root(s->uf, q->b);
+		if (ra != rb) {
+			s->uf[ra] = rb;
+			s->comp_need[rb] += s->comp_need[ra];
+		}
+		s->comp_need[rb] += q->left;
+	}
+	for (int x = 0; x < s->n_jl; x++) {
+		s->uf[x] = uf_root(s->uf, x);
+		s->comp_room[x] = 0;
+	}
+	for (int h = 0; h < s->H; h++) {
+		for (int x = 0; x < s->n_jl; x++)
+			s->comp_h[x] = 0;
+		for (int x = 0; x < s->n_jl; x++) {
+			int m = *room_at(s, x, h);
+
+			m = s->jl_left[x] < m ? s->jl_left[x] : m;
+			m = s->jl_total[x] < m ? s->jl_total[x] : m;
+			s->comp_h[s->uf[x]] += m > 0 ? m : 0;
+		}
+		for (int x = 0; x < s->n_jl; x++)
+			if (s->uf[x] == x)
+				s->comp_room[x] += s->comp_h[x] / 2;
+	}
+	s->steps += (long)s->n_jl * s->H;
+	for (int x = 0; x < s->n_jl; x++)
+		if (s->uf[x] == x && s->comp_need[x] > s->comp_room[x])
+			return false;
+	return true;
+}
+
 /* Necessary conditions on what is left: every leaf, pod and pair has room. */
 static bool bounds_hold(struct search *s)
 {
@@ -257,6 +318,8 @@ static bool bounds_hold(struct search *s)
 		if (room < s->jl_left[x] || s->jl_total[x] < s->jl_left[x])
 			return false;
 	}
+	if (!odd_sets_hold(s))
+		return false;
 	/* each link takes two port ends of one group, at two pods */
 	{
 		long ends = 0;
@@ -612,6 +675,10 @@ static void search_free(struct search *s)
 	free(s->room);
 	free(s->jl_left);
 	free(s->jl_total);
+	free(s->uf);
+	free(s->comp_need);
+	free(s->comp_room);
+	free(s->comp_h);
 	free(s->pod_left);
 	free(s->cls);
 	free(s->mem_off);
@@ -688,10 +755,15 @@ static int search_init(struct search *s, const struct fit_request *q, int **usag
 	s->jl_pod = malloc(((size_t)s->n_jl + 1) * sizeof(int));
 	s->jl_left = calloc((size_t)s->n_jl + 1, sizeof(int));
 	s->jl_total = malloc(((size_t)s->n_jl + 1) * sizeof(int));
+	s->uf = malloc(((size_t)s->n_jl + 1) * sizeof(int));
+	s->comp_need = malloc(((size_t)s->n_jl + 1) * sizeof(int));
+	s->comp_room = malloc(((size_t)s->n_jl + 1) * sizeof(int));
+	s->comp_h = malloc(((size_t)s->n_jl + 1) * sizeof(int));
 	s->room = malloc(((size_t)s->n_jl * (size_t)s->H + 1) * sizeof(int));
 	usage = calloc((size_t)s->n_jl * (size_t)s->H + 1, sizeof(int));
 	*usage_out = usage;
-	if (!s->jl_pod || !s->jl_left || !s->jl_total || !s->room || !usage)
+	if (!s->jl_pod || !s->jl_left || !s->jl_total || !s->uf || !s->comp_need || !s->comp_room ||
+	    !s->comp_h || !s->room || !usage)
 		return -ENOMEM;
 	for (int x = 0; x < s->n_jl; x++)
 		s->jl_pod[x] = ocs_fabric_leaf_pod(f, s->jl_leaf[x]);

@@ -1165,9 +1165,7 @@ static int judge_fit(const struct ocs_fabric *f, const struct lc_demand *demand,
 		return 0;
 	}
 	r->fit = LC_FIT_UNCHECKED;
-	/* on an empty fabric the heuristic's answer stands (leafcentric.h) */
-	if (m != METHOD_LEAF || opt->replan || !opt->realize || opt->heuristic_only ||
-	    (!n_existing && !opt->n_usage))
+	if (m != METHOD_LEAF || opt->replan || !opt->realize || opt->heuristic_only)
 		return 0;
 	rc = fit_place(&q, &fr);
 	if (rc)

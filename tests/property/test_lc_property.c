@@ -391,9 +391,11 @@ static void run_incremental(const struct ocs_fabric *f, uint64_t *seed, struct s
 	/*
 	 * Re-planning the same demand over its own complete configuration
 	 * moves nothing (with circuits left unrealized, a re-plan may move
-	 * existing ones to place them: that is what it is for).
+	 * existing ones to place them: that is what it is for). A plan the
+	 * exact search of fit.h made (fit_steps > 0: the heuristic's did not
+	 * fit) is not one the heuristic re-plan reproduces.
 	 */
-	if (p1->n_unrealized == 0) {
+	if (p1->n_unrealized == 0 && p1->fit_steps == 0) {
 		struct lc_options again = {.realize = true, .replan = true};
 		struct lc_plan *p4 = NULL;
 
