@@ -13,6 +13,9 @@
  *   sum_{p at leaf} x[p][h] <= max(0, tau - usage[leaf][h])
  *   sum_{p of q} x[p][h] = sum_c y[q][h][c]
  *   sum_{c using spine port A} y[q][h][c] <= 1
+ *   sum_{p within S} x[p][h] <= floor(room(S, h) / 2) for sets S of the
+ *                     job's leaves (implied, but GLPK proves colourings
+ *                     impossible slowly without them; see odd_set_cuts)
  * This is the model "one binary per (pair, group, port pair)" with the
  * port choice shared by the pairs of a pod pair: any placement maps onto
  * it and back (hand the chosen port pairs of (q, h) to q's pairs in any
@@ -29,6 +32,7 @@
 #include <string.h>
 
 #include "l2check.h"
+#include "lc_gen.h"
 #include "milp_model.h"
 
 const char *lcx_answer_name(enum lcx_answer a)
@@ -233,6 +237,57 @@ static struct lcx_circuit circuit_of(const struct ctx *c, int p, int h, int k, i
 /* ------------------------------------------------------------------------
  * The integer program. */
 
+/*
+ * Valid inequalities that spare GLPK the colouring proofs it is slow at:
+ * in one group the links among a set S of leaves use two units of room
+ * each, so they number at most floor(room(S) / 2). Only sets with an odd
+ * room cut the LP (a triangle of leaves with room 1 each: 1 link, not
+ * 1.5); tried for every set of 3 or more of the job's leaves when it has
+ * at most 10.
+ */
+static void odd_set_cuts(const struct ctx *c, struct milp *m, const int *xcol)
+{
+	const struct lcx_instance *in = c->in;
+	int leaves[10], n = 0;
+
+	for (size_t p = 0; p < in->n_pairs; p++)
+		for (int e = 0; e < 2; e++) {
+			int l = e ? in->pairs[p].b : in->pairs[p].a, i = 0;
+
+			while (i < n && leaves[i] != l)
+				i++;
+			if (i == n && n == 10)
+				return;
+			if (i == n)
+				leaves[n++] = l;
+		}
+	for (unsigned set = 0; set < 1u << n; set++) {
+		if (__builtin_popcount(set) < 3)
+			continue;
+		for (int h = 0; h < c->H; h++) {
+			int room = 0;
+
+			for (int i = 0; i < n; i++)
+				if (set & 1u << i)
+					room += c->room[leaves[i] * c->H + h];
+			if (room % 2 == 0)
+				continue;
+			for (size_t p = 0; p < in->n_pairs; p++) {
+				bool a = false, b = false;
+
+				for (int i = 0; i < n; i++) {
+					a |= (set & 1u << i) && leaves[i] == in->pairs[p].a;
+					b |= (set & 1u << i) && leaves[i] == in->pairs[p].b;
+				}
+				if (a && b && xcol[p * c->H + h] >= 0)
+					milp_term(m, xcol[p * c->H + h], 1);
+			}
+			if (milp_row_len(m))
+				milp_row(m, -INFINITY, room / 2);
+		}
+	}
+}
+
 int lcx_solve_ilp(const struct lcx_instance *in, double time_limit_s, struct lcx_result *out)
 {
 	struct ctx c;
@@ -298,6 +353,7 @@ int lcx_solve_ilp(const struct lcx_instance *in, double time_limit_s, struct lcx
 			if (milp_row_len(m))
 				milp_row(m, -INFINITY, c.room[l * c.H + h]);
 		}
+	odd_set_cuts(&c, m, xcol);
 	/* Circuits of a pod pair in a group = its chosen port pairs. */
 	for (int lo = 0; lo < c.P; lo++)
 		for (int hi = lo + 1; hi < c.P; hi++)
@@ -645,4 +701,76 @@ done:
 	free(all);
 	ctx_free(&c);
 	return problems;
+}
+
+/* ------------------------------------------------------------------------
+ * Instances for the tests that use the check. */
+
+/*
+ * A job of `links` links among 2..6 random leaves, pairs of different
+ * pods, no leaf over k_leaf; NULL when the leaves drawn are of one pod.
+ */
+struct lc_demand *lcx_gen_job(const struct ocs_fabric *f, int links, uint64_t *seed, size_t *n)
+{
+	int N = ocs_fabric_leaves(f), m = 2 + lc_gen_below(seed, 5), leaves[6];
+	int *uplinks = calloc((size_t)N, sizeof(int));
+	struct lc_demand *d = malloc((size_t)links * sizeof(*d));
+
+	*n = 0;
+	for (int i = 0; i < m; i++)
+		leaves[i] = lc_gen_below(seed, N);
+	for (int l = 0, tries = 0; l < links && tries < 50 * links; tries++) {
+		int i = lc_gen_below(seed, m), j = lc_gen_below(seed, m);
+		int a = leaves[i] < leaves[j] ? leaves[i] : leaves[j],
+		    b = leaves[i] < leaves[j] ? leaves[j] : leaves[i];
+		size_t e = 0;
+
+		if (ocs_fabric_leaf_pod(f, a) == ocs_fabric_leaf_pod(f, b) ||
+		    uplinks[a] >= f->k_leaf || uplinks[b] >= f->k_leaf)
+			continue;
+		while (e < *n && !(d[e].a == a && d[e].b == b))
+			e++;
+		if (e == *n)
+			d[(*n)++] = (struct lc_demand){a, b, 0};
+		d[e].links++;
+		uplinks[a]++;
+		uplinks[b]++;
+		l++;
+	}
+	free(uplinks);
+	if (*n == 0) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+struct ocs_fabric lcx_gen_fabric(enum ocs_wiring w, int tau, uint64_t *seed)
+{
+	int H = 2 + lc_gen_below(seed, 5);
+	struct ocs_fabric f = {.pods = 2 + lc_gen_below(seed, 5),
+			       .k_leaf = H * tau,
+			       .k_spine = 2 * (1 + lc_gen_below(seed, 4)),
+			       .tau = tau,
+			       .wiring = w};
+
+	f.k_ocs = f.pods * ocs_fabric_ports_per_pod(&f);
+	return f;
+}
+
+int lcx_gen_events(uint64_t *seed)
+{
+	return 20 + lc_gen_below(seed, 41);
+}
+
+bool lcx_gen_release(uint64_t *seed)
+{
+	return lc_gen_below(seed, 100) < 30;
+}
+
+int lcx_gen_links(uint64_t *seed)
+{
+	bool mid = lc_gen_below(seed, 100) < 30;
+
+	return mid ? 4 + lc_gen_below(seed, 13) : 1 + lc_gen_below(seed, 3);
 }

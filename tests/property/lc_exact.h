@@ -28,14 +28,19 @@
  * They must agree wherever both decide. A feasible answer comes with a
  * witness, which lcx_check_witness() verifies with l2check.h.
  *
- * Test-only code (tests/property, tests/bench). Not thread-safe (GLPK).
+ * The check calls nothing of the planner: leafcentric.h is included for
+ * the generator's struct lc_demand alone. Test-only code (tests/property,
+ * tests/bench). Not thread-safe (GLPK).
  */
 #ifndef OCSD_LC_EXACT_H
 #define OCSD_LC_EXACT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fabric.h"
+#include "leafcentric.h" /* struct lc_demand, for the generator only */
 
 /* Leaves a and b (different pods) need `links` circuits between them. */
 struct lcx_pair {
@@ -101,5 +106,25 @@ int lcx_check_witness(const struct lcx_instance *in, const struct lcx_circuit *w
 
 /* Accepts a zeroed result. */
 void lcx_result_clear(struct lcx_result *r);
+
+/*
+ * Instances of test_fit_property and bench_planner section 8 (lc_gen.h's
+ * random numbers, deterministic for a seed). A fabric of the wiring and
+ * tau given: 2..6 pods, 2..6 groups, k_spine 2..8 (even), k_ocs = pods *
+ * ports per pod. A job of `links` links among 2..6 random leaves, each
+ * pair of different pods, no leaf over k_leaf: malloc'ed, *n pairs (a <
+ * b, each pair once; caller frees), NULL when the leaves drawn are all of
+ * one pod.
+ */
+struct ocs_fabric lcx_gen_fabric(enum ocs_wiring w, int tau, uint64_t *seed);
+struct lc_demand *lcx_gen_job(const struct ocs_fabric *f, int links, uint64_t *seed, size_t *n);
+/*
+ * A sequence: lcx_gen_events() events (20..60), each a release of a random
+ * live job when lcx_gen_release() (30%) and there is one, else the arrival
+ * of a job of lcx_gen_links() links (70% small: 1..3; 30% mid-size: 4..16).
+ */
+int lcx_gen_events(uint64_t *seed);
+bool lcx_gen_release(uint64_t *seed);
+int lcx_gen_links(uint64_t *seed);
 
 #endif

@@ -20,11 +20,12 @@
  *     group) loads within tau beside the usage, and its circuits per (pod
  *     pair, group) those of its assignment. When it is not, the exact
  *     check says whether the job fitted;
- *   - on jobs of at most 6 links the integer program and the exhaustive
+ *   - on jobs of at most 8 links the integer program and the exhaustive
  *     search decide side by side and must agree, and every witness either
  *     gives passes lcx_check_witness().
- * Last, issue 30's reproduction on the lab fabric (4 pods, k_leaf 8,
- * k_spine 4, tau 2, cross): 16 one-link jobs over the six pod pairs in
+ * First, both deciders against the wiring rules written out by hand on
+ * two-pod fabrics (the only place the three rules appear). Then issue 30's reproduction on the lab
+ * fabric (4 pods, k_leaf 8, k_spine 4, tau 2, cross): 16 one-link jobs over the six pod pairs in
  * turn, each on the less used leaf of each pod, submitted in that order and
  * in reverse: all 16 must be placed.
  *
@@ -40,9 +41,9 @@
 #include "leafcentric.h"
 
 /* Jobs with at most this many links are also decided by exhaustive search. */
-#define TINY_LINKS   6
+#define TINY_LINKS   8
 #define SEARCH_STEPS 5000000L
-#define ILP_SECONDS  20.0
+#define ILP_SECONDS  10.0
 
 static int failures;
 static char current[256];
@@ -160,8 +161,9 @@ static void describe(const struct state *st, const struct lc_demand *d, size_t n
 }
 
 /*
- * The exact answer: the ILP, and on tiny jobs the exhaustive search too
- * (they must agree where both decide); witnesses are checked.
+ * The exact answer: the ILP, and on tiny jobs (or when the ILP runs out of
+ * time) the exhaustive search too; they must agree where both decide, and
+ * every witness is checked.
  */
 static enum lcx_answer decide(const struct lcx_instance *in, int links, struct stats *s)
 {
@@ -174,7 +176,7 @@ static enum lcx_answer decide(const struct lcx_instance *in, int links, struct s
 		CHECK(lcx_check_witness(in, r.witness, r.n_witness, msg, sizeof(msg)) == 0,
 		      "the ILP's witness: %s", msg);
 	a = r.answer;
-	if (links <= TINY_LINKS) {
+	if (links <= TINY_LINKS || a == LCX_UNDECIDED) {
 		CHECK(lcx_solve_search(in, SEARCH_STEPS, &q) == 0, "the search failed to run");
 		if (q.answer == LCX_FEASIBLE)
 			CHECK(lcx_check_witness(in, q.witness, q.n_witness, msg, sizeof(msg)) == 0,
@@ -422,73 +424,18 @@ static bool submit(struct state *st, struct lc_demand *d, size_t n, struct stats
 	return placed;
 }
 
-/*
- * A job of `links` links among 2..6 random leaves, pairs of different
- * pods, no leaf over k_leaf; NULL when the leaves drawn are of one pod.
- */
-static struct lc_demand *random_job(const struct ocs_fabric *f, int links, uint64_t *seed,
-				    size_t *n)
-{
-	int N = ocs_fabric_leaves(f), m = 2 + lc_gen_below(seed, 5), leaves[6];
-	int *uplinks = calloc((size_t)N, sizeof(int));
-	struct lc_demand *d = malloc((size_t)links * sizeof(*d));
-
-	*n = 0;
-	for (int i = 0; i < m; i++)
-		leaves[i] = lc_gen_below(seed, N);
-	for (int l = 0, tries = 0; l < links && tries < 50 * links; tries++) {
-		int i = lc_gen_below(seed, m), j = lc_gen_below(seed, m);
-		int a = leaves[i] < leaves[j] ? leaves[i] : leaves[j],
-		    b = leaves[i] < leaves[j] ? leaves[j] : leaves[i];
-		size_t e = 0;
-
-		if (ocs_fabric_leaf_pod(f, a) == ocs_fabric_leaf_pod(f, b) ||
-		    uplinks[a] >= f->k_leaf || uplinks[b] >= f->k_leaf)
-			continue;
-		while (e < *n && !(d[e].a == a && d[e].b == b))
-			e++;
-		if (e == *n)
-			d[(*n)++] = (struct lc_demand){a, b, 0};
-		d[e].links++;
-		uplinks[a]++;
-		uplinks[b]++;
-		l++;
-	}
-	free(uplinks);
-	if (*n == 0) {
-		free(d);
-		return NULL;
-	}
-	return d;
-}
-
-static struct ocs_fabric random_fabric(enum ocs_wiring w, int tau, uint64_t *seed)
-{
-	int H = 2 + lc_gen_below(seed, 5);
-	struct ocs_fabric f = {.pods = 2 + lc_gen_below(seed, 5),
-			       .k_leaf = H * tau,
-			       .k_spine = 2 * (1 + lc_gen_below(seed, 4)),
-			       .tau = tau,
-			       .wiring = w};
-
-	f.k_ocs = f.pods * ocs_fabric_ports_per_pod(&f);
-	return f;
-}
-
 static void run_sequence(const struct ocs_fabric *f, uint64_t *seed, struct stats *s)
 {
 	struct state st = {
 		.f = f, .N = ocs_fabric_leaves(f), .H = ocs_fabric_groups(f), .P = f->pods};
-	int events = 20 + lc_gen_below(seed, 41);
+	int events = lcx_gen_events(seed);
 
 	for (int e = 0; e < events; e++) {
-		if (st.n_live && lc_gen_below(seed, 100) < 30) {
+		if (st.n_live && lcx_gen_release(seed)) {
 			release(&st, (size_t)lc_gen_below(seed, (int)st.n_live));
 		} else {
-			bool mid = lc_gen_below(seed, 100) < 30;
-			int links = mid ? 4 + lc_gen_below(seed, 13) : 1 + lc_gen_below(seed, 3);
 			size_t n;
-			struct lc_demand *d = random_job(f, links, seed, &n);
+			struct lc_demand *d = lcx_gen_job(f, lcx_gen_links(seed), seed, &n);
 
 			if (d)
 				submit(&st, d, n, s);
@@ -548,14 +495,81 @@ static void lab_sequence(bool reverse, struct stats *s)
 	free(st.config);
 }
 
+/*
+ * The checker against the wiring rules as ARCHITECTURE.md states them
+ * (straight: same port k at both pods; cross: k and k^1; dual: the same
+ * device k/2): two pods, one group, every spine port busy but port k0 of
+ * pod 0 and k1 of pod 1 (each busy port's transmit input joined to an
+ * uncabled device output), a one-link job between the pods. Both deciders
+ * must find it feasible exactly when the rule joins k0 and k1.
+ */
+static void self_check_rules(void)
+{
+	static const enum ocs_wiring wirings[] = {OCS_WIRING_STRAIGHT, OCS_WIRING_DUAL,
+						  OCS_WIRING_CROSS};
+
+	for (size_t wi = 0; wi < 3; wi++)
+		for (int K = 2; K <= 6; K += 2) {
+			struct ocs_fabric f = {.pods = 2,
+					       .k_leaf = 1,
+					       .k_spine = K,
+					       .tau = 1,
+					       .wiring = wirings[wi]};
+			struct lcx_pair job;
+			struct ocs_xc busy[16];
+
+			f.k_ocs = 2 * ocs_fabric_ports_per_pod(&f) + 1;
+			job = (struct lcx_pair){ocs_fabric_leaf_id(&f, 0, 0),
+						ocs_fabric_leaf_id(&f, 1, 0), 1};
+			snprintf(current, sizeof(current), "wiring rules, %s k_spine %d",
+				 ocs_wiring_name(f.wiring), K);
+			CHECK(ocs_fabric_validate(&f, NULL, 0) == 0, "fabric");
+			for (int k0 = 0; k0 < K; k0++)
+				for (int k1 = 0; k1 < K; k1++) {
+					bool joined = f.wiring == OCS_WIRING_STRAIGHT ? k0 == k1
+						      : f.wiring == OCS_WIRING_CROSS
+							      ? k1 == (k0 ^ 1)
+							      : k0 / 2 == k1 / 2;
+					struct lcx_instance in = {&f, &job, 1, busy, 0, NULL};
+					struct lcx_result r, q;
+
+					for (int pod = 0; pod < 2; pod++)
+						for (int k = 0; k < K; k++) {
+							struct ocs_device_port tx =
+								ocs_fabric_tx_port(
+									&f, (struct ocs_spine_port){
+										    pod, 0, k});
+
+							if (k != (pod ? k1 : k0))
+								busy[in.n_pinned++] =
+									(struct ocs_xc){
+										0, tx.device,
+										tx.port,
+										f.k_ocs - 1};
+						}
+					CHECK(lcx_solve_ilp(&in, ILP_SECONDS, &r) == 0 &&
+						      lcx_solve_search(&in, SEARCH_STEPS, &q) == 0,
+					      "deciders failed");
+					CHECK(r.answer == (joined ? LCX_FEASIBLE
+								  : LCX_INFEASIBLE) &&
+						      q.answer == r.answer,
+					      "ports %d and %d: ILP %s, search %s", k0, k1,
+					      lcx_answer_name(r.answer), lcx_answer_name(q.answer));
+					lcx_result_clear(&r);
+					lcx_result_clear(&q);
+				}
+		}
+}
+
 int main(int argc, char **argv)
 {
 	static const enum ocs_wiring wirings[] = {OCS_WIRING_STRAIGHT, OCS_WIRING_DUAL,
 						  OCS_WIRING_CROSS};
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261129;
-	int count = argc > 2 ? atoi(argv[2]) : 240;
+	int count = argc > 2 ? atoi(argv[2]) : 600;
 	struct stats s = {0};
 
+	self_check_rules();
 	lab_sequence(false, &s);
 	lab_sequence(true, &s);
 	/* Sequence seed + k: its wiring and tau follow from it, so the seed a
@@ -564,7 +578,7 @@ int main(int argc, char **argv)
 		uint64_t at = seed + (uint64_t)k, rng = at;
 		int tau = 1 + (int)(at % 6 / 3);
 		enum ocs_wiring w = wirings[at % 3];
-		struct ocs_fabric f = random_fabric(w, tau, &rng);
+		struct ocs_fabric f = lcx_gen_fabric(w, tau, &rng);
 
 		snprintf(current, sizeof(current),
 			 "sequence seed %llu (%s tau %d P %d H %d k_spine %d)",
