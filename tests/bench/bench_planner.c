@@ -1128,7 +1128,7 @@ static void bench_refusals(void)
 {
 	static const enum ocs_wiring wirings[] = {OCS_WIRING_STRAIGHT, OCS_WIRING_DUAL,
 						  OCS_WIRING_CROSS};
-	const int sequences = 40;
+	const int sequences = 100;
 	double t0 = now_ms();
 
 	printf("\n== 8. refusals over random job sequences against the exact check, before "
