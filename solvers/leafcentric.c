@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "edgecolor.h"
+#include "fit.h"
 
 /* tau = 1: defect moves allowed per unit first fit and Kempe chains left over. */
 #define LC_WALK_STEPS 200
@@ -1049,6 +1050,138 @@ static int realize_plan(const struct ocs_fabric *f, const struct ocs_xc *existin
 	return 0;
 }
 
+/* Topology order: (i, j, h). */
+static int cmp_topology(const void *x, const void *y)
+{
+	const struct rz_circuits *a = x, *b = y;
+
+	if (a->i != b->i)
+		return a->i < b->i ? -1 : 1;
+	if (a->j != b->j)
+		return a->j < b->j ? -1 : 1;
+	return (a->h > b->h) - (a->h < b->h);
+}
+
+/*
+ * Takes the exact search's placement as the plan: its assignment, the
+ * topology it makes, the configuration (pinned first, then the new
+ * cross-connects), nothing unplaced, unrealized or moved, and every
+ * contention figure over the usage and the new links.
+ */
+static int adopt_fit(const struct ocs_fabric *f, struct fit_result *fr,
+		     const struct ocs_xc *existing, size_t n_existing, const struct lc_options *opt,
+		     struct lc_plan *r)
+{
+	int H = ocs_fabric_groups(f), N = ocs_fabric_leaves(f), max = 0;
+	int *load = calloc((size_t)N * (size_t)H + 1, sizeof(int));
+	struct ocs_xc *xcs = malloc((n_existing + fr->n_xcs + 1) * sizeof(*xcs));
+	struct rz_circuits *topo = malloc((fr->n_assignment + 1) * sizeof(*topo));
+	size_t n_topo = 0;
+
+	if (!load || !xcs || !topo) {
+		free(load);
+		free(xcs);
+		free(topo);
+		return -ENOMEM;
+	}
+	memcpy(xcs, existing, n_existing * sizeof(*xcs));
+	memcpy(xcs + n_existing, fr->xcs, fr->n_xcs * sizeof(*xcs));
+	for (size_t x = 0; x < fr->n_assignment; x++) {
+		const struct lc_spine_links *l = &fr->assignment[x];
+		int i = ocs_fabric_leaf_pod(f, l->a), j = ocs_fabric_leaf_pod(f, l->b);
+
+		topo[n_topo++] = (struct rz_circuits){i < j ? i : j, i < j ? j : i, l->h, l->links};
+		load[(size_t)l->a * H + l->h] += l->links;
+		load[(size_t)l->b * H + l->h] += l->links;
+	}
+	qsort(topo, n_topo, sizeof(*topo), cmp_topology);
+	{
+		size_t n = 0;
+
+		for (size_t x = 0; x < n_topo; x++) {
+			if (n && !cmp_topology(&topo[n - 1], &topo[x]))
+				topo[n - 1].circuits += topo[x].circuits;
+			else
+				topo[n++] = topo[x];
+		}
+		n_topo = n;
+	}
+	for (size_t u = 0; u < opt->n_usage; u++)
+		load[(size_t)opt->usage[u].leaf * H + opt->usage[u].spine] += opt->usage[u].links;
+	r->contended_leaves = 0;
+	for (int a = 0; a < N; a++) {
+		bool over = false;
+
+		for (int h = 0; h < H; h++) {
+			int v = load[(size_t)a * H + h];
+
+			max = v > max ? v : max;
+			over |= v > f->tau;
+		}
+		r->contended_leaves += over;
+	}
+	free(load);
+	free(r->assignment);
+	free(r->topology);
+	free(r->xcs);
+	free(r->unrealized);
+	r->assignment = fr->assignment;
+	r->n_assignment = fr->n_assignment;
+	fr->assignment = NULL;
+	r->topology = topo;
+	r->n_topology = n_topo;
+	r->xcs = xcs;
+	r->n_xcs = n_existing + fr->n_xcs;
+	r->n_unplaced = 0;
+	r->unrealized = NULL;
+	r->n_unrealized = r->unrealized_circuits = r->unrealized_before_repair = 0;
+	r->n_moved = r->changed_existing = 0;
+	r->max_contention = (double)max / f->tau;
+	r->contention_free = r->max_contention <= 1.0;
+	return 0;
+}
+
+/*
+ * Sets r->fit: LC_FIT_PLACED when the heuristic's plan fits (fit.h: all
+ * placed and realized, no uplink the plan loads over tau); else, on the
+ * pinned leaf-centric path with realization, the exact search decides, and
+ * its placement replaces the plan when it finds one.
+ */
+static int judge_fit(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
+		     const struct ocs_xc *existing, size_t n_existing, const struct lc_options *opt,
+		     enum method m, struct lc_plan *r)
+{
+	struct fit_request q = {f,	    demand,	n_demand,     existing,
+				n_existing, opt->usage, opt->n_usage, 0};
+	struct fit_result fr;
+	int leaf, spine, load, rc;
+	int over = fit_overload(f, r->assignment, r->n_assignment, opt->replan ? NULL : opt->usage,
+				opt->replan ? 0 : opt->n_usage, &leaf, &spine, &load);
+
+	if (over < 0)
+		return over;
+	if (!over && !r->n_unplaced && !r->unrealized_circuits) {
+		r->fit = LC_FIT_PLACED;
+		return 0;
+	}
+	r->fit = LC_FIT_UNCHECKED;
+	/* on an empty fabric the heuristic's answer stands (leafcentric.h) */
+	if (m != METHOD_LEAF || opt->replan || !opt->realize || opt->heuristic_only ||
+	    (!n_existing && !opt->n_usage))
+		return 0;
+	rc = fit_place(&q, &fr);
+	if (rc)
+		return rc;
+	r->fit = fr.fit;
+	r->limit = fr.limit;
+	r->fit_steps = fr.steps;
+	memcpy(r->why, fr.why, sizeof(r->why));
+	if (fr.fit == LC_FIT_PLACED)
+		rc = adopt_fit(f, &fr, existing, n_existing, opt, r);
+	fit_result_clear(&fr);
+	return rc;
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -1094,7 +1227,11 @@ static int plan_with(const struct ocs_fabric *f, const struct lc_demand *demand,
 	r->plan_ms = t1 - t0;
 	if (rc == 0 && opt->realize) {
 		rc = realize_plan(f, existing, n_existing, opt->replan, r);
+		if (rc == 0)
+			rc = judge_fit(f, demand, n_demand, existing, n_existing, opt, m, r);
 		r->realize_ms = now_ms() - t1;
+	} else if (rc == 0) {
+		rc = judge_fit(f, demand, n_demand, existing, n_existing, opt, m, r);
 	}
 	if (rc) {
 		lc_plan_free(r);

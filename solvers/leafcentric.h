@@ -62,6 +62,17 @@
  * 96%); over random job sequences (section 7) every contended plan that
  * placed all its links was one GLPK proves unavoidable.
  *
+ * Exact placement next to live jobs (issue 30): with pinned cross-connects
+ * or usage, realization on, the leaf-centric method and no re-plan, a plan
+ * that does not fit (enum lc_fit: something unplaced or unrealized, or an
+ * uplink it loads over tau) goes to the exact search of fit.h, which
+ * decides on the free ports themselves: its placement replaces the plan,
+ * or fit says LC_FIT_NONE with the limit that binds (leaf uplinks, pod
+ * ports, device ports, or the links together), or LC_FIT_GAVE_UP after
+ * FIT_DEFAULT_STEPS (about 0.1 s; measured only on jobs that fill whole
+ * leaves, bench_planner section 8). On an empty fabric the heuristic's
+ * answer stands.
+ *
  * Pinned cross-connects (running jobs) keep their spine ports; the new
  * demand is planned on the free ports only and changed_existing is 0. With
  * options.replan the existing cross-connects are not pinned: the demand is
@@ -174,7 +185,7 @@ struct lc_plan {
 	double plan_ms, realize_ms;
 	enum lc_fit fit;
 	enum lc_limit limit; /* with LC_FIT_NONE */
-	char why[256];	     /* fit != LC_FIT_PLACED: what binds, in words */
+	char why[512];	     /* fit != LC_FIT_PLACED: what binds, in words */
 	long fit_steps;	     /* steps of the exact search (0: not run) */
 };
 

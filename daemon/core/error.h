@@ -33,4 +33,7 @@ struct err_info {
 __attribute__((format(printf, 4, 5))) void err_set(struct err_info *e, enum err_status status,
 						   const char *field, const char *fmt, ...);
 
+/* Appends to the message (cut at its size). */
+__attribute__((format(printf, 2, 3))) void err_append(struct err_info *e, const char *fmt, ...);
+
 #endif

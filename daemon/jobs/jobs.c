@@ -368,6 +368,48 @@ static void answer_dry_run(struct jp_task *t)
 	}
 }
 
+/*
+ * A refusal that moving other jobs' circuits would lift (t->movers, still
+ * valid: the snapshot is current): its message names those jobs, at most
+ * four, and says that the re-plan policy is what may move them.
+ */
+static void name_movers(const struct jm *jm, struct jp_task *t)
+{
+	char names[200] = "";
+	size_t at = 0, n_jobs = 0;
+	const char *shown[4] = {0};
+	static const char touched[] = "; nothing was touched";
+	char *tail;
+
+	for (size_t m = 0; m < t->n_movers; m++) {
+		const char *id = fs_at(jm->d.fs, t->movers[m])->job_id;
+		bool seen = false;
+
+		for (size_t k = 0; k < n_jobs && k < 4 && !seen; k++)
+			seen = !strcmp(shown[k], id);
+		if (seen)
+			continue;
+		if (n_jobs < 4) {
+			shown[n_jobs] = id;
+			at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s",
+					       n_jobs ? ", " : "", id);
+			if (at >= sizeof(names))
+				at = sizeof(names) - 1;
+		}
+		n_jobs++;
+	}
+	if (n_jobs > 4)
+		snprintf(names + at, sizeof(names) - at, " and %zu more", n_jobs - 4);
+	/* the hint goes before the closing "; nothing was touched" */
+	tail = strstr(t->err.message, touched);
+	if (tail)
+		*tail = '\0';
+	err_append(&t->err,
+		   "; it would fit on ports that the circuits of job%s %s hold: moving them is "
+		   "the re-plan's business (submit with allow_moving_other_jobs)%s",
+		   n_jobs > 1 ? "s" : "", names, tail ? touched : "");
+}
+
 static void plan_done(struct pool_task *pt)
 {
 	struct jp_task *t = OCSD_CONTAINER_OF(pt, struct jp_task, pool);
@@ -401,6 +443,8 @@ static void plan_done(struct pool_task *pt)
 			"%s %s: the plan moving other jobs' circuits needed a drained device; "
 			"planned without moving them",
 			t->dry ? "dry run of" : "job", t->job_id);
+	if (t->refused && t->n_movers && t->gen == current_gen(jm))
+		name_movers(jm, t);
 	if (t->dry) {
 		answer_dry_run(t);
 		jp_task_free(t);

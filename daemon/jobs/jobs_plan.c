@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fabric_state.h"
+#include "fit.h"
 #include "jobs_internal.h"
 #include "jobs_util.h"
 #include "l2check.h"
@@ -45,6 +46,7 @@ void jp_task_free(struct jp_task *t)
 	free(t->assign_owner);
 	free(t->usage);
 	free(t->moved_owner);
+	free(t->movers);
 	free(t->use);
 	jm_workload_free(t->wl);
 	free(t->sub.id);
@@ -328,6 +330,51 @@ static void find_overload(struct jp_task *t)
 	free(mine);
 }
 
+/*
+ * After a proven refusal: would the job fit if the configured circuits
+ * were free (the unowned circuits and drain blockers stay, and so does
+ * every leaf's usage)? Then the configured cross-connects on the ports
+ * that placement takes are t->movers. Nothing on -ENOMEM: a hint only.
+ */
+static void find_movers(struct jp_task *t)
+{
+	struct fit_request q = {&t->f,
+				t->demand,
+				t->n_demand,
+				t->existing + t->n_configured,
+				t->n_existing - t->n_configured,
+				t->usage,
+				t->n_usage,
+				0};
+	struct fit_result r;
+	struct ocs_xc *by_out = NULL;
+
+	if (!t->n_configured || fit_place(&q, &r) != 0)
+		return;
+	t->movers = malloc(t->n_configured * sizeof(*t->movers));
+	by_out = malloc(r.n_xcs * sizeof(*by_out) + 1);
+	if (r.fit != LC_FIT_PLACED || !t->movers || !by_out) {
+		free(by_out);
+		fit_result_clear(&r);
+		return;
+	}
+	/* the placement's device inputs and outputs, each sorted for look-up */
+	for (size_t x = 0; x < r.n_xcs; x++)
+		by_out[x] = (struct ocs_xc){r.xcs[x].group, r.xcs[x].device, r.xcs[x].out, 0};
+	qsort(r.xcs, r.n_xcs, sizeof(*r.xcs), ocs_xc_cmp_in);
+	qsort(by_out, r.n_xcs, sizeof(*by_out), ocs_xc_cmp_in);
+	for (size_t c = 0; c < t->n_configured; c++) {
+		const struct ocs_xc *x = &t->existing[c];
+		struct ocs_xc out = {x->group, x->device, x->out, 0};
+
+		if (bsearch(x, r.xcs, r.n_xcs, sizeof(*r.xcs), ocs_xc_cmp_in) ||
+		    bsearch(&out, by_out, r.n_xcs, sizeof(*by_out), ocs_xc_cmp_in))
+			t->movers[t->n_movers++] = c;
+	}
+	free(by_out);
+	fit_result_clear(&r);
+}
+
 void jp_plan_leaf(struct jp_task *t)
 {
 	struct l2_violation v;
@@ -339,6 +386,8 @@ void jp_plan_leaf(struct jp_task *t)
 		t->rc = run_planner(t, t->demand, t->n_demand, false, t->n_existing);
 		if (t->rc == 0)
 			find_overload(t);
+		if (t->rc == 0 && t->plan->fit == LC_FIT_NONE && !t->replan)
+			find_movers(t);
 	}
 	if (t->rc == 0) {
 		t->l2_violations = l2_check(&t->f, t->plan->xcs, t->plan->n_xcs, &v, 1);
@@ -378,6 +427,22 @@ static bool plan_refusal(const struct jp_task *t, struct err_info *err)
 			"the plan failed the L2 symmetry check (%d violations, first: %s); "
 			"nothing was touched",
 			t->l2_violations, t->l2_reason);
+		return true;
+	}
+	if (t->plan->fit == LC_FIT_NONE || t->plan->fit == LC_FIT_GAVE_UP) {
+		/* the exact search decided (fit.h) */
+		if (t->plan->fit == LC_FIT_NONE)
+			err_set(err, ERR_EXHAUSTED, demand_field,
+				"no placement of the job exists without moving other jobs' "
+				"circuits; what binds is %s%s%s; nothing was touched",
+				t->plan->why,
+				t->drained ? " (the ports of drained devices count as taken)" : "",
+				drain_note);
+		else
+			err_set(err, ERR_EXHAUSTED, demand_field,
+				"no placement of the job was found within the search's bound of "
+				"%ld steps (%s); nothing was touched",
+				t->plan->fit_steps, t->plan->why);
 		return true;
 	}
 	if (t->plan->n_unplaced) {

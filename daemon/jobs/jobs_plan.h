@@ -150,6 +150,11 @@ struct jp_task {
 	bool *moved_owner;   /* per name: some of its circuits move */
 	int *assign_owner;   /* per plan->assignment after a global re-plan */
 	int over_leaf, over_spine, over_load; /* a shared uplink over tau (leaf -1: none) */
+	/* A refusal the exact search proved (fit.h): the configured
+	 * cross-connects (indices into existing) on the ports a placement
+	 * would take, were they free; the loop names their jobs. */
+	size_t *movers;
+	size_t n_movers;
 	int rc;
 	struct lc_plan *plan;
 	int l2_violations;

@@ -81,7 +81,7 @@ def main():
 
     # 2. leaf 0 has no uplink left
     why = refused(stub, job("share-c", 0, 6, 1, 4), "job C on a full shared leaf")
-    check("shared leaves" in why, f"the refusal does not say why: {why}")
+    check("uplinks of leaf 0" in why, f"the refusal does not say why: {why}")
     check(held()[1] == now, "a refused job changed the devices")
     plan = stub.PlanJob(job("share-c", 0, 6, 1, 4), timeout=TIMEOUT_S).figures
     check(plan.links_requested == 1 and plan.links_placed == 0,
@@ -92,7 +92,7 @@ def main():
     fleet.start_ocsd()
     stub = jobs_pb2_grpc.JobsStub(grpc.insecure_channel(fleet.target))
     why = refused(stub, job("share-c", 0, 6, 1, 4), "job C after a restart")
-    check("shared leaves" in why, f"after a restart the links are not known: {why}")
+    check("uplinks of leaf 0" in why, f"after a restart the links are not known: {why}")
     check(held()[1] == now, "the restart or the refusal changed the devices")
 
     # 4. room again once A is gone

@@ -229,7 +229,7 @@ try:
     json.dump(big, open(p, "w"))
     rc, _, err = ocsctl("job", "submit", p)
     check(rc == 1 and "RESOURCE_EXHAUSTED" in err and
-          "the uplinks other jobs leave on shared leaves" in err,
+          "the uplinks of leaf 0" in err,
           f"a leaf shared beyond its uplinks: {rc} {err}")
     check(xcs_of(read_devices()) == held, "a refused job changed the devices")
 

@@ -133,6 +133,75 @@ static void test_does_not_fit_fails_untouched(void **state)
 	assert_int_equal(fs_count(f->fs), 16); /* full's circuits only */
 }
 
+/*
+ * A refusal that moving other jobs' circuits would lift names those jobs
+ * (issue 30). Eighteen one-link jobs (a sequence found by searching random
+ * ones) leave leaves 1 and 4 room at spine 0 only, where pod 0's free
+ * ports sit on device pair 1 and pod 2's on pair 0: no placement exists.
+ * Each job named must hold a port the placement would need: pod 0's pair
+ * 0 or pod 2's pair 1 in group 0.
+ */
+static void test_refusal_names_movers(void **state)
+{
+	static const int seq[][2] = {{2, 6}, {4, 7}, {1, 3}, {3, 6}, {4, 7}, {5, 7},
+				     {1, 6}, {1, 3}, {2, 4}, {2, 5}, {1, 5}, {1, 6},
+				     {2, 4}, {0, 6}, {2, 5}, {1, 5}, {4, 7}, {1, 3}};
+	const struct ocs_fabric *fab = &((struct fx *)*state)->cfg->fabric;
+	struct fx *f = *state;
+	struct lc_demand d[19];
+	char ids[19][8], *at, *end;
+	int named = 0;
+
+	for (int k = 0; k < 19; k++) {
+		struct jm_spec s;
+
+		d[k] = k < 18 ? (struct lc_demand){seq[k][0], seq[k][1], 1}
+			      : (struct lc_demand){1, 4, 1};
+		snprintf(ids[k], sizeof(ids[k]), "m%d", k);
+		s = spec_of(ids[k], NULL, &d[k], 1);
+		f->n_answers = 0;
+		jm_submit(f->jm, &s, on_answer, f);
+		run_plans(f);
+		if (k == 18)
+			break;
+		finish_txn(f, TXN_CONFIRMED, false);
+		assert_int_equal(job(f, ids[k])->state, JM_ACTIVE);
+	}
+	assert_int_equal(job(f, "m18")->state, JM_FAILED);
+	check_refusal(f, ERR_EXHAUSTED, "leaf_demand", "the ports of each device pair");
+	at = strstr(f->answers[0].err.message, "the circuits of job");
+	assert_non_null(at);
+	assert_non_null(strstr(at, "allow_moving_other_jobs"));
+	at = strchr(at + strlen("the circuits of job"), ' ') + 1;
+	end = strstr(at, " hold");
+	assert_non_null(end);
+	*end = '\0';
+	for (char *name = strtok(at, ", "); name; name = strtok(NULL, ", ")) {
+		bool holds = false;
+
+		for (size_t c = 0; c < fs_count(f->fs); c++) {
+			const struct st_circuit *x = fs_at(f->fs, c);
+			struct ocs_spine_port sp[2];
+
+			if (strcmp(x->job_id, name) || x->xc.group != 0 ||
+			    ocs_fabric_input_owner(fab, 0,
+						   (struct ocs_device_port){x->xc.device, x->xc.in},
+						   &sp[0]) ||
+			    ocs_fabric_output_owner(
+				    fab, 0, (struct ocs_device_port){x->xc.device, x->xc.out},
+				    &sp[1]))
+				continue;
+			for (int e = 0; e < 2; e++)
+				holds |= (sp[e].pod == 0 && sp[e].k < 2) ||
+					 (sp[e].pod == 2 && sp[e].k >= 2);
+		}
+		assert_true(holds);
+		named++;
+	}
+	assert_true(named > 0);
+	assert_int_equal(fs_count(f->fs), 18 * 2); /* two cross-connects per link */
+}
+
 /* Drained devices get no new circuits: with every device drained nothing fits. */
 static void test_drained_devices(void **state)
 {
@@ -145,7 +214,7 @@ static void test_drained_devices(void **state)
 	run_plans(f);
 	assert_int_equal(job(f, "dr")->state, JM_FAILED);
 	assert_int_equal(f->answers[0].err.status, ERR_EXHAUSTED);
-	assert_non_null(strstr(f->answers[0].err.message, "do not fit"));
+	assert_non_null(strstr(f->answers[0].err.message, "drained devices count as taken"));
 	assert_int_equal(f->n_txns, 0);
 	/* undrained, the same request runs again and fits */
 	for (int i = 0; i < f->cfg->n_devices; i++)
@@ -910,6 +979,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_does_not_fit_fails_untouched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drained_devices, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusal_names_movers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_holds_when_moving_other_jobs, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_stale_snapshot_replans, setup, teardown),
