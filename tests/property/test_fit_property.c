@@ -84,6 +84,14 @@ struct state {
 	size_t n_config;
 };
 
+static const char *fit_name(enum lc_fit fit)
+{
+	static const char *names[] = {"LC_FIT_PLACED", "LC_FIT_NONE", "LC_FIT_GAVE_UP",
+				      "LC_FIT_UNCHECKED"};
+
+	return (unsigned)fit < 4 ? names[fit] : "?";
+}
+
 static void job_free(struct job *j)
 {
 	free(j->d);
@@ -366,8 +374,9 @@ static bool submit(struct state *st, struct lc_demand *d, size_t n, struct stats
 		s->proven_infeasible += a == LCX_INFEASIBLE;
 		s->undecided += a == LCX_UNDECIDED;
 		s->refused_feasible += a == LCX_FEASIBLE;
-		CHECK(a != LCX_FEASIBLE, "refused (%s) a job that fits: %s", p->why, where);
-		CHECK(p->fit == LC_FIT_NONE, "fit %d on a small fabric: %s", p->fit, where);
+		CHECK(a != LCX_FEASIBLE, "refused (%s, \"%s\") a job that fits: %s",
+		      fit_name(p->fit), p->why, where);
+		CHECK(p->fit == LC_FIT_NONE, "%s on a small fabric: %s", fit_name(p->fit), where);
 		CHECK(p->limit != LC_LIMIT_NONE && p->why[0], "refusal without limit or reason: %s",
 		      where);
 		if (n == 1 && links == 1) {
