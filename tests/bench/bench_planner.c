@@ -26,9 +26,21 @@
  *      tests/property/test_leaf_share_property.c, small fabrics): for every
  *      job that ends contended on a contention-free load, GLPK computes the
  *      most links placeable contention-free within the free ports; the job
- *      is "avoidable" when that is at least what the planner placed.
+ *      is "avoidable" when that is at least what the planner placed;
+ *   8. refusals over random job sequences against the exact check, before
+ *      and after issue 30: the sequences of tests/property/
+ *      test_fit_property.c (lc_exact.h's generator: arrivals and releases,
+ *      small and mid-size jobs, three wirings, tau 1 and 2), each job
+ *      planned twice on the same state, with the heuristic alone
+ *      (lc_options.heuristic_only, as before issue 30) and as the daemon
+ *      plans (the exact search behind it); a refusal is a plan that is not
+ *      a placement (fit != LC_FIT_PLACED, or links unplaced, unrealized or
+ *      over tau). Every refusal is judged by lc_exact's ILP; a job it proves
+ *      feasible and refused is counted (target after: 0; a plan claiming
+ *      LC_FIT_PLACED that is not a placement is a failure). The state
+ *      advances with the "after" plan.
  *
- * Usage: bench_planner [repetitions] [sections]   (default 9, all: "1234567")
+ * Usage: bench_planner [repetitions] [sections]   (default 9, all: "12345678")
  * Exits 1 when a plan breaks a guarantee or the ILP answer is infeasible;
  * timings are printed, not asserted (targets are shown next to them).
  */
@@ -39,6 +51,7 @@
 #include <time.h>
 
 #include "l2check.h"
+#include "lc_exact.h"
 #include "lc_gen.h"
 #include "leafcentric.h"
 
@@ -973,10 +986,201 @@ static void bench_sequences(void)
 	}
 }
 
+/*
+ * Section 8: whether the plan places the whole job (a refusal otherwise);
+ * *claims is set when it says LC_FIT_PLACED. U is the live jobs' usage.
+ */
+static bool placed_whole(const struct ocs_fabric *f, const struct lc_plan *p, const int *U,
+			 bool *claims)
+{
+	int H = ocs_fabric_groups(f), N = ocs_fabric_leaves(f);
+	int *load = calloc((size_t)N * H, sizeof(int));
+	bool ok = p->n_unplaced == 0 && p->unrealized_circuits == 0 && p->changed_existing == 0;
+
+	*claims = p->fit == LC_FIT_PLACED;
+	for (size_t j = 0; j < p->n_assignment; j++) {
+		load[p->assignment[j].a * H + p->assignment[j].h] += p->assignment[j].links;
+		load[p->assignment[j].b * H + p->assignment[j].h] += p->assignment[j].links;
+	}
+	for (int i = 0; i < N * H; i++)
+		ok &= load[i] == 0 || U[i] + load[i] <= f->tau;
+	free(load);
+	return ok && *claims;
+}
+
+/* A live job of section 8: its own cross-connects and assignment. */
+struct s8_job {
+	struct ocs_xc *xcs;
+	size_t n_xcs;
+	struct lc_spine_links *asg;
+	size_t n_asg;
+};
+
+struct s8_state {
+	struct s8_job *live;
+	size_t n_live;
+	struct ocs_xc *config;
+	size_t n_config;
+};
+
+static void s8_release(struct s8_state *st, size_t i)
+{
+	free(st->live[i].xcs);
+	free(st->live[i].asg);
+	st->live[i] = st->live[--st->n_live];
+	st->n_config = 0;
+	for (size_t k = 0; k < st->n_live; k++) {
+		memcpy(st->config + st->n_config, st->live[k].xcs,
+		       st->live[k].n_xcs * sizeof(*st->config));
+		st->n_config += st->live[k].n_xcs;
+	}
+}
+
+/*
+ * One job of section 8 planned before (heuristic alone) and after on the
+ * same state; count: jobs, refused before, refused after, refused feasible
+ * before, after, undecided. The state takes the "after" plan when placed.
+ */
+static void s8_job(const struct ocs_fabric *f, struct s8_state *st, const struct lc_demand *d,
+		   size_t n, long *count)
+{
+	int H = ocs_fabric_groups(f), N = ocs_fabric_leaves(f);
+	int *U = calloc((size_t)N * H, sizeof(int));
+	struct lc_spine_links *all = NULL;
+	struct lc_leaf_usage *u = NULL;
+	struct lcx_pair *pairs = malloc(n * sizeof(*pairs));
+	size_t n_all = 0, n_u = 0;
+	struct lc_plan *before = NULL, *after = NULL;
+	bool ok_before = false, ok_after = false, claims = false;
+
+	for (size_t i = 0; i < st->n_live; i++)
+		n_all += st->live[i].n_asg;
+	all = malloc((n_all + 1) * sizeof(*all));
+	n_all = 0;
+	for (size_t i = 0; i < st->n_live; i++)
+		for (size_t j = 0; j < st->live[i].n_asg; j++) {
+			const struct lc_spine_links *s = &st->live[i].asg[j];
+
+			all[n_all++] = *s;
+			U[s->a * H + s->h] += s->links;
+			U[s->b * H + s->h] += s->links;
+		}
+	for (size_t i = 0; i < n; i++)
+		pairs[i] = (struct lcx_pair){d[i].a, d[i].b, d[i].links};
+	if (lc_usage_from_assignment(all, n_all, &u, &n_u) == 0) {
+		struct lc_options opt = {
+			.realize = true, .usage = u, .n_usage = n_u, .heuristic_only = true};
+
+		if (lc_plan(f, d, n, st->config, st->n_config, &opt, &before) == 0)
+			ok_before = placed_whole(f, before, U, &claims);
+		opt.heuristic_only = false;
+		if (lc_plan(f, d, n, st->config, st->n_config, &opt, &after) == 0) {
+			ok_after = placed_whole(f, after, U, &claims);
+			if (claims && !ok_after)
+				failures++; /* LC_FIT_PLACED that is not a placement */
+		}
+	}
+	if (!before || !after) {
+		failures++;
+	} else {
+		count[0]++;
+		count[1] += !ok_before;
+		count[2] += !ok_after;
+		if (!ok_before || !ok_after) {
+			struct lcx_instance in = {f, pairs, n, st->config, st->n_config, U};
+			struct lcx_result r;
+
+			if (lcx_solve_ilp(&in, ILP_LIMIT_MS / 1000.0, &r) == 0) {
+				count[3] += !ok_before && r.answer == LCX_FEASIBLE;
+				count[4] += !ok_after && r.answer == LCX_FEASIBLE;
+				count[5] += r.answer == LCX_UNDECIDED;
+				lcx_result_clear(&r);
+			} else {
+				failures++;
+			}
+		}
+		if (ok_after) {
+			struct s8_job *j;
+
+			st->live = realloc(st->live, (st->n_live + 1) * sizeof(*st->live));
+			j = &st->live[st->n_live++];
+			j->n_xcs = after->n_xcs - st->n_config;
+			j->xcs = malloc((j->n_xcs + 1) * sizeof(*j->xcs));
+			memcpy(j->xcs, after->xcs + st->n_config, j->n_xcs * sizeof(*j->xcs));
+			j->asg = after->assignment;
+			j->n_asg = after->n_assignment;
+			after->assignment = NULL;
+			free(st->config);
+			st->config = after->xcs;
+			st->n_config = after->n_xcs;
+			after->xcs = NULL;
+		}
+	}
+	lc_plan_free(before);
+	lc_plan_free(after);
+	free(U);
+	free(u);
+	free(all);
+	free(pairs);
+}
+
+static void bench_refusals(void)
+{
+	static const enum ocs_wiring wirings[] = {OCS_WIRING_STRAIGHT, OCS_WIRING_DUAL,
+						  OCS_WIRING_CROSS};
+	const int sequences = 100;
+	double t0 = now_ms();
+
+	printf("\n== 8. refusals over random job sequences against the exact check, before "
+	       "(heuristic alone)\nand after issue 30 (%d sequences per tau and wiring, "
+	       "test_fit_property's generator)\n",
+	       sequences);
+	printf("refused: the plan is not a placement of the whole job; refused feasible: "
+	       "refused, and lc_exact's ILP\nfinds a placement (target after: 0); undecided: "
+	       "the ILP hit its time limit.\n");
+	printf("%4s %9s %6s %15s %14s %24s %23s %10s\n", "tau", "wiring", "jobs", "refused before",
+	       "refused after", "refused feasible before", "refused feasible after", "undecided");
+	for (int tau = 1; tau <= 2; tau++)
+		for (size_t wi = 0; wi < 3; wi++) {
+			uint64_t seed = 3000 + (uint64_t)tau * 10 + wi;
+			long count[6] = {0};
+
+			for (int q = 0; q < sequences; q++) {
+				struct ocs_fabric f = lcx_gen_fabric(wirings[wi], tau, &seed);
+				struct s8_state st = {0};
+				int events = lcx_gen_events(&seed);
+
+				for (int e = 0; e < events; e++) {
+					struct lc_demand *d;
+					size_t n;
+
+					if (st.n_live && lcx_gen_release(&seed)) {
+						s8_release(&st, (size_t)lc_gen_below(
+									&seed, (int)st.n_live));
+						continue;
+					}
+					d = lcx_gen_job(&f, lcx_gen_links(&seed), &seed, &n);
+					if (d)
+						s8_job(&f, &st, d, n, count);
+					free(d);
+				}
+				while (st.n_live)
+					s8_release(&st, 0);
+				free(st.live);
+				free(st.config);
+			}
+			printf("%4d %9s %6ld %15ld %14ld %24ld %23ld %10ld\n", tau,
+			       ocs_wiring_name(wirings[wi]), count[0], count[1], count[2], count[3],
+			       count[4], count[5]);
+			failures += count[4] > 0;
+		}
+	printf("(%.1f s)\n", (now_ms() - t0) / 1e3);
+}
+
 int main(int argc, char **argv)
 {
 	int reps = argc > 1 ? atoi(argv[1]) : 9;
-	const char *sections = argc > 2 ? argv[2] : "1234567";
+	const char *sections = argc > 2 ? argv[2] : "12345678";
 
 	if (reps < 1)
 		reps = 1;
@@ -994,6 +1198,8 @@ int main(int argc, char **argv)
 		bench_shared_ilp();
 	if (strchr(sections, '7'))
 		bench_sequences();
+	if (strchr(sections, '8'))
+		bench_refusals();
 	if (failures)
 		fprintf(stderr, "%d guarantee failures\n", failures);
 	return failures ? 1 : 0;
