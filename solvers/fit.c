@@ -58,7 +58,14 @@ struct search {
 	int *jl_total; /* uplinks still free over all spines (k_leaf - usage - links) */
 	/* odd-set bound: components of what is left, per root: links left,
 	 * links they can still take, and the ends they can take at one spine */
-	int *uf, *comp_need, *comp_room, *comp_h;
+	int *uf, *comp_need, *comp_room, *comp_h, *less_room;
+	/* Triangles of the demand (three leaves pairwise joined): pair indices. */
+	size_t (*tri)[3];
+	size_t n_tri;
+	/* Pairs by pod pair: pairs pp_pairs[pp_off[g] .. pp_off[g + 1]); stamp
+	 * marks the leaves counted once per pod pair. */
+	size_t *pp_off, *pp_pairs, n_pp;
+	int *stamp, stamp_now;
 	int *pod_left; /* [pod] */
 	/* Port classes: cls[k] the lowest port with k's partners; members of
 	 * class c at mem[mem_off[c] .. mem_off[c + 1]); partner classes of c at
@@ -232,6 +239,16 @@ static int circuits_possible(struct search *s, int h, int i, int j, int enough)
 	return at[0] < at[1] ? at[0] : at[1];
 }
 
+/* A leaf's share in a set at spine h: room, total room and links in the set. */
+static int share(struct search *s, int x, int h, int in_set)
+{
+	int m = *room_at(s, x, h);
+
+	m = s->jl_total[x] < m ? s->jl_total[x] : m;
+	m = in_set < m ? in_set : m;
+	return m > 0 ? m : 0;
+}
+
 static int uf_root(int *uf, int x)
 {
 	while (uf[x] != x)
@@ -268,25 +285,140 @@ static bool odd_sets_hold(struct search *s)
 	for (int x = 0; x < s->n_jl; x++) {
 		s->uf[x] = uf_root(s->uf, x);
 		s->comp_room[x] = 0;
+		s->less_room[x] = 0;
 	}
 	for (int h = 0; h < s->H; h++) {
 		for (int x = 0; x < s->n_jl; x++)
 			s->comp_h[x] = 0;
-		for (int x = 0; x < s->n_jl; x++) {
-			int m = *room_at(s, x, h);
-
-			m = s->jl_left[x] < m ? s->jl_left[x] : m;
-			m = s->jl_total[x] < m ? s->jl_total[x] : m;
-			s->comp_h[s->uf[x]] += m > 0 ? m : 0;
-		}
 		for (int x = 0; x < s->n_jl; x++)
+			s->comp_h[s->uf[x]] += share(s, x, h, s->jl_left[x]);
+		for (int x = 0; x < s->n_jl; x++) {
 			if (s->uf[x] == x)
 				s->comp_room[x] += s->comp_h[x] / 2;
+			/* the part without leaf x (odd when the part is even) */
+			s->less_room[x] +=
+				(s->comp_h[s->uf[x]] - share(s, x, h, s->jl_left[x])) / 2;
+		}
 	}
-	s->steps += (long)s->n_jl * s->H;
-	for (int x = 0; x < s->n_jl; x++)
-		if (s->uf[x] == x && s->comp_need[x] > s->comp_room[x])
+	s->steps += 2L * s->n_jl * s->H;
+	for (int x = 0; x < s->n_jl; x++) {
+		int r = s->uf[x];
+
+		if ((r == x && s->comp_need[x] > s->comp_room[x]) ||
+		    s->comp_need[r] - s->jl_left[x] > s->less_room[x])
 			return false;
+	}
+	return true;
+}
+
+/*
+ * At most how many circuits group h can still take among the pods where
+ * the job has leaves with room: a circuit takes two ports of one device
+ * (straight: port k at two pods; dual: two of device m's ports) or one
+ * port of each parity of a device pair (cross).
+ */
+static int device_bound(struct search *s, int h)
+{
+	int n = 0, units = s->f->wiring == OCS_WIRING_STRAIGHT ? s->K : s->K / 2;
+
+	s->steps += (long)s->P * s->K;
+	for (int u = 0; u < units; u++) {
+		int f[2] = {0, 0};
+
+		for (int x = 0; x < s->n_jl; x++) {
+			int pod = s->jl_pod[x];
+
+			if ((x > 0 && s->jl_pod[x - 1] == pod) || !*nfree_at(s, h, pod))
+				continue; /* one look per pod (job leaves are sorted by pod) */
+			if (s->f->wiring == OCS_WIRING_STRAIGHT) {
+				f[0] += !*port_at(s, h, pod, u);
+			} else {
+				f[0] += !*port_at(s, h, pod, 2 * u);
+				f[1] += !*port_at(s, h, pod, 2 * u + 1);
+			}
+		}
+		if (s->f->wiring == OCS_WIRING_CROSS)
+			n += f[0] < f[1] ? f[0] : f[1];
+		else
+			n += (f[0] + f[1]) / 2;
+	}
+	return n;
+}
+
+/* The odd-set count on every triangle of the demand (see odd_sets_hold). */
+static bool triangles_hold(struct search *s)
+{
+	for (size_t t = 0; t < s->n_tri; t++) {
+		const struct pair *q[3] = {&s->pairs[s->tri[t][0]], &s->pairs[s->tri[t][1]],
+					   &s->pairs[s->tri[t][2]]};
+		int need = q[0]->left + q[1]->left + q[2]->left, have = 0;
+		int leaf[3] = {q[0]->a, q[0]->b,
+			       q[1]->a == q[0]->a || q[1]->a == q[0]->b ? q[1]->b : q[1]->a};
+
+		if (!need)
+			continue;
+		for (int h = 0; h < s->H && have < need; h++) {
+			int ends = 0;
+
+			for (int v = 0; v < 3; v++) {
+				int in_set = 0;
+
+				for (int e = 0; e < 3; e++)
+					if (q[e]->a == leaf[v] || q[e]->b == leaf[v])
+						in_set += q[e]->left;
+				ends += share(s, leaf[v], h, in_set);
+			}
+			have += ends / 2;
+		}
+		s->steps += s->H;
+		if (have < need)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Pod pairs: the links left between pods i and j take, per group, one free
+ * port at each, and uplink room of the leaves that have them.
+ */
+static bool pod_pairs_hold(struct search *s)
+{
+	for (size_t g = 0; g < s->n_pp; g++) {
+		const struct pair *first = &s->pairs[s->pp_pairs[s->pp_off[g]]];
+		int need = 0, have = 0;
+
+		for (size_t x = s->pp_off[g]; x < s->pp_off[g + 1]; x++)
+			need += s->pairs[s->pp_pairs[x]].left;
+		for (int h = 0; h < s->H && need && have < need; h++) {
+			int side[2] = {0, 0};
+
+			s->stamp_now++;
+			for (size_t x = s->pp_off[g]; x < s->pp_off[g + 1]; x++) {
+				const struct pair *q = &s->pairs[s->pp_pairs[x]];
+				int end[2] = {q->a, q->b};
+
+				if (!q->left)
+					continue;
+				for (int e = 0; e < 2; e++) {
+					int v = end[e];
+
+					if (s->stamp[v] == s->stamp_now)
+						continue;
+					s->stamp[v] = s->stamp_now;
+					side[s->jl_pod[v] != first->i] +=
+						share(s, v, h, s->jl_left[v]);
+				}
+			}
+			side[0] = *nfree_at(s, h, first->i) < side[0] ? *nfree_at(s, h, first->i)
+								      : side[0];
+			side[1] = *nfree_at(s, h, first->j) < side[1] ? *nfree_at(s, h, first->j)
+								      : side[1];
+			have += side[0] < side[1] ? side[0] : side[1];
+		}
+		s->steps += s->H;
+		if (have < need)
+			return false;
+	}
 	return true;
 }
 
@@ -318,7 +450,7 @@ static bool bounds_hold(struct search *s)
 		if (room < s->jl_left[x] || s->jl_total[x] < s->jl_left[x])
 			return false;
 	}
-	if (!odd_sets_hold(s))
+	if (!odd_sets_hold(s) || !triangles_hold(s) || !pod_pairs_hold(s))
 		return false;
 	/* each link takes two port ends of one group, at two pods */
 	{
@@ -336,7 +468,8 @@ static bool bounds_hold(struct search *s)
 						     : 0;
 				g += r < *nfree_at(s, h, pod) ? r : *nfree_at(s, h, pod);
 			}
-			ends += g / 2;
+			g /= 2;
+			ends += g < device_bound(s, h) ? g : device_bound(s, h);
 		}
 		if (ends < (long)(s->total - s->n_links))
 			return false;
@@ -679,6 +812,11 @@ static void search_free(struct search *s)
 	free(s->comp_need);
 	free(s->comp_room);
 	free(s->comp_h);
+	free(s->less_room);
+	free(s->tri);
+	free(s->pp_off);
+	free(s->pp_pairs);
+	free(s->stamp);
 	free(s->pod_left);
 	free(s->cls);
 	free(s->mem_off);
@@ -719,6 +857,93 @@ static int job_leaf(const struct search *s, int leaf)
 	return at ? (int)(at - s->jl_leaf) : -1;
 }
 
+/* A pair's pod pair as a sort key: (lower pod, higher pod, pair index). */
+struct pod_key {
+	int lo, hi;
+	size_t p;
+};
+
+static int cmp_pod_key(const void *x, const void *y)
+{
+	const struct pod_key *a = x, *b = y;
+
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	if (a->hi != b->hi)
+		return a->hi < b->hi ? -1 : 1;
+	return (a->p > b->p) - (a->p < b->p);
+}
+
+/*
+ * The pod pairs and the triangles of the demand (triangles only for up to
+ * FIT_SCAN_PAIRS pairs, through a pair matrix).
+ */
+static int index_pairs(struct search *s)
+{
+	size_t n = s->n_pairs, cap = 0;
+	int J = s->n_jl;
+	struct pod_key *k = malloc((n + 1) * sizeof(*k));
+
+	s->pp_off = malloc((n + 2) * sizeof(size_t));
+	s->pp_pairs = malloc((n + 1) * sizeof(size_t));
+	s->stamp = calloc((size_t)J + 1, sizeof(int));
+	if (!k || !s->pp_off || !s->pp_pairs || !s->stamp) {
+		free(k);
+		return -ENOMEM;
+	}
+	for (size_t p = 0; p < n; p++) {
+		const struct pair *q = &s->pairs[p];
+
+		k[p] = (struct pod_key){q->i < q->j ? q->i : q->j, q->i < q->j ? q->j : q->i, p};
+	}
+	qsort(k, n, sizeof(*k), cmp_pod_key);
+	for (size_t p = 0; p < n; p++) {
+		s->pp_pairs[p] = k[p].p;
+		if (!p || k[p].lo != k[p - 1].lo || k[p].hi != k[p - 1].hi)
+			s->pp_off[s->n_pp++] = p;
+	}
+	free(k);
+	s->pp_off[s->n_pp] = n;
+	if (n > FIT_SCAN_PAIRS)
+		return 0;
+	{
+		long *m = malloc((size_t)J * (size_t)J * sizeof(long) + 1);
+
+		if (!m)
+			return -ENOMEM;
+		for (size_t x = 0; x < (size_t)J * (size_t)J; x++)
+			m[x] = -1;
+		for (size_t p = 0; p < n; p++) {
+			m[(size_t)s->pairs[p].a * J + s->pairs[p].b] = (long)p;
+			m[(size_t)s->pairs[p].b * J + s->pairs[p].a] = (long)p;
+		}
+		for (int x = 0; x < J; x++)
+			for (int y = x + 1; y < J; y++)
+				for (int z = y + 1; z < J && m[(size_t)x * J + y] >= 0; z++) {
+					size_t *t;
+
+					if (m[(size_t)y * J + z] < 0 || m[(size_t)x * J + z] < 0)
+						continue;
+					if (s->n_tri == cap) {
+						size_t(*v)[3] =
+							realloc(s->tri, (2 * cap + 8) * sizeof(*v));
+
+						if (!v) {
+							free(m);
+							return -ENOMEM;
+						}
+						s->tri = v;
+						cap = 2 * cap + 8;
+					}
+					t = s->tri[s->n_tri++];
+					t[0] = (size_t)m[(size_t)x * J + y];
+					t[1] = (size_t)m[(size_t)y * J + z];
+					t[2] = (size_t)m[(size_t)x * J + z];
+				}
+		free(m);
+		return 0;
+	}
+}
 /* Fills everything but the classes; *usage_out: other jobs' links per (job leaf, h). */
 static int search_init(struct search *s, const struct fit_request *q, int **usage_out)
 {
@@ -759,11 +984,12 @@ static int search_init(struct search *s, const struct fit_request *q, int **usag
 	s->comp_need = malloc(((size_t)s->n_jl + 1) * sizeof(int));
 	s->comp_room = malloc(((size_t)s->n_jl + 1) * sizeof(int));
 	s->comp_h = malloc(((size_t)s->n_jl + 1) * sizeof(int));
+	s->less_room = malloc(((size_t)s->n_jl + 1) * sizeof(int));
 	s->room = malloc(((size_t)s->n_jl * (size_t)s->H + 1) * sizeof(int));
 	usage = calloc((size_t)s->n_jl * (size_t)s->H + 1, sizeof(int));
 	*usage_out = usage;
 	if (!s->jl_pod || !s->jl_left || !s->jl_total || !s->uf || !s->comp_need || !s->comp_room ||
-	    !s->comp_h || !s->room || !usage)
+	    !s->comp_h || !s->less_room || !s->room || !usage)
 		return -ENOMEM;
 	for (int x = 0; x < s->n_jl; x++)
 		s->jl_pod[x] = ocs_fabric_leaf_pod(f, s->jl_leaf[x]);
@@ -798,6 +1024,8 @@ static int search_init(struct search *s, const struct fit_request *q, int **usag
 		s->pod_left[p->j] += p->need;
 		s->total += (size_t)p->need;
 	}
+	if (index_pairs(s) != 0)
+		return -ENOMEM;
 	for (int h = 0; h < s->H; h++) {
 		unsigned char *b = port_at(s, h, 0, 0);
 
@@ -966,21 +1194,21 @@ static size_t part_of(const struct fit_request *q, int leaf, int pod, struct lc_
 /*
  * A proof from a part: a demand that does not fit has no placement when a
  * part of it has none. Tries each pair of several links, the pairs at each
- * leaf, then at each pod, each within budget steps. 1 when a part proves
- * it (out says which), 0 when none does, -ENOMEM.
+ * leaf, at each pod, then at both leaves of each pair, each within budget steps, until *steps
+ * reaches `until`. 1 when a part proves it (out says which), 0 when none does, -ENOMEM.
  */
-static int prove_by_parts(const struct fit_request *q, long budget, struct fit_result *out,
-			  long *steps)
+static int prove_by_parts(const struct fit_request *q, long budget, long until,
+			  struct fit_result *out, long *steps)
 {
 	struct lc_demand *part = malloc((q->n_demand + 1) * sizeof(*part));
 	int N = ocs_fabric_leaves(q->f), rc = 0;
 
 	if (!part)
 		return -ENOMEM;
-	for (int round = 0; round < 3 && rc == 0; round++) {
-		int n_keys = round == 0 ? (int)q->n_demand : round == 1 ? N : q->f->pods;
+	for (int round = 0; round < 4 && rc == 0; round++) {
+		int n_keys = round == 1 ? N : round == 2 ? q->f->pods : (int)q->n_demand;
 
-		for (int key = 0; key < n_keys && rc == 0; key++) {
+		for (int key = 0; key < n_keys && rc == 0 && *steps < until; key++) {
 			struct fit_request sub = *q;
 			struct fit_result r = {0};
 			char what[96];
@@ -992,6 +1220,16 @@ static int prove_by_parts(const struct fit_request *q, long budget, struct fit_r
 				snprintf(what, sizeof(what),
 					 "the %d links between leaves %d and %d", part[0].links,
 					 part[0].a, part[0].b);
+			} else if (round == 3) {
+				int a = q->demand[key].a, b = q->demand[key].b;
+
+				n = 0;
+				for (size_t d = 0; d < q->n_demand; d++)
+					if (q->demand[d].a == a || q->demand[d].b == a ||
+					    q->demand[d].a == b || q->demand[d].b == b)
+						part[n++] = q->demand[d];
+				snprintf(what, sizeof(what), "the job's links at leaves %d and %d",
+					 a, b);
 			} else {
 				n = part_of(q, round == 1 ? key : -1, round == 2 ? key : -1, part);
 				snprintf(what, sizeof(what), "the job's links at %s %d",
@@ -1027,7 +1265,7 @@ int fit_place(const struct fit_request *q, struct fit_result *out)
 	rc = search_once(q, budget / 8, out, &out->steps);
 	if (rc == -1 && q->n_demand > 1 && q->n_demand <= FIT_SCAN_PAIRS) {
 		fit_result_clear(out);
-		rc = prove_by_parts(q, budget / (8 * (long)(q->n_demand + 2)), out, &out->steps);
+		rc = prove_by_parts(q, budget / 8, out->steps + budget / 2, out, &out->steps);
 		if (rc == 1)
 			rc = 0;
 		else if (rc == 0)

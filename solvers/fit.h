@@ -40,7 +40,7 @@
 #include "leafcentric.h"
 
 /* Option evaluations a search may make when the caller does not say. */
-#define FIT_DEFAULT_STEPS 1000000L
+#define FIT_DEFAULT_STEPS 4000000L
 
 struct fit_request {
 	const struct ocs_fabric *f;
