@@ -12,8 +12,20 @@
  * each such class is tried once, through its lowest free port.
  *
  * An option of a pair is (group h, class at pod i, class at pod j), with
- * the key (h * K + ci) * K + cj; the links of one pair take non-decreasing
- * keys, so a placement is reached by one path only.
+ * the key (rank(h) * K + ci) * K + cj, where rank(h) is the order in which
+ * the search opened group h (unopened groups rank after every opened one);
+ * the links of one pair take non-decreasing keys, and of groups alike at
+ * the start (same free ports, same room) the lowest unopened one is opened
+ * first, so a placement is reached by one path only, and the two rules
+ * never exclude each other's canonical placement.
+ *
+ * Counts checked at every step (bounds_hold), each a necessary condition:
+ * per pair, leaf and pod, links left <= room left; per connected part of
+ * what is left, per triangle, and per part without one of its leaves, at
+ * most half the uplink ends its leaves can take per spine (odd sets); per
+ * pod pair, per group the smaller side; per group, what its devices can
+ * still join (straight: half the pods with port k free; cross: the smaller
+ * parity of each device pair; dual: half the free ports of a device).
  */
 #include "fit.h"
 

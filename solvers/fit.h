@@ -23,11 +23,15 @@
  * leaves reach; a pair's groups with a free port at both pods; a pair's
  * groups where those ports can be joined (same device, or device pair for
  * cross wiring). Then a complete depth-first search: the pair with the
- * fewest options next, options ordered by the room they leave, ports that
- * the wiring cannot tell apart tried once, the links of one pair in
- * non-decreasing order (so no placement is searched twice), and the first
- * two conditions re-checked at every step. It stops after max_steps option
- * evaluations: LC_FIT_GAVE_UP says so, never a guess.
+ * fewest options per link left next, options ordered by the room they
+ * leave, ports that the wiring cannot tell apart tried once, groups alike
+ * opened in order, the links of one pair in non-decreasing order (so no
+ * placement is searched twice), and counts that prove a dead end (room of
+ * leaves, pods, pod pairs, devices, odd sets of leaves) re-checked at every
+ * step. When a short first search decides nothing, parts of the demand are
+ * searched (a part without a placement proves the whole has none), then
+ * the whole again. It stops after max_steps units of work: LC_FIT_GAVE_UP
+ * says so, never a guess.
  *
  * Pure function, no globals: thread-safe.
  */

@@ -316,9 +316,10 @@ class DaemonTest(unittest.TestCase):
         # ...but only up to the uplinks leaf 1 has left (8 - 3 - 1).
         self.refused(self.jobs().SubmitJob, job("life-4", gpus=(10, 57), pairs=((1, 7, 5),)),
                      grpc.StatusCode.RESOURCE_EXHAUSTED,
-                     "leaf_demand: 1 link(s) in 1 leaf pair(s) do not fit on the free spine "
-                     "ports or the uplinks other jobs leave on shared leaves (first: leaves "
-                     "1-7, 1 link(s)); nothing was touched")
+                     "leaf_demand: no placement of the job exists without moving other jobs' "
+                     "circuits; what binds is the uplinks of leaf 1: the job needs 5 and 4 "
+                     "are free (other jobs' links on its uplinks to spines 0-3: 2,1,1,0, at "
+                     "most 2 each and 8 in all); nothing was touched")
         self.release("life-3")
 
         rel = self.jobs().ReleaseJob(jobs_pb2.ReleaseJobRequest(id="life-1"), timeout=TIMEOUT_S)
