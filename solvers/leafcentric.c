@@ -1084,8 +1084,10 @@ static int adopt_fit(const struct ocs_fabric *f, struct fit_result *fr,
 		free(topo);
 		return -ENOMEM;
 	}
-	memcpy(xcs, existing, n_existing * sizeof(*xcs));
-	memcpy(xcs + n_existing, fr->xcs, fr->n_xcs * sizeof(*xcs));
+	if (n_existing)
+		memcpy(xcs, existing, n_existing * sizeof(*xcs));
+	if (fr->n_xcs)
+		memcpy(xcs + n_existing, fr->xcs, fr->n_xcs * sizeof(*xcs));
 	for (size_t x = 0; x < fr->n_assignment; x++) {
 		const struct lc_spine_links *l = &fr->assignment[x];
 		int i = ocs_fabric_leaf_pod(f, l->a), j = ocs_fabric_leaf_pod(f, l->b);

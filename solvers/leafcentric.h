@@ -126,7 +126,8 @@ struct lc_options {
 	/*
 	 * The heuristic alone: no exact placement search when it does not fit
 	 * (lc_plan.fit is then LC_FIT_PLACED or LC_FIT_UNCHECKED). For
-	 * bench_planner section 8, which measures what the search adds.
+	 * bench_planner section 8, which measures what the search adds, and
+	 * test_lc_property, which tests the heuristic itself.
 	 */
 	bool heuristic_only;
 };

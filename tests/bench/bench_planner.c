@@ -1030,8 +1030,9 @@ static void s8_release(struct s8_state *st, size_t i)
 	st->live[i] = st->live[--st->n_live];
 	st->n_config = 0;
 	for (size_t k = 0; k < st->n_live; k++) {
-		memcpy(st->config + st->n_config, st->live[k].xcs,
-		       st->live[k].n_xcs * sizeof(*st->config));
+		if (st->live[k].n_xcs)
+			memcpy(st->config + st->n_config, st->live[k].xcs,
+			       st->live[k].n_xcs * sizeof(*st->config));
 		st->n_config += st->live[k].n_xcs;
 	}
 }

@@ -653,7 +653,8 @@ int lcx_check_witness(const struct lcx_instance *in, const struct lcx_circuit *w
 		PROBLEM("out of memory");
 		goto done;
 	}
-	memcpy(all, in->pinned, in->n_pinned * sizeof(*all));
+	if (in->n_pinned)
+		memcpy(all, in->pinned, in->n_pinned * sizeof(*all));
 	for (size_t i = 0; i < n; i++) {
 		const struct lcx_circuit *x = &w[i];
 		const struct lcx_pair *d;

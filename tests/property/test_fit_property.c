@@ -113,8 +113,9 @@ static void rebuild_config(struct state *st)
 	st->config = malloc((n + 1) * sizeof(*st->config));
 	st->n_config = 0;
 	for (size_t i = 0; i < st->n_live; i++) {
-		memcpy(st->config + st->n_config, st->live[i].xcs,
-		       st->live[i].n_xcs * sizeof(*st->config));
+		if (st->live[i].n_xcs)
+			memcpy(st->config + st->n_config, st->live[i].xcs,
+			       st->live[i].n_xcs * sizeof(*st->config));
 		st->n_config += st->live[i].n_xcs;
 	}
 }
@@ -354,7 +355,8 @@ static bool submit(struct state *st, struct lc_demand *d, size_t n, struct stats
 	all = malloc((n_all + 1) * sizeof(*all));
 	n_all = 0;
 	for (size_t i = 0; i < st->n_live; i++) {
-		memcpy(all + n_all, st->live[i].asg, st->live[i].n_asg * sizeof(*all));
+		if (st->live[i].n_asg)
+			memcpy(all + n_all, st->live[i].asg, st->live[i].n_asg * sizeof(*all));
 		n_all += st->live[i].n_asg;
 	}
 	for (size_t i = 0; i < n; i++) {
