@@ -432,6 +432,20 @@ static int hostkey_check(struct sb_device *dev, ssh_session session)
  * the device's deadline. Returns the session, or NULL with the reason in
  * dev->hostkey_error.
  */
+/*
+ * TCP keepalive: a peer that dies silently (power, cable) fails the socket
+ * within about 10 s of idleness, which the next connect sees.
+ */
+static void tcp_keepalive(int fd)
+{
+	int yes = 1, idle = 5, intvl = 2, cnt = 3;
+
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &yes, sizeof(yes));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
 static struct nc_session *ssh_open(struct sb_device *dev)
 {
 	ssh_session s = ssh_new();
@@ -470,13 +484,7 @@ static struct nc_session *ssh_open(struct sb_device *dev)
 		return NULL;
 	}
 	int fd = ssh_get_fd(s);
-	/* TCP keepalive: a peer that dies silently (power, cable) fails the
-	 * socket within about 10 s of idleness, which the next connect sees */
-	int idle = 5, intvl = 2, cnt = 3;
-	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &yes, sizeof(yes));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	tcp_keepalive(fd);
 	/* only the NETCONF <hello> and the context check are serialized: the
 	 * SSH handshake above, most of a connect's CPU, runs in parallel */
 	pthread_mutex_lock(&dev->drv->connect_mu);
@@ -565,6 +573,12 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 		nc_client_tls_set_trusted_ca_paths(dev->cfg.tls_ca, NULL);
 		dev->session = nc_connect_tls(dev->cfg.host, dev->cfg.port, drv->ctx);
 		pthread_mutex_unlock(&drv->connect_mu);
+		/* the TLS socket, for the idle check above as SSH has it: without
+		 * it a TLS peer that went away stayed "connected" until an RPC */
+		if (dev->session && sb_wire_open(dev->session, -1, &dev->wire) == 0) {
+			dev->fd = sb_wire_fd(dev->wire);
+			tcp_keepalive(dev->fd);
+		}
 	} else {
 		dev->session = ssh_open(dev);
 	}

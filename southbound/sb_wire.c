@@ -115,6 +115,11 @@ static int probe(struct nc_session *ns, int ssh_fd, struct sb_wire *w)
 	return 0;
 }
 
+int sb_wire_fd(const struct sb_wire *w)
+{
+	return w->fd;
+}
+
 int sb_wire_open(struct nc_session *ns, int ssh_fd, struct sb_wire **out)
 {
 	*out = NULL;

@@ -57,6 +57,8 @@ struct sb_wire;
  * TLS session this code can prove), -ENOMEM.
  */
 int sb_wire_open(struct nc_session *ns, int ssh_fd, struct sb_wire **out);
+/* The transport's socket (the SSH socket, or the TLS connection's). */
+int sb_wire_fd(const struct sb_wire *w);
 /* Frees the wire (not the session). NULL is fine. */
 void sb_wire_free(struct sb_wire *w);
 /*
