@@ -42,7 +42,8 @@ start() {
   pids="$pids $!"
   port=""
   for _ in $(seq 100); do
-    port=$(awk '/^port /{print $2}' "$work/$name.out" 2>/dev/null)
+    # "|| true": the server may not have opened its output file yet (set -e)
+    port=$(awk '/^port /{print $2}' "$work/$name.out" 2>/dev/null || true)
     [ -n "$port" ] && break
     sleep 0.05
   done
