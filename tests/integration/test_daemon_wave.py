@@ -216,7 +216,10 @@ def knob_alone(what):
                   f"{what}: the refusal says '{e}'")
         cand = fleet._rows(m.get_config(source="candidate").data_xml)
         check(cand == [], f"{what}: a refused edit left {cand} in the candidate")
-        m.edit_config(target="candidate", config=conns([(0, 1), (1, 0)]))
+        try:
+            m.edit_config(target="candidate", config=conns([(0, 1), (1, 0)]))
+        except RPCError as e:
+            check(False, f"{what}: an edit off port {REFUSED_PORT} refused: {e}")
         cand = fleet._rows(m.get_config(source="candidate").data_xml)
         check([(i, o) for i, o, _ in cand] == [(0, 1), (1, 0)],
               f"{what}: an edit off port {REFUSED_PORT} left {cand} in the candidate")
