@@ -93,6 +93,16 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 		return -ENOMEM;
 	jm->d = *deps;
 	jm->f = &deps->cfg->fabric;
+	jm->max_wave = deps->max_wave_jobs ? deps->max_wave_jobs : JM_MAX_WAVE_JOBS;
+	jm->wave = calloc(jm->max_wave, sizeof(*jm->wave));
+	jm->settling = calloc(jm->max_wave, sizeof(*jm->settling));
+	jm->waited = calloc(jm->max_wave, sizeof(*jm->waited));
+	jm->fates = calloc(jm->max_wave, sizeof(*jm->fates));
+	jm->names = calloc(jm->max_wave, sizeof(*jm->names));
+	if (!jm->wave || !jm->settling || !jm->waited || !jm->fates || !jm->names) {
+		jm_free(jm);
+		return -ENOMEM;
+	}
 	if (deps->rings) {
 		jm->reset.kind = &jm_kind_ring;
 		jm->reset.pub.state = JM_ACTIVE;
@@ -146,6 +156,11 @@ void jm_free(struct jm *jm)
 	jp_change_clear(&jm->reset.change);
 	rg_rings_free(jm->reset.prev_rings, jm->reset.n_prev_rings);
 	free(jm->reset_nodes);
+	free(jm->wave);
+	free(jm->settling);
+	free(jm->waited);
+	free(jm->fates);
+	free(jm->names);
 	free(jm->jobs);
 	free(jm->live);
 	free(jm);

@@ -160,6 +160,18 @@ int jm_forget(struct jm *jm, const char *id)
 	if ((j->pub.state != JM_RELEASED && j->pub.state != JM_FAILED) || j->pub.holding ||
 	    j->waiters || j->queued)
 		return -EBUSY;
+	if (j->plan_waiting) {
+		/* released while waiting for its turn to plan: off the list */
+		struct job_rt **p = &jm->plan_head, *prev = NULL;
+
+		while (*p != j) {
+			prev = *p;
+			p = &(*p)->next_planning;
+		}
+		*p = j->next_planning;
+		if (jm->plan_tail == j)
+			jm->plan_tail = prev;
+	}
 	for (i = 0; i < jm->n_jobs && jm->jobs[i] != j; i++)
 		;
 	memmove(&jm->jobs[i], &jm->jobs[i + 1], (jm->n_jobs - i - 1) * sizeof(*jm->jobs));
@@ -206,6 +218,7 @@ void jm_enqueue_first(struct jm *jm, struct job_rt *j)
 	if (j->queued)
 		return;
 	j->queued = true;
+	j->queued_us = clk_mono_us(jm->d.clock);
 	j->next_queued = jm->queue_head;
 	jm->queue_head = j;
 	if (!jm->queue_tail)
@@ -217,6 +230,7 @@ void jm_enqueue(struct jm *jm, struct job_rt *j)
 	if (j->queued)
 		return;
 	j->queued = true;
+	j->queued_us = clk_mono_us(jm->d.clock);
 	j->next_queued = NULL;
 	if (jm->queue_tail)
 		jm->queue_tail->next_queued = j;
@@ -337,6 +351,8 @@ int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const cha
 	jm->n_state[j->pub.state]--;
 	jm->n_state[state]++;
 	j->pub.state = state;
+	if (state != JM_PROGRAMMING)
+		j->admitted = false; /* its reservation ends with its transaction */
 	snprintf(j->pub.reason, sizeof(j->pub.reason), "%s", reason ? reason : "");
 	j->pub.updated_ms = jm_now_ms(jm);
 	rc = st_job_set_state(jm->d.store, j->pub.id, jm_state_name(state), reason,

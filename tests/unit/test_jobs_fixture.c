@@ -97,6 +97,12 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
 	f->change = *c;
 	snprintf(f->job_id, sizeof(f->job_id), "%s", c->job_id);
 	f->change.job_id = f->job_id;
+	f->change.jobs = NULL;
+	f->n_wave_jobs = c->n_jobs ? c->n_jobs : 1;
+	assert_true(f->n_wave_jobs <= sizeof(f->wave_jobs) / sizeof(f->wave_jobs[0]));
+	for (size_t i = 0; i < f->n_wave_jobs; i++)
+		snprintf(f->wave_jobs[i], sizeof(f->wave_jobs[i]), "%s",
+			 c->n_jobs ? c->jobs[i] : c->job_id);
 	f->removals = malloc((c->n_removals + 1) * sizeof(*f->removals));
 	f->additions = malloc((c->n_additions + 1) * sizeof(*f->additions));
 	f->links = malloc((c->n_links + 1) * sizeof(*f->links));
@@ -141,9 +147,10 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
 		f->n_txns++;
 		return 0;
 	}
-	assert_int_equal(st_intent_begin(f->store, c->job_id, c->removals, c->n_removals,
-					 c->additions, c->n_additions, c->links, c->n_links,
-					 clk_wall_ms(&f->clock.clk), &f->txn_id),
+	assert_int_equal(st_intent_begin_wave(f->store, c->n_jobs ? c->jobs : &c->job_id,
+					      c->n_jobs ? c->n_jobs : 1, c->removals, c->n_removals,
+					      c->additions, c->n_additions, c->links, c->n_links,
+					      clk_wall_ms(&f->clock.clk), &f->txn_id),
 			 0);
 	f->done = done;
 	f->done_arg = arg;
@@ -156,6 +163,12 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
  * failed). */
 void finish_txn(struct fx *f, enum txn_result result, bool store_failed)
 {
+	finish_txn_faults(f, result, store_failed, NULL, 0);
+}
+
+void finish_txn_faults(struct fx *f, enum txn_result result, bool store_failed,
+		       const struct txn_device_fault *faults, size_t n_faults)
+{
 	static const enum st_intent_state st[] = {[TXN_CONFIRMED] = ST_INTENT_CONFIRMED,
 						  [TXN_ROLLED_BACK] = ST_INTENT_ROLLED_BACK,
 						  [TXN_FAILED] = ST_INTENT_FAILED};
@@ -164,8 +177,9 @@ void finish_txn(struct fx *f, enum txn_result result, bool store_failed)
 				.message = result == TXN_CONFIRMED ? "" : "device d0 said no",
 				.rollback_failures = result == TXN_FAILED ? 1 : 0,
 				.store_failed = store_failed,
-				.store_error =
-					store_failed ? "injected outcome write failure" : ""};
+				.store_error = store_failed ? "injected outcome write failure" : "",
+				.faults = faults,
+				.n_faults = n_faults};
 
 	assert_true(f->txn_open);
 	if (!store_failed) {
@@ -257,8 +271,12 @@ void open_jm(struct fx *f)
 			    .rings = f->rings,
 			    .gpus_check = f->rl ? rl_check_job_gpus : NULL,
 			    .gpus_check_ctx = f->rl,
-			    .events = {f, on_job_changed, NULL, NULL, on_store_failed,
-				       on_ring_changed, on_node_changed}};
+			    .max_wave_jobs = f->max_wave_jobs,
+			    .events = {.ctx = f,
+				       .job_changed = on_job_changed,
+				       .store_failed = on_store_failed,
+				       .ring_changed = on_ring_changed,
+				       .node_changed = on_node_changed}};
 	char err[256];
 
 	assert_int_equal(jm_new(&d, &f->jm, err, sizeof(err)), 0);

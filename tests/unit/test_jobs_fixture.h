@@ -56,6 +56,9 @@ struct fx {
 	struct st_circuit *additions;
 	struct st_link *links;
 	char job_id[128];
+	size_t max_wave_jobs;	/* the job manager's bound (0: its default) */
+	char wave_jobs[16][72]; /* the jobs of the open transaction (a wave's) */
+	size_t n_wave_jobs;
 	txn_done_fn done;
 	void *done_arg;
 	size_t n_txns;
@@ -94,6 +97,9 @@ size_t run_plans(struct fx *f);
 /* Ends the open transaction with result, as the driver would (store_failed: its outcome write
  * failed). */
 void finish_txn(struct fx *f, enum txn_result result, bool store_failed);
+/* The same, naming the devices that failed (how a wave's failure is split). */
+void finish_txn_faults(struct fx *f, enum txn_result result, bool store_failed,
+		       const struct txn_device_fault *faults, size_t n_faults);
 /* The answer callback: records the answer in f->answers (ctx is the struct fx). */
 void on_answer(void *ctx, const struct err_info *err, const struct jm_job *job, bool created,
 	       const struct ocs_xc *plan_xcs, size_t n_plan_xcs);
