@@ -15,19 +15,24 @@ job's circuits use port 3 of any device.
      any edit that sets a connection on port 3, and lets every other edit
      of the device through (checked first with ncclient alone: refused
      naming the port, the candidate unchanged; an edit off the port taken):
-     the 7 others ACTIVE, the odd job FAILED with a
-     reason naming a device and the refusal, the devices hold exactly the 7
-     jobs' circuits (nothing on port 3) and no one-way circuit;
+     the 7 others ACTIVE, the odd job answered and stored FAILED naming a
+     device and the refusal, the devices hold exactly the 7 jobs' circuits
+     (nothing on port 3) and no one-way circuit;
   b. a device dies as the wave arrives (sticky drop@lock/edit/validate/
      commit/confirm knobs, sent on a session opened beforehand as the
      submitting threads are released, on the device every dry-run plan of
-     the wave starts with, so at least one job is planned onto it): every job ACTIVE or FAILED, at least one
-     FAILED, every FAILED one naming that device, every ACTIVE one holding
-     all of its circuits on the devices, nothing else on any device (the
-     dead device, still readable by <get>, included);
+     the wave starts with, so at least one job is planned onto it): every
+     job ACTIVE or FAILED, at least one FAILED, each FAILED one answered and
+     stored naming that device, and at least one ACTIVE (the wave's plans
+     keep clear of each other and spread over several device pairs: the
+     jobs off the dead device go through), none with a circuit on it; every
+     ACTIVE job holds all of its circuits on the devices and nothing else is
+     on any device (the dead one, still readable by <get>, included);
   c. kill -9 of ocsd during the wave, 3 rounds with kills at different
      points of the first 200 ms: ocsd restarted on the same store, once
-     every job is settled every device is read back: it holds exactly the
+     every job is settled a job answered ACTIVE before the kill is still
+     ACTIVE with the same circuits, GetJob and ListJobs agree, and every
+     device is read back: it holds exactly the
      union of the circuits the store lists for ACTIVE jobs, each ACTIVE job
      has as many circuits as links it asked for (all of them or none), no
      job other than ACTIVE lists any, every circuit is connected and none is
@@ -287,6 +292,12 @@ def case_device_dies(stub):
     print(f"{what}: {dead} down, FAILED {failed}", flush=True)
     check(failed, f"{what}: no job failed with {dead} down: "
           f"{ {i: NAME(j.state) for i, j in jobs.items() if j} }")
+    # the wave's plans keep clear of each other, so they spread over several
+    # device pairs: the jobs off the dead device go through without it
+    active = [j for j in jobs.values() if j and j.state == ACTIVE]
+    check(active, f"{what}: no job ACTIVE: the jobs off {dead} did not go through")
+    on_dead = [(j.spec.id, x) for j in active for x in xcs(j.circuits) if x[0] == dead]
+    check(not on_dead, f"{what}: ACTIVE jobs hold circuits on the dead device: {on_dead}")
     for job_id, j in sorted(jobs.items()):
         a = answers.get(job_id)
         if j is None:
