@@ -425,8 +425,10 @@ static void start_plan(struct jm *jm, struct job_rt *j)
 	t->report_search |= j->search_unreported;
 	j->search_unreported = false;
 	t->seq = j->plan_seq = ++jm->plan_seq;
-	if (!j->kind->rings)
+	if (!j->kind->rings) {
 		jm->planning_seq = t->seq;
+		jm->planning_light = !t->pool.heavy;
+	}
 	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
 	if (rc) {
 		if (jm->planning_seq == t->seq)
@@ -530,10 +532,14 @@ static void plan_done(struct pool_task *pt)
 	struct jp_task *t = OCSD_CONTAINER_OF(pt, struct jp_task, pool);
 	struct jm *jm = t->owner;
 
-	if (!t->dry && !t->search_only && t->seq == jm->planning_seq)
+	if (!t->dry && !t->search_only && t->seq == jm->planning_seq) {
 		jm->planning_seq = 0;
+		if (jm->hold_left)
+			jm->hold_left--;
+	}
 	plan_settle(jm, t);
 	plan_next(jm);
+	jm_pump(jm); /* a wave that waited for this plan */
 }
 
 /* What a plan's end does to its job (t is freed). */
@@ -1004,6 +1010,8 @@ static void run_wave(struct jm *jm, size_t n)
 				.n_jobs = w.n_jobs};
 	jm->n_wave = n;
 	jm->txn_job = jm->wave[0];
+	jm->held = false;
+	jm->hold_left = 0;
 	jm->wave_fs_gen = fs_generation(jm->d.fs);
 	if (jm->d.events.wave_started)
 		jm->d.events.wave_started(jm->d.events.ctx, n, jm->waited);
@@ -1016,6 +1024,55 @@ static void run_wave(struct jm *jm, size_t n)
 	jm->n_wave = 0;
 	err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "", "%s", why);
 	wave_not_started(jm, jm->wave, n, &err);
+}
+
+/*
+ * The leaf plans pending now that a wave may wait for: the one under way
+ * and those waiting their turn, up to the first that cannot start before
+ * the wave (a re-plan waits for the admitted plans). 0 when a DELTA
+ * search is among them (seconds: not worth a wait).
+ */
+static size_t light_plans_pending(const struct jm *jm)
+{
+	size_t n = jm->planning_seq ? 1 : 0;
+
+	if (jm->planning_seq && !jm->planning_light)
+		return 0;
+	for (const struct job_rt *j = jm->plan_head; j; j = j->next_planning) {
+		if (j->pub.state != JM_PLANNING)
+			continue;
+		if (j->pub.allow_move)
+			break;
+		if (j->pub.workload && j->pub.n_demand == 0)
+			return 0;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * A burst: jobs submitted together are stored and planned one after the
+ * other (milliseconds each, against a transaction's tens), so the first is
+ * ready long before the last. Rather than program the first alone and the
+ * rest in the next wave, a wave about to form waits, once, for the leaf
+ * plans pending at that moment; jobs arriving meanwhile do not extend the
+ * wait, a full wave ends it, and a lone job (no plan pending) never waits.
+ * True: wait (plan_done pumps again).
+ */
+static bool wave_waits(struct jm *jm)
+{
+	size_t pending;
+
+	if (jm->n_queued >= jm->max_wave)
+		return false;
+	if (jm->held)
+		return jm->hold_left > 0 && (jm->planning_seq || jm->plan_head);
+	pending = light_plans_pending(jm);
+	if (!pending)
+		return false;
+	jm->held = true;
+	jm->hold_left = pending;
+	return true;
 }
 
 /*
@@ -1202,6 +1259,8 @@ void jm_pump(struct jm *jm)
 		struct job_rt *j = jm->queue_head;
 
 		if (!j->repair && !j->kind->rings && !j->kind->gpus_only) {
+			if (wave_waits(jm))
+				return;
 			start_wave(jm);
 			continue;
 		}

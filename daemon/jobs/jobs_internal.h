@@ -112,6 +112,7 @@ struct jm {
 	struct strmap by_id, by_key;
 	size_t n_state[JM_FAILED + 1];		/* jobs in each state (metrics, without a scan) */
 	struct job_rt *queue_head, *queue_tail; /* waiting for a transaction, FIFO */
+	size_t n_queued;
 	struct job_rt *txn_job; /* the job whose transaction runs (a wave's first) */
 	/*
 	 * Waves (jobs_wave.c): the jobs of the running wave (room for
@@ -124,6 +125,11 @@ struct jm {
 	size_t n_wave, max_wave;
 	struct job_rt *plan_head, *plan_tail;
 	unsigned long planning_seq; /* the leaf plan under way (0: none) */
+	bool planning_light;	    /* it is a leaf plan, not a DELTA search */
+	/* a burst's wave waits for the plans pending when it formed (once per
+	 * wave: wave_waits in jobs.c): held, and how many are left */
+	bool held;
+	size_t hold_left;
 	unsigned long epoch, fs_seen;
 	unsigned long wave_fs_gen; /* the circuit table's generation at the wave's start */
 	/* room for max_wave each, allocated with the job manager (invariant 6):

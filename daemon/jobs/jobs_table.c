@@ -218,6 +218,7 @@ void jm_enqueue_first(struct jm *jm, struct job_rt *j)
 	if (j->queued)
 		return;
 	j->queued = true;
+	jm->n_queued++;
 	j->queued_us = clk_mono_us(jm->d.clock);
 	j->next_queued = jm->queue_head;
 	jm->queue_head = j;
@@ -230,6 +231,7 @@ void jm_enqueue(struct jm *jm, struct job_rt *j)
 	if (j->queued)
 		return;
 	j->queued = true;
+	jm->n_queued++;
 	j->queued_us = clk_mono_us(jm->d.clock);
 	j->next_queued = NULL;
 	if (jm->queue_tail)
@@ -248,6 +250,7 @@ struct job_rt *jm_dequeue(struct jm *jm)
 	jm->queue_head = j->next_queued;
 	if (!jm->queue_head)
 		jm->queue_tail = NULL;
+	jm->n_queued--;
 	j->queued = false;
 	j->next_queued = NULL;
 	return j;

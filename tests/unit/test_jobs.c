@@ -354,11 +354,12 @@ static void test_admitted_plans_keep_clear(void **state)
 	struct jm_spec b = spec_of("b", NULL, d2, 1);
 
 	jm_submit(f->jm, &a, on_answer, f);
-	jm_submit(f->jm, &b, on_answer, f);
-	/* b plans after a, around a's circuits, while a's transaction runs */
-	assert_int_equal(run_plans(f), 2);
-	assert_true(f->txn_open);
+	assert_int_equal(run_plans(f), 1);
+	assert_true(f->txn_open); /* a lone job's wave waits for nothing */
 	assert_string_equal(f->change.job_id, "a");
+	/* b plans around a's circuits while a's transaction runs */
+	jm_submit(f->jm, &b, on_answer, f);
+	assert_int_equal(run_plans(f), 1);
 	assert_int_equal(job(f, "b")->state, JM_PROGRAMMING);
 	finish_txn(f, TXN_CONFIRMED, false);
 	/* b's plan still holds: its transaction starts at once, moving nothing */
@@ -381,8 +382,9 @@ static void test_stale_snapshot_replans(void **state)
 	struct jm_spec b = spec_of("b", NULL, d2, 1);
 
 	jm_submit(f->jm, &a, on_answer, f);
+	assert_int_equal(run_plans(f), 1);
 	jm_submit(f->jm, &b, on_answer, f);
-	assert_int_equal(run_plans(f), 2);
+	assert_int_equal(run_plans(f), 1);
 	/* the circuit table changes behind the waves' back (as an adoption
 	 * would): b's plan is stale once a's transaction ends */
 	assert_int_equal(fs_load(f->fs, f->store), 0);
@@ -395,6 +397,27 @@ static void test_stale_snapshot_replans(void **state)
 	finish_txn(f, TXN_CONFIRMED, false);
 	assert_int_equal(job(f, "b")->state, JM_ACTIVE);
 	assert_int_equal(fs_count(f->fs), 8);
+}
+
+/* Jobs submitted together: the first one's wave waits for the others' plans. */
+static void test_burst_one_wave(void **state)
+{
+	struct fx *f = *state;
+	const struct lc_demand d2[] = {{1, 3, 2}}, d3[] = {{4, 6, 2}};
+	struct jm_spec a = spec_of("a", NULL, small_demand, 1);
+	struct jm_spec b = spec_of("b", NULL, d2, 1), c = spec_of("c", NULL, d3, 1);
+
+	jm_submit(f->jm, &a, on_answer, f);
+	jm_submit(f->jm, &b, on_answer, f);
+	jm_submit(f->jm, &c, on_answer, f);
+	assert_int_equal(run_plans(f), 3);
+	assert_true(f->txn_open);
+	assert_int_equal(f->n_txns, 1);
+	assert_int_equal(f->n_wave_jobs, 3);
+	assert_no_shared_port(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "c")->state, JM_ACTIVE);
+	assert_int_equal(fs_count(f->fs), 12);
 }
 
 static void test_wave_confirmed(void **state)
@@ -1200,6 +1223,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_admitted_plans_keep_clear, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_snapshot_replans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_burst_one_wave, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wave_confirmed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wave_split_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wave_split_unreachable, setup, teardown),
