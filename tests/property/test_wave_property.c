@@ -42,11 +42,14 @@
  *     FAILED or RELEASED and the table holds the ACTIVE jobs' circuits and
  *     those of FAILED jobs holding (unproven release) only.
  *
- * The checks share the solvers (lc_plan, fabric.h, l2check.h) and the job
- * manager's public header with ocsd; the state a plan started on is taken
- * from the fixture's circuit table and the transactions the fake engine
- * saw, never from the job manager's records. The store lives under
- * /dev/shm when there is one (its fsync is free).
+ * The checks share with ocsd the solvers (lc_plan, fabric.h, l2check.h),
+ * the job manager's public header, and of jobs_plan.h only which job a
+ * planning task is for. The state a plan started on is taken when the
+ * pool gets the task (jobs.c copies the plan's inputs then, not when the
+ * task runs, and transactions may end in between), from the fixture's
+ * circuit table, the job states and the transactions the fake engine saw,
+ * never from the job manager's records. The store lives under /dev/shm
+ * when there is one (its fsync is free).
  *
  * Usage: test_wave_property [seed] [sequences]   (sequence k uses seed + k:
  * the seed a failure prints, with 1, replays it; TEST_WAVE_TRACE=1 in the
@@ -113,11 +116,11 @@ struct mjob {
 	struct lc_demand demand[MAX_PAIRS];
 	size_t n_demand;
 	bool created;
-	unsigned plan_no;	/* plans the pool got so far */
-	unsigned known_no;	/* the plan whose additions a wave showed (0: none) */
-	struct xcs adds;	/* those additions and links */
+	unsigned plan_no;  /* plans the pool got so far */
+	unsigned known_no; /* the plan whose additions a wave showed (0: none) */
+	struct xcs adds;   /* those additions and links */
 	struct lks links;
-	struct xcs held;	/* confirmed on the devices, not released */
+	struct xcs held; /* confirmed on the devices, not released */
 	struct lks held_links;
 	bool release_requested; /* released while PROGRAMMING */
 	bool expect_alone;	/* its next transaction holds it alone */
@@ -346,7 +349,8 @@ static struct ocs_fabric gen_fabric(uint64_t *rng)
  */
 static void gen_job(const struct ocs_fabric *fb, struct mjob *m, uint64_t *rng)
 {
-	int N = ocs_fabric_leaves(fb), n_leaves = 2 + lc_gen_below(rng, 3), leaves[4], used[4] = {0};
+	int N = ocs_fabric_leaves(fb), n_leaves = 2 + lc_gen_below(rng, 3), leaves[4],
+	    used[4] = {0};
 	bool big = lc_gen_below(rng, 5) == 0;
 	int units = big ? fb->k_leaf + lc_gen_below(rng, fb->k_leaf + 1) : 1 + lc_gen_below(rng, 2);
 
@@ -432,17 +436,17 @@ static void judge(const struct rec *r)
 	xcs_add(&existing, r->snap.v, r->snap.n);
 	xcs_add(&existing, r->ahead_adds.v, r->ahead_adds.n);
 	rc = lc_plan(fb, m->demand, m->n_demand, existing.v, existing.n,
-		     &(struct lc_options){.realize = true,
-					  .usage = n_usage ? usage : NULL,
-					  .n_usage = n_usage},
+		     &(struct lc_options){
+			     .realize = true, .usage = n_usage ? usage : NULL, .n_usage = n_usage},
 		     &p);
 	refused = rc != 0 || p->fit != LC_FIT_PLACED || p->n_unplaced || p->unrealized_circuits ||
 		  over_tau(p, U, H, fb->tau, N);
 	if (r->out == OUT_REFUSED) {
 		if (!refused)
-			fail_msg("job %s (plan %u) was refused at plan time, but alone on the state "
-				 "its plan started on it fits (%zu circuits, %zu ahead, %zu usage)",
-				 m->id, r->plan_no, r->snap.n, r->n_ahead, n_usage);
+			fail_msg(
+				"job %s (plan %u) was refused at plan time, but alone on the state "
+				"its plan started on it fits (%zu circuits, %zu ahead, %zu usage)",
+				m->id, r->plan_no, r->snap.n, r->n_ahead, n_usage);
 		stats.judged_refused++;
 	} else {
 		struct xcs added = {0};
@@ -457,9 +461,10 @@ static void judge(const struct rec *r)
 						    sizeof(*existing.v), ocs_xc_cmp_in_out))
 				xcs_add(&added, &p->xcs[i], 1);
 		if (!same_xcs(added.v, added.n, r->adds.v, r->adds.n))
-			fail_msg("job %s (plan %u): its wave added %zu cross-connects, alone on the "
-				 "state its plan started on it gets %zu others",
-				 m->id, r->plan_no, r->adds.n, added.n);
+			fail_msg(
+				"job %s (plan %u): its wave added %zu cross-connects, alone on the "
+				"state its plan started on it gets %zu others",
+				m->id, r->plan_no, r->adds.n, added.n);
 		if (!same_links(p->assignment, p->n_assignment, r->links.v, r->links.n))
 			fail_msg("job %s (plan %u): its wave's leaf-spine links differ from its "
 				 "plan's alone",
@@ -610,8 +615,7 @@ static void on_req(void *ctx, const struct err_info *err, const struct jm_job *j
 		fail_msg("a release of job %s failed (%s) but the job is RELEASED", m->id,
 			 err->message);
 	if (q->release && !failed && st != JM_RELEASED)
-		fail_msg("a release of job %s succeeded with the job %s", m->id,
-			 jm_state_name(st));
+		fail_msg("a release of job %s succeeded with the job %s", m->id, jm_state_name(st));
 }
 
 static struct req *new_req(int k, bool release)
@@ -910,8 +914,8 @@ static void ev_plan(void)
 	} else if (before == JM_PLANNING && after == JM_PLANNING) {
 		stats.replans++;
 	} else if (S.jobs[k].pending != pending) {
-		fail_msg("job %s answered by a plan that settled nothing (%s -> %s)",
-			 S.jobs[k].id, jm_state_name(before), jm_state_name(after));
+		fail_msg("job %s answered by a plan that settled nothing (%s -> %s)", S.jobs[k].id,
+			 jm_state_name(before), jm_state_name(after));
 	}
 }
 
@@ -930,7 +934,9 @@ static void ev_finish(uint64_t *rng, bool confirm_only)
 {
 	struct fx *f = S.f;
 	int n_dev = ocs_fabric_devices(S.fab), roll = confirm_only ? 0 : lc_gen_below(rng, 100);
-	enum txn_result result = roll < 55 ? TXN_CONFIRMED : roll < 90 ? TXN_ROLLED_BACK : TXN_FAILED;
+	enum txn_result result = roll < 55   ? TXN_CONFIRMED
+				 : roll < 90 ? TXN_ROLLED_BACK
+					     : TXN_FAILED;
 	struct txn_device_fault faults[4];
 	size_t n_faults = 0, n = S.n_wave;
 	bool any[MAX_DEVS] = {0};
@@ -988,7 +994,9 @@ static void ev_finish(uint64_t *rng, bool confirm_only)
 		m->answer_ok = fate[w] == F_SETTLE;
 	}
 	trace("finish: %s, %zu device(s) named:",
-	      result == TXN_CONFIRMED ? "confirmed" : result == TXN_FAILED ? "failed" : "rolled back",
+	      result == TXN_CONFIRMED ? "confirmed"
+	      : result == TXN_FAILED  ? "failed"
+				      : "rolled back",
 	      n_faults);
 	for (size_t i = 0; i < n_faults; i++)
 		trace(" %d%s%s", faults[i].dev, faults[i].answered ? "" : " (no answer)",
@@ -1009,7 +1017,8 @@ static void ev_finish(uint64_t *rng, bool confirm_only)
 		m->answer_ok = false;
 		if (fate[w] == F_AGAIN || fate[w] == F_ALONE) {
 			if (st != before[w] || m->pending != pending[w])
-				fail_msg("job %s, to go again, is %s with %d of %d requests answered",
+				fail_msg("job %s, to go again, is %s with %d of %d requests "
+					 "answered",
 					 m->id, jm_state_name(st), pending[w] - m->pending,
 					 pending[w]);
 			if (fate[w] == F_AGAIN) {
@@ -1102,9 +1111,8 @@ static void run_sequence(uint64_t seed)
 	}
 	fabric_json(&fb, json, sizeof(json));
 	S.in_seq = true;
-	assert_int_equal(setup_json(&S.state, json, access("/dev/shm", W_OK) == 0 ? "/dev/shm"
-										    : "/tmp"),
-			 0);
+	assert_int_equal(
+		setup_json(&S.state, json, access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp"), 0);
 	f = S.f = S.state;
 	jm_free(f->jm);
 	f->max_wave_jobs = S.bound;
@@ -1129,9 +1137,10 @@ static void run_sequence(uint64_t seed)
 			/* a burst: a few jobs at the same moment, mostly ones not
 			 * running (a submission of a running job only waits for it) */
 			for (int b = lc_gen_below(&rng, 6); b >= 0; b--) {
-				for (int tries = 0; tries < 4 * S.n_jobs && S.jobs[k].created &&
-						    state_of(k) != JM_RELEASED &&
-						    state_of(k) != JM_FAILED && lc_gen_below(&rng, 5);
+				for (int tries = 0;
+				     tries < 4 * S.n_jobs && S.jobs[k].created &&
+				     state_of(k) != JM_RELEASED && state_of(k) != JM_FAILED &&
+				     lc_gen_below(&rng, 5);
 				     tries++)
 					k = lc_gen_below(&rng, S.n_jobs);
 				ev_submit(k);
@@ -1163,8 +1172,8 @@ static void run_sequence(uint64_t seed)
 	for (size_t i = 0; i < S.n_reqs; i++)
 		if (S.reqs[i].answers != 1)
 			fail_msg("a %s request of job %s was answered %d times",
-				 S.reqs[i].release ? "release" : "submit",
-				 S.jobs[S.reqs[i].job].id, S.reqs[i].answers);
+				 S.reqs[i].release ? "release" : "submit", S.jobs[S.reqs[i].job].id,
+				 S.reqs[i].answers);
 	for (int k = 0; k < S.n_jobs; k++) {
 		enum jm_state st = state_of(k);
 		struct mjob *m = &S.jobs[k];
@@ -1224,8 +1233,9 @@ static int report(void **state)
 	(void)state;
 	if (!S.in_seq)
 		return 0;
-	fprintf(stderr, "failed in sequence seed %llu (bound %zu): replay with "
-			"test_wave_property %llu 1\n",
+	fprintf(stderr,
+		"failed in sequence seed %llu (bound %zu): replay with "
+		"test_wave_property %llu 1\n",
 		(unsigned long long)S.seed, S.bound, (unsigned long long)S.seed);
 	if (S.f) {
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", S.f->dir);

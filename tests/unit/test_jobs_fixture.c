@@ -1,7 +1,8 @@
 /*
- * test_jobs_fixture.c - what the job manager's unit tests (test_jobs.c,
- * test_jobs_unproven.c) share (test_jobs_fixture.h): the three fabrics
- * they run on, the fake planner pool, the fake transaction engine, the
+ * test_jobs_fixture.c - what the job manager's tests (test_jobs.c,
+ * test_jobs_unproven.c, property/test_wave_property.c) share
+ * (test_jobs_fixture.h): the three fabrics they run on (or one given as
+ * JSON), the fake planner pool, the fake transaction engine, the
  * event collectors, the setup and teardown of a job manager over a real
  * SQLite store, and the helpers every test uses.
  *

@@ -1,10 +1,9 @@
 /*
- * test_jobs_fixture.h - what the job manager's unit tests (test_jobs.c,
- * test_jobs_unproven.c) share: a job manager (daemon/jobs/jobs.c) on a fake
- * planner pool, a fake transaction engine and a fake clock over a real
- * SQLite store in a temporary directory, the answers and events it gave,
- * and the helpers every test uses. Every helper fails the running cmocka
- * test on an error.
+ * test_jobs_fixture.h - what the job manager's tests (test_jobs.c,
+ * test_jobs_unproven.c, property/test_wave_property.c) share: a job manager (daemon/jobs/jobs.c) on
+ * a fake planner pool, a fake transaction engine and a fake clock over a real SQLite store in a
+ * temporary directory, the answers and events it gave, and the helpers every test uses. Every
+ * helper fails the running cmocka test on an error.
  */
 #ifndef OCSD_TEST_JOBS_FIXTURE_H
 #define OCSD_TEST_JOBS_FIXTURE_H
@@ -58,7 +57,7 @@ struct fx {
 	struct st_circuit *additions;
 	struct st_link *links;
 	char job_id[128];
-	size_t max_wave_jobs;	/* the job manager's bound (0: its default) */
+	size_t max_wave_jobs;		      /* the job manager's bound (0: its default) */
 	char wave_jobs[JM_MAX_WAVE_JOBS][72]; /* the jobs of the open transaction (a wave's) */
 	size_t n_wave_jobs;
 	txn_done_fn done;
