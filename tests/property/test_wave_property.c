@@ -455,7 +455,8 @@ static void judge(const struct rec *r)
 			fail_msg("job %s (plan %u) was admitted, but alone on the state its plan "
 				 "started on lc_plan refuses it (rc %d)",
 				 m->id, r->plan_no, rc);
-		qsort(existing.v, existing.n, sizeof(*existing.v), ocs_xc_cmp_in_out);
+		if (existing.n)
+			qsort(existing.v, existing.n, sizeof(*existing.v), ocs_xc_cmp_in_out);
 		for (size_t i = 0; i < p->n_xcs; i++)
 			if (!existing.n || !bsearch(&p->xcs[i], existing.v, existing.n,
 						    sizeof(*existing.v), ocs_xc_cmp_in_out))
@@ -697,11 +698,11 @@ static void saw_txn(void)
 	S.txns_seen = f->n_txns;
 	stats.waves++;
 	stats.wave_jobs += (long)n;
-	stats.by_size[n >= 8 ? 4 : n >= 4 ? 3 : n - 1]++;
 	if (n > stats.max_wave[bi])
 		stats.max_wave[bi] = n;
 	if (n < 1 || n > bound)
 		fail_msg("a wave of %zu jobs (bound %zu)", n, bound);
+	stats.by_size[n >= 8 ? 4 : n >= 4 ? 3 : n - 1]++;
 	S.n_wave = n;
 	trace("transaction %zu:", f->n_txns);
 	for (size_t i = 0; i < n; i++)
@@ -1223,6 +1224,9 @@ static void test_waves(void **state)
 		return;
 	assert_true(stats.judged_placed > 0 && stats.judged_refused > 0);
 	assert_true(stats.again > 0 && stats.alone > 0 && stats.failed_in_split > 0);
+	/* every bound was reached, and the default let bigger waves form */
+	assert_true(stats.max_wave[0] == 1 && stats.max_wave[1] == 2 && stats.max_wave[2] == 3);
+	assert_true(stats.max_wave[3] > 3);
 }
 
 /* A failure leaves a sequence open: say which, and remove its store. */
