@@ -74,9 +74,9 @@
 #include "loop.h"
 #include "test_jobs_fixture.h"
 
-#define MAX_JOBS  20  /* job ids of a sequence */
-#define MAX_PAIRS 16  /* leaf pairs of a job's demand */
-#define MAX_REQS  512 /* requests of a sequence */
+#define MAX_JOBS  20   /* job ids of a sequence */
+#define MAX_PAIRS 16   /* leaf pairs of a job's demand */
+#define MAX_REQS  1024 /* requests of a sequence (at most 6 per event) */
 #define MAX_DEVS  128
 
 /* A growing array of cross-connects or of leaf-spine links. */
@@ -953,7 +953,6 @@ static void ev_finish(uint64_t *rng, bool confirm_only)
 
 		if (want > (size_t)n_dev)
 			want = (size_t)n_dev;
-
 		while (n_faults < want) {
 			int dev = lc_gen_below(rng, n_dev);
 			bool dup = false;
@@ -1187,8 +1186,8 @@ static void run_sequence(uint64_t seed)
 		xcs_clear(&m->held);
 		lks_clear(&m->held_links);
 	}
-	S.in_seq = false;
 	assert_int_equal(teardown(&S.state), 0);
+	S.in_seq = false;
 	S.f = NULL;
 	stats.sequences++;
 }
