@@ -1,9 +1,10 @@
 /*
  * test_jobs_fixture.h - what the job manager's tests (test_jobs.c,
- * test_jobs_unproven.c, property/test_wave_property.c) share: a job manager (daemon/jobs/jobs.c) on
- * a fake planner pool, a fake transaction engine and a fake clock over a real SQLite store in a
- * temporary directory, the answers and events it gave, and the helpers every test uses. Every
- * helper fails the running cmocka test on an error.
+ * test_jobs_unproven.c, property/test_wave_property.c) share: a job
+ * manager (daemon/jobs/jobs.c) on a fake planner pool, a fake transaction
+ * engine and a fake clock over a real SQLite store in a temporary
+ * directory, the answers and events it gave, and the helpers every test
+ * uses. Every helper fails the running cmocka test on an error.
  */
 #ifndef OCSD_TEST_JOBS_FIXTURE_H
 #define OCSD_TEST_JOBS_FIXTURE_H
