@@ -1,7 +1,8 @@
 /*
- * test_jobs_fixture.c - what the job manager's unit tests (test_jobs.c,
- * test_jobs_unproven.c) share (test_jobs_fixture.h): the three fabrics
- * they run on, the fake planner pool, the fake transaction engine, the
+ * test_jobs_fixture.c - what the job manager's tests (test_jobs.c,
+ * test_jobs_unproven.c, property/test_wave_property.c) share
+ * (test_jobs_fixture.h): the three fabrics they run on (or one given as
+ * JSON), the fake planner pool, the fake transaction engine, the
  * event collectors, the setup and teardown of a job manager over a real
  * SQLite store, and the helpers every test uses.
  *
@@ -61,7 +62,24 @@ static int fake_plan_submit(void *ctx, struct pool_task *t)
 		return -f->pool_refuses;
 	assert_true(f->n_tasks < MAX_TASKS);
 	f->tasks[f->n_tasks++] = t;
+	if (f->plan_submitted)
+		f->plan_submitted(f, t);
 	return 0;
+}
+
+/* Runs the oldest planning task only; false when none is queued. */
+bool run_first_plan(struct fx *f)
+{
+	struct pool_task *t;
+
+	if (!f->n_tasks)
+		return false;
+	t = f->tasks[0];
+	memmove(f->tasks, f->tasks + 1, (f->n_tasks - 1) * sizeof(*f->tasks));
+	f->n_tasks--;
+	t->work(t);
+	t->done(t);
+	return true;
 }
 
 /* Runs every planning task queued so far (and those they queue), as the pool would. */
@@ -69,15 +87,8 @@ size_t run_plans(struct fx *f)
 {
 	size_t ran = 0;
 
-	while (f->n_tasks) {
-		struct pool_task *t = f->tasks[0];
-
-		memmove(f->tasks, f->tasks + 1, (f->n_tasks - 1) * sizeof(*f->tasks));
-		f->n_tasks--;
-		t->work(t);
-		t->done(t);
+	while (run_first_plan(f))
 		ran++;
-	}
 	return ran;
 }
 
@@ -282,14 +293,17 @@ void open_jm(struct fx *f)
 	assert_int_equal(jm_new(&d, &f->jm, err, sizeof(err)), 0);
 }
 
-/* The lab fabric (json lab_json) or the ring domain (ring_json: ring state, no circuits). */
-static int setup_fabric(void **state, const char *json)
+/* A fabric (a leaf-spine fabric, a ring domain: ring state, no circuits, or
+ * a rail fabric), its store in a new directory under parent. */
+int setup_json(void **state, const char *json, const char *parent)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct cfg_errors errs = {0};
 	char err[256];
 
-	snprintf(f->dir, sizeof(f->dir), "/tmp/ocsd-jobs-XXXXXX");
+	if (!f || (size_t)snprintf(f->dir, sizeof(f->dir), "%s/ocsd-jobs-XXXXXX", parent) >=
+			  sizeof(f->dir))
+		return -1;
 	if (!mkdtemp(f->dir))
 		return -1;
 	snprintf(f->path, sizeof(f->path), "%s/state.db", f->dir);
@@ -327,12 +341,12 @@ static int setup_fabric(void **state, const char *json)
 
 int setup(void **state)
 {
-	return setup_fabric(state, lab_json);
+	return setup_json(state, lab_json, "/tmp");
 }
 
 int setup_ring(void **state)
 {
-	return setup_fabric(state, ring_json);
+	return setup_json(state, ring_json, "/tmp");
 }
 
 /* The rail fabric with its initial port map stored (as gpu_swaps.c adopts it). */
@@ -345,7 +359,7 @@ int setup_rail(void **state)
 	size_t n = 0;
 	int64_t txn;
 
-	if (setup_fabric(state, rail_json) != 0)
+	if (setup_json(state, rail_json, "/tmp") != 0)
 		return -1;
 	f = *state;
 	jm_free(f->jm);
