@@ -746,12 +746,11 @@ static void release_failed(struct jm *jm, struct job_rt *j, bool unproven,
 			j->pub.id, why->message, n, j->kind->rings ? "ring(s)" : "cross-connect(s)",
 			unproven ? " (what the devices hold is settled once they answer again)"
 				 : "");
+	/* FAILED: a submission waiting on it fails too (the job is not ACTIVE) */
 	if (jm_set_state(jm, j, JM_FAILED, err.message) == -EPERM)
 		release_deposed(j);
-	else if (unproven)
-		jm_settle(j, &err);
 	else
-		jm_settle_failed_release(j, &err);
+		jm_settle(j, &err);
 }
 
 /*
@@ -1137,6 +1136,9 @@ static void wave_done(void *arg, const struct txn_outcome *o)
 		enum jw_fate *fate = jm->fates;
 
 		jw_split(jm->f, wave, n, jm->d.fs, o, fate);
+		/* they waited a transaction already: the next wave waits for no plan */
+		jm->held = true;
+		jm->hold_left = 0;
 		/* queued first, in wave order: AGAIN jobs, then each ALONE job */
 		for (size_t k = n; k-- > 0;)
 			if (fate[k] == JW_ALONE) {
