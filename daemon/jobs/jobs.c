@@ -133,6 +133,7 @@
 #include "jobs_util.h"
 #include "kind_txn.h"
 #include "log.h"
+#include "loop.h"
 
 /* A plan whose snapshot went stale this often in a row is refused. */
 #define JM_MAX_REPLANS 16
@@ -532,11 +533,8 @@ static void plan_done(struct pool_task *pt)
 	struct jp_task *t = OCSD_CONTAINER_OF(pt, struct jp_task, pool);
 	struct jm *jm = t->owner;
 
-	if (!t->dry && !t->search_only && t->seq == jm->planning_seq) {
+	if (!t->dry && !t->search_only && t->seq == jm->planning_seq)
 		jm->planning_seq = 0;
-		if (jm->hold_left)
-			jm->hold_left--;
-	}
 	plan_settle(jm, t);
 	plan_next(jm);
 	jm_pump(jm); /* a wave that waited for this plan */
@@ -1010,7 +1008,6 @@ static void run_wave(struct jm *jm, size_t n)
 	jm->n_wave = n;
 	jm->txn_job = jm->wave[0];
 	jm->held = false;
-	jm->hold_left = 0;
 	jm->wave_fs_gen = fs_generation(jm->d.fs);
 	if (jm->d.events.wave_started)
 		jm->d.events.wave_started(jm->d.events.ctx, n, jm->waited);
@@ -1049,28 +1046,59 @@ static size_t light_plans_pending(const struct jm *jm)
 	return n;
 }
 
+/* The loop ran what was posted before the yield: pump again (unless the
+ * job manager was freed meanwhile: jm_free left the node to this). */
+static void wave_yielded(struct loop_node *n)
+{
+	struct jm_yield *y = OCSD_CONTAINER_OF(n, struct jm_yield, node);
+	struct jm *jm = y->jm;
+
+	free(y);
+	if (!jm)
+		return;
+	jm->yield = NULL;
+	jm_pump(jm);
+}
+
 /*
  * A burst: jobs submitted together are stored and planned one after the
- * other (milliseconds each, against a transaction's tens), so the first is
- * ready long before the last. Rather than program the first alone and the
- * rest in the next wave, a wave about to form waits, once, for the leaf
- * plans pending at that moment; jobs arriving meanwhile do not extend the
- * wait, a full wave ends it, and a lone job (no plan pending) never waits.
- * True: wait (plan_done pumps again).
+ * other (about a millisecond each on the loop, against a transaction's
+ * tens), so the first is ready long before the last. Rather than program
+ * the first alone and the rest in a second wave, a wave about to form
+ * gathers: it waits while leaf plans are pending (the pipeline is not
+ * empty) and, once it is empty, yields the loop once, so that requests
+ * already received run first and join. The gathering ends when the wave is
+ * full, when a DELTA search is pending (seconds), or after the time of one
+ * transaction (jm->gather_us: waiting longer would cost more than the next
+ * wave). A lone job waits for one turn of the loop only. True: wait
+ * (plan_done, or the yield, pumps again).
  */
 static bool wave_waits(struct jm *jm)
 {
-	size_t pending;
+	int64_t now;
 
 	if (jm->n_queued >= jm->max_wave)
 		return false;
-	if (jm->held)
-		return jm->hold_left > 0 && (jm->planning_seq || jm->plan_head);
-	pending = light_plans_pending(jm);
-	if (!pending)
+	now = clk_mono_us(jm->d.clock);
+	if (!jm->held) {
+		jm->held = true;
+		jm->hold_since_us = now;
+		jm->yielded = false;
+	}
+	if (now - jm->hold_since_us >= jm->gather_us)
 		return false;
-	jm->held = true;
-	jm->hold_left = pending;
+	if (light_plans_pending(jm))
+		return true;
+	if (jm->yielded || !jm->d.loop)
+		return false;
+	if (!jm->yield) {
+		jm->yield = calloc(1, sizeof(*jm->yield));
+		if (!jm->yield)
+			return false; /* no yield: the wave goes now */
+		jm->yield->jm = jm;
+		loop_post(jm->d.loop, &jm->yield->node, wave_yielded);
+	}
+	jm->yielded = true;
 	return true;
 }
 
@@ -1132,13 +1160,17 @@ static void wave_done(void *arg, const struct txn_outcome *o)
 		jm->fs_seen = fs_generation(jm->d.fs);
 	if (o->store_failed)
 		jm_store_failed(jm, o->store_error, o->store_rc);
+	if (o->total_ms > 0)
+		jm->gather_us = o->total_ms * 1000 < JM_GATHER_MIN_US	? JM_GATHER_MIN_US
+				: o->total_ms * 1000 > JM_GATHER_MAX_US ? JM_GATHER_MAX_US
+									: o->total_ms * 1000;
 	if (n > 1 && o->result != TXN_CONFIRMED && !o->store_failed) {
 		enum jw_fate *fate = jm->fates;
 
 		jw_split(jm->f, wave, n, jm->d.fs, o, fate);
-		/* they waited a transaction already: the next wave waits for no plan */
+		/* they waited a transaction already: the next wave gathers nothing */
 		jm->held = true;
-		jm->hold_left = 0;
+		jm->hold_since_us = clk_mono_us(jm->d.clock) - jm->gather_us;
 		/* queued first, in wave order: AGAIN jobs, then each ALONE job */
 		for (size_t k = n; k-- > 0;)
 			if (fate[k] == JW_ALONE) {
@@ -1164,10 +1196,21 @@ static void wave_done(void *arg, const struct txn_outcome *o)
 			if (fate[k] == JW_FAIL)
 				settle_txn(jm, wave[k], o);
 	} else {
+		size_t n_pre = 0;
+
 		for (size_t k = 0; k < n; k++)
 			jm->names[k] = wave[k]->pub.id;
 		if (jm->d.events.transaction_done && o->txn_id)
 			jm->d.events.transaction_done(jm->d.events.ctx, jm->names, n, o);
+		/* a confirmed wave's ACTIVE and RELEASED in one write, not one per job */
+		for (size_t k = 0; o->result == TXN_CONFIRMED && !o->store_failed && k < n; k++)
+			if (wave[k]->pub.state == JM_RELEASING || !wave[k]->release_requested) {
+				jm->wave[n_pre] = wave[k]; /* free until the next wave forms */
+				jm->next_states[n_pre++] = wave[k]->pub.state == JM_RELEASING
+								   ? JM_RELEASED
+								   : JM_ACTIVE;
+			}
+		jm_prestore_states(jm, jm->wave, jm->next_states, n_pre);
 		for (size_t k = 0; k < n; k++)
 			settle_txn(jm, wave[k], o);
 	}

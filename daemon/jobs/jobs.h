@@ -261,6 +261,9 @@ struct jm_deps {
 	/* at most this many jobs in one wave's transaction (--max-wave-jobs;
 	 * 0: JM_MAX_WAVE_JOBS) */
 	size_t max_wave_jobs;
+	/* the loop the job manager runs on: a wave gathering a burst yields it
+	 * once (jobs.c); NULL: no yield (the unit tests' virtual time) */
+	struct loop *loop;
 	struct jm_events events;
 };
 
@@ -268,6 +271,7 @@ struct jm_deps {
 #define JM_MAX_WAVE_JOBS 64
 
 struct jm;
+struct loop;
 
 /* Loads the jobs from the store. Caller frees with jm_free() (accepts NULL). */
 int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_len);

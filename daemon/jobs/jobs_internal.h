@@ -32,6 +32,7 @@
 
 #include "jobs.h"
 #include "jobs_plan.h"
+#include "loop.h"
 #include "rings.h"
 #include "store.h"
 #include "strmap.h"
@@ -73,6 +74,9 @@ struct job_rt {
 	bool in_txn;
 	bool alone;
 	int64_t queued_us;
+	/* its next state (without reason) is stored already: jm_prestore_states */
+	bool prestored;
+	enum jm_state prestored_state;
 	/* Waiting for its turn to plan (plans run one at a time, in arrival order). */
 	struct job_rt *next_planning;
 	bool plan_waiting;
@@ -94,6 +98,12 @@ struct job_rt {
 	int64_t fault_us;
 	struct rg_ring *prev_rings;
 	size_t n_prev_rings;
+};
+
+/* The loop node of a wave's yield (jobs.c wave_waits); it frees itself. */
+struct jm_yield {
+	struct loop_node node;
+	struct jm *jm; /* NULL once the job manager is freed */
 };
 
 /*
@@ -126,10 +136,12 @@ struct jm {
 	struct job_rt *plan_head, *plan_tail;
 	unsigned long planning_seq; /* the leaf plan under way (0: none) */
 	bool planning_light;	    /* it is a leaf plan, not a DELTA search */
-	/* a burst's wave waits for the plans pending when it formed (once per
-	 * wave: wave_waits in jobs.c): held, and how many are left */
-	bool held;
-	size_t hold_left;
+	/* a wave gathering a burst (wave_waits in jobs.c): since when, for at
+	 * most gather_us (the last wave's transaction time, clamped), and the
+	 * one yield of the loop it takes once no plan is pending */
+	bool held, yielded;
+	int64_t hold_since_us, gather_us;
+	struct jm_yield *yield; /* posted, not run yet (NULL: none) */
 	unsigned long epoch, fs_seen;
 	unsigned long wave_fs_gen; /* the circuit table's generation at the wave's start */
 	/* room for max_wave each, allocated with the job manager (invariant 6):
@@ -138,6 +150,8 @@ struct jm {
 	int64_t *waited;
 	enum jw_fate *fates;
 	const char **names;
+	struct st_job_state *rows;
+	enum jm_state *next_states;
 	bool stopping;		   /* no new transaction starts */
 	struct jp_task *answering; /* dry runs and searches before a job exists (cancellable) */
 	struct {
@@ -161,6 +175,10 @@ struct jm {
 };
 
 #define JM_RESET_JOB "ocsd-node-reset"
+
+/* A wave gathers a burst for at most one transaction's time, within these. */
+#define JM_GATHER_MIN_US 5000
+#define JM_GATHER_MAX_US 100000
 
 /*
  * jobs_table.c: the job table, the transaction queue, the waiters and the
@@ -210,6 +228,14 @@ void jm_store_failed(struct jm *jm, const char *what, int rc);
  * replica is not the leader any more).
  */
 int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const char *reason);
+/*
+ * The states the n jobs of a confirmed wave are about to take (no reason),
+ * stored in one write ahead of their jm_set_state, which then writes
+ * nothing: one write for the wave instead of one per job. When it fails,
+ * each jm_set_state writes (and fails) on its own. n at most max_wave.
+ */
+void jm_prestore_states(struct jm *jm, struct job_rt *const *jobs, const enum jm_state *states,
+			size_t n);
 /*
  * Fails j and answers its waiters with err. When the store refuses FAILED
  * because this replica is not the leader any more, the job stays accepted

@@ -358,8 +358,12 @@ int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const cha
 		j->admitted = false; /* its reservation ends with its transaction */
 	snprintf(j->pub.reason, sizeof(j->pub.reason), "%s", reason ? reason : "");
 	j->pub.updated_ms = jm_now_ms(jm);
-	rc = st_job_set_state(jm->d.store, j->pub.id, jm_state_name(state), reason,
-			      j->pub.updated_ms);
+	/* a wave's outcome stored its jobs' states in one write (jm_prestore_states) */
+	rc = j->prestored && j->prestored_state == state && !reason
+		     ? 0
+		     : st_job_set_state(jm->d.store, j->pub.id, jm_state_name(state), reason,
+					j->pub.updated_ms);
+	j->prestored = false;
 	jm_track_live(jm, j, was_live);
 	if (rc) {
 		char what[200];
@@ -371,6 +375,22 @@ int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const cha
 	if (jm->d.events.job_changed)
 		jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
 	return rc;
+}
+
+void jm_prestore_states(struct jm *jm, struct job_rt *const *jobs, const enum jm_state *states,
+			size_t n)
+{
+	int64_t now = jm_now_ms(jm);
+
+	for (size_t k = 0; k < n; k++)
+		jm->rows[k] =
+			(struct st_job_state){jobs[k]->pub.id, jm_state_name(states[k]), NULL, now};
+	if (n < 2 || st_job_set_states(jm->d.store, jm->rows, n) != 0)
+		return; /* each job's own write tells */
+	for (size_t k = 0; k < n; k++) {
+		jobs[k]->prestored = true;
+		jobs[k]->prestored_state = states[k];
+	}
 }
 
 void jm_set_holding(struct jm *jm, struct job_rt *j, bool holding)

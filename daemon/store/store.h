@@ -135,6 +135,13 @@ int st_job_put(struct st_store *st, const struct st_job *job);
  */
 int st_job_set_state(struct st_store *st, const char *id, const char *state, const char *reason,
 		     int64_t updated_ms);
+/* One job's new state for st_job_set_states. */
+struct st_job_state {
+	const char *id, *state, *reason;
+	int64_t updated_ms;
+};
+/* The states of n jobs in one write: all of them, or none (-ENOENT: a job is missing). */
+int st_job_set_states(struct st_store *st, const struct st_job_state *rows, size_t n);
 /* Fills *job (caller clears it); -ENOENT if absent. */
 int st_job_get(struct st_store *st, const char *id, struct st_job *job);
 /* Finds the job id holding an idempotency key; -ENOENT if none (caller frees *id). */
