@@ -248,8 +248,9 @@ bool jm_refuse_write(const struct jm *jm, jm_answer_fn answer, void *ctx);
 /*
  * Stores the figures of the plan j is about to be programmed with, so that
  * they outlive a restart (issue 14 #14). Before any device is touched: a
- * failed write refuses the job (UNAVAILABLE, nothing changed). 0 or -1
- * with err set.
+ * failed write refuses the job (UNAVAILABLE, nothing changed). The same
+ * write stores its state PROGRAMMING, which jm_set_state then publishes
+ * without a write of its own. 0 or -1 with err set.
  */
 int jm_store_figures(struct jm *jm, struct job_rt *j, struct err_info *err);
 /* The list of tasks whose caller may go away (jm_cancel_gone); the task

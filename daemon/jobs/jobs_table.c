@@ -446,11 +446,16 @@ bool jm_refuse_write(const struct jm *jm, jm_answer_fn answer, void *ctx)
 int jm_store_figures(struct jm *jm, struct job_rt *j, struct err_info *err)
 {
 	char *text = jm_figures_encode(&j->pub.figures);
-	int rc = text ? st_figures_put(jm->d.store, j->pub.id, text) : -ENOMEM;
+	struct st_job_state next = {j->pub.id, jm_state_name(JM_PROGRAMMING), NULL, jm_now_ms(jm)};
+	int rc = text ? st_figures_put_state(jm->d.store, j->pub.id, text, &next) : -ENOMEM;
 
 	free(text);
-	if (rc == 0)
+	if (rc == 0) {
+		/* its jm_set_state(PROGRAMMING) writes nothing more */
+		j->prestored = true;
+		j->prestored_state = JM_PROGRAMMING;
 		return 0;
+	}
 	err_set(err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
 		"cannot store the plan's figures (%s); nothing changed", strerror(-rc));
 	return -1;

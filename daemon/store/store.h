@@ -393,6 +393,9 @@ int st_drain_list(struct st_store *st, int (*fn)(void *ctx, const char *device),
  * valid during the call).
  */
 int st_figures_put(struct st_store *st, const char *job_id, const char *figures);
+/* The same, with the job's new state (NULL: none; its id is job_id) in the same write. */
+int st_figures_put_state(struct st_store *st, const char *job_id, const char *figures,
+			 const struct st_job_state *state);
 int st_figures_list(struct st_store *st,
 		    int (*fn)(void *ctx, const char *job_id, const char *figures), void *ctx);
 

@@ -80,15 +80,13 @@ int st_job_set_state(struct st_store *st, const char *id, const char *state, con
 	return rc;
 }
 
-int st_job_set_states(struct st_store *st, const struct st_job_state *rows, size_t n)
+/* The job states of rows, inside the caller's write transaction. */
+static int write_states(struct st_store *st, const struct st_job_state *rows, size_t n)
 {
 	sqlite3_stmt *s = NULL;
-	int rc = st_write_begin(st);
-
-	if (rc)
-		return rc;
-	rc = st_prepare(
+	int rc = st_prepare(
 		st, "UPDATE jobs SET state = ?2, reason = ?3, updated_ms = ?4 WHERE id = ?1", &s);
+
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		if (!rows[i].id || !rows[i].state)
 			rc = -EINVAL;
@@ -102,7 +100,16 @@ int st_job_set_states(struct st_store *st, const struct st_job_state *rows, size
 			rc = -ENOENT;
 	}
 	sqlite3_finalize(s);
-	return st_write_end(st, rc);
+	return rc;
+}
+
+int st_job_set_states(struct st_store *st, const struct st_job_state *rows, size_t n)
+{
+	int rc = st_write_begin(st);
+
+	if (rc)
+		return rc;
+	return st_write_end(st, write_states(st, rows, n));
 }
 
 #define JOB_COLUMNS "id, idempotency_key, state, reason, request, created_ms, updated_ms"
@@ -243,20 +250,30 @@ int st_drain_list(struct st_store *st, int (*fn)(void *ctx, const char *device),
 
 int st_figures_put(struct st_store *st, const char *job_id, const char *figures)
 {
-	sqlite3_stmt *s;
-	int rc = st_prepare(
-		st, "INSERT OR REPLACE INTO job_figures(job_id, figures) VALUES(?1, ?2)", &s);
+	return st_figures_put_state(st, job_id, figures, NULL);
+}
 
+int st_figures_put_state(struct st_store *st, const char *job_id, const char *figures,
+			 const struct st_job_state *state)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (!job_id || !figures || (state && (!state->id || strcmp(state->id, job_id) != 0)))
+		return -EINVAL;
+	rc = st_write_begin(st);
 	if (rc)
 		return rc;
-	if (!job_id || !figures)
-		rc = -EINVAL;
-	else if (st_bind_text(s, 1, job_id) || st_bind_text(s, 2, figures))
-		rc = st_bind_error(st);
-	else
-		rc = st_step_write(st, s);
+	rc = st_prepare(st, "INSERT OR REPLACE INTO job_figures(job_id, figures) VALUES(?1, ?2)",
+			&s);
+	if (rc == 0)
+		rc = st_bind_text(s, 1, job_id) || st_bind_text(s, 2, figures)
+			     ? st_bind_error(st)
+			     : st_sql_rc(sqlite3_step(s));
 	sqlite3_finalize(s);
-	return rc;
+	if (rc == 0 && state)
+		rc = write_states(st, state, 1);
+	return st_write_end(st, rc);
 }
 
 int st_figures_list(struct st_store *st,
