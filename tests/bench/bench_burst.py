@@ -43,10 +43,12 @@ on Watch, clears the knob and marks the node healthy (a ring that lost two
 nodes is released and submitted again), as bench_ring_fault does. The
 reaction is the event's reaction_us (the node-fault notification parsed by
 ocsd to the repair confirmed on every changed node); devices_us is the
-engine's part. First N faults on an otherwise idle daemon, then N
-more while a client thread submits waves of 16 ring jobs (TP-16) and
-releases them, without a pause. A ring domain has no leaf-demand jobs
-(one ocsd serves one fabric), so the waves here are ring jobs.
+engine's part. N faults on an otherwise idle daemon and N while a client
+thread submits waves of 16 ring jobs (TP-16) and releases them, without a
+pause; in blocks of 50 faults (fewer for a short run), idle and under
+waves taking turns, so that a drift of the machine's load hits both. A
+ring domain has no leaf-demand jobs (one ocsd serves one fabric of one
+kind), so the waves here are ring jobs.
 
 Printed next to the figures: the issue's targets (K = 16: last ACTIVE at
 most 2x K = 1; K = 64: at most 3x; fault reaction p99 under waves at most 2x
@@ -382,10 +384,11 @@ class Agents:
 
 class WaveLoad:
     """A thread submitting waves of WAVE_JOBS ring jobs at once and releasing
-    them, over and over, until stop()."""
+    them, over and over, until stop(), which answers the number of the next
+    wave (waves are numbered on from `first`)."""
 
-    def __init__(self, stub):
-        self.stub, self.waves, self.error = stub, 0, None
+    def __init__(self, stub, first):
+        self.stub, self.waves, self.error = stub, first, None
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -496,16 +499,22 @@ def run_fault_part(build, src, n_faults):
         agents = Agents(fleet)
         rng = random.Random(24)
         stubs = (jobs, fabric)
-        t0 = time.time()
-        idle = faults(fleet, stubs, evq, agents, live, rng, n_faults, "idle")
-        t_idle = time.time() - t0
-        load = WaveLoad(jobs)
-        time.sleep(0.2)  # the first wave is on its way
-        t0 = time.time()
-        busy = faults(fleet, stubs, evq, agents, live, rng, n_faults, "waves")
-        t_busy = time.time() - t0
-        n_waves = load.stop()
-        load = None
+        idle, busy, t_idle, t_busy, n_waves = [], [], 0.0, 0.0, 0
+        block = 50 if n_faults >= 100 else max(10, n_faults // 3)
+        done = 0
+        while done < n_faults:
+            n = min(block, n_faults - done)
+            t0 = time.time()
+            idle += faults(fleet, stubs, evq, agents, live, rng, n, "idle")
+            t_idle += time.time() - t0
+            load = WaveLoad(jobs, n_waves)
+            time.sleep(0.2)  # the first wave is on its way
+            t0 = time.time()
+            busy += faults(fleet, stubs, evq, agents, live, rng, n, "waves")
+            t_busy += time.time() - t0
+            n_waves = load.stop()
+            load = None
+            done += n
         agents.close()
         agents = None
         watch.cancel()
