@@ -587,6 +587,8 @@ int od_start_jobs(struct od *od)
 			      .rings = od->rings,
 			      .gpus_check = od->rl ? rl_check_job_gpus : NULL,
 			      .gpus_check_ctx = od->rl,
+			      .max_wave_jobs = od->opts->max_wave_jobs,
+			      .loop = od->loop,
 			      .events = api_job_events(od->api)};
 	rc = jm_new(&jd, &od->jm, err, sizeof(err));
 	if (rc) {

@@ -56,6 +56,9 @@ struct od_options {
 	 * (adopt.h): adopt them, or clear them; neither: refuse to start. */
 	bool adopt_existing;
 	bool clear_existing;
+	/* at most this many jobs in one wave's device transaction (0: the
+	 * job manager's default, JM_MAX_WAVE_JOBS) */
+	size_t max_wave_jobs;
 	struct rp_opts replica; /* the store backend (--store, --etcd-*) */
 };
 

@@ -23,6 +23,8 @@
 #define OCSD_RETENTION_JOBS	10000
 #define OCSD_RETENTION_DAYS_MAX 36500
 #define OCSD_RETENTION_JOBS_MAX 100000000
+/* The largest wave (--max-wave-jobs): a bound on one transaction's size. */
+#define OCSD_MAX_WAVE_JOBS_MAX 4096
 
 /* Long options without a short letter. */
 enum {
@@ -35,6 +37,7 @@ enum {
 	OPT_REPLICA_ID,
 	OPT_ADVERTISE,
 	OPT_LEADER_TTL,
+	OPT_MAX_WAVE_JOBS,
 };
 
 static void usage(FILE *out)
@@ -68,6 +71,9 @@ static void usage(FILE *out)
 		"  --keepalive-interval-ms N check the devices' sessions every N ms in the\n"
 		"                           background and replace dead ones (default 5000,\n"
 		"                           100..600000, 0 = off)\n"
+		"  --max-wave-jobs N        at most N waiting jobs programmed in one device\n"
+		"                           transaction (a wave; default 64, 1..4096; 1 =\n"
+		"                           one job per transaction)\n"
 		"  --adopt-existing         on an empty state store, record the circuits the\n"
 		"                           devices hold as job adopted-at-start\n"
 		"  --clear-existing         on an empty state store, remove the cross-connects\n"
@@ -169,6 +175,7 @@ int main(int argc, char **argv)
 		{"replica-id", required_argument, NULL, OPT_REPLICA_ID},
 		{"advertise", required_argument, NULL, OPT_ADVERTISE},
 		{"leader-ttl-s", required_argument, NULL, OPT_LEADER_TTL},
+		{"max-wave-jobs", required_argument, NULL, OPT_MAX_WAVE_JOBS},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -312,6 +319,15 @@ int main(int argc, char **argv)
 				return OCSD_EXIT_USAGE;
 			}
 			run.replica.leader_ttl_s = (int)n;
+			break;
+		case OPT_MAX_WAVE_JOBS:
+			n = strtol(optarg, &end, 10);
+			if (!*optarg || *end || n < 1 || n > OCSD_MAX_WAVE_JOBS_MAX) {
+				fprintf(stderr, "ocsd: --max-wave-jobs: '%s' is not 1..%d\n",
+					optarg, OCSD_MAX_WAVE_JOBS_MAX);
+				return OCSD_EXIT_USAGE;
+			}
+			run.max_wave_jobs = (size_t)n;
 			break;
 		case 'V':
 			printf("ocsd %s\n", OCSD_VERSION);

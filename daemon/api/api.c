@@ -44,6 +44,9 @@ struct api_call {
 	char job_id[NB_ID_MAX_LEN + 1]; /* for the log line of the answer ("" none) */
 };
 
+/* Jobs per wave (ocsd_wave_jobs): powers of two up to well past JM_MAX_WAVE_JOBS. */
+static const double wave_jobs_buckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+
 static struct api_call *new_call(struct api *api, struct nb_call *call)
 {
 	struct api_call *ac = malloc(sizeof(*ac));
@@ -120,8 +123,21 @@ struct api *api_new(const struct api_deps *deps)
 		deps->reg, "ocsd_fault_reaction_seconds",
 		"From a node fault reaching ocsd to the repaired ring confirmed on every node.",
 		NULL, mx_latency_buckets_s, mx_latency_buckets_n);
+	api->m_waves = mx_counter(deps->reg, "ocsd_wave_transactions_total",
+				  "Device transactions of waves (one for every job waiting: "
+				  "jobs.c), each of one or more jobs.",
+				  NULL);
+	api->m_wave_jobs = mx_histogram(
+		deps->reg, "ocsd_wave_jobs", "Jobs in each wave's device transaction.", NULL,
+		wave_jobs_buckets, sizeof(wave_jobs_buckets) / sizeof(wave_jobs_buckets[0]));
+	api->m_wave_wait_seconds =
+		mx_histogram(deps->reg, "ocsd_wave_wait_seconds",
+			     "Time a job waited for its wave, from queued to its transaction's "
+			     "start.",
+			     NULL, mx_latency_buckets_s, mx_latency_buckets_n);
 	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds || !api->m_repairs ||
-	    !api->m_reaction_seconds || !api->m_circuit_repairs) {
+	    !api->m_reaction_seconds || !api->m_circuit_repairs || !api->m_waves ||
+	    !api->m_wave_jobs || !api->m_wave_wait_seconds) {
 		api_free(api);
 		return NULL;
 	}
@@ -131,6 +147,7 @@ struct api *api_new(const struct api_deps *deps)
 		mx_add(api->m_circuit_repairs,
 		       &(const char *[]){"repaired", "failed", "blocked"}[i], 0);
 	mx_add(api->m_rollback_failures, NULL, 0);
+	mx_add(api->m_waves, NULL, 0);
 	return api;
 }
 

@@ -88,7 +88,7 @@ static void ev_job(void *ctx, const struct jm_job *job)
 	nb_server_publish(api->server, &ev);
 }
 
-static void ev_txn(void *ctx, const char *job_id, const struct txn_outcome *o)
+static void ev_txn(void *ctx, const char *const *jobs, size_t n_jobs, const struct txn_outcome *o)
 {
 	struct api *api = ctx;
 	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
@@ -103,14 +103,27 @@ static void ev_txn(void *ctx, const char *job_id, const struct txn_outcome *o)
 	if (!api->server)
 		return;
 	te.transaction_id = o->txn_id;
-	te.job_id = (char *)job_id;
 	te.outcome = txn_result_pb(o->result);
 	te.devices = (char **)o->devices;
 	te.n_devices = o->n_devices;
 	te.reason = (char *)o->message;
 	ev.kind_case = OCS__V1__EVENT__KIND_TRANSACTION;
 	ev.transaction = &te;
-	nb_server_publish(api->server, &ev);
+	/* one event per job: a watcher of one job sees its own outcome */
+	for (size_t i = 0; i < n_jobs; i++) {
+		te.job_id = (char *)jobs[i];
+		nb_server_publish(api->server, &ev);
+	}
+}
+
+static void ev_wave(void *ctx, size_t n_jobs, const int64_t *waited_us)
+{
+	struct api *api = ctx;
+
+	mx_add(api->m_waves, NULL, 1);
+	mx_observe(api->m_wave_jobs, NULL, (double)n_jobs);
+	for (size_t i = 0; i < n_jobs; i++)
+		mx_observe(api->m_wave_wait_seconds, NULL, (double)waited_us[i] / 1e6);
 }
 
 static void ev_plan(void *ctx, const char *planner, double seconds)
@@ -184,6 +197,7 @@ struct jm_events api_job_events(struct api *api)
 	return (struct jm_events){.ctx = api,
 				  .job_changed = ev_job,
 				  .transaction_done = ev_txn,
+				  .wave_started = ev_wave,
 				  .plan_finished = ev_plan,
 				  .store_failed = ev_store_failed,
 				  .ring_changed = ev_ring,

@@ -40,6 +40,7 @@ struct api {
 	bool stopping;
 	struct mx_family *m_rpcs, *m_rpc_seconds, *m_plan_seconds, *m_txns, *m_txn_seconds;
 	struct mx_family *m_rollbacks, *m_rollback_failures, *m_drift, *m_unreachable;
+	struct mx_family *m_waves, *m_wave_jobs, *m_wave_wait_seconds;
 	struct mx_family *m_recon_seconds;
 	struct mx_family *m_circuit_repairs;		  /* leaf-spine: repair.h */
 	struct mx_family *m_repairs, *m_reaction_seconds; /* ring domains */

@@ -16,17 +16,25 @@
  *
  * Job state machine (all transitions on the loop thread):
  *
- *   submit --> PENDING --(stored)--> PLANNING --(plan on pool)--> plan_done
+ *   submit --> PENDING --(stored)--> PLANNING --(its turn: plans run one at
+ *              a time, in arrival order; plan on pool)--> plan_done
  *   plan_done: stale snapshot ............ PLANNING again (re-plan)
  *              refused / does not fit .... FAILED  (nothing touched)
- *              fits ....................... PROGRAMMING, queued
- *   jm_pump (one transaction at a time):
+ *              fits ....................... PROGRAMMING, admitted, queued
+ *   jm_pump (one transaction at a time; leaf and parallelism jobs in waves,
+ *            the queued ones at its head up to max_wave, jobs_wave.c):
  *              snapshot changed since plan  PLANNING again
  *              intent not stored .......... FAILED (release: stays ACTIVE)
  *              started .................... (transaction running)
- *   txn_done:  confirmed .................. ACTIVE   (release: RELEASED)
+ *   txn end:   confirmed .................. ACTIVE   (release: RELEASED)
  *              rolled back / refused ...... FAILED   (release: as before it)
  *              rollback unproven .......... FAILED   (release: FAILED, holding)
+ *              a wave's, not confirmed .... per job (jw_split): queued again
+ *                                           at once (off the failed devices),
+ *                                           queued again alone (on a device
+ *                                           that refused), or the outcome
+ *                                           above (on a device that did not
+ *                                           answer or is unproven)
  *   release:   ACTIVE, FAILED holding --> RELEASING, queued --> transaction
  *                  --> RELEASED
  *              PENDING/PLANNING/FAILED not holding --> RELEASED at once
@@ -87,12 +95,15 @@
  *                                                   the next fault or restart
  *
  * Invariants:
- *  1. At most one transaction runs; its intent is stored before any device
- *     is touched (a ring transaction's: before any device is confirmed,
- *     while the devices prepare) and its outcome before the next starts
- *     (txn_driver.c).
- *  2. A plan is applied only if the circuits did not change since its
- *     snapshot (fs_generation), so plans never overlap.
+ *  1. At most one transaction runs (a wave's is one transaction); its
+ *     intent is stored before any device is touched (a ring transaction's:
+ *     before any device is confirmed, while the devices prepare) and its
+ *     outcome before the next starts (txn_driver.c).
+ *  2. Plans never overlap. Leaf plans run one at a time, each on the
+ *     circuits plus those of the plans admitted ahead (reserved until
+ *     their transaction ends: jobs_wave.c), and a plan is applied only if
+ *     the circuits did not change since its snapshot other than by the
+ *     confirmed waves of admitted plans (the epoch, current_gen).
  *  3. Every plan passes l2_check() on the whole fabric before it is queued,
  *     and the transaction re-checks the read-back state with it.
  *  4. A job with waiters is answered exactly once per waiter, when it
@@ -114,6 +125,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "config.h"
 #include "devices.h"
 #include "drift.h"
@@ -121,6 +133,7 @@
 #include "jobs_util.h"
 #include "kind_txn.h"
 #include "log.h"
+#include "loop.h"
 
 /* A plan whose snapshot went stale this often in a row is refused. */
 #define JM_MAX_REPLANS 16
@@ -133,10 +146,21 @@ const bool *jm_drained_nodes(const struct jm *jm)
 	return jm->d.devs && dev_n_drained(jm->d.devs) ? dev_drained_mask(jm->d.devs) : NULL;
 }
 
-/* What a plan's snapshot is compared with: the ring state or the circuits. */
-static unsigned long current_gen(const struct jm *jm)
+/*
+ * What a plan's snapshot is compared with: the ring state's generation, or
+ * the epoch of the circuits (jobs_internal.h): it moves when the circuit
+ * table changed other than by a wave's confirmed plans, which every later
+ * plan already kept clear of (they were admitted).
+ */
+static unsigned long current_gen(struct jm *jm)
 {
-	return jm->d.rings ? rg_generation(jm->d.rings) : fs_generation(jm->d.fs);
+	if (jm->d.rings)
+		return rg_generation(jm->d.rings);
+	if (fs_generation(jm->d.fs) != jm->fs_seen) {
+		jm->epoch++;
+		jm->fs_seen = fs_generation(jm->d.fs);
+	}
+	return jm->epoch;
 }
 
 /*
@@ -238,6 +262,32 @@ static int drift_view(const struct jm *jm, struct ocs_xc **unowned, size_t *n_un
 	return 0;
 }
 
+/*
+ * The circuits of the plans admitted ahead (not yet on the devices, or not
+ * yet confirmed) appended to *xcs: a new plan keeps clear of them as of
+ * circuits no job owns, so no two plans of a wave collide. 0 or -ENOMEM.
+ */
+static int add_admitted(const struct jm *jm, const char *self, struct ocs_xc **xcs, size_t *n)
+{
+	struct ocs_xc *adm = NULL, *all;
+	size_t n_adm = 0;
+
+	if (jw_admitted_xcs(jm->live, jm->n_live, self, &adm, &n_adm) != 0)
+		return -ENOMEM;
+	if (!n_adm)
+		return 0;
+	all = realloc(*xcs, (*n + n_adm) * sizeof(*all));
+	if (!all) {
+		free(adm);
+		return -ENOMEM;
+	}
+	memcpy(all + *n, adm, n_adm * sizeof(*all));
+	*xcs = all;
+	*n += n_adm;
+	free(adm);
+	return 0;
+}
+
 /* A task planning for `self` with everything it reads copied. NULL on ENOMEM. */
 static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const char *self,
 				const char *planner, bool replan, const struct lc_demand *demand,
@@ -266,14 +316,20 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 		}
 		return t;
 	}
-	if (drift_view(jm, &unowned, &n_unowned, &blocked) != 0)
+	if (drift_view(jm, &unowned, &n_unowned, &blocked) != 0 ||
+	    add_admitted(jm, self ? self : "", &unowned, &n_unowned) != 0) {
+		free(unowned);
+		free(blocked);
 		return NULL;
+	}
 	t = jp_task_new(kind, jm->f, jm->d.fs, unowned, n_unowned, blocked, jm->d.cfg->n_devices,
 			self, planner, replan, demand, n_demand, wl, delta);
 	free(unowned);
 	free(blocked);
 	if (!t)
 		return NULL;
+	t->gen = current_gen(jm);
+	t->fs_gen = fs_generation(jm->d.fs);
 	t->pool.work = plan_work;
 	t->pool.done = plan_done;
 	/* A DELTA search may take seconds: the pool keeps room for leaf plans. */
@@ -289,7 +345,60 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 	return t;
 }
 
+/*
+ * Whether j's plan may start now. Leaf plans run one at a time, in arrival
+ * order, each on the state the plans admitted ahead leave (invariant 2); a
+ * plan that may move other jobs' circuits also waits until every admitted
+ * plan is on the devices (it plans every job's circuits again, which a
+ * reservation would hide from it).
+ */
+static bool plan_may_start(struct jm *jm, const struct job_rt *j)
+{
+	return !jm->planning_seq && !(j->pub.allow_move && jw_any_admitted(jm->live, jm->n_live));
+}
+
+static void start_plan(struct jm *jm, struct job_rt *j);
+
+/* Starts the waiting plans, in arrival order, while none is under way. */
+static void plan_next(struct jm *jm)
+{
+	while (!jm->stopping && !jm->planning_seq && jm->plan_head) {
+		struct job_rt *j = jm->plan_head;
+
+		if (j->pub.state == JM_PLANNING && !plan_may_start(jm, j))
+			return; /* a re-plan waits for the admitted plans' waves */
+		jm->plan_head = j->next_planning;
+		if (!jm->plan_head)
+			jm->plan_tail = NULL;
+		j->next_planning = NULL;
+		j->plan_waiting = false;
+		if (j->pub.state == JM_PLANNING)
+			start_plan(jm, j); /* else released while waiting */
+	}
+}
+
 void jm_start_planning(struct jm *jm, struct job_rt *j)
+{
+	if (j->kind->gpus_only || j->kind->rings ||
+	    (!j->plan_waiting && !jm->plan_head && plan_may_start(jm, j))) {
+		start_plan(jm, j);
+		return;
+	}
+	/* its turn comes (plan_next) */
+	if (j->pub.state != JM_PLANNING)
+		jm_set_state(jm, j, JM_PLANNING, NULL);
+	if (!j->plan_waiting) {
+		j->plan_waiting = true;
+		if (jm->plan_tail)
+			jm->plan_tail->next_planning = j;
+		else
+			jm->plan_head = j;
+		jm->plan_tail = j;
+	}
+}
+
+/* Plans j now (PLANNING), or fails it. */
+static void start_plan(struct jm *jm, struct job_rt *j)
 {
 	struct jp_task *t;
 	struct err_info err;
@@ -317,8 +426,14 @@ void jm_start_planning(struct jm *jm, struct job_rt *j)
 	t->report_search |= j->search_unreported;
 	j->search_unreported = false;
 	t->seq = j->plan_seq = ++jm->plan_seq;
+	if (!j->kind->rings) {
+		jm->planning_seq = t->seq;
+		jm->planning_light = !t->pool.heavy;
+	}
 	rc = jm->d.plan_submit(jm->d.plan_ctx, &t->pool);
 	if (rc) {
+		if (jm->planning_seq == t->seq)
+			jm->planning_seq = 0;
 		jp_task_free(t);
 		err_set(&err, ERR_EXHAUSTED, "", "the planner queue is full (%s); try again",
 			strerror(-rc));
@@ -410,10 +525,24 @@ static void name_movers(const struct jm *jm, struct jp_task *t)
 		   n_jobs > 1 ? "s" : "", names, tail ? touched : "");
 }
 
+static void plan_settle(struct jm *jm, struct jp_task *t);
+
+/* A plan ended (loop thread): its job goes on, then the next plan starts. */
 static void plan_done(struct pool_task *pt)
 {
 	struct jp_task *t = OCSD_CONTAINER_OF(pt, struct jp_task, pool);
 	struct jm *jm = t->owner;
+
+	if (!t->dry && !t->search_only && t->seq == jm->planning_seq)
+		jm->planning_seq = 0;
+	plan_settle(jm, t);
+	plan_next(jm);
+	jm_pump(jm); /* a wave that waited for this plan */
+}
+
+/* What a plan's end does to its job (t is freed). */
+static void plan_settle(struct jm *jm, struct jp_task *t)
+{
 	struct job_rt *j;
 	struct err_info err = {0};
 	bool planned = t->kind->rings ? !t->refused : !t->kind_rc && t->rc == 0 && t->plan;
@@ -443,7 +572,7 @@ static void plan_done(struct pool_task *pt)
 			"%s %s: the plan moving other jobs' circuits needed a drained device; "
 			"planned without moving them",
 			t->dry ? "dry run of" : "job", t->job_id);
-	if (t->refused && t->n_movers && t->gen == current_gen(jm))
+	if (t->refused && t->n_movers && !t->kind->rings && t->fs_gen == fs_generation(jm->d.fs))
 		name_movers(jm, t);
 	if (t->dry) {
 		answer_dry_run(t);
@@ -471,7 +600,11 @@ static void plan_done(struct pool_task *pt)
 	}
 	if (t->gen != current_gen(jm) && planned && ++j->replans <= JM_MAX_REPLANS) {
 		jp_task_free(t);
-		jm_start_planning(jm, j); /* the snapshot went stale: plan again */
+		/* the snapshot went stale: plan again, ahead of the waiting plans */
+		if (j->kind->rings || plan_may_start(jm, j))
+			start_plan(jm, j);
+		else
+			jm_start_planning(jm, j);
 		return;
 	}
 	if (t->gen != current_gen(jm) && planned)
@@ -500,6 +633,8 @@ static void plan_done(struct pool_task *pt)
 	j->plan_gen = t->gen;
 	jp_task_free(t);
 	jm_set_state(jm, j, JM_PROGRAMMING, NULL);
+	/* admitted: later plans keep clear of its circuits until its wave ends */
+	j->admitted = true;
 	jm_enqueue(jm, j);
 	jm_pump(jm);
 }
@@ -609,15 +744,17 @@ static void release_failed(struct jm *jm, struct job_rt *j, bool unproven,
 			j->pub.id, why->message, n, j->kind->rings ? "ring(s)" : "cross-connect(s)",
 			unproven ? " (what the devices hold is settled once they answer again)"
 				 : "");
+	/* FAILED: a submission waiting on it fails too (the job is not ACTIVE) */
 	if (jm_set_state(jm, j, JM_FAILED, err.message) == -EPERM)
 		release_deposed(j);
-	else if (unproven)
-		jm_settle(j, &err);
 	else
-		jm_settle_failed_release(j, &err);
+		jm_settle(j, &err);
 }
 
-/* Starts j's transaction: its plan's change set, or the removal of its circuits. */
+/*
+ * Starts j's transaction alone: a ring job's, a repair, a rail job's (no
+ * circuits of its own). Leaf and parallelism jobs go in waves (start_wave).
+ */
 static void start_txn(struct jm *jm, struct job_rt *j)
 {
 	bool release = j->pub.state == JM_RELEASING;
@@ -636,10 +773,12 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 
 	if (j->kind->rings) {
 		jm->txn_job = j;
+		j->in_txn = true;
 		rc = jm_start_ring_txn(jm, j, release, NULL, why, sizeof(why));
 		if (rc == 0)
 			return;
 		jm->txn_job = NULL;
+		j->in_txn = false;
 		err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "", "%s", why);
 		if (j->repair) {
 			log_msg(LOG_ERR, "job %s: the ring repair could not start: %s", j->pub.id,
@@ -667,11 +806,13 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 		}
 	}
 	jm->txn_job = j;
+	j->in_txn = true;
 	rc = jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, sizeof(why));
 	free(mine);
 	if (rc == 0)
 		return;
 	jm->txn_job = NULL;
+	j->in_txn = false;
 	err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "", "%s", why);
 	if (release) {
 		release_failed(jm, j, false, &err);
@@ -739,41 +880,24 @@ static void repair_done(struct jm *jm, struct job_rt *j, const struct txn_outcom
 	jm_pump(jm);
 }
 
-static void txn_done(void *arg, const struct txn_outcome *o)
+/*
+ * The end of j's transaction, alone or in a wave: its leaf-spine links and
+ * its transaction event (a ring job's were handled by txn_done), then its
+ * state and its waiters.
+ */
+static void settle_txn(struct jm *jm, struct job_rt *j, const struct txn_outcome *o)
 {
-	struct jm *jm = arg;
-	struct job_rt *j = jm->txn_job;
 	bool release = j->pub.state == JM_RELEASING;
 	struct err_info err = {0};
 
-	jm->txn_job = NULL;
-	if (j->kind->rings && o->store_failed)
-		jm_store_failed(jm, o->store_error, o->store_rc);
-	if (j->kind->rings && jm->d.events.transaction_done && o->txn_id)
-		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
-	if (j->kind->rings && j->repair) {
-		repair_done(jm, j, o);
-		return;
-	}
-	if (j->kind->rings && o->result == TXN_CONFIRMED)
-		publish_rings(jm, j, release, false, o);
-	if (j->kind->rings) {
-		/* what follows is the generic part; store and events are done */
-		jp_change_clear(&j->change);
-		goto settle_state;
-	}
-	if (o->store_failed)
-		jm_store_failed(jm, o->store_error, o->store_rc);
-	if (o->result == TXN_CONFIRMED &&
+	j->alone = false;
+	if (!j->kind->rings && o->result == TXN_CONFIRMED &&
 	    jl_apply(jm->live, jm->n_live, j, release ? NULL : j->change.links,
 		     release ? 0 : j->change.n_links) != 0)
 		/* the store has the links: the next start loads them */
 		jm_store_failed(jm, "out of memory while applying a plan's leaf-spine links",
 				-ENOMEM);
 	jp_change_clear(&j->change);
-	if (jm->d.events.transaction_done && o->txn_id)
-		jm->d.events.transaction_done(jm->d.events.ctx, j->pub.id, o);
-settle_state:
 	if (o->result == TXN_ROLLED_BACK || o->result == TXN_REFUSED)
 		/* said once: the driver's message usually says it already */
 		err_set(&err, ERR_UNAVAILABLE, "", "devices: %s%s; nothing changed", o->message,
@@ -805,7 +929,293 @@ settle_state:
 	}
 	if (j->kind->rings && j->pub.state == JM_ACTIVE)
 		jm_queue_repairs(jm, j); /* a node failed while it was programmed */
+}
+
+/* The end of a transaction started alone (start_txn). */
+static void txn_done(void *arg, const struct txn_outcome *o)
+{
+	struct jm *jm = arg;
+	struct job_rt *j = jm->txn_job;
+	bool release = j->pub.state == JM_RELEASING;
+	const char *id = j->pub.id;
+
+	jm->txn_job = NULL;
+	j->in_txn = false;
+	if (o->store_failed)
+		jm_store_failed(jm, o->store_error, o->store_rc);
+	if (jm->d.events.transaction_done && o->txn_id)
+		jm->d.events.transaction_done(jm->d.events.ctx, &id, 1, o);
+	if (j->kind->rings && j->repair) {
+		repair_done(jm, j, o);
+		return;
+	}
+	if (j->kind->rings && o->result == TXN_CONFIRMED)
+		publish_rings(jm, j, release, false, o);
+	settle_txn(jm, j, o);
 	jm_pump(jm);
+}
+
+/* ---- waves (jobs_wave.c: one transaction for every job waiting) ---- */
+
+/* Fails or refuses every job of a wave that did not start (nothing was touched). */
+static void wave_not_started(struct jm *jm, struct job_rt *const *wave, size_t n,
+			     const struct err_info *err)
+{
+	for (size_t k = 0; k < n; k++) {
+		wave[k]->in_txn = false;
+		if (wave[k]->pub.state == JM_RELEASING)
+			release_failed(jm, wave[k], false, err);
+		else
+			jm_fail_job(jm, wave[k], err);
+	}
+}
+
+static void wave_done(void *arg, const struct txn_outcome *o);
+
+/*
+ * Starts the wave of the n jobs in jm->wave: one change set, one intent,
+ * one device transaction. The jobs it could not start are failed (their
+ * own outcome: nothing was touched).
+ */
+static void run_wave(struct jm *jm, size_t n)
+{
+	struct jw_change w;
+	struct txn_change c;
+	struct err_info err;
+	char why[400] = "";
+	int64_t now = clk_mono_us(jm->d.clock);
+	int rc;
+
+	if (jw_change_build(jm->wave, n, jm->d.fs, &w) != 0) {
+		err_set(&err, ERR_INTERNAL, "", "out of memory");
+		wave_not_started(jm, jm->wave, n, &err);
+		return;
+	}
+	for (size_t k = 0; k < n; k++) {
+		jm->wave[k]->in_txn = true;
+		jm->waited[k] = now - jm->wave[k]->queued_us;
+	}
+	c = (struct txn_change){.job_id = w.jobs[0],
+				.release = n == 1 && jm->wave[0]->pub.state == JM_RELEASING,
+				.removals = w.removals,
+				.n_removals = w.n_removals,
+				.additions = w.additions,
+				.n_additions = w.n_additions,
+				.links = w.links,
+				.n_links = w.n_links,
+				.jobs = w.jobs,
+				.n_jobs = w.n_jobs};
+	jm->n_wave = n;
+	jm->txn_job = jm->wave[0];
+	jm->held = false;
+	jm->wave_fs_gen = fs_generation(jm->d.fs);
+	if (jm->d.events.wave_started)
+		jm->d.events.wave_started(jm->d.events.ctx, n, jm->waited);
+	/* may end at once (nothing to change on any device): wave_done first */
+	rc = jm->d.txn_start(jm->d.txn_ctx, &c, wave_done, jm, why, sizeof(why));
+	jw_change_clear(&w);
+	if (rc == 0)
+		return;
+	jm->txn_job = NULL;
+	jm->n_wave = 0;
+	err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "", "%s", why);
+	wave_not_started(jm, jm->wave, n, &err);
+}
+
+/*
+ * The leaf plans pending now that a wave may wait for: the one under way
+ * and those waiting their turn, up to the first that cannot start before
+ * the wave (a re-plan waits for the admitted plans). 0 when a DELTA
+ * search is among them (seconds: not worth a wait).
+ */
+static size_t light_plans_pending(const struct jm *jm)
+{
+	size_t n = jm->planning_seq ? 1 : 0;
+
+	if (jm->planning_seq && !jm->planning_light)
+		return 0;
+	for (const struct job_rt *j = jm->plan_head; j; j = j->next_planning) {
+		if (j->pub.state != JM_PLANNING)
+			continue;
+		if (j->pub.allow_move)
+			break;
+		if (j->pub.workload && j->pub.n_demand == 0)
+			return 0;
+		n++;
+	}
+	return n;
+}
+
+/* The loop ran what was posted before the yield: pump again (unless the
+ * job manager was freed meanwhile: jm_free left the node to this). */
+static void wave_yielded(struct loop_node *n)
+{
+	struct jm_yield *y = OCSD_CONTAINER_OF(n, struct jm_yield, node);
+	struct jm *jm = y->jm;
+
+	free(y);
+	if (!jm)
+		return;
+	jm->yield = NULL;
+	jm_pump(jm);
+}
+
+/*
+ * A burst: jobs submitted together are stored and planned one after the
+ * other (about a millisecond each on the loop, against a transaction's
+ * tens), so the first is ready long before the last. Rather than program
+ * the first alone and the rest in a second wave, a wave about to form
+ * gathers: it waits while leaf plans are pending (the pipeline is not
+ * empty) and, once it is empty, yields the loop once, so that requests
+ * already received run first and join. The gathering ends when the wave is
+ * full, when a DELTA search is pending (seconds), or after the time of one
+ * transaction (jm->gather_us: waiting longer would cost more than the next
+ * wave). A lone job waits for one turn of the loop only. True: wait
+ * (plan_done, or the yield, pumps again).
+ */
+static bool wave_waits(struct jm *jm)
+{
+	int64_t now;
+
+	if (jm->n_queued >= jm->max_wave)
+		return false;
+	now = clk_mono_us(jm->d.clock);
+	if (!jm->held) {
+		jm->held = true;
+		jm->hold_since_us = now;
+		jm->yielded = false;
+	}
+	if (now - jm->hold_since_us >= jm->gather_us)
+		return false;
+	if (light_plans_pending(jm))
+		return true;
+	if (jm->yielded || !jm->d.loop)
+		return false;
+	if (!jm->yield) {
+		jm->yield = calloc(1, sizeof(*jm->yield));
+		if (!jm->yield)
+			return false; /* no yield: the wave goes now */
+		jm->yield->jm = jm;
+		loop_post(jm->d.loop, &jm->yield->node, wave_yielded);
+	}
+	jm->yielded = true;
+	return true;
+}
+
+/*
+ * Takes the queued leaf and parallelism jobs at the head of the queue, in
+ * order, up to max_wave (a job to run alone: by itself), into a wave and
+ * starts it. A job planned on circuits that changed since (the epoch moved)
+ * is planned again instead.
+ */
+static void start_wave(struct jm *jm)
+{
+	size_t n = 0;
+
+	while (jm->queue_head && n < jm->max_wave) {
+		struct job_rt *j = jm->queue_head;
+		bool alone = j->alone && !j->repair;
+
+		if (j->kind->rings || j->kind->gpus_only || j->repair || (n && alone))
+			break;
+		jm_dequeue(jm);
+		if (j->pub.state == JM_PROGRAMMING && j->plan_gen != current_gen(jm)) {
+			j->alone = false;
+			jm_start_planning(jm, j); /* planned on circuits that changed since */
+			continue;
+		}
+		if (j->pub.state != JM_PROGRAMMING && j->pub.state != JM_RELEASING)
+			continue;
+		jm->wave[n++] = j;
+		if (alone)
+			break;
+	}
+	if (n)
+		run_wave(jm, n);
+}
+
+/*
+ * A wave's transaction ended. Confirmed: every job takes its outcome.
+ * Otherwise a wave of several jobs splits (jw_split): the jobs off the
+ * failed devices are queued first and go again as a wave, the jobs on a
+ * device that refused go again each alone, and the jobs on a device that
+ * did not answer, or was not proven rolled back, fail with the wave's
+ * outcome. A job alone takes the outcome as its own.
+ */
+static void wave_done(void *arg, const struct txn_outcome *o)
+{
+	struct jm *jm = arg;
+	size_t n = jm->n_wave, n_again = 0, n_alone = 0, n_fail = 0;
+	struct job_rt **wave = jm->settling;
+
+	memcpy(wave, jm->wave, n * sizeof(*wave));
+	jm->n_wave = 0;
+	jm->txn_job = NULL;
+	for (size_t k = 0; k < n; k++)
+		wave[k]->in_txn = false;
+	if (o->result == TXN_CONFIRMED && jm->fs_seen == jm->wave_fs_gen &&
+	    fs_generation(jm->d.fs) == jm->wave_fs_gen + 1)
+		/* the wave's own change alone (one fs_apply): every later plan kept
+		 * clear of it; anything else moves the epoch (current_gen) */
+		jm->fs_seen = fs_generation(jm->d.fs);
+	if (o->store_failed)
+		jm_store_failed(jm, o->store_error, o->store_rc);
+	if (o->total_ms > 0)
+		jm->gather_us = o->total_ms * 1000 < JM_GATHER_MIN_US	? JM_GATHER_MIN_US
+				: o->total_ms * 1000 > JM_GATHER_MAX_US ? JM_GATHER_MAX_US
+									: o->total_ms * 1000;
+	if (n > 1 && o->result != TXN_CONFIRMED && !o->store_failed) {
+		enum jw_fate *fate = jm->fates;
+
+		jw_split(jm->f, wave, n, jm->d.fs, o, fate);
+		/* they waited a transaction already: the next wave gathers nothing */
+		jm->held = true;
+		jm->hold_since_us = clk_mono_us(jm->d.clock) - jm->gather_us;
+		/* queued first, in wave order: AGAIN jobs, then each ALONE job */
+		for (size_t k = n; k-- > 0;)
+			if (fate[k] == JW_ALONE) {
+				wave[k]->alone = true;
+				jm_enqueue_first(jm, wave[k]);
+				n_alone++;
+			}
+		for (size_t k = n; k-- > 0;)
+			if (fate[k] == JW_AGAIN) {
+				jm_enqueue_first(jm, wave[k]);
+				n_again++;
+			}
+		for (size_t k = 0; k < n; k++)
+			if (fate[k] == JW_FAIL)
+				jm->names[n_fail++] = wave[k]->pub.id;
+		log_msg(LOG_NOTICE,
+			"transaction %llu of a wave of %zu jobs did not go through (%s): %zu go "
+			"again at once, %zu each alone, %zu failed with it",
+			(unsigned long long)o->txn_id, n, o->message, n_again, n_alone, n_fail);
+		if (jm->d.events.transaction_done && o->txn_id)
+			jm->d.events.transaction_done(jm->d.events.ctx, jm->names, n_fail, o);
+		for (size_t k = 0; k < n; k++)
+			if (fate[k] == JW_FAIL)
+				settle_txn(jm, wave[k], o);
+	} else {
+		size_t n_pre = 0;
+
+		for (size_t k = 0; k < n; k++)
+			jm->names[k] = wave[k]->pub.id;
+		if (jm->d.events.transaction_done && o->txn_id)
+			jm->d.events.transaction_done(jm->d.events.ctx, jm->names, n, o);
+		/* a confirmed wave's ACTIVE and RELEASED in one write, not one per job */
+		for (size_t k = 0; o->result == TXN_CONFIRMED && !o->store_failed && k < n; k++)
+			if (wave[k]->pub.state == JM_RELEASING || !wave[k]->release_requested) {
+				jm->wave[n_pre] = wave[k]; /* free until the next wave forms */
+				jm->next_states[n_pre++] = wave[k]->pub.state == JM_RELEASING
+								   ? JM_RELEASED
+								   : JM_ACTIVE;
+			}
+		jm_prestore_states(jm, jm->wave, jm->next_states, n_pre);
+		for (size_t k = 0; k < n; k++)
+			settle_txn(jm, wave[k], o);
+	}
+	jm_pump(jm);
+	plan_next(jm); /* a re-plan may have waited for this wave */
 }
 
 /* ---- ring repairs ---- */
@@ -824,7 +1234,7 @@ void jm_queue_repairs(struct jm *jm, struct job_rt *j)
 	int failed = -1, rc;
 
 	if (!jm->d.rings || !j->kind->rings || j->pub.state != JM_ACTIVE || j->repair ||
-	    j->queued || jm->txn_job == j || j->repair_failed)
+	    j->queued || j->in_txn || j->repair_failed)
 		return;
 	ring = jr_broken_ring(jm->d.rings, j->pub.id, &failed);
 	if (!ring)
@@ -856,8 +1266,7 @@ void jm_queue_reset(struct jm *jm)
 	struct hbd_bundle *b;
 	size_t n = 0;
 
-	if (!jm->d.rings || !jm->n_reset || r->repair || r->queued || jm->txn_job == r ||
-	    r->repair_failed)
+	if (!jm->d.rings || !jm->n_reset || r->repair || r->queued || r->in_txn || r->repair_failed)
 		return;
 	d = rg_domain(jm->d.rings);
 	b = malloc(jm->n_reset * (size_t)d->bundles * sizeof(*b));
@@ -884,12 +1293,23 @@ void jm_queue_reset(struct jm *jm)
 	jm_enqueue_first(jm, r);
 }
 
-/* Starts the next queued transaction when none is running. */
+/*
+ * Starts the next queued transaction when none is running: a repair or a
+ * ring or rail job alone, else a wave of the leaf and parallelism jobs at
+ * the head of the queue.
+ */
 void jm_pump(struct jm *jm)
 {
 	while (!jm->stopping && !jm->txn_job && !jm->external.running && jm->queue_head) {
-		struct job_rt *j = jm_dequeue(jm);
+		struct job_rt *j = jm->queue_head;
 
+		if (!j->repair && !j->kind->rings && !j->kind->gpus_only) {
+			if (wave_waits(jm))
+				return;
+			start_wave(jm);
+			continue;
+		}
+		jm_dequeue(jm);
 		if (j->repair) {
 			start_txn(jm, j);
 			continue;

@@ -193,8 +193,17 @@ typedef void (*jm_answer_fn)(void *ctx, const struct err_info *err, const struct
 struct jm_events {
 	void *ctx;
 	void (*job_changed)(void *ctx, const struct jm_job *job);
-	/* What one device transaction of job_id did (txn_driver.h), for events and metrics. */
-	void (*transaction_done)(void *ctx, const char *job_id, const struct txn_outcome *o);
+	/*
+	 * What one device transaction did (txn_driver.h), for events and
+	 * metrics: the transaction counts once, its outcome is that of the
+	 * n_jobs jobs named (a wave's jobs; after a wave failed, only the jobs
+	 * it settled: the others go again, and their own transaction tells).
+	 */
+	void (*transaction_done)(void *ctx, const char *const *jobs, size_t n_jobs,
+				 const struct txn_outcome *o);
+	/* A wave's transaction starts: its n_jobs jobs, and how long each
+	 * waited since it was queued for a transaction (us). */
+	void (*wave_started)(void *ctx, size_t n_jobs, const int64_t *waited_us);
 	void (*plan_finished)(void *ctx, const char *planner, double seconds);
 	/*
 	 * A store write failed where the operation could not be refused (the
@@ -249,10 +258,20 @@ struct jm_deps {
 	 */
 	bool (*gpus_check)(void *ctx, const int64_t *gpus, size_t n, struct err_info *err);
 	void *gpus_check_ctx;
+	/* at most this many jobs in one wave's transaction (--max-wave-jobs;
+	 * 0: JM_MAX_WAVE_JOBS) */
+	size_t max_wave_jobs;
+	/* the loop the job manager runs on: a wave gathering a burst yields it
+	 * once (jobs.c); NULL: no yield (the unit tests' virtual time) */
+	struct loop *loop;
 	struct jm_events events;
 };
 
+/* The default bound of a wave (--max-wave-jobs). */
+#define JM_MAX_WAVE_JOBS 64
+
 struct jm;
+struct loop;
 
 /* Loads the jobs from the store. Caller frees with jm_free() (accepts NULL). */
 int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_len);

@@ -137,8 +137,11 @@ static void external_done(void *arg, const struct txn_outcome *o)
 	jm->external.running = false;
 	if (o->store_failed)
 		jm_store_failed(jm, o->store_error, o->store_rc);
-	if (jm->d.events.transaction_done && o->txn_id)
-		jm->d.events.transaction_done(jm->d.events.ctx, jm->external.job_id, o);
+	if (jm->d.events.transaction_done && o->txn_id) {
+		const char *id = jm->external.job_id;
+
+		jm->d.events.transaction_done(jm->d.events.ctx, &id, 1, o);
+	}
 	jm->external.done(jm->external.arg, o);
 	jm_pump(jm);
 }

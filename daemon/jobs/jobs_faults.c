@@ -58,6 +58,7 @@ static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char 
 
 		j->repair = true;
 		jm->txn_job = j;
+		j->in_txn = true;
 		rc = jm_start_ring_txn(jm, j, false, &fault, why, sizeof(why));
 		if (rc == 0) {
 			log_msg(LOG_NOTICE, "job %s: ring %d lost node %d: %s", j->pub.id, index,
@@ -65,6 +66,7 @@ static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char 
 			return 0;
 		}
 		jm->txn_job = NULL;
+		j->in_txn = false;
 		j->repair = false;
 	}
 	jp_change_clear(&j->change);

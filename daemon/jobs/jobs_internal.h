@@ -16,6 +16,7 @@
  *     |--> jobs_spec.c --> kind_*.c, jobs_links.c
  *     |--> jobs_table.c --> jobs_links.c
  *     |--> jobs_links.c, jobs_ring.c
+ *     |--> jobs_wave.c  (waves: pure helpers)
  *     `--> jobs_util.c  (and everything else calls jobs_util.c)
  *
  * The transaction driver (txn_driver.c) and the planner pool are reached through
@@ -31,9 +32,13 @@
 
 #include "jobs.h"
 #include "jobs_plan.h"
+#include "loop.h"
 #include "rings.h"
 #include "store.h"
 #include "strmap.h"
+
+/* What becomes of a job of a wave that failed (jobs_wave.c, jw_split). */
+enum jw_fate { JW_AGAIN, JW_ALONE, JW_FAIL };
 
 struct waiter {
 	jm_answer_fn fn;
@@ -58,6 +63,24 @@ struct job_rt {
 	unsigned long plan_gen;
 	struct jp_change change;
 	/*
+	 * Waves (jobs_wave.c): admitted, its plan's circuits are reserved
+	 * (later plans keep clear of them) from plan_done until its
+	 * transaction's end; in_txn, its transaction runs (alone or in a
+	 * wave); alone, a wave it was in failed on a device its edit touched,
+	 * so it runs alone next; queued_us, when it was queued for a
+	 * transaction (the wait for a wave, CLOCK_MONOTONIC).
+	 */
+	bool admitted;
+	bool in_txn;
+	bool alone;
+	int64_t queued_us;
+	/* its next state (without reason) is stored already: jm_prestore_states */
+	bool prestored;
+	enum jm_state prestored_state;
+	/* Waiting for its turn to plan (plans run one at a time, in arrival order). */
+	struct job_rt *next_planning;
+	bool plan_waiting;
+	/*
 	 * Leaf-spine links (the planner's L[a][b][h]) that the job's committed
 	 * circuits load on its leaves' uplinks (none for a job stored by an
 	 * ocsd that did not keep them: its leaves are not shared).
@@ -77,6 +100,12 @@ struct job_rt {
 	size_t n_prev_rings;
 };
 
+/* The loop node of a wave's yield (jobs.c wave_waits); it frees itself. */
+struct jm_yield {
+	struct loop_node node;
+	struct jm *jm; /* NULL once the job manager is freed */
+};
+
 /*
  * The job manager. Owned by the daemon (jm_new / jm_free, jobs_recover.c);
  * the table, the transaction queue and every job in it are touched on the
@@ -93,8 +122,37 @@ struct jm {
 	struct strmap by_id, by_key;
 	size_t n_state[JM_FAILED + 1];		/* jobs in each state (metrics, without a scan) */
 	struct job_rt *queue_head, *queue_tail; /* waiting for a transaction, FIFO */
-	struct job_rt *txn_job;			/* the job whose transaction runs */
-	bool stopping;				/* no new transaction starts */
+	size_t n_queued;
+	struct job_rt *txn_job; /* the job whose transaction runs (a wave's first) */
+	/*
+	 * Waves (jobs_wave.c): the jobs of the running wave (room for
+	 * max_wave), the plans waiting to run (one at a time: planning),
+	 * and the epoch plans are checked against: it moves when the circuit
+	 * table changes other than by a wave's confirmed plans (fs_seen is the
+	 * table's generation last accounted for).
+	 */
+	struct job_rt **wave;
+	size_t n_wave, max_wave;
+	struct job_rt *plan_head, *plan_tail;
+	unsigned long planning_seq; /* the leaf plan under way (0: none) */
+	bool planning_light;	    /* it is a leaf plan, not a DELTA search */
+	/* a wave gathering a burst (wave_waits in jobs.c): since when, for at
+	 * most gather_us (the last wave's transaction time, clamped), and the
+	 * one yield of the loop it takes once no plan is pending */
+	bool held, yielded;
+	int64_t hold_since_us, gather_us;
+	struct jm_yield *yield; /* posted, not run yet (NULL: none) */
+	unsigned long epoch, fs_seen;
+	unsigned long wave_fs_gen; /* the circuit table's generation at the wave's start */
+	/* room for max_wave each, allocated with the job manager (invariant 6):
+	 * the wave being settled, each job's wait, fate and id */
+	struct job_rt **settling;
+	int64_t *waited;
+	enum jw_fate *fates;
+	const char **names;
+	struct st_job_state *rows;
+	enum jm_state *next_states;
+	bool stopping;		   /* no new transaction starts */
 	struct jp_task *answering; /* dry runs and searches before a job exists (cancellable) */
 	struct {
 		bool running; /* a transaction of no job (jm_external_txn) */
@@ -117,6 +175,10 @@ struct jm {
 };
 
 #define JM_RESET_JOB "ocsd-node-reset"
+
+/* A wave gathers a burst for at most one transaction's time, within these. */
+#define JM_GATHER_MIN_US 5000
+#define JM_GATHER_MAX_US 100000
 
 /*
  * jobs_table.c: the job table, the transaction queue, the waiters and the
@@ -166,6 +228,14 @@ void jm_store_failed(struct jm *jm, const char *what, int rc);
  * replica is not the leader any more).
  */
 int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const char *reason);
+/*
+ * The states the n jobs of a confirmed wave are about to take (no reason),
+ * stored in one write ahead of their jm_set_state, which then writes
+ * nothing: one write for the wave instead of one per job. When it fails,
+ * each jm_set_state writes (and fails) on its own. n at most max_wave.
+ */
+void jm_prestore_states(struct jm *jm, struct job_rt *const *jobs, const enum jm_state *states,
+			size_t n);
 /*
  * Fails j and answers its waiters with err. When the store refuses FAILED
  * because this replica is not the leader any more, the job stays accepted
@@ -264,6 +334,46 @@ int jl_apply(struct job_rt *const *live, size_t n_live, struct job_rt *j,
 int jm_attribute_owners(const struct ocs_fabric *f, const struct lc_plan *plan,
 			const int *leaf_owner, const struct ocs_xc *conf, const int *conf_owner,
 			size_t n_conf, int *owner, bool *reowned);
+
+/*
+ * jobs_wave.c: waves, many jobs in one device transaction (pure; jobs.c
+ * applies the answers). jw_waveable: j may join a wave (a leaf or
+ * parallelism job to program or release, not to run alone). jw_admitted_xcs:
+ * the circuits the admitted plans of live jobs other than self add, which
+ * a new plan keeps clear of (malloc'ed, NULL when none; 0 or -ENOMEM).
+ * jw_any_admitted: some live job's plan is admitted.
+ */
+bool jw_waveable(const struct job_rt *j);
+int jw_admitted_xcs(struct job_rt *const *live, size_t n_live, const char *self,
+		    struct ocs_xc **out, size_t *n_out);
+bool jw_any_admitted(struct job_rt *const *live, size_t n_live);
+/* A wave's change set: its jobs (ids borrowed from the jobs), every job's
+ * removals, additions and links (a release: the job's cross-connects). */
+struct jw_change {
+	const char **jobs;
+	size_t n_jobs;
+	struct ocs_xc *removals;
+	size_t n_removals;
+	struct st_circuit *additions;
+	size_t n_additions;
+	struct st_link *links;
+	size_t n_links;
+};
+/* 0, or -ENOMEM with nothing allocated. */
+int jw_change_build(struct job_rt *const *wave, size_t n, const struct fs_state *fs,
+		    struct jw_change *c);
+void jw_change_clear(struct jw_change *c);
+/*
+ * A wave's transaction failed (o): each job's fate[k]. AGAIN: it touches
+ * no failed device (a wave again, at once); ALONE: a device it touches
+ * refused (its own edit may be why: retried in a transaction of its own);
+ * FAIL: a device it touches did not answer or was not proven rolled back
+ * (its outcome is the wave's). No failed device named (the plan check
+ * refused the whole): every job ALONE. fs: the circuit table, unchanged by
+ * the failed wave (a release's cross-connects are read there).
+ */
+void jw_split(const struct ocs_fabric *f, struct job_rt *const *wave, size_t n,
+	      const struct fs_state *fs, const struct txn_outcome *o, enum jw_fate *fate);
 
 /*
  * jobs_ring.c: the change sets of ring jobs. jr_request: the solver's

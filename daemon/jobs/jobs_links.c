@@ -94,9 +94,10 @@ bool jl_leaves_free(const struct ocs_fabric *f, struct job_rt *const *live, size
 }
 
 /*
- * The leaf-spine usage of every live job but self (committed links only:
- * a job still planning adds its links when it commits, which moves the
- * fabric generation and re-plans anyone planned without them).
+ * The leaf-spine usage of every live job but self: its committed links,
+ * and those of its admitted plan (jobs_wave.c: a plan ahead of self in a
+ * wave, not yet confirmed). A job still planning adds nothing: plans run
+ * one at a time, and each is admitted before the next starts.
  */
 int jl_others_usage(struct job_rt *const *live, size_t n_live, const char *self,
 		    struct lc_leaf_usage **out, size_t *n_out)
@@ -109,7 +110,7 @@ int jl_others_usage(struct job_rt *const *live, size_t n_live, const char *self,
 	*n_out = 0;
 	for (size_t k = 0; k < n_live; k++)
 		if (strcmp(live[k]->pub.id, self) != 0)
-			n += live[k]->n_links;
+			n += live[k]->n_links + (live[k]->admitted ? live[k]->change.n_links : 0);
 	if (n == 0)
 		return 0;
 	all = malloc(n * sizeof(*all));
@@ -123,6 +124,10 @@ int jl_others_usage(struct job_rt *const *live, size_t n_live, const char *self,
 		for (size_t i = 0; i < o->n_links; i++)
 			all[at++] = (struct lc_spine_links){o->links[i].a, o->links[i].b,
 							    o->links[i].h, o->links[i].links};
+		for (size_t i = 0; o->admitted && i < o->change.n_links; i++)
+			all[at++] = (struct lc_spine_links){
+				o->change.links[i].a, o->change.links[i].b, o->change.links[i].h,
+				o->change.links[i].links};
 	}
 	rc = lc_usage_from_assignment(all, n, out, n_out);
 	free(all);

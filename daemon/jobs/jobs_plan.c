@@ -109,7 +109,7 @@ struct jp_task *jp_task_new(const struct jm_kind *kind, const struct ocs_fabric 
 	t->demand = malloc((n_demand ? n_demand : 1) * sizeof(*demand));
 	t->existing = fs_snapshot(fs, &t->n_existing);
 	t->n_configured = t->n_existing;
-	t->gen = fs_generation(fs);
+	t->gen = t->fs_gen = fs_generation(fs);
 	if (!t->demand || !t->existing)
 		goto fail;
 	if (n_unowned) {

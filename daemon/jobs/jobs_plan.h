@@ -108,7 +108,9 @@ struct jp_task {
 	/* Leaf-spine links other live jobs load (planned around, pinned path). */
 	struct lc_leaf_usage *usage;
 	size_t n_usage;
-	unsigned long gen;
+	/* the snapshot: what jobs.c checks the plan against (the circuits'
+	 * epoch or the ring state's generation), the circuit table's generation */
+	unsigned long gen, fs_gen;
 	/*
 	 * A global re-plan plans every job holding circuits: names[0] is this
 	 * job, names[k] the others; conf_owner the owner of each configured

@@ -93,6 +93,20 @@ int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_le
 		return -ENOMEM;
 	jm->d = *deps;
 	jm->f = &deps->cfg->fabric;
+	jm->max_wave = deps->max_wave_jobs ? deps->max_wave_jobs : JM_MAX_WAVE_JOBS;
+	jm->gather_us = JM_GATHER_MAX_US / 2; /* until a transaction tells */
+	jm->wave = calloc(jm->max_wave, sizeof(*jm->wave));
+	jm->settling = calloc(jm->max_wave, sizeof(*jm->settling));
+	jm->waited = calloc(jm->max_wave, sizeof(*jm->waited));
+	jm->fates = calloc(jm->max_wave, sizeof(*jm->fates));
+	jm->names = calloc(jm->max_wave, sizeof(*jm->names));
+	jm->rows = calloc(jm->max_wave, sizeof(*jm->rows));
+	jm->next_states = calloc(jm->max_wave, sizeof(*jm->next_states));
+	if (!jm->wave || !jm->settling || !jm->waited || !jm->fates || !jm->names || !jm->rows ||
+	    !jm->next_states) {
+		jm_free(jm);
+		return -ENOMEM;
+	}
 	if (deps->rings) {
 		jm->reset.kind = &jm_kind_ring;
 		jm->reset.pub.state = JM_ACTIVE;
@@ -146,6 +160,15 @@ void jm_free(struct jm *jm)
 	jp_change_clear(&jm->reset.change);
 	rg_rings_free(jm->reset.prev_rings, jm->reset.n_prev_rings);
 	free(jm->reset_nodes);
+	if (jm->yield)
+		jm->yield->jm = NULL; /* the loop frees it when it runs it */
+	free(jm->wave);
+	free(jm->settling);
+	free(jm->waited);
+	free(jm->fates);
+	free(jm->names);
+	free(jm->rows);
+	free(jm->next_states);
 	free(jm->jobs);
 	free(jm->live);
 	free(jm);

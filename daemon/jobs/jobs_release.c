@@ -84,7 +84,7 @@ bool jm_may_take_effect(const struct jm *jm, const struct st_intent *in)
 	const struct job_rt *j = jm_job_find(jm, in->job_id);
 	struct err_info err;
 
-	if (!j || j->pub.state != JM_FAILED || j->queued || jm->txn_job == j || j->kind->rings ||
+	if (!j || j->pub.state != JM_FAILED || j->queued || j->in_txn || j->kind->rings ||
 	    !jm->d.fs)
 		return false;
 	if (j->pub.holding) {
@@ -119,7 +119,7 @@ void jm_unproven_settled(struct jm *jm, const struct st_intent *in, bool took_ef
 	char reason[sizeof(j->pub.reason)];
 	size_t n;
 
-	if (!j || j->pub.state != JM_FAILED || j->queued || jm->txn_job == j || j->kind->rings)
+	if (!j || j->pub.state != JM_FAILED || j->queued || j->in_txn || j->kind->rings)
 		return;
 	n = jm_held_count(jm, j);
 	if (took_effect) {

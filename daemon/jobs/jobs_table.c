@@ -160,6 +160,18 @@ int jm_forget(struct jm *jm, const char *id)
 	if ((j->pub.state != JM_RELEASED && j->pub.state != JM_FAILED) || j->pub.holding ||
 	    j->waiters || j->queued)
 		return -EBUSY;
+	if (j->plan_waiting) {
+		/* released while waiting for its turn to plan: off the list */
+		struct job_rt **p = &jm->plan_head, *prev = NULL;
+
+		while (*p != j) {
+			prev = *p;
+			p = &(*p)->next_planning;
+		}
+		*p = j->next_planning;
+		if (jm->plan_tail == j)
+			jm->plan_tail = prev;
+	}
 	for (i = 0; i < jm->n_jobs && jm->jobs[i] != j; i++)
 		;
 	memmove(&jm->jobs[i], &jm->jobs[i + 1], (jm->n_jobs - i - 1) * sizeof(*jm->jobs));
@@ -206,6 +218,8 @@ void jm_enqueue_first(struct jm *jm, struct job_rt *j)
 	if (j->queued)
 		return;
 	j->queued = true;
+	jm->n_queued++;
+	j->queued_us = clk_mono_us(jm->d.clock);
 	j->next_queued = jm->queue_head;
 	jm->queue_head = j;
 	if (!jm->queue_tail)
@@ -217,6 +231,8 @@ void jm_enqueue(struct jm *jm, struct job_rt *j)
 	if (j->queued)
 		return;
 	j->queued = true;
+	jm->n_queued++;
+	j->queued_us = clk_mono_us(jm->d.clock);
 	j->next_queued = NULL;
 	if (jm->queue_tail)
 		jm->queue_tail->next_queued = j;
@@ -234,6 +250,7 @@ struct job_rt *jm_dequeue(struct jm *jm)
 	jm->queue_head = j->next_queued;
 	if (!jm->queue_head)
 		jm->queue_tail = NULL;
+	jm->n_queued--;
 	j->queued = false;
 	j->next_queued = NULL;
 	return j;
@@ -337,10 +354,16 @@ int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const cha
 	jm->n_state[j->pub.state]--;
 	jm->n_state[state]++;
 	j->pub.state = state;
+	if (state != JM_PROGRAMMING)
+		j->admitted = false; /* its reservation ends with its transaction */
 	snprintf(j->pub.reason, sizeof(j->pub.reason), "%s", reason ? reason : "");
 	j->pub.updated_ms = jm_now_ms(jm);
-	rc = st_job_set_state(jm->d.store, j->pub.id, jm_state_name(state), reason,
-			      j->pub.updated_ms);
+	/* a wave's outcome stored its jobs' states in one write (jm_prestore_states) */
+	rc = j->prestored && j->prestored_state == state && !reason
+		     ? 0
+		     : st_job_set_state(jm->d.store, j->pub.id, jm_state_name(state), reason,
+					j->pub.updated_ms);
+	j->prestored = false;
 	jm_track_live(jm, j, was_live);
 	if (rc) {
 		char what[200];
@@ -352,6 +375,22 @@ int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const cha
 	if (jm->d.events.job_changed)
 		jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
 	return rc;
+}
+
+void jm_prestore_states(struct jm *jm, struct job_rt *const *jobs, const enum jm_state *states,
+			size_t n)
+{
+	int64_t now = jm_now_ms(jm);
+
+	for (size_t k = 0; k < n; k++)
+		jm->rows[k] =
+			(struct st_job_state){jobs[k]->pub.id, jm_state_name(states[k]), NULL, now};
+	if (n < 2 || st_job_set_states(jm->d.store, jm->rows, n) != 0)
+		return; /* each job's own write tells */
+	for (size_t k = 0; k < n; k++) {
+		jobs[k]->prestored = true;
+		jobs[k]->prestored_state = states[k];
+	}
 }
 
 void jm_set_holding(struct jm *jm, struct job_rt *j, bool holding)

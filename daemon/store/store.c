@@ -6,7 +6,7 @@
  * tables are in store_jobs.c, store_intents.c, store_rings.c, store_rail.c,
  * store_faults.c and store_prune.c (what they share: store_internal.h).
  *
- * Schema (version 7):
+ * Schema (version 8):
  *   meta(key PK, value)                     'schema_version'
  *   jobs(id PK, idempotency_key UNIQUE, state, reason, request BLOB,
  *        created_ms, updated_ms, seq)       seq keeps creation order
@@ -16,6 +16,9 @@
  *                                           (st_intent_decide): confirms follow
  *   intent_xcs(id PK, txn_id, op 'del'|'add', grp, device, in_port, out_port, job_id)
  *   intent_links(id PK, txn_id, job_id, a, b, h, links)  links an intent gives jobs
+ *   intent_jobs(id PK, txn_id, job_id)      every job of a wave's intent (one
+ *                                           transaction for several jobs: jobs.c);
+ *                                           intents.job_id is the wave's first
  *   circuits(grp, device, in_port PK together, out_port, job_id)
  *   job_links(job_id, a, b, h PK together, links)  links of confirmed plans
  *   drained(device PK)                      devices taking no new circuits
@@ -50,7 +53,8 @@
  * session extension, which replicated stores use, skips tables without
  * one); 7 added intent_decisions (a table rather than a column of intents:
  * a changeset applies only to a table of the same columns, so the log
- * entries an older ocsd wrote to etcd still apply to a new copy). An
+ * entries an older ocsd wrote to etcd still apply to a new copy); 8 added
+ * intent_jobs (waves: one intent for several jobs). An
  * older file is upgraded in place at open, in one transaction with the new
  * version number; a newer one is refused. An older snapshot image is
  * upgraded the same way when a replica loads it (st_image_load).
@@ -73,7 +77,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ST_SCHEMA_VERSION 7
+#define ST_SCHEMA_VERSION 8
 /* How long a write waits for another connection's lock by default. */
 #define ST_BUSY_TIMEOUT_MS 5000
 
@@ -151,7 +155,12 @@ static const char *const schema_sql =
 	" PRIMARY KEY(job_id, txn_id, rail_port));"
 	/* version 7 */
 	"CREATE TABLE IF NOT EXISTS intent_decisions("
-	" txn_id INTEGER PRIMARY KEY REFERENCES intents(txn_id), decided_ms INTEGER NOT NULL);";
+	" txn_id INTEGER PRIMARY KEY REFERENCES intents(txn_id), decided_ms INTEGER NOT NULL);"
+	/* version 8 */
+	"CREATE TABLE IF NOT EXISTS intent_jobs(id INTEGER PRIMARY KEY,"
+	" txn_id INTEGER NOT NULL REFERENCES intents(txn_id), job_id TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS intent_jobs_txn ON intent_jobs(txn_id);"
+	"CREATE INDEX IF NOT EXISTS intent_jobs_job ON intent_jobs(job_id);";
 
 /*
  * Version 6 (replicated stores, docs/replicas.md): SQLite's session

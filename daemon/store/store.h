@@ -135,6 +135,13 @@ int st_job_put(struct st_store *st, const struct st_job *job);
  */
 int st_job_set_state(struct st_store *st, const char *id, const char *state, const char *reason,
 		     int64_t updated_ms);
+/* One job's new state for st_job_set_states. */
+struct st_job_state {
+	const char *id, *state, *reason;
+	int64_t updated_ms;
+};
+/* The states of n jobs in one write: all of them, or none (-ENOENT: a job is missing). */
+int st_job_set_states(struct st_store *st, const struct st_job_state *rows, size_t n);
 /* Fills *job (caller clears it); -ENOENT if absent. */
 int st_job_get(struct st_store *st, const char *id, struct st_job *job);
 /* Finds the job id holding an idempotency key; -ENOENT if none (caller frees *id). */
@@ -181,10 +188,22 @@ int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc
 		    size_t n_removals, const struct st_circuit *additions, size_t n_additions,
 		    const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id);
 /*
+ * Like st_intent_begin, for a wave: one transaction for the n_jobs jobs
+ * (at least one; jobs[0] is the intent's job_id) whose circuits and links
+ * the change carries (each addition and link names its own job). A
+ * released job of the wave has no additions or links: CONFIRMED then
+ * clears its links as it clears the intent's job's (st_intent_finish).
+ */
+int st_intent_begin_wave(struct st_store *st, const char *const *jobs, size_t n_jobs,
+			 const struct ocs_xc *removals, size_t n_removals,
+			 const struct st_circuit *additions, size_t n_additions,
+			 const struct st_link *links, size_t n_links, int64_t now_ms,
+			 int64_t *txn_id);
+/*
  * Records the outcome of an open intent. CONFIRMED also applies the
  * intent's removals and additions to the circuits table and makes its links
- * the links of their jobs (replacing what the intent's job and every job
- * named in its links had), atomically with the outcome. -ENOENT: no such
+ * the links of their jobs (replacing what the intent's job, every job of
+ * its wave and every job named in its links had), atomically with the outcome. -ENOENT: no such
  * intent; -EALREADY: not open any more. On any failure the intent is still
  * open and the circuits and links are unchanged.
  */

@@ -88,21 +88,43 @@ int st_intent_insert(struct st_store *st, const char *job_id, const struct ocs_x
 	return rc;
 }
 
+static int bind_job(sqlite3_stmt *s, size_t i, const void *ctx)
+{
+	return st_bind_text(s, 2, ((const char *const *)ctx)[i]);
+}
+
 int st_intent_begin(struct st_store *st, const char *job_id, const struct ocs_xc *removals,
 		    size_t n_removals, const struct st_circuit *additions, size_t n_additions,
 		    const struct st_link *links, size_t n_links, int64_t now_ms, int64_t *txn_id)
 {
+	return st_intent_begin_wave(st, &job_id, 1, removals, n_removals, additions, n_additions,
+				    links, n_links, now_ms, txn_id);
+}
+
+int st_intent_begin_wave(struct st_store *st, const char *const *jobs, size_t n_jobs,
+			 const struct ocs_xc *removals, size_t n_removals,
+			 const struct st_circuit *additions, size_t n_additions,
+			 const struct st_link *links, size_t n_links, int64_t now_ms,
+			 int64_t *txn_id)
+{
 	int64_t txn = 0;
 	int rc;
 
-	if (!job_id || (n_removals && !removals) || (n_additions && !additions) ||
-	    (n_links && !links))
+	if (!n_jobs || !jobs || !jobs[0] || (n_removals && !removals) ||
+	    (n_additions && !additions) || (n_links && !links))
 		return -EINVAL;
+	for (size_t i = 0; i < n_jobs; i++)
+		if (!jobs[i])
+			return -EINVAL;
 	rc = st_write_begin(st);
 	if (rc)
 		return rc;
-	rc = st_intent_insert(st, job_id, removals, n_removals, additions, n_additions, links,
+	rc = st_intent_insert(st, jobs[0], removals, n_removals, additions, n_additions, links,
 			      n_links, now_ms, &txn);
+	/* one job: intents.job_id says it all (the rows of every older ocsd) */
+	if (rc == 0 && n_jobs > 1)
+		rc = st_intent_rows(st, "INSERT INTO intent_jobs(txn_id, job_id) VALUES(?1, ?2)",
+				    txn, n_jobs, bind_job, jobs);
 	rc = st_write_end(st, rc);
 	if (rc == 0)
 		*txn_id = txn;
@@ -184,6 +206,7 @@ static int apply_confirmed(struct st_store *st, int64_t txn_id, int64_t now_ms)
 		 " WHERE txn_id = %lld AND op = 'add';"
 		 "DELETE FROM job_links WHERE job_id IN"
 		 " (SELECT job_id FROM intents WHERE txn_id = %lld"
+		 "  UNION SELECT job_id FROM intent_jobs WHERE txn_id = %lld"
 		 "  UNION SELECT job_id FROM intent_links WHERE txn_id = %lld);"
 		 "INSERT INTO job_links(job_id, a, b, h, links)"
 		 " SELECT job_id, a, b, h, links FROM intent_links WHERE txn_id = %lld;"
@@ -200,7 +223,7 @@ static int apply_confirmed(struct st_store *st, int64_t txn_id, int64_t now_ms)
 		 " FROM rail_intent_moves WHERE txn_id = %lld AND job_id <> '';",
 		 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
 		 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
-		 (long long)now_ms, (long long)txn_id);
+		 (long long)txn_id, (long long)now_ms, (long long)txn_id);
 	return st_exec(st, sql);
 }
 

@@ -80,6 +80,31 @@ int st_job_set_state(struct st_store *st, const char *id, const char *state, con
 	return rc;
 }
 
+int st_job_set_states(struct st_store *st, const struct st_job_state *rows, size_t n)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = st_write_begin(st);
+
+	if (rc)
+		return rc;
+	rc = st_prepare(
+		st, "UPDATE jobs SET state = ?2, reason = ?3, updated_ms = ?4 WHERE id = ?1", &s);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (!rows[i].id || !rows[i].state)
+			rc = -EINVAL;
+		else if (sqlite3_reset(s) || st_bind_text(s, 1, rows[i].id) ||
+			 st_bind_text(s, 2, rows[i].state) || st_bind_text(s, 3, rows[i].reason) ||
+			 sqlite3_bind_int64(s, 4, rows[i].updated_ms))
+			rc = st_bind_error(st);
+		else
+			rc = st_sql_rc(sqlite3_step(s));
+		if (rc == 0 && sqlite3_changes(st->db) == 0)
+			rc = -ENOENT;
+	}
+	sqlite3_finalize(s);
+	return st_write_end(st, rc);
+}
+
 #define JOB_COLUMNS "id, idempotency_key, state, reason, request, created_ms, updated_ms"
 
 static int read_job(sqlite3_stmt *s, struct st_job *job)

@@ -128,6 +128,8 @@ static int prune_pick_jobs(struct st_store *st, int64_t cutoff_ms, size_t keep_j
 			" OR EXISTS(SELECT 1 FROM intent_xcs WHERE job_id = ?1 AND txn_id IN"
 			"  (SELECT txn_id FROM intents WHERE state = 'open'))"
 			" OR EXISTS(SELECT 1 FROM intent_links WHERE job_id = ?1 AND txn_id IN"
+			"  (SELECT txn_id FROM intents WHERE state = 'open'))"
+			" OR EXISTS(SELECT 1 FROM intent_jobs WHERE job_id = ?1 AND txn_id IN"
 			"  (SELECT txn_id FROM intents WHERE state = 'open'))",
 			&kept);
 	/* Oldest first: once a row is neither in excess nor too old, no later one is. */
@@ -194,8 +196,8 @@ static int prune_pick_intents(struct st_store *st, int64_t cutoff_ms, size_t max
 	return rc;
 }
 
-#define N_JOB_DELETES	 12
-#define N_INTENT_DELETES 9
+#define N_JOB_DELETES	 13
+#define N_INTENT_DELETES 10
 _Static_assert(N_INTENT_DELETES <= N_JOB_DELETES, "delete_each holds N_JOB_DELETES statements");
 
 /*
@@ -242,6 +244,8 @@ static int prune_delete_jobs(struct st_store *st, const struct prune_batch *b)
 		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
 		"DELETE FROM intent_decisions WHERE txn_id IN"
 		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
+		"DELETE FROM intent_jobs WHERE txn_id IN"
+		" (SELECT txn_id FROM intents WHERE job_id = ?1)",
 		"DELETE FROM intents WHERE job_id = ?1",
 		"DELETE FROM job_links WHERE job_id = ?1",
 		"DELETE FROM rings WHERE job_id = ?1",
@@ -264,6 +268,7 @@ static int prune_delete_intents(struct st_store *st, const struct prune_batch *b
 		"DELETE FROM rail_intent_moves WHERE txn_id = ?1",
 		"DELETE FROM rail_intents WHERE txn_id = ?1",
 		"DELETE FROM intent_decisions WHERE txn_id = ?1",
+		"DELETE FROM intent_jobs WHERE txn_id = ?1",
 		"DELETE FROM intents WHERE txn_id = ?1",
 	};
 

@@ -633,6 +633,10 @@ static int store_intent(struct txn_driver *drv, struct txn *tx, const struct txn
 {
 	if (tx->kind && tx->kind->intent)
 		return tx->kind->intent(tx->kind_state, &drv->d, c, &tx->p, &tx->txn_id);
+	if (c->n_jobs > 1)
+		return st_intent_begin_wave(drv->d.store, c->jobs, c->n_jobs, tx->removals,
+					    tx->n_removals, tx->adds, tx->n_adds, c->links,
+					    c->n_links, clk_wall_ms(drv->d.clock), &tx->txn_id);
 	return st_intent_begin(drv->d.store, tx->job_id, tx->removals, tx->n_removals, tx->adds,
 			       tx->n_adds, c->release ? NULL : c->links,
 			       c->release ? 0 : c->n_links, clk_wall_ms(drv->d.clock), &tx->txn_id);
@@ -762,6 +766,7 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	struct txn_outcome o = {0};
 	enum st_intent_state state;
 	const char **names = NULL;
+	struct txn_device_fault *faults = NULL;
 	char store_error[256] = "";
 	bool own_apply;
 
@@ -824,6 +829,18 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	names = calloc(tx->p.n_devs ? tx->p.n_devs : 1, sizeof(*names));
 	for (size_t i = 0; names && i < tx->p.n_devs; i++)
 		names[i] = sb_device_name(tx->p.devs[i].dev);
+	faults = calloc(r->n_devices ? r->n_devices : 1, sizeof(*faults));
+	for (size_t i = 0; faults && i < r->n_devices && i < tx->p.n_devs; i++) {
+		const struct sb_txn_device_result *dr = &r->devices[i];
+
+		if (dr->failed_step == SB_STEP_NONE && dr->outcome != SB_DEV_ROLLBACK_FAILED)
+			continue;
+		faults[o.n_faults++] = (struct txn_device_fault){
+			.dev = tx->p.dev_ids[i],
+			.answered = dr->failed_step == SB_STEP_NONE || dr->error.code == -EREMOTEIO,
+			.unproven = dr->outcome == SB_DEV_ROLLBACK_FAILED};
+	}
+	o.faults = faults;
 	o.txn_id = (uint64_t)tx->txn_id;
 	o.message = r->message;
 	o.rollback_failures = r->n_rollback_failures;
@@ -852,5 +869,6 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	drv->running = NULL;
 	tx->done(tx->done_arg, &o);
 	free(names);
+	free(faults);
 	free_txn(tx);
 }

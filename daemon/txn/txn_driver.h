@@ -33,6 +33,9 @@
  *     table in memory is reloaded from the store, which recovery reconciles
  *     with the devices at the next start.
  *  4. One transaction at a time per driver (the caller's rule: -EBUSY).
+ *     A wave of several jobs (txn_change.jobs) is one transaction: one
+ *     intent naming every job, one decision, one outcome; the outcome names
+ *     the devices that failed (faults), by which the job manager splits it.
  *
  * A job kind whose change is more than cross-connects, or whose check,
  * intent or state in memory differ, plugs in through its ops (struct
@@ -78,6 +81,13 @@ struct txn_change {
 	const struct st_link *links; /* stored with the intent, become the jobs' when confirmed */
 	size_t n_links;
 	/*
+	 * A wave (jobs.c): every job whose change this is (jobs[0] is job_id;
+	 * NULL, 0: job_id alone). Its intent names them all (st_intent_begin_wave);
+	 * additions and links name their own job, a released job has neither.
+	 */
+	const char *const *jobs;
+	size_t n_jobs;
+	/*
 	 * A job kind's own part of the change (NULL: cross-connects only, as
 	 * above): its ops and what they read (the kind's, valid during
 	 * txn_start only).
@@ -93,6 +103,19 @@ enum txn_result {
 	TXN_FAILED,	   /* a rollback could not be proven: the fabric needs reconciliation */
 };
 
+/*
+ * A device that failed in a transaction: what a wave's failure is split by
+ * (jobs.c). answered: the device refused with an <rpc-error> (an edit of
+ * one job may be the cause); otherwise it did not answer (session lost,
+ * timeout: every change on it shares the cause). unproven: its rollback
+ * could not be proven.
+ */
+struct txn_device_fault {
+	int dev; /* global device id (fabric.h) */
+	bool answered;
+	bool unproven;
+};
+
 /* What a transaction did (valid during the done callback only). */
 struct txn_outcome {
 	enum txn_result result;
@@ -102,6 +125,8 @@ struct txn_outcome {
 	int64_t total_ms;
 	const char *const *devices; /* names of the devices touched */
 	size_t n_devices;
+	const struct txn_device_fault *faults; /* the devices that failed */
+	size_t n_faults;
 	bool store_failed; /* the outcome could not be stored */
 	const char *store_error;
 	int store_rc; /* then why (< 0; on etcd -EPERM: this replica does not lead any more) */

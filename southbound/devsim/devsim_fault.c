@@ -44,23 +44,25 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 		f->node_fault = true;
 		return 0;
 	}
-	if (!strncmp(knob, "fail-port=", 10)) {
+	bool fail = !strncmp(knob, "fail-port=", 10);
+	if (fail || !strncmp(knob, "refuse-port=", 12)) {
 		int p;
-		if (parse_uint(knob + 10, 4095, &p) ||
-		    f->n_failed_ports >= DEVSIM_MAX_FAILED_PORTS) {
+		int *ports = fail ? f->failed_ports : f->refused_ports;
+		int *n = fail ? &f->n_failed_ports : &f->n_refused_ports;
+		if (parse_uint(strchr(knob, '=') + 1, 4095, &p) || *n >= DEVSIM_MAX_FAILED_PORTS) {
 			snprintf(err, err_len,
 				 "fault '%s': port must be 0..4095 (at most %d ports)", knob,
 				 DEVSIM_MAX_FAILED_PORTS);
 			return -EINVAL;
 		}
-		f->failed_ports[f->n_failed_ports++] = p;
+		ports[(*n)++] = p;
 		return 0;
 	}
 	if (!at) {
 		snprintf(err, err_len,
 			 "fault '%s': expected refuse@STEP, drop@STEP, hang@STEP=MS, "
 			 "noeffect@commit, garble@STEP, trickle@STEP=MS, endless@STEP, "
-			 "fail-port=P or node-fault",
+			 "fail-port=P, refuse-port=P or node-fault",
 			 knob);
 		return -EINVAL;
 	}

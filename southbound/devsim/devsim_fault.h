@@ -20,6 +20,13 @@
  *                      report status failed; a set-faults that sets it
  *                      sends port-state-change (P, failed), one that
  *                      clears it port-state-change (P, up)
+ *   refuse-port=P      (ocs-switch) an edit-config that creates a
+ *                      connection with input or output P, or points one of
+ *                      P's elsewhere, is answered with an <rpc-error>
+ *                      (operation-failed, naming the port and the
+ *                      connection) and changes nothing; edits that leave P
+ *                      alone, and removals, go through (one job's edit
+ *                      refused while other jobs on the device succeed)
  *   node-fault         (ocs-transceiver) the node fails: its state says
  *                      faulty, every peer whose selected path reaches it
  *                      reports that path failed and sends loss-of-light,
@@ -31,9 +38,10 @@
  * commit), cancel (cancel-commit), discard, get (get and get-config).
  * A knob fires once (the next matching RPC) and then clears itself; a
  * trailing '+' (refuse@commit+) makes every knob of that step sticky until
- * the next set-faults (fail-port and node-fault are states: they hold until
- * a set-faults without them). set-faults replaces all knobs; the empty spec clears
- * them. Pure parsing, no state: thread-safe.
+ * the next set-faults (fail-port, refuse-port and node-fault are states:
+ * they hold until a set-faults without them; fail-port and refuse-port may
+ * each name up to DEVSIM_MAX_FAILED_PORTS ports). set-faults replaces all knobs; the empty spec
+ * clears them. Pure parsing, no state: thread-safe.
  */
 #ifndef OCS_DEVSIM_FAULT_H
 #define OCS_DEVSIM_FAULT_H
@@ -68,6 +76,8 @@ struct devsim_faults {
 	int trickle_ms[DEVSIM_STEP_COUNT]; /* 0: the reply leaves at once */
 	int failed_ports[DEVSIM_MAX_FAILED_PORTS];
 	int n_failed_ports;
+	int refused_ports[DEVSIM_MAX_FAILED_PORTS]; /* refuse-port */
+	int n_refused_ports;
 	bool node_fault;
 };
 

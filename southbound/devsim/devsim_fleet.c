@@ -31,7 +31,10 @@
  * ocs-switch: the fail-port knob fails a port (oper-state failed, its
  * connections failed); set-faults sends port-state-change `failed` for each
  * port it newly fails and `up` for each port it no longer fails, to every
- * subscriber (a rail OCS reporting a GPU fault on its GPU-side port).
+ * subscriber (a rail OCS reporting a GPU fault on its GPU-side port). The
+ * refuse-port knob makes edit-config refuse any edit that sets a
+ * connection on a port (fleet_refused_edit()): one client's edit fails
+ * while others' go through.
  *
  * A node fault concerns other devices of the fleet (the peers that lose
  * light). Devices keep the one-mutex rule: the faulty flags live in an
@@ -429,6 +432,49 @@ static bool faults_fail_port(const struct devsim_faults *fa, int port)
 bool fleet_port_failed(const struct devsim_device *d, int port)
 {
 	return faults_fail_port(&d->faults, port);
+}
+
+static bool faults_refuse_port(const struct devsim_faults *fa, int port)
+{
+	for (int i = 0; i < fa->n_refused_ports; i++)
+		if (fa->refused_ports[i] == port)
+			return true;
+	return false;
+}
+
+int fleet_refused_edit(const struct devsim_device *d, const struct lyd_node *before,
+		       const struct lyd_node *after, char *msg, size_t msg_len)
+{
+	const struct devsim_fleet *f = d->fleet;
+	const struct devsim_faults *fa = &d->faults;
+	if (f->model != DEVSIM_MODEL_SWITCH || !fa->n_refused_ports)
+		return 0;
+	int *old = malloc(sizeof(int) * (size_t)f->ports * 2);
+	if (!old) {
+		snprintf(msg, msg_len, "refuse-port: out of memory");
+		return -1;
+	}
+	int *now = old + f->ports;
+	read_connections(f, before, old);
+	read_connections(f, after, now);
+	int refused = 0;
+	for (int in = 0; in < f->ports && !refused; in++) {
+		if (now[in] < 0 || now[in] == old[in])
+			continue; /* untouched, or removed */
+		int p = faults_refuse_port(fa, in)	  ? in
+			: faults_refuse_port(fa, now[in]) ? now[in]
+			: faults_refuse_port(fa, old[in]) ? old[in] /* re-pointed away */
+							  : -1;
+		if (p >= 0) {
+			snprintf(msg, msg_len,
+				 "refused by fault injection (refuse-port=%d): the edit sets "
+				 "connection %d->%d on port %d",
+				 p, in, now[in], p);
+			refused = -1;
+		}
+	}
+	free(old);
+	return refused;
 }
 
 static void add_leaf(struct lyd_node *parent, const struct lys_module *mod, const char *name,

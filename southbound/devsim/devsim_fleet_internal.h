@@ -106,6 +106,15 @@ int64_t fleet_now_ms(void);
 /* Whether the device's knobs fail port (fail-port). */
 bool fleet_port_failed(const struct devsim_device *d, int port);
 
+/*
+ * refuse-port (mutex held): 0 when the edit that turns datastore `before`
+ * into `after` sets no connection on a refused port (creates none with
+ * input or output P, re-points none that had output P; removals pass);
+ * else -1 with the message of the <rpc-error> in msg.
+ */
+int fleet_refused_edit(const struct devsim_device *d, const struct lyd_node *before,
+		       const struct lyd_node *after, char *msg, size_t msg_len);
+
 /* An <rpc-error> reply: tag, message (or NULL), error-path (or NULL). */
 struct nc_server_reply *fleet_reply_err(const struct devsim_fleet *f, NC_ERR tag, const char *msg,
 					const char *path);

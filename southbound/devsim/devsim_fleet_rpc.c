@@ -6,7 +6,9 @@
  * the ocs-devsim control RPCs (set-faults, emit-notification); and, around
  * each, the fault knobs of its step (hang, drop, refuse, no effect, and
  * what garble, trickle and endless do to the reply). The handlers run with
- * the device mutex held and work on the state devsim_fleet.c keeps.
+ * the device mutex held and work on the state devsim_fleet.c keeps. The
+ * state knob refuse-port is checked by edit-config itself, on the edit's
+ * result.
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "devsim_fleet.h"
@@ -109,6 +111,10 @@ static struct nc_server_reply *rpc_edit(struct devsim_device *d, const struct ly
 			     : e == DS_ERR_DATA_MISSING ? NC_ERR_DATA_MISSING
 							: NC_ERR_INVALID_VALUE;
 		return fleet_reply_err(f, tag, msg, path);
+	}
+	if (fleet_refused_edit(d, d->candidate, work, msg, sizeof(msg))) {
+		lyd_free_all(work);
+		return fleet_reply_err(f, NC_ERR_OP_FAILED, msg, NULL);
 	}
 	lyd_free_all(d->candidate);
 	d->candidate = work;
@@ -449,14 +455,16 @@ static struct nc_server_reply *dispatch(struct devsim_device *d, const struct ly
 				f, NC_ERR_INVALID_VALUE,
 				"node-fault: only ocs-transceiver devices have a node",
 				"/ocs-devsim:set-faults/spec");
-		for (int i = 0; i < nf.n_failed_ports; i++)
-			if (f->model == DEVSIM_MODEL_SWITCH && nf.failed_ports[i] >= f->ports) {
-				snprintf(err, sizeof(err),
-					 "fail-port=%d: the device has ports 0..%d",
-					 nf.failed_ports[i], f->ports - 1);
+		for (int i = 0; i < nf.n_failed_ports + nf.n_refused_ports; i++) {
+			bool fail = i < nf.n_failed_ports;
+			int p = fail ? nf.failed_ports[i] : nf.refused_ports[i - nf.n_failed_ports];
+			if (f->model == DEVSIM_MODEL_SWITCH && p >= f->ports) {
+				snprintf(err, sizeof(err), "%s=%d: the device has ports 0..%d",
+					 fail ? "fail-port" : "refuse-port", p, f->ports - 1);
 				return fleet_reply_err(f, NC_ERR_INVALID_VALUE, err,
 						       "/ocs-devsim:set-faults/spec");
 			}
+		}
 		struct devsim_faults before = d->faults;
 		d->faults = nf;
 		if (f->model == DEVSIM_MODEL_SWITCH)

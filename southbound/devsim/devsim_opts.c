@@ -387,8 +387,8 @@ void devsim_opts_help(FILE *out)
 		print_wrapped(out, text, width + 6);
 	}
 	fprintf(out, "Fault SPEC: refuse@STEP, drop@STEP, hang@STEP=MS, noeffect@commit, "
-		     "garble@STEP,\ntrickle@STEP=MS, endless@STEP, fail-port=P, node-fault, "
-		     "comma-separated;\nSTEP+ makes a step's knobs sticky "
+		     "garble@STEP,\ntrickle@STEP=MS, endless@STEP, fail-port=P, refuse-port=P, "
+		     "node-fault,\ncomma-separated;\nSTEP+ makes a step's knobs sticky "
 		     "(southbound/README.md).\n");
 }
 

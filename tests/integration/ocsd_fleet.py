@@ -5,8 +5,8 @@ the devices read back directly with ncclient (a NETCONF client nobody here
 wrote) so that what ocsd claims is checked against what the devices hold.
 
 Not a test itself; imported by test_recovery.py, test_daemon_grpcio.py,
-test_daemon_reload.py, test_daemon_share.py, tests/interop/test_prometheus.py
-and tests/bench/bench_daemon_load.py; RingFleet (an OCSTrx ring domain on
+test_daemon_reload.py, test_daemon_share.py, test_daemon_wave.py,
+tests/interop/test_prometheus.py and tests/bench/bench_daemon_load.py; RingFleet (an OCSTrx ring domain on
 ocs-devsim transceivers) by test_ring_daemon.py and
 tests/bench/bench_ring_fault.py; RailFleet (a rail-OCS fabric on ocs-devsim
 switches) by test_rail_daemon.py.

@@ -194,6 +194,25 @@ static void test_fault_parser(void **state)
 	assert_non_null(strstr(err, "hang time"));
 	assert_int_equal(devsim_faults_parse("noeffect@lock", &f, err, sizeof(err)), -EINVAL);
 	assert_int_equal(devsim_faults_parse("fail-port=99999", &f, err, sizeof(err)), -EINVAL);
+	/* refuse-port: a state of its own, apart from fail-port, several ports */
+	assert_int_equal(devsim_faults_parse("refuse-port=3,fail-port=1,refuse-port=0", &f, err,
+					     sizeof(err)),
+			 0);
+	assert_int_equal(f.n_refused_ports, 2);
+	assert_int_equal(f.refused_ports[0], 3);
+	assert_int_equal(f.refused_ports[1], 0);
+	assert_int_equal(f.n_failed_ports, 1);
+	assert_int_equal(f.failed_ports[0], 1);
+	assert_int_equal(f.refuse_mask | f.sticky_mask, 0);
+	assert_int_equal(devsim_faults_parse("refuse-port=4096", &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "refuse-port=4096"));
+	assert_int_equal(devsim_faults_parse("refuse-port=", &f, err, sizeof(err)), -EINVAL);
+	char many[512] = "";
+	for (int i = 0; i <= DEVSIM_MAX_FAILED_PORTS; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%srefuse-port=%d",
+			 i ? "," : "", i);
+	assert_int_equal(devsim_faults_parse(many, &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "at most"));
 	assert_int_equal(devsim_faults_parse("explode", &f, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "node-fault"));
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sqlite3.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -276,6 +277,103 @@ static void test_dry_run(void **state)
 	assert_int_equal(f->n_txns, 0);
 }
 
+/* The one number a query of the store file answers. */
+static long raw_count(const struct fx *f, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	long n;
+
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	n = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return n;
+}
+
+/* Whether any addition of the open transaction owned by job id is on device dev. */
+static bool touches(const struct fx *f, const char *id, int dev)
+{
+	for (size_t i = 0; i < f->change.n_additions; i++) {
+		const struct ocs_xc *xc = &f->change.additions[i].xc;
+
+		if (!strcmp(f->change.additions[i].job_id, id) &&
+		    ocs_fabric_device_id(&f->cfg->fabric, xc->group, xc->device) == dev)
+			return true;
+	}
+	return false;
+}
+
+/* No two jobs of the open transaction share an input or an output port. */
+static void assert_no_shared_port(const struct fx *f)
+{
+	for (size_t i = 0; i < f->change.n_additions; i++)
+		for (size_t k = i + 1; k < f->change.n_additions; k++) {
+			const struct ocs_xc *a = &f->change.additions[i].xc;
+			const struct ocs_xc *b = &f->change.additions[k].xc;
+
+			if (a->group != b->group || a->device != b->device)
+				continue;
+			assert_false(a->in == b->in || a->out == b->out);
+		}
+}
+
+/* Submits a, b, c (disjoint leaf pairs) while x's transaction is open. */
+static void wave_behind_x(struct fx *f)
+{
+	static const struct lc_demand da[] = {{1, 3, 2}}, db[] = {{4, 6, 2}}, dc[] = {{5, 7, 2}};
+	struct jm_spec a = spec_of("a", NULL, da, 1), b = spec_of("b", NULL, db, 1),
+		       c = spec_of("c", NULL, dc, 1);
+
+	submit_to_txn(f, "x");
+	jm_submit(f->jm, &a, on_answer, f);
+	jm_submit(f->jm, &b, on_answer, f);
+	jm_submit(f->jm, &c, on_answer, f);
+	assert_int_equal(run_plans(f), 3); /* one at a time, each admitted in turn */
+	assert_int_equal(job(f, "a")->state, JM_PROGRAMMING);
+	assert_int_equal(job(f, "c")->state, JM_PROGRAMMING);
+	assert_int_equal(f->n_txns, 1);
+	finish_txn(f, TXN_CONFIRMED, false);
+	/* one transaction for the three, none planned again */
+	assert_true(f->txn_open);
+	assert_int_equal(f->n_txns, 2);
+	assert_int_equal(f->n_wave_jobs, 3);
+	assert_string_equal(f->wave_jobs[0], "a");
+	assert_string_equal(f->wave_jobs[2], "c");
+	assert_int_equal(f->change.n_additions, 12);
+	assert_no_shared_port(f);
+}
+
+static void test_admitted_plans_keep_clear(void **state)
+{
+	struct fx *f = *state;
+	const struct lc_demand d2[] = {{1, 3, 2}};
+	struct jm_spec a = spec_of("a", NULL, small_demand, 1);
+	struct jm_spec b = spec_of("b", NULL, d2, 1);
+
+	jm_submit(f->jm, &a, on_answer, f);
+	assert_int_equal(run_plans(f), 1);
+	assert_true(f->txn_open); /* a lone job's wave waits for nothing */
+	assert_string_equal(f->change.job_id, "a");
+	/* b plans around a's circuits while a's transaction runs */
+	jm_submit(f->jm, &b, on_answer, f);
+	assert_int_equal(run_plans(f), 1);
+	assert_int_equal(job(f, "b")->state, JM_PROGRAMMING);
+	finish_txn(f, TXN_CONFIRMED, false);
+	/* b's plan still holds: its transaction starts at once, moving nothing */
+	assert_true(f->txn_open);
+	assert_string_equal(f->change.job_id, "b");
+	assert_int_equal(f->change.n_removals, 0);
+	assert_int_equal(f->n_txns, 2);
+	for (size_t i = 0; i < f->change.n_additions; i++)
+		assert_false(fs_contains(f->fs, &f->change.additions[i].xc));
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "b")->state, JM_ACTIVE);
+	assert_int_equal(fs_count(f->fs), 8);
+}
+
 static void test_stale_snapshot_replans(void **state)
 {
 	struct fx *f = *state;
@@ -284,12 +382,13 @@ static void test_stale_snapshot_replans(void **state)
 	struct jm_spec b = spec_of("b", NULL, d2, 1);
 
 	jm_submit(f->jm, &a, on_answer, f);
+	assert_int_equal(run_plans(f), 1);
 	jm_submit(f->jm, &b, on_answer, f);
-	assert_int_equal(run_plans(f), 2); /* both planned on the empty fabric */
-	assert_int_equal(job(f, "a")->state, JM_PROGRAMMING);
-	assert_int_equal(job(f, "b")->state, JM_PROGRAMMING);
+	assert_int_equal(run_plans(f), 1);
+	/* the circuit table changes behind the waves' back (as an adoption
+	 * would): b's plan is stale once a's transaction ends */
+	assert_int_equal(fs_load(f->fs, f->store), 0);
 	finish_txn(f, TXN_CONFIRMED, false);
-	/* b's snapshot is stale: planned again, not applied */
 	assert_false(f->txn_open);
 	assert_int_equal(job(f, "b")->state, JM_PLANNING);
 	assert_int_equal(run_plans(f), 1);
@@ -298,6 +397,146 @@ static void test_stale_snapshot_replans(void **state)
 	finish_txn(f, TXN_CONFIRMED, false);
 	assert_int_equal(job(f, "b")->state, JM_ACTIVE);
 	assert_int_equal(fs_count(f->fs), 8);
+}
+
+/* Jobs submitted together: the first one's wave waits for the others' plans. */
+static void test_burst_one_wave(void **state)
+{
+	struct fx *f = *state;
+	const struct lc_demand d2[] = {{1, 3, 2}}, d3[] = {{4, 6, 2}};
+	struct jm_spec a = spec_of("a", NULL, small_demand, 1);
+	struct jm_spec b = spec_of("b", NULL, d2, 1), c = spec_of("c", NULL, d3, 1);
+
+	jm_submit(f->jm, &a, on_answer, f);
+	jm_submit(f->jm, &b, on_answer, f);
+	jm_submit(f->jm, &c, on_answer, f);
+	assert_int_equal(run_plans(f), 3);
+	assert_true(f->txn_open);
+	assert_int_equal(f->n_txns, 1);
+	assert_int_equal(f->n_wave_jobs, 3);
+	assert_no_shared_port(f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "c")->state, JM_ACTIVE);
+	assert_int_equal(fs_count(f->fs), 12);
+}
+
+static void test_wave_confirmed(void **state)
+{
+	struct fx *f = *state;
+
+	wave_behind_x(f);
+	assert_int_equal(raw_count(f, "SELECT COUNT(*) FROM intent_jobs"), 3);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_false(f->txn_open);
+	assert_int_equal(job(f, "a")->state, JM_ACTIVE);
+	assert_int_equal(job(f, "b")->state, JM_ACTIVE);
+	assert_int_equal(job(f, "c")->state, JM_ACTIVE);
+	assert_int_equal(fs_count(f->fs), 16);
+	/* x, then a, b and c: each answered once, with its own outcome */
+	assert_int_equal(f->n_answers, 4);
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(f->answers[i].state, JM_ACTIVE);
+	/* a wave of releases is one transaction too */
+	jm_release(f->jm, "a", on_answer, f);
+	jm_release(f->jm, "b", on_answer, f);
+	assert_int_equal(f->n_wave_jobs, 1); /* a's release started at once */
+	jm_release(f->jm, "c", on_answer, f);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(f->n_wave_jobs, 2);
+	assert_int_equal(f->change.n_removals, 8);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "c")->state, JM_RELEASED);
+	assert_int_equal(fs_count(f->fs), 4); /* x's */
+}
+
+/* A device only b touches refused: a and c go again at once, b alone. */
+static void test_wave_split_refused(void **state)
+{
+	struct fx *f = *state;
+	struct txn_device_fault fault = {.dev = -1, .answered = true};
+
+	wave_behind_x(f);
+	for (size_t i = 0; i < f->change.n_additions && fault.dev < 0; i++) {
+		const struct ocs_xc *xc = &f->change.additions[i].xc;
+		int dev = ocs_fabric_device_id(&f->cfg->fabric, xc->group, xc->device);
+
+		if (touches(f, "b", dev) && !touches(f, "a", dev) && !touches(f, "c", dev))
+			fault.dev = dev;
+	}
+	assert_true(fault.dev >= 0);
+	finish_txn_faults(f, TXN_ROLLED_BACK, false, &fault, 1);
+	assert_true(f->txn_open);
+	assert_int_equal(f->n_wave_jobs, 2);
+	assert_string_equal(f->wave_jobs[0], "a");
+	assert_string_equal(f->wave_jobs[1], "c");
+	assert_int_equal(f->n_answers, 1); /* x's: nobody else's outcome is known yet */
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "a")->state, JM_ACTIVE);
+	assert_int_equal(job(f, "c")->state, JM_ACTIVE);
+	assert_true(f->txn_open); /* b, alone */
+	assert_int_equal(f->n_wave_jobs, 1);
+	assert_string_equal(f->wave_jobs[0], "b");
+	finish_txn(f, TXN_ROLLED_BACK, false);
+	assert_int_equal(job(f, "b")->state, JM_FAILED);
+	assert_int_equal(f->n_answers, 4);
+	assert_int_equal(f->answers[3].err.status, ERR_UNAVAILABLE);
+	assert_int_equal(fs_count(f->fs), 12);
+}
+
+/* A device that did not answer: the jobs on it fail with the wave, the others go again. */
+static void test_wave_split_unreachable(void **state)
+{
+	struct fx *f = *state;
+	struct txn_device_fault fault = {.dev = -1, .answered = false};
+	const char *ids[] = {"a", "b", "c"};
+	bool on[3];
+	size_t n_on = 0;
+
+	wave_behind_x(f);
+	fault.dev = ocs_fabric_device_id(&f->cfg->fabric, f->change.additions[0].xc.group,
+					 f->change.additions[0].xc.device);
+	for (size_t k = 0; k < 3; k++)
+		n_on += on[k] = touches(f, ids[k], fault.dev);
+	finish_txn_faults(f, TXN_ROLLED_BACK, false, &fault, 1);
+	for (size_t k = 0; k < 3; k++)
+		assert_int_equal(job(f, ids[k])->state, on[k] ? JM_FAILED : JM_PROGRAMMING);
+	assert_int_equal(f->n_answers, 1 + n_on);
+	if (n_on < 3) {
+		assert_true(f->txn_open);
+		assert_int_equal(f->n_wave_jobs, 3 - n_on);
+		finish_txn(f, TXN_CONFIRMED, false);
+	}
+	for (size_t k = 0; k < 3; k++)
+		assert_int_equal(job(f, ids[k])->state, on[k] ? JM_FAILED : JM_ACTIVE);
+	assert_int_equal(fs_count(f->fs), 4 + 4 * (3 - n_on));
+}
+
+/* --max-wave-jobs bounds a wave: past it, the next wave forms. */
+static void test_wave_bound(void **state)
+{
+	struct fx *f = *state;
+
+	static const struct lc_demand da[] = {{1, 3, 2}}, db[] = {{4, 6, 2}}, dc[] = {{5, 7, 2}};
+	struct jm_spec a = spec_of("a", NULL, da, 1), b = spec_of("b", NULL, db, 1),
+		       c = spec_of("c", NULL, dc, 1);
+
+	jm_free(f->jm);
+	f->max_wave_jobs = 2;
+	open_jm(f);
+	submit_to_txn(f, "x");
+	jm_submit(f->jm, &a, on_answer, f);
+	jm_submit(f->jm, &b, on_answer, f);
+	jm_submit(f->jm, &c, on_answer, f);
+	assert_int_equal(run_plans(f), 3);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(f->n_wave_jobs, 2);
+	assert_string_equal(f->wave_jobs[1], "b");
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(f->n_wave_jobs, 1);
+	assert_string_equal(f->wave_jobs[0], "c");
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "c")->state, JM_ACTIVE);
+	assert_int_equal(f->n_txns, 3);
 }
 
 static void test_engine_outcomes(void **state)
@@ -982,7 +1221,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusal_names_movers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_holds_when_moving_other_jobs, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_admitted_plans_keep_clear, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_snapshot_replans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_burst_one_wave, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wave_confirmed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wave_split_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wave_split_unreachable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wave_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_outcomes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_release, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_release_before_and_during_programming, setup,

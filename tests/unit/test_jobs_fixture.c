@@ -1,7 +1,8 @@
 /*
- * test_jobs_fixture.c - what the job manager's unit tests (test_jobs.c,
- * test_jobs_unproven.c) share (test_jobs_fixture.h): the three fabrics
- * they run on, the fake planner pool, the fake transaction engine, the
+ * test_jobs_fixture.c - what the job manager's tests (test_jobs.c,
+ * test_jobs_unproven.c, property/test_wave_property.c) share
+ * (test_jobs_fixture.h): the three fabrics they run on (or one given as
+ * JSON), the fake planner pool, the fake transaction engine, the
  * event collectors, the setup and teardown of a job manager over a real
  * SQLite store, and the helpers every test uses.
  *
@@ -61,7 +62,24 @@ static int fake_plan_submit(void *ctx, struct pool_task *t)
 		return -f->pool_refuses;
 	assert_true(f->n_tasks < MAX_TASKS);
 	f->tasks[f->n_tasks++] = t;
+	if (f->plan_submitted)
+		f->plan_submitted(f, t);
 	return 0;
+}
+
+/* Runs the oldest planning task only; false when none is queued. */
+bool run_first_plan(struct fx *f)
+{
+	struct pool_task *t;
+
+	if (!f->n_tasks)
+		return false;
+	t = f->tasks[0];
+	memmove(f->tasks, f->tasks + 1, (f->n_tasks - 1) * sizeof(*f->tasks));
+	f->n_tasks--;
+	t->work(t);
+	t->done(t);
+	return true;
 }
 
 /* Runs every planning task queued so far (and those they queue), as the pool would. */
@@ -69,15 +87,8 @@ size_t run_plans(struct fx *f)
 {
 	size_t ran = 0;
 
-	while (f->n_tasks) {
-		struct pool_task *t = f->tasks[0];
-
-		memmove(f->tasks, f->tasks + 1, (f->n_tasks - 1) * sizeof(*f->tasks));
-		f->n_tasks--;
-		t->work(t);
-		t->done(t);
+	while (run_first_plan(f))
 		ran++;
-	}
 	return ran;
 }
 
@@ -97,6 +108,12 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
 	f->change = *c;
 	snprintf(f->job_id, sizeof(f->job_id), "%s", c->job_id);
 	f->change.job_id = f->job_id;
+	f->change.jobs = NULL;
+	f->n_wave_jobs = c->n_jobs ? c->n_jobs : 1;
+	assert_true(f->n_wave_jobs <= sizeof(f->wave_jobs) / sizeof(f->wave_jobs[0]));
+	for (size_t i = 0; i < f->n_wave_jobs; i++)
+		snprintf(f->wave_jobs[i], sizeof(f->wave_jobs[i]), "%s",
+			 c->n_jobs ? c->jobs[i] : c->job_id);
 	f->removals = malloc((c->n_removals + 1) * sizeof(*f->removals));
 	f->additions = malloc((c->n_additions + 1) * sizeof(*f->additions));
 	f->links = malloc((c->n_links + 1) * sizeof(*f->links));
@@ -141,9 +158,10 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
 		f->n_txns++;
 		return 0;
 	}
-	assert_int_equal(st_intent_begin(f->store, c->job_id, c->removals, c->n_removals,
-					 c->additions, c->n_additions, c->links, c->n_links,
-					 clk_wall_ms(&f->clock.clk), &f->txn_id),
+	assert_int_equal(st_intent_begin_wave(f->store, c->n_jobs ? c->jobs : &c->job_id,
+					      c->n_jobs ? c->n_jobs : 1, c->removals, c->n_removals,
+					      c->additions, c->n_additions, c->links, c->n_links,
+					      clk_wall_ms(&f->clock.clk), &f->txn_id),
 			 0);
 	f->done = done;
 	f->done_arg = arg;
@@ -156,6 +174,12 @@ static int fake_txn_start(void *ctx, const struct txn_change *c, txn_done_fn don
  * failed). */
 void finish_txn(struct fx *f, enum txn_result result, bool store_failed)
 {
+	finish_txn_faults(f, result, store_failed, NULL, 0);
+}
+
+void finish_txn_faults(struct fx *f, enum txn_result result, bool store_failed,
+		       const struct txn_device_fault *faults, size_t n_faults)
+{
 	static const enum st_intent_state st[] = {[TXN_CONFIRMED] = ST_INTENT_CONFIRMED,
 						  [TXN_ROLLED_BACK] = ST_INTENT_ROLLED_BACK,
 						  [TXN_FAILED] = ST_INTENT_FAILED};
@@ -164,8 +188,9 @@ void finish_txn(struct fx *f, enum txn_result result, bool store_failed)
 				.message = result == TXN_CONFIRMED ? "" : "device d0 said no",
 				.rollback_failures = result == TXN_FAILED ? 1 : 0,
 				.store_failed = store_failed,
-				.store_error =
-					store_failed ? "injected outcome write failure" : ""};
+				.store_error = store_failed ? "injected outcome write failure" : "",
+				.faults = faults,
+				.n_faults = n_faults};
 
 	assert_true(f->txn_open);
 	if (!store_failed) {
@@ -257,21 +282,28 @@ void open_jm(struct fx *f)
 			    .rings = f->rings,
 			    .gpus_check = f->rl ? rl_check_job_gpus : NULL,
 			    .gpus_check_ctx = f->rl,
-			    .events = {f, on_job_changed, NULL, NULL, on_store_failed,
-				       on_ring_changed, on_node_changed}};
+			    .max_wave_jobs = f->max_wave_jobs,
+			    .events = {.ctx = f,
+				       .job_changed = on_job_changed,
+				       .store_failed = on_store_failed,
+				       .ring_changed = on_ring_changed,
+				       .node_changed = on_node_changed}};
 	char err[256];
 
 	assert_int_equal(jm_new(&d, &f->jm, err, sizeof(err)), 0);
 }
 
-/* The lab fabric (json lab_json) or the ring domain (ring_json: ring state, no circuits). */
-static int setup_fabric(void **state, const char *json)
+/* A fabric (a leaf-spine fabric, a ring domain: ring state, no circuits, or
+ * a rail fabric), its store in a new directory under parent. */
+int setup_json(void **state, const char *json, const char *parent)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct cfg_errors errs = {0};
 	char err[256];
 
-	snprintf(f->dir, sizeof(f->dir), "/tmp/ocsd-jobs-XXXXXX");
+	if (!f || (size_t)snprintf(f->dir, sizeof(f->dir), "%s/ocsd-jobs-XXXXXX", parent) >=
+			  sizeof(f->dir))
+		return -1;
 	if (!mkdtemp(f->dir))
 		return -1;
 	snprintf(f->path, sizeof(f->path), "%s/state.db", f->dir);
@@ -309,12 +341,12 @@ static int setup_fabric(void **state, const char *json)
 
 int setup(void **state)
 {
-	return setup_fabric(state, lab_json);
+	return setup_json(state, lab_json, "/tmp");
 }
 
 int setup_ring(void **state)
 {
-	return setup_fabric(state, ring_json);
+	return setup_json(state, ring_json, "/tmp");
 }
 
 /* The rail fabric with its initial port map stored (as gpu_swaps.c adopts it). */
@@ -327,7 +359,7 @@ int setup_rail(void **state)
 	size_t n = 0;
 	int64_t txn;
 
-	if (setup_fabric(state, rail_json) != 0)
+	if (setup_json(state, rail_json, "/tmp") != 0)
 		return -1;
 	f = *state;
 	jm_free(f->jm);

@@ -1,10 +1,10 @@
 /*
- * test_jobs_fixture.h - what the job manager's unit tests (test_jobs.c,
- * test_jobs_unproven.c) share: a job manager (daemon/jobs/jobs.c) on a fake
- * planner pool, a fake transaction engine and a fake clock over a real
- * SQLite store in a temporary directory, the answers and events it gave,
- * and the helpers every test uses. Every helper fails the running cmocka
- * test on an error.
+ * test_jobs_fixture.h - what the job manager's tests (test_jobs.c,
+ * test_jobs_unproven.c, property/test_wave_property.c) share: a job
+ * manager (daemon/jobs/jobs.c) on a fake planner pool, a fake transaction
+ * engine and a fake clock over a real SQLite store in a temporary
+ * directory, the answers and events it gave, and the helpers every test
+ * uses. Every helper fails the running cmocka test on an error.
  */
 #ifndef OCSD_TEST_JOBS_FIXTURE_H
 #define OCSD_TEST_JOBS_FIXTURE_H
@@ -47,6 +47,8 @@ struct fx {
 	struct pool_task *tasks[MAX_TASKS];
 	size_t n_tasks;
 	int pool_refuses; /* errno the pool answers with, 0: accepts */
+	/* called with each task the pool accepts, as it is handed over (NULL: none) */
+	void (*plan_submitted)(struct fx *f, struct pool_task *t);
 	/* the fake engine */
 	bool txn_open;
 	int txn_refuses; /* errno txn_start answers with, 0: starts */
@@ -56,6 +58,9 @@ struct fx {
 	struct st_circuit *additions;
 	struct st_link *links;
 	char job_id[128];
+	size_t max_wave_jobs;		      /* the job manager's bound (0: its default) */
+	char wave_jobs[JM_MAX_WAVE_JOBS][72]; /* the jobs of the open transaction (a wave's) */
+	size_t n_wave_jobs;
 	txn_done_fn done;
 	void *done_arg;
 	size_t n_txns;
@@ -86,14 +91,22 @@ int setup(void **state);
 int setup_ring(void **state);
 int setup_rail(void **state);
 int teardown(void **state);
+/* The setup of a fabric given as configuration JSON (cfg_load_mem), its store
+ * in a new directory under parent ("/tmp" for the setups above). */
+int setup_json(void **state, const char *json, const char *parent);
 
 /* A new job manager on the fixture's store, fakes and state (after jm_free: a restart). */
 void open_jm(struct fx *f);
 /* Runs every planning task queued so far (and those they queue), as the pool would. */
 size_t run_plans(struct fx *f);
+/* Runs the oldest planning task only; false when none is queued. */
+bool run_first_plan(struct fx *f);
 /* Ends the open transaction with result, as the driver would (store_failed: its outcome write
  * failed). */
 void finish_txn(struct fx *f, enum txn_result result, bool store_failed);
+/* The same, naming the devices that failed (how a wave's failure is split). */
+void finish_txn_faults(struct fx *f, enum txn_result result, bool store_failed,
+		       const struct txn_device_fault *faults, size_t n_faults);
 /* The answer callback: records the answer in f->answers (ctx is the struct fx). */
 void on_answer(void *ctx, const struct err_info *err, const struct jm_job *job, bool created,
 	       const struct ocs_xc *plan_xcs, size_t n_plan_xcs);

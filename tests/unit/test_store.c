@@ -291,6 +291,30 @@ static void test_job_links(void **state)
 	ls = all_links(st);
 	assert_int_equal(ls.n, 1);
 	assert_string_equal(ls.items[0].job_id, "j1");
+
+	/* a wave: j1 released, j3 and j4 added, in one intent; rolled back it
+	 * changes nothing, confirmed it clears j1's links and gives j3 and j4
+	 * theirs */
+	{
+		const char *wave[] = {"j3", "j1", "j4"};
+		struct st_link lw[] = {{"j3", 0, 1, 2, 1}, {"j4", 2, 3, 0, 2}};
+
+		assert_int_equal(
+			st_intent_begin_wave(st, wave, 0, NULL, 0, NULL, 0, NULL, 0, 20, &t),
+			-EINVAL);
+		assert_int_equal(st_intent_begin_wave(st, wave, 3, NULL, 0, NULL, 0, lw, 2, 20, &t),
+				 0);
+		assert_int_equal(st_intent_finish(st, t, ST_INTENT_ROLLED_BACK, "refused", 21), 0);
+		assert_int_equal(all_links(st).n, 1);
+		assert_int_equal(st_intent_begin_wave(st, wave, 3, NULL, 0, NULL, 0, lw, 2, 22, &t),
+				 0);
+		assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intent_jobs"), 6);
+		assert_int_equal(st_intent_finish(st, t, ST_INTENT_CONFIRMED, NULL, 23), 0);
+		ls = all_links(st);
+		assert_int_equal(ls.n, 2);
+		assert_string_equal(ls.items[0].job_id, "j3");
+		assert_string_equal(ls.items[1].job_id, "j4");
+	}
 	st_close(st);
 }
 
@@ -508,7 +532,7 @@ static void test_upgrade_3_to_4(void **state)
 			  " UPDATE meta SET value = '3' WHERE key = 'schema_version';");
 	st = open_store(f->path);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 7); /* the current version */
+			 8); /* the current version */
 	assert_int_equal(st_job_get(st, "old", &got), 0);
 	st_job_clear(&got);
 	assert_int_equal(st_ring_intent_begin(st, "old", &r, 1, NULL, 0, NULL, 2, &txn), 0);
@@ -784,7 +808,7 @@ static void test_intent_decide(void **state)
 			  " UPDATE meta SET value = '6' WHERE key = 'schema_version';");
 	st = open_store(f->path);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 7);
+			 8);
 	got = (struct st_intent){0};
 	assert_int_equal(st_intent_list_open(st, collect_intent, &got), 0);
 	assert_int_equal(got.txn_id, t3);

@@ -33,13 +33,13 @@ static void test_unknown_schema_refused(void **state)
 	st_close(st);
 	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db,
-				      "UPDATE meta SET value = '8' WHERE key = 'schema_version'",
+				      "UPDATE meta SET value = '9' WHERE key = 'schema_version'",
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(st_open(f->path, &st, err, sizeof(err)), -EPROTO);
 	assert_null(st);
-	assert_non_null(strstr(err, "schema version 8"));
+	assert_non_null(strstr(err, "schema version 9"));
 
 	/* a version-1 file (no link tables) is upgraded in place, jobs kept */
 	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
@@ -64,7 +64,7 @@ static void test_unknown_schema_refused(void **state)
 					    -1, &q, NULL),
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(q, 0), "7");
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "8");
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 	assert_true(st_open("/nonexistent-dir/x.db", &st, err, sizeof(err)) < 0);
@@ -290,7 +290,7 @@ static void test_upgrade_2_to_4(void **state)
 
 	st = open_traced(f->path, t);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 7); /* the current version */
+			 8); /* the current version */
 	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
 					   " ('jobs_seq', 'jobs_finished', 'intents_job',"
 					   " 'intents_open', 'intents_finished')"),
@@ -329,7 +329,7 @@ static void test_upgrade_2_to_4(void **state)
 	st = open_store(f->path);
 	st_close(st);
 	assert_int_equal(raw_long(f->path, "SELECT value FROM meta WHERE key = 'schema_version'"),
-			 7); /* the current version */
+			 8); /* the current version */
 }
 
 /*
@@ -386,14 +386,14 @@ static void test_image_upgrade(void **state)
 	assert_int_equal(
 		sqlite3_exec(raw,
 			     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-			     " INSERT INTO meta VALUES('schema_version', '8');",
+			     " INSERT INTO meta VALUES('schema_version', '9');",
 			     NULL, NULL, NULL),
 		SQLITE_OK);
 	sqlite3_free(old);
 	old = sqlite3_serialize(raw, "main", &old_len, 0);
 	sqlite3_close(raw);
 	assert_int_equal(st_image_load(b, old, (size_t)old_len, err, sizeof(err)), -EPROTO);
-	assert_non_null(strstr(err, "schema version 8"));
+	assert_non_null(strstr(err, "schema version 9"));
 	sqlite3_free(old);
 	st_image_free(image);
 	st_close(a);
