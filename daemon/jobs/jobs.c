@@ -121,6 +121,7 @@
 #include "jobs_internal.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +386,7 @@ void jm_start_planning(struct jm *jm, struct job_rt *j)
 		return;
 	}
 	/* its turn comes (plan_next) */
+	j->admitted = false;
 	if (j->pub.state != JM_PLANNING)
 		jm_set_state(jm, j, JM_PLANNING, NULL);
 	if (!j->plan_waiting) {
@@ -403,6 +405,8 @@ static void start_plan(struct jm *jm, struct job_rt *j)
 	struct jp_task *t;
 	struct err_info err;
 	int rc;
+
+	j->admitted = false; /* a plan it had is dropped */
 
 	if (j->kind->gpus_only) {
 		/* Nothing to plan (rail jobs): an empty change set, programmed in turn. */
@@ -622,21 +626,85 @@ static void plan_settle(struct jm *jm, struct jp_task *t)
 		jm_fail_job(jm, j, &err);
 		return;
 	}
-	if (jm_store_figures(jm, j, &err) != 0) {
-		jp_task_free(t);
-		jm_fail_job(jm, j, &err);
-		return;
-	}
 	jp_change_clear(&j->change);
 	j->change = t->change;
 	t->change = (struct jp_change){0};
 	j->plan_gen = t->gen;
 	jp_task_free(t);
-	jm_set_state(jm, j, JM_PROGRAMMING, NULL);
-	/* admitted: later plans keep clear of its circuits until its wave ends */
+	/* admitted: later plans keep clear of its circuits until its wave ends;
+	 * its wait for a wave starts now */
 	j->admitted = true;
-	jm_enqueue(jm, j);
+	j->queued_us = clk_mono_us(jm->d.clock);
+	if (jm->d.loop) {
+		/* stored with the others admitted before the next wave (admit_pending) */
+		j->admit_pending = true;
+		j->next_admit = NULL;
+		if (jm->admit_tail)
+			jm->admit_tail->next_admit = j;
+		else
+			jm->admit_head = j;
+		jm->admit_tail = j;
+		jm->n_admit++;
+	} else if (jm_store_figures(jm, j, &err) != 0) {
+		jm_fail_job(jm, j, &err);
+		return;
+	} else {
+		jm_set_state(jm, j, JM_PROGRAMMING, NULL);
+		jm_enqueue(jm, j);
+	}
 	jm_pump(jm);
+}
+
+/*
+ * The plans admitted since the last wave (jm.admit_head): their figures
+ * and state PROGRAMMING stored in one write, then queued for the wave. A
+ * write that fails refuses them (nothing was touched). A job released or
+ * planned again meanwhile is skipped.
+ */
+static void store_admitted(struct jm *jm)
+{
+	size_t n = 0, k = 0;
+	struct job_rt *j = jm->admit_head, *next;
+	struct st_job_state *rows = calloc(jm->n_admit + 1, sizeof(*rows));
+	char **texts = calloc(jm->n_admit + 1, sizeof(*texts));
+	struct err_info err = {0};
+	int rc = rows && texts ? 0 : -ENOMEM;
+
+	jm->admit_head = jm->admit_tail = NULL;
+	jm->n_admit = 0;
+	for (struct job_rt *a = j; rc == 0 && a; a = a->next_admit) {
+		if (a->pub.state != JM_PLANNING || !a->admitted)
+			continue;
+		texts[n] = jm_figures_encode(&a->pub.figures);
+		rows[n] = (struct st_job_state){a->pub.id, jm_state_name(JM_PROGRAMMING), NULL,
+						jm_now_ms(jm)};
+		rc = texts[n++] ? 0 : -ENOMEM;
+	}
+	if (rc == 0 && n)
+		rc = st_figures_put_states(jm->d.store, (const char *const *)texts, rows, n);
+	if (rc)
+		err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
+			"cannot store the plan's figures (%s); nothing changed",
+			st_strerror(jm->d.store, rc));
+	for (; j; j = next) {
+		next = j->next_admit;
+		j->next_admit = NULL;
+		j->admit_pending = false;
+		if (j->pub.state != JM_PLANNING || !j->admitted)
+			continue;
+		if (rc) {
+			jm_fail_job(jm, j, &err);
+			continue;
+		}
+		j->prestored = true;
+		j->prestored_state = JM_PROGRAMMING;
+		jm_set_state(jm, j, JM_PROGRAMMING, NULL);
+		jm_enqueue(jm, j);
+	}
+	for (k = 0; texts && k < n; k++)
+		free(texts[k]);
+	free(texts);
+	free(rows);
 }
 
 /* ---- transactions ---- */
@@ -1046,18 +1114,56 @@ static size_t light_plans_pending(const struct jm *jm)
 	return n;
 }
 
-/* The loop ran what was posted before the yield: pump again (unless the
- * job manager was freed meanwhile: jm_free left the node to this). */
-static void wave_yielded(struct loop_node *n)
+/* A posted callback runs (unless the job manager was freed meanwhile). */
+static void post_run(struct loop_node *n)
 {
-	struct jm_yield *y = OCSD_CONTAINER_OF(n, struct jm_yield, node);
-	struct jm *jm = y->jm;
+	struct jm_post *p = OCSD_CONTAINER_OF(n, struct jm_post, node);
+	struct jm *jm = p->jm;
+	void (*fn)(struct jm * jm) = p->fn;
 
-	free(y);
-	if (!jm)
-		return;
-	jm->yield = NULL;
-	jm_pump(jm);
+	if (jm)
+		*p->slot = NULL;
+	free(p);
+	if (jm)
+		fn(jm);
+}
+
+/*
+ * Posts fn to run on the loop after what is queued there now, once (*slot
+ * says whether it is posted). False when it cannot be (no loop, no memory).
+ */
+static bool post_once(struct jm *jm, struct jm_post **slot, void (*fn)(struct jm *jm))
+{
+	if (*slot)
+		return true;
+	if (!jm->d.loop)
+		return false;
+	*slot = calloc(1, sizeof(**slot));
+	if (!*slot)
+		return false;
+	**slot = (struct jm_post){.jm = jm, .fn = fn, .slot = slot};
+	loop_post(jm->d.loop, &(*slot)->node, post_run);
+	return true;
+}
+
+static void on_gather_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	jm_pump(arg);
+}
+
+/* Pumps again once the burst's gap has passed; false without a loop (or memory). */
+static bool gather_timer(struct jm *jm, int64_t now)
+{
+	int64_t us = jm->arrival_us + JM_BURST_GAP_US - now;
+	struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
+
+	if (!jm->d.loop)
+		return false;
+	if (!jm->gather_ev)
+		jm->gather_ev = evtimer_new(loop_base(jm->d.loop), on_gather_timer, jm);
+	return jm->gather_ev && evtimer_add(jm->gather_ev, &tv) == 0;
 }
 
 /*
@@ -1066,8 +1172,11 @@ static void wave_yielded(struct loop_node *n)
  * tens), so the first is ready long before the last. Rather than program
  * the first alone and the rest in a second wave, a wave about to form
  * gathers: it waits while leaf plans are pending (the pipeline is not
- * empty) and, once it is empty, yields the loop once, so that requests
- * already received run first and join. The gathering ends when the wave is
+ * empty), while requests keep arriving less than JM_BURST_GAP_US apart
+ * (a scheduler's burst reaches the loop in chunks a few ms apart: the
+ * wave waits for that gap after the last one, never for a lone job), and
+ * then yields the loop once, so that requests already received run first
+ * and join. The gathering ends when the wave is
  * full, when a DELTA search is pending (seconds), or after the time of one
  * transaction (jm->gather_us: waiting longer would cost more than the next
  * wave). A lone job waits for one turn of the loop only. True: wait
@@ -1077,7 +1186,7 @@ static bool wave_waits(struct jm *jm)
 {
 	int64_t now;
 
-	if (jm->n_queued >= jm->max_wave)
+	if (jm->n_queued + jm->n_admit >= jm->max_wave)
 		return false;
 	now = clk_mono_us(jm->d.clock);
 	if (!jm->held) {
@@ -1089,15 +1198,13 @@ static bool wave_waits(struct jm *jm)
 		return false;
 	if (light_plans_pending(jm))
 		return true;
-	if (jm->yielded || !jm->d.loop)
-		return false;
-	if (!jm->yield) {
-		jm->yield = calloc(1, sizeof(*jm->yield));
-		if (!jm->yield)
-			return false; /* no yield: the wave goes now */
-		jm->yield->jm = jm;
-		loop_post(jm->d.loop, &jm->yield->node, wave_yielded);
+	if (jm->arrival_us - jm->prev_arrival_us < JM_BURST_GAP_US &&
+	    now - jm->arrival_us < JM_BURST_GAP_US && gather_timer(jm, now)) {
+		/* arrivals come in bursts of requests a few ms apart: until a gap */
+		return true;
 	}
+	if (jm->yielded || !post_once(jm, &jm->yield, jm_pump))
+		return false; /* no yield: the wave goes now */
 	jm->yielded = true;
 	return true;
 }
@@ -1300,13 +1407,17 @@ void jm_queue_reset(struct jm *jm)
  */
 void jm_pump(struct jm *jm)
 {
-	while (!jm->stopping && !jm->txn_job && !jm->external.running && jm->queue_head) {
+	while (!jm->stopping && !jm->txn_job && !jm->external.running &&
+	       (jm->queue_head || jm->admit_head)) {
 		struct job_rt *j = jm->queue_head;
 
-		if (!j->repair && !j->kind->rings && !j->kind->gpus_only) {
+		if (!j || (!j->repair && !j->kind->rings && !j->kind->gpus_only)) {
 			if (wave_waits(jm))
 				return;
-			start_wave(jm);
+			if (jm->admit_head)
+				store_admitted(jm); /* one write for the wave's plans */
+			if (jm->queue_head)
+				start_wave(jm);
 			continue;
 		}
 		jm_dequeue(jm);
@@ -1401,14 +1512,75 @@ oom:
 	return true;
 }
 
+void jm_store_new_jobs(struct jm *jm)
+{
+	size_t n = 0, k = 0;
+	struct job_rt *j, *next, **jobs;
+	struct st_job *rows;
+	struct err_info err = {0};
+	int rc;
+
+	for (j = jm->new_head; j; j = j->next_new)
+		n++;
+	if (!n)
+		return;
+	rows = malloc(n * sizeof(*rows));
+	jobs = malloc(n * sizeof(*jobs));
+	/*
+	 * Stored as PLANNING, the state each takes a moment later in this call
+	 * (PENDING is published first, the store already one step ahead:
+	 * nothing published can be lost), so one write for the burst; stopping,
+	 * they are stored PENDING and planned at the next start.
+	 */
+	for (j = jm->new_head; rows && jobs && j; j = j->next_new, k++) {
+		jobs[k] = j;
+		rows[k] = (struct st_job){j->pub.id,
+					  j->pub.key[0] ? j->pub.key : NULL,
+					  jm->stopping ? "PENDING" : "PLANNING",
+					  NULL,
+					  j->pub.raw,
+					  j->pub.raw_len,
+					  j->pub.created_ms,
+					  j->pub.updated_ms};
+	}
+	rc = rows && jobs ? st_job_put_many(jm->d.store, rows, n) : -ENOMEM;
+	free(rows);
+	free(jobs);
+	if (rc)
+		err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
+			"cannot store the job (%s); nothing changed", st_strerror(jm->d.store, rc));
+	j = jm->new_head;
+	jm->new_head = jm->new_tail = NULL;
+	for (; j; j = next) {
+		next = j->next_new;
+		j->next_new = NULL;
+		j->unstored = false;
+		if (rc) {
+			/* never seen by anyone but its waiters: forget it again */
+			jm_settle(j, &err);
+			jm->n_state[j->pub.state]--;
+			jm->n_state[JM_RELEASED]++;
+			j->pub.state = JM_RELEASED;
+			(void)jm_forget(jm, j->pub.id); /* finished, no waiters, not queued */
+			continue;
+		}
+		jm_track_live(jm, j, false);
+		if (jm->d.events.job_changed)
+			jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
+		if (jm->stopping)
+			continue;
+		j->prestored = true; /* its PLANNING is in the store */
+		j->prestored_state = JM_PLANNING;
+		jm_start_planning(jm, j);
+	}
+}
+
 /* Creates, stores and plans a new job whose spec passed jm_check_spec(). */
 static void create_job(struct jm *jm, const struct jm_spec *spec, const struct jp_task *search,
 		       jm_answer_fn answer, void *ctx)
 {
 	struct err_info err = {0};
-	struct st_job row;
 	struct job_rt *j = calloc(1, sizeof(*j));
-	int rc;
 
 	if (!j)
 		goto oom;
@@ -1445,29 +1617,18 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct j
 		jm_job_free(j);
 		goto oom;
 	}
-	row = (struct st_job){j->pub.id,	 j->pub.key[0] ? j->pub.key : NULL,
-			      "PENDING",	 NULL,
-			      j->pub.raw,	 j->pub.raw_len,
-			      j->pub.created_ms, j->pub.updated_ms};
-	/* Durable before anything else happens: nothing accepted is lost. */
-	rc = st_job_put(jm->d.store, &row);
-	if (rc) {
-		err_set(&err, ERR_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
-			st_strerror(jm->d.store, rc));
-		free(j->waiters);
-		j->waiters = NULL;
-		/* never seen by anyone: forget it again */
-		jm->n_state[j->pub.state]--;
-		jm->n_state[JM_RELEASED]++;
-		j->pub.state = JM_RELEASED;
-		(void)jm_forget(jm, j->pub.id); /* cannot fail: finished, no waiters, not queued */
-		answer(ctx, &err, NULL, false, NULL, 0);
-		return;
-	}
-	jm_track_live(jm, j, false);
-	if (jm->d.events.job_changed)
-		jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
-	jm_start_planning(jm, j);
+	jm->prev_arrival_us = jm->arrival_us;
+	jm->arrival_us = clk_mono_us(jm->d.clock);
+	/* Durable before anything else happens: nothing accepted is lost. The
+	 * jobs submitted in the same turn of the loop are stored together. */
+	j->unstored = true;
+	if (jm->new_tail)
+		jm->new_tail->next_new = j;
+	else
+		jm->new_head = j;
+	jm->new_tail = j;
+	if (!post_once(jm, &jm->store_new, jm_store_new_jobs))
+		jm_store_new_jobs(jm);
 	return;
 oom:
 	err_set(&err, ERR_INTERNAL, "", "out of memory");

@@ -80,6 +80,10 @@ struct job_rt {
 	/* Waiting for its turn to plan (plans run one at a time, in arrival order). */
 	struct job_rt *next_planning;
 	bool plan_waiting;
+	/* new, not stored yet (jm.new_head); admitted, its figures and
+	 * PROGRAMMING not stored yet (jm.admit_head) */
+	struct job_rt *next_new, *next_admit;
+	bool unstored, admit_pending;
 	/*
 	 * Leaf-spine links (the planner's L[a][b][h]) that the job's committed
 	 * circuits load on its leaves' uplinks (none for a job stored by an
@@ -100,10 +104,13 @@ struct job_rt {
 	size_t n_prev_rings;
 };
 
-/* The loop node of a wave's yield (jobs.c wave_waits); it frees itself. */
-struct jm_yield {
+/* A callback of the job manager posted to the loop (a wave's yield, the
+ * storing of new jobs: jobs.c); it frees itself when it runs. */
+struct jm_post {
 	struct loop_node node;
 	struct jm *jm; /* NULL once the job manager is freed */
+	void (*fn)(struct jm *jm);
+	struct jm_post **slot; /* where the job manager points at it */
 };
 
 /*
@@ -141,7 +148,21 @@ struct jm {
 	 * one yield of the loop it takes once no plan is pending */
 	bool held, yielded;
 	int64_t hold_since_us, gather_us;
-	struct jm_yield *yield; /* posted, not run yet (NULL: none) */
+	int64_t arrival_us, prev_arrival_us; /* the last two submissions (CLOCK_MONOTONIC) */
+	struct event *gather_ev;	     /* pumps once a burst's gap passed */
+	struct jm_post *yield;		     /* posted, not run yet (NULL: none) */
+	/*
+	 * Group commit of a burst's own writes (jobs.c): jobs submitted in one
+	 * turn of the loop are stored in one write (new_head, stored by the
+	 * posted store_new), and the plans admitted while a transaction runs
+	 * or a wave gathers store their figures and PROGRAMMING in one write
+	 * before the wave (admit_head). Without a loop (the unit tests), each
+	 * is stored at once.
+	 */
+	struct job_rt *new_head, *new_tail;
+	struct jm_post *store_new;
+	struct job_rt *admit_head, *admit_tail;
+	size_t n_admit;
 	unsigned long epoch, fs_seen;
 	unsigned long wave_fs_gen; /* the circuit table's generation at the wave's start */
 	/* room for max_wave each, allocated with the job manager (invariant 6):
@@ -179,6 +200,8 @@ struct jm {
 /* A wave gathers a burst for at most one transaction's time, within these. */
 #define JM_GATHER_MIN_US 5000
 #define JM_GATHER_MAX_US 100000
+/* Submissions less than this apart are a burst a wave gathers. */
+#define JM_BURST_GAP_US 4000
 
 /*
  * jobs_table.c: the job table, the transaction queue, the waiters and the
@@ -287,6 +310,9 @@ void jm_copy_spec(struct job_rt *j, const struct jm_spec *spec);
  * the repair of j's first ring holding a faulty node, ahead of all work.
  */
 void jm_start_planning(struct jm *jm, struct job_rt *j);
+/* Stores the jobs submitted but not stored yet (jm.new_head) now, in one
+ * write, then plans them (jm_release calls it for a job it finds unstored). */
+void jm_store_new_jobs(struct jm *jm);
 void jm_pump(struct jm *jm);
 void jm_queue_repairs(struct jm *jm, struct job_rt *j);
 /*

@@ -11,6 +11,7 @@
 #include "jobs_internal.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,10 @@ void jm_free(struct jm *jm)
 
 	if (!jm)
 		return;
+	/* jobs submitted in the last turn of the loop: stored, not planned (the
+	 * next start plans them) */
+	jm->stopping = true;
+	jm_store_new_jobs(jm);
 	for (size_t i = 0; i < jm->n_jobs; i++) {
 		struct job_rt *j = jm->jobs[i];
 
@@ -162,6 +167,10 @@ void jm_free(struct jm *jm)
 	free(jm->reset_nodes);
 	if (jm->yield)
 		jm->yield->jm = NULL; /* the loop frees it when it runs it */
+	if (jm->store_new)
+		jm->store_new->jm = NULL;
+	if (jm->gather_ev)
+		event_free(jm->gather_ev);
 	free(jm->wave);
 	free(jm->settling);
 	free(jm->waited);

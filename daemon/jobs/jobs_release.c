@@ -17,6 +17,11 @@ void jm_release(struct jm *jm, const char *id, jm_answer_fn answer, void *ctx)
 	struct job_rt *j = jm_job_find(jm, id);
 	struct err_info err = {0};
 
+	if (j && j->unstored) {
+		/* submitted in this turn of the loop: stored first (or refused) */
+		jm_store_new_jobs(jm);
+		j = jm_job_find(jm, id);
+	}
 	if (!j) {
 		err_set(&err, ERR_NOT_FOUND, "id", "no job %s", id);
 		answer(ctx, &err, NULL, false, NULL, 0);

@@ -160,6 +160,19 @@ int jm_forget(struct jm *jm, const char *id)
 	if ((j->pub.state != JM_RELEASED && j->pub.state != JM_FAILED) || j->pub.holding ||
 	    j->waiters || j->queued)
 		return -EBUSY;
+	if (j->admit_pending) {
+		/* released while its admission waited for the wave: off the list */
+		struct job_rt **p = &jm->admit_head, *prev = NULL;
+
+		while (*p != j) {
+			prev = *p;
+			p = &(*p)->next_admit;
+		}
+		*p = j->next_admit;
+		if (jm->admit_tail == j)
+			jm->admit_tail = prev;
+		jm->n_admit--;
+	}
 	if (j->plan_waiting) {
 		/* released while waiting for its turn to plan: off the list */
 		struct job_rt **p = &jm->plan_head, *prev = NULL;
@@ -232,7 +245,8 @@ void jm_enqueue(struct jm *jm, struct job_rt *j)
 		return;
 	j->queued = true;
 	jm->n_queued++;
-	j->queued_us = clk_mono_us(jm->d.clock);
+	if (!j->admitted) /* an admitted plan waits since its admission */
+		j->queued_us = clk_mono_us(jm->d.clock);
 	j->next_queued = NULL;
 	if (jm->queue_tail)
 		jm->queue_tail->next_queued = j;
@@ -354,7 +368,7 @@ int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const cha
 	jm->n_state[j->pub.state]--;
 	jm->n_state[state]++;
 	j->pub.state = state;
-	if (state != JM_PROGRAMMING)
+	if (state != JM_PROGRAMMING && state != JM_PLANNING)
 		j->admitted = false; /* its reservation ends with its transaction */
 	snprintf(j->pub.reason, sizeof(j->pub.reason), "%s", reason ? reason : "");
 	j->pub.updated_ms = jm_now_ms(jm);
@@ -447,7 +461,8 @@ int jm_store_figures(struct jm *jm, struct job_rt *j, struct err_info *err)
 {
 	char *text = jm_figures_encode(&j->pub.figures);
 	struct st_job_state next = {j->pub.id, jm_state_name(JM_PROGRAMMING), NULL, jm_now_ms(jm)};
-	int rc = text ? st_figures_put_state(jm->d.store, j->pub.id, text, &next) : -ENOMEM;
+	int rc = text ? st_figures_put_states(jm->d.store, (const char *const *)&text, &next, 1)
+		      : -ENOMEM;
 
 	free(text);
 	if (rc == 0) {

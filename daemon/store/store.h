@@ -129,6 +129,8 @@ void st_job_clear(struct st_job *job);
  * idempotency key, -EINVAL without id or state; other failures as above.
  */
 int st_job_put(struct st_store *st, const struct st_job *job);
+/* The same for n jobs in one write: all of them, or none. */
+int st_job_put_many(struct st_store *st, const struct st_job *jobs, size_t n);
 /*
  * Updates state and reason only; -ENOENT if there is no such job, other
  * failures as above (the stored state is then the previous one).
@@ -393,9 +395,9 @@ int st_drain_list(struct st_store *st, int (*fn)(void *ctx, const char *device),
  * valid during the call).
  */
 int st_figures_put(struct st_store *st, const char *job_id, const char *figures);
-/* The same, with the job's new state (NULL: none; its id is job_id) in the same write. */
-int st_figures_put_state(struct st_store *st, const char *job_id, const char *figures,
-			 const struct st_job_state *state);
+/* n jobs' figures, each with its job's new state (states[i].id is ids[i]), in one write. */
+int st_figures_put_states(struct st_store *st, const char *const *figures,
+			  const struct st_job_state *states, size_t n);
 int st_figures_list(struct st_store *st,
 		    int (*fn)(void *ctx, const char *job_id, const char *figures), void *ctx);
 

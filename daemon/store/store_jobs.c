@@ -30,32 +30,42 @@ void st_job_clear(struct st_job *job)
 
 int st_job_put(struct st_store *st, const struct st_job *job)
 {
-	sqlite3_stmt *s;
-	int rc = st_prepare(
-		st,
-		"INSERT INTO jobs(id, idempotency_key, state, reason, request, created_ms,"
-		" updated_ms, seq) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7,"
-		" (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs))"
-		" ON CONFLICT(id) DO UPDATE SET idempotency_key = ?2, state = ?3,"
-		" reason = ?4, request = ?5, updated_ms = ?7",
-		&s);
+	return st_job_put_many(st, job, 1);
+}
+
+int st_job_put_many(struct st_store *st, const struct st_job *jobs, size_t n)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = st_write_begin(st);
 
 	if (rc)
 		return rc;
-	if (!job->id || !job->state)
-		rc = -EINVAL;
-	else if (st_bind_text(s, 1, job->id) || st_bind_text(s, 2, job->idempotency_key) ||
-		 st_bind_text(s, 3, job->state) || st_bind_text(s, 4, job->reason) ||
-		 (job->request
-			  ? sqlite3_bind_blob64(s, 5, job->request, job->request_len, SQLITE_STATIC)
-			  : sqlite3_bind_null(s, 5)) ||
-		 sqlite3_bind_int64(s, 6, job->created_ms) ||
-		 sqlite3_bind_int64(s, 7, job->updated_ms))
-		rc = st_bind_error(st);
-	else
-		rc = st_step_write(st, s);
+	rc = st_prepare(st,
+			"INSERT INTO jobs(id, idempotency_key, state, reason, request, created_ms,"
+			" updated_ms, seq) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7,"
+			" (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs))"
+			" ON CONFLICT(id) DO UPDATE SET idempotency_key = ?2, state = ?3,"
+			" reason = ?4, request = ?5, updated_ms = ?7",
+			&s);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const struct st_job *job = &jobs[i];
+
+		if (!job->id || !job->state)
+			rc = -EINVAL;
+		else if (sqlite3_reset(s) || st_bind_text(s, 1, job->id) ||
+			 st_bind_text(s, 2, job->idempotency_key) ||
+			 st_bind_text(s, 3, job->state) || st_bind_text(s, 4, job->reason) ||
+			 (job->request ? sqlite3_bind_blob64(s, 5, job->request, job->request_len,
+							     SQLITE_STATIC)
+				       : sqlite3_bind_null(s, 5)) ||
+			 sqlite3_bind_int64(s, 6, job->created_ms) ||
+			 sqlite3_bind_int64(s, 7, job->updated_ms))
+			rc = st_bind_error(st);
+		else
+			rc = st_sql_rc(sqlite3_step(s));
+	}
 	sqlite3_finalize(s);
-	return rc;
+	return st_write_end(st, rc);
 }
 
 int st_job_set_state(struct st_store *st, const char *id, const char *state, const char *reason,
@@ -250,29 +260,41 @@ int st_drain_list(struct st_store *st, int (*fn)(void *ctx, const char *device),
 
 int st_figures_put(struct st_store *st, const char *job_id, const char *figures)
 {
-	return st_figures_put_state(st, job_id, figures, NULL);
+	sqlite3_stmt *s;
+	int rc = st_prepare(
+		st, "INSERT OR REPLACE INTO job_figures(job_id, figures) VALUES(?1, ?2)", &s);
+
+	if (rc)
+		return rc;
+	if (!job_id || !figures)
+		rc = -EINVAL;
+	else if (st_bind_text(s, 1, job_id) || st_bind_text(s, 2, figures))
+		rc = st_bind_error(st);
+	else
+		rc = st_step_write(st, s);
+	sqlite3_finalize(s);
+	return rc;
 }
 
-int st_figures_put_state(struct st_store *st, const char *job_id, const char *figures,
-			 const struct st_job_state *state)
+int st_figures_put_states(struct st_store *st, const char *const *figures,
+			  const struct st_job_state *states, size_t n)
 {
 	sqlite3_stmt *s = NULL;
-	int rc;
+	int rc = st_write_begin(st);
 
-	if (!job_id || !figures || (state && (!state->id || strcmp(state->id, job_id) != 0)))
-		return -EINVAL;
-	rc = st_write_begin(st);
 	if (rc)
 		return rc;
 	rc = st_prepare(st, "INSERT OR REPLACE INTO job_figures(job_id, figures) VALUES(?1, ?2)",
 			&s);
-	if (rc == 0)
-		rc = st_bind_text(s, 1, job_id) || st_bind_text(s, 2, figures)
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = !states[i].id || !figures[i] ? -EINVAL
+		     : sqlite3_reset(s) || st_bind_text(s, 1, states[i].id) ||
+				     st_bind_text(s, 2, figures[i])
 			     ? st_bind_error(st)
 			     : st_sql_rc(sqlite3_step(s));
 	sqlite3_finalize(s);
-	if (rc == 0 && state)
-		rc = write_states(st, state, 1);
+	if (rc == 0)
+		rc = write_states(st, states, n);
 	return st_write_end(st, rc);
 }
 
