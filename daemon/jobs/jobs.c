@@ -16,11 +16,15 @@
  *
  * Job state machine (all transitions on the loop thread):
  *
- *   submit --> PENDING --(stored)--> PLANNING --(its turn: plans run one at
- *              a time, in arrival order; plan on pool)--> plan_done
+ *   submit --> PENDING --(stored, with the others of this turn of the
+ *              loop)--> PLANNING --(its turn: plans run one at a time, in
+ *              arrival order; plan on pool)--> plan_done
  *   plan_done: stale snapshot ............ PLANNING again (re-plan)
  *              refused / does not fit .... FAILED  (nothing touched)
- *              fits ....................... PROGRAMMING, admitted, queued
+ *              fits ....................... admitted (its circuits reserved;
+ *                                           still PLANNING), then with the
+ *                                           others admitted before the wave
+ *                                           (one write): PROGRAMMING, queued
  *   jm_pump (one transaction at a time; leaf and parallelism jobs in waves,
  *            the queued ones at its head up to max_wave, jobs_wave.c):
  *              snapshot changed since plan  PLANNING again

@@ -192,9 +192,11 @@ def main():
     check(held()[1] == set(), "--clear-existing left cross-connects on the devices")
     check(fleet.stop_ocsd() == 0, "ocsd (store C) did not stop cleanly")
 
-    # 6. SIGTERM with submissions queued
+    # 6. SIGTERM with submissions queued: one job per transaction, so that
+    # work is still queued when the first answer comes (a wave would take
+    # all eight at once)
     fresh_store("store-d")
-    fleet.start_ocsd()
+    fleet.start_ocsd("--max-wave-jobs", "1")
     s = stub()
     answers, threads = {}, []
 
