@@ -201,7 +201,7 @@ struct jm {
 #define JM_GATHER_MIN_US 5000
 #define JM_GATHER_MAX_US 100000
 /* Submissions less than this apart are a burst a wave gathers. */
-#define JM_BURST_GAP_US 4000
+#define JM_BURST_GAP_US 8000
 
 /*
  * jobs_table.c: the job table, the transaction queue, the waiters and the
