@@ -635,80 +635,10 @@ static void plan_settle(struct jm *jm, struct jp_task *t)
 	t->change = (struct jp_change){0};
 	j->plan_gen = t->gen;
 	jp_task_free(t);
-	/* admitted: later plans keep clear of its circuits until its wave ends;
-	 * its wait for a wave starts now */
-	j->admitted = true;
-	j->queued_us = clk_mono_us(jm->d.clock);
-	if (jm->d.loop) {
-		/* stored with the others admitted before the next wave (admit_pending) */
-		j->admit_pending = true;
-		j->next_admit = NULL;
-		if (jm->admit_tail)
-			jm->admit_tail->next_admit = j;
-		else
-			jm->admit_head = j;
-		jm->admit_tail = j;
-		jm->n_admit++;
-	} else if (jm_store_figures(jm, j, &err) != 0) {
-		jm_fail_job(jm, j, &err);
-		return;
-	} else {
-		jm_set_state(jm, j, JM_PROGRAMMING, NULL);
-		jm_enqueue(jm, j);
-	}
-	jm_pump(jm);
-}
-
-/*
- * The plans admitted since the last wave (jm.admit_head): their figures
- * and state PROGRAMMING stored in one write, then queued for the wave. A
- * write that fails refuses them (nothing was touched). A job released or
- * planned again meanwhile is skipped.
- */
-static void store_admitted(struct jm *jm)
-{
-	size_t n = 0, k = 0;
-	struct job_rt *j = jm->admit_head, *next;
-	struct st_job_state *rows = calloc(jm->n_admit + 1, sizeof(*rows));
-	char **texts = calloc(jm->n_admit + 1, sizeof(*texts));
-	struct err_info err = {0};
-	int rc = rows && texts ? 0 : -ENOMEM;
-
-	jm->admit_head = jm->admit_tail = NULL;
-	jm->n_admit = 0;
-	for (struct job_rt *a = j; rc == 0 && a; a = a->next_admit) {
-		if (a->pub.state != JM_PLANNING || !a->admitted)
-			continue;
-		texts[n] = jm_figures_encode(&a->pub.figures);
-		rows[n] = (struct st_job_state){a->pub.id, jm_state_name(JM_PROGRAMMING), NULL,
-						jm_now_ms(jm)};
-		rc = texts[n++] ? 0 : -ENOMEM;
-	}
-	if (rc == 0 && n)
-		rc = st_figures_put_states(jm->d.store, (const char *const *)texts, rows, n);
-	if (rc)
-		err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
-			"cannot store the plan's figures (%s); nothing changed",
-			st_strerror(jm->d.store, rc));
-	for (; j; j = next) {
-		next = j->next_admit;
-		j->next_admit = NULL;
-		j->admit_pending = false;
-		if (j->pub.state != JM_PLANNING || !j->admitted)
-			continue;
-		if (rc) {
-			jm_fail_job(jm, j, &err);
-			continue;
-		}
-		j->prestored = true;
-		j->prestored_state = JM_PROGRAMMING;
-		jm_set_state(jm, j, JM_PROGRAMMING, NULL);
-		jm_enqueue(jm, j);
-	}
-	for (k = 0; texts && k < n; k++)
-		free(texts[k]);
-	free(texts);
-	free(rows);
+	/* admitted: later plans keep clear of its circuits until its wave ends
+	 * (stored with the others admitted before the wave: jobs_batch.c) */
+	if (jb_admit(jm, j) == 0)
+		jm_pump(jm);
 }
 
 /* ---- transactions ---- */
@@ -1094,62 +1024,6 @@ static void run_wave(struct jm *jm, size_t n)
 	wave_not_started(jm, jm->wave, n, &err);
 }
 
-/*
- * The leaf plans pending now that a wave may wait for: the one under way
- * and those waiting their turn, up to the first that cannot start before
- * the wave (a re-plan waits for the admitted plans). 0 when a DELTA
- * search is among them (seconds: not worth a wait).
- */
-static size_t light_plans_pending(const struct jm *jm)
-{
-	size_t n = jm->planning_seq ? 1 : 0;
-
-	if (jm->planning_seq && !jm->planning_light)
-		return 0;
-	for (const struct job_rt *j = jm->plan_head; j; j = j->next_planning) {
-		if (j->pub.state != JM_PLANNING)
-			continue;
-		if (j->pub.allow_move)
-			break;
-		if (j->pub.workload && j->pub.n_demand == 0)
-			return 0;
-		n++;
-	}
-	return n;
-}
-
-/* A posted callback runs (unless the job manager was freed meanwhile). */
-static void post_run(struct loop_node *n)
-{
-	struct jm_post *p = OCSD_CONTAINER_OF(n, struct jm_post, node);
-	struct jm *jm = p->jm;
-	void (*fn)(struct jm * jm) = p->fn;
-
-	if (jm)
-		*p->slot = NULL;
-	free(p);
-	if (jm)
-		fn(jm);
-}
-
-/*
- * Posts fn to run on the loop after what is queued there now, once (*slot
- * says whether it is posted). False when it cannot be (no loop, no memory).
- */
-static bool post_once(struct jm *jm, struct jm_post **slot, void (*fn)(struct jm *jm))
-{
-	if (*slot)
-		return true;
-	if (!jm->d.loop)
-		return false;
-	*slot = calloc(1, sizeof(**slot));
-	if (!*slot)
-		return false;
-	**slot = (struct jm_post){.jm = jm, .fn = fn, .slot = slot};
-	loop_post(jm->d.loop, &(*slot)->node, post_run);
-	return true;
-}
-
 static void on_gather_timer(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
@@ -1157,10 +1031,9 @@ static void on_gather_timer(evutil_socket_t fd, short what, void *arg)
 	jm_pump(arg);
 }
 
-/* Pumps again once the burst's gap has passed; false without a loop (or memory). */
-static bool gather_timer(struct jm *jm, int64_t now)
+/* Pumps again after us; false without a loop (or memory). */
+static bool gather_timer(struct jm *jm, int64_t us)
 {
-	int64_t us = jm->arrival_us + JM_BURST_GAP_US - now;
 	struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
 
 	if (!jm->d.loop)
@@ -1171,46 +1044,28 @@ static bool gather_timer(struct jm *jm, int64_t now)
 }
 
 /*
- * A burst: jobs submitted together are stored and planned one after the
- * other (about a millisecond each on the loop, against a transaction's
- * tens), so the first is ready long before the last. Rather than program
- * the first alone and the rest in a second wave, a wave about to form
- * gathers: it waits while leaf plans are pending (the pipeline is not
- * empty), while requests keep arriving less than JM_BURST_GAP_US apart
- * (a scheduler's burst reaches the loop in chunks a few ms apart: the
- * wave waits for that gap after the last one, never for a lone job), and
- * then yields the loop once, so that requests already received run first
- * and join. The gathering ends when the wave is
- * full, when a DELTA search is pending (seconds), or after the time of one
- * transaction (jm->gather_us: waiting longer would cost more than the next
- * wave). A lone job waits for one turn of the loop only. True: wait
- * (plan_done, or the yield, pumps again).
+ * Whether a wave about to form waits for the rest of its burst
+ * (jobs_batch.c, jb_gather: the plans pending, a burst's gap, one yield of
+ * the loop, at most one transaction's time). True: wait; plan_done, the
+ * timer or the yield pumps again.
  */
 static bool wave_waits(struct jm *jm)
 {
-	int64_t now;
+	int64_t us = 0;
 
-	if (jm->n_queued + jm->n_admit >= jm->max_wave)
-		return false;
-	now = clk_mono_us(jm->d.clock);
-	if (!jm->held) {
-		jm->held = true;
-		jm->hold_since_us = now;
-		jm->yielded = false;
-	}
-	if (now - jm->hold_since_us >= jm->gather_us)
-		return false;
-	if (light_plans_pending(jm))
+	switch (jb_gather(jm, &us)) {
+	case JB_PLANS:
 		return true;
-	if (jm->arrival_us - jm->prev_arrival_us < JM_BURST_GAP_US &&
-	    now - jm->arrival_us < JM_BURST_GAP_US && gather_timer(jm, now)) {
-		/* arrivals come in bursts of requests a few ms apart: until a gap */
-		return true;
+	case JB_GAP:
+		if (gather_timer(jm, us))
+			return true;
+		return jb_post_once(jm, &jm->yield, jm_pump); /* no timer: a yield */
+	case JB_YIELD:
+		return jb_post_once(jm, &jm->yield, jm_pump);
+	case JB_GO:
+	default:
+		return false;
 	}
-	if (jm->yielded || !post_once(jm, &jm->yield, jm_pump))
-		return false; /* no yield: the wave goes now */
-	jm->yielded = true;
-	return true;
 }
 
 /*
@@ -1419,7 +1274,7 @@ void jm_pump(struct jm *jm)
 			if (wave_waits(jm))
 				return;
 			if (jm->admit_head)
-				store_admitted(jm); /* one write for the wave's plans */
+				jb_store_admitted(jm); /* one write for the wave's plans */
 			if (jm->queue_head)
 				start_wave(jm);
 			continue;
@@ -1518,63 +1373,11 @@ oom:
 
 void jm_store_new_jobs(struct jm *jm)
 {
-	size_t n = 0, k = 0;
-	struct job_rt *j, *next, **jobs;
-	struct st_job *rows;
-	struct err_info err = {0};
-	int rc;
+	struct job_rt *next;
 
-	for (j = jm->new_head; j; j = j->next_new)
-		n++;
-	if (!n)
-		return;
-	rows = malloc(n * sizeof(*rows));
-	jobs = malloc(n * sizeof(*jobs));
-	/*
-	 * Stored as PLANNING, the state each takes a moment later in this call
-	 * (PENDING is published first, the store already one step ahead:
-	 * nothing published can be lost), so one write for the burst; stopping,
-	 * they are stored PENDING and planned at the next start.
-	 */
-	for (j = jm->new_head; rows && jobs && j; j = j->next_new, k++) {
-		jobs[k] = j;
-		rows[k] = (struct st_job){j->pub.id,
-					  j->pub.key[0] ? j->pub.key : NULL,
-					  jm->stopping ? "PENDING" : "PLANNING",
-					  NULL,
-					  j->pub.raw,
-					  j->pub.raw_len,
-					  j->pub.created_ms,
-					  j->pub.updated_ms};
-	}
-	rc = rows && jobs ? st_job_put_many(jm->d.store, rows, n) : -ENOMEM;
-	free(rows);
-	free(jobs);
-	if (rc)
-		err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
-			"cannot store the job (%s); nothing changed", st_strerror(jm->d.store, rc));
-	j = jm->new_head;
-	jm->new_head = jm->new_tail = NULL;
-	for (; j; j = next) {
+	for (struct job_rt *j = jb_store_new(jm); j; j = next) {
 		next = j->next_new;
 		j->next_new = NULL;
-		j->unstored = false;
-		if (rc) {
-			/* never seen by anyone but its waiters: forget it again */
-			jm_settle(j, &err);
-			jm->n_state[j->pub.state]--;
-			jm->n_state[JM_RELEASED]++;
-			j->pub.state = JM_RELEASED;
-			(void)jm_forget(jm, j->pub.id); /* finished, no waiters, not queued */
-			continue;
-		}
-		jm_track_live(jm, j, false);
-		if (jm->d.events.job_changed)
-			jm->d.events.job_changed(jm->d.events.ctx, &j->pub);
-		if (jm->stopping)
-			continue;
-		j->prestored = true; /* its PLANNING is in the store */
-		j->prestored_state = JM_PLANNING;
 		jm_start_planning(jm, j);
 	}
 }
@@ -1631,7 +1434,7 @@ static void create_job(struct jm *jm, const struct jm_spec *spec, const struct j
 	else
 		jm->new_head = j;
 	jm->new_tail = j;
-	if (!post_once(jm, &jm->store_new, jm_store_new_jobs))
+	if (!jb_post_once(jm, &jm->store_new, jm_store_new_jobs))
 		jm_store_new_jobs(jm);
 	return;
 oom:

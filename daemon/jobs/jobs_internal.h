@@ -17,6 +17,7 @@
  *     |--> jobs_table.c --> jobs_links.c
  *     |--> jobs_links.c, jobs_ring.c
  *     |--> jobs_wave.c  (waves: pure helpers)
+ *     |--> jobs_batch.c (a burst's group commit) --> jobs_table.c
  *     `--> jobs_util.c  (and everything else calls jobs_util.c)
  *
  * The transaction driver (txn_driver.c) and the planner pool are reached through
@@ -361,6 +362,30 @@ int jl_apply(struct job_rt *const *live, size_t n_live, struct job_rt *j,
 int jm_attribute_owners(const struct ocs_fabric *f, const struct lc_plan *plan,
 			const int *leaf_owner, const struct ocs_xc *conf, const int *conf_owner,
 			size_t n_conf, int *owner, bool *reowned);
+
+/*
+ * jobs_batch.c: the group commit of a burst (calls only below it).
+ * jb_post_once: fn posted to run on the loop after what is queued there,
+ * once while *slot holds it; false without a loop or memory.
+ * jb_store_new: the jobs submitted but not stored (jm.new_head) stored in
+ * one write and published; those refused are answered and forgotten; the
+ * ones to plan now are returned, linked by next_new (the caller unlinks).
+ * jb_admit: j's plan fits: its reservation starts; with a loop its
+ * figures and PROGRAMMING wait for jb_store_admitted, without one they are
+ * stored and j queued at once (-1: that write failed, j FAILED).
+ * jb_store_admitted: the admitted plans' figures and PROGRAMMING in one
+ * write, the jobs queued (or FAILED when the write fails).
+ * jb_gather: whether a wave about to form waits for the rest of its burst:
+ * GO, PLANS (plans pending: plan_done pumps), GAP (requests arriving less
+ * than JM_BURST_GAP_US apart: pump again after *wait_us), YIELD (once:
+ * let the loop run what is queued, then pump).
+ */
+bool jb_post_once(struct jm *jm, struct jm_post **slot, void (*fn)(struct jm *jm));
+struct job_rt *jb_store_new(struct jm *jm);
+int jb_admit(struct jm *jm, struct job_rt *j);
+void jb_store_admitted(struct jm *jm);
+enum jb_gather { JB_GO, JB_PLANS, JB_GAP, JB_YIELD };
+enum jb_gather jb_gather(struct jm *jm, int64_t *wait_us);
 
 /*
  * jobs_wave.c: waves, many jobs in one device transaction (pure; jobs.c

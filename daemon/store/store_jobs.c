@@ -68,28 +68,6 @@ int st_job_put_many(struct st_store *st, const struct st_job *jobs, size_t n)
 	return st_write_end(st, rc);
 }
 
-int st_job_set_state(struct st_store *st, const char *id, const char *state, const char *reason,
-		     int64_t updated_ms)
-{
-	sqlite3_stmt *s;
-	int rc = st_prepare(
-		st, "UPDATE jobs SET state = ?2, reason = ?3, updated_ms = ?4 WHERE id = ?1", &s);
-
-	if (rc)
-		return rc;
-	if (!id || !state)
-		rc = -EINVAL;
-	else if (st_bind_text(s, 1, id) || st_bind_text(s, 2, state) ||
-		 st_bind_text(s, 3, reason) || sqlite3_bind_int64(s, 4, updated_ms))
-		rc = st_bind_error(st);
-	else
-		rc = st_step_write(st, s);
-	if (rc == 0 && sqlite3_changes(st->db) == 0)
-		rc = -ENOENT;
-	sqlite3_finalize(s);
-	return rc;
-}
-
 /* The job states of rows, inside the caller's write transaction. */
 static int write_states(struct st_store *st, const struct st_job_state *rows, size_t n)
 {
@@ -111,6 +89,14 @@ static int write_states(struct st_store *st, const struct st_job_state *rows, si
 	}
 	sqlite3_finalize(s);
 	return rc;
+}
+
+int st_job_set_state(struct st_store *st, const char *id, const char *state, const char *reason,
+		     int64_t updated_ms)
+{
+	struct st_job_state row = {id, state, reason, updated_ms};
+
+	return st_job_set_states(st, &row, 1);
 }
 
 int st_job_set_states(struct st_store *st, const struct st_job_state *rows, size_t n)
