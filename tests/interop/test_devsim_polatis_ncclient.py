@@ -166,6 +166,15 @@ def check_edits(m):
     assert all(v[0] == "ENABLED" for v in p.values()), p
     assert p[9][3] == -3.0 and p[12][3] == -3.0 and p[10][3] == -60.0, p
     assert p[1][3] == -3.0
+    # the one <get> of ocsd's polatis driver: pairs and every port's status, nothing else
+    r = m.get(filter='<filter xmlns="%s" type="subtree"><cross-connects xmlns="%s"/>'
+              '<port-config xmlns="%s"><port><port-id/><status/></port></port-config></filter>'
+              % (NC, OPSW, OPSW))
+    assert pairs(r) == {1: 9, 2: 12}
+    got = [(x.findtext("{%s}port-id" % OPSW), x.findtext("{%s}status" % OPSW), len(x))
+           for x in r.data_ele.iter("{%s}port" % OPSW)]
+    assert got == [(str(i), "ENABLED", 2) for i in range(1, 2 * N + 1)], got
+    assert r.data_ele.find(".//{%s}opm-power" % OPSW) is None
     want = {1: 9, 2: 12}
     # ingress out of 1..N, egress out of N+1..2N, a second pair onto egress 9
     refused(lambda: edit(m, pair(9, 10)), "invalid-value", "pair[ingress='9']/ingress")
