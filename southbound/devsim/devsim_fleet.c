@@ -631,15 +631,19 @@ struct lyd_node *fleet_switch_state(struct devsim_device *d, bool with_ports)
 	for (int in = 0; in < f->ports; in++)
 		if (d->cur_out[in] >= 0 && d->cur_out[in] < f->ports)
 			lit[in] = lit[d->cur_out[in]] = true;
+	/* a port running configures gets its state in its own entry: a list
+	 * entry is found by its key predicate (a bare key value never matched,
+	 * and <get> showed such a port twice) */
+	const struct lysc_node *list = lys_find_path(f->ctx, NULL, "/ocs-switch:ports/port", 0);
 	for (int p = 0; p < f->ports; p++) {
-		char key[16];
+		char key[16], pred[32];
 		snprintf(key, sizeof(key), "%d", p);
-		if (lyd_find_sibling_val(lyd_child(ports), NULL, key, 0, &node)) {
-			const struct lysc_node *s =
-				lys_find_path(f->ctx, NULL, "/ocs-switch:ports/port", 0);
-			if (lyd_find_sibling_val(lyd_child(ports), s, key, 0, &node))
-				lyd_new_list(ports, mod, "port", 0, &node, key);
-		}
+		snprintf(pred, sizeof(pred), "[id='%d']", p);
+		node = NULL;
+		if (lyd_find_sibling_val(lyd_child(ports), list, pred, 0, &node))
+			lyd_new_list(ports, mod, "port", 0, &node, key);
+		if (!node)
+			continue;
 		const char *st = fleet_port_failed(d, p) ? "failed" : lit[p] ? "up" : "down";
 		add_leaf(node, mod, "oper-state", "%s", st);
 		add_leaf(node, mod, "input-power", "%s", lit[p] ? "-2.50" : "-40.00");
