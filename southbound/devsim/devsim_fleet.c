@@ -737,19 +737,14 @@ static const char *running_port_leaf(const struct devsim_device *d, int port_id,
 	struct lyd_node *leaf = NULL;
 	snprintf(xpath, sizeof(xpath), "/optical-switch:port-config/port[port-id='%d']/%s", port_id,
 		 name);
-	if (!d->running || lyd_find_path(d->running, xpath, 0, &leaf) ||
-	    (leaf->flags & LYD_DEFAULT))
+	if (!d->running || lyd_find_path(d->running, xpath, 0, &leaf))
 		return NULL;
 	return lyd_get_value(leaf);
 }
 
-/* What port_id reports as peer-port: running's, else the peer-port knob of its ocsd port, else "".
- */
-static const char *polatis_peer_port(const struct devsim_device *d, int port_id)
+/* The peer-port knob of port_id's ocsd port (ingress 1+k, egress N+1+k); "" when none. */
+static const char *peer_port_knob(const struct devsim_device *d, int port_id)
 {
-	const char *v = running_port_leaf(d, port_id, "peer-port");
-	if (v)
-		return v;
 	int n = d->fleet->ports, k = port_id <= n ? port_id - 1 : port_id - n - 1;
 	for (int i = d->faults.n_peer_ports - 1; i >= 0; i--) /* the last one naming k wins */
 		if (d->faults.peer_ports[i].port == k)
@@ -774,8 +769,8 @@ static void polatis_ports(struct devsim_device *d, const struct lys_module *mod,
 		return;
 	const struct lysc_node *list =
 		lys_find_path(f->ctx, NULL, "/optical-switch:port-config/port", 0);
-	int *from =
-		malloc(sizeof(int) * (size_t)n); /* per egress N+1+k: ocsd port of its ingress */
+	/* per egress N+1+k: the ocsd port of the ingress that feeds it, -1 none */
+	int *from = malloc(sizeof(int) * (size_t)n);
 	if (!from)
 		return;
 	for (int k = 0; k < n; k++)
@@ -807,10 +802,13 @@ static void polatis_ports(struct devsim_device *d, const struct lys_module *mod,
 			 failed		  ? "FAILED"
 			 : d->disabled[p] ? "DISABLED"
 					  : "ENABLED");
-		if (!running_port_leaf(d, p, "label"))
+		/* label and peer-port: running's (in the entry already: running
+		 * comes from edits, never from validation, so it holds no default
+		 * nodes), else "" or the knob's */
+		if (lyd_find_path(port, "label", 0, NULL))
 			add_leaf(port, mod, "label", "%s", "");
-		if (!running_port_leaf(d, p, "peer-port"))
-			add_leaf(port, mod, "peer-port", "%s", polatis_peer_port(d, p));
+		if (lyd_find_path(port, "peer-port", 0, NULL))
+			add_leaf(port, mod, "peer-port", "%s", peer_port_knob(d, p));
 		struct lyd_node *pw = NULL;
 		lyd_new_list(opm, mod, "port", 0, &pw, key);
 		if (pw)

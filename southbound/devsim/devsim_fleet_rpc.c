@@ -330,16 +330,15 @@ static struct nc_server_reply *rpc_emit(struct devsim_device *d, const struct ly
 		/* polatis: port-power-alarm or port-power-clear of ingress 1+port */
 		fleet_notify_port_state(d, atoi(port), fleet_port_failed(d, atoi(port)));
 		return nc_server_reply_ok();
-	} else {
-		int in = atoi(port);
-		int o = (in >= 0 && in < f->ports) ? d->cur_out[in] : -1;
-		char ob[16];
-		snprintf(ob, sizeof(ob), "%d", o < 0 ? 0 : o);
-		lyd_new_path(NULL, f->ctx, "/ocs-switch:connection-failed/input", port, 0, &ev);
-		lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/output", ob, 0, NULL);
-		lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/reason",
-			     "injected by emit-notification", 0, NULL);
 	}
+	int in = atoi(port);
+	int o = (in >= 0 && in < f->ports) ? d->cur_out[in] : -1;
+	char ob[16];
+	snprintf(ob, sizeof(ob), "%d", o < 0 ? 0 : o);
+	lyd_new_path(NULL, f->ctx, "/ocs-switch:connection-failed/input", port, 0, &ev);
+	lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/output", ob, 0, NULL);
+	lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/reason",
+		     "injected by emit-notification", 0, NULL);
 	if (!ev)
 		return fleet_reply_err(f, NC_ERR_INVALID_VALUE, "cannot build the notification",
 				       NULL);
