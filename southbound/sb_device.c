@@ -49,6 +49,8 @@
 extern const char sb_yang_ocs_switch[];
 extern const char sb_yang_ocs_transceiver[];
 extern const char sb_yang_ocs_devsim[];
+extern const char sb_yang_optical_switch[];
+extern const char sb_yang_polatis_switch[];
 
 int64_t sb_now_ms(void)
 {
@@ -102,8 +104,10 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 	    !ly_ctx_load_module(drv->ctx, "ietf-datastores", NULL, NULL) ||
 	    !ly_ctx_load_module(drv->ctx, "ietf-netconf-nmda", NULL, all))
 		rc = -ENOENT;
-	const char *mods[] = {sb_yang_ocs_switch, sb_yang_ocs_transceiver, sb_yang_ocs_devsim};
-	for (size_t i = 0; i < 3 && !rc; i++)
+	/* every model's modules (sb_model.h), and the simulator's control RPCs */
+	const char *mods[] = {sb_yang_ocs_switch, sb_yang_ocs_transceiver, sb_yang_optical_switch,
+			      sb_yang_polatis_switch, sb_yang_ocs_devsim};
+	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]) && !rc; i++)
 		if (lys_parse_mem(drv->ctx, mods[i], LYS_IN_YANG, NULL))
 			rc = -EINVAL;
 	if (rc) {
