@@ -133,6 +133,7 @@
 #include "clock.h"
 #include "config.h"
 #include "devices.h"
+#include "cabling.h"
 #include "drift.h"
 #include "fabric_state.h"
 #include "jobs_util.h"
@@ -237,7 +238,8 @@ static void plan_work(struct pool_task *pt)
 /*
  * What a plan must keep clear of besides the configured circuits: the
  * unowned two-way circuits found on the devices (pinned) and the devices
- * that take no new circuit, drained or blocked by drift (drift.h).
+ * that take no new circuit, drained or blocked by drift (drift.h). The
+ * ports of miswired fibre are the task's out of service (new_task).
  * *blocked is NULL when no device is. 0 or -ENOMEM (nothing allocated).
  */
 static int drift_view(const struct jm *jm, struct ocs_xc **unowned, size_t *n_unowned,
@@ -333,6 +335,11 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 	free(blocked);
 	if (!t)
 		return NULL;
+	if (jm->d.cabling &&
+	    cab_out_of_service(jm->d.cabling, &t->out_of_service, &t->n_out_of_service) != 0) {
+		jp_task_free(t);
+		return NULL;
+	}
 	t->gen = current_gen(jm);
 	t->fs_gen = fs_generation(jm->d.fs);
 	t->pool.work = plan_work;
