@@ -43,15 +43,17 @@ static void test_expected_names(void **state)
 				for (int k = 0; k < f.k_spine; k++) {
 					struct ocs_spine_port sp = {p, h, k};
 					char want[CAB_NAME_MAX], got[CAB_NAME_MAX];
-					snprintf(want, sizeof(want), "pod%d-spine%d-port%d", p, h, k);
+					snprintf(want, sizeof(want), "pod%d-spine%d-port%d", p, h,
+						 k);
 					struct ocs_device_port tx = ocs_fabric_tx_port(&f, sp);
 					struct ocs_device_port rx = ocs_fabric_rx_port(&f, sp);
-					int per_group = ocs_fabric_devices(&f) / ocs_fabric_groups(&f);
-					cab_expected(&f, h * per_group + tx.device, (uint16_t)tx.port,
-						     false, got, sizeof(got));
+					int per_group =
+						ocs_fabric_devices(&f) / ocs_fabric_groups(&f);
+					cab_expected(&f, h * per_group + tx.device,
+						     (uint16_t)tx.port, false, got, sizeof(got));
 					assert_string_equal(got, want);
-					cab_expected(&f, h * per_group + rx.device, (uint16_t)rx.port,
-						     true, got, sizeof(got));
+					cab_expected(&f, h * per_group + rx.device,
+						     (uint16_t)rx.port, true, got, sizeof(got));
 					assert_string_equal(got, want);
 				}
 	}
@@ -111,8 +113,8 @@ static void test_report_and_clear(void **state)
 	assert_int_equal(n, 0);
 	assert_int_equal(s.found, 0);
 	/* two fibres swapped between pods 1 and 2 on the input side */
-	const char *in_swapped[8] = {"pod0-spine0-port0", "pod2-spine0-port0",
-				     "pod1-spine0-port0", "pod3-spine0-port0"};
+	const char *in_swapped[8] = {"pod0-spine0-port0", "pod2-spine0-port0", "pod1-spine0-port0",
+				     "pod3-spine0-port0"};
 	report(t, 0, in_swapped, out_ok, &s);
 	const struct cab_entry *e = cab_list(t, &n);
 	assert_int_equal(n, 2);
@@ -149,8 +151,8 @@ static void test_report_and_clear(void **state)
 	e = cab_list(t, &n);
 	assert_true(e[0].cleared);
 	/* ...and ends when the device reports another */
-	const char *in_other[8] = {"pod0-spine0-port0", "pod3-spine0-port0",
-				   "pod1-spine0-port0", "pod1-spine0-port0"};
+	const char *in_other[8] = {"pod0-spine0-port0", "pod3-spine0-port0", "pod1-spine0-port0",
+				   "pod1-spine0-port0"};
 	report(t, 0, in_other, out_ok, &s);
 	assert_int_equal(cab_miswired(t), 3);
 	assert_int_equal(s.found, 4); /* ports 1 and 3 newly reported */
@@ -196,7 +198,8 @@ static void test_planner_keeps_off(void **state)
 		struct ocs_xc oos[8];
 		size_t n_oos = (size_t)(1 + rand() % 8);
 		for (size_t i = 0; i < n_oos; i++)
-			oos[i] = (struct ocs_xc){rand() % groups, rand() % per, rand() % f.k_ocs, 0};
+			oos[i] =
+				(struct ocs_xc){rand() % groups, rand() % per, rand() % f.k_ocs, 0};
 		int leaves = ocs_fabric_leaves(&f);
 		struct lc_demand d[12];
 		size_t n_d = 0;
@@ -206,9 +209,8 @@ static void test_planner_keeps_off(void **state)
 				continue; /* same pod: the leaf fabric's, not the OCS's */
 			d[n_d++] = (struct lc_demand){a < b ? a : b, a < b ? b : a, 1};
 		}
-		struct lc_options opt = {.realize = true,
-					 .out_of_service = oos,
-					 .n_out_of_service = n_oos};
+		struct lc_options opt = {
+			.realize = true, .out_of_service = oos, .n_out_of_service = n_oos};
 		struct lc_plan *p;
 		if (lc_plan(&f, d, n_d, NULL, 0, &opt, &p))
 			continue; /* a demand lc_validate refuses (duplicates): not this test's */
@@ -220,7 +222,8 @@ static void test_planner_keeps_off(void **state)
 				    (c->in == oos[i].in || c->out == oos[i].in))
 					fail_msg("round %d: xc g%d d%d %d->%d uses port %d out of "
 						 "service",
-						 round, c->group, c->device, c->in, c->out, oos[i].in);
+						 round, c->group, c->device, c->in, c->out,
+						 oos[i].in);
 		}
 		placed_links += (int)p->n_xcs;
 		lc_plan_free(p);
