@@ -70,13 +70,13 @@ expect_valid "$fabrics/lab.json" 'models +ocs-switch 16$'
 expect_valid "$fabrics/ocstrx-ring.json" 'models +ocs-transceiver 64$'
 
 # --- device models and port maps (issue 23) ---
-# A device entry overrides its group: device 8 of polatis group 2 is an ocs-switch.
-mixed 's/"group": \[/"device": [{"id": 8, "model": "ocs-switch"}], "group": [/' >"$tmp/override.json"
+# A device entry overrides its group: device 4 of polatis group 1 is an ocs-switch.
+mixed 's/"group": \[/"device": [{"id": 4, "model": "ocs-switch"}], "group": [/' >"$tmp/override.json"
 expect_valid "$tmp/override.json" 'models +ocs-switch 9, polatis 7$'
 # A device's own port-map wins over its group's: device 12 uses ingress 9..16, egress 17..24 of a 16 x 16 switch.
 mixed 's/"group": \[/"device": [{"id": 12, "port-map": {"ingress-first": 9, "switch-ports": 32}}], "group": [/' \
   >"$tmp/devmap.json"
-expect_valid "$tmp/devmap.json" 'polatis ports +ingress 1\.\.8, egress 9\.\.16 \(ocs-g2-d0; 1 other device map'
+expect_valid "$tmp/devmap.json" 'polatis ports +ingress 1\.\.8, egress 9\.\.16 \(ocs-g1-d0; 1 other device map'
 # A group's port-map without switch-ports: egress defaults to N + 1.
 mixed 's/{"switch-ports": 16}/{"ingress-first": 101}/g' >"$tmp/groupmap.json"
 expect_valid "$tmp/groupmap.json" 'polatis ports +ingress 101\.\.108, egress 9\.\.16$'
@@ -87,13 +87,13 @@ expect_valid "$tmp/rail-polatis.json" 'models +polatis 4$' \
 
 lab 's/"switch-time-us": 25000/"switch-time-us": 25000, "model": "calient"/' | \
   expect_refused unknown-model $D/model 'enumeration|Invalid'
-mixed 's/"id": 2, "model": "polatis"/"id": 2, "model": "polatis-xl"/' | \
-  expect_refused unknown-group-model "$D/group[id='2']/model" 'enumeration|Invalid'
-mixed 's/{"id": 2, "model": "polatis", "port-map": {"switch-ports": 16}}/{"id": 2, "model": "polatis", "port-map": {"ingress-first": 65530}}/' | \
-  expect_refused ingress-past-65535 "$D/group[id='2']/port-map/ingress-first" \
+mixed 's/"id": 1, "model": "polatis"/"id": 1, "model": "polatis-xl"/' | \
+  expect_refused unknown-group-model "$D/group[id='1']/model" 'enumeration|Invalid'
+mixed 's/{"id": 1, "model": "polatis", "port-map": {"switch-ports": 16}}/{"id": 1, "model": "polatis", "port-map": {"ingress-first": 65530}}/' | \
+  expect_refused ingress-past-65535 "$D/group[id='1']/port-map/ingress-first" \
   'ingress ids 65530\.\.65537 of ocsd.s 8 ports run past the largest port id \(65535\): ocsd.s ports 6\.\.7 would have no ingress'
-mixed 's/"group": \[/"device": [{"id": 9, "port-map": {"egress-first": 9, "switch-ports": 12}}], "group": [/' | \
-  expect_refused egress-past-switch "$D/device[id='9']/port-map/egress-first" \
+mixed 's/"group": \[/"device": [{"id": 5, "port-map": {"egress-first": 9, "switch-ports": 12}}], "group": [/' | \
+  expect_refused egress-past-switch "$D/device[id='5']/port-map/egress-first" \
   'egress ids 9\.\.16 .* run past switch-ports \(12\): ocsd.s ports 4\.\.7 would have no egress'
 mixed 's/{"id": 3, "model": "polatis", "port-map": {"switch-ports": 16}}/{"id": 3, "model": "polatis", "port-map": {"egress-first": 5}}/' | \
   expect_refused ports-overlap "$D/group[id='3']/port-map/egress-first" \
