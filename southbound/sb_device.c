@@ -26,6 +26,7 @@
 #include "sb_device.h"
 
 #include "sb_device_internal.h"
+#include "sb_model.h"
 #include "sb_wire.h"
 
 #include <errno.h>
@@ -48,6 +49,8 @@
 extern const char sb_yang_ocs_switch[];
 extern const char sb_yang_ocs_transceiver[];
 extern const char sb_yang_ocs_devsim[];
+extern const char sb_yang_optical_switch[];
+extern const char sb_yang_polatis_switch[];
 
 int64_t sb_now_ms(void)
 {
@@ -101,8 +104,10 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 	    !ly_ctx_load_module(drv->ctx, "ietf-datastores", NULL, NULL) ||
 	    !ly_ctx_load_module(drv->ctx, "ietf-netconf-nmda", NULL, all))
 		rc = -ENOENT;
-	const char *mods[] = {sb_yang_ocs_switch, sb_yang_ocs_transceiver, sb_yang_ocs_devsim};
-	for (size_t i = 0; i < 3 && !rc; i++)
+	/* every model's modules (sb_model.h), and the simulator's control RPCs */
+	const char *mods[] = {sb_yang_ocs_switch, sb_yang_ocs_transceiver, sb_yang_optical_switch,
+			      sb_yang_polatis_switch, sb_yang_ocs_devsim};
+	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]) && !rc; i++)
 		if (lys_parse_mem(drv->ctx, mods[i], LYS_IN_YANG, NULL))
 			rc = -EINVAL;
 	if (rc) {
@@ -156,11 +161,24 @@ static void fill_config(struct sb_device_config *dst, const struct sb_device_con
 		dst->backoff_min_ms = 50;
 	if (dst->backoff_max_ms <= 0)
 		dst->backoff_max_ms = 5000;
+	if (!dst->ports.in_first && !dst->ports.out_first)
+		dst->ports = sb_model_default_ports(dst->model, cfg->ports.n);
+}
+
+/* A config a device can be made with: an address, a known model, a port map it allows. */
+static bool config_usable(const struct sb_device_config *cfg)
+{
+	struct sb_device_config c;
+	char why[160];
+	if (!cfg->host[0] || !cfg->port || (unsigned)cfg->model >= SB_MODEL_COUNT)
+		return false;
+	fill_config(&c, cfg);
+	return !sb_model_check_ports(c.model, &c.ports, why, sizeof(why));
 }
 
 int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg, struct sb_device **out)
 {
-	if (!cfg->host[0] || !cfg->port)
+	if (!config_usable(cfg))
 		return -EINVAL;
 	struct sb_device *dev = calloc(1, sizeof(*dev));
 	if (!dev)
@@ -177,7 +195,7 @@ int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg, str
 
 int sb_device_set_config(struct sb_device *dev, const struct sb_device_config *cfg)
 {
-	if (!cfg->host[0] || !cfg->port)
+	if (!config_usable(cfg))
 		return -EINVAL;
 	pthread_mutex_lock(&dev->staged_mu);
 	fill_config(&dev->staged_cfg, cfg);
@@ -221,6 +239,11 @@ const char *sb_device_name(const struct sb_device *dev)
 enum sb_model sb_device_model(const struct sb_device *dev)
 {
 	return dev->cfg.model;
+}
+
+const struct sb_port_map *sb_device_ports(const struct sb_device *dev)
+{
+	return &dev->cfg.ports;
 }
 
 int sb_device_switch_us(const struct sb_device *dev)

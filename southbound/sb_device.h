@@ -66,10 +66,25 @@ enum sb_validate_policy {
 	SB_VALIDATE_NEVER,
 };
 
-/* Which YANG model a device speaks. */
+/* Which YANG model a device speaks (the table of models: sb_model.h). */
 enum sb_model {
 	SB_MODEL_SWITCH = 0,  /* ocs-switch: cross-connects */
 	SB_MODEL_TRANSCEIVER, /* ocs-transceiver: the bundles of one node */
+	SB_MODEL_POLATIS,     /* Polatis optical-switch: ingress -> egress pairs */
+};
+#define SB_MODEL_COUNT 3
+
+/*
+ * How ocsd's port k of a cross-connect device is numbered on the device:
+ * light enters at in_first + k and leaves at out_first + k. ocs-switch
+ * numbers both directions of one duplex port alike from 0 (0, 0); an N x N
+ * Polatis switch numbers its ingress ports 1..N and its egress ports
+ * N+1..2N (1, N+1). n: how many ports ocsd uses (0: not bounded).
+ */
+struct sb_port_map {
+	uint32_t in_first;
+	uint32_t out_first;
+	uint32_t n;
 };
 
 struct sb_device_config {
@@ -93,8 +108,10 @@ struct sb_device_config {
 	int backoff_min_ms; /* first reconnect delay [50] */
 	int backoff_max_ms; /* cap of the doubling delay [5000] */
 	enum sb_validate_policy validate;
-	enum sb_model model; /* [SB_MODEL_SWITCH] */
-	uint32_t node;	     /* SB_MODEL_TRANSCEIVER: the node this agent serves */
+	enum sb_model model;	  /* [SB_MODEL_SWITCH] */
+	uint32_t node;		  /* SB_MODEL_TRANSCEIVER: the node this agent serves */
+	struct sb_port_map ports; /* cross-connect models [all 0: the model's default,
+				   * sb_model_default_ports()] */
 	/* The device's switching time from its datasheet, in microseconds: the
 	 * transaction engine's first read-back after a commit waits this long
 	 * (polls before it would only see `pending`) [0: read back at once] */
@@ -221,6 +238,8 @@ int sb_device_new(struct sb_driver *drv, const struct sb_device_config *cfg,
 void sb_device_free(struct sb_device *dev);
 const char *sb_device_name(const struct sb_device *dev);
 enum sb_model sb_device_model(const struct sb_device *dev);
+/* How ocsd's ports are numbered on the device (the config's map, or the model's default). */
+const struct sb_port_map *sb_device_ports(const struct sb_device *dev);
 /* The config's switch_us: the device's switching time in microseconds (0 unknown). */
 int sb_device_switch_us(const struct sb_device *dev);
 

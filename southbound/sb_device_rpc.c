@@ -11,6 +11,7 @@
 #include "sb_device.h"
 
 #include "sb_device_internal.h"
+#include "sb_model.h"
 #include "sb_reply.h"
 #include "sb_wire.h"
 
@@ -20,62 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OCS_NS	   "urn:ocsd:yang:ocs-switch"
 #define NC_NS	   "urn:ietf:params:xml:ns:netconf:base:1.0"
 #define TRX_NS	   "urn:ocsd:yang:ocs-transceiver"
-#define XC_FILTER  "<cross-connects xmlns=\"" OCS_NS "\"/>"
 #define TRX_FILTER "<transceivers xmlns=\"" TRX_NS "\"/>"
-
-/* A growing string buffer for RPC XML. */
-struct strbuf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sb_append(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_append(struct strbuf *b, const char *fmt, ...)
-{
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0 || b->oom) {
-			b->oom = true;
-			return;
-		}
-		if (b->s && b->len + (size_t)n < b->cap) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-		char *s = realloc(b->s, cap);
-		if (!s) {
-			b->oom = true;
-			return;
-		}
-		b->s = s;
-		b->cap = cap;
-	}
-}
-
-/* Appends the leaf <name>s</name>, s as XML character data. */
-static void sb_append_leaf(struct strbuf *b, const char *name, const char *s)
-{
-	sb_append(b, "<%s>", name);
-	for (; *s; s++) {
-		const char *e = *s == '<'   ? "&lt;"
-				: *s == '>' ? "&gt;"
-				: *s == '&' ? "&amp;"
-					    : NULL;
-		if (e)
-			sb_append(b, "%s", e);
-		else
-			sb_append(b, "%c", *s);
-	}
-	sb_append(b, "</%s>", name);
-}
 
 /* The session is out of step after a failed send or receive: drop it and say why. */
 static int wire_failed(struct sb_device *dev, const char *opname, int rc, const struct sb_reply *r,
@@ -200,7 +148,7 @@ int sb_device_validate(struct sb_device *dev, struct sb_error *err)
 }
 
 /* Runs the operation built in b (freed here). */
-static int do_built(struct sb_device *dev, struct strbuf *b, const char *opname,
+static int do_built(struct sb_device *dev, struct sb_buf *b, const char *opname,
 		    struct sb_error *err)
 {
 	int rc = do_op(dev, b->oom ? NULL : b->s, opname, NULL, err);
@@ -211,27 +159,27 @@ static int do_built(struct sb_device *dev, struct strbuf *b, const char *opname,
 int sb_device_commit(struct sb_device *dev, int confirm_timeout_s, const char *persist,
 		     const char *persist_id, struct sb_error *err)
 {
-	struct strbuf b = {0};
-	sb_append(&b, "<commit>");
+	struct sb_buf b = {0};
+	sb_buf_printf(&b, "<commit>");
 	if (confirm_timeout_s > 0) {
-		sb_append(&b, "<confirmed/><confirm-timeout>%d</confirm-timeout>",
-			  confirm_timeout_s);
+		sb_buf_printf(&b, "<confirmed/><confirm-timeout>%d</confirm-timeout>",
+			      confirm_timeout_s);
 		if (persist)
-			sb_append_leaf(&b, "persist", persist);
+			sb_buf_leaf(&b, "persist", persist);
 	}
 	if (persist_id)
-		sb_append_leaf(&b, "persist-id", persist_id);
-	sb_append(&b, "</commit>");
+		sb_buf_leaf(&b, "persist-id", persist_id);
+	sb_buf_printf(&b, "</commit>");
 	return do_built(dev, &b, confirm_timeout_s > 0 ? "commit-confirmed" : "commit", err);
 }
 
 int sb_device_cancel_commit(struct sb_device *dev, const char *persist_id, struct sb_error *err)
 {
-	struct strbuf b = {0};
-	sb_append(&b, "<cancel-commit>");
+	struct sb_buf b = {0};
+	sb_buf_printf(&b, "<cancel-commit>");
 	if (persist_id)
-		sb_append_leaf(&b, "persist-id", persist_id);
-	sb_append(&b, "</cancel-commit>");
+		sb_buf_leaf(&b, "persist-id", persist_id);
+	sb_buf_printf(&b, "</cancel-commit>");
 	return do_built(dev, &b, "cancel-commit", err);
 }
 
@@ -249,28 +197,28 @@ int sb_device_subscribe(struct sb_device *dev, struct sb_error *err)
 }
 
 /* Starts an edit-config of ds in b; the caller appends the <config> content. */
-static void edit_begin(struct sb_device *dev, enum sb_datastore ds, struct strbuf *b)
+static void edit_begin(struct sb_device *dev, enum sb_datastore ds, struct sb_buf *b)
 {
-	sb_append(b,
-		  "<edit-config><target><%s/></target><default-operation>merge</"
-		  "default-operation>%s<config>",
-		  ds_name(ds),
-		  dev->caps.rollback_on_error ? "<error-option>rollback-on-error</error-option>"
-					      : "");
+	sb_buf_printf(b,
+		      "<edit-config><target><%s/></target><default-operation>merge</"
+		      "default-operation>%s<config>",
+		      ds_name(ds),
+		      dev->caps.rollback_on_error ? "<error-option>rollback-on-error</error-option>"
+						  : "");
 }
 
 /*
  * Ends and runs the edit-config begun in b (freed here); then_validate:
  * a <validate> of the candidate pipelined behind it (sb_device_edit_*_validate).
  */
-static int edit_rpc(struct sb_device *dev, enum sb_datastore ds, struct strbuf *b,
+static int edit_rpc(struct sb_device *dev, enum sb_datastore ds, struct sb_buf *b,
 		    bool then_validate, struct sb_error *err)
 {
 	if (ds == SB_DS_RUNNING && !dev->caps.writable_running) {
 		free(b->s);
 		return sbd_set_err(err, dev, "edit-config", -ENOTSUP, "running is not writable");
 	}
-	sb_append(b, "</config></edit-config>");
+	sb_buf_printf(b, "</config></edit-config>");
 	atomic_fetch_add(&dev->drv->counters.edits, 1);
 	if (!then_validate)
 		return do_built(dev, b, "edit-config", err);
@@ -281,37 +229,57 @@ static int edit_rpc(struct sb_device *dev, enum sb_datastore ds, struct strbuf *
 	return rc;
 }
 
-static int find_xc(const struct sb_xc *xcs, size_t n, uint16_t in)
+/*
+ * xcs sorted by input, as a model's edit wants them: xcs itself when it
+ * is, else a sorted copy in *copy (caller frees; -ENOMEM).
+ */
+static int sorted_xcs(const struct sb_xc *xcs, size_t n, const struct sb_xc **view,
+		      struct sb_xc **copy)
 {
-	for (size_t i = 0; i < n; i++)
-		if (xcs[i].in == in)
-			return (int)i;
-	return -1;
+	*view = xcs;
+	*copy = NULL;
+	for (size_t i = 1; i < n; i++)
+		if (xcs[i - 1].in > xcs[i].in) {
+			if (!(*copy = malloc(n * sizeof(**copy))))
+				return -ENOMEM;
+			memcpy(*copy, xcs, n * sizeof(**copy));
+			qsort(*copy, n, sizeof(**copy), sb_xc_cmp);
+			*view = *copy;
+			break;
+		}
+	return 0;
+}
+
+/* A cross-connect model's entry, or an error for a transceiver agent. */
+static const struct sb_model_ops *xc_model(struct sb_device *dev, const char *opname,
+					   struct sb_error *err)
+{
+	const struct sb_model_ops *m = sb_model(dev->cfg.model);
+	if (m->bundles)
+		sbd_set_err(err, dev, opname, -ENOTSUP, "a %s device has no cross-connects",
+			    m->name);
+	return m->bundles ? NULL : m;
 }
 
 static int edit_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *current,
 		    size_t n_current, const struct sb_xc *target, size_t n_target,
 		    bool then_validate, struct sb_error *err)
 {
-	struct strbuf b = {0};
-	edit_begin(dev, ds, &b);
-	sb_append(&b, "<cross-connects xmlns=\"%s\" xmlns:nc=\"%s\">", OCS_NS, NC_NS);
-	/* removals first: inputs the target no longer uses */
-	for (size_t i = 0; i < n_current; i++)
-		if (find_xc(target, n_target, current[i].in) < 0)
-			sb_append(&b,
-				  "<connection "
-				  "nc:operation=\"remove\"><input>%u</input></connection>",
-				  current[i].in);
-	/* then additions and changed outputs */
-	for (size_t i = 0; i < n_target; i++) {
-		int c = find_xc(current, n_current, target[i].in);
-		if (c >= 0 && current[c].out == target[i].out)
-			continue;
-		sb_append(&b, "<connection><input>%u</input><output>%u</output></connection>",
-			  target[i].in, target[i].out);
+	const struct sb_model_ops *m = xc_model(dev, "edit-config", err);
+	if (!m)
+		return -ENOTSUP;
+	const struct sb_xc *cur, *tgt;
+	struct sb_xc *cur_copy, *tgt_copy = NULL;
+	if (sorted_xcs(current, n_current, &cur, &cur_copy) ||
+	    sorted_xcs(target, n_target, &tgt, &tgt_copy)) {
+		free(cur_copy);
+		return sbd_set_err(err, dev, "edit-config", -ENOMEM, "out of memory");
 	}
-	sb_append(&b, "</cross-connects>");
+	struct sb_buf b = {0};
+	edit_begin(dev, ds, &b);
+	m->xc_edit(&b, &dev->cfg.ports, cur, n_current, tgt, n_target);
+	free(cur_copy);
+	free(tgt_copy);
 	return edit_rpc(dev, ds, &b, then_validate, err);
 }
 
@@ -332,14 +300,12 @@ int sb_device_edit_xcs_validate(struct sb_device *dev, const struct sb_xc *curre
 int sb_device_replace_xcs(struct sb_device *dev, enum sb_datastore ds, const struct sb_xc *xcs,
 			  size_t n, struct sb_error *err)
 {
-	struct strbuf b = {0};
+	const struct sb_model_ops *m = xc_model(dev, "edit-config", err);
+	if (!m)
+		return -ENOTSUP;
+	struct sb_buf b = {0};
 	edit_begin(dev, ds, &b);
-	sb_append(&b, "<cross-connects xmlns=\"%s\" xmlns:nc=\"%s\" nc:operation=\"replace\">",
-		  OCS_NS, NC_NS);
-	for (size_t i = 0; i < n; i++)
-		sb_append(&b, "<connection><input>%u</input><output>%u</output></connection>",
-			  xcs[i].in, xcs[i].out);
-	sb_append(&b, "</cross-connects>");
+	m->xc_replace(&b, &dev->cfg.ports, xcs, n);
 	return edit_rpc(dev, ds, &b, false, err);
 }
 
@@ -358,7 +324,7 @@ static int read_data(struct sb_device *dev, bool with_state, enum sb_datastore d
 		     const char *filter, const char *opname, struct sb_reply *reply,
 		     struct sb_error *err)
 {
-	char op[256];
+	char op[512];
 	if (with_state)
 		snprintf(op, sizeof(op), "<get><filter type=\"subtree\">%s</filter></get>", filter);
 	else
@@ -381,14 +347,16 @@ int sb_device_read_xcs(struct sb_device *dev, bool with_state, enum sb_datastore
 	struct sb_reply r;
 	*out = NULL;
 	*n = 0;
-	int rc = read_data(dev, with_state, ds, XC_FILTER, opname, &r, err);
+	const struct sb_model_ops *m = xc_model(dev, opname, err);
+	if (!m)
+		return -ENOTSUP;
+	int rc = read_data(dev, with_state, ds, m->xc_filter(with_state), opname, &r, err);
 	if (rc)
 		return rc;
-	rc = sb_reply_xcs(r.data, r.data_len, out, n);
+	char why[160];
+	rc = m->xc_parse(r.data, r.data_len, &dev->cfg.ports, with_state, out, n, why, sizeof(why));
 	if (rc)
-		return sbd_set_err(err, dev, opname, rc, "%s",
-				   rc == -ENOMEM ? "out of memory"
-						 : "unexpected reply: cross-connects not readable");
+		return sbd_set_err(err, dev, opname, rc, "unexpected reply: %s", why);
 	return 0;
 }
 
@@ -416,7 +384,7 @@ int sb_device_read_bundles(struct sb_device *dev, bool with_state, enum sb_datas
 	*n = 0;
 	if (node_faulty)
 		*node_faulty = false;
-	if (dev->cfg.model != SB_MODEL_TRANSCEIVER)
+	if (!sb_model(dev->cfg.model)->bundles)
 		return sbd_set_err(err, dev, opname, -ENOTSUP, "not an ocs-transceiver device");
 	struct sb_reply r;
 	int rc = read_data(dev, with_state, ds, TRX_FILTER, opname, &r, err);
@@ -433,28 +401,29 @@ int sb_device_read_bundles(struct sb_device *dev, bool with_state, enum sb_datas
 static int edit_bundles(struct sb_device *dev, enum sb_datastore ds, const struct sb_bundle *target,
 			size_t n, bool then_validate, struct sb_error *err)
 {
-	if (dev->cfg.model != SB_MODEL_TRANSCEIVER)
+	if (!sb_model(dev->cfg.model)->bundles)
 		return sbd_set_err(err, dev, "edit-config", -ENOTSUP,
 				   "not an ocs-transceiver device");
-	struct strbuf b = {0};
+	struct sb_buf b = {0};
 	edit_begin(dev, ds, &b);
 	/* replace the node's entry: the bundles it holds are exactly target */
-	sb_append(&b,
-		  "<transceivers xmlns=\"%s\" xmlns:nc=\"%s\"><node "
-		  "nc:operation=\"replace\"><id>%u</id>",
-		  TRX_NS, NC_NS, dev->cfg.node);
+	sb_buf_printf(&b,
+		      "<transceivers xmlns=\"%s\" xmlns:nc=\"%s\"><node "
+		      "nc:operation=\"replace\"><id>%u</id>",
+		      TRX_NS, NC_NS, dev->cfg.node);
 	for (size_t i = 0; i < n; i++) {
 		const struct sb_bundle *t = &target[i];
 		if (t->path)
-			sb_append(&b,
-				  "<bundle><id>%u</id><path>external</path><external><distance>%u"
-				  "</distance><direction>%s</direction></external></bundle>",
-				  t->bundle, t->distance, t->dir ? "down" : "up");
+			sb_buf_printf(
+				&b,
+				"<bundle><id>%u</id><path>external</path><external><distance>%u"
+				"</distance><direction>%s</direction></external></bundle>",
+				t->bundle, t->distance, t->dir ? "down" : "up");
 		else
-			sb_append(&b, "<bundle><id>%u</id><path>loopback</path></bundle>",
-				  t->bundle);
+			sb_buf_printf(&b, "<bundle><id>%u</id><path>loopback</path></bundle>",
+				      t->bundle);
 	}
-	sb_append(&b, "</node></transceivers>");
+	sb_buf_printf(&b, "</node></transceivers>");
 	return edit_rpc(dev, ds, &b, then_validate, err);
 }
 

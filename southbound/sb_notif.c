@@ -17,6 +17,8 @@
 #define _GNU_SOURCE /* pipe2 */
 #include "sb_notif.h"
 
+#include "sb_model.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libyang/libyang.h>
@@ -115,28 +117,18 @@ static const char *leaf_value(const struct lyd_node *parent, const char *name)
 	return NULL;
 }
 
-/* Parses one received notification (op: the notification's data) and delivers it. */
+/* sb_leaf_fn over a notification's libyang data. */
+static const char *notif_leaf(const void *op, const char *name)
+{
+	return leaf_value(op, name);
+}
+
+/* Parses one received notification (op: its data) by the device's model and delivers it. */
 static void deliver_notification(struct sb_listener *l, struct source *s, const struct lyd_node *op)
 {
 	struct sb_notif n = {.source = s->id, .kind = SB_NOTIF_OTHER, .name = LYD_NAME(op)};
-	const char *node = leaf_value(op, "node"), *port;
-	if (!strcmp(n.name, "node-fault") && node) {
-		const char *faulty = leaf_value(op, "faulty");
-		n.kind = SB_NOTIF_NODE_FAULT;
-		n.node = (uint32_t)strtoul(node, NULL, 10);
-		n.faulty = faulty && !strcmp(faulty, "true");
-	} else if (!strcmp(n.name, "loss-of-light") && node) {
-		const char *bundle = leaf_value(op, "bundle");
-		n.kind = SB_NOTIF_LOSS_OF_LIGHT;
-		n.node = (uint32_t)strtoul(node, NULL, 10);
-		n.bundle = bundle ? (uint8_t)strtoul(bundle, NULL, 10) : 0;
-	} else if (!strcmp(n.name, "port-state-change") && (port = leaf_value(op, "port"))) {
-		/* a rail OCS's GPU-side port: failed or down is a GPU fault, up its end */
-		const char *state = leaf_value(op, "oper-state");
-		n.kind = SB_NOTIF_PORT_STATE;
-		n.port = (uint16_t)strtoul(port, NULL, 10);
-		n.port_up = state && !strcmp(state, "up");
-	}
+	sb_model(sb_device_model(s->dev))
+		->notif(n.name, notif_leaf, op, sb_device_ports(s->dev), &n);
 	n.received_us = now_us();
 	l->fn(l->arg, &n);
 }

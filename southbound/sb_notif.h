@@ -63,9 +63,10 @@ struct sb_listener;
  */
 int sb_listener_new(struct sb_driver *drv, sb_notif_fn fn, void *arg, struct sb_listener **out);
 /*
- * Adds a device (cfg copied; only address, credentials and timing are
- * used). source: the caller's number, passed back in every sb_notif.
- * Before sb_listener_start() only. 0, -EBUSY (started), -EINVAL, -ENOMEM.
+ * Adds a device (cfg copied; its address, credentials, timing, model and
+ * port map are used: the model says which notifications mean faults). source: the caller's number,
+ * passed back in every sb_notif. Before sb_listener_start() only. 0, -EBUSY (started), -EINVAL,
+ * -ENOMEM.
  */
 int sb_listener_add(struct sb_listener *l, const struct sb_device_config *cfg, size_t source);
 /*

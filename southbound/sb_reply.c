@@ -834,3 +834,159 @@ int sb_reply_bundles(const char *data, size_t len, uint32_t node, struct sb_bund
 	qsort(*out, *n, sizeof(**out), cmp_bundle_state);
 	return 0;
 }
+
+/* ---- Polatis optical-switch ---------------------------------------------- */
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct sb_pair *x = a, *y = b;
+	return x->ingress != y->ingress ? (x->ingress < y->ingress ? -1 : 1)
+					: (x->egress > y->egress) - (x->egress < y->egress);
+}
+
+static int cmp_port_state(const void *a, const void *b)
+{
+	const struct sb_port_state *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* A port id leaf (start tag read) of the model: a decimal in 1..65535. */
+static int port_id_leaf(struct cur *c, const struct el *e, uint32_t *id)
+{
+	char v[32];
+	unsigned long u;
+	if (leaf_text(c, e, v, sizeof(v)) || parse_uint(v, 65535, &u) || u == 0)
+		return -EPROTO;
+	*id = (uint32_t)u;
+	return 0;
+}
+
+/* One <pair> (start tag read); *have: it had both ports. */
+static int read_pair(struct cur *c, const struct el *e, struct sb_pair *p, bool *have)
+{
+	struct el ch;
+	bool in = false, out = false;
+	int rc;
+	*p = (struct sb_pair){0};
+	while (!(rc = next_child(c, e, &ch))) {
+		if (el_is(&ch, "ingress")) {
+			if (port_id_leaf(c, &ch, &p->ingress))
+				return -EPROTO;
+			in = true;
+		} else if (el_is(&ch, "egress")) {
+			if (port_id_leaf(c, &ch, &p->egress))
+				return -EPROTO;
+			out = true;
+		} else if (skip_element(c, &ch, NULL)) {
+			return -EPROTO;
+		}
+	}
+	*have = in && out;
+	return rc < 0 ? rc : 0;
+}
+
+/* One <port-config>/<port> (start tag read); *have: it had a port-id. */
+static int read_port_state(struct cur *c, const struct el *e, struct sb_port_state *p, bool *have)
+{
+	/* SB_PORT_STATUS_ENABLED .. SB_PORT_STATUS_UNSUPPORTED */
+	static const char *const names[] = {"ENABLED", "DISABLED", "FAILED", "UNSUPPORTED"};
+	struct el ch;
+	char v[32];
+	int rc;
+	*p = (struct sb_port_state){0};
+	*have = false;
+	while (!(rc = next_child(c, e, &ch))) {
+		if (el_is(&ch, "port-id")) {
+			if (port_id_leaf(c, &ch, &p->id))
+				return -EPROTO;
+			*have = true;
+		} else if (el_is(&ch, "status")) {
+			if (leaf_text(c, &ch, v, sizeof(v)) ||
+			    !(p->status = (enum sb_port_status)status_value(v, names, 4)))
+				return -EPROTO;
+		} else if (skip_element(c, &ch, NULL)) {
+			return -EPROTO;
+		}
+	}
+	return rc < 0 ? rc : 0;
+}
+
+/* Reads one list entry (its start tag read) into entry; *have: it had its key. */
+typedef int (*entry_fn)(struct cur *c, const struct el *e, void *entry, bool *have);
+
+static int pair_entry(struct cur *c, const struct el *e, void *entry, bool *have)
+{
+	return read_pair(c, e, entry, have);
+}
+
+static int port_entry(struct cur *c, const struct el *e, void *entry, bool *have)
+{
+	return read_port_state(c, e, entry, have);
+}
+
+/*
+ * The entries named `name` of a list container (start tag read), each read
+ * by fn and appended to *out (elements of size sz; out NULL: skipped).
+ */
+static int read_list(struct cur *c, const struct el *top, const char *name, entry_fn fn, size_t sz,
+		     void **out, size_t *n, size_t *cap)
+{
+	struct el ch;
+	int rc;
+	union {
+		struct sb_pair pair;
+		struct sb_port_state port;
+	} entry; /* any entry fn reads */
+	while (!(rc = next_child(c, top, &ch))) {
+		if (!el_is(&ch, name) || !out) {
+			if ((rc = skip_element(c, &ch, NULL)))
+				return rc;
+			continue;
+		}
+		bool have;
+		if ((rc = fn(c, &ch, &entry, &have)))
+			return rc;
+		if (have && (rc = grow(out, cap, *n, sz)))
+			return rc;
+		if (have)
+			memcpy((char *)*out + sz * (*n)++, &entry, sz);
+	}
+	return rc < 0 ? rc : 0;
+}
+
+int sb_reply_pairs(const char *data, size_t len, struct sb_pair **pairs, size_t *n_pairs,
+		   struct sb_port_state **ports, size_t *n_ports)
+{
+	struct cur c = {data, data + len};
+	struct el top;
+	size_t cap_pairs = 0, cap_ports = 0, n_ignored = 0;
+	int rc;
+	*pairs = NULL;
+	*n_pairs = 0;
+	if (ports) {
+		*ports = NULL;
+		*n_ports = 0;
+	}
+	while (!(rc = next_child(&c, NULL, &top))) {
+		if (el_is(&top, "cross-connects"))
+			rc = read_list(&c, &top, "pair", pair_entry, sizeof(**pairs),
+				       (void **)pairs, n_pairs, &cap_pairs);
+		else if (el_is(&top, "port-config"))
+			rc = read_list(&c, &top, "port", port_entry, sizeof(struct sb_port_state),
+				       (void **)ports, ports ? n_ports : &n_ignored, &cap_ports);
+		else
+			rc = skip_element(&c, &top, NULL);
+		if (rc)
+			break;
+	}
+	if (rc < 0) {
+		if (ports)
+			drop_list((void **)ports, n_ports, rc);
+		return drop_list((void **)pairs, n_pairs, rc);
+	}
+	if (*n_pairs)
+		qsort(*pairs, *n_pairs, sizeof(**pairs), cmp_pair);
+	if (ports && *n_ports)
+		qsort(*ports, *n_ports, sizeof(**ports), cmp_port_state);
+	return 0;
+}

@@ -71,4 +71,38 @@ int sb_reply_xcs(const char *data, size_t len, struct sb_xc_state **out, size_t 
 int sb_reply_bundles(const char *data, size_t len, uint32_t node, struct sb_bundle_state **out,
 		     size_t *n, bool *faulty);
 
+/* ---- Polatis optical-switch (the device's own port ids, 1..65535) -------- */
+
+/* One <cross-connects>/<pair>: light entering `ingress` leaves at `egress`. */
+struct sb_pair {
+	uint32_t ingress;
+	uint32_t egress;
+};
+
+/* A <port-config>/<port>'s status (enumeration of the model, 0 when absent). */
+enum sb_port_status {
+	SB_PORT_STATUS_NONE = 0,
+	SB_PORT_STATUS_ENABLED,
+	SB_PORT_STATUS_DISABLED,
+	SB_PORT_STATUS_FAILED,
+	SB_PORT_STATUS_UNSUPPORTED,
+};
+
+struct sb_port_state {
+	uint32_t id;
+	enum sb_port_status status;
+};
+
+/*
+ * The pairs of every <cross-connects> and the port statuses of every
+ * <port-config> in a reply's <data> content, in any order: pairs without
+ * ingress or egress and ports without port-id are skipped. *pairs (sorted
+ * by ingress) and *ports (sorted by id) are malloc'ed (caller frees; NULL
+ * when none); ports may be NULL when the caller wants pairs only. 0,
+ * -EPROTO (a port id that is not a number in 1..65535, an unknown status),
+ * -ENOMEM.
+ */
+int sb_reply_pairs(const char *data, size_t len, struct sb_pair **pairs, size_t *n_pairs,
+		   struct sb_port_state **ports, size_t *n_ports);
+
 #endif

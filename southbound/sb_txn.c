@@ -40,6 +40,15 @@
  *                    path (peer down, loss of light) or a faulty node fails
  *                    at once. The verify callback gets the bundles with the
  *                    peer-node each one reaches.
+ *   polatis          like ocs-switch: cross-connects (sb_xc) written as
+ *                    Polatis pairs ingress -> egress through the device's
+ *                    port map; a pair reads `connected` while both of its
+ *                    ports are ENABLED, `failed` otherwise (sb_model.c).
+ * What a model writes and reads comes from its entry in sb_model.h. Which
+ * of the paths below a device takes comes from the capabilities of its
+ * <hello> (sb_device_strategy), never from its model: a Polatis switch
+ * offers :writable-running without :candidate, so it takes the
+ * writable-running path, as any device of any model would.
  *
  * RPCs per device and why each one is needed ([validate] only when
  * sb_device_should_validate(); k read-backs, usually 1 when the device's
@@ -65,6 +74,25 @@
  *     [validate], commit, get x k, unlock.
  *   writable-running only, 5 + k - 1: lock running, get-config (as above),
  *     edit running at commit time, get x k, unlock.
+ *     What this path guarantees when ocsd dies mid-transaction, and what
+ *     it cannot (there is no dead-man switch on such a device):
+ *      W1. Dead before the commit step: nothing was written anywhere; the
+ *          lock on running ends with the session.
+ *      W2. Dead after some devices' edit of running: those devices hold
+ *          the target for good and the others the pre-image. The device
+ *          cannot revert by itself, so it is on the next start: the
+ *          intent was stored before any device was touched (I1), and
+ *          recovery reads every device it names back; a transaction never
+ *          decided whose devices all hold the target or the pre-image is
+ *          rolled back there by a compensating edit from the pre-image
+ *          (daemon/txn/recovery.c), so the job ends with nothing changed.
+ *      W3. What no protocol on such a device can give: between the death
+ *          and the next start (or a replica's takeover) the devices that
+ *          were edited carry light the store does not yet own; and a
+ *          device without :rollback-on-error (which ocsd asks for where
+ *          offered) may apply part of an edit it then refuses (RFC 6241
+ *          stop-on-error): while ocsd lives the read-back and the
+ *          compensating edit cover that, after its death recovery does.
  *   Rollback adds: cancel-commit (unconfirmed), discard-changes, get-config
  *     (the proof), and when running is not the pre-image a compensating
  *     edit + commit + get-config.
@@ -241,6 +269,7 @@
 #include <time.h>
 
 #include "sb_exec.h"
+#include "sb_model.h"
 #include "sb_txn_internal.h"
 
 /* ---- engine ------------------------------------------------------------ */
@@ -474,7 +503,7 @@ static int check_plan(const struct sb_txn_plan *plan)
 		const struct sb_txn_device *a = &plan->devices[i];
 		if (!a->dev || (a->n_target && !a->target) || (a->n_bundles && !a->bundles))
 			return -EINVAL;
-		bool trx = sb_device_model(a->dev) == SB_MODEL_TRANSCEIVER;
+		bool trx = sb_model(sb_device_model(a->dev))->bundles;
 		if (trx ? a->n_target != 0 : a->n_bundles != 0)
 			return -EINVAL; /* the other model's set */
 		for (size_t x = 0; x < a->n_bundles; x++) {
@@ -755,7 +784,7 @@ static int txn_setup(struct txn *t, const struct sb_txn_plan *plan,
 		d->dev = plan->devices[i].dev;
 		d->n_target = plan->devices[i].n_target;
 		d->target = malloc((d->n_target ? d->n_target : 1) * sizeof(struct sb_xc));
-		d->trx = sb_device_model(d->dev) == SB_MODEL_TRANSCEIVER;
+		d->trx = sb_model(sb_device_model(d->dev))->bundles;
 		d->n_target_b = plan->devices[i].n_bundles;
 		d->target_b =
 			malloc((d->n_target_b ? d->n_target_b : 1) * sizeof(struct sb_bundle));

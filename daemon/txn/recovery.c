@@ -156,6 +156,24 @@ static int roll_forward_target(const struct recov_deps *rd, const struct st_inte
 }
 
 /*
+ * Programs devs (n: each device's target) in one transaction of a small
+ * engine of recovery's own, for intent in; *r gets the result (caller
+ * clears it). 0 or the engine's -errno.
+ */
+static int program(const struct st_intent *in, const struct sb_txn_device *devs, size_t n,
+		   struct sb_txn_result *r)
+{
+	struct sb_txn_plan plan = {(uint64_t)in->txn_id, devs, n};
+	struct sb_engine *engine = NULL;
+	int rc = sb_engine_new(n < RECOV_ENGINE_THREADS ? (int)n : RECOV_ENGINE_THREADS, &engine);
+
+	if (rc == 0)
+		rc = sb_engine_run(engine, &plan, NULL, NULL, r);
+	sb_engine_free(engine);
+	return rc;
+}
+
+/*
  * Finishes a decided intent (st_intent_decide: its commit was decided and
  * the confirms were being sent when the previous run ended): devs (n, not
  * empty), the devices that do not hold the target (reverted: their confirm
@@ -169,14 +187,10 @@ enum st_intent_state recov_finish_decided(const struct st_intent *in,
 					  const struct sb_txn_device *devs, size_t n, bool all_pre,
 					  char *detail, size_t len)
 {
-	struct sb_txn_plan plan = {(uint64_t)in->txn_id, devs, n};
 	struct sb_txn_result r = {0};
-	struct sb_engine *engine = NULL;
-	int rc = sb_engine_new(n < RECOV_ENGINE_THREADS ? (int)n : RECOV_ENGINE_THREADS, &engine);
+	int rc = program(in, devs, n, &r);
 	enum st_intent_state outcome = all_pre ? ST_INTENT_ROLLED_BACK : ST_INTENT_FAILED;
 
-	if (rc == 0)
-		rc = sb_engine_run(engine, &plan, NULL, NULL, &r);
 	if (rc == 0 && r.outcome == SB_TXN_COMMITTED) {
 		outcome = ST_INTENT_CONFIRMED;
 		snprintf(detail, len,
@@ -190,8 +204,49 @@ enum st_intent_state recov_finish_decided(const struct st_intent *in,
 			 n, rc ? strerror(-rc) : r.message);
 	}
 	sb_txn_result_clear(&r);
-	sb_engine_free(engine);
 	return outcome;
+}
+
+/* The target of device d (roll_forward_target, roll_back_target). */
+typedef int (*target_fn)(const struct recov_deps *rd, const struct st_intent *in, int d,
+			 const struct dev_readback *rb, struct sb_xc **out, size_t *n_out);
+
+/* The devices recovery programs, each with its target (device_targets()). */
+struct dev_targets {
+	struct sb_txn_device *devs;
+	struct sb_xc **targets;
+	size_t n;
+};
+
+static void dev_targets_clear(struct dev_targets *t)
+{
+	for (size_t i = 0; t->targets && i < t->n; i++)
+		free(t->targets[i]);
+	free(t->targets);
+	free(t->devs);
+}
+
+/* Every touched device but those `done` says hold what they must, with fn's target. */
+static int device_targets(const struct recov_deps *rd, const struct st_intent *in,
+			  const struct dev_readback *rbs, const bool *touched, const bool *done,
+			  target_fn fn, struct dev_targets *t)
+{
+	int n_dev = ocs_fabric_devices(rd->fabric);
+	int rc;
+
+	t->n = 0;
+	t->devs = calloc((size_t)n_dev + 1, sizeof(*t->devs));
+	t->targets = calloc((size_t)n_dev + 1, sizeof(*t->targets));
+	rc = t->devs && t->targets ? 0 : -ENOMEM;
+	for (int d = 0; rc == 0 && d < n_dev; d++) {
+		if (!touched[d] || done[d])
+			continue;
+		rc = fn(rd, in, d, &rbs[d], &t->targets[t->n], &t->devs[t->n].n_target);
+		t->devs[t->n].dev = dev_handle(rd->devs, d, DEV_ROLE_TXN);
+		t->devs[t->n].target = t->targets[t->n];
+		t->n++;
+	}
+	return rc;
 }
 
 /* recov_finish_decided for an intent of circuits: the devices not at_target. */
@@ -200,29 +255,90 @@ static enum st_intent_state roll_forward(const struct recov_deps *rd, const stru
 					 const bool *at_target, bool all_pre, char *detail,
 					 size_t len)
 {
-	int n_dev = ocs_fabric_devices(rd->fabric);
-	struct sb_txn_device *devs = calloc((size_t)n_dev + 1, sizeof(*devs));
-	struct sb_xc **targets = calloc((size_t)n_dev + 1, sizeof(*targets));
+	struct dev_targets t;
 	enum st_intent_state outcome = ST_INTENT_FAILED;
-	size_t n = 0;
-	int rc = devs && targets ? 0 : -ENOMEM;
 
-	for (int d = 0; rc == 0 && d < n_dev; d++) {
-		if (!touched[d] || at_target[d])
-			continue;
-		rc = roll_forward_target(rd, in, d, &rbs[d], &targets[n], &devs[n].n_target);
-		devs[n].dev = dev_handle(rd->devs, d, DEV_ROLE_TXN);
-		devs[n].target = targets[n];
-		n++;
-	}
-	if (rc == 0)
-		outcome = recov_finish_decided(in, devs, n, all_pre, detail, len);
+	if (device_targets(rd, in, rbs, touched, at_target, roll_forward_target, &t) == 0)
+		outcome = recov_finish_decided(in, t.devs, t.n, all_pre, detail, len);
 	else
 		snprintf(detail, len, "recovered after restart: decided, out of memory");
-	for (size_t i = 0; targets && i < n; i++)
-		free(targets[i]);
-	free(targets);
-	free(devs);
+	dev_targets_clear(&t);
+	return outcome;
+}
+
+/*
+ * The pre-image of device d for intent in, from what it holds (rb, the
+ * target): every cross-connect but the intent's additions on d and what
+ * they replaced, then the cross-connects the intent removed from d. Caller
+ * frees *out. 0 or -ENOMEM.
+ */
+static int roll_back_target(const struct recov_deps *rd, const struct st_intent *in, int d,
+			    const struct dev_readback *rb, struct sb_xc **out, size_t *n_out)
+{
+	const struct ocs_fabric *f = rd->fabric;
+	struct sb_xc *t = malloc((rb->n + in->n_removals + 1) * sizeof(*t));
+	size_t n = 0;
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < rb->n; i++) {
+		bool ours = false;
+
+		for (size_t a = 0; a < in->n_additions && !ours; a++)
+			ours = ocs_fabric_device_id(f, in->additions[a].xc.group,
+						    in->additions[a].xc.device) == d &&
+			       in->additions[a].xc.in == rb->xcs[i].in;
+		for (size_t r = 0; r < in->n_removals && !ours; r++)
+			ours = ocs_fabric_device_id(f, in->removals[r].group,
+						    in->removals[r].device) == d &&
+			       in->removals[r].in == rb->xcs[i].in;
+		if (!ours)
+			t[n++] = rb->xcs[i];
+	}
+	for (size_t r = 0; r < in->n_removals; r++)
+		if (ocs_fabric_device_id(f, in->removals[r].group, in->removals[r].device) == d)
+			t[n++] = (struct sb_xc){(uint16_t)in->removals[r].in,
+						(uint16_t)in->removals[r].out};
+	qsort(t, n, sizeof(*t), sb_xc_cmp);
+	*out = t;
+	*n_out = n;
+	return 0;
+}
+
+/*
+ * An undecided intent whose devices all hold the target or the pre-image,
+ * some of each, none with a commit that may be unconfirmed: the previous
+ * run died between devices that commit for good (no :confirmed-commit:
+ * writable-running or candidate-only devices, sb_txn.c W2). The decision
+ * was never taken, so the devices at the target (not at_pre) get their
+ * pre-image back in one transaction of recovery's own engine. ROLLED_BACK
+ * when it commits, FAILED otherwise; detail says which.
+ */
+static enum st_intent_state roll_back(const struct recov_deps *rd, const struct st_intent *in,
+				      const struct dev_readback *rbs, const bool *touched,
+				      const bool *at_pre, char *detail, size_t len)
+{
+	struct dev_targets t;
+	struct sb_txn_result r = {0};
+	enum st_intent_state outcome = ST_INTENT_FAILED;
+	int rc = device_targets(rd, in, rbs, touched, at_pre, roll_back_target, &t);
+
+	if (rc == 0)
+		rc = program(in, t.devs, t.n, &r);
+	if (rc == 0 && r.outcome == SB_TXN_COMMITTED) {
+		outcome = ST_INTENT_ROLLED_BACK;
+		snprintf(detail, len,
+			 "recovered after restart: never decided; %zu device(s) that had committed "
+			 "for good were written back to the pre-image",
+			 t.n);
+	} else {
+		snprintf(detail, len,
+			 "recovered after restart: never decided, but %zu device(s) that had "
+			 "committed for good could not be written back (%s)",
+			 t.n, rc ? strerror(-rc) : r.message);
+	}
+	sb_txn_result_clear(&r);
+	dev_targets_clear(&t);
 	return outcome;
 }
 
@@ -279,8 +395,10 @@ int recov_record(const struct recov_deps *rd, const struct st_intent *in, const 
  * undecided one some unfenced device of which still shows a commit: since
  * a confirm is sent only after the decision is stored (txn_driver.c), it was
  * never confirmed and is rolled back; that commit reverts at its confirm
- * timeout. Anything else (a device unreadable, or holding neither):
- * failed, and the difference is reported as drift.
+ * timeout. An undecided one whose devices hold some the target and the
+ * others the pre-image, with no such commit: rolled back (roll_back).
+ * Anything else (a device unreadable, or holding neither): failed, and
+ * the difference is reported as drift.
  */
 static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_intent *in)
 {
@@ -289,13 +407,14 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 	bool *touched = calloc((size_t)n_dev + 1, sizeof(*touched));
 	bool *at_target = calloc((size_t)n_dev + 1, sizeof(*at_target));
 	bool *fenced = calloc((size_t)n_dev + 1, sizeof(*fenced));
+	bool *at_pre_d = calloc((size_t)n_dev + 1, sizeof(*at_pre_d));
 	struct dev_readback *rbs = calloc((size_t)n_dev + 1, sizeof(*rbs));
 	struct recov_seen seen = {true, true, true, true, 0};
 	enum st_intent_state outcome;
 	char detail[512] = "";
 	int rc = 0;
 
-	if (!touched || !at_target || !fenced || !rbs) {
+	if (!touched || !at_target || !fenced || !at_pre_d || !rbs) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -331,6 +450,7 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 			seen.unconfirmed += unproven;
 			/* a decided intent: roll_forward programs it under our session */
 			at_target[d] = shows_target && !(unproven && in->decided);
+			at_pre_d[d] = at_pre;
 			seen.all_target &= at_target[d];
 			seen.all_pre &= at_pre;
 			if (!shows_target && !at_pre) {
@@ -344,8 +464,11 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 		dev_diff_clear(&to_target);
 	}
 	recov_unfence(rd, fenced, n_dev); /* before roll_forward's engine locks them */
-	if (recov_verdict(in, &seen, "device", "devices back at the pre-image", &outcome, detail,
-			  sizeof(detail)))
+	if (!in->decided && seen.all_read && seen.all_known && !seen.all_target && !seen.all_pre &&
+	    !seen.unconfirmed)
+		outcome = roll_back(rd, in, rbs, touched, at_pre_d, detail, sizeof(detail));
+	else if (recov_verdict(in, &seen, "device", "devices back at the pre-image", &outcome,
+			       detail, sizeof(detail)))
 		outcome = roll_forward(rd, in, rbs, touched, at_target, seen.all_pre, detail,
 				       sizeof(detail));
 	rc = recov_record(rd, in, "transaction", outcome, detail);
@@ -355,6 +478,7 @@ out:
 	for (int d = 0; rbs && d < n_dev; d++)
 		dev_readback_clear(&rbs[d]);
 	free(rbs);
+	free(at_pre_d);
 	free(fenced);
 	free(at_target);
 	free(touched);

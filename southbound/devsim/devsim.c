@@ -1,12 +1,13 @@
 /*
  * devsim.c - ocs-devsim, the ocsd device simulator: a real NETCONF server
  * (libnetconf2 server API over SSH or TLS, libyang datastores) behaving like
- * an optical circuit switch (model ocs-switch) or a node's OCS transceivers
- * (model ocs-transceiver). With --count N one process serves N independent
+ * an optical circuit switch (model ocs-switch, or polatis: the Polatis
+ * optical-switch model) or a node's OCS transceivers (model
+ * ocs-transceiver). With --count N one process serves N independent
  * devices on consecutive TCP ports.
  *
  * This file wires the parts together for one run: the options
- * (devsim_opts.c), the libyang context (devsim_fleet_context()) and
+ * (devsim_opts.c), the libyang context (devsim_fleet_context_model()) and
  * libnetconf2's server with one
  * endpoint per device, the credentials (devsim_auth.c), the devices and
  * their NETCONF semantics (devsim_fleet.c), and the threads that serve the
@@ -155,7 +156,7 @@ static int devsim_serve(struct devsim *ds)
 		devsim_auth_print_hostkey(&ds->auth);
 	printf("ready %d device%s on %s:%d-%d model %s", o->count, o->count == 1 ? "" : "s",
 	       o->listen_addr, o->port, o->port + o->count - 1, devsim_model_name(o->model));
-	if (o->model == DEVSIM_MODEL_SWITCH)
+	if (o->model != DEVSIM_MODEL_TRANSCEIVER)
 		printf(" ports %d\n", o->ports);
 	else
 		printf(" nodes %d-%d bundles %d\n", o->node_base, o->node_base + o->count - 1,
@@ -194,7 +195,8 @@ int main(int argc, char **argv)
 					      : DEVSIM_EXIT_SETUP;
 	}
 	nc_verbosity(NC_VERB_ERROR);
-	if (devsim_fleet_context(ds.opts.ietf_dir, ds.opts.confirmed_commit, &ds.ctx, stderr) ||
+	if (devsim_fleet_context_model(ds.opts.ietf_dir, ds.opts.model, ds.opts.confirmed_commit,
+				       &ds.ctx, stderr) ||
 	    devsim_setup_auth(&ds)) {
 		rc = DEVSIM_EXIT_SETUP;
 	} else if (!(ds.fleet = devsim_fleet_new(ds.ctx, &ds.opts))) {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,26 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 		f->node_fault = true;
 		return 0;
 	}
+	if (!strncmp(knob, "peer-port=", 10)) {
+		const char *colon = strchr(knob + 10, ':');
+		char num[16] = "";
+		int p;
+		if (colon && colon - (knob + 10) < (ptrdiff_t)sizeof(num))
+			snprintf(num, sizeof(num), "%.*s", (int)(colon - (knob + 10)), knob + 10);
+		if (!colon || parse_uint(num, 4095, &p) ||
+		    strlen(colon + 1) > DEVSIM_PEER_PORT_LEN ||
+		    f->n_peer_ports >= DEVSIM_MAX_FAILED_PORTS) {
+			snprintf(err, err_len,
+				 "fault '%s': expected peer-port=P:TEXT, port 0..4095, TEXT of at "
+				 "most %d characters (at most %d ports)",
+				 knob, DEVSIM_PEER_PORT_LEN, DEVSIM_MAX_FAILED_PORTS);
+			return -EINVAL;
+		}
+		struct devsim_peer_port *pp = &f->peer_ports[f->n_peer_ports++];
+		pp->port = p;
+		snprintf(pp->text, sizeof(pp->text), "%s", colon + 1);
+		return 0;
+	}
 	bool fail = !strncmp(knob, "fail-port=", 10);
 	if (fail || !strncmp(knob, "refuse-port=", 12)) {
 		int p;
@@ -62,7 +83,7 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 		snprintf(err, err_len,
 			 "fault '%s': expected refuse@STEP, drop@STEP, hang@STEP=MS, "
 			 "noeffect@commit, garble@STEP, trickle@STEP=MS, endless@STEP, "
-			 "fail-port=P, refuse-port=P or node-fault",
+			 "fail-port=P, refuse-port=P, peer-port=P:TEXT or node-fault",
 			 knob);
 		return -EINVAL;
 	}

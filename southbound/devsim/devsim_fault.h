@@ -27,6 +27,10 @@
  *                      connection) and changes nothing; edits that leave P
  *                      alone, and removals, go through (one job's edit
  *                      refused while other jobs on the device succeed)
+ *   peer-port=P:TEXT   (polatis) the fibre of ocsd port P (ingress 1+P and
+ *                      egress N+1+P) reports peer-port TEXT (at most 128
+ *                      characters, no comma) where running configures none:
+ *                      how a test makes a miswired fibre
  *   node-fault         (ocs-transceiver) the node fails: its state says
  *                      faulty, every peer whose selected path reaches it
  *                      reports that path failed and sends loss-of-light,
@@ -38,10 +42,16 @@
  * commit), cancel (cancel-commit), discard, get (get and get-config).
  * A knob fires once (the next matching RPC) and then clears itself; a
  * trailing '+' (refuse@commit+) makes every knob of that step sticky until
- * the next set-faults (fail-port, refuse-port and node-fault are states:
- * they hold until a set-faults without them; fail-port and refuse-port may
- * each name up to DEVSIM_MAX_FAILED_PORTS ports). set-faults replaces all knobs; the empty spec
- * clears them. Pure parsing, no state: thread-safe.
+ * the next set-faults (fail-port, refuse-port, peer-port and node-fault are
+ * states: they hold until a set-faults without them; fail-port, refuse-port
+ * and peer-port may each name up to DEVSIM_MAX_FAILED_PORTS ports). On a
+ * polatis device (N x N, ingress 1..N, egress N+1..2N) every port knob
+ * names ocsd's port P, the fibre on ingress 1+P and egress N+1+P:
+ * fail-port=P fails ingress 1+P (the light the fibre brings in is lost;
+ * port-power-alarm / port-power-clear instead of port-state-change), and
+ * refuse-port=P refuses pairs touching ingress 1+P or egress N+1+P.
+ * set-faults replaces all knobs; the empty spec clears them. Pure parsing,
+ * no state: thread-safe.
  */
 #ifndef OCS_DEVSIM_FAULT_H
 #define OCS_DEVSIM_FAULT_H
@@ -64,6 +74,13 @@ enum devsim_step {
 };
 
 #define DEVSIM_MAX_FAILED_PORTS 16
+#define DEVSIM_PEER_PORT_LEN	128 /* optical-switch's peer-port: length 0..128 */
+
+/* A peer-port knob: what the fibre of ocsd port `port` says it reaches. */
+struct devsim_peer_port {
+	int port;
+	char text[DEVSIM_PEER_PORT_LEN + 1];
+};
 
 struct devsim_faults {
 	uint32_t refuse_mask; /* bit per enum devsim_step */
@@ -78,6 +95,8 @@ struct devsim_faults {
 	int n_failed_ports;
 	int refused_ports[DEVSIM_MAX_FAILED_PORTS]; /* refuse-port */
 	int n_refused_ports;
+	struct devsim_peer_port peer_ports[DEVSIM_MAX_FAILED_PORTS]; /* peer-port */
+	int n_peer_ports;
 	bool node_fault;
 };
 

@@ -36,6 +36,20 @@
  * connection on a port (fleet_refused_edit()): one client's edit fails
  * while others' go through.
  *
+ * polatis: an N x N switch of the optical-switch model (a Polatis switch's
+ * node names, ../yang/optical-switch.yang): ingress ports 1..N, egress
+ * ports N+1..2N, one-way pairs ingress -> egress written straight into
+ * running (:writable-running, no candidate, no confirmed commit). An edit
+ * whose result has an ingress or egress outside its range, or two pairs
+ * onto one egress, is refused whole. ocsd's port k is the fibre on ingress
+ * 1+k and egress N+1+k, and the port knobs name k: fail-port=k fails
+ * ingress 1+k (status FAILED, no light; port-power-alarm, and
+ * port-power-clear when it is repaired), refuse-port=k refuses pairs
+ * touching either port, peer-port=k:TEXT is what both ports report as
+ * their peer-port unless running configures one. port-set-state disables
+ * and enables ports. State: product-information that says it is
+ * ocs-devsim, port-config/port status for every port, opm-power per port.
+ *
  * A node fault concerns other devices of the fleet (the peers that lose
  * light). Devices keep the one-mutex rule: the faulty flags live in an
  * atomic array every device reads without a lock, and the loss-of-light
@@ -70,6 +84,8 @@
 extern const char sb_yang_ocs_switch[];
 extern const char sb_yang_ocs_transceiver[];
 extern const char sb_yang_ocs_devsim[];
+extern const char sb_yang_optical_switch[];
+extern const char sb_yang_polatis_switch[];
 
 static int64_t now_us(void)
 {
@@ -202,6 +218,97 @@ static void read_connections(const struct devsim_fleet *f, const struct lyd_node
 	ly_set_free(set, NULL);
 }
 
+/* The ingress and egress of one optical-switch pair (-1 when absent). */
+static void pair_ports(const struct lyd_node *pair, int *in, int *out)
+{
+	*in = *out = -1;
+	for (struct lyd_node *c = lyd_child(pair); c; c = c->next) {
+		if (!strcmp(LYD_NAME(c), "ingress"))
+			*in = atoi(lyd_get_value(c));
+		else if (!strcmp(LYD_NAME(c), "egress"))
+			*out = atoi(lyd_get_value(c));
+	}
+}
+
+/*
+ * Reads the pairs of a polatis tree in ocsd's port numbering: out[k] is
+ * the k' of the pair ingress 1+k -> egress N+1+k' (-1 = none); pairs out
+ * of range are skipped (validation refuses them).
+ */
+static void read_pairs(const struct devsim_fleet *f, const struct lyd_node *tree, int *out)
+{
+	int n = f->ports;
+	for (int k = 0; k < n; k++)
+		out[k] = -1;
+	struct ly_set *set = NULL;
+	if (!tree || lyd_find_xpath(tree, "/optical-switch:cross-connects/pair", &set))
+		return;
+	for (uint32_t i = 0; i < set->count; i++) {
+		int in, e;
+		pair_ports(set->dnodes[i], &in, &e);
+		if (in >= 1 && in <= n && e > n && e <= 2 * n)
+			out[in - 1] = e - n - 1;
+	}
+	ly_set_free(set, NULL);
+}
+
+/*
+ * polatis checks the YANG model cannot express: ingress 1..N, egress
+ * N+1..2N, each egress fed by one ingress at most. When two pairs share an
+ * egress, the error names the one that is not in running (the edit's).
+ */
+static int check_polatis_rules(const struct devsim_device *d, const struct lyd_node *tree,
+			       char *msg, size_t msg_len, char *path, size_t path_len)
+{
+	const struct devsim_fleet *f = d->fleet;
+	int n = f->ports;
+	struct ly_set *set = NULL;
+	if (!tree || lyd_find_xpath(tree, "/optical-switch:cross-connects/pair", &set))
+		return 0;
+	int *feeder = calloc((size_t)n, sizeof(int)); /* per egress N+1+k: its ingress, 0 none */
+	int rc = feeder ? 0 : -ENOMEM;
+	for (uint32_t i = 0; i < set->count && !rc; i++) {
+		int in, e;
+		pair_ports(set->dnodes[i], &in, &e);
+		const char *leaf = NULL;
+		if (in < 1 || in > n) {
+			snprintf(msg, msg_len,
+				 "pair %d -> %d: ingress %d is not an ingress port (1..%d)", in, e,
+				 in, n);
+			leaf = "ingress";
+		} else if (e <= n || e > 2 * n) {
+			snprintf(msg, msg_len,
+				 "pair %d -> %d: egress %d is not an egress port (%d..%d)", in, e,
+				 e, n + 1, 2 * n);
+			leaf = "egress";
+		} else if (feeder[e - n - 1]) {
+			int other = feeder[e - n - 1];
+			/* name the pair the edit made: the one running does not hold */
+			if (d->cur_out[in - 1] == e - n - 1) {
+				int t = in;
+				in = other;
+				other = t;
+			}
+			snprintf(msg, msg_len,
+				 "pair %d -> %d: egress %d already takes the light of ingress %d",
+				 in, e, e, other);
+			snprintf(path, path_len,
+				 "/optical-switch:cross-connects/pair[ingress='%d']/egress", in);
+			rc = -EEXIST;
+		} else {
+			feeder[e - n - 1] = in;
+		}
+		if (leaf) {
+			snprintf(path, path_len,
+				 "/optical-switch:cross-connects/pair[ingress='%d']/%s", in, leaf);
+			rc = -EINVAL;
+		}
+	}
+	free(feeder);
+	ly_set_free(set, NULL);
+	return rc;
+}
+
 /*
  * Transceiver checks the YANG model cannot express: the agent's own node
  * only, its bundles, distances within K, no peer past an open end. The
@@ -272,11 +379,13 @@ static int check_transceiver_rules(const struct devsim_device *d, const struct l
 	return rc;
 }
 
-/* Device checks the YANG model cannot express: port ranges, L2 symmetry. */
+/* Device checks the YANG model cannot express: port ranges, L2 symmetry, polatis egresses. */
 static int check_device_rules(const struct devsim_device *d, const struct lyd_node *tree, char *msg,
 			      size_t msg_len, char *path, size_t path_len)
 {
 	const struct devsim_fleet *f = d->fleet;
+	if (f->model == DEVSIM_MODEL_POLATIS)
+		return check_polatis_rules(d, tree, msg, msg_len, path, path_len);
 	if (f->model != DEVSIM_MODEL_SWITCH)
 		return check_transceiver_rules(d, tree, msg, msg_len, path, path_len);
 	struct ly_set *set = NULL;
@@ -380,8 +489,10 @@ void fleet_set_running(struct devsim_device *d, struct lyd_node *tree)
 	lyd_free_all(d->running);
 	d->running = tree;
 	int64_t t = now_us();
-	if (f->model != DEVSIM_MODEL_SWITCH)
+	if (f->model == DEVSIM_MODEL_TRANSCEIVER)
 		return set_running_bundles(d, t);
+	if (f->model == DEVSIM_MODEL_POLATIS)
+		return read_pairs(f, tree, d->cur_out); /* no pending state in this model */
 	int *out = malloc(sizeof(int) * (size_t)f->ports);
 	if (!out) {
 		/* Cannot tell which ports moved: every port switches again, which
@@ -447,7 +558,8 @@ int fleet_refused_edit(const struct devsim_device *d, const struct lyd_node *bef
 {
 	const struct devsim_fleet *f = d->fleet;
 	const struct devsim_faults *fa = &d->faults;
-	if (f->model != DEVSIM_MODEL_SWITCH || !fa->n_refused_ports)
+	bool polatis = f->model == DEVSIM_MODEL_POLATIS;
+	if (f->model == DEVSIM_MODEL_TRANSCEIVER || !fa->n_refused_ports)
 		return 0;
 	int *old = malloc(sizeof(int) * (size_t)f->ports * 2);
 	if (!old) {
@@ -455,8 +567,9 @@ int fleet_refused_edit(const struct devsim_device *d, const struct lyd_node *bef
 		return -1;
 	}
 	int *now = old + f->ports;
-	read_connections(f, before, old);
-	read_connections(f, after, now);
+	/* both in ocsd's port numbering: a polatis ingress 1+k and egress N+1+k are port k */
+	(polatis ? read_pairs : read_connections)(f, before, old);
+	(polatis ? read_pairs : read_connections)(f, after, now);
 	int refused = 0;
 	for (int in = 0; in < f->ports && !refused; in++) {
 		if (now[in] < 0 || now[in] == old[in])
@@ -465,7 +578,13 @@ int fleet_refused_edit(const struct devsim_device *d, const struct lyd_node *bef
 			: faults_refuse_port(fa, now[in]) ? now[in]
 			: faults_refuse_port(fa, old[in]) ? old[in] /* re-pointed away */
 							  : -1;
-		if (p >= 0) {
+		if (p >= 0 && polatis) {
+			snprintf(msg, msg_len,
+				 "refused by fault injection (refuse-port=%d): the edit sets pair "
+				 "%d -> %d on port %d (ingress %d, egress %d)",
+				 p, 1 + in, f->ports + 1 + now[in], p, 1 + p, f->ports + 1 + p);
+			refused = -1;
+		} else if (p >= 0) {
 			snprintf(msg, msg_len,
 				 "refused by fault injection (refuse-port=%d): the edit sets "
 				 "connection %d->%d on port %d",
@@ -512,15 +631,19 @@ struct lyd_node *fleet_switch_state(struct devsim_device *d, bool with_ports)
 	for (int in = 0; in < f->ports; in++)
 		if (d->cur_out[in] >= 0 && d->cur_out[in] < f->ports)
 			lit[in] = lit[d->cur_out[in]] = true;
+	/* a port running configures gets its state in its own entry: a list
+	 * entry is found by its key predicate (a bare key value never matched,
+	 * and <get> showed such a port twice) */
+	const struct lysc_node *list = lys_find_path(f->ctx, NULL, "/ocs-switch:ports/port", 0);
 	for (int p = 0; p < f->ports; p++) {
-		char key[16];
+		char key[16], pred[32];
 		snprintf(key, sizeof(key), "%d", p);
-		if (lyd_find_sibling_val(lyd_child(ports), NULL, key, 0, &node)) {
-			const struct lysc_node *s =
-				lys_find_path(f->ctx, NULL, "/ocs-switch:ports/port", 0);
-			if (lyd_find_sibling_val(lyd_child(ports), s, key, 0, &node))
-				lyd_new_list(ports, mod, "port", 0, &node, key);
-		}
+		snprintf(pred, sizeof(pred), "[id='%d']", p);
+		node = NULL;
+		if (lyd_find_sibling_val(lyd_child(ports), list, pred, 0, &node))
+			lyd_new_list(ports, mod, "port", 0, &node, key);
+		if (!node)
+			continue;
 		const char *st = fleet_port_failed(d, p) ? "failed" : lit[p] ? "up" : "down";
 		add_leaf(node, mod, "oper-state", "%s", st);
 		add_leaf(node, mod, "input-power", "%s", lit[p] ? "-2.50" : "-40.00");
@@ -607,6 +730,155 @@ struct lyd_node *fleet_transceiver_state(struct devsim_device *d)
 	return tree;
 }
 
+/* The value of leaf `name` of port-config/port `port_id` in running; NULL when not configured. */
+static const char *running_port_leaf(const struct devsim_device *d, int port_id, const char *name)
+{
+	char xpath[96];
+	struct lyd_node *leaf = NULL;
+	snprintf(xpath, sizeof(xpath), "/optical-switch:port-config/port[port-id='%d']/%s", port_id,
+		 name);
+	if (!d->running || lyd_find_path(d->running, xpath, 0, &leaf))
+		return NULL;
+	return lyd_get_value(leaf);
+}
+
+/* The peer-port knob of port_id's ocsd port (ingress 1+k, egress N+1+k); "" when none. */
+static const char *peer_port_knob(const struct devsim_device *d, int port_id)
+{
+	int n = d->fleet->ports, k = port_id <= n ? port_id - 1 : port_id - n - 1;
+	for (int i = d->faults.n_peer_ports - 1; i >= 0; i--) /* the last one naming k wins */
+		if (d->faults.peer_ports[i].port == k)
+			return d->faults.peer_ports[i].text;
+	return "";
+}
+
+/* The port-config/port and opm-power/port entries of every port 1..2N (fleet_polatis_state()). */
+static void polatis_ports(struct devsim_device *d, const struct lys_module *mod,
+			  struct lyd_node **tree)
+{
+	const struct devsim_fleet *f = d->fleet;
+	int n = f->ports;
+	struct lyd_node *pc = NULL, *opm = NULL, *port;
+	if (lyd_find_path(*tree, "/optical-switch:port-config", 0, &pc)) {
+		lyd_new_inner(NULL, mod, "port-config", 0, &pc);
+		lyd_insert_sibling(*tree, pc, tree);
+	}
+	lyd_new_inner(NULL, mod, "opm-power", 0, &opm);
+	lyd_insert_sibling(*tree, opm, tree);
+	if (!pc || !opm)
+		return;
+	const struct lysc_node *list =
+		lys_find_path(f->ctx, NULL, "/optical-switch:port-config/port", 0);
+	/* per egress N+1+k: the ocsd port of the ingress that feeds it, -1 none */
+	int *from = malloc(sizeof(int) * (size_t)n);
+	if (!from)
+		return;
+	for (int k = 0; k < n; k++)
+		from[k] = -1;
+	for (int k = 0; k < n; k++)
+		if (d->cur_out[k] >= 0)
+			from[d->cur_out[k]] = k;
+	/* light: every ingress brings it in unless failed; an egress carries it
+	 * when an enabled, lit ingress is paired with it and it is enabled */
+	for (int p = 1; p <= 2 * n; p++) {
+		char key[16], pred[32];
+		snprintf(key, sizeof(key), "%d", p);
+		snprintf(pred, sizeof(pred), "[port-id='%d']", p);
+		port = NULL;
+		if (lyd_find_sibling_val(lyd_child(pc), list, pred, 0, &port))
+			lyd_new_list(pc, mod, "port", 0, &port, key);
+		if (!port)
+			continue;
+		bool failed = p <= n && fleet_port_failed(d, p - 1);
+		bool lit;
+		if (p <= n) {
+			lit = !failed;
+		} else {
+			int k = from[p - n - 1];
+			lit = k >= 0 && !fleet_port_failed(d, k) && !d->disabled[k + 1] &&
+			      !d->disabled[p];
+		}
+		add_leaf(port, mod, "status", "%s",
+			 failed		  ? "FAILED"
+			 : d->disabled[p] ? "DISABLED"
+					  : "ENABLED");
+		/* label and peer-port: running's (in the entry already: running
+		 * comes from edits, never from validation, so it holds no default
+		 * nodes), else "" or the knob's */
+		if (lyd_find_path(port, "label", 0, NULL))
+			add_leaf(port, mod, "label", "%s", "");
+		if (lyd_find_path(port, "peer-port", 0, NULL))
+			add_leaf(port, mod, "peer-port", "%s", peer_port_knob(d, p));
+		struct lyd_node *pw = NULL;
+		lyd_new_list(opm, mod, "port", 0, &pw, key);
+		if (pw)
+			add_leaf(pw, mod, "power", "%s", lit ? "-3.00" : "-60.00");
+	}
+	free(from);
+}
+
+struct lyd_node *fleet_polatis_state(struct devsim_device *d, bool with_ports)
+{
+	const struct devsim_fleet *f = d->fleet;
+	const struct lys_module *mod = ly_ctx_get_module_implemented(f->ctx, "optical-switch");
+	struct lyd_node *tree = fleet_dup_tree(d->running), *info = NULL;
+	if (!with_ports)
+		return tree; /* the filter selects cross-connects only: spare the work */
+	lyd_new_inner(NULL, mod, "product-information", 0, &info);
+	if (info) {
+		add_leaf(info, mod, "manufacturer", "%s",
+			 "ocs-devsim (a simulation, not a device)");
+		add_leaf(info, mod, "serial-number", "ocs-devsim-%d", f->base_port + d->index);
+		add_leaf(info, mod, "model-name", "ocs-devsim polatis simulation %dx%d", f->ports,
+			 f->ports);
+		add_leaf(info, mod, "software-version", "%s",
+			 "ocs-devsim, optical-switch 2018-03-22 nodes");
+		lyd_insert_sibling(tree, info, &tree);
+	}
+	polatis_ports(d, mod, &tree);
+	return tree;
+}
+
+struct nc_server_reply *fleet_port_set_state(struct devsim_device *d, const struct lyd_node *rpc)
+{
+	const struct devsim_fleet *f = d->fleet;
+	int n = f->ports;
+	struct lyd_node *c;
+	char msg[160], path[96];
+	bool *want = calloc((size_t)(2 * n + 1), sizeof(bool)); /* named by port-enab */
+	if (!want)
+		return fleet_reply_err(f, NC_ERR_OP_FAILED, "out of memory", NULL);
+	/* check every port first: a refused RPC changes nothing */
+	for (int pass = 0; pass < 2; pass++) {
+		LY_LIST_FOR(lyd_child(rpc), c)
+		{
+			bool enab = !strcmp(LYD_NAME(c), "port-enab");
+			int p = atoi(lyd_get_value(c));
+			if (!enab && strcmp(LYD_NAME(c), "port-disab"))
+				continue;
+			snprintf(path, sizeof(path), "/optical-switch:port-set-state/%s",
+				 LYD_NAME(c));
+			if (pass == 0 && (p < 1 || p > 2 * n)) {
+				snprintf(msg, sizeof(msg), "port %d: the switch has ports 1..%d", p,
+					 2 * n);
+			} else if (pass == 0 && !enab && want[p]) {
+				snprintf(msg, sizeof(msg), "port %d is both enabled and disabled",
+					 p);
+			} else {
+				if (pass == 0)
+					want[p] |= enab;
+				else
+					d->disabled[p] = !enab;
+				continue;
+			}
+			free(want);
+			return fleet_reply_err(f, NC_ERR_INVALID_VALUE, msg, path);
+		}
+	}
+	free(want);
+	return nc_server_reply_ok();
+}
+
 /* ---- notifications ------------------------------------------------------ */
 
 void fleet_notify_subscribers(struct devsim_device *d, struct lyd_node *event)
@@ -660,18 +932,30 @@ void fleet_notify_loss_of_light(struct devsim_device *d, int bundle)
 			  "/ocs-transceiver:loss-of-light/bundle", b);
 }
 
-/* port-state-change for a port of an ocs-switch device (device mutex held). */
-static void notify_port_state(struct devsim_device *d, int port, const char *oper_state)
+void fleet_notify_port_state(struct devsim_device *d, int port, bool failed)
 {
 	char p[16];
-	snprintf(p, sizeof(p), "%d", port);
-	notify_two_leaves(d, "/ocs-switch:port-state-change/port", p,
-			  "/ocs-switch:port-state-change/oper-state", oper_state);
+	if (d->fleet->model != DEVSIM_MODEL_POLATIS) {
+		snprintf(p, sizeof(p), "%d", port);
+		notify_two_leaves(d, "/ocs-switch:port-state-change/port", p,
+				  "/ocs-switch:port-state-change/oper-state",
+				  failed ? "failed" : "up");
+		return;
+	}
+	const char *label = running_port_leaf(d, 1 + port, "label");
+	snprintf(p, sizeof(p), "%d", 1 + port);
+	notify_two_leaves(d,
+			  failed ? "/polatis-switch:port-power-alarm/port-id"
+				 : "/polatis-switch:port-power-clear/port-id",
+			  p,
+			  failed ? "/polatis-switch:port-power-alarm/port-label"
+				 : "/polatis-switch:port-power-clear/port-label",
+			  label ? label : "");
 }
 
-/* port-state-change `oper_state` for each port fail-port names in `in` but not in `out`, once. */
+/* The port's state (failed or not) for each port fail-port names in `in` but not in `out`, once. */
 static void notify_ports_between(struct devsim_device *d, const struct devsim_faults *in,
-				 const struct devsim_faults *out, const char *oper_state)
+				 const struct devsim_faults *out, bool failed)
 {
 	for (int i = 0; i < in->n_failed_ports; i++) {
 		int p = in->failed_ports[i];
@@ -679,21 +963,22 @@ static void notify_ports_between(struct devsim_device *d, const struct devsim_fa
 		for (int k = 0; k < i; k++)
 			seen |= in->failed_ports[k] == p;
 		if (!seen && !faults_fail_port(out, p))
-			notify_port_state(d, p, oper_state);
+			fleet_notify_port_state(d, p, failed);
 	}
 }
 
 /*
- * set-faults replaced the knobs `before` of an ocs-switch (device mutex
- * held): every port that fail-port now fails sends port-state-change
- * `failed`, every port it no longer fails sends `up` (the light is back:
- * how a rail OCS reports a GPU fault and its end). A port named twice is
- * reported once; a port failed before and after is not reported again.
+ * set-faults replaced the knobs `before` of an ocs-switch or polatis
+ * device (device mutex held): every port that fail-port now fails sends
+ * port-state-change `failed` (polatis: port-power-alarm), every port it no
+ * longer fails sends `up` (port-power-clear; the light is back: how a rail
+ * OCS reports a GPU fault and its end). A port named twice is reported
+ * once; a port failed before and after is not reported again.
  */
 void fleet_notify_failed_ports(struct devsim_device *d, const struct devsim_faults *before)
 {
-	notify_ports_between(d, &d->faults, before, "failed");
-	notify_ports_between(d, before, &d->faults, "up");
+	notify_ports_between(d, &d->faults, before, true);
+	notify_ports_between(d, before, &d->faults, false);
 }
 
 /*
@@ -782,6 +1067,13 @@ void devsim_fleet_expire_commits(struct devsim_fleet *fleet)
 int devsim_fleet_context(const char *ietf_dir, bool confirmed_commit, struct ly_ctx **out,
 			 FILE *err)
 {
+	return devsim_fleet_context_model(ietf_dir, DEVSIM_MODEL_SWITCH, confirmed_commit, out,
+					  err);
+}
+
+int devsim_fleet_context_model(const char *ietf_dir, enum devsim_model model, bool confirmed_commit,
+			       struct ly_ctx **out, FILE *err)
+{
 	struct ly_ctx *ctx = NULL;
 	*out = NULL;
 	/* libyang's messages are the text of rpc-errors (ly_errmsg), not
@@ -799,9 +1091,14 @@ int devsim_fleet_context(const char *ietf_dir, bool confirmed_commit, struct ly_
 	ly_ctx_set_searchdir(ctx, "/usr/share/yuma/modules/netconfcentral");
 	const char *nc_features[] = {"candidate", "validate", "rollback-on-error",
 				     "confirmed-commit", NULL};
+	/* a Polatis switch writes running directly: no candidate, validate or
+	 * confirmed commit (libnetconf2 advertises what the features say) */
+	const char *polatis_features[] = {"writable-running", "rollback-on-error", NULL};
+	bool polatis = model == DEVSIM_MODEL_POLATIS;
 	if (!confirmed_commit)
 		nc_features[3] = NULL;
-	if (!ly_ctx_load_module(ctx, "ietf-netconf", "2011-06-01", nc_features) ||
+	if (!ly_ctx_load_module(ctx, "ietf-netconf", "2011-06-01",
+				polatis ? polatis_features : nc_features) ||
 	    !ly_ctx_load_module(ctx, "ietf-netconf-monitoring", NULL, NULL) ||
 	    !ly_ctx_load_module(ctx, "notifications", NULL, NULL) ||
 	    !ly_ctx_load_module(ctx, "nc-notifications", NULL, NULL)) {
@@ -810,8 +1107,12 @@ int devsim_fleet_context(const char *ietf_dir, bool confirmed_commit, struct ly_
 		ly_ctx_destroy(ctx);
 		return -EINVAL;
 	}
-	const char *mods[] = {sb_yang_ocs_switch, sb_yang_ocs_transceiver, sb_yang_ocs_devsim};
-	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
+	/* a polatis device serves the vendor's modules only (its hello lists no ocs-switch) */
+	const char *ocs_mods[] = {sb_yang_ocs_switch, sb_yang_ocs_transceiver, sb_yang_ocs_devsim};
+	const char *polatis_mods[] = {sb_yang_optical_switch, sb_yang_polatis_switch,
+				      sb_yang_ocs_devsim};
+	const char **mods = polatis ? polatis_mods : ocs_mods;
+	for (size_t i = 0; i < 3; i++)
 		if (lys_parse_mem(ctx, mods[i], LYS_IN_YANG, NULL)) {
 			fprintf(err, "ocs-devsim: cannot load built-in module %zu\n", i);
 			ly_ctx_destroy(ctx);
@@ -840,6 +1141,7 @@ struct devsim_fleet *devsim_fleet_new(const struct ly_ctx *ctx, const struct dev
 		.ctx = ctx,
 		.model = opts->model,
 		.ports = opts->ports,
+		.base_port = opts->port,
 		.switch_us = opts->switch_us,
 		.bidirectional = opts->bidirectional,
 		.ietf_dir = opts->ietf_dir,
@@ -858,8 +1160,9 @@ struct devsim_fleet *devsim_fleet_new(const struct ly_ctx *ctx, const struct dev
 		free(fleet);
 		return NULL;
 	}
-	/* per device: ports of a switch, bundles of a transceiver */
-	int slots = opts->model == DEVSIM_MODEL_SWITCH ? opts->ports : opts->bundles;
+	/* per device: ports of a switch (polatis: ingresses), bundles of a transceiver */
+	bool polatis = opts->model == DEVSIM_MODEL_POLATIS;
+	int slots = opts->model == DEVSIM_MODEL_TRANSCEIVER ? opts->bundles : opts->ports;
 	/* count grows with each device set up, so that free releases exactly those */
 	for (int i = 0; i < opts->count; i++) {
 		struct devsim_device *d = &fleet->devs[i];
@@ -869,17 +1172,20 @@ struct devsim_fleet *devsim_fleet_new(const struct ly_ctx *ctx, const struct dev
 		d->cur_out = malloc(sizeof(int) * (size_t)slots);
 		d->since_us = calloc((size_t)slots, sizeof(int64_t));
 		d->peer = malloc(sizeof(int) * (size_t)slots);
-		if (!d->cur_out || !d->since_us || !d->peer || pthread_mutex_init(&d->mu, NULL)) {
+		d->disabled = polatis ? calloc((size_t)(2 * opts->ports + 1), sizeof(bool)) : NULL;
+		if (!d->cur_out || !d->since_us || !d->peer || (polatis && !d->disabled) ||
+		    pthread_mutex_init(&d->mu, NULL)) {
 			free(d->cur_out);
 			free(d->since_us);
 			free(d->peer);
+			free(d->disabled);
 			devsim_fleet_free(fleet);
 			return NULL;
 		}
 		fleet->count++;
 		for (int p = 0; p < slots; p++) {
 			/* a switch port starts unconnected, a bundle on loopback */
-			d->cur_out[p] = opts->model == DEVSIM_MODEL_SWITCH ? -1 : 0;
+			d->cur_out[p] = opts->model == DEVSIM_MODEL_TRANSCEIVER ? 0 : -1;
 			d->peer[p] = -1;
 		}
 		/* the last --fault that names this device (or every device) wins */
@@ -905,6 +1211,7 @@ void devsim_fleet_free(struct devsim_fleet *fleet)
 		free(d->cur_out);
 		free(d->since_us);
 		free(d->peer);
+		free(d->disabled);
 		pthread_mutex_destroy(&d->mu);
 	}
 	free(fleet->devs);

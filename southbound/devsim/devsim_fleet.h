@@ -38,9 +38,18 @@ struct devsim_device;
  */
 int devsim_fleet_context(const char *ietf_dir, bool confirmed_commit, struct ly_ctx **out,
 			 FILE *err);
+/*
+ * The same for a model: ocs-switch and ocs-transceiver get the context
+ * above; polatis gets ietf-netconf with :writable-running only (no
+ * candidate, validate or confirmed commit), the optical-switch and
+ * polatis-switch modules and ocs-devsim, and not the ocs-* device modules.
+ */
+int devsim_fleet_context_model(const char *ietf_dir, enum devsim_model model, bool confirmed_commit,
+			       struct ly_ctx **out, FILE *err);
 
 /*
- * opts->count devices of opts->model with opts->ports ports, each with the
+ * opts->count devices of opts->model with opts->ports ports (polatis:
+ * 2 x opts->ports), each with the
  * start faults of opts that concern it. ctx (borrowed, outlives the fleet)
  * holds the modules of the model; opts is read during the call, except
  * opts->ietf_dir, which must outlive the fleet. NULL when out of memory.

@@ -34,7 +34,8 @@
 struct devsim_fleet {
 	const struct ly_ctx *ctx; /* borrowed */
 	enum devsim_model model;
-	int ports; /* per device */
+	int ports;     /* per device; polatis: N, ports 1..2N */
+	int base_port; /* the first device's TCP port: polatis serial numbers */
 	int switch_us;
 	bool bidirectional;
 	/* ocs-transceiver: the ring domain (solvers/fabric.h numbering) */
@@ -65,10 +66,13 @@ struct devsim_device {
 	int64_t cc_deadline_ms;
 	/* ocs-switch: per input port, current output (-1 none) and when it was
 	 * set; ocs-transceiver: per bundle, the selected path (path_code()) and
-	 * when it was selected, and the node it reaches (peer, -1 none) */
+	 * when it was selected, and the node it reaches (peer, -1 none);
+	 * polatis: per ocsd port k (ingress 1+k), the ocsd port of its egress
+	 * (egress N+1+cur_out[k]), -1 none */
 	int *cur_out;
 	int64_t *since_us;
 	int *peer;
+	bool *disabled; /* polatis: per port id 1..2N, taken out by port-set-state */
 	struct devsim_faults faults;
 	struct nc_session *subscribers[MAX_SUBSCRIBERS];
 	int n_subscribers;
@@ -96,6 +100,22 @@ void fleet_notify_loss_of_light(struct devsim_device *d, int bundle);
 
 /* node-fault for the device's node with its present state (device mutex held). */
 void fleet_notify_node_fault(struct devsim_device *d);
+
+/*
+ * A port's state to every subscriber (device mutex held): ocs-switch
+ * port-state-change (port, failed or up); polatis port-power-alarm (failed)
+ * or port-power-clear for ingress 1+port, with its label.
+ */
+void fleet_notify_port_state(struct devsim_device *d, int port, bool failed);
+
+/*
+ * polatis port-set-state (mutex held): every port-enab and port-disab
+ * must be a port 1..2N, and none both; then all are applied, else none.
+ */
+struct nc_server_reply *fleet_port_set_state(struct devsim_device *d, const struct lyd_node *rpc);
+
+/* Builds running + state data of a polatis device (ports: port-config, opm-power, product). */
+struct lyd_node *fleet_polatis_state(struct devsim_device *d, bool with_ports);
 
 /* Sends event (takes ownership) to every subscriber of d (mutex held). */
 void fleet_notify_subscribers(struct devsim_device *d, struct lyd_node *event);
@@ -134,7 +154,11 @@ struct lyd_node *fleet_switch_state(struct devsim_device *d, bool with_ports);
 /* Builds running + state data of an ocs-transceiver agent. */
 struct lyd_node *fleet_transceiver_state(struct devsim_device *d);
 
-/* Full validation of a datastore copy: YANG constraints, then device rules. */
+/*
+ * Full validation of a datastore copy: YANG constraints, then device rules.
+ * 0, or -EINVAL (-EEXIST: a polatis egress taken by two pairs) with the
+ * message and the error-path.
+ */
 int fleet_validate_tree(const struct devsim_device *d, const struct lyd_node *tree, char *msg,
 			size_t msg_len, char *path, size_t path_len);
 

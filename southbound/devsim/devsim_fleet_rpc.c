@@ -8,7 +8,9 @@
  * what garble, trickle and endless do to the reply). The handlers run with
  * the device mutex held and work on the state devsim_fleet.c keeps. The
  * state knob refuse-port is checked by edit-config itself, on the edit's
- * result.
+ * result. A polatis device has no candidate: edit-config writes running,
+ * after validating the whole result (all or nothing), and the model's RPC
+ * port-set-state is served too.
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "devsim_fleet.h"
@@ -79,17 +81,30 @@ static struct nc_server_reply *rpc_lock(struct devsim_device *d, const struct ly
 	return nc_server_reply_ok();
 }
 
+/*
+ * edit-config: into the candidate (ocs-switch, ocs-transceiver; checked at
+ * validate and commit), or straight into running (polatis: the result is
+ * validated here, and a refused edit changes nothing).
+ */
 static struct nc_server_reply *rpc_edit(struct devsim_device *d, const struct lyd_node *rpc,
 					uint32_t sid)
 {
 	const struct devsim_fleet *f = d->fleet;
-	if (datastore_of(rpc, "target") != NC_DATASTORE_CANDIDATE)
+	bool to_running = f->model == DEVSIM_MODEL_POLATIS;
+	if (datastore_of(rpc, "target") !=
+	    (to_running ? NC_DATASTORE_RUNNING : NC_DATASTORE_CANDIDATE))
 		return fleet_reply_err(
 			f, NC_ERR_OP_NOT_SUPPORTED,
-			"only the candidate datastore is writable (no :writable-running)", NULL);
-	if (d->lock_candidate_sid && d->lock_candidate_sid != sid)
+			to_running
+				? "only the running datastore is writable (no :candidate)"
+				: "only the candidate datastore is writable (no :writable-running)",
+			NULL);
+	uint32_t holder = to_running ? d->lock_running_sid : d->lock_candidate_sid;
+	if (holder && holder != sid)
 		return fleet_reply_err(f, NC_ERR_IN_USE,
-				       "the candidate is locked by another session", NULL);
+				       to_running ? "running is locked by another session"
+						  : "the candidate is locked by another session",
+				       NULL);
 	int dflt = DS_OP_MERGE;
 	const char *dop = child_value(rpc, "default-operation");
 	if (dop && (dflt = ds_op_parse(dop)) < 0)
@@ -101,7 +116,8 @@ static struct nc_server_reply *rpc_edit(struct devsim_device *d, const struct ly
 				       NULL);
 	if (ds_parse_any(f->ctx, config, 0, &edit, msg, sizeof(msg)))
 		return fleet_reply_err(f, NC_ERR_INVALID_VALUE, msg, NULL);
-	struct lyd_node *work = fleet_dup_tree(d->candidate);
+	const struct lyd_node *base = to_running ? d->running : d->candidate;
+	struct lyd_node *work = fleet_dup_tree(base);
 	enum ds_error e =
 		ds_apply_edit(&work, edit, (enum ds_op)dflt, msg, sizeof(msg), path, sizeof(path));
 	lyd_free_all(edit);
@@ -112,9 +128,20 @@ static struct nc_server_reply *rpc_edit(struct devsim_device *d, const struct ly
 							: NC_ERR_INVALID_VALUE;
 		return fleet_reply_err(f, tag, msg, path);
 	}
-	if (fleet_refused_edit(d, d->candidate, work, msg, sizeof(msg))) {
+	int rc =
+		to_running ? fleet_validate_tree(d, work, msg, sizeof(msg), path, sizeof(path)) : 0;
+	if (rc) {
+		lyd_free_all(work);
+		return fleet_reply_err(f, rc == -EEXIST ? NC_ERR_DATA_EXISTS : NC_ERR_INVALID_VALUE,
+				       msg, path);
+	}
+	if (fleet_refused_edit(d, base, work, msg, sizeof(msg))) {
 		lyd_free_all(work);
 		return fleet_reply_err(f, NC_ERR_OP_FAILED, msg, NULL);
+	}
+	if (to_running) {
+		fleet_set_running(d, work);
+		return nc_server_reply_ok();
 	}
 	lyd_free_all(d->candidate);
 	d->candidate = work;
@@ -239,8 +266,9 @@ static struct nc_server_reply *rpc_get(struct devsim_device *d, const struct lyd
 		}
 		full = fleet_dup_tree(ds == NC_DATASTORE_RUNNING ? d->running : d->candidate);
 	} else if (!has_filter || filter) { /* an empty filter selects nothing */
-		full = f->model == DEVSIM_MODEL_SWITCH ? fleet_switch_state(d, with_ports)
-						       : fleet_transceiver_state(d);
+		full = f->model == DEVSIM_MODEL_SWITCH	  ? fleet_switch_state(d, with_ports)
+		       : f->model == DEVSIM_MODEL_POLATIS ? fleet_polatis_state(d, with_ports)
+							  : fleet_transceiver_state(d);
 	}
 	if (has_filter && !filter) {
 		lyd_free_all(full);
@@ -267,12 +295,15 @@ static struct nc_server_reply *rpc_emit(struct devsim_device *d, const struct ly
 	const char *kind = child_value(rpc, "kind");
 	const char *port = child_value(rpc, "port");
 	struct lyd_node *ev = NULL;
-	char path[128];
 	bool trx_kind = !strcmp(kind, "node-fault") || !strcmp(kind, "loss-of-light");
-	if (trx_kind != (f->model == DEVSIM_MODEL_TRANSCEIVER))
+	bool polatis = f->model == DEVSIM_MODEL_POLATIS;
+	if (trx_kind != (f->model == DEVSIM_MODEL_TRANSCEIVER) ||
+	    (polatis && strcmp(kind, "port-state-change")))
 		return fleet_reply_err(f, NC_ERR_OP_NOT_SUPPORTED,
-				       trx_kind ? "only ocs-transceiver devices emit this kind"
-						: "only ocs-switch devices emit this kind",
+				       trx_kind	 ? "only ocs-transceiver devices emit this kind"
+				       : polatis ? "a polatis device emits port-state-change only "
+						   "(as port-power-alarm or port-power-clear)"
+						 : "only ocs-switch devices emit this kind",
 				       "/ocs-devsim:emit-notification/kind");
 	if (trx_kind) {
 		const char *bundle = child_value(rpc, "bundle");
@@ -292,20 +323,22 @@ static struct nc_server_reply *rpc_emit(struct devsim_device *d, const struct ly
 		return fleet_reply_err(f, NC_ERR_MISSING_ELEM, "this kind needs a port",
 				       "/ocs-devsim:emit-notification/port");
 	if (!strcmp(kind, "port-state-change")) {
-		snprintf(path, sizeof(path), "/ocs-switch:port-state-change/port");
-		lyd_new_path(NULL, f->ctx, path, port, 0, &ev);
-		lyd_new_path(ev, f->ctx, "/ocs-switch:port-state-change/oper-state",
-			     fleet_port_failed(d, atoi(port)) ? "failed" : "up", 0, NULL);
-	} else {
-		int in = atoi(port);
-		int o = (in >= 0 && in < f->ports) ? d->cur_out[in] : -1;
-		char ob[16];
-		snprintf(ob, sizeof(ob), "%d", o < 0 ? 0 : o);
-		lyd_new_path(NULL, f->ctx, "/ocs-switch:connection-failed/input", port, 0, &ev);
-		lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/output", ob, 0, NULL);
-		lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/reason",
-			     "injected by emit-notification", 0, NULL);
+		if (polatis && atoi(port) >= f->ports)
+			return fleet_reply_err(f, NC_ERR_INVALID_VALUE,
+					       "port: ocsd's ports of this device are 0..N-1",
+					       "/ocs-devsim:emit-notification/port");
+		/* polatis: port-power-alarm or port-power-clear of ingress 1+port */
+		fleet_notify_port_state(d, atoi(port), fleet_port_failed(d, atoi(port)));
+		return nc_server_reply_ok();
 	}
+	int in = atoi(port);
+	int o = (in >= 0 && in < f->ports) ? d->cur_out[in] : -1;
+	char ob[16];
+	snprintf(ob, sizeof(ob), "%d", o < 0 ? 0 : o);
+	lyd_new_path(NULL, f->ctx, "/ocs-switch:connection-failed/input", port, 0, &ev);
+	lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/output", ob, 0, NULL);
+	lyd_new_path(ev, f->ctx, "/ocs-switch:connection-failed/reason",
+		     "injected by emit-notification", 0, NULL);
 	if (!ev)
 		return fleet_reply_err(f, NC_ERR_INVALID_VALUE, "cannot build the notification",
 				       NULL);
@@ -455,19 +488,28 @@ static struct nc_server_reply *dispatch(struct devsim_device *d, const struct ly
 				f, NC_ERR_INVALID_VALUE,
 				"node-fault: only ocs-transceiver devices have a node",
 				"/ocs-devsim:set-faults/spec");
-		for (int i = 0; i < nf.n_failed_ports + nf.n_refused_ports; i++) {
-			bool fail = i < nf.n_failed_ports;
-			int p = fail ? nf.failed_ports[i] : nf.refused_ports[i - nf.n_failed_ports];
-			if (f->model == DEVSIM_MODEL_SWITCH && p >= f->ports) {
+		if (nf.n_peer_ports && f->model != DEVSIM_MODEL_POLATIS)
+			return fleet_reply_err(f, NC_ERR_INVALID_VALUE,
+					       "peer-port: only polatis devices report peer-port",
+					       "/ocs-devsim:set-faults/spec");
+		int n_ports = nf.n_failed_ports + nf.n_refused_ports;
+		for (int i = 0; i < n_ports + nf.n_peer_ports; i++) {
+			const char *knob = i < nf.n_failed_ports ? "fail-port"
+					   : i < n_ports	 ? "refuse-port"
+								 : "peer-port";
+			int p = i < nf.n_failed_ports ? nf.failed_ports[i]
+				: i < n_ports	      ? nf.refused_ports[i - nf.n_failed_ports]
+						      : nf.peer_ports[i - n_ports].port;
+			if (f->model != DEVSIM_MODEL_TRANSCEIVER && p >= f->ports) {
 				snprintf(err, sizeof(err), "%s=%d: the device has ports 0..%d",
-					 fail ? "fail-port" : "refuse-port", p, f->ports - 1);
+					 knob, p, f->ports - 1);
 				return fleet_reply_err(f, NC_ERR_INVALID_VALUE, err,
 						       "/ocs-devsim:set-faults/spec");
 			}
 		}
 		struct devsim_faults before = d->faults;
 		d->faults = nf;
-		if (f->model == DEVSIM_MODEL_SWITCH)
+		if (f->model != DEVSIM_MODEL_TRANSCEIVER)
 			fleet_notify_failed_ports(d, &before);
 		if (f->model == DEVSIM_MODEL_TRANSCEIVER &&
 		    atomic_exchange(&f->faulty[d->index], nf.node_fault) != nf.node_fault) {
@@ -481,6 +523,8 @@ static struct nc_server_reply *dispatch(struct devsim_device *d, const struct ly
 		return rpc_get_schema(d, rpc);
 	if (!strcmp(name, "emit-notification"))
 		return rpc_emit(d, rpc);
+	if (!strcmp(name, "port-set-state") && f->model == DEVSIM_MODEL_POLATIS)
+		return fleet_port_set_state(d, rpc);
 	return fleet_reply_err(f, NC_ERR_OP_NOT_SUPPORTED, "operation not supported by ocs-devsim",
 			       NULL);
 }

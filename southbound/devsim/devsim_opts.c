@@ -112,8 +112,11 @@ static int set_model(struct devsim_opts *o, const struct devsim_opt *opt, const 
 		o->model = DEVSIM_MODEL_SWITCH;
 	} else if (!strcmp(arg, devsim_model_name(DEVSIM_MODEL_TRANSCEIVER))) {
 		o->model = DEVSIM_MODEL_TRANSCEIVER;
+	} else if (!strcmp(arg, devsim_model_name(DEVSIM_MODEL_POLATIS))) {
+		o->model = DEVSIM_MODEL_POLATIS;
 	} else {
-		snprintf(err, err_len, "expected ocs-switch or ocs-transceiver, got '%s'", arg);
+		snprintf(err, err_len,
+			 "expected ocs-switch or ocs-transceiver (or polatis), got '%s'", arg);
 		return -EINVAL;
 	}
 	return 0;
@@ -161,7 +164,7 @@ static const struct devsim_opt opt_table[] = {
 	 .arg = "MODEL",
 	 .dflt = "ocs-switch",
 	 .set = set_model,
-	 .help = "ocs-switch or ocs-transceiver"},
+	 .help = "ocs-switch, ocs-transceiver or polatis (N x N, optical-switch)"},
 	{.name = "ports",
 	 .arg = "N",
 	 .dflt = "64",
@@ -169,7 +172,7 @@ static const struct devsim_opt opt_table[] = {
 	 .field = FIELD(ports),
 	 .min = 1,
 	 .max = 4096,
-	 .help = "ports per device, 1..4096"},
+	 .help = "ports per device (polatis: N of N x N), 1..4096"},
 	{.name = "user",
 	 .arg = "U",
 	 .dflt_help = "required",
@@ -330,7 +333,9 @@ static const struct devsim_opt opt_table[] = {
 
 const char *devsim_model_name(enum devsim_model model)
 {
-	return model == DEVSIM_MODEL_SWITCH ? "ocs-switch" : "ocs-transceiver";
+	return model == DEVSIM_MODEL_SWITCH	   ? "ocs-switch"
+	       : model == DEVSIM_MODEL_TRANSCEIVER ? "ocs-transceiver"
+						   : "polatis";
 }
 
 static void usage(FILE *out)
@@ -367,8 +372,9 @@ void devsim_opts_help(FILE *out)
 {
 	usage(out);
 	fprintf(out,
-		"A NETCONF device simulator: optical circuit switches (ocs-switch) or a node's\n"
-		"OCS transceivers (ocs-transceiver). Options, with their defaults in brackets:\n");
+		"A NETCONF device simulator: optical circuit switches (ocs-switch, or polatis:\n"
+		"the optical-switch model) or a node's OCS transceivers (ocs-transceiver).\n"
+		"Options, with their defaults in brackets:\n");
 	int width = 0;
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const struct devsim_opt *opt = &opt_table[i];
@@ -388,8 +394,8 @@ void devsim_opts_help(FILE *out)
 	}
 	fprintf(out, "Fault SPEC: refuse@STEP, drop@STEP, hang@STEP=MS, noeffect@commit, "
 		     "garble@STEP,\ntrickle@STEP=MS, endless@STEP, fail-port=P, refuse-port=P, "
-		     "node-fault,\ncomma-separated;\nSTEP+ makes a step's knobs sticky "
-		     "(southbound/README.md).\n");
+		     "peer-port=P:TEXT,\nnode-fault, comma-separated;\nSTEP+ makes a step's knobs "
+		     "sticky (southbound/devsim/README.md).\n");
 }
 
 /* An ocs-switch takes no ring geometry: a ring option there is a mistake. */
@@ -532,8 +538,8 @@ static int check_combination(struct devsim_opts *o, FILE *err)
 		o->switch_us = o->switch_ms >= 0 ? o->switch_ms * 1000 : trx ? 200 : 25000;
 	if (o->switch_ms < 0)
 		o->switch_ms = o->switch_us / 1000;
-	if (trx)
-		o->bidirectional = false;
+	if (trx || o->model == DEVSIM_MODEL_POLATIS)
+		o->bidirectional = false; /* a polatis pair is one-way, as on the real switch */
 	return trx ? check_ring(o, err) : check_no_ring(o, err);
 }
 

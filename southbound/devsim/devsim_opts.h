@@ -15,7 +15,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-enum devsim_model { DEVSIM_MODEL_SWITCH, DEVSIM_MODEL_TRANSCEIVER };
+/* ocs-switch, ocs-transceiver, or a Polatis-like N x N switch (optical-switch). */
+enum devsim_model { DEVSIM_MODEL_SWITCH, DEVSIM_MODEL_TRANSCEIVER, DEVSIM_MODEL_POLATIS };
 
 /* A --fault given at start: the knobs of one device, or of all of them. */
 struct devsim_start_fault {
@@ -32,7 +33,7 @@ struct devsim_opts {
 	char *listen_addr; /* owned; --listen ADDR */
 	int port;	   /* --listen PORT: the first device's */
 	enum devsim_model model;
-	int ports;     /* per device (ocs-switch) */
+	int ports;     /* per device (ocs-switch); polatis: N of N x N */
 	int switch_ms; /* resolved from the model when not given */
 	int switch_us; /* the switching time every device uses: --switch-us, or
 			  --switch-ms x 1000, or the model's default */
@@ -83,7 +84,7 @@ void devsim_opts_help(FILE *out);
 /* Frees what opts owns; accepts NULL. */
 void devsim_opts_clear(struct devsim_opts *opts);
 
-/* "ocs-switch" or "ocs-transceiver": the YANG module a model serves. */
+/* "ocs-switch", "ocs-transceiver" or "polatis": the name --model takes. */
 const char *devsim_model_name(enum devsim_model model);
 
 #endif

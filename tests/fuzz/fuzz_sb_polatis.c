@@ -1,0 +1,84 @@
+/*
+ * fuzz_sb_polatis.c - libFuzzer harness: the reply parser of the polatis
+ * device model (southbound/sb_model.c over sb_reply_pairs() of
+ * southbound/sb_reply.c) on arbitrary <data> content, as a Polatis switch
+ * could send it. The first byte picks <get> (status from port-config) or
+ * <get-config>, and a port map (default or egress-first, 1..64 ports).
+ *
+ * Checks beyond "no crash, no leak, no UB": raw pairs come sorted by
+ * ingress and ports by id, each id in 1..65535; a parse that succeeds maps
+ * every pair inside ocsd's ports (0..n-1), sorted by input, with a status
+ * that is CONNECTED or FAILED after a <get> and UNKNOWN after a
+ * <get-config>, one entry per raw pair; a refusal says why and returns
+ * nothing; empty results come as NULL.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sb_model.h"
+#include "sb_reply.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The scanner alone: sorted, ids in range; returns how many pairs (-1 refused). */
+static long raw(const char *d, size_t len)
+{
+	struct sb_pair *p = NULL;
+	struct sb_port_state *ps = NULL;
+	size_t n = 0, n_ports = 0;
+	int rc = sb_reply_pairs(d, len, &p, &n, &ps, &n_ports);
+	if ((n == 0) != (p == NULL) || (n_ports == 0) != (ps == NULL))
+		abort();
+	if (rc && (n || n_ports))
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if (!p[i].ingress || p[i].ingress > 65535 || !p[i].egress || p[i].egress > 65535 ||
+		    (i && p[i - 1].ingress > p[i].ingress))
+			abort();
+	for (size_t i = 0; i < n_ports; i++)
+		if (!ps[i].id || ps[i].id > 65535 || ps[i].status > SB_PORT_STATUS_UNSUPPORTED ||
+		    (i && ps[i - 1].id > ps[i].id))
+			abort();
+	free(p);
+	free(ps);
+	return rc ? -1 : (long)n;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	const char *s = (const char *)data + 1;
+	size_t len = size - 1;
+	bool with_state = data[0] & 1;
+	uint32_t ports = 1 + ((data[0] >> 2) & 63);
+	struct sb_port_map pm = sb_model_default_ports(SB_MODEL_POLATIS, ports);
+	if (data[0] & 2)
+		pm = (struct sb_port_map){.in_first = ports + 1, .out_first = 1, .n = ports};
+	long n_raw = raw(s, len);
+	struct sb_xc_state *x = NULL;
+	size_t n = 0;
+	char why[160] = "";
+	int rc = sb_model(SB_MODEL_POLATIS)
+			 ->xc_parse(s, len, &pm, with_state, &x, &n, why, sizeof(why));
+	if ((n == 0) != (x == NULL))
+		abort();
+	if (rc) {
+		if (n || !why[0] || !memchr(why, '\0', sizeof(why)))
+			abort();
+		return 0;
+	}
+	if (n_raw < 0 || (size_t)n_raw != n)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		if (x[i].in >= ports || x[i].out >= ports || (i && x[i - 1].in > x[i].in))
+			abort();
+		if (with_state ? x[i].status != SB_XC_STATUS_CONNECTED &&
+					 x[i].status != SB_XC_STATUS_FAILED
+			       : x[i].status != SB_XC_STATUS_UNKNOWN)
+			abort();
+	}
+	free(x);
+	return 0;
+}
