@@ -99,10 +99,22 @@ int od_device_settings(const struct ocsd_config *cfg, int i, const char *passwor
 	}
 	dc->rpc_timeout_ms = (int)a->rpc_timeout_ms;
 	dc->switch_us = (int)a->switch_time_us;
-	if (cfg->kind == CFG_OCSTRX_RING) {
+	/* config.c resolved every device's model and checked its port map */
+	switch (d->model) {
+	case CFG_MODEL_OCS_SWITCH:
+		break; /* SB_MODEL_SWITCH, ports all 0: numbered as ocsd numbers them */
+	case CFG_MODEL_OCS_TRANSCEIVER:
 		/* one transceiver agent per node; device i serves node i */
 		dc->model = SB_MODEL_TRANSCEIVER;
 		dc->node = (uint32_t)d->id;
+		break;
+	case CFG_MODEL_POLATIS:
+		/* ocsd's port k enters at ingress in_first + k, leaves at egress out_first + k */
+		dc->model = SB_MODEL_POLATIS;
+		dc->ports = (struct sb_port_map){.in_first = d->ports.in_first,
+						 .out_first = d->ports.out_first,
+						 .n = d->ports.n};
+		break;
 	}
 	return 0;
 }

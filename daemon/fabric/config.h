@@ -38,13 +38,35 @@ enum cfg_transport {
 	CFG_TRANSPORT_TLS,
 };
 
-/* One NETCONF device of the fabric, addresses resolved. */
+/* The YANG model a device speaks (the fabric file's `model`, typedef device-model). */
+enum cfg_model {
+	CFG_MODEL_OCS_SWITCH = 0,
+	CFG_MODEL_OCS_TRANSCEIVER,
+	CFG_MODEL_POLATIS,
+};
+#define CFG_MODEL_COUNT 3
+
+/*
+ * Where ocsd's ports 0..n-1 of a polatis device sit on the switch (the
+ * fabric file's port-map, defaults applied and checked): port k enters at
+ * in_first + k and leaves at out_first + k. All 0 for the other models
+ * (ocs-switch numbers its ports as ocsd does).
+ */
+struct cfg_port_map {
+	uint32_t in_first;
+	uint32_t out_first;
+	uint32_t n;
+};
+
+/* One NETCONF device of the fabric, addresses, model and port map resolved. */
 struct cfg_device {
 	int id;
 	char name[65];
 	char address[256];
 	uint16_t port;
 	char host_key_sha256[64]; /* "" when not given */
+	enum cfg_model model;
+	struct cfg_port_map ports;
 };
 
 /* How ocsd reaches the devices (the `devices` container of the YANG module). */
@@ -99,6 +121,8 @@ void cfg_free(struct ocsd_config *cfg);
 void cfg_errors_clear(struct cfg_errors *errs);
 
 const char *cfg_kind_name(enum cfg_kind kind);
+/* The model's name in the fabric file: "ocs-switch", "ocs-transceiver", "polatis". */
+const char *cfg_model_name(enum cfg_model model);
 /* The one-screen summary of `ocsd --check-config`. */
 void cfg_print_summary(const struct ocsd_config *cfg, FILE *out);
 /*
