@@ -21,6 +21,7 @@
 #include "devices.h"
 #include "executor_sb.h"
 #include "log.h"
+#include "sb_model.h"
 #include "sb_txn.h"
 
 /* Reads the first line of a secret file (password). 0 or -errno. */
@@ -100,22 +101,10 @@ int od_device_settings(const struct ocsd_config *cfg, int i, const char *passwor
 	dc->rpc_timeout_ms = (int)a->rpc_timeout_ms;
 	dc->switch_us = (int)a->switch_time_us;
 	/* config.c resolved every device's model and checked its port map */
-	switch (d->model) {
-	case CFG_MODEL_OCS_SWITCH:
-		break; /* SB_MODEL_SWITCH, ports all 0: numbered as ocsd numbers them */
-	case CFG_MODEL_OCS_TRANSCEIVER:
-		/* one transceiver agent per node; device i serves node i */
-		dc->model = SB_MODEL_TRANSCEIVER;
-		dc->node = (uint32_t)d->id;
-		break;
-	case CFG_MODEL_POLATIS:
-		/* ocsd's port k enters at ingress in_first + k, leaves at egress out_first + k */
-		dc->model = SB_MODEL_POLATIS;
-		dc->ports = (struct sb_port_map){.in_first = d->ports.in_first,
-						 .out_first = d->ports.out_first,
-						 .n = d->ports.n};
-		break;
-	}
+	dc->model = d->model;
+	dc->ports = d->ports; /* all 0 for a model that numbers ports as ocsd does */
+	if (sb_model(d->model)->bundles)
+		dc->node = (uint32_t)d->id; /* a ring domain: device i is node i's agent */
 	return 0;
 }
 

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE /* vasprintf */
 #include "config.h"
 #include "rail_layout.h"
+#include "sb_model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -94,19 +95,6 @@ const char *cfg_kind_name(enum cfg_kind kind)
 		return "ocstrx-ring";
 	case CFG_RAIL_OCS:
 		return "rail-ocs";
-	}
-	return "unknown";
-}
-
-const char *cfg_model_name(enum cfg_model model)
-{
-	switch (model) {
-	case CFG_MODEL_OCS_SWITCH:
-		return "ocs-switch";
-	case CFG_MODEL_OCS_TRANSCEIVER:
-		return "ocs-transceiver";
-	case CFG_MODEL_POLATIS:
-		return "polatis";
 	}
 	return "unknown";
 }
@@ -482,7 +470,7 @@ static int resolve_devices(struct ocsd_config *cfg, const struct lyd_node *devic
 struct model_level {
 	const struct lyd_node *node; /* NULL: not in the file */
 	char path[192];		     /* its data path */
-	enum cfg_model model;	     /* the model in force here (given or inherited) */
+	enum sb_model model;	     /* the model in force here (given or inherited) */
 	char model_path[224];	     /* where that model was given (or would be) */
 };
 
@@ -494,14 +482,12 @@ static bool has_error(const struct cfg_errors *errs, const char *path)
 	return false;
 }
 
-static bool model_parse(const char *v, enum cfg_model *out)
+/* A model that numbers its ports its own way, and so takes a port-map (polatis). */
+static bool takes_port_map(enum sb_model m)
 {
-	for (int m = 0; m < CFG_MODEL_COUNT; m++)
-		if (strcmp(v, cfg_model_name((enum cfg_model)m)) == 0) {
-			*out = (enum cfg_model)m;
-			return true;
-		}
-	return false;
+	struct sb_port_map pm = sb_model_default_ports(m, 1);
+
+	return pm.in_first || pm.out_first;
 }
 
 /*
@@ -509,25 +495,25 @@ static bool model_parse(const char *v, enum cfg_model *out)
  * of this kind (an error at its path otherwise), or up's.
  */
 static void level_model(const struct ocsd_config *cfg, struct model_level *lv,
-			const struct model_level *up, enum cfg_model own, struct cfg_errors *errs)
+			const struct model_level *up, enum sb_model own, struct cfg_errors *errs)
 {
 	const char *v = leaf_value(lv->node, "model");
-	enum cfg_model m;
+	enum sb_model m;
 
 	lv->model = up ? up->model : own;
 	if (up)
 		copy_str(lv->model_path, sizeof(lv->model_path), up->model_path);
 	else
 		snprintf(lv->model_path, sizeof(lv->model_path), "%s/model", lv->path);
-	if (!v || !model_parse(v, &m))
+	if (!v || sb_model_from_name(v, &m) != 0)
 		return;
 	snprintf(lv->model_path, sizeof(lv->model_path), "%s/model", lv->path);
-	if (cfg->kind == CFG_OCSTRX_RING && m != CFG_MODEL_OCS_TRANSCEIVER)
+	if (cfg->kind == CFG_OCSTRX_RING && !sb_model(m)->bundles)
 		add_error(errs, lv->model_path,
 			  "an OCSTrx ring domain's devices are its nodes' transceiver agents: "
 			  "model ocs-transceiver, not %s",
 			  v);
-	else if (cfg->kind != CFG_OCSTRX_RING && m == CFG_MODEL_OCS_TRANSCEIVER)
+	else if (cfg->kind != CFG_OCSTRX_RING && sb_model(m)->bundles)
 		add_error(errs, lv->model_path,
 			  "ocs-transceiver is the model of a ring domain's node agents: an OCS "
 			  "device is ocs-switch or polatis");
@@ -555,13 +541,13 @@ static void check_range(const char *path, const char *what, uint32_t first, uint
  * it has one, else the defaults), checked for ocsd's n ports: every port
  * has an ingress and an egress id within the switch, and no id is both.
  */
-static struct cfg_port_map level_ports(const struct lyd_node *node, bool given, const char *pm_path,
-				       uint32_t n, struct cfg_errors *errs)
+static struct sb_port_map level_ports(const struct lyd_node *node, bool given, const char *pm_path,
+				      uint32_t n, struct cfg_errors *errs)
 {
 	uint32_t sw = (uint32_t)leaf_int(given ? node : NULL, "port-map/switch-ports", 0);
 	uint32_t limit = sw ? sw : CFG_MAX_PORT_ID;
 	const char *limit_name = sw ? "switch-ports" : "the largest port id";
-	struct cfg_port_map pm = {
+	struct sb_port_map pm = {
 		.in_first = (uint32_t)leaf_int(given ? node : NULL, "port-map/ingress-first", 1),
 		.out_first = (uint32_t)leaf_int(given ? node : NULL, "port-map/egress-first",
 						(int)(sw ? sw / 2 + 1 : n + 1)),
@@ -607,7 +593,7 @@ static bool has_port_map(const struct lyd_node *node)
  * A level's port map when it gives one: refused unless its model is
  * polatis; *pm filled and true when it is usable.
  */
-static bool given_ports(const struct model_level *lv, uint32_t n, struct cfg_port_map *pm,
+static bool given_ports(const struct model_level *lv, uint32_t n, struct sb_port_map *pm,
 			struct cfg_errors *errs)
 {
 	char path[256];
@@ -615,11 +601,11 @@ static bool given_ports(const struct model_level *lv, uint32_t n, struct cfg_por
 	if (!has_port_map(lv->node))
 		return false;
 	snprintf(path, sizeof(path), "%s/port-map", lv->path);
-	if (lv->model != CFG_MODEL_POLATIS) {
+	if (!takes_port_map(lv->model)) {
 		add_error(errs, path,
 			  "a port-map is for model polatis; the model here is %s, which numbers "
 			  "its ports as ocsd does",
-			  cfg_model_name(lv->model));
+			  sb_model(lv->model)->name);
 		return false;
 	}
 	*pm = level_ports(lv->node, true, path, n, errs);
@@ -637,12 +623,11 @@ static bool given_ports(const struct model_level *lv, uint32_t n, struct cfg_por
 static int resolve_models(struct ocsd_config *cfg, const struct lyd_node *devices,
 			  const char *devices_path, struct cfg_errors *errs)
 {
-	enum cfg_model own =
-		cfg->kind == CFG_OCSTRX_RING ? CFG_MODEL_OCS_TRANSCEIVER : CFG_MODEL_OCS_SWITCH;
+	enum sb_model own = cfg->kind == CFG_OCSTRX_RING ? SB_MODEL_TRANSCEIVER : SB_MODEL_SWITCH;
 	uint32_t n = cfg->kind == CFG_OCSTRX_RING ? 0 : (uint32_t)cfg->fabric.k_ocs;
 	int n_groups = cfg->kind == CFG_LEAF_SPINE_OCS ? ocs_fabric_groups(&cfg->fabric) : 0;
 	struct model_level top = {.node = devices}, *groups, lv;
-	struct cfg_port_map top_pm = {0}, *group_pm;
+	struct sb_port_map top_pm = {0}, *group_pm;
 	bool top_has, *group_has;
 	const struct lyd_node **dev_node;
 	int before = errs->count;
@@ -707,7 +692,7 @@ static int resolve_models(struct ocsd_config *cfg, const struct lyd_node *device
 		snprintf(lv.path, sizeof(lv.path), "%s/device[id='%d']", devices_path, i);
 		level_model(cfg, &lv, up, own, errs);
 		d->model = lv.model;
-		if (d->model != CFG_MODEL_POLATIS) {
+		if (!takes_port_map(d->model)) {
 			(void)given_ports(&lv, n, &d->ports, errs); /* refused if given */
 			memset(&d->ports, 0, sizeof(d->ports));
 			continue;
@@ -721,7 +706,7 @@ static int resolve_models(struct ocsd_config *cfg, const struct lyd_node *device
 		if (!has && !has_error(errs, lv.model_path))
 			d->ports = level_ports(NULL, false, lv.model_path, n, errs);
 		else if (!has)
-			d->ports = (struct cfg_port_map){1, n + 1, n};
+			d->ports = sb_model_default_ports(d->model, n);
 	}
 	free(groups);
 	free(group_pm);
@@ -969,7 +954,7 @@ int cfg_load_file(const char *path, struct ocsd_config **out, struct cfg_errors 
  */
 static void print_models(const struct ocsd_config *cfg, FILE *out)
 {
-	int count[CFG_MODEL_COUNT] = {0}, other_maps = 0;
+	int count[SB_MODEL_COUNT] = {0}, other_maps = 0;
 	const struct cfg_device *pol = NULL;
 	const char *sep = "";
 
@@ -977,7 +962,7 @@ static void print_models(const struct ocsd_config *cfg, FILE *out)
 		const struct cfg_device *d = &cfg->devices[i];
 
 		count[d->model]++;
-		if (d->model != CFG_MODEL_POLATIS)
+		if (!takes_port_map(d->model))
 			continue;
 		if (!pol)
 			pol = d;
@@ -985,10 +970,10 @@ static void print_models(const struct ocsd_config *cfg, FILE *out)
 			other_maps++;
 	}
 	fprintf(out, "  models          ");
-	for (int m = 0; m < CFG_MODEL_COUNT; m++) {
+	for (int m = 0; m < SB_MODEL_COUNT; m++) {
 		if (!count[m])
 			continue;
-		fprintf(out, "%s%s %d", sep, cfg_model_name((enum cfg_model)m), count[m]);
+		fprintf(out, "%s%s %d", sep, sb_model((enum sb_model)m)->name, count[m]);
 		sep = ", ";
 	}
 	fputc('\n', out);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "fabric.h"
+#include "sb_device.h"
 
 /* Longest device address (host name or IP literal) the NETCONF driver takes. */
 #define CFG_MAX_ADDRESS_LEN 63
@@ -38,26 +39,6 @@ enum cfg_transport {
 	CFG_TRANSPORT_TLS,
 };
 
-/* The YANG model a device speaks (the fabric file's `model`, typedef device-model). */
-enum cfg_model {
-	CFG_MODEL_OCS_SWITCH = 0,
-	CFG_MODEL_OCS_TRANSCEIVER,
-	CFG_MODEL_POLATIS,
-};
-#define CFG_MODEL_COUNT 3
-
-/*
- * Where ocsd's ports 0..n-1 of a polatis device sit on the switch (the
- * fabric file's port-map, defaults applied and checked): port k enters at
- * in_first + k and leaves at out_first + k. All 0 for the other models
- * (ocs-switch numbers its ports as ocsd does).
- */
-struct cfg_port_map {
-	uint32_t in_first;
-	uint32_t out_first;
-	uint32_t n;
-};
-
 /* One NETCONF device of the fabric, addresses, model and port map resolved. */
 struct cfg_device {
 	int id;
@@ -65,8 +46,12 @@ struct cfg_device {
 	char address[256];
 	uint16_t port;
 	char host_key_sha256[64]; /* "" when not given */
-	enum cfg_model model;
-	struct cfg_port_map ports;
+	/* the YANG model it speaks (southbound/sb_model.h; the fabric file's
+	 * `model`) and, for a model that numbers ports its own way (polatis),
+	 * where ocsd's ports 0..n-1 sit on it (port-map, defaults applied and
+	 * checked; all 0 for a model that numbers them as ocsd does) */
+	enum sb_model model;
+	struct sb_port_map ports;
 };
 
 /* How ocsd reaches the devices (the `devices` container of the YANG module). */
@@ -122,7 +107,6 @@ void cfg_errors_clear(struct cfg_errors *errs);
 
 const char *cfg_kind_name(enum cfg_kind kind);
 /* The model's name in the fabric file: "ocs-switch", "ocs-transceiver", "polatis". */
-const char *cfg_model_name(enum cfg_model model);
 /* The one-screen summary of `ocsd --check-config`. */
 void cfg_print_summary(const struct ocsd_config *cfg, FILE *out);
 /*
