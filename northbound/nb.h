@@ -42,10 +42,10 @@
  *
  * Roles (from the client certificate's subject OU, exactly one of):
  *   viewer     reads: GetFabric, ListDevices, ListCircuits, ListRings, ListDrift,
- *              ListRailPorts, GetJob, ListJobs, Events.Watch
+ *              ListRailPorts, ListCabling, GetJob, ListJobs, Events.Watch
  *   scheduler  viewer + SubmitJob, PlanJob, ReleaseJob, ReplaceGpu
  *   operator   scheduler + DrainDevice, UndrainDevice, MarkNode, MarkGpu,
- *              AdoptCrossConnects, ClearCrossConnects
+ *              AdoptCrossConnects, ClearCrossConnects, ClearCabling
  * A certificate with no role OU (or several) gets PERMISSION_DENIED on
  * everything but Health. Insecure servers (loopback only) give every caller
  * config.insecure_role.
@@ -77,6 +77,8 @@ enum nb_method {
 	NB_FABRIC_REPLACE_GPU,
 	NB_FABRIC_MARK_GPU,
 	NB_FABRIC_LIST_RAIL_PORTS,
+	NB_FABRIC_LIST_CABLING,
+	NB_FABRIC_CLEAR_CABLING,
 	NB_JOBS_SUBMIT_JOB,
 	NB_JOBS_PLAN_JOB,
 	NB_JOBS_RELEASE_JOB,
@@ -260,6 +262,12 @@ struct nb_handlers {
 	void (*mark_gpu)(void *ctx, struct nb_call *call, const Ocs__V1__MarkGpuRequest *req);
 	void (*list_rail_ports)(void *ctx, struct nb_call *call,
 				const Ocs__V1__ListRailPortsRequest *req);
+	/* The cabling check (any fabric kind): device names checked, and
+	 * ClearCabling's device given and its port within 0..65535. */
+	void (*list_cabling)(void *ctx, struct nb_call *call,
+			     const Ocs__V1__ListCablingRequest *req);
+	void (*clear_cabling)(void *ctx, struct nb_call *call,
+			      const Ocs__V1__ClearCablingRequest *req);
 	void (*submit_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
 	void (*plan_job)(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *req);
 	void (*release_job)(void *ctx, struct nb_call *call, const Ocs__V1__ReleaseJobRequest *req);

@@ -390,7 +390,7 @@ static grpc_slice pack_health(Grpc__Health__V1__HealthCheckResponse__ServingStat
 
 static bool event_wanted(const Ocs__V1__WatchRequest *w, const Ocs__V1__Event *ev)
 {
-	if (!w->jobs && !w->devices && !w->transactions && !w->drift && !w->rings)
+	if (!w->jobs && !w->devices && !w->transactions && !w->drift && !w->rings && !w->cabling)
 		return true;
 	switch (ev->kind_case) {
 	case OCS__V1__EVENT__KIND_JOB:
@@ -401,6 +401,8 @@ static bool event_wanted(const Ocs__V1__WatchRequest *w, const Ocs__V1__Event *e
 		return w->transactions;
 	case OCS__V1__EVENT__KIND_DRIFT:
 		return w->drift;
+	case OCS__V1__EVENT__KIND_CABLING:
+		return w->cabling;
 	case OCS__V1__EVENT__KIND_RING:
 	case OCS__V1__EVENT__KIND_NODE:
 		return w->rings;
@@ -660,6 +662,8 @@ static void dispatch(struct nb_call *c)
 		NB_DISPATCH(NB_FABRIC_MARK_GPU, mark_gpu, Ocs__V1__MarkGpuRequest)
 		NB_DISPATCH(NB_FABRIC_LIST_RAIL_PORTS, list_rail_ports,
 			    Ocs__V1__ListRailPortsRequest)
+		NB_DISPATCH(NB_FABRIC_LIST_CABLING, list_cabling, Ocs__V1__ListCablingRequest)
+		NB_DISPATCH(NB_FABRIC_CLEAR_CABLING, clear_cabling, Ocs__V1__ClearCablingRequest)
 		NB_DISPATCH(NB_JOBS_SUBMIT_JOB, submit_job, Ocs__V1__JobSpec)
 		NB_DISPATCH(NB_JOBS_PLAN_JOB, plan_job, Ocs__V1__JobSpec)
 		NB_DISPATCH(NB_JOBS_RELEASE_JOB, release_job, Ocs__V1__ReleaseJobRequest)

@@ -980,6 +980,19 @@ int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 	case NB_FABRIC_LIST_RAIL_PORTS:
 		return validate_list_rail_ports((const Ocs__V1__ListRailPortsRequest *)req, &b,
 						err);
+	case NB_FABRIC_LIST_CABLING:
+		return check_name(((const Ocs__V1__ListCablingRequest *)req)->device, "device",
+				  NB_DEVICE_NAME_MAX_LEN, false, ":", err);
+	case NB_FABRIC_CLEAR_CABLING: {
+		const Ocs__V1__ClearCablingRequest *r = (const void *)req;
+
+		if (check_name(r->device, "device", NB_DEVICE_NAME_MAX_LEN, true, ":", err))
+			return -EINVAL;
+		if (r->port < 0 || r->port > 65535)
+			return nb_error_set(err, NB_INVALID_ARGUMENT, "port",
+					    "%d is outside 0..65535", r->port);
+		return 0;
+	}
 	case NB_JOBS_SUBMIT_JOB:
 	case NB_JOBS_PLAN_JOB:
 		return validate_job((const Ocs__V1__JobSpec *)req, &b, err);

@@ -106,6 +106,12 @@ struct api *api_new(const struct api_deps *deps)
 				"Cross-connects found by the last reconciliation that no job owns "
 				"(unowned) or that a job owns but the device lacks (missing).",
 				(const char *const[]){"kind", NULL});
+	api->m_cabling = mx_gauge(
+		deps->reg, "ocsd_cabling_miswired_ports",
+		"Device ports (a Polatis ingress or egress port each) whose reported far end "
+		"differs from the fabric file's wiring, not cleared by an operator: no circuit "
+		"is placed on them.",
+		NULL);
 	api->m_unreachable = mx_gauge(deps->reg, "ocsd_devices_unreachable",
 				      "Devices the last reconciliation could not read.", NULL);
 	api->m_recon_seconds = mx_histogram(deps->reg, "ocsd_reconcile_duration_seconds",
@@ -135,9 +141,9 @@ struct api *api_new(const struct api_deps *deps)
 			     "Time a job waited for its wave, from queued to its transaction's "
 			     "start.",
 			     NULL, mx_latency_buckets_s, mx_latency_buckets_n);
-	if (!api->m_drift || !api->m_unreachable || !api->m_recon_seconds || !api->m_repairs ||
-	    !api->m_reaction_seconds || !api->m_circuit_repairs || !api->m_waves ||
-	    !api->m_wave_jobs || !api->m_wave_wait_seconds) {
+	if (!api->m_drift || !api->m_cabling || !api->m_unreachable || !api->m_recon_seconds ||
+	    !api->m_repairs || !api->m_reaction_seconds || !api->m_circuit_repairs ||
+	    !api->m_waves || !api->m_wave_jobs || !api->m_wave_wait_seconds) {
 		api_free(api);
 		return NULL;
 	}
@@ -148,6 +154,7 @@ struct api *api_new(const struct api_deps *deps)
 		       &(const char *[]){"repaired", "failed", "blocked"}[i], 0);
 	mx_add(api->m_rollback_failures, NULL, 0);
 	mx_add(api->m_waves, NULL, 0);
+	api_cabling_gauge(api);
 	return api;
 }
 
@@ -789,6 +796,8 @@ HANDLER(h_list_rings, Ocs__V1__ListRingsRequest, api_serve_list_rings)
 WRITE_HANDLER(h_replace_gpu, Ocs__V1__ReplaceGpuRequest, api_serve_replace_gpu)
 WRITE_HANDLER(h_mark_gpu, Ocs__V1__MarkGpuRequest, api_serve_mark_gpu)
 HANDLER(h_list_rail_ports, Ocs__V1__ListRailPortsRequest, api_serve_list_rail_ports)
+HANDLER(h_list_cabling, Ocs__V1__ListCablingRequest, api_serve_list_cabling)
+WRITE_HANDLER(h_clear_cabling, Ocs__V1__ClearCablingRequest, api_serve_clear_cabling)
 WRITE_HANDLER(h_submit_job, Ocs__V1__JobSpec, serve_submit)
 WRITE_HANDLER(h_plan_job, Ocs__V1__JobSpec, serve_plan)
 WRITE_HANDLER(h_release_job, Ocs__V1__ReleaseJobRequest, serve_release)
@@ -849,6 +858,8 @@ struct nb_handlers api_handlers(struct api *api)
 		.replace_gpu = api->d.rail ? h_replace_gpu : NULL,
 		.mark_gpu = api->d.rail ? h_mark_gpu : NULL,
 		.list_rail_ports = api->d.rail ? h_list_rail_ports : NULL,
+		.list_cabling = h_list_cabling,
+		.clear_cabling = h_clear_cabling,
 		.submit_job = h_submit_job,
 		.plan_job = h_plan_job,
 		.release_job = h_release_job,

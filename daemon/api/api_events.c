@@ -1,8 +1,8 @@
 /*
  * api_events.c - what the daemon reports as it happens: job, transaction,
- * ring, node, drift and device events to Events.Watch (northbound
- * nb_server_publish), and the metrics of transactions, plans, repairs and
- * reconciliation passes. The job manager's events (api_job_events), the
+ * ring, node, drift, cabling and device events to Events.Watch (northbound
+ * nb_server_publish), and the metrics of transactions, plans, repairs,
+ * reconciliation passes and miswired fibre. The job manager's events (api_job_events), the
  * reconciliation's (api_recon_events) and the circuit repair's
  * (api_repair_events) arrive here on the loop thread.
  *
@@ -14,6 +14,7 @@
  */
 #include "api_internal.h"
 #include "arena.h"
+#include "cabling.h"
 #include "clock.h"
 #include "devices.h"
 #include "log.h"
@@ -239,11 +240,19 @@ static void ev_device_read(void *ctx, int id, bool ok, bool connected, const cha
 	ar_free_all(&ar);
 }
 
-/* A fibre found miswired, or no longer: logged (cabling.h). */
+void api_cabling_gauge(struct api *api)
+{
+	mx_set(api->m_cabling, NULL, api->d.cabling ? (double)cab_miswired(api->d.cabling) : 0);
+}
+
+/* A fibre found miswired, or no longer (cabling.h): logged, a CablingEvent
+ * and the gauge (the table holds the change already). */
 static void ev_cabling(void *ctx, const struct cab_entry *e, bool miswired)
 {
 	struct api *api = ctx;
 	const char *side = e->egress ? "egress" : "ingress";
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__CablingEvent ce = OCS__V1__CABLING_EVENT__INIT;
 
 	if (miswired)
 		log_msg(LOG_WARNING,
@@ -255,6 +264,18 @@ static void ev_cabling(void *ctx, const struct cab_entry *e, bool miswired)
 	else
 		log_msg(LOG_NOTICE, "device %s port %u (%s): no longer reported miswired",
 			dev_name(api->d.devs, e->device), e->port, side);
+	api_cabling_gauge(api);
+	if (!api->server)
+		return;
+	ce.device = (char *)dev_name(api->d.devs, e->device);
+	ce.port = e->port;
+	ce.side = (char *)side;
+	ce.expected = (char *)e->expected;
+	ce.reported = (char *)e->reported;
+	ce.miswired = miswired;
+	ev.kind_case = OCS__V1__EVENT__KIND_CABLING;
+	ev.cabling = &ce;
+	nb_server_publish(api->server, &ev);
 }
 
 static void ev_recon_done(void *ctx, const struct recon_report *r)

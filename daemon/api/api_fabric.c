@@ -1,9 +1,10 @@
 /*
  * api_fabric.c - the Fabric service of the ocs.v1 API, served on the loop
  * from the fabric state, the devices, the ring and rail state and the
- * drift table: GetFabric, ListDevices, ListCircuits, DrainDevice,
- * UndrainDevice, MarkNode, ListRings, ListDrift, AdoptCrossConnects,
- * ClearCrossConnects, and the rail RPCs handed to rail_api.c. Requests
+ * drift and cabling tables: GetFabric, ListDevices, ListCircuits,
+ * DrainDevice, UndrainDevice, MarkNode, ListRings, ListDrift,
+ * AdoptCrossConnects, ClearCrossConnects, ListCabling, ClearCabling, and
+ * the rail RPCs handed to rail_api.c. Requests
  * reach these functions through api.c's handler table.
  *
  * Return values left unchecked here, and why that is safe:
@@ -19,6 +20,7 @@
 #include "adopt.h"
 #include "api_internal.h"
 #include "arena.h"
+#include "cabling.h"
 #include "clock.h"
 #include "config.h"
 #include "devices.h"
@@ -626,4 +628,86 @@ void api_serve_clear(struct api *api, struct nb_call *call, const void *msg)
 		free(cc->xcs);
 		free(cc);
 	}
+}
+
+/* ---- miswired fibre (issue 23, cabling.h) ---- */
+
+/* A MiswiredPort message of entry e (allocated in ar; NULL when it runs out). */
+static Ocs__V1__MiswiredPort *build_miswired(struct api *api, struct arena *ar,
+					     const struct cab_entry *e)
+{
+	Ocs__V1__MiswiredPort *m = ar_alloc(ar, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	ocs__v1__miswired_port__init(m);
+	m->device = (char *)dev_name(api->d.devs, e->device);
+	m->port = e->port;
+	m->side = e->egress ? "egress" : "ingress";
+	m->expected = ar_strdup(ar, e->expected);
+	m->reported = ar_strdup(ar, e->reported);
+	m->cleared = e->cleared;
+	return m;
+}
+
+void api_serve_list_cabling(struct api *api, struct nb_call *call, const void *msg)
+{
+	const char *name = ((const Ocs__V1__ListCablingRequest *)msg)->device;
+	int one = name[0] ? find_device(api, name) : -1;
+	Ocs__V1__ListCablingResponse r = OCS__V1__LIST_CABLING_RESPONSE__INIT;
+	const struct cab_entry *e = NULL;
+	struct arena ar = {0};
+	size_t n = 0;
+
+	if (name[0] && one < 0) {
+		api_failf(call, ERR_NOT_FOUND, "device", "no device %s", name);
+		return;
+	}
+	if (api->d.cabling)
+		e = cab_list(api->d.cabling, &n);
+	r.ports = ar_alloc(&ar, (n + 1) * sizeof(*r.ports));
+	for (size_t i = 0; r.ports && i < n; i++) {
+		if (one >= 0 && e[i].device != one)
+			continue;
+		if (!(r.ports[r.n_ports] = build_miswired(api, &ar, &e[i])))
+			break;
+		r.n_ports++;
+		r.miswired += !e[i].cleared;
+	}
+	api_reply(call, &r.base, ar.failed);
+	ar_free_all(&ar);
+}
+
+void api_serve_clear_cabling(struct api *api, struct nb_call *call, const void *msg)
+{
+	const Ocs__V1__ClearCablingRequest *q = msg;
+	Ocs__V1__ClearCablingResponse r = OCS__V1__CLEAR_CABLING_RESPONSE__INIT;
+	int id = find_device(api, q->device);
+	const struct cab_entry *e;
+	struct arena ar = {0};
+	size_t n;
+
+	if (id < 0) {
+		api_failf(call, ERR_NOT_FOUND, "device", "no device %s", q->device);
+		return;
+	}
+	if (!api->d.cabling || cab_clear(api->d.cabling, id, (uint16_t)q->port) != 0) {
+		api_failf(call, ERR_NOT_FOUND, "port",
+			  "device %s port %d is not reported miswired (ocsctl cabling lists "
+			  "the ports that are)",
+			  q->device, q->port);
+		return;
+	}
+	log_job(LOG_NOTICE, NULL, nb_call_peer(call),
+		"device %s port %d: miswiring report cleared by an operator; planned on again",
+		q->device, q->port);
+	api_cabling_gauge(api);
+	e = cab_list(api->d.cabling, &n);
+	r.ports = ar_alloc(&ar, 3 * sizeof(*r.ports));
+	for (size_t i = 0; r.ports && i < n && r.n_ports < 2; i++)
+		if (e[i].device == id && e[i].port == q->port &&
+		    (r.ports[r.n_ports] = build_miswired(api, &ar, &e[i])) != NULL)
+			r.n_ports++;
+	api_reply(call, &r.base, ar.failed);
+	ar_free_all(&ar);
 }

@@ -40,6 +40,7 @@ struct api {
 	bool stopping;
 	struct mx_family *m_rpcs, *m_rpc_seconds, *m_plan_seconds, *m_txns, *m_txn_seconds;
 	struct mx_family *m_rollbacks, *m_rollback_failures, *m_drift, *m_unreachable;
+	struct mx_family *m_cabling; /* ocsd_cabling_miswired_ports */
 	struct mx_family *m_waves, *m_wave_jobs, *m_wave_wait_seconds;
 	struct mx_family *m_recon_seconds;
 	struct mx_family *m_circuit_repairs;		  /* leaf-spine: repair.h */
@@ -71,13 +72,18 @@ Ocs__V1__Ring **api_build_rings(struct arena *ar, const struct rg_ring *r, size_
  */
 void api_publish_condition(struct nb_server *server, bool gpu, int64_t id, bool faulty,
 			   const char *source);
-/* A Device message: its session, health and drain (NULL: unknown id or out of memory). */
+/*
+ * A Device message: its session, health, drain and what it says of itself
+ * (NULL: unknown id or out of memory).
+ */
 Ocs__V1__Device *api_build_device(struct api *api, struct arena *ar, int id);
 
 /* ---- api_events.c ---- */
 
 /* A DeviceEvent to Events.Watch (nothing without a server or a device). */
 void api_publish_device(struct api *api, Ocs__V1__Device *d);
+/* ocsd_cabling_miswired_ports from the cabling table, as it is now. */
+void api_cabling_gauge(struct api *api);
 
 /* ---- api_fabric.c: the Fabric service, served on the loop (msg: its request) ---- */
 
@@ -91,6 +97,8 @@ void api_serve_list_rings(struct api *api, struct nb_call *call, const void *msg
 void api_serve_list_drift(struct api *api, struct nb_call *call, const void *msg);
 void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg);
 void api_serve_clear(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_list_cabling(struct api *api, struct nb_call *call, const void *msg);
+void api_serve_clear_cabling(struct api *api, struct nb_call *call, const void *msg);
 /* Rail-OCS fabrics only (rail_api.c). */
 void api_serve_replace_gpu(struct api *api, struct nb_call *call, const void *msg);
 void api_serve_mark_gpu(struct api *api, struct nb_call *call, const void *msg);

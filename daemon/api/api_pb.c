@@ -277,5 +277,11 @@ Ocs__V1__Device *api_build_device(struct api *api, struct arena *ar, int id)
 	m->ports_total = f->k_ocs;
 	m->ports_used = (int32_t)used;
 	m->circuits = (int32_t)used;
+	/* What the device says of itself (a Polatis switch's product-information). */
+	m->vendor = ar_strdup(ar, ds.product->manufacturer);
+	m->model = ar_strdup(ar, ds.product->model);
+	m->serial = ar_strdup(ar, ds.product->serial);
+	m->software = ar_strdup(ar, ds.product->software);
+	m->ports_down = ds.ports_down;
 	return m;
 }

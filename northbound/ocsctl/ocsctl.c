@@ -40,7 +40,9 @@ static const char usage_text[] =
 	"commands:\n"
 	"  status                     server health and a fabric summary\n"
 	"  fabric                     the fabric's size, wiring and usage\n"
-	"  devices [--group N]        OCS devices with session and health state\n"
+	"  devices [--group N]        OCS devices with session and health state, the ports\n"
+	"                             they report down and what they say they are (vendor,\n"
+	"                             model, serial, software)\n"
 	"  circuits [--job ID] [--device NAME] [--pod N]\n"
 	"                             circuits in place\n"
 	"  jobs [--state STATE]       jobs with their state (STATE: pending, planning,\n"
@@ -79,8 +81,13 @@ static const char usage_text[] =
 	"  clear [--device NAME [--ports IN:OUT]]\n"
 	"                             remove unowned cross-connects from the devices, whole\n"
 	"                             circuits, in one transaction\n"
+	"  cabling [--device NAME]    ports whose device reports the far end of their fibre\n"
+	"                             other than the fabric file's wiring (miswired: no\n"
+	"                             circuit is placed on them until cleared or fixed)\n"
+	"  cabling clear DEVICE PORT  an operator's word that the port's fibre is right:\n"
+	"                             planners use it again\n"
 	"  watch [--count N]          stream events: jobs, devices, transactions, drift, rings\n"
-	"                             and nodes (stop after N with --count, or when\n"
+	"                             nodes and cabling (stop after N with --count, or when\n"
 	"                             the reader of stdout goes away)\n"
 	"\n"
 	"options:\n"
@@ -222,7 +229,7 @@ int main(int argc, char **argv)
 	struct nb_client_opts co = {0};
 	struct nb_client_status st;
 	Ocs__V1__JobSpec *spec = NULL;
-	const char *cmd, *sub = NULL, *arg = NULL;
+	const char *cmd, *sub = NULL, *arg = NULL, *arg2 = NULL;
 	bool used_job = false, used_device = false, used_pod = false, used_group = false,
 	     used_force = false, used_count = false, used_state = false, used_node = false,
 	     used_wait = false, used_no_wait = false, used_wait_timeout = false, used_ports = false,
@@ -363,6 +370,8 @@ int main(int argc, char **argv)
 		sub = argv[optind + 1];
 	if (nargs > 2)
 		arg = argv[optind + 2];
+	if (nargs > 3)
+		arg2 = argv[optind + 3];
 
 	/* Which command, and does it get the arguments and flags it takes? */
 	{
@@ -396,6 +405,17 @@ int main(int argc, char **argv)
 				return usage_error("gpu %s needs a GPU number", sub);
 			node = v;
 			want_args = 3;
+		} else if (strcmp(cmd, "cabling") == 0 && sub) {
+			if (strcmp(sub, "clear"))
+				return usage_error(
+					"cabling takes no argument but: clear DEVICE PORT");
+			if (!arg || !arg2)
+				return usage_error("cabling clear needs a DEVICE and a PORT");
+			if (!parse_int(arg2, 0, 65535, &v))
+				return usage_error(
+					"cabling clear: '%s' is not a port number 0..65535", arg2);
+			node = v;
+			want_args = 4;
 		} else if (strcmp(cmd, "drain") == 0 || strcmp(cmd, "undrain") == 0) {
 			if (!sub)
 				return usage_error("%s needs a DEVICE", cmd);
@@ -404,7 +424,7 @@ int main(int argc, char **argv)
 			   strcmp(cmd, "devices") && strcmp(cmd, "circuits") &&
 			   strcmp(cmd, "jobs") && strcmp(cmd, "watch") && strcmp(cmd, "rings") &&
 			   strcmp(cmd, "drift") && strcmp(cmd, "adopt") && strcmp(cmd, "clear") &&
-			   strcmp(cmd, "rail-ports")) {
+			   strcmp(cmd, "rail-ports") && strcmp(cmd, "cabling")) {
 			return usage_error("unknown command '%s'", cmd);
 		}
 		if (nargs > want_args)
@@ -417,8 +437,9 @@ int main(int argc, char **argv)
 		if (used_pod && strcmp(cmd, "circuits"))
 			return usage_error("--pod goes with circuits");
 		if (used_device && strcmp(cmd, "circuits") && strcmp(cmd, "drift") &&
-		    strcmp(cmd, "adopt") && strcmp(cmd, "clear"))
-			return usage_error("--device goes with circuits, drift, adopt and clear");
+		    strcmp(cmd, "adopt") && strcmp(cmd, "clear") && (strcmp(cmd, "cabling") || sub))
+			return usage_error(
+				"--device goes with circuits, drift, adopt, clear and cabling");
 		if (used_ports && strcmp(cmd, "adopt") && strcmp(cmd, "clear"))
 			return usage_error("--ports goes with adopt and clear");
 		if (used_ports && !used_device)
@@ -521,6 +542,10 @@ int main(int argc, char **argv)
 		rc = fabric_cmd_adopt(&x);
 	else if (strcmp(cmd, "clear") == 0)
 		rc = fabric_cmd_clear(&x);
+	else if (strcmp(cmd, "cabling") == 0 && sub)
+		rc = fabric_cmd_cabling_clear(&x, arg, node);
+	else if (strcmp(cmd, "cabling") == 0)
+		rc = fabric_cmd_cabling(&x);
 	else if (spec)
 		rc = jobs_cmd_job_file(&x, spec, strcmp(sub, "submit") == 0);
 	else

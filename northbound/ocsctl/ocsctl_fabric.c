@@ -1,7 +1,8 @@
 /*
  * ocsctl_fabric.c - ocsctl's fabric commands (the Fabric service and the
  * event stream): status, fabric, devices, circuits, drain and undrain,
- * drift, adopt and clear (issue 14 #2), rings, node fail|heal, and watch.
+ * drift, adopt and clear (issue 14 #2), cabling and cabling clear (issue
+ * 23), rings, node fail|heal, and watch.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -164,11 +165,38 @@ int fabric_cmd_fabric(struct ctx *x)
 	return rc;
 }
 
+/*
+ * What a device says it is, in one column: "vendor model, s/n SERIAL, sw
+ * SOFTWARE" with the parts it gives, "-" when it says nothing.
+ */
+static char *device_product(const Ocs__V1__Device *d)
+{
+	char *p = out_fmt("%s%s%s", d->vendor, d->vendor[0] && d->model[0] ? " " : "", d->model);
+
+	if (d->serial[0]) {
+		char *q = out_fmt("%s%ss/n %s", p, p[0] ? ", " : "", d->serial);
+
+		free(p);
+		p = q;
+	}
+	if (d->software[0]) {
+		char *q = out_fmt("%s%ssw %s", p, p[0] ? ", " : "", d->software);
+
+		free(p);
+		p = q;
+	}
+	if (!p[0]) {
+		free(p);
+		p = out_fmt("-");
+	}
+	return p;
+}
+
 int fabric_cmd_devices(struct ctx *x)
 {
 	Ocs__V1__ListDevicesRequest req = OCS__V1__LIST_DEVICES_REQUEST__INIT;
 	Ocs__V1__ListDevicesResponse *r;
-	struct out_table t = {.cols = 11};
+	struct out_table t = {.cols = 13};
 	int rc;
 
 	if (x->o.group >= 0) {
@@ -183,14 +211,15 @@ int fabric_cmd_devices(struct ctx *x)
 		rpc_free_msg(r);
 		return rc;
 	}
-	char *head[11] = {out_fmt("NAME"),     out_fmt("GROUP"),     out_fmt("INDEX"),
-			  out_fmt("ADDRESS"),  out_fmt("SESSION"),   out_fmt("SINCE"),
-			  out_fmt("HEALTH"),   out_fmt("DRAINED"),   out_fmt("PORTS"),
-			  out_fmt("CIRCUITS"), out_fmt("LAST ERROR")};
+	char *head[13] = {out_fmt("NAME"),	 out_fmt("GROUP"),    out_fmt("INDEX"),
+			  out_fmt("ADDRESS"),	 out_fmt("SESSION"),  out_fmt("SINCE"),
+			  out_fmt("HEALTH"),	 out_fmt("DRAINED"),  out_fmt("PORTS"),
+			  out_fmt("PORTS DOWN"), out_fmt("CIRCUITS"), out_fmt("PRODUCT"),
+			  out_fmt("LAST ERROR")};
 	out_table_add(&t, head);
 	for (size_t i = 0; i < r->n_devices; i++) {
 		const Ocs__V1__Device *d = r->devices[i];
-		char *row[11] = {out_fmt("%s", d->name),
+		char *row[13] = {out_fmt("%s", d->name),
 				 out_fmt("%d", d->group),
 				 out_fmt("%d", d->index),
 				 out_fmt("%s", d->address),
@@ -199,7 +228,9 @@ int fabric_cmd_devices(struct ctx *x)
 				 out_enum_short(&ocs__v1__device_health__descriptor, d->health),
 				 out_fmt("%s", d->drained ? "yes" : "no"),
 				 out_fmt("%d/%d", d->ports_used, d->ports_total),
+				 out_fmt("%d", d->ports_down),
 				 out_fmt("%d", d->circuits),
+				 device_product(d),
 				 out_fmt("%s", d->session_error[0] ? d->session_error : "-")};
 
 		out_table_add(&t, row);
@@ -369,6 +400,65 @@ int fabric_cmd_clear(struct ctx *x)
 			printf("%s %d->%d\n", r->cross_connects[i]->device,
 			       r->cross_connects[i]->in_port, r->cross_connects[i]->out_port);
 	}
+	rpc_free_msg(r);
+	return rc;
+}
+
+/* ---- cabling (issue 23) ---- */
+
+int fabric_cmd_cabling(struct ctx *x)
+{
+	Ocs__V1__ListCablingRequest req = OCS__V1__LIST_CABLING_REQUEST__INIT;
+	Ocs__V1__ListCablingResponse *r;
+	struct out_table t = {.cols = 6};
+	int rc;
+
+	if (x->o.device)
+		req.device = (char *)x->o.device;
+	rc = rpc_call(x, NB_FABRIC_LIST_CABLING, &req.base, &r);
+	if (rc)
+		return rc;
+	if (x->o.json) {
+		rc = out_print_json(&r->base, true);
+		rpc_free_msg(r);
+		return rc;
+	}
+	char *head[6] = {out_fmt("DEVICE"),   out_fmt("PORT"),	   out_fmt("SIDE"),
+			 out_fmt("EXPECTED"), out_fmt("REPORTED"), out_fmt("CLEARED")};
+	out_table_add(&t, head);
+	for (size_t i = 0; i < r->n_ports; i++) {
+		const Ocs__V1__MiswiredPort *p = r->ports[i];
+		char *row[6] = {out_fmt("%s", p->device),
+				out_fmt("%d", p->port),
+				out_fmt("%s", p->side),
+				out_fmt("%s", p->expected[0] ? p->expected : "(not cabled)"),
+				out_fmt("%s", p->reported),
+				out_fmt("%s", p->cleared ? "yes" : "no")};
+
+		out_table_add(&t, row);
+	}
+	out_table_print(&t);
+	printf("%d miswired port(s) kept out of every plan\n", r->miswired);
+	rpc_free_msg(r);
+	return rc;
+}
+
+int fabric_cmd_cabling_clear(struct ctx *x, const char *device, long port)
+{
+	Ocs__V1__ClearCablingRequest req = OCS__V1__CLEAR_CABLING_REQUEST__INIT;
+	Ocs__V1__ClearCablingResponse *r;
+	int rc;
+
+	req.device = (char *)device;
+	req.port = (int32_t)port;
+	rc = rpc_call(x, NB_FABRIC_CLEAR_CABLING, &req.base, &r);
+	if (rc)
+		return rc;
+	if (x->o.json)
+		rc = out_print_json(&r->base, true);
+	else
+		printf("device %s port %ld: cleared (%zu report(s)); planners use it again\n",
+		       device, port, r->n_ports);
 	rpc_free_msg(r);
 	return rc;
 }

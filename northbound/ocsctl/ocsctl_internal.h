@@ -135,7 +135,7 @@ int jobs_cmd_job_file(struct ctx *x, Ocs__V1__JobSpec *spec, bool submit_it);
 /* job release ID (release) or job show ID. */
 int jobs_cmd_job_id(struct ctx *x, const char *id, bool release);
 
-/* ---- ocsctl_fabric.c: the fabric, device, circuit, drift, ring and node
+/* ---- ocsctl_fabric.c: the fabric, device, circuit, drift, cabling, ring and node
  * commands (the Fabric service), status and watch -------------------------- */
 
 int fabric_cmd_status(struct ctx *x);
@@ -147,6 +147,9 @@ int fabric_cmd_drain(struct ctx *x, const char *device, bool drain);
 int fabric_cmd_drift(struct ctx *x);
 int fabric_cmd_adopt(struct ctx *x);
 int fabric_cmd_clear(struct ctx *x);
+/* cabling [--device NAME], and cabling clear DEVICE PORT (issue 23). */
+int fabric_cmd_cabling(struct ctx *x);
+int fabric_cmd_cabling_clear(struct ctx *x, const char *device, long port);
 int fabric_cmd_rings(struct ctx *x);
 /* node fail NODE (fail) or node heal NODE. */
 int fabric_cmd_node(struct ctx *x, long node, bool fail);

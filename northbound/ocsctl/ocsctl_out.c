@@ -472,6 +472,12 @@ void out_print_event(const Ocs__V1__Event *e)
 		printf("drift %s %d->%d %s\n", e->drift->device, e->drift->in_port,
 		       e->drift->out_port, e->drift->missing ? "missing" : "not owned by any job");
 		break;
+	case OCS__V1__EVENT__KIND_CABLING:
+		printf("cabling %s port %d %s: %s (reported \"%s\", wiring \"%s\")\n",
+		       e->cabling->device, e->cabling->port, e->cabling->side,
+		       e->cabling->miswired ? "miswired" : "no longer miswired",
+		       e->cabling->reported, e->cabling->expected);
+		break;
 	case OCS__V1__EVENT__KIND_RING:
 		print_ring_event(e->ring);
 		break;
