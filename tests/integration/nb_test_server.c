@@ -722,6 +722,13 @@ static void fill_device(struct fake *f, int d, Ocs__V1__Device *dev, char *name,
 	dev->health = OCS__V1__DEVICE_HEALTH__DEVICE_HEALTH_HEALTHY;
 	dev->drained = f->drained[d];
 	dev->ports_total = 16;
+	if (d % 2) { /* what a vendor model says of itself (issue 23) */
+		dev->vendor = "Acme";
+		dev->model = "OCS-16";
+		dev->serial = "S1";
+		dev->software = "1.0";
+		dev->ports_down = 1;
+	}
 }
 
 /* Active jobs with a fake circuit on device d (names into out, max n). */

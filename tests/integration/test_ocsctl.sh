@@ -91,7 +91,12 @@ has out "k_leaf" "fabric lists k_leaf"
 # shellcheck disable=SC2046
 expect 0 "devices" -- $(as viewer) devices
 has out "NAME       GROUP  INDEX  ADDRESS" "devices table header aligned"
-has out "ocs-g1-d1  1      1      127.0.0.1:830  connected  -      healthy  no       0/16   0         -" "devices row aligned"
+has out "ocs-g1-d1  1      1      127.0.0.1:830  connected  -      healthy  no       0/16   1           0         Acme OCS-16, s/n S1, sw 1.0  -" "devices row aligned, ports down and product"
+has out "ocs-g1-d0  1      0      127.0.0.1:830  connected  -      healthy  no       0/16   0           0         -                            -" "a device that says nothing of itself"
+# shellcheck disable=SC2046
+expect 0 "devices --json" -- $(as viewer) --json devices
+has out '"vendor": "Acme"' "devices json vendor"
+has out '"ports_down": 1' "devices json ports_down"
 # shellcheck disable=SC2046
 expect 0 "devices --group" -- $(as viewer) devices --group 1
 if grep -q ocs-g0 "$work/out"; then echo "FAIL: --group 1 lists group 0"; failures=$((failures + 1)); fi
@@ -131,6 +136,12 @@ has out "train-1  active" "--state active lists the job"
 expect 0 "jobs --state in capitals (issue 14 #16)" -- $(as viewer) jobs --state ACTIVE
 has out "train-1  active" "--state ACTIVE lists the job"
 expect 2 "jobs --state bogus" -- --insecure jobs --state bogus
+# cabling (issue 23): arguments checked before any call
+expect 2 "cabling clear without a port" -- --insecure cabling clear ocs-g0-d0
+expect 2 "cabling clear of a bad port" -- --insecure cabling clear ocs-g0-d0 70000
+expect 2 "cabling with another word" -- --insecure cabling fix ocs-g0-d0 1
+expect 2 "cabling clear with --device" -- --insecure cabling clear ocs-g0-d0 1 --device x
+expect 2 "cabling clear with an extra argument" -- --insecure cabling clear ocs-g0-d0 1 2
 # shellcheck disable=SC2046
 expect 0 "job show --json" -- $(as viewer) --json job show train-1
 has out '"state": "JOB_STATE_ACTIVE"' "job json state"
