@@ -65,6 +65,8 @@ struct fx {
 	Ocs__V1__DriftScope scope;
 	Ocs__V1__AdoptCrossConnectsRequest adopt;
 	Ocs__V1__ClearCrossConnectsRequest clear;
+	Ocs__V1__ListCablingRequest list_cabling;
+	Ocs__V1__ClearCablingRequest clear_cabling;
 	Grpc__Health__V1__HealthCheckRequest health;
 };
 
@@ -129,6 +131,10 @@ static void fx_init(struct fx *f)
 	f->adopt.job_id = "adopted-1";
 	ocs__v1__clear_cross_connects_request__init(&f->clear);
 	f->clear.scope = &f->scope;
+	ocs__v1__list_cabling_request__init(&f->list_cabling);
+	ocs__v1__clear_cabling_request__init(&f->clear_cabling);
+	f->clear_cabling.device = "ocs-g1-d0";
+	f->clear_cabling.port = 1;
 	grpc__health__v1__health_check_request__init(&f->health);
 }
 
@@ -159,6 +165,10 @@ static const ProtobufCMessage *fx_request(struct fx *f, enum nb_method m)
 		return &f->adopt.base;
 	case NB_FABRIC_CLEAR_CROSS_CONNECTS:
 		return &f->clear.base;
+	case NB_FABRIC_LIST_CABLING:
+		return &f->list_cabling.base;
+	case NB_FABRIC_CLEAR_CABLING:
+		return &f->clear_cabling.base;
 	case NB_HEALTH_CHECK:
 		return &f->health.base;
 	default:
@@ -484,6 +494,22 @@ static void m_drain_long(struct fx *f)
 static void m_undrain_bad(struct fx *f)
 {
 	f->undrain.device = "ocs g0";
+}
+static void m_cabling_device_bad(struct fx *f)
+{
+	f->list_cabling.device = "ocs/g0";
+}
+static void m_cabling_clear_no_device(struct fx *f)
+{
+	f->clear_cabling.device = "";
+}
+static void m_cabling_clear_port(struct fx *f)
+{
+	f->clear_cabling.port = 65536;
+}
+static void m_cabling_clear_port_negative(struct fx *f)
+{
+	f->clear_cabling.port = -1;
 }
 static void m_release_empty(struct fx *f)
 {
@@ -851,6 +877,16 @@ static const struct vcase cases[] = {
 	{"list rings on leaf-spine", NB_FABRIC_LIST_RINGS, m_none, NB_FAILED_PRECONDITION, "",
 	 "rings exist only on an ocstrx-ring domain; this fabric is leaf-spine-ocs"},
 	{"list drift", NB_FABRIC_LIST_DRIFT, m_none, NB_OK, "", ""},
+	{"list cabling", NB_FABRIC_LIST_CABLING, m_none, NB_OK, "", ""},
+	{"list cabling bad device", NB_FABRIC_LIST_CABLING, m_cabling_device_bad,
+	 NB_INVALID_ARGUMENT, "device", "character '/' at offset 3"},
+	{"clear cabling", NB_FABRIC_CLEAR_CABLING, m_none, NB_OK, "", ""},
+	{"clear cabling no device", NB_FABRIC_CLEAR_CABLING, m_cabling_clear_no_device,
+	 NB_INVALID_ARGUMENT, "device", "required"},
+	{"clear cabling port too big", NB_FABRIC_CLEAR_CABLING, m_cabling_clear_port,
+	 NB_INVALID_ARGUMENT, "port", "65536 is outside 0..65535"},
+	{"clear cabling port negative", NB_FABRIC_CLEAR_CABLING, m_cabling_clear_port_negative,
+	 NB_INVALID_ARGUMENT, "port", "-1 is outside 0..65535"},
 	{"adopt one cross-connect", NB_FABRIC_ADOPT_CROSS_CONNECTS, m_none, NB_OK, "", ""},
 	{"adopt everything", NB_FABRIC_ADOPT_CROSS_CONNECTS, m_scope_all, NB_OK, "", ""},
 	{"clear one cross-connect", NB_FABRIC_CLEAR_CROSS_CONNECTS, m_none, NB_OK, "", ""},
@@ -1213,6 +1249,10 @@ static void test_method_table(void **state)
 	assert_string_equal(nb_method_name(NB_FABRIC_MARK_NODE), "Fabric/MarkNode");
 	assert_int_equal(nb_method_min_role(NB_FABRIC_MARK_NODE), NB_ROLE_OPERATOR);
 	assert_int_equal(nb_method_min_role(NB_FABRIC_LIST_RINGS), NB_ROLE_VIEWER);
+	assert_int_equal(nb_method_from_path("/ocs.v1.Fabric/ClearCabling", 27),
+			 NB_FABRIC_CLEAR_CABLING);
+	assert_int_equal(nb_method_min_role(NB_FABRIC_CLEAR_CABLING), NB_ROLE_OPERATOR);
+	assert_int_equal(nb_method_min_role(NB_FABRIC_LIST_CABLING), NB_ROLE_VIEWER);
 	assert_string_equal(nb_fabric_kind_name(NB_FABRIC_OCSTRX_RING), "ocstrx-ring");
 	assert_string_equal(nb_fabric_kind_name(NB_FABRIC_LEAF_SPINE_OCS), "leaf-spine-ocs");
 }
