@@ -2,9 +2,9 @@
  * api_events.c - what the daemon reports as it happens: job, transaction,
  * ring, node, drift, cabling and device events to Events.Watch (northbound
  * nb_server_publish), and the metrics of transactions, plans, repairs,
- * reconciliation passes and miswired fibre. The job manager's events (api_job_events), the
- * reconciliation's (api_recon_events) and the circuit repair's
- * (api_repair_events) arrive here on the loop thread.
+ * reconciliation passes and miswired fibre. The job manager's events
+ * (api_job_events), the reconciliation's (api_recon_events) and the
+ * circuit repair's (api_repair_events) arrive here on the loop thread.
  *
  * Return values left unchecked here, and why that is safe:
  *  - nb_server_publish() returns the sequence number stamped on the event;
