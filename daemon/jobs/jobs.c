@@ -1003,6 +1003,12 @@ static void run_wave(struct jm *jm, size_t n)
 	for (size_t k = 0; k < n; k++) {
 		jm->wave[k]->in_txn = true;
 		jm->waited[k] = now - jm->wave[k]->queued_us;
+		/* stored with a CONFIRMED outcome, in its write (txn_change.on_confirm) */
+		jm->rows[k] = (struct st_job_state){
+			jm->wave[k]->pub.id,
+			jm_state_name(jm->wave[k]->pub.state == JM_RELEASING ? JM_RELEASED
+									     : JM_ACTIVE),
+			NULL, 0};
 	}
 	c = (struct txn_change){.job_id = w.jobs[0],
 				.release = n == 1 && jm->wave[0]->pub.state == JM_RELEASING,
@@ -1013,7 +1019,9 @@ static void run_wave(struct jm *jm, size_t n)
 				.links = w.links,
 				.n_links = w.n_links,
 				.jobs = w.jobs,
-				.n_jobs = w.n_jobs};
+				.n_jobs = w.n_jobs,
+				.on_confirm = jm->rows,
+				.n_on_confirm = n};
 	jm->n_wave = n;
 	jm->txn_job = jm->wave[0];
 	jm->held = false;
@@ -1175,7 +1183,8 @@ static void wave_done(void *arg, const struct txn_outcome *o)
 			jm->names[k] = wave[k]->pub.id;
 		if (jm->d.events.transaction_done && o->txn_id)
 			jm->d.events.transaction_done(jm->d.events.ctx, jm->names, n, o);
-		/* a confirmed wave's ACTIVE and RELEASED in one write, not one per job */
+		/* a confirmed wave's ACTIVE and RELEASED went with its outcome
+		 * (on_confirm, run_wave): its jobs' own writes of them are skipped */
 		for (size_t k = 0; o->result == TXN_CONFIRMED && !o->store_failed && k < n; k++)
 			if (wave[k]->pub.state == JM_RELEASING || !wave[k]->release_requested) {
 				jm->wave[n_pre] = wave[k]; /* free until the next wave forms */
@@ -1183,7 +1192,10 @@ static void wave_done(void *arg, const struct txn_outcome *o)
 								   ? JM_RELEASED
 								   : JM_ACTIVE;
 			}
-		jm_prestore_states(jm, jm->wave, jm->next_states, n_pre);
+		if (o->states_stored)
+			jm_mark_prestored(jm->wave, jm->next_states, n_pre);
+		else
+			jm_prestore_states(jm, jm->wave, jm->next_states, n_pre);
 		for (size_t k = 0; k < n; k++)
 			settle_txn(jm, wave[k], o);
 	}
