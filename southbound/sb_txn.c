@@ -215,6 +215,15 @@
  *      ended, or the confirm timeout passed); the caller must read it
  *      again once it is back (the daemon settles the transaction's intent
  *      then, see daemon/README.md).
+ *  R4. A device without :confirmed-commit whose session was lost after
+ *      our edit of running (or our plain commit) was sent: that change is
+ *      for good once it lands, and an RPC of the lost session may still be
+ *      running there. The rollback takes the datastore's lock before it
+ *      reads (the stale session holds it until it ends; refused
+ *      meanwhile, retried until rollback_timeout_ms), so the read it
+ *      proves the rollback with is final (tests/integration/
+ *      test_daemon_polatis.py, the late edit: before, a hung edit landed
+ *      after a rollback "proven" on running still at the pre-image).
  *
  * Threads: continuations, not waits. Everything runs as tasks on the
  * engine's executor (sb_exec.h) and no task ever waits for another, so the

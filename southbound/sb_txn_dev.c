@@ -538,6 +538,18 @@ static int rollback_once(struct dev_ctx *d, struct sb_error *err)
 		sb_device_cancel_commit(d->dev, NULL, err); /* may be gone already: read back */
 	if (d->locked && ds == SB_DS_CANDIDATE && (rc = sb_device_discard(d->dev, err)))
 		return rc;
+	if (d->maybe_committed && !d->locked &&
+	    sb_device_strategy(d->dev) != SB_STRATEGY_CONFIRMED) {
+		/* R4: the session that sent our edit of running (or our plain
+		 * commit) was lost, and such a change is for good once it lands:
+		 * an RPC of it still running on the device lands after any read
+		 * made now. The datastore's lock waits it out (the stale session
+		 * holds it until it ends; refused meanwhile, retried until
+		 * rollback_timeout_ms), and what is read under it is final. */
+		if ((rc = sb_device_lock(d->dev, ds, err)))
+			return rc;
+		d->locked = true;
+	}
 	bool same = false, is_target = false;
 	if ((rc = running_is_pre_image(d, &same, &is_target, err)))
 		return rc;
