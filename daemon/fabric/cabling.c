@@ -128,8 +128,10 @@ int cab_set(struct cab_table *t, int id, const struct sb_device_info *info, cab_
 		t->e = g;
 		t->cap = cap;
 	}
-	memmove(&t->e[first + n_now], &t->e[end], (t->n - end) * sizeof(*t->e));
-	memcpy(&t->e[first], now, n_now * sizeof(*now));
+	if (t->n > end && n_now != n_old)
+		memmove(&t->e[first + n_now], &t->e[end], (t->n - end) * sizeof(*t->e));
+	if (n_now)
+		memcpy(&t->e[first], now, n_now * sizeof(*now));
 	t->n = t->n - n_old + n_now;
 	for (size_t i = 0; i < n_old; i++)
 		t->n_cleared -= old[i].cleared;
