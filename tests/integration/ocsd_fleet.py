@@ -9,7 +9,8 @@ test_daemon_reload.py, test_daemon_share.py, test_daemon_wave.py,
 tests/interop/test_prometheus.py and tests/bench/bench_daemon_load.py; RingFleet (an OCSTrx ring domain on
 ocs-devsim transceivers) by test_ring_daemon.py and
 tests/bench/bench_ring_fault.py; RailFleet (a rail-OCS fabric on ocs-devsim
-switches) by test_rail_daemon.py.
+switches) by test_rail_daemon.py; MixedFleet (the mixed lab fabric of
+polatis and ocs-switch devices) by test_daemon_polatis.py.
 Loopback only; every process started here is stopped by Fleet.close().
 """
 import faulthandler
@@ -634,3 +635,108 @@ class Watcher:
 
     def close(self):
         self.call.cancel()
+
+
+OPSW_NS = "http://www.polatis.com/yang/optical-switch"
+
+
+class MixedFleet(Fleet):
+    """The mixed lab fabric (deploy/fabrics/lab-mixed.json, issue 23): the lab
+    fabric's 16 devices of 8 ports with the OCS groups the file names
+    `polatis` simulated as Polatis switches (ocs-devsim --model polatis) and
+    the others as ocs-switch devices; one ocs-devsim process per OCS group
+    (devsim_procs[g]), so that a group can be stopped alone. read_device
+    reads a polatis device's pairs with ncclient and maps them to ocsd's
+    ports from the YANG data itself (an N x N switch: ocsd's port k is
+    ingress 1+k and egress N+1+k, the fabric file's default port map);
+    a pair outside that numbering comes back with status "unmapped I->E"."""
+
+    PORTS = 8
+
+    def __init__(self, build, src, confirm_timeout_s=60, prefix="ocsd-mixed-",
+                 rpc_timeout_ms=None):
+        fabric = self._prepare(build, src, prefix, "lab-mixed.json")
+        dev = fabric["ocsd-fabric:fabric"]["devices"]
+        self._set_access(dev, confirm_timeout_s, 5000)
+        if rpc_timeout_ms:
+            dev["rpc-timeout-ms"] = rpc_timeout_ms
+        polatis = {g["id"] for g in dev.get("group", []) if g.get("model") == "polatis"}
+        self.models = ["polatis" if d // self.PER_GROUP in polatis else "ocs-switch"
+                       for d in range(self.N_DEV)]
+        self.devsim_procs = []
+        self._write_config(fabric)
+
+    def start_devices(self, switch_ms=5, *extra):
+        """One ocs-devsim per OCS group, of that group's model; extra as Fleet's."""
+        log = open(os.path.join(self.work, "devsim.log"), "a")
+        self.devsim_procs = []
+        for g in range(self.GROUPS):
+            first = g * self.PER_GROUP
+            self.devsim_procs.append(subprocess.Popen(
+                [self.devsim, "--listen", f"127.0.0.1:{self.base + first}",
+                 "--count", str(self.PER_GROUP), "--ports", str(self.PORTS),
+                 "--model", self.models[first]] + self._devsim_credentials() +
+                ["--unidirectional", "--switch-ms", str(switch_ms)] + list(extra),
+                stdout=log, stderr=log))
+        log.close()
+        for g, proc in enumerate(self.devsim_procs):
+            testports.wait_listening("127.0.0.1", self.base + g * self.PER_GROUP, "ocs-devsim",
+                                     START_TIMEOUT_S, count=self.PER_GROUP, proc=proc)
+        self.devsim_proc = self.devsim_procs[0]
+
+    def read_device(self, d, datastore=None):
+        """[(in, out, status)] of device d in ocsd's port numbers. A polatis
+        device's pairs come from one <get> of cross-connects and port-config;
+        status is "connected" when both ports of a pair are ENABLED, else
+        their two statuses."""
+        if self.models[d] != "polatis":
+            return super().read_device(d, datastore)
+        from ncclient.operations.errors import TimeoutExpiredError
+        from ncclient.transport.errors import SessionCloseError, TransportError
+        flt = (f'<filter xmlns="urn:ietf:params:xml:ns:netconf:base:1.0" type="subtree">'
+               f'<cross-connects xmlns="{OPSW_NS}"/>'
+               f'<port-config xmlns="{OPSW_NS}"><port><port-id/><status/></port></port-config>'
+               "</filter>")
+        for attempt in range(8):
+            try:
+                with self._session(d) as m:
+                    m.timeout = 10
+                    xml = m.get(filter=flt).data_xml
+                break
+            except (TransportError, SessionCloseError, TimeoutExpiredError):
+                if attempt == 7:
+                    raise
+                time.sleep(min(0.05 * 2 ** attempt, 0.5))
+        return self.polatis_rows(xml, self.PORTS)
+
+    @staticmethod
+    def polatis_rows(xml, n):
+        """The rows of a polatis <get> reply on an n x n switch (see read_device)."""
+        q = lambda tag: f"{{{OPSW_NS}}}{tag}"  # noqa: E731
+        root = ET.fromstring(xml)
+        status = {int(p.findtext(q("port-id"))): p.findtext(q("status")) or ""
+                  for pc in root.iter(q("port-config")) for p in pc.iter(q("port"))}
+        rows = []
+        for p in root.iter(q("pair")):
+            i, e = int(p.findtext(q("ingress"))), int(p.findtext(q("egress")))
+            if not (1 <= i <= n and n + 1 <= e <= 2 * n):
+                rows.append((i, e, f"unmapped {i}->{e}"))
+                continue
+            st = (status.get(i, "?"), status.get(e, "?"))
+            rows.append((i - 1, e - n - 1,
+                         "connected" if st == ("ENABLED", "ENABLED") else "/".join(st)))
+        return sorted(rows)
+
+    def close(self):
+        procs = [self.ocsd] + list(self.devsim_procs)
+        for p in procs:
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            if p is None:
+                continue
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()

@@ -2,9 +2,11 @@
 # Runs netconfd (yuma123, not written here) with ocsd's optical-switch and
 # polatis-switch modules behind a private sshd on a loopback port, with
 # throw-away host and client keys generated here, as a writable-running
-# device (no candidate, like a Polatis switch), then runs the ncclient
-# driver (test_netconfd_polatis.py) against it: the modules load in a
-# NETCONF server nobody here wrote, and pairs edited into running read back.
+# device (no candidate, like a Polatis switch), then runs a driver against
+# it (PORT USER CLIENT-KEY): test_netconfd_polatis.py (ncclient: the modules
+# load in a NETCONF server nobody here wrote, and pairs edited into running
+# read back), or test_netconfd_polatis_daemon.py (ocsd drives it end to end;
+# OCSD and OCSCTL in the environment).
 #   usage: test_netconfd_polatis.sh PATH-TO-driver.py PATH-TO-optical-switch.yang
 #          PATH-TO-polatis-switch.yang
 # Fails with the reason when netconfd or sshd are not installed.
