@@ -113,28 +113,42 @@ static void pin_to(pid_t pid, int cpu)
 static bool thread_per_device;
 static int devices_per_loop;
 
-/* The controller's CPU per transaction of the last run at each device count (for the fit). */
-static double fit_cpu[8];
-static int fit_devices[8], n_fit;
+/* A cross-connect model's name, as ocs-devsim --model and the fabric file spell it. */
+static const char *model_name(enum sb_model m)
+{
+	return m == SB_MODEL_POLATIS ? "polatis" : "ocs-switch";
+}
+
+/* What one configuration cost the controller per transaction: CPU (all its threads) and RPCs. */
+struct figures {
+	double cpu_ms;
+	double rpcs;
+};
 
 /*
- * One configuration: `devices` devices (the first ones of the fabric),
- * `runs` transactions after a warm-up. tls_dir: certificates made by main()
- * (TLS transport), NULL for SSH.
+ * One configuration: `devices` devices (the first ones of the fabric) of
+ * model m (ocs-switch, or polatis: 64 x 64 switches, ocsd port k on ingress
+ * 1 + k and egress 65 + k), `runs` transactions after a warm-up. tls_dir:
+ * certificates made by main() (TLS transport), NULL for SSH. Fills *fig.
  */
-static int run(int devices, int switch_ms, const char *tls_dir, int runs)
+static int run(int devices, int switch_ms, const char *tls_dir, int runs, enum sb_model m,
+	       struct figures *fig)
 {
-	const char *tr = tls_dir ? "TLS" : "SSH";
+	const char *tr = tls_dir ? "TLS" : "SSH", *mn = model_name(m);
 	char sw[16], cert[160], key[160], ca[160];
 	snprintf(sw, sizeof(sw), "%d", switch_ms);
 	snprintf(cert, sizeof(cert), "%s/server.pem", tls_dir ? tls_dir : "");
 	snprintf(key, sizeof(key), "%s/server.key", tls_dir ? tls_dir : "");
 	snprintf(ca, sizeof(ca), "%s/ca.pem", tls_dir ? tls_dir : "");
-	const char *extra[] = {"--ports",  "64",	 "--switch-ms", sw,	     "--workers",
-			       "4",	   "--tls-cert", cert,		"--tls-key", key,
-			       "--tls-ca", ca,		 NULL};
-	if (!tls_dir)
-		extra[6] = NULL;
+	const char *extra[16] = {"--ports",   "64", "--switch-ms", sw,
+				 "--workers", "4",  "--model",	   mn};
+	int n_extra = 8;
+	if (tls_dir) {
+		const char *tls[] = {"--tls-cert", cert, "--tls-key", key, "--tls-ca", ca};
+		for (int i = 0; i < 6; i++)
+			extra[n_extra++] = tls[i];
+	}
+	extra[n_extra] = NULL;
 	struct tl_fleet fleet;
 	struct sb_driver *drv;
 	struct sb_engine *eng;
@@ -147,9 +161,11 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 		if (system(cmd))
 			fprintf(stderr, "could not pin ocs-devsim to CPU 1\n");
 	}
-	struct sb_device **devs = tl_devices(drv, &fleet, 0, devices, 10000);
+	struct sb_device **devs = calloc((size_t)devices, sizeof(*devs));
 	for (int i = 0; i < devices; i++) {
 		struct sb_device_config c = tl_device_config(&fleet, i);
+		c.model = m;
+		c.ports.n = XCS; /* the model's default map */
 		c.rpc_timeout_ms = 10000;
 		c.switch_us = switch_ms * 1000; /* the datasheet's switching time */
 		if (tls_dir) {
@@ -158,7 +174,6 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 			snprintf(c.tls_key, sizeof(c.tls_key), "%s/client.key", tls_dir);
 			snprintf(c.tls_ca, sizeof(c.tls_ca), "%s", ca);
 		}
-		sb_device_free(devs[i]);
 		if (sb_device_new(drv, &c, &devs[i]))
 			return 1;
 	}
@@ -166,9 +181,9 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 	double ccpu0 = self_cpu_ms(), csim0 = proc_cpu_ms(fleet.pid);
 	int64_t c0 = sb_now_ms();
 	size_t up = sb_device_connect_many(devs, (size_t)devices, 16, c0 + 30000, NULL);
-	printf("%s: %zu of %d devices connected in parallel (16 at a time) in %lld ms (CPU: "
+	printf("%s %s: %zu of %d devices connected in parallel (16 at a time) in %lld ms (CPU: "
 	       "controller %.0f ms, ocs-devsim %.0f ms)\n",
-	       tr, up, devices, (long long)(sb_now_ms() - c0), self_cpu_ms() - ccpu0,
+	       tr, mn, up, devices, (long long)(sb_now_ms() - c0), self_cpu_ms() - ccpu0,
 	       proc_cpu_ms(fleet.pid) - csim0);
 	static struct sb_xc xcs[DEVICES][XCS];
 	struct sb_txn_device pd[DEVICES];
@@ -212,9 +227,10 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 			rc = 1;
 		} else if (r == -1) {
 			first_ms = res.total_ms;
-			printf("%s switch-ms %d: %d devices, %zu cross-connects per transaction, "
+			printf("%s %s switch-ms %d: %d devices, %zu cross-connects per "
+			       "transaction, "
 			       "first transaction after the parallel connect %lld ms\n",
-			       tr, switch_ms, devices, n_xc, (long long)res.total_ms);
+			       tr, mn, switch_ms, devices, n_xc, (long long)res.total_ms);
 		} else {
 			warm_ms = r == 0 ? res.total_ms : warm_ms;
 			total[r] = res.total_ms;
@@ -227,21 +243,18 @@ static int run(int devices, int switch_ms, const char *tls_dir, int runs)
 	double cpu_ms = self_cpu_ms() - cpu0;
 	double sim_txn_ms = (proc_cpu_ms(fleet.pid) - sim0) / runs;
 	double rpcs = (double)(atomic_load(&dc->rpcs) - rpcs0) / runs / devices;
+	*fig = (struct figures){cpu_ms / runs, rpcs};
 	if (!rc) {
-		printf("%s switch-ms %2d, %d devices: CPU per transaction: controller %.1f ms "
+		printf("%s %s switch-ms %2d, %d devices: CPU per transaction: controller %.1f ms "
 		       "(%.3f ms per device; all its threads), ocs-devsim %.1f ms (on the same 2 "
 		       "cores); %.2f RPCs per device; first transaction %lld ms, the next one "
 		       "%lld ms\n",
-		       tr, switch_ms, devices, cpu_ms / runs, cpu_ms / runs / devices, sim_txn_ms,
-		       rpcs, (long long)first_ms, (long long)warm_ms);
-		if (n_fit < 8 && (n_fit == 0 || fit_devices[n_fit - 1] != devices)) {
-			fit_devices[n_fit] = devices;
-			fit_cpu[n_fit++] = cpu_ms / runs;
-		}
-		printf("%s switch-ms %2d: total median %lld ms p99 %lld ms; controller overhead "
+		       tr, mn, switch_ms, devices, cpu_ms / runs, cpu_ms / runs / devices,
+		       sim_txn_ms, rpcs, (long long)first_ms, (long long)warm_ms);
+		printf("%s %s switch-ms %2d: total median %lld ms p99 %lld ms; controller overhead "
 		       "median "
 		       "%lld ms p99 %lld ms (target <= 100 ms)\n",
-		       tr, switch_ms, (long long)pct(total, runs, 50),
+		       tr, mn, switch_ms, (long long)pct(total, runs, 50),
 		       (long long)pct(total, runs, 99), (long long)pct(overhead, runs, 50),
 		       (long long)pct(overhead, runs, 99));
 		printf("                  median per step: prepare %lld, commit %lld, verify %lld, "
@@ -445,6 +458,26 @@ static int trx_run(void)
 	return tl_fleet_stop(&fleet) || rc;
 }
 
+/*
+ * --model both: the two models' controller CPU per device side by side, with
+ * the ratio (issue 23's target: polatis within 15% of ocs-switch), and per
+ * RPC, since they take different paths (polatis the writable-running one,
+ * fewer RPCs; ocs-switch the confirmed commit): f[0] ocs-switch, f[1] polatis.
+ */
+static void compare(const char *tr, int switch_ms, int devices, const struct figures *f)
+{
+	double dev[2], rpc[2];
+	for (int i = 0; i < 2; i++) {
+		dev[i] = f[i].cpu_ms / devices;
+		rpc[i] = dev[i] * 1e3 / f[i].rpcs;
+	}
+	printf("%s switch-ms %d, %d devices: controller CPU per device ocs-switch %.3f ms, polatis "
+	       "%.3f ms: polatis/ocs-switch %.2f (target <= 1.15); RPCs per device %.2f, %.2f; "
+	       "CPU per RPC %.1f us, %.1f us: polatis/ocs-switch %.2f\n",
+	       tr, switch_ms, devices, dev[0], dev[1], dev[1] / dev[0], f[0].rpcs, f[1].rpcs,
+	       rpc[0], rpc[1], rpc[1] / rpc[0]);
+}
+
 /* Parses "16,64,256" into v (at most cap values in [lo, hi]); returns the count, 0 if bad. */
 static int parse_list(const char *s, int *v, int cap, int lo, int hi)
 {
@@ -463,6 +496,9 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	int devices[8] = {16, 64, 256}, n_devices = 3, sw[4] = {0, 25}, n_sw = 2;
 	bool ssh = true, tls = true, costs = true, trx = true;
+	/* --model: which device models, in this order (ocs-switch first, the reference) */
+	enum sb_model models[2] = {SB_MODEL_SWITCH, SB_MODEL_POLATIS};
+	int first_model = 0, n_models = 1;
 	static const struct option longopts[] = {{"devices", required_argument, NULL, 'd'},
 						 {"switch-ms", required_argument, NULL, 's'},
 						 {"transport", required_argument, NULL, 't'},
@@ -471,6 +507,7 @@ int main(int argc, char **argv)
 						 {"pin", no_argument, NULL, 'p'},
 						 {"thread-per-device", no_argument, NULL, 'T'},
 						 {"devices-per-loop", required_argument, NULL, 'L'},
+						 {"model", required_argument, NULL, 'm'},
 						 {NULL, 0, NULL, 0}};
 	for (int o; (o = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
 		if (o == 'd' && (n_devices = parse_list(optarg, devices, 8, 1, DEVICES)))
@@ -496,6 +533,12 @@ int main(int argc, char **argv)
 		}
 		if (o == 'L' && (devices_per_loop = atoi(optarg)) > 0)
 			continue;
+		if (o == 'm' && (!strcmp(optarg, "ocs-switch") || !strcmp(optarg, "polatis") ||
+				 !strcmp(optarg, "both"))) {
+			first_model = !strcmp(optarg, "polatis");
+			n_models = strcmp(optarg, "both") ? 1 : 2;
+			continue;
+		}
 		if (o == 'c' || o == 'x') {
 			costs = costs && o != 'c';
 			trx = trx && o != 'x';
@@ -504,7 +547,8 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"usage: bench_sb_txn [runs] [--devices 16,64,256] [--switch-ms "
 			"0,25] [--transport ssh|tls|both] [--no-rpc-costs] [--no-trx] [--pin] "
-			"[--thread-per-device] [--devices-per-loop N]\n");
+			"[--thread-per-device] [--devices-per-loop N] [--model "
+			"ocs-switch|polatis|both]\n");
 		return 2;
 	}
 	int runs = optind < argc ? atoi(argv[optind]) : 20;
@@ -519,17 +563,26 @@ int main(int argc, char **argv)
 	for (int t = 0; t < 2 && !rc; t++) {
 		if (!(t ? tls : ssh))
 			continue;
+		const char *tr = t ? "TLS" : "SSH";
 		for (int s = 0; s < n_sw && !rc; s++) {
-			n_fit = 0;
-			for (int k = 0; k < n_devices && !rc; k++)
-				rc = run(devices[k], sw[s], t ? dir : NULL, runs);
-			if (!rc && n_fit > 1 && fit_cpu[0] > 0)
-				printf("%s switch-ms %d: controller CPU grows as devices^%.2f "
-				       "(%d -> %d devices)\n",
-				       t ? "TLS" : "SSH", sw[s],
-				       log(fit_cpu[n_fit - 1] / fit_cpu[0]) /
-					       log((double)fit_devices[n_fit - 1] / fit_devices[0]),
-				       fit_devices[0], fit_devices[n_fit - 1]);
+			struct figures fig[8][2];
+			for (int k = 0; k < n_devices && !rc; k++) {
+				for (int mi = first_model; mi < first_model + n_models && !rc; mi++)
+					rc = run(devices[k], sw[s], t ? dir : NULL, runs,
+						 models[mi], &fig[k][mi]);
+				if (!rc && n_models == 2)
+					compare(tr, sw[s], devices[k], fig[k]);
+			}
+			for (int mi = first_model; mi < first_model + n_models && !rc; mi++)
+				if (n_devices > 1 && fig[0][mi].cpu_ms > 0)
+					printf("%s %s switch-ms %d: controller CPU grows as "
+					       "devices^%.2f (%d -> %d devices)\n",
+					       tr, model_name(models[mi]), sw[s],
+					       log(fig[n_devices - 1][mi].cpu_ms /
+						   fig[0][mi].cpu_ms) /
+						       log((double)devices[n_devices - 1] /
+							   devices[0]),
+					       devices[0], devices[n_devices - 1]);
 		}
 	}
 	if (!rc && trx)
