@@ -26,9 +26,17 @@
  * --pin runs the controller on CPU 0 and the simulator on CPU 1, so that
  * the two do not compete for a core (the wall overhead without the
  * simulator's share).
+ * --model polatis runs the same on Polatis devices (ocs-devsim --model
+ * polatis, 64 x 64: the writable-running path, 5 RPCs per device instead of
+ * 7); --model both runs ocs-switch and polatis side by side in each
+ * configuration, their transactions in turns, and prints the controller's
+ * CPU per device of each (median per transaction), the ratio (issue 23:
+ * polatis within 15% of ocs-switch), RPCs per device and CPU per RPC, and
+ * the polatis RPCs' own costs on one device.
  *   usage: bench_sb_txn [runs] [--devices 16,64,256] [--switch-ms 0,25]
  *                       [--transport ssh|tls|both] [--no-rpc-costs] [--no-trx]
  *                       [--pin] [--thread-per-device] [--devices-per-loop N]
+ *                       [--model ocs-switch|polatis|both]
  * --thread-per-device runs each device's step as its own executor task (the
  * engine before its loop of coroutines), --devices-per-loop N splits a step
  * into loops of at most N devices (sb_txn_options): for A/B runs.
