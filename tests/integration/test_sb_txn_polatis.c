@@ -487,7 +487,8 @@ static void test_mixed_all_faulted(void **state)
 /*
  * An edit of running that answers only after the driver gave up on it
  * (hang@edit past the RPC deadline) still lands, on the stale session,
- * about HANG_MS after it was sent. The rollback must not prove the
+ * when the hang ends: 4 s here, well after the rollback's first read
+ * (about 1 s), even on a slow sanitizer run. The rollback must not prove the
  * pre-image before then (the stale session holds the running lock until
  * it ends). Found here: the engine reads running at once on a fresh
  * session, finds the pre-image (at 1 s), calls the device rolled back, and
@@ -501,7 +502,7 @@ static void test_polatis_hung_edit(void **state)
 	struct plan_dev p[PLAN];
 	for (int i = 0; i < PLAN; i++)
 		p[i] = (struct plan_dev){pol[i], true, pol_fleet.base_port + i};
-	const struct fault_case hung = {"hang@edit=1800", EXPECT_ROLLBACK};
+	const struct fault_case hung = {"hang@edit=4000", EXPECT_ROLLBACK};
 	run_case(&hung, p, PLAN, 2, 1);
 }
 
@@ -509,7 +510,7 @@ static void test_mixed_hung_edit(void **state)
 {
 	struct plan_dev p[PLAN];
 	mixed_plan(p);
-	const struct fault_case hung = {"hang@edit=1800", EXPECT_ROLLBACK};
+	const struct fault_case hung = {"hang@edit=4000", EXPECT_ROLLBACK};
 	run_case(&hung, p, PLAN, 1, 1);
 }
 
