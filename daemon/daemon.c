@@ -29,6 +29,7 @@
 
 #include "adopt.h"
 #include "api.h"
+#include "cabling.h"
 #include "clock.h"
 #include "config.h"
 #include "devices.h"
@@ -122,6 +123,7 @@ static int start_reconciliation(struct od *od)
 				.jm = od->jm,
 				.devs = od->devs,
 				.drift = od->drift,
+				.cabling = od->cabling,
 				.events = api_recon_events(od->api),
 				.busy = od->rsw ? gsw_busy : NULL,
 				.busy_ctx = od->rsw};
@@ -299,6 +301,7 @@ void od_phase_teardown(struct od *od)
 	dev_free(od->devs); /* and the device handles, before their driver */
 	fs_free(od->fs);
 	dr_free(od->drift);
+	cab_free(od->cabling);
 	api_free(od->api);
 	ra_free(od->ra);
 	rl_free(od->rl);
@@ -324,6 +327,7 @@ void od_phase_teardown(struct od *od)
 	od->devs = NULL;
 	od->fs = NULL;
 	od->drift = NULL;
+	od->cabling = NULL;
 	od->api = NULL;
 	od->ra = NULL;
 	od->rl = NULL;
@@ -493,6 +497,9 @@ int od_start_jobs(struct od *od)
 	}
 	if (od->fs && !(od->drift = dr_new(&od->cfg->fabric)))
 		return -ENOMEM;
+	/* the cabling check knows the wiring of leaf-spine-OCS fabrics only */
+	if (!(od->cabling = cab_new(od->cfg->kind == CFG_LEAF_SPINE_OCS ? &od->cfg->fabric : NULL)))
+		return -ENOMEM;
 	if (od->cfg->kind == CFG_OCSTRX_RING) {
 		od->rings = rg_new(&od->cfg->ring);
 		if (!od->rings || (rc = rg_load(od->rings, od->store)) != 0) {
@@ -513,6 +520,7 @@ int od_start_jobs(struct od *od)
 	}
 	ad.fs = od->fs;
 	ad.drift = od->drift;
+	ad.cabling = od->cabling;
 	ad.rings = od->rings;
 	ad.rail = od->ra;
 	ad.devs = od->devs;
@@ -584,6 +592,7 @@ int od_start_jobs(struct od *od)
 			      .txn_ctx = od->txn,
 			      .devs = od->devs,
 			      .drift = od->drift,
+			      .cabling = od->cabling,
 			      .rings = od->rings,
 			      .gpus_check = od->rl ? rl_check_job_gpus : NULL,
 			      .gpus_check_ctx = od->rl,

@@ -21,6 +21,7 @@
 #include "devices.h"
 #include "executor_sb.h"
 #include "log.h"
+#include "sb_model.h"
 #include "sb_txn.h"
 
 /* Reads the first line of a secret file (password). 0 or -errno. */
@@ -99,11 +100,11 @@ int od_device_settings(const struct ocsd_config *cfg, int i, const char *passwor
 	}
 	dc->rpc_timeout_ms = (int)a->rpc_timeout_ms;
 	dc->switch_us = (int)a->switch_time_us;
-	if (cfg->kind == CFG_OCSTRX_RING) {
-		/* one transceiver agent per node; device i serves node i */
-		dc->model = SB_MODEL_TRANSCEIVER;
-		dc->node = (uint32_t)d->id;
-	}
+	/* config.c resolved every device's model and checked its port map */
+	dc->model = d->model;
+	dc->ports = d->ports; /* all 0 for a model that numbers ports as ocsd does */
+	if (sb_model(d->model)->bundles)
+		dc->node = (uint32_t)d->id; /* a ring domain: device i is node i's agent */
 	return 0;
 }
 

@@ -27,6 +27,7 @@
 #include "config.h"
 #include "daemon.h"
 
+struct cab_table;
 struct sb_device_config;
 
 #define OD_EXIT_OK	0
@@ -61,7 +62,8 @@ struct od {
 	struct sb_engine *engine;
 	struct txn_driver *txn;
 	struct fs_state *fs;
-	struct dr_table *drift; /* cross-connects no job owns (leaf-spine fabrics) */
+	struct dr_table *drift;	   /* cross-connects no job owns (leaf-spine fabrics) */
+	struct cab_table *cabling; /* miswired fibre the devices report (cabling.h) */
 	struct api *api;
 	struct jm *jm;
 	struct nb_server *server;

@@ -53,7 +53,9 @@ static enum cfg_change config_change(const struct ocsd_config *a, const struct o
 	for (int i = 0; i < a->n_devices; i++) {
 		const struct cfg_device *p = &a->devices[i], *q = &b->devices[i];
 
-		if (p->id != q->id || strcmp(p->name, q->name) != 0)
+		/* a model or port map changes what the stored circuits mean on the device */
+		if (p->id != q->id || strcmp(p->name, q->name) != 0 || p->model != q->model ||
+		    memcmp(&p->ports, &q->ports, sizeof(p->ports)) != 0)
 			return CHANGE_RESTART;
 		access |= strcmp(p->address, q->address) != 0 || p->port != q->port ||
 			  strcmp(p->host_key_sha256, q->host_key_sha256) != 0;
@@ -127,8 +129,9 @@ void od_on_reload(evutil_socket_t sig, short what, void *arg)
 		result = "invalid";
 	} else if ((change = config_change(od->cfg, next)) == CHANGE_RESTART) {
 		log_msg(LOG_WARNING,
-			"%s changes the fabric, a device name or confirm-timeout-s: the change "
-			"takes effect when ocsd restarts (nothing was applied)",
+			"%s changes the fabric, a device name, model or port map, or "
+			"confirm-timeout-s: the change takes effect when ocsd restarts (nothing "
+			"was applied)",
 			od->opts->config_path);
 		result = "restart_needed";
 	} else if (next->access.password_file &&

@@ -1008,14 +1008,20 @@ static int build_outputs(const struct work *w, const struct placed *s, struct lc
 	return 0;
 }
 
+/*
+ * Realizes r's topology around `busy` (n_busy: the pinned cross-connects,
+ * existing first unless replan, then the ports out of service): the
+ * configuration is the kept existing ones, then the new ones.
+ */
 static int realize_plan(const struct ocs_fabric *f, const struct ocs_xc *existing,
-			size_t n_existing, bool replan, struct lc_plan *r)
+			size_t n_existing, const struct ocs_xc *busy, size_t n_busy, bool replan,
+			struct lc_plan *r)
 {
 	size_t n_keep = replan ? 0 : n_existing;
 	struct rz_result *z;
 	struct ocs_xc *sorted;
-	int rc = rz_realize(f, r->topology, r->n_topology, replan ? NULL : existing, n_keep,
-			    replan ? existing : NULL, replan ? n_existing : 0, &z);
+	int rc = rz_realize(f, r->topology, r->n_topology, busy, n_busy, replan ? existing : NULL,
+			    replan ? n_existing : 0, &z);
 
 	if (rc)
 		return rc;
@@ -1150,11 +1156,10 @@ static int adopt_fit(const struct ocs_fabric *f, struct fit_result *fr,
  * its placement replaces the plan when it finds one.
  */
 static int judge_fit(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
-		     const struct ocs_xc *existing, size_t n_existing, const struct lc_options *opt,
-		     enum method m, struct lc_plan *r)
+		     const struct ocs_xc *existing, size_t n_existing, const struct ocs_xc *busy,
+		     size_t n_busy, const struct lc_options *opt, enum method m, struct lc_plan *r)
 {
-	struct fit_request q = {f,	    demand,	n_demand,     existing,
-				n_existing, opt->usage, opt->n_usage, 0};
+	struct fit_request q = {f, demand, n_demand, busy, n_busy, opt->usage, opt->n_usage, 0};
 	struct fit_result fr;
 	int leaf, spine, load, rc;
 	int over = fit_overload(f, r->assignment, r->n_assignment, opt->replan ? NULL : opt->usage,
@@ -1190,6 +1195,17 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Whether a port out of service names no device port of the fabric. */
+static bool out_of_range(const struct ocs_fabric *f, const struct ocs_xc *oos, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (oos[i].group < 0 || oos[i].group >= ocs_fabric_groups(f) || oos[i].device < 0 ||
+		    oos[i].device >= ocs_fabric_devices(f) / ocs_fabric_groups(f) ||
+		    oos[i].in < 0 || oos[i].in >= f->k_ocs)
+			return true;
+	return false;
+}
+
 static int plan_with(const struct ocs_fabric *f, const struct lc_demand *demand, size_t n_demand,
 		     const struct ocs_xc *existing, size_t n_existing, const struct lc_options *opt,
 		     enum method m, struct lc_plan **out)
@@ -1206,14 +1222,35 @@ static int plan_with(const struct ocs_fabric *f, const struct lc_demand *demand,
 		opt = &defaults;
 	if (ocs_fabric_validate(f, NULL, 0) ||
 	    lc_validate(f, demand, n_demand, existing, n_existing, NULL, 0) ||
-	    lc_validate_usage(f, opt->usage, opt->n_usage, NULL, 0))
+	    lc_validate_usage(f, opt->usage, opt->n_usage, NULL, 0) ||
+	    out_of_range(f, opt->out_of_service, opt->n_out_of_service))
 		return -EINVAL;
+	/* what no new circuit may use: the pinned ones, then the ports out of service */
+	const struct ocs_xc *busy = opt->replan ? NULL : existing;
+	size_t n_busy = opt->replan ? 0 : n_existing;
+	struct ocs_xc *busy_all = NULL;
+
+	if (opt->n_out_of_service) {
+		busy_all = malloc((n_busy + opt->n_out_of_service) * sizeof(*busy_all));
+		if (!busy_all)
+			return -ENOMEM;
+		if (n_busy)
+			memcpy(busy_all, busy, n_busy * sizeof(*busy_all));
+		for (size_t i = 0; i < opt->n_out_of_service; i++) {
+			busy_all[n_busy + i] = opt->out_of_service[i];
+			busy_all[n_busy + i].out = opt->out_of_service[i].in;
+		}
+		busy = busy_all;
+		n_busy += opt->n_out_of_service;
+	}
 	r = calloc(1, sizeof(*r));
-	if (!r)
+	if (!r) {
+		free(busy_all);
 		return -ENOMEM;
-	rc = work_init(&w, f, demand, n_demand, opt->replan ? NULL : existing,
-		       opt->replan ? 0 : n_existing, opt->usage, opt->n_usage);
+	}
+	rc = work_init(&w, f, demand, n_demand, busy, n_busy, opt->usage, opt->n_usage);
 	if (rc) {
+		free(busy_all);
 		free(r);
 		return rc;
 	}
@@ -1226,13 +1263,15 @@ static int plan_with(const struct ocs_fabric *f, const struct lc_demand *demand,
 	t1 = now_ms();
 	r->plan_ms = t1 - t0;
 	if (rc == 0 && opt->realize) {
-		rc = realize_plan(f, existing, n_existing, opt->replan, r);
+		rc = realize_plan(f, existing, n_existing, busy, n_busy, opt->replan, r);
 		if (rc == 0)
-			rc = judge_fit(f, demand, n_demand, existing, n_existing, opt, m, r);
+			rc = judge_fit(f, demand, n_demand, existing, n_existing, busy, n_busy, opt,
+				       m, r);
 		r->realize_ms = now_ms() - t1;
 	} else if (rc == 0) {
-		rc = judge_fit(f, demand, n_demand, existing, n_existing, opt, m, r);
+		rc = judge_fit(f, demand, n_demand, existing, n_existing, busy, n_busy, opt, m, r);
 	}
+	free(busy_all);
 	if (rc) {
 		lc_plan_free(r);
 		return rc;

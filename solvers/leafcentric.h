@@ -130,6 +130,17 @@ struct lc_options {
 	 * test_lc_property, which tests the heuristic itself.
 	 */
 	bool heuristic_only;
+	/*
+	 * Device ports out of service (NULL / 0: none): each entry names a
+	 * device port in `in` (`out` ignored). Both spine ports its input and
+	 * its output are cabled to are busy for placement, the exact search
+	 * and realization alike, so no new circuit and no re-plan uses them;
+	 * they are neither validated as circuits nor part of the plan.
+	 * Miswired fibre is the daemon's case (daemon/fabric/cabling.h).
+	 * Borrowed for the call only.
+	 */
+	const struct ocs_xc *out_of_service;
+	size_t n_out_of_service;
 };
 
 /*

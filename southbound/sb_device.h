@@ -207,6 +207,42 @@ struct sb_bundle_state {
 	enum sb_path_status status; /* of the selected path */
 };
 
+/* A port's status as a device reports it (Polatis port-config; 0 when not reported). */
+enum sb_port_status {
+	SB_PORT_STATUS_NONE = 0,
+	SB_PORT_STATUS_ENABLED,
+	SB_PORT_STATUS_DISABLED,
+	SB_PORT_STATUS_FAILED,
+	SB_PORT_STATUS_UNSUPPORTED,
+};
+
+/* Longest peer-port text a device may report (Polatis: 0..128 characters). */
+#define SB_PEER_MAX 128
+
+/* What a device says it is (Polatis product-information); "" when it does not say. */
+struct sb_product {
+	char manufacturer[96];
+	char serial[96];
+	char model[96];
+	char software[96];
+};
+
+/* One of ocsd's ports as the device reports it (sb_device_read_info). */
+struct sb_port_info {
+	uint16_t port; /* ocsd's port */
+	bool egress;   /* the device's egress id of the port (a model that numbers them apart) */
+	enum sb_port_status status;
+	char peer[SB_PEER_MAX + 1]; /* the fibre's far end as recorded on the device; "" none */
+};
+
+/* What sb_device_read_info() found. */
+struct sb_device_info {
+	struct sb_product product;
+	struct sb_port_info *ports; /* sorted by (port, egress); malloc'ed */
+	size_t n_ports;
+};
+void sb_device_info_clear(struct sb_device_info *info);
+
 struct sb_driver_counters {
 	atomic_uint_least64_t connects; /* sessions established */
 	atomic_uint_least64_t connect_failures;
@@ -432,6 +468,16 @@ int sb_device_image_bundles(struct sb_device *dev, struct sb_bundle **out, size_
 void sb_device_set_image_xcs(struct sb_device *dev, const struct sb_xc *xcs, size_t n);
 void sb_device_set_image_bundles(struct sb_device *dev, const struct sb_bundle *b, size_t n);
 void sb_device_forget_image(struct sb_device *dev);
+
+/*
+ * Reads what the device says about itself and about ocsd's ports, with one
+ * <get>, when its model says anything (sb_model.h; polatis:
+ * product-information and every port's status and peer-port): *out filled
+ * (clear it with sb_device_info_clear()), ports outside ocsd's port map
+ * left out. -ENOTSUP when the model says nothing (out empty), or the
+ * errors of a read.
+ */
+int sb_device_read_info(struct sb_device *dev, struct sb_device_info *out, struct sb_error *err);
 
 /* Sends any RPC given as XML (e.g. ocs-devsim:set-faults); expects <ok/>. */
 int sb_device_rpc_xml(struct sb_device *dev, const char *xml, struct sb_error *err);

@@ -360,6 +360,32 @@ int sb_device_read_xcs(struct sb_device *dev, bool with_state, enum sb_datastore
 	return 0;
 }
 
+void sb_device_info_clear(struct sb_device_info *info)
+{
+	if (!info)
+		return;
+	free(info->ports);
+	*info = (struct sb_device_info){0};
+}
+
+int sb_device_read_info(struct sb_device *dev, struct sb_device_info *out, struct sb_error *err)
+{
+	const struct sb_model_ops *m = sb_model(dev->cfg.model);
+	struct sb_reply r;
+	char why[160];
+	*out = (struct sb_device_info){0};
+	if (!m->info_filter)
+		return sbd_set_err(err, dev, "get", -ENOTSUP, "a %s device says nothing of itself",
+				   m->name);
+	int rc = read_data(dev, true, SB_DS_RUNNING, m->info_filter, "get", &r, err);
+	if (rc)
+		return rc;
+	rc = m->info_parse(r.data, r.data_len, &dev->cfg.ports, out, why, sizeof(why));
+	if (rc)
+		return sbd_set_err(err, dev, "get", rc, "unexpected reply: %s", why);
+	return 0;
+}
+
 /* ---- ocs-transceiver ---------------------------------------------------- */
 
 int sb_bundle_cmp(const void *a, const void *b)

@@ -368,6 +368,52 @@ out:
 	return rc;
 }
 
+static int cmp_port_info(const void *a, const void *b)
+{
+	const struct sb_port_info *x = a, *y = b;
+	return x->port != y->port ? x->port - y->port : (int)x->egress - (int)y->egress;
+}
+
+static int polatis_info(const char *data, size_t len, const struct sb_port_map *pm,
+			struct sb_device_info *out, char *why, size_t why_len)
+{
+	struct sb_port_state *ports;
+	size_t n_ports;
+	*out = (struct sb_device_info){0};
+	int rc = sb_reply_product(data, len, &out->product, &ports, &n_ports);
+	if (rc) {
+		snprintf(why, why_len, "%s",
+			 rc == -ENOMEM ? "out of memory" : "product-information not readable");
+		return rc;
+	}
+	out->ports = n_ports ? calloc(n_ports, sizeof(*out->ports)) : NULL;
+	if (n_ports && !out->ports) {
+		free(ports);
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n_ports; i++) {
+		long k = map_back(ports[i].id, pm->in_first, pm->n);
+		bool egress = k < 0;
+		if (egress)
+			k = map_back(ports[i].id, pm->out_first, pm->n);
+		if (k < 0)
+			continue; /* a port ocsd does not use */
+		struct sb_port_info *p = &out->ports[out->n_ports++];
+		*p = (struct sb_port_info){
+			.port = (uint16_t)k, .egress = egress, .status = ports[i].status};
+		memcpy(p->peer, ports[i].peer, sizeof(p->peer));
+	}
+	free(ports);
+	if (!out->n_ports) {
+		free(out->ports); /* none of them ocsd's */
+		out->ports = NULL;
+	}
+	if (out->n_ports > 1)
+		qsort(out->ports, out->n_ports, sizeof(*out->ports), cmp_port_info);
+	return 0;
+}
+
 static bool polatis_notif(const char *name, sb_leaf_fn leaf, const void *ctx,
 			  const struct sb_port_map *pm, struct sb_notif *n)
 {
@@ -410,6 +456,10 @@ static const struct sb_model_ops models[SB_MODEL_COUNT] = {
 			      .xc_edit = polatis_edit,
 			      .xc_replace = polatis_replace,
 			      .xc_parse = polatis_parse,
+			      .info_filter = "<product-information xmlns=\"" OPSW_NS "\"/>"
+					     "<port-config xmlns=\"" OPSW_NS "\"><port><port-id/>"
+					     "<status/><peer-port/></port></port-config>",
+			      .info_parse = polatis_info,
 			      .notif = polatis_notif},
 };
 

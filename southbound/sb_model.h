@@ -15,6 +15,8 @@
  *   - how the device's cross-connects are read back into ocsd's (in, out)
  *     pairs with a status, through the device's port numbering
  *     (struct sb_port_map, sb_device.h);
+ *   - what the device says about itself and about ocsd's ports (product,
+ *     port status, the peer-port an operator recorded: sb_device_read_info);
  *   - which notifications mean a port fault (and its end) or a node fault.
  * Which datastores and commit the engine uses is NOT here: capabilities
  * decide that (sb_device.c, strategy from <hello>), never the model.
@@ -74,6 +76,16 @@ struct sb_model_ops {
 	 */
 	int (*xc_parse)(const char *data, size_t len, const struct sb_port_map *pm, bool with_state,
 			struct sb_xc_state **out, size_t *n, char *why, size_t why_len);
+
+	/*
+	 * What the device says about itself and ocsd's ports
+	 * (sb_device_read_info): the subtree filter of one <get> (NULL: the
+	 * model says nothing), and its reply into *out, ports outside the map
+	 * left out. 0, -EPROTO (why says what), -ENOMEM.
+	 */
+	const char *info_filter;
+	int (*info_parse)(const char *data, size_t len, const struct sb_port_map *pm,
+			  struct sb_device_info *out, char *why, size_t why_len);
 
 	/*
 	 * Fills n's kind and fields from a notification named `name` whose

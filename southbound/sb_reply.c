@@ -904,6 +904,9 @@ static int read_port_state(struct cur *c, const struct el *e, struct sb_port_sta
 			if (leaf_text(c, &ch, v, sizeof(v)) ||
 			    !(p->status = (enum sb_port_status)status_value(v, names, 4)))
 				return -EPROTO;
+		} else if (el_is(&ch, "peer-port")) {
+			if (leaf_text(c, &ch, p->peer, sizeof(p->peer)))
+				return -EPROTO;
 		} else if (skip_element(c, &ch, NULL)) {
 			return -EPROTO;
 		}
@@ -954,26 +957,53 @@ static int read_list(struct cur *c, const struct el *top, const char *name, entr
 	return rc < 0 ? rc : 0;
 }
 
-int sb_reply_pairs(const char *data, size_t len, struct sb_pair **pairs, size_t *n_pairs,
-		   struct sb_port_state **ports, size_t *n_ports)
+/* The leaves of <product-information> (start tag read) into *prod. */
+static int read_product(struct cur *c, const struct el *top, struct sb_product *prod)
+{
+	struct el ch;
+	int rc;
+	while (!(rc = next_child(c, top, &ch))) {
+		char *to = el_is(&ch, "manufacturer")	    ? prod->manufacturer
+			   : el_is(&ch, "serial-number")    ? prod->serial
+			   : el_is(&ch, "model-name")	    ? prod->model
+			   : el_is(&ch, "software-version") ? prod->software
+							    : NULL;
+		if (to ? leaf_text(c, &ch, to, sizeof(prod->model)) : skip_element(c, &ch, NULL))
+			return -EPROTO;
+	}
+	return rc < 0 ? rc : 0;
+}
+
+/*
+ * One pass over a Polatis reply's top-level containers: pairs, ports and
+ * product information, each into its output when that is not NULL.
+ */
+static int scan_polatis(const char *data, size_t len, struct sb_pair **pairs, size_t *n_pairs,
+			struct sb_port_state **ports, size_t *n_ports, struct sb_product *prod)
 {
 	struct cur c = {data, data + len};
 	struct el top;
 	size_t cap_pairs = 0, cap_ports = 0, n_ignored = 0;
 	int rc;
-	*pairs = NULL;
-	*n_pairs = 0;
+	if (pairs) {
+		*pairs = NULL;
+		*n_pairs = 0;
+	}
 	if (ports) {
 		*ports = NULL;
 		*n_ports = 0;
 	}
+	if (prod)
+		*prod = (struct sb_product){0};
 	while (!(rc = next_child(&c, NULL, &top))) {
 		if (el_is(&top, "cross-connects"))
-			rc = read_list(&c, &top, "pair", pair_entry, sizeof(**pairs),
-				       (void **)pairs, n_pairs, &cap_pairs);
+			rc = read_list(&c, &top, "pair", pair_entry, sizeof(struct sb_pair),
+				       (void **)pairs, pairs ? n_pairs : &n_ignored, &cap_pairs);
 		else if (el_is(&top, "port-config"))
 			rc = read_list(&c, &top, "port", port_entry, sizeof(struct sb_port_state),
 				       (void **)ports, ports ? n_ports : &n_ignored, &cap_ports);
+		else if (el_is(&top, "product-information") && prod)
+			rc = read_product(&c, &top, prod);
 		else
 			rc = skip_element(&c, &top, NULL);
 		if (rc)
@@ -982,11 +1012,25 @@ int sb_reply_pairs(const char *data, size_t len, struct sb_pair **pairs, size_t 
 	if (rc < 0) {
 		if (ports)
 			drop_list((void **)ports, n_ports, rc);
-		return drop_list((void **)pairs, n_pairs, rc);
+		if (pairs)
+			drop_list((void **)pairs, n_pairs, rc);
+		return rc;
 	}
-	if (*n_pairs)
+	if (pairs && *n_pairs)
 		qsort(*pairs, *n_pairs, sizeof(**pairs), cmp_pair);
 	if (ports && *n_ports)
 		qsort(*ports, *n_ports, sizeof(**ports), cmp_port_state);
 	return 0;
+}
+
+int sb_reply_pairs(const char *data, size_t len, struct sb_pair **pairs, size_t *n_pairs,
+		   struct sb_port_state **ports, size_t *n_ports)
+{
+	return scan_polatis(data, len, pairs, n_pairs, ports, n_ports, NULL);
+}
+
+int sb_reply_product(const char *data, size_t len, struct sb_product *prod,
+		     struct sb_port_state **ports, size_t *n_ports)
+{
+	return scan_polatis(data, len, NULL, NULL, ports, n_ports, prod);
 }

@@ -79,18 +79,11 @@ struct sb_pair {
 	uint32_t egress;
 };
 
-/* A <port-config>/<port>'s status (enumeration of the model, 0 when absent). */
-enum sb_port_status {
-	SB_PORT_STATUS_NONE = 0,
-	SB_PORT_STATUS_ENABLED,
-	SB_PORT_STATUS_DISABLED,
-	SB_PORT_STATUS_FAILED,
-	SB_PORT_STATUS_UNSUPPORTED,
-};
-
+/* A <port-config>/<port> (status: enum sb_port_status of sb_device.h). */
 struct sb_port_state {
 	uint32_t id;
 	enum sb_port_status status;
+	char peer[SB_PEER_MAX + 1]; /* its peer-port, "" when absent */
 };
 
 /*
@@ -104,5 +97,13 @@ struct sb_port_state {
  */
 int sb_reply_pairs(const char *data, size_t len, struct sb_pair **pairs, size_t *n_pairs,
 		   struct sb_port_state **ports, size_t *n_ports);
+
+/*
+ * The <product-information> leaves (into *prod, "" for a leaf absent, text
+ * cut to fit) and the <port-config> ports (as sb_reply_pairs) of a reply's
+ * <data> content. 0, -EPROTO, -ENOMEM.
+ */
+int sb_reply_product(const char *data, size_t len, struct sb_product *prod,
+		     struct sb_port_state **ports, size_t *n_ports);
 
 #endif

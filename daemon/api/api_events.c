@@ -224,15 +224,37 @@ static void ev_drift(void *ctx, const char *device, int in, int out, bool missin
 	nb_server_publish(api->server, &ev);
 }
 
-static void ev_device_read(void *ctx, int id, bool ok, bool connected, const char *error)
+static void ev_device_read(void *ctx, int id, bool ok, bool connected, const char *error,
+			   const struct sb_device_info *info)
 {
 	struct api *api = ctx;
 	struct arena ar = {0};
+	bool changed = dev_note_read(api->d.devs, id, ok, connected, error, clk_wall_ms(NULL));
 
-	if (!dev_note_read(api->d.devs, id, ok, connected, error, clk_wall_ms(NULL)))
+	if (info)
+		changed |= dev_note_info(api->d.devs, id, info);
+	if (!changed)
 		return;
 	api_publish_device(api, api_build_device(api, &ar, id));
 	ar_free_all(&ar);
+}
+
+/* A fibre found miswired, or no longer: logged (cabling.h). */
+static void ev_cabling(void *ctx, const struct cab_entry *e, bool miswired)
+{
+	struct api *api = ctx;
+	const char *side = e->egress ? "egress" : "ingress";
+
+	if (miswired)
+		log_msg(LOG_WARNING,
+			"device %s port %u (%s): the device reports its fibre reaching \"%s\", the "
+			"fabric file's wiring says \"%s\": miswired, kept out of every plan until "
+			"it is fixed or an operator clears it",
+			dev_name(api->d.devs, e->device), e->port, side, e->reported,
+			e->expected[0] ? e->expected : "(not cabled)");
+	else
+		log_msg(LOG_NOTICE, "device %s port %u (%s): no longer reported miswired",
+			dev_name(api->d.devs, e->device), e->port, side);
 }
 
 static void ev_recon_done(void *ctx, const struct recon_report *r)
@@ -255,7 +277,11 @@ static void ev_recon_done(void *ctx, const struct recon_report *r)
 
 struct recon_events api_recon_events(struct api *api)
 {
-	return (struct recon_events){api, ev_drift, ev_device_read, ev_recon_done};
+	return (struct recon_events){.ctx = api,
+				     .drift = ev_drift,
+				     .device_read = ev_device_read,
+				     .cabling = ev_cabling,
+				     .done = ev_recon_done};
 }
 
 static void ev_repair(void *ctx, const char *outcome, size_t n)

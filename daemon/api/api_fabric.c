@@ -69,6 +69,20 @@ static void fill_replica(struct api *api, struct arena *ar, Ocs__V1__FabricSumma
 	}
 }
 
+/* The devices whose last check found them healthy (GetFabric). */
+static int32_t devices_connected(const struct api *api)
+{
+	int32_t n = 0;
+
+	for (int i = 0; i < api->d.cfg->n_devices; i++) {
+		struct dev_status ds;
+
+		if (dev_status(api->d.devs, i, &ds) == 0)
+			n += ds.health == DEV_HEALTH_HEALTHY;
+	}
+	return n;
+}
+
 /* GetFabric for a ring domain: its sizes and how its nodes are used. */
 static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
 {
@@ -97,24 +111,10 @@ static void serve_get_ring_fabric(struct api *api, struct nb_call *call)
 	for (int i = 0; use && i < r.nodes; i++)
 		r.nodes_busy += use[i] == HBD_NODE_BUSY;
 	free(use);
-	/* devices_connected: ring domains have no reconciliation pass; a node's
-	 * session is known from its transactions only */
+	/* the nodes' agents, as the keepalive and the node reads found them */
+	r.devices_connected = devices_connected(api);
 	nb_call_reply(call, &r.base);
 	ar_free_all(&ar);
-}
-
-/* The devices whose last check found them healthy (GetFabric). */
-static int32_t devices_connected(const struct api *api)
-{
-	int32_t n = 0;
-
-	for (int i = 0; i < api->d.cfg->n_devices; i++) {
-		struct dev_status ds;
-
-		if (dev_status(api->d.devs, i, &ds) == 0)
-			n += ds.health == DEV_HEALTH_HEALTHY;
-	}
-	return n;
 }
 
 void api_serve_get_fabric(struct api *api, struct nb_call *call, const void *msg)

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE /* vasprintf */
 #include "config.h"
 #include "rail_layout.h"
+#include "sb_model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -460,6 +461,260 @@ static int resolve_devices(struct ocsd_config *cfg, const struct lyd_node *devic
 	return errs->count == before ? 0 : -EINVAL;
 }
 
+/* ---- device models and port maps ---- */
+
+/* The largest port id a polatis device has (optical-switch's portFormat). */
+#define CFG_MAX_PORT_ID 65535u
+
+/* A level of the fabric file that may give a model and a port map. */
+struct model_level {
+	const struct lyd_node *node; /* NULL: not in the file */
+	char path[192];		     /* its data path */
+	enum sb_model model;	     /* the model in force here (given or inherited) */
+	char model_path[224];	     /* where that model was given (or would be) */
+};
+
+static bool has_error(const struct cfg_errors *errs, const char *path)
+{
+	for (int i = 0; i < errs->count; i++)
+		if (strcmp(errs->items[i].path, path) == 0)
+			return true;
+	return false;
+}
+
+/* A model that numbers its ports its own way, and so takes a port-map (polatis). */
+static bool takes_port_map(enum sb_model m)
+{
+	struct sb_port_map pm = sb_model_default_ports(m, 1);
+
+	return pm.in_first || pm.out_first;
+}
+
+/*
+ * The model in force at `lv`: its own, when given and allowed in a fabric
+ * of this kind (an error at its path otherwise), or up's.
+ */
+static void level_model(const struct ocsd_config *cfg, struct model_level *lv,
+			const struct model_level *up, enum sb_model own, struct cfg_errors *errs)
+{
+	const char *v = leaf_value(lv->node, "model");
+	enum sb_model m;
+
+	lv->model = up ? up->model : own;
+	if (up)
+		copy_str(lv->model_path, sizeof(lv->model_path), up->model_path);
+	else
+		snprintf(lv->model_path, sizeof(lv->model_path), "%s/model", lv->path);
+	if (!v || sb_model_from_name(v, &m) != 0)
+		return;
+	snprintf(lv->model_path, sizeof(lv->model_path), "%s/model", lv->path);
+	if (cfg->kind == CFG_OCSTRX_RING && !sb_model(m)->bundles)
+		add_error(errs, lv->model_path,
+			  "an OCSTrx ring domain's devices are its nodes' transceiver agents: "
+			  "model ocs-transceiver, not %s",
+			  v);
+	else if (cfg->kind != CFG_OCSTRX_RING && sb_model(m)->bundles)
+		add_error(errs, lv->model_path,
+			  "ocs-transceiver is the model of a ring domain's node agents: an OCS "
+			  "device is ocs-switch or polatis");
+	else
+		lv->model = m;
+}
+
+/* One direction's ids first..first+n-1 must stay within 1..limit. */
+static void check_range(const char *path, const char *what, uint32_t first, uint32_t n,
+			uint32_t limit, const char *limit_name, struct cfg_errors *errs)
+{
+	uint64_t last = (uint64_t)first + n - 1;
+
+	if (last <= limit)
+		return;
+	add_error(errs, path,
+		  "%s ids %u..%llu of ocsd's %u ports run past %s (%u): ocsd's ports %llu..%u "
+		  "would have no %s port",
+		  what, first, (unsigned long long)last, n, limit_name, limit,
+		  (unsigned long long)(limit >= first ? limit - first + 1 : 0), n - 1, what);
+}
+
+/*
+ * The port map a polatis level gives (pm_path: its port-map; given: whether
+ * it has one, else the defaults), checked for ocsd's n ports: every port
+ * has an ingress and an egress id within the switch, and no id is both.
+ */
+static struct sb_port_map level_ports(const struct lyd_node *node, bool given, const char *pm_path,
+				      uint32_t n, struct cfg_errors *errs)
+{
+	uint32_t sw = (uint32_t)leaf_int(given ? node : NULL, "port-map/switch-ports", 0);
+	uint32_t limit = sw ? sw : CFG_MAX_PORT_ID;
+	const char *limit_name = sw ? "switch-ports" : "the largest port id";
+	struct sb_port_map pm = {
+		.in_first = (uint32_t)leaf_int(given ? node : NULL, "port-map/ingress-first", 1),
+		.out_first = (uint32_t)leaf_int(given ? node : NULL, "port-map/egress-first",
+						(int)(sw ? sw / 2 + 1 : n + 1)),
+		.n = n,
+	};
+	uint64_t in_last = (uint64_t)pm.in_first + n - 1, out_last = (uint64_t)pm.out_first + n - 1;
+	char path[256];
+
+	if (!given) {
+		/* the default (1, n + 1): only a fabric of more than 32767 ports overflows it */
+		if (out_last > CFG_MAX_PORT_ID)
+			add_error(errs, pm_path,
+				  "polatis by default numbers ocsd's %u ports ingress 1..%u and "
+				  "egress %u..%llu, past %u: give a port-map",
+				  n, n, n + 1, (unsigned long long)out_last, CFG_MAX_PORT_ID);
+		return pm;
+	}
+	snprintf(path, sizeof(path), "%s/ingress-first", pm_path);
+	check_range(path, "ingress", pm.in_first, n, limit, limit_name, errs);
+	snprintf(path, sizeof(path), "%s/egress-first", pm_path);
+	check_range(path, "egress", pm.out_first, n, limit, limit_name, errs);
+	if (pm.in_first <= out_last && pm.out_first <= in_last) {
+		uint32_t lo = pm.in_first > pm.out_first ? pm.in_first : pm.out_first;
+		uint64_t hi = in_last < out_last ? in_last : out_last;
+
+		add_error(errs, path,
+			  "egress ids %u..%llu overlap ingress ids %u..%llu: ids %u..%llu would "
+			  "each be the ingress of one of ocsd's ports and the egress of another",
+			  pm.out_first, (unsigned long long)out_last, pm.in_first,
+			  (unsigned long long)in_last, lo, (unsigned long long)hi);
+	}
+	return pm;
+}
+
+static bool has_port_map(const struct lyd_node *node)
+{
+	return leaf_value(node, "port-map/ingress-first") ||
+	       leaf_value(node, "port-map/egress-first") ||
+	       leaf_value(node, "port-map/switch-ports");
+}
+
+/*
+ * A level's port map when it gives one: refused unless its model is
+ * polatis; *pm filled and true when it is usable.
+ */
+static bool given_ports(const struct model_level *lv, uint32_t n, struct sb_port_map *pm,
+			struct cfg_errors *errs)
+{
+	char path[256];
+
+	if (!has_port_map(lv->node))
+		return false;
+	snprintf(path, sizeof(path), "%s/port-map", lv->path);
+	if (!takes_port_map(lv->model)) {
+		add_error(errs, path,
+			  "a port-map is for model polatis; the model here is %s, which numbers "
+			  "its ports as ocsd does",
+			  sb_model(lv->model)->name);
+		return false;
+	}
+	*pm = level_ports(lv->node, true, path, n, errs);
+	return true;
+}
+
+/*
+ * Every device's model and port map: a device entry over its OCS group,
+ * a group over the devices container (ocsd-fabric.yang, grouping
+ * model-and-ports). Refuses a model the fabric's kind cannot take, a group
+ * that does not exist (or in a fabric without OCS groups), a port-map on
+ * a model other than polatis, and a port map that leaves one of ocsd's
+ * ports without an id or gives one id twice.
+ */
+static int resolve_models(struct ocsd_config *cfg, const struct lyd_node *devices,
+			  const char *devices_path, struct cfg_errors *errs)
+{
+	enum sb_model own = cfg->kind == CFG_OCSTRX_RING ? SB_MODEL_TRANSCEIVER : SB_MODEL_SWITCH;
+	uint32_t n = cfg->kind == CFG_OCSTRX_RING ? 0 : (uint32_t)cfg->fabric.k_ocs;
+	int n_groups = cfg->kind == CFG_LEAF_SPINE_OCS ? ocs_fabric_groups(&cfg->fabric) : 0;
+	struct model_level top = {.node = devices}, *groups, lv;
+	struct sb_port_map top_pm = {0}, *group_pm;
+	bool top_has, *group_has;
+	const struct lyd_node **dev_node;
+	int before = errs->count;
+	struct lyd_node *node;
+
+	groups = calloc((size_t)n_groups + 1, sizeof(*groups));
+	group_pm = calloc((size_t)n_groups + 1, sizeof(*group_pm));
+	group_has = calloc((size_t)n_groups + 1, sizeof(*group_has));
+	dev_node = calloc((size_t)cfg->n_devices, sizeof(*dev_node));
+	if (!groups || !group_pm || !group_has || !dev_node) {
+		free(groups);
+		free(group_pm);
+		free(group_has);
+		free(dev_node);
+		return -ENOMEM;
+	}
+	copy_str(top.path, sizeof(top.path), devices_path);
+	level_model(cfg, &top, NULL, own, errs);
+	top_has = given_ports(&top, n, &top_pm, errs);
+
+	for (node = lyd_child(devices); node; node = node->next) {
+		long id;
+
+		if (!node->schema || !leaf_value(node, "id"))
+			continue;
+		id = strtol(leaf_value(node, "id"), NULL, 10);
+		if (strcmp(node->schema->name, "device") == 0) {
+			if (id < cfg->n_devices) /* resolve_devices reports the others */
+				dev_node[id] = node;
+			continue;
+		}
+		if (strcmp(node->schema->name, "group") != 0)
+			continue;
+		snprintf(lv.path, sizeof(lv.path), "%s/group[id='%ld']/id", devices_path, id);
+		if (cfg->kind != CFG_LEAF_SPINE_OCS) {
+			add_error(errs, lv.path,
+				  "groups are the OCS groups of a leaf-spine-OCS fabric: give a %s "
+				  "device's model in its device entry",
+				  cfg_kind_name(cfg->kind));
+			continue;
+		}
+		if (id >= n_groups) {
+			add_error(errs, lv.path,
+				  "group %ld does not exist: the fabric has OCS groups 0..%d", id,
+				  n_groups - 1);
+			continue;
+		}
+		groups[id].node = node;
+		snprintf(groups[id].path, sizeof(groups[id].path), "%s/group[id='%ld']",
+			 devices_path, id);
+		level_model(cfg, &groups[id], &top, own, errs);
+		group_has[id] = given_ports(&groups[id], n, &group_pm[id], errs);
+	}
+
+	for (int i = 0; i < cfg->n_devices; i++) {
+		struct cfg_device *d = &cfg->devices[i];
+		int g = n_groups ? ocs_fabric_device_group(&cfg->fabric, i) : -1;
+		const struct model_level *up = g >= 0 && groups[g].node ? &groups[g] : &top;
+		bool has = false;
+
+		lv = (struct model_level){.node = dev_node[i]};
+		snprintf(lv.path, sizeof(lv.path), "%s/device[id='%d']", devices_path, i);
+		level_model(cfg, &lv, up, own, errs);
+		d->model = lv.model;
+		if (!takes_port_map(d->model)) {
+			(void)given_ports(&lv, n, &d->ports, errs); /* refused if given */
+			memset(&d->ports, 0, sizeof(d->ports));
+			continue;
+		}
+		if (given_ports(&lv, n, &d->ports, errs))
+			has = true;
+		else if (up != &top && group_has[g])
+			d->ports = group_pm[g], has = true;
+		else if (top_has)
+			d->ports = top_pm, has = true;
+		if (!has && !has_error(errs, lv.model_path))
+			d->ports = level_ports(NULL, false, lv.model_path, n, errs);
+		else if (!has)
+			d->ports = sb_model_default_ports(d->model, n);
+	}
+	free(groups);
+	free(group_pm);
+	free(group_has);
+	free(dev_node);
+	return errs->count == before ? 0 : -EINVAL;
+}
+
 static void add_problems(struct cfg_errors *errs, const char *base,
 			 const struct ocs_fabric_problem *p, int n, int total)
 {
@@ -478,7 +733,7 @@ static int build_config(const struct lyd_node *fabric, struct ocsd_config *cfg,
 	struct ocs_fabric_problem problems[16];
 	const struct lyd_node *scope = fabric, *devices = NULL;
 	char base[128];
-	int n = 0;
+	int n = 0, rc, models_rc;
 	struct lyd_node *node = NULL;
 
 	copy_str(cfg->name, sizeof(cfg->name), leaf_value(fabric, "name"));
@@ -541,7 +796,11 @@ static int build_config(const struct lyd_node *fabric, struct ocsd_config *cfg,
 		devices = node;
 	read_access(devices, &cfg->access);
 	snprintf(base + strlen(base), sizeof(base) - strlen(base), "/devices");
-	return resolve_devices(cfg, devices, base, errs);
+	rc = resolve_devices(cfg, devices, base, errs);
+	if (rc == -ENOMEM)
+		return rc;
+	models_rc = resolve_models(cfg, devices, base, errs);
+	return rc ? rc : models_rc;
 }
 
 static int load_tree(const char *text, size_t len, struct ocsd_config **out,
@@ -688,6 +947,48 @@ int cfg_load_file(const char *path, struct ocsd_config **out, struct cfg_errors 
 	return rc;
 }
 
+/*
+ * "models: ocs-switch 8, polatis 8", and where a polatis device's ports sit:
+ * one line when every polatis device has the same map, else the first map
+ * and how many differ.
+ */
+static void print_models(const struct ocsd_config *cfg, FILE *out)
+{
+	int count[SB_MODEL_COUNT] = {0}, other_maps = 0;
+	const struct cfg_device *pol = NULL;
+	const char *sep = "";
+
+	for (int i = 0; i < cfg->n_devices; i++) {
+		const struct cfg_device *d = &cfg->devices[i];
+
+		count[d->model]++;
+		if (!takes_port_map(d->model))
+			continue;
+		if (!pol)
+			pol = d;
+		else if (memcmp(&d->ports, &pol->ports, sizeof(d->ports)) != 0)
+			other_maps++;
+	}
+	fprintf(out, "  models          ");
+	for (int m = 0; m < SB_MODEL_COUNT; m++) {
+		if (!count[m])
+			continue;
+		fprintf(out, "%s%s %d", sep, sb_model((enum sb_model)m)->name, count[m]);
+		sep = ", ";
+	}
+	fputc('\n', out);
+	if (!pol)
+		return;
+	fprintf(out, "  polatis ports   ingress %u..%u, egress %u..%u", pol->ports.in_first,
+		pol->ports.in_first + pol->ports.n - 1, pol->ports.out_first,
+		pol->ports.out_first + pol->ports.n - 1);
+	if (other_maps)
+		fprintf(out, " (%s; %d other device%s otherwise)\n", pol->name, other_maps,
+			other_maps == 1 ? " maps" : "s map");
+	else
+		fputc('\n', out);
+}
+
 static void print_devices(const struct ocsd_config *cfg, FILE *out)
 {
 	const struct cfg_device *first = &cfg->devices[0];
@@ -715,6 +1016,7 @@ static void print_devices(const struct ocsd_config *cfg, FILE *out)
 		fprintf(out, "  addresses       %s (%s:%u) .. %s (%s:%u), per-device\n",
 			first->name, first->address, first->port, last->name, last->address,
 			last->port);
+	print_models(cfg, out);
 }
 
 void cfg_print_summary(const struct ocsd_config *cfg, FILE *out)

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "fabric.h"
+#include "sb_device.h"
 
 /* Longest device address (host name or IP literal) the NETCONF driver takes. */
 #define CFG_MAX_ADDRESS_LEN 63
@@ -38,13 +39,19 @@ enum cfg_transport {
 	CFG_TRANSPORT_TLS,
 };
 
-/* One NETCONF device of the fabric, addresses resolved. */
+/* One NETCONF device of the fabric, addresses, model and port map resolved. */
 struct cfg_device {
 	int id;
 	char name[65];
 	char address[256];
 	uint16_t port;
 	char host_key_sha256[64]; /* "" when not given */
+	/* the YANG model it speaks (southbound/sb_model.h; the fabric file's
+	 * `model`) and, for a model that numbers ports its own way (polatis),
+	 * where ocsd's ports 0..n-1 sit on it (port-map, defaults applied and
+	 * checked; all 0 for a model that numbers them as ocsd does) */
+	enum sb_model model;
+	struct sb_port_map ports;
 };
 
 /* How ocsd reaches the devices (the `devices` container of the YANG module). */
@@ -99,6 +106,7 @@ void cfg_free(struct ocsd_config *cfg);
 void cfg_errors_clear(struct cfg_errors *errs);
 
 const char *cfg_kind_name(enum cfg_kind kind);
+/* The model's name in the fabric file: "ocs-switch", "ocs-transceiver", "polatis". */
 /* The one-screen summary of `ocsd --check-config`. */
 void cfg_print_summary(const struct ocsd_config *cfg, FILE *out);
 /*

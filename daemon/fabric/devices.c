@@ -29,6 +29,8 @@ struct dev_rec {
 	char session_error[360];
 	int64_t since_ms;
 	enum dev_health health;
+	struct sb_product product; /* dev_note_info */
+	int ports_down;
 };
 
 /* The name index: entries sorted by name (name borrowed from the record). */
@@ -147,9 +149,27 @@ int dev_status(const struct devices *devs, int id, struct dev_status *out)
 	if (!valid(devs, id))
 		return -ENOENT;
 	r = &devs->recs[id];
-	*out = (struct dev_status){r->session, r->session_error, r->since_ms, r->health,
-				   devs->drained[id]};
+	*out = (struct dev_status){r->session,	      r->session_error, r->since_ms,  r->health,
+				   devs->drained[id], &r->product,	r->ports_down};
 	return 0;
+}
+
+bool dev_note_info(struct devices *devs, int id, const struct sb_device_info *info)
+{
+	struct dev_rec *r;
+	int down = 0;
+	bool changed;
+
+	if (!valid(devs, id))
+		return false;
+	r = &devs->recs[id];
+	for (size_t i = 0; i < info->n_ports; i++)
+		down += info->ports[i].status == SB_PORT_STATUS_FAILED ||
+			info->ports[i].status == SB_PORT_STATUS_DISABLED;
+	changed = down != r->ports_down || memcmp(&r->product, &info->product, sizeof(r->product));
+	r->product = info->product;
+	r->ports_down = down;
+	return changed;
 }
 
 bool dev_note_read(struct devices *devs, int id, bool ok, bool connected, const char *error,
@@ -286,6 +306,18 @@ int dev_read(const struct devices *devs, int id, enum dev_role role, struct dev_
 	return 0;
 }
 
+int dev_read_with_info(const struct devices *devs, int id, enum dev_role role,
+		       struct dev_readback *out)
+{
+	struct sb_error e = {0};
+	int rc = dev_read(devs, id, role, out);
+
+	if (rc == 0)
+		out->has_info =
+			sb_device_read_info(dev_handle(devs, id, role), &out->info, &e) == 0;
+	return rc;
+}
+
 void dev_readback_clear(struct dev_readback *rb)
 {
 	if (!rb)
@@ -293,6 +325,8 @@ void dev_readback_clear(struct dev_readback *rb)
 	free(rb->xcs);
 	rb->xcs = NULL;
 	rb->n = 0;
+	sb_device_info_clear(&rb->info);
+	rb->has_info = false;
 }
 
 static int int_cmp(const void *a, const void *b)

@@ -99,6 +99,11 @@ struct dev_status {
 	int64_t since_ms;	   /* wall clock */
 	enum dev_health health;
 	bool drained;
+	/* what the device says of itself (dev_note_info; "" until it said, or
+	 * when its model says nothing) and how many of ocsd's ports it reports
+	 * FAILED or DISABLED */
+	const struct sb_product *product;
+	int ports_down;
 };
 
 /* -ENOENT when id is out of range. */
@@ -110,6 +115,12 @@ int dev_status(const struct devices *devs, int id, struct dev_status *out);
  */
 bool dev_note_read(struct devices *devs, int id, bool ok, bool connected, const char *error,
 		   int64_t now_ms);
+/*
+ * Records what a read found the device saying of itself (sb_device_read_info:
+ * product, ports FAILED or DISABLED). Returns true when that changed:
+ * publish a device event.
+ */
+bool dev_note_info(struct devices *devs, int id, const struct sb_device_info *info);
 /* Devices whose last read failed. */
 int dev_unreachable(const struct devices *devs);
 
@@ -138,6 +149,10 @@ struct dev_readback {
 	struct sb_xc *xcs; /* NULL when !ok */
 	size_t n;
 	char error[sizeof(((struct sb_error *)0)->message) + 32]; /* "" when ok */
+	/* with_info reads only: what the device says of itself, when its model
+	 * says anything and that read succeeded too (has_info) */
+	bool has_info;
+	struct sb_device_info info;
 };
 
 /*
@@ -147,6 +162,14 @@ struct dev_readback {
  * saying why. Clear out with dev_readback_clear() either way.
  */
 int dev_read(const struct devices *devs, int id, enum dev_role role, struct dev_readback *out);
+/*
+ * dev_read(), then, when the device's model says anything of itself
+ * (sb_device_read_info), that too into out->info (has_info; a failure of
+ * that second read leaves has_info false and the first read's result
+ * stands). The reconciliation passes read with it.
+ */
+int dev_read_with_info(const struct devices *devs, int id, enum dev_role role,
+		       struct dev_readback *out);
 void dev_readback_clear(struct dev_readback *rb);
 
 /* How a read compares with the expected content; the arrays belong to the struct. */

@@ -133,6 +133,7 @@
 #include "clock.h"
 #include "config.h"
 #include "devices.h"
+#include "cabling.h"
 #include "drift.h"
 #include "fabric_state.h"
 #include "jobs_util.h"
@@ -237,7 +238,8 @@ static void plan_work(struct pool_task *pt)
 /*
  * What a plan must keep clear of besides the configured circuits: the
  * unowned two-way circuits found on the devices (pinned) and the devices
- * that take no new circuit, drained or blocked by drift (drift.h).
+ * that take no new circuit, drained or blocked by drift (drift.h). The
+ * ports of miswired fibre are the task's out of service (new_task).
  * *blocked is NULL when no device is. 0 or -ENOMEM (nothing allocated).
  */
 static int drift_view(const struct jm *jm, struct ocs_xc **unowned, size_t *n_unowned,
@@ -333,6 +335,11 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 	free(blocked);
 	if (!t)
 		return NULL;
+	if (jm->d.cabling &&
+	    cab_out_of_service(jm->d.cabling, &t->out_of_service, &t->n_out_of_service) != 0) {
+		jp_task_free(t);
+		return NULL;
+	}
 	t->gen = current_gen(jm);
 	t->fs_gen = fs_generation(jm->d.fs);
 	t->pool.work = plan_work;
@@ -996,6 +1003,12 @@ static void run_wave(struct jm *jm, size_t n)
 	for (size_t k = 0; k < n; k++) {
 		jm->wave[k]->in_txn = true;
 		jm->waited[k] = now - jm->wave[k]->queued_us;
+		/* stored with a CONFIRMED outcome, in its write (txn_change.on_confirm) */
+		jm->rows[k] = (struct st_job_state){
+			jm->wave[k]->pub.id,
+			jm_state_name(jm->wave[k]->pub.state == JM_RELEASING ? JM_RELEASED
+									     : JM_ACTIVE),
+			NULL, 0};
 	}
 	c = (struct txn_change){.job_id = w.jobs[0],
 				.release = n == 1 && jm->wave[0]->pub.state == JM_RELEASING,
@@ -1006,7 +1019,9 @@ static void run_wave(struct jm *jm, size_t n)
 				.links = w.links,
 				.n_links = w.n_links,
 				.jobs = w.jobs,
-				.n_jobs = w.n_jobs};
+				.n_jobs = w.n_jobs,
+				.on_confirm = jm->rows,
+				.n_on_confirm = n};
 	jm->n_wave = n;
 	jm->txn_job = jm->wave[0];
 	jm->held = false;
@@ -1168,7 +1183,8 @@ static void wave_done(void *arg, const struct txn_outcome *o)
 			jm->names[k] = wave[k]->pub.id;
 		if (jm->d.events.transaction_done && o->txn_id)
 			jm->d.events.transaction_done(jm->d.events.ctx, jm->names, n, o);
-		/* a confirmed wave's ACTIVE and RELEASED in one write, not one per job */
+		/* a confirmed wave's ACTIVE and RELEASED went with its outcome
+		 * (on_confirm, run_wave): its jobs' own writes of them are skipped */
 		for (size_t k = 0; o->result == TXN_CONFIRMED && !o->store_failed && k < n; k++)
 			if (wave[k]->pub.state == JM_RELEASING || !wave[k]->release_requested) {
 				jm->wave[n_pre] = wave[k]; /* free until the next wave forms */
@@ -1176,7 +1192,10 @@ static void wave_done(void *arg, const struct txn_outcome *o)
 								   ? JM_RELEASED
 								   : JM_ACTIVE;
 			}
-		jm_prestore_states(jm, jm->wave, jm->next_states, n_pre);
+		if (o->states_stored)
+			jm_mark_prestored(jm->wave, jm->next_states, n_pre);
+		else
+			jm_prestore_states(jm, jm->wave, jm->next_states, n_pre);
 		for (size_t k = 0; k < n; k++)
 			settle_txn(jm, wave[k], o);
 	}

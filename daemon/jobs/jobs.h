@@ -33,6 +33,7 @@
 
 struct clk;
 struct devices;
+struct cab_table;
 struct dr_table;
 struct rg_ring;
 struct rg_state;
@@ -250,6 +251,8 @@ struct jm_deps {
 	void *txn_ctx;
 	struct devices *devs;	/* drain state, by device id (devices.h) */
 	struct dr_table *drift; /* unowned cross-connects on the devices (drift.h); NULL: none */
+	struct cab_table
+		*cabling;	/* miswired fibre (cabling.h): its ports take no plan; NULL: none */
 	struct rg_state *rings; /* ring domains: the ring state (rings.h); NULL otherwise */
 	/*
 	 * Rail-OCS fabrics: every job is a rail job (jm_kind_rail) and its GPUs

@@ -252,6 +252,8 @@ void jm_store_failed(struct jm *jm, const char *what, int rc);
  * replica is not the leader any more).
  */
 int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const char *reason);
+/* The jobs' next states (without reason) are in the store already: their writes are skipped. */
+void jm_mark_prestored(struct job_rt *const *jobs, const enum jm_state *states, size_t n);
 /*
  * The states the n jobs of a confirmed wave are about to take (no reason),
  * stored in one write ahead of their jm_set_state, which then writes

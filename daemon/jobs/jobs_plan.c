@@ -35,6 +35,7 @@ void jp_task_free(struct jp_task *t)
 	lc_plan_free(t->plan);
 	free(t->demand);
 	free(t->existing);
+	free(t->out_of_service);
 	free(t->conf_sorted);
 	free(t->drained);
 	free(t->names);
@@ -161,7 +162,9 @@ static int run_planner(struct jp_task *t, const struct lc_demand *demand, size_t
 	struct lc_options opt = {.realize = true,
 				 .replan = replan,
 				 .usage = replan ? NULL : t->usage,
-				 .n_usage = replan ? 0 : t->n_usage};
+				 .n_usage = replan ? 0 : t->n_usage,
+				 .out_of_service = t->out_of_service,
+				 .n_out_of_service = t->n_out_of_service};
 
 	const struct ocs_planner *p = ocs_planner_find(t->planner);
 

@@ -108,6 +108,9 @@ struct jp_task {
 	/* Leaf-spine links other live jobs load (planned around, pinned path). */
 	struct lc_leaf_usage *usage;
 	size_t n_usage;
+	/* ports of miswired fibre (cabling.h): out of service for the planner; owned */
+	struct ocs_xc *out_of_service;
+	size_t n_out_of_service;
 	/* the snapshot: what jobs.c checks the plan against (the circuits'
 	 * epoch or the ring state's generation), the circuit table's generation */
 	unsigned long gen, fs_gen;

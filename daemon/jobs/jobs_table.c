@@ -391,6 +391,14 @@ int jm_set_state(struct jm *jm, struct job_rt *j, enum jm_state state, const cha
 	return rc;
 }
 
+void jm_mark_prestored(struct job_rt *const *jobs, const enum jm_state *states, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		jobs[k]->prestored = true;
+		jobs[k]->prestored_state = states[k];
+	}
+}
+
 void jm_prestore_states(struct jm *jm, struct job_rt *const *jobs, const enum jm_state *states,
 			size_t n)
 {
@@ -401,10 +409,7 @@ void jm_prestore_states(struct jm *jm, struct job_rt *const *jobs, const enum jm
 			(struct st_job_state){jobs[k]->pub.id, jm_state_name(states[k]), NULL, now};
 	if (n < 2 || st_job_set_states(jm->d.store, jm->rows, n) != 0)
 		return; /* each job's own write tells */
-	for (size_t k = 0; k < n; k++) {
-		jobs[k]->prestored = true;
-		jobs[k]->prestored_state = states[k];
-	}
+	jm_mark_prestored(jobs, states, n);
 }
 
 void jm_set_holding(struct jm *jm, struct job_rt *j, bool holding)

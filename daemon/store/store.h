@@ -211,6 +211,15 @@ int st_intent_begin_wave(struct st_store *st, const char *const *jobs, size_t n_
  */
 int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms);
+/*
+ * st_intent_finish, and when the outcome is CONFIRMED the n job states
+ * `on_confirm` too, in the same write (a wave's ACTIVE and RELEASED with
+ * its outcome: one write instead of two). Fails as either would, and then
+ * nothing of it was stored.
+ */
+int st_intent_finish_states(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
+			    const char *detail, int64_t now_ms,
+			    const struct st_job_state *on_confirm, size_t n);
 
 /*
  * Records that the commit of open intent txn_id is decided: every device

@@ -234,7 +234,8 @@ static int apply_confirmed(struct st_store *st, int64_t txn_id, int64_t now_ms)
  * (-EALREADY).
  */
 static int record_outcome(struct st_store *st, bool settle, int64_t txn_id,
-			  enum st_intent_state outcome, const char *detail, int64_t now_ms)
+			  enum st_intent_state outcome, const char *detail, int64_t now_ms,
+			  const struct st_job_state *on_confirm, size_t n_on_confirm)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = st_write_begin(st);
@@ -263,15 +264,24 @@ static int record_outcome(struct st_store *st, bool settle, int64_t txn_id,
 		rc = -EALREADY;
 	if (rc == 0 && outcome == ST_INTENT_CONFIRMED)
 		rc = apply_confirmed(st, txn_id, now_ms);
+	if (rc == 0 && outcome == ST_INTENT_CONFIRMED && n_on_confirm)
+		rc = st_write_job_states(st, on_confirm, n_on_confirm);
 	return st_write_end(st, rc);
 }
 
 int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms)
 {
+	return st_intent_finish_states(st, txn_id, outcome, detail, now_ms, NULL, 0);
+}
+
+int st_intent_finish_states(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
+			    const char *detail, int64_t now_ms,
+			    const struct st_job_state *on_confirm, size_t n)
+{
 	if (outcome == ST_INTENT_OPEN || (unsigned)outcome > ST_INTENT_FAILED)
 		return -EINVAL;
-	return record_outcome(st, false, txn_id, outcome, detail, now_ms);
+	return record_outcome(st, false, txn_id, outcome, detail, now_ms, on_confirm, n);
 }
 
 void st_intent_clear(struct st_intent *in)
@@ -404,7 +414,7 @@ int st_intent_settle(struct st_store *st, int64_t txn_id, enum st_intent_state o
 	if (outcome != ST_INTENT_ROLLED_BACK && outcome != ST_INTENT_FAILED &&
 	    outcome != ST_INTENT_CONFIRMED)
 		return -EINVAL;
-	return record_outcome(st, true, txn_id, outcome, detail, now_ms);
+	return record_outcome(st, true, txn_id, outcome, detail, now_ms, NULL, 0);
 }
 
 int st_circuit_list(struct st_store *st, const char *job_id,

@@ -110,6 +110,8 @@ void st_rollback(struct st_store *st);
  * rc or the commit's failure.
  */
 int st_write_end(struct st_store *st, int rc);
+/* Sets the state of n jobs inside the open write transaction (-ENOENT: a job is missing). */
+int st_write_job_states(struct st_store *st, const struct st_job_state *rows, size_t n);
 /* One statement as a write transaction of its own. */
 int st_step_write(struct st_store *st, sqlite3_stmt *s);
 

@@ -69,7 +69,7 @@ int st_job_put_many(struct st_store *st, const struct st_job *jobs, size_t n)
 }
 
 /* The job states of rows, inside the caller's write transaction. */
-static int write_states(struct st_store *st, const struct st_job_state *rows, size_t n)
+int st_write_job_states(struct st_store *st, const struct st_job_state *rows, size_t n)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = st_prepare(
@@ -105,7 +105,7 @@ int st_job_set_states(struct st_store *st, const struct st_job_state *rows, size
 
 	if (rc)
 		return rc;
-	return st_write_end(st, write_states(st, rows, n));
+	return st_write_end(st, st_write_job_states(st, rows, n));
 }
 
 #define JOB_COLUMNS "id, idempotency_key, state, reason, request, created_ms, updated_ms"
@@ -280,7 +280,7 @@ int st_figures_put_states(struct st_store *st, const char *const *figures,
 			     : st_sql_rc(sqlite3_step(s));
 	sqlite3_finalize(s);
 	if (rc == 0)
-		rc = write_states(st, states, n);
+		rc = st_write_job_states(st, states, n);
 	return st_write_end(st, rc);
 }
 

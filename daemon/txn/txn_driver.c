@@ -108,6 +108,8 @@ struct txn {
 	size_t n_removals;
 	struct st_circuit *adds;
 	size_t n_adds;
+	struct st_job_state *on_confirm; /* txn_change.on_confirm, copied */
+	size_t n_on_confirm;
 	/* the southbound plan: devices and targets (a kind's own: kind_state) */
 	struct txn_plan p;
 	struct sb_xc **targets;
@@ -199,6 +201,7 @@ static void free_txn(struct txn *tx)
 	free(tx->others);
 	free(tx->removals);
 	free(tx->adds);
+	free(tx->on_confirm);
 	pthread_mutex_destroy(&tx->gate_mu);
 	pthread_cond_destroy(&tx->gate_cv);
 	free(tx);
@@ -587,6 +590,13 @@ static int copy_change(struct txn *tx, const struct txn_change *c)
 		memcpy(tx->adds, c->additions, c->n_additions * sizeof(*tx->adds));
 	tx->n_removals = c->n_removals;
 	tx->n_adds = c->n_additions;
+	if (c->n_on_confirm) {
+		tx->on_confirm = malloc(c->n_on_confirm * sizeof(*tx->on_confirm));
+		if (!tx->on_confirm)
+			return -ENOMEM;
+		memcpy(tx->on_confirm, c->on_confirm, c->n_on_confirm * sizeof(*tx->on_confirm));
+		tx->n_on_confirm = c->n_on_confirm;
+	}
 	return 0;
 }
 
@@ -790,9 +800,14 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 		break;
 	}
 	if (tx->txn_id) {
-		int rc = st_intent_finish(drv->d.store, tx->txn_id, state, r->message,
-					  clk_wall_ms(drv->d.clock));
+		int64_t now = clk_wall_ms(drv->d.clock);
+		int rc;
 
+		for (size_t i = 0; i < tx->n_on_confirm; i++)
+			tx->on_confirm[i].updated_ms = now;
+		rc = st_intent_finish_states(drv->d.store, tx->txn_id, state, r->message, now,
+					     tx->on_confirm, tx->n_on_confirm);
+		o.states_stored = rc == 0 && state == ST_INTENT_CONFIRMED && tx->n_on_confirm;
 		if (rc) {
 			o.store_failed = true;
 			o.store_rc = rc;

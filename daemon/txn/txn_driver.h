@@ -88,6 +88,13 @@ struct txn_change {
 	const char *const *jobs;
 	size_t n_jobs;
 	/*
+	 * Job states to store with a CONFIRMED outcome, in the outcome's own
+	 * write (st_intent_finish_states; updated_ms set then). NULL, 0: none.
+	 * The ids must stay valid until the transaction ends.
+	 */
+	const struct st_job_state *on_confirm;
+	size_t n_on_confirm;
+	/*
 	 * A job kind's own part of the change (NULL: cross-connects only, as
 	 * above): its ops and what they read (the kind's, valid during
 	 * txn_start only).
@@ -127,7 +134,8 @@ struct txn_outcome {
 	size_t n_devices;
 	const struct txn_device_fault *faults; /* the devices that failed */
 	size_t n_faults;
-	bool store_failed; /* the outcome could not be stored */
+	bool store_failed;  /* the outcome could not be stored */
+	bool states_stored; /* CONFIRMED, and the change's on_confirm states with it */
 	const char *store_error;
 	int store_rc; /* then why (< 0; on etcd -EPERM: this replica does not lead any more) */
 	/* the engine's time (device steps included; a wait of the confirm for the

@@ -241,7 +241,7 @@ static void pass_done(struct loop_node *n)
 			continue;
 		if (k->d.events.device_read)
 			k->d.events.device_read(k->d.events.ctx, i, f->rc == 0, f->rc == 0,
-						f->error);
+						f->error, NULL);
 	}
 	if (k->settle.txn_id && !atomic_load(&k->stop))
 		settle_done(k);

@@ -74,7 +74,7 @@ static void reader_run(struct exec_task *t)
 
 	if (!atomic_load(&r->stop) && (i = atomic_fetch_add(&r->next, 1)) < r->n_devices) {
 		/* dev_read() fills reads[i] in any case (ok false with the error) */
-		(void)dev_read(r->d.devs, i, DEV_ROLE_RECON, &r->reads[i]);
+		(void)dev_read_with_info(r->d.devs, i, DEV_ROLE_RECON, &r->reads[i]);
 		exec_submit(r->d.exec, t);
 		return;
 	}
@@ -88,11 +88,20 @@ static void pass_done(struct loop_node *n)
 	struct recon_report rep = {0};
 
 	/* The readers are done: the handles are the loop's again. */
-	for (int d = 0; d < r->n_devices && r->d.events.device_read && !atomic_load(&r->stop); d++)
-		r->d.events.device_read(
-			r->d.events.ctx, d, r->reads[d].ok,
-			sb_device_connected(dev_handle(r->d.devs, d, DEV_ROLE_RECON)),
-			r->reads[d].error);
+	for (int d = 0; d < r->n_devices && !atomic_load(&r->stop); d++) {
+		const struct dev_readback *rd = &r->reads[d];
+
+		if (r->d.events.device_read)
+			r->d.events.device_read(
+				r->d.events.ctx, d, rd->ok,
+				sb_device_connected(dev_handle(r->d.devs, d, DEV_ROLE_RECON)),
+				rd->error, rd->has_info ? &rd->info : NULL);
+		/* the far ends the device reports, against the wiring (at rest or not:
+		 * the fibre does not move with the circuits) */
+		if (rd->has_info && r->d.cabling)
+			(void)cab_set(r->d.cabling, d, &rd->info, r->d.events.cabling,
+				      r->d.events.ctx);
+	}
 	rep.discarded = fs_generation(r->d.fs) != r->generation || jm_busy(r->d.jm) ||
 			(r->d.busy && r->d.busy(r->d.busy_ctx));
 	for (int d = 0; d < r->n_devices && !rep.discarded; d++) {

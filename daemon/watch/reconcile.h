@@ -23,6 +23,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cabling.h"
+
+struct cab_table;
 struct devices;
 struct dr_table;
 struct exec;
@@ -46,9 +49,13 @@ struct recon_events {
 	/*
 	 * Whether each device could be read (called for each, on the loop):
 	 * connected tells whether its session is up after the pass; error is
-	 * why not ("" when it is).
+	 * why not ("" when it is); info what it says of itself (NULL when
+	 * its model says nothing, or that read failed).
 	 */
-	void (*device_read)(void *ctx, int device_id, bool ok, bool connected, const char *error);
+	void (*device_read)(void *ctx, int device_id, bool ok, bool connected, const char *error,
+			    const struct sb_device_info *info);
+	/* A port found miswired (true) or no longer (false): cabling.h. */
+	void (*cabling)(void *ctx, const struct cab_entry *e, bool miswired);
 	void (*done)(void *ctx, const struct recon_report *r);
 };
 
@@ -60,6 +67,8 @@ struct recon_deps {
 	struct devices *devs; /* read through their DEV_ROLE_RECON handles */
 	struct dr_table
 		*drift; /* gets each compared device's unowned cross-connects (NULL: none) */
+	/* Gets what each device read says of its ports' far ends (NULL: none). */
+	struct cab_table *cabling;
 	struct recon_events events;
 	/* Leaf-spine fabrics: gets what each compared pass found missing (NULL: none). */
 	struct rep *repair;

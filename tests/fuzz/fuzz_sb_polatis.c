@@ -10,7 +10,9 @@
  * every pair inside ocsd's ports (0..n-1), sorted by input, with a status
  * that is CONNECTED or FAILED after a <get> and UNKNOWN after a
  * <get-config>, one entry per raw pair; a refusal says why and returns
- * nothing; empty results come as NULL.
+ * nothing; empty results come as NULL. The same input also goes through
+ * the product and port reader (sb_device_read_info's parser): ports inside
+ * the map, sorted by (port, egress), strings terminated.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include "sb_reply.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+static void info(const char *s, size_t len, const struct sb_port_map *pm);
 
 /* The scanner alone: sorted, ids in range; returns how many pairs (-1 refused). */
 static long raw(const char *d, size_t len)
@@ -56,6 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sb_port_map pm = sb_model_default_ports(SB_MODEL_POLATIS, ports);
 	if (data[0] & 2)
 		pm = (struct sb_port_map){.in_first = ports + 1, .out_first = 1, .n = ports};
+	info(s, len, &pm);
 	long n_raw = raw(s, len);
 	struct sb_xc_state *x = NULL;
 	size_t n = 0;
@@ -81,4 +85,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	free(x);
 	return 0;
+}
+
+/* The product and port reader: ports inside the map, sorted by (port, egress). */
+static void info(const char *s, size_t len, const struct sb_port_map *pm)
+{
+	struct sb_device_info in;
+	char why[160] = "";
+	int rc = sb_model(SB_MODEL_POLATIS)->info_parse(s, len, pm, &in, why, sizeof(why));
+	if ((in.n_ports == 0) != (in.ports == NULL) || (rc && (in.n_ports || !why[0])))
+		abort();
+	for (size_t i = 0; i < in.n_ports; i++)
+		if (in.ports[i].port >= pm->n || !memchr(in.ports[i].peer, '\0', SB_PEER_MAX + 1) ||
+		    (i && (in.ports[i - 1].port > in.ports[i].port ||
+			   (in.ports[i - 1].port == in.ports[i].port &&
+			    in.ports[i - 1].egress >= in.ports[i].egress))))
+			abort();
+	if (!memchr(in.product.model, '\0', sizeof(in.product.model)))
+		abort();
+	free(in.ports);
 }

@@ -414,6 +414,20 @@ def gen_stubs(proto_dir, out_dir):
     grpc.__path__.append(os.path.join(out_dir, "grpc"))
 
 
+def fabric_counter_problems(fabric, fabric_pb2, timeout=30):
+    """Every device counter of GetFabric against ListDevices, read back to
+    back (issue 28 #2): devices = the devices listed, devices_connected =
+    those HEALTHY, devices_drained = those drained. Returns what differs
+    ([] when all agree)."""
+    s = fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=timeout)
+    devs = fabric.ListDevices(fabric_pb2.ListDevicesRequest(), timeout=timeout).devices
+    want = {"devices": len(devs),
+            "devices_connected": sum(d.health == fabric_pb2.DEVICE_HEALTH_HEALTHY for d in devs),
+            "devices_drained": sum(d.drained for d in devs)}
+    return [f"GetFabric.{k} {getattr(s, k)} != {v} from ListDevices"
+            for k, v in want.items() if getattr(s, k) != v]
+
+
 class Script:
     """A scripted end-to-end test on a fleet: check() records failures and
     goes on, run() runs main(), reports an exception as a failure, dumps

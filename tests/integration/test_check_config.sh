@@ -45,7 +45,12 @@ lab() { # extra members appended / replaced via sed expressions
   sed "$@" "$fabrics/lab.json"
 }
 
+# The mixed lab fabric, or any fabric, with sed expressions applied.
+mixed() { sed "$@" "$fabrics/lab-mixed.json"; }
+rails() { sed "$@" "$fabrics/rail-ocs.json"; }
+
 F=/ocsd-fabric:fabric
+D=$F/devices
 
 # --- the examples ---
 expect_valid "$fabrics/lab.json" 'GPUs +64$' 'pods +4$' 'OCS devices +16 '
@@ -59,6 +64,56 @@ expect_valid "$fabrics/131k.json" 'GPUs +131072$' 'pods +256$' 'leaves +4096 ' \
 expect_valid "$fabrics/ocstrx-ring.json" 'GPUs +256$' 'nodes +64 '
 expect_valid "$fabrics/rail-ocs.json" 'GPUs +256 \(\+32 spare\)' 'servers +32 \(\+4 spare\)' \
   'rails +8$' 'rail ports +256$' 'OCS devices +4 \(one per 9 servers, 72 GPU-side \+ 64 switch-side'
+expect_valid "$fabrics/lab-mixed.json" 'OCS devices +16 ' 'models +ocs-switch 8, polatis 8$' \
+  'polatis ports +ingress 1\.\.8, egress 9\.\.16$'
+expect_valid "$fabrics/lab.json" 'models +ocs-switch 16$'
+expect_valid "$fabrics/ocstrx-ring.json" 'models +ocs-transceiver 64$'
+
+# --- device models and port maps (issue 23) ---
+# A device entry overrides its group: device 4 of polatis group 1 is an ocs-switch.
+mixed 's/"group": \[/"device": [{"id": 4, "model": "ocs-switch"}], "group": [/' >"$tmp/override.json"
+expect_valid "$tmp/override.json" 'models +ocs-switch 9, polatis 7$'
+# A device's own port-map wins over its group's: device 12 uses ingress 9..16, egress 17..24 of a 16 x 16 switch.
+mixed 's/"group": \[/"device": [{"id": 12, "port-map": {"ingress-first": 9, "switch-ports": 32}}], "group": [/' \
+  >"$tmp/devmap.json"
+expect_valid "$tmp/devmap.json" 'polatis ports +ingress 1\.\.8, egress 9\.\.16 \(ocs-g1-d0; 1 other device map'
+# A group's port-map without switch-ports: egress defaults to N + 1.
+mixed 's/{"switch-ports": 16}/{"ingress-first": 101}/g' >"$tmp/groupmap.json"
+expect_valid "$tmp/groupmap.json" 'polatis ports +ingress 101\.\.108, egress 9\.\.16$'
+# Rail-OCS devices may be polatis: N = 72 GPU-side + 64 switch-side ports.
+rails 's/"port-base": 19500,/"port-base": 19500, "model": "polatis",/' >"$tmp/rail-polatis.json"
+expect_valid "$tmp/rail-polatis.json" 'models +polatis 4$' \
+  'polatis ports +ingress 1\.\.136, egress 137\.\.272$'
+
+lab 's/"switch-time-us": 25000/"switch-time-us": 25000, "model": "calient"/' | \
+  expect_refused unknown-model $D/model 'enumeration|Invalid'
+mixed 's/"id": 1, "model": "polatis"/"id": 1, "model": "polatis-xl"/' | \
+  expect_refused unknown-group-model "$D/group[id='1']/model" 'enumeration|Invalid'
+mixed 's/{"id": 1, "model": "polatis", "port-map": {"switch-ports": 16}}/{"id": 1, "model": "polatis", "port-map": {"ingress-first": 65530}}/' | \
+  expect_refused ingress-past-65535 "$D/group[id='1']/port-map/ingress-first" \
+  'ingress ids 65530\.\.65537 of ocsd.s 8 ports run past the largest port id \(65535\): ocsd.s ports 6\.\.7 would have no ingress'
+mixed 's/"group": \[/"device": [{"id": 5, "port-map": {"egress-first": 9, "switch-ports": 12}}], "group": [/' | \
+  expect_refused egress-past-switch "$D/device[id='5']/port-map/egress-first" \
+  'egress ids 9\.\.16 .* run past switch-ports \(12\): ocsd.s ports 4\.\.7 would have no egress'
+mixed 's/{"id": 3, "model": "polatis", "port-map": {"switch-ports": 16}}/{"id": 3, "model": "polatis", "port-map": {"egress-first": 5}}/' | \
+  expect_refused ports-overlap "$D/group[id='3']/port-map/egress-first" \
+  'egress ids 5\.\.12 overlap ingress ids 1\.\.8: ids 5\.\.8 would each be'
+# switch-ports 14 alone: egress defaults to 14 / 2 + 1 = 8, an ingress id already.
+mixed 's/{"id": 3, "model": "polatis", "port-map": {"switch-ports": 16}}/{"id": 3, "model": "polatis", "port-map": {"switch-ports": 14}}/' | \
+  expect_refused switch-too-small "$D/group[id='3']/port-map/egress-first" 'egress ids 8\.\.15 overlap ingress ids 1\.\.8'
+mixed 's/{"id": 3, "model"/{"id": 4, "model"/' | \
+  expect_refused no-such-group "$D/group[id='4']/id" 'group 4 does not exist: the fabric has OCS groups 0\.\.3'
+mixed 's/"model": "ocs-switch",/"model": "ocs-switch", "port-map": {"ingress-first": 1},/' | \
+  expect_refused map-on-ocs-switch $D/port-map 'a port-map is for model polatis; the model here is ocs-switch'
+mixed 's/"group": \[/"device": [{"id": 10, "model": "ocs-transceiver"}], "group": [/' | \
+  expect_refused transceiver-in-lab "$D/device[id='10']/model" 'ocs-transceiver is the model of a ring domain'
+sed 's/"port-base": 19000,/"port-base": 19000, "model": "polatis",/' "$fabrics/ocstrx-ring.json" | \
+  expect_refused ring-polatis $F/ocstrx-ring/devices/model 'model ocs-transceiver, not polatis'
+rails 's/"port-base": 19500,/"port-base": 19500, "group": [{"id": 0, "model": "polatis"}],/' | \
+  expect_refused rail-group "$F/rail-ocs/devices/group[id='0']/id" 'groups are the OCS groups of a leaf-spine-OCS fabric'
+# The default map (1, N + 1) of a 40000-port device runs past 65535.
+lab 's/"k-ocs": 8/"k-ocs": 40000/; s/"switch-time-us": 25000/"switch-time-us": 25000, "model": "polatis"/' | \
+  expect_refused default-map-overflow $D/model 'ingress 1\.\.40000 and egress 40001\.\.80000, past 65535: give a port-map'
 
 # --- broken files: syntax ---
 expect_refused empty / 'file is empty' </dev/null

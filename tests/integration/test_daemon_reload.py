@@ -12,7 +12,7 @@ client, devices read back with ncclient).
   4. a FIFO in place of the fabric file: SIGHUP logs "PATH is not a regular
      file" and counts `invalid` without waiting for a writer (the event loop
      answers ListJobs at once); the file back, SIGHUP `unchanged`;
-  5. a change of the fabric itself is `restart_needed` and nothing of it is
+  5. a change of the fabric itself (and 6. of a device's model) is `restart_needed` and nothing of it is
      applied: ocsd keeps working on the running configuration.
 
 usage: test_daemon_reload.py BUILD_DIR SOURCE_DIR
@@ -153,8 +153,13 @@ def main():
     fifo_step(stub)
 
     # 5. the fabric itself: reported, not applied
+    pods = json.load(open(fleet.cfg))["ocsd-fabric:fabric"]["pods"]
     write_fabric(lambda f: f.update({"pods": 2}))
     check(sighup("restart_needed"), "a changed fabric is not reported restart_needed")
+    # 6. a device's model: it changes what the stored circuits mean there
+    write_fabric(lambda f: (f.update({"pods": pods}),
+                            f["devices"].update({"device": [{"id": 0, "model": "polatis"}]})))
+    check(sighup("restart_needed"), "a changed device model is not reported restart_needed")
     r = stub.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="after"), timeout=TIMEOUT_S)
     check(held() == first, "release after a restart_needed reload did not restore the devices")
     check(fleet.ocsd.poll() is None, "ocsd died during the reloads")

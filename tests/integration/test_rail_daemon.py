@@ -221,6 +221,8 @@ def main():
                          timeout=TIMEOUT_S)
     expect_refusal(c, 13, grpc.StatusCode.FAILED_PRECONDITION, ["rail-ocs-g1", "drained"],
                    "a GPU on a drained device")
+    bad = ocsd_fleet.fabric_counter_problems(c.fabric, fabric_pb2, TIMEOUT_S)
+    check(not bad, f"GetFabric's device counters agree with ListDevices, one drained {bad}")
     c.fabric.UndrainDevice(fabric_pb2.UndrainDeviceRequest(device="rail-ocs-g1"),
                            timeout=TIMEOUT_S)
 

@@ -9,6 +9,7 @@ bundle 1; the ends and every node in no ring are on loopback).
 
 Checks, in order:
   - ListDevices: every node's agent connected and healthy once subscribed;
+    GetFabric's device counters agree with it (devices, connected, drained);
   - PlanJob touches no node; SubmitJob places TP-16 rings (ACTIVE, rings
     and ring figures in the answer); every node holds what ListRings says;
   - a node of a ring fails through the devsim knob (node-fault, via the
@@ -132,6 +133,8 @@ def main():
           all(d.health == fabric_pb2.DEVICE_HEALTH_HEALTHY and
               d.session == fabric_pb2.SESSION_STATE_CONNECTED for d in devs),
           "ListDevices: every node's agent CONNECTED and HEALTHY")
+    bad = ocsd_fleet.fabric_counter_problems(c.fabric, fabric_pb2, TIMEOUT_S)
+    check(not bad, f"GetFabric's device counters agree with ListDevices {bad}")
 
     # ---- plan and submit
     plan = c.jobs.PlanJob(ring_job("plan-only"), timeout=TIMEOUT_S)

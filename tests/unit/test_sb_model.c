@@ -3,7 +3,8 @@
  * without a device: names, default port maps and the maps refused; the
  * edit each cross-connect model writes (removals first, only what
  * differs, the device's port ids); reads back through the port map with
- * a pair's status from its ports' health; the notifications each model
+ * a pair's status from its ports' health; what a Polatis switch says of
+ * itself and of ocsd's ports (product, status, peer-port); the notifications each model
  * maps to faults; and a property: for random sets on random maps, the
  * replace content a model writes reads back through the same model as the
  * same set.
@@ -182,6 +183,47 @@ static void test_polatis_read(void **state)
 	assert_int_equal(n, 0);
 }
 
+static void test_polatis_info(void **state)
+{
+	(void)state;
+	struct sb_port_map pm = sb_model_default_ports(SB_MODEL_POLATIS, 4);
+	const char *data =
+		"<product-information xmlns=\"http://www.polatis.com/yang/optical-switch\">"
+		"<manufacturer>ACME &amp; Co</manufacturer><serial-number>S-1</serial-number>"
+		"<model-name>8x8</model-name><software-version>7.1</software-version>"
+		"<fan-speed>3</fan-speed></product-information>"
+		"<port-config xmlns=\"http://www.polatis.com/yang/optical-switch\">"
+		"<port><port-id>6</port-id><status>ENABLED</status>"
+		"<peer-port>pod1-spine0-port2</peer-port></port>"
+		"<port><port-id>2</port-id><status>FAILED</status><peer-port/></port>"
+		"<port><port-id>9</port-id><status>ENABLED</status></port>"
+		"<port><port-id>3</port-id><status>DISABLED</status>"
+		"<peer-port>pod2-spine0-port2</peer-port></port>"
+		"</port-config>";
+	struct sb_device_info info;
+	char why[160];
+	const struct sb_model_ops *m = sb_model(SB_MODEL_POLATIS);
+	assert_non_null(m->info_filter);
+	assert_null(sb_model(SB_MODEL_SWITCH)->info_filter);
+	assert_int_equal(m->info_parse(data, strlen(data), &pm, &info, why, sizeof(why)), 0);
+	assert_string_equal(info.product.manufacturer, "ACME & Co");
+	assert_string_equal(info.product.serial, "S-1");
+	assert_string_equal(info.product.model, "8x8");
+	assert_string_equal(info.product.software, "7.1");
+	/* ingress 1..4, egress 5..8: port 9 is not ocsd's; sorted by (port, egress) */
+	assert_int_equal(info.n_ports, 3);
+	assert_int_equal(info.ports[0].port, 1);
+	assert_false(info.ports[0].egress);
+	assert_int_equal(info.ports[0].status, SB_PORT_STATUS_FAILED);
+	assert_string_equal(info.ports[0].peer, "");
+	assert_int_equal(info.ports[1].port, 1);
+	assert_true(info.ports[1].egress);
+	assert_string_equal(info.ports[1].peer, "pod1-spine0-port2");
+	assert_int_equal(info.ports[2].port, 2);
+	assert_int_equal(info.ports[2].status, SB_PORT_STATUS_DISABLED);
+	free(info.ports);
+}
+
 struct leaves {
 	const char *names[3], *values[3];
 };
@@ -303,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_names_and_maps),
 		cmocka_unit_test(test_polatis_edit),
 		cmocka_unit_test(test_polatis_read),
+		cmocka_unit_test(test_polatis_info),
 		cmocka_unit_test(test_notifications),
 		cmocka_unit_test(test_property_replace_reads_back),
 	};

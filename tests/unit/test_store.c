@@ -318,6 +318,54 @@ static void test_job_links(void **state)
 	st_close(st);
 }
 
+/* A wave's outcome carries its jobs' states: stored with CONFIRMED only, all or nothing. */
+static void test_finish_with_states(void **state)
+{
+	struct fixture *f = *state;
+	struct st_store *st = open_store(f->path);
+	struct st_job a = {.id = "wa", .state = "PROGRAMMING", .created_ms = 1, .updated_ms = 1};
+	struct st_job b = {.id = "wb", .state = "RELEASING", .created_ms = 1, .updated_ms = 1};
+	const char *wave[] = {"wa", "wb"};
+	struct st_circuit add[] = {{{0, 0, 1, 2}, "wa"}};
+	struct st_job_state rows[] = {{"wa", "ACTIVE", NULL, 30}, {"wb", "RELEASED", NULL, 30}};
+	struct st_job_state bad[] = {{"wa", "ACTIVE", NULL, 30}, {"nobody", "RELEASED", NULL, 30}};
+	struct st_intent open_in = {0};
+	struct st_job got;
+	int64_t t;
+
+	assert_int_equal(st_job_put(st, &a), 0);
+	assert_int_equal(st_job_put(st, &b), 0);
+	/* rolled back: the states are not the outcome's */
+	assert_int_equal(st_intent_begin_wave(st, wave, 2, NULL, 0, add, 1, NULL, 0, 10, &t), 0);
+	assert_int_equal(st_intent_finish_states(st, t, ST_INTENT_ROLLED_BACK, "no", 11, rows, 2),
+			 0);
+	assert_int_equal(st_job_get(st, "wa", &got), 0);
+	assert_string_equal(got.state, "PROGRAMMING");
+	st_job_clear(&got);
+	/* a state that cannot be stored: nothing is, the intent stays open */
+	assert_int_equal(st_intent_begin_wave(st, wave, 2, NULL, 0, add, 1, NULL, 0, 20, &t), 0);
+	assert_int_equal(st_intent_finish_states(st, t, ST_INTENT_CONFIRMED, NULL, 21, bad, 2),
+			 -ENOENT);
+	assert_int_equal(st_intent_list_open(st, collect_intent, &open_in), 0);
+	assert_int_equal(open_in.txn_id, t);
+	st_intent_clear(&open_in);
+	assert_int_equal(st_job_get(st, "wa", &got), 0);
+	assert_string_equal(got.state, "PROGRAMMING");
+	st_job_clear(&got);
+	/* confirmed: the outcome, the circuits and the states in one write, across a reopen */
+	assert_int_equal(st_intent_finish_states(st, t, ST_INTENT_CONFIRMED, NULL, 22, rows, 2), 0);
+	st_close(st);
+	st = open_store(f->path);
+	assert_int_equal(st_job_get(st, "wa", &got), 0);
+	assert_string_equal(got.state, "ACTIVE");
+	assert_int_equal(got.updated_ms, 30);
+	st_job_clear(&got);
+	assert_int_equal(st_job_get(st, "wb", &got), 0);
+	assert_string_equal(got.state, "RELEASED");
+	st_job_clear(&got);
+	st_close(st);
+}
+
 /* A process that stored an intent and a job is killed without closing: both survive. */
 static void test_survives_kill(void **state)
 {
@@ -1029,6 +1077,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_figures_and_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intents_and_circuits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_finish_with_states, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_intents_settled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intent_decide, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_survives_kill, setup, teardown),
