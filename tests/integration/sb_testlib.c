@@ -201,12 +201,20 @@ struct sb_device_config tl_device_config(const struct tl_fleet *f, int i)
 struct sb_device **tl_devices(struct sb_driver *drv, const struct tl_fleet *f, int first, int n,
 			      int rpc_timeout_ms)
 {
+	return tl_devices_model(drv, f, first, n, rpc_timeout_ms, SB_MODEL_SWITCH, 0);
+}
+
+struct sb_device **tl_devices_model(struct sb_driver *drv, const struct tl_fleet *f, int first,
+				    int n, int rpc_timeout_ms, enum sb_model m, uint32_t ports)
+{
 	struct sb_device **devs = calloc((size_t)n, sizeof(*devs));
 	for (int i = 0; i < n; i++) {
 		struct sb_device_config c = tl_device_config(f, first + i);
 		c.rpc_timeout_ms = rpc_timeout_ms;
 		c.backoff_min_ms = 10;
 		c.backoff_max_ms = 200;
+		c.model = m;
+		c.ports.n = ports;
 		if (sb_device_new(drv, &c, &devs[i]))
 			abort();
 	}

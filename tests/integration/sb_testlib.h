@@ -72,6 +72,12 @@ struct sb_device_config tl_device_config(const struct tl_fleet *f, int i);
 /* Creates (not connects) devices [first, first+n) of the fleet. */
 struct sb_device **tl_devices(struct sb_driver *drv, const struct tl_fleet *f, int first, int n,
 			      int rpc_timeout_ms);
+/*
+ * The same for devices of model m (ocs-devsim --model ...) using `ports`
+ * ports each, in the model's default port map (sb_model_default_ports).
+ */
+struct sb_device **tl_devices_model(struct sb_driver *drv, const struct tl_fleet *f, int first,
+				    int n, int rpc_timeout_ms, enum sb_model m, uint32_t ports);
 void tl_devices_free(struct sb_device **devs, int n);
 
 /*
