@@ -17,7 +17,8 @@ Checks, in order:
     device) and a RingEvent BYPASS_EXTENDED with reaction_us >= devices_us
     > 0 arrive on Watch; the ring skips the node and takes in one free
     node: it stays at 4 nodes (a ring never shrinks, issue 28), its other
-    nodes in their order, and every node holds what ListRings says;
+    nodes in their order, `ocsctl rings` says bypass_extended, and every
+    node holds what ListRings says;
   - MarkNode healthy: the node is free again (GetFabric, NodeEvent);
   - ReleaseJob: every node back to loopback;
   - kill -9 ocsd while the repair of a second job's ring waits in the
@@ -39,6 +40,7 @@ usage: test_ring_daemon.py BUILD_DIR SOURCE_DIR
 import atexit
 import os
 import sqlite3
+import subprocess
 import sys
 import time
 
@@ -56,6 +58,7 @@ from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
 
 TIMEOUT_S = 30
 FAILURES = []
+OCSCTL = os.path.join(BUILD, "northbound", "ocsctl", "ocsctl")
 
 
 def check(cond, what):
@@ -207,6 +210,12 @@ def main():
     check(any(r.last_change == fabric_pb2.RING_CHANGE_BYPASS_EXTENDED for r in job.rings) and
           all(len(r.nodes) == 4 for r in job.rings),
           "GetJob: Job.rings shows the bypass-extend, every ring of 4 nodes")
+    out = subprocess.run([OCSCTL, "--insecure", "--server", FLEET.target, "rings", "--job", "j1"],
+                         capture_output=True, text=True, timeout=TIMEOUT_S).stdout
+    row = next((ln.split() for ln in out.splitlines()
+                if ln.split()[:2] == ["j1", str(ring0.index)]), [])
+    check(row[3:5] == ["bypass_extended", str(victim)],
+          f"ocsctl rings: ring {ring0.index} CHANGE bypass_extended, FAILED {victim}: {row}")
 
     # ---- heal
     FLEET.set_faults(victim, "")
