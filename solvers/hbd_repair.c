@@ -1,13 +1,15 @@
 /*
  * hbd_repair.c - the repair of a TP ring after one of its nodes failed
- * (hbd_ring.h, "fault bypass"): the bypass that joins the failed node's two
- * ring neighbours directly when they are within K of each other, else a
- * re-placement of the whole ring by the same orchestration, else "lost";
- * and, for a re-placement, exactly the bundles whose setting changes.
+ * (hbd_ring.h, "fault bypass"): a ring keeps its m nodes. First the
+ * bypass-extend (the ring skips the failed node and takes in one healthy
+ * free node within the K-hop rule), else a re-placement of the whole ring
+ * by the same orchestration, else "lost"; either way exactly the bundles
+ * whose setting changes.
  *
  * Built on the planner's public calls only (hbd_plan, hbd_ring_bundles,
- * hbd_idle_bundles, hbd_ring_valid): a bypass is valid exactly when the
- * ring without the node obeys the physical model.
+ * hbd_idle_bundles, hbd_ring_valid): an extension is valid exactly when the
+ * ring with the new node in the failed node's stead obeys the physical
+ * model.
  */
 #include "hbd_ring.h"
 
@@ -19,8 +21,8 @@
 const char *hbd_repair_kind_name(enum hbd_repair_kind k)
 {
 	switch (k) {
-	case HBD_REPAIR_BYPASS:
-		return "bypass";
+	case HBD_REPAIR_EXTEND:
+		return "bypass-extend";
 	case HBD_REPAIR_REPLACE:
 		return "replace";
 	case HBD_REPAIR_LOST:
@@ -89,8 +91,9 @@ static void diff_node(const struct hbd_bundle *before, const struct hbd_bundle *
 
 /*
  * The changes from old ring (m nodes, settings old_set) to new ring (m
- * nodes): new ring nodes take their new settings, old ring nodes that are
- * no longer in a ring go back to idle; `failed` is left alone.
+ * nodes), an extension or a re-placement: new ring nodes take their new
+ * settings, old ring nodes that are no longer in a ring go back to idle;
+ * `failed` is left alone. Only bundles whose setting differs are listed.
  */
 static int replace_changes(const struct ocs_ring_domain *d, const int *old_ring,
 			   const struct hbd_bundle *old_set, const int *new_ring, int m, int failed,
@@ -134,34 +137,79 @@ done:
 	return rc;
 }
 
-/* The ring without rank j (whose neighbours are within K); its settings give the two changes. */
-static int bypass(const struct ocs_ring_domain *d, const int *ring, int m, int j,
-		  struct hbd_repair *out)
+/* The position t steps from pos (up when t > 0), or -1 off an open line. */
+static int step(const struct ocs_ring_domain *d, int pos, int t)
 {
-	size_t nb = (size_t)d->bundles;
-	struct hbd_bundle *set;
-	int rc;
+	int n = ocs_ring_nodes(d);
 
-	out->kind = HBD_REPAIR_BYPASS;
-	out->m = m - 1;
-	out->nodes = malloc((size_t)(m - 1) * sizeof(int));
-	out->changes = malloc(2 * sizeof(*out->changes));
-	set = malloc((size_t)(m - 1) * nb * sizeof(*set));
-	if (!out->nodes || !out->changes || !set) {
-		free(set);
-		return -ENOMEM;
+	pos += t;
+	if (d->closed)
+		return ((pos % n) + n) % n;
+	return pos >= 0 && pos < n ? pos : -1;
+}
+
+/*
+ * The best node to take in at slot s of rest (the ring without its failed
+ * node, m - 1 ranks): cand becomes rest[0..s) + x + rest[s..). x is a
+ * healthy free node 1..K above rank s - 1 (or below rank 0 for s = 0) with
+ * which the ring obeys the model; one under the failed node's ToR first,
+ * else the nearest. -1 when there is none.
+ */
+static int extend_at(const struct ocs_ring_domain *d, const uint8_t *use, const int *rest, int m,
+		     int s, int failed_tor, int *cand)
+{
+	int anchor = ocs_ring_position(d, rest[s > 0 ? s - 1 : 0]), dir = s > 0 ? 1 : -1;
+	int best = -1;
+
+	memcpy(cand, rest, (size_t)s * sizeof(int));
+	memcpy(cand + s + 1, rest + s, (size_t)(m - 1 - s) * sizeof(int));
+	for (int t = 1; t <= d->k_hops; t++) {
+		int pos = step(d, anchor, dir * t), x;
+
+		if (pos < 0)
+			break;
+		x = ocs_ring_node_at(d, pos);
+		if (use[x] != HBD_NODE_FREE)
+			continue;
+		cand[s] = x;
+		if (!hbd_ring_valid(d, cand, m))
+			continue;
+		if (best < 0)
+			best = x;
+		if (ocs_ring_node_tor(d, x) == failed_tor) {
+			best = x;
+			break;
+		}
 	}
-	memcpy(out->nodes, ring, (size_t)j * sizeof(int));
-	memcpy(out->nodes + j, ring + j + 1, (size_t)(m - j - 1) * sizeof(int));
-	rc = hbd_ring_bundles(d, out->nodes, m - 1, set);
-	if (rc == 0) {
-		/* Ranks j-1 and j of the new ring are the failed node's two neighbours. */
-		out->changes[0] = set[(size_t)(j - 1) * nb + HBD_BUNDLE_UP];
-		out->changes[1] = set[(size_t)j * nb + HBD_BUNDLE_DOWN];
-		out->n_changes = 2;
+	cand[s] = best;
+	return best;
+}
+
+/*
+ * The bypass-extend of rank j (m >= 2): the slot of the failed node first
+ * (its gap, or the end it held), then either end, then the other gaps (two
+ * more bundles change there). Fills out->nodes and out->added; false when
+ * no healthy free node fits anywhere.
+ */
+static bool extend(const struct ocs_ring_domain *d, const uint8_t *use, const int *ring, int m,
+		   int j, int *rest, struct hbd_repair *out)
+{
+	int failed_tor = ocs_ring_node_tor(d, ring[j]);
+
+	memcpy(rest, ring, (size_t)j * sizeof(int));
+	memcpy(rest + j, ring + j + 1, (size_t)(m - j - 1) * sizeof(int));
+	for (int k = -3; k < m; k++) {
+		/* k = -3, -2, -1: slot j, slot 0, slot m - 1; then every slot left */
+		int s = k == -3 ? j : k == -2 ? 0 : k == -1 ? m - 1 : k;
+
+		if (k >= 0 && (s == j || s == 0 || s == m - 1))
+			continue;
+		if (extend_at(d, use, rest, m, s, failed_tor, out->nodes) >= 0) {
+			out->added = out->nodes[s];
+			return true;
+		}
 	}
-	free(set);
-	return rc;
+	return false;
 }
 
 int hbd_repair(const struct ocs_ring_domain *d, const uint8_t *use, const int *ring, int m,
@@ -172,9 +220,11 @@ int hbd_repair(const struct ocs_ring_domain *d, const uint8_t *use, const int *r
 	struct hbd_error err = {0};
 	struct hbd_bundle *old_set = NULL;
 	uint8_t *u = NULL;
-	int j = -1, n, rc;
+	int *rest = NULL;
+	int j = -1, n, rc = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
+	out->added = -1;
 	if (!d || !use || !req || !hbd_ring_valid(d, ring, m) || (m >= 2 && d->bundles < 2) ||
 	    d->gpus_per_node < 1 || req->tp != m * d->gpus_per_node)
 		return -EINVAL;
@@ -183,17 +233,28 @@ int hbd_repair(const struct ocs_ring_domain *d, const uint8_t *use, const int *r
 			j = i;
 	if (j < 0)
 		return -EINVAL;
-	/* The ring without the node keeps every other gap and its span shrinks. */
-	if (j > 0 && j + 1 < m && hbd_ring_valid(d, (const int[]){ring[j - 1], ring[j + 1]}, 2)) {
-		rc = bypass(d, ring, m, j, out);
+	n = ocs_ring_nodes(d);
+	old_set = malloc((size_t)m * (size_t)d->bundles * sizeof(*old_set));
+	out->nodes = malloc((size_t)m * sizeof(int));
+	rest = malloc((size_t)m * sizeof(int));
+	if (!old_set || !out->nodes || !rest)
+		goto done;
+	rc = hbd_ring_bundles(d, ring, m, old_set);
+	if (rc)
+		goto done;
+	/* 1. Bypass and extend: the same ring of m nodes, one node swapped in. */
+	if (m >= 2 && extend(d, use, ring, m, j, rest, out)) {
+		out->kind = HBD_REPAIR_EXTEND;
+		out->m = m;
+		rc = replace_changes(d, ring, old_set, out->nodes, m, failed, out);
 		goto done;
 	}
-	/* No bypass: a new ring of m nodes, which may reuse this ring's healthy nodes. */
-	n = ocs_ring_nodes(d);
+	free(out->nodes);
+	out->nodes = NULL;
+	/* 2. Re-place: a new ring of m nodes, which may reuse this ring's healthy nodes. */
 	u = malloc((size_t)n);
-	old_set = malloc((size_t)m * (size_t)d->bundles * sizeof(*old_set));
 	rc = -ENOMEM;
-	if (!u || !old_set)
+	if (!u)
 		goto done;
 	memcpy(u, use, (size_t)n);
 	for (int i = 0; i < m; i++)
@@ -202,13 +263,12 @@ int hbd_repair(const struct ocs_ring_domain *d, const uint8_t *use, const int *r
 	one.gpus = req->tp;
 	rc = hbd_plan(d, u, &one, &plan, &err);
 	if (rc == -ENOSPC) {
+		/* 3. Lost. */
 		out->kind = HBD_REPAIR_LOST;
 		snprintf(out->reason, sizeof(out->reason),
-			 "node %d is at the %s and no ring of %d healthy free nodes is left",
-			 failed,
-			 j == 0 || j + 1 == m ? "end of its ring"
-					      : "middle, its neighbours too far apart",
-			 m);
+			 "node %d failed: no healthy free node within %d hops extends its ring and "
+			 "no ring of %d healthy free nodes is left",
+			 failed, d->k_hops, m);
 		rc = 0;
 		goto done;
 	}
@@ -218,15 +278,14 @@ int hbd_repair(const struct ocs_ring_domain *d, const uint8_t *use, const int *r
 	out->m = m;
 	out->nodes = plan.nodes;
 	plan.nodes = NULL;
-	snprintf(out->reason, sizeof(out->reason), "node %d: %s", failed,
-		 j == 0 || j + 1 == m ? "an end node of the ring has no bypass"
-				      : "its ring neighbours are more than K apart");
-	rc = hbd_ring_bundles(d, ring, m, old_set);
-	if (rc == 0)
-		rc = replace_changes(d, ring, old_set, out->nodes, m, failed, out);
+	snprintf(out->reason, sizeof(out->reason),
+		 "node %d failed: no healthy free node within %d hops extends its ring", failed,
+		 d->k_hops);
+	rc = replace_changes(d, ring, old_set, out->nodes, m, failed, out);
 done:
 	hbd_plan_clear(&plan);
 	free(u);
+	free(rest);
 	free(old_set);
 	if (rc)
 		hbd_repair_clear(out);

@@ -146,23 +146,37 @@ bool hbd_ring_valid(const struct ocs_ring_domain *d, const int *ring, int m);
 
 /* ---- fault bypass ------------------------------------------------------- */
 
+/*
+ * A repair never shrinks a ring: a TP group cannot run on fewer GPUs than
+ * its TP size. In this order:
+ *   extend:  the ring skips the failed node and takes in one healthy free
+ *            node where the K-hop rule allows it (in the failed node's gap,
+ *            at either end, or, failing those, between two other ranks);
+ *            only the bundles that change are reprogrammed;
+ *   replace: a new ring of m healthy free nodes (the ring's own healthy
+ *            nodes included), by the job's orchestration;
+ *   lost:    neither exists; the ring is broken (the caller puts its
+ *            healthy nodes back to loopback and tells the job).
+ */
 enum hbd_repair_kind {
-	HBD_REPAIR_BYPASS = 0, /* the ring without the node; only its two neighbours change */
+	HBD_REPAIR_EXTEND = 0, /* the ring without the node plus one healthy free node */
 	HBD_REPAIR_REPLACE,    /* a new ring of the same size on healthy free nodes */
 	HBD_REPAIR_LOST,       /* neither is possible: the ring is broken */
 };
 
-const char *hbd_repair_kind_name(enum hbd_repair_kind k); /* "bypass", "replace", "lost" */
+/* "bypass-extend", "replace", "lost" */
+const char *hbd_repair_kind_name(enum hbd_repair_kind k);
 
 struct hbd_repair {
 	enum hbd_repair_kind kind;
-	int m;	    /* nodes in the repaired ring: m - 1 after a bypass, m after a re-place */
+	int m;	    /* nodes in the repaired ring: always the ring's m (0 when lost) */
 	int *nodes; /* the repaired ring, in ring order (NULL when lost) */
+	int added;  /* extend: the node taken in; -1 otherwise */
 	/* every bundle whose setting changes, on every node (old ring nodes set
-	 * back to idle included, the failed node excluded) */
+	 * back to idle included, the failed node excluded); nothing else */
 	struct hbd_bundle *changes;
 	size_t n_changes;
-	char reason[200]; /* lost (and replace): why no bypass or no ring */
+	char reason[200]; /* lost (and replace): why no extension or no ring */
 };
 
 void hbd_repair_clear(struct hbd_repair *r);
@@ -170,10 +184,10 @@ void hbd_repair_clear(struct hbd_repair *r);
 /*
  * Repairs ring (m nodes, in ring order) after node `failed` of it failed.
  * use: the domain as it is, `failed` already HBD_NODE_FAULTY and the
- * ring's other nodes HBD_NODE_BUSY; a re-placement may reuse the ring's own
- * healthy nodes. A bypass when the failed node has a neighbour on both
- * sides and they are at most K apart; otherwise a re-placement with the
- * same orchestration (req: its tp and orchestration; gpus is ignored).
+ * ring's other nodes HBD_NODE_BUSY; only HBD_NODE_FREE nodes are taken in
+ * (a re-placement may also reuse the ring's own healthy nodes). Extend,
+ * else replace with the same orchestration (req: its tp, which must be
+ * m * gpus_per_node, and orchestration; gpus is ignored), else lost.
  * 0 with *out filled, -EINVAL (failed not in ring, ring invalid), -ENOMEM.
  */
 int hbd_repair(const struct ocs_ring_domain *d, const uint8_t *use, const int *ring, int m,

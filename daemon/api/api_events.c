@@ -156,8 +156,8 @@ static void ev_ring(void *ctx, const struct rg_ring *now, const int *old, int n_
 	Ocs__V1__RingEvent re = OCS__V1__RING_EVENT__INIT;
 	struct arena ar = {0};
 	int32_t *olds = ar_alloc(&ar, (size_t)(n_old > 0 ? n_old : 1) * sizeof(*olds));
-	bool repair = now->last_change == RG_BYPASSED || now->last_change == RG_REPLACED ||
-		      now->last_change == RG_LOST;
+	bool repair = now->last_change == RG_EXTENDED || now->last_change == RG_BYPASSED ||
+		      now->last_change == RG_REPLACED || now->last_change == RG_LOST;
 
 	if (repair) {
 		const char *kind = st_ring_change_name(now->last_change);

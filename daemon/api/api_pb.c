@@ -188,6 +188,8 @@ static Ocs__V1__RingChange ring_change_pb(enum rg_change c)
 		return OCS__V1__RING_CHANGE__RING_CHANGE_LOST;
 	case RG_RELEASED:
 		return OCS__V1__RING_CHANGE__RING_CHANGE_RELEASED;
+	case RG_EXTENDED:
+		return OCS__V1__RING_CHANGE__RING_CHANGE_BYPASS_EXTENDED;
 	}
 	return OCS__V1__RING_CHANGE__RING_CHANGE_UNSPECIFIED;
 }

@@ -9,7 +9,7 @@
  *              (solvers/hbd_ring.h: its ring's, or every bundle on
  *              loopback);
  *   per job:   its rings, in ring order, with how each came to be (placed,
- *              bypassed, re-placed, lost) and the node whose failure
+ *              bypass-extended, re-placed, lost) and the node whose failure
  *              changed it.
  *
  * It mirrors the store (rings and node_faults tables, store.h): rg_load at

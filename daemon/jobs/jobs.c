@@ -1208,7 +1208,7 @@ static void wave_done(void *arg, const struct txn_outcome *o)
 /*
  * Queues the repair of the first ring of j (ACTIVE, no transaction of its
  * own queued or running) that holds a faulty node, ahead of all other
- * work. The repair is computed here, on the loop (hbd_repair is a bypass
+ * work. The repair is computed here, on the loop (hbd_repair is a bypass-extend
  * or one ring's re-placement: microseconds), so that the reaction to a
  * fault does not wait behind the planner queue.
  */

@@ -215,7 +215,7 @@ struct jm_events {
 	 */
 	void (*store_failed)(void *ctx, const char *reason);
 	/*
-	 * Ring domains: a ring of a job changed (placed, bypassed, re-placed,
+	 * Ring domains: a ring of a job changed (placed, bypass-extended, re-placed,
 	 * lost, released): now as it is (released: its nodes before), old
 	 * its nodes before (NULL, 0 when placed). A repair's reaction_us runs
 	 * from the fault reaching ocsd to the transaction confirmed, devices_us
@@ -387,7 +387,7 @@ int jm_set_ring(struct jm *jm, const char *id, const struct jm_ring_request *req
  * Ring domains: node is faulty (or healthy again), said by source
  * ("device": the agent's notification, "operator": MarkNode). The
  * condition is stored first; a faulty node leaves every plan and the ring
- * holding it is repaired (bypass, re-place or lost) in one transaction
+ * holding it is repaired (bypass-extend, re-place or lost) in one transaction
  * queued ahead of every other job's work. received_us (CLOCK_MONOTONIC)
  * is when the fault reached ocsd: the start of the reaction time. A node
  * stays faulty until marked healthy (an agent saying it recovered is

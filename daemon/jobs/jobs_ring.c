@@ -2,7 +2,7 @@
  * jobs_ring.c - the change sets of ring jobs (OCSTrx ring domains), for
  * the job manager: a plan's rings and bundle settings, a release (every
  * node of the job back to loopback), and the repair of a ring after one of
- * its nodes failed (hbd_repair: bypass, re-place or lost). Pure functions
+ * its nodes failed (hbd_repair: bypass-extend, re-place or lost). Pure functions
  * of the ring state they are given; jobs.c decides when they run.
  */
 #include <errno.h>
@@ -142,7 +142,8 @@ int jr_repair_change(const struct rg_state *rg, const bool *drained, const struc
 	jr_mask_drained(rg, drained, use);
 	if (jr_request(req, d, &hr) != 0)
 		hr.orch = HBD_ORCH_DCN_FREE;
-	/* the ring as it is now (a bypass made it shorter): a re-placement keeps that size */
+	/* the ring as it is now: a repair keeps its size (only an older ocsd's bypass shrank one)
+	 */
 	hr.tp = ring->m * d->gpus_per_node;
 	rc = hbd_repair(d, use, ring->nodes, ring->m, failed, &hr, &r);
 	free(use);
@@ -167,7 +168,7 @@ int jr_repair_change(const struct rg_state *rg, const bool *drained, const struc
 	} else {
 		int *nodes = malloc((size_t)r.m * sizeof(int));
 
-		*kind = r.kind == HBD_REPAIR_BYPASS ? RG_BYPASSED : RG_REPLACED;
+		*kind = r.kind == HBD_REPAIR_EXTEND ? RG_EXTENDED : RG_REPLACED;
 		mine->last_change = *kind;
 		rc = nodes ? 0 : -ENOMEM;
 		if (nodes) {

@@ -64,6 +64,7 @@ enum rg_change {
 	RG_REPLACED,
 	RG_LOST,
 	RG_RELEASED,
+	RG_EXTENDED, /* bypass-extend; RG_BYPASSED (one node fewer) is an older ocsd's record */
 };
 
 /* One TP ring of a job. */
@@ -73,7 +74,8 @@ struct rg_ring {
 	int *nodes; /* m entries in ring order (owned by whoever holds the record) */
 	int m;	    /* 0 when lost */
 	enum rg_change last_change;
-	int failed_node; /* bypassed, replaced, lost: the node that failed; -1 otherwise */
+	int failed_node; /* extended, bypassed, replaced, lost: the node that failed; -1 otherwise
+			  */
 	char reason[200];
 	int64_t changed_ms;
 };
@@ -325,8 +327,8 @@ int st_link_list(struct st_store *st, int (*fn)(void *ctx, const struct st_link 
 int st_ring_intent_begin(struct st_store *st, const char *job_id, const struct rg_ring *rings,
 			 size_t n_rings, const struct st_bundle *bundles, size_t n_bundles,
 			 const struct st_fault *fault, int64_t now_ms, int64_t *txn_id);
-/* How a ring change is stored: "placed", "bypassed", "replaced", "lost",
- * "released"; parse: false when unknown. */
+/* How a ring change is stored: "placed", "bypass-extended", "replaced",
+ * "lost", "released" ("bypassed": an older ocsd's shrunk ring); parse: false when unknown. */
 const char *st_ring_change_name(enum rg_change c);
 bool st_ring_change_parse(const char *name, enum rg_change *out);
 /* Every ring of confirmed transactions, job by job (the ring's nodes are freed after fn). */

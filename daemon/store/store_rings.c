@@ -14,17 +14,17 @@
 
 static const char *const change_names[] = {
 	[RG_PLACED] = "placed", [RG_BYPASSED] = "bypassed", [RG_REPLACED] = "replaced",
-	[RG_LOST] = "lost",	[RG_RELEASED] = "released",
+	[RG_LOST] = "lost",	[RG_RELEASED] = "released", [RG_EXTENDED] = "bypass-extended",
 };
 
 const char *st_ring_change_name(enum rg_change c)
 {
-	return c >= RG_PLACED && c <= RG_RELEASED ? change_names[c] : "unknown";
+	return c >= RG_PLACED && c <= RG_EXTENDED ? change_names[c] : "unknown";
 }
 
 bool st_ring_change_parse(const char *name, enum rg_change *out)
 {
-	for (int c = RG_PLACED; c <= RG_RELEASED; c++)
+	for (int c = RG_PLACED; c <= RG_EXTENDED; c++)
 		if (name && strcmp(name, change_names[c]) == 0) {
 			*out = (enum rg_change)c;
 			return true;

@@ -60,7 +60,7 @@ static const char usage_text[] =
 	"  rings [--job ID] [--node N]\n"
 	"                             TP rings in place on an OCSTrx ring domain\n"
 	"  node fail NODE             mark a ring-domain node faulty: it leaves every plan and\n"
-	"                             its ring is bypassed or re-placed at once\n"
+	"                             its ring is extended or re-placed at once\n"
 	"  node heal NODE             mark a faulty node healthy again (free for new rings)\n"
 	"  gpu replace GPU            rail-OCS: swap GPU out of its rail port (an idle GPU of\n"
 	"                             its server, else a spare server takes over)\n"

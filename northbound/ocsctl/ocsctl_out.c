@@ -265,7 +265,8 @@ static char *nodes_text(const int32_t *nodes, size_t n)
 /* Whether the ring's last change was a node failure (failed_node is set). */
 static bool ring_failed(const Ocs__V1__Ring *r)
 {
-	return r->last_change == OCS__V1__RING_CHANGE__RING_CHANGE_BYPASSED ||
+	return r->last_change == OCS__V1__RING_CHANGE__RING_CHANGE_BYPASS_EXTENDED ||
+	       r->last_change == OCS__V1__RING_CHANGE__RING_CHANGE_BYPASSED ||
 	       r->last_change == OCS__V1__RING_CHANGE__RING_CHANGE_REPLACED ||
 	       r->last_change == OCS__V1__RING_CHANGE__RING_CHANGE_LOST;
 }
@@ -415,7 +416,7 @@ json_t *out_rings_json(const Ocs__V1__ListRingsResponse *r)
 	return top;
 }
 
-/* "ring JOB#K bypassed nodes=1,3 was=1,2,3 failed=2 reaction_us=.. devices_us=.." */
+/* "ring JOB#K bypass_extended nodes=1,3,4 was=1,2,3 failed=2 reaction_us=.. devices_us=.." */
 static void print_ring_event(const Ocs__V1__RingEvent *ev)
 {
 	const Ocs__V1__Ring *r = ev->ring;

@@ -263,7 +263,9 @@ static json_t *repair_json(const struct hbd_repair *r)
 		ok = ocsplan_append(changes, bundle_json(&r->changes[i], true));
 	ok = ok && ocsplan_set(o, "kind", json_string(hbd_repair_kind_name(r->kind))) &&
 	     ocsplan_set(o, "nodes", r->nodes ? int_array(r->nodes, r->m) : json_array());
-	if (ok && r->kind != HBD_REPAIR_BYPASS)
+	if (ok && r->kind == HBD_REPAIR_EXTEND)
+		ok = ocsplan_set(o, "added", json_integer(r->added));
+	if (ok && r->kind != HBD_REPAIR_EXTEND)
 		ok = ocsplan_set(o, "reason", json_string(r->reason));
 	if (!ok) {
 		json_decref(o);

@@ -95,7 +95,7 @@ RING_TORS, RING_PER_TOR = 16, 16
 FAULT_JOBS, FAULT_TP = 8, 32
 WAVE_JOBS, WAVE_TP = 16, 16
 RING_SWITCH_US = 200
-REPAIRS = (2, 3, 4)  # RING_CHANGE_BYPASSED, _REPLACED, _LOST
+REPAIRS = (3, 4, 6)  # RING_CHANGE_REPLACED, _LOST, _BYPASS_EXTENDED
 
 pb = {}  # the generated modules, once gen_stubs ran
 
@@ -424,8 +424,8 @@ def faults(fleet, stubs, evq, agents, live, rng, n, label):
         job_id = live[rng.randrange(len(live))]
         nodes = list(fabric.ListRings(fab.ListRingsRequest(job_id=job_id),
                                       timeout=RPC_TIMEOUT_S).rings[0].nodes)
-        if len(nodes) <= FAULT_TP // 4 - 2:
-            # two nodes bypassed already: give the job a full ring again
+        if len(nodes) < FAULT_TP // 4:
+            # the ring was lost (a repair never shrinks one): give the job a ring again
             jobs.ReleaseJob(j.ReleaseJobRequest(id=job_id), timeout=RPC_TIMEOUT_S)
             try:
                 jobs.SubmitJob(j.JobSpec(id=job_id, ring=j.RingRequest(tp=FAULT_TP, rings=1)),

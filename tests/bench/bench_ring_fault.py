@@ -6,11 +6,12 @@ bundles), every node's transceiver agent in ONE ocs-devsim (--count 1024,
 The domain is kept populated with ring jobs (one TP-32 ring of 8 nodes
 each, as many as fit). Each of N faults (1,000 by default) fails a node in
 the middle of a ring through the devsim knob (node-fault, set over
-NETCONF with ncclient), waits for the RingEvent of its bypass on Watch,
+NETCONF with ncclient), waits for the RingEvent of its repair on Watch
+(bypass-extend, re-place or lost: a ring keeps its 8 nodes or is lost),
 then heals it (knob cleared, MarkNode healthy: the node is set back to
-loopback) and, once a ring has lost two nodes, releases and resubmits its
-job so that rings keep their size (a job that no longer fits, because
-re-placements fragmented the free nodes, leaves the pool). From each RingEvent: reaction_us (the
+loopback) and, once a ring is lost, releases and resubmits its job (a job
+that no longer fits, because re-placements fragmented the free nodes,
+leaves the pool). From each RingEvent: reaction_us (the
 node-fault notification reaching ocsd to every changed transceiver
 confirmed) and devices_us (the transaction engine's time, device steps
 included); the controller's share is the difference.
@@ -45,7 +46,7 @@ PER_TOR = int(sys.argv[5]) if len(sys.argv) > 5 else 16
 TP = 32  # 8 nodes of 4 GPUs
 TIMEOUT_S = 60
 TARGET_US = 5000
-REPAIRS = (2, 3, 4)  # RING_CHANGE_BYPASSED, _REPLACED, _LOST
+REPAIRS = (3, 4, 6)  # RING_CHANGE_REPLACED, _LOST, _BYPASS_EXTENDED
 SWITCH_US = 200  # the devices' switching time (start_devices below)
 PROFILE = re.compile(r"fault repair\) profile: intent commit (\d+) us \(overlapped\), verify "
                      r"waited (\d+) us for it, engine (\d+) us \(prepare (\d+), commit (\d+), "
@@ -133,8 +134,8 @@ def main():
         ring = fabric.ListRings(fabric_pb2.ListRingsRequest(job_id=job_id),
                                 timeout=TIMEOUT_S).rings[0]
         nodes = list(ring.nodes)
-        if len(nodes) <= TP // 4 - 2:
-            # two nodes bypassed already: give the job a full ring again
+        if len(nodes) < TP // 4:
+            # the ring was lost (a repair never shrinks one): give the job a ring again
             jobs.ReleaseJob(jobs_pb2.ReleaseJobRequest(id=job_id), timeout=TIMEOUT_S)
             try:
                 jobs.SubmitJob(jobs_pb2.JobSpec(id=job_id,

@@ -12,16 +12,19 @@ Checks, in order:
     GetFabric's device counters agree with it (devices, connected, drained);
   - PlanJob touches no node; SubmitJob places TP-16 rings (ACTIVE, rings
     and ring figures in the answer); every node holds what ListRings says;
-  - a node of a ring fails through the devsim knob (node-fault, via the
-    ocs-devsim:set-faults RPC): a NodeEvent (source device) and a RingEvent
-    BYPASSED with reaction_us >= devices_us > 0 arrive on Watch, the ring
-    skips the node, and every node holds what ListRings says;
+  - a node of the ring next to free nodes fails through the devsim knob
+    (node-fault, via the ocs-devsim:set-faults RPC): a NodeEvent (source
+    device) and a RingEvent BYPASS_EXTENDED with reaction_us >= devices_us
+    > 0 arrive on Watch; the ring skips the node and takes in one free
+    node: it stays at 4 nodes (a ring never shrinks, issue 28), its other
+    nodes in their order, `ocsctl rings` says bypass_extended, and every
+    node holds what ListRings says;
   - MarkNode healthy: the node is free again (GetFabric, NodeEvent);
   - ReleaseJob: every node back to loopback;
   - kill -9 ocsd while the repair of a second job's ring waits in the
     confirm of a neighbour (hang@confirm): after the restart the node is
-    still faulty, the ring is bypassed, and every node holds what the store
-    says (ListRings);
+    still faulty, the ring is bypass-extended (4 nodes), and every node
+    holds what the store says (ListRings);
   - kill -9 ocsd while the repair's fault and intent are not durable yet
     (this test holds the store's SQLite write lock; the nodes are already
     edited, unconfirmed): after the restart no intent was left open, the
@@ -37,6 +40,7 @@ usage: test_ring_daemon.py BUILD_DIR SOURCE_DIR
 import atexit
 import os
 import sqlite3
+import subprocess
 import sys
 import time
 
@@ -54,6 +58,7 @@ from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
 
 TIMEOUT_S = 30
 FAILURES = []
+OCSCTL = os.path.join(BUILD, "northbound", "ocsctl", "ocsctl")
 
 
 def check(cond, what):
@@ -115,6 +120,29 @@ def middle_node(ring):
     return ring.nodes[len(ring.nodes) // 2]
 
 
+def position(node):
+    """Deployment position of a node (fabric.h: index * tors + tor)."""
+    tors, per_tor = FLEET.geometry[0], FLEET.geometry[1]
+    return (node % per_tor) * tors + node // per_tor
+
+
+def top_ring(rings):
+    """The ring reaching highest on the line: free nodes lie just above it."""
+    return max(rings, key=lambda r: max(position(n) for n in r.nodes))
+
+
+def extended(old, new, victim, others):
+    """new is old without victim plus one node in no other ring, 4 nodes, order kept."""
+    added = [n for n in new if n not in old]
+    return (len(new) == len(old) and victim not in new and len(added) == 1 and
+            added[0] not in others and
+            [n for n in new if n in old] == [n for n in old if n != victim])
+
+
+def ring_by_index(rings, index):
+    return next(r for r in rings if r.index == index)
+
+
 def main():
     FLEET.start_devices()
     FLEET.start_ocsd()
@@ -149,8 +177,9 @@ def main():
     check(sub.job.figures.ring.rings == 3, "SubmitJob j1: ring figures")
     check_nodes(c, "j1 placed")
 
-    # ---- a node fails through the device knob: bypass
-    ring0 = c.rings("j1")[0]
+    # ---- a node fails through the device knob: bypass-extend
+    ring0 = top_ring(c.rings("j1"))
+    others = {n for r in c.rings() if r.index != ring0.index for n in r.nodes}
     victim = middle_node(ring0)
     FLEET.set_faults(victim, "node-fault")
     node_ev = w.wait(lambda e: e.HasField("node") and e.node.node == victim)
@@ -158,23 +187,35 @@ def main():
           node_ev.node.condition == fabric_pb2.NODE_CONDITION_FAULTY,
           f"node {victim} fault: NodeEvent from the device")
     ring_ev = w.wait(lambda e: e.HasField("ring") and e.ring.ring.job_id == "j1")
-    check(ring_ev is not None and ring_ev.ring.ring.last_change == fabric_pb2.RING_CHANGE_BYPASSED,
-          "RingEvent: BYPASSED")
+    check(ring_ev is not None and
+          ring_ev.ring.ring.last_change == fabric_pb2.RING_CHANGE_BYPASS_EXTENDED,
+          "RingEvent: BYPASS_EXTENDED")
     if ring_ev is not None:
         re = ring_ev.ring
-        check(victim not in re.ring.nodes and list(re.old_nodes) == list(ring0.nodes),
-              f"RingEvent: {list(re.old_nodes)} -> {list(re.ring.nodes)} skips node {victim}")
+        check(extended(list(ring0.nodes), list(re.ring.nodes), victim, others) and
+              list(re.old_nodes) == list(ring0.nodes),
+              f"RingEvent: {list(re.old_nodes)} -> {list(re.ring.nodes)} skips node {victim}, "
+              "takes in one free node, still 4 nodes")
         check(re.reaction_us >= re.devices_us > 0,
               f"RingEvent: reaction_us {re.reaction_us} >= devices_us {re.devices_us} > 0")
-    now = c.rings("j1")[0]
-    check(list(now.nodes) == [n for n in ring0.nodes if n != victim] and
-          now.failed_node == victim, "ListRings: ring 0 bypassed")
+    now = ring_by_index(c.rings("j1"), ring0.index)
+    check(extended(list(ring0.nodes), list(now.nodes), victim, others) and
+          now.failed_node == victim and
+          now.last_change == fabric_pb2.RING_CHANGE_BYPASS_EXTENDED,
+          f"ListRings: ring {ring0.index} bypass-extended to {list(now.nodes)}")
     check(c.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=TIMEOUT_S).nodes_faulty == 1,
           "GetFabric: one faulty node")
-    check_nodes(c, "after the bypass", skip=(victim,))
+    check_nodes(c, "after the bypass-extend", skip=(victim,))
     job = c.jobs.GetJob(jobs_pb2.GetJobRequest(id="j1"), timeout=TIMEOUT_S).job
-    check(any(r.last_change == fabric_pb2.RING_CHANGE_BYPASSED for r in job.rings),
-          "GetJob: Job.rings shows the bypass")
+    check(any(r.last_change == fabric_pb2.RING_CHANGE_BYPASS_EXTENDED for r in job.rings) and
+          all(len(r.nodes) == 4 for r in job.rings),
+          "GetJob: Job.rings shows the bypass-extend, every ring of 4 nodes")
+    out = subprocess.run([OCSCTL, "--insecure", "--server", FLEET.target, "rings", "--job", "j1"],
+                         capture_output=True, text=True, timeout=TIMEOUT_S).stdout
+    row = next((ln.split() for ln in out.splitlines()
+                if ln.split()[:2] == ["j1", str(ring0.index)]), [])
+    check(row[3:5] == ["bypass_extended", str(victim)],
+          f"ocsctl rings: ring {ring0.index} CHANGE bypass_extended, FAILED {victim}: {row}")
 
     # ---- heal
     FLEET.set_faults(victim, "")
@@ -196,13 +237,13 @@ def main():
 
     # ---- kill -9 between the fault and the confirm
     c.jobs.SubmitJob(ring_job("j2", rings=2), timeout=TIMEOUT_S)
-    ring0 = c.rings("j2")[0]
+    ring0 = top_ring(c.rings("j2"))
     victim = middle_node(ring0)
     k = list(ring0.nodes).index(victim)
     FLEET.set_faults(ring0.nodes[k - 1], "hang@confirm=4000")
     FLEET.set_faults(victim, "node-fault")
     deadline = time.time() + TIMEOUT_S
-    while time.time() < deadline and "ring 0 lost node" not in FLEET.log():
+    while time.time() < deadline and f"job j2: ring {ring0.index} lost node" not in FLEET.log():
         time.sleep(0.02)
     time.sleep(0.5)  # the repair's transaction is waiting in the neighbour's confirm
     w.close()
@@ -212,12 +253,13 @@ def main():
     deadline = time.time() + TIMEOUT_S
     now = None
     while time.time() < deadline:
-        now = c.rings("j2")[0]
-        if now.last_change == fabric_pb2.RING_CHANGE_BYPASSED:
+        now = ring_by_index(c.rings("j2"), ring0.index)
+        if now.last_change == fabric_pb2.RING_CHANGE_BYPASS_EXTENDED:
             break
         time.sleep(0.1)
-    check(now is not None and now.last_change == fabric_pb2.RING_CHANGE_BYPASSED and
-          victim not in now.nodes, f"after the restart: ring 0 of j2 bypasses node {victim}")
+    check(now is not None and now.last_change == fabric_pb2.RING_CHANGE_BYPASS_EXTENDED and
+          victim not in now.nodes and len(now.nodes) == 4,
+          f"after the restart: ring {ring0.index} of j2 skips node {victim}, 4 nodes")
     check(c.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=TIMEOUT_S).nodes_faulty == 1,
           "after the restart: the node is still faulty (stored)")
     check_nodes(c, "after kill -9 and restart", skip=(victim,))
@@ -263,9 +305,11 @@ def main():
         if victim not in now.nodes:
             break
         time.sleep(0.1)
-    check(now is not None and victim not in now.nodes and
-          now.last_change in (fabric_pb2.RING_CHANGE_BYPASSED, fabric_pb2.RING_CHANGE_REPLACED),
-          f"after the restart: the fault of node {victim} was read again and repaired")
+    check(now is not None and victim not in now.nodes and len(now.nodes) == 4 and
+          now.last_change in (fabric_pb2.RING_CHANGE_BYPASS_EXTENDED,
+                              fabric_pb2.RING_CHANGE_REPLACED),
+          f"after the restart: the fault of node {victim} was read again and repaired "
+          "(4 nodes)")
     check(c.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=TIMEOUT_S).nodes_faulty == 2,
           "after the restart: both faulty nodes known")
     check(FLEET.log().count("left open") == open_before,
@@ -304,7 +348,9 @@ def main():
     deadline = time.time() + TIMEOUT_S
     while time.time() < deadline and victim in c.rings("j4")[0].nodes:
         time.sleep(0.1)
-    check(victim not in c.rings("j4")[0].nodes, "store writable again: the repair's retry applied")
+    now = c.rings("j4")[0]
+    check(victim not in now.nodes and len(now.nodes) == 4,
+          "store writable again: the repair's retry applied (4 nodes)")
     check_nodes(c, "after the retried repair", skip=skip + (victim,))
     FLEET.set_faults(victim, "")
     FLEET.close()

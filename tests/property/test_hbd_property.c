@@ -20,12 +20,18 @@
  *     path is matched by the opposite bundle of its peer at the same
  *     distance, the ends and idle bundles are on loopback;
  *   - greedy gives the same plan for the same seed;
- *   - bypass: in a domain filled with rings, for every single node
- *     failure either a bypass (the ring without the node, changes on its
- *     two neighbours only, and only when they are within K), or a
- *     re-placement of the same size on healthy nodes that were free or in
- *     the ring, whose changes turn the old settings into the new ones and
- *     change every bundle they list, or "lost" only when no ring of m fits.
+ *   - repairs: in a domain filled with rings, and in one with a random
+ *     number of rings, for every single fault of every ring node and every
+ *     pair of faults (each node of the repaired ring failing after the
+ *     first repair): a ring never shrinks. A bypass-extend keeps the ring's
+ *     healthy nodes in order plus one node that was free; a re-placement
+ *     happens only when no extension exists and a "lost" only when neither
+ *     an extension nor a ring of m healthy free nodes exists, both proved
+ *     by brute force here (every free node at every rank; a depth-first
+ *     search over every next node). Every repaired ring obeys the model on
+ *     healthy nodes that were free or in the ring (never another ring's,
+ *     never a faulty one); its changes turn the old settings into the new
+ *     ones, change every bundle they list and never touch the failed node.
  *
  * Usage: test_hbd_property [seed] [domains]
  */
@@ -243,7 +249,8 @@ static struct ocs_ring_domain random_domain(uint64_t *s)
 }
 
 struct counts {
-	long plans, placed, refused, bypass, replace, lost;
+	long plans, placed, refused;
+	long single, pairs, repairs, extend, replace, lost; /* faults, repairs and their kinds */
 };
 
 static void check_plan(const struct ocs_ring_domain *d, const uint8_t *use,
@@ -359,76 +366,199 @@ static void check_replace_changes(const struct ocs_ring_domain *d, const int *ol
 	free(want);
 }
 
-/* Fills the domain with dcn-free rings and fails each ring node in turn. */
-static void check_repairs(const struct ocs_ring_domain *d, uint8_t *use, int tp, enum hbd_orch orch,
-			  struct counts *cnt)
+/* ---- repairs: brute force, without the planner ---------------------------- */
+
+/* Whether ring (m nodes) obeys the model, quietly: gaps 1..K, span under n. */
+static bool fits(const struct ocs_ring_domain *d, const int *ring, int m)
+{
+	int span = 0;
+
+	for (int i = 1; i < m; i++) {
+		int g = up(d, ring[i - 1], ring[i]);
+
+		if (g < 1 || g > d->k_hops)
+			return false;
+		span += g;
+	}
+	return span < n_of(d);
+}
+
+/*
+ * Whether some healthy free node x, put at any rank of rest (the ring
+ * without its failed node, m - 1 nodes), makes a ring that obeys the
+ * model: every free node, every rank.
+ */
+static bool extension_exists(const struct ocs_ring_domain *d, const uint8_t *use, const int *rest,
+			     int m)
+{
+	int *cand = malloc((size_t)m * sizeof(int));
+	bool found = false;
+
+	for (int x = 0; !found && m >= 2 && x < n_of(d); x++) {
+		if (use[x] != HBD_NODE_FREE)
+			continue;
+		for (int s = 0; !found && s < m; s++) {
+			for (int i = 0, r = 0; i < m; i++)
+				cand[i] = i == s ? x : rest[r++];
+			found = fits(d, cand, m);
+		}
+	}
+	free(cand);
+	return found;
+}
+
+/* Depth-first over every choice of next usable node: a ring of m exists from ring[0..k). */
+static bool ring_from(const struct ocs_ring_domain *d, const uint8_t *usable, int *ring, int k,
+		      int m, int span)
+{
+	if (k == m)
+		return true;
+	for (int v = 0; v < n_of(d); v++) {
+		int g = up(d, ring[k - 1], v);
+
+		if (!usable[v] || g < 1 || g > d->k_hops || span + g >= n_of(d))
+			continue;
+		ring[k] = v;
+		if (ring_from(d, usable, ring, k + 1, m, span + g))
+			return true;
+	}
+	return false;
+}
+
+static bool ring_exists(const struct ocs_ring_domain *d, const uint8_t *usable, int m)
+{
+	int *ring = malloc((size_t)m * sizeof(int));
+	bool found = false;
+
+	for (int v = 0; !found && v < n_of(d); v++)
+		if (usable[v]) {
+			ring[0] = v;
+			found = ring_from(d, usable, ring, 1, m, 0);
+		}
+	free(ring);
+	return found;
+}
+
+/*
+ * One repair of ring (m nodes) after `failed` failed, use as the daemon
+ * gives it (failed faulty, the ring busy). Checks the outcome against the
+ * brute force and the model; returns the repaired ring (caller frees),
+ * NULL when lost.
+ */
+static int *check_repair(const struct ocs_ring_domain *d, const uint8_t *use, const int *ring,
+			 int m, int failed, const struct hbd_request *req, struct counts *cnt)
+{
+	int n = n_of(d), *rest = malloc((size_t)m * sizeof(int)), *kept = NULL;
+	uint8_t *usable = malloc((size_t)n);
+	struct hbd_repair r;
+	bool can_extend;
+	int rc;
+
+	for (int i = 0, k = 0; i < m; i++)
+		if (ring[i] != failed)
+			rest[k++] = ring[i];
+	for (int v = 0; v < n; v++)
+		usable[v] = use[v] == HBD_NODE_FREE;
+	for (int i = 0; i < m; i++)
+		usable[ring[i]] = ring[i] != failed;
+	can_extend = extension_exists(d, use, rest, m);
+	rc = hbd_repair(d, use, ring, m, failed, req, &r);
+	CHECK(rc == 0, "repair failed: %d", rc);
+	if (rc)
+		goto done;
+	cnt->repairs++;
+	if (r.kind == HBD_REPAIR_EXTEND) {
+		int x = r.added;
+
+		cnt->extend++;
+		CHECK(can_extend, "extended where the brute force finds no extension");
+		CHECK(r.m == m, "extended ring of %d, not %d", r.m, m);
+		CHECK(x >= 0 && x < n && use[x] == HBD_NODE_FREE, "took in node %d, not free", x);
+		/* The ring's healthy nodes in their order, x somewhere among them. */
+		for (int i = 0, k = 0; i < r.m; i++) {
+			if (r.nodes[i] == x)
+				continue;
+			CHECK(k < m - 1 && r.nodes[i] == rest[k], "extension reorders rank %d", i);
+			k++;
+		}
+		if (ring_ok(d, r.nodes, m, usable, "extended"))
+			check_replace_changes(d, ring, r.nodes, m, failed, &r);
+	} else if (r.kind == HBD_REPAIR_REPLACE) {
+		cnt->replace++;
+		CHECK(!can_extend, "re-placed although an extension exists");
+		CHECK(r.m == m, "re-placed ring of %d, not %d", r.m, m);
+		if (ring_ok(d, r.nodes, m, usable, "re-placed"))
+			check_replace_changes(d, ring, r.nodes, m, failed, &r);
+	} else {
+		cnt->lost++;
+		CHECK(r.kind == HBD_REPAIR_LOST, "kind %d", r.kind);
+		CHECK(!can_extend, "lost although an extension exists");
+		CHECK(!ring_exists(d, usable, m), "lost although a ring of %d exists", m);
+		CHECK(!r.nodes && r.n_changes == 0, "lost with nodes or changes");
+	}
+	if (r.kind != HBD_REPAIR_LOST && r.nodes) {
+		kept = malloc((size_t)m * sizeof(int));
+		memcpy(kept, r.nodes, (size_t)m * sizeof(int));
+	}
+	hbd_repair_clear(&r);
+done:
+	free(rest);
+	free(usable);
+	return kept;
+}
+
+/*
+ * Fills the domain with `rings` dcn-free rings (0: all that fit) and, ring
+ * by ring, fails every node (a single fault), then after that repair every
+ * node of the repaired ring (a pair of faults), restoring the domain
+ * between faults.
+ */
+static void check_repairs(const struct ocs_ring_domain *d, uint8_t *use, int tp, int rings,
+			  enum hbd_orch orch, struct counts *cnt)
 {
 	int n = n_of(d), m = tp / d->gpus_per_node;
-	struct hbd_request req = {.tp = tp, .gpus = 0, .orch = HBD_ORCH_DCN_FREE};
+	struct hbd_request req = {.tp = tp, .gpus = (int64_t)rings * tp, .orch = HBD_ORCH_DCN_FREE};
 	struct hbd_plan p;
-	uint8_t *usable = malloc((size_t)n);
+	uint8_t *use2 = malloc((size_t)n);
 
 	if (hbd_plan(d, use, &req, &p, NULL) != 0) {
-		free(usable);
+		free(use2);
 		return;
 	}
 	req.orch = orch;
-	for (int k = 0; k < p.n_rings; k++)
-		for (int i = 0; i < m; i++)
-			use[p.nodes[k * m + i]] = HBD_NODE_BUSY;
+	req.gpus = 0;
+	for (int k = 0; k < p.n_rings * m; k++)
+		use[p.nodes[k]] = HBD_NODE_BUSY;
 	for (int k = 0; k < p.n_rings; k++) {
 		const int *ring = p.nodes + (size_t)k * m;
 
 		for (int j = 0; j < m; j++) {
-			struct hbd_repair r;
-			int failed = ring[j];
-			bool has_bypass =
-				j > 0 && j + 1 < m && up(d, ring[j - 1], ring[j + 1]) <= d->k_hops;
+			int failed = ring[j], *once;
 
 			use[failed] = HBD_NODE_FAULTY;
-			CHECK(hbd_repair(d, use, ring, m, failed, &req, &r) == 0, "repair failed");
-			for (int v = 0; v < n; v++)
-				usable[v] = use[v] == HBD_NODE_FREE;
-			for (int i = 0; i < m; i++)
-				usable[ring[i]] = ring[i] != failed;
-			if (r.kind == HBD_REPAIR_BYPASS) {
-				cnt->bypass++;
-				CHECK(has_bypass, "bypass of rank %d of %d", j, m);
-				CHECK(r.m == m - 1, "bypass ring of %d", r.m);
-				for (int i = 0; i < m - 1; i++)
-					CHECK(r.nodes[i] == ring[i < j ? i : i + 1],
-					      "bypass changed rank %d", i);
-				ring_ok(d, r.nodes, m - 1, usable, "bypass");
-				CHECK(r.n_changes == 2, "bypass with %zu changes", r.n_changes);
-				for (size_t c = 0; c < r.n_changes; c++) {
-					const struct hbd_bundle *ch = &r.changes[c];
-					int i = ch->node == ring[j - 1] ? j - 1 : j;
-					struct hbd_bundle e =
-						expected(d, r.nodes, m - 1, i, ch->bundle);
-
-					CHECK(ch->node == ring[j - 1] || ch->node == ring[j + 1],
-					      "bypass touches node %d", ch->node);
-					CHECK(same(ch, &e), "bypass setting of node %d", ch->node);
-				}
-			} else if (r.kind == HBD_REPAIR_REPLACE) {
-				cnt->replace++;
-				CHECK(!has_bypass, "re-placed although a bypass exists");
-				CHECK(r.m == m, "re-placed ring of %d", r.m);
-				if (ring_ok(d, r.nodes, m, usable, "re-placed"))
-					check_replace_changes(d, ring, r.nodes, m, failed, &r);
-			} else {
-				cnt->lost++;
-				CHECK(!has_bypass, "lost although a bypass exists");
-				CHECK(ring_optimum(d, usable, m) == 0, "lost although a ring fits");
+			cnt->single++;
+			once = check_repair(d, use, ring, m, failed, &req, cnt);
+			for (int f = 0; once && f < m; f++) {
+				/* The domain after the first repair: its ring busy, the old one
+				 * freed. */
+				memcpy(use2, use, (size_t)n);
+				for (int i = 0; i < m; i++)
+					if (ring[i] != failed)
+						use2[ring[i]] = HBD_NODE_FREE;
+				for (int i = 0; i < m; i++)
+					use2[once[i]] = HBD_NODE_BUSY;
+				use2[once[f]] = HBD_NODE_FAULTY;
+				cnt->pairs++;
+				free(check_repair(d, use2, once, m, once[f], &req, cnt));
 			}
-			hbd_repair_clear(&r);
+			free(once);
 			use[failed] = HBD_NODE_BUSY;
 		}
 	}
 	for (int k = 0; k < p.n_rings * m; k++)
 		use[p.nodes[k]] = HBD_NODE_FREE;
 	hbd_plan_clear(&p);
-	free(usable);
+	free(use2);
 }
 
 int main(int argc, char **argv)
@@ -464,19 +594,25 @@ int main(int argc, char **argv)
 			req.gpus = (int64_t)req.tp * (1 + below(&s, n / m + 2));
 			check_plan(&d, use, &req, &cnt);
 		}
-		/* The bypass property: a domain without busy nodes, filled with rings. */
+		/*
+		 * The repair property: a domain without busy nodes, filled with
+		 * rings (few free nodes left), then with a random number of them.
+		 */
 		for (int v = 0; v < n; v++)
 			if (use[v] == HBD_NODE_BUSY)
 				use[v] = HBD_NODE_FREE;
-		check_repairs(&d, use, req.tp, (enum hbd_orch)below(&s, 3), &cnt);
+		check_repairs(&d, use, req.tp, 0, (enum hbd_orch)below(&s, 3), &cnt);
+		check_repairs(&d, use, req.tp, 1 + below(&s, n / m + 1),
+			      (enum hbd_orch)below(&s, 3), &cnt);
 		free(use);
 	}
-	printf("hbd property: %d domains, %ld plans (%ld placed, %ld refused), repairs: %ld "
-	       "bypass, %ld re-placed, %ld lost; %d failures\n",
-	       domains, cnt.plans, cnt.placed, cnt.refused, cnt.bypass, cnt.replace, cnt.lost,
-	       failures);
+	printf("hbd property: %d domains, %ld plans (%ld placed, %ld refused); %ld single faults "
+	       "and %ld pairs of faults, %ld repairs: %ld bypass-extend, %ld re-placed, %ld lost; "
+	       "%d failures\n",
+	       domains, cnt.plans, cnt.placed, cnt.refused, cnt.single, cnt.pairs, cnt.repairs,
+	       cnt.extend, cnt.replace, cnt.lost, failures);
 	/* Each outcome must have been exercised, or the generator is too narrow. */
-	if (cnt.bypass == 0 || cnt.replace == 0 || cnt.lost == 0 || cnt.refused == 0) {
+	if (cnt.extend == 0 || cnt.replace == 0 || cnt.lost == 0 || cnt.refused == 0) {
 		fprintf(stderr, "FAIL: some outcome never happened\n");
 		return 1;
 	}

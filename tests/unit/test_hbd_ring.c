@@ -4,7 +4,9 @@
  * the physical-model checks, each orchestration's rings on a case worked
  * out by hand (components of Alg. 2, the wrap of a closed domain, the
  * fat-tree binary search with the ToR-fault expansion, the seeded greedy),
- * the refusals, and the three kinds of repair with their exact changes.
+ * the refusals, and the three kinds of repair with their exact changes
+ * (bypass-extend in the gap, at the end and at the front; a ring never
+ * shrinks).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -59,7 +61,7 @@ static void test_names(void **state)
 	assert_int_equal(o, HBD_ORCH_FAT_TREE);
 	assert_int_equal(hbd_orch_parse("Greedy", &o), -EINVAL);
 	assert_int_equal(hbd_orch_parse(NULL, &o), -EINVAL);
-	assert_string_equal(hbd_repair_kind_name(HBD_REPAIR_BYPASS), "bypass");
+	assert_string_equal(hbd_repair_kind_name(HBD_REPAIR_EXTEND), "bypass-extend");
 	assert_string_equal(hbd_repair_kind_name(HBD_REPAIR_REPLACE), "replace");
 	assert_string_equal(hbd_repair_kind_name(HBD_REPAIR_LOST), "lost");
 }
@@ -369,7 +371,7 @@ static const struct hbd_bundle *change_of(const struct hbd_repair *r, int node, 
 	return NULL;
 }
 
-static void test_repair_bypass(void **state)
+static void test_repair_extend(void **state)
 {
 	struct ocs_ring_domain d = small(2, false);
 	int ring[4] = {at(&d, 0), at(&d, 1), at(&d, 2), at(&d, 3)};
@@ -380,22 +382,68 @@ static void test_repair_bypass(void **state)
 	(void)state;
 	for (int i = 0; i < 4; i++)
 		u[ring[i]] = HBD_NODE_BUSY;
+	/*
+	 * Position 1 fails; its gap has no free node (2 is in the ring) and
+	 * nothing is below 0: the ring extends at its end, to position 5 (under
+	 * the failed node's ToR 1) rather than the nearer 4 (ToR 0).
+	 */
 	u[ring[1]] = HBD_NODE_FAULTY;
 	assert_int_equal(hbd_repair(&d, u, ring, 4, ring[1], &req, &r), 0);
-	assert_int_equal(r.kind, HBD_REPAIR_BYPASS);
-	assert_int_equal(r.m, 3);
-	assert_ring_pos(&d, r.nodes, (int[]){0, 2, 3}, 3);
-	assert_int_equal(r.n_changes, 2);
+	assert_int_equal(r.kind, HBD_REPAIR_EXTEND);
+	assert_int_equal(r.m, 4);
+	assert_int_equal(r.added, at(&d, 5));
+	assert_ring_pos(&d, r.nodes, (int[]){0, 2, 3, 5}, 4);
+	assert_int_equal(r.n_changes, 4);
 	assert_bundle(change_of(&r, ring[0], HBD_BUNDLE_UP), ring[0], 1, HBD_PATH_EXTERNAL, 2,
 		      HBD_DIR_UP, ring[2]);
 	assert_bundle(change_of(&r, ring[2], HBD_BUNDLE_DOWN), ring[2], 0, HBD_PATH_EXTERNAL, 2,
 		      HBD_DIR_DOWN, ring[0]);
+	assert_bundle(change_of(&r, ring[3], HBD_BUNDLE_UP), ring[3], 1, HBD_PATH_EXTERNAL, 2,
+		      HBD_DIR_UP, at(&d, 5));
+	assert_bundle(change_of(&r, at(&d, 5), HBD_BUNDLE_DOWN), at(&d, 5), 0, HBD_PATH_EXTERNAL, 2,
+		      HBD_DIR_DOWN, ring[3]);
+	hbd_repair_clear(&r);
+
+	/* Inside the gap: {0, 2, 3} loses 2 and takes in 1, between its neighbours. */
+	int gap[3] = {at(&d, 0), at(&d, 2), at(&d, 3)};
+	memset(u, HBD_NODE_FREE, 12);
+	u[gap[0]] = u[gap[2]] = HBD_NODE_BUSY;
+	u[gap[1]] = HBD_NODE_FAULTY;
+	req.tp = 12;
+	assert_int_equal(hbd_repair(&d, u, gap, 3, gap[1], &req, &r), 0);
+	assert_int_equal(r.kind, HBD_REPAIR_EXTEND);
+	assert_ring_pos(&d, r.nodes, (int[]){0, 1, 3}, 3);
+	assert_int_equal(r.n_changes, 4);
+	assert_bundle(change_of(&r, gap[0], HBD_BUNDLE_UP), gap[0], 1, HBD_PATH_EXTERNAL, 1,
+		      HBD_DIR_UP, at(&d, 1));
+	assert_bundle(change_of(&r, at(&d, 1), HBD_BUNDLE_DOWN), at(&d, 1), 0, HBD_PATH_EXTERNAL, 1,
+		      HBD_DIR_DOWN, gap[0]);
+	assert_bundle(change_of(&r, at(&d, 1), HBD_BUNDLE_UP), at(&d, 1), 1, HBD_PATH_EXTERNAL, 2,
+		      HBD_DIR_UP, gap[2]);
+	assert_bundle(change_of(&r, gap[2], HBD_BUNDLE_DOWN), gap[2], 0, HBD_PATH_EXTERNAL, 2,
+		      HBD_DIR_DOWN, at(&d, 1));
+	hbd_repair_clear(&r);
+
+	/* At the front: {2, 3, 4} loses its end 4, 5 and 6 are busy; 0 (ToR 0, as 4) joins. */
+	int end[3] = {at(&d, 2), at(&d, 3), at(&d, 4)};
+	memset(u, HBD_NODE_FREE, 12);
+	u[end[0]] = u[end[1]] = u[at(&d, 5)] = u[at(&d, 6)] = HBD_NODE_BUSY;
+	u[end[2]] = HBD_NODE_FAULTY;
+	assert_int_equal(hbd_repair(&d, u, end, 3, end[2], &req, &r), 0);
+	assert_int_equal(r.kind, HBD_REPAIR_EXTEND);
+	assert_ring_pos(&d, r.nodes, (int[]){0, 2, 3}, 3);
+	assert_int_equal(r.n_changes, 3);
+	assert_bundle(change_of(&r, end[1], HBD_BUNDLE_UP), end[1], 1, HBD_PATH_LOOPBACK, 0,
+		      HBD_DIR_UP, -1);
+	assert_bundle(change_of(&r, end[0], HBD_BUNDLE_DOWN), end[0], 0, HBD_PATH_EXTERNAL, 2,
+		      HBD_DIR_DOWN, at(&d, 0));
+	assert_bundle(change_of(&r, at(&d, 0), HBD_BUNDLE_UP), at(&d, 0), 1, HBD_PATH_EXTERNAL, 2,
+		      HBD_DIR_UP, end[0]);
 	hbd_repair_clear(&r);
 
 	/* Bad calls. */
 	assert_int_equal(hbd_repair(&d, u, ring, 4, at(&d, 7), &req, &r), -EINVAL);
-	req.tp = 12;
-	assert_int_equal(hbd_repair(&d, u, ring, 4, ring[1], &req, &r), -EINVAL);
+	assert_int_equal(hbd_repair(&d, u, ring, 4, ring[1], &req, &r), -EINVAL); /* tp 12 */
 	free(u);
 }
 
@@ -410,22 +458,32 @@ static void test_repair_replace(void **state)
 	(void)state;
 	for (int i = 0; i < 4; i++)
 		u[ring[i]] = HBD_NODE_BUSY;
-	/* The first node fails: no bypass; positions 1..4 are the new ring. */
-	u[ring[0]] = HBD_NODE_FAULTY;
+	/*
+	 * The first node fails and 4, 5 are faulty: nothing extends the ring
+	 * (3 is more than K below 6); it moves to positions 6..9 and its old
+	 * healthy nodes go back to idle.
+	 */
+	u[ring[0]] = u[at(&d, 4)] = u[at(&d, 5)] = HBD_NODE_FAULTY;
 	assert_int_equal(hbd_repair(&d, u, ring, 4, ring[0], &req, &r), 0);
 	assert_int_equal(r.kind, HBD_REPAIR_REPLACE);
 	assert_int_equal(r.m, 4);
-	assert_ring_pos(&d, r.nodes, (int[]){1, 2, 3, 4}, 4);
-	assert_int_equal(r.n_changes, 3);
+	assert_int_equal(r.added, -1);
+	assert_ring_pos(&d, r.nodes, (int[]){6, 7, 8, 9}, 4);
+	assert_int_equal(r.n_changes, 5 + 6);
 	assert_bundle(change_of(&r, ring[1], HBD_BUNDLE_DOWN), ring[1], 0, HBD_PATH_LOOPBACK, 0,
 		      HBD_DIR_UP, -1);
-	assert_bundle(change_of(&r, ring[3], HBD_BUNDLE_UP), ring[3], 1, HBD_PATH_EXTERNAL, 1,
-		      HBD_DIR_UP, at(&d, 4));
-	assert_bundle(change_of(&r, at(&d, 4), HBD_BUNDLE_DOWN), at(&d, 4), 0, HBD_PATH_EXTERNAL, 1,
-		      HBD_DIR_DOWN, ring[3]);
+	assert_bundle(change_of(&r, ring[3], HBD_BUNDLE_DOWN), ring[3], 0, HBD_PATH_LOOPBACK, 0,
+		      HBD_DIR_UP, -1);
+	assert_null(change_of(&r, ring[3], HBD_BUNDLE_UP)); /* already on loopback */
+	assert_null(change_of(&r, ring[0], HBD_BUNDLE_UP)); /* the failed node is left alone */
+	assert_bundle(change_of(&r, at(&d, 6), HBD_BUNDLE_UP), at(&d, 6), 1, HBD_PATH_EXTERNAL, 1,
+		      HBD_DIR_UP, at(&d, 7));
+	assert_bundle(change_of(&r, at(&d, 9), HBD_BUNDLE_DOWN), at(&d, 9), 0, HBD_PATH_EXTERNAL, 1,
+		      HBD_DIR_DOWN, at(&d, 8));
 	hbd_repair_clear(&r);
 
-	/* Neighbours 4 apart with K = 2: a re-placement, old nodes idle where unused. */
+	/* Neighbours 4 apart with K = 2 and no node fits: a re-placement, old nodes idle where
+	 * unused. */
 	int spread[3] = {at(&d, 0), at(&d, 2), at(&d, 4)};
 	memset(u, HBD_NODE_FREE, 12);
 	u[spread[0]] = u[spread[2]] = HBD_NODE_BUSY;
@@ -464,7 +522,7 @@ int main(void)
 		cmocka_unit_test(test_fat_tree_tor_expansion),
 		cmocka_unit_test(test_greedy_seeded),
 		cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_repair_bypass),
+		cmocka_unit_test(test_repair_extend),
 		cmocka_unit_test(test_repair_replace),
 	};
 

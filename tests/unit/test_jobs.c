@@ -9,8 +9,10 @@
  * after each. Ring jobs run on an OCSTrx ring domain (setup_ring: the ring
  * state instead of circuits): placement and release with every bundle
  * checked against the physical model independently, a node fault stored
- * first and repaired ahead of queued work, a rolled-back repair retried, a
- * healed node reset, and a stored fault repaired after a restart. Rail
+ * first and repaired ahead of queued work (re-placed: no free node extends
+ * the ring), a rolled-back repair retried, a healed node reset, and a
+ * stored fault repaired after a restart (bypass-extend); a ring keeps its
+ * 4 nodes. Rail
  * jobs run on a rail-OCS fabric (setup_rail: the initial port map stored,
  * the rail state's GPU check): no plan, an empty change set, GPUs held,
  * spare, faulty or a leaf demand refused, release, restart.
@@ -997,7 +999,7 @@ static void test_ring_fault_repair(void **state)
 	struct err_info err = {0};
 	const char *affected = NULL;
 	const struct rg_ring *ring;
-	int victim, before[4];
+	int victim, before[4], after[4];
 	size_t n = 0;
 	char faults[64] = "";
 
@@ -1027,13 +1029,23 @@ static void test_ring_fault_repair(void **state)
 	assert_true(f->txn_open);
 	assert_string_equal(f->job_id, "a");
 	assert_int_equal(job(f, "a")->state, JM_ACTIVE);
-	assert_int_equal(f->ring_copy[0].m, 3);
-	assert_int_equal(f->ring_copy[0].last_change, RG_BYPASSED);
+	/*
+	 * the nodes within K of ring 0 are a's other ring's and b's: no free
+	 * node extends ring 0, so it is re-placed, still 4 nodes; only its old and
+	 * new nodes change, never the failed one.
+	 */
+	assert_int_equal(f->ring_copy[0].m, 4);
+	assert_int_equal(f->ring_copy[0].last_change, RG_REPLACED);
 	assert_int_equal(f->ring_copy[0].failed_node, victim);
+	memcpy(after, f->ring_copy[0].nodes, sizeof(after));
 	for (size_t i = 0; i < f->n_bundle_copy; i++) {
+		bool mine = false;
+
+		for (int k = 0; k < 4; k++)
+			mine |= f->bundle_copy[i].node == before[k] ||
+				f->bundle_copy[i].node == after[k];
 		assert_int_not_equal(f->bundle_copy[i].node, victim);
-		assert_true(f->bundle_copy[i].node == before[0] ||
-			    f->bundle_copy[i].node == before[2]);
+		assert_true(mine);
 	}
 	/* rolled back: tried again by the retry, then confirmed */
 	finish_txn(f, TXN_ROLLED_BACK, false);
@@ -1044,12 +1056,12 @@ static void test_ring_fault_repair(void **state)
 	f->n_events = 0;
 	finish_txn(f, TXN_CONFIRMED, false);
 	assert_int_equal(f->n_events, 1);
-	assert_int_equal(f->events[0], RG_BYPASSED);
+	assert_int_equal(f->events[0], RG_REPLACED);
 	assert_int_equal(f->reactions[0], 5000 - 1000);
 	ring = rg_job_rings(f->rings, "a", &n);
-	assert_int_equal(ring[0].m, 3);
-	assert_int_equal(ring[0].nodes[0], before[0]);
-	assert_int_equal(ring[0].nodes[1], before[2]);
+	assert_int_equal(ring[0].m, 4); /* the retry plans again: the ring may differ */
+	for (int k = 0; k < 4; k++)
+		assert_int_not_equal(ring[0].nodes[k], victim);
 	/* the faulty node is out of every plan */
 	{
 		uint8_t *use = rg_use_snapshot(f->rings, NULL);
@@ -1098,13 +1110,14 @@ static void test_ring_restart_repairs(void **state)
 	struct err_info err = {0};
 	const char *affected = NULL;
 	const struct rg_ring *ring;
-	int victim;
+	int victim, before[4];
 	size_t n = 0;
 
 	jm_submit(f->jm, &s, on_answer, f);
 	run_plans(f);
 	finish_txn(f, TXN_CONFIRMED, false);
 	ring = rg_job_rings(f->rings, "c", &n);
+	memcpy(before, ring[0].nodes, sizeof(before));
 	victim = ring[0].nodes[2];
 	assert_int_equal(jm_mark_node(f->jm, victim, true, "device", 1, &affected, &err), 0);
 	assert_true(f->txn_open);
@@ -1123,10 +1136,15 @@ static void test_ring_restart_repairs(void **state)
 	assert_int_equal(jm_set_ring(f->jm, "c", &r), 0);
 	assert_int_equal(jm_recover(f->jm), 0);
 	assert_true(f->txn_open);
-	assert_int_equal(f->ring_copy[0].last_change, RG_BYPASSED);
+	/* rank 2 of positions 0..3 fails: position 4 (free) extends the ring at its end */
+	assert_int_equal(f->ring_copy[0].last_change, RG_EXTENDED);
 	finish_txn(f, TXN_CONFIRMED, false);
 	ring = rg_job_rings(f->rings, "c", &n);
-	assert_int_equal(ring[0].m, 3);
+	assert_int_equal(ring[0].m, 4);
+	assert_int_equal(ring[0].nodes[0], before[0]);
+	assert_int_equal(ring[0].nodes[1], before[1]);
+	assert_int_equal(ring[0].nodes[2], before[3]);
+	assert_int_equal(ring[0].nodes[3], 16); /* position 4: ToR 4, index 0 */
 	assert_int_equal(job(f, "c")->state, JM_ACTIVE);
 }
 

@@ -3,8 +3,9 @@
 its command line: the JSON shape of an answer (issue 11, section 2), every
 ring and bundle setting re-checked here from the domain's numbering, the
 whole-domain request ("gpus": 0) with its waste recounted, the seeded
-greedy, the "fail" repair (a bypass touching only the two neighbours, a
-re-placement of the same size), exit 1 with a JSON error giving the rings
+greedy, the "fail" repair (a bypass-extend: the ring skips the node and
+takes in one free node, only the changed bundles listed; a re-placement of
+the same size when no node extends it), exit 1 with a JSON error giving the rings
 needed and available, and exit 2 with one stderr line naming the field for
 each kind of bad input.
 
@@ -130,12 +131,16 @@ def repairs():
     ring = ans["rings"][0]["nodes"]
     check(ring == [0, 4, 8, 12], "dcn-free takes positions 0..3: %s" % ring)
     rep = ans.get("repair", {})
-    check(rep.get("kind") == "bypass", "a middle node is bypassed: %s" % rep)
-    check(rep.get("nodes") == [0, 4, 12], "bypass ring: %s" % rep.get("nodes"))
+    # Position 2 fails, its gap has no free node: node 16 (position 4) extends the ring.
+    check(rep.get("kind") == "bypass-extend", "a middle node: bypass-extend: %s" % rep)
+    check(rep.get("nodes") == [0, 4, 12, 16], "extended ring: %s" % rep.get("nodes"))
+    check(rep.get("added") == 16, "the node taken in: %s" % rep.get("added"))
     check(sorted((c["node"], c["id"], c["peer"]) for c in rep.get("changes", [])) ==
-          [(4, 1, 12), (12, 0, 4)], "bypass changes: %s" % rep.get("changes"))
-    # The first node fails: re-placed with the same size.
+          [(4, 1, 12), (12, 0, 4), (12, 1, 16), (16, 0, 12)],
+          "extend changes: %s" % rep.get("changes"))
+    # The first node fails and positions 4, 5 are faulty: nothing extends, re-placed.
     req["fail"] = 0
+    req["faulty_nodes"] = [16, 20]
     rc, out, err = run(req)
     rep = json.loads(out).get("repair", {}) if rc == 0 else {}
     check(rep.get("kind") == "replace" and len(rep.get("nodes", [])) == 4 and
