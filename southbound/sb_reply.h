@@ -92,8 +92,8 @@ struct sb_port_state {
  * ingress or egress and ports without port-id are skipped. *pairs (sorted
  * by ingress) and *ports (sorted by id) are malloc'ed (caller frees; NULL
  * when none); ports may be NULL when the caller wants pairs only. 0,
- * -EPROTO (a port id that is not a number in 1..65535, an unknown status),
- * -ENOMEM.
+ * -EPROTO (a port id that is not a number in 1..65535, an unknown status,
+ * an ingress or a port-id listed twice), -ENOMEM.
  */
 int sb_reply_pairs(const char *data, size_t len, struct sb_pair **pairs, size_t *n_pairs,
 		   struct sb_port_state **ports, size_t *n_ports);

@@ -24,13 +24,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void info(const char *s, size_t len, const struct sb_port_map *pm);
 
-/* The scanner alone: sorted, ids in range; returns how many pairs (-1 refused). */
-static long raw(const char *d, size_t len)
+/* The scanner alone (port-config too when with_ports): sorted, ids in range; how many pairs (-1
+ * refused). */
+static long raw(const char *d, size_t len, bool with_ports)
 {
 	struct sb_pair *p = NULL;
 	struct sb_port_state *ps = NULL;
 	size_t n = 0, n_ports = 0;
-	int rc = sb_reply_pairs(d, len, &p, &n, &ps, &n_ports);
+	int rc = sb_reply_pairs(d, len, &p, &n, with_ports ? &ps : NULL, &n_ports);
 	if ((n == 0) != (p == NULL) || (n_ports == 0) != (ps == NULL))
 		abort();
 	if (rc && (n || n_ports))
@@ -60,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 2)
 		pm = (struct sb_port_map){.in_first = ports + 1, .out_first = 1, .n = ports};
 	info(s, len, &pm);
-	long n_raw = raw(s, len);
+	long n_raw = raw(s, len, with_state); /* a <get-config> parse skips port-config */
 	struct sb_xc_state *x = NULL;
 	size_t n = 0;
 	char why[160] = "";

@@ -178,6 +178,15 @@ static void test_polatis_read(void **state)
 	const char *status = "<port-config><port><port-id>3</port-id><status>BROKEN</status></port>"
 			     "</port-config>";
 	assert_int_equal(parse(SB_MODEL_POLATIS, &pm, status, true, &x, &n, why), -EPROTO);
+	/* a list key twice ("3" and "03" are one port) is refused (fuzz_sb_polatis found it) */
+	const char *twice =
+		"<cross-connects xmlns=\"http://www.polatis.com/yang/optical-switch\">"
+		"<pair><ingress>3</ingress><egress>10</egress></pair>"
+		"<pair><ingress>03</ingress><egress>11</egress></pair></cross-connects>";
+	assert_int_equal(parse(SB_MODEL_POLATIS, &pm, twice, false, &x, &n, why), -EPROTO);
+	const char *port_twice = "<port-config><port><port-id>1</port-id></port>"
+				 "<port><port-id>01</port-id></port></port-config>";
+	assert_int_equal(parse(SB_MODEL_POLATIS, &pm, port_twice, true, &x, &n, why), -EPROTO);
 	/* empty data: no cross-connects */
 	assert_int_equal(parse(SB_MODEL_POLATIS, &pm, "", true, &x, &n, why), 0);
 	assert_int_equal(n, 0);
