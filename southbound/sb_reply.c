@@ -1009,22 +1009,15 @@ static int scan_polatis(const char *data, size_t len, struct sb_pair **pairs, si
 		if (rc)
 			break;
 	}
-	if (rc < 0) {
-		if (ports)
-			drop_list((void **)ports, n_ports, rc);
-		if (pairs)
-			drop_list((void **)pairs, n_pairs, rc);
-		return rc;
-	}
-	if (pairs && *n_pairs)
+	if (rc >= 0 && pairs && *n_pairs)
 		qsort(*pairs, *n_pairs, sizeof(**pairs), cmp_pair);
-	if (ports && *n_ports)
+	if (rc >= 0 && ports && *n_ports)
 		qsort(*ports, *n_ports, sizeof(**ports), cmp_port_state);
 	/* a list key twice ("1" and "01" alike) is not data the model allows */
-	for (size_t i = 1; pairs && i < *n_pairs; i++)
+	for (size_t i = 1; rc >= 0 && pairs && i < *n_pairs; i++)
 		if ((*pairs)[i - 1].ingress == (*pairs)[i].ingress)
 			rc = -EPROTO;
-	for (size_t i = 1; ports && i < *n_ports; i++)
+	for (size_t i = 1; rc >= 0 && ports && i < *n_ports; i++)
 		if ((*ports)[i - 1].id == (*ports)[i].id)
 			rc = -EPROTO;
 	if (rc < 0) {
