@@ -80,7 +80,12 @@ struct job_rt *jb_store_new(struct jm *jm)
 	free(rows);
 	if (rc)
 		err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
-			"cannot store the job (%s); nothing changed", st_strerror(jm->d.store, rc));
+			"cannot store the job (%s); %s", st_strerror(jm->d.store, rc),
+			st_changed_note(rc));
+	/* the jobs may be in the store after all: this table no longer says
+	 * what the store does, so the leader starts again from the store */
+	if (rc == -EINPROGRESS)
+		jm_store_failed(jm, err.message, rc);
 	for (j = head; j; j = next) {
 		next = j->next_new;
 		j->next_new = NULL;
@@ -156,8 +161,8 @@ void jb_store_admitted(struct jm *jm)
 		rc = st_figures_put_states(jm->d.store, (const char *const *)texts, rows, n);
 	if (rc)
 		err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
-			"cannot store the plan's figures (%s); nothing changed",
-			st_strerror(jm->d.store, rc));
+			"cannot store the plan's figures (%s); %s", st_strerror(jm->d.store, rc),
+			st_changed_note(rc));
 	for (; j; j = next) {
 		next = j->next_admit;
 		j->next_admit = NULL;

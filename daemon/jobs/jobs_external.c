@@ -108,8 +108,10 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 	rc = jm_adopt_store(jm->d.store, jm->d.fs, &a, &row_stored);
 	free(adds);
 	if (rc && !row_stored) {
-		err_set(err, ERR_UNAVAILABLE, "", "cannot store the job (%s); nothing changed",
-			strerror(-rc));
+		err_set(err, ERR_UNAVAILABLE, "", "cannot store the job (%s); %s",
+			st_strerror(jm->d.store, rc), st_changed_note(rc));
+		if (rc == -EINPROGRESS) /* as jb_store_new */
+			jm_store_failed(jm, err->message, rc);
 		/* never seen by anyone: forget it again (as create_job does) */
 		jm->n_state[j->pub.state]--;
 		jm->n_state[JM_RELEASED]++;
@@ -120,8 +122,8 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 	}
 	if (rc) {
 		err_set(err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
-			"cannot store the adopted circuits (%s); nothing changed",
-			strerror(rc < 0 ? -rc : rc));
+			"cannot store the adopted circuits (%s); %s", strerror(rc < 0 ? -rc : rc),
+			st_changed_note(rc));
 		/* a row may be stored: it holds no circuit, so it is simply failed */
 		jm_set_state(jm, j, JM_FAILED, err->message);
 		return -1;

@@ -111,8 +111,8 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 		rc = st_fault_set(jm->d.store, node, faulty, source, jm_now_ms(jm));
 		if (rc) {
 			err_set(err, ERR_UNAVAILABLE, "",
-				"cannot store the node's condition (%s); nothing changed",
-				st_strerror(jm->d.store, rc));
+				"cannot store the node's condition (%s); %s",
+				st_strerror(jm->d.store, rc), st_changed_note(rc));
 			return -1;
 		}
 		rg_set_faulty(jm->d.rings, node, faulty, source, jm_now_ms(jm));

@@ -477,7 +477,7 @@ int jm_store_figures(struct jm *jm, struct job_rt *j, struct err_info *err)
 		return 0;
 	}
 	err_set(err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
-		"cannot store the plan's figures (%s); nothing changed", strerror(-rc));
+		"cannot store the plan's figures (%s); %s", strerror(-rc), st_changed_note(rc));
 	return -1;
 }
 

@@ -15,8 +15,14 @@
  *     entry is looked for; if that fails too, the copy is marked stale and
  *     catches up (st_etcd_sync) before its next write, which then either
  *     finds its own entry in the log or not: either way invariant 1 holds.
- *  4. Deleted log entries are only those a snapshot covers; a replica that
- *     finds a gap (the entry after its seq is gone) loads the snapshot.
+ *  4. Deleted log entries are only those a snapshot covers, less its last
+ *     log_tail entries; a replica that finds a gap (the entry after its seq
+ *     is gone) loads the snapshot. The tail is for a writer whose answer was
+ *     lost (a pause, a dropped connection): it reads its entry back to learn
+ *     whether its write went in (entry_is_ours), and a successor that took
+ *     over meanwhile may already have written a snapshot. Should the entry
+ *     be gone all the same, the write's outcome is unknown (-EINPROGRESS),
+ *     never "refused".
  *
  * States of a copy: current (seq = head), behind (a watch event or a
  * failed compare says so: sync), stale (outcome unknown: sync before the
@@ -44,6 +50,8 @@
 #define ST_ETCD_MAX_SNAPSHOT (4ull << 30)
 /* Log entries and snapshot chunks read per range request (bounded answers). */
 #define ST_ETCD_PAGE 128
+/* Entries a snapshot leaves in the log (at most half of snapshot_every): invariant 4. */
+#define ST_ETCD_LOG_TAIL 128
 
 struct st_etcd {
 	struct st_store *st; /* the copy; owns this backend */
@@ -56,6 +64,7 @@ struct st_etcd {
 	bool stale;	   /* outcome of a write unknown: sync before the next */
 	uint64_t snap_seq; /* the newest snapshot known (written or loaded) */
 	unsigned snapshot_every;
+	unsigned log_tail; /* invariant 4 */
 	size_t chunk_bytes;
 	void *genesis; /* image of the empty store (sqlite3 memory) */
 	size_t genesis_len;
@@ -324,19 +333,33 @@ int st_etcd_sync(struct st_etcd *se)
 
 /* ---- writing: the log entry, the fence, snapshots ---- */
 
-/* Is log entry seq + 1 (key) exactly changeset? 1 yes (se advanced), 0 no, < 0 etcd's error. */
+static int current_snapshot(struct st_etcd *se, char *old, size_t len, uint64_t *seq);
+
+/*
+ * Is log entry seq + 1 (key) exactly changeset? 1 yes (se advanced), 0 no
+ * (another entry, or none and the log not past it), -EINPROGRESS when it is
+ * gone and a snapshot covers it (whose it was cannot be told: invariant 4),
+ * < 0 etcd's error.
+ */
 static int entry_is_ours(struct st_etcd *se, const char *key, const void *changeset, size_t len)
 {
 	struct etcd_kvs r;
+	char old[700];
+	uint64_t snap = 0;
 	int rc = etcd_range(se->c, key, strlen(key), NULL, 0, 0, 0, &r);
 	bool ours = rc == 0 && r.n == 1 && r.kvs[0].value_len == len &&
 		    memcmp(r.kvs[0].value, changeset, len) == 0;
+	bool gone = rc == 0 && r.n == 0;
 
 	if (ours) {
 		se->seq++;
 		se->head_rev = r.kvs[0].mod_revision;
 	}
 	etcd_kvs_clear(&r);
+	if (rc == 0 && gone)
+		rc = current_snapshot(se, old, sizeof(old), &snap);
+	if (rc == 0 && gone && snap > se->seq)
+		return -EINPROGRESS;
 	return rc ? rc : ours;
 }
 
@@ -361,6 +384,21 @@ static int compare_failed(struct st_etcd *se)
 }
 
 /*
+ * The write's entry could not be read back (err: why): it may be in the log
+ * or still land, so the copy catches up before its next write and the
+ * caller is told the outcome is unknown (-EINPROGRESS, store.h).
+ */
+static int publish_unknown_outcome(struct st_etcd *se, const char *why)
+{
+	set_error(se,
+		  "etcd: %s; whether this write went in is unknown until this replica reads the "
+		  "log again",
+		  why);
+	se->stale = true;
+	return -EINPROGRESS;
+}
+
+/*
  * A publish whose compare failed: the entry may be ours after all (0). The
  * client sends a transaction again to the next endpoint when the first
  * attempt's answer is lost, and that attempt may have gone in (under the
@@ -368,22 +406,35 @@ static int compare_failed(struct st_etcd *se)
  */
 static int publish_refused(struct st_etcd *se, const char *key, const void *changeset, size_t len)
 {
-	if (entry_is_ours(se, key, changeset, len) == 1)
+	int rc = entry_is_ours(se, key, changeset, len);
+	char why[200];
+
+	if (rc == 1)
 		return 0;
-	return compare_failed(se);
+	if (rc == 0)
+		return compare_failed(se);
+	snprintf(why, sizeof(why),
+		 rc == -EINPROGRESS ? "entry %" PRIu64 " was folded into a snapshot before it "
+				      "could be read back"
+				    : "entry %" PRIu64 " could not be read back",
+		 se->seq + 1);
+	return rc == -ENOMEM ? -ENOMEM : publish_unknown_outcome(se, why);
 }
 
 /* The outcome of a publish etcd did not answer: is entry seq ours? */
 static int publish_unknown(struct st_etcd *se, const char *key, const void *changeset, size_t len,
 			   int txn_rc)
 {
+	char why[sizeof(se->error)];
+
+	if (txn_rc == -ENOMEM) /* never sent */
+		return -ENOMEM;
 	/* the transaction's failure is the one to report */
-	set_error(se, "etcd: writing the log: %s",
-		  *etcd_last_error(se->c) ? etcd_last_error(se->c) : strerror(-txn_rc));
+	snprintf(why, sizeof(why), "writing the log: %s",
+		 *etcd_last_error(se->c) ? etcd_last_error(se->c) : strerror(-txn_rc));
 	if (entry_is_ours(se, key, changeset, len) == 1)
 		return 0;
-	se->stale = true; /* it may still land: read the log before the next write */
-	return txn_rc == -ENOMEM ? -ENOMEM : -EIO;
+	return publish_unknown_outcome(se, why); /* it may still land */
 }
 
 /*
@@ -442,12 +493,13 @@ static int publish(void *ctx, const void *changeset, size_t len)
 }
 
 /*
- * The chunk prefix of the snapshot recorded in etcd (old: "" when none).
+ * The chunk prefix of the snapshot recorded in etcd (old: "" when none) and
+ * its seq (*snap_seq unless NULL, 0 when none).
  * Chunks carry a random tag beside the seq: two replicas that both write a
  * snapshot of the same seq (a deposed leader and its successor) never mix
  * their chunks, since only the tag the switch records is ever read.
  */
-static int current_snapshot(struct st_etcd *se, char *old, size_t len)
+static int current_snapshot(struct st_etcd *se, char *old, size_t len, uint64_t *snap_seq)
 {
 	struct etcd_kvs r;
 	unsigned long long seq, chunks, bytes, tag;
@@ -456,9 +508,14 @@ static int current_snapshot(struct st_etcd *se, char *old, size_t len)
 	if (rc)
 		return etcd_failed(se, "reading the snapshot", rc);
 	old[0] = 0;
+	if (snap_seq)
+		*snap_seq = 0;
 	if (r.n == 1 && sscanf((const char *)r.kvs[0].value, "%llu %llu %llu %llx", &seq, &chunks,
-			       &bytes, &tag) == 4)
+			       &bytes, &tag) == 4) {
 		snprintf(old, len, "%s%016llx-%016llx/", se->snap_prefix, seq, tag);
+		if (snap_seq)
+			*snap_seq = seq;
+	}
 	etcd_kvs_clear(&r);
 	return 0;
 }
@@ -483,7 +540,7 @@ static int write_snapshot(struct st_etcd *se)
 	char meta[96], prefix[700], old_prefix[700], log_end[700];
 	uint8_t *old_end = NULL;
 	uint64_t seq = se->seq, tag = random_tag();
-	int rc = current_snapshot(se, old_prefix, sizeof(old_prefix));
+	int rc = current_snapshot(se, old_prefix, sizeof(old_prefix), NULL);
 
 	if (rc == 0)
 		rc = st_image_save(se->st, &image, &len);
@@ -505,13 +562,15 @@ static int write_snapshot(struct st_etcd *se)
 		return etcd_failed(se, "writing a snapshot", rc);
 	snprintf(meta, sizeof(meta), "%" PRIu64 " %zu %zu %" PRIx64, seq, n_chunks, len, tag);
 	old_end = etcd_prefix_end(old_prefix, strlen(old_prefix), &old_end_len);
-	log_key(se, seq + 1, log_end, sizeof(log_end));
+	/* the log's last log_tail entries stay (invariant 4) */
+	log_key(se, seq > se->log_tail ? seq + 1 - se->log_tail : 1, log_end, sizeof(log_end));
 	log_end_len = strlen(log_end);
 	if (!old_end)
 		return -ENOMEM;
 	struct etcd_cmp cmps[2];
 	size_t n_cmps = write_cmps(se, cmps);
-	/* the entries the snapshot covers and the previous snapshot go with the switch */
+	/* the entries the snapshot covers (but its tail) and the previous snapshot go with the
+	 * switch */
 	struct etcd_op ops[3] = {
 		{.kind = ETCD_OP_PUT,
 		 .key = se->snap_key,
@@ -708,6 +767,8 @@ int st_etcd_open(const struct st_etcd_opts *opts, struct st_store **st_out, stru
 	snprintf(se->log_prefix, sizeof(se->log_prefix), "%slog/", opts->prefix);
 	snprintf(se->snap_prefix, sizeof(se->snap_prefix), "%ssnap/", opts->prefix);
 	se->snapshot_every = opts->snapshot_every ? opts->snapshot_every : ST_ETCD_SNAPSHOT_EVERY;
+	se->log_tail = se->snapshot_every / 2 < ST_ETCD_LOG_TAIL ? se->snapshot_every / 2
+								 : ST_ETCD_LOG_TAIL;
 	se->chunk_bytes =
 		opts->snapshot_chunk_bytes ? opts->snapshot_chunk_bytes : ST_ETCD_CHUNK_BYTES;
 	if (!se->prefix) {

@@ -18,11 +18,16 @@
  *   -EBUSY   another writer moved the log: this copy catches up before its
  *            next write (nothing was written),
  *   -EPERM   the fence failed: this replica no longer leads,
- *   -EIO     etcd could not be reached or answered an error (nothing was
- *            written, or the outcome is unknown and the copy catches up
- *            before its next write); st_etcd_last_error() says which.
- * Every snapshot_every entries a snapshot replaces the log before it, so
- * a new or lagging replica loads the snapshot and the entries after it.
+ *   -EIO     etcd could not be reached or answered an error before the
+ *            write was sent (nothing was written),
+ *   -EINPROGRESS  the write was sent and its answer lost, and its entry
+ *            could not be read back (etcd gone, or the entry folded into
+ *            a successor's snapshot): it may be in the log or still land;
+ *            the copy catches up before its next write (store.h).
+ * st_etcd_last_error() says which. Every snapshot_every entries a snapshot
+ * replaces the log before it but its last entries (store_etcd.c, invariant
+ * 4), so a new or lagging replica loads the snapshot and the entries after
+ * it.
  *
  * Threading: as store.h; st_etcd_follow's watch runs on the caller's base,
  * on the store's thread.

@@ -547,6 +547,13 @@ bool st_replicated(const struct st_store *st)
 	return st && st->repl;
 }
 
+const char *st_changed_note(int rc)
+{
+	return rc == -EINPROGRESS ? "it may be stored all the same (the store's answer was lost): "
+				    "read it back from the leader before trying again"
+				  : "nothing changed";
+}
+
 void st_set_error_observer(struct st_store *st, void (*fn)(void *ctx, int rc), void *ctx)
 {
 	st->on_error = fn;

@@ -35,7 +35,11 @@
  * logs an error and goes on. The codes: -EBUSY another connection held the
  * file's write lock past the busy timeout (st_set_busy_timeout), -ENOSPC
  * disk full, -EROFS read-only file, -ENOMEM, -EEXIST a uniqueness conflict,
- * -EINVAL a bad argument or another constraint, -EIO anything else.
+ * -EINVAL a bad argument or another constraint, -EIO anything else. One
+ * code breaks the rule, on a replicated store only (store_etcd.h):
+ * -EINPROGRESS, the write was sent and its answer lost, so it may be in the
+ * log: the local copy is as before the call until it catches up, and the
+ * caller must not say that nothing changed (st_changed_note).
  *
  * Threading: one store handle belongs to one thread (the event loop). Calls
  * block on disk I/O for the duration of a commit (fsync).
@@ -97,6 +101,11 @@ void st_close(struct st_store *st);
 const char *st_strerror(struct st_store *st, int rc);
 /* True on a replicated store (--store etcd), false on a plain SQLite file. */
 bool st_replicated(const struct st_store *st);
+/*
+ * What a failed write did, for the caller's message: "nothing changed", or
+ * for -EINPROGRESS that the change may be stored all the same.
+ */
+const char *st_changed_note(int rc);
 /*
  * fn (NULL: none) is called with the code of every write transaction that
  * failed to begin or to commit (the disk, a lock or etcd refused it), not

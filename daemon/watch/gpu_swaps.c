@@ -414,9 +414,8 @@ static void start_swap(struct rsw *s)
 	if (q->deferred) {
 		rc = set_condition(s, q->gpu, q->faulty, q->source);
 		if (rc) {
-			snprintf(why, sizeof(why),
-				 "cannot store the GPU's condition (%s); nothing changed",
-				 strerror(-rc));
+			snprintf(why, sizeof(why), "cannot store the GPU's condition (%s); %s",
+				 strerror(-rc), st_changed_note(rc));
 			answer_error(q, ERR_UNAVAILABLE, "gpu", why);
 			clear_current(s);
 			return;
@@ -623,8 +622,8 @@ void gsw_mark(struct rsw *s, int64_t gpu, bool faulty, const char *source, int64
 	}
 	rc = set_condition(s, gpu, faulty, source);
 	if (rc) {
-		snprintf(why, sizeof(why), "cannot store the GPU's condition (%s); nothing changed",
-			 strerror(-rc));
+		snprintf(why, sizeof(why), "cannot store the GPU's condition (%s); %s",
+			 strerror(-rc), st_changed_note(rc));
 		answer_error(&q, ERR_UNAVAILABLE, "gpu", why);
 		return;
 	}

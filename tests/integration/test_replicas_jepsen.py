@@ -97,6 +97,12 @@ SETTLE_S = 60
 FENCE_SWITCH_S = 8
 FENCE_CONFIRM_TIMEOUT_S = 12
 FENCE_TRIES = 3
+# on failure, each replica's log lines that say why the devices and the
+# store may disagree: transactions that failed or were rolled back, what
+# recovery decided, fences, drift, terms begun and lost
+KEY_LINES = (r"verify failed|failed on|rolled back|left open|kill-session|unowned|"
+             r"leadership lost|leads \(leader key|cannot store the outcome|=== start")
+KEY_KEEP = 80
 
 print(f"replicas_jepsen: {DURATION_S:g} s, seed {SEED}", flush=True)
 fleet = ocsd_fleet.Fleet(BUILD, SRC, confirm_timeout_s=CONFIRM_TIMEOUT_S,
@@ -769,6 +775,14 @@ def run():
             if script.failures:
                 for r in reps.reps:
                     text = r.log()
+                    # what decides a disagreement between the store and the
+                    # devices, from every run of the replica (the tail alone
+                    # rarely reaches back to the transaction that caused it)
+                    key = [x for x in text.splitlines(True) if re.search(
+                        KEY_LINES, x)]
+                    print(f"--- {r.id} log: transactions that failed, recoveries, terms "
+                          f"({len(key)} lines, the last {KEY_KEEP})")
+                    print("".join(key[-KEY_KEEP:]))
                     print(f"--- {r.id} log (tail)")
                     print("".join(text.splitlines(True)[-25:]))
                     # a replica that ignored SIGTERM: its threads' stacks

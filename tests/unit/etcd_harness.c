@@ -203,6 +203,8 @@ struct eh_proxy {
 	pthread_mutex_t mu; /* guards arm, lost */
 	int arm;	    /* > 0: the answer to the arm-th request from now is lost */
 	int lost;
+	void (*on_lost)(void *ctx); /* set before the answer is armed: the relay's own */
+	void *on_lost_ctx;
 	struct {
 		int client, server; /* -1: free */
 		bool doomed;	    /* its answer is lost */
@@ -260,6 +262,8 @@ static bool relay(struct eh_proxy *p, int i, bool from_client)
 	if (!from_client && p->pairs[i].doomed) {
 		p->lost++;
 		pthread_mutex_unlock(&p->mu);
+		if (p->on_lost)
+			p->on_lost(p->on_lost_ctx);
 		return false; /* etcd answered: the client never hears it */
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -349,6 +353,14 @@ void eh_proxy_lose_answer(struct eh_proxy *p, int nth)
 {
 	pthread_mutex_lock(&p->mu);
 	p->arm = nth;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void eh_proxy_on_lost(struct eh_proxy *p, void (*fn)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&p->mu);
+	p->on_lost = fn;
+	p->on_lost_ctx = ctx;
 	pthread_mutex_unlock(&p->mu);
 }
 

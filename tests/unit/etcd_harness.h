@@ -40,7 +40,10 @@ int eh_dead_port(void);
  * (1: the next) to etcd and, when etcd's answer arrives, closes the
  * client's connection instead of relaying it, as a network that fails at
  * that moment would. The client then cannot know whether that request
- * took effect.
+ * took effect. eh_proxy_on_lost(p, fn, ctx) has fn(ctx) run on the
+ * relay's thread when it drops an answer, before it closes the client's
+ * connection: while the client still waits, as a writer paused at that
+ * moment would (the test then acts as another replica meanwhile).
  */
 struct eh_proxy;
 
@@ -48,6 +51,7 @@ struct eh_proxy;
  * "http://127.0.0.1:<port>". 0 or -1. */
 int eh_proxy_start(int target_port, char *endpoint, size_t len, struct eh_proxy **out);
 void eh_proxy_lose_answer(struct eh_proxy *p, int nth);
+void eh_proxy_on_lost(struct eh_proxy *p, void (*fn)(void *ctx), void *ctx);
 /* The answers lost so far. */
 int eh_proxy_lost(struct eh_proxy *p);
 void eh_proxy_stop(struct eh_proxy *p);
