@@ -366,7 +366,8 @@ static int resolve_ring_intent(struct rg_state *rg, const struct recov_deps *rd,
 	recov_unfence(rd, fenced, n_nodes); /* before recov_finish_decided's engine locks them */
 	if (recov_verdict(in, &shown, "node", "nodes back as they were", &outcome, detail,
 			  sizeof(detail)))
-		outcome = recov_finish_decided(in, devs, n, shown.all_pre, detail, sizeof(detail));
+		outcome = recov_finish_decided(rd, in, devs, n, shown.all_pre, detail,
+					       sizeof(detail));
 	rc = recov_record(rd, in, "ring transaction", outcome, detail);
 	if (rc == 0 && outcome == ST_INTENT_CONFIRMED)
 		rc = rg_set_job_rings(rg, in->job_id, in->rings, in->n_rings);

@@ -231,6 +231,15 @@ int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state o
 int st_intent_finish_states(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 			    const char *detail, int64_t now_ms,
 			    const struct st_job_state *on_confirm, size_t n);
+/*
+ * Records detail on open intent txn_id (what recovery is about to do to the
+ * devices), in one write: on etcd a fenced log entry, so a replica that no
+ * longer leads is refused (-EPERM) before it touches anything on the
+ * strength of it (recovery.c, the recovery gate). A detail equal to the
+ * intent's current one changes nothing and writes nothing: callers make each
+ * note new (a count, the time). -ENOENT / -EALREADY as st_intent_finish.
+ */
+int st_intent_note(struct st_store *st, int64_t txn_id, const char *detail);
 
 /*
  * Records that the commit of open intent txn_id is decided: every device

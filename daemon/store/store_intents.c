@@ -269,6 +269,24 @@ static int record_outcome(struct st_store *st, bool settle, int64_t txn_id,
 	return st_write_end(st, rc);
 }
 
+int st_intent_note(struct st_store *st, int64_t txn_id, const char *detail)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = st_write_begin(st);
+
+	if (rc)
+		return rc;
+	rc = check_open(st, txn_id);
+	if (rc == 0)
+		rc = st_prepare(st, "UPDATE intents SET detail = ?2 WHERE txn_id = ?1", &s);
+	if (rc == 0)
+		rc = sqlite3_bind_int64(s, 1, txn_id) || st_bind_text(s, 2, detail)
+			     ? st_bind_error(st)
+			     : st_sql_rc(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return st_write_end(st, rc);
+}
+
 int st_intent_finish(struct st_store *st, int64_t txn_id, enum st_intent_state outcome,
 		     const char *detail, int64_t now_ms)
 {

@@ -4,6 +4,7 @@
 #include "recovery.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,11 +61,52 @@ bool recov_holds_unconfirmed(const struct recov_deps *rd, int d)
  */
 #define RECOV_FENCE_TRIES 3
 
+/*
+ * The recovery gate. Recovery reads and writes devices on behalf of the
+ * leader it may no longer be: a replica deposed while it recovers (paused,
+ * its lease gone) goes on until its next store write fails, and meanwhile
+ * its successor may have finished the same intent and moved on (a job
+ * released, its circuits removed). So before each act that changes what a
+ * device holds, recovery writes a note on the intent (st_intent_note: on
+ * etcd a log entry fenced by the leader key), and acts only once it is
+ * stored:
+ *  G1. before it kills a session that holds a device's lock (the holder
+ *      may be its successor's);
+ *  G2. before recovery's own engine confirms (or, on a device without
+ *      :confirmed-commit, commits for good): the note is the engine's
+ *      verify callback at the read-back (SB_VERIFY_READBACK), as the
+ *      confirm gate is for a transaction (txn_driver.c). A refused note
+ *      fails the read-back: confirmed commits are cancelled.
+ * A pause between the note and the act leaves the intent open in the store
+ * (its outcome is written after), so the successor recovers it itself and
+ * fences the devices first: the act is then either done or undone for it,
+ * never on top of its later work. What stays open is W3 of sb_txn.c: a
+ * device without :confirmed-commit, edited before the pause.
+ */
+static int recov_note(const struct recov_deps *rd, const struct st_intent *in, const char *what,
+		      char *why, size_t why_len)
+{
+	static atomic_uint notes; /* makes each note new (st_intent_note) */
+	char note[256];
+	int rc;
+
+	snprintf(note, sizeof(note), "recovery (note %u, %lld ms): %s", atomic_fetch_add(&notes, 1),
+		 (long long)clk_wall_ms(rd->clock), what);
+	rc = st_intent_note(rd->store, in->txn_id, note);
+	if (rc)
+		snprintf(why, why_len,
+			 "the store refused recovery's note on transaction %lld (%s): this replica "
+			 "may not lead any more, so recovery does not %s",
+			 (long long)in->txn_id, st_strerror(rd->store, rc), what);
+	return rc;
+}
+
 /* Takes device d's candidate lock for the recovery of in (see above); true when held. */
 bool recov_fence_device(const struct recov_deps *rd, const struct st_intent *in, int d)
 {
 	struct sb_device *h = dev_handle(rd->devs, d, DEV_ROLE_TXN);
 	struct sb_error err = {0};
+	char why[400];
 
 	if (!h || sb_device_connect_until(h, sb_now_ms() + RECOV_CONNECT_MS, &err) != 0 ||
 	    sb_device_strategy(h) != SB_STRATEGY_CONFIRMED)
@@ -77,6 +119,12 @@ bool recov_fence_device(const struct recov_deps *rd, const struct st_intent *in,
 		holder = err.session_id;
 		if (err.code != -EREMOTEIO || !holder)
 			break;
+		if (recov_note(rd, in, "kill a session holding a device's lock (G1)", why,
+			       sizeof(why)) != 0) {
+			log_msg(LOG_WARNING, "transaction %lld of job %s left open: %s: %s",
+				(long long)in->txn_id, in->job_id, sb_device_name(h), why);
+			return false;
+		}
 		log_msg(LOG_WARNING,
 			"transaction %lld of job %s left open: %s: kill-session %u, which holds "
 			"the candidate lock and may hold an unconfirmed commit of a previous "
@@ -155,20 +203,42 @@ static int roll_forward_target(const struct recov_deps *rd, const struct st_inte
 	return 0;
 }
 
+/* The recovery gate's G2, as recovery's engine's verify callback. */
+struct recov_gate {
+	const struct recov_deps *rd;
+	const struct st_intent *in;
+};
+
+static int gate_verify(void *arg, enum sb_verify_phase phase, const struct sb_device_xcs *devices,
+		       size_t n, char *why, size_t why_len)
+{
+	const struct recov_gate *g = arg;
+
+	(void)devices;
+	(void)n;
+	if (phase != SB_VERIFY_READBACK)
+		return 0;
+	/* engine thread: the recovering thread waits in sb_engine_run, so the
+	 * store is used by one thread at a time */
+	return recov_note(g->rd, g->in, "confirm what it programmed (G2)", why, why_len) ? -1 : 0;
+}
+
 /*
  * Programs devs (n: each device's target) in one transaction of a small
- * engine of recovery's own, for intent in; *r gets the result (caller
- * clears it). 0 or the engine's -errno.
+ * engine of recovery's own, for intent in, behind the recovery gate; *r
+ * gets the result (caller clears it). 0 or the engine's -errno.
  */
-static int program(const struct st_intent *in, const struct sb_txn_device *devs, size_t n,
-		   struct sb_txn_result *r)
+static int program(const struct recov_deps *rd, const struct st_intent *in,
+		   const struct sb_txn_device *devs, size_t n, struct sb_txn_result *r)
 {
 	struct sb_txn_plan plan = {(uint64_t)in->txn_id, devs, n};
+	struct recov_gate g = {rd, in};
+	struct sb_txn_hooks hooks = {.verify = gate_verify, .arg = &g};
 	struct sb_engine *engine = NULL;
 	int rc = sb_engine_new(n < RECOV_ENGINE_THREADS ? (int)n : RECOV_ENGINE_THREADS, &engine);
 
 	if (rc == 0)
-		rc = sb_engine_run(engine, &plan, NULL, NULL, r);
+		rc = sb_engine_run(engine, &plan, &hooks, NULL, r);
 	sb_engine_free(engine);
 	return rc;
 }
@@ -183,12 +253,12 @@ static int program(const struct st_intent *in, const struct sb_txn_device *devs,
  * and is back at the pre-image (all_pre), FAILED otherwise; detail says
  * why.
  */
-enum st_intent_state recov_finish_decided(const struct st_intent *in,
+enum st_intent_state recov_finish_decided(const struct recov_deps *rd, const struct st_intent *in,
 					  const struct sb_txn_device *devs, size_t n, bool all_pre,
 					  char *detail, size_t len)
 {
 	struct sb_txn_result r = {0};
-	int rc = program(in, devs, n, &r);
+	int rc = program(rd, in, devs, n, &r);
 	enum st_intent_state outcome = all_pre ? ST_INTENT_ROLLED_BACK : ST_INTENT_FAILED;
 
 	if (rc == 0 && r.outcome == SB_TXN_COMMITTED) {
@@ -259,7 +329,7 @@ static enum st_intent_state roll_forward(const struct recov_deps *rd, const stru
 	enum st_intent_state outcome = ST_INTENT_FAILED;
 
 	if (device_targets(rd, in, rbs, touched, at_target, roll_forward_target, &t) == 0)
-		outcome = recov_finish_decided(in, t.devs, t.n, all_pre, detail, len);
+		outcome = recov_finish_decided(rd, in, t.devs, t.n, all_pre, detail, len);
 	else
 		snprintf(detail, len, "recovered after restart: decided, out of memory");
 	dev_targets_clear(&t);
@@ -324,7 +394,7 @@ static enum st_intent_state roll_back(const struct recov_deps *rd, const struct 
 	int rc = device_targets(rd, in, rbs, touched, at_pre, roll_back_target, &t);
 
 	if (rc == 0)
-		rc = program(in, t.devs, t.n, &r);
+		rc = program(rd, in, t.devs, t.n, &r);
 	if (rc == 0 && r.outcome == SB_TXN_COMMITTED) {
 		outcome = ST_INTENT_ROLLED_BACK;
 		snprintf(detail, len,

@@ -99,9 +99,11 @@ int recov_record(const struct recov_deps *rd, const struct st_intent *in, const 
 /*
  * Finishes decided intent in on devs (n, not empty: the devices that do not
  * hold the target, with their targets) in one transaction of recovery's
- * own engine; returns the outcome to record (detail says why).
+ * own engine, which confirms only once a note on the intent is stored (the
+ * recovery gate, recovery.c); returns the outcome to record (detail says
+ * why).
  */
-enum st_intent_state recov_finish_decided(const struct st_intent *in,
+enum st_intent_state recov_finish_decided(const struct recov_deps *rd, const struct st_intent *in,
 					  const struct sb_txn_device *devs, size_t n, bool all_pre,
 					  char *detail, size_t len);
 

@@ -819,6 +819,12 @@ static void test_intent_decide(void **state)
 	assert_int_equal(st_intent_list_open(st, collect_intent, &got), 0);
 	assert_int_equal(got.txn_id, t1);
 	assert_false(got.decided);
+	/* recovery's note (the recovery gate) on an open intent: its detail only */
+	assert_int_equal(st_intent_note(st, t1, "recovery (note 0): confirm"), 0);
+	assert_int_equal(raw_long(f->path, "SELECT COUNT(*) FROM intents WHERE detail ="
+					   " 'recovery (note 0): confirm' AND state = 'open'"),
+			 1);
+	assert_int_equal(st_intent_note(st, 999, "x"), -ENOENT);
 	assert_int_equal(st_intent_decide(st, t1, 11), 0);
 	assert_int_equal(raw_long(f->path, "SELECT decided_ms FROM intent_decisions"), 11);
 	assert_int_equal(st_intent_decide(st, t1, 12), -EEXIST);
@@ -834,6 +840,7 @@ static void test_intent_decide(void **state)
 	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
 	assert_int_equal(cs.n, 1);
 	assert_int_equal(st_intent_decide(st, t1, 14), -EALREADY);
+	assert_int_equal(st_intent_note(st, t1, "recovery (note 1): confirm"), -EALREADY);
 	/* an undecided intent is listed so; a failed one is listed decided if it was */
 	assert_int_equal(st_intent_begin(st, "jd", NULL, 0, add, 1, NULL, 0, 20, &t2), 0);
 	assert_int_equal(st_intent_decide(st, t2, 21), 0);

@@ -648,13 +648,19 @@ static void test_decide_fenced(void **state)
 	assert_int_equal(n_changes, 1);
 	etcd_kvs_clear(&r);
 
-	/* the lease ends (a deposed leader): the decision is refused, the log unchanged */
+	/* the recovery gate's note is a log entry of its own under the fence */
+	assert_int_equal(st_intent_note(a, t2, "recovery (note 0): confirm"), 0);
+	assert_int_equal(st_etcd_seq(a_se), 4);
+	/* the lease ends (a deposed leader): the decision is refused, and so is
+	 * recovery's note (a deposed replica's recovery acts on nothing), the log
+	 * unchanged */
 	assert_int_equal(etcd_lease_revoke(c, lease), 0);
+	assert_int_equal(st_intent_note(a, t2, "recovery (note 1): confirm"), -EPERM);
 	assert_int_equal(st_intent_decide(a, t2, 13), -EPERM);
 	assert_non_null(strstr(st_strerror(a, -EPERM), "not the leader"));
-	assert_int_equal(st_etcd_seq(a_se), 3);
+	assert_int_equal(st_etcd_seq(a_se), 4);
 	b = open_etcd(prefix, 0, &b_se);
-	assert_int_equal(st_etcd_seq(b_se), 3);
+	assert_int_equal(st_etcd_seq(b_se), 4);
 	got = dump(b);
 	assert_non_null(strstr(got, "job=j1 state=open decided\n"));
 	assert_non_null(strstr(got, "job=j2 state=open\n"));
