@@ -54,7 +54,8 @@ struct sb_model_ops {
 	bool bundles;	    /* a transceiver node's bundles, not cross-connects */
 
 	/* Cross-connect models only (NULL for bundles). */
-	/* The subtree filter of a read: with_state, the <get> one (status too). */
+	/* The subtree filter of a read: with_state, the <get> one (status too, if the model has
+	 * one). */
 	const char *(*xc_filter)(bool with_state);
 	/*
 	 * Appends to b the <config> content that makes the device's
@@ -70,7 +71,9 @@ struct sb_model_ops {
 	/*
 	 * The cross-connects in a reply's <data> content, in ocsd's ports,
 	 * sorted by input, *out malloc'ed (caller frees). with_state: the reply
-	 * of xc_filter(true), whose status it fills; otherwise status UNKNOWN.
+	 * of xc_filter(true), whose status it fills (a model without a status
+	 * per cross-connect, polatis, says CONNECTED for each one present);
+	 * otherwise status UNKNOWN.
 	 * 0, -EPROTO (why says what: unreadable, or a port outside the map),
 	 * -ENOMEM.
 	 */

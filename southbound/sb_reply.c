@@ -1030,10 +1030,9 @@ static int scan_polatis(const char *data, size_t len, struct sb_pair **pairs, si
 	return 0;
 }
 
-int sb_reply_pairs(const char *data, size_t len, struct sb_pair **pairs, size_t *n_pairs,
-		   struct sb_port_state **ports, size_t *n_ports)
+int sb_reply_pairs(const char *data, size_t len, struct sb_pair **pairs, size_t *n_pairs)
 {
-	return scan_polatis(data, len, pairs, n_pairs, ports, n_ports, NULL);
+	return scan_polatis(data, len, pairs, n_pairs, NULL, NULL, NULL);
 }
 
 int sb_reply_product(const char *data, size_t len, struct sb_product *prod,

@@ -87,21 +87,20 @@ struct sb_port_state {
 };
 
 /*
- * The pairs of every <cross-connects> and the port statuses of every
- * <port-config> in a reply's <data> content, in any order: pairs without
- * ingress or egress and ports without port-id are skipped. *pairs (sorted
- * by ingress) and *ports (sorted by id) are malloc'ed (caller frees; NULL
- * when none); ports may be NULL when the caller wants pairs only. 0,
- * -EPROTO (a port id that is not a number in 1..65535, an unknown status,
- * an ingress or a port-id listed twice), -ENOMEM.
+ * The pairs of every <cross-connects> in a reply's <data> content (other
+ * containers, <port-config> too, skipped): pairs without ingress or egress
+ * are skipped. *pairs is malloc'ed and sorted by ingress (caller frees;
+ * NULL when none). 0, -EPROTO (a port id that is not a number in
+ * 1..65535, an ingress listed twice), -ENOMEM.
  */
-int sb_reply_pairs(const char *data, size_t len, struct sb_pair **pairs, size_t *n_pairs,
-		   struct sb_port_state **ports, size_t *n_ports);
+int sb_reply_pairs(const char *data, size_t len, struct sb_pair **pairs, size_t *n_pairs);
 
 /*
  * The <product-information> leaves (into *prod, "" for a leaf absent, text
- * cut to fit) and the <port-config> ports (as sb_reply_pairs) of a reply's
- * <data> content. 0, -EPROTO, -ENOMEM.
+ * cut to fit) and the <port-config> ports of a reply's <data> content:
+ * ports without port-id are skipped, *ports (sorted by id) is malloc'ed
+ * (caller frees; NULL when none). 0, -EPROTO (a port id that is not a
+ * number in 1..65535, an unknown status, a port-id listed twice), -ENOMEM.
  */
 int sb_reply_product(const char *data, size_t len, struct sb_product *prod,
 		     struct sb_port_state **ports, size_t *n_ports);

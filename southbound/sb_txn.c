@@ -42,8 +42,14 @@
  *                    peer-node each one reaches.
  *   polatis          like ocs-switch: cross-connects (sb_xc) written as
  *                    Polatis pairs ingress -> egress through the device's
- *                    port map; a pair reads `connected` while both of its
- *                    ports are ENABLED, `failed` otherwise (sb_model.c).
+ *                    port map; the read-back asks for the pairs alone and
+ *                    a pair present reads `connected`: the model has no
+ *                    status per pair, and port health is not part of I4
+ *                    here. It reaches ocsd through the device's own
+ *                    reports (the info read and port-power alarms,
+ *                    sb_model.c), which keep failed ports out of plans,
+ *                    as a peer controller's Polatis driver reads its flow
+ *                    rules from the pairs alone (southbound/README.md).
  * What a model writes and reads comes from its entry in sb_model.h. Which
  * of the paths below a device takes comes from the capabilities of its
  * <hello> (sb_device_strategy), never from its model: a Polatis switch

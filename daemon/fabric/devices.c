@@ -30,7 +30,9 @@ struct dev_rec {
 	int64_t since_ms;
 	enum dev_health health;
 	struct sb_product product; /* dev_note_info */
-	int ports_down;
+	int ports_down;		   /* sides FAILED or DISABLED (ListDevices) */
+	uint16_t *down;		   /* the ports they are on, sorted, each once (the planner's) */
+	size_t n_down;
 };
 
 /* The name index: entries sorted by name (name borrowed from the record). */
@@ -93,6 +95,7 @@ void dev_free(struct devices *devs)
 		sb_device_free(devs->recs[i].handle[DEV_ROLE_TXN]);
 		sb_device_free(devs->recs[i].handle[DEV_ROLE_RECON]);
 		free(devs->recs[i].name);
+		free(devs->recs[i].down);
 	}
 	free(devs->recs);
 	free(devs->by_name);
@@ -154,9 +157,16 @@ int dev_status(const struct devices *devs, int id, struct dev_status *out)
 	return 0;
 }
 
+static bool port_down(const struct sb_port_info *p)
+{
+	return p->status == SB_PORT_STATUS_FAILED || p->status == SB_PORT_STATUS_DISABLED;
+}
+
 bool dev_note_info(struct devices *devs, int id, const struct sb_device_info *info)
 {
 	struct dev_rec *r;
+	uint16_t *ports = NULL;
+	size_t n_ports = 0;
 	int down = 0;
 	bool changed;
 
@@ -164,12 +174,45 @@ bool dev_note_info(struct devices *devs, int id, const struct sb_device_info *in
 		return false;
 	r = &devs->recs[id];
 	for (size_t i = 0; i < info->n_ports; i++)
-		down += info->ports[i].status == SB_PORT_STATUS_FAILED ||
-			info->ports[i].status == SB_PORT_STATUS_DISABLED;
+		down += port_down(&info->ports[i]);
+	if (down && !(ports = malloc((size_t)down * sizeof(*ports))))
+		return false;
+	/* info->ports is sorted by (port, egress): a port down on both sides once */
+	for (size_t i = 0; i < info->n_ports; i++)
+		if (port_down(&info->ports[i]) &&
+		    (!n_ports || ports[n_ports - 1] != info->ports[i].port))
+			ports[n_ports++] = info->ports[i].port;
 	changed = down != r->ports_down || memcmp(&r->product, &info->product, sizeof(r->product));
 	r->product = info->product;
 	r->ports_down = down;
+	free(r->down);
+	r->down = ports;
+	r->n_down = n_ports;
 	return changed;
+}
+
+int dev_out_of_service(const struct devices *devs, struct ocs_xc **out, size_t *n)
+{
+	const struct ocs_fabric *f = devs->d.fabric;
+	size_t k = 0;
+	struct ocs_xc *grown;
+
+	for (int id = 0; id < devs->d.n_devices; id++)
+		k += devs->recs[id].n_down;
+	if (!k || !f)
+		return 0;
+	grown = realloc(*out, (*n + k) * sizeof(**out));
+	if (!grown)
+		return -ENOMEM;
+	*out = grown;
+	for (int id = 0; id < devs->d.n_devices; id++)
+		for (size_t i = 0; i < devs->recs[id].n_down; i++)
+			if (devs->recs[id].down[i] < f->k_ocs)
+				grown[(*n)++] = (struct ocs_xc){ocs_fabric_device_group(f, id),
+								ocs_fabric_device_in_group(f, id),
+								devs->recs[id].down[i],
+								devs->recs[id].down[i]};
+	return 0;
 }
 
 bool dev_note_read(struct devices *devs, int id, bool ok, bool connected, const char *error,

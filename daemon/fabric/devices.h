@@ -14,10 +14,18 @@
  * (optionally with a stored intent's change applied) says the device
  * should hold.
  *
+ * It keeps the ports each device last reported FAILED or DISABLED
+ * (dev_note_info) and hands them to the planner as ports out of service
+ * (dev_out_of_service): on a polatis device port health is not part of a
+ * transaction's read-back (southbound/sb_txn.c), so this is how a failed
+ * port keeps new circuits off it.
+ *
  * Threading: everything runs on the event-loop thread except dev_read(),
  * which blocks on the network and may run on any thread, one at a time per
  * (device, role); it only reads the handle and the connect timeout, which
- * do not change after start-up.
+ * do not change after start-up. The ports down in particular are written
+ * (dev_note_info, after a reconciliation pass) and read (dev_out_of_service,
+ * when a plan task is made) on the loop thread only; the planner gets a copy.
  */
 #ifndef OCSD_DEVICES_H
 #define OCSD_DEVICES_H
@@ -117,10 +125,20 @@ bool dev_note_read(struct devices *devs, int id, bool ok, bool connected, const 
 		   int64_t now_ms);
 /*
  * Records what a read found the device saying of itself (sb_device_read_info:
- * product, ports FAILED or DISABLED). Returns true when that changed:
- * publish a device event.
+ * product, ports FAILED or DISABLED, which replace the device's ports down).
+ * Returns true when what ListDevices shows changed (product, the number of
+ * ports down): publish a device event. Out of memory for the ports down, it
+ * records nothing and returns false (the next pass tries again).
  */
 bool dev_note_info(struct devices *devs, int id, const struct sb_device_info *info);
+/*
+ * The planner's view of port health: each of ocsd's ports that a device's
+ * last info read found FAILED or DISABLED (on either side), as a port out
+ * of service (lc_options.out_of_service: group, device and the port in
+ * `in`), appended to *out (*n entries, grown with realloc; *out unchanged
+ * on failure). Ports beyond the fabric's k-ocs are left out. 0 or -ENOMEM.
+ */
+int dev_out_of_service(const struct devices *devs, struct ocs_xc **out, size_t *n);
 /* Devices whose last read failed. */
 int dev_unreachable(const struct devices *devs);
 

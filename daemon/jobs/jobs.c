@@ -335,8 +335,17 @@ static struct jp_task *new_task(struct jm *jm, const struct jm_kind *kind, const
 	free(blocked);
 	if (!t)
 		return NULL;
-	if (jm->d.cabling &&
-	    cab_out_of_service(jm->d.cabling, &t->out_of_service, &t->n_out_of_service) != 0) {
+	/*
+	 * Ports out of service: the miswired ones not cleared, then the ones
+	 * the devices report FAILED or DISABLED (their last info read; on
+	 * polatis no transaction's read-back sees them). Both tables are the
+	 * loop thread's, as this is; the task gets its own copy. A port in
+	 * both is listed twice, which the planner takes as once.
+	 */
+	if ((jm->d.cabling &&
+	     cab_out_of_service(jm->d.cabling, &t->out_of_service, &t->n_out_of_service) != 0) ||
+	    (jm->d.devs &&
+	     dev_out_of_service(jm->d.devs, &t->out_of_service, &t->n_out_of_service) != 0)) {
 		jp_task_free(t);
 		return NULL;
 	}

@@ -35,6 +35,15 @@ q of device d of group h is "pod<q>-spine<h>-port<d>".
   5. the texts fixed on the device: the report is gone on a following pass,
      with a CablingEvent (not miswired) for each side.
   6. `fail-port=3` on ocs-g1-d1: `ocsctl devices` shows it with 1 port down.
+     The planner keeps off that port (the reconciliation's info read hands
+     it over as out of service; a polatis transaction's read-back no longer
+     looks at port health): a job of every uplink of leaves 2 and 3 (a
+     circuit between pods 2 and 3 on every device) is refused
+     RESOURCE_EXHAUSTED, one of 3 links is ACTIVE and every device read
+     with ncclient holds its 3 circuits on the other three devices, nothing
+     on ocs-g1-d1. The knob cleared: 0 ports down, and the job of every
+     uplink of leaves 2 and 3 is ACTIVE, ncclient finding 2 -> 3 and 3 -> 2
+     on every device, ocs-g1-d1 included.
 
 usage: test_daemon_cabling.py BUILD_DIR SOURCE_DIR
 """
@@ -100,6 +109,28 @@ class MixedFleet(ocsd_fleet.Fleet):
         testports.wait_listening("127.0.0.1", self.base + PER_GROUP, "ocs-devsim polatis",
                                  ocsd_fleet.START_TIMEOUT_S, count=PER_GROUP,
                                  proc=self.polatis_proc)
+
+    def read_device(self, d, datastore=None):
+        """[(in, out)] of device d in ocsd's ports, read with ncclient; a
+        polatis device's pairs (<get> of cross-connects alone) are mapped
+        here from its 4 x 4 numbering (ocsd port k: ingress 1+k, egress
+        5+k), not by ocsd."""
+        if d < PER_GROUP:
+            return [(i, o) for i, o, _ in super().read_device(d, datastore)]
+        from ncclient.operations.errors import TimeoutExpiredError
+        from ncclient.transport.errors import SessionCloseError, TransportError
+        flt = f'<cross-connects xmlns="{ocsd_fleet.OPSW_NS}"/>'
+        for attempt in range(8):  # a session ocs-devsim closed after its hello: again
+            try:
+                with self._session(d) as m:
+                    xml = m.get(filter=("subtree", flt)).data_xml
+                break
+            except (TransportError, SessionCloseError, TimeoutExpiredError):
+                if attempt == 7:
+                    raise
+                print(f"{self.device_name(d)}: read failed, reading again", flush=True)
+                time.sleep(min(0.05 * 2 ** attempt, 0.5))
+        return [(i, o) for i, o, _ in ocsd_fleet.MixedFleet.polatis_rows(xml, PORTS)]
 
     def close(self):
         super().close()
@@ -179,12 +210,12 @@ def spec_file(job_id, a, b, gpus_a, gpus_b, links=1):
     return path
 
 
-def submit_whole(job_id):
-    """A job of every uplink of leaves 0 and 1 (4 links: one circuit
-    between pods 0 and 1 on every device, ports 0 and 1 of ocs-g1-d0
-    included); (exit code, state or error)."""
-    every = range(GPUS_PER_LEAF)
-    r = ocsctl("--json", "job", "submit", spec_file(job_id, 0, 1, every, every, links=4),
+def submit_whole(job_id, a=0, b=1, links=4):
+    """A job of every uplink of leaves a and b (4 links: one circuit
+    between pods a and b on every device; for 0 and 1, ports 0 and 1 of
+    ocs-g1-d0 included), or of fewer links; (exit code, state or error)."""
+    gpus = range(links)
+    r = ocsctl("--json", "job", "submit", spec_file(job_id, a, b, gpus, gpus, links=links),
                ok=False)
     if r.returncode:
         return r.returncode, r.stderr.strip()
@@ -350,6 +381,36 @@ def main():
     cells = {line.split()[0]: line[col:].split()[0] for line in lines[1:] if col > 0}
     check(col > 0 and cells.get("ocs-g1-d1") == "1" and cells.get("ocs-g1-d0") == "0",
           f"ocsctl devices (table), PORTS DOWN column {cells}:\n{table}")
+
+    # ... and the planner keeps off it: pod 3's uplink on ocs-g1-d1 is out
+    failed = ("ocs-g1-d1", 3)
+    check(fleet.read_devices() == {fleet.device_name(d): [] for d in range(fleet.N_DEV)},
+          "port down: the devices hold something before the jobs")
+    rc, what = submit_whole("whole-23-down", 2, 3)
+    check(rc == 1 and "RESOURCE_EXHAUSTED" in what,
+          f"port down: a job of every uplink of pods 2 and 3: exit {rc}: {what}")
+    rc, what = submit_whole("three-23-down", 2, 3, links=3)
+    check(rc == 0 and what == "JOB_STATE_ACTIVE",
+          f"port down: a 3-link job between pods 2 and 3: exit {rc}: {what}")
+    held = fleet.read_devices()
+    on_failed = [xc for xc in held[failed[0]] if failed[1] in xc]
+    check(on_failed == [] and held[failed[0]] == [],
+          f"port down: {failed[0]} holds {held[failed[0]]} (read with ncclient), want nothing")
+    others = {n: rows for n, rows in held.items() if n != failed[0]}
+    check(others == {n: [(2, 3), (3, 2)] for n in others},
+          f"port down: the 3 links not on the other devices (ncclient): {held}")
+    release(["three-23-down"])
+
+    # the knob cleared: the port is planned on again
+    fleet.set_faults(PER_GROUP + 1, peer_spec(1))
+    wait_for(lambda: down().get("ocs-g1-d1") == 0, "ocs-g1-d1 with no port down")
+    rc, what = submit_whole("whole-23-up", 2, 3)
+    check(rc == 0 and what == "JOB_STATE_ACTIVE",
+          f"port up: a job of every uplink of pods 2 and 3: exit {rc}: {what}")
+    held = fleet.read_devices()
+    check(held == {fleet.device_name(d): [(2, 3), (3, 2)] for d in range(fleet.N_DEV)},
+          f"port up: every device should hold 2 -> 3 and 3 -> 2 (ncclient): {held}")
+    release(["whole-23-up"])
     watcher.close()
 
 

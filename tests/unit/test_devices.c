@@ -5,7 +5,8 @@
  * removals, per-device circuit views equal to the fabric-wide ones, the
  * read-back comparison (equal, unowned, missing, with a change applied),
  * drain stored in and restored from a real SQLite store, session state
- * transitions and name look-ups.
+ * transitions and name look-ups, and the ports a device reports down handed
+ * to the planner as ports out of service.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -373,6 +374,86 @@ static void test_sessions(void **state)
 	dev_free(devs);
 }
 
+/* One reported port: ocsd port `port`, `egress` side, `status`. */
+static struct sb_port_info port(uint16_t p, bool egress, enum sb_port_status status)
+{
+	return (struct sb_port_info){.port = p, .egress = egress, .status = status};
+}
+
+static void test_ports_down(void **state)
+{
+	struct ocs_fabric f = lab(OCS_WIRING_STRAIGHT); /* 10-port devices */
+	struct devices *devs = new_devs(&f, NULL, NULL, 0);
+	/* sorted by (port, egress) as the info parser gives them; port 12 is past k-ocs */
+	struct sb_port_info ports[] = {
+		port(1, false, SB_PORT_STATUS_ENABLED), port(3, false, SB_PORT_STATUS_FAILED),
+		port(3, true, SB_PORT_STATUS_DISABLED), port(4, true, SB_PORT_STATUS_UNSUPPORTED),
+		port(7, true, SB_PORT_STATUS_FAILED),	port(12, false, SB_PORT_STATUS_FAILED),
+	};
+	struct sb_device_info info = {.ports = ports, .n_ports = 6};
+	struct ocs_xc *oos = NULL, seed = {9, 9, 9, 9};
+	size_t n = 0;
+	struct dev_status s;
+
+	/* nothing reported yet: nothing out of service, the list left alone */
+	assert_int_equal(dev_out_of_service(devs, &oos, &n), 0);
+	assert_null(oos);
+	assert_int_equal(n, 0);
+
+	/* device 5: 4 sides down on ports 3 (both), 7 and 12 */
+	assert_true(dev_note_info(devs, 5, &info));
+	assert_int_equal(dev_status(devs, 5, &s), 0);
+	assert_int_equal(s.ports_down, 4);
+	assert_false(dev_note_info(devs, 5, &info)); /* the same: no event */
+	/* appended after what is there (the miswired ports): 3 and 7 once each, 12 left out */
+	oos = malloc(sizeof(*oos));
+	assert_non_null(oos);
+	oos[0] = seed;
+	n = 1;
+	assert_int_equal(dev_out_of_service(devs, &oos, &n), 0);
+	assert_int_equal(n, 3);
+	assert_memory_equal(&oos[0], &seed, sizeof(seed));
+	int h = ocs_fabric_device_group(&f, 5), k = ocs_fabric_device_in_group(&f, 5);
+	assert_int_equal(oos[1].group, h);
+	assert_int_equal(oos[1].device, k);
+	assert_int_equal(oos[1].in, 3);
+	assert_int_equal(oos[1].out, 3);
+	assert_int_equal(oos[2].group, h);
+	assert_int_equal(oos[2].device, k);
+	assert_int_equal(oos[2].in, 7);
+	free(oos);
+
+	/* the port healed, another failed, the count the same: the set follows */
+	ports[1].status = SB_PORT_STATUS_ENABLED;
+	ports[2].status = SB_PORT_STATUS_ENABLED;
+	ports[0].status = SB_PORT_STATUS_FAILED;
+	ports[3].status = SB_PORT_STATUS_DISABLED;
+	/* still 4 sides down (1, 4, 7, 12): ListDevices shows nothing new */
+	assert_false(dev_note_info(devs, 5, &info));
+	oos = NULL;
+	n = 0;
+	assert_int_equal(dev_out_of_service(devs, &oos, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(oos[0].in, 1);
+	assert_int_equal(oos[1].in, 4);
+	assert_int_equal(oos[2].in, 7);
+	free(oos);
+
+	/* every port healthy again: nothing out of service */
+	for (size_t i = 0; i < 6; i++)
+		ports[i].status = SB_PORT_STATUS_ENABLED;
+	assert_true(dev_note_info(devs, 5, &info));
+	assert_int_equal(dev_status(devs, 5, &s), 0);
+	assert_int_equal(s.ports_down, 0);
+	oos = NULL;
+	n = 0;
+	assert_int_equal(dev_out_of_service(devs, &oos, &n), 0);
+	assert_null(oos);
+	assert_int_equal(n, 0);
+	assert_false(dev_note_info(devs, 99, &info));
+	dev_free(devs);
+}
+
 static int count_drain(void *ctx, const char *device)
 {
 	(*(int *)ctx)++;
@@ -441,6 +522,7 @@ int main(void)
 		cmocka_unit_test(test_read_without_handle),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_sessions),
+		cmocka_unit_test(test_ports_down),
 		cmocka_unit_test(test_drain_persisted),
 	};
 
