@@ -45,6 +45,16 @@ int hbd_ft_order(const struct hbd_cut *c, int need, int *out);
 int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out);
 
 /*
+ * The block re-cut: rings (n_rings of c->m node ids, disjoint spans on the
+ * open line, c->free the free positions) re-cut block by block so that the
+ * (ToR, rank) pairs they use are no more, and fewer where an exact re-cut of
+ * a block finds it; the same rings count, every ring still on free nodes
+ * within K hops. 1 when it ran, 0 when the spans overlap (rings left as
+ * they are), -ENOMEM.
+ */
+int hbd_ft_polish(const struct hbd_cut *c, int *rings, int n_rings);
+
+/*
  * *kept = the constraints of Algs. 4-5 that rings (n_rings of m nodes)
  * honour: segments no ring crosses plus aggregation domains whose rings all
  * sit in one segment on a ToR window. 0 or -ENOMEM.
