@@ -61,6 +61,16 @@ static int ref_by_tors(const void *a, const void *b)
 	return (x->ring > y->ring) - (x->ring < y->ring);
 }
 
+/* ToR order again, from the group ranks ref_by_tors gave (ties by ring, like ref_by_tors). */
+static int ref_by_rank(const void *a, const void *b)
+{
+	const struct ring_ref *x = a, *y = b;
+
+	if (x->group_first != y->group_first)
+		return x->group_first < y->group_first ? -1 : 1;
+	return (x->ring > y->ring) - (x->ring < y->ring);
+}
+
 static int ref_by_group(const void *a, const void *b)
 {
 	const struct ring_ref *x = a, *y = b;
@@ -100,7 +110,7 @@ static int chain_groups(const struct hbd_cut *c, const struct ring_ref *ref, int
 	if (!first || !seq || !bucket_start || !bucket_fill || !bucket || !matches || !visited)
 		goto done;
 	for (int k = 0; k < need; k++) {
-		if (k > 0 && ring_tor_cmp(&ref[k - 1], &ref[k]) == 0)
+		if (k > 0 && ref[k - 1].group_first == ref[k].group_first)
 			continue;
 		first[n_groups] = k;
 		for (int i = 0; i < m; i++) {
@@ -193,7 +203,7 @@ int hbd_ft_order(const struct hbd_cut *c, int need, int *out)
 		}
 	}
 	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_group);
-	qsort(ref, (size_t)need, sizeof(*ref), ref_by_tors);
+	qsort(ref, (size_t)need, sizeof(*ref), ref_by_rank);
 	if ((size_t)c->m * (size_t)c->d->tors <= MAX_CELLS) {
 		rc = chain_groups(c, ref, need, out);
 	} else {
@@ -457,15 +467,18 @@ done:
  * number of rings by an exact dynamic programme whose price is the number of
  * (ToR, rank) pairs the block opens that no ring outside it uses. A pair
  * used only inside the block is given back when the block's rings move off
- * it, so a re-cut is kept when it opens no more pairs than it gives back:
- * the count of distinct pairs, which the share follows once ordered (see
- * hbd_ft_aligned_cut), never rises. Only a block whose ToRs all differ is
- * priced exactly; on a narrower domain a pair opened twice is counted twice,
- * which only makes the re-cut more careful. POLISH_SWEEPS sweeps, the second
- * with blocks shifted by half a block. Tried: blocks of 16 to 64 positions
- * (within 0.3 points of each other at 90% scale), a third and fourth sweep
- * (0.2 points more at 90% on 64 ToRs x 16), moving a ring from one block to
- * another (0.5 points on a few fault sets, at several times the time).
+ * it, so a re-cut is kept when it opens fewer pairs than it gives back: the
+ * count of distinct pairs, which the share follows once ordered (see
+ * hbd_ft_aligned_cut), only falls. A block that gives back no pair is not
+ * re-cut. Only a block whose ToRs all differ is priced exactly; on a
+ * narrower domain a pair opened twice is counted twice, which only makes
+ * the re-cut more careful. POLISH_SWEEPS sweeps, the second with blocks
+ * shifted by half a block. Tried (medians of 40 fault sets, TP-32, 5%
+ * faults): blocks of 16 to 64 positions (within 0.3 points of each other at
+ * 90% scale), four sweeps (0.2 points more at 90% on 64 ToRs x 16), also
+ * keeping re-cuts that open as many pairs as they give back (no better, and
+ * every block re-cut), moving a ring from one block to another (0.5 points
+ * on a few fault sets, at several times the time).
  */
 #define POLISH_BLOCK  32
 #define POLISH_SWEEPS 2
@@ -505,7 +518,7 @@ static void polish_count(struct polish *p, const int *ring, int delta)
  * it left idle; open[x * w + u]: least price with every free position before
  * x decided and the last ring closed.
  */
-static void polish_block(struct polish *p, int a, int b)
+static bool polish_block(struct polish *p, int a, int b)
 {
 	int m = p->m, lo = a, hi = b, f = 0, c = 0, idle, w, freed = 0;
 	int32_t best;
@@ -518,7 +531,7 @@ static void polish_block(struct polish *p, int a, int b)
 		int r = p->span[q];
 
 		if (r >= 0 && p->wraps[r])
-			return;
+			return false;
 		if (p->free[q])
 			p->list[f++] = q;
 		if (r >= 0 && p->pos[(size_t)r * m] == q)
@@ -527,7 +540,7 @@ static void polish_block(struct polish *p, int a, int b)
 	idle = f - c * m;
 	w = idle + 1;
 	if (c == 0 || (size_t)(f + 1) * m * w > p->cells)
-		return;
+		return false;
 	for (int r = 0; r < c; r++)
 		polish_count(p, p->pos + (size_t)p->ids[r] * m, -1);
 	/* The pairs the block's rings give back, each once (marked -1 while counted). */
@@ -547,6 +560,12 @@ static void polish_block(struct polish *p, int a, int b)
 			if (p->pairs[q] < 0)
 				p->pairs[q] = 0;
 		}
+	if (freed == 0) {
+		/* Nothing to give back: no re-cut can use fewer pairs. */
+		for (int r = 0; r < c; r++)
+			polish_count(p, p->pos + (size_t)p->ids[r] * m, 1);
+		return false;
+	}
 	for (int u = 0; u < w; u++)
 		p->open[u] = u == 0 ? 0 : POLISH_INF;
 	for (int x = 0; x < f; x++) {
@@ -581,10 +600,10 @@ static void polish_block(struct polish *p, int a, int b)
 		}
 	}
 	best = p->open[(size_t)f * w + idle];
-	if (best > freed) {
+	if (best >= freed) {
 		for (int r = 0; r < c; r++)
 			polish_count(p, p->pos + (size_t)p->ids[r] * m, 1);
-		return;
+		return false;
 	}
 	for (int q = lo; q < hi; q++)
 		p->span[q] = -1;
@@ -612,6 +631,7 @@ static void polish_block(struct polish *p, int a, int b)
 			p->span[q] = (int)(ring - p->pos) / m;
 		polish_count(p, ring, 1);
 	}
+	return true;
 }
 
 int hbd_ft_polish(const struct hbd_cut *c, int *rings, int n_rings)
@@ -668,12 +688,13 @@ int hbd_ft_polish(const struct hbd_cut *c, int *rings, int n_rings)
 			p.span[q] = r;
 		}
 	}
+	rc = 0;
 	for (int sweep = 0; sweep < POLISH_SWEEPS; sweep++)
 		for (int a = sweep * POLISH_BLOCK / 2; a < c->n; a += POLISH_BLOCK)
-			polish_block(&p, a, a + POLISH_BLOCK < c->n ? a + POLISH_BLOCK : c->n);
-	for (size_t q = 0; q < (size_t)n_rings * c->m; q++)
+			rc |= polish_block(&p, a,
+					   a + POLISH_BLOCK < c->n ? a + POLISH_BLOCK : c->n);
+	for (size_t q = 0; rc && q < (size_t)n_rings * c->m; q++)
 		rings[q] = ocs_ring_node_at(d, p.pos[q]);
-	rc = 1;
 done:
 	free(p.pos);
 	free(p.span);

@@ -46,11 +46,11 @@ int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out);
 
 /*
  * The block re-cut: rings (n_rings of c->m node ids, disjoint spans on the
- * open line, c->free the free positions) re-cut block by block so that the
- * (ToR, rank) pairs they use are no more, and fewer where an exact re-cut of
- * a block finds it; the same rings count, every ring still on free nodes
- * within K hops. 1 when it ran, 0 when the spans overlap (rings left as
- * they are), -ENOMEM.
+ * open line, c->free the free positions) re-cut block by block where an
+ * exact re-cut of a block uses fewer distinct (ToR, rank) pairs; the same
+ * ring count, every ring still on free nodes within K hops. 1 when some
+ * ring changed, 0 when none did or the spans overlap (rings left as they
+ * are), -ENOMEM.
  */
 int hbd_ft_polish(const struct hbd_cut *c, int *rings, int n_rings);
 
