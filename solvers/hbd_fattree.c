@@ -32,7 +32,7 @@ struct ring_key {
 	int m;
 };
 
-/* qsort has no context argument: the comparator reads it from the index array's header. */
+/* A ring as the order sorts it: the ToR sequences live in the shared key. */
 struct ring_ref {
 	const struct ring_key *key;
 	int ring;
@@ -51,35 +51,24 @@ static int ring_tor_cmp(const struct ring_ref *x, const struct ring_ref *y)
 	return 0;
 }
 
-static int ref_by_tors(const void *a, const void *b)
+/*
+ * Stable counting sort of ref[0 .. n) by key[0 .. n) (key[i] is ref[i]'s, in
+ * 0 .. range - 1); tmp holds n refs, count range + 1 ints. The order's
+ * sorts are all of small integers (ToRs, group sizes, group ranks), so this
+ * replaces qsort and its comparator calls, and keeps ties in the order they
+ * come, which is what makes the sorts below chain.
+ */
+static void counting_sort(struct ring_ref *ref, struct ring_ref *tmp, const int *key, int n,
+			  int range, int *count)
 {
-	const struct ring_ref *x = a, *y = b;
-	int c = ring_tor_cmp(x, y);
-
-	if (c)
-		return c;
-	return (x->ring > y->ring) - (x->ring < y->ring);
-}
-
-/* ToR order again, from the group ranks ref_by_tors gave (ties by ring, like ref_by_tors). */
-static int ref_by_rank(const void *a, const void *b)
-{
-	const struct ring_ref *x = a, *y = b;
-
-	if (x->group_first != y->group_first)
-		return x->group_first < y->group_first ? -1 : 1;
-	return (x->ring > y->ring) - (x->ring < y->ring);
-}
-
-static int ref_by_group(const void *a, const void *b)
-{
-	const struct ring_ref *x = a, *y = b;
-
-	if (x->group_size != y->group_size)
-		return x->group_size > y->group_size ? -1 : 1;
-	if (x->group_first != y->group_first)
-		return x->group_first < y->group_first ? -1 : 1;
-	return (x->ring > y->ring) - (x->ring < y->ring);
+	memset(count, 0, ((size_t)range + 1) * sizeof(int));
+	for (int i = 0; i < n; i++)
+		count[key[i] + 1]++;
+	for (int v = 0; v < range; v++)
+		count[v + 1] += count[v];
+	for (int i = 0; i < n; i++)
+		tmp[count[key[i]]++] = ref[i];
+	memcpy(ref, tmp, (size_t)n * sizeof(*ref));
 }
 
 /*
@@ -179,31 +168,45 @@ done:
  */
 int hbd_ft_order(const struct hbd_cut *c, int need, int *out)
 {
-	int *tors = malloc((size_t)c->n_rings * c->m * sizeof(int));
+	int n = c->n_rings, range = (c->d->tors > n ? c->d->tors : n) + 1;
+	int *tors = malloc((size_t)n * c->m * sizeof(int));
 	struct ring_key key = {tors, c->m};
-	struct ring_ref *ref = malloc((size_t)c->n_rings * sizeof(*ref));
+	struct ring_ref *ref = malloc((size_t)n * sizeof(*ref)),
+			*tmp = malloc((size_t)n * sizeof(*tmp));
+	int *keys = malloc((size_t)n * sizeof(int)),
+	    *count = malloc((size_t)(range + 1) * sizeof(int));
 	int rc;
 
-	if (!tors || !ref) {
-		free(tors);
-		free(ref);
-		return -ENOMEM;
+	if (!tors || !ref || !tmp || !keys || !count) {
+		rc = -ENOMEM;
+		goto done;
 	}
-	for (size_t i = 0; i < (size_t)c->n_rings * c->m; i++)
+	for (size_t i = 0; i < (size_t)n * c->m; i++)
 		tors[i] = ocs_ring_node_tor(c->d, c->rings[i]);
-	for (int r = 0; r < c->n_rings; r++)
+	for (int r = 0; r < n; r++)
 		ref[r] = (struct ring_ref){&key, r, 0, 0};
-	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_tors);
-	for (int a = 0, b; a < c->n_rings; a = b) {
-		for (b = a + 1; b < c->n_rings && ring_tor_cmp(&ref[a], &ref[b]) == 0; b++)
+	/* By ToR sequence, ties by ring: one stable pass per rank, the last rank first. */
+	for (int i = c->m - 1; i >= 0; i--) {
+		for (int k = 0; k < n; k++)
+			keys[k] = tors[(size_t)ref[k].ring * c->m + i];
+		counting_sort(ref, tmp, keys, n, c->d->tors, count);
+	}
+	for (int a = 0, b; a < n; a = b) {
+		for (b = a + 1; b < n && ring_tor_cmp(&ref[a], &ref[b]) == 0; b++)
 			;
 		for (int i = a; i < b; i++) {
 			ref[i].group_size = b - a;
 			ref[i].group_first = a;
 		}
 	}
-	qsort(ref, (size_t)c->n_rings, sizeof(*ref), ref_by_group);
-	qsort(ref, (size_t)need, sizeof(*ref), ref_by_rank);
+	/* The largest groups first (then ToR order, then ring: the order they are in). */
+	for (int k = 0; k < n; k++)
+		keys[k] = n - ref[k].group_size;
+	counting_sort(ref, tmp, keys, n, n + 1, count);
+	/* The chosen ones back in ToR order (a group's rings stay together, by ring). */
+	for (int k = 0; k < need; k++)
+		keys[k] = ref[k].group_first;
+	counting_sort(ref, tmp, keys, need, n, count);
 	if ((size_t)c->m * (size_t)c->d->tors <= MAX_CELLS) {
 		rc = chain_groups(c, ref, need, out);
 	} else {
@@ -213,7 +216,11 @@ int hbd_ft_order(const struct hbd_cut *c, int need, int *out)
 			       (size_t)c->m * sizeof(int));
 		rc = 0;
 	}
+done:
 	free(ref);
+	free(tmp);
+	free(keys);
+	free(count);
 	free(tors);
 	return rc;
 }
