@@ -9,6 +9,8 @@
  *     hbd_ring.c compares with Algs. 4-5's: a Lagrangian dynamic programme
  *     over the deployment line that prices every node by the (ToR, rank)
  *     pair it takes, instead of dropping whole ToRs around faults;
+ *   - the block re-cut (hbd_ft_polish), which re-cuts the chosen plan
+ *     block by block wherever that uses fewer (ToR, rank) pairs;
  *   - the constraints a plan honours (hbd_ft_constraints_honoured).
  * Symbols as in hbd_ring.c (m nodes per ring, K hops, A ToRs per
  * aggregation domain). Pure, no globals.

@@ -2,8 +2,9 @@
  * hbd_fattree.h - internal to the TP-ring planner (hbd_ring.c and
  * hbd_fattree.c, not part of the solver API): the working memory of a cut
  * and the fat-tree pieces hbd_ring.c calls, i.e. the ordering of a job's
- * rings, the rank-aligned cut and the constraint count of a plan. Calls go
- * one way, hbd_ring.c -> hbd_fattree.c. Pure, like hbd_ring.h.
+ * rings, the rank-aligned cut, the block re-cut and the constraint count of
+ * a plan. Calls go one way, hbd_ring.c -> hbd_fattree.c (and the property
+ * test, which checks the block re-cut on its own). Pure, like hbd_ring.h.
  */
 #ifndef OCS_HBD_FATTREE_H
 #define OCS_HBD_FATTREE_H

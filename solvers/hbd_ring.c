@@ -32,7 +32,8 @@
  * That is one placement; the rank-aligned cut of hbd_fattree.c is the
  * other (it leaves the spare nodes out, and lets a ring skip a fault, where
  * that keeps each rank under the fewest ToRs), and the job gets whichever
- * has the lower cross_tor_share. Either way hbd_ft_order() takes the rings
+ * has the lower cross_tor_share, then its block re-cut (hbd_fattree.c)
+ * when that has a lower share still. Either way hbd_ft_order() takes the rings
  * of the largest groups of rings with the same ToR sequence first and
  * chains the groups along short Hamming steps, so that consecutive rings
  * put each rank under the same ToR as often as possible (that is what
