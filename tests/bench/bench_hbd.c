@@ -294,7 +294,8 @@ static void bench_share(int draws)
 
 	printf("== cross-ToR share, 8,192 GPUs (8 per node), TP-32, 5%% node faults, K=3, closed, "
 	       "%d draws (paper at 90%%: greedy ~10%%, orchestrator 1.72%%); floor: the least "
-	       "share any plan of that many rings can have (share_floor); ratio: fat-tree / floor, "
+	       "share any plan of that many rings can have (share_floor); ratio: median fat-tree / "
+	       "median floor, "
 	       "against issue 28 #4's target where it sets one ==\n",
 	       draws);
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
