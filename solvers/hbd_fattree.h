@@ -2,8 +2,9 @@
  * hbd_fattree.h - internal to the TP-ring planner (hbd_ring.c and
  * hbd_fattree.c, not part of the solver API): the working memory of a cut
  * and the fat-tree pieces hbd_ring.c calls, i.e. the ordering of a job's
- * rings, the rank-aligned cut and the constraint count of a plan. Calls go
- * one way, hbd_ring.c -> hbd_fattree.c. Pure, like hbd_ring.h.
+ * rings, the rank-aligned cut, the block re-cut and the constraint count of
+ * a plan. Calls go one way, hbd_ring.c -> hbd_fattree.c (and the property
+ * test, which checks the block re-cut on its own). Pure, like hbd_ring.h.
  */
 #ifndef OCS_HBD_FATTREE_H
 #define OCS_HBD_FATTREE_H
@@ -43,6 +44,16 @@ int hbd_ft_order(const struct hbd_cut *c, int need, int *out);
  * its tables (nodes * m above 2^24); -ENOMEM.
  */
 int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out);
+
+/*
+ * The block re-cut: rings (n_rings of c->m node ids, disjoint spans on the
+ * open line, c->free the free positions) re-cut block by block where an
+ * exact re-cut of a block uses fewer distinct (ToR, rank) pairs; the same
+ * ring count, every ring still on free nodes within K hops. 1 when some
+ * ring changed, 0 when none did or the spans overlap (rings left as they
+ * are), -ENOMEM.
+ */
+int hbd_ft_polish(const struct hbd_cut *c, int *rings, int n_rings);
 
 /*
  * *kept = the constraints of Algs. 4-5 that rings (n_rings of m nodes)

@@ -32,7 +32,8 @@
  * That is one placement; the rank-aligned cut of hbd_fattree.c is the
  * other (it leaves the spare nodes out, and lets a ring skip a fault, where
  * that keeps each rank under the fewest ToRs), and the job gets whichever
- * has the lower cross_tor_share. Either way hbd_ft_order() takes the rings
+ * has the lower cross_tor_share, then its block re-cut (hbd_fattree.c)
+ * when that has a lower share still. Either way hbd_ft_order() takes the rings
  * of the largest groups of rings with the same ToR sequence first and
  * chains the groups along short Hamming steps, so that consecutive rings
  * put each rank under the same ToR as often as possible (that is what
@@ -439,14 +440,17 @@ static int fat_tree(struct hbd_cut *c, int64_t need, int64_t spare, struct hbd_p
 /*
  * Both fat-tree placements, Algs. 4-5 with the window search and the
  * rank-aligned cut, each ordered by hbd_ft_order(); the job gets the one
- * with the lower cross-ToR share (Algs. 4-5 on a tie), and constraints_kept
- * says what the rings it gets honour.
+ * with the lower cross-ToR share (Algs. 4-5 on a tie), then the block
+ * re-cut of it when that, ordered again, has a lower share still;
+ * constraints_kept says what the rings it gets honour.
  */
 static int fat_tree_best(struct hbd_cut *c, int64_t need, int64_t spare, struct hbd_plan *out)
 {
+	size_t size = (size_t)need * c->m * sizeof(int);
 	uint8_t *base = malloc((size_t)c->n);
-	int *other = malloc((size_t)need * c->m * sizeof(int));
-	int rc = -ENOMEM;
+	int *other = malloc(size);
+	double share;
+	int rc = -ENOMEM, aligned;
 
 	if (!base || !other)
 		goto done;
@@ -456,14 +460,26 @@ static int fat_tree_best(struct hbd_cut *c, int64_t need, int64_t spare, struct 
 		rc = hbd_ft_order(c, (int)need, out->nodes);
 	if (rc)
 		goto done;
+	share = hbd_cross_tor_share(c->d, out->nodes, (int)need, c->m);
 	memcpy(c->free, base, (size_t)c->n);
-	rc = hbd_ft_aligned_cut(c, need, other);
+	aligned = hbd_ft_aligned_cut(c, need, other);
+	rc = aligned < 0 ? aligned : 0;
+	if (aligned > 0 && hbd_cross_tor_share(c->d, other, (int)need, c->m) < share) {
+		memcpy(out->nodes, other, size);
+		share = hbd_cross_tor_share(c->d, other, (int)need, c->m);
+		rc = hbd_ft_constraints_honoured(c->d, other, (int)need, c->m,
+						 &out->constraints_kept);
+	}
+	if (rc)
+		goto done;
+	memcpy(c->rings, out->nodes, size);
+	rc = hbd_ft_polish(c, c->rings, (int)need);
 	if (rc <= 0)
 		goto done;
-	rc = 0;
-	if (hbd_cross_tor_share(c->d, other, (int)need, c->m) <
-	    hbd_cross_tor_share(c->d, out->nodes, (int)need, c->m)) {
-		memcpy(out->nodes, other, (size_t)need * c->m * sizeof(int));
+	c->n_rings = (int)need;
+	rc = hbd_ft_order(c, (int)need, other);
+	if (rc == 0 && hbd_cross_tor_share(c->d, other, (int)need, c->m) < share) {
+		memcpy(out->nodes, other, size);
 		rc = hbd_ft_constraints_honoured(c->d, other, (int)need, c->m,
 						 &out->constraints_kept);
 	}

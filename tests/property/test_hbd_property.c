@@ -32,6 +32,14 @@
  *     healthy nodes that were free or in the ring (never another ring's,
  *     never a faulty one); its changes turn the old settings into the new
  *     ones, change every bundle they list and never touch the failed node.
+ *   - the block re-cut of the fat-tree planner (hbd_ft_polish), fed the
+ *     rings of a whole-domain dcn-free plan: the same number of rings, each
+ *     obeying the model on free nodes, no node twice, and fewer distinct
+ *     (ToR, rank) pairs (recounted here) exactly when it says it changed a
+ *     ring, never more; it must change some over the run. The same and
+ *     fat-tree plans on the benchmark's 1,024-node shapes (64 ToRs x 16,
+ *     16 x 64, 5% faults, 85% and 90% of the GPUs), where the re-cut works
+ *     hardest, through every check above.
  *
  * Usage: test_hbd_property [seed] [domains]
  */
@@ -40,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hbd_fattree.h"
 #include "hbd_ring.h"
 
 static int failures;
@@ -561,11 +570,68 @@ static void check_repairs(const struct ocs_ring_domain *d, uint8_t *use, int tp,
 	free(use2);
 }
 
+/* Distinct (ToR, rank) pairs of rings (n_rings of m nodes), recounted. */
+static int pairs_recount(const struct ocs_ring_domain *d, const int *rings, int n_rings, int m)
+{
+	uint8_t *seen = calloc((size_t)d->tors * m, 1);
+	int count = 0;
+
+	for (int k = 0; k < n_rings; k++)
+		for (int i = 0; i < m; i++) {
+			size_t q = (size_t)tor_of(d, rings[k * m + i]) * m + i;
+
+			count += !seen[q];
+			seen[q] = 1;
+		}
+	free(seen);
+	return count;
+}
+
+/* The block re-cut of a whole-domain dcn-free plan's rings; returns 1 when it cut pairs. */
+static int check_polish(const struct ocs_ring_domain *d, const uint8_t *use, int m)
+{
+	int n = n_of(d), rc, before, after, fewer = 0;
+	uint8_t *usable = malloc((size_t)n), *seen = calloc((size_t)n, 1);
+	struct hbd_request req = {.tp = m * d->gpus_per_node, .orch = HBD_ORCH_DCN_FREE};
+	struct hbd_cut cut = {.d = d, .n = n, .m = m, .free = malloc((size_t)n)};
+	struct hbd_plan p;
+
+	for (int v = 0; v < n; v++) {
+		usable[v] = use[v] == HBD_NODE_FREE;
+		cut.free[pos_of(d, v)] = usable[v];
+	}
+	if (hbd_plan(d, use, &req, &p, NULL) == 0 && p.n_rings > 0) {
+		before = pairs_recount(d, p.nodes, p.n_rings, m);
+		rc = hbd_ft_polish(&cut, p.nodes, p.n_rings);
+		CHECK(rc == 0 || rc == 1, "polish rc %d", rc);
+		after = pairs_recount(d, p.nodes, p.n_rings, m);
+		CHECK(rc == 1 ? after < before : after == before,
+		      "polish says %d, (ToR, rank) pairs %d -> %d", rc, before, after);
+		fewer = rc == 1 && after < before;
+		for (int k = 0; k < p.n_rings; k++) {
+			const int *ring = p.nodes + (size_t)k * m;
+
+			if (!ring_ok(d, ring, m, usable, "re-cut"))
+				continue;
+			for (int i = 0; i < m; i++) {
+				CHECK(!seen[ring[i]], "re-cut: node %d in two rings", ring[i]);
+				seen[ring[i]] = 1;
+			}
+		}
+	}
+	hbd_plan_clear(&p);
+	free(cut.free);
+	free(usable);
+	free(seen);
+	return fewer;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261124;
 	int domains = argc > 2 ? atoi(argv[2]) : 3000;
 	struct counts cnt = {0};
+	int recut = 0;
 
 	for (int t = 0; t < domains; t++) {
 		uint64_t s = seed + (uint64_t)t * 7919;
@@ -601,18 +667,41 @@ int main(int argc, char **argv)
 		for (int v = 0; v < n; v++)
 			if (use[v] == HBD_NODE_BUSY)
 				use[v] = HBD_NODE_FREE;
+		recut += check_polish(&d, use, m);
 		check_repairs(&d, use, req.tp, 0, (enum hbd_orch)below(&s, 3), &cnt);
 		check_repairs(&d, use, req.tp, 1 + below(&s, n / m + 1),
 			      (enum hbd_orch)below(&s, 3), &cnt);
 		free(use);
 	}
+	/* The benchmark's shapes: 5% faults, fat-tree at 85% and 90% of the GPUs. */
+	for (int t = 0; t < 8; t++) {
+		static const struct ocs_ring_domain big[] = {{64, 16, 8, 3, 3, 8, true},
+							     {16, 64, 8, 3, 3, 4, true}};
+		const struct ocs_ring_domain *d = &big[t % 2];
+		uint64_t s = seed + 104729 + (uint64_t)t;
+		uint8_t use[1024] = {0};
+		struct hbd_request req = {.tp = 32, .orch = HBD_ORCH_FAT_TREE};
+
+		snprintf(current, sizeof(current), "seed %llu shape %dx%d set %d",
+			 (unsigned long long)seed, d->tors, d->nodes_per_tor, t);
+		for (int f = 0; f < 51;) {
+			int v = below(&s, 1024);
+
+			f += use[v] == HBD_NODE_FREE;
+			use[v] = HBD_NODE_FAULTY;
+		}
+		req.gpus = (t / 2 % 2 ? 7372 : 6963) / 32 * 32;
+		check_plan(d, use, &req, &cnt);
+		recut += check_polish(d, use, 4);
+	}
 	printf("hbd property: %d domains, %ld plans (%ld placed, %ld refused); %ld single faults "
 	       "and %ld pairs of faults, %ld repairs: %ld bypass-extend, %ld re-placed, %ld lost; "
-	       "%d failures\n",
+	       "%d failures; %d block re-cuts used fewer (ToR, rank) pairs\n",
 	       domains, cnt.plans, cnt.placed, cnt.refused, cnt.single, cnt.pairs, cnt.repairs,
-	       cnt.extend, cnt.replace, cnt.lost, failures);
+	       cnt.extend, cnt.replace, cnt.lost, failures, recut);
 	/* Each outcome must have been exercised, or the generator is too narrow. */
-	if (cnt.extend == 0 || cnt.replace == 0 || cnt.lost == 0 || cnt.refused == 0) {
+	if (cnt.extend == 0 || cnt.replace == 0 || cnt.lost == 0 || cnt.refused == 0 ||
+	    recut == 0) {
 		fprintf(stderr, "FAIL: some outcome never happened\n");
 		return 1;
 	}
