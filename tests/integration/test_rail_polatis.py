@@ -18,12 +18,15 @@ Checks, in order:
   - job-a holds GPUs 0,1,2 (group 0), job-b 12..15 (server 3, group 1);
   - fail-port=1 on device 0 (GPU 1's port): RailEvent source "device",
     case 1, idle GPU 3 takes rail port 1, job-a told (gpus, gpu_moves);
-    ListRailPorts and `ocsctl rail-ports` agree; on device 0 the pairs
+    ListRailPorts and `ocsctl rail-ports` agree (the event also has GPU 3
+    leaving rail port 3, which no job held); on device 0 the pairs
     4 <-> 14 (ocsd ports 3 <-> 13) both there and connected, nothing
     left on ingress 2 / egress 22;
   - fail-port=13 on device 1 (GPU 13, no idle GPU in server 3): case 2,
     server 3's four rail ports move to spare server 5, job-b holds 20..23;
     device 1's pairs moved in one go;
+  - an alarm on a switch-side port of device 0 (rail port 0's): no GPU
+    marked, no swap, ListRailPorts unchanged;
   - the knobs cleared (port-power-clear): GPUs 1 and 13 stay faulty;
     `ocsctl gpu heal 1` gives a GpuEvent healthy, GPU 1 leaves the faulty
     list, and `ocsctl gpu replace 0` (case 1) puts the healed GPU 1 on
@@ -261,6 +264,15 @@ def main():
         check_join(1, FLEET.gpu_port(20 + r)[1], FLEET.switch_port(8 + r)[1],
                    f"rail port {8 + r} on GPU {20 + r}")
     check_devices(c, "GPU 13 swapped out")
+
+    # ---- an alarm on a switch-side port (ingress 13: rail port 0's) is no GPU fault
+    before = c.ports()
+    FLEET.set_faults(0, f"fail-port={FLEET.gpu_port(1)[1]},fail-port={FLEET.switch_port(0)[1]}")
+    ev = w.wait(lambda e: e.WhichOneof("kind") in ("rail", "gpu"), timeout=1.0)
+    check(ev is None and c.ports() == before,
+          f"port-power-alarm on switch-side ingress 13: no GPU marked, nothing moved ({ev})")
+    check("rail-ocs-g0: switch-side port 12 (rail port 0) is down" in FLEET.log(),
+          "the switch-side alarm reached ocsd (logged as switch-side port 12 down)")
 
     # ---- light back (port-power-clear), then heal
     FLEET.set_faults(0, "")
