@@ -48,17 +48,18 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ocsd_fleet  # noqa: E402
+import rail_helpers  # noqa: E402
 
 BUILD, SRC = sys.argv[1:3]
 FLEET = ocsd_fleet.RailFleet(BUILD, SRC, prefix="ocsd-rail-test-")
 atexit.register(FLEET.remove)
 ocsd_fleet.gen_stubs(os.path.join(SRC, "proto"), os.path.join(FLEET.work, "gen"))
 import grpc  # noqa: E402
-from ocs.v1 import events_pb2, events_pb2_grpc  # noqa: E402
-from ocs.v1 import fabric_pb2, fabric_pb2_grpc  # noqa: E402
-from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
+from ocs.v1 import events_pb2  # noqa: E402
+from ocs.v1 import fabric_pb2  # noqa: E402
+from ocs.v1 import jobs_pb2  # noqa: E402
 
-TIMEOUT_S = 30
+TIMEOUT_S = rail_helpers.TIMEOUT_S
 FAILURES = []
 OCSCTL = os.path.join(BUILD, "northbound", "ocsctl", "ocsctl")
 KIND = fabric_pb2.RailSwapKind
@@ -71,45 +72,16 @@ def check(cond, what):
     return cond
 
 
-class Client:
-    def __init__(self):
-        ch = grpc.insecure_channel(FLEET.target)
-        self.jobs = jobs_pb2_grpc.JobsStub(ch)
-        self.fabric = fabric_pb2_grpc.FabricStub(ch)
-        self.events = events_pb2_grpc.EventsStub(ch)
-
-    def ports(self):
-        """({rail port: GPU or -1}, [faulty GPUs]) from ListRailPorts."""
-        r = self.fabric.ListRailPorts(fabric_pb2.ListRailPortsRequest(), timeout=TIMEOUT_S)
-        return {p.rail_port: p.gpu for p in r.ports}, sorted(r.faulty_gpus)
-
-    def submit(self, job_id, gpus):
-        spec = jobs_pb2.JobSpec(id=job_id, placement=jobs_pb2.Placement(
-            gpus=[jobs_pb2.GpuPlacement(gpu=g) for g in gpus]))
-        return self.jobs.SubmitJob(spec, timeout=TIMEOUT_S).job
-
-    def job(self, job_id):
-        return self.jobs.GetJob(jobs_pb2.GetJobRequest(id=job_id), timeout=TIMEOUT_S).job
-
-
+def Client():
+    return rail_helpers.Client(FLEET)
 
 
 def ocsctl(*args):
-    r = subprocess.run([OCSCTL, "--insecure", "--server", FLEET.target, "--json"] + list(args),
-                       capture_output=True, text=True, timeout=60)
-    return r.returncode, (json.loads(r.stdout) if r.returncode == 0 and r.stdout else None), \
-        r.stderr
+    return rail_helpers.ocsctl(OCSCTL, FLEET.target, *args)
 
 
 def initial_map():
-    out = {}
-    for s in range(FLEET.servers):
-        if s % FLEET.spo >= FLEET.active:
-            continue
-        for r in range(FLEET.rails):
-            g, i = divmod(s, FLEET.spo)
-            out[(g * FLEET.active + i) * FLEET.rails + r] = FLEET.gpu(s, r)
-    return out
+    return rail_helpers.initial_map(FLEET)
 
 
 def check_devices(client, what):
