@@ -24,7 +24,12 @@ steps, how long the confirm waited for it, the engine's steps), with the
 target (controller share <= 5 ms at p99). Exit 0 when the run completed
 (the figures are recorded in tests/bench/README.md), 1 on an error.
 
-usage: bench_ring_fault.py BUILD_DIR SOURCE_DIR [FAULTS] [TORS NODES_PER_TOR]
+With --pin (issue 28 #5: a calm machine), ocsd runs on CPU 0 and
+everything else (ocs-devsim, this script, its clients) on CPU 1. With
+OCSD_WRAP set (e.g. "valgrind --tool=callgrind --toggle-collect=..."),
+ocsd runs under it (ocsd_fleet.py): the instruction count per repair.
+
+usage: bench_ring_fault.py BUILD_DIR SOURCE_DIR [FAULTS] [TORS NODES_PER_TOR] [--pin]
 """
 import os
 import queue
@@ -39,10 +44,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "integration"))
 import ocsd_fleet  # noqa: E402
 
-BUILD, SRC = sys.argv[1:3]
-FAULTS = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
-TORS = int(sys.argv[4]) if len(sys.argv) > 4 else 64
-PER_TOR = int(sys.argv[5]) if len(sys.argv) > 5 else 16
+PIN = "--pin" in sys.argv
+ARGS = [a for a in sys.argv if a != "--pin"]
+BUILD, SRC = ARGS[1:3]
+FAULTS = int(ARGS[3]) if len(ARGS) > 3 else 1000
+TORS = int(ARGS[4]) if len(ARGS) > 4 else 64
+PER_TOR = int(ARGS[5]) if len(ARGS) > 5 else 16
+if PIN:
+    os.sched_setaffinity(0, {1})  # this script, and ocs-devsim started from it
 TP = 32  # 8 nodes of 4 GPUs
 TIMEOUT_S = 60
 TARGET_US = 5000
@@ -94,9 +103,19 @@ class Agents:
             m.close_session()
 
 
+def pin_ocsd():
+    """Every thread of ocsd on CPU 0 (threads it makes later inherit it)."""
+    pid = FLEET.ocsd.pid
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(tid), {0})
+    print(f"pinned: ocsd on CPU 0, ocs-devsim and the bench on CPU 1", flush=True)
+
+
 def main():
     FLEET.start_devices(switch_us=SWITCH_US)
     FLEET.start_ocsd()
+    if PIN:
+        pin_ocsd()
     ch = grpc.insecure_channel(FLEET.target)
     jobs = jobs_pb2_grpc.JobsStub(ch)
     fabric = fabric_pb2_grpc.FabricStub(ch)

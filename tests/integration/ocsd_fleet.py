@@ -129,9 +129,12 @@ class Fleet:
                                  count=self.N_DEV, proc=self.devsim_proc)
 
     def start_ocsd(self, *extra, insecure=True, reconcile_s=1):
-        """Starts ocsd and waits until it logged its gRPC and metrics ports."""
+        """Starts ocsd and waits until it logged its gRPC and metrics ports.
+        OCSD_WRAP in the environment is put before ocsd's command line (a
+        benchmark run under valgrind; started with START_TIMEOUT_S x 10)."""
         assert self.ocsd is None or self.ocsd.poll() is not None
-        args = [self.ocsd_bin, "--config", self.cfg, "--state-dir", self.state_dir,
+        wrap = os.environ.get("OCSD_WRAP", "").split()
+        args = wrap + [self.ocsd_bin, "--config", self.cfg, "--state-dir", self.state_dir,
                 "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
                 "--reconcile-interval-s", str(reconcile_s)]
         if insecure:
@@ -141,7 +144,7 @@ class Fleet:
         log.flush()
         self.ocsd = subprocess.Popen(args + list(extra), stdout=log, stderr=log)
         log.close()
-        deadline = time.time() + START_TIMEOUT_S
+        deadline = time.time() + START_TIMEOUT_S * (10 if wrap else 1)
         while time.time() < deadline:
             text = self.log()
             grpc_ports = re.findall(r"gRPC on \S+ \(port (\d+)", text)
