@@ -82,10 +82,6 @@ struct job_rt *jb_store_new(struct jm *jm)
 		err_set(&err, rc == -ENOMEM ? ERR_INTERNAL : ERR_UNAVAILABLE, "",
 			"cannot store the job (%s); %s", st_strerror(jm->d.store, rc),
 			st_changed_note(rc));
-	/* the jobs may be in the store after all: this table no longer says
-	 * what the store does, so the leader starts again from the store */
-	if (rc == -EINPROGRESS)
-		jm_store_failed(jm, err.message, rc);
 	for (j = head; j; j = next) {
 		next = j->next_new;
 		j->next_new = NULL;

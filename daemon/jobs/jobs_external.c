@@ -110,8 +110,6 @@ int jm_adopt(struct jm *jm, const char *id, const void *raw, size_t raw_len,
 	if (rc && !row_stored) {
 		err_set(err, ERR_UNAVAILABLE, "", "cannot store the job (%s); %s",
 			st_strerror(jm->d.store, rc), st_changed_note(rc));
-		if (rc == -EINPROGRESS) /* as jb_store_new */
-			jm_store_failed(jm, err->message, rc);
 		/* never seen by anyone: forget it again (as create_job does) */
 		jm->n_state[j->pub.state]--;
 		jm->n_state[JM_RELEASED]++;
