@@ -65,4 +65,13 @@ sshd_pid=$!
 $testports wait --name sshd --pid "$sshd_pid" --timeout 10 127.0.0.1 "$port" ||
   { cat "$tmp/sshd.log"; exit 1; }
 fp=$(ssh-keygen -lf "$tmp/hostkey.pub" -E sha256 | awk '{print $2}')
-"$client" "$port" "$user" "$tmp/client" "$tmp/client.pub" "$fp"
+# Bounded below ctest's 120 s, so that a hang says where it was: the client's
+# own output, then what netconfd and sshd logged (a timeout gives rc 124).
+rc=0
+timeout -k 5 60 "$client" "$port" "$user" "$tmp/client" "$tmp/client.pub" "$fp" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  echo "test_sb_netconfd: the client exited $rc$( [ "$rc" -eq 124 ] && echo ' (timed out after 60 s)')"
+  echo "--- netconfd.log (tail)"; tail -n 40 "$tmp/netconfd.log" 2>/dev/null || true
+  echo "--- sshd.log (tail)"; tail -n 40 "$tmp/sshd.log" 2>/dev/null || true
+  exit "$rc"
+fi
