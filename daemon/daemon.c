@@ -126,13 +126,16 @@ static int start_reconciliation(struct od *od)
 				.cabling = od->cabling,
 				.events = api_recon_events(od->api),
 				.busy = od->rsw ? gsw_busy : NULL,
-				.busy_ctx = od->rsw};
+				.busy_ctx = od->rsw,
+				.rings = od->rings,
+				.node_drift = od->node_drift};
 	struct timeval tv = {(time_t)od->opts->reconcile_interval_s, 0};
 	struct rep_deps pd = {.devs = od->devs, .jm = od->jm, .events = api_repair_events(od->api)};
 
 	/* Rail-OCS fabrics: no job owns a cross-connect (the rail port map's
-	 * owner is no job), so there is nothing to repair. */
-	if (!od->rsw && !(od->repair = rep_new(&pd)))
+	 * owner is no job), so there is nothing to repair. Ring domains: a
+	 * drifted node of a live ring is programmed back by the job manager. */
+	if (!od->rsw && !od->rings && !(od->repair = rep_new(&pd)))
 		return -ENOMEM;
 	rd.repair = od->repair;
 	od->recon = recon_new(&rd);
@@ -301,6 +304,7 @@ void od_phase_teardown(struct od *od)
 	dev_free(od->devs); /* and the device handles, before their driver */
 	fs_free(od->fs);
 	dr_free(od->drift);
+	dr_nodes_free(od->node_drift);
 	cab_free(od->cabling);
 	api_free(od->api);
 	ra_free(od->ra);
@@ -327,6 +331,7 @@ void od_phase_teardown(struct od *od)
 	od->devs = NULL;
 	od->fs = NULL;
 	od->drift = NULL;
+	od->node_drift = NULL;
 	od->cabling = NULL;
 	od->api = NULL;
 	od->ra = NULL;
@@ -506,6 +511,8 @@ int od_start_jobs(struct od *od)
 			log_msg(LOG_ERR, "cannot load the rings from the state store");
 			return -EIO;
 		}
+		if (!(od->node_drift = dr_nodes_new(rg_nodes(od->rings))))
+			return -ENOMEM;
 	}
 	rc = od_new_devices(od);
 	if (rc)
@@ -520,6 +527,7 @@ int od_start_jobs(struct od *od)
 	}
 	ad.fs = od->fs;
 	ad.drift = od->drift;
+	ad.node_drift = od->node_drift;
 	ad.cabling = od->cabling;
 	ad.rings = od->rings;
 	ad.rail = od->ra;
@@ -633,11 +641,9 @@ int od_start_jobs(struct od *od)
 		if (!od->ka)
 			return -ENOMEM;
 	}
-	/* Reconciliation reads cross-connects: ring domains are read back by
-	 * recovery and by each transaction, and watched through notifications. */
-	if (od->rings)
-		return start_faults(od);
-	if (od->rsw && (rc = start_faults(od)) != 0)
+	/* Ring domains and rail-OCS fabrics are watched through notifications
+	 * too; every fabric is reconciled (ring domains: bundles, reconcile.h). */
+	if ((od->rings || od->rsw) && (rc = start_faults(od)) != 0)
 		return rc;
 	return start_reconciliation(od);
 }

@@ -62,8 +62,9 @@ struct od {
 	struct sb_engine *engine;
 	struct txn_driver *txn;
 	struct fs_state *fs;
-	struct dr_table *drift;	   /* cross-connects no job owns (leaf-spine fabrics) */
-	struct cab_table *cabling; /* miswired fibre the devices report (cabling.h) */
+	struct dr_table *drift;	     /* cross-connects no job owns (leaf-spine fabrics) */
+	struct dr_nodes *node_drift; /* ring domains: bundles that differ from the rings */
+	struct cab_table *cabling;   /* miswired fibre the devices report (cabling.h) */
 	struct api *api;
 	struct jm *jm;
 	struct nb_server *server;

@@ -958,9 +958,11 @@ int nb_validate_request(enum nb_method m, const ProtobufCMessage *req,
 	case NB_FABRIC_LIST_RINGS:
 		return validate_list_rings((const Ocs__V1__ListRingsRequest *)req, &b, err);
 	case NB_FABRIC_LIST_DRIFT:
-		if (b.kind != NB_FABRIC_LEAF_SPINE_OCS)
-			return wrong_kind(
-				&b, "", "drift concerns cross-connects of leaf-spine fabrics", err);
+		if (b.kind != NB_FABRIC_LEAF_SPINE_OCS && b.kind != NB_FABRIC_OCSTRX_RING)
+			return wrong_kind(&b, "",
+					  "drift concerns cross-connects of leaf-spine fabrics "
+					  "and bundles of ocstrx-ring domains",
+					  err);
 		return check_name(((const Ocs__V1__ListDriftRequest *)req)->device, "device",
 				  NB_DEVICE_NAME_MAX_LEN, false, ":", err);
 	case NB_FABRIC_ADOPT_CROSS_CONNECTS: {

@@ -106,6 +106,12 @@ struct api *api_new(const struct api_deps *deps)
 				"Cross-connects found by the last reconciliation that no job owns "
 				"(unowned) or that a job owns but the device lacks (missing).",
 				(const char *const[]){"kind", NULL});
+	api->m_drift_bundles = mx_gauge(
+		deps->reg, "ocsd_drift_bundles",
+		"Ring domains: transceiver bundles the last reconciliation found differing from "
+		"the ring state, on nodes of live rings (in_ring: programmed back at once) and "
+		"on nodes in no ring (idle: reported, never changed).",
+		(const char *const[]){"node", NULL});
 	api->m_cabling = mx_gauge(
 		deps->reg, "ocsd_cabling_miswired_ports",
 		"Device ports (a Polatis ingress or egress port each) whose reported far end "
@@ -141,9 +147,10 @@ struct api *api_new(const struct api_deps *deps)
 			     "Time a job waited for its wave, from queued to its transaction's "
 			     "start.",
 			     NULL, mx_latency_buckets_s, mx_latency_buckets_n);
-	if (!api->m_drift || !api->m_cabling || !api->m_unreachable || !api->m_recon_seconds ||
-	    !api->m_repairs || !api->m_reaction_seconds || !api->m_circuit_repairs ||
-	    !api->m_waves || !api->m_wave_jobs || !api->m_wave_wait_seconds) {
+	if (!api->m_drift || !api->m_drift_bundles || !api->m_cabling || !api->m_unreachable ||
+	    !api->m_recon_seconds || !api->m_repairs || !api->m_reaction_seconds ||
+	    !api->m_circuit_repairs || !api->m_waves || !api->m_wave_jobs ||
+	    !api->m_wave_wait_seconds) {
 		api_free(api);
 		return NULL;
 	}

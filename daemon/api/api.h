@@ -20,6 +20,7 @@
 struct api;
 struct devices;
 struct cab_table;
+struct dr_nodes;
 struct dr_table;
 struct ra;
 struct fs_state;
@@ -36,12 +37,13 @@ struct api_deps {
 	const struct ocsd_config *cfg;
 	struct loop *loop;
 	struct fs_state *fs;
-	struct devices *devs;	   /* sessions, health and drain of every device */
-	struct rg_state *rings;	   /* ring domains: rings and node conditions; NULL otherwise */
-	struct dr_table *drift;	   /* leaf-spine: cross-connects no job owns (drift.h) */
-	struct cab_table *cabling; /* miswired fibre the devices report (cabling.h) */
-	struct ra *rail;	   /* rail-OCS fabrics: rail_api.h; NULL otherwise */
-	struct mx_registry *reg;   /* RPC and plan metrics are registered here */
+	struct devices *devs;	     /* sessions, health and drain of every device */
+	struct rg_state *rings;	     /* ring domains: rings and node conditions; NULL otherwise */
+	struct dr_table *drift;	     /* leaf-spine: cross-connects no job owns (drift.h) */
+	struct dr_nodes *node_drift; /* ring domains: bundles that differ from the rings */
+	struct cab_table *cabling;   /* miswired fibre the devices report (cabling.h) */
+	struct ra *rail;	     /* rail-OCS fabrics: rail_api.h; NULL otherwise */
+	struct mx_registry *reg;     /* RPC and plan metrics are registered here */
 	const char *version;
 	const char *store;  /* the store backend's name (GetFabric) */
 	struct replica *rp; /* writes refused while it says so; GetFabric's replica

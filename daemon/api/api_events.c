@@ -17,6 +17,7 @@
 #include "cabling.h"
 #include "clock.h"
 #include "devices.h"
+#include "drift.h"
 #include "log.h"
 #include "metrics.h"
 #include "rings.h"
@@ -225,6 +226,47 @@ static void ev_drift(void *ctx, const char *device, int in, int out, bool missin
 	nb_server_publish(api->server, &ev);
 }
 
+void api_drift_bundle(Ocs__V1__DriftBundle *db, const struct dr_bundle *b, const char *device,
+		      const char *job_id, char *want, char *got, size_t len)
+{
+	ocs__v1__drift_bundle__init(db);
+	db->device = (char *)device;
+	db->node = b->node;
+	db->bundle = b->found.bundle;
+	db->expected = (char *)dr_bundle_setting(&b->expected, want, len);
+	db->found = (char *)dr_bundle_setting(&b->found, got, len);
+	db->found_peer = b->found_peer;
+	db->job_id = (char *)(job_id ? job_id : "");
+}
+
+static void ev_bundle_drift(void *ctx, const struct dr_bundle *b, const char *device,
+			    const char *job_id, bool reprogramming)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__DriftEvent de = OCS__V1__DRIFT_EVENT__INIT;
+	Ocs__V1__DriftBundle db = OCS__V1__DRIFT_BUNDLE__INIT;
+	char want[32], got[32];
+
+	api_drift_bundle(&db, b, device, job_id, want, got, sizeof(want));
+	if (b->fresh || reprogramming)
+		log_msg(LOG_WARNING,
+			"drift: node %d bundle %u holds %s (reaches node %d) where %s is expected "
+			"(%s%s)%s",
+			b->node, b->found.bundle, got, (int)b->found_peer, want,
+			job_id ? "a ring of job " : "in no ring", job_id ? job_id : "",
+			!job_id		? ": reported, not changed"
+			: reprogramming ? ": programming it back"
+					: ": its job is busy; tried again at the next pass");
+	if (!api->server || api->drift_published++ >= API_MAX_DRIFT_EVENTS)
+		return;
+	de.device = (char *)device;
+	de.bundle = &db;
+	ev.kind_case = OCS__V1__EVENT__KIND_DRIFT;
+	ev.drift = &de;
+	nb_server_publish(api->server, &ev);
+}
+
 static void ev_device_read(void *ctx, int id, bool ok, bool connected, const char *error,
 			   const struct sb_device_info *info)
 {
@@ -287,9 +329,17 @@ static void ev_recon_done(void *ctx, const struct recon_report *r)
 		return; /* the fabric changed meanwhile: the next pass will tell */
 	mx_set(api->m_drift, (const char *[]){"unowned"}, (double)r->unowned);
 	mx_set(api->m_drift, (const char *[]){"missing"}, (double)r->missing);
+	mx_set(api->m_drift_bundles, (const char *[]){"in_ring"}, (double)r->bundles_in_rings);
+	mx_set(api->m_drift_bundles, (const char *[]){"idle"}, (double)r->bundles_idle);
 	mx_set(api->m_unreachable, NULL, (double)r->unreachable);
 	mx_observe(api->m_recon_seconds, NULL, r->duration_s);
-	if (r->unowned || r->missing || r->unreachable)
+	if (api->d.rings && (r->bundles_in_rings || r->bundles_idle || r->unreachable))
+		log_msg(LOG_WARNING,
+			"reconciliation: %zu bundle(s) differ on nodes of live rings (%zu "
+			"node(s) being programmed back), %zu on nodes in no ring, %zu node(s) "
+			"unreachable",
+			r->bundles_in_rings, r->reprogrammed, r->bundles_idle, r->unreachable);
+	else if (r->unowned || r->missing || r->unreachable)
 		log_msg(LOG_WARNING,
 			"reconciliation: %zu unowned and %zu missing cross-connect(s), %zu "
 			"device(s) unreachable",
@@ -300,6 +350,7 @@ struct recon_events api_recon_events(struct api *api)
 {
 	return (struct recon_events){.ctx = api,
 				     .drift = ev_drift,
+				     .bundle_drift = ev_bundle_drift,
 				     .device_read = ev_device_read,
 				     .cabling = ev_cabling,
 				     .done = ev_recon_done};

@@ -421,6 +421,36 @@ void api_serve_undrain_device(struct api *api, struct nb_call *call, const void 
 
 /* ---- what no job owns (issue 14 #2, drift.h and adopt.h) ---- */
 
+/* Ring domains: every differing bundle of the nodes (one: that node's agent only). */
+static void list_node_drift(struct api *api, struct nb_call *call, int one)
+{
+	Ocs__V1__ListDriftResponse r = OCS__V1__LIST_DRIFT_RESPONSE__INIT;
+	size_t total = 0, n;
+	struct arena ar = {0};
+
+	for (int d = 0; d < dr_nodes_count(api->d.node_drift); d++)
+		if (one < 0 || d == one)
+			total += (dr_nodes_get(api->d.node_drift, d, &n), n);
+	r.bundles = ar_alloc(&ar, (total + 1) * sizeof(*r.bundles));
+	for (int d = 0; d < dr_nodes_count(api->d.node_drift) && !ar.failed; d++) {
+		const struct dr_bundle *b = dr_nodes_get(api->d.node_drift, d, &n);
+		const struct rg_ring *holder = rg_holder(api->d.rings, d);
+
+		for (size_t i = 0; (one < 0 || d == one) && i < n; i++) {
+			Ocs__V1__DriftBundle *db = ar_alloc(&ar, sizeof(*db));
+			char *want = ar_alloc(&ar, 32), *got = ar_alloc(&ar, 32);
+
+			if (!db || !want || !got)
+				break;
+			api_drift_bundle(db, &b[i], dev_name(api->d.devs, d),
+					 holder ? holder->job_id : NULL, want, got, 32);
+			r.bundles[r.n_bundles++] = db;
+		}
+	}
+	api_reply(call, &r.base, ar.failed);
+	ar_free_all(&ar);
+}
+
 void api_serve_list_drift(struct api *api, struct nb_call *call, const void *msg)
 {
 	const char *name = ((const Ocs__V1__ListDriftRequest *)msg)->device;
@@ -431,6 +461,10 @@ void api_serve_list_drift(struct api *api, struct nb_call *call, const void *msg
 
 	if (name[0] && one < 0) {
 		api_failf(call, ERR_NOT_FOUND, "device", "no device %s", name);
+		return;
+	}
+	if (api->d.node_drift) {
+		list_node_drift(api, call, one);
 		return;
 	}
 	for (int d = 0; d < dev_count(api->d.devs); d++) {

@@ -27,6 +27,7 @@
 #include "nb.h"
 
 struct arena;
+struct dr_bundle;
 struct event;
 struct mx_family;
 struct ocs_xc;
@@ -40,6 +41,7 @@ struct api {
 	bool stopping;
 	struct mx_family *m_rpcs, *m_rpc_seconds, *m_plan_seconds, *m_txns, *m_txn_seconds;
 	struct mx_family *m_rollbacks, *m_rollback_failures, *m_drift, *m_unreachable;
+	struct mx_family *m_drift_bundles;
 	struct mx_family *m_cabling; /* ocsd_cabling_miswired_ports */
 	struct mx_family *m_waves, *m_wave_jobs, *m_wave_wait_seconds;
 	struct mx_family *m_recon_seconds;
@@ -95,6 +97,10 @@ void api_serve_undrain_device(struct api *api, struct nb_call *call, const void 
 void api_serve_mark_node(struct api *api, struct nb_call *call, const void *msg);
 void api_serve_list_rings(struct api *api, struct nb_call *call, const void *msg);
 void api_serve_list_drift(struct api *api, struct nb_call *call, const void *msg);
+/* db from b (device: the node's agent; job_id NULL: in no ring); want and
+ * got are the caller's buffers of len bytes for the two settings. */
+void api_drift_bundle(Ocs__V1__DriftBundle *db, const struct dr_bundle *b, const char *device,
+		      const char *job_id, char *want, char *got, size_t len);
 void api_serve_adopt(struct api *api, struct nb_call *call, const void *msg);
 void api_serve_clear(struct api *api, struct nb_call *call, const void *msg);
 void api_serve_list_cabling(struct api *api, struct nb_call *call, const void *msg);

@@ -361,6 +361,33 @@ int dev_read_with_info(const struct devices *devs, int id, enum dev_role role,
 	return rc;
 }
 
+int dev_read_bundles(const struct devices *devs, int id, enum dev_role role,
+		     struct dev_readback *out)
+{
+	struct sb_device *h = dev_handle(devs, id, role);
+	struct sb_error e = {0};
+	int rc;
+
+	*out = (struct dev_readback){0};
+	if (!h) {
+		snprintf(out->error, sizeof(out->error), "no session handle");
+		return -ENOENT;
+	}
+	sb_device_claim(h);
+	rc = sb_device_connect_until(h, sb_now_ms() + devs->d.connect_timeout_ms, &e);
+	if (rc == 0)
+		rc = sb_device_read_bundles(h, true, SB_DS_RUNNING, &out->bundles, &out->n_bundles,
+					    &out->node_faulty, &e);
+	sb_device_unclaim(h);
+	if (rc) {
+		snprintf(out->error, sizeof(out->error), "%s: %s",
+			 e.operation[0] ? e.operation : "read", e.message);
+		return rc < 0 ? rc : -EIO;
+	}
+	out->ok = true;
+	return 0;
+}
+
 void dev_readback_clear(struct dev_readback *rb)
 {
 	if (!rb)
@@ -368,6 +395,9 @@ void dev_readback_clear(struct dev_readback *rb)
 	free(rb->xcs);
 	rb->xcs = NULL;
 	rb->n = 0;
+	free(rb->bundles);
+	rb->bundles = NULL;
+	rb->n_bundles = 0;
 	sb_device_info_clear(&rb->info);
 	rb->has_info = false;
 }

@@ -171,6 +171,11 @@ struct dev_readback {
 	 * says anything and that read succeeded too (has_info) */
 	bool has_info;
 	struct sb_device_info info;
+	/* dev_read_bundles only (transceivers): the node's bundles, sorted by
+	 * bundle (NULL when !ok), and whether the node says it is down */
+	struct sb_bundle_state *bundles;
+	size_t n_bundles;
+	bool node_faulty;
 };
 
 /*
@@ -188,6 +193,17 @@ int dev_read(const struct devices *devs, int id, enum dev_role role, struct dev_
  */
 int dev_read_with_info(const struct devices *devs, int id, enum dev_role role,
 		       struct dev_readback *out);
+/*
+ * A transceiver's bundles (SB_MODEL_TRANSCEIVER), configuration and state
+ * (peer node, path status, the node's fault), from running, as dev_read()
+ * reads cross-connects: the role's handle connected if needed, blocking,
+ * callable from a worker thread. The handle is claimed for the read
+ * (sb_device_claim): the fault listener's read after a subscription and
+ * the reconciliation share the DEV_ROLE_RECON handle of a node. 0 (out->ok)
+ * or a negative errno with out->error saying why.
+ */
+int dev_read_bundles(const struct devices *devs, int id, enum dev_role role,
+		     struct dev_readback *out);
 void dev_readback_clear(struct dev_readback *rb);
 
 /* How a read compares with the expected content; the arrays belong to the struct. */

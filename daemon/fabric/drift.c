@@ -8,6 +8,7 @@
 #include "drift.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -311,4 +312,81 @@ int dr_planner_view(const struct dr_table *t, const struct fs_state *fs, struct 
 	*blockers = out;
 	*n_blockers = k;
 	return 0;
+}
+
+/* ---- ring domains ---- */
+
+struct dr_nodes {
+	int n_nodes;
+	struct dr_node {
+		struct dr_bundle *b;
+		size_t n;
+	} * node;
+	size_t total;
+};
+
+struct dr_nodes *dr_nodes_new(int n_nodes)
+{
+	struct dr_nodes *t = calloc(1, sizeof(*t));
+
+	if (!t || !(t->node = calloc((size_t)n_nodes + 1, sizeof(*t->node)))) {
+		free(t);
+		return NULL;
+	}
+	t->n_nodes = n_nodes;
+	return t;
+}
+
+void dr_nodes_free(struct dr_nodes *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < t->n_nodes; i++)
+		free(t->node[i].b);
+	free(t->node);
+	free(t);
+}
+
+int dr_nodes_set(struct dr_nodes *t, int node, const struct dr_bundle *b, size_t n)
+{
+	struct dr_bundle *copy = NULL;
+
+	if (node < 0 || node >= t->n_nodes)
+		return -EINVAL;
+	if (n && !(copy = malloc(n * sizeof(*copy))))
+		return -ENOMEM;
+	if (n)
+		memcpy(copy, b, n * sizeof(*copy));
+	t->total = t->total - t->node[node].n + n;
+	free(t->node[node].b);
+	t->node[node] = (struct dr_node){copy, n};
+	return 0;
+}
+
+const struct dr_bundle *dr_nodes_get(const struct dr_nodes *t, int node, size_t *n)
+{
+	*n = 0;
+	if (!t || node < 0 || node >= t->n_nodes)
+		return NULL;
+	*n = t->node[node].n;
+	return t->node[node].b;
+}
+
+int dr_nodes_count(const struct dr_nodes *t)
+{
+	return t ? t->n_nodes : 0;
+}
+
+size_t dr_nodes_total(const struct dr_nodes *t)
+{
+	return t ? t->total : 0;
+}
+
+const char *dr_bundle_setting(const struct sb_bundle *b, char *buf, size_t len)
+{
+	if (b->path == 0)
+		snprintf(buf, len, "loopback");
+	else
+		snprintf(buf, len, "external %u %s", b->distance, b->dir ? "down" : "up");
+	return buf;
 }

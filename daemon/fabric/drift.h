@@ -17,6 +17,10 @@
  *    in its target, so a transaction touching the device keeps them.
  *  - What the operator decides about them at start: adopt.h.
  *
+ * Ring domains have no cross-connects: their drift is a transceiver bundle
+ * whose setting differs from what the ring state says its node holds
+ * (struct dr_nodes, issue 28 #3), filled by the reconciliation passes.
+ *
  * Threading: the loop thread only.
  */
 #ifndef OCSD_DRIFT_H
@@ -80,5 +84,31 @@ int dr_planner_view(const struct dr_table *t, const struct fs_state *fs, struct 
  */
 int dr_paired_untouched(const struct dr_table *t, const char *touched, struct ocs_xc **out,
 			size_t *n);
+
+/* ---- ring domains: bundles that differ from the ring state ---- */
+
+/* One bundle as the last pass found it, against what its node should hold. */
+struct dr_bundle {
+	int node;
+	struct sb_bundle expected; /* rings.h: its ring's setting, or loopback */
+	struct sb_bundle found;	   /* as read from running (absent: loopback) */
+	int32_t found_peer;	   /* the node its selected path reaches; -1: none */
+	bool fresh;		   /* the pass before did not find it so */
+};
+
+struct dr_nodes;
+
+/* Caller frees with dr_nodes_free() (accepts NULL). */
+struct dr_nodes *dr_nodes_new(int n_nodes);
+void dr_nodes_free(struct dr_nodes *t);
+/* What a read of node found (copied; n 0: it agrees). 0, -EINVAL or -ENOMEM (unchanged). */
+int dr_nodes_set(struct dr_nodes *t, int node, const struct dr_bundle *b, size_t n);
+/* A node's differing bundles (valid until the next change of that node). */
+const struct dr_bundle *dr_nodes_get(const struct dr_nodes *t, int node, size_t *n);
+int dr_nodes_count(const struct dr_nodes *t);
+/* Differing bundles in all. */
+size_t dr_nodes_total(const struct dr_nodes *t);
+/* "loopback" or "external <distance> <up|down>" into buf. */
+const char *dr_bundle_setting(const struct sb_bundle *b, char *buf, size_t len);
 
 #endif

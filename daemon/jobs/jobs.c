@@ -692,6 +692,7 @@ int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struc
 	for (size_t i = 0; i < j->change.n_rings; i++)
 		if (!j->change.rings[i].changed_ms)
 			j->change.rings[i].changed_ms = jm_now_ms(jm);
+	jm->ring_txns++;
 	k = (struct krt_change){.rings = jm->d.rings,
 				.job_rings = j->change.rings,
 				.n_rings = j->change.n_rings,
@@ -802,7 +803,8 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 			log_msg(LOG_ERR, "job %s: the ring repair could not start: %s", j->pub.id,
 				why);
 			j->repair = false;
-			j->repair_failed = true;
+			j->repair_failed = !j->drift_repair; /* drift: the next pass tries again */
+			j->drift_repair = false;
 			jp_change_clear(&j->change);
 		} else if (release) {
 			release_failed(jm, j, false, &err);
@@ -876,7 +878,16 @@ static void publish_rings(struct jm *jm, struct job_rt *j, bool release, bool re
 /* The end of a ring repair (or node reset): the job stays ACTIVE whatever happened. */
 static void repair_done(struct jm *jm, struct job_rt *j, const struct txn_outcome *o)
 {
+	bool drift = j->drift_repair;
+	char nodes[160] = "";
+
 	j->repair = false;
+	j->drift_repair = false;
+	/* a drift repair's nodes, for its log line: each node's bundles are consecutive */
+	for (size_t i = 0; drift && i < j->change.n_bundles; i++)
+		if (i == 0 || j->change.bundles[i].node != j->change.bundles[i - 1].node)
+			snprintf(nodes + strlen(nodes), sizeof(nodes) - strlen(nodes), "%s%d",
+				 i ? ", " : "", j->change.bundles[i].node);
 	if (j == &jm->reset && o->result != TXN_CONFIRMED) {
 		/* the nodes go back on the list, tried again by jm_retry_repairs */
 		for (size_t i = 0; i < j->change.n_bundles; i++)
@@ -885,10 +896,17 @@ static void repair_done(struct jm *jm, struct job_rt *j, const struct txn_outcom
 				jm->reset_nodes[jm->n_reset++] = j->change.bundles[i].node;
 	}
 	jp_change_clear(&j->change);
+	if (drift && o->result == TXN_CONFIRMED)
+		log_msg(LOG_NOTICE, "job %s: node(s) %s programmed back to their ring's settings",
+			j->pub.id, nodes);
+	else if (drift)
+		/* not a fault: the next reconciliation pass finds it and tries again */
+		log_msg(LOG_ERR, "job %s: node(s) %s could not be programmed back (%s)", j->pub.id,
+			nodes, o->message ? o->message : "");
 	if (o->result == TXN_CONFIRMED) {
 		publish_rings(jm, j, false, true, o);
 		jm_queue_repairs(jm, j); /* another of its rings may hold a faulty node */
-	} else {
+	} else if (!drift) {
 		j->repair_failed = true;
 		log_msg(LOG_ERR,
 			"job %s: the ring repair was not applied (%s): its ring keeps the "

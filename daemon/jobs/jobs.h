@@ -408,6 +408,20 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 void jm_retry_repairs(struct jm *jm);
 
 /*
+ * Ring domains: programs nodes back to what their live rings say they hold
+ * (a reconciliation pass found their bundles changed behind ocsd's back,
+ * issue 28 #3): per job, one transaction with its rings as they are and
+ * those nodes' settings, queued ahead of other work like a repair.
+ * queued[i] (n entries, the caller's) tells whether nodes[i] is being
+ * programmed back; not when it is in no live ring (nothing is ever changed
+ * there), its job has a transaction of its own queued or running, writes
+ * are refused, or out of memory: the next pass tries again.
+ */
+void jm_reprogram_nodes(struct jm *jm, const int *nodes, size_t n, bool *queued);
+/* Ring transactions started so far: a pass that saw it change is discarded. */
+unsigned long jm_ring_txns(const struct jm *jm);
+
+/*
  * Sets the GPUs of a stored job (placement.gpus, re-read from its request
  * by the API layer, like jm_set_demand): a live job's GPUs are refused to
  * any other job. Call before jm_recover(). 0 or -ENOENT/-ENOMEM.

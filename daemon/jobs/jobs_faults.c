@@ -3,6 +3,8 @@
  * (jobs.h: jm_mark_node, jm_retry_repairs): a fault is stored, or stored
  * with the repair of the ring that holds the node in one transaction
  * (the fast path), and a healed node is queued for its reset to loopback.
+ * A node of a live ring whose bundles drifted (reconcile.h) is programmed
+ * back by a repair of its job with no ring change (jm_reprogram_nodes).
  * The repairs themselves are queued and finished by the state machine in
  * jobs.c (jm_queue_repairs, jm_queue_reset, the transaction's end); this
  * file only calls into it.
@@ -133,4 +135,87 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 		jm_pump(jm);
 	}
 	return 0;
+}
+
+/* Whether j's change sets node's bundles already. */
+static bool change_has_node(const struct job_rt *j, int node)
+{
+	for (size_t i = 0; i < j->change.n_bundles; i++)
+		if (j->change.bundles[i].node == node)
+			return true;
+	return false;
+}
+
+/*
+ * Adds node's settings to j's drift repair, which is set up first (its
+ * rings as they are, queued ahead of other work) unless it is queued
+ * already. 0 or -ENOMEM (j's change as it was).
+ */
+static int add_drift_node(struct jm *jm, struct job_rt *j, int node)
+{
+	size_t per = (size_t)rg_domain(jm->d.rings)->bundles;
+	struct hbd_bundle *b;
+
+	if (!j->repair) {
+		size_t n = 0;
+		const struct rg_ring *rings = rg_job_rings(jm->d.rings, j->pub.id, &n);
+
+		jp_change_clear(&j->change);
+		j->change.rings = rg_rings_dup(rings, n);
+		if (!j->change.rings)
+			return -ENOMEM;
+		j->change.n_rings = n;
+	}
+	b = realloc(j->change.bundles, (j->change.n_bundles + per) * sizeof(*b));
+	if (!b)
+		goto oom;
+	j->change.bundles = b;
+	if (rg_node_bundles(jm->d.rings, node, b + j->change.n_bundles) != 0)
+		goto oom;
+	j->change.n_bundles += per;
+	if (!j->repair) {
+		j->repair = true;
+		j->drift_repair = true;
+		j->fault_us = 0;
+		jm_enqueue_first(jm, j);
+	}
+	return 0;
+oom:
+	if (!j->repair)
+		jp_change_clear(&j->change);
+	return -ENOMEM;
+}
+
+void jm_reprogram_nodes(struct jm *jm, const int *nodes, size_t n, bool *queued)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct rg_ring *holder =
+			jm->d.rings ? rg_holder(jm->d.rings, nodes[i]) : NULL;
+		struct job_rt *j = holder ? jm_job_find(jm, holder->job_id) : NULL;
+		/* a drift repair this call queued takes the job's other nodes too */
+		bool mine = j && j->drift_repair && j->queued && !j->in_txn;
+
+		queued[i] = false;
+		if (!j || jm->stopping || jm->not_serving || j->pub.state != JM_ACTIVE ||
+		    (!mine && (j->repair || j->queued || j->in_txn)) ||
+		    rg_faulty(jm->d.rings, nodes[i]))
+			continue;
+		if (mine && change_has_node(j, nodes[i])) {
+			queued[i] = true;
+			continue;
+		}
+		if (add_drift_node(jm, j, nodes[i]) != 0)
+			continue; /* out of memory: the next pass tries again */
+		queued[i] = true;
+		log_msg(LOG_WARNING,
+			"job %s: node %d of ring %d holds bundles its ring does not say (changed "
+			"behind ocsd's back): programming it back",
+			j->pub.id, nodes[i], holder->index);
+	}
+	jm_pump(jm);
+}
+
+unsigned long jm_ring_txns(const struct jm *jm)
+{
+	return jm->ring_txns;
 }

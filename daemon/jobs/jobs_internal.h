@@ -100,6 +100,7 @@ struct job_rt {
 	 */
 	bool repair;
 	bool repair_failed; /* the last repair rolled back: not retried until the next fault */
+	bool drift_repair;  /* the repair programs drifted nodes back (no ring change) */
 	int64_t fault_us;
 	struct rg_ring *prev_rings;
 	size_t n_prev_rings;
@@ -194,6 +195,7 @@ struct jm {
 	struct job_rt reset;
 	int *reset_nodes;
 	size_t n_reset, cap_reset;
+	unsigned long ring_txns; /* ring transactions started (jm_ring_txns) */
 };
 
 #define JM_RESET_JOB "ocsd-node-reset"

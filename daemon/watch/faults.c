@@ -21,9 +21,6 @@
 #include "loop.h"
 #include "sb_notif.h"
 
-/* How long the read after a (re)subscription waits for the node's session. */
-#define FLT_CONNECT_MS 5000
-
 struct faults {
 	struct flt_deps d;
 	struct sb_listener *listener;
@@ -39,7 +36,7 @@ struct flt_msg {
 	struct faults *f;
 	struct sb_notif n; /* name not kept */
 	bool read_ok, read_faulty;
-	char read_error[360]; /* sb_error operation and message */
+	char read_error[sizeof(((struct dev_readback *)0)->error)]; /* dev_read_bundles() error */
 };
 
 static void mark(struct faults *f, int node, int64_t received_us)
@@ -63,7 +60,7 @@ static void on_read_done(struct loop_node *ln)
 		free(m);
 		return;
 	}
-	/* ring domains have no reconciliation: this read is what ListDevices reports */
+	/* what ListDevices reports until the next reconciliation pass reads the node */
 	dev_note_read(m->f->d.devs, (int)m->n.source, m->read_ok, m->read_ok, m->read_error,
 		      clk_wall_ms(NULL));
 	if (m->read_ok && m->read_faulty)
@@ -75,17 +72,13 @@ static void on_read_done(struct loop_node *ln)
 static void read_node(struct exec_task *t)
 {
 	struct flt_msg *m = OCSD_CONTAINER_OF(t, struct flt_msg, task);
-	struct sb_device *h = dev_handle(m->f->d.devs, (int)m->n.source, DEV_ROLE_RECON);
-	struct sb_bundle_state *st = NULL;
-	struct sb_error err = {0};
-	size_t n = 0;
+	struct dev_readback rb;
 
-	m->read_ok =
-		h && sb_device_connect_until(h, sb_now_ms() + FLT_CONNECT_MS, &err) == 0 &&
-		sb_device_read_bundles(h, true, SB_DS_RUNNING, &st, &n, &m->read_faulty, &err) == 0;
-	free(st);
-	snprintf(m->read_error, sizeof(m->read_error), "%s%s%s", err.operation,
-		 err.operation[0] ? ": " : "", err.message);
+	(void)dev_read_bundles(m->f->d.devs, (int)m->n.source, DEV_ROLE_RECON, &rb);
+	m->read_ok = rb.ok;
+	m->read_faulty = rb.node_faulty;
+	memcpy(m->read_error, rb.error, sizeof(m->read_error));
+	dev_readback_clear(&rb);
 	loop_post(m->f->d.loop, &m->node, on_read_done);
 }
 

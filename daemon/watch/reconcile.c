@@ -6,7 +6,8 @@
  * last reader to finish posts the pass back to the loop (a node embedded in
  * struct recon), which compares each read with the device's run of the
  * fabric state (dev_compare; unless the state changed meanwhile) and
- * reports. No thread is created.
+ * reports. No thread is created. Ring domains read bundles instead
+ * (dev_read_bundles) and compare them with the ring state (compare_node).
  */
 #include "reconcile.h"
 
@@ -25,6 +26,7 @@
 #include "jobs.h"
 #include "loop.h"
 #include "repair.h"
+#include "rings.h"
 #include "sb_device.h"
 
 #define RECON_READERS 8
@@ -47,7 +49,8 @@ struct recon {
 	atomic_int next;	  /* next device to read */
 	atomic_bool stop;	  /* shutting down: read no further device */
 	int64_t started_us;	  /* monotonic, when the pass began */
-	unsigned long generation; /* fs generation when the pass started */
+	unsigned long generation; /* fs (ring domains: ring state) generation at the start */
+	unsigned long ring_txns;  /* ring domains: jm_ring_txns() at the start */
 };
 
 struct recon *recon_new(const struct recon_deps *deps)
@@ -74,7 +77,10 @@ static void reader_run(struct exec_task *t)
 
 	if (!atomic_load(&r->stop) && (i = atomic_fetch_add(&r->next, 1)) < r->n_devices) {
 		/* dev_read() fills reads[i] in any case (ok false with the error) */
-		(void)dev_read_with_info(r->d.devs, i, DEV_ROLE_RECON, &r->reads[i]);
+		if (r->d.rings)
+			(void)dev_read_bundles(r->d.devs, i, DEV_ROLE_RECON, &r->reads[i]);
+		else
+			(void)dev_read_with_info(r->d.devs, i, DEV_ROLE_RECON, &r->reads[i]);
 		exec_submit(r->d.exec, t);
 		return;
 	}
@@ -82,10 +88,129 @@ static void reader_run(struct exec_task *t)
 		loop_post(r->d.loop, &r->done_node, pass_done);
 }
 
+/* Bundle b of a node as read (absent: loopback), with the node it reaches. */
+static struct sb_bundle found_bundle(const struct dev_readback *rd, uint8_t b, int32_t *peer)
+{
+	struct sb_bundle key = {b, 0, 0, 0};
+	const struct sb_bundle_state *st = rd->n_bundles
+						   ? bsearch(&key, rd->bundles, rd->n_bundles,
+							     sizeof(*rd->bundles), sb_bundle_cmp)
+						   : NULL;
+
+	*peer = st ? st->peer_node : -1;
+	return st ? st->set : key;
+}
+
+/*
+ * Ring domains: node d's bundles as read against what the ring state says
+ * it holds (rg_node_bundles). A node either side calls faulty is not
+ * compared: it is never programmed. What differs replaces the node's entry
+ * in the node drift table (fresh unless the previous pass found the bundle
+ * holding the same) and is counted. 0, or -ENOMEM: the node keeps its
+ * previous entry.
+ */
+static int compare_node(struct recon *r, int d, const struct dev_readback *rd,
+			struct recon_report *rep)
+{
+	const struct rg_state *rg = r->d.rings;
+	int nb = rg_domain(rg)->bundles;
+	bool skip = rg_faulty(rg, d) || rd->node_faulty;
+	struct hbd_bundle *want = malloc(((size_t)nb + 1) * sizeof(*want));
+	struct dr_bundle *diff = malloc(((size_t)nb + rd->n_bundles + 1) * sizeof(*diff));
+	const struct dr_bundle *prev;
+	size_t n = 0, n_prev;
+	int rc = -ENOMEM;
+
+	if (!want || !diff || rg_node_bundles(rg, d, want) != 0)
+		goto out;
+	for (int b = 0; b < nb && !skip; b++) {
+		struct dr_bundle x = {
+			.node = d,
+			.expected = {want[b].bundle, want[b].path, want[b].distance, want[b].dir}};
+
+		x.found = found_bundle(rd, (uint8_t)b, &x.found_peer);
+		if (!sb_bundle_equal(&x.expected, &x.found))
+			diff[n++] = x;
+	}
+	/* bundles the domain does not have belong on loopback */
+	for (size_t i = 0; i < rd->n_bundles && !skip; i++)
+		if (rd->bundles[i].set.bundle >= nb && rd->bundles[i].set.path != 0)
+			diff[n++] = (struct dr_bundle){.node = d,
+						       .expected = {rd->bundles[i].set.bundle},
+						       .found = rd->bundles[i].set,
+						       .found_peer = rd->bundles[i].peer_node};
+	prev = dr_nodes_get(r->d.node_drift, d, &n_prev);
+	for (size_t i = 0; i < n; i++) {
+		diff[i].fresh = true;
+		for (size_t k = 0; k < n_prev && diff[i].fresh; k++)
+			diff[i].fresh = !sb_bundle_equal(&prev[k].found, &diff[i].found);
+	}
+	if ((rc = dr_nodes_set(r->d.node_drift, d, diff, n)) != 0)
+		goto out;
+	if (n) /* the transaction session's image of the node is stale (as for a switch) */
+		sb_device_forget_image(dev_handle(r->d.devs, d, DEV_ROLE_TXN));
+	if (rg_holder(rg, d))
+		rep->bundles_in_rings += n;
+	else
+		rep->bundles_idle += n;
+out:
+	free(want);
+	free(diff);
+	return rc;
+}
+
+/*
+ * Ring domains, once every node is compared (compared[d]): the nodes of
+ * live rings that differ are programmed back (jm_reprogram_nodes: one
+ * transaction per job), then every differing bundle is published.
+ */
+static void ring_pass_end(struct recon *r, const bool *compared, struct recon_report *rep)
+{
+	int *nodes = malloc(((size_t)r->n_devices + 1) * sizeof(*nodes));
+	bool *queued = calloc((size_t)r->n_devices + 1, sizeof(*queued));
+	bool *back = calloc((size_t)r->n_devices + 1, sizeof(*back));
+	size_t n_nodes = 0, n;
+
+	for (int d = 0; nodes && queued && back && d < r->n_devices; d++)
+		if (compared[d] && rg_holder(r->d.rings, d) &&
+		    (dr_nodes_get(r->d.node_drift, d, &n), n))
+			nodes[n_nodes++] = d;
+	if (n_nodes) /* (none when out of memory: the next pass tries again) */
+		jm_reprogram_nodes(r->d.jm, nodes, n_nodes, queued);
+	for (size_t i = 0; i < n_nodes; i++) {
+		back[nodes[i]] = queued[i];
+		rep->reprogrammed += queued[i];
+	}
+	for (int d = 0; r->d.events.bundle_drift && d < r->n_devices; d++) {
+		const struct dr_bundle *b =
+			compared[d] ? dr_nodes_get(r->d.node_drift, d, &n) : NULL;
+		const struct rg_ring *holder = rg_holder(r->d.rings, d);
+
+		for (size_t i = 0; b && i < n; i++)
+			r->d.events.bundle_drift(r->d.events.ctx, &b[i], dev_name(r->d.devs, d),
+						 holder ? holder->job_id : NULL, back && back[d]);
+	}
+	free(nodes);
+	free(queued);
+	free(back);
+}
+
+/* Whether the circuits or rings changed, or a transaction ran, since the pass began. */
+static bool changed_meanwhile(const struct recon *r)
+{
+	if (jm_busy(r->d.jm) || (r->d.busy && r->d.busy(r->d.busy_ctx)))
+		return true;
+	if (r->d.rings)
+		return rg_generation(r->d.rings) != r->generation ||
+		       jm_ring_txns(r->d.jm) != r->ring_txns;
+	return fs_generation(r->d.fs) != r->generation;
+}
+
 static void pass_done(struct loop_node *n)
 {
 	struct recon *r = OCSD_CONTAINER_OF(n, struct recon, done_node);
 	struct recon_report rep = {0};
+	bool *compared; /* ring domains: nodes compared in this pass */
 
 	/* The readers are done: the handles are the loop's again. */
 	for (int d = 0; d < r->n_devices && !atomic_load(&r->stop); d++) {
@@ -102,8 +227,10 @@ static void pass_done(struct loop_node *n)
 			(void)cab_set(r->d.cabling, d, &rd->info, r->d.events.cabling,
 				      r->d.events.ctx);
 	}
-	rep.discarded = fs_generation(r->d.fs) != r->generation || jm_busy(r->d.jm) ||
-			(r->d.busy && r->d.busy(r->d.busy_ctx));
+	rep.discarded = changed_meanwhile(r);
+	compared = r->d.rings && !rep.discarded
+			   ? calloc((size_t)r->n_devices + 1, sizeof(*compared))
+			   : NULL;
 	for (int d = 0; d < r->n_devices && !rep.discarded; d++) {
 		struct dev_readback *rd = &r->reads[d];
 		const char *name = dev_name(r->d.devs, d);
@@ -111,6 +238,13 @@ static void pass_done(struct loop_node *n)
 
 		if (!rd->ok) {
 			rep.unreachable++;
+			continue;
+		}
+		if (r->d.rings) {
+			if (!compared || compare_node(r, d, rd, &rep) != 0)
+				rep.unreachable++; /* out of memory: this node is not compared */
+			else
+				compared[d] = true;
 			continue;
 		}
 		if (dev_compare(r->d.devs, d, NULL, rd->xcs, rd->n, &diff) != 0) {
@@ -142,6 +276,9 @@ static void pass_done(struct loop_node *n)
 	}
 	if (r->d.repair && !rep.discarded && !atomic_load(&r->stop))
 		rep_pass_done(r->d.repair);
+	if (compared && !atomic_load(&r->stop))
+		ring_pass_end(r, compared, &rep);
+	free(compared);
 	for (int d = 0; d < r->n_devices; d++)
 		dev_readback_clear(&r->reads[d]);
 	free(r->reads);
@@ -163,7 +300,8 @@ int recon_start(struct recon *r)
 		return -ENOMEM;
 	atomic_store(&r->next, 0);
 	r->started_us = clk_mono_us(NULL);
-	r->generation = fs_generation(r->d.fs);
+	r->generation = r->d.rings ? rg_generation(r->d.rings) : fs_generation(r->d.fs);
+	r->ring_txns = r->d.rings ? jm_ring_txns(r->d.jm) : 0;
 	r->running = true;
 	if (n == 0) {
 		loop_post(r->d.loop, &r->done_node, pass_done);

@@ -15,6 +15,15 @@
  * transaction ran, or the circuits changed, is discarded: store and devices
  * are only compared at rest.
  *
+ * Ring domains (deps.rings set) have bundles instead of cross-connects: a
+ * pass reads every node's bundles and compares them with what the ring
+ * state says the node holds (its ring's settings, or loopback; faulty
+ * nodes are not compared). What differs goes into the node drift table
+ * (drift.h, struct dr_nodes) and out as events. A node of a live ring is
+ * programmed back at once (jm_reprogram_nodes: an active path pointing into
+ * another job's ring or nowhere); a node in no ring is reported, never
+ * changed. A pass during which a ring transaction ran is discarded.
+ *
  * Threading: recon_start()/recon_free() on the loop thread only.
  */
 #ifndef OCSD_RECONCILE_H
@@ -27,18 +36,26 @@
 
 struct cab_table;
 struct devices;
+struct dr_bundle;
+struct dr_nodes;
 struct dr_table;
 struct exec;
 struct fs_state;
 struct jm;
 struct loop;
 struct rep;
+struct rg_state;
 
 struct recon_report {
 	bool discarded; /* the fabric changed during the pass: nothing compared */
 	size_t unowned;
 	size_t missing;
 	size_t unreachable; /* devices that could not be read */
+	/* ring domains: bundles that differ, on nodes of live rings and on
+	 * nodes in no ring, and the nodes being programmed back */
+	size_t bundles_in_rings;
+	size_t bundles_idle;
+	size_t reprogrammed;
 	double duration_s;
 };
 
@@ -54,6 +71,15 @@ struct recon_events {
 	 */
 	void (*device_read)(void *ctx, int device_id, bool ok, bool connected, const char *error,
 			    const struct sb_device_info *info);
+	/*
+	 * Ring domains: one bundle that differs (called for each, on the loop),
+	 * on the node's agent `device`; job_id: the job whose live ring holds
+	 * the node (NULL: in no ring), reprogramming: its node is being
+	 * programmed back (false: the job had a transaction queued or running;
+	 * the next pass tries again).
+	 */
+	void (*bundle_drift)(void *ctx, const struct dr_bundle *b, const char *device,
+			     const char *job_id, bool reprogramming);
 	/* A port found miswired (true) or no longer (false): cabling.h. */
 	void (*cabling)(void *ctx, const struct cab_entry *e, bool miswired);
 	void (*done)(void *ctx, const struct recon_report *r);
@@ -77,6 +103,10 @@ struct recon_deps {
 	 * during a job's transaction. NULL: none. */
 	bool (*busy)(void *ctx);
 	void *busy_ctx;
+	/* Ring domains: the ring state the nodes' bundles are compared with,
+	 * and the table that gets what differs (both NULL on switch fabrics). */
+	struct rg_state *rings;
+	struct dr_nodes *node_drift;
 };
 
 struct recon;

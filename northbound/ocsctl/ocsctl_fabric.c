@@ -311,6 +311,29 @@ int fabric_cmd_drain(struct ctx *x, const char *device, bool drain)
 
 /* ---- drift (issue 14 #2) ---- */
 
+/* Ring domains: one row per bundle that differs from the ring state. */
+static void print_drift_bundles(const Ocs__V1__ListDriftResponse *r)
+{
+	struct out_table t = {.cols = 6};
+	char *head[6] = {out_fmt("NODE"),  out_fmt("BUNDLE"),  out_fmt("EXPECTED"),
+			 out_fmt("FOUND"), out_fmt("REACHES"), out_fmt("ACTION")};
+
+	out_table_add(&t, head);
+	for (size_t i = 0; i < r->n_bundles; i++) {
+		const Ocs__V1__DriftBundle *b = r->bundles[i];
+		char *row[6] = {out_fmt("%d", b->node),
+				out_fmt("%d", b->bundle),
+				out_fmt("%s", b->expected),
+				out_fmt("%s", b->found),
+				b->found_peer >= 0 ? out_fmt("%d", b->found_peer) : out_fmt("-"),
+				b->job_id[0] ? out_fmt("reprogram (job %s)", b->job_id)
+					     : out_fmt("report (no ring)")};
+
+		out_table_add(&t, row);
+	}
+	out_table_print(&t);
+}
+
 int fabric_cmd_drift(struct ctx *x)
 {
 	Ocs__V1__ListDriftRequest req = OCS__V1__LIST_DRIFT_REQUEST__INIT;
@@ -325,6 +348,11 @@ int fabric_cmd_drift(struct ctx *x)
 		return rc;
 	if (x->o.json) {
 		rc = out_print_json(&r->base, true);
+		rpc_free_msg(r);
+		return rc;
+	}
+	if (r->n_bundles) {
+		print_drift_bundles(r);
 		rpc_free_msg(r);
 		return rc;
 	}

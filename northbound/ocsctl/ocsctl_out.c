@@ -470,8 +470,16 @@ void out_print_event(const Ocs__V1__Event *e)
 		       e->transaction->reason);
 		break;
 	case OCS__V1__EVENT__KIND_DRIFT:
-		printf("drift %s %d->%d %s\n", e->drift->device, e->drift->in_port,
-		       e->drift->out_port, e->drift->missing ? "missing" : "not owned by any job");
+		if (e->drift->bundle)
+			printf("drift node %d bundle %d: %s, its ring says %s%s%s\n",
+			       e->drift->bundle->node, e->drift->bundle->bundle,
+			       e->drift->bundle->found, e->drift->bundle->expected,
+			       e->drift->bundle->job_id[0] ? "; job " : " (no ring)",
+			       e->drift->bundle->job_id);
+		else
+			printf("drift %s %d->%d %s\n", e->drift->device, e->drift->in_port,
+			       e->drift->out_port,
+			       e->drift->missing ? "missing" : "not owned by any job");
 		break;
 	case OCS__V1__EVENT__KIND_CABLING:
 		printf("cabling %s port %d %s: %s (reported \"%s\", wiring \"%s\")\n",

@@ -466,6 +466,19 @@ TRX_NS = "urn:ocsd:yang:ocs-transceiver"
 DEVSIM_NS = "urn:ocsd:yang:ocs-devsim"
 
 
+def ring_bundles(rings):
+    """{node: {bundle: peer or None}} for the nodes of rings (the physical
+    model of solvers/hbd_ring.h: node i of a ring reaches node i-1 through
+    bundle 0 and node i+1 through bundle 1; None: loopback)."""
+    out = {}
+    for r in rings:
+        nodes = list(r.nodes)
+        for i, n in enumerate(nodes):
+            out[n] = {0: nodes[i - 1] if i > 0 else None,
+                      1: nodes[i + 1] if i + 1 < len(nodes) else None}
+    return out
+
+
 class RingFleet(Fleet):
     """An OCSTrx ring domain: one ocs-devsim process serving every node's
     transceiver agent (--model ocs-transceiver --count N, device i on port

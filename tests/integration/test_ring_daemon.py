@@ -86,15 +86,7 @@ def ring_job(job_id, tp=16, rings=3):
     return jobs_pb2.JobSpec(id=job_id, ring=jobs_pb2.RingRequest(tp=tp, rings=rings))
 
 
-def expected_bundles(rings):
-    """{node: {bundle: peer or None}} for the nodes of rings (hbd_ring.h model)."""
-    out = {}
-    for r in rings:
-        nodes = list(r.nodes)
-        for i, n in enumerate(nodes):
-            out[n] = {0: nodes[i - 1] if i > 0 else None,
-                      1: nodes[i + 1] if i + 1 < len(nodes) else None}
-    return out
+expected_bundles = ocsd_fleet.ring_bundles
 
 
 def check_nodes(client, what, skip=()):

@@ -10,7 +10,9 @@
  *    unowned cross-connect is a blocker or sits on a blocked device, so no
  *    plan can reuse its ports;
  *  - forgetting, the untouched paired view transactions use;
- *  - figures survive encode and decode, and garbage is refused.
+ *  - figures survive encode and decode, and garbage is refused;
+ *  - ring domains' node drift table (issue 28 #3): a node's entry replaced
+ *    and cleared, the running total, bounds, the settings' text.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -309,6 +311,49 @@ static void test_figures_text(void **state)
 	assert_int_equal(g.n_unplaced, 0);
 }
 
+static void test_node_drift(void **state)
+{
+	struct dr_nodes *t = dr_nodes_new(4);
+	struct dr_bundle two[2] = {{1, {1, 1, 1, 0}, {1, 1, 2, 0}, 7, true},
+				   {1, {0, 0, 0, 0}, {0, 1, 3, 1}, -1, false}};
+	struct dr_bundle one = {3, {1, 0, 0, 0}, {1, 1, 1, 0}, 0, true};
+	const struct dr_bundle *got;
+	char buf[32];
+	size_t n;
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(dr_nodes_count(t), 4);
+	assert_int_equal(dr_nodes_total(t), 0);
+	assert_int_equal(dr_nodes_set(t, 1, two, 2), 0);
+	assert_int_equal(dr_nodes_set(t, 3, &one, 1), 0);
+	assert_int_equal(dr_nodes_total(t), 3);
+	got = dr_nodes_get(t, 1, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(got[0].found_peer, 7);
+	assert_int_equal(got[1].found.distance, 3);
+	assert_true(got[0].fresh && !got[1].fresh);
+	/* a node's entry is replaced as a whole, and cleared by an empty read */
+	assert_int_equal(dr_nodes_set(t, 1, &two[1], 1), 0);
+	assert_int_equal(dr_nodes_total(t), 2);
+	assert_int_equal(dr_nodes_set(t, 1, NULL, 0), 0);
+	assert_null(dr_nodes_get(t, 1, &n));
+	assert_int_equal(n, 0);
+	assert_int_equal(dr_nodes_total(t), 1);
+	/* out of range: refused, nothing changed */
+	assert_int_equal(dr_nodes_set(t, 4, &one, 1), -EINVAL);
+	assert_int_equal(dr_nodes_set(t, -1, &one, 1), -EINVAL);
+	assert_null(dr_nodes_get(t, 9, &n));
+	assert_int_equal(n, 0);
+	assert_int_equal(dr_nodes_total(t), 1);
+	assert_null(dr_nodes_get(NULL, 0, &n));
+	assert_string_equal(dr_bundle_setting(&one.expected, buf, sizeof(buf)), "loopback");
+	assert_string_equal(dr_bundle_setting(&two[0].found, buf, sizeof(buf)), "external 2 up");
+	assert_string_equal(dr_bundle_setting(&two[1].found, buf, sizeof(buf)), "external 3 down");
+	dr_nodes_free(t);
+	dr_nodes_free(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -316,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_paired_untouched),
 		cmocka_unit_test(test_property_random),
 		cmocka_unit_test(test_figures_text),
+		cmocka_unit_test(test_node_drift),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
