@@ -875,12 +875,40 @@ static void publish_rings(struct jm *jm, struct job_rt *j, bool release, bool re
 	}
 }
 
+/*
+ * Where a fault repair's time went (issue 28 #5), from the notification
+ * reaching ocsd (its listener thread) to every changed node confirmed:
+ * to the loop, the repair computed on it, the transaction's start, the
+ * engine (the devices' time) and the engine's waits for the intent's
+ * commit and the decision (the controller's, like the stages before).
+ */
+static void log_repair_profile(const struct jm *jm, struct job_rt *j, const struct txn_outcome *o)
+{
+	int64_t now = clk_mono_us(jm->d.clock);
+
+	if (j->fault_us && j->fault_loop_us && j->fault_planned_us && o->started_us &&
+	    o->result == TXN_CONFIRMED)
+		log_msg(LOG_INFO,
+			"job %s: fault repair profile: %lld us from the notification to every "
+			"node confirmed: to the loop %lld, repair computed %lld, to the engine "
+			"%lld, engine %lld (the devices), engine waited %lld for the store; "
+			"outcome on the loop %lld us later",
+			j->pub.id, (long long)(o->finished_us - j->fault_us),
+			(long long)(j->fault_loop_us - j->fault_us),
+			(long long)(j->fault_planned_us - j->fault_loop_us),
+			(long long)(o->started_us - j->fault_planned_us), (long long)o->engine_us,
+			(long long)(o->finished_us - o->started_us - o->engine_us),
+			(long long)(now - o->finished_us));
+	j->fault_loop_us = j->fault_planned_us = 0;
+}
+
 /* The end of a ring repair (or node reset): the job stays ACTIVE whatever happened. */
 static void repair_done(struct jm *jm, struct job_rt *j, const struct txn_outcome *o)
 {
 	bool drift = j->drift_repair;
 	char nodes[160] = "";
 
+	log_repair_profile(jm, j, o);
 	j->repair = false;
 	j->drift_repair = false;
 	/* a drift repair's nodes, for its log line: each node's bundles are consecutive */
@@ -1263,6 +1291,7 @@ void jm_queue_repairs(struct jm *jm, struct job_rt *j)
 	}
 	log_msg(LOG_NOTICE, "job %s: ring %d lost node %d: %s", j->pub.id, ring->index, failed,
 		st_ring_change_name(kind));
+	j->fault_planned_us = clk_mono_us(jm->d.clock);
 	j->repair = true;
 	jm_enqueue_first(jm, j);
 }

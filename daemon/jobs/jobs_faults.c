@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "jobs_internal.h"
 #include "log.h"
 
@@ -38,7 +39,8 @@ void jm_retry_repairs(struct jm *jm)
  * nothing stored and nothing changed (the caller takes the ordinary path
  * then).
  */
-static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char *source)
+static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char *source,
+			  int64_t loop_us)
 {
 	struct st_fault fault = {node, source, jm_now_ms(jm)};
 	const struct rg_ring *ring;
@@ -58,6 +60,8 @@ static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char 
 	if (rc == 0) {
 		int index = ring->index;
 
+		j->fault_loop_us = loop_us;
+		j->fault_planned_us = clk_mono_us(jm->d.clock);
 		j->repair = true;
 		jm->txn_job = j;
 		j->in_txn = true;
@@ -79,6 +83,7 @@ static int repair_at_once(struct jm *jm, struct job_rt *j, int node, const char 
 int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64_t received_us,
 		 const char **affected_job, struct err_info *err)
 {
+	int64_t loop_us = clk_mono_us(jm->d.clock); /* the repair's profile */
 	const struct rg_ring *holder;
 	struct job_rt *j = NULL;
 	int rc;
@@ -102,7 +107,7 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 	if (faulty && !rg_faulty(jm->d.rings, node) && j) {
 		j->fault_us = received_us;
 		j->repair_failed = false;
-		if (repair_at_once(jm, j, node, source) == 0) {
+		if (repair_at_once(jm, j, node, source, loop_us) == 0) {
 			if (jm->d.events.node_changed)
 				jm->d.events.node_changed(jm->d.events.ctx, node, true, source);
 			*affected_job = j->pub.id;
@@ -130,6 +135,7 @@ int jm_mark_node(struct jm *jm, int node, bool faulty, const char *source, int64
 	if (faulty && j) {
 		*affected_job = j->pub.id;
 		j->fault_us = received_us;
+		j->fault_loop_us = loop_us;
 		j->repair_failed = false; /* a new fault report: try again */
 		jm_queue_repairs(jm, j);
 		jm_pump(jm);

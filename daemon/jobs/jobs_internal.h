@@ -102,6 +102,9 @@ struct job_rt {
 	bool repair_failed; /* the last repair rolled back: not retried until the next fault */
 	bool drift_repair;  /* the repair programs drifted nodes back (no ring change) */
 	int64_t fault_us;
+	/* the repair's profile (CLOCK_MONOTONIC): its fault reached the loop, its
+	 * rings were computed (0: not a fault's repair) */
+	int64_t fault_loop_us, fault_planned_us;
 	struct rg_ring *prev_rings;
 	size_t n_prev_rings;
 };

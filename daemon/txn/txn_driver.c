@@ -864,6 +864,7 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	o.n_devices = names ? tx->p.n_devs : 0;
 	o.store_error = store_error;
 	o.finished_us = tx->finished_us ? tx->finished_us : clk_mono_us(drv->d.clock);
+	o.started_us = tx->started_us;
 	/* the devices' time: a wait for the intent or the decision is the controller's */
 	o.engine_us = tx->finished_us ? tx->finished_us - tx->started_us - tx->gate_wait_us -
 						tx->decide_wait_us

@@ -143,6 +143,7 @@ struct txn_outcome {
 	 * finished (CLOCK_MONOTONIC) */
 	int64_t engine_us;
 	int64_t finished_us;
+	int64_t started_us; /* when the engine was handed the plan (CLOCK_MONOTONIC); 0: never */
 };
 
 typedef void (*txn_done_fn)(void *arg, const struct txn_outcome *o);

@@ -20,8 +20,12 @@ Prints the median and p99 of both, of the controller's share and of the
 reaction minus the devices' switching time (issue 11's own definition of
 the controller's share), and from ocsd's log the profile of each repair
 transaction (txn_driver.c: the intent's commit, overlapped with the prepare
-steps, how long the confirm waited for it, the engine's steps), with the
-target (controller share <= 5 ms at p99). Exit 0 when the run completed
+steps, how long the confirm waited for it, the engine's steps) and of each
+repair's stages (jobs.c, log_repair_profile: the notification to the loop,
+the repair computed, its transaction handed to the engine, the engine, the
+engine's waits for the store, the outcome back on the loop) with the stage
+the slowest 1% spent most in, and the target (controller share <= 5 ms at
+p99). Exit 0 when the run completed
 (the figures are recorded in tests/bench/README.md), 1 on an error.
 
 With --pin (issue 28 #5: a calm machine), ocsd runs on CPU 0 and
@@ -60,6 +64,10 @@ SWITCH_US = 200  # the devices' switching time (start_devices below)
 PROFILE = re.compile(r"fault repair\) profile: intent commit (\d+) us \(overlapped\), verify "
                      r"waited (\d+) us for it, engine (\d+) us \(prepare (\d+), commit (\d+), "
                      r"verify (\d+), confirm (\d+) ms\)")
+STAGES = re.compile(r"fault repair profile: (\d+) us from the notification to every node "
+                    r"confirmed: to the loop (-?\d+), repair computed (-?\d+), to the engine "
+                    r"(-?\d+), engine (\d+) \(the devices\), engine waited (-?\d+) for the "
+                    r"store; outcome on the loop (-?\d+) us later")
 
 FLEET = ocsd_fleet.RingFleet(BUILD, SRC, tors=TORS, nodes_per_tor=PER_TOR,
                              prefix="ocsd-bench-ring-")
@@ -221,6 +229,29 @@ def profile(log):
     for k, name in enumerate(names):
         v = [r[k] for r in rows]
         print(f"  {name:30s} median {statistics.median(v):8.0f}  p99 {pct(v, 99):8.0f}")
+    stages(log)
+
+
+def stages(log):
+    """Where each repair's time went (jobs.c, log_repair_profile), and which
+    stage the slowest 1% spent most in (the controller's stages only)."""
+    rows = [tuple(int(x) for x in m) for m in STAGES.findall(log)]
+    if not rows:
+        return
+    names = ("reaction us", "notification to the loop", "repair computed", "to the engine",
+             "engine (devices)", "engine waited for store", "outcome on the loop")
+    print(f"stages of {len(rows)} fault repairs (us):")
+    for k, name in enumerate(names):
+        v = [r[k] for r in rows]
+        print(f"  {name:30s} median {statistics.median(v):8.0f}  p99 {pct(v, 99):8.0f}  "
+              f"max {max(v):8.0f}")
+    share = sorted(rows, key=lambda r: r[0] - r[4])
+    slow = share[-max(1, len(share) // 100):]
+    worst = {}
+    for r in slow:
+        k = max((1, 2, 3, 5), key=lambda i: r[i])
+        worst[names[k]] = worst.get(names[k], 0) + 1
+    print(f"  slowest 1% by controller share ({len(slow)}): largest stage {worst}")
 
 
 if __name__ == "__main__":
