@@ -674,6 +674,7 @@ int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struc
 	struct krt_change k;
 	size_t n_prev = 0;
 	const struct rg_ring *prev = rg_job_rings(jm->d.rings, j->pub.id, &n_prev);
+	int rc;
 
 	if (release) {
 		jp_change_clear(&j->change);
@@ -692,6 +693,7 @@ int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struc
 	for (size_t i = 0; i < j->change.n_rings; i++)
 		if (!j->change.rings[i].changed_ms)
 			j->change.rings[i].changed_ms = jm_now_ms(jm);
+	jm_absorb_resets(jm, j);
 	jm->ring_txns++;
 	k = (struct krt_change){.rings = jm->d.rings,
 				.job_rings = j->change.rings,
@@ -701,7 +703,10 @@ int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struc
 				.fault = fault};
 	c = (struct txn_change){
 		.job_id = j->pub.id, .release = release, .kind = &krt_ops, .kind_change = &k};
-	return jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, why_len);
+	rc = jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, why_len);
+	if (rc)
+		jm_restore_resets(jm, j);
+	return rc;
 }
 
 /* The cross-connects (ring jobs: rings) j owns in the circuit table (the ring state). */
@@ -911,8 +916,9 @@ static void repair_done(struct jm *jm, struct job_rt *j, const struct txn_outcom
 	log_repair_profile(jm, j, o);
 	j->repair = false;
 	j->drift_repair = false;
-	/* a drift repair's nodes, for its log line: each node's bundles are consecutive */
-	for (size_t i = 0; drift && i < j->change.n_bundles; i++)
+	/* a drift repair's nodes, for its log line: each node's bundles are
+	 * consecutive, then come the resets it carried */
+	for (size_t i = 0; drift && i < j->absorbed_at && i < j->change.n_bundles; i++)
 		if (i == 0 || j->change.bundles[i].node != j->change.bundles[i - 1].node)
 			snprintf(nodes + strlen(nodes), sizeof(nodes) - strlen(nodes), "%s%d",
 				 i ? ", " : "", j->change.bundles[i].node);
@@ -1009,6 +1015,8 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 		jm_store_failed(jm, o->store_error, o->store_rc);
 	if (jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, &id, 1, o);
+	if (j->kind->rings && o->result != TXN_CONFIRMED)
+		jm_restore_resets(jm, j); /* the healed nodes it carried */
 	if (j->kind->rings && j->repair) {
 		repair_done(jm, j, o);
 		return;
@@ -1294,44 +1302,6 @@ void jm_queue_repairs(struct jm *jm, struct job_rt *j)
 	j->fault_planned_us = clk_mono_us(jm->d.clock);
 	j->repair = true;
 	jm_enqueue_first(jm, j);
-}
-
-/*
- * Queues the reset of the healed nodes on the list (healthy, in no ring)
- * to loopback, ahead of queued work, unless one is queued or running.
- */
-void jm_queue_reset(struct jm *jm)
-{
-	struct job_rt *r = &jm->reset;
-	const struct ocs_ring_domain *d;
-	struct hbd_bundle *b;
-	size_t n = 0;
-
-	if (!jm->d.rings || !jm->n_reset || r->repair || r->queued || r->in_txn || r->repair_failed)
-		return;
-	d = rg_domain(jm->d.rings);
-	b = malloc(jm->n_reset * (size_t)d->bundles * sizeof(*b));
-	if (!b)
-		return; /* tried again by jm_retry_repairs */
-	for (size_t i = 0; i < jm->n_reset; i++) {
-		int node = jm->reset_nodes[i];
-
-		if (rg_faulty(jm->d.rings, node) || rg_holder(jm->d.rings, node))
-			continue; /* failed again, or a ring programs it anyway */
-		hbd_idle_bundles(d, node, &b[n]);
-		n += (size_t)d->bundles;
-	}
-	jm->n_reset = 0;
-	if (!n) {
-		free(b);
-		return;
-	}
-	jp_change_clear(&r->change);
-	r->change.bundles = b;
-	r->change.n_bundles = n;
-	r->repair = true;
-	r->fault_us = 0;
-	jm_enqueue_first(jm, r);
 }
 
 /*

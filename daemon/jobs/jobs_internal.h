@@ -105,6 +105,9 @@ struct job_rt {
 	/* the repair's profile (CLOCK_MONOTONIC): its fault reached the loop, its
 	 * rings were computed (0: not a fault's repair) */
 	int64_t fault_loop_us, fault_planned_us;
+	/* Ring jobs: change.bundles from here on are healed nodes' resets its
+	 * transaction carries (jobs.c, absorb_resets) */
+	size_t absorbed_at;
 	struct rg_ring *prev_rings;
 	size_t n_prev_rings;
 };
@@ -198,10 +201,13 @@ struct jm {
 	struct job_rt reset;
 	int *reset_nodes;
 	size_t n_reset, cap_reset;
+	struct event *reset_ev;	 /* the reset's delay (jm_queue_reset) */
 	unsigned long ring_txns; /* ring transactions started (jm_ring_txns) */
 };
 
 #define JM_RESET_JOB "ocsd-node-reset"
+/* How long healed nodes wait for a job's ring transaction to carry their reset. */
+#define JM_RESET_DELAY_US 500000
 
 /* A wave gathers a burst for at most one transaction's time, within these. */
 #define JM_GATHER_MIN_US 5000
@@ -326,14 +332,23 @@ void jm_queue_repairs(struct jm *jm, struct job_rt *j);
 /*
  * jobs.c: what the node faults (jobs_faults.c) and the release
  * (jobs_release.c) need of it. jm_drained_nodes: ring domains' drained
- * nodes (device id = node), NULL when none is. jm_queue_reset: queues the
- * reset of the healed nodes on the list to loopback, ahead of queued work.
+ * nodes (device id = node), NULL when none is. jm_queue_reset (jobs_faults.c):
+ * queues the reset of the healed nodes on the list to loopback, ahead of
+ * queued work, after a delay that lets a job's ring transaction carry it.
  * jm_start_ring_txn: starts a ring job's transaction (its plan, a repair or
  * its release; fault: stored with the intent), -errno with why set when it
  * did not start. jm_held_count: the cross-connects (ring jobs: rings) j owns.
  */
 const bool *jm_drained_nodes(const struct jm *jm);
 void jm_queue_reset(struct jm *jm);
+/*
+ * jobs_faults.c: a job's ring transaction carries the healed nodes waiting
+ * for their reset (jm_absorb_resets, from jm_start_ring_txn; sets
+ * j->absorbed_at), and puts them back on the list when it did not go
+ * through (jm_restore_resets).
+ */
+void jm_absorb_resets(struct jm *jm, struct job_rt *j);
+void jm_restore_resets(struct jm *jm, struct job_rt *j);
 int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struct st_fault *fault,
 		      char *why, size_t why_len);
 size_t jm_held_count(const struct jm *jm, const struct job_rt *j);

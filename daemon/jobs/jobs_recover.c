@@ -171,6 +171,8 @@ void jm_free(struct jm *jm)
 		jm->store_new->jm = NULL;
 	if (jm->gather_ev)
 		event_free(jm->gather_ev);
+	if (jm->reset_ev)
+		event_free(jm->reset_ev);
 	free(jm->wave);
 	free(jm->settling);
 	free(jm->waited);

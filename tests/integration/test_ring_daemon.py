@@ -19,7 +19,11 @@ Checks, in order:
     node: it stays at 4 nodes (a ring never shrinks, issue 28), its other
     nodes in their order, `ocsctl rings` says bypass_extended, and every
     node holds what ListRings says;
-  - MarkNode healthy: the node is free again (GetFabric, NodeEvent);
+  - MarkNode healthy: the node is free again (GetFabric, NodeEvent) and
+    back on loopback;
+  - a node healed and another failed at once: the repair's transaction
+    (TransactionEvent of the job) carries the healed node's reset to
+    loopback (a reset waits 0.5 s for a job's transaction);
   - ReleaseJob: every node back to loopback;
   - kill -9 ocsd while the repair of a second job's ring waits in the
     confirm of a neighbour (hang@confirm): after the restart the node is
@@ -219,9 +223,47 @@ def main():
     check(healed is not None and healed.node.source == "operator", "MarkNode healthy: NodeEvent")
     check(c.fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=TIMEOUT_S).nodes_faulty == 0,
           "GetFabric: no faulty node after the heal")
+    # the reset to loopback waits 0.5 s for a job's transaction to carry it, then runs alone
+    deadline = time.time() + 5
+    while time.time() < deadline and any(
+            v[0] != "loopback" for v in FLEET.read_node(victim)[1].values()):
+        time.sleep(0.1)
     check_nodes(c, "after the heal")
 
-    # ---- release
+    # ---- a fault's repair carries a healed node's reset to loopback (it waits
+    # 0.5 s for a job's transaction): no transaction of its own to wait behind
+    tw = ocsd_fleet.Watcher(c.events.Watch(events_pb2.WatchRequest(transactions=True)),
+                            TIMEOUT_S)
+    rest = [r for r in c.rings("j1") if r.index != ring0.index]
+    v2, v3 = middle_node(rest[0]), middle_node(rest[1])
+    FLEET.set_faults(v2, "node-fault")
+    check(w.wait(lambda e: e.HasField("ring") and e.ring.ring.failed_node == v2) is not None,
+          f"node {v2} fault: its ring repaired")
+    FLEET.set_faults(v2, "")
+    from ncclient.xml_ import to_ele
+    with FLEET._session(v3) as m:  # open first: the fault follows the heal at once
+        c.fabric.MarkNode(fabric_pb2.MarkNodeRequest(
+            node=v2, condition=fabric_pb2.NODE_CONDITION_HEALTHY), timeout=TIMEOUT_S)
+        m.dispatch(to_ele(f'<set-faults xmlns="{ocsd_fleet.DEVSIM_NS}"><spec>node-fault'
+                          "</spec></set-faults>"))
+    repair = w.wait(lambda e: e.HasField("ring") and e.ring.ring.failed_node == v3)
+    check(repair is not None, f"node {v3} fault right after node {v2}'s heal: ring repaired")
+    name = FLEET.device_name(v2)
+    tx = tw.wait(lambda e: e.HasField("transaction") and name in e.transaction.devices)
+    check(tx is not None and tx.transaction.job_id == "j1" and
+          tx.transaction.outcome == events_pb2.TRANSACTION_OUTCOME_COMMITTED,
+          f"the repair's transaction (job j1) carried node {v2}'s reset "
+          f"({tx.transaction if tx else None})")
+    tw.close()
+    check(all(v[0] == "loopback" for v in FLEET.read_node(v2)[1].values()),
+          f"node {v2} back on loopback")
+    check_nodes(c, "after the repair that carried a reset", skip=(v3,))
+    FLEET.set_faults(v3, "")
+    c.fabric.MarkNode(fabric_pb2.MarkNodeRequest(node=v3,
+                                                 condition=fabric_pb2.NODE_CONDITION_HEALTHY),
+                      timeout=TIMEOUT_S)
+
+    # ---- release (its transaction carries node v3's reset)
     rel = c.jobs.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="j1"), timeout=TIMEOUT_S)
     check(rel.job.state == jobs_pb2.JOB_STATE_RELEASED, "ReleaseJob j1: RELEASED")
     check(not c.rings("j1"), "ListRings: j1 has no ring")
