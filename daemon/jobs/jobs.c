@@ -657,6 +657,131 @@ static void plan_settle(struct jm *jm, struct jp_task *t)
 		jm_pump(jm);
 }
 
+/* ---- resets of healed nodes ---- */
+/*
+ * Queues the reset of the healed nodes on the list (healthy, in no ring)
+ * to loopback, ahead of queued work, unless one is queued or running.
+ */
+static void queue_reset_now(struct jm *jm)
+{
+	struct job_rt *r = &jm->reset;
+	const struct ocs_ring_domain *d;
+	struct hbd_bundle *b;
+	size_t n = 0;
+
+	if (!jm->d.rings || !jm->n_reset || r->repair || r->queued || r->in_txn || r->repair_failed)
+		return;
+	d = rg_domain(jm->d.rings);
+	b = malloc(jm->n_reset * (size_t)d->bundles * sizeof(*b));
+	if (!b)
+		return; /* tried again by jm_retry_repairs */
+	for (size_t i = 0; i < jm->n_reset; i++) {
+		int node = jm->reset_nodes[i];
+
+		if (rg_faulty(jm->d.rings, node) || rg_holder(jm->d.rings, node))
+			continue; /* failed again, or a ring programs it anyway */
+		hbd_idle_bundles(d, node, &b[n]);
+		n += (size_t)d->bundles;
+	}
+	jm->n_reset = 0;
+	if (!n) {
+		free(b);
+		return;
+	}
+	jp_change_clear(&r->change);
+	r->change.bundles = b;
+	r->change.n_bundles = n;
+	r->repair = true;
+	r->fault_us = 0;
+	jm_enqueue_first(jm, r);
+}
+
+static void on_reset_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct jm *jm = arg;
+
+	(void)fd;
+	(void)what;
+	queue_reset_now(jm);
+	jm_pump(jm);
+}
+
+/*
+ * The reset of healed nodes is housekeeping: it waits JM_RESET_DELAY_US
+ * for a ring transaction of a job to carry it (absorb_resets: a fault's
+ * repair then never waits behind a reset transaction of its own), and is
+ * queued alone after that. Without a loop (or a timer) it is queued at once.
+ */
+void jm_queue_reset(struct jm *jm)
+{
+	struct timeval tv = {0, JM_RESET_DELAY_US};
+
+	if (!jm->d.rings || !jm->n_reset)
+		return;
+	if (jm->d.loop && !jm->reset_ev)
+		jm->reset_ev = evtimer_new(loop_base(jm->d.loop), on_reset_timer, jm);
+	if (!jm->reset_ev ||
+	    (!evtimer_pending(jm->reset_ev, NULL) && evtimer_add(jm->reset_ev, &tv) != 0))
+		queue_reset_now(jm);
+}
+
+/*
+ * A ring transaction of job j (not the reset's) carries the healed nodes
+ * waiting for their reset: their loopback settings are appended to j's
+ * change, from j->absorbed_at on (nodes faulty again, held by a ring, or
+ * set by the change itself are left out; the last stay on the list).
+ * restore_resets puts them back on the list when the transaction does not
+ * go through. Out of memory: they wait for their own transaction.
+ */
+static bool change_sets_node(const struct job_rt *j, int node)
+{
+	for (size_t i = 0; i < j->absorbed_at; i++)
+		if (j->change.bundles[i].node == node)
+			return true;
+	for (size_t r = 0; r < j->change.n_rings; r++)
+		for (int k = 0; k < j->change.rings[r].m; k++)
+			if (j->change.rings[r].nodes[k] == node)
+				return true;
+	return false;
+}
+
+static void absorb_resets(struct jm *jm, struct job_rt *j)
+{
+	const struct ocs_ring_domain *d = rg_domain(jm->d.rings);
+	size_t per = (size_t)d->bundles, keep = 0;
+	struct hbd_bundle *b;
+
+	j->absorbed_at = j->change.n_bundles;
+	if (j == &jm->reset || !jm->n_reset)
+		return;
+	b = realloc(j->change.bundles, (j->change.n_bundles + jm->n_reset * per) * sizeof(*b));
+	if (!b)
+		return;
+	j->change.bundles = b;
+	for (size_t i = 0; i < jm->n_reset; i++) {
+		int node = jm->reset_nodes[i];
+
+		if (rg_faulty(jm->d.rings, node) || rg_holder(jm->d.rings, node))
+			continue; /* as queue_reset_now */
+		if (change_sets_node(j, node)) {
+			jm->reset_nodes[keep++] = node;
+			continue;
+		}
+		hbd_idle_bundles(d, node, &b[j->change.n_bundles]);
+		j->change.n_bundles += per;
+	}
+	jm->n_reset = keep;
+}
+
+static void restore_resets(struct jm *jm, struct job_rt *j)
+{
+	for (size_t i = j->absorbed_at; i < j->change.n_bundles; i++)
+		if (j->change.bundles[i].bundle == 0 && jm->n_reset < (size_t)rg_nodes(jm->d.rings))
+			jm->reset_nodes[jm->n_reset++] = j->change.bundles[i].node;
+	j->change.n_bundles = j->absorbed_at;
+	jm_queue_reset(jm);
+}
+
 /* ---- transactions ---- */
 
 static void txn_done(void *arg, const struct txn_outcome *o);
@@ -693,7 +818,7 @@ int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struc
 	for (size_t i = 0; i < j->change.n_rings; i++)
 		if (!j->change.rings[i].changed_ms)
 			j->change.rings[i].changed_ms = jm_now_ms(jm);
-	jm_absorb_resets(jm, j);
+	absorb_resets(jm, j);
 	jm->ring_txns++;
 	k = (struct krt_change){.rings = jm->d.rings,
 				.job_rings = j->change.rings,
@@ -705,7 +830,7 @@ int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struc
 		.job_id = j->pub.id, .release = release, .kind = &krt_ops, .kind_change = &k};
 	rc = jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, why_len);
 	if (rc)
-		jm_restore_resets(jm, j);
+		restore_resets(jm, j);
 	return rc;
 }
 
@@ -1016,7 +1141,7 @@ static void txn_done(void *arg, const struct txn_outcome *o)
 	if (jm->d.events.transaction_done && o->txn_id)
 		jm->d.events.transaction_done(jm->d.events.ctx, &id, 1, o);
 	if (j->kind->rings && o->result != TXN_CONFIRMED)
-		jm_restore_resets(jm, j); /* the healed nodes it carried */
+		restore_resets(jm, j); /* the healed nodes it carried */
 	if (j->kind->rings && j->repair) {
 		repair_done(jm, j, o);
 		return;

@@ -5,13 +5,11 @@
  * (the fast path), and a healed node is queued for its reset to loopback.
  * A node of a live ring whose bundles drifted (reconcile.h) is programmed
  * back by a repair of its job with no ring change (jm_reprogram_nodes).
- * The resets wait a moment for a job's ring transaction to carry them
- * (jm_queue_reset, jm_absorb_resets). The repairs themselves are queued and
- * finished by the state machine in jobs.c (jm_queue_repairs, the
- * transaction's end); this file only calls into it.
+ * The repairs and resets themselves are queued and finished by the state
+ * machine in jobs.c (jm_queue_repairs, jm_queue_reset, the transaction's
+ * end); this file only calls into it.
  */
 #include <errno.h>
-#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +17,6 @@
 #include "clock.h"
 #include "jobs_internal.h"
 #include "log.h"
-#include "loop.h"
 
 void jm_retry_repairs(struct jm *jm)
 {
@@ -227,130 +224,4 @@ void jm_reprogram_nodes(struct jm *jm, const int *nodes, size_t n, bool *queued)
 unsigned long jm_ring_txns(const struct jm *jm)
 {
 	return jm->ring_txns;
-}
-
-/* ---- resets of healed nodes ---- */
-
-/*
- * Queues the reset of the healed nodes on the list (healthy, in no ring)
- * to loopback, ahead of queued work, unless one is queued or running.
- */
-static void queue_reset_now(struct jm *jm)
-{
-	struct job_rt *r = &jm->reset;
-	const struct ocs_ring_domain *d;
-	struct hbd_bundle *b;
-	size_t n = 0;
-
-	if (!jm->d.rings || !jm->n_reset || r->repair || r->queued || r->in_txn || r->repair_failed)
-		return;
-	d = rg_domain(jm->d.rings);
-	b = malloc(jm->n_reset * (size_t)d->bundles * sizeof(*b));
-	if (!b)
-		return; /* tried again by jm_retry_repairs */
-	for (size_t i = 0; i < jm->n_reset; i++) {
-		int node = jm->reset_nodes[i];
-
-		if (rg_faulty(jm->d.rings, node) || rg_holder(jm->d.rings, node))
-			continue; /* failed again, or a ring programs it anyway */
-		hbd_idle_bundles(d, node, &b[n]);
-		n += (size_t)d->bundles;
-	}
-	jm->n_reset = 0;
-	if (!n) {
-		free(b);
-		return;
-	}
-	jp_change_clear(&r->change);
-	r->change.bundles = b;
-	r->change.n_bundles = n;
-	r->repair = true;
-	r->fault_us = 0;
-	jm_enqueue_first(jm, r);
-}
-
-static void on_reset_timer(evutil_socket_t fd, short what, void *arg)
-{
-	struct jm *jm = arg;
-
-	(void)fd;
-	(void)what;
-	queue_reset_now(jm);
-	jm_pump(jm);
-}
-
-/*
- * The reset of healed nodes is housekeeping: it waits JM_RESET_DELAY_US
- * for a ring transaction of a job to carry it (jm_absorb_resets: a fault's
- * repair then never waits behind a reset transaction of its own), and is
- * queued alone after that. Without a loop (or a timer) it is queued at once.
- */
-void jm_queue_reset(struct jm *jm)
-{
-	struct timeval tv = {0, JM_RESET_DELAY_US};
-
-	if (!jm->d.rings || !jm->n_reset)
-		return;
-	if (jm->d.loop && !jm->reset_ev)
-		jm->reset_ev = evtimer_new(loop_base(jm->d.loop), on_reset_timer, jm);
-	if (!jm->reset_ev ||
-	    (!evtimer_pending(jm->reset_ev, NULL) && evtimer_add(jm->reset_ev, &tv) != 0))
-		queue_reset_now(jm);
-}
-
-/*
- * A ring transaction of job j (not the reset's) carries the healed nodes
- * waiting for their reset: their loopback settings are appended to j's
- * change, from j->absorbed_at on (nodes faulty again, held by a ring, or
- * set by the change itself are left out; the last stay on the list).
- * jm_restore_resets puts them back on the list when the transaction does not
- * go through. Out of memory: they wait for their own transaction.
- */
-static bool change_sets_node(const struct job_rt *j, int node)
-{
-	for (size_t i = 0; i < j->absorbed_at; i++)
-		if (j->change.bundles[i].node == node)
-			return true;
-	for (size_t r = 0; r < j->change.n_rings; r++)
-		for (int k = 0; k < j->change.rings[r].m; k++)
-			if (j->change.rings[r].nodes[k] == node)
-				return true;
-	return false;
-}
-
-void jm_absorb_resets(struct jm *jm, struct job_rt *j)
-{
-	const struct ocs_ring_domain *d = rg_domain(jm->d.rings);
-	size_t per = (size_t)d->bundles, keep = 0;
-	struct hbd_bundle *b;
-
-	j->absorbed_at = j->change.n_bundles;
-	if (j == &jm->reset || !jm->n_reset)
-		return;
-	b = realloc(j->change.bundles, (j->change.n_bundles + jm->n_reset * per) * sizeof(*b));
-	if (!b)
-		return;
-	j->change.bundles = b;
-	for (size_t i = 0; i < jm->n_reset; i++) {
-		int node = jm->reset_nodes[i];
-
-		if (rg_faulty(jm->d.rings, node) || rg_holder(jm->d.rings, node))
-			continue; /* as queue_reset_now */
-		if (change_sets_node(j, node)) {
-			jm->reset_nodes[keep++] = node;
-			continue;
-		}
-		hbd_idle_bundles(d, node, &b[j->change.n_bundles]);
-		j->change.n_bundles += per;
-	}
-	jm->n_reset = keep;
-}
-
-void jm_restore_resets(struct jm *jm, struct job_rt *j)
-{
-	for (size_t i = j->absorbed_at; i < j->change.n_bundles; i++)
-		if (j->change.bundles[i].bundle == 0 && jm->n_reset < (size_t)rg_nodes(jm->d.rings))
-			jm->reset_nodes[jm->n_reset++] = j->change.bundles[i].node;
-	j->change.n_bundles = j->absorbed_at;
-	jm_queue_reset(jm);
 }

@@ -332,23 +332,15 @@ void jm_queue_repairs(struct jm *jm, struct job_rt *j);
 /*
  * jobs.c: what the node faults (jobs_faults.c) and the release
  * (jobs_release.c) need of it. jm_drained_nodes: ring domains' drained
- * nodes (device id = node), NULL when none is. jm_queue_reset (jobs_faults.c):
- * queues the reset of the healed nodes on the list to loopback, ahead of
- * queued work, after a delay that lets a job's ring transaction carry it.
+ * nodes (device id = node), NULL when none is. jm_queue_reset: queues the
+ * reset of the healed nodes on the list to loopback, ahead of queued work,
+ * after a delay that lets a job's ring transaction carry it.
  * jm_start_ring_txn: starts a ring job's transaction (its plan, a repair or
  * its release; fault: stored with the intent), -errno with why set when it
  * did not start. jm_held_count: the cross-connects (ring jobs: rings) j owns.
  */
 const bool *jm_drained_nodes(const struct jm *jm);
 void jm_queue_reset(struct jm *jm);
-/*
- * jobs_faults.c: a job's ring transaction carries the healed nodes waiting
- * for their reset (jm_absorb_resets, from jm_start_ring_txn; sets
- * j->absorbed_at), and puts them back on the list when it did not go
- * through (jm_restore_resets).
- */
-void jm_absorb_resets(struct jm *jm, struct job_rt *j);
-void jm_restore_resets(struct jm *jm, struct job_rt *j);
 int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struct st_fault *fault,
 		      char *why, size_t why_len);
 size_t jm_held_count(const struct jm *jm, const struct job_rt *j);
