@@ -8,6 +8,7 @@
 #include "faults.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,13 @@ static void on_notif(void *arg, const struct sb_notif *n)
 	m->n.name = NULL;
 	m->task.run = read_node;
 	loop_post(f->d.loop, &m->node, on_notif_loop);
+	/*
+	 * A node's fault is the most urgent work ocsd has: give the core to the
+	 * loop now, when it shares one with this thread, rather than after the
+	 * notifications of the node's peers are parsed (issue 28 #5).
+	 */
+	if (n->kind == SB_NOTIF_NODE_FAULT && n->faulty)
+		sched_yield();
 }
 
 int flt_start(const struct flt_deps *d, const struct sb_device_config *configs, int n,
