@@ -135,10 +135,11 @@ static int compare_node(struct recon *r, int d, const struct dev_readback *rd,
 	/* bundles the domain does not have belong on loopback */
 	for (size_t i = 0; i < rd->n_bundles && !skip; i++)
 		if (rd->bundles[i].set.bundle >= nb && rd->bundles[i].set.path != 0)
-			diff[n++] = (struct dr_bundle){.node = d,
-						       .expected = {rd->bundles[i].set.bundle, 0, 0, 0},
-						       .found = rd->bundles[i].set,
-						       .found_peer = rd->bundles[i].peer_node};
+			diff[n++] =
+				(struct dr_bundle){.node = d,
+						   .expected = {rd->bundles[i].set.bundle, 0, 0, 0},
+						   .found = rd->bundles[i].set,
+						   .found_peer = rd->bundles[i].peer_node};
 	prev = dr_nodes_get(r->d.node_drift, d, &n_prev);
 	for (size_t i = 0; i < n; i++) {
 		diff[i].fresh = true;
