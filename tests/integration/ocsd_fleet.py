@@ -350,6 +350,26 @@ class Fleet:
                     raise
                 time.sleep(min(0.05 * 2 ** attempt, 0.5))
 
+    def get_data(self, node, flt, timeout=None):
+        """The data_xml of one <get> on device `node` with filter `flt`, read on
+        a fresh session and read again (up to 8 times, backing off from 50 ms)
+        when the session is closed under it or the reply does not come: a read
+        changes nothing, and on a loaded machine ocs-devsim may close a session
+        mid-RPC (libnetconf2's inactive-read timeout; ring_daemon in CI)."""
+        from ncclient.operations.errors import TimeoutExpiredError
+        from ncclient.transport.errors import SessionCloseError, TransportError
+        for attempt in range(8):
+            try:
+                with self._session(node) as m:
+                    if timeout is not None:
+                        m.timeout = timeout
+                    return m.get(filter=flt).data_xml
+            except (TransportError, SessionCloseError, TimeoutExpiredError):
+                if attempt == 7:
+                    raise
+                print(f"{self.device_name(node)}: read failed, reading again", flush=True)
+                time.sleep(min(0.05 * 2 ** attempt, 0.5))
+
     def set_faults(self, node, spec):
         """The ocs-devsim:set-faults RPC on device `node` (e.g. "node-fault",
         "fail-port=3", "hang@confirm=3000"; "" clears every knob)."""
@@ -532,10 +552,9 @@ class RingFleet(Fleet):
     def read_node(self, node):
         """(faulty, {bundle: (path, distance, direction, peer_node or None)}) of
         node as its agent reports it (configuration and state)."""
-        with self._session(node) as m:
-            reply = m.get(filter=("subtree", f'<transceivers xmlns="{TRX_NS}"/>'))
+        xml = self.get_data(node, ("subtree", f'<transceivers xmlns="{TRX_NS}"/>'))
         faulty, bundles = False, {}
-        for n in ET.fromstring(reply.data_xml).iter(f"{{{TRX_NS}}}node"):
+        for n in ET.fromstring(xml).iter(f"{{{TRX_NS}}}node"):
             if int(n.findtext(f"{{{TRX_NS}}}id")) != node:
                 continue
             faulty = (n.findtext(f"{{{TRX_NS}}}faulty") or "false") == "true"
@@ -707,23 +726,11 @@ class MixedFleet(Fleet):
         their two statuses."""
         if self.models[d] != "polatis":
             return super().read_device(d, datastore)
-        from ncclient.operations.errors import TimeoutExpiredError
-        from ncclient.transport.errors import SessionCloseError, TransportError
         flt = (f'<filter xmlns="urn:ietf:params:xml:ns:netconf:base:1.0" type="subtree">'
                f'<cross-connects xmlns="{OPSW_NS}"/>'
                f'<port-config xmlns="{OPSW_NS}"><port><port-id/><status/></port></port-config>'
                "</filter>")
-        for attempt in range(8):
-            try:
-                with self._session(d) as m:
-                    m.timeout = 10
-                    xml = m.get(filter=flt).data_xml
-                break
-            except (TransportError, SessionCloseError, TimeoutExpiredError):
-                if attempt == 7:
-                    raise
-                time.sleep(min(0.05 * 2 ** attempt, 0.5))
-        return self.polatis_rows(xml, self.PORTS)
+        return self.polatis_rows(self.get_data(d, flt, timeout=10), self.PORTS)
 
     @staticmethod
     def polatis_rows(xml, n):

@@ -117,19 +117,7 @@ class MixedFleet(ocsd_fleet.Fleet):
         5+k), not by ocsd."""
         if d < PER_GROUP:
             return [(i, o) for i, o, _ in super().read_device(d, datastore)]
-        from ncclient.operations.errors import TimeoutExpiredError
-        from ncclient.transport.errors import SessionCloseError, TransportError
-        flt = f'<cross-connects xmlns="{ocsd_fleet.OPSW_NS}"/>'
-        for attempt in range(8):  # a session ocs-devsim closed after its hello: again
-            try:
-                with self._session(d) as m:
-                    xml = m.get(filter=("subtree", flt)).data_xml
-                break
-            except (TransportError, SessionCloseError, TimeoutExpiredError):
-                if attempt == 7:
-                    raise
-                print(f"{self.device_name(d)}: read failed, reading again", flush=True)
-                time.sleep(min(0.05 * 2 ** attempt, 0.5))
+        xml = self.get_data(d, ("subtree", f'<cross-connects xmlns="{ocsd_fleet.OPSW_NS}"/>'))
         return [(i, o) for i, o, _ in ocsd_fleet.MixedFleet.polatis_rows(xml, PORTS)]
 
     def close(self):

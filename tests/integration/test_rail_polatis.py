@@ -76,18 +76,7 @@ class PolatisRailFleet(ocsd_fleet.RailFleet):
                f'<cross-connects xmlns="{ocsd_fleet.OPSW_NS}"/>'
                f'<port-config xmlns="{ocsd_fleet.OPSW_NS}"><port><port-id/><status/></port>'
                "</port-config></filter>")
-        from ncclient.operations.errors import TimeoutExpiredError
-        from ncclient.transport.errors import SessionCloseError, TransportError
-        for attempt in range(8):
-            try:
-                with self._session(d) as m:
-                    xml = m.get(filter=flt).data_xml
-                break
-            except (TransportError, SessionCloseError, TimeoutExpiredError):
-                if attempt == 7:
-                    raise
-                time.sleep(min(0.05 * 2 ** attempt, 0.5))
-        return ocsd_fleet.MixedFleet.polatis_rows(xml, self.PORTS)
+        return ocsd_fleet.MixedFleet.polatis_rows(self.get_data(d, flt), self.PORTS)
 
 
 BUILD, SRC = sys.argv[1:3]
