@@ -7,19 +7,24 @@ set -euo pipefail
 build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
   protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev libevent-dev libssl-dev
   libyang2-dev libyang2-tools libnetconf2-dev libssh-dev libcmocka-dev
-  libsqlite3-dev libsystemd-dev libyuma-base libglpk-dev glpk-utils libjansson-dev)
+  libsqlite3-dev libsystemd-dev libyuma-base libglpk-dev glpk-utils libjansson-dev
+  libslurm-dev)
 # coinor-libcbc-dev: tests/bench/bench_delta_milp solves with CBC beside
 # GLPK when cmake finds it (install before configuring); optional.
 # clang-format: tests/check_format.sh (the code style check).
 # clang-14, libclang-rt-14-dev: the libFuzzer harnesses of tests/fuzz (the
 # compiler and its fuzzer and sanitizer runtimes; tests/run.sh's build-fuzz).
+# libslurm-dev: slurm/spank.h, for integrations/slurm's spank_ocs.so (the
+# --ocs option of sbatch); without it the plugin is skipped.
+# slurmctld, slurmd, slurm-client, munge: the real Slurm cluster of the
+# slurm test (integrations/slurm; it starts its own daemons on loopback).
 # etcd-server, etcd-client: ocsd --store etcd and its tests (test_etcd,
 # test_store_etcd, test_daemon_etcd start their own etcd on loopback).
 # Debian enables an etcd service on 127.0.0.1:2379 when it installs
 # etcd-server; `systemctl disable --now etcd` if that machine needs none.
 test_pkgs=(python3-grpcio python3-grpc-tools python3-ncclient netconfd
   openssh-server prometheus openssl curl coinor-libcbc-dev clang-format
-  clang-14 libclang-rt-14-dev etcd-server etcd-client)
+  clang-14 libclang-rt-14-dev etcd-server etcd-client slurmctld slurmd slurm-client munge)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then
