@@ -12,7 +12,7 @@
  * again and is the authority on it; this is a courtesy check.
  *
  * Grammar (README.md beside this file):
- *   ring[,links=N] | all-to-all[,links=N] | ring,tp=N | delta=FILE | none
+ *   ring[,links=N] | all-to-all[,links=N] | ring,tp=N | delta=FILE | rail | none
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -76,8 +76,9 @@ static int ocs_read_spec(const char *path)
 /* One "key=value" after the pattern word. */
 static int ocs_check_part(const char *word, const char *part)
 {
-	if (strncmp(part, "links=", 6) == 0 && strcmp(word, "none") != 0 &&
-	    strcmp(word, "delta") != 0 && ocs_number(part + 6, OCS_LINKS_MAX))
+	if (strncmp(part, "links=", 6) == 0 &&
+	    (strcmp(word, "ring") == 0 || strcmp(word, "all-to-all") == 0) &&
+	    ocs_number(part + 6, OCS_LINKS_MAX))
 		return 0;
 	if (strncmp(part, "tp=", 3) == 0 && strcmp(word, "ring") == 0 &&
 	    ocs_number(part + 3, OCS_TP_MAX))
@@ -97,7 +98,7 @@ static int ocs_option(int val, const char *optarg, int remote)
 		return 0;
 	if (!optarg || !*optarg || strlen(optarg) > OCS_REQ_MAX) {
 		slurm_error("--ocs: want ring[,links=N], all-to-all[,links=N], ring,tp=N, "
-			    "delta=FILE or none (at most %d characters)",
+			    "delta=FILE, rail or none (at most %d characters)",
 			    OCS_REQ_MAX);
 		return -1;
 	}
@@ -110,9 +111,10 @@ static int ocs_option(int val, const char *optarg, int remote)
 			return -1;
 		word = "delta";
 	} else if (strcmp(word, "ring") != 0 && strcmp(word, "all-to-all") != 0 &&
-		   strcmp(word, "none") != 0) {
-		slurm_error("--ocs: unknown pattern '%s' (ring, all-to-all, delta=FILE, none)",
-			    word);
+		   strcmp(word, "rail") != 0 && strcmp(word, "none") != 0) {
+		slurm_error(
+			"--ocs: unknown pattern '%s' (ring, all-to-all, delta=FILE, rail, none)",
+			word);
 		return -1;
 	}
 	while ((part = strtok_r(NULL, ",", &save)))
@@ -127,7 +129,7 @@ static struct spank_option ocs_opt = {
 	.name = "ocs",
 	.arginfo = "REQUEST",
 	.usage = "optical circuits for the job (ocsd): ring[,links=N], all-to-all[,links=N], "
-		 "ring,tp=N, delta=FILE or none",
+		 "ring,tp=N, delta=FILE, rail or none",
 	.has_arg = 1,
 	.val = 0,
 	.cb = ocs_option,

@@ -33,16 +33,26 @@ ok() { echo "ok: $*"; }
 # 1. the tree
 stage=$work/stage
 DESTDIR=$stage cmake --install "$build" --prefix /usr >"$work/install.log"
-for f in usr/sbin/ocsd usr/bin/ocsctl usr/bin/ocsplan usr/bin/ocs-devsim; do
+for f in usr/sbin/ocsd usr/bin/ocsctl usr/bin/ocsplan usr/bin/ocs-devsim usr/sbin/ocs-slurm; do
   if [ -x "$stage/$f" ]; then ok "$f"; else bad "$f not installed or not executable"; fi
 done
 for f in usr/lib/systemd/system/ocsd.service usr/share/ocsd/yang/ocsd-fabric.yang \
   usr/share/ocsd/yang/ocs-switch.yang usr/share/ocsd/yang/ocs-transceiver.yang \
   usr/share/doc/ocsd/README.md usr/share/doc/ocsd/systemd/README.md \
   usr/share/doc/ocsd/daemon/README.md usr/share/doc/ocsd/northbound/README.md \
-  usr/share/doc/ocsd/examples/fabrics/lab.json usr/share/doc/ocsd/examples/jobs/lab-ring.json; do
+  usr/share/doc/ocsd/examples/fabrics/lab.json usr/share/doc/ocsd/examples/jobs/lab-ring.json \
+  usr/share/doc/ocsd/integrations/README.md usr/share/doc/ocsd/integrations/slurm/README.md \
+  usr/share/doc/ocsd/examples/slurm/ocs-slurm.conf \
+  usr/share/doc/ocsd/examples/slurm/ocs-slurm-watch.service; do
   if [ -f "$stage/$f" ]; then ok "$f"; else bad "$f not installed"; fi
 done
+# the SPANK plugin where plugstack.conf.example says, when it was built
+plugin=$(sed -n 's|^optional /||p' \
+  "$src/integrations/slurm/plugstack.conf.example")
+if [ ! -f "$build/integrations/slurm/spank_ocs.so" ]; then
+  ok "spank_ocs.so not built (no slurm/spank.h), not installed"
+elif [ -f "$stage/$plugin" ]; then ok "$plugin (plugstack.conf.example's path)"
+else bad "spank_ocs.so not at plugstack.conf.example's $plugin"; fi
 unit=$stage/usr/lib/systemd/system/ocsd.service
 # every absolute path the unit names that the install provides is in the tree
 for p in $(grep -oE '(/usr/sbin/ocsd|file:///usr/share/doc/ocsd/[^ ]+)' "$unit" | sed 's|^file://||' | sort -u); do

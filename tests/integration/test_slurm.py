@@ -14,7 +14,13 @@ real sbatch and scancel; the devices are read with ncclient.
   4. scancel while the prolog waits for ACTIVE: nothing is left;
   5. kill -9 of ocsd while a prolog waits: the job runs with its circuits or
      is requeued with nothing on the devices;
-  6. a malformed --ocs is refused by sbatch, naming what is wrong.
+  6. a malformed --ocs is refused by sbatch, naming what is wrong;
+  7. on an OCSTrx ring domain (ocsd restarted on one, same address),
+     --ocs=ring,tp=16 on 2 nodes of 8 GPUs: one TP ring of 2 nodes, every
+     node as `ocsctl rings` says, back on loopback after the job;
+  8. on a rail-OCS fabric, --ocs=rail with `ocs-slurm watch` running: a
+     GPU of the job failed and swapped by ocsd is named in the job's
+     AdminComment.
 
 Exits 77 (ctest: skipped), saying why, when the machine lacks Slurm, munge
 or the SPANK plugin. Usage: test_slurm.py BUILD_DIR SOURCE_DIR
@@ -25,6 +31,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ocsd_fleet  # noqa: E402
@@ -58,7 +65,7 @@ class Test:
         self.check = self.script.check
         self.work = self.fleet.work
         self.port = testports.reserve(1)
-        self.slurm = None
+        self.slurm = self.ring = self.rail = self.watch = None
 
     # ---- set-up ----
     def start(self):
@@ -300,12 +307,90 @@ log_file = {self.work}/ocs-slurm.log
                 err = str(e)
             self.check(want in err, f"--ocs={ocs} refused by sbatch ({err!r})")
 
+    def move_to(self, fleet, nodes, gpus):
+        """ocsd on another fabric at the same address, and the host map
+        written for it: the Slurm cluster and ocs-slurm's config stay."""
+        fleet.start_devices()
+        fleet.start_ocsd("--listen", f"127.0.0.1:{self.port}")
+        hm = self.slurm.run("/usr/bin/python3", HOOK, "hostmap", "--fabric", fleet.cfg,
+                            "--nodes", nodes, "--gpus-per-node", str(gpus), check=True)
+        with open(self.hostmap, "w") as out:
+            out.write(hm.stdout)
+
+    # ---- 7 ----
+    def ring_domain(self):
+        """The same Slurm cluster on an OCSTrx ring domain (16 nodes of 8
+        GPUs, ocs-transceiver agents), ocsd restarted on it at the same
+        address: --ocs=ring,tp=16 on 2 nodes is one TP ring of 2 nodes."""
+        self.fleet.stop_ocsd()
+        self.ring = ocsd_fleet.RingFleet(BUILD, SRC, tors=4, nodes_per_tor=4, gpus_per_node=8,
+                                         prefix="ocsd-slurm-ring-")
+        self.move_to(self.ring, "n[1-8]", 8)
+        jid = self.submit(["n1", "n2"], "ring,tp=16")
+        j = self.slurm.wait_state(jid, ("RUNNING",))
+        self.check(j.get("JobState") == "RUNNING", f"tp ring job {jid} runs ({j.get('JobState')})")
+        rc, out, err = self.ocs("rings", "--job", f"slurm-ocslab-{jid}")
+        rings = out.get("rings", []) if rc == 0 else []
+        self.check(len(rings) == 1 and len(rings[0]["nodes"]) == 2,
+                   f"--ocs=ring,tp=16 on 16 GPUs: one ring of 2 nodes ({rings or err})")
+        want = ocsd_fleet.ring_bundles([types.SimpleNamespace(nodes=r["nodes"]) for r in rings])
+        bad = []
+        for node in range(self.ring.N_DEV):
+            _, bundles = self.ring.read_node(node)
+            for b in (0, 1):
+                path, _, _, peer = bundles.get(b, ("loopback", 0, None, None))
+                exp = want.get(node, {}).get(b)
+                if (exp is None and path != "loopback") or \
+                        (exp is not None and (path != "external" or peer != exp)):
+                    bad.append(f"node {node} bundle {b}: {path} to {peer}, want {exp}")
+        self.check(want and not bad, "ring domain: every node (ncclient) holds what "
+                   "`ocsctl rings` says" + (": " + "; ".join(bad[:4]) if bad else ""))
+        self.check(self.finish(jid) == "COMPLETED" and self.wait_released(jid) is True,
+                   "the tp ring job completes and is released")
+        back = [n for n in want if any(self.ring.read_node(n)[1].get(b, ("loopback",))[0] !=
+                                       "loopback" for b in (0, 1))]
+        self.check(not back, f"after it: its nodes are back on loopback ({back})")
+
+    # ---- 8 ----
+    def rail_fabric(self):
+        """The cluster on a rail-OCS fabric (6 servers of 4 GPUs, one spare per
+        OCS): --ocs=rail on n1 (server 0), `ocs-slurm watch` running; a GPU
+        of the job failed by the operator is swapped by ocsd (spare server)
+        and the job's AdminComment says so."""
+        self.ring.stop_ocsd()
+        self.rail = ocsd_fleet.RailFleet(BUILD, SRC, prefix="ocsd-slurm-rail-")
+        self.move_to(self.rail, "n[1-6]", 4)
+        self.watch = subprocess.Popen(["/usr/bin/python3", HOOK, "--config", self.conf, "watch"],
+                                      env=self.slurm.env)
+        jid = self.submit(["n1"], "rail")
+        j = self.slurm.wait_state(jid, ("RUNNING",))
+        self.check(j.get("JobState") == "RUNNING", f"rail job {jid} runs ({j.get('JobState')})")
+        gpus = sorted(g["gpu"] for g in self.ocs_job(jid).get("spec", {}).get(
+            "placement", {}).get("gpus", []))
+        self.check(gpus == [0, 1, 2, 3], f"--ocs=rail on n1: ocsd holds server 0's GPUs ({gpus})")
+        self.check(self.watch.poll() is None, "ocs-slurm watch is running")
+        time.sleep(1)  # the watch stream open before the fault
+        rc, _, err = self.ocs("gpu", "fail", "1")
+        self.check(rc == 0, f"ocsctl gpu fail 1 ({err.strip()})")
+        deadline = time.time() + 20
+        show = ""
+        while time.time() < deadline:
+            show = self.slurm.run("scontrol", "show", "job", jid).stdout
+            if "AdminComment=ocsd: GPU 1 failed" in show:
+                break
+            time.sleep(0.2)
+        line = next((ln.strip() for ln in show.splitlines() if "AdminComment" in ln), "")
+        self.check("AdminComment=ocsd: GPU 1 failed; spare server" in line,
+                   f"the swap of the job's GPU 1 is in its AdminComment ({line})")
+        self.check(self.finish(jid) == "COMPLETED" and self.wait_released(jid) is True,
+                   "the rail job completes and is released")
+
     def main(self):
         t0 = time.time()
         self.start()
         print(f"cluster up in {time.time() - t0:.1f} s", flush=True)
         for step in (self.bad_request, self.ring_job, self.four_jobs, self.refused,
-                     self.cancel_waiting, self.kill_ocsd):
+                     self.cancel_waiting, self.kill_ocsd, self.ring_domain, self.rail_fabric):
             t = time.time()
             step()
             print(f"{step.__name__}: {time.time() - t:.1f} s", flush=True)
@@ -328,6 +413,15 @@ log_file = {self.work}/ocs-slurm.log
                     self.dump()
                 if self.slurm:
                     self.slurm.close()
+                if self.watch:
+                    self.watch.terminate()
+                    self.watch.wait()
+                for other in (self.ring, self.rail):
+                    if other:
+                        if self.script.failures:
+                            other.dump_logs()
+                        other.close()
+                        other.remove()
         return self.script.run(body)
 
 
