@@ -9,6 +9,7 @@ real sbatch and scancel; the devices are read with ncclient.
      circuits of `ocsctl circuits --job`, the ring's pods joined with the
      links asked; after it ends nothing of it is left;
   2. four jobs at once: all run, no port shared, the devices hold their union;
+     a job with --ocs=delta=FILE planned by delta-fast from that file;
   3. every OCS device drained: the job does not start, scontrol shows
      ocsd's reason; after undrain it runs;
   4. scancel while the prolog waits for ACTIVE: nothing is left;
@@ -195,6 +196,28 @@ log_file = {self.work}/ocs-slurm.log
         self.check(done == ["COMPLETED"] * 4 and all(self.wait_released(i) is True for i in ids),
                    "the four complete and are released")
         self.check(self.on_devices() == set(), "after the four: devices empty")
+
+    # ---- 2b ----
+    def delta_job(self):
+        """--ocs=delta=FILE: the spec file is read at sbatch on the submit host
+        and reaches ocsd (planner delta-fast) through the prolog."""
+        spec = os.path.join(self.work, "parallelism.json")
+        with open(spec, "w") as f:
+            json.dump({"layers": 8, "hidden": 2048, "ffn": 8192, "heads": 16, "vocab": 32000,
+                       "tp": 2, "pp": 2, "seq_len": 2048, "micro_batches": 8,
+                       "bandwidth_gbps": 400, "gpus_per_pod_per_replica": 4,
+                       "replicas_per_pod_set": 2, "seed": 7}, f, indent=1)
+        jid = self.submit(["n1", "n2"], f"delta={spec}")
+        j = self.slurm.wait_state(jid, ("RUNNING",))
+        self.check(j.get("JobState") == "RUNNING", f"delta job {jid} runs ({j.get('JobState')})")
+        oj = self.ocs_job(jid)
+        self.check(oj.get("figures", {}).get("planner") == "delta-fast" and
+                   oj.get("spec", {}).get("parallelism", {}).get("gpus_per_pod_per_replica") == 4,
+                   f"the spec file reached ocsd: planned by delta-fast ({oj.get('figures')})")
+        self.check(self.on_devices() == self.xcs(self.circuits(jid)) != set(),
+                   "delta job: the devices hold exactly its circuits")
+        self.check(self.finish(jid) == "COMPLETED" and self.wait_released(jid) is True and
+                   self.on_devices() == set(), "delta job: released, nothing left")
 
     # ---- 3 ----
     def refused(self):
@@ -389,7 +412,7 @@ log_file = {self.work}/ocs-slurm.log
         t0 = time.time()
         self.start()
         print(f"cluster up in {time.time() - t0:.1f} s", flush=True)
-        for step in (self.bad_request, self.ring_job, self.four_jobs, self.refused,
+        for step in (self.bad_request, self.ring_job, self.four_jobs, self.delta_job, self.refused,
                      self.cancel_waiting, self.kill_ocsd, self.ring_domain, self.rail_fabric):
             t = time.time()
             step()
