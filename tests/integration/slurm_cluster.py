@@ -109,6 +109,14 @@ NodeName={names} NodeHostname=localhost NodeAddr=127.0.0.1 Port=[{first}-{last}]
 PartitionName=gpu Nodes={names} Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
 """)
 
+    def set_topology(self, text):
+        """topology.conf beside slurm.conf, and the tree plugin that reads it
+        (before start())."""
+        with open(os.path.join(self.dir, "topology.conf"), "w") as f:
+            f.write(text)
+        with open(self.conf, "a") as f:
+            f.write("TopologyPlugin=topology/tree\n")
+
     def start(self, timeout_s=60):
         log = open(os.path.join(self.dir, "daemons.log"), "a")
         self.procs.append(subprocess.Popen(["slurmctld", "-D", "-c", "-f", self.conf],

@@ -108,7 +108,15 @@ log_file = {self.work}/ocs-slurm.log
         self.check("SwitchName=leaf2 Nodes=n2" in topo and
                    "SwitchName=pod1 Switches=leaf2,leaf3" in topo,
                    "topology: leaves as switches, pods above them")
+        again = self.slurm.run("/usr/bin/python3", HOOK, "topology", "--fabric", f.cfg, "--nodes",
+                               "n[1-8]", "--gpus-per-node", "8", "--spread", check=True).stdout
+        self.check(again.splitlines()[1:] == topo.splitlines()[1:],
+                   "topology from the fabric file = topology from its host map")
+        self.slurm.set_topology(topo)
         self.slurm.start()
+        shown = self.slurm.run("scontrol", "show", "topology").stdout
+        self.check("SwitchName=pod1 Level=1" in shown and "SwitchName=leaf2 Level=0" in shown,
+                   f"slurmctld took the topology.conf (tree plugin): {shown.splitlines()[:2]}")
 
     # ---- helpers ----
     def ocs(self, *args):
