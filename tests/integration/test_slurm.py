@@ -14,7 +14,8 @@ real sbatch and scancel; the devices are read with ncclient.
      ocsd's reason; after undrain it runs;
   4. scancel while the prolog waits for ACTIVE: nothing is left;
   5. kill -9 of ocsd while a prolog waits: the job runs with its circuits or
-     is requeued with nothing on the devices;
+     is requeued with nothing on the devices; ocsd down when a job ends: its
+     release is spooled and logged, and the next prolog releases it first;
   6. a malformed --ocs is refused by sbatch, naming what is wrong;
   7. on an OCSTrx ring domain (ocsd restarted on one, same address),
      --ocs=ring,tp=16 on 2 nodes of 8 GPUs: one TP ring of 2 nodes, every
@@ -84,7 +85,7 @@ scontrol = /usr/bin/scontrol
 hostmap = {self.hostmap}
 default = none
 wait_timeout_s = 60
-release_retry_s = 20
+release_retry_s = 3
 spool = {self.work}/spool
 log_file = {self.work}/ocs-slurm.log
 """)
@@ -326,6 +327,39 @@ log_file = {self.work}/ocs-slurm.log
         print(f"kill -9 of ocsd while the prolog waited: the job {state}", flush=True)
         self.check(self.on_devices() == set(), "after the kill -9 case: devices empty")
 
+    # ---- 5b ----
+    def spooled_release(self):
+        """ocsd down when a job ends: the epilog's release fails for
+        release_retry_s (3 s), is spooled and logged; the next job's prolog
+        releases it first once ocsd is back."""
+        jid = self.submit(["n7", "n8"], "ring")
+        j = self.slurm.wait_state(jid, ("RUNNING",))
+        self.check(j.get("JobState") == "RUNNING", f"spool: job {jid} runs ({j.get('JobState')})")
+        held = self.xcs(self.circuits(jid))
+        self.fleet.stop_ocsd()
+        self.check(self.finish(jid) == "COMPLETED", "spool: the job completes with ocsd down")
+        # ocsd down: the epilog cannot even list the job's ocsd jobs
+        spooled = os.path.join(self.work, "spool", f"every.slurm-ocslab-{jid}")
+        deadline = time.time() + 30
+        while time.time() < deadline and not os.path.exists(spooled):
+            time.sleep(0.2)
+        self.check(os.path.exists(spooled), "spool: the failed release is spooled")
+        with open(os.path.join(self.work, "ocs-slurm.log")) as f:
+            logged = f"release of slurm-ocslab-{jid} spooled" in f.read()
+        self.check(logged, "spool: the failed release is logged")
+        self.check(held and held <= self.on_devices(),
+                   "spool: its circuits stay on the devices while ocsd is down")
+        self.fleet.start_ocsd("--listen", f"127.0.0.1:{self.port}")
+        nxt = self.submit(["n1", "n2"], "ring")
+        j = self.slurm.wait_state(nxt, ("RUNNING",))
+        self.check(j.get("JobState") == "RUNNING" and self.wait_released(jid) is True and
+                   not os.path.exists(spooled),
+                   "spool: the next prolog released the spooled job first")
+        self.check(self.on_devices() == self.xcs(self.circuits(nxt)),
+                   "spool: the devices hold the next job's circuits only")
+        self.check(self.finish(nxt) == "COMPLETED" and self.wait_released(nxt) is True,
+                   "spool: the next job completes and is released")
+
     # ---- 6 ----
     def bad_request(self):
         for ocs, want in (("rnig", "unknown pattern 'rnig'"), ("ring,links=0", "links=0"),
@@ -421,7 +455,8 @@ log_file = {self.work}/ocs-slurm.log
         self.start()
         print(f"cluster up in {time.time() - t0:.1f} s", flush=True)
         for step in (self.bad_request, self.ring_job, self.four_jobs, self.delta_job, self.refused,
-                     self.cancel_waiting, self.kill_ocsd, self.ring_domain, self.rail_fabric):
+                     self.cancel_waiting, self.kill_ocsd, self.spooled_release,
+                     self.ring_domain, self.rail_fabric):
             t = time.time()
             step()
             print(f"{step.__name__}: {time.time() - t:.1f} s", flush=True)
