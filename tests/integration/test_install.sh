@@ -59,6 +59,13 @@ for p in $(grep -oE '(/usr/sbin/ocsd|file:///usr/share/doc/ocsd/[^ ]+)' "$unit" 
   if [ -e "$stage$p" ]; then ok "the unit's $p is installed"; else bad "the unit names $p, not installed"; fi
 done
 grep -q '^LimitNOFILE=' "$unit" && ok "unit sets LimitNOFILE" || bad "unit has no LimitNOFILE"
+# issue 26: configured with any prefix, installed with --prefix /usr, the
+# unit names /usr's ocsd (it named the configured prefix's before)
+configured=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
+others=$(sed -nE 's/^Exec[A-Za-z]*=-?([^ ]+).*/\1/p' "$unit" | grep -vxE '/usr/sbin/ocsd|/bin/kill' || true)
+if grep -qE '^ExecStart=/usr/sbin/ocsd ' "$unit" && [ -z "$others" ]; then
+  ok "the unit names /usr/sbin/ocsd (configured for $configured, installed for /usr)"
+else bad "the unit does not name the installed /usr/sbin/ocsd: $(grep '^Exec' "$unit")"; fi
 
 # 2. the documented steps marked (tested), extracted from systemd/README.md
 awk -v dir="$work" '
@@ -135,10 +142,10 @@ cp "$ex/ocsd-replica.conf" "$stage/etc/systemd/system/ocsd.service.d/replica.con
 cp "$ex/replica.env" "$stage/etc/ocsd/replica.env"
 if command -v systemd-analyze >/dev/null; then
   systemd-analyze verify --root="$stage" ocsd.service >"$work/verify.log" 2>&1 || true
-  # A file:line message is a mistake in the unit or the drop-in; what the
-  # scratch root lacks (sysinit.target, /bin/kill, the unit naming the
-  # build's prefix when it is not /usr) is not.
-  if grep -qE '\.(service|conf):[0-9]+:|Command /usr/sbin/ocsd is not' "$work/verify.log"; then
+  # A file:line message is a mistake in the unit or the drop-in, and so is
+  # any ocsd the unit names that is not installed; what the scratch root
+  # lacks (sysinit.target, /bin/kill) is not.
+  if grep -qE '\.(service|conf):[0-9]+:|Command [^ ]*/ocsd is not' "$work/verify.log"; then
     bad "systemd-analyze verify of ocsd.service with the replica drop-in: $(cat "$work/verify.log")"
   else ok "systemd-analyze verify: ocsd.service with the replica drop-in"; fi
 else echo "skip: no systemd-analyze"; fi
