@@ -12,9 +12,17 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include <event2/event.h>
+#include <grpc/grpc.h>
+#include <jansson.h>
+#include <libssh/libssh.h>
+#include <openssl/crypto.h>
+#include <sqlite3.h>
+
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
+#include "ocs_version.h"
 
 #define OCSD_EXIT_OK	0
 #define OCSD_EXIT_USAGE 2
@@ -144,6 +152,21 @@ static void ignore_sigpipe(void)
 	struct sigaction sa = {.sa_handler = SIG_IGN};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* --version: ocsd's version and git describe, and the libraries it runs on
+ * (run-time versions where the library gives one, else those built against). */
+static void print_version(void)
+{
+	char libs[512];
+
+	snprintf(libs, sizeof(libs),
+		 "gRPC core %s, libyang %s, libnetconf2 %s, libssh %s, %s, SQLite %s, "
+		 "libevent %s, jansson %s",
+		 grpc_version_string(), OCSD_LIBYANG_VERSION, OCSD_NETCONF2_VERSION, ssh_version(0),
+		 OpenSSL_version(OPENSSL_VERSION), sqlite3_libversion(), event_get_version(),
+		 JANSSON_VERSION);
+	ocs_version_print(stdout, "ocsd", libs);
 }
 
 int main(int argc, char **argv)
@@ -330,7 +353,7 @@ int main(int argc, char **argv)
 			run.max_wave_jobs = (size_t)n;
 			break;
 		case 'V':
-			printf("ocsd %s\n", OCSD_VERSION);
+			print_version();
 			return OCSD_EXIT_OK;
 		case 'h':
 			usage(stdout);

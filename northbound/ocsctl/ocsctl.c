@@ -26,8 +26,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include <grpc/grpc.h>
+#include <jansson.h>
+#include <protobuf-c/protobuf-c.h>
+
 #include "ocsctl_internal.h"
 #include "ocsctl_rail.h"
+#include "ocs_version.h"
 
 #define DEFAULT_SERVER	   "127.0.0.1:50051"
 #define DEFAULT_TIMEOUT_MS 5000
@@ -105,6 +110,7 @@ static const char usage_text[] =
 	"  --json               print JSON instead of tables\n"
 	"  --timeout-ms N       connect and call deadline (default 5000)\n"
 	"  -h, --help           this text\n"
+	"  --version            ocsctl's version, git describe and libraries\n"
 	"\n"
 	"exit codes: 0 ok, 1 the server refused, 2 usage or input error, 3 unreachable,\n"
 	"            4 job submit stopped waiting (or --no-wait found no accepted job\n"
@@ -218,6 +224,7 @@ int main(int argc, char **argv)
 		{"hb", required_argument, NULL, OPT_HB},
 		{"rail", required_argument, NULL, OPT_RAIL},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	struct ctx x = {.o = {.timeout_ms = DEFAULT_TIMEOUT_MS,
@@ -357,6 +364,14 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_OK;
+		case 'V': {
+			char libs[160];
+
+			snprintf(libs, sizeof(libs), "gRPC core %s, protobuf-c %s, jansson %s",
+				 grpc_version_string(), protobuf_c_version(), JANSSON_VERSION);
+			ocs_version_print(stdout, "ocsctl", libs);
+			return EXIT_OK;
+		}
 		case ':':
 			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "io.h"
+#include "ocs_version.h"
 #include "planners.h"
 
 #define OCSPLAN_FAMILY(kind, fn, options)                                                          \
@@ -60,6 +63,7 @@ static void usage(FILE *fp)
 	const struct ocs_planner *p;
 
 	fprintf(fp, "usage: ocsplan SUBCOMMAND [options] [--in FILE] [--out FILE] [--pretty]\n"
+		    "       ocsplan --version | --help\n"
 		    "subcommands:\n");
 	for (size_t i = 0; (p = ocs_planner_at(i)) != NULL; i++)
 		if (family_of(p))
@@ -82,6 +86,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(stdout);
+		return OCSPLAN_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		ocs_version_print(stdout, "ocsplan", "jansson " JANSSON_VERSION);
 		return OCSPLAN_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)

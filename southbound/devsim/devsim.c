@@ -23,10 +23,13 @@
 #include "devsim_fleet.h"
 #include "devsim_opts.h"
 #include "devsim_server.h"
+#include "ocs_version.h"
 
 #include <errno.h>
+#include <libssh/libssh.h>
 #include <libyang/libyang.h>
 #include <nc_server.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -188,11 +191,19 @@ int main(int argc, char **argv)
 	int rc = devsim_opts_parse(&ds.opts, argc, argv, stderr);
 	if (rc == DEVSIM_OPTS_HELP)
 		devsim_opts_help(stdout);
+	if (rc == DEVSIM_OPTS_VERSION) {
+		char libs[256];
+
+		snprintf(libs, sizeof(libs), "libyang %s, libnetconf2 %s, libssh %s, %s",
+			 DEVSIM_LIBYANG_VERSION, DEVSIM_NETCONF2_VERSION, ssh_version(0),
+			 OpenSSL_version(OPENSSL_VERSION));
+		ocs_version_print(stdout, "ocs-devsim", libs);
+	}
 	if (rc) {
 		devsim_opts_clear(&ds.opts);
-		return rc == DEVSIM_OPTS_HELP ? DEVSIM_EXIT_OK
-		       : rc == -EINVAL	      ? DEVSIM_EXIT_OPTION
-					      : DEVSIM_EXIT_SETUP;
+		return rc == DEVSIM_OPTS_HELP || rc == DEVSIM_OPTS_VERSION ? DEVSIM_EXIT_OK
+		       : rc == -EINVAL					   ? DEVSIM_EXIT_OPTION
+									   : DEVSIM_EXIT_SETUP;
 	}
 	nc_verbosity(NC_VERB_ERROR);
 	if (devsim_fleet_context_model(ds.opts.ietf_dir, ds.opts.model, ds.opts.confirmed_commit,

@@ -326,6 +326,9 @@ static const struct devsim_opt opt_table[] = {
 	 .field = FIELD(ietf_dir),
 	 .help = "the IETF YANG modules: loaded, and served by get-schema"},
 	{.name = "help", .dflt_help = "off", .help = "print this help and exit (also -h)"},
+	{.name = "version",
+	 .dflt_help = "off",
+	 .help = "print the version, git describe and libraries, and exit"},
 };
 
 #define N_OPTS	(sizeof(opt_table) / sizeof(opt_table[0]))
@@ -595,8 +598,9 @@ int devsim_opts_parse(struct devsim_opts *o, int argc, char **argv, FILE *err)
 			return -EINVAL;
 		}
 		const struct devsim_opt *opt = &opt_table[c - OPT_VAL];
-		if (!opt->set) /* --help, the one option without a parser */
-			return DEVSIM_OPTS_HELP;
+		if (!opt->set) /* --help and --version, the options without a parser */
+			return strcmp(opt->name, "version") == 0 ? DEVSIM_OPTS_VERSION
+								 : DEVSIM_OPTS_HELP;
 		int rc = apply(o, opt, optarg, err);
 		if (rc)
 			return rc;

@@ -67,8 +67,9 @@ struct devsim_opts {
 
 /* What devsim_opts_parse() found. */
 enum devsim_opts_result {
-	DEVSIM_OPTS_RUN = 0,  /* *opts is complete and valid */
-	DEVSIM_OPTS_HELP = 1, /* --help or -h: print devsim_opts_help() and exit */
+	DEVSIM_OPTS_RUN = 0,	 /* *opts is complete and valid */
+	DEVSIM_OPTS_HELP = 1,	 /* --help or -h: print devsim_opts_help() and exit */
+	DEVSIM_OPTS_VERSION = 2, /* --version: print the version and exit */
 };
 
 /*

@@ -287,7 +287,8 @@ static void test_combinations(void **state)
 	free(err);
 }
 
-/* --help wins over missing options, wherever it stands; parsing can run again. */
+/* --help (and --version) win over missing options, wherever they stand;
+ * parsing can run again. */
 static void test_help_request(void **state)
 {
 	struct devsim_opts o;
@@ -296,6 +297,10 @@ static void test_help_request(void **state)
 	devsim_opts_clear(&o);
 	free(err);
 	assert_int_equal(parse(&o, &err, "--ports", "8", "-h", NULL), DEVSIM_OPTS_HELP);
+	devsim_opts_clear(&o);
+	free(err);
+	/* --version too, and it is not --help */
+	assert_int_equal(parse(&o, &err, "--ports", "8", "--version", NULL), DEVSIM_OPTS_VERSION);
 	devsim_opts_clear(&o);
 	free(err);
 	assert_int_equal(parse(&o, &err, SSH_MINIMAL, "--count", "2", NULL), DEVSIM_OPTS_RUN);
@@ -335,6 +340,7 @@ static const struct {
 	{"--workers N", "[4]"},
 	{"--ietf-dir DIR", "[/usr/share/yuma/modules/ietf]"},
 	{"--help", "[off]"},
+	{"--version", "[off]"},
 };
 
 static void test_help_lists_every_option(void **state)
