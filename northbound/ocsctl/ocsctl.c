@@ -129,6 +129,81 @@ static int usage_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+/* ---- "did you mean" -------------------------------------------------------- */
+
+/* The commands, for suggestions only: main() below is what dispatches them. */
+static const char *const commands[] = {
+	"status",     "fabric", "devices", "circuits", "jobs",	"job",	 "rings",   "node",  "gpu",
+	"rail-ports", "drain",	"undrain", "drift",    "adopt", "clear", "cabling", "watch",
+};
+
+/* The edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of two neighbours), or 99 when a word is longer than 31 bytes. */
+static int edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int d[32][32];
+
+	if (la > 31 || lb > 31)
+		return 99;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	return d[la][lb];
+}
+
+/* The one candidate within 2 edits of word (1 for words of up to 4 bytes);
+ * NULL when there is none, or two are as close. */
+static const char *did_you_mean(const char *word, const char *const *cands, size_t n)
+{
+	int limit = strlen(word) <= 4 ? 1 : 2, best = limit + 1;
+	const char *pick = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		int d = edit_distance(word, cands[i]);
+
+		if (d < best) {
+			best = d;
+			pick = cands[i];
+		} else if (d == best) {
+			pick = NULL; /* a tie suggests nothing */
+		}
+	}
+	return pick;
+}
+
+/* The message of an unknown long option: its name, and the closest one. */
+static int unknown_option(const char *arg, const struct option *longopts)
+{
+	const char *names[64];
+	char word[32];
+	size_t n = 0;
+	const char *hint;
+
+	for (; longopts[n].name && n < sizeof(names) / sizeof(names[0]); n++)
+		names[n] = longopts[n].name;
+	snprintf(word, sizeof(word), "%s", arg + strspn(arg, "-"));
+	word[strcspn(word, "=")] = '\0';
+	hint = strncmp(arg, "--", 2) == 0 ? did_you_mean(word, names, n) : NULL;
+	if (hint)
+		return usage_error("unknown option '%s' (did you mean '--%s'?)", arg, hint);
+	return usage_error("unknown option '%s'", arg);
+}
+
 /* ---- main ----------------------------------------------------------------- */
 
 static bool parse_int(const char *s, long lo, long hi, long *out)
@@ -375,7 +450,7 @@ int main(int argc, char **argv)
 		case ':':
 			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+			return unknown_option(argv[optind - 1], longopts);
 		}
 	}
 	nargs = argc - optind;
@@ -441,6 +516,12 @@ int main(int argc, char **argv)
 			   strcmp(cmd, "jobs") && strcmp(cmd, "watch") && strcmp(cmd, "rings") &&
 			   strcmp(cmd, "drift") && strcmp(cmd, "adopt") && strcmp(cmd, "clear") &&
 			   strcmp(cmd, "rail-ports") && strcmp(cmd, "cabling")) {
+			const char *hint =
+				did_you_mean(cmd, commands, sizeof(commands) / sizeof(commands[0]));
+
+			if (hint)
+				return usage_error("unknown command '%s' (did you mean '%s'?)", cmd,
+						   hint);
 			return usage_error("unknown command '%s'", cmd);
 		}
 		if (nargs > want_args)

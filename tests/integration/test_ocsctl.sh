@@ -216,6 +216,11 @@ has out "job train-1: released" "release result"
 # --- usage errors (2) and unreachable (3) ---
 expect 2 "no command" --
 expect 2 "unknown command" -- --insecure frobnicate
+hasnt err "did you mean" "no suggestion for a word far from every command"
+expect 2 "mistyped command" -- --insecure jbos
+has err "unknown command 'jbos' (did you mean 'jobs'?)" "did you mean: a swap"
+expect 2 "mistyped command" -- --insecure circuts
+has err "unknown command 'circuts' (did you mean 'circuits'?)" "did you mean: a letter left out"
 expect 2 "job without subcommand" -- --insecure job
 expect 2 "job show without id" -- --insecure job show
 expect 2 "flag on the wrong command" -- --insecure jobs --force
@@ -227,6 +232,9 @@ expect 2 "option without its value" -- --insecure jobs --server
 has err "option '--server' needs a value" "missing value named"
 expect 2 "unknown option" -- --insecure jobs --frobnicate
 has err "unknown option '--frobnicate'" "unknown option named"
+hasnt err "did you mean" "no suggestion for an option far from every option"
+expect 2 "mistyped option" -- --insecure jobs --jsno
+has err "unknown option '--jsno' (did you mean '--json'?)" "did you mean: an option"
 expect 0 "--help" -- --help
 has out "exit codes: 0 ok, 1 the server refused, 2 usage or input error, 3 unreachable" "help text"
 # shellcheck disable=SC2046
