@@ -108,6 +108,9 @@ static const char usage_text[] =
 	"  --key FILE           client key (PEM) ($OCSCTL_KEY)\n"
 	"  --insecure           plaintext, for a server started insecure on loopback\n"
 	"  --json               print JSON instead of tables\n"
+	"  -o, --columns COLS   tables: only these columns, in this order (header names,\n"
+	"                       comma-separated, any case: -o id,state)\n"
+	"  --no-headers         tables: no header row\n"
 	"  --timeout-ms N       connect and call deadline (default 5000)\n"
 	"  -h, --help           this text\n"
 	"  --version            ocsctl's version, git describe and libraries\n"
@@ -266,6 +269,7 @@ enum opt_id {
 	OPT_PORTS,
 	OPT_HB,
 	OPT_RAIL,
+	OPT_NO_HEADERS,
 };
 
 /* ocsctl_rail.h's RPC routine: rpc_call() on the ctx. */
@@ -298,6 +302,8 @@ int main(int argc, char **argv)
 		{"ports", required_argument, NULL, OPT_PORTS},
 		{"hb", required_argument, NULL, OPT_HB},
 		{"rail", required_argument, NULL, OPT_RAIL},
+		{"columns", required_argument, NULL, 'o'},
+		{"no-headers", no_argument, NULL, OPT_NO_HEADERS},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -316,7 +322,8 @@ int main(int argc, char **argv)
 	bool used_job = false, used_device = false, used_pod = false, used_group = false,
 	     used_force = false, used_count = false, used_state = false, used_node = false,
 	     used_wait = false, used_no_wait = false, used_wait_timeout = false, used_ports = false,
-	     used_rail = false;
+	     used_rail = false, no_headers = false;
+	const char *columns = NULL; /* -o */
 	char err[320];
 	long v, node = -1;
 	int c, rc, nargs;
@@ -327,7 +334,7 @@ int main(int argc, char **argv)
 	 * MSG_NOSIGNAL); watch stops when stdout fails */
 	signal(SIGPIPE, SIG_IGN);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_SERVER:
 			x.o.server = optarg;
@@ -439,6 +446,15 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_OK;
+		case 'o':
+			if (!*optarg || strlen(optarg) > 200)
+				return usage_error("-o: want column names, comma-separated "
+						   "(at most 200 characters)");
+			columns = optarg;
+			break;
+		case OPT_NO_HEADERS:
+			no_headers = true;
+			break;
 		case 'V': {
 			char libs[160];
 
@@ -549,6 +565,8 @@ int main(int argc, char **argv)
 			return usage_error("--force goes with drain");
 		if (used_state && strcmp(cmd, "jobs"))
 			return usage_error("--state goes with jobs");
+		if ((columns || no_headers) && x.o.json)
+			return usage_error("-o and --no-headers shape tables, not --json");
 		if (used_count && strcmp(cmd, "watch"))
 			return usage_error("--count goes with watch");
 		if ((used_wait || used_no_wait || used_wait_timeout) &&
@@ -579,6 +597,7 @@ int main(int argc, char **argv)
 	if (!x.o.cert != !x.o.key)
 		return usage_error("--cert and --key go together");
 
+	out_table_options(columns, no_headers);
 	/* Input errors (exit 2) before any network problem (exit 3). */
 	if (strcmp(cmd, "job") == 0 && (strcmp(sub, "submit") == 0 || strcmp(sub, "plan") == 0)) {
 		rc = jobs_load_job_file(arg, &spec);

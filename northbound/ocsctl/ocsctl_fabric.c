@@ -216,7 +216,7 @@ int fabric_cmd_devices(struct ctx *x)
 			  out_fmt("HEALTH"),	 out_fmt("DRAINED"),  out_fmt("PORTS"),
 			  out_fmt("PORTS DOWN"), out_fmt("CIRCUITS"), out_fmt("PRODUCT"),
 			  out_fmt("LAST ERROR")};
-	out_table_add(&t, head);
+	out_table_header(&t, head);
 	for (size_t i = 0; i < r->n_devices; i++) {
 		const Ocs__V1__Device *d = r->devices[i];
 		char *row[13] = {out_fmt("%s", d->name),
@@ -318,7 +318,7 @@ static void print_drift_bundles(const Ocs__V1__ListDriftResponse *r)
 	char *head[6] = {out_fmt("NODE"),  out_fmt("BUNDLE"),  out_fmt("EXPECTED"),
 			 out_fmt("FOUND"), out_fmt("REACHES"), out_fmt("ACTION")};
 
-	out_table_add(&t, head);
+	out_table_header(&t, head);
 	for (size_t i = 0; i < r->n_bundles; i++) {
 		const Ocs__V1__DriftBundle *b = r->bundles[i];
 		char *row[6] = {out_fmt("%d", b->node),
@@ -357,7 +357,7 @@ int fabric_cmd_drift(struct ctx *x)
 		return rc;
 	}
 	char *head[4] = {out_fmt("DEVICE"), out_fmt("IN"), out_fmt("OUT"), out_fmt("DRIFT")};
-	out_table_add(&t, head);
+	out_table_header(&t, head);
 	for (size_t i = 0; i < r->n_cross_connects; i++) {
 		const Ocs__V1__DriftCrossConnect *c = r->cross_connects[i];
 		char *row[4] = {out_fmt("%s", c->device), out_fmt("%d", c->in_port),
@@ -453,7 +453,7 @@ int fabric_cmd_cabling(struct ctx *x)
 	}
 	char *head[6] = {out_fmt("DEVICE"),   out_fmt("PORT"),	   out_fmt("SIDE"),
 			 out_fmt("EXPECTED"), out_fmt("REPORTED"), out_fmt("CLEARED")};
-	out_table_add(&t, head);
+	out_table_header(&t, head);
 	for (size_t i = 0; i < r->n_ports; i++) {
 		const Ocs__V1__MiswiredPort *p = r->ports[i];
 		char *row[6] = {out_fmt("%s", p->device),

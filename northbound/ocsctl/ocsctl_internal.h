@@ -66,14 +66,22 @@ struct out_table {
 	int cols;
 	char **cells; /* rows * cols, malloc'd strings */
 	size_t rows, cap;
+	bool header; /* row 0 names the columns (out_table_header) */
 };
 
 /* printf into a new string (caller frees); exits on out of memory. */
 char *out_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 /* Adds a row of t->cols strings (takes ownership). */
 void out_table_add(struct out_table *t, char **row);
-/* Prints t with its columns aligned and empties it. */
+/* Adds t's header row (takes ownership): the names -o picks columns by. */
+void out_table_header(struct out_table *t, char **row);
+/* Prints t with its columns aligned and empties it; for a table with a
+ * header, only the -o columns (in their order) and no header with
+ * --no-headers. An -o name the table lacks ends ocsctl (exit 2). */
 void out_table_print(struct out_table *t);
+/* -o COLS (comma-separated header names, any case; NULL: all) and
+ * --no-headers, for every table printed after. */
+void out_table_options(const char *cols, bool no_headers);
 /* "JOB_STATE_ACTIVE" -> "active"; caller frees. */
 char *out_enum_short(const ProtobufCEnumDescriptor *d, int value);
 /* "2026-11-25T00:17:40.123Z" (UTC), "-" when unix_ms <= 0; caller frees. */

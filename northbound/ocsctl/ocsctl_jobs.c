@@ -93,7 +93,7 @@ int jobs_cmd_jobs(struct ctx *x)
 				 out_fmt("GPUS"),  out_fmt("PAIRS"), out_fmt("LINKS"),
 				 out_fmt("REASON")};
 
-		out_table_add(&t, head);
+		out_table_header(&t, head);
 	}
 	for (size_t i = 0; i < r->n_jobs; i++) {
 		const Ocs__V1__Job *j = r->jobs[i];

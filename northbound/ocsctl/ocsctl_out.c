@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "ocs_json.h"
@@ -49,22 +50,72 @@ void out_table_add(struct out_table *t, char **row)
 	t->rows++;
 }
 
+/* -o and --no-headers (out_table_options); ocsctl is single-threaded. */
+static const char *out_cols;
+static bool out_no_headers;
+
+void out_table_options(const char *cols, bool no_headers)
+{
+	out_cols = cols;
+	out_no_headers = no_headers;
+}
+
+void out_table_header(struct out_table *t, char **row)
+{
+	out_table_add(t, row);
+	t->header = true;
+}
+
+/* The columns of t to print, in order, into pick (at most 16): every one,
+ * or those -o names. Returns how many; ends ocsctl on a name t lacks. */
+static int out_pick(const struct out_table *t, int *pick)
+{
+	char names[256];
+	int n = 0;
+
+	if (!t->header || !out_cols) {
+		for (int c = 0; c < t->cols && c < 16; c++)
+			pick[n++] = c;
+		return n;
+	}
+	snprintf(names, sizeof(names), "%s", out_cols);
+	for (char *save = NULL, *w = strtok_r(names, ",", &save); w;
+	     w = strtok_r(NULL, ",", &save)) {
+		int c = 0;
+
+		while (c < t->cols && strcasecmp(w, t->cells[c]) != 0)
+			c++;
+		if (c == t->cols || n == 16) {
+			fprintf(stderr,
+				"ocsctl: -o: no column '%s' in this table; its columns:", w);
+			for (int k = 0; k < t->cols; k++)
+				fprintf(stderr, "%s %s", k ? "," : "", t->cells[k]);
+			fputs("\n", stderr);
+			exit(EXIT_USAGE);
+		}
+		pick[n++] = c;
+	}
+	return n;
+}
+
 void out_table_print(struct out_table *t)
 {
 	size_t width[16] = {0};
+	int pick[16], n = out_pick(t, pick);
+	size_t first = t->header && out_no_headers ? 1 : 0;
 
-	for (size_t r = 0; r < t->rows; r++)
-		for (int c = 0; c < t->cols; c++) {
-			size_t n = strlen(t->cells[r * (size_t)t->cols + (size_t)c]);
+	for (size_t r = first; r < t->rows; r++)
+		for (int c = 0; c < n; c++) {
+			size_t len = strlen(t->cells[r * (size_t)t->cols + (size_t)pick[c]]);
 
-			if (n > width[c])
-				width[c] = n;
+			if (len > width[c])
+				width[c] = len;
 		}
-	for (size_t r = 0; r < t->rows; r++) {
-		for (int c = 0; c < t->cols; c++) {
-			const char *s = t->cells[r * (size_t)t->cols + (size_t)c];
+	for (size_t r = first; r < t->rows; r++) {
+		for (int c = 0; c < n; c++) {
+			const char *s = t->cells[r * (size_t)t->cols + (size_t)pick[c]];
 
-			if (c == t->cols - 1)
+			if (c == n - 1)
 				printf("%s\n", s);
 			else
 				printf("%-*s  ", (int)width[c], s);
@@ -201,7 +252,7 @@ void out_circuits_table(Ocs__V1__Circuit **cs, size_t n)
 	char *head[5] = {out_fmt("JOB"), out_fmt("GROUP"), out_fmt("A (POD:PORT)"),
 			 out_fmt("B (POD:PORT)"), out_fmt("CROSS-CONNECTS")};
 
-	out_table_add(&t, head);
+	out_table_header(&t, head);
 	for (size_t i = 0; i < n; i++) {
 		const Ocs__V1__Circuit *c = cs[i];
 		char *xcs = out_fmt("%s", "");
@@ -277,7 +328,7 @@ void out_rings_table(Ocs__V1__Ring **rs, size_t n)
 	char *head[6] = {out_fmt("JOB"),    out_fmt("RING"),   out_fmt("NODES"),
 			 out_fmt("CHANGE"), out_fmt("FAILED"), out_fmt("REASON")};
 
-	out_table_add(&t, head);
+	out_table_header(&t, head);
 	for (size_t i = 0; i < n; i++) {
 		const Ocs__V1__Ring *r = rs[i];
 		char *row[6] = {out_fmt("%s", r->job_id),

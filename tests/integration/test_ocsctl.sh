@@ -126,6 +126,20 @@ has out "job train-1: active (already submitted)" "resubmit result"
 expect 0 "jobs" -- $(as viewer) jobs
 has out "ID       STATE   PLANNER      GPUS  PAIRS  LINKS  REASON" "jobs header aligned"
 has out "train-1  active  pod-centric  3     2      3/3    -" "jobs row"
+# issue 26: -o COLS and --no-headers
+# shellcheck disable=SC2046
+expect 0 "jobs -o state,ID" -- $(as viewer) jobs -o state,ID
+has out "STATE   ID" "-o: the columns named, in that order, header kept"
+has out "active  train-1" "-o: the row's columns in that order"
+hasnt out "PLANNER" "-o: the other columns left out"
+# shellcheck disable=SC2046
+expect 0 "jobs --no-headers --columns id" -- $(as viewer) jobs --no-headers --columns id
+has out "train-1" "--no-headers: the row"
+hasnt out "ID" "--no-headers: no header row"
+# shellcheck disable=SC2046
+expect 2 "jobs -o with a column the table lacks" -- $(as viewer) jobs -o id,bogus
+has err "ocsctl: -o: no column 'bogus' in this table; its columns: ID, STATE, PLANNER" "-o: the unknown column named, the table's listed"
+expect 2 "-o with --json" -- --insecure --json jobs -o id
 # shellcheck disable=SC2046
 expect 0 "jobs --state released" -- $(as viewer) jobs --state released
 if grep -q train-1 "$work/out"; then echo "FAIL: --state released lists an active job"; failures=$((failures + 1)); fi
