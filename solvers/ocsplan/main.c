@@ -63,7 +63,7 @@ static void usage(FILE *fp)
 	const struct ocs_planner *p;
 
 	fprintf(fp, "usage: ocsplan SUBCOMMAND [options] [--in FILE] [--out FILE] [--pretty]\n"
-		    "       ocsplan --version | --help\n"
+		    "       ocsplan --version | --help | -h\n"
 		    "subcommands:\n");
 	for (size_t i = 0; (p = ocs_planner_at(i)) != NULL; i++)
 		if (family_of(p))

@@ -43,8 +43,15 @@ for f in usr/lib/systemd/system/ocsd.service usr/share/ocsd/yang/ocsd-fabric.yan
   usr/share/doc/ocsd/examples/fabrics/lab.json usr/share/doc/ocsd/examples/jobs/lab-ring.json \
   usr/share/doc/ocsd/integrations/README.md usr/share/doc/ocsd/integrations/slurm/README.md \
   usr/share/doc/ocsd/examples/slurm/ocs-slurm.conf \
-  usr/share/doc/ocsd/examples/slurm/ocs-slurm-watch.service; do
+  usr/share/doc/ocsd/examples/slurm/ocs-slurm-watch.service \
+  usr/share/man/man8/ocsd.8 usr/share/man/man1/ocsctl.1 usr/share/man/man1/ocsplan.1 \
+  usr/share/man/man1/ocs-devsim.1 usr/share/man/man5/ocsd-fabric.5; do
   if [ -f "$stage/$f" ]; then ok "$f"; else bad "$f not installed"; fi
+done
+# issue 26: man finds every page in the install
+for pg in ocsd ocsctl ocsplan ocs-devsim ocsd-fabric; do
+  if MANPATH=$stage/usr/share/man man -w "$pg" >/dev/null 2>&1; then ok "man -w $pg"
+  else bad "man -w $pg finds nothing under $stage/usr/share/man"; fi
 done
 # the SPANK plugin where plugstack.conf.example says, when it was built
 plugin=$(sed -n 's|^optional /||p' \
