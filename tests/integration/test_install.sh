@@ -45,7 +45,8 @@ for f in usr/lib/systemd/system/ocsd.service usr/share/ocsd/yang/ocsd-fabric.yan
   usr/share/doc/ocsd/examples/slurm/ocs-slurm.conf \
   usr/share/doc/ocsd/examples/slurm/ocs-slurm-watch.service \
   usr/share/man/man8/ocsd.8 usr/share/man/man1/ocsctl.1 usr/share/man/man1/ocsplan.1 \
-  usr/share/man/man1/ocs-devsim.1 usr/share/man/man5/ocsd-fabric.5; do
+  usr/share/man/man1/ocs-devsim.1 usr/share/man/man5/ocsd-fabric.5 \
+  usr/share/doc/ocsd/examples/ocsd.default; do
   if [ -f "$stage/$f" ]; then ok "$f"; else bad "$f not installed"; fi
 done
 # issue 26: man finds every page in the install

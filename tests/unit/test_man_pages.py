@@ -56,6 +56,16 @@ def main():
         check(not extra, f"{page}: every flag of the page is in --help {extra or ''}")
         built = os.path.join(BUILD, "docs", "man", page)
         check(os.path.exists(built), f"{page}: built by scdoc ({built})")
+    # /etc/default/ocsd (systemd/ocsd.default): every option of ocsd, none other
+    ocsd_help = subprocess.run([PAGES["ocsd.8"], "--help"], capture_output=True,
+                               text=True).stdout
+    default = open(os.path.join(SRC, "systemd", "ocsd.default")).read()
+    want, have = flags(ocsd_help), flags(default)
+    check(want == have, "systemd/ocsd.default names every option of ocsd --help and no "
+          f"other ({sorted(want ^ have)})")
+    unit = open(os.path.join(SRC, "systemd", "ocsd.service")).read()
+    check("EnvironmentFile=-/etc/default/ocsd" in unit and "$OCSD_OPTS" in unit,
+          "ocsd.service reads /etc/default/ocsd and appends $OCSD_OPTS")
     # commands and subcommands
     ctl = subprocess.run([PAGES["ocsctl.1"], "--help"], capture_output=True, text=True).stdout
     cmds = words_after(ctl, "commands:", "options:")
