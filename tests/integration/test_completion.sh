@@ -8,7 +8,8 @@
 # sub-words, job states, --opt=value, file names; live values from
 # nb_test_server over mTLS (job ids, device names, TLS options passed on
 # from the line; $OCSD_SERVER) and from nb_test_server --ring --insecure
-# (node numbers); a server that is down: no candidates, nothing on stderr,
+# (node numbers); a server that is down or hung (a socket that listens and
+# never answers), also a list of them: no candidates, nothing on stderr,
 # back within 2 s; ocsplan's subcommands against `ocsplan --help`.
 set -euo pipefail
 ocsctl=$1
@@ -20,8 +21,9 @@ src=$5
 work=$(mktemp -d /tmp/test_completion.XXXXXX)
 server_pid=""
 ring_pid=""
+hung_pid=""
 cleanup() {
-  for pid in $server_pid $ring_pid; do
+  for pid in $server_pid $ring_pid $hung_pid; do
     kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
@@ -189,18 +191,36 @@ want "ocsctl $rs rings --node " 0 1 2 3 4 5 6 7
 want "ocsctl $rs job show " tp8
 want "ocsctl --server 127.0.0.1:$ring_port node fail " # plaintext server, no --insecure
 
-# --- a server that is down: nothing, quietly, soon ---
+# --- a server that is down (nothing listens), or hung (the kernel takes the
+# connection, nobody answers: ocsctl's deadline ends it): nothing, quietly, soon ---
 dead=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+/usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+print(s.getsockname()[1], flush=True)
+time.sleep(110)' >"$work/hung.out" &
+hung_pid=$!
+for _ in $(seq 100); do
+  [ -s "$work/hung.out" ] && break
+  sleep 0.05
+done
+hung=$(cat "$work/hung.out")
+[ -n "$hung" ] || { echo "the hung listener did not start"; exit 1; }
 for line in "ocsctl --insecure --server 127.0.0.1:$dead job show " \
   "ocsctl --insecure --server 127.0.0.1:$dead drain " \
   "ocsctl --insecure --server 127.0.0.1:$dead node fail " \
-  "ocsctl --server 127.0.0.1:$dead $tls jobs --job "; do
+  "ocsctl --server 127.0.0.1:$dead $tls jobs --job " \
+  "ocsctl --insecure --server 127.0.0.1:$hung job show " \
+  "ocsctl --server 127.0.0.1:$hung $tls drain " \
+  "ocsctl --insecure --server 127.0.0.1:$hung,127.0.0.1:$dead,127.0.0.1:$hung node fail "; do
   t0=$EPOCHREALTIME
   comp "$line" >"$work/down.out" 2>"$work/down.err"
   ms=$(((${EPOCHREALTIME/./} - ${t0/./}) / 1000))
   if [ -s "$work/down.out" ] || [ -s "$work/down.err" ] || [ "$ms" -ge 2000 ]; then
-    bad "'$line' with the server down: $ms ms, candidates '$(cat "$work/down.out")', stderr '$(cat "$work/down.err")'"
-  else ok "'$line' with the server down: nothing, quietly, in $ms ms"; fi
+    bad "'$line' with the server down or hung: $ms ms, candidates '$(cat "$work/down.out")', stderr '$(cat "$work/down.err")'"
+  else ok "'$line' with the server down or hung: nothing, quietly, in $ms ms"; fi
 done
 
 # --- ocsplan ---
