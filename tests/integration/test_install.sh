@@ -2,8 +2,9 @@
 # test_install.sh BUILD_DIR SOURCE_DIR - `cmake --install` into a DESTDIR
 # (prefix /usr) and the tree it makes: every program, the unit (naming the
 # installed ocsd and README), the YANG modules, the READMEs and the example
-# fabrics (issue 14 #12). Then the steps of systemd/README.md marked
-# "(tested):" (device password file, TLS files) run as written, as an
+# fabrics (issue 14 #12), the bash completions of ocsctl and ocsplan
+# (issue 26). Then the steps of systemd/README.md marked "(tested):"
+# (device password file, TLS files) run as written, as an
 # unprivileged user (nobody, when this runs as root), with /etc/ocsd
 # replaced by a scratch directory; the files they make have the documented
 # modes, and the installed ocsd serves the installed ocsctl with them.
@@ -46,7 +47,8 @@ for f in usr/lib/systemd/system/ocsd.service usr/share/ocsd/yang/ocsd-fabric.yan
   usr/share/doc/ocsd/examples/slurm/ocs-slurm-watch.service \
   usr/share/man/man8/ocsd.8 usr/share/man/man1/ocsctl.1 usr/share/man/man1/ocsplan.1 \
   usr/share/man/man1/ocs-devsim.1 usr/share/man/man5/ocsd-fabric.5 \
-  usr/share/doc/ocsd/examples/ocsd.default; do
+  usr/share/doc/ocsd/examples/ocsd.default \
+  usr/share/bash-completion/completions/ocsctl usr/share/bash-completion/completions/ocsplan; do
   if [ -f "$stage/$f" ]; then ok "$f"; else bad "$f not installed"; fi
 done
 # issue 26: man finds every page in the install
