@@ -20,13 +20,17 @@ build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
 # --ocs option of sbatch); without it the plugin is skipped.
 # slurmctld, slurmd, slurm-client, munge: the real Slurm cluster of the
 # slurm test (integrations/slurm; it starts its own daemons on loopback).
+# debhelper, lintian, fakeroot, systemd (systemd-sysusers, systemd-tmpfiles,
+# systemd-analyze), man-db: tests/packages.sh (the Debian packages of
+# debian/, built, checked by lintian and installed into a scratch root).
 # etcd-server, etcd-client: ocsd --store etcd and its tests (test_etcd,
 # test_store_etcd, test_daemon_etcd start their own etcd on loopback).
 # Debian enables an etcd service on 127.0.0.1:2379 when it installs
 # etcd-server; `systemctl disable --now etcd` if that machine needs none.
 test_pkgs=(python3-grpcio python3-grpc-tools python3-ncclient netconfd
   openssh-server prometheus openssl curl coinor-libcbc-dev clang-format
-  clang-14 libclang-rt-14-dev etcd-server etcd-client slurmctld slurmd slurm-client munge)
+  clang-14 libclang-rt-14-dev etcd-server etcd-client slurmctld slurmd slurm-client munge
+  debhelper lintian fakeroot systemd man-db)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then

@@ -11,6 +11,8 @@
 #   tests/run.sh --no-sanitize   skip the sanitizer build
 #   tests/run.sh --no-release    skip the Release build
 #   tests/run.sh --bench         also run the benchmarks (label bench)
+#   tests/run.sh --no-packages   skip the Debian packages (tests/packages.sh:
+#                                build, lintian, install into a scratch root)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -19,9 +21,10 @@ sanitize=1
 release=1
 bench=0
 fuzz=1
+packages=1
 fuzz_hours=""
 usage() {
-  echo "usage: tests/run.sh [--no-sanitize] [--no-release] [--no-fuzz] [--bench] [--fuzz-hours N]" >&2
+  echo "usage: tests/run.sh [--no-sanitize] [--no-release] [--no-fuzz] [--no-packages] [--bench] [--fuzz-hours N]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -29,6 +32,7 @@ while [ $# -gt 0 ]; do
     --no-sanitize) sanitize=0 ;;
     --no-release) release=0 ;;
     --no-fuzz) fuzz=0 ;;
+    --no-packages) packages=0 ;;
     --bench) bench=1 ;;
     --fuzz-hours)
       [ $# -ge 2 ] && [[ $2 =~ ^[0-9]+(\.[0-9]+)?$ ]] || usage
@@ -79,6 +83,9 @@ if [ "$sanitize" = 1 ]; then
 fi
 if [ "$fuzz" = 1 ]; then
   fuzz_suite 30
+fi
+if [ "$packages" = 1 ]; then
+  bash tests/packages.sh "$top"
 fi
 if [ "$bench" = 1 ]; then
   (cd build && ctest --output-on-failure -L bench)

@@ -670,10 +670,17 @@ static int request(struct etcd_client *c, const char *op, const char *path, json
 		timed_out |= rc == -ETIMEDOUT;
 		if (rc != -EAGAIN && rc != -ETIMEDOUT)
 			break;
-		/* every endpoint's failure goes into the message */
-		if (*why)
-			strncat(why, "; ", sizeof(why) - strlen(why) - 1);
-		strncat(why, c->error, sizeof(why) - strlen(why) - 1);
+		/* every endpoint's failure goes into the message, cut where it is full
+		 * (appended by hand: gcc's fortified strncat and snprintf warn) */
+		size_t len = strlen(why), n;
+
+		if (len && sizeof(why) - len > 3) {
+			memcpy(why + len, "; ", 2);
+			len += 2;
+		}
+		n = strnlen(c->error, sizeof(why) - 1 - len);
+		memcpy(why + len, c->error, n);
+		why[len + n] = '\0';
 	}
 	if (rc == -EAGAIN || rc == -ETIMEDOUT) { /* no endpoint answered */
 		rc = timed_out ? -ETIMEDOUT : -ECONNREFUSED;
