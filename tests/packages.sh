@@ -2,7 +2,8 @@
 # tests/packages.sh [SOURCE_DIR] - the Debian packages (issue 26), as
 # tests/run.sh runs them after the test suites: from a copy of the tree's
 # files (what git tracks, as a clean clone has them), dpkg-buildpackage -b
-# builds ocsd, ocsctl, ocs-devsim and ocsplan (debian/); lintian must report
+# builds ocsd, ocsctl, ocs-devsim and ocsplan (debian/), without a compiler
+# warning (-O2 and Debian's hardening flags); lintian must report
 # no error and no warning but those debian/README.packaging explains; the
 # packages are installed with dpkg into a scratch root (--root, maintainer
 # scripts run chrootless with DPKG_ROOT, dependencies taken from this
@@ -44,6 +45,11 @@ else
   bad "dpkg-buildpackage failed (log above)"
   finish
 fi
+# the optimizer's warnings (the package build is -O2 with Debian's hardening
+# flags, FORTIFY_SOURCE included) fail CI here, never a packager's build
+warnings=$(grep -E '^[^ ]+\.[ch]:[0-9]+:[0-9]+: warning:' "$work/build.log")
+if [ -z "$warnings" ]; then ok "the package build compiles without a warning"
+else bad "the package build warns: $warnings"; fi
 debs=()
 for p in ocsd ocsctl ocs-devsim ocsplan; do
   f=$(ls "$work"/${p}_*.deb 2>/dev/null | head -1)
