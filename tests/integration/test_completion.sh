@@ -120,18 +120,13 @@ want "ocsctl job submit a.json " # one FILE only
 cd "$work"
 
 # --- live values: a server over mTLS ---
+# shellcheck source=tests/integration/nb_server.sh
+. "$(dirname "$0")/nb_server.sh"
 bash "$make_certs" "$work/certs" >/dev/null
 c=$work/certs
 tls="--ca $c/ca.pem --cert $c/viewer.pem --key $c/viewer.key"
-"$server_bin" --ca "$c/ca.pem" --cert "$c/server.pem" --key "$c/server.key" \
-  >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-for _ in $(seq 100); do
-  grep -q '^port ' "$work/server.out" 2>/dev/null && break
-  sleep 0.05
-done
-port=$(awk '/^port /{print $2}' "$work/server.out")
-[ -n "$port" ] || { echo "server did not start"; cat "$work/server.err"; exit 1; }
+nb_server_start server --ca "$c/ca.pem" --cert "$c/server.pem" --key "$c/server.key"
+server_pid=$nb_server_pid
 addr=127.0.0.1:$port
 cat >"$work/job.json" <<'EOF'
 {
@@ -167,14 +162,9 @@ OCSD_SERVER=$addr OCSCTL_CA=$c/ca.pem OCSCTL_CERT=$c/viewer.pem OCSCTL_KEY=$c/vi
   want "ocsctl job show " train-7
 
 # --- live values: a ring domain, plaintext ---
-"$server_bin" --ring --insecure >"$work/ring.out" 2>"$work/ring.err" &
-ring_pid=$!
-for _ in $(seq 100); do
-  grep -q '^port ' "$work/ring.out" 2>/dev/null && break
-  sleep 0.05
-done
-ring_port=$(awk '/^port /{print $2}' "$work/ring.out")
-[ -n "$ring_port" ] || { echo "ring server did not start"; cat "$work/ring.err"; exit 1; }
+nb_server_start ring --ring --insecure
+ring_pid=$nb_server_pid
+ring_port=$port
 rs="--insecure --server 127.0.0.1:$ring_port"
 echo '{"id": "tp8", "idempotency_key": "ring-1", "ring": {"tp": 8, "gpus": 32, "orchestration": "fat-tree"}}' \
   >"$work/ring.json"

@@ -33,15 +33,10 @@ bash "$make_certs" "$work/certs"
 c=$work/certs
 
 # Start the server and read its port (bounded wait).
-"$server_bin" --ca "$c/ca.pem" --cert "$c/server.pem" --key "$c/server.key" \
-  >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-for _ in $(seq 100); do
-  grep -q '^port ' "$work/server.out" 2>/dev/null && break
-  sleep 0.05
-done
-port=$(awk '/^port /{print $2}' "$work/server.out")
-[ -n "$port" ] || { echo "server did not start"; cat "$work/server.err"; exit 1; }
+# shellcheck source=tests/integration/nb_server.sh
+. "$(dirname "$0")/nb_server.sh"
+nb_server_start server --ca "$c/ca.pem" --cert "$c/server.pem" --key "$c/server.key"
+server_pid=$nb_server_pid
 export OCSD_SERVER=127.0.0.1:$port
 
 . "$(dirname "$0")/ocsctl_expect.sh"
@@ -349,16 +344,9 @@ expect 1 "rail-ports on a leaf-spine fabric" -- $(as viewer) rail-ports
 has err "rail ports exist only on a rail-ocs fabric" "rail-ports refused by kind"
 
 # --- the ring domain: a second server (mTLS, same CA), 32 nodes x 4 GPUs ---
-"$server_bin" --ring --ca "$c/ca.pem" --cert "$c/server.pem" --key "$c/server.key" \
-  >"$work/ring.out" 2>"$work/ring.err" &
-ring_pid=$!
-for _ in $(seq 100); do
-  grep -q '^port ' "$work/ring.out" 2>/dev/null && break
-  sleep 0.05
-done
-ring_port=$(awk '/^port /{print $2}' "$work/ring.out")
-[ -n "$ring_port" ] || { echo "ring server did not start"; cat "$work/ring.err"; exit 1; }
-rs="--server 127.0.0.1:$ring_port"
+nb_server_start ring --ring --ca "$c/ca.pem" --cert "$c/server.pem" --key "$c/server.key"
+ring_pid=$nb_server_pid
+rs="--server 127.0.0.1:$port"
 # shellcheck disable=SC2046,SC2086
 "$ocsctl" $(as viewer) $rs watch >"$work/ring-watch.out" 2>"$work/ring-watch.err" &
 ring_watch_pid=$!

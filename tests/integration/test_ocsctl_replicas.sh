@@ -34,20 +34,14 @@ c=$work/certs
 tls="--ca $c/ca.pem --cert $c/server.pem --key $c/server.key"
 
 # start NAME ARGS...: starts nb_test_server over mTLS; its port in $port.
+# shellcheck source=tests/integration/nb_server.sh
+. "$(dirname "$0")/nb_server.sh"
 start() {
   local name=$1
   shift
   # shellcheck disable=SC2086
-  "$server_bin" $tls "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  pids="$pids $!"
-  port=""
-  for _ in $(seq 100); do
-    # "|| true": the server may not have opened its output file yet (set -e)
-    port=$(awk '/^port /{print $2}' "$work/$name.out" 2>/dev/null || true)
-    [ -n "$port" ] && break
-    sleep 0.05
-  done
-  [ -n "$port" ] || { echo "server $name did not start"; cat "$work/$name.err"; exit 1; }
+  nb_server_start "$name" $tls "$@"
+  pids="$pids $nb_server_pid"
 }
 
 dead=127.0.0.1:1 # nothing listens there: the connection is refused
