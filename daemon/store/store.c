@@ -287,7 +287,6 @@ int st_write_begin(struct st_store *st)
 
 	clock_gettime(CLOCK_MONOTONIC, &st->write_began);
 	rc = st->repl ? st->repl->prepare(st->repl_ctx) : 0;
-
 	if (rc)
 		return write_failed(st, rc, true);
 	rc = st_exec(st, "BEGIN IMMEDIATE");
