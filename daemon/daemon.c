@@ -518,7 +518,7 @@ int od_start_jobs(struct od *od)
 	if (rc)
 		return rc;
 	if (od->cfg->kind == CFG_RAIL_OCS) {
-		struct ra_deps rd = {od->cfg, NULL, NULL, od->devs, api_fail};
+		struct ra_deps rd = {od->cfg, NULL, NULL, od->devs, api_fail, od->reg};
 
 		rd.rl = od->rl = rl_new(&od->cfg->rail);
 		od->ra = od->rl ? ra_new(&rd) : NULL;

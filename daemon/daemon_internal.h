@@ -74,7 +74,7 @@ struct od {
 	struct ka *ka;	    /* the transaction sessions' keepalive */
 	struct event *prune_timer;
 	struct mx_family *m_jobs, *m_xcs, *m_ports, *m_reloads, *m_devices, *m_contention;
-	struct mx_family *m_pruned;
+	struct mx_family *m_pruned, *m_oldest;
 	struct mx_family *m_rings, *m_faulty, *m_subscribed;
 	struct rg_state *rings;	     /* ring domains: the rings and faulty nodes */
 	struct faults *faults;	     /* ring domains: the node-fault listener */

@@ -18,8 +18,9 @@
 #include "rings.h"
 
 /*
- * Before each scrape: job counts by state from the job manager's counters
- * and the worst contention of its live jobs, cross-connects and
+ * Before each scrape: job counts by state from the job manager's counters,
+ * the worst contention of its live jobs and the age of the oldest one in
+ * each in-flight state (walks of the live jobs), cross-connects and
  * input ports per group from the fabric state's per-device runs, devices
  * by state from devices.c.
  */
@@ -29,13 +30,22 @@ void od_sample_metrics(void *arg)
 	const struct ocs_fabric *f = &od->cfg->fabric;
 	static const enum jm_state states[] = {JM_PENDING,   JM_PLANNING, JM_PROGRAMMING, JM_ACTIVE,
 					       JM_RELEASING, JM_RELEASED, JM_FAILED};
+	static const enum jm_state in_flight[] = {JM_PENDING, JM_PLANNING, JM_PROGRAMMING,
+						  JM_RELEASING};
 	enum { N_STATES = sizeof(states) / sizeof(states[0]) };
+	enum { N_IN_FLIGHT = sizeof(in_flight) / sizeof(in_flight[0]) };
 
 	mx_clear(od->m_jobs);
 	for (size_t s = 0; od->jm && s < N_STATES; s++) {
 		const char *label = jm_state_name(states[s]);
 
 		mx_set(od->m_jobs, &label, (double)jm_count_state(od->jm, states[s]));
+	}
+	mx_clear(od->m_oldest);
+	for (size_t s = 0; od->jm && s < N_IN_FLIGHT; s++) {
+		const char *label = jm_state_name(in_flight[s]);
+
+		mx_set(od->m_oldest, &label, (double)jm_state_age_ms(od->jm, in_flight[s]) / 1000);
 	}
 	if (od->jm)
 		mx_set(od->m_contention, NULL, jm_max_contention(od->jm));
@@ -105,6 +115,10 @@ int od_register_metrics(struct od *od)
 		 "Largest leaf-spine contention over the plans of active jobs.", NULL},
 		{&od->m_pruned, true, "ocsd_jobs_pruned_total",
 		 "Finished jobs deleted by the retention.", NULL},
+		{&od->m_oldest, false, "ocsd_jobs_oldest_seconds",
+		 "How long the job longest in each in-flight state (PENDING, PLANNING, "
+		 "PROGRAMMING, RELEASING) has been in it (0: no job in that state).",
+		 state_label},
 		{&od->m_rings, false, "ocsd_rings_active",
 		 "OCSTrx ring domains: rings holding nodes.", NULL},
 		{&od->m_faulty, false, "ocsd_nodes_faulty",

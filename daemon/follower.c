@@ -101,7 +101,7 @@ static int view_build(const struct fw *fw, struct fw_view *v)
 	if (rc == 0)
 		rc = new_devs(fw, v);
 	if (rc == 0 && cfg->kind == CFG_RAIL_OCS) {
-		struct ra_deps rd = {cfg, NULL, NULL, v->devs, api_fail};
+		struct ra_deps rd = {cfg, NULL, NULL, v->devs, api_fail, NULL};
 
 		rd.rl = v->rl = rl_new(&cfg->rail);
 		rc = v->rl ? rl_load_faults(v->rl, fw->d.store) : -ENOMEM;

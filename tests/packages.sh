@@ -10,7 +10,8 @@
 # machine), and there:
 #   - ocsd --version and ocsd --check-config /etc/ocsd/fabric.json pass;
 #   - man -w finds every page; the completions are where bash-completion
-#     looks; /etc/default/ocsd is a conffile;
+#     looks; /etc/default/ocsd is a conffile; deploy/monitoring is in
+#     /usr/share/ocsd/monitoring, not compressed;
 #   - the system user ocsd exists (sysusers) and owns nothing but reads
 #     /etc/ocsd (0750 root:ocsd, tmpfiles);
 #   - systemd-analyze verify --root accepts ocsd.service;
@@ -89,6 +90,11 @@ for c in ocsctl ocsplan; do
   [ -f "$root/usr/share/bash-completion/completions/$c" ] && ok "completion of $c" ||
     bad "no completion of $c"
 done
+mon=$root/usr/share/ocsd/monitoring
+if [ -f "$mon/ocsd.rules.yml" ] && [ -f "$mon/grafana/ocsd-dashboard.json" ] &&
+  [ -f "$mon/prometheus.yml" ] && [ -f "$mon/README.md" ]; then
+  ok "the dashboard, alert rules and runbook in /usr/share/ocsd/monitoring, uncompressed"
+else bad "/usr/share/ocsd/monitoring: $(cd "$mon" 2>&1 && find . -type f | tr '\n' ' ')"; fi
 grep -qx /etc/default/ocsd "$root/var/lib/dpkg/info/ocsd.conffiles" &&
   ok "/etc/default/ocsd is a conffile" || bad "/etc/default/ocsd is not a conffile"
 grep -q '^ocsd:' "$root/etc/passwd" && ok "user ocsd created (sysusers)" || bad "no user ocsd in the root's passwd"

@@ -14,11 +14,13 @@
 #include "clock.h"
 #include "config.h"
 #include "devices.h"
+#include "metrics.h"
 #include "rails.h"
 
 struct ra {
 	struct ra_deps d;
 	struct nb_server *server;
+	struct mx_family *m_swaps; /* NULL without a registry */
 };
 
 /* Who a swap's answer goes to (freed by the answer). */
@@ -32,10 +34,30 @@ struct ra_call {
 
 struct ra *ra_new(const struct ra_deps *deps)
 {
+	static const enum rail_swap_kind kinds[] = {RAIL_SWAP_IDLE_GPU, RAIL_SWAP_SPARE_SERVER,
+						    RAIL_SWAP_REFUSED};
 	struct ra *ra = calloc(1, sizeof(*ra));
 
-	if (ra)
-		ra->d = *deps;
+	if (!ra)
+		return NULL;
+	ra->d = *deps;
+	if (!deps->reg)
+		return ra;
+	ra->m_swaps = mx_counter(deps->reg, "ocsd_rail_swaps_total",
+				 "Rail-OCS GPU swaps confirmed on the devices, by kind, and faulty "
+				 "GPUs no swap could take off their rail port (refused).",
+				 (const char *const[]){"kind", NULL});
+	/* every kind's series exists from the start, at 0 (rate() needs it) */
+	for (size_t i = 0; ra->m_swaps && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		const char *kind = rail_swap_kind_name(kinds[i]);
+
+		if (mx_add(ra->m_swaps, &kind, 0) != 0)
+			ra->m_swaps = NULL;
+	}
+	if (!ra->m_swaps) {
+		free(ra);
+		return NULL;
+	}
 	return ra;
 }
 
@@ -300,7 +322,10 @@ static void ev_swapped(void *ctx, const struct gsw_report *rep)
 	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
 	Ocs__V1__RailEvent re = OCS__V1__RAIL_EVENT__INIT;
 	struct arena ar = {0};
+	const char *kind = rail_swap_kind_name(rep->res->kind);
 
+	/* out of memory loses one count, nothing else */
+	(void)mx_add(ra->m_swaps, &kind, 1);
 	if (!ra->server)
 		return;
 	re.swap = build_swap(ra, &ar, rep, rep->res->failed_gpu);

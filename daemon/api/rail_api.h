@@ -18,6 +18,7 @@
 #include "gpu_swaps.h"
 
 struct devices;
+struct mx_registry;
 struct ocsd_config;
 struct rl_state;
 
@@ -28,6 +29,8 @@ struct ra_deps {
 	struct devices *devs;
 	/* answers call with a job manager error (api_pb.c's mapping to gRPC) */
 	void (*fail)(struct nb_call *call, const struct err_info *err);
+	/* ocsd_rail_swaps_total is registered here (NULL: a follower, no swaps) */
+	struct mx_registry *reg;
 };
 
 struct ra;

@@ -434,6 +434,9 @@ size_t jm_count(const struct jm *jm);
 size_t jm_count_state(const struct jm *jm, enum jm_state s);
 /* The highest max_contention of the ACTIVE jobs' plans (a walk of the live jobs only). */
 double jm_max_contention(const struct jm *jm);
+/* How long the job longest in state s has been in it, by the job manager's
+ * clock (0: no live job in s; a walk of the live jobs only). */
+int64_t jm_state_age_ms(const struct jm *jm, enum jm_state s);
 const struct jm_job *jm_at(const struct jm *jm, size_t i);
 /* True while a transaction is running. */
 bool jm_busy(const struct jm *jm);

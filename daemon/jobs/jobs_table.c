@@ -72,6 +72,17 @@ double jm_max_contention(const struct jm *jm)
 	return worst;
 }
 
+int64_t jm_state_age_ms(const struct jm *jm, enum jm_state s)
+{
+	int64_t now = jm_now_ms(jm), oldest = 0;
+
+	/* updated_ms is the time of the job's last state change (jm_set_state) */
+	for (size_t i = 0; i < jm->n_live; i++)
+		if (jm->live[i]->pub.state == s && now - jm->live[i]->pub.updated_ms > oldest)
+			oldest = now - jm->live[i]->pub.updated_ms;
+	return oldest;
+}
+
 const struct jm_job *jm_at(const struct jm *jm, size_t i)
 {
 	return i < jm->n_jobs ? &jm->jobs[i]->pub : NULL;

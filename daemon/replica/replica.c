@@ -72,7 +72,7 @@ struct replica {
 	char prefix[512];
 	bool etcd;
 	struct mx_family *m_store_errors, *m_etcd_seconds, *m_etcd_failures;
-	struct mx_family *m_leader, *m_leader_changes;
+	struct mx_family *m_leader, *m_leader_changes, *m_store_seconds, *m_late_beats;
 	char describe[1024];
 	int ttl_s;
 	char leader_key[600], member_key[700], members_prefix[600];
@@ -144,6 +144,14 @@ static void on_store_error(void *ctx, int rc)
 	(void)mx_add(rp->m_store_errors, (const char *[]){rp->etcd ? "etcd" : "sqlite"}, 1);
 }
 
+static void on_store_commit(void *ctx, double seconds)
+{
+	struct replica *rp = ctx;
+
+	(void)mx_observe(rp->m_store_seconds, (const char *[]){rp->etcd ? "etcd" : "sqlite"},
+			 seconds);
+}
+
 static void on_etcd_request(void *ctx, const char *op, double seconds, int rc)
 {
 	struct replica *rp = ctx;
@@ -176,9 +184,19 @@ static int register_metrics(struct replica *rp, struct mx_registry *reg)
 			 "1 while this replica leads (always 1 without --replica-id).", NULL);
 	rp->m_leader_changes = mx_counter(reg, "ocsd_leader_changes_total",
 					  "Times this replica became the leader.", NULL);
+	rp->m_store_seconds =
+		mx_histogram(reg, "ocsd_store_commit_duration_seconds",
+			     "State store write transactions that committed, from their begin to "
+			     "the end of their commit (an etcd store's publish included).",
+			     backend, mx_latency_buckets_s, mx_latency_buckets_n);
+	rp->m_late_beats = mx_counter(reg, "ocsd_loop_late_beats_total",
+				      "Beats of the event loop (due every 100 ms) that came 1 s or "
+				      "more after the one before: the loop did not run meanwhile.",
+				      NULL);
 	if (!rp->m_store_errors || !rp->m_etcd_seconds || !rp->m_etcd_failures || !rp->m_leader ||
-	    !rp->m_leader_changes || mx_set(rp->m_leader, NULL, rp->opts.replica_id ? 0 : 1) != 0 ||
-	    mx_add(rp->m_leader_changes, NULL, 0) != 0)
+	    !rp->m_leader_changes || !rp->m_store_seconds || !rp->m_late_beats ||
+	    mx_set(rp->m_leader, NULL, rp->opts.replica_id ? 0 : 1) != 0 ||
+	    mx_add(rp->m_leader_changes, NULL, 0) != 0 || mx_add(rp->m_late_beats, NULL, 0) != 0)
 		return -ENOMEM;
 	/* the series exists from the start (rate() needs its zero) */
 	return mx_add(rp->m_store_errors, (const char *[]){rp->etcd ? "etcd" : "sqlite"}, 0);
@@ -251,6 +269,7 @@ int rp_open(const struct rp_opts *o, const char *state_dir, const char *fabric_n
 		return rc;
 	}
 	st_set_error_observer(rp->store, on_store_error, rp);
+	st_set_commit_observer(rp->store, on_store_commit, rp);
 	*out = rp;
 	return 0;
 }
@@ -645,9 +664,15 @@ void rp_leading(struct replica *rp)
 
 void rp_beat(struct replica *rp)
 {
+	int64_t now = mono_ms();
+	bool late;
+
 	pthread_mutex_lock(&rp->mu);
-	rp->beat_ms = mono_ms();
+	late = now - rp->beat_ms >= RP_LATE_BEAT_MS;
+	rp->beat_ms = now;
 	pthread_mutex_unlock(&rp->mu);
+	if (late)
+		(void)mx_add(rp->m_late_beats, NULL, 1);
 }
 
 void rp_follow(struct replica *rp)

@@ -74,9 +74,12 @@ void rp_stop(struct replica *rp);
  * campaign, and a leader's gives up the lead (its lease revoked at once):
  * the keep-alive runs on its own thread, so without this a replica whose
  * loop hangs would hold the lead, serving nothing, for as long as it lives.
+ * A beat RP_LATE_BEAT_MS or more after the one before (or after the start
+ * of the loop: rp_start, rp_leading) counts in ocsd_loop_late_beats_total.
  */
 void rp_beat(struct replica *rp);
 #define RP_BEAT_MS	 100
+#define RP_LATE_BEAT_MS	 1000
 #define RP_LOOP_STALL_MS 5000
 /* The same for RECOVERING, whose loop does not run while the follower
  * phase ends and the leader phase starts (recovery reads every device). */

@@ -75,6 +75,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ST_SCHEMA_VERSION 8
@@ -282,8 +283,10 @@ static int write_failed(struct st_store *st, int rc, bool in_repl)
 
 int st_write_begin(struct st_store *st)
 {
-	int rc = st->repl ? st->repl->prepare(st->repl_ctx) : 0;
+	int rc;
 
+	clock_gettime(CLOCK_MONOTONIC, &st->write_began);
+	rc = st->repl ? st->repl->prepare(st->repl_ctx) : 0;
 	if (rc)
 		return write_failed(st, rc, true);
 	rc = st_exec(st, "BEGIN IMMEDIATE");
@@ -328,6 +331,14 @@ int st_write_commit(struct st_store *st)
 	if (rc)
 		return write_failed(st, rc, false);
 	st->repl_failed = false;
+	if (st->on_commit) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		st->on_commit(st->on_commit_ctx,
+			      (double)(now.tv_sec - st->write_began.tv_sec) +
+				      (double)(now.tv_nsec - st->write_began.tv_nsec) / 1e9);
+	}
 	return 0;
 }
 
@@ -558,6 +569,12 @@ void st_set_error_observer(struct st_store *st, void (*fn)(void *ctx, int rc), v
 {
 	st->on_error = fn;
 	st->on_error_ctx = ctx;
+}
+
+void st_set_commit_observer(struct st_store *st, void (*fn)(void *ctx, double seconds), void *ctx)
+{
+	st->on_commit = fn;
+	st->on_commit_ctx = ctx;
 }
 
 void st_set_busy_timeout(struct st_store *st, int timeout_ms)

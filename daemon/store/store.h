@@ -112,6 +112,12 @@ const char *st_changed_note(int rc);
  * with refusals of the arguments (-EEXIST, -ENOENT, -EINVAL, -EALREADY).
  */
 void st_set_error_observer(struct st_store *st, void (*fn)(void *ctx, int rc), void *ctx);
+/*
+ * fn (NULL: none) is called after every write transaction that committed,
+ * with its time from st_write_begin() to the end of its COMMIT in seconds
+ * (a replicated store's publish included).
+ */
+void st_set_commit_observer(struct st_store *st, void (*fn)(void *ctx, double seconds), void *ctx);
 
 /*
  * How long a write waits for another connection's lock on the file before

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
@@ -43,6 +44,9 @@ struct st_store {
 	bool repl_failed;	  /* the last write failed in the replication */
 	void (*on_error)(void *ctx, int rc);
 	void *on_error_ctx;
+	void (*on_commit)(void *ctx, double seconds);
+	void *on_commit_ctx;
+	struct timespec write_began; /* CLOCK_MONOTONIC at st_write_begin() */
 };
 
 /* The lifecycle states of a job that is over (store.h, st_prune). */

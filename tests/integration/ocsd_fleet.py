@@ -180,6 +180,25 @@ class Fleet:
     def target(self):
         return f"127.0.0.1:{self.grpc_port}"
 
+    def ocsctl(self, *args):
+        """ocsctl (plaintext, this ocsd, 30 s deadline): the CompletedProcess."""
+        return subprocess.run([os.path.join(self.build, "northbound", "ocsctl", "ocsctl"),
+                               "--insecure", "--server", self.target, "--timeout-ms", "30000"] +
+                              list(args), capture_output=True, text=True, timeout=60)
+
+    def start_lab_job(self):
+        """The devices and ocsd started, once `ocsctl status` answers the
+        quickstart's job (deploy/jobs/lab-ring.json) submitted: the submit's
+        CompletedProcess."""
+        self.start_devices()
+        self.start_ocsd()
+        for _ in range(100):
+            if self.ocsctl("status").returncode == 0:
+                break
+            time.sleep(0.1)
+        return self.ocsctl("job", "submit",
+                           os.path.join(self.src, "deploy", "jobs", "lab-ring.json"))
+
     def log(self):
         with open(self.log_path, errors="replace") as f:
             return f.read()

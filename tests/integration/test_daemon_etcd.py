@@ -13,7 +13,8 @@ lab fleet of 16 ocs-devsim devices, all on loopback:
   - etcd stopped: a submission is refused with UNAVAILABLE naming etcd,
     the devices are untouched, ocsd_store_errors_total counts it, and
     /metrics (with the etcd latency histogram) passes promtool;
-  - etcd back: the same submission goes through, a release too;
+  - etcd back: the same submission goes through, a release too (the
+    etcd store's commit times in ocsd_store_commit_duration_seconds);
   - etcd stopped: ocs.v1.Jobs NOT_SERVING, GetFabric's store_problem says
     why, writes refused naming it; etcd back: serving again by itself;
   - two replicas (--replica-id a, b) on fixed ports: a leads, b follows:
@@ -504,8 +505,11 @@ def main():
     check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"e2 after etcd returned: {r.job.reason}")
     r = stub.ReleaseJob(jobs_pb2.ReleaseJobRequest(id="e1"), timeout=RPC_TIMEOUT_S)
     check(r.job.state == jobs_pb2.JOB_STATE_RELEASED, f"release e1: {r.job.reason}")
-    check((metric(fleet.metrics(), "ocsd_etcd_request_duration_seconds_count", 'op="txn"')
+    text = fleet.metrics()
+    check((metric(text, "ocsd_etcd_request_duration_seconds_count", 'op="txn"')
            or 0) >= 1, "etcd txn latencies recorded")
+    check((metric(text, "ocsd_store_commit_duration_seconds_count", 'backend="etcd"')
+           or 0) >= 2, "store commit times recorded as the etcd backend's (e2, release)")
     check(ocsd_circuits() == device_circuits(),
           "devices and ocsd agree at the end")
     ch.close()

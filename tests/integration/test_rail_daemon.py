@@ -39,9 +39,7 @@ Checks, in order:
 usage: test_rail_daemon.py BUILD_DIR SOURCE_DIR
 """
 import atexit
-import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -63,6 +61,13 @@ TIMEOUT_S = rail_helpers.TIMEOUT_S
 FAILURES = []
 OCSCTL = os.path.join(BUILD, "northbound", "ocsctl", "ocsctl")
 KIND = fabric_pb2.RailSwapKind
+
+
+def swaps():
+    """ocsd_rail_swaps_total by kind, from a scrape of /metrics."""
+    prefix = 'ocsd_rail_swaps_total{kind="'
+    return {line[len(prefix):].split('"')[0]: float(line.split()[-1])
+            for line in FLEET.metrics().splitlines() if line.startswith(prefix)}
 
 
 def check(cond, what):
@@ -183,6 +188,9 @@ def main():
           f"case 2: rail ports 4..7 on the spare's GPUs 8..11 ({ports})")
     check(list(c.job("job-b").gpus) == [8, 9, 10, 11], "case 2: job-b holds 8..11")
     check_devices(c, "case 2")
+    n = swaps()
+    check(n == {"idle-gpu": 1, "spare-server": 1, "refused": 0},
+          f"ocsd_rail_swaps_total: one swap of each case, nothing refused ({n})")
 
     # ---- refusals: nothing changes
     expect_refusal(c, 0, grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -221,6 +229,9 @@ def main():
           f"fail-port on GPU 13: swapped out by the notification ({ev})")
     ports, faulty = c.ports()
     check(13 in faulty and 13 not in ports.values(), f"GPU 13 faulty, on no port ({ports})")
+    n = swaps()
+    check(n == {"idle-gpu": 2, "spare-server": 2, "refused": 0},
+          f"ocsd_rail_swaps_total: the device's fault counted, refused ReplaceGpu not ({n})")
     check_devices(c, "device-reported fault")
     FLEET.set_faults(dev, "")  # light back
     time.sleep(0.5)

@@ -10,27 +10,20 @@ ocsctl so that transactions and plans have happened. Then:
     scrape interval) scrapes ocsd, and its HTTP query API gives back
     ocsd_jobs{state="ACTIVE"} = 1, the used OCS input ports of the job
     (16 cross-connects: 16 used input ports over the four groups), and the
-    target health "up".
+    target health "up" (the server: integration/prom_server.py).
 
 usage: test_prometheus.py BUILD_DIR SOURCE_DIR
 """
-import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
-import urllib.parse
-import urllib.request
 
 BUILD, SRC = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 import ocsd_fleet  # noqa: E402
-import testports  # noqa: E402
+import prom_server  # noqa: E402
 
-OCSCTL = os.path.join(BUILD, "northbound", "ocsctl", "ocsctl")
-PROMETHEUS, PROMTOOL = "/usr/bin/prometheus", "/usr/bin/promtool"
 passed = failed = 0
 
 
@@ -43,22 +36,6 @@ def check(cond, what):
         print("FAIL:", what, flush=True)
 
 
-def ocsctl(*args):
-    return subprocess.run([OCSCTL, "--insecure", "--server", fleet.target, "--timeout-ms",
-                           "30000"] + list(args), capture_output=True, text=True, timeout=60)
-
-
-def query(port, promql):
-    """The instant vector of promql as {labels-json: value}."""
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-    with urllib.request.urlopen(url, timeout=10) as r:
-        body = json.load(r)
-    if body.get("status") != "success":
-        raise RuntimeError(f"query {promql}: {body}")
-    return {json.dumps(s["metric"], sort_keys=True): float(s["value"][1])
-            for s in body["data"]["result"]}
-
-
 def sample(text, name, labels=""):
     m = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
     return float(m.group(1)) if m else None
@@ -67,20 +44,14 @@ def sample(text, name, labels=""):
 fleet = ocsd_fleet.Fleet(BUILD, SRC, prefix="ocsd-prometheus-")
 prom = None
 try:
-    fleet.start_devices()
-    fleet.start_ocsd()
-    for _ in range(100):
-        if ocsctl("status").returncode == 0:
-            break
-        time.sleep(0.1)
-    r = ocsctl("job", "submit", os.path.join(SRC, "deploy", "jobs", "lab-ring.json"))
+    r = fleet.start_lab_job()
     check(r.returncode == 0, f"job submit: {r.returncode} {r.stderr}")
-    r = ocsctl("job", "plan", os.path.join(SRC, "deploy", "jobs", "lab-ring.json"))
+    r = fleet.ocsctl("job", "plan", os.path.join(SRC, "deploy", "jobs", "lab-ring.json"))
     check(r.returncode == 0, f"dry run of the running job: {r.returncode} {r.stderr}")
 
     # promtool on a scrape taken after the job ran.
     text = fleet.metrics()
-    pt = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
+    pt = subprocess.run([prom_server.PROMTOOL, "check", "metrics"], input=text, capture_output=True,
                         text=True, timeout=60)
     check(pt.returncode == 0, f"promtool check metrics: {pt.returncode} {pt.stdout} {pt.stderr}")
     check(sample(text, "ocsd_transactions_total", '{outcome="committed"}') == 1,
@@ -102,67 +73,36 @@ try:
     check(sample(text, "ocsd_jobs", '{state="ACTIVE"}') == 1, "ocsd_jobs ACTIVE in the scrape")
 
     # A real Prometheus server scraping ocsd.
-    prom_port = testports.reserve(1)
-    cfg = os.path.join(fleet.work, "prometheus.yml")
-    with open(cfg, "w") as f:
-        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                "scrape_configs:\n  - job_name: ocsd\n    static_configs:\n"
-                f"      - targets: ['127.0.0.1:{fleet.metrics_port}']\n")
-    pc = subprocess.run([PROMTOOL, "check", "config", cfg], capture_output=True, text=True)
-    check(pc.returncode == 0, f"promtool check config: {pc.stdout} {pc.stderr}")
-    plog = open(os.path.join(fleet.work, "prometheus.log"), "w")
-    prom = subprocess.Popen([PROMETHEUS, "--config.file", cfg,
-                             "--storage.tsdb.path", os.path.join(fleet.work, "tsdb"),
-                             "--web.listen-address", f"127.0.0.1:{prom_port}"],
-                            stdout=plog, stderr=plog)
-    testports.wait_listening("127.0.0.1", prom_port, "prometheus", 30, proc=prom)
-    active = ports = up = None
-    # bounded: 60 s for the first scrapes (a scrape that times out at 1 s on
-    # a loaded machine reads up 0; the next one counts)
-    for _ in range(600):
-        time.sleep(0.1)
-        if prom.poll() is not None:
-            break
-        try:
-            up = query(prom_port, 'up{job="ocsd"}')
-            active = query(prom_port, 'ocsd_jobs{state="ACTIVE"}')
-            ports = query(prom_port, 'sum(ocsd_ocs_input_ports{state="used"})')
-        except (OSError, RuntimeError):
-            continue
-        if active and up and list(up.values()) == [1.0]:
-            break
-    check(prom.poll() is None, "prometheus exited:\n" +
-          open(os.path.join(fleet.work, "prometheus.log")).read()[-2000:])
+    prom = prom_server.Prometheus(fleet.work, [f"127.0.0.1:{fleet.metrics_port}"])
+    ok, out = prom.check_config()
+    check(ok, f"promtool check config: {out}")
+    prom.start()
+    # bounded: 60 s for the first scrapes
+    up = prom.wait_up(60)
+    active = prom.wait_for('ocsd_jobs{state="ACTIVE"}', bool, 10)
+    ports = prom.vector('sum(ocsd_ocs_input_ports{state="used"})')
+    check(prom.proc.poll() is None, "prometheus exited:\n" + prom.log_tail())
     check(up and list(up.values()) == [1.0], f"target health via the query API: {up}")
     check(active and list(active.values()) == [1.0],
           f'ocsd_jobs{{state="ACTIVE"}} via the query API: {active}')
     check(ports and list(ports.values()) == [16.0], f"used OCS input ports: {ports}")
-    bucket = query(prom_port, 'ocsd_plan_duration_seconds_bucket{le="0.0025"}')
+    bucket = prom.vector('ocsd_plan_duration_seconds_bucket{le="0.0025"}')
     check(len(bucket) == 1, f'a bucket by le="0.0025" via the query API: {bucket}')
     # A change shows up in the next scrapes: release -> RELEASED 1, ACTIVE 0.
-    r = ocsctl("job", "release", "lab-ring")
+    r = fleet.ocsctl("job", "release", "lab-ring")
     check(r.returncode == 0, f"release: {r.stderr}")
-    released = None
-    for _ in range(300):
-        time.sleep(0.1)
-        released = query(prom_port, 'ocsd_jobs{state="RELEASED"}')
-        if released and list(released.values()) == [1.0]:
-            break
+    released = prom.wait_for('ocsd_jobs{state="RELEASED"}',
+                             lambda v: list(v.values()) == [1.0], 30)
     check(released and list(released.values()) == [1.0], f"RELEASED via the query API: {released}")
-    check(list(query(prom_port, 'ocsd_jobs{state="ACTIVE"}').values()) == [0.0],
+    check(list(prom.vector('ocsd_jobs{state="ACTIVE"}').values()) == [0.0],
           "ACTIVE after release")
     check(fleet.stop_ocsd() == 0, "ocsd exit code on SIGTERM")
 except Exception:
     failed += 1
     raise
 finally:
-    if prom is not None and prom.poll() is None:
-        prom.send_signal(signal.SIGTERM)
-        try:
-            prom.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            prom.kill()
-            prom.wait()
+    if prom is not None:
+        prom.stop()
     fleet.close()
     if failed:
         fleet.dump_logs()

@@ -348,6 +348,38 @@ static void wave_behind_x(struct fx *f)
 	assert_no_shared_port(f);
 }
 
+/*
+ * jm_state_age_ms (ocsd_jobs_oldest_seconds): how long the job longest in
+ * PROGRAMMING has been there, by the job manager's clock; 0 once none is.
+ */
+static void test_state_age(void **state)
+{
+	struct fx *f = *state;
+	const struct lc_demand d2[] = {{1, 3, 2}};
+	struct jm_spec a = spec_of("a", NULL, small_demand, 1);
+	struct jm_spec b = spec_of("b", NULL, d2, 1);
+
+	assert_int_equal(jm_state_age_ms(f->jm, JM_PROGRAMMING), 0);
+	jm_submit(f->jm, &a, on_answer, f);
+	assert_int_equal(run_plans(f), 1);
+	assert_int_equal(job(f, "a")->state, JM_PROGRAMMING);
+	clk_fake_advance_ms(&f->clock, 4000);
+	jm_submit(f->jm, &b, on_answer, f);
+	assert_int_equal(run_plans(f), 1);
+	assert_int_equal(job(f, "b")->state, JM_PROGRAMMING);
+	clk_fake_advance_ms(&f->clock, 1000);
+	assert_int_equal(jm_state_age_ms(f->jm, JM_PROGRAMMING), 5000); /* a, the older */
+	assert_int_equal(jm_state_age_ms(f->jm, JM_ACTIVE), 0);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "a")->state, JM_ACTIVE);
+	assert_int_equal(jm_state_age_ms(f->jm, JM_PROGRAMMING), 1000); /* b */
+	clk_fake_advance_ms(&f->clock, 250);
+	assert_int_equal(jm_state_age_ms(f->jm, JM_ACTIVE), 250);
+	finish_txn(f, TXN_CONFIRMED, false);
+	assert_int_equal(job(f, "b")->state, JM_ACTIVE);
+	assert_int_equal(jm_state_age_ms(f->jm, JM_PROGRAMMING), 0);
+}
+
 static void test_admitted_plans_keep_clear(void **state)
 {
 	struct fx *f = *state;
@@ -1240,6 +1272,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drain_holds_when_moving_other_jobs, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_admitted_plans_keep_clear, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_state_age, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_snapshot_replans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_burst_one_wave, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wave_confirmed, setup, teardown),

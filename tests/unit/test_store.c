@@ -872,10 +872,37 @@ static void test_intent_decide(void **state)
 	st_close(st);
 }
 
+/* What the store's observers saw (st_set_error_observer, st_set_commit_observer). */
+struct observed {
+	int errors, last_error, commits;
+	double max_commit_s;
+};
+
+static void observe_error(void *ctx, int rc)
+{
+	struct observed *o = ctx;
+
+	o->errors++;
+	o->last_error = rc;
+}
+
+static void observe_commit(void *ctx, double seconds)
+{
+	struct observed *o = ctx;
+
+	o->commits++;
+	if (seconds > o->max_commit_s)
+		o->max_commit_s = seconds;
+	/* from this write's begin: a start time never set would read as hours */
+	assert_true(seconds >= 0 && seconds < 60);
+}
+
 /*
  * Another connection holds the write lock (BEGIN EXCLUSIVE): every write
  * waits the busy timeout, then fails with -EBUSY and changes nothing; reads
- * go on (WAL); once the lock is gone the same writes succeed.
+ * go on (WAL); once the lock is gone the same writes succeed. The error
+ * observer sees each refused write and the commit observer none of them;
+ * the commit observer sees each write that committed, with its time.
  */
 static void test_write_refused_while_locked(void **state)
 {
@@ -890,10 +917,15 @@ static void test_write_refused_while_locked(void **state)
 	int64_t t1, t2 = 0, t0;
 	size_t n = 7;
 	char ids[64];
+	struct observed seen = {0};
 
+	st_set_error_observer(st, observe_error, &seen);
+	st_set_commit_observer(st, observe_commit, &seen);
 	put_job(st, "j1", NULL, "PROGRAMMING", 1);
 	put_job(st, "done", NULL, "RELEASED", 1);
 	assert_int_equal(st_intent_begin(st, "j1", NULL, 0, add, 1, NULL, 0, 2, &t1), 0);
+	assert_int_equal(seen.commits, 3);
+	assert_int_equal(seen.errors, 0);
 	st_set_busy_timeout(st, 100);
 
 	other = raw_open(f->path);
@@ -908,6 +940,9 @@ static void test_write_refused_while_locked(void **state)
 	assert_int_equal(st_drain_set(st, "ocs-g0-d0", true), -EBUSY);
 	assert_int_equal(st_prune(st, 1000, 0, 0, 10, &n, NULL, NULL), -EBUSY);
 	assert_int_equal(n, 0);
+	assert_int_equal(seen.errors, 6);
+	assert_int_equal(seen.last_error, -EBUSY);
+	assert_int_equal(seen.commits, 3);
 	/* reads still work, and show nothing of the refused writes */
 	assert_int_equal(st_job_get(st, "j1", &got), 0);
 	assert_string_equal(got.state, "PROGRAMMING");
@@ -929,6 +964,9 @@ static void test_write_refused_while_locked(void **state)
 	assert_int_equal(st_intent_finish(st, t1, ST_INTENT_CONFIRMED, NULL, 3), 0);
 	assert_int_equal(st_prune(st, 1000, 0, 0, 10, &n, NULL, NULL), 0);
 	assert_int_equal(n, 2); /* the finished job, and j1's intent now finished */
+	assert_int_equal(seen.commits, 6);
+	assert_int_equal(seen.errors, 6);
+	assert_true(seen.max_commit_s > 0);
 	assert_string_equal(job_ids(st, ids), "j1,j2,");
 	cs.n = 0;
 	assert_int_equal(st_circuit_list(st, NULL, collect_circuit, &cs), 0);
