@@ -62,7 +62,7 @@ static struct devices *new_devs(const struct ocs_fabric *f, struct fs_state *fs,
 				struct st_store *st, int64_t now_ms)
 {
 	int n = ocs_fabric_devices(f);
-	char(*names)[16] = calloc((size_t)n, sizeof(*names));
+	char(*names)[24] = calloc((size_t)n, sizeof(*names));
 	const char **ptrs = calloc((size_t)n, sizeof(*ptrs));
 	struct devices *devs;
 

@@ -359,8 +359,10 @@ static void test_help_lists_every_option(void **state)
 		char start[64];
 		snprintf(start, sizeof(start), "\n  %s ", expected_help[i].synopsis);
 		const char *entry = strstr(text, start);
-		if (!entry)
+		if (!entry) { /* cmocka's fail_msg is not declared noreturn */
 			fail_msg("--help has no entry '%s'", expected_help[i].synopsis);
+			continue;
+		}
 		const char *end = strstr(entry + 1, "\n  --");
 		size_t entry_len = end ? (size_t)(end - entry) : strlen(entry);
 		char joined[512];

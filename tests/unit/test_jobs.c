@@ -152,7 +152,7 @@ static void test_refusal_names_movers(void **state)
 	const struct ocs_fabric *fab = &((struct fx *)*state)->cfg->fabric;
 	struct fx *f = *state;
 	struct lc_demand d[19];
-	char ids[19][8], *at, *end;
+	char ids[19][16], *at, *end;
 	int named = 0;
 
 	for (int k = 0; k < 19; k++) {
