@@ -120,18 +120,19 @@ int rpc_call(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, void 
 void rpc_free_msg(void *m);
 
 /*
- * Every page of a ListJobs or ListCircuits answer (issue 14 #5): the page
- * messages are kept (the items point into them) until rpc_pages_free().
+ * Every page of a ListJobs, ListCircuits or ListRailPorts answer (issue 14
+ * #5): the page messages are kept (the items point into them) until
+ * rpc_pages_free().
  */
 struct rpc_pages {
 	ProtobufCMessage **msgs;
 	size_t n_msgs;
-	void **items; /* Ocs__V1__Job * or Ocs__V1__Circuit * */
+	void **items; /* Ocs__V1__Job *, Ocs__V1__Circuit * or Ocs__V1__RailPort * */
 	size_t n_items;
 };
 
 void rpc_pages_free(struct rpc_pages *pg);
-/* Calls m (ListJobs or ListCircuits) until the last page; *token is the
+/* Calls m (ListJobs, ListCircuits or ListRailPorts) until the last page; *token is the
  * request's page_token field. pg is freed by the caller, even on failure. */
 int rpc_follow_pages(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, char **token,
 		     struct rpc_pages *pg);

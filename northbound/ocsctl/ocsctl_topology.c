@@ -1,8 +1,8 @@
 /*
  * ocsctl_topology.c - `ocsctl topology` (issue 27): the fabric drawn as
  * Graphviz DOT text, or as SVG through graphviz's `dot -Tsvg`, for reports
- * and tickets. Read-only: GetFabric, ListDevices, ListCircuits or
- * ListRings (and GetJob to refuse an unknown --job), nothing else.
+ * and tickets. Read-only: GetFabric, ListDevices, ListCircuits, ListRings
+ * or ListRailPorts (and GetJob to refuse an unknown --job), nothing else.
  *
  * What is drawn, by the fabric's kind:
  *   - leaf-spine-ocs: one node per pod; the OCS devices in one cluster per
@@ -15,6 +15,10 @@
  *   - ocstrx-ring: one node per ring-domain node (its agent's state as
  *     the fill), the deployment line in grey, each ring's links in its
  *     job's colour, a repaired ring's failed node in red.
+ *   - rail-ocs: one box per OCS group with its device and servers; one
+ *     edge per rail port from the server whose GPU it joins to the group,
+ *     in the GPU's job's colour (grey idle), bold and dashed when a swap
+ *     put another GPU there (above --max-edges ports: idle ones left out).
  * The text is sorted (the server's orders, jobs by id), so two drawings of
  * one state diff clean. Every id is quoted and every label escaped
  * (ocsctl_dot.c).
@@ -118,31 +122,80 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The distinct ids of ids[0..n) (pointers into the answers), sorted:
- * a job's colour is its place here. Caller frees the array. */
-static const char **sorted_jobs(const char **ids, size_t n, size_t *n_out)
-{
-	const char **v = malloc((n + 1) * sizeof(*v));
-	size_t k = 0;
+/*
+ * The jobs of a drawing: their ids sorted, each once (a job's colour is
+ * its place here), and how many items (circuits, rings, GPUs) each holds.
+ */
+struct job_set {
+	const char **ids; /* pointers into the answers */
+	size_t n;
+	size_t *counts;
+};
 
-	if (!v) {
+static void *must_alloc(size_t n, size_t size)
+{
+	void *p = calloc(n + 1, size);
+
+	if (!p) {
 		fprintf(stderr, "ocsctl: out of memory\n");
 		exit(EXIT_REFUSED);
 	}
-	memcpy(v, ids, n * sizeof(*v));
-	qsort(v, n, sizeof(*v), cmp_str);
-	for (size_t i = 0; i < n; i++)
-		if (k == 0 || strcmp(v[k - 1], v[i]))
-			v[k++] = v[i];
-	*n_out = k;
-	return v;
+	return p;
 }
 
-static size_t job_index(const char **jobs, size_t n, const char *id)
+static size_t job_index(const struct job_set *js, const char *id)
 {
-	const char **hit = bsearch(&id, jobs, n, sizeof(*jobs), cmp_str);
+	const char **hit = bsearch(&id, js->ids, js->n, sizeof(*js->ids), cmp_str);
 
-	return hit ? (size_t)(hit - jobs) : 0;
+	return hit ? (size_t)(hit - js->ids) : 0;
+}
+
+static const char *job_colour(const struct job_set *js, const char *id)
+{
+	return dot_job_colour(job_index(js, id));
+}
+
+/* The jobs of items[0..n), whose job job_of() reads ("": none, left out).
+ * job_set_free() frees it. */
+static void job_set_make(struct job_set *js, void *const *items, size_t n,
+			 const char *(*job_of)(const void *item))
+{
+	size_t k = 0;
+
+	js->ids = must_alloc(n, sizeof(*js->ids));
+	js->counts = must_alloc(n, sizeof(*js->counts));
+	for (size_t i = 0; i < n; i++)
+		if (job_of(items[i])[0])
+			js->ids[k++] = job_of(items[i]);
+	qsort(js->ids, k, sizeof(*js->ids), cmp_str);
+	js->n = 0;
+	for (size_t i = 0; i < k; i++)
+		if (js->n == 0 || strcmp(js->ids[js->n - 1], js->ids[i]))
+			js->ids[js->n++] = js->ids[i];
+	for (size_t i = 0; i < n; i++)
+		if (job_of(items[i])[0])
+			js->counts[job_index(js, job_of(items[i]))]++;
+}
+
+static void job_set_free(struct job_set *js)
+{
+	free(js->ids);
+	free(js->counts);
+}
+
+static const char *circuit_job(const void *c)
+{
+	return ((const Ocs__V1__Circuit *)c)->job_id;
+}
+
+static const char *ring_job(const void *r)
+{
+	return ((const Ocs__V1__Ring *)r)->job_id;
+}
+
+static const char *port_job(const void *p)
+{
+	return ((const Ocs__V1__RailPort *)p)->job_id;
 }
 
 static void graph_open(FILE *f, const char *title)
@@ -210,15 +263,14 @@ static char *device_label(const Ocs__V1__Device *d, const char *name)
 }
 
 /* The legend: one node per job in its colour, "JOB (N circuits|rings)". */
-static void legend(FILE *f, const char **jobs, size_t n_jobs, const size_t *counts,
-		   const char *what)
+static void legend(FILE *f, const struct job_set *js, const char *what)
 {
-	if (!n_jobs)
+	if (!js->n)
 		return;
 	fputs("\tsubgraph \"cluster_jobs\" {\n\t\tlabel=\"jobs\";\n", f);
-	for (size_t j = 0; j < n_jobs; j++) {
-		char *id = out_fmt("job %s", jobs[j]);
-		char *label = out_fmt("%s\n%zu %s", jobs[j], counts[j], what);
+	for (size_t j = 0; j < js->n; j++) {
+		char *id = out_fmt("job %s", js->ids[j]);
+		char *label = out_fmt("%s\n%zu %s", js->ids[j], js->counts[j], what);
 		char *extra = out_fmt("fontcolor=\"#ffffff\", tooltip=\"job\"");
 
 		node_line(f, "\t\t", id, label, dot_job_colour(j), extra);
@@ -373,8 +425,7 @@ static char *circuit_devices(const Ocs__V1__Circuit *c)
 	return s;
 }
 
-static void draw_circuit_edges(FILE *f, Ocs__V1__Circuit **cs, size_t n, const char **jobs,
-			       size_t n_jobs)
+static void draw_circuit_edges(FILE *f, Ocs__V1__Circuit **cs, size_t n, const struct job_set *js)
 {
 	for (size_t i = 0; i < n; i++) {
 		const Ocs__V1__Circuit *c = cs[i];
@@ -383,7 +434,7 @@ static void draw_circuit_edges(FILE *f, Ocs__V1__Circuit **cs, size_t n, const c
 		char *label = out_fmt("%s\ng%d %s %d:%d-%d:%d", c->job_id, c->group, dev, c->pod_a,
 				      c->port_a, c->pod_b, c->port_b);
 
-		edge_line(f, a, b, dot_job_colour(job_index(jobs, n_jobs, c->job_id)), label, NULL);
+		edge_line(f, a, b, job_colour(js, c->job_id), label, NULL);
 		free(dev);
 		free(a);
 		free(b);
@@ -396,17 +447,13 @@ static void draw_circuit_edges(FILE *f, Ocs__V1__Circuit **cs, size_t n, const c
  * pod pair and then per pod block pair (blocks of 2, 4, ... pods) until
  * at most max edges remain. Returns the pod block size drawn.
  */
-static int draw_aggregated(FILE *f, Ocs__V1__Circuit **cs, size_t n, const char **jobs,
-			   size_t n_jobs, long max, int pods, char **how)
+static int draw_aggregated(FILE *f, Ocs__V1__Circuit **cs, size_t n, const struct job_set *js,
+			   long max, int pods, char **how)
 {
-	struct agg_edge *e = malloc((n + 1) * sizeof(*e));
+	struct agg_edge *e = must_alloc(n, sizeof(*e));
 	size_t k;
 	int block = 1;
 
-	if (!e) {
-		fprintf(stderr, "ocsctl: out of memory\n");
-		exit(EXIT_REFUSED);
-	}
 	k = aggregate(cs, n, true, 1, e);
 	if ((long)k <= max) {
 		*how = out_fmt("one edge per job and pod pair");
@@ -424,9 +471,7 @@ static int draw_aggregated(FILE *f, Ocs__V1__Circuit **cs, size_t n, const char 
 						       : e[i].circuits >= 8 ? 2
 									    : 1);
 
-		edge_line(f, a, b,
-			  e[i].job ? dot_job_colour(job_index(jobs, n_jobs, e[i].job)) : "#555555",
-			  label, pen);
+		edge_line(f, a, b, e[i].job ? job_colour(js, e[i].job) : "#555555", label, pen);
 		free(a);
 		free(b);
 		free(label);
@@ -436,15 +481,14 @@ static int draw_aggregated(FILE *f, Ocs__V1__Circuit **cs, size_t n, const char 
 	return block;
 }
 
-static int draw_leaf_spine(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab)
+static int draw_leaf_spine(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab,
+			   Ocs__V1__ListDevicesResponse *dr)
 {
-	Ocs__V1__ListDevicesRequest dreq = OCS__V1__LIST_DEVICES_REQUEST__INIT;
 	Ocs__V1__ListCircuitsRequest creq = OCS__V1__LIST_CIRCUITS_REQUEST__INIT;
-	Ocs__V1__ListDevicesResponse *dr;
 	struct rpc_pages pg = {0};
+	struct job_set js;
 	Ocs__V1__Circuit **cs;
-	const char **ids, **jobs;
-	size_t n, n_jobs, *counts;
+	size_t n;
 	int rc, block = 1;
 	char *title, *how = NULL;
 	bool found = !x->o.device;
@@ -454,14 +498,10 @@ static int draw_leaf_spine(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary 
 			fab->pods - 1);
 		return EXIT_REFUSED;
 	}
-	rc = rpc_call(x, NB_FABRIC_LIST_DEVICES, &dreq.base, &dr);
-	if (rc)
-		return rc;
 	for (size_t i = 0; i < dr->n_devices && !found; i++)
 		found = strcmp(dr->devices[i]->name, x->o.device) == 0;
 	if (!found) {
 		fprintf(stderr, "ocsctl: no device '%s' in the fabric\n", x->o.device);
-		rpc_free_msg(dr);
 		return EXIT_REFUSED;
 	}
 	qsort(dr->devices, dr->n_devices, sizeof(*dr->devices), cmp_device);
@@ -474,22 +514,11 @@ static int draw_leaf_spine(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary 
 	rc = rpc_follow_pages(x, NB_FABRIC_LIST_CIRCUITS, &creq.base, &creq.page_token, &pg);
 	if (rc) {
 		rpc_pages_free(&pg);
-		rpc_free_msg(dr);
 		return rc;
 	}
 	cs = (Ocs__V1__Circuit **)pg.items;
 	n = pg.n_items;
-	ids = malloc((n + 1) * sizeof(*ids));
-	counts = calloc(n + 1, sizeof(*counts));
-	if (!ids || !counts) {
-		fprintf(stderr, "ocsctl: out of memory\n");
-		exit(EXIT_REFUSED);
-	}
-	for (size_t i = 0; i < n; i++)
-		ids[i] = cs[i]->job_id;
-	jobs = sorted_jobs(ids, n, &n_jobs);
-	for (size_t i = 0; i < n; i++)
-		counts[job_index(jobs, n_jobs, cs[i]->job_id)]++;
+	job_set_make(&js, pg.items, n, circuit_job);
 
 	title = out_fmt("%s fabric, %d pods, %d OCS groups, %zu devices: %zu circuits%s%s%s%s%s",
 			fab->kind[0] ? fab->kind : "leaf-spine-ocs", fab->pods, fab->groups,
@@ -514,9 +543,9 @@ static int draw_leaf_spine(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary 
 				node_line(f, "\t", id, id, FILL_POD, "shape=\"ellipse\"");
 			free(id);
 		}
-		draw_circuit_edges(f, cs, n, jobs, n_jobs);
+		draw_circuit_edges(f, cs, n, &js);
 	} else {
-		block = draw_aggregated(f, cs, n, jobs, n_jobs, x->o.max_edges, fab->pods, &how);
+		block = draw_aggregated(f, cs, n, &js, x->o.max_edges, fab->pods, &how);
 		for (int p = 0; p * block < fab->pods; p++) {
 			char *id = pod_id(p, block, fab->pods);
 
@@ -534,13 +563,10 @@ static int draw_leaf_spine(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary 
 		fputs("];\n", f);
 		free(how);
 	}
-	legend(f, jobs, n_jobs, counts, "circuits");
+	legend(f, &js, "circuits");
 	fputs("}\n", f);
-	free(jobs);
-	free(ids);
-	free(counts);
+	job_set_free(&js);
 	rpc_pages_free(&pg);
-	rpc_free_msg(dr);
 	return EXIT_OK;
 }
 
@@ -552,54 +578,33 @@ static bool repaired(const Ocs__V1__Ring *r)
 	       r->last_change != OCS__V1__RING_CHANGE__RING_CHANGE_UNSPECIFIED;
 }
 
-static int draw_rings(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab)
+static int draw_rings(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab,
+		      Ocs__V1__ListDevicesResponse *dr)
 {
-	Ocs__V1__ListDevicesRequest dreq = OCS__V1__LIST_DEVICES_REQUEST__INIT;
 	Ocs__V1__ListRingsRequest rreq = OCS__V1__LIST_RINGS_REQUEST__INIT;
-	Ocs__V1__ListDevicesResponse *dr;
 	Ocs__V1__ListRingsResponse *rr;
-	const char **ids, **jobs;
-	size_t n_jobs, *counts;
+	struct job_set js;
 	/* per node: 1 in a drawn ring, 2 failed (a repair left it) */
 	unsigned char *mark;
 	bool all_nodes = fab->nodes <= x->o.max_edges;
 	char *title;
 	int rc;
 
-	if (x->o.pod >= 0 || x->o.device) {
-		fprintf(stderr, "ocsctl: --pod and --device draw leaf-spine fabrics; a ring "
-				"domain takes --job\n");
-		return EXIT_USAGE;
-	}
 	rreq.job_id = (char *)(x->o.job ? x->o.job : "");
 	rc = rpc_call(x, NB_FABRIC_LIST_RINGS, &rreq.base, &rr);
 	if (rc)
 		return rc;
-	rc = rpc_call(x, NB_FABRIC_LIST_DEVICES, &dreq.base, &dr);
-	if (rc) {
-		rpc_free_msg(rr);
-		return rc;
-	}
-	ids = malloc((rr->n_rings + 1) * sizeof(*ids));
-	counts = calloc(rr->n_rings + 1, sizeof(*counts));
-	mark = calloc((size_t)fab->nodes + 1, 1);
-	if (!ids || !counts || !mark) {
-		fprintf(stderr, "ocsctl: out of memory\n");
-		exit(EXIT_REFUSED);
-	}
+	mark = must_alloc((size_t)(fab->nodes > 0 ? fab->nodes : 0), 1);
 	for (size_t i = 0; i < rr->n_rings; i++) {
 		const Ocs__V1__Ring *r = rr->rings[i];
 
-		ids[i] = r->job_id;
 		for (size_t k = 0; k < r->n_nodes; k++)
 			if (r->nodes[k] >= 0 && r->nodes[k] < fab->nodes)
 				mark[r->nodes[k]] |= 1;
 		if (repaired(r) && r->failed_node < fab->nodes)
 			mark[r->failed_node] |= 2;
 	}
-	jobs = sorted_jobs(ids, rr->n_rings, &n_jobs);
-	for (size_t i = 0; i < rr->n_rings; i++)
-		counts[job_index(jobs, n_jobs, rr->rings[i]->job_id)]++;
+	job_set_make(&js, (void *const *)rr->rings, rr->n_rings, ring_job);
 
 	title = out_fmt("ocstrx-ring domain, %d nodes (%d ToRs x %d), %s, %d faulty: %zu "
 			"rings%s%s%s",
@@ -609,7 +614,8 @@ static int draw_rings(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab)
 			all_nodes ? "" : " (nodes in no ring not drawn)");
 	graph_open(f, title);
 	free(title);
-	fputs("\tnode [shape=\"circle\"];\n", f);
+	/* the line left to right, small nodes: 64 of them still fit a page */
+	fputs("\tgraph [rankdir=\"LR\"];\n\tnode [shape=\"box\", style=\"rounded,filled\"];\n", f);
 	for (int node = 0; node < fab->nodes; node++) {
 		const Ocs__V1__Device *d = NULL;
 		char *id, *label;
@@ -656,7 +662,7 @@ static int draw_rings(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab)
 		char *label = repaired(r) ? out_fmt("%s ring %d\n%s, node %d failed", r->job_id,
 						    r->index, change, r->failed_node)
 					  : out_fmt("%s ring %d", r->job_id, r->index);
-		const char *colour = dot_job_colour(job_index(jobs, n_jobs, r->job_id));
+		const char *colour = job_colour(&js, r->job_id);
 
 		for (size_t k = 0; k + 1 < r->n_nodes; k++) {
 			char *a = out_fmt("node %d", r->nodes[k]);
@@ -669,14 +675,125 @@ static int draw_rings(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab)
 		free(change);
 		free(label);
 	}
-	legend(f, jobs, n_jobs, counts, "rings");
+	legend(f, &js, "rings");
 	fputs("}\n", f);
 	free(mark);
-	free(jobs);
-	free(ids);
-	free(counts);
-	rpc_free_msg(dr);
+	job_set_free(&js);
 	rpc_free_msg(rr);
+	return EXIT_OK;
+}
+
+/* ---- rail-ocs ------------------------------------------------------------------ */
+
+/* Is the GPU on rail port p another than the one the wiring joins to it
+ * (GPU server * rails + rail, solvers/fabric.h): a swap moved it there. */
+static bool swapped(const Ocs__V1__RailPort *p, int rails)
+{
+	return p->gpu >= 0 && p->gpu != (int64_t)p->server * rails + p->rail;
+}
+
+/* One rail port: "server S" -- "OCS group G", in its job's colour (grey
+ * when idle), bold and dashed when a swap put another GPU there. */
+static void rail_port_edge(FILE *f, const Ocs__V1__RailPort *p, int rails, const struct job_set *js)
+{
+	char *a = out_fmt("server %d", p->gpu_server), *b = out_fmt("OCS group %d", p->group);
+	char *label = swapped(p, rails)
+			      ? out_fmt("%s%srail %d port %lld: gpu %lld\nswapped in for gpu %lld",
+					p->job_id, p->job_id[0] ? "\n" : "", p->rail,
+					(long long)p->rail_port, (long long)p->gpu,
+					(long long)p->server * rails + p->rail)
+			      : out_fmt("%s%srail %d port %lld: gpu %lld", p->job_id,
+					p->job_id[0] ? "\n" : "", p->rail, (long long)p->rail_port,
+					(long long)p->gpu);
+
+	edge_line(f, a, b, p->job_id[0] ? job_colour(js, p->job_id) : "#999999", label,
+		  swapped(p, rails) ? "style=\"bold,dashed\"" : NULL);
+	free(a);
+	free(b);
+	free(label);
+}
+
+static int draw_rail(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab,
+		     Ocs__V1__ListDevicesResponse *dr)
+{
+	Ocs__V1__ListRailPortsRequest preq = OCS__V1__LIST_RAIL_PORTS_REQUEST__INIT;
+	struct rpc_pages pg = {0};
+	struct job_set js;
+	Ocs__V1__RailPort **ps;
+	size_t n, n_swapped = 0, n_drawn = 0;
+	int spo = fab->servers_per_ocs > 0 ? fab->servers_per_ocs : 1, rc;
+	char *title;
+
+	preq.job_id = (char *)(x->o.job ? x->o.job : "");
+	rc = rpc_follow_pages(x, NB_FABRIC_LIST_RAIL_PORTS, &preq.base, &preq.page_token, &pg);
+	if (rc) {
+		rpc_pages_free(&pg);
+		return rc;
+	}
+	ps = (Ocs__V1__RailPort **)pg.items;
+	n = pg.n_items;
+	job_set_make(&js, pg.items, n, port_job);
+	for (size_t i = 0; i < n; i++)
+		n_swapped += swapped(ps[i], fab->rails);
+
+	title = out_fmt("rail-ocs fabric, %d servers (%d per OCS group, %d spare), %d rails: "
+			"%zu rail ports%s%s, %zu swapped, %d faulty GPUs",
+			fab->servers, spo, fab->spare_servers_per_ocs, fab->rails, n,
+			x->o.job ? " of job " : "", x->o.job ? x->o.job : "", n_swapped,
+			fab->gpus_faulty);
+	graph_open(f, title);
+	free(title);
+	/* one box per OCS group: its device and its servers (spares last) */
+	for (int g = 0; g * spo < fab->servers; g++) {
+		fprintf(f, "\tsubgraph \"cluster_group_%d\" {\n\t\tlabel=\"OCS group %d\";\n", g,
+			g);
+		for (size_t i = 0; i < dr->n_devices; i++)
+			if (dr->devices[i]->group == g) {
+				char *id = out_fmt("OCS group %d", g);
+				char *label = device_label(dr->devices[i], dr->devices[i]->name);
+
+				node_line(f, "\t\t", id, label, device_fill(dr->devices[i]),
+					  dr->devices[i]->drained ? "style=\"filled,dashed\""
+								  : NULL);
+				free(id);
+				free(label);
+			}
+		for (int s = g * spo; s < (g + 1) * spo && s < fab->servers; s++) {
+			char *id = out_fmt("server %d", s);
+			char *label = s % spo >= spo - fab->spare_servers_per_ocs
+					      ? out_fmt("server %d\nspare", s)
+					      : out_fmt("server %d", s);
+
+			node_line(f, "\t\t", id, label, FILL_POD, "shape=\"ellipse\"");
+			free(id);
+			free(label);
+		}
+		fputs("\t}\n", f);
+	}
+	n_drawn = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* above --max-edges: the ports of jobs and the swapped ones */
+		if (ps[i]->gpu < 0 ||
+		    ((long)n > x->o.max_edges && !ps[i]->job_id[0] && !swapped(ps[i], fab->rails)))
+			continue;
+		rail_port_edge(f, ps[i], fab->rails, &js);
+		n_drawn++;
+	}
+	if (n_drawn < n) {
+		char *note =
+			out_fmt("%zu of %zu rail ports drawn%s", n_drawn, n,
+				(long)n > x->o.max_edges ? " (> --max-edges: idle ones left out)"
+							 : " (the others dark)");
+
+		fputs("\t\"not drawn\" [shape=\"note\", label=", f);
+		dot_quoted(f, note);
+		fputs("];\n", f);
+		free(note);
+	}
+	legend(f, &js, "GPUs");
+	fputs("}\n", f);
+	job_set_free(&js);
+	rpc_pages_free(&pg);
 	return EXIT_OK;
 }
 
@@ -685,9 +802,12 @@ static int draw_rings(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab)
 int topo_cmd_topology(struct ctx *x)
 {
 	Ocs__V1__GetFabricRequest freq = OCS__V1__GET_FABRIC_REQUEST__INIT;
+	Ocs__V1__ListDevicesRequest dreq = OCS__V1__LIST_DEVICES_REQUEST__INIT;
 	Ocs__V1__FabricSummary *fab;
+	Ocs__V1__ListDevicesResponse *dr;
 	char *text = NULL;
 	size_t len = 0;
+	bool leaf_spine;
 	FILE *f;
 	int rc;
 
@@ -704,22 +824,32 @@ int topo_cmd_topology(struct ctx *x)
 	rc = rpc_call(x, NB_FABRIC_GET_FABRIC, &freq.base, &fab);
 	if (rc)
 		return rc;
+	leaf_spine = strcmp(fab->kind, "ocstrx-ring") && strcmp(fab->kind, "rail-ocs");
+	if (!leaf_spine && (x->o.pod >= 0 || x->o.device)) {
+		fprintf(stderr,
+			"ocsctl: --pod and --device draw leaf-spine fabrics; this one is "
+			"%s (--job draws a job)\n",
+			fab->kind);
+		rpc_free_msg(fab);
+		return EXIT_USAGE;
+	}
+	rc = rpc_call(x, NB_FABRIC_LIST_DEVICES, &dreq.base, &dr);
+	if (rc) {
+		rpc_free_msg(fab);
+		return rc;
+	}
 	f = open_memstream(&text, &len);
 	if (!f) {
 		fprintf(stderr, "ocsctl: out of memory\n");
-		rpc_free_msg(fab);
-		return EXIT_REFUSED;
+		exit(EXIT_REFUSED);
 	}
-	if (strcmp(fab->kind, "ocstrx-ring") == 0) {
-		rc = draw_rings(x, f, fab);
-	} else if (strcmp(fab->kind, "rail-ocs") == 0) {
-		fprintf(stderr, "ocsctl: topology draws leaf-spine-ocs fabrics and ocstrx-ring "
-				"domains; this server's fabric is rail-ocs (ocsctl rail-ports "
-				"lists it)\n");
-		rc = EXIT_REFUSED;
-	} else {
-		rc = draw_leaf_spine(x, f, fab);
-	}
+	if (leaf_spine)
+		rc = draw_leaf_spine(x, f, fab, dr);
+	else if (strcmp(fab->kind, "rail-ocs") == 0)
+		rc = draw_rail(x, f, fab, dr);
+	else
+		rc = draw_rings(x, f, fab, dr);
+	rpc_free_msg(dr);
 	rpc_free_msg(fab);
 	if (fclose(f) != 0 && rc == EXIT_OK) {
 		fprintf(stderr, "ocsctl: out of memory\n");

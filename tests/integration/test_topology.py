@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """test_topology.py - `ocsctl topology` (issue 27) against the REAL ocsd:
 first on the lab fabric (16 ocs-devsim devices), then on an OCSTrx ring
-domain of 16 nodes (one ocs-devsim serving every node's agent).
+domain of 16 nodes (one ocs-devsim serving every node's agent), then on a
+rail-OCS fabric (one ocs-switch per OCS group).
 
 Lab fabric, two jobs ACTIVE (`ocsctl job submit`):
   - `--format dot` is valid DOT (graphviz's `dot -Tsvg` reads it, exit 0);
@@ -18,9 +19,17 @@ Lab fabric, two jobs ACTIVE (`ocsctl job submit`):
     svg` without dot on PATH: exit 2 naming graphviz and the Debian package.
 Ring domain, a ring job of 2 rings of 4 nodes:
   - every node drawn, the deployment line, each ring's links in its job's
-    colour; after `ocsctl node fail` of a ring's node the failed node is
-    red and labelled failed, and its ring's label names the repair
-    (bypass_extended or replaced) and the failed node.
+    colour; --pod refused (exit 2); after `ocsctl node fail` of a ring's
+    node the failed node is red and labelled failed, and its ring's label
+    names the repair (bypass_extended or replaced) and the failed node.
+Rail-OCS fabric (6 servers, 4 rails, 3 servers per OCS group, 1 spare),
+jobs on GPUs 0-2 and 4-7, `ocsctl gpu replace 1` (idle GPU 3 of the same
+server takes its port) and `gpu replace 5` (spare server 2 takes 4-7):
+  - one edge per rail port holding a GPU, from the GPU's server to its OCS
+    group, exactly as `ocsctl rail-ports --json` says; the job's three in
+    one colour and counted in the legend; the five swapped GPUs bold and
+    dashed, labelled "swapped in for gpu N", the spare's drawn from server
+    2; every server drawn, the spare as one.
 
 usage: test_topology.py BUILD_DIR SOURCE_DIR
 """
@@ -136,6 +145,9 @@ def lab():
         check((a, b) == (f"pod {c.get('pod_a', 0)}", f"pod {c.get('pod_b', 0)}"),
               f"edge {a} -- {b} does not join its circuit's pods: {lab!r}")
     check(dot_text(t) == text, "two drawings of one state differ")
+    check([nodes(text).get(f"job {j}", ("",))[0] for j in ("topo-a", "topo-b")] ==
+          ["topo-a\n4 circuits", "topo-b\n3 circuits"] and text.count('"job topo-a" [') == 1,
+          "the legend does not list each job once with its circuits")
     devs = [n for n in nodes(text) if n.startswith("ocs-")]
     check(len(devs) == fleet.N_DEV, f"devices drawn: {devs}")
 
@@ -194,40 +206,14 @@ def lab():
     check(fleet.stop_ocsd() == 0, "ocsd did not exit cleanly")
 
 
-def ring():
-    rf = ocsd_fleet.RingFleet(BUILD, SRC, tors=4, nodes_per_tor=4, gpus_per_node=4,
-                              prefix="ocsd-topology-ring-")
+def on_fleet(rf, checks):
+    """Starts rf's devices and ocsd, runs checks(rf), stops ocsd and removes
+    rf (its logs printed first when anything failed)."""
     try:
         rf.start_devices()
         rf.start_ocsd()
-        t = rf.target
-        submit(t, {"id": "topo-ring", "ring": {"tp": 16, "rings": 2}})
-        rings = json.loads(ocsctl(t, "--json", "rings").stdout)["rings"]
-        text = dot_text(t)
-        dot_reads(text, "the ring domain")
-        ns = nodes(text)
-        check(all(f"node {n}" in ns for n in range(16)), f"nodes drawn: {sorted(ns)}")
-        es = edges(text)
-        line = [e for e in es if e[3] == ""]
-        check(len(line) == 15, f"deployment line: {len(line)} links, want 15")
-        for r in rings:
-            want = sorted(tuple(sorted((f"node {a}", f"node {b}")))
-                          for a, b in zip(r["nodes"], r["nodes"][1:]))
-            got = sorted(tuple(sorted((e[0], e[1]))) for e in es
-                         if e[3].split("\n")[0] == f"topo-ring ring {r['ring']}")
-            check(got == want, f"ring {r['ring']}: links {got}, want {want}")
-        check(len({e[2] for e in es if e[3]}) == 1, "the job's rings in more than one colour")
-
-        victim = rings[0]["nodes"][1]
-        r = ocsctl(t, "node", "fail", str(victim))
-        check(r.returncode == 0, f"node fail {victim}: {r.stderr}")
-        text = dot_text(t)
-        dot_reads(text, "the ring domain after a node failed")
-        label, fill = nodes(text).get(f"node {victim}", ("", ""))
-        check("failed" in label and fill == FILL_DOWN, f"failed node drawn as {label!r} {fill}")
-        check(any(re.search(f"\n(bypass_extended|replaced), node {victim} failed$", e[3])
-                  for e in edges(text)), "no ring says it was repaired around the failed node")
-        check(rf.stop_ocsd() == 0, "ocsd (ring) did not exit cleanly")
+        checks(rf)
+        check(rf.stop_ocsd() == 0, f"ocsd ({rf.work}) did not exit cleanly")
     finally:
         if script.failures:
             rf.dump_logs()
@@ -235,9 +221,83 @@ def ring():
         rf.remove()
 
 
+def ring(rf):
+    t = rf.target
+    submit(t, {"id": "topo-ring", "ring": {"tp": 16, "rings": 2}})
+    rings = json.loads(ocsctl(t, "--json", "rings").stdout)["rings"]
+    text = dot_text(t)
+    dot_reads(text, "the ring domain")
+    ns = nodes(text)
+    check(all(f"node {n}" in ns for n in range(16)), f"nodes drawn: {sorted(ns)}")
+    es = edges(text)
+    line = [e for e in es if e[3] == ""]
+    check(len(line) == 15, f"deployment line: {len(line)} links, want 15")
+    for r in rings:
+        want = sorted(tuple(sorted((f"node {a}", f"node {b}")))
+                      for a, b in zip(r["nodes"], r["nodes"][1:]))
+        got = sorted(tuple(sorted((e[0], e[1]))) for e in es
+                     if e[3].split("\n")[0] == f"topo-ring ring {r['ring']}")
+        check(got == want, f"ring {r['ring']}: links {got}, want {want}")
+    check(len({e[2] for e in es if e[3]}) == 1, "the job's rings in more than one colour")
+    r = ocsctl(t, "topology", "--pod", "0")
+    check(r.returncode == 2 and "leaf-spine" in r.stderr and not r.stdout,
+          f"--pod on a ring domain: exit {r.returncode}: {r.stderr}")
+
+    victim = rings[0]["nodes"][1]
+    r = ocsctl(t, "node", "fail", str(victim))
+    check(r.returncode == 0, f"node fail {victim}: {r.stderr}")
+    text = dot_text(t)
+    dot_reads(text, "the ring domain after a node failed")
+    label, fill = nodes(text).get(f"node {victim}", ("", ""))
+    check("failed" in label and fill == FILL_DOWN, f"failed node drawn as {label!r} {fill}")
+    check(any(re.search(f"\n(bypass_extended|replaced), node {victim} failed$", e[3])
+              for e in edges(text)), "no ring says it was repaired around the failed node")
+
+
+def rail(rf):
+    t = rf.target
+    submit(t, {"id": "topo-rail", "placement": {"gpus": [{"gpu": g} for g in (0, 1, 2)]}})
+    submit(t, {"id": "topo-rail-b", "placement": {"gpus": [{"gpu": g} for g in (4, 5, 6, 7)]}})
+    for gpu in (1, 5):  # case 1: idle GPU 3 takes port 1; case 2: spare server 2 takes 4..7
+        r = ocsctl(t, "gpu", "replace", str(gpu))
+        check(r.returncode == 0, f"gpu replace {gpu}: {r.stderr}")
+    r = ocsctl(t, "--json", "rail-ports")
+    ports = json.loads(r.stdout).get("ports", [])
+    want, n_swapped = [], 0
+    for p in ports:
+        gpu, home = p.get("gpu", 0), p.get("server", 0) * rf.rails + p.get("rail", 0)
+        if gpu < 0:
+            continue
+        job_id = p.get("job_id", "")
+        lab = (job_id + "\n" if job_id else "") + \
+            f"rail {p.get('rail', 0)} port {p.get('rail_port', 0)}: gpu {gpu}"
+        if gpu != home:
+            lab += f"\nswapped in for gpu {home}"
+            n_swapped += 1
+        want.append((f"server {p.get('gpu_server', 0)}", f"OCS group {p.get('group', 0)}", lab))
+    text = dot_text(t)
+    dot_reads(text, "the rail-OCS fabric")
+    es = edges(text)
+    got = sorted((a, b, lab) for a, b, _, lab in es)
+    check(got == sorted(want) and n_swapped == 5,
+          f"rail ports: {got} vs {sorted(want)} ({n_swapped} swapped)")
+    check("\nswapped in for gpu 1" in text.replace("\\n", "\n") and
+          'style="bold,dashed"' in text, "the swapped GPU is not drawn as swapped")
+    check(sum(e[0] == "server 2" for e in es) == 4, "the spare server's GPUs not drawn from it")
+    held = [e for e in es if e[3].startswith("topo-rail\n")]
+    check(len(held) == 3 and len({e[2] for e in held}) == 1,
+          f"the job's GPUs: {held}")
+    check(nodes(text).get("job topo-rail", ("",))[0] == "topo-rail\n3 GPUs" and
+          text.count('"job topo-rail" [') == 1, "the legend does not count the job's GPUs")
+    check(all(f"server {s}" in nodes(text) for s in range(rf.servers)) and
+          "spare" in nodes(text)["server 2"][0], "servers (and the spare) drawn")
+
+
 def main():
     lab()
-    ring()
+    on_fleet(ocsd_fleet.RingFleet(BUILD, SRC, tors=4, nodes_per_tor=4, gpus_per_node=4,
+                                  prefix="ocsd-topology-ring-"), ring)
+    on_fleet(ocsd_fleet.RailFleet(BUILD, SRC, prefix="ocsd-topology-rail-"), rail)
 
 
 sys.exit(script.run(main))
