@@ -14,7 +14,8 @@
  *     one node per group stands for its devices (docs/man/ocsctl.1.scd).
  *   - ocstrx-ring: one node per ring-domain node (its agent's state as
  *     the fill), the deployment line in grey, each ring's links in its
- *     job's colour, a repaired ring's failed node in red.
+ *     job's colour, a repaired ring's failed node in red (above
+ *     --max-edges ring links: only the failed nodes, joined to their job).
  *   - rail-ocs: one box per OCS group with its device and servers; one
  *     edge per rail port from the server whose GPU it joins to the group,
  *     in the GPU's job's colour (grey idle), bold and dashed when a swap
@@ -599,7 +600,8 @@ static int draw_rings(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab,
 	struct job_set js;
 	/* per node: 1 in a drawn ring, 2 failed (a repair left it) */
 	unsigned char *mark;
-	bool all_nodes = fab->nodes <= x->o.max_edges;
+	bool all_nodes = fab->nodes <= x->o.max_edges, per_ring;
+	size_t links = 0;
 	char *title;
 	int rc;
 
@@ -616,15 +618,23 @@ static int draw_rings(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab,
 				mark[r->nodes[k]] |= 1;
 		if (repaired(r) && r->failed_node < fab->nodes)
 			mark[r->failed_node] |= 2;
+		links += r->n_nodes ? r->n_nodes - 1 : 0;
 	}
 	job_set_make(&js, (void *const *)rr->rings, rr->n_rings, ring_job);
+	/* above --max-edges ring links: the legend counts the rings, and only
+	 * the failed nodes are drawn, each joined to its ring's job */
+	per_ring = (long)links <= x->o.max_edges;
+	all_nodes = all_nodes && per_ring;
 
 	title = out_fmt("ocstrx-ring domain, %d nodes (%d ToRs x %d), %s, %d faulty: %zu "
 			"rings%s%s%s",
 			fab->nodes, fab->tors, fab->nodes_per_tor,
 			fab->closed ? "closed ring" : "open line", fab->nodes_faulty, rr->n_rings,
 			x->o.job ? " of job " : "", x->o.job ? x->o.job : "",
-			all_nodes ? "" : " (nodes in no ring not drawn)");
+			per_ring
+				? (all_nodes ? "" : " (nodes in no ring not drawn)")
+				: " (> --max-edges ring links: rings counted per job, failed nodes "
+				  "drawn)");
 	graph_open(f, title);
 	free(title);
 	/* the line left to right, small nodes: 64 of them still fit a page */
@@ -634,7 +644,7 @@ static int draw_rings(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab,
 		char *id, *label;
 		const char *fill;
 
-		if (!all_nodes && !mark[node])
+		if (!all_nodes && !(mark[node] & (per_ring ? 3 : 2)))
 			continue;
 		for (size_t i = 0; i < dr->n_devices && !d; i++)
 			if (dr->devices[i]->index == node)
@@ -677,7 +687,15 @@ static int draw_rings(struct ctx *x, FILE *f, const Ocs__V1__FabricSummary *fab,
 					  : out_fmt("%s ring %d", r->job_id, r->index);
 		const char *colour = job_colour(&js, r->job_id);
 
-		for (size_t k = 0; k + 1 < r->n_nodes; k++) {
+		if (!per_ring && repaired(r)) {
+			char *a = out_fmt("node %d", r->failed_node),
+			     *b = out_fmt("job %s", r->job_id);
+
+			edge_line(f, a, b, colour, label, "style=\"dashed\"");
+			free(a);
+			free(b);
+		}
+		for (size_t k = 0; per_ring && k + 1 < r->n_nodes; k++) {
 			char *a = out_fmt("node %d", r->nodes[k]);
 			char *b = out_fmt("node %d", r->nodes[k + 1]);
 

@@ -21,7 +21,9 @@ Ring domain, a ring job of 2 rings of 4 nodes:
   - every node drawn, the deployment line, each ring's links in its job's
     colour; --pod refused (exit 2); after `ocsctl node fail` of a ring's
     node the failed node is red and labelled failed, and its ring's label
-    names the repair (bypass_extended or replaced) and the failed node.
+    names the repair (bypass_extended or replaced) and the failed node;
+    with `--max-edges 3` (6 ring links) only the failed node is drawn,
+    joined to its job, whose legend counts 2 rings.
 Rail-OCS fabric (6 servers, 4 rails, 3 servers per OCS group, 1 spare),
 jobs on GPUs 0-2 and 4-7, `ocsctl gpu replace 1` (idle GPU 3 of the same
 server takes its port) and `gpu replace 5` (spare server 2 takes 4-7):
@@ -252,6 +254,14 @@ def ring(rf):
     check("failed" in label and fill == FILL_DOWN, f"failed node drawn as {label!r} {fill}")
     check(any(re.search(f"\n(bypass_extended|replaced), node {victim} failed$", e[3])
               for e in edges(text)), "no ring says it was repaired around the failed node")
+    # 6 ring links > 3: the rings counted in the legend, the failed node joined to its job
+    text = dot_text(t, "--max-edges", "3")
+    dot_reads(text, "the ring domain aggregated")
+    es = [(a, b) for a, b, _, _ in edges(text)]
+    drawn = sorted(n for n in nodes(text) if n.startswith("node "))
+    check(es == [(f"node {victim}", "job topo-ring")] and drawn == [f"node {victim}"] and
+          nodes(text)["job topo-ring"][0] == "topo-ring\n2 rings",
+          f"--max-edges 3 on the ring domain: edges {es}, nodes {drawn}")
 
 
 def rail(rf):
