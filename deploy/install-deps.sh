@@ -27,10 +27,12 @@ build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
 # test_store_etcd, test_daemon_etcd start their own etcd on loopback).
 # Debian enables an etcd service on 127.0.0.1:2379 when it installs
 # etcd-server; `systemctl disable --now etcd` if that machine needs none.
+# graphviz: `dot`, which the topology test runs on ocsctl topology's DOT and
+# which `ocsctl topology --format svg` calls (ocsctl runs without it).
 test_pkgs=(python3-grpcio python3-grpc-tools python3-ncclient netconfd
   openssh-server prometheus openssl curl coinor-libcbc-dev clang-format
   clang-14 libclang-rt-14-dev etcd-server etcd-client slurmctld slurmd slurm-client munge
-  debhelper lintian fakeroot systemd man-db)
+  debhelper lintian fakeroot systemd man-db graphviz)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then

@@ -4,7 +4,8 @@
  *
  * Every command is one RPC (status: two) whose answer is printed as an
  * aligned table or key/value block for people, or as JSON with --json
- * (the response message itself, field names as in the proto). With
+ * (the response message itself, field names as in the proto); topology
+ * reads a few and prints a drawing (DOT or SVG) instead. With
  * several --server addresses (ocsd replicas) ocsctl_servers.c picks the
  * replica that answers and follows a follower's redirect to the leader.
  * Exit codes:
@@ -13,7 +14,7 @@
  * command and flag.
  *
  * This file parses the command line and runs the command: ocsctl_jobs.c
- * and ocsctl_fabric.c (and ocsctl_rail.c) hold the commands,
+ * and ocsctl_fabric.c (and ocsctl_rail.c, ocsctl_topology.c) hold the commands,
  * ocsctl_rpc.c the calls, ocsctl_out.c the tables and JSON
  * (ocsctl_internal.h draws how they call each other).
  */
@@ -38,6 +39,8 @@
 #define DEFAULT_TIMEOUT_MS 5000
 /* submit --wait: how long ocsctl waits for the job's outcome. */
 #define DEFAULT_WAIT_TIMEOUT_S 900
+/* topology: edges (and devices) drawn one by one up to this many. */
+#define DEFAULT_MAX_EDGES 1000
 
 static const char usage_text[] =
 	"usage: ocsctl [options] COMMAND [ARGS]\n"
@@ -92,6 +95,13 @@ static const char usage_text[] =
 	"                             circuit is placed on them until cleared or fixed)\n"
 	"  cabling clear DEVICE PORT  an operator's word that the port's fibre is right:\n"
 	"                             planners use it again\n"
+	"  topology [--format F] [--job ID] [--pod N] [--device NAME] [--max-edges N]\n"
+	"                             the fabric drawn: Graphviz DOT (F: dot, the default)\n"
+	"                             or SVG (F: svg, through graphviz's dot); pods, devices\n"
+	"                             by state and circuits per job, ring-domain nodes and\n"
+	"                             rings, or rail ports and swapped GPUs; above\n"
+	"                             --max-edges (default 1000) edges it aggregates\n"
+	"                             (ocsctl(1) says how)\n"
 	"  watch [--count N]          stream events: jobs, devices, transactions, drift, rings\n"
 	"                             nodes and cabling (stop after N with --count, or when\n"
 	"                             the reader of stdout goes away)\n"
@@ -136,8 +146,9 @@ static int usage_error(const char *fmt, ...)
 
 /* The commands, for suggestions only: main() below is what dispatches them. */
 static const char *const commands[] = {
-	"status",     "fabric", "devices", "circuits", "jobs",	"job",	 "rings",   "node",  "gpu",
-	"rail-ports", "drain",	"undrain", "drift",    "adopt", "clear", "cabling", "watch",
+	"status", "fabric", "devices", "circuits",   "jobs",  "job",
+	"rings",  "node",   "gpu",     "rail-ports", "drain", "undrain",
+	"drift",  "adopt",  "clear",   "cabling",    "watch", "topology",
 };
 
 /* The edit distance of a and b (insertions, deletions, substitutions and
@@ -270,6 +281,8 @@ enum opt_id {
 	OPT_HB,
 	OPT_RAIL,
 	OPT_NO_HEADERS,
+	OPT_FORMAT,
+	OPT_MAX_EDGES,
 };
 
 /* ocsctl_rail.h's RPC routine: rpc_call() on the ctx. */
@@ -304,6 +317,8 @@ int main(int argc, char **argv)
 		{"rail", required_argument, NULL, OPT_RAIL},
 		{"columns", required_argument, NULL, 'o'},
 		{"no-headers", no_argument, NULL, OPT_NO_HEADERS},
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"max-edges", required_argument, NULL, OPT_MAX_EDGES},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -314,6 +329,7 @@ int main(int argc, char **argv)
 			      .node = -1,
 			      .hb = -1,
 			      .rail = -1,
+			      .max_edges = DEFAULT_MAX_EDGES,
 			      .wait_timeout_s = DEFAULT_WAIT_TIMEOUT_S}};
 	struct nb_client_opts co = {0};
 	struct nb_client_status st;
@@ -322,7 +338,7 @@ int main(int argc, char **argv)
 	bool used_job = false, used_device = false, used_pod = false, used_group = false,
 	     used_force = false, used_count = false, used_state = false, used_node = false,
 	     used_wait = false, used_no_wait = false, used_wait_timeout = false, used_ports = false,
-	     used_rail = false, no_headers = false;
+	     used_rail = false, no_headers = false, used_format = false, used_max_edges = false;
 	const char *columns = NULL; /* -o */
 	char err[320];
 	long v, node = -1;
@@ -455,6 +471,19 @@ int main(int argc, char **argv)
 		case OPT_NO_HEADERS:
 			no_headers = true;
 			break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "dot") && strcmp(optarg, "svg"))
+				return usage_error("--format: '%s' is not dot or svg", optarg);
+			x.o.svg = strcmp(optarg, "svg") == 0;
+			used_format = true;
+			break;
+		case OPT_MAX_EDGES:
+			if (!parse_int(optarg, 1, 1000000, &v))
+				return usage_error(
+					"--max-edges: '%s' is not a number in 1..1000000", optarg);
+			x.o.max_edges = v;
+			used_max_edges = true;
+			break;
 		case 'V': {
 			char libs[160];
 
@@ -531,7 +560,8 @@ int main(int argc, char **argv)
 			   strcmp(cmd, "devices") && strcmp(cmd, "circuits") &&
 			   strcmp(cmd, "jobs") && strcmp(cmd, "watch") && strcmp(cmd, "rings") &&
 			   strcmp(cmd, "drift") && strcmp(cmd, "adopt") && strcmp(cmd, "clear") &&
-			   strcmp(cmd, "rail-ports") && strcmp(cmd, "cabling")) {
+			   strcmp(cmd, "rail-ports") && strcmp(cmd, "cabling") &&
+			   strcmp(cmd, "topology")) {
 			const char *hint =
 				did_you_mean(cmd, commands, sizeof(commands) / sizeof(commands[0]));
 
@@ -543,16 +573,22 @@ int main(int argc, char **argv)
 		if (nargs > want_args)
 			return usage_error("unexpected argument '%s'", argv[optind + want_args]);
 		if (used_job && strcmp(cmd, "circuits") && strcmp(cmd, "rings") &&
-		    strcmp(cmd, "adopt") && strcmp(cmd, "rail-ports"))
-			return usage_error("--job goes with circuits, rings, adopt and rail-ports");
+		    strcmp(cmd, "adopt") && strcmp(cmd, "rail-ports") && strcmp(cmd, "topology"))
+			return usage_error(
+				"--job goes with circuits, rings, adopt, rail-ports and topology");
 		if (used_rail && strcmp(cmd, "rail-ports"))
 			return usage_error("--hb and --rail go with rail-ports");
-		if (used_pod && strcmp(cmd, "circuits"))
-			return usage_error("--pod goes with circuits");
+		if (used_pod && strcmp(cmd, "circuits") && strcmp(cmd, "topology"))
+			return usage_error("--pod goes with circuits and topology");
 		if (used_device && strcmp(cmd, "circuits") && strcmp(cmd, "drift") &&
-		    strcmp(cmd, "adopt") && strcmp(cmd, "clear") && (strcmp(cmd, "cabling") || sub))
-			return usage_error(
-				"--device goes with circuits, drift, adopt, clear and cabling");
+		    strcmp(cmd, "adopt") && strcmp(cmd, "clear") &&
+		    (strcmp(cmd, "cabling") || sub) && strcmp(cmd, "topology"))
+			return usage_error("--device goes with circuits, drift, adopt, clear, "
+					   "cabling and topology");
+		if ((used_format || used_max_edges) && strcmp(cmd, "topology"))
+			return usage_error("--format and --max-edges go with topology");
+		if (x.o.json && strcmp(cmd, "topology") == 0)
+			return usage_error("topology prints DOT or SVG, not --json");
 		if (used_ports && strcmp(cmd, "adopt") && strcmp(cmd, "clear"))
 			return usage_error("--ports goes with adopt and clear");
 		if (used_ports && !used_device)
@@ -598,6 +634,11 @@ int main(int argc, char **argv)
 		return usage_error("--cert and --key go together");
 
 	out_table_options(columns, no_headers);
+	if (x.o.svg && !topo_dot_on_path()) {
+		fprintf(stderr, "ocsctl: --format svg needs graphviz's dot on PATH (Debian "
+				"package graphviz); --format dot prints the DOT text without it\n");
+		return EXIT_USAGE;
+	}
 	/* Input errors (exit 2) before any network problem (exit 3). */
 	if (strcmp(cmd, "job") == 0 && (strcmp(sub, "submit") == 0 || strcmp(sub, "plan") == 0)) {
 		rc = jobs_load_job_file(arg, &spec);
@@ -662,6 +703,8 @@ int main(int argc, char **argv)
 		rc = fabric_cmd_cabling_clear(&x, arg, node);
 	else if (strcmp(cmd, "cabling") == 0)
 		rc = fabric_cmd_cabling(&x);
+	else if (strcmp(cmd, "topology") == 0)
+		rc = topo_cmd_topology(&x);
 	else if (spec)
 		rc = jobs_cmd_job_file(&x, spec, strcmp(sub, "submit") == 0);
 	else

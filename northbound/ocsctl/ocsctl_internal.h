@@ -7,8 +7,10 @@
  * Call graph (no file calls back into one that calls it):
  *
  *   ocsctl.c (usage, options, main) --> ocsctl_jobs.c, ocsctl_fabric.c,
- *                                        ocsctl_rail.c
- *   ocsctl_jobs.c, ocsctl_fabric.c --> ocsctl_rpc.c, ocsctl_out.c
+ *                                        ocsctl_rail.c, ocsctl_topology.c
+ *   ocsctl_jobs.c, ocsctl_fabric.c, ocsctl_topology.c --> ocsctl_rpc.c,
+ *                                                          ocsctl_out.c
+ *   ocsctl_topology.c --> ocsctl_dot.c
  *   ocsctl_rpc.c --> ocsctl_servers.c;  ocsctl_out.c --> ocsctl_rail.c
  *
  * Every command function returns ocsctl's exit code after printing the
@@ -52,6 +54,8 @@ struct opts {
 	long wait_timeout_s; /* job submit: how long to wait for the outcome */
 	bool has_ports;	     /* adopt, clear: one cross-connect of --device */
 	int in_port, out_port;
+	bool svg;	/* topology: SVG through graphviz's dot, not DOT text */
+	long max_edges; /* topology: above this many, edges and devices aggregate */
 };
 
 /* What every command gets; main() owns it and frees the server list. */
@@ -116,18 +120,19 @@ int rpc_call(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, void 
 void rpc_free_msg(void *m);
 
 /*
- * Every page of a ListJobs or ListCircuits answer (issue 14 #5): the page
- * messages are kept (the items point into them) until rpc_pages_free().
+ * Every page of a ListJobs, ListCircuits or ListRailPorts answer (issue 14
+ * #5): the page messages are kept (the items point into them) until
+ * rpc_pages_free().
  */
 struct rpc_pages {
 	ProtobufCMessage **msgs;
 	size_t n_msgs;
-	void **items; /* Ocs__V1__Job * or Ocs__V1__Circuit * */
+	void **items; /* Ocs__V1__Job *, Ocs__V1__Circuit * or Ocs__V1__RailPort * */
 	size_t n_items;
 };
 
 void rpc_pages_free(struct rpc_pages *pg);
-/* Calls m (ListJobs or ListCircuits) until the last page; *token is the
+/* Calls m (ListJobs, ListCircuits or ListRailPorts) until the last page; *token is the
  * request's page_token field. pg is freed by the caller, even on failure. */
 int rpc_follow_pages(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, char **token,
 		     struct rpc_pages *pg);
@@ -162,5 +167,11 @@ int fabric_cmd_rings(struct ctx *x);
 /* node fail NODE (fail) or node heal NODE. */
 int fabric_cmd_node(struct ctx *x, long node, bool fail);
 int fabric_cmd_watch(struct ctx *x);
+
+/* ---- ocsctl_topology.c: topology, the fabric drawn (issue 27) ------------ */
+
+/* Is graphviz's dot an executable on $PATH? */
+bool topo_dot_on_path(void);
+int topo_cmd_topology(struct ctx *x);
 
 #endif

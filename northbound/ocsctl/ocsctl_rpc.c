@@ -73,6 +73,12 @@ int rpc_follow_pages(struct ctx *x, enum nb_method m, const ProtobufCMessage *re
 			page = (void **)j->jobs;
 			n = j->n_jobs;
 			next = j->next_page_token;
+		} else if (m == NB_FABRIC_LIST_RAIL_PORTS) {
+			Ocs__V1__ListRailPortsResponse *p = (void *)r;
+
+			page = (void **)p->ports;
+			n = p->n_ports;
+			next = p->next_page_token;
 		} else {
 			Ocs__V1__ListCircuitsResponse *c = (void *)r;
 
