@@ -1,9 +1,11 @@
 /*
  * status_json.c - /state.json from a snapshot (status.h), with jansson:
  * strings are escaped by it, and a string that is not UTF-8 goes out with
- * its bytes above 0x7f as '?' rather than failing the whole page.
+ * each byte that is not part of a valid sequence as '?' (as the SVG
+ * writes it) rather than failing the whole page.
  */
 #include "status.h"
+#include "status_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +26,13 @@ static json_t *str(const char *s)
 	copy = strdup(s);
 	if (!copy)
 		return NULL;
-	for (char *p = copy; *p; p++)
-		if ((unsigned char)*p > 0x7f)
+	for (unsigned char *p = (unsigned char *)copy; *p;) {
+		size_t n = sp_utf8_len(p);
+
+		if (n == 0)
 			*p = '?';
+		p += n ? n : 1;
+	}
 	j = json_string(copy);
 	free(copy);
 	return j;

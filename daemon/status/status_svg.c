@@ -9,7 +9,8 @@
  *     title the circuit count);
  *   OCSTrx ring: the nodes on a line (closed: a note says so), faulty ones
  *     red and crossed; each ring a polyline over its nodes in its job's
- *     colour, its title naming job, nodes and the bypassed node;
+ *     colour, its title naming job, nodes and the bypassed node; the
+ *     devices (the nodes' transceivers) below, coloured by state;
  *   rail-OCS: a grid of servers (columns) by rails (rows), faulty GPUs
  *     red; the devices below.
  *
@@ -18,6 +19,7 @@
  * characters go out as '?'.
  */
 #include "status.h"
+#include "status_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +33,7 @@
 #define SP_HEIGHT     480
 #define SP_RING_LANES 12 /* ring polylines are spread over this many lanes */
 
-/* Length of the valid UTF-8 sequence at s (1..4), 0 when it is not one. */
-static size_t utf8_len(const unsigned char *s)
+size_t sp_utf8_len(const unsigned char *s)
 {
 	size_t n;
 
@@ -49,6 +50,10 @@ static size_t utf8_len(const unsigned char *s)
 	for (size_t i = 1; i < n; i++)
 		if ((s[i] & 0xc0) != 0x80)
 			return 0;
+	/* overlong forms, UTF-16 surrogates and code points above U+10FFFF */
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+		return 0;
 	return n;
 }
 
@@ -58,7 +63,7 @@ static void xml(FILE *out, const char *s)
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 
 	while (*p) {
-		size_t n = utf8_len(p);
+		size_t n = sp_utf8_len(p);
 
 		switch (*p) {
 		case '<':
@@ -387,6 +392,7 @@ static void draw_ring_domain(FILE *out, const struct sp_snapshot *s)
 		fprintf(out, "<text x=\"%d\" y=\"%d\">%zu more rings not drawn</text>\n", SP_MARGIN,
 			SP_BOTTOM_Y - 10, s->n_rings - drawn);
 	fputs("</g>\n", out);
+	draw_devices(out, s);
 }
 
 static void draw_rails(FILE *out, const struct sp_snapshot *s)
