@@ -25,12 +25,14 @@ build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
 # debian/, built, checked by lintian and installed into a scratch root).
 # etcd-server, etcd-client: ocsd --store etcd and its tests (test_etcd,
 # test_store_etcd, test_daemon_etcd start their own etcd on loopback).
+# chromium, chromium-driver: the status page's browser test (status_browser:
+# headless chromium driven through chromedriver).
 # Debian enables an etcd service on 127.0.0.1:2379 when it installs
 # etcd-server; `systemctl disable --now etcd` if that machine needs none.
 test_pkgs=(python3-grpcio python3-grpc-tools python3-ncclient netconfd
   openssh-server prometheus openssl curl coinor-libcbc-dev clang-format
   clang-14 libclang-rt-14-dev etcd-server etcd-client slurmctld slurmd slurm-client munge
-  debhelper lintian fakeroot systemd man-db)
+  debhelper lintian fakeroot systemd man-db chromium chromium-driver)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then
