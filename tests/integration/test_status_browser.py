@@ -26,7 +26,6 @@ import base64
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ocsd_fleet  # noqa: E402
+import status_helpers  # noqa: E402
+from status_helpers import state  # noqa: E402
 import testports  # noqa: E402
 
 BUILD, SRC = sys.argv[1], sys.argv[2]
@@ -119,11 +120,6 @@ class Driver:
         self.log.close()
 
 
-def state(port):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/state.json", timeout=10) as r:
-        return json.loads(r.read())
-
-
 DOM_CIRCUITS = """
 return Array.from(document.querySelectorAll('#topology path.circuit'))
   .map((p) => (p.querySelector('title') || {}).textContent || '');
@@ -176,23 +172,10 @@ def main(fleet, check):
         drv.screenshot(os.path.join(out_dir, "job.png"))
 
         # 2. devices killed: the page follows /state.json within 2 s
-        fleet.devsim_proc.send_signal(signal.SIGKILL)
-        fleet.devsim_proc.wait()
-        start, seen = time.monotonic(), {}
-        while time.monotonic() - start < 15 and len(seen) < 2:
-            now = time.monotonic() - start
-            if "json" not in seen and any(
-                    d["session"] == "disconnected" or d["health"] == "unreachable"
-                    for d in state(port)["devices"]):
-                seen["json"] = now
-            if "page" not in seen and drv.script(DOM_DOWN):
-                seen["page"] = now
-            time.sleep(0.05)
-        print(f"devices killed; shown down after (s): {seen}", flush=True)
-        check(len(seen) == 2, f"devices not shown down: {seen}")
-        if len(seen) == 2:
-            check(seen["page"] - seen["json"] <= PAGE_WITHIN_S,
-                  f"the page showed it {seen['page'] - seen['json']:.2f} s after /state.json")
+        status_helpers.kill_devices_and_time(
+            fleet, {"json": lambda: status_helpers.any_device_down(port),
+                    "page": lambda: drv.script(DOM_DOWN)},
+            check, "page", "json", PAGE_WITHIN_S)
         drv.screenshot(os.path.join(out_dir, "down.png"))
 
         # 3. nothing left loopback; no CSP violation, no script error

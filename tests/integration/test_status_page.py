@@ -19,9 +19,7 @@ on the lab fabric with an ocs-devsim fleet (ocsd_fleet.Fleet):
 
 usage: test_status_page.py BUILD_DIR SOURCE_DIR
 """
-import json
 import os
-import signal
 import sys
 import time
 import urllib.error
@@ -30,6 +28,8 @@ import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ocsd_fleet  # noqa: E402
+import status_helpers  # noqa: E402
+from status_helpers import state  # noqa: E402
 
 BUILD, SRC = sys.argv[1], sys.argv[2]
 SVG = "{http://www.w3.org/2000/svg}"
@@ -50,12 +50,6 @@ def get(port, path, method="GET"):
             return r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read()
-
-
-def state(port):
-    status, _, body = get(port, "/state.json")
-    assert status == 200, f"/state.json: {status}"
-    return json.loads(body)
 
 
 def main(fleet, check):
@@ -128,24 +122,10 @@ def main(fleet, check):
     check(JOB in {j["id"] for j in state(port)["jobs"]}, "the job went after the writes")
 
     # 4. the devices killed: the page shows it as soon as ocsd knows
-    fleet.devsim_proc.send_signal(signal.SIGKILL)
-    fleet.devsim_proc.wait()
-    killed = time.monotonic()
-    seen = {}  # "metrics" / "page": seconds after the kill
-    while time.monotonic() - killed < KNOW_WITHIN_S and len(seen) < 2:
-        now = time.monotonic() - killed
-        if "metrics" not in seen and unreachable(fleet) > 0:
-            seen["metrics"] = now
-        if "page" not in seen and any(d["session"] == "disconnected" or
-                                      d["health"] == "unreachable"
-                                      for d in state(port)["devices"]):
-            seen["page"] = now
-        time.sleep(0.05)
-    print(f"devices killed; seen down after (s): {seen}", flush=True)
-    check(len(seen) == 2, f"not seen down within {KNOW_WITHIN_S} s: {seen}")
-    if len(seen) == 2:
-        check(seen["page"] - seen["metrics"] <= PAGE_WITHIN_S,
-              f"the page showed it {seen['page'] - seen['metrics']:.2f} s after /metrics")
+    status_helpers.kill_devices_and_time(
+        fleet, {"metrics": lambda: unreachable(fleet) > 0,
+                "page": lambda: status_helpers.any_device_down(port)},
+        check, "page", "metrics", PAGE_WITHIN_S, KNOW_WITHIN_S)
 
 
 def unreachable(fleet):
