@@ -16,6 +16,12 @@ on the lab fabric with an ocs-devsim fleet (ocsd_fleet.Fleet):
   4. ocs-devsim killed: /state.json shows a device down (session
      disconnected or health unreachable) within 2 s of ocsd knowing it
      (/metrics' ocsd_devices{state="unreachable"} above 0).
+  5. an OCSTrx ring domain (ocsd_fleet.RingFleet, 64 nodes): a TP-16 job of
+     3 rings (gRPC SubmitJob) is listed with its rings; a node of a ring
+     failed through the devsim knob (node-fault): within RING_WITHIN_S
+     /state.json lists it faulty and its ring changed around it (the node
+     gone from the ring, failed_node naming it), and /topology.svg draws
+     the node as a faulty circle and the ring's path titled with the bypass.
 
 usage: test_status_page.py BUILD_DIR SOURCE_DIR
 """
@@ -39,6 +45,8 @@ JOB = "lab-ring"
 # the same memory. The page must show it within the issue's 2 s of that.
 KNOW_WITHIN_S = 15
 PAGE_WITHIN_S = 2.0
+# a node fault: the devsim's notification, the repair's transaction, stored
+RING_WITHIN_S = 10
 
 
 def get(port, path, method="GET"):
@@ -135,7 +143,60 @@ def unreachable(fleet):
     return 0
 
 
+
+def ring_main(fleet, check):
+    """Part 5: a ring domain with a node failed."""
+    ocsd_fleet.gen_stubs(os.path.join(SRC, "proto"), os.path.join(fleet.work, "gen"))
+    import grpc
+    from ocs.v1 import jobs_pb2, jobs_pb2_grpc
+
+    fleet.start_devices()
+    fleet.start_ocsd()
+    port = fleet.metrics_port
+    jobs = jobs_pb2_grpc.JobsStub(grpc.insecure_channel(fleet.target))
+    sub = jobs.SubmitJob(jobs_pb2.JobSpec(id="r1", ring=jobs_pb2.RingRequest(tp=16, rings=3)),
+                         timeout=30)
+    check(sub.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"ring job: {sub.job.state}")
+    s = state(port)
+    check(s["fabric"]["kind"] == "ocstrx-ring" and s["fabric"]["nodes"] == fleet.N_DEV,
+          f"fabric {s['fabric']}")
+    rings = [r for r in s["rings"] if r["job"] == "r1"]
+    check(len(rings) == 3 and all(len(r["nodes"]) == 4 for r in rings),
+          f"/state.json rings of r1: {rings}")
+    if not rings:
+        return
+    ring = rings[0]
+    victim = ring["nodes"][1]
+    fleet.set_faults(victim, "node-fault")
+    deadline, changed = time.time() + RING_WITHIN_S, None
+    while time.time() < deadline and changed is None:
+        s = state(port)
+        changed = next((r for r in s["rings"] if r["job"] == "r1" and r["index"] ==
+                        ring["index"] and r["failed_node"] == victim and
+                        victim not in r["nodes"] and victim in s["faulty_nodes"]), None)
+        time.sleep(0.1)
+    check(changed is not None, f"node {victim} not shown faulty and bypassed within "
+          f"{RING_WITHIN_S} s: {state(port)['rings']}, faulty {state(port)['faulty_nodes']}")
+    if changed is None:
+        return
+    print(f"ring {ring['index']} after node {victim} failed: {changed}", flush=True)
+    check(changed["change"] in ("extended", "bypassed", "replaced"), f"change {changed}")
+    status, _, body = get(port, "/topology.svg")
+    root = ET.fromstring(body)
+    circles = {c.findtext(SVG + "title"): c.get("class") for c in root.iter(SVG + "circle")}
+    check(circles.get(f"node {victim}: faulty") == "node faulty",
+          f"node {victim} not drawn faulty: {circles.get(f'node {victim}: faulty')}")
+    titles = [p.findtext(SVG + "title") or "" for p in root.iter(SVG + "path")
+              if p.get("class") == "ring"]
+    check(any(t.startswith(f"job r1 ring {ring['index']} (") and
+              f"node {victim} failed, bypassed" in t for t in titles),
+          f"no ring path titled with node {victim}'s bypass: {titles}")
+
+
 if __name__ == "__main__":
     fleet = ocsd_fleet.Fleet(BUILD, SRC, prefix="ocsd-status-")
     t = ocsd_fleet.Script("status_page", fleet)
-    sys.exit(t.run(lambda: main(fleet, t.check)))
+    rc = t.run(lambda: main(fleet, t.check))
+    ring_fleet = ocsd_fleet.RingFleet(BUILD, SRC, prefix="ocsd-status-ring-")
+    t = ocsd_fleet.Script("status_page (ring domain)", ring_fleet)
+    sys.exit(rc | t.run(lambda: ring_main(ring_fleet, t.check)))
