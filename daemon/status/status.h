@@ -27,6 +27,7 @@
 #define SP_MAX_CIRCUIT_PATHS 2000
 #define SP_MAX_MARKS	     512
 #define SP_MAX_EVENTS	     64
+#define SP_MAX_JSON_CIRCUITS 16384
 
 enum sp_kind { SP_LEAF_SPINE, SP_RING, SP_RAIL };
 

@@ -42,10 +42,12 @@ function render(s) {
     cell(tr, j.id);
     cell(tr, j.state, j.state === "FAILED" ? "bad" : j.state === "ACTIVE" ? "ok" : "warn");
     cell(tr, String(j.gpus));
-    const shown = j.circuits.slice(0, MAX_CIRCUITS_LISTED).map(circuitText);
-    if (j.circuits.length > shown.length)
-      shown.push("... " + (j.circuits.length - shown.length) + " more");
-    cell(tr, j.circuits.length + (shown.length ? ": " + shown.join(", ") : ""), "circuits");
+    const listed = j.circuits || [];
+    const shown = listed.slice(0, MAX_CIRCUITS_LISTED).map(circuitText);
+    if (j.n_circuits > shown.length)
+      shown.push("... " + (j.n_circuits - shown.length) + " more" +
+        (s.circuits_listed ? "" : " (too many to list: the drawing counts them per pod pair)"));
+    cell(tr, j.n_circuits + (shown.length ? ": " + shown.join(", ") : ""), "circuits");
     cell(tr, j.reason);
   });
   fill("devices", s.devices, (tr, d) => {

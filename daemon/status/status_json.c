@@ -7,6 +7,7 @@
 #include "status.h"
 #include "status_internal.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +80,7 @@ static json_t *fabric_json(const struct sp_snapshot *s, bool *ok)
 	return f;
 }
 
-static json_t *job_json(const struct sp_snapshot *s, const struct sp_job *j, bool *ok)
+static json_t *job_json(const struct sp_snapshot *s, const struct sp_job *j, bool list, bool *ok)
 {
 	json_t *o = json_object(), *cs = json_array();
 
@@ -93,6 +94,11 @@ static json_t *job_json(const struct sp_snapshot *s, const struct sp_job *j, boo
 	put(o, "state", str(j->state), ok);
 	put(o, "reason", str(j->reason), ok);
 	put(o, "gpus", json_integer((json_int_t)j->n_gpus), ok);
+	put(o, "n_circuits", json_integer((json_int_t)j->n_circuits), ok);
+	if (!list) {
+		json_decref(cs);
+		return o;
+	}
 	for (size_t i = 0; *ok && i < j->n_circuits; i++) {
 		const struct sp_circuit *c = &j->circuits[i];
 		json_t *co = json_object();
@@ -151,21 +157,70 @@ static json_t *ring_json(const struct sp_ring *r, bool *ok)
 	return o;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* [[pod a, pod b, circuits], ...] over every circuit with both pods, a <= b. */
+static json_t *pod_pairs_json(const struct sp_snapshot *s, size_t total, bool *ok)
+{
+	uint64_t *keys = malloc((total ? total : 1) * sizeof(*keys));
+	json_t *pairs = json_array();
+	size_t n = 0;
+
+	if (!keys || !pairs) {
+		free(keys);
+		json_decref(pairs);
+		*ok = false;
+		return NULL;
+	}
+	for (size_t j = 0; j < s->n_jobs; j++)
+		for (size_t i = 0; i < s->jobs[j].n_circuits; i++) {
+			const struct sp_circuit *c = &s->jobs[j].circuits[i];
+			uint32_t a = (uint32_t)c->pod_in, b = (uint32_t)c->pod_out;
+
+			if (c->pod_in < 0 || c->pod_out < 0)
+				continue;
+			keys[n++] = a < b ? (uint64_t)a << 32 | b : (uint64_t)b << 32 | a;
+		}
+	qsort(keys, n, sizeof(*keys), cmp_u64);
+	for (size_t i = 0, run; *ok && i < n; i += run) {
+		for (run = 1; i + run < n && keys[i + run] == keys[i]; run++)
+			;
+		push(pairs,
+		     json_pack("[IIi]", (json_int_t)(keys[i] >> 32),
+			       (json_int_t)(keys[i] & 0xffffffffu), (int)run),
+		     ok);
+	}
+	free(keys);
+	return pairs;
+}
+
 char *sp_state_json(const struct sp_snapshot *s, size_t *len)
 {
 	json_t *root = json_object(), *jobs = json_array(), *devs = json_array();
 	json_t *rings = json_array(), *faulty = json_array(), *gpus = json_array();
 	json_t *events = json_array();
 	bool ok = root && jobs && devs && rings && faulty && gpus && events;
-	size_t drift = 0;
+	size_t drift = 0, total = 0;
+	bool list;
 	char *text = NULL;
 
 	put(root, "fabric", fabric_json(s, &ok), &ok);
 	put(root, "role", str(s->role), &ok);
 	put(root, "leader", str(s->leader), &ok);
 	put(root, "now_ms", json_integer(s->now_ms), &ok);
+	for (size_t i = 0; i < s->n_jobs; i++)
+		total += s->jobs[i].n_circuits;
+	list = total <= SP_MAX_JSON_CIRCUITS;
+	put(root, "circuits_listed", json_boolean(list), &ok);
+	if (!list)
+		put(root, "pod_pairs", pod_pairs_json(s, total, &ok), &ok);
 	for (size_t i = 0; ok && i < s->n_jobs; i++)
-		push(jobs, job_json(s, &s->jobs[i], &ok), &ok);
+		push(jobs, job_json(s, &s->jobs[i], list, &ok), &ok);
 	for (size_t i = 0; ok && i < s->n_devices; i++) {
 		push(devs, device_json(&s->devices[i], &ok), &ok);
 		drift += s->devices[i].drift;

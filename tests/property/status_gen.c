@@ -89,7 +89,7 @@ static int one(const char *dir, unsigned k, unsigned long long seed)
 	static const char *const changes[] = {"placed", "bypassed", "extended", "lost"};
 	struct sp_snapshot s = {0};
 	size_t n_dev = rnd(4) == 0 ? 0 : rnd(3) == 0 ? SP_MAX_MARKS + rnd(1000) : rnd(40);
-	size_t n_jobs = rnd(3) == 0 ? 0 : rnd(20);
+	size_t n_jobs = rnd(3) == 0 ? 0 : rnd(8) == 0 ? 20 + rnd(40) : rnd(20);
 	size_t n_rings = rnd(30);
 	char(*names)[GEN_NAME_BYTES] = calloc(n_dev + n_jobs + 2, sizeof(*names));
 	struct sp_device *devs = calloc(n_dev + 1, sizeof(*devs));

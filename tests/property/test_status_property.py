@@ -10,7 +10,9 @@ an error. Then, from the two outputs alone:
     each JSON job as often as it has circuits; above, no circuit path and
     pod-pair edges whose counts add up to at most the circuits;
   - ring: one <path class="ring"> per JSON ring (up to the limit);
-  - the JSON's job ids, device names and fabric name are strings.
+  - the JSON's job ids, device names and fabric name are strings; each job
+    lists its n_circuits circuits up to SP_MAX_JSON_CIRCUITS in all, none
+    above, where pod_pairs (a <= b) count at most every circuit.
 
 usage: test_status_property.py STATUS_GEN [SEED [COUNT]]
 A failure names the instance K: `status_gen DIR SEED+K 1` replays it.
@@ -25,7 +27,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 SVG = "{http://www.w3.org/2000/svg}"
-MAX_PATHS, MAX_MARKS = 2000, 512
+MAX_PATHS, MAX_MARKS, MAX_JSON_CIRCUITS = 2000, 512, 16384
 
 
 def check_one(d, k, failures):
@@ -55,7 +57,17 @@ def check_one(d, k, failures):
         fail(f"{classes['device']} device marks")
     if len(s["devices"]) and not classes["device"]:
         fail("devices but no device mark")
-    total = sum(len(j["circuits"]) for j in s["jobs"])
+    total = sum(j["n_circuits"] for j in s["jobs"])
+    if s["circuits_listed"] != (total <= MAX_JSON_CIRCUITS):
+        fail(f"circuits_listed {s['circuits_listed']} with {total} circuits")
+    if s["circuits_listed"] and any(len(j["circuits"]) != j["n_circuits"] for j in s["jobs"]):
+        fail("a job lists a number of circuits other than its n_circuits")
+    if not s["circuits_listed"]:
+        if any("circuits" in j for j in s["jobs"]):
+            fail("circuits listed above the limit")
+        if sum(n for _, _, n in s["pod_pairs"]) > total or \
+                any(a > b for a, b, _ in s["pod_pairs"]):
+            fail(f"pod_pairs do not add up: {s['pod_pairs'][:5]}")
     kind = s["fabric"]["kind"]
     if kind == "leaf-spine-ocs" and total <= MAX_PATHS:
         paths = [p for p in root.iter(SVG + "path") if p.get("class") == "circuit"]
@@ -67,7 +79,7 @@ def check_one(d, k, failures):
         want = collections.Counter()
         for j in s["jobs"]:
             # the SVG writes control characters as '?', JSON keeps them
-            want[re.sub(r"[\x00-\x08\x0b-\x1f]", "?", j["id"])] += len(j["circuits"])
+            want[re.sub(r"[\x00-\x08\x0b-\x1f]", "?", j["id"])] += j["n_circuits"]
         if titles != +want:
             fail(f"circuit titles name {dict(titles)}, want {dict(+want)}")
     elif kind == "leaf-spine-ocs":

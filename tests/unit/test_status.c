@@ -4,6 +4,7 @@
  * circuits, devices, rings and faulty GPUs as given; the SVG has one
  * circuit path per circuit titled with its job, escapes names, colours
  * devices by state, aggregates per pod pair above SP_MAX_CIRCUIT_PATHS
+ * (and the JSON above SP_MAX_JSON_CIRCUITS)
  * and blocks above SP_MAX_MARKS; an empty fabric renders.
  */
 #include <setjmp.h>
@@ -138,6 +139,44 @@ static void test_svg_aggregates(void **state)
 	free(many);
 }
 
+/* Above SP_MAX_JSON_CIRCUITS: counts per job, circuits per pod pair. */
+static void test_json_omits(void **state)
+{
+	size_t n = SP_MAX_JSON_CIRCUITS + 1;
+	struct sp_circuit *many = calloc(n, sizeof(*many));
+	struct sp_job job = {"big", "ACTIVE", "", 0, many, n};
+	struct sp_snapshot s = leaf();
+	json_t *root, *pairs;
+	char *text;
+
+	(void)state;
+	assert_non_null(many);
+	for (size_t i = 0; i < n; i++)
+		many[i] = (struct sp_circuit){0, 1, 2, i % 3 ? 2 : 0, 1};
+	s.jobs = &job;
+	s.n_jobs = 1;
+	text = sp_state_json(&s, NULL);
+	assert_non_null(text);
+	root = json_loads(text, 0, NULL);
+	assert_non_null(root);
+	assert_true(json_is_false(json_object_get(root, "circuits_listed")));
+	assert_null(json_object_get(json_array_get(json_object_get(root, "jobs"), 0), "circuits"));
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_array_get(json_object_get(root, "jobs"), 0), "n_circuits")),
+			 n);
+	pairs = json_object_get(root, "pod_pairs");
+	assert_int_equal(json_array_size(pairs), 2);
+	/* (0, 1) from i % 3 == 0, (1, 2) from the rest */
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(pairs, 0), 2)),
+			 (n + 2) / 3);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(pairs, 1), 0)), 1);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(pairs, 1), 2)),
+			 n - (n + 2) / 3);
+	json_decref(root);
+	free(text);
+	free(many);
+}
+
 /* Above SP_MAX_MARKS devices: one mark per block. */
 static void test_svg_blocks(void **state)
 {
@@ -218,8 +257,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_leaf),      cmocka_unit_test(test_svg_leaf),
-		cmocka_unit_test(test_svg_aggregates), cmocka_unit_test(test_svg_blocks),
-		cmocka_unit_test(test_ring_and_rail),  cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_svg_aggregates), cmocka_unit_test(test_json_omits),
+		cmocka_unit_test(test_svg_blocks),     cmocka_unit_test(test_ring_and_rail),
+		cmocka_unit_test(test_empty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
