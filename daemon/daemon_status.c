@@ -7,6 +7,10 @@
  * it; nothing is cached and nothing is written. Secrets never enter the
  * snapshot (no password, no key file, no device address).
  *
+ * A follower (od->jm NULL) shows its view's job table (fw_jm) and its
+ * leader; the view's circuits, devices and rings stay inside follower.c,
+ * so they are not drawn there yet (devices show session "unknown").
+ *
  * Recent events are not kept in a log of their own: they are the last
  * changes the state already records (a job's state, a ring's change, a
  * device session's), newest SP_MAX_EVENTS.
@@ -157,7 +161,8 @@ static int fill_devices(const struct od *od, struct od_snap *x)
 		d->group = cfg->kind == CFG_LEAF_SPINE_OCS
 				   ? ocs_fabric_device_group(&cfg->fabric, (int)i)
 				   : -1;
-		d->session = "connecting";
+		/* a follower reads no device: it says so rather than "connecting" */
+		d->session = od->devs ? "connecting" : "unknown";
 		d->health = "unknown";
 		d->error = "";
 		if (od->devs && dev_status(od->devs, (int)i, &x->st[i]) == 0) {

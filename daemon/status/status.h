@@ -51,7 +51,7 @@ struct sp_job {
 struct sp_device {
 	const char *name;
 	int group;	     /* OCS group (-1 none) */
-	const char *session; /* "connecting", "connected", "disconnected" */
+	const char *session; /* "connecting", "connected", "disconnected", "unknown" */
 	const char *health;  /* "unknown", "healthy", "unreachable" */
 	const char *error;   /* the session's last error ("" none) */
 	bool drained;
