@@ -13,7 +13,8 @@
  *        |
  *        v
  *   daemon_devices.c  the devices' southbound settings and handles, warm
- *                     starts; daemon_metrics.c the metrics (no call out)
+ *                     starts; daemon_metrics.c the metrics and
+ *                     daemon_status.c the status page (no call out)
  */
 #ifndef OCSD_DAEMON_INTERNAL_H
 #define OCSD_DAEMON_INTERNAL_H
@@ -101,6 +102,11 @@ struct od {
 int od_register_metrics(struct od *od);
 /* mh_start's sampler: the families from the in-memory state, before each scrape. */
 void od_sample_metrics(void *arg);
+
+/* ---- daemon_status.c ---- */
+
+/* The status page's paths on od->http (daemon/status/). 0 or -ENOMEM. */
+int od_start_status(struct od *od);
 
 /* ---- daemon_devices.c ---- */
 

@@ -207,6 +207,10 @@ int od_run(const struct od_options *opts)
 		log_msg(LOG_ERR, "metrics endpoint: %s", err);
 		goto out;
 	}
+	if (od_start_status(&od) != 0) {
+		log_msg(LOG_ERR, "status page: out of memory");
+		goto out;
+	}
 	if (od_start_signals(&od) != 0) {
 		log_msg(LOG_ERR, "cannot install signal handlers or the watchdog");
 		goto out;

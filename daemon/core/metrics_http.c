@@ -41,8 +41,16 @@
 #define MH_BACKOFF_MAX_MS 250
 #define MH_LOG_INTERVAL_S 10
 
+struct mh_route {
+	const char *path; /* static: the caller's */
+	mh_handler handler;
+	void *ctx;
+};
+
 struct mh_server {
 	struct evhttp *http;
+	struct mh_route routes[MH_MAX_ROUTES];
+	int n_routes;
 	struct evhttp_bound_socket *sock;
 	struct mx_registry *reg;
 	void (*refresh)(void *ctx);
@@ -105,23 +113,65 @@ int mh_parse_listen(const char *listen, char *host, size_t host_len, int *port)
 	return 0;
 }
 
+/* 405 with the Allow header RFC 9110 asks for (evhttp_send_error() would drop it). */
+static void send_bad_method(struct evhttp_request *req)
+{
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+	evhttp_send_reply(req, HTTP_BADMETHOD, "Method Not Allowed", NULL);
+}
+
+static const struct mh_route *route_of(const struct mh_server *srv, const char *path)
+{
+	for (int i = 0; i < srv->n_routes; i++)
+		if (strcmp(srv->routes[i].path, path) == 0)
+			return &srv->routes[i];
+	return NULL;
+}
+
+static void serve_route(struct evhttp_request *req, const struct mh_route *r)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	struct evbuffer *body = evbuffer_new();
+	const char *type = "text/plain; charset=utf-8";
+
+	if (!body || r->handler(r->ctx, body, &type) != 0) {
+		if (body)
+			evbuffer_free(body);
+		evhttp_send_error(req, HTTP_INTERNAL, "cannot render the page");
+		return;
+	}
+	evhttp_add_header(h, "Content-Type", type);
+	evhttp_add_header(
+		h, "Content-Security-Policy",
+		"default-src 'self'; img-src 'self'; style-src 'self'; script-src 'self'; "
+		"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+		"form-action 'none'");
+	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	evhttp_add_header(h, "Cache-Control", "no-store");
+	evhttp_send_reply(req, HTTP_OK, "OK", body);
+	evbuffer_free(body);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
 	struct mh_server *srv = arg;
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	const struct mh_route *route = path ? route_of(srv, path) : NULL;
 	struct evbuffer *body;
 	char *text;
 	size_t len;
 
-	if (!path || strcmp(path, "/metrics") != 0) {
-		evhttp_send_error(req, HTTP_NOTFOUND, "only /metrics is served here");
+	if (!route && (!path || strcmp(path, "/metrics") != 0)) {
+		evhttp_send_error(req, HTTP_NOTFOUND, "not served here");
 		return;
 	}
 	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
-		/* evhttp_send_error() would drop the Allow header RFC 9110 asks for */
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-		evhttp_send_reply(req, HTTP_BADMETHOD, "Method Not Allowed", NULL);
+		send_bad_method(req);
+		return;
+	}
+	if (route) {
+		serve_route(req, route);
 		return;
 	}
 	if (srv->refresh)
@@ -140,6 +190,18 @@ static void on_request(struct evhttp_request *req, void *arg)
 			  "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, HTTP_OK, "OK", body);
 	evbuffer_free(body);
+}
+
+int mh_route(struct mh_server *srv, const char *path, mh_handler handler, void *ctx)
+{
+	if (!srv || !path || path[0] != '/' || !handler || strcmp(path, "/metrics") == 0)
+		return -EINVAL;
+	if (route_of(srv, path))
+		return -EEXIST;
+	if (srv->n_routes >= MH_MAX_ROUTES)
+		return -ENOSPC;
+	srv->routes[srv->n_routes++] = (struct mh_route){path, handler, ctx};
+	return 0;
 }
 
 static void on_resume(evutil_socket_t fd, short what, void *arg)

@@ -1,0 +1,403 @@
+/*
+ * daemon_status.c - the status page on the metrics listener
+ * (daemon/status/): "/", "/status.js", "/status.css", "/state.json" and
+ * "/topology.svg", each a GET on the loop thread. A request fills an
+ * sp_snapshot from the daemon's memory (jobs, the fabric state's circuits,
+ * devices, drift, rings, rails, the replica's role), renders it and frees
+ * it; nothing is cached and nothing is written. Secrets never enter the
+ * snapshot (no password, no key file, no device address).
+ *
+ * A follower (od->jm NULL) shows its view's job table (fw_jm) and its
+ * leader; the view's circuits, devices and rings stay inside follower.c,
+ * so they are not drawn there yet (devices show session "unknown").
+ *
+ * Recent events are not kept in a log of their own: they are the last
+ * changes the state already records (a job's state, a ring's change, a
+ * device session's), newest SP_MAX_EVENTS.
+ */
+#include "daemon_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "clock.h"
+#include "devices.h"
+#include "drift.h"
+#include "fabric_state.h"
+#include "follower.h"
+#include "jobs.h"
+#include "metrics_http.h"
+#include "rails.h"
+#include "replica.h"
+#include "rings.h"
+#include "status.h"
+#include "strmap.h"
+
+#define OD_EVENT_TEXT 200
+
+/* A snapshot and what it points into, freed together by snap_free(). */
+struct od_snap {
+	struct sp_snapshot s;
+	struct sp_circuit *circuits;
+	int *faulty_nodes;
+	int64_t *faulty_gpus;
+	struct sp_event events[SP_MAX_EVENTS];
+	char event_text[SP_MAX_EVENTS][OD_EVENT_TEXT];
+	char leader[400];
+	struct dev_status *st;
+};
+
+static void snap_free(struct od_snap *x)
+{
+	if (!x)
+		return;
+	free(x->s.jobs);
+	free(x->s.devices);
+	free(x->s.rings);
+	free(x->circuits);
+	free(x->faulty_nodes);
+	free(x->faulty_gpus);
+	free(x->st);
+	free(x);
+}
+
+static const char *session_name(enum dev_session s)
+{
+	return s == DEV_SESSION_CONNECTED      ? "connected"
+	       : s == DEV_SESSION_DISCONNECTED ? "disconnected"
+					       : "connecting";
+}
+
+static const char *health_name(enum dev_health h)
+{
+	return h == DEV_HEALTH_HEALTHY	     ? "healthy"
+	       : h == DEV_HEALTH_UNREACHABLE ? "unreachable"
+					     : "unknown";
+}
+
+static const char *change_name(enum rg_change c)
+{
+	switch (c) {
+	case RG_PLACED:
+		return "placed";
+	case RG_BYPASSED:
+		return "bypassed";
+	case RG_REPLACED:
+		return "replaced";
+	case RG_LOST:
+		return "lost";
+	case RG_RELEASED:
+		return "released";
+	case RG_EXTENDED:
+		return "extended";
+	}
+	return "?";
+}
+
+/* Keeps the SP_MAX_EVENTS newest: replaces the oldest once full. */
+static void add_event(struct od_snap *x, int64_t at_ms, const char *fmt, const char *a,
+		      const char *b)
+{
+	size_t slot = x->s.n_events;
+
+	if (at_ms <= 0)
+		return;
+	if (slot == SP_MAX_EVENTS) {
+		slot = 0;
+		for (size_t i = 1; i < SP_MAX_EVENTS; i++)
+			if (x->events[i].at_ms < x->events[slot].at_ms)
+				slot = i;
+		if (x->events[slot].at_ms >= at_ms)
+			return;
+	} else {
+		x->s.n_events++;
+	}
+	snprintf(x->event_text[slot], OD_EVENT_TEXT, fmt, a, b);
+	x->events[slot] = (struct sp_event){at_ms, x->event_text[slot]};
+}
+
+static int cmp_event(const void *a, const void *b)
+{
+	const struct sp_event *x = a, *y = b;
+
+	return (x->at_ms > y->at_ms) - (x->at_ms < y->at_ms);
+}
+
+static void fill_role(const struct od *od, struct od_snap *x)
+{
+	struct rp_status st;
+
+	x->s.role = "standalone";
+	x->s.leader = "";
+	if (!od->rp)
+		return;
+	rp_status(od->rp, &st);
+	if (st.role[0])
+		x->s.role = od->phase == OD_PHASE_FOLLOWER ? "follower" : st.role;
+	if (st.leader_id[0] || st.leader_address[0])
+		snprintf(x->leader, sizeof(x->leader), "%s %s", st.leader_id, st.leader_address);
+	x->s.leader = x->leader;
+}
+
+static int fill_devices(const struct od *od, struct od_snap *x)
+{
+	const struct ocsd_config *cfg = od->cfg;
+	size_t n = (size_t)cfg->n_devices;
+
+	x->s.devices = calloc(n ? n : 1, sizeof(*x->s.devices));
+	x->st = calloc(n ? n : 1, sizeof(*x->st));
+	if (!x->s.devices || !x->st)
+		return -ENOMEM;
+	x->s.n_devices = n;
+	for (size_t i = 0; i < n; i++) {
+		struct sp_device *d = &x->s.devices[i];
+		size_t n_unowned = 0, n_missing = 0;
+
+		d->name = cfg->devices[i].name;
+		d->group = cfg->kind == CFG_LEAF_SPINE_OCS
+				   ? ocs_fabric_device_group(&cfg->fabric, (int)i)
+				   : -1;
+		/* a follower reads no device: it says so rather than "connecting" */
+		d->session = od->devs ? "connecting" : "unknown";
+		d->health = "unknown";
+		d->error = "";
+		if (od->devs && dev_status(od->devs, (int)i, &x->st[i]) == 0) {
+			d->session = session_name(x->st[i].session);
+			d->health = health_name(x->st[i].health);
+			d->error = x->st[i].session_error ? x->st[i].session_error : "";
+			d->drained = x->st[i].drained;
+			add_event(x, x->st[i].since_ms, "device %s: session %s", d->name,
+				  d->session);
+		}
+		if (od->drift) {
+			dr_device_unowned(od->drift, (int)i, &n_unowned);
+			dr_device_missing(od->drift, (int)i, &n_missing);
+		}
+		d->drift = n_unowned + n_missing;
+	}
+	return 0;
+}
+
+/* Jobs, and their circuits from the fabric state bucketed by job in one pass. */
+static int fill_jobs(const struct od *od, struct od_snap *x, struct jm *jm)
+{
+	const struct ocs_fabric *f = &od->cfg->fabric;
+	size_t n = jm ? jm_count(jm) : 0, n_xcs = od->fs ? fs_count(od->fs) : 0;
+	size_t *next = NULL;
+	struct strmap index = {0};
+	int rc = -ENOMEM;
+
+	x->s.jobs = calloc(n ? n : 1, sizeof(*x->s.jobs));
+	x->circuits = calloc(n_xcs ? n_xcs : 1, sizeof(*x->circuits));
+	next = calloc(n ? n : 1, sizeof(*next));
+	if (!x->s.jobs || !x->circuits || !next)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const struct jm_job *job = jm_at(jm, i);
+		struct sp_job *j = &x->s.jobs[x->s.n_jobs];
+
+		if (!job)
+			continue;
+		j->id = job->id;
+		j->state = jm_state_name(job->state);
+		j->reason = job->reason;
+		j->n_gpus = job->n_gpus;
+		if (strmap_put(&index, job->id, (void *)(x->s.n_jobs + 1)) != 0)
+			goto out;
+		add_event(x, job->updated_ms, "job %s: %s", job->id, j->state);
+		x->s.n_jobs++;
+	}
+	/* Count, place each job's run, then fill. */
+	for (size_t i = 0; i < n_xcs; i++) {
+		size_t k = (size_t)strmap_get(&index, fs_at(od->fs, i)->job_id);
+
+		if (k)
+			x->s.jobs[k - 1].n_circuits++;
+	}
+	for (size_t j = 0, at = 0; j < x->s.n_jobs; j++) {
+		x->s.jobs[j].circuits = x->circuits + at;
+		at += x->s.jobs[j].n_circuits;
+	}
+	for (size_t i = 0; i < n_xcs; i++) {
+		const struct st_circuit *c = fs_at(od->fs, i);
+		size_t k = (size_t)strmap_get(&index, c->job_id);
+		struct sp_circuit *out;
+		struct ocs_spine_port a, b;
+		struct ocs_device_port in = {c->xc.device, c->xc.in}, o = {c->xc.device, c->xc.out};
+		bool pods = od->cfg->kind == CFG_LEAF_SPINE_OCS &&
+			    ocs_fabric_input_owner(f, c->xc.group, in, &a) == 0 &&
+			    ocs_fabric_output_owner(f, c->xc.group, o, &b) == 0;
+
+		if (!k)
+			continue;
+		out = &x->s.jobs[k - 1].circuits[next[k - 1]++];
+		*out = (struct sp_circuit){ocs_fabric_device_id(f, c->xc.group, c->xc.device),
+					   c->xc.in, c->xc.out, pods ? a.pod : -1,
+					   pods ? b.pod : -1};
+	}
+	rc = 0;
+out:
+	strmap_clear(&index);
+	free(next);
+	return rc;
+}
+
+static int fill_rings(const struct od *od, struct od_snap *x)
+{
+	const struct ocs_ring_domain *d = &od->cfg->ring;
+	size_t n = od->rings ? rg_count(od->rings) : 0;
+	int nodes = od->rings ? rg_nodes(od->rings) : 0;
+
+	x->s.nodes = nodes;
+	x->s.closed = d->closed;
+	x->s.rings = calloc(n ? n : 1, sizeof(*x->s.rings));
+	x->faulty_nodes = calloc(nodes > 0 ? (size_t)nodes : 1, sizeof(*x->faulty_nodes));
+	if (!x->s.rings || !x->faulty_nodes)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct rg_ring *r = rg_at(od->rings, i);
+		struct sp_ring *s = &x->s.rings[x->s.n_rings];
+
+		if (!r)
+			continue;
+		*s = (struct sp_ring){r->job_id,
+				      r->index,
+				      r->nodes,
+				      r->m > 0 ? (size_t)r->m : 0,
+				      change_name(r->last_change),
+				      r->failed_node};
+		if (r->last_change != RG_PLACED)
+			add_event(x, r->changed_ms, "ring of job %s: %s", r->job_id, s->change);
+		x->s.n_rings++;
+	}
+	for (int v = 0; v < nodes; v++)
+		if (rg_faulty(od->rings, v))
+			x->faulty_nodes[x->s.n_faulty_nodes++] = v;
+	x->s.faulty_nodes = x->faulty_nodes;
+	return 0;
+}
+
+static int fill_rails(const struct od *od, struct od_snap *x)
+{
+	const struct ocs_rail_fabric *r = &od->cfg->rail;
+	int64_t gpus = (int64_t)r->servers * r->rails;
+	int n = od->rl ? rl_n_faulty(od->rl) : 0;
+
+	x->s.servers = r->servers;
+	x->s.rails = r->rails;
+	x->faulty_gpus = calloc(n > 0 ? (size_t)n : 1, sizeof(*x->faulty_gpus));
+	if (!x->faulty_gpus)
+		return -ENOMEM;
+	for (int64_t g = 0; n > 0 && g < gpus && x->s.n_faulty_gpus < (size_t)n; g++)
+		if (rl_faulty(od->rl, g))
+			x->faulty_gpus[x->s.n_faulty_gpus++] = g;
+	x->s.faulty_gpus = x->faulty_gpus;
+	return 0;
+}
+
+/* NULL on allocation failure. */
+static struct od_snap *snap_take(const struct od *od)
+{
+	struct od_snap *x = calloc(1, sizeof(*x));
+	struct jm *jm = od->jm ? od->jm : od->fw ? fw_jm(od->fw) : NULL;
+	int rc;
+
+	if (!x)
+		return NULL;
+	x->s.kind = od->cfg->kind == CFG_OCSTRX_RING ? SP_RING
+		    : od->cfg->kind == CFG_RAIL_OCS  ? SP_RAIL
+						     : SP_LEAF_SPINE;
+	x->s.name = od->cfg->name;
+	x->s.now_ms = clk_wall_ms(NULL);
+	x->s.events = x->events;
+	if (od->cfg->kind == CFG_LEAF_SPINE_OCS) {
+		x->s.pods = od->cfg->fabric.pods;
+		x->s.groups = ocs_fabric_groups(&od->cfg->fabric);
+	}
+	fill_role(od, x);
+	rc = fill_devices(od, x);
+	rc = rc ? rc : fill_jobs(od, x, jm);
+	rc = rc ? rc : fill_rings(od, x);
+	rc = rc ? rc : fill_rails(od, x);
+	if (rc) {
+		snap_free(x);
+		return NULL;
+	}
+	qsort(x->events, x->s.n_events, sizeof(x->events[0]), cmp_event);
+	return x;
+}
+
+/* Renders the snapshot with render and appends it to out. */
+static int serve_rendered(void *ctx, struct evbuffer *out,
+			  char *(*render)(const struct sp_snapshot *, size_t *))
+{
+	struct od_snap *x = snap_take(ctx);
+	size_t len = 0;
+	char *text = x ? render(&x->s, &len) : NULL;
+	int rc = text && evbuffer_add(out, text, len) == 0 ? 0 : -ENOMEM;
+
+	free(text);
+	snap_free(x);
+	return rc;
+}
+
+static int serve_state(void *ctx, struct evbuffer *out, const char **type)
+{
+	*type = "application/json";
+	return serve_rendered(ctx, out, sp_state_json);
+}
+
+static int serve_svg(void *ctx, struct evbuffer *out, const char **type)
+{
+	*type = "image/svg+xml";
+	return serve_rendered(ctx, out, sp_topology_svg);
+}
+
+static int serve_text(struct evbuffer *out, const char *text)
+{
+	return evbuffer_add(out, text, strlen(text)) == 0 ? 0 : -ENOMEM;
+}
+
+static int serve_page(void *ctx, struct evbuffer *out, const char **type)
+{
+	(void)ctx;
+	*type = "text/html; charset=utf-8";
+	return serve_text(out, sp_status_html);
+}
+
+static int serve_js(void *ctx, struct evbuffer *out, const char **type)
+{
+	(void)ctx;
+	*type = "text/javascript; charset=utf-8";
+	return serve_text(out, sp_status_js);
+}
+
+static int serve_css(void *ctx, struct evbuffer *out, const char **type)
+{
+	(void)ctx;
+	*type = "text/css; charset=utf-8";
+	return serve_text(out, sp_status_css);
+}
+
+int od_start_status(struct od *od)
+{
+	static const struct {
+		const char *path;
+		mh_handler handler;
+	} routes[] = {
+		{"/", serve_page},
+		{"/status.js", serve_js},
+		{"/status.css", serve_css},
+		{"/state.json", serve_state},
+		{"/topology.svg", serve_svg},
+	};
+
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (mh_route(od->http, routes[i].path, routes[i].handler, od) != 0)
+			return -ENOMEM;
+	return 0;
+}
