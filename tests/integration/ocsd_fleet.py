@@ -187,11 +187,14 @@ class Fleet:
                               list(args), capture_output=True, text=True, timeout=60)
 
     def start_lab_job(self):
-        """The devices and ocsd started, once `ocsctl status` answers the
-        quickstart's job (deploy/jobs/lab-ring.json) submitted: the submit's
-        CompletedProcess."""
+        """The devices and ocsd started, then submit_lab_job()."""
         self.start_devices()
         self.start_ocsd()
+        return self.submit_lab_job()
+
+    def submit_lab_job(self):
+        """Once `ocsctl status` answers, the quickstart's job
+        (deploy/jobs/lab-ring.json) submitted: the submit's CompletedProcess."""
         for _ in range(100):
             if self.ocsctl("status").returncode == 0:
                 break

@@ -140,14 +140,8 @@ def main(fleet, check):
     out_dir = os.path.join(BUILD, "tests", "integration", "status_browser")
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
-    fleet.start_devices()
-    fleet.start_ocsd()
+    r = fleet.start_lab_job()
     port = fleet.metrics_port
-    for _ in range(100):
-        if fleet.ocsctl("status").returncode == 0:
-            break
-        time.sleep(0.1)
-    r = fleet.ocsctl("job", "submit", os.path.join(SRC, "deploy", "jobs", "lab-ring.json"))
     check(r.returncode == 0, f"submit: {r.stdout} {r.stderr}")
     job = {j["id"]: j for j in state(port)["jobs"]}.get(JOB)
     check(job is not None and job["circuits"], f"/state.json has no circuits of {JOB}")

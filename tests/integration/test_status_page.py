@@ -90,11 +90,7 @@ def main(fleet, check):
     check(s["role"] == "standalone", f"role {s['role']}")
 
     # 2. a job: its circuits in the JSON, one titled path each in the SVG
-    for _ in range(100):
-        if fleet.ocsctl("status").returncode == 0:
-            break
-        time.sleep(0.1)
-    r = fleet.ocsctl("job", "submit", os.path.join(SRC, "deploy", "jobs", "lab-ring.json"))
+    r = fleet.submit_lab_job()
     check(r.returncode == 0, f"submit: {r.stdout} {r.stderr}")
     held = {(name, i, o) for name, rows in fleet.read_devices().items() for i, o, _ in rows}
     check(held, "the devices hold no cross-connect after the submit")
