@@ -61,7 +61,7 @@ static void measure(const char *what, char *(*render)(const struct sp_snapshot *
 
 int main(void)
 {
-	static char names[BS_DEVICES][16], ids[BS_JOBS][16];
+	static char names[BS_DEVICES][24], ids[BS_JOBS][16];
 	struct sp_device *devs = calloc(BS_DEVICES, sizeof(*devs));
 	struct sp_job *jobs = calloc(BS_JOBS, sizeof(*jobs));
 	struct sp_circuit *c = calloc(BS_CIRCUITS, sizeof(*c));
