@@ -7,9 +7,10 @@
  * it; nothing is cached and nothing is written. Secrets never enter the
  * snapshot (no password, no key file, no device address).
  *
- * A follower (od->jm NULL) shows its view's job table (fw_jm) and its
- * leader; the view's circuits, devices and rings stay inside follower.c,
- * so they are not drawn there yet (devices show session "unknown").
+ * A follower (od->jm NULL) shows its view (fw_jm, fw_parts): the jobs,
+ * circuits, rings, rail faults and drains of its store copy, and its
+ * leader. It reads no device, so its devices show session and health
+ * "unknown" and no drift.
  *
  * Recent events are not kept in a log of their own: they are the last
  * changes the state already records (a job's state, a ring's change, a
@@ -38,6 +39,17 @@
 #include "strmap.h"
 
 #define OD_EVENT_TEXT 200
+
+/* Where a snapshot is read from: the leader's (or a standalone ocsd's)
+ * own state, or a follower's view. */
+struct od_src {
+	struct jm *jm;
+	struct fs_state *fs;
+	struct rg_state *rings;
+	struct rl_state *rl;
+	struct devices *devs;
+	bool follower; /* devs holds drains only: no session, health or drift */
+};
 
 /* A snapshot and what it points into, freed together by snap_free(). */
 struct od_snap {
@@ -143,7 +155,7 @@ static void fill_role(const struct od *od, struct od_snap *x)
 	x->s.leader = x->leader;
 }
 
-static int fill_devices(const struct od *od, struct od_snap *x)
+static int fill_devices(const struct od *od, const struct od_src *src, struct od_snap *x)
 {
 	const struct ocsd_config *cfg = od->cfg;
 	size_t n = (size_t)cfg->n_devices;
@@ -161,15 +173,16 @@ static int fill_devices(const struct od *od, struct od_snap *x)
 		d->group = cfg->kind == CFG_LEAF_SPINE_OCS
 				   ? ocs_fabric_device_group(&cfg->fabric, (int)i)
 				   : -1;
-		/* a follower reads no device: it says so rather than "connecting" */
-		d->session = od->devs ? "connecting" : "unknown";
+		d->session = src->devs && !src->follower ? "connecting" : "unknown";
 		d->health = "unknown";
 		d->error = "";
-		if (od->devs && dev_status(od->devs, (int)i, &x->st[i]) == 0) {
+		if (src->devs && dev_status(src->devs, (int)i, &x->st[i]) == 0) {
+			d->drained = x->st[i].drained;
+			if (src->follower) /* it reads no device: unknown, not "connecting" */
+				continue;
 			d->session = session_name(x->st[i].session);
 			d->health = health_name(x->st[i].health);
 			d->error = x->st[i].session_error ? x->st[i].session_error : "";
-			d->drained = x->st[i].drained;
 			add_event(x, x->st[i].since_ms, "device %s: session %s", d->name,
 				  d->session);
 		}
@@ -183,10 +196,11 @@ static int fill_devices(const struct od *od, struct od_snap *x)
 }
 
 /* Jobs, and their circuits from the fabric state bucketed by job in one pass. */
-static int fill_jobs(const struct od *od, struct od_snap *x, struct jm *jm)
+static int fill_jobs(const struct od *od, const struct od_src *src, struct od_snap *x)
 {
 	const struct ocs_fabric *f = &od->cfg->fabric;
-	size_t n = jm ? jm_count(jm) : 0, n_xcs = od->fs ? fs_count(od->fs) : 0;
+	struct jm *jm = src->jm;
+	size_t n = jm ? jm_count(jm) : 0, n_xcs = src->fs ? fs_count(src->fs) : 0;
 	size_t *next = NULL;
 	struct strmap index = {0};
 	int rc = -ENOMEM;
@@ -213,7 +227,7 @@ static int fill_jobs(const struct od *od, struct od_snap *x, struct jm *jm)
 	}
 	/* Count, place each job's run, then fill. */
 	for (size_t i = 0; i < n_xcs; i++) {
-		size_t k = (size_t)strmap_get(&index, fs_at(od->fs, i)->job_id);
+		size_t k = (size_t)strmap_get(&index, fs_at(src->fs, i)->job_id);
 
 		if (k)
 			x->s.jobs[k - 1].n_circuits++;
@@ -223,7 +237,7 @@ static int fill_jobs(const struct od *od, struct od_snap *x, struct jm *jm)
 		at += x->s.jobs[j].n_circuits;
 	}
 	for (size_t i = 0; i < n_xcs; i++) {
-		const struct st_circuit *c = fs_at(od->fs, i);
+		const struct st_circuit *c = fs_at(src->fs, i);
 		size_t k = (size_t)strmap_get(&index, c->job_id);
 		struct sp_circuit *out;
 		struct ocs_spine_port a, b;
@@ -246,11 +260,12 @@ out:
 	return rc;
 }
 
-static int fill_rings(const struct od *od, struct od_snap *x)
+static int fill_rings(const struct od *od, const struct od_src *src, struct od_snap *x)
 {
 	const struct ocs_ring_domain *d = &od->cfg->ring;
-	size_t n = od->rings ? rg_count(od->rings) : 0;
-	int nodes = od->rings ? rg_nodes(od->rings) : 0;
+	struct rg_state *rings = src->rings;
+	size_t n = rings ? rg_count(rings) : 0;
+	int nodes = rings ? rg_nodes(rings) : 0;
 
 	x->s.nodes = nodes;
 	x->s.closed = d->closed;
@@ -259,7 +274,7 @@ static int fill_rings(const struct od *od, struct od_snap *x)
 	if (!x->s.rings || !x->faulty_nodes)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		const struct rg_ring *r = rg_at(od->rings, i);
+		const struct rg_ring *r = rg_at(rings, i);
 		struct sp_ring *s = &x->s.rings[x->s.n_rings];
 
 		if (!r)
@@ -275,17 +290,17 @@ static int fill_rings(const struct od *od, struct od_snap *x)
 		x->s.n_rings++;
 	}
 	for (int v = 0; v < nodes; v++)
-		if (rg_faulty(od->rings, v))
+		if (rg_faulty(rings, v))
 			x->faulty_nodes[x->s.n_faulty_nodes++] = v;
 	x->s.faulty_nodes = x->faulty_nodes;
 	return 0;
 }
 
-static int fill_rails(const struct od *od, struct od_snap *x)
+static int fill_rails(const struct od *od, const struct od_src *src, struct od_snap *x)
 {
 	const struct ocs_rail_fabric *r = &od->cfg->rail;
 	int64_t gpus = (int64_t)r->servers * r->rails;
-	int n = od->rl ? rl_n_faulty(od->rl) : 0;
+	int n = src->rl ? rl_n_faulty(src->rl) : 0;
 
 	x->s.servers = r->servers;
 	x->s.rails = r->rails;
@@ -293,7 +308,7 @@ static int fill_rails(const struct od *od, struct od_snap *x)
 	if (!x->faulty_gpus)
 		return -ENOMEM;
 	for (int64_t g = 0; n > 0 && g < gpus && x->s.n_faulty_gpus < (size_t)n; g++)
-		if (rl_faulty(od->rl, g))
+		if (rl_faulty(src->rl, g))
 			x->faulty_gpus[x->s.n_faulty_gpus++] = g;
 	x->s.faulty_gpus = x->faulty_gpus;
 	return 0;
@@ -303,7 +318,7 @@ static int fill_rails(const struct od *od, struct od_snap *x)
 static struct od_snap *snap_take(const struct od *od)
 {
 	struct od_snap *x = calloc(1, sizeof(*x));
-	struct jm *jm = od->jm ? od->jm : od->fw ? fw_jm(od->fw) : NULL;
+	struct od_src src = {od->jm, od->fs, od->rings, od->rl, od->devs, false};
 	int rc;
 
 	if (!x)
@@ -318,11 +333,17 @@ static struct od_snap *snap_take(const struct od *od)
 		x->s.pods = od->cfg->fabric.pods;
 		x->s.groups = ocs_fabric_groups(&od->cfg->fabric);
 	}
+	if (!od->jm && od->fw) {
+		struct fw_parts p;
+
+		fw_parts(od->fw, &p);
+		src = (struct od_src){fw_jm(od->fw), p.fs, p.rings, p.rl, p.devs, true};
+	}
 	fill_role(od, x);
-	rc = fill_devices(od, x);
-	rc = rc ? rc : fill_jobs(od, x, jm);
-	rc = rc ? rc : fill_rings(od, x);
-	rc = rc ? rc : fill_rails(od, x);
+	rc = fill_devices(od, &src, x);
+	rc = rc ? rc : fill_jobs(od, &src, x);
+	rc = rc ? rc : fill_rings(od, &src, x);
+	rc = rc ? rc : fill_rails(od, &src, x);
 	if (rc) {
 		snap_free(x);
 		return NULL;

@@ -217,3 +217,8 @@ struct jm *fw_jm(struct fw *fw)
 {
 	return fw->v.jm;
 }
+
+void fw_parts(const struct fw *fw, struct fw_parts *out)
+{
+	*out = (struct fw_parts){fw->v.fs, fw->v.rings, fw->v.rl, fw->v.devs};
+}

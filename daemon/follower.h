@@ -14,11 +14,15 @@
 #define OCSD_FOLLOWER_H
 
 struct api;
+struct devices;
+struct fs_state;
 struct loop;
 struct ocsd_config;
 struct st_etcd;
 struct st_store;
 struct jm;
+struct rg_state;
+struct rl_state;
 
 struct fw_deps {
 	const struct ocsd_config *cfg;
@@ -41,5 +45,17 @@ void fw_free(struct fw *fw);
 void fw_refresh(struct fw *fw);
 /* The view's job table (for api_attach). */
 struct jm *fw_jm(struct fw *fw);
+
+/* The rest of the view, for the status page (daemon_status.c): its
+ * circuits, rings, rail port map and device table (drains only: a follower
+ * reads no device). A member is NULL where the fabric kind has none. Valid
+ * until the next refresh; the loop thread only. */
+struct fw_parts {
+	struct fs_state *fs;
+	struct rg_state *rings;
+	struct rl_state *rl;
+	struct devices *devs;
+};
+void fw_parts(const struct fw *fw, struct fw_parts *out);
 
 #endif

@@ -255,6 +255,11 @@ class Replica:
         except FileNotFoundError:
             return ""
 
+    def metrics_port(self):
+        """The metrics listener's port of its latest start (its start line), or None."""
+        found = re.findall(r"metrics on \S+ \(port (\d+)", self.log())
+        return int(found[-1]) if found else None
+
 
 def dump_stacks(pid, log_path, why):
     """Appends every thread's stack of process pid (gdb, when installed) to

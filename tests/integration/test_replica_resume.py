@@ -14,7 +14,9 @@ nor name itself the leader, and its first health answer is not SERVING
 last lease renewal is older than the TTL from its first instant awake. Its log after the SIGCONT says "leadership lost"
 once, and no line claims that it "serves no writes until it is restarted"
 (its transaction's fenced decision ends the leader phase; it follows by
-itself). 5 s on, it follows: role follower, leader the other.
+itself). 5 s on, it follows: role follower, leader the other. Then (issue 27)
+a job submitted on the leader shows on the follower's status page (/state.json)
+with the leader's circuits, role follower, the leader named, devices "unknown".
 
 usage: test_replica_resume.py BUILD_DIR SOURCE_DIR
 """
@@ -27,6 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ocsd_fleet  # noqa: E402
 import ocsd_replicas  # noqa: E402
+from status_helpers import state  # noqa: E402
 
 BUILD, SRC = sys.argv[1], sys.argv[2]
 POLL_S = 0.05
@@ -150,8 +153,38 @@ def run(reps):
     if script.failures:  # the replicas' logs are not in the fleet's dump
         print(f"--- {old.id}'s log\n{old.log()[-8000:]}", flush=True)
     t.join(10)
+    follower_page(reps, i, j, jobs_pb2_grpc.JobsStub(chans[j]))
     for c in chans.values():
         c.close()
+
+
+def follower_page(reps, i, j, leader_jobs):
+    """Issue 27: the follower's status page draws its store copy: a job
+    submitted on the leader shows there with the leader's circuits, the
+    role and leader named, every device's session "unknown" (a follower
+    reads no device)."""
+    gpus = [jobs_pb2.GpuPlacement(gpu=8 * leaf + 4, leaf=leaf, pod=leaf // 2) for leaf in (1, 3)]
+    spec = jobs_pb2.JobSpec(id="p2", placement=jobs_pb2.Placement(gpus=gpus),
+                            leaf_demand=jobs_pb2.LeafDemand(
+                                pairs=[jobs_pb2.LeafPair(a=1, b=3, links=1)]))
+    r = leader_jobs.SubmitJob(spec, timeout=30)
+    check(r.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"p2 on the leader: {r.job.reason}")
+    ports = {k: reps.reps[k].metrics_port() for k in (i, j)}
+    lead = {x["id"]: x for x in state(ports[j])["jobs"]}.get("p2")
+    check(lead is not None and lead["circuits"], f"the leader's page has no circuits of p2: {lead}")
+    deadline, seen = time.time() + 10, None
+    while time.time() < deadline:
+        page = state(ports[i])
+        seen = {x["id"]: x for x in page["jobs"]}.get("p2")
+        if seen is not None and lead is not None and seen["circuits"] == lead["circuits"]:
+            break
+        time.sleep(0.1)
+    check(seen is not None and lead is not None and seen["circuits"] == lead["circuits"],
+          f"the follower's page: p2 {seen}, the leader's {lead}")
+    check(page["role"] == "follower" and reps.reps[j].id in page["leader"],
+          f"the follower's page: role {page['role']!r}, leader {page['leader']!r}")
+    check(page["devices"] and all(d["session"] == "unknown" for d in page["devices"]),
+          f"the follower's devices: {[d['session'] for d in page['devices']][:4]}")
 
 
 def _submit(stub, spec):
