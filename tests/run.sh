@@ -25,6 +25,9 @@ bench=0
 fuzz=1
 packages=1
 fuzz_hours=""
+# seconds each libFuzzer harness runs in the default suite (a smoke run: the
+# long runs are --fuzz-hours N)
+fuzz_seconds=20
 usage() {
   echo "usage: tests/run.sh [--no-sanitize] [--release] [--no-fuzz] [--no-packages] [--bench] [--fuzz-hours N]" >&2
   exit 2
@@ -62,39 +65,93 @@ build() { # build-dir, cmake args...
     { cat "$dir/configure.log"; exit 1; }
   cmake --build "$dir" -j "$jobs"
 }
-run_suite() { # tests-at-once, build-dir, cmake args...
-  local at_once=$1; shift
-  build "$@"
-  (cd "$1" && ctest --output-on-failure -j "$at_once" -LE bench)
+stage() { echo "tests/run.sh: $* (+${SECONDS} s)"; }
+
+# A build the next stage needs runs in the background at nice 19 while the
+# tests of the stage before run: the RelWithDebInfo tests leave about 0.6
+# of the 2 cores idle, enough for the sanitizer build; the sanitizer tests
+# leave less, which the fuzz build and the packages take. At nice 19 the
+# builds get a CPU only when no test wants it, so the timed tests see no
+# difference. Each background job has its own process group (set -m), its
+# output goes to a log that is printed when it fails, and every one still
+# running is killed when this script exits.
+bg_groups=()
+trap 'for g in "${bg_groups[@]}"; do kill -- "-$g" 2>/dev/null; done' EXIT
+background() { # log, command...: sets bg_pid
+  local log=$1; shift
+  set -m
+  (renice -n 19 "$BASHPID" >/dev/null; "$@") >"$log" 2>&1 &
+  bg_pid=$!
+  set +m
+  bg_groups+=("$bg_pid")
+}
+await() { # pid, log, what
+  if wait "$1"; then stage "$3 done"; else
+    cat "$2"; echo "tests/run.sh: $3 failed (log above, $2)" >&2; exit 1
+  fi
+}
+tests() { # tests-at-once, build-dir
+  stage "tests in $2"
+  (cd "$2" && ctest --output-on-failure -j "$1" -LE bench)
 }
 
-fuzz_suite() { # seconds per harness
+fuzz_build() { # seconds per harness
   mkdir -p build-fuzz
   CC=clang-14 cmake -S . -B build-fuzz -DOCSD_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON \
     -DOCSD_FUZZ=ON -DOCSD_FUZZ_SECONDS="$1" >build-fuzz/configure.log 2>&1 ||
     { cat build-fuzz/configure.log; exit 1; }
   cmake --build build-fuzz -j "$jobs" --target fuzz_targets
+}
+fuzz_run() {
+  stage "fuzz harnesses"
   (cd build-fuzz && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --output-on-failure -j "$jobs" -L fuzz)
 }
 if [ -n "$fuzz_hours" ]; then
-  fuzz_suite "$(awk -v h="$fuzz_hours" 'BEGIN { printf "%d", h * 3600 }')"
+  fuzz_build "$(awk -v h="$fuzz_hours" 'BEGIN { printf "%d", h * 3600 }')"
+  fuzz_run
   exit 0
 fi
 
-run_suite $((2 * jobs)) build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+stage "build"
+build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+if [ "$sanitize" = 1 ]; then
+  mkdir -p build-asan
+  background build-asan/build.log build build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON
+  asan_pid=$bg_pid
+fi
+tests $((2 * jobs)) build
 if [ "$release" = 1 ]; then
   build build-release -DCMAKE_BUILD_TYPE=Release
 fi
 if [ "$sanitize" = 1 ]; then
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" run_suite "$jobs" build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON
+  await "$asan_pid" build-asan/build.log "the build-asan build"
 fi
 if [ "$fuzz" = 1 ]; then
-  fuzz_suite 30
+  mkdir -p build-fuzz
+  background build-fuzz/build.log fuzz_build "$fuzz_seconds"
+  fuzz_pid=$bg_pid
 fi
 if [ "$packages" = 1 ]; then
-  bash tests/packages.sh "$top"
+  packages_log=$(mktemp /tmp/ocsd-packages-log.XXXXXX)
+  background "$packages_log" bash tests/packages.sh "$top"
+  packages_pid=$bg_pid
+fi
+if [ "$sanitize" = 1 ]; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" tests "$jobs" build-asan
+fi
+if [ "$fuzz" = 1 ]; then
+  await "$fuzz_pid" build-fuzz/build.log "the build-fuzz build"
+  fuzz_run
+fi
+if [ "$packages" = 1 ]; then
+  stage "packages"
+  packages_ok=1
+  wait "$packages_pid" || packages_ok=0
+  cat "$packages_log"
+  rm -f "$packages_log"
+  [ "$packages_ok" = 1 ] || { echo "tests/run.sh: tests/packages.sh failed" >&2; exit 1; }
 fi
 if [ "$bench" = 1 ]; then
   (cd build && ctest --output-on-failure -L bench)
