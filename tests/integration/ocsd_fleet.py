@@ -54,10 +54,13 @@ class Fleet:
     GROUPS = 4
     PER_GROUP = 4
 
-    def __init__(self, build, src, confirm_timeout_s=60, prefix="ocsd-fleet-", transport="ssh"):
+    def __init__(self, build, src, confirm_timeout_s=60, prefix="ocsd-fleet-", transport="ssh",
+                 rpc_timeout_ms=None):
         fabric = self._prepare(build, src, prefix, "lab.json")
         dev = fabric["ocsd-fabric:fabric"]["devices"]
         self._set_access(dev, confirm_timeout_s, 5000)  # start_devices()' default switch time
+        if rpc_timeout_ms:
+            dev["rpc-timeout-ms"] = rpc_timeout_ms
         self.transport = transport
         if transport == "tls":
             self.certs = os.path.join(self.work, "certs")

@@ -184,7 +184,10 @@ def scenario(fleet, check, transport):
 
 rc = 0
 for transport in ("tls", "ssh"):
-    fleet = ocsd_fleet.Fleet(BUILD, SRC, confirm_timeout_s=30,
+    # device RPCs wait 20 s, not 5: the kill must land while the commit
+    # hangs, and under load finding the edits in the 16 candidates took
+    # longer than 5 s (the commit then timed out before the kill)
+    fleet = ocsd_fleet.Fleet(BUILD, SRC, confirm_timeout_s=30, rpc_timeout_ms=20000,
                              prefix=f"ocsd-devdrop-{transport}-", transport=transport)
     script = ocsd_fleet.Script(f"daemon_devdrop ({transport})", fleet)
     t_start = time.time()
