@@ -67,20 +67,25 @@ build() { # build-dir, cmake args...
 }
 stage() { echo "tests/run.sh: $* (+${SECONDS} s)"; }
 
-# A build the next stage needs runs in the background at nice 19 while the
-# tests of the stage before run: the RelWithDebInfo tests leave about 0.6
-# of the 2 cores idle, enough for the sanitizer build; the sanitizer tests
-# leave less, which the fuzz build and the packages take. At nice 19 the
-# builds get a CPU only when no test wants it, so the timed tests see no
-# difference. Each background job has its own process group (set -m), its
-# output goes to a log that is printed when it fails, and every one still
-# running is killed when this script exits.
+# The builds of later stages run in the background while the tests of
+# earlier ones run: the RelWithDebInfo tests leave about 0.6 of the 2 cores
+# idle and the sanitizer tests some. The sanitizer build, which the next
+# stage needs first, runs at nice 19; the fuzz build and the packages,
+# needed last, at SCHED_IDLE, below even that. Either way a build gets a
+# CPU only when no test wants it, so the timed tests see no difference.
+# Each background job has its own process group (set -m), its output goes
+# to a log that is printed when it fails, and every one still running is
+# killed when this script exits.
 bg_groups=()
 trap 'for g in "${bg_groups[@]}"; do kill -- "-$g" 2>/dev/null; done' EXIT
-background() { # log, command...: sets bg_pid
-  local log=$1; shift
+background() { # nice|idle, log, command...: sets bg_pid
+  local prio=$1 log=$2; shift 2
   set -m
-  (renice -n 19 "$BASHPID" >/dev/null; "$@") >"$log" 2>&1 &
+  (
+    if [ "$prio" = idle ]; then chrt --idle -p 0 "$BASHPID" >/dev/null
+    else renice -n 19 "$BASHPID" >/dev/null; fi
+    "$@"
+  ) >"$log" 2>&1 &
   bg_pid=$!
   set +m
   bg_groups+=("$bg_pid")
@@ -117,8 +122,18 @@ stage "build"
 build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "$sanitize" = 1 ]; then
   mkdir -p build-asan
-  background build-asan/build.log build build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON
+  background nice build-asan/build.log build build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON
   asan_pid=$bg_pid
+fi
+if [ "$fuzz" = 1 ]; then
+  mkdir -p build-fuzz
+  background idle build-fuzz/build.log fuzz_build "$fuzz_seconds"
+  fuzz_pid=$bg_pid
+fi
+if [ "$packages" = 1 ]; then
+  packages_log=$(mktemp /tmp/ocsd-packages-log.XXXXXX)
+  background idle "$packages_log" bash tests/packages.sh "$top"
+  packages_pid=$bg_pid
 fi
 tests $((2 * jobs)) build
 if [ "$release" = 1 ]; then
@@ -126,18 +141,6 @@ if [ "$release" = 1 ]; then
 fi
 if [ "$sanitize" = 1 ]; then
   await "$asan_pid" build-asan/build.log "the build-asan build"
-fi
-if [ "$fuzz" = 1 ]; then
-  mkdir -p build-fuzz
-  background build-fuzz/build.log fuzz_build "$fuzz_seconds"
-  fuzz_pid=$bg_pid
-fi
-if [ "$packages" = 1 ]; then
-  packages_log=$(mktemp /tmp/ocsd-packages-log.XXXXXX)
-  background "$packages_log" bash tests/packages.sh "$top"
-  packages_pid=$bg_pid
-fi
-if [ "$sanitize" = 1 ]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" tests "$jobs" build-asan
 fi
