@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command (b): installs what the build and the tests need, builds ocsd
 # and runs the default test suite (every label except bench) twice:
-# RelWithDebInfo and ASan+UBSan; then the fuzz harnesses, and the Debian
+# RelWithDebInfo and ASan+UBSan (there without the label source: checks of
+# the tree that do not depend on the build); then the fuzz harnesses, and the Debian
 # packages (tests/packages.sh), whose optimized build with Debian's
 # hardening flags must compile without a warning: warnings only the
 # optimizer finds break CI there, not a packager's build. (--release adds
@@ -95,9 +96,9 @@ await() { # pid, log, what
     cat "$2"; echo "tests/run.sh: $3 failed (log above, $2)" >&2; exit 1
   fi
 }
-tests() { # tests-at-once, build-dir
+tests() { # tests-at-once, build-dir, labels left out (regex)
   stage "tests in $2"
-  (cd "$2" && ctest --output-on-failure -j "$1" -LE bench)
+  (cd "$2" && ctest --output-on-failure -j "$1" -LE "$3")
 }
 
 fuzz_build() { # seconds per harness
@@ -135,14 +136,14 @@ if [ "$packages" = 1 ]; then
   background idle "$packages_log" bash tests/packages.sh "$top"
   packages_pid=$bg_pid
 fi
-tests $((2 * jobs)) build
+tests $((2 * jobs)) build bench
 if [ "$release" = 1 ]; then
   build build-release -DCMAKE_BUILD_TYPE=Release
 fi
 if [ "$sanitize" = 1 ]; then
   await "$asan_pid" build-asan/build.log "the build-asan build"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" tests "$jobs" build-asan
+    LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" tests "$jobs" build-asan 'bench|source'
 fi
 if [ "$fuzz" = 1 ]; then
   await "$fuzz_pid" build-fuzz/build.log "the build-fuzz build"
