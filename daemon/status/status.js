@@ -66,7 +66,8 @@ function render(s) {
   document.getElementById("drift").textContent = s.drift_total === 0
     ? "no drift"
     : s.fabric.kind === "ocstrx-ring"
-      ? s.bundle_drift.length + " bundles differ from the rings"
+      ? s.bundle_drift.length + (s.bundle_drift.length === 1 ? " bundle differs" : " bundles differ") +
+        " from the rings"
       : s.drift_total + " cross-connects differ from the intent on " +
         drifted.map((d) => d.name + " (" + d.drift + ")").join(", ");
   fill("bundle-drift", s.bundle_drift, (tr, b) => {
