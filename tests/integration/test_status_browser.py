@@ -25,7 +25,8 @@ HTTP calls (urllib), on the lab fleet with ocs-devsim and the real ocsd.
      every second): within 2 s of /state.json's bundle_drift listing it,
      the page's drift table has its row (no ring, found external 1 up,
      expected loopback), its circle is of class "drift" and the drift line
-     says one bundle differs; screenshot drift.png;
+     says one bundle differs; screenshot drift.png (scrolled to the drift
+     and rings tables);
   4. in each of the two browser sessions, no request leaves 127.0.0.1
      (every URL in chromium's performance log, Network.requestWillBeSent,
      is on 127.0.0.1 or a data:, about:, blob: or the browser's own
@@ -275,6 +276,8 @@ def drift_shown(fleet, drv, check, out_dir):
     check(row[1:3] == ["1", "(no ring)"] and row[3].startswith("external 1 up") and
           row[4] == "loopback" and seen["text"] == "1 bundle differs from the rings",
           f"the drift table's row for node {idle}: {seen}")
+    # the drift table and the rings table below it, in view
+    drv.script("document.getElementById('drift').scrollIntoView();")
     drv.screenshot(os.path.join(out_dir, "drift.png"))
 
 
