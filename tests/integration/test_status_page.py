@@ -17,11 +17,12 @@ on the lab fabric with an ocs-devsim fleet (ocsd_fleet.Fleet):
      disconnected or health unreachable) within 2 s of ocsd knowing it
      (/metrics' ocsd_devices{state="unreachable"} above 0).
   5. an OCSTrx ring domain (ocsd_fleet.RingFleet, 64 nodes): a TP-16 job of
-     3 rings (gRPC SubmitJob) is listed with its rings; a node of a ring
-     failed through the devsim knob (node-fault): within RING_WITHIN_S
-     /state.json lists it faulty and its ring changed around it (the node
-     gone from the ring, failed_node naming it), and /topology.svg draws
-     the node as a faulty circle and the ring's path titled with the bypass.
+     3 rings (`ocsctl job submit`, status_helpers.start_ring_job) is listed
+     with its rings; a node of a ring failed through the devsim knob
+     (node-fault): within RING_WITHIN_S /state.json lists it faulty and its
+     ring changed around it (the node gone from the ring, failed_node
+     naming it, bypass-extended or replaced), and /topology.svg draws the
+     node as a faulty circle and the ring's path titled with the bypass.
 
 usage: test_status_page.py BUILD_DIR SOURCE_DIR
 """
