@@ -3,7 +3,8 @@
  * (daemon/status/): "/", "/status.js", "/status.css", "/state.json" and
  * "/topology.svg", each a GET on the loop thread. A request fills an
  * sp_snapshot from the daemon's memory (jobs, the fabric state's circuits,
- * devices, drift, rings, rails, the replica's role), renders it and frees
+ * devices, drift (a ring domain's: its bundles), rings, rails, the
+ * replica's role), renders it and frees
  * it; nothing is cached and nothing is written. Secrets never enter the
  * snapshot (no password, no key file, no device address).
  *
@@ -36,9 +37,11 @@
 #include "replica.h"
 #include "rings.h"
 #include "status.h"
+#include "store.h"
 #include "strmap.h"
 
 #define OD_EVENT_TEXT 200
+#define OD_SETTING    32 /* dr_bundle_setting(): "external 255 down" */
 
 /* Where a snapshot is read from: the leader's (or a standalone ocsd's)
  * own state, or a follower's view. */
@@ -56,6 +59,8 @@ struct od_snap {
 	struct sp_snapshot s;
 	struct sp_circuit *circuits;
 	int *faulty_nodes;
+	struct sp_bundle_drift *bundle_drift;
+	char (*settings)[2][OD_SETTING]; /* each bundle_drift's expected and found */
 	int64_t *faulty_gpus;
 	struct sp_event events[SP_MAX_EVENTS];
 	char event_text[SP_MAX_EVENTS][OD_EVENT_TEXT];
@@ -72,6 +77,8 @@ static void snap_free(struct od_snap *x)
 	free(x->s.rings);
 	free(x->circuits);
 	free(x->faulty_nodes);
+	free(x->bundle_drift);
+	free(x->settings);
 	free(x->faulty_gpus);
 	free(x->st);
 	free(x);
@@ -89,25 +96,6 @@ static const char *health_name(enum dev_health h)
 	return h == DEV_HEALTH_HEALTHY	     ? "healthy"
 	       : h == DEV_HEALTH_UNREACHABLE ? "unreachable"
 					     : "unknown";
-}
-
-static const char *change_name(enum rg_change c)
-{
-	switch (c) {
-	case RG_PLACED:
-		return "placed";
-	case RG_BYPASSED:
-		return "bypassed";
-	case RG_REPLACED:
-		return "replaced";
-	case RG_LOST:
-		return "lost";
-	case RG_RELEASED:
-		return "released";
-	case RG_EXTENDED:
-		return "extended";
-	}
-	return "?";
 }
 
 /* Keeps the SP_MAX_EVENTS newest: replaces the oldest once full. */
@@ -167,7 +155,7 @@ static int fill_devices(const struct od *od, const struct od_src *src, struct od
 	x->s.n_devices = n;
 	for (size_t i = 0; i < n; i++) {
 		struct sp_device *d = &x->s.devices[i];
-		size_t n_unowned = 0, n_missing = 0;
+		size_t n_unowned = 0, n_missing = 0, n_bundles = 0;
 
 		d->name = cfg->devices[i].name;
 		d->group = cfg->kind == CFG_LEAF_SPINE_OCS
@@ -190,7 +178,8 @@ static int fill_devices(const struct od *od, const struct od_src *src, struct od
 			dr_device_unowned(od->drift, (int)i, &n_unowned);
 			dr_device_missing(od->drift, (int)i, &n_missing);
 		}
-		d->drift = n_unowned + n_missing;
+		dr_nodes_get(od->node_drift, (int)i, &n_bundles); /* device i: node i's agent */
+		d->drift = n_unowned + n_missing + n_bundles;
 	}
 	return 0;
 }
@@ -283,7 +272,7 @@ static int fill_rings(const struct od *od, const struct od_src *src, struct od_s
 				      r->index,
 				      r->nodes,
 				      r->m > 0 ? (size_t)r->m : 0,
-				      change_name(r->last_change),
+				      st_ring_change_name(r->last_change),
 				      r->failed_node};
 		if (r->last_change != RG_PLACED)
 			add_event(x, r->changed_ms, "ring of job %s: %s", r->job_id, s->change);
@@ -293,6 +282,37 @@ static int fill_rings(const struct od *od, const struct od_src *src, struct od_s
 		if (rg_faulty(rings, v))
 			x->faulty_nodes[x->s.n_faulty_nodes++] = v;
 	x->s.faulty_nodes = x->faulty_nodes;
+	return 0;
+}
+
+/* A ring domain's bundles that differ from the rings, as the last pass
+ * found them (a follower reads no node: none). */
+static int fill_bundle_drift(const struct od *od, const struct od_src *src, struct od_snap *x)
+{
+	size_t total = od->node_drift && !src->follower ? dr_nodes_total(od->node_drift) : 0;
+
+	x->bundle_drift = calloc(total ? total : 1, sizeof(*x->bundle_drift));
+	x->settings = calloc(total ? total : 1, sizeof(*x->settings));
+	if (!x->bundle_drift || !x->settings)
+		return -ENOMEM;
+	for (int v = 0; total && v < dr_nodes_count(od->node_drift); v++) {
+		size_t n;
+		const struct dr_bundle *b = dr_nodes_get(od->node_drift, v, &n);
+		const struct rg_ring *holder = src->rings ? rg_holder(src->rings, v) : NULL;
+
+		for (size_t i = 0; i < n && x->s.n_bundle_drift < total; i++) {
+			size_t k = x->s.n_bundle_drift++;
+
+			x->bundle_drift[k] = (struct sp_bundle_drift){
+				b[i].node,
+				b[i].found.bundle,
+				holder ? holder->job_id : "",
+				dr_bundle_setting(&b[i].expected, x->settings[k][0], OD_SETTING),
+				dr_bundle_setting(&b[i].found, x->settings[k][1], OD_SETTING),
+				b[i].found_peer};
+		}
+	}
+	x->s.bundle_drift = x->bundle_drift;
 	return 0;
 }
 
@@ -343,6 +363,7 @@ static struct od_snap *snap_take(const struct od *od)
 	rc = fill_devices(od, &src, x);
 	rc = rc ? rc : fill_jobs(od, &src, x);
 	rc = rc ? rc : fill_rings(od, &src, x);
+	rc = rc ? rc : fill_bundle_drift(od, &src, x);
 	rc = rc ? rc : fill_rails(od, &src, x);
 	if (rc) {
 		snap_free(x);

@@ -1,11 +1,12 @@
 /*
  * status.h - the status page's renderers: a plain snapshot of what the
  * daemon holds (fabric, role, jobs and their circuits, devices, rings,
- * GPUs swapped, recent events) in, text out. sp_state_json() gives
- * /state.json, sp_topology_svg() /topology.svg; both are pure (no I/O, no
- * globals, no daemon state), so tests feed them hand-made and random
- * snapshots. The daemon fills a snapshot from its state on the loop
- * (daemon_status.c) and serves the texts on the metrics listener.
+ * a ring domain's bundle drift, GPUs swapped, recent events) in, text
+ * out. sp_state_json() gives /state.json, sp_topology_svg()
+ * /topology.svg; both are pure (no I/O, no globals, no daemon state), so
+ * tests feed them hand-made and random snapshots. The daemon fills a
+ * snapshot from its state on the loop (daemon_status.c) and serves the
+ * texts on the metrics listener.
  *
  * Size: the SVG draws one path per circuit up to SP_MAX_CIRCUIT_PATHS
  * circuits in all; above that it draws one edge per pod pair with the
@@ -55,7 +56,7 @@ struct sp_device {
 	const char *health;  /* "unknown", "healthy", "unreachable" */
 	const char *error;   /* the session's last error ("" none) */
 	bool drained;
-	size_t drift; /* cross-connects no job owns, and missing ones */
+	size_t drift; /* cross-connects no job owns, and missing ones; ring: bundles */
 };
 
 struct sp_ring {
@@ -63,8 +64,19 @@ struct sp_ring {
 	int index;
 	const int *nodes;
 	size_t n_nodes;
-	const char *change; /* "placed", "bypassed", "extended", "replaced", "lost" */
+	const char *change; /* st_ring_change_name(): "placed", "bypass-extended", ... */
 	int failed_node;    /* -1 none */
+};
+
+/* Ring domains: a transceiver bundle whose setting differs from what its
+ * node should hold (drift.h's struct dr_bundle, as `ocsctl drift` lists it). */
+struct sp_bundle_drift {
+	int node;
+	int bundle;
+	const char *job;      /* the job of the node's ring ("" in no ring) */
+	const char *expected; /* "loopback" or "external <distance> <up|down>" */
+	const char *found;
+	int found_peer; /* the node its path reaches (-1 none) */
 };
 
 struct sp_event {
@@ -91,6 +103,8 @@ struct sp_snapshot {
 	size_t n_rings;
 	const int *faulty_nodes;
 	size_t n_faulty_nodes;
+	const struct sp_bundle_drift *bundle_drift; /* ring: by node, then bundle */
+	size_t n_bundle_drift;
 	const int64_t *faulty_gpus; /* rail: GPUs marked faulty (swapped or to swap) */
 	size_t n_faulty_gpus;
 	const struct sp_event *events; /* oldest first, at most SP_MAX_EVENTS */

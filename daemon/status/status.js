@@ -65,8 +65,19 @@ function render(s) {
   const drifted = s.devices.filter((d) => d.drift > 0);
   document.getElementById("drift").textContent = s.drift_total === 0
     ? "no drift"
-    : s.drift_total + " cross-connects differ from the intent on " +
-      drifted.map((d) => d.name + " (" + d.drift + ")").join(", ");
+    : s.fabric.kind === "ocstrx-ring"
+      ? s.bundle_drift.length + (s.bundle_drift.length === 1 ? " bundle differs" : " bundles differ") +
+        " from the rings"
+      : s.drift_total + " cross-connects differ from the intent on " +
+        drifted.map((d) => d.name + " (" + d.drift + ")").join(", ");
+  fill("bundle-drift", s.bundle_drift, (tr, b) => {
+    cell(tr, String(b.node));
+    cell(tr, String(b.bundle));
+    cell(tr, b.job || "(no ring)");
+    cell(tr, b.found + (b.found_peer >= 0 ? " (to node " + b.found_peer + ")" : ""), "warn");
+    cell(tr, b.expected);
+  });
+  document.getElementById("bundle-drift").hidden = s.bundle_drift.length === 0;
   fill("rings", s.rings, (tr, r) => {
     cell(tr, r.job);
     cell(tr, String(r.index));

@@ -157,6 +157,23 @@ static json_t *ring_json(const struct sp_ring *r, bool *ok)
 	return o;
 }
 
+static json_t *bundle_drift_json(const struct sp_bundle_drift *b, bool *ok)
+{
+	json_t *o = json_object();
+
+	if (!o) {
+		*ok = false;
+		return NULL;
+	}
+	put(o, "node", json_integer(b->node), ok);
+	put(o, "bundle", json_integer(b->bundle), ok);
+	put(o, "job", str(b->job), ok);
+	put(o, "expected", str(b->expected), ok);
+	put(o, "found", str(b->found), ok);
+	put(o, "found_peer", json_integer(b->found_peer), ok);
+	return o;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -203,8 +220,8 @@ char *sp_state_json(const struct sp_snapshot *s, size_t *len)
 {
 	json_t *root = json_object(), *jobs = json_array(), *devs = json_array();
 	json_t *rings = json_array(), *faulty = json_array(), *gpus = json_array();
-	json_t *events = json_array();
-	bool ok = root && jobs && devs && rings && faulty && gpus && events;
+	json_t *events = json_array(), *bundles = json_array();
+	bool ok = root && jobs && devs && rings && faulty && gpus && events && bundles;
 	size_t drift = 0, total = 0;
 	bool list;
 	char *text = NULL;
@@ -229,6 +246,8 @@ char *sp_state_json(const struct sp_snapshot *s, size_t *len)
 		push(rings, ring_json(&s->rings[i], &ok), &ok);
 	for (size_t i = 0; ok && i < s->n_faulty_nodes; i++)
 		push(faulty, json_integer(s->faulty_nodes[i]), &ok);
+	for (size_t i = 0; ok && i < s->n_bundle_drift; i++)
+		push(bundles, bundle_drift_json(&s->bundle_drift[i], &ok), &ok);
 	for (size_t i = 0; ok && i < s->n_faulty_gpus; i++)
 		push(gpus, json_integer(s->faulty_gpus[i]), &ok);
 	for (size_t i = 0; ok && i < s->n_events; i++)
@@ -236,7 +255,9 @@ char *sp_state_json(const struct sp_snapshot *s, size_t *len)
 		     json_pack("{s:I,s:o}", "at_ms", (json_int_t)s->events[i].at_ms, "text",
 			       str(s->events[i].text)),
 		     &ok);
+	/* on a ring domain each node's device counts its bundles in bundle_drift */
 	put(root, "drift_total", json_integer((json_int_t)drift), &ok);
+	put(root, "bundle_drift", bundles, &ok);
 	put(root, "jobs", jobs, &ok);
 	put(root, "devices", devs, &ok);
 	put(root, "rings", rings, &ok);

@@ -8,7 +8,8 @@
  *     (above SP_MAX_CIRCUIT_PATHS circuits: one edge per pod pair, its
  *     title the circuit count);
  *   OCSTrx ring: the nodes on a line (closed: a note says so), faulty ones
- *     red and crossed; each ring a polyline over its nodes in its job's
+ *     red and crossed, those with a bundle drifted ringed in orange (class
+ *     "drift", titled so); each ring a polyline over its nodes in its job's
  *     colour, its title naming job, nodes and the bypassed node; the
  *     devices (the nodes' transceivers) below, coloured by state;
  *   rail-OCS: a grid of servers (columns) by rails (rows), faulty GPUs
@@ -317,6 +318,15 @@ static bool node_faulty(const struct sp_snapshot *s, size_t first, size_t last)
 	return false;
 }
 
+static bool node_drifted(const struct sp_snapshot *s, size_t first, size_t last)
+{
+	for (size_t i = 0; i < s->n_bundle_drift; i++)
+		if (s->bundle_drift[i].node >= 0 && (size_t)s->bundle_drift[i].node >= first &&
+		    (size_t)s->bundle_drift[i].node < last)
+			return true;
+	return false;
+}
+
 static void draw_ring_domain(FILE *out, const struct sp_snapshot *s)
 {
 	size_t nodes = s->nodes > 0 ? (size_t)s->nodes : 0;
@@ -327,19 +337,21 @@ static void draw_ring_domain(FILE *out, const struct sp_snapshot *s)
 	fprintf(out, "<g class=\"nodes\">\n");
 	for (size_t m = 0; m < marks; m++) {
 		size_t first = m * block, last = first + block < nodes ? first + block : nodes;
-		bool bad = node_faulty(s, first, last);
+		bool bad = node_faulty(s, first, last), drift = node_drifted(s, first, last);
 		double x = mark_x(m, marks);
 
 		fprintf(out,
-			"<circle class=\"node%s\" cx=\"%.1f\" cy=\"%d\" r=\"%.1f\" fill=\"%s\" "
-			"stroke=\"#333\"><title>",
-			bad ? " faulty" : "", x, SP_TOP_Y + SP_MARK_H / 2, r,
-			bad ? "#d33" : "#cde");
+			"<circle class=\"node%s%s\" cx=\"%.1f\" cy=\"%d\" r=\"%.1f\" fill=\"%s\" "
+			"stroke=\"%s\" stroke-width=\"%d\"><title>",
+			bad ? " faulty" : "", drift ? " drift" : "", x, SP_TOP_Y + SP_MARK_H / 2, r,
+			bad ? "#d33" : "#cde", drift ? "#f80" : "#333", drift ? 3 : 1);
 		if (block == 1)
 			fprintf(out, "node %zu%s", first, bad ? ": faulty" : "");
 		else
 			fprintf(out, "nodes %zu-%zu%s", first, last - 1,
 				bad ? ": some faulty" : "");
+		if (drift)
+			fputs(block == 1 ? ", bundle drift" : ", some with bundle drift", out);
 		fputs("</title></circle>\n", out);
 		if (bad)
 			fprintf(out,

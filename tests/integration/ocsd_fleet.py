@@ -7,7 +7,7 @@ wrote) so that what ocsd claims is checked against what the devices hold.
 Not a test itself; imported by test_recovery.py, test_daemon_grpcio.py,
 test_daemon_reload.py, test_daemon_share.py, test_daemon_wave.py,
 tests/interop/test_prometheus.py and tests/bench/bench_daemon_load.py; RingFleet (an OCSTrx ring domain on
-ocs-devsim transceivers) by test_ring_daemon.py and
+ocs-devsim transceivers) by test_ring_daemon.py, test_ring_drift.py, status_helpers.py and
 tests/bench/bench_ring_fault.py; RailFleet (a rail-OCS fabric on ocs-devsim
 switches) by test_rail_daemon.py; MixedFleet (the mixed lab fabric of
 polatis and ocs-switch devices) by test_daemon_polatis.py.
@@ -508,6 +508,7 @@ class Script:
 
 
 TRX_NS = "urn:ocsd:yang:ocs-transceiver"
+NC_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
 DEVSIM_NS = "urn:ocsd:yang:ocs-devsim"
 
 
@@ -573,6 +574,29 @@ class RingFleet(Fleet):
 
     def device_name(self, d):
         return f"trx-n{d}"
+
+    def set_bundle(self, node, bundle, distance, direction):
+        """Edits one bundle of node on its agent (candidate, then commit),
+        behind ocsd's back: external `distance` hops `direction` ("up",
+        "down"), or loopback when distance is 0."""
+        if distance:
+            body = (f"<path>external</path><external><distance>{distance}</distance>"
+                    f"<direction>{direction}</direction></external>")
+        else:
+            body = "<path>loopback</path>"
+        cfg = (f'<nc:config xmlns:nc="{NC_NS}"><transceivers xmlns="{TRX_NS}"><node>'
+               f'<id>{node}</id><bundle nc:operation="replace"><id>{bundle}</id>{body}</bundle>'
+               "</node></transceivers>"
+               "</nc:config>")
+        with self._session(node) as m:
+            with m.locked("candidate"):
+                m.edit_config(target="candidate", config=cfg)
+                m.commit()
+
+    def position(self, node):
+        """Deployment position of a node on the line (fabric.h: index * tors + tor)."""
+        tors, per_tor = self.geometry[0], self.geometry[1]
+        return (node % per_tor) * tors + node // per_tor
 
     def read_node(self, node):
         """(faulty, {bundle: (path, distance, direction, peer_node or None)}) of

@@ -46,7 +46,6 @@ from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
 TIMEOUT_S = 30
 FAILURES = []
 OCSCTL = os.path.join(BUILD, "northbound", "ocsctl", "ocsctl")
-NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
 
 
 def check(cond, what):
@@ -67,23 +66,7 @@ def node_at(pos):
     return (pos % tors) * per_tor + pos // tors
 
 
-def set_bundle(node, bundle, distance, direction):
-    """Edits one bundle of node on its agent (candidate, then commit), behind ocsd's back."""
-    if distance:
-        body = (f"<path>external</path><external><distance>{distance}</distance>"
-                f"<direction>{direction}</direction></external>")
-    else:
-        body = "<path>loopback</path>"
-    cfg = (f'<nc:config xmlns:nc="{NC}"><transceivers xmlns="{ocsd_fleet.TRX_NS}"><node>'
-           f'<id>{node}</id><bundle nc:operation="replace"><id>{bundle}</id>{body}</bundle>'
-           "</node></transceivers>"
-           "</nc:config>")
-    with FLEET._session(node) as m:
-        with m.locked("candidate"):
-            m.edit_config(target="candidate", config=cfg)
-            m.commit()
-
-
+set_bundle = FLEET.set_bundle
 expected_bundles = ocsd_fleet.ring_bundles
 
 

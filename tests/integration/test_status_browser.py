@@ -10,11 +10,30 @@ HTTP calls (urllib), on the lab fleet with ocs-devsim and the real ocsd.
   2. ocs-devsim killed: the page's devices table shows a device
      disconnected or unreachable within 2 s of /state.json saying so;
      screenshot down.png;
-  3. throughout, no request leaves 127.0.0.1 (every URL in chromium's
-     performance log, Network.requestWillBeSent, is on 127.0.0.1 or a
-     data:, about:, blob: or the browser's own chrome:// URL; names outside
-     loopback also resolve to nothing), the page's five paths are in it, and the console has no Content-Security-Policy
-     violation and no error from the page's own script.
+  3. an OCSTrx ring domain (ocsd_fleet.RingFleet, 32 nodes on one
+     ocs-devsim --model ocs-transceiver), a fresh chromium: a TP-16 job of
+     3 rings submitted (status_helpers.start_ring_job) and the page loaded;
+     a node of one of its rings failed through the devsim knob (node-fault,
+     the ocs-devsim:set-faults RPC: the node reports the fault, ocsd
+     repairs): within 2 s of /state.json showing the ring bypassed around
+     the node, the page shows the ring's <path class="ring"> titled with
+     the node failed and bypassed, the node's circle of class "faulty", and
+     the rings table's row with change bypass-extended, the failed node,
+     and the ring's nodes as /state.json lists them; screenshot ring.png;
+     then a node in no ring has its bundle 1 put on an external path
+     behind ocsd's back (NETCONF, RingFleet.set_bundle; ocsd reconciles
+     every second): within 2 s of /state.json's bundle_drift listing it,
+     the page's drift table has its row (no ring, found external 1 up,
+     expected loopback), its circle is of class "drift" and the drift line
+     says one bundle differs; screenshot drift.png (scrolled to the drift
+     and rings tables);
+  4. in each of the two browser sessions, no request leaves 127.0.0.1
+     (every URL in chromium's performance log, Network.requestWillBeSent,
+     is on 127.0.0.1 or a data:, about:, blob: or the browser's own
+     chrome:// URL; names outside loopback also resolve to nothing), the
+     page's five paths are in it, and the console has no
+     Content-Security-Policy violation and no error from the page's own
+     script.
 
 Screenshots go to BUILD_DIR/tests/integration/status_browser/. When chromium
 or chromedriver is missing or cannot start, the test fails and says why
@@ -44,6 +63,8 @@ BUILD, SRC = sys.argv[1], sys.argv[2]
 JOB = "lab-ring"
 PAGE_WITHIN_S = 2.0
 WAIT_S = 20
+# a node fault: the devsim's notification, the repair's transaction, stored
+RING_LIMIT_S = 10
 CHROMIUM = "/usr/bin/chromium"
 LOCAL_SCHEMES = ("data", "about", "blob", "chrome", "devtools")
 DRIVER = "/usr/bin/chromedriver"
@@ -129,6 +150,31 @@ const row = Array.from(document.querySelectorAll('#jobs tbody tr'))
   .find((r) => r.dataset.job === arguments[0]);
 return row ? row.children[1].textContent : null;
 """
+DOM_RING = """
+const [job, index, node] = arguments;
+const ring = Array.from(document.querySelectorAll('#topology path.ring'))
+  .map((p) => (p.querySelector('title') || {}).textContent || '')
+  .find((t) => t.startsWith('job ' + job + ' ring ' + index + ' ('));
+const circle = Array.from(document.querySelectorAll('#topology circle.node'))
+  .find((c) => ((c.querySelector('title') || {}).textContent || '').split(/[:,]/)[0] ===
+    'node ' + node);
+const row = Array.from(document.querySelectorAll('#rings tbody tr'))
+  .find((r) => r.children[0].textContent === job && r.children[1].textContent === String(index));
+return {title: ring || null, faulty: circle ? circle.classList.contains('faulty') : null,
+        row: row ? Array.from(row.children).map((c) => c.textContent) : null};
+"""
+DOM_DRIFT = """
+const node = String(arguments[0]);
+const row = Array.from(document.querySelectorAll('#bundle-drift tbody tr'))
+  .find((r) => r.children[0].textContent === node);
+const circle = Array.from(document.querySelectorAll('#topology circle.node'))
+  .find((c) => ((c.querySelector('title') || {}).textContent || '').split(/[:,]/)[0] ===
+    'node ' + node);
+return {row: row ? Array.from(row.children).map((c) => c.textContent) : null,
+        shown: !document.getElementById('bundle-drift').hidden,
+        marked: circle ? circle.classList.contains('drift') : null,
+        text: document.getElementById('drift').textContent};
+"""
 DOM_DOWN = """
 return Array.from(document.querySelectorAll('#devices tbody tr'))
   .some((r) => ['disconnected', 'unreachable'].includes(r.children[2].textContent) ||
@@ -136,10 +182,33 @@ return Array.from(document.querySelectorAll('#devices tbody tr'))
 """
 
 
-def main(fleet, check):
-    out_dir = os.path.join(BUILD, "tests", "integration", "status_browser")
-    shutil.rmtree(out_dir, ignore_errors=True)
-    os.makedirs(out_dir)
+def stayed_local(drv, port, check):
+    """Part 4 on the browser session drv: nothing left loopback since the
+    last call, the page's own requests were made, no CSP violation and no
+    error from status.js in the console."""
+    urls = set()
+    for e in drv.log_entries("performance"):
+        msg = json.loads(e["message"])["message"]
+        if msg.get("method") == "Network.requestWillBeSent":
+            urls.add(msg["params"]["request"]["url"])
+    check(urls, "the performance log shows no request at all")
+    # chrome:// is the browser's own new-tab page, served from memory
+    away = [u for u in urls if urllib.parse.urlsplit(u).scheme not in LOCAL_SCHEMES
+            and urllib.parse.urlsplit(u).hostname != "127.0.0.1"]
+    check(not away, f"requests left 127.0.0.1: {away}")
+    ours = [u for u in urls if urllib.parse.urlsplit(u).hostname == "127.0.0.1"]
+    print(f"{len(urls)} distinct URLs requested, {len(ours)} on 127.0.0.1, "
+          f"{len(away)} elsewhere", flush=True)
+    check({f"http://127.0.0.1:{port}{p}" for p in ("/", "/status.js", "/status.css",
+                                                    "/state.json", "/topology.svg")}
+          <= urls, f"the page's own requests are not all in the log: {sorted(ours)}")
+    console = [e["message"] for e in drv.log_entries("browser")
+               if e.get("level") in ("SEVERE", "WARNING")]
+    bad = [m for m in console if "Content Security Policy" in m or "status.js" in m]
+    check(not bad, f"console: {bad}")
+
+
+def main(fleet, check, out_dir):
     r = fleet.start_lab_job()
     port = fleet.metrics_port
     check(r.returncode == 0, f"submit: {r.stdout} {r.stderr}")
@@ -172,32 +241,99 @@ def main(fleet, check):
             check, "page", "json", PAGE_WITHIN_S)
         drv.screenshot(os.path.join(out_dir, "down.png"))
 
-        # 3. nothing left loopback; no CSP violation, no script error
-        urls = set()
-        for e in drv.log_entries("performance"):
-            msg = json.loads(e["message"])["message"]
-            if msg.get("method") == "Network.requestWillBeSent":
-                urls.add(msg["params"]["request"]["url"])
-        check(urls, "the performance log shows no request at all")
-        # chrome:// is the browser's own new-tab page, served from memory
-        away = [u for u in urls if urllib.parse.urlsplit(u).scheme not in LOCAL_SCHEMES
-                and urllib.parse.urlsplit(u).hostname != "127.0.0.1"]
-        check(not away, f"requests left 127.0.0.1: {away}")
-        ours = [u for u in urls if urllib.parse.urlsplit(u).hostname == "127.0.0.1"]
-        print(f"{len(urls)} distinct URLs requested, {len(ours)} on 127.0.0.1, "
-              f"{len(away)} elsewhere", flush=True)
-        check({f"http://127.0.0.1:{port}{p}" for p in ("/", "/status.js", "/status.css",
-                                                        "/state.json", "/topology.svg")}
-              <= urls, f"the page's own requests are not all in the log: {sorted(ours)}")
-        console = [e["message"] for e in drv.log_entries("browser")
-                   if e.get("level") in ("SEVERE", "WARNING")]
-        bad = [m for m in console if "Content Security Policy" in m or "status.js" in m]
-        check(not bad, f"console: {bad}")
+        # 4. nothing left loopback; no CSP violation, no script error
+        stayed_local(drv, port, check)
+    finally:
+        drv.close()
+
+
+def drift_shown(fleet, drv, check, out_dir):
+    """Part 3's drift: a node in no ring with its bundle 1 put on an external
+    path behind ocsd's back (over NETCONF): the next reconciliation pass
+    lists it in /state.json's bundle_drift; within 2 s the page's drift
+    table has its row (no ring, found external, expected loopback), its
+    circle is of class "drift", and the drift line counts it."""
+    port = fleet.metrics_port
+    s = state(port)
+    held = {n for r in s["rings"] for n in r["nodes"]} | set(s["faulty_nodes"])
+    free = [n for n in range(fleet.N_DEV) if n not in held]
+    idle = next(n for n in free
+                if any(fleet.position(m) == fleet.position(n) + 1 for m in free))
+    check(drv.script(DOM_DRIFT, idle)["row"] is None, f"node {idle} listed before any drift")
+    fleet.set_bundle(idle, 1, 1, "up")
+    listed = lambda: any(b["node"] == idle for b in state(port)["bundle_drift"])  # noqa: E731
+
+    def page_shows():
+        seen = drv.script(DOM_DRIFT, idle)
+        return seen["row"] is not None and seen["shown"] and seen["marked"] is True
+
+    status_helpers.time_probes(f"node {idle}'s bundle 1 changed behind ocsd's back",
+                               {"json": listed, "page": page_shows},
+                               check, "page", "json", PAGE_WITHIN_S, RING_LIMIT_S)
+    seen = drv.script(DOM_DRIFT, idle)
+    print(f"the page's drift: {seen}", flush=True)
+    row = seen["row"] or ["?"] * 5
+    check(row[1:3] == ["1", "(no ring)"] and row[3].startswith("external 1 up") and
+          row[4] == "loopback" and seen["text"] == "1 bundle differs from the rings",
+          f"the drift table's row for node {idle}: {seen}")
+    # the drift table and the rings table below it, in view
+    drv.script("document.getElementById('drift').scrollIntoView();")
+    drv.screenshot(os.path.join(out_dir, "drift.png"))
+
+
+def ring_main(fleet, check, out_dir):
+    """Part 3 (and 4) on a ring domain."""
+    rings = status_helpers.start_ring_job(fleet, check, reconcile_s=1)
+    if not rings:
+        return
+    port, job = fleet.metrics_port, status_helpers.RING_JOB
+    ring, victim = status_helpers.ring_to_fail(fleet, rings)
+    drv = Driver(fleet.work)
+    try:
+        drv.s("POST", "/url", {"url": f"http://127.0.0.1:{port}/"})
+        deadline, seen = time.time() + WAIT_S, {}
+        while time.time() < deadline and not (seen.get("title") and seen.get("row")):
+            seen = drv.script(DOM_RING, job, ring["index"], victim)
+            time.sleep(0.2)
+        check(seen.get("title") and seen.get("row") and seen.get("faulty") is False,
+              f"the page does not draw ring {ring['index']} of {job} before the fault: {seen}")
+
+        def page_shows():
+            nonlocal seen
+            seen = drv.script(DOM_RING, job, ring["index"], victim)
+            return (f"node {victim} failed, bypassed" in (seen["title"] or "") and
+                    seen["faulty"] is True and seen["row"] is not None and
+                    seen["row"][3] == str(victim) and
+                    str(victim) not in seen["row"][4].split())
+
+        fleet.set_faults(victim, "node-fault")  # the device reports the fault
+        status_helpers.time_probes(
+            f"node {victim} failed through the devsim knob",
+            {"json": lambda: status_helpers.ring_bypassed(state(port), ring["index"], victim),
+             "page": page_shows},
+            check, "page", "json", PAGE_WITHIN_S, RING_LIMIT_S)
+        print(f"the page's ring {ring['index']}: {seen}", flush=True)
+        now = status_helpers.ring_bypassed(state(port), ring["index"], victim)
+        check(now is not None and now["change"] == "bypass-extended" and seen["row"] and
+              seen["row"][2] == "bypass-extended" and
+              seen["row"][4].split() == [str(n) for n in now["nodes"]],
+              f"the rings table's row {seen['row']} is not /state.json's bypass-extended "
+              f"ring {now}")
+        drv.screenshot(os.path.join(out_dir, "ring.png"))
+        drift_shown(fleet, drv, check, out_dir)
+        stayed_local(drv, port, check)
     finally:
         drv.close()
 
 
 if __name__ == "__main__":
+    out_dir = os.path.join(BUILD, "tests", "integration", "status_browser")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
     fleet = ocsd_fleet.Fleet(BUILD, SRC, prefix="ocsd-browser-")
     t = ocsd_fleet.Script("status_browser", fleet)
-    sys.exit(t.run(lambda: main(fleet, t.check)))
+    rc = t.run(lambda: main(fleet, t.check, out_dir))
+    ring_fleet = ocsd_fleet.RingFleet(BUILD, SRC, tors=8, nodes_per_tor=4,
+                                      prefix="ocsd-browser-ring-")
+    t = ocsd_fleet.Script("status_browser (ring domain)", ring_fleet)
+    sys.exit(rc | t.run(lambda: ring_main(ring_fleet, t.check, out_dir)))

@@ -17,11 +17,12 @@ on the lab fabric with an ocs-devsim fleet (ocsd_fleet.Fleet):
      disconnected or health unreachable) within 2 s of ocsd knowing it
      (/metrics' ocsd_devices{state="unreachable"} above 0).
   5. an OCSTrx ring domain (ocsd_fleet.RingFleet, 64 nodes): a TP-16 job of
-     3 rings (gRPC SubmitJob) is listed with its rings; a node of a ring
-     failed through the devsim knob (node-fault): within RING_WITHIN_S
-     /state.json lists it faulty and its ring changed around it (the node
-     gone from the ring, failed_node naming it), and /topology.svg draws
-     the node as a faulty circle and the ring's path titled with the bypass.
+     3 rings (`ocsctl job submit`, status_helpers.start_ring_job) is listed
+     with its rings; a node of a ring failed through the devsim knob
+     (node-fault): within RING_WITHIN_S /state.json lists it faulty and its
+     ring changed around it (the node gone from the ring, failed_node
+     naming it, bypass-extended or replaced), and /topology.svg draws the
+     node as a faulty circle and the ring's path titled with the bypass.
 
 usage: test_status_page.py BUILD_DIR SOURCE_DIR
 """
@@ -142,41 +143,23 @@ def unreachable(fleet):
 
 def ring_main(fleet, check):
     """Part 5: a ring domain with a node failed."""
-    ocsd_fleet.gen_stubs(os.path.join(SRC, "proto"), os.path.join(fleet.work, "gen"))
-    import grpc
-    from ocs.v1 import jobs_pb2, jobs_pb2_grpc
-
-    fleet.start_devices()
-    fleet.start_ocsd()
-    port = fleet.metrics_port
-    jobs = jobs_pb2_grpc.JobsStub(grpc.insecure_channel(fleet.target))
-    sub = jobs.SubmitJob(jobs_pb2.JobSpec(id="r1", ring=jobs_pb2.RingRequest(tp=16, rings=3)),
-                         timeout=30)
-    check(sub.job.state == jobs_pb2.JOB_STATE_ACTIVE, f"ring job: {sub.job.state}")
-    s = state(port)
-    check(s["fabric"]["kind"] == "ocstrx-ring" and s["fabric"]["nodes"] == fleet.N_DEV,
-          f"fabric {s['fabric']}")
-    rings = [r for r in s["rings"] if r["job"] == "r1"]
-    check(len(rings) == 3 and all(len(r["nodes"]) == 4 for r in rings),
-          f"/state.json rings of r1: {rings}")
+    rings = status_helpers.start_ring_job(fleet, check)
     if not rings:
         return
+    port, job = fleet.metrics_port, status_helpers.RING_JOB
     ring = rings[0]
     victim = ring["nodes"][1]
     fleet.set_faults(victim, "node-fault")
     deadline, changed = time.time() + RING_WITHIN_S, None
     while time.time() < deadline and changed is None:
-        s = state(port)
-        changed = next((r for r in s["rings"] if r["job"] == "r1" and r["index"] ==
-                        ring["index"] and r["failed_node"] == victim and
-                        victim not in r["nodes"] and victim in s["faulty_nodes"]), None)
+        changed = status_helpers.ring_bypassed(state(port), ring["index"], victim)
         time.sleep(0.1)
     check(changed is not None, f"node {victim} not shown faulty and bypassed within "
           f"{RING_WITHIN_S} s: {state(port)['rings']}, faulty {state(port)['faulty_nodes']}")
     if changed is None:
         return
     print(f"ring {ring['index']} after node {victim} failed: {changed}", flush=True)
-    check(changed["change"] in ("extended", "bypassed", "replaced"), f"change {changed}")
+    check(changed["change"] in ("bypass-extended", "replaced"), f"change {changed}")
     status, _, body = get(port, "/topology.svg")
     root = ET.fromstring(body)
     circles = {c.findtext(SVG + "title"): c.get("class") for c in root.iter(SVG + "circle")}
@@ -184,7 +167,7 @@ def ring_main(fleet, check):
           f"node {victim} not drawn faulty: {circles.get(f'node {victim}: faulty')}")
     titles = [p.findtext(SVG + "title") or "" for p in root.iter(SVG + "path")
               if p.get("class") == "ring"]
-    check(any(t.startswith(f"job r1 ring {ring['index']} (") and
+    check(any(t.startswith(f"job {job} ring {ring['index']} (") and
               f"node {victim} failed, bypassed" in t for t in titles),
           f"no ring path titled with node {victim}'s bypass: {titles}")
 

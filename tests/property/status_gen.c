@@ -8,7 +8,8 @@
  * from seed SEED + K (the checker names K and the seed to replay one).
  * Snapshots: any fabric kind, empty ones included; names mixing XML and
  * JSON specials (< & " ' >), non-ASCII UTF-8, bytes that are not UTF-8 and
- * control characters, UTF-16 surrogates and overlong forms; random device states; sometimes more
+ * control characters, UTF-16 surrogates and overlong forms; random device states, ring
+ * changes and a ring domain's bundle drift (some nodes out of range); sometimes more
  * circuits than SP_MAX_CIRCUIT_PATHS or more devices than SP_MAX_MARKS. Exit 0, or 1 when a
  * renderer returned NULL or a file could not be written.
  */
@@ -86,7 +87,8 @@ static int one(const char *dir, unsigned k, unsigned long long seed)
 	static const char *const sessions[] = {"connecting", "connected", "disconnected"};
 	static const char *const healths[] = {"unknown", "healthy", "unreachable"};
 	static const char *const states[] = {"PENDING", "ACTIVE", "FAILED", "RELEASED"};
-	static const char *const changes[] = {"placed", "bypassed", "extended", "lost"};
+	static const char *const changes[] = {"placed", "bypassed", "bypass-extended", "lost"};
+	static const char *const settings[] = {"loopback", "external 1 up", "external 3 down"};
 	struct sp_snapshot s = {0};
 	size_t n_dev = rnd(4) == 0 ? 0 : rnd(3) == 0 ? SP_MAX_MARKS + rnd(1000) : rnd(40);
 	size_t n_jobs = rnd(3) == 0 ? 0 : rnd(8) == 0 ? 20 + rnd(40) : rnd(20);
@@ -97,6 +99,7 @@ static int one(const char *dir, unsigned k, unsigned long long seed)
 	struct sp_ring *rings = calloc(n_rings + 1, sizeof(*rings));
 	int *ring_nodes = calloc(n_rings * 8 + 1, sizeof(*ring_nodes)), faulty[16];
 	int64_t gpus[16];
+	struct sp_bundle_drift drift[16];
 	struct sp_event events[4];
 	char *json = NULL, *svg = NULL;
 	int rc = -1;
@@ -160,6 +163,14 @@ static int one(const char *dir, unsigned k, unsigned long long seed)
 	for (size_t i = 0; i < 16; i++) {
 		faulty[i] = s.nodes > 0 ? (int)rnd((unsigned)s.nodes) : 0;
 		gpus[i] = (int64_t)rnd((unsigned)(s.servers * s.rails + 1));
+		/* nodes in range, but for one in eight: a renderer must not trust them */
+		drift[i] = (struct sp_bundle_drift){
+			rnd(8) ? faulty[i] : (int)rnd(4000) - 1000,
+			(int)rnd(2),
+			n_jobs && rnd(2) ? jobs[rnd((unsigned)n_jobs)].id : "",
+			pick(settings, 3),
+			pick(settings, 3),
+			(int)rnd(10) - 1};
 	}
 	for (size_t i = 0; i < 4; i++)
 		events[i] = (struct sp_event){s.now_ms - 1000 * (int64_t)(4 - i), names[0]};
@@ -171,6 +182,8 @@ static int one(const char *dir, unsigned k, unsigned long long seed)
 	s.n_rings = s.kind == SP_RING ? n_rings : 0;
 	s.faulty_nodes = faulty;
 	s.n_faulty_nodes = s.kind == SP_RING && s.nodes > 0 ? rnd(16) : 0;
+	s.bundle_drift = drift;
+	s.n_bundle_drift = s.kind == SP_RING ? rnd(17) : 0;
 	s.faulty_gpus = gpus;
 	s.n_faulty_gpus = s.kind == SP_RAIL ? rnd(16) : 0;
 	s.events = events;

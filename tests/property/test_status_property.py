@@ -9,7 +9,10 @@ an error. Then, from the two outputs alone:
     <path class="circuit"> per circuit, whose titles (XML-unescaped) name
     each JSON job as often as it has circuits; above, no circuit path and
     pod-pair edges whose counts add up to at most the circuits;
-  - ring: one <path class="ring"> per JSON ring (up to the limit);
+  - ring: one <path class="ring"> per JSON ring (up to the limit); the
+    JSON lists every bundle_drift entry with its node, job and settings;
+    the node marks of class "drift" are one per block (SP_MAX_MARKS) that
+    holds a listed node within the fabric's nodes;
   - the JSON's job ids, device names and fabric name are strings; each job
     lists its n_circuits circuits up to SP_MAX_JSON_CIRCUITS in all, none
     above, where pod_pairs (a <= b) count at most every circuit.
@@ -94,6 +97,15 @@ def check_one(d, k, failures):
     elif kind == "ocstrx-ring":
         if classes["ring"] != min(len(s["rings"]), MAX_PATHS):
             fail(f"{classes['ring']} ring paths for {len(s['rings'])} rings")
+        n = s["fabric"]["nodes"]
+        block = 1 if n <= MAX_MARKS else -(-n // MAX_MARKS)
+        want = {b["node"] // block for b in s["bundle_drift"] if 0 <= b["node"] < n}
+        marks = sum("drift" in (e.get("class") or "").split() for e in root.iter(SVG + "circle"))
+        if marks != len(want):
+            fail(f"{marks} drift node marks, want {len(want)} (blocks of {block})")
+        if any(not isinstance(b["job"], str) or not b["found"] or not b["expected"]
+               for b in s["bundle_drift"]):
+            fail(f"a bundle_drift entry lacks job or settings: {s['bundle_drift'][:3]}")
     elif kind != "rail-ocs":
         fail(f"unknown kind {kind}")
 

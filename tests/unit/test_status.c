@@ -5,7 +5,9 @@
  * circuit path per circuit titled with its job, escapes names, colours
  * devices by state, aggregates per pod pair above SP_MAX_CIRCUIT_PATHS
  * (and the JSON above SP_MAX_JSON_CIRCUITS)
- * and blocks above SP_MAX_MARKS; an empty fabric renders.
+ * and blocks above SP_MAX_MARKS; a ring domain's bypassed ring and
+ * faulty node are drawn, and its bundle drift is listed in the JSON and
+ * marks its nodes; an empty fabric renders.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -200,26 +202,34 @@ static void test_svg_blocks(void **state)
 	free(many);
 }
 
+/* A ring domain of 8 nodes with one ring and one faulty node. */
+static struct sp_snapshot ring_domain(struct sp_ring *ring, const int *faulty)
+{
+	return (struct sp_snapshot){.kind = SP_RING,
+				    .name = "pod",
+				    .role = "leader",
+				    .nodes = 8,
+				    .rings = ring,
+				    .n_rings = 1,
+				    .faulty_nodes = faulty,
+				    .n_faulty_nodes = 1};
+}
+
 static void test_ring_and_rail(void **state)
 {
 	const int nodes[] = {0, 1, 3, 4}, faulty[] = {2};
 	const int64_t gpus[] = {5};
-	struct sp_ring ring = {"tp", 0, nodes, 4, "bypassed", 2};
-	struct sp_snapshot s = {.kind = SP_RING,
-				.name = "pod",
-				.role = "leader",
-				.nodes = 8,
-				.rings = &ring,
-				.n_rings = 1,
-				.faulty_nodes = faulty,
-				.n_faulty_nodes = 1};
+	struct sp_ring ring = {"tp", 0, nodes, 4, "bypass-extended", 2};
+	struct sp_snapshot s = ring_domain(&ring, faulty);
 	char *svg = sp_topology_svg(&s, NULL), *json;
 
 	(void)state;
 	assert_non_null(svg);
 	assert_int_equal(count(svg, "<circle class=\"node"), 8);
 	assert_int_equal(count(svg, "class=\"node faulty\""), 1);
-	assert_non_null(strstr(svg, "job tp ring 0 (bypassed): 0 1 3 4; node 2 failed, bypassed"));
+	assert_non_null(
+		strstr(svg, "job tp ring 0 (bypass-extended): 0 1 3 4; node 2 failed, bypassed"));
+	assert_int_equal(count(svg, " drift\""), 0);
 	free(svg);
 	s = (struct sp_snapshot){.kind = SP_RAIL,
 				 .name = "rail",
@@ -237,6 +247,56 @@ static void test_ring_and_rail(void **state)
 	assert_non_null(strstr(json, "\"faulty_gpus\":[5]"));
 	free(svg);
 	free(json);
+}
+
+/* A ring domain's bundles that differ from its rings: listed, their nodes marked. */
+static void test_ring_drift(void **state)
+{
+	const int nodes[] = {0, 1, 3, 4}, faulty[] = {3};
+	struct sp_ring ring = {"tp", 0, nodes, 4, "placed", -1};
+	const struct sp_bundle_drift drift[] = {
+		{3, 1, "tp", "external 1 up", "external 2 up", 5},
+		{6, 1, "", "loopback", "external 1 up", 7},
+	};
+	struct sp_snapshot s = ring_domain(&ring, faulty);
+	char *svg, *text;
+	json_t *root, *list, *b;
+
+	(void)state;
+	s.bundle_drift = drift;
+	s.n_bundle_drift = 2;
+	svg = sp_topology_svg(&s, NULL);
+	text = sp_state_json(&s, NULL);
+	assert_non_null(svg);
+	assert_non_null(text);
+	assert_int_equal(count(svg, " drift\""), 2);
+	assert_int_equal(count(svg, "class=\"node faulty drift\""), 1);
+	assert_non_null(strstr(svg, "<title>node 6, bundle drift</title>"));
+	assert_non_null(strstr(svg, "<title>node 3: faulty, bundle drift</title>"));
+	root = json_loads(text, 0, NULL);
+	assert_non_null(root);
+	list = json_object_get(root, "bundle_drift");
+	assert_int_equal(json_array_size(list), 2);
+	b = json_array_get(list, 0);
+	assert_int_equal(json_integer_value(json_object_get(b, "node")), 3);
+	assert_int_equal(json_integer_value(json_object_get(b, "bundle")), 1);
+	assert_string_equal(json_string_value(json_object_get(b, "job")), "tp");
+	assert_string_equal(json_string_value(json_object_get(b, "expected")), "external 1 up");
+	assert_string_equal(json_string_value(json_object_get(b, "found")), "external 2 up");
+	assert_int_equal(json_integer_value(json_object_get(b, "found_peer")), 5);
+	b = json_array_get(list, 1);
+	assert_string_equal(json_string_value(json_object_get(b, "job")), "");
+	assert_string_equal(json_string_value(json_object_get(b, "expected")), "loopback");
+	json_decref(root);
+	free(text);
+	free(svg);
+	/* above SP_MAX_MARKS nodes the block holding node 6 says so */
+	s.nodes = SP_MAX_MARKS * 2;
+	svg = sp_topology_svg(&s, NULL);
+	assert_non_null(svg);
+	assert_int_equal(count(svg, " drift\""), 2);
+	assert_int_equal(count(svg, "some with bundle drift"), 2);
+	free(svg);
 }
 
 static void test_empty(void **state)
@@ -259,7 +319,7 @@ int main(void)
 		cmocka_unit_test(test_json_leaf),      cmocka_unit_test(test_svg_leaf),
 		cmocka_unit_test(test_svg_aggregates), cmocka_unit_test(test_json_omits),
 		cmocka_unit_test(test_svg_blocks),     cmocka_unit_test(test_ring_and_rail),
-		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_ring_drift),     cmocka_unit_test(test_empty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
