@@ -10,7 +10,9 @@
  *   OCSTrx ring: the nodes on a line (closed: a note says so), faulty ones
  *     red and crossed, those with a bundle drifted ringed in orange (class
  *     "drift", titled so); each ring a polyline over its nodes in its job's
- *     colour, its title naming job, nodes and the bypassed node; the
+ *     colour with a dot per member, its title naming job, nodes and the
+ *     bypassed node, which a dashed hop on the ring's lane and a dashed
+ *     drop from the node mark (class "bypass"); the
  *     devices (the nodes' transceivers) below, coloured by state;
  *   rail-OCS: a grid of servers (columns) by rails (rows), faulty GPUs
  *     red; the devices below.
@@ -327,6 +329,35 @@ static bool node_drifted(const struct sp_snapshot *s, size_t first, size_t last)
 	return false;
 }
 
+/*
+ * A ring's members as dots on its lane, and its bypass: a dashed hop over
+ * the failed node's place on the lane and a dashed drop from the node, so
+ * the detour shows without hovering.
+ */
+static void draw_ring_members(FILE *out, const struct sp_ring *ring, const char *colour, double y,
+			      size_t block, size_t marks)
+{
+	for (size_t k = 0; k < ring->n_nodes; k++) {
+		size_t node = ring->nodes[k] >= 0 ? (size_t)ring->nodes[k] : 0;
+
+		fprintf(out,
+			"<circle class=\"member\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+			mark_x(node / block < marks ? node / block : 0, marks), y, colour);
+	}
+	if (ring->failed_node < 0)
+		return;
+	size_t m =
+		(size_t)ring->failed_node / block < marks ? (size_t)ring->failed_node / block : 0;
+	double x = mark_x(m, marks), w = mark_w(marks) * 0.8 < 14 ? mark_w(marks) * 0.8 : 14;
+
+	fprintf(out,
+		"<path class=\"bypass\" stroke=\"%s\" stroke-dasharray=\"3 2\" "
+		"d=\"M%.1f %.1f Q%.1f %.1f %.1f %.1f M%.1f %d L%.1f %.1f\"><title>ring %d "
+		"bypasses node %d</title></path>\n",
+		colour, x - w, y, x, y - 2 * w, x + w, y, x, SP_TOP_Y + SP_MARK_H, x, y - w,
+		ring->index, ring->failed_node);
+}
+
 static void draw_ring_domain(FILE *out, const struct sp_snapshot *s)
 {
 	size_t nodes = s->nodes > 0 ? (size_t)s->nodes : 0;
@@ -398,6 +429,7 @@ static void draw_ring_domain(FILE *out, const struct sp_snapshot *s)
 		if (ring->failed_node >= 0)
 			fprintf(out, "; node %d failed, bypassed", ring->failed_node);
 		fputs("</title></path>\n", out);
+		draw_ring_members(out, ring, colour, y, block, marks);
 		drawn++;
 	}
 	if (drawn < s->n_rings)

@@ -230,6 +230,15 @@ static void test_ring_and_rail(void **state)
 	assert_non_null(
 		strstr(svg, "job tp ring 0 (bypass-extended): 0 1 3 4; node 2 failed, bypassed"));
 	assert_int_equal(count(svg, " drift\""), 0);
+	/* a dot per member, and the bypass drawn over node 2 */
+	assert_int_equal(count(svg, "<circle class=\"member\""), 4);
+	assert_int_equal(count(svg, "<path class=\"bypass\""), 1);
+	assert_non_null(strstr(svg, "ring 0 bypasses node 2</title>"));
+	free(svg);
+	ring.failed_node = -1; /* re-placed: nothing bypassed */
+	svg = sp_topology_svg(&s, NULL);
+	assert_non_null(svg);
+	assert_int_equal(count(svg, "class=\"bypass\""), 0);
 	free(svg);
 	s = (struct sp_snapshot){.kind = SP_RAIL,
 				 .name = "rail",
