@@ -390,7 +390,11 @@ static grpc_slice pack_health(Grpc__Health__V1__HealthCheckResponse__ServingStat
 
 static bool event_wanted(const Ocs__V1__WatchRequest *w, const Ocs__V1__Event *ev)
 {
-	if (!w->jobs && !w->devices && !w->transactions && !w->drift && !w->rings && !w->cabling)
+	/* progress only when asked for: not one of "all false = every kind" */
+	if (ev->kind_case == OCS__V1__EVENT__KIND_PROGRESS)
+		return w->progress;
+	if (!w->jobs && !w->devices && !w->transactions && !w->drift && !w->rings && !w->cabling &&
+	    !w->progress)
 		return true;
 	switch (ev->kind_case) {
 	case OCS__V1__EVENT__KIND_JOB:
