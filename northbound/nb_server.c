@@ -568,6 +568,27 @@ static bool refuse_new(struct nb_call *c, int n, int max, const char *who, const
 	return false;
 }
 
+/*
+ * Under mu: a Watch that asks for progress first gets an empty
+ * ProgressEvent (transaction_id 0, seq the last one published): from then
+ * on it receives every event published, so a client may start the work
+ * it watches (ocsctl's progress line) without missing its first events.
+ */
+static void push_watch_in_place(struct nb_call *c)
+{
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__ProgressEvent pe = OCS__V1__PROGRESS_EVENT__INIT;
+	grpc_slice packed;
+
+	ev.seq = c->srv->event_seq;
+	ev.time_unix_ms = now_unix_ms();
+	ev.kind_case = OCS__V1__EVENT__KIND_PROGRESS;
+	ev.progress = &pe;
+	packed = pack_slice(&ev.base);
+	stream_push(c, packed);
+	grpc_slice_unref(packed);
+}
+
 /* Under mu: the request has been decoded and validated; serve it. Returns
  * true when a daemon handler must be called (after unlocking). */
 static bool serve_request(struct nb_call *c)
@@ -606,6 +627,8 @@ static bool serve_request(struct nb_call *c)
 		if (c->method == NB_EVENTS_WATCH) {
 			c->watch = (Ocs__V1__WatchRequest *)c->request;
 			c->request = NULL;
+			if (c->watch->progress)
+				push_watch_in_place(c);
 		} else {
 			const Grpc__Health__V1__HealthCheckRequest *r = (const void *)c->request;
 			grpc_slice packed;
