@@ -8,8 +8,11 @@
  * for the watch to be in place (state), and cancels the stream through
  * `client`, which the watching thread sets once its stream is open and
  * clears before it closes the stream (so a cancel never meets a closed
- * stream). Nothing else is shared: the line is drawn by the watching
- * thread only, and cleared by prog_stop() after the join.
+ * stream). Once the RPC returned, prog_stop() gives the events still on
+ * their way (another connection than the answer's) up to PROG_DRAIN_MS,
+ * until `settled`: the job's end, or a repair's last confirm. The line is
+ * drawn by the watching thread only (`drawn` tells prog_stop), and
+ * cleared by prog_stop() after the join.
  */
 #include "ocsctl_progress.h"
 
@@ -29,13 +32,18 @@ struct prog {
 	char target[256];
 	char job[256]; /* "" = any job the transactions name */
 	pthread_t thread;
-	pthread_mutex_t mu; /* guards state, stopping and client */
-	pthread_cond_t cv;  /* state left PROG_STARTING */
+	pthread_mutex_t mu; /* guards the fields below */
+	pthread_cond_t cv;  /* state left PROG_STARTING, or settled */
 	enum prog_state state;
 	bool stopping;
 	struct nb_client *client; /* the open stream's, for the cancel; NULL: none */
-	bool drawn;		  /* the watching thread's: a line is on stderr */
+	bool drawn;		  /* a line is on stderr */
+	bool settled;		  /* the last event to draw came: the job's end, the last confirm */
 };
+
+/* How long prog_stop() waits for the events still on their way once the
+ * RPC returned (they come on another connection than its answer). */
+#define PROG_DRAIN_MS 300
 
 /* Draws text as the line, in one write so that it does not tear. */
 static void draw(struct prog *p, const char *text)
@@ -43,9 +51,12 @@ static void draw(struct prog *p, const char *text)
 	char line[512];
 	int n = snprintf(line, sizeof(line), "\r%s\033[K", text);
 
-	if (n > 0 &&
-	    write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) > 0)
+	if (n > 0 && write(STDERR_FILENO, line,
+			   (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) > 0) {
+		pthread_mutex_lock(&p->mu);
 		p->drawn = true;
+		pthread_mutex_unlock(&p->mu);
+	}
 }
 
 /* "job ID" for a job, or the owner's name for a transaction of no job ("@rail": "rail"). */
@@ -106,6 +117,14 @@ static const char *followed(const struct prog *p, const Ocs__V1__ProgressEvent *
 	return NULL;
 }
 
+static void set_settled(struct prog *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->settled = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
 /* Redraws the line for e when it concerns the job followed. */
 static void show(struct prog *p, const Ocs__V1__Event *e)
 {
@@ -117,12 +136,21 @@ static void show(struct prog *p, const Ocs__V1__Event *e)
 		who(name, sizeof(name), e->job->job_id);
 		snprintf(text, sizeof(text), "%s: %s", name, word);
 		draw(p, text);
+		if (e->job->state == OCS__V1__JOB_STATE__JOB_STATE_ACTIVE ||
+		    e->job->state == OCS__V1__JOB_STATE__JOB_STATE_RELEASED ||
+		    e->job->state == OCS__V1__JOB_STATE__JOB_STATE_FAILED)
+			set_settled(p);
 	} else if (e->kind_case == OCS__V1__EVENT__KIND_PROGRESS &&
 		   (id = followed(p, e->progress)) && (word = step_word(e->progress->step))) {
 		who(name, sizeof(name), id);
 		snprintf(text, sizeof(text), "%s: %s %u of %u devices", name, word,
 			 e->progress->devices_done, e->progress->devices_total);
 		draw(p, text);
+		/* a repair (no job followed): its transaction's last device */
+		if (!p->job[0] && e->progress->devices_done == e->progress->devices_total &&
+		    (e->progress->step == OCS__V1__TRANSACTION_STEP__TRANSACTION_STEP_CONFIRM ||
+		     e->progress->step == OCS__V1__TRANSACTION_STEP__TRANSACTION_STEP_ROLLBACK))
+			set_settled(p);
 	}
 }
 
@@ -177,13 +205,23 @@ static void *prog_run(void *arg)
 	return NULL;
 }
 
+/* CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait on cv. */
+static void deadline(struct timespec *until, int ms)
+{
+	long long ns;
+
+	clock_gettime(CLOCK_MONOTONIC, until);
+	ns = until->tv_nsec + (long long)ms * 1000000LL;
+	until->tv_sec += (time_t)(ns / 1000000000LL);
+	until->tv_nsec = (long)(ns % 1000000000LL);
+}
+
 struct prog *prog_start(const struct nb_client_opts *co, const char *target, const char *job_id,
 			bool quiet, int wait_ms)
 {
 	struct prog *p;
 	struct timespec until;
 	pthread_condattr_t ca;
-	long long ns;
 
 	if (quiet || !isatty(STDERR_FILENO))
 		return NULL;
@@ -204,10 +242,7 @@ struct prog *prog_start(const struct nb_client_opts *co, const char *target, con
 		free(p);
 		return NULL;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	ns = until.tv_nsec + (long long)wait_ms * 1000000LL;
-	until.tv_sec += (time_t)(ns / 1000000000LL);
-	until.tv_nsec = (long)(ns % 1000000000LL);
+	deadline(&until, wait_ms);
 	/* an old server never says the watch is in place: wait_ms at most */
 	pthread_mutex_lock(&p->mu);
 	while (p->state == PROG_STARTING) {
@@ -220,9 +255,17 @@ struct prog *prog_start(const struct nb_client_opts *co, const char *target, con
 
 void prog_stop(struct prog *p)
 {
+	struct timespec until;
+
 	if (!p)
 		return;
+	deadline(&until, PROG_DRAIN_MS);
 	pthread_mutex_lock(&p->mu);
+	/* a line drawn: its last events may still be on their way */
+	while (p->drawn && !p->settled && p->state == PROG_WATCHING) {
+		if (pthread_cond_timedwait(&p->cv, &p->mu, &until) != 0)
+			break;
+	}
 	p->stopping = true;
 	if (p->client)
 		nb_client_stream_cancel(p->client);
