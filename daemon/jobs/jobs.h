@@ -206,8 +206,8 @@ struct jm_events {
 	 * How far the running device transaction has got (txn_driver.h,
 	 * txn_change.progress; already throttled there), naming the n_jobs
 	 * jobs it serves: a wave's jobs, the job alone, a ring's job being
-	 * repaired, or the owner an external transaction names (e.g. a rail
-	 * swap's). NULL: not asked for.
+	 * repaired, or the name an external transaction goes by
+	 * (jm_external_txn: e.g. "ocsd-clear"). NULL: not asked for.
 	 */
 	void (*transaction_progress)(void *ctx, const char *const *jobs, size_t n_jobs,
 				     const struct txn_progress *p);

@@ -117,9 +117,10 @@ struct txn_change {
 	const void *kind_change;
 	/*
 	 * How far the transaction has got, on the loop, with txn_start's arg
-	 * (NULL: not told). Each step's start and its last device are always
-	 * told, in the order the steps run; in between at most one call per
-	 * TXN_PROGRESS_INTERVAL_MS. Not called once done() ran.
+	 * (NULL: not told). Every step that runs is told, in the order the
+	 * steps run, with its last device always (its start, done 0, when
+	 * the loop gets to it before a device finished); in between at most
+	 * one call per TXN_PROGRESS_INTERVAL_MS. Not called once done() ran.
 	 */
 	void (*progress)(void *arg, const struct txn_progress *p);
 };

@@ -737,7 +737,7 @@ int main(int argc, char **argv)
 		rc = jobs_cmd_job_file(&x, spec, strcmp(sub, "submit") == 0);
 	else
 		rc = jobs_cmd_job_id(&x, arg, strcmp(sub, "release") == 0);
-	prog_stop(x.progress); /* a command that failed before its RPC */
+	prog_stop(x.progress, false); /* a command that failed before its RPC */
 	ocsctl_servers_free(x.servers);
 	rpc_free_msg(spec);
 	return rc;

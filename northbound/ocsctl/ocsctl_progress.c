@@ -8,11 +8,11 @@
  * for the watch to be in place (state), and cancels the stream through
  * `client`, which the watching thread sets once its stream is open and
  * clears before it closes the stream (so a cancel never meets a closed
- * stream). Once the RPC returned, prog_stop() gives the events still on
- * their way (another connection than the answer's) up to PROG_DRAIN_MS,
- * until `settled`: the job's end, or a repair's last confirm. The line is
- * drawn by the watching thread only (`drawn` tells prog_stop), and
- * cleared by prog_stop() after the join.
+ * stream). Once the RPC succeeded, prog_stop() gives the events still on
+ * their way (another connection than the answer's; a quick repair's all
+ * of them) up to PROG_DRAIN_MS, until `settled`: the job's end, or a
+ * repair's last confirm. The line is drawn by the watching thread only
+ * (`drawn` tells prog_stop to clear it after the join).
  */
 #include "ocsctl_progress.h"
 
@@ -57,15 +57,6 @@ static void draw(struct prog *p, const char *text)
 		p->drawn = true;
 		pthread_mutex_unlock(&p->mu);
 	}
-}
-
-/* "job ID" for a job, or the owner's name for a transaction of no job ("@rail": "rail"). */
-static void who(char *out, size_t len, const char *id)
-{
-	if (id[0] == '@')
-		snprintf(out, len, "%s", id + 1);
-	else
-		snprintf(out, len, "job %s", id);
 }
 
 static const char *state_word(Ocs__V1__JobState s)
@@ -128,13 +119,12 @@ static void set_settled(struct prog *p)
 /* Redraws the line for e when it concerns the job followed. */
 static void show(struct prog *p, const Ocs__V1__Event *e)
 {
-	char name[300], text[400];
+	char text[400];
 	const char *word, *id;
 
 	if (e->kind_case == OCS__V1__EVENT__KIND_JOB && p->job[0] &&
 	    strcmp(e->job->job_id, p->job) == 0 && (word = state_word(e->job->state))) {
-		who(name, sizeof(name), e->job->job_id);
-		snprintf(text, sizeof(text), "%s: %s", name, word);
+		snprintf(text, sizeof(text), "job %s: %s", e->job->job_id, word);
 		draw(p, text);
 		if (e->job->state == OCS__V1__JOB_STATE__JOB_STATE_ACTIVE ||
 		    e->job->state == OCS__V1__JOB_STATE__JOB_STATE_RELEASED ||
@@ -142,8 +132,7 @@ static void show(struct prog *p, const Ocs__V1__Event *e)
 			set_settled(p);
 	} else if (e->kind_case == OCS__V1__EVENT__KIND_PROGRESS &&
 		   (id = followed(p, e->progress)) && (word = step_word(e->progress->step))) {
-		who(name, sizeof(name), id);
-		snprintf(text, sizeof(text), "%s: %s %u of %u devices", name, word,
+		snprintf(text, sizeof(text), "job %s: %s %u of %u devices", id, word,
 			 e->progress->devices_done, e->progress->devices_total);
 		draw(p, text);
 		/* a repair (no job followed): its transaction's last device */
@@ -253,7 +242,7 @@ struct prog *prog_start(const struct nb_client_opts *co, const char *target, con
 	return p;
 }
 
-void prog_stop(struct prog *p)
+void prog_stop(struct prog *p, bool drain)
 {
 	struct timespec until;
 
@@ -261,8 +250,8 @@ void prog_stop(struct prog *p)
 		return;
 	deadline(&until, PROG_DRAIN_MS);
 	pthread_mutex_lock(&p->mu);
-	/* a line drawn: its last events may still be on their way */
-	while (p->drawn && !p->settled && p->state == PROG_WATCHING) {
+	/* the last events (all of a quick repair's) may still be on their way */
+	while (drain && !p->settled && p->state == PROG_WATCHING) {
 		if (pthread_cond_timedwait(&p->cv, &p->mu, &until) != 0)
 			break;
 	}

@@ -38,7 +38,12 @@ struct prog;
  */
 struct prog *prog_start(const struct nb_client_opts *co, const char *target, const char *job_id,
 			bool quiet, int wait_ms);
-/* Stops the line and clears it. Accepts NULL. */
-void prog_stop(struct prog *p);
+/*
+ * Stops the line and clears it. drain (the RPC succeeded, a transaction
+ * may have run): first waits a moment (at most 300 ms) for the job's last
+ * events, which come on another connection than the RPC's answer. Accepts
+ * NULL.
+ */
+void prog_stop(struct prog *p, bool drain);
 
 #endif

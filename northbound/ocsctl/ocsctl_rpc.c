@@ -39,7 +39,7 @@ int rpc_call(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, void 
 				      (ProtobufCMessage **)resp_out, &st);
 
 	/* the line a waiting command showed goes before its answer */
-	prog_stop(x->progress);
+	prog_stop(x->progress, rc == 0);
 	x->progress = NULL;
 	if (rc)
 		return rpc_report_failure(x, &st);

@@ -18,6 +18,12 @@ the other).
   - the same job again as lab-ring-2: submitted with stderr a pipe, stderr
     empty and the usual answer; released with --quiet on a terminal,
     nothing on the terminal and the usual answer.
+Then an OCSTrx ring domain of 16 nodes (RingFleet) with a job of 2 rings:
+  - `node fail` of a ring's node on a terminal: the repair's transaction
+    drawn for the ring's job, its steps in order up to every device
+    confirmed, the line cleared; stdout's answer unchanged.
+`gpu replace` is not covered: a rail swap's transaction (daemon/watch/
+gpu_swaps.c) does not report progress yet.
 
 usage: test_ocsctl_progress.py BUILD_DIR SOURCE_DIR
 """
@@ -43,15 +49,16 @@ script = ocsd_fleet.Script("ocsctl_progress", fleet)
 check = script.check
 
 
-def ocsctl_args(*args):
-    return [OCSCTL, "--insecure", "--server", fleet.target, "--timeout-ms", "30000"] + list(args)
+def ocsctl_args(*args, on=None):
+    target = (on or fleet).target
+    return [OCSCTL, "--insecure", "--server", target, "--timeout-ms", "30000"] + list(args)
 
 
-def run_on_tty(*args):
-    """ocsctl with stderr a pseudo-terminal: (exit code, stdout, what the
-    terminal received)."""
+def run_on_tty(*args, on=None):
+    """ocsctl (on fleet `on`, else the lab fleet) with stderr a
+    pseudo-terminal: (exit code, stdout, what the terminal received)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen(ocsctl_args(*args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    p = subprocess.Popen(ocsctl_args(*args, on=on), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=slave)
     os.close(slave)
     got = []
@@ -131,6 +138,65 @@ def plan_devices():
     return sorted({x["device"] for c in circuits for x in c["cross_connects"]})
 
 
+def check_repair(what, tty, name):
+    """A repair's transcript: name's transaction steps in order up to
+    confirming, each count within its total, the last confirm complete;
+    the line cleared at the end."""
+    drawn = lines_drawn(tty)
+    print(f"{what}: terminal lines {drawn}", flush=True)
+    check(drawn and drawn[-1] == "", f"{what}: the line is cleared at the end: {drawn[-3:]}")
+    steps, last = [], None
+    for line in drawn:
+        m = re.match(r"^" + re.escape(name) + r": (preparing|programming|verifying|confirming) "
+                     r"(\d+) of (\d+) devices$", line)
+        if not m:
+            continue
+        done, of = int(m.group(2)), int(m.group(3))
+        check(0 < of and done <= of, f"{what}: {line!r}")
+        if not steps or steps[-1] != m.group(1):
+            steps.append(m.group(1))
+        last = (m.group(1), done, of)
+    check(steps == ["preparing", "programming", "verifying", "confirming"],
+          f"{what}: steps in order: {steps}")
+    check(last and last[0] == "confirming" and last[1] == last[2],
+          f"{what}: ends with every device confirmed: {last}")
+
+
+def submit_json(on, spec):
+    path = os.path.join(on.work, spec["id"] + ".json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    r = subprocess.run(ocsctl_args("--quiet", "job", "submit", path, on=on),
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, f"submit {spec['id']}: {r.stderr}")
+
+
+def on_fleet(other, checks):
+    """Starts another fleet's devices and ocsd, runs checks(other), removes it."""
+    try:
+        other.start_devices()
+        other.start_ocsd()
+        checks(other)
+    finally:
+        if script.failures:
+            other.dump_logs()
+        other.close()
+        other.remove()
+
+
+def ring(rf):
+    """node fail of a ring's node: the repair's progress, named by the ring's job."""
+    submit_json(rf, {"id": "prog-ring", "ring": {"tp": 16, "rings": 2}})
+    r = subprocess.run(ocsctl_args("--json", "rings", on=rf), capture_output=True, text=True,
+                       timeout=60)
+    victim = json.loads(r.stdout)["rings"][0]["nodes"][1]
+    rc, out, tty = run_on_tty("node", "fail", str(victim), on=rf)
+    check(rc == 0, f"node fail {victim}: exit {rc}")
+    check(out.startswith(f"node {victim}: faulty\n") and
+          "ring repaired for job prog-ring\n" in out, f"node fail: the answer unchanged: {out!r}")
+    check_repair("node fail", tty, "job prog-ring")
+
+
 def main():
     fleet.start_devices()
     fleet.start_ocsd()
@@ -176,5 +242,9 @@ def main():
     rc, out, tty = run_on_tty("--quiet", "job", "release", "lab-ring-2")
     check(rc == 0 and tty == "", f"--quiet: nothing on the terminal (exit {rc}): {tty!r}")
     check(out == "job lab-ring-2: released\n", f"--quiet: the answer unchanged: {out!r}")
+    fleet.stop_ocsd()
+
+    on_fleet(ocsd_fleet.RingFleet(BUILD, SRC, tors=4, nodes_per_tor=4, gpus_per_node=4,
+                                  prefix="ocsd-progress-ring-"), ring)
 
 sys.exit(script.run(main))
