@@ -390,7 +390,11 @@ static grpc_slice pack_health(Grpc__Health__V1__HealthCheckResponse__ServingStat
 
 static bool event_wanted(const Ocs__V1__WatchRequest *w, const Ocs__V1__Event *ev)
 {
-	if (!w->jobs && !w->devices && !w->transactions && !w->drift && !w->rings && !w->cabling)
+	/* progress only when asked for: not one of "all false = every kind" */
+	if (ev->kind_case == OCS__V1__EVENT__KIND_PROGRESS)
+		return w->progress;
+	if (!w->jobs && !w->devices && !w->transactions && !w->drift && !w->rings && !w->cabling &&
+	    !w->progress)
 		return true;
 	switch (ev->kind_case) {
 	case OCS__V1__EVENT__KIND_JOB:
@@ -564,6 +568,27 @@ static bool refuse_new(struct nb_call *c, int n, int max, const char *who, const
 	return false;
 }
 
+/*
+ * Under mu: a Watch that asks for progress first gets an empty
+ * ProgressEvent (transaction_id 0, seq the last one published): from then
+ * on it receives every event published, so a client may start the work
+ * it watches (ocsctl's progress line) without missing its first events.
+ */
+static void push_watch_in_place(struct nb_call *c)
+{
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__ProgressEvent pe = OCS__V1__PROGRESS_EVENT__INIT;
+	grpc_slice packed;
+
+	ev.seq = c->srv->event_seq;
+	ev.time_unix_ms = now_unix_ms();
+	ev.kind_case = OCS__V1__EVENT__KIND_PROGRESS;
+	ev.progress = &pe;
+	packed = pack_slice(&ev.base);
+	stream_push(c, packed);
+	grpc_slice_unref(packed);
+}
+
 /* Under mu: the request has been decoded and validated; serve it. Returns
  * true when a daemon handler must be called (after unlocking). */
 static bool serve_request(struct nb_call *c)
@@ -602,6 +627,8 @@ static bool serve_request(struct nb_call *c)
 		if (c->method == NB_EVENTS_WATCH) {
 			c->watch = (Ocs__V1__WatchRequest *)c->request;
 			c->request = NULL;
+			if (c->watch->progress)
+				push_watch_in_place(c);
 		} else {
 			const Grpc__Health__V1__HealthCheckRequest *r = (const void *)c->request;
 			grpc_slice packed;

@@ -270,7 +270,9 @@
  * `remaining`; the last one runs step_done(), which applies the diagram
  * above and submits the next step, the rollback, or ends the transaction
  * (persist_outcome, then the owner's callback). So hooks run on whichever
- * executor thread finished a step, one at a time per transaction.
+ * executor thread finished a step, one at a time per transaction; the
+ * progress hook on whichever thread ran a device's step as it ends
+ * (report_progress), serialised by a lock of the transaction.
  * sb_engine_run() is sb_engine_start() plus a wait on a condition
  * variable, for callers outside the executor.
  */
@@ -402,6 +404,24 @@ struct loop_slice {
 
 static void step_done(struct txn *t);
 
+/*
+ * The progress hook (sb_txn.h): a step started (device_done false, done 0)
+ * or one more device finished it. Under progress_mu, so that the hook sees
+ * done rise by one even when devices finish on several threads at once.
+ */
+static void report_progress(struct txn *t, bool device_done)
+{
+	const struct sb_txn_hooks *h = t->hooks;
+	size_t done;
+
+	if (!h || !h->progress)
+		return;
+	pthread_mutex_lock(&t->progress_mu);
+	done = device_done ? ++t->progress_done : (t->progress_done = 0);
+	h->progress(h->arg, t->step, done, t->plan->n_devices);
+	pthread_mutex_unlock(&t->progress_mu);
+}
+
 /* A device task or loop slice of the step has ended; the last one moves the transaction on. */
 static void step_task_done(struct txn *t)
 {
@@ -417,6 +437,7 @@ static void dev_task_run(struct sb_exec_task *x)
 
 	d->in_loop = false;
 	t->step_fn(d);
+	report_progress(t, true);
 	step_task_done(t);
 }
 
@@ -443,6 +464,8 @@ static void dev_coro_run(void *arg)
 	d->t->step_fn(d);
 	if (d->wants_thread) /* the job would block the loop (sb_txn_internal.h) */
 		hand_off(d);
+	else
+		report_progress(d->t, true);
 }
 
 /* A slice of the step: its devices as coroutines of one loop on this executor thread. */
@@ -466,6 +489,7 @@ static void slice_run(struct sb_exec_task *x)
 		for (size_t i = 0; i < s->n; i++) {
 			devs[i].in_loop = false;
 			t->step_fn(&devs[i]);
+			report_progress(t, true);
 		}
 	}
 	put_loop(t->e, l);
@@ -485,6 +509,7 @@ static void launch_step(struct txn *t, enum sb_txn_step step, void (*fn)(void *)
 	atomic_store(&t->remaining, n);
 	for (size_t i = 0; i < n; i++)
 		devs[i].ok = true;
+	report_progress(t, false);
 	/* the rollback (retries, reconnects, sleeps) keeps a task per device */
 	if (t->n_slices && step != SB_STEP_ROLLBACK) {
 		struct loop_slice *slices = t->slices;
@@ -884,6 +909,7 @@ int sb_engine_start(struct sb_engine *e, const struct sb_txn_plan *plan,
 	}
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
+	pthread_mutex_init(&h->t.progress_mu, NULL);
 	*out = h;
 	e->x.submit(e->x.ctx, &h->t.start);
 	return 0;
@@ -898,6 +924,7 @@ int sb_txn_join(struct sb_txn_handle *h, struct sb_txn_result *result)
 	*result = h->result;
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->mu);
+	pthread_mutex_destroy(&h->t.progress_mu);
 	free(h);
 	return 0;
 }

@@ -178,6 +178,18 @@ struct sb_txn_hooks {
 	 * lead any more: the new leader finishes that decision, txn_driver.c).
 	 */
 	int (*compensate)(void *arg, char *why, size_t why_len);
+	/*
+	 * How far the transaction has got (NULL: no calls): once as a device
+	 * step starts (done 0) and once as each device finishes it (done 1 ..
+	 * total, total = the plan's devices). Steps: PREPARE, COMMIT, VERIFY,
+	 * CONFIRM, and ROLLBACK when one runs, in the order they run. Called
+	 * from the engine's threads (with thread_per_device, or devices handed
+	 * off from a loop, several at once for the engine), but the calls of
+	 * one transaction are serialised under a lock of the transaction, so
+	 * each sees `done` rise by one: the hook must be thread-safe across
+	 * transactions, must not block and must not call the engine.
+	 */
+	void (*progress)(void *arg, enum sb_txn_step step, size_t done, size_t total);
 	void *arg;
 };
 

@@ -100,6 +100,10 @@ struct txn {
 	struct loop_slice *slices; /* the loop tasks of a step, n_slices of them */
 	size_t n_slices;
 	int64_t t_start, t_step;
+	/* hooks->progress: the devices that finished the step, guarded by
+	 * progress_mu (the hook's calls of one transaction are serialised) */
+	pthread_mutex_t progress_mu;
+	size_t progress_done;
 	/* The owner's continuation, called last; the txn is the owner's again. */
 	void (*finished)(struct txn *t);
 };

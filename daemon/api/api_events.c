@@ -1,8 +1,8 @@
 /*
- * api_events.c - what the daemon reports as it happens: job, transaction,
- * ring, node, drift, cabling and device events to Events.Watch (northbound
- * nb_server_publish), and the metrics of transactions, plans, repairs,
- * reconciliation passes and miswired fibre. The job manager's events
+ * api_events.c - what the daemon reports as it happens: job, transaction
+ * (outcome and progress), ring, node, drift, cabling and device events to
+ * Events.Watch (northbound nb_server_publish), and the metrics of
+ * transactions, plans, repairs, reconciliation passes and miswired fibre. The job manager's events
  * (api_job_events), the reconciliation's (api_recon_events) and the
  * circuit repair's (api_repair_events) arrive here on the loop thread.
  *
@@ -118,6 +118,46 @@ static void ev_txn(void *ctx, const char *const *jobs, size_t n_jobs, const stru
 	}
 }
 
+static Ocs__V1__TransactionStep txn_step_pb(enum sb_txn_step s)
+{
+	switch (s) {
+	case SB_STEP_PREPARE:
+		return OCS__V1__TRANSACTION_STEP__TRANSACTION_STEP_PREPARE;
+	case SB_STEP_COMMIT:
+		return OCS__V1__TRANSACTION_STEP__TRANSACTION_STEP_COMMIT;
+	case SB_STEP_VERIFY:
+		return OCS__V1__TRANSACTION_STEP__TRANSACTION_STEP_VERIFY;
+	case SB_STEP_CONFIRM:
+		return OCS__V1__TRANSACTION_STEP__TRANSACTION_STEP_CONFIRM;
+	case SB_STEP_ROLLBACK:
+		return OCS__V1__TRANSACTION_STEP__TRANSACTION_STEP_ROLLBACK;
+	default:
+		return OCS__V1__TRANSACTION_STEP__TRANSACTION_STEP_UNSPECIFIED;
+	}
+}
+
+/* Throttled by the driver already (txn_driver.h, TXN_PROGRESS_INTERVAL_MS);
+ * only watchers that ask for progress receive it (nb_server.c). */
+static void ev_progress(void *ctx, const char *const *jobs, size_t n_jobs,
+			const struct txn_progress *p)
+{
+	struct api *api = ctx;
+	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
+	Ocs__V1__ProgressEvent pe = OCS__V1__PROGRESS_EVENT__INIT;
+
+	if (!api->server)
+		return;
+	pe.transaction_id = (uint64_t)p->txn_id;
+	pe.job_ids = (char **)jobs;
+	pe.n_job_ids = n_jobs;
+	pe.step = txn_step_pb(p->step);
+	pe.devices_done = (uint32_t)p->done;
+	pe.devices_total = (uint32_t)p->total;
+	ev.kind_case = OCS__V1__EVENT__KIND_PROGRESS;
+	ev.progress = &pe;
+	nb_server_publish(api->server, &ev);
+}
+
 static void ev_wave(void *ctx, size_t n_jobs, const int64_t *waited_us)
 {
 	struct api *api = ctx;
@@ -199,6 +239,7 @@ struct jm_events api_job_events(struct api *api)
 	return (struct jm_events){.ctx = api,
 				  .job_changed = ev_job,
 				  .transaction_done = ev_txn,
+				  .transaction_progress = ev_progress,
 				  .wave_started = ev_wave,
 				  .plan_finished = ev_plan,
 				  .store_failed = ev_store_failed,

@@ -826,12 +826,42 @@ int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struc
 				.bundles = j->change.bundles,
 				.n_bundles = j->change.n_bundles,
 				.fault = fault};
-	c = (struct txn_change){
-		.job_id = j->pub.id, .release = release, .kind = &krt_ops, .kind_change = &k};
+	c = (struct txn_change){.job_id = j->pub.id,
+				.release = release,
+				.kind = &krt_ops,
+				.kind_change = &k,
+				.progress = jm_txn_progress};
 	rc = jm->d.txn_start(jm->d.txn_ctx, &c, txn_done, jm, why, why_len);
 	if (rc)
 		restore_resets(jm, j);
 	return rc;
+}
+
+void jm_txn_progress(void *arg, const struct txn_progress *p)
+{
+	struct jm *jm = arg;
+	const char **ids;
+	size_t n = 0;
+
+	if (!jm->d.events.transaction_progress)
+		return;
+	if (jm->external.running) {
+		const char *id = jm->external.job_id;
+
+		jm->d.events.transaction_progress(jm->d.events.ctx, &id, 1, p);
+		return;
+	}
+	if (!jm->txn_job)
+		return;
+	ids = malloc((jm->n_wave ? jm->n_wave : 1) * sizeof(*ids));
+	if (!ids)
+		return; /* one progress report lost; the next one tells */
+	for (; n < jm->n_wave; n++)
+		ids[n] = jm->wave[n]->pub.id;
+	if (!n)
+		ids[n++] = jm->txn_job->pub.id;
+	jm->d.events.transaction_progress(jm->d.events.ctx, ids, n, p);
+	free(ids);
 }
 
 /* The cross-connects (ring jobs: rings) j owns in the circuit table (the ring state). */
@@ -914,7 +944,8 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 			       .additions = j->change.additions,
 			       .n_additions = j->change.n_additions,
 			       .links = j->change.links,
-			       .n_links = j->change.n_links};
+			       .n_links = j->change.n_links,
+			       .progress = jm_txn_progress};
 	struct ocs_xc *mine = NULL;
 	struct err_info err;
 	char why[400] = "";
@@ -947,8 +978,11 @@ static void start_txn(struct jm *jm, struct job_rt *j)
 		size_t n = 0;
 
 		mine = fs_job_xcs(jm->d.fs, j->pub.id, &n);
-		c = (struct txn_change){
-			.job_id = j->pub.id, .release = true, .removals = mine, .n_removals = n};
+		c = (struct txn_change){.job_id = j->pub.id,
+					.release = true,
+					.removals = mine,
+					.n_removals = n,
+					.progress = jm_txn_progress};
 		if (!mine) {
 			err_set(&err, ERR_INTERNAL, "", "out of memory");
 			release_failed(jm, j, false, &err);
@@ -1209,7 +1243,8 @@ static void run_wave(struct jm *jm, size_t n)
 				.jobs = w.jobs,
 				.n_jobs = w.n_jobs,
 				.on_confirm = jm->rows,
-				.n_on_confirm = n};
+				.n_on_confirm = n,
+				.progress = jm_txn_progress};
 	jm->n_wave = n;
 	jm->txn_job = jm->wave[0];
 	jm->held = false;

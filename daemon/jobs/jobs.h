@@ -202,6 +202,15 @@ struct jm_events {
 	 */
 	void (*transaction_done)(void *ctx, const char *const *jobs, size_t n_jobs,
 				 const struct txn_outcome *o);
+	/*
+	 * How far the running device transaction has got (txn_driver.h,
+	 * txn_change.progress; already throttled there), naming the n_jobs
+	 * jobs it serves: a wave's jobs, the job alone, a ring's job being
+	 * repaired, or the name an external transaction goes by
+	 * (jm_external_txn: e.g. "ocsd-clear"). NULL: not asked for.
+	 */
+	void (*transaction_progress)(void *ctx, const char *const *jobs, size_t n_jobs,
+				     const struct txn_progress *p);
 	/* A wave's transaction starts: its n_jobs jobs, and how long each
 	 * waited since it was queued for a transaction (us). */
 	void (*wave_started)(void *ctx, size_t n_jobs, const int64_t *waited_us);

@@ -149,6 +149,7 @@ static void external_done(void *arg, const struct txn_outcome *o)
 int jm_external_txn(struct jm *jm, const struct txn_change *c, txn_done_fn done, void *arg,
 		    char *why, size_t why_len)
 {
+	struct txn_change told;
 	int rc;
 
 	if (jm->not_serving) {
@@ -167,7 +168,9 @@ int jm_external_txn(struct jm *jm, const struct txn_change *c, txn_done_fn done,
 	jm->external.done = done;
 	jm->external.arg = arg;
 	snprintf(jm->external.job_id, sizeof(jm->external.job_id), "%s", c->job_id);
-	rc = jm->d.txn_start(jm->d.txn_ctx, c, external_done, jm, why, why_len);
+	told = *c;
+	told.progress = jm_txn_progress; /* named by external.job_id */
+	rc = jm->d.txn_start(jm->d.txn_ctx, &told, external_done, jm, why, why_len);
 	if (rc)
 		jm->external.running = false;
 	return rc;

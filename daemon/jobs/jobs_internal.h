@@ -344,6 +344,8 @@ void jm_queue_reset(struct jm *jm);
 int jm_start_ring_txn(struct jm *jm, struct job_rt *j, bool release, const struct st_fault *fault,
 		      char *why, size_t why_len);
 size_t jm_held_count(const struct jm *jm, const struct job_rt *j);
+/* txn_change.progress of every transaction the job manager starts (arg: the jm). */
+void jm_txn_progress(void *arg, const struct txn_progress *p);
 
 /* jobs_links.c: states in which a job stands on its leaves. */
 bool jl_holds_leaves(enum jm_state s);

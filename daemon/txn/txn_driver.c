@@ -78,6 +78,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,18 @@ struct txn {
 	int undecide_rc;
 	char undecide_error[160]; /* the store's reason, written on the loop */
 	struct loop_node undecide_node;
+	/* progress (txn_change.progress): the engine's threads keep each
+	 * step's latest count and the steps started (bits), and post
+	 * progress_node when it is not pending already; the loop tells the
+	 * owner, throttled (told_*: what it told last) */
+	void (*progress)(void *arg, const struct txn_progress *p);
+	atomic_size_t step_done[SB_STEP_COUNT];
+	atomic_uint steps_started;
+	atomic_bool progress_posted;
+	struct loop_node progress_node;
+	enum sb_txn_step told_step;
+	size_t told_done;
+	int64_t told_us;
 };
 
 struct txn_driver *txn_driver_new(const struct txn_deps *deps)
@@ -623,13 +636,67 @@ static void on_engine_done(void *arg, const struct sb_txn_result *r)
 	loop_post(tx->drv->d.loop, &tx->done_node, on_loop_done);
 }
 
+/* On the loop: tells the owner where step stands, unless told already or throttled. */
+static void tell_progress(struct txn *tx, enum sb_txn_step step, size_t done, bool step_over)
+{
+	int64_t now = clk_mono_us(tx->drv->d.clock);
+	size_t total = tx->p.n_devs;
+	bool same_step = step == tx->told_step;
+
+	if (same_step && done == tx->told_done)
+		return;
+	if (same_step && !step_over && done < total &&
+	    now - tx->told_us < TXN_PROGRESS_INTERVAL_MS * 1000)
+		return;
+	tx->told_step = step;
+	tx->told_done = done;
+	tx->told_us = now;
+	tx->progress(tx->done_arg,
+		     &(struct txn_progress){
+			     .txn_id = tx->txn_id, .step = step, .done = done, .total = total});
+}
+
+/* On the loop: every step started since the last call, in order; a step
+ * followed by another is over (its last device is told). */
+static void on_loop_progress(struct loop_node *n)
+{
+	struct txn *tx = OCSD_CONTAINER_OF(n, struct txn, progress_node);
+	unsigned steps;
+
+	atomic_store(&tx->progress_posted, false);
+	steps = atomic_load(&tx->steps_started);
+	for (int s = tx->told_step > SB_STEP_PREPARE ? (int)tx->told_step : SB_STEP_PREPARE;
+	     s < SB_STEP_COUNT; s++)
+		if (steps & (1u << s))
+			tell_progress(tx, (enum sb_txn_step)s, atomic_load(&tx->step_done[s]),
+				      (steps >> (s + 1)) != 0);
+}
+
+/* Engine threads (the calls of one transaction one at a time, sb_txn.h):
+ * the latest count of the step, posted unless a post is pending. */
+static void engine_progress(void *arg, enum sb_txn_step step, size_t done, size_t total)
+{
+	struct txn *tx = arg;
+
+	(void)total;
+	if (step <= SB_STEP_PLAN || step >= SB_STEP_COUNT)
+		return;
+	atomic_store(&tx->step_done[step], done);
+	atomic_fetch_or(&tx->steps_started, 1u << step);
+	if (!atomic_exchange(&tx->progress_posted, true))
+		loop_post(tx->drv->d.loop, &tx->progress_node, on_loop_progress);
+}
+
 /* Hands tx's plan to the engine: 0, or the engine's -errno with nothing touched. */
 static int start_engine(struct txn_driver *drv, struct txn *tx)
 {
 	/* plan.id keys the engine's persist hooks, which the driver does not use:
 	 * 0 for an overlapped kind, whose intent is stored after the start */
 	tx->plan = (struct sb_txn_plan){(uint64_t)tx->txn_id, tx->p.devs, tx->p.n_devs};
-	tx->hooks = (struct sb_txn_hooks){NULL, NULL, verify_gated, compensate, tx};
+	tx->hooks = (struct sb_txn_hooks){.verify = verify_gated,
+					  .compensate = compensate,
+					  .progress = tx->progress ? engine_progress : NULL,
+					  .arg = tx};
 	tx->started_us = clk_mono_us(drv->d.clock);
 	tx->opts = (struct sb_txn_options){.confirm_timeout_s = drv->d.confirm_timeout_s,
 					   .connect_timeout_ms = drv->d.connect_timeout_ms,
@@ -718,6 +785,7 @@ int txn_start(void *driver, const struct txn_change *c, txn_done_fn done, void *
 	tx->drv = drv;
 	tx->done = done;
 	tx->done_arg = arg;
+	tx->progress = c->progress;
 	drv->running = tx;
 	overlapped = tx->kind && tx->kind->overlapped;
 	if (tx->p.n_devs == 0 && !overlapped) {

@@ -48,7 +48,9 @@
  * Threading: every function on the loop thread; the engine's threads only
  * run the verify hook (the fabric's check of cross-connects, or a kind's
  * check on copies made at the start; then the decision, posted to the loop
- * and waited for) and post the completion.
+ * and waited for), keep the latest progress in atomics (posted to the
+ * loop, one post pending at a time, so a transaction of any size posts a
+ * bounded number of times per device step) and post the completion.
  */
 #ifndef OCSD_TXN_H
 #define OCSD_TXN_H
@@ -69,6 +71,18 @@ struct loop;
 struct ocs_fabric;
 struct sb_engine;
 struct txn_kind_ops;
+
+/* How far a running transaction has got (txn_change.progress). */
+struct txn_progress {
+	int64_t txn_id;
+	enum sb_txn_step step; /* PREPARE, COMMIT, VERIFY, CONFIRM; ROLLBACK */
+	size_t done;	       /* devices that finished the step */
+	size_t total;	       /* devices of the transaction */
+};
+
+/* At most one progress call per transaction in this time, but for a step's
+ * start and its last device (txn_change.progress). */
+#define TXN_PROGRESS_INTERVAL_MS 100
 
 /* One change set (not owned by the driver: copied by txn_start). */
 struct txn_change {
@@ -101,6 +115,14 @@ struct txn_change {
 	 */
 	const struct txn_kind_ops *kind;
 	const void *kind_change;
+	/*
+	 * How far the transaction has got, on the loop, with txn_start's arg
+	 * (NULL: not told). Every step that runs is told, in the order the
+	 * steps run, with its last device always (its start, done 0, when
+	 * the loop gets to it before a device finished); in between at most
+	 * one call per TXN_PROGRESS_INTERVAL_MS. Not called once done() ran.
+	 */
+	void (*progress)(void *arg, const struct txn_progress *p);
 };
 
 enum txn_result {

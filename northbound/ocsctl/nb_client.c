@@ -369,3 +369,8 @@ void nb_client_stream_close(struct nb_client *c)
 	grpc_call_unref(c->stream);
 	c->stream = NULL;
 }
+
+void nb_client_stream_cancel(struct nb_client *c)
+{
+	grpc_call_cancel(c->stream, NULL);
+}

@@ -3,7 +3,8 @@
  * (TLS with an optional client certificate, or plaintext), unary calls and
  * one server stream, each message a protobuf-c message.
  *
- * Not thread-safe: one client per thread.
+ * Not thread-safe: one client per thread (nb_client_stream_cancel() is
+ * the one exception).
  */
 #ifndef OCS_NB_CLIENT_H
 #define OCS_NB_CLIENT_H
@@ -55,5 +56,14 @@ int nb_client_stream_open(struct nb_client *c, const char *path, const ProtobufC
 int nb_client_stream_next(struct nb_client *c, const ProtobufCMessageDescriptor *desc,
 			  ProtobufCMessage **msg, struct nb_client_status *st);
 void nb_client_stream_close(struct nb_client *c);
+/*
+ * Ends the open stream from another thread: the one call of this client
+ * that may be made while the client's own thread is in
+ * nb_client_stream_next(), which then returns -1 (CANCELLED). The caller
+ * guarantees the stream is open (nb_client_stream_open() returned 0 and
+ * nb_client_stream_close() has not been called yet): grpc_call_cancel()
+ * is thread-safe in gRPC core.
+ */
+void nb_client_stream_cancel(struct nb_client *c);
 
 #endif

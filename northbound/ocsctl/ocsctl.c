@@ -122,6 +122,9 @@ static const char usage_text[] =
 	"                       comma-separated, any case: -o id,state)\n"
 	"  --no-headers         tables: no header row\n"
 	"  --timeout-ms N       connect and call deadline (default 5000)\n"
+	"  -q, --quiet          no progress line: job submit (waiting), job release, node\n"
+	"                       fail and gpu replace show their job's phases and devices\n"
+	"                       programmed on stderr when it is a terminal\n"
 	"  -h, --help           this text\n"
 	"  --version            ocsctl's version, git describe and libraries\n"
 	"\n"
@@ -291,6 +294,18 @@ static int rail_call(void *x, enum nb_method m, const ProtobufCMessage *req, voi
 	return rpc_call(x, m, req, resp_out);
 }
 
+/* Commands that wait for a job's transaction show a progress line on stderr
+ * (ocsctl_progress.h): job submit (waiting), job release, node fail, gpu replace. */
+static bool waits_for_outcome(const struct ctx *x, const char *cmd, const char *sub, bool job_file)
+{
+	if (strcmp(cmd, "job") == 0)
+		return job_file ? strcmp(sub, "submit") == 0 && !x->o.no_wait
+				: strcmp(sub, "release") == 0;
+	if (strcmp(cmd, "node") == 0)
+		return strcmp(sub, "fail") == 0;
+	return strcmp(cmd, "gpu") == 0 && strcmp(sub, "replace") == 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -319,6 +334,7 @@ int main(int argc, char **argv)
 		{"no-headers", no_argument, NULL, OPT_NO_HEADERS},
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"max-edges", required_argument, NULL, OPT_MAX_EDGES},
+		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -350,7 +366,7 @@ int main(int argc, char **argv)
 	 * MSG_NOSIGNAL); watch stops when stdout fails */
 	signal(SIGPIPE, SIG_IGN);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ho:q", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_SERVER:
 			x.o.server = optarg;
@@ -470,6 +486,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NO_HEADERS:
 			no_headers = true;
+			break;
+		case 'q':
+			x.o.quiet = true;
 			break;
 		case OPT_FORMAT:
 			if (strcmp(optarg, "dot") && strcmp(optarg, "svg"))
@@ -668,6 +687,15 @@ int main(int argc, char **argv)
 		rpc_free_msg(spec);
 		return st.unreachable ? EXIT_UNREACHABLE : EXIT_USAGE;
 	}
+	if (waits_for_outcome(&x, cmd, sub, spec != NULL)) {
+		co.target = ocsctl_servers_current(x.servers);
+		/* the job it follows: the spec's, the released one; a repair's: any */
+		x.progress = prog_start(&co, co.target,
+					spec			  ? spec->id
+					: strcmp(cmd, "job") == 0 ? arg
+								  : NULL,
+					x.o.quiet, x.o.timeout_ms < 2000 ? x.o.timeout_ms : 2000);
+	}
 	if (strcmp(cmd, "status") == 0)
 		rc = fabric_cmd_status(&x);
 	else if (strcmp(cmd, "fabric") == 0)
@@ -709,6 +737,7 @@ int main(int argc, char **argv)
 		rc = jobs_cmd_job_file(&x, spec, strcmp(sub, "submit") == 0);
 	else
 		rc = jobs_cmd_job_id(&x, arg, strcmp(sub, "release") == 0);
+	prog_stop(x.progress, false); /* a command that failed before its RPC */
 	ocsctl_servers_free(x.servers);
 	rpc_free_msg(spec);
 	return rc;

@@ -2,7 +2,8 @@
  * ocsctl_internal.h - what the files of ocsctl share: the exit codes, the
  * parsed command line (struct opts) and the call context (struct ctx), and
  * the functions each file offers the others. Not for use outside ocsctl;
- * ocsctl is single-threaded.
+ * ocsctl is single-threaded but for the progress line's thread
+ * (ocsctl_progress.h), which has its own client and shares nothing here.
  *
  * Call graph (no file calls back into one that calls it):
  *
@@ -11,7 +12,8 @@
  *   ocsctl_jobs.c, ocsctl_fabric.c, ocsctl_topology.c --> ocsctl_rpc.c,
  *                                                          ocsctl_out.c
  *   ocsctl_topology.c --> ocsctl_dot.c
- *   ocsctl_rpc.c --> ocsctl_servers.c;  ocsctl_out.c --> ocsctl_rail.c
+ *   ocsctl_rpc.c --> ocsctl_servers.c, ocsctl_progress.c;  ocsctl_out.c --> ocsctl_rail.c
+ *   ocsctl.c, ocsctl_jobs.c --> ocsctl_progress.c
  *
  * Every command function returns ocsctl's exit code after printing the
  * answer, or why there is none.
@@ -26,6 +28,7 @@
 #include "nb.h"
 #include "nb_client.h"
 #include "ocs_json.h"
+#include "ocsctl_progress.h"
 #include "ocsctl_servers.h"
 
 enum exit_code {
@@ -54,6 +57,7 @@ struct opts {
 	long wait_timeout_s; /* job submit: how long to wait for the outcome */
 	bool has_ports;	     /* adopt, clear: one cross-connect of --device */
 	int in_port, out_port;
+	bool quiet;	/* no progress line on stderr (ocsctl_progress.h) */
 	bool svg;	/* topology: SVG through graphviz's dot, not DOT text */
 	long max_edges; /* topology: above this many, edges and devices aggregate */
 };
@@ -62,6 +66,9 @@ struct opts {
 struct ctx {
 	struct opts o;
 	struct ocsctl_servers *servers; /* the --server list, one of them in use */
+	/* the progress line of a waiting command (NULL: none); stopped by
+	 * rpc_call() and job submit once the RPC it follows returned */
+	struct prog *progress;
 };
 
 /* ---- ocsctl_out.c: output, as tables, key/value blocks or JSON ---------- */

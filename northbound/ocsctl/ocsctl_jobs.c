@@ -202,6 +202,9 @@ static int submit(struct ctx *x, Ocs__V1__JobSpec *spec, Ocs__V1__SubmitJobRespo
 							    : (int)(x->o.wait_timeout_s * 1000));
 	rc = ocsctl_servers_unary(x->servers, info->path, &spec->base, info->response,
 				  (ProtobufCMessage **)r, &st);
+	/* the progress line goes before the answer (a job already there: no wait) */
+	prog_stop(x->progress, rc == 0 && *r && (*r)->created);
+	x->progress = NULL;
 	ocsctl_servers_set_timeout(x->servers, x->o.timeout_ms);
 	if (rc == 0)
 		return EXIT_OK;

@@ -35,8 +35,13 @@ int rpc_call(struct ctx *x, enum nb_method m, const ProtobufCMessage *req, void 
 	const struct nb_method_info *info = nb_method_info(m);
 	struct nb_client_status st;
 
-	if (ocsctl_servers_unary(x->servers, info->path, req, info->response,
-				 (ProtobufCMessage **)resp_out, &st))
+	int rc = ocsctl_servers_unary(x->servers, info->path, req, info->response,
+				      (ProtobufCMessage **)resp_out, &st);
+
+	/* the line a waiting command showed goes before its answer */
+	prog_stop(x->progress, rc == 0);
+	x->progress = NULL;
+	if (rc)
 		return rpc_report_failure(x, &st);
 	return EXIT_OK;
 }

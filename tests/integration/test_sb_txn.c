@@ -7,7 +7,8 @@
  * a device changed behind ocsd's back (its stale pre-image never feeds a
  * compensating edit), hooks, counters and the asynchronous form; a TLS
  * fleet restarted under idle sessions (no socket to check: the prepare's
- * retry on a fresh session commits the next transaction).
+ * retry on a fresh session commits the next transaction); the progress
+ * hook, step by step and device by device, in each thread mode.
  */
 #include "sb_testlib.h"
 
@@ -575,6 +576,88 @@ static void test_hooks_async_and_counters(void **state)
 	assert_int_equal(tl_fleet_stop(&fleet), 0);
 }
 
+/* What the progress hook was told, in order (calls of one transaction are serialised). */
+struct progress_call {
+	enum sb_txn_step step;
+	size_t done, total;
+};
+
+struct progress_log {
+	struct tl_verify_ctx v; /* first: tl_verify takes the hooks' arg as its context */
+	struct progress_call calls[64];
+	size_t n;
+};
+
+static void progress_hook(void *arg, enum sb_txn_step step, size_t done, size_t total)
+{
+	struct progress_log *l = arg;
+
+	if (l->n < sizeof(l->calls) / sizeof(l->calls[0]))
+		l->calls[l->n] = (struct progress_call){step, done, total};
+	l->n++;
+}
+
+/* The log is exactly: for each step of `steps` in turn, done 0, 1, .., total. */
+static void assert_progress(const struct progress_log *l, const enum sb_txn_step *steps,
+			    size_t n_steps, size_t total)
+{
+	size_t k = 0;
+
+	assert_int_equal(l->n, n_steps * (total + 1));
+	for (size_t s = 0; s < n_steps; s++)
+		for (size_t done = 0; done <= total; done++, k++) {
+			assert_int_equal(l->calls[k].step, steps[s]);
+			assert_int_equal(l->calls[k].done, done);
+			assert_int_equal(l->calls[k].total, total);
+		}
+}
+
+/*
+ * The progress hook, with each way a step's devices run (one loop, loops of
+ * 3 devices, a task per device): every step reported from 0 to the plan's
+ * devices, one device at a time, in the order the steps run; a rollback too.
+ */
+static void test_progress_every_step_and_device(void **state)
+{
+	static const enum sb_txn_step committed[] = {SB_STEP_PREPARE, SB_STEP_COMMIT,
+						     SB_STEP_VERIFY, SB_STEP_CONFIRM};
+	static const enum sb_txn_step rolled_back[] = {SB_STEP_PREPARE, SB_STEP_COMMIT,
+						       SB_STEP_VERIFY, SB_STEP_ROLLBACK};
+	const struct sb_txn_options modes[] = {
+		{0}, {.devices_per_loop = 3}, {.thread_per_device = true}};
+	struct tl_fleet fleet;
+	assert_int_equal(tl_fleet_start(&fleet, 8, NULL), 0);
+	struct sb_device **devs = tl_devices(drv, &fleet, 0, 8, 2000);
+	struct plan_buf b;
+	int round = 0;
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		struct progress_log l = {0};
+		struct sb_txn_result r;
+		build_plan(&b, &lab_straight, devs, 8, round++);
+		l.v = b.verify;
+		b.hooks = (struct sb_txn_hooks){
+			.verify = tl_verify, .progress = progress_hook, .arg = &l};
+		assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, &modes[m], &r), 0);
+		print_result(&r);
+		assert_int_equal(r.outcome, SB_TXN_COMMITTED);
+		assert_progress(&l, committed, 4, 8);
+		sb_txn_result_clear(&r);
+		/* device 5 commits without effect: the read-back fails, all roll back */
+		set_faults(devs[5], "noeffect@commit");
+		build_plan(&b, &lab_straight, devs, 8, round++);
+		l = (struct progress_log){.v = b.verify};
+		b.hooks = (struct sb_txn_hooks){
+			.verify = tl_verify, .progress = progress_hook, .arg = &l};
+		assert_int_equal(sb_engine_run(eng, &b.plan, &b.hooks, &modes[m], &r), 0);
+		assert_int_equal(r.outcome, SB_TXN_ROLLED_BACK);
+		assert_progress(&l, rolled_back, 4, 8);
+		sb_txn_result_clear(&r);
+		set_faults(devs[5], "");
+	}
+	tl_devices_free(devs, 8);
+	assert_int_equal(tl_fleet_stop(&fleet), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -587,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_stale_image_never_compensates),
 		cmocka_unit_test(test_hooks_async_and_counters),
 		cmocka_unit_test(test_tls_restart_retried_in_prepare),
+		cmocka_unit_test(test_progress_every_step_and_device),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
