@@ -138,14 +138,13 @@ static Ocs__V1__TransactionStep txn_step_pb(enum sb_txn_step s)
 
 /* Throttled by the driver already (txn_driver.h, TXN_PROGRESS_INTERVAL_MS);
  * only watchers that ask for progress receive it (nb_server.c). */
-static void ev_progress(void *ctx, const char *const *jobs, size_t n_jobs,
-			const struct txn_progress *p)
+void api_publish_progress(struct nb_server *server, const char *const *jobs, size_t n_jobs,
+			  const struct txn_progress *p)
 {
-	struct api *api = ctx;
 	Ocs__V1__Event ev = OCS__V1__EVENT__INIT;
 	Ocs__V1__ProgressEvent pe = OCS__V1__PROGRESS_EVENT__INIT;
 
-	if (!api->server)
+	if (!server)
 		return;
 	pe.transaction_id = (uint64_t)p->txn_id;
 	pe.job_ids = (char **)jobs;
@@ -155,7 +154,15 @@ static void ev_progress(void *ctx, const char *const *jobs, size_t n_jobs,
 	pe.devices_total = (uint32_t)p->total;
 	ev.kind_case = OCS__V1__EVENT__KIND_PROGRESS;
 	ev.progress = &pe;
-	nb_server_publish(api->server, &ev);
+	nb_server_publish(server, &ev);
+}
+
+static void ev_progress(void *ctx, const char *const *jobs, size_t n_jobs,
+			const struct txn_progress *p)
+{
+	struct api *api = ctx;
+
+	api_publish_progress(api->server, jobs, n_jobs, p);
 }
 
 static void ev_wave(void *ctx, size_t n_jobs, const int64_t *waited_us)

@@ -82,6 +82,13 @@ Ocs__V1__Device *api_build_device(struct api *api, struct arena *ar, int id);
 
 /* ---- api_events.c ---- */
 
+/*
+ * A ProgressEvent to Events.Watch: a running transaction's step and
+ * devices done, naming the jobs it serves (nothing without a server).
+ */
+void api_publish_progress(struct nb_server *server, const char *const *jobs, size_t n_jobs,
+			  const struct txn_progress *p);
+
 /* A DeviceEvent to Events.Watch (nothing without a server or a device). */
 void api_publish_device(struct api *api, Ocs__V1__Device *d);
 /* ocsd_cabling_miswired_ports from the cabling table, as it is now. */

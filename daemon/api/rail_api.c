@@ -346,7 +346,16 @@ static void ev_gpu(void *ctx, int64_t gpu, bool faulty, const char *source)
 	api_publish_condition(ra->server, true, gpu, faulty, source);
 }
 
+static void ev_progress(void *ctx, const char *const *jobs, size_t n_jobs,
+			const struct txn_progress *p)
+{
+	struct ra *ra = ctx;
+
+	api_publish_progress(ra->server, jobs, n_jobs, p);
+}
+
 struct gsw_events ra_events(struct ra *ra)
 {
-	return (struct gsw_events){.ctx = ra, .swapped = ev_swapped, .gpu_changed = ev_gpu};
+	return (struct gsw_events){
+		.ctx = ra, .swapped = ev_swapped, .gpu_changed = ev_gpu, .progress = ev_progress};
 }

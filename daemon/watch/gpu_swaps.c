@@ -19,6 +19,9 @@
 #include "log.h"
 #include "rails.h"
 
+/* Jobs named in one progress report of a swap at most. */
+#define RSW_PROGRESS_JOBS 64
+
 /* One request: ReplaceGpu, a fault (MarkGpu, a device) or a retry. */
 struct gsw_req {
 	struct gsw_req *next;
@@ -376,6 +379,28 @@ static int build_change(struct rsw *s)
 	return 0;
 }
 
+/* The swap's transaction progress, told with the jobs whose GPUs it moves. */
+static void swap_progress(void *arg, const struct txn_progress *p)
+{
+	struct rsw *s = arg;
+	const char *jobs[RSW_PROGRESS_JOBS];
+	size_t n = 0;
+
+	if (!s->d.events.progress)
+		return;
+	for (size_t i = 0; i < s->n_cur_moves && n < RSW_PROGRESS_JOBS; i++) {
+		const char *id = s->cur_moves[i].job_id;
+		bool seen = !id[0];
+
+		for (size_t k = 0; k < n && !seen; k++)
+			seen = strcmp(jobs[k], id) == 0;
+		if (!seen)
+			jobs[n++] = id;
+	}
+	if (n)
+		s->d.events.progress(s->d.events.ctx, jobs, n, p);
+}
+
 /* A refusal of the current request: answered, and for a fault logged once. */
 static void refuse(struct rsw *s, enum err_status st, const char *msg)
 {
@@ -498,7 +523,8 @@ static void start_swap(struct rsw *s)
 				.additions = s->adds,
 				.n_additions = s->res.n_additions,
 				.kind = &krl_swap_ops,
-				.kind_change = &sw};
+				.kind_change = &sw,
+				.progress = swap_progress};
 	s->busy = true;
 	rc = s->d.txn_start(s->d.txn_ctx, &c, swap_done, s, why, sizeof(why));
 	if (rc) {

@@ -85,6 +85,12 @@ struct gsw_events {
 	void (*swapped)(void *ctx, const struct gsw_report *rep);
 	/* A GPU's condition changed. */
 	void (*gpu_changed)(void *ctx, int64_t gpu, bool faulty, const char *source);
+	/*
+	 * How far a swap's transaction has got (txn_change.progress), naming
+	 * the jobs whose GPUs it moves (none: not called). NULL: not told.
+	 */
+	void (*progress)(void *ctx, const char *const *jobs, size_t n_jobs,
+			 const struct txn_progress *p);
 };
 
 struct gsw_deps {

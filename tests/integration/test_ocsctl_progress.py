@@ -22,8 +22,11 @@ Then an OCSTrx ring domain of 16 nodes (RingFleet) with a job of 2 rings:
   - `node fail` of a ring's node on a terminal: the repair's transaction
     drawn for the ring's job, its steps in order up to every device
     confirmed, the line cleared; stdout's answer unchanged.
-`gpu replace` is not covered: a rail swap's transaction (daemon/watch/
-gpu_swaps.c) does not report progress yet.
+Then a rail-OCS fabric (RailFleet: 6 servers, 4 rails) with a job on GPUs
+0-2:
+  - `gpu replace 1` on a terminal: the swap (idle GPU 3 takes GPU 1's rail
+    port) drawn for the job whose GPU it moves, its steps in order up to
+    every device confirmed, the line cleared; stdout's answer unchanged.
 
 usage: test_ocsctl_progress.py BUILD_DIR SOURCE_DIR
 """
@@ -197,6 +200,17 @@ def ring(rf):
     check_repair("node fail", tty, "job prog-ring")
 
 
+def rail(rl):
+    """gpu replace of a job's GPU: the swap's progress, named by the job."""
+    submit_json(rl, {"id": "prog-rail", "placement": {"gpus": [{"gpu": g} for g in (0, 1, 2)]}})
+    rc, out, tty = run_on_tty("gpu", "replace", "1", on=rl)
+    check(rc == 0, f"gpu replace 1: exit {rc}")
+    check(out.startswith("gpu 1 (server 0, group 0): idle-gpu (gpu 3 took over)") and
+          "rail port 1: gpu 1 -> 3, job prog-rail\n" in out,
+          f"gpu replace: the answer unchanged: {out!r}")
+    check_repair("gpu replace", tty, "job prog-rail")
+
+
 def main():
     fleet.start_devices()
     fleet.start_ocsd()
@@ -246,5 +260,6 @@ def main():
 
     on_fleet(ocsd_fleet.RingFleet(BUILD, SRC, tors=4, nodes_per_tor=4, gpus_per_node=4,
                                   prefix="ocsd-progress-ring-"), ring)
+    on_fleet(ocsd_fleet.RailFleet(BUILD, SRC, prefix="ocsd-progress-rail-"), rail)
 
 sys.exit(script.run(main))
