@@ -62,6 +62,7 @@ struct od_snap {
 	struct sp_bundle_drift *bundle_drift;
 	char (*settings)[2][OD_SETTING]; /* each bundle_drift's expected and found */
 	int64_t *faulty_gpus;
+	size_t ring_job; /* add_ring_gpus(): the job it found last (a guess, checked) */
 	struct sp_event events[SP_MAX_EVENTS];
 	char event_text[SP_MAX_EVENTS][OD_EVENT_TEXT];
 	char leader[400];
@@ -249,6 +250,27 @@ out:
 	return rc;
 }
 
+/*
+ * A ring job has no placement: its GPUs are its rings' nodes'. The rings
+ * of a job come one after the other, so the last job found is tried first.
+ */
+static void add_ring_gpus(struct od_snap *x, const char *job_id, size_t gpus)
+{
+	static const size_t none = (size_t)-1;
+	size_t *last = &x->ring_job;
+
+	if (!job_id)
+		return;
+	if (*last == none || *last >= x->s.n_jobs || strcmp(x->s.jobs[*last].id, job_id) != 0) {
+		*last = none;
+		for (size_t j = 0; j < x->s.n_jobs && *last == none; j++)
+			if (strcmp(x->s.jobs[j].id, job_id) == 0)
+				*last = j;
+	}
+	if (*last != none)
+		x->s.jobs[*last].n_gpus += gpus;
+}
+
 static int fill_rings(const struct od *od, const struct od_src *src, struct od_snap *x)
 {
 	const struct ocs_ring_domain *d = &od->cfg->ring;
@@ -277,6 +299,7 @@ static int fill_rings(const struct od *od, const struct od_src *src, struct od_s
 		if (r->last_change != RG_PLACED)
 			add_event(x, r->changed_ms, "ring of job %s: %s", r->job_id, s->change);
 		x->s.n_rings++;
+		add_ring_gpus(x, r->job_id, (size_t)s->n_nodes * (size_t)d->gpus_per_node);
 	}
 	for (int v = 0; v < nodes; v++)
 		if (rg_faulty(rings, v))

@@ -55,8 +55,8 @@ def kill_devices_and_time(fleet, probes, check, later, earlier, within_s, limit_
 def start_ring_job(fleet, check, reconcile_s=0):
     """On a RingFleet: the devices and ocsd started (reconciling every
     reconcile_s seconds; 0: never), RING_JOB submitted with `ocsctl job
-    submit` (TP-16, 3 rings of 4 nodes); returns its rings as /state.json
-    lists them ([] when the submit or the listing is wrong, after a check)."""
+    submit` (TP-16, 3 rings of 4 nodes), listed with its 48 GPUs; returns
+    its rings as /state.json lists them ([] when the submit or the listing is wrong, after a check)."""
     spec = os.path.join(fleet.work, "ring-job.json")
     with open(spec, "w") as f:
         json.dump({"id": RING_JOB, "ring": {"tp": 16, "rings": 3}}, f)
@@ -67,6 +67,9 @@ def start_ring_job(fleet, check, reconcile_s=0):
     s = state(fleet.metrics_port)
     check([j["state"] for j in s["jobs"] if j["id"] == RING_JOB] == ["ACTIVE"],
           f"/state.json jobs: {s['jobs']}")
+    # a ring job has no placement: its GPUs are its 3 rings' (TP-16 each)
+    check([j["gpus"] for j in s["jobs"] if j["id"] == RING_JOB] == [48],
+          f"/state.json: {RING_JOB}'s GPUs, 3 rings of 16: {s['jobs']}")
     check(s["fabric"]["kind"] == "ocstrx-ring" and s["fabric"]["nodes"] == fleet.N_DEV,
           f"fabric {s['fabric']}")
     rings = [r for r in s["rings"] if r["job"] == RING_JOB]
