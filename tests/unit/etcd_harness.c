@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -385,4 +386,53 @@ void eh_proxy_stop(struct eh_proxy *p)
 	close(p->listen_fd);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
+}
+
+/* Whether every thread of pid is in a stop ('T' or 't' in its stat). */
+static bool all_stopped(pid_t pid)
+{
+	char path[64], line[512];
+	struct dirent *t;
+	bool stopped = true;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (stopped && (t = readdir(d)) != NULL) {
+		const char *state;
+		FILE *f;
+
+		if (t->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.20s/stat", (int)pid, t->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue; /* the thread ended */
+		state = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		stopped = state && (state[2] == 'T' || state[2] == 't');
+		fclose(f);
+	}
+	closedir(d);
+	return stopped;
+}
+
+int eh_pause(struct eh_etcd *e)
+{
+	if (e->pid <= 0 || kill(e->pid, SIGSTOP) != 0)
+		return -1;
+	for (int i = 0; i < 500; i++) {
+		if (all_stopped(e->pid))
+			return 0;
+		usleep(10000);
+	}
+	fprintf(stderr, "etcd_harness: etcd %d not stopped 5 s after SIGSTOP\n", (int)e->pid);
+	return -1;
+}
+
+void eh_resume(struct eh_etcd *e)
+{
+	if (e->pid > 0)
+		kill(e->pid, SIGCONT);
 }

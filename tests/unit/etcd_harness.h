@@ -31,6 +31,15 @@ void eh_kill(struct eh_etcd *e);
 int eh_restart(struct eh_etcd *e);
 /* Stops it and deletes the data directory (accepts a stopped one). */
 void eh_stop(struct eh_etcd *e);
+/*
+ * Pauses etcd (SIGSTOP) and returns once every thread of it is stopped:
+ * kill() returns before a thread running on another CPU has stopped, and
+ * on a loaded machine such a thread answered a request sent after it.
+ * 0, or -1 when it did not stop within 5 s (printed). eh_resume: SIGCONT
+ * (harmless when not paused).
+ */
+int eh_pause(struct eh_etcd *e);
+void eh_resume(struct eh_etcd *e);
 /* A port with no listener (reserved, so nobody else takes it). */
 int eh_dead_port(void);
 

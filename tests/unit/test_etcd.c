@@ -445,12 +445,12 @@ static void test_endpoints_and_timeouts(void **state)
 	etcd_kvs_clear(&r);
 
 	/* a paused etcd: the request times out (once per endpoint tried) */
-	kill(etcd.pid, SIGSTOP);
+	assert_int_equal(eh_pause(&etcd), 0);
 	t0 = mono_s();
 	assert_int_equal(etcd_range(c, "ep/k", 4, NULL, 0, 0, 0, &r), -ETIMEDOUT);
 	double took = mono_s() - t0;
 
-	kill(etcd.pid, SIGCONT);
+	eh_resume(&etcd);
 	assert_true(took >= 0.9 && took < 3.0);
 	assert_non_null(strstr(etcd_last_error(c), "no answer within 1000 ms"));
 	/* and serves again once etcd does (a resumed etcd on a loaded machine

@@ -167,10 +167,10 @@ static void test_lost_and_stop(void **state)
 
 	/* etcd paused under a leader: no keep-alive answers within the TTL */
 	assert_int_equal(ld_campaign(b, 2000, NULL, on_lost, NULL), 0);
-	kill(etcd.pid, SIGSTOP);
+	assert_int_equal(eh_pause(&etcd), 0);
 	for (int i = 0; i < 40 && lost_calls == 0; i++)
 		usleep(100000);
-	kill(etcd.pid, SIGCONT);
+	eh_resume(&etcd);
 	assert_int_equal(lost_calls, 1);
 	assert_non_null(strstr(lost_why, "within the TTL"));
 

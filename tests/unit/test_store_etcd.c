@@ -543,9 +543,9 @@ static void test_etcd_down(void **state)
 
 	/* paused etcd: the outcome is unknown (a timeout); the copy marks
 	 * itself stale and settles from the log before the next write */
-	kill(etcd.pid, SIGSTOP);
+	assert_int_equal(eh_pause(&etcd), 0);
 	assert_int_equal(put_job(dut, "j3", NULL, "PENDING", 3), -EINPROGRESS);
-	kill(etcd.pid, SIGCONT);
+	eh_resume(&etcd);
 	c = open_etcd(prefix, 0, &c_se);
 	/* whichever way it went, the next write makes a agree with etcd */
 	assert_int_equal(st_drain_set(dut, "ocs-9", true), 0);
