@@ -68,34 +68,6 @@ build() { # build-dir, cmake args...
 }
 stage() { echo "tests/run.sh: $* (+${SECONDS} s)"; }
 
-# The builds of later stages run in the background while the tests of
-# earlier ones run: the RelWithDebInfo tests leave about 0.6 of the 2 cores
-# idle and the sanitizer tests some. The sanitizer build, which the next
-# stage needs first, runs at nice 19; the fuzz build and the packages,
-# needed last, at SCHED_IDLE, below even that. Either way a build gets a
-# CPU only when no test wants it, so the timed tests see no difference.
-# Each background job has its own process group (set -m), its output goes
-# to a log that is printed when it fails, and every one still running is
-# killed when this script exits.
-bg_groups=()
-trap 'for g in "${bg_groups[@]}"; do kill -- "-$g" 2>/dev/null; done' EXIT
-background() { # nice|idle, log, command...: sets bg_pid
-  local prio=$1 log=$2; shift 2
-  set -m
-  (
-    if [ "$prio" = idle ]; then chrt --idle -p 0 "$BASHPID" >/dev/null
-    else renice -n 19 "$BASHPID" >/dev/null; fi
-    "$@"
-  ) >"$log" 2>&1 &
-  bg_pid=$!
-  set +m
-  bg_groups+=("$bg_pid")
-}
-await() { # pid, log, what
-  if wait "$1"; then stage "$3 done"; else
-    cat "$2"; echo "tests/run.sh: $3 failed (log above, $2)" >&2; exit 1
-  fi
-}
 tests() { # tests-at-once, build-dir, labels left out (regex)
   stage "tests in $2"
   (cd "$2" && ctest --output-on-failure -j "$1" -LE "$3")
@@ -121,41 +93,24 @@ fi
 
 stage "build"
 build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-if [ "$sanitize" = 1 ]; then
-  mkdir -p build-asan
-  background nice build-asan/build.log build build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON
-  asan_pid=$bg_pid
-fi
-if [ "$fuzz" = 1 ]; then
-  mkdir -p build-fuzz
-  background idle build-fuzz/build.log fuzz_build "$fuzz_seconds"
-  fuzz_pid=$bg_pid
-fi
-if [ "$packages" = 1 ]; then
-  packages_log=$(mktemp /tmp/ocsd-packages-log.XXXXXX)
-  background idle "$packages_log" bash tests/packages.sh "$top"
-  packages_pid=$bg_pid
-fi
 tests $((2 * jobs)) build bench
 if [ "$release" = 1 ]; then
   build build-release -DCMAKE_BUILD_TYPE=Release
 fi
 if [ "$sanitize" = 1 ]; then
-  await "$asan_pid" build-asan/build.log "the build-asan build"
+  stage "build-asan"
+  build build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" tests "$jobs" build-asan 'bench|source'
 fi
 if [ "$fuzz" = 1 ]; then
-  await "$fuzz_pid" build-fuzz/build.log "the build-fuzz build"
+  stage "build-fuzz"
+  fuzz_build "$fuzz_seconds"
   fuzz_run
 fi
 if [ "$packages" = 1 ]; then
   stage "packages"
-  packages_ok=1
-  wait "$packages_pid" || packages_ok=0
-  cat "$packages_log"
-  rm -f "$packages_log"
-  [ "$packages_ok" = 1 ] || { echo "tests/run.sh: tests/packages.sh failed" >&2; exit 1; }
+  bash tests/packages.sh "$top"
 fi
 if [ "$bench" = 1 ]; then
   (cd build && ctest --output-on-failure -L bench)
