@@ -42,9 +42,11 @@
 
 #define FLEET 20
 /* the deadline leaves room for a loaded sanitizer run (a drop must be seen
- * as a drop, not as a timeout); a hang outlasts it */
-#define RPC_TIMEOUT_MS 1000
-#define HANG_MS	       1800
+ * as a drop, not as a timeout): with three sanitizer tests at once on 2
+ * cores, a validate retried after all 16 devices' sessions dropped (16 SSH
+ * handshakes at once) went unanswered for 1 s; a hang outlasts it */
+#define RPC_TIMEOUT_MS 2000
+#define HANG_MS	       2800
 
 static const struct ocs_fabric lab = {
 	.pods = 4, .k_leaf = 8, .k_spine = 8, .tau = 2, .k_ocs = 16, .wiring = OCS_WIRING_STRAIGHT};
