@@ -27,8 +27,9 @@ fuzz=1
 packages=1
 fuzz_hours=""
 # seconds each libFuzzer harness runs in the default suite (a smoke run: the
-# long runs are --fuzz-hours N)
-fuzz_seconds=20
+# long runs are --fuzz-hours N; every build also replays the seeds and the
+# crash regressions, label unit)
+fuzz_seconds=10
 usage() {
   echo "usage: tests/run.sh [--no-sanitize] [--release] [--no-fuzz] [--no-packages] [--bench] [--fuzz-hours N]" >&2
   exit 2
@@ -57,8 +58,10 @@ jobs=$(nproc)
 # and every test takes its ports from tests/integration/testports.py, so
 # concurrent tests never share one. At two per core (ctest -j4 on 2 cores)
 # timed tests failed in fresh-clone runs (test_etcd, e2e_lab's and
-# ring_drift's NETCONF reads). The sanitizer build computes several times
-# more for the same waits: one test per core (at -j4 its timed cases failed).
+# ring_drift's NETCONF reads). The sanitizer tests too: at one per core they
+# kept 1.3 of the 2 cores busy (BSD process accounting: 1,250 CPU-s in
+# 948 s), three at once 1.6 (774 s); replicas_jepsen, 1.3 cores by itself
+# there, counts as two (its PROCESSORS in tests/integration/CMakeLists.txt).
 
 build() { # build-dir, cmake args...
   local dir=$1; shift
@@ -100,9 +103,9 @@ if [ "$release" = 1 ]; then
 fi
 if [ "$sanitize" = 1 ]; then
   stage "build-asan"
-  build build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON
+  build build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON -DOCSD_BENCH=OFF
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" tests "$jobs" build-asan 'bench|source'
+    LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" tests $((jobs + 1)) build-asan 'bench|source'
 fi
 if [ "$fuzz" = 1 ]; then
   stage "build-fuzz"
