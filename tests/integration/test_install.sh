@@ -47,14 +47,14 @@ for f in usr/lib/systemd/system/ocsd.service usr/share/ocsd/yang/ocsd-fabric.yan
   usr/share/doc/ocsd/examples/slurm/ocs-slurm-watch.service \
   usr/share/man/man8/ocsd.8 usr/share/man/man1/ocsctl.1 usr/share/man/man1/ocsplan.1 \
   usr/share/man/man1/ocs-devsim.1 usr/share/man/man5/ocsd-fabric.5 \
-  usr/share/doc/ocsd/examples/ocsd.default usr/share/ocsd/monitoring/README.md \
+  usr/share/man/man8/ocs-slurm.8 usr/share/doc/ocsd/examples/ocsd.default usr/share/ocsd/monitoring/README.md \
   usr/share/ocsd/monitoring/ocsd.rules.yml usr/share/ocsd/monitoring/prometheus.yml \
   usr/share/ocsd/monitoring/grafana/ocsd-dashboard.json \
   usr/share/bash-completion/completions/ocsctl usr/share/bash-completion/completions/ocsplan; do
   if [ -f "$stage/$f" ]; then ok "$f"; else bad "$f not installed"; fi
 done
 # issue 26: man finds every page in the install
-for pg in ocsd ocsctl ocsplan ocs-devsim ocsd-fabric; do
+for pg in ocsd ocsctl ocsplan ocs-devsim ocs-slurm ocsd-fabric; do
   if MANPATH=$stage/usr/share/man man -w "$pg" >/dev/null 2>&1; then ok "man -w $pg"
   else bad "man -w $pg finds nothing under $stage/usr/share/man"; fi
 done

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The man pages against the programs (issue 26): for ocsd(8), ocsctl(1),
-ocsplan(1) and ocs-devsim(1), every flag `--help` prints is in the page's
-source and every flag the page names is in `--help`; ocsctl's commands and
-ocsplan's subcommands likewise. ocsd-fabric(5) names every leaf of the
+ocsplan(1), ocs-devsim(1) and ocs-slurm(8), every flag `--help` prints (for
+ocs-slurm, `--help` and each command's `--help`) is in the page's source
+and every flag the page names is in `--help`; ocsctl's and ocs-slurm's
+commands and ocsplan's subcommands likewise. ocsd-fabric(5) names every leaf of the
 fabric file's YANG module (read here with a plain scan of the .yang text,
 not with the generator's YIN walk). Every page is built (scdoc) and `man -l`
 renders it without a warning. Fails, naming what is missing, when scdoc or
@@ -23,6 +24,7 @@ PAGES = {  # page: (program, its man source)
     "ocsctl.1": os.path.join(BUILD, "northbound", "ocsctl", "ocsctl"),
     "ocsplan.1": os.path.join(BUILD, "solvers", "ocsplan", "ocsplan"),
     "ocs-devsim.1": os.path.join(BUILD, "southbound", "ocs-devsim"),
+    "ocs-slurm.8": os.path.join(SRC, "integrations", "slurm", "ocs-slurm"),
 }
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])")
 failures = []
@@ -38,6 +40,12 @@ def flags(text):
     return set(FLAG.findall(text))
 
 
+def slurm_commands(helptext):
+    """The commands of ocs-slurm's --help (argparse: {prolog,epilog,...})."""
+    m = re.search(r"\{([a-z,]+)\}", helptext)
+    return set(m.group(1).split(",")) if m else set()
+
+
 def words_after(text, start, stop):
     """First words of the indented lines of a --help section."""
     sec = text.split(start, 1)[1].split(stop, 1)[0] if start in text else ""
@@ -49,6 +57,10 @@ def main():
         src = open(os.path.join(MAN, page + ".scd")).read()
         p = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=30)
         helptext = p.stdout + p.stderr
+        if page == "ocs-slurm.8":  # each command's options are in its own --help
+            for cmd in sorted(slurm_commands(helptext)):
+                helptext += subprocess.run([prog, cmd, "--help"], capture_output=True,
+                                           text=True, timeout=30).stdout
         # flags in the page's source (scdoc escapes nothing in a flag name)
         want, have = flags(helptext) - {"-h"} | ({"-h"} & flags(helptext)), flags(src)
         missing, extra = sorted(want - have), sorted(have - want)
@@ -74,6 +86,14 @@ def main():
     man_cmds = set(re.findall(r"^\*([a-z][a-z-]*)", section, re.M))
     check(cmds and cmds == man_cmds,
           f"ocsctl(1): COMMANDS = the commands of --help ({sorted(cmds ^ man_cmds)})")
+    slurm = subprocess.run([PAGES["ocs-slurm.8"], "--help"], capture_output=True,
+                           text=True).stdout
+    cmds = slurm_commands(slurm)
+    src = open(os.path.join(MAN, "ocs-slurm.8.scd")).read()
+    section = src.split("# COMMANDS", 1)[1].split("# OPTIONS", 1)[0]
+    man_cmds = set(re.findall(r"^\*([a-z][a-z-]*)\*$", section, re.M))
+    check(cmds and cmds == man_cmds,
+          f"ocs-slurm(8): COMMANDS = the commands of --help ({sorted(cmds ^ man_cmds)})")
     plan = subprocess.run([PAGES["ocsplan.1"], "--help"], capture_output=True, text=True).stdout
     subs = words_after(plan, "subcommands:", "exit codes")
     src = open(os.path.join(MAN, "ocsplan.1.scd")).read()
