@@ -5,11 +5,12 @@ server's memory, slow its writers or its other clients (issue 14 #4).
 nb_test_server (the real northbound library) is started insecure on
 loopback with a per-stream queue of 256 events (1,024 under ASan) and a cap of 600 streams.
 python3-grpcio clients then
-  - open 8 connections x 60 Watch streams that never read (no BDP probing,
-    so each stream's window holds ~1,300 events), and publish 60 x 50 job
-    events (PlanJob "flood-50"): every slow stream is ended with
-    RESOURCE_EXHAUSTED "watch: client too slow ..." (a sample is read to
-    its end), the server's RSS (from /proc) grows less than 64 MB during
+  - open 8 connections x 60 Watch streams that read their first event and
+    then nothing (no BDP probing, so each stream's window holds up to 2,340
+    events), and publish 1.5 times what a window and the queue hold, in
+    floods of 50 job events (PlanJob "flood-50"): every slow stream is
+    ended with RESOURCE_EXHAUSTED "watch: client too slow ..." (a sample is
+    read to its end), the server's RSS (from /proc) grows less than 64 MB during
     the flood and is back within 8 MB of its baseline once the slow streams
     were ended (their clients still connected and not reading) and once the
     clients are gone;
@@ -54,13 +55,20 @@ from ocs.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
 TIMEOUT_S = 10
 # Under ASan the server's one completion-queue thread serves the 481 streams
 # several times slower, and a watcher that reads may lag past 256 in a flood
-# (it did once in CI): 1,024 there. The slow streams still overflow (a window
-# of ~1,300 events + 1,024 is below the 3,000 published).
+# (it did once in CI): 1,024 there.
 with open(SERVER, "rb") as _f:
     QUEUE = 1024 if b"libasan.so" in _f.read() else 256
 CAP = 600
 CONNS, PER_CONN = 8, 60  # 480 slow streams, below the cap
-FLOODS, PER_FLOOD = 60, 50  # 3,000 events: far more than a window holds
+# A job event is 23-24 bytes of protobuf and 5 of gRPC framing, so a stream's
+# 64 KiB window holds up to 65,535 / 28 = 2,340 of them. A slow stream ends
+# only once its window, the message in flight and QUEUE are full: when the
+# server writes fast that takes every one of 2,340 + 1 + QUEUE events (3,366
+# under ASan: 3,000 published passed only while the server wrote slowly).
+# Publish half as many again.
+WINDOW_EVENTS = 65535 // 28
+PER_FLOOD = 50
+FLOODS = -(-(WINDOW_EVENTS + 1 + QUEUE) * 3 // 2 // PER_FLOOD)  # 78, or 101 under ASan
 SLOW_MSG = "watch: client too slow"
 
 
@@ -107,17 +115,31 @@ class Server:
             raise AssertionError("server exit %d: %s" % (rc, self.proc.stderr.read().decode()))
 
 
-def subscribed(stream, ch):
-    """Waits until `stream` got its first event (PlanJob flood-1 probes)."""
-    first = []
-    t = threading.Thread(target=lambda: first.append(next(stream)), daemon=True)
+def subscribed(streams, ch):
+    """Waits until every stream in `streams` got its first event, probing
+    with PlanJob flood-1 every 50 ms (10 s at most). Streams on several
+    channels reach the server in any order: each one is waited for. A stream
+    ended meanwhile raises its grpc.RpcError."""
+    done, err = [], []
+
+    def read():
+        try:
+            for st in streams:
+                next(st)
+                done.append(st)
+        except grpc.RpcError as e:
+            err.append(e)
+    t = threading.Thread(target=read, daemon=True)
     t.start()
-    for _ in range(100):
+    for _ in range(200):
         jobs_pb2_grpc.JobsStub(ch).PlanJob(job("flood-1"), timeout=TIMEOUT_S)
         t.join(0.05)
-        if first:
+        if err:
+            raise err[0]
+        if not t.is_alive():
             return
-    raise AssertionError("the stream never got an event")
+    raise AssertionError("%d of %d streams never got an event" %
+                         (len(streams) - len(done), len(streams)))
 
 
 def rss_settled(server, base_kb):
@@ -140,23 +162,23 @@ def flood(ch):
 def end_of(stream):
     """Reads a stream to its end (10 s at most); returns (status code,
     details, events)."""
-    out = []
+    out, got = [], [0]
 
     def read():
-        n = 0
         try:
             for _ in stream:
-                n += 1
+                got[0] += 1
         except grpc.RpcError as e:
-            out.append((e.code(), e.details(), n))
+            out.append((e.code(), e.details(), got[0]))
             return
-        out.append((grpc.StatusCode.OK, "", n))
+        out.append((grpc.StatusCode.OK, "", got[0]))
     t = threading.Thread(target=read, daemon=True)
     t.start()
     t.join(TIMEOUT_S)
     if not out:
         stream.cancel()
-        raise AssertionError("the stream did not end")
+        raise AssertionError("the stream did not end in %d s: %d events read" %
+                             (TIMEOUT_S, got[0]))
     return out[0]
 
 
@@ -175,7 +197,7 @@ class WatchSlow(unittest.TestCase):
         fabric.GetFabric(fabric_pb2.GetFabricRequest(), timeout=TIMEOUT_S)
         fast_ch = grpc.insecure_channel(server.target)
         fast = events_pb2_grpc.EventsStub(fast_ch).Watch(events_pb2.WatchRequest(jobs=True))
-        subscribed(fast, ctl)
+        subscribed([fast], ctl)
         fast_got, fast_end = [], []
 
         def read_fast():
@@ -191,12 +213,12 @@ class WatchSlow(unittest.TestCase):
         time.sleep(0.5)
         base = server.rss_kb()
 
-        # No BDP probing: the streams' windows stay at 64 KiB (~1,300 events).
+        # No BDP probing: the streams' windows stay at 64 KiB (up to 2,340 events).
         chans = [grpc.insecure_channel(server.target, options=[("grpc.http2.bdp_probe", 0)])
                  for _ in range(CONNS)]
         slow = [events_pb2_grpc.EventsStub(ch).Watch(events_pb2.WatchRequest())
                 for ch in chans for _ in range(PER_CONN)]
-        subscribed(slow[-1], ctl)
+        subscribed(slow, ctl)
 
         # A plain RPC's latency, sampled all along the flood.
         lat, stop = [], threading.Event()
@@ -277,8 +299,7 @@ class WatchSlow(unittest.TestCase):
                        for _ in range(20)]
             # Every one of the 20 is open at the server before the 21st comes
             # (the server sees streams of one channel in any order).
-            for st in streams:
-                subscribed(st, ctl)
+            subscribed(streams, ctl)
             extra = events_pb2_grpc.EventsStub(ctl).Watch(events_pb2.WatchRequest())
             code, details, _ = end_of(extra)
             self.assertEqual(code, grpc.StatusCode.RESOURCE_EXHAUSTED)
@@ -289,7 +310,7 @@ class WatchSlow(unittest.TestCase):
             for _ in range(100):  # the cancellations reach the server soon
                 again = events_pb2_grpc.EventsStub(ctl).Watch(events_pb2.WatchRequest())
                 try:
-                    subscribed(again, ctl)
+                    subscribed([again], ctl)
                     break
                 except grpc.RpcError as e:
                     self.assertEqual(e.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
