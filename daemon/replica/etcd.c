@@ -31,6 +31,9 @@
 #include <time.h>
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -397,6 +400,20 @@ void etcd_request_body(struct evhttp_request *req, const struct etcd_endpoint *e
 	evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
 }
 
+/*
+ * The request goes out at once, its last partial segment included: with
+ * Nagle's algorithm that segment waited for the gateway's delayed ACK of the
+ * ones before (about 40 ms on a 120 KB body). The socket exists once
+ * evhttp_make_request has started connecting or reuses the connection.
+ */
+static void nodelay(struct evhttp_connection *conn)
+{
+	int fd = bufferevent_getfd(evhttp_connection_get_bufferevent(conn)), on = 1;
+
+	if (fd >= 0)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+}
+
 /* ---- one blocking request ---- */
 
 struct call {
@@ -564,6 +581,7 @@ static int call_once(struct etcd_client *c, size_t i, const char *path, const ch
 		rc = -EAGAIN;
 		goto out;
 	}
+	nodelay(conn);
 	if (!stream)
 		c->conn_uses++;
 	evtimer_add(timer, &tv);
