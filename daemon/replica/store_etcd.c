@@ -24,6 +24,14 @@
  *     be gone all the same, the write's outcome is unknown (-EINPROGRESS),
  *     never "refused".
  *
+ *  5. An entry larger than chunk_bytes is staged first, in chunks under keys
+ *     of its own that no reader looks at, and becomes visible only through
+ *     the one fenced transaction that puts its log entry: a record naming
+ *     the chunks (CHUNKED_RECORD). A reader sees the whole changeset or
+ *     none of it; chunks of a write that never landed are orphans, deleted
+ *     at once when the compare refused the write, else with the log entries
+ *     of their seq when a snapshot prunes the log.
+ *
  * States of a copy: current (seq = head), behind (a watch event or a
  * failed compare says so: sync), stale (outcome unknown: sync before the
  * next write). Snapshots are written before a write begins (prepare hook),
@@ -52,21 +60,25 @@
 #define ST_ETCD_PAGE 128
 /* Entries a snapshot leaves in the log (at most half of snapshot_every): invariant 4. */
 #define ST_ETCD_LOG_TAIL 128
+/* The log entry of a chunked write (invariant 5): "#chunked CHUNKS BYTES TAG"
+ * (TAG in hex). A SQLite changeset starts with 'T' or 'P', never '#'. */
+#define CHUNKED_RECORD "#chunked "
+#define CHUNKED_MAX    96 /* the longest record */
 
 struct st_etcd {
 	struct st_store *st; /* the copy; owns this backend */
 	struct etcd_client *c;
 	char *prefix;
-	char head_key[600], snap_key[600], log_prefix[600], snap_prefix[600];
+	char head_key[600], snap_key[600], log_prefix[600], snap_prefix[600], chunk_prefix[600];
 	uint64_t seq;	   /* the last entry applied */
 	int64_t head_rev;  /* the head's mod revision at seq; 0: no head yet */
 	int64_t rev_seen;  /* the etcd revision the copy is known current at */
 	bool stale;	   /* outcome of a write unknown: sync before the next */
 	uint64_t snap_seq; /* the newest snapshot known (written or loaded) */
 	unsigned snapshot_every;
-	unsigned log_tail; /* invariant 4 */
-	size_t chunk_bytes;
-	void *genesis; /* image of the empty store (sqlite3 memory) */
+	unsigned log_tail;  /* invariant 4 */
+	size_t chunk_bytes; /* of a snapshot, and the largest entry not chunked */
+	void *genesis;	    /* image of the empty store (sqlite3 memory) */
 	size_t genesis_len;
 	uint8_t *fence_key;
 	size_t fence_key_len;
@@ -135,14 +147,66 @@ static uint64_t log_seq(const struct st_etcd *se, const uint8_t *key, size_t len
 
 /* ---- reading etcd into the copy ---- */
 
+/*
+ * Reads the chunks under prefix (keys prefix %08x i, in order) as etcd had
+ * them at revision rev (0: now): *out (caller frees) of exactly bytes bytes
+ * in exactly chunks chunks, else -EPROTO (chunks missing, more or larger
+ * than recorded), or etcd's failure (-EIO, -ENOMEM; se->error says).
+ */
+static int read_chunks(struct st_etcd *se, const char *prefix, unsigned long long chunks,
+		       unsigned long long bytes, int64_t rev, uint8_t **out)
+{
+	uint8_t *image = malloc(bytes), *end;
+	size_t got = 0, end_len;
+	unsigned long long i = 0;
+	int rc = 0;
+
+	*out = NULL;
+	end = etcd_prefix_end(prefix, strlen(prefix), &end_len);
+	if (!image || !end) {
+		free(image);
+		free(end);
+		return -ENOMEM;
+	}
+	/* chunk keys sort in order; read them a page at a time */
+	while (i < chunks && rc == 0) {
+		struct etcd_kvs r;
+		char from[720];
+
+		snprintf(from, sizeof(from), "%s%08llx", prefix, i);
+		rc = etcd_range(se->c, from, strlen(from), end, end_len, 8, rev, &r);
+		if (rc) {
+			rc = etcd_failed(se, "reading chunks", rc);
+			break;
+		}
+		if (r.n == 0)
+			rc = -EPROTO;
+		for (size_t k = 0; rc == 0 && k < r.n; k++, i++) {
+			if (i >= chunks || got + r.kvs[k].value_len > bytes)
+				rc = -EPROTO;
+			else
+				memcpy(image + got, r.kvs[k].value, r.kvs[k].value_len);
+			got += r.kvs[k].value_len;
+		}
+		etcd_kvs_clear(&r);
+	}
+	free(end);
+	if (rc == 0 && got != bytes)
+		rc = -EPROTO;
+	if (rc)
+		free(image);
+	else
+		*out = image;
+	return rc;
+}
+
 /* Loads the snapshot etcd has at revision rev (none: the empty store). */
 static int load_snapshot(struct st_etcd *se, int64_t rev)
 {
 	struct etcd_kvs r;
 	unsigned long long seq = 0, chunks = 0, bytes = 0, tag = 0;
 	char prefix[700], err[256];
-	uint8_t *image = NULL, *end;
-	size_t got = 0, end_len;
+	uint8_t *image = NULL;
 	int rc = etcd_range(se->c, se->snap_key, strlen(se->snap_key), NULL, 0, 0, rev, &r);
 
 	if (rc)
@@ -164,38 +228,8 @@ static int load_snapshot(struct st_etcd *se, int64_t rev)
 		return -EPROTO;
 	}
 	etcd_kvs_clear(&r);
-	image = malloc(bytes);
 	snprintf(prefix, sizeof(prefix), "%s%016llx-%016llx/", se->snap_prefix, seq, tag);
-	end = etcd_prefix_end(prefix, strlen(prefix), &end_len);
-	if (!image || !end) {
-		free(image);
-		free(end);
-		return -ENOMEM;
-	}
-	/* chunk keys sort in order; read them a page at a time */
-	for (unsigned long long i = 0; i < chunks && rc == 0;) {
-		char from[720];
-
-		snprintf(from, sizeof(from), "%s%08llx", prefix, i);
-		rc = etcd_range(se->c, from, strlen(from), end, end_len, 8, rev, &r);
-		if (rc) {
-			rc = etcd_failed(se, "reading the snapshot", rc);
-			break;
-		}
-		if (r.n == 0)
-			rc = -EPROTO;
-		for (size_t k = 0; rc == 0 && k < r.n; k++, i++) {
-			if (got + r.kvs[k].value_len > bytes)
-				rc = -EPROTO;
-			else
-				memcpy(image + got, r.kvs[k].value, r.kvs[k].value_len);
-			got += r.kvs[k].value_len;
-		}
-		etcd_kvs_clear(&r);
-	}
-	free(end);
-	if (rc == 0 && got != bytes)
-		rc = -EPROTO;
+	rc = read_chunks(se, prefix, chunks, bytes, rev, &image);
 	if (rc == -EPROTO)
 		set_error(se, "etcd: snapshot %llu: chunks missing or larger than recorded", seq);
 	if (rc == 0) {
@@ -211,16 +245,72 @@ static int load_snapshot(struct st_etcd *se, int64_t rev)
 	return rc;
 }
 
-/* Applies one entry (its seq must follow the copy's). */
-static int apply_entry(struct st_etcd *se, uint64_t seq, const struct etcd_kv *kv)
+/* The prefix of the chunks of log entry seq staged with tag (invariant 5). */
+static void entry_chunks(const struct st_etcd *se, uint64_t seq, uint64_t tag, char *prefix,
+			 size_t len)
 {
+	snprintf(prefix, len, "%s%016" PRIx64 "-%016" PRIx64 "/", se->chunk_prefix, seq, tag);
+}
+
+static bool is_chunked(const struct etcd_kv *kv)
+{
+	size_t n = strlen(CHUNKED_RECORD);
+
+	return kv->value_len >= n && memcmp(kv->value, CHUNKED_RECORD, n) == 0;
+}
+
+/*
+ * The changeset of chunked entry seq (kv, its record), read as etcd had it
+ * at revision rev (0: now): *out (caller frees), *len.
+ */
+static int read_chunked_entry(struct st_etcd *se, uint64_t seq, const struct etcd_kv *kv,
+			      int64_t rev, uint8_t **out, size_t *len)
+{
+	char record[CHUNKED_MAX + 1], prefix[700];
+	unsigned long long chunks = 0, bytes = 0, tag = 0;
+	int end = 0, rc;
+
+	if (kv->value_len > CHUNKED_MAX)
+		goto bad;
+	memcpy(record, kv->value, kv->value_len);
+	record[kv->value_len] = 0;
+	if (sscanf(record, CHUNKED_RECORD "%llu %llu %llx%n", &chunks, &bytes, &tag, &end) != 3 ||
+	    (size_t)end != kv->value_len || chunks == 0 || bytes == 0 ||
+	    bytes > ST_ETCD_MAX_SNAPSHOT || chunks > bytes)
+		goto bad;
+	entry_chunks(se, seq, tag, prefix, sizeof(prefix));
+	rc = read_chunks(se, prefix, chunks, bytes, rev, out);
+	if (rc == -EPROTO)
+		set_error(se, "etcd: log entry %" PRIu64 ": chunks missing or larger than recorded",
+			  seq);
+	*len = bytes;
+	return rc;
+bad:
+	set_error(se, "etcd: log entry %" PRIu64 ": not a chunked entry's record", seq);
+	return -EPROTO;
+}
+
+/*
+ * Applies one entry (its seq must follow the copy's); a chunked one's
+ * chunks are read as etcd had them at revision rev (0: now).
+ */
+static int apply_entry(struct st_etcd *se, uint64_t seq, const struct etcd_kv *kv, int64_t rev)
+{
+	uint8_t *joined = NULL;
+	size_t len = kv->value_len;
 	int rc;
 
 	if (seq != se->seq + 1) {
 		set_error(se, "etcd: log entry %" PRIu64 " after %" PRIu64, seq, se->seq);
 		return -EPROTO;
 	}
-	rc = st_apply_changeset(se->st, kv->value, kv->value_len);
+	if (is_chunked(kv)) {
+		rc = read_chunked_entry(se, seq, kv, rev, &joined, &len);
+		if (rc)
+			return rc;
+	}
+	rc = st_apply_changeset(se->st, joined ? joined : kv->value, len);
+	free(joined);
 	if (rc) {
 		set_error(se, "log entry %" PRIu64 " does not apply to this copy (%s)", seq,
 			  strerror(-rc));
@@ -261,8 +351,8 @@ static int read_log(struct st_etcd *se, uint64_t head_seq, int64_t rev, bool *ga
 			break;
 		}
 		for (size_t i = 0; rc == 0 && i < r.n; i++)
-			rc = apply_entry(se, log_seq(se, r.kvs[i].key, r.kvs[i].key_len),
-					 &r.kvs[i]);
+			rc = apply_entry(se, log_seq(se, r.kvs[i].key, r.kvs[i].key_len), &r.kvs[i],
+					 rev);
 		etcd_kvs_clear(&r);
 	}
 	free(end);
@@ -457,10 +547,58 @@ static size_t write_cmps(const struct st_etcd *se, struct etcd_cmp *cmps)
 	return se->fence_key ? 2 : 1;
 }
 
+static uint64_t random_tag(void)
+{
+	uint64_t tag = 0;
+	FILE *f = fopen("/dev/urandom", "rb");
+
+	if (!f || fread(&tag, sizeof(tag), 1, f) != 1)
+		tag = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (f)
+		fclose(f);
+	return tag;
+}
+
+/* Puts data under prefix in chunks of chunk_bytes (keys prefix %08x i): their number. */
+static int write_chunks(struct st_etcd *se, const char *prefix, const void *data, size_t len,
+			size_t *n_chunks)
+{
+	int rc = 0;
+
+	*n_chunks = (len + se->chunk_bytes - 1) / se->chunk_bytes;
+	for (size_t i = 0; rc == 0 && i < *n_chunks; i++) {
+		char key[720];
+		size_t off = i * se->chunk_bytes;
+		size_t n = len - off < se->chunk_bytes ? len - off : se->chunk_bytes;
+
+		snprintf(key, sizeof(key), "%s%08zx", prefix, i);
+		rc = etcd_put(se->c, key, strlen(key), (const uint8_t *)data + off, n, 0, NULL);
+	}
+	return rc;
+}
+
+/* Deletes the chunks under prefix, as far as etcd answers (orphans otherwise: invariant 5). */
+static void drop_chunks(struct st_etcd *se, const char *prefix)
+{
+	size_t end_len;
+	uint8_t *end = etcd_prefix_end(prefix, strlen(prefix), &end_len);
+
+	if (end)
+		(void)etcd_delete(se->c, prefix, strlen(prefix), end, end_len, NULL);
+	free(end);
+}
+
+/*
+ * Publishes changeset as entry seq + 1: one fenced transaction puts the
+ * entry and the head. A changeset larger than chunk_bytes is staged in
+ * chunks first and the entry is their record (invariant 5).
+ */
 static int publish(void *ctx, const void *changeset, size_t len)
 {
 	struct st_etcd *se = ctx;
-	char key[700], head[32];
+	char key[700], head[32], record[CHUNKED_MAX + 1], chunks[700] = "";
+	const void *entry = changeset;
+	size_t entry_len = len;
 	struct etcd_cmp cmps[2];
 	size_t n_cmps = write_cmps(se, cmps);
 	struct etcd_op ops[2];
@@ -468,13 +606,28 @@ static int publish(void *ctx, const void *changeset, size_t len)
 	int64_t rev;
 	int rc;
 
+	if (len > se->chunk_bytes) {
+		uint64_t tag = random_tag();
+		size_t n_chunks;
+
+		entry_chunks(se, se->seq + 1, tag, chunks, sizeof(chunks));
+		rc = write_chunks(se, chunks, changeset, len, &n_chunks);
+		if (rc) { /* the log is untouched: nothing was written */
+			drop_chunks(se, chunks);
+			return etcd_failed(se, "staging a large entry's chunks", rc);
+		}
+		snprintf(record, sizeof(record), CHUNKED_RECORD "%zu %zu %" PRIx64, n_chunks, len,
+			 tag);
+		entry = record;
+		entry_len = strlen(record);
+	}
 	log_key(se, se->seq + 1, key, sizeof(key));
 	snprintf(head, sizeof(head), "%" PRIu64, se->seq + 1);
 	ops[0] = (struct etcd_op){.kind = ETCD_OP_PUT,
 				  .key = key,
 				  .key_len = strlen(key),
-				  .value = changeset,
-				  .value_len = len};
+				  .value = entry,
+				  .value_len = entry_len};
 	ops[1] = (struct etcd_op){.kind = ETCD_OP_PUT,
 				  .key = se->head_key,
 				  .key_len = strlen(se->head_key),
@@ -483,9 +636,13 @@ static int publish(void *ctx, const void *changeset, size_t len)
 	rc = etcd_txn(se->c, cmps, n_cmps, ops, 2, NULL, 0, &succeeded, &rev);
 	/* etcd's UNAVAILABLE and timeouts do not say whether the entry went in */
 	if (rc)
-		return publish_unknown(se, key, changeset, len, rc);
-	if (!succeeded)
-		return publish_refused(se, key, changeset, len);
+		return publish_unknown(se, key, entry, entry_len, rc);
+	if (!succeeded) {
+		rc = publish_refused(se, key, entry, entry_len);
+		if ((rc == -EBUSY || rc == -EPERM) && chunks[0])
+			drop_chunks(se, chunks); /* refused for sure: never visible */
+		return rc;
+	}
 	se->seq++;
 	se->head_rev = rev;
 	se->rev_seen = rev;
@@ -520,58 +677,40 @@ static int current_snapshot(struct st_etcd *se, char *old, size_t len, uint64_t 
 	return 0;
 }
 
-static uint64_t random_tag(void)
-{
-	uint64_t tag = 0;
-	FILE *f = fopen("/dev/urandom", "rb");
-
-	if (!f || fread(&tag, sizeof(tag), 1, f) != 1)
-		tag = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	if (f)
-		fclose(f);
-	return tag;
-}
-
-/* Writes the copy as snapshot seq: chunks first, then one fenced switch. */
+/*
+ * Writes the copy as snapshot seq: chunks first, then one fenced switch
+ * that also deletes the log entries it covers but its tail, their chunks
+ * (and any orphans of those seqs: invariant 5), and the previous snapshot.
+ */
 static int write_snapshot(struct st_etcd *se)
 {
 	void *image;
-	size_t len, n_chunks, old_end_len, log_end_len;
-	char meta[96], prefix[700], old_prefix[700], log_end[700];
+	size_t len, n_chunks, old_end_len;
+	char meta[96], prefix[700], old_prefix[700], log_end[700], chunk_end[700];
 	uint8_t *old_end = NULL;
 	uint64_t seq = se->seq, tag = random_tag();
+	uint64_t keep = seq > se->log_tail ? seq + 1 - se->log_tail : 1; /* invariant 4 */
 	int rc = current_snapshot(se, old_prefix, sizeof(old_prefix), NULL);
 
 	if (rc == 0)
 		rc = st_image_save(se->st, &image, &len);
 	if (rc)
 		return rc;
-	n_chunks = (len + se->chunk_bytes - 1) / se->chunk_bytes;
 	snprintf(prefix, sizeof(prefix), "%s%016" PRIx64 "-%016" PRIx64 "/", se->snap_prefix, seq,
 		 tag);
-	for (size_t i = 0; rc == 0 && i < n_chunks; i++) {
-		char key[720];
-		size_t off = i * se->chunk_bytes;
-		size_t n = len - off < se->chunk_bytes ? len - off : se->chunk_bytes;
-
-		snprintf(key, sizeof(key), "%s%08zx", prefix, i);
-		rc = etcd_put(se->c, key, strlen(key), (const uint8_t *)image + off, n, 0, NULL);
-	}
+	rc = write_chunks(se, prefix, image, len, &n_chunks);
 	st_image_free(image);
 	if (rc)
 		return etcd_failed(se, "writing a snapshot", rc);
 	snprintf(meta, sizeof(meta), "%" PRIu64 " %zu %zu %" PRIx64, seq, n_chunks, len, tag);
 	old_end = etcd_prefix_end(old_prefix, strlen(old_prefix), &old_end_len);
-	/* the log's last log_tail entries stay (invariant 4) */
-	log_key(se, seq > se->log_tail ? seq + 1 - se->log_tail : 1, log_end, sizeof(log_end));
-	log_end_len = strlen(log_end);
+	log_key(se, keep, log_end, sizeof(log_end));
+	snprintf(chunk_end, sizeof(chunk_end), "%s%016" PRIx64, se->chunk_prefix, keep);
 	if (!old_end)
 		return -ENOMEM;
 	struct etcd_cmp cmps[2];
 	size_t n_cmps = write_cmps(se, cmps);
-	/* the entries the snapshot covers (but its tail) and the previous snapshot go with the
-	 * switch */
-	struct etcd_op ops[3] = {
+	struct etcd_op ops[4] = {
 		{.kind = ETCD_OP_PUT,
 		 .key = se->snap_key,
 		 .key_len = strlen(se->snap_key),
@@ -581,7 +720,12 @@ static int write_snapshot(struct st_etcd *se)
 		 .key = se->log_prefix,
 		 .key_len = strlen(se->log_prefix),
 		 .range_end = log_end,
-		 .range_end_len = log_end_len},
+		 .range_end_len = strlen(log_end)},
+		{.kind = ETCD_OP_DELETE,
+		 .key = se->chunk_prefix,
+		 .key_len = strlen(se->chunk_prefix),
+		 .range_end = chunk_end,
+		 .range_end_len = strlen(chunk_end)},
 		{.kind = ETCD_OP_DELETE,
 		 .key = old_prefix,
 		 .key_len = strlen(old_prefix),
@@ -590,16 +734,12 @@ static int write_snapshot(struct st_etcd *se)
 	};
 	bool succeeded;
 
-	rc = etcd_txn(se->c, cmps, n_cmps, ops, old_prefix[0] ? 3 : 2, NULL, 0, &succeeded, NULL);
+	rc = etcd_txn(se->c, cmps, n_cmps, ops, old_prefix[0] ? 4 : 3, NULL, 0, &succeeded, NULL);
 	free(old_end);
 	if (rc)
 		return etcd_failed(se, "switching to a snapshot", rc);
 	if (!succeeded) { /* the log moved on: its chunks are left for the next one */
-		uint8_t *end = etcd_prefix_end(prefix, strlen(prefix), &log_end_len);
-
-		if (end)
-			(void)etcd_delete(se->c, prefix, strlen(prefix), end, log_end_len, NULL);
-		free(end);
+		drop_chunks(se, prefix);
 		return compare_failed(se);
 	}
 	se->snap_seq = seq;
@@ -679,7 +819,7 @@ static void on_watch(void *ctx, enum etcd_watch_status status, const struct etcd
 
 		if (evs[i].is_delete || seq == 0 || seq <= se->seq)
 			continue; /* pruned entries; our own writes */
-		if (seq != se->seq + 1 || apply_entry(se, seq, &evs[i].kv) != 0)
+		if (seq != se->seq + 1 || apply_entry(se, seq, &evs[i].kv, 0) != 0)
 			resync = true;
 	}
 	if (resync && sync_copy(se) != 0)
@@ -766,11 +906,11 @@ int st_etcd_open(const struct st_etcd_opts *opts, struct st_store **st_out, stru
 	snprintf(se->snap_key, sizeof(se->snap_key), "%ssnap", opts->prefix);
 	snprintf(se->log_prefix, sizeof(se->log_prefix), "%slog/", opts->prefix);
 	snprintf(se->snap_prefix, sizeof(se->snap_prefix), "%ssnap/", opts->prefix);
+	snprintf(se->chunk_prefix, sizeof(se->chunk_prefix), "%schunk/", opts->prefix);
 	se->snapshot_every = opts->snapshot_every ? opts->snapshot_every : ST_ETCD_SNAPSHOT_EVERY;
 	se->log_tail = se->snapshot_every / 2 < ST_ETCD_LOG_TAIL ? se->snapshot_every / 2
 								 : ST_ETCD_LOG_TAIL;
-	se->chunk_bytes =
-		opts->snapshot_chunk_bytes ? opts->snapshot_chunk_bytes : ST_ETCD_CHUNK_BYTES;
+	se->chunk_bytes = opts->chunk_bytes ? opts->chunk_bytes : ST_ETCD_CHUNK_BYTES;
 	if (!se->prefix) {
 		free(se);
 		return -ENOMEM;

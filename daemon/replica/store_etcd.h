@@ -6,15 +6,21 @@
  *
  * Keys under the prefix P (e.g. "/ocsd/lab/"):
  *   P "head"                 the sequence number of the last entry (decimal)
- *   P "log/" %016x seq       one entry: the changeset of one write
- *   P "snap"                 the last snapshot: "seq chunks bytes"
- *   P "snap/" %016x seq "/" %08x i   its chunks (sqlite3_serialize image)
+ *   P "log/" %016x seq       one entry: the changeset of one write, or for
+ *                            one larger than chunk_bytes the record
+ *                            "#chunked chunks bytes tag" of its chunks:
+ *   P "chunk/" %016x seq "-" %016x tag "/" %08x i   staged before the entry
+ *   P "snap"                 the last snapshot: "seq chunks bytes tag"
+ *   P "snap/" %016x seq "-" %016x tag "/" %08x i   its chunks (sqlite3_serialize image)
  *
  * A write (any st_* write of store.h) commits locally only after ONE etcd
  * transaction that compares the head's mod revision with the one this copy
  * last saw (so two writers never fork the log) and, once a fence is set,
  * the leader key's create revision (the proof of leadership), and puts the
- * entry and the new head. Failures, on top of store.h's codes:
+ * entry and the new head: a write of any size within etcd's default limits
+ * (--max-request-bytes 1.5 MiB, --max-txn-ops 128), since a large one's
+ * chunks are staged by plain puts before that transaction and no reader
+ * looks at them until it lands. Failures, on top of store.h's codes:
  *   -EBUSY   another writer moved the log: this copy catches up before its
  *            next write (nothing was written),
  *   -EPERM   the fence failed: this replica no longer leads,
@@ -46,10 +52,13 @@ struct event_base;
 struct st_etcd;
 
 struct st_etcd_opts {
-	struct etcd_opts etcd;	     /* endpoints, TLS, timeout, bounds */
-	const char *prefix;	     /* e.g. "/ocsd/lab/"; must end with '/' */
-	unsigned snapshot_every;     /* entries between snapshots; 0: 1000 */
-	size_t snapshot_chunk_bytes; /* 0: 1 MiB (etcd's request limit is 1.5 MiB) */
+	struct etcd_opts etcd;	 /* endpoints, TLS, timeout, bounds */
+	const char *prefix;	 /* e.g. "/ocsd/lab/"; must end with '/' */
+	unsigned snapshot_every; /* entries between snapshots; 0: 1000 */
+	/* bytes per chunk of a snapshot, and the largest log entry written
+	 * whole (a larger one is chunked); 0: 1 MiB (etcd's request limit is
+	 * 1.5 MiB) */
+	size_t chunk_bytes;
 	/* etcd unreachable at open: an empty copy marked stale instead of an
 	 * error (a follower that starts while etcd is down; st_etcd_sync later) */
 	bool offline_ok;

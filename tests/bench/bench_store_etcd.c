@@ -1,12 +1,14 @@
 /*
  * bench_store_etcd.c - the state store on etcd next to SQLite, in the same
- * run (issue 15): the latency of small writes (st_job_put, st_job_set_state),
- * of a job's intent and confirm (st_intent_begin + st_intent_finish) with 64
- * and with 16,384 cross-connects, the changeset bytes such writes put in
- * etcd, and how long a new replica takes to load the copy from etcd (log
- * replay, and from a snapshot). Prints medians and p99 over the repetitions.
- * The etcd is a real single-member one on loopback (etcd_harness.h), its
- * data on /tmp; the SQLite file on /tmp too (WAL, synchronous=FULL).
+ * run (issues 15 and 31): the latency of small writes (st_job_put,
+ * st_job_set_state), of a job's intent and confirm (st_intent_begin +
+ * st_intent_finish) with 64, 1,024, 16,384, 65,536 and 131,072
+ * cross-connects with the etcd/SQLite ratio of the medians and the bytes of
+ * those two changesets (etcd at its default limits: entries above 1 MiB go
+ * in chunks), the bytes the log holds, and how long a new replica takes to load the copy from etcd
+ * (log replay, and from a snapshot). Prints medians and p99 over the repetitions. The etcd is a
+ * real single-member one on loopback (etcd_harness.h), its data on /tmp; the SQLite file on /tmp
+ * too (WAL, synchronous=FULL).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,7 +24,7 @@
 #include "store_etcd.h"
 
 #define SMALL_WRITES 200
-#define INTENTS	     20
+#define INTENTS	     20 /* the most repetitions of one size */
 
 static double now_s(void)
 {
@@ -39,11 +41,13 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void report(const char *what, const char *backend, double *ms, int n)
+/* Prints the p50 and p99 of ms[0..n) (sorts it); returns the p50. */
+static double report(const char *what, const char *backend, double *ms, int n)
 {
 	qsort(ms, (size_t)n, sizeof(*ms), cmp_double);
 	printf("%-34s %-7s p50 %8.3f ms  p99 %8.3f ms  (n=%d)\n", what, backend, ms[n / 2],
 	       ms[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], n);
+	return ms[n / 2];
 }
 
 static int small_writes(struct st_store *st, const char *backend)
@@ -70,7 +74,8 @@ static int small_writes(struct st_store *st, const char *backend)
 	return 0;
 }
 
-static int intents(struct st_store *st, const char *backend, size_t n_xcs, int reps)
+/* intent+confirm of n_xcs cross-connects, reps times: *p50 (ms). */
+static int intents(struct st_store *st, const char *backend, size_t n_xcs, int reps, double *p50)
 {
 	struct st_circuit *adds = calloc(n_xcs, sizeof(*adds));
 	double ms[INTENTS];
@@ -97,7 +102,7 @@ static int intents(struct st_store *st, const char *backend, size_t n_xcs, int r
 		ms[r] = (now_s() - t0) * 1000;
 	}
 	snprintf(what, sizeof(what), "intent+confirm, %zu xcs", n_xcs);
-	report(what, backend, ms, reps);
+	*p50 = report(what, backend, ms, reps);
 	free(adds);
 	return 0;
 }
@@ -122,6 +127,33 @@ static void etcd_bytes(struct st_etcd *se, const char *prefix, const char *what)
 	printf("%-34s %zu keys, %zu bytes, largest value %zu bytes\n", what, r.n, bytes, biggest);
 	etcd_kvs_clear(&r);
 	free(end);
+}
+
+/*
+ * The bytes of the changesets of log entries seq - 1 and seq (an intent and
+ * its confirm): a chunked entry's record says its size.
+ */
+static size_t last_two_entries(struct st_etcd *se, const char *prefix)
+{
+	size_t total = 0;
+
+	for (uint64_t seq = st_etcd_seq(se) - 1; seq <= st_etcd_seq(se); seq++) {
+		char key[200];
+		struct etcd_kvs r;
+		unsigned long long chunks, bytes;
+
+		snprintf(key, sizeof(key), "%slog/%016" PRIx64, prefix, seq);
+		if (etcd_range(st_etcd_client(se), key, strlen(key), NULL, 0, 0, 0, &r) != 0)
+			return 0;
+		if (r.n == 1 && r.kvs[0].value_len < 96 &&
+		    sscanf((const char *)r.kvs[0].value, "#chunked %llu %llu", &chunks, &bytes) ==
+			    2)
+			total += bytes;
+		else if (r.n == 1)
+			total += r.kvs[0].value_len;
+		etcd_kvs_clear(&r);
+	}
+	return total;
 }
 
 static int load_time(struct eh_etcd *e, const char *prefix, const char *what)
@@ -164,11 +196,21 @@ int main(void)
 		fprintf(stderr, "%s\n", err);
 		goto out;
 	}
-	if (small_writes(sq, "sqlite") || small_writes(et, "etcd") ||
-	    intents(sq, "sqlite", 64, 20) || intents(et, "etcd", 64, 20) ||
-	    intents(sq, "sqlite", 16384, 5) || intents(et, "etcd", 16384, 5)) {
-		fprintf(stderr, "a write failed: %s\n", st_etcd_last_error(se));
-		goto out;
+	if (small_writes(sq, "sqlite") || small_writes(et, "etcd"))
+		goto failed;
+	/* intent+confirm: SQLite and etcd side by side, size by size */
+	static const struct {
+		size_t xcs;
+		int reps;
+	} sizes[] = {{64, 20}, {1024, 10}, {16384, 5}, {65536, 3}, {131072, 3}};
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		double sq_ms, et_ms;
+
+		if (intents(sq, "sqlite", sizes[k].xcs, sizes[k].reps, &sq_ms) ||
+		    intents(et, "etcd", sizes[k].xcs, sizes[k].reps, &et_ms))
+			goto failed;
+		printf("%-34s etcd/sqlite p50 %.2fx; intent+confirm changesets %zu bytes\n", "",
+		       et_ms / sq_ms, last_two_entries(se, "/bench/a/"));
 	}
 	etcd_bytes(se, "/bench/a/log/", "etcd log after the runs:");
 	if (load_time(&e, "/bench/a/", "new replica, log replay") != 0)
@@ -182,6 +224,9 @@ int main(void)
 	if (load_time(&e, "/bench/a/", "new replica, from the snapshot") != 0)
 		goto out;
 	rc = 0;
+	goto out;
+failed:
+	fprintf(stderr, "a write failed: %s\n", st_etcd_last_error(se));
 out:
 	st_close(sq);
 	st_close(et);

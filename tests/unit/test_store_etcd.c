@@ -15,7 +15,14 @@
  * leader key is gone (-EPERM), the confirm gate's decision among them (its
  * log entry holds the decision and nothing else); a write whose answer is
  * lost on the way, sent again by the client, is taken once and reported
- * done.
+ * done. Entries larger than a chunk (4 KiB here) are staged in chunks and
+ * read whole by followers and new replicas; a refused one leaves no chunk,
+ * orphans of a writer that died while staging are never read and go with
+ * the next snapshot, a missing chunk is an error rather than part of a
+ * change; a writer killed (SIGKILL) at each step of a chunked write leaves
+ * its successor the whole write or none of it; and with etcd's default limits (1.5 MiB per request,
+ * 128 operations per transaction) and 1 MiB chunks, an intent of 131,072 cross-connects is written,
+ * confirmed and read back by a follower.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -26,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -204,7 +212,7 @@ static struct st_store *open_etcd(const char *prefix, unsigned snapshot_every, s
 	struct st_etcd_opts o = {.etcd = {.endpoints = etcd.endpoint, .timeout_ms = 1000},
 				 .prefix = prefix,
 				 .snapshot_every = snapshot_every,
-				 .snapshot_chunk_bytes = 4096};
+				 .chunk_bytes = 4096};
 	struct st_store *st = NULL;
 	char err[512];
 	int rc = st_etcd_open(&o, &st, se, err, sizeof(err));
@@ -811,6 +819,306 @@ static void test_answer_lost_at_takeover(void **state)
 	lost_while_taken_over(1, -EINPROGRESS); /* no tail: nothing to read back */
 }
 
+/* ---- large entries (store_etcd.c, invariant 5) ---- */
+
+/* A job whose request is n bytes that do not compress. */
+static int put_big_job(struct st_store *st, const char *id, size_t n, int64_t ms)
+{
+	uint8_t *req = malloc(n);
+	uint32_t x = 2463534242u;
+
+	assert_non_null(req);
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+		req[i] = (uint8_t)x;
+	}
+	struct st_job j = {.id = (char *)id,
+			   .state = "PENDING",
+			   .request = req,
+			   .request_len = n,
+			   .created_ms = ms,
+			   .updated_ms = ms};
+	int rc = st_job_put(st, &j);
+
+	free(req);
+	return rc;
+}
+
+/* How many keys etcd has under prefix + sub. */
+static size_t keys_under(struct st_etcd *se, const char *prefix, const char *sub)
+{
+	char key[200];
+	struct etcd_kvs r;
+	size_t end_len, n;
+	uint8_t *end;
+
+	snprintf(key, sizeof(key), "%s%s", prefix, sub);
+	end = etcd_prefix_end(key, strlen(key), &end_len);
+	assert_int_equal(etcd_range(st_etcd_client(se), key, strlen(key), end, end_len, 0, 0, &r),
+			 0);
+	n = r.n;
+	etcd_kvs_clear(&r);
+	free(end);
+	return n;
+}
+
+/* Stages chunks of entry seq as a writer that died before its transaction would. */
+static void put_orphans(struct st_etcd *se, const char *prefix, uint64_t seq, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char key[200];
+
+		snprintf(key, sizeof(key), "%schunk/%016llx-%016llx/%08x", prefix,
+			 (unsigned long long)seq, 0xdeadULL, i);
+		assert_int_equal(etcd_put(st_etcd_client(se), key, strlen(key), "junk", 4, 0, NULL),
+				 0);
+	}
+}
+
+static void test_chunked_entries(void **state)
+{
+	char prefix[96], path[128], key[200], err[512];
+	struct st_etcd *a_se, *b_se, *c_se, *d_se = NULL;
+	struct st_store *ref = open_sqlite(path, sizeof(path));
+	struct st_store *dut, *b, *c, *d = NULL;
+	struct event_base *base = event_base_new();
+	struct etcd_kvs r;
+	size_t staged;
+
+	(void)state;
+	new_prefix(prefix, sizeof(prefix));
+	dut = open_etcd(prefix, 0, &a_se);
+	b = open_etcd(prefix, 0, &b_se);
+	assert_int_equal(st_etcd_follow(b_se, base, on_change, NULL), 0);
+	/* 20,000 bytes of request: an entry of 5 chunks of 4 KiB */
+	BOTH(put_big_job(st_, "big", 20000, 1));
+	snprintf(key, sizeof(key), "%slog/%016llx", prefix, (unsigned long long)st_etcd_seq(a_se));
+	assert_int_equal(etcd_range(st_etcd_client(a_se), key, strlen(key), NULL, 0, 0, 0, &r), 0);
+	assert_int_equal(r.n, 1);
+	assert_true(r.kvs[0].value_len < 64);
+	assert_memory_equal(r.kvs[0].value, "#chunked 5 ", 11);
+	etcd_kvs_clear(&r);
+	assert_int_equal(keys_under(a_se, prefix, "chunk/"), 5);
+	/* the follower applies it through its watch, a new replica from the log */
+	follow_until(base, b_se, st_etcd_seq(a_se));
+	assert_same(ref, b);
+	c = open_etcd(prefix, 0, &c_se);
+	assert_same(ref, c);
+
+	/* a copy that is behind stages its chunks, is refused, and drops them */
+	st_etcd_unfollow(b_se);
+	BOTH(put_job(st_, "small", NULL, "PENDING", 2));
+	assert_int_equal(put_big_job(b, "refused", 9000, 3), -EBUSY);
+	assert_int_equal(keys_under(a_se, prefix, "chunk/"), 5);
+
+	/* a writer died while staging entry seq + 1: its orphans are never read */
+	put_orphans(a_se, prefix, st_etcd_seq(a_se) + 1, 3);
+	BOTH(put_big_job(st_, "big2", 30000, 4));
+	assert_int_equal(keys_under(a_se, prefix, "chunk/"), 5 + 3 + 8);
+	assert_int_equal(st_etcd_sync(c_se), 0);
+	assert_same(ref, c);
+
+	/* a chunk missing: an error naming it, never part of the change */
+	snprintf(key, sizeof(key), "%schunk/", prefix);
+	{
+		struct etcd_kvs all;
+		uint8_t *end;
+		size_t end_len;
+
+		end = etcd_prefix_end(key, strlen(key), &end_len);
+		assert_int_equal(etcd_range(st_etcd_client(a_se), key, strlen(key), end, end_len, 0,
+					    0, &all),
+				 0);
+		staged = all.n;
+		/* the first big entry's third chunk */
+		assert_int_equal(etcd_delete(st_etcd_client(a_se), all.kvs[2].key,
+					     all.kvs[2].key_len, NULL, 0, NULL),
+				 0);
+		etcd_kvs_clear(&all);
+		free(end);
+	}
+	assert_int_equal(keys_under(a_se, prefix, "chunk/"), staged - 1);
+	struct st_etcd_opts o = {.etcd = {.endpoints = etcd.endpoint, .timeout_ms = 1000},
+				 .prefix = prefix,
+				 .chunk_bytes = 4096};
+	assert_int_equal(st_etcd_open(&o, &d, &d_se, err, sizeof(err)), -EPROTO);
+	assert_null(d);
+	assert_non_null(strstr(err, "chunks missing"));
+	st_close(c);
+	st_close(b);
+	st_close(dut);
+	st_close(ref);
+	remove_sqlite(path);
+	event_base_free(base);
+}
+
+/* A snapshot deletes the chunks of the entries it prunes, orphans of those seqs too. */
+static void test_chunks_pruned(void **state)
+{
+	char prefix[96], path[128];
+	struct st_etcd *a_se, *c_se;
+	struct st_store *ref = open_sqlite(path, sizeof(path));
+	struct st_store *dut, *c;
+
+	(void)state;
+	new_prefix(prefix, sizeof(prefix));
+	dut = open_etcd(prefix, 4, &a_se); /* a snapshot every 4 entries, a tail of 2 */
+	put_orphans(a_se, prefix, 1, 2);
+	BOTH(put_big_job(st_, "big", 20000, 1));
+	BOTH(put_big_job(st_, "big2", 10000, 2));
+	assert_int_equal(keys_under(a_se, prefix, "chunk/"), 2 + 5 + 3);
+	for (int i = 0; i < 8; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "j%d", i);
+		BOTH(put_job(st_, id, NULL, "PENDING", 10 + i));
+	}
+	assert_int_equal(keys_under(a_se, prefix, "chunk/"), 0);
+	c = open_etcd(prefix, 4, &c_se);
+	assert_int_equal(st_etcd_seq(c_se), st_etcd_seq(a_se));
+	assert_same(ref, c);
+	st_close(c);
+	st_close(dut);
+	st_close(ref);
+	remove_sqlite(path);
+}
+
+/* Circuits of an intent of n cross-connects, owned by job. */
+static struct st_circuit *many_circuits(size_t n, const char *job)
+{
+	struct st_circuit *add = calloc(n, sizeof(*add));
+
+	assert_non_null(add);
+	for (size_t i = 0; i < n; i++) {
+		add[i].xc = (struct ocs_xc){(int)(i % 16), (int)(i / 16 % 16), (int)(i / 256),
+					    (int)(512 + i / 256)};
+		snprintf(add[i].job_id, sizeof(add[i].job_id), "%s", job);
+	}
+	return add;
+}
+
+static int count_circuit(void *ctx, const struct st_circuit *c)
+{
+	(void)c;
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+/*
+ * Issue 31: a transaction of 131,072 cross-connects with etcd's default
+ * limits (this etcd runs with them) and the default 1 MiB chunks: written,
+ * confirmed, and the follower's copy holds every circuit.
+ */
+static void test_largest_transaction(void **state)
+{
+	const size_t n = 131072;
+	char prefix[96], err[512];
+	struct st_etcd_opts o = {.etcd = {.endpoints = etcd.endpoint, .timeout_ms = 30000},
+				 .prefix = prefix};
+	struct st_etcd *a_se, *b_se;
+	struct st_store *a = NULL, *b = NULL;
+	struct st_circuit *add = many_circuits(n, "huge");
+	int64_t txn = 0;
+	size_t got = 0;
+
+	(void)state;
+	new_prefix(prefix, sizeof(prefix));
+	assert_int_equal(st_etcd_open(&o, &a, &a_se, err, sizeof(err)), 0);
+	assert_int_equal(put_job(a, "huge", NULL, "PENDING", 1), 0);
+	assert_int_equal(st_intent_begin(a, "huge", NULL, 0, add, n, NULL, 0, 2, &txn), 0);
+	assert_int_equal(st_intent_finish(a, txn, ST_INTENT_CONFIRMED, NULL, 3), 0);
+	assert_true(keys_under(a_se, prefix, "chunk/") >= 2);
+	assert_int_equal(st_etcd_open(&o, &b, &b_se, err, sizeof(err)), 0);
+	assert_int_equal(st_etcd_seq(b_se), st_etcd_seq(a_se));
+	assert_int_equal(st_circuit_list(b, NULL, count_circuit, &got), 0);
+	assert_int_equal(got, n);
+	free(add);
+	st_close(b);
+	st_close(a);
+}
+
+static void kill_writer(void *ctx)
+{
+	kill(*(pid_t *)ctx, SIGKILL);
+}
+
+/* The child of test_writer_killed: a writer whose big write the relay cuts short. */
+static void killed_writer(const char *prefix, const char *endpoint, int ready, int go)
+{
+	struct st_etcd_opts o = {.etcd = {.endpoints = endpoint, .timeout_ms = 5000},
+				 .prefix = prefix,
+				 .chunk_bytes = 4096};
+	struct st_store *st;
+	struct st_etcd *se;
+	char err[256], c;
+
+	if (st_etcd_open(&o, &st, &se, err, sizeof(err)) != 0 ||
+	    put_job(st, "before", NULL, "PENDING", 1) != 0 || write(ready, "r", 1) != 1 ||
+	    read(go, &c, 1) != 1)
+		_exit(2);
+	put_big_job(st, "big", 20000, 2); /* 5 chunks, then the transaction */
+	_exit(0);			  /* the relay did not kill it: the parent fails */
+}
+
+/*
+ * kill -9 of a writer at every step of a chunked write: a child process
+ * writes an entry of 5 chunks through the relay, which forwards its n-th
+ * request of that write to etcd and SIGKILLs the child before etcd's answer
+ * reaches it, for n = 1..6 (each chunk's put, then the fenced transaction).
+ * The successor, a replica opened then, has the whole write (n = 6) or
+ * none of it, writes its own entry of that seq, and a third replica agrees
+ * with it.
+ */
+static void test_writer_killed(void **state)
+{
+	(void)state;
+	for (int n = 1; n <= 6; n++) {
+		char prefix[96], relayed[64];
+		struct eh_proxy *relay;
+		struct st_etcd *b_se, *c_se;
+		struct st_store *b, *c;
+		struct st_job j;
+		int ready[2], go[2], status = 0;
+		char r;
+		pid_t pid;
+
+		new_prefix(prefix, sizeof(prefix));
+		assert_int_equal(eh_proxy_start(etcd.client_port, relayed, sizeof(relayed), &relay),
+				 0);
+		assert_int_equal(pipe(ready), 0);
+		assert_int_equal(pipe(go), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			killed_writer(prefix, relayed, ready[1], go[0]);
+		assert_int_equal(read(ready[0], &r, 1), 1);
+		eh_proxy_on_lost(relay, kill_writer, &pid);
+		eh_proxy_lose_answer(relay, n);
+		assert_int_equal(write(go[1], "g", 1), 1);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		eh_proxy_stop(relay);
+		close(ready[0]);
+		close(ready[1]);
+		close(go[0]);
+		close(go[1]);
+
+		b = open_etcd(prefix, 0, &b_se);
+		assert_int_equal(st_etcd_seq(b_se), n == 6 ? 2 : 1);
+		memset(&j, 0, sizeof(j));
+		assert_int_equal(st_job_get(b, "big", &j), n == 6 ? 0 : -ENOENT);
+		if (n == 6)
+			assert_int_equal(j.request_len, 20000);
+		st_job_clear(&j);
+		assert_int_equal(put_big_job(b, "next", 12000, 3), 0);
+		c = open_etcd(prefix, 0, &c_se);
+		assert_int_equal(st_etcd_seq(c_se), st_etcd_seq(b_se));
+		assert_same(b, c);
+		st_close(c);
+		st_close(b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -822,6 +1130,10 @@ int main(void)
 		cmocka_unit_test(test_decide_fenced),
 		cmocka_unit_test(test_answer_lost),
 		cmocka_unit_test(test_answer_lost_at_takeover),
+		cmocka_unit_test(test_chunked_entries),
+		cmocka_unit_test(test_chunks_pruned),
+		cmocka_unit_test(test_writer_killed),
+		cmocka_unit_test(test_largest_transaction),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
