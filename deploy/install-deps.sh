@@ -8,7 +8,7 @@ build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
   protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev libevent-dev libssl-dev
   libyang2-dev libyang2-tools libnetconf2-dev libssh-dev libcmocka-dev
   libsqlite3-dev libsystemd-dev libyuma-base libglpk-dev glpk-utils libjansson-dev
-  libslurm-dev scdoc)
+  zlib1g-dev libslurm-dev scdoc)
 # coinor-libcbc-dev: tests/bench/bench_delta_milp solves with CBC beside
 # GLPK when cmake finds it (install before configuring); optional.
 # clang-format: tests/check_format.sh (the code style check).

@@ -24,7 +24,11 @@
  *     be gone all the same, the write's outcome is unknown (-EINPROGRESS),
  *     never "refused".
  *
- *  5. An entry larger than chunk_bytes is staged first, in chunks under keys
+ *  5. A changeset of DEFLATE_MIN bytes or more is stored deflated (zlib,
+ *     "#z BYTES\n" then the stream) when that is smaller: the changesets of
+ *     an intent compress 7 to 17 times, and every byte costs base64, the
+ *     gateway's JSON and raft. An entry (deflated or not) larger than
+ *     chunk_bytes is staged first, in chunks under keys
  *     of its own that no reader looks at, and becomes visible only through
  *     the one fenced transaction that puts its log entry: a record naming
  *     the chunks (CHUNKED_RECORD). A reader sees the whole changeset or
@@ -49,6 +53,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "store_repl.h"
 
@@ -64,6 +69,9 @@
  * (TAG in hex). A SQLite changeset starts with 'T' or 'P', never '#'. */
 #define CHUNKED_RECORD "#chunked "
 #define CHUNKED_MAX    96 /* the longest record */
+/* A deflated changeset (invariant 5): "#z BYTES\n" (BYTES: inflated), then a zlib stream. */
+#define DEFLATED    "#z "
+#define DEFLATE_MIN 1024
 
 struct st_etcd {
 	struct st_store *st; /* the copy; owns this backend */
@@ -291,14 +299,80 @@ bad:
 }
 
 /*
+ * The entry to store for changeset: *out (caller frees) deflated when that
+ * is smaller, else NULL (store the changeset as it is). 0 or -ENOMEM.
+ */
+static int deflate_changeset(const void *changeset, size_t len, uint8_t **out, size_t *out_len)
+{
+	char head[32];
+	int n = snprintf(head, sizeof(head), DEFLATED "%zu\n", len);
+	uLongf z_len = compressBound(len);
+	uint8_t *z;
+
+	*out = NULL;
+	if (len < DEFLATE_MIN)
+		return 0;
+	z = malloc((size_t)n + z_len);
+	if (!z)
+		return -ENOMEM;
+	memcpy(z, head, (size_t)n);
+	if (compress2(z + n, &z_len, changeset, len, Z_BEST_SPEED) != Z_OK ||
+	    (size_t)n + z_len >= len) {
+		free(z);
+		return 0;
+	}
+	*out = z;
+	*out_len = (size_t)n + z_len;
+	return 0;
+}
+
+static bool is_deflated(const uint8_t *entry, size_t len)
+{
+	return len > strlen(DEFLATED) && memcmp(entry, DEFLATED, strlen(DEFLATED)) == 0;
+}
+
+/* The changeset of deflated entry seq: *out (caller frees), *out_len. */
+static int inflate_entry(struct st_etcd *se, uint64_t seq, const uint8_t *entry, size_t len,
+			 uint8_t **out, size_t *out_len)
+{
+	char head[32];
+	unsigned long long bytes = 0;
+	int end = 0;
+	size_t n = len < sizeof(head) - 1 ? len : sizeof(head) - 1;
+	uLongf got;
+	uint8_t *raw;
+
+	memcpy(head, entry, n);
+	head[n] = 0;
+	if (sscanf(head, DEFLATED "%llu%n", &bytes, &end) != 1 || (size_t)end >= n ||
+	    head[end] != '\n' || bytes == 0 || bytes > ST_ETCD_MAX_SNAPSHOT)
+		goto bad;
+	raw = malloc(bytes);
+	if (!raw)
+		return -ENOMEM;
+	got = bytes;
+	if (uncompress(raw, &got, entry + end + 1, len - (size_t)end - 1) != Z_OK || got != bytes) {
+		free(raw);
+		goto bad;
+	}
+	*out = raw;
+	*out_len = bytes;
+	return 0;
+bad:
+	set_error(se, "etcd: log entry %" PRIu64 ": not a deflated changeset", seq);
+	return -EPROTO;
+}
+
+/*
  * Applies one entry (its seq must follow the copy's); a chunked one's
  * chunks are read as etcd had them at revision rev (0: now).
  */
 static int apply_entry(struct st_etcd *se, uint64_t seq, const struct etcd_kv *kv, int64_t rev)
 {
-	uint8_t *joined = NULL;
+	uint8_t *joined = NULL, *raw = NULL;
+	const uint8_t *entry = kv->value;
 	size_t len = kv->value_len;
-	int rc;
+	int rc = 0;
 
 	if (seq != se->seq + 1) {
 		set_error(se, "etcd: log entry %" PRIu64 " after %" PRIu64, seq, se->seq);
@@ -306,16 +380,22 @@ static int apply_entry(struct st_etcd *se, uint64_t seq, const struct etcd_kv *k
 	}
 	if (is_chunked(kv)) {
 		rc = read_chunked_entry(se, seq, kv, rev, &joined, &len);
+		entry = joined;
+	}
+	if (rc == 0 && is_deflated(entry, len)) {
+		rc = inflate_entry(se, seq, entry, len, &raw, &len);
+		entry = raw;
+	}
+	if (rc == 0) {
+		rc = st_apply_changeset(se->st, entry, len);
 		if (rc)
-			return rc;
+			set_error(se, "log entry %" PRIu64 " does not apply to this copy (%s)", seq,
+				  strerror(-rc));
 	}
-	rc = st_apply_changeset(se->st, joined ? joined : kv->value, len);
+	free(raw);
 	free(joined);
-	if (rc) {
-		set_error(se, "log entry %" PRIu64 " does not apply to this copy (%s)", seq,
-			  strerror(-rc));
+	if (rc)
 		return rc;
-	}
 	se->seq = seq;
 	se->head_rev = kv->mod_revision;
 	return 0;
@@ -589,15 +669,15 @@ static void drop_chunks(struct st_etcd *se, const char *prefix)
 }
 
 /*
- * Publishes changeset as entry seq + 1: one fenced transaction puts the
- * entry and the head. A changeset larger than chunk_bytes is staged in
- * chunks first and the entry is their record (invariant 5).
+ * Publishes payload (a changeset, deflated or not) as entry seq + 1: one
+ * fenced transaction puts it and the head. An entry larger than
+ * chunk_bytes is staged in chunks first and what the log holds is their
+ * record (invariant 5).
  */
-static int publish(void *ctx, const void *changeset, size_t len)
+static int publish_entry(struct st_etcd *se, const void *payload, size_t len)
 {
-	struct st_etcd *se = ctx;
 	char key[700], head[32], record[CHUNKED_MAX + 1], chunks[700] = "";
-	const void *entry = changeset;
+	const void *entry = payload;
 	size_t entry_len = len;
 	struct etcd_cmp cmps[2];
 	size_t n_cmps = write_cmps(se, cmps);
@@ -611,7 +691,7 @@ static int publish(void *ctx, const void *changeset, size_t len)
 		size_t n_chunks;
 
 		entry_chunks(se, se->seq + 1, tag, chunks, sizeof(chunks));
-		rc = write_chunks(se, chunks, changeset, len, &n_chunks);
+		rc = write_chunks(se, chunks, payload, len, &n_chunks);
 		if (rc) { /* the log is untouched: nothing was written */
 			drop_chunks(se, chunks);
 			return etcd_failed(se, "staging a large entry's chunks", rc);
@@ -647,6 +727,18 @@ static int publish(void *ctx, const void *changeset, size_t len)
 	se->head_rev = rev;
 	se->rev_seen = rev;
 	return 0;
+}
+
+static int publish(void *ctx, const void *changeset, size_t len)
+{
+	uint8_t *z = NULL;
+	size_t z_len = 0;
+	int rc = deflate_changeset(changeset, len, &z, &z_len);
+
+	if (rc == 0)
+		rc = publish_entry(ctx, z ? z : changeset, z ? z_len : len);
+	free(z);
+	return rc;
 }
 
 /*

@@ -6,8 +6,10 @@
  *
  * Keys under the prefix P (e.g. "/ocsd/lab/"):
  *   P "head"                 the sequence number of the last entry (decimal)
- *   P "log/" %016x seq       one entry: the changeset of one write, or for
- *                            one larger than chunk_bytes the record
+ *   P "log/" %016x seq       one entry: the changeset of one write (deflated
+ *                            when that is smaller: "#z bytes\n" and a zlib
+ *                            stream), or for an entry larger than
+ *                            chunk_bytes the record
  *                            "#chunked chunks bytes tag" of its chunks:
  *   P "chunk/" %016x seq "-" %016x tag "/" %08x i   staged before the entry
  *   P "snap"                 the last snapshot: "seq chunks bytes tag"

@@ -3,12 +3,12 @@
  * run (issues 15 and 31): the latency of small writes (st_job_put,
  * st_job_set_state), of a job's intent and confirm (st_intent_begin +
  * st_intent_finish) with 64, 1,024, 16,384, 65,536 and 131,072
- * cross-connects with the etcd/SQLite ratio of the medians and the bytes of
- * those two changesets (etcd at its default limits: entries above 1 MiB go
- * in chunks), the bytes the log holds, and how long a new replica takes to load the copy from etcd
- * (log replay, and from a snapshot). Prints medians and p99 over the repetitions. The etcd is a
- * real single-member one on loopback (etcd_harness.h), its data on /tmp; the SQLite file on /tmp
- * too (WAL, synchronous=FULL).
+ * cross-connects with the etcd/SQLite ratio of the medians and the bytes
+ * those two entries take in etcd (deflated; etcd at its default limits:
+ * entries above 1 MiB go in chunks), the bytes the log holds, and how long a new replica takes to
+ * load the copy from etcd (log replay, and from a snapshot). Prints medians and p99 over the
+ * repetitions. The etcd is a real single-member one on loopback (etcd_harness.h), its data on /tmp;
+ * the SQLite file on /tmp too (WAL, synchronous=FULL).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -130,8 +130,8 @@ static void etcd_bytes(struct st_etcd *se, const char *prefix, const char *what)
 }
 
 /*
- * The bytes of the changesets of log entries seq - 1 and seq (an intent and
- * its confirm): a chunked entry's record says its size.
+ * The bytes log entries seq - 1 and seq (an intent and its confirm) take in
+ * etcd, deflated or not: a chunked entry's record says its size.
  */
 static size_t last_two_entries(struct st_etcd *se, const char *prefix)
 {
@@ -209,7 +209,7 @@ int main(void)
 		if (intents(sq, "sqlite", sizes[k].xcs, sizes[k].reps, &sq_ms) ||
 		    intents(et, "etcd", sizes[k].xcs, sizes[k].reps, &et_ms))
 			goto failed;
-		printf("%-34s etcd/sqlite p50 %.2fx; intent+confirm changesets %zu bytes\n", "",
+		printf("%-34s etcd/sqlite p50 %.2fx; intent+confirm stored in %zu bytes\n", "",
 		       et_ms / sq_ms, last_two_entries(se, "/bench/a/"));
 	}
 	etcd_bytes(se, "/bench/a/log/", "etcd log after the runs:");
