@@ -29,6 +29,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -822,14 +823,14 @@ static void test_answer_lost_at_takeover(void **state)
 
 /* ---- large entries (store_etcd.c, invariant 5) ---- */
 
-/* A job whose request is n bytes that do not compress. */
-static int put_big_job(struct st_store *st, const char *id, size_t n, int64_t ms)
+/* A job whose request is n bytes: random (they do not compress) or zeros. */
+static int put_blob_job(struct st_store *st, const char *id, size_t n, bool random, int64_t ms)
 {
-	uint8_t *req = malloc(n);
+	uint8_t *req = calloc(1, n);
 	uint32_t x = 2463534242u;
 
 	assert_non_null(req);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; random && i < n; i++) {
 		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
 		req[i] = (uint8_t)x;
 	}
@@ -845,22 +846,9 @@ static int put_big_job(struct st_store *st, const char *id, size_t n, int64_t ms
 	return rc;
 }
 
-/* A job whose request is n zero bytes (it compresses). */
-static int put_zero_job(struct st_store *st, const char *id, size_t n, int64_t ms)
+static int put_big_job(struct st_store *st, const char *id, size_t n, int64_t ms)
 {
-	uint8_t *req = calloc(1, n);
-
-	assert_non_null(req);
-	struct st_job j = {.id = (char *)id,
-			   .state = "PENDING",
-			   .request = req,
-			   .request_len = n,
-			   .created_ms = ms,
-			   .updated_ms = ms};
-	int rc = st_job_put(st, &j);
-
-	free(req);
-	return rc;
+	return put_blob_job(st, id, n, true, ms);
 }
 
 /* How many keys etcd has under prefix + sub. */
@@ -925,7 +913,7 @@ static void test_chunked_entries(void **state)
 	assert_same(ref, c);
 
 	/* a changeset that compresses is stored deflated, whole under 4 KiB */
-	BOTH(put_zero_job(st_, "zeros", 20000, 1));
+	BOTH(put_blob_job(st_, "zeros", 20000, false, 1));
 	snprintf(key, sizeof(key), "%slog/%016llx", prefix, (unsigned long long)st_etcd_seq(a_se));
 	assert_int_equal(etcd_range(st_etcd_client(a_se), key, strlen(key), NULL, 0, 0, 0, &r), 0);
 	assert_int_equal(r.n, 1);
