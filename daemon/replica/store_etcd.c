@@ -693,8 +693,9 @@ static int publish_entry(struct st_etcd *se, const void *payload, size_t len)
 		entry_chunks(se, se->seq + 1, tag, chunks, sizeof(chunks));
 		rc = write_chunks(se, chunks, payload, len, &n_chunks);
 		if (rc) { /* the log is untouched: nothing was written */
-			drop_chunks(se, chunks);
-			return etcd_failed(se, "staging a large entry's chunks", rc);
+			rc = etcd_failed(se, "staging a large entry's chunks", rc);
+			drop_chunks(se, chunks); /* after the error is kept: it may fail too */
+			return rc;
 		}
 		snprintf(record, sizeof(record), CHUNKED_RECORD "%zu %zu %" PRIx64, n_chunks, len,
 			 tag);

@@ -965,6 +965,24 @@ static void test_chunked_entries(void **state)
 	assert_int_equal(st_etcd_open(&o, &d, &d_se, err, sizeof(err)), -EPROTO);
 	assert_null(d);
 	assert_non_null(strstr(err, "chunks missing"));
+
+	/* etcd gone while the chunks are staged: refused, named, nothing changed */
+	{
+		char relayed[64];
+		struct eh_proxy *relay;
+		struct st_job j;
+
+		new_prefix(prefix, sizeof(prefix));
+		assert_int_equal(eh_proxy_start(etcd.client_port, relayed, sizeof(relayed), &relay),
+				 0);
+		o.etcd.endpoints = relayed;
+		assert_int_equal(st_etcd_open(&o, &d, &d_se, err, sizeof(err)), 0);
+		eh_proxy_stop(relay);
+		assert_int_equal(put_big_job(d, "gone", 20000, 5), -EIO);
+		assert_non_null(strstr(st_etcd_last_error(d_se), "staging a large entry's chunks"));
+		assert_int_equal(st_job_get(d, "gone", &j), -ENOENT);
+		st_close(d);
+	}
 	st_close(c);
 	st_close(b);
 	st_close(dut);
