@@ -845,7 +845,7 @@ static bool h_serving_now(void *ctx, const char *service)
 {
 	struct api *api = ctx;
 
-	return !api->d.rp || strcmp(service, "ocs.v1.Jobs") != 0 || rp_lease_sure(api->d.rp);
+	return !api->d.rp || strcmp(service, "ocs.v1.Jobs") != 0 || rp_leads_surely(api->d.rp);
 }
 
 struct nb_handlers api_handlers(struct api *api)

@@ -745,12 +745,12 @@ int rp_write_refusal(struct replica *rp, char *why, size_t why_len)
 	return rc;
 }
 
-bool rp_lease_sure(struct replica *rp)
+bool rp_leads_surely(struct replica *rp)
 {
 	bool sure;
 
 	pthread_mutex_lock(&rp->mu);
-	sure = rp->role != RP_LEADER || leads_surely_locked(rp);
+	sure = leads_surely_locked(rp);
 	pthread_mutex_unlock(&rp->mu);
 	return sure;
 }

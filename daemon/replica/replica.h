@@ -117,11 +117,13 @@ struct st_etcd *rp_etcd(struct replica *rp);
  */
 int rp_write_refusal(struct replica *rp, char *why, size_t why_len);
 /*
- * False only on a leader whose lease may have ended (last renewed a TTL
- * ago or more): it says it leads only while it surely does (GetFabric's
- * role, health). Thread-safe, never blocks on etcd.
+ * True only while this replica leads and its lease is surely its own (last
+ * renewed less than a TTL ago): a leader paused past its TTL, or one whose
+ * keep-alive thread has just found the lease gone (role already follower,
+ * the loop thread not yet told), is not sure. Health's ocs.v1.Jobs is
+ * SERVING only then. Thread-safe, never blocks on etcd.
  */
-bool rp_lease_sure(struct replica *rp);
+bool rp_leads_surely(struct replica *rp);
 
 /* What GetFabric shows (fields 41-46). */
 #define RP_MAX_REPLICAS 16
