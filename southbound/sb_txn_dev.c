@@ -513,15 +513,20 @@ static int stale_image(struct dev_ctx *d, struct sb_error *err)
 }
 
 /*
- * One attempt to bring a device back to its pre-image and prove it.
- * Returns 0 when proven, or an error that may clear up (a stale session of
- * ours still holding the candidate lock until its hung RPC ends).
+ * One attempt to bring a device back to its pre-image and prove it, its
+ * connect bounded by the rollback's deadline too (R3: a device that refuses
+ * connections fails the rollback at rollback_timeout_ms, not at the longer
+ * connect timeout). Returns 0 when proven, or an error that may clear up (a
+ * stale session of ours still holding the candidate lock until its hung RPC
+ * ends).
  */
-static int rollback_once(struct dev_ctx *d, struct sb_error *err)
+static int rollback_once(struct dev_ctx *d, int64_t rollback_deadline, struct sb_error *err)
 {
 	if (!sb_device_connected(d->dev))
 		d->locked = false; /* the lock died with the session */
 	int64_t deadline = sb_now_ms() + d->t->opts.connect_timeout_ms;
+	if (deadline > rollback_deadline)
+		deadline = rollback_deadline;
 	int rc = sb_device_connect_until(d->dev, deadline, err);
 	if (rc)
 		return rc;
@@ -632,7 +637,7 @@ void sbt_job_rollback(void *arg)
 		return;
 	int64_t deadline = sb_now_ms() + d->t->opts.rollback_timeout_ms;
 	int rc;
-	while ((rc = rollback_once(d, &err))) {
+	while ((rc = rollback_once(d, deadline, &err))) {
 		/* a stale image, or a compensating edit refused (hooks.compensate) */
 		if (rc == -ESTALE || rc == -EPERM || sb_now_ms() >= deadline) {
 			sb_device_forget_image(d->dev); /* what running holds is unknown */
