@@ -3,10 +3,11 @@
 # and runs the default test suite (every label except bench) twice:
 # RelWithDebInfo and ASan+UBSan (there without the label source: checks of
 # the tree that do not depend on the build); then the fuzz harnesses, and the Debian
-# packages (tests/packages.sh), whose optimized build with Debian's
-# hardening flags must compile without a warning: warnings only the
-# optimizer finds break CI there, not a packager's build. (--release adds
-# the -O3 Release build, built only, that did this before.)
+# packages (tests/packages.sh). The RelWithDebInfo build has Debian's build
+# flags (-O2 and the hardening flags, tests/debian-flags.sh) under -Werror,
+# so warnings only the optimizer finds break CI there, not a packager's
+# build, and the packages take its programs instead of compiling them a
+# second time. (--release adds the -O3 Release build, built only.)
 # Every build here uses -Werror (OCSD_WERROR=ON; it is off by default). Each
 # build directory keeps its configure.log. Exits non-zero on the first failure.
 #
@@ -96,7 +97,13 @@ if [ -n "$fuzz_hours" ]; then
 fi
 
 stage "build"
-build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Debian's build flags (-O2, hardening: FORTIFY_SOURCE finds what -O2 alone
+# does not) under -Werror: the packages take this build's programs
+deb_c=$(bash tests/debian-flags.sh C)
+deb_ld=$(bash tests/debian-flags.sh LD)
+build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$deb_c" \
+  -DCMAKE_EXE_LINKER_FLAGS="$deb_ld" -DCMAKE_SHARED_LINKER_FLAGS="$deb_ld" \
+  -DCMAKE_MODULE_LINKER_FLAGS="$deb_ld"
 tests $((jobs + 1)) build bench
 if [ "$release" = 1 ]; then
   build build-release -DCMAKE_BUILD_TYPE=Release
@@ -114,7 +121,7 @@ if [ "$fuzz" = 1 ]; then
 fi
 if [ "$packages" = 1 ]; then
   stage "packages"
-  bash tests/packages.sh "$top"
+  bash tests/packages.sh "$top" "$top/build"
 fi
 if [ "$bench" = 1 ]; then
   (cd build && ctest --output-on-failure -L bench)

@@ -155,6 +155,9 @@ static void enqueue(void *ctx, struct nb_call *call, const void *req)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* "ocs-gG-dI" for any int G and I, with its NUL */
+#define DEVICE_NAME_MAX 32
+
 static void device_name(int d, char *buf, size_t len)
 {
 	snprintf(buf, len, "ocs-g%d-d%d", d / DEVICES_PER_GROUP, d % DEVICES_PER_GROUP);
@@ -325,7 +328,7 @@ struct fake_circuits {
 	Ocs__V1__Circuit *cp[64];
 	Ocs__V1__CrossConnect x[128];
 	Ocs__V1__CrossConnect *xp[128];
-	char dev[64][16];
+	char dev[64][DEVICE_NAME_MAX];
 	size_t n;
 };
 
@@ -734,7 +737,7 @@ static void fill_device(struct fake *f, int d, Ocs__V1__Device *dev, char *name,
 /* Active jobs with a fake circuit on device d (names into out, max n). */
 static size_t jobs_on_device(struct fake *f, int d, char **out, size_t max)
 {
-	char name[16], *want = name;
+	char name[DEVICE_NAME_MAX], *want = name;
 	size_t n = 0;
 	struct fake_circuits *fc = malloc(sizeof(*fc));
 
