@@ -8,12 +8,13 @@ build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
   protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev libevent-dev libssl-dev
   libyang2-dev libyang2-tools libnetconf2-dev libssh-dev libcmocka-dev
   libsqlite3-dev libsystemd-dev libyuma-base libglpk-dev glpk-utils libjansson-dev
-  zlib1g-dev libslurm-dev scdoc)
+  zlib1g-dev libslurm-dev scdoc ninja-build)
 # coinor-libcbc-dev: tests/bench/bench_delta_milp solves with CBC beside
 # GLPK when cmake finds it (install before configuring); optional.
 # clang-format: tests/check_format.sh (the code style check).
 # clang-14, libclang-rt-14-dev: the libFuzzer harnesses of tests/fuzz (the
 # compiler and its fuzzer and sanitizer runtimes; tests/run.sh's build-fuzz).
+# ninja-build: tests/run.sh's build directories (a third faster than make's).
 # scdoc: the man pages of docs/man (without it they are not built, and the
 # test_man_pages test fails saying so).
 # libslurm-dev: slurm/spank.h, for integrations/slurm's spank_ocs.so (the
