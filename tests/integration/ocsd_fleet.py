@@ -225,8 +225,9 @@ class Fleet:
         device the session's socket belongs to (see southbound/README.md);
         nothing was read then, so the read is tried again (up to 8 times, backing
         off from 50 ms: under load ocsd's own sessions may keep such a port busy).
-        ncclient usually reports that close as SessionCloseError or TransportError,
-        but when the close lands while the get is being sent, the get is queued to
+        ncclient usually reports that close as SessionCloseError or TransportError
+        (paramiko's own EOFError during the key exchange), but when the close
+        lands while the get is being sent, the get is queued to
         a session that is gone and ends in TimeoutExpiredError: retried too (the
         daemon_delta flake of issue 10, right after ocsd restarts and opens its 16
         sessions)."""
@@ -252,7 +253,10 @@ class Fleet:
                     reply = (m.get_config(source=datastore, filter=flt) if datastore
                              else m.get(filter=flt))
                 break
-            except (TransportError, SessionCloseError, TimeoutExpiredError) as e:
+            except (TransportError, SessionCloseError, TimeoutExpiredError, EOFError) as e:
+                # EOFError: paramiko's, raised as is when the simulator
+                # closes the session during the SSH key exchange
+                # (daemon_release_fail under ASan, in CI)
                 if attempt == 7:
                     raise
                 if isinstance(e, TimeoutExpiredError):
@@ -370,7 +374,7 @@ class Fleet:
                 # loaded 2-core machine a read took longer than 10 s
                 m.timeout = 30
                 return m
-            except (TransportError, SessionCloseError):
+            except (TransportError, SessionCloseError, EOFError):  # as read_device
                 if attempt == 7:
                     raise
                 time.sleep(min(0.05 * 2 ** attempt, 0.5))
