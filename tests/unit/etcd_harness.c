@@ -201,9 +201,11 @@ int eh_dead_port(void)
 struct eh_proxy {
 	int listen_fd, target_port, wake[2];
 	pthread_t thread;
-	pthread_mutex_t mu; /* guards arm, lost */
-	int arm;	    /* > 0: the answer to the arm-th request from now is lost */
+	pthread_mutex_t mu; /* guards arm, lost, cuts */
+	pthread_cond_t cut_done;
+	int arm; /* > 0: the answer to the arm-th request from now is lost */
 	int lost;
+	int cuts;		    /* eh_proxy_cut() calls not carried out yet */
 	void (*on_lost)(void *ctx); /* set before the answer is armed: the relay's own */
 	void *on_lost_ctx;
 	struct {
@@ -287,8 +289,22 @@ static void *proxy_main(void *arg)
 		}
 		if (poll(fds, (nfds_t)n, -1) < 0 && errno != EINTR)
 			break;
-		if (fds[0].revents)
-			break;
+		if (fds[0].revents) {
+			char c;
+			bool cut;
+
+			if (read(p->wake[0], &c, 1) != 1 || c != 'c')
+				break; /* eh_proxy_stop() */
+			pthread_mutex_lock(&p->mu);
+			cut = p->cuts > 0;
+			for (int i = 0; cut && i < EH_PAIRS; i++)
+				if (p->pairs[i].client >= 0)
+					pair_close(p, i);
+			p->cuts = 0;
+			pthread_cond_broadcast(&p->cut_done);
+			pthread_mutex_unlock(&p->mu);
+			continue;
+		}
 		if (fds[1].revents & POLLIN)
 			proxy_accept(p);
 		for (int i = 0; i < EH_PAIRS; i++) {
@@ -332,6 +348,7 @@ int eh_proxy_start(int target_port, char *endpoint, size_t len, struct eh_proxy 
 	    listen(p->listen_fd, 8) != 0 || pipe(p->wake) != 0)
 		goto fail;
 	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cut_done, NULL);
 	if (pthread_create(&p->thread, NULL, proxy_main, p) != 0)
 		goto fail;
 	snprintf(endpoint, len, "http://127.0.0.1:%d", port);
@@ -375,6 +392,16 @@ int eh_proxy_lost(struct eh_proxy *p)
 	return n;
 }
 
+void eh_proxy_cut(struct eh_proxy *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->cuts++;
+	if (write(p->wake[1], "c", 1) == 1)
+		while (p->cuts > 0)
+			pthread_cond_wait(&p->cut_done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+}
+
 void eh_proxy_stop(struct eh_proxy *p)
 {
 	if (!p)
@@ -384,6 +411,7 @@ void eh_proxy_stop(struct eh_proxy *p)
 	close(p->wake[0]);
 	close(p->wake[1]);
 	close(p->listen_fd);
+	pthread_cond_destroy(&p->cut_done);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 }

@@ -63,6 +63,9 @@ void eh_proxy_lose_answer(struct eh_proxy *p, int nth);
 void eh_proxy_on_lost(struct eh_proxy *p, void (*fn)(void *ctx), void *ctx);
 /* The answers lost so far. */
 int eh_proxy_lost(struct eh_proxy *p);
+/* Closes every connection the relay holds now, as a network blip would,
+ * and keeps accepting new ones; returns once they are closed. */
+void eh_proxy_cut(struct eh_proxy *p);
 void eh_proxy_stop(struct eh_proxy *p);
 
 #endif

@@ -991,6 +991,102 @@ static void test_chunked_entries(void **state)
 	event_base_free(base);
 }
 
+/* What a follower's change callback saw: a large job present but not whole. */
+struct whole_watch {
+	struct st_store *st;
+	int changes, torn;
+};
+
+static void on_change_whole(void *ctx)
+{
+	static const struct {
+		const char *id;
+		size_t len;
+	} big[] = {{"cut-watch", 20000}, {"lost-read", 30000}, {"both", 40000}};
+	struct whole_watch *w = ctx;
+
+	w->changes++;
+	for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
+		struct st_job j;
+
+		if (st_job_get(w->st, big[i].id, &j) != 0)
+			continue;
+		if (j.request_len != big[i].len)
+			w->torn++;
+		st_job_clear(&j);
+	}
+}
+
+/*
+ * Invariant 5 from a follower's side (issue 31: a follower that loses its
+ * watch mid-chunk). The follower reaches etcd through a relay; the writer
+ * does not. Its watch cut while a large entry's chunks are staged and its
+ * record written; the read of an entry's chunks losing its answer; the
+ * watch cut and its new request's answer lost. Each time the follower
+ * applies the entry whole, never part of it
+ * (its change callback checks every large job it can read), and ends equal
+ * to the SQLite reference.
+ */
+static void test_follower_loses_watch(void **state)
+{
+	char prefix[96], path[128], relayed[64], err[512];
+	struct st_store *ref = open_sqlite(path, sizeof(path));
+	struct st_store *dut, *b = NULL;
+	struct st_etcd *a_se, *b_se = NULL;
+	struct event_base *base = event_base_new();
+	struct eh_proxy *relay;
+	struct whole_watch w = {0};
+
+	(void)state;
+	new_prefix(prefix, sizeof(prefix));
+	dut = open_etcd(prefix, 0, &a_se);
+	assert_int_equal(eh_proxy_start(etcd.client_port, relayed, sizeof(relayed), &relay), 0);
+	struct st_etcd_opts o = {.etcd = {.endpoints = relayed, .timeout_ms = 1000},
+				 .prefix = prefix,
+				 .chunk_bytes = 4096};
+	assert_int_equal(st_etcd_open(&o, &b, &b_se, err, sizeof(err)), 0);
+	w.st = b;
+	assert_int_equal(st_etcd_follow(b_se, base, on_change_whole, &w), 0);
+	BOTH(put_job(st_, "small", NULL, "PENDING", 1));
+	follow_until(base, b_se, st_etcd_seq(a_se)); /* the watch streams */
+
+	/* the watch cut before the entry: it comes back from the revision it
+	 * had reached and delivers the record, whose chunks are then read */
+	eh_proxy_cut(relay);
+	BOTH(put_big_job(st_, "cut-watch", 20000, 2));
+	follow_until(base, b_se, st_etcd_seq(a_se));
+	assert_same(ref, b);
+
+	/* the record delivered, the read of its chunks losing its answer: the
+	 * entry is not applied; the copy re-reads the log and applies it whole */
+	eh_proxy_lose_answer(relay, 1);
+	BOTH(put_big_job(st_, "lost-read", 30000, 3));
+	follow_until(base, b_se, st_etcd_seq(a_se));
+	assert_int_equal(eh_proxy_lost(relay), 1);
+	assert_same(ref, b);
+
+	/* the watch cut, and the first answer to its new request lost too:
+	 * it retries, and gets both entries written meanwhile */
+	eh_proxy_cut(relay);
+	eh_proxy_lose_answer(relay, 1);
+	BOTH(put_big_job(st_, "both", 40000, 4));
+	BOTH(put_job(st_, "after", NULL, "PENDING", 5));
+	follow_until(base, b_se, st_etcd_seq(a_se));
+	assert_int_equal(eh_proxy_lost(relay), 2);
+	assert_false(st_etcd_stale(b_se));
+	assert_same(ref, b);
+
+	assert_true(w.changes >= 4);
+	assert_int_equal(w.torn, 0);
+	st_etcd_unfollow(b_se);
+	st_close(b);
+	eh_proxy_stop(relay);
+	st_close(dut);
+	st_close(ref);
+	remove_sqlite(path);
+	event_base_free(base);
+}
+
 /* A snapshot deletes the chunks of the entries it prunes, orphans of those seqs too. */
 static void test_chunks_pruned(void **state)
 {
@@ -1170,6 +1266,7 @@ int main(void)
 		cmocka_unit_test(test_answer_lost_at_takeover),
 		cmocka_unit_test(test_chunked_entries),
 		cmocka_unit_test(test_chunks_pruned),
+		cmocka_unit_test(test_follower_loses_watch),
 		cmocka_unit_test(test_writer_killed),
 		cmocka_unit_test(test_largest_transaction),
 	};
