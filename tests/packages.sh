@@ -65,6 +65,15 @@ if [ -n "$prebuilt" ]; then
     finish
   fi
   ok "$prebuilt compiled with Debian's flags (-O2, hardening=+all) and -Werror: no warning"
+  # the packaging's own configuration (debian/rules without OCSD_PREBUILT:
+  # the programs only) still configures; its programs are a subset of
+  # BUILD_DIR's
+  if cmake -S "$src" -B "$work/configure" -DBUILD_TESTING=OFF >"$work/configure.log" 2>&1; then
+    ok "the packaging's configuration (-DBUILD_TESTING=OFF) configures"
+  else
+    tail -20 "$work/configure.log"
+    bad "cmake -DBUILD_TESTING=OFF fails (log above)"
+  fi
 fi
 mkdir -p "$work/src"
 (cd "$src" && git ls-files -z -co --exclude-standard | tar --null -cf - -T -) | tar -xf - -C "$work/src"
