@@ -2,14 +2,16 @@
 # README command (b): installs what the build and the tests need, builds ocsd
 # and runs the default test suite (every label except bench) twice:
 # RelWithDebInfo and ASan+UBSan (there without the label source: checks of
-# the tree that do not depend on the build); then the fuzz harnesses, and the Debian
-# packages (tests/packages.sh). The RelWithDebInfo build has Debian's build
+# the tree that do not depend on the build); beside the RelWithDebInfo
+# tests, at the lowest priority, the fuzz harnesses and the Debian packages
+# (tests/packages.sh). The RelWithDebInfo build has Debian's build
 # flags (-O2 and the hardening flags, tests/debian-flags.sh) under -Werror,
 # so warnings only the optimizer finds break CI there, not a packager's
 # build, and the packages take its programs instead of compiling them a
 # second time. (--release adds the -O3 Release build, built only.)
 # Every build here uses -Werror (OCSD_WERROR=ON; it is off by default). Each
-# build directory keeps its configure.log. Exits non-zero on the first failure.
+# build directory keeps its configure.log. Exits non-zero after the first
+# stage that fails.
 #
 #   tests/run.sh                 everything (what CI runs)
 #   tests/run.sh --no-sanitize   skip the sanitizer build
@@ -114,7 +116,35 @@ deb_ld=$(bash tests/debian-flags.sh LD)
 build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$deb_c" \
   -DCMAKE_EXE_LINKER_FLAGS="$deb_ld" -DCMAKE_SHARED_LINKER_FLAGS="$deb_ld" \
   -DCMAKE_MODULE_LINKER_FLAGS="$deb_ld"
-tests $((jobs + 2)) build bench
+# The fuzz build, its harnesses' smoke run and the packages go beside the
+# RelWithDebInfo tests, on the CPU those leave idle (the tests wait on
+# devices and timers: about a quarter of the 2 cores), under SCHED_IDLE and
+# nice 19, so a test that wants a core gets it first. Their output is
+# printed when the tests end; a failure of either fails the run.
+late_stages() {
+  if [ "$fuzz" = 1 ]; then
+    stage "build-fuzz (beside the tests)"
+    fuzz_build "$fuzz_seconds"
+    fuzz_run
+  fi
+  if [ "$packages" = 1 ]; then
+    stage "packages (beside the tests)"
+    bash tests/packages.sh "$top" "$top/build"
+  fi
+}
+late_log=$top/build/late-stages.log
+# the subshell lowers its own priority first: all it starts inherits it
+(renice -n 19 -p "$BASHPID" >/dev/null && chrt -i -p 0 "$BASHPID" && late_stages) \
+  >"$late_log" 2>&1 &
+late=$!
+tests_rc=0
+tests $((jobs + 2)) build bench || tests_rc=$?
+late_rc=0
+wait "$late" || late_rc=$?
+stage "the stages beside the tests ended (their output follows)"
+cat "$late_log"
+[ "$tests_rc" = 0 ] || exit "$tests_rc"
+[ "$late_rc" = 0 ] || { echo "tests/run.sh: the fuzz harnesses or the packages failed" >&2; exit "$late_rc"; }
 if [ "$release" = 1 ]; then
   build build-release -DCMAKE_BUILD_TYPE=Release
 fi
@@ -131,15 +161,6 @@ if [ "$sanitize" = 1 ]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:quarantine_size_mb=32 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" tests $((jobs + 1)) build-asan 'bench|source'
-fi
-if [ "$fuzz" = 1 ]; then
-  stage "build-fuzz"
-  fuzz_build "$fuzz_seconds"
-  fuzz_run
-fi
-if [ "$packages" = 1 ]; then
-  stage "packages"
-  bash tests/packages.sh "$top" "$top/build"
 fi
 if [ "$bench" = 1 ]; then
   (cd build && ctest --output-on-failure -L bench)
