@@ -542,8 +542,13 @@ int od_start_jobs(struct od *od)
 	{
 		/* the ring kind's intents (kind_ring_txn.c): -EINVAL outside a ring domain */
 		struct recov_kind kinds[] = {{krt_owns, krt_resolve, od->rings}};
-		struct recov_deps rd = {
-			&od->cfg->fabric, od->store, od->fs, od->devs, NULL, kinds, 1};
+		struct recov_deps rd = {.fabric = &od->cfg->fabric,
+					.store = od->store,
+					.fs = od->fs,
+					.devs = od->devs,
+					.kinds = kinds,
+					.n_kinds = 1,
+					.drift = od->drift};
 		struct txn_deps td = {.fabric = &od->cfg->fabric,
 				      .fs = od->fs,
 				      .store = od->store,

@@ -19,6 +19,8 @@ struct dr_device {
 	size_t n;
 	struct sb_xc *missing; /* any order */
 	size_t n_missing;
+	struct sb_xc *reverting; /* sorted: expected to revert (dr_expect_revert) */
+	size_t n_reverting;
 	bool unverified;
 };
 
@@ -54,6 +56,7 @@ void dr_free(struct dr_table *t)
 	for (int i = 0; i < t->n_devices; i++) {
 		free(t->dev[i].xcs);
 		free(t->dev[i].missing);
+		free(t->dev[i].reverting);
 	}
 	free(t->dev);
 	free(t);
@@ -63,6 +66,7 @@ int dr_set(struct dr_table *t, int id, const struct sb_xc *unowned, size_t n,
 	   const struct sb_xc *missing, size_t n_missing)
 {
 	struct sb_xc *copy, *miss;
+	size_t kept = 0;
 
 	if (id < 0 || id >= t->n_devices)
 		return -EINVAL;
@@ -80,8 +84,62 @@ int dr_set(struct dr_table *t, int id, const struct sb_xc *unowned, size_t n,
 	qsort(copy, n, sizeof(*copy), sb_xc_cmp);
 	free(t->dev[id].xcs);
 	free(t->dev[id].missing);
-	t->dev[id] = (struct dr_device){copy, n, miss, n_missing, false};
+	t->dev[id].xcs = copy;
+	t->dev[id].n = n;
+	t->dev[id].missing = miss;
+	t->dev[id].n_missing = n_missing;
+	t->dev[id].unverified = false;
+	/* a mark lasts while the device still shows its cross-connect */
+	for (size_t i = 0; i < t->dev[id].n_reverting; i++) {
+		const struct sb_xc *x = &t->dev[id].reverting[i];
+
+		if (n && bsearch(x, copy, n, sizeof(*x), sb_xc_cmp))
+			t->dev[id].reverting[kept++] = *x;
+	}
+	t->dev[id].n_reverting = kept;
 	return 0;
+}
+
+int dr_expect_revert(struct dr_table *t, const struct ocs_xc *xcs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int id = ocs_fabric_device_id(t->f, xcs[i].group, xcs[i].device);
+		struct sb_xc key = {(uint16_t)xcs[i].in, (uint16_t)xcs[i].out};
+		struct dr_device *d;
+		struct sb_xc *grown;
+
+		if (id < 0 || id >= t->n_devices || dr_reverting(t, id, &key))
+			continue;
+		d = &t->dev[id];
+		grown = realloc(d->reverting, (d->n_reverting + 1) * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		d->reverting = grown;
+		d->reverting[d->n_reverting++] = key;
+		qsort(d->reverting, d->n_reverting, sizeof(key), sb_xc_cmp);
+	}
+	return 0;
+}
+
+void dr_reverted(struct dr_table *t, int id)
+{
+	struct dr_device *d = t && id >= 0 && id < t->n_devices ? &t->dev[id] : NULL;
+	size_t kept = 0;
+
+	if (!d || !d->n_reverting)
+		return;
+	for (size_t i = 0; i < d->n; i++)
+		if (!bsearch(&d->xcs[i], d->reverting, d->n_reverting, sizeof(d->xcs[i]),
+			     sb_xc_cmp))
+			d->xcs[kept++] = d->xcs[i]; /* stays sorted */
+	d->n = kept;
+	d->n_reverting = 0;
+}
+
+bool dr_reverting(const struct dr_table *t, int id, const struct sb_xc *x)
+{
+	return t && id >= 0 && id < t->n_devices && t->dev[id].n_reverting &&
+	       bsearch(x, t->dev[id].reverting, t->dev[id].n_reverting, sizeof(*x), sb_xc_cmp);
 }
 
 void dr_set_unverified(struct dr_table *t, int id)

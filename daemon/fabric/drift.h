@@ -14,7 +14,8 @@
  *    other unowned cross-connect (one-way, colliding with a stored one, not
  *    cabled), or not verified yet, takes no new circuit (as if drained).
  *  - The transaction's view (txn_driver.c): a device's unowned cross-connects stay
- *    in its target, so a transaction touching the device keeps them.
+ *    in its target, so a transaction touching the device keeps them, but
+ *    for those recovery expects to revert (dr_expect_revert).
  *  - What the operator decides about them at start: adopt.h.
  *
  * Ring domains have no cross-connects: their drift is a transceiver bundle
@@ -49,6 +50,19 @@ int dr_set(struct dr_table *t, int id, const struct sb_xc *unowned, size_t n,
 	   const struct sb_xc *missing, size_t n_missing);
 /* The device could not be read when it had to be: no new circuit until it is. */
 void dr_set_unverified(struct dr_table *t, int id);
+/*
+ * Cross-connects recovery found to be another session's unconfirmed commit
+ * of a transaction never decided (recovery.c: a paused leader's, on
+ * devices it could not fence): they revert by themselves, at the confirm
+ * timeout or when that session ends, so a transaction does not keep them
+ * in its target as it keeps other unowned ones (dr_reverting); writing
+ * them back would make them permanent, owned by no job. A mark lasts while
+ * reads of its device (dr_set) still find its cross-connect. 0 or -ENOMEM.
+ */
+int dr_expect_revert(struct dr_table *t, const struct ocs_xc *xcs, size_t n);
+bool dr_reverting(const struct dr_table *t, int id, const struct sb_xc *x);
+/* A transaction that left them out committed on device id: its marked ones are gone. */
+void dr_reverted(struct dr_table *t, int id);
 /* Drops these cross-connects from the table (adopted or cleared). */
 void dr_forget(struct dr_table *t, const struct ocs_xc *xcs, size_t n);
 

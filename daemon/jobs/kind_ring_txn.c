@@ -313,25 +313,21 @@ static int resolve_ring_intent(struct rg_state *rg, const struct recov_deps *rd,
 	struct sb_bundle *wants = calloc((size_t)n_nodes * (size_t)bundles + 1, sizeof(*wants));
 	struct sb_txn_device *devs = calloc((size_t)n_nodes + 1, sizeof(*devs));
 	bool *fenced = calloc((size_t)n_nodes + 1, sizeof(*fenced));
+	bool *touched = calloc((size_t)n_nodes + 1, sizeof(*touched));
 	struct recov_seen shown = {true, true, true, true, 0};
 	enum st_intent_state outcome;
 	char detail[512] = "";
 	size_t n = 0;
 	int rc = 0;
 
-	if (!seen || !wants || !devs || !fenced) {
+	if (!seen || !wants || !devs || !fenced || !touched) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < in->n_bundles; i++) {
-		int node = in->bundles[i].node;
-
-		if (node >= 0 && node < n_nodes && !seen[node]) {
-			seen[node] = 1; /* fenced once per node */
-			fenced[node] = recov_fence_device(rd, in, node);
-		}
-	}
-	memset(seen, 0, (size_t)n_nodes + 1);
+	for (size_t i = 0; i < in->n_bundles; i++)
+		if (in->bundles[i].node >= 0 && in->bundles[i].node < n_nodes)
+			touched[in->bundles[i].node] = true;
+	recov_fence(rd, in, touched, fenced, n_nodes);
 	for (size_t i = 0; i < in->n_bundles; i++) {
 		int node = in->bundles[i].node;
 		struct sb_bundle *want = &wants[(size_t)node * (size_t)bundles];
@@ -372,6 +368,7 @@ static int resolve_ring_intent(struct rg_state *rg, const struct recov_deps *rd,
 	if (rc == 0 && outcome == ST_INTENT_CONFIRMED)
 		rc = rg_set_job_rings(rg, in->job_id, in->rings, in->n_rings);
 out:
+	free(touched);
 	free(fenced);
 	free(devs);
 	free(wants);

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "devices.h"
+#include "drift.h"
 #include "fabric_state.h"
 #include "log.h"
 #include "sb_device.h"
@@ -101,46 +102,140 @@ static int recov_note(const struct recov_deps *rd, const struct st_intent *in, c
 	return rc;
 }
 
-/* Takes device d's candidate lock for the recovery of in (see above); true when held. */
-bool recov_fence_device(const struct recov_deps *rd, const struct st_intent *in, int d)
+/*
+ * Tries device h's candidate lock: true when taken; else *holder gets the
+ * session that holds it when the device named one (lock-denied), 0 when
+ * the lock failed otherwise (why in *err).
+ */
+static bool try_lock(struct sb_device *h, uint32_t *holder, struct sb_error *err)
 {
-	struct sb_device *h = dev_handle(rd->devs, d, DEV_ROLE_TXN);
-	struct sb_error err = {0};
-	char why[400];
-
-	if (!h || sb_device_connect_until(h, sb_now_ms() + RECOV_CONNECT_MS, &err) != 0 ||
-	    sb_device_strategy(h) != SB_STRATEGY_CONFIRMED)
-		return false;
-	for (int i = 0; i < RECOV_FENCE_TRIES; i++) {
-		uint32_t holder;
-
-		if (sb_device_lock(h, SB_DS_CANDIDATE, &err) == 0)
-			return true;
-		holder = err.session_id;
-		if (err.code != -EREMOTEIO || !holder)
-			break;
-		if (recov_note(rd, in, "kill a session holding a device's lock (G1)", why,
-			       sizeof(why)) != 0) {
-			log_msg(LOG_WARNING, "transaction %lld of job %s left open: %s: %s",
-				(long long)in->txn_id, in->job_id, sb_device_name(h), why);
-			return false;
-		}
-		log_msg(LOG_WARNING,
-			"transaction %lld of job %s left open: %s: kill-session %u, which holds "
-			"the candidate lock and may hold an unconfirmed commit of a previous "
-			"leader",
-			(long long)in->txn_id, in->job_id, sb_device_name(h), holder);
-		if (sb_device_kill_session(h, holder, &err) != 0)
-			break;
-	}
-	log_msg(LOG_WARNING,
-		"transaction %lld of job %s left open: %s: cannot take the candidate lock (%s): "
-		"what it holds may be another session's unconfirmed commit",
-		(long long)in->txn_id, in->job_id, sb_device_name(h), err.message);
+	*err = (struct sb_error){0};
+	*holder = 0;
+	if (sb_device_lock(h, SB_DS_CANDIDATE, err) == 0)
+		return true;
+	if (err->code == -EREMOTEIO)
+		*holder = err->session_id;
 	return false;
 }
 
-/* Releases the locks recov_fence_device() took (n devices, fenced[d]). */
+/*
+ * Fences the devices an open intent touched, all together. A previous
+ * leader's unconfirmed commit spans the devices of its transaction, and
+ * their circuits pair up across devices (a pair's two directions on two
+ * devices, L2 symmetry): killing its session on some of them and not on
+ * the others would leave one direction of a pair standing until the
+ * confirm timeout. So every touched device is connected first (in
+ * parallel) and its lock tried; sessions are killed only when every one of
+ * them answered, its lock taken or refused naming the holder, and then the
+ * kills go out one after another over the open sessions (milliseconds
+ * apart). When any touched device is unreachable, or refuses the lock
+ * without naming a holder, no session is killed: the holder's commit stays
+ * on every device alike and reverts on all of them together (at its
+ * confirm timeout or the end of its session), and the devices not fenced
+ * keep proving nothing. Kills and relocks are tried RECOV_FENCE_TRIES
+ * times.
+ */
+void recov_fence(const struct recov_deps *rd, const struct st_intent *in, const bool *touched,
+		 bool *fenced, int n)
+{
+	struct sb_device **hs = calloc((size_t)n + 1, sizeof(*hs));
+	struct sb_error *errs = calloc((size_t)n + 1, sizeof(*errs));
+	uint32_t *holder = calloc((size_t)n + 1, sizeof(*holder));
+	int *ids = calloc((size_t)n + 1, sizeof(*ids));
+	char unfenceable[512] = ""; /* why no session may be killed */
+	size_t k = 0;
+
+	if (!hs || !errs || !holder || !ids) {
+		snprintf(unfenceable, sizeof(unfenceable), "out of memory");
+		goto out;
+	}
+	for (int d = 0; d < n; d++) {
+		if (!touched[d])
+			continue;
+		ids[k] = d;
+		hs[k] = dev_handle(rd->devs, d, DEV_ROLE_TXN);
+		if (!hs[k])
+			snprintf(unfenceable, sizeof(unfenceable), "%.64s has no session",
+				 dev_name(rd->devs, d));
+		else
+			k++;
+	}
+	sb_device_connect_many(hs, k, RECOV_ENGINE_THREADS, sb_now_ms() + RECOV_CONNECT_MS, errs);
+	for (size_t i = 0; i < k; i++) {
+		struct sb_error err = {0};
+
+		if (errs[i].code != 0)
+			snprintf(unfenceable, sizeof(unfenceable), "%.64s is unreachable (%.320s)",
+				 sb_device_name(hs[i]), errs[i].message);
+		else if (sb_device_strategy(hs[i]) == SB_STRATEGY_CONFIRMED &&
+			 !(fenced[ids[i]] = try_lock(hs[i], &holder[ids[i]], &err)) &&
+			 !holder[ids[i]])
+			snprintf(unfenceable, sizeof(unfenceable),
+				 "%.64s refuses its lock (%.320s)", sb_device_name(hs[i]),
+				 err.message);
+	}
+	for (int t = 0; t < RECOV_FENCE_TRIES && !unfenceable[0]; t++) {
+		char why[400];
+		bool any = false;
+
+		for (size_t i = 0; i < k; i++)
+			any |= holder[ids[i]] != 0;
+		if (!any)
+			break;
+		if (recov_note(rd, in, "kill the sessions holding the devices' locks (G1)", why,
+			       sizeof(why)) != 0) {
+			snprintf(unfenceable, sizeof(unfenceable), "%s", why);
+			break;
+		}
+		for (size_t i = 0; i < k; i++) {
+			uint32_t *who = &holder[ids[i]];
+			struct sb_error err = {0};
+
+			if (!*who)
+				continue;
+			log_msg(LOG_WARNING,
+				"transaction %lld of job %s left open: %s: kill-session %u, which "
+				"holds the candidate lock and may hold an unconfirmed commit of a "
+				"previous leader",
+				(long long)in->txn_id, in->job_id, sb_device_name(hs[i]), *who);
+			if (sb_device_kill_session(hs[i], *who, &err) != 0) {
+				log_msg(LOG_WARNING,
+					"transaction %lld of job %s left open: %s: kill-session %u "
+					"failed: %s",
+					(long long)in->txn_id, in->job_id, sb_device_name(hs[i]),
+					*who, err.message);
+				*who = 0;
+			}
+		}
+		for (size_t i = 0; i < k; i++) {
+			struct sb_error err = {0};
+
+			if (holder[ids[i]])
+				fenced[ids[i]] = try_lock(hs[i], &holder[ids[i]], &err);
+		}
+	}
+out:
+	if (unfenceable[0])
+		log_msg(LOG_WARNING,
+			"transaction %lld of job %s left open: no session killed on its devices, "
+			"since %s: what they hold may be another session's unconfirmed commit, "
+			"which reverts on all of them alike",
+			(long long)in->txn_id, in->job_id, unfenceable);
+	for (size_t i = 0; i < k; i++)
+		if (touched[ids[i]] && !fenced[ids[i]] &&
+		    sb_device_strategy(hs[i]) == SB_STRATEGY_CONFIRMED && errs[i].code == 0)
+			log_msg(LOG_WARNING,
+				"transaction %lld of job %s left open: %s: not fenced: what it "
+				"holds "
+				"may be another session's unconfirmed commit",
+				(long long)in->txn_id, in->job_id, sb_device_name(hs[i]));
+	free(ids);
+	free(holder);
+	free(errs);
+	free(hs);
+}
+
+/* Releases the locks recov_fence() took (n devices, fenced[d]). */
 void recov_unfence(const struct recov_deps *rd, bool *fenced, int n)
 {
 	for (int d = 0; d < n; d++) {
@@ -450,12 +545,36 @@ int recov_record(const struct recov_deps *rd, const struct st_intent *in, const 
 }
 
 /*
+ * An undecided intent whose commit devices still show without the fence's
+ * proof (unproven[d]): that commit was never confirmed and reverts by
+ * itself, so its additions there are marked in the drift table, where a
+ * reconciliation pass would find them unowned, for no transaction to keep
+ * them (dr_expect_revert).
+ */
+static void expect_revert(const struct recov_deps *rd, const struct st_intent *in,
+			  const bool *unproven)
+{
+	const struct ocs_fabric *f = rd->fabric;
+
+	for (size_t a = 0; rd->drift && a < in->n_additions; a++) {
+		const struct ocs_xc *x = &in->additions[a].xc;
+
+		if (unproven[ocs_fabric_device_id(f, x->group, x->device)] &&
+		    dr_expect_revert(rd->drift, x, 1) != 0)
+			log_msg(LOG_WARNING,
+				"transaction %lld of job %s left open: out of memory marking its "
+				"unconfirmed commit: a transaction may keep it",
+				(long long)in->txn_id, in->job_id);
+	}
+}
+
+/*
  * Resolves one transaction a previous run left open. Confirmed commits are
  * tied to the session that made them, so the devices of a run that died
  * reverted when its sessions closed. A run that did not die (a leader
  * paused and deposed) still holds its sessions, and its unconfirmed commit
  * shows on the devices: every touched confirmed-commit device is fenced
- * first (recov_fence_device: its lock taken, the holder's session killed, so
+ * first (recov_fence: its lock taken, the holder's session killed, so
  * that commit reverts), then every touched device is read back. All at the
  * target: the transaction had been confirmed. A decided intent
  * (st_intent_decide) is finished: devices that reverted, and any that
@@ -478,13 +597,14 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 	bool *at_target = calloc((size_t)n_dev + 1, sizeof(*at_target));
 	bool *fenced = calloc((size_t)n_dev + 1, sizeof(*fenced));
 	bool *at_pre_d = calloc((size_t)n_dev + 1, sizeof(*at_pre_d));
+	bool *unproven_d = calloc((size_t)n_dev + 1, sizeof(*unproven_d));
 	struct dev_readback *rbs = calloc((size_t)n_dev + 1, sizeof(*rbs));
 	struct recov_seen seen = {true, true, true, true, 0};
 	enum st_intent_state outcome;
 	char detail[512] = "";
 	int rc = 0;
 
-	if (!touched || !at_target || !fenced || !at_pre_d || !rbs) {
+	if (!touched || !at_target || !fenced || !at_pre_d || !unproven_d || !rbs) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -494,9 +614,7 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 	for (size_t i = 0; i < in->n_additions; i++)
 		touched[ocs_fabric_device_id(f, in->additions[i].xc.group,
 					     in->additions[i].xc.device)] = true;
-	for (int d = 0; d < n_dev; d++)
-		if (touched[d])
-			fenced[d] = recov_fence_device(rd, in, d);
+	recov_fence(rd, in, touched, fenced, n_dev);
 	for (int d = 0; d < n_dev; d++) {
 		struct dev_diff to_pre = {0}, to_target = {0};
 
@@ -518,6 +636,7 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 					!fenced[d];
 
 			seen.unconfirmed += unproven;
+			unproven_d[d] = unproven;
 			/* a decided intent: roll_forward programs it under our session */
 			at_target[d] = shows_target && !(unproven && in->decided);
 			at_pre_d[d] = at_pre;
@@ -534,6 +653,8 @@ static int resolve_circuit_intent(const struct recov_deps *rd, const struct st_i
 		dev_diff_clear(&to_target);
 	}
 	recov_unfence(rd, fenced, n_dev); /* before roll_forward's engine locks them */
+	if (!in->decided && seen.unconfirmed > 0)
+		expect_revert(rd, in, unproven_d);
 	if (!in->decided && seen.all_read && seen.all_known && !seen.all_target && !seen.all_pre &&
 	    !seen.unconfirmed)
 		outcome = roll_back(rd, in, rbs, touched, at_pre_d, detail, sizeof(detail));
@@ -548,6 +669,7 @@ out:
 	for (int d = 0; rbs && d < n_dev; d++)
 		dev_readback_clear(&rbs[d]);
 	free(rbs);
+	free(unproven_d);
 	free(at_pre_d);
 	free(fenced);
 	free(at_target);

@@ -32,6 +32,7 @@
 
 struct clk;
 struct devices;
+struct dr_table;
 struct fs_state;
 struct ocs_fabric;
 struct recov_deps;
@@ -57,17 +58,22 @@ struct recov_deps {
 	/* the kinds with intents of their own; any other intent is one of circuits */
 	const struct recov_kind *kinds;
 	size_t n_kinds;
+	/* where a paused leader's commit that reverts by itself is marked (NULL: none) */
+	struct dr_table *drift;
 };
 
 /* Resolves every open intent. 0, or -errno when the store failed (then ocsd must not start). */
 int recov_resolve_open(const struct recov_deps *d);
 
 /*
- * For a kind's resolve. Fences device d for the recovery of in (recovery.c
- * says why: its candidate lock taken, a holder's session killed); true when
- * held. recov_unfence releases what it took (fenced[0..n)).
+ * For a kind's resolve. Fences the devices touched[0..n) for the recovery
+ * of in, together (recovery.c says why and how: their candidate locks
+ * taken, the holders' sessions killed only when every touched device
+ * answered); fenced[d] true for each lock held. recov_unfence releases
+ * what it took (fenced[0..n)).
  */
-bool recov_fence_device(const struct recov_deps *rd, const struct st_intent *in, int d);
+void recov_fence(const struct recov_deps *rd, const struct st_intent *in, const bool *touched,
+		 bool *fenced, int n);
 void recov_unfence(const struct recov_deps *rd, bool *fenced, int n);
 /* Whether device d's commit can still be an unconfirmed one (a confirmed-commit device). */
 bool recov_holds_unconfirmed(const struct recov_deps *rd, int d);

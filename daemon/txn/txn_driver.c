@@ -559,9 +559,10 @@ static int build_targets(struct txn_driver *drv, struct txn *tx)
 			if (!removed)
 				tg[m++] = (struct sb_xc){(uint16_t)xc->in, (uint16_t)xc->out};
 		}
-		/* Fail static: what no job owns stays unless the change removes it. */
+		/* Fail static: what no job owns stays unless the change removes
+		 * it, or it is another session's commit that reverts by itself */
 		for (size_t i = 0; i < n_unowned; i++) {
-			bool removed = false;
+			bool removed = dr_reverting(drv->d.drift, d, &unowned[i]);
 
 			for (size_t r = 0; r < tx->n_removals && !removed; r++)
 				removed = same_device(&tx->removals[r], &key) &&
@@ -852,6 +853,9 @@ static void finish(struct txn *tx, const struct sb_txn_result *r)
 	case SB_TXN_COMMITTED:
 		o.result = TXN_CONFIRMED;
 		state = ST_INTENT_CONFIRMED;
+		/* the targets left out what was expected to revert (build_targets) */
+		for (size_t i = 0; drv->d.drift && i < tx->p.n_devs; i++)
+			dr_reverted(drv->d.drift, tx->p.dev_ids[i]);
 		break;
 	case SB_TXN_REFUSED:
 		o.result = TXN_REFUSED;

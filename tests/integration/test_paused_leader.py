@@ -29,13 +29,22 @@ undecided (H4): a switching time of SWITCH_S between the devices' commit
   the fence that release wrote the cross-connects back for good, owned by
   no job).
 
-Both end with the same checks: every device read over NETCONF holds
+unfenced: as undecided, but one of the two devices refuses the new
+  leader's lock (ocs-devsim refuse@lock, set once the commit is seen), so
+  that device cannot be fenced. The new leader must then kill no session
+  on either device (recovery.c, recov_fence: the paused leader's commit
+  spans the pair, and a kill on one device only would leave one direction
+  of its circuits standing): it logs so, and both devices still hold the
+  paused leader's commit while it stays paused; once resumed, that leader
+  rolls its commit back on both.
+
+All end with the same checks: every device read over NETCONF holds
 exactly the circuits ListCircuits reports (the live jobs'), ListDrift is
 empty, a job the client was told ACTIVE has its cross-connects on the
 devices, and a new job on the same GPUs (decided: after the release) is
 accepted and ACTIVE.
 
-usage: test_paused_leader.py BUILD_DIR SOURCE_DIR decided|undecided
+usage: test_paused_leader.py BUILD_DIR SOURCE_DIR decided|undecided|unfenced
 """
 import base64
 import json
@@ -49,7 +58,7 @@ import ocsd_fleet  # noqa: E402
 import ocsd_replicas  # noqa: E402
 
 BUILD, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
-assert CASE in ("decided", "undecided"), CASE
+assert CASE in ("decided", "undecided", "unfenced"), CASE
 HANG_S = 8         # decided: the confirm of the hung devices, then their session drops
 PAUSE_S = 7        # how long the leader stays paused
 SWITCH_S = 4       # undecided: between commit and read-back (the decision comes after)
@@ -144,14 +153,14 @@ def main():
     global reps
     cluster.start()
     extra = ["--reconcile-interval-s", str(RECONCILE_S)]
-    if CASE == "undecided":
+    if CASE != "decided":
         with open(fleet.cfg) as f:
             fabric = json.load(f)
         fabric["ocsd-fabric:fabric"]["devices"]["switch-time-us"] = SWITCH_S * 1000000
         fleet.cfg = os.path.join(fleet.work, "fabric-slow.json")
         with open(fleet.cfg, "w") as f:
             json.dump(fabric, f)
-    fleet.start_devices(SWITCH_S * 1000 if CASE == "undecided" else 5)
+    fleet.start_devices(5 if CASE == "decided" else SWITCH_S * 1000)
     if CASE == "decided":
         for d in HUNG:
             fleet.set_faults(d, f"hang@confirm={HANG_S * 1000},drop@confirm")
@@ -163,8 +172,8 @@ def main():
     check(wait_for(lambda: "16 of 16 devices' sessions ready" in reps.reps[0].log(), 60, 0.1),
           "ra's follower sessions ready")
     c = reps.client(60)
-    before = {}  # undecided: device -> what it held before the paused job
-    if CASE == "undecided":
+    before = {}  # undecided, unfenced: device -> what it held before the paused job
+    if CASE != "decided":
         # a job whose circuits share the paused job's devices: its release
         # later is a transaction of ra's on them
         outcome, ans, detail = c.submit(spec("pre", (4, 6)), deadline_s=60)
@@ -192,6 +201,9 @@ def main():
         check(wait_for(lambda: any(set(fleet.read_device(d)) - before[d] for d in before),
                        30, 0.01), "the commit reached pre's devices")
         check(decisions_in_etcd() == decided, "paused before the decision")
+    if CASE == "unfenced":
+        unlockable = max(before)
+        fleet.set_faults(unlockable, "refuse@lock")
     reps.pause(1)
     paused_at = time.time()
     new = None
@@ -205,6 +217,17 @@ def main():
     if CASE == "decided":
         check(took_over < HANG_S - 1, "ra took over while rb's confirms still hung "
               "(its commit pending on the devices): else nothing was tested")
+    if CASE == "unfenced":
+        check(wait_for(lambda: "no session killed on its devices, since "
+                       f"{fleet.device_name(unlockable)} refuses its lock" in reps.reps[0].log(),
+                       10, 0.1), "ra logged that it kills no session")
+        check("kill-session" not in reps.reps[0].log(), "ra killed no session")
+        # the paused leader's commit on both devices alike, never on one only
+        while time.time() < paused_at + PAUSE_S:
+            shown = {d: bool(set(fleet.read_device(d)) - before[d]) for d in before}
+            check(all(shown.values()), f"rb's commit on every device while it is paused: {shown}")
+            if not all(shown.values()):
+                break
     # undecided: one reconciliation pass of ra's at least while rb is paused
     time.sleep(max(0.0, paused_at + PAUSE_S - time.time()))
     reps.resume(1)
@@ -226,6 +249,10 @@ def main():
         outcome, _, detail = on_leader(c, lambda c: c.release("paused", deadline_s=60))
         check(outcome == "ok", f"release of paused: {detail}")
     else:
+        if CASE == "unfenced":
+            # rb, resumed, rolls its commit back on both devices
+            check(wait_for(lambda: all(set(fleet.read_device(d)) == before[d] for d in before),
+                           30, 0.1), "rb's commit rolled back on both devices after the resume")
         # at once, before ra's next reconciliation pass: a transaction of
         # ra's on the same devices, which keeps what ra's drift table says
         # no job owns there

@@ -10,6 +10,8 @@
  *    unowned cross-connect is a blocker or sits on a blocked device, so no
  *    plan can reuse its ports;
  *  - forgetting, the untouched paired view transactions use;
+ *  - the marks of a commit that reverts by itself (dr_expect_revert): kept
+ *    while a read finds them, dropped by a transaction that left them out;
  *  - figures survive encode and decode, and garbage is refused;
  *  - ring domains' node drift table (issue 28 #3): a node's entry replaced
  *    and cleared, the running total, bounds, the settings' text.
@@ -169,6 +171,61 @@ static void test_paired_untouched(void **state)
 	assert_int_equal(dr_paired_untouched(t, touched, &got, &n), 0);
 	assert_true(n == 1 && !memcmp(&got[0], &pair[1], sizeof(pair[1])));
 	free(got);
+	dr_free(t);
+}
+
+/*
+ * Marks of a paused leader's commit that reverts by itself (recovery.c):
+ * marked cross-connects are reverting only on their device, a read that
+ * no longer finds one drops its mark (and keeps the others), a mark of a
+ * cross-connect marked twice is one, and a transaction that committed
+ * without them (dr_reverted) drops them and their unowned entries, and
+ * nothing else.
+ */
+static void test_expect_revert(void **state)
+{
+	struct ocs_fabric f = lab(OCS_WIRING_CROSS);
+	struct dr_table *t = dr_new(&f);
+	struct ocs_xc pair[2], other[2], all[4];
+	struct sb_xc p0, p1, o0;
+	int d0, d1;
+	size_t n = 0;
+
+	(void)state;
+	assert_true(circuit(&f, (struct ocs_spine_port){0, 2, 0}, (struct ocs_spine_port){1, 2, 1},
+			    pair));
+	assert_true(circuit(&f, (struct ocs_spine_port){2, 2, 0}, (struct ocs_spine_port){3, 2, 1},
+			    other));
+	d0 = dev_of(&f, &pair[0]);
+	d1 = dev_of(&f, &pair[1]);
+	assert_int_not_equal(d0, d1);
+	assert_int_equal(dev_of(&f, &other[0]), d0); /* the same devices, other ports */
+	p0 = (struct sb_xc){(uint16_t)pair[0].in, (uint16_t)pair[0].out};
+	p1 = (struct sb_xc){(uint16_t)pair[1].in, (uint16_t)pair[1].out};
+	o0 = (struct sb_xc){(uint16_t)other[0].in, (uint16_t)other[0].out};
+	memcpy(all, pair, sizeof(pair));
+	memcpy(all + 2, other, sizeof(other));
+	set_unowned(t, &f, all, 4);
+	assert_int_equal(dr_expect_revert(t, pair, 2), 0);
+	assert_int_equal(dr_expect_revert(t, pair, 1), 0); /* twice: one mark */
+	assert_true(dr_reverting(t, d0, &p0) && dr_reverting(t, d1, &p1));
+	assert_false(dr_reverting(t, d1, &p0)); /* only on its own device */
+	assert_false(dr_reverting(t, d0, &o0));
+	/* a read of d1 that no longer finds pair[1]: its mark goes, d0's stays */
+	set_unowned(t, &f, (struct ocs_xc[]){pair[0], other[0], other[1]}, 3);
+	assert_false(dr_reverting(t, d1, &p1));
+	assert_true(dr_reverting(t, d0, &p0));
+	/* a transaction without it committed on d0: pair[0] gone, other[0] kept */
+	dr_reverted(t, d0);
+	assert_false(dr_reverting(t, d0, &p0));
+	assert_false(dr_is_unowned(t, &pair[0]));
+	assert_true(dr_is_unowned(t, &other[0]) && dr_is_unowned(t, &other[1]));
+	dr_device_unowned(t, d0, &n);
+	assert_int_equal(n, 1);
+	/* without marks it changes nothing */
+	dr_reverted(t, d0);
+	dr_device_unowned(t, d0, &n);
+	assert_int_equal(n, 1);
 	dr_free(t);
 }
 
@@ -359,6 +416,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_blockers_and_blocked),
 		cmocka_unit_test(test_paired_untouched),
+		cmocka_unit_test(test_expect_revert),
 		cmocka_unit_test(test_property_random),
 		cmocka_unit_test(test_figures_text),
 		cmocka_unit_test(test_node_drift),
