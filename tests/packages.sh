@@ -51,8 +51,9 @@ if [ -n "$prebuilt" ]; then
   for f in $(cd "$src" && bash tests/debian-flags.sh C); do
     [[ " $(cached CMAKE_C_FLAGS) " == *" $f "* ]] || missing+=" CMAKE_C_FLAGS:$f"
   done
+  ld_flags=$(cd "$src" && bash tests/debian-flags.sh LD)
   for v in CMAKE_EXE_LINKER_FLAGS CMAKE_SHARED_LINKER_FLAGS CMAKE_MODULE_LINKER_FLAGS; do
-    for f in $(cd "$src" && bash tests/debian-flags.sh LD); do
+    for f in $ld_flags; do
       [[ " $(cached "$v") " == *" $f "* ]] || missing+=" $v:$f"
     done
   done
