@@ -6,10 +6,20 @@
  * (rail-OCS fabrics), the device records (drains; no session: a follower
  * never connects to a device) and a job manager that only holds the job
  * table (no planner, no transaction driver: the API refuses every write
- * before it reaches it). A refresh builds a whole new view, swaps it into
- * the API, publishes the jobs whose state changed and frees the old one,
- * so that a read always sees one consistent copy. Ownership: the fw owns
- * its current view; the API borrows it until the next api_follow.
+ * before it reaches it).
+ *
+ * A refresh applies what the copy's new log entries changed (issue 31):
+ * the store notes the keys of the rows each applied changeset touches
+ * (st_touched), and on a leaf-spine fabric each touched circuit and job is
+ * read again from the copy into the view (fs_apply, jm_follow_job, the
+ * job's request decoded again), so a refresh costs in proportion to the
+ * change, not to the state. Anything else (a snapshot loaded, drains,
+ * ring and rail tables, a fabric of another kind, out of memory) builds a
+ * whole new view instead, swaps it into the API and frees the old one.
+ * Either way the jobs whose state changed are published, and since reads
+ * run on the loop thread too, a read always sees one consistent copy.
+ * Ownership: the fw owns its current view; the API borrows it until the
+ * next api_follow.
  */
 #include "follower.h"
 
@@ -33,6 +43,7 @@
 #include "rails.h"
 #include "rings.h"
 #include "store_etcd.h"
+#include "store_repl.h"
 
 /* Log entries that arrive within this many ms are taken in one refresh. */
 #define FW_REFRESH_MS 20
@@ -50,6 +61,9 @@ struct fw {
 	struct fw_deps d;
 	struct fw_view v;
 	struct event *refresh;
+	bool incremental; /* a leaf-spine fabric: refreshes apply the change */
+	bool stale;	  /* a rebuild failed: the view missed changes, rebuild next */
+	unsigned long applied, rebuilt; /* refreshes of each kind (fw_counts) */
 };
 
 static void view_free(struct fw_view *v)
@@ -142,12 +156,105 @@ static void publish_changes(struct fw *fw, const struct jm *before, const struct
 	}
 }
 
+/* Sorts circuit keys (group, device, in) and drops repeats; the count left. */
+static size_t unique_keys(struct ocs_xc *k, size_t n)
+{
+	size_t w = 0;
+
+	qsort(k, n, sizeof(*k), ocs_xc_cmp_in);
+	for (size_t i = 0; i < n; i++)
+		if (!w || ocs_xc_cmp_in(&k[w - 1], &k[i]) != 0)
+			k[w++] = k[i];
+	return w;
+}
+
+/* The touched circuits read again: each key's circuit dropped, then the copy's added. */
+static int apply_circuits(struct fw *fw, struct ocs_xc *keys, size_t n)
+{
+	struct st_circuit *adds;
+	size_t k = 0;
+	int rc;
+
+	if (!n)
+		return 0;
+	adds = malloc(n * sizeof(*adds));
+	rc = adds ? 0 : -ENOMEM;
+	n = unique_keys(keys, n);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		rc = st_circuit_get(fw->d.store, &keys[i], &adds[k]);
+		if (rc == 0)
+			k++;
+		else if (rc == -ENOENT)
+			rc = 0;
+	}
+	if (rc == 0)
+		rc = fs_apply(fw->v.fs, keys, n, adds, k);
+	free(adds);
+	return rc;
+}
+
+/* Job id read again into the job table, its request decoded, a change published. */
+static int apply_job(struct fw *fw, const char *id)
+{
+	const struct jm_job *was = jm_find(fw->v.jm, id), *now;
+	enum jm_state state = was ? was->state : JM_PENDING;
+	char reason[sizeof(was->reason)] = "";
+	struct st_job row;
+	char *figures = NULL;
+	int rc = st_job_get(fw->d.store, id, &row);
+
+	if (was)
+		snprintf(reason, sizeof(reason), "%s", was->reason);
+	if (rc == -ENOENT)
+		return jm_follow_job(fw->v.jm, id, NULL, NULL);
+	if (rc)
+		return rc;
+	rc = st_figures_get(fw->d.store, id, &figures);
+	if (rc == 0 || rc == -ENOENT)
+		rc = jm_follow_job(fw->v.jm, id, &row, figures);
+	free(figures);
+	st_job_clear(&row);
+	if (rc == 0)
+		rc = api_restore_job(fw->d.api, id);
+	now = jm_find(fw->v.jm, id);
+	if (rc == 0 && now && (!was || state != now->state || strcmp(reason, now->reason) != 0))
+		api_job_events(fw->d.api).job_changed(api_job_events(fw->d.api).ctx, now);
+	return rc;
+}
+
+/*
+ * Brings the current view up to the copy by what changed (t). 0, or -errno
+ * (the view may then be half updated: the caller rebuilds it).
+ */
+static int view_apply(struct fw *fw, struct st_touched *t)
+{
+	int rc = apply_circuits(fw, t->circuits, t->n_circuits);
+
+	for (size_t i = 0; rc == 0 && i < t->n_jobs; i++)
+		rc = apply_job(fw, t->jobs[i]);
+	return rc;
+}
+
 void fw_refresh(struct fw *fw)
 {
 	struct fw_view v, old;
+	struct st_touched t;
+	bool applied;
 
-	if (view_build(fw, &v) != 0)
-		return; /* the API keeps the previous view; the next change tries again */
+	st_touched_take(fw->d.store, &t);
+	applied = fw->incremental && !fw->stale && !t.all && view_apply(fw, &t) == 0;
+	st_touched_clear(&t);
+	if (applied) {
+		fw->applied++;
+		return;
+	}
+	if (view_build(fw, &v) != 0) {
+		/* the API keeps the previous view; the next change tries again */
+		fw->stale = true;
+		return;
+	}
+	fw->stale = false;
+	fw->rebuilt++;
 	old = fw->v;
 	fw->v = v;
 	api_follow(fw->d.api, v.jm, v.fs, v.devs, v.rings, v.ra);
@@ -184,6 +291,9 @@ int fw_new(const struct fw_deps *deps, struct fw **out)
 	if (!fw)
 		return -ENOMEM;
 	fw->d = *deps;
+	fw->incremental = deps->cfg->kind == CFG_LEAF_SPINE_OCS;
+	if (fw->incremental)
+		st_touched_track(deps->store, true); /* from before the first view's reads */
 	fw->refresh = evtimer_new(loop_base(deps->loop), on_refresh, fw);
 	rc = fw->refresh ? view_build(fw, &fw->v) : -ENOMEM;
 	if (rc == 0) {
@@ -207,6 +317,7 @@ void fw_free(struct fw *fw)
 		return;
 	if (fw->d.se)
 		st_etcd_unfollow(fw->d.se);
+	st_touched_track(fw->d.store, false);
 	if (fw->refresh)
 		event_free(fw->refresh);
 	view_free(&fw->v);
@@ -221,4 +332,10 @@ struct jm *fw_jm(struct fw *fw)
 void fw_parts(const struct fw *fw, struct fw_parts *out)
 {
 	*out = (struct fw_parts){fw->v.fs, fw->v.rings, fw->v.rl, fw->v.devs};
+}
+
+void fw_counts(const struct fw *fw, unsigned long *applied, unsigned long *rebuilt)
+{
+	*applied = fw->applied;
+	*rebuilt = fw->rebuilt;
 }

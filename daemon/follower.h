@@ -2,11 +2,13 @@
  * follower.h - what a follower replica serves (docs/replicas.md): a
  * read-only view of the fabric built from the store copy, which follows
  * the leader's log through an etcd watch. The view (circuits, rings, rail
- * port map, device drains and the job table) is rebuilt from the copy
- * after each change the watch brings (coalesced, FW_REFRESH_MS), handed to
- * the API (api_follow), and every job whose state changed is published
- * as a JobEvent to Events.Watch. Nothing here writes to the store or
- * talks to a device.
+ * port map, device drains and the job table) is brought up to the copy
+ * after each change the watch brings (coalesced, FW_REFRESH_MS): on a
+ * leaf-spine fabric by reading again only the circuits and jobs the
+ * change touched, else (and after a snapshot, a drain, or a table of
+ * rings, faults or moves changed) rebuilt whole and handed to the API
+ * (api_follow). Every job whose state changed is published as a JobEvent
+ * to Events.Watch. Nothing here writes to the store or talks to a device.
  *
  * Threading: the loop thread only.
  */
@@ -57,5 +59,7 @@ struct fw_parts {
 	struct devices *devs;
 };
 void fw_parts(const struct fw *fw, struct fw_parts *out);
+/* Refreshes that applied the change, and that rebuilt the view, since fw_new. */
+void fw_counts(const struct fw *fw, unsigned long *applied, unsigned long *rebuilt);
 
 #endif

@@ -910,39 +910,40 @@ struct nb_limits api_limits(const struct ocsd_config *cfg)
 	return l;
 }
 
+int api_restore_job(struct api *api, const char *id)
+{
+	const struct jm_job *job = jm_find(api->jm, id);
+	Ocs__V1__JobSpec *pb = job ? ocs__v1__job_spec__unpack(NULL, job->raw_len, job->raw) : NULL;
+	struct jm_spec spec;
+	struct nb_error err;
+	int rc;
+
+	if (!pb)
+		return 0; /* jm_recover fails jobs without a demand */
+	rc = spec_from_pb(api, pb, &spec, &err);
+	if (rc == 0 && spec.ring) {
+		rc = jm_set_ring(api->jm, id, spec.ring);
+		free_spec(&spec);
+	} else if (rc == 0 && spec.rail) {
+		/* a rail job is its GPUs (the swaps' moves are applied by gpu_swaps.c) */
+		rc = jm_set_gpus(api->jm, id, spec.gpus, spec.n_gpus);
+		free_spec(&spec);
+	} else if (rc == 0) {
+		rc = jm_set_demand(api->jm, id, spec.planner, spec.allow_moving_other_jobs,
+				   spec.demand, spec.n_demand, spec.workload);
+		if (rc == 0)
+			rc = jm_set_gpus(api->jm, id, spec.gpus, spec.n_gpus);
+		free_spec(&spec);
+	}
+	ocs__v1__job_spec__free_unpacked(pb, NULL);
+	return rc == -ENOMEM ? rc : 0;
+}
+
 int api_restore_jobs(struct api *api)
 {
 	int rc = dev_restore_drained(api->d.devs);
 
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < jm_count(api->jm); i++) {
-		const struct jm_job *job = jm_at(api->jm, i);
-		Ocs__V1__JobSpec *pb = ocs__v1__job_spec__unpack(NULL, job->raw_len, job->raw);
-		struct jm_spec spec;
-		struct nb_error err;
-
-		if (!pb)
-			continue; /* jm_recover fails jobs without a demand */
-		rc = spec_from_pb(api, pb, &spec, &err);
-		if (rc == 0 && spec.ring) {
-			rc = jm_set_ring(api->jm, job->id, spec.ring);
-			free_spec(&spec);
-		} else if (rc == 0 && spec.rail) {
-			/* a rail job is its GPUs (the swaps' moves are applied by gpu_swaps.c) */
-			rc = jm_set_gpus(api->jm, job->id, spec.gpus, spec.n_gpus);
-			free_spec(&spec);
-		} else if (rc == 0) {
-			rc = jm_set_demand(api->jm, job->id, spec.planner,
-					   spec.allow_moving_other_jobs, spec.demand, spec.n_demand,
-					   spec.workload);
-			if (rc == 0)
-				rc = jm_set_gpus(api->jm, job->id, spec.gpus, spec.n_gpus);
-			free_spec(&spec);
-		}
-		ocs__v1__job_spec__free_unpacked(pb, NULL);
-		if (rc == -ENOMEM)
-			return rc;
-	}
-	return 0;
+	for (size_t i = 0; rc == 0 && i < jm_count(api->jm); i++)
+		rc = api_restore_job(api, jm_at(api->jm, i)->id);
+	return rc;
 }

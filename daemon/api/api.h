@@ -75,6 +75,8 @@ struct rep_events api_repair_events(struct api *api);
 void *api_adopted_request(const char *id, size_t *len);
 /* Restores drained devices (dev_restore_drained) and decodes the stored request of every job. */
 int api_restore_jobs(struct api *api);
+/* Decodes the stored request of job id (a follower's job that changed). 0 or -ENOMEM. */
+int api_restore_job(struct api *api, const char *id);
 /*
  * The follower phase's state, refreshed from the store copy (follower.h):
  * the API serves from these from now on (jm as api_attach; the server

@@ -297,6 +297,17 @@ void jm_free(struct jm *jm);
  */
 int jm_recover(struct jm *jm);
 
+/*
+ * A follower's view (follower.c): job id as the store copy holds it now,
+ * row (NULL: no longer stored) and its plan figures' text (NULL: none).
+ * The job is replaced in place, put at its place in creation order (new,
+ * or deleted and stored again), or dropped; the API layer then gives it
+ * its request back, as after jm_new. Only for a follower's job manager,
+ * which plans and programs nothing, so nothing waits on a job. 0, or
+ * -ENOMEM (the job may then be missing: the follower rebuilds its view).
+ */
+int jm_follow_job(struct jm *jm, const char *id, const struct st_job *row, const char *figures);
+
 /* False once a store write failed (see jm_events.store_failed); why in reason. */
 bool jm_serving(const struct jm *jm, const char **reason);
 

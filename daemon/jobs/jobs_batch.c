@@ -68,14 +68,13 @@ struct job_rt *jb_store_new(struct jm *jm)
 	 */
 	rows = malloc(n * sizeof(*rows));
 	for (j = head; rows && j; j = j->next_new, k++)
-		rows[k] = (struct st_job){j->pub.id,
-					  j->pub.key[0] ? j->pub.key : NULL,
-					  jm->stopping ? "PENDING" : "PLANNING",
-					  NULL,
-					  j->pub.raw,
-					  j->pub.raw_len,
-					  j->pub.created_ms,
-					  j->pub.updated_ms};
+		rows[k] = (struct st_job){.id = j->pub.id,
+					  .idempotency_key = j->pub.key[0] ? j->pub.key : NULL,
+					  .state = jm->stopping ? "PENDING" : "PLANNING",
+					  .request = j->pub.raw,
+					  .request_len = j->pub.raw_len,
+					  .created_ms = j->pub.created_ms,
+					  .updated_ms = j->pub.updated_ms};
 	rc = rows ? st_job_put_many(jm->d.store, rows, n) : -ENOMEM;
 	free(rows);
 	if (rc)

@@ -20,8 +20,12 @@ int jm_adopt_store(struct st_store *store, struct fs_state *fs, const struct jm_
 		   bool *row_stored)
 {
 	/* st_job_put only reads the row */
-	struct st_job row = {(char *)a->id,  NULL,	 "PROGRAMMING", NULL,
-			     (void *)a->raw, a->raw_len, a->now_ms,	a->now_ms};
+	struct st_job row = {.id = (char *)a->id,
+			     .state = "PROGRAMMING",
+			     .request = (void *)a->raw,
+			     .request_len = a->raw_len,
+			     .created_ms = a->now_ms,
+			     .updated_ms = a->now_ms};
 	struct jm_figures fig = {0};
 	char *text;
 	int64_t txn_id = 0;

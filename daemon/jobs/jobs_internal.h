@@ -58,6 +58,7 @@ struct job_rt {
 	unsigned long plan_seq; /* of the plan under way: older results are dropped */
 	bool search_unreported; /* the DELTA search ran before the job existed */
 	size_t live_at;		/* index in jm.live while the job holds leaves */
+	int64_t seq;		/* creation order in the store (a follower's view keeps it) */
 	struct job_rt *next_queued;
 	bool queued;
 	/* The accepted plan, between plan_done and its transaction. */
@@ -231,6 +232,13 @@ int jm_table_add(struct jm *jm, struct job_rt *j);
 /* Keeps `live` in step with j's state (never allocates: invariant 6): a
  * job is live in the states of jl_holds_leaves, and while pub.holding. */
 void jm_track_live(struct jm *jm, struct job_rt *j, bool was_live);
+/* Takes j out of the table, the indexes and the live list, and frees it (nobody waits on it). */
+void jm_table_drop(struct jm *jm, struct job_rt *j);
+/* Puts j (same id) where old is, indexes and live list too, and frees old. 0 or -ENOMEM
+ * (unchanged). */
+int jm_table_replace(struct jm *jm, struct job_rt *old, struct job_rt *j);
+/* As jm_table_add, at j's place by seq (the table sorted by seq). 0 or -ENOMEM. */
+int jm_table_insert(struct jm *jm, struct job_rt *j);
 /* Every job's leaf-spine links read again from the store. 0 or -errno. */
 int jm_reload_links(struct jm *jm);
 /* Sets pub.holding (not stored: the circuit table says it at a restart). */

@@ -23,11 +23,11 @@
 
 /* The demand of a stored job is re-read from its request by the API layer
  * (jm_set_demand); here only what the job manager needs is kept. */
-static int load_job(void *arg, const struct st_job *row)
+static int job_from_row(struct jm *jm, const struct st_job *row, struct job_rt **out)
 {
-	struct jm *jm = arg;
 	struct job_rt *j = calloc(1, sizeof(*j));
 
+	*out = NULL;
 	if (!j)
 		return -ENOMEM;
 	snprintf(j->pub.id, sizeof(j->pub.id), "%s", row->id);
@@ -43,6 +43,7 @@ static int load_job(void *arg, const struct st_job *row)
 	}
 	j->pub.created_ms = row->created_ms;
 	j->pub.updated_ms = row->updated_ms;
+	j->seq = row->seq;
 	j->kind = jm->d.gpus_check ? &jm_kind_rail : &jm_kind_leaf;
 	if (row->request_len) {
 		j->pub.raw = malloc(row->request_len);
@@ -53,6 +54,18 @@ static int load_job(void *arg, const struct st_job *row)
 		memcpy(j->pub.raw, row->request, row->request_len);
 		j->pub.raw_len = row->request_len;
 	}
+	*out = j;
+	return 0;
+}
+
+static int load_job(void *arg, const struct st_job *row)
+{
+	struct jm *jm = arg;
+	struct job_rt *j;
+	int rc = job_from_row(jm, row, &j);
+
+	if (rc)
+		return rc;
 	if (jm_table_add(jm, j) != 0) {
 		jm_job_free(j);
 		return -ENOMEM;
@@ -61,27 +74,57 @@ static int load_job(void *arg, const struct st_job *row)
 	return 0;
 }
 
-/* The stored figures of a job's plan (a text that does not decode is skipped). */
-static int load_figures(void *arg, const char *job_id, const char *text)
+/* j's plan figures from their stored text (a text that does not decode is skipped). */
+static int set_figures(struct job_rt *j, const char *text)
 {
-	struct jm *jm = arg;
-	struct job_rt *j = jm_job_find(jm, job_id);
 	struct jm_figures fig;
-	int rc;
+	int rc = jm_figures_decode(text, &fig);
 
-	if (!j)
-		return 0;
-	rc = jm_figures_decode(text, &fig);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc) {
 		log_msg(LOG_WARNING, "job %s: its stored plan figures do not decode; not shown",
-			job_id);
+			j->pub.id);
 		return 0;
 	}
 	jm_figures_clear(&j->pub.figures);
 	j->pub.figures = fig;
 	return 0;
+}
+
+static int load_figures(void *arg, const char *job_id, const char *text)
+{
+	struct job_rt *j = jm_job_find(arg, job_id);
+
+	return j ? set_figures(j, text) : 0;
+}
+
+int jm_follow_job(struct jm *jm, const char *id, const struct st_job *row, const char *figures)
+{
+	struct job_rt *old = jm_job_find(jm, id), *j = NULL;
+	int rc;
+
+	if (!row) {
+		if (old)
+			jm_table_drop(jm, old);
+		return 0;
+	}
+	rc = job_from_row(jm, row, &j);
+	if (rc == 0 && figures)
+		rc = set_figures(j, figures);
+	if (rc == 0 && old && old->seq == j->seq) {
+		rc = jm_table_replace(jm, old, j);
+	} else if (rc == 0) {
+		/* new, or deleted and stored again: its place is the store's order */
+		if (old)
+			jm_table_drop(jm, old);
+		rc = jm_table_insert(jm, j);
+		if (rc == 0)
+			jm_track_live(jm, j, false);
+	}
+	if (rc)
+		jm_job_free(j);
+	return rc;
 }
 
 int jm_new(const struct jm_deps *deps, struct jm **out, char *err, size_t err_len)

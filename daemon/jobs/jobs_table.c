@@ -164,7 +164,6 @@ void jm_track_live(struct jm *jm, struct job_rt *j, bool was_live)
 int jm_forget(struct jm *jm, const char *id)
 {
 	struct job_rt *j = jm_job_find(jm, id);
-	size_t i;
 
 	if (!j)
 		return -ENOENT;
@@ -196,15 +195,81 @@ int jm_forget(struct jm *jm, const char *id)
 		if (jm->plan_tail == j)
 			jm->plan_tail = prev;
 	}
+	jm_table_drop(jm, j);
+	return 0;
+}
+
+/* Off the live list, if it is on it (its state says so: jm_track_live). */
+static void untrack_live(struct jm *jm, struct job_rt *j)
+{
+	struct job_rt *last;
+
+	if (!job_is_live(j))
+		return;
+	last = jm->live[--jm->n_live];
+	jm->live[j->live_at] = last;
+	last->live_at = j->live_at;
+}
+
+void jm_table_drop(struct jm *jm, struct job_rt *j)
+{
+	size_t i;
+
 	for (i = 0; i < jm->n_jobs && jm->jobs[i] != j; i++)
 		;
 	memmove(&jm->jobs[i], &jm->jobs[i + 1], (jm->n_jobs - i - 1) * sizeof(*jm->jobs));
 	jm->n_jobs--;
 	jm->n_state[j->pub.state]--;
+	untrack_live(jm, j);
 	strmap_del(&jm->by_id, j->pub.id);
 	if (j->pub.key[0] && strmap_get(&jm->by_key, j->pub.key) == j)
 		strmap_del(&jm->by_key, j->pub.key);
 	jm_job_free(j);
+}
+
+int jm_table_insert(struct jm *jm, struct job_rt *j)
+{
+	size_t lo = 0, hi, at;
+	int rc = jm_table_add(jm, j); /* at the end, room made */
+
+	if (rc)
+		return rc;
+	hi = jm->n_jobs - 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (jm->jobs[mid]->seq < j->seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	at = lo;
+	memmove(&jm->jobs[at + 1], &jm->jobs[at], (jm->n_jobs - 1 - at) * sizeof(*jm->jobs));
+	jm->jobs[at] = j;
+	return 0;
+}
+
+int jm_table_replace(struct jm *jm, struct job_rt *old, struct job_rt *j)
+{
+	size_t i;
+
+	if (strmap_put(&jm->by_id, j->pub.id, j) != 0)
+		return -ENOMEM;
+	if (j->pub.key[0] && strmap_put(&jm->by_key, j->pub.key, j) != 0) {
+		(void)strmap_put(&jm->by_id, old->pub.id, old); /* present: cannot fail */
+		return -ENOMEM;
+	}
+	if (old->pub.key[0] && strcmp(old->pub.key, j->pub.key) != 0 &&
+	    strmap_get(&jm->by_key, old->pub.key) == old)
+		strmap_del(&jm->by_key, old->pub.key);
+	for (i = 0; i < jm->n_jobs && jm->jobs[i] != old; i++)
+		;
+	jm->jobs[i] = j;
+	jm->n_state[old->pub.state]--;
+	jm->n_state[j->pub.state]++;
+	untrack_live(jm, old);
+	jm_track_live(jm, j, false);
+	jm_job_free(old);
 	return 0;
 }
 

@@ -588,6 +588,7 @@ void st_close(struct st_store *st)
 		return;
 	if (st->repl)
 		st->repl->destroy(st->repl_ctx);
+	st_touched_track(st, false);
 	sqlite3_close(st->db);
 	free(st);
 }
@@ -638,6 +639,7 @@ int st_apply_changeset(struct st_store *st, const void *changeset, size_t len)
 
 	if (len > INT32_MAX)
 		return -E2BIG;
+	st_touched_note(st, changeset, len);
 	st->commit_allowed = true;
 	rc = sqlite3changeset_apply(st->db, (int)len, (void *)changeset, NULL, changeset_conflict,
 				    NULL);
@@ -670,6 +672,7 @@ int st_image_load(struct st_store *st, const void *image, size_t len, char *err,
 	int version = 0;
 	int rc;
 
+	st_touched_all(st); /* whatever the outcome: every row may differ */
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, image, len);

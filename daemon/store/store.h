@@ -135,6 +135,7 @@ struct st_job {
 	size_t request_len;
 	int64_t created_ms;
 	int64_t updated_ms;
+	int64_t seq; /* the job's place in creation order (read only: writes ignore it) */
 };
 
 /* Frees the strings and blob of a job filled by st_job_get()/st_job_list(). */
@@ -334,6 +335,8 @@ int st_intent_settle(struct st_store *st, int64_t txn_id, enum st_intent_state o
  */
 int st_circuit_list(struct st_store *st, const char *job_id,
 		    int (*fn)(void *ctx, const struct st_circuit *c), void *ctx);
+/* The circuit on key's (group, device, in): 0, or -ENOENT when that input holds none. */
+int st_circuit_get(struct st_store *st, const struct ocs_xc *key, struct st_circuit *out);
 
 /* Every job's leaf-spine links, by job id. fn as for st_job_list. */
 int st_link_list(struct st_store *st, int (*fn)(void *ctx, const struct st_link *l), void *ctx);
@@ -433,6 +436,8 @@ int st_figures_put(struct st_store *st, const char *job_id, const char *figures)
 /* n jobs' figures, each with its job's new state (states[i].id is ids[i]), in one write. */
 int st_figures_put_states(struct st_store *st, const char *const *figures,
 			  const struct st_job_state *states, size_t n);
+/* A job's plan figures (malloc'd, caller frees): 0, or -ENOENT when it has none. */
+int st_figures_get(struct st_store *st, const char *job_id, char **figures);
 int st_figures_list(struct st_store *st,
 		    int (*fn)(void *ctx, const char *job_id, const char *figures), void *ctx);
 

@@ -468,6 +468,35 @@ int st_circuit_list(struct st_store *st, const char *job_id,
 	return st_sql_rc(rc);
 }
 
+int st_circuit_get(struct st_store *st, const struct ocs_xc *key, struct st_circuit *out)
+{
+	sqlite3_stmt *s;
+	int rc = st_prepare(st,
+			    "SELECT out_port, job_id FROM circuits"
+			    " WHERE grp = ?1 AND device = ?2 AND in_port = ?3",
+			    &s);
+
+	if (rc)
+		return rc;
+	if (sqlite3_bind_int(s, 1, key->group) || sqlite3_bind_int(s, 2, key->device) ||
+	    sqlite3_bind_int(s, 3, key->in)) {
+		rc = st_bind_error(st);
+		sqlite3_finalize(s);
+		return rc;
+	}
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*out = (struct st_circuit){
+			{key->group, key->device, key->in, sqlite3_column_int(s, 0)}, ""};
+		snprintf(out->job_id, sizeof(out->job_id), "%s", sqlite3_column_text(s, 1));
+		rc = 0;
+	} else {
+		rc = rc == SQLITE_DONE ? -ENOENT : st_sql_rc(rc);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
 int st_link_list(struct st_store *st, int (*fn)(void *ctx, const struct st_link *l), void *ctx)
 {
 	sqlite3_stmt *s;

@@ -17,9 +17,10 @@
  *   store_rail.c     rail-OCS swaps, the jobs' moved GPUs
  *   store_faults.c   faulty nodes (ring domains) and faulty GPUs (rail-OCS)
  *   store_prune.c    retention (st_prune)
+ *   store_touched.c  what applied changesets change, row by row
  *
  *   store_rail.c --> store_intents.c --> store_rings.c --> store_faults.c
- *   --> store.c; store_jobs.c, store_prune.c --> store.c
+ *   --> store.c; store_jobs.c, store_prune.c --> store.c --> store_touched.c
  */
 #ifndef OCSD_STORE_INTERNAL_H
 #define OCSD_STORE_INTERNAL_H
@@ -47,10 +48,18 @@ struct st_store {
 	void (*on_commit)(void *ctx, double seconds);
 	void *on_commit_ctx;
 	struct timespec write_began; /* CLOCK_MONOTONIC at st_write_begin() */
+	struct st_touched *touched;  /* what applied changesets changed; NULL: not noted */
 };
 
 /* The lifecycle states of a job that is over (store.h, st_prune). */
 #define ST_FINISHED_JOB "state IN ('RELEASED', 'FAILED')"
+
+/* ---- store_touched.c: what applied changesets changed (store_repl.h) ---- */
+
+/* Notes the rows changeset changes (before st_apply_changeset applies it). */
+void st_touched_note(struct st_store *st, const void *changeset, size_t len);
+/* Every row may have changed (an image loaded): the next take says `all`. */
+void st_touched_all(struct st_store *st);
 
 /* ---- store.c: SQL helpers ---- */
 

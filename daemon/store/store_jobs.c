@@ -108,7 +108,7 @@ int st_job_set_states(struct st_store *st, const struct st_job_state *rows, size
 	return st_write_end(st, st_write_job_states(st, rows, n));
 }
 
-#define JOB_COLUMNS "id, idempotency_key, state, reason, request, created_ms, updated_ms"
+#define JOB_COLUMNS "id, idempotency_key, state, reason, request, created_ms, updated_ms, seq"
 
 static int read_job(sqlite3_stmt *s, struct st_job *job)
 {
@@ -122,6 +122,7 @@ static int read_job(sqlite3_stmt *s, struct st_job *job)
 	job->reason = column_dup(s, 3);
 	job->created_ms = sqlite3_column_int64(s, 5);
 	job->updated_ms = sqlite3_column_int64(s, 6);
+	job->seq = sqlite3_column_int64(s, 7);
 	if (blob && n > 0) {
 		job->request = malloc((size_t)n);
 		if (job->request) {
@@ -303,6 +304,30 @@ int st_figures_list(struct st_store *st,
 	}
 	sqlite3_finalize(s);
 	return st_sql_rc(rc);
+}
+
+int st_figures_get(struct st_store *st, const char *job_id, char **figures)
+{
+	sqlite3_stmt *s;
+	int rc = st_prepare(st, "SELECT figures FROM job_figures WHERE job_id = ?1", &s);
+
+	*figures = NULL;
+	if (rc)
+		return rc;
+	if (st_bind_text(s, 1, job_id)) {
+		rc = st_bind_error(st);
+		sqlite3_finalize(s);
+		return rc;
+	}
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*figures = column_dup(s, 0);
+		rc = *figures ? 0 : -ENOMEM;
+	} else {
+		rc = rc == SQLITE_DONE ? -ENOENT : st_sql_rc(rc);
+	}
+	sqlite3_finalize(s);
+	return rc;
 }
 
 int st_is_empty(struct st_store *st, bool *empty)

@@ -55,6 +55,25 @@ void st_set_repl(struct st_store *st, const struct st_repl_hooks *hooks, void *c
  * expects: the copies differ); then nothing was applied.
  */
 int st_apply_changeset(struct st_store *st, const void *changeset, size_t len);
+/*
+ * What the changesets applied since the last st_touched_take() changed, row
+ * by row (store_touched.c): for a follower that updates its view by the
+ * change (follower.c). Noted only once st_touched_track(st, true) was
+ * called; keys may repeat.
+ */
+struct st_touched {
+	bool all;    /* rebuild: a table the view holds whole changed, an image
+			was loaded, or a note could not be kept */
+	char **jobs; /* ids of jobs whose jobs or job_figures row changed */
+	size_t n_jobs;
+	struct ocs_xc *circuits; /* (group, device, in) of circuit rows that changed; out 0 */
+	size_t n_circuits;
+};
+/* Starts (on) or stops noting changes. Out of memory: the first take says `all`. */
+void st_touched_track(struct st_store *st, bool on);
+/* Moves what was noted into *out (caller clears it) and starts afresh. */
+void st_touched_take(struct st_store *st, struct st_touched *out);
+void st_touched_clear(struct st_touched *t);
 /* The whole database as bytes (caller frees with st_image_free()). */
 int st_image_save(struct st_store *st, void **image, size_t *len);
 void st_image_free(void *image);

@@ -567,7 +567,7 @@ static void test_upgrade_3_to_4(void **state)
 {
 	struct fixture *f = *state;
 	struct st_store *st = open_store(f->path);
-	struct st_job job = {"old", NULL, "ACTIVE", NULL, NULL, 0, 1, 1}, got;
+	struct st_job job = {"old", NULL, "ACTIVE", NULL, NULL, 0, 1, 1, 0}, got;
 	int nodes[] = {1, 2};
 	struct rg_ring r = {"", 0, nodes, 2, RG_PLACED, -1, "", 1};
 	struct ring_rows rows;

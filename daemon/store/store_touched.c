@@ -1,0 +1,144 @@
+/*
+ * store_touched.c - what the changesets a copy applies change, row by row
+ * (store_repl.h, struct st_touched): for a follower that updates its view
+ * by the change instead of rebuilding it (follower.c). Each applied
+ * changeset is walked once (sqlite3changeset_start) and the keys of the
+ * rows the view holds are noted: job ids (jobs, job_figures), circuit keys
+ * (circuits). Tables the view does not hold are skipped; any other table
+ * (drains, rings, faults, moves: small, and rarely written), an image
+ * loaded or a note that cannot be kept (out of memory) asks for a rebuild
+ * (`all`).
+ *
+ * Threading: as store.h (the store's thread only).
+ */
+#include "store_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_repl.h"
+
+/* Tables a follower's view does not hold: changes there need no note. */
+static const char *const unheld[] = {"intents",	  "intent_xcs",	      "intent_links",
+				     "job_links", "intent_decisions", "intent_jobs"};
+
+void st_touched_track(struct st_store *st, bool on)
+{
+	if (!on) {
+		st_touched_clear(st->touched);
+		free(st->touched);
+		st->touched = NULL;
+	} else if (!st->touched) {
+		st->touched = calloc(1, sizeof(*st->touched));
+	}
+}
+
+void st_touched_take(struct st_store *st, struct st_touched *out)
+{
+	if (!st->touched) {
+		*out = (struct st_touched){.all = true};
+		return;
+	}
+	*out = *st->touched;
+	memset(st->touched, 0, sizeof(*st->touched));
+}
+
+void st_touched_clear(struct st_touched *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n_jobs; i++)
+		free(t->jobs[i]);
+	free(t->jobs);
+	free(t->circuits);
+	memset(t, 0, sizeof(*t));
+}
+
+void st_touched_all(struct st_store *st)
+{
+	if (st->touched)
+		st->touched->all = true;
+}
+
+/* Notes job id v (a text value); false when out of memory. */
+static bool note_job(struct st_touched *t, sqlite3_value *v)
+{
+	const unsigned char *id = v ? sqlite3_value_text(v) : NULL;
+	char **grown, *copy;
+
+	if (!id)
+		return false;
+	copy = strdup((const char *)id);
+	grown = copy ? realloc(t->jobs, (t->n_jobs + 1) * sizeof(*grown)) : NULL;
+	if (!grown) {
+		free(copy);
+		return false;
+	}
+	t->jobs = grown;
+	t->jobs[t->n_jobs++] = copy;
+	return true;
+}
+
+/* Notes a circuit's key from the row's first three columns; false when out of memory. */
+static bool note_circuit(struct st_touched *t, sqlite3_value *key[3])
+{
+	struct ocs_xc *grown;
+
+	if (!key[0] || !key[1] || !key[2])
+		return false;
+	grown = realloc(t->circuits, (t->n_circuits + 1) * sizeof(*grown));
+	if (!grown)
+		return false;
+	t->circuits = grown;
+	t->circuits[t->n_circuits++] = (struct ocs_xc){
+		sqlite3_value_int(key[0]), sqlite3_value_int(key[1]), sqlite3_value_int(key[2]), 0};
+	return true;
+}
+
+/* The row's column col as the changeset has it: its new value for an insert, else the old. */
+static sqlite3_value *column(sqlite3_changeset_iter *it, int op, int col)
+{
+	sqlite3_value *v = NULL;
+
+	if (op == SQLITE_INSERT)
+		sqlite3changeset_new(it, col, &v);
+	else
+		sqlite3changeset_old(it, col, &v); /* primary keys are always there */
+	return v;
+}
+
+void st_touched_note(struct st_store *st, const void *changeset, size_t len)
+{
+	struct st_touched *t = st->touched;
+	sqlite3_changeset_iter *it = NULL;
+
+	if (!t || t->all)
+		return;
+	if (sqlite3changeset_start(&it, (int)len, (void *)changeset) != SQLITE_OK) {
+		t->all = true;
+		return;
+	}
+	while (!t->all && sqlite3changeset_next(it) == SQLITE_ROW) {
+		const char *table;
+		int n_col, op, indirect;
+		bool skip = false;
+
+		sqlite3changeset_op(it, &table, &n_col, &op, &indirect);
+		for (size_t i = 0; i < sizeof(unheld) / sizeof(unheld[0]) && !skip; i++)
+			skip = strcmp(table, unheld[i]) == 0;
+		if (skip)
+			continue;
+		if (!strcmp(table, "jobs") || !strcmp(table, "job_figures")) {
+			t->all = !note_job(t, column(it, op, 0));
+		} else if (!strcmp(table, "circuits") && n_col >= 3) {
+			sqlite3_value *key[3] = {column(it, op, 0), column(it, op, 1),
+						 column(it, op, 2)};
+
+			t->all = !note_circuit(t, key);
+		} else {
+			t->all = true;
+		}
+	}
+	sqlite3changeset_finalize(it);
+}
