@@ -63,7 +63,8 @@ int st_apply_changeset(struct st_store *st, const void *changeset, size_t len);
  */
 struct st_touched {
 	bool all;    /* rebuild: a table the view holds whole changed, an image
-			was loaded, or a note could not be kept */
+			was loaded, more rows changed than reading each again is
+			worth, or a note could not be kept */
 	char **jobs; /* ids of jobs whose jobs or job_figures row changed */
 	size_t n_jobs;
 	struct ocs_xc *circuits; /* (group, device, in) of circuit rows that changed; out 0 */

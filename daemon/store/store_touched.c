@@ -6,8 +6,8 @@
  * rows the view holds are noted: job ids (jobs, job_figures), circuit keys
  * (circuits). Tables the view does not hold are skipped; any other table
  * (drains, rings, faults, moves: small, and rarely written), an image
- * loaded or a note that cannot be kept (out of memory) asks for a rebuild
- * (`all`).
+ * loaded, more than ST_TOUCHED_MAX rows, or a note that cannot be kept
+ * (out of memory) asks for a rebuild (`all`).
  *
  * Threading: as store.h (the store's thread only).
  */
@@ -18,6 +18,13 @@
 #include <string.h>
 
 #include "store_repl.h"
+
+/*
+ * A change of more rows than this is not noted row by row: reading each
+ * again (a query per row) would cost more than rebuilding the view, and
+ * the notes stay bounded whatever a log entry's size (131,072 circuits).
+ */
+#define ST_TOUCHED_MAX 2048
 
 /* Tables a follower's view does not hold: changes there need no note. */
 static const char *const unheld[] = {"intents",	  "intent_xcs",	      "intent_links",
@@ -55,27 +62,46 @@ void st_touched_clear(struct st_touched *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* Drops the row notes: the view is rebuilt. */
+static void note_all(struct st_touched *t)
+{
+	st_touched_clear(t);
+	t->all = true;
+}
+
 void st_touched_all(struct st_store *st)
 {
 	if (st->touched)
-		st->touched->all = true;
+		note_all(st->touched);
+}
+
+/*
+ * Room for entry n of size `size` in *arr, whose capacity is 8 and then
+ * doubles each time n reaches it; false when out of memory.
+ */
+static bool grow(void **arr, size_t n, size_t size)
+{
+	void *bigger;
+
+	if (n != 0 && (n < 8 || (n & (n - 1)) != 0))
+		return true; /* below the capacity */
+	bigger = realloc(*arr, (n ? 2 * n : 8) * size);
+	if (!bigger)
+		return false;
+	*arr = bigger;
+	return true;
 }
 
 /* Notes job id v (a text value); false when out of memory. */
 static bool note_job(struct st_touched *t, sqlite3_value *v)
 {
 	const unsigned char *id = v ? sqlite3_value_text(v) : NULL;
-	char **grown, *copy;
+	char *copy = id ? strdup((const char *)id) : NULL;
 
-	if (!id)
-		return false;
-	copy = strdup((const char *)id);
-	grown = copy ? realloc(t->jobs, (t->n_jobs + 1) * sizeof(*grown)) : NULL;
-	if (!grown) {
+	if (!copy || !grow((void **)&t->jobs, t->n_jobs, sizeof(*t->jobs))) {
 		free(copy);
 		return false;
 	}
-	t->jobs = grown;
 	t->jobs[t->n_jobs++] = copy;
 	return true;
 }
@@ -83,14 +109,9 @@ static bool note_job(struct st_touched *t, sqlite3_value *v)
 /* Notes a circuit's key from the row's first three columns; false when out of memory. */
 static bool note_circuit(struct st_touched *t, sqlite3_value *key[3])
 {
-	struct ocs_xc *grown;
-
-	if (!key[0] || !key[1] || !key[2])
+	if (!key[0] || !key[1] || !key[2] ||
+	    !grow((void **)&t->circuits, t->n_circuits, sizeof(*t->circuits)))
 		return false;
-	grown = realloc(t->circuits, (t->n_circuits + 1) * sizeof(*grown));
-	if (!grown)
-		return false;
-	t->circuits = grown;
 	t->circuits[t->n_circuits++] = (struct ocs_xc){
 		sqlite3_value_int(key[0]), sqlite3_value_int(key[1]), sqlite3_value_int(key[2]), 0};
 	return true;
@@ -116,7 +137,7 @@ void st_touched_note(struct st_store *st, const void *changeset, size_t len)
 	if (!t || t->all)
 		return;
 	if (sqlite3changeset_start(&it, (int)len, (void *)changeset) != SQLITE_OK) {
-		t->all = true;
+		note_all(t);
 		return;
 	}
 	while (!t->all && sqlite3changeset_next(it) == SQLITE_ROW) {
@@ -139,6 +160,8 @@ void st_touched_note(struct st_store *st, const void *changeset, size_t len)
 		} else {
 			t->all = true;
 		}
+		if (t->all || t->n_jobs + t->n_circuits > ST_TOUCHED_MAX)
+			note_all(t);
 	}
 	sqlite3changeset_finalize(it);
 }

@@ -8,7 +8,8 @@
  * what is never deleted), and writes that fail (another connection holding
  * the write lock, a failure injected half-way through a transaction)
  * leaving the store as it was; the faulty GPUs, swap intents and jobs'
- * moved GPUs of rail-OCS fabrics (schema 5). The schema's versions and
+ * moved GPUs of rail-OCS fabrics (schema 5); what applied changesets
+ * touch, as a follower's copy notes it (st_touched). The schema's versions and
  * query plans are tested in test_store_schema.c.
  */
 #include <errno.h>
@@ -26,6 +27,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "repl_loopback.h"
 #include "store.h"
 #include "store_repl.h"
 #include "test_store_fixture.h"
@@ -1115,6 +1117,85 @@ static void test_rail(void **state)
 	st_close(st);
 }
 
+/*
+ * st_touched (issue 31): a copy fed a leader's changesets notes the jobs
+ * and circuits they touch, skips intent tables, asks for a rebuild on a
+ * drain, an image loaded, and a change of thousands of rows; nothing is
+ * noted before tracking starts or after it stops.
+ */
+static void test_touched(void **state)
+{
+	struct st_store *leader, *copy;
+	struct st_touched t;
+	struct st_job a = {.id = "ta", .state = "PENDING", .created_ms = 1, .updated_ms = 1};
+	struct st_circuit add[3000];
+	char err[128];
+	int64_t txn;
+	void *image;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(st_open_memory(&leader, err, sizeof(err)), 0);
+	assert_int_equal(st_open_memory(&copy, err, sizeof(err)), 0);
+	repl_loopback(leader, copy);
+	assert_int_equal(st_job_put(leader, &a), 0); /* not tracked yet */
+	st_touched_track(copy, true);
+	st_touched_take(copy, &t);
+	assert_false(t.all);
+	assert_int_equal(t.n_jobs + t.n_circuits, 0);
+	/* a job's state and figures; a transaction of two circuits */
+	assert_int_equal(st_job_set_state(leader, "ta", "ACTIVE", NULL, 2), 0);
+	assert_int_equal(st_figures_put(leader, "ta", "x"), 0);
+	for (int i = 0; i < 2; i++)
+		add[i] = (struct st_circuit){{1, 2, i, i + 4}, "ta"};
+	assert_int_equal(st_intent_begin(leader, "ta", NULL, 0, add, 2, NULL, 0, 3, &txn), 0);
+	assert_int_equal(st_intent_finish(leader, txn, ST_INTENT_CONFIRMED, "", 4), 0);
+	st_touched_take(copy, &t);
+	assert_false(t.all);
+	assert_int_equal(t.n_jobs, 2);
+	assert_string_equal(t.jobs[0], "ta");
+	assert_string_equal(t.jobs[1], "ta");
+	assert_int_equal(t.n_circuits, 2);
+	assert_true(t.circuits[0].group == 1 && t.circuits[0].device == 2);
+	assert_true(t.circuits[0].in + t.circuits[1].in == 1);
+	st_touched_clear(&t);
+	/* an intent that stays open touches nothing the view holds */
+	assert_int_equal(st_intent_begin(leader, "ta", NULL, 0, add, 1, NULL, 0, 5, &txn), 0);
+	st_touched_take(copy, &t);
+	assert_false(t.all);
+	assert_int_equal(t.n_jobs + t.n_circuits, 0);
+	assert_int_equal(st_intent_finish(leader, txn, ST_INTENT_ROLLED_BACK, "", 6), 0);
+	st_touched_take(copy, &t);
+	assert_int_equal(t.n_jobs + t.n_circuits, 0);
+	/* a drain: rebuild */
+	assert_int_equal(st_drain_set(leader, "dev", true), 0);
+	st_touched_take(copy, &t);
+	assert_true(t.all);
+	assert_int_equal(t.n_jobs + t.n_circuits, 0);
+	/* thousands of circuits in one change: rebuild, no row notes kept */
+	for (int i = 0; i < 3000; i++)
+		add[i] = (struct st_circuit){{2, i / 64, i % 64, (i + 1) % 64}, "ta"};
+	assert_int_equal(st_intent_begin(leader, "ta", NULL, 0, add, 3000, NULL, 0, 7, &txn), 0);
+	assert_int_equal(st_intent_finish(leader, txn, ST_INTENT_CONFIRMED, "", 8), 0);
+	st_touched_take(copy, &t);
+	assert_true(t.all);
+	assert_int_equal(t.n_jobs + t.n_circuits, 0);
+	/* an image loaded: rebuild */
+	assert_int_equal(st_image_save(leader, &image, &len), 0);
+	assert_int_equal(st_image_load(copy, image, len, err, sizeof(err)), 0);
+	st_image_free(image);
+	st_touched_take(copy, &t);
+	assert_true(t.all);
+	/* stopped: nothing noted, a take says rebuild */
+	st_touched_track(copy, false);
+	assert_int_equal(st_job_set_state(leader, "ta", "RELEASED", NULL, 9), 0);
+	st_touched_take(copy, &t);
+	assert_true(t.all);
+	assert_int_equal(t.n_jobs + t.n_circuits, 0);
+	st_close(leader);
+	st_close(copy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1136,6 +1217,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_refused_while_locked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_fails_midway, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rail, setup, teardown),
+		cmocka_unit_test(test_touched),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
