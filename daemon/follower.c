@@ -142,17 +142,23 @@ static int view_build(const struct fw *fw, struct fw_view *v)
 	return rc;
 }
 
-/* Publishes every job of now whose state differs from the one in before. */
-static void publish_changes(struct fw *fw, const struct jm *before, const struct jm *now)
+/* Publishes job as changed (a JobEvent to Events.Watch). */
+static void fw_publish(struct fw *fw, const struct jm_job *job)
 {
 	struct jm_events ev = api_job_events(fw->d.api);
 
+	ev.job_changed(ev.ctx, job);
+}
+
+/* Publishes every job of now whose state differs from the one in before. */
+static void publish_changes(struct fw *fw, const struct jm *before, const struct jm *now)
+{
 	for (size_t i = 0; i < jm_count(now); i++) {
 		const struct jm_job *job = jm_at(now, i);
 		const struct jm_job *old = before ? jm_find(before, job->id) : NULL;
 
 		if (!old || old->state != job->state || strcmp(old->reason, job->reason) != 0)
-			ev.job_changed(ev.ctx, job);
+			fw_publish(fw, job);
 	}
 }
 
@@ -218,7 +224,7 @@ static int apply_job(struct fw *fw, const char *id)
 		rc = api_restore_job(fw->d.api, id);
 	now = jm_find(fw->v.jm, id);
 	if (rc == 0 && now && (!was || state != now->state || strcmp(reason, now->reason) != 0))
-		api_job_events(fw->d.api).job_changed(api_job_events(fw->d.api).ctx, now);
+		fw_publish(fw, now);
 	return rc;
 }
 
@@ -226,12 +232,22 @@ static int apply_job(struct fw *fw, const char *id)
  * Brings the current view up to the copy by what changed (t). 0, or -errno
  * (the view may then be half updated: the caller rebuilds it).
  */
+static int cmp_id(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static int view_apply(struct fw *fw, struct st_touched *t)
 {
 	int rc = apply_circuits(fw, t->circuits, t->n_circuits);
 
+	/* a job is noted once per row of it (jobs, job_figures) and per entry:
+	 * read each once */
+	if (t->n_jobs > 1)
+		qsort(t->jobs, t->n_jobs, sizeof(*t->jobs), cmp_id);
 	for (size_t i = 0; rc == 0 && i < t->n_jobs; i++)
-		rc = apply_job(fw, t->jobs[i]);
+		if (i == 0 || strcmp(t->jobs[i - 1], t->jobs[i]) != 0)
+			rc = apply_job(fw, t->jobs[i]);
 	return rc;
 }
 
