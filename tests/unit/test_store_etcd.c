@@ -420,6 +420,21 @@ static void test_every_operation(void **state)
 	event_base_free(base);
 }
 
+/* The seq of the snapshot etcd records under prefix (0: none). */
+static uint64_t snapshot_seq(struct st_etcd *se, const char *prefix)
+{
+	char key[160];
+	struct etcd_kvs r;
+	unsigned long long seq = 0;
+
+	snprintf(key, sizeof(key), "%ssnap", prefix);
+	assert_int_equal(etcd_range(st_etcd_client(se), key, strlen(key), NULL, 0, 0, 0, &r), 0);
+	if (r.n == 1)
+		assert_int_equal(sscanf((const char *)r.kvs[0].value, "%llu", &seq), 1);
+	etcd_kvs_clear(&r);
+	return seq;
+}
+
 static void test_snapshots(void **state)
 {
 	char prefix[96], path[128], key[160];
@@ -457,6 +472,25 @@ static void test_snapshots(void **state)
 	/* a new replica starts from the snapshot and the log after it */
 	c = open_etcd(prefix, 10, &c_se);
 	assert_int_equal(st_etcd_seq(c_se), st_etcd_seq(a_se));
+	assert_same(ref, c);
+	/* a writes on past its next snapshot (c keeps the one it loaded), then
+	 * c writes, as a follower's copy does at its first write after a
+	 * takeover: it learns of a's newer snapshot rather than writing the
+	 * whole image again, which held a takeover's first write for seconds */
+	uint64_t loaded = snapshot_seq(a_se, prefix), newer;
+	for (int i = 0;
+	     (newer = snapshot_seq(a_se, prefix)) == loaded || st_etcd_seq(a_se) - newer >= 9;
+	     i++) {
+		char id[32];
+
+		snprintf(id, sizeof(id), "more-%d", i);
+		BOTH(put_job(st_, id, NULL, "PENDING", 10 + i));
+	}
+	assert_int_equal(st_etcd_sync(c_se), 0);
+	assert_int_equal(put_job(c, "by-c", NULL, "PENDING", 99), 0);
+	assert_int_equal(put_job(ref, "by-c", NULL, "PENDING", 99), 0);
+	assert_int_equal(snapshot_seq(a_se, prefix), newer);
+	assert_true(newer > loaded);
 	assert_same(ref, c);
 	st_close(c);
 	st_close(dut);
