@@ -344,6 +344,7 @@ void od_phase_teardown(struct od *od)
 void od_teardown(struct od *od)
 {
 	od_phase_teardown(od);
+	od_warm_join(od);
 	for (int i = 0; od->warm && i < od->cfg->n_devices; i++)
 		sb_device_free(od->warm[i]);
 	free(od->warm);

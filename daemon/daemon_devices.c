@@ -127,8 +127,10 @@ static size_t connect_all(const struct od *od, struct sb_device **h, int n, int6
 /* One southbound handle per configured device for role (no I/O yet). */
 static int open_devices(struct od *od, enum dev_role role)
 {
-	int rc = load_password(od);
+	int rc;
 
+	od_warm_join(od); /* the leader phase takes the follower's sessions over */
+	rc = load_password(od);
 	if (rc) {
 		log_msg(LOG_ERR,
 			"devices: cannot read password-file %s: %s (it must be a regular file "
@@ -247,19 +249,56 @@ int od_new_devices(struct od *od)
 }
 
 /*
- * A follower connects the transaction sessions a takeover starts with
- * (warm start, before its server serves): the leader phase takes them
- * over (open_devices), so the failover does not wait for 16 SSH
- * handshakes. Nothing is sent on them but NETCONF's hello. A failure
- * only leaves the leader phase to connect them itself.
+ * The follower's warm-up thread: connects od->warm in rounds of
+ * WARM_ROUND devices, until every device had its attempt or the loop
+ * asks it to stop (a takeover must not wait for hundreds of handshakes:
+ * it waits for one round at most, and connects the rest at first use).
+ */
+#define WARM_ROUND 32
+
+static void *warm_main(void *arg)
+{
+	struct od *od = arg;
+	int n = od->cfg->n_devices; /* fixed while the phase runs: a reload keeps the fabric */
+	int64_t t0 = sb_now_ms();
+	size_t up = 0;
+	int i = 0;
+
+	for (; i < n && !atomic_load(&od->warm_stop); i += WARM_ROUND) {
+		int k = n - i < WARM_ROUND ? n - i : WARM_ROUND;
+
+		up += sb_device_connect_many(od->warm + i, (size_t)k, k,
+					     t0 + (int64_t)od->opts->warm_start_ms, NULL);
+	}
+	log_msg(LOG_INFO, "follower: %zu of %d devices' sessions ready for a takeover in %lld ms%s",
+		up, n, (long long)(sb_now_ms() - t0),
+		i < n ? " (stopped early: the rest connect at first use)" : "");
+	return NULL;
+}
+
+void od_warm_join(struct od *od)
+{
+	if (!od->warm_running)
+		return;
+	atomic_store(&od->warm_stop, true);
+	pthread_join(od->warm_thread, NULL);
+	od->warm_running = false;
+	atomic_store(&od->warm_stop, false);
+}
+
+/*
+ * A follower connects the transaction sessions a takeover starts with,
+ * after its server serves reads (a new replica's catch-up does not wait
+ * for them) and beside its loop: the leader phase takes them over
+ * (open_devices), so the failover does not wait for the SSH handshakes.
+ * Nothing is sent on them but NETCONF's hello. A failure only leaves the
+ * leader phase to connect them itself.
  */
 void od_warm_for_takeover(struct od *od)
 {
 	int n = od->cfg->n_devices;
-	int64_t t0 = sb_now_ms();
-	size_t up;
 
-	if (!od->opts->warm_start_ms || n == 0 || !od->opts->replica.replica_id)
+	if (!od->opts->warm_start_ms || n == 0 || !od->opts->replica.replica_id || od->warm_running)
 		return;
 	if (load_password(od) != 0)
 		return; /* the leader phase says why */
@@ -276,7 +315,11 @@ void od_warm_for_takeover(struct od *od)
 		if (!od->warm[i])
 			return;
 	}
-	up = connect_all(od, od->warm, n, t0);
-	log_msg(LOG_INFO, "follower: %zu of %d devices' sessions ready for a takeover in %lld ms",
-		up, n, (long long)(sb_now_ms() - t0));
+	atomic_store(&od->warm_stop, false);
+	if (pthread_create(&od->warm_thread, NULL, warm_main, od) != 0) {
+		log_msg(LOG_WARNING, "follower: cannot start the devices' warm-up: a takeover "
+				     "connects them");
+		return;
+	}
+	od->warm_running = true;
 }

@@ -19,6 +19,8 @@
 #ifndef OCSD_DAEMON_INTERNAL_H
 #define OCSD_DAEMON_INTERNAL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -93,7 +95,17 @@ struct od {
 	bool stopping;	  /* SIGTERM/SIGINT: no further phase */
 	bool restart;	  /* the leader phase starts again (its store failed, etcd is back) */
 	char listen[300]; /* --listen with port 0: the port the first phase got */
-	struct sb_device **warm; /* a follower's: the transaction sessions a takeover starts with */
+	/*
+	 * A follower's transaction sessions a takeover starts with. While
+	 * warm_running, the warm-up thread (daemon_devices.c) connects them
+	 * and nothing else touches the handles but sb_device_set_config (a
+	 * reload, which stages under the handle's own lock); od_warm_join()
+	 * stops and joins it first, on the loop thread.
+	 */
+	struct sb_device **warm;
+	pthread_t warm_thread;
+	bool warm_running;
+	atomic_bool warm_stop; /* the loop asks the warm-up to stop early */
 };
 
 /* ---- daemon_metrics.c ---- */
@@ -124,8 +136,11 @@ int od_new_devices(struct od *od);
 int od_start_southbound(struct od *od);
 /* Before recovery and READY: every transaction session connected in parallel. */
 void od_warm_start(struct od *od);
-/* A follower: the transaction sessions a takeover starts with. */
+/* A follower, once it serves reads: the transaction sessions a takeover
+ * starts with, connected by a thread of their own. */
 void od_warm_for_takeover(struct od *od);
+/* Stops the warm-up (the sessions in flight finish) and joins it; no-op when none runs. */
+void od_warm_join(struct od *od);
 
 /* ---- daemon_reload.c ---- */
 

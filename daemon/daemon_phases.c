@@ -133,13 +133,13 @@ static int start_follower(struct od *od)
 		return -ENOMEM;
 	if ((rc = fw_new(&fd, &od->fw)) != 0)
 		return rc;
-	od_warm_for_takeover(od);
 	if ((rc = od_start_server(od)) != 0)
 		return rc;
 	api_attach(od->api, fw_jm(od->fw), od->server);
 	od->phase = OD_PHASE_FOLLOWER;
 	update_health(od);
 	rp_set_campaign(od->rp, true);
+	od_warm_for_takeover(od);
 	return 0;
 }
 
