@@ -96,10 +96,14 @@ def first_write(reps, victim, job_id, jobs_pb2, killed):
     i, k, last = 0, order[0], "no attempt"
     while time.time() < killed + WRITE_DEADLINE_S:
         with grpc.insecure_channel(reps.reps[k].advertise) as ch:
+            t = time.time()
             try:
                 return jobs_pb2_grpc.JobsStub(ch).ReleaseJob(req, timeout=ATTEMPT_TIMEOUT_S), k
             except grpc.RpcError as e:
                 last = "%s: %s %s" % (reps.reps[k].id, e.code().name, e.details())
+                if os.environ.get("BENCH_DEBUG"):
+                    print("debug: +%.3f s %s (%.0f ms)" % (t - killed, last,
+                                                          (time.time() - t) * 1e3))
                 m = NOT_LEADER.search(e.details() or "")
                 j = next((x for x, r in enumerate(reps.reps) if m and r.advertise == m.group(1)),
                          None)
@@ -117,15 +121,15 @@ def first_write(reps, victim, job_id, jobs_pb2, killed):
                        % (job_id, WRITE_DEADLINE_S, last, key, ttl))
 
 
-def one_kill(n, reps, watch, jobs_pb2, ocsd_replicas, out):
-    """Submits a job on the leader, kills the leader, releases the job
-    through the new leader; appends the figures to out."""
+def one_kill(n, reps, watch, jobs_pb2, ocsd_replicas, out, spec=job_spec):
+    """Submits a job (spec(jobs_pb2, id)) on the leader, kills the leader,
+    releases the job through the new leader; appends the figures to out."""
     import grpc
     from ocs.v1 import jobs_pb2_grpc
     job_id = "fo-%d" % n
     victim = reps.wait_leader(60)  # exactly one replica serves writes
     with grpc.insecure_channel(reps.reps[victim].advertise) as ch:
-        r = jobs_pb2_grpc.JobsStub(ch).SubmitJob(job_spec(jobs_pb2, job_id),
+        r = jobs_pb2_grpc.JobsStub(ch).SubmitJob(spec(jobs_pb2, job_id),
                                                   timeout=WRITE_DEADLINE_S)
     if r.job.state != jobs_pb2.JOB_STATE_ACTIVE:
         raise RuntimeError("submit %s: %s %s" % (job_id, r.job.state, r.job.reason))
@@ -159,6 +163,39 @@ def one_kill(n, reps, watch, jobs_pb2, ocsd_replicas, out):
           flush=True)
 
 
+def print_split(rows):
+    """Prints median, p99 and max of the total and of each part of rows
+    (one_kill's); returns the total's p99 in seconds."""
+    print("%-10s %10s %10s %10s" % ("ms", "median", "p99", "max"))
+    for key in ("total", "lease", "campaign", "recovery", "write"):
+        v = [r[key] * 1e3 for r in rows if key in r]
+        if v:
+            print("%-10s %10.0f %10.0f %10.0f" % (key, statistics.median(v),
+                                                  percentile(v, 99), max(v)))
+    return percentile([r["total"] for r in rows], 99)
+
+
+def shut_down(reps, watch, cluster, fleet, ok):
+    """Stops everything a run started (any of them None when not started);
+    prints the replicas' and the fleet's logs when the run failed. The work
+    directory stays when OCSD_TEST_KEEP is set."""
+    if reps is not None:
+        if not ok:
+            for r in reps.reps:
+                print("--- %s log (tail)\n%s" % (r.id, "\n".join(r.log().splitlines()[-15:])))
+        reps.close()
+    if watch is not None:
+        watch.close()
+    cluster.stop()
+    fleet.close()
+    if not ok:
+        fleet.dump_logs()
+    if os.environ.get("OCSD_TEST_KEEP"):
+        print("kept", fleet.work)
+    else:
+        fleet.remove()
+
+
 def main():
     build, src = sys.argv[1], sys.argv[2]
     kills = int(sys.argv[3]) if len(sys.argv) > 3 else 50
@@ -187,13 +224,7 @@ def main():
             wait_all_running(reps)
             time.sleep(SETTLE_S)
             one_kill(n, reps, watch, jobs_pb2, ocsd_replicas, rows)
-        print("%-10s %10s %10s %10s" % ("ms", "median", "p99", "max"))
-        for key in ("total", "lease", "campaign", "recovery", "write"):
-            v = [r[key] * 1e3 for r in rows if key in r]
-            if v:
-                print("%-10s %10.0f %10.0f %10.0f" % (key, statistics.median(v),
-                                                      percentile(v, 99), max(v)))
-        p99 = percentile([r["total"] for r in rows], 99)
+        p99 = print_split(rows)
         print("p99 kill -9 to the first acknowledged write: %.2f s, target %.1f s: %s"
               % (p99, TARGET_S, "met" if p99 <= TARGET_S else "MISSED"))
         print("split known for %d of %d kills" % (sum("lease" in r for r in rows), len(rows)),
@@ -202,18 +233,7 @@ def main():
     except Exception as e:  # noqa: BLE001 - reported with the logs
         print("ERROR:", repr(e), flush=True)
     finally:
-        if reps is not None:
-            if not ok:
-                for r in reps.reps:
-                    print("--- %s log (tail)\n%s" % (r.id, "\n".join(r.log().splitlines()[-15:])))
-            reps.close()
-        if watch is not None:
-            watch.close()
-        cluster.stop()
-        fleet.close()
-        if not ok:
-            fleet.dump_logs()
-        fleet.remove()
+        shut_down(reps, watch, cluster, fleet, ok)
     return 0 if ok else 1
 
 

@@ -116,7 +116,7 @@ def pin_ocsd():
     pid = FLEET.ocsd.pid
     for tid in os.listdir(f"/proc/{pid}/task"):
         os.sched_setaffinity(int(tid), {0})
-    print(f"pinned: ocsd on CPU 0, ocs-devsim and the bench on CPU 1", flush=True)
+    print("pinned: ocsd on CPU 0, ocs-devsim and the bench on CPU 1", flush=True)
 
 
 def main():
