@@ -27,6 +27,7 @@
 #include "delta_sim.h"
 #include "delta_workload.h"
 #include "ocs_pool_pthread.h"
+#include "bench_clock.h"
 
 static double now_ms(void *ctx)
 {
@@ -36,15 +37,9 @@ static double now_ms(void *ctx)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static double median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(double), cmp_d);
+	qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

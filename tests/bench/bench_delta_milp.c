@@ -58,6 +58,7 @@
 #include "delta_dag.h"
 #include "delta_ga.h"
 #include "delta_sim.h"
+#include "bench_clock.h"
 
 static unsigned long long rs;
 static int rnd(int lo, int hi)
@@ -259,15 +260,9 @@ static struct milp *build_milp(const struct delta_problem *p, double horizon)
 	return mp;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static double median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(double), cmp_d);
+	qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

@@ -31,25 +31,11 @@
 #include "store.h"
 #include "repl_loopback.h"
 #include "store_repl.h"
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
+#include "bench_clock.h"
 
 static double pct(double *v, int n, double p)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
 	return v[(int)(p * (n - 1) + 0.5)];
 }
 
@@ -132,7 +118,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	repl_loopback(leader, copy);
-	t0 = now_us();
+	t0 = bench_now_us();
 	if (fill(leader, &cfg->fabric, jobs, circuits) != 0 ||
 	    fw_new(&(struct fw_deps){cfg, copy, NULL, loop, api}, &fw) != 0) {
 		fprintf(stderr, "bench_follower: cannot write the state\n");
@@ -140,7 +126,7 @@ int main(int argc, char **argv)
 	}
 	printf("bench_follower: 131k fabric state of %d jobs, %ld cross-connects written and the "
 	       "first view built in %.1f s\n",
-	       jobs, circuits, (now_us() - t0) / 1e6);
+	       jobs, circuits, (bench_now_us() - t0) / 1e6);
 	for (int r = 0; r < rounds; r++) {
 		char id[32];
 		struct st_circuit add[64];
@@ -151,9 +137,9 @@ int main(int argc, char **argv)
 		if (st_job_set_state(leader, id, r % 2 ? "ACTIVE" : "RELEASING", NULL, 2000 + r) !=
 		    0)
 			return 1;
-		t = now_us();
+		t = bench_now_us();
 		fw_refresh(fw);
-		t_state[r] = now_us() - t;
+		t_state[r] = bench_now_us() - t;
 		for (int i = 0; i < 64; i++) {
 			add[i].xc = nth_xc(&cfg->fabric, extra++);
 			snprintf(add[i].job_id, sizeof(add[i].job_id), "%s", id);
@@ -161,16 +147,16 @@ int main(int argc, char **argv)
 		if (st_intent_begin(leader, id, NULL, 0, add, 64, NULL, 0, 2000, &txn) != 0 ||
 		    st_intent_finish(leader, txn, ST_INTENT_CONFIRMED, "", 2000) != 0)
 			return 1;
-		t = now_us();
+		t = bench_now_us();
 		fw_refresh(fw);
-		t_txn[r] = now_us() - t;
+		t_txn[r] = bench_now_us() - t;
 		/* drained in even rounds, undrained in the next: a change every time */
 		if (st_drain_set(leader, cfg->devices[(r / 2) % cfg->n_devices].name, r % 2 == 0) !=
 		    0)
 			return 1;
-		t = now_us();
+		t = bench_now_us();
 		fw_refresh(fw);
-		t_drain[r] = now_us() - t;
+		t_drain[r] = bench_now_us() - t;
 	}
 	fw_counts(fw, &applied, &rebuilt);
 	{

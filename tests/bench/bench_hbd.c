@@ -47,6 +47,7 @@
 #include <time.h>
 
 #include "hbd_ring.h"
+#include "bench_clock.h"
 
 static int broken;
 
@@ -59,24 +60,9 @@ static uint64_t rnd(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static double median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_d);
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -345,13 +331,13 @@ static void time_at(const struct ocs_ring_domain *d, const char *name, int runs)
 			double t0;
 
 			draw_faults(use, perm, n, 0.05, &seed);
-			t0 = now_us();
+			t0 = bench_now_us();
 			if (hbd_plan(d, use, &req, &p, NULL) != 0) {
 				fprintf(stderr, "%s %s: plan failed\n", name,
 					hbd_orch_name(req.orch));
 				broken = 1;
 			}
-			t[r] = now_us() - t0;
+			t[r] = bench_now_us() - t0;
 			hbd_plan_clear(&p);
 		}
 		double med = median(t, runs); /* sorts t */

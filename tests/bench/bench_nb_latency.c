@@ -17,6 +17,7 @@
 
 #include "nb.h"
 #include "nb_client.h"
+#include "bench_clock.h"
 
 #define ROUNDS 5
 
@@ -32,21 +33,6 @@ static void h_plan_job(void *ctx, struct nb_call *call, const Ocs__V1__JobSpec *
 	Ocs__V1__PlanJobResponse r = OCS__V1__PLAN_JOB_RESPONSE__INIT;
 
 	nb_call_reply(call, &r.base);
-}
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* A job of n_gpus GPUs on n_gpus/8 leaves, pairs between neighbours. */
@@ -95,7 +81,7 @@ static int measure(struct nb_client *c, enum nb_method m, const ProtobufCMessage
 		for (int i = 0; i < calls; i++) {
 			struct nb_client_status st;
 			ProtobufCMessage *resp;
-			double t0 = now_us();
+			double t0 = bench_now_us();
 
 			if (nb_client_unary(c, nb_method_path(m), req, resp_desc, &resp, &st)) {
 				fprintf(stderr, "%s: %d %s\n", nb_method_name(m), st.code,
@@ -103,15 +89,15 @@ static int measure(struct nb_client *c, enum nb_method m, const ProtobufCMessage
 				free(lat);
 				return -1;
 			}
-			lat[i] = now_us() - t0;
+			lat[i] = bench_now_us() - t0;
 			protobuf_c_message_free_unpacked(resp, NULL);
 		}
-		qsort(lat, (size_t)calls, sizeof(*lat), cmp_double);
+		qsort(lat, (size_t)calls, sizeof(*lat), bench_cmp_double);
 		med[r] = lat[calls / 2];
 		tail[r] = lat[calls * 99 / 100];
 	}
-	qsort(med, ROUNDS, sizeof(double), cmp_double);
-	qsort(tail, ROUNDS, sizeof(double), cmp_double);
+	qsort(med, ROUNDS, sizeof(double), bench_cmp_double);
+	qsort(tail, ROUNDS, sizeof(double), bench_cmp_double);
 	*p50 = med[ROUNDS / 2];
 	*p99 = tail[ROUNDS / 2];
 	free(lat);

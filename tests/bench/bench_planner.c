@@ -54,6 +54,7 @@
 #include "lc_exact.h"
 #include "lc_gen.h"
 #include "leafcentric.h"
+#include "bench_clock.h"
 
 static int failures;
 
@@ -61,24 +62,9 @@ static int failures;
 #define ILP_LIMIT_MS	 10000
 #define SYM_ILP_LIMIT_MS 20000
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return (a > b) - (a < b);
-}
-
 static double median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -117,14 +103,14 @@ static void bench_sizes(int reps)
 					lc_gen_demand(&f, LC_GEN_SATURATED, NULL, 0, &seed, &n);
 				struct lc_options opt = {.realize = true};
 				struct lc_plan *p = NULL;
-				double t0 = now_ms();
+				double t0 = bench_now_ms();
 
 				if (lc_plan(&f, d, n, NULL, 0, &opt, &p) != 0) {
 					failures++;
 					free(d);
 					continue;
 				}
-				tot[r] = now_ms() - t0;
+				tot[r] = bench_now_ms() - t0;
 				plan[r] = p->plan_ms;
 				real[r] = p->realize_ms;
 				links = 0;
@@ -415,10 +401,10 @@ static void bench_ilp(int reps)
 			int H = ocs_fabric_groups(&f);
 			int *sol = calloc(n * 2 * (size_t)H + 1, sizeof(int));
 			struct lc_plan *p = NULL;
-			double t0 = now_ms();
+			double t0 = bench_now_ms();
 
 			lc_plan(&f, d, n, NULL, 0, NULL, &p);
-			lc_t[r] = now_ms() - t0;
+			lc_t[r] = bench_now_ms() - t0;
 			if (p) {
 				/* The plan as the paper's variables: the same spine both ways. */
 				int *lsol = calloc(n * 2 * (size_t)H + 1, sizeof(int));
@@ -437,19 +423,19 @@ static void bench_ilp(int reps)
 				lc_ok += constraints_hold(&f, d, n, lsol);
 				free(lsol);
 			}
-			t0 = now_ms();
+			t0 = bench_now_ms();
 			if (solve_ilp(&f, d, n, sol) == 0) {
 				ilp_solved++;
 				ilp_ok += constraints_hold(&f, d, n, sol);
 			}
-			ilp_t[r] = now_ms() - t0;
+			ilp_t[r] = bench_now_ms() - t0;
 			memset(sol, 0, n * 2 * (size_t)H * sizeof(int));
-			t0 = now_ms();
+			t0 = bench_now_ms();
 			if (solve_ilp_symmetric(&f, d, n, sol) == 0) {
 				sym_solved++;
 				sym_ok += constraints_hold(&f, d, n, sol);
 			}
-			sym_t[r] = now_ms() - t0;
+			sym_t[r] = bench_now_ms() - t0;
 			vars = (int)n * 2 * H;
 			lc_plan_free(p);
 			free(sol);
@@ -633,19 +619,19 @@ static void bench_shared(int reps)
 					free(db);
 					continue;
 				}
-				t0 = now_ms();
+				t0 = bench_now_ms();
 				if (lc_usage_from_assignment(pa->assignment, pa->n_assignment, &u,
 							     &n_u) == 0) {
 					opt.usage = u;
 					opt.n_usage = n_u;
 					lc_plan(&f, db, nb, pa->xcs, pa->n_xcs, &opt, &aware);
 				}
-				aware_t[r] = now_ms() - t0;
+				aware_t[r] = bench_now_ms() - t0;
 				opt.usage = NULL;
 				opt.n_usage = 0;
-				t0 = now_ms();
+				t0 = bench_now_ms();
 				lc_plan(&f, db, nb, pa->xcs, pa->n_xcs, &opt, &blind);
-				blind_t[r] = now_ms() - t0;
+				blind_t[r] = bench_now_ms() - t0;
 				if (!aware || !blind ||
 				    l2_check(&f, aware->xcs, aware->n_xcs, NULL, 0) != 0) {
 					failures++;
@@ -1130,7 +1116,7 @@ static void bench_refusals(void)
 	static const enum ocs_wiring wirings[] = {OCS_WIRING_STRAIGHT, OCS_WIRING_DUAL,
 						  OCS_WIRING_CROSS};
 	const int sequences = 100;
-	double t0 = now_ms();
+	double t0 = bench_now_ms();
 
 	printf("\n== 8. refusals over random job sequences against the exact check, before "
 	       "(heuristic alone)\nand after issue 30 (%d sequences per tau and wiring, "
@@ -1175,7 +1161,7 @@ static void bench_refusals(void)
 			       count[4], count[5]);
 			failures += count[4] > 0;
 		}
-	printf("(%.1f s)\n", (now_ms() - t0) / 1e3);
+	printf("(%.1f s)\n", (bench_now_ms() - t0) / 1e3);
 }
 
 int main(int argc, char **argv)

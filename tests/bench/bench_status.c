@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "status.h"
+#include "bench_clock.h"
 
 #define BS_PODS	    256
 #define BS_GROUPS   16
@@ -22,21 +23,6 @@
 #define BS_DEVICES  (BS_GROUPS * BS_PER_GRP)
 #define BS_CIRCUITS (BS_DEVICES * BS_PORTS)
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static void measure(const char *what, char *(*render)(const struct sp_snapshot *, size_t *),
 		    const struct sp_snapshot *s)
 {
@@ -44,17 +30,17 @@ static void measure(const char *what, char *(*render)(const struct sp_snapshot *
 	size_t len = 0;
 
 	for (int r = 0; r < BS_ROUNDS; r++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		char *text = render(s, &len);
 
-		ms[r] = now_ms() - t0;
+		ms[r] = bench_now_ms() - t0;
 		if (!text) {
 			printf("%s: out of memory\n", what);
 			return;
 		}
 		free(text);
 	}
-	qsort(ms, BS_ROUNDS, sizeof(ms[0]), cmp_double);
+	qsort(ms, BS_ROUNDS, sizeof(ms[0]), bench_cmp_double);
 	printf("%-14s median %7.1f ms  %9zu bytes  (targets: 50 ms, 2000000 bytes)\n", what,
 	       ms[BS_ROUNDS / 2], len);
 }

@@ -22,29 +22,15 @@
 #include "etcd_harness.h"
 #include "store.h"
 #include "store_etcd.h"
+#include "bench_clock.h"
 
 #define SMALL_WRITES 200
 #define INTENTS	     20 /* the most repetitions of one size */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Prints the p50 and p99 of ms[0..n) (sorts it); returns the p50. */
 static double report(const char *what, const char *backend, double *ms, int n)
 {
-	qsort(ms, (size_t)n, sizeof(*ms), cmp_double);
+	qsort(ms, (size_t)n, sizeof(*ms), bench_cmp_double);
 	printf("%-34s %-7s p50 %8.3f ms  p99 %8.3f ms  (n=%d)\n", what, backend, ms[n / 2],
 	       ms[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], n);
 	return ms[n / 2];
@@ -65,10 +51,10 @@ static int small_writes(struct st_store *st, const char *backend)
 		double t0;
 
 		snprintf(id, sizeof(id), "job-%d", i);
-		t0 = now_s();
+		t0 = bench_now_s();
 		if (st_job_put(st, &j) != 0 || st_job_set_state(st, id, "ACTIVE", NULL, i) != 0)
 			return -1;
-		ms[i] = (now_s() - t0) * 1000 / 2;
+		ms[i] = (bench_now_s() - t0) * 1000 / 2;
 	}
 	report("small write (job put, set state)", backend, ms, SMALL_WRITES);
 	return 0;
@@ -93,13 +79,13 @@ static int intents(struct st_store *st, const char *backend, size_t n_xcs, int r
 						     (int)(i % 64) + 64 * r + (int)n_xcs * 100, r};
 			snprintf(adds[i].job_id, sizeof(adds[i].job_id), "bench-%d", r);
 		}
-		t0 = now_s();
+		t0 = bench_now_s();
 		if (st_intent_begin(st, adds[0].job_id, NULL, 0, adds, n_xcs, NULL, 0, r, &txn) ||
 		    st_intent_finish(st, txn, ST_INTENT_CONFIRMED, NULL, r)) {
 			free(adds);
 			return -1;
 		}
-		ms[r] = (now_s() - t0) * 1000;
+		ms[r] = (bench_now_s() - t0) * 1000;
 	}
 	snprintf(what, sizeof(what), "intent+confirm, %zu xcs", n_xcs);
 	*p50 = report(what, backend, ms, reps);
@@ -165,13 +151,13 @@ static int load_time(struct eh_etcd *e, const char *prefix, const char *what)
 	for (int i = 0; i < 5; i++) {
 		struct st_store *st;
 		struct st_etcd *se;
-		double t0 = now_s();
+		double t0 = bench_now_s();
 
 		if (st_etcd_open(&o, &st, &se, err, sizeof(err)) != 0) {
 			fprintf(stderr, "%s\n", err);
 			return -1;
 		}
-		ms[i] = (now_s() - t0) * 1000;
+		ms[i] = (bench_now_s() - t0) * 1000;
 		st_close(st);
 	}
 	report(what, "etcd", ms, 5);

@@ -7,6 +7,8 @@
  */
 #include "milp_model.h"
 
+#include "bench_clock.h"
+
 #include <float.h>
 #include <glpk.h>
 #include <math.h>
@@ -235,13 +237,6 @@ double milp_max_violation(const struct milp *m, const double *x)
 	return worst;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* GLPK's bound type for [lb, ub] with infinite sides. */
 static int glpk_type(double lb, double ub)
 {
@@ -307,9 +302,9 @@ int milp_solve_glpk(const struct milp *m, double time_limit_s, struct milp_resul
 	parm.presolve = GLP_ON;
 	parm.msg_lev = GLP_MSG_OFF;
 	parm.tm_lim = (int)(time_limit_s * 1000);
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	int rc = glp_intopt(lp, &parm);
-	out->seconds = now_s() - t0;
+	out->seconds = bench_now_s() - t0;
 	int status = glp_mip_status(lp);
 	out->proven_optimal = rc == 0 && status == GLP_OPT;
 	out->has_solution = status == GLP_OPT || status == GLP_FEAS;
@@ -372,9 +367,9 @@ int milp_solve_cbc(const struct milp *m, double time_limit_s, struct milp_result
 	Cbc_setLogLevel(cbc, 0);
 	Cbc_setParameter(cbc, "timeMode", "elapsed");
 	Cbc_setMaximumSeconds(cbc, time_limit_s);
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	Cbc_solve(cbc);
-	out->seconds = now_s() - t0;
+	out->seconds = bench_now_s() - t0;
 	const double *best = Cbc_bestSolution(cbc);
 	out->proven_optimal = Cbc_isProvenOptimal(cbc) && best;
 	out->has_solution = best != NULL;
