@@ -161,6 +161,14 @@ PartitionName=gpu Nodes={names} Default=YES MaxTime=INFINITE State=UP OverSubscr
             time.sleep(0.2)
         return j
 
+    def log_text(self, name):
+        """The whole of a log under the cluster's directory ("" when absent)."""
+        try:
+            with open(os.path.join(self.dir, name), errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
     def log(self):
         out = []
         for name in ("log/slurmctld.log", "daemons.log"):

@@ -89,7 +89,7 @@ release_retry_s = 3
 spool = {self.work}/spool
 log_file = {self.work}/ocs-slurm.log
 """)
-        wrapper = os.path.join(self.work, "ocs-slurm-hook")
+        wrapper = self.wrapper = os.path.join(self.work, "ocs-slurm-hook")
         self.slurm = slurm_cluster.SlurmCluster(self.work, NODES, 8, wrapper, PLUGIN)
         with open(wrapper, "w") as w:
             w.write(f"#!/bin/sh\nSLURM_CONF={self.slurm.conf}; export SLURM_CONF\n"
@@ -285,7 +285,15 @@ log_file = {self.work}/ocs-slurm.log
         deadline = time.time() + 40
         while time.time() < deadline and (self.ocs_job(jid).get("state") not in
                                           ("JOB_STATE_RELEASED", "JOB_STATE_FAILED")):
+            if self.epilog_killed(jid):
+                break
             time.sleep(0.2)
+        if self.epilog_killed(jid):
+            # slurmctld killed the epilog with the prolog (they raced: seen
+            # under load); the prolog's ends.* entry has the next run of
+            # ocs-slurm release the job: here an operator's sweep
+            print(f"scancel: slurmctld killed job {jid}'s epilog too; sweeping", flush=True)
+            self.check(self.sweep() == 0, "scancel, epilog killed: ocs-slurm sweep succeeds")
         oj = self.ocs_job(jid)
         self.check(oj.get("state") in ("JOB_STATE_RELEASED", "JOB_STATE_FAILED") and
                    not oj.get("circuits"),
@@ -293,6 +301,46 @@ log_file = {self.work}/ocs-slurm.log
         self.check(not os.path.exists(os.path.join(self.work, f"started.{jid}")),
                    "scancel while waiting: the script never ran")
         self.check(self.on_devices() == set(), "scancel while waiting: nothing on the devices")
+
+    def epilog_killed(self, jobid):
+        log = self.slurm.log_text("log/slurmctld.log")
+        return f"JobId={jobid} EpilogSlurmctld killed by signal 9" in log
+
+    def sweep(self):
+        return self.slurm.run(self.wrapper, "sweep").returncode
+
+    # ---- 4b ----
+    def ended_without_epilog(self):
+        """A prolog whose job then ended without any epilog (slurmctld killed
+        both, or lost the job): its ocsd job is ACTIVE and nothing else will
+        release it. ocs-slurm sweep (and every prolog and epilog) releases it
+        once Slurm says the job ended, and leaves a running job alone."""
+        run = self.submit(["n1", "n2"], "ring")
+        j = self.slurm.wait_state(run, ("RUNNING",))
+        self.check(j.get("JobState") == "RUNNING", f"sweep: job {run} runs ({j.get('JobState')})")
+        gone = "990001"  # a job id slurmctld never had ("Invalid job id")
+        env = dict(self.slurm.env, SLURM_SCRIPT_CONTEXT="prolog_slurmctld", SLURM_JOB_ID=gone,
+                   SLURM_JOB_NODELIST="n[3-4]", SLURM_CLUSTER_NAME="ocslab", SPANK_OCS="ring")
+        p = subprocess.run([self.wrapper], env=env, capture_output=True, text=True, timeout=120)
+        ends = os.path.join(self.work, "spool", f"ends.slurm-ocslab-{gone}")
+        self.check(p.returncode == 0 and self.ocs_job(gone).get("state") == "JOB_STATE_ACTIVE"
+                   and os.path.exists(ends),
+                   f"sweep: a prolog run by hand leaves its job ACTIVE and ends.* spooled "
+                   f"(rc {p.returncode}, {p.stderr.strip()[-200:]})")
+        self.check(self.sweep() == 0, "sweep: ocs-slurm sweep succeeds")
+        self.check(self.ocs_job(gone).get("state") == "JOB_STATE_RELEASED" and
+                   not os.path.exists(ends),
+                   "sweep: the ended job's ocsd job is released and its entry gone")
+        self.check(self.ocs_job(run).get("state") == "JOB_STATE_ACTIVE" and
+                   os.path.exists(os.path.join(self.work, "spool", f"ends.slurm-ocslab-{run}")),
+                   "sweep: the running job's ocsd job and entry are left alone")
+        self.check(self.on_devices() == self.xcs(self.circuits(run)),
+                   "sweep: the devices hold the running job's circuits only")
+        self.check(self.finish(run) == "COMPLETED" and self.wait_released(run) is True,
+                   "sweep: the running job completes and is released")
+        self.check(not os.path.exists(os.path.join(self.work, "spool",
+                                                   f"ends.slurm-ocslab-{run}")),
+                   "sweep: its epilog removed its ends.* entry")
 
     # ---- 5 ----
     def kill_ocsd(self):
@@ -455,7 +503,7 @@ log_file = {self.work}/ocs-slurm.log
         self.start()
         print(f"cluster up in {time.time() - t0:.1f} s", flush=True)
         for step in (self.bad_request, self.ring_job, self.four_jobs, self.delta_job, self.refused,
-                     self.cancel_waiting, self.kill_ocsd, self.spooled_release,
+                     self.cancel_waiting, self.ended_without_epilog, self.kill_ocsd, self.spooled_release,
                      self.ring_domain, self.rail_fabric):
             t = time.time()
             step()
