@@ -9,6 +9,9 @@
  * load the copy from etcd (log replay, and from a snapshot). Prints medians and p99 over the
  * repetitions. The etcd is a real single-member one on loopback (etcd_harness.h), its data on /tmp;
  * the SQLite file on /tmp too (WAL, synchronous=FULL).
+ *
+ * usage: bench_store_etcd [XCS REPS]: with XCS and REPS, only the intent
+ * and confirm of XCS cross-connects, REPS times on each store (a profile).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -164,7 +167,7 @@ static int load_time(struct eh_etcd *e, const char *prefix, const char *what)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct eh_etcd e;
 	struct st_store *sq = NULL, *et = NULL;
@@ -180,6 +183,21 @@ int main(void)
 	if (st_open(path, &sq, err, sizeof(err)) != 0 ||
 	    st_etcd_open(&o, &et, &se, err, sizeof(err)) != 0) {
 		fprintf(stderr, "%s\n", err);
+		goto out;
+	}
+	if (argc == 3) {
+		double sq_ms, et_ms;
+		int reps = atoi(argv[2]);
+
+		if (reps < 1 || reps > INTENTS || atol(argv[1]) < 1) {
+			fprintf(stderr, "usage: bench_store_etcd [XCS REPS (1..%d)]\n", INTENTS);
+			goto out;
+		}
+		if (intents(sq, "sqlite", (size_t)atol(argv[1]), reps, &sq_ms) ||
+		    intents(et, "etcd", (size_t)atol(argv[1]), reps, &et_ms))
+			goto failed;
+		printf("%-34s etcd/sqlite p50 %.2fx\n", "", et_ms / sq_ms);
+		rc = 0;
 		goto out;
 	}
 	if (small_writes(sq, "sqlite") || small_writes(et, "etcd"))
