@@ -265,8 +265,23 @@ static void run_posted(struct od *od)
  * in the order a stop needs (the loop, the metrics endpoint, the signals
  * and the store stay for the next phase). Every pointer is NULL afterwards.
  */
+/* Circuits kept for a start that did not take them, and the notes they wanted. */
+static void drop_handover(struct od *od)
+{
+	if (!od->fs_handover)
+		return;
+	fw_fs_drop(od->fs_handover, od->store);
+	od->fs_handover = NULL;
+}
+
 void od_phase_teardown(struct od *od)
 {
+	enum rp_role next = od->rp ? rp_role(od->rp) : RP_FOLLOWER;
+
+	drop_handover(od);
+	/* a follower that takes the lead starts from its view's circuits */
+	if (od->fw && (next == RP_RECOVERING || next == RP_LEADER))
+		od->fs_handover = fw_take_fs(od->fw);
 	od->phase = OD_PHASE_NONE;
 	/* every call answered from here on is refused (the loop still answers
 	 * the ones the server drains below, while their objects go) */
@@ -494,9 +509,24 @@ int od_start_jobs(struct od *od)
 	char err[256];
 	int rc;
 
+	/* A follower that took the lead: its view's circuits, brought up to the
+	 * copy (rp_take_lead caught it up with etcd since). */
+	if (od->fs_handover) {
+		od->fs = od->fs_handover;
+		od->fs_handover = NULL;
+		if (fw_fs_catch_up(od->fs, od->store) != 0) {
+			fs_free(od->fs);
+			od->fs = NULL;
+		} else {
+			log_msg(LOG_INFO,
+				"leader: %zu cross-connects taken over from the follower's "
+				"view",
+				fs_count(od->fs));
+		}
+	}
 	/* A ring domain has no circuits: no fabric state (rings.h instead). A
 	 * rail-OCS fabric's port map is circuits (rails.h). */
-	if (od->cfg->kind != CFG_OCSTRX_RING &&
+	if (od->cfg->kind != CFG_OCSTRX_RING && !od->fs &&
 	    (!(od->fs = fs_new(&od->cfg->fabric)) || fs_load(od->fs, od->store) != 0)) {
 		log_msg(LOG_ERR, "cannot load the circuits from the state store");
 		return -EIO;

@@ -91,7 +91,10 @@ struct od {
 	int state_lock;		     /* DIR/ocsd.lock, flock()ed for ocsd's lifetime (-1 none) */
 	/* replicas (docs/replicas.md): the phase running now, and why it ends */
 	enum od_phase phase;
-	struct fw *fw;	  /* the follower phase's view of the store copy */
+	struct fw *fw; /* the follower phase's view of the store copy */
+	/* its circuits, kept for the leader phase that follows (fw_take_fs);
+	 * the next start takes them, else the next teardown frees them */
+	struct fs_state *fs_handover;
 	bool stopping;	  /* SIGTERM/SIGINT: no further phase */
 	bool restart;	  /* the leader phase starts again (its store failed, etcd is back) */
 	char listen[300]; /* --listen with port 0: the port the first phase got */

@@ -61,8 +61,9 @@ struct fw {
 	struct fw_deps d;
 	struct fw_view v;
 	struct event *refresh;
-	bool incremental; /* a leaf-spine fabric: refreshes apply the change */
-	bool stale;	  /* a rebuild failed: the view missed changes, rebuild next */
+	bool incremental;  /* a leaf-spine fabric: refreshes apply the change */
+	bool stale;	   /* a rebuild failed: the view missed changes, rebuild next */
+	bool keep_touched; /* fw_take_fs: the store's notes outlive the fw */
 	unsigned long applied, rebuilt; /* refreshes of each kind (fw_counts) */
 };
 
@@ -175,7 +176,7 @@ static size_t unique_keys(struct ocs_xc *k, size_t n)
 }
 
 /* The touched circuits read again: each key's circuit dropped, then the copy's added. */
-static int apply_circuits(struct fw *fw, struct ocs_xc *keys, size_t n)
+static int apply_circuits(struct st_store *st, struct fs_state *fs, struct ocs_xc *keys, size_t n)
 {
 	struct st_circuit *adds;
 	size_t k = 0;
@@ -187,14 +188,14 @@ static int apply_circuits(struct fw *fw, struct ocs_xc *keys, size_t n)
 	rc = adds ? 0 : -ENOMEM;
 	n = unique_keys(keys, n);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		rc = st_circuit_get(fw->d.store, &keys[i], &adds[k]);
+		rc = st_circuit_get(st, &keys[i], &adds[k]);
 		if (rc == 0)
 			k++;
 		else if (rc == -ENOENT)
 			rc = 0;
 	}
 	if (rc == 0)
-		rc = fs_apply(fw->v.fs, keys, n, adds, k);
+		rc = fs_apply(fs, keys, n, adds, k);
 	free(adds);
 	return rc;
 }
@@ -239,7 +240,7 @@ static int cmp_id(const void *a, const void *b)
 
 static int view_apply(struct fw *fw, struct st_touched *t)
 {
-	int rc = apply_circuits(fw, t->circuits, t->n_circuits);
+	int rc = apply_circuits(fw->d.store, fw->v.fs, t->circuits, t->n_circuits);
 
 	/* a job is noted once per row of it (jobs, job_figures) and per entry:
 	 * read each once */
@@ -333,11 +334,43 @@ void fw_free(struct fw *fw)
 		return;
 	if (fw->d.se)
 		st_etcd_unfollow(fw->d.se);
-	st_touched_track(fw->d.store, false);
+	if (!fw->keep_touched)
+		st_touched_track(fw->d.store, false);
 	if (fw->refresh)
 		event_free(fw->refresh);
 	view_free(&fw->v);
 	free(fw);
+}
+
+struct fs_state *fw_take_fs(struct fw *fw)
+{
+	struct fs_state *fs;
+
+	fw_refresh(fw); /* the changes of the last FW_REFRESH_MS, if any */
+	if (!fw->incremental || fw->stale || !fw->v.fs)
+		return NULL;
+	fs = fw->v.fs;
+	fw->v.fs = NULL; /* the view's job manager only reads it, and goes with the fw */
+	fw->keep_touched = true;
+	return fs;
+}
+
+int fw_fs_catch_up(struct fs_state *fs, struct st_store *st)
+{
+	struct st_touched t;
+	int rc;
+
+	st_touched_take(st, &t);
+	rc = t.all ? -EAGAIN : apply_circuits(st, fs, t.circuits, t.n_circuits);
+	st_touched_clear(&t);
+	st_touched_track(st, false);
+	return rc;
+}
+
+void fw_fs_drop(struct fs_state *fs, struct st_store *st)
+{
+	fs_free(fs);
+	st_touched_track(st, false);
 }
 
 struct jm *fw_jm(struct fw *fw)

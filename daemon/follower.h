@@ -45,6 +45,21 @@ int fw_new(const struct fw_deps *deps, struct fw **out);
 void fw_free(struct fw *fw);
 /* Rebuilds the view now (e.g. after the copy caught up with etcd). */
 void fw_refresh(struct fw *fw);
+/*
+ * A takeover's start (daemon.c) reuses the view's circuits rather than
+ * reading them all again (96,512 rows: 300 ms under a takeover's load).
+ * fw_take_fs() brings the view up to the copy and detaches its circuits
+ * (caller owns them; NULL when the view is stale or has none, e.g. not a
+ * leaf-spine fabric), and leaves the store noting what it applies (the
+ * leader's catch-up with etcd comes after). fw_fs_catch_up() applies those
+ * notes to fs and stops the notes: 0, -EAGAIN when the change was too
+ * large to note row by row (a snapshot loaded), or -errno; on failure the
+ * caller loads fs whole again. fw_fs_drop() frees circuits no start took,
+ * and stops the notes. All on the loop thread.
+ */
+struct fs_state *fw_take_fs(struct fw *fw);
+int fw_fs_catch_up(struct fs_state *fs, struct st_store *st);
+void fw_fs_drop(struct fs_state *fs, struct st_store *st);
 /* The view's job table (for api_attach). */
 struct jm *fw_jm(struct fw *fw);
 
