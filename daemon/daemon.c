@@ -260,11 +260,6 @@ static void run_posted(struct od *od)
 		loop_run_posted(od->loop);
 }
 
-/*
- * Ends the running phase: everything start_leader or start_follower made,
- * in the order a stop needs (the loop, the metrics endpoint, the signals
- * and the store stay for the next phase). Every pointer is NULL afterwards.
- */
 /* Circuits kept for a start that did not take them, and the notes they wanted. */
 static void drop_handover(struct od *od)
 {
@@ -274,6 +269,13 @@ static void drop_handover(struct od *od)
 	od->fs_handover = NULL;
 }
 
+/*
+ * Ends the running phase: everything start_leader or start_follower made,
+ * in the order a stop needs (the loop, the metrics endpoint, the signals
+ * and the store stay for the next phase). Every pointer is NULL afterwards
+ * but fs_handover: a follower phase ending for a takeover keeps its view's
+ * circuits for the leader's start (fw_take_fs), which takes them.
+ */
 void od_phase_teardown(struct od *od)
 {
 	enum rp_role next = od->rp ? rp_role(od->rp) : RP_FOLLOWER;

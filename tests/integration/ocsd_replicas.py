@@ -43,12 +43,14 @@ Not a test itself. Used by test_replicas_jepsen.py; API:
 
 Loopback only; every process started here is stopped by close()/stop().
 """
+import atexit
 import json
 import os
 import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -56,6 +58,20 @@ import testports
 
 RESTART_DELAY_S = 0.2  # as systemd's Restart=always with RestartSec=200ms
 ETCDCTL_TIMEOUT_S = 30  # a whole etcdctl run (its own command timeout is 5 s)
+
+
+def etcd_data_dir(name):
+    """A new directory for an etcd member's data, on tmpfs (/dev/shm) when
+    the machine has one: on the disk, etcd's fsyncs waited behind whatever
+    else wrote to it (the builds CI runs beside the tests), etcd answered
+    none within 333 ms, and a replica lost its 1 s lease. Removed at exit
+    (kept with OCSD_TEST_KEEP); the member keeps it across its restarts."""
+    shm = "/dev/shm"
+    d = tempfile.mkdtemp(prefix=f"ocsd-etcd-{name}-",
+                         dir=shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None)
+    if not os.environ.get("OCSD_TEST_KEEP"):
+        atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 class EtcdCluster:
@@ -71,6 +87,7 @@ class EtcdCluster:
         self.initial = ",".join(f"m{k + 1}=http://127.0.0.1:{self.peer_ports[k]}"
                                 for k in range(members))
         self.started_once = [False] * members
+        self.data_dirs = [etcd_data_dir(f"m{k + 1}") for k in range(members)]
 
     @property
     def urls(self):
@@ -87,7 +104,7 @@ class EtcdCluster:
         url, peer = self.urls[k], f"http://127.0.0.1:{self.peer_ports[k]}"
         log = open(os.path.join(self.work, f"etcd-m{k + 1}.log"), "a")
         self.procs[k] = subprocess.Popen(
-            ["etcd", "--name", f"m{k + 1}", "--data-dir", os.path.join(self.work, f"etcd-m{k + 1}"),
+            ["etcd", "--name", f"m{k + 1}", "--data-dir", self.data_dirs[k],
              "--listen-client-urls", url, "--advertise-client-urls", url,
              "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
              "--initial-cluster", self.initial, "--initial-cluster-token", "ocsd-replicas",

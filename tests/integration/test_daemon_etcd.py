@@ -54,6 +54,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ocsd_fleet  # noqa: E402
+import ocsd_replicas  # noqa: E402
 import testports  # noqa: E402
 
 BUILD, SRC = sys.argv[1], sys.argv[2]
@@ -78,7 +79,7 @@ class Etcd:
         self.client = testports.reserve(2)
         self.peer = self.client + 1
         self.url = f"http://127.0.0.1:{self.client}"
-        self.data = os.path.join(work, "etcd")
+        self.data = ocsd_replicas.etcd_data_dir("m1")
         self.log_path = os.path.join(work, "etcd.log")
         self.proc = None
 
