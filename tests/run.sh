@@ -2,9 +2,9 @@
 # README command (b): installs what the build and the tests need, builds ocsd
 # and runs the default test suite (every label except bench) twice:
 # RelWithDebInfo and ASan+UBSan (there without the label source: checks of
-# the tree that do not depend on the build); beside the tests, at the
-# lowest priority, the ASan+UBSan build, the fuzz harnesses and the Debian
-# packages (tests/packages.sh). The RelWithDebInfo build has Debian's build
+# the tree that do not depend on the build); beside the RelWithDebInfo
+# tests, at the lowest priority, the fuzz harnesses and the Debian packages
+# (tests/packages.sh). The RelWithDebInfo build has Debian's build
 # flags (-O2 and the hardening flags, tests/debian-flags.sh) under -Werror,
 # so warnings only the optimizer finds break CI there, not a packager's
 # build, and the packages take its programs instead of compiling them a
@@ -116,20 +116,11 @@ deb_ld=$(bash tests/debian-flags.sh LD)
 build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$deb_c" \
   -DCMAKE_EXE_LINKER_FLAGS="$deb_ld" -DCMAKE_SHARED_LINKER_FLAGS="$deb_ld" \
   -DCMAKE_MODULE_LINKER_FLAGS="$deb_ld"
-# Work that does not wait on the tests goes beside them, on the CPU they
-# leave idle, under SCHED_IDLE and nice 19, so a test that wants a core
-# gets it first: beside the RelWithDebInfo tests the ASan+UBSan build
-# (they leave about a quarter of the 2 cores idle, which its 143 CPU-s
-# fill), beside the ASan+UBSan tests (a fifth idle: 325 CPU-s) the fuzz
-# build, its harnesses' smoke run and the packages (about 200 CPU-s).
-# Without the sanitizer build, the latter go beside the RelWithDebInfo
-# tests. Each one's output is printed when the tests beside it end; a
-# failure of any fails the run.
-beside() { # log, command...: runs the command in the background, lowest priority
-  local log=$1; shift
-  # the subshell lowers its own priority first: all it starts inherits it
-  (renice -n 19 -p "$BASHPID" >/dev/null && chrt -i -p 0 "$BASHPID" && "$@") >"$log" 2>&1 &
-}
+# The fuzz build, its harnesses' smoke run and the packages go beside the
+# RelWithDebInfo tests, on the CPU those leave idle (the tests wait on
+# devices and timers: about a quarter of the 2 cores), under SCHED_IDLE and
+# nice 19, so a test that wants a core gets it first. Their output is
+# printed when the tests end; a failure of either fails the run.
 late_stages() {
   if [ "$fuzz" = 1 ]; then
     stage "build-fuzz (beside the tests)"
@@ -141,35 +132,25 @@ late_stages() {
     bash tests/packages.sh "$top" "$top/build"
   fi
 }
-asan_build() {
-  stage "build-asan (beside the tests)"
-  build build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON -DOCSD_BENCH=OFF
-}
-joined() { # pid, log, what: waits for a background stage and prints its output
-  local rc=0
-  wait "$1" || rc=$?
-  stage "$3 beside the tests ended (its output follows)"
-  cat "$2"
-  return "$rc"
-}
 late_log=$top/build/late-stages.log
-asan_log=$top/build/asan-build.log
-if [ "$sanitize" = 1 ]; then
-  beside "$asan_log" asan_build
-  asan=$!
-else
-  beside "$late_log" late_stages
-  late=$!
-fi
+# the subshell lowers its own priority first: all it starts inherits it
+(renice -n 19 -p "$BASHPID" >/dev/null && chrt -i -p 0 "$BASHPID" && late_stages) \
+  >"$late_log" 2>&1 &
+late=$!
 tests_rc=0
 tests $((jobs + 2)) build bench || tests_rc=$?
+late_rc=0
+wait "$late" || late_rc=$?
+stage "the stages beside the tests ended (their output follows)"
+cat "$late_log"
+[ "$tests_rc" = 0 ] || exit "$tests_rc"
+[ "$late_rc" = 0 ] || { echo "tests/run.sh: the fuzz harnesses or the packages failed" >&2; exit "$late_rc"; }
+if [ "$release" = 1 ]; then
+  build build-release -DCMAKE_BUILD_TYPE=Release
+fi
 if [ "$sanitize" = 1 ]; then
-  asan_rc=0
-  joined "$asan" "$asan_log" "the ASan+UBSan build" || asan_rc=$?
-  [ "$tests_rc" = 0 ] || exit "$tests_rc"
-  [ "$asan_rc" = 0 ] || { echo "tests/run.sh: the ASan+UBSan build failed" >&2; exit "$asan_rc"; }
-  beside "$late_log" late_stages
-  late=$!
+  stage "build-asan"
+  build build-asan -DCMAKE_BUILD_TYPE=Debug -DOCSD_SANITIZE=ON -DOCSD_BENCH=OFF
   # A 32 MB quarantine (freed memory held back from reuse, so that a
   # use-after-free lands on poisoned memory) rather than ASan's 256: a
   # process's fresh allocations keep touching new pages until the
@@ -179,15 +160,7 @@ if [ "$sanitize" = 1 ]; then
   # in the next 32 MB freed.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:quarantine_size_mb=32 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" tests $((jobs + 1)) build-asan 'bench|source' ||
-    tests_rc=$?
-fi
-late_rc=0
-joined "$late" "$late_log" "the fuzz harnesses and the packages" || late_rc=$?
-[ "$tests_rc" = 0 ] || exit "$tests_rc"
-[ "$late_rc" = 0 ] || { echo "tests/run.sh: the fuzz harnesses or the packages failed" >&2; exit "$late_rc"; }
-if [ "$release" = 1 ]; then
-  build build-release -DCMAKE_BUILD_TYPE=Release
+    LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" tests $((jobs + 1)) build-asan 'bench|source'
 fi
 if [ "$bench" = 1 ]; then
   (cd build && ctest --output-on-failure -L bench)
