@@ -329,8 +329,10 @@ log_file = {self.work}/ocs-slurm.log
                    f"(rc {p.returncode}, {p.stderr.strip()[-200:]})")
         self.check(self.sweep() == 0, "sweep: ocs-slurm sweep succeeds")
         self.check(self.ocs_job(gone).get("state") == "JOB_STATE_RELEASED" and
-                   not os.path.exists(ends),
-                   "sweep: the ended job's ocsd job is released and its entry gone")
+                   not os.path.exists(ends) and
+                   not os.path.exists(os.path.join(self.work, "spool",
+                                                   f"lock.slurm-ocslab-{gone}")),
+                   "sweep: the ended job's ocsd job is released, its entry and lock file gone")
         self.check(self.ocs_job(run).get("state") == "JOB_STATE_ACTIVE" and
                    os.path.exists(os.path.join(self.work, "spool", f"ends.slurm-ocslab-{run}")),
                    "sweep: the running job's ocsd job and entry are left alone")
