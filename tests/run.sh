@@ -92,8 +92,9 @@ tests() { # tests-at-once, build-dir, labels left out (regex)
 
 fuzz_build() { # seconds per harness
   mkdir -p build-fuzz
-  CC=clang-14 cmake -S . -B build-fuzz $(generator build-fuzz) -DOCSD_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
-    -DCMAKE_C_FLAGS_DEBUG=-g1 -DOCSD_SANITIZE=ON -DOCSD_FUZZ=ON -DOCSD_FUZZ_SECONDS="$1" >build-fuzz/configure.log 2>&1 ||
+  CC=clang-14 cmake -S . -B build-fuzz $(generator build-fuzz) -DOCSD_WERROR=ON \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-g1 -DOCSD_SANITIZE=ON -DOCSD_FUZZ=ON \
+    -DOCSD_FUZZ_SECONDS="$1" >build-fuzz/configure.log 2>&1 ||
     { cat build-fuzz/configure.log; exit 1; }
   cmake --build build-fuzz -j "$jobs" --target fuzz_targets
 }
