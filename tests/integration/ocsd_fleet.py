@@ -407,19 +407,22 @@ class Fleet:
                          "</set-faults>")
             return
         from ncclient.xml_ import to_ele
+        from ncclient.operations.errors import TimeoutExpiredError
         from ncclient.transport.errors import SessionCloseError, TransportError
-        # set-faults replaces every knob, so it is safe to send again: once
-        # more on a fresh session when the simulator closed the first one
-        # under it (on a loaded machine libnetconf2's 20 s inactive-read
-        # timeout closed one mid-RPC: ring_daemon, in CI)
-        for attempt in range(2):
+        # set-faults replaces every knob, so it is safe to send again: on a
+        # fresh session when the simulator closed the first one under it (on
+        # a loaded machine libnetconf2's 20 s inactive-read timeout closed
+        # one mid-RPC: ring_daemon, in CI), or when its reply never came
+        # (the same close, seen by ncclient as a timeout: daemon_release_fail
+        # under ASan, in CI)
+        for attempt in range(3):
             try:
                 with self._session(node) as m:
                     m.dispatch(to_ele(f'<set-faults xmlns="{DEVSIM_NS}"><spec>{spec}</spec>'
                                       "</set-faults>"))
                 return
-            except (TransportError, SessionCloseError):
-                if attempt == 1:
+            except (TransportError, SessionCloseError, TimeoutExpiredError):
+                if attempt == 2:
                     raise
 
     def close(self):
