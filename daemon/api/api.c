@@ -36,6 +36,8 @@
 #include "rings.h"
 
 #define API_CANCEL_CHECK_MS 100
+/* Job requests held while a rail fabric's initial port map is programmed (rail_api.h). */
+#define API_MAX_HELD 1024
 
 /* Who a job manager answer goes to (freed by the answer). */
 struct api_call {
@@ -66,7 +68,10 @@ struct api_req {
 	void (*serve)(struct api *api, struct nb_call *call, const void *msg);
 	bool write; /* changes state or devices: only the leader serves it */
 	struct loop_node node;
+	struct api_req *next_held; /* api->held */
 };
+
+static void release_held(void *ctx);
 
 struct api *api_new(const struct api_deps *deps)
 {
@@ -162,6 +167,8 @@ struct api *api_new(const struct api_deps *deps)
 	mx_add(api->m_rollback_failures, NULL, 0);
 	mx_add(api->m_waves, NULL, 0);
 	api_cabling_gauge(api);
+	if (deps->rail)
+		ra_on_map_settled(deps->rail, release_held, api);
 	return api;
 }
 
@@ -231,6 +238,7 @@ void api_follow(struct api *api, struct jm *jm, struct fs_state *fs, struct devi
 void api_stopping(struct api *api)
 {
 	api->stopping = true;
+	release_held(api); /* answered UNAVAILABLE, before the server goes */
 }
 
 /* ---- Jobs ---- */
@@ -570,8 +578,17 @@ static void serve_spec(struct api *api, struct nb_call *call, const void *msg,
 {
 	struct jm_spec spec;
 	struct nb_error err = {0};
+	struct err_info refusal = {0};
 	struct api_call *ac;
 
+	if (api->d.rail && ra_jobs_refused(api->d.rail, &refusal)) {
+		if (run == jm_submit)
+			log_job(LOG_WARNING, ((const Ocs__V1__JobSpec *)msg)->id,
+				nb_call_peer(call), "job not submitted: %s: %s", refusal.field,
+				refusal.message);
+		api_fail(call, &refusal);
+		return;
+	}
 	if (spec_from_pb(api, msg, &spec, &err) != 0) {
 		if (run == jm_submit)
 			log_job(LOG_WARNING, ((const Ocs__V1__JobSpec *)msg)->id,
@@ -750,6 +767,15 @@ static void serve_list_jobs(struct api *api, struct nb_call *call, const void *m
 
 /* ---- hand-off from gRPC threads ---- */
 
+static struct api_req *hold(struct api_req *r);
+
+/* A job request on a rail fabric whose initial port map is being programmed. */
+static bool waits_for_rails(const struct api_req *r)
+{
+	return (r->serve == serve_submit || r->serve == serve_plan) && r->api->d.rail &&
+	       ra_jobs_wait(r->api->d.rail);
+}
+
 static void dispatch(struct loop_node *n)
 {
 	struct api_req *r = OCSD_CONTAINER_OF(n, struct api_req, node);
@@ -760,9 +786,50 @@ static void dispatch(struct loop_node *n)
 		api_failf(r->call, ERR_UNAVAILABLE, "", "%s", why);
 	else if (r->api->stopping || !r->api->jm)
 		api_failf(r->call, ERR_UNAVAILABLE, "", "ocsd is shutting down");
+	else if (waits_for_rails(r))
+		r = hold(r);
 	else
 		r->serve(r->api, r->call, r->msg);
 	free(r);
+}
+
+/*
+ * A job request that came while the rail port map is programmed waits for
+ * it (its request stays valid until the call is answered: nb.h), in order;
+ * release_held serves them once it ended, or refuses them when ocsd stops.
+ * Returns NULL when r waits, else r, answered (the caller frees it).
+ */
+static struct api_req *hold(struct api_req *r)
+{
+	struct api *api = r->api;
+
+	if (api->n_held >= API_MAX_HELD) {
+		api_failf(r->call, ERR_UNAVAILABLE, "",
+			  "the rail port map is being programmed and %d job requests wait for it "
+			  "already; try again",
+			  API_MAX_HELD);
+		return r;
+	}
+	if (api->n_held == 0)
+		log_msg(LOG_INFO, "job requests wait until the rail port map is programmed");
+	r->next_held = NULL;
+	*(api->held_tail ? &api->held_tail->next_held : &api->held) = r;
+	api->held_tail = r;
+	api->n_held++;
+	return NULL;
+}
+
+static void release_held(void *ctx)
+{
+	struct api *api = ctx;
+	struct api_req *r = api->held, *next;
+
+	api->held = api->held_tail = NULL;
+	api->n_held = 0;
+	for (; r; r = next) {
+		next = r->next_held;
+		dispatch(&r->node);
+	}
 }
 
 static void post(struct api *api, struct nb_call *call, const void *msg,
@@ -774,7 +841,7 @@ static void post(struct api *api, struct nb_call *call, const void *msg,
 		api_failf(call, ERR_UNAVAILABLE, "", "out of memory");
 		return;
 	}
-	*r = (struct api_req){api, call, msg, serve, write, {NULL, NULL}};
+	*r = (struct api_req){api, call, msg, serve, write, {NULL, NULL}, NULL};
 	loop_post(api->d.loop, &r->node, dispatch);
 }
 

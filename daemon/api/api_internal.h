@@ -26,6 +26,7 @@
 #include "jobs.h"
 #include "nb.h"
 
+struct api_req;
 struct arena;
 struct dr_bundle;
 struct event;
@@ -51,6 +52,9 @@ struct api {
 	/* While plans whose caller may go away wait: every API_CANCEL_CHECK_MS,
 	 * the ones whose call was cancelled (or passed its deadline) stop. */
 	struct event *cancel_check;
+	/* Job requests waiting for the rail port map, oldest first (api.c: hold). */
+	struct api_req *held, *held_tail;
+	int n_held;
 };
 
 /* ---- api_pb.c: messages built in a per-request arena (NULL when it runs out) ---- */

@@ -20,7 +20,9 @@
 struct ra {
 	struct ra_deps d;
 	struct nb_server *server;
-	struct mx_family *m_swaps; /* NULL without a registry */
+	struct mx_family *m_swaps;  /* NULL without a registry */
+	void (*settled)(void *ctx); /* ra_on_map_settled */
+	void *settled_ctx;
 };
 
 /* Who a swap's answer goes to (freed by the answer). */
@@ -74,6 +76,28 @@ void ra_attach(struct ra *ra, struct nb_server *server)
 void ra_attach_swaps(struct ra *ra, struct rsw *rsw)
 {
 	ra->d.rsw = rsw;
+}
+
+void ra_on_map_settled(struct ra *ra, void (*settled)(void *ctx), void *ctx)
+{
+	ra->settled = settled;
+	ra->settled_ctx = ctx;
+}
+
+bool ra_jobs_wait(const struct ra *ra)
+{
+	return ra->d.rsw && gsw_starting(ra->d.rsw);
+}
+
+bool ra_jobs_refused(const struct ra *ra, struct err_info *err)
+{
+	const char *why;
+
+	if (!ra->d.rsw || gsw_ready(ra->d.rsw, &why))
+		return false;
+	err_set(err, ERR_PRECONDITION, "placement.gpus",
+		"the rail port map is not on the devices: %s", why);
+	return true;
 }
 
 static Ocs__V1__RailSwapKind swap_kind_pb(enum rail_swap_kind k)
@@ -354,8 +378,19 @@ static void ev_progress(void *ctx, const char *const *jobs, size_t n_jobs,
 	api_publish_progress(ra->server, jobs, n_jobs, p);
 }
 
+static void ev_map_settled(void *ctx)
+{
+	struct ra *ra = ctx;
+
+	if (ra->settled)
+		ra->settled(ra->settled_ctx);
+}
+
 struct gsw_events ra_events(struct ra *ra)
 {
-	return (struct gsw_events){
-		.ctx = ra, .swapped = ev_swapped, .gpu_changed = ev_gpu, .progress = ev_progress};
+	return (struct gsw_events){.ctx = ra,
+				   .swapped = ev_swapped,
+				   .gpu_changed = ev_gpu,
+				   .progress = ev_progress,
+				   .map_settled = ev_map_settled};
 }

@@ -42,6 +42,16 @@ void ra_free(struct ra *ra);
 void ra_attach(struct ra *ra, struct nb_server *server);
 /* The swaps, once they exist (created after the API: they publish through it). */
 void ra_attach_swaps(struct ra *ra, struct rsw *rsw);
+/*
+ * Rail jobs and the initial port map (gpu_swaps.h): while its transaction
+ * runs, ra_jobs_wait is true and the API holds SubmitJob and PlanJob;
+ * settled(ctx) is called when it ended. Once it failed (or was never
+ * programmed: fail static), ra_jobs_refused sets err FAILED_PRECONDITION
+ * naming the reason and returns true. Followers (no swaps) never wait.
+ */
+void ra_on_map_settled(struct ra *ra, void (*settled)(void *ctx), void *ctx);
+bool ra_jobs_wait(const struct ra *ra);
+bool ra_jobs_refused(const struct ra *ra, struct err_info *err);
 /* The swaps' events -> RailEvent and GpuEvent (pass as gsw_deps.events). */
 struct gsw_events ra_events(struct ra *ra);
 

@@ -43,7 +43,8 @@ struct rsw {
 	struct ocs_rail_fabric r;
 	int64_t n_gpus;
 	struct gsw_req *head, *tail;
-	bool busy; /* our transaction is running */
+	bool busy;     /* our transaction is running */
+	bool starting; /* it programs the initial port map (gsw_starting) */
 	bool ready;
 	char why[640]; /* why not ready */
 	/* every job's moved GPUs, oldest first (loaded, then appended) */
@@ -124,6 +125,11 @@ bool gsw_ready(const struct rsw *s, const char **why)
 	if (why)
 		*why = s->why;
 	return s->ready;
+}
+
+bool gsw_starting(const struct rsw *s)
+{
+	return s->starting;
 }
 
 static bool live(const struct jm_job *j)
@@ -732,7 +738,7 @@ static void init_done(void *arg, const struct txn_outcome *o)
 {
 	struct rsw *s = arg;
 
-	s->busy = false;
+	s->busy = s->starting = false;
 	if (o->result == TXN_CONFIRMED && !o->store_failed && rl_load_map(s->d.rl, s->d.fs) == 0) {
 		s->ready = true;
 		s->why[0] = '\0';
@@ -749,6 +755,8 @@ static void init_done(void *arg, const struct txn_outcome *o)
 	}
 	free(s->adds);
 	s->adds = NULL;
+	if (s->d.events.map_settled)
+		s->d.events.map_settled(s->d.events.ctx);
 	run_next(s);
 }
 
@@ -839,7 +847,7 @@ static int init_map(struct rsw *s, const struct ocs_xc *xcs, size_t n)
 			(long long)rl_joined(s->d.rl));
 		return 0;
 	}
-	s->busy = true;
+	s->busy = s->starting = true;
 	{
 		struct txn_change c = {
 			.job_id = ST_RAIL_OWNER, .additions = s->adds, .n_additions = n};
@@ -847,7 +855,7 @@ static int init_map(struct rsw *s, const struct ocs_xc *xcs, size_t n)
 		rc = s->d.txn_start(s->d.txn_ctx, &c, init_done, s, why, sizeof(why));
 	}
 	if (rc) {
-		s->busy = false;
+		s->busy = s->starting = false;
 		free(s->adds);
 		s->adds = NULL;
 		snprintf(s->why, sizeof(s->why), "programming the initial port map failed: %s",

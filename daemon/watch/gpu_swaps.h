@@ -40,7 +40,9 @@
  *    rail port r) is programmed in one transaction; already holding exactly
  *    it, it is adopted (stored without touching them); anything else is
  *    never overwritten (fail static, issue 14 #2): logged, swaps and jobs
- *    refused until an operator clears the devices and restarts ocsd.
+ *    refused until an operator clears the devices and restarts ocsd. While
+ *    the initial map's transaction runs, swaps queue behind it and the
+ *    API holds job submissions until it ends (gsw_starting).
  *
  * Threading: every function on the loop thread.
  */
@@ -91,6 +93,8 @@ struct gsw_events {
 	 */
 	void (*progress)(void *ctx, const char *const *jobs, size_t n_jobs,
 			 const struct txn_progress *p);
+	/* The initial port map's transaction ended (gsw_ready tells how). NULL: not told. */
+	void (*map_settled)(void *ctx);
 };
 
 struct gsw_deps {
@@ -143,8 +147,13 @@ void gsw_retry(struct rsw *s);
 
 /* True while a transaction of the swaps runs (recon_deps.busy; arg: the struct rsw). */
 bool gsw_busy(void *arg);
-/* True once the port map is on the devices (and in the store). */
+/* True once the port map is on the devices (and in the store); else *why says why not. */
 bool gsw_ready(const struct rsw *s, const char **why);
+/*
+ * True while the initial port map's transaction runs (started by gsw_start):
+ * rail jobs wait for it (api.c), told by gsw_events.map_settled.
+ */
+bool gsw_starting(const struct rsw *s);
 /* A job's moved GPUs, oldest first: malloc'd (caller frees), NULL with *n 0 when none. */
 struct st_rail_job_move *gsw_job_moves(const struct rsw *s, const char *job_id, size_t *n);
 /*

@@ -12,6 +12,12 @@ belong to servers 0 and 1 (group 0, device rail-ocs-g0), 8..15 to servers 3
 and 4 (group 1); servers 2 and 5 are the spares.
 
 Checks, in order:
+  - a job submitted while the initial port map's transaction runs waits
+    for it (the log says so): when that transaction fails (device 0's edit
+    held 2.5 s by hang@edit, device 1 refusing its commit) the job is
+    FAILED_PRECONDITION naming the reason and nothing is on the devices;
+    after a restart, with device 0's commit held 3 s, the job submitted at
+    once is ACTIVE after the map is programmed, never refused as a spare;
   - start-up on empty devices: the initial port map is programmed (GPU r
     of every active server on its rail port r);
   - rail jobs: A holds GPUs 0,1,2, B holds 4..7; a GPU held by another job
@@ -128,10 +134,52 @@ def expect_refusal(client, gpu, code, words, what):
     check(FLEET.port_map() == before_dev, f"{what}: the devices unchanged")
 
 
-def main():
-    FLEET.start_devices()
+def jobs_wait_for_map():
+    """A job submitted while the initial port map's transaction runs waits for
+    its end: refused with the reason when it failed, ACTIVE when it was
+    programmed. Leaves ocsd running on the programmed map, job-a holding 0,1,2."""
+    FLEET.set_faults(0, "hang@edit=2500")
+    FLEET.set_faults(1, "refuse@commit")
     FLEET.start_ocsd()
     c = Client()
+    t0 = time.time()
+    try:
+        c.submit("job-a", [0, 1, 2])
+        check(False, "a job submitted while the initial map fails is refused")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.FAILED_PRECONDITION and
+              "placement.gpus" in e.details() and
+              "the rail port map is not on the devices: programming the initial port map "
+              "failed" in e.details(),
+              "a job submitted while the initial map fails: FAILED_PRECONDITION naming the "
+              f"reason ({e.code().name}: {e.details()})")
+    log = FLEET.log()
+    check("job requests wait until the rail port map is programmed" in log and
+          time.time() - t0 > 2,
+          f"the job waited for the map's transaction ({time.time() - t0:.1f} s)")
+    check(FLEET.port_map() == ({}, []), "the failed initial map left the devices empty")
+    check(FLEET.stop_ocsd() == 0, "ocsd stops cleanly")
+
+    FLEET.set_faults(1, "")
+    FLEET.set_faults(0, "hang@commit=3000")
+    FLEET.start_ocsd()
+    c = Client()
+    t0 = time.time()
+    a = c.submit("job-a", [0, 1, 2])
+    waited = time.time() - t0
+    check(a.state == jobs_pb2.JOB_STATE_ACTIVE and list(a.gpus) == [0, 1, 2],
+          f"a job submitted at once after start is ACTIVE holding 0,1,2 ({a.state}, "
+          f"{list(a.gpus)}, after {waited:.1f} s)")
+    log = FLEET.log().split("=== start")[-1]
+    programmed, active = log.find("rail port map programmed"), log.find("job ACTIVE")
+    check(0 <= programmed < active,
+          "it was answered once the map was programmed (the log in that order)")
+    return c
+
+
+def main():
+    FLEET.start_devices()
+    c = jobs_wait_for_map()
     w = ocsd_fleet.Watcher(c.events.Watch(events_pb2.WatchRequest(rings=True)), TIMEOUT_S)
 
     # ---- start-up: the initial port map on empty devices
@@ -140,9 +188,6 @@ def main():
     check_devices(c, "initial map")
 
     # ---- rail jobs
-    a = c.submit("job-a", [0, 1, 2])
-    check(a.state == jobs_pb2.JOB_STATE_ACTIVE and list(a.gpus) == [0, 1, 2],
-          f"job-a ACTIVE holding 0,1,2 ({a.state}, {list(a.gpus)})")
     b = c.submit("job-b", [4, 5, 6, 7])
     check(b.state == jobs_pb2.JOB_STATE_ACTIVE, "job-b ACTIVE holding 4..7")
     for gpus, code, words, what in (
