@@ -2,9 +2,11 @@
  * store.c - the SQLite connection behind store.h: the schema and its
  * migrations, opening and closing, the SQL helpers and the write
  * transaction every write of the store goes through, the hooks of a
- * replicated store and whole-database images. The reads and writes of the
- * tables are in store_jobs.c, store_intents.c, store_rings.c, store_rail.c,
- * store_faults.c and store_prune.c (what they share: store_internal.h).
+ * replicated store (its log entries built and applied, a confirm's
+ * circuits derived: store_repl.h) and whole-database images. The reads
+ * and writes of the tables are in store_jobs.c, store_intents.c,
+ * store_rings.c, store_rail.c, store_faults.c and store_prune.c (what they
+ * share: store_internal.h).
  *
  * Schema (version 8):
  *   meta(key PK, value)                     'schema_version'
@@ -261,6 +263,7 @@ void st_rollback(struct st_store *st)
 	if (st->session)
 		sqlite3session_delete(st->session);
 	st->session = NULL;
+	st->confirm_txn = 0;
 	(void)st_exec(st, "ROLLBACK");
 }
 
@@ -293,6 +296,7 @@ int st_write_begin(struct st_store *st)
 	if (rc)
 		return write_failed(st, rc, false);
 	st->repl_failed = false;
+	st->confirm_txn = 0;
 	if (!st->repl)
 		return 0;
 	rc = st_sql_rc(sqlite3session_create(st->db, "main", &st->session));
@@ -303,6 +307,26 @@ int st_write_begin(struct st_store *st)
 		return write_failed(st, rc, false);
 	}
 	return 0;
+}
+
+/* Publishes the entry of a write that confirmed intent st->confirm_txn (store_repl.h). */
+static int publish_confirm(struct st_store *st, const void *changeset, size_t len)
+{
+	char line[80];
+	int n = snprintf(line, sizeof(line), ST_CONFIRM_ENTRY "%lld %lld %lld\n",
+			 (long long)st->confirm_txn, (long long)st->confirm_removed,
+			 (long long)st->confirm_added);
+	uint8_t *entry = malloc((size_t)n + len);
+	int rc;
+
+	if (!entry)
+		return -ENOMEM;
+	memcpy(entry, line, (size_t)n);
+	if (len)
+		memcpy(entry + n, changeset, len);
+	rc = st->repl->publish(st->repl_ctx, entry, (size_t)n + len);
+	free(entry);
+	return rc;
 }
 
 /* On failure the transaction is still open: the caller rolls it back. */
@@ -317,8 +341,11 @@ int st_write_commit(struct st_store *st)
 		rc = st_sql_rc(sqlite3session_changeset(st->session, &len, &changeset));
 		sqlite3session_delete(st->session);
 		st->session = NULL;
-		if (rc == 0 && len > 0)
+		if (rc == 0 && st->confirm_txn)
+			rc = publish_confirm(st, changeset, (size_t)len);
+		else if (rc == 0 && len > 0)
 			rc = st->repl->publish(st->repl_ctx, changeset, (size_t)len);
+		st->confirm_txn = 0;
 		sqlite3_free(changeset);
 		if (rc)
 			return write_failed(st, rc, true);
@@ -633,20 +660,110 @@ static int changeset_conflict(void *ctx, int conflict, sqlite3_changeset_iter *i
 	return SQLITE_CHANGESET_ABORT;
 }
 
-int st_apply_changeset(struct st_store *st, const void *changeset, size_t len)
+int st_confirm_circuits(struct st_store *st, int64_t txn_id, int64_t *removed, int64_t *added)
 {
+	/* Removals first: an addition may reuse an input port it frees. */
+	static const char *const sql[2] = {
+		"DELETE FROM circuits WHERE (grp, device, in_port) IN"
+		" (SELECT grp, device, in_port FROM intent_xcs WHERE txn_id = ?1 AND op = 'del')",
+		"INSERT INTO circuits(grp, device, in_port, out_port, job_id)"
+		" SELECT grp, device, in_port, out_port, job_id FROM intent_xcs"
+		" WHERE txn_id = ?1 AND op = 'add'"};
+	int64_t *changed[2] = {removed, added};
+	int rc = 0;
+
+	for (int i = 0; i < 2; i++) {
+		rc = rc ? rc : st_intent_rows(st, sql[i], txn_id, 1, NULL, NULL);
+		*changed[i] = rc ? 0 : sqlite3_changes64(st->db);
+	}
+	return rc;
+}
+
+/* An SQLite result of applying an entry: -EPROTO when it does not fit this copy. */
+static int apply_rc(int rc)
+{
+	if (rc == SQLITE_ABORT || (rc & 0xff) == SQLITE_CONSTRAINT || rc == SQLITE_CORRUPT)
+		return -EPROTO;
+	return st_sql_rc(rc);
+}
+
+/* A decimal number of at most 18 digits at *at (advanced past it); -1 when none. */
+static long long entry_number(const uint8_t *entry, size_t len, size_t *at)
+{
+	size_t start = *at;
+	long long v = 0;
+
+	for (; *at < len && *at < start + 18 && entry[*at] >= '0' && entry[*at] <= '9'; (*at)++)
+		v = v * 10 + (entry[*at] - '0');
+	return *at == start ? -1 : v;
+}
+
+/*
+ * The confirm an entry's first line names ("C TXN REMOVED ADDED\n",
+ * store_repl.h) into c[3]: 0 for a plain changeset, 1 for a confirm, -1
+ * for a malformed line; *skip is the line's length.
+ */
+static int confirm_of(const uint8_t *entry, size_t len, long long c[3], size_t *skip)
+{
+	size_t at = strlen(ST_CONFIRM_ENTRY);
+
+	*skip = 0;
+	if (len < at || memcmp(entry, ST_CONFIRM_ENTRY, at) != 0)
+		return 0;
+	for (int i = 0; i < 3; i++) {
+		c[i] = entry_number(entry, len, &at);
+		if (c[i] < 0 || at >= len || entry[at] != (i < 2 ? ' ' : '\n'))
+			return -1;
+		at++;
+	}
+	if (c[0] == 0)
+		return -1;
+	*skip = at;
+	return 1;
+}
+
+int st_apply_changeset(struct st_store *st, const void *entry, size_t len)
+{
+	long long c[3];
+	size_t skip;
+	int kind = confirm_of(entry, len, c, &skip);
+	const uint8_t *changeset = (const uint8_t *)entry + skip;
+	int64_t removed, added;
 	int rc;
 
 	if (len > INT32_MAX)
 		return -E2BIG;
+	if (kind < 0)
+		return -EPROTO;
+	len -= skip;
 	st_touched_note(st, changeset, len);
 	st->commit_allowed = true;
-	rc = sqlite3changeset_apply(st->db, (int)len, (void *)changeset, NULL, changeset_conflict,
-				    NULL);
+	if (kind == 0) {
+		rc = apply_rc(sqlite3changeset_apply(st->db, (int)len, (void *)changeset, NULL,
+						     changeset_conflict, NULL));
+		st->commit_allowed = false;
+		return rc;
+	}
+	/* a confirm: its changeset and the circuits it derives, in one transaction */
+	rc = st_exec(st, "BEGIN IMMEDIATE");
+	if (rc == 0 && len)
+		rc = apply_rc(sqlite3changeset_apply(st->db, (int)len, (void *)changeset, NULL,
+						     changeset_conflict, NULL));
+	if (rc == 0) {
+		rc = st_confirm_circuits(st, (int64_t)c[0], &removed, &added);
+		/* a circuit held already, or other counts than the writer's: the copies differ */
+		if (rc == -EEXIST || rc == -EINVAL ||
+		    (rc == 0 && (removed != c[1] || added != c[2])))
+			rc = -EPROTO;
+	}
+	if (rc == 0)
+		st_touched_confirm(st, (int64_t)c[0]);
+	if (rc == 0)
+		rc = st_exec(st, "COMMIT");
+	if (rc)
+		(void)st_exec(st, "ROLLBACK");
 	st->commit_allowed = false;
-	if (rc == SQLITE_ABORT || (rc & 0xff) == SQLITE_CONSTRAINT || rc == SQLITE_CORRUPT)
-		return -EPROTO;
-	return st_sql_rc(rc);
+	return rc;
 }
 
 int st_image_save(struct st_store *st, void **image, size_t *len)

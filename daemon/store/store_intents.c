@@ -190,20 +190,27 @@ int st_intent_undecide(struct st_store *st, int64_t txn_id)
 /*
  * Applies intent txn_id's removals and additions to the circuits table and
  * its links to their jobs (and a ring or rail intent's rows), inside the
- * caller's write transaction.
+ * caller's write transaction. On a replicated store the circuits' rows are
+ * left out of the changeset (the session is paused for them) and the entry
+ * names txn_id instead: every copy derives the same rows from the same
+ * intent_xcs (store_repl.h, "a confirm"). The other tables are recorded.
  */
 static int apply_confirmed(struct st_store *st, int64_t txn_id, int64_t now_ms)
 {
 	char sql[2048];
+	bool derived = st->session && st->confirm_txn == 0;
+	int rc;
 
-	/* Removals first: an addition may reuse an input port it frees. */
+	if (derived)
+		sqlite3session_enable(st->session, 0);
+	rc = st_confirm_circuits(st, txn_id, &st->confirm_removed, &st->confirm_added);
+	if (derived)
+		sqlite3session_enable(st->session, 1);
+	if (rc)
+		return rc;
+	if (derived)
+		st->confirm_txn = txn_id;
 	snprintf(sql, sizeof(sql),
-		 "DELETE FROM circuits WHERE (grp, device, in_port) IN"
-		 " (SELECT grp, device, in_port FROM intent_xcs"
-		 "  WHERE txn_id = %lld AND op = 'del');"
-		 "INSERT INTO circuits(grp, device, in_port, out_port, job_id)"
-		 " SELECT grp, device, in_port, out_port, job_id FROM intent_xcs"
-		 " WHERE txn_id = %lld AND op = 'add';"
 		 "DELETE FROM job_links WHERE job_id IN"
 		 " (SELECT job_id FROM intents WHERE txn_id = %lld"
 		 "  UNION SELECT job_id FROM intent_jobs WHERE txn_id = %lld"
@@ -222,8 +229,8 @@ static int apply_confirmed(struct st_store *st, int64_t txn_id, int64_t now_ms)
 		 " moved_ms) SELECT job_id, txn_id, rail_port, old_gpu, new_gpu, %lld"
 		 " FROM rail_intent_moves WHERE txn_id = %lld AND job_id <> '';",
 		 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
-		 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)txn_id,
-		 (long long)txn_id, (long long)now_ms, (long long)txn_id);
+		 (long long)txn_id, (long long)txn_id, (long long)txn_id, (long long)now_ms,
+		 (long long)txn_id);
 	return st_exec(st, sql);
 }
 

@@ -41,8 +41,11 @@ struct st_store {
 	const struct st_repl_hooks *repl;
 	void *repl_ctx;
 	sqlite3_session *session; /* the open write transaction's changes */
-	bool commit_allowed;	  /* st_write_commit() or a changeset apply is committing */
-	bool repl_failed;	  /* the last write failed in the replication */
+	/* the open write's confirm whose circuits every copy derives (0: none), and the
+	 * circuits it removed and added (store_repl.h) */
+	int64_t confirm_txn, confirm_removed, confirm_added;
+	bool commit_allowed; /* st_write_commit() or a changeset apply is committing */
+	bool repl_failed;    /* the last write failed in the replication */
 	void (*on_error)(void *ctx, int rc);
 	void *on_error_ctx;
 	void (*on_commit)(void *ctx, double seconds);
@@ -60,6 +63,8 @@ struct st_store {
 void st_touched_note(struct st_store *st, const void *changeset, size_t len);
 /* Every row may have changed (an image loaded): the next take says `all`. */
 void st_touched_all(struct st_store *st);
+/* Notes the circuits intent txn_id's confirm changed (st_confirm_circuits just ran). */
+void st_touched_confirm(struct st_store *st, int64_t txn_id);
 
 /* ---- store.c: SQL helpers ---- */
 
@@ -71,6 +76,13 @@ int st_sql_rc(int rc);
 /* The error of the sqlite3_bind_*() call on st that just failed. */
 int st_bind_error(struct st_store *st);
 int st_exec(struct st_store *st, const char *sql);
+/*
+ * The circuits table takes intent txn_id's removals and additions (part of
+ * its confirm: store_intents.c), inside the caller's write transaction;
+ * *removed and *added say how many rows each changed. Also how a copy
+ * applies an entry naming a confirm (st_apply_changeset).
+ */
+int st_confirm_circuits(struct st_store *st, int64_t txn_id, int64_t *removed, int64_t *added);
 int st_prepare(struct st_store *st, const char *sql, sqlite3_stmt **stmt);
 /*
  * Binds text, or NULL when v is NULL. Returns an SQLite result code. The

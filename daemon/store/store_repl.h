@@ -19,6 +19,18 @@
 
 #include "store.h"
 
+/*
+ * A log entry (what publish is handed and st_apply_changeset takes) is one
+ * write transaction: its SQLite changeset, or, when the write confirmed an
+ * intent, the line "C TXN REMOVED ADDED\n" and then the changeset. The
+ * circuits such a confirm removes and adds are not in its changeset: every
+ * copy holds the intent's rows (intent_xcs) already and derives them with
+ * the same SQL (st_confirm_circuits), checking the counts, so a confirm of
+ * 16,384 cross-connects costs no session capture, changeset row or log
+ * byte per circuit. (Changesets begin with 'T' or 'P', never 'C'.)
+ */
+#define ST_CONFIRM_ENTRY "C "
+
 struct st_repl_hooks {
 	/*
 	 * Called before every write transaction begins (the copy may still be
@@ -28,9 +40,9 @@ struct st_repl_hooks {
 	int (*prepare)(void *ctx);
 	/*
 	 * Called inside every write transaction that changed something, with
-	 * its changeset, before the local COMMIT. 0: the change is replicated,
-	 * commit; else the transaction is rolled back and the write returns
-	 * this code.
+	 * its entry (above: changeset is its bytes), before the local COMMIT.
+	 * 0: the change is replicated, commit; else the transaction is rolled
+	 * back and the write returns this code.
 	 */
 	int (*publish)(void *ctx, const void *changeset, size_t len);
 	/* The local COMMIT failed after publish succeeded: the copy lags. */
@@ -50,9 +62,10 @@ int st_open_memory(struct st_store **out, char *err, size_t err_len);
  */
 void st_set_repl(struct st_store *st, const struct st_repl_hooks *hooks, void *ctx);
 /*
- * Applies a changeset another replica published, in one transaction.
- * -EPROTO when it does not fit this copy (the rows it changes are not as it
- * expects: the copies differ); then nothing was applied.
+ * Applies an entry another replica published (a changeset, or a confirm:
+ * above), in one transaction. -EPROTO when it does not fit this copy (the
+ * rows it changes are not as it expects, a confirm's counts differ: the
+ * copies differ) or is malformed; then nothing was applied.
  */
 int st_apply_changeset(struct st_store *st, const void *changeset, size_t len);
 /*

@@ -4,8 +4,10 @@
  * by the change instead of rebuilding it (follower.c). Each applied
  * changeset is walked once (sqlite3changeset_start) and the keys of the
  * rows the view holds are noted: job ids (jobs, job_figures), circuit keys
- * (circuits). Tables the view does not hold are skipped; any other table
- * (drains, rings, faults, moves: small, and rarely written), an image
+ * (circuits), and the circuits a confirm entry derives (store_repl.h:
+ * the keys of its intent's rows). Tables the view does not hold are
+ * skipped; any other table (drains, rings, faults, moves: small, and
+ * rarely written), an image
  * loaded, more than ST_TOUCHED_MAX rows, or a note that cannot be kept
  * (out of memory) asks for a rebuild (`all`).
  *
@@ -164,4 +166,32 @@ void st_touched_note(struct st_store *st, const void *changeset, size_t len)
 			note_all(t);
 	}
 	sqlite3changeset_finalize(it);
+}
+
+void st_touched_confirm(struct st_store *st, int64_t txn_id)
+{
+	struct st_touched *t = st->touched;
+	sqlite3_stmt *s = NULL;
+	int rc = SQLITE_DONE;
+
+	if (!t || t->all)
+		return;
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT grp, device, in_port FROM intent_xcs WHERE txn_id = ?1", -1,
+			       &s, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(s, 1, txn_id) != SQLITE_OK) {
+		sqlite3_finalize(s);
+		note_all(t);
+		return;
+	}
+	while (!t->all && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		sqlite3_value *key[3] = {sqlite3_column_value(s, 0), sqlite3_column_value(s, 1),
+					 sqlite3_column_value(s, 2)};
+
+		if (!note_circuit(t, key) || t->n_jobs + t->n_circuits > ST_TOUCHED_MAX)
+			note_all(t);
+	}
+	if (!t->all && rc != SQLITE_DONE)
+		note_all(t);
+	sqlite3_finalize(s);
 }

@@ -206,7 +206,7 @@ int main(int argc, char **argv)
 	static const struct {
 		size_t xcs;
 		int reps;
-	} sizes[] = {{64, 20}, {1024, 10}, {16384, 5}, {65536, 3}, {131072, 3}};
+	} sizes[] = {{64, 20}, {1024, 10}, {16384, 15}, {65536, 3}, {131072, 3}};
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		double sq_ms, et_ms;
 

@@ -9,7 +9,8 @@
  * the write lock, a failure injected half-way through a transaction)
  * leaving the store as it was; the faulty GPUs, swap intents and jobs'
  * moved GPUs of rail-OCS fabrics (schema 5); what applied changesets
- * touch, as a follower's copy notes it (st_touched). The schema's versions and
+ * touch, as a follower's copy notes it (st_touched); a confirm's log entry
+ * (its circuits derived by every copy, counts checked). The schema's versions and
  * query plans are tested in test_store_schema.c.
  */
 #include <errno.h>
@@ -1196,6 +1197,138 @@ static void test_touched(void **state)
 	st_close(copy);
 }
 
+/* Every entry a leader published, applied to the copy as well (capture_hooks). */
+struct capture {
+	struct st_store *copy;
+	void *entry[8];
+	size_t len[8], n;
+};
+
+static int capture_publish(void *ctx, const void *entry, size_t len)
+{
+	struct capture *c = ctx;
+
+	assert_true(c->n < 8);
+	c->entry[c->n] = malloc(len);
+	memcpy(c->entry[c->n], entry, len);
+	c->len[c->n++] = len;
+	return st_apply_changeset(c->copy, entry, len);
+}
+
+static int capture_prepare(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static void capture_commit_failed(void *ctx)
+{
+	(void)ctx;
+}
+
+static const char *capture_last_error(void *ctx)
+{
+	(void)ctx;
+	return "";
+}
+
+static void capture_destroy(void *ctx)
+{
+	(void)ctx;
+}
+
+static const struct st_repl_hooks capture_hooks = {capture_prepare, capture_publish,
+						   capture_commit_failed, capture_last_error,
+						   capture_destroy};
+
+static int circuit_text(void *ctx, const struct st_circuit *c)
+{
+	char *out = ctx;
+
+	sprintf(out + strlen(out), "%d/%d/%d>%d:%s;", c->xc.group, c->xc.device, c->xc.in,
+		c->xc.out, c->job_id);
+	return 0;
+}
+
+/* Whether the n bytes of s occur in the len bytes of p. */
+static bool holds(const void *p, size_t len, const char *s, size_t n)
+{
+	for (size_t i = 0; i + n <= len; i++)
+		if (!memcmp((const char *)p + i, s, n))
+			return true;
+	return false;
+}
+
+/*
+ * A confirm's entry (store_repl.h): "C TXN REMOVED ADDED\n" and a changeset
+ * without the circuits, which the copy derives from the intent's rows it
+ * holds; the copies' circuits agree. A copy where the counts do not come
+ * out as the writer's, or a malformed first line, refuses the entry
+ * (-EPROTO) and applies nothing of it.
+ */
+static void test_confirm_entry(void **state)
+{
+	struct st_store *leader, *copy, *other;
+	struct capture cap = {0};
+	struct st_circuit add[2] = {{{1, 2, 3, 4}, "ca"}, {{1, 2, 5, 6}, "ca"}};
+	struct ocs_xc del = {1, 2, 3, 4};
+	struct st_circuit moved = {{1, 2, 3, 7}, "ca"};
+	char want[256] = "", got[256] = "", line[64], *bad;
+	int64_t txn1, txn2;
+	size_t cs;
+	char err[128];
+
+	(void)state;
+	assert_int_equal(st_open_memory(&leader, err, sizeof(err)), 0);
+	assert_int_equal(st_open_memory(&copy, err, sizeof(err)), 0);
+	assert_int_equal(st_open_memory(&other, err, sizeof(err)), 0);
+	cap.copy = copy;
+	st_set_repl(leader, &capture_hooks, &cap);
+	assert_int_equal(st_intent_begin(leader, "ca", NULL, 0, add, 2, NULL, 0, 1, &txn1), 0);
+	assert_int_equal(st_intent_finish(leader, txn1, ST_INTENT_CONFIRMED, "", 2), 0);
+	/* a move: one removal, one addition on the input it frees */
+	assert_int_equal(st_intent_begin(leader, "ca", &del, 1, &moved, 1, NULL, 0, 3, &txn2), 0);
+	assert_int_equal(st_intent_finish(leader, txn2, ST_INTENT_CONFIRMED, "", 4), 0);
+	assert_int_equal(cap.n, 4);
+	snprintf(line, sizeof(line), "C %lld 0 2\n", (long long)txn1);
+	assert_true(cap.len[1] > strlen(line) && !memcmp(cap.entry[1], line, strlen(line)));
+	snprintf(line, sizeof(line), "C %lld 1 1\n", (long long)txn2);
+	assert_true(cap.len[3] > strlen(line) && !memcmp(cap.entry[3], line, strlen(line)));
+	/* no circuits table in the changesets of the confirms (its name, NUL-terminated) */
+	assert_false(holds(cap.entry[1], cap.len[1], "circuits", sizeof("circuits")));
+	assert_false(holds(cap.entry[3], cap.len[3], "circuits", sizeof("circuits")));
+	assert_int_equal(st_circuit_list(leader, NULL, circuit_text, want), 0);
+	assert_int_equal(st_circuit_list(copy, NULL, circuit_text, got), 0);
+	assert_string_equal(want, "1/2/3>7:ca;1/2/5>6:ca;");
+	assert_string_equal(got, want);
+	/* another copy, up to the second intent: a confirm claiming other counts is refused */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(st_apply_changeset(other, cap.entry[i], cap.len[i]), 0);
+	cs = cap.len[3] - strlen(line);
+	bad = malloc(cs + 32);
+	for (int k = 0; k < 3; k++) {
+		static const char *const lines[] = {"C %lld 1 2\n", "C %lld 0 1\n",
+						    "C %lldx 1 1\n"};
+		int n = snprintf(bad, 32, lines[k], (long long)txn2);
+
+		memcpy(bad + n, (char *)cap.entry[3] + strlen(line), cs);
+		assert_int_equal(st_apply_changeset(other, bad, (size_t)n + cs), -EPROTO);
+	}
+	free(bad);
+	got[0] = '\0';
+	assert_int_equal(st_circuit_list(other, NULL, circuit_text, got), 0);
+	assert_string_equal(got, "1/2/3>4:ca;1/2/5>6:ca;"); /* nothing of it applied */
+	assert_int_equal(st_apply_changeset(other, cap.entry[3], cap.len[3]), 0);
+	got[0] = '\0';
+	assert_int_equal(st_circuit_list(other, NULL, circuit_text, got), 0);
+	assert_string_equal(got, want);
+	for (size_t i = 0; i < cap.n; i++)
+		free(cap.entry[i]);
+	st_close(leader);
+	st_close(copy);
+	st_close(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1218,6 +1351,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_fails_midway, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rail, setup, teardown),
 		cmocka_unit_test(test_touched),
+		cmocka_unit_test(test_confirm_entry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
