@@ -32,10 +32,12 @@ build_pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-compiler-grpc
 # which `ocsctl topology --format svg` calls (ocsctl runs without it).
 # chromium, chromium-driver: the status page's browser test (status_browser:
 # headless chromium driven through chromedriver).
+# gdb: a test client that hangs past its bound prints every thread's stack
+# before it is stopped (test_sb_netconfd).
 test_pkgs=(python3-grpcio python3-grpc-tools python3-ncclient netconfd
   openssh-server prometheus openssl curl coinor-libcbc-dev clang-format
   clang-14 libclang-rt-14-dev etcd-server etcd-client slurmctld slurmd slurm-client munge
-  debhelper lintian fakeroot systemd man-db graphviz chromium chromium-driver)
+  debhelper lintian fakeroot systemd man-db graphviz chromium chromium-driver gdb)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then

@@ -16,7 +16,7 @@ Checks, in order:
     for it (the log says so): when that transaction fails (device 0's edit
     held 2.5 s by hang@edit, device 1 refusing its commit) the job is
     FAILED_PRECONDITION naming the reason and nothing is on the devices;
-    after a restart, with device 0's commit held 3 s, the job submitted at
+    one waiting when ocsd is stopped is UNAVAILABLE; after a restart, with device 0's commit held 3 s, the job submitted at
     once is ACTIVE after the map is programmed, never refused as a spare;
   - start-up on empty devices: the initial port map is programmed (GPU r
     of every active server on its rail port r);
@@ -159,6 +159,30 @@ def jobs_wait_for_map():
           f"the job waited for the map's transaction ({time.time() - t0:.1f} s)")
     check(FLEET.port_map() == ({}, []), "the failed initial map left the devices empty")
     check(FLEET.stop_ocsd() == 0, "ocsd stops cleanly")
+
+    # ocsd stopped while a job waits: the job is told, UNAVAILABLE
+    FLEET.set_faults(0, "hang@edit=2500")
+    FLEET.set_faults(1, "refuse@commit")
+    starts = FLEET.log().count("job requests wait until the rail port map is programmed")
+    FLEET.start_ocsd()
+    c = Client()
+    pb = jobs_pb2
+    waiting = c.jobs.SubmitJob.future(pb.JobSpec(id="job-z", placement=pb.Placement(
+        gpus=[pb.GpuPlacement(gpu=g) for g in (4, 5)])), timeout=TIMEOUT_S)
+    deadline = time.time() + TIMEOUT_S
+    while (FLEET.log().count("job requests wait until the rail port map is programmed") == starts
+           and time.time() < deadline):
+        time.sleep(0.05)
+    rc = FLEET.stop_ocsd()
+    try:
+        waiting.result()
+        check(False, "a job waiting for the map when ocsd stops is refused")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.UNAVAILABLE and "shutting down" in e.details(),
+              "a job waiting for the map when ocsd stops: UNAVAILABLE "
+              f"({e.code().name}: {e.details()})")
+    check(rc == 0 and FLEET.port_map() == ({}, []),
+          f"ocsd stops cleanly ({rc}), the devices still empty")
 
     FLEET.set_faults(1, "")
     FLEET.set_faults(0, "hang@commit=3000")

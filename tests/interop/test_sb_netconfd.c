@@ -63,6 +63,7 @@ int main(int argc, char **argv)
 	}
 	struct sb_driver *drv;
 	struct sb_engine *eng;
+	setvbuf(stdout, NULL, _IOLBF, 0); /* each step shows, even when the script kills a hang */
 	if (sb_driver_new(NULL, &drv) || sb_engine_new(2, &eng))
 		return 1;
 	struct sb_device_config c = {0};
@@ -78,11 +79,13 @@ int main(int argc, char **argv)
 	struct sb_device *dev = NULL, *forced = NULL;
 	struct sb_error err = {0};
 	CHECK(sb_device_new(drv, &c, &dev) == 0);
+	printf("connecting\n");
 	int rc = sb_device_connect(dev, &err);
 	if (rc) {
 		fprintf(stderr, "connect: %s\n", err.message);
 		return 1;
 	}
+	printf("connected\n");
 	const struct sb_capabilities *caps = sb_device_capabilities(dev);
 	CHECK(caps->candidate && caps->confirmed_commit && caps->validate);
 	CHECK(caps->yuma);

@@ -66,11 +66,29 @@ $testports wait --name sshd --pid "$sshd_pid" --timeout 10 127.0.0.1 "$port" ||
   { cat "$tmp/sshd.log"; exit 1; }
 fp=$(ssh-keygen -lf "$tmp/hostkey.pub" -E sha256 | awk '{print $2}')
 # Bounded below ctest's 120 s, so that a hang says where it was: the client's
-# own output, then what netconfd and sshd logged (a timeout gives rc 124).
+# own steps (line-buffered), every thread's stack when gdb is installed,
+# then what netconfd and sshd logged (rc 124: the client was stopped). The
+# hang was seen twice in CI in about 40 runs, never here.
 rc=0
-timeout -k 5 60 "$client" "$port" "$user" "$tmp/client" "$tmp/client.pub" "$fp" || rc=$?
+"$client" "$port" "$user" "$tmp/client" "$tmp/client.pub" "$fp" &
+client_pid=$!
+(
+  sleep 60 </dev/null >/dev/null 2>&1
+  kill -0 "$client_pid" 2>/dev/null || exit 0
+  echo "test_sb_netconfd: the client still runs after 60 s"
+  if command -v gdb >/dev/null; then
+    gdb -p "$client_pid" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' || true
+  fi
+  echo timeout >"$tmp/timed-out"
+  kill -9 "$client_pid" 2>/dev/null
+) &
+watchdog=$!
+wait "$client_pid" || rc=$?
+pkill -P "$watchdog" 2>/dev/null || true # its sleep
+kill "$watchdog" 2>/dev/null || true
+[ -e "$tmp/timed-out" ] && rc=124
 if [ "$rc" -ne 0 ]; then
-  echo "test_sb_netconfd: the client exited $rc$( [ "$rc" -eq 124 ] && echo ' (timed out after 60 s)')"
+  echo "test_sb_netconfd: the client exited $rc$( [ "$rc" -eq 124 ] && echo ' (stopped after 60 s)')"
   echo "--- netconfd.log (tail)"; tail -n 40 "$tmp/netconfd.log" 2>/dev/null || true
   echo "--- sshd.log (tail)"; tail -n 40 "$tmp/sshd.log" 2>/dev/null || true
   exit "$rc"
