@@ -26,6 +26,7 @@
 #include "sb_device.h"
 
 #include "sb_device_internal.h"
+#include "sb_guard.h"
 #include "sb_model.h"
 #include "sb_wire.h"
 
@@ -123,6 +124,12 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 	 * failed to build. With explicit compilation such changes never reach
 	 * the compiled schema, which already holds every feature. */
 	ly_ctx_set_options(drv->ctx, LY_CTX_EXPLICIT_COMPILE);
+	rc = sb_guard_new(&drv->guard);
+	if (rc) {
+		ly_ctx_destroy(drv->ctx);
+		free(drv);
+		return rc;
+	}
 	pthread_mutex_init(&drv->connect_mu, NULL);
 	nc_client_init();
 	*out = drv;
@@ -134,6 +141,7 @@ void sb_driver_free(struct sb_driver *drv)
 	if (!drv)
 		return;
 	nc_client_destroy();
+	sb_guard_free(drv->guard);
 	pthread_mutex_destroy(&drv->connect_mu);
 	ly_ctx_destroy(drv->ctx);
 	free(drv);
@@ -360,23 +368,43 @@ void sb_device_forget_image(struct sb_device *dev)
 }
 
 /*
- * nc_session_free() with SIGPIPE held off this thread: OpenSSL writes its
+ * SIGPIPE held off this thread around nc_session_free() and the connects
+ * (which free their session when they fail): OpenSSL writes its
  * close_notify (and libnetconf2 its <close-session>) with write(2) on a
  * socket that may be reset or shut down, and a library must not count on
  * its process ignoring SIGPIPE (ocsd does). A SIGPIPE raised meanwhile is
  * taken off the thread before the mask is restored.
  */
-static void free_session(struct nc_session *s)
+struct pipe_hold {
+	sigset_t old;
+	bool was_pending;
+};
+
+static void pipe_hold(struct pipe_hold *h)
 {
-	sigset_t pipe_set, old, pending;
+	sigset_t pipe_set, pending;
 	sigemptyset(&pipe_set);
 	sigaddset(&pipe_set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-	bool was_pending = !sigpending(&pending) && sigismember(&pending, SIGPIPE);
-	nc_session_free(s, NULL);
-	if (!was_pending && !sigpending(&pending) && sigismember(&pending, SIGPIPE))
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &h->old);
+	h->was_pending = !sigpending(&pending) && sigismember(&pending, SIGPIPE);
+}
+
+static void pipe_release(const struct pipe_hold *h)
+{
+	sigset_t pipe_set, pending;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	if (!h->was_pending && !sigpending(&pending) && sigismember(&pending, SIGPIPE))
 		sigtimedwait(&pipe_set, NULL, &(struct timespec){0, 0});
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_sigmask(SIG_SETMASK, &h->old, NULL);
+}
+
+static void free_session(struct nc_session *s)
+{
+	struct pipe_hold h;
+	pipe_hold(&h);
+	nc_session_free(s, NULL);
+	pipe_release(&h);
 }
 
 /*
@@ -447,6 +475,46 @@ static int hostkey_check(struct sb_device *dev, ssh_session session)
 }
 
 /*
+ * The deadline of a session's NETCONF setup, the part under the connect
+ * mutex: the <hello> and libnetconf2's context check, up to 3 RPCs of its
+ * own, each given the device's RPC deadline, and at least a second
+ * (sb_guard.h says why libnetconf2 cannot be left to bound them).
+ */
+#define SETUP_EXCHANGES 4
+
+#define SETUP_MIN_MS 1000 /* as SSH's own timeouts, which count whole seconds */
+
+static int64_t setup_ms(const struct sb_device *dev)
+{
+	int64_t ms = (int64_t)SETUP_EXCHANGES * dev->cfg.rpc_timeout_ms;
+	return ms < SETUP_MIN_MS ? SETUP_MIN_MS : ms;
+}
+
+static int64_t setup_deadline(const struct sb_device *dev)
+{
+	return sb_now_ms() + setup_ms(dev);
+}
+
+/* A setup that failed or passed its deadline (late): the session, if one
+ * came of it, is freed without a word on its dead socket; the reason goes
+ * to dev->hostkey_error. */
+static void setup_failed(struct sb_device *dev, struct nc_session **ns, bool late, const char *why)
+{
+	if (*ns) {
+		nc_session_set_status(*ns, NC_STATUS_INVALID);
+		free_session(*ns);
+		*ns = NULL;
+	}
+	if (late)
+		snprintf(dev->hostkey_error, sizeof(dev->hostkey_error),
+			 "no NETCONF session within %lld ms (the setup's deadline: "
+			 "%d x rpc_timeout_ms, at least %d ms)",
+			 (long long)setup_ms(dev), SETUP_EXCHANGES, SETUP_MIN_MS);
+	else
+		snprintf(dev->hostkey_error, sizeof(dev->hostkey_error), "%s", why);
+}
+
+/*
  * Opens and authenticates the SSH transport with libssh directly, then
  * hands it to libnetconf2 (nc_connect_libssh takes ownership). Doing it
  * here rather than through nc_connect_ssh() keeps the socket owned by
@@ -511,10 +579,15 @@ static struct nc_session *ssh_open(struct sb_device *dev)
 	/* only the NETCONF <hello> and the context check are serialized: the
 	 * SSH handshake above, most of a connect's CPU, runs in parallel */
 	pthread_mutex_lock(&dev->drv->connect_mu);
+	bool guarded = !sb_guard_arm(dev->drv->guard, fd, setup_deadline(dev));
+	struct pipe_hold h; /* a setup cut short frees its session on the shut socket */
+	pipe_hold(&h);
 	struct nc_session *ns = nc_connect_libssh(s, dev->drv->ctx);
+	pipe_release(&h);
+	bool late = guarded && sb_guard_disarm(dev->drv->guard);
 	pthread_mutex_unlock(&dev->drv->connect_mu);
-	if (!ns)
-		snprintf(dev->hostkey_error, sizeof(dev->hostkey_error), "NETCONF <hello> failed");
+	if (late || !ns)
+		setup_failed(dev, &ns, late, "NETCONF <hello> failed");
 	else
 		dev->fd = fd;
 	return ns;
@@ -594,8 +667,19 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 		pthread_mutex_lock(&drv->connect_mu);
 		nc_client_tls_set_cert_key_paths(dev->cfg.tls_cert, dev->cfg.tls_key);
 		nc_client_tls_set_trusted_ca_paths(dev->cfg.tls_ca, NULL);
+		/* here the deadline also bounds the TCP connect and the TLS
+		 * handshake, which nc_connect_tls() makes inside (its TCP
+		 * connect has no timeout of its own) */
+		bool guarded = !sb_guard_arm_tls(drv->guard, dev->cfg.host, dev->cfg.port,
+						 setup_deadline(dev));
+		struct pipe_hold h;
+		pipe_hold(&h);
 		dev->session = nc_connect_tls(dev->cfg.host, dev->cfg.port, drv->ctx);
+		pipe_release(&h);
+		bool late = guarded && sb_guard_disarm(drv->guard);
 		pthread_mutex_unlock(&drv->connect_mu);
+		if (late)
+			setup_failed(dev, &dev->session, true, NULL);
 		/* the TLS socket, for the idle check above as SSH has it: without
 		 * it a TLS peer that went away stayed "connected" until an RPC */
 		if (dev->session && sb_wire_open(dev->session, -1, &dev->wire) == 0) {

@@ -104,7 +104,9 @@ struct sb_device_config {
 	char tls_key[256];
 	char tls_ca[256];
 	/* timing; 0 picks the default in brackets */
-	int rpc_timeout_ms; /* deadline of every RPC [5000] */
+	int rpc_timeout_ms; /* deadline of every RPC, and of each step of the SSH
+			     * handshake; a session's NETCONF setup gets 4 x it,
+			     * at least 1 s [5000] */
 	int backoff_min_ms; /* first reconnect delay [50] */
 	int backoff_max_ms; /* cap of the doubling delay [5000] */
 	enum sb_validate_policy validate;
@@ -296,6 +298,12 @@ int sb_device_set_config(struct sb_device *dev, const struct sb_device_config *c
  * failing on it first. Honors the backoff: while backing off it returns
  * -EAGAIN at once. sb_device_connect_until() retries with the
  * backoff until deadline_ms (CLOCK_MONOTONIC milliseconds, sb_now_ms()).
+ * The NETCONF setup (the <hello> and libnetconf2's context check; for TLS
+ * also the TCP connect and the handshake) must end within 4 x
+ * rpc_timeout_ms (at least 1 s), or the connect fails with -ECONNREFUSED, "no NETCONF
+ * session within N ms" (sb_guard.h): a device that never answers cannot
+ * hold the driver's connect mutex, and every other device's connect, for
+ * libnetconf2's own 300 s.
  */
 int sb_device_connect(struct sb_device *dev, struct sb_error *err);
 int sb_device_connect_until(struct sb_device *dev, int64_t deadline_ms, struct sb_error *err);

@@ -28,6 +28,7 @@
 struct sb_driver {
 	struct ly_ctx *ctx;
 	pthread_mutex_t connect_mu; /* serializes session setup (may extend ctx) */
+	struct sb_guard *guard;	    /* the setup's deadline (sb_guard.h), armed under connect_mu */
 	struct sb_driver_counters counters;
 };
 

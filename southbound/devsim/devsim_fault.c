@@ -11,7 +11,8 @@
 #include <string.h>
 
 static const char *const step_names[DEVSIM_STEP_COUNT] = {
-	"lock", "unlock", "edit", "validate", "commit", "confirm", "cancel", "discard", "get",
+	"lock",	   "unlock", "edit",	"validate", "commit",
+	"confirm", "cancel", "discard", "get",	    "schema",
 };
 
 const char *devsim_step_name(enum devsim_step s)
@@ -103,7 +104,7 @@ static int parse_knob(const char *knob, struct devsim_faults *f, char *err, size
 	if (step < 0) {
 		snprintf(err, err_len,
 			 "fault '%s': unknown step (lock, unlock, edit, validate, commit, confirm, "
-			 "cancel, discard, get)",
+			 "cancel, discard, get, schema)",
 			 knob);
 		return -EINVAL;
 	}

@@ -39,7 +39,8 @@
  *                      faulty=false, the peers' paths active again)
  * STEP is one of lock, unlock, edit, validate, commit (a commit that is
  * not confirming one), confirm (a commit confirming a pending confirmed
- * commit), cancel (cancel-commit), discard, get (get and get-config).
+ * commit), cancel (cancel-commit), discard, get (get and get-config),
+ * schema (get-schema: libnetconf2 clients send it while they connect).
  * A knob fires once (the next matching RPC) and then clears itself; a
  * trailing '+' (refuse@commit+) makes every knob of that step sticky until
  * the next set-faults (fail-port, refuse-port, peer-port and node-fault are
@@ -70,6 +71,7 @@ enum devsim_step {
 	DEVSIM_STEP_CANCEL,
 	DEVSIM_STEP_DISCARD,
 	DEVSIM_STEP_GET,
+	DEVSIM_STEP_SCHEMA,
 	DEVSIM_STEP_COUNT,
 };
 

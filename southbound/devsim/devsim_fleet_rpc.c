@@ -432,6 +432,8 @@ static int step_of(struct devsim_device *d, const struct lyd_node *rpc)
 		return DEVSIM_STEP_DISCARD;
 	if (!strcmp(n, "get") || !strcmp(n, "get-config"))
 		return DEVSIM_STEP_GET;
+	if (!strcmp(n, "get-schema"))
+		return DEVSIM_STEP_SCHEMA;
 	return -1;
 }
 

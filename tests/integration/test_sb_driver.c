@@ -4,7 +4,8 @@
  * key pinning, TLS with client certificates (made here with openssl), capability detection and
  * strategy, one-edit-per-call programming, state read-back, device refusals as structured errors,
  * RPC deadlines, dropped sessions, reconnect backoff, the confirmed
- * commit timeout revert, the parallel warm-start connect, and an idle
+ * commit timeout revert, the parallel warm-start connect, the deadline of
+ * a session's setup (SSH and TLS), and an idle
  * session whose device went away replaced at the next connect.
  */
 #include "sb_testlib.h"
@@ -329,6 +330,25 @@ static void test_tls_certificates(void **state)
 	size_t n = 0;
 	OK(sb_device_read_xcs(d, true, SB_DS_RUNNING, &s, &n, &err));
 	free(s);
+
+	/* a server that does not answer the <get-schema> of a TLS connect: the
+	 * connect fails at its deadline (nc_connect_tls() makes the socket
+	 * itself; the guard finds it by its address) */
+	set_faults(d, "hang@schema=6000");
+	struct sb_device_config slow = c;
+	slow.rpc_timeout_ms = 250;
+	struct sb_device *ds = NULL;
+	assert_int_equal(sb_device_new(drv, &slow, &ds), 0);
+	int64_t t0 = sb_now_ms();
+	assert_int_equal(sb_device_connect(ds, &err), -ECONNREFUSED);
+	int64_t took = sb_now_ms() - t0;
+	assert_true(took >= 950 && took < 4000);
+	assert_non_null(strstr(err.message, "no NETCONF session within 1000 ms"));
+	/* the other TLS session to the same server was left alone */
+	OK(sb_device_read_xcs(d, true, SB_DS_RUNNING, &s, &n, &err));
+	free(s);
+	assert_int_equal(sb_device_connect_until(ds, sb_now_ms() + 5000, &err), 0);
+	sb_device_free(ds);
 	sb_device_free(d);
 
 	/* a client certificate from another CA is refused */
@@ -533,6 +553,34 @@ static void test_deadline_and_drop(void **state)
 	sb_device_free(d);
 }
 
+/*
+ * A device that does not answer the <get-schema> libnetconf2 sends while it
+ * connects: the connect fails at the setup's deadline, 4 x rpc_timeout_ms,
+ * not after libnetconf2's own 300 s (before the guard, this connect waited
+ * for the whole hang and succeeded). The knob fires once: the next connect
+ * works.
+ */
+static void test_setup_deadline(void **state)
+{
+	struct sb_device *ctl = open_dev(1, 2000);
+	struct sb_device *d = open_dev(1, 250);
+	struct sb_error err = {0};
+	set_faults(ctl, "hang@schema=6000");
+	int64_t t0 = sb_now_ms();
+	assert_int_equal(sb_device_connect(d, &err), -ECONNREFUSED);
+	int64_t took = sb_now_ms() - t0;
+	assert_true(took >= 950 && took < 4000); /* generous: CI runs tests in parallel */
+	assert_non_null(strstr(err.message, "no NETCONF session within 1000 ms"));
+	assert_false(sb_device_connected(d));
+	assert_int_equal(sb_device_connect_until(d, sb_now_ms() + 5000, &err), 0);
+	struct sb_xc_state *s = NULL;
+	size_t n = 0;
+	OK(sb_device_read_xcs(d, true, SB_DS_RUNNING, &s, &n, &err));
+	free(s);
+	sb_device_free(d);
+	sb_device_free(ctl);
+}
+
 static void test_confirmed_commit_reverts(void **state)
 {
 	struct sb_device *d = open_dev(0, 2000);
@@ -637,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_pipelined_edit_validate),
 		cmocka_unit_test(test_notification_on_rpc_session),
 		cmocka_unit_test(test_deadline_and_drop),
+		cmocka_unit_test(test_setup_deadline),
 		cmocka_unit_test(test_confirmed_commit_reverts),
 		cmocka_unit_test(test_staged_config),
 	};

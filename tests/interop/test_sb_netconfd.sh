@@ -67,15 +67,17 @@ $testports wait --name sshd --pid "$sshd_pid" --timeout 10 127.0.0.1 "$port" ||
 fp=$(ssh-keygen -lf "$tmp/hostkey.pub" -E sha256 | awk '{print $2}')
 # Bounded below ctest's 120 s, so that a hang says where it was: the client's
 # own steps (line-buffered), every thread's stack when gdb is installed,
-# then what netconfd and sshd logged (rc 124: the client was stopped). The
-# hang was seen twice in CI in about 40 runs, never here.
+# then what netconfd and sshd logged (rc 124: the client was stopped). A
+# connect that netconfd leaves unanswered costs the client 20 s (its setup
+# deadline) before it tries again; before that deadline existed, it waited
+# for libnetconf2's 300 s and this watchdog caught it (twice in CI).
 rc=0
 "$client" "$port" "$user" "$tmp/client" "$tmp/client.pub" "$fp" &
 client_pid=$!
 (
-  sleep 60 </dev/null >/dev/null 2>&1
+  sleep 90 </dev/null >/dev/null 2>&1
   kill -0 "$client_pid" 2>/dev/null || exit 0
-  echo "test_sb_netconfd: the client still runs after 60 s"
+  echo "test_sb_netconfd: the client still runs after 90 s"
   if command -v gdb >/dev/null; then
     gdb -p "$client_pid" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' || true
   fi
@@ -88,7 +90,7 @@ pkill -P "$watchdog" 2>/dev/null || true # its sleep
 kill "$watchdog" 2>/dev/null || true
 [ -e "$tmp/timed-out" ] && rc=124
 if [ "$rc" -ne 0 ]; then
-  echo "test_sb_netconfd: the client exited $rc$( [ "$rc" -eq 124 ] && echo ' (stopped after 60 s)')"
+  echo "test_sb_netconfd: the client exited $rc$( [ "$rc" -eq 124 ] && echo ' (stopped after 90 s)')"
   echo "--- netconfd.log (tail)"; tail -n 40 "$tmp/netconfd.log" 2>/dev/null || true
   echo "--- sshd.log (tail)"; tail -n 40 "$tmp/sshd.log" 2>/dev/null || true
   exit "$rc"

@@ -177,9 +177,13 @@ static void test_fault_parser(void **state)
 	assert_true(f.refuse_mask & (1u << DEVSIM_STEP_COMMIT));
 	assert_true(f.drop_mask & (1u << DEVSIM_STEP_LOCK));
 	assert_int_equal(f.hang_ms[DEVSIM_STEP_GET], 250);
+	assert_int_equal(f.hang_ms[DEVSIM_STEP_SCHEMA], 0);
 	assert_int_equal(f.n_failed_ports, 1);
 	assert_int_equal(f.failed_ports[0], 3);
 	assert_int_equal(f.sticky_mask, 0);
+	assert_int_equal(devsim_faults_parse("hang@schema=40", &f, err, sizeof(err)), 0);
+	assert_int_equal(f.hang_ms[DEVSIM_STEP_SCHEMA], 40);
+	assert_int_equal(f.hang_ms[DEVSIM_STEP_GET], 0);
 	assert_int_equal(devsim_faults_parse("refuse@confirm+,hang@edit=10+", &f, err, sizeof(err)),
 			 0);
 	assert_true(f.sticky_mask & (1u << DEVSIM_STEP_CONFIRM));
