@@ -38,15 +38,29 @@
  *
  * States of a copy: current (seq = head), behind (a watch event or a
  * failed compare says so: sync), stale (outcome unknown: sync before the
- * next write). Snapshots are written before a write begins (prepare hook),
+ * next write). A snapshot is taken before a write begins (prepare hook),
  * when snapshot_every entries passed since the last one, so that the image
- * is of committed data only.
+ * is of committed data only; writing it to etcd is the snapshot thread's:
+ *
+ *   none --due at a prepare: image taken on the loop, thread started--> writing
+ *   writing --chunks, then the fenced switch (thread)--> ended
+ *   ended --the next prepare (or st_etcd_snapshot_wait, destroy) joins it--> none
+ *
+ * One snapshot is written at a time. The thread owns its job (the image,
+ * its own etcd client: a client belongs to one thread) until it sets
+ * `ended`; it reads of the st_etcd only the keys and chunk_bytes, which
+ * never change after open. The switch compares the leader key (the fence)
+ * and the snapshot record's mod revision as read when the image was taken,
+ * not the head: the leader's writes go on meanwhile, and the entries the
+ * switch deletes are older than the image's seq anyway (invariant 4).
  */
 #include "store_etcd.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,9 +87,13 @@
 #define DEFLATED    "#z "
 #define DEFLATE_MIN 1024
 
+struct snap_job;
+
 struct st_etcd {
 	struct st_store *st; /* the copy; owns this backend */
 	struct etcd_client *c;
+	struct etcd_opts eopts; /* a copy (strings owned), for the snapshot thread's client */
+	struct snap_job *job;	/* the snapshot being written, NULL: none */
 	char *prefix;
 	char head_key[600], snap_key[600], log_prefix[600], snap_prefix[600], chunk_prefix[600];
 	uint64_t seq;	   /* the last entry applied */
@@ -503,7 +521,8 @@ int st_etcd_sync(struct st_etcd *se)
 
 /* ---- writing: the log entry, the fence, snapshots ---- */
 
-static int current_snapshot(struct st_etcd *se, char *old, size_t len, uint64_t *seq);
+static int current_snapshot(struct st_etcd *se, char *old, size_t len, uint64_t *seq,
+			    int64_t *mod_rev);
 
 /*
  * Is log entry seq + 1 (key) exactly changeset? 1 yes (se advanced), 0 no
@@ -527,7 +546,7 @@ static int entry_is_ours(struct st_etcd *se, const char *key, const void *change
 	}
 	etcd_kvs_clear(&r);
 	if (rc == 0 && gone)
-		rc = current_snapshot(se, old, sizeof(old), &snap);
+		rc = current_snapshot(se, old, sizeof(old), &snap, NULL);
 	if (rc == 0 && gone && snap > se->seq)
 		return -EINPROGRESS;
 	return rc ? rc : ours;
@@ -640,8 +659,8 @@ static uint64_t random_tag(void)
 }
 
 /* Puts data under prefix in chunks of chunk_bytes (keys prefix %08x i): their number. */
-static int write_chunks(struct st_etcd *se, const char *prefix, const void *data, size_t len,
-			size_t *n_chunks)
+static int write_chunks(const struct st_etcd *se, struct etcd_client *c, const char *prefix,
+			const void *data, size_t len, size_t *n_chunks)
 {
 	int rc = 0;
 
@@ -652,19 +671,19 @@ static int write_chunks(struct st_etcd *se, const char *prefix, const void *data
 		size_t n = len - off < se->chunk_bytes ? len - off : se->chunk_bytes;
 
 		snprintf(key, sizeof(key), "%s%08zx", prefix, i);
-		rc = etcd_put(se->c, key, strlen(key), (const uint8_t *)data + off, n, 0, NULL);
+		rc = etcd_put(c, key, strlen(key), (const uint8_t *)data + off, n, 0, NULL);
 	}
 	return rc;
 }
 
 /* Deletes the chunks under prefix, as far as etcd answers (orphans otherwise: invariant 5). */
-static void drop_chunks(struct st_etcd *se, const char *prefix)
+static void drop_chunks(struct etcd_client *c, const char *prefix)
 {
 	size_t end_len;
 	uint8_t *end = etcd_prefix_end(prefix, strlen(prefix), &end_len);
 
 	if (end)
-		(void)etcd_delete(se->c, prefix, strlen(prefix), end, end_len, NULL);
+		(void)etcd_delete(c, prefix, strlen(prefix), end, end_len, NULL);
 	free(end);
 }
 
@@ -691,10 +710,10 @@ static int publish_entry(struct st_etcd *se, const void *payload, size_t len)
 		size_t n_chunks;
 
 		entry_chunks(se, se->seq + 1, tag, chunks, sizeof(chunks));
-		rc = write_chunks(se, chunks, payload, len, &n_chunks);
+		rc = write_chunks(se, se->c, chunks, payload, len, &n_chunks);
 		if (rc) { /* the log is untouched: nothing was written */
 			rc = etcd_failed(se, "staging a large entry's chunks", rc);
-			drop_chunks(se, chunks); /* after the error is kept: it may fail too */
+			drop_chunks(se->c, chunks); /* after the error is kept: it may fail too */
 			return rc;
 		}
 		snprintf(record, sizeof(record), CHUNKED_RECORD "%zu %zu %" PRIx64, n_chunks, len,
@@ -721,7 +740,7 @@ static int publish_entry(struct st_etcd *se, const void *payload, size_t len)
 	if (!succeeded) {
 		rc = publish_refused(se, key, entry, entry_len);
 		if ((rc == -EBUSY || rc == -EPERM) && chunks[0])
-			drop_chunks(se, chunks); /* refused for sure: never visible */
+			drop_chunks(se->c, chunks); /* refused for sure: never visible */
 		return rc;
 	}
 	se->seq++;
@@ -743,13 +762,15 @@ static int publish(void *ctx, const void *changeset, size_t len)
 }
 
 /*
- * The chunk prefix of the snapshot recorded in etcd (old: "" when none) and
- * its seq (*snap_seq unless NULL, 0 when none).
+ * The chunk prefix of the snapshot recorded in etcd (old: "" when none), its
+ * seq (*snap_seq unless NULL, 0 when none) and the record's mod revision
+ * (*mod_rev unless NULL, 0 when none).
  * Chunks carry a random tag beside the seq: two replicas that both write a
  * snapshot of the same seq (a deposed leader and its successor) never mix
  * their chunks, since only the tag the switch records is ever read.
  */
-static int current_snapshot(struct st_etcd *se, char *old, size_t len, uint64_t *snap_seq)
+static int current_snapshot(struct st_etcd *se, char *old, size_t len, uint64_t *snap_seq,
+			    int64_t *mod_rev)
 {
 	struct etcd_kvs r;
 	unsigned long long seq, chunks, bytes, tag;
@@ -760,6 +781,8 @@ static int current_snapshot(struct st_etcd *se, char *old, size_t len, uint64_t 
 	old[0] = 0;
 	if (snap_seq)
 		*snap_seq = 0;
+	if (mod_rev)
+		*mod_rev = r.n == 1 ? r.kvs[0].mod_revision : 0;
 	if (r.n == 1 && sscanf((const char *)r.kvs[0].value, "%llu %llu %llu %llx", &seq, &chunks,
 			       &bytes, &tag) == 4) {
 		snprintf(old, len, "%s%016llx-%016llx/", se->snap_prefix, seq, tag);
@@ -770,39 +793,129 @@ static int current_snapshot(struct st_etcd *se, char *old, size_t len, uint64_t 
 	return 0;
 }
 
-/*
- * Writes the copy as snapshot seq: chunks first, then one fenced switch
- * that also deletes the log entries it covers but its tail, their chunks
- * (and any orphans of those seqs: invariant 5), and the previous snapshot.
- */
-static int write_snapshot(struct st_etcd *se)
-{
-	void *image;
-	size_t len, n_chunks, old_end_len;
-	char meta[96], prefix[700], old_prefix[700], log_end[700], chunk_end[700];
-	uint8_t *old_end = NULL;
-	uint64_t seq = se->seq, tag = random_tag();
-	uint64_t keep = seq > se->log_tail ? seq + 1 - se->log_tail : 1; /* invariant 4 */
-	int rc = current_snapshot(se, old_prefix, sizeof(old_prefix), NULL);
+/* A snapshot being written by its thread (see the top of the file). */
+struct snap_job {
+	const struct st_etcd *se; /* its keys and chunk_bytes only */
+	struct etcd_client *c;	  /* the thread's own */
+	pthread_t thread;
+	void *image; /* sqlite3_serialize image, freed by the thread */
+	size_t len;
+	uint64_t seq, tag;
+	uint64_t keep;	  /* the first log entry the switch leaves (invariant 4) */
+	int64_t snap_rev; /* the snapshot record's mod revision at the image (0: none) */
+	char old_prefix[700];
+	uint8_t *fence_key; /* a copy; NULL: not fenced */
+	size_t fence_key_len;
+	int64_t fence_rev;
+	/* the outcome, set by the thread before `ended` */
+	int rc;
+	char error[768];
+	atomic_bool ended;
+};
 
-	if (rc == 0)
-		rc = st_image_save(se->st, &image, &len);
-	if (rc)
-		return rc;
-	snprintf(prefix, sizeof(prefix), "%s%016" PRIx64 "-%016" PRIx64 "/", se->snap_prefix, seq,
-		 tag);
-	rc = write_chunks(se, prefix, image, len, &n_chunks);
-	st_image_free(image);
-	if (rc)
-		return etcd_failed(se, "writing a snapshot", rc);
-	snprintf(meta, sizeof(meta), "%" PRIu64 " %zu %zu %" PRIx64, seq, n_chunks, len, tag);
-	old_end = etcd_prefix_end(old_prefix, strlen(old_prefix), &old_end_len);
-	log_key(se, keep, log_end, sizeof(log_end));
-	snprintf(chunk_end, sizeof(chunk_end), "%s%016" PRIx64, se->chunk_prefix, keep);
-	if (!old_end)
+static void *snap_main(void *arg);
+
+static void snap_failed(struct snap_job *j, const char *what, int rc)
+{
+	snprintf(j->error, sizeof(j->error), "etcd: %s: %s", what,
+		 *etcd_last_error(j->c) ? etcd_last_error(j->c) : strerror(-rc));
+	j->rc = rc;
+}
+
+/*
+ * Takes the image of the copy (at seq, committed data only) and starts the
+ * thread that writes it. old, snap_rev: the snapshot recorded now. 0, or a
+ * negative code (nothing started).
+ */
+static int snap_start(struct st_etcd *se, const char *old, int64_t snap_rev)
+{
+	struct snap_job *j = calloc(1, sizeof(*j));
+	char err[256];
+	int rc;
+
+	if (!j)
 		return -ENOMEM;
-	struct etcd_cmp cmps[2];
-	size_t n_cmps = write_cmps(se, cmps);
+	j->se = se;
+	j->seq = se->seq;
+	j->tag = random_tag();
+	j->keep = se->seq > se->log_tail ? se->seq + 1 - se->log_tail : 1;
+	j->snap_rev = snap_rev;
+	snprintf(j->old_prefix, sizeof(j->old_prefix), "%s", old);
+	j->fence_rev = se->fence_rev;
+	rc = etcd_client_new(&se->eopts, &j->c, err, sizeof(err));
+	if (rc == 0 && se->fence_key) {
+		j->fence_key = malloc(se->fence_key_len);
+		if (j->fence_key) {
+			memcpy(j->fence_key, se->fence_key, se->fence_key_len);
+			j->fence_key_len = se->fence_key_len;
+		} else {
+			rc = -ENOMEM;
+		}
+	}
+	if (rc == 0)
+		rc = st_image_save(se->st, &j->image, &j->len);
+	if (rc == 0)
+		rc = -pthread_create(&j->thread, NULL, snap_main, j);
+	if (rc) {
+		st_image_free(j->image);
+		etcd_client_free(j->c);
+		free(j->fence_key);
+		free(j);
+		return rc;
+	}
+	se->job = j;
+	return 0;
+}
+
+/*
+ * The snapshot thread: chunks first, then one switch, fenced on the leader
+ * key and on the snapshot record being the one the image was taken after,
+ * that records the snapshot and deletes the log entries it covers but its
+ * tail, their chunks (and any orphans of those seqs: invariant 5), and the
+ * previous snapshot.
+ */
+static void *snap_main(void *arg)
+{
+	struct snap_job *j = arg;
+	const struct st_etcd *se = j->se;
+	char meta[96], prefix[700], log_end[700], chunk_end[700];
+	size_t n_chunks, old_end_len = 0;
+	uint8_t *old_end = NULL;
+	bool succeeded = false;
+	int rc;
+
+	snprintf(prefix, sizeof(prefix), "%s%016" PRIx64 "-%016" PRIx64 "/", se->snap_prefix,
+		 j->seq, j->tag);
+	rc = write_chunks(se, j->c, prefix, j->image, j->len, &n_chunks);
+	st_image_free(j->image);
+	j->image = NULL;
+	if (rc) {
+		snap_failed(j, "writing a snapshot", rc);
+		drop_chunks(j->c, prefix);
+		goto out;
+	}
+	snprintf(meta, sizeof(meta), "%" PRIu64 " %zu %zu %" PRIx64, j->seq, n_chunks, j->len,
+		 j->tag);
+	log_key(se, j->keep, log_end, sizeof(log_end));
+	snprintf(chunk_end, sizeof(chunk_end), "%s%016" PRIx64, se->chunk_prefix, j->keep);
+	if (j->old_prefix[0])
+		old_end = etcd_prefix_end(j->old_prefix, strlen(j->old_prefix), &old_end_len);
+	if (j->old_prefix[0] && !old_end) {
+		j->rc = -ENOMEM;
+		snprintf(j->error, sizeof(j->error),
+			 "etcd: switching to a snapshot: out of memory");
+		goto out;
+	}
+	struct etcd_cmp cmps[2] = {{.key = se->snap_key,
+				    .key_len = strlen(se->snap_key),
+				    .target = ETCD_CMP_MOD,
+				    .result = ETCD_CMP_EQUAL,
+				    .number = j->snap_rev},
+				   {.key = j->fence_key,
+				    .key_len = j->fence_key_len,
+				    .target = ETCD_CMP_CREATE,
+				    .result = ETCD_CMP_EQUAL,
+				    .number = j->fence_rev}};
 	struct etcd_op ops[4] = {
 		{.kind = ETCD_OP_PUT,
 		 .key = se->snap_key,
@@ -820,23 +933,56 @@ static int write_snapshot(struct st_etcd *se)
 		 .range_end = chunk_end,
 		 .range_end_len = strlen(chunk_end)},
 		{.kind = ETCD_OP_DELETE,
-		 .key = old_prefix,
-		 .key_len = strlen(old_prefix),
+		 .key = j->old_prefix,
+		 .key_len = strlen(j->old_prefix),
 		 .range_end = old_end,
 		 .range_end_len = old_end_len},
 	};
-	bool succeeded;
 
-	rc = etcd_txn(se->c, cmps, n_cmps, ops, old_prefix[0] ? 4 : 3, NULL, 0, &succeeded, NULL);
+	rc = etcd_txn(j->c, cmps, j->fence_key ? 2 : 1, ops, j->old_prefix[0] ? 4 : 3, NULL, 0,
+		      &succeeded, NULL);
 	free(old_end);
-	if (rc)
-		return etcd_failed(se, "switching to a snapshot", rc);
-	if (!succeeded) { /* the log moved on: its chunks are left for the next one */
-		drop_chunks(se, prefix);
-		return compare_failed(se);
+	if (rc) {
+		snap_failed(j, "switching to a snapshot", rc);
+	} else if (!succeeded) {
+		/* not the leader any more, or another snapshot was recorded:
+		 * this one's chunks were never visible */
+		drop_chunks(j->c, prefix);
+		j->rc = -EBUSY;
+		snprintf(j->error, sizeof(j->error),
+			 "etcd: snapshot %" PRIu64 " not recorded: the leader key or the "
+			 "snapshot record changed meanwhile",
+			 j->seq);
 	}
-	se->snap_seq = seq;
-	return 0;
+out:
+	atomic_store(&j->ended, true);
+	return NULL;
+}
+
+/*
+ * Joins the snapshot thread once it ended (wait: waits for it to end) and
+ * takes its outcome. A failed snapshot is tried again after the next
+ * snapshot_every entries (snap_seq was set to its seq when it started); its
+ * error is kept as the copy's last error, as a write's would be.
+ */
+static void snap_reap(struct st_etcd *se, bool wait)
+{
+	struct snap_job *j = se->job;
+
+	if (!j || (!wait && !atomic_load(&j->ended)))
+		return;
+	pthread_join(j->thread, NULL);
+	if (j->rc)
+		set_error(se, "%s", j->error);
+	etcd_client_free(j->c);
+	free(j->fence_key);
+	free(j);
+	se->job = NULL;
+}
+
+void st_etcd_snapshot_wait(struct st_etcd *se)
+{
+	snap_reap(se, true);
 }
 
 static int prepare(void *ctx)
@@ -846,22 +992,27 @@ static int prepare(void *ctx)
 
 	if (se->stale)
 		rc = st_etcd_sync(se);
-	if (rc == 0 && se->seq >= se->snap_seq + se->snapshot_every) {
-		char old[700];
+	snap_reap(se, false);
+	if (rc == 0 && !se->job && se->seq >= se->snap_seq + se->snapshot_every) {
+		char old[700] = "";
 		uint64_t known = 0;
+		int64_t snap_rev = 0;
 
 		/* snap_seq is the newest snapshot this copy wrote or loaded: a
 		 * leader that took over from a follower's copy learns here of the
 		 * ones its predecessor wrote meanwhile, rather than writing the
 		 * whole image again at its first write (14 MB, 3 s on the 131k
 		 * fabric: a takeover's first write waited for it) */
-		if (current_snapshot(se, old, sizeof(old), &known) == 0 && known > se->snap_seq)
+		if (current_snapshot(se, old, sizeof(old), &known, &snap_rev) != 0)
+			known = se->seq; /* etcd did not answer: tried again later */
+		if (known > se->snap_seq)
 			se->snap_seq = known;
-	}
-	/* a failed snapshot is tried again after the next snapshot_every entries */
-	if (rc == 0 && se->seq >= se->snap_seq + se->snapshot_every) {
-		if (write_snapshot(se) != 0)
+		/* a snapshot that cannot start or fails is tried again after the
+		 * next snapshot_every entries */
+		if (se->seq >= se->snap_seq + se->snapshot_every) {
+			(void)snap_start(se, old, snap_rev);
 			se->snap_seq = se->seq;
+		}
 	}
 	return rc;
 }
@@ -877,8 +1028,13 @@ static void destroy(void *ctx)
 {
 	struct st_etcd *se = ctx;
 
+	snap_reap(se, true);
 	etcd_watch_free(se->watch);
 	etcd_client_free(se->c);
+	free((char *)se->eopts.endpoints);
+	free((char *)se->eopts.ca_file);
+	free((char *)se->eopts.cert_file);
+	free((char *)se->eopts.key_file);
 	st_image_free(se->genesis);
 	free(se->fence_key);
 	free(se->prefix);
@@ -1016,8 +1172,16 @@ int st_etcd_open(const struct st_etcd_opts *opts, struct st_store **st_out, stru
 	se->log_tail = se->snapshot_every / 2 < ST_ETCD_LOG_TAIL ? se->snapshot_every / 2
 								 : ST_ETCD_LOG_TAIL;
 	se->chunk_bytes = opts->chunk_bytes ? opts->chunk_bytes : ST_ETCD_CHUNK_BYTES;
-	if (!se->prefix) {
-		free(se);
+	se->eopts = opts->etcd;
+	se->eopts.endpoints = opts->etcd.endpoints ? strdup(opts->etcd.endpoints) : NULL;
+	se->eopts.ca_file = opts->etcd.ca_file ? strdup(opts->etcd.ca_file) : NULL;
+	se->eopts.cert_file = opts->etcd.cert_file ? strdup(opts->etcd.cert_file) : NULL;
+	se->eopts.key_file = opts->etcd.key_file ? strdup(opts->etcd.key_file) : NULL;
+	if (!se->prefix || (opts->etcd.endpoints && !se->eopts.endpoints) ||
+	    (opts->etcd.ca_file && !se->eopts.ca_file) ||
+	    (opts->etcd.cert_file && !se->eopts.cert_file) ||
+	    (opts->etcd.key_file && !se->eopts.key_file)) {
+		destroy(se);
 		return -ENOMEM;
 	}
 	rc = etcd_client_new(&opts->etcd, &se->c, err, err_len);

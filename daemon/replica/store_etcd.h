@@ -35,7 +35,9 @@
  * st_etcd_last_error() says which. Every snapshot_every entries a snapshot
  * replaces the log before it but its last entries (store_etcd.c, invariant
  * 4), so a new or lagging replica loads the snapshot and the entries after
- * it.
+ * it. The image is taken on the store's thread before the write that finds
+ * it due; a thread of the backend's own writes it to etcd meanwhile, with a
+ * client of its own (not seen by etcd_set_observer on st_etcd_client()).
  *
  * Threading: as store.h; st_etcd_follow's watch runs on the caller's base,
  * on the store's thread.
@@ -74,6 +76,13 @@ struct st_etcd_opts {
  */
 int st_etcd_open(const struct st_etcd_opts *opts, struct st_store **st, struct st_etcd **se,
 		 char *err, size_t err_len);
+
+/*
+ * Waits for the snapshot being written, if any, and takes its outcome (a
+ * snapshot is written on a thread of its own, store_etcd.c: tests, and a
+ * caller that wants etcd to hold it before it goes on; st_close waits too).
+ */
+void st_etcd_snapshot_wait(struct st_etcd *se);
 
 /* Catches the copy up with etcd now. 0 or a negative code (see above). */
 int st_etcd_sync(struct st_etcd *se);

@@ -450,13 +450,17 @@ static void test_snapshots(void **state)
 	/* a snapshot every 10 entries, in 4 KiB chunks */
 	dut = open_etcd(prefix, 10, &a_se);
 	run_steps(ref, dut, 3);
-	/* the log before the newest snapshot is gone but its tail (half of
-	 * snapshot_every), the snapshot is there in chunks */
+	/* the snapshot is written on a thread: once it is in, the log before
+	 * it is gone but its tail (half of snapshot_every), and the snapshot
+	 * is there in chunks */
+	st_etcd_snapshot_wait(a_se);
+	uint64_t snap = snapshot_seq(a_se, prefix);
+	assert_true(snap > 10 && snap <= st_etcd_seq(a_se));
 	snprintf(key, sizeof(key), "%slog/", prefix);
 	end = etcd_prefix_end(key, strlen(key), &end_len);
 	assert_int_equal(etcd_range(st_etcd_client(a_se), key, strlen(key), end, end_len, 0, 0, &r),
 			 0);
-	assert_true(r.n < 10 + 10 / 2);
+	assert_int_equal(r.n, st_etcd_seq(a_se) - (snap + 1 - 10 / 2) + 1);
 	etcd_kvs_clear(&r);
 	free(end);
 	snprintf(key, sizeof(key), "%ssnap/", prefix);
@@ -478,8 +482,8 @@ static void test_snapshots(void **state)
 	 * takeover: it learns of a's newer snapshot rather than writing the
 	 * whole image again, which held a takeover's first write for seconds */
 	uint64_t loaded = snapshot_seq(a_se, prefix), newer;
-	for (int i = 0;
-	     (newer = snapshot_seq(a_se, prefix)) == loaded || st_etcd_seq(a_se) - newer >= 9;
+	for (int i = 0; st_etcd_snapshot_wait(a_se),
+		 (newer = snapshot_seq(a_se, prefix)) == loaded || st_etcd_seq(a_se) - newer >= 9;
 	     i++) {
 		char id[32];
 
@@ -801,6 +805,7 @@ static void take_over(void *arg)
 		t->rc = st_etcd_set_fence(t->b_se, t->leader, strlen(t->leader), rev);
 	if (t->rc == 0)
 		t->rc = st_drain_set(t->b, "ocs-9", true);
+	st_etcd_snapshot_wait(t->b_se); /* its snapshot is in before the writer reads back */
 }
 
 static void lost_while_taken_over(unsigned b_every, int want)
@@ -1121,6 +1126,44 @@ static void test_follower_loses_watch(void **state)
 	event_base_free(base);
 }
 
+/*
+ * A snapshot is written by a thread of its own, not by the write that finds
+ * it due: that write and the next one return while the snapshot's 300
+ * chunks are still going in (before, the first waited for all of them: a
+ * pause of seconds on a large fabric), the snapshot lands at the seq its
+ * image was taken at, and a new replica loads it and the entries after it.
+ */
+static void test_snapshot_off_the_write(void **state)
+{
+	char prefix[96], id[24];
+	struct st_etcd *a_se, *c_se;
+	struct st_store *a, *c;
+	struct st_job j = {0};
+
+	(void)state;
+	new_prefix(prefix, sizeof(prefix));
+	a = open_etcd(prefix, 4, &a_se);
+	for (int i = 0; i < 4; i++) { /* an image of about 1.2 MB: 300 chunks of 4 KiB */
+		snprintf(id, sizeof(id), "blob-%d", i);
+		assert_int_equal(put_blob_job(a, id, 300000, true, i + 1), 0);
+	}
+	assert_int_equal(put_job(a, "small-1", NULL, "PENDING", 10), 0); /* takes the image */
+	assert_int_equal(snapshot_seq(a_se, prefix), 0);
+	assert_int_equal(put_job(a, "small-2", NULL, "PENDING", 11), 0);
+	assert_int_equal(snapshot_seq(a_se, prefix), 0);
+	st_etcd_snapshot_wait(a_se);
+	assert_int_equal(snapshot_seq(a_se, prefix), 4);
+	c = open_etcd(prefix, 4, &c_se);
+	assert_int_equal(st_etcd_seq(c_se), 6);
+	assert_int_equal(st_job_get(c, "small-2", &j), 0);
+	st_job_clear(&j);
+	assert_int_equal(st_job_get(c, "blob-3", &j), 0);
+	assert_int_equal(j.request_len, 300000);
+	st_job_clear(&j);
+	st_close(c);
+	st_close(a);
+}
+
 /* A snapshot deletes the chunks of the entries it prunes, orphans of those seqs too. */
 static void test_chunks_pruned(void **state)
 {
@@ -1299,6 +1342,7 @@ int main(void)
 		cmocka_unit_test(test_answer_lost),
 		cmocka_unit_test(test_answer_lost_at_takeover),
 		cmocka_unit_test(test_chunked_entries),
+		cmocka_unit_test(test_snapshot_off_the_write),
 		cmocka_unit_test(test_chunks_pruned),
 		cmocka_unit_test(test_follower_loses_watch),
 		cmocka_unit_test(test_writer_killed),
