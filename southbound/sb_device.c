@@ -16,6 +16,10 @@
  *   - netconfd never rolls back a confirmed commit while the session holds
  *     a lock on running: the driver only ever locks the candidate around a
  *     confirmed commit.
+ *   - netconfd 2.13 leaves a session's first RPC unanswered when it reads
+ *     it with the client's <hello> (southbound/README.md, "The setup's
+ *     deadline"): the setup's deadline (sb_guard.h) ends such a connect,
+ *     and the backoff makes it again.
  *
  * libnetconf2 sets sessions up (transport, <hello>, capabilities); the RPCs
  * themselves go over the session's transport in ocsd's own framing and
