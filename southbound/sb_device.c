@@ -82,6 +82,49 @@ int sbd_set_err(struct sb_error *err, const struct sb_device *dev, const char *o
 
 /* ---- driver ------------------------------------------------------------- */
 
+/* One setup slot's context: every module a device may speak, compiled once
+ * and frozen. 0, or -errno. */
+static int driver_ctx(const char *ietf_dir, struct ly_ctx **out)
+{
+	struct ly_ctx *ctx = NULL;
+	if (ly_ctx_new(ietf_dir, 0, &ctx))
+		return -EINVAL;
+	/* everything ocs-devsim advertises, so that connecting never has to
+	 * add a module while other threads parse replies */
+	ly_ctx_set_searchdir(ctx, "/usr/share/yuma/modules/ietf-derived");
+	ly_ctx_set_searchdir(ctx, "/usr/share/yuma/modules/netconfcentral");
+	const char *all[] = {"*", NULL};
+	int rc = 0;
+	if (!ly_ctx_load_module(ctx, "ietf-netconf", "2011-06-01", all) ||
+	    !ly_ctx_load_module(ctx, "ietf-netconf-monitoring", NULL, NULL) ||
+	    !ly_ctx_load_module(ctx, "notifications", NULL, NULL) ||
+	    !ly_ctx_load_module(ctx, "nc-notifications", NULL, NULL) ||
+	    !ly_ctx_load_module(ctx, "ietf-netconf-with-defaults", NULL, NULL) ||
+	    !ly_ctx_load_module(ctx, "ietf-datastores", NULL, NULL) ||
+	    !ly_ctx_load_module(ctx, "ietf-netconf-nmda", NULL, all))
+		rc = -ENOENT;
+	/* every model's modules (sb_model.h), and the simulator's control RPCs */
+	const char *mods[] = {sb_yang_ocs_switch, sb_yang_ocs_transceiver, sb_yang_optical_switch,
+			      sb_yang_polatis_switch, sb_yang_ocs_devsim};
+	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]) && !rc; i++)
+		if (lys_parse_mem(ctx, mods[i], LYS_IN_YANG, NULL))
+			rc = -EINVAL;
+	if (rc) {
+		ly_ctx_destroy(ctx);
+		return rc;
+	}
+	/* Freeze the compiled context. libnetconf2's check at every connect
+	 * loads each module the server advertises with the server's features,
+	 * which would recompile the context to the last server's feature set:
+	 * after a device without :confirmed-commit connected, every other
+	 * device's <commit><confirmed/> failed to build. With explicit
+	 * compilation such changes never reach the compiled schema, which
+	 * already holds every feature. */
+	ly_ctx_set_options(ctx, LY_CTX_EXPLICIT_COMPILE);
+	*out = ctx;
+	return 0;
+}
+
 int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 {
 	struct sb_driver *drv = calloc(1, sizeof(*drv));
@@ -91,50 +134,27 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 		ietf_dir = "/usr/share/yuma/modules/ietf";
 	ly_log_options(LY_LOSTORE);
 	nc_verbosity(getenv("SB_NC_DEBUG") ? NC_VERB_DEBUG : NC_VERB_ERROR);
-	if (ly_ctx_new(ietf_dir, 0, &drv->ctx)) {
-		free(drv);
-		return -EINVAL;
-	}
-	/* everything ocs-devsim advertises, so that connecting never has to
-	 * add a module while other threads parse replies */
-	ly_ctx_set_searchdir(drv->ctx, "/usr/share/yuma/modules/ietf-derived");
-	ly_ctx_set_searchdir(drv->ctx, "/usr/share/yuma/modules/netconfcentral");
-	const char *all[] = {"*", NULL};
 	int rc = 0;
-	if (!ly_ctx_load_module(drv->ctx, "ietf-netconf", "2011-06-01", all) ||
-	    !ly_ctx_load_module(drv->ctx, "ietf-netconf-monitoring", NULL, NULL) ||
-	    !ly_ctx_load_module(drv->ctx, "notifications", NULL, NULL) ||
-	    !ly_ctx_load_module(drv->ctx, "nc-notifications", NULL, NULL) ||
-	    !ly_ctx_load_module(drv->ctx, "ietf-netconf-with-defaults", NULL, NULL) ||
-	    !ly_ctx_load_module(drv->ctx, "ietf-datastores", NULL, NULL) ||
-	    !ly_ctx_load_module(drv->ctx, "ietf-netconf-nmda", NULL, all))
-		rc = -ENOENT;
-	/* every model's modules (sb_model.h), and the simulator's control RPCs */
-	const char *mods[] = {sb_yang_ocs_switch, sb_yang_ocs_transceiver, sb_yang_optical_switch,
-			      sb_yang_polatis_switch, sb_yang_ocs_devsim};
-	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]) && !rc; i++)
-		if (lys_parse_mem(drv->ctx, mods[i], LYS_IN_YANG, NULL))
-			rc = -EINVAL;
+	int made = 0;
+	for (; made < SB_SETUP_SLOTS && !rc; made++) {
+		struct sb_setup_slot *sl = &drv->slots[made];
+		rc = driver_ctx(ietf_dir, &sl->ctx);
+		if (!rc && (rc = sb_guard_new(&sl->guard)))
+			ly_ctx_destroy(sl->ctx);
+		if (rc)
+			break;
+		pthread_mutex_init(&sl->mu, NULL);
+	}
 	if (rc) {
-		ly_ctx_destroy(drv->ctx);
+		for (int i = 0; i < made; i++) {
+			sb_guard_free(drv->slots[i].guard);
+			pthread_mutex_destroy(&drv->slots[i].mu);
+			ly_ctx_destroy(drv->slots[i].ctx);
+		}
 		free(drv);
 		return rc;
 	}
-	/* Freeze the compiled context. libnetconf2's check at every connect
-	 * loads each module the server advertises with the server's features,
-	 * which would recompile this shared context (under other threads'
-	 * parsers) to the last server's feature set: after a device without
-	 * :confirmed-commit connected, every other device's <commit><confirmed/>
-	 * failed to build. With explicit compilation such changes never reach
-	 * the compiled schema, which already holds every feature. */
-	ly_ctx_set_options(drv->ctx, LY_CTX_EXPLICIT_COMPILE);
-	rc = sb_guard_new(&drv->guard);
-	if (rc) {
-		ly_ctx_destroy(drv->ctx);
-		free(drv);
-		return rc;
-	}
-	pthread_mutex_init(&drv->connect_mu, NULL);
+	pthread_mutex_init(&drv->tls_mu, NULL);
 	nc_client_init();
 	*out = drv;
 	return 0;
@@ -145,10 +165,27 @@ void sb_driver_free(struct sb_driver *drv)
 	if (!drv)
 		return;
 	nc_client_destroy();
-	sb_guard_free(drv->guard);
-	pthread_mutex_destroy(&drv->connect_mu);
-	ly_ctx_destroy(drv->ctx);
+	for (int i = 0; i < SB_SETUP_SLOTS; i++) {
+		sb_guard_free(drv->slots[i].guard);
+		pthread_mutex_destroy(&drv->slots[i].mu);
+		ly_ctx_destroy(drv->slots[i].ctx);
+	}
+	pthread_mutex_destroy(&drv->tls_mu);
 	free(drv);
+}
+
+/* Takes a setup slot: the first free one from a rotating start, else waits
+ * for the start's own. Released with pthread_mutex_unlock(&slot->mu). */
+static struct sb_setup_slot *take_slot(struct sb_driver *drv)
+{
+	unsigned start = atomic_fetch_add(&drv->next_slot, 1) % SB_SETUP_SLOTS;
+	for (unsigned i = 0; i < SB_SETUP_SLOTS; i++) {
+		struct sb_setup_slot *sl = &drv->slots[(start + i) % SB_SETUP_SLOTS];
+		if (pthread_mutex_trylock(&sl->mu) == 0)
+			return sl;
+	}
+	pthread_mutex_lock(&drv->slots[start].mu);
+	return &drv->slots[start];
 }
 
 const struct sb_driver_counters *sb_driver_counters(const struct sb_driver *drv)
@@ -582,14 +619,14 @@ static struct nc_session *ssh_open(struct sb_device *dev)
 	tcp_keepalive(fd);
 	/* only the NETCONF <hello> and the context check are serialized: the
 	 * SSH handshake above, most of a connect's CPU, runs in parallel */
-	pthread_mutex_lock(&dev->drv->connect_mu);
-	bool guarded = !sb_guard_arm(dev->drv->guard, fd, setup_deadline(dev));
+	struct sb_setup_slot *sl = take_slot(dev->drv);
+	bool guarded = !sb_guard_arm(sl->guard, fd, setup_deadline(dev));
 	struct pipe_hold h; /* a setup cut short frees its session on the shut socket */
 	pipe_hold(&h);
-	struct nc_session *ns = nc_connect_libssh(s, dev->drv->ctx);
+	struct nc_session *ns = nc_connect_libssh(s, sl->ctx);
 	pipe_release(&h);
-	bool late = guarded && sb_guard_disarm(dev->drv->guard);
-	pthread_mutex_unlock(&dev->drv->connect_mu);
+	bool late = guarded && sb_guard_disarm(sl->guard);
+	pthread_mutex_unlock(&sl->mu);
 	if (late || !ns)
 		setup_failed(dev, &ns, late, "NETCONF <hello> failed");
 	else
@@ -668,20 +705,22 @@ int sb_device_connect(struct sb_device *dev, struct sb_error *err)
 	struct sb_driver *drv = dev->drv;
 	dev->hostkey_error[0] = '\0';
 	if (dev->cfg.transport == SB_TRANSPORT_TLS) {
-		pthread_mutex_lock(&drv->connect_mu);
+		pthread_mutex_lock(&drv->tls_mu);
+		struct sb_setup_slot *sl = take_slot(drv);
 		nc_client_tls_set_cert_key_paths(dev->cfg.tls_cert, dev->cfg.tls_key);
 		nc_client_tls_set_trusted_ca_paths(dev->cfg.tls_ca, NULL);
 		/* here the deadline also bounds the TCP connect and the TLS
 		 * handshake, which nc_connect_tls() makes inside (its TCP
 		 * connect has no timeout of its own) */
-		bool guarded = !sb_guard_arm_tls(drv->guard, dev->cfg.host, dev->cfg.port,
+		bool guarded = !sb_guard_arm_tls(sl->guard, dev->cfg.host, dev->cfg.port,
 						 setup_deadline(dev));
 		struct pipe_hold h;
 		pipe_hold(&h);
-		dev->session = nc_connect_tls(dev->cfg.host, dev->cfg.port, drv->ctx);
+		dev->session = nc_connect_tls(dev->cfg.host, dev->cfg.port, sl->ctx);
 		pipe_release(&h);
-		bool late = guarded && sb_guard_disarm(drv->guard);
-		pthread_mutex_unlock(&drv->connect_mu);
+		bool late = guarded && sb_guard_disarm(sl->guard);
+		pthread_mutex_unlock(&sl->mu);
+		pthread_mutex_unlock(&drv->tls_mu);
 		if (late)
 			setup_failed(dev, &dev->session, true, NULL);
 		/* the TLS socket, for the idle check above as SSH has it: without

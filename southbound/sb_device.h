@@ -302,8 +302,9 @@ int sb_device_set_config(struct sb_device *dev, const struct sb_device_config *c
  * also the TCP connect and the handshake) must end within 4 x
  * rpc_timeout_ms (at least 1 s), or the connect fails with -ECONNREFUSED, "no NETCONF
  * session within N ms" (sb_guard.h): a device that never answers cannot
- * hold the driver's connect mutex, and every other device's connect, for
- * libnetconf2's own 300 s.
+ * hold its setup slot for libnetconf2's own 300 s, and while it holds one
+ * the other devices connect through the driver's other slots
+ * (sb_device_internal.h).
  */
 int sb_device_connect(struct sb_device *dev, struct sb_error *err);
 int sb_device_connect_until(struct sb_device *dev, int64_t deadline_ms, struct sb_error *err);

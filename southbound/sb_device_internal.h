@@ -25,10 +25,28 @@
 
 #include "sb_device.h"
 
-struct sb_driver {
+/*
+ * Session setup slots. libnetconf2's context check at every connect extends
+ * the context it is given, so a context serves one setup at a time; with
+ * one, a device that was slow to answer it held every other device's
+ * connect for its whole setup deadline. Each slot is an identical, frozen
+ * context with its mutex and its guard (sb_guard.h): a connect takes any
+ * free slot, so one device stuck in its setup holds one slot, not all.
+ */
+#define SB_SETUP_SLOTS 4
+
+struct sb_setup_slot {
 	struct ly_ctx *ctx;
-	pthread_mutex_t connect_mu; /* serializes session setup (may extend ctx) */
-	struct sb_guard *guard;	    /* the setup's deadline (sb_guard.h), armed under connect_mu */
+	pthread_mutex_t mu;	/* held for the setup (may extend ctx) */
+	struct sb_guard *guard; /* the setup's deadline, armed under mu */
+};
+
+struct sb_driver {
+	struct sb_setup_slot slots[SB_SETUP_SLOTS];
+	atomic_uint next_slot; /* where the next connect starts looking */
+	/* libnetconf2's TLS client options are process-wide: a TLS connect
+	 * sets them and connects under this mutex (taken before a slot's) */
+	pthread_mutex_t tls_mu;
 	struct sb_driver_counters counters;
 };
 

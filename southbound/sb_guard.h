@@ -6,7 +6,8 @@
  * (<get-schema>, yang-library <get-data>) and waits for each reply for
  * NC_READ_ACT_TIMEOUT, 300 s, whatever the device's rpc_timeout_ms says.
  * A device that never answers one of them held a connect, and the driver's
- * connect mutex with it (every other device's connect), for five minutes:
+ * connect mutex of then with it (every other device's connect), for five
+ * minutes:
  * test_sb_netconfd caught it against netconfd. No libnetconf2 2.0 setting
  * shortens those waits.
  *
@@ -23,13 +24,12 @@
  * sb_guard_arm_tls() notes the TCP sockets to the device's address that
  * exist when it is armed, and at the deadline the guard shuts down those
  * that appeared since (found in /proc/self/fd). That is exact because TLS
- * connects are made whole under the driver's connect mutex, one at a time.
+ * connects are made whole under the driver's TLS mutex, one at a time.
  *
- * One guard per driver, armed by one connect at a time (the caller holds
- * the driver's connect mutex). Its thread sleeps on a condition variable
- * while disarmed. Thread-safe: arm and disarm come from the connecting
- * thread, the shutdown from the guard's thread, all under the guard's
- * mutex.
+ * One guard per setup slot of the driver (sb_device_internal.h), armed by
+ * one connect at a time (the caller holds the slot's mutex). Its thread sleeps on a condition
+ * variable while disarmed. Thread-safe: arm and disarm come from the connecting thread, the
+ * shutdown from the guard's thread, all under the guard's mutex.
  */
 #ifndef OCSD_SB_GUARD_H
 #define OCSD_SB_GUARD_H

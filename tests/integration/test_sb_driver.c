@@ -5,13 +5,14 @@
  * strategy, one-edit-per-call programming, state read-back, device refusals as structured errors,
  * RPC deadlines, dropped sessions, reconnect backoff, the confirmed
  * commit timeout revert, the parallel warm-start connect, the deadline of
- * a session's setup (SSH and TLS), and an idle
+ * a session's setup (SSH and TLS) and its slots, and an idle
  * session whose device went away replaced at the next connect.
  */
 #include "sb_testlib.h"
 
 #include <errno.h>
 #include <libssh/libssh.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -581,6 +582,50 @@ static void test_setup_deadline(void **state)
 	sb_device_free(ctl);
 }
 
+struct slow_connect {
+	struct sb_device *dev;
+	int rc;
+};
+
+static void *slow_connect_main(void *arg)
+{
+	struct slow_connect *sc = arg;
+	struct sb_error err = {0};
+	sc->rc = sb_device_connect(sc->dev, &err);
+	return NULL;
+}
+
+/*
+ * One device slow in its setup (its first <get-schema> answered after 6 s,
+ * within the 8 s deadline) holds one of the driver's setup slots: another
+ * device connects meanwhile in well under a second (with the single
+ * connect mutex of before, it waited for the 6 s), and the slow one
+ * connects too once its answer comes.
+ */
+static void test_setup_slots(void **state)
+{
+	struct sb_device *ctl = open_dev(1, 2000);
+	struct slow_connect sc = {.dev = open_dev(1, 2000), .rc = -1};
+	struct sb_device *fast = open_dev(0, 2000);
+	struct sb_error err = {0};
+	pthread_t t;
+	set_faults(ctl, "hang@schema=6000");
+	int64_t t0 = sb_now_ms();
+	assert_int_equal(pthread_create(&t, NULL, slow_connect_main, &sc), 0);
+	sleep_ms(500); /* the slow one is in its setup */
+	int64_t t1 = sb_now_ms();
+	OK(sb_device_connect(fast, &err));
+	int64_t took = sb_now_ms() - t1;
+	assert_true(took < 2500);	      /* generous: CI runs tests in parallel */
+	assert_true(sb_now_ms() - t0 < 5500); /* before the slow one's answer */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(sc.rc, 0);
+	assert_true(sb_now_ms() - t0 >= 5900);
+	sb_device_free(fast);
+	sb_device_free(sc.dev);
+	sb_device_free(ctl);
+}
+
 static void test_confirmed_commit_reverts(void **state)
 {
 	struct sb_device *d = open_dev(0, 2000);
@@ -686,6 +731,7 @@ int main(void)
 		cmocka_unit_test(test_notification_on_rpc_session),
 		cmocka_unit_test(test_deadline_and_drop),
 		cmocka_unit_test(test_setup_deadline),
+		cmocka_unit_test(test_setup_slots),
 		cmocka_unit_test(test_confirmed_commit_reverts),
 		cmocka_unit_test(test_staged_config),
 	};
