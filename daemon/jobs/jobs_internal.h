@@ -6,9 +6,11 @@
  * Call graph (no file calls back into one that calls it; checked by the
  * callgraph test):
  *
- *   jobs_recover.c, jobs_external.c  (start-up, adoption: call jobs.c
- *   jobs_faults.c, jobs_release.c     and what jobs.c calls; node faults,
- *     |                               release and unproven settling)
+ *   jobs_submit.c                     (the requests that start a job:
+ *   jobs_recover.c, jobs_external.c    submit and dry run; start-up,
+ *   jobs_faults.c, jobs_release.c      adoption: call jobs.c and what
+ *     |                                jobs.c calls; node faults, release
+ *     |                                and unproven settling)
  *     v
  *   jobs.c --> jobs_plan.c --> jobs_move.c
  *     |   \        ^
@@ -325,15 +327,24 @@ bool jm_check_spec(struct jm *jm, const struct jm_spec *spec, struct err_info *e
 void jm_copy_spec(struct job_rt *j, const struct jm_spec *spec);
 
 /*
- * jobs.c: what start-up, recovery and the transactions of no job
- * (jobs_recover.c, jobs_external.c) need of the state machine.
+ * jobs.c: what the requests (jobs_submit.c), start-up, recovery and the
+ * transactions of no job (jobs_recover.c, jobs_external.c) need of the
+ * state machine.
  * jm_start_planning: plans j (PLANNING) or fails it. jm_pump: starts the
  * next queued transaction when none is running. jm_queue_repairs: queues
  * the repair of j's first ring holding a faulty node, ahead of all work.
  */
 void jm_start_planning(struct jm *jm, struct job_rt *j);
-/* Stores the jobs submitted but not stored yet (jm.new_head) now, in one
- * write, then plans them (jm_release calls it for a job it finds unstored). */
+/* A planning task for `self` with everything it reads copied (jobs.c; a
+ * submission's search and a dry run are made by jobs_submit.c). NULL on
+ * ENOMEM. */
+struct jp_task *jm_new_task(struct jm *jm, const struct jm_kind *kind, const char *self,
+			    const char *planner, bool replan, const struct lc_demand *demand,
+			    size_t n_demand, const struct jm_workload *wl,
+			    const struct jm_figures *delta, const struct jm_ring_request *ring);
+/* jobs_submit.c: stores the jobs submitted but not stored yet
+ * (jm.new_head) now, in one write, then plans them (jm_release calls it for
+ * a job it finds unstored, jm_recover for the ones accepted before it). */
 void jm_store_new_jobs(struct jm *jm);
 void jm_pump(struct jm *jm);
 void jm_queue_repairs(struct jm *jm, struct job_rt *j);

@@ -135,6 +135,9 @@ struct jp_task {
 		size_t raw_len;
 		bool allow_move;
 	} sub;
+	/* search_only: called on the loop once the search is done, with the
+	 * owner (jobs_submit.c creates the job or refuses it) */
+	void (*searched)(void *owner, struct jp_task *t);
 	/* A ring job (kind->rings): the domain, the planner's view of its nodes
 	 * (owned) and the request; the result goes straight into change, fig,
 	 * refused and err. */
