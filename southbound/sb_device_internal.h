@@ -44,8 +44,10 @@ struct sb_setup_slot {
 struct sb_driver {
 	struct sb_setup_slot slots[SB_SETUP_SLOTS];
 	atomic_uint next_slot; /* where the next connect starts looking */
-	/* libnetconf2's TLS client options are process-wide: a TLS connect
-	 * sets them and connects under this mutex (taken before a slot's) */
+	/* TLS connects are made one at a time, under this mutex (taken before a
+	 * slot's): the guard finds a TLS connect's socket as the one that
+	 * appeared since its arm (sb_guard.h). (libnetconf2 2.0 keeps the TLS
+	 * client options per thread, so they do not need it.) */
 	pthread_mutex_t tls_mu;
 	struct sb_driver_counters counters;
 };
