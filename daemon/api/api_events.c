@@ -315,13 +315,34 @@ static void ev_bundle_drift(void *ctx, const struct dr_bundle *b, const char *de
 	nb_server_publish(api->server, &ev);
 }
 
+/*
+ * A device that became unreachable, or reachable again, is logged once per
+ * change (not at every pass): the journal says when and why, as the Watch
+ * event and ListDevices do. A device first read healthy is not logged.
+ */
+static void log_reachability(const struct api *api, int id, enum dev_health was)
+{
+	struct dev_status now;
+
+	if (dev_status(api->d.devs, id, &now) != 0 || now.health == was)
+		return;
+	if (now.health == DEV_HEALTH_UNREACHABLE)
+		log_msg(LOG_WARNING, "device %s unreachable: %s", dev_name(api->d.devs, id),
+			now.session_error);
+	else if (was == DEV_HEALTH_UNREACHABLE)
+		log_msg(LOG_NOTICE, "device %s reachable again", dev_name(api->d.devs, id));
+}
+
 static void ev_device_read(void *ctx, int id, bool ok, bool connected, const char *error,
 			   const struct sb_device_info *info)
 {
 	struct api *api = ctx;
 	struct arena ar = {0};
+	struct dev_status was = {.health = DEV_HEALTH_UNKNOWN};
+	(void)dev_status(api->d.devs, id, &was);
 	bool changed = dev_note_read(api->d.devs, id, ok, connected, error, clk_wall_ms(NULL));
 
+	log_reachability(api, id, was.health);
 	if (info)
 		changed |= dev_note_info(api->d.devs, id, info);
 	if (!changed)
