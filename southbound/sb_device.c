@@ -125,6 +125,16 @@ static int driver_ctx(const char *ietf_dir, struct ly_ctx **out)
 	return 0;
 }
 
+/* Frees the first n setup slots. */
+static void free_slots(struct sb_driver *drv, int n)
+{
+	for (int i = 0; i < n; i++) {
+		sb_guard_free(drv->slots[i].guard);
+		pthread_mutex_destroy(&drv->slots[i].mu);
+		ly_ctx_destroy(drv->slots[i].ctx);
+	}
+}
+
 int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 {
 	struct sb_driver *drv = calloc(1, sizeof(*drv));
@@ -134,25 +144,17 @@ int sb_driver_new(const char *ietf_dir, struct sb_driver **out)
 		ietf_dir = "/usr/share/yuma/modules/ietf";
 	ly_log_options(LY_LOSTORE);
 	nc_verbosity(getenv("SB_NC_DEBUG") ? NC_VERB_DEBUG : NC_VERB_ERROR);
-	int rc = 0;
-	int made = 0;
-	for (; made < SB_SETUP_SLOTS && !rc; made++) {
+	for (int made = 0; made < SB_SETUP_SLOTS; made++) {
 		struct sb_setup_slot *sl = &drv->slots[made];
-		rc = driver_ctx(ietf_dir, &sl->ctx);
+		int rc = driver_ctx(ietf_dir, &sl->ctx);
 		if (!rc && (rc = sb_guard_new(&sl->guard)))
 			ly_ctx_destroy(sl->ctx);
-		if (rc)
-			break;
-		pthread_mutex_init(&sl->mu, NULL);
-	}
-	if (rc) {
-		for (int i = 0; i < made; i++) {
-			sb_guard_free(drv->slots[i].guard);
-			pthread_mutex_destroy(&drv->slots[i].mu);
-			ly_ctx_destroy(drv->slots[i].ctx);
+		if (rc) {
+			free_slots(drv, made);
+			free(drv);
+			return rc;
 		}
-		free(drv);
-		return rc;
+		pthread_mutex_init(&sl->mu, NULL);
 	}
 	pthread_mutex_init(&drv->tls_mu, NULL);
 	nc_client_init();
@@ -165,11 +167,7 @@ void sb_driver_free(struct sb_driver *drv)
 	if (!drv)
 		return;
 	nc_client_destroy();
-	for (int i = 0; i < SB_SETUP_SLOTS; i++) {
-		sb_guard_free(drv->slots[i].guard);
-		pthread_mutex_destroy(&drv->slots[i].mu);
-		ly_ctx_destroy(drv->slots[i].ctx);
-	}
+	free_slots(drv, SB_SETUP_SLOTS);
 	pthread_mutex_destroy(&drv->tls_mu);
 	free(drv);
 }
@@ -417,26 +415,25 @@ void sb_device_forget_image(struct sb_device *dev)
  * taken off the thread before the mask is restored.
  */
 struct pipe_hold {
+	sigset_t pipe; /* SIGPIPE alone */
 	sigset_t old;
 	bool was_pending;
 };
 
 static void pipe_hold(struct pipe_hold *h)
 {
-	sigset_t pipe_set, pending;
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &h->old);
+	sigset_t pending;
+	sigemptyset(&h->pipe);
+	sigaddset(&h->pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &h->pipe, &h->old);
 	h->was_pending = !sigpending(&pending) && sigismember(&pending, SIGPIPE);
 }
 
 static void pipe_release(const struct pipe_hold *h)
 {
-	sigset_t pipe_set, pending;
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
+	sigset_t pending;
 	if (!h->was_pending && !sigpending(&pending) && sigismember(&pending, SIGPIPE))
-		sigtimedwait(&pipe_set, NULL, &(struct timespec){0, 0});
+		sigtimedwait(&h->pipe, NULL, &(struct timespec){0, 0});
 	pthread_sigmask(SIG_SETMASK, &h->old, NULL);
 }
 
@@ -516,8 +513,8 @@ static int hostkey_check(struct sb_device *dev, ssh_session session)
 }
 
 /*
- * The deadline of a session's NETCONF setup, the part under the connect
- * mutex: the <hello> and libnetconf2's context check, up to 3 RPCs of its
+ * The deadline of a session's NETCONF setup, the part under a setup slot
+ * (sb_device_internal.h): the <hello> and libnetconf2's context check, up to 3 RPCs of its
  * own, each given the device's RPC deadline, and at least a second
  * (sb_guard.h says why libnetconf2 cannot be left to bound them).
  */

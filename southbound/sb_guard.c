@@ -117,6 +117,14 @@ static size_t peer_inodes(const struct sb_guard *g, unsigned long *out, size_t c
 	return n;
 }
 
+static bool holds(const unsigned long *inodes, size_t n, unsigned long inode)
+{
+	for (size_t i = 0; i < n; i++)
+		if (inodes[i] == inode)
+			return true;
+	return false;
+}
+
 /* Shuts down this process's sockets to g's peers that were not there at
  * the arm: the TLS connect's own. */
 static void shut_new_sockets(const struct sb_guard *g)
@@ -138,15 +146,9 @@ static void shut_new_sockets(const struct sb_guard *g)
 		if (d < 0)
 			continue;
 		struct stat st;
-		if (!fstat(d, &st) && S_ISSOCK(st.st_mode)) {
-			bool is_new = false, was = false;
-			for (size_t i = 0; i < n_now; i++)
-				is_new = is_new || now[i] == (unsigned long)st.st_ino;
-			for (size_t i = 0; i < g->n_before; i++)
-				was = was || g->before[i] == (unsigned long)st.st_ino;
-			if (is_new && !was)
-				shutdown(d, SHUT_RDWR);
-		}
+		if (!fstat(d, &st) && S_ISSOCK(st.st_mode) && holds(now, n_now, st.st_ino) &&
+		    !holds(g->before, g->n_before, st.st_ino))
+			shutdown(d, SHUT_RDWR);
 		close(d);
 	}
 	closedir(dir);
