@@ -337,19 +337,9 @@ int ocs_ring_validate(const struct ocs_ring_domain *r, struct ocs_fabric_problem
 	return pl.count;
 }
 
-int ocs_ring_nodes(const struct ocs_ring_domain *r)
-{
-	return r->tors * r->nodes_per_tor;
-}
-
 int64_t ocs_ring_gpus(const struct ocs_ring_domain *r)
 {
 	return (int64_t)ocs_ring_nodes(r) * r->gpus_per_node;
-}
-
-int ocs_ring_node_tor(const struct ocs_ring_domain *r, int node)
-{
-	return node / r->nodes_per_tor;
 }
 
 int ocs_ring_node_agg(const struct ocs_ring_domain *r, int node)
@@ -360,22 +350,6 @@ int ocs_ring_node_agg(const struct ocs_ring_domain *r, int node)
 int ocs_ring_agg_domains(const struct ocs_ring_domain *r)
 {
 	return r->tors / r->tors_per_agg;
-}
-
-int ocs_ring_position(const struct ocs_ring_domain *r, int node)
-{
-	int tor = node / r->nodes_per_tor;
-	int index = node % r->nodes_per_tor;
-
-	return index * r->tors + tor;
-}
-
-int ocs_ring_node_at(const struct ocs_ring_domain *r, int position)
-{
-	int index = position / r->tors;
-	int tor = position % r->tors;
-
-	return tor * r->nodes_per_tor + index;
 }
 
 int ocs_ring_distance(const struct ocs_ring_domain *r, int node_a, int node_b)

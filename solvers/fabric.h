@@ -178,13 +178,31 @@ struct ocs_ring_domain {
 
 int ocs_ring_validate(const struct ocs_ring_domain *r, struct ocs_fabric_problem *problems,
 		      int max_problems);
-int ocs_ring_nodes(const struct ocs_ring_domain *r);
 int64_t ocs_ring_gpus(const struct ocs_ring_domain *r);
-int ocs_ring_node_tor(const struct ocs_ring_domain *r, int node);
 int ocs_ring_node_agg(const struct ocs_ring_domain *r, int node);
 int ocs_ring_agg_domains(const struct ocs_ring_domain *r);
-int ocs_ring_position(const struct ocs_ring_domain *r, int node);
-int ocs_ring_node_at(const struct ocs_ring_domain *r, int position);
+
+/* The planners' inner loops call these: defined here so that they inline. */
+static inline int ocs_ring_nodes(const struct ocs_ring_domain *r)
+{
+	return r->tors * r->nodes_per_tor;
+}
+
+static inline int ocs_ring_node_tor(const struct ocs_ring_domain *r, int node)
+{
+	return node / r->nodes_per_tor;
+}
+
+static inline int ocs_ring_position(const struct ocs_ring_domain *r, int node)
+{
+	return node % r->nodes_per_tor * r->tors + node / r->nodes_per_tor;
+}
+
+static inline int ocs_ring_node_at(const struct ocs_ring_domain *r, int position)
+{
+	return position % r->tors * r->nodes_per_tor + position / r->tors;
+}
+
 /*
  * Hop distance in deployment order between two nodes (around the ring when
  * closed); the nodes are joined by an external path when 1 <= distance <= K.

@@ -506,9 +506,10 @@ int hbd_plan(const struct ocs_ring_domain *d, const uint8_t *use, const struct h
 	c.n = ocs_ring_nodes(d);
 	c.m = req->tp / d->gpus_per_node;
 	out->m = c.m;
-	c.free = malloc((size_t)c.n);
-	c.pos_list = malloc((size_t)c.n * sizeof(int));
-	c.rings = malloc((size_t)c.n * sizeof(int));
+	/* check_request() validated the domain: n > 0 (unsigned says so to the compiler). */
+	c.free = malloc((unsigned)c.n);
+	c.pos_list = malloc((unsigned)c.n * sizeof(int));
+	c.rings = malloc((unsigned)c.n * sizeof(int));
 	if (!c.free || !c.pos_list || !c.rings) {
 		rc = -ENOMEM;
 		goto done;
