@@ -8,7 +8,9 @@
  *   - the rank-aligned cut (hbd_ft_aligned_cut), a second placement that
  *     hbd_ring.c compares with Algs. 4-5's: a Lagrangian dynamic programme
  *     over the deployment line that prices every node by the (ToR, rank)
- *     pair it takes, instead of dropping whole ToRs around faults;
+ *     pair it takes, instead of dropping whole ToRs around faults; the
+ *     same cut fills what the block labelling (hbd_label.c) leaves short
+ *     (hbd_ft_aligned_fill), priced on the pairs the labelling opened;
  *   - the block re-cut (hbd_ft_polish), which re-cuts the chosen plan
  *     block by block wherever that uses fewer (ToR, rank) pairs;
  *   - the constraints a plan honours (hbd_ft_constraints_honoured).
@@ -283,16 +285,31 @@ static int ring_start(const struct aligned_cut *a, int j)
  * many rings that cut has; writes them to c->rings (in line order) when
  * they are at least need.
  */
-static int aligned_pass(struct hbd_cut *c, struct aligned_cut *a, int64_t ring_gain, int64_t need)
+static inline __attribute__((always_inline)) int aligned_pass_m(struct hbd_cut *c,
+								struct aligned_cut *a,
+								int64_t ring_gain, int64_t need,
+								const int m)
 {
-	int m = a->m, k = a->k, f = a->f, at, rings = 0;
+	int k = a->k, f = a->f, at, rings = 0;
 	/* value = (gain * rings - price) * scale + rings: ties go to more rings. */
 	int64_t scale = (int64_t)c->n + 1, ring_value = ring_gain * scale + 1, best_end = 0;
+	/*
+	 * Locals, not a->...: the stores to back (bytes, which may alias
+	 * anything) would otherwise make the compiler reload every field on
+	 * every step of the inner loops.
+	 */
+	const int *pos = a->pos, *tor = a->tor, *agg = a->agg;
+	const int64_t *cost = a->cost, agg_cost = a->agg_cost;
+	const int window_mask = a->window - 1;
+	int64_t *value = a->value;
+	uint8_t *backs = a->back;
+	int *end_at = a->end_at;
 
 	for (int j = 0; j < f; j++) {
-		const int64_t *price = a->cost + (size_t)a->tor[j] * m;
-		int64_t *to = a->value + (size_t)(j & (a->window - 1)) * m;
-		uint8_t *back = a->back + (size_t)j * m;
+		const int64_t *price = cost + (size_t)tor[j] * m;
+		int64_t *to = value + (size_t)(j & window_mask) * m;
+		uint8_t *back = backs + (size_t)j * m;
+		const int pos_j = pos[j], agg_j = agg[j];
 
 		to[0] = best_end - price[0];
 		for (int s = 1; s < m; s++) {
@@ -301,9 +318,9 @@ static int aligned_pass(struct hbd_cut *c, struct aligned_cut *a, int64_t ring_g
 		}
 		/* Rank s of j follows rank s - 1 of one of the (at most K) free positions before
 		 * it. */
-		for (int i = j - 1; i >= 0 && a->pos[j] - a->pos[i] <= k; i--) {
-			int64_t hop = a->agg[i] != a->agg[j] ? a->agg_cost : 0;
-			const int64_t *from = a->value + (size_t)(i & (a->window - 1)) * m;
+		for (int i = j - 1; i >= 0 && pos_j - pos[i] <= k; i--) {
+			const int64_t hop = agg[i] != agg_j ? agg_cost : 0;
+			const int64_t *from = value + (size_t)(i & window_mask) * m;
 
 			for (int s = 1; s < m; s++) {
 				int64_t v = from[s - 1] - price[s] - hop;
@@ -314,10 +331,10 @@ static int aligned_pass(struct hbd_cut *c, struct aligned_cut *a, int64_t ring_g
 				}
 			}
 		}
-		a->end_at[j] = j > 0 ? a->end_at[j - 1] : -1;
+		end_at[j] = j > 0 ? end_at[j - 1] : -1;
 		if (to[m - 1] > NO_VALUE / 2 && to[m - 1] + ring_value > best_end) {
 			best_end = to[m - 1] + ring_value;
-			a->end_at[j] = j;
+			end_at[j] = j;
 		}
 	}
 	for (at = f > 0 ? a->end_at[f - 1] : -1; at >= 0; rings++) {
@@ -344,18 +361,36 @@ static int aligned_pass(struct hbd_cut *c, struct aligned_cut *a, int64_t ring_g
 }
 
 /*
+ * The pass with m a constant where rings are 4 or 8 nodes (TP-32 and TP-64
+ * on 8-GPU nodes), so the compiler unrolls the rank loops: they are most of
+ * a fat-tree plan's time.
+ */
+static int aligned_pass(struct hbd_cut *c, struct aligned_cut *a, int64_t ring_gain, int64_t need)
+{
+	switch (a->m) {
+	case 4:
+		return aligned_pass_m(c, a, ring_gain, need, 4);
+	case 8:
+		return aligned_pass_m(c, a, ring_gain, need, 8);
+	default:
+		return aligned_pass_m(c, a, ring_gain, need, a->m);
+	}
+}
+
+/*
  * The rank-aligned cut: the smallest ring gain at which the Lagrangian cut
  * of the open line still gives `need` rings, i.e. the job's rings with the
  * cheapest (ToR, rank) pairs (the spare nodes are left out where they bring
  * the cut back onto the ToR windows, a ring skips a fault where its other
  * ranks stay aligned), repriced over ALIGNED_ROUNDS rounds by the pairs the
  * previous round used. The line is not closed: a ring never crosses the
- * seam of a closed domain (Algs. 4-5 place what needs it). c->free: the free positions. Writes
- * the best round's rings, ordered by hbd_ft_order(), to out and returns 1;
- * 0 when the open line holds fewer than need rings or n * m passes
- * MAX_CELLS; -ENOMEM.
+ * seam of a closed domain (Algs. 4-5 place what needs it). c->free: the
+ * free positions; placed: NULL for the aligned pairs' starting prices, else
+ * the nodes rings placed before use on each (ToR, rank) pair (the fill).
+ * Leaves the best round's rings in c->rings and returns 1; 0 when the open
+ * line holds fewer than need rings or n * m passes MAX_CELLS; -ENOMEM.
  */
-int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out)
+static int aligned_rings(struct hbd_cut *c, int64_t need, const int *placed)
 {
 	const struct ocs_ring_domain *d = c->d;
 	struct aligned_cut a = {.m = c->m, .k = d->k_hops};
@@ -391,8 +426,9 @@ int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out)
 		}
 	a.agg_cost = AGG_COST * scale;
 	for (size_t q = 0; q < n_pairs; q++)
-		used[q] = (int)(q / c->m) % c->m == (int)(q % c->m) ? d->nodes_per_tor : 0;
-	rc = 0;
+		used[q] = placed				      ? placed[q]
+			  : (int)(q / c->m) % c->m == (int)(q % c->m) ? d->nodes_per_tor
+								      : 0;
 	for (int round = 0; round < ALIGNED_ROUNDS; round++) {
 		int64_t low, high;
 
@@ -428,7 +464,10 @@ int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out)
 		}
 		/* The last pass that placed the job was the one at high: c->rings holds it. */
 		gain = high > 1 ? high : 1;
-		memset(used, 0, n_pairs * sizeof(int));
+		if (placed)
+			memcpy(used, placed, n_pairs * sizeof(int));
+		else
+			memset(used, 0, n_pairs * sizeof(int));
 		n_used = 0;
 		for (size_t q = 0; q < (size_t)c->n_rings * c->m; q++) {
 			size_t pair = (size_t)ocs_ring_node_tor(d, c->rings[q]) * c->m + q % c->m;
@@ -449,10 +488,8 @@ int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out)
 	if (found) {
 		memcpy(c->rings, kept, (size_t)best_rings * c->m * sizeof(int));
 		c->n_rings = best_rings;
-		rc = hbd_ft_order(c, (int)need, out);
 	}
-	if (rc == 0)
-		rc = found;
+	rc = found;
 done:
 	free(pos);
 	free(used);
@@ -464,6 +501,23 @@ done:
 	free(a.back);
 	free(a.end_at);
 	return rc;
+}
+
+int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out)
+{
+	int rc = aligned_rings(c, need, NULL);
+
+	if (rc > 0) {
+		int order = hbd_ft_order(c, (int)need, out);
+
+		rc = order ? order : 1;
+	}
+	return rc;
+}
+
+int hbd_ft_aligned_fill(struct hbd_cut *c, int64_t need, const int *placed)
+{
+	return aligned_rings(c, need, placed);
 }
 
 /* ---- fat-tree, the block re-cut ----------------------------------------- */

@@ -2,8 +2,8 @@
  * hbd_fattree.h - internal to the TP-ring planner (hbd_ring.c and
  * hbd_fattree.c, not part of the solver API): the working memory of a cut
  * and the fat-tree pieces hbd_ring.c calls, i.e. the ordering of a job's
- * rings, the rank-aligned cut, the block re-cut and the constraint count of
- * a plan. Calls go one way, hbd_ring.c -> hbd_fattree.c (and the property
+ * rings, the rank-aligned cut, the block labelling, the block re-cut and the
+ * constraint count of a plan. Calls go one way, hbd_ring.c -> hbd_fattree.c (and the property
  * test, which checks the block re-cut on its own). Pure, like hbd_ring.h.
  */
 #ifndef OCS_HBD_FATTREE_H
@@ -46,6 +46,15 @@ int hbd_ft_order(const struct hbd_cut *c, int need, int *out);
 int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out);
 
 /*
+ * The same cut as a fill: need rings on the free positions c->free, priced
+ * by the (ToR, rank) pairs rings placed before it use (placed[tor * m +
+ * rank]: their nodes there) instead of the aligned pairs, so the rings it
+ * adds open as few new pairs as it can. Leaves them in c->rings (n_rings,
+ * line order, unordered) and returns 1; 0 when they do not fit; -ENOMEM.
+ */
+int hbd_ft_aligned_fill(struct hbd_cut *c, int64_t need, const int *placed);
+
+/*
  * The block re-cut: rings (n_rings of c->m node ids, disjoint spans on the
  * open line, c->free the free positions) re-cut block by block where an
  * exact re-cut of a block uses fewer distinct (ToR, rank) pairs; the same
@@ -54,6 +63,16 @@ int hbd_ft_aligned_cut(struct hbd_cut *c, int64_t need, int *out);
  * are), -ENOMEM.
  */
 int hbd_ft_polish(const struct hbd_cut *c, int *rings, int n_rings);
+
+/*
+ * The block labelling (hbd_label.c): every ToR serves one rank, in blocks of
+ * patterns tiling the ToR circle, the tiling with the most rings. Writes
+ * its rings to c->rings (c->n_rings, node ids, in tiling order) and takes
+ * their positions out of c->free; returns how many rings the tiling
+ * counted (c->n_rings is that many), 0 where no pattern fits (K above 6,
+ * fewer ToRs than a pattern's length), -ENOMEM.
+ */
+int hbd_ft_label_cut(struct hbd_cut *c);
 
 /*
  * *kept = the constraints of Algs. 4-5 that rings (n_rings of m nodes)

@@ -29,10 +29,12 @@
  * out (at most m - 1 at a time) so that rings start on a ToR window (ToR a
  * multiple of m) while the job still fits: the job's spare nodes go where
  * they bring a sub-line's rings back in line with the other sub-lines.
- * That is one placement; the rank-aligned cut of hbd_fattree.c is the
- * other (it leaves the spare nodes out, and lets a ring skip a fault, where
- * that keeps each rank under the fewest ToRs), and the job gets whichever
- * has the lower cross_tor_share, then its block re-cut (hbd_fattree.c)
+ * That is one placement; the rank-aligned cut of hbd_fattree.c is another
+ * (it leaves the spare nodes out, and lets a ring skip a fault, where that
+ * keeps each rank under the fewest ToRs), the block labelling of
+ * hbd_label.c the third (every ToR at one rank, in blocks of patterns
+ * chosen to lose the fewest rings to faults), and the job gets whichever
+ * has the lowest cross_tor_share, then its block re-cut (hbd_fattree.c)
  * when that has a lower share still. Either way hbd_ft_order() takes the rings
  * of the largest groups of rings with the same ToR sequence first and
  * chains the groups along short Hamming steps, so that consecutive rings
@@ -438,11 +440,76 @@ static int fat_tree(struct hbd_cut *c, int64_t need, int64_t spare, struct hbd_p
 }
 
 /*
- * Both fat-tree placements, Algs. 4-5 with the window search and the
- * rank-aligned cut, each ordered by hbd_ft_order(); the job gets the one
- * with the lower cross-ToR share (Algs. 4-5 on a tie), then the block
- * re-cut of it when that, ordered again, has a lower share still;
- * constraints_kept says what the rings it gets honour.
+ * The block labelling (hbd_label.c) as a placement: its rings and, where
+ * they are fewer than the job needs, the rest cut from the free nodes they
+ * leave by the aligned cut priced on the pairs the labelling opened
+ * (hbd_ft_aligned_fill), all ordered by hbd_ft_order() into out. 1 placed,
+ * 0 not (c->free is left without the rings' positions), -ENOMEM.
+ */
+static int label_place(struct hbd_cut *c, int64_t need, int *out)
+{
+	int rc = hbd_ft_label_cut(c), labelled = c->n_rings, m = c->m;
+	size_t size = (size_t)labelled * m * sizeof(int);
+	int *label = NULL, *used = NULL;
+
+	if (rc <= 0 || labelled >= need)
+		goto order;
+	/* Alg. 2 on the free nodes left is the most the fill could add: too few, stop. */
+	c->skip_budget = 0;
+	cut_range(c, 0, c->n, c->d->closed);
+	rc = c->n_rings >= need;
+	c->n_rings = labelled;
+	if (!rc)
+		return 0;
+	label = malloc(size ? size : 1);
+	used = calloc((size_t)c->d->tors * m, sizeof(int));
+	rc = -ENOMEM;
+	if (!label || !used)
+		goto done;
+	memcpy(label, c->rings, size);
+	for (size_t q = 0; q < (size_t)labelled * m; q++)
+		used[(size_t)ocs_ring_node_tor(c->d, label[q]) * m + q % m]++;
+	rc = hbd_ft_aligned_fill(c, need - labelled, used);
+	if (rc <= 0)
+		goto done;
+	/* The fill's rings go after the labelling's (disjoint nodes: they fit in c->rings). */
+	memmove(c->rings + (size_t)labelled * m, c->rings, (size_t)c->n_rings * m * sizeof(int));
+	memcpy(c->rings, label, size);
+	c->n_rings += labelled;
+order:
+	if (rc > 0) {
+		rc = hbd_ft_order(c, (int)need, out);
+		rc = rc ? rc : 1;
+	}
+done:
+	free(label);
+	free(used);
+	return rc;
+}
+
+/*
+ * Gives the plan the need rings in other when their share is below *share
+ * (then lowered to theirs); 0 or -ENOMEM.
+ */
+static int take_if_lower(const struct hbd_cut *c, int64_t need, const int *other, double *share,
+			 struct hbd_plan *out)
+{
+	double mine = hbd_cross_tor_share(c->d, other, (int)need, c->m);
+
+	if (mine >= *share)
+		return 0;
+	memcpy(out->nodes, other, (size_t)need * c->m * sizeof(int));
+	*share = mine;
+	return hbd_ft_constraints_honoured(c->d, other, (int)need, c->m, &out->constraints_kept);
+}
+
+/*
+ * The three fat-tree placements, Algs. 4-5 with the window search, the
+ * rank-aligned cut and the block labelling, each ordered by
+ * hbd_ft_order(); the job gets the one with the lowest cross-ToR share
+ * (the earlier on a tie), then the block re-cut of it when that, ordered
+ * again, has a lower share still; constraints_kept says what the rings it
+ * gets honour.
  */
 static int fat_tree_best(struct hbd_cut *c, int64_t need, int64_t spare, struct hbd_plan *out)
 {
@@ -450,7 +517,7 @@ static int fat_tree_best(struct hbd_cut *c, int64_t need, int64_t spare, struct 
 	uint8_t *base = malloc((size_t)c->n);
 	int *other = malloc(size);
 	double share;
-	int rc = -ENOMEM, aligned;
+	int rc = -ENOMEM;
 
 	if (!base || !other)
 		goto done;
@@ -462,14 +529,16 @@ static int fat_tree_best(struct hbd_cut *c, int64_t need, int64_t spare, struct 
 		goto done;
 	share = hbd_cross_tor_share(c->d, out->nodes, (int)need, c->m);
 	memcpy(c->free, base, (size_t)c->n);
-	aligned = hbd_ft_aligned_cut(c, need, other);
-	rc = aligned < 0 ? aligned : 0;
-	if (aligned > 0 && hbd_cross_tor_share(c->d, other, (int)need, c->m) < share) {
-		memcpy(out->nodes, other, size);
-		share = hbd_cross_tor_share(c->d, other, (int)need, c->m);
-		rc = hbd_ft_constraints_honoured(c->d, other, (int)need, c->m,
-						 &out->constraints_kept);
-	}
+	rc = hbd_ft_aligned_cut(c, need, other);
+	if (rc > 0)
+		rc = take_if_lower(c, need, other, &share, out);
+	if (rc)
+		goto done;
+	memcpy(c->free, base, (size_t)c->n);
+	rc = label_place(c, need, other);
+	memcpy(c->free, base, (size_t)c->n);
+	if (rc > 0)
+		rc = take_if_lower(c, need, other, &share, out);
 	if (rc)
 		goto done;
 	memcpy(c->rings, out->nodes, size);
@@ -478,11 +547,8 @@ static int fat_tree_best(struct hbd_cut *c, int64_t need, int64_t spare, struct 
 		goto done;
 	c->n_rings = (int)need;
 	rc = hbd_ft_order(c, (int)need, other);
-	if (rc == 0 && hbd_cross_tor_share(c->d, other, (int)need, c->m) < share) {
-		memcpy(out->nodes, other, size);
-		rc = hbd_ft_constraints_honoured(c->d, other, (int)need, c->m,
-						 &out->constraints_kept);
-	}
+	if (rc == 0)
+		rc = take_if_lower(c, need, other, &share, out);
 done:
 	free(base);
 	free(other);

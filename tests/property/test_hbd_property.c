@@ -40,6 +40,12 @@
  *     fat-tree plans on the benchmark's 1,024-node shapes (64 ToRs x 16,
  *     16 x 64, 5% faults, 85% and 90% of the GPUs), where the re-cut works
  *     hardest, through every check above.
+ *   - the block labelling (hbd_ft_label_cut) on its own, on every domain
+ *     and the benchmark's shapes: valid rings on free nodes, no node twice,
+ *     exactly their positions taken from the free set, every ToR at a
+ *     single rank, no fewer rings than the plain tilings 0 1 2 3 and
+ *     0 0 1 1 2 2 3 3 counted here (and no more than the optimum); it must
+ *     beat both somewhere over the run.
  *
  * Usage: test_hbd_property [seed] [domains]
  */
@@ -626,12 +632,104 @@ static int check_polish(const struct ocs_ring_domain *d, const uint8_t *use, int
 	return fewer;
 }
 
+/*
+ * Rings the w = 1 and w = 2 tilings hold (hbd_label.c's patterns 0 1 2 3
+ * and 0 0 1 1 2 2 3 3 on blocks from ToR 0), counted without its code: a
+ * lower bound on what the block labelling finds. 0 where a tiling does not
+ * apply (ToRs not a multiple of the block, or K < 3 for w = 2, where a
+ * node of rank r does not reach both of rank r + 1).
+ */
+static int tiling_rings(const struct ocs_ring_domain *d, const uint8_t *usable, int m, int w)
+{
+	int len = w * m, total = 0;
+
+	if (d->tors % len != 0 || (w == 2 && d->k_hops < 3) || (w == 1 && d->k_hops < 1))
+		return 0;
+	for (int row = 0; row < d->nodes_per_tor; row++)
+		for (int b = 0; b < d->tors / len; b++) {
+			int least = w;
+
+			for (int r = 0; r < m; r++) {
+				int here = 0;
+
+				for (int j = 0; j < w; j++) {
+					int pos = row * d->tors + b * len + r * w + j;
+
+					here += usable[pos % d->tors * d->nodes_per_tor +
+						       pos / d->tors];
+				}
+				least = here < least ? here : least;
+			}
+			total += least;
+		}
+	return total;
+}
+
+/*
+ * The block labelling (hbd_ft_label_cut) alone: valid rings on free nodes,
+ * no node twice, exactly their positions taken out of the free set, every
+ * ToR at one rank, and at least as many rings as the w = 1 and w = 2
+ * tilings counted above. Returns 1 when it beat both.
+ */
+static int check_label(const struct ocs_ring_domain *d, const uint8_t *use, int m)
+{
+	int n = n_of(d), rc, best_tiling;
+	uint8_t *usable = malloc((size_t)n), *seen = calloc((size_t)n, 1);
+	int *rank_of_tor = malloc((size_t)d->tors * sizeof(int));
+	struct hbd_cut cut = {.d = d,
+			      .n = n,
+			      .m = m,
+			      .free = malloc((size_t)n),
+			      .rings = malloc((size_t)n * sizeof(int))};
+
+	for (int t = 0; t < d->tors; t++)
+		rank_of_tor[t] = -1;
+	for (int v = 0; v < n; v++) {
+		usable[v] = use[v] == HBD_NODE_FREE;
+		cut.free[pos_of(d, v)] = usable[v];
+	}
+	rc = hbd_ft_label_cut(&cut);
+	CHECK(rc >= 0 && rc == cut.n_rings, "label cut rc %d, %d rings", rc, cut.n_rings);
+	for (int k = 0; k < cut.n_rings && rc > 0; k++) {
+		const int *ring = cut.rings + (size_t)k * m;
+
+		if (!ring_ok(d, ring, m, usable, "label"))
+			continue;
+		for (int i = 0; i < m; i++) {
+			int t = tor_of(d, ring[i]);
+
+			CHECK(!seen[ring[i]], "label: node %d in two rings", ring[i]);
+			seen[ring[i]] = 1;
+			CHECK(rank_of_tor[t] < 0 || rank_of_tor[t] == i,
+			      "label: ToR %d at ranks %d and %d", t, rank_of_tor[t], i);
+			rank_of_tor[t] = i;
+		}
+	}
+	for (int v = 0; v < n && rc >= 0; v++)
+		CHECK(cut.free[pos_of(d, v)] == (usable[v] && !seen[v]),
+		      "label: node %d free %d after the cut (usable %d, in a ring %d)", v,
+		      cut.free[pos_of(d, v)], usable[v], seen[v]);
+	best_tiling = tiling_rings(d, usable, m, 1);
+	if (tiling_rings(d, usable, m, 2) > best_tiling)
+		best_tiling = tiling_rings(d, usable, m, 2);
+	CHECK(cut.n_rings >= best_tiling, "label: %d rings, a plain tiling holds %d", cut.n_rings,
+	      best_tiling);
+	CHECK(cut.n_rings <= ring_optimum(d, usable, m), "label: %d rings above the optimum %d",
+	      cut.n_rings, ring_optimum(d, usable, m));
+	free(cut.free);
+	free(cut.rings);
+	free(usable);
+	free(seen);
+	free(rank_of_tor);
+	return cut.n_rings > best_tiling;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261124;
 	int domains = argc > 2 ? atoi(argv[2]) : 3000;
 	struct counts cnt = {0};
-	int recut = 0;
+	int recut = 0, label_beat = 0;
 
 	for (int t = 0; t < domains; t++) {
 		uint64_t s = seed + (uint64_t)t * 7919;
@@ -668,6 +766,7 @@ int main(int argc, char **argv)
 			if (use[v] == HBD_NODE_BUSY)
 				use[v] = HBD_NODE_FREE;
 		recut += check_polish(&d, use, m);
+		label_beat += check_label(&d, use, m);
 		check_repairs(&d, use, req.tp, 0, (enum hbd_orch)below(&s, 3), &cnt);
 		check_repairs(&d, use, req.tp, 1 + below(&s, n / m + 1),
 			      (enum hbd_orch)below(&s, 3), &cnt);
@@ -693,15 +792,17 @@ int main(int argc, char **argv)
 		req.gpus = (t / 2 % 2 ? 7372 : 6963) / 32 * 32;
 		check_plan(d, use, &req, &cnt);
 		recut += check_polish(d, use, 4);
+		label_beat += check_label(d, use, 4);
 	}
 	printf("hbd property: %d domains, %ld plans (%ld placed, %ld refused); %ld single faults "
 	       "and %ld pairs of faults, %ld repairs: %ld bypass-extend, %ld re-placed, %ld lost; "
-	       "%d failures; %d block re-cuts used fewer (ToR, rank) pairs\n",
+	       "%d failures; %d block re-cuts used fewer (ToR, rank) pairs; %d block labellings "
+	       "held more rings than a plain tiling\n",
 	       domains, cnt.plans, cnt.placed, cnt.refused, cnt.single, cnt.pairs, cnt.repairs,
-	       cnt.extend, cnt.replace, cnt.lost, failures, recut);
+	       cnt.extend, cnt.replace, cnt.lost, failures, recut, label_beat);
 	/* Each outcome must have been exercised, or the generator is too narrow. */
 	if (cnt.extend == 0 || cnt.replace == 0 || cnt.lost == 0 || cnt.refused == 0 ||
-	    recut == 0) {
+	    recut == 0 || label_beat == 0) {
 		fprintf(stderr, "FAIL: some outcome never happened\n");
 		return 1;
 	}
