@@ -1,10 +1,12 @@
 /*
- * hbd_fattree.h - internal to the TP-ring planner (hbd_ring.c and
- * hbd_fattree.c, not part of the solver API): the working memory of a cut
- * and the fat-tree pieces hbd_ring.c calls, i.e. the ordering of a job's
- * rings, the rank-aligned cut, the block labelling, the block re-cut and the
- * constraint count of a plan. Calls go one way, hbd_ring.c -> hbd_fattree.c (and the property
- * test, which checks the block re-cut on its own). Pure, like hbd_ring.h.
+ * hbd_fattree.h - internal to the TP-ring planner (hbd_ring.c, hbd_fattree.c,
+ * hbd_label.c and hbd_extend.c, not part of the solver API): the working
+ * memory of a cut and the fat-tree pieces hbd_ring.c calls, i.e. the
+ * ordering of a job's rings, the rank-aligned cut, the block labelling and
+ * its extension, the block re-cut and the constraint count of a plan. Calls
+ * go one way, hbd_ring.c -> the others (and the property test, which checks
+ * the block re-cut, the labelling and its extension on their own). Pure,
+ * like hbd_ring.h.
  */
 #ifndef OCS_HBD_FATTREE_H
 #define OCS_HBD_FATTREE_H
@@ -27,6 +29,8 @@ struct hbd_cut {
 	int n_rings;
 	uint64_t *prng;	 /* greedy: random offsets inside components; NULL otherwise */
 	int skip_budget; /* fat-tree: free nodes the cut may still leave out to open windows */
+	int label_first; /* block labelling: a position no labelled ring crosses */
+	int label_w;	 /* block labelling: the most rings a block's pattern holds */
 };
 
 /*
@@ -66,13 +70,27 @@ int hbd_ft_polish(const struct hbd_cut *c, int *rings, int n_rings);
 
 /*
  * The block labelling (hbd_label.c): every ToR serves one rank, in blocks of
- * patterns tiling the ToR circle, the tiling with the most rings. Writes
- * its rings to c->rings (c->n_rings, node ids, in tiling order) and takes
- * their positions out of c->free; returns how many rings the tiling
- * counted (c->n_rings is that many), 0 where no pattern fits (K above 6,
- * fewer ToRs than a pattern's length), -ENOMEM.
+ * patterns of at most max_w rings each tiling the ToR circle, the tiling
+ * with the most rings. Writes its rings to c->rings (c->n_rings, node ids,
+ * in tiling order), takes their positions out of c->free, sets
+ * c->label_first (a block's first position) and c->label_w (the most
+ * rings a chosen pattern holds); returns how many rings the tiling counted
+ * (c->n_rings is that many), 0 where no pattern fits (K above 6, fewer
+ * ToRs than a pattern's length), -ENOMEM.
  */
-int hbd_ft_label_cut(struct hbd_cut *c);
+int hbd_ft_label_cut(struct hbd_cut *c, int max_w);
+
+/*
+ * The block labelling extended (hbd_extend.c): c holds the labelling's
+ * rings (c->n_rings, node ids, as hbd_ft_label_cut() left them) and its
+ * free set; opens (ToR, rank) pairs beyond the labelling's, at most
+ * max_pairs in all, each one that lets more rings fit, until need fit.
+ * Then writes every ring the open pairs hold to c->rings (c->n_rings >=
+ * need, node ids), takes their nodes out of c->free and returns 1; 0 (c
+ * untouched) when max_pairs are not enough or the line is too large for
+ * its tables; -ENOMEM.
+ */
+int hbd_ft_label_extend(struct hbd_cut *c, int64_t need, int max_pairs);
 
 /*
  * *kept = the constraints of Algs. 4-5 that rings (n_rings of m nodes)

@@ -68,6 +68,7 @@ struct pattern {
 struct label_cut {
 	const struct hbd_cut *c;
 	int k, tors, rows;
+	int max_w; /* the most rings a pattern may hold */
 	struct pattern pat[LABEL_PATTERNS];
 	int n_pat;
 	int *bad_before; /* unusable positions before pos, over two laps */
@@ -110,6 +111,9 @@ static void pattern_stagger(struct pattern *p, int m)
 		int at[3] = {r == 0 ? 0 : 3 * r - 1, 1 + 3 * r, r == m - 1 ? 3 * m - 1 : 3 + 3 * r};
 
 		for (int j = 0; j < 3; j++) {
+			if (at[j] >=
+			    LABEL_MAX_L) /* make_patterns keeps 3m <= 16; gcc -O3 can't see it */
+				continue;
 			p->rank[at[j]] = (uint8_t)r;
 			p->ring[at[j]] = (uint8_t)j;
 		}
@@ -307,7 +311,7 @@ static void make_patterns(struct label_cut *lc)
 		struct pattern *p = &lc->pat[lc->n_pat];
 		int w = kind < 3 ? kind + 1 : 3;
 
-		if (w > lc->k || (kind == 3 && (m < 2 || 3 * m > LABEL_MAX_L)))
+		if (w > lc->k || w > lc->max_w || (kind == 3 && (m < 2 || 3 * m > LABEL_MAX_L)))
 			continue;
 		if (kind < 3)
 			pattern_uniform(p, m, w);
@@ -367,13 +371,15 @@ static void block_rings(struct label_cut *lc, struct pattern *p, int c0)
 	}
 }
 
-int hbd_ft_label_cut(struct hbd_cut *c)
+int hbd_ft_label_cut(struct hbd_cut *c, int max_w)
 {
 	const struct ocs_ring_domain *d = c->d;
-	struct label_cut lc = {.c = c, .k = d->k_hops, .tors = d->tors, .rows = d->nodes_per_tor};
+	struct label_cut lc = {
+		.c = c, .k = d->k_hops, .tors = d->tors, .rows = d->nodes_per_tor, .max_w = max_w};
 	int *val = NULL, *f = NULL, *pick = NULL, best = 0, best_o = 0, max_len = 0, rc = 0;
 
 	c->n_rings = 0;
+	c->label_w = 0;
 	if (lc.k > LABEL_MAX_K)
 		return 0;
 	make_patterns(&lc);
@@ -443,12 +449,14 @@ int hbd_ft_label_cut(struct hbd_cut *c)
 		}
 		i -= lc.pat[q].len;
 		block_rings(&lc, &lc.pat[q], (best_o + i) % lc.tors);
+		c->label_w = lc.pat[q].rings > c->label_w ? lc.pat[q].rings : c->label_w;
 	}
 	/* Positions to node ids; the ring's positions leave the free set. */
 	for (size_t i = 0; i < (size_t)c->n_rings * c->m; i++) {
 		c->free[c->rings[i]] = 0;
 		c->rings[i] = ocs_ring_node_at(d, c->rings[i]);
 	}
+	c->label_first = best_o;
 	rc = best; /* what the tiling counted: the property test holds it to c->n_rings */
 	goto done;
 oom:

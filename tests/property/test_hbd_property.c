@@ -46,6 +46,13 @@
  *     single rank, no fewer rings than the plain tilings 0 1 2 3 and
  *     0 0 1 1 2 2 3 3 counted here (and no more than the optimum); it must
  *     beat both somewhere over the run.
+ *   - the labelling extended (hbd_ft_label_extend), asked for 1 to 8 rings
+ *     beyond the labelling's with a few pairs more than the labelling's or
+ *     any number: when it places them, exactly that many valid rings on
+ *     free nodes, no node twice, within the pair budget (recounted), no
+ *     more than the optimum, the free set exactly what they leave; when it
+ *     does not, the labelling's rings and free set untouched. It must
+ *     place some over the run.
  *
  * Usage: test_hbd_property [seed] [domains]
  */
@@ -688,7 +695,7 @@ static int check_label(const struct ocs_ring_domain *d, const uint8_t *use, int 
 		usable[v] = use[v] == HBD_NODE_FREE;
 		cut.free[pos_of(d, v)] = usable[v];
 	}
-	rc = hbd_ft_label_cut(&cut);
+	rc = hbd_ft_label_cut(&cut, 3);
 	CHECK(rc >= 0 && rc == cut.n_rings, "label cut rc %d, %d rings", rc, cut.n_rings);
 	for (int k = 0; k < cut.n_rings && rc > 0; k++) {
 		const int *ring = cut.rings + (size_t)k * m;
@@ -724,12 +731,92 @@ static int check_label(const struct ocs_ring_domain *d, const uint8_t *use, int 
 	return cut.n_rings > best_tiling;
 }
 
+/*
+ * The block labelling extended (hbd_ft_label_extend), asked for 1 to 8
+ * rings more than the labelling holds, with at most max_pairs (ToR, rank)
+ * pairs: when it says it placed them, exactly `need` valid rings on free
+ * nodes (the labelling's included), no node twice, at most max_pairs
+ * distinct pairs (recounted), no more than the optimum, and the free set
+ * exactly the usable nodes outside them; when it says it did not, the
+ * labelling's rings and free set untouched. Returns 1 when it placed them.
+ */
+static int check_extend(const struct ocs_ring_domain *d, const uint8_t *use, int m, uint64_t *s)
+{
+	int n = n_of(d), rc, labelled, need, max_pairs, placed = 0;
+	uint8_t *usable = malloc((size_t)n), *seen = calloc((size_t)n, 1), *free_before;
+	int *rings_before;
+	struct hbd_cut cut = {.d = d,
+			      .n = n,
+			      .m = m,
+			      .free = malloc((size_t)n),
+			      .rings = malloc((size_t)n * sizeof(int))};
+
+	for (int v = 0; v < n; v++) {
+		usable[v] = use[v] == HBD_NODE_FREE;
+		cut.free[pos_of(d, v)] = usable[v];
+	}
+	rc = hbd_ft_label_cut(&cut, 2 + below(s, 2));
+	labelled = cut.n_rings;
+	if (rc <= 0) {
+		CHECK(rc == 0, "label cut rc %d", rc);
+		goto out;
+	}
+	need = labelled + 1 + below(s, 8);
+	/* Half the time a few pairs beyond the labelling's, else every pair. */
+	max_pairs = pairs_recount(d, cut.rings, labelled, m) +
+		    (below(s, 2) ? below(s, 3) : d->tors * m);
+	free_before = malloc((size_t)n);
+	rings_before = malloc((size_t)labelled * m * sizeof(int));
+	memcpy(free_before, cut.free, (size_t)n);
+	memcpy(rings_before, cut.rings, (size_t)labelled * m * sizeof(int));
+	rc = hbd_ft_label_extend(&cut, need, max_pairs);
+	CHECK(rc == 0 || rc == 1, "extend rc %d", rc);
+	if (rc == 0) {
+		CHECK(cut.n_rings == labelled &&
+			      !memcmp(rings_before, cut.rings,
+				      (size_t)labelled * m * sizeof(int)) &&
+			      !memcmp(free_before, cut.free, (size_t)n),
+		      "extend: refused (need %d, labelled %d) but changed the cut", need, labelled);
+	} else if (rc == 1) {
+		CHECK(cut.n_rings == need, "extend: %d rings for a need of %d", cut.n_rings, need);
+		for (int k = 0; k < cut.n_rings; k++) {
+			const int *ring = cut.rings + (size_t)k * m;
+
+			if (!ring_ok(d, ring, m, usable, "extend"))
+				continue;
+			for (int i = 0; i < m; i++) {
+				CHECK(!seen[ring[i]], "extend: node %d in two rings", ring[i]);
+				seen[ring[i]] = 1;
+			}
+		}
+		CHECK(pairs_recount(d, cut.rings, cut.n_rings, m) <= max_pairs,
+		      "extend: %d (ToR, rank) pairs, at most %d allowed",
+		      pairs_recount(d, cut.rings, cut.n_rings, m), max_pairs);
+		CHECK(cut.n_rings <= ring_optimum(d, usable, m),
+		      "extend: %d rings above the optimum %d", cut.n_rings,
+		      ring_optimum(d, usable, m));
+		for (int v = 0; v < n; v++)
+			CHECK(cut.free[pos_of(d, v)] == (usable[v] && !seen[v]),
+			      "extend: node %d free %d after (usable %d, in a ring %d)", v,
+			      cut.free[pos_of(d, v)], usable[v], seen[v]);
+		placed = 1;
+	}
+	free(free_before);
+	free(rings_before);
+out:
+	free(cut.free);
+	free(cut.rings);
+	free(usable);
+	free(seen);
+	return placed;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261124;
 	int domains = argc > 2 ? atoi(argv[2]) : 3000;
 	struct counts cnt = {0};
-	int recut = 0, label_beat = 0;
+	int recut = 0, label_beat = 0, extended = 0;
 
 	for (int t = 0; t < domains; t++) {
 		uint64_t s = seed + (uint64_t)t * 7919;
@@ -767,6 +854,7 @@ int main(int argc, char **argv)
 				use[v] = HBD_NODE_FREE;
 		recut += check_polish(&d, use, m);
 		label_beat += check_label(&d, use, m);
+		extended += check_extend(&d, use, m, &s);
 		check_repairs(&d, use, req.tp, 0, (enum hbd_orch)below(&s, 3), &cnt);
 		check_repairs(&d, use, req.tp, 1 + below(&s, n / m + 1),
 			      (enum hbd_orch)below(&s, 3), &cnt);
@@ -793,16 +881,17 @@ int main(int argc, char **argv)
 		check_plan(d, use, &req, &cnt);
 		recut += check_polish(d, use, 4);
 		label_beat += check_label(d, use, 4);
+		extended += check_extend(d, use, 4, &s);
 	}
 	printf("hbd property: %d domains, %ld plans (%ld placed, %ld refused); %ld single faults "
 	       "and %ld pairs of faults, %ld repairs: %ld bypass-extend, %ld re-placed, %ld lost; "
 	       "%d failures; %d block re-cuts used fewer (ToR, rank) pairs; %d block labellings "
-	       "held more rings than a plain tiling\n",
+	       "held more rings than a plain tiling; %d extended\n",
 	       domains, cnt.plans, cnt.placed, cnt.refused, cnt.single, cnt.pairs, cnt.repairs,
-	       cnt.extend, cnt.replace, cnt.lost, failures, recut, label_beat);
+	       cnt.extend, cnt.replace, cnt.lost, failures, recut, label_beat, extended);
 	/* Each outcome must have been exercised, or the generator is too narrow. */
 	if (cnt.extend == 0 || cnt.replace == 0 || cnt.lost == 0 || cnt.refused == 0 ||
-	    recut == 0 || label_beat == 0) {
+	    recut == 0 || label_beat == 0 || extended == 0) {
 		fprintf(stderr, "FAIL: some outcome never happened\n");
 		return 1;
 	}
