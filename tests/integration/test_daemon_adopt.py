@@ -24,11 +24,11 @@ ncclient):
      time): three PlanJob calls with a search of up to 100,000 generations
      (stall 10,000) on 16,384 micro-batches (its bounds alone take
      seconds) and a 1 s deadline, then a cheap search (5
-     generations) queued behind them: the cheap plan is answered within a
-     few seconds, since each abandoned search stops when its deadline
-     passes; one such search run to its end (no deadline) takes longer
-     than the three together were given, so without cancellation the cheap
-     plan would have waited for all three. Then SIGTERM while such a search
+     generations) queued behind them: the cheap plan is answered in less
+     than half the time one such search takes run to its end (measured
+     next, at least 2 s), since each abandoned search stops when its
+     deadline passes; without cancellation the cheap plan would have waited
+     for at least one whole search. Then SIGTERM while such a search
      runs: ocsd stops within 15 s, cleanly (exit 0; the search is cancelled
      by the shutdown, not run to its end), and the caller is answered
      UNAVAILABLE (or sees the server go) within its deadline.
@@ -287,10 +287,16 @@ def main():
     full_s = time.time() - t1
     print(f"cheap plan behind 3 abandoned searches: {cheap_s:.2f} s; "
           f"one search run to its end: {full_s:.2f} s ({ran})", flush=True)
-    check(cheap_s < 5.0, f"the cheap plan waited {cheap_s:.2f} s behind abandoned searches")
-    check(full_s > 5.0, f"a full search takes {full_s:.2f} s: the test proves nothing")
+    # Behind the three abandoned searches on 2 solver threads, the cheap plan
+    # would wait for one of them to end: a whole search. Measured against
+    # that search in the same run, not a fixed bound: on an idle machine a
+    # search takes about 4 s, under load or ASan far more.
+    check(full_s > 2.0, f"a full search takes {full_s:.2f} s: the test proves nothing")
+    check(cheap_s < full_s / 2,
+          f"the cheap plan waited {cheap_s:.2f} s behind abandoned searches "
+          f"(a search takes {full_s:.2f} s)")
     # SIGTERM while a search runs: the shutdown cancels it rather than
-    # waiting for its end (which the search above shows takes over 5 s;
+    # waiting for its end (which the search above shows takes seconds;
     # it is left at most 15 s here, far less than its 120 s deadline).
     stopped = []
 
