@@ -22,6 +22,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
+#include "nb.h"
 #include "ocs_version.h"
 
 #define OCSD_EXIT_OK	0
@@ -212,6 +213,7 @@ int main(int argc, char **argv)
 				 .keepalive_interval_ms = 5000};
 	const char *check = NULL;
 	char *end, err[256];
+	int rc;
 	long n;
 	int opt;
 
@@ -386,5 +388,9 @@ int main(int argc, char **argv)
 	log_init();
 	log_route_libraries();
 	raise_nofile_limit();
-	return od_run(&run);
+	rc = od_run(&run);
+	if (!nb_grpc_settle(NB_SETTLE_MS))
+		log_msg(LOG_WARNING, "gRPC had not ended %d ms after the stop; exiting anyway",
+			NB_SETTLE_MS);
+	return rc;
 }

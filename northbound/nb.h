@@ -353,6 +353,23 @@ void nb_server_shutdown(struct nb_server *s);
  * stops the threads and frees everything. Accepts NULL. */
 void nb_server_destroy(struct nb_server *s);
 
+/* How long a program's last step waits for gRPC to end (nb_grpc_settle). */
+#define NB_SETTLE_MS 2000
+/*
+ * The last step of a program that used gRPC (a server or a client), once
+ * every server and client is freed: waits, at most timeout_ms, until the
+ * library has ended and no thread but the caller is left in the process.
+ * Freeing them is not enough: a connection gRPC closes on its own thread
+ * may hold the library's last reference, whose cleanup then runs on a
+ * thread of gRPC's, and gRPC 1.51's event-engine threads end a little after
+ * its shutdown. A process that exits meanwhile runs its exit handlers
+ * (OpenSSL's cleanup, the C++ destructors of gRPC's globals) under those
+ * threads' feet: a rare SIGSEGV at exit, seen once in CI. Returns false
+ * if the time ran out (the caller exits anyway); true at once on a process
+ * whose /proc is not mounted, once gRPC has ended.
+ */
+bool nb_grpc_settle(int timeout_ms);
+
 /*
  * Publishes an event to every Events.Watch stream whose filter wants it.
  * The event is copied; seq is stamped (+1 per call, from 1) and

@@ -7,6 +7,7 @@
  * for the calls out with the daemon within the grace period, then cancels
  * what is left. The calls themselves are nb_server.c's.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -342,4 +343,36 @@ void nb_server_destroy(struct nb_server *s)
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 	grpc_shutdown();
+}
+
+/* Threads of this process; -1 if /proc/self/task cannot be read. */
+static int thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+bool nb_grpc_settle(int timeout_ms)
+{
+	uint64_t end = nbs_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
+
+	for (;;) {
+		int n;
+
+		/* grpc_is_initialized() takes the lock a cleanup thread holds */
+		if (!grpc_is_initialized() && ((n = thread_count()) == 1 || n < 0))
+			return true;
+		if (nbs_now_ns() >= end)
+			return false;
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+	}
 }

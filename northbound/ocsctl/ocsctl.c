@@ -685,6 +685,7 @@ int main(int argc, char **argv)
 				ocsctl_servers_listed(x.servers), ocsctl_servers_trail(x.servers));
 		ocsctl_servers_free(x.servers);
 		rpc_free_msg(spec);
+		nb_grpc_settle(NB_SETTLE_MS);
 		return st.unreachable ? EXIT_UNREACHABLE : EXIT_USAGE;
 	}
 	if (waits_for_outcome(&x, cmd, sub, spec != NULL)) {
@@ -740,5 +741,8 @@ int main(int argc, char **argv)
 	prog_stop(x.progress, false); /* a command that failed before its RPC */
 	ocsctl_servers_free(x.servers);
 	rpc_free_msg(spec);
+	if (out_failed())
+		rc = EXIT_USAGE;
+	nb_grpc_settle(NB_SETTLE_MS);
 	return rc;
 }

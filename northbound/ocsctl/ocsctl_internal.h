@@ -88,8 +88,12 @@ void out_table_add(struct out_table *t, char **row);
 void out_table_header(struct out_table *t, char **row);
 /* Prints t with its columns aligned and empties it; for a table with a
  * header, only the -o columns (in their order) and no header with
- * --no-headers. An -o name the table lacks ends ocsctl (exit 2). */
+ * --no-headers. An -o name the table lacks is said on stderr and the
+ * table (and every later one) left out: out_failed() turns ocsctl's exit
+ * status to 2. */
 void out_table_print(struct out_table *t);
+/* An -o name was missing from a table printed so far. */
+bool out_failed(void);
 /* -o COLS (comma-separated header names, any case; NULL: all) and
  * --no-headers, for every table printed after. */
 void out_table_options(const char *cols, bool no_headers);

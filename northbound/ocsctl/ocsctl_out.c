@@ -53,6 +53,7 @@ void out_table_add(struct out_table *t, char **row)
 /* -o and --no-headers (out_table_options); ocsctl is single-threaded. */
 static const char *out_cols;
 static bool out_no_headers;
+static bool out_bad_column; /* -o named a column a table lacks: said once, exit 2 */
 
 void out_table_options(const char *cols, bool no_headers)
 {
@@ -67,7 +68,9 @@ void out_table_header(struct out_table *t, char **row)
 }
 
 /* The columns of t to print, in order, into pick (at most 16): every one,
- * or those -o names. Returns how many; ends ocsctl on a name t lacks. */
+ * or those -o names. Returns how many, or -1 on a name t lacks (said on
+ * stderr; ocsctl then prints no further table and exits 2 through main,
+ * so that its gRPC clients are freed before the process ends). */
 static int out_pick(const struct out_table *t, int *pick)
 {
 	char names[256];
@@ -86,12 +89,13 @@ static int out_pick(const struct out_table *t, int *pick)
 		while (c < t->cols && strcasecmp(w, t->cells[c]) != 0)
 			c++;
 		if (c == t->cols || n == 16) {
+			out_bad_column = true;
 			fprintf(stderr,
 				"ocsctl: -o: no column '%s' in this table; its columns:", w);
 			for (int k = 0; k < t->cols; k++)
 				fprintf(stderr, "%s %s", k ? "," : "", t->cells[k]);
 			fputs("\n", stderr);
-			exit(EXIT_USAGE);
+			return -1;
 		}
 		pick[n++] = c;
 	}
@@ -101,9 +105,11 @@ static int out_pick(const struct out_table *t, int *pick)
 void out_table_print(struct out_table *t)
 {
 	size_t width[16] = {0};
-	int pick[16], n = out_pick(t, pick);
+	int pick[16], n = out_bad_column ? -1 : out_pick(t, pick);
 	size_t first = t->header && out_no_headers ? 1 : 0;
 
+	if (n < 0)
+		first = t->rows; /* nothing printed; the cells freed below */
 	for (size_t r = first; r < t->rows; r++)
 		for (int c = 0; c < n; c++) {
 			size_t len = strlen(t->cells[r * (size_t)t->cols + (size_t)pick[c]]);
@@ -126,6 +132,11 @@ void out_table_print(struct out_table *t)
 	free(t->cells);
 	t->cells = NULL;
 	t->rows = t->cap = 0;
+}
+
+bool out_failed(void)
+{
+	return out_bad_column;
 }
 
 /* "JOB_STATE_ACTIVE" -> "active": the enum's prefix is its value 0's name

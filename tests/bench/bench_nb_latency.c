@@ -193,5 +193,6 @@ out:
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "bench_nb_latency: could not remove %s\n", dir);
+	nb_grpc_settle(NB_SETTLE_MS);
 	return rc;
 }

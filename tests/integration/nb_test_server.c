@@ -1422,6 +1422,8 @@ int main(int argc, char **argv)
 		free(f.jobs[i].rings);
 	}
 	free(f.jobs);
+	if (!nb_grpc_settle(NB_SETTLE_MS))
+		fprintf(stderr, "nb_test_server: gRPC had not ended after %d ms\n", NB_SETTLE_MS);
 	fprintf(stderr, "nb_test_server: stopped (%s)\n", strsignal(sig));
 	return 0;
 }

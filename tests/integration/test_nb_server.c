@@ -653,5 +653,13 @@ int main(void)
 		cmocka_unit_test(test_destroy_drains_late_posts),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	int rc = cmocka_run_group_tests(tests, setup, teardown);
+
+	/* every server and client freed: gRPC and its threads end (nb.h) */
+	if (!nb_grpc_settle(NB_SETTLE_MS)) {
+		fprintf(stderr, "test_nb_server: gRPC had not ended %d ms after the last server\n",
+			NB_SETTLE_MS);
+		rc = 1;
+	}
+	return rc;
 }
