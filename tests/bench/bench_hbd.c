@@ -16,7 +16,7 @@
  *   share    cross-ToR share (issue 11's definition) against the job scale
  *            50..90% at 5% node faults, 8,192 GPUs, TP-32, for greedy,
  *            fat-tree and dcn-free; median over `draws` fault sets, next
- *            to the median floor of share_floor() (no plan of that many
+ *            to the median floor of bench_share_floor() (no plan of that many
  *            rings on those free nodes can do better), their ratio, and
  *            whether issue 28 #4's targets hold (fat-tree at most 1.25x
  *            the floor at 85% scale and 1.5x at 90%, on 64 ToRs x 16 and
@@ -50,40 +50,14 @@
 
 #include "hbd_ring.h"
 #include "bench_clock.h"
+#include "bench_hbd_draw.h"
 
 static int broken;
-
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 static double median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* Exactly round(ratio * n) faulty nodes, uniformly at random; the rest free. */
-static void draw_faults(uint8_t *use, int *perm, int n, double ratio, uint64_t *s)
-{
-	int faults = (int)lround(ratio * n);
-
-	for (int i = 0; i < n; i++) {
-		perm[i] = i;
-		use[i] = HBD_NODE_FREE;
-	}
-	for (int i = 0; i < faults; i++) {
-		int j = i + (int)(rnd(s) % (uint64_t)(n - i)), t = perm[i];
-
-		perm[i] = perm[j];
-		perm[j] = t;
-		use[perm[i]] = HBD_NODE_FAULTY;
-	}
 }
 
 /*
@@ -105,7 +79,7 @@ static void waste_at(const struct ocs_ring_domain *d, int tp, double p_s, int dr
 	for (int r = 0; r < draws; r++) {
 		struct hbd_plan p;
 
-		draw_faults(use, perm, n, p_s, &seed);
+		bench_draw_faults(use, perm, n, p_s, &seed);
 		w[r] = 0;
 		if (hbd_plan(d, use, &req, &p, NULL) == 0) {
 			int healthy = n - (int)lround(p_s * n);
@@ -185,47 +159,9 @@ static const struct ocs_ring_domain deep_8k = {16, 64, 8, 3, 3, 4, true};
 static const struct ocs_ring_domain fig7_8k = {256, 4, 8, 3, 3, 8, true};
 static const struct ocs_ring_domain paper_128k = {1024, 16, 8, 3, 3, 8, true};
 
-static int cmp_int_desc(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x < y) - (x > y);
-}
-
-/*
- * A floor under the cross-ToR share of any plan of `rings` rings of m nodes
- * on the free nodes of use, from ToR capacities alone (no placement rule):
- * rank i of the rings visits D_i distinct ToRs, so consecutive rings change
- * ToR at rank i at least D_i - 1 times. A ToR with h free nodes holds rank i
- * of at most h rings, so D_i >= the fewest ToRs (fullest first) that hold
- * `rings` nodes; and sum D_i >= the fewest ToRs that hold all rings * m
- * nodes (a ToR counts once per rank it serves).
- */
-static double share_floor(const struct ocs_ring_domain *d, const uint8_t *use, int rings, int m)
-{
-	int *free_per_tor = calloc((size_t)d->tors, sizeof(int));
-	int per_rank = 0, all = 0;
-	int64_t held = 0, sum_d;
-
-	if (rings < 2)
-		return 0.0;
-	for (int node = 0; node < ocs_ring_nodes(d); node++)
-		free_per_tor[ocs_ring_node_tor(d, node)] += use[node] == HBD_NODE_FREE;
-	qsort(free_per_tor, (size_t)d->tors, sizeof(int), cmp_int_desc);
-	for (int t = 0; t < d->tors && held < (int64_t)rings * m; t++) {
-		held += free_per_tor[t];
-		all++;
-		if (per_rank == 0 && held >= rings)
-			per_rank = all;
-	}
-	free(free_per_tor);
-	sum_d = (int64_t)m * per_rank > all ? (int64_t)m * per_rank : all;
-	return (double)(sum_d - m) / ((double)(rings - 1) * m);
-}
-
 /*
  * Median cross-ToR share of `orch` at a job scale over `draws` fault sets,
- * and the median floor of share_floor() over the same sets.
+ * and the median floor of bench_share_floor() over the same sets.
  */
 static void share_at(const struct ocs_ring_domain *d, enum hbd_orch orch, double scale, int draws,
 		     double *med, double *floor_med, int *placed)
@@ -243,11 +179,11 @@ static void share_at(const struct ocs_ring_domain *d, enum hbd_orch orch, double
 	for (int r = 0; r < draws; r++) {
 		struct hbd_plan p;
 
-		draw_faults(use, perm, n, 0.05, &seed);
-		req.seed = rnd(&seed);
+		bench_draw_faults(use, perm, n, 0.05, &seed);
+		req.seed = bench_rnd(&seed);
 		if (hbd_plan(d, use, &req, &p, NULL) != 0)
 			continue;
-		fl[*placed] = share_floor(d, use, p.n_rings, p.m);
+		fl[*placed] = bench_share_floor(d, use, p.n_rings, p.m);
 		v[(*placed)++] = p.cross_tor_share;
 		hbd_plan_clear(&p);
 	}
@@ -332,7 +268,7 @@ static void time_at(const struct ocs_ring_domain *d, const char *name, double sc
 			struct hbd_plan p;
 			double t0;
 
-			draw_faults(use, perm, n, 0.05, &seed);
+			bench_draw_faults(use, perm, n, 0.05, &seed);
 			t0 = bench_now_us();
 			if (hbd_plan(d, use, &req, &p, NULL) != 0) {
 				fprintf(stderr, "%s %s: plan failed\n", name,
