@@ -542,14 +542,63 @@ static void srch_perturb(struct srch *s, uint8_t *lab)
 }
 
 /*
- * The search: `iters` iterations for few pairs, then `chain_iters` for few
- * chained crossings (srch_chain()), from the set with the fewest pairs.
+ * `iters` iterations from the set best (value *best_v): perturb the current
+ * set, repair, prune, value it (its pairs, or with `chain` its crossings,
+ * srch_chain()); keep it when no worse than the current set (or, 3 times
+ * in 100, anyway), go back to the best when the current one is 4 worse.
+ * res->first_iter: the first iteration whose pairs allow `allow`
+ * crossings (pairs only). 0 or -EINVAL from srch_chain().
+ */
+static int srch_iterate(struct srch *s, long iters, bool chain, int allow, uint8_t *best,
+			int *best_v, struct srch_buf *w, struct srch_result *res)
+{
+	int tors = s->d->tors, cur_v = *best_v, rc = 0;
+	uint8_t *lab = malloc((size_t)tors), *cur = malloc((size_t)tors);
+	int *order = malloc((size_t)tors * s->m * sizeof(int));
+
+	memcpy(cur, best, (size_t)tors);
+	for (long it = 1; it <= iters; it++) {
+		int v;
+
+		memcpy(lab, cur, (size_t)tors);
+		srch_perturb(s, lab);
+		srch_repair(s, lab);
+		srch_prune(s, lab, order);
+		v = chain ? srch_chain(s, lab, w, NULL) : srch_pairs(s, lab);
+		if (v < 0) {
+			rc = v;
+			break;
+		}
+		if (v <= cur_v || bench_rnd(&s->rng) % 100 < 3) {
+			memcpy(cur, lab, (size_t)tors);
+			cur_v = v;
+		}
+		if (v < *best_v) {
+			*best_v = v;
+			memcpy(best, lab, (size_t)tors);
+			if (!chain && res->first_iter < 0 && v - s->m <= allow)
+				res->first_iter = it;
+		}
+		if (cur_v > *best_v + 3) {
+			memcpy(cur, best, (size_t)tors);
+			cur_v = *best_v;
+		}
+	}
+	free(lab);
+	free(cur);
+	free(order);
+	return rc;
+}
+
+/*
+ * The search: the starts, `iters` iterations for few pairs, then
+ * `chain_iters` for few chained crossings from the set with the fewest
+ * pairs.
  */
 static int srch_run(struct srch *s, int iters, int chain_iters, int allow, struct srch_result *res)
 {
 	int tors = s->d->tors, all = tors * s->m;
-	uint8_t *lab = malloc((size_t)tors), *cur = malloc((size_t)tors),
-		*best = malloc((size_t)tors);
+	uint8_t *lab = malloc((size_t)tors), *best = malloc((size_t)tors);
 	int *order = malloc((size_t)all * sizeof(int));
 	struct srch_buf w = {malloc((size_t)s->n * s->m * sizeof(int)),
 			     malloc((size_t)s->n * sizeof(int)),
@@ -557,7 +606,7 @@ static int srch_run(struct srch *s, int iters, int chain_iters, int allow, struc
 			     malloc((size_t)all * tors * sizeof(int)),
 			     malloc((size_t)s->n),
 			     (size_t)s->n};
-	int best_p = all + 1, cur_p, cur_c, best_c, rc = 0;
+	int best_p = all + 1, best_c, rc;
 	double t0 = bench_now_s();
 
 	res->first_iter = -1;
@@ -574,67 +623,18 @@ static int srch_run(struct srch *s, int iters, int chain_iters, int allow, struc
 	}
 	if (best_p - s->m <= allow)
 		res->first_iter = 0;
-	memcpy(cur, best, (size_t)tors);
-	cur_p = best_p;
-	for (long it = 1; it <= iters; it++) {
-		int p;
-
-		memcpy(lab, cur, (size_t)tors);
-		srch_perturb(s, lab);
-		srch_repair(s, lab);
-		srch_prune(s, lab, order);
-		p = srch_pairs(s, lab);
-		if (p <= cur_p || bench_rnd(&s->rng) % 100 < 3) {
-			memcpy(cur, lab, (size_t)tors);
-			cur_p = p;
-		}
-		if (p < best_p) {
-			best_p = p;
-			memcpy(best, lab, (size_t)tors);
-			if (res->first_iter < 0 && best_p - s->m <= allow)
-				res->first_iter = it;
-		}
-		if (cur_p > best_p + 3) {
-			memcpy(cur, best, (size_t)tors);
-			cur_p = best_p;
-		}
+	srch_iterate(s, iters, false, allow, best, &best_p, &w, res);
+	res->pairs = best_p;
+	best_c = srch_chain(s, best, &w, NULL);
+	rc = best_c < 0 ? best_c
+			: srch_iterate(s, chain_iters, true, allow, best, &best_c, &w, res);
+	if (rc == 0) {
+		res->pairs_chained = srch_pairs(s, best);
+		res->chained = srch_chain(s, best, &w, &res->crossings);
+		rc = res->chained < 0 ? res->chained : 0;
 	}
-	res->pairs = res->pairs_chained = best_p;
-	best_c = cur_c = srch_chain(s, best, &w, &res->crossings);
-	memcpy(cur, best, (size_t)tors);
-	for (long it = 1; it <= chain_iters && best_c >= 0; it++) {
-		int c;
-
-		memcpy(lab, cur, (size_t)tors);
-		srch_perturb(s, lab);
-		srch_repair(s, lab);
-		srch_prune(s, lab, order);
-		c = srch_chain(s, lab, &w, NULL);
-		if (c < 0) {
-			best_c = c;
-			break;
-		}
-		if (c <= cur_c || bench_rnd(&s->rng) % 100 < 3) {
-			memcpy(cur, lab, (size_t)tors);
-			cur_c = c;
-		}
-		if (c < best_c) {
-			best_c = c;
-			memcpy(best, lab, (size_t)tors);
-			res->pairs_chained = srch_pairs(s, lab);
-		}
-		if (cur_c > best_c + 3) {
-			memcpy(cur, best, (size_t)tors);
-			cur_c = best_c;
-		}
-	}
-	if (best_c >= 0)
-		best_c = srch_chain(s, best, &w, &res->crossings);
-	res->chained = best_c;
-	rc = best_c < 0 ? best_c : 0;
 	res->seconds = bench_now_s() - t0;
 	free(lab);
-	free(cur);
 	free(best);
 	free(order);
 	free(w.rings);
