@@ -72,6 +72,10 @@ BUILD, SRC = sys.argv[1], sys.argv[2]
 LATE_EDIT = sys.argv[3:] == ["late-edit"]
 RPC_TIMEOUT_MS = 5000  # the fabric's rpc-timeout-ms (its default): c4's hang outlasts it
 HANG_MS = 2000  # a kill window: long enough to see it on a loaded machine
+# d3's window, the read-back of one device, is the narrowest (the test reads
+# two devices over new sessions to see it open): twice as long, still under
+# RPC_TIMEOUT_MS so that the read-back answers and the transaction decides
+D3_HANG_MS = 4000
 SETTLE_S = 60
 
 fleet = ocsd_fleet.MixedFleet(BUILD, SRC, prefix="ocsd-polatis-", rpc_timeout_ms=RPC_TIMEOUT_MS)
@@ -261,10 +265,10 @@ def wait_for(pred, what, timeout_s=30):
     return False
 
 
-def case_kill(name, dev, knob, window, before, after):
+def case_kill(name, dev, knob, window, before, after, hang_ms=HANG_MS):
     """d: sets knob on device dev, submits job `name`, waits for window()
     (true inside the kill window), kills ocsd, clears the knob, lets the
-    hang end, reads the devices (before(devices, txn) checks them), restarts
+    hang (hang_ms) end, reads the devices (before(devices, txn) checks them), restarts
     ocsd on the same store and checks what recovery did (after(txn, log))
     and the settled job against the devices; releases it."""
     fleet.set_faults(dev, knob)
@@ -291,7 +295,7 @@ def case_kill(name, dev, knob, window, before, after):
         return
     txn = txns[0][0]
     # the hang ends (its RPC runs or the session drops) before ocsd comes back
-    time.sleep(max(0.0, t0 + 2 * HANG_MS / 1000 + 0.3 - time.time()))
+    time.sleep(max(0.0, t0 + 2 * hang_ms / 1000 + 0.3 - time.time()))
     before(fleet.read_devices(), txn)
     log_at = len(fleet.log())
     fleet.start_ocsd(reconcile_s=600)
@@ -395,10 +399,11 @@ def main():
         check(not any(by_model(devices, "ocs-switch").values()),
               f"d3: the ocs-switch devices reverted: {by_model(devices, 'ocs-switch')}")
 
-    case_kill("d3", p1, f"hang@get={HANG_MS}+", d3_window, d3_before,
+    case_kill("d3", p1, f"hang@get={D3_HANG_MS}+", d3_window, d3_before,
               lambda txn, log: recovered(
                   "d3", txn, log, "rolled_back",
-                  r"never decided; 2 device\(s\) that had committed for good were written back"))
+                  r"never decided; 2 device\(s\) that had committed for good were written back"),
+              hang_ms=D3_HANG_MS)
 
     # d4: after the decision: an ocs-switch confirm hangs, then drops
     def d4_window():
