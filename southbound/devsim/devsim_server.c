@@ -1,14 +1,14 @@
 /*
  * devsim_server.c - ocs-devsim's sessions and threads (devsim_server.h).
  *
- * Threads: ACCEPT_THREADS threads accept sessions (nc_accept does the SSH
- * handshake, so one slow client must not stall the rest) and hand each
- * session to the workers, which sleep in epoll_wait(2) on the sessions'
- * sockets and run the RPC callback (see "Workers"); one timer thread
- * reverts expired confirmed commits. Every thread gets the server through
- * its start argument; the RPC callback, which libnetconf2 calls without
- * one, gets its device and socket from the session's data, and the server
- * (for the reply faults of devsim_wire.h) from a thread-local.
+ * Threads: acceptors accept sessions and hand each one to the workers,
+ * which sleep in epoll_wait(2) on the sessions' sockets and run the RPC
+ * callback (see "Workers"); one timer thread reverts expired confirmed
+ * commits and adds acceptors (see "Acceptors"). Every thread gets the
+ * server through its start argument; the RPC callback, which libnetconf2
+ * calls without one, gets its device and socket from the session's data,
+ * and the server (for the reply faults of devsim_wire.h) from a
+ * thread-local.
  *
  * Locks: conns_mu guards the list of live sessions, bind_mu the table of
  * bound sockets; neither is held while a device mutex (devsim_fleet.h) is
@@ -28,13 +28,16 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
-#define ACCEPT_THREADS 4
-#define ACCEPT_POLL_MS 200 /* how often an idle acceptor looks at stop */
-#define WORKER_POLL_MS 100 /* how often an idle worker looks at stop */
-#define TIMER_TICK_US  10000
-#define MAX_FDS	       65536
+#define ACCEPT_THREADS	   4   /* acceptors at start */
+#define ACCEPT_THREADS_MAX 256 /* acceptors at most (see "Acceptors") */
+#define ACCEPT_POLL_MS	   200 /* how often an idle acceptor looks at stop */
+#define ACCEPT_STUCK_MS	   500 /* an acceptor in nc_accept this long is in a handshake */
+#define WORKER_POLL_MS	   100 /* how often an idle worker looks at stop */
+#define TIMER_TICK_US	   10000
+#define MAX_FDS		   65536
 
 /* A session's data (nc_session_set_data): the device it is bound to. Freed with the session. */
 struct session_data {
@@ -45,6 +48,13 @@ struct session_data {
 };
 
 struct conn;
+
+/* One accept thread; since_ms is when its nc_accept call began, 0 outside one. */
+struct acceptor {
+	struct devsim_server *srv;
+	pthread_t tid;
+	atomic_llong since_ms;
+};
 
 struct devsim_server {
 	struct devsim_fleet *fleet; /* borrowed */
@@ -58,8 +68,8 @@ struct devsim_server {
 	int workers_running;
 	pthread_t timer;
 	bool timer_running;
-	pthread_t acceptors[ACCEPT_THREADS];
-	int acceptors_running;
+	struct acceptor acceptors[ACCEPT_THREADS_MAX];
+	int acceptors_running;	  /* written by devsim_server_start, then the timer only */
 	pthread_mutex_t conns_mu; /* guards the links of conns */
 	struct conn *conns;	  /* every live session, for the final clean-up */
 	pthread_mutex_t bind_mu;  /* guards fd_bound */
@@ -342,13 +352,39 @@ static void add_conn(struct devsim_server *srv, struct nc_session *s)
 		end_conn(srv, c);
 }
 
+/* ---- acceptors ------------------------------------------------------------ */
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Acceptors. nc_accept takes a connection and does its SSH handshake in
+ * the calling thread, until libnetconf2's timeouts end it (about 10 s for
+ * a client that never sends its banner), so a client that stops
+ * mid-handshake (a process under SIGSTOP, a dead link) holds an acceptor
+ * that long. Real devices each run their own SSH server: one client stuck
+ * on one device never delays another device's connects. So when every
+ * acceptor has been inside nc_accept for ACCEPT_STUCK_MS (an idle one
+ * returns every ACCEPT_POLL_MS), the timer thread doubles them, up to
+ * ACCEPT_THREADS_MAX; they stay until stop. (One more at a time took 16 s
+ * to get past 16 stuck clients: each new acceptor takes the next stuck
+ * connection at once.) Without it, four such connections kept every device
+ * of the fleet from starting a session for up to 10 s.
+ */
 static void *accept_main(void *arg)
 {
-	struct devsim_server *srv = arg;
+	struct acceptor *a = arg;
+	struct devsim_server *srv = a->srv;
 	tl_srv = srv;
 	while (!atomic_load(&srv->stop)) {
 		struct nc_session *s = NULL;
+		atomic_store(&a->since_ms, mono_ms());
 		NC_MSG_TYPE m = nc_accept(ACCEPT_POLL_MS, &s);
+		atomic_store(&a->since_ms, 0);
 		if (m != NC_MSG_HELLO || !s)
 			continue;
 		struct session_data *sd = calloc(1, sizeof(*sd));
@@ -371,12 +407,41 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
+static int start_acceptor(struct devsim_server *srv)
+{
+	struct acceptor *a = &srv->acceptors[srv->acceptors_running];
+	a->srv = srv;
+	atomic_init(&a->since_ms, 0);
+	int rc = -pthread_create(&a->tid, NULL, accept_main, a);
+	srv->acceptors_running += !rc;
+	return rc;
+}
+
+/* The timer thread's check: twice the acceptors when all are in handshakes. */
+static void add_acceptors_if_stuck(struct devsim_server *srv)
+{
+	int64_t now = mono_ms();
+	int n = srv->acceptors_running;
+	for (int i = 0; i < n; i++) {
+		int64_t since = atomic_load(&srv->acceptors[i].since_ms);
+		if (since == 0 || now - since < ACCEPT_STUCK_MS)
+			return;
+	}
+	while (srv->acceptors_running < 2 * n && srv->acceptors_running < ACCEPT_THREADS_MAX &&
+	       start_acceptor(srv) == 0)
+		;
+	if (srv->acceptors_running > n && srv->trace)
+		fprintf(stderr, "devsim: every acceptor is in a handshake: %d acceptors now\n",
+			srv->acceptors_running);
+}
+
 static void *timer_main(void *arg)
 {
 	struct devsim_server *srv = arg;
 	while (!atomic_load(&srv->stop)) {
 		usleep(TIMER_TICK_US);
 		devsim_fleet_expire_commits(srv->fleet);
+		add_acceptors_if_stuck(srv);
 	}
 	return NULL;
 }
@@ -416,16 +481,12 @@ int devsim_server_start(struct devsim_server *srv)
 		rc = -pthread_create(&srv->workers[srv->workers_running], NULL, worker_main, srv);
 		srv->workers_running += !rc;
 	}
+	while (!rc && srv->acceptors_running < ACCEPT_THREADS)
+		rc = start_acceptor(srv);
+	/* after the acceptors: from here on the timer alone adds them */
 	if (!rc) {
 		rc = -pthread_create(&srv->timer, NULL, timer_main, srv);
 		srv->timer_running = !rc;
-	}
-	/* several acceptors: a client stuck in the SSH handshake must not block
-	 * the other devices' connects */
-	while (!rc && srv->acceptors_running < ACCEPT_THREADS) {
-		rc = -pthread_create(&srv->acceptors[srv->acceptors_running], NULL, accept_main,
-				     srv);
-		srv->acceptors_running += !rc;
 	}
 	if (rc)
 		devsim_server_stop(srv);
@@ -437,13 +498,14 @@ void devsim_server_stop(struct devsim_server *srv)
 	if (srv->epfd < 0)
 		return;
 	atomic_store(&srv->stop, true);
-	for (; srv->acceptors_running > 0; srv->acceptors_running--)
-		pthread_join(srv->acceptors[srv->acceptors_running - 1], NULL);
-	for (; srv->workers_running > 0; srv->workers_running--)
-		pthread_join(srv->workers[srv->workers_running - 1], NULL);
+	/* the timer first: it adds acceptors */
 	if (srv->timer_running)
 		pthread_join(srv->timer, NULL);
 	srv->timer_running = false;
+	for (; srv->acceptors_running > 0; srv->acceptors_running--)
+		pthread_join(srv->acceptors[srv->acceptors_running - 1].tid, NULL);
+	for (; srv->workers_running > 0; srv->workers_running--)
+		pthread_join(srv->workers[srv->workers_running - 1], NULL);
 	while (srv->conns)
 		end_conn(srv, srv->conns);
 	close(srv->epfd);
