@@ -192,10 +192,14 @@ class Replica:
                  etcd.url, "--replica-id", self.name, "--advertise", self.addr],
                 stdout=log, stderr=log)
         # reconnect at once: a replica's server restarts when its role changes,
-        # and the default backoff (1 s, growing) would count in the failover
+        # and the default backoff (1 s, growing) would count in the failover.
+        # Not grpc.min_reconnect_backoff_ms: gRPC core takes it as the connect
+        # timeout (100 ms at least), and an ASan replica that has just taken
+        # the lead on a loaded machine can take longer than that to send its
+        # SETTINGS frame: the attempt failed, and with it the next call. The
+        # default (20 s) waits for a slow server as any client would.
         self.ch = grpc.insecure_channel(self.addr, options=[
-            ("grpc.initial_reconnect_backoff_ms", 20), ("grpc.min_reconnect_backoff_ms", 20),
-            ("grpc.max_reconnect_backoff_ms", 100)])
+            ("grpc.initial_reconnect_backoff_ms", 20), ("grpc.max_reconnect_backoff_ms", 100)])
         self.jobs = jobs_pb2_grpc.JobsStub(self.ch)
         self.fabric = fabric_pb2_grpc.FabricStub(self.ch)
         self.health = health_pb2_grpc.HealthStub(self.ch)
